@@ -1,0 +1,256 @@
+/*
+ * rt — tank's actor runtime: Erlang process semantics on one libev loop.
+ *
+ * An actor is a behaviour (three callbacks) plus a state pointer.  Actors
+ * never share memory through the runtime: they exchange messages, which are
+ * copied on send (or carry one pointer whose ownership moves with the
+ * message, see rt_send_ptr).  Everything runs on the thread that calls
+ * rt_run(); no function here is thread-safe and none blocks.
+ *
+ * Identity.  An rt_pid_t is a generational handle (generation << 32 | slot).
+ * When an actor dies its slot's generation is bumped, so every copy of its
+ * pid becomes stale at once: sending to it, linking to it or exiting it is
+ * a cheap, safe no-op that returns -ESRCH.  Pid 0 (RT_NOPID) is never a live
+ * actor.  The same scheme is used for timer references.
+ *
+ * Errors.  Functions return 0 or a negative errno.  The runtime never calls
+ * exit() or abort(); on -ENOMEM the operation did not happen.
+ *
+ * Lifetimes.  An actor's state belongs to its behaviour: init creates it,
+ * terminate frees it.  terminate is called exactly once, at a safe point
+ * outside the actor's own handle callback.  A message belongs to the
+ * runtime; handle() borrows it for the duration of the call.
+ *
+ * Scheduling.  Actors with mail are kept in a FIFO run queue; each turn an
+ * actor handles at most RT_BATCH messages, then goes to the back of the
+ * queue.  Between bursts of RT_BUDGET turns the runtime returns to libev so
+ * timers, fds and signals are served: a flooded actor cannot starve the
+ * others nor the I/O.
+ */
+#ifndef TANK_RT_H
+#define TANK_RT_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+typedef uint64_t rt_pid_t;
+typedef uint64_t rt_ref_t;          /* monitor, timer and watch references */
+typedef struct rt rt_t;
+typedef struct rt_msg rt_msg_t;
+
+#define RT_NOPID ((rt_pid_t)0)
+#define RT_BATCH 32                 /* messages per actor per turn */
+#define RT_BUDGET 4096              /* actor turns before polling libev */
+
+/* Exit reasons.  Erlang's reasons are terms; here a reason is a kind plus
+ * an integer detail (an errno, an exit code, a user code).  RT_KILL is only
+ * meaningful as a signal sent with rt_exit(): it cannot be trapped and the
+ * victim dies with RT_KILLED, which is what its links then see. */
+enum rt_reason_kind {
+	RT_NORMAL = 0,   /* finished; does not kill non-trapping links */
+	RT_SHUTDOWN,     /* asked to stop by a supervisor or the runtime */
+	RT_KILL,         /* untrappable kill signal (rt_exit only) */
+	RT_KILLED,       /* died of RT_KILL */
+	RT_NOPROC,       /* monitor/link target did not exist */
+	RT_ERROR,        /* crashed; detail says why (negative errno or code) */
+};
+
+typedef struct rt_reason {
+	uint32_t kind;   /* enum rt_reason_kind */
+	int32_t detail;
+} rt_reason_t;
+
+static inline rt_reason_t rt_reason(uint32_t kind, int32_t detail)
+{
+	rt_reason_t r = { kind, detail };
+	return r;
+}
+#define RT_R_NORMAL   rt_reason(RT_NORMAL, 0)
+#define RT_R_SHUTDOWN rt_reason(RT_SHUTDOWN, 0)
+#define RT_R_KILL     rt_reason(RT_KILL, 0)
+
+/* A reason is "normal" in the OTP sense (no restart for transient
+ * children, no propagation to non-trapping links) when it is NORMAL or
+ * SHUTDOWN. */
+bool rt_reason_is_normal(rt_reason_t r);
+/* Static text for a reason kind ("normal", "killed", …). */
+const char *rt_reason_name(rt_reason_t r);
+
+/* Message types seen by handle(). */
+enum rt_msg_type {
+	RT_MSG_USER = 0, /* from rt_send / rt_send_ptr / rt_send_after */
+	RT_MSG_EXIT,     /* exit signal converted because the actor traps exits */
+	RT_MSG_DOWN,     /* a monitored actor died (or never existed: noproc) */
+	RT_MSG_FD,       /* a watched fd is ready */
+	RT_MSG_CHILD,    /* a watched child process changed state (exited) */
+};
+
+struct rt_msg {
+	rt_msg_t *next;      /* runtime-owned queue link */
+	rt_pid_t from;       /* sender, RT_NOPID for the runtime or outside */
+	uint32_t type;       /* enum rt_msg_type */
+	uint32_t tag;        /* user tag (RT_MSG_USER, FD, CHILD), else 0 */
+	union {
+		struct { rt_pid_t from; rt_reason_t reason; } exit;
+		struct { rt_ref_t ref; rt_pid_t pid; rt_reason_t reason; } down;
+		struct { rt_ref_t ref; int fd; int revents; } fd;
+		struct {
+			rt_ref_t ref;
+			pid_t pid;
+			int status;      /* raw wait status */
+			int code;        /* exit code, or -1 when signalled */
+			int signal;      /* terminating signal, or 0 */
+			bool core_dumped;
+		} child;
+	} u;
+	/* Payload of a user message: `len` bytes copied at `data`. */
+	size_t len;
+	void *data;
+	/* Owned pointer of rt_send_ptr: handle() may take it with
+	 * rt_msg_take(); otherwise the runtime calls dtor(ptr) after handle()
+	 * returns or when the message is dropped undelivered. */
+	void *ptr;
+	void (*dtor)(void *);
+};
+
+/* Takes ownership of msg->ptr (may be NULL); the runtime will not free it. */
+void *rt_msg_take(rt_msg_t *msg);
+
+typedef struct rt_behaviour {
+	const char *name;  /* for diagnostics */
+	/* Creates the actor's state from `arg` (borrowed; copy what you keep).
+	 * Runs synchronously inside rt_spawn*, already as the new actor
+	 * (rt_self() is its pid) so it may spawn, link, monitor and send.
+	 * Returns 0 or a negative errno; on failure the actor never existed,
+	 * terminate is not called, and whatever init set up must be undone
+	 * by init itself. */
+	int (*init)(rt_t *rt, void **state, void *arg);
+	/* Handles one message.  May call anything in this API. */
+	void (*handle)(rt_t *rt, void *state, rt_msg_t *msg);
+	/* Frees the state.  Called once when the actor dies, with the reason.
+	 * Must not send to itself; may send to others.  May be NULL. */
+	void (*terminate)(rt_t *rt, void *state, rt_reason_t reason);
+} rt_behaviour_t;
+
+/* --- runtime ----------------------------------------------------------- */
+
+/* Creates a runtime on a new libev loop.  Installs a SIGCHLD watcher and so
+ * owns the reaping of every child of the process (see rt_watch_child).
+ * Only one runtime may exist at a time per process for that reason.
+ * Returns NULL on allocation failure or if another runtime exists. */
+rt_t *rt_new(void);
+/* Terminates every actor still alive, newest first, each with reason
+ * shutdown and without delivering links or monitors (there is nobody left
+ * to tell); then cancels timers and watchers and frees everything. */
+void rt_free(rt_t *rt);
+/* Runs the loop until rt_stop() is called or nothing is left to do (no
+ * runnable actor and no active timer/watcher).  Returns 0. */
+int rt_run(rt_t *rt);
+/* Makes rt_run() return after the current callback. */
+void rt_stop(rt_t *rt);
+/* The libev loop, for code that adds its own watchers. */
+struct ev_loop *rt_loop(rt_t *rt);
+/* Milliseconds on the loop's monotonic clock (ev_now). */
+uint64_t rt_now_ms(rt_t *rt);
+/* Number of live actors. */
+size_t rt_count(rt_t *rt);
+
+/* --- actors ------------------------------------------------------------ */
+
+/* Spawns an actor.  On success *out (may be NULL) gets its pid.  -ENOMEM,
+ * or init's error. */
+int rt_spawn(rt_t *rt, const rt_behaviour_t *b, void *arg, rt_pid_t *out);
+/* Spawns and links the caller (rt_self()) to the new actor atomically:
+ * the link exists before init runs, so an init that exits abnormally… it
+ * cannot: init failure means the actor never existed and no exit signal is
+ * sent; the error is returned. */
+int rt_spawn_link(rt_t *rt, const rt_behaviour_t *b, void *arg, rt_pid_t *out);
+/* Spawns and monitors; *ref gets the monitor reference. */
+int rt_spawn_monitor(rt_t *rt, const rt_behaviour_t *b, void *arg,
+		     rt_pid_t *out, rt_ref_t *ref);
+
+/* The actor whose callback is running, or RT_NOPID outside any actor. */
+rt_pid_t rt_self(rt_t *rt);
+/* True while `pid` names a live actor. */
+bool rt_alive(rt_t *rt, rt_pid_t pid);
+
+/* Sends a copy of buf[0..len) with a tag.  -ESRCH if `to` is dead (the
+ * message is dropped), -ENOMEM.  Never blocks; mailboxes are unbounded. */
+int rt_send(rt_t *rt, rt_pid_t to, uint32_t tag, const void *buf, size_t len);
+/* Sends a pointer whose ownership moves to the receiver (see rt_msg.ptr).
+ * On any failure dtor(ptr) has been called before returning (if dtor). */
+int rt_send_ptr(rt_t *rt, rt_pid_t to, uint32_t tag, void *ptr,
+		void (*dtor)(void *));
+
+/* Ends the calling actor with `reason` once its current callback returns.
+ * Outside an actor: -EPERM. */
+int rt_exit_self(rt_t *rt, rt_reason_t reason);
+/* Sends an exit signal to `pid` from rt_self() (Erlang exit/2):
+ *  - RT_KILL: the target dies with RT_KILLED, trapping or not;
+ *  - the target traps exits: it gets an RT_MSG_EXIT message;
+ *  - RT_NORMAL: ignored by a non-trapping target (unless it is the
+ *    caller itself, which then exits normally);
+ *  - anything else kills a non-trapping target with that reason.
+ * Signals are applied at the target's next turn, before its queued mail.
+ * -ESRCH if the target is dead. */
+int rt_exit(rt_t *rt, rt_pid_t pid, rt_reason_t reason);
+/* Sets whether the calling actor traps exits; returns the old setting,
+ * or -EPERM outside an actor. */
+int rt_trap_exit(rt_t *rt, bool on);
+
+/* Links the caller and `pid` (idempotent).  Linking to a dead pid sends the
+ * caller an exit signal with RT_NOPROC (as Erlang) and returns -ESRCH. */
+int rt_link(rt_t *rt, rt_pid_t pid);
+int rt_unlink(rt_t *rt, rt_pid_t pid);
+/* Monitors `pid`: when it dies the caller gets RT_MSG_DOWN with the ref and
+ * the reason.  If it is already dead the DOWN (reason RT_NOPROC) is queued
+ * at once; the call still succeeds.  Each call makes a new monitor. */
+int rt_monitor(rt_t *rt, rt_pid_t pid, rt_ref_t *ref);
+/* Removes a monitor; a DOWN already queued is removed too (as Erlang's
+ * demonitor with flush).  -ENOENT if unknown. */
+int rt_demonitor(rt_t *rt, rt_ref_t ref);
+
+/* Registered names (copied).  -EEXIST if the name is taken or the actor has
+ * one, -ESRCH if pid is dead, -EINVAL for an empty name.  A name is freed
+ * when its actor dies. */
+int rt_register(rt_t *rt, const char *name, rt_pid_t pid);
+int rt_unregister(rt_t *rt, const char *name);
+rt_pid_t rt_whereis(rt_t *rt, const char *name);
+
+/* --- timers ------------------------------------------------------------ */
+
+/* Delivers an RT_MSG_USER message (tag, copy of buf) to `to` after `ms`
+ * milliseconds, from rt_self().  The timer dies with `to`.  *ref (may be
+ * NULL) identifies it for rt_cancel_timer. */
+int rt_send_after(rt_t *rt, rt_pid_t to, uint64_t ms, uint32_t tag,
+		  const void *buf, size_t len, rt_ref_t *ref);
+/* Cancels a timer.  0 if it had not fired: its message will never arrive.
+ * -ENOENT if it already fired (its message is in the mailbox or was
+ * handled) or was cancelled: Erlang's cancel_timer returning false. */
+int rt_cancel_timer(rt_t *rt, rt_ref_t ref);
+
+/* --- fds and child processes ------------------------------------------- */
+
+/* Watches `fd` for EV_READ/EV_WRITE on behalf of `owner`.  Readiness is
+ * level-triggered and at most one RT_MSG_FD per watch is in flight: the
+ * watch re-arms after the owner has handled the message.  The fd stays the
+ * caller's; remove the watch before closing it.  Dies with the owner. */
+int rt_watch_fd(rt_t *rt, rt_pid_t owner, int fd, int events, uint32_t tag,
+		rt_ref_t *ref);
+int rt_unwatch_fd(rt_t *rt, rt_ref_t ref);
+
+/* Delivers one RT_MSG_CHILD to `owner` when child process `pid` exits (or
+ * is killed).  The runtime reaps all children itself: an exit that happened
+ * before this call (even before rt_run) is kept and delivered at once.
+ * One watch per pid: -EEXIST.  Dies with the owner (the status of a child
+ * reaped later is then discarded). */
+int rt_watch_child(rt_t *rt, rt_pid_t owner, pid_t pid, uint32_t tag,
+		   rt_ref_t *ref);
+int rt_unwatch_child(rt_t *rt, rt_ref_t ref);
+
+/* Decodes a raw wait status into code / signal / core dumped. */
+void rt_decode_status(int status, int *code, int *signal, bool *core);
+
+#endif

@@ -1,0 +1,28 @@
+#!/bin/sh
+# Installs tank's build and test dependencies (Debian packages) when one of
+# their headers or tools is missing.  Safe to run repeatedly: it does nothing
+# when everything is present.  Needs root (or sudo) only when it installs.
+set -eu
+
+need=""
+check() { # check FILE PACKAGE
+	[ -e "$1" ] || need="$need $2"
+}
+check /usr/include/ev.h               libev-dev
+check /usr/include/msgpack.h          libmsgpack-dev
+check /usr/include/lmdb.h             liblmdb-dev
+check /usr/include/libfyaml.h         libfyaml-dev
+check /usr/include/criterion/criterion.h libcriterion-dev
+check /usr/bin/pkg-config             pkg-config
+check /usr/bin/mdb_stat               lmdb-utils
+check /bin/busybox                    busybox-static
+
+[ -z "$need" ] && exit 0
+
+echo "deps: installing:$need" >&2
+SUDO=""
+[ "$(id -u)" -eq 0 ] || SUDO="sudo"
+export DEBIAN_FRONTEND=noninteractive
+$SUDO apt-get update -qq
+# shellcheck disable=SC2086
+$SUDO apt-get install -y -qq --no-install-recommends $need >&2
