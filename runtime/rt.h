@@ -162,10 +162,10 @@ size_t rt_count(rt_t *rt);
 /* Spawns an actor.  On success *out (may be NULL) gets its pid.  -ENOMEM,
  * or init's error. */
 int rt_spawn(rt_t *rt, const rt_behaviour_t *b, void *arg, rt_pid_t *out);
-/* Spawns and links the caller (rt_self()) to the new actor atomically:
- * the link exists before init runs, so an init that exits abnormally… it
- * cannot: init failure means the actor never existed and no exit signal is
- * sent; the error is returned. */
+/* Spawns and links the caller (rt_self()) to the new actor atomically: the
+ * link exists before init runs.  If init fails the actor never existed, no
+ * exit signal is sent, and init's error is returned.  Outside an actor it
+ * is a plain spawn. */
 int rt_spawn_link(rt_t *rt, const rt_behaviour_t *b, void *arg, rt_pid_t *out);
 /* Spawns and monitors; *ref gets the monitor reference. */
 int rt_spawn_monitor(rt_t *rt, const rt_behaviour_t *b, void *arg,

@@ -1,0 +1,106 @@
+/*
+ * rt_int — the runtime's private structures, shared by rt.c (actors,
+ * scheduling, links, monitors, names) and rt_io.c (timers, fd and child
+ * watches).  Nothing outside runtime/ includes this file.
+ */
+#ifndef TANK_RT_INT_H
+#define TANK_RT_INT_H
+
+#include <ev.h>
+
+#include "runtime/rt.h"
+#include "runtime/rt_table.h"
+
+#define RT__MSG_INLINE 48      /* payload bytes a pooled message holds */
+#define RT__POOL_MAX 4096      /* pooled messages kept for reuse */
+#define RT__SIG_EXIT 0x100u    /* internal: an exit signal in the sig queue */
+
+/* Resources an actor owns and that die with it (timers, watches). */
+enum { RT__RES_TIMER = 1, RT__RES_FD, RT__RES_CHILD };
+
+typedef struct rt_res {
+	struct rt_res *prev, *next;   /* the owner's resource list */
+	rt_ref_t ref;                 /* handle in rt.res */
+	rt_pid_t owner;
+	uint32_t kind;
+	uint32_t tag;
+} rt_res_t;
+
+typedef struct rt_mon {
+	rt_ref_t ref;
+	rt_pid_t other;               /* the target, or the watcher */
+	uint32_t watching;            /* 1: I watch other; 0: other watches me */
+} rt_mon_t;
+
+enum {
+	RT__A_INRQ = 1u << 0,      /* on the run queue */
+	RT__A_TRAP = 1u << 1,      /* traps exits */
+	RT__A_EXITING = 1u << 2,   /* will die at the end of its turn */
+	RT__A_DEAD = 1u << 3,      /* pid already invalidated */
+};
+
+typedef struct rt_actor {
+	rt_pid_t pid;
+	const rt_behaviour_t *b;
+	void *state;
+	rt_msg_t *mb_head, *mb_tail;     /* mailbox */
+	rt_msg_t *sig_head, *sig_tail;   /* exit signals, served first */
+	struct rt_actor *rq_next;
+	struct rt_actor *all_prev, *all_next;  /* every actor, newest first */
+	rt_pid_t *links;                 /* lazily allocated */
+	rt_mon_t *mons;                  /* lazily allocated */
+	rt_res_t *res;                   /* owned timers and watches */
+	char *name;                      /* registered name or NULL */
+	uint32_t nlinks, caplinks;
+	uint32_t nmons, capmons;
+	uint32_t flags;
+	rt_reason_t reason;              /* exit reason once EXITING */
+} rt_actor_t;
+
+struct rt {
+	struct ev_loop *loop;
+	rt_tab_t actors;                 /* pid -> rt_actor_t */
+	rt_tab_t res;                    /* timer/watch ref -> rt_res_t */
+	rt_actor_t *rq_head, *rq_tail;   /* run queue */
+	rt_actor_t *all;                 /* newest first */
+	rt_actor_t *cur;                 /* actor whose callback runs */
+	rt_actor_t *running;             /* actor whose turn is in progress */
+	rt_msg_t *pool;                  /* free pooled messages */
+	uint32_t npool;
+	uint64_t next_mon_ref;
+	size_t nactors;
+	bool stop;
+	bool tearing_down;
+	ev_idle idle;                    /* keeps polling non-blocking */
+	ev_check check;                  /* runs actors after each poll */
+	ev_signal sigchld;
+	/* names: a small array; registrations are rare and few */
+	struct { char *name; rt_pid_t pid; } *names;
+	uint32_t nnames, capnames;
+	/* child watches: pid -> res ref, open addressing */
+	struct { pid_t pid; rt_ref_t ref; } *cmap;
+	uint32_t cmap_cap, cmap_len;
+	/* exits reaped before anyone watched them: FIFO, bounded */
+	struct { pid_t pid; int status; } *orphans;
+	uint32_t norphans;
+	uint32_t nchildwatch;
+};
+
+/* rt.c */
+rt_actor_t *rt__actor(rt_t *rt, rt_pid_t pid);
+rt_msg_t *rt__msg_new(rt_t *rt, size_t len);
+void rt__msg_free(rt_t *rt, rt_msg_t *m);
+/* Queues m to a live actor and schedules it. */
+void rt__deliver(rt_t *rt, rt_actor_t *a, rt_msg_t *m);
+void rt__res_attach(rt_actor_t *a, rt_res_t *r);
+void rt__res_detach(rt_actor_t *a, rt_res_t *r);
+
+/* rt_io.c */
+int rt__io_init(rt_t *rt);
+void rt__io_destroy(rt_t *rt);
+/* Frees a resource (stops its watcher); does not touch the owner list. */
+void rt__res_destroy(rt_t *rt, rt_res_t *r);
+/* After the owner handled an RT_MSG_FD: re-arm the watch if it still exists. */
+void rt__fd_rearm(rt_t *rt, rt_ref_t ref);
+
+#endif

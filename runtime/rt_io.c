@@ -1,0 +1,451 @@
+/*
+ * rt_io.c — timers, fd readiness and child exits, turned into messages.
+ *
+ * Every watcher is an rt_res_t owned by one actor and registered in the
+ * generational table rt->res, so a reference held after the watcher fired
+ * or died resolves to nothing instead of to freed memory.
+ *
+ * Children: the runtime reaps every child of the process itself, with
+ * waitpid(-1) on SIGCHLD, rather than using libev's ev_child.  ev_child
+ * discards the status of a pid nobody watches yet, which loses the exit of
+ * a child that dies before its owner gets to watch it; here such exits are
+ * kept in a bounded list and handed over by rt_watch_child.
+ */
+#include "runtime/rt_int.h"
+
+#include <errno.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+
+#define RT__ORPHANS_MAX 1024   /* unclaimed exits kept; oldest dropped */
+
+typedef struct rt_timer {
+	rt_res_t res;
+	ev_timer w;
+	rt_t *rt;
+	rt_msg_t *msg;
+} rt_timer_t;
+
+typedef struct rt_fdw {
+	rt_res_t res;
+	ev_io w;
+	rt_t *rt;
+} rt_fdw_t;
+
+typedef struct rt_childw {
+	rt_res_t res;
+	pid_t pid;
+} rt_childw_t;
+
+/* --- child pid map: open addressing, linear probing ---------------------- */
+
+static uint32_t rt__cmap_hash(pid_t pid, uint32_t cap)
+{
+	return ((uint32_t)pid * 2654435761u) & (cap - 1);
+}
+
+static int rt__cmap_grow(rt_t *rt)
+{
+	uint32_t ncap = rt->cmap_cap ? rt->cmap_cap * 2 : 64;
+	__typeof__(rt->cmap) nm = calloc(ncap, sizeof *nm);
+
+	if (!nm)
+		return -ENOMEM;
+	for (uint32_t i = 0; i < rt->cmap_cap; i++) {
+		if (!rt->cmap[i].pid)
+			continue;
+		uint32_t j = rt__cmap_hash(rt->cmap[i].pid, ncap);
+		while (nm[j].pid)
+			j = (j + 1) & (ncap - 1);
+		nm[j] = rt->cmap[i];
+	}
+	free(rt->cmap);
+	rt->cmap = nm;
+	rt->cmap_cap = ncap;
+	return 0;
+}
+
+static int rt__cmap_find(rt_t *rt, pid_t pid)
+{
+	if (!rt->cmap_cap)
+		return -1;
+	for (uint32_t j = rt__cmap_hash(pid, rt->cmap_cap);; j = (j + 1) & (rt->cmap_cap - 1)) {
+		if (rt->cmap[j].pid == pid)
+			return (int)j;
+		if (!rt->cmap[j].pid)
+			return -1;
+	}
+}
+
+static int rt__cmap_put(rt_t *rt, pid_t pid, rt_ref_t ref)
+{
+	uint32_t j;
+	int err;
+
+	if ((rt->cmap_len + 1) * 2 > rt->cmap_cap && (err = rt__cmap_grow(rt)) < 0)
+		return err;
+	j = rt__cmap_hash(pid, rt->cmap_cap);
+	while (rt->cmap[j].pid)
+		j = (j + 1) & (rt->cmap_cap - 1);
+	rt->cmap[j].pid = pid;
+	rt->cmap[j].ref = ref;
+	rt->cmap_len++;
+	return 0;
+}
+
+/* Backward-shift deletion keeps probe chains intact without tombstones. */
+static void rt__cmap_del(rt_t *rt, uint32_t j)
+{
+	uint32_t mask = rt->cmap_cap - 1, k = j;
+
+	rt->cmap[j].pid = 0;
+	rt->cmap_len--;
+	for (;;) {
+		k = (k + 1) & mask;
+		if (!rt->cmap[k].pid)
+			return;
+		uint32_t home = rt__cmap_hash(rt->cmap[k].pid, rt->cmap_cap);
+		/* Move k into the hole at j if its home is not in (j, k]. */
+		if ((j < k) ? (home <= j || home > k) : (home <= j && home > k)) {
+			rt->cmap[j] = rt->cmap[k];
+			rt->cmap[k].pid = 0;
+			j = k;
+		}
+	}
+}
+
+/* --- resources ----------------------------------------------------------- */
+
+static int rt__res_new(rt_t *rt, size_t size, uint32_t kind, rt_actor_t *owner,
+		       uint32_t tag, rt_res_t **out)
+{
+	rt_res_t *r = calloc(1, size);
+	int err;
+
+	if (!r)
+		return -ENOMEM;
+	if ((err = rt_tab_alloc(&rt->res, r, &r->ref)) < 0) {
+		free(r);
+		return err;
+	}
+	r->kind = kind;
+	r->owner = owner->pid;
+	r->tag = tag;
+	rt__res_attach(owner, r);
+	*out = r;
+	return 0;
+}
+
+void rt__res_destroy(rt_t *rt, rt_res_t *r)
+{
+	switch (r->kind) {
+	case RT__RES_TIMER: {
+		rt_timer_t *t = (rt_timer_t *)r;
+		ev_timer_stop(rt->loop, &t->w);
+		if (t->msg)
+			rt__msg_free(rt, t->msg);
+		break;
+	}
+	case RT__RES_FD: {
+		rt_fdw_t *f = (rt_fdw_t *)r;
+		ev_io_stop(rt->loop, &f->w);
+		break;
+	}
+	case RT__RES_CHILD: {
+		rt_childw_t *c = (rt_childw_t *)r;
+		int j = rt__cmap_find(rt, c->pid);
+		if (j >= 0 && rt->cmap[j].ref == r->ref)
+			rt__cmap_del(rt, (uint32_t)j);
+		if (--rt->nchildwatch == 0)
+			ev_unref(rt->loop);
+		break;
+	}
+	}
+	rt_tab_free(&rt->res, r->ref);
+	free(r);
+}
+
+/* Looks up a live resource of one kind. */
+static rt_res_t *rt__res_get(rt_t *rt, rt_ref_t ref, uint32_t kind)
+{
+	rt_res_t *r = rt_tab_get(&rt->res, ref);
+	return r && r->kind == kind ? r : NULL;
+}
+
+static void rt__res_drop(rt_t *rt, rt_res_t *r)
+{
+	rt_actor_t *owner = rt__actor(rt, r->owner);
+
+	if (owner)
+		rt__res_detach(owner, r);
+	rt__res_destroy(rt, r);
+}
+
+/* --- timers ---------------------------------------------------------------- */
+
+static void rt__timer_cb(struct ev_loop *loop, ev_timer *w, int revents)
+{
+	rt_timer_t *t = w->data;
+	rt_t *rt = t->rt;
+	rt_actor_t *owner = rt__actor(rt, t->res.owner);
+	rt_msg_t *m = t->msg;
+
+	(void)loop; (void)revents;
+	t->msg = NULL;
+	rt__res_drop(rt, &t->res);
+	if (owner)
+		rt__deliver(rt, owner, m);
+	else
+		rt__msg_free(rt, m);
+}
+
+int rt_send_after(rt_t *rt, rt_pid_t to, uint64_t ms, uint32_t tag,
+		  const void *buf, size_t len, rt_ref_t *ref)
+{
+	rt_actor_t *a = rt__actor(rt, to);
+	rt_timer_t *t;
+	rt_msg_t *m;
+	int err;
+
+	if (!a || (a->flags & RT__A_DEAD))
+		return -ESRCH;
+	if (!(m = rt__msg_new(rt, len)))
+		return -ENOMEM;
+	m->type = RT_MSG_USER;
+	m->tag = tag;
+	m->from = rt_self(rt);
+	if (len)
+		memcpy(m->data, buf, len);
+	if ((err = rt__res_new(rt, sizeof *t, RT__RES_TIMER, a, tag,
+			       (rt_res_t **)&t)) < 0) {
+		rt__msg_free(rt, m);
+		return err;
+	}
+	t->rt = rt;
+	t->msg = m;
+	ev_timer_init(&t->w, rt__timer_cb, (double)ms / 1000.0, 0.);
+	t->w.data = t;
+	ev_timer_start(rt->loop, &t->w);
+	if (ref)
+		*ref = t->res.ref;
+	return 0;
+}
+
+int rt_cancel_timer(rt_t *rt, rt_ref_t ref)
+{
+	rt_res_t *r = rt__res_get(rt, ref, RT__RES_TIMER);
+
+	if (!r)
+		return -ENOENT;
+	rt__res_drop(rt, r);
+	return 0;
+}
+
+/* --- fds -------------------------------------------------------------------- */
+
+static void rt__fd_cb(struct ev_loop *loop, ev_io *w, int revents)
+{
+	rt_fdw_t *f = w->data;
+	rt_t *rt = f->rt;
+	rt_actor_t *owner = rt__actor(rt, f->res.owner);
+	rt_msg_t *m;
+
+	/* One message in flight per watch: stop until the owner handled it,
+	 * so a slow reader does not pile up a message per loop iteration. */
+	ev_io_stop(loop, w);
+	if (!owner || !(m = rt__msg_new(rt, 0))) {
+		/* Without memory, retry on a later iteration rather than lose
+		 * the readiness. */
+		if (owner)
+			ev_io_start(loop, w);
+		return;
+	}
+	m->type = RT_MSG_FD;
+	m->tag = f->res.tag;
+	m->u.fd.ref = f->res.ref;
+	m->u.fd.fd = w->fd;
+	m->u.fd.revents = revents & (EV_READ | EV_WRITE);
+	rt__deliver(rt, owner, m);
+}
+
+void rt__fd_rearm(rt_t *rt, rt_ref_t ref)
+{
+	rt_fdw_t *f = (rt_fdw_t *)rt__res_get(rt, ref, RT__RES_FD);
+
+	if (f && !ev_is_active(&f->w))
+		ev_io_start(rt->loop, &f->w);
+}
+
+int rt_watch_fd(rt_t *rt, rt_pid_t owner, int fd, int events, uint32_t tag,
+		rt_ref_t *ref)
+{
+	rt_actor_t *a = rt__actor(rt, owner);
+	rt_fdw_t *f;
+	int err;
+
+	if (!a || (a->flags & RT__A_DEAD))
+		return -ESRCH;
+	if (fd < 0 || !(events & (EV_READ | EV_WRITE)))
+		return -EINVAL;
+	if ((err = rt__res_new(rt, sizeof *f, RT__RES_FD, a, tag, (rt_res_t **)&f)) < 0)
+		return err;
+	f->rt = rt;
+	ev_io_init(&f->w, rt__fd_cb, fd, events & (EV_READ | EV_WRITE));
+	f->w.data = f;
+	ev_io_start(rt->loop, &f->w);
+	if (ref)
+		*ref = f->res.ref;
+	return 0;
+}
+
+int rt_unwatch_fd(rt_t *rt, rt_ref_t ref)
+{
+	rt_res_t *r = rt__res_get(rt, ref, RT__RES_FD);
+
+	if (!r)
+		return -ENOENT;
+	rt__res_drop(rt, r);
+	return 0;
+}
+
+/* --- children ---------------------------------------------------------------- */
+
+void rt_decode_status(int status, int *code, int *signal, bool *core)
+{
+	*code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+	*signal = WIFSIGNALED(status) ? WTERMSIG(status) : 0;
+	*core = WIFSIGNALED(status) && WCOREDUMP(status);
+}
+
+static void rt__child_fire(rt_t *rt, rt_childw_t *c, int status)
+{
+	rt_actor_t *owner = rt__actor(rt, c->res.owner);
+	rt_msg_t *m = owner ? rt__msg_new(rt, 0) : NULL;
+
+	if (m) {
+		m->type = RT_MSG_CHILD;
+		m->tag = c->res.tag;
+		m->u.child.ref = c->res.ref;
+		m->u.child.pid = c->pid;
+		m->u.child.status = status;
+		rt_decode_status(status, &m->u.child.code, &m->u.child.signal,
+				 &m->u.child.core_dumped);
+	}
+	rt__res_drop(rt, &c->res);
+	if (m)
+		rt__deliver(rt, owner, m);
+}
+
+static void rt__orphan_add(rt_t *rt, pid_t pid, int status)
+{
+	if (!rt->orphans && !(rt->orphans = calloc(RT__ORPHANS_MAX, sizeof *rt->orphans)))
+		return;   /* nobody asked for it; losing it under ENOMEM is fine */
+	if (rt->norphans == RT__ORPHANS_MAX) {
+		memmove(rt->orphans, rt->orphans + 1,
+			(RT__ORPHANS_MAX - 1) * sizeof *rt->orphans);
+		rt->norphans--;
+	}
+	rt->orphans[rt->norphans].pid = pid;
+	rt->orphans[rt->norphans].status = status;
+	rt->norphans++;
+}
+
+/* Collects every exited child before any owner runs (libuv does the same):
+ * owners then see a consistent picture of which children are gone. */
+static void rt__reap(rt_t *rt)
+{
+	pid_t pid;
+	int status;
+
+	while ((pid = waitpid(-1, &status, WNOHANG)) > 0) {
+		int j = rt__cmap_find(rt, pid);
+		rt_childw_t *c = j < 0 ? NULL
+			: (rt_childw_t *)rt__res_get(rt, rt->cmap[j].ref, RT__RES_CHILD);
+		if (c)
+			rt__child_fire(rt, c, status);
+		else
+			rt__orphan_add(rt, pid, status);
+	}
+}
+
+static void rt__sigchld_cb(struct ev_loop *loop, ev_signal *w, int revents)
+{
+	(void)loop; (void)revents;
+	rt__reap(w->data);
+}
+
+int rt_watch_child(rt_t *rt, rt_pid_t owner, pid_t pid, uint32_t tag,
+		   rt_ref_t *ref)
+{
+	rt_actor_t *a = rt__actor(rt, owner);
+	rt_childw_t *c;
+	int err;
+
+	if (!a || (a->flags & RT__A_DEAD))
+		return -ESRCH;
+	if (pid <= 0)
+		return -EINVAL;
+	if (rt__cmap_find(rt, pid) >= 0)
+		return -EEXIST;
+	if ((err = rt__res_new(rt, sizeof *c, RT__RES_CHILD, a, tag, (rt_res_t **)&c)) < 0)
+		return err;
+	c->pid = pid;
+	if ((err = rt__cmap_put(rt, pid, c->res.ref)) < 0) {
+		rt__res_detach(a, &c->res);
+		rt_tab_free(&rt->res, c->res.ref);
+		free(c);
+		return err;
+	}
+	if (rt->nchildwatch++ == 0)
+		ev_ref(rt->loop);
+	if (ref)
+		*ref = c->res.ref;
+	/* The child may already be gone: reaped earlier (an orphan), or
+	 * exited with its SIGCHLD not yet served. */
+	for (uint32_t i = 0; i < rt->norphans; i++)
+		if (rt->orphans[i].pid == pid) {
+			int status = rt->orphans[i].status;
+			memmove(rt->orphans + i, rt->orphans + i + 1,
+				(rt->norphans - i - 1) * sizeof *rt->orphans);
+			rt->norphans--;
+			rt__child_fire(rt, c, status);
+			return 0;
+		}
+	rt__reap(rt);
+	return 0;
+}
+
+int rt_unwatch_child(rt_t *rt, rt_ref_t ref)
+{
+	rt_res_t *r = rt__res_get(rt, ref, RT__RES_CHILD);
+
+	if (!r)
+		return -ENOENT;
+	rt__res_drop(rt, r);
+	return 0;
+}
+
+/* --- setup -------------------------------------------------------------------- */
+
+int rt__io_init(rt_t *rt)
+{
+	ev_signal_init(&rt->sigchld, rt__sigchld_cb, SIGCHLD);
+	rt->sigchld.data = rt;
+	ev_signal_start(rt->loop, &rt->sigchld);
+	ev_unref(rt->loop);   /* only watched children keep the loop alive */
+	return 0;
+}
+
+void rt__io_destroy(rt_t *rt)
+{
+	ev_ref(rt->loop);
+	ev_signal_stop(rt->loop, &rt->sigchld);
+	free(rt->cmap);
+	rt->cmap = NULL;
+	rt->cmap_cap = rt->cmap_len = 0;
+	free(rt->orphans);
+	rt->orphans = NULL;
+	rt->norphans = 0;
+}

@@ -1,0 +1,858 @@
+/* Tests of the actor runtime's rules (docs/runtime.md). */
+#include <criterion/criterion.h>
+#include <ev.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "runtime/rt.h"
+
+/* A recorder actor: keeps every message it gets, in order. */
+#define REC_MAX 256
+typedef struct rec {
+	int n;
+	rt_msg_t msgs[REC_MAX];
+	uint64_t payload[REC_MAX];
+	int trap;
+	int stop_after;        /* rt_stop after this many messages, 0 = never */
+	rt_reason_t died;
+	int terminated;
+} rec_t;
+
+static int rec_init(rt_t *rt, void **state, void *arg)
+{
+	rec_t *r = arg;
+	*state = r;
+	if (r->trap)
+		rt_trap_exit(rt, true);
+	return 0;
+}
+
+static void rec_handle(rt_t *rt, void *state, rt_msg_t *m)
+{
+	rec_t *r = state;
+	if (r->n < REC_MAX) {
+		r->msgs[r->n] = *m;
+		if (m->type == RT_MSG_USER && m->len == sizeof(uint64_t))
+			memcpy(&r->payload[r->n], m->data, sizeof(uint64_t));
+		r->n++;
+	}
+	if (r->stop_after && r->n >= r->stop_after)
+		rt_stop(rt);
+}
+
+static void rec_terminate(rt_t *rt, void *state, rt_reason_t reason)
+{
+	rec_t *r = state;
+	(void)rt;
+	r->died = reason;
+	r->terminated++;
+}
+
+static const rt_behaviour_t rec_b = { "rec", rec_init, rec_handle, rec_terminate };
+
+/* An actor that does what its user messages tell it. */
+enum { CMD_EXIT = 1, CMD_LINK, CMD_SPAWN_LINK_CRASHER, CMD_TRAP, CMD_SEND_SELF };
+typedef struct cmd { uint32_t op; rt_pid_t pid; rt_reason_t reason; } cmd_t;
+
+static void puppet_handle(rt_t *rt, void *state, rt_msg_t *m)
+{
+	(void)state;
+	if (m->type != RT_MSG_USER || m->len != sizeof(cmd_t))
+		return;
+	cmd_t c;
+	memcpy(&c, m->data, sizeof c);
+	switch (c.op) {
+	case CMD_EXIT: rt_exit_self(rt, c.reason); break;
+	case CMD_LINK: rt_link(rt, c.pid); break;
+	case CMD_TRAP: rt_trap_exit(rt, true); break;
+	}
+}
+
+static const rt_behaviour_t puppet_b = { "puppet", NULL, puppet_handle, NULL };
+
+static void cmd(rt_t *rt, rt_pid_t to, uint32_t op, rt_pid_t pid, rt_reason_t r)
+{
+	cmd_t c = { op, pid, r };
+	cr_assert_eq(rt_send(rt, to, 0, &c, sizeof c), 0);
+}
+
+/* Spawns an actor that monitors `pid` and records the DOWN. */
+static int watcher_init(rt_t *rt, void **state, void *arg)
+{
+	rt_pid_t target = *(rt_pid_t *)arg;
+	rt_ref_t ref;
+	*state = NULL;
+	return rt_monitor(rt, target, &ref);
+}
+
+static void watcher_handle(rt_t *rt, void *state, rt_msg_t *m)
+{
+	(void)state;
+	rt_pid_t rec = rt_whereis(rt, "rec");
+	if (m->type == RT_MSG_DOWN)
+		rt_send(rt, rec, 99, &m->u.down.reason, sizeof m->u.down.reason);
+}
+
+static const rt_behaviour_t watcher_b = { "watcher", watcher_init, watcher_handle, NULL };
+
+static rt_t *new_rt(void)
+{
+	rt_t *rt = rt_new();
+	cr_assert_not_null(rt);
+	return rt;
+}
+
+/* Runs the loop with a safety timer so a broken rule fails instead of
+ * hanging: the timer stops the loop after `ms`. */
+static void stop_cb(struct ev_loop *loop, ev_timer *w, int revents)
+{
+	(void)loop; (void)revents;
+	rt_stop(w->data);
+}
+
+static void run_for(rt_t *rt, double seconds)
+{
+	ev_timer t;
+	ev_timer_init(&t, stop_cb, seconds, 0);
+	t.data = rt;
+	ev_timer_start(rt_loop(rt), &t);
+	rt_run(rt);
+	ev_timer_stop(rt_loop(rt), &t);
+}
+
+Test(runtime, send_delivers_copies_in_order)
+{
+	rt_t *rt = new_rt();
+	rec_t r = { .stop_after = 3 };
+	rt_pid_t p;
+	cr_assert_eq(rt_spawn(rt, &rec_b, &r, &p), 0);
+	for (uint64_t i = 1; i <= 3; i++)
+		cr_assert_eq(rt_send(rt, p, 7, &i, sizeof i), 0);
+	run_for(rt, 5);
+	cr_assert_eq(r.n, 3);
+	for (int i = 0; i < 3; i++) {
+		cr_assert_eq(r.msgs[i].type, RT_MSG_USER);
+		cr_assert_eq(r.msgs[i].tag, 7);
+		cr_assert_eq(r.payload[i], (uint64_t)i + 1);
+	}
+	rt_free(rt);
+	cr_assert_eq(r.terminated, 1);
+	cr_assert_eq(r.died.kind, RT_SHUTDOWN);
+}
+
+Test(runtime, stale_pid_is_safe_noop)
+{
+	rt_t *rt = new_rt();
+	rt_pid_t old, p;
+	cr_assert_eq(rt_spawn(rt, &puppet_b, NULL, &old), 0);
+	cmd(rt, old, CMD_EXIT, 0, RT_R_NORMAL);
+	run_for(rt, 1);
+	cr_assert_not(rt_alive(rt, old));
+	/* Churn slots so the old slot is reused by a new generation. */
+	for (int i = 0; i < 5000; i++) {
+		cr_assert_eq(rt_spawn(rt, &puppet_b, NULL, &p), 0);
+		cmd(rt, p, CMD_EXIT, 0, RT_R_NORMAL);
+		run_for(rt, 1);
+		cr_assert_neq(p, old);
+	}
+	uint64_t v = 1;
+	cr_assert_eq(rt_send(rt, old, 0, &v, sizeof v), -ESRCH);
+	cr_assert_eq(rt_exit(rt, old, RT_R_KILL), -ESRCH);
+	cr_assert_eq(rt_register(rt, "x", old), -ESRCH);
+	cr_assert_eq(rt_count(rt), 0);
+	rt_free(rt);
+}
+
+Test(runtime, send_ptr_dtor_runs_when_dropped)
+{
+	rt_t *rt = new_rt();
+	rt_pid_t p;
+	cr_assert_eq(rt_spawn(rt, &puppet_b, NULL, &p), 0);
+	cmd(rt, p, CMD_EXIT, 0, RT_R_NORMAL);
+	run_for(rt, 1);
+	/* Dead receiver: freed at once (ASan would see a leak otherwise). */
+	cr_assert_eq(rt_send_ptr(rt, p, 1, malloc(32), free), -ESRCH);
+	cr_assert_eq(rt_spawn(rt, &puppet_b, NULL, &p), 0);
+	/* Unhandled pointer: freed after handle, or at teardown. */
+	cr_assert_eq(rt_send_ptr(rt, p, 1, malloc(32), free), 0);
+	cr_assert_eq(rt_send_ptr(rt, p, 1, malloc(32), free), 0);
+	run_for(rt, 0.05);
+	cr_assert_eq(rt_send_ptr(rt, p, 1, malloc(32), free), 0);
+	rt_free(rt);
+}
+
+Test(runtime, exit_propagates_through_chain_of_links)
+{
+	enum { N = 20000 };   /* deep enough that recursion would overflow */
+	rt_t *rt = new_rt();
+	rt_pid_t *p = calloc(N, sizeof *p);
+	rec_t r = { .trap = 1, .stop_after = 1 };
+	rt_pid_t rec;
+	cr_assert_eq(rt_spawn(rt, &rec_b, &r, &rec), 0);
+	for (int i = 0; i < N; i++) {
+		cr_assert_eq(rt_spawn(rt, &puppet_b, NULL, &p[i]), 0);
+		if (i)
+			cmd(rt, p[i], CMD_LINK, p[i - 1], RT_R_NORMAL);
+	}
+	/* The recorder is linked to the far end of the chain. */
+	cr_assert_eq(rt_send(rt, p[N - 1], 0, &(cmd_t){ CMD_LINK, rec, RT_R_NORMAL }, sizeof(cmd_t)), 0);
+	run_for(rt, 5);
+	cr_assert_eq(rt_count(rt), N + 1);
+	cmd(rt, p[0], CMD_EXIT, 0, rt_reason(RT_ERROR, 42));
+	run_for(rt, 20);
+	cr_assert_eq(r.n, 1);
+	cr_assert_eq(r.msgs[0].type, RT_MSG_EXIT);
+	cr_assert_eq(r.msgs[0].u.exit.from, p[N - 1]);
+	cr_assert_eq(r.msgs[0].u.exit.reason.kind, RT_ERROR);
+	cr_assert_eq(r.msgs[0].u.exit.reason.detail, 42);
+	for (int i = 0; i < N; i++)
+		cr_assert_not(rt_alive(rt, p[i]));
+	cr_assert_eq(rt_count(rt), 1);
+	free(p);
+	rt_free(rt);
+}
+
+Test(runtime, normal_exit_does_not_kill_linked_actor)
+{
+	rt_t *rt = new_rt();
+	rt_pid_t a, b;
+	cr_assert_eq(rt_spawn(rt, &puppet_b, NULL, &a), 0);
+	cr_assert_eq(rt_spawn(rt, &puppet_b, NULL, &b), 0);
+	cmd(rt, a, CMD_LINK, b, RT_R_NORMAL);
+	cmd(rt, a, CMD_EXIT, 0, RT_R_NORMAL);
+	run_for(rt, 0.2);
+	cr_assert_not(rt_alive(rt, a));
+	cr_assert(rt_alive(rt, b));
+	/* exit(b, normal) from outside is ignored too. */
+	cr_assert_eq(rt_exit(rt, b, RT_R_NORMAL), 0);
+	run_for(rt, 0.2);
+	cr_assert(rt_alive(rt, b));
+	/* …but an abnormal reason kills it. */
+	cr_assert_eq(rt_exit(rt, b, RT_R_SHUTDOWN), 0);
+	run_for(rt, 0.2);
+	cr_assert_not(rt_alive(rt, b));
+	rt_free(rt);
+}
+
+Test(runtime, trap_exit_turns_signals_into_messages)
+{
+	rt_t *rt = new_rt();
+	rec_t r = { .trap = 1, .stop_after = 2 };
+	rt_pid_t rec, a;
+	cr_assert_eq(rt_spawn(rt, &rec_b, &r, &rec), 0);
+	cr_assert_eq(rt_spawn(rt, &puppet_b, NULL, &a), 0);
+	cmd(rt, a, CMD_LINK, rec, RT_R_NORMAL);
+	cmd(rt, a, CMD_EXIT, 0, rt_reason(RT_ERROR, 5));
+	cr_assert_eq(rt_exit(rt, rec, RT_R_SHUTDOWN), 0);   /* trapped too */
+	run_for(rt, 5);
+	cr_assert(rt_alive(rt, rec));
+	cr_assert_eq(r.n, 2);
+	cr_assert_eq(r.msgs[0].type, RT_MSG_EXIT);
+	cr_assert_eq(r.msgs[1].type, RT_MSG_EXIT);
+	/* Signals are applied in the order they were sent. */
+	int err_first = r.msgs[0].u.exit.reason.kind == RT_ERROR;
+	cr_assert(err_first || r.msgs[1].u.exit.reason.kind == RT_ERROR);
+	rt_free(rt);
+}
+
+Test(runtime, kill_cannot_be_trapped_and_links_see_killed)
+{
+	rt_t *rt = new_rt();
+	rec_t victim = { .trap = 1 }, obs = { .trap = 1, .stop_after = 1 };
+	rt_pid_t v, o, p;
+	cr_assert_eq(rt_spawn(rt, &rec_b, &victim, &v), 0);
+	cr_assert_eq(rt_spawn(rt, &rec_b, &obs, &o), 0);
+	cr_assert_eq(rt_spawn(rt, &puppet_b, NULL, &p), 0);
+	cmd(rt, p, CMD_LINK, v, RT_R_NORMAL);
+	run_for(rt, 0.1);
+	/* Link victim and observer through an actor that links from inside. */
+	cr_assert_eq(rt_exit(rt, p, RT_R_KILL), 0);
+	run_for(rt, 1);
+	/* The victim traps exits: the puppet's `killed` is a message to it. */
+	cr_assert(rt_alive(rt, v));
+	cr_assert_eq(victim.n, 1);
+	cr_assert_eq(victim.msgs[0].u.exit.reason.kind, RT_KILLED);
+	/* Now kill the trapping victim itself: it dies regardless. */
+	rt_pid_t q;
+	cr_assert_eq(rt_spawn(rt, &puppet_b, NULL, &q), 0);
+	cmd(rt, q, CMD_TRAP, 0, RT_R_NORMAL);
+	cmd(rt, q, CMD_LINK, o, RT_R_NORMAL);
+	run_for(rt, 0.1);
+	cr_assert_eq(rt_exit(rt, q, RT_R_KILL), 0);
+	run_for(rt, 5);
+	cr_assert_not(rt_alive(rt, q));
+	cr_assert_eq(obs.n, 1);
+	cr_assert_eq(obs.msgs[0].type, RT_MSG_EXIT);
+	cr_assert_eq(obs.msgs[0].u.exit.reason.kind, RT_KILLED);
+	rt_free(rt);
+}
+
+Test(runtime, monitor_dead_pid_gives_noproc_at_once)
+{
+	rt_t *rt = new_rt();
+	rec_t r = { .stop_after = 2 };
+	rt_pid_t rec, dead, w;
+	cr_assert_eq(rt_spawn(rt, &rec_b, &r, &rec), 0);
+	cr_assert_eq(rt_register(rt, "rec", rec), 0);
+	cr_assert_eq(rt_spawn(rt, &puppet_b, NULL, &dead), 0);
+	cmd(rt, dead, CMD_EXIT, 0, RT_R_NORMAL);
+	run_for(rt, 0.1);
+	cr_assert_eq(rt_spawn(rt, &watcher_b, &dead, &w), 0);
+	/* A live one, killed, for the reason carried by DOWN. */
+	rt_pid_t live;
+	cr_assert_eq(rt_spawn(rt, &puppet_b, NULL, &live), 0);
+	cr_assert_eq(rt_spawn(rt, &watcher_b, &live, &w), 0);
+	cmd(rt, live, CMD_EXIT, 0, rt_reason(RT_ERROR, -EIO));
+	run_for(rt, 5);
+	cr_assert_eq(r.n, 2);
+	rt_reason_t got[2];
+	for (int i = 0; i < 2; i++) {
+		cr_assert_eq(r.msgs[i].tag, 99);
+		memcpy(&got[i], &r.payload[i], sizeof got[i]);
+	}
+	/* The noproc DOWN was queued at monitor time, before the other. */
+	cr_assert_eq(got[0].kind, RT_NOPROC);
+	cr_assert_eq(got[1].kind, RT_ERROR);
+	cr_assert_eq(got[1].detail, -EIO);
+	rt_free(rt);
+}
+
+/* Monitor: DOWN carries the reason; demonitor prevents or flushes it. */
+typedef struct mon_state { rt_pid_t target; rt_ref_t ref; int downs; rt_reason_t reason; int demon; } mon_state_t;
+
+static int mon_init(rt_t *rt, void **state, void *arg)
+{
+	mon_state_t *s = arg;
+	*state = s;
+	return rt_monitor(rt, s->target, &s->ref);
+}
+
+static void mon_handle(rt_t *rt, void *state, rt_msg_t *m)
+{
+	mon_state_t *s = state;
+	if (m->type == RT_MSG_DOWN) {
+		cr_assert_eq(m->u.down.ref, s->ref);
+		cr_assert_eq(m->u.down.pid, s->target);
+		s->reason = m->u.down.reason;
+		s->downs++;
+	} else if (m->type == RT_MSG_USER && m->tag == 1) {
+		s->demon = rt_demonitor(rt, s->ref);
+	}
+}
+
+static const rt_behaviour_t mon_b = { "mon", mon_init, mon_handle, NULL };
+
+Test(runtime, monitor_down_reason_and_demonitor)
+{
+	rt_t *rt = new_rt();
+	rt_pid_t t1, t2, t3, m1, m2, m3;
+	cr_assert_eq(rt_spawn(rt, &puppet_b, NULL, &t1), 0);
+	cr_assert_eq(rt_spawn(rt, &puppet_b, NULL, &t2), 0);
+	cr_assert_eq(rt_spawn(rt, &puppet_b, NULL, &t3), 0);
+	mon_state_t s1 = { .target = t1 }, s2 = { .target = t2 }, s3 = { .target = t3 };
+	cr_assert_eq(rt_spawn(rt, &mon_b, &s1, &m1), 0);
+	cr_assert_eq(rt_spawn(rt, &mon_b, &s2, &m2), 0);
+	cr_assert_eq(rt_spawn(rt, &mon_b, &s3, &m3), 0);
+	/* Dead target: noproc. */
+	mon_state_t s0 = { .target = 12345 };
+	rt_pid_t m0;
+	cr_assert_eq(rt_spawn(rt, &mon_b, &s0, &m0), 0);
+	/* m2 demonitors before t2 dies: no DOWN ever. */
+	cr_assert_eq(rt_send(rt, m2, 1, NULL, 0), 0);
+	run_for(rt, 0.1);
+	cr_assert_eq(s2.demon, 0);
+	cmd(rt, t1, CMD_EXIT, 0, rt_reason(RT_ERROR, 3));
+	cmd(rt, t2, CMD_EXIT, 0, rt_reason(RT_ERROR, 3));
+	/* t3 dies, and m3 demonitors after the DOWN is queued but before it
+	 * is handled: the queued DOWN is flushed. */
+	cmd(rt, t3, CMD_EXIT, 0, RT_R_SHUTDOWN);
+	run_for(rt, 0.1);
+	cr_assert_eq(s0.downs, 1);
+	cr_assert_eq(s0.reason.kind, RT_NOPROC);
+	cr_assert_eq(s1.downs, 1);
+	cr_assert_eq(s1.reason.kind, RT_ERROR);
+	cr_assert_eq(s1.reason.detail, 3);
+	cr_assert_eq(s2.downs, 0);
+	cr_assert_eq(s3.downs, 1);
+	cr_assert_eq(s3.reason.kind, RT_SHUTDOWN);
+	/* Demonitor of a ref already delivered: nothing left, -ENOENT. */
+	cr_assert_eq(rt_send(rt, m1, 1, NULL, 0), 0);
+	run_for(rt, 0.1);
+	cr_assert_eq(s1.demon, -ENOENT);
+	rt_free(rt);
+}
+
+typedef struct flush_state { rt_pid_t target; rt_ref_t ref; int downs; int demon; } flush_state_t;
+
+static int flush_init(rt_t *rt, void **state, void *arg)
+{
+	flush_state_t *s = arg;
+	*state = s;
+	return rt_monitor(rt, s->target, &s->ref);
+}
+
+static void flush_handle(rt_t *rt, void *state, rt_msg_t *m)
+{
+	flush_state_t *s = state;
+	if (m->type == RT_MSG_DOWN)
+		s->downs++;
+	else if (m->tag == 1) {
+		/* Kill the target and wait until its DOWN is surely queued
+		 * behind this message: a second user message orders it. */
+		rt_exit(rt, s->target, RT_R_KILL);
+	} else if (m->tag == 2) {
+		s->demon = rt_demonitor(rt, s->ref);
+	}
+}
+
+static const rt_behaviour_t flush_b = { "flush", flush_init, flush_handle, NULL };
+
+Test(runtime, demonitor_flushes_queued_down)
+{
+	rt_t *rt = new_rt();
+	rt_pid_t t, m;
+	cr_assert_eq(rt_spawn(rt, &puppet_b, NULL, &t), 0);
+	flush_state_t s = { .target = t };
+	cr_assert_eq(rt_spawn(rt, &flush_b, &s, &m), 0);
+	cr_assert_eq(rt_exit(rt, t, RT_R_KILL), 0);
+	run_for(rt, 0.05);   /* t is dead, DOWN queued, m not yet run? */
+	cr_assert_not(rt_alive(rt, t));
+	/* Whatever ran, after demonitor no DOWN may be seen later: either
+	 * it was handled already (downs == 1, demon == -ENOENT) or it was
+	 * flushed (downs == 0, demon == 0). */
+	cr_assert_eq(rt_send(rt, m, 2, NULL, 0), 0);
+	run_for(rt, 0.05);
+	cr_assert((s.downs == 1 && s.demon == -ENOENT) || (s.downs == 0 && s.demon == 0));
+	rt_free(rt);
+}
+
+Test(runtime, registered_names)
+{
+	rt_t *rt = new_rt();
+	rt_pid_t a, b;
+	cr_assert_eq(rt_spawn(rt, &puppet_b, NULL, &a), 0);
+	cr_assert_eq(rt_spawn(rt, &puppet_b, NULL, &b), 0);
+	cr_assert_eq(rt_register(rt, "", a), -EINVAL);
+	cr_assert_eq(rt_register(rt, "svc", a), 0);
+	cr_assert_eq(rt_whereis(rt, "svc"), a);
+	cr_assert_eq(rt_register(rt, "svc", b), -EEXIST);
+	cr_assert_eq(rt_register(rt, "other", a), -EEXIST);   /* one name per actor */
+	cr_assert_eq(rt_unregister(rt, "svc"), 0);
+	cr_assert_eq(rt_whereis(rt, "svc"), RT_NOPID);
+	cr_assert_eq(rt_unregister(rt, "svc"), -ENOENT);
+	cr_assert_eq(rt_register(rt, "svc", b), 0);
+	cmd(rt, b, CMD_EXIT, 0, RT_R_NORMAL);
+	run_for(rt, 0.1);
+	cr_assert_eq(rt_whereis(rt, "svc"), RT_NOPID);   /* freed with b */
+	cr_assert_eq(rt_register(rt, "svc", a), 0);
+	rt_free(rt);
+}
+
+Test(runtime, timers_fire_cancel_and_die_with_owner)
+{
+	rt_t *rt = new_rt();
+	rec_t r = { 0 };
+	rt_pid_t p, q;
+	rt_ref_t t1, t2, t3, t4;
+	uint64_t one = 1, two = 2, three = 3;
+	cr_assert_eq(rt_spawn(rt, &rec_b, &r, &p), 0);
+	cr_assert_eq(rt_send_after(rt, p, 30, 1, &one, sizeof one, &t1), 0);
+	cr_assert_eq(rt_send_after(rt, p, 10, 2, &two, sizeof two, &t2), 0);
+	cr_assert_eq(rt_send_after(rt, p, 20, 3, &three, sizeof three, &t3), 0);
+	cr_assert_eq(rt_cancel_timer(rt, t3), 0);         /* never arrives */
+	cr_assert_eq(rt_cancel_timer(rt, t3), -ENOENT);   /* already cancelled */
+	/* A timer to an actor that dies is cancelled with it. */
+	cr_assert_eq(rt_spawn(rt, &puppet_b, NULL, &q), 0);
+	cr_assert_eq(rt_send_after(rt, q, 10, 1, NULL, 0, &t4), 0);
+	cmd(rt, q, CMD_EXIT, 0, RT_R_NORMAL);
+	run_for(rt, 0.3);
+	cr_assert_eq(r.n, 2);
+	cr_assert_eq(r.payload[0], 2);   /* ordered by deadline */
+	cr_assert_eq(r.payload[1], 1);
+	cr_assert_eq(rt_cancel_timer(rt, t1), -ENOENT);   /* fired: too late */
+	cr_assert_eq(rt_cancel_timer(rt, t4), -ENOENT);
+	cr_assert_eq(rt_send_after(rt, q, 10, 1, NULL, 0, NULL), -ESRCH);
+	rt_free(rt);
+}
+
+/* Cancel racing the fire: a timer cancelled in the same turn in which it
+ * expires (its message not yet delivered) must never be delivered. */
+typedef struct race { rt_ref_t ref; int got; int cancel_rc; } race_t;
+
+static void race_handle(rt_t *rt, void *state, rt_msg_t *m)
+{
+	race_t *s = state;
+	if (m->tag == 1) {
+		/* Busy-wait past the deadline so the timer is due now. */
+		uint64_t until = rt_now_ms(rt) + 20;
+		while (1) {
+			ev_now_update(rt_loop(rt));
+			if (rt_now_ms(rt) >= until)
+				break;
+		}
+		s->cancel_rc = rt_cancel_timer(rt, s->ref);
+	} else if (m->tag == 2) {
+		s->got++;
+	}
+}
+
+static int race_init(rt_t *rt, void **state, void *arg)
+{
+	race_t *s = arg;
+	*state = s;
+	return rt_send_after(rt, rt_self(rt), 5, 2, NULL, 0, &s->ref);
+}
+
+static const rt_behaviour_t race_b = { "race", race_init, race_handle, NULL };
+
+Test(runtime, timer_cancel_race)
+{
+	rt_t *rt = new_rt();
+	race_t s = { 0 };
+	rt_pid_t p;
+	cr_assert_eq(rt_spawn(rt, &race_b, &s, &p), 0);
+	cr_assert_eq(rt_send(rt, p, 1, NULL, 0), 0);
+	run_for(rt, 0.2);
+	/* The loop never got to run the expired timer: cancel wins. */
+	cr_assert_eq(s.cancel_rc, 0);
+	cr_assert_eq(s.got, 0);
+	rt_free(rt);
+}
+
+/* Fd readiness arrives as one message at a time. */
+typedef struct fdst { int fd; int msgs; char buf[64]; size_t got; rt_ref_t ref; } fdst_t;
+
+static int fd_init(rt_t *rt, void **state, void *arg)
+{
+	fdst_t *s = arg;
+	*state = s;
+	return rt_watch_fd(rt, rt_self(rt), s->fd, EV_READ, 9, &s->ref);
+}
+
+static void fd_handle(rt_t *rt, void *state, rt_msg_t *m)
+{
+	fdst_t *s = state;
+	cr_assert_eq(m->type, RT_MSG_FD);
+	cr_assert_eq(m->tag, 9);
+	cr_assert_eq(m->u.fd.fd, s->fd);
+	cr_assert(m->u.fd.revents & EV_READ);
+	s->msgs++;
+	/* Read one byte per message: level-triggered re-arm must keep
+	 * delivering until the pipe is empty. */
+	ssize_t n = read(s->fd, s->buf + s->got, 1);
+	if (n > 0)
+		s->got += (size_t)n;
+	if (s->got == 5)
+		rt_stop(rt);
+}
+
+static const rt_behaviour_t fd_b = { "fd", fd_init, fd_handle, NULL };
+
+Test(runtime, fd_readiness_is_a_message)
+{
+	rt_t *rt = new_rt();
+	int p[2];
+	cr_assert_eq(pipe2(p, O_CLOEXEC | O_NONBLOCK), 0);
+	fdst_t s = { .fd = p[0] };
+	rt_pid_t a;
+	cr_assert_eq(rt_spawn(rt, &fd_b, &s, &a), 0);
+	cr_assert_eq(write(p[1], "hello", 5), 5);
+	run_for(rt, 5);
+	cr_assert_eq(s.got, 5);
+	cr_assert_eq(s.msgs, 5);
+	cr_assert_eq(memcmp(s.buf, "hello", 5), 0);
+	cr_assert_eq(rt_unwatch_fd(rt, s.ref), 0);
+	cr_assert_eq(rt_unwatch_fd(rt, s.ref), -ENOENT);
+	rt_free(rt);
+	close(p[0]);
+	close(p[1]);
+}
+
+/* Child exits as messages. */
+typedef struct childst { pid_t pids[4]; int n; rt_msg_t got[4]; int ngot; } childst_t;
+
+static int child_init(rt_t *rt, void **state, void *arg)
+{
+	childst_t *s = arg;
+	*state = s;
+	for (int i = 0; i < s->n; i++) {
+		int err = rt_watch_child(rt, rt_self(rt), s->pids[i], 100 + i, NULL);
+		if (err)
+			return err;
+	}
+	return 0;
+}
+
+static void child_handle(rt_t *rt, void *state, rt_msg_t *m)
+{
+	childst_t *s = state;
+	cr_assert_eq(m->type, RT_MSG_CHILD);
+	s->got[s->ngot++] = *m;
+	if (s->ngot == s->n)
+		rt_stop(rt);
+}
+
+static const rt_behaviour_t child_b = { "child", child_init, child_handle, NULL };
+
+static pid_t fork_exit(int code)
+{
+	pid_t pid = fork();
+	cr_assert_geq(pid, 0);
+	if (pid == 0)
+		_exit(code);
+	return pid;
+}
+
+static rt_msg_t *find_child(childst_t *s, pid_t pid)
+{
+	for (int i = 0; i < s->ngot; i++)
+		if (s->got[i].u.child.pid == pid)
+			return &s->got[i];
+	return NULL;
+}
+
+Test(runtime, child_exit_code_signal_and_early_exit)
+{
+	rt_t *rt = new_rt();
+	/* Exits before the runtime ever looks: reaped as an orphan by the
+	 * first watch or SIGCHLD, and still delivered. */
+	pid_t early = fork_exit(7);
+	usleep(50 * 1000);
+	pid_t slow = fork();
+	cr_assert_geq(slow, 0);
+	if (slow == 0) {
+		pause();
+		_exit(0);
+	}
+	pid_t zero = fork();
+	if (zero == 0) {
+		usleep(20 * 1000);
+		_exit(0);
+	}
+	childst_t s = { .pids = { early, slow, zero }, .n = 3 };
+	rt_pid_t a;
+	cr_assert_eq(rt_spawn(rt, &child_b, &s, &a), 0);
+	kill(slow, SIGKILL);
+	run_for(rt, 10);
+	cr_assert_eq(s.ngot, 3);
+	rt_msg_t *m = find_child(&s, early);
+	cr_assert_not_null(m);
+	cr_assert_eq(m->u.child.code, 7);
+	cr_assert_eq(m->u.child.signal, 0);
+	cr_assert_eq(m->tag, 100);
+	m = find_child(&s, slow);
+	cr_assert_not_null(m);
+	cr_assert_eq(m->u.child.code, -1);
+	cr_assert_eq(m->u.child.signal, SIGKILL);
+	cr_assert_not(m->u.child.core_dumped);
+	m = find_child(&s, zero);
+	cr_assert_not_null(m);
+	cr_assert_eq(m->u.child.code, 0);
+	/* No zombie left behind. */
+	cr_assert_eq(waitpid(-1, NULL, WNOHANG), -1);
+	rt_free(rt);
+}
+
+Test(runtime, child_reaped_before_watch_is_kept)
+{
+	rt_t *rt = new_rt();
+	pid_t pid = fork_exit(3);
+	/* Let the runtime's SIGCHLD handler reap it with nobody watching. */
+	rt_pid_t idle;
+	cr_assert_eq(rt_spawn(rt, &puppet_b, NULL, &idle), 0);
+	for (int i = 0; i < 50 && waitpid(pid, NULL, WNOHANG) == 0; i++)
+		run_for(rt, 0.01);
+	childst_t s = { .pids = { pid }, .n = 1 };
+	rt_pid_t a;
+	cr_assert_eq(rt_spawn(rt, &child_b, &s, &a), 0);
+	run_for(rt, 5);
+	cr_assert_eq(s.ngot, 1);
+	cr_assert_eq(s.got[0].u.child.code, 3);
+	rt_free(rt);
+}
+
+/* Fairness: an actor flooding itself cannot starve a ping-pong pair nor a
+ * timer.  If it could, this test would hit Criterion's timeout. */
+static void flood_handle(rt_t *rt, void *state, rt_msg_t *m)
+{
+	uint64_t *count = state;
+	(void)m;
+	(*count)++;
+	rt_send(rt, rt_self(rt), 0, NULL, 0);
+	rt_send(rt, rt_self(rt), 0, NULL, 0);
+}
+
+static int flood_init(rt_t *rt, void **state, void *arg)
+{
+	*state = arg;
+	return rt_send(rt, rt_self(rt), 0, NULL, 0);
+}
+
+static const rt_behaviour_t flood_b = { "flood", flood_init, flood_handle, NULL };
+
+typedef struct pp { rt_pid_t peer; uint64_t count; uint64_t goal; int timer_fired; } pp_t;
+
+static void pp_handle(rt_t *rt, void *state, rt_msg_t *m)
+{
+	pp_t *s = state;
+	if (m->tag == 2) {
+		s->timer_fired = 1;
+		return;
+	}
+	if (++s->count >= s->goal && s->timer_fired) {
+		rt_stop(rt);
+		return;
+	}
+	rt_send(rt, s->peer, 1, NULL, 0);
+}
+
+static int pp_init(rt_t *rt, void **state, void *arg)
+{
+	*state = arg;
+	return rt_send_after(rt, rt_self(rt), 50, 2, NULL, 0, NULL);
+}
+
+static const rt_behaviour_t pp_b = { "pp", pp_init, pp_handle, NULL };
+
+Test(runtime, flooding_actor_cannot_starve_others, .timeout = 30)
+{
+	rt_t *rt = new_rt();
+	uint64_t flooded = 0;
+	rt_pid_t f, a, b;
+	pp_t sa = { .goal = 10000 }, sb = { .goal = 1u << 30 };
+	cr_assert_eq(rt_spawn(rt, &flood_b, &flooded, &f), 0);
+	cr_assert_eq(rt_spawn(rt, &pp_b, &sa, &a), 0);
+	cr_assert_eq(rt_spawn(rt, &pp_b, &sb, &b), 0);
+	sa.peer = b;
+	sb.peer = a;
+	/* a and b ping-pong; a stops the loop after 10,000 and its timer. */
+	cr_assert_eq(rt_send(rt, a, 1, NULL, 0), 0);
+	rt_run(rt);
+	cr_assert_geq(sa.count, 10000);
+	cr_assert(sa.timer_fired);
+	cr_assert_gt(flooded, 0);
+	rt_free(rt);
+}
+
+/* Teardown terminates every actor, newest first, with `shutdown`. */
+static int order_log[8], order_n;
+
+static void ord_terminate(rt_t *rt, void *state, rt_reason_t reason)
+{
+	(void)rt;
+	cr_assert_eq(reason.kind, RT_SHUTDOWN);
+	order_log[order_n++] = (int)(intptr_t)state;
+}
+
+static int ord_init(rt_t *rt, void **state, void *arg)
+{
+	(void)rt;
+	*state = arg;
+	return 0;
+}
+
+static const rt_behaviour_t ord_b = { "ord", ord_init, puppet_handle, ord_terminate };
+
+Test(runtime, teardown_terminates_newest_first)
+{
+	rt_t *rt = new_rt();
+	for (intptr_t i = 1; i <= 4; i++)
+		cr_assert_eq(rt_spawn(rt, &ord_b, (void *)i, NULL), 0);
+	rt_free(rt);
+	cr_assert_eq(order_n, 4);
+	for (int i = 0; i < 4; i++)
+		cr_assert_eq(order_log[i], 4 - i);
+}
+
+/* spawn_link / spawn_monitor, and init failure leaving nothing behind. */
+static int fail_init(rt_t *rt, void **state, void *arg)
+{
+	(void)arg; (void)state;
+	rt_send(rt, rt_self(rt), 0, NULL, 0);   /* queued, then discarded */
+	return -EINVAL;
+}
+
+static const rt_behaviour_t fail_b = { "fail", fail_init, puppet_handle, NULL };
+
+typedef struct parent { rt_pid_t child; rt_ref_t ref; int rc_fail; int rc_mon; int downs; int exits; } parent_t;
+
+static void parent_handle(rt_t *rt, void *state, rt_msg_t *m)
+{
+	parent_t *s = state;
+	if (m->type == RT_MSG_DOWN && m->u.down.ref == s->ref)
+		s->downs++;
+	else if (m->type == RT_MSG_EXIT)
+		s->exits++;
+	if (s->downs && s->exits)
+		rt_stop(rt);
+}
+
+static int parent_init(rt_t *rt, void **state, void *arg)
+{
+	parent_t *s = arg;
+	rt_pid_t linked;
+	*state = s;
+	rt_trap_exit(rt, true);
+	s->rc_fail = rt_spawn_link(rt, &fail_b, NULL, &linked);
+	s->rc_mon = rt_spawn_monitor(rt, &puppet_b, NULL, &s->child, &s->ref);
+	rt_pid_t l2;
+	rt_spawn_link(rt, &puppet_b, NULL, &l2);
+	cmd(rt, l2, CMD_EXIT, 0, rt_reason(RT_ERROR, 1));
+	cmd(rt, s->child, CMD_EXIT, 0, rt_reason(RT_ERROR, 2));
+	return 0;
+}
+
+static const rt_behaviour_t parent_b = { "parent", parent_init, parent_handle, NULL };
+
+Test(runtime, spawn_link_monitor_and_failed_init)
+{
+	rt_t *rt = new_rt();
+	parent_t s = { 0 };
+	rt_pid_t p;
+	cr_assert_eq(rt_spawn(rt, &fail_b, NULL, &p), -EINVAL);
+	cr_assert_eq(rt_count(rt), 0);
+	cr_assert_eq(rt_spawn(rt, &parent_b, &s, &p), 0);
+	cr_assert_eq(s.rc_fail, -EINVAL);
+	cr_assert_eq(s.rc_mon, 0);
+	run_for(rt, 5);
+	cr_assert_eq(s.downs, 1);
+	cr_assert_eq(s.exits, 1);   /* only the linked one; the failed init sent nothing */
+	cr_assert_eq(rt_count(rt), 1);
+	rt_free(rt);
+}
+
+Test(runtime, exit_self_normal_through_rt_exit)
+{
+	rt_t *rt = new_rt();
+	rec_t r = { .trap = 0 };
+	rt_pid_t p;
+	cr_assert_eq(rt_spawn(rt, &rec_b, &r, &p), 0);
+	cr_assert_eq(rt_exit_self(rt, RT_R_NORMAL), -EPERM);   /* not an actor */
+	cr_assert_eq(rt_exit(rt, p, rt_reason(RT_ERROR, 9)), 0);
+	run_for(rt, 0.1);
+	cr_assert_not(rt_alive(rt, p));
+	cr_assert_eq(r.terminated, 1);
+	cr_assert_eq(r.died.kind, RT_ERROR);
+	cr_assert_eq(r.died.detail, 9);
+	rt_free(rt);
+}
+
+Test(runtime, run_returns_when_nothing_is_left)
+{
+	rt_t *rt = new_rt();
+	rt_pid_t p;
+	cr_assert_eq(rt_spawn(rt, &puppet_b, NULL, &p), 0);
+	cmd(rt, p, CMD_EXIT, 0, RT_R_NORMAL);
+	cr_assert_eq(rt_run(rt), 0);   /* no actor left: returns */
+	cr_assert_eq(rt_count(rt), 0);
+	cr_assert_null(rt_new());      /* one runtime per process */
+	rt_free(rt);
+	rt = rt_new();
+	cr_assert_not_null(rt);
+	rt_free(rt);
+}
