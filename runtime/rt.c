@@ -570,6 +570,12 @@ bool rt_alive(rt_t *rt, rt_pid_t pid)
 	return a && !(a->flags & RT__A_DEAD);
 }
 
+void *rt_state_of(rt_t *rt, rt_pid_t pid, const rt_behaviour_t *b)
+{
+	rt_actor_t *a = rt__actor(rt, pid);
+	return a && !(a->flags & RT__A_DEAD) && a->b == b ? a->state : NULL;
+}
+
 size_t rt_count(rt_t *rt)
 {
 	return rt->nactors;

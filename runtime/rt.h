@@ -176,6 +176,14 @@ rt_pid_t rt_self(rt_t *rt);
 /* True while `pid` names a live actor. */
 bool rt_alive(rt_t *rt, rt_pid_t pid);
 
+/* The state of actor `pid` if it is alive and runs behaviour `b`, else NULL.
+ * This is how a module implements synchronous calls on the actors of its
+ * own behaviour (a supervisor's start_child, say): the loop is single-
+ * threaded, so the state is borrowed safely for the duration of the call.
+ * Matching on `b` keeps other modules from reaching into foreign state.
+ * The callee must expect to be re-entered from its own callbacks. */
+void *rt_state_of(rt_t *rt, rt_pid_t pid, const rt_behaviour_t *b);
+
 /* Sends a copy of buf[0..len) with a tag.  -ESRCH if `to` is dead (the
  * message is dropped), -ENOMEM.  Never blocks; mailboxes are unbounded. */
 int rt_send(rt_t *rt, rt_pid_t to, uint32_t tag, const void *buf, size_t len);

@@ -856,3 +856,17 @@ Test(runtime, run_returns_when_nothing_is_left)
 	cr_assert_not_null(rt);
 	rt_free(rt);
 }
+
+Test(runtime, state_of_matches_behaviour)
+{
+	rt_t *rt = new_rt();
+	rec_t r = { 0 };
+	rt_pid_t p;
+	cr_assert_eq(rt_spawn(rt, &rec_b, &r, &p), 0);
+	cr_assert_eq(rt_state_of(rt, p, &rec_b), &r);
+	cr_assert_null(rt_state_of(rt, p, &puppet_b));
+	cr_assert_eq(rt_exit(rt, p, RT_R_KILL), 0);
+	run_for(rt, 0.1);
+	cr_assert_null(rt_state_of(rt, p, &rec_b));
+	rt_free(rt);
+}
