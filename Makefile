@@ -55,7 +55,9 @@ DEPS_OK  = build/.deps-ok
 # Criterion options for `make test`; e.g. make test TEST_ARGS='--filter runtime/*'
 TEST_ARGS ?=
 
-.PHONY: all deps test bench install clean demo run
+.PHONY: all deps test bench install clean run
+# Keep objects of programs: they are not intermediate files to delete.
+.SECONDARY:
 
 all: $(LIBTANK) $(CMD_BIN) $(THELP_BIN) $(BENCH_BIN)
 
