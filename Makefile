@@ -98,7 +98,7 @@ $(TESTBIN): $(TEST_OBJ) $(LIBTANK)
 
 # Tests find helper programs and the tank binaries through these variables.
 test: all $(TESTBIN)
-	TANK_BUILD_DIR=$(abspath $(BUILD)) sh scripts/run-tests.sh $(TESTBIN) $(TEST_ARGS)
+	set -f; TANK_BUILD_DIR=$(abspath $(BUILD)) sh scripts/run-tests.sh $(TESTBIN) $(TEST_ARGS)
 
 bench: all
 	BUILD=$(BUILD) bench/run
