@@ -64,6 +64,10 @@ uint64_t rc_wall_ms(void)
 }
 
 rt_t *rc_rt(rc_loop_t *loop) { return loop->rt; }
+void *rc_manager_ctx(rc_loop_t *loop, uint32_t kind)
+{
+	return kind < loop->o.nkinds ? loop->o.ctx[kind] : NULL;
+}
 rt_pid_t rc_pid(rc_loop_t *loop) { return loop->self; }
 size_t rc_queued(rc_loop_t *loop) { return loop->entries.len; }
 rc_stats_t rc_stats(rc_loop_t *loop) { return loop->stats; }

@@ -114,6 +114,8 @@ int rc_sync(rt_t *rt, rt_pid_t loop, rt_pid_t reply_to, uint64_t cookie);
 
 rt_t *rc_rt(rc_loop_t *loop);
 rt_pid_t rc_pid(rc_loop_t *loop);
+/* The ctx given for kind_id at start (NULL if out of range). */
+void *rc_manager_ctx(rc_loop_t *loop, uint32_t kind_id);
 /* Queues a key (deduplicated).  -ENOMEM. */
 int rc_enqueue(rc_loop_t *loop, uint32_t kind_id, const char *key);
 /* Queues a key after `ms`; replaces an earlier requeue-after of the key. */

@@ -1,0 +1,162 @@
+#include "reconciler/rc_runner.h"
+
+#include <errno.h>
+#include <ev.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+enum { RC_FD_OUT = 1, RC_FD_ERR = 2, RC_CHILD = 3 };
+
+typedef struct rc_runner {
+	rt_pid_t owner;
+	char key[RC_KEY_MAX];
+	pod_proc_t proc;
+	pod_cgroup_t *cgroup;
+	pod_log_t *log;
+	int stop_signal;
+	uint64_t grace_ms;
+	uint64_t started_ms;
+	rt_ref_t out_watch, err_watch;
+	bool stopping;
+	bool exited;
+} rc_runner_t;
+
+static void rc__runner_drain(rt_t *rt, rc_runner_t *r, pod_log_stream_t s)
+{
+	int *fd = s == POD_LOG_STDOUT ? &r->proc.stdout_fd : &r->proc.stderr_fd;
+	rt_ref_t *w = s == POD_LOG_STDOUT ? &r->out_watch : &r->err_watch;
+	int rc;
+
+	if (*fd < 0)
+		return;
+	if (r->log) {
+		rc = pod_log_drain_fd(r->log, s, *fd);
+	} else {
+		char buf[4096];
+		ssize_t n;
+		while ((n = read(*fd, buf, sizeof buf)) > 0)
+			;
+		rc = n == 0 ? 1 : 0;
+	}
+	/* EOF or a read error: this stream is done.  A write error (full
+	 * disk) loses those bytes but keeps the stream. */
+	if (rc == 1 || rc == -EIO || rc == -EBADF) {
+		rt_unwatch_fd(rt, *w);
+		close(*fd);
+		*fd = -1;
+	}
+}
+
+static void rc__runner_kill_rest(rc_runner_t *r)
+{
+	/* Descendants that outlived the main process die with it. */
+	(void)pod_proc_kill_all(&r->proc, r->cgroup);
+}
+
+static void rc__runner_exit(rt_t *rt, rc_runner_t *r, int status)
+{
+	rc_runner_exited_t ex;
+
+	memset(&ex, 0, sizeof ex);
+	rc__runner_drain(rt, r, POD_LOG_STDOUT);
+	rc__runner_drain(rt, r, POD_LOG_STDERR);
+	pod_exit_from_status(status, r->cgroup, &ex.exit);
+	rc__runner_kill_rest(r);
+	ex.stopped = r->stopping;
+	ex.ran_ms = rt_now_ms(rt) - r->started_ms;
+	memcpy(ex.key, r->key, sizeof ex.key);
+	r->exited = true;
+	rt_send(rt, r->owner, RC_RUNNER_EXITED, &ex, sizeof ex);
+	rt_exit_self(rt, RT_R_NORMAL);
+}
+
+static void rc__runner_handle(rt_t *rt, void *state, rt_msg_t *m)
+{
+	rc_runner_t *r = state;
+
+	switch (m->type) {
+	case RT_MSG_FD:
+		rc__runner_drain(rt, r, m->tag == RC_FD_OUT ? POD_LOG_STDOUT
+							    : POD_LOG_STDERR);
+		return;
+	case RT_MSG_CHILD:
+		rc__runner_exit(rt, r, m->u.child.status);
+		return;
+	case RT_MSG_USER:
+		break;
+	default:
+		return;
+	}
+	if (m->tag == RC_RUNNER_STOP && !r->stopping && !r->exited) {
+		r->stopping = true;
+		if (pod_proc_signal(&r->proc, r->stop_signal) < 0 || r->grace_ms == 0)
+			rc__runner_kill_rest(r);
+		else
+			rt_send_after(rt, rt_self(rt), r->grace_ms, RC_RUNNER_GRACE,
+				      NULL, 0, NULL);
+	} else if (m->tag == RC_RUNNER_GRACE && !r->exited) {
+		rc__runner_kill_rest(r);
+	}
+}
+
+static int rc__runner_init(rt_t *rt, void **state, void *arg)
+{
+	rc_runner_args_t *a = arg;
+	rc_runner_t *r = calloc(1, sizeof *r);
+	int err;
+
+	if (!r)
+		return tank_error_set(a->err, -ENOMEM, "out of memory");
+	r->owner = a->owner;
+	snprintf(r->key, sizeof r->key, "%s", a->key);
+	r->cgroup = a->cgroup;
+	r->log = a->log;
+	r->stop_signal = a->stop_signal ? a->stop_signal : SIGTERM;
+	r->grace_ms = a->grace_ms;
+	if ((err = pod_launch(a->launch, &r->proc, a->err)) < 0) {
+		free(r);
+		return err;
+	}
+	r->started_ms = rt_now_ms(rt);
+	/* The exit may already have happened: rt_watch_child copes. */
+	if ((err = rt_watch_child(rt, rt_self(rt), r->proc.pid, RC_CHILD, NULL)) < 0 ||
+	    (r->proc.stdout_fd >= 0 &&
+	     (err = rt_watch_fd(rt, rt_self(rt), r->proc.stdout_fd, EV_READ,
+				RC_FD_OUT, &r->out_watch)) < 0) ||
+	    (r->proc.stderr_fd >= 0 &&
+	     (err = rt_watch_fd(rt, rt_self(rt), r->proc.stderr_fd, EV_READ,
+				RC_FD_ERR, &r->err_watch)) < 0)) {
+		/* Cannot supervise it: do not leave it running.  The
+		 * runtime reaps it as an unclaimed child. */
+		pod_proc_kill_all(&r->proc, r->cgroup);
+		pod_proc_close_fds(&r->proc);
+		free(r);
+		return tank_error_set(a->err, err, "watch container: %s",
+				      tank_strerror(err));
+	}
+	*a->proc = r->proc;
+	*state = r;
+	return 0;
+}
+
+static void rc__runner_terminate(rt_t *rt, void *state, rt_reason_t reason)
+{
+	rc_runner_t *r = state;
+
+	(void)rt; (void)reason;
+	if (!r->exited)
+		rc__runner_kill_rest(r);
+	pod_proc_close_fds(&r->proc);
+	free(r);
+}
+
+static const rt_behaviour_t rc_runner_behaviour = {
+	"rc_runner", rc__runner_init, rc__runner_handle, rc__runner_terminate,
+};
+
+int rc_runner_start(rt_t *rt, rc_runner_args_t *args, rt_pid_t *out)
+{
+	return rt_spawn_link(rt, &rc_runner_behaviour, args, out);
+}

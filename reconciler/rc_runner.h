@@ -1,0 +1,68 @@
+/*
+ * rc_runner — the runtime actor of one running container.
+ *
+ * The reconciler spawns one runner per container start (a `temporary`
+ * actor: it never restarts itself; restart policy is the reconciler's).
+ * The runner starts the process through the pod layer's launcher, watches
+ * its exit and its stdout/stderr pipes, feeds the log writer, and carries
+ * out a stop: the stop signal, then after the grace period SIGKILL to
+ * everything in the container's cgroup (or process group).
+ *
+ * When the process has exited the runner kills whatever descendants are
+ * left in its cgroup, sends its owner one RC_RUNNER_EXITED message and
+ * exits normally.  If the runner is killed (daemon shutdown, crash) its
+ * terminate kills the container's processes: a container never outlives
+ * the actor that tracks it.
+ *
+ * Ownership: the cgroup and the log writer are the owner's (they live as
+ * long as the container's tracking, across restarts); the runner borrows
+ * them until it sends RC_RUNNER_EXITED or dies, and the owner must not
+ * free them before.  Everything else is copied.
+ */
+#ifndef TANK_RC_RUNNER_H
+#define TANK_RC_RUNNER_H
+
+#include <stdbool.h>
+
+#include "common/tank_err.h"
+#include "pod/pod_cgroup.h"
+#include "pod/pod_launch.h"
+#include "pod/pod_log.h"
+#include "reconciler/rc_loop.h"
+#include "runtime/rt.h"
+
+#define RC_KEY_MAX 160
+
+/* runner -> owner */
+#define RC_RUNNER_EXITED (RC_TAG_USER + 1)
+/* owner -> runner: payload none; starts the stop sequence (idempotent) */
+#define RC_RUNNER_STOP (RC_TAG_USER + 2)
+/* runner -> itself: the grace period ran out */
+#define RC_RUNNER_GRACE (RC_TAG_USER + 3)
+
+typedef struct rc_runner_exited {
+	pod_exit_t exit;
+	bool stopped;             /* it was asked to stop */
+	uint64_t ran_ms;          /* from exec to exit */
+	char key[RC_KEY_MAX];     /* "<pod>/<container>" */
+} rc_runner_exited_t;
+
+typedef struct rc_runner_args {
+	rt_pid_t owner;
+	const char *key;                  /* copied */
+	const pod_launch_opts_t *launch;  /* borrowed for the spawn */
+	pod_cgroup_t *cgroup;             /* borrowed (see above); may be NULL */
+	pod_log_t *log;                   /* borrowed; may be NULL */
+	int stop_signal;
+	uint64_t grace_ms;
+	pod_proc_t *proc;                 /* out: the started process */
+	tank_error_t *err;                /* out: why the start failed */
+} rc_runner_args_t;
+
+/* Spawns a runner linked to the caller and starts the process in its
+ * init.  Returns 0 with args->proc filled, or the launch error (args->err
+ * says what failed: "exec /nope: No such file or directory"); no actor
+ * then exists.  Blocks for the launcher's vfork window only. */
+int rc_runner_start(rt_t *rt, rc_runner_args_t *args, rt_pid_t *out);
+
+#endif
