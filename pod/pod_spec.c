@@ -652,12 +652,14 @@ static void v_env(struct vctx *v, const msgpack_object *m, pod_container_t *c)
 			verr(v, "keys must be strings, not %s", type_name(k->type));
 			continue;
 		}
-		sv = push_keyn(v, k->via.str.ptr, k->via.str.size);
 		if (k->via.str.size == 0 || memchr(k->via.str.ptr, '=', k->via.str.size) ||
 		    memchr(k->via.str.ptr, '\0', k->via.str.size)) {
 			verr(v, "invalid variable name %s",
 			     q(k->via.str.ptr, k->via.str.size, b));
-		} else if (val->type != MSGPACK_OBJECT_STR) {
+			continue;
+		}
+		sv = push_keyn(v, k->via.str.ptr, k->via.str.size);
+		if (val->type != MSGPACK_OBJECT_STR) {
 			/* No silent coercion: `PORT: 8080` and `PORT: 08080`
 			 * would otherwise differ in surprising ways. */
 			verr(v, "must be a string, not %s (quote it)", type_name(val->type));
