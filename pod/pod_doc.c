@@ -444,71 +444,24 @@ done:
 /* ---- emitting ---------------------------------------------------------- */
 
 /*
- * Output goes through libfyaml's event emitter rather than a built
- * fy_document: a document node cannot carry "this string must be quoted",
- * and a string "8080" emitted plain would read back as an integer.  Events
- * carry the scalar style, and the emitter still owns all escaping, line
- * breaking and the JSON/YAML syntax.
+ * Output builds an fy_document and lets libfyaml's emitter write it in
+ * block YAML or JSON mode, so escaping, line breaking and JSON syntax are
+ * the library's.  (The streaming event emitter was tried first: in 0.7.12
+ * it wraps a block sequence of mappings in flow brackets.)
+ *
+ * The one thing a document node cannot say by itself is "this string only
+ * looks like a number": a string "8080" created plain would come back as
+ * an integer.  Such strings are exactly the ones classify() maps to
+ * another type, and all of them are made of [0-9A-Za-z.+~-] only, so they
+ * are built from their double-quoted spelling with no escaping needed.
  */
 struct ectx {
-	struct fy_emitter *em;
+	struct fy_document *fyd;
 	enum pod_doc_format fmt;
-	FILE *fp;              /* or: */
-	char *buf;
-	size_t len, cap;
-	int err;               /* first output error */
+	/* fy_node_build_from_string keeps a reference to its text (no
+	 * copy), so quoted spellings live here until the document is gone. */
+	msgpack_zone *texts;
 };
-
-static int out_cb(struct fy_emitter *em, enum fy_emitter_write_type type,
-		  const char *str, int len, void *user)
-{
-	struct ectx *c = user;
-
-	(void)em;
-	(void)type;
-	if (len <= 0 || c->err)
-		return c->err ? -1 : len;
-	if (c->fp) {
-		if (fwrite(str, 1, (size_t)len, c->fp) != (size_t)len) {
-			c->err = -EIO;
-			return -1;
-		}
-		return len;
-	}
-	if (c->len + (size_t)len + 1 > c->cap) {
-		size_t nc = c->cap ? c->cap * 2 : 1024;
-		char *nb;
-		while (nc < c->len + (size_t)len + 1)
-			nc *= 2;
-		nb = realloc(c->buf, nc);
-		if (!nb) {
-			c->err = -ENOMEM;
-			return -1;
-		}
-		c->buf = nb;
-		c->cap = nc;
-	}
-	memcpy(c->buf + c->len, str, (size_t)len);
-	c->len += (size_t)len;
-	c->buf[c->len] = '\0';
-	return len;
-}
-
-static int ev(struct ectx *c, struct fy_event *e)
-{
-	if (!e)
-		return -ENOMEM;
-	/* fy_emit_event takes the event, also on failure. */
-	if (fy_emit_event(c->em, e) != 0)
-		return c->err ? c->err : -EIO;
-	return 0;
-}
-
-static int ev_scalar(struct ectx *c, enum fy_scalar_style st, const char *s, size_t len)
-{
-	return ev(c, fy_emit_event_create(c->em, FYET_SCALAR, st, s, len,
-					  (const char *)NULL, (const char *)NULL));
-}
 
 static void fmt_double(double x, char *buf, size_t n)
 {
@@ -524,27 +477,56 @@ static void fmt_double(double x, char *buf, size_t n)
 		strncat(buf, ".0", n - strlen(buf) - 1);
 }
 
-static int emit_obj(struct ectx *c, const msgpack_object *o, bool key)
+static struct fy_node *quoted(struct ectx *c, const char *s, size_t len)
 {
+	char *buf;
+	size_t i;
+
+	if (len > 64)
+		return NULL;
+	buf = msgpack_zone_malloc(c->texts, len + 3);
+	if (!buf)
+		return NULL;
+	for (i = 0; i < len; i++)
+		if (!strchr("0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ.+-~",
+			    s[i]) || s[i] == '\0')
+			return NULL;
+	buf[0] = '"';
+	memcpy(buf + 1, s, len);
+	buf[len + 1] = '"';
+	buf[len + 2] = '\0';
+	return fy_node_build_from_string(c->fyd, buf, len + 2);
+}
+
+/* A plain scalar for a number, bool or null; in JSON a map key must be a
+ * string, so there it is quoted instead. */
+static struct fy_node *literal(struct ectx *c, const char *s, bool key)
+{
+	if (key && c->fmt == POD_DOC_JSON)
+		return quoted(c, s, strlen(s));
+	return fy_node_create_scalar_copy(c->fyd, s, strlen(s));
+}
+
+static struct fy_node *build(struct ectx *c, const msgpack_object *o, bool key)
+{
+	struct fy_node *n, *k, *v;
 	char num[64];
 	uint32_t i;
-	int r;
 
 	switch (o->type) {
 	case MSGPACK_OBJECT_NIL:
-		return ev_scalar(c, key && c->fmt == POD_DOC_JSON ? FYSS_DOUBLE_QUOTED :
-				 FYSS_PLAIN, "null", 4);
+		return literal(c, "null", key);
 	case MSGPACK_OBJECT_BOOLEAN:
-		return ev_scalar(c, key && c->fmt == POD_DOC_JSON ? FYSS_DOUBLE_QUOTED :
-				 FYSS_PLAIN, o->via.boolean ? "true" : "false", FY_NT);
+		return literal(c, o->via.boolean ? "true" : "false", key);
 	case MSGPACK_OBJECT_POSITIVE_INTEGER:
 		snprintf(num, sizeof num, "%llu", (unsigned long long)o->via.u64);
-		goto number;
+		return literal(c, num, key);
 	case MSGPACK_OBJECT_NEGATIVE_INTEGER:
 		snprintf(num, sizeof num, "%lld", (long long)o->via.i64);
-		goto number;
+		return literal(c, num, key);
 	case MSGPACK_OBJECT_FLOAT32:
 	case MSGPACK_OBJECT_FLOAT64:
+		/* JSON has no infinities or NaN. */
 		if (isnan(o->via.f64))
 			snprintf(num, sizeof num, c->fmt == POD_DOC_JSON ? "null" : ".nan");
 		else if (isinf(o->via.f64))
@@ -552,44 +534,43 @@ static int emit_obj(struct ectx *c, const msgpack_object *o, bool key)
 				 o->via.f64 < 0 ? "-.inf" : ".inf");
 		else
 			fmt_double(o->via.f64, num, sizeof num);
-	number:
-		return ev_scalar(c, key && c->fmt == POD_DOC_JSON ? FYSS_DOUBLE_QUOTED :
-				 FYSS_PLAIN, num, strlen(num));
-	case MSGPACK_OBJECT_STR: {
-		const char *s = o->via.str.ptr;
-		size_t len = o->via.str.size;
-		enum fy_scalar_style st = FYSS_ANY;
-		if (c->fmt == POD_DOC_JSON || classify(s, len) != SK_STR ||
-		    memchr(s, '\0', len))
-			st = FYSS_DOUBLE_QUOTED;
-		return ev_scalar(c, st, len ? s : "", len);
-	}
+		return literal(c, num, key);
+	case MSGPACK_OBJECT_STR:
+		if (classify(o->via.str.ptr, o->via.str.size) != SK_STR)
+			return quoted(c, o->via.str.ptr, o->via.str.size);
+		return fy_node_create_scalar_copy(c->fyd, o->via.str.ptr,
+						  o->via.str.size);
 	case MSGPACK_OBJECT_ARRAY:
-		if (key)
-			return -EINVAL;
-		r = ev(c, fy_emit_event_create(c->em, FYET_SEQUENCE_START, FYNS_ANY,
-					       (const char *)NULL, (const char *)NULL));
-		for (i = 0; r == 0 && i < o->via.array.size; i++)
-			r = emit_obj(c, &o->via.array.ptr[i], false);
-		return r ? r : ev(c, fy_emit_event_create(c->em, FYET_SEQUENCE_END));
-	case MSGPACK_OBJECT_MAP:
-		if (key)
-			return -EINVAL;
-		r = ev(c, fy_emit_event_create(c->em, FYET_MAPPING_START, FYNS_ANY,
-					       (const char *)NULL, (const char *)NULL));
-		for (i = 0; r == 0 && i < o->via.map.size; i++) {
-			r = emit_obj(c, &o->via.map.ptr[i].key, true);
-			if (r == 0)
-				r = emit_obj(c, &o->via.map.ptr[i].val, false);
+		n = fy_node_create_sequence(c->fyd);
+		for (i = 0; n && i < o->via.array.size; i++) {
+			v = build(c, &o->via.array.ptr[i], false);
+			if (!v || fy_node_sequence_append(n, v) != 0) {
+				fy_node_free(v);
+				fy_node_free(n);
+				return NULL;
+			}
 		}
-		return r ? r : ev(c, fy_emit_event_create(c->em, FYET_MAPPING_END));
+		return n;
+	case MSGPACK_OBJECT_MAP:
+		n = fy_node_create_mapping(c->fyd);
+		for (i = 0; n && i < o->via.map.size; i++) {
+			k = build(c, &o->via.map.ptr[i].key, true);
+			v = build(c, &o->via.map.ptr[i].val, false);
+			if (!k || !v || fy_node_mapping_append(n, k, v) != 0) {
+				fy_node_free(k);
+				fy_node_free(v);
+				fy_node_free(n);
+				return NULL;
+			}
+		}
+		return n;
 	default:
-		return -EINVAL;
+		return NULL;
 	}
 }
 
-/* Rejects what has no YAML/JSON form before anything is written, so an
- * -EINVAL never leaves half a document behind. */
+/* Rejects what has no YAML/JSON form, so that a NULL from build() can
+ * only mean ENOMEM. */
 static bool emittable(const msgpack_object *o, bool key)
 {
 	uint32_t i;
@@ -610,6 +591,9 @@ static bool emittable(const msgpack_object *o, bool key)
 			    !emittable(&o->via.map.ptr[i].val, false))
 				return false;
 		return true;
+	case MSGPACK_OBJECT_STR:
+		/* A NUL byte cannot be created through a C-string API. */
+		return memchr(o->via.str.ptr, '\0', o->via.str.size) == NULL;
 	case MSGPACK_OBJECT_BIN:
 	case MSGPACK_OBJECT_EXT:
 		return false;
@@ -618,68 +602,79 @@ static bool emittable(const msgpack_object *o, bool key)
 	}
 }
 
-static int emit(struct ectx *c, const msgpack_object *obj)
+static enum fy_emitter_cfg_flags emit_flags(enum pod_doc_format fmt)
 {
-	struct fy_emitter_cfg cfg;
-	int r;
+	return FYECF_INDENT_2 | FYECF_WIDTH_INF | FYECF_DOC_START_MARK_OFF |
+	       FYECF_DOC_END_MARK_OFF |
+	       (fmt == POD_DOC_JSON ? FYECF_MODE_JSON : FYECF_MODE_BLOCK);
+}
+
+static void free_doc(struct ectx *c)
+{
+	if (c->fyd)
+		fy_document_destroy(c->fyd);
+	if (c->texts)
+		msgpack_zone_free(c->texts);
+	c->fyd = NULL;
+	c->texts = NULL;
+}
+
+/* Builds the document for obj; 0, -EINVAL or -ENOMEM. */
+static int make_doc(struct ectx *c, const msgpack_object *obj)
+{
+	struct fy_node *root;
 
 	if (!emittable(obj, false))
 		return -EINVAL;
-	memset(&cfg, 0, sizeof cfg);
-	cfg.flags = FYECF_INDENT_2 | FYECF_WIDTH_INF | FYECF_DOC_START_MARK_OFF |
-		    FYECF_DOC_END_MARK_OFF |
-		    (c->fmt == POD_DOC_JSON ? FYECF_MODE_JSON : FYECF_MODE_BLOCK);
-	cfg.output = out_cb;
-	cfg.userdata = c;
-	c->em = fy_emitter_create(&cfg);
-	if (!c->em)
-		return -ENOMEM;
-	r = ev(c, fy_emit_event_create(c->em, FYET_STREAM_START));
-	if (r == 0)
-		r = ev(c, fy_emit_event_create(c->em, FYET_DOCUMENT_START, 1,
-					       (const struct fy_version *)NULL,
-					       (const struct fy_tag *const *)NULL));
-	if (r == 0)
-		r = emit_obj(c, obj, false);
-	if (r == 0)
-		r = ev(c, fy_emit_event_create(c->em, FYET_DOCUMENT_END, 1));
-	if (r == 0)
-		r = ev(c, fy_emit_event_create(c->em, FYET_STREAM_END));
-	fy_emitter_destroy(c->em);
-	c->em = NULL;
-	if (r == 0 && c->err)
-		r = c->err;
-	return r;
-}
-
-int pod_doc_emit(const msgpack_object *obj, enum pod_doc_format fmt, FILE *fp)
-{
-	struct ectx c = { .fmt = fmt, .fp = fp };
-	int r = emit(&c, obj);
-
-	if (r == 0 && fflush(fp) != 0)
-		r = -EIO;
-	return r;
+	c->texts = msgpack_zone_new(1024);
+	c->fyd = c->texts ? fy_document_create(NULL) : NULL;
+	if (!c->fyd)
+		goto nomem;
+	root = build(c, obj, false);
+	if (!root || fy_document_set_root(c->fyd, root) != 0) {
+		fy_node_free(root);
+		goto nomem;
+	}
+	return 0;
+nomem:
+	free_doc(c);
+	return -ENOMEM;
 }
 
 int pod_doc_emit_string(const msgpack_object *obj, enum pod_doc_format fmt,
 			char **out, size_t *len)
 {
 	struct ectx c = { .fmt = fmt };
-	int r = emit(&c, obj);
+	char *s;
+	int r;
 
 	*out = NULL;
-	if (r == 0 && !c.buf) {
-		c.buf = strdup("");
-		if (!c.buf)
-			r = -ENOMEM;
-	}
-	if (r < 0) {
-		free(c.buf);
+	r = make_doc(&c, obj);
+	if (r < 0)
 		return r;
-	}
-	*out = c.buf;
+	s = fy_emit_document_to_string(c.fyd, emit_flags(fmt));
+	free_doc(&c);
+	if (!s)
+		return -ENOMEM;
+	*out = s;
 	if (len)
-		*len = c.len;
+		*len = strlen(s);
 	return 0;
+}
+
+int pod_doc_emit(const msgpack_object *obj, enum pod_doc_format fmt, FILE *fp)
+{
+	char *s = NULL;
+	size_t len = 0;
+	int r;
+
+	/* Through a string rather than fy_emit_document_to_fp so that a
+	 * failed build writes nothing and a short write is detected. */
+	r = pod_doc_emit_string(obj, fmt, &s, &len);
+	if (r < 0)
+		return r;
+	if (fwrite(s, 1, len, fp) != len || fflush(fp) != 0)
+		r = -EIO;
+	free(s);
+	return r;
 }
