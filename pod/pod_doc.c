@@ -449,11 +449,13 @@ done:
  * the library's.  (The streaming event emitter was tried first: in 0.7.12
  * it wraps a block sequence of mappings in flow brackets.)
  *
- * The one thing a document node cannot say by itself is "this string only
- * looks like a number": a string "8080" created plain would come back as
- * an integer.  Such strings are exactly the ones classify() maps to
- * another type, and all of them are made of [0-9A-Za-z.+~-] only, so they
- * are built from their double-quoted spelling with no escaping needed.
+ * What a created node cannot say is how its string must be spelled: the
+ * 0.7.12 emitter writes a created scalar plain whatever it holds, so
+ * "- x", "#c" or " lead" would come back changed, and "8080" would come
+ * back as an integer.  So only strings that are safe as plain scalars
+ * (conservative test below) are created plain; every other string is
+ * built by libfyaml's own parser from its double-quoted spelling, which
+ * the emitter then writes quoted (YAML) or as a JSON string.
  */
 struct ectx {
 	struct fy_document *fyd;
@@ -477,25 +479,61 @@ static void fmt_double(double x, char *buf, size_t n)
 		strncat(buf, ".0", n - strlen(buf) - 1);
 }
 
-static struct fy_node *quoted(struct ectx *c, const char *s, size_t len)
+/* True when s can be written as a plain scalar and read back as the same
+ * string in block context.  Deliberately narrow: anything unusual is
+ * quoted, which costs two characters and is always right. */
+static bool plain_safe(const char *s, size_t len)
 {
-	char *buf;
 	size_t i;
 
-	if (len > 64)
-		return NULL;
-	buf = msgpack_zone_malloc(c->texts, len + 3);
+	if (len == 0 || len > 200 || classify(s, len) != SK_STR)
+		return false;
+	if (!((s[0] >= 'a' && s[0] <= 'z') || (s[0] >= 'A' && s[0] <= 'Z') ||
+	      (s[0] >= '0' && s[0] <= '9') || s[0] == '/' || s[0] == '_' ||
+	      s[0] == '.'))
+		return false;
+	if (s[len - 1] == ' ' || s[len - 1] == ':')
+		return false;
+	for (i = 0; i < len; i++) {
+		unsigned char ch = (unsigned char)s[i];
+		if (ch < 0x20 || ch >= 0x7f || strchr("#,[]{}&*!|>'\"%@`\\", ch))
+			return false;
+		if (ch == ':' && i + 1 < len && s[i + 1] == ' ')
+			return false;
+	}
+	return true;
+}
+
+/* A string node built from its double-quoted spelling.  The spelling is
+ * only libfyaml's parser input: `\\`, `"` and control characters are
+ * escaped, UTF-8 passes through (invalid UTF-8 makes the parse fail). */
+static struct fy_node *quoted(struct ectx *c, const char *s, size_t len)
+{
+	char *buf, *p;
+	size_t i;
+
+	buf = msgpack_zone_malloc(c->texts, len * 4 + 3);
 	if (!buf)
 		return NULL;
-	for (i = 0; i < len; i++)
-		if (!strchr("0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ.+-~",
-			    s[i]) || s[i] == '\0')
-			return NULL;
-	buf[0] = '"';
-	memcpy(buf + 1, s, len);
-	buf[len + 1] = '"';
-	buf[len + 2] = '\0';
-	return fy_node_build_from_string(c->fyd, buf, len + 2);
+	p = buf;
+	*p++ = '"';
+	for (i = 0; i < len; i++) {
+		unsigned char ch = (unsigned char)s[i];
+		if (ch == '"' || ch == '\\') {
+			*p++ = '\\';
+			*p++ = (char)ch;
+		} else if (ch == '\n') {
+			*p++ = '\\';
+			*p++ = 'n';
+		} else if (ch < 0x20 || ch == 0x7f) {
+			p += sprintf(p, "\\x%02x", ch);
+		} else {
+			*p++ = (char)ch;
+		}
+	}
+	*p++ = '"';
+	*p = '\0';
+	return fy_node_build_from_string(c->fyd, buf, (size_t)(p - buf));
 }
 
 /* A plain scalar for a number, bool or null; in JSON a map key must be a
@@ -536,7 +574,7 @@ static struct fy_node *build(struct ectx *c, const msgpack_object *o, bool key)
 			fmt_double(o->via.f64, num, sizeof num);
 		return literal(c, num, key);
 	case MSGPACK_OBJECT_STR:
-		if (classify(o->via.str.ptr, o->via.str.size) != SK_STR)
+		if (!plain_safe(o->via.str.ptr, o->via.str.size))
 			return quoted(c, o->via.str.ptr, o->via.str.size);
 		return fy_node_create_scalar_copy(c->fyd, o->via.str.ptr,
 						  o->via.str.size);
