@@ -29,9 +29,9 @@
 typedef struct pod_docs {
 	size_t count;
 	msgpack_object *docs;    /* count roots */
-	unsigned *index;         /* 1-based position of docs[i] in the stream
-				  * (empty documents are skipped, not numbered
-				  * away) */
+	unsigned *index;         /* 1-based position of docs[i] in the stream,
+				  * counting the skipped empty documents, so
+				  * it matches what a reader counts */
 	msgpack_zone *zone;
 } pod_docs_t;
 

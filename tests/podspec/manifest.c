@@ -562,3 +562,32 @@ Test(podspec, load_file_errors)
 	unlink(path);
 	rmdir(tmpl);
 }
+
+/* Every prefix of a full manifest is either a valid manifest or rejected
+ * with at least one message; never a crash or a leak (SAN=1 build). */
+Test(podspec, every_prefix_is_handled)
+{
+	size_t n = strlen(full_yaml), ok = 0, bad = 0;
+
+	for (size_t len = 0; len <= n; len++) {
+		pod_errors_t e;
+		pod_manifest_t *m = NULL;
+		int r;
+
+		pod_errors_init(&e);
+		r = pod_manifest_parse(full_yaml, len, "p.yaml", &m, &e);
+		if (r == 0) {
+			cr_assert_not_null(m);
+			ok++;
+		} else {
+			cr_assert_eq(r, TANK_EINVALID, "len %zu: r=%d", len, r);
+			cr_assert_null(m);
+			cr_assert_gt(e.stored, 0, "len %zu: rejected without a message", len);
+			bad++;
+		}
+		pod_manifest_free(m);
+		pod_errors_free(&e);
+	}
+	cr_assert_gt(ok, 0);
+	cr_assert_gt(bad, 0);
+}
