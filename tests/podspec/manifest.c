@@ -137,6 +137,17 @@ Test(podspec, errors_name_source_and_document)
 	free(why);
 }
 
+Test(podspec, document_numbers_count_empty_documents)
+{
+	char *why = NULL;
+	pod_manifest_t *m = parse("---\n# nothing\n---\nname: b\ncontainers: [{name: x}]\n",
+				  "e.yaml", &why);
+
+	cr_assert_null(m);
+	cr_assert_str_eq(why, "e.yaml: document 2: b: containers[0].command: required");
+	free(why);
+}
+
 Test(podspec, duplicate_pod_names_across_documents)
 {
 	char *why = NULL;
