@@ -151,7 +151,7 @@ static void rmdir_up(char *dir, int levels)
 	char path[POD_CGROUP_PATH];
 	snprintf(path, sizeof path, "%s", dir);
 	for (int i = 0; i <= levels; i++) {
-		if (rmdir(path) < 0)
+		if (rmdir(path) < 0 && errno != ENOENT)
 			return;
 		char *slash = strrchr(path, '/');
 		if (!slash)
@@ -457,8 +457,7 @@ int pod_cgroup_destroy(pod_cgroup_t *cg)
 	char *t = (char *)track_dir(cg);
 	if (rmdir(t) < 0 && errno != ENOENT)
 		return errno == EBUSY ? -EBUSY : -errno;
-	rmdir_up(t, 1);   /* the pod level, when this was its last container */
-	release(cg);
+	release(cg);   /* also drops the pod level if this was its last */
 	return 0;
 }
 
