@@ -217,3 +217,75 @@ Test(launcher, sandbox_net_namespace_has_only_loopback_up)
 	free(out);
 	pod_sandbox_destroy(&sb, true);
 }
+
+static int count_fds(void)
+{
+	int n = 0;
+	char path[64];
+	for (int fd = 0; fd < 1024; fd++) {
+		snprintf(path, sizeof path, "/proc/self/fd/%d", fd);
+		n += access(path, F_OK) == 0;
+	}
+	return n;
+}
+
+Test(launcher, no_fd_leaks_in_the_caller)
+{
+	need_root();
+	int before = count_fds();
+	tank_error_t err;
+	pod_proc_t p;
+	/* success with pipes, an exec failure, a sandbox round trip */
+	char *argv[] = { "true", NULL };
+	pod_launch_opts_t o = { .file = "/bin/true", .argv = argv };
+	for (int i = 0; i < 3; i++) {
+		cr_assert_eq(pod_launch(&o, &p, &err), 0, "%s", err.msg);
+		lt_wait(p.pid, 10);
+		pod_proc_close_fds(&p);
+	}
+	o.file = "/nope";
+	cr_assert_eq(pod_launch(&o, &p, &err), -ENOENT);
+	pod_sandbox_opts_t so = { .ns = POD_NS_PID | POD_NS_MOUNT | POD_NS_UTS };
+	pod_sandbox_t sb;
+	sbx(&so, &sb);
+	o.file = "/bin/true";
+	o.sandbox = &sb;
+	cr_assert_eq(pod_launch(&o, &p, &err), 0, "%s", err.msg);
+	lt_wait(p.pid, 10);
+	pod_proc_close_fds(&p);
+	o.file = "/nope";
+	cr_assert_eq(pod_launch(&o, &p, &err), -ENOENT);
+	pod_sandbox_destroy(&sb, true);
+	so.rootfs = "/nonexistent";   /* a failure before any fork */
+	cr_assert_eq(pod_sandbox_create(&so, &sb, &err), TANK_EINVALID);
+	cr_expect_eq(count_fds(), before);
+}
+
+Test(launcher, sandbox_setup_failure_names_the_step_and_leaves_nothing)
+{
+	need_root();
+	char tmp[] = "/tmp/tank-rootfs-XXXXXX";
+	cr_assert(mkdtemp(tmp));
+	char path[600];
+	snprintf(path, sizeof path, "%s/etc", tmp);
+	cr_assert_eq(mkdir(path, 0755), 0);
+	snprintf(path, sizeof path, "%s/etc/hosts", tmp);
+	FILE *f = fopen(path, "w");   /* a file where a directory is needed */
+	cr_assert(f);
+	fclose(f);
+	pod_mount_t m = { "/tmp", "/etc/hosts/sub", true };
+	pod_sandbox_opts_t so = { .ns = POD_NS_MOUNT | POD_NS_PID, .rootfs = tmp,
+	                          .mounts = &m, .n_mounts = 1 };
+	pod_sandbox_t sb;
+	tank_error_t err;
+	int r = pod_sandbox_create(&so, &sb, &err);
+	if (r == TANK_EUNSUPPORTED && strstr(err.msg, "create namespaces"))
+		cr_skip_test("%s", err.msg);
+	cr_expect_eq(r, -ENOTDIR, "%s", err.msg);
+	cr_expect_str_eq(err.msg, "sandbox: bind volume /etc/hosts/sub: Not a "
+	                 "directory");
+	cr_expect_eq(sb.pid, -1);
+	cr_expect_eq(waitpid(-1, NULL, WNOHANG), -1);   /* reaped */
+	cr_expect_eq(errno, ECHILD);
+	lt_rmrf(tmp);
+}
