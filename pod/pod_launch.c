@@ -17,6 +17,15 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+/* Under ASan the vfork child's frames poison shadow memory of a stack that
+ * is really ours (CLONE_VM): unpoison it before the mapping is reused. */
+#ifdef __SANITIZE_ADDRESS__
+#include <sanitizer/asan_interface.h>
+#define POD_UNPOISON(p, n) ASAN_UNPOISON_MEMORY_REGION(p, n)
+#else
+#define POD_UNPOISON(p, n) ((void)(p), (void)(n))
+#endif
+
 #ifndef CLOSE_RANGE_CLOEXEC
 #define CLOSE_RANGE_CLOEXEC (1U << 2)
 #endif
@@ -426,6 +435,7 @@ int pod_launch(const pod_launch_opts_t *o, pod_proc_t *out,
 	pid = clone(child_main, (char *)stack + POD_CHILD_STACK,
 	            CLONE_VM | CLONE_VFORK | SIGCHLD, &c);
 	int clone_errno = errno;
+	POD_UNPOISON(stack, POD_CHILD_STACK);
 	pthread_sigmask(SIG_SETMASK, &old, NULL);
 	if (self_pidns >= 0 && setns(self_pidns, CLONE_NEWPID) < 0) {
 		/* Cannot happen for our own namespace; say it loudly if it
