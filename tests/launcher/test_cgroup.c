@@ -1,5 +1,7 @@
 #include "tests/launcher/launcher_util.h"
 
+#include <sys/stat.h>
+
 #include "pod/pod_cgroup.h"
 
 /* Each test gets its own root group so parallel tests never collide. */
@@ -178,4 +180,59 @@ Test(launcher, cgroup_rejects_bad_names_and_busy_destroy)
 	lt_wait(p.pid, 10);
 	pod_proc_close_fds(&p);
 	cg_teardown(&env, &cg);
+}
+
+static void put(const char *dir, const char *rel, const char *text)
+{
+	char path[512];
+	snprintf(path, sizeof path, "%s/%s", dir, rel);
+	FILE *f = fopen(path, "w");
+	cr_assert(f, "%s", path);
+	fputs(text, f);
+	fclose(f);
+}
+
+static void sub(const char *dir, const char *rel)
+{
+	char path[512];
+	snprintf(path, sizeof path, "%s/%s", dir, rel);
+	cr_assert_eq(mkdir(path, 0755), 0, "%s", path);
+}
+
+Test(launcher, cgroup_probe_prefers_a_complete_v2_then_v1)
+{
+	char dir[] = "/tmp/tank-cgfs-XXXXXX";
+	cr_assert(mkdtemp(dir));
+	pod_cgroup_env_t env;
+	tank_error_t err;
+	/* hybrid host: unified present but without the controllers → v1 */
+	sub(dir, "unified");
+	put(dir, "unified/cgroup.controllers", "\n");
+	sub(dir, "pids");
+	put(dir, "pids/cgroup.procs", "");
+	sub(dir, "memory");
+	put(dir, "memory/cgroup.procs", "");
+	cr_assert_eq(pod_cgroup_probe(&env, dir, "tank", &err), 0, "%s", err.msg);
+	cr_expect_eq(env.mode, POD_CGROUP_V1);
+	cr_expect(strstr(env.v1_mount[POD_CG_MEMORY], "/memory"));
+	cr_expect_str_eq(env.v1_mount[POD_CG_CPU], "");
+	/* a cpu limit without the cpu hierarchy is refused up front */
+	pod_cgroup_t cg;
+	pod_limits_t lim = { .cpu = 1 };
+	cr_expect_eq(pod_cgroup_create(&env, "p", "c", &lim, &cg, &err),
+	             TANK_EUNSUPPORTED);
+	cr_expect_str_eq(err.msg, "cgroup: no cpu controller");
+	/* a unified hierarchy with all three controllers wins */
+	put(dir, "unified/cgroup.controllers", "cpuset cpu io memory pids\n");
+	cr_assert_eq(pod_cgroup_probe(&env, dir, "tank/d1", &err), 0);
+	cr_expect_eq(env.mode, POD_CGROUP_V2);
+	cr_expect(strstr(env.v2_mount, "/unified"));
+	/* nothing usable: NONE, and create says why */
+	lt_rmrf(dir);
+	cr_assert(mkdtemp(strcpy(dir, "/tmp/tank-cgfs-XXXXXX")));
+	cr_assert_eq(pod_cgroup_probe(&env, dir, "tank", &err), 0);
+	cr_expect_eq(env.mode, POD_CGROUP_NONE);
+	cr_expect_eq(pod_cgroup_create(&env, "p", "c", NULL, &cg, &err),
+	             TANK_EUNSUPPORTED);
+	lt_rmrf(dir);
 }
