@@ -1,0 +1,177 @@
+/*
+ * bench_launch — container launches per second and spawn-to-exec latency
+ * of pod_launch against raw posix_spawn + waitpid of /bin/true, measured
+ * in the same run, alternating in small blocks so machine noise hits both.
+ * Scenarios: plain (stdio to /dev/null), plain with log pipes, with a
+ * tracking cgroup (create + launch + destroy per launch), and inside a
+ * pid+mount+uts+ipc sandbox, and with one tracking cgroup reused across
+ * launches (what a restarting container does).  QUICK=1 uses small counts.  Prints JSON
+ * lines on stdout; reports, never asserts.
+ */
+#include <errno.h>
+#include <spawn.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "pod/pod_cgroup.h"
+#include "pod/pod_launch.h"
+#include "pod/pod_sandbox.h"
+
+extern char **environ;
+
+enum { RAW, PLAIN, PIPES, CGROUP, CGROUP_REUSE, SANDBOX, N_SCEN };
+static const char *const scen_names[N_SCEN] = {
+	"posix_spawn", "plain", "plain_pipes", "cgroup", "cgroup_reused",
+	"sandbox_pid_mnt_uts_ipc",
+};
+
+struct bench {
+	pod_cgroup_env_t cg_env;
+	bool have_cg;
+	pod_cgroup_t cg_kept;   /* one group across restarts */
+	pod_sandbox_t sb;
+	bool have_sb;
+	double total[N_SCEN];   /* seconds spent, launch to reaped */
+	double spawn[N_SCEN];   /* seconds inside the spawn call */
+	long n[N_SCEN];
+	long fails[N_SCEN];
+};
+
+static double now(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+static void reap(pid_t pid)
+{
+	while (waitpid(pid, NULL, 0) < 0 && errno == EINTR)
+		;
+}
+
+static int one(struct bench *b, int scen)
+{
+	static char *argv[] = { "true", NULL };
+	static char *envp[] = { "PATH=/usr/bin:/bin", NULL };
+	double t0 = now(), t1;
+	if (scen == RAW) {
+		pid_t pid;
+		if (posix_spawn(&pid, "/bin/true", NULL, NULL, argv, envp) != 0)
+			return -1;
+		t1 = now();
+		reap(pid);
+	} else {
+		pod_launch_opts_t o = { .file = "/bin/true", .argv = argv,
+		                        .envp = envp,
+		                        .stdout_mode = POD_STDIO_NULL,
+		                        .stderr_mode = POD_STDIO_NULL };
+		pod_cgroup_t cg;
+		pod_proc_t p;
+		tank_error_t err;
+		if (scen == PIPES)
+			o.stdout_mode = o.stderr_mode = POD_STDIO_PIPE;
+		if (scen == SANDBOX)
+			o.sandbox = &b->sb;
+		if (scen == CGROUP_REUSE)
+			o.cgroup = &b->cg_kept;
+		if (scen == CGROUP) {
+			if (pod_cgroup_create(&b->cg_env, "bench", "c", NULL, &cg,
+			                      &err) < 0)
+				return -1;
+			o.cgroup = &cg;
+		}
+		int r = pod_launch(&o, &p, &err);
+		t1 = now();
+		if (r == 0) {
+			reap(p.pid);
+			pod_proc_close_fds(&p);
+		}
+		if (scen == CGROUP) {
+			while (pod_cgroup_destroy(&cg) == -EBUSY)
+				;   /* reaped: the group empties at once */
+		}
+		if (r < 0) {
+			fprintf(stderr, "bench_launch: %s\n", err.msg);
+			return -1;
+		}
+	}
+	double t2 = now();
+	b->spawn[scen] += t1 - t0;
+	b->total[scen] += t2 - t0;
+	b->n[scen]++;
+	return 0;
+}
+
+static void emit(const char *metric, double v, const char *unit)
+{
+	printf("{\"bench\": \"launch\", \"metric\": \"%s\", \"value\": %.3f, "
+	       "\"unit\": \"%s\"}\n", metric, v, unit);
+}
+
+int main(void)
+{
+	struct bench b;
+	memset(&b, 0, sizeof b);
+	const char *q = getenv("QUICK");
+	long total = q && *q && strcmp(q, "0") ? 300 : 3000;
+	const long block = 50;
+	char root[64];
+	tank_error_t err;
+
+	snprintf(root, sizeof root, "tank-bench-%d", (int)getpid());
+	b.have_cg = pod_cgroup_probe(&b.cg_env, NULL, root, &err) == 0 &&
+	            b.cg_env.mode != POD_CGROUP_NONE &&
+	            pod_cgroup_create(&b.cg_env, "bench", "kept", NULL,
+	                              &b.cg_kept, &err) == 0;
+	pod_sandbox_opts_t so = { .ns = POD_NS_PID | POD_NS_MOUNT | POD_NS_UTS |
+	                                POD_NS_IPC };
+	b.have_sb = pod_sandbox_create(&so, &b.sb, &err) == 0;
+	if (!b.have_sb)
+		fprintf(stderr, "bench_launch: no sandbox: %s\n", err.msg);
+
+	for (int s = 0; s < N_SCEN; s++)   /* warm up caches and page tables */
+		if (((s != CGROUP && s != CGROUP_REUSE) || b.have_cg) && (s != SANDBOX || b.have_sb))
+			for (int i = 0; i < 20; i++)
+				one(&b, s);
+	memset(b.total, 0, sizeof b.total);
+	memset(b.spawn, 0, sizeof b.spawn);
+	memset(b.n, 0, sizeof b.n);
+	for (long done = 0; done < total; done += block)
+		for (int s = 0; s < N_SCEN; s++) {
+			if (((s == CGROUP || s == CGROUP_REUSE) && !b.have_cg) || (s == SANDBOX && !b.have_sb))
+				continue;
+			for (long i = 0; i < block; i++)
+				if (one(&b, s) < 0)
+					b.fails[s]++;
+		}
+	double raw_rate = (double)b.n[RAW] / b.total[RAW];
+	for (int s = 0; s < N_SCEN; s++) {
+		if (b.n[s] == 0)
+			continue;
+		char m[96];
+		double rate = (double)b.n[s] / b.total[s];
+		snprintf(m, sizeof m, "%s_launches_per_s", scen_names[s]);
+		emit(m, rate, "1/s");
+		snprintf(m, sizeof m, "%s_spawn_to_exec_us", scen_names[s]);
+		emit(m, b.spawn[s] / (double)b.n[s] * 1e6, "us");
+		if (s != RAW) {
+			snprintf(m, sizeof m, "%s_ratio_to_posix_spawn", scen_names[s]);
+			emit(m, rate / raw_rate, "ratio");
+		}
+		if (b.fails[s])
+			fprintf(stderr, "bench_launch: %s: %ld failures\n",
+			        scen_names[s], b.fails[s]);
+	}
+	if (b.have_sb)
+		pod_sandbox_destroy(&b.sb, true);
+	if (b.have_cg) {
+		pod_cgroup_destroy(&b.cg_kept);
+		pod_cgroup_env_cleanup(&b.cg_env);
+	}
+	return 0;
+}

@@ -1,0 +1,482 @@
+#include "pod/pod_cgroup.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+/* Names are validated to < 64 bytes and mounts come from probe, so the
+ * fixed path buffers hold every path we build; GCC cannot see that. */
+#pragma GCC diagnostic ignored "-Wformat-truncation"
+
+#define KILL_SWEEPS 256     /* bound on cgroup.procs sweeps per kill_all */
+#define STABLE_SWEEPS 3     /* sweeps with no new pid before giving up */
+
+static const char *const v1_names[POD_CG_N] = {
+	[POD_CG_PIDS] = "pids", [POD_CG_MEMORY] = "memory", [POD_CG_CPU] = "cpu",
+};
+
+/* Names become path components: no '/', no dot-dirs, no surprises. */
+static bool good_name(const char *s, bool allow_slash)
+{
+	size_t n = s ? strlen(s) : 0;
+	if (n == 0 || n >= 64 || s[0] == '.' || s[0] == '/' || s[n - 1] == '/')
+		return false;
+	for (size_t i = 0; i < n; i++) {
+		char c = s[i];
+		if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
+		      (c >= '0' && c <= '9') || c == '.' || c == '_' || c == '-' ||
+		      (allow_slash && c == '/' && s[i + 1] != '.')))
+			return false;
+	}
+	return true;
+}
+
+static int read_small(const char *dir, const char *name, char *buf,
+                      size_t size)
+{
+	char path[POD_CGROUP_PATH + 32];
+	snprintf(path, sizeof path, "%s/%s", dir, name);
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	ssize_t n = read(fd, buf, size - 1);
+	int e = errno;
+	close(fd);
+	if (n < 0)
+		return -e;
+	buf[n] = '\0';
+	return (int)n;
+}
+
+static int write_str(const char *dir, const char *name, const char *val)
+{
+	char path[POD_CGROUP_PATH + 32];
+	snprintf(path, sizeof path, "%s/%s", dir, name);
+	int fd = open(path, O_WRONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	ssize_t n = write(fd, val, strlen(val));
+	int e = errno;
+	close(fd);
+	return n < 0 ? -e : 0;
+}
+
+static bool has_word(const char *list, const char *w)
+{
+	size_t n = strlen(w);
+	for (const char *p = list; (p = strstr(p, w)); p += n)
+		if ((p == list || p[-1] == ' ') &&
+		    (p[n] == ' ' || p[n] == '\n' || p[n] == '\0'))
+			return true;
+	return false;
+}
+
+static bool is_dir(const char *path)
+{
+	struct stat st;
+	return stat(path, &st) == 0 && S_ISDIR(st.st_mode);
+}
+
+int pod_cgroup_probe(pod_cgroup_env_t *env, const char *sysfs,
+                     const char *root, tank_error_t *err)
+{
+	char buf[512], path[POD_CGROUP_PATH];
+	memset(env, 0, sizeof *env);
+	if (!good_name(root, true))
+		return tank_error_set(err, TANK_EINVALID,
+		                      "cgroup: bad root name \"%s\"",
+		                      root ? root : "");
+	if (!sysfs)
+		sysfs = "/sys/fs/cgroup";
+	snprintf(env->root, sizeof env->root, "%s", root);
+	/* A pure v2 host mounts it at sysfs; a hybrid one at sysfs/unified.
+	 * Only a hierarchy offering all three controllers is worth using:
+	 * mixing v1 and v2 per controller would double every code path. */
+	const char *v2c[2] = { "", "/unified" };
+	for (int i = 0; i < 2; i++) {
+		snprintf(path, sizeof path, "%s%s", sysfs, v2c[i]);
+		if (read_small(path, "cgroup.controllers", buf, sizeof buf) < 0)
+			continue;
+		if (has_word(buf, "memory") && has_word(buf, "pids") &&
+		    has_word(buf, "cpu")) {
+			env->mode = POD_CGROUP_V2;
+			snprintf(env->v2_mount, sizeof env->v2_mount, "%s", path);
+			return 0;
+		}
+	}
+	for (int i = 0; i < POD_CG_N; i++) {
+		snprintf(path, sizeof path, "%s/%s", sysfs, v1_names[i]);
+		if (is_dir(path) &&
+		    read_small(path, "cgroup.procs", buf, 2) >= 0)
+			snprintf(env->v1_mount[i], sizeof env->v1_mount[i], "%s",
+			         path);
+	}
+	/* pids is the tracking hierarchy: without it v1 is not usable. */
+	if (env->v1_mount[POD_CG_PIDS][0])
+		env->mode = POD_CGROUP_V1;
+	return 0;
+}
+
+/* mkdir -p of base/rel; rel is relative, '/'-separated. */
+static int mkdirs(const char *base, const char *rel)
+{
+	char path[POD_CGROUP_PATH];
+	int n = snprintf(path, sizeof path, "%s/%s", base, rel);
+	if (n < 0 || (size_t)n >= sizeof path)
+		return -ENAMETOOLONG;
+	for (char *p = path + strlen(base) + 1;; p++) {
+		if (*p == '/' || *p == '\0') {
+			char c = *p;
+			*p = '\0';
+			if (mkdir(path, 0755) < 0 && errno != EEXIST)
+				return -errno;
+			*p = c;
+			if (!c)
+				return 0;
+		}
+	}
+}
+
+/* Removes dir and then its parents up to (not including) depth levels
+ * above; silently stops at the first one still in use. */
+static void rmdir_up(char *dir, int levels)
+{
+	char path[POD_CGROUP_PATH];
+	snprintf(path, sizeof path, "%s", dir);
+	for (int i = 0; i <= levels; i++) {
+		if (rmdir(path) < 0 && errno != ENOENT)
+			return;
+		char *slash = strrchr(path, '/');
+		if (!slash)
+			return;
+		*slash = '\0';
+	}
+}
+
+static int read_counter(const char *dir, const char *file, const char *key,
+                        uint64_t *out)
+{
+	char buf[2048];
+	int r = read_small(dir, file, buf, sizeof buf);
+	if (r < 0)
+		return r;
+	size_t kl = strlen(key);
+	for (char *line = buf; line && *line; ) {
+		if (strncmp(line, key, kl) == 0 && line[kl] == ' ') {
+			*out = strtoull(line + kl + 1, NULL, 10);
+			return 0;
+		}
+		line = strchr(line, '\n');
+		if (line)
+			line++;
+	}
+	*out = 0;   /* kernels before 4.13 lack the counter */
+	return 0;
+}
+
+static const char *memory_dir(const pod_cgroup_t *cg)
+{
+	return cg->mode == POD_CGROUP_V2 ? cg->dir[0] : cg->dir[POD_CG_MEMORY];
+}
+
+static int apply_limits(const pod_cgroup_t *cg, const pod_limits_t *lim,
+                        const char **what)
+{
+	char v[64];
+	int r = 0;
+	bool v2 = cg->mode == POD_CGROUP_V2;
+	if (lim->memory) {
+		const char *d = memory_dir(cg);
+		snprintf(v, sizeof v, "%" PRIu64, lim->memory);
+		*what = "memory";
+		if ((r = write_str(d, v2 ? "memory.max" : "memory.limit_in_bytes",
+		                   v)) < 0)
+			return r;
+		/* With swap the limit would page out instead of OOM-killing;
+		 * best effort, the file is absent without swap accounting. */
+		if (v2)
+			(void)write_str(d, "memory.swap.max", "0");
+		else
+			(void)write_str(d, "memory.memsw.limit_in_bytes", v);
+	}
+	if (lim->pids) {
+		snprintf(v, sizeof v, "%" PRIu64, lim->pids);
+		*what = "pids";
+		if ((r = write_str(v2 ? cg->dir[0] : cg->dir[POD_CG_PIDS],
+		                   "pids.max", v)) < 0)
+			return r;
+	}
+	if (lim->cpu > 0) {
+		const uint64_t period = 100000;
+		uint64_t quota = (uint64_t)(lim->cpu * (double)period);
+		if (quota < 1000)
+			quota = 1000;   /* the kernel's minimum is 1 ms */
+		*what = "cpu";
+		if (v2) {
+			snprintf(v, sizeof v, "%" PRIu64 " %" PRIu64, quota, period);
+			r = write_str(cg->dir[0], "cpu.max", v);
+		} else {
+			snprintf(v, sizeof v, "%" PRIu64, period);
+			if ((r = write_str(cg->dir[POD_CG_CPU], "cpu.cfs_period_us",
+			                   v)) < 0)
+				return r;
+			snprintf(v, sizeof v, "%" PRIu64, quota);
+			r = write_str(cg->dir[POD_CG_CPU], "cpu.cfs_quota_us", v);
+		}
+	}
+	return r;
+}
+
+static void release(pod_cgroup_t *cg)
+{
+	for (int i = 0; i < POD_CG_N; i++) {
+		if (cg->procs_fd[i] >= 0)
+			close(cg->procs_fd[i]);
+		cg->procs_fd[i] = -1;
+		if (cg->dir[i][0])
+			rmdir_up(cg->dir[i], 1);
+		cg->dir[i][0] = '\0';
+	}
+	cg->mode = POD_CGROUP_NONE;
+}
+
+int pod_cgroup_create(const pod_cgroup_env_t *env, const char *pod,
+                      const char *container, const pod_limits_t *lim,
+                      pod_cgroup_t *cg, tank_error_t *err)
+{
+	static const pod_limits_t none;
+	char rel[POD_CGROUP_PATH];
+	const char *what = "create";
+	int r = 0;
+
+	memset(cg, 0, sizeof *cg);
+	for (int i = 0; i < POD_CG_N; i++)
+		cg->procs_fd[i] = -1;
+	if (!lim)
+		lim = &none;
+	if (!good_name(pod, false) || !good_name(container, false))
+		return tank_error_set(err, TANK_EINVALID,
+		                      "cgroup: bad pod/container name");
+	if (env->mode == POD_CGROUP_NONE)
+		return tank_error_set(err, TANK_EUNSUPPORTED,
+		                      "cgroup: no usable cgroup hierarchy");
+	snprintf(rel, sizeof rel, "%s/%s/%s", env->root, pod, container);
+	cg->mode = env->mode;
+
+	if (env->mode == POD_CGROUP_V2) {
+		/* Controllers must be enabled on every ancestor's subtree. */
+		char d[POD_CGROUP_PATH];
+		snprintf(d, sizeof d, "%s", env->v2_mount);
+		if ((r = mkdirs(env->v2_mount, rel)) < 0)
+			goto fail;
+		const char *comps[] = { env->root, pod };
+		for (int i = 0; i < 3; i++) {
+			r = write_str(d, "cgroup.subtree_control",
+			              "+memory +pids +cpu");
+			if (r < 0) {
+				what = "enable controllers";
+				snprintf(cg->dir[0], sizeof cg->dir[0], "%s/%s",
+				         env->v2_mount, rel);
+				goto fail;
+			}
+			if (i < 2)
+				snprintf(d + strlen(d), sizeof d - strlen(d), "/%s",
+				         comps[i]);
+		}
+		snprintf(cg->dir[0], sizeof cg->dir[0], "%s/%s", env->v2_mount,
+		         rel);
+		cg->has_memory = true;
+	} else {
+		bool want[POD_CG_N] = { true, lim->memory > 0, lim->cpu > 0 };
+		for (int i = 0; i < POD_CG_N; i++) {
+			if (!want[i])
+				continue;
+			if (!env->v1_mount[i][0]) {
+				release(cg);
+				return tank_error_set(err, TANK_EUNSUPPORTED,
+				                      "cgroup: no %s controller",
+				                      v1_names[i]);
+			}
+			if ((r = mkdirs(env->v1_mount[i], rel)) < 0) {
+				what = v1_names[i];
+				goto fail;
+			}
+			snprintf(cg->dir[i], sizeof cg->dir[i], "%s/%s",
+			         env->v1_mount[i], rel);
+		}
+		cg->has_memory = want[POD_CG_MEMORY];
+	}
+	if ((r = apply_limits(cg, lim, &what)) < 0)
+		goto fail;
+	if (cg->has_memory) {
+		if (cg->mode == POD_CGROUP_V2)
+			(void)read_counter(memory_dir(cg), "memory.events",
+			                   "oom_kill", &cg->oom_base);
+		else
+			(void)read_counter(memory_dir(cg), "memory.oom_control",
+			                   "oom_kill", &cg->oom_base);
+	}
+	for (int i = 0; i < POD_CG_N; i++) {
+		if (!cg->dir[i][0])
+			continue;
+		char path[POD_CGROUP_PATH + 16];
+		snprintf(path, sizeof path, "%s/cgroup.procs", cg->dir[i]);
+		cg->procs_fd[i] = open(path, O_WRONLY | O_CLOEXEC);
+		if (cg->procs_fd[i] < 0) {
+			r = -errno;
+			what = "open cgroup.procs";
+			goto fail;
+		}
+	}
+	return 0;
+fail:
+	release(cg);
+	return tank_error_set(err, r == -EACCES || r == -EPERM || r == -EROFS ?
+	                      TANK_EUNSUPPORTED : r, "cgroup %s: %s: %s", rel,
+	                      what, strerror(-r));
+}
+
+static const char *track_dir(const pod_cgroup_t *cg)
+{
+	return cg->mode == POD_CGROUP_V2 ? cg->dir[0] : cg->dir[POD_CG_PIDS];
+}
+
+/* Reads the pids of the group into *v (malloc'd, grown as needed). */
+static int read_pids(const pod_cgroup_t *cg, pid_t **v, size_t *cap)
+{
+	char path[POD_CGROUP_PATH + 16];
+	snprintf(path, sizeof path, "%s/cgroup.procs", track_dir(cg));
+	FILE *f = fopen(path, "re");
+	if (!f)
+		return -errno;
+	size_t n = 0;
+	long p;
+	while (fscanf(f, "%ld", &p) == 1) {
+		if (n == *cap) {
+			size_t nc = *cap ? *cap * 2 : 64;
+			pid_t *nv = realloc(*v, nc * sizeof **v);
+			if (!nv) {
+				fclose(f);
+				return -ENOMEM;
+			}
+			*v = nv;
+			*cap = nc;
+		}
+		(*v)[n++] = (pid_t)p;
+	}
+	fclose(f);
+	return (int)n;
+}
+
+int pod_cgroup_count(const pod_cgroup_t *cg)
+{
+	pid_t *v = NULL;
+	size_t cap = 0;
+	if (!cg || cg->mode == POD_CGROUP_NONE)
+		return -EINVAL;
+	int n = read_pids(cg, &v, &cap);
+	free(v);
+	return n;
+}
+
+int pod_cgroup_kill_all(const pod_cgroup_t *cg)
+{
+	if (!cg || cg->mode == POD_CGROUP_NONE)
+		return -EINVAL;
+	if (cg->mode == POD_CGROUP_V2 && write_str(cg->dir[0], "cgroup.kill",
+	                                           "1") == 0)
+		return 0;
+	/* v1 has no atomic kill: sweep until empty.  A process SIGKILLed
+	 * cannot fork any more, so once a sweep finds no pid it had not seen
+	 * in the previous one, every member has its SIGKILL pending; the
+	 * extra stable sweeps cover a child caught half-way through fork. */
+	pid_t *cur = NULL, *prev = NULL;
+	size_t ccap = 0, pcap = 0, pn = 0;
+	int stable = 0, r = -EAGAIN;
+	for (int sweep = 0; sweep < KILL_SWEEPS; sweep++) {
+		int n = read_pids(cg, &cur, &ccap);
+		if (n < 0) {
+			r = n;
+			break;
+		}
+		if (n == 0) {
+			r = 0;
+			break;
+		}
+		bool fresh = false;
+		for (int i = 0; i < n; i++) {
+			bool seen = false;
+			for (size_t j = 0; j < pn && !seen; j++)
+				seen = prev[j] == cur[i];
+			if (!seen) {
+				fresh = true;
+				(void)kill(cur[i], SIGKILL);
+			}
+		}
+		stable = fresh ? 0 : stable + 1;
+		if (stable >= STABLE_SWEEPS) {
+			r = 0;
+			break;
+		}
+		pid_t *t = prev; prev = cur; cur = t;
+		size_t tc = pcap; pcap = ccap; ccap = tc;
+		pn = (size_t)n;
+		sched_yield();
+	}
+	free(cur);
+	free(prev);
+	return r;
+}
+
+int pod_cgroup_oom_killed(const pod_cgroup_t *cg)
+{
+	uint64_t n = 0;
+	if (!cg || !cg->has_memory)
+		return 0;
+	int r = cg->mode == POD_CGROUP_V2 ?
+		read_counter(memory_dir(cg), "memory.events", "oom_kill", &n) :
+		read_counter(memory_dir(cg), "memory.oom_control", "oom_kill",
+		             &n);
+	if (r < 0)
+		return r;
+	return n > cg->oom_base;
+}
+
+int pod_cgroup_destroy(pod_cgroup_t *cg)
+{
+	if (!cg || cg->mode == POD_CGROUP_NONE)
+		return 0;
+	/* The tracking group goes first: if it is busy, nothing changed. */
+	char *t = (char *)track_dir(cg);
+	if (rmdir(t) < 0 && errno != ENOENT)
+		return errno == EBUSY ? -EBUSY : -errno;
+	release(cg);   /* also drops the pod level if this was its last */
+	return 0;
+}
+
+int pod_cgroup_env_cleanup(const pod_cgroup_env_t *env)
+{
+	char path[POD_CGROUP_PATH];
+	int r = 0;
+	if (env->mode == POD_CGROUP_V2) {
+		snprintf(path, sizeof path, "%s/%s", env->v2_mount, env->root);
+		if (rmdir(path) < 0 && errno != ENOENT)
+			r = -errno;
+		return r;
+	}
+	for (int i = 0; i < POD_CG_N; i++) {
+		if (!env->v1_mount[i][0])
+			continue;
+		snprintf(path, sizeof path, "%s/%s", env->v1_mount[i], env->root);
+		if (rmdir(path) < 0 && errno != ENOENT)
+			r = -errno;
+	}
+	return r;
+}

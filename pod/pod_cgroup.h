@@ -1,0 +1,104 @@
+/*
+ * pod_cgroup — one cgroup per container: limits, tracking, kill, OOM.
+ *
+ * Layout: <mount>/<root>/<pod>/<container>.  <root> is per daemon (e.g.
+ * "tank", or "tank-<pid>" in tests) so two daemons never share groups.
+ * cgroup v2 is used when the unified hierarchy offers the memory, pids and
+ * cpu controllers; otherwise the v1 hierarchies memory/, pids/ and cpu/.
+ * On v1 every container gets a group in pids/ (the tracking hierarchy: what
+ * kill_all walks) and groups in memory/ and cpu/ only when it has those
+ * limits, which keeps a restart storm of unlimited containers cheap.
+ *
+ * The launcher puts the child into the group before it execs: the child
+ * writes "0" into the cgroup.procs files opened here (procs_fd).
+ *
+ * Nothing here keeps global state: the caller owns a pod_cgroup_env_t
+ * (probed once) and one pod_cgroup_t per container.  All functions do
+ * small blocking file operations on cgroupfs (never slow, never waiting
+ * for a process) and return 0 or a negative errno / TANK_E* code.
+ */
+#ifndef TANK_POD_CGROUP_H
+#define TANK_POD_CGROUP_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "common/tank_err.h"
+
+#define POD_CGROUP_PATH 384
+#define POD_CGROUP_NAME 128
+
+typedef enum pod_cgroup_mode {
+	POD_CGROUP_NONE = 0,  /* no usable cgroup hierarchy */
+	POD_CGROUP_V1,
+	POD_CGROUP_V2,
+} pod_cgroup_mode_t;
+
+/* v1 controllers, also the index into pod_cgroup_t.dir/procs_fd. */
+enum { POD_CG_PIDS = 0, POD_CG_MEMORY, POD_CG_CPU, POD_CG_N };
+
+typedef struct pod_cgroup_env {
+	pod_cgroup_mode_t mode;
+	char root[POD_CGROUP_NAME];           /* group name under each mount */
+	char v2_mount[POD_CGROUP_PATH];       /* v2: the unified mount */
+	char v1_mount[POD_CG_N][POD_CGROUP_PATH]; /* v1: per controller */
+} pod_cgroup_env_t;
+
+/* Limits of one container; 0 means "no limit" for each field. */
+typedef struct pod_limits {
+	uint64_t memory;    /* bytes */
+	uint64_t pids;      /* max tasks */
+	double cpu;         /* CPUs (0.5 = half a CPU) → cfs quota/period */
+} pod_limits_t;
+
+typedef struct pod_cgroup {
+	pod_cgroup_mode_t mode;
+	/* v2: only index 0 is used.  v1: indexed by POD_CG_*; "" = no group. */
+	char dir[POD_CG_N][POD_CGROUP_PATH];
+	int procs_fd[POD_CG_N];   /* O_WRONLY|O_CLOEXEC cgroup.procs, or -1 */
+	bool has_memory;          /* a memory group exists (OOM detectable) */
+	uint64_t oom_base;        /* oom_kill count when the group was made */
+} pod_cgroup_t;
+
+/* Finds the hierarchies under sysfs (NULL = "/sys/fs/cgroup") and fills
+ * env.  root is the per-daemon group name: [A-Za-z0-9._-]+, it may hold
+ * one '/' level (e.g. "tank/d1").  Never fails for lack of cgroups: env->mode
+ * is then POD_CGROUP_NONE.  Fails with TANK_EINVALID on a bad root. */
+int pod_cgroup_probe(pod_cgroup_env_t *env, const char *sysfs,
+                     const char *root, tank_error_t *err);
+
+/* Creates (or reuses, after a crash) the group of pod/container, applies
+ * lim (NULL = none) and opens its cgroup.procs files.  cg is caller-owned
+ * storage; on success it must be released with pod_cgroup_destroy().
+ * Errors: TANK_EUNSUPPORTED when env has no cgroups or a requested
+ * controller is missing, TANK_EINVALID on a bad name, negative errno from
+ * cgroupfs (e.g. -EACCES without privileges).  On failure nothing is left
+ * behind and cg needs no release. */
+int pod_cgroup_create(const pod_cgroup_env_t *env, const char *pod,
+                      const char *container, const pod_limits_t *lim,
+                      pod_cgroup_t *cg, tank_error_t *err);
+
+/* Number of processes in the group (>= 0) or a negative errno. */
+int pod_cgroup_count(const pod_cgroup_t *cg);
+
+/* SIGKILLs every process in the group.  v2 writes cgroup.kill when the
+ * kernel has it; otherwise it sweeps cgroup.procs until it reads empty (a
+ * bounded number of sweeps, so a fork bomb cannot keep it busy forever).
+ * Does not wait for the processes to be reaped.  Returns 0 when the group
+ * was seen empty (or cgroup.kill was written), -EAGAIN when processes
+ * were still appearing after the last sweep, or a negative errno. */
+int pod_cgroup_kill_all(const pod_cgroup_t *cg);
+
+/* 1 if the kernel OOM-killed a process of this group since it was
+ * created, 0 if not (or no memory group), negative errno on error. */
+int pod_cgroup_oom_killed(const pod_cgroup_t *cg);
+
+/* Closes the fds and removes the container's directories (and the pod's
+ * directory when it became empty).  Returns -EBUSY, leaving the group in
+ * place and cg valid, while processes remain (kill them, reap, retry). */
+int pod_cgroup_destroy(pod_cgroup_t *cg);
+
+/* Removes env's root group if it is empty (tests, daemon shutdown). */
+int pod_cgroup_env_cleanup(const pod_cgroup_env_t *env);
+
+#endif

@@ -1,0 +1,584 @@
+#include "pod/pod_launch.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <grp.h>
+#include <limits.h>
+#include <pwd.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+/* Under ASan the vfork child's frames poison shadow memory of a stack that
+ * is really ours (CLONE_VM): unpoison it before the mapping is reused. */
+#ifdef __SANITIZE_ADDRESS__
+#include <sanitizer/asan_interface.h>
+#define POD_UNPOISON(p, n) ASAN_UNPOISON_MEMORY_REGION(p, n)
+#else
+#define POD_UNPOISON(p, n) ((void)(p), (void)(n))
+#endif
+
+#ifndef CLOSE_RANGE_CLOEXEC
+#define CLOSE_RANGE_CLOEXEC (1U << 2)
+#endif
+
+#define POD_DEFAULT_PATH "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
+#define POD_CHILD_STACK (64 * 1024)
+#define POD_MAX_GROUPS 64
+
+/* Steps of the child, for the error message; index into step_names. */
+enum child_step {
+	STEP_NONE = 0, STEP_SETSID, STEP_CGROUP, STEP_SETNS, STEP_CHROOT,
+	STEP_STDIO, STEP_RLIMIT, STEP_SETGROUPS, STEP_SETGID, STEP_SETUID,
+	STEP_CHDIR, STEP_CLOEXEC, STEP_EXEC,
+};
+
+static const char *const step_names[] = {
+	[STEP_NONE] = "spawn", [STEP_SETSID] = "setsid",
+	[STEP_CGROUP] = "join cgroup", [STEP_SETNS] = "join sandbox namespace",
+	[STEP_CHROOT] = "enter sandbox root", [STEP_STDIO] = "stdio",
+	[STEP_RLIMIT] = "setrlimit", [STEP_SETGROUPS] = "setgroups",
+	[STEP_SETGID] = "setgid", [STEP_SETUID] = "setuid",
+	[STEP_CHDIR] = "chdir", [STEP_CLOEXEC] = "close fds",
+	[STEP_EXEC] = "exec",
+};
+
+/* Everything the child needs, prepared by the parent.  The child shares
+ * this memory (CLONE_VM) and writes only step/err. */
+struct child_ctx {
+	char *const *argv;
+	char *const *envp;
+	char **cands;          /* exec candidates (PATH expanded) */
+	size_t n_cands;
+	const char *cwd;
+	int stdio[3];          /* sources for fds 0..2, all >= 3 */
+	int cg_fd[POD_CG_N];
+	size_t n_cg;
+	int ns_fd[POD_SBX_NFD];  /* joined in the child (pid is not: parent) */
+	int root_fd;
+	const pod_rlimit_t *rlimits;
+	size_t n_rlimits;
+	bool set_user, setsid;
+	uid_t uid;
+	gid_t gid;
+	gid_t groups[POD_MAX_GROUPS];
+	int n_groups;
+	int max_fd;            /* fallback when close_range is missing */
+	volatile int step;
+	volatile int err;
+};
+
+static const int ns_types[POD_SBX_NFD] = {
+	[POD_SBX_UTS] = CLONE_NEWUTS, [POD_SBX_IPC] = CLONE_NEWIPC,
+	[POD_SBX_NET] = CLONE_NEWNET, [POD_SBX_PID] = CLONE_NEWPID,
+	[POD_SBX_MNT] = CLONE_NEWNS,
+};
+
+static _Noreturn void child_fail(struct child_ctx *c, int step, int e)
+{
+	c->err = e;
+	c->step = step;
+	_exit(127);
+}
+
+/* Runs on its own stack inside our address space until execve: only
+ * async-signal-safe system calls, no allocation, no stdio. */
+static int child_main(void *arg)
+{
+	struct child_ctx *c = arg;
+	struct sigaction dfl;
+	memset(&dfl, 0, sizeof dfl);
+	dfl.sa_handler = SIG_DFL;
+	/* Handlers of the parent would run on the parent's data; ignored
+	 * signals (SIGPIPE in a daemon) must not leak into the container. */
+	for (int s = 1; s < _NSIG; s++)
+		if (s != SIGKILL && s != SIGSTOP)
+			(void)sigaction(s, &dfl, NULL);
+
+	if (c->setsid && setsid() < 0)
+		child_fail(c, STEP_SETSID, errno);
+	for (size_t i = 0; i < c->n_cg; i++)
+		if (write(c->cg_fd[i], "0", 1) != 1)
+			child_fail(c, STEP_CGROUP, errno);
+	for (int i = 0; i < POD_SBX_NFD; i++)
+		if (i != POD_SBX_PID && c->ns_fd[i] >= 0 &&
+		    setns(c->ns_fd[i], ns_types[i]) < 0)
+			child_fail(c, STEP_SETNS, errno);
+	if (c->root_fd >= 0 && (fchdir(c->root_fd) < 0 || chroot(".") < 0))
+		child_fail(c, STEP_CHROOT, errno);
+	for (int i = 0; i < 3; i++)
+		if (dup2(c->stdio[i], i) < 0)
+			child_fail(c, STEP_STDIO, errno);
+	for (size_t i = 0; i < c->n_rlimits; i++) {
+		struct rlimit rl = { .rlim_cur = c->rlimits[i].soft,
+		                     .rlim_max = c->rlimits[i].hard };
+		if (setrlimit(c->rlimits[i].resource, &rl) < 0)
+			child_fail(c, STEP_RLIMIT, errno);
+	}
+	if (c->set_user) {
+		if (setgroups((size_t)c->n_groups, c->groups) < 0)
+			child_fail(c, STEP_SETGROUPS, errno);
+		if (setgid(c->gid) < 0)
+			child_fail(c, STEP_SETGID, errno);
+		if (setuid(c->uid) < 0)
+			child_fail(c, STEP_SETUID, errno);
+	}
+	if (chdir(c->cwd) < 0)
+		child_fail(c, STEP_CHDIR, errno);
+	/* Mark rather than close: cheaper on a big table and the same at
+	 * exec.  The fallback walks the table the parent measured. */
+	if (syscall(SYS_close_range, 3U, ~0U, CLOSE_RANGE_CLOEXEC) < 0) {
+		for (int fd = 3; fd < c->max_fd; fd++)
+			(void)fcntl(fd, F_SETFD, FD_CLOEXEC);
+	}
+	sigset_t none;
+	sigemptyset(&none);
+	(void)sigprocmask(SIG_SETMASK, &none, NULL);
+
+	int e = ENOENT;
+	bool eacces = false;
+	for (size_t i = 0; i < c->n_cands; i++) {
+		execve(c->cands[i], c->argv, c->envp);
+		e = errno;
+		if (e == EACCES)
+			eacces = true;
+		else if (e != ENOENT && e != ENOTDIR && e != ESTALE &&
+		         e != ENODEV && e != ETIMEDOUT)
+			break;   /* found but broken: report this one (as execvp) */
+	}
+	child_fail(c, STEP_EXEC, (e == ENOENT || e == ENOTDIR) && eacces ?
+	           EACCES : e);
+}
+
+/* PATH candidates in one allocation: the pointer array then the strings.
+ * Returns the array (owned by the caller, one free) or NULL on ENOMEM. */
+static char **make_candidates(const char *file, char *const *envp,
+                              size_t *n_out)
+{
+	if (strchr(file, '/')) {
+		size_t len = strlen(file) + 1;
+		char **v = malloc(sizeof(char *) + len);
+		if (!v)
+			return NULL;
+		v[0] = (char *)(v + 1);
+		memcpy(v[0], file, len);
+		*n_out = 1;
+		return v;
+	}
+	const char *path = NULL;
+	for (char *const *e = envp; e && *e; e++)
+		if (strncmp(*e, "PATH=", 5) == 0)
+			path = *e + 5;
+	if (!path)
+		path = POD_DEFAULT_PATH;
+	size_t n = 1, flen = strlen(file);
+	for (const char *p = path; *p; p++)
+		n += *p == ':';
+	char **v = malloc(n * sizeof(char *) + strlen(path) + n * (flen + 3));
+	if (!v)
+		return NULL;
+	char *s = (char *)(v + n);
+	size_t k = 0;
+	for (const char *p = path;; ) {
+		const char *end = strchrnul(p, ':');
+		v[k++] = s;
+		if (end == p)                 /* empty element = cwd */
+			s += sprintf(s, "./%s", file) + 1;
+		else
+			s += sprintf(s, "%.*s/%s", (int)(end - p), p, file) + 1;
+		if (!*end)
+			break;
+		p = end + 1;
+	}
+	*n_out = k;
+	return v;
+}
+
+static int parse_id(const char *s, size_t len, unsigned long *out)
+{
+	if (len == 0 || len > 10)
+		return -1;
+	unsigned long v = 0;
+	for (size_t i = 0; i < len; i++) {
+		if (s[i] < '0' || s[i] > '9')
+			return -1;
+		v = v * 10 + (unsigned long)(s[i] - '0');
+	}
+	if (v > 0xfffffffeUL)
+		return -1;
+	*out = v;
+	return 0;
+}
+
+/* Resolves "uid[:gid]" / "name[:group]" against the host databases. */
+static int resolve_user(const char *user, struct child_ctx *c,
+                        tank_error_t *err)
+{
+	const char *colon = strchr(user, ':');
+	size_t ulen = colon ? (size_t)(colon - user) : strlen(user);
+	char name[256];
+	char buf[4096];
+	unsigned long id;
+	struct passwd pw, *pwp = NULL;
+	if (ulen == 0 || ulen >= sizeof name)
+		return tank_error_set(err, TANK_EINVALID, "user: bad user \"%s\"",
+		                      user);
+	memcpy(name, user, ulen);
+	name[ulen] = '\0';
+	if (parse_id(name, ulen, &id) == 0) {
+		c->uid = (uid_t)id;
+		(void)getpwuid_r(c->uid, &pw, buf, sizeof buf, &pwp);
+	} else {
+		(void)getpwnam_r(name, &pw, buf, sizeof buf, &pwp);
+		if (!pwp)
+			return tank_error_set(err, TANK_EINVALID,
+			                      "user: unknown user %s", name);
+		c->uid = pwp->pw_uid;
+	}
+	c->n_groups = 0;
+	if (colon) {
+		const char *g = colon + 1;
+		if (parse_id(g, strlen(g), &id) == 0) {
+			c->gid = (gid_t)id;
+		} else {
+			struct group gr, *grp = NULL;
+			(void)getgrnam_r(g, &gr, buf, sizeof buf, &grp);
+			if (!grp)
+				return tank_error_set(err, TANK_EINVALID,
+				                      "user: unknown group %s", g);
+			c->gid = grp->gr_gid;
+		}
+	} else {
+		/* Like docker: the passwd entry's group, else group 0. */
+		c->gid = pwp ? pwp->pw_gid : 0;
+		if (pwp && parse_id(name, ulen, &id) != 0) {
+			int n = POD_MAX_GROUPS;
+			if (getgrouplist(pwp->pw_name, c->gid, c->groups, &n) < 0)
+				n = 0;   /* too many: keep just the primary */
+			c->n_groups = n;
+		}
+	}
+	c->set_user = true;
+	return 0;
+}
+
+static void close_fd(int *fd)
+{
+	if (*fd >= 0) {
+		close(*fd);
+		*fd = -1;
+	}
+}
+
+/* Moves fd to >= 3 so the child's dup2 onto 0..2 never collides. */
+static int high_fd(int *fd)
+{
+	if (*fd >= 3)
+		return 0;
+	int nfd = fcntl(*fd, F_DUPFD_CLOEXEC, 3);
+	if (nfd < 0)
+		return -errno;
+	close(*fd);
+	*fd = nfd;
+	return 0;
+}
+
+static int make_pipe(int *rd, int *wr)
+{
+	int p[2];
+	if (pipe2(p, O_CLOEXEC) < 0)
+		return -errno;
+	*rd = p[0];
+	*wr = p[1];
+	int r = high_fd(wr);
+	if (r == 0 && fcntl(*rd, F_SETFL, O_NONBLOCK) < 0)
+		r = -errno;
+	if (r < 0) {
+		close_fd(rd);
+		close_fd(wr);
+	}
+	return r;
+}
+
+static int wire_stdio(pod_stdio_t mode, int given, int devnull, int *rd,
+                      int *src, int *owned)
+{
+	switch (mode) {
+	case POD_STDIO_PIPE:
+	{
+		int r = make_pipe(rd, src);
+		if (r == 0)
+			*owned = *src;
+		return r;
+	}
+	case POD_STDIO_NULL:
+		*src = devnull;
+		return 0;
+	case POD_STDIO_FD:
+		if (given < 0)
+			return -EBADF;
+		if (given >= 3) {
+			*src = given;
+			return 0;
+		}
+		*src = fcntl(given, F_DUPFD_CLOEXEC, 3);
+		if (*src < 0)
+			return -errno;
+		*owned = *src;
+		return 0;
+	}
+	return -EINVAL;
+}
+
+int pod_launch(const pod_launch_opts_t *o, pod_proc_t *out,
+               tank_error_t *err)
+{
+	struct child_ctx c;
+	char *argv0[2];
+	char *empty_env[1] = { NULL };
+	int devnull = -1, out_rd = -1, err_rd = -1;
+	int out_own = -1, err_own = -1, self_pidns = -1;
+	void *stack = MAP_FAILED;
+	pid_t pid = -1;
+	int r;
+
+	tank_error_clear(err);
+	if (!o || !o->file || !*o->file || !out)
+		return tank_error_set(err, TANK_EINVALID, "launch: no command");
+	memset(&c, 0, sizeof c);
+	c.root_fd = -1;
+	for (int i = 0; i < POD_SBX_NFD; i++)
+		c.ns_fd[i] = -1;
+	argv0[0] = (char *)o->file;
+	argv0[1] = NULL;
+	c.argv = o->argv ? o->argv : argv0;
+	c.envp = o->envp ? o->envp : empty_env;
+	c.cwd = o->cwd ? o->cwd : "/";
+	c.rlimits = o->rlimits;
+	c.n_rlimits = o->n_rlimits;
+	c.setsid = !(o->flags & POD_LAUNCH_NO_SETSID);
+	c.max_fd = (int)sysconf(_SC_OPEN_MAX);
+	if (c.max_fd < 0 || c.max_fd > 65536)
+		c.max_fd = 65536;
+
+	if (o->user && (r = resolve_user(o->user, &c, err)) < 0)
+		return r;
+	c.cands = make_candidates(o->file, c.envp, &c.n_cands);
+	if (!c.cands)
+		return tank_error_set(err, -ENOMEM, "launch: out of memory");
+
+	devnull = open("/dev/null", O_RDWR | O_CLOEXEC);
+	if (devnull < 0 || (r = high_fd(&devnull)) < 0) {
+		r = devnull < 0 ? -errno : r;
+		tank_error_set(err, r, "open /dev/null: %s", strerror(-r));
+		goto fail;
+	}
+	c.stdio[0] = devnull;
+	if ((r = wire_stdio(o->stdout_mode, o->stdout_fd, devnull, &out_rd,
+	                    &c.stdio[1], &out_own)) < 0 ||
+	    (r = wire_stdio(o->stderr_mode, o->stderr_fd, devnull, &err_rd,
+	                    &c.stdio[2], &err_own)) < 0) {
+		tank_error_set(err, r, "stdio: %s", strerror(-r));
+		goto fail;
+	}
+	if (o->cgroup) {
+		for (int i = 0; i < POD_CG_N; i++)
+			if (o->cgroup->procs_fd[i] >= 0)
+				c.cg_fd[c.n_cg++] = o->cgroup->procs_fd[i];
+	}
+	if (o->sandbox) {
+		const pod_sandbox_t *sb = o->sandbox;
+		if (sb->pid <= 0) {
+			r = tank_error_set(err, TANK_ECONFLICT,
+			                   "sandbox: not running");
+			goto fail;
+		}
+		memcpy(c.ns_fd, sb->ns_fd, sizeof c.ns_fd);
+		c.root_fd = sb->root_fd;
+		if (sb->ns_fd[POD_SBX_PID] >= 0) {
+			/* setns(CLONE_NEWPID) only changes where our *children*
+			 * go, so it is done here around the clone and undone. */
+			self_pidns = open("/proc/self/ns/pid", O_RDONLY | O_CLOEXEC);
+			if (self_pidns < 0) {
+				r = tank_error_set(err, -errno, "sandbox: open "
+				                   "/proc/self/ns/pid: %s",
+				                   strerror(errno));
+				goto fail;
+			}
+			if (setns(sb->ns_fd[POD_SBX_PID], CLONE_NEWPID) < 0) {
+				r = errno == EPERM ? TANK_EUNSUPPORTED : -errno;
+				tank_error_set(err, r, "sandbox: join pid "
+				               "namespace: %s", strerror(errno));
+				goto fail;
+			}
+		}
+	}
+
+	stack = mmap(NULL, POD_CHILD_STACK, PROT_READ | PROT_WRITE,
+	             MAP_PRIVATE | MAP_ANONYMOUS | MAP_STACK, -1, 0);
+	if (stack == MAP_FAILED) {
+		r = tank_error_set(err, -errno, "launch: stack: %s",
+		                   strerror(errno));
+		goto fail;
+	}
+	sigset_t all, old;
+	sigfillset(&all);
+	pthread_sigmask(SIG_SETMASK, &all, &old);
+	pid = clone(child_main, (char *)stack + POD_CHILD_STACK,
+	            CLONE_VM | CLONE_VFORK | SIGCHLD, &c);
+	int clone_errno = errno;
+	POD_UNPOISON(stack, POD_CHILD_STACK);
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	if (self_pidns >= 0 && setns(self_pidns, CLONE_NEWPID) < 0) {
+		/* Cannot happen for our own namespace; say it loudly if it
+		 * does, since later children would land in the pod. */
+		r = tank_error_set(err, -errno, "sandbox: restore pid "
+		                   "namespace: %s", strerror(errno));
+		if (pid > 0) {
+			kill(pid, SIGKILL);
+			while (waitpid(pid, NULL, 0) < 0 && errno == EINTR)
+				;
+		}
+		goto fail;
+	}
+	if (pid < 0) {
+		if (o->sandbox && clone_errno == ENOMEM)
+			r = tank_error_set(err, TANK_ECONFLICT,
+			                   "sandbox: its pid namespace is gone");
+		else
+			r = tank_error_set(err, -clone_errno, "clone: %s",
+			                   strerror(clone_errno));
+		goto fail;
+	}
+	if (c.step != STEP_NONE) {
+		while (waitpid(pid, NULL, 0) < 0 && errno == EINTR)
+			;
+		r = -c.err;
+		if (c.step == STEP_EXEC)
+			tank_error_set(err, r, "exec %s: %s", o->file,
+			               strerror(c.err));
+		else if (c.step == STEP_CHDIR)
+			tank_error_set(err, r, "chdir %s: %s", c.cwd,
+			               strerror(c.err));
+		else
+			tank_error_set(err, r, "%s: %s", step_names[c.step],
+			               strerror(c.err));
+		goto fail;
+	}
+
+	munmap(stack, POD_CHILD_STACK);
+	close_fd(&self_pidns);
+	close_fd(&out_own);
+	close_fd(&err_own);
+	close_fd(&devnull);
+	free(c.cands);
+	out->pid = pid;
+	out->stdout_fd = out_rd;
+	out->stderr_fd = err_rd;
+	out->own_pgrp = c.setsid;
+	out->start_time = 0;
+	/* The child has exec'd and is not reaped by anyone yet (the caller
+	 * reaps), so /proc/PID is there. */
+	(void)pod_proc_start_time(pid, &out->start_time);
+	return 0;
+
+fail:
+	if (stack != MAP_FAILED)
+		munmap(stack, POD_CHILD_STACK);
+	if (self_pidns >= 0 && pid < 0)
+		(void)setns(self_pidns, CLONE_NEWPID);
+	close_fd(&self_pidns);
+	close_fd(&out_rd);
+	close_fd(&err_rd);
+	close_fd(&out_own);
+	close_fd(&err_own);
+	close_fd(&devnull);
+	free(c.cands);
+	return r;
+}
+
+int pod_proc_start_time(pid_t pid, uint64_t *out)
+{
+	char path[64], buf[1024];
+	snprintf(path, sizeof path, "/proc/%d/stat", (int)pid);
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return errno == ENOENT ? -ESRCH : -errno;
+	ssize_t n = read(fd, buf, sizeof buf - 1);
+	int e = errno;
+	close(fd);
+	if (n <= 0)
+		return n < 0 ? -e : -ESRCH;
+	buf[n] = '\0';
+	/* comm (field 2) may hold spaces and parens: count from the last ')'. */
+	char *p = strrchr(buf, ')');
+	if (!p)
+		return -EIO;
+	p++;
+	for (int field = 3; field < 22; field++) {
+		p = strchr(p + 1, ' ');
+		if (!p)
+			return -EIO;
+	}
+	char *end;
+	errno = 0;
+	unsigned long long v = strtoull(p + 1, &end, 10);
+	if (errno || end == p + 1)
+		return -EIO;
+	*out = v;
+	return 0;
+}
+
+int pod_proc_signal(const pod_proc_t *p, int sig)
+{
+	if (!p || p->pid <= 0)
+		return -ESRCH;
+	return kill(p->pid, sig) < 0 ? -errno : 0;
+}
+
+int pod_proc_kill_all(const pod_proc_t *p, const pod_cgroup_t *cg)
+{
+	if (cg && cg->mode != POD_CGROUP_NONE)
+		return pod_cgroup_kill_all(cg);
+	if (!p || p->pid <= 0)
+		return -ESRCH;
+	if (p->own_pgrp && kill(-p->pid, SIGKILL) < 0 && errno != ESRCH)
+		return -errno;
+	if (kill(p->pid, SIGKILL) < 0 && errno != ESRCH)
+		return -errno;
+	return 0;
+}
+
+void pod_proc_close_fds(pod_proc_t *p)
+{
+	close_fd(&p->stdout_fd);
+	close_fd(&p->stderr_fd);
+}
+
+void pod_exit_from_status(int wstatus, const pod_cgroup_t *cg,
+                          pod_exit_t *out)
+{
+	out->code = WIFEXITED(wstatus) ? WEXITSTATUS(wstatus) : -1;
+	out->signal = WIFSIGNALED(wstatus) ? WTERMSIG(wstatus) : 0;
+	/* The OOM killer always uses SIGKILL; checking the counter only then
+	 * keeps a normal exit cheap and never mislabels one. */
+	out->oom_killed = out->signal == SIGKILL && cg &&
+	                  pod_cgroup_oom_killed(cg) == 1;
+}
+
+const char *pod_exit_reason(const pod_exit_t *e)
+{
+	if (e->oom_killed)
+		return "oom_killed";
+	if (e->signal)
+		return "signaled";
+	return e->code == 0 ? "completed" : "failed";
+}

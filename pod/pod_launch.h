@@ -1,0 +1,123 @@
+/*
+ * pod_launch — start one container process, stop it, read its exit.
+ *
+ * pod_launch() is what a runtime actor calls to run a container.  It does
+ * all the preparation in the caller (argv/envp arrays, the PATH candidates,
+ * the user lookup, the cgroup and namespace fds) and then spawns with
+ * clone(CLONE_VM|CLONE_VFORK): the child shares our memory until it execs,
+ * so it only makes async-signal-safe system calls, never allocates, and
+ * reports a failure by writing (step, errno) into the parent's stack
+ * before _exit(127).  The parent reaps such a failed child itself.
+ *
+ * In the child, in order: all signal dispositions reset to default and the
+ * mask cleared (at exec), setsid(), cgroup membership (before exec: no
+ * window where the process runs unlimited), setns into the pod's sandbox,
+ * stdin from /dev/null and stdout/stderr onto pipes or the given fds,
+ * rlimits, groups/gid/uid, chdir, every fd above 2 marked close-on-exec,
+ * execve.  The environment is exactly o->envp.
+ *
+ * The launcher never waits for a container: the caller reaps it (SIGCHLD).
+ * Not thread-safe with respect to other threads changing the caller's
+ * signal mask or (for a pid-namespaced launch) its pid namespace for
+ * children, which pod_launch switches and restores around the clone.
+ */
+#ifndef TANK_POD_LAUNCH_H
+#define TANK_POD_LAUNCH_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "common/tank_err.h"
+#include "pod/pod_cgroup.h"
+#include "pod/pod_sandbox.h"
+
+/* How a container's stdout/stderr is wired (opts.stdout_mode, …). */
+typedef enum pod_stdio {
+	POD_STDIO_PIPE = 0,  /* a pipe; the read end is returned in pod_proc_t */
+	POD_STDIO_NULL,      /* /dev/null */
+	POD_STDIO_FD,        /* the given fd (borrowed, dup'ed into the child) */
+} pod_stdio_t;
+
+typedef struct pod_rlimit {
+	int resource;          /* RLIMIT_* */
+	uint64_t soft, hard;   /* RLIM_INFINITY allowed */
+} pod_rlimit_t;
+
+enum pod_launch_flags {
+	/* Keep the caller's session and process group (default: setsid, so
+	 * pod_proc_kill_all can kill the group when there is no cgroup). */
+	POD_LAUNCH_NO_SETSID = 1u << 0,
+};
+
+/* Caller-owned options; every pointer is borrowed for the call only. */
+typedef struct pod_launch_opts {
+	const char *file;          /* command; searched in PATH iff no '/' */
+	char *const *argv;         /* NULL-terminated; NULL = { file, NULL } */
+	char *const *envp;         /* NULL-terminated; NULL = empty env */
+	const char *cwd;           /* NULL = "/" */
+	/* NULL = keep ours; "uid[:gid]" numeric, or "name[:group]" resolved in
+	 * the caller from the host's passwd/group before forking.  With a name
+	 * and no group: the user's primary group and supplementary groups. */
+	const char *user;
+	const pod_rlimit_t *rlimits;
+	size_t n_rlimits;
+	pod_stdio_t stdout_mode, stderr_mode;
+	int stdout_fd, stderr_fd;  /* for POD_STDIO_FD */
+	const pod_cgroup_t *cgroup;   /* NULL = no cgroup */
+	const pod_sandbox_t *sandbox; /* NULL = host namespaces */
+	unsigned flags;            /* POD_LAUNCH_* */
+} pod_launch_opts_t;
+
+typedef struct pod_proc {
+	pid_t pid;                 /* host pid; also its pgid unless NO_SETSID */
+	uint64_t start_time;       /* /proc/PID/stat field 22 (clock ticks) */
+	int stdout_fd, stderr_fd;  /* O_CLOEXEC|O_NONBLOCK read ends, or -1;
+	                            * owned by the caller, who closes them */
+	bool own_pgrp;             /* pid is a process group leader */
+} pod_proc_t;
+
+/* Starts the process.  On success fills out; the caller owns the pipe fds
+ * and must reap out->pid.  On failure nothing is left running, no fd is
+ * leaked and err says what failed, e.g. "exec /nope: No such file or
+ * directory" (code = -errno of the failing step), "user: unknown user
+ * bob" (TANK_EINVALID), "sandbox: join pid namespace: …"
+ * (TANK_EUNSUPPORTED or -errno).  Blocks only for the vfork window (until
+ * the child has exec'd or failed). */
+int pod_launch(const pod_launch_opts_t *o, pod_proc_t *out,
+               tank_error_t *err);
+
+/* Start time (clock ticks since boot, /proc/PID/stat field 22) of pid:
+ * with the pid it identifies a process across pid reuse.  Returns 0 and
+ * fills *out, or -ESRCH / negative errno. */
+int pod_proc_start_time(pid_t pid, uint64_t *out);
+
+/* Sends sig to the container's main process (the stop signal).  Returns 0
+ * or -errno (-ESRCH once it is gone). */
+int pod_proc_signal(const pod_proc_t *p, int sig);
+
+/* SIGKILLs everything of the container: every process of cg when given
+ * (pod_cgroup_kill_all), else the process group of p (when own_pgrp) and
+ * p itself.  Non-blocking; the caller still reaps.  Returns 0, -EAGAIN
+ * (see pod_cgroup_kill_all) or negative errno. */
+int pod_proc_kill_all(const pod_proc_t *p, const pod_cgroup_t *cg);
+
+/* Closes the pipe ends still open in p (sets them to -1). */
+void pod_proc_close_fds(pod_proc_t *p);
+
+/* How a container ended. */
+typedef struct pod_exit {
+	int code;          /* exit code, or -1 when killed by a signal */
+	int signal;        /* terminating signal, or 0 */
+	bool oom_killed;   /* the kernel OOM killer hit its cgroup */
+} pod_exit_t;
+
+/* Decodes a waitpid() status; cg (may be NULL) is asked for OOM kills. */
+void pod_exit_from_status(int wstatus, const pod_cgroup_t *cg,
+                          pod_exit_t *out);
+
+/* "completed" (code 0), "oom_killed", "signaled" or "failed". */
+const char *pod_exit_reason(const pod_exit_t *e);
+
+#endif

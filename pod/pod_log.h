@@ -1,0 +1,80 @@
+/*
+ * pod_log — a container's stdout/stderr into rotated, timestamped files.
+ *
+ * File: <dir>/<pod>/<container>.log, one record per line:
+ *     2026-11-22T03:04:05.123Z stdout hello
+ * (UTC, milliseconds, the time the line's first byte was fed).  A line
+ * longer than max_line is cut into records of max_line bytes; a partial
+ * line is kept until its newline arrives or the stream is flushed (EOF).
+ * When a record would take the file past max_bytes, the file is rotated:
+ * .log.(keep-1) → .log.keep, …, .log → .log.1, and the oldest is dropped.
+ *
+ * The writer does not read pipes on its own: the runtime actor watching
+ * the fd calls pod_log_feed() (or pod_log_drain_fd()).  Writes are plain
+ * write(2) on an O_APPEND file, no fsync: they may block on a slow disk
+ * but never wait for a process.  One writer per container file; not
+ * thread-safe.
+ */
+#ifndef TANK_POD_LOG_H
+#define TANK_POD_LOG_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "common/tank_err.h"
+
+#define POD_LOG_MAX_BYTES (10u << 20)
+#define POD_LOG_KEEP 5
+#define POD_LOG_MAX_LINE (16u << 10)
+
+typedef enum pod_log_stream {
+	POD_LOG_STDOUT = 0,
+	POD_LOG_STDERR = 1,
+} pod_log_stream_t;
+
+/* Caller-owned; strings are borrowed for the call only. */
+typedef struct pod_log_opts {
+	const char *dir;         /* log root, e.g. <data-dir>/logs */
+	const char *pod;         /* [A-Za-z0-9._-], no leading '.' */
+	const char *container;   /* same */
+	uint64_t max_bytes;      /* 0 = POD_LOG_MAX_BYTES */
+	int keep;                /* rotated files kept; 0 = POD_LOG_KEEP */
+	size_t max_line;         /* 0 = POD_LOG_MAX_LINE */
+} pod_log_opts_t;
+
+typedef struct pod_log pod_log_t;
+
+/* Creates <dir>/<pod>/ as needed and opens the log for appending.  *out
+ * is owned by the caller (pod_log_close).  Errors: TANK_EINVALID for a
+ * bad name, negative errno from mkdir/open. */
+int pod_log_open(const pod_log_opts_t *o, pod_log_t **out, tank_error_t *err);
+
+/* Appends bytes read from a stream.  Returns 0, or a negative errno from
+ * write/rename (e.g. -ENOSPC): those bytes are lost, the writer stays
+ * usable. */
+int pod_log_feed(pod_log_t *w, pod_log_stream_t s, const void *buf,
+                 size_t len);
+
+/* Writes the stream's pending partial line as a record (at EOF). */
+int pod_log_flush(pod_log_t *w, pod_log_stream_t s);
+
+/* Reads the non-blocking fd until EAGAIN (returns 0) or EOF (flushes the
+ * stream, returns 1); negative errno on a read or write error.  Does not
+ * close fd. */
+int pod_log_drain_fd(pod_log_t *w, pod_log_stream_t s, int fd);
+
+/* Flushes both streams and frees w (NULL is fine). */
+void pod_log_close(pod_log_t *w);
+
+/* The last n records (n = 0: all) of pod/container across the current
+ * file and its rotated ones, oldest first, without their newline.  The
+ * array and its strings are malloc'd, owned by the caller:
+ * pod_log_lines_free().  A container without logs yields 0 lines.  Reads
+ * whole files (each bounded by max_bytes); blocks on disk only. */
+int pod_log_tail(const char *dir, const char *pod, const char *container,
+                 size_t n, char ***lines, size_t *n_lines,
+                 tank_error_t *err);
+
+void pod_log_lines_free(char **lines, size_t n);
+
+#endif

@@ -1,0 +1,77 @@
+/*
+ * pod_sandbox — the per-pod isolation holder.
+ *
+ * A sandbox is one small process created with the pod's namespaces
+ * (pid, mount, uts, ipc, net).  It is a forked copy of the caller running
+ * our own code, never exec'ing: in a pid namespace it is PID 1 and reaps
+ * every orphan of the pod.  It sets the hostname, and in a mount namespace
+ * makes every mount private, builds the root (rootfs bind + /proc + a
+ * minimal tmpfs /dev + the volumes, read-only when asked) and pivot_roots
+ * into it.  Then it closes every fd it inherited and waits for signals.
+ *
+ * Every container of the pod is started by pod_launch() *into* the sandbox
+ * (setns on the fds kept here), so the containers share the namespaces
+ * and the mounts; each still has its own cgroup, uid, cwd, env and rlimits.
+ *
+ * The sandbox process is a child of the caller: the caller reaps it (its
+ * SIGCHLD handling must not treat it as a container).  Destroying it
+ * SIGKILLs it, which in a pid namespace kills every process of the pod.
+ */
+#ifndef TANK_POD_SANDBOX_H
+#define TANK_POD_SANDBOX_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <sys/types.h>
+
+#include "common/tank_err.h"
+
+enum pod_ns {
+	POD_NS_PID   = 1u << 0,
+	POD_NS_MOUNT = 1u << 1,
+	POD_NS_UTS   = 1u << 2,
+	POD_NS_IPC   = 1u << 3,
+	POD_NS_NET   = 1u << 4,
+};
+
+typedef struct pod_mount {
+	const char *host_path;  /* absolute, must exist */
+	const char *path;       /* absolute, inside the container root */
+	bool read_only;
+} pod_mount_t;
+
+/* Caller-owned options; everything is borrowed for the call only. */
+typedef struct pod_sandbox_opts {
+	unsigned ns;                 /* POD_NS_* bits; 0 is invalid */
+	const char *hostname;        /* needs POD_NS_UTS; NULL = keep */
+	const char *rootfs;          /* needs POD_NS_MOUNT; NULL = host root */
+	const pod_mount_t *mounts;   /* needs POD_NS_MOUNT */
+	size_t n_mounts;
+} pod_sandbox_opts_t;
+
+/* ns fd slots, in the order containers join them (mount last). */
+enum { POD_SBX_UTS = 0, POD_SBX_IPC, POD_SBX_NET, POD_SBX_PID, POD_SBX_MNT,
+       POD_SBX_NFD };
+
+typedef struct pod_sandbox {
+	pid_t pid;               /* host pid of the sandbox init; -1 once gone */
+	unsigned ns;             /* POD_NS_* it holds */
+	int ns_fd[POD_SBX_NFD];  /* O_CLOEXEC /proc/PID/ns/x fds, or -1 */
+	int root_fd;             /* its root dir (mount ns), or -1 */
+} pod_sandbox_t;
+
+/* Creates the sandbox and waits (briefly, blocking) until it has set
+ * itself up or reported why it could not.  sb is caller storage, valid
+ * after success until pod_sandbox_destroy().  Errors: TANK_EINVALID for
+ * inconsistent options, TANK_EUNSUPPORTED (with a message naming the
+ * namespace or mount) when the kernel or our privileges refuse, negative
+ * errno otherwise.  On failure no process or fd is left behind. */
+int pod_sandbox_create(const pod_sandbox_opts_t *o, pod_sandbox_t *sb,
+                       tank_error_t *err);
+
+/* SIGKILLs the sandbox (and with it a pid namespace's processes), closes
+ * the fds.  Does not reap: the caller's SIGCHLD handling does, or pass
+ * reap=true to waitpid() for it here (tests, shutdown). */
+void pod_sandbox_destroy(pod_sandbox_t *sb, bool reap);
+
+#endif

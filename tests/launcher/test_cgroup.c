@@ -1,0 +1,238 @@
+#include "tests/launcher/launcher_util.h"
+
+#include <sys/stat.h>
+
+#include "pod/pod_cgroup.h"
+
+/* Each test gets its own root group so parallel tests never collide. */
+static void cg_env(pod_cgroup_env_t *env)
+{
+	char root[64];
+	tank_error_t err;
+	snprintf(root, sizeof root, "tank-test-%d", (int)getpid());
+	cr_assert_eq(pod_cgroup_probe(env, NULL, root, &err), 0, "%s", err.msg);
+	if (env->mode == POD_CGROUP_NONE)
+		cr_skip_test("no usable cgroup hierarchy on this machine");
+	if (getuid() != 0)
+		cr_skip_test("cgroups need root here");
+}
+
+static void cg_teardown(pod_cgroup_env_t *env, pod_cgroup_t *cg)
+{
+	double end = lt_now() + 10;
+	while (pod_cgroup_destroy(cg) == -EBUSY && lt_now() < end) {
+		pod_cgroup_kill_all(cg);
+		usleep(5000);
+	}
+	cr_expect_eq(pod_cgroup_destroy(cg), 0);
+	cr_expect_eq(pod_cgroup_env_cleanup(env), 0);
+}
+
+Test(launcher, cgroup_joined_before_exec_with_limits)
+{
+	pod_cgroup_env_t env;
+	pod_cgroup_t cg;
+	tank_error_t err;
+	cg_env(&env);
+	pod_limits_t lim = { .memory = 64 << 20, .pids = 32, .cpu = 0.5 };
+	cr_assert_eq(pod_cgroup_create(&env, "web", "app", &lim, &cg, &err), 0,
+	             "%s", err.msg);
+	char *argv[] = { "probe", NULL };
+	pod_launch_opts_t o = { .file = lt_probe(), .argv = argv,
+	                        .cgroup = &cg, .stderr_mode = POD_STDIO_NULL };
+	char *out = lt_run(&o, NULL);
+	char want[256];
+	if (env.mode == POD_CGROUP_V1) {
+		snprintf(want, sizeof want, ":pids:/%s/web/app\n", env.root);
+		cr_expect(strstr(out, want), "not in %s: %s", want, out);
+		snprintf(want, sizeof want, ":memory:/%s/web/app\n", env.root);
+		cr_expect(strstr(out, want), "not in %s: %s", want, out);
+		char buf[64] = "";
+		char path[512];
+		snprintf(path, sizeof path, "%s/cpu.cfs_quota_us",
+		         cg.dir[POD_CG_CPU]);
+		FILE *f = fopen(path, "r");
+		cr_assert(f);
+		cr_expect(fgets(buf, sizeof buf, f));
+		fclose(f);
+		cr_expect_str_eq(buf, "50000\n");
+	} else {
+		snprintf(want, sizeof want, "0::/%s/web/app\n", env.root);
+		cr_expect(strstr(out, want), "not in %s: %s", want, out);
+	}
+	free(out);
+	cr_expect_eq(pod_cgroup_count(&cg), 0);
+	cr_expect_eq(pod_cgroup_oom_killed(&cg), 0);
+	cg_teardown(&env, &cg);
+	/* the whole tree is gone */
+	char path[512];
+	snprintf(path, sizeof path, "%s/%s",
+	         env.mode == POD_CGROUP_V2 ? env.v2_mount :
+	         env.v1_mount[POD_CG_PIDS], env.root);
+	cr_expect_eq(access(path, F_OK), -1);
+}
+
+Test(launcher, pids_limit_stops_fork_bomb)
+{
+	pod_cgroup_env_t env;
+	pod_cgroup_t cg;
+	tank_error_t err;
+	cg_env(&env);
+	pod_limits_t lim = { .pids = 8 };
+	cr_assert_eq(pod_cgroup_create(&env, "bomb", "b", &lim, &cg, &err), 0,
+	             "%s", err.msg);
+	char *argv[] = { "probe", "forkbomb", "100", NULL };
+	pod_launch_opts_t o = { .file = lt_probe(), .argv = argv,
+	                        .cgroup = &cg, .stderr_mode = POD_STDIO_NULL };
+	int st;
+	char *out = lt_run(&o, &st);
+	int k = -1, e = -1;
+	cr_assert_eq(sscanf(out, "forked %d errno %d", &k, &e), 2, "%s", out);
+	cr_expect(k >= 1 && k < 8, "forked %d with pids.max 8", k);
+	cr_expect_eq(e, EAGAIN);
+	free(out);
+	cg_teardown(&env, &cg);
+}
+
+Test(launcher, memory_limit_ends_in_oom_killed)
+{
+	pod_cgroup_env_t env;
+	pod_cgroup_t cg;
+	tank_error_t err;
+	cg_env(&env);
+	pod_limits_t lim = { .memory = 32 << 20 };
+	cr_assert_eq(pod_cgroup_create(&env, "oom", "hog", &lim, &cg, &err), 0,
+	             "%s", err.msg);
+	char *argv[] = { "probe", "alloc", "512", NULL };
+	pod_launch_opts_t o = { .file = lt_probe(), .argv = argv,
+	                        .cgroup = &cg, .stderr_mode = POD_STDIO_NULL };
+	int st;
+	char *out = lt_run(&o, &st);
+	cr_expect_str_eq(out, "");
+	pod_exit_t ex;
+	pod_exit_from_status(st, &cg, &ex);
+	cr_expect_eq(ex.signal, SIGKILL, "status %x", st);
+	cr_expect(ex.oom_killed);
+	cr_expect_str_eq(pod_exit_reason(&ex), "oom_killed");
+	free(out);
+	cg_teardown(&env, &cg);
+}
+
+Test(launcher, kill_all_reaches_grandchildren_in_cgroup)
+{
+	pod_cgroup_env_t env;
+	pod_cgroup_t cg;
+	tank_error_t err;
+	cg_env(&env);
+	cr_assert_eq(pod_cgroup_create(&env, "stop", "deaf", NULL, &cg, &err),
+	             0, "%s", err.msg);
+	cr_expect(!cg.has_memory);
+	char *argv[] = { "probe", "tree", "4", NULL };
+	/* NO_SETSID: the group kill must not depend on the process group */
+	pod_launch_opts_t o = { .file = lt_probe(), .argv = argv,
+	                        .cgroup = &cg, .flags = POD_LAUNCH_NO_SETSID,
+	                        .stderr_mode = POD_STDIO_NULL };
+	pod_proc_t p;
+	cr_assert_eq(pod_launch(&o, &p, &err), 0, "%s", err.msg);
+	char *line = lt_read_line(p.stdout_fd, 10);
+	cr_assert(strncmp(line, "ready", 5) == 0, "got %s", line);
+	cr_expect_eq(pod_cgroup_count(&cg), 5);
+	cr_expect_eq(pod_proc_signal(&p, SIGTERM), 0);
+	usleep(50000);
+	cr_expect_eq(waitpid(p.pid, NULL, WNOHANG), 0, "TERM was not ignored");
+	cr_expect_eq(pod_proc_kill_all(&p, &cg), 0);
+	int st = lt_wait(p.pid, 10);
+	cr_expect(WIFSIGNALED(st) && WTERMSIG(st) == SIGKILL);
+	double end = lt_now() + 10;
+	while (pod_cgroup_count(&cg) > 0 && lt_now() < end)
+		usleep(2000);
+	cr_expect_eq(pod_cgroup_count(&cg), 0, "a grandchild survived");
+	pod_exit_t ex;
+	pod_exit_from_status(st, &cg, &ex);
+	cr_expect(!ex.oom_killed);
+	cr_expect_str_eq(pod_exit_reason(&ex), "signaled");
+	pod_proc_close_fds(&p);
+	free(line);
+	cg_teardown(&env, &cg);
+}
+
+Test(launcher, cgroup_rejects_bad_names_and_busy_destroy)
+{
+	pod_cgroup_env_t env;
+	pod_cgroup_t cg;
+	tank_error_t err;
+	cr_expect_eq(pod_cgroup_probe(&env, NULL, "../x", &err), TANK_EINVALID);
+	cg_env(&env);
+	cr_expect_eq(pod_cgroup_create(&env, "..", "a", NULL, &cg, &err),
+	             TANK_EINVALID);
+	cr_expect_eq(pod_cgroup_create(&env, "a/b", "a", NULL, &cg, &err),
+	             TANK_EINVALID);
+	cr_assert_eq(pod_cgroup_create(&env, "busy", "c", NULL, &cg, &err), 0,
+	             "%s", err.msg);
+	char *argv[] = { "sleep", "30", NULL };
+	pod_launch_opts_t o = { .file = "/bin/sleep", .argv = argv,
+	                        .cgroup = &cg };
+	pod_proc_t p;
+	cr_assert_eq(pod_launch(&o, &p, &err), 0, "%s", err.msg);
+	cr_expect_eq(pod_cgroup_destroy(&cg), -EBUSY);
+	cr_expect_eq(pod_cgroup_count(&cg), 1);   /* still valid */
+	cr_expect_eq(pod_proc_kill_all(&p, &cg), 0);
+	lt_wait(p.pid, 10);
+	pod_proc_close_fds(&p);
+	cg_teardown(&env, &cg);
+}
+
+static void put(const char *dir, const char *rel, const char *text)
+{
+	char path[512];
+	snprintf(path, sizeof path, "%s/%s", dir, rel);
+	FILE *f = fopen(path, "w");
+	cr_assert(f, "%s", path);
+	fputs(text, f);
+	fclose(f);
+}
+
+static void sub(const char *dir, const char *rel)
+{
+	char path[512];
+	snprintf(path, sizeof path, "%s/%s", dir, rel);
+	cr_assert_eq(mkdir(path, 0755), 0, "%s", path);
+}
+
+Test(launcher, cgroup_probe_prefers_a_complete_v2_then_v1)
+{
+	char dir[] = "/tmp/tank-cgfs-XXXXXX";
+	cr_assert(mkdtemp(dir));
+	pod_cgroup_env_t env;
+	tank_error_t err;
+	/* hybrid host: unified present but without the controllers → v1 */
+	sub(dir, "unified");
+	put(dir, "unified/cgroup.controllers", "\n");
+	sub(dir, "pids");
+	put(dir, "pids/cgroup.procs", "");
+	sub(dir, "memory");
+	put(dir, "memory/cgroup.procs", "");
+	cr_assert_eq(pod_cgroup_probe(&env, dir, "tank", &err), 0, "%s", err.msg);
+	cr_expect_eq(env.mode, POD_CGROUP_V1);
+	cr_expect(strstr(env.v1_mount[POD_CG_MEMORY], "/memory"));
+	cr_expect_str_eq(env.v1_mount[POD_CG_CPU], "");
+	/* a cpu limit without the cpu hierarchy is refused up front */
+	pod_cgroup_t cg;
+	pod_limits_t lim = { .cpu = 1 };
+	cr_expect_eq(pod_cgroup_create(&env, "p", "c", &lim, &cg, &err),
+	             TANK_EUNSUPPORTED);
+	cr_expect_str_eq(err.msg, "cgroup: no cpu controller");
+	/* a unified hierarchy with all three controllers wins */
+	put(dir, "unified/cgroup.controllers", "cpuset cpu io memory pids\n");
+	cr_assert_eq(pod_cgroup_probe(&env, dir, "tank/d1", &err), 0);
+	cr_expect_eq(env.mode, POD_CGROUP_V2);
+	cr_expect(strstr(env.v2_mount, "/unified"));
+	/* nothing usable: NONE, and create says why */
+	lt_rmrf(dir);
+	cr_assert(mkdtemp(strcpy(dir, "/tmp/tank-cgfs-XXXXXX")));
+	cr_assert_eq(pod_cgroup_probe(&env, dir, "tank", &err), 0);
+	cr_expect_eq(env.mode, POD_CGROUP_NONE);
+	cr_expect_eq(pod_cgroup_create(&env, "p", "c", NULL, &cg, &err),
+	             TANK_EUNSUPPORTED);
+	lt_rmrf(dir);
+}

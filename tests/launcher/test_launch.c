@@ -1,0 +1,213 @@
+#include "tests/launcher/launcher_util.h"
+
+#include <fcntl.h>
+#include <sys/resource.h>
+
+Test(launcher, env_cwd_applied_and_parent_env_not_leaked)
+{
+	char dir[] = "/tmp/tank-launch-XXXXXX";
+	cr_assert(mkdtemp(dir));
+	setenv("TANK_SECRET_LEAK", "1", 1);
+	char *argv[] = { "probe", "info", NULL };
+	char *envp[] = { "FOO=bar baz", "PATH=/usr/bin:/bin", NULL };
+	pod_launch_opts_t o = { .file = lt_probe(), .argv = argv, .envp = envp,
+	                        .cwd = dir, .stderr_mode = POD_STDIO_NULL };
+	int st;
+	char *out = lt_run(&o, &st);
+	cr_assert(WIFEXITED(st) && WEXITSTATUS(st) == 0, "%s", out);
+	char want[256];
+	snprintf(want, sizeof want, "\ncwd %s\n", dir);
+	cr_expect(strstr(out, want), "cwd missing: %s", out);
+	cr_expect(strstr(out, "\nenv FOO=bar baz\n"), "%s", out);
+	cr_expect(strstr(out, "\nenv PATH=/usr/bin:/bin\n"), "%s", out);
+	cr_expect(!strstr(out, "TANK_SECRET_LEAK"), "env leaked: %s", out);
+	/* exactly two env lines */
+	int n = 0;
+	for (char *p = out; (p = strstr(p, "\nenv ")); p++)
+		n++;
+	cr_expect_eq(n, 2, "%s", out);
+	cr_expect(strstr(out, "\nsigpipe default\n"), "%s", out);
+	cr_expect(strstr(out, "\nsigmask empty\n"), "%s", out);
+	free(out);
+	rmdir(dir);
+}
+
+Test(launcher, only_std_fds_open_and_stdin_is_dev_null)
+{
+	/* A leaky fd in the parent: no O_CLOEXEC. */
+	int leak = open("/dev/zero", O_RDONLY);
+	cr_assert(leak >= 3);
+	signal(SIGPIPE, SIG_IGN);   /* must not be inherited */
+	char *argv[] = { "probe", NULL };
+	pod_launch_opts_t o = { .file = lt_probe(), .argv = argv,
+	                        .stderr_mode = POD_STDIO_NULL };
+	int st;
+	char *out = lt_run(&o, &st);
+	cr_assert(WIFEXITED(st) && WEXITSTATUS(st) == 0, "%s", out);
+	int n = 0;
+	for (char *p = out; (p = strstr(p, "\nfd ")); p++) {
+		int fd = atoi(p + 4);
+		cr_expect(fd >= 0 && fd <= 2, "fd %d open in child: %s", fd, out);
+		n++;
+	}
+	cr_expect_eq(n, 3, "%s", out);
+	cr_expect(strstr(out, "\nstdin /dev/null\n"), "%s", out);
+	cr_expect(strstr(out, "\nsigpipe default\n"), "%s", out);
+	free(out);
+	close(leak);
+}
+
+Test(launcher, user_numeric_and_by_name)
+{
+	char *argv[] = { "probe", NULL };
+	pod_launch_opts_t o = { .file = lt_probe(), .argv = argv,
+	                        .user = "65534:65533",
+	                        .stderr_mode = POD_STDIO_NULL };
+	if (getuid() != 0)
+		cr_skip_test("needs root to switch users");
+	char *out = lt_run(&o, NULL);
+	cr_expect(strstr(out, "\nuid 65534\ngid 65533\ngroups\n"), "%s", out);
+	free(out);
+	o.user = "nobody";
+	out = lt_run(&o, NULL);
+	cr_expect(strstr(out, "\nuid 65534\ngid 65534\n"), "%s", out);
+	free(out);
+	tank_error_t err;
+	pod_proc_t p;
+	o.user = "no-such-user-xyz";
+	cr_expect_eq(pod_launch(&o, &p, &err), TANK_EINVALID);
+	cr_expect_str_eq(err.msg, "user: unknown user no-such-user-xyz");
+}
+
+Test(launcher, exec_failure_is_reported_and_reaped)
+{
+	pod_launch_opts_t o = { .file = "/nope" };
+	pod_proc_t p;
+	tank_error_t err;
+	cr_assert_eq(pod_launch(&o, &p, &err), -ENOENT);
+	cr_expect_str_eq(err.msg, "exec /nope: No such file or directory");
+	o.file = "no-such-command-xyz";
+	cr_assert_eq(pod_launch(&o, &p, &err), -ENOENT);
+	cr_expect_str_eq(err.msg,
+	                 "exec no-such-command-xyz: No such file or directory");
+	char nx[] = "/tmp/tank-launch-nx-XXXXXX";   /* exists, not executable */
+	int fd = mkostemp(nx, O_CLOEXEC);
+	cr_assert(fd >= 0);
+	close(fd);
+	o.file = nx;
+	cr_expect_eq(pod_launch(&o, &p, &err), -EACCES, "%s", err.msg);
+	unlink(nx);
+	o.file = lt_probe();
+	o.cwd = "/nonexistent-dir";
+	cr_assert_eq(pod_launch(&o, &p, &err), -ENOENT);
+	cr_expect_str_eq(err.msg,
+	                 "chdir /nonexistent-dir: No such file or directory");
+	/* the failed children were reaped by pod_launch */
+	cr_expect_eq(waitpid(-1, NULL, WNOHANG), -1);
+	cr_expect_eq(errno, ECHILD);
+}
+
+Test(launcher, path_lookup_uses_container_path)
+{
+	char *argv[] = { "sh", "-c", "echo hello from $0", NULL };
+	char *envp[] = { "PATH=/nonexistent:/bin:/usr/bin", NULL };
+	pod_launch_opts_t o = { .file = "sh", .argv = argv, .envp = envp };
+	int st;
+	char *out = lt_run(&o, &st);
+	cr_expect_str_eq(out, "hello from sh\n");
+	cr_expect(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+	free(out);
+}
+
+Test(launcher, setsid_rlimits_and_start_time)
+{
+	char *argv[] = { "probe", NULL };
+	pod_rlimit_t rl[] = { { RLIMIT_NOFILE, 77, 77 } };
+	pod_launch_opts_t o = { .file = lt_probe(), .argv = argv,
+	                        .rlimits = rl, .n_rlimits = 1,
+	                        .stderr_mode = POD_STDIO_NULL };
+	pod_proc_t p;
+	tank_error_t err;
+	cr_assert_eq(pod_launch(&o, &p, &err), 0, "%s", err.msg);
+	cr_expect(p.start_time > 0);
+	uint64_t st2 = 0;
+	/* not reaped yet: still the same process */
+	cr_expect_eq(pod_proc_start_time(p.pid, &st2), 0);
+	cr_expect_eq(st2, p.start_time);
+	char *out = lt_read_all(p.stdout_fd, 10);
+	lt_wait(p.pid, 10);
+	pod_proc_close_fds(&p);
+	char want[128];
+	snprintf(want, sizeof want, "\npgid %d\nsid %d\n", (int)p.pid,
+	         (int)p.pid);
+	cr_expect(strstr(out, want), "%s", out);
+	cr_expect(strstr(out, "\nnofile 77\n"), "%s", out);
+	cr_expect_eq(pod_proc_start_time(p.pid, &st2), -ESRCH);
+	free(out);
+}
+
+Test(launcher, stdout_into_given_fd_and_exit_decoding)
+{
+	char path[] = "/tmp/tank-launch-out-XXXXXX";
+	int fd = mkostemp(path, O_CLOEXEC);
+	cr_assert(fd >= 0);
+	char *argv[] = { "sh", "-c", "echo to-file; echo to-err >&2; exit 7",
+	                 NULL };
+	pod_launch_opts_t o = { .file = "/bin/sh", .argv = argv,
+	                        .stdout_mode = POD_STDIO_FD, .stdout_fd = fd };
+	pod_proc_t p;
+	tank_error_t err;
+	cr_assert_eq(pod_launch(&o, &p, &err), 0, "%s", err.msg);
+	cr_expect_eq(p.stdout_fd, -1);
+	char *e = lt_read_all(p.stderr_fd, 10);
+	int st = lt_wait(p.pid, 10);
+	pod_proc_close_fds(&p);
+	cr_expect_str_eq(e, "to-err\n");
+	free(e);
+	pod_exit_t ex;
+	pod_exit_from_status(st, NULL, &ex);
+	cr_expect_eq(ex.code, 7);
+	cr_expect_eq(ex.signal, 0);
+	cr_expect_str_eq(pod_exit_reason(&ex), "failed");
+	char buf[64] = "";
+	cr_expect(pread(fd, buf, sizeof buf - 1, 0) > 0);
+	cr_expect_str_eq(buf, "to-file\n");
+	close(fd);
+	unlink(path);
+	pod_exit_from_status(0, NULL, &ex);
+	cr_expect_str_eq(pod_exit_reason(&ex), "completed");
+	pod_exit_from_status(SIGTERM, NULL, &ex);  /* WTERMSIG encoding */
+	cr_expect_eq(ex.signal, SIGTERM);
+	cr_expect_eq(ex.code, -1);
+	cr_expect_str_eq(pod_exit_reason(&ex), "signaled");
+}
+
+Test(launcher, stop_escalation_without_cgroup_kills_process_group)
+{
+	char *argv[] = { "probe", "tree", "3", NULL };
+	pod_launch_opts_t o = { .file = lt_probe(), .argv = argv,
+	                        .stderr_mode = POD_STDIO_NULL };
+	pod_proc_t p;
+	tank_error_t err;
+	cr_assert_eq(pod_launch(&o, &p, &err), 0, "%s", err.msg);
+	char *line = lt_read_line(p.stdout_fd, 10);
+	cr_assert(strncmp(line, "ready", 5) == 0, "got %s", line);
+	pid_t kids[3];
+	cr_assert_eq(sscanf(line + 5, "%d %d %d", &kids[0], &kids[1], &kids[2]),
+	             3);
+	cr_expect_eq(pod_proc_signal(&p, SIGTERM), 0);
+	usleep(50000);
+	cr_expect_eq(waitpid(p.pid, NULL, WNOHANG), 0, "TERM was not ignored");
+	cr_expect_eq(pod_proc_kill_all(&p, NULL), 0);
+	int st = lt_wait(p.pid, 10);
+	cr_expect(WIFSIGNALED(st) && WTERMSIG(st) == SIGKILL);
+	double end = lt_now() + 10;
+	bool all = false;
+	while (!all && lt_now() < end) {
+		all = lt_dead(kids[0]) && lt_dead(kids[1]) && lt_dead(kids[2]);
+		usleep(2000);
+	}
+	cr_expect(all, "a grandchild outlived its container");
+	pod_proc_close_fds(&p);
+	free(line);
+}

@@ -1,0 +1,169 @@
+#include "tests/launcher/launcher_util.h"
+
+#include <regex.h>
+#include <sys/stat.h>
+
+#include "pod/pod_log.h"
+
+static bool record_ok(const char *line, const char *stream, const char *text)
+{
+	regex_t re;
+	char pat[256];
+	snprintf(pat, sizeof pat,
+	         "^[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}"
+	         "\\.[0-9]{3}Z %s %s$", stream, text);
+	cr_assert_eq(regcomp(&re, pat, REG_EXTENDED | REG_NOSUB), 0);
+	bool ok = regexec(&re, line, 0, NULL, 0) == 0;
+	regfree(&re);
+	return ok;
+}
+
+Test(launcher, log_capture_of_a_container_with_prefixes)
+{
+	char dir[] = "/tmp/tank-log-XXXXXX";
+	cr_assert(mkdtemp(dir));
+	pod_log_opts_t lo = { .dir = dir, .pod = "web", .container = "app" };
+	pod_log_t *w;
+	tank_error_t err;
+	cr_assert_eq(pod_log_open(&lo, &w, &err), 0, "%s", err.msg);
+	char *argv[] = { "probe", "lines", "3", "5", NULL };
+	pod_launch_opts_t o = { .file = lt_probe(), .argv = argv };
+	pod_proc_t p;
+	cr_assert_eq(pod_launch(&o, &p, &err), 0, "%s", err.msg);
+	bool eof[2] = { false, false };
+	double end = lt_now() + 10;
+	while (!(eof[0] && eof[1]) && lt_now() < end) {
+		struct pollfd pf[2] = { { .fd = eof[0] ? -1 : p.stdout_fd,
+		                          .events = POLLIN },
+		                        { .fd = eof[1] ? -1 : p.stderr_fd,
+		                          .events = POLLIN } };
+		poll(pf, 2, 100);
+		for (int i = 0; i < 2; i++) {
+			if (eof[i] || !pf[i].revents)
+				continue;
+			int r = pod_log_drain_fd(w, (pod_log_stream_t)i,
+			                         i ? p.stderr_fd : p.stdout_fd);
+			cr_assert(r >= 0, "drain: %d", r);
+			eof[i] = r == 1;
+		}
+	}
+	cr_assert(eof[0] && eof[1]);
+	lt_wait(p.pid, 10);
+	pod_proc_close_fds(&p);
+	pod_log_close(w);
+
+	char **lines;
+	size_t n;
+	cr_assert_eq(pod_log_tail(dir, "web", "app", 0, &lines, &n, &err), 0,
+	             "%s", err.msg);
+	cr_assert_eq(n, 4);
+	int outs = 0, errs = 0;
+	for (size_t i = 0; i < n; i++) {
+		outs += record_ok(lines[i], "stdout", "xxxxx");
+		errs += record_ok(lines[i], "stderr", "err line");
+	}
+	cr_expect_eq(outs, 3, "%s", lines[0]);
+	cr_expect_eq(errs, 1);
+	pod_log_lines_free(lines, n);
+	cr_assert_eq(pod_log_tail(dir, "web", "app", 2, &lines, &n, &err), 0);
+	cr_expect_eq(n, 2);
+	pod_log_lines_free(lines, n);
+	lt_rmrf(dir);
+}
+
+Test(launcher, log_partial_and_overlong_lines)
+{
+	char dir[] = "/tmp/tank-log-XXXXXX";
+	cr_assert(mkdtemp(dir));
+	pod_log_opts_t lo = { .dir = dir, .pod = "p", .container = "c",
+	                      .max_line = 10 };
+	pod_log_t *w;
+	tank_error_t err;
+	cr_assert_eq(pod_log_open(&lo, &w, &err), 0, "%s", err.msg);
+	cr_expect_eq(pod_log_feed(w, POD_LOG_STDOUT, "hel", 3), 0);
+	cr_expect_eq(pod_log_feed(w, POD_LOG_STDERR, "E1\n", 3), 0);
+	cr_expect_eq(pod_log_feed(w, POD_LOG_STDOUT, "lo\nwor", 6), 0);
+	cr_expect_eq(pod_log_feed(w, POD_LOG_STDOUT,
+	                          "abcdefghijABCDEFGHIJ12345\n", 26), 0);
+	char **lines;
+	size_t n;
+	cr_assert_eq(pod_log_tail(dir, "p", "c", 0, &lines, &n, &err), 0);
+	cr_assert_eq(n, 5, "got %zu lines", n);
+	cr_expect(record_ok(lines[0], "stderr", "E1"), "%s", lines[0]);
+	cr_expect(record_ok(lines[1], "stdout", "hello"), "%s", lines[1]);
+	cr_expect(record_ok(lines[2], "stdout", "worabcdefg"), "%s", lines[2]);
+	cr_expect(record_ok(lines[3], "stdout", "hijABCDEFG"), "%s", lines[3]);
+	cr_expect(record_ok(lines[4], "stdout", "HIJ12345"), "%s", lines[4]);
+	pod_log_lines_free(lines, n);
+	cr_expect_eq(pod_log_feed(w, POD_LOG_STDOUT, "tail", 4), 0);
+	pod_log_close(w);   /* flushes the partial "tail" */
+	cr_assert_eq(pod_log_tail(dir, "p", "c", 1, &lines, &n, &err), 0);
+	cr_assert_eq(n, 1);
+	cr_expect(record_ok(lines[0], "stdout", "tail"), "%s", lines[0]);
+	pod_log_lines_free(lines, n);
+	lt_rmrf(dir);
+}
+
+Test(launcher, log_rotation_keeps_n_files_and_tail_spans_them)
+{
+	char dir[] = "/tmp/tank-log-XXXXXX";
+	cr_assert(mkdtemp(dir));
+	pod_log_opts_t lo = { .dir = dir, .pod = "rot", .container = "c",
+	                      .max_bytes = 1000, .keep = 3 };
+	pod_log_t *w;
+	tank_error_t err;
+	cr_assert_eq(pod_log_open(&lo, &w, &err), 0, "%s", err.msg);
+	for (int i = 0; i < 100; i++) {
+		char buf[64];
+		int len = snprintf(buf, sizeof buf, "line %03d padding-padding\n",
+		                   i);
+		cr_assert_eq(pod_log_feed(w, POD_LOG_STDOUT, buf, (size_t)len), 0);
+	}
+	pod_log_close(w);
+	char path[512];
+	struct stat st;
+	for (int g = 0; g <= 4; g++) {
+		snprintf(path, sizeof path, g ? "%s/rot/c.log.%d" : "%s/rot/c.log",
+		         dir, g);
+		if (g <= 3) {
+			cr_expect_eq(stat(path, &st), 0, "%s missing", path);
+			cr_expect(st.st_size <= 1000, "%s: %ld bytes", path,
+			          (long)st.st_size);
+		} else {
+			cr_expect_eq(stat(path, &st), -1, "%s kept", path);
+		}
+	}
+	char **lines;
+	size_t n;
+	cr_assert_eq(pod_log_tail(dir, "rot", "c", 30, &lines, &n, &err), 0);
+	cr_assert_eq(n, 30);   /* more than one file holds */
+	for (size_t i = 0; i < n; i++) {
+		char want[64];
+		snprintf(want, sizeof want, "line %03zu padding-padding", 70 + i);
+		cr_expect(record_ok(lines[i], "stdout", want), "%zu: %s", i,
+		          lines[i]);
+	}
+	pod_log_lines_free(lines, n);
+	cr_assert_eq(pod_log_tail(dir, "rot", "c", 0, &lines, &n, &err), 0);
+	cr_expect(n > 30 && n < 100, "%zu lines", n);   /* oldest dropped */
+	pod_log_lines_free(lines, n);
+	lt_rmrf(dir);
+}
+
+Test(launcher, log_tail_of_unknown_container_and_bad_names)
+{
+	char dir[] = "/tmp/tank-log-XXXXXX";
+	cr_assert(mkdtemp(dir));
+	char **lines;
+	size_t n = 9;
+	tank_error_t err;
+	cr_expect_eq(pod_log_tail(dir, "none", "c", 5, &lines, &n, &err), 0);
+	cr_expect_eq(n, 0);
+	pod_log_lines_free(lines, n);
+	cr_expect_eq(pod_log_tail(dir, "../etc", "c", 5, &lines, &n, &err),
+	             TANK_EINVALID);
+	pod_log_t *w;
+	pod_log_opts_t lo = { .dir = dir, .pod = "p", .container = ".." };
+	cr_expect_eq(pod_log_open(&lo, &w, &err), TANK_EINVALID);
+	lt_rmrf(dir);
+}
