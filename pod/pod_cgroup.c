@@ -186,7 +186,7 @@ static const char *memory_dir(const pod_cgroup_t *cg)
 	return cg->mode == POD_CGROUP_V2 ? cg->dir[0] : cg->dir[POD_CG_MEMORY];
 }
 
-static int apply_limits(const pod_cgroup_t *cg, const pod_limits_t *lim,
+static int apply_limits(const pod_cgroup_t *cg, const pod_cgroup_limits_t *lim,
                         const char **what)
 {
 	char v[64];
@@ -248,10 +248,10 @@ static void release(pod_cgroup_t *cg)
 }
 
 int pod_cgroup_create(const pod_cgroup_env_t *env, const char *pod,
-                      const char *container, const pod_limits_t *lim,
+                      const char *container, const pod_cgroup_limits_t *lim,
                       pod_cgroup_t *cg, tank_error_t *err)
 {
-	static const pod_limits_t none;
+	static const pod_cgroup_limits_t none;
 	char rel[POD_CGROUP_PATH];
 	const char *what = "create";
 	int r = 0;

@@ -45,11 +45,11 @@ typedef struct pod_cgroup_env {
 } pod_cgroup_env_t;
 
 /* Limits of one container; 0 means "no limit" for each field. */
-typedef struct pod_limits {
+typedef struct pod_cgroup_limits {
 	uint64_t memory;    /* bytes */
 	uint64_t pids;      /* max tasks */
 	double cpu;         /* CPUs (0.5 = half a CPU) → cfs quota/period */
-} pod_limits_t;
+} pod_cgroup_limits_t;
 
 typedef struct pod_cgroup {
 	pod_cgroup_mode_t mode;
@@ -75,7 +75,7 @@ int pod_cgroup_probe(pod_cgroup_env_t *env, const char *sysfs,
  * cgroupfs (e.g. -EACCES without privileges).  On failure nothing is left
  * behind and cg needs no release. */
 int pod_cgroup_create(const pod_cgroup_env_t *env, const char *pod,
-                      const char *container, const pod_limits_t *lim,
+                      const char *container, const pod_cgroup_limits_t *lim,
                       pod_cgroup_t *cg, tank_error_t *err);
 
 /* Number of processes in the group (>= 0) or a negative errno. */

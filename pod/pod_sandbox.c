@@ -61,7 +61,7 @@ struct sbx_ctx {
 	char *dev_src[N_DEV], *dev_dst[N_DEV];
 	char *shm;                   /* <root>/dev/shm */
 	char *links[4];              /* <root>/dev/fd, stdin, stdout, stderr */
-	const pod_mount_t *mounts;
+	const pod_sandbox_mount_t *mounts;
 	char **mnt_dst;              /* joined targets */
 	bool *mnt_dir;               /* host_path is a directory */
 	size_t n_mounts;
@@ -279,7 +279,7 @@ static int validate(const pod_sandbox_opts_t *o, tank_error_t *err)
 		                      "not an absolute path to a directory",
 		                      o->rootfs);
 	for (size_t i = 0; i < o->n_mounts; i++) {
-		const pod_mount_t *m = &o->mounts[i];
+		const pod_sandbox_mount_t *m = &o->mounts[i];
 		if (!m->host_path || m->host_path[0] != '/' || !m->path ||
 		    m->path[0] != '/' || strstr(m->path, "/../") ||
 		    stat(m->host_path, &st) < 0)

@@ -25,27 +25,21 @@
 #include <sys/types.h>
 
 #include "common/tank_err.h"
+#include "pod/pod_ns.h"
 
-enum pod_ns {
-	POD_NS_PID   = 1u << 0,
-	POD_NS_MOUNT = 1u << 1,
-	POD_NS_UTS   = 1u << 2,
-	POD_NS_IPC   = 1u << 3,
-	POD_NS_NET   = 1u << 4,
-};
 
-typedef struct pod_mount {
+typedef struct pod_sandbox_mount {
 	const char *host_path;  /* absolute, must exist */
 	const char *path;       /* absolute, inside the container root */
 	bool read_only;
-} pod_mount_t;
+} pod_sandbox_mount_t;
 
 /* Caller-owned options; everything is borrowed for the call only. */
 typedef struct pod_sandbox_opts {
 	unsigned ns;                 /* POD_NS_* bits; 0 is invalid */
 	const char *hostname;        /* needs POD_NS_UTS; NULL = keep */
 	const char *rootfs;          /* needs POD_NS_MOUNT; NULL = host root */
-	const pod_mount_t *mounts;   /* needs POD_NS_MOUNT */
+	const pod_sandbox_mount_t *mounts;   /* needs POD_NS_MOUNT */
 	size_t n_mounts;
 } pod_sandbox_opts_t;
 

@@ -29,6 +29,7 @@
 #include <msgpack.h>
 
 #include "pod/pod_errors.h"
+#include "pod/pod_ns.h"
 
 #define POD_NAME_MAX 63    /* [a-z0-9][a-z0-9-_.]{0,62} */
 
@@ -38,14 +39,6 @@ enum pod_restart {
 	POD_RESTART_NEVER,
 };
 
-/* Namespaces a pod's sandbox may unshare; a bitmask. */
-enum pod_ns {
-	POD_NS_PID   = 1u << 0,
-	POD_NS_MOUNT = 1u << 1,
-	POD_NS_UTS   = 1u << 2,
-	POD_NS_IPC   = 1u << 3,
-	POD_NS_NET   = 1u << 4,
-};
 #define POD_NS_ALL 0x1fu
 
 enum pod_wait_kind {

@@ -34,7 +34,7 @@ Test(launcher, cgroup_joined_before_exec_with_limits)
 	pod_cgroup_t cg;
 	tank_error_t err;
 	cg_env(&env);
-	pod_limits_t lim = { .memory = 64 << 20, .pids = 32, .cpu = 0.5 };
+	pod_cgroup_limits_t lim = { .memory = 64 << 20, .pids = 32, .cpu = 0.5 };
 	cr_assert_eq(pod_cgroup_create(&env, "web", "app", &lim, &cg, &err), 0,
 	             "%s", err.msg);
 	char *argv[] = { "probe", NULL };
@@ -78,7 +78,7 @@ Test(launcher, pids_limit_stops_fork_bomb)
 	pod_cgroup_t cg;
 	tank_error_t err;
 	cg_env(&env);
-	pod_limits_t lim = { .pids = 8 };
+	pod_cgroup_limits_t lim = { .pids = 8 };
 	cr_assert_eq(pod_cgroup_create(&env, "bomb", "b", &lim, &cg, &err), 0,
 	             "%s", err.msg);
 	char *argv[] = { "probe", "forkbomb", "100", NULL };
@@ -100,7 +100,7 @@ Test(launcher, memory_limit_ends_in_oom_killed)
 	pod_cgroup_t cg;
 	tank_error_t err;
 	cg_env(&env);
-	pod_limits_t lim = { .memory = 32 << 20 };
+	pod_cgroup_limits_t lim = { .memory = 32 << 20 };
 	cr_assert_eq(pod_cgroup_create(&env, "oom", "hog", &lim, &cg, &err), 0,
 	             "%s", err.msg);
 	char *argv[] = { "probe", "alloc", "512", NULL };
@@ -218,7 +218,7 @@ Test(launcher, cgroup_probe_prefers_a_complete_v2_then_v1)
 	cr_expect_str_eq(env.v1_mount[POD_CG_CPU], "");
 	/* a cpu limit without the cpu hierarchy is refused up front */
 	pod_cgroup_t cg;
-	pod_limits_t lim = { .cpu = 1 };
+	pod_cgroup_limits_t lim = { .cpu = 1 };
 	cr_expect_eq(pod_cgroup_create(&env, "p", "c", &lim, &cg, &err),
 	             TANK_EUNSUPPORTED);
 	cr_expect_str_eq(err.msg, "cgroup: no cpu controller");

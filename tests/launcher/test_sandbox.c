@@ -146,7 +146,7 @@ Test(launcher, sandbox_busybox_rootfs_with_volumes)
 	fputs("hello from the host\n", f);
 	fclose(f);
 
-	pod_mount_t mounts[] = { { ro, "/data", true },
+	pod_sandbox_mount_t mounts[] = { { ro, "/data", true },
 	                         { rw, "/srv/rw", false } };
 	pod_sandbox_opts_t so = { .ns = POD_NS_PID | POD_NS_MOUNT | POD_NS_UTS |
 	                                POD_NS_IPC,
@@ -273,7 +273,7 @@ Test(launcher, sandbox_setup_failure_names_the_step_and_leaves_nothing)
 	FILE *f = fopen(path, "w");   /* a file where a directory is needed */
 	cr_assert(f);
 	fclose(f);
-	pod_mount_t m = { "/tmp", "/etc/hosts/sub", true };
+	pod_sandbox_mount_t m = { "/tmp", "/etc/hosts/sub", true };
 	pod_sandbox_opts_t so = { .ns = POD_NS_MOUNT | POD_NS_PID, .rootfs = tmp,
 	                          .mounts = &m, .n_mounts = 1 };
 	pod_sandbox_t sb;
