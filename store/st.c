@@ -12,6 +12,7 @@
 #include <string.h>
 #include <sys/file.h>
 #include <sys/stat.h>
+#include <sys/statvfs.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -483,6 +484,16 @@ static int write_pending(st_t *st, MDB_txn *txn)
 	return rc;
 }
 
+/* LMDB turns a short pwrite into EIO, which is what a nearly full disk
+ * produces; the free space tells the two apart for the caller. */
+static bool disk_full(const st_t *st)
+{
+	struct statvfs sv;
+	if (statvfs(st->path, &sv) < 0)
+		return false;
+	return (uint64_t)sv.f_bavail * sv.f_frsize < 256 * 1024;
+}
+
 typedef int (*txn_fn)(st_t *st, MDB_txn *txn, void *arg, tank_error_t *err);
 
 static int grow_map(st_t *st, tank_error_t *err)
@@ -542,6 +553,8 @@ static int write_txn(st_t *st, bool durable, const char *what, txn_fn fn,
 			return rc;
 		char w[200];
 		snprintf(w, sizeof w, "store %s: %s", st->path, what);
+		if (rc == EIO && disk_full(st))
+			rc = ENOSPC;
 		return mdb_fail(err, rc, w);
 	}
 }

@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <spawn.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -101,6 +102,32 @@ static inline void stu_status(st_status_t *s, const char *name, const char *phas
 	snprintf(s->name, sizeof s->name, "%s", name);
 	snprintf(s->phase, sizeof s->phase, "%s", phase);
 	s->restarts = restarts;
+}
+
+/* Path of a helper program built from tests/helpers/NAME.c. */
+static inline void stu_helper(char *buf, size_t cap, const char *name)
+{
+	const char *bd = getenv("TANK_BUILD_DIR");
+	cr_assert_not_null(bd, "TANK_BUILD_DIR is not set (run via make test)");
+	snprintf(buf, cap, "%s/tests/helpers/%s", bd, name);
+	cr_assert_eq(access(buf, X_OK), 0, "no helper %s", buf);
+}
+
+/* Starts argv[0] with stdout on out_fd (or inherited when -1).  posix_spawn
+ * rather than fork: no atfork handlers of the test framework run in the
+ * child. */
+static inline pid_t stu_spawn(char *const argv[], int out_fd)
+{
+	extern char **environ;
+	posix_spawn_file_actions_t fa;
+	pid_t pid;
+	posix_spawn_file_actions_init(&fa);
+	if (out_fd >= 0)
+		posix_spawn_file_actions_adddup2(&fa, out_fd, 1);
+	int rc = posix_spawn(&pid, argv[0], &fa, NULL, argv, environ);
+	posix_spawn_file_actions_destroy(&fa);
+	cr_assert_eq(rc, 0, "posix_spawn %s: %s", argv[0], strerror(rc));
+	return pid;
 }
 
 #endif
