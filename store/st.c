@@ -1,0 +1,1463 @@
+#include "store/st.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <ev.h>
+#include <fcntl.h>
+#include <lmdb.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <sys/statvfs.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "store/st_codec.h"
+
+#define MAP_SIZE_MAX ((size_t)1 << 40)
+#define META_SCHEMA_KEY "schema_version"
+#define SEQ_LEN 8
+
+/* One queued name: its latest status and/or a forget, plus the sequence
+ * bookkeeping used while its transitions are written. */
+typedef struct pend {
+	char name[ST_NAME_MAX + 1];
+	size_t namelen;
+	bool forget;               /* delete status + history before the rest */
+	bool has_status;
+	st_status_t s;             /* deep copy, owned */
+	uint64_t first_seq;        /* valid while writing, see write_pending */
+	uint64_t next_seq;
+} pend_t;
+
+typedef struct pend_tr {
+	uint32_t ent;              /* index into st->pend */
+	st_transition_t t;
+} pend_tr_t;
+
+typedef struct sub {
+	int id;
+	st_subscriber_fn fn;
+	void *ctx;
+} sub_t;
+
+struct st {
+	char *dir;                 /* <data_dir> */
+	char *path;                /* <data_dir>/store */
+	int lock_fd;
+	MDB_env *env;
+	MDB_dbi db_pods, db_status, db_trans, db_meta;
+	size_t map_size;
+	uint32_t history_limit;
+	uint32_t flush_ms;
+	void (*on_flush_error)(void *, const tank_error_t *);
+	void *on_flush_error_ctx;
+
+	msgpack_sbuffer buf;       /* encode scratch */
+	msgpack_zone zone;         /* decode scratch */
+
+	/* The queue: entries in insertion order, hashed by name. */
+	pend_t *pend;
+	size_t n_pend, cap_pend;
+	uint32_t *idx;             /* open addressing: entry index + 1, 0 = free */
+	size_t cap_idx;            /* power of two, > 2 * n_pend */
+	pend_tr_t *trs;
+	size_t n_trs, cap_trs;
+
+	sub_t *subs;
+	size_t n_subs;
+	int next_sub_id;
+
+	struct ev_loop *loop;
+	ev_timer timer;
+
+	/* Sync thread.  q_mu guards the request flags; env_mu is held around
+	 * every mdb_env_sync, every NOSYNC flag toggle and every resize so the
+	 * thread never syncs while the environment is being reconfigured. */
+	pthread_t sync_thr;
+	bool sync_started;
+	pthread_mutex_t q_mu, env_mu;
+	pthread_cond_t q_cv;
+	bool sync_req, sync_stop;
+	int sync_err;              /* last background sync failure, LMDB rc */
+};
+
+static int64_t now_ms(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+uint64_t st_hash64(const void *data, size_t len)
+{
+	const unsigned char *p = data;
+	uint64_t h = 0xcbf29ce484222325ULL;
+	for (size_t i = 0; i < len; i++) {
+		h ^= p[i];
+		h *= 0x100000001b3ULL;
+	}
+	return h;
+}
+
+static bool is_mdb_err(int rc)
+{
+	return rc <= MDB_KEYEXIST && rc >= MDB_LAST_ERRCODE;
+}
+
+/* LMDB returns positive errnos or its own MDB_* codes; tank wants negative
+ * errnos.  MDB_* failures other than the ones handled by the callers mean
+ * the store cannot be used as is: they are reported as -EIO with LMDB's
+ * text. */
+static int mdb_fail(tank_error_t *err, int rc, const char *what)
+{
+	if (rc > 0)
+		return tank_error_set(err, -rc, "%s: %s", what, strerror(rc));
+	if (is_mdb_err(rc))
+		return tank_error_set(err, -EIO, "%s: %s", what,
+				      mdb_strerror(rc));
+	return tank_error_set(err, rc, "%s: %s", what, tank_strerror(rc));
+}
+
+static bool name_ok(const char *name)
+{
+	size_t n = name ? strlen(name) : 0;
+	return n > 0 && n <= ST_NAME_MAX;
+}
+
+/* ---- the queue ---------------------------------------------------------- */
+
+static uint32_t *idx_slot(st_t *st, const char *name, size_t len)
+{
+	uint64_t h = st_hash64(name, len);
+	size_t mask = st->cap_idx - 1;
+	for (size_t i = h & mask;; i = (i + 1) & mask) {
+		uint32_t e = st->idx[i];
+		if (e == 0)
+			return &st->idx[i];
+		pend_t *p = &st->pend[e - 1];
+		if (p->namelen == len && memcmp(p->name, name, len) == 0)
+			return &st->idx[i];
+	}
+}
+
+static pend_t *pend_find(st_t *st, const char *name)
+{
+	if (st->n_pend == 0)
+		return NULL;
+	uint32_t *slot = idx_slot(st, name, strlen(name));
+	return *slot ? &st->pend[*slot - 1] : NULL;
+}
+
+static int idx_grow(st_t *st)
+{
+	size_t cap = st->cap_idx ? st->cap_idx * 2 : 64;
+	uint32_t *n = calloc(cap, sizeof *n);
+	if (!n)
+		return -ENOMEM;
+	free(st->idx);
+	st->idx = n;
+	st->cap_idx = cap;
+	for (size_t i = 0; i < st->n_pend; i++)
+		*idx_slot(st, st->pend[i].name, st->pend[i].namelen) =
+			(uint32_t)i + 1;
+	return 0;
+}
+
+/* Finds or creates the queue entry of name (already validated). */
+static pend_t *pend_get(st_t *st, const char *name)
+{
+	size_t len = strlen(name);
+	if ((st->n_pend + 1) * 2 > st->cap_idx && idx_grow(st))
+		return NULL;
+	uint32_t *slot = idx_slot(st, name, len);
+	if (*slot)
+		return &st->pend[*slot - 1];
+	if (st->n_pend == st->cap_pend) {
+		size_t cap = st->cap_pend ? st->cap_pend * 2 : 16;
+		pend_t *n = realloc(st->pend, cap * sizeof *n);
+		if (!n)
+			return NULL;
+		st->pend = n;
+		st->cap_pend = cap;
+	}
+	pend_t *p = &st->pend[st->n_pend];
+	memset(p, 0, sizeof *p);
+	memcpy(p->name, name, len + 1);
+	p->namelen = len;
+	*slot = (uint32_t)++st->n_pend;
+	return p;
+}
+
+static void pend_clear(st_t *st)
+{
+	for (size_t i = 0; i < st->n_pend; i++)
+		st_status_clear(&st->pend[i].s);
+	st->n_pend = 0;
+	st->n_trs = 0;
+	if (st->idx)
+		memset(st->idx, 0, st->cap_idx * sizeof *st->idx);
+	/* A burst should not pin its peak memory forever. */
+	if (st->cap_trs > 65536) {
+		free(st->trs);
+		st->trs = NULL;
+		st->cap_trs = 0;
+	}
+}
+
+size_t st_pending(const st_t *st)
+{
+	size_t n = st->n_trs;
+	for (size_t i = 0; i < st->n_pend; i++)
+		n += st->pend[i].has_status || st->pend[i].forget;
+	return n;
+}
+
+static void timer_cb(struct ev_loop *loop, ev_timer *w, int revents);
+
+static void arm_timer(st_t *st)
+{
+	if (st->loop && !ev_is_active(&st->timer)) {
+		ev_timer_set(&st->timer, st->flush_ms / 1000.0, 0.);
+		ev_timer_start(st->loop, &st->timer);
+	}
+}
+
+/* ---- status helpers ----------------------------------------------------- */
+
+void st_status_clear(st_status_t *s)
+{
+	if (!s)
+		return;
+	free(s->containers);
+	s->containers = NULL;
+	s->n_containers = 0;
+}
+
+void st_status_list_free(st_status_t *s, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		st_status_clear(&s[i]);
+	free(s);
+}
+
+int st_status_copy(st_status_t *dst, const st_status_t *src)
+{
+	st_container_status_t *c = NULL;
+	if (src->n_containers) {
+		c = malloc(src->n_containers * sizeof *c);
+		if (!c)
+			return -ENOMEM;
+		memcpy(c, src->containers, src->n_containers * sizeof *c);
+	}
+	*dst = *src;
+	dst->containers = c;
+	return 0;
+}
+
+/* Puts always store NUL-terminated fields even if the caller forgot. */
+static void status_sanitize(st_status_t *s)
+{
+	s->name[ST_NAME_MAX] = s->phase[ST_PHASE_MAX] = '\0';
+	s->reason[ST_REASON_MAX] = '\0';
+	for (size_t i = 0; i < s->n_containers; i++) {
+		st_container_status_t *c = &s->containers[i];
+		c->name[ST_NAME_MAX] = c->phase[ST_PHASE_MAX] = '\0';
+		c->reason[ST_REASON_MAX] = '\0';
+	}
+}
+
+int st_status_put(st_t *st, const st_status_t *s)
+{
+	st_status_t copy;
+	if (!s || strnlen(s->name, sizeof s->name) == 0 ||
+	    strnlen(s->name, sizeof s->name) > ST_NAME_MAX)
+		return TANK_EINVALID;
+	if (st_status_copy(&copy, s))
+		return -ENOMEM;
+	status_sanitize(&copy);
+	pend_t *p = pend_get(st, copy.name);
+	if (!p) {
+		st_status_clear(&copy);
+		return -ENOMEM;
+	}
+	st_status_clear(&p->s);
+	p->s = copy;
+	p->has_status = true;
+	arm_timer(st);
+	return 0;
+}
+
+int st_transition_add(st_t *st, const char *name, const st_transition_t *t)
+{
+	if (!name_ok(name) || !t)
+		return TANK_EINVALID;
+	if (st->n_trs >= ST_PENDING_MAX)
+		return -ENOBUFS;
+	if (st->n_trs == st->cap_trs) {
+		size_t cap = st->cap_trs ? st->cap_trs * 2 : 256;
+		pend_tr_t *n = realloc(st->trs, cap * sizeof *n);
+		if (!n)
+			return -ENOMEM;
+		st->trs = n;
+		st->cap_trs = cap;
+	}
+	pend_t *p = pend_get(st, name);
+	if (!p)
+		return -ENOMEM;
+	pend_tr_t *tr = &st->trs[st->n_trs++];
+	tr->ent = (uint32_t)(p - st->pend);
+	tr->t = *t;
+	tr->t.from[ST_PHASE_MAX] = tr->t.to[ST_PHASE_MAX] = '\0';
+	tr->t.reason[ST_REASON_MAX] = '\0';
+	arm_timer(st);
+	return 0;
+}
+
+int st_status_forget(st_t *st, const char *name)
+{
+	if (!name_ok(name))
+		return TANK_EINVALID;
+	pend_t *p = pend_get(st, name);
+	if (!p)
+		return -ENOMEM;
+	uint32_t ent = (uint32_t)(p - st->pend);
+	size_t o = 0;
+	for (size_t i = 0; i < st->n_trs; i++)
+		if (st->trs[i].ent != ent)
+			st->trs[o++] = st->trs[i];
+	st->n_trs = o;
+	st_status_clear(&p->s);
+	p->has_status = false;
+	p->forget = true;
+	arm_timer(st);
+	return 0;
+}
+
+/* ---- keys ----------------------------------------------------------------- */
+
+static void tr_key(unsigned char *k, const char *name, size_t len, uint64_t seq)
+{
+	memcpy(k, name, len);
+	k[len] = '\0';
+	for (int i = 0; i < SEQ_LEN; i++)
+		k[len + 1 + i] = (unsigned char)(seq >> (56 - 8 * i));
+}
+
+static uint64_t tr_seq(const MDB_val *k)
+{
+	const unsigned char *p = (const unsigned char *)k->mv_data +
+				 k->mv_size - SEQ_LEN;
+	uint64_t s = 0;
+	for (int i = 0; i < SEQ_LEN; i++)
+		s = s << 8 | p[i];
+	return s;
+}
+
+static bool tr_has_prefix(const MDB_val *k, const char *name, size_t len)
+{
+	return k->mv_size == len + 1 + SEQ_LEN &&
+	       memcmp(k->mv_data, name, len) == 0 &&
+	       ((const char *)k->mv_data)[len] == '\0';
+}
+
+/* First and one-past-last sequence of a pod's history; both 1 when empty.
+ * Relies on the history being contiguous, which holds because entries are
+ * only appended at the end and pruned from the front. */
+static int tr_range(MDB_cursor *c, const char *name, size_t len,
+		    uint64_t *first, uint64_t *next)
+{
+	unsigned char kb[ST_NAME_MAX + 1 + SEQ_LEN];
+	MDB_val k = { len + 1 + SEQ_LEN, kb }, v;
+	*first = *next = 1;
+	tr_key(kb, name, len, 0);
+	int rc = mdb_cursor_get(c, &k, &v, MDB_SET_RANGE);
+	if (rc == MDB_NOTFOUND)
+		return 0;
+	if (rc)
+		return rc;
+	if (!tr_has_prefix(&k, name, len))
+		return 0;
+	*first = tr_seq(&k);
+	tr_key(kb, name, len, UINT64_MAX);
+	k.mv_size = len + 1 + SEQ_LEN;
+	k.mv_data = kb;
+	rc = mdb_cursor_get(c, &k, &v, MDB_SET_RANGE);
+	if (rc == MDB_NOTFOUND)
+		rc = mdb_cursor_get(c, &k, &v, MDB_LAST);
+	else if (rc == 0 && !tr_has_prefix(&k, name, len))
+		rc = mdb_cursor_get(c, &k, &v, MDB_PREV);
+	if (rc)
+		return rc;
+	*next = tr_seq(&k) + 1;
+	return 0;
+}
+
+/* Deletes the first `count` history entries of a pod (all if UINT64_MAX). */
+static int tr_delete_front(MDB_cursor *c, const char *name, size_t len,
+			   uint64_t count)
+{
+	unsigned char kb[ST_NAME_MAX + 1 + SEQ_LEN];
+	tr_key(kb, name, len, 0);
+	for (uint64_t i = 0; i < count; i++) {
+		MDB_val k = { len + 1 + SEQ_LEN, kb }, v;
+		int rc = mdb_cursor_get(c, &k, &v, MDB_SET_RANGE);
+		if (rc == MDB_NOTFOUND)
+			return 0;
+		if (rc)
+			return rc;
+		if (!tr_has_prefix(&k, name, len))
+			return 0;
+		if ((rc = mdb_cursor_del(c, 0)))
+			return rc;
+	}
+	return 0;
+}
+
+/* ---- write transactions ------------------------------------------------- */
+
+static int put_buf(st_t *st, MDB_txn *txn, MDB_dbi db, const void *key,
+		   size_t keylen)
+{
+	MDB_val k = { keylen, (void *)key };
+	MDB_val v = { st->buf.size, st->buf.data };
+	return mdb_put(txn, db, &k, &v, 0);
+}
+
+/* Writes the whole queue into txn.  Re-runnable: a retry after a map
+ * resize starts again from the untouched queue. */
+static int write_pending(st_t *st, MDB_txn *txn)
+{
+	MDB_cursor *c = NULL;
+	int rc = 0;
+	if (st->n_pend == 0)
+		return 0;
+	if ((rc = mdb_cursor_open(txn, st->db_trans, &c)))
+		return rc;
+	for (size_t i = 0; i < st->n_pend && !rc; i++) {
+		pend_t *p = &st->pend[i];
+		p->first_seq = p->next_seq = 0;
+		if (p->forget) {
+			MDB_val k = { p->namelen, p->name };
+			rc = mdb_del(txn, st->db_status, &k, NULL);
+			if (rc == MDB_NOTFOUND)
+				rc = 0;
+			if (!rc)
+				rc = tr_delete_front(c, p->name, p->namelen,
+						     UINT64_MAX);
+			p->first_seq = p->next_seq = 1;
+		}
+		if (!rc && p->has_status) {
+			st->buf.size = 0;
+			rc = st__enc_status(&st->buf, &p->s);
+			if (!rc)
+				rc = put_buf(st, txn, st->db_status, p->name,
+					     p->namelen);
+		}
+	}
+	for (size_t i = 0; i < st->n_trs && !rc; i++) {
+		pend_t *p = &st->pend[st->trs[i].ent];
+		unsigned char kb[ST_NAME_MAX + 1 + SEQ_LEN];
+		if (p->next_seq == 0)
+			rc = tr_range(c, p->name, p->namelen, &p->first_seq,
+				      &p->next_seq);
+		if (rc)
+			break;
+		st->buf.size = 0;
+		if ((rc = st__enc_transition(&st->buf, &st->trs[i].t)))
+			break;
+		tr_key(kb, p->name, p->namelen, p->next_seq++);
+		rc = put_buf(st, txn, st->db_trans, kb, p->namelen + 1 + SEQ_LEN);
+	}
+	for (size_t i = 0; i < st->n_pend && !rc; i++) {
+		pend_t *p = &st->pend[i];
+		uint64_t have = p->next_seq - p->first_seq;
+		if (p->next_seq && have > st->history_limit)
+			rc = tr_delete_front(c, p->name, p->namelen,
+					     have - st->history_limit);
+	}
+	mdb_cursor_close(c);
+	return rc;
+}
+
+/* LMDB turns a short pwrite into EIO, which is what a nearly full disk
+ * produces; the free space tells the two apart for the caller. */
+static bool disk_full(const st_t *st)
+{
+	struct statvfs sv;
+	if (statvfs(st->path, &sv) < 0)
+		return false;
+	return (uint64_t)sv.f_bavail * sv.f_frsize < 256 * 1024;
+}
+
+typedef int (*txn_fn)(st_t *st, MDB_txn *txn, void *arg, tank_error_t *err);
+
+static int grow_map(st_t *st, tank_error_t *err)
+{
+	size_t want = st->map_size * 2;
+	if (want > MAP_SIZE_MAX)
+		return tank_error_set(err, -ENOSPC,
+				      "store %s: map size limit reached",
+				      st->path);
+	pthread_mutex_lock(&st->env_mu);
+	int rc = mdb_env_set_mapsize(st->env, want);
+	pthread_mutex_unlock(&st->env_mu);
+	if (rc)
+		return mdb_fail(err, rc, "store: cannot grow the map");
+	st->map_size = want;
+	return 0;
+}
+
+/* Runs fn in a write transaction and commits it; durable commits fsync
+ * (data pages, then the meta page) before returning.  MDB_MAP_FULL at any
+ * point aborts, doubles the map and runs fn again from scratch. */
+static int write_txn(st_t *st, bool durable, const char *what, txn_fn fn,
+		     void *arg, tank_error_t *err)
+{
+	tank_error_clear(err);
+	for (;;) {
+		MDB_txn *txn;
+		int rc = mdb_txn_begin(st->env, NULL, 0, &txn);
+		if (rc)
+			return mdb_fail(err, rc, what);
+		rc = fn(st, txn, arg, err);
+		if (rc == 0) {
+			if (durable) {
+				/* The env runs with MDB_NOSYNC for the group
+				 * commits; a desired-state commit turns it off
+				 * so LMDB orders its own fsyncs. */
+				pthread_mutex_lock(&st->env_mu);
+				mdb_env_set_flags(st->env, MDB_NOSYNC, 0);
+				rc = mdb_txn_commit(txn);
+				mdb_env_set_flags(st->env, MDB_NOSYNC, 1);
+				pthread_mutex_unlock(&st->env_mu);
+			} else {
+				rc = mdb_txn_commit(txn);
+			}
+		} else {
+			mdb_txn_abort(txn);
+		}
+		if (rc == MDB_MAP_FULL) {
+			if ((rc = grow_map(st, err)))
+				return rc;
+			continue;
+		}
+		if (rc == 0)
+			return 0;
+		/* fn may have filled err with something better already. */
+		if (!is_mdb_err(rc) && rc < 0 && err && err->code == rc)
+			return rc;
+		char w[200];
+		snprintf(w, sizeof w, "store %s: %s", st->path, what);
+		if (rc == EIO && disk_full(st))
+			rc = ENOSPC;
+		return mdb_fail(err, rc, w);
+	}
+}
+
+static void wake_sync(st_t *st)
+{
+	pthread_mutex_lock(&st->q_mu);
+	st->sync_req = true;
+	pthread_cond_signal(&st->q_cv);
+	pthread_mutex_unlock(&st->q_mu);
+}
+
+static int flush_fn(st_t *st, MDB_txn *txn, void *arg, tank_error_t *err)
+{
+	(void)arg;
+	(void)err;
+	return write_pending(st, txn);
+}
+
+int st_flush(st_t *st, tank_error_t *err)
+{
+	int serr;
+	pthread_mutex_lock(&st->q_mu);
+	serr = st->sync_err;
+	st->sync_err = 0;
+	pthread_mutex_unlock(&st->q_mu);
+	if (st->n_pend || st->n_trs) {
+		int rc = write_txn(st, false, "flush", flush_fn, NULL, err);
+		if (rc)
+			return rc;
+		pend_clear(st);
+		wake_sync(st);
+	}
+	if (st->loop)
+		ev_timer_stop(st->loop, &st->timer);
+	if (serr)
+		return mdb_fail(err, serr, "store: background fsync failed");
+	return 0;
+}
+
+static void timer_cb(struct ev_loop *loop, ev_timer *w, int revents)
+{
+	st_t *st = w->data;
+	tank_error_t e;
+	(void)loop;
+	(void)revents;
+	tank_error_clear(&e);
+	if (st_flush(st, &e)) {
+		if (st->on_flush_error)
+			st->on_flush_error(st->on_flush_error_ctx, &e);
+		if (st->n_pend || st->n_trs)
+			arm_timer(st);
+	}
+}
+
+int st_attach_loop(st_t *st, struct ev_loop *loop)
+{
+	if (st->loop)
+		return -EBUSY;
+	st->loop = loop;
+	ev_timer_init(&st->timer, timer_cb, 0., 0.);
+	st->timer.data = st;
+	if (st->n_pend || st->n_trs)
+		arm_timer(st);
+	return 0;
+}
+
+void st_detach_loop(st_t *st)
+{
+	if (!st->loop)
+		return;
+	ev_timer_stop(st->loop, &st->timer);
+	st->loop = NULL;
+}
+
+/* ---- desired state -------------------------------------------------------- */
+
+typedef struct apply_arg {
+	const st_pod_in_t *pods;
+	size_t n;
+	st_apply_result_t *res;
+	int64_t now;
+} apply_arg_t;
+
+static int apply_fn(st_t *st, MDB_txn *txn, void *arg, tank_error_t *err)
+{
+	apply_arg_t *a = arg;
+	int rc = write_pending(st, txn);
+	for (size_t i = 0; i < a->n && !rc; i++) {
+		const st_pod_in_t *in = &a->pods[i];
+		size_t len = strlen(in->name);
+		MDB_val k = { len, (void *)in->name }, v;
+		st_pod_t cur;
+		rc = mdb_get(txn, st->db_pods, &k, &v);
+		if (rc == MDB_NOTFOUND) {
+			memset(&cur, 0, sizeof cur);
+			a->res[i].action = ST_CREATED;
+			cur.generation = 1;
+			cur.created_at = a->now;
+		} else if (rc) {
+			break;
+		} else {
+			rc = st__dec_pod(v.mv_data, v.mv_size, in->name, len,
+					 &st->zone, &cur, err);
+			if (rc)
+				break;
+			bool same = cur.spec_len == in->spec_len &&
+				    (in->spec_len == 0 ||
+				     memcmp(cur.spec, in->spec, in->spec_len) == 0);
+			free(cur.spec);
+			if (same) {
+				a->res[i].action = ST_UNCHANGED;
+				a->res[i].generation = cur.generation;
+				continue;
+			}
+			a->res[i].action = ST_CONFIGURED;
+			cur.generation++;
+		}
+		memcpy(cur.name, in->name, len + 1);
+		cur.spec = (void *)in->spec;
+		cur.spec_len = in->spec_len;
+		cur.hash = st_hash64(in->spec, in->spec_len);
+		cur.updated_at = a->now;
+		a->res[i].generation = cur.generation;
+		st->buf.size = 0;
+		if ((rc = st__enc_pod(&st->buf, &cur)))
+			break;
+		rc = put_buf(st, txn, st->db_pods, in->name, len);
+	}
+	return rc;
+}
+
+static int cmp_str_ptr(const void *a, const void *b)
+{
+	return strcmp(*(const char *const *)a, *(const char *const *)b);
+}
+
+/* Names must be valid and distinct: a batch naming a pod twice has no
+ * obvious meaning, so it is refused rather than resolved by order. */
+static int check_names(const char *const *names, size_t n, const char *what,
+		       tank_error_t *err)
+{
+	for (size_t i = 0; i < n; i++)
+		if (!name_ok(names[i]))
+			return tank_error_set(err, TANK_EINVALID,
+					      "%s: bad name at index %zu", what,
+					      i);
+	if (n < 2)
+		return 0;
+	const char **s = malloc(n * sizeof *s);
+	if (!s)
+		return tank_error_set(err, -ENOMEM, "out of memory");
+	memcpy(s, names, n * sizeof *s);
+	qsort(s, n, sizeof *s, cmp_str_ptr);
+	int rc = 0;
+	for (size_t i = 1; i < n && !rc; i++)
+		if (strcmp(s[i - 1], s[i]) == 0)
+			rc = tank_error_set(err, TANK_EINVALID,
+					    "%s: \"%s\" appears twice", what,
+					    s[i]);
+	free(s);
+	return rc;
+}
+
+static void notify(st_t *st, const char *const *names, size_t n)
+{
+	if (n == 0)
+		return;
+	for (size_t i = 0; i < st->n_subs; i++)
+		st->subs[i].fn(st->subs[i].ctx, names, n);
+}
+
+int st_apply(st_t *st, const st_pod_in_t *pods, size_t n,
+	     st_apply_result_t *results, tank_error_t *err)
+{
+	if (n == 0)
+		return 0;
+	const char **names = malloc(n * sizeof *names);
+	if (!names)
+		return tank_error_set(err, -ENOMEM, "out of memory");
+	for (size_t i = 0; i < n; i++)
+		names[i] = pods[i].name;
+	int rc = check_names(names, n, "apply", err);
+	for (size_t i = 0; i < n && !rc; i++)
+		if (pods[i].spec_len && !pods[i].spec)
+			rc = tank_error_set(err, TANK_EINVALID,
+					    "apply: \"%s\": no spec",
+					    pods[i].name);
+	if (rc) {
+		free(names);
+		return rc;
+	}
+	apply_arg_t a = { pods, n, results, now_ms() };
+	rc = write_txn(st, true, "apply", apply_fn, &a, err);
+	if (rc == 0) {
+		pend_clear(st);
+		if (st->loop)
+			ev_timer_stop(st->loop, &st->timer);
+		size_t m = 0;
+		for (size_t i = 0; i < n; i++)
+			if (results[i].action != ST_UNCHANGED)
+				names[m++] = pods[i].name;
+		notify(st, names, m);
+	}
+	free(names);
+	return rc;
+}
+
+typedef struct del_arg {
+	const char *const *names;
+	size_t n;
+	bool *deleted;
+} del_arg_t;
+
+static int delete_fn(st_t *st, MDB_txn *txn, void *arg, tank_error_t *err)
+{
+	del_arg_t *a = arg;
+	MDB_cursor *c;
+	(void)err;
+	/* Queued changes commit first, so the deletion below wins over any
+	 * queued status of the same names. */
+	int rc = write_pending(st, txn);
+	if (rc || (rc = mdb_cursor_open(txn, st->db_trans, &c)))
+		return rc;
+	for (size_t i = 0; i < a->n && !rc; i++) {
+		size_t len = strlen(a->names[i]);
+		MDB_val k = { len, (void *)a->names[i] };
+		rc = mdb_del(txn, st->db_pods, &k, NULL);
+		a->deleted[i] = rc == 0;
+		if (rc == MDB_NOTFOUND)
+			rc = 0;
+		if (!rc) {
+			rc = mdb_del(txn, st->db_status, &k, NULL);
+			if (rc == MDB_NOTFOUND)
+				rc = 0;
+		}
+		if (!rc)
+			rc = tr_delete_front(c, a->names[i], len, UINT64_MAX);
+	}
+	mdb_cursor_close(c);
+	return rc;
+}
+
+int st_delete(st_t *st, const char *const *names, size_t n, bool *deleted,
+	      tank_error_t *err)
+{
+	if (n == 0)
+		return 0;
+	int rc = check_names(names, n, "delete", err);
+	if (rc)
+		return rc;
+	bool *d = deleted ? deleted : calloc(n, sizeof *d);
+	const char **changed = malloc(n * sizeof *changed);
+	if (!d || !changed) {
+		if (!deleted)
+			free(d);
+		free(changed);
+		return tank_error_set(err, -ENOMEM, "out of memory");
+	}
+	del_arg_t a = { names, n, d };
+	rc = write_txn(st, true, "delete", delete_fn, &a, err);
+	if (rc == 0) {
+		pend_clear(st);
+		if (st->loop)
+			ev_timer_stop(st->loop, &st->timer);
+		size_t m = 0;
+		for (size_t i = 0; i < n; i++)
+			if (d[i])
+				changed[m++] = names[i];
+		notify(st, changed, m);
+	}
+	if (!deleted)
+		free(d);
+	free(changed);
+	return rc;
+}
+
+int st_subscribe(st_t *st, st_subscriber_fn fn, void *ctx)
+{
+	sub_t *n = realloc(st->subs, (st->n_subs + 1) * sizeof *n);
+	if (!n)
+		return -ENOMEM;
+	st->subs = n;
+	n[st->n_subs++] = (sub_t){ ++st->next_sub_id, fn, ctx };
+	return st->next_sub_id;
+}
+
+int st_unsubscribe(st_t *st, int id)
+{
+	for (size_t i = 0; i < st->n_subs; i++)
+		if (st->subs[i].id == id) {
+			memmove(&st->subs[i], &st->subs[i + 1],
+				(st->n_subs - i - 1) * sizeof *st->subs);
+			st->n_subs--;
+			return 0;
+		}
+	return -ENOENT;
+}
+
+/* ---- reads ------------------------------------------------------------- */
+
+static int read_begin(st_t *st, MDB_txn **txn, tank_error_t *err)
+{
+	int rc = mdb_txn_begin(st->env, NULL, MDB_RDONLY, txn);
+	if (rc == MDB_MAP_RESIZED) {
+		/* Only another process could have grown it; adopt its size. */
+		mdb_env_set_mapsize(st->env, 0);
+		rc = mdb_txn_begin(st->env, NULL, MDB_RDONLY, txn);
+	}
+	return rc ? mdb_fail(err, rc, "store: read") : 0;
+}
+
+void st_pod_clear(st_pod_t *p)
+{
+	if (p) {
+		free(p->spec);
+		p->spec = NULL;
+		p->spec_len = 0;
+	}
+}
+
+void st_pod_list_free(st_pod_t *pods, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		st_pod_clear(&pods[i]);
+	free(pods);
+}
+
+int st_pod_get(st_t *st, const char *name, st_pod_t *out, tank_error_t *err)
+{
+	MDB_txn *txn;
+	memset(out, 0, sizeof *out);
+	if (!name_ok(name))
+		return tank_error_set(err, TANK_ENOTFOUND, "no pod \"%s\"",
+				      name ? name : "");
+	int rc = read_begin(st, &txn, err);
+	if (rc)
+		return rc;
+	MDB_val k = { strlen(name), (void *)name }, v;
+	rc = mdb_get(txn, st->db_pods, &k, &v);
+	if (rc == MDB_NOTFOUND)
+		rc = tank_error_set(err, TANK_ENOTFOUND, "no pod \"%s\"", name);
+	else if (rc)
+		rc = mdb_fail(err, rc, "store: read pod");
+	else
+		rc = st__dec_pod(v.mv_data, v.mv_size, name, k.mv_size,
+				 &st->zone, out, err);
+	mdb_txn_abort(txn);
+	return rc;
+}
+
+int st_pod_list(st_t *st, st_pod_t **out, size_t *n, tank_error_t *err)
+{
+	MDB_txn *txn;
+	MDB_cursor *c;
+	MDB_stat ms;
+	st_pod_t *arr = NULL;
+	size_t cnt = 0;
+	*out = NULL;
+	*n = 0;
+	int rc = read_begin(st, &txn, err);
+	if (rc)
+		return rc;
+	if ((rc = mdb_stat(txn, st->db_pods, &ms)) ||
+	    (rc = mdb_cursor_open(txn, st->db_pods, &c))) {
+		mdb_txn_abort(txn);
+		return mdb_fail(err, rc, "store: list pods");
+	}
+	if (ms.ms_entries && !(arr = calloc(ms.ms_entries, sizeof *arr)))
+		rc = tank_error_set(err, -ENOMEM, "out of memory");
+	MDB_val k, v;
+	for (int op = MDB_FIRST; !rc && cnt < ms.ms_entries; op = MDB_NEXT) {
+		int r = mdb_cursor_get(c, &k, &v, op);
+		if (r == MDB_NOTFOUND)
+			break;
+		if (r) {
+			rc = mdb_fail(err, r, "store: list pods");
+			break;
+		}
+		rc = st__dec_pod(v.mv_data, v.mv_size, k.mv_data, k.mv_size,
+				 &st->zone, &arr[cnt], err);
+		if (!rc)
+			cnt++;
+	}
+	mdb_cursor_close(c);
+	mdb_txn_abort(txn);
+	if (rc) {
+		st_pod_list_free(arr, cnt);
+		return rc;
+	}
+	*out = arr;
+	*n = cnt;
+	return 0;
+}
+
+int st_status_get(st_t *st, const char *name, st_status_t *out,
+		  tank_error_t *err)
+{
+	MDB_txn *txn;
+	memset(out, 0, sizeof *out);
+	if (!name_ok(name))
+		return tank_error_set(err, TANK_ENOTFOUND, "no status for \"%s\"",
+				      name ? name : "");
+	pend_t *p = pend_find(st, name);
+	if (p && p->has_status)
+		return st_status_copy(out, &p->s) ?
+			       tank_error_set(err, -ENOMEM, "out of memory") : 0;
+	if (p && p->forget)
+		return tank_error_set(err, TANK_ENOTFOUND,
+				      "no status for \"%s\"", name);
+	int rc = read_begin(st, &txn, err);
+	if (rc)
+		return rc;
+	MDB_val k = { strlen(name), (void *)name }, v;
+	rc = mdb_get(txn, st->db_status, &k, &v);
+	if (rc == MDB_NOTFOUND)
+		rc = tank_error_set(err, TANK_ENOTFOUND, "no status for \"%s\"",
+				    name);
+	else if (rc)
+		rc = mdb_fail(err, rc, "store: read status");
+	else
+		rc = st__dec_status(v.mv_data, v.mv_size, name, k.mv_size,
+				    &st->zone, out, err);
+	mdb_txn_abort(txn);
+	return rc;
+}
+
+static int cmp_status(const void *a, const void *b)
+{
+	return strcmp(((const st_status_t *)a)->name,
+		      ((const st_status_t *)b)->name);
+}
+
+/* Overlays the queue on a sorted list read from the db. */
+static int overlay_status(st_t *st, st_status_t **arrp, size_t *np)
+{
+	st_status_t *arr = *arrp;
+	size_t n = *np, cap = n, base = n;
+	bool inserted = false;
+	for (size_t i = 0; i < st->n_pend; i++) {
+		pend_t *p = &st->pend[i];
+		if (!p->has_status && !p->forget)
+			continue;
+		st_status_t *hit = base ? bsearch(p->name, arr, base, sizeof *arr,
+						  cmp_status) : NULL;
+		if (hit) {
+			st_status_clear(hit);
+			if (p->has_status) {
+				if (st_status_copy(hit, &p->s))
+					return -ENOMEM;
+			} else {
+				hit->name[0] = '\0'; /* removed below */
+			}
+			continue;
+		}
+		if (!p->has_status)
+			continue;
+		if (n == cap) {
+			cap = cap ? cap * 2 : 16;
+			st_status_t *na = realloc(arr, cap * sizeof *na);
+			if (!na)
+				return -ENOMEM;
+			*arrp = arr = na;
+		}
+		if (st_status_copy(&arr[n], &p->s))
+			return -ENOMEM;
+		*np = ++n;
+		inserted = true;
+	}
+	size_t o = 0;
+	for (size_t i = 0; i < n; i++)
+		if (arr[i].name[0])
+			arr[o++] = arr[i];
+	*np = n = o;
+	if (inserted)
+		qsort(arr, n, sizeof *arr, cmp_status);
+	return 0;
+}
+
+int st_status_list(st_t *st, st_status_t **out, size_t *n, tank_error_t *err)
+{
+	MDB_txn *txn;
+	MDB_cursor *c;
+	MDB_stat ms;
+	st_status_t *arr = NULL;
+	size_t cnt = 0;
+	*out = NULL;
+	*n = 0;
+	int rc = read_begin(st, &txn, err);
+	if (rc)
+		return rc;
+	if ((rc = mdb_stat(txn, st->db_status, &ms)) ||
+	    (rc = mdb_cursor_open(txn, st->db_status, &c))) {
+		mdb_txn_abort(txn);
+		return mdb_fail(err, rc, "store: list status");
+	}
+	if (ms.ms_entries && !(arr = calloc(ms.ms_entries, sizeof *arr)))
+		rc = tank_error_set(err, -ENOMEM, "out of memory");
+	MDB_val k, v;
+	for (int op = MDB_FIRST; !rc && cnt < ms.ms_entries; op = MDB_NEXT) {
+		int r = mdb_cursor_get(c, &k, &v, op);
+		if (r == MDB_NOTFOUND)
+			break;
+		if (r) {
+			rc = mdb_fail(err, r, "store: list status");
+			break;
+		}
+		rc = st__dec_status(v.mv_data, v.mv_size, k.mv_data, k.mv_size,
+				    &st->zone, &arr[cnt], err);
+		if (!rc)
+			cnt++;
+	}
+	mdb_cursor_close(c);
+	mdb_txn_abort(txn);
+	if (!rc && overlay_status(st, &arr, &cnt))
+		rc = tank_error_set(err, -ENOMEM, "out of memory");
+	if (rc) {
+		st_status_list_free(arr, cnt);
+		return rc;
+	}
+	*out = arr;
+	*n = cnt;
+	return 0;
+}
+
+static int push_tr(st_transition_t **arr, size_t *n, size_t *cap,
+		   const st_transition_t *t)
+{
+	if (*n == *cap) {
+		size_t nc = *cap ? *cap * 2 : 16;
+		st_transition_t *na = realloc(*arr, nc * sizeof *na);
+		if (!na)
+			return -ENOMEM;
+		*arr = na;
+		*cap = nc;
+	}
+	(*arr)[(*n)++] = *t;
+	return 0;
+}
+
+int st_history(st_t *st, const char *name, size_t limit,
+	       st_transition_t **out, size_t *n, tank_error_t *err)
+{
+	st_transition_t *arr = NULL;
+	size_t cnt = 0, cap = 0;
+	*out = NULL;
+	*n = 0;
+	if (!name_ok(name))
+		return 0;
+	size_t len = strlen(name);
+	pend_t *p = pend_find(st, name);
+	int rc = 0;
+	if (!p || !p->forget) {
+		MDB_txn *txn;
+		MDB_cursor *c;
+		unsigned char kb[ST_NAME_MAX + 1 + SEQ_LEN];
+		if ((rc = read_begin(st, &txn, err)))
+			return rc;
+		if ((rc = mdb_cursor_open(txn, st->db_trans, &c))) {
+			mdb_txn_abort(txn);
+			return mdb_fail(err, rc, "store: history");
+		}
+		tr_key(kb, name, len, 0);
+		MDB_val k = { len + 1 + SEQ_LEN, kb }, v;
+		for (int op = MDB_SET_RANGE; !rc; op = MDB_NEXT) {
+			st_transition_t t;
+			int r = mdb_cursor_get(c, &k, &v, op);
+			if (r == MDB_NOTFOUND || (!r && !tr_has_prefix(&k, name, len)))
+				break;
+			if (r) {
+				rc = mdb_fail(err, r, "store: history");
+				break;
+			}
+			rc = st__dec_transition(v.mv_data, v.mv_size, k.mv_data,
+						k.mv_size, &st->zone, &t, err);
+			if (!rc && push_tr(&arr, &cnt, &cap, &t))
+				rc = tank_error_set(err, -ENOMEM, "out of memory");
+		}
+		mdb_cursor_close(c);
+		mdb_txn_abort(txn);
+	}
+	if (p) {
+		uint32_t ent = (uint32_t)(p - st->pend);
+		for (size_t i = 0; i < st->n_trs && !rc; i++)
+			if (st->trs[i].ent == ent &&
+			    push_tr(&arr, &cnt, &cap, &st->trs[i].t))
+				rc = tank_error_set(err, -ENOMEM, "out of memory");
+	}
+	if (rc) {
+		free(arr);
+		return rc;
+	}
+	/* Same view as after the next flush: pruned to history_limit. */
+	size_t keep = cnt;
+	if (keep > st->history_limit)
+		keep = st->history_limit;
+	if (limit && keep > limit)
+		keep = limit;
+	if (keep < cnt)
+		memmove(arr, arr + (cnt - keep), keep * sizeof *arr);
+	if (keep == 0) {
+		free(arr);
+		arr = NULL;
+	}
+	*out = arr;
+	*n = keep;
+	return 0;
+}
+
+size_t st_map_size(const st_t *st)
+{
+	return st->map_size;
+}
+
+const char *st_path(const st_t *st)
+{
+	return st->path;
+}
+
+/* ---- open / close --------------------------------------------------------- */
+
+static int mkdir_p(char *path, mode_t mode)
+{
+	for (char *s = path + 1;; s++) {
+		if (*s != '/' && *s != '\0')
+			continue;
+		char c = *s;
+		*s = '\0';
+		int rc = mkdir(path, mode);
+		*s = c;
+		if (rc && errno != EEXIST)
+			return -errno;
+		if (c == '\0')
+			return 0;
+	}
+}
+
+static int take_lock(st_t *st, tank_error_t *err)
+{
+	char lp[4096], buf[32];
+	snprintf(lp, sizeof lp, "%s/lock", st->dir);
+	int fd = open(lp, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+	if (fd < 0)
+		return tank_error_set(err, -errno, "cannot open %s: %s", lp,
+				      strerror(errno));
+	if (flock(fd, LOCK_EX | LOCK_NB) < 0) {
+		int e = errno;
+		if (e == EWOULDBLOCK) {
+			ssize_t r = pread(fd, buf, sizeof buf - 1, 0);
+			long pid = 0;
+			buf[r > 0 ? r : 0] = '\0';
+			pid = strtol(buf, NULL, 10);
+			close(fd);
+			if (pid > 0)
+				return tank_error_set(err, TANK_ELOCKED,
+						      "data dir %s is in use by pid %ld",
+						      st->dir, pid);
+			return tank_error_set(err, TANK_ELOCKED,
+					      "data dir %s is in use by another process",
+					      st->dir);
+		}
+		close(fd);
+		return tank_error_set(err, -e, "cannot lock %s: %s", lp,
+				      strerror(e));
+	}
+	int n = snprintf(buf, sizeof buf, "%ld\n", (long)getpid());
+	if (ftruncate(fd, 0) < 0 || pwrite(fd, buf, (size_t)n, 0) != n) {
+		int e = errno;
+		close(fd);
+		return tank_error_set(err, -e, "cannot write %s: %s", lp,
+				      strerror(e));
+	}
+	st->lock_fd = fd;
+	return 0;
+}
+
+/* LMDB 0.9.24 opens one of its data.mdb descriptors without O_CLOEXEC and
+ * does not expose it, so after mdb_env_open every descriptor that points
+ * into our store directory is marked here.  Only the opening thread runs
+ * at that point, so no fork can slip in between. */
+static void cloexec_store_fds(const st_t *st)
+{
+	char fdp[64], tgt[4096];
+	char *real = realpath(st->path, NULL);
+	if (!real)
+		return;
+	size_t plen = strlen(real);
+	DIR *d = opendir("/proc/self/fd");
+	if (!d) {
+		free(real);
+		return;
+	}
+	struct dirent *de;
+	while ((de = readdir(d))) {
+		int fd = atoi(de->d_name);
+		if (de->d_name[0] == '.' || fd == dirfd(d))
+			continue;
+		snprintf(fdp, sizeof fdp, "/proc/self/fd/%d", fd);
+		ssize_t n = readlink(fdp, tgt, sizeof tgt - 1);
+		if (n <= (ssize_t)plen)
+			continue;
+		tgt[n] = '\0';
+		if (strncmp(tgt, real, plen) == 0 && tgt[plen] == '/') {
+			int fl = fcntl(fd, F_GETFD);
+			if (fl >= 0 && !(fl & FD_CLOEXEC))
+				fcntl(fd, F_SETFD, fl | FD_CLOEXEC);
+		}
+	}
+	closedir(d);
+	free(real);
+}
+
+static int open_fn(st_t *st, MDB_txn *txn, void *arg, tank_error_t *err)
+{
+	(void)arg;
+	int rc;
+	if ((rc = mdb_dbi_open(txn, "meta", MDB_CREATE, &st->db_meta)) ||
+	    (rc = mdb_dbi_open(txn, "pods", MDB_CREATE, &st->db_pods)) ||
+	    (rc = mdb_dbi_open(txn, "status", MDB_CREATE, &st->db_status)) ||
+	    (rc = mdb_dbi_open(txn, "transitions", MDB_CREATE, &st->db_trans)))
+		return rc;
+	MDB_val k = { sizeof META_SCHEMA_KEY - 1, META_SCHEMA_KEY }, v;
+	rc = mdb_get(txn, st->db_meta, &k, &v);
+	if (rc == MDB_NOTFOUND) {
+		st->buf.size = 0;
+		if ((rc = st__enc_uint(&st->buf, ST_SCHEMA_VERSION)))
+			return rc;
+		return put_buf(st, txn, st->db_meta, k.mv_data, k.mv_size);
+	}
+	if (rc)
+		return rc;
+	uint64_t ver;
+	if (st__dec_uint(v.mv_data, v.mv_size, &st->zone, &ver) || ver == 0)
+		return tank_error_set(err, TANK_ECORRUPT,
+				      "store %s: meta record \"%s\": corrupt msgpack",
+				      st->path, META_SCHEMA_KEY);
+	if (ver > ST_SCHEMA_VERSION)
+		return tank_error_set(err, TANK_ESCHEMA,
+				      "store %s has schema version %llu; this tank "
+				      "understands versions up to %d (upgrade tank)",
+				      st->path, (unsigned long long)ver,
+				      ST_SCHEMA_VERSION);
+	return 0;
+}
+
+static void *sync_main(void *arg)
+{
+	st_t *st = arg;
+	pthread_mutex_lock(&st->q_mu);
+	for (;;) {
+		while (!st->sync_req && !st->sync_stop)
+			pthread_cond_wait(&st->q_cv, &st->q_mu);
+		if (!st->sync_req)
+			break;
+		st->sync_req = false;
+		pthread_mutex_unlock(&st->q_mu);
+		pthread_mutex_lock(&st->env_mu);
+		int rc = mdb_env_sync(st->env, 1);
+		pthread_mutex_unlock(&st->env_mu);
+		pthread_mutex_lock(&st->q_mu);
+		if (rc)
+			st->sync_err = rc;
+	}
+	pthread_mutex_unlock(&st->q_mu);
+	return NULL;
+}
+
+static int start_sync_thread(st_t *st)
+{
+	sigset_t all, old;
+	/* The thread must never take the daemon's signals (libev's signal
+	 * watchers expect them on the loop thread). */
+	sigfillset(&all);
+	pthread_sigmask(SIG_SETMASK, &all, &old);
+	int rc = pthread_create(&st->sync_thr, NULL, sync_main, st);
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	if (rc)
+		return -rc;
+	st->sync_started = true;
+	return 0;
+}
+
+static void st_free(st_t *st)
+{
+	if (st->sync_started) {
+		pthread_mutex_lock(&st->q_mu);
+		st->sync_stop = true;
+		pthread_cond_signal(&st->q_cv);
+		pthread_mutex_unlock(&st->q_mu);
+		pthread_join(st->sync_thr, NULL);
+	}
+	if (st->env)
+		mdb_env_close(st->env);
+	if (st->lock_fd >= 0)
+		close(st->lock_fd);
+	pend_clear(st);
+	free(st->pend);
+	free(st->idx);
+	free(st->trs);
+	free(st->subs);
+	msgpack_sbuffer_destroy(&st->buf);
+	msgpack_zone_destroy(&st->zone);
+	pthread_mutex_destroy(&st->q_mu);
+	pthread_mutex_destroy(&st->env_mu);
+	pthread_cond_destroy(&st->q_cv);
+	free(st->dir);
+	free(st->path);
+	free(st);
+}
+
+int st_open(const char *data_dir, const st_options_t *opts, st_t **out,
+	    tank_error_t *err)
+{
+	st_options_t o = { 0 };
+	int rc;
+	*out = NULL;
+	if (opts)
+		o = *opts;
+	if (!data_dir || !*data_dir)
+		return tank_error_set(err, TANK_EINVALID, "store: no data dir");
+	st_t *st = calloc(1, sizeof *st);
+	if (!st)
+		return tank_error_set(err, -ENOMEM, "out of memory");
+	st->lock_fd = -1;
+	pthread_mutex_init(&st->q_mu, NULL);
+	pthread_mutex_init(&st->env_mu, NULL);
+	pthread_cond_init(&st->q_cv, NULL);
+	msgpack_sbuffer_init(&st->buf);
+	if (!msgpack_zone_init(&st->zone, 4096)) {
+		msgpack_sbuffer_destroy(&st->buf);
+		free(st);
+		return tank_error_set(err, -ENOMEM, "out of memory");
+	}
+	st->history_limit = o.history_limit ? o.history_limit : ST_HISTORY_DEFAULT;
+	st->flush_ms = o.flush_interval_ms ? o.flush_interval_ms
+					   : ST_FLUSH_INTERVAL_DEFAULT;
+	st->map_size = o.map_size ? o.map_size : ST_MAP_SIZE_DEFAULT;
+	st->on_flush_error = o.on_flush_error;
+	st->on_flush_error_ctx = o.on_flush_error_ctx;
+	st->dir = strdup(data_dir);
+	if (st->dir && asprintf(&st->path, "%s/store", data_dir) < 0)
+		st->path = NULL;
+	if (!st->dir || !st->path) {
+		rc = tank_error_set(err, -ENOMEM, "out of memory");
+		goto fail;
+	}
+	if ((rc = mkdir_p(st->path, 0700))) {
+		tank_error_set(err, rc, "cannot create %s: %s", st->path,
+			       strerror(-rc));
+		goto fail;
+	}
+	if ((rc = take_lock(st, err)))
+		goto fail;
+	if ((rc = mdb_env_create(&st->env))) {
+		st->env = NULL;
+		rc = mdb_fail(err, rc, "store: mdb_env_create");
+		goto fail;
+	}
+	mdb_env_set_maxdbs(st->env, 16);
+	mdb_env_set_mapsize(st->env, st->map_size);
+	/* NOTLS: read txns are not tied to threads.  NOSYNC: group commits
+	 * do not fsync; durable commits turn it off around themselves (see
+	 * write_txn) and the sync thread covers the rest. */
+	rc = mdb_env_open(st->env, st->path, MDB_NOTLS | MDB_NOSYNC, 0600);
+	if (rc) {
+		char w[200];
+		snprintf(w, sizeof w, "cannot open store %s", st->path);
+		rc = mdb_fail(err, rc, w);
+		goto fail;
+	}
+	cloexec_store_fds(st);
+	/* A previous owner killed with SIGKILL leaves reader slots behind. */
+	int dead;
+	mdb_reader_check(st->env, &dead);
+	MDB_envinfo info;
+	if (mdb_env_info(st->env, &info) == 0 && info.me_mapsize > st->map_size)
+		st->map_size = info.me_mapsize;
+	if ((rc = start_sync_thread(st))) {
+		tank_error_set(err, rc, "store: cannot start sync thread: %s",
+			       strerror(-rc));
+		goto fail;
+	}
+	tank_error_clear(err);
+	if ((rc = write_txn(st, true, "open", open_fn, NULL, err)))
+		goto fail;
+	*out = st;
+	return 0;
+fail:
+	st_free(st);
+	return rc;
+}
+
+int st_close(st_t *st, tank_error_t *err)
+{
+	if (!st)
+		return 0;
+	st_detach_loop(st);
+	int rc = st_flush(st, err);
+	pthread_mutex_lock(&st->env_mu);
+	int src = mdb_env_sync(st->env, 1);
+	pthread_mutex_unlock(&st->env_mu);
+	if (!rc && src)
+		rc = mdb_fail(err, src, "store: final fsync");
+	st_free(st);
+	return rc;
+}

@@ -1,0 +1,259 @@
+/*
+ * st — tank's durable state: one LMDB environment under <data_dir>/store/.
+ *
+ * Named databases (schema in docs/store.md):
+ *   pods         name -> {name, spec (bin), generation, hash, created_at, updated_at}
+ *   status       name -> status map (st_status_t)
+ *   transitions  name \0 seq(8 bytes, big-endian) -> {at, from, to, reason}
+ *   meta         "schema_version" -> uint
+ * Every value is a msgpack map with named keys: unknown keys are ignored and
+ * missing keys take their zero default, so records written by an older or a
+ * slightly newer tank of the same schema version still decode.
+ *
+ * Two durability classes.
+ *   Desired state (st_apply, st_delete) is fsync-durable before the call
+ *   returns; a call is one write transaction, all or nothing.  These calls
+ *   BLOCK for one fsync.
+ *   Observed state (st_status_put, st_transition_add, st_status_forget) is
+ *   queued in memory and returns at once; st_flush() commits the whole queue
+ *   in one write transaction without fsync, and a small internal thread
+ *   fsyncs the environment after each flush.  With a loop attached
+ *   (st_attach_loop) the queue is flushed within flush_interval_ms.  Every
+ *   read overlays the queue, so a caller always reads its own writes.
+ *
+ * Threading.  An st_t is used from ONE thread (the daemon's loop thread):
+ * no function here is thread-safe.  The internal sync thread only calls
+ * mdb_env_sync().  Reads use LMDB read transactions, which never wait for
+ * writers.  Subscriber callbacks run on the calling thread, after the
+ * commit, outside any transaction.
+ *
+ * Errors.  Functions return 0, a negative errno (-ENOMEM, -ENOSPC, -EROFS,
+ * -EIO …) or a TANK_E* code; where a tank_error_t is taken it is filled
+ * with a message naming what failed ("status record \"web\": corrupt
+ * msgpack").  A failed write leaves the store usable and changes nothing.
+ * Nothing here exits or aborts.
+ */
+#ifndef TANK_ST_H
+#define TANK_ST_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "common/tank_err.h"
+
+struct ev_loop;
+
+typedef struct st st_t;
+
+#define ST_SCHEMA_VERSION 1
+#define ST_NAME_MAX 127            /* pod / container name, bytes */
+#define ST_PHASE_MAX 23            /* "backing_off" and friends */
+#define ST_REASON_MAX 127          /* longer reasons are truncated on put */
+#define ST_HISTORY_DEFAULT 1000
+#define ST_MAP_SIZE_DEFAULT (1u << 20)
+#define ST_FLUSH_INTERVAL_DEFAULT 100   /* ms */
+#define ST_PENDING_MAX 1000000     /* queued transitions before -ENOBUFS */
+
+/* Caller-owned; every zero field means "default".  Borrowed by st_open
+ * only for the duration of the call (the callback pointers are kept). */
+typedef struct st_options {
+	uint32_t history_limit;      /* transitions kept per pod (1000) */
+	size_t map_size;             /* initial LMDB map size (1 MiB); grows x2 */
+	uint32_t flush_interval_ms;  /* group-commit period with a loop (100) */
+	/* Called on the loop thread when a timer-driven flush fails (full
+	 * disk…).  The queue is kept and retried at the next period.  The
+	 * error is borrowed for the call. */
+	void (*on_flush_error)(void *ctx, const tank_error_t *err);
+	void *on_flush_error_ctx;
+} st_options_t;
+
+/* Opens (creating as needed, mode 0700) <data_dir> and <data_dir>/store/,
+ * takes <data_dir>/lock with flock(LOCK_EX|LOCK_NB) and writes our pid in it.
+ * Blocks on file I/O.  Errors: TANK_ELOCKED ("data dir D is in use by pid
+ * N"), TANK_ESCHEMA (store of a newer schema), TANK_ECORRUPT (unreadable
+ * meta), negative errno (EROFS, EACCES, ENOSPC, ENOMEM …).  On success
+ * *out is owned by the caller, to be released with st_close(). */
+int st_open(const char *data_dir, const st_options_t *opts, st_t **out,
+	    tank_error_t *err);
+
+/* Flushes the queue, fsyncs, detaches from the loop, stops the sync thread,
+ * closes the environment and releases the lock.  st is freed even when the
+ * final flush fails (the return value says so; queued changes are then
+ * lost).  Blocks.  NULL is a no-op. */
+int st_close(st_t *st, tank_error_t *err);
+
+/* Path of the LMDB environment directory (<data_dir>/store); borrowed. */
+const char *st_path(const st_t *st);
+
+/* ---- desired state ---------------------------------------------------- */
+
+typedef struct st_pod_in {
+	const char *name;            /* 1..ST_NAME_MAX bytes, no NUL */
+	const void *spec;            /* opaque (canonical msgpack map) */
+	size_t spec_len;
+} st_pod_in_t;
+
+typedef enum st_action {
+	ST_UNCHANGED = 0,            /* same spec bytes: generation kept */
+	ST_CREATED,                  /* new name: generation 1 */
+	ST_CONFIGURED,               /* different bytes: generation + 1 */
+} st_action_t;
+
+typedef struct st_apply_result {
+	st_action_t action;
+	uint64_t generation;         /* the pod's generation after the apply */
+} st_apply_result_t;
+
+/* A stored desired pod.  spec is malloc'ed and owned by the struct:
+ * release with st_pod_clear(). */
+typedef struct st_pod {
+	char name[ST_NAME_MAX + 1];
+	void *spec;
+	size_t spec_len;
+	uint64_t generation;
+	uint64_t hash;               /* st_hash64 of the spec bytes */
+	int64_t created_at;          /* ms since the epoch */
+	int64_t updated_at;          /* last created/configured, ms */
+} st_pod_t;
+
+/* 64-bit content hash used for specs (FNV-1a, 64 bit). */
+uint64_t st_hash64(const void *data, size_t len);
+
+/* Applies n pods in one write transaction and one fsync (all or nothing),
+ * together with any queued status changes.  results (caller-owned, n
+ * entries) gets one entry per input, in order.  Subscribers are told the
+ * names that were created or configured.  Blocks.  Errors: TANK_EINVALID
+ * (bad or duplicate name, n == 0 is fine and does nothing), -ENOSPC,
+ * -EROFS, -EIO, -ENOMEM; nothing was applied then. */
+int st_apply(st_t *st, const st_pod_in_t *pods, size_t n,
+	     st_apply_result_t *results, tank_error_t *err);
+
+/* Deletes n desired pods, with their status and their history (a deleted
+ * pod's name starts afresh if applied again), in one fsync'ed transaction.
+ * Queued status changes of these names are dropped; other queued changes
+ * commit with it.  deleted (caller-owned, n entries, may be NULL) says
+ * which names existed.  Subscribers are told the deleted names.  Blocks;
+ * errors as st_apply. */
+int st_delete(st_t *st, const char *const *names, size_t n, bool *deleted,
+	      tank_error_t *err);
+
+/* Reads one pod into *out (caller-owned; st_pod_clear it).  TANK_ENOTFOUND,
+ * TANK_ECORRUPT (message names the key), -ENOMEM. */
+int st_pod_get(st_t *st, const char *name, st_pod_t *out, tank_error_t *err);
+
+/* All pods, sorted by name.  *out is a malloc'ed array owned by the caller
+ * (st_pod_list_free); *n may be 0 with *out NULL. */
+int st_pod_list(st_t *st, st_pod_t **out, size_t *n, tank_error_t *err);
+void st_pod_clear(st_pod_t *p);
+void st_pod_list_free(st_pod_t *pods, size_t n);
+
+/* Desired-state subscribers.  fn runs after each st_apply / st_delete that
+ * changed something, after the commit, on the caller's thread; names is
+ * borrowed for the call.  fn may read the store and queue status changes;
+ * it must not call st_apply, st_delete, st_unsubscribe or st_close.
+ * Returns a subscription id > 0, or -ENOMEM. */
+typedef void (*st_subscriber_fn)(void *ctx, const char *const *names,
+				 size_t n);
+int st_subscribe(st_t *st, st_subscriber_fn fn, void *ctx);
+/* -ENOENT if id is unknown. */
+int st_unsubscribe(st_t *st, int id);
+
+/* ---- observed state ---------------------------------------------------- */
+
+/* Phases are strings so that new kinds add their own without a schema
+ * change; pods use "pending", "starting", "running", "backing_off",
+ * "stopping", "terminal". */
+typedef struct st_exit {
+	bool present;                /* false: never exited (encoded nil) */
+	int32_t code;                /* exit code, when exited normally */
+	int32_t signal;              /* terminating signal, or 0 */
+} st_exit_t;
+
+typedef struct st_container_status {
+	char name[ST_NAME_MAX + 1];
+	char phase[ST_PHASE_MAX + 1];
+	char reason[ST_REASON_MAX + 1];
+	int32_t pid;                 /* host pid, 0 = none */
+	uint64_t pid_start_time;     /* /proc/PID/stat field 22 (clock ticks) */
+	uint32_t restarts;
+	uint32_t retries;
+	st_exit_t last_exit;
+	int64_t started_at;          /* ms, 0 = never */
+} st_container_status_t;
+
+/* containers is malloc'ed and owned by the struct (st_status_clear). */
+typedef struct st_status {
+	char name[ST_NAME_MAX + 1];
+	char phase[ST_PHASE_MAX + 1];
+	char reason[ST_REASON_MAX + 1];
+	uint32_t retries;
+	uint32_t restarts;
+	uint64_t generation;
+	int64_t since;               /* ms, entered the current phase */
+	int64_t next_restart_at;     /* ms, 0 = none */
+	st_exit_t last_exit;
+	st_container_status_t *containers;
+	size_t n_containers;
+} st_status_t;
+
+typedef struct st_transition {
+	int64_t at;                  /* ms */
+	char from[ST_PHASE_MAX + 1];
+	char to[ST_PHASE_MAX + 1];
+	char reason[ST_REASON_MAX + 1];
+} st_transition_t;
+
+/* Queues a deep copy of *s (replacing any queued status of that name) and
+ * returns at once; s stays the caller's.  Errors: TANK_EINVALID (empty or
+ * too long name), -ENOMEM.  Does not block. */
+int st_status_put(st_t *st, const st_status_t *s);
+
+/* Queues a transition of pod `name`; the store assigns its sequence number
+ * at flush.  History beyond history_limit is pruned oldest first at flush.
+ * Errors: TANK_EINVALID, -ENOMEM, -ENOBUFS (ST_PENDING_MAX transitions are
+ * already queued: the store cannot flush, see on_flush_error). */
+int st_transition_add(st_t *st, const char *name, const st_transition_t *t);
+
+/* Queues the removal of a pod's status and history (for the reconciler,
+ * once a deleted pod has stopped).  Cancels earlier queued changes of that
+ * name; later ones apply after it. */
+int st_status_forget(st_t *st, const char *name);
+
+/* Commits everything queued in one write transaction (no fsync; the sync
+ * thread is woken).  On failure the queue is kept for the next try.  Blocks
+ * briefly (no fsync).  Errors: -ENOSPC, -EROFS, -EIO, -ENOMEM. */
+int st_flush(st_t *st, tank_error_t *err);
+
+/* Number of queued status records plus transitions (tests, metrics). */
+size_t st_pending(const st_t *st);
+
+/* Arms an ev_timer on loop so the queue is flushed within
+ * flush_interval_ms of the first queued change.  Call on the loop thread;
+ * the loop must outlive the attachment (st_detach_loop or st_close).
+ * -EBUSY if already attached. */
+int st_attach_loop(st_t *st, struct ev_loop *loop);
+void st_detach_loop(st_t *st);
+
+/* One pod's status, queued changes included.  *out is caller-owned
+ * (st_status_clear).  TANK_ENOTFOUND, TANK_ECORRUPT, -ENOMEM. */
+int st_status_get(st_t *st, const char *name, st_status_t *out,
+		  tank_error_t *err);
+/* Every status, sorted by name, queued changes included.  *out is a
+ * malloc'ed array owned by the caller (st_status_list_free). */
+int st_status_list(st_t *st, st_status_t **out, size_t *n, tank_error_t *err);
+void st_status_clear(st_status_t *s);
+void st_status_list_free(st_status_t *s, size_t n);
+/* Deep copy; dst must be uninitialised or cleared.  -ENOMEM. */
+int st_status_copy(st_status_t *dst, const st_status_t *src);
+
+/* The last `limit` transitions of a pod (0 = all kept), oldest first, queued
+ * ones included.  *out is a malloc'ed array owned by the caller (free()).
+ * An unknown pod yields *n == 0, not an error.  TANK_ECORRUPT, -ENOMEM. */
+int st_history(st_t *st, const char *name, size_t limit,
+	       st_transition_t **out, size_t *n, tank_error_t *err);
+
+/* Current LMDB map size in bytes (grows on demand). */
+size_t st_map_size(const st_t *st);
+
+#endif

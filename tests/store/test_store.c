@@ -1,0 +1,718 @@
+/* store: records, generations, batches, retention, group commit, locking,
+ * schema and damaged values — all against a real LMDB store in /tmp. */
+#include <errno.h>
+#include <ev.h>
+#include <fcntl.h>
+#include <msgpack.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+
+#include "store/st.h"
+#include "tests/store/store_util.h"
+
+static char g_dir[256];
+
+static void setup(void)
+{
+	stu_tmpdir(g_dir, sizeof g_dir);
+}
+
+static void teardown(void)
+{
+	stu_rmrf(g_dir);
+}
+
+static st_apply_result_t apply1(st_t *st, const char *name, const char *spec)
+{
+	st_pod_in_t in = { name, spec, strlen(spec) };
+	st_apply_result_t r;
+	tank_error_t e;
+	int rc = st_apply(st, &in, 1, &r, &e);
+	cr_assert_eq(rc, 0, "apply %s: %s", name, e.msg);
+	return r;
+}
+
+Test(store, open_creates_dirs_and_lock, .init = setup, .fini = teardown)
+{
+	char d[512], p[600], buf[32] = { 0 };
+	struct stat sb;
+	snprintf(d, sizeof d, "%s/a/b", g_dir);
+	st_t *st = stu_open(d, NULL);
+	snprintf(p, sizeof p, "%s/store/data.mdb", d);
+	cr_assert_eq(stat(p, &sb), 0, "no %s", p);
+	snprintf(p, sizeof p, "%s/lock", d);
+	int fd = open(p, O_RDONLY | O_CLOEXEC);
+	cr_assert_geq(fd, 0);
+	cr_assert_gt(read(fd, buf, sizeof buf - 1), 0);
+	close(fd);
+	cr_assert_eq(atoi(buf), getpid());
+	cr_assert_eq(st_map_size(st), ST_MAP_SIZE_DEFAULT);
+	cr_assert_eq(st_close(st, NULL), 0);
+}
+
+Test(store, every_fd_is_cloexec, .init = setup, .fini = teardown)
+{
+	st_t *st = stu_open(g_dir, NULL);
+	char fdp[64], tgt[4096];
+	int seen = 0;
+	for (int fd = 0; fd < 1024; fd++) {
+		snprintf(fdp, sizeof fdp, "/proc/self/fd/%d", fd);
+		ssize_t n = readlink(fdp, tgt, sizeof tgt - 1);
+		if (n < 0)
+			continue;
+		tgt[n] = '\0';
+		if (strncmp(tgt, g_dir, strlen(g_dir)) != 0)
+			continue;
+		seen++;
+		int fl = fcntl(fd, F_GETFD);
+		cr_expect(fl & FD_CLOEXEC, "fd %d (%s) is not close-on-exec", fd,
+			  tgt);
+	}
+	cr_assert_geq(seen, 3, "expected lock, data and lock.mdb fds");
+	st_close(st, NULL);
+}
+
+Test(store, generation_and_hash_semantics, .init = setup, .fini = teardown)
+{
+	st_t *st = stu_open(g_dir, NULL);
+	st_apply_result_t r = apply1(st, "web", "spec-1");
+	cr_assert_eq(r.action, ST_CREATED);
+	cr_assert_eq(r.generation, 1);
+	st_pod_t p1;
+	cr_assert_eq(st_pod_get(st, "web", &p1, NULL), 0);
+	r = apply1(st, "web", "spec-1");
+	cr_assert_eq(r.action, ST_UNCHANGED);
+	cr_assert_eq(r.generation, 1);
+	usleep(2000);
+	r = apply1(st, "web", "spec-2");
+	cr_assert_eq(r.action, ST_CONFIGURED);
+	cr_assert_eq(r.generation, 2);
+	r = apply1(st, "web", "spec-1");
+	cr_assert_eq(r.action, ST_CONFIGURED, "going back is a change too");
+	cr_assert_eq(r.generation, 3);
+
+	st_pod_t p;
+	cr_assert_eq(st_pod_get(st, "web", &p, NULL), 0);
+	cr_assert_str_eq(p.name, "web");
+	cr_assert_eq(p.generation, 3);
+	cr_assert_eq(p.spec_len, 6);
+	cr_assert_eq(memcmp(p.spec, "spec-1", 6), 0);
+	cr_assert_eq(p.hash, st_hash64("spec-1", 6));
+	cr_assert_neq(st_hash64("spec-1", 6), st_hash64("spec-2", 6));
+	cr_assert_eq(p.created_at, p1.created_at);
+	cr_assert_gt(p.updated_at, p1.updated_at);
+	st_pod_clear(&p);
+	st_pod_clear(&p1);
+
+	tank_error_t e;
+	cr_assert_eq(st_pod_get(st, "nope", &p, &e), TANK_ENOTFOUND);
+	st_close(st, NULL);
+
+	/* Durable across a reopen. */
+	st = stu_open(g_dir, NULL);
+	r = apply1(st, "web", "spec-1");
+	cr_assert_eq(r.action, ST_UNCHANGED);
+	cr_assert_eq(r.generation, 3);
+	st_close(st, NULL);
+}
+
+Test(store, batch_apply_is_one_transaction, .init = setup, .fini = teardown)
+{
+	st_t *st = stu_open(g_dir, NULL);
+	apply1(st, "b", "old");
+	st_pod_in_t in[3] = { { "a", "x", 1 }, { "b", "new", 3 }, { "c", "z", 1 } };
+	st_apply_result_t r[3];
+	cr_assert_eq(st_apply(st, in, 3, r, NULL), 0);
+	cr_assert_eq(r[0].action, ST_CREATED);
+	cr_assert_eq(r[1].action, ST_CONFIGURED);
+	cr_assert_eq(r[1].generation, 2);
+	cr_assert_eq(r[2].action, ST_CREATED);
+
+	/* A duplicate name refuses the whole batch. */
+	st_pod_in_t dup[3] = { { "d", "1", 1 }, { "e", "1", 1 }, { "d", "2", 1 } };
+	tank_error_t e;
+	cr_assert_eq(st_apply(st, dup, 3, r, &e), TANK_EINVALID);
+	cr_assert(strstr(e.msg, "\"d\" appears twice"), "%s", e.msg);
+	st_pod_t p;
+	cr_assert_eq(st_pod_get(st, "d", &p, NULL), TANK_ENOTFOUND);
+	cr_assert_eq(st_pod_get(st, "e", &p, NULL), TANK_ENOTFOUND);
+	st_close(st, NULL);
+
+	/* A failure in the middle of a batch (a damaged record) leaves the
+	 * pods before it unapplied too. */
+	stu_raw_put(g_dir, "pods", "m", 1, "\xc1", 1);
+	st = stu_open(g_dir, NULL);
+	st_pod_in_t mid[3] = { { "a", "changed", 7 }, { "m", "x", 1 }, { "f", "1", 1 } };
+	int rc = st_apply(st, mid, 3, r, &e);
+	cr_assert_eq(rc, TANK_ECORRUPT, "%d %s", rc, e.msg);
+	cr_assert(strstr(e.msg, "pod record \"m\""), "%s", e.msg);
+	cr_assert_eq(st_pod_get(st, "a", &p, NULL), 0);
+	cr_assert_eq(p.generation, 1);
+	cr_assert_eq(memcmp(p.spec, "x", 1), 0);
+	st_pod_clear(&p);
+	cr_assert_eq(st_pod_get(st, "f", &p, NULL), TANK_ENOTFOUND);
+
+	st_pod_t *all;
+	size_t n;
+	/* The damaged pod is reported by list, not skipped. */
+	cr_assert_eq(st_pod_list(st, &all, &n, &e), TANK_ECORRUPT);
+	const char *dm[] = { "m" };
+	bool del;
+	cr_assert_eq(st_delete(st, dm, 1, &del, NULL), 0);
+	cr_assert(del);
+	cr_assert_eq(st_pod_list(st, &all, &n, &e), 0, "%s", e.msg);
+	cr_assert_eq(n, 3);
+	cr_assert_str_eq(all[0].name, "a");
+	cr_assert_str_eq(all[1].name, "b");
+	cr_assert_str_eq(all[2].name, "c");
+	st_pod_list_free(all, n);
+	st_close(st, NULL);
+}
+
+Test(store, bad_names_are_refused, .init = setup, .fini = teardown)
+{
+	st_t *st = stu_open(g_dir, NULL);
+	char longname[ST_NAME_MAX + 2];
+	memset(longname, 'x', sizeof longname - 1);
+	longname[sizeof longname - 1] = '\0';
+	st_pod_in_t in[2] = { { "", "x", 1 }, { longname, "x", 1 } };
+	st_apply_result_t r;
+	cr_assert_eq(st_apply(st, &in[0], 1, &r, NULL), TANK_EINVALID);
+	cr_assert_eq(st_apply(st, &in[1], 1, &r, NULL), TANK_EINVALID);
+	st_transition_t t = { 0 };
+	cr_assert_eq(st_transition_add(st, longname, &t), TANK_EINVALID);
+	st_status_t s;
+	stu_status(&s, "", "running", 0);
+	cr_assert_eq(st_status_put(st, &s), TANK_EINVALID);
+	st_close(st, NULL);
+}
+
+typedef struct sub_log {
+	int calls;
+	char names[8][32];
+	size_t n;
+} sub_log_t;
+
+static void on_change(void *ctx, const char *const *names, size_t n)
+{
+	sub_log_t *l = ctx;
+	l->calls++;
+	l->n = n;
+	for (size_t i = 0; i < n && i < 8; i++)
+		snprintf(l->names[i], sizeof l->names[i], "%s", names[i]);
+}
+
+Test(store, subscribers_hear_real_changes, .init = setup, .fini = teardown)
+{
+	st_t *st = stu_open(g_dir, NULL);
+	sub_log_t l = { 0 };
+	int id = st_subscribe(st, on_change, &l);
+	cr_assert_gt(id, 0);
+	apply1(st, "a", "1");
+	cr_assert_eq(l.calls, 1);
+	cr_assert_eq(l.n, 1);
+	cr_assert_str_eq(l.names[0], "a");
+	apply1(st, "a", "1");
+	cr_assert_eq(l.calls, 1, "unchanged apply must not notify");
+	st_pod_in_t in[3] = { { "a", "1", 1 }, { "b", "1", 1 }, { "c", "1", 1 } };
+	st_apply_result_t r[3];
+	cr_assert_eq(st_apply(st, in, 3, r, NULL), 0);
+	cr_assert_eq(l.calls, 2);
+	cr_assert_eq(l.n, 2);
+	cr_assert_str_eq(l.names[0], "b");
+	cr_assert_str_eq(l.names[1], "c");
+	const char *del[] = { "zz", "b" };
+	bool d[2];
+	cr_assert_eq(st_delete(st, del, 2, d, NULL), 0);
+	cr_assert(!d[0]);
+	cr_assert(d[1]);
+	cr_assert_eq(l.calls, 3);
+	cr_assert_eq(l.n, 1);
+	cr_assert_str_eq(l.names[0], "b");
+	cr_assert_eq(st_unsubscribe(st, id), 0);
+	cr_assert_eq(st_unsubscribe(st, id), -ENOENT);
+	apply1(st, "q", "1");
+	cr_assert_eq(l.calls, 3);
+	st_close(st, NULL);
+}
+
+static void full_status(st_status_t *s, st_container_status_t *c)
+{
+	stu_status(s, "web", "backing_off", 7);
+	snprintf(s->reason, sizeof s->reason, "exit code 3");
+	s->retries = 4;
+	s->generation = 12;
+	s->since = 1700000000123;
+	s->next_restart_at = 1700000010123;
+	s->last_exit = (st_exit_t){ true, 3, 0 };
+	memset(c, 0, 2 * sizeof *c);
+	snprintf(c[0].name, sizeof c[0].name, "app");
+	snprintf(c[0].phase, sizeof c[0].phase, "running");
+	c[0].pid = 4242;
+	c[0].pid_start_time = 987654321012ULL;
+	c[0].restarts = 2;
+	c[0].retries = 1;
+	c[0].last_exit = (st_exit_t){ true, 0, 9 };
+	c[0].started_at = 1700000000999;
+	snprintf(c[1].name, sizeof c[1].name, "side");
+	snprintf(c[1].phase, sizeof c[1].phase, "backing_off");
+	snprintf(c[1].reason, sizeof c[1].reason, "killed by signal 9");
+	c[1].last_exit = (st_exit_t){ true, -1, 9 };
+	s->containers = c;
+	s->n_containers = 2;
+}
+
+static void assert_status_eq(const st_status_t *a, const st_status_t *b)
+{
+	cr_assert_str_eq(a->name, b->name);
+	cr_assert_str_eq(a->phase, b->phase);
+	cr_assert_str_eq(a->reason, b->reason);
+	cr_assert_eq(a->retries, b->retries);
+	cr_assert_eq(a->restarts, b->restarts);
+	cr_assert_eq(a->generation, b->generation);
+	cr_assert_eq(a->since, b->since);
+	cr_assert_eq(a->next_restart_at, b->next_restart_at);
+	cr_assert_eq(memcmp(&a->last_exit, &b->last_exit, sizeof a->last_exit), 0);
+	cr_assert_eq(a->n_containers, b->n_containers);
+	for (size_t i = 0; i < a->n_containers; i++) {
+		const st_container_status_t *x = &a->containers[i], *y = &b->containers[i];
+		cr_assert_str_eq(x->name, y->name);
+		cr_assert_str_eq(x->phase, y->phase);
+		cr_assert_str_eq(x->reason, y->reason);
+		cr_assert_eq(x->pid, y->pid);
+		cr_assert_eq(x->pid_start_time, y->pid_start_time);
+		cr_assert_eq(x->restarts, y->restarts);
+		cr_assert_eq(x->retries, y->retries);
+		cr_assert_eq(x->last_exit.present, y->last_exit.present);
+		cr_assert_eq(x->last_exit.code, y->last_exit.code);
+		cr_assert_eq(x->last_exit.signal, y->last_exit.signal);
+		cr_assert_eq(x->started_at, y->started_at);
+	}
+}
+
+Test(store, status_roundtrip_queued_flushed_reopened, .init = setup, .fini = teardown)
+{
+	st_t *st = stu_open(g_dir, NULL);
+	st_status_t s, g;
+	st_container_status_t c[2];
+	full_status(&s, c);
+	cr_assert_eq(st_status_put(st, &s), 0);
+	cr_assert_eq(st_pending(st), 1);
+	cr_assert_eq(st_status_get(st, "web", &g, NULL), 0, "read-your-writes");
+	assert_status_eq(&g, &s);
+	st_status_clear(&g);
+	cr_assert_eq(stu_mdb_entries(g_dir, "status"), 0, "not flushed yet");
+	cr_assert_eq(st_flush(st, NULL), 0);
+	cr_assert_eq(st_pending(st), 0);
+	cr_assert_eq(stu_mdb_entries(g_dir, "status"), 1);
+	cr_assert_eq(st_status_get(st, "web", &g, NULL), 0);
+	assert_status_eq(&g, &s);
+	st_status_clear(&g);
+	cr_assert_eq(st_close(st, NULL), 0);
+
+	st = stu_open(g_dir, NULL);
+	cr_assert_eq(st_status_get(st, "web", &g, NULL), 0);
+	assert_status_eq(&g, &s);
+	st_status_clear(&g);
+	tank_error_t e;
+	cr_assert_eq(st_status_get(st, "other", &g, &e), TANK_ENOTFOUND);
+	st_close(st, NULL);
+}
+
+Test(store, transition_roundtrip_and_close_flushes, .init = setup, .fini = teardown)
+{
+	st_t *st = stu_open(g_dir, NULL);
+	st_transition_t t = { .at = 1700000000001 };
+	snprintf(t.from, sizeof t.from, "starting");
+	snprintf(t.to, sizeof t.to, "running");
+	snprintf(t.reason, sizeof t.reason, "pid 77 up");
+	cr_assert_eq(st_transition_add(st, "web", &t), 0);
+	st_status_t s;
+	stu_status(&s, "web", "running", 0);
+	cr_assert_eq(st_status_put(st, &s), 0);
+	cr_assert_eq(st_close(st, NULL), 0);
+
+	st = stu_open(g_dir, NULL);
+	st_transition_t *h;
+	size_t n;
+	cr_assert_eq(st_history(st, "web", 0, &h, &n, NULL), 0);
+	cr_assert_eq(n, 1);
+	cr_assert_eq(h[0].at, t.at);
+	cr_assert_str_eq(h[0].from, "starting");
+	cr_assert_str_eq(h[0].to, "running");
+	cr_assert_str_eq(h[0].reason, "pid 77 up");
+	free(h);
+	st_status_t g;
+	cr_assert_eq(st_status_get(st, "web", &g, NULL), 0);
+	cr_assert_str_eq(g.phase, "running");
+	st_status_clear(&g);
+	cr_assert_eq(st_history(st, "unknown", 0, &h, &n, NULL), 0);
+	cr_assert_eq(n, 0);
+	st_close(st, NULL);
+}
+
+Test(store, status_list_overlays_the_queue, .init = setup, .fini = teardown)
+{
+	st_t *st = stu_open(g_dir, NULL);
+	st_status_t s;
+	const char *names[] = { "d", "b", "a", "c" };
+	for (int i = 0; i < 4; i++) {
+		stu_status(&s, names[i], "running", 0);
+		cr_assert_eq(st_status_put(st, &s), 0);
+	}
+	cr_assert_eq(st_flush(st, NULL), 0);
+	stu_status(&s, "b", "stopping", 5);
+	st_status_put(st, &s);
+	stu_status(&s, "aa", "pending", 0);
+	st_status_put(st, &s);
+	cr_assert_eq(st_status_forget(st, "c"), 0);
+	stu_status(&s, "e", "starting", 0);
+	st_status_put(st, &s);
+
+	st_status_t *l;
+	size_t n;
+	cr_assert_eq(st_status_list(st, &l, &n, NULL), 0);
+	cr_assert_eq(n, 5);
+	const char *want[] = { "a", "aa", "b", "d", "e" };
+	for (size_t i = 0; i < n; i++)
+		cr_assert_str_eq(l[i].name, want[i]);
+	cr_assert_str_eq(l[2].phase, "stopping");
+	cr_assert_eq(l[2].restarts, 5);
+	st_status_list_free(l, n);
+	tank_error_t e;
+	st_status_t g;
+	cr_assert_eq(st_status_get(st, "c", &g, &e), TANK_ENOTFOUND);
+
+	/* Same view after the flush. */
+	cr_assert_eq(st_flush(st, NULL), 0);
+	cr_assert_eq(st_status_list(st, &l, &n, NULL), 0);
+	cr_assert_eq(n, 5);
+	for (size_t i = 0; i < n; i++)
+		cr_assert_str_eq(l[i].name, want[i]);
+	st_status_list_free(l, n);
+	st_close(st, NULL);
+}
+
+static void add_tr(st_t *st, const char *pod, int i)
+{
+	st_transition_t t = { .at = i };
+	snprintf(t.from, sizeof t.from, "s%d", i);
+	snprintf(t.to, sizeof t.to, "s%d", i + 1);
+	snprintf(t.reason, sizeof t.reason, "step %d", i);
+	cr_assert_eq(st_transition_add(st, pod, &t), 0);
+}
+
+Test(store, history_is_bounded_and_pruned, .init = setup, .fini = teardown)
+{
+	st_options_t o = { .history_limit = 10 };
+	st_t *st = stu_open(g_dir, &o);
+	int i = 0;
+	for (; i < 7; i++)
+		add_tr(st, "p", i);
+	cr_assert_eq(st_flush(st, NULL), 0);
+	for (; i < 25; i++) {
+		add_tr(st, "p", i);
+		add_tr(st, "pq", 1000 + i); /* a neighbour with a longer name */
+	}
+	st_transition_t *h;
+	size_t n;
+	/* Queued view already pruned like the flushed one will be. */
+	cr_assert_eq(st_history(st, "p", 0, &h, &n, NULL), 0);
+	cr_assert_eq(n, 10);
+	cr_assert_eq(h[0].at, 15);
+	cr_assert_eq(h[9].at, 24);
+	free(h);
+	cr_assert_eq(st_flush(st, NULL), 0);
+	cr_assert_eq(stu_mdb_entries(g_dir, "transitions"), 20);
+	cr_assert_eq(st_history(st, "p", 0, &h, &n, NULL), 0);
+	cr_assert_eq(n, 10);
+	for (size_t j = 0; j < n; j++) {
+		cr_assert_eq(h[j].at, 15 + (int)j, "oldest first");
+		char r[32];
+		snprintf(r, sizeof r, "step %d", 15 + (int)j);
+		cr_assert_str_eq(h[j].reason, r);
+	}
+	free(h);
+	cr_assert_eq(st_history(st, "p", 3, &h, &n, NULL), 0);
+	cr_assert_eq(n, 3);
+	cr_assert_eq(h[0].at, 22);
+	cr_assert_eq(h[2].at, 24, "newest last");
+	free(h);
+	cr_assert_eq(st_history(st, "pq", 0, &h, &n, NULL), 0);
+	cr_assert_eq(n, 10);
+	cr_assert_eq(h[9].at, 1024);
+	free(h);
+	st_close(st, NULL);
+
+	/* A reopened store keeps numbering after the last entry. */
+	st = stu_open(g_dir, &o);
+	add_tr(st, "p", 25);
+	cr_assert_eq(st_flush(st, NULL), 0);
+	cr_assert_eq(st_history(st, "p", 0, &h, &n, NULL), 0);
+	cr_assert_eq(n, 10);
+	cr_assert_eq(h[0].at, 16);
+	cr_assert_eq(h[9].at, 25);
+	free(h);
+	st_close(st, NULL);
+}
+
+Test(store, delete_drops_status_and_history, .init = setup, .fini = teardown)
+{
+	st_t *st = stu_open(g_dir, NULL);
+	apply1(st, "gone", "1");
+	apply1(st, "kept", "1");
+	st_status_t s;
+	stu_status(&s, "gone", "running", 0);
+	st_status_put(st, &s);
+	stu_status(&s, "kept", "running", 0);
+	st_status_put(st, &s);
+	add_tr(st, "gone", 1);
+	add_tr(st, "kept", 1);
+	cr_assert_eq(st_flush(st, NULL), 0);
+	stu_status(&s, "gone", "stopping", 0); /* queued, then deleted */
+	st_status_put(st, &s);
+	add_tr(st, "gone", 2);
+	const char *names[] = { "gone" };
+	bool d;
+	cr_assert_eq(st_delete(st, names, 1, &d, NULL), 0);
+	cr_assert(d);
+	cr_assert_eq(st_pending(st), 0, "the delete committed the queue");
+	st_pod_t p;
+	st_status_t g;
+	st_transition_t *h;
+	size_t n;
+	cr_assert_eq(st_pod_get(st, "gone", &p, NULL), TANK_ENOTFOUND);
+	cr_assert_eq(st_status_get(st, "gone", &g, NULL), TANK_ENOTFOUND);
+	cr_assert_eq(st_history(st, "gone", 0, &h, &n, NULL), 0);
+	cr_assert_eq(n, 0);
+	cr_assert_eq(st_status_get(st, "kept", &g, NULL), 0);
+	st_status_clear(&g);
+	cr_assert_eq(st_history(st, "kept", 0, &h, &n, NULL), 0);
+	cr_assert_eq(n, 1);
+	free(h);
+	cr_assert_eq(stu_mdb_entries(g_dir, "status"), 1);
+	cr_assert_eq(stu_mdb_entries(g_dir, "transitions"), 1);
+	/* A re-created pod starts afresh. */
+	st_apply_result_t r = apply1(st, "gone", "1");
+	cr_assert_eq(r.action, ST_CREATED);
+	cr_assert_eq(r.generation, 1);
+	cr_assert_eq(st_delete(st, names, 1, NULL, NULL), 0);
+	st_close(st, NULL);
+}
+
+Test(store, forget_then_put_keeps_the_later_put, .init = setup, .fini = teardown)
+{
+	st_t *st = stu_open(g_dir, NULL);
+	st_status_t s, g;
+	stu_status(&s, "x", "running", 1);
+	st_status_put(st, &s);
+	add_tr(st, "x", 1);
+	cr_assert_eq(st_flush(st, NULL), 0);
+	add_tr(st, "x", 2);
+	cr_assert_eq(st_status_forget(st, "x"), 0);
+	stu_status(&s, "x", "pending", 0);
+	st_status_put(st, &s);
+	add_tr(st, "x", 3);
+	st_transition_t *h;
+	size_t n;
+	cr_assert_eq(st_history(st, "x", 0, &h, &n, NULL), 0);
+	cr_assert_eq(n, 1);
+	cr_assert_eq(h[0].at, 3);
+	free(h);
+	cr_assert_eq(st_flush(st, NULL), 0);
+	cr_assert_eq(st_history(st, "x", 0, &h, &n, NULL), 0);
+	cr_assert_eq(n, 1);
+	cr_assert_eq(h[0].at, 3);
+	free(h);
+	cr_assert_eq(st_status_get(st, "x", &g, NULL), 0);
+	cr_assert_str_eq(g.phase, "pending");
+	st_status_clear(&g);
+	st_close(st, NULL);
+}
+
+Test(store, loop_timer_flushes_queue, .init = setup, .fini = teardown)
+{
+	struct ev_loop *loop = ev_loop_new(EVFLAG_AUTO);
+	cr_assert_not_null(loop);
+	st_options_t o = { .flush_interval_ms = 20 };
+	st_t *st = stu_open(g_dir, &o);
+	cr_assert_eq(st_attach_loop(st, loop), 0);
+	cr_assert_eq(st_attach_loop(st, loop), -EBUSY);
+	st_status_t s;
+	for (int i = 0; i < 100; i++) {
+		char nm[16];
+		snprintf(nm, sizeof nm, "p%03d", i);
+		stu_status(&s, nm, "running", (uint32_t)i);
+		cr_assert_eq(st_status_put(st, &s), 0);
+		add_tr(st, nm, i);
+	}
+	cr_assert_eq(st_pending(st), 200);
+	int64_t deadline = stu_now_ms() + 10000;
+	while (st_pending(st) && stu_now_ms() < deadline)
+		ev_run(loop, EVRUN_ONCE);
+	cr_assert_eq(st_pending(st), 0, "timer did not flush");
+	cr_assert_eq(stu_mdb_entries(g_dir, "status"), 100);
+	cr_assert_eq(stu_mdb_entries(g_dir, "transitions"), 100);
+	/* Nothing queued: the timer is not left running. */
+	cr_assert_eq(ev_run(loop, EVRUN_NOWAIT), 0);
+	st_close(st, NULL);
+	ev_loop_destroy(loop);
+}
+
+Test(store, second_opener_is_refused, .init = setup, .fini = teardown)
+{
+	st_t *st = stu_open(g_dir, NULL), *st2 = NULL;
+	tank_error_t e;
+	cr_assert_eq(st_open(g_dir, NULL, &st2, &e), TANK_ELOCKED);
+	cr_assert_null(st2);
+	char want[512];
+	snprintf(want, sizeof want, "data dir %s is in use by pid %d", g_dir,
+		 (int)getpid());
+	cr_assert_str_eq(e.msg, want);
+
+	/* Another process is refused the same way. */
+	char helper[4096];
+	stu_helper(helper, sizeof helper, "store_faults");
+	char *argv[] = { helper, "locked", g_dir, NULL };
+	pid_t pid = stu_spawn(argv, -1);
+	int ws;
+	cr_assert_eq(waitpid(pid, &ws, 0), pid);
+	cr_assert(WIFEXITED(ws) && WEXITSTATUS(ws) == 0,
+		  "other process was not refused (status %d)", ws);
+
+	st_close(st, NULL);
+	st = stu_open(g_dir, NULL);
+	st_close(st, NULL);
+}
+
+Test(store, newer_schema_is_refused, .init = setup, .fini = teardown)
+{
+	st_close(stu_open(g_dir, NULL), NULL);
+	stu_raw_put(g_dir, "meta", "schema_version", 14, "\x63", 1); /* 99 */
+	st_t *st = NULL;
+	tank_error_t e;
+	cr_assert_eq(st_open(g_dir, NULL, &st, &e), TANK_ESCHEMA);
+	cr_assert_null(st);
+	cr_assert(strstr(e.msg, "schema version 99"), "%s", e.msg);
+	/* The refusal released the lock and left the store alone. */
+	stu_raw_put(g_dir, "meta", "schema_version", 14, "\x01", 1);
+	st = stu_open(g_dir, NULL);
+	st_close(st, NULL);
+	stu_raw_put(g_dir, "meta", "schema_version", 14, "\xa3" "abc", 4);
+	cr_assert_eq(st_open(g_dir, NULL, &st, &e), TANK_ECORRUPT);
+	cr_assert(strstr(e.msg, "meta record \"schema_version\""), "%s", e.msg);
+}
+
+Test(store, damaged_values_name_their_key, .init = setup, .fini = teardown)
+{
+	st_t *st = stu_open(g_dir, NULL);
+	add_tr(st, "web", 1);
+	st_close(st, NULL);
+	stu_raw_put(g_dir, "status", "web", 3, "\xc1\x00", 2);
+	stu_raw_put(g_dir, "status", "num", 3, "\x05", 1);
+	unsigned char tk[12] = { 'w', 'e', 'b', 0, 0, 0, 0, 0, 0, 0, 0, 1 };
+	stu_raw_put(g_dir, "transitions", tk, sizeof tk, "\x81\xa2" "at\xa1x", 6);
+	st = stu_open(g_dir, NULL);
+	st_status_t g;
+	tank_error_t e;
+	cr_assert_eq(st_status_get(st, "web", &g, &e), TANK_ECORRUPT);
+	cr_assert_str_eq(e.msg, "status record \"web\": corrupt msgpack");
+	cr_assert_eq(st_status_get(st, "num", &g, &e), TANK_ECORRUPT);
+	cr_assert_str_eq(e.msg, "status record \"num\": not a map");
+	st_status_t *l;
+	size_t n;
+	cr_assert_eq(st_status_list(st, &l, &n, &e), TANK_ECORRUPT);
+	cr_assert(strstr(e.msg, "status record"), "%s", e.msg);
+	st_transition_t *h;
+	cr_assert_eq(st_history(st, "web", 0, &h, &n, &e), TANK_ECORRUPT);
+	cr_assert(strstr(e.msg, "transition record \"web\\x00"), "%s", e.msg);
+	cr_assert(strstr(e.msg, "field at"), "%s", e.msg);
+	/* A fresh put replaces the damaged record. */
+	st_status_t s;
+	stu_status(&s, "web", "running", 1);
+	st_status_put(st, &s);
+	cr_assert_eq(st_flush(st, NULL), 0);
+	cr_assert_eq(st_status_get(st, "web", &g, &e), 0, "%s", e.msg);
+	st_status_clear(&g);
+	st_close(st, NULL);
+}
+
+Test(store, decoding_is_forward_compatible, .init = setup, .fini = teardown)
+{
+	st_close(stu_open(g_dir, NULL), NULL);
+	msgpack_sbuffer b;
+	msgpack_packer pk;
+	msgpack_sbuffer_init(&b);
+	msgpack_packer_init(&pk, &b, msgpack_sbuffer_write);
+	/* A future writer: extra keys (even non-string ones), no retries. */
+	msgpack_pack_map(&pk, 5);
+	msgpack_pack_str_with_body(&pk, "phase", 5);
+	msgpack_pack_str_with_body(&pk, "running", 7);
+	msgpack_pack_str_with_body(&pk, "future", 6);
+	msgpack_pack_array(&pk, 1);
+	msgpack_pack_true(&pk);
+	msgpack_pack_int(&pk, 7);
+	msgpack_pack_nil(&pk);
+	msgpack_pack_str_with_body(&pk, "restarts", 8);
+	msgpack_pack_uint32(&pk, 9);
+	msgpack_pack_str_with_body(&pk, "containers", 10);
+	msgpack_pack_array(&pk, 1);
+	msgpack_pack_map(&pk, 2);
+	msgpack_pack_str_with_body(&pk, "name", 4);
+	msgpack_pack_str_with_body(&pk, "app", 3);
+	msgpack_pack_str_with_body(&pk, "cgroup", 6);
+	msgpack_pack_str_with_body(&pk, "/x", 2);
+	stu_raw_put(g_dir, "status", "fut", 3, b.data, b.size);
+	msgpack_sbuffer_destroy(&b);
+
+	st_t *st = stu_open(g_dir, NULL);
+	st_status_t g;
+	tank_error_t e;
+	cr_assert_eq(st_status_get(st, "fut", &g, &e), 0, "%s", e.msg);
+	cr_assert_str_eq(g.name, "fut");
+	cr_assert_str_eq(g.phase, "running");
+	cr_assert_eq(g.restarts, 9);
+	cr_assert_eq(g.retries, 0);
+	cr_assert(!g.last_exit.present);
+	cr_assert_eq(g.n_containers, 1);
+	cr_assert_str_eq(g.containers[0].name, "app");
+	cr_assert_eq(g.containers[0].pid, 0);
+	st_status_clear(&g);
+	st_close(st, NULL);
+}
+
+Test(store, map_grows_when_full, .init = setup, .fini = teardown)
+{
+	st_options_t o = { .map_size = 256 * 1024 };
+	st_t *st = stu_open(g_dir, &o);
+	size_t before = st_map_size(st);
+	static char spec[16384];
+	enum { N = 200, B = 20 };
+	for (int i = 0; i < N; i += B) {
+		st_pod_in_t in[B];
+		char names[B][16];
+		st_apply_result_t r[B];
+		for (int j = 0; j < B; j++) {
+			snprintf(names[j], sizeof names[j], "pod%04d", i + j);
+			in[j] = (st_pod_in_t){ names[j], spec, sizeof spec };
+		}
+		memset(spec, 'a' + i % 26, sizeof spec);
+		tank_error_t e;
+		cr_assert_eq(st_apply(st, in, B, r, &e), 0, "%s", e.msg);
+	}
+	cr_assert_gt(st_map_size(st), before);
+	cr_assert_geq(st_map_size(st), (size_t)N * sizeof spec);
+	/* History also grows through the group-commit path. */
+	for (int i = 0; i < 5000; i++)
+		add_tr(st, "big", i);
+	cr_assert_eq(st_flush(st, NULL), 0);
+	st_close(st, NULL);
+	st = stu_open(g_dir, &o);
+	st_pod_t *all;
+	size_t n;
+	cr_assert_eq(st_pod_list(st, &all, &n, NULL), 0);
+	cr_assert_eq(n, N);
+	cr_assert_eq(((char *)all[N - 1].spec)[0], 'a' + (N - B) % 26);
+	st_pod_list_free(all, n);
+	st_close(st, NULL);
+}
