@@ -11,6 +11,7 @@
 #include "reconciler/rc_pod.h"
 
 #include <errno.h>
+#include <stdarg.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -92,9 +93,20 @@ struct rc_pods {
 
 /* --- helpers ----------------------------------------------------------------- */
 
+/* Status strings are bounded; a longer reason is cut, by design. */
+static void rc__fmt(char *dst, size_t cap, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+static void rc__fmt(char *dst, size_t cap, const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(dst, cap, fmt, ap);
+	va_end(ap);
+}
+
 static void rc__copy(char *dst, size_t cap, const char *src)
 {
-	snprintf(dst, cap, "%s", src ? src : "");
+	rc__fmt(dst, cap, "%s", src ? src : "");
 }
 
 static rc_ctr_t *rc__ctr_find(rc_pods_t *pods, const char *key)
@@ -195,14 +207,14 @@ static void rc__pod_update(rc_pods_t *pods, rc_loop_t *loop, rc_pod_t *p)
 			nterm++;
 			if (strcmp(c->reason, "completed") != 0) {
 				nfail++;
-				snprintf(reason, sizeof reason, "%s", c->reason);
+				rc__fmt(reason, sizeof reason, "%s", c->reason);
 			}
 		} else if (c->phase == PH_RUNNING) {
 			nrun++;
 		} else if (c->phase == PH_BACKING_OFF) {
 			nback++;
 			if (!reason[0])
-				snprintf(reason, sizeof reason, "%s: %s", c->name, c->reason);
+				rc__fmt(reason, sizeof reason, "%s: %s", c->name, c->reason);
 		} else if (c->phase == PH_STOPPING) {
 			nstop++;
 		}
@@ -285,7 +297,7 @@ static int rc__ctrs_build(rc_pod_t *p)
 	for (size_t i = 0; i < p->nctrs; i++) {
 		rc_ctr_t *c = &p->ctrs[i];
 		c->pod = p;
-		snprintf(c->key, sizeof c->key, "%s/%s", p->name, s->containers[i].name);
+		rc__fmt(c->key, sizeof c->key, "%s/%s", p->name, s->containers[i].name);
 		c->name = strchr(c->key, '/') + 1;
 		c->phase = PH_PENDING;
 		c->proc.stdout_fd = c->proc.stderr_fd = -1;
@@ -419,7 +431,7 @@ static void rc__make_sandbox(rc_pod_t *p)
 	};
 	tank_error_clear(&err);
 	if (pod_sandbox_create(&o, &p->sb, &err) < 0)
-		snprintf(p->sb_error, sizeof p->sb_error, "sandbox: %s", err.msg);
+		rc__fmt(p->sb_error, sizeof p->sb_error, "sandbox: %s", err.msg);
 	else
 		p->has_sb = true;
 }
@@ -514,7 +526,7 @@ static void rc__pod_escalate(void *ctx, rc_loop_t *loop, const char *key, int er
 
 	if (!p)
 		return;
-	snprintf(reason, sizeof reason, "reconcile failed: %s", tank_strerror(err));
+	rc__fmt(reason, sizeof reason, "reconcile failed: %s", tank_strerror(err));
 	rc_record(loop, RC_KIND_POD, p->name, p->phase ? p->phase : "", p->phase ? p->phase : PH_PENDING, reason);
 }
 
@@ -639,7 +651,7 @@ static int rc__ctr_start(rc_pods_t *pods, rc_loop_t *loop, rc_ctr_t *c,
 			/* Limits cannot be honoured: refuse to run unlimited.
 			 * Without limits, run untracked by cgroup. */
 			if (limited) {
-				snprintf(reason, cap, "limits: %s", err.msg);
+				rc__fmt(reason, cap, "limits: %s", err.msg);
 				return rc;
 			}
 		} else {
@@ -652,7 +664,7 @@ static int rc__ctr_start(rc_pods_t *pods, rc_loop_t *loop, rc_ctr_t *c,
 		(void)pod_log_open(&lo, &c->log, NULL);
 	}
 	if (!(envp = rc__envp(pc))) {
-		snprintf(reason, cap, "out of memory");
+		rc__fmt(reason, cap, "out of memory");
 		return -ENOMEM;
 	}
 	pod_launch_opts_t lo = {
@@ -672,7 +684,7 @@ static int rc__ctr_start(rc_pods_t *pods, rc_loop_t *loop, rc_ctr_t *c,
 	rc__envp_free(envp);
 	if (rc < 0) {
 		c->runner = 0;
-		snprintf(reason, cap, "%s", err.msg[0] ? err.msg : tank_strerror(rc));
+		rc__fmt(reason, cap, "%s", err.msg[0] ? err.msg : tank_strerror(rc));
 		return rc;
 	}
 	pods->nrunning++;
@@ -702,13 +714,13 @@ static void rc__ctr_exited(rc_pods_t *pods, rc_loop_t *loop, rc_ctr_t *c,
 	c->last_exit.code = ex->code;
 	c->last_exit.signal = ex->signal;
 	if (why)
-		snprintf(reason, sizeof reason, "%s", why);
+		rc__fmt(reason, sizeof reason, "%s", why);
 	else if (ex->oom_killed)
-		snprintf(reason, sizeof reason, "oom_killed");
+		rc__fmt(reason, sizeof reason, "oom_killed");
 	else if (ex->signal)
-		snprintf(reason, sizeof reason, "killed by signal %d", ex->signal);
+		rc__fmt(reason, sizeof reason, "killed by signal %d", ex->signal);
 	else
-		snprintf(reason, sizeof reason, "exited with code %d", ex->code);
+		rc__fmt(reason, sizeof reason, "exited with code %d", ex->code);
 	if (!restart) {
 		c->terminal = true;
 		rc__ctr_phase(loop, c, PH_TERMINAL,
@@ -908,7 +920,7 @@ void rc_pods_record(void *ctx, const rc_transition_t *t)
 		memcpy(pod, t->key, n);
 		pod[n] = '\0';
 		container = slash ? slash + 1 : "";
-		snprintf(tr.reason, sizeof tr.reason, "container %s: %s", container, t->reason);
+		rc__fmt(tr.reason, sizeof tr.reason, "container %s: %s", container, t->reason);
 	} else {
 		rc__copy(pod, sizeof pod, t->key);
 		rc__copy(tr.reason, sizeof tr.reason, t->reason);

@@ -3,6 +3,7 @@
 #include <errno.h>
 #include <ev.h>
 #include <signal.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
