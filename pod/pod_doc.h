@@ -1,0 +1,79 @@
+/*
+ * pod_doc — YAML/JSON text ⇄ generic msgpack object trees, via libfyaml.
+ *
+ * This module knows nothing about pods: it turns documents into msgpack
+ * objects (the RPC wire shape) and back, so that manifests and RPC params
+ * meet in one validator (pod_spec_from_msgpack) and tankctl can print any
+ * RPC result as YAML or JSON.
+ *
+ * Loading follows the YAML 1.2 core schema for plain scalars (null,
+ * true/false, decimal/0o/0x integers, floats incl. .inf/.nan); a quoted or
+ * block scalar is always a string; `!!str` forces a string.  Aliases and
+ * merge keys are resolved; duplicate keys are errors.  JSON is YAML 1.2
+ * and loads the same way.
+ *
+ * Nothing here blocks except pod_doc_emit() writing to its FILE.
+ */
+#ifndef TANK_POD_DOC_H
+#define TANK_POD_DOC_H
+
+#include <stddef.h>
+#include <stdio.h>
+
+#include <msgpack.h>
+
+#include "pod/pod_errors.h"
+
+/* The documents of one text.  Everything, strings included, lives in
+ * `zone`; pod_docs_free() releases it all. */
+typedef struct pod_docs {
+	size_t count;
+	msgpack_object *docs;    /* count roots */
+	unsigned *index;         /* 1-based position of docs[i] in the stream
+				  * (empty documents are skipped, not numbered
+				  * away) */
+	msgpack_zone *zone;
+} pod_docs_t;
+
+/*
+ * Parses every document of text[0..len).  `source` names the input in
+ * messages ("web.yaml", "-"); a name ending in ".json" selects strict JSON
+ * input, anything else YAML 1.2 (which also reads JSON).  Empty documents
+ * (nothing, or only comments) are skipped.
+ *
+ * Errors are appended to errs as `<source>:<line>:<col>: <problem>`
+ * (1-based) and then nothing is returned: a stream with a syntax error
+ * yields no documents.
+ *
+ * Returns 0 and sets *out (owned by the caller, free with pod_docs_free),
+ * or TANK_EINVALID (errs says why) or -ENOMEM; *out is NULL on failure.
+ */
+int pod_docs_load(const char *text, size_t len, const char *source,
+		  pod_docs_t **out, pod_errors_t *errs);
+
+void pod_docs_free(pod_docs_t *docs);
+
+enum pod_doc_format {
+	POD_DOC_YAML,   /* block style, 2-space indent, no document markers */
+	POD_DOC_JSON,   /* strict JSON, 2-space indent */
+};
+
+/*
+ * Emits obj as one document, ending with a newline.  Strings that would
+ * read back as another type ("8080", "true", "") are quoted, floats keep a
+ * '.' or exponent, so loading the output gives back an equal object.  JSON
+ * has no infinities or NaN: they are written as null.  Map keys that are
+ * not strings are written as strings in JSON.
+ *
+ * Returns 0, -EINVAL when obj holds something that has no YAML/JSON form
+ * (binary or ext data, a map or list used as a key), -EIO when the FILE
+ * write failed, -ENOMEM.  After an error part of the output may have been
+ * written.
+ */
+int pod_doc_emit(const msgpack_object *obj, enum pod_doc_format fmt, FILE *fp);
+
+/* Same, into a malloc'd NUL-terminated string owned by the caller. */
+int pod_doc_emit_string(const msgpack_object *obj, enum pod_doc_format fmt,
+			char **out, size_t *len);
+
+#endif

@@ -1,0 +1,1387 @@
+#include "pod/pod_spec.h"
+
+#include <errno.h>
+#include <math.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/tank_err.h"
+#include "pod/pod_units.h"
+
+/* ---- names ------------------------------------------------------------ */
+
+bool pod_name_valid(const char *name, size_t len)
+{
+	size_t i;
+
+	if (!name || len == 0 || len > POD_NAME_MAX)
+		return false;
+	for (i = 0; i < len; i++) {
+		char c = name[i];
+		bool alnum = (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9');
+		if (!alnum && (i == 0 || (c != '-' && c != '_' && c != '.')))
+			return false;
+	}
+	return true;
+}
+
+static const char *const restart_names[] = {
+	[POD_RESTART_ALWAYS] = "always",
+	[POD_RESTART_ON_FAILURE] = "on_failure",
+	[POD_RESTART_NEVER] = "never",
+};
+
+const char *pod_restart_name(enum pod_restart r)
+{
+	if ((unsigned)r < sizeof restart_names / sizeof *restart_names)
+		return restart_names[r];
+	return NULL;
+}
+
+/* In the order the canonical encoding lists them. */
+static const char *const ns_names[] = { "pid", "mount", "uts", "ipc", "net" };
+#define NS_COUNT (sizeof ns_names / sizeof *ns_names)
+
+const char *pod_ns_name(unsigned bit)
+{
+	size_t i;
+
+	for (i = 0; i < NS_COUNT; i++)
+		if (bit == 1u << i)
+			return ns_names[i];
+	return NULL;
+}
+
+/* ---- freeing ---------------------------------------------------------- */
+
+static void container_free(pod_container_t *c)
+{
+	size_t i;
+
+	free(c->name);
+	for (i = 0; i < c->argc; i++)
+		free(c->argv[i]);
+	free(c->argv);
+	for (i = 0; i < c->env_count; i++) {
+		free(c->env[i].key);
+		free(c->env[i].value);
+	}
+	free(c->env);
+	free(c->working_dir);
+	free(c->user);
+	for (i = 0; i < c->mount_count; i++) {
+		free(c->mounts[i].volume);
+		free(c->mounts[i].path);
+	}
+	free(c->mounts);
+}
+
+void pod_spec_free(pod_spec_t *s)
+{
+	size_t i;
+
+	if (!s)
+		return;
+	free(s->name);
+	free(s->isolation.hostname);
+	free(s->isolation.rootfs);
+	for (i = 0; i < s->volume_count; i++) {
+		free(s->volumes[i].name);
+		free(s->volumes[i].host_path);
+	}
+	free(s->volumes);
+	for (i = 0; i < s->container_count; i++)
+		container_free(&s->containers[i]);
+	free(s->containers);
+	free(s);
+}
+
+/* ---- validation context ----------------------------------------------- */
+
+/*
+ * The validator walks the map once, building the spec as it goes and
+ * reporting problems against the current field path.  It never stops at
+ * the first error: a wrong field is reported and left at its default so
+ * that later checks (cap >= base, mounts → volumes) still run on what is
+ * known.  Cross-field checks are skipped when one side was itself invalid,
+ * so one mistake produces one message.
+ */
+struct vctx {
+	pod_errors_t *errs;
+	const char *pod;          /* message prefix: pod name or "spec" */
+	char path[512];
+	size_t plen;
+	bool oom;
+};
+
+static void verr(struct vctx *v, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+
+static void verr(struct vctx *v, const char *fmt, ...)
+{
+	char msg[512];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof msg, fmt, ap);
+	va_end(ap);
+	if (v->plen)
+		pod_errors_add(v->errs, "%s: %s: %s", v->pod, v->path, msg);
+	else
+		pod_errors_add(v->errs, "%s: %s", v->pod, msg);
+}
+
+/* Path segments: push returns the previous length for pop. */
+static size_t push_key(struct vctx *v, const char *key)
+{
+	size_t old = v->plen;
+	int n = snprintf(v->path + v->plen, sizeof v->path - v->plen, "%s%s",
+			 v->plen ? "." : "", key);
+	if (n > 0)
+		v->plen = strnlen(v->path, sizeof v->path - 1);
+	return old;
+}
+
+static size_t push_keyn(struct vctx *v, const char *key, size_t len)
+{
+	size_t old = v->plen;
+	int n = snprintf(v->path + v->plen, sizeof v->path - v->plen, "%s%.*s",
+			 v->plen ? "." : "", (int)(len > 200 ? 200 : len), key);
+	if (n > 0)
+		v->plen = strnlen(v->path, sizeof v->path - 1);
+	return old;
+}
+
+static size_t push_index(struct vctx *v, size_t i)
+{
+	size_t old = v->plen;
+	int n = snprintf(v->path + v->plen, sizeof v->path - v->plen, "[%zu]", i);
+	if (n > 0)
+		v->plen = strnlen(v->path, sizeof v->path - 1);
+	return old;
+}
+
+static void pop(struct vctx *v, size_t old)
+{
+	v->plen = old;
+	v->path[old] = '\0';
+}
+
+/* Quoted, printable rendering of a user-supplied string for messages. */
+static const char *q(const char *s, size_t len, char buf[96])
+{
+	size_t i, o = 0;
+
+	buf[o++] = '"';
+	for (i = 0; i < len && o < 90; i++) {
+		unsigned char c = (unsigned char)s[i];
+		if (c < 0x20 || c == 0x7f || c == '"' || c == '\\') {
+			o += (size_t)snprintf(buf + o, 96 - o, "\\x%02x", c);
+		} else {
+			buf[o++] = (char)c;
+		}
+	}
+	if (i < len) {
+		memcpy(buf + o, "...", 3);
+		o += 3;
+	}
+	buf[o++] = '"';
+	buf[o] = '\0';
+	return buf;
+}
+
+static const char *type_name(msgpack_object_type t)
+{
+	switch (t) {
+	case MSGPACK_OBJECT_NIL: return "null";
+	case MSGPACK_OBJECT_BOOLEAN: return "a boolean";
+	case MSGPACK_OBJECT_POSITIVE_INTEGER:
+	case MSGPACK_OBJECT_NEGATIVE_INTEGER: return "an integer";
+	case MSGPACK_OBJECT_FLOAT32:
+	case MSGPACK_OBJECT_FLOAT64: return "a number";
+	case MSGPACK_OBJECT_STR: return "a string";
+	case MSGPACK_OBJECT_ARRAY: return "a list";
+	case MSGPACK_OBJECT_MAP: return "a map";
+	default: return "binary data";
+	}
+}
+
+static bool str_eq(const msgpack_object *o, const char *s)
+{
+	size_t l = strlen(s);
+	return o->type == MSGPACK_OBJECT_STR && o->via.str.size == l &&
+	       memcmp(o->via.str.ptr, s, l) == 0;
+}
+
+/* Checks that every key of map is a string naming one of `known`
+ * (NULL-terminated) and appears once. */
+static void check_keys(struct vctx *v, const msgpack_object *map,
+		       const char *const *known)
+{
+	uint32_t i, j;
+	char b[96];
+
+	for (i = 0; i < map->via.map.size; i++) {
+		const msgpack_object *k = &map->via.map.ptr[i].key;
+		const char *const *kn;
+		bool ok = false;
+
+		if (k->type != MSGPACK_OBJECT_STR) {
+			verr(v, "keys must be strings, not %s", type_name(k->type));
+			continue;
+		}
+		for (kn = known; *kn; kn++)
+			if (str_eq(k, *kn))
+				ok = true;
+		if (!ok) {
+			verr(v, "unknown key %s", q(k->via.str.ptr, k->via.str.size, b));
+			continue;
+		}
+		for (j = 0; j < i; j++) {
+			const msgpack_object *k2 = &map->via.map.ptr[j].key;
+			if (k2->type == MSGPACK_OBJECT_STR &&
+			    k2->via.str.size == k->via.str.size &&
+			    memcmp(k2->via.str.ptr, k->via.str.ptr, k->via.str.size) == 0) {
+				verr(v, "duplicate key %s",
+				     q(k->via.str.ptr, k->via.str.size, b));
+				break;
+			}
+		}
+	}
+}
+
+/* The value under key, or NULL when absent or nil. */
+static const msgpack_object *lookup(const msgpack_object *map, const char *key)
+{
+	uint32_t i;
+
+	for (i = 0; i < map->via.map.size; i++)
+		if (str_eq(&map->via.map.ptr[i].key, key))
+			return map->via.map.ptr[i].val.type == MSGPACK_OBJECT_NIL ?
+				NULL : &map->via.map.ptr[i].val;
+	return NULL;
+}
+
+static bool expect(struct vctx *v, const msgpack_object *o,
+		   msgpack_object_type t, const char *what)
+{
+	if (o->type == t)
+		return true;
+	verr(v, "must be %s, not %s", what, type_name(o->type));
+	return false;
+}
+
+static char *vstrdup(struct vctx *v, const char *s, size_t len)
+{
+	char *d = malloc(len + 1);
+
+	if (!d) {
+		v->oom = true;
+		return NULL;
+	}
+	memcpy(d, s, len);
+	d[len] = '\0';
+	return d;
+}
+
+/* A string field: must be a string without NUL bytes, copied into *dst.
+ * Returns true when *dst was set. */
+static bool get_str(struct vctx *v, const msgpack_object *o, char **dst,
+		    bool nonempty)
+{
+	if (!expect(v, o, MSGPACK_OBJECT_STR, "a string"))
+		return false;
+	if (memchr(o->via.str.ptr, '\0', o->via.str.size)) {
+		verr(v, "must not contain NUL bytes");
+		return false;
+	}
+	if (nonempty && o->via.str.size == 0) {
+		verr(v, "must not be empty");
+		return false;
+	}
+	*dst = vstrdup(v, o->via.str.ptr, o->via.str.size);
+	return *dst != NULL;
+}
+
+static bool get_abspath(struct vctx *v, const msgpack_object *o, char **dst)
+{
+	char *s = NULL;
+
+	if (!get_str(v, o, &s, false))
+		return false;
+	if (s[0] != '/') {
+		verr(v, "must be an absolute path");
+		free(s);
+		return false;
+	}
+	*dst = s;
+	return true;
+}
+
+static bool get_bool(struct vctx *v, const msgpack_object *o, bool *dst)
+{
+	if (!expect(v, o, MSGPACK_OBJECT_BOOLEAN, "a boolean"))
+		return false;
+	*dst = o->via.boolean;
+	return true;
+}
+
+/* Durations: a string with a unit or an integer of milliseconds. */
+static bool get_duration(struct vctx *v, const msgpack_object *o, uint64_t *dst)
+{
+	char b[96];
+
+	switch (o->type) {
+	case MSGPACK_OBJECT_POSITIVE_INTEGER:
+		if (o->via.u64 > POD_DURATION_MAX_MS) {
+			verr(v, "invalid duration %llu: too large",
+			     (unsigned long long)o->via.u64);
+			return false;
+		}
+		*dst = o->via.u64;
+		return true;
+	case MSGPACK_OBJECT_NEGATIVE_INTEGER:
+		verr(v, "invalid duration %lld: must not be negative",
+		     (long long)o->via.i64);
+		return false;
+	case MSGPACK_OBJECT_STR: {
+		int r = pod_parse_duration(o->via.str.ptr, o->via.str.size, dst);
+		if (r == 0)
+			return true;
+		verr(v, "invalid duration %s%s", q(o->via.str.ptr, o->via.str.size, b),
+		     r == -ERANGE ? ": too large" : "");
+		return false;
+	}
+	case MSGPACK_OBJECT_FLOAT32:
+	case MSGPACK_OBJECT_FLOAT64:
+		verr(v, "invalid duration %g: use an integer of ms or a unit (250ms, 10s, 5m, 1h)",
+		     o->via.f64);
+		return false;
+	default:
+		verr(v, "must be a duration (250ms, 10s, 5m, 1h or integer ms), not %s",
+		     type_name(o->type));
+		return false;
+	}
+}
+
+static bool get_size(struct vctx *v, const msgpack_object *o, uint64_t *dst)
+{
+	char b[96];
+
+	switch (o->type) {
+	case MSGPACK_OBJECT_POSITIVE_INTEGER:
+		*dst = o->via.u64;
+		return true;
+	case MSGPACK_OBJECT_NEGATIVE_INTEGER:
+		verr(v, "invalid size %lld: must not be negative", (long long)o->via.i64);
+		return false;
+	case MSGPACK_OBJECT_STR: {
+		int r = pod_parse_size(o->via.str.ptr, o->via.str.size, dst);
+		if (r == 0)
+			return true;
+		verr(v, "invalid size %s%s", q(o->via.str.ptr, o->via.str.size, b),
+		     r == -ERANGE ? ": too large" : "");
+		return false;
+	}
+	default:
+		verr(v, "must be a size (64Mi, 1Gi, 100M or integer bytes), not %s",
+		     type_name(o->type));
+		return false;
+	}
+}
+
+/* Runs the statement on the value `o` of `key` in map (when present and
+ * not nil), with `key` pushed on the path. */
+#define FIELD(v, map, key, ...)                                         \
+	do {                                                            \
+		const msgpack_object *o_ = lookup((map), (key));        \
+		if (o_) {                                               \
+			size_t sv_ = push_key((v), (key));              \
+			const msgpack_object *o = o_;                   \
+			__VA_ARGS__;                                    \
+			pop((v), sv_);                                  \
+		}                                                       \
+	} while (0)
+
+/* ---- sections ---------------------------------------------------------- */
+
+static void v_restart(struct vctx *v, const msgpack_object *o, pod_spec_t *s)
+{
+	size_t i;
+	char b[96];
+
+	if (!expect(v, o, MSGPACK_OBJECT_STR, "a string"))
+		return;
+	for (i = 0; i < sizeof restart_names / sizeof *restart_names; i++) {
+		if (str_eq(o, restart_names[i])) {
+			s->restart = (enum pod_restart)i;
+			return;
+		}
+	}
+	verr(v, "invalid value %s: must be one of always, on_failure, never",
+	     q(o->via.str.ptr, o->via.str.size, b));
+}
+
+static void v_backoff(struct vctx *v, const msgpack_object *m, pod_spec_t *s)
+{
+	static const char *const keys[] = { "base", "cap", "stable_window", NULL };
+	bool base_ok = true, cap_ok = true;
+
+	if (!expect(v, m, MSGPACK_OBJECT_MAP, "a map"))
+		return;
+	check_keys(v, m, keys);
+	FIELD(v, m, "base", base_ok = get_duration(v, o, &s->backoff.base_ms));
+	FIELD(v, m, "cap", cap_ok = get_duration(v, o, &s->backoff.cap_ms));
+	FIELD(v, m, "stable_window",
+	      get_duration(v, o, &s->backoff.stable_window_ms));
+	if (base_ok && cap_ok && s->backoff.cap_ms < s->backoff.base_ms) {
+		size_t sv = push_key(v, "cap");
+		verr(v, "must be >= base");
+		pop(v, sv);
+	}
+}
+
+static void v_signal(struct vctx *v, const msgpack_object *o, pod_spec_t *s)
+{
+	char b[96];
+
+	if (o->type == MSGPACK_OBJECT_POSITIVE_INTEGER) {
+		if (o->via.u64 >= 1 && o->via.u64 <= (uint64_t)SIGRTMAX) {
+			s->stop.signal = (int)o->via.u64;
+			return;
+		}
+		verr(v, "unknown signal %llu", (unsigned long long)o->via.u64);
+		return;
+	}
+	if (o->type == MSGPACK_OBJECT_NEGATIVE_INTEGER) {
+		verr(v, "unknown signal %lld", (long long)o->via.i64);
+		return;
+	}
+	if (!expect(v, o, MSGPACK_OBJECT_STR, "a signal name or number"))
+		return;
+	if (pod_parse_signal(o->via.str.ptr, o->via.str.size, &s->stop.signal) < 0)
+		verr(v, "unknown signal %s", q(o->via.str.ptr, o->via.str.size, b));
+}
+
+static void v_stop(struct vctx *v, const msgpack_object *m, pod_spec_t *s)
+{
+	static const char *const keys[] = { "signal", "grace", NULL };
+
+	if (!expect(v, m, MSGPACK_OBJECT_MAP, "a map"))
+		return;
+	check_keys(v, m, keys);
+	FIELD(v, m, "signal", v_signal(v, o, s));
+	FIELD(v, m, "grace", get_duration(v, o, &s->stop.grace_ms));
+}
+
+static bool hostname_valid(const char *h)
+{
+	size_t i, len = strlen(h);
+
+	if (len == 0 || len > 64 || h[0] == '-' || h[0] == '.')
+		return false;
+	for (i = 0; i < len; i++) {
+		char c = h[i];
+		if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
+		      (c >= '0' && c <= '9') || c == '-' || c == '.'))
+			return false;
+	}
+	return true;
+}
+
+static void v_isolation(struct vctx *v, const msgpack_object *m, pod_spec_t *s)
+{
+	static const char *const keys[] = { "namespaces", "hostname", "rootfs", NULL };
+	const msgpack_object *ns;
+	char b[96];
+
+	if (!expect(v, m, MSGPACK_OBJECT_MAP, "a map"))
+		return;
+	check_keys(v, m, keys);
+	ns = lookup(m, "namespaces");
+	if (ns) {
+		size_t sv = push_key(v, "namespaces");
+		if (expect(v, ns, MSGPACK_OBJECT_ARRAY, "a list")) {
+			uint32_t i;
+			for (i = 0; i < ns->via.array.size; i++) {
+				const msgpack_object *e = &ns->via.array.ptr[i];
+				size_t sv2 = push_index(v, i), k;
+				bool found = false;
+				if (expect(v, e, MSGPACK_OBJECT_STR, "a string")) {
+					for (k = 0; k < NS_COUNT; k++) {
+						if (!str_eq(e, ns_names[k]))
+							continue;
+						found = true;
+						if (s->isolation.namespaces & (1u << k))
+							verr(v, "duplicate %s",
+							     q(e->via.str.ptr, e->via.str.size, b));
+						s->isolation.namespaces |= 1u << k;
+					}
+					if (!found)
+						verr(v, "unknown namespace %s: must be one of pid, mount, uts, ipc, net",
+						     q(e->via.str.ptr, e->via.str.size, b));
+				}
+				pop(v, sv2);
+			}
+		}
+		pop(v, sv);
+	}
+	FIELD(v, m, "hostname", {
+		if (get_str(v, o, &s->isolation.hostname, false)) {
+			if (!hostname_valid(s->isolation.hostname)) {
+				verr(v, "invalid hostname %s",
+				     q(o->via.str.ptr, o->via.str.size, b));
+			} else if (!(s->isolation.namespaces & POD_NS_UTS)) {
+				/* Without its own uts namespace the pod would
+				 * rename the host. */
+				verr(v, "requires the uts namespace");
+			}
+		}
+	});
+	FIELD(v, m, "rootfs", {
+		if (get_abspath(v, o, &s->isolation.rootfs) &&
+		    !(s->isolation.namespaces & POD_NS_MOUNT))
+			verr(v, "requires the mount namespace");
+	});
+}
+
+static void v_volumes(struct vctx *v, const msgpack_object *a, pod_spec_t *s)
+{
+	static const char *const keys[] = { "name", "host_path", NULL };
+	uint32_t i, j;
+	char b[96];
+
+	if (!expect(v, a, MSGPACK_OBJECT_ARRAY, "a list"))
+		return;
+	if (a->via.array.size == 0)
+		return;
+	s->volumes = calloc(a->via.array.size, sizeof *s->volumes);
+	if (!s->volumes) {
+		v->oom = true;
+		return;
+	}
+	s->volume_count = a->via.array.size;
+	for (i = 0; i < a->via.array.size; i++) {
+		const msgpack_object *m = &a->via.array.ptr[i];
+		pod_volume_t *vol = &s->volumes[i];
+		size_t sv = push_index(v, i);
+
+		if (expect(v, m, MSGPACK_OBJECT_MAP, "a map")) {
+			check_keys(v, m, keys);
+			if (!lookup(m, "name")) {
+				size_t sv2 = push_key(v, "name");
+				verr(v, "required");
+				pop(v, sv2);
+			}
+			FIELD(v, m, "name", {
+				if (get_str(v, o, &vol->name, false)) {
+					if (!pod_name_valid(vol->name, strlen(vol->name))) {
+						verr(v, "invalid name %s: must match [a-z0-9][a-z0-9-_.]{0,62}",
+						     q(o->via.str.ptr, o->via.str.size, b));
+					} else {
+						for (j = 0; j < i; j++) {
+							if (s->volumes[j].name &&
+							    !strcmp(s->volumes[j].name, vol->name)) {
+								verr(v, "duplicate %s",
+								     q(o->via.str.ptr, o->via.str.size, b));
+								break;
+							}
+						}
+					}
+				}
+			});
+			if (!lookup(m, "host_path")) {
+				size_t sv2 = push_key(v, "host_path");
+				verr(v, "required");
+				pop(v, sv2);
+			}
+			FIELD(v, m, "host_path", get_abspath(v, o, &vol->host_path));
+		}
+		pop(v, sv);
+	}
+}
+
+static void v_command(struct vctx *v, const msgpack_object *a, pod_container_t *c)
+{
+	uint32_t i;
+
+	if (!expect(v, a, MSGPACK_OBJECT_ARRAY, "a list of strings"))
+		return;
+	if (a->via.array.size == 0) {
+		verr(v, "must not be empty");
+		return;
+	}
+	c->argv = calloc((size_t)a->via.array.size + 1, sizeof *c->argv);
+	if (!c->argv) {
+		v->oom = true;
+		return;
+	}
+	c->argc = a->via.array.size;
+	for (i = 0; i < a->via.array.size; i++) {
+		size_t sv = push_index(v, i);
+		get_str(v, &a->via.array.ptr[i], &c->argv[i], i == 0);
+		pop(v, sv);
+	}
+}
+
+static void v_env(struct vctx *v, const msgpack_object *m, pod_container_t *c)
+{
+	uint32_t i;
+	size_t j;
+	char b[96];
+
+	if (!expect(v, m, MSGPACK_OBJECT_MAP, "a map of strings"))
+		return;
+	if (m->via.map.size == 0)
+		return;
+	c->env = calloc(m->via.map.size, sizeof *c->env);
+	if (!c->env) {
+		v->oom = true;
+		return;
+	}
+	for (i = 0; i < m->via.map.size; i++) {
+		const msgpack_object *k = &m->via.map.ptr[i].key;
+		const msgpack_object *val = &m->via.map.ptr[i].val;
+		pod_kv_t *kv = &c->env[c->env_count];
+		size_t sv;
+
+		if (k->type != MSGPACK_OBJECT_STR) {
+			verr(v, "keys must be strings, not %s", type_name(k->type));
+			continue;
+		}
+		if (k->via.str.size == 0 || memchr(k->via.str.ptr, '=', k->via.str.size) ||
+		    memchr(k->via.str.ptr, '\0', k->via.str.size)) {
+			verr(v, "invalid variable name %s",
+			     q(k->via.str.ptr, k->via.str.size, b));
+			continue;
+		}
+		sv = push_keyn(v, k->via.str.ptr, k->via.str.size);
+		if (val->type != MSGPACK_OBJECT_STR) {
+			/* No silent coercion: `PORT: 8080` and `PORT: 08080`
+			 * would otherwise differ in surprising ways. */
+			verr(v, "must be a string, not %s (quote it)", type_name(val->type));
+		} else if (memchr(val->via.str.ptr, '\0', val->via.str.size)) {
+			verr(v, "must not contain NUL bytes");
+		} else {
+			bool dup = false;
+			for (j = 0; j < c->env_count; j++) {
+				if (strlen(c->env[j].key) == k->via.str.size &&
+				    !memcmp(c->env[j].key, k->via.str.ptr, k->via.str.size))
+					dup = true;
+			}
+			if (dup) {
+				verr(v, "duplicate %s", q(k->via.str.ptr, k->via.str.size, b));
+			} else {
+				kv->key = vstrdup(v, k->via.str.ptr, k->via.str.size);
+				kv->value = vstrdup(v, val->via.str.ptr, val->via.str.size);
+				if (kv->key && kv->value) {
+					c->env_count++;
+				} else {
+					free(kv->key);
+					free(kv->value);
+					kv->key = kv->value = NULL;
+				}
+			}
+		}
+		pop(v, sv);
+	}
+}
+
+static bool user_part(const char *s, size_t len, bool *numeric, uint32_t *id)
+{
+	size_t i;
+	uint64_t n = 0;
+
+	if (len == 0 || len > 32)
+		return false;
+	*numeric = true;
+	for (i = 0; i < len; i++) {
+		if (s[i] < '0' || s[i] > '9') {
+			*numeric = false;
+			break;
+		}
+		n = n * 10 + (uint64_t)(s[i] - '0');
+	}
+	if (*numeric) {
+		/* (uid_t)-1 means "unchanged" to setresuid: refuse it. */
+		if (n >= UINT32_MAX)
+			return false;
+		*id = (uint32_t)n;
+		return true;
+	}
+	for (i = 0; i < len; i++) {
+		char c = s[i];
+		if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
+		      (c >= '0' && c <= '9') || c == '_' || c == '.' ||
+		      (c == '-' && i > 0) || (c == '$' && i == len - 1)))
+			return false;
+	}
+	return true;
+}
+
+static void v_user(struct vctx *v, const msgpack_object *o, pod_container_t *c)
+{
+	char buf[64], b[96];
+	const char *s, *colon;
+	size_t len;
+	bool num;
+	uint32_t id;
+
+	if (o->type == MSGPACK_OBJECT_POSITIVE_INTEGER) {
+		snprintf(buf, sizeof buf, "%llu", (unsigned long long)o->via.u64);
+		s = buf;
+		len = strlen(buf);
+	} else if (o->type == MSGPACK_OBJECT_STR) {
+		s = o->via.str.ptr;
+		len = o->via.str.size;
+	} else {
+		verr(v, "must be a string (\"uid[:gid]\" or \"name[:group]\"), not %s",
+		     type_name(o->type));
+		return;
+	}
+	colon = memchr(s, ':', len);
+	if (!user_part(s, colon ? (size_t)(colon - s) : len, &num, &id))
+		goto bad;
+	if (num) {
+		c->has_uid = true;
+		c->uid = id;
+	}
+	if (colon) {
+		size_t glen = len - (size_t)(colon - s) - 1;
+		if (!user_part(colon + 1, glen, &num, &id))
+			goto bad;
+		if (num) {
+			c->has_gid = true;
+			c->gid = id;
+		}
+	}
+	c->user = vstrdup(v, s, len);
+	return;
+bad:
+	c->has_uid = c->has_gid = false;
+	verr(v, "invalid user %s: must be \"uid[:gid]\" or \"name[:group]\"",
+	     q(s, len, b));
+}
+
+static void v_cpu(struct vctx *v, const msgpack_object *o, pod_limits_t *l)
+{
+	double x;
+	char b[96];
+
+	switch (o->type) {
+	case MSGPACK_OBJECT_POSITIVE_INTEGER:
+		if (o->via.u64 == 0 || o->via.u64 > UINT32_MAX / 1000) {
+			verr(v, "must be between 0.001 and %u", UINT32_MAX / 1000);
+			return;
+		}
+		l->cpu_millis = (uint32_t)o->via.u64 * 1000;
+		return;
+	case MSGPACK_OBJECT_FLOAT32:
+	case MSGPACK_OBJECT_FLOAT64:
+		x = o->via.f64 * 1000.0;
+		if (!isfinite(x) || x < 0.5 || x > (double)UINT32_MAX) {
+			verr(v, "must be between 0.001 and %u", UINT32_MAX / 1000);
+			return;
+		}
+		/* Millicores are the unit the kernel sees in the end; a finer
+		 * value would not survive the canonical round trip. */
+		if (fabs(x - round(x)) > 1e-6) {
+			verr(v, "invalid cpu %g: at most 3 decimals", o->via.f64);
+			return;
+		}
+		l->cpu_millis = (uint32_t)llround(x);
+		return;
+	case MSGPACK_OBJECT_STR: {
+		/* Kubernetes' millicore spelling, "500m". */
+		uint64_t m = 0;
+		size_t i, n = o->via.str.size;
+		const char *p = o->via.str.ptr;
+		if (n >= 2 && p[n - 1] == 'm' && n <= 11) {
+			for (i = 0; i < n - 1 && p[i] >= '0' && p[i] <= '9'; i++)
+				m = m * 10 + (uint64_t)(p[i] - '0');
+			if (i == n - 1 && m > 0 && m <= UINT32_MAX) {
+				l->cpu_millis = (uint32_t)m;
+				return;
+			}
+		}
+		verr(v, "invalid cpu %s: use a number of CPUs (0.5) or millicores (\"500m\")",
+		     q(p, n, b));
+		return;
+	}
+	default:
+		verr(v, "must be a number of CPUs, not %s", type_name(o->type));
+	}
+}
+
+static void v_limits(struct vctx *v, const msgpack_object *m, pod_container_t *c)
+{
+	static const char *const keys[] = { "memory", "pids", "cpu", NULL };
+
+	if (!expect(v, m, MSGPACK_OBJECT_MAP, "a map"))
+		return;
+	check_keys(v, m, keys);
+	FIELD(v, m, "memory", {
+		uint64_t sz;
+		if (get_size(v, o, &sz)) {
+			if (sz == 0)
+				verr(v, "must be > 0 (omit it for no limit)");
+			else
+				c->limits.memory_bytes = sz;
+		}
+	});
+	FIELD(v, m, "pids", {
+		if (o->type == MSGPACK_OBJECT_POSITIVE_INTEGER && o->via.u64 > 0)
+			c->limits.pids = o->via.u64;
+		else if (o->type == MSGPACK_OBJECT_POSITIVE_INTEGER ||
+			 o->type == MSGPACK_OBJECT_NEGATIVE_INTEGER)
+			verr(v, "must be > 0 (omit it for no limit)");
+		else
+			verr(v, "must be an integer, not %s", type_name(o->type));
+	});
+	FIELD(v, m, "cpu", v_cpu(v, o, &c->limits));
+}
+
+static void v_mounts(struct vctx *v, const msgpack_object *a, pod_container_t *c,
+		     const pod_spec_t *s)
+{
+	static const char *const keys[] = { "volume", "path", "read_only", NULL };
+	uint32_t i, j;
+	char b[96];
+
+	if (!expect(v, a, MSGPACK_OBJECT_ARRAY, "a list"))
+		return;
+	if (a->via.array.size == 0)
+		return;
+	if (!(s->isolation.namespaces & POD_NS_MOUNT))
+		/* Bind mounts outside a private mount namespace would
+		 * change the host's mount table. */
+		verr(v, "requires the mount namespace (isolation.namespaces)");
+	c->mounts = calloc(a->via.array.size, sizeof *c->mounts);
+	if (!c->mounts) {
+		v->oom = true;
+		return;
+	}
+	c->mount_count = a->via.array.size;
+	for (i = 0; i < a->via.array.size; i++) {
+		const msgpack_object *m = &a->via.array.ptr[i];
+		pod_mount_t *mt = &c->mounts[i];
+		size_t sv = push_index(v, i);
+
+		if (expect(v, m, MSGPACK_OBJECT_MAP, "a map")) {
+			check_keys(v, m, keys);
+			if (!lookup(m, "volume")) {
+				size_t sv2 = push_key(v, "volume");
+				verr(v, "required");
+				pop(v, sv2);
+			}
+			FIELD(v, m, "volume", {
+				if (get_str(v, o, &mt->volume, false)) {
+					bool found = false;
+					for (j = 0; j < s->volume_count; j++) {
+						if (s->volumes[j].name &&
+						    !strcmp(s->volumes[j].name, mt->volume)) {
+							mt->volume_index = j;
+							found = true;
+							break;
+						}
+					}
+					if (!found)
+						verr(v, "unknown volume %s",
+						     q(o->via.str.ptr, o->via.str.size, b));
+				}
+			});
+			if (!lookup(m, "path")) {
+				size_t sv2 = push_key(v, "path");
+				verr(v, "required");
+				pop(v, sv2);
+			}
+			FIELD(v, m, "path", {
+				if (get_abspath(v, o, &mt->path)) {
+					for (j = 0; j < i; j++) {
+						if (c->mounts[j].path &&
+						    !strcmp(c->mounts[j].path, mt->path)) {
+							verr(v, "duplicate %s",
+							     q(o->via.str.ptr, o->via.str.size, b));
+							break;
+						}
+					}
+				}
+			});
+			FIELD(v, m, "read_only", get_bool(v, o, &mt->read_only));
+		}
+		pop(v, sv);
+	}
+}
+
+static void v_containers(struct vctx *v, const msgpack_object *a, pod_spec_t *s)
+{
+	static const char *const keys[] = { "name", "command", "env", "working_dir",
+					    "user", "limits", "mounts", NULL };
+	uint32_t i, j;
+	char b[96];
+
+	if (!expect(v, a, MSGPACK_OBJECT_ARRAY, "a list"))
+		return;
+	if (a->via.array.size == 0) {
+		verr(v, "must not be empty");
+		return;
+	}
+	s->containers = calloc(a->via.array.size, sizeof *s->containers);
+	if (!s->containers) {
+		v->oom = true;
+		return;
+	}
+	s->container_count = a->via.array.size;
+	for (i = 0; i < a->via.array.size; i++) {
+		const msgpack_object *m = &a->via.array.ptr[i];
+		pod_container_t *c = &s->containers[i];
+		size_t sv = push_index(v, i);
+
+		if (expect(v, m, MSGPACK_OBJECT_MAP, "a map")) {
+			check_keys(v, m, keys);
+			if (!lookup(m, "name")) {
+				size_t sv2 = push_key(v, "name");
+				verr(v, "required");
+				pop(v, sv2);
+			}
+			FIELD(v, m, "name", {
+				if (get_str(v, o, &c->name, false)) {
+					if (!pod_name_valid(c->name, strlen(c->name))) {
+						verr(v, "invalid name %s: must match [a-z0-9][a-z0-9-_.]{0,62}",
+						     q(o->via.str.ptr, o->via.str.size, b));
+					} else {
+						for (j = 0; j < i; j++) {
+							if (s->containers[j].name &&
+							    !strcmp(s->containers[j].name, c->name)) {
+								verr(v, "duplicate %s",
+								     q(o->via.str.ptr, o->via.str.size, b));
+								break;
+							}
+						}
+					}
+				}
+			});
+			if (!lookup(m, "command")) {
+				size_t sv2 = push_key(v, "command");
+				verr(v, "required");
+				pop(v, sv2);
+			}
+			FIELD(v, m, "command", v_command(v, o, c));
+			FIELD(v, m, "env", v_env(v, o, c));
+			FIELD(v, m, "working_dir", get_abspath(v, o, &c->working_dir));
+			FIELD(v, m, "user", v_user(v, o, c));
+			FIELD(v, m, "limits", v_limits(v, o, c));
+			FIELD(v, m, "mounts", v_mounts(v, o, c, s));
+		}
+		pop(v, sv);
+	}
+}
+
+static void v_multiplier(struct vctx *v, const msgpack_object *o, double *dst)
+{
+	double x;
+
+	if (o->type == MSGPACK_OBJECT_POSITIVE_INTEGER)
+		x = (double)o->via.u64;
+	else if (o->type == MSGPACK_OBJECT_NEGATIVE_INTEGER)
+		x = (double)o->via.i64;
+	else if (o->type == MSGPACK_OBJECT_FLOAT32 || o->type == MSGPACK_OBJECT_FLOAT64)
+		x = o->via.f64;
+	else {
+		verr(v, "must be a number, not %s", type_name(o->type));
+		return;
+	}
+	if (!isfinite(x) || x < 1.0 || x > 1e6) {
+		verr(v, "must be between 1 and 1000000");
+		return;
+	}
+	*dst = x;
+}
+
+static void v_reconcile_wait(struct vctx *v, const msgpack_object *m, pod_spec_t *s)
+{
+	static const char *const keys[] = { "static", "random", "exponential", NULL };
+	static const char *const rkeys[] = { "min", "max", NULL };
+	static const char *const ekeys[] = { "wait", "multiplier", NULL };
+	pod_reconcile_wait_t *w = &s->reconcile_wait;
+	unsigned kinds = 0;
+	uint32_t i;
+
+	/* `reconcile_wait: 5s` is shorthand for {static: 5s}. */
+	if (m->type == MSGPACK_OBJECT_STR || m->type == MSGPACK_OBJECT_POSITIVE_INTEGER ||
+	    m->type == MSGPACK_OBJECT_NEGATIVE_INTEGER) {
+		get_duration(v, m, &w->wait_ms);
+		return;
+	}
+	if (!expect(v, m, MSGPACK_OBJECT_MAP, "a map"))
+		return;
+	check_keys(v, m, keys);
+	for (i = 0; i < 3; i++)
+		if (lookup(m, keys[i]))
+			kinds++;
+	if (kinds != 1) {
+		verr(v, "must have exactly one of static, random, exponential");
+		return;
+	}
+	FIELD(v, m, "static", {
+		w->kind = POD_WAIT_STATIC;
+		get_duration(v, o, &w->wait_ms);
+	});
+	FIELD(v, m, "random", {
+		w->kind = POD_WAIT_RANDOM;
+		w->wait_ms = 0;
+		if (expect(v, o, MSGPACK_OBJECT_MAP, "a map")) {
+			bool min_ok = false, max_ok = false;
+			check_keys(v, o, rkeys);
+			if (!lookup(o, "min") || !lookup(o, "max")) {
+				size_t sv2 = push_key(v, lookup(o, "min") ? "max" : "min");
+				verr(v, "required");
+				pop(v, sv2);
+			}
+			FIELD(v, o, "min", min_ok = get_duration(v, o, &w->min_ms));
+			FIELD(v, o, "max", max_ok = get_duration(v, o, &w->max_ms));
+			if (min_ok && max_ok && w->max_ms < w->min_ms) {
+				size_t sv2 = push_key(v, "max");
+				verr(v, "must be >= min");
+				pop(v, sv2);
+			}
+		}
+	});
+	FIELD(v, m, "exponential", {
+		w->kind = POD_WAIT_EXPONENTIAL;
+		if (expect(v, o, MSGPACK_OBJECT_MAP, "a map")) {
+			check_keys(v, o, ekeys);
+			if (!lookup(o, "wait")) {
+				size_t sv2 = push_key(v, "wait");
+				verr(v, "required");
+				pop(v, sv2);
+			}
+			FIELD(v, o, "wait", get_duration(v, o, &w->wait_ms));
+			FIELD(v, o, "multiplier", v_multiplier(v, o, &w->multiplier));
+		}
+	});
+}
+
+static void set_defaults(pod_spec_t *s)
+{
+	s->restart = POD_RESTART_ALWAYS;
+	s->backoff.base_ms = POD_DEFAULT_BACKOFF_BASE_MS;
+	s->backoff.cap_ms = POD_DEFAULT_BACKOFF_CAP_MS;
+	s->backoff.stable_window_ms = POD_DEFAULT_STABLE_WINDOW_MS;
+	s->stop.signal = SIGTERM;
+	s->stop.grace_ms = POD_DEFAULT_STOP_GRACE_MS;
+	s->reconcile_wait.kind = POD_WAIT_STATIC;
+	s->reconcile_wait.wait_ms = POD_DEFAULT_RECONCILE_WAIT_MS;
+	s->reconcile_wait.multiplier = 2.0;
+}
+
+int pod_spec_from_msgpack(const msgpack_object *map, pod_spec_t **out,
+			  pod_errors_t *errs)
+{
+	static const char *const keys[] = { "name", "restart", "backoff", "stop",
+					    "isolation", "volumes", "containers",
+					    "reconcile_wait", NULL };
+	struct vctx v = { .pod = "spec" };
+	pod_errors_t local;
+	const msgpack_object *name;
+	pod_spec_t *s;
+	char b[96];
+
+	*out = NULL;
+	pod_errors_init(&local);
+	v.errs = &local;
+	if (!map || map->type != MSGPACK_OBJECT_MAP) {
+		verr(&v, "must be a map, not %s",
+		     map ? type_name(map->type) : "nothing");
+		goto fail;
+	}
+	s = calloc(1, sizeof *s);
+	if (!s) {
+		v.oom = true;
+		goto fail;
+	}
+	set_defaults(s);
+
+	name = lookup(map, "name");
+	if (!name) {
+		verr(&v, "name: required");
+	} else if (name->type != MSGPACK_OBJECT_STR) {
+		verr(&v, "name: must be a string, not %s", type_name(name->type));
+	} else if (!pod_name_valid(name->via.str.ptr, name->via.str.size)) {
+		verr(&v, "name: invalid name %s: must match [a-z0-9][a-z0-9-_.]{0,62}",
+		     q(name->via.str.ptr, name->via.str.size, b));
+	} else {
+		s->name = vstrdup(&v, name->via.str.ptr, name->via.str.size);
+		if (s->name)
+			v.pod = s->name;
+	}
+
+	check_keys(&v, map, keys);
+	FIELD(&v, map, "restart", v_restart(&v, o, s));
+	FIELD(&v, map, "backoff", v_backoff(&v, o, s));
+	FIELD(&v, map, "stop", v_stop(&v, o, s));
+	/* isolation and volumes before containers: mounts refer to both. */
+	FIELD(&v, map, "isolation", v_isolation(&v, o, s));
+	FIELD(&v, map, "volumes", v_volumes(&v, o, s));
+	if (!lookup(map, "containers"))
+		verr(&v, "containers: required");
+	FIELD(&v, map, "containers", v_containers(&v, o, s));
+	FIELD(&v, map, "reconcile_wait", v_reconcile_wait(&v, o, s));
+
+	if (local.count == 0 && !v.oom) {
+		*out = s;
+		pod_errors_free(&local);
+		return 0;
+	}
+	if (local.oom)
+		v.oom = true;
+	if (errs)
+		pod_errors_move(errs, &local, NULL);
+	pod_errors_free(&local);
+	pod_spec_free(s);
+	return v.oom ? -ENOMEM : TANK_EINVALID;
+fail:
+	if (local.oom)
+		v.oom = true;
+	if (errs)
+		pod_errors_move(errs, &local, NULL);
+	pod_errors_free(&local);
+	return v.oom ? -ENOMEM : TANK_EINVALID;
+}
+
+/* ---- canonical encoding ----------------------------------------------- */
+
+/* msgpack_pack_* return the write callback's result (0 or -1); the only
+ * failure an sbuffer has is ENOMEM.  Errors are OR-ed into `r` so the
+ * encoder reads as a straight list of fields. */
+struct enc {
+	msgpack_packer *pk;
+	int r;
+};
+
+static void e_str(struct enc *e, const char *s)
+{
+	size_t l = strlen(s);
+	e->r |= msgpack_pack_str(e->pk, l);
+	e->r |= msgpack_pack_str_body(e->pk, s, l);
+}
+
+static void e_map(struct enc *e, size_t n)
+{
+	e->r |= msgpack_pack_map(e->pk, n);
+}
+
+static void e_arr(struct enc *e, size_t n)
+{
+	e->r |= msgpack_pack_array(e->pk, n);
+}
+
+static void e_duration(struct enc *e, const char *key, uint64_t ms)
+{
+	char b[POD_UNIT_BUF];
+	e_str(e, key);
+	e_str(e, pod_format_duration(ms, b));
+}
+
+/* Whole numbers as integers so that `multiplier: 10` or `cpu: 2` read
+ * back as written; everything else as float64 (exact for what the
+ * validator accepts). */
+static void e_number(struct enc *e, double x)
+{
+	if (x == floor(x) && fabs(x) < 9007199254740992.0)
+		e->r |= msgpack_pack_int64(e->pk, (int64_t)x);
+	else
+		e->r |= msgpack_pack_double(e->pk, x);
+}
+
+static void e_container(struct enc *e, const pod_container_t *c)
+{
+	char b[POD_UNIT_BUF];
+	size_t i, n = 2, nl = 0;
+
+	n += c->env_count > 0;
+	n += c->working_dir != NULL;
+	n += c->user != NULL;
+	nl = (c->limits.memory_bytes > 0) + (c->limits.pids > 0) +
+	     (c->limits.cpu_millis > 0);
+	n += nl > 0;
+	n += c->mount_count > 0;
+	e_map(e, n);
+	e_str(e, "name");
+	e_str(e, c->name);
+	e_str(e, "command");
+	e_arr(e, c->argc);
+	for (i = 0; i < c->argc; i++)
+		e_str(e, c->argv[i]);
+	if (c->env_count) {
+		e_str(e, "env");
+		e_map(e, c->env_count);
+		for (i = 0; i < c->env_count; i++) {
+			e_str(e, c->env[i].key);
+			e_str(e, c->env[i].value);
+		}
+	}
+	if (c->working_dir) {
+		e_str(e, "working_dir");
+		e_str(e, c->working_dir);
+	}
+	if (c->user) {
+		e_str(e, "user");
+		e_str(e, c->user);
+	}
+	if (nl) {
+		e_str(e, "limits");
+		e_map(e, nl);
+		if (c->limits.memory_bytes) {
+			e_str(e, "memory");
+			e_str(e, pod_format_size(c->limits.memory_bytes, b));
+		}
+		if (c->limits.pids) {
+			e_str(e, "pids");
+			e->r |= msgpack_pack_uint64(e->pk, c->limits.pids);
+		}
+		if (c->limits.cpu_millis) {
+			e_str(e, "cpu");
+			e_number(e, c->limits.cpu_millis / 1000.0);
+		}
+	}
+	if (c->mount_count) {
+		e_str(e, "mounts");
+		e_arr(e, c->mount_count);
+		for (i = 0; i < c->mount_count; i++) {
+			e_map(e, 3);
+			e_str(e, "volume");
+			e_str(e, c->mounts[i].volume);
+			e_str(e, "path");
+			e_str(e, c->mounts[i].path);
+			e_str(e, "read_only");
+			e->r |= c->mounts[i].read_only ? msgpack_pack_true(e->pk) :
+							 msgpack_pack_false(e->pk);
+		}
+	}
+}
+
+int pod_spec_to_msgpack(const pod_spec_t *s, msgpack_packer *pk)
+{
+	struct enc e = { .pk = pk };
+	char b[POD_UNIT_BUF];
+	size_t i, n = 6, ni;
+	bool iso;
+
+	iso = s->isolation.namespaces || s->isolation.hostname || s->isolation.rootfs;
+	n += iso;
+	n += s->volume_count > 0;
+	e_map(&e, n);
+	e_str(&e, "name");
+	e_str(&e, s->name);
+	e_str(&e, "restart");
+	e_str(&e, pod_restart_name(s->restart));
+	e_str(&e, "backoff");
+	e_map(&e, 3);
+	e_duration(&e, "base", s->backoff.base_ms);
+	e_duration(&e, "cap", s->backoff.cap_ms);
+	e_duration(&e, "stable_window", s->backoff.stable_window_ms);
+	e_str(&e, "stop");
+	e_map(&e, 2);
+	e_str(&e, "signal");
+	e_str(&e, pod_format_signal(s->stop.signal, b));
+	e_duration(&e, "grace", s->stop.grace_ms);
+	if (iso) {
+		e_str(&e, "isolation");
+		e_map(&e, 1 + (s->isolation.hostname != NULL) +
+			  (s->isolation.rootfs != NULL));
+		e_str(&e, "namespaces");
+		ni = (size_t)__builtin_popcount(s->isolation.namespaces & POD_NS_ALL);
+		e_arr(&e, ni);
+		for (i = 0; i < NS_COUNT; i++)
+			if (s->isolation.namespaces & (1u << i))
+				e_str(&e, ns_names[i]);
+		if (s->isolation.hostname) {
+			e_str(&e, "hostname");
+			e_str(&e, s->isolation.hostname);
+		}
+		if (s->isolation.rootfs) {
+			e_str(&e, "rootfs");
+			e_str(&e, s->isolation.rootfs);
+		}
+	}
+	if (s->volume_count) {
+		e_str(&e, "volumes");
+		e_arr(&e, s->volume_count);
+		for (i = 0; i < s->volume_count; i++) {
+			e_map(&e, 2);
+			e_str(&e, "name");
+			e_str(&e, s->volumes[i].name);
+			e_str(&e, "host_path");
+			e_str(&e, s->volumes[i].host_path);
+		}
+	}
+	e_str(&e, "containers");
+	e_arr(&e, s->container_count);
+	for (i = 0; i < s->container_count; i++)
+		e_container(&e, &s->containers[i]);
+	e_str(&e, "reconcile_wait");
+	e_map(&e, 1);
+	switch (s->reconcile_wait.kind) {
+	case POD_WAIT_RANDOM:
+		e_str(&e, "random");
+		e_map(&e, 2);
+		e_duration(&e, "min", s->reconcile_wait.min_ms);
+		e_duration(&e, "max", s->reconcile_wait.max_ms);
+		break;
+	case POD_WAIT_EXPONENTIAL:
+		e_str(&e, "exponential");
+		e_map(&e, 2);
+		e_duration(&e, "wait", s->reconcile_wait.wait_ms);
+		e_str(&e, "multiplier");
+		e_number(&e, s->reconcile_wait.multiplier);
+		break;
+	default:
+		e_duration(&e, "static", s->reconcile_wait.wait_ms);
+		break;
+	}
+	return e.r ? -ENOMEM : 0;
+}
+
+int pod_spec_encode(const pod_spec_t *spec, char **buf, size_t *len)
+{
+	msgpack_sbuffer sb;
+	msgpack_packer pk;
+
+	msgpack_sbuffer_init(&sb);
+	msgpack_packer_init(&pk, &sb, msgpack_sbuffer_write);
+	if (pod_spec_to_msgpack(spec, &pk) < 0) {
+		msgpack_sbuffer_destroy(&sb);
+		return -ENOMEM;
+	}
+	*len = sb.size;
+	*buf = msgpack_sbuffer_release(&sb);
+	if (!*buf) {
+		/* An empty sbuffer has no data pointer; the encoding is never
+		 * empty, so this is only reached on a failed write. */
+		return -ENOMEM;
+	}
+	return 0;
+}
+
+pod_spec_t *pod_spec_dup(const pod_spec_t *spec)
+{
+	msgpack_unpacked u;
+	pod_spec_t *copy = NULL;
+	char *buf;
+	size_t len;
+
+	/* Through the canonical bytes: one code path to keep correct
+	 * instead of a second, hand-written deep copy. */
+	if (pod_spec_encode(spec, &buf, &len) < 0)
+		return NULL;
+	msgpack_unpacked_init(&u);
+	if (msgpack_unpack_next(&u, buf, len, NULL) == MSGPACK_UNPACK_SUCCESS)
+		pod_spec_from_msgpack(&u.data, &copy, NULL);
+	msgpack_unpacked_destroy(&u);
+	free(buf);
+	return copy;
+}

@@ -1,0 +1,179 @@
+/*
+ * pod_spec — the in-memory pod specification and its one validator.
+ *
+ * A pod is a named group of containers sharing one sandbox (DESIGN.md §3).
+ * There is exactly one way to obtain a pod_spec_t: pod_spec_from_msgpack(),
+ * which validates.  Manifests (YAML/JSON, see pod_manifest.h) and RPC
+ * params (msgpack maps) both go through it, so a file and a socket client
+ * can never disagree on what is valid.
+ *
+ * pod_spec_to_msgpack() is the canonical encoding: fixed key order, every
+ * default written out, optional fields omitted when unset.  Hence
+ * from_msgpack(to_msgpack(s)) == s, and two specs that mean the same pod
+ * encode to the same bytes — the store hashes those bytes to tell
+ * `unchanged` from `configured`.
+ *
+ * Ownership: a pod_spec_t and everything it points to is one tree owned by
+ * whoever received it; pod_spec_free() frees the whole tree.  Nothing here
+ * blocks or touches global state; user names are kept as strings and
+ * resolved by the launcher (getpwnam may block on NSS).
+ */
+#ifndef TANK_POD_SPEC_H
+#define TANK_POD_SPEC_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include <msgpack.h>
+
+#include "pod/pod_errors.h"
+
+#define POD_NAME_MAX 63    /* [a-z0-9][a-z0-9-_.]{0,62} */
+
+enum pod_restart {
+	POD_RESTART_ALWAYS = 0,
+	POD_RESTART_ON_FAILURE,
+	POD_RESTART_NEVER,
+};
+
+/* Namespaces a pod's sandbox may unshare; a bitmask. */
+enum pod_ns {
+	POD_NS_PID   = 1u << 0,
+	POD_NS_MOUNT = 1u << 1,
+	POD_NS_UTS   = 1u << 2,
+	POD_NS_IPC   = 1u << 3,
+	POD_NS_NET   = 1u << 4,
+};
+#define POD_NS_ALL 0x1fu
+
+enum pod_wait_kind {
+	POD_WAIT_STATIC = 0,
+	POD_WAIT_RANDOM,
+	POD_WAIT_EXPONENTIAL,
+};
+
+/* Defaults (DESIGN.md §3, §4). */
+#define POD_DEFAULT_BACKOFF_BASE_MS     (10u * 1000)
+#define POD_DEFAULT_BACKOFF_CAP_MS      (300u * 1000)
+#define POD_DEFAULT_STABLE_WINDOW_MS    (10u * 60 * 1000)
+#define POD_DEFAULT_STOP_GRACE_MS       (10u * 1000)
+#define POD_DEFAULT_RECONCILE_WAIT_MS   (3u * 1000)
+/* stop.signal defaults to SIGTERM. */
+
+typedef struct pod_kv {
+	char *key;
+	char *value;
+} pod_kv_t;
+
+typedef struct pod_volume {
+	char *name;
+	char *host_path;          /* absolute */
+} pod_volume_t;
+
+typedef struct pod_mount {
+	char *volume;             /* names one of pod_spec_t.volumes */
+	size_t volume_index;      /* its index there, resolved by validation */
+	char *path;               /* absolute, inside the container */
+	bool read_only;
+} pod_mount_t;
+
+/* 0 in any field means "no limit". */
+typedef struct pod_limits {
+	uint64_t memory_bytes;
+	uint64_t pids;
+	uint32_t cpu_millis;      /* 1000 = one CPU; manifest `cpu: 0.5` = 500 */
+} pod_limits_t;
+
+typedef struct pod_container {
+	char *name;
+	char **argv;              /* NULL-terminated, argc >= 1 */
+	size_t argc;
+	pod_kv_t *env;            /* in manifest order, keys unique */
+	size_t env_count;
+	char *working_dir;        /* absolute, or NULL = launcher's choice */
+	/* user: the string as written ("1000:1000", "www", "www:www"), or NULL
+	 * for tankd's own identity.  When a part is numeric it is also parsed
+	 * here; names are resolved by the launcher. */
+	char *user;
+	bool has_uid, has_gid;
+	uid_t uid;
+	gid_t gid;
+	pod_limits_t limits;
+	pod_mount_t *mounts;
+	size_t mount_count;
+} pod_container_t;
+
+typedef struct pod_reconcile_wait {
+	enum pod_wait_kind kind;
+	uint64_t wait_ms;          /* static; exponential: the first wait */
+	uint64_t min_ms, max_ms;   /* random, min <= max */
+	double multiplier;         /* exponential, >= 1 */
+} pod_reconcile_wait_t;
+
+typedef struct pod_spec {
+	char *name;
+	enum pod_restart restart;
+	struct {
+		uint64_t base_ms, cap_ms, stable_window_ms;   /* cap >= base */
+	} backoff;
+	struct {
+		int signal;
+		uint64_t grace_ms;
+	} stop;
+	struct {
+		unsigned namespaces;   /* enum pod_ns bits; 0 = host process */
+		char *hostname;        /* NULL, or set with POD_NS_UTS */
+		char *rootfs;          /* NULL, or absolute with POD_NS_MOUNT */
+	} isolation;
+	pod_volume_t *volumes;
+	size_t volume_count;
+	pod_container_t *containers;   /* at least one */
+	size_t container_count;
+	pod_reconcile_wait_t reconcile_wait;
+} pod_spec_t;
+
+/*
+ * Validates a msgpack map shaped like a manifest document and builds a
+ * spec from it.  Every error found is appended to errs (which may be NULL
+ * when only the verdict matters), each as `<pod>: <path>: <problem>`,
+ * where <pod> is the pod's name when it is valid and "spec" otherwise.
+ * Unknown keys are errors at every level; nil means "absent".
+ *
+ * `map` is borrowed; the spec copies every string it keeps.
+ * Returns 0 and sets *out (owned by the caller), or:
+ *   TANK_EINVALID  the map is not a valid pod (details in errs);
+ *   -ENOMEM        allocation failed (errs may be incomplete).
+ * On failure *out is set to NULL.
+ */
+int pod_spec_from_msgpack(const msgpack_object *map, pod_spec_t **out,
+			  pod_errors_t *errs);
+
+/*
+ * Canonical encoding of spec as one msgpack map (see top of file).
+ * Returns 0, or the packer's write error (negative; -ENOMEM for an
+ * sbuffer) — the packer may then hold a partial map.
+ */
+int pod_spec_to_msgpack(const pod_spec_t *spec, msgpack_packer *pk);
+
+/* Convenience: the canonical bytes in a malloc'd buffer owned by the
+ * caller.  0 or -ENOMEM. */
+int pod_spec_encode(const pod_spec_t *spec, char **buf, size_t *len);
+
+/* Deep copy; NULL on ENOMEM. */
+pod_spec_t *pod_spec_dup(const pod_spec_t *spec);
+
+/* Frees spec and everything it owns. NULL is fine. */
+void pod_spec_free(pod_spec_t *spec);
+
+/* True when name matches [a-z0-9][a-z0-9-_.]{0,62}; used for pod,
+ * container and volume names (they become path components). */
+bool pod_name_valid(const char *name, size_t len);
+
+/* "always", "on_failure", "never". */
+const char *pod_restart_name(enum pod_restart r);
+/* "pid", "mount", "uts", "ipc", "net" for a single bit, else NULL. */
+const char *pod_ns_name(unsigned bit);
+
+#endif
