@@ -1,0 +1,932 @@
+/*
+ * api_server.c — the listener and connection actors (see api_server.h).
+ *
+ * Why connections are actors rather than one big select loop inside the
+ * listener: a connection's lifetime then follows the runtime's rules (a
+ * generational pid makes late replies safe, death is deferred to a safe
+ * point, the runtime's fairness keeps one busy client from starving the
+ * others), and the daemon's handlers reply from wherever they are by pid.
+ *
+ * Replies and events are appended straight into the connection's output
+ * buffer (found with rt_state_of) instead of being mailed to it: one copy
+ * less, and the bound on buffered output is checked at the moment the
+ * bytes are added, so a slow subscriber is cut off before memory grows.
+ */
+#include "api/api_server.h"
+
+#include <errno.h>
+#include <ev.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#define API__READ_CHUNK (64u << 10)
+#define API__MAX_PENDING 4096u      /* unanswered requests before we stop
+				     * reading a connection */
+#define API__LINGER_MS 5000u        /* flush time granted before a close */
+#define API__EOF_LINGER_MS 30000u   /* wait for replies after the peer's EOF */
+#define API__ACCEPT_BATCH 64
+#define API__ACCEPT_PAUSE_MS 100u   /* after EMFILE: retry later, not spin */
+#define API__METHOD_MAX 128
+
+enum {
+	API__TAG_ACCEPT = 1,
+	API__TAG_RESUME,
+	API__TAG_READ,
+	API__TAG_WRITE,
+	API__TAG_LINGER,
+};
+
+/* --- byte buffer ------------------------------------------------------- */
+
+typedef struct api_buf {
+	char *p;
+	size_t head;   /* unsent data starts at p + head */
+	size_t len;    /* unsent bytes */
+	size_t cap;
+} api_buf_t;
+
+static int api__buf_reserve(api_buf_t *b, size_t more)
+{
+	if (b->head && b->head + b->len + more > b->cap) {
+		memmove(b->p, b->p + b->head, b->len);
+		b->head = 0;
+	}
+	if (b->len + more <= b->cap)
+		return 0;
+	size_t ncap = b->cap ? b->cap : 4096;
+	while (ncap < b->len + more)
+		ncap *= 2;
+	char *np = realloc(b->p, ncap);
+	if (!np)
+		return -ENOMEM;
+	b->p = np;
+	b->cap = ncap;
+	return 0;
+}
+
+/* msgpack_packer write callback. */
+static int api__buf_write(void *data, const char *buf, size_t len)
+{
+	api_buf_t *b = data;
+
+	if (api__buf_reserve(b, len) < 0)
+		return -ENOMEM;
+	memcpy(b->p + b->head + b->len, buf, len);
+	b->len += len;
+	return 0;
+}
+
+static void api__buf_consume(api_buf_t *b, size_t n)
+{
+	b->head += n;
+	b->len -= n;
+	if (!b->len) {
+		b->head = 0;
+		/* Give back the memory of a burst (a big `list` result). */
+		if (b->cap > 256u << 10) {
+			free(b->p);
+			b->p = NULL;
+			b->cap = 0;
+		}
+	}
+}
+
+/* --- state ------------------------------------------------------------- */
+
+typedef struct api_server {
+	rt_pid_t self;
+	int fd;
+	rt_ref_t aref;              /* accept watch, 0 while paused */
+	char *path;
+	dev_t dev;                  /* the socket file we made: removed on */
+	ino_t ino;                  /* stop only if it is still ours */
+	api_method_t *methods;      /* owned, names owned */
+	size_t nmethods;
+	size_t max_frame, max_outbuf, max_conns;
+	bool has_group;
+	gid_t group;
+	uid_t uid;
+	rt_pid_t *conns;
+	size_t nconns, capconns;
+} api_server_t;
+
+typedef struct api_conn {
+	rt_pid_t self, server;
+	int fd;
+	rt_ref_t rref, wref;        /* read / write watches, 0 when off */
+	msgpack_unpacker unp;
+	api_buf_t out;
+	size_t max_frame, max_outbuf;
+	size_t pending;             /* requests dispatched, not yet answered */
+	uid_t uid;
+	gid_t gid;
+	pid_t pid;
+	bool authorized;
+	bool subscribed;
+	bool closing;               /* no more input; die once flushed */
+	bool dead;                  /* exit requested: ignore everything */
+} api_conn_t;
+
+static const rt_behaviour_t api__server_b;
+static const rt_behaviour_t api__conn_b;
+
+/* --- connection -------------------------------------------------------- */
+
+static void api__conn_die(rt_t *rt, api_conn_t *c)
+{
+	if (c->dead)
+		return;
+	c->dead = true;
+	if (rt_self(rt) == c->self)
+		rt_exit_self(rt, RT_R_SHUTDOWN);
+	else
+		rt_exit(rt, c->self, RT_R_SHUTDOWN);
+}
+
+static void api__conn_watch_write(rt_t *rt, api_conn_t *c)
+{
+	if (!c->wref && rt_watch_fd(rt, c->self, c->fd, EV_WRITE, API__TAG_WRITE,
+				    &c->wref) < 0) {
+		c->wref = 0;
+		api__conn_die(rt, c);
+	}
+}
+
+/* Reads while there is room: not closing, output below its bound, not too
+ * many requests in flight (backpressure on a client that does not read). */
+static void api__conn_update_read(rt_t *rt, api_conn_t *c)
+{
+	bool want = !c->closing && !c->dead && c->out.len <= c->max_outbuf &&
+		    c->pending < API__MAX_PENDING;
+
+	if (want && !c->rref) {
+		if (rt_watch_fd(rt, c->self, c->fd, EV_READ, API__TAG_READ, &c->rref) < 0) {
+			c->rref = 0;
+			api__conn_die(rt, c);
+		}
+	} else if (!want && c->rref) {
+		rt_unwatch_fd(rt, c->rref);
+		c->rref = 0;
+	}
+}
+
+static void api__conn_maybe_finish(rt_t *rt, api_conn_t *c)
+{
+	if (c->closing && !c->out.len && !c->pending)
+		api__conn_die(rt, c);
+}
+
+static void api__conn_flush(rt_t *rt, api_conn_t *c)
+{
+	while (c->out.len && !c->dead) {
+		ssize_t n = send(c->fd, c->out.p + c->out.head, c->out.len,
+				 MSG_NOSIGNAL | MSG_DONTWAIT);
+		if (n < 0) {
+			if (errno == EINTR)
+				continue;
+			if (errno == EAGAIN || errno == EWOULDBLOCK)
+				break;
+			api__conn_die(rt, c);   /* EPIPE, ECONNRESET: peer gone */
+			return;
+		}
+		api__buf_consume(&c->out, (size_t)n);
+	}
+	if (c->dead)
+		return;
+	if (c->out.len) {
+		api__conn_watch_write(rt, c);
+	} else if (c->wref) {
+		rt_unwatch_fd(rt, c->wref);
+		c->wref = 0;
+	}
+	api__conn_update_read(rt, c);
+	api__conn_maybe_finish(rt, c);
+}
+
+/* Stops reading and closes once the output is flushed (or after a grace
+ * period: a peer that never reads does not keep us). */
+static void api__conn_close(rt_t *rt, api_conn_t *c, uint64_t linger_ms)
+{
+	if (c->closing)
+		return;
+	c->closing = true;
+	api__conn_update_read(rt, c);
+	if (rt_send_after(rt, c->self, linger_ms, API__TAG_LINGER, NULL, 0, NULL) < 0)
+		api__conn_die(rt, c);
+}
+
+/* Appends one packed message to c's output.  On a packing error the partial
+ * bytes are removed.  `bounded`: an unsolicited message (event) — if it
+ * would push the output past max_outbuf the connection is cut off. */
+static int api__conn_append(rt_t *rt, api_conn_t *c, bool bounded,
+			    int (*pack)(msgpack_packer *, void *), void *arg)
+{
+	size_t before = c->out.len;
+	msgpack_packer pk;
+	int r;
+
+	msgpack_packer_init(&pk, &c->out, api__buf_write);
+	if ((r = pack(&pk, arg)) != 0) {
+		c->out.len = before;
+		return r < 0 ? r : -ENOMEM;
+	}
+	if (bounded && c->out.len > c->max_outbuf) {
+		c->out.len = before;
+		api__conn_die(rt, c);
+		return -ENOBUFS;
+	}
+	/* Inside the connection's own turn the read path flushes at its end;
+	 * from elsewhere, let EV_WRITE readiness batch the bytes. */
+	if (rt_self(rt) != c->self)
+		api__conn_watch_write(rt, c);
+	return 0;
+}
+
+static api_conn_t *api__conn_get(rt_t *rt, rt_pid_t pid)
+{
+	api_conn_t *c = pid ? rt_state_of(rt, pid, &api__conn_b) : NULL;
+	return c && !c->dead ? c : NULL;
+}
+
+/* Packing closures for the reply kinds. */
+typedef struct api__reply {
+	uint32_t msgid;
+	int code;
+	const char *message;
+	api_pack_fn fn;
+	void *arg;
+	const void *raw;
+	size_t len;
+	const char *method;
+} api__reply_t;
+
+static int api__pack_result_cb(msgpack_packer *pk, void *a)
+{
+	api__reply_t *r = a;
+	return api_pack_result(pk, r->msgid, r->fn, r->arg);
+}
+
+static int api__pack_result_raw_cb(msgpack_packer *pk, void *a)
+{
+	api__reply_t *r = a;
+	return api_pack_result_raw(pk, r->msgid, r->raw, r->len);
+}
+
+static int api__pack_error_cb(msgpack_packer *pk, void *a)
+{
+	api__reply_t *r = a;
+	return api_pack_error(pk, r->msgid, r->code, r->message, r->fn, r->arg);
+}
+
+static int api__pack_notify_cb(msgpack_packer *pk, void *a)
+{
+	api__reply_t *r = a;
+	return api_pack_notification(pk, r->method, r->fn, r->arg);
+}
+
+static int api__pack_rawmsg_cb(msgpack_packer *pk, void *a)
+{
+	api__reply_t *r = a;
+	return api_pack_raw(pk, r->raw, r->len);
+}
+
+static int api__answer(rt_t *rt, api_token_t t,
+		       int (*pack)(msgpack_packer *, void *), api__reply_t *r)
+{
+	api_conn_t *c = api__conn_get(rt, t.conn);
+	int err;
+
+	if (!c)
+		return -ESRCH;
+	r->msgid = t.msgid;
+	err = api__conn_append(rt, c, false, pack, r);
+	if (err < 0 && pack != api__pack_error_cb) {
+		/* Never leave the client waiting: a result that could not be
+		 * packed becomes an internal error. */
+		api__reply_t e = { .msgid = t.msgid, .code = API_INTERNAL,
+				   .message = "could not encode the result" };
+		if (api__conn_append(rt, c, false, api__pack_error_cb, &e) < 0)
+			api__conn_die(rt, c);
+	}
+	if (c->pending)
+		c->pending--;
+	if (rt_self(rt) != c->self) {
+		api__conn_update_read(rt, c);
+		api__conn_maybe_finish(rt, c);
+	}
+	return err;
+}
+
+int api_reply(rt_t *rt, api_token_t token, api_pack_fn fn, void *arg)
+{
+	api__reply_t r = { .fn = fn, .arg = arg };
+	return api__answer(rt, token, api__pack_result_cb, &r);
+}
+
+int api_reply_raw(rt_t *rt, api_token_t token, const void *result, size_t len)
+{
+	api__reply_t r = { .raw = result, .len = len };
+	return api__answer(rt, token, api__pack_result_raw_cb, &r);
+}
+
+int api_reply_error(rt_t *rt, api_token_t token, int code, const char *message,
+		    api_pack_fn details, void *arg)
+{
+	api__reply_t r = { .code = code, .message = message, .fn = details, .arg = arg };
+	return api__answer(rt, token, api__pack_error_cb, &r);
+}
+
+int api_reply_err(rt_t *rt, api_token_t token, int err, const char *message)
+{
+	int code = api_code_from_err(err);
+	return api_reply_error(rt, token, code ? code : API_INTERNAL,
+			       message ? message : tank_strerror(err), NULL, NULL);
+}
+
+int api_notify(rt_t *rt, api_token_t token, const char *method,
+	       api_pack_fn params, void *arg)
+{
+	api_conn_t *c = api__conn_get(rt, token.conn);
+	api__reply_t r = { .method = method, .fn = params, .arg = arg };
+
+	if (!c)
+		return -ESRCH;
+	return api__conn_append(rt, c, true, api__pack_notify_cb, &r);
+}
+
+/* Built-in `subscribe`. */
+static void api__subscribe(const api_call_t *call, const msgpack_object *params,
+			   void *ctx)
+{
+	api_conn_t *c = api__conn_get(call->rt, call->token.conn);
+	tank_error_t e;
+
+	(void)ctx;
+	if (api_params_check(params, "", &e) < 0) {
+		api_reply_error(call->rt, call->token, API_BAD_REQUEST, e.msg, NULL, NULL);
+		return;
+	}
+	if (c)
+		c->subscribed = true;
+	api_reply(call->rt, call->token, NULL, NULL);
+}
+
+static void api__conn_bad(rt_t *rt, api_conn_t *c, uint32_t msgid, int code,
+			  const char *msg)
+{
+	api__reply_t r = { .msgid = msgid, .code = code, .message = msg };
+	if (api__conn_append(rt, c, false, api__pack_error_cb, &r) < 0)
+		api__conn_die(rt, c);
+}
+
+static void api__conn_dispatch(rt_t *rt, api_conn_t *c, const msgpack_object *o)
+{
+	api_server_t *s = rt_state_of(rt, c->server, &api__server_b);
+	char method[API__METHOD_MAX + 1];
+	tank_error_t e;
+	api_msg_t m;
+
+	if (api_rpc_parse(o, &m, &e) < 0) {
+		if (m.type == API_REQUEST && m.has_msgid)
+			api__conn_bad(rt, c, m.msgid, API_BAD_REQUEST, e.msg);
+		else
+			api__conn_close(rt, c, API__LINGER_MS);
+		return;
+	}
+	if (m.type == API_RESPONSE) {
+		/* We never call the client: a response is a confused peer. */
+		api__conn_close(rt, c, API__LINGER_MS);
+		return;
+	}
+	if (!s) {   /* the server is going away */
+		api__conn_close(rt, c, API__LINGER_MS);
+		return;
+	}
+	api_call_t call = {
+		.rt = rt, .server = c->server,
+		.token = { m.type == API_REQUEST ? c->self : RT_NOPID,
+			   m.type == API_REQUEST ? m.msgid : 0 },
+		.method = method, .uid = c->uid, .gid = c->gid, .pid = c->pid,
+	};
+	size_t n = m.method_len < API__METHOD_MAX ? m.method_len : API__METHOD_MAX;
+	memcpy(method, m.method, n);
+	method[n] = '\0';
+	if (!c->authorized) {
+		if (m.type == API_REQUEST) {
+			char msg[96];
+			snprintf(msg, sizeof msg, "uid %u may not use this socket",
+				 (unsigned)c->uid);
+			api__conn_bad(rt, c, m.msgid, API_UNAUTHORIZED, msg);
+		}
+		return;
+	}
+	api_handler_fn fn = NULL;
+	void *ctx = NULL;
+	if (m.method_len <= API__METHOD_MAX && strlen(method) == m.method_len) {
+		for (size_t i = 0; i < s->nmethods; i++)
+			if (strcmp(s->methods[i].name, method) == 0) {
+				fn = s->methods[i].fn;
+				ctx = s->methods[i].ctx;
+				break;
+			}
+		if (!fn && strcmp(method, "subscribe") == 0)
+			fn = api__subscribe;
+	}
+	if (!fn) {
+		if (m.type == API_REQUEST) {
+			char msg[API__METHOD_MAX + 32];
+			snprintf(msg, sizeof msg, "unknown method \"%.*s\"",
+				 (int)(n > 64 ? 64 : n), method);
+			api__conn_bad(rt, c, m.msgid, API_BAD_REQUEST, msg);
+		}
+		return;
+	}
+	if (m.type == API_REQUEST)
+		c->pending++;
+	fn(&call, m.params, ctx);
+}
+
+/* The first bytes of a frame that is too big, decoded far enough to find
+ * its msgid: [0, msgid, … (fixarray 4, 0, uint). */
+static bool api__peek_msgid(const unsigned char *p, size_t n, uint32_t *id)
+{
+	if (n < 3 || p[0] != 0x94 || p[1] != 0x00)
+		return false;
+	if (p[2] <= 0x7f) { *id = p[2]; return true; }
+	if (p[2] == 0xcc && n >= 4) { *id = p[3]; return true; }
+	if (p[2] == 0xcd && n >= 5) { *id = (uint32_t)p[3] << 8 | p[4]; return true; }
+	if (p[2] == 0xce && n >= 7) {
+		*id = (uint32_t)p[3] << 24 | (uint32_t)p[4] << 16 |
+		      (uint32_t)p[5] << 8 | p[6];
+		return true;
+	}
+	return false;
+}
+
+static int api__pack_frame_error(msgpack_packer *pk, void *a)
+{
+	api__reply_t *r = a;
+	int err = msgpack_pack_array(pk, 1);
+	return err ? -ENOMEM : api_pack_error_map(pk, API_BAD_REQUEST, r->message,
+						  NULL, NULL);
+}
+
+static void api__conn_too_big(rt_t *rt, api_conn_t *c)
+{
+	const unsigned char *start = (const unsigned char *)c->unp.buffer + c->unp.off;
+	size_t avail = c->unp.used - c->unp.off;
+	char msg[96];
+	uint32_t id;
+
+	snprintf(msg, sizeof msg, "frame larger than %zu bytes", c->max_frame);
+	if (api__peek_msgid(start, avail, &id)) {
+		api__conn_bad(rt, c, id, API_BAD_REQUEST, msg);
+	} else {
+		/* No msgid to answer by: say it in a notification, which any
+		 * msgpack-RPC client can read, then close. */
+		api__reply_t r = { .method = "error", .fn = api__pack_frame_error,
+				   .message = msg };
+		r.arg = &r;
+		api__conn_append(rt, c, false, api__pack_notify_cb, &r);
+	}
+	api__conn_close(rt, c, API__LINGER_MS);
+}
+
+static void api__conn_read(rt_t *rt, api_conn_t *c)
+{
+	msgpack_unpacked up;
+	ssize_t n;
+
+	if (!msgpack_unpacker_reserve_buffer(&c->unp, API__READ_CHUNK)) {
+		api__conn_die(rt, c);
+		return;
+	}
+	do
+		n = recv(c->fd, msgpack_unpacker_buffer(&c->unp),
+			 msgpack_unpacker_buffer_capacity(&c->unp), MSG_DONTWAIT);
+	while (n < 0 && errno == EINTR);
+	if (n < 0) {
+		if (errno != EAGAIN && errno != EWOULDBLOCK)
+			api__conn_die(rt, c);
+		return;
+	}
+	if (n == 0) {
+		/* The peer will send nothing more; it may still read the
+		 * answers to what it sent (shutdown(SHUT_WR) clients). */
+		api__conn_close(rt, c, API__EOF_LINGER_MS);
+		api__conn_flush(rt, c);
+		return;
+	}
+	msgpack_unpacker_buffer_consumed(&c->unp, (size_t)n);
+	msgpack_unpacked_init(&up);
+	while (!c->closing && !c->dead) {
+		msgpack_unpack_return r = msgpack_unpacker_next(&c->unp, &up);
+		if (r == MSGPACK_UNPACK_SUCCESS || r == MSGPACK_UNPACK_EXTRA_BYTES) {
+			api__conn_dispatch(rt, c, &up.data);
+			continue;
+		}
+		if (r == MSGPACK_UNPACK_CONTINUE) {
+			if (msgpack_unpacker_message_size(&c->unp) > c->max_frame)
+				api__conn_too_big(rt, c);
+			break;
+		}
+		/* Malformed bytes: the stream cannot be resynchronised. */
+		api__conn_close(rt, c, API__LINGER_MS);
+		break;
+	}
+	msgpack_unpacked_destroy(&up);
+	api__conn_flush(rt, c);
+}
+
+static void api__conn_handle(rt_t *rt, void *state, rt_msg_t *m)
+{
+	api_conn_t *c = state;
+
+	if (c->dead)
+		return;
+	if (m->type == RT_MSG_FD && m->tag == API__TAG_READ && c->rref == m->u.fd.ref)
+		api__conn_read(rt, c);
+	else if (m->type == RT_MSG_FD && m->tag == API__TAG_WRITE)
+		api__conn_flush(rt, c);
+	else if (m->type == RT_MSG_USER && m->tag == API__TAG_LINGER)
+		api__conn_die(rt, c);
+}
+
+typedef struct api__conn_arg {
+	int fd;
+	rt_pid_t server;
+	struct ucred cred;
+	bool authorized;
+	size_t max_frame, max_outbuf;
+} api__conn_arg_t;
+
+static int api__conn_init(rt_t *rt, void **state, void *arg)
+{
+	api__conn_arg_t *a = arg;
+	api_conn_t *c = calloc(1, sizeof *c);
+
+	if (!c)
+		return -ENOMEM;
+	if (!msgpack_unpacker_init(&c->unp, API__READ_CHUNK)) {
+		free(c);
+		return -ENOMEM;
+	}
+	c->self = rt_self(rt);
+	c->server = a->server;
+	c->fd = a->fd;
+	c->uid = a->cred.uid;
+	c->gid = a->cred.gid;
+	c->pid = a->cred.pid;
+	c->authorized = a->authorized;
+	c->max_frame = a->max_frame;
+	c->max_outbuf = a->max_outbuf;
+	if (rt_watch_fd(rt, c->self, c->fd, EV_READ, API__TAG_READ, &c->rref) < 0) {
+		msgpack_unpacker_destroy(&c->unp);
+		free(c);
+		return -ENOMEM;
+	}
+	*state = c;
+	return 0;
+}
+
+static void api__conn_terminate(rt_t *rt, void *state, rt_reason_t reason)
+{
+	api_conn_t *c = state;
+
+	(void)reason;
+	if (c->rref)
+		rt_unwatch_fd(rt, c->rref);
+	if (c->wref)
+		rt_unwatch_fd(rt, c->wref);
+	close(c->fd);
+	msgpack_unpacker_destroy(&c->unp);
+	free(c->out.p);
+	free(c);
+}
+
+static const rt_behaviour_t api__conn_b = {
+	"api_conn", api__conn_init, api__conn_handle, api__conn_terminate,
+};
+
+/* --- listener ------------------------------------------------------------ */
+
+static bool api__in_group(int fd, gid_t group)
+{
+#ifdef SO_PEERGROUPS
+	gid_t groups[256];
+	socklen_t len = sizeof groups;
+
+	if (getsockopt(fd, SOL_SOCKET, SO_PEERGROUPS, groups, &len) == 0)
+		for (size_t i = 0; i < len / sizeof(gid_t); i++)
+			if (groups[i] == group)
+				return true;
+#else
+	(void)fd; (void)group;
+#endif
+	return false;
+}
+
+static void api__server_accept(rt_t *rt, api_server_t *s)
+{
+	for (int i = 0; i < API__ACCEPT_BATCH; i++) {
+		int fd = accept4(s->fd, NULL, NULL, SOCK_CLOEXEC | SOCK_NONBLOCK);
+		if (fd < 0) {
+			if (errno == EINTR || errno == ECONNABORTED)
+				continue;
+			if (errno == EMFILE || errno == ENFILE || errno == ENOBUFS ||
+			    errno == ENOMEM) {
+				/* The pending connection stays queued; level-
+				 * triggered readiness would spin, so pause. */
+				rt_unwatch_fd(rt, s->aref);
+				s->aref = 0;
+				rt_send_after(rt, s->self, API__ACCEPT_PAUSE_MS,
+					      API__TAG_RESUME, NULL, 0, NULL);
+			}
+			return;
+		}
+		api__conn_arg_t a = { .fd = fd, .server = s->self,
+				      .max_frame = s->max_frame,
+				      .max_outbuf = s->max_outbuf };
+		socklen_t len = sizeof a.cred;
+		if (s->nconns >= s->max_conns ||
+		    getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &a.cred, &len) < 0) {
+			close(fd);
+			continue;
+		}
+		a.authorized = a.cred.uid == 0 || a.cred.uid == s->uid ||
+			(s->has_group && (a.cred.gid == s->group ||
+					  api__in_group(fd, s->group)));
+		if (s->nconns == s->capconns) {
+			size_t ncap = s->capconns ? s->capconns * 2 : 16;
+			rt_pid_t *np = realloc(s->conns, ncap * sizeof *np);
+			if (!np) {
+				close(fd);
+				continue;
+			}
+			s->conns = np;
+			s->capconns = ncap;
+		}
+		rt_pid_t pid;
+		rt_ref_t mref;
+		if (rt_spawn(rt, &api__conn_b, &a, &pid) < 0) {
+			close(fd);
+			continue;
+		}
+		/* The monitor tells us when to forget the connection. */
+		if (rt_monitor(rt, pid, &mref) < 0) {
+			rt_exit(rt, pid, RT_R_KILL);
+			continue;
+		}
+		s->conns[s->nconns++] = pid;
+	}
+}
+
+static void api__server_handle(rt_t *rt, void *state, rt_msg_t *m)
+{
+	api_server_t *s = state;
+
+	if (m->type == RT_MSG_FD && m->tag == API__TAG_ACCEPT) {
+		api__server_accept(rt, s);
+	} else if (m->type == RT_MSG_DOWN) {
+		for (size_t i = 0; i < s->nconns; i++)
+			if (s->conns[i] == m->u.down.pid) {
+				s->conns[i] = s->conns[--s->nconns];
+				break;
+			}
+	} else if (m->type == RT_MSG_USER && m->tag == API__TAG_RESUME && !s->aref) {
+		if (rt_watch_fd(rt, s->self, s->fd, EV_READ, API__TAG_ACCEPT, &s->aref) < 0) {
+			s->aref = 0;
+			rt_send_after(rt, s->self, API__ACCEPT_PAUSE_MS,
+				      API__TAG_RESUME, NULL, 0, NULL);
+		}
+	}
+}
+
+static void api__server_free(api_server_t *s)
+{
+	for (size_t i = 0; i < s->nmethods; i++)
+		free((char *)s->methods[i].name);
+	free(s->methods);
+	free(s->conns);
+	free(s->path);
+	free(s);
+}
+
+/* Removes the socket file if it is still the one we bound: a second
+ * daemon that replaced a (believed) stale socket keeps its own. */
+static void api__unlink_ours(const char *path, dev_t dev, ino_t ino)
+{
+	struct stat st;
+
+	if (lstat(path, &st) == 0 && st.st_dev == dev && st.st_ino == ino)
+		unlink(path);
+}
+
+typedef struct api__server_arg {
+	const api_server_opts_t *opts;
+	int fd;
+	dev_t dev;
+	ino_t ino;
+} api__server_arg_t;
+
+static int api__server_init(rt_t *rt, void **state, void *arg)
+{
+	api__server_arg_t *a = arg;
+	const api_server_opts_t *o = a->opts;
+	api_server_t *s = calloc(1, sizeof *s);
+
+	if (!s)
+		return -ENOMEM;
+	s->self = rt_self(rt);
+	s->fd = a->fd;
+	s->dev = a->dev;
+	s->ino = a->ino;
+	s->max_frame = o->max_frame ? o->max_frame : API_MAX_FRAME_DEFAULT;
+	s->max_outbuf = o->max_outbuf ? o->max_outbuf : API_MAX_OUTBUF_DEFAULT;
+	s->max_conns = o->max_conns ? o->max_conns : API_MAX_CONNS_DEFAULT;
+	s->has_group = o->has_group;
+	s->group = o->group;
+	s->uid = geteuid();
+	if (!(s->path = strdup(o->socket_path)))
+		goto nomem;
+	if (o->nmethods) {
+		if (!(s->methods = calloc(o->nmethods, sizeof *s->methods)))
+			goto nomem;
+		for (size_t i = 0; i < o->nmethods; i++) {
+			s->methods[i] = o->methods[i];
+			s->methods[i].name = NULL;
+			s->nmethods = i + 1;
+			if (!(s->methods[i].name = strdup(o->methods[i].name)))
+				goto nomem;
+		}
+	}
+	if (rt_watch_fd(rt, s->self, s->fd, EV_READ, API__TAG_ACCEPT, &s->aref) < 0)
+		goto nomem;
+	*state = s;
+	return 0;
+nomem:
+	/* The fd stays the caller's on failure. */
+	api__server_free(s);
+	return -ENOMEM;
+}
+
+static void api__server_terminate(rt_t *rt, void *state, rt_reason_t reason)
+{
+	api_server_t *s = state;
+
+	(void)reason;
+	for (size_t i = 0; i < s->nconns; i++)
+		rt_exit(rt, s->conns[i], RT_R_KILL);
+	if (s->aref)
+		rt_unwatch_fd(rt, s->aref);
+	close(s->fd);
+	api__unlink_ours(s->path, s->dev, s->ino);
+	api__server_free(s);
+}
+
+static const rt_behaviour_t api__server_b = {
+	"api_server", api__server_init, api__server_handle, api__server_terminate,
+};
+
+/* --- public ---------------------------------------------------------------- */
+
+/* Is somebody listening on path?  1 yes, 0 no (stale), or a negative errno
+ * when that cannot be told. */
+static int api__probe(const struct sockaddr_un *sa)
+{
+	int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+	int r;
+
+	if (fd < 0)
+		return -errno;
+	if (connect(fd, (const struct sockaddr *)sa, sizeof *sa) == 0)
+		r = 1;
+	else if (errno == ECONNREFUSED || errno == ENOENT)
+		r = 0;
+	else if (errno == EAGAIN || errno == EINPROGRESS)
+		r = 1;   /* a listener with a full backlog is still a listener */
+	else
+		r = -errno;
+	close(fd);
+	return r;
+}
+
+int api_server_start(rt_t *rt, const api_server_opts_t *opts, rt_pid_t *out,
+		     tank_error_t *err)
+{
+	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	const char *path = opts ? opts->socket_path : NULL;
+	api__server_arg_t a = { .opts = opts };
+	struct stat st;
+	int fd, r;
+
+	if (!path || !*path)
+		return tank_error_set(err, -EINVAL, "no socket path");
+	if (strlen(path) >= sizeof sa.sun_path)
+		return tank_error_set(err, -ENAMETOOLONG,
+				      "socket path %s is longer than %zu bytes",
+				      path, sizeof sa.sun_path - 1);
+	strcpy(sa.sun_path, path);
+	if (lstat(path, &st) == 0) {
+		if (!S_ISSOCK(st.st_mode))
+			return tank_error_set(err, -EEXIST,
+					      "%s exists and is not a socket", path);
+		r = api__probe(&sa);
+		if (r > 0)
+			return tank_error_set(err, -EADDRINUSE,
+					      "socket %s is in use (is another tankd running?)",
+					      path);
+		if (r < 0)
+			return tank_error_set(err, r, "cannot probe socket %s: %s",
+					      path, tank_strerror(r));
+		if (unlink(path) < 0 && errno != ENOENT)
+			return tank_error_set(err, -errno, "cannot remove stale socket %s: %s",
+					      path, tank_strerror(-errno));
+	}
+	if ((fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0)) < 0)
+		return tank_error_set(err, -errno, "socket: %s", tank_strerror(-errno));
+	if (bind(fd, (struct sockaddr *)&sa, sizeof sa) < 0) {
+		r = -errno;
+		close(fd);
+		return tank_error_set(err, r, "cannot bind %s: %s", path, tank_strerror(r));
+	}
+	/* Nobody can connect before listen(): setting the mode here leaves no
+	 * window in which the umask's mode would let others in. */
+	if ((opts->has_group && chown(path, (uid_t)-1, opts->group) < 0) ||
+	    chmod(path, opts->has_group ? 0660 : 0600) < 0 ||
+	    lstat(path, &st) < 0 || listen(fd, SOMAXCONN) < 0) {
+		r = -errno;
+		close(fd);
+		unlink(path);
+		return tank_error_set(err, r, "cannot set up socket %s: %s", path,
+				      tank_strerror(r));
+	}
+	a.fd = fd;
+	a.dev = st.st_dev;
+	a.ino = st.st_ino;
+	if ((r = rt_spawn_link(rt, &api__server_b, &a, out)) < 0) {
+		close(fd);
+		unlink(path);
+		return tank_error_set(err, r, "cannot start the api server: %s",
+				      tank_strerror(r));
+	}
+	return 0;
+}
+
+int api_server_stop(rt_t *rt, rt_pid_t server)
+{
+	if (!rt_state_of(rt, server, &api__server_b))
+		return -ESRCH;
+	return rt_exit(rt, server, RT_R_SHUTDOWN);
+}
+
+size_t api_server_conns(rt_t *rt, rt_pid_t server)
+{
+	api_server_t *s = rt_state_of(rt, server, &api__server_b);
+	return s ? s->nconns : 0;
+}
+
+size_t api_server_subscribers(rt_t *rt, rt_pid_t server)
+{
+	api_server_t *s = rt_state_of(rt, server, &api__server_b);
+	size_t n = 0;
+
+	if (s)
+		for (size_t i = 0; i < s->nconns; i++) {
+			api_conn_t *c = api__conn_get(rt, s->conns[i]);
+			n += c && c->subscribed;
+		}
+	return n;
+}
+
+int api_server_publish(rt_t *rt, rt_pid_t server, const void *event, size_t len)
+{
+	api_server_t *s = rt_state_of(rt, server, &api__server_b);
+	msgpack_sbuffer sb;
+	msgpack_packer pk;
+	int n = 0;
+
+	if (!s)
+		return -ESRCH;
+	/* Frame once, copy the bytes into each subscriber. */
+	msgpack_sbuffer_init(&sb);
+	msgpack_packer_init(&pk, &sb, msgpack_sbuffer_write);
+	if (api_pack_event(&pk, event, len) < 0) {
+		msgpack_sbuffer_destroy(&sb);
+		return -ENOMEM;
+	}
+	api__reply_t r = { .raw = sb.data, .len = sb.size };
+	for (size_t i = 0; i < s->nconns; i++) {
+		api_conn_t *c = api__conn_get(rt, s->conns[i]);
+		if (c && c->subscribed &&
+		    api__conn_append(rt, c, true, api__pack_rawmsg_cb, &r) == 0)
+			n++;
+	}
+	msgpack_sbuffer_destroy(&sb);
+	return n;
+}

@@ -1,0 +1,154 @@
+/*
+ * api_server — msgpack-RPC over a Unix socket, as actors on the runtime.
+ *
+ * One listener actor owns the socket; every accepted connection is an
+ * actor of its own (socket, input unpacker, output buffer).  The server
+ * holds no state beyond its connections: methods come from a table the
+ * caller provides (the daemon wires api_methods.c, tests wire their own).
+ *
+ * Everything here runs on the runtime's thread and never blocks: sockets
+ * are non-blocking, output is buffered and flushed on EV_WRITE readiness.
+ *
+ * Memory bounds (docs/rpc.md, "Limits"): a frame larger than max_frame is
+ * answered with an error and the connection closed; a connection whose
+ * unsent output passes max_outbuf stops being read until it drains, and a
+ * subscriber that lets its output pass max_outbuf is disconnected.
+ *
+ * Access: each connection's peer credentials (SO_PEERCRED) are taken at
+ * accept.  Root, the daemon's effective uid and, when a socket group is
+ * set, members of that group may call; every request of anybody else is
+ * answered with an `unauthorized` error.
+ */
+#ifndef TANK_API_SERVER_H
+#define TANK_API_SERVER_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include <msgpack.h>
+
+#include "api/api_rpc.h"
+#include "common/tank_err.h"
+#include "runtime/rt.h"
+
+#define API_MAX_FRAME_DEFAULT (16u << 20)    /* 16 MiB */
+#define API_MAX_OUTBUF_DEFAULT (4u << 20)    /* 4 MiB per connection */
+#define API_MAX_CONNS_DEFAULT 1024u
+
+/*
+ * A reply token: which request of which connection.  A plain value, safe to
+ * copy and keep after the handler returned and after the connection died:
+ * `conn` is a generational pid, so a reply to a dead connection is
+ * dropped (api_reply returns -ESRCH).  conn == RT_NOPID marks a client
+ * notification, which takes no reply.
+ */
+typedef struct api_token {
+	rt_pid_t conn;
+	uint32_t msgid;
+} api_token_t;
+
+/* What a handler learns about the call.  Borrowed for the handler's
+ * duration; copy `token` to reply later. */
+typedef struct api_call {
+	rt_t *rt;
+	rt_pid_t server;          /* the listener actor */
+	api_token_t token;
+	const char *method;       /* NUL-terminated */
+	uid_t uid;                /* peer credentials at accept */
+	gid_t gid;
+	pid_t pid;
+} api_call_t;
+
+/*
+ * A method.  Runs inside the connection's actor.  `params` (an array) and
+ * everything it points to are borrowed for the call only: a handler that
+ * answers later copies what it needs.  The handler must answer each
+ * request exactly once, now or later, with api_reply* (a request never
+ * answered leaves its client waiting: that is the handler's bug).
+ */
+typedef void (*api_handler_fn)(const api_call_t *call,
+			       const msgpack_object *params, void *ctx);
+
+typedef struct api_method {
+	const char *name;
+	api_handler_fn fn;
+	void *ctx;                /* borrowed; passed to fn */
+} api_method_t;
+
+typedef struct api_server_opts {
+	const char *socket_path;  /* required; copied */
+	bool has_group;           /* socket mode 0660 and chgrp to `group`, */
+	gid_t group;              /* whose members may then call; else 0600 */
+	size_t max_frame;         /* 0: API_MAX_FRAME_DEFAULT */
+	size_t max_outbuf;        /* 0: API_MAX_OUTBUF_DEFAULT */
+	size_t max_conns;         /* 0: API_MAX_CONNS_DEFAULT; more are closed
+				   * at accept */
+	/* The method table, copied (names included).  `subscribe` is built
+	 * in; a table entry of that name overrides it. */
+	const api_method_t *methods;
+	size_t nmethods;
+} api_server_opts_t;
+
+/*
+ * Binds the socket and spawns the listener, linked to the caller when
+ * called from an actor (so it fits a supervisor's start function).
+ * An existing socket file that answers makes the start fail with
+ * -EADDRINUSE ("socket PATH is in use"); a stale one is unlinked; a
+ * non-socket file at the path is left alone (-EEXIST).  Other failures:
+ * -ENAMETOOLONG, bind/listen/chown errno, -ENOMEM; err says which.
+ * On success *out (may be NULL) gets the listener's pid.
+ */
+int api_server_start(rt_t *rt, const api_server_opts_t *opts, rt_pid_t *out,
+		     tank_error_t *err);
+
+/* Stops the listener and every connection (pending replies are dropped)
+ * and removes the socket file.  -ESRCH if it was not running. */
+int api_server_stop(rt_t *rt, rt_pid_t server);
+
+/* Number of open connections, and of subscribed ones (for tests and
+ * metrics); 0 when server is not a running api server. */
+size_t api_server_conns(rt_t *rt, rt_pid_t server);
+size_t api_server_subscribers(rt_t *rt, rt_pid_t server);
+
+/*
+ * Answers a request: [1, msgid, nil, result] with result packed by fn
+ * (NULL: nil).  fn runs before api_reply returns, so arg may point to the
+ * caller's stack.  Callable from any actor or from outside.
+ * Returns 0, -ESRCH when the connection is gone or the token is a
+ * notification's (the reply is dropped: not an error for the caller to
+ * handle), -ENOMEM, or fn's error (then an `internal` error is sent
+ * instead, so the client is not left waiting).
+ */
+int api_reply(rt_t *rt, api_token_t token, api_pack_fn fn, void *arg);
+/* Same with a result already packed (one msgpack object; len 0: nil). */
+int api_reply_raw(rt_t *rt, api_token_t token, const void *result, size_t len);
+/* Answers with an error {code, message, details?}: code is an enum
+ * api_code, details packed by fn (NULL: none). */
+int api_reply_error(rt_t *rt, api_token_t token, int code, const char *message,
+		    api_pack_fn details, void *arg);
+/* Answers with the error for tank error value `err` (api_code_from_err)
+ * and message `message` (NULL: tank_strerror(err)). */
+int api_reply_err(rt_t *rt, api_token_t token, int err, const char *message);
+
+/*
+ * Sends the notification [2, method, params] to one connection (the
+ * connection of `token`; its msgid is ignored), e.g. for `logs` follow.
+ * Subject to the same bound as events: a connection that lets its output
+ * pass max_outbuf is disconnected.  Monitor token.conn with rt_monitor to
+ * learn when it closes.  0, -ESRCH, -ENOMEM.
+ */
+int api_notify(rt_t *rt, api_token_t token, const char *method,
+	       api_pack_fn params, void *arg);
+
+/*
+ * Fans an event out to every subscribed connection as
+ * [2, "event", [event]].  `event` is one packed msgpack map, copied.
+ * Subscribers whose unsent output would pass max_outbuf are disconnected.
+ * Returns the number of subscribers it was queued for, or -ESRCH (not a
+ * running server), -ENOMEM.
+ */
+int api_server_publish(rt_t *rt, rt_pid_t server, const void *event, size_t len);
+
+#endif
