@@ -1,0 +1,718 @@
+/*
+ * api_methods.c — one handler per method of the contract.
+ *
+ * Handlers answer synchronously except `sync`, which waits for a full
+ * reconciler pass: a tiny waiter actor asks the reconciler and replies on
+ * the call's token when the pass is done (or with an error if the
+ * reconciler dies first).  The connection may be gone by then; the token
+ * makes that reply a harmless no-op.
+ */
+#include "api/api_methods.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "pod/pod_errors.h"
+#include "pod/pod_log.h"
+#include "pod/pod_spec.h"
+#include "reconciler/rc_loop.h"
+#include "reconciler/rc_pod.h"
+
+#define API_LOG_TAIL_DEFAULT 100
+#define API_LOG_TAIL_MAX 100000
+
+static int pk_key(msgpack_packer *pk, const char *k)
+{
+	return api_pack_cstr(pk, k);
+}
+
+static void reply_check_error(const api_call_t *call, const tank_error_t *e)
+{
+	api_reply_error(call->rt, call->token, API_BAD_REQUEST, e->msg, NULL, NULL);
+}
+
+static rc_loop_t *reconciler(api_daemon_t *d)
+{
+	rt_pid_t pid = rt_whereis(d->rt, API_RECONCILER_NAME);
+	return pid ? rc_loop_of(d->rt, pid) : NULL;
+}
+
+static void nudge(api_daemon_t *d)
+{
+	rt_pid_t pid = rt_whereis(d->rt, API_RECONCILER_NAME);
+	if (pid)
+		rc_nudge(d->rt, pid);
+}
+
+/* --- ping, version --------------------------------------------------------- */
+
+static int pack_pong(msgpack_packer *pk, void *arg)
+{
+	(void)arg;
+	return api_pack_cstr(pk, "pong");
+}
+
+static void m_ping(const api_call_t *call, const msgpack_object *params, void *ctx)
+{
+	tank_error_t e;
+	(void)ctx;
+	if (api_params_check(params, "", &e) < 0)
+		return reply_check_error(call, &e);
+	api_reply(call->rt, call->token, pack_pong, NULL);
+}
+
+static int pack_version(msgpack_packer *pk, void *arg)
+{
+	api_daemon_t *d = arg;
+	int rc = msgpack_pack_map(pk, 3);
+	rc |= pk_key(pk, "version");
+	rc |= api_pack_cstr(pk, d->version);
+	rc |= pk_key(pk, "schema");
+	rc |= msgpack_pack_uint32(pk, ST_SCHEMA_VERSION);
+	rc |= pk_key(pk, "protocol");
+	rc |= api_pack_cstr(pk, "msgpack-rpc");
+	return rc ? -ENOMEM : 0;
+}
+
+static void m_version(const api_call_t *call, const msgpack_object *params, void *ctx)
+{
+	tank_error_t e;
+	if (api_params_check(params, "", &e) < 0)
+		return reply_check_error(call, &e);
+	api_reply(call->rt, call->token, pack_version, ctx);
+}
+
+/* --- apply, delete ----------------------------------------------------------- */
+
+typedef struct apply_out {
+	const st_pod_in_t *in;
+	const st_apply_result_t *res;
+	size_t n;
+} apply_out_t;
+
+static int pack_apply(msgpack_packer *pk, void *arg)
+{
+	static const char *const actions[] = { "unchanged", "created", "configured" };
+	apply_out_t *o = arg;
+	int rc = msgpack_pack_array(pk, o->n);
+	for (size_t i = 0; i < o->n; i++) {
+		rc |= msgpack_pack_map(pk, 3);
+		rc |= pk_key(pk, "name");
+		rc |= api_pack_cstr(pk, o->in[i].name);
+		rc |= pk_key(pk, "action");
+		rc |= api_pack_cstr(pk, actions[o->res[i].action]);
+		rc |= pk_key(pk, "generation");
+		rc |= msgpack_pack_uint64(pk, o->res[i].generation);
+	}
+	return rc ? -ENOMEM : 0;
+}
+
+static int pack_errors(msgpack_packer *pk, void *arg)
+{
+	const pod_errors_t *errs = arg;
+	int rc = msgpack_pack_array(pk, errs->stored);
+	for (size_t i = 0; i < errs->stored; i++)
+		rc |= api_pack_cstr(pk, errs->msgs[i]);
+	return rc ? -ENOMEM : 0;
+}
+
+static void m_apply(const api_call_t *call, const msgpack_object *params, void *ctx)
+{
+	api_daemon_t *d = ctx;
+	const msgpack_object *arr;
+	pod_spec_t **specs = NULL;
+	st_pod_in_t *in = NULL;
+	st_apply_result_t *res = NULL;
+	char **bufs = NULL;
+	pod_errors_t errs;
+	tank_error_t e;
+	size_t n;
+	int err = 0;
+
+	if (api_params_check(params, "a", &e) < 0)
+		return reply_check_error(call, &e);
+	arr = &params->via.array.ptr[0];
+	n = arr->via.array.size;
+	pod_errors_init(&errs);
+	if (!(specs = calloc(n + 1, sizeof *specs)) || !(in = calloc(n + 1, sizeof *in)) ||
+	    !(res = calloc(n + 1, sizeof *res)) || !(bufs = calloc(n + 1, sizeof *bufs))) {
+		err = -ENOMEM;
+		goto out;
+	}
+	/* Validate everything first: a rejected batch applies nothing. */
+	for (size_t i = 0; i < n; i++) {
+		pod_errors_t one;
+		pod_errors_init(&one);
+		if (pod_spec_from_msgpack(&arr->via.array.ptr[i], &specs[i], &one) < 0) {
+			char prefix[32];
+			snprintf(prefix, sizeof prefix, "pods[%zu]: ", i);
+			pod_errors_move(&errs, &one, prefix);
+		}
+		pod_errors_free(&one);
+	}
+	if (errs.count) {
+		char msg[TANK_ERROR_MSG];
+		snprintf(msg, sizeof msg, "%zu error%s: %s", errs.count,
+			 errs.count == 1 ? "" : "s",
+			 errs.stored ? errs.msgs[0] : "out of memory");
+		api_reply_error(call->rt, call->token, API_INVALID, msg, pack_errors, &errs);
+		goto out;
+	}
+	for (size_t i = 0; i < n; i++) {
+		size_t len;
+		if ((err = pod_spec_encode(specs[i], &bufs[i], &len)) < 0)
+			goto out;
+		in[i].name = specs[i]->name;
+		in[i].spec = bufs[i];
+		in[i].spec_len = len;
+	}
+	tank_error_clear(&e);
+	if ((err = st_apply(d->store, in, n, res, &e)) < 0) {
+		api_reply_err(call->rt, call->token, err, e.msg[0] ? e.msg : NULL);
+		err = 0;
+		goto out;
+	}
+	apply_out_t o = { in, res, n };
+	api_reply(call->rt, call->token, pack_apply, &o);
+	nudge(d);
+out:
+	if (err)
+		api_reply_err(call->rt, call->token, err, NULL);
+	for (size_t i = 0; specs && i < n; i++)
+		pod_spec_free(specs[i]);
+	for (size_t i = 0; bufs && i < n; i++)
+		free(bufs[i]);
+	free(specs);
+	free(in);
+	free(res);
+	free(bufs);
+	pod_errors_free(&errs);
+}
+
+typedef struct delete_out {
+	const char *const *names;
+	const bool *deleted;
+	size_t n;
+} delete_out_t;
+
+static int pack_delete(msgpack_packer *pk, void *arg)
+{
+	delete_out_t *o = arg;
+	int rc = msgpack_pack_array(pk, o->n);
+	for (size_t i = 0; i < o->n; i++) {
+		rc |= msgpack_pack_map(pk, 2);
+		rc |= pk_key(pk, "name");
+		rc |= api_pack_cstr(pk, o->names[i]);
+		rc |= pk_key(pk, "deleted");
+		rc |= o->deleted[i] ? msgpack_pack_true(pk) : msgpack_pack_false(pk);
+	}
+	return rc ? -ENOMEM : 0;
+}
+
+static void m_delete(const api_call_t *call, const msgpack_object *params, void *ctx)
+{
+	api_daemon_t *d = ctx;
+	const msgpack_object *arr;
+	char **names = NULL;
+	bool *deleted = NULL;
+	tank_error_t e;
+	size_t n;
+	int err = 0;
+
+	if (api_params_check(params, "a", &e) < 0)
+		return reply_check_error(call, &e);
+	arr = &params->via.array.ptr[0];
+	n = arr->via.array.size;
+	if (!(names = calloc(n + 1, sizeof *names)) || !(deleted = calloc(n + 1, sizeof *deleted))) {
+		err = -ENOMEM;
+		goto out;
+	}
+	for (size_t i = 0; i < n; i++) {
+		const msgpack_object *o = &arr->via.array.ptr[i];
+		if (o->type != MSGPACK_OBJECT_STR) {
+			char msg[64];
+			snprintf(msg, sizeof msg, "params[0][%zu]: expected string", i);
+			api_reply_error(call->rt, call->token, API_BAD_REQUEST, msg, NULL, NULL);
+			goto out;
+		}
+		if (!(names[i] = strndup(o->via.str.ptr, o->via.str.size))) {
+			err = -ENOMEM;
+			goto out;
+		}
+	}
+	tank_error_clear(&e);
+	if ((err = st_delete(d->store, (const char *const *)names, n, deleted, &e)) < 0) {
+		api_reply_err(call->rt, call->token, err, e.msg[0] ? e.msg : NULL);
+		err = 0;
+		goto out;
+	}
+	delete_out_t o = { (const char *const *)names, deleted, n };
+	api_reply(call->rt, call->token, pack_delete, &o);
+	nudge(d);
+out:
+	if (err)
+		api_reply_err(call->rt, call->token, err, NULL);
+	for (size_t i = 0; names && i < n; i++)
+		free(names[i]);
+	free(names);
+	free(deleted);
+}
+
+/* --- get, list --------------------------------------------------------------- */
+
+/* The stored canonical spec map with `generation` added. */
+static int pack_pod(msgpack_packer *pk, const st_pod_t *p)
+{
+	msgpack_unpacked u;
+	size_t off = 0;
+	int rc = 0;
+
+	msgpack_unpacked_init(&u);
+	if (msgpack_unpack_next(&u, p->spec, p->spec_len, &off) != MSGPACK_UNPACK_SUCCESS ||
+	    u.data.type != MSGPACK_OBJECT_MAP) {
+		msgpack_unpacked_destroy(&u);
+		return TANK_ECORRUPT;
+	}
+	const msgpack_object_map *m = &u.data.via.map;
+	rc |= msgpack_pack_map(pk, m->size + 1);
+	for (uint32_t i = 0; i < m->size; i++) {
+		rc |= msgpack_pack_object(pk, m->ptr[i].key);
+		rc |= msgpack_pack_object(pk, m->ptr[i].val);
+	}
+	rc |= pk_key(pk, "generation");
+	rc |= msgpack_pack_uint64(pk, p->generation);
+	msgpack_unpacked_destroy(&u);
+	return rc ? -ENOMEM : 0;
+}
+
+static int pack_pod_cb(msgpack_packer *pk, void *arg)
+{
+	return pack_pod(pk, arg);
+}
+
+static int name_param(const api_call_t *call, const msgpack_object *params,
+		      const char *types, char *name, size_t cap)
+{
+	tank_error_t e;
+	if (api_params_check(params, types, &e) < 0) {
+		reply_check_error(call, &e);
+		return -1;
+	}
+	api_obj_strcpy(&params->via.array.ptr[0], name, cap);
+	return 0;
+}
+
+static void m_get(const api_call_t *call, const msgpack_object *params, void *ctx)
+{
+	api_daemon_t *d = ctx;
+	char name[ST_NAME_MAX + 1];
+	st_pod_t p;
+	tank_error_t e;
+	int err;
+
+	if (name_param(call, params, "s", name, sizeof name) < 0)
+		return;
+	tank_error_clear(&e);
+	memset(&p, 0, sizeof p);
+	if ((err = st_pod_get(d->store, name, &p, &e)) < 0) {
+		char msg[ST_NAME_MAX + 32];
+		snprintf(msg, sizeof msg, "pod \"%s\" not found", name);
+		api_reply_err(call->rt, call->token, err,
+			      err == TANK_ENOTFOUND ? msg : e.msg);
+		return;
+	}
+	api_reply(call->rt, call->token, pack_pod_cb, &p);
+	st_pod_clear(&p);
+}
+
+typedef struct pods_out { st_pod_t *pods; size_t n; } pods_out_t;
+
+static int pack_pods(msgpack_packer *pk, void *arg)
+{
+	pods_out_t *o = arg;
+	int rc = msgpack_pack_array(pk, o->n);
+	for (size_t i = 0; i < o->n && !rc; i++)
+		rc = pack_pod(pk, &o->pods[i]);
+	return rc;
+}
+
+static void m_list(const api_call_t *call, const msgpack_object *params, void *ctx)
+{
+	api_daemon_t *d = ctx;
+	pods_out_t o = { NULL, 0 };
+	tank_error_t e;
+	int err;
+
+	if (api_params_check(params, "", &e) < 0)
+		return reply_check_error(call, &e);
+	tank_error_clear(&e);
+	if ((err = st_pod_list(d->store, &o.pods, &o.n, &e)) < 0) {
+		api_reply_err(call->rt, call->token, err, e.msg);
+		return;
+	}
+	api_reply(call->rt, call->token, pack_pods, &o);
+	st_pod_list_free(o.pods, o.n);
+}
+
+/* --- status ------------------------------------------------------------------- */
+
+static int pack_exit(msgpack_packer *pk, const st_exit_t *x)
+{
+	int rc;
+	if (!x->present)
+		return msgpack_pack_nil(pk);
+	rc = msgpack_pack_map(pk, 2);
+	rc |= pk_key(pk, "code");
+	rc |= msgpack_pack_int32(pk, x->code);
+	rc |= pk_key(pk, "signal");
+	rc |= msgpack_pack_int32(pk, x->signal);
+	return rc;
+}
+
+static int pack_opt_ms(msgpack_packer *pk, int64_t v)
+{
+	return v ? msgpack_pack_int64(pk, v) : msgpack_pack_nil(pk);
+}
+
+int api_pack_status(msgpack_packer *pk, const st_status_t *s)
+{
+	int rc = msgpack_pack_map(pk, 10);
+	rc |= pk_key(pk, "name");            rc |= api_pack_cstr(pk, s->name);
+	rc |= pk_key(pk, "phase");           rc |= api_pack_cstr(pk, s->phase);
+	rc |= pk_key(pk, "reason");          rc |= api_pack_cstr(pk, s->reason);
+	rc |= pk_key(pk, "retries");         rc |= msgpack_pack_uint32(pk, s->retries);
+	rc |= pk_key(pk, "restarts");        rc |= msgpack_pack_uint32(pk, s->restarts);
+	rc |= pk_key(pk, "generation");      rc |= msgpack_pack_uint64(pk, s->generation);
+	rc |= pk_key(pk, "since");           rc |= pack_opt_ms(pk, s->since);
+	rc |= pk_key(pk, "next_restart_at"); rc |= pack_opt_ms(pk, s->next_restart_at);
+	rc |= pk_key(pk, "last_exit");       rc |= pack_exit(pk, &s->last_exit);
+	rc |= pk_key(pk, "containers");
+	rc |= msgpack_pack_array(pk, s->n_containers);
+	for (size_t i = 0; i < s->n_containers; i++) {
+		const st_container_status_t *c = &s->containers[i];
+		rc |= msgpack_pack_map(pk, 8);
+		rc |= pk_key(pk, "name");       rc |= api_pack_cstr(pk, c->name);
+		rc |= pk_key(pk, "phase");      rc |= api_pack_cstr(pk, c->phase);
+		rc |= pk_key(pk, "reason");     rc |= api_pack_cstr(pk, c->reason);
+		rc |= pk_key(pk, "pid");
+		rc |= c->pid > 0 ? msgpack_pack_int32(pk, c->pid) : msgpack_pack_nil(pk);
+		rc |= pk_key(pk, "restarts");   rc |= msgpack_pack_uint32(pk, c->restarts);
+		rc |= pk_key(pk, "retries");    rc |= msgpack_pack_uint32(pk, c->retries);
+		rc |= pk_key(pk, "last_exit");  rc |= pack_exit(pk, &c->last_exit);
+		rc |= pk_key(pk, "started_at"); rc |= pack_opt_ms(pk, c->started_at);
+	}
+	return rc ? -ENOMEM : 0;
+}
+
+static int pack_status_cb(msgpack_packer *pk, void *arg)
+{
+	return api_pack_status(pk, arg);
+}
+
+typedef struct statuses { st_status_t *s; size_t n; } statuses_t;
+
+static int pack_statuses(msgpack_packer *pk, void *arg)
+{
+	statuses_t *o = arg;
+	int rc = msgpack_pack_array(pk, o->n);
+	for (size_t i = 0; i < o->n && !rc; i++)
+		rc = api_pack_status(pk, &o->s[i]);
+	return rc;
+}
+
+static void m_status(const api_call_t *call, const msgpack_object *params, void *ctx)
+{
+	api_daemon_t *d = ctx;
+	tank_error_t e;
+	int err;
+
+	if (api_params_check(params, "?s", &e) < 0)
+		return reply_check_error(call, &e);
+	tank_error_clear(&e);
+	if (params->via.array.size && params->via.array.ptr[0].type == MSGPACK_OBJECT_STR) {
+		char name[ST_NAME_MAX + 1];
+		st_status_t s;
+		api_obj_strcpy(&params->via.array.ptr[0], name, sizeof name);
+		memset(&s, 0, sizeof s);
+		if ((err = st_status_get(d->store, name, &s, &e)) < 0) {
+			char msg[ST_NAME_MAX + 32];
+			snprintf(msg, sizeof msg, "pod \"%s\" not found", name);
+			api_reply_err(call->rt, call->token, err,
+				      err == TANK_ENOTFOUND ? msg : e.msg);
+			return;
+		}
+		api_reply(call->rt, call->token, pack_status_cb, &s);
+		st_status_clear(&s);
+		return;
+	}
+	statuses_t o = { NULL, 0 };
+	if ((err = st_status_list(d->store, &o.s, &o.n, &e)) < 0) {
+		api_reply_err(call->rt, call->token, err, e.msg);
+		return;
+	}
+	api_reply(call->rt, call->token, pack_statuses, &o);
+	st_status_list_free(o.s, o.n);
+}
+
+/* --- running, restart, nudge, sync ---------------------------------------------- */
+
+typedef struct running_acc { msgpack_packer *pk; size_t n; int rc; } running_acc_t;
+
+static void count_running(void *ctx, const char *name, pid_t pid)
+{
+	(void)name; (void)pid;
+	((running_acc_t *)ctx)->n++;
+}
+
+static void pack_one_running(void *ctx, const char *name, pid_t pid)
+{
+	running_acc_t *a = ctx;
+	a->rc |= api_pack_cstr(a->pk, name);
+	a->rc |= msgpack_pack_int32(a->pk, pid);
+}
+
+static int pack_running(msgpack_packer *pk, void *arg)
+{
+	rc_pods_t *pods = arg;
+	running_acc_t a = { pk, 0, 0 };
+	if (pods)
+		rc_pods_running(pods, count_running, &a);
+	a.rc |= msgpack_pack_map(pk, a.n);
+	if (pods)
+		rc_pods_running(pods, pack_one_running, &a);
+	return a.rc ? -ENOMEM : 0;
+}
+
+static void m_running(const api_call_t *call, const msgpack_object *params, void *ctx)
+{
+	rc_loop_t *loop = reconciler(ctx);
+	tank_error_t e;
+	if (api_params_check(params, "", &e) < 0)
+		return reply_check_error(call, &e);
+	api_reply(call->rt, call->token, pack_running,
+		  loop ? rc_manager_ctx(loop, RC_KIND_POD) : NULL);
+}
+
+static void m_restart(const api_call_t *call, const msgpack_object *params, void *ctx)
+{
+	rc_loop_t *loop = reconciler(ctx);
+	char name[ST_NAME_MAX + 1], msg[ST_NAME_MAX + 32];
+	int err;
+
+	if (name_param(call, params, "s", name, sizeof name) < 0)
+		return;
+	if (!loop) {
+		api_reply_error(call->rt, call->token, API_INTERNAL, "reconciler is not running", NULL, NULL);
+		return;
+	}
+	if ((err = rc_pods_restart(rc_manager_ctx(loop, RC_KIND_POD), loop, name)) < 0) {
+		snprintf(msg, sizeof msg, "pod \"%s\" not found", name);
+		api_reply_err(call->rt, call->token, err, msg);
+		return;
+	}
+	api_reply(call->rt, call->token, NULL, NULL);
+}
+
+static void m_nudge(const api_call_t *call, const msgpack_object *params, void *ctx)
+{
+	tank_error_t e;
+	if (api_params_check(params, "", &e) < 0)
+		return reply_check_error(call, &e);
+	nudge(ctx);
+	api_reply(call->rt, call->token, NULL, NULL);
+}
+
+/* The sync waiter: asks for a pass, replies when it is done. */
+typedef struct sync_wait { api_token_t token; rt_pid_t rc; } sync_wait_t;
+
+static int sync_init(rt_t *rt, void **state, void *arg)
+{
+	sync_wait_t *w = malloc(sizeof *w);
+	int err;
+	if (!w)
+		return -ENOMEM;
+	*w = *(sync_wait_t *)arg;
+	if ((err = rt_monitor(rt, w->rc, NULL)) < 0 ||
+	    (err = rc_sync(rt, w->rc, rt_self(rt), 0)) < 0) {
+		free(w);
+		return err;
+	}
+	*state = w;
+	return 0;
+}
+
+static void sync_handle(rt_t *rt, void *state, rt_msg_t *m)
+{
+	sync_wait_t *w = state;
+	if (m->type == RT_MSG_DOWN)
+		api_reply_error(rt, w->token, API_INTERNAL, "reconciler exited during sync", NULL, NULL);
+	else if (m->type == RT_MSG_USER && m->tag == RC_TAG_SYNC_DONE)
+		api_reply(rt, w->token, NULL, NULL);
+	else
+		return;
+	rt_exit_self(rt, RT_R_NORMAL);
+}
+
+static void sync_terminate(rt_t *rt, void *state, rt_reason_t reason)
+{
+	(void)rt; (void)reason;
+	free(state);
+}
+
+static const rt_behaviour_t sync_waiter = { "api_sync", sync_init, sync_handle, sync_terminate };
+
+static void m_sync(const api_call_t *call, const msgpack_object *params, void *ctx)
+{
+	api_daemon_t *d = ctx;
+	sync_wait_t w = { call->token, rt_whereis(d->rt, API_RECONCILER_NAME) };
+	tank_error_t e;
+	int err;
+
+	if (api_params_check(params, "", &e) < 0)
+		return reply_check_error(call, &e);
+	if (!w.rc || (err = rt_spawn(d->rt, &sync_waiter, &w, NULL)) < 0)
+		api_reply_error(call->rt, call->token, API_INTERNAL,
+				"reconciler is not running", NULL, NULL);
+}
+
+/* --- logs, history ----------------------------------------------------------------- */
+
+typedef struct lines { char **l; size_t n; } lines_t;
+
+static int pack_lines(msgpack_packer *pk, void *arg)
+{
+	lines_t *o = arg;
+	int rc = msgpack_pack_array(pk, o->n);
+	for (size_t i = 0; i < o->n; i++)
+		rc |= api_pack_cstr(pk, o->l[i]);
+	return rc ? -ENOMEM : 0;
+}
+
+static void m_logs(const api_call_t *call, const msgpack_object *params, void *ctx)
+{
+	api_daemon_t *d = ctx;
+	char name[ST_NAME_MAX + 1], ctr[ST_NAME_MAX + 1] = "", msg[2 * ST_NAME_MAX + 48];
+	int64_t tail = API_LOG_TAIL_DEFAULT;
+	st_status_t s;
+	tank_error_t e;
+	int err;
+
+	if (name_param(call, params, "s?m", name, sizeof name) < 0)
+		return;
+	if (params->via.array.size > 1 && params->via.array.ptr[1].type == MSGPACK_OBJECT_MAP) {
+		const msgpack_object *opts = &params->via.array.ptr[1], *o;
+		if ((o = api_map_get(opts, "container")) && o->type != MSGPACK_OBJECT_NIL &&
+		    !api_obj_strcpy(o, ctr, sizeof ctr)) {
+			api_reply_error(call->rt, call->token, API_BAD_REQUEST,
+					"params[1].container: expected string", NULL, NULL);
+			return;
+		}
+		if ((o = api_map_get(opts, "tail")) && o->type != MSGPACK_OBJECT_NIL &&
+		    (!api_obj_int(o, &tail) || tail < 0 || tail > API_LOG_TAIL_MAX)) {
+			api_reply_error(call->rt, call->token, API_BAD_REQUEST,
+					"params[1].tail: expected an integer from 0 to 100000",
+					NULL, NULL);
+			return;
+		}
+	}
+	memset(&s, 0, sizeof s);
+	tank_error_clear(&e);
+	if ((err = st_status_get(d->store, name, &s, &e)) < 0) {
+		snprintf(msg, sizeof msg, "pod \"%s\" not found", name);
+		api_reply_err(call->rt, call->token, err, err == TANK_ENOTFOUND ? msg : e.msg);
+		return;
+	}
+	bool found = !ctr[0] && s.n_containers;
+	for (size_t i = 0; i < s.n_containers && ctr[0]; i++)
+		found |= strcmp(s.containers[i].name, ctr) == 0;
+	if (!ctr[0] && s.n_containers)
+		snprintf(ctr, sizeof ctr, "%s", s.containers[0].name);
+	st_status_clear(&s);
+	if (!found) {
+		snprintf(msg, sizeof msg, "pod \"%s\" has no container \"%s\"", name, ctr);
+		api_reply_error(call->rt, call->token, API_NOT_FOUND, msg, NULL, NULL);
+		return;
+	}
+	lines_t o = { NULL, 0 };
+	if ((err = pod_log_tail(d->log_dir, name, ctr, (size_t)tail, &o.l, &o.n, &e)) < 0) {
+		api_reply_err(call->rt, call->token, err, e.msg);
+		return;
+	}
+	api_reply(call->rt, call->token, pack_lines, &o);
+	pod_log_lines_free(o.l, o.n);
+}
+
+typedef struct hist { st_transition_t *t; size_t n; } hist_t;
+
+static int pack_history(msgpack_packer *pk, void *arg)
+{
+	hist_t *h = arg;
+	int rc = msgpack_pack_array(pk, h->n);
+	for (size_t i = 0; i < h->n; i++) {
+		rc |= msgpack_pack_map(pk, 4);
+		rc |= pk_key(pk, "at");     rc |= msgpack_pack_int64(pk, h->t[i].at);
+		rc |= pk_key(pk, "from");   rc |= api_pack_cstr(pk, h->t[i].from);
+		rc |= pk_key(pk, "to");     rc |= api_pack_cstr(pk, h->t[i].to);
+		rc |= pk_key(pk, "reason"); rc |= api_pack_cstr(pk, h->t[i].reason);
+	}
+	return rc ? -ENOMEM : 0;
+}
+
+static void m_history(const api_call_t *call, const msgpack_object *params, void *ctx)
+{
+	api_daemon_t *d = ctx;
+	char name[ST_NAME_MAX + 1], msg[ST_NAME_MAX + 32];
+	int64_t limit = 0;
+	hist_t h = { NULL, 0 };
+	st_pod_t p;
+	tank_error_t e;
+	int err;
+
+	if (name_param(call, params, "s?m", name, sizeof name) < 0)
+		return;
+	if (params->via.array.size > 1 && params->via.array.ptr[1].type == MSGPACK_OBJECT_MAP) {
+		const msgpack_object *o = api_map_get(&params->via.array.ptr[1], "limit");
+		if (o && o->type != MSGPACK_OBJECT_NIL && (!api_obj_int(o, &limit) || limit < 0)) {
+			api_reply_error(call->rt, call->token, API_BAD_REQUEST,
+					"params[1].limit: expected a non-negative integer", NULL, NULL);
+			return;
+		}
+	}
+	memset(&p, 0, sizeof p);
+	tank_error_clear(&e);
+	if ((err = st_pod_get(d->store, name, &p, &e)) < 0) {
+		snprintf(msg, sizeof msg, "pod \"%s\" not found", name);
+		api_reply_err(call->rt, call->token, err, err == TANK_ENOTFOUND ? msg : e.msg);
+		return;
+	}
+	st_pod_clear(&p);
+	if ((err = st_history(d->store, name, (size_t)limit, &h.t, &h.n, &e)) < 0) {
+		api_reply_err(call->rt, call->token, err, e.msg);
+		return;
+	}
+	api_reply(call->rt, call->token, pack_history, &h);
+	free(h.t);
+}
+
+size_t api_methods_table(api_daemon_t *d, api_method_t table[API_NMETHODS])
+{
+	static const struct { const char *name; api_handler_fn fn; } m[] = {
+		{ "ping", m_ping },       { "version", m_version },
+		{ "apply", m_apply },     { "delete", m_delete },
+		{ "get", m_get },         { "list", m_list },
+		{ "status", m_status },   { "running", m_running },
+		{ "restart", m_restart }, { "nudge", m_nudge },
+		{ "sync", m_sync },       { "logs", m_logs },
+		{ "history", m_history },
+	};
+	size_t n = sizeof m / sizeof m[0];
+
+	for (size_t i = 0; i < n; i++) {
+		table[i].name = m[i].name;
+		table[i].fn = m[i].fn;
+		table[i].ctx = d;
+	}
+	return n;
+}

@@ -1,0 +1,40 @@
+/*
+ * api_methods — the daemon's RPC methods (DESIGN.md §6), wired onto the
+ * transport of api_server.
+ *
+ * The methods hold no state: desired state and status are read from and
+ * written to the store, and the few questions only the reconciler can
+ * answer (running, restart, nudge, sync) go to the reconciler actor found
+ * by its registered name, so a reconciler restarted by its supervisor is
+ * picked up without rewiring.
+ *
+ * Everything runs on the runtime's thread.  apply and delete block for the
+ * store's fsync (the durability contract: acknowledged means durable);
+ * every other method answers from memory-mapped reads.
+ */
+#ifndef TANK_API_METHODS_H
+#define TANK_API_METHODS_H
+
+#include <stddef.h>
+
+#include "api/api_server.h"
+#include "store/st.h"
+
+#define API_RECONCILER_NAME "reconciler"
+
+typedef struct api_daemon {
+	rt_t *rt;
+	st_t *store;            /* borrowed */
+	const char *log_dir;    /* borrowed */
+	const char *version;    /* borrowed, e.g. "0.1.0" */
+} api_daemon_t;
+
+/* Fills `table` (caller storage) with the methods, each bound to d, which
+ * must outlive the server; returns the number of entries. */
+#define API_NMETHODS 15
+size_t api_methods_table(api_daemon_t *d, api_method_t table[API_NMETHODS]);
+
+/* Packs a status record as the contract's status map. */
+int api_pack_status(msgpack_packer *pk, const st_status_t *s);
+
+#endif
