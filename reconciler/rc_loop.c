@@ -41,6 +41,7 @@ typedef struct rc_entry {
 struct rc_loop {
 	rt_t *rt;
 	rt_pid_t self;
+	rt_pid_t parent;           /* who started us: its exit signal stops us */
 	rc_loop_opts_t o;
 	tank_map_t entries;        /* mkey -> rc_entry_t */
 	rc_entry_t *q_head, *q_tail;
@@ -266,6 +267,14 @@ static void rc__handle(rt_t *rt, void *state, rt_msg_t *msg)
 {
 	rc_loop_t *loop = state;
 
+	/* We trap exits to hear about runners; an exit signal from the
+	 * parent (a supervisor's shutdown) still means stop, as for an OTP
+	 * server that traps exits. */
+	if (msg->type == RT_MSG_EXIT && msg->u.exit.from == loop->parent &&
+	    loop->parent != RT_NOPID) {
+		rt_exit_self(rt, msg->u.exit.reason);
+		return;
+	}
 	if (msg->type != RT_MSG_USER || msg->tag >= RC_TAG_USER) {
 		for (uint32_t k = 0; k < loop->o.nkinds; k++) {
 			const rc_manager_t *m = loop->o.managers[k];
@@ -321,9 +330,12 @@ static void rc__handle(rt_t *rt, void *state, rt_msg_t *msg)
 	rc__kick(loop);
 }
 
+typedef struct rc_start { const rc_loop_opts_t *o; rt_pid_t parent; } rc_start_t;
+
 static int rc__init(rt_t *rt, void **state, void *arg)
 {
-	const rc_loop_opts_t *o = arg;
+	const rc_start_t *st = arg;
+	const rc_loop_opts_t *o = st->o;
 	rc_loop_t *loop;
 	int err;
 
@@ -333,6 +345,7 @@ static int rc__init(rt_t *rt, void **state, void *arg)
 		return -ENOMEM;
 	loop->rt = rt;
 	loop->self = rt_self(rt);
+	loop->parent = st->parent;
 	loop->o = *o;
 	if (!loop->o.resync_ms)
 		loop->o.resync_ms = 5000;
@@ -379,7 +392,8 @@ static const rt_behaviour_t rc_loop_behaviour = {
 
 int rc_loop_start(rt_t *rt, const rc_loop_opts_t *opts, rt_pid_t *out)
 {
-	return rt_spawn_link(rt, &rc_loop_behaviour, (void *)opts, out);
+	rc_start_t st = { opts, rt_self(rt) };
+	return rt_spawn_link(rt, &rc_loop_behaviour, &st, out);
 }
 
 rc_loop_t *rc_loop_of(rt_t *rt, rt_pid_t pid)

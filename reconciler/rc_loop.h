@@ -99,7 +99,8 @@ enum {
 #define RC_TAG_SYNC_DONE 99
 
 /* Spawns the loop actor, linked to the caller (a supervisor), and runs a
- * first resync at once.  opts is copied; managers and contexts are
+ * first resync at once.  The loop traps exits (runner actors report
+ * through them), but an exit signal from the caller stops it.  opts is copied; managers and contexts are
  * borrowed and must outlive the actor. */
 int rc_loop_start(rt_t *rt, const rc_loop_opts_t *opts, rt_pid_t *out);
 

@@ -563,6 +563,24 @@ static void rc__drained_check(rc_pods_t *pods)
 	}
 }
 
+/* A zombie is dead even if nobody reaps it (its parent, init or our
+ * predecessor's parent, may never wait for it). */
+static bool rc__zombie(pid_t pid)
+{
+	char path[64], buf[512], *p;
+	FILE *f;
+	size_t n;
+
+	snprintf(path, sizeof path, "/proc/%d/stat", (int)pid);
+	if (!(f = fopen(path, "re")))
+		return true;
+	n = fread(buf, 1, sizeof buf - 1, f);
+	fclose(f);
+	buf[n] = '\0';
+	p = strrchr(buf, ')');
+	return !p || p[1] != ' ' || p[2] == 'Z' || p[2] == 'X';
+}
+
 /* A process of a previous tankd: stop signal, then SIGKILL after grace. */
 static int rc__orphan_step(rc_pods_t *pods, rc_loop_t *loop, rc_ctr_t *c)
 {
@@ -570,7 +588,8 @@ static int rc__orphan_step(rc_pods_t *pods, rc_loop_t *loop, rc_ctr_t *c)
 	int64_t now = (int64_t)rc_wall_ms();
 	const pod_spec_t *s = c->pod->spec;
 
-	if (pod_proc_start_time(c->orphan, &st) < 0 || st != c->orphan_start) {
+	if (pod_proc_start_time(c->orphan, &st) < 0 || st != c->orphan_start ||
+	    rc__zombie(c->orphan)) {
 		c->orphan = 0;
 		rc_record(loop, RC_KIND_CONTAINER, c->key, "orphan", "stopped",
 			  "process of a previous tankd stopped");
@@ -798,6 +817,11 @@ static bool rc__ctr_handle(void *ctx, rc_loop_t *loop, rt_msg_t *m)
 	rc_ctr_t *c;
 
 	if (m->type == RT_MSG_EXIT) {
+		/* A runner that ends normally has sent RC_RUNNER_EXITED first;
+		 * exit signals overtake mail (docs/runtime.md), so that report
+		 * is still queued: let it speak. */
+		if (m->u.exit.reason.kind == RT_NORMAL)
+			return true;
 		/* A runner died without reporting (crash or kill): treat it
 		 * as an exit by signal, so the container is restarted. */
 		size_t it = 0;
@@ -849,6 +873,32 @@ static bool rc__ctr_handle(void *ctx, rc_loop_t *loop, rt_msg_t *m)
 	return true;
 }
 
+/* The loop actor is going away (crash or daemon stop).  Its runners are
+ * linked to it and die with it, killing their processes; forget them so
+ * a restarted loop starts those containers again. */
+static void rc__ctr_stop(void *ctx, rc_loop_t *loop)
+{
+	rc_pods_t *pods = ctx;
+	size_t it = 0;
+	void *v;
+
+	(void)loop;
+	while (tank_map_next(&pods->pods, &it, NULL, &v)) {
+		rc_pod_t *p = v;
+		for (size_t i = 0; i < p->nctrs; i++) {
+			rc_ctr_t *c = &p->ctrs[i];
+			if (!c->runner)
+				continue;
+			c->runner = 0;
+			c->stop_sent = false;
+			c->proc.pid = 0;
+			c->phase = PH_PENDING;
+			rc__copy(c->reason, sizeof c->reason, "reconciler stopped");
+		}
+	}
+	pods->nrunning = 0;
+}
+
 const rc_manager_t rc_pod_manager = {
 	.kind = "pod",
 	.observe = rc__pod_observe,
@@ -862,6 +912,7 @@ const rc_manager_t rc_container_manager = {
 	.observe = rc__ctr_observe,
 	.reconcile = rc__ctr_reconcile,
 	.handle = rc__ctr_handle,
+	.stop = rc__ctr_stop,
 };
 
 /* --- public ------------------------------------------------------------------------ */

@@ -297,6 +297,7 @@ rt_pid_t rt_whereis(rt_t *rt, const char *name)
 
 void rt__res_attach(rt_actor_t *a, rt_res_t *r)
 {
+	r->owner_a = a;
 	r->prev = NULL;
 	r->next = a->res;
 	if (a->res)

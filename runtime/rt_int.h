@@ -20,6 +20,8 @@ enum { RT__RES_TIMER = 1, RT__RES_FD, RT__RES_CHILD };
 
 typedef struct rt_res {
 	struct rt_res *prev, *next;   /* the owner's resource list */
+	struct rt_actor *owner_a;     /* the list's owner: valid while r is, as
+				       * resources die with their owner */
 	rt_ref_t ref;                 /* handle in rt.res */
 	rt_pid_t owner;
 	uint32_t kind;

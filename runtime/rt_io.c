@@ -174,12 +174,11 @@ static rt_res_t *rt__res_get(rt_t *rt, rt_ref_t ref, uint32_t kind)
 	return r && r->kind == kind ? r : NULL;
 }
 
+/* Detaches through the owner pointer, not the pid: inside the owner's
+ * terminate its pid is already stale but its list is still walked. */
 static void rt__res_drop(rt_t *rt, rt_res_t *r)
 {
-	rt_actor_t *owner = rt__actor(rt, r->owner);
-
-	if (owner)
-		rt__res_detach(owner, r);
+	rt__res_detach(r->owner_a, r);
 	rt__res_destroy(rt, r);
 }
 

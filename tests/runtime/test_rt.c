@@ -870,3 +870,43 @@ Test(runtime, state_of_matches_behaviour)
 	cr_assert_null(rt_state_of(rt, p, &rec_b));
 	rt_free(rt);
 }
+
+/* A terminate callback that releases its own watches and timers, as a
+ * server closing its socket does: must not touch freed memory. */
+typedef struct selfclean { int fd; rt_ref_t w, t; } selfclean_t;
+
+static int selfclean_init(rt_t *rt, void **state, void *arg)
+{
+	selfclean_t *s = arg;
+	*state = s;
+	rt_watch_fd(rt, rt_self(rt), s->fd, EV_READ, 1, &s->w);
+	return rt_send_after(rt, rt_self(rt), 100000, 1, NULL, 0, &s->t);
+}
+
+static void selfclean_terminate(rt_t *rt, void *state, rt_reason_t reason)
+{
+	selfclean_t *s = state;
+	(void)reason;
+	cr_assert_eq(rt_unwatch_fd(rt, s->w), 0);
+	cr_assert_eq(rt_cancel_timer(rt, s->t), 0);
+}
+
+static const rt_behaviour_t selfclean_b = { "selfclean", selfclean_init, puppet_handle, selfclean_terminate };
+
+Test(runtime, terminate_may_release_own_watches)
+{
+	rt_t *rt = new_rt();
+	int p[2];
+	cr_assert_eq(pipe2(p, O_CLOEXEC), 0);
+	selfclean_t s = { .fd = p[0] };
+	rt_pid_t a;
+	cr_assert_eq(rt_spawn(rt, &selfclean_b, &s, &a), 0);
+	cmd(rt, a, CMD_EXIT, 0, rt_reason(RT_ERROR, 1));
+	run_for(rt, 0.1);
+	cr_assert_not(rt_alive(rt, a));
+	/* And through teardown. */
+	cr_assert_eq(rt_spawn(rt, &selfclean_b, &s, &a), 0);
+	rt_free(rt);
+	close(p[0]);
+	close(p[1]);
+}
