@@ -694,7 +694,8 @@ static int rc__ctr_start(rc_pods_t *pods, rc_loop_t *loop, rc_ctr_t *c,
 		.sandbox = p->has_sb ? &p->sb : NULL,
 	};
 	rc_runner_args_t ra = {
-		.owner = rc_pid(loop), .key = c->key, .launch = &lo,
+		.owner = rc_pid(loop), .key = c->key, .launch_opts = &lo,
+		.launch = pods->o.launch,
 		.cgroup = c->has_cg ? &c->cg : NULL, .log = c->log,
 		.stop_signal = p->spec->stop.signal, .grace_ms = p->spec->stop.grace_ms,
 		.proc = &c->proc, .err = &err,

@@ -38,6 +38,7 @@
 #include <sys/types.h>
 
 #include "pod/pod_cgroup.h"
+#include "pod/pod_launch.h"
 #include "reconciler/rc_loop.h"
 #include "store/st.h"
 
@@ -63,6 +64,9 @@ typedef struct rc_pods_opts {
 	const pod_cgroup_env_t *cgroups;   /* copied; NULL or mode NONE = none */
 	void (*on_event)(void *ctx, const rc_event_t *ev);   /* may be NULL */
 	void *event_ctx;
+	/* Starts a container process: NULL = pod_launch.  Tests inject a
+	 * fake with the same contract (pod_launch.h). */
+	int (*launch)(const pod_launch_opts_t *o, pod_proc_t *out, tank_error_t *err);
 	/* Called once, after rc_pods_shutdown(), when no container runs. */
 	void (*on_drained)(void *ctx);
 	void *drained_ctx;

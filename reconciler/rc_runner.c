@@ -116,7 +116,7 @@ static int rc__runner_init(rt_t *rt, void **state, void *arg)
 	r->log = a->log;
 	r->stop_signal = a->stop_signal ? a->stop_signal : SIGTERM;
 	r->grace_ms = a->grace_ms;
-	if ((err = pod_launch(a->launch, &r->proc, a->err)) < 0) {
+	if ((err = (a->launch ? a->launch : pod_launch)(a->launch_opts, &r->proc, a->err)) < 0) {
 		free(r);
 		return err;
 	}

@@ -50,11 +50,13 @@ typedef struct rc_runner_exited {
 typedef struct rc_runner_args {
 	rt_pid_t owner;
 	const char *key;                  /* copied */
-	const pod_launch_opts_t *launch;  /* borrowed for the spawn */
+	const pod_launch_opts_t *launch_opts;  /* borrowed for the spawn */
 	pod_cgroup_t *cgroup;             /* borrowed (see above); may be NULL */
 	pod_log_t *log;                   /* borrowed; may be NULL */
 	int stop_signal;
 	uint64_t grace_ms;
+	/* The launcher: pod_launch, or a test's fake with its contract. */
+	int (*launch)(const pod_launch_opts_t *, pod_proc_t *, tank_error_t *);
 	pod_proc_t *proc;                 /* out: the started process */
 	tank_error_t *err;                /* out: why the start failed */
 } rc_runner_args_t;

@@ -1,0 +1,532 @@
+/*
+ * The pod and container managers on a real store, a real runtime and real
+ * processes — started either by the real launcher or by a fake one that
+ * forks a child doing what its argv says (exit:N, signal:N, sleep).
+ */
+#include <criterion/criterion.h>
+#include <ev.h>
+#include <errno.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "pod/pod_manifest.h"
+#include "reconciler/rc_pod.h"
+#include "store/st.h"
+
+typedef struct h {
+	char dir[64];
+	rt_t *rt;
+	st_t *st;
+	rc_pods_t *pods;
+	rt_pid_t loop;
+	pod_cgroup_env_t cg;
+	int launches;
+	int events;
+} h_t;
+
+static h_t *cur_h;
+
+/* The fake launcher: argv[0] "exit:N" | "signal:N" | "sleep". */
+static int fake_launch(const pod_launch_opts_t *o, pod_proc_t *out, tank_error_t *err)
+{
+	const char *what = o->argv ? o->argv[0] : o->file;
+	pid_t pid;
+
+	if (strncmp(what, "fail", 4) == 0)
+		return tank_error_set(err, -ENOENT, "exec %s: No such file or directory", what);
+	pid = fork();
+	if (pid < 0)
+		return tank_error_set(err, -errno, "fork: %s", strerror(errno));
+	if (pid == 0) {
+		if (strncmp(what, "exit:", 5) == 0)
+			_exit(atoi(what + 5));
+		if (strncmp(what, "signal:", 7) == 0)
+			raise(atoi(what + 7));
+		if (strncmp(what, "run:", 4) == 0) {   /* run N ms, then exit 1 */
+			usleep((useconds_t)atoi(what + 4) * 1000);
+			_exit(1);
+		}
+		pause();
+		_exit(0);
+	}
+	memset(out, 0, sizeof *out);
+	out->pid = pid;
+	out->stdout_fd = out->stderr_fd = -1;
+	pod_proc_start_time(pid, &out->start_time);
+	cur_h->launches++;
+	return 0;
+}
+
+static void on_event(void *ctx, const rc_event_t *ev)
+{
+	h_t *h = ctx;
+	cr_assert_not_null(ev->pod);
+	h->events++;
+}
+
+static h_t *setup(bool fake)
+{
+	h_t *h = calloc(1, sizeof *h);
+	char root[48];
+	tank_error_t e;
+
+	cur_h = h;
+	snprintf(h->dir, sizeof h->dir, "/tmp/tank-rc-XXXXXX");
+	cr_assert_not_null(mkdtemp(h->dir));
+	cr_assert_eq(st_open(h->dir, NULL, &h->st, &e), 0, "%s", e.msg);
+	snprintf(root, sizeof root, "tank-rctest-%d", (int)getpid());
+	if (pod_cgroup_probe(&h->cg, NULL, root, &e) < 0)
+		h->cg.mode = POD_CGROUP_NONE;
+	h->rt = rt_new();
+	cr_assert_not_null(h->rt);
+	char logs[96];
+	snprintf(logs, sizeof logs, "%s/logs", h->dir);
+	rc_pods_opts_t po = {
+		.store = h->st, .log_dir = logs, .cgroups = &h->cg,
+		.on_event = on_event, .event_ctx = h,
+		.launch = fake ? fake_launch : NULL,
+	};
+	cr_assert_eq(rc_pods_new(&po, &h->pods), 0);
+	rc_loop_opts_t lo = {
+		.resync_ms = 200,
+		.managers = { &rc_pod_manager, &rc_container_manager },
+		.ctx = { h->pods, h->pods }, .nkinds = 2,
+		.record = rc_pods_record, .record_ctx = h->pods,
+		.name = "reconciler",
+	};
+	cr_assert_eq(rc_loop_start(h->rt, &lo, &h->loop), 0);
+	return h;
+}
+
+static void teardown(h_t *h)
+{
+	rt_free(h->rt);
+	rc_pods_free(h->pods);
+	while (waitpid(-1, NULL, WNOHANG) > 0)
+		;
+	if (h->cg.mode != POD_CGROUP_NONE)
+		pod_cgroup_env_cleanup(&h->cg);
+	st_close(h->st, NULL);
+	char cmd[96];
+	snprintf(cmd, sizeof cmd, "rm -rf %s", h->dir);
+	cr_assert_eq(system(cmd), 0);
+	free(h);
+}
+
+static void stop_cb(struct ev_loop *l, ev_timer *w, int revents)
+{
+	(void)l; (void)revents;
+	rt_stop(w->data);
+}
+
+static void run_for(h_t *h, double s)
+{
+	ev_timer t;
+	ev_timer_init(&t, stop_cb, s, 0);
+	t.data = h->rt;
+	ev_timer_start(rt_loop(h->rt), &t);
+	rt_run(h->rt);
+	ev_timer_stop(rt_loop(h->rt), &t);
+}
+
+static void apply_yaml(h_t *h, const char *yaml)
+{
+	pod_manifest_t *m = NULL;
+	pod_errors_t errs;
+	tank_error_t e;
+
+	pod_errors_init(&errs);
+	cr_assert_eq(pod_manifest_parse(yaml, strlen(yaml), "test.yaml", &m, &errs), 0,
+		     "%s", errs.stored ? errs.msgs[0] : "?");
+	st_pod_in_t in[16];
+	st_apply_result_t res[16];
+	char *bufs[16];
+	cr_assert_leq(m->count, 16);
+	for (size_t i = 0; i < m->count; i++) {
+		size_t len;
+		cr_assert_eq(pod_spec_encode(m->specs[i], &bufs[i], &len), 0);
+		in[i] = (st_pod_in_t){ m->specs[i]->name, bufs[i], len };
+	}
+	cr_assert_eq(st_apply(h->st, in, m->count, res, &e), 0, "%s", e.msg);
+	for (size_t i = 0; i < m->count; i++)
+		free(bufs[i]);
+	pod_manifest_free(m);
+	pod_errors_free(&errs);
+	rc_nudge(h->rt, h->loop);
+}
+
+/* Reads a pod's status; false if it has none. */
+static bool status(h_t *h, const char *name, st_status_t *s)
+{
+	memset(s, 0, sizeof *s);
+	return st_status_get(h->st, name, s, NULL) == 0;
+}
+
+typedef bool (*pred_fn)(h_t *h, const char *name, const void *arg);
+
+static bool wait_for(h_t *h, const char *name, pred_fn pred, const void *arg, double secs)
+{
+	for (double t = 0; t < secs; t += 0.02) {
+		if (pred(h, name, arg))
+			return true;
+		run_for(h, 0.02);
+	}
+	return pred(h, name, arg);
+}
+
+static bool phase_is(h_t *h, const char *name, const void *arg)
+{
+	st_status_t s;
+	bool ok = status(h, name, &s) && strcmp(s.phase, arg) == 0;
+	if (ok || s.containers)
+		st_status_clear(&s);
+	return ok;
+}
+
+static bool restarts_at_least(h_t *h, const char *name, const void *arg)
+{
+	st_status_t s;
+	bool ok = status(h, name, &s) && s.restarts >= *(const uint32_t *)arg;
+	st_status_clear(&s);
+	return ok;
+}
+
+static bool gone(h_t *h, const char *name, const void *arg)
+{
+	st_status_t s;
+	(void)arg;
+	if (status(h, name, &s)) {
+		st_status_clear(&s);
+		return false;
+	}
+	return true;
+}
+
+static const char *pod_yaml(char *buf, size_t cap, const char *name,
+			    const char *restart, const char *cmd, const char *backoff)
+{
+	snprintf(buf, cap,
+		 "name: %s\nrestart: %s\nbackoff: %s\nstop: {grace: 200ms}\n"
+		 "containers:\n  - name: c\n    command: [\"%s\"]\n",
+		 name, restart, backoff, cmd);
+	return buf;
+}
+
+/* --- the policy matrix ---------------------------------------------------- */
+
+typedef struct policy_case {
+	const char *restart, *cmd;
+	bool restarts;            /* expected: restarted, else terminal */
+	const char *terminal_reason;
+} policy_case_t;
+
+Test(reconciler, restart_policy_times_exit_kind, .timeout = 60)
+{
+	static const policy_case_t cases[] = {
+		{ "always", "exit:0", true, NULL },
+		{ "always", "exit:3", true, NULL },
+		{ "always", "signal:9", true, NULL },
+		{ "on_failure", "exit:0", false, "completed" },
+		{ "on_failure", "exit:3", true, NULL },
+		{ "on_failure", "signal:9", true, NULL },
+		{ "never", "exit:0", false, "completed" },
+		{ "never", "exit:3", false, "failed" },
+		{ "never", "signal:9", false, "failed" },
+	};
+	h_t *h = setup(true);
+	char buf[512], name[16];
+	size_t n = sizeof cases / sizeof cases[0];
+
+	for (size_t i = 0; i < n; i++) {
+		snprintf(name, sizeof name, "p%zu", i);
+		apply_yaml(h, pod_yaml(buf, sizeof buf, name, cases[i].restart, cases[i].cmd,
+				       "{base: 10ms, cap: 50ms}"));
+	}
+	for (size_t i = 0; i < n; i++) {
+		snprintf(name, sizeof name, "p%zu", i);
+		if (cases[i].restarts) {
+			uint32_t three = 3;
+			cr_assert(wait_for(h, name, restarts_at_least, &three, 20),
+				  "%s %s: not restarted", cases[i].restart, cases[i].cmd);
+		} else {
+			cr_assert(wait_for(h, name, phase_is, "terminal", 20),
+				  "%s %s: not terminal", cases[i].restart, cases[i].cmd);
+			st_status_t s;
+			cr_assert(status(h, name, &s));
+			cr_assert_str_eq(s.reason, cases[i].terminal_reason, "%s %s: %s",
+					 cases[i].restart, cases[i].cmd, s.reason);
+			cr_assert_eq(s.restarts, 0);
+			cr_assert(s.last_exit.present);
+			if (strncmp(cases[i].cmd, "signal", 6) == 0)
+				cr_assert_eq(s.last_exit.signal, SIGKILL);
+			else
+				cr_assert_eq(s.last_exit.code, atoi(cases[i].cmd + 5));
+			st_status_clear(&s);
+		}
+	}
+	/* A terminal pod stays stopped across resyncs. */
+	int before = h->launches;
+	run_for(h, 0.5);
+	for (size_t i = 0; i < n; i++)
+		if (!cases[i].restarts) {
+			snprintf(name, sizeof name, "p%zu", i);
+			cr_assert(phase_is(h, name, "terminal"));
+		}
+	cr_assert_geq(h->launches, before);   /* the always pods keep going */
+	cr_assert_gt(h->events, 0);
+	teardown(h);
+}
+
+/* --- backoff ------------------------------------------------------------------ */
+
+static int64_t *hist_starts(h_t *h, const char *name, size_t *n)
+{
+	st_transition_t *t = NULL;
+	size_t nt = 0;
+	int64_t *starts;
+	cr_assert_eq(st_history(h->st, name, 0, &t, &nt, NULL), 0);
+	starts = calloc(nt + 1, sizeof *starts);
+	*n = 0;
+	for (size_t i = 0; i < nt; i++)
+		if (strcmp(t[i].to, "running") == 0 && strstr(t[i].reason, "container c: started"))
+			starts[(*n)++] = t[i].at;
+	free(t);
+	return starts;
+}
+
+Test(reconciler, backoff_doubles_up_to_the_cap, .timeout = 60)
+{
+	h_t *h = setup(true);
+	char buf[512];
+	uint32_t want = 6;
+
+	apply_yaml(h, pod_yaml(buf, sizeof buf, "bo", "always", "exit:1",
+			       "{base: 40ms, cap: 200ms, stable_window: 10m}"));
+	cr_assert(wait_for(h, "bo", restarts_at_least, &want, 20));
+	run_for(h, 0.3);
+	size_t n;
+	int64_t *starts = hist_starts(h, "bo", &n);
+	cr_assert_geq(n, 6);
+	/* Lower bounds only: min(40·2ⁿ, 200) between consecutive starts. */
+	const int64_t expect[] = { 40, 80, 160, 200, 200 };
+	for (size_t i = 0; i < 5; i++)
+		cr_assert_geq(starts[i + 1] - starts[i], expect[i],
+			      "gap %zu: %lld < %lld", i, (long long)(starts[i + 1] - starts[i]),
+			      (long long)expect[i]);
+	st_status_t s;
+	cr_assert(status(h, "bo", &s));
+	cr_assert_geq(s.retries, 5);
+	st_status_clear(&s);
+	free(starts);
+	teardown(h);
+}
+
+Test(reconciler, stable_run_resets_backoff, .timeout = 60)
+{
+	h_t *h = setup(true);
+	char buf[512];
+	uint32_t want = 4;
+
+	/* Each run lasts 150 ms, longer than the 100 ms stable window, so
+	 * every restart waits the base again and retries stay at 1. */
+	apply_yaml(h, pod_yaml(buf, sizeof buf, "st", "always", "run:150",
+			       "{base: 20ms, cap: 10s, stable_window: 100ms}"));
+	cr_assert(wait_for(h, "st", restarts_at_least, &want, 20));
+	st_status_t s;
+	cr_assert(status(h, "st", &s));
+	cr_assert_eq(s.retries, 1, "retries %u", s.retries);
+	cr_assert_geq(s.restarts, 4);
+	st_status_clear(&s);
+	teardown(h);
+}
+
+/* --- spec change, unchanged re-apply, delete during backoff -------------------- */
+
+static pid_t first_pid(h_t *h, const char *name)
+{
+	st_status_t s;
+	pid_t pid = 0;
+	if (status(h, name, &s)) {
+		if (s.n_containers && strcmp(s.containers[0].phase, "running") == 0)
+			pid = s.containers[0].pid;
+		st_status_clear(&s);
+	}
+	return pid;
+}
+
+static bool pid_changed(h_t *h, const char *name, const void *arg)
+{
+	pid_t p = first_pid(h, name);
+	return p && p != *(const pid_t *)arg;
+}
+
+static bool running_pid(h_t *h, const char *name, const void *arg)
+{
+	(void)arg;
+	return first_pid(h, name) != 0;
+}
+
+Test(reconciler, spec_change_restarts_unchanged_does_not, .timeout = 60)
+{
+	h_t *h = setup(false);
+	const char *v1 = "name: web\nstop: {grace: 1s}\ncontainers:\n"
+			 "  - name: c\n    command: [/bin/sleep, \"1000\"]\n";
+	const char *v2 = "name: web\nstop: {grace: 1s}\ncontainers:\n"
+			 "  - name: c\n    command: [/bin/sleep, \"999\"]\n";
+	apply_yaml(h, v1);
+	cr_assert(wait_for(h, "web", running_pid, NULL, 10));
+	pid_t p1 = first_pid(h, "web");
+	apply_yaml(h, v1);      /* unchanged */
+	run_for(h, 0.5);
+	cr_assert_eq(first_pid(h, "web"), p1);
+	apply_yaml(h, v2);      /* configured: stop, start with the new spec */
+	cr_assert(wait_for(h, "web", pid_changed, &p1, 10));
+	st_status_t s;
+	cr_assert(status(h, "web", &s));
+	cr_assert_eq(s.generation, 2);
+	st_status_clear(&s);
+	cr_assert_eq(kill(p1, 0), -1);   /* the old process is gone */
+	char cmdline[64], path[32];
+	snprintf(path, sizeof path, "/proc/%d/cmdline", (int)first_pid(h, "web"));
+	FILE *f = fopen(path, "r");
+	cr_assert_not_null(f);
+	size_t n = fread(cmdline, 1, sizeof cmdline - 1, f);
+	fclose(f);
+	cmdline[n] = '\0';
+	cr_assert_str_eq(cmdline + strlen(cmdline) + 1, "999");
+	teardown(h);
+}
+
+Test(reconciler, delete_during_backoff_cancels_restart, .timeout = 60)
+{
+	h_t *h = setup(true);
+	char buf[512];
+
+	apply_yaml(h, pod_yaml(buf, sizeof buf, "del", "always", "exit:1",
+			       "{base: 1s, cap: 10s}"));
+	cr_assert(wait_for(h, "del", phase_is, "backing_off", 10));
+	int launches = h->launches;
+	const char *names[] = { "del" };
+	bool deleted;
+	cr_assert_eq(st_delete(h->st, names, 1, &deleted, NULL), 0);
+	cr_assert(deleted);
+	rc_nudge(h->rt, h->loop);
+	cr_assert(wait_for(h, "del", gone, NULL, 10));
+	run_for(h, 1.5);   /* past the backoff: nothing may start */
+	cr_assert_eq(h->launches, launches);
+	cr_assert(gone(h, "del", NULL));
+	teardown(h);
+}
+
+/* --- terminal and restart by hand ----------------------------------------------- */
+
+Test(reconciler, terminal_stays_until_restart_by_hand, .timeout = 60)
+{
+	h_t *h = setup(true);
+	char buf[512];
+
+	apply_yaml(h, pod_yaml(buf, sizeof buf, "job", "never", "exit:2",
+			       "{base: 10ms, cap: 50ms}"));
+	cr_assert(wait_for(h, "job", phase_is, "terminal", 10));
+	int launches = h->launches;
+	run_for(h, 0.5);
+	cr_assert_eq(h->launches, launches);
+	rc_loop_t *l = rc_loop_of(h->rt, h->loop);
+	cr_assert_eq(rc_pods_restart(h->pods, l, "job"), 0);
+	cr_assert_eq(rc_pods_restart(h->pods, l, "nope"), TANK_ENOTFOUND);
+	run_for(h, 0.3);
+	cr_assert(wait_for(h, "job", phase_is, "terminal", 10));
+	cr_assert_eq(h->launches, launches + 1);
+	teardown(h);
+}
+
+Test(reconciler, failed_start_backs_off_with_reason, .timeout = 60)
+{
+	h_t *h = setup(true);
+	char buf[512];
+	uint32_t two = 2;
+
+	apply_yaml(h, pod_yaml(buf, sizeof buf, "bad", "always", "fail-me",
+			       "{base: 10ms, cap: 50ms}"));
+	cr_assert(wait_for(h, "bad", restarts_at_least, &two, 10));
+	st_status_t s;
+	cr_assert(status(h, "bad", &s));
+	cr_assert_eq(s.last_exit.code, 127);
+	cr_assert(strstr(s.containers[0].reason, "No such file") != NULL, "%s",
+		  s.containers[0].reason);
+	st_status_clear(&s);
+	teardown(h);
+}
+
+/* --- drift ------------------------------------------------------------------------ */
+
+Test(reconciler, process_killed_from_outside_is_restarted, .timeout = 60)
+{
+	h_t *h = setup(false);
+	apply_yaml(h, "name: d\nbackoff: {base: 0}\ncontainers:\n"
+		      "  - name: c\n    command: [/bin/sleep, \"1000\"]\n");
+	cr_assert(wait_for(h, "d", running_pid, NULL, 10));
+	pid_t p1 = first_pid(h, "d");
+	cr_assert_eq(kill(p1, SIGKILL), 0);
+	cr_assert(wait_for(h, "d", pid_changed, &p1, 10));
+	st_status_t s;
+	cr_assert(status(h, "d", &s));
+	cr_assert_eq(s.restarts, 1);
+	cr_assert_eq(s.last_exit.signal, SIGKILL);
+	st_status_clear(&s);
+	teardown(h);
+}
+
+/* --- scale ------------------------------------------------------------------------- */
+
+Test(reconciler, thousand_pods_converge_and_go, .timeout = 120)
+{
+	h_t *h = setup(false);
+	enum { N = 1000 };
+	char *names[N];
+	st_pod_in_t *in = calloc(N, sizeof *in);
+	st_apply_result_t *res = calloc(N, sizeof *res);
+	char **bufs = calloc(N, sizeof *bufs);
+	char yaml[256];
+
+	for (int i = 0; i < N; i++) {
+		pod_manifest_t *m;
+		size_t len;
+		names[i] = malloc(16);
+		snprintf(names[i], 16, "p%04d", i);
+		snprintf(yaml, sizeof yaml, "name: %s\nstop: {grace: 1s}\ncontainers:\n"
+			 "  - name: c\n    command: [/bin/sleep, \"1000\"]\n", names[i]);
+		cr_assert_eq(pod_manifest_parse(yaml, strlen(yaml), "t", &m, NULL), 0);
+		cr_assert_eq(pod_spec_encode(m->specs[0], &bufs[i], &len), 0);
+		in[i] = (st_pod_in_t){ names[i], bufs[i], len };
+		pod_manifest_free(m);
+	}
+	cr_assert_eq(st_apply(h->st, in, N, res, NULL), 0);
+	rc_nudge(h->rt, h->loop);
+	size_t running = 0;
+	for (int t = 0; t < 3000 && running < N; t++) {
+		run_for(h, 0.02);
+		running = rc_pods_nrunning(h->pods);
+	}
+	cr_assert_eq(running, N);
+	for (int i = 0; i < N; i += 97)
+		cr_assert(phase_is(h, names[i], "running"), "%s", names[i]);
+	cr_assert_eq(st_delete(h->st, (const char *const *)names, N, NULL, NULL), 0);
+	rc_nudge(h->rt, h->loop);
+	for (int t = 0; t < 3000 && rc_pods_nrunning(h->pods); t++)
+		run_for(h, 0.02);
+	cr_assert_eq(rc_pods_nrunning(h->pods), 0);
+	cr_assert(wait_for(h, names[N - 1], gone, NULL, 10));
+	for (int i = 0; i < N; i++) {
+		free(names[i]);
+		free(bufs[i]);
+	}
+	free(in);
+	free(res);
+	free(bufs);
+	teardown(h);
+}
