@@ -397,7 +397,8 @@ Test(reconciler, spec_change_restarts_unchanged_does_not, .timeout = 60)
 	size_t n = fread(cmdline, 1, sizeof cmdline - 1, f);
 	fclose(f);
 	cmdline[n] = '\0';
-	cr_assert_str_eq(cmdline + strlen(cmdline) + 1, "999");
+	cr_assert_str_eq(cmdline + strlen(cmdline) + 1, "999", "pid %d runs %s %s",
+			 (int)first_pid(h, "web"), cmdline, cmdline + strlen(cmdline) + 1);
 	teardown(h);
 }
 
