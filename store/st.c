@@ -58,7 +58,6 @@ struct st {
 	void *on_flush_error_ctx;
 
 	msgpack_sbuffer buf;       /* encode scratch */
-	msgpack_zone zone;         /* decode scratch */
 
 	/* The queue: entries in insertion order, hashed by name. */
 	pend_t *pend;
@@ -658,7 +657,7 @@ static int apply_fn(st_t *st, MDB_txn *txn, void *arg, tank_error_t *err)
 			break;
 		} else {
 			rc = st__dec_pod(v.mv_data, v.mv_size, in->name, len,
-					 &st->zone, &cur, err);
+					 &cur, err);
 			if (rc)
 				break;
 			bool same = cur.spec_len == in->spec_len &&
@@ -901,7 +900,7 @@ int st_pod_get(st_t *st, const char *name, st_pod_t *out, tank_error_t *err)
 		rc = mdb_fail(err, rc, "store: read pod");
 	else
 		rc = st__dec_pod(v.mv_data, v.mv_size, name, k.mv_size,
-				 &st->zone, out, err);
+				 out, err);
 	mdb_txn_abort(txn);
 	return rc;
 }
@@ -935,7 +934,7 @@ int st_pod_list(st_t *st, st_pod_t **out, size_t *n, tank_error_t *err)
 			break;
 		}
 		rc = st__dec_pod(v.mv_data, v.mv_size, k.mv_data, k.mv_size,
-				 &st->zone, &arr[cnt], err);
+				 &arr[cnt], err);
 		if (!rc)
 			cnt++;
 	}
@@ -977,106 +976,175 @@ int st_status_get(st_t *st, const char *name, st_status_t *out,
 		rc = mdb_fail(err, rc, "store: read status");
 	else
 		rc = st__dec_status(v.mv_data, v.mv_size, name, k.mv_size,
-				    &st->zone, out, err);
+				    out, err);
 	mdb_txn_abort(txn);
 	return rc;
 }
 
-static int cmp_status(const void *a, const void *b)
+static int cmp_pend_ptr(const void *a, const void *b)
 {
-	return strcmp(((const st_status_t *)a)->name,
-		      ((const st_status_t *)b)->name);
+	return strcmp((*(pend_t *const *)a)->name, (*(pend_t *const *)b)->name);
 }
 
-/* Overlays the queue on a sorted list read from the db. */
-static int overlay_status(st_t *st, st_status_t **arrp, size_t *np)
+/* LMDB's default key order: bytes, then the shorter first (== strcmp for
+ * names without NUL, which is how the queue is sorted). */
+static int keycmp(const char *a, size_t al, const MDB_val *b)
 {
-	st_status_t *arr = *arrp;
-	size_t n = *np, cap = n, base = n;
-	bool inserted = false;
-	for (size_t i = 0; i < st->n_pend; i++) {
-		pend_t *p = &st->pend[i];
-		if (!p->has_status && !p->forget)
-			continue;
-		st_status_t *hit = base ? bsearch(p->name, arr, base, sizeof *arr,
-						  cmp_status) : NULL;
-		if (hit) {
-			st_status_clear(hit);
-			if (p->has_status) {
-				if (st_status_copy(hit, &p->s))
-					return -ENOMEM;
-			} else {
-				hit->name[0] = '\0'; /* removed below */
-			}
-			continue;
-		}
-		if (!p->has_status)
-			continue;
-		if (n == cap) {
-			cap = cap ? cap * 2 : 16;
-			st_status_t *na = realloc(arr, cap * sizeof *na);
-			if (!na)
-				return -ENOMEM;
-			*arrp = arr = na;
-		}
-		if (st_status_copy(&arr[n], &p->s))
-			return -ENOMEM;
-		*np = ++n;
-		inserted = true;
+	size_t m = al < b->mv_size ? al : b->mv_size;
+	int c = memcmp(a, b->mv_data, m);
+	if (c)
+		return c;
+	return al < b->mv_size ? -1 : al > b->mv_size;
+}
+
+/* fn gets a decoded db record it may take the containers of (owned), or a
+ * queued record it must copy (borrowed). */
+typedef int (*walk_fn)(void *ctx, st_status_t *s, bool owned);
+
+static int status_walk(st_t *st, walk_fn fn, void *ctx, tank_error_t *err)
+{
+	pend_t **pp = NULL;
+	size_t np = 0, j = 0;
+	MDB_txn *txn;
+	MDB_cursor *c;
+	int rc = 0, stop = 0;
+	if (st->n_pend) {
+		pp = malloc(st->n_pend * sizeof *pp);
+		if (!pp)
+			return tank_error_set(err, -ENOMEM, "out of memory");
+		for (size_t i = 0; i < st->n_pend; i++)
+			if (st->pend[i].has_status || st->pend[i].forget)
+				pp[np++] = &st->pend[i];
+		qsort(pp, np, sizeof *pp, cmp_pend_ptr);
 	}
-	size_t o = 0;
-	for (size_t i = 0; i < n; i++)
-		if (arr[i].name[0])
-			arr[o++] = arr[i];
-	*np = n = o;
-	if (inserted)
-		qsort(arr, n, sizeof *arr, cmp_status);
+	if ((rc = read_begin(st, &txn, err))) {
+		free(pp);
+		return rc;
+	}
+	if ((rc = mdb_cursor_open(txn, st->db_status, &c))) {
+		mdb_txn_abort(txn);
+		free(pp);
+		return mdb_fail(err, rc, "store: list status");
+	}
+	/* Merge walk of two sorted sequences: the db and the queue, the queue
+	 * winning on equal names. */
+	MDB_val k, v;
+	int r = mdb_cursor_get(c, &k, &v, MDB_FIRST);
+	while (!rc && !stop) {
+		if (r && r != MDB_NOTFOUND) {
+			rc = mdb_fail(err, r, "store: list status");
+			break;
+		}
+		int cmp;
+		if (j < np && r == 0)
+			cmp = keycmp(pp[j]->name, pp[j]->namelen, &k);
+		else if (j < np)
+			cmp = -1;
+		else if (r == 0)
+			cmp = 1;
+		else
+			break;
+		if (cmp <= 0) {
+			if (pp[j]->has_status)
+				stop = fn(ctx, &pp[j]->s, false);
+			j++;
+			if (cmp == 0)
+				r = mdb_cursor_get(c, &k, &v, MDB_NEXT);
+		} else {
+			st_status_t s;
+			rc = st__dec_status(v.mv_data, v.mv_size, k.mv_data,
+					    k.mv_size, &s, err);
+			if (!rc) {
+				stop = fn(ctx, &s, true);
+				st_status_clear(&s);
+			}
+			r = mdb_cursor_get(c, &k, &v, MDB_NEXT);
+		}
+	}
+	mdb_cursor_close(c);
+	mdb_txn_abort(txn);
+	free(pp);
+	return rc ? rc : stop;
+}
+
+typedef struct foreach_arg {
+	st_status_fn fn;
+	void *ctx;
+} foreach_arg_t;
+
+static int foreach_cb(void *ctx, st_status_t *s, bool owned)
+{
+	foreach_arg_t *a = ctx;
+	(void)owned;
+	return a->fn(a->ctx, s);
+}
+
+int st_status_foreach(st_t *st, st_status_fn fn, void *ctx, tank_error_t *err)
+{
+	foreach_arg_t a = { fn, ctx };
+	return status_walk(st, foreach_cb, &a, err);
+}
+
+typedef struct list_acc {
+	st_status_t *arr;
+	size_t n, cap;
+} list_acc_t;
+
+static int list_add(void *ctx, st_status_t *s, bool owned)
+{
+	list_acc_t *a = ctx;
+	if (a->n == a->cap) {
+		size_t cap = a->cap ? a->cap * 2 : 64;
+		st_status_t *na = realloc(a->arr, cap * sizeof *na);
+		if (!na)
+			return -ENOMEM;
+		a->arr = na;
+		a->cap = cap;
+	}
+	if (owned) {
+		/* Take the decoded record as is, containers included. */
+		a->arr[a->n] = *s;
+		s->containers = NULL;
+		s->n_containers = 0;
+	} else if (st_status_copy(&a->arr[a->n], s)) {
+		return -ENOMEM;
+	}
+	a->n++;
 	return 0;
 }
 
 int st_status_list(st_t *st, st_status_t **out, size_t *n, tank_error_t *err)
 {
+	list_acc_t a = { NULL, 0, 0 };
 	MDB_txn *txn;
-	MDB_cursor *c;
 	MDB_stat ms;
-	st_status_t *arr = NULL;
-	size_t cnt = 0;
 	*out = NULL;
 	*n = 0;
+	/* Size the array once: growing a 10,000-entry array by doubling
+	 * would copy megabytes. */
 	int rc = read_begin(st, &txn, err);
 	if (rc)
 		return rc;
-	if ((rc = mdb_stat(txn, st->db_status, &ms)) ||
-	    (rc = mdb_cursor_open(txn, st->db_status, &c))) {
-		mdb_txn_abort(txn);
-		return mdb_fail(err, rc, "store: list status");
-	}
-	if (ms.ms_entries && !(arr = calloc(ms.ms_entries, sizeof *arr)))
-		rc = tank_error_set(err, -ENOMEM, "out of memory");
-	MDB_val k, v;
-	for (int op = MDB_FIRST; !rc && cnt < ms.ms_entries; op = MDB_NEXT) {
-		int r = mdb_cursor_get(c, &k, &v, op);
-		if (r == MDB_NOTFOUND)
-			break;
-		if (r) {
-			rc = mdb_fail(err, r, "store: list status");
-			break;
-		}
-		rc = st__dec_status(v.mv_data, v.mv_size, k.mv_data, k.mv_size,
-				    &st->zone, &arr[cnt], err);
-		if (!rc)
-			cnt++;
-	}
-	mdb_cursor_close(c);
+	rc = mdb_stat(txn, st->db_status, &ms);
 	mdb_txn_abort(txn);
-	if (!rc && overlay_status(st, &arr, &cnt))
+	if (rc)
+		return mdb_fail(err, rc, "store: list status");
+	a.cap = ms.ms_entries + st->n_pend;
+	if (a.cap && !(a.arr = malloc(a.cap * sizeof *a.arr)))
+		return tank_error_set(err, -ENOMEM, "out of memory");
+	rc = status_walk(st, list_add, &a, err);
+	if (rc == -ENOMEM)
 		rc = tank_error_set(err, -ENOMEM, "out of memory");
 	if (rc) {
-		st_status_list_free(arr, cnt);
+		st_status_list_free(a.arr, a.n);
 		return rc;
 	}
-	*out = arr;
-	*n = cnt;
+	if (a.n == 0) {
+		free(a.arr);
+		a.arr = NULL;
+	}
+	*out = a.arr;
+	*n = a.n;
 	return 0;
 }
 
@@ -1129,7 +1197,7 @@ int st_history(st_t *st, const char *name, size_t limit,
 				break;
 			}
 			rc = st__dec_transition(v.mv_data, v.mv_size, k.mv_data,
-						k.mv_size, &st->zone, &t, err);
+						k.mv_size, &t, err);
 			if (!rc && push_tr(&arr, &cnt, &cap, &t))
 				rc = tank_error_set(err, -ENOMEM, "out of memory");
 		}
@@ -1287,7 +1355,7 @@ static int open_fn(st_t *st, MDB_txn *txn, void *arg, tank_error_t *err)
 	if (rc)
 		return rc;
 	uint64_t ver;
-	if (st__dec_uint(v.mv_data, v.mv_size, &st->zone, &ver) || ver == 0)
+	if (st__dec_uint(v.mv_data, v.mv_size, &ver) || ver == 0)
 		return tank_error_set(err, TANK_ECORRUPT,
 				      "store %s: meta record \"%s\": corrupt msgpack",
 				      st->path, META_SCHEMA_KEY);
@@ -1356,7 +1424,6 @@ static void st_free(st_t *st)
 	free(st->trs);
 	free(st->subs);
 	msgpack_sbuffer_destroy(&st->buf);
-	msgpack_zone_destroy(&st->zone);
 	pthread_mutex_destroy(&st->q_mu);
 	pthread_mutex_destroy(&st->env_mu);
 	pthread_cond_destroy(&st->q_cv);
@@ -1383,11 +1450,6 @@ int st_open(const char *data_dir, const st_options_t *opts, st_t **out,
 	pthread_mutex_init(&st->env_mu, NULL);
 	pthread_cond_init(&st->q_cv, NULL);
 	msgpack_sbuffer_init(&st->buf);
-	if (!msgpack_zone_init(&st->zone, 4096)) {
-		msgpack_sbuffer_destroy(&st->buf);
-		free(st);
-		return tank_error_set(err, -ENOMEM, "out of memory");
-	}
 	st->history_limit = o.history_limit ? o.history_limit : ST_HISTORY_DEFAULT;
 	st->flush_ms = o.flush_interval_ms ? o.flush_interval_ms
 					   : ST_FLUSH_INTERVAL_DEFAULT;

@@ -242,6 +242,13 @@ int st_status_get(st_t *st, const char *name, st_status_t *out,
 /* Every status, sorted by name, queued changes included.  *out is a
  * malloc'ed array owned by the caller (st_status_list_free). */
 int st_status_list(st_t *st, st_status_t **out, size_t *n, tank_error_t *err);
+/* Calls fn for every status in name order, queued changes included,
+ * without building a list: s is borrowed for the call.  fn returns 0 to go
+ * on, nonzero to stop; it runs inside a read transaction and must not call
+ * any st_ function.  Returns 0, fn's nonzero value, or an error as
+ * st_status_list. */
+typedef int (*st_status_fn)(void *ctx, const st_status_t *s);
+int st_status_foreach(st_t *st, st_status_fn fn, void *ctx, tank_error_t *err);
 void st_status_clear(st_status_t *s);
 void st_status_list_free(st_status_t *s, size_t n);
 /* Deep copy; dst must be uninitialised or cleared.  -ENOMEM. */
