@@ -22,14 +22,14 @@
 #define META_SCHEMA_KEY "schema_version"
 #define SEQ_LEN 8
 
-/* One queued name: its latest status and/or a forget, plus the sequence
+/* One queued name: whether its status (held by the cache) must be written
+ * and/or its status and history deleted first, plus the sequence
  * bookkeeping used while its transitions are written. */
 typedef struct pend {
 	char name[ST_NAME_MAX + 1];
 	size_t namelen;
 	bool forget;               /* delete status + history before the rest */
-	bool has_status;
-	st_status_t s;             /* deep copy, owned */
+	bool has_status;           /* write the cached status */
 	uint64_t first_seq;        /* valid while writing, see write_pending */
 	uint64_t next_seq;
 } pend_t;
@@ -38,6 +38,15 @@ typedef struct pend_tr {
 	uint32_t ent;              /* index into st->pend */
 	st_transition_t t;
 } pend_tr_t;
+
+/* A cached status.  corrupt != NULL marks a stored record that could not
+ * be decoded: reads report that message instead of dropping the pod. */
+typedef struct cent {
+	st_status_t s;             /* s.containers owned */
+	size_t namelen;
+	char *corrupt;             /* owned message, or NULL */
+	bool dead;                 /* being removed (cache_del) */
+} cent_t;
 
 typedef struct sub {
 	int id;
@@ -66,6 +75,19 @@ struct st {
 	size_t cap_idx;            /* power of two, > 2 * n_pend */
 	pend_tr_t *trs;
 	size_t n_trs, cap_trs;
+
+	/* Every status, decoded: loaded at open, written through by puts.
+	 * Status reads never touch LMDB: they are the reconciler's hot path
+	 * and a list of 10,000 must take a few milliseconds, while decoding
+	 * them costs about half a microsecond each.  The store is the only
+	 * writer of its environment (flock), so the cache cannot go stale. */
+	cent_t **cache;
+	size_t n_cache, cap_cache;
+	uint32_t *cidx;            /* open addressing: cache index + 1 */
+	size_t cap_cidx;
+	cent_t **order;            /* cache sorted by name, valid if order_ok */
+	size_t cap_order;
+	bool order_ok;
 
 	sub_t *subs;
 	size_t n_subs;
@@ -194,8 +216,6 @@ static pend_t *pend_get(st_t *st, const char *name)
 
 static void pend_clear(st_t *st)
 {
-	for (size_t i = 0; i < st->n_pend; i++)
-		st_status_clear(&st->pend[i].s);
 	st->n_pend = 0;
 	st->n_trs = 0;
 	if (st->idx)
@@ -214,6 +234,191 @@ size_t st_pending(const st_t *st)
 	for (size_t i = 0; i < st->n_pend; i++)
 		n += st->pend[i].has_status || st->pend[i].forget;
 	return n;
+}
+
+/* ---- the status cache ------------------------------------------------------ */
+
+static uint32_t *cache_slot(st_t *st, const char *name, size_t len)
+{
+	uint64_t h = st_hash64(name, len);
+	size_t mask = st->cap_cidx - 1;
+	for (size_t i = h & mask;; i = (i + 1) & mask) {
+		uint32_t e = st->cidx[i];
+		if (e == 0)
+			return &st->cidx[i];
+		cent_t *c = st->cache[e - 1];
+		if (c->namelen == len && memcmp(c->s.name, name, len) == 0)
+			return &st->cidx[i];
+	}
+}
+
+static cent_t *cache_find(st_t *st, const char *name)
+{
+	if (st->n_cache == 0)
+		return NULL;
+	uint32_t *slot = cache_slot(st, name, strlen(name));
+	return *slot ? st->cache[*slot - 1] : NULL;
+}
+
+static int cache_reindex(st_t *st, size_t cap)
+{
+	uint32_t *n = calloc(cap, sizeof *n);
+	if (!n)
+		return -ENOMEM;
+	free(st->cidx);
+	st->cidx = n;
+	st->cap_cidx = cap;
+	for (size_t i = 0; i < st->n_cache; i++)
+		*cache_slot(st, st->cache[i]->s.name, st->cache[i]->namelen) =
+			(uint32_t)i + 1;
+	return 0;
+}
+
+/* Finds or adds the entry of name (already validated); NULL on -ENOMEM. */
+static cent_t *cache_get(st_t *st, const char *name, size_t len)
+{
+	if ((st->n_cache + 1) * 2 > st->cap_cidx &&
+	    cache_reindex(st, st->cap_cidx ? st->cap_cidx * 2 : 256))
+		return NULL;
+	uint32_t *slot = cache_slot(st, name, len);
+	if (*slot)
+		return st->cache[*slot - 1];
+	if (st->n_cache == st->cap_cache) {
+		size_t cap = st->cap_cache ? st->cap_cache * 2 : 64;
+		cent_t **n = realloc(st->cache, cap * sizeof *n);
+		if (!n)
+			return NULL;
+		st->cache = n;
+		st->cap_cache = cap;
+	}
+	cent_t *c = calloc(1, sizeof *c);
+	if (!c)
+		return NULL;
+	memcpy(c->s.name, name, len);
+	c->s.name[len] = '\0';
+	c->namelen = len;
+	st->cache[st->n_cache] = c;
+	*slot = (uint32_t)++st->n_cache;
+	st->order_ok = false;
+	return c;
+}
+
+static void cent_free(cent_t *c)
+{
+	st_status_clear(&c->s);
+	free(c->corrupt);
+	free(c);
+}
+
+/* Removes the entries of names; one compaction for the whole batch. */
+static void cache_del(st_t *st, const char *const *names, size_t n)
+{
+	size_t hits = 0;
+	for (size_t i = 0; i < n; i++) {
+		cent_t *c = cache_find(st, names[i]);
+		if (c && !c->dead) {
+			c->dead = true;
+			hits++;
+		}
+	}
+	if (!hits)
+		return;
+	size_t o = 0;
+	for (size_t i = 0; i < st->n_cache; i++) {
+		if (st->cache[i]->dead)
+			cent_free(st->cache[i]);
+		else
+			st->cache[o++] = st->cache[i];
+	}
+	st->n_cache = o;
+	st->order_ok = false;
+	/* Rebuilding in place cannot fail: same capacity, fewer entries. */
+	memset(st->cidx, 0, st->cap_cidx * sizeof *st->cidx);
+	for (size_t i = 0; i < st->n_cache; i++)
+		*cache_slot(st, st->cache[i]->s.name, st->cache[i]->namelen) =
+			(uint32_t)i + 1;
+}
+
+static int cmp_cent(const void *a, const void *b)
+{
+	return strcmp((*(cent_t *const *)a)->s.name,
+		      (*(cent_t *const *)b)->s.name);
+}
+
+static int cache_order(st_t *st)
+{
+	if (st->order_ok)
+		return 0;
+	if (st->n_cache > st->cap_order) {
+		cent_t **n = realloc(st->order, st->n_cache * sizeof *n);
+		if (!n)
+			return -ENOMEM;
+		st->order = n;
+		st->cap_order = st->n_cache;
+	}
+	if (st->n_cache) {
+		memcpy(st->order, st->cache, st->n_cache * sizeof *st->order);
+		qsort(st->order, st->n_cache, sizeof *st->order, cmp_cent);
+	}
+	st->order_ok = true;
+	return 0;
+}
+
+static void cache_free(st_t *st)
+{
+	for (size_t i = 0; i < st->n_cache; i++)
+		cent_free(st->cache[i]);
+	free(st->cache);
+	free(st->cidx);
+	free(st->order);
+}
+
+/* Decodes every stored status into the cache.  A damaged record becomes
+ * a corrupt entry carrying its message. */
+static int cache_load(st_t *st, tank_error_t *err)
+{
+	MDB_txn *txn;
+	MDB_cursor *c;
+	MDB_val k, v;
+	int rc = mdb_txn_begin(st->env, NULL, MDB_RDONLY, &txn);
+	if (rc)
+		return mdb_fail(err, rc, "store: load status");
+	if ((rc = mdb_cursor_open(txn, st->db_status, &c))) {
+		mdb_txn_abort(txn);
+		return mdb_fail(err, rc, "store: load status");
+	}
+	int r = mdb_cursor_get(c, &k, &v, MDB_FIRST);
+	for (; r == 0 && !rc; r = mdb_cursor_get(c, &k, &v, MDB_NEXT)) {
+		st_status_t s;
+		tank_error_t de;
+		size_t len = k.mv_size > ST_NAME_MAX ? ST_NAME_MAX : k.mv_size;
+		char name[ST_NAME_MAX + 1];
+		memcpy(name, k.mv_data, len);
+		name[len] = '\0';
+		if (strlen(name) != len || len == 0)
+			st__key_repr(name, sizeof name, k.mv_data, k.mv_size);
+		cent_t *e = cache_get(st, name, strlen(name));
+		if (!e) {
+			rc = tank_error_set(err, -ENOMEM, "out of memory");
+			break;
+		}
+		int drc = st__dec_status(v.mv_data, v.mv_size, k.mv_data,
+					 k.mv_size, &s, &de);
+		if (drc == 0) {
+			memcpy(s.name, e->s.name, sizeof s.name);
+			e->s = s;
+		} else if (drc == TANK_ECORRUPT) {
+			if (!(e->corrupt = strdup(de.msg)))
+				rc = tank_error_set(err, -ENOMEM, "out of memory");
+		} else {
+			rc = tank_error_set(err, drc, "%s", de.msg);
+		}
+	}
+	if (!rc && r != MDB_NOTFOUND)
+		rc = mdb_fail(err, r, "store: load status");
+	mdb_cursor_close(c);
+	mdb_txn_abort(txn);
+	return rc;
 }
 
 static void timer_cb(struct ev_loop *loop, ev_timer *w, int revents);
@@ -279,13 +484,17 @@ int st_status_put(st_t *st, const st_status_t *s)
 	if (st_status_copy(&copy, s))
 		return -ENOMEM;
 	status_sanitize(&copy);
+	size_t len = strlen(copy.name);
 	pend_t *p = pend_get(st, copy.name);
-	if (!p) {
+	cent_t *c = p ? cache_get(st, copy.name, len) : NULL;
+	if (!c) {
 		st_status_clear(&copy);
 		return -ENOMEM;
 	}
-	st_status_clear(&p->s);
-	p->s = copy;
+	st_status_clear(&c->s);
+	c->s = copy;
+	free(c->corrupt);
+	c->corrupt = NULL;
 	p->has_status = true;
 	arm_timer(st);
 	return 0;
@@ -330,7 +539,7 @@ int st_status_forget(st_t *st, const char *name)
 		if (st->trs[i].ent != ent)
 			st->trs[o++] = st->trs[i];
 	st->n_trs = o;
-	st_status_clear(&p->s);
+	cache_del(st, &name, 1);
 	p->has_status = false;
 	p->forget = true;
 	arm_timer(st);
@@ -450,9 +659,10 @@ static int write_pending(st_t *st, MDB_txn *txn)
 						     UINT64_MAX);
 			p->first_seq = p->next_seq = 1;
 		}
-		if (!rc && p->has_status) {
+		cent_t *ce = p->has_status ? cache_find(st, p->name) : NULL;
+		if (!rc && ce) {
 			st->buf.size = 0;
-			rc = st__enc_status(&st->buf, &p->s);
+			rc = st__enc_status(&st->buf, &ce->s);
 			if (!rc)
 				rc = put_buf(st, txn, st->db_status, p->name,
 					     p->namelen);
@@ -817,6 +1027,7 @@ int st_delete(st_t *st, const char *const *names, size_t n, bool *deleted,
 	rc = write_txn(st, true, "delete", delete_fn, &a, err);
 	if (rc == 0) {
 		pend_clear(st);
+		cache_del(st, names, n);
 		if (st->loop)
 			ev_timer_stop(st->loop, &st->timer);
 		size_t m = 0;
@@ -952,199 +1163,57 @@ int st_pod_list(st_t *st, st_pod_t **out, size_t *n, tank_error_t *err)
 int st_status_get(st_t *st, const char *name, st_status_t *out,
 		  tank_error_t *err)
 {
-	MDB_txn *txn;
 	memset(out, 0, sizeof *out);
-	if (!name_ok(name))
+	cent_t *c = name_ok(name) ? cache_find(st, name) : NULL;
+	if (!c)
 		return tank_error_set(err, TANK_ENOTFOUND, "no status for \"%s\"",
 				      name ? name : "");
-	pend_t *p = pend_find(st, name);
-	if (p && p->has_status)
-		return st_status_copy(out, &p->s) ?
-			       tank_error_set(err, -ENOMEM, "out of memory") : 0;
-	if (p && p->forget)
-		return tank_error_set(err, TANK_ENOTFOUND,
-				      "no status for \"%s\"", name);
-	int rc = read_begin(st, &txn, err);
-	if (rc)
-		return rc;
-	MDB_val k = { strlen(name), (void *)name }, v;
-	rc = mdb_get(txn, st->db_status, &k, &v);
-	if (rc == MDB_NOTFOUND)
-		rc = tank_error_set(err, TANK_ENOTFOUND, "no status for \"%s\"",
-				    name);
-	else if (rc)
-		rc = mdb_fail(err, rc, "store: read status");
-	else
-		rc = st__dec_status(v.mv_data, v.mv_size, name, k.mv_size,
-				    out, err);
-	mdb_txn_abort(txn);
-	return rc;
+	if (c->corrupt)
+		return tank_error_set(err, TANK_ECORRUPT, "%s", c->corrupt);
+	if (st_status_copy(out, &c->s))
+		return tank_error_set(err, -ENOMEM, "out of memory");
+	return 0;
 }
 
-static int cmp_pend_ptr(const void *a, const void *b)
+/* Sorts the cache and fails on the first damaged record: a list must not
+ * quietly leave a pod out. */
+static int walk_begin(st_t *st, tank_error_t *err)
 {
-	return strcmp((*(pend_t *const *)a)->name, (*(pend_t *const *)b)->name);
-}
-
-/* LMDB's default key order: bytes, then the shorter first (== strcmp for
- * names without NUL, which is how the queue is sorted). */
-static int keycmp(const char *a, size_t al, const MDB_val *b)
-{
-	size_t m = al < b->mv_size ? al : b->mv_size;
-	int c = memcmp(a, b->mv_data, m);
-	if (c)
-		return c;
-	return al < b->mv_size ? -1 : al > b->mv_size;
-}
-
-/* fn gets a decoded db record it may take the containers of (owned), or a
- * queued record it must copy (borrowed). */
-typedef int (*walk_fn)(void *ctx, st_status_t *s, bool owned);
-
-static int status_walk(st_t *st, walk_fn fn, void *ctx, tank_error_t *err)
-{
-	pend_t **pp = NULL;
-	size_t np = 0, j = 0;
-	MDB_txn *txn;
-	MDB_cursor *c;
-	int rc = 0, stop = 0;
-	if (st->n_pend) {
-		pp = malloc(st->n_pend * sizeof *pp);
-		if (!pp)
-			return tank_error_set(err, -ENOMEM, "out of memory");
-		for (size_t i = 0; i < st->n_pend; i++)
-			if (st->pend[i].has_status || st->pend[i].forget)
-				pp[np++] = &st->pend[i];
-		qsort(pp, np, sizeof *pp, cmp_pend_ptr);
-	}
-	if ((rc = read_begin(st, &txn, err))) {
-		free(pp);
-		return rc;
-	}
-	if ((rc = mdb_cursor_open(txn, st->db_status, &c))) {
-		mdb_txn_abort(txn);
-		free(pp);
-		return mdb_fail(err, rc, "store: list status");
-	}
-	/* Merge walk of two sorted sequences: the db and the queue, the queue
-	 * winning on equal names. */
-	MDB_val k, v;
-	int r = mdb_cursor_get(c, &k, &v, MDB_FIRST);
-	while (!rc && !stop) {
-		if (r && r != MDB_NOTFOUND) {
-			rc = mdb_fail(err, r, "store: list status");
-			break;
-		}
-		int cmp;
-		if (j < np && r == 0)
-			cmp = keycmp(pp[j]->name, pp[j]->namelen, &k);
-		else if (j < np)
-			cmp = -1;
-		else if (r == 0)
-			cmp = 1;
-		else
-			break;
-		if (cmp <= 0) {
-			if (pp[j]->has_status)
-				stop = fn(ctx, &pp[j]->s, false);
-			j++;
-			if (cmp == 0)
-				r = mdb_cursor_get(c, &k, &v, MDB_NEXT);
-		} else {
-			st_status_t s;
-			rc = st__dec_status(v.mv_data, v.mv_size, k.mv_data,
-					    k.mv_size, &s, err);
-			if (!rc) {
-				stop = fn(ctx, &s, true);
-				st_status_clear(&s);
-			}
-			r = mdb_cursor_get(c, &k, &v, MDB_NEXT);
-		}
-	}
-	mdb_cursor_close(c);
-	mdb_txn_abort(txn);
-	free(pp);
-	return rc ? rc : stop;
-}
-
-typedef struct foreach_arg {
-	st_status_fn fn;
-	void *ctx;
-} foreach_arg_t;
-
-static int foreach_cb(void *ctx, st_status_t *s, bool owned)
-{
-	foreach_arg_t *a = ctx;
-	(void)owned;
-	return a->fn(a->ctx, s);
+	if (cache_order(st))
+		return tank_error_set(err, -ENOMEM, "out of memory");
+	for (size_t i = 0; i < st->n_cache; i++)
+		if (st->order[i]->corrupt)
+			return tank_error_set(err, TANK_ECORRUPT, "%s",
+					      st->order[i]->corrupt);
+	return 0;
 }
 
 int st_status_foreach(st_t *st, st_status_fn fn, void *ctx, tank_error_t *err)
 {
-	foreach_arg_t a = { fn, ctx };
-	return status_walk(st, foreach_cb, &a, err);
-}
-
-typedef struct list_acc {
-	st_status_t *arr;
-	size_t n, cap;
-} list_acc_t;
-
-static int list_add(void *ctx, st_status_t *s, bool owned)
-{
-	list_acc_t *a = ctx;
-	if (a->n == a->cap) {
-		size_t cap = a->cap ? a->cap * 2 : 64;
-		st_status_t *na = realloc(a->arr, cap * sizeof *na);
-		if (!na)
-			return -ENOMEM;
-		a->arr = na;
-		a->cap = cap;
-	}
-	if (owned) {
-		/* Take the decoded record as is, containers included. */
-		a->arr[a->n] = *s;
-		s->containers = NULL;
-		s->n_containers = 0;
-	} else if (st_status_copy(&a->arr[a->n], s)) {
-		return -ENOMEM;
-	}
-	a->n++;
-	return 0;
+	int rc = walk_begin(st, err);
+	for (size_t i = 0; i < st->n_cache && !rc; i++)
+		rc = fn(ctx, &st->order[i]->s);
+	return rc;
 }
 
 int st_status_list(st_t *st, st_status_t **out, size_t *n, tank_error_t *err)
 {
-	list_acc_t a = { NULL, 0, 0 };
-	MDB_txn *txn;
-	MDB_stat ms;
 	*out = NULL;
 	*n = 0;
-	/* Size the array once: growing a 10,000-entry array by doubling
-	 * would copy megabytes. */
-	int rc = read_begin(st, &txn, err);
-	if (rc)
+	int rc = walk_begin(st, err);
+	if (rc || st->n_cache == 0)
 		return rc;
-	rc = mdb_stat(txn, st->db_status, &ms);
-	mdb_txn_abort(txn);
-	if (rc)
-		return mdb_fail(err, rc, "store: list status");
-	a.cap = ms.ms_entries + st->n_pend;
-	if (a.cap && !(a.arr = malloc(a.cap * sizeof *a.arr)))
+	st_status_t *arr = malloc(st->n_cache * sizeof *arr);
+	if (!arr)
 		return tank_error_set(err, -ENOMEM, "out of memory");
-	rc = status_walk(st, list_add, &a, err);
-	if (rc == -ENOMEM)
-		rc = tank_error_set(err, -ENOMEM, "out of memory");
-	if (rc) {
-		st_status_list_free(a.arr, a.n);
-		return rc;
+	for (size_t i = 0; i < st->n_cache; i++) {
+		if (st_status_copy(&arr[i], &st->order[i]->s)) {
+			st_status_list_free(arr, i);
+			return tank_error_set(err, -ENOMEM, "out of memory");
+		}
 	}
-	if (a.n == 0) {
-		free(a.arr);
-		a.arr = NULL;
-	}
-	*out = a.arr;
-	*n = a.n;
+	*out = arr;
+	*n = st->n_cache;
 	return 0;
 }
 
@@ -1419,6 +1488,7 @@ static void st_free(st_t *st)
 	if (st->lock_fd >= 0)
 		close(st->lock_fd);
 	pend_clear(st);
+	cache_free(st);
 	free(st->pend);
 	free(st->idx);
 	free(st->trs);
@@ -1500,7 +1570,8 @@ int st_open(const char *data_dir, const st_options_t *opts, st_t **out,
 		goto fail;
 	}
 	tank_error_clear(err);
-	if ((rc = write_txn(st, true, "open", open_fn, NULL, err)))
+	if ((rc = write_txn(st, true, "open", open_fn, NULL, err)) ||
+	    (rc = cache_load(st, err)))
 		goto fail;
 	*out = st;
 	return 0;
