@@ -605,15 +605,17 @@ static int tr_range(MDB_cursor *c, const char *name, size_t len,
 	return 0;
 }
 
-/* Deletes the first `count` history entries of a pod (all if UINT64_MAX). */
+/* Deletes the first `count` history entries of a pod (all if UINT64_MAX):
+ * one seek, then delete-and-step, which LMDB supports (after
+ * mdb_cursor_del, MDB_NEXT yields the entry that followed). */
 static int tr_delete_front(MDB_cursor *c, const char *name, size_t len,
 			   uint64_t count)
 {
 	unsigned char kb[ST_NAME_MAX + 1 + SEQ_LEN];
+	MDB_val k = { len + 1 + SEQ_LEN, kb }, v;
 	tr_key(kb, name, len, 0);
+	int rc = mdb_cursor_get(c, &k, &v, MDB_SET_RANGE);
 	for (uint64_t i = 0; i < count; i++) {
-		MDB_val k = { len + 1 + SEQ_LEN, kb }, v;
-		int rc = mdb_cursor_get(c, &k, &v, MDB_SET_RANGE);
 		if (rc == MDB_NOTFOUND)
 			return 0;
 		if (rc)
@@ -622,6 +624,7 @@ static int tr_delete_front(MDB_cursor *c, const char *name, size_t len,
 			return 0;
 		if ((rc = mdb_cursor_del(c, 0)))
 			return rc;
+		rc = mdb_cursor_get(c, &k, &v, MDB_NEXT);
 	}
 	return 0;
 }

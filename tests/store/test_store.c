@@ -703,9 +703,22 @@ Test(store, map_grows_when_full, .init = setup, .fini = teardown)
 	cr_assert_gt(st_map_size(st), before);
 	cr_assert_geq(st_map_size(st), (size_t)N * sizeof spec);
 	/* History also grows through the group-commit path. */
-	for (int i = 0; i < 5000; i++)
+	for (int i = 0; i < 5000; i++) {
 		add_tr(st, "big", i);
+		add_tr(st, i % 2 ? "bif" : "bih", i); /* neighbours either side */
+	}
 	cr_assert_eq(st_flush(st, NULL), 0);
+	cr_assert_eq(stu_mdb_entries(g_dir, "transitions"), 3 * ST_HISTORY_DEFAULT);
+	st_transition_t *h;
+	size_t hn;
+	cr_assert_eq(st_history(st, "big", 0, &h, &hn, NULL), 0);
+	cr_assert_eq(hn, ST_HISTORY_DEFAULT);
+	for (size_t j = 0; j < hn; j++)
+		cr_assert_eq(h[j].at, 4000 + (int64_t)j);
+	free(h);
+	const char *bn[] = { "bih" };
+	cr_assert_eq(st_delete(st, bn, 1, NULL, NULL), 0);
+	cr_assert_eq(stu_mdb_entries(g_dir, "transitions"), 2 * ST_HISTORY_DEFAULT);
 	st_close(st, NULL);
 	st = stu_open(g_dir, &o);
 	st_pod_t *all;
