@@ -444,8 +444,7 @@ void st_status_clear(st_status_t *s)
 
 void st_status_list_free(st_status_t *s, size_t n)
 {
-	for (size_t i = 0; i < n; i++)
-		st_status_clear(&s[i]);
+	(void)n; /* one block, see st_status_list */
 	free(s);
 }
 
@@ -886,7 +885,8 @@ static int apply_fn(st_t *st, MDB_txn *txn, void *arg, tank_error_t *err)
 			cur.generation++;
 		}
 		memcpy(cur.name, in->name, len + 1);
-		cur.spec = (void *)in->spec;
+		/* An empty spec may come as NULL; the packer wants a pointer. */
+		cur.spec = in->spec_len ? (void *)in->spec : (void *)"";
 		cur.spec_len = in->spec_len;
 		cur.hash = st_hash64(in->spec, in->spec_len);
 		cur.updated_at = a->now;
@@ -1206,13 +1206,27 @@ int st_status_list(st_t *st, st_status_t **out, size_t *n, tank_error_t *err)
 	int rc = walk_begin(st, err);
 	if (rc || st->n_cache == 0)
 		return rc;
-	st_status_t *arr = malloc(st->n_cache * sizeof *arr);
+	/* One block: the array, then every container.  A list of 10,000 is
+	 * ~10 MB; as one chunk it is reused by the allocator from call to call
+	 * instead of being trimmed and page-faulted in again, which made a
+	 * list cost 1 to 5 ms. */
+	size_t nc = 0;
+	for (size_t i = 0; i < st->n_cache; i++)
+		nc += st->order[i]->s.n_containers;
+	st_status_t *arr = malloc(st->n_cache * sizeof *arr +
+				  nc * sizeof(st_container_status_t));
 	if (!arr)
 		return tank_error_set(err, -ENOMEM, "out of memory");
+	st_container_status_t *cs = (st_container_status_t *)(arr + st->n_cache);
 	for (size_t i = 0; i < st->n_cache; i++) {
-		if (st_status_copy(&arr[i], &st->order[i]->s)) {
-			st_status_list_free(arr, i);
-			return tank_error_set(err, -ENOMEM, "out of memory");
+		const st_status_t *src = &st->order[i]->s;
+		arr[i] = *src;
+		arr[i].containers = NULL;
+		if (src->n_containers) {
+			arr[i].containers = cs;
+			memcpy(cs, src->containers,
+			       src->n_containers * sizeof *cs);
+			cs += src->n_containers;
 		}
 	}
 	*out = arr;

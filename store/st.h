@@ -244,8 +244,10 @@ void st_detach_loop(st_t *st);
  * (st_status_clear).  TANK_ENOTFOUND, TANK_ECORRUPT, -ENOMEM. */
 int st_status_get(st_t *st, const char *name, st_status_t *out,
 		  tank_error_t *err);
-/* Every status, sorted by name, queued changes included.  *out is a
- * malloc'ed array owned by the caller (st_status_list_free); *n may be 0
+/* Every status, sorted by name, queued changes included.  *out is ONE
+ * allocation holding the array and every element's containers, owned by
+ * the caller: release it with st_status_list_free only (never
+ * st_status_clear an element; st_status_copy one to keep it).  *n may be 0
  * with *out NULL.  A damaged stored record fails the whole list with
  * TANK_ECORRUPT naming it (it is never silently left out).  -ENOMEM. */
 int st_status_list(st_t *st, st_status_t **out, size_t *n, tank_error_t *err);
@@ -256,7 +258,9 @@ int st_status_list(st_t *st, st_status_t **out, size_t *n, tank_error_t *err);
  * TANK_ECORRUPT / -ENOMEM as st_status_list (then fn was not called). */
 typedef int (*st_status_fn)(void *ctx, const st_status_t *s);
 int st_status_foreach(st_t *st, st_status_fn fn, void *ctx, tank_error_t *err);
+/* Frees what st_status_get / st_status_copy allocated in s. */
 void st_status_clear(st_status_t *s);
+/* Frees a st_status_list result (n is the count it returned). */
 void st_status_list_free(st_status_t *s, size_t n);
 /* Deep copy; dst must be uninitialised or cleared.  -ENOMEM. */
 int st_status_copy(st_status_t *dst, const st_status_t *src);

@@ -106,6 +106,17 @@ Test(store, generation_and_hash_semantics, .init = setup, .fini = teardown)
 
 	tank_error_t e;
 	cr_assert_eq(st_pod_get(st, "nope", &p, &e), TANK_ENOTFOUND);
+
+	/* An empty spec is a spec too (NULL allowed when its length is 0). */
+	st_pod_in_t empty = { "empty", NULL, 0 };
+	cr_assert_eq(st_apply(st, &empty, 1, &r, &e), 0, "%s", e.msg);
+	cr_assert_eq(r.action, ST_CREATED);
+	cr_assert_eq(st_apply(st, &empty, 1, &r, &e), 0, "%s", e.msg);
+	cr_assert_eq(r.action, ST_UNCHANGED);
+	cr_assert_eq(st_pod_get(st, "empty", &p, NULL), 0);
+	cr_assert_eq(p.spec_len, 0);
+	cr_assert_not_null(p.spec);
+	st_pod_clear(&p);
 	st_close(st, NULL);
 
 	/* Durable across a reopen. */
