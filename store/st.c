@@ -478,7 +478,8 @@ int st_status_put(st_t *st, const st_status_t *s)
 {
 	st_status_t copy;
 	if (!s || strnlen(s->name, sizeof s->name) == 0 ||
-	    strnlen(s->name, sizeof s->name) > ST_NAME_MAX)
+	    strnlen(s->name, sizeof s->name) > ST_NAME_MAX ||
+	    (s->n_containers && !s->containers))
 		return TANK_EINVALID;
 	if (st_status_copy(&copy, s))
 		return -ENOMEM;

@@ -13,6 +13,7 @@
  * of the failed step, with a message on stderr.
  */
 #include <errno.h>
+#include <ev.h>
 #include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -23,6 +24,15 @@
 #include "store/st.h"
 
 static const char *g_dir;
+static int g_flush_errors;
+static char g_flush_msg[TANK_ERROR_MSG];
+
+static void on_flush_error(void *ctx, const tank_error_t *err)
+{
+	(void)ctx;
+	g_flush_errors++;
+	snprintf(g_flush_msg, sizeof g_flush_msg, "%s", err->msg);
+}
 
 #define CHECK(step, cond, ...)                                          \
 	do {                                                            \
@@ -46,7 +56,8 @@ static int full_disk_child(void)
 	}
 	st_t *st;
 	tank_error_t e;
-	CHECK(1, st_open(data, NULL, &st, &e) == 0, "open: %s", e.msg);
+	st_options_t o = { .flush_interval_ms = 10, .on_flush_error = on_flush_error };
+	CHECK(1, st_open(data, &o, &st, &e) == 0, "open: %s", e.msg);
 	static char spec[16384];
 	int ok = 0, rc = 0;
 	for (int i = 0; i < 1000; i++) {
@@ -88,6 +99,19 @@ static int full_disk_child(void)
 	st_status_t g;
 	CHECK(11, st_status_get(st, "p0000", &g, &e) == 0, "get: %s", e.msg);
 	st_status_clear(&g);
+	/* The loop timer reports the failure through on_flush_error, keeps
+	 * the queue and retries. */
+	struct ev_loop *loop = ev_loop_new(EVFLAG_AUTO);
+	CHECK(16, loop && st_attach_loop(st, loop) == 0, "attach");
+	for (int i = 0; i < 200 && g_flush_errors < 2; i++)
+		ev_run(loop, EVRUN_ONCE);
+	CHECK(17, g_flush_errors >= 2, "on_flush_error called %d times",
+	      g_flush_errors);
+	CHECK(18, strstr(g_flush_msg, "No space left"), "reported: %s",
+	      g_flush_msg);
+	CHECK(19, st_pending(st) == pend, "queue lost on a failed timer flush");
+	st_detach_loop(st);
+	ev_loop_destroy(loop);
 	/* Freeing space by deleting makes room again. */
 	const char *names[40];
 	char nb[40][16];
