@@ -28,8 +28,9 @@
  *
  * Threading.  An st_t is used from ONE thread (the daemon's loop thread):
  * no function here is thread-safe.  The internal sync thread only calls
- * mdb_env_sync().  Reads use LMDB read transactions, which never wait for
- * writers.  Subscriber callbacks run on the calling thread, after the
+ * mdb_env_sync().  Pod and history reads use LMDB read transactions, which
+ * never wait for writers (so mdb_stat / mdb_dump may read a live store);
+ * status reads use the cache.  Subscriber callbacks run on the calling thread, after the
  * commit, outside any transaction.
  *
  * Errors.  Functions return 0, a negative errno (-ENOMEM, -ENOSPC, -EROFS,
