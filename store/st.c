@@ -422,6 +422,7 @@ static int cache_load(st_t *st, tank_error_t *err)
 }
 
 static void timer_cb(struct ev_loop *loop, ev_timer *w, int revents);
+static void flush_failed(st_t *st, const tank_error_t *e);
 
 static void arm_timer(st_t *st)
 {
@@ -500,10 +501,24 @@ int st_status_put(st_t *st, const st_status_t *s)
 	return 0;
 }
 
+static void flush_failed(st_t *st, const tank_error_t *e)
+{
+	if (st->on_flush_error)
+		st->on_flush_error(st->on_flush_error_ctx, e);
+}
+
 int st_transition_add(st_t *st, const char *name, const st_transition_t *t)
 {
 	if (!name_ok(name) || !t)
 		return TANK_EINVALID;
+	if (st->n_trs == ST_FLUSH_BATCH) {
+		/* Only at this exact size: when the disk is full, the queue
+		 * grows on towards ST_PENDING_MAX without a failing commit on
+		 * every call; the timer keeps retrying. */
+		tank_error_t e;
+		if (st_flush(st, &e))
+			flush_failed(st, &e);
+	}
 	if (st->n_trs >= ST_PENDING_MAX)
 		return -ENOBUFS;
 	if (st->n_trs == st->cap_trs) {
@@ -815,8 +830,7 @@ static void timer_cb(struct ev_loop *loop, ev_timer *w, int revents)
 	(void)revents;
 	tank_error_clear(&e);
 	if (st_flush(st, &e)) {
-		if (st->on_flush_error)
-			st->on_flush_error(st->on_flush_error_ctx, &e);
+		flush_failed(st, &e);
 		if (st->n_pend || st->n_trs)
 			arm_timer(st);
 	}

@@ -59,7 +59,8 @@ typedef struct st st_t;
 #define ST_HISTORY_DEFAULT 1000
 #define ST_MAP_SIZE_DEFAULT (1u << 20)
 #define ST_FLUSH_INTERVAL_DEFAULT 100   /* ms */
-#define ST_PENDING_MAX 1000000     /* queued transitions before -ENOBUFS */
+#define ST_FLUSH_BATCH 50000       /* queued transitions that force a flush */
+#define ST_PENDING_MAX 100000      /* queued transitions before -ENOBUFS (~20 MB) */
 
 /* Caller-owned; every zero field means "default".  Borrowed by st_open
  * only for the duration of the call (the callback pointers are kept). */
@@ -217,8 +218,11 @@ int st_status_put(st_t *st, const st_status_t *s);
 
 /* Queues a transition of pod `name`; the store assigns its sequence number
  * at flush.  History beyond history_limit is pruned oldest first at flush.
- * Errors: TANK_EINVALID, -ENOMEM, -ENOBUFS (ST_PENDING_MAX transitions are
- * already queued: the store cannot flush, see on_flush_error). */
+ * Does not block, except that the ST_FLUSH_BATCH-th queued transition
+ * flushes the queue on the spot (no fsync; tens of ms) so that a burst is
+ * bounded by size as well as by time; a failure of that flush goes to
+ * on_flush_error.  Errors: TANK_EINVALID, -ENOMEM, -ENOBUFS
+ * (ST_PENDING_MAX transitions are already queued: the store cannot flush). */
 int st_transition_add(st_t *st, const char *name, const st_transition_t *t);
 
 /* Queues the removal of a pod's status and history (for the reconciler,

@@ -87,11 +87,22 @@ static int full_disk_child(void)
 	CHECK(7, st_status_put(st, &s) == 0, "put");
 	st_transition_t t = { .at = 1 };
 	memset(t.reason, 'r', ST_REASON_MAX);
-	for (int i = 0; i < 20000; i++) {
+	/* The size-triggered flush fails too; the queue then stops at its cap
+	 * with a clear error instead of eating memory. */
+	int added = 0;
+	for (;;) {
 		char name[16];
-		snprintf(name, sizeof name, "p%04d", i % 50);
-		CHECK(8, st_transition_add(st, name, &t) == 0, "add");
+		snprintf(name, sizeof name, "p%04d", added % 50);
+		rc = st_transition_add(st, name, &t);
+		if (rc)
+			break;
+		added++;
 	}
+	CHECK(8, rc == -ENOBUFS && added == ST_PENDING_MAX,
+	      "queue cap: rc %d after %d adds", rc, added);
+	CHECK(20, g_flush_errors == 1, "size-triggered flush failure reported %d times",
+	      g_flush_errors);
+	g_flush_errors = 0;
 	size_t pend = st_pending(st);
 	rc = st_flush(st, &e);
 	CHECK(9, rc == -ENOSPC, "flush: expected -ENOSPC, got %d (%s)", rc, e.msg);

@@ -740,3 +740,16 @@ Test(store, map_grows_when_full, .init = setup, .fini = teardown)
 	st_pod_list_free(all, n);
 	st_close(st, NULL);
 }
+
+Test(store, large_queue_flushes_itself, .init = setup, .fini = teardown)
+{
+	st_options_t o = { .history_limit = 5 };
+	st_t *st = stu_open(g_dir, &o);
+	st_transition_t t = { .at = 1 };
+	for (int i = 0; i < ST_PENDING_MAX + 10; i++)
+		cr_assert_eq(st_transition_add(st, i % 2 ? "a" : "b", &t), 0,
+			     "add %d", i);
+	cr_assert_lt(st_pending(st), ST_PENDING_MAX, "no size-triggered flush");
+	cr_assert_eq(stu_mdb_entries(g_dir, "transitions"), 10);
+	cr_assert_eq(st_close(st, NULL), 0);
+}
