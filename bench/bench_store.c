@@ -41,6 +41,15 @@ static int rm_cb(const char *p, const struct stat *sb, int f, struct FTW *w)
 	return remove(p);
 }
 
+/* The bench's scratch dir, removed at exit even after a fatal error. */
+static char g_scratch[64];
+
+static void remove_scratch(void)
+{
+	if (g_scratch[0])
+		nftw(g_scratch, rm_cb, 16, FTW_DEPTH | FTW_PHYS);
+}
+
 static st_t *open_store(const char *dir)
 {
 	st_t *st;
@@ -241,6 +250,8 @@ int main(void)
 		perror("bench_store: mkdtemp");
 		return 111;
 	}
+	snprintf(g_scratch, sizeof g_scratch, "%s", dir);
+	atexit(remove_scratch);
 	/* Each scenario gets its own store so none reads another's data. */
 	if (!only || strcmp(only, "apply") == 0) {
 		snprintf(sub, sizeof sub, "%s/apply", dir);
@@ -256,6 +267,5 @@ int main(void)
 		snprintf(sub, sizeof sub, "%s/list", dir);
 		bench_list(sub, 10000, 21);
 	}
-	nftw(dir, rm_cb, 16, FTW_DEPTH | FTW_PHYS);
 	return 0;
 }
