@@ -362,6 +362,15 @@ Test(store, transition_roundtrip_and_close_flushes, .init = setup, .fini = teard
 	st_close(st, NULL);
 }
 
+static int walk_cb(void *ctx, const st_status_t *s)
+{
+	struct walk { int n; char names[8][ST_NAME_MAX + 1]; } *w = ctx;
+	if (w->n < 0)
+		return ++w->n == 0 ? 7 : 0;
+	snprintf(w->names[w->n++], sizeof w->names[0], "%s", s->name);
+	return 0;
+}
+
 Test(store, status_list_overlays_the_queue, .init = setup, .fini = teardown)
 {
 	st_t *st = stu_open(g_dir, NULL);
@@ -393,6 +402,16 @@ Test(store, status_list_overlays_the_queue, .init = setup, .fini = teardown)
 	tank_error_t e;
 	st_status_t g;
 	cr_assert_eq(st_status_get(st, "c", &g, &e), TANK_ENOTFOUND);
+
+	/* foreach walks the same view without copies, and can stop. */
+	struct walk { int n; char names[8][ST_NAME_MAX + 1]; } w = { 0 };
+	cr_assert_eq(st_status_foreach(st, walk_cb, &w, NULL), 0);
+	cr_assert_eq(w.n, 5);
+	for (int i = 0; i < 5; i++)
+		cr_assert_str_eq(w.names[i], want[i]);
+	w.n = -3; /* walk_cb stops when n reaches 0 */
+	cr_assert_eq(st_status_foreach(st, walk_cb, &w, NULL), 7);
+	cr_assert_eq(w.n, 0);
 
 	/* Same view after the flush. */
 	cr_assert_eq(st_flush(st, NULL), 0);
