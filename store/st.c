@@ -22,14 +22,14 @@
 #define META_SCHEMA_KEY "schema_version"
 #define SEQ_LEN 8
 
-/* One queued name: its latest status and/or a forget, plus the sequence
+/* One queued name: whether its status (held by the cache) must be written
+ * and/or its status and history deleted first, plus the sequence
  * bookkeeping used while its transitions are written. */
 typedef struct pend {
 	char name[ST_NAME_MAX + 1];
 	size_t namelen;
 	bool forget;               /* delete status + history before the rest */
-	bool has_status;
-	st_status_t s;             /* deep copy, owned */
+	bool has_status;           /* write the cached status */
 	uint64_t first_seq;        /* valid while writing, see write_pending */
 	uint64_t next_seq;
 } pend_t;
@@ -38,6 +38,15 @@ typedef struct pend_tr {
 	uint32_t ent;              /* index into st->pend */
 	st_transition_t t;
 } pend_tr_t;
+
+/* A cached status.  corrupt != NULL marks a stored record that could not
+ * be decoded: reads report that message instead of dropping the pod. */
+typedef struct cent {
+	st_status_t s;             /* s.containers owned */
+	size_t namelen;
+	char *corrupt;             /* owned message, or NULL */
+	bool dead;                 /* being removed (cache_del) */
+} cent_t;
 
 typedef struct sub {
 	int id;
@@ -58,7 +67,6 @@ struct st {
 	void *on_flush_error_ctx;
 
 	msgpack_sbuffer buf;       /* encode scratch */
-	msgpack_zone zone;         /* decode scratch */
 
 	/* The queue: entries in insertion order, hashed by name. */
 	pend_t *pend;
@@ -67,6 +75,19 @@ struct st {
 	size_t cap_idx;            /* power of two, > 2 * n_pend */
 	pend_tr_t *trs;
 	size_t n_trs, cap_trs;
+
+	/* Every status, decoded: loaded at open, written through by puts.
+	 * Status reads never touch LMDB: they are the reconciler's hot path
+	 * and a list of 10,000 must take a few milliseconds, while decoding
+	 * them costs about half a microsecond each.  The store is the only
+	 * writer of its environment (flock), so the cache cannot go stale. */
+	cent_t **cache;
+	size_t n_cache, cap_cache;
+	uint32_t *cidx;            /* open addressing: cache index + 1 */
+	size_t cap_cidx;
+	cent_t **order;            /* cache sorted by name, valid if order_ok */
+	size_t cap_order;
+	bool order_ok;
 
 	sub_t *subs;
 	size_t n_subs;
@@ -195,8 +216,6 @@ static pend_t *pend_get(st_t *st, const char *name)
 
 static void pend_clear(st_t *st)
 {
-	for (size_t i = 0; i < st->n_pend; i++)
-		st_status_clear(&st->pend[i].s);
 	st->n_pend = 0;
 	st->n_trs = 0;
 	if (st->idx)
@@ -217,7 +236,193 @@ size_t st_pending(const st_t *st)
 	return n;
 }
 
+/* ---- the status cache ------------------------------------------------------ */
+
+static uint32_t *cache_slot(st_t *st, const char *name, size_t len)
+{
+	uint64_t h = st_hash64(name, len);
+	size_t mask = st->cap_cidx - 1;
+	for (size_t i = h & mask;; i = (i + 1) & mask) {
+		uint32_t e = st->cidx[i];
+		if (e == 0)
+			return &st->cidx[i];
+		cent_t *c = st->cache[e - 1];
+		if (c->namelen == len && memcmp(c->s.name, name, len) == 0)
+			return &st->cidx[i];
+	}
+}
+
+static cent_t *cache_find(st_t *st, const char *name)
+{
+	if (st->n_cache == 0)
+		return NULL;
+	uint32_t *slot = cache_slot(st, name, strlen(name));
+	return *slot ? st->cache[*slot - 1] : NULL;
+}
+
+static int cache_reindex(st_t *st, size_t cap)
+{
+	uint32_t *n = calloc(cap, sizeof *n);
+	if (!n)
+		return -ENOMEM;
+	free(st->cidx);
+	st->cidx = n;
+	st->cap_cidx = cap;
+	for (size_t i = 0; i < st->n_cache; i++)
+		*cache_slot(st, st->cache[i]->s.name, st->cache[i]->namelen) =
+			(uint32_t)i + 1;
+	return 0;
+}
+
+/* Finds or adds the entry of name (already validated); NULL on -ENOMEM. */
+static cent_t *cache_get(st_t *st, const char *name, size_t len)
+{
+	if ((st->n_cache + 1) * 2 > st->cap_cidx &&
+	    cache_reindex(st, st->cap_cidx ? st->cap_cidx * 2 : 256))
+		return NULL;
+	uint32_t *slot = cache_slot(st, name, len);
+	if (*slot)
+		return st->cache[*slot - 1];
+	if (st->n_cache == st->cap_cache) {
+		size_t cap = st->cap_cache ? st->cap_cache * 2 : 64;
+		cent_t **n = realloc(st->cache, cap * sizeof *n);
+		if (!n)
+			return NULL;
+		st->cache = n;
+		st->cap_cache = cap;
+	}
+	cent_t *c = calloc(1, sizeof *c);
+	if (!c)
+		return NULL;
+	memcpy(c->s.name, name, len);
+	c->s.name[len] = '\0';
+	c->namelen = len;
+	st->cache[st->n_cache] = c;
+	*slot = (uint32_t)++st->n_cache;
+	st->order_ok = false;
+	return c;
+}
+
+static void cent_free(cent_t *c)
+{
+	st_status_clear(&c->s);
+	free(c->corrupt);
+	free(c);
+}
+
+/* Removes the entries of names; one compaction for the whole batch. */
+static void cache_del(st_t *st, const char *const *names, size_t n)
+{
+	size_t hits = 0;
+	for (size_t i = 0; i < n; i++) {
+		cent_t *c = cache_find(st, names[i]);
+		if (c && !c->dead) {
+			c->dead = true;
+			hits++;
+		}
+	}
+	if (!hits)
+		return;
+	size_t o = 0;
+	for (size_t i = 0; i < st->n_cache; i++) {
+		if (st->cache[i]->dead)
+			cent_free(st->cache[i]);
+		else
+			st->cache[o++] = st->cache[i];
+	}
+	st->n_cache = o;
+	st->order_ok = false;
+	/* Rebuilding in place cannot fail: same capacity, fewer entries. */
+	memset(st->cidx, 0, st->cap_cidx * sizeof *st->cidx);
+	for (size_t i = 0; i < st->n_cache; i++)
+		*cache_slot(st, st->cache[i]->s.name, st->cache[i]->namelen) =
+			(uint32_t)i + 1;
+}
+
+static int cmp_cent(const void *a, const void *b)
+{
+	return strcmp((*(cent_t *const *)a)->s.name,
+		      (*(cent_t *const *)b)->s.name);
+}
+
+static int cache_order(st_t *st)
+{
+	if (st->order_ok)
+		return 0;
+	if (st->n_cache > st->cap_order) {
+		cent_t **n = realloc(st->order, st->n_cache * sizeof *n);
+		if (!n)
+			return -ENOMEM;
+		st->order = n;
+		st->cap_order = st->n_cache;
+	}
+	if (st->n_cache) {
+		memcpy(st->order, st->cache, st->n_cache * sizeof *st->order);
+		qsort(st->order, st->n_cache, sizeof *st->order, cmp_cent);
+	}
+	st->order_ok = true;
+	return 0;
+}
+
+static void cache_free(st_t *st)
+{
+	for (size_t i = 0; i < st->n_cache; i++)
+		cent_free(st->cache[i]);
+	free(st->cache);
+	free(st->cidx);
+	free(st->order);
+}
+
+/* Decodes every stored status into the cache.  A damaged record becomes
+ * a corrupt entry carrying its message. */
+static int cache_load(st_t *st, tank_error_t *err)
+{
+	MDB_txn *txn;
+	MDB_cursor *c;
+	MDB_val k, v;
+	int rc = mdb_txn_begin(st->env, NULL, MDB_RDONLY, &txn);
+	if (rc)
+		return mdb_fail(err, rc, "store: load status");
+	if ((rc = mdb_cursor_open(txn, st->db_status, &c))) {
+		mdb_txn_abort(txn);
+		return mdb_fail(err, rc, "store: load status");
+	}
+	int r = mdb_cursor_get(c, &k, &v, MDB_FIRST);
+	for (; r == 0 && !rc; r = mdb_cursor_get(c, &k, &v, MDB_NEXT)) {
+		st_status_t s;
+		tank_error_t de;
+		size_t len = k.mv_size > ST_NAME_MAX ? ST_NAME_MAX : k.mv_size;
+		char name[ST_NAME_MAX + 1];
+		memcpy(name, k.mv_data, len);
+		name[len] = '\0';
+		if (strlen(name) != len || len == 0)
+			st__key_repr(name, sizeof name, k.mv_data, k.mv_size);
+		cent_t *e = cache_get(st, name, strlen(name));
+		if (!e) {
+			rc = tank_error_set(err, -ENOMEM, "out of memory");
+			break;
+		}
+		int drc = st__dec_status(v.mv_data, v.mv_size, k.mv_data,
+					 k.mv_size, &s, &de);
+		if (drc == 0) {
+			memcpy(s.name, e->s.name, sizeof s.name);
+			e->s = s;
+		} else if (drc == TANK_ECORRUPT) {
+			if (!(e->corrupt = strdup(de.msg)))
+				rc = tank_error_set(err, -ENOMEM, "out of memory");
+		} else {
+			rc = tank_error_set(err, drc, "%s", de.msg);
+		}
+	}
+	if (!rc && r != MDB_NOTFOUND)
+		rc = mdb_fail(err, r, "store: load status");
+	mdb_cursor_close(c);
+	mdb_txn_abort(txn);
+	return rc;
+}
+
 static void timer_cb(struct ev_loop *loop, ev_timer *w, int revents);
+static void flush_failed(st_t *st, const tank_error_t *e);
 
 static void arm_timer(st_t *st)
 {
@@ -240,8 +445,7 @@ void st_status_clear(st_status_t *s)
 
 void st_status_list_free(st_status_t *s, size_t n)
 {
-	for (size_t i = 0; i < n; i++)
-		st_status_clear(&s[i]);
+	(void)n; /* one block, see st_status_list */
 	free(s);
 }
 
@@ -275,27 +479,46 @@ int st_status_put(st_t *st, const st_status_t *s)
 {
 	st_status_t copy;
 	if (!s || strnlen(s->name, sizeof s->name) == 0 ||
-	    strnlen(s->name, sizeof s->name) > ST_NAME_MAX)
+	    strnlen(s->name, sizeof s->name) > ST_NAME_MAX ||
+	    (s->n_containers && !s->containers))
 		return TANK_EINVALID;
 	if (st_status_copy(&copy, s))
 		return -ENOMEM;
 	status_sanitize(&copy);
+	size_t len = strlen(copy.name);
 	pend_t *p = pend_get(st, copy.name);
-	if (!p) {
+	cent_t *c = p ? cache_get(st, copy.name, len) : NULL;
+	if (!c) {
 		st_status_clear(&copy);
 		return -ENOMEM;
 	}
-	st_status_clear(&p->s);
-	p->s = copy;
+	st_status_clear(&c->s);
+	c->s = copy;
+	free(c->corrupt);
+	c->corrupt = NULL;
 	p->has_status = true;
 	arm_timer(st);
 	return 0;
+}
+
+static void flush_failed(st_t *st, const tank_error_t *e)
+{
+	if (st->on_flush_error)
+		st->on_flush_error(st->on_flush_error_ctx, e);
 }
 
 int st_transition_add(st_t *st, const char *name, const st_transition_t *t)
 {
 	if (!name_ok(name) || !t)
 		return TANK_EINVALID;
+	if (st->n_trs == ST_FLUSH_BATCH) {
+		/* Only at this exact size: when the disk is full, the queue
+		 * grows on towards ST_PENDING_MAX without a failing commit on
+		 * every call; the timer keeps retrying. */
+		tank_error_t e;
+		if (st_flush(st, &e))
+			flush_failed(st, &e);
+	}
 	if (st->n_trs >= ST_PENDING_MAX)
 		return -ENOBUFS;
 	if (st->n_trs == st->cap_trs) {
@@ -331,7 +554,7 @@ int st_status_forget(st_t *st, const char *name)
 		if (st->trs[i].ent != ent)
 			st->trs[o++] = st->trs[i];
 	st->n_trs = o;
-	st_status_clear(&p->s);
+	cache_del(st, &name, 1);
 	p->has_status = false;
 	p->forget = true;
 	arm_timer(st);
@@ -397,15 +620,17 @@ static int tr_range(MDB_cursor *c, const char *name, size_t len,
 	return 0;
 }
 
-/* Deletes the first `count` history entries of a pod (all if UINT64_MAX). */
+/* Deletes the first `count` history entries of a pod (all if UINT64_MAX):
+ * one seek, then delete-and-step, which LMDB supports (after
+ * mdb_cursor_del, MDB_NEXT yields the entry that followed). */
 static int tr_delete_front(MDB_cursor *c, const char *name, size_t len,
 			   uint64_t count)
 {
 	unsigned char kb[ST_NAME_MAX + 1 + SEQ_LEN];
+	MDB_val k = { len + 1 + SEQ_LEN, kb }, v;
 	tr_key(kb, name, len, 0);
+	int rc = mdb_cursor_get(c, &k, &v, MDB_SET_RANGE);
 	for (uint64_t i = 0; i < count; i++) {
-		MDB_val k = { len + 1 + SEQ_LEN, kb }, v;
-		int rc = mdb_cursor_get(c, &k, &v, MDB_SET_RANGE);
 		if (rc == MDB_NOTFOUND)
 			return 0;
 		if (rc)
@@ -414,6 +639,7 @@ static int tr_delete_front(MDB_cursor *c, const char *name, size_t len,
 			return 0;
 		if ((rc = mdb_cursor_del(c, 0)))
 			return rc;
+		rc = mdb_cursor_get(c, &k, &v, MDB_NEXT);
 	}
 	return 0;
 }
@@ -451,9 +677,10 @@ static int write_pending(st_t *st, MDB_txn *txn)
 						     UINT64_MAX);
 			p->first_seq = p->next_seq = 1;
 		}
-		if (!rc && p->has_status) {
+		cent_t *ce = p->has_status ? cache_find(st, p->name) : NULL;
+		if (!rc && ce) {
 			st->buf.size = 0;
-			rc = st__enc_status(&st->buf, &p->s);
+			rc = st__enc_status(&st->buf, &ce->s);
 			if (!rc)
 				rc = put_buf(st, txn, st->db_status, p->name,
 					     p->namelen);
@@ -603,8 +830,7 @@ static void timer_cb(struct ev_loop *loop, ev_timer *w, int revents)
 	(void)revents;
 	tank_error_clear(&e);
 	if (st_flush(st, &e)) {
-		if (st->on_flush_error)
-			st->on_flush_error(st->on_flush_error_ctx, &e);
+		flush_failed(st, &e);
 		if (st->n_pend || st->n_trs)
 			arm_timer(st);
 	}
@@ -658,7 +884,7 @@ static int apply_fn(st_t *st, MDB_txn *txn, void *arg, tank_error_t *err)
 			break;
 		} else {
 			rc = st__dec_pod(v.mv_data, v.mv_size, in->name, len,
-					 &st->zone, &cur, err);
+					 &cur, err);
 			if (rc)
 				break;
 			bool same = cur.spec_len == in->spec_len &&
@@ -674,7 +900,8 @@ static int apply_fn(st_t *st, MDB_txn *txn, void *arg, tank_error_t *err)
 			cur.generation++;
 		}
 		memcpy(cur.name, in->name, len + 1);
-		cur.spec = (void *)in->spec;
+		/* An empty spec may come as NULL; the packer wants a pointer. */
+		cur.spec = in->spec_len ? (void *)in->spec : (void *)"";
 		cur.spec_len = in->spec_len;
 		cur.hash = st_hash64(in->spec, in->spec_len);
 		cur.updated_at = a->now;
@@ -818,6 +1045,7 @@ int st_delete(st_t *st, const char *const *names, size_t n, bool *deleted,
 	rc = write_txn(st, true, "delete", delete_fn, &a, err);
 	if (rc == 0) {
 		pend_clear(st);
+		cache_del(st, names, n);
 		if (st->loop)
 			ev_timer_stop(st->loop, &st->timer);
 		size_t m = 0;
@@ -901,7 +1129,7 @@ int st_pod_get(st_t *st, const char *name, st_pod_t *out, tank_error_t *err)
 		rc = mdb_fail(err, rc, "store: read pod");
 	else
 		rc = st__dec_pod(v.mv_data, v.mv_size, name, k.mv_size,
-				 &st->zone, out, err);
+				 out, err);
 	mdb_txn_abort(txn);
 	return rc;
 }
@@ -935,7 +1163,7 @@ int st_pod_list(st_t *st, st_pod_t **out, size_t *n, tank_error_t *err)
 			break;
 		}
 		rc = st__dec_pod(v.mv_data, v.mv_size, k.mv_data, k.mv_size,
-				 &st->zone, &arr[cnt], err);
+				 &arr[cnt], err);
 		if (!rc)
 			cnt++;
 	}
@@ -953,130 +1181,71 @@ int st_pod_list(st_t *st, st_pod_t **out, size_t *n, tank_error_t *err)
 int st_status_get(st_t *st, const char *name, st_status_t *out,
 		  tank_error_t *err)
 {
-	MDB_txn *txn;
 	memset(out, 0, sizeof *out);
-	if (!name_ok(name))
+	cent_t *c = name_ok(name) ? cache_find(st, name) : NULL;
+	if (!c)
 		return tank_error_set(err, TANK_ENOTFOUND, "no status for \"%s\"",
 				      name ? name : "");
-	pend_t *p = pend_find(st, name);
-	if (p && p->has_status)
-		return st_status_copy(out, &p->s) ?
-			       tank_error_set(err, -ENOMEM, "out of memory") : 0;
-	if (p && p->forget)
-		return tank_error_set(err, TANK_ENOTFOUND,
-				      "no status for \"%s\"", name);
-	int rc = read_begin(st, &txn, err);
-	if (rc)
-		return rc;
-	MDB_val k = { strlen(name), (void *)name }, v;
-	rc = mdb_get(txn, st->db_status, &k, &v);
-	if (rc == MDB_NOTFOUND)
-		rc = tank_error_set(err, TANK_ENOTFOUND, "no status for \"%s\"",
-				    name);
-	else if (rc)
-		rc = mdb_fail(err, rc, "store: read status");
-	else
-		rc = st__dec_status(v.mv_data, v.mv_size, name, k.mv_size,
-				    &st->zone, out, err);
-	mdb_txn_abort(txn);
-	return rc;
-}
-
-static int cmp_status(const void *a, const void *b)
-{
-	return strcmp(((const st_status_t *)a)->name,
-		      ((const st_status_t *)b)->name);
-}
-
-/* Overlays the queue on a sorted list read from the db. */
-static int overlay_status(st_t *st, st_status_t **arrp, size_t *np)
-{
-	st_status_t *arr = *arrp;
-	size_t n = *np, cap = n, base = n;
-	bool inserted = false;
-	for (size_t i = 0; i < st->n_pend; i++) {
-		pend_t *p = &st->pend[i];
-		if (!p->has_status && !p->forget)
-			continue;
-		st_status_t *hit = base ? bsearch(p->name, arr, base, sizeof *arr,
-						  cmp_status) : NULL;
-		if (hit) {
-			st_status_clear(hit);
-			if (p->has_status) {
-				if (st_status_copy(hit, &p->s))
-					return -ENOMEM;
-			} else {
-				hit->name[0] = '\0'; /* removed below */
-			}
-			continue;
-		}
-		if (!p->has_status)
-			continue;
-		if (n == cap) {
-			cap = cap ? cap * 2 : 16;
-			st_status_t *na = realloc(arr, cap * sizeof *na);
-			if (!na)
-				return -ENOMEM;
-			*arrp = arr = na;
-		}
-		if (st_status_copy(&arr[n], &p->s))
-			return -ENOMEM;
-		*np = ++n;
-		inserted = true;
-	}
-	size_t o = 0;
-	for (size_t i = 0; i < n; i++)
-		if (arr[i].name[0])
-			arr[o++] = arr[i];
-	*np = n = o;
-	if (inserted)
-		qsort(arr, n, sizeof *arr, cmp_status);
+	if (c->corrupt)
+		return tank_error_set(err, TANK_ECORRUPT, "%s", c->corrupt);
+	if (st_status_copy(out, &c->s))
+		return tank_error_set(err, -ENOMEM, "out of memory");
 	return 0;
+}
+
+/* Sorts the cache and fails on the first damaged record: a list must not
+ * quietly leave a pod out. */
+static int walk_begin(st_t *st, tank_error_t *err)
+{
+	if (cache_order(st))
+		return tank_error_set(err, -ENOMEM, "out of memory");
+	for (size_t i = 0; i < st->n_cache; i++)
+		if (st->order[i]->corrupt)
+			return tank_error_set(err, TANK_ECORRUPT, "%s",
+					      st->order[i]->corrupt);
+	return 0;
+}
+
+int st_status_foreach(st_t *st, st_status_fn fn, void *ctx, tank_error_t *err)
+{
+	int rc = walk_begin(st, err);
+	for (size_t i = 0; i < st->n_cache && !rc; i++)
+		rc = fn(ctx, &st->order[i]->s);
+	return rc;
 }
 
 int st_status_list(st_t *st, st_status_t **out, size_t *n, tank_error_t *err)
 {
-	MDB_txn *txn;
-	MDB_cursor *c;
-	MDB_stat ms;
-	st_status_t *arr = NULL;
-	size_t cnt = 0;
 	*out = NULL;
 	*n = 0;
-	int rc = read_begin(st, &txn, err);
-	if (rc)
+	int rc = walk_begin(st, err);
+	if (rc || st->n_cache == 0)
 		return rc;
-	if ((rc = mdb_stat(txn, st->db_status, &ms)) ||
-	    (rc = mdb_cursor_open(txn, st->db_status, &c))) {
-		mdb_txn_abort(txn);
-		return mdb_fail(err, rc, "store: list status");
-	}
-	if (ms.ms_entries && !(arr = calloc(ms.ms_entries, sizeof *arr)))
-		rc = tank_error_set(err, -ENOMEM, "out of memory");
-	MDB_val k, v;
-	for (int op = MDB_FIRST; !rc && cnt < ms.ms_entries; op = MDB_NEXT) {
-		int r = mdb_cursor_get(c, &k, &v, op);
-		if (r == MDB_NOTFOUND)
-			break;
-		if (r) {
-			rc = mdb_fail(err, r, "store: list status");
-			break;
+	/* One block: the array, then every container.  A list of 10,000 is
+	 * ~10 MB; as one chunk it is reused by the allocator from call to call
+	 * instead of being trimmed and page-faulted in again, which made a
+	 * list cost 1 to 5 ms. */
+	size_t nc = 0;
+	for (size_t i = 0; i < st->n_cache; i++)
+		nc += st->order[i]->s.n_containers;
+	st_status_t *arr = malloc(st->n_cache * sizeof *arr +
+				  nc * sizeof(st_container_status_t));
+	if (!arr)
+		return tank_error_set(err, -ENOMEM, "out of memory");
+	st_container_status_t *cs = (st_container_status_t *)(arr + st->n_cache);
+	for (size_t i = 0; i < st->n_cache; i++) {
+		const st_status_t *src = &st->order[i]->s;
+		arr[i] = *src;
+		arr[i].containers = NULL;
+		if (src->n_containers) {
+			arr[i].containers = cs;
+			memcpy(cs, src->containers,
+			       src->n_containers * sizeof *cs);
+			cs += src->n_containers;
 		}
-		rc = st__dec_status(v.mv_data, v.mv_size, k.mv_data, k.mv_size,
-				    &st->zone, &arr[cnt], err);
-		if (!rc)
-			cnt++;
-	}
-	mdb_cursor_close(c);
-	mdb_txn_abort(txn);
-	if (!rc && overlay_status(st, &arr, &cnt))
-		rc = tank_error_set(err, -ENOMEM, "out of memory");
-	if (rc) {
-		st_status_list_free(arr, cnt);
-		return rc;
 	}
 	*out = arr;
-	*n = cnt;
+	*n = st->n_cache;
 	return 0;
 }
 
@@ -1129,7 +1298,7 @@ int st_history(st_t *st, const char *name, size_t limit,
 				break;
 			}
 			rc = st__dec_transition(v.mv_data, v.mv_size, k.mv_data,
-						k.mv_size, &st->zone, &t, err);
+						k.mv_size, &t, err);
 			if (!rc && push_tr(&arr, &cnt, &cap, &t))
 				rc = tank_error_set(err, -ENOMEM, "out of memory");
 		}
@@ -1287,7 +1456,7 @@ static int open_fn(st_t *st, MDB_txn *txn, void *arg, tank_error_t *err)
 	if (rc)
 		return rc;
 	uint64_t ver;
-	if (st__dec_uint(v.mv_data, v.mv_size, &st->zone, &ver) || ver == 0)
+	if (st__dec_uint(v.mv_data, v.mv_size, &ver) || ver == 0)
 		return tank_error_set(err, TANK_ECORRUPT,
 				      "store %s: meta record \"%s\": corrupt msgpack",
 				      st->path, META_SCHEMA_KEY);
@@ -1351,12 +1520,12 @@ static void st_free(st_t *st)
 	if (st->lock_fd >= 0)
 		close(st->lock_fd);
 	pend_clear(st);
+	cache_free(st);
 	free(st->pend);
 	free(st->idx);
 	free(st->trs);
 	free(st->subs);
 	msgpack_sbuffer_destroy(&st->buf);
-	msgpack_zone_destroy(&st->zone);
 	pthread_mutex_destroy(&st->q_mu);
 	pthread_mutex_destroy(&st->env_mu);
 	pthread_cond_destroy(&st->q_cv);
@@ -1383,11 +1552,6 @@ int st_open(const char *data_dir, const st_options_t *opts, st_t **out,
 	pthread_mutex_init(&st->env_mu, NULL);
 	pthread_cond_init(&st->q_cv, NULL);
 	msgpack_sbuffer_init(&st->buf);
-	if (!msgpack_zone_init(&st->zone, 4096)) {
-		msgpack_sbuffer_destroy(&st->buf);
-		free(st);
-		return tank_error_set(err, -ENOMEM, "out of memory");
-	}
 	st->history_limit = o.history_limit ? o.history_limit : ST_HISTORY_DEFAULT;
 	st->flush_ms = o.flush_interval_ms ? o.flush_interval_ms
 					   : ST_FLUSH_INTERVAL_DEFAULT;
@@ -1438,7 +1602,8 @@ int st_open(const char *data_dir, const st_options_t *opts, st_t **out,
 		goto fail;
 	}
 	tank_error_clear(err);
-	if ((rc = write_txn(st, true, "open", open_fn, NULL, err)))
+	if ((rc = write_txn(st, true, "open", open_fn, NULL, err)) ||
+	    (rc = cache_load(st, err)))
 		goto fail;
 	*out = st;
 	return 0;

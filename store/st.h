@@ -19,12 +19,18 @@
  *   in one write transaction without fsync, and a small internal thread
  *   fsyncs the environment after each flush.  With a loop attached
  *   (st_attach_loop) the queue is flushed within flush_interval_ms.  Every
- *   read overlays the queue, so a caller always reads its own writes.
+ *   read sees the queue, so a caller always reads its own writes.
+ *
+ * Status cache.  Every status record is kept decoded in memory (loaded at
+ * open, written through by st_status_put): status reads cost a copy, not a
+ * transaction and a decode.  Memory: about 350 bytes per pod plus 330 per
+ * container.
  *
  * Threading.  An st_t is used from ONE thread (the daemon's loop thread):
  * no function here is thread-safe.  The internal sync thread only calls
- * mdb_env_sync().  Reads use LMDB read transactions, which never wait for
- * writers.  Subscriber callbacks run on the calling thread, after the
+ * mdb_env_sync().  Pod and history reads use LMDB read transactions, which
+ * never wait for writers (so mdb_stat / mdb_dump may read a live store);
+ * status reads use the cache.  Subscriber callbacks run on the calling thread, after the
  * commit, outside any transaction.
  *
  * Errors.  Functions return 0, a negative errno (-ENOMEM, -ENOSPC, -EROFS,
@@ -53,7 +59,8 @@ typedef struct st st_t;
 #define ST_HISTORY_DEFAULT 1000
 #define ST_MAP_SIZE_DEFAULT (1u << 20)
 #define ST_FLUSH_INTERVAL_DEFAULT 100   /* ms */
-#define ST_PENDING_MAX 1000000     /* queued transitions before -ENOBUFS */
+#define ST_FLUSH_BATCH 50000       /* queued transitions that force a flush */
+#define ST_PENDING_MAX 100000      /* queued transitions before -ENOBUFS (~20 MB) */
 
 /* Caller-owned; every zero field means "default".  Borrowed by st_open
  * only for the duration of the call (the callback pointers are kept). */
@@ -211,8 +218,11 @@ int st_status_put(st_t *st, const st_status_t *s);
 
 /* Queues a transition of pod `name`; the store assigns its sequence number
  * at flush.  History beyond history_limit is pruned oldest first at flush.
- * Errors: TANK_EINVALID, -ENOMEM, -ENOBUFS (ST_PENDING_MAX transitions are
- * already queued: the store cannot flush, see on_flush_error). */
+ * Does not block, except that the ST_FLUSH_BATCH-th queued transition
+ * flushes the queue on the spot (no fsync; tens of ms) so that a burst is
+ * bounded by size as well as by time; a failure of that flush goes to
+ * on_flush_error.  Errors: TANK_EINVALID, -ENOMEM, -ENOBUFS
+ * (ST_PENDING_MAX transitions are already queued: the store cannot flush). */
 int st_transition_add(st_t *st, const char *name, const st_transition_t *t);
 
 /* Queues the removal of a pod's status and history (for the reconciler,
@@ -239,10 +249,23 @@ void st_detach_loop(st_t *st);
  * (st_status_clear).  TANK_ENOTFOUND, TANK_ECORRUPT, -ENOMEM. */
 int st_status_get(st_t *st, const char *name, st_status_t *out,
 		  tank_error_t *err);
-/* Every status, sorted by name, queued changes included.  *out is a
- * malloc'ed array owned by the caller (st_status_list_free). */
+/* Every status, sorted by name, queued changes included.  *out is ONE
+ * allocation holding the array and every element's containers, owned by
+ * the caller: release it with st_status_list_free only (never
+ * st_status_clear an element; st_status_copy one to keep it).  *n may be 0
+ * with *out NULL.  A damaged stored record fails the whole list with
+ * TANK_ECORRUPT naming it (it is never silently left out).  -ENOMEM. */
 int st_status_list(st_t *st, st_status_t **out, size_t *n, tank_error_t *err);
+/* Calls fn for every status in name order, queued changes included,
+ * without copying: s is borrowed for the call.  fn returns 0 to go on,
+ * nonzero to stop; it must not call st_ functions that change state (put,
+ * forget, apply, delete, flush, close).  Returns 0, fn's nonzero value, or
+ * TANK_ECORRUPT / -ENOMEM as st_status_list (then fn was not called). */
+typedef int (*st_status_fn)(void *ctx, const st_status_t *s);
+int st_status_foreach(st_t *st, st_status_fn fn, void *ctx, tank_error_t *err);
+/* Frees what st_status_get / st_status_copy allocated in s. */
 void st_status_clear(st_status_t *s);
+/* Frees a st_status_list result (n is the count it returned). */
 void st_status_list_free(st_status_t *s, size_t n);
 /* Deep copy; dst must be uninitialised or cleared.  -ENOMEM. */
 int st_status_copy(st_status_t *dst, const st_status_t *src);

@@ -77,109 +77,439 @@ static int pk_exit(msgpack_packer *pk, const char *k, const st_exit_t *e)
 	       pk_i64(pk, "signal", e->signal);
 }
 
-static int unpack(const void *buf, size_t len, msgpack_zone *z,
-		  msgpack_object *o)
+/* ---- reading ------------------------------------------------------------
+ *
+ * Decoding uses this small pull reader over the msgpack wire format rather
+ * than msgpack_unpack(): listing 10,000 statuses must take a few
+ * milliseconds, and building a msgpack_object tree in a zone per record
+ * cost half of that.  The reader allocates nothing and never reads past
+ * `end`; any malformed or truncated input sets `bad`.
+ */
+
+typedef struct mp {
+	const unsigned char *p, *end;
+	bool bad;
+} mp_t;
+
+enum { MP_NIL, MP_BOOL, MP_UINT, MP_SINT, MP_FLOAT, MP_STR, MP_BIN,
+       MP_ARRAY, MP_MAP, MP_EXT, MP_BAD };
+
+static inline bool mp_need(mp_t *r, size_t n)
 {
-	size_t off = 0;
-	msgpack_zone_clear(z);
-	if (len == 0)
+	if (r->bad || (size_t)(r->end - r->p) < n) {
+		r->bad = true;
+		return false;
+	}
+	return true;
+}
+
+static inline uint64_t mp_be(const unsigned char *p, int n)
+{
+	switch (n) {
+	case 1:
+		return p[0];
+	case 2:
+		return (uint64_t)p[0] << 8 | p[1];
+	case 4:
+		return (uint64_t)p[0] << 24 | (uint64_t)p[1] << 16 |
+		       (uint64_t)p[2] << 8 | p[3];
+	default: {
+		uint64_t v = 0;
+		for (int i = 0; i < n; i++)
+			v = v << 8 | p[i];
+		return v;
+	}
+	}
+}
+
+static inline int mp_type(mp_t *r)
+{
+	if (!mp_need(r, 1))
+		return MP_BAD;
+	unsigned c = *r->p;
+	if (c <= 0x7f)
+		return MP_UINT;
+	if (c <= 0x8f)
+		return MP_MAP;
+	if (c <= 0x9f)
+		return MP_ARRAY;
+	if (c <= 0xbf)
+		return MP_STR;
+	if (c >= 0xe0)
+		return MP_SINT;
+	switch (c) {
+	case 0xc0: return MP_NIL;
+	case 0xc2: case 0xc3: return MP_BOOL;
+	case 0xc4: case 0xc5: case 0xc6: return MP_BIN;
+	case 0xc7: case 0xc8: case 0xc9: return MP_EXT;
+	case 0xd4: case 0xd5: case 0xd6: case 0xd7: case 0xd8: return MP_EXT;
+	case 0xca: case 0xcb: return MP_FLOAT;
+	case 0xcc: case 0xcd: case 0xce: case 0xcf: return MP_UINT;
+	case 0xd0: case 0xd1: case 0xd2: case 0xd3: return MP_SINT;
+	case 0xd9: case 0xda: case 0xdb: return MP_STR;
+	case 0xdc: case 0xdd: return MP_ARRAY;
+	case 0xde: case 0xdf: return MP_MAP;
+	default:
+		r->bad = true;
+		return MP_BAD;
+	}
+}
+
+/* Reads a length-prefixed header: fix = the fix-format base and mask, or
+ * the 8/16/32-bit forms at codes c8, c16, c32 (0 = absent). */
+static int mp_len(mp_t *r, unsigned fixlo, unsigned fixmask, unsigned c8,
+		  unsigned c16, unsigned c32, uint32_t *n)
+{
+	if (!mp_need(r, 1))
 		return -1;
-	if (msgpack_unpack(buf, len, &off, z, o) != MSGPACK_UNPACK_SUCCESS)
+	unsigned c = *r->p;
+	int w;
+	if (fixmask && (c & ~fixmask) == fixlo) {
+		*n = c & fixmask;
+		r->p++;
+		return 0;
+	}
+	if (c8 && c == c8)
+		w = 1;
+	else if (c == c16)
+		w = 2;
+	else if (c == c32)
+		w = 4;
+	else {
+		r->bad = true;
 		return -1;
+	}
+	if (!mp_need(r, 1 + (size_t)w))
+		return -1;
+	*n = (uint32_t)mp_be(r->p + 1, w);
+	r->p += 1 + w;
 	return 0;
 }
 
-static bool key_is(const msgpack_object *k, const char *name)
+static int mp_map(mp_t *r, uint32_t *n)
 {
-	size_t n = strlen(name);
-	return k->type == MSGPACK_OBJECT_STR && k->via.str.size == n &&
-	       memcmp(k->via.str.ptr, name, n) == 0;
+	return mp_len(r, 0x80, 0x0f, 0, 0xde, 0xdf, n);
+}
+
+static int mp_array(mp_t *r, uint32_t *n)
+{
+	return mp_len(r, 0x90, 0x0f, 0, 0xdc, 0xdd, n);
+}
+
+static int mp_bytes(mp_t *r, bool str, const char **ptr, uint32_t *n)
+{
+	int rc = str ? mp_len(r, 0xa0, 0x1f, 0xd9, 0xda, 0xdb, n)
+		     : mp_len(r, 0, 0, 0xc4, 0xc5, 0xc6, n);
+	if (rc || !mp_need(r, *n))
+		return -1;
+	*ptr = (const char *)r->p;
+	r->p += *n;
+	return 0;
+}
+
+/* Any integer encoding; *neg says whether it is below zero. */
+static int mp_int(mp_t *r, uint64_t *u, bool *neg)
+{
+	if (!mp_need(r, 1))
+		return -1;
+	unsigned c = *r->p;
+	*neg = false;
+	if (c <= 0x7f) {
+		*u = c;
+		r->p++;
+		return 0;
+	}
+	if (c >= 0xe0) {
+		*u = (uint64_t)(int64_t)(int8_t)c;
+		*neg = true;
+		r->p++;
+		return 0;
+	}
+	int w;
+	bool sgn = c >= 0xd0 && c <= 0xd3;
+	switch (c) {
+	case 0xcc: case 0xd0: w = 1; break;
+	case 0xcd: case 0xd1: w = 2; break;
+	case 0xce: case 0xd2: w = 4; break;
+	case 0xcf: case 0xd3: w = 8; break;
+	default:
+		r->bad = true;
+		return -1;
+	}
+	if (!mp_need(r, 1 + (size_t)w))
+		return -1;
+	uint64_t v = mp_be(r->p + 1, w);
+	r->p += 1 + w;
+	if (sgn && w < 8 && (v >> (8 * w - 1)))
+		v |= ~(uint64_t)0 << (8 * w);    /* sign-extend */
+	*neg = sgn && (int64_t)v < 0;
+	*u = v;
+	return 0;
+}
+
+/* Skips one value of any type; nesting is bounded so hostile input cannot
+ * exhaust the stack. */
+static int mp_skip(mp_t *r, int depth)
+{
+	uint32_t n;
+	const char *p;
+	uint64_t u;
+	bool neg;
+	if (depth > 32) {
+		r->bad = true;
+		return -1;
+	}
+	switch (mp_type(r)) {
+	case MP_NIL: case MP_BOOL:
+		r->p++;
+		return 0;
+	case MP_UINT: case MP_SINT:
+		return mp_int(r, &u, &neg);
+	case MP_FLOAT: {
+		size_t w = *r->p == 0xca ? 5 : 9;
+		if (!mp_need(r, w))
+			return -1;
+		r->p += w;
+		return 0;
+	}
+	case MP_STR:
+		return mp_bytes(r, true, &p, &n);
+	case MP_BIN:
+		return mp_bytes(r, false, &p, &n);
+	case MP_ARRAY:
+		if (mp_array(r, &n))
+			return -1;
+		for (uint32_t i = 0; i < n; i++)
+			if (mp_skip(r, depth + 1))
+				return -1;
+		return 0;
+	case MP_MAP:
+		if (mp_map(r, &n))
+			return -1;
+		for (uint32_t i = 0; i < 2 * n; i++)
+			if (mp_skip(r, depth + 1))
+				return -1;
+		return 0;
+	case MP_EXT: {
+		unsigned c = *r->p;
+		size_t hdr, len;
+		if (c >= 0xd4 && c <= 0xd8) {
+			hdr = 2;
+			len = (size_t)1 << (c - 0xd4);
+		} else {
+			int w = c == 0xc7 ? 1 : c == 0xc8 ? 2 : 4;
+			if (!mp_need(r, 1 + (size_t)w))
+				return -1;
+			len = mp_be(r->p + 1, w);
+			hdr = 2 + (size_t)w;
+		}
+		if (!mp_need(r, hdr) || (size_t)(r->end - r->p) - hdr < len) {
+			r->bad = true;
+			return -1;
+		}
+		r->p += hdr + len;
+		return 0;
+	}
+	default:
+		r->bad = true;
+		return -1;
+	}
+}
+
+/* Reads a map key: returns 1 with the key when it is a string, 0 when it
+ * is some other value (skipped), -1 on bad input. */
+static inline int mp_key(mp_t *r, const char **k, uint32_t *n)
+{
+	/* Fast path: every key tank writes is a fixstr. */
+	if (r->p < r->end && (*r->p & 0xe0) == 0xa0) {
+		uint32_t l = *r->p & 0x1f;
+		if ((size_t)(r->end - r->p) <= l) {
+			r->bad = true;
+			return -1;
+		}
+		*k = (const char *)r->p + 1;
+		*n = l;
+		r->p += 1 + l;
+		return 1;
+	}
+	if (mp_type(r) == MP_STR)
+		return mp_bytes(r, true, k, n) ? -1 : 1;
+	return mp_skip(r, 1) ? -1 : 0;
+}
+
+/* Length first, then a constant-size memcmp the compiler inlines: key
+ * matching is most of the decoding time. */
+#define key_is(k, n, lit) \
+	((n) == sizeof(lit) - 1 && memcmp((k), (lit), sizeof(lit) - 1) == 0)
+
+static inline bool mp_take_nil(mp_t *r)
+{
+	if (mp_type(r) == MP_NIL) {
+		r->p++;
+		return true;
+	}
+	return false;
 }
 
 /* Field readers: return 0, or -1 when the value has the wrong type (nil is
- * accepted everywhere as "default", so a writer may null a field). */
-static int rd_i64(const msgpack_object *v, int64_t *out)
+ * accepted everywhere as "default", so a writer may null a field).  A
+ * value of the wrong type is consumed so the caller can report it. */
+/* Any integer or nil (= 0) in one step; the common path of every numeric
+ * field.  Returns -1 for another type (r->bad only if truncated). */
+static inline int rd_int(mp_t *r, uint64_t *u, bool *neg)
 {
-	switch (v->type) {
-	case MSGPACK_OBJECT_NIL:
-		*out = 0;
-		return 0;
-	case MSGPACK_OBJECT_POSITIVE_INTEGER:
-		if (v->via.u64 > INT64_MAX)
-			return -1;
-		*out = (int64_t)v->via.u64;
-		return 0;
-	case MSGPACK_OBJECT_NEGATIVE_INTEGER:
-		*out = v->via.i64;
-		return 0;
-	default:
+	if (!mp_need(r, 1))
 		return -1;
-	}
-}
-
-static int rd_u64(const msgpack_object *v, uint64_t *out)
-{
-	if (v->type == MSGPACK_OBJECT_NIL) {
-		*out = 0;
+	unsigned c = *r->p;
+	*neg = false;
+	if (c <= 0x7f) {
+		*u = c;
+		r->p++;
 		return 0;
 	}
-	if (v->type != MSGPACK_OBJECT_POSITIVE_INTEGER)
+	if (c >= 0xe0) {
+		*u = (uint64_t)(int64_t)(int8_t)c;
+		*neg = true;
+		r->p++;
+		return 0;
+	}
+	if (c == 0xc0) {
+		*u = 0;
+		r->p++;
+		return 0;
+	}
+	if (c < 0xcc || c > 0xd3)
 		return -1;
-	*out = v->via.u64;
+	int w = 1 << ((c - 0xcc) & 3);
+	if (!mp_need(r, 1 + (size_t)w))
+		return -1;
+	uint64_t v = mp_be(r->p + 1, w);
+	r->p += 1 + w;
+	if (c >= 0xd0) {
+		if (w < 8 && (v >> (8 * w - 1)))
+			v |= ~(uint64_t)0 << (8 * w);   /* sign-extend */
+		*neg = (int64_t)v < 0;
+	}
+	*u = v;
 	return 0;
 }
 
-static int rd_u32(const msgpack_object *v, uint32_t *out)
+static inline int rd_i64(mp_t *r, int64_t *out)
 {
 	uint64_t u;
-	if (rd_u64(v, &u) || u > UINT32_MAX)
+	bool neg;
+	if (rd_int(r, &u, &neg) || (!neg && u > INT64_MAX))
+		return -1;
+	*out = (int64_t)u;
+	return 0;
+}
+
+static inline int rd_u64(mp_t *r, uint64_t *out)
+{
+	bool neg;
+	return rd_int(r, out, &neg) || neg ? -1 : 0;
+}
+
+static inline int rd_u32(mp_t *r, uint32_t *out)
+{
+	uint64_t u;
+	if (rd_u64(r, &u) || u > UINT32_MAX)
 		return -1;
 	*out = (uint32_t)u;
 	return 0;
 }
 
-static int rd_i32(const msgpack_object *v, int32_t *out)
+static inline int rd_i32(mp_t *r, int32_t *out)
 {
 	int64_t i;
-	if (rd_i64(v, &i) || i < INT32_MIN || i > INT32_MAX)
+	if (rd_i64(r, &i) || i < INT32_MIN || i > INT32_MAX)
 		return -1;
 	*out = (int32_t)i;
 	return 0;
 }
 
 /* Strings longer than the field are truncated: only free text (reasons)
- * can get there, since names and phases are length-checked on put. */
-static int rd_str(const msgpack_object *v, char *dst, size_t cap)
+ * can get there, since names and phases are length-checked on put.
+ * maxlen > 0 makes an over-long string an error instead. */
+static inline int rd_str(mp_t *r, char *dst, size_t cap, size_t maxlen)
 {
-	if (v->type == MSGPACK_OBJECT_NIL) {
+	const char *p;
+	uint32_t n;
+	if (r->p < r->end && (*r->p & 0xe0) == 0xa0) {
+		n = *r->p & 0x1f;
+		if ((size_t)(r->end - r->p) <= n) {
+			r->bad = true;
+			return -1;
+		}
+		p = (const char *)r->p + 1;
+		r->p += 1 + n;
+	} else if (mp_take_nil(r)) {
 		dst[0] = '\0';
 		return 0;
-	}
-	if (v->type != MSGPACK_OBJECT_STR)
+	} else if (mp_type(r) != MP_STR || mp_bytes(r, true, &p, &n)) {
 		return -1;
-	st__strlcpy(dst, cap, v->via.str.ptr, v->via.str.size);
+	}
+	if (maxlen && n > maxlen)
+		return -1;
+	st__strlcpy(dst, cap, p, n);
 	return 0;
 }
 
-static int rd_exit(const msgpack_object *v, st_exit_t *e)
+static int rd_exit(mp_t *r, st_exit_t *e)
 {
+	uint32_t n, kl;
+	const char *k;
 	memset(e, 0, sizeof *e);
-	if (v->type == MSGPACK_OBJECT_NIL)
+	if (mp_take_nil(r))
 		return 0;
-	if (v->type != MSGPACK_OBJECT_MAP)
+	if (mp_type(r) != MP_MAP || mp_map(r, &n))
 		return -1;
 	e->present = true;
-	for (uint32_t i = 0; i < v->via.map.size; i++) {
-		const msgpack_object_kv *kv = &v->via.map.ptr[i];
-		if (key_is(&kv->key, "code")) {
-			if (rd_i32(&kv->val, &e->code))
+	for (uint32_t i = 0; i < n; i++) {
+		int kr = mp_key(r, &k, &kl);
+		if (kr < 0)
+			return -1;
+		if (kr && key_is(k, kl, "code")) {
+			if (rd_i32(r, &e->code))
 				return -1;
-		} else if (key_is(&kv->key, "signal")) {
-			if (rd_i32(&kv->val, &e->signal))
+		} else if (kr && key_is(k, kl, "signal")) {
+			if (rd_i32(r, &e->signal))
 				return -1;
+		} else if (mp_skip(r, 1)) {
+			return -1;
 		}
 	}
 	return 0;
+}
+
+/* Starts a record: the value must be a map (checked to be alone in the
+ * buffer by rec_fail at the end). */
+static int mp_record(mp_t *r, const void *buf, size_t len, uint32_t *n)
+{
+	r->p = buf;
+	r->end = r->p + len;
+	r->bad = false;
+	if (mp_type(r) != MP_MAP)
+		return -1;
+	return mp_map(r, n);
+}
+
+/* The one place that turns a decode failure into a message.  started:
+ * the record was a map; field: the field that had the wrong type. */
+static int rec_fail(const mp_t *r, bool started, const char *what,
+		    const char *key, size_t keylen, const char *field,
+		    tank_error_t *err)
+{
+	char d[96];
+	if (r->bad)
+		return corrupt(err, what, key, keylen, "corrupt msgpack");
+	if (!started)
+		return corrupt(err, what, key, keylen, "not a map");
+	if (!field)
+		return corrupt(err, what, key, keylen,
+			       "corrupt msgpack (trailing bytes)");
+	snprintf(d, sizeof d, "field %s: missing or wrong type", field);
+	return corrupt(err, what, key, keylen, d);
 }
 
 /* ---- pods --------------------------------------------------------------- */
@@ -200,54 +530,53 @@ int st__enc_pod(msgpack_sbuffer *b, const st_pod_t *p)
 }
 
 int st__dec_pod(const void *buf, size_t len, const char *key, size_t keylen,
-		msgpack_zone *z, st_pod_t *out, tank_error_t *err)
+		st_pod_t *out, tank_error_t *err)
 {
-	msgpack_object o;
-	const char *bad = NULL;
+	mp_t r;
+	uint32_t n, kl, sl = 0;
+	const char *k, *spec = NULL, *bad = NULL;
 	memset(out, 0, sizeof *out);
 	if (keylen > ST_NAME_MAX)
 		return corrupt(err, "pod", key, keylen, "key too long");
 	memcpy(out->name, key, keylen);
 	out->name[keylen] = '\0';
-	if (unpack(buf, len, z, &o))
-		return corrupt(err, "pod", key, keylen, "corrupt msgpack");
-	if (o.type != MSGPACK_OBJECT_MAP)
-		return corrupt(err, "pod", key, keylen, "not a map");
-	const msgpack_object *spec = NULL;
-	for (uint32_t i = 0; i < o.via.map.size && !bad; i++) {
-		const msgpack_object *k = &o.via.map.ptr[i].key;
-		const msgpack_object *v = &o.via.map.ptr[i].val;
-		if (key_is(k, "spec")) {
-			if (v->type != MSGPACK_OBJECT_BIN)
+	if (mp_record(&r, buf, len, &n))
+		return rec_fail(&r, false, "pod", key, keylen, NULL, err);
+	for (uint32_t i = 0; i < n && !bad; i++) {
+		int kr = mp_key(&r, &k, &kl);
+		if (kr < 0)
+			bad = "?";
+		else if (!kr)
+			bad = mp_skip(&r, 1) ? "?" : NULL;
+		else if (key_is(k, kl, "spec")) {
+			if (mp_type(&r) != MP_BIN || mp_bytes(&r, false, &spec, &sl))
 				bad = "spec";
-			spec = v;
-		} else if (key_is(k, "generation")) {
-			if (rd_u64(v, &out->generation))
+		} else if (key_is(k, kl, "generation")) {
+			if (rd_u64(&r, &out->generation))
 				bad = "generation";
-		} else if (key_is(k, "hash")) {
-			if (rd_u64(v, &out->hash))
+		} else if (key_is(k, kl, "hash")) {
+			if (rd_u64(&r, &out->hash))
 				bad = "hash";
-		} else if (key_is(k, "created_at")) {
-			if (rd_i64(v, &out->created_at))
+		} else if (key_is(k, kl, "created_at")) {
+			if (rd_i64(&r, &out->created_at))
 				bad = "created_at";
-		} else if (key_is(k, "updated_at")) {
-			if (rd_i64(v, &out->updated_at))
+		} else if (key_is(k, kl, "updated_at")) {
+			if (rd_i64(&r, &out->updated_at))
 				bad = "updated_at";
+		} else if (mp_skip(&r, 1)) {
+			bad = "?";
 		}
 	}
 	if (!bad && !spec)
 		bad = "spec";
-	if (bad) {
-		char d[64];
-		snprintf(d, sizeof d, "field %s: missing or wrong type", bad);
-		return corrupt(err, "pod", key, keylen, d);
-	}
+	if (bad || r.bad || r.p != r.end)
+		return rec_fail(&r, true, "pod", key, keylen, bad, err);
 	/* One extra byte so an empty spec still yields a non-NULL pointer. */
-	out->spec = malloc(spec->via.bin.size + 1);
+	out->spec = malloc((size_t)sl + 1);
 	if (!out->spec)
 		return tank_error_set(err, -ENOMEM, "out of memory");
-	memcpy(out->spec, spec->via.bin.ptr, spec->via.bin.size);
-	out->spec_len = spec->via.bin.size;
+	memcpy(out->spec, spec, sl);
+	out->spec_len = sl;
 	return 0;
 }
 
@@ -287,117 +616,130 @@ int st__enc_status(msgpack_sbuffer *b, const st_status_t *s)
 	return 0;
 }
 
-static const char *dec_container(const msgpack_object *o,
-				 st_container_status_t *c)
+static const char *dec_container(mp_t *r, st_container_status_t *c)
 {
-	if (o->type != MSGPACK_OBJECT_MAP)
+	uint32_t n, kl;
+	const char *k;
+	if (mp_type(r) != MP_MAP || mp_map(r, &n))
 		return "containers[]";
-	for (uint32_t i = 0; i < o->via.map.size; i++) {
-		const msgpack_object *k = &o->via.map.ptr[i].key;
-		const msgpack_object *v = &o->via.map.ptr[i].val;
-		if (key_is(k, "name")) {
-			if (v->type == MSGPACK_OBJECT_STR &&
-			    v->via.str.size > ST_NAME_MAX)
+	for (uint32_t i = 0; i < n; i++) {
+		int kr = mp_key(r, &k, &kl);
+		if (kr < 0)
+			return "containers[]";
+		if (!kr) {
+			if (mp_skip(r, 1))
+				return "containers[]";
+		} else if (key_is(k, kl, "name")) {
+			if (rd_str(r, c->name, sizeof c->name, ST_NAME_MAX))
 				return "containers[].name";
-			if (rd_str(v, c->name, sizeof c->name))
-				return "containers[].name";
-		} else if (key_is(k, "phase")) {
-			if (rd_str(v, c->phase, sizeof c->phase))
+		} else if (key_is(k, kl, "phase")) {
+			if (rd_str(r, c->phase, sizeof c->phase, 0))
 				return "containers[].phase";
-		} else if (key_is(k, "reason")) {
-			if (rd_str(v, c->reason, sizeof c->reason))
+		} else if (key_is(k, kl, "reason")) {
+			if (rd_str(r, c->reason, sizeof c->reason, 0))
 				return "containers[].reason";
-		} else if (key_is(k, "pid")) {
-			if (rd_i32(v, &c->pid))
+		} else if (key_is(k, kl, "pid")) {
+			if (rd_i32(r, &c->pid))
 				return "containers[].pid";
-		} else if (key_is(k, "pid_start_time")) {
-			if (rd_u64(v, &c->pid_start_time))
+		} else if (key_is(k, kl, "pid_start_time")) {
+			if (rd_u64(r, &c->pid_start_time))
 				return "containers[].pid_start_time";
-		} else if (key_is(k, "restarts")) {
-			if (rd_u32(v, &c->restarts))
+		} else if (key_is(k, kl, "restarts")) {
+			if (rd_u32(r, &c->restarts))
 				return "containers[].restarts";
-		} else if (key_is(k, "retries")) {
-			if (rd_u32(v, &c->retries))
+		} else if (key_is(k, kl, "retries")) {
+			if (rd_u32(r, &c->retries))
 				return "containers[].retries";
-		} else if (key_is(k, "last_exit")) {
-			if (rd_exit(v, &c->last_exit))
+		} else if (key_is(k, kl, "last_exit")) {
+			if (rd_exit(r, &c->last_exit))
 				return "containers[].last_exit";
-		} else if (key_is(k, "started_at")) {
-			if (rd_i64(v, &c->started_at))
+		} else if (key_is(k, kl, "started_at")) {
+			if (rd_i64(r, &c->started_at))
 				return "containers[].started_at";
+		} else if (mp_skip(r, 1)) {
+			return "containers[]";
 		}
 	}
 	return NULL;
 }
 
 int st__dec_status(const void *buf, size_t len, const char *key,
-		   size_t keylen, msgpack_zone *z, st_status_t *out,
-		   tank_error_t *err)
+		   size_t keylen, st_status_t *out, tank_error_t *err)
 {
-	msgpack_object o;
-	const char *bad = NULL;
+	mp_t r;
+	uint32_t n, kl;
+	const char *k, *bad = NULL;
 	memset(out, 0, sizeof *out);
 	if (keylen > ST_NAME_MAX)
 		return corrupt(err, "status", key, keylen, "key too long");
 	/* The key, not the stored "name", is authoritative. */
 	memcpy(out->name, key, keylen);
 	out->name[keylen] = '\0';
-	if (unpack(buf, len, z, &o))
-		return corrupt(err, "status", key, keylen, "corrupt msgpack");
-	if (o.type != MSGPACK_OBJECT_MAP)
-		return corrupt(err, "status", key, keylen, "not a map");
-	const msgpack_object *cs = NULL;
-	for (uint32_t i = 0; i < o.via.map.size && !bad; i++) {
-		const msgpack_object *k = &o.via.map.ptr[i].key;
-		const msgpack_object *v = &o.via.map.ptr[i].val;
-		if (key_is(k, "phase")) {
-			if (rd_str(v, out->phase, sizeof out->phase))
+	if (mp_record(&r, buf, len, &n))
+		return rec_fail(&r, false, "status", key, keylen, NULL, err);
+	for (uint32_t i = 0; i < n && !bad; i++) {
+		int kr = mp_key(&r, &k, &kl);
+		if (kr < 0)
+			bad = "?";
+		else if (!kr)
+			bad = mp_skip(&r, 1) ? "?" : NULL;
+		else if (key_is(k, kl, "phase")) {
+			if (rd_str(&r, out->phase, sizeof out->phase, 0))
 				bad = "phase";
-		} else if (key_is(k, "reason")) {
-			if (rd_str(v, out->reason, sizeof out->reason))
+		} else if (key_is(k, kl, "reason")) {
+			if (rd_str(&r, out->reason, sizeof out->reason, 0))
 				bad = "reason";
-		} else if (key_is(k, "retries")) {
-			if (rd_u32(v, &out->retries))
+		} else if (key_is(k, kl, "retries")) {
+			if (rd_u32(&r, &out->retries))
 				bad = "retries";
-		} else if (key_is(k, "restarts")) {
-			if (rd_u32(v, &out->restarts))
+		} else if (key_is(k, kl, "restarts")) {
+			if (rd_u32(&r, &out->restarts))
 				bad = "restarts";
-		} else if (key_is(k, "generation")) {
-			if (rd_u64(v, &out->generation))
+		} else if (key_is(k, kl, "generation")) {
+			if (rd_u64(&r, &out->generation))
 				bad = "generation";
-		} else if (key_is(k, "since")) {
-			if (rd_i64(v, &out->since))
+		} else if (key_is(k, kl, "since")) {
+			if (rd_i64(&r, &out->since))
 				bad = "since";
-		} else if (key_is(k, "next_restart_at")) {
-			if (rd_i64(v, &out->next_restart_at))
+		} else if (key_is(k, kl, "next_restart_at")) {
+			if (rd_i64(&r, &out->next_restart_at))
 				bad = "next_restart_at";
-		} else if (key_is(k, "last_exit")) {
-			if (rd_exit(v, &out->last_exit))
+		} else if (key_is(k, kl, "last_exit")) {
+			if (rd_exit(&r, &out->last_exit))
 				bad = "last_exit";
-		} else if (key_is(k, "containers")) {
-			if (v->type == MSGPACK_OBJECT_ARRAY)
-				cs = v;
-			else if (v->type != MSGPACK_OBJECT_NIL)
+		} else if (key_is(k, kl, "containers")) {
+			uint32_t m;
+			if (mp_take_nil(&r))
+				continue;
+			if (mp_type(&r) != MP_ARRAY || mp_array(&r, &m) ||
+			    out->containers) {
 				bad = "containers";
+				continue;
+			}
+			/* Each element takes at least one byte: a bogus count
+			 * cannot make us allocate more than the record. */
+			if (m > (size_t)(r.end - r.p)) {
+				r.bad = true;
+				bad = "containers";
+				continue;
+			}
+			if (m == 0)
+				continue;
+			out->containers = calloc(m, sizeof *out->containers);
+			if (!out->containers)
+				return tank_error_set(err, -ENOMEM, "out of memory");
+			out->n_containers = m;
+			for (uint32_t j = 0; j < m && !bad; j++)
+				bad = dec_container(&r, &out->containers[j]);
+		} else if (mp_skip(&r, 1)) {
+			bad = "?";
 		}
 	}
-	if (!bad && cs && cs->via.array.size > 0) {
-		out->containers = calloc(cs->via.array.size,
-					 sizeof *out->containers);
-		if (!out->containers)
-			return tank_error_set(err, -ENOMEM, "out of memory");
-		out->n_containers = cs->via.array.size;
-		for (uint32_t i = 0; i < cs->via.array.size && !bad; i++)
-			bad = dec_container(&cs->via.array.ptr[i],
-					    &out->containers[i]);
-	}
-	if (bad) {
-		char d[80];
+	if (bad || r.bad || r.p != r.end) {
 		free(out->containers);
 		out->containers = NULL;
 		out->n_containers = 0;
-		snprintf(d, sizeof d, "field %s: wrong type", bad);
-		return corrupt(err, "status", key, keylen, d);
+		return rec_fail(&r, true, "status", key, keylen, bad, err);
 	}
 	return 0;
 }
@@ -416,39 +758,38 @@ int st__enc_transition(msgpack_sbuffer *b, const st_transition_t *t)
 }
 
 int st__dec_transition(const void *buf, size_t len, const char *key,
-		       size_t keylen, msgpack_zone *z, st_transition_t *out,
-		       tank_error_t *err)
+		       size_t keylen, st_transition_t *out, tank_error_t *err)
 {
-	msgpack_object o;
-	const char *bad = NULL;
+	mp_t r;
+	uint32_t n, kl;
+	const char *k, *bad = NULL;
 	memset(out, 0, sizeof *out);
-	if (unpack(buf, len, z, &o))
-		return corrupt(err, "transition", key, keylen,
-			       "corrupt msgpack");
-	if (o.type != MSGPACK_OBJECT_MAP)
-		return corrupt(err, "transition", key, keylen, "not a map");
-	for (uint32_t i = 0; i < o.via.map.size && !bad; i++) {
-		const msgpack_object *k = &o.via.map.ptr[i].key;
-		const msgpack_object *v = &o.via.map.ptr[i].val;
-		if (key_is(k, "at")) {
-			if (rd_i64(v, &out->at))
+	if (mp_record(&r, buf, len, &n))
+		return rec_fail(&r, false, "transition", key, keylen, NULL, err);
+	for (uint32_t i = 0; i < n && !bad; i++) {
+		int kr = mp_key(&r, &k, &kl);
+		if (kr < 0)
+			bad = "?";
+		else if (!kr)
+			bad = mp_skip(&r, 1) ? "?" : NULL;
+		else if (key_is(k, kl, "at")) {
+			if (rd_i64(&r, &out->at))
 				bad = "at";
-		} else if (key_is(k, "from")) {
-			if (rd_str(v, out->from, sizeof out->from))
+		} else if (key_is(k, kl, "from")) {
+			if (rd_str(&r, out->from, sizeof out->from, 0))
 				bad = "from";
-		} else if (key_is(k, "to")) {
-			if (rd_str(v, out->to, sizeof out->to))
+		} else if (key_is(k, kl, "to")) {
+			if (rd_str(&r, out->to, sizeof out->to, 0))
 				bad = "to";
-		} else if (key_is(k, "reason")) {
-			if (rd_str(v, out->reason, sizeof out->reason))
+		} else if (key_is(k, kl, "reason")) {
+			if (rd_str(&r, out->reason, sizeof out->reason, 0))
 				bad = "reason";
+		} else if (mp_skip(&r, 1)) {
+			bad = "?";
 		}
 	}
-	if (bad) {
-		char d[64];
-		snprintf(d, sizeof d, "field %s: wrong type", bad);
-		return corrupt(err, "transition", key, keylen, d);
-	}
+	if (bad || r.bad || r.p != r.end)
+		return rec_fail(&r, true, "transition", key, keylen, bad, err);
 	return 0;
 }
 
@@ -461,11 +802,13 @@ int st__enc_uint(msgpack_sbuffer *b, uint64_t v)
 	return msgpack_pack_uint64(&pk, v) ? -ENOMEM : 0;
 }
 
-int st__dec_uint(const void *buf, size_t len, msgpack_zone *z, uint64_t *v)
+int st__dec_uint(const void *buf, size_t len, uint64_t *v)
 {
-	msgpack_object o;
-	if (unpack(buf, len, z, &o) || o.type != MSGPACK_OBJECT_POSITIVE_INTEGER)
+	mp_t r = { buf, (const unsigned char *)buf + len, false };
+	bool neg;
+	int t = mp_type(&r);
+	if ((t != MP_UINT && t != MP_SINT) || mp_int(&r, v, &neg) || neg ||
+	    r.p != r.end)
 		return TANK_ECORRUPT;
-	*v = o.via.u64;
 	return 0;
 }

@@ -5,12 +5,14 @@
  * they do not know and leave missing fields at their zero default; a value
  * that is not msgpack, not a map, or has a known key of the wrong type is
  * rejected with TANK_ECORRUPT and a message naming the record:
- * `status record "web": corrupt msgpack`.
+ * `status record "web": corrupt msgpack`.  Encoding uses msgpack-c's
+ * packer; decoding a small pull reader of the wire format (st_codec.c says
+ * why).
  *
  * Encoders append to a caller-owned msgpack_sbuffer (reset it between
- * records by setting size to 0) and return 0 or -ENOMEM.  Decoders use a
- * caller-owned zone for scratch, which they clear; they never keep pointers
- * into the input.  None of them blocks.
+ * records by setting size to 0) and return 0 or -ENOMEM.  Decoders
+ * allocate only what the output owns and never keep pointers into the
+ * input.  None of them blocks.
  */
 #ifndef TANK_ST_CODEC_H
 #define TANK_ST_CODEC_H
@@ -22,21 +24,21 @@
 int st__enc_pod(msgpack_sbuffer *b, const st_pod_t *p);
 /* out->spec is malloc'ed on success. */
 int st__dec_pod(const void *buf, size_t len, const char *key, size_t keylen,
-		msgpack_zone *z, st_pod_t *out, tank_error_t *err);
+		st_pod_t *out, tank_error_t *err);
 
 int st__enc_status(msgpack_sbuffer *b, const st_status_t *s);
 /* out must be zeroed or cleared; out->containers is malloc'ed. */
 int st__dec_status(const void *buf, size_t len, const char *key,
-		   size_t keylen, msgpack_zone *z, st_status_t *out,
+		   size_t keylen, st_status_t *out,
 		   tank_error_t *err);
 
 int st__enc_transition(msgpack_sbuffer *b, const st_transition_t *t);
 int st__dec_transition(const void *buf, size_t len, const char *key,
-		       size_t keylen, msgpack_zone *z, st_transition_t *out,
+		       size_t keylen, st_transition_t *out,
 		       tank_error_t *err);
 
 int st__enc_uint(msgpack_sbuffer *b, uint64_t v);
-int st__dec_uint(const void *buf, size_t len, msgpack_zone *z, uint64_t *v);
+int st__dec_uint(const void *buf, size_t len, uint64_t *v);
 
 /* Copies src (length n) into dst of size cap, truncating; NUL-terminates. */
 void st__strlcpy(char *dst, size_t cap, const char *src, size_t n);

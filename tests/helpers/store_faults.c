@@ -13,6 +13,7 @@
  * of the failed step, with a message on stderr.
  */
 #include <errno.h>
+#include <ev.h>
 #include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -23,6 +24,15 @@
 #include "store/st.h"
 
 static const char *g_dir;
+static int g_flush_errors;
+static char g_flush_msg[TANK_ERROR_MSG];
+
+static void on_flush_error(void *ctx, const tank_error_t *err)
+{
+	(void)ctx;
+	g_flush_errors++;
+	snprintf(g_flush_msg, sizeof g_flush_msg, "%s", err->msg);
+}
 
 #define CHECK(step, cond, ...)                                          \
 	do {                                                            \
@@ -46,7 +56,8 @@ static int full_disk_child(void)
 	}
 	st_t *st;
 	tank_error_t e;
-	CHECK(1, st_open(data, NULL, &st, &e) == 0, "open: %s", e.msg);
+	st_options_t o = { .flush_interval_ms = 10, .on_flush_error = on_flush_error };
+	CHECK(1, st_open(data, &o, &st, &e) == 0, "open: %s", e.msg);
 	static char spec[16384];
 	int ok = 0, rc = 0;
 	for (int i = 0; i < 1000; i++) {
@@ -76,11 +87,22 @@ static int full_disk_child(void)
 	CHECK(7, st_status_put(st, &s) == 0, "put");
 	st_transition_t t = { .at = 1 };
 	memset(t.reason, 'r', ST_REASON_MAX);
-	for (int i = 0; i < 20000; i++) {
+	/* The size-triggered flush fails too; the queue then stops at its cap
+	 * with a clear error instead of eating memory. */
+	int added = 0;
+	for (;;) {
 		char name[16];
-		snprintf(name, sizeof name, "p%04d", i % 50);
-		CHECK(8, st_transition_add(st, name, &t) == 0, "add");
+		snprintf(name, sizeof name, "p%04d", added % 50);
+		rc = st_transition_add(st, name, &t);
+		if (rc)
+			break;
+		added++;
 	}
+	CHECK(8, rc == -ENOBUFS && added == ST_PENDING_MAX,
+	      "queue cap: rc %d after %d adds", rc, added);
+	CHECK(20, g_flush_errors == 1, "size-triggered flush failure reported %d times",
+	      g_flush_errors);
+	g_flush_errors = 0;
 	size_t pend = st_pending(st);
 	rc = st_flush(st, &e);
 	CHECK(9, rc == -ENOSPC, "flush: expected -ENOSPC, got %d (%s)", rc, e.msg);
@@ -88,6 +110,19 @@ static int full_disk_child(void)
 	st_status_t g;
 	CHECK(11, st_status_get(st, "p0000", &g, &e) == 0, "get: %s", e.msg);
 	st_status_clear(&g);
+	/* The loop timer reports the failure through on_flush_error, keeps
+	 * the queue and retries. */
+	struct ev_loop *loop = ev_loop_new(EVFLAG_AUTO);
+	CHECK(16, loop && st_attach_loop(st, loop) == 0, "attach");
+	for (int i = 0; i < 200 && g_flush_errors < 2; i++)
+		ev_run(loop, EVRUN_ONCE);
+	CHECK(17, g_flush_errors >= 2, "on_flush_error called %d times",
+	      g_flush_errors);
+	CHECK(18, strstr(g_flush_msg, "No space left"), "reported: %s",
+	      g_flush_msg);
+	CHECK(19, st_pending(st) == pend, "queue lost on a failed timer flush");
+	st_detach_loop(st);
+	ev_loop_destroy(loop);
 	/* Freeing space by deleting makes room again. */
 	const char *names[40];
 	char nb[40][16];

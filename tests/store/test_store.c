@@ -106,6 +106,17 @@ Test(store, generation_and_hash_semantics, .init = setup, .fini = teardown)
 
 	tank_error_t e;
 	cr_assert_eq(st_pod_get(st, "nope", &p, &e), TANK_ENOTFOUND);
+
+	/* An empty spec is a spec too (NULL allowed when its length is 0). */
+	st_pod_in_t empty = { "empty", NULL, 0 };
+	cr_assert_eq(st_apply(st, &empty, 1, &r, &e), 0, "%s", e.msg);
+	cr_assert_eq(r.action, ST_CREATED);
+	cr_assert_eq(st_apply(st, &empty, 1, &r, &e), 0, "%s", e.msg);
+	cr_assert_eq(r.action, ST_UNCHANGED);
+	cr_assert_eq(st_pod_get(st, "empty", &p, NULL), 0);
+	cr_assert_eq(p.spec_len, 0);
+	cr_assert_not_null(p.spec);
+	st_pod_clear(&p);
 	st_close(st, NULL);
 
 	/* Durable across a reopen. */
@@ -351,6 +362,15 @@ Test(store, transition_roundtrip_and_close_flushes, .init = setup, .fini = teard
 	st_close(st, NULL);
 }
 
+static int walk_cb(void *ctx, const st_status_t *s)
+{
+	struct walk { int n; char names[8][ST_NAME_MAX + 1]; } *w = ctx;
+	if (w->n < 0)
+		return ++w->n == 0 ? 7 : 0;
+	snprintf(w->names[w->n++], sizeof w->names[0], "%s", s->name);
+	return 0;
+}
+
 Test(store, status_list_overlays_the_queue, .init = setup, .fini = teardown)
 {
 	st_t *st = stu_open(g_dir, NULL);
@@ -382,6 +402,16 @@ Test(store, status_list_overlays_the_queue, .init = setup, .fini = teardown)
 	tank_error_t e;
 	st_status_t g;
 	cr_assert_eq(st_status_get(st, "c", &g, &e), TANK_ENOTFOUND);
+
+	/* foreach walks the same view without copies, and can stop. */
+	struct walk { int n; char names[8][ST_NAME_MAX + 1]; } w = { 0 };
+	cr_assert_eq(st_status_foreach(st, walk_cb, &w, NULL), 0);
+	cr_assert_eq(w.n, 5);
+	for (int i = 0; i < 5; i++)
+		cr_assert_str_eq(w.names[i], want[i]);
+	w.n = -3; /* walk_cb stops when n reaches 0 */
+	cr_assert_eq(st_status_foreach(st, walk_cb, &w, NULL), 7);
+	cr_assert_eq(w.n, 0);
 
 	/* Same view after the flush. */
 	cr_assert_eq(st_flush(st, NULL), 0);
@@ -703,9 +733,22 @@ Test(store, map_grows_when_full, .init = setup, .fini = teardown)
 	cr_assert_gt(st_map_size(st), before);
 	cr_assert_geq(st_map_size(st), (size_t)N * sizeof spec);
 	/* History also grows through the group-commit path. */
-	for (int i = 0; i < 5000; i++)
+	for (int i = 0; i < 5000; i++) {
 		add_tr(st, "big", i);
+		add_tr(st, i % 2 ? "bif" : "bih", i); /* neighbours either side */
+	}
 	cr_assert_eq(st_flush(st, NULL), 0);
+	cr_assert_eq(stu_mdb_entries(g_dir, "transitions"), 3 * ST_HISTORY_DEFAULT);
+	st_transition_t *h;
+	size_t hn;
+	cr_assert_eq(st_history(st, "big", 0, &h, &hn, NULL), 0);
+	cr_assert_eq(hn, ST_HISTORY_DEFAULT);
+	for (size_t j = 0; j < hn; j++)
+		cr_assert_eq(h[j].at, 4000 + (int64_t)j);
+	free(h);
+	const char *bn[] = { "bih" };
+	cr_assert_eq(st_delete(st, bn, 1, NULL, NULL), 0);
+	cr_assert_eq(stu_mdb_entries(g_dir, "transitions"), 2 * ST_HISTORY_DEFAULT);
 	st_close(st, NULL);
 	st = stu_open(g_dir, &o);
 	st_pod_t *all;
@@ -715,4 +758,17 @@ Test(store, map_grows_when_full, .init = setup, .fini = teardown)
 	cr_assert_eq(((char *)all[N - 1].spec)[0], 'a' + (N - B) % 26);
 	st_pod_list_free(all, n);
 	st_close(st, NULL);
+}
+
+Test(store, large_queue_flushes_itself, .init = setup, .fini = teardown)
+{
+	st_options_t o = { .history_limit = 5 };
+	st_t *st = stu_open(g_dir, &o);
+	st_transition_t t = { .at = 1 };
+	for (int i = 0; i < ST_PENDING_MAX + 10; i++)
+		cr_assert_eq(st_transition_add(st, i % 2 ? "a" : "b", &t), 0,
+			     "add %d", i);
+	cr_assert_lt(st_pending(st), ST_PENDING_MAX, "no size-triggered flush");
+	cr_assert_eq(stu_mdb_entries(g_dir, "transitions"), 10);
+	cr_assert_eq(st_close(st, NULL), 0);
 }
