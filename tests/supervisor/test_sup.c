@@ -880,3 +880,82 @@ Test(supervisor, simple_one_for_one_temporary_children_are_removed)
 	rt_free(rt);   /* the last child's extra is freed at teardown */
 	cr_assert_eq(d.frees, 3);
 }
+
+/* --- interplay ------------------------------------------------------------ */
+
+Test(supervisor, stop_during_a_restart_sequence_stops_everything)
+{
+	rt_t *rt = new_rt();
+	world_t w = { 0 };
+	wctx_t cx[3] = { { &w, 0, false, false }, { &w, 1, false, false },
+			 { &w, 2, true, true } };
+	sup_spec_t sp[3] = { spec_for(&cx[0], "a"), spec_for(&cx[1], "b"),
+			     spec_for(&cx[2], "c") };
+	sup_flags_t f = { SUP_ONE_FOR_ALL, 5, 5000, SUP_AUTO_NEVER };
+	sp[2].shutdown = 150;
+	rt_pid_t sup;
+	cr_assert_eq(sup_start_link(rt, &f, sp, 3, &sup), 0);
+	send_tag(rt, w.pid[0], T_CRASH);
+	run_for(rt, 0.03);          /* the restart waits for c */
+	cr_assert_eq(sup_stop(rt, sup), 0);
+	cr_assert_eq(sup_start_child(rt, sup, &sp[0], NULL), -EEXIST);
+	run_for(rt, 0.01);
+	sup_spec_t late = spec_for(&cx[0], "late");
+	cr_assert_eq(sup_start_child(rt, sup, &late, NULL), -ESHUTDOWN);
+	RUN_UNTIL(rt, rt_count(rt) == 0);
+	cr_assert_str_eq(w.order, "acb");
+	cr_assert_eq(w.died[2].kind, RT_KILLED);
+	for (int i = 0; i < 3; i++)
+		cr_assert_eq(w.starts[i], 1, "child %d restarted", i);
+	rt_free(rt);
+}
+
+Test(supervisor, root_keeper_reports_an_outside_stop)
+{
+	rt_t *rt = new_rt();
+	tree_t *t = calloc(1, sizeof *t);
+	wctx_t cx[2] = { { &t->w, 0, false, false }, { &t->w, 1, true, false } };
+	sup_spec_t sp[2] = { spec_for(&cx[0], "a"), spec_for(&cx[1], "b") };
+	rt_pid_t root;
+	cr_assert_eq(sup_start_root(rt, NULL, sp, 2, on_root_exit, t, &root), 0);
+	cr_assert(rt_alive(rt, root));
+	cr_assert_eq(rt_count(rt), 4);   /* keeper, root, a, b */
+	/* What tankd's SIGTERM handler does: exit from outside any actor. */
+	cr_assert_eq(rt_exit(rt, root, RT_R_SHUTDOWN), 0);
+	RUN_UNTIL(rt, t->root_exits == 1);
+	cr_assert_eq(t->root_exit.kind, RT_SHUTDOWN);
+	cr_assert_str_eq(t->w.order, "ba");
+	RUN_UNTIL(rt, rt_count(rt) == 0);
+
+	/* A root whose child cannot start is not started at all. */
+	t->w.fail[0] = -EPERM;
+	cr_assert_eq(sup_start_root(rt, NULL, sp, 2, on_root_exit, t, &root), -EPERM);
+	cr_assert_eq(rt_count(rt), 0);
+	cr_assert_eq(t->root_exits, 1);
+	rt_free(rt);
+	free(t);
+}
+
+Test(supervisor, one_for_all_drops_temporary_children_it_stops)
+{
+	rt_t *rt = new_rt();
+	world_t w = { 0 };
+	wctx_t cx[3] = { { &w, 0, false, false }, { &w, 1, false, false },
+			 { &w, 2, false, false } };
+	sup_spec_t sp[3] = { spec_for(&cx[0], "a"), spec_for(&cx[1], "b"),
+			     spec_for(&cx[2], "c") };
+	sup_flags_t f = { SUP_ONE_FOR_ALL, 5, 5000, SUP_AUTO_NEVER };
+	sp[1].restart = SUP_TEMPORARY;
+	rt_pid_t sup;
+	cr_assert_eq(sup_start_link(rt, &f, sp, 3, &sup), 0);
+	send_tag(rt, w.pid[2], T_CRASH);
+	RUN_UNTIL(rt, w.starts[0] == 2 && w.starts[2] == 2);
+	run_for(rt, 0.05);
+	cr_assert_str_eq(w.order, "cba");
+	cr_assert_eq(w.starts[1], 1);
+	sup_counts_t n;
+	cr_assert_eq(sup_count_children(rt, sup, &n), 0);
+	cr_assert_eq(n.specs, 2);
+	cr_assert_eq(n.active, 2);
+	rt_free(rt);
+}
