@@ -617,6 +617,10 @@ int rt_exit_self(rt_t *rt, rt_reason_t reason)
 	if (!a)
 		return -EPERM;
 	rt__mark_exit(a, reason);
+	/* Called from init (or from a callback outside the actor's turn) the
+	 * actor may have no mail and so no turn at whose end it would die. */
+	if (a != rt->running)
+		rt__schedule(rt, a);
 	return 0;
 }
 
