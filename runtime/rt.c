@@ -141,57 +141,29 @@ static void rt__mark_exit(rt_actor_t *a, rt_reason_t reason)
 
 /* --- links and monitors -------------------------------------------------- */
 
+/* Both O(1) expected: a supervisor links to each of its 100,000 children
+ * and unlinks one at each death (see rt_set.h). */
 static int rt__link_add(rt_actor_t *a, rt_pid_t pid)
 {
-	for (uint32_t i = 0; i < a->nlinks; i++)
-		if (a->links[i] == pid)
-			return 0;
-	if (a->nlinks == a->caplinks) {
-		uint32_t ncap = a->caplinks ? a->caplinks * 2 : 2;
-		rt_pid_t *nl = realloc(a->links, ncap * sizeof *nl);
-		if (!nl)
-			return -ENOMEM;
-		a->links = nl;
-		a->caplinks = ncap;
-	}
-	a->links[a->nlinks++] = pid;
-	return 0;
+	int r = rt__set_add(&a->links, sizeof pid, &pid);
+	return r < 0 ? r : 0;
 }
 
 static bool rt__link_del(rt_actor_t *a, rt_pid_t pid)
 {
-	for (uint32_t i = 0; i < a->nlinks; i++)
-		if (a->links[i] == pid) {
-			a->links[i] = a->links[--a->nlinks];
-			return true;
-		}
-	return false;
+	return rt__set_del(&a->links, sizeof pid, pid, NULL);
 }
 
 static int rt__mon_add(rt_actor_t *a, rt_ref_t ref, rt_pid_t other, uint32_t watching)
 {
-	if (a->nmons == a->capmons) {
-		uint32_t ncap = a->capmons ? a->capmons * 2 : 2;
-		rt_mon_t *nm = realloc(a->mons, ncap * sizeof *nm);
-		if (!nm)
-			return -ENOMEM;
-		a->mons = nm;
-		a->capmons = ncap;
-	}
-	a->mons[a->nmons++] = (rt_mon_t){ ref, other, watching };
-	return 0;
+	rt_mon_t mo = { ref, other, watching };
+	int r = rt__set_add(&a->mons, sizeof mo, &mo);
+	return r < 0 ? r : 0;
 }
 
 static bool rt__mon_del(rt_actor_t *a, rt_ref_t ref, rt_mon_t *out)
 {
-	for (uint32_t i = 0; i < a->nmons; i++)
-		if (a->mons[i].ref == ref) {
-			if (out)
-				*out = a->mons[i];
-			a->mons[i] = a->mons[--a->nmons];
-			return true;
-		}
-	return false;
+	return rt__set_del(&a->mons, sizeof *out, ref, out);
 }
 
 /* Queues an exit signal.  `explicit` marks rt_exit(): only those can carry
@@ -346,8 +318,8 @@ static void rt__actor_release(rt_t *rt, rt_actor_t *a)
 		rt->all = a->all_next;
 	if (a->all_next)
 		a->all_next->all_prev = a->all_prev;
-	free(a->links);
-	free(a->mons);
+	rt__set_free(&a->links);
+	rt__set_free(&a->mons);
 	free(a);
 	rt->nactors--;
 }
@@ -372,17 +344,19 @@ static void rt__actor_die(rt_t *rt, rt_actor_t *a)
 	 * link signal is never itself untrappable. */
 	if (r.kind == RT_KILL)
 		r = rt_reason(RT_KILLED, 0);
-	for (uint32_t i = 0; i < a->nlinks; i++) {
-		rt_actor_t *l = rt__actor(rt, a->links[i]);
+	/* Only the peers' sets change below, never a's own. */
+	for (uint32_t i = 0; i < rt__set_slots(&a->links); i++) {
+		rt_pid_t *lp = rt__set_at(&a->links, sizeof *lp, i);
+		rt_actor_t *l = lp ? rt__actor(rt, *lp) : NULL;
 		if (!l)
 			continue;
 		rt__link_del(l, a->pid);
 		/* Best effort under ENOMEM: the link is gone either way. */
 		(void)rt__signal(rt, l, a->pid, r, false);
 	}
-	for (uint32_t i = 0; i < a->nmons; i++) {
-		rt_mon_t *mo = &a->mons[i];
-		rt_actor_t *o = rt__actor(rt, mo->other);
+	for (uint32_t i = 0; i < rt__set_slots(&a->mons); i++) {
+		rt_mon_t *mo = rt__set_at(&a->mons, sizeof *mo, i);
+		rt_actor_t *o = mo ? rt__actor(rt, mo->other) : NULL;
 		if (!o)
 			continue;
 		rt__mon_del(o, mo->ref, NULL);
@@ -550,6 +524,18 @@ int rt_spawn_link(rt_t *rt, const rt_behaviour_t *b, void *arg, rt_pid_t *out)
 	return rt__spawn(rt, b, arg, out, rt__self(rt), NULL, NULL);
 }
 
+int rt_spawn_link_to(rt_t *rt, rt_pid_t peer, const rt_behaviour_t *b,
+		     void *arg, rt_pid_t *out)
+{
+	rt_actor_t *p = rt__actor(rt, peer);
+
+	/* A peer marked EXITING is still alive: it will signal the new
+	 * actor when it dies at the end of its turn, as for any link. */
+	if (!p || (p->flags & RT__A_DEAD))
+		return -ESRCH;
+	return rt__spawn(rt, b, arg, out, p, NULL, NULL);
+}
+
 int rt_spawn_monitor(rt_t *rt, const rt_behaviour_t *b, void *arg,
 		     rt_pid_t *out, rt_ref_t *ref)
 {
@@ -631,6 +617,10 @@ int rt_exit_self(rt_t *rt, rt_reason_t reason)
 	if (!a)
 		return -EPERM;
 	rt__mark_exit(a, reason);
+	/* Called from init (or from a callback outside the actor's turn) the
+	 * actor may have no mail and so no turn at whose end it would die. */
+	if (a != rt->running)
+		rt__schedule(rt, a);
 	return 0;
 }
 
@@ -718,16 +708,15 @@ int rt_monitor(rt_t *rt, rt_pid_t pid, rt_ref_t *ref)
 int rt_demonitor(rt_t *rt, rt_ref_t ref)
 {
 	rt_actor_t *self = rt__self(rt), *o;
-	rt_mon_t mo;
+	rt_mon_t mo, *found;
 	rt_msg_t **pp;
 
 	if (!self)
 		return -EPERM;
-	if (rt__mon_del(self, ref, &mo)) {
-		if (!mo.watching) {   /* not ours to remove: put it back */
-			rt__mon_add(self, mo.ref, mo.other, mo.watching);
+	if ((found = rt__set_get(&self->mons, sizeof *found, ref))) {
+		if (!found->watching)   /* somebody's monitor of us: not ours */
 			return -ENOENT;
-		}
+		rt__mon_del(self, ref, &mo);
 		if ((o = rt__actor(rt, mo.other)))
 			rt__mon_del(o, ref, NULL);
 		return 0;

@@ -167,6 +167,16 @@ int rt_spawn(rt_t *rt, const rt_behaviour_t *b, void *arg, rt_pid_t *out);
  * exit signal is sent, and init's error is returned.  Outside an actor it
  * is a plain spawn. */
 int rt_spawn_link(rt_t *rt, const rt_behaviour_t *b, void *arg, rt_pid_t *out);
+/* Spawns and links the new actor to `peer`, any live actor (not only the
+ * caller), atomically: the link exists before init runs, so the new actor
+ * can never be alive and unlinked.  This is how a supervisor's start
+ * function, called on another actor's stack, links a child straight to the
+ * supervisor.  -ESRCH if peer is dead or RT_NOPID (nothing is spawned and
+ * no exit signal is sent to anyone); otherwise as rt_spawn_link: if init
+ * fails the actor never existed, the peer gets no signal, and init's error
+ * is returned.  rt_self() plays no part. */
+int rt_spawn_link_to(rt_t *rt, rt_pid_t peer, const rt_behaviour_t *b,
+		     void *arg, rt_pid_t *out);
 /* Spawns and monitors; *ref gets the monitor reference. */
 int rt_spawn_monitor(rt_t *rt, const rt_behaviour_t *b, void *arg,
 		     rt_pid_t *out, rt_ref_t *ref);
@@ -208,8 +218,12 @@ int rt_exit(rt_t *rt, rt_pid_t pid, rt_reason_t reason);
  * or -EPERM outside an actor. */
 int rt_trap_exit(rt_t *rt, bool on);
 
-/* Links the caller and `pid` (idempotent).  Linking to a dead pid sends the
- * caller an exit signal with RT_NOPROC (as Erlang) and returns -ESRCH. */
+/* Links the caller and `pid` (idempotent).  Links and monitors are kept in
+ * per-actor sets: linking, unlinking, demonitoring and a peer's death are
+ * O(1) expected however many links an actor has (a supervisor with
+ * 100,000 children), while an actor with few links pays no more than a
+ * small array.  Linking to a dead pid sends the caller an exit signal
+ * with RT_NOPROC (as Erlang) and returns -ESRCH. */
 int rt_link(rt_t *rt, rt_pid_t pid);
 int rt_unlink(rt_t *rt, rt_pid_t pid);
 /* Monitors `pid`: when it dies the caller gets RT_MSG_DOWN with the ref and

@@ -9,6 +9,7 @@
 #include <ev.h>
 
 #include "runtime/rt.h"
+#include "runtime/rt_set.h"
 #include "runtime/rt_table.h"
 
 #define RT__MSG_INLINE 48      /* payload bytes a pooled message holds */
@@ -29,7 +30,7 @@ typedef struct rt_res {
 } rt_res_t;
 
 typedef struct rt_mon {
-	rt_ref_t ref;
+	rt_ref_t ref;                 /* the key in the actor's mons set */
 	rt_pid_t other;               /* the target, or the watcher */
 	uint32_t watching;            /* 1: I watch other; 0: other watches me */
 } rt_mon_t;
@@ -49,12 +50,10 @@ typedef struct rt_actor {
 	rt_msg_t *sig_head, *sig_tail;   /* exit signals, served first */
 	struct rt_actor *rq_next;
 	struct rt_actor *all_prev, *all_next;  /* every actor, newest first */
-	rt_pid_t *links;                 /* lazily allocated */
-	rt_mon_t *mons;                  /* lazily allocated */
+	rt__set_t links;                 /* rt_pid_t peers, lazily allocated */
+	rt__set_t mons;                  /* rt_mon_t by ref, lazily allocated */
 	rt_res_t *res;                   /* owned timers and watches */
 	char *name;                      /* registered name or NULL */
-	uint32_t nlinks, caplinks;
-	uint32_t nmons, capmons;
 	uint32_t flags;
 	rt_reason_t reason;              /* exit reason once EXITING */
 } rt_actor_t;

@@ -38,8 +38,6 @@ enum {
 	SUP__TAG_KILL = 0x53500001,  /* payload pid: shutdown timeout ran out */
 	SUP__TAG_KILL_ALL,           /* simple_one_for_one shutdown timeout */
 	SUP__TAG_RETRY,              /* payload serial: retry a failed restart */
-	SUP__TAG_ADOPT,              /* payload pid: link a child started by
-					somebody else's hand */
 	SUP__TAG_STOP,               /* sup_stop() */
 };
 
@@ -200,7 +198,7 @@ static int32_t sup__shutdown_of(const sup_spec_t *sp)
 static int sup__check_spec(const sup_spec_t *sp, const sup_flags_t *f,
 			   bool tmpl)
 {
-	if (!sp || !sp->start || sp->restart > SUP_TEMPORARY ||
+	if (!sp || !sp->start == !sp->start_link || sp->restart > SUP_TEMPORARY ||
 	    sp->type > SUP_SUPERVISOR || sp->shutdown < SUP_INFINITY)
 		return -EINVAL;
 	if (!tmpl && (!sp->id || !*sp->id))
@@ -296,40 +294,39 @@ static void sup__child_clear(sup_t *s, sup_child_t *c)
 	}
 }
 
-/* Starts c (DOWN) and records its process.  When the caller is not the
- * supervisor, the start function linked the child to the caller: unlink
- * it there and have the supervisor link it at its next turn. */
+/* Starts c (DOWN) and records its process.  The start_link form links the
+ * child to the supervisor before its init runs, whoever the caller is.
+ * The older form links it to the caller, which is only right when the
+ * caller is the supervisor.  (Rejected: the former "adoption" — unlink
+ * the caller, have the supervisor link at its next turn — which left a
+ * window where a child that ended normally was seen as `noproc`, and so
+ * a transient child was restarted for nothing.) */
 static int sup__start_one(sup_t *s, sup_child_t *c)
 {
 	rt_t *rt = s->rt;
-	rt_pid_t caller = rt_self(rt), pid = RT_NOPID;
+	rt_pid_t pid = RT_NOPID;
 	int err;
 
+	if (!c->spec->start_link && rt_self(rt) != s->self)
+		return -EINVAL;
 	if ((err = sup__map_reserve(s)) < 0)
 		return err;
 	c->state = SUP__STARTING;
-	err = c->spec->start(rt, c->spec->arg, c->extra, &pid);
+	if (c->spec->start_link)
+		err = c->spec->start_link(rt, s->self, c->spec->arg, c->extra, &pid);
+	else
+		err = c->spec->start(rt, c->spec->arg, c->extra, &pid);
 	c->state = SUP__DOWN;
 	if (err < 0)
 		return err;
 	if (pid == RT_NOPID)
 		return 0;
-	if (caller != s->self) {
-		if (caller != RT_NOPID)
-			(void)rt_unlink(rt, pid);
-		if ((err = rt_send(rt, s->self, SUP__TAG_ADOPT, &pid,
-				   sizeof pid)) < 0) {
-			/* Nobody would ever see it die: do not leave it. */
-			(void)rt_exit(rt, pid, RT_R_KILL);
-			return err;
-		}
-	}
 	sup__child_up(s, c, pid);
 	return 0;
 }
 
 /* Tells a running child to stop.  The child is gone when its EXIT comes;
- * rt_exit's -ESRCH means that EXIT (or adoption's noproc) is on its way. */
+ * rt_exit's -ESRCH means that EXIT is on its way. */
 static void sup__stop_child(sup_t *s, sup_child_t *c, bool timer)
 {
 	int32_t sh = sup__shutdown_of(c->spec);
@@ -637,12 +634,6 @@ static void sup__handle(rt_t *rt, void *state, rt_msg_t *m)
 		memcpy(&serial, m->data, sizeof serial);
 		sup__on_retry(s, serial);
 		break;
-	case SUP__TAG_ADOPT:
-		/* Dead already: rt_link sends us `noproc`, which reaches
-		 * sup__on_exit like any death. */
-		if (sup__map_get(s, pid))
-			(void)rt_link(rt, pid);
-		break;
 	case SUP__TAG_STOP:
 		sup__begin_exit(s, rt_reason(RT_SHUTDOWN, SUP_EXIT_REQUESTED));
 		break;
@@ -766,24 +757,44 @@ static const rt_behaviour_t sup_behaviour = {
 	"supervisor", sup__init, sup__handle, sup__terminate
 };
 
-int sup_start_link(rt_t *rt, const sup_flags_t *flags, const sup_spec_t *specs,
-		   size_t n, rt_pid_t *out)
+static int sup__start(rt_t *rt, rt_pid_t parent, bool to,
+		      const sup_flags_t *flags, const sup_spec_t *specs,
+		      size_t n, rt_pid_t *out)
 {
 	static const sup_flags_t defaults = SUP_FLAGS_DEFAULT;
-	struct sup__init in = { flags ? flags : &defaults, specs, n,
-				rt_self(rt), 0 };
+	struct sup__init in = { flags ? flags : &defaults, specs, n, parent, 0 };
 	rt_pid_t pid;
 	int err;
 
 	if ((err = sup__check_flags(in.flags, specs, n)) < 0)
 		return err;
-	if ((err = rt_spawn_link(rt, &sup_behaviour, &in, &pid)) < 0)
+	err = to ? rt_spawn_link_to(rt, parent, &sup_behaviour, &in, &pid)
+		 : rt_spawn_link(rt, &sup_behaviour, &in, &pid);
+	if (err < 0)
 		return err;
 	if (in.result < 0)
 		return in.result;
 	if (out)
 		*out = pid;
 	return 0;
+}
+
+int sup_start_link(rt_t *rt, const sup_flags_t *flags, const sup_spec_t *specs,
+		   size_t n, rt_pid_t *out)
+{
+	return sup__start(rt, rt_self(rt), false, flags, specs, n, out);
+}
+
+int sup_start_link_to(rt_t *rt, rt_pid_t parent, const sup_flags_t *flags,
+		      const sup_spec_t *specs, size_t n, rt_pid_t *out)
+{
+	return sup__start(rt, parent, true, flags, specs, n, out);
+}
+
+int sup_spawn_link(rt_t *rt, rt_pid_t sup, const rt_behaviour_t *b,
+		   void *arg, rt_pid_t *out)
+{
+	return rt_spawn_link_to(rt, sup, b, arg, out);
 }
 
 int sup_stop(rt_t *rt, rt_pid_t sup)

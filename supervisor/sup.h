@@ -14,11 +14,12 @@
  * Calling context.  The calls may be made from any actor, from outside any
  * actor (main, tests), and re-entrantly from inside a child's init while
  * the supervisor is starting children.  A start function always runs on
- * the caller's stack, so when the caller is not the supervisor itself the
- * new child is first linked to the caller; the supervisor then unlinks the
- * caller at once and links the child to itself at its next turn ("adoption",
- * see docs/supervisor.md: a child that dies before that turn is seen with
- * reason noproc and treated as having crashed).
+ * the caller's stack.  The `start_link` form is told the supervisor's pid
+ * and spawns the child linked straight to it (sup_spawn_link, i.e.
+ * rt_spawn_link_to), so there is no moment at which a running child is
+ * linked to somebody else or to nobody.  The older `start` form links to
+ * rt_self(), so it can only be used by the supervisor itself: a sup_* call
+ * from another caller on a child that only has `start` fails with -EINVAL.
  *
  * Errors.  0 or a negative errno:
  *   -ESRCH      `sup` is not a live supervisor
@@ -89,20 +90,28 @@ typedef struct sup_flags {
 /* OTP's defaults; sup_start_link(…, NULL, …) uses them too. */
 #define SUP_FLAGS_DEFAULT { SUP_ONE_FOR_ONE, 1, 5000, SUP_AUTO_NEVER }
 
-/* Starts one child.  Runs on the caller's stack with rt_self() being the
- * supervisor (for starts the supervisor makes itself) or the caller of a
- * sup_* function.  It must spawn the child with rt_spawn_link (so it is
- * linked to rt_self()) and set *out to its pid, then return 0; or return a
- * negative error (nothing was spawned).  Returning 0 with *out = RT_NOPID
- * is OTP's `ignore`: the spec is kept, no process runs.  `arg` is the
- * spec's, `extra` the dynamic child's (NULL for static children).  A
- * supervisor child's start function calls sup_start_link. */
+/* Starts one child, the preferred form.  Runs on the caller's stack (the
+ * supervisor itself, or the caller of a sup_* function); `sup` is the
+ * supervisor the child is for.  It must spawn the child linked to `sup`
+ * with sup_spawn_link(rt, sup, …) (a supervisor child: sup_start_link_to(
+ * rt, sup, …)), set *out to its pid and return 0; or return a negative
+ * error (nothing was spawned).  Returning 0 with *out = RT_NOPID is OTP's
+ * `ignore`: the spec is kept, no process runs.  `arg` is the spec's,
+ * `extra` the dynamic child's (NULL for static children). */
+typedef int (*sup_start_link_fn)(rt_t *rt, rt_pid_t sup, void *arg,
+				 void *extra, rt_pid_t *out);
+
+/* Starts one child, the older form: as sup_start_link_fn but the child is
+ * linked to rt_self() with rt_spawn_link (a supervisor child: with
+ * sup_start_link), which is the supervisor only when the supervisor
+ * starts the child itself (at its start, on restarts).  A child with only
+ * this form cannot be started by another caller's sup_* call (-EINVAL). */
 typedef int (*sup_start_fn)(rt_t *rt, void *arg, void *extra, rt_pid_t *out);
 
 typedef struct sup_spec {
 	const char *id;        /* unique per supervisor, copied; for the
 				  simple_one_for_one template it may be NULL */
-	sup_start_fn start;
+	sup_start_fn start;    /* exactly one of start and start_link */
 	void *arg;             /* borrowed: must outlive the child spec, i.e.
 				  stay valid while the supervisor may restart
 				  the child */
@@ -115,6 +124,7 @@ typedef struct sup_spec {
 	/* simple_one_for_one only: frees a dynamic child's `extra` once the
 	 * child is gone for good (may be NULL: extra stays the caller's). */
 	void (*extra_free)(void *extra);
+	sup_start_link_fn start_link;   /* preferred over start, see above */
 } sup_spec_t;
 
 typedef struct sup_child_info {
@@ -147,6 +157,18 @@ typedef struct sup_counts {
  * finishes it and then disappears. */
 int sup_start_link(rt_t *rt, const sup_flags_t *flags, const sup_spec_t *specs,
 		   size_t n, rt_pid_t *out);
+
+/* sup_start_link, but the new supervisor is linked to `parent`, any live
+ * actor, instead of the caller (rt_spawn_link_to): what a supervisor
+ * child's sup_start_link_fn calls with the `sup` it is given.  -ESRCH if
+ * parent is dead. */
+int sup_start_link_to(rt_t *rt, rt_pid_t parent, const sup_flags_t *flags,
+		      const sup_spec_t *specs, size_t n, rt_pid_t *out);
+
+/* For start functions: spawns behaviour `b` linked to supervisor `sup`
+ * before its init runs (rt_spawn_link_to).  Errors as rt_spawn_link_to. */
+int sup_spawn_link(rt_t *rt, rt_pid_t sup, const rt_behaviour_t *b,
+		   void *arg, rt_pid_t *out);
 
 /* Called once when the root supervisor of sup_start_root exits. */
 typedef void (*sup_exit_fn)(rt_t *rt, rt_pid_t sup, rt_reason_t reason,

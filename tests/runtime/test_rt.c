@@ -665,7 +665,12 @@ Test(runtime, child_reaped_before_watch_is_kept)
 	/* Let the runtime's SIGCHLD handler reap it with nobody watching. */
 	rt_pid_t idle;
 	cr_assert_eq(rt_spawn(rt, &puppet_b, NULL, &idle), 0);
-	for (int i = 0; i < 50 && waitpid(pid, NULL, WNOHANG) == 0; i++)
+	/* WNOWAIT: peek only.  A plain waitpid here would reap the child
+	 * itself whenever it exits between two runs of the loop.  The loop
+	 * ends when the runtime has reaped it (ECHILD). */
+	siginfo_t si;
+	for (int i = 0; i < 500 && waitid(P_PID, (id_t)pid, &si,
+					  WEXITED | WNOHANG | WNOWAIT) == 0; i++)
 		run_for(rt, 0.01);
 	childst_t s = { .pids = { pid }, .n = 1 };
 	rt_pid_t a;

@@ -22,7 +22,7 @@ typedef struct world {
 	rt_reason_t died[NW];        /* last terminate reason */
 	int fail[NW];                /* start returns this when nonzero */
 	int fail_left[NW];           /* … this many times (0: always) */
-	rt_pid_t sup_seen[NW];       /* rt_self() inside the start function */
+	rt_pid_t sup_seen[NW];       /* the supervisor a start function got */
 	int reenter;                 /* child 0's init calls sup_start_child */
 	int reenter_err;
 } world_t;
@@ -88,24 +88,25 @@ static void w_terminate(rt_t *rt, void *state, rt_reason_t reason)
 
 static const rt_behaviour_t worker_b = { "worker", w_init, w_handle, w_terminate };
 
-static int w_start(rt_t *rt, void *arg, void *extra, rt_pid_t *out)
+static int w_start(rt_t *rt, rt_pid_t sup, void *arg, void *extra,
+		   rt_pid_t *out)
 {
 	wctx_t *c = arg;
 
 	(void)extra;
-	c->w->sup_seen[c->idx] = rt_self(rt);
+	c->w->sup_seen[c->idx] = sup;
 	if (c->w->fail[c->idx]) {
 		int err = c->w->fail[c->idx];
 		if (c->w->fail_left[c->idx] && --c->w->fail_left[c->idx] == 0)
 			c->w->fail[c->idx] = 0;
 		return err;
 	}
-	return rt_spawn_link(rt, &worker_b, c, out);
+	return sup_spawn_link(rt, sup, &worker_b, c, out);
 }
 
 static sup_spec_t spec_for(wctx_t *c, const char *id)
 {
-	sup_spec_t sp = { .id = id, .start = w_start, .arg = c };
+	sup_spec_t sp = { .id = id, .start_link = w_start, .arg = c };
 	return sp;
 }
 
@@ -186,7 +187,7 @@ Test(supervisor, one_for_one_restarts_only_the_dead_child)
 
 	for (int i = 0; i < 3; i++) {
 		cr_assert_eq(w.starts[i], 1);
-		cr_assert_eq(w.sup_seen[i], sup, "start runs as the supervisor");
+		cr_assert_eq(w.sup_seen[i], sup, "start is told its supervisor");
 	}
 	send_tag(rt, w.pid[1], T_CRASH);
 	RUN_UNTIL(rt, w.starts[1] == 2);
@@ -769,10 +770,11 @@ static void dyn_handle(rt_t *rt, void *state, rt_msg_t *m)
 }
 static const rt_behaviour_t dyn_b = { "dyn", dyn_init, dyn_handle, NULL };
 
-static int dyn_start(rt_t *rt, void *arg, void *extra, rt_pid_t *out)
+static int dyn_start(rt_t *rt, rt_pid_t sup, void *arg, void *extra,
+		     rt_pid_t *out)
 {
 	cr_assert_not_null(extra);
-	return rt_spawn_link(rt, &dyn_b, arg, out);
+	return sup_spawn_link(rt, sup, &dyn_b, arg, out);
 }
 
 static void count_free(void *extra)
@@ -799,7 +801,7 @@ Test(supervisor, simple_one_for_one_many_children)
 	enum { N = 5000 };
 	rt_t *rt = new_rt();
 	dyn_t d = { 0 };
-	sup_spec_t tmpl = { .id = "worker", .start = dyn_start, .arg = &d,
+	sup_spec_t tmpl = { .id = "worker", .start_link = dyn_start, .arg = &d,
 			    .extra_free = count_free };
 	sup_flags_t f = { SUP_SIMPLE_ONE_FOR_ONE, N + 1, 60000, SUP_AUTO_NEVER };
 	rt_pid_t sup, *pids = calloc(N, sizeof *pids);
@@ -859,7 +861,7 @@ Test(supervisor, simple_one_for_one_temporary_children_are_removed)
 {
 	rt_t *rt = new_rt();
 	dyn_t d = { 0 };
-	sup_spec_t tmpl = { .start = dyn_start, .arg = &d,
+	sup_spec_t tmpl = { .start_link = dyn_start, .arg = &d,
 			    .restart = SUP_TEMPORARY, .extra_free = count_free };
 	sup_flags_t f = { SUP_SIMPLE_ONE_FOR_ONE, 1, 5000, SUP_AUTO_NEVER };
 	rt_pid_t sup, p[3];
@@ -879,4 +881,83 @@ Test(supervisor, simple_one_for_one_temporary_children_are_removed)
 	cr_assert(rt_alive(rt, sup));
 	rt_free(rt);   /* the last child's extra is freed at teardown */
 	cr_assert_eq(d.frees, 3);
+}
+
+/* --- interplay ------------------------------------------------------------ */
+
+Test(supervisor, stop_during_a_restart_sequence_stops_everything)
+{
+	rt_t *rt = new_rt();
+	world_t w = { 0 };
+	wctx_t cx[3] = { { &w, 0, false, false }, { &w, 1, false, false },
+			 { &w, 2, true, true } };
+	sup_spec_t sp[3] = { spec_for(&cx[0], "a"), spec_for(&cx[1], "b"),
+			     spec_for(&cx[2], "c") };
+	sup_flags_t f = { SUP_ONE_FOR_ALL, 5, 5000, SUP_AUTO_NEVER };
+	sp[2].shutdown = 150;
+	rt_pid_t sup;
+	cr_assert_eq(sup_start_link(rt, &f, sp, 3, &sup), 0);
+	send_tag(rt, w.pid[0], T_CRASH);
+	run_for(rt, 0.03);          /* the restart waits for c */
+	cr_assert_eq(sup_stop(rt, sup), 0);
+	cr_assert_eq(sup_start_child(rt, sup, &sp[0], NULL), -EEXIST);
+	run_for(rt, 0.01);
+	sup_spec_t late = spec_for(&cx[0], "late");
+	cr_assert_eq(sup_start_child(rt, sup, &late, NULL), -ESHUTDOWN);
+	RUN_UNTIL(rt, rt_count(rt) == 0);
+	cr_assert_str_eq(w.order, "acb");
+	cr_assert_eq(w.died[2].kind, RT_KILLED);
+	for (int i = 0; i < 3; i++)
+		cr_assert_eq(w.starts[i], 1, "child %d restarted", i);
+	rt_free(rt);
+}
+
+Test(supervisor, root_keeper_reports_an_outside_stop)
+{
+	rt_t *rt = new_rt();
+	tree_t *t = calloc(1, sizeof *t);
+	wctx_t cx[2] = { { &t->w, 0, false, false }, { &t->w, 1, true, false } };
+	sup_spec_t sp[2] = { spec_for(&cx[0], "a"), spec_for(&cx[1], "b") };
+	rt_pid_t root;
+	cr_assert_eq(sup_start_root(rt, NULL, sp, 2, on_root_exit, t, &root), 0);
+	cr_assert(rt_alive(rt, root));
+	cr_assert_eq(rt_count(rt), 4);   /* keeper, root, a, b */
+	/* What tankd's SIGTERM handler does: exit from outside any actor. */
+	cr_assert_eq(rt_exit(rt, root, RT_R_SHUTDOWN), 0);
+	RUN_UNTIL(rt, t->root_exits == 1);
+	cr_assert_eq(t->root_exit.kind, RT_SHUTDOWN);
+	cr_assert_str_eq(t->w.order, "ba");
+	RUN_UNTIL(rt, rt_count(rt) == 0);
+
+	/* A root whose child cannot start is not started at all. */
+	t->w.fail[0] = -EPERM;
+	cr_assert_eq(sup_start_root(rt, NULL, sp, 2, on_root_exit, t, &root), -EPERM);
+	cr_assert_eq(rt_count(rt), 0);
+	cr_assert_eq(t->root_exits, 1);
+	rt_free(rt);
+	free(t);
+}
+
+Test(supervisor, one_for_all_drops_temporary_children_it_stops)
+{
+	rt_t *rt = new_rt();
+	world_t w = { 0 };
+	wctx_t cx[3] = { { &w, 0, false, false }, { &w, 1, false, false },
+			 { &w, 2, false, false } };
+	sup_spec_t sp[3] = { spec_for(&cx[0], "a"), spec_for(&cx[1], "b"),
+			     spec_for(&cx[2], "c") };
+	sup_flags_t f = { SUP_ONE_FOR_ALL, 5, 5000, SUP_AUTO_NEVER };
+	sp[1].restart = SUP_TEMPORARY;
+	rt_pid_t sup;
+	cr_assert_eq(sup_start_link(rt, &f, sp, 3, &sup), 0);
+	send_tag(rt, w.pid[2], T_CRASH);
+	RUN_UNTIL(rt, w.starts[0] == 2 && w.starts[2] == 2);
+	run_for(rt, 0.05);
+	cr_assert_str_eq(w.order, "cba");
+	cr_assert_eq(w.starts[1], 1);
+	sup_counts_t n;
+	cr_assert_eq(sup_count_children(rt, sup, &n), 0);
+	cr_assert_eq(n.specs, 2);
+	cr_assert_eq(n.active, 2);
+	rt_free(rt);
 }
