@@ -25,9 +25,11 @@ endif
 
 PKGS     = msgpack libfyaml lmdb
 CC      ?= cc
+# CFLAGS/LDFLAGS are the user's (make CFLAGS='-O0 -g' works); the flags the
+# project needs are added on top and cannot be dropped by accident.
 CFLAGS  ?= -O2 -g
-CFLAGS  += -std=c11 -D_GNU_SOURCE -Wall -Wextra -Werror -MMD -MP -I. $(SANFLAGS)
-LDFLAGS += $(SANFLAGS)
+ALL_CFLAGS = $(CFLAGS) -std=c11 -D_GNU_SOURCE -Wall -Wextra -Werror -MMD -MP -I. $(SANFLAGS)
+ALL_LDFLAGS = $(LDFLAGS) $(SANFLAGS)
 # pkg-config is only asked once the deps are installed (see deps below).
 PKG_CFLAGS = $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
 PKG_LIBS   = $(shell pkg-config --libs $(PKGS) 2>/dev/null)
@@ -73,7 +75,7 @@ $(DEPS_OK): scripts/deps.sh
 
 $(BUILD)/obj/%.o: %.c | $(DEPS_OK)
 	@mkdir -p $(@D)
-	$(CC) $(CFLAGS) $(PKG_CFLAGS) -c -o $@ $<
+	$(CC) $(ALL_CFLAGS) $(PKG_CFLAGS) -c -o $@ $<
 
 $(LIBTANK): $(LIB_OBJ)
 	@mkdir -p $(@D)
@@ -82,19 +84,19 @@ $(LIBTANK): $(LIB_OBJ)
 
 $(BUILD)/bin/%: $(BUILD)/obj/cmd/%.o $(CMDLIB_OBJ) $(LIBTANK)
 	@mkdir -p $(@D)
-	$(CC) $(LDFLAGS) -o $@ $^ $(LIBS)
+	$(CC) $(ALL_LDFLAGS) -o $@ $^ $(LIBS)
 
 $(BUILD)/tests/helpers/%: $(BUILD)/obj/tests/helpers/%.o $(LIBTANK)
 	@mkdir -p $(@D)
-	$(CC) $(LDFLAGS) -o $@ $^ $(LIBS)
+	$(CC) $(ALL_LDFLAGS) -o $@ $^ $(LIBS)
 
 $(BUILD)/bench/%: $(BUILD)/obj/bench/%.o $(LIBTANK)
 	@mkdir -p $(@D)
-	$(CC) $(LDFLAGS) -o $@ $^ $(LIBS)
+	$(CC) $(ALL_LDFLAGS) -o $@ $^ $(LIBS)
 
 $(TESTBIN): $(TEST_OBJ) $(LIBTANK)
 	@mkdir -p $(@D)
-	$(CC) $(LDFLAGS) -o $@ $(TEST_OBJ) $(LIBTANK) $(TEST_LIBS) $(LIBS)
+	$(CC) $(ALL_LDFLAGS) -o $@ $(TEST_OBJ) $(LIBTANK) $(TEST_LIBS) $(LIBS)
 
 # Tests find helper programs and the tank binaries through these variables.
 test: all $(TESTBIN)
@@ -114,4 +116,6 @@ install: all
 clean:
 	rm -rf build
 
--include $(LIB_OBJ:.o=.d) $(TEST_OBJ:.o=.d) $(CMDLIB_OBJ:.o=.d)
+ALL_OBJ = $(LIB_OBJ) $(TEST_OBJ) $(CMDLIB_OBJ) $(CMD_SRC:%.c=$(BUILD)/obj/%.o) \
+	  $(THELP_SRC:%.c=$(BUILD)/obj/%.o) $(BENCH_SRC:%.c=$(BUILD)/obj/%.o)
+-include $(ALL_OBJ:.o=.d)
