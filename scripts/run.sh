@@ -1,0 +1,54 @@
+#!/bin/sh
+# tank's main job: start tankd on the default data dir (unless one already
+# serves it), apply every manifest in examples/, and show them running.
+# tankd keeps running afterwards; the last lines say how to stop it.
+set -eu
+cd "$(dirname "$0")/.."
+BUILD=${BUILD:-build}
+TANKD=$BUILD/bin/tankd
+TANKCTL=$BUILD/bin/tankctl
+
+# The same default as tankd and tankctl (docs/operations.md).
+if [ -n "${TANK_DATA_DIR:-}" ]; then dir=$TANK_DATA_DIR
+elif [ "$(id -u)" -eq 0 ]; then dir=/var/lib/tank
+elif [ -n "${XDG_STATE_HOME:-}" ]; then dir=$XDG_STATE_HOME/tank
+else dir=$HOME/.local/state/tank
+fi
+export TANK_DATA_DIR=$dir
+export TANK_SOCKET=${TANK_SOCKET:-$dir/tank.sock}
+
+if "$TANKCTL" ping >/dev/null 2>&1; then
+	echo "run: tankd already serves $TANK_SOCKET"
+else
+	mkdir -p "$dir"
+	echo "run: starting tankd (data dir $dir, log $dir/tankd.log)"
+	nohup "$TANKD" >>"$dir/tankd.log" 2>&1 </dev/null &
+	i=0
+	until "$TANKCTL" ping >/dev/null 2>&1; do
+		i=$((i + 1))
+		if [ $i -gt 100 ]; then
+			echo "run: tankd did not come up; its log says:" >&2
+			tail -n 20 "$dir/tankd.log" >&2
+			exit 1
+		fi
+		sleep 0.1
+	done
+fi
+
+for f in examples/*.yaml examples/*.json; do
+	[ -e "$f" ] || continue
+	"$TANKCTL" apply -f "$f"
+done
+# Converged means running, or completed for the batch job; the crash
+# loop example never converges, by design: it shows backoff.
+"$TANKCTL" apply --wait -f examples/web.yaml -f examples/worker.yaml >/dev/null 2>&1 ||
+	"$TANKCTL" sync
+sleep 2   # long enough for the batch job to complete
+echo
+"$TANKCTL" ps
+echo
+echo "worker's log:"
+"$TANKCTL" logs worker --tail 3
+echo
+echo "tankctl: $TANKCTL (TANK_SOCKET=$TANK_SOCKET)"
+echo "stop tankd and its pods: kill \$(cat $dir/lock)"
