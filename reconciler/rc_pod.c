@@ -53,7 +53,9 @@ typedef struct rc_ctr {
 	bool has_cg;
 	pod_cgroup_t cg;
 	pod_log_t *log;
-	/* a process left by a previous tankd */
+	/* processes left by a previous tankd */
+	bool orphans_checked;         /* its cgroup was looked at */
+	bool cg_orphans;              /* its cgroup held processes */
 	pid_t orphan;
 	uint64_t orphan_start;
 	int64_t orphan_deadline;      /* 0: stop signal not sent yet */
@@ -137,9 +139,16 @@ static bool rc__ctr_want(rc_pods_t *pods, const rc_ctr_t *c)
 static bool rc__pod_busy(const rc_pod_t *p)
 {
 	for (size_t i = 0; i < p->nctrs; i++)
-		if (p->ctrs[i].runner || p->ctrs[i].orphan)
+		if (p->ctrs[i].runner || p->ctrs[i].orphan || p->ctrs[i].cg_orphans)
 			return true;
 	return false;
+}
+
+/* The pod has something to do once its containers are stopped: be
+ * deleted, switch to a new spec, or start again after a restart. */
+static bool rc__pod_waits(const rc_pod_t *p)
+{
+	return !p->desired || (p->spec && p->generation != p->want_gen) || p->restart_req;
 }
 
 static void rc__ctr_phase(rc_loop_t *loop, rc_ctr_t *c, const char *phase,
@@ -581,33 +590,60 @@ static bool rc__zombie(pid_t pid)
 	return !p || p[1] != ' ' || p[2] == 'Z' || p[2] == 'X';
 }
 
-/* A process of a previous tankd: stop signal, then SIGKILL after grace. */
+/* Sends sig to every process of the container's cgroup. */
+static void rc__cg_signal(const pod_cgroup_t *cg, int sig)
+{
+	char path[POD_CGROUP_PATH + 16];
+	FILE *f;
+	int pid;
+
+	rc__fmt(path, sizeof path, "%s/cgroup.procs",
+		cg->mode == POD_CGROUP_V2 ? cg->dir[0] : cg->dir[POD_CG_PIDS]);
+	if (!(f = fopen(path, "re")))
+		return;
+	while (fscanf(f, "%d", &pid) == 1)
+		if (pid > 0)
+			kill(pid, sig);
+	fclose(f);
+}
+
+/* Processes left by a previous tankd — found by the pid and start time
+ * in the stored status, or as members of the container's cgroup (which
+ * also catches a start the previous daemon had no time to record) — are
+ * stopped like a container: stop signal, then SIGKILL after the grace
+ * period.  Returns 1 while some remain (the key is requeued). */
 static int rc__orphan_step(rc_pods_t *pods, rc_loop_t *loop, rc_ctr_t *c)
 {
 	uint64_t st;
 	int64_t now = (int64_t)rc_wall_ms();
 	const pod_spec_t *s = c->pod->spec;
+	bool pid_alive = c->orphan && pod_proc_start_time(c->orphan, &st) == 0 &&
+			 st == c->orphan_start && !rc__zombie(c->orphan);
+	bool cg_alive = c->cg_orphans && c->has_cg && pod_cgroup_count(&c->cg) > 0;
 
-	if (pod_proc_start_time(c->orphan, &st) < 0 || st != c->orphan_start ||
-	    rc__zombie(c->orphan)) {
+	(void)pods;
+	if (!pid_alive && !cg_alive) {
 		c->orphan = 0;
+		c->cg_orphans = false;
+		c->orphan_deadline = 0;
 		rc_record(loop, RC_KIND_CONTAINER, c->key, "orphan", "stopped",
-			  "process of a previous tankd stopped");
+			  "processes of a previous tankd stopped");
 		return 0;
 	}
 	if (!c->orphan_deadline) {
-		kill(c->orphan, s ? s->stop.signal : SIGTERM);
+		int sig = s ? s->stop.signal : SIGTERM;
+		if (pid_alive)
+			kill(c->orphan, sig);
+		if (cg_alive)
+			rc__cg_signal(&c->cg, sig);
 		c->orphan_deadline = now + (int64_t)(s ? s->stop.grace_ms : 10000);
 		rc_record(loop, RC_KIND_CONTAINER, c->key, c->phase, "orphan",
-			  "stopping a process left by a previous tankd");
+			  "stopping processes left by a previous tankd");
 	} else if (now >= c->orphan_deadline) {
-		pod_cgroup_t cg;
-		if (pods->has_cg && pod_cgroup_create(&pods->cg_env, c->pod->name, c->name,
-						     NULL, &cg, NULL) == 0) {
-			pod_cgroup_kill_all(&cg);
-			pod_cgroup_destroy(&cg);
-		}
-		kill(c->orphan, SIGKILL);
+		if (cg_alive)
+			pod_cgroup_kill_all(&c->cg);
+		if (pid_alive)
+			kill(c->orphan, SIGKILL);
 	}
 	rc_requeue_after(loop, RC_KIND_CONTAINER, c->key, 50);
 	return 1;
@@ -641,6 +677,52 @@ static void rc__envp_free(char **envp)
 	free(envp);
 }
 
+/* The container's spec. */
+static const pod_container_t *rc__ctr_spec(const rc_ctr_t *c)
+{
+	const pod_spec_t *s = c->pod->spec;
+	for (size_t i = 0; s && i < s->container_count; i++)
+		if (strcmp(s->containers[i].name, c->name) == 0)
+			return &s->containers[i];
+	return NULL;
+}
+
+/* Makes (or, after a daemon crash, reuses) the container's cgroup: it
+ * applies the limits and is how every process of the container is found,
+ * including those a previous tankd left behind.  Kept across restarts. */
+static int rc__ctr_cgroup(rc_pods_t *pods, rc_ctr_t *c, char *reason, size_t cap)
+{
+	const pod_container_t *pc = rc__ctr_spec(c);
+	tank_error_t err;
+	int rc;
+
+	if (c->has_cg || !pc)
+		return 0;
+	const pod_limits_t *l = &pc->limits;
+	bool limited = l->memory_bytes || l->pids || l->cpu_millis;
+	if (!pods->has_cg && !limited)
+		return 0;
+	pod_cgroup_limits_t lim = {
+		.memory = l->memory_bytes, .pids = l->pids,
+		.cpu = (double)l->cpu_millis / 1000.0,
+	};
+	tank_error_clear(&err);
+	rc = pods->has_cg
+		? pod_cgroup_create(&pods->cg_env, c->pod->name, c->name, &lim, &c->cg, &err)
+		: tank_error_set(&err, TANK_EUNSUPPORTED, "no cgroup hierarchy");
+	if (rc < 0) {
+		/* Limits cannot be honoured: refuse to run unlimited.  Without
+		 * limits, run untracked by cgroup. */
+		if (limited) {
+			rc__fmt(reason, cap, "limits: %s", err.msg);
+			return rc;
+		}
+		return 0;
+	}
+	c->has_cg = true;
+	return 0;
+}
+
 /* Starts the container; on failure fills reason and returns < 0. */
 static int rc__ctr_start(rc_pods_t *pods, rc_loop_t *loop, rc_ctr_t *c,
 			 char *reason, size_t cap)
@@ -657,26 +739,8 @@ static int rc__ctr_start(rc_pods_t *pods, rc_loop_t *loop, rc_ctr_t *c,
 	if (!pc)
 		return -ENOENT;
 	tank_error_clear(&err);
-	const pod_limits_t *l = &pc->limits;
-	bool limited = l->memory_bytes || l->pids || l->cpu_millis;
-	if (!c->has_cg && (pods->has_cg || limited)) {
-		pod_cgroup_limits_t lim = {
-			.memory = l->memory_bytes, .pids = l->pids,
-			.cpu = (double)l->cpu_millis / 1000.0,
-		};
-		if ((rc = pods->has_cg
-			  ? pod_cgroup_create(&pods->cg_env, p->name, c->name, &lim, &c->cg, &err)
-			  : tank_error_set(&err, TANK_EUNSUPPORTED, "no cgroup hierarchy")) < 0) {
-			/* Limits cannot be honoured: refuse to run unlimited.
-			 * Without limits, run untracked by cgroup. */
-			if (limited) {
-				rc__fmt(reason, cap, "limits: %s", err.msg);
-				return rc;
-			}
-		} else {
-			c->has_cg = true;
-		}
-	}
+	if ((rc = rc__ctr_cgroup(pods, c, reason, cap)) < 0)
+		return rc;
 	if (!c->log) {
 		pod_log_opts_t lo = { .dir = pods->log_dir, .pod = p->name, .container = c->name };
 		/* Without a log the container still runs; output is dropped. */
@@ -769,7 +833,14 @@ static int rc__ctr_reconcile(void *ctx, rc_loop_t *loop, const char *key)
 
 	if (!c)
 		return 0;
-	if (c->orphan && rc__orphan_step(pods, loop, c))
+	if (!c->orphans_checked) {
+		char why[RC_REASON];
+		c->orphans_checked = true;
+		if (rc__ctr_cgroup(pods, c, why, sizeof why) == 0 && c->has_cg &&
+		    pod_cgroup_count(&c->cg) > 0)
+			c->cg_orphans = true;
+	}
+	if ((c->orphan || c->cg_orphans) && rc__orphan_step(pods, loop, c))
 		return 0;
 	if (!rc__ctr_want(pods, c)) {
 		if (c->runner && !c->stop_sent) {
@@ -779,7 +850,11 @@ static int rc__ctr_reconcile(void *ctx, rc_loop_t *loop, const char *key)
 			rc__pod_update(pods, loop, c->pod);
 		} else if (!c->runner) {
 			rc_cancel_requeue(loop, RC_KIND_CONTAINER, c->key);
-			rc_enqueue(loop, RC_KIND_POD, c->pod->name);
+			/* Only a pod that waits for its containers to stop needs
+			 * telling; waking any other pod would ping-pong forever
+			 * (its reconcile requeues its containers). */
+			if (rc__pod_waits(c->pod))
+				rc_enqueue(loop, RC_KIND_POD, c->pod->name);
 			rc__drained_check(pods);
 		}
 		return 0;

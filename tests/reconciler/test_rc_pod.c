@@ -390,15 +390,22 @@ Test(reconciler, spec_change_restarts_unchanged_does_not, .timeout = 60)
 	cr_assert_eq(s.generation, 2);
 	st_status_clear(&s);
 	cr_assert_eq(kill(p1, 0), -1);   /* the old process is gone */
-	char cmdline[64], path[32];
+	/* Right after exec, before the process first runs, the kernel may
+	 * show an empty cmdline: read until it is there. */
+	char cmdline[64] = "", path[32];
+	size_t n = 0;
 	snprintf(path, sizeof path, "/proc/%d/cmdline", (int)first_pid(h, "web"));
-	FILE *f = fopen(path, "r");
-	cr_assert_not_null(f);
-	size_t n = fread(cmdline, 1, sizeof cmdline - 1, f);
-	fclose(f);
+	for (int i = 0; i < 100 && n == 0; i++) {
+		FILE *f = fopen(path, "r");
+		cr_assert_not_null(f);
+		n = fread(cmdline, 1, sizeof cmdline - 1, f);
+		fclose(f);
+		if (!n)
+			usleep(10000);
+	}
 	cmdline[n] = '\0';
-	cr_assert_str_eq(cmdline + strlen(cmdline) + 1, "999", "pid %d runs %s %s",
-			 (int)first_pid(h, "web"), cmdline, cmdline + strlen(cmdline) + 1);
+	cr_assert_str_eq(cmdline + strlen(cmdline) + 1, "999", "%s runs %s %s", path,
+			 cmdline, cmdline + strlen(cmdline) + 1);
 	teardown(h);
 }
 

@@ -1,0 +1,425 @@
+/*
+ * End to end: the real tankd binary in a temporary data dir, driven by the
+ * real tankctl binary (and the client library where exactness matters).
+ */
+#include <criterion/criterion.h>
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "api/api_client.h"
+
+typedef struct d {
+	char dir[64];
+	char sock[96];
+	pid_t pid;
+} d_t;
+
+static const char *bindir(void)
+{
+	static char buf[512];
+	const char *b = getenv("TANK_BUILD_DIR");
+	snprintf(buf, sizeof buf, "%s/bin", b ? b : "build");
+	return buf;
+}
+
+static void sleep_ms(int ms)
+{
+	struct timespec ts = { ms / 1000, (long)(ms % 1000) * 1000000L };
+	nanosleep(&ts, NULL);
+}
+
+static pid_t spawn_tankd(d_t *d, const char *log)
+{
+	char bin[600], logp[128];
+	pid_t pid;
+
+	snprintf(bin, sizeof bin, "%s/tankd", bindir());
+	snprintf(logp, sizeof logp, "%s/%s", d->dir, log);
+	pid = fork();
+	cr_assert_geq(pid, 0);
+	if (pid == 0) {
+		/* A test that fails or times out must not leave its daemon. */
+		prctl(PR_SET_PDEATHSIG, SIGKILL);
+		int fd = open(logp, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+		dup2(fd, 1);
+		dup2(fd, 2);
+		execl(bin, "tankd", "--data-dir", d->dir, "--resync", "300", (char *)NULL);
+		_exit(127);
+	}
+	return pid;
+}
+
+/* Runs tankctl with printf-formatted arguments (split on spaces); returns
+ * the exit status and the output (stdout+stderr) in out. */
+static int ctl(d_t *d, char *out, size_t cap, const char *fmt, ...)
+{
+	char args[1024], cmd[2048];
+	va_list ap;
+	FILE *p;
+	size_t n = 0;
+	int st;
+
+	va_start(ap, fmt);
+	vsnprintf(args, sizeof args, fmt, ap);
+	va_end(ap);
+	snprintf(cmd, sizeof cmd, "%s/tankctl --socket %s %s 2>&1", bindir(), d->sock, args);
+	p = popen(cmd, "r");
+	cr_assert_not_null(p);
+	if (out) {
+		n = fread(out, 1, cap - 1, p);
+		out[n] = '\0';
+	} else {
+		char sink[4096];
+		while (fread(sink, 1, sizeof sink, p) > 0)
+			;
+	}
+	st = pclose(p);
+	return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+}
+
+static bool up(d_t *d)
+{
+	return ctl(d, NULL, 0, "ping") == 0;
+}
+
+static void start(d_t *d)
+{
+	d->pid = spawn_tankd(d, "tankd.log");
+	for (int i = 0; i < 200 && !up(d); i++)
+		sleep_ms(25);
+	cr_assert(up(d), "tankd did not come up");
+}
+
+static d_t *setup(void)
+{
+	d_t *d = calloc(1, sizeof *d);
+	snprintf(d->dir, sizeof d->dir, "/tmp/tank-e2e-XXXXXX");
+	cr_assert_not_null(mkdtemp(d->dir));
+	snprintf(d->sock, sizeof d->sock, "%s/tank.sock", d->dir);
+	start(d);
+	return d;
+}
+
+static int stop(d_t *d, int sig)
+{
+	int st = 0;
+	if (d->pid > 0) {
+		kill(d->pid, sig);
+		waitpid(d->pid, &st, 0);
+		d->pid = 0;
+	}
+	return st;
+}
+
+static void teardown(d_t *d)
+{
+	char cmd[128];
+	stop(d, SIGTERM);
+	snprintf(cmd, sizeof cmd, "rm -rf %s", d->dir);
+	cr_assert_eq(system(cmd), 0);
+	free(d);
+}
+
+static void write_file(d_t *d, const char *name, const char *text)
+{
+	char path[128];
+	snprintf(path, sizeof path, "%s/%s", d->dir, name);
+	FILE *f = fopen(path, "w");
+	cr_assert_not_null(f);
+	fputs(text, f);
+	fclose(f);
+}
+
+/* Processes whose command line is exactly argv (NUL-separated). */
+static int count_procs(const char *const *argv)
+{
+	char want[256], buf[256], path[300];
+	size_t wl = 0;
+	int n = 0;
+	DIR *dp = opendir("/proc");
+	struct dirent *e;
+
+	for (size_t i = 0; argv[i]; i++) {
+		size_t l = strlen(argv[i]) + 1;
+		memcpy(want + wl, argv[i], l);
+		wl += l;
+	}
+	while ((e = readdir(dp))) {
+		if (e->d_name[0] < '0' || e->d_name[0] > '9')
+			continue;
+		snprintf(path, sizeof path, "/proc/%s/cmdline", e->d_name);
+		int fd = open(path, O_RDONLY | O_CLOEXEC);
+		if (fd < 0)
+			continue;
+		ssize_t r = read(fd, buf, sizeof buf);
+		close(fd);
+		if (r == (ssize_t)wl && memcmp(buf, want, wl) == 0)
+			n++;
+	}
+	closedir(dp);
+	return n;
+}
+
+/* Alive and not a zombie: a zombie is dead even when its new parent (init
+ * here, after its daemon was killed) has not reaped it yet. */
+static bool alive(long pid)
+{
+	char path[64], buf[512], *p;
+	snprintf(path, sizeof path, "/proc/%ld/stat", pid);
+	FILE *f = fopen(path, "r");
+	if (!f)
+		return false;
+	size_t n = fread(buf, 1, sizeof buf - 1, f);
+	fclose(f);
+	buf[n] = '\0';
+	p = strrchr(buf, ')');
+	return p && p[1] == ' ' && p[2] != 'Z' && p[2] != 'X';
+}
+
+/* A field of `tankctl status NAME -o json`, crudely: the text after
+ * "key": up to the next comma. */
+static long status_num(d_t *d, const char *name, const char *key)
+{
+	char out[8192], pat[64], *p;
+	if (ctl(d, out, sizeof out, "status %s -o json", name) != 0)
+		return -1;
+	snprintf(pat, sizeof pat, "\"%s\": ", key);
+	if (!(p = strstr(out, pat)))
+		return -1;
+	return strtol(p + strlen(pat), NULL, 10);
+}
+
+static bool phase_is(d_t *d, const char *name, const char *phase)
+{
+	char out[8192], pat[64];
+	if (ctl(d, out, sizeof out, "status %s -o json", name) != 0)
+		return false;
+	snprintf(pat, sizeof pat, "\"phase\": \"%s\"", phase);
+	return strstr(out, pat) != NULL;
+}
+
+static bool wait_phase(d_t *d, const char *name, const char *phase, int secs)
+{
+	for (int i = 0; i < secs * 20; i++) {
+		if (phase_is(d, name, phase))
+			return true;
+		sleep_ms(50);
+	}
+	return false;
+}
+
+Test(e2e, every_verb_against_the_real_daemon, .timeout = 120)
+{
+	d_t *d = setup();
+	char out[16384];
+
+	write_file(d, "pods.yaml",
+		   "name: hello\nstop: {grace: 1s}\ncontainers:\n"
+		   "  - name: main\n    command: [/bin/sh, -c, \"echo hello-out; echo hello-err >&2; exec sleep 1000\"]\n"
+		   "---\n"
+		   "name: job\nrestart: never\ncontainers:\n"
+		   "  - name: j\n    command: [/bin/true]\n");
+	cr_assert_eq(ctl(d, out, sizeof out, "ping"), 0);
+	cr_assert(strstr(out, "pong"), "%s", out);
+	cr_assert_eq(ctl(d, out, sizeof out, "version"), 0);
+	cr_assert(strstr(out, "0.1.0"), "%s", out);
+	cr_assert_eq(ctl(d, out, sizeof out, "apply -f %s/pods.yaml", d->dir), 0, "%s", out);
+	cr_assert(strstr(out, "hello created") && strstr(out, "job created"), "%s", out);
+	cr_assert_eq(ctl(d, out, sizeof out, "apply -f %s/pods.yaml", d->dir), 0);
+	cr_assert(strstr(out, "hello unchanged"), "%s", out);
+	cr_assert(wait_phase(d, "hello", "running", 20));
+	cr_assert(wait_phase(d, "job", "terminal", 20));
+	cr_assert_eq(ctl(d, out, sizeof out, "sync"), 0, "%s", out);
+	cr_assert_eq(ctl(d, out, sizeof out, "nudge"), 0, "%s", out);
+	cr_assert_eq(ctl(d, out, sizeof out, "ps"), 0);
+	cr_assert(strstr(out, "NAME") && strstr(out, "hello") && strstr(out, "running") &&
+		  strstr(out, "completed"), "%s", out);
+	cr_assert_eq(ctl(d, out, sizeof out, "get hello -o json"), 0);
+	cr_assert(strstr(out, "\"generation\": 1"), "%s", out);
+	cr_assert_eq(ctl(d, out, sizeof out, "get hello -o yaml"), 0);
+	cr_assert(strstr(out, "name: hello"), "%s", out);
+	cr_assert_eq(ctl(d, out, sizeof out, "get nope"), 1);
+	cr_assert(strstr(out, "not found"), "%s", out);
+	/* Logs of both streams, with the timestamp and stream prefix. */
+	for (int i = 0; i < 100; i++) {
+		ctl(d, out, sizeof out, "logs hello");
+		if (strstr(out, "hello-err"))
+			break;
+		sleep_ms(50);
+	}
+	cr_assert(strstr(out, "stdout hello-out") && strstr(out, "stderr hello-err"), "%s", out);
+	cr_assert_eq(ctl(d, out, sizeof out, "logs hello -c nope"), 1);
+	cr_assert_eq(ctl(d, out, sizeof out, "history job"), 0);
+	cr_assert(strstr(out, "terminal"), "%s", out);
+	/* restart: a new process, restarts unchanged, retries cleared. */
+	long pid1 = status_num(d, "hello", "pid");
+	cr_assert_gt(pid1, 0);
+	cr_assert_eq(ctl(d, out, sizeof out, "restart hello"), 0, "%s", out);
+	long pid2 = pid1;
+	for (int i = 0; i < 200 && (pid2 == pid1 || pid2 <= 0); i++) {
+		sleep_ms(50);
+		pid2 = status_num(d, "hello", "pid");
+	}
+	cr_assert(pid2 > 0 && pid2 != pid1, "pid %ld -> %ld", pid1, pid2);
+	cr_assert_eq(ctl(d, out, sizeof out, "restart nope"), 1);
+	/* A rejected manifest applies nothing and names the field. */
+	write_file(d, "bad.yaml",
+		   "name: fine\ncontainers:\n  - name: a\n    command: [/bin/true]\n---\n"
+		   "name: broken\ncontainers:\n  - name: a\n");
+	cr_assert_neq(ctl(d, out, sizeof out, "apply -f %s/bad.yaml", d->dir), 0);
+	cr_assert(strstr(out, "containers[0].command: required"), "%s", out);
+	cr_assert_eq(ctl(d, out, sizeof out, "get fine"), 1);
+	/* Usage errors exit 2. */
+	cr_assert_eq(ctl(d, out, sizeof out, "frobnicate"), 2);
+	cr_assert_eq(ctl(d, out, sizeof out, "delete hello job"), 0, "%s", out);
+	cr_assert_eq(ctl(d, out, sizeof out, "get hello"), 1);
+	for (int i = 0; i < 100 && alive(pid2); i++)
+		sleep_ms(50);
+	cr_assert_not(alive(pid2), "deleted pod's process still runs");
+	teardown(d);
+}
+
+Test(e2e, kill9_restart_keeps_counts_no_orphan_no_duplicate, .timeout = 120)
+{
+	d_t *d = setup();
+	char out[8192], manifest[1024], arg[32];
+	/* Unique per run, so leftovers of another run cannot be counted. */
+	snprintf(arg, sizeof arg, "4242.%d", (int)getpid());
+	const char *const sleeper[] = { "/bin/sleep", arg, NULL };
+
+	snprintf(manifest, sizeof manifest,
+		 "name: crash\nbackoff: {base: 50ms, cap: 100ms}\ncontainers:\n"
+		 "  - name: c\n    command: [/bin/sh, -c, \"exit 1\"]\n"
+		 "---\n"
+		 "name: long\nstop: {grace: 1s}\ncontainers:\n"
+		 "  - name: s\n    command: [/bin/sleep, \"%s\"]\n"
+		 "---\n"
+		 "name: once\nrestart: never\ncontainers:\n"
+		 "  - name: o\n    command: [/bin/sh, -c, \"echo ran >> %s/once.out\"]\n",
+		 arg, d->dir);
+	write_file(d, "pods.yaml", manifest);
+	cr_assert_eq(ctl(d, out, sizeof out, "apply -f %s/pods.yaml", d->dir), 0, "%s", out);
+	cr_assert(wait_phase(d, "long", "running", 20));
+	cr_assert(wait_phase(d, "once", "terminal", 20));
+	long restarts = 0;
+	for (int i = 0; i < 200 && restarts < 3; i++) {
+		sleep_ms(50);
+		restarts = status_num(d, "crash", "restarts");
+	}
+	cr_assert_geq(restarts, 3);
+	long old = status_num(d, "long", "pid");
+	cr_assert_gt(old, 0);
+	sleep_ms(300);   /* let the group commit reach the disk */
+
+	for (int round = 0; round < 3; round++) {
+		stop(d, SIGKILL);
+		/* The container survives its daemon... */
+		cr_assert_eq(count_procs(sleeper), 1, "round %d: %d containers after kill -9",
+			     round, count_procs(sleeper));
+		start(d);
+		/* ...and is replaced, never duplicated. */
+		long now = 0;
+		for (int i = 0; i < 200; i++) {
+			cr_assert_leq(count_procs(sleeper), 1, "duplicate container");
+			now = status_num(d, "long", "pid");
+			if (now > 0 && now != old && phase_is(d, "long", "running"))
+				break;
+			sleep_ms(50);
+		}
+		cr_assert(now > 0 && now != old, "round %d: pid %ld -> %ld", round, old, now);
+		cr_assert_not(alive(old), "orphan %ld still runs", old);
+		cr_assert_eq(count_procs(sleeper), 1);
+		old = now;
+		long r2 = status_num(d, "crash", "restarts");
+		cr_assert_geq(r2, restarts, "restart count lost: %ld < %ld", r2, restarts);
+		restarts = r2;
+		cr_assert(phase_is(d, "once", "terminal"));
+	}
+	/* The `never` pod ran exactly once across three daemon deaths. */
+	char path[128], buf[256];
+	snprintf(path, sizeof path, "%s/once.out", d->dir);
+	FILE *f = fopen(path, "r");
+	cr_assert_not_null(f);
+	size_t n = fread(buf, 1, sizeof buf - 1, f);
+	fclose(f);
+	buf[n] = '\0';
+	cr_assert_str_eq(buf, "ran\n");
+	teardown(d);
+	cr_assert_eq(count_procs(sleeper), 0);
+}
+
+Test(e2e, second_daemon_on_a_data_dir_refuses, .timeout = 60)
+{
+	d_t *d = setup();
+	char path[128], buf[1024];
+	int st;
+	pid_t p2 = spawn_tankd(d, "second.log");
+
+	cr_assert_eq(waitpid(p2, &st, 0), p2);
+	cr_assert(WIFEXITED(st));
+	cr_assert_eq(WEXITSTATUS(st), 111);
+	snprintf(path, sizeof path, "%s/second.log", d->dir);
+	FILE *f = fopen(path, "r");
+	cr_assert_not_null(f);
+	size_t n = fread(buf, 1, sizeof buf - 1, f);
+	fclose(f);
+	buf[n] = '\0';
+	cr_assert(strstr(buf, "is in use by pid"), "%s", buf);
+	cr_assert(up(d));   /* the first one is unharmed */
+	teardown(d);
+}
+
+Test(e2e, sigterm_stops_every_container_and_exits_zero, .timeout = 60)
+{
+	d_t *d = setup();
+	char out[4096], arg[32], yaml[512];
+	snprintf(arg, sizeof arg, "4243.%d", (int)getpid());
+	const char *const sleeper[] = { "/bin/sleep", arg, NULL };
+
+	snprintf(yaml, sizeof yaml,
+		 "name: a\nstop: {grace: 2s}\ncontainers:\n"
+		 "  - name: s\n    command: [/bin/sleep, \"%s\"]\n"
+		 "  - name: t\n    command: [/bin/sh, -c, \"trap '' TERM; /bin/sleep %s\"]\n",
+		 arg, arg);
+	write_file(d, "p.yaml", yaml);
+	cr_assert_eq(ctl(d, out, sizeof out, "apply -f %s/p.yaml", d->dir), 0, "%s", out);
+	cr_assert(wait_phase(d, "a", "running", 20));
+	/* The second container's shell forks its sleep a moment later. */
+	for (int i = 0; i < 200 && count_procs(sleeper) < 2; i++)
+		sleep_ms(25);
+	cr_assert_eq(count_procs(sleeper), 2);
+	int st = stop(d, SIGTERM);
+	cr_assert(WIFEXITED(st) && WEXITSTATUS(st) == 0, "status %d", st);
+	/* Including the grandchild of the container that ignored TERM. */
+	cr_assert_eq(count_procs(sleeper), 0);
+	teardown(d);
+}
+
+Test(e2e, apply_wait_converges_or_says_why_not, .timeout = 120)
+{
+	d_t *d = setup();
+	char out[8192];
+
+	write_file(d, "good.yaml",
+		   "name: good\nreconcile_wait: {static: 200ms}\ncontainers:\n"
+		   "  - name: s\n    command: [/bin/sleep, \"1000\"]\n");
+	write_file(d, "bad.yaml",
+		   "name: loop\nbackoff: {base: 10s}\nreconcile_wait: {static: 200ms}\ncontainers:\n"
+		   "  - name: s\n    command: [/nonexistent/cmd]\n");
+	cr_assert_eq(ctl(d, out, sizeof out, "apply --wait -f %s/good.yaml", d->dir), 0, "%s", out);
+	cr_assert(strstr(out, "require_re_run: false"), "%s", out);
+	cr_assert_eq(ctl(d, out, sizeof out, "apply --wait -f %s/bad.yaml", d->dir), 1, "%s", out);
+	cr_assert(strstr(out, "require_re_run: true"), "%s", out);
+	teardown(d);
+}
