@@ -16,6 +16,7 @@
 
 #include <errno.h>
 #include <ev.h>
+#include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -130,6 +131,8 @@ typedef struct api_conn {
 	bool subscribed;
 	bool closing;               /* no more input; die once flushed */
 	bool dead;                  /* exit requested: ignore everything */
+	bool head_seen, head_has_id;/* msgid of the message being read */
+	uint32_t head_id;
 } api_conn_t;
 
 static const rt_behaviour_t api__server_b;
@@ -476,15 +479,29 @@ static int api__pack_frame_error(msgpack_packer *pk, void *a)
 						  NULL, NULL);
 }
 
+/* Called at each incomplete read of a message: the first time its head is
+ * in the buffer, note its msgid, should the frame turn out too big.  The
+ * unpacker has consumed every buffered byte (off == used), so the current
+ * message's bytes are the last message_size() ones — until the next
+ * reserve may drop its already-parsed prefix. */
+static void api__conn_note_head(api_conn_t *c)
+{
+	size_t n = msgpack_unpacker_message_size(&c->unp);
+
+	if (c->head_seen || !n || n > c->unp.used)
+		return;
+	c->head_seen = true;
+	c->head_has_id = api__peek_msgid((const unsigned char *)c->unp.buffer +
+					 c->unp.used - n, n, &c->head_id);
+}
+
 static void api__conn_too_big(rt_t *rt, api_conn_t *c)
 {
-	const unsigned char *start = (const unsigned char *)c->unp.buffer + c->unp.off;
-	size_t avail = c->unp.used - c->unp.off;
 	char msg[96];
-	uint32_t id;
 
 	snprintf(msg, sizeof msg, "frame larger than %zu bytes", c->max_frame);
-	if (api__peek_msgid(start, avail, &id)) {
+	if (c->head_has_id) {
+		uint32_t id = c->head_id;
 		api__conn_bad(rt, c, id, API_BAD_REQUEST, msg);
 	} else {
 		/* No msgid to answer by: say it in a notification, which any
@@ -516,8 +533,14 @@ static void api__conn_read(rt_t *rt, api_conn_t *c)
 		return;
 	}
 	if (n == 0) {
-		/* The peer will send nothing more; it may still read the
-		 * answers to what it sent (shutdown(SHUT_WR) clients). */
+		/* The peer will send nothing more.  After shutdown(SHUT_WR) it
+		 * may still read the answers to what it sent; after close()
+		 * (POLLHUP: both directions shut) nobody will. */
+		struct pollfd p = { .fd = c->fd, .events = POLLOUT };
+		if (poll(&p, 1, 0) == 1 && (p.revents & POLLHUP)) {
+			api__conn_die(rt, c);
+			return;
+		}
 		api__conn_close(rt, c, API__EOF_LINGER_MS);
 		api__conn_flush(rt, c);
 		return;
@@ -527,10 +550,12 @@ static void api__conn_read(rt_t *rt, api_conn_t *c)
 	while (!c->closing && !c->dead) {
 		msgpack_unpack_return r = msgpack_unpacker_next(&c->unp, &up);
 		if (r == MSGPACK_UNPACK_SUCCESS || r == MSGPACK_UNPACK_EXTRA_BYTES) {
+			c->head_seen = c->head_has_id = false;
 			api__conn_dispatch(rt, c, &up.data);
 			continue;
 		}
 		if (r == MSGPACK_UNPACK_CONTINUE) {
+			api__conn_note_head(c);
 			if (msgpack_unpacker_message_size(&c->unp) > c->max_frame)
 				api__conn_too_big(rt, c);
 			break;
@@ -598,11 +623,10 @@ static void api__conn_terminate(rt_t *rt, void *state, rt_reason_t reason)
 {
 	api_conn_t *c = state;
 
-	(void)reason;
-	if (c->rref)
-		rt_unwatch_fd(rt, c->rref);
-	if (c->wref)
-		rt_unwatch_fd(rt, c->wref);
+	(void)rt; (void)reason;
+	/* The runtime stops our fd watches right after terminate, before the
+	 * loop polls again; rt_unwatch_fd cannot be used here (our pid is
+	 * already invalid, see docs/rpc.md "Notes for the runtime"). */
 	close(c->fd);
 	msgpack_unpacker_destroy(&c->unp);
 	free(c->out.p);
@@ -782,9 +806,7 @@ static void api__server_terminate(rt_t *rt, void *state, rt_reason_t reason)
 	(void)reason;
 	for (size_t i = 0; i < s->nconns; i++)
 		rt_exit(rt, s->conns[i], RT_R_KILL);
-	if (s->aref)
-		rt_unwatch_fd(rt, s->aref);
-	close(s->fd);
+	close(s->fd);   /* watch stopped by the runtime, as for connections */
 	api__unlink_ours(s->path, s->dev, s->ino);
 	api__server_free(s);
 }

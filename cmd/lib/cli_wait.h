@@ -1,0 +1,74 @@
+/*
+ * cli_wait — the `apply --wait` batch loop (idem's reconciliation loop,
+ * DESIGN.md §4), as pure decisions the tests can drive.
+ *
+ * The caller applies, then repeatedly: fetches the applied pods' status,
+ * hands it to cli_batch_observe, and either stops (converged, or stuck:
+ * no progress in CLI_BATCH_PATIENCE consecutive passes) or sleeps
+ * cli_batch_wait_ms and counts a re-run.  No I/O here, nothing blocks.
+ */
+#ifndef TANK_CLI_WAIT_H
+#define TANK_CLI_WAIT_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <msgpack.h>
+
+#include "pod/pod_spec.h"
+
+#define CLI_BATCH_PATIENCE 3        /* passes without progress before giving up */
+#define CLI_WAIT_MAX_MS (24ull * 3600 * 1000)   /* exponential waits stop here */
+
+/*
+ * One wait of a pod's reconcile_wait before re-run number `run` (0 for the
+ * first wait): static → wait; random → min + rnd % (max - min + 1), ms
+ * resolution, both ends included; exponential → wait · multiplier^run,
+ * capped at CLI_WAIT_MAX_MS.  NULL w means the default, static 3 s.
+ * `rnd` is a random value supplied by the caller (tests pass fixed ones).
+ */
+uint64_t cli_reconcile_wait_ms(const pod_reconcile_wait_t *w, unsigned run,
+			       uint64_t rnd);
+
+/* True when a status map has converged: phase running, or phase terminal
+ * with reason completed. */
+bool cli_status_converged(const msgpack_object *status);
+
+enum cli_batch_verdict {
+	CLI_BATCH_CONVERGED = 0,   /* every pod converged */
+	CLI_BATCH_AGAIN,           /* wait and re-check */
+	CLI_BATCH_STUCK,           /* CLI_BATCH_PATIENCE passes without progress */
+};
+
+typedef struct cli_batch {
+	size_t n;
+	const char *const *names;            /* borrowed, n */
+	const pod_reconcile_wait_t *const *waits; /* borrowed, n; NULL entries
+						 * (or NULL array) = default */
+	bool *pending;                       /* owned, n: after the last pass */
+	char *last;                          /* owned: fingerprint of the last
+					      * pass's pending pods */
+	unsigned stale;                      /* consecutive passes w/o progress */
+	unsigned re_runs;                    /* re-checks after the first pass */
+} cli_batch_t;
+
+/* 0 or -ENOMEM.  names/waits must outlive b. */
+int cli_batch_init(cli_batch_t *b, size_t n, const char *const *names,
+		   const pod_reconcile_wait_t *const *waits);
+void cli_batch_free(cli_batch_t *b);
+
+/*
+ * Feeds one pass: `statuses` is a list of status maps (extra pods are
+ * ignored; an applied pod missing from it is pending).  A pass makes
+ * progress when the pending pods, or the phase / reason / restarts /
+ * retries / generation of any of them, differ from the previous pass.
+ * Returns the verdict (or -ENOMEM).
+ */
+int cli_batch_observe(cli_batch_t *b, const msgpack_object *statuses);
+
+/* The longest wait among the pending pods for the next re-run
+ * (run = b->re_runs). */
+uint64_t cli_batch_wait_ms(const cli_batch_t *b, uint64_t rnd);
+
+#endif

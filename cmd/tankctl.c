@@ -1,0 +1,910 @@
+/*
+ * tankctl — the command-line client of tankd (docs/cli.md).
+ *
+ * Flags, wiring and printing only: the decisions worth testing live in
+ * cmd/lib (socket path rule, tables, the apply --wait loop) and the wire
+ * in api/api_client.  Exit codes: 0 success, 1 an error (reported by the
+ * daemon, or the daemon unreachable, or a manifest rejected), 2 bad usage.
+ * Diagnostics follow one grammar on stderr: `tankctl: VERB: message`.
+ */
+#include <errno.h>
+#include <getopt.h>
+#include <stdarg.h>
+#include <inttypes.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/random.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "api/api_client.h"
+#include "cmd/lib/cli_fmt.h"
+#include "cmd/lib/cli_paths.h"
+#include "cmd/lib/cli_wait.h"
+#include "pod/pod_doc.h"
+#include "pod/pod_manifest.h"
+
+#define CTL_VERSION "0.1.0"
+#define CTL_TIMEOUT_MS 30000
+#define CTL_SYNC_TIMEOUT_MS 300000
+
+enum { EXIT_OK = 0, EXIT_ERR = 1, EXIT_USAGE = 2 };
+
+typedef struct ctl {
+	const char *verb;
+	const char *socket_flag;
+	char socket[4096];
+	api_client_t *c;
+} ctl_t;
+
+typedef struct verb {
+	const char *name;
+	int (*run)(ctl_t *x, int argc, char **argv);
+	const char *usage;    /* after "tankctl VERB " */
+	const char *help;     /* one paragraph */
+} verb_t;
+
+static const verb_t *ctl_find(const char *name);
+
+/* --- plumbing --------------------------------------------------------------- */
+
+static int ctl_usage_error(ctl_t *x, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+
+static int ctl_usage_error(ctl_t *x, const char *fmt, ...)
+{
+	const verb_t *v = x->verb ? ctl_find(x->verb) : NULL;
+	va_list ap;
+
+	fprintf(stderr, "tankctl: %s%s", x->verb ? x->verb : "", x->verb ? ": " : "");
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	if (v)
+		fprintf(stderr, "\nusage: tankctl %s %s\n", v->name, v->usage);
+	else
+		fprintf(stderr, "\nrun 'tankctl --help' for the verbs\n");
+	return EXIT_USAGE;
+}
+
+static int ctl_fail(ctl_t *x, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+
+static int ctl_fail(ctl_t *x, const char *fmt, ...)
+{
+	va_list ap;
+
+	fprintf(stderr, "tankctl: %s: ", x->verb);
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	fputc('\n', stderr);
+	return EXIT_ERR;
+}
+
+static int ctl_connect(ctl_t *x)
+{
+	cli_env_t env;
+	tank_error_t e;
+	int r;
+
+	if (x->c)
+		return 0;
+	cli_env_read(&env);
+	if ((r = cli_socket_path(x->socket_flag, NULL, &env, x->socket, sizeof x->socket)) < 0)
+		return ctl_fail(x, "cannot tell where the socket is (%s): use --socket or TANK_SOCKET",
+				tank_strerror(r));
+	if (api_client_connect(x->socket, &x->c, &e) < 0)
+		return ctl_fail(x, "%s", e.msg);
+	return 0;
+}
+
+/* Prints a daemon-reported error with its details: a list of strings (a
+ * manifest's validation messages) one per line, anything else as YAML. */
+static void ctl_print_remote_error(ctl_t *x, const api_incoming_t *in)
+{
+	fprintf(stderr, "tankctl: %s: %s\n", x->verb, in->message);
+	const msgpack_object *d = in->details;
+	if (!d || d->type == MSGPACK_OBJECT_NIL)
+		return;
+	if (d->type == MSGPACK_OBJECT_ARRAY) {
+		bool all_str = true;
+		for (uint32_t i = 0; i < d->via.array.size; i++)
+			all_str &= d->via.array.ptr[i].type == MSGPACK_OBJECT_STR;
+		if (all_str) {
+			for (uint32_t i = 0; i < d->via.array.size; i++)
+				fprintf(stderr, "  %.*s\n", (int)d->via.array.ptr[i].via.str.size,
+					d->via.array.ptr[i].via.str.ptr);
+			return;
+		}
+	}
+	pod_doc_emit(d, POD_DOC_YAML, stderr);
+}
+
+/* Calls method; 0 with *in holding the result, or an exit code (the
+ * error already printed). */
+static int ctl_call(ctl_t *x, const char *method, api_pack_fn params, void *arg,
+		    int timeout_ms, api_incoming_t *in)
+{
+	tank_error_t e;
+	int r;
+
+	memset(in, 0, sizeof *in);
+	if ((r = ctl_connect(x)) != 0)
+		return r;
+	if (api_client_call(x->c, method, params, arg, timeout_ms, in, &e) < 0)
+		return ctl_fail(x, "%s", e.msg);
+	if (in->code != API_OK) {
+		ctl_print_remote_error(x, in);
+		api_incoming_free(in);
+		return EXIT_ERR;
+	}
+	return 0;
+}
+
+static int ctl_emit(ctl_t *x, const msgpack_object *o, enum pod_doc_format fmt)
+{
+	int r = pod_doc_emit(o, fmt, stdout);
+	if (r < 0)
+		return ctl_fail(x, "cannot print the answer: %s", tank_strerror(r));
+	return 0;
+}
+
+/* -o yaml|json; returns -1 for an unknown format. */
+static int ctl_format(const char *s, enum pod_doc_format *fmt)
+{
+	if (strcmp(s, "yaml") == 0)
+		*fmt = POD_DOC_YAML;
+	else if (strcmp(s, "json") == 0)
+		*fmt = POD_DOC_JSON;
+	else
+		return -1;
+	return 0;
+}
+
+static uint64_t ctl_now_ms(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+}
+
+static void ctl_sleep_ms(uint64_t ms)
+{
+	struct timespec ts = { (time_t)(ms / 1000), (long)(ms % 1000) * 1000000 };
+	while (nanosleep(&ts, &ts) < 0 && errno == EINTR)
+		;
+}
+
+/* Common verb options: --help, -o; returns -1 to continue parsing. */
+enum { OPT_HELP = 0x100, OPT_TAIL, OPT_WAIT, OPT_LIMIT };
+
+static int ctl_help(const verb_t *v)
+{
+	printf("usage: tankctl %s %s\n\n%s\n", v->name, v->usage, v->help);
+	return EXIT_OK;
+}
+
+/* Param packers. */
+static int pack_name(msgpack_packer *pk, void *arg)
+{
+	msgpack_pack_array(pk, 1);
+	return api_pack_cstr(pk, arg);
+}
+
+static int pack_names(msgpack_packer *pk, void *arg)
+{
+	char **names = arg;
+	size_t n = 0;
+	while (names[n])
+		n++;
+	msgpack_pack_array(pk, 1);
+	msgpack_pack_array(pk, n);
+	for (size_t i = 0; i < n; i++)
+		if (api_pack_cstr(pk, names[i]) < 0)
+			return -ENOMEM;
+	return 0;
+}
+
+/* --- verbs ------------------------------------------------------------------ */
+
+static int v_simple(ctl_t *x, int argc, char **argv, const char *method, int timeout)
+{
+	static const struct option opts[] = { { "help", no_argument, NULL, OPT_HELP }, { 0 } };
+	api_incoming_t in;
+	int o, r;
+
+	while ((o = getopt_long(argc, argv, "", opts, NULL)) != -1) {
+		if (o == OPT_HELP)
+			return ctl_help(ctl_find(x->verb));
+		return ctl_usage_error(x, "unknown option");
+	}
+	if (optind != argc)
+		return ctl_usage_error(x, "takes no arguments");
+	if ((r = ctl_call(x, method, NULL, NULL, timeout, &in)) != 0)
+		return r;
+	if (strcmp(method, "ping") == 0) {
+		char s[64];
+		api_obj_strcpy(in.result, s, sizeof s);
+		printf("%s\n", s);
+	}
+	api_incoming_free(&in);
+	return EXIT_OK;
+}
+
+static int v_ping(ctl_t *x, int argc, char **argv) { return v_simple(x, argc, argv, "ping", CTL_TIMEOUT_MS); }
+static int v_nudge(ctl_t *x, int argc, char **argv) { return v_simple(x, argc, argv, "nudge", CTL_TIMEOUT_MS); }
+static int v_sync(ctl_t *x, int argc, char **argv) { return v_simple(x, argc, argv, "sync", CTL_SYNC_TIMEOUT_MS); }
+
+static int v_version(ctl_t *x, int argc, char **argv)
+{
+	static const struct option opts[] = { { "help", no_argument, NULL, OPT_HELP }, { 0 } };
+	api_incoming_t in;
+	int o, r;
+
+	while ((o = getopt_long(argc, argv, "", opts, NULL)) != -1) {
+		if (o == OPT_HELP)
+			return ctl_help(ctl_find(x->verb));
+		return ctl_usage_error(x, "unknown option");
+	}
+	if (optind != argc)
+		return ctl_usage_error(x, "takes no arguments");
+	printf("tankctl %s\n", CTL_VERSION);
+	fflush(stdout);
+	if ((r = ctl_call(x, "version", NULL, NULL, CTL_TIMEOUT_MS, &in)) != 0)
+		return r;
+	char v[128];
+	if (!api_obj_strcpy(api_map_get(in.result, "version"), v, sizeof v))
+		snprintf(v, sizeof v, "unknown");
+	printf("tankd %s\n", v);
+	api_incoming_free(&in);
+	return EXIT_OK;
+}
+
+/* One-name verbs with -o: get, status NAME. */
+static int v_get(ctl_t *x, int argc, char **argv)
+{
+	static const struct option opts[] = {
+		{ "help", no_argument, NULL, OPT_HELP },
+		{ "output", required_argument, NULL, 'o' }, { 0 } };
+	enum pod_doc_format fmt = POD_DOC_YAML;
+	api_incoming_t in;
+	int o, r;
+
+	while ((o = getopt_long(argc, argv, "o:", opts, NULL)) != -1) {
+		if (o == OPT_HELP)
+			return ctl_help(ctl_find(x->verb));
+		if (o == 'o' && ctl_format(optarg, &fmt) == 0)
+			continue;
+		return ctl_usage_error(x, o == 'o' ? "-o takes yaml or json" : "unknown option");
+	}
+	if (argc - optind != 1)
+		return ctl_usage_error(x, "needs one pod name");
+	if ((r = ctl_call(x, "get", pack_name, argv[optind], CTL_TIMEOUT_MS, &in)) != 0)
+		return r;
+	r = ctl_emit(x, in.result, fmt);
+	api_incoming_free(&in);
+	return r;
+}
+
+static int v_status(ctl_t *x, int argc, char **argv)
+{
+	static const struct option opts[] = {
+		{ "help", no_argument, NULL, OPT_HELP },
+		{ "output", required_argument, NULL, 'o' }, { 0 } };
+	enum pod_doc_format fmt = POD_DOC_YAML;
+	api_incoming_t in;
+	int o, r;
+
+	while ((o = getopt_long(argc, argv, "o:", opts, NULL)) != -1) {
+		if (o == OPT_HELP)
+			return ctl_help(ctl_find(x->verb));
+		if (o == 'o' && ctl_format(optarg, &fmt) == 0)
+			continue;
+		return ctl_usage_error(x, o == 'o' ? "-o takes yaml or json" : "unknown option");
+	}
+	if (argc - optind > 1)
+		return ctl_usage_error(x, "takes at most one pod name");
+	r = ctl_call(x, "status", argc > optind ? pack_name : NULL,
+		     argc > optind ? argv[optind] : NULL, CTL_TIMEOUT_MS, &in);
+	if (r)
+		return r;
+	r = ctl_emit(x, in.result, fmt);
+	api_incoming_free(&in);
+	return r;
+}
+
+static int v_ps(ctl_t *x, int argc, char **argv)
+{
+	static const struct option opts[] = { { "help", no_argument, NULL, OPT_HELP }, { 0 } };
+	api_incoming_t in;
+	cli_table_t t;
+	int o, r;
+
+	while ((o = getopt_long(argc, argv, "", opts, NULL)) != -1) {
+		if (o == OPT_HELP)
+			return ctl_help(ctl_find(x->verb));
+		return ctl_usage_error(x, "unknown option");
+	}
+	if (optind != argc)
+		return ctl_usage_error(x, "takes no arguments");
+	if ((r = ctl_call(x, "status", NULL, NULL, CTL_TIMEOUT_MS, &in)) != 0)
+		return r;
+	if (cli_table_init(&t, CLI_PS_COLS, cli_ps_headers) < 0 ||
+	    cli_ps_table(in.result, ctl_now_ms(), &t) < 0 || cli_table_print(&t, stdout) < 0)
+		r = ctl_fail(x, "unexpected answer from tankd");
+	cli_table_free(&t);
+	api_incoming_free(&in);
+	return r;
+}
+
+static int v_restart(ctl_t *x, int argc, char **argv)
+{
+	static const struct option opts[] = { { "help", no_argument, NULL, OPT_HELP }, { 0 } };
+	api_incoming_t in;
+	int o, r;
+
+	while ((o = getopt_long(argc, argv, "", opts, NULL)) != -1) {
+		if (o == OPT_HELP)
+			return ctl_help(ctl_find(x->verb));
+		return ctl_usage_error(x, "unknown option");
+	}
+	if (argc - optind != 1)
+		return ctl_usage_error(x, "needs one pod name");
+	if ((r = ctl_call(x, "restart", pack_name, argv[optind], CTL_TIMEOUT_MS, &in)) != 0)
+		return r;
+	printf("%s restarted\n", argv[optind]);
+	api_incoming_free(&in);
+	return EXIT_OK;
+}
+
+/* Loads a manifest, printing every problem.  0 or EXIT_ERR. */
+static int ctl_load(ctl_t *x, const char *path, pod_manifest_t **m)
+{
+	pod_errors_t errs;
+
+	pod_errors_init(&errs);
+	if (pod_manifest_load_file(path, m, &errs) < 0) {
+		for (size_t i = 0; i < errs.stored; i++)
+			fprintf(stderr, "tankctl: %s: %s\n", x->verb, errs.msgs[i]);
+		if (errs.oom || !errs.stored)
+			fprintf(stderr, "tankctl: %s: %s: invalid manifest\n", x->verb, path);
+		pod_errors_free(&errs);
+		return EXIT_ERR;
+	}
+	pod_errors_free(&errs);
+	if (!(*m)->count) {
+		pod_manifest_free(*m);
+		return ctl_fail(x, "%s: no pods in the manifest", path);
+	}
+	return 0;
+}
+
+static int pack_pods(msgpack_packer *pk, void *arg)
+{
+	const pod_manifest_t *m = arg;
+	msgpack_pack_array(pk, 1);
+	msgpack_pack_array(pk, m->count);
+	for (size_t i = 0; i < m->count; i++)
+		if (msgpack_pack_object(pk, *m->raw[i]))
+			return -ENOMEM;
+	return 0;
+}
+
+/* The idem batch loop (DESIGN.md §4) over the applied pods. */
+static int ctl_wait(ctl_t *x, const pod_manifest_t *m)
+{
+	const char **names = calloc(m->count, sizeof *names);
+	const pod_reconcile_wait_t **waits = calloc(m->count, sizeof *waits);
+	cli_batch_t b;
+	int verdict = -ENOMEM, r = EXIT_ERR;
+
+	if (!names || !waits || cli_batch_init(&b, m->count, names, waits) < 0) {
+		free(names);
+		free(waits);
+		return ctl_fail(x, "out of memory");
+	}
+	for (size_t i = 0; i < m->count; i++) {
+		names[i] = m->specs[i]->name;
+		waits[i] = &m->specs[i]->reconcile_wait;
+	}
+	for (;;) {
+		api_incoming_t in;
+		/* sync makes each pass look at a reconciled state rather than
+		 * at one the reconciler has not reached yet. */
+		if ((r = ctl_call(x, "sync", NULL, NULL, CTL_SYNC_TIMEOUT_MS, &in)) != 0)
+			goto out;
+		api_incoming_free(&in);
+		if ((r = ctl_call(x, "status", NULL, NULL, CTL_TIMEOUT_MS, &in)) != 0)
+			goto out;
+		verdict = cli_batch_observe(&b, in.result);
+		api_incoming_free(&in);
+		if (verdict != CLI_BATCH_AGAIN)
+			break;
+		uint64_t rnd = 0;
+		if (getrandom(&rnd, sizeof rnd, 0) != sizeof rnd)
+			rnd = (uint64_t)ctl_now_ms();
+		uint64_t w = cli_batch_wait_ms(&b, rnd);
+		fprintf(stderr, "tankctl: apply: waiting %" PRIu64 " ms for:", w);
+		for (size_t i = 0; i < b.n; i++)
+			if (b.pending[i])
+				fprintf(stderr, " %s", b.names[i]);
+		fputc('\n', stderr);
+		ctl_sleep_ms(w);
+		b.re_runs++;
+	}
+	if (verdict < 0) {
+		r = ctl_fail(x, "out of memory");
+		goto out;
+	}
+	printf("re_runs_count: %u\nrequire_re_run: %s\n", b.re_runs,
+	       verdict == CLI_BATCH_CONVERGED ? "false" : "true");
+	if (verdict != CLI_BATCH_CONVERGED) {
+		fprintf(stderr, "tankctl: apply: not converged after %u re-runs:", b.re_runs);
+		for (size_t i = 0; i < b.n; i++)
+			if (b.pending[i])
+				fprintf(stderr, " %s", b.names[i]);
+		fputc('\n', stderr);
+		r = EXIT_ERR;
+	} else {
+		r = EXIT_OK;
+	}
+out:
+	cli_batch_free(&b);
+	free(names);
+	free(waits);
+	return r;
+}
+
+static int v_apply(ctl_t *x, int argc, char **argv)
+{
+	static const struct option opts[] = {
+		{ "help", no_argument, NULL, OPT_HELP },
+		{ "filename", required_argument, NULL, 'f' },
+		{ "wait", no_argument, NULL, OPT_WAIT }, { 0 } };
+	const char *file = NULL;
+	bool wait = false;
+	pod_manifest_t *m;
+	api_incoming_t in;
+	int o, r;
+
+	while ((o = getopt_long(argc, argv, "f:", opts, NULL)) != -1) {
+		if (o == OPT_HELP)
+			return ctl_help(ctl_find(x->verb));
+		if (o == 'f')
+			file = optarg;
+		else if (o == OPT_WAIT)
+			wait = true;
+		else
+			return ctl_usage_error(x, "unknown option");
+	}
+	if (!file)
+		return ctl_usage_error(x, "needs -f FILE (or -f - for stdin)");
+	if (optind != argc)
+		return ctl_usage_error(x, "unexpected argument '%s'", argv[optind]);
+	if ((r = ctl_load(x, file, &m)) != 0)
+		return r;
+	if ((r = ctl_call(x, "apply", pack_pods, m, CTL_TIMEOUT_MS, &in)) != 0) {
+		pod_manifest_free(m);
+		return r;
+	}
+	const msgpack_object *res = in.result;
+	if (res->type == MSGPACK_OBJECT_ARRAY)
+		for (uint32_t i = 0; i < res->via.array.size; i++) {
+			char name[256], action[64];
+			api_obj_strcpy(api_map_get(&res->via.array.ptr[i], "name"), name, sizeof name);
+			if (!api_obj_strcpy(api_map_get(&res->via.array.ptr[i], "action"),
+					    action, sizeof action))
+				snprintf(action, sizeof action, "applied");
+			printf("%s %s\n", name, action);
+		}
+	api_incoming_free(&in);
+	fflush(stdout);
+	r = wait ? ctl_wait(x, m) : EXIT_OK;
+	pod_manifest_free(m);
+	return r;
+}
+
+static int v_delete(ctl_t *x, int argc, char **argv)
+{
+	static const struct option opts[] = {
+		{ "help", no_argument, NULL, OPT_HELP },
+		{ "filename", required_argument, NULL, 'f' }, { 0 } };
+	const char *file = NULL;
+	pod_manifest_t *m = NULL;
+	api_incoming_t in;
+	char **names;
+	int o, r;
+
+	while ((o = getopt_long(argc, argv, "f:", opts, NULL)) != -1) {
+		if (o == OPT_HELP)
+			return ctl_help(ctl_find(x->verb));
+		if (o == 'f')
+			file = optarg;
+		else
+			return ctl_usage_error(x, "unknown option");
+	}
+	if (!file == (optind == argc))
+		return ctl_usage_error(x, "needs pod names or -f FILE (not both)");
+	if (file) {
+		if ((r = ctl_load(x, file, &m)) != 0)
+			return r;
+		if (!(names = calloc(m->count + 1, sizeof *names))) {
+			pod_manifest_free(m);
+			return ctl_fail(x, "out of memory");
+		}
+		for (size_t i = 0; i < m->count; i++)
+			names[i] = m->specs[i]->name;
+	} else {
+		names = argv + optind;   /* argv is NULL-terminated */
+	}
+	r = ctl_call(x, "delete", pack_names, names, CTL_TIMEOUT_MS, &in);
+	if (r == 0) {
+		const msgpack_object *res = in.result;
+		if (res->type == MSGPACK_OBJECT_ARRAY)
+			for (uint32_t i = 0; i < res->via.array.size; i++) {
+				const msgpack_object *e = &res->via.array.ptr[i];
+				const msgpack_object *d = api_map_get(e, "deleted");
+				char name[256];
+				api_obj_strcpy(api_map_get(e, "name"), name, sizeof name);
+				printf("%s %s\n", name,
+				       d && d->type == MSGPACK_OBJECT_BOOLEAN && d->via.boolean
+				       ? "deleted" : "not found");
+			}
+		api_incoming_free(&in);
+	}
+	if (m) {
+		free(names);
+		pod_manifest_free(m);
+	}
+	return r;
+}
+
+typedef struct logs_params {
+	const char *name, *container;
+	long tail;
+	bool follow;
+} logs_params_t;
+
+static int pack_logs(msgpack_packer *pk, void *arg)
+{
+	logs_params_t *p = arg;
+	msgpack_pack_array(pk, 2);
+	api_pack_cstr(pk, p->name);
+	msgpack_pack_map(pk, (p->container != NULL) + (p->tail >= 0) + p->follow);
+	if (p->container) {
+		api_pack_cstr(pk, "container");
+		api_pack_cstr(pk, p->container);
+	}
+	if (p->tail >= 0) {
+		api_pack_cstr(pk, "tail");
+		msgpack_pack_int64(pk, p->tail);
+	}
+	if (p->follow) {
+		api_pack_cstr(pk, "follow");
+		msgpack_pack_true(pk);
+	}
+	return 0;
+}
+
+/* A log line arrives as a string or as a map with `line` (and maybe
+ * `container`). */
+static void ctl_print_line(const msgpack_object *o)
+{
+	const msgpack_object *l = o->type == MSGPACK_OBJECT_MAP ? api_map_get(o, "line") : o;
+	if (l && l->type == MSGPACK_OBJECT_STR) {
+		fwrite(l->via.str.ptr, 1, l->via.str.size, stdout);
+		if (!l->via.str.size || l->via.str.ptr[l->via.str.size - 1] != '\n')
+			fputc('\n', stdout);
+	}
+}
+
+static int v_logs(ctl_t *x, int argc, char **argv)
+{
+	static const struct option opts[] = {
+		{ "help", no_argument, NULL, OPT_HELP },
+		{ "container", required_argument, NULL, 'c' },
+		{ "tail", required_argument, NULL, OPT_TAIL },
+		{ "follow", no_argument, NULL, 'f' }, { 0 } };
+	logs_params_t p = { .tail = -1 };
+	api_incoming_t in;
+	tank_error_t e;
+	char *end;
+	int o, r;
+
+	while ((o = getopt_long(argc, argv, "c:f", opts, NULL)) != -1) {
+		if (o == OPT_HELP)
+			return ctl_help(ctl_find(x->verb));
+		if (o == 'c') {
+			p.container = optarg;
+		} else if (o == 'f') {
+			p.follow = true;
+		} else if (o == OPT_TAIL) {
+			errno = 0;
+			p.tail = strtol(optarg, &end, 10);
+			if (errno || *end || p.tail < 0)
+				return ctl_usage_error(x, "--tail takes a number of lines");
+		} else {
+			return ctl_usage_error(x, "unknown option");
+		}
+	}
+	if (argc - optind != 1)
+		return ctl_usage_error(x, "needs one pod name");
+	p.name = argv[optind];
+	if ((r = ctl_call(x, "logs", pack_logs, &p, CTL_TIMEOUT_MS, &in)) != 0)
+		return r;
+	if (in.result->type == MSGPACK_OBJECT_ARRAY)
+		for (uint32_t i = 0; i < in.result->via.array.size; i++)
+			ctl_print_line(&in.result->via.array.ptr[i]);
+	api_incoming_free(&in);
+	fflush(stdout);
+	while (p.follow) {
+		if ((r = api_client_next(x->c, -1, &in, &e)) < 0)
+			return r == -ECONNRESET ? EXIT_OK : ctl_fail(x, "%s", e.msg);
+		if (in.type == API_NOTIFICATION && strcmp(in.method, "log") == 0)
+			for (uint32_t i = 0; i < in.params->via.array.size; i++)
+				ctl_print_line(&in.params->via.array.ptr[i]);
+		api_incoming_free(&in);
+		fflush(stdout);
+	}
+	return EXIT_OK;
+}
+
+/* An event on one line: its time first, then key=value for each scalar. */
+static void ctl_print_event(const msgpack_object *ev)
+{
+	int64_t at;
+	char buf[64];
+
+	if (ev->type != MSGPACK_OBJECT_MAP) {
+		pod_doc_emit(ev, POD_DOC_JSON, stdout);
+		return;
+	}
+	if (api_obj_int(api_map_get(ev, "at"), &at) && at >= 0) {
+		cli_format_time((uint64_t)at, buf, sizeof buf);
+		fputs(buf, stdout);
+	}
+	for (uint32_t i = 0; i < ev->via.map.size; i++) {
+		const msgpack_object *k = &ev->via.map.ptr[i].key, *v = &ev->via.map.ptr[i].val;
+		if (api_obj_streq(k, "at") || k->type != MSGPACK_OBJECT_STR)
+			continue;
+		printf(" %.*s=", (int)k->via.str.size, k->via.str.ptr);
+		switch (v->type) {
+		case MSGPACK_OBJECT_STR:
+			printf("%.*s", (int)v->via.str.size, v->via.str.ptr);
+			break;
+		case MSGPACK_OBJECT_POSITIVE_INTEGER:
+			printf("%" PRIu64, v->via.u64);
+			break;
+		case MSGPACK_OBJECT_NEGATIVE_INTEGER:
+			printf("%" PRId64, v->via.i64);
+			break;
+		case MSGPACK_OBJECT_BOOLEAN:
+			fputs(v->via.boolean ? "true" : "false", stdout);
+			break;
+		case MSGPACK_OBJECT_NIL:
+			fputs("-", stdout);
+			break;
+		default:
+			fputs("…", stdout);
+		}
+	}
+	fputc('\n', stdout);
+}
+
+static int v_events(ctl_t *x, int argc, char **argv)
+{
+	static const struct option opts[] = {
+		{ "help", no_argument, NULL, OPT_HELP },
+		{ "output", required_argument, NULL, 'o' }, { 0 } };
+	enum pod_doc_format fmt = POD_DOC_YAML;
+	bool structured = false;
+	api_incoming_t in;
+	tank_error_t e;
+	int o, r;
+
+	while ((o = getopt_long(argc, argv, "o:", opts, NULL)) != -1) {
+		if (o == OPT_HELP)
+			return ctl_help(ctl_find(x->verb));
+		if (o == 'o' && ctl_format(optarg, &fmt) == 0) {
+			structured = true;
+			continue;
+		}
+		return ctl_usage_error(x, o == 'o' ? "-o takes yaml or json" : "unknown option");
+	}
+	if (optind != argc)
+		return ctl_usage_error(x, "takes no arguments");
+	if ((r = ctl_call(x, "subscribe", NULL, NULL, CTL_TIMEOUT_MS, &in)) != 0)
+		return r;
+	api_incoming_free(&in);
+	for (;;) {
+		if ((r = api_client_next(x->c, -1, &in, &e)) < 0)
+			return r == -ECONNRESET ? ctl_fail(x, "tankd closed the connection")
+						: ctl_fail(x, "%s", e.msg);
+		if (in.type == API_NOTIFICATION && strcmp(in.method, "event") == 0)
+			for (uint32_t i = 0; i < in.params->via.array.size; i++) {
+				if (structured) {
+					if (fmt == POD_DOC_YAML)
+						fputs("---\n", stdout);
+					pod_doc_emit(&in.params->via.array.ptr[i], fmt, stdout);
+				} else {
+					ctl_print_event(&in.params->via.array.ptr[i]);
+				}
+			}
+		api_incoming_free(&in);
+		fflush(stdout);
+	}
+}
+
+typedef struct hist_params { const char *name; long limit; } hist_params_t;
+
+static int pack_history(msgpack_packer *pk, void *arg)
+{
+	hist_params_t *p = arg;
+	msgpack_pack_array(pk, 2);
+	api_pack_cstr(pk, p->name);
+	msgpack_pack_map(pk, p->limit >= 0);
+	if (p->limit >= 0) {
+		api_pack_cstr(pk, "limit");
+		msgpack_pack_int64(pk, p->limit);
+	}
+	return 0;
+}
+
+static int v_history(ctl_t *x, int argc, char **argv)
+{
+	static const struct option opts[] = {
+		{ "help", no_argument, NULL, OPT_HELP },
+		{ "limit", required_argument, NULL, OPT_LIMIT },
+		{ "output", required_argument, NULL, 'o' }, { 0 } };
+	static const char *const heads[] = { "AT", "FROM", "TO", "REASON" };
+	enum pod_doc_format fmt = POD_DOC_YAML;
+	bool structured = false;
+	hist_params_t p = { .limit = -1 };
+	api_incoming_t in;
+	char *end;
+	int o, r;
+
+	while ((o = getopt_long(argc, argv, "o:", opts, NULL)) != -1) {
+		if (o == OPT_HELP)
+			return ctl_help(ctl_find(x->verb));
+		if (o == 'o' && ctl_format(optarg, &fmt) == 0) {
+			structured = true;
+		} else if (o == OPT_LIMIT) {
+			errno = 0;
+			p.limit = strtol(optarg, &end, 10);
+			if (errno || *end || p.limit < 0)
+				return ctl_usage_error(x, "--limit takes a number");
+		} else {
+			return ctl_usage_error(x, o == 'o' ? "-o takes yaml or json" : "unknown option");
+		}
+	}
+	if (argc - optind != 1)
+		return ctl_usage_error(x, "needs one pod name");
+	p.name = argv[optind];
+	if ((r = ctl_call(x, "history", pack_history, &p, CTL_TIMEOUT_MS, &in)) != 0)
+		return r;
+	if (structured) {
+		r = ctl_emit(x, in.result, fmt);
+		api_incoming_free(&in);
+		return r;
+	}
+	cli_table_t t;
+	r = cli_table_init(&t, 4, heads);
+	if (in.result->type == MSGPACK_OBJECT_ARRAY)
+		for (uint32_t i = 0; i < in.result->via.array.size && r == 0; i++) {
+			const msgpack_object *h = &in.result->via.array.ptr[i];
+			char at[64] = "-", from[64], to[64], reason[256];
+			int64_t ms;
+			if (api_obj_int(api_map_get(h, "at"), &ms) && ms >= 0)
+				cli_format_time((uint64_t)ms, at, sizeof at);
+			if (!api_obj_strcpy(api_map_get(h, "from"), from, sizeof from))
+				snprintf(from, sizeof from, "-");
+			if (!api_obj_strcpy(api_map_get(h, "to"), to, sizeof to))
+				snprintf(to, sizeof to, "-");
+			api_obj_strcpy(api_map_get(h, "reason"), reason, sizeof reason);
+			const char *row[] = { at, from, to, reason };
+			r = cli_table_add(&t, row);
+		}
+	if (r == 0)
+		r = cli_table_print(&t, stdout);
+	cli_table_free(&t);
+	api_incoming_free(&in);
+	return r ? ctl_fail(x, "cannot print the history") : EXIT_OK;
+}
+
+/* --- main ------------------------------------------------------------------- */
+
+static const verb_t ctl_verbs[] = {
+	{ "apply", v_apply, "-f FILE|- [--wait]",
+	  "Sends the pods of a manifest (YAML or JSON, several documents allowed) to\n"
+	  "tankd.  Every validation problem is printed with its path and nothing is\n"
+	  "applied.  --wait then re-checks the pods until all have converged (running,\n"
+	  "or terminal with reason completed) or 3 passes in a row made no progress,\n"
+	  "waiting between passes the longest reconcile_wait of the pending pods, and\n"
+	  "prints re_runs_count and require_re_run; exit 1 if not converged." },
+	{ "delete", v_delete, "NAME... | -f FILE",
+	  "Deletes the named pods (or those of a manifest); their containers are stopped." },
+	{ "get", v_get, "NAME [-o yaml|json]",
+	  "Prints a pod's desired spec with its generation (YAML by default)." },
+	{ "ps", v_ps, "",
+	  "Lists the pods: NAME PHASE READY RESTARTS AGE PID REASON." },
+	{ "status", v_status, "[NAME] [-o yaml|json]",
+	  "Prints the status of one pod or of all pods (YAML by default)." },
+	{ "restart", v_restart, "NAME",
+	  "Restarts a pod and resets its retries, also when it is terminal." },
+	{ "logs", v_logs, "NAME [-c CONTAINER] [--tail N] [-f]",
+	  "Prints a pod's captured output; -f keeps printing new lines." },
+	{ "events", v_events, "[-o yaml|json]",
+	  "Prints the daemon's events as they happen, one per line (until interrupted)." },
+	{ "history", v_history, "NAME [--limit N] [-o yaml|json]",
+	  "Prints a pod's recorded state transitions." },
+	{ "sync", v_sync, "", "Runs a full reconciliation pass and returns when it is done." },
+	{ "nudge", v_nudge, "", "Asks for a reconciliation pass soon, without waiting." },
+	{ "ping", v_ping, "", "Checks that tankd answers (prints pong)." },
+	{ "version", v_version, "", "Prints the versions of tankctl and tankd." },
+};
+#define CTL_NVERBS (sizeof ctl_verbs / sizeof ctl_verbs[0])
+
+static const verb_t *ctl_find(const char *name)
+{
+	for (size_t i = 0; i < CTL_NVERBS; i++)
+		if (strcmp(ctl_verbs[i].name, name) == 0)
+			return &ctl_verbs[i];
+	return NULL;
+}
+
+static void ctl_main_help(FILE *fp)
+{
+	fprintf(fp, "usage: tankctl [--socket PATH] VERB [ARGS...]\n\n"
+		"Talks to tankd over its socket: --socket PATH, else $TANK_SOCKET, else\n"
+		"DATA_DIR/tank.sock (DATA_DIR: $TANK_DATA_DIR, /var/lib/tank for root,\n"
+		"$XDG_STATE_HOME/tank or ~/.local/state/tank otherwise).\n\nverbs:\n");
+	for (size_t i = 0; i < CTL_NVERBS; i++)
+		fprintf(fp, "  %-8s %s\n", ctl_verbs[i].name, ctl_verbs[i].usage);
+	fprintf(fp, "\n'tankctl VERB --help' describes a verb.  Exit status: 0 success,\n"
+		"1 error (reported by tankd, or tankd unreachable), 2 bad usage.\n");
+}
+
+int main(int argc, char **argv)
+{
+	ctl_t x = { .verb = NULL };
+	int i = 1, r;
+
+	/* Global options come before the verb. */
+	while (i < argc && argv[i][0] == '-') {
+		if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
+			ctl_main_help(stdout);
+			return EXIT_OK;
+		}
+		if (strcmp(argv[i], "--version") == 0) {
+			printf("tankctl %s\n", CTL_VERSION);
+			return EXIT_OK;
+		}
+		if (strcmp(argv[i], "--socket") == 0 && i + 1 < argc) {
+			x.socket_flag = argv[i + 1];
+			i += 2;
+		} else if (strncmp(argv[i], "--socket=", 9) == 0) {
+			x.socket_flag = argv[i] + 9;
+			i++;
+		} else {
+			return ctl_usage_error(&x, "unknown option '%s'", argv[i]);
+		}
+	}
+	if (i >= argc) {
+		ctl_main_help(stderr);
+		return EXIT_USAGE;
+	}
+	const verb_t *v = ctl_find(argv[i]);
+	if (!v)
+		return ctl_usage_error(&x, "unknown verb '%s'", argv[i]);
+	x.verb = v->name;
+	optind = 0;   /* GNU: full re-initialisation for the verb's argv */
+	r = v->run(&x, argc - i, argv + i);
+	api_client_close(x.c);
+	if (fflush(stdout) != 0 && r == EXIT_OK)
+		r = EXIT_ERR;
+	return r;
+}

@@ -1,0 +1,228 @@
+/*
+ * Unit tests of tankctl's pure logic (cmd/lib): socket path rule, ages,
+ * tables, ps rows, reconcile_wait and the apply --wait loop decisions.
+ *
+ * The test binary links only build/libtank.a, not cmd/lib, so the modules
+ * are compiled into this file (see docs/cli.md; the build change that
+ * would avoid it is noted there).
+ */
+#include <criterion/criterion.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cmd/lib/cli_fmt.c"
+#include "cmd/lib/cli_paths.c"
+#include "cmd/lib/cli_wait.c"
+
+Test(api, cli_socket_path_rule)
+{
+	char out[256];
+	cli_env_t env = { .home = "/home/u", .euid = 1000 };
+
+	cr_assert_eq(cli_socket_path(NULL, NULL, &env, out, sizeof out), 0);
+	cr_assert_str_eq(out, "/home/u/.local/state/tank/tank.sock");
+	env.xdg_state_home = "/xdg";
+	cli_socket_path(NULL, NULL, &env, out, sizeof out);
+	cr_assert_str_eq(out, "/xdg/tank/tank.sock");
+	env.tank_data_dir = "/data";
+	cli_socket_path(NULL, NULL, &env, out, sizeof out);
+	cr_assert_str_eq(out, "/data/tank.sock");
+	cli_socket_path(NULL, "/flagdir", &env, out, sizeof out);
+	cr_assert_str_eq(out, "/flagdir/tank.sock");
+	env.tank_socket = "/env.sock";
+	cli_socket_path(NULL, NULL, &env, out, sizeof out);
+	cr_assert_str_eq(out, "/env.sock");
+	cli_socket_path("/flag.sock", NULL, &env, out, sizeof out);
+	cr_assert_str_eq(out, "/flag.sock");
+
+	cli_env_t root = { .home = "/root", .xdg_state_home = "/x", .euid = 0 };
+	cli_socket_path(NULL, NULL, &root, out, sizeof out);
+	cr_assert_str_eq(out, "/var/lib/tank/tank.sock");
+	cli_env_t none = { .euid = 1000 };
+	cr_assert_eq(cli_socket_path(NULL, NULL, &none, out, sizeof out), -ENOENT);
+	char *tiny = malloc(8);
+	cr_assert_eq(cli_socket_path("/a/long/path.sock", NULL, &env, tiny, 8),
+		     -ENAMETOOLONG);
+	free(tiny);
+}
+
+Test(api, cli_age_format)
+{
+	struct { uint64_t ms; const char *s; } c[] = {
+		{ 0, "0s" }, { 999, "0s" }, { 5000, "5s" }, { 59999, "59s" },
+		{ 60000, "1m" }, { 3 * 60000 + 59000, "3m" }, { 3600000 - 1, "59m" },
+		{ 3600000, "1h" }, { 2 * 3600000 + 5, "2h" }, { 86400000 - 1, "23h" },
+		{ 86400000, "1d" }, { 4 * 86400000ull + 7, "4d" },
+	};
+	char buf[16];
+	for (size_t i = 0; i < sizeof c / sizeof c[0]; i++) {
+		cli_format_age(c[i].ms, buf, sizeof buf);
+		cr_assert_str_eq(buf, c[i].s, "%llu ms", (unsigned long long)c[i].ms);
+	}
+	cli_format_time(0, buf, sizeof buf);   /* too small: falls back, no overflow */
+	char t[32];
+	cli_format_time(1000, t, sizeof t);
+	cr_assert_str_eq(t, "1970-01-01T00:00:01Z");
+}
+
+/* Builds status maps: name, phase, reason, restarts, since, containers. */
+typedef struct st { const char *name, *phase, *reason; int restarts; uint64_t since;
+		    int ncont, nrunning, pid; } st_t;
+
+static void pack_status(msgpack_packer *pk, const st_t *s)
+{
+	msgpack_pack_map(pk, 6);
+	api_pack_cstr(pk, "name"); api_pack_cstr(pk, s->name);
+	api_pack_cstr(pk, "phase"); api_pack_cstr(pk, s->phase);
+	api_pack_cstr(pk, "reason");
+	if (s->reason) api_pack_cstr(pk, s->reason); else msgpack_pack_nil(pk);
+	api_pack_cstr(pk, "restarts"); msgpack_pack_int(pk, s->restarts);
+	api_pack_cstr(pk, "since"); msgpack_pack_uint64(pk, s->since);
+	api_pack_cstr(pk, "containers");
+	msgpack_pack_array(pk, (size_t)s->ncont);
+	for (int i = 0; i < s->ncont; i++) {
+		msgpack_pack_map(pk, 3);
+		api_pack_cstr(pk, "name"); api_pack_cstr(pk, "c");
+		api_pack_cstr(pk, "phase");
+		api_pack_cstr(pk, i < s->nrunning ? "running" : "backing_off");
+		api_pack_cstr(pk, "pid");
+		if (i == 0 && s->pid) msgpack_pack_int(pk, s->pid); else msgpack_pack_nil(pk);
+	}
+}
+
+/* Unpacks a list of statuses into *up (caller destroys). */
+static const msgpack_object *statuses(msgpack_unpacked *up, const st_t *s, int n)
+{
+	msgpack_sbuffer sb;
+	msgpack_packer pk;
+	msgpack_sbuffer_init(&sb);
+	msgpack_packer_init(&pk, &sb, msgpack_sbuffer_write);
+	msgpack_pack_array(&pk, (size_t)n);
+	for (int i = 0; i < n; i++)
+		pack_status(&pk, &s[i]);
+	/* The objects borrow their strings from the bytes: keep the bytes in
+	 * the same zone, so msgpack_unpacked_destroy frees everything. */
+	msgpack_unpacked_init(up);
+	up->zone = msgpack_zone_new(MSGPACK_ZONE_CHUNK_SIZE);
+	char *bytes = msgpack_zone_malloc(up->zone, sb.size);
+	memcpy(bytes, sb.data, sb.size);
+	size_t off = 0;
+	cr_assert_eq(msgpack_unpack(bytes, sb.size, &off, up->zone, &up->data),
+		     MSGPACK_UNPACK_SUCCESS);
+	msgpack_sbuffer_destroy(&sb);
+	return &up->data;
+}
+
+Test(api, cli_ps_table_aligned)
+{
+	uint64_t now = 1000000000;
+	st_t s[] = {
+		{ "web", "running", NULL, 0, now - 5000, 2, 2, 4242 },
+		{ "batch-job", "backing_off", "crashed", 12, now - 3 * 3600000, 1, 0, 0 },
+	};
+	msgpack_unpacked up;
+	cli_table_t t;
+	cr_assert_eq(cli_table_init(&t, CLI_PS_COLS, cli_ps_headers), 0);
+	cr_assert_eq(cli_ps_table(statuses(&up, s, 2), now, &t), 0);
+	char *out = NULL;
+	size_t len = 0;
+	FILE *fp = open_memstream(&out, &len);
+	cr_assert_eq(cli_table_print(&t, fp), 0);
+	fclose(fp);
+	cr_assert_str_eq(out,
+		"NAME        PHASE         READY   RESTARTS   AGE   PID    REASON\n"
+		"batch-job   backing_off   0/1     12         3h    -      crashed\n"
+		"web         running       2/2     0          5s    4242   \n");
+	free(out);
+	cli_table_free(&t);
+	msgpack_unpacked_destroy(&up);
+	cr_assert_eq(cli_ps_table(NULL, now, &t), -EINVAL);
+}
+
+Test(api, cli_reconcile_wait_kinds)
+{
+	pod_reconcile_wait_t st = { .kind = POD_WAIT_STATIC, .wait_ms = 3000 };
+	pod_reconcile_wait_t rnd = { .kind = POD_WAIT_RANDOM, .min_ms = 1000, .max_ms = 10000 };
+	pod_reconcile_wait_t ex = { .kind = POD_WAIT_EXPONENTIAL, .wait_ms = 2000, .multiplier = 10 };
+
+	cr_assert_eq(cli_reconcile_wait_ms(NULL, 5, 0), 3000);
+	cr_assert_eq(cli_reconcile_wait_ms(&st, 0, 77), 3000);
+	cr_assert_eq(cli_reconcile_wait_ms(&st, 9, 77), 3000);
+	cr_assert_eq(cli_reconcile_wait_ms(&rnd, 0, 0), 1000);
+	cr_assert_eq(cli_reconcile_wait_ms(&rnd, 0, 9000), 10000);   /* max included */
+	cr_assert_eq(cli_reconcile_wait_ms(&rnd, 0, 9001), 1000);
+	for (uint64_t r = 0; r < 100000; r += 7919) {
+		uint64_t w = cli_reconcile_wait_ms(&rnd, 3, r * 2654435761u);
+		cr_assert(w >= 1000 && w <= 10000);
+	}
+	cr_assert_eq(cli_reconcile_wait_ms(&ex, 0, 0), 2000);
+	cr_assert_eq(cli_reconcile_wait_ms(&ex, 1, 0), 20000);
+	cr_assert_eq(cli_reconcile_wait_ms(&ex, 2, 0), 200000);
+	cr_assert_eq(cli_reconcile_wait_ms(&ex, 60, 0), CLI_WAIT_MAX_MS);
+}
+
+Test(api, cli_batch_converges)
+{
+	const char *names[] = { "a", "b" };
+	pod_reconcile_wait_t slow = { .kind = POD_WAIT_STATIC, .wait_ms = 7000 };
+	const pod_reconcile_wait_t *waits[] = { NULL, &slow };
+	cli_batch_t b;
+	msgpack_unpacked up;
+	cr_assert_eq(cli_batch_init(&b, 2, names, waits), 0);
+
+	st_t p1[] = { { "a", "starting", NULL, 0, 1, 1, 0, 0 },
+		      { "b", "starting", NULL, 0, 1, 1, 0, 0 } };
+	cr_assert_eq(cli_batch_observe(&b, statuses(&up, p1, 2)), CLI_BATCH_AGAIN);
+	msgpack_unpacked_destroy(&up);
+	cr_assert_eq(cli_batch_wait_ms(&b, 0), 7000, "the longest wait of the pending pods");
+	b.re_runs++;
+	/* a converged: only b's wait counts; b still pending */
+	st_t p2[] = { { "a", "running", NULL, 0, 1, 1, 1, 10 },
+		      { "b", "pending", NULL, 0, 1, 1, 0, 0 } };
+	cr_assert_eq(cli_batch_observe(&b, statuses(&up, p2, 2)), CLI_BATCH_AGAIN);
+	msgpack_unpacked_destroy(&up);
+	cr_assert(!b.pending[0] && b.pending[1]);
+	slow.wait_ms = 1000;
+	cr_assert_eq(cli_batch_wait_ms(&b, 0), 1000);
+	b.re_runs++;
+	/* terminal+completed converges; extra pods are ignored */
+	st_t p3[] = { { "zzz", "pending", NULL, 0, 1, 1, 0, 0 },
+		      { "b", "terminal", "completed", 0, 1, 1, 0, 0 },
+		      { "a", "running", NULL, 0, 1, 1, 1, 10 } };
+	cr_assert_eq(cli_batch_observe(&b, statuses(&up, p3, 3)), CLI_BATCH_CONVERGED);
+	msgpack_unpacked_destroy(&up);
+	cr_assert_eq(b.re_runs, 2);
+	cli_batch_free(&b);
+}
+
+Test(api, cli_batch_gives_up_after_three_passes_without_progress)
+{
+	const char *names[] = { "a", "b" };
+	cli_batch_t b;
+	msgpack_unpacked up;
+	cr_assert_eq(cli_batch_init(&b, 2, names, NULL), 0);
+	/* b is missing altogether and a fails terminally: not converged. */
+	st_t failed[] = { { "a", "terminal", "failed", 3, 1, 1, 0, 0 } };
+	st_t moving[] = { { "a", "terminal", "failed", 4, 1, 1, 0, 0 } };
+	int v[6];
+	v[0] = cli_batch_observe(&b, statuses(&up, failed, 1)); msgpack_unpacked_destroy(&up);
+	v[1] = cli_batch_observe(&b, statuses(&up, failed, 1)); msgpack_unpacked_destroy(&up);
+	v[2] = cli_batch_observe(&b, statuses(&up, failed, 1)); msgpack_unpacked_destroy(&up);
+	/* progress (restarts changed) resets the count */
+	v[3] = cli_batch_observe(&b, statuses(&up, moving, 1)); msgpack_unpacked_destroy(&up);
+	cr_assert_eq(v[0], CLI_BATCH_AGAIN);
+	cr_assert_eq(v[1], CLI_BATCH_AGAIN);
+	cr_assert_eq(v[2], CLI_BATCH_AGAIN);
+	cr_assert_eq(v[3], CLI_BATCH_AGAIN);
+	cr_assert_eq(b.stale, 0);
+	v[4] = cli_batch_observe(&b, statuses(&up, moving, 1)); msgpack_unpacked_destroy(&up);
+	v[4] = cli_batch_observe(&b, statuses(&up, moving, 1)); msgpack_unpacked_destroy(&up);
+	cr_assert_eq(v[4], CLI_BATCH_AGAIN);
+	v[5] = cli_batch_observe(&b, statuses(&up, moving, 1)); msgpack_unpacked_destroy(&up);
+	cr_assert_eq(v[5], CLI_BATCH_STUCK, "three passes without progress");
+	cr_assert(b.pending[0] && b.pending[1]);
+	cr_assert_eq(cli_batch_wait_ms(&b, 0), POD_DEFAULT_RECONCILE_WAIT_MS);
+	cli_batch_free(&b);
+}

@@ -1,0 +1,674 @@
+/*
+ * End-to-end tests of the api layer: a real runtime + api_server running
+ * in a thread of the test process, real clients (api_client) over a real
+ * Unix socket in a temporary directory.
+ *
+ * The runtime is single-threaded: once its thread runs, the test thread
+ * talks to it only through the socket (the `quit` test method stops it).
+ */
+#include <criterion/criterion.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <grp.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include "api/api_client.h"
+#include "api/api_server.h"
+
+#define T_TIMEOUT 10000
+
+/* --- the server under test ------------------------------------------------ */
+
+typedef struct srv {
+	rt_t *rt;
+	rt_pid_t pid;
+	rt_pid_t helper;        /* answers `later` requests */
+	pthread_t th;
+	bool running;
+	char dir[64];
+	char path[128];
+	int last_late_rc;     /* api_reply's return for the last deferred reply */
+} srv_t;
+
+static int helper_init(rt_t *rt, void **state, void *arg)
+{
+	(void)rt;
+	*state = arg;
+	return 0;
+}
+
+
+static int pack_obj(msgpack_packer *pk, void *arg)
+{
+	return msgpack_pack_object(pk, *(const msgpack_object *)arg) ? -ENOMEM : 0;
+}
+
+static void m_echo(const api_call_t *call, const msgpack_object *params, void *ctx)
+{
+	tank_error_t e;
+	(void)ctx;
+	if (api_params_check(params, "*", &e) < 0) {
+		api_reply_error(call->rt, call->token, API_BAD_REQUEST, e.msg, NULL, NULL);
+		return;
+	}
+	api_reply(call->rt, call->token, pack_obj, (void *)&params->via.array.ptr[0]);
+}
+
+/* later [ms, value]: answers `value` after ms milliseconds. */
+typedef struct late_reply { api_token_t tok; uint64_t value; } late_reply_t;
+
+static int pack_u64(msgpack_packer *pk, void *arg)
+{
+	return msgpack_pack_uint64(pk, *(uint64_t *)arg) ? -ENOMEM : 0;
+}
+
+static void late_handle(rt_t *rt, void *state, rt_msg_t *m)
+{
+	srv_t *s = state;
+	late_reply_t l;
+
+	if (m->type != RT_MSG_USER || m->len != sizeof l)
+		return;
+	memcpy(&l, m->data, sizeof l);
+	s->last_late_rc = api_reply(rt, l.tok, pack_u64, &l.value);
+}
+
+static const rt_behaviour_t late_b = { "late", helper_init, late_handle, NULL };
+
+static void m_later(const api_call_t *call, const msgpack_object *params, void *ctx)
+{
+	srv_t *s = ctx;
+	tank_error_t e;
+
+	if (api_params_check(params, "uu", &e) < 0) {
+		api_reply_error(call->rt, call->token, API_BAD_REQUEST, e.msg, NULL, NULL);
+		return;
+	}
+	late_reply_t l = { call->token, params->via.array.ptr[1].via.u64 };
+	rt_send_after(call->rt, s->helper, params->via.array.ptr[0].via.u64, 0,
+		      &l, sizeof l, NULL);
+}
+
+static int pack_details(msgpack_packer *pk, void *arg)
+{
+	(void)arg;
+	msgpack_pack_map(pk, 1);
+	api_pack_cstr(pk, "name");
+	return api_pack_cstr(pk, "ghost");
+}
+
+static void m_fail(const api_call_t *call, const msgpack_object *params, void *ctx)
+{
+	(void)params; (void)ctx;
+	api_reply_error(call->rt, call->token, API_NOT_FOUND, "no pod \"ghost\"",
+			pack_details, NULL);
+}
+
+/* publish [n, size]: n events {seq, pad} of about size bytes. */
+static void m_publish(const api_call_t *call, const msgpack_object *params, void *ctx)
+{
+	tank_error_t e;
+	(void)ctx;
+	if (api_params_check(params, "uu", &e) < 0) {
+		api_reply_error(call->rt, call->token, API_BAD_REQUEST, e.msg, NULL, NULL);
+		return;
+	}
+	uint64_t n = params->via.array.ptr[0].via.u64, size = params->via.array.ptr[1].via.u64;
+	char *pad = calloc(1, size + 1);
+	memset(pad, 'x', size);
+	uint64_t reached = 0;
+	for (uint64_t i = 0; i < n; i++) {
+		msgpack_sbuffer sb;
+		msgpack_packer pk;
+		msgpack_sbuffer_init(&sb);
+		msgpack_packer_init(&pk, &sb, msgpack_sbuffer_write);
+		msgpack_pack_map(&pk, 2);
+		api_pack_cstr(&pk, "seq");
+		msgpack_pack_uint64(&pk, i);
+		api_pack_cstr(&pk, "pad");
+		api_pack_cstr(&pk, pad);
+		int r = api_server_publish(call->rt, call->server, sb.data, sb.size);
+		if (r > 0)
+			reached += (uint64_t)r;
+		msgpack_sbuffer_destroy(&sb);
+	}
+	free(pad);
+	api_reply(call->rt, call->token, pack_u64, &reached);
+}
+
+static void m_stats(const api_call_t *call, const msgpack_object *params, void *ctx)
+{
+	srv_t *s = ctx;
+	uint64_t v[3] = { api_server_conns(call->rt, call->server),
+			  api_server_subscribers(call->rt, call->server),
+			  (uint64_t)(int64_t)s->last_late_rc };
+	(void)params;
+	msgpack_sbuffer sb;
+	msgpack_packer pk;
+	msgpack_sbuffer_init(&sb);
+	msgpack_packer_init(&pk, &sb, msgpack_sbuffer_write);
+	msgpack_pack_array(&pk, 3);
+	for (int i = 0; i < 3; i++)
+		msgpack_pack_int64(&pk, (int64_t)v[i]);
+	api_reply_raw(call->rt, call->token, sb.data, sb.size);
+	msgpack_sbuffer_destroy(&sb);
+}
+
+static void m_quit(const api_call_t *call, const msgpack_object *params, void *ctx)
+{
+	(void)params; (void)ctx;
+	api_reply(call->rt, call->token, NULL, NULL);
+	api_server_stop(call->rt, call->server);
+	rt_stop(call->rt);
+}
+
+static void *srv_thread(void *arg)
+{
+	srv_t *s = arg;
+	rt_run(s->rt);
+	return NULL;
+}
+
+static void srv_init(srv_t *s, api_server_opts_t *o)
+{
+	static api_method_t methods[6];
+	memset(s, 0, sizeof *s);
+	snprintf(s->dir, sizeof s->dir, "/tmp/tank-api-XXXXXX");
+	cr_assert_not_null(mkdtemp(s->dir));
+	snprintf(s->path, sizeof s->path, "%s/tank.sock", s->dir);
+	s->rt = rt_new();
+	cr_assert_not_null(s->rt);
+	cr_assert_eq(rt_spawn(s->rt, &late_b, s, &s->helper), 0);
+	methods[0] = (api_method_t){ "echo", m_echo, s };
+	methods[1] = (api_method_t){ "later", m_later, s };
+	methods[2] = (api_method_t){ "fail", m_fail, s };
+	methods[3] = (api_method_t){ "publish", m_publish, s };
+	methods[4] = (api_method_t){ "stats", m_stats, s };
+	methods[5] = (api_method_t){ "quit", m_quit, s };
+	o->socket_path = s->path;
+	o->methods = methods;
+	o->nmethods = 6;
+}
+
+static void srv_start(srv_t *s, api_server_opts_t *o)
+{
+	tank_error_t e = { 0 };
+	int r = api_server_start(s->rt, o, &s->pid, &e);
+	cr_assert_eq(r, 0, "api_server_start: %s", e.msg);
+	cr_assert_eq(pthread_create(&s->th, NULL, srv_thread, s), 0);
+	s->running = true;
+}
+
+static api_client_t *cli(srv_t *s)
+{
+	api_client_t *c;
+	tank_error_t e;
+	int r = api_client_connect(s->path, &c, &e);
+	cr_assert_eq(r, 0, "connect: %s", e.msg);
+	return c;
+}
+
+static void srv_end(srv_t *s)
+{
+	if (s->running) {
+		api_client_t *c = cli(s);
+		api_incoming_t in;
+		tank_error_t e;
+		cr_assert_eq(api_client_call(c, "quit", NULL, NULL, T_TIMEOUT, &in, &e), 0,
+			     "quit: %s", e.msg);
+		api_incoming_free(&in);
+		api_client_close(c);
+		pthread_join(s->th, NULL);
+	}
+	rt_free(s->rt);
+	cr_assert(access(s->path, F_OK) < 0, "socket removed on stop");
+	rmdir(s->dir);
+}
+
+/* Param packers for the client side. */
+typedef struct ints { int n; uint64_t v[4]; } ints_t;
+
+static int pack_ints(msgpack_packer *pk, void *arg)
+{
+	ints_t *a = arg;
+	msgpack_pack_array(pk, (size_t)a->n);
+	for (int i = 0; i < a->n; i++)
+		msgpack_pack_uint64(pk, a->v[i]);
+	return 0;
+}
+
+static int pack_str1(msgpack_packer *pk, void *arg)
+{
+	msgpack_pack_array(pk, 1);
+	return api_pack_cstr(pk, arg);
+}
+
+static int64_t stat_of(srv_t *s, int i)
+{
+	api_client_t *c = cli(s);
+	api_incoming_t in;
+	tank_error_t e;
+	cr_assert_eq(api_client_call(c, "stats", NULL, NULL, T_TIMEOUT, &in, &e), 0);
+	cr_assert_eq(in.code, API_OK);
+	int64_t v = in.result->via.array.ptr[i].via.i64;
+	if (in.result->via.array.ptr[i].type == MSGPACK_OBJECT_POSITIVE_INTEGER)
+		v = (int64_t)in.result->via.array.ptr[i].via.u64;
+	api_incoming_free(&in);
+	api_client_close(c);
+	return v;
+}
+
+/* Waits until stat i equals want (other connections close asynchronously:
+ * the listener learns of a death through a monitor). */
+static bool stat_becomes(srv_t *s, int i, int64_t want)
+{
+	for (int t = 0; t < 1000; t++) {
+		/* our own probing connection counts while it is open */
+		if (stat_of(s, i) == want + (i == 0))
+			return true;
+		usleep(10000);
+	}
+	return false;
+}
+
+/* --- tests -------------------------------------------------------------- */
+
+Test(api, echo_and_error_round_trip)
+{
+	srv_t s;
+	api_server_opts_t o = { 0 };
+	srv_init(&s, &o);
+	srv_start(&s, &o);
+
+	api_client_t *c = cli(&s);
+	api_incoming_t in;
+	tank_error_t e;
+	cr_assert_eq(api_client_call(c, "echo", pack_str1, "hello", T_TIMEOUT, &in, &e), 0);
+	cr_assert_eq(in.code, API_OK);
+	cr_assert(api_obj_streq(in.result, "hello"));
+	api_incoming_free(&in);
+
+	cr_assert_eq(api_client_call(c, "fail", NULL, NULL, T_TIMEOUT, &in, &e), 0);
+	cr_assert_eq(in.code, API_NOT_FOUND);
+	cr_assert_str_eq(in.message, "no pod \"ghost\"");
+	cr_assert(api_obj_streq(api_map_get(in.details, "name"), "ghost"));
+	cr_assert_eq(in.result->type, MSGPACK_OBJECT_NIL);
+	api_incoming_free(&in);
+
+	/* wrong arity: the handler's check gives the precise message */
+	cr_assert_eq(api_client_call(c, "echo", NULL, NULL, T_TIMEOUT, &in, &e), 0);
+	cr_assert_eq(in.code, API_BAD_REQUEST);
+	cr_assert_str_eq(in.message, "expected 1 param, got 0");
+	api_incoming_free(&in);
+
+	cr_assert_eq(api_client_call(c, "nope", NULL, NULL, T_TIMEOUT, &in, &e), 0);
+	cr_assert_eq(in.code, API_BAD_REQUEST);
+	cr_assert_str_eq(in.message, "unknown method \"nope\"");
+	api_incoming_free(&in);
+
+	struct stat st;
+	cr_assert_eq(stat(s.path, &st), 0);
+	cr_assert_eq(st.st_mode & 0777, 0600);
+	api_client_close(c);
+	srv_end(&s);
+}
+
+Test(api, pipelined_requests_answered_out_of_order)
+{
+	srv_t s;
+	api_server_opts_t o = { 0 };
+	srv_init(&s, &o);
+	srv_start(&s, &o);
+	api_client_t *c = cli(&s);
+	tank_error_t e;
+	uint32_t id[3];
+	ints_t slow = { 2, { 300, 1 } }, fast = { 2, { 20, 2 } };
+
+	cr_assert_eq(api_client_send(c, "later", pack_ints, &slow, T_TIMEOUT, &id[0], &e), 0);
+	cr_assert_eq(api_client_send(c, "later", pack_ints, &fast, T_TIMEOUT, &id[1], &e), 0);
+	cr_assert_eq(api_client_send(c, "echo", pack_str1, "now", T_TIMEOUT, &id[2], &e), 0);
+	/* Arrival order: the echo, the fast one, the slow one. */
+	uint32_t want[3] = { id[2], id[1], id[0] };
+	for (int i = 0; i < 3; i++) {
+		api_incoming_t in;
+		cr_assert_eq(api_client_next(c, T_TIMEOUT, &in, &e), 0, "%s", e.msg);
+		cr_assert_eq(in.type, API_RESPONSE);
+		cr_assert_eq(in.msgid, want[i], "response %d has msgid %u", i, in.msgid);
+		cr_assert_eq(in.code, API_OK);
+		if (i == 1)
+			cr_assert_eq(in.result->via.u64, 2);
+		if (i == 2)
+			cr_assert_eq(in.result->via.u64, 1);
+		api_incoming_free(&in);
+	}
+	/* api_client_wait picks a response out of order, queuing the rest. */
+	cr_assert_eq(api_client_send(c, "later", pack_ints, &fast, T_TIMEOUT, &id[0], &e), 0);
+	cr_assert_eq(api_client_send(c, "echo", pack_str1, "x", T_TIMEOUT, &id[1], &e), 0);
+	api_incoming_t in;
+	cr_assert_eq(api_client_wait(c, id[0], T_TIMEOUT, &in, &e), 0);
+	cr_assert_eq(in.result->via.u64, 2);
+	api_incoming_free(&in);
+	cr_assert_eq(api_client_wait(c, id[1], T_TIMEOUT, &in, &e), 0);
+	cr_assert(api_obj_streq(in.result, "x"));
+	api_incoming_free(&in);
+	api_client_close(c);
+	srv_end(&s);
+}
+
+Test(api, reply_after_connection_died_is_dropped)
+{
+	srv_t s;
+	api_server_opts_t o = { 0 };
+	srv_init(&s, &o);
+	srv_start(&s, &o);
+	api_client_t *c = cli(&s);
+	tank_error_t e;
+	ints_t l = { 2, { 100, 5 } };
+	cr_assert_eq(api_client_send(c, "later", pack_ints, &l, T_TIMEOUT, NULL, &e), 0);
+	api_client_close(c);
+	bool dropped = false;
+	for (int t = 0; t < 500 && !dropped; t++) {
+		dropped = stat_of(&s, 2) == -ESRCH;
+		usleep(10000);
+	}
+	cr_assert(dropped, "the late reply to a closed connection returned -ESRCH");
+	srv_end(&s);
+}
+
+typedef struct worker {
+	srv_t *s;
+	int id;
+	int ok;
+} worker_t;
+
+static void *worker_run(void *arg)
+{
+	worker_t *w = arg;
+	api_client_t *c;
+	tank_error_t e;
+	char buf[32];
+
+	if (api_client_connect(w->s->path, &c, &e) < 0)
+		return NULL;
+	for (int i = 0; i < 20; i++) {
+		api_incoming_t in;
+		snprintf(buf, sizeof buf, "w%d-%d", w->id, i);
+		if (api_client_call(c, "echo", pack_str1, buf, T_TIMEOUT, &in, &e) == 0 &&
+		    in.code == API_OK && api_obj_streq(in.result, buf))
+			w->ok++;
+		api_incoming_free(&in);
+	}
+	api_client_close(c);
+	return NULL;
+}
+
+Test(api, hundred_concurrent_clients)
+{
+	srv_t s;
+	api_server_opts_t o = { 0 };
+	srv_init(&s, &o);
+	srv_start(&s, &o);
+	worker_t w[100];
+	pthread_t th[100];
+	for (int i = 0; i < 100; i++) {
+		w[i] = (worker_t){ &s, i, 0 };
+		cr_assert_eq(pthread_create(&th[i], NULL, worker_run, &w[i]), 0);
+	}
+	int total = 0;
+	for (int i = 0; i < 100; i++) {
+		pthread_join(th[i], NULL);
+		total += w[i].ok;
+	}
+	cr_assert_eq(total, 100 * 20);
+	cr_assert(stat_becomes(&s, 0, 0), "every connection was released");
+	srv_end(&s);
+}
+
+Test(api, malformed_frame_closes_only_that_connection)
+{
+	srv_t s;
+	api_server_opts_t o = { 0 };
+	srv_init(&s, &o);
+	srv_start(&s, &o);
+	api_client_t *bad = cli(&s), *good = cli(&s);
+	api_incoming_t in;
+	tank_error_t e;
+	/* 0xc1 is never valid msgpack. */
+	cr_assert_eq(api_client_send_raw(bad, "\xc1\x00\x00", 3, T_TIMEOUT, &e), 0);
+	cr_assert_eq(api_client_next(bad, T_TIMEOUT, &in, &e), -ECONNRESET, "%s", e.msg);
+	cr_assert_eq(api_client_call(good, "echo", pack_str1, "still", T_TIMEOUT, &in, &e), 0);
+	cr_assert(api_obj_streq(in.result, "still"));
+	api_incoming_free(&in);
+	api_client_close(bad);
+	api_client_close(good);
+	srv_end(&s);
+}
+
+Test(api, wrong_shapes_answered_by_msgid_or_closed)
+{
+	srv_t s;
+	api_server_opts_t o = { 0 };
+	srv_init(&s, &o);
+	srv_start(&s, &o);
+	api_client_t *c = cli(&s);
+	api_incoming_t in;
+	tank_error_t e;
+	/* [0, 7, 42, []]: method is not a string, msgid readable */
+	cr_assert_eq(api_client_send_raw(c, "\x94\x00\x07\x2a\x90", 5, T_TIMEOUT, &e), 0);
+	cr_assert_eq(api_client_next(c, T_TIMEOUT, &in, &e), 0, "%s", e.msg);
+	cr_assert_eq(in.msgid, 7);
+	cr_assert_eq(in.code, API_BAD_REQUEST);
+	cr_assert_str_eq(in.message, "request: method must be a string");
+	api_incoming_free(&in);
+	/* [0, 8, "echo", "x"]: params not an array */
+	cr_assert_eq(api_client_send_raw(c, "\x94\x00\x08\xa4" "echo" "\xa1x", 10,
+					 T_TIMEOUT, &e), 0);
+	cr_assert_eq(api_client_next(c, T_TIMEOUT, &in, &e), 0, "%s", e.msg);
+	cr_assert_eq(in.msgid, 8);
+	cr_assert_str_eq(in.message, "request: params must be an array");
+	api_incoming_free(&in);
+	/* A client notification [2, "echo", ["n"]] runs but takes no reply:
+	 * the next message is the echo of the following request. */
+	cr_assert_eq(api_client_send_raw(c, "\x93\x02\xa4" "echo" "\x91\xa1n", 10,
+					 T_TIMEOUT, &e), 0);
+	cr_assert_eq(api_client_call(c, "echo", pack_str1, "r", T_TIMEOUT, &in, &e), 0);
+	cr_assert(api_obj_streq(in.result, "r"));
+	api_incoming_free(&in);
+	/* A bare string: no msgid to answer by, so the connection closes. */
+	cr_assert_eq(api_client_send_raw(c, "\xa3" "abc", 4, T_TIMEOUT, &e), 0);
+	cr_assert_eq(api_client_next(c, T_TIMEOUT, &in, &e), -ECONNRESET);
+	api_client_close(c);
+	srv_end(&s);
+}
+
+static int pack_big(msgpack_packer *pk, void *arg)
+{
+	size_t n = *(size_t *)arg;
+	char *b = malloc(n);
+	memset(b, 'b', n);
+	msgpack_pack_array(pk, 1);
+	api_pack_strn(pk, b, n);
+	free(b);
+	return 0;
+}
+
+Test(api, oversized_frame_gets_error_then_close)
+{
+	srv_t s;
+	api_server_opts_t o = { .max_frame = 4096 };
+	srv_init(&s, &o);
+	srv_start(&s, &o);
+	api_client_t *c = cli(&s);
+	api_incoming_t in;
+	tank_error_t e;
+	size_t small = 1000, big = 1 << 20;
+	cr_assert_eq(api_client_call(c, "echo", pack_big, &small, T_TIMEOUT, &in, &e), 0);
+	cr_assert_eq(in.code, API_OK);
+	api_incoming_free(&in);
+	uint32_t id;
+	/* The server may close before it read everything: a failed send is
+	 * fine, the error must still be there to read. */
+	api_client_send(c, "echo", pack_big, &big, T_TIMEOUT, &id, &e);
+	cr_assert_eq(api_client_next(c, T_TIMEOUT, &in, &e), 0, "%s", e.msg);
+	cr_assert_eq(in.msgid, id);
+	cr_assert_eq(in.code, API_BAD_REQUEST);
+	cr_assert_str_eq(in.message, "frame larger than 4096 bytes");
+	api_incoming_free(&in);
+	cr_assert_eq(api_client_next(c, T_TIMEOUT, &in, &e), -ECONNRESET);
+	api_client_close(c);
+	srv_end(&s);
+}
+
+Test(api, slow_subscriber_is_cut_off)
+{
+	srv_t s;
+	api_server_opts_t o = { .max_outbuf = 64 << 10 };
+	srv_init(&s, &o);
+	srv_start(&s, &o);
+	api_client_t *slow = cli(&s), *fast = cli(&s), *pub = cli(&s);
+	api_incoming_t in;
+	tank_error_t e;
+	cr_assert_eq(api_client_call(slow, "subscribe", NULL, NULL, T_TIMEOUT, &in, &e), 0);
+	api_incoming_free(&in);
+	cr_assert_eq(api_client_call(fast, "subscribe", NULL, NULL, T_TIMEOUT, &in, &e), 0);
+	cr_assert_eq(in.code, API_OK);
+	api_incoming_free(&in);
+	cr_assert(stat_becomes(&s, 1, 2));
+
+	/* 400 batches of 10 events of 1 KiB = 4 MiB, far past every buffer;
+	 * the fast subscriber reads each batch, the slow one never reads. */
+	ints_t batch = { 2, { 10, 1024 } };
+	uint64_t seq = 0;
+	for (int b = 0; b < 400; b++) {
+		cr_assert_eq(api_client_call(pub, "publish", pack_ints, &batch, T_TIMEOUT,
+					     &in, &e), 0);
+		api_incoming_free(&in);
+		for (int i = 0; i < 10; i++) {
+			cr_assert_eq(api_client_next(fast, T_TIMEOUT, &in, &e), 0, "%s", e.msg);
+			cr_assert_eq(in.type, API_NOTIFICATION);
+			cr_assert_str_eq(in.method, "event");
+			const msgpack_object *ev = &in.params->via.array.ptr[0];
+			cr_assert_eq(api_map_get(ev, "seq")->via.u64, seq % 10);
+			seq++;
+			api_incoming_free(&in);
+		}
+	}
+	cr_assert(stat_becomes(&s, 1, 1), "the slow subscriber was disconnected");
+	/* The slow one reads what was sent before the cut, then EOF. */
+	int r;
+	do {
+		r = api_client_next(slow, T_TIMEOUT, &in, &e);
+		api_incoming_free(&in);
+	} while (r == 0);
+	cr_assert_eq(r, -ECONNRESET);
+	api_client_close(slow);
+	api_client_close(fast);
+	api_client_close(pub);
+	srv_end(&s);
+}
+
+/* Runs a client as another uid in a child; writes its error code (or a
+ * negative transport error) to a pipe.  The runtime thread reaps the
+ * child, so the test reads the pipe instead of waiting. */
+static int call_as(srv_t *s, uid_t uid, gid_t gid, gid_t extra)
+{
+	int p[2];
+	cr_assert_eq(pipe2(p, O_CLOEXEC), 0);
+	pid_t pid = fork();
+	cr_assert(pid >= 0);
+	if (pid == 0) {
+		int res = -1000;
+		gid_t groups[1] = { extra };
+		if (setgroups(extra ? 1 : 0, groups) == 0 && setgid(gid) == 0 &&
+		    setuid(uid) == 0) {
+			api_client_t *c;
+			api_incoming_t in;
+			tank_error_t e;
+			res = api_client_connect(s->path, &c, &e);
+			if (res == 0) {
+				res = api_client_call(c, "echo", pack_str1, "x", T_TIMEOUT, &in, &e);
+				if (res == 0)
+					res = in.code;
+			}
+		}
+		if (write(p[1], &res, sizeof res) != sizeof res)
+			_exit(1);
+		_exit(0);
+	}
+	close(p[1]);
+	int res = -2000;
+	cr_assert_eq(read(p[0], &res, sizeof res), (ssize_t)sizeof res);
+	close(p[0]);
+	return res;
+}
+
+Test(api, other_uid_refused_group_member_allowed)
+{
+	srv_t s;
+	gid_t g = 40000 + (gid_t)(getpid() % 20000);
+	api_server_opts_t o = { .has_group = true, .group = g };
+	srv_init(&s, &o);
+	cr_assert_eq(chmod(s.dir, 0755), 0);
+	srv_start(&s, &o);
+	struct stat st;
+	cr_assert_eq(stat(s.path, &st), 0);
+	cr_assert_eq(st.st_mode & 0777, 0660);
+	cr_assert_eq(st.st_gid, g);
+	/* A member of the socket group may call. */
+	cr_assert_eq(call_as(&s, 65534, 65534, g), API_OK);
+	/* Others cannot even open the socket (mode 0660)... */
+	cr_assert_eq(call_as(&s, 65534, 65534, 0), -EACCES);
+	/* ...and if the mode is loosened anyway, peer credentials refuse them. */
+	cr_assert_eq(chmod(s.path, 0666), 0);
+	cr_assert_eq(call_as(&s, 65534, 65534, 0), API_UNAUTHORIZED);
+	srv_end(&s);
+}
+
+Test(api, stale_socket_replaced_live_socket_refused)
+{
+	srv_t s;
+	api_server_opts_t o = { 0 };
+	srv_init(&s, &o);
+	/* A stale socket: bound, never listened on, closed. */
+	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	strcpy(sa.sun_path, s.path);
+	int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	cr_assert_eq(bind(fd, (struct sockaddr *)&sa, sizeof sa), 0);
+	close(fd);
+	tank_error_t e = { 0 };
+	rt_pid_t p1, p2;
+	cr_assert_eq(api_server_start(s.rt, &o, &p1, &e), 0, "%s", e.msg);
+	/* Something answers now: a second server refuses. */
+	cr_assert_eq(api_server_start(s.rt, &o, &p2, &e), -EADDRINUSE);
+	char want[256];
+	snprintf(want, sizeof want, "socket %s is in use", s.path);
+	cr_assert(strstr(e.msg, want), "message: %s", e.msg);
+	cr_assert_eq(api_server_stop(s.rt, p1), 0);
+	/* A file that is not a socket is never removed. */
+	char other[160];
+	snprintf(other, sizeof other, "%s/file", s.dir);
+	close(open(other, O_CREAT | O_WRONLY | O_CLOEXEC, 0600));
+	api_server_opts_t o2 = o;
+	o2.socket_path = other;
+	cr_assert_eq(api_server_start(s.rt, &o2, &p2, &e), -EEXIST);
+	cr_assert_eq(access(other, F_OK), 0);
+	unlink(other);
+	srv_end(&s);
+}
+
+Test(api, connect_error_names_socket)
+{
+	api_client_t *c;
+	tank_error_t e;
+	cr_assert_eq(api_client_connect("/nonexistent-tank/tank.sock", &c, &e), -ENOENT);
+	cr_assert_null(c);
+	cr_assert(strstr(e.msg, "/nonexistent-tank/tank.sock"));
+	cr_assert(strstr(e.msg, "is tankd running?"));
+}
