@@ -10,10 +10,11 @@
  *
  * t is CLOCK_MONOTONIC in nanoseconds, so the bench (same boot, same clock)
  * can subtract its own stamps.  SOCK is a Unix datagram socket the bench
- * listens on; without the argument it comes from $BENCH_NOTIFY.  With no
- * argument at all the mode comes from $BENCH_MODE (default sleep): s6 and
- * runit run `./run` without arguments, and the service dirs' `run` is a
- * symlink to this binary, so the peers pay for no shell either.
+ * listens on; without the argument it comes from $BENCH_NOTIFY.  Run as
+ * `run` (the service dirs' `run` of s6 and runit is a symlink to this
+ * binary, so the peers pay for no shell either) the arguments are ignored
+ * and the mode comes from $BENCH_MODE (default sleep): s6-supervise passes
+ * arguments of its own to ./run.
  *
  * Why a datagram per start rather than polling each supervisor's status:
  * one mechanism for all four systems, exact exec-side timestamps, and no
@@ -23,6 +24,7 @@
  */
 #include <errno.h>
 #include <signal.h>
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -85,8 +87,10 @@ static int open_notify(const char *path, struct sockaddr_un *sa)
 int main(int argc, char **argv)
 {
 	uint64_t t0 = now_ns();
-	const char *mode = argc > 1 ? argv[1] : getenv("BENCH_MODE");
-	const char *sock = argc > 2 ? argv[2] : getenv("BENCH_NOTIFY");
+	const char *base = argv[0] ? strrchr(argv[0], '/') : NULL;
+	bool as_run = !strcmp(base ? base + 1 : argv[0] ? argv[0] : "", "run");
+	const char *mode = argc > 1 && !as_run ? argv[1] : getenv("BENCH_MODE");
+	const char *sock = argc > 2 && !as_run ? argv[2] : getenv("BENCH_NOTIFY");
 	struct sockaddr_un sa;
 	int fd;
 
