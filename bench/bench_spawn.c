@@ -118,7 +118,7 @@ int main(int argc, char **argv)
 		return 0;
 	}
 	static const long ks[] = { 1, 4, 16, 64, 256 };
-	long total = quick ? 2000 : 20000;
+	long total = quick ? 2000 : 10000;
 	run(path, 200, 16); /* warm the page cache and the pid allocator */
 	for (size_t i = 0; i < sizeof ks / sizeof ks[0]; i++) {
 		double t = run(path, total, ks[i]);

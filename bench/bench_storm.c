@@ -19,7 +19,7 @@
  * says so (`running` lists every pod with its new pid), which adds the
  * RPC and the status bookkeeping on top.
  *
- *   bench_storm [-s SCENARIOS] [-n N,N,...] [-p PEERS]
+ *   bench_storm [-s SCENARIOS] [-n N,N,...] [-p PEERS] [-c CRASHLOOP_N]
  *     SCENARIOS  comma list of storm,memory,crashloop,latency (default all)
  *     N          storm sizes (default 100,1000,5000; QUICK=1: 50,200)
  *     PEERS      comma list of s6,runit,supervisord (default: installed)
@@ -520,6 +520,7 @@ typedef struct ctx {
 	char spawn[PATH_MAX + 32];
 	char top[64];             /* the temp dir of this run */
 	char data_dir[PATH_MAX];  /* where the plot data goes */
+	long tank_max_pods;       /* what the fd limit lets tankd hold */
 	notes_t notes;
 } ctx_t;
 
@@ -993,9 +994,24 @@ static void storm_all(ctx_t *c, const long *ns, size_t nn, const bool *peers, lo
 		for (int k = 0; k < SYS_COUNT && !g_interrupted; k++) {
 			if (k != SYS_TANK && !peers[k])
 				continue;
+			/* tankd holds 4 fds per container (stdout and stderr pipes,
+			 * the log file, one more); past the limit its starts fail
+			 * with EMFILE and the run cannot finish. */
+			if (k == SYS_TANK && n > c->tank_max_pods) {
+				note("storm: tank, N = %ld: skipped, tankd would need ~%ld fds, the limit is %ld",
+				     n, 4 * n + 64, 4 * c->tank_max_pods + 64);
+				emit("skipped_fd_limit", (double)(4 * c->tank_max_pods + 64), "fds", "tank", n);
+				continue;
+			}
 			/* supervisord at 5,000 would take minutes of the 10. */
 			if (k == SYS_SUPERVISORD && n > 1000)
 				continue;
+			/* Debian's runsvdir supervises at most 1,000 services (its
+			 * MAXSERVICES; it logs "too many services" past that). */
+			if (k == SYS_RUNIT && n > 1000) {
+				note("storm: runit, N = %ld: skipped, runsvdir stops at 1000 services", n);
+				continue;
+			}
 			storm_res_t r = storm_one(c, (sys_kind_t)k, n, k == SYS_TANK ? base_pss : 0);
 			rows[i].r[k] = r;
 			if (!r.ok)
@@ -1267,14 +1283,16 @@ int main(int argc, char **argv)
 	memset(&c, 0, sizeof c);
 	c.notes.fd = -1;
 	c.quick = getenv("QUICK") && strcmp(getenv("QUICK"), "0");
-	while ((opt = getopt(argc, argv, "s:n:p:")) != -1) {
+	long crash_n = 0;
+	while ((opt = getopt(argc, argv, "s:n:p:c:")) != -1) {
 		switch (opt) {
 		case 's': scen = optarg; break;
 		case 'n': nn = parse_list(optarg, ns, 8); break;
 		case 'p': peer_list = optarg; break;
+		case 'c': crash_n = strtol(optarg, NULL, 10); break;
 		default:
 			fprintf(stderr, "usage: bench_storm [-s storm,memory,crashloop,latency] [-n N,...] "
-				"[-p s6,runit,supervisord]\n");
+				"[-p s6,runit,supervisord] [-c CRASHLOOP_N]\n");
 			return 2;
 		}
 	}
@@ -1308,6 +1326,8 @@ int main(int argc, char **argv)
 		rl.rlim_cur = rl.rlim_max;
 		setrlimit(RLIMIT_NOFILE, &rl);
 	}
+	getrlimit(RLIMIT_NOFILE, &rl);
+	c.tank_max_pods = rl.rlim_cur == RLIM_INFINITY ? 1000000 : ((long)rl.rlim_cur - 64) / 4;
 	struct sigaction sa = { .sa_handler = on_signal };
 	sigemptyset(&sa.sa_mask);
 	sigaction(SIGINT, &sa, NULL);
@@ -1338,10 +1358,16 @@ int main(int argc, char **argv)
 	memset(rows, 0, sizeof rows);
 	if (has_word(scen, "storm"))
 		storm_all(&c, ns, nn, peers, base_pss > 0 ? base_pss : 0, rows);
-	if (has_word(scen, "memory") && !c.quick && !g_interrupted)
-		memory_big(&c, 10000, base_pss > 0 ? base_pss : 0);
+	if (has_word(scen, "memory") && !c.quick && !g_interrupted) {
+		long big = c.tank_max_pods >= 10000 ? 10000 : c.tank_max_pods / 1000 * 1000;
+		if (big < 10000)
+			note("memory: 10,000 pods need ~40,000 fds in tankd, the limit is %ld: measuring %ld pods",
+			     4 * c.tank_max_pods + 64, big);
+		if (big > 0)
+			memory_big(&c, big, base_pss > 0 ? base_pss : 0);
+	}
 	if (has_word(scen, "crashloop") && !g_interrupted)
-		crashloop(&c, c.quick ? 20 : 100, c.quick ? 2000 : 5000);
+		crashloop(&c, crash_n > 0 ? crash_n : c.quick ? 20 : 100, c.quick ? 2000 : 5000);
 	if (has_word(scen, "latency") && !g_interrupted)
 		latency(&c, c.quick ? 100 : 1000);
 	if (has_word(scen, "storm"))
