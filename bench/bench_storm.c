@@ -904,7 +904,7 @@ static storm_res_t storm_one(ctx_t *c, sys_kind_t kind, long n, long base_pss)
 	/* s6-supervise and runsv hold back a restart for 1 s when a service
 	 * dies within 1 s of its start; an unfair storm would measure that
 	 * guard.  Every service has run well over a second before the kill. */
-	sleep_ms(1500);
+	sleep_ms(1100);
 	notes_drain(&c->notes);
 	side_t before = supervisor_side(s.pid);
 	res.pss_total_kib = before.pss_kib;
