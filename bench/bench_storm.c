@@ -521,6 +521,7 @@ typedef struct ctx {
 	char top[64];             /* the temp dir of this run */
 	char data_dir[PATH_MAX];  /* where the plot data goes */
 	long tank_max_pods;       /* what the fd limit lets tankd hold */
+	int seq;                  /* numbers the daemons' dirs */
 	notes_t notes;
 } ctx_t;
 
@@ -763,13 +764,13 @@ static int make_svdirs(const ctx_t *c, const char *root, long n)
 	return 0;
 }
 
-static int sys_start(const ctx_t *c, sys_t *s, long n, const char *mode)
+static int sys_start(ctx_t *c, sys_t *s, long n, const char *mode)
 {
 	char scan[PATH_MAX + 16], conf[PATH_MAX + 32], text[4 * PATH_MAX + 1024], cnt[32];
 	int err;
 
 	s->n = n;
-	snprintf(s->dir, sizeof s->dir, "%s/%s-%ld", c->top, SYS_NAME[s->kind], n);
+	snprintf(s->dir, sizeof s->dir, "%s/%s-%ld-%d", c->top, SYS_NAME[s->kind], n, c->seq++);
 	if (mkdir(s->dir, 0755) < 0)
 		return -errno;
 	/* The peers hand their environment down to `run`. */
@@ -1055,8 +1056,11 @@ static void memory_big(ctx_t *c, long n, long base_pss)
 	notes_drain(&c->notes);
 	if (pidset_init(&seen, (size_t)n) < 0)
 		return;
-	if (sys_start(c, &s, n, "sleep") < 0)
+	int err = sys_start(c, &s, n, "sleep");
+	if (err < 0) {
+		note("memory: unable to start tank: %s", strerror(-err));
 		goto out;
+	}
 	if (wait_starts(c, n, t0, NULL, &seen, (30ull + (uint64_t)n / 200) * 1000000000u, &last) < n) {
 		note("memory: only %zu of %ld pods started", seen.n, n);
 		goto out;
@@ -1106,8 +1110,11 @@ static void crashloop(ctx_t *c, long n, long window_ms)
 	sys_t s = { .kind = SYS_TANK };
 
 	note("crashloop: tank, N = %ld, window %ld ms", n, window_ms);
-	if (sys_start(c, &s, n, "exit1") < 0)
+	int err = sys_start(c, &s, n, "exit1");
+	if (err < 0) {
+		note("crashloop: unable to start tank: %s", strerror(-err));
 		goto out;
+	}
 	sleep_ms(1000);  /* past the first starts */
 	pid_t perf = perf_start(s.pid, "crashloop");
 	long r0 = sum_restarts(&s);
@@ -1162,8 +1169,11 @@ static void latency(ctx_t *c, long want)
 
 	note("latency: tank, %ld restarts", want);
 	notes_drain(&c->notes);
-	if (!lat || sys_start(c, &s, 1, "stamp") < 0)
+	int err = lat ? sys_start(c, &s, 1, "stamp") : -ENOMEM;
+	if (err < 0) {
+		note("latency: unable to start tank: %s", strerror(-err));
 		goto out;
+	}
 	uint64_t deadline = now_ns() + (30ull + (uint64_t)want / 50) * 1000000000u;
 	while (got < want) {
 		int r = notes_next(&c->notes, deadline, &m);
