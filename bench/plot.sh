@@ -30,7 +30,7 @@ for s in spawn tank s6 runit supervisord; do
 done
 if [ ${#plots[@]} -gt 0 ]; then
 	gnuplot <<GP
-set terminal pngcairo size 800,500 font ",10"
+set terminal pngcairo size 800,500 font ",10" noenhanced
 set output "$out/storm.png"
 set title "Mass-kill storm: time until all N services run again (lower is better)"
 set xlabel "N services killed at once (SIGKILL)"
@@ -49,7 +49,7 @@ for s in tank s6 runit supervisord; do
 done
 if [ ${#plots[@]} -gt 0 ]; then
 	gnuplot <<GP
-set terminal pngcairo size 800,500 font ",10"
+set terminal pngcairo size 800,500 font ",10" noenhanced
 set output "$out/memory.png"
 set title "Supervisor-side PSS per service (tank: above the empty daemon; lower is better)"
 set xlabel "N services"
@@ -66,7 +66,7 @@ fi
 lat=$(dirname "$in")/latency.dat
 if [ -s "$lat" ]; then
 	gnuplot <<GP
-set terminal pngcairo size 800,500 font ",10"
+set terminal pngcairo size 800,500 font ",10" noenhanced
 set output "$out/latency.png"
 set title "tank restart latency: container exit -> replacement's exec (CDF)"
 set xlabel "microseconds"
