@@ -626,11 +626,26 @@ static void sys_stop(sys_t *s)
 	s->pid = 0;
 }
 
+/* Kills what is still in one cgroup (a container tankd spawned after
+ * sys_stop's snapshot of its tree), then removes the dir. */
 static int rmdir_one(const char *path, const struct stat *st, int flag, struct FTW *ftw)
 {
+	char procs[PATH_MAX + 16];
 	(void)st; (void)ftw;
-	if (flag == FTW_DP)
-		rmdir(path);
+	if (flag != FTW_DP)
+		return 0;
+	snprintf(procs, sizeof procs, "%s/cgroup.procs", path);
+	for (int round = 0; round < 20 && rmdir(path) < 0 && errno == EBUSY; round++) {
+		FILE *f = fopen(procs, "re");
+		int pid;
+		if (f) {
+			while (fscanf(f, "%d", &pid) == 1)
+				if (pid > 0)
+					kill(pid, SIGKILL);
+			fclose(f);
+		}
+		sleep_ms(50);
+	}
 	return 0;
 }
 
