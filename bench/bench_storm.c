@@ -1,0 +1,1408 @@
+/*
+ * bench_storm — tank's restart storms against the machine's limit and
+ * against s6, runit and supervisord (issue 8).  Every figure comes from a
+ * real daemon: build/bin/tankd in a temp data dir, s6-svscan, runsvdir and
+ * supervisord on temp service dirs, all running build/bench/workload.
+ *
+ * Scenarios (one invocation, so ratios hold on a noisy machine):
+ *   storm     N long-running services, SIGKILL all at once, time until
+ *             all N run again; beside bench_spawn's time for N spawns
+ *             measured just before, and each installed peer
+ *   memory    supervisor-side PSS per service at each storm size, and
+ *             tankd alone at 10,000 pods
+ *   crashloop N pods exiting 1 at once: restarts/s and tankd CPU/restart
+ *   latency   one pod: container exit -> replacement's exec, p50/p99
+ *
+ * How "running again" is seen: each workload reports "S pid t" (t its
+ * CLOCK_MONOTONIC exec-time stamp) on a datagram socket; the storm is over
+ * at the last new start.  For tank we also time until the daemon itself
+ * says so (`running` lists every pod with its new pid), which adds the
+ * RPC and the status bookkeeping on top.
+ *
+ *   bench_storm [-s SCENARIOS] [-n N,N,...] [-p PEERS] [-c CRASHLOOP_N]
+ *     SCENARIOS  comma list of storm,memory,crashloop,latency (default all)
+ *     N          storm sizes (default 100,1000,5000; QUICK=1: 50,200)
+ *     PEERS      comma list of s6,runit,supervisord (default: installed)
+ *
+ * JSON lines on stdout; progress and the summary table on stderr; the
+ * plots' data files into $BENCH_DATA_DIR (default bench/results).
+ * Everything started is stopped on the way out, also on SIGINT/SIGTERM;
+ * the daemons get a parent-death signal in case this program is killed.
+ */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <ftw.h>
+#include <limits.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/resource.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <msgpack.h>
+
+#include "api/api_client.h"
+#include "api/api_rpc.h"
+#include "common/tank_map.h"
+
+/* The one piece of global state: a signal handler can reach nothing else. */
+static volatile sig_atomic_t g_interrupted;
+
+static void on_signal(int sig)
+{
+	(void)sig;
+	g_interrupted = 1;
+}
+
+/* --- small things -------------------------------------------------------- */
+
+static uint64_t now_ns(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+static void sleep_ms(long ms)
+{
+	struct timespec ts = { ms / 1000, (ms % 1000) * 1000000L };
+	nanosleep(&ts, NULL);
+}
+
+static void note(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static void note(const char *fmt, ...)
+{
+	va_list ap;
+	fputs("bench_storm: ", stderr);
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	fputc('\n', stderr);
+}
+
+/* One JSON line; system may be NULL. */
+static void emit(const char *metric, double value, const char *unit,
+		 const char *sys, long n)
+{
+	printf("{\"bench\": \"storm\", \"metric\": \"%s\", \"value\": %.6g, \"unit\": \"%s\"",
+	       metric, value, unit);
+	if (sys)
+		printf(", \"system\": \"%s\"", sys);
+	if (n > 0)
+		printf(", \"n\": %ld", n);
+	printf("}\n");
+	fflush(stdout);
+}
+
+static int write_file(const char *path, const char *text, mode_t mode)
+{
+	int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, mode);
+	size_t len = strlen(text), off = 0;
+	if (fd < 0)
+		return -errno;
+	while (off < len) {
+		ssize_t w = write(fd, text + off, len - off);
+		if (w < 0) {
+			if (errno == EINTR)
+				continue;
+			int e = -errno;
+			close(fd);
+			return e;
+		}
+		off += (size_t)w;
+	}
+	return close(fd) < 0 ? -errno : 0;
+}
+
+static int rm_one(const char *path, const struct stat *st, int flag, struct FTW *ftw)
+{
+	(void)st; (void)flag; (void)ftw;
+	remove(path);
+	return 0;
+}
+
+static void rm_rf(const char *dir)
+{
+	nftw(dir, rm_one, 64, FTW_DEPTH | FTW_PHYS);
+}
+
+/* --- a set of pids (open addressing; pids are never 0) -------------------- */
+
+typedef struct pidset {
+	pid_t *slot;
+	size_t cap, n;
+} pidset_t;
+
+static int pidset_init(pidset_t *s, size_t expect)
+{
+	s->cap = 64;
+	while (s->cap < expect * 2 + 16)
+		s->cap <<= 1;
+	s->n = 0;
+	s->slot = calloc(s->cap, sizeof *s->slot);
+	return s->slot ? 0 : -ENOMEM;
+}
+
+static void pidset_free(pidset_t *s)
+{
+	free(s->slot);
+	s->slot = NULL;
+	s->cap = s->n = 0;
+}
+
+static bool pidset_has(const pidset_t *s, pid_t p)
+{
+	for (size_t i = ((size_t)p * 2654435761u) & (s->cap - 1);; i = (i + 1) & (s->cap - 1)) {
+		if (s->slot[i] == p)
+			return true;
+		if (!s->slot[i])
+			return false;
+	}
+}
+
+/* Returns true when p was new.  The set is sized for its use up front and
+ * never fills beyond half, so the probe always ends. */
+static bool pidset_add(pidset_t *s, pid_t p)
+{
+	if (s->n * 2 >= s->cap)
+		return false;
+	for (size_t i = ((size_t)p * 2654435761u) & (s->cap - 1);; i = (i + 1) & (s->cap - 1)) {
+		if (s->slot[i] == p)
+			return false;
+		if (!s->slot[i]) {
+			s->slot[i] = p;
+			s->n++;
+			return true;
+		}
+	}
+}
+
+/* --- the notify socket ---------------------------------------------------- */
+
+typedef struct notes {
+	int fd;
+	char path[108];
+} notes_t;
+
+static int notes_open(notes_t *ns, const char *dir)
+{
+	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	int big = 8 << 20;
+
+	if (snprintf(ns->path, sizeof ns->path, "%s/n.sock", dir) >= (int)sizeof ns->path)
+		return -ENAMETOOLONG;
+	memcpy(sa.sun_path, ns->path, strlen(ns->path));
+	if ((ns->fd = socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0)) < 0)
+		return -errno;
+	setsockopt(ns->fd, SOL_SOCKET, SO_RCVBUF, &big, sizeof big);
+	if (bind(ns->fd, (struct sockaddr *)&sa, sizeof sa) < 0) {
+		int e = -errno;
+		close(ns->fd);
+		ns->fd = -1;
+		return e;
+	}
+	return 0;
+}
+
+typedef struct note_msg {
+	char kind;
+	pid_t pid;
+	uint64_t t;
+} note_msg_t;
+
+/* Next report, waiting at most until deadline (monotonic ns).  1 = got
+ * one, 0 = deadline, -EINTR = interrupted. */
+static int notes_next(notes_t *ns, uint64_t deadline, note_msg_t *m)
+{
+	char buf[80];
+	for (;;) {
+		ssize_t r = recv(ns->fd, buf, sizeof buf - 1, 0);
+		if (r > 0) {
+			unsigned long long pid, t;
+			buf[r] = '\0';
+			if (sscanf(buf + 1, " %llu %llu", &pid, &t) != 2)
+				continue;
+			m->kind = buf[0];
+			m->pid = (pid_t)pid;
+			m->t = t;
+			return 1;
+		}
+		if (r < 0 && errno != EAGAIN && errno != EINTR)
+			return -errno;
+		if (g_interrupted)
+			return -EINTR;
+		uint64_t now = now_ns();
+		if (now >= deadline)
+			return 0;
+		struct pollfd p = { ns->fd, POLLIN, 0 };
+		uint64_t left = (deadline - now) / 1000000u + 1;
+		poll(&p, 1, left > 100 ? 100 : (int)left);
+	}
+}
+
+static void notes_drain(notes_t *ns)
+{
+	note_msg_t m;
+	while (notes_next(ns, 0, &m) == 1)
+		;
+}
+
+/* --- /proc ---------------------------------------------------------------- */
+
+typedef struct proc {
+	pid_t pid, ppid;
+	char comm[32];
+} proc_t;
+
+static int read_stat(pid_t pid, proc_t *p)
+{
+	char path[64], buf[512];
+	snprintf(path, sizeof path, "/proc/%d/stat", (int)pid);
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	ssize_t r = read(fd, buf, sizeof buf - 1);
+	close(fd);
+	if (r <= 0)
+		return -EIO;
+	buf[r] = '\0';
+	char *open_p = strchr(buf, '('), *close_p = strrchr(buf, ')');
+	if (!open_p || !close_p || close_p < open_p)
+		return -EIO;
+	size_t cl = (size_t)(close_p - open_p - 1);
+	if (cl >= sizeof p->comm)
+		cl = sizeof p->comm - 1;
+	memcpy(p->comm, open_p + 1, cl);
+	p->comm[cl] = '\0';
+	p->pid = pid;
+	char state;
+	int ppid;
+	if (sscanf(close_p + 2, "%c %d", &state, &ppid) != 2)
+		return -EIO;
+	p->ppid = ppid;
+	return state == 'Z' ? -ESRCH : 0;
+}
+
+/* Every live descendant of root (root first), heap array owned by the
+ * caller; *n set.  Processes are scanned once: a child listed before its
+ * parent is picked up by repeating the pass until nothing is added. */
+static proc_t *descendants(pid_t root, size_t *n)
+{
+	DIR *d = opendir("/proc");
+	proc_t *all = NULL, *out = NULL;
+	size_t na = 0, cap = 0, no = 0;
+	struct dirent *de;
+
+	*n = 0;
+	if (!d)
+		return NULL;
+	while ((de = readdir(d))) {
+		char *end;
+		long pid = strtol(de->d_name, &end, 10);
+		if (*end || pid <= 0)
+			continue;
+		if (na == cap) {
+			size_t nc = cap ? cap * 2 : 4096;
+			proc_t *g = realloc(all, nc * sizeof *g);
+			if (!g)
+				break;
+			all = g;
+			cap = nc;
+		}
+		if (read_stat((pid_t)pid, &all[na]) == 0)
+			na++;
+	}
+	closedir(d);
+	if (!(out = calloc(na + 1, sizeof *out))) {
+		free(all);
+		return NULL;
+	}
+	bool *taken = calloc(na + 1, sizeof *taken);
+	if (!taken) {
+		free(all);
+		free(out);
+		return NULL;
+	}
+	for (size_t i = 0; i < na; i++)
+		if (all[i].pid == root) {
+			out[no++] = all[i];
+			taken[i] = true;
+		}
+	for (bool grew = no > 0; grew;) {
+		grew = false;
+		for (size_t i = 0; i < na; i++) {
+			if (taken[i])
+				continue;
+			for (size_t j = 0; j < no; j++)
+				if (all[i].ppid == out[j].pid) {
+					out[no++] = all[i];
+					taken[i] = grew = true;
+					break;
+				}
+		}
+	}
+	free(taken);
+	free(all);
+	*n = no;
+	return out;
+}
+
+static bool is_workload(const proc_t *p)
+{
+	return !strcmp(p->comm, "workload") || !strcmp(p->comm, "run");
+}
+
+/* PSS in KiB from smaps_rollup, or -1; *anon (may be NULL) gets the
+ * anonymous part (heap, stacks), which is what grows per service; the
+ * file part is shared text and, for tank, the LMDB map's touched pages. */
+static long pss_kib2(pid_t pid, long *anon)
+{
+	char path[64], line[256];
+	long v = -1, a = 0, x;
+	snprintf(path, sizeof path, "/proc/%d/smaps_rollup", (int)pid);
+	FILE *f = fopen(path, "re");
+	if (!f)
+		return -1;
+	while (fgets(line, sizeof line, f)) {
+		if (sscanf(line, "Pss: %ld kB", &x) == 1)
+			v = x;
+		else if (sscanf(line, "Pss_Anon: %ld kB", &x) == 1)
+			a = x;
+	}
+	fclose(f);
+	if (anon)
+		*anon = a;
+	return v;
+}
+
+static long pss_kib(pid_t pid)
+{
+	return pss_kib2(pid, NULL);
+}
+
+/* CPU time of every thread of pid, ns, from schedstat (exact, unlike the
+ * tick-grained utime+stime of /proc/PID/stat). */
+static uint64_t cpu_ns(pid_t pid)
+{
+	char path[64], f[384];
+	uint64_t sum = 0;
+	snprintf(path, sizeof path, "/proc/%d/task", (int)pid);
+	DIR *d = opendir(path);
+	struct dirent *de;
+	if (!d)
+		return 0;
+	while ((de = readdir(d))) {
+		if (de->d_name[0] == '.')
+			continue;
+		snprintf(f, sizeof f, "%s/%s/schedstat", path, de->d_name);
+		FILE *fp = fopen(f, "re");
+		unsigned long long v;
+		if (!fp)
+			continue;
+		if (fscanf(fp, "%llu", &v) == 1)
+			sum += v;
+		fclose(fp);
+	}
+	closedir(d);
+	return sum;
+}
+
+/* utime+stime in ticks from /proc/PID/stat (what the issue names). */
+static unsigned long long cpu_ticks(pid_t pid)
+{
+	char path[64], buf[1024];
+	snprintf(path, sizeof path, "/proc/%d/stat", (int)pid);
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return 0;
+	ssize_t r = read(fd, buf, sizeof buf - 1);
+	close(fd);
+	if (r <= 0)
+		return 0;
+	buf[r] = '\0';
+	char *p = strrchr(buf, ')');
+	unsigned long long ut = 0, st = 0;
+	if (!p || sscanf(p + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %llu %llu", &ut, &st) != 2)
+		return 0;
+	return ut + st;
+}
+
+/* With BENCH_PERF=DIR, `perf record -g` samples tankd around a scenario
+ * into DIR/perf-NAME.data (read it with `perf report -i`); the issue asks
+ * for the profile wherever tank misses a target.  Returns perf's pid or 0. */
+static pid_t perf_start(pid_t target, const char *name)
+{
+	const char *dir = getenv("BENCH_PERF");
+	char out[PATH_MAX], tgt[16];
+	if (!dir || !*dir || access("/usr/bin/perf", X_OK) < 0)
+		return 0;
+	snprintf(out, sizeof out, "%s/perf-%s.data", dir, name);
+	snprintf(tgt, sizeof tgt, "%d", (int)target);
+	pid_t pid = fork();
+	if (pid == 0) {
+		int nul = open("/dev/null", O_RDWR);
+		if (nul >= 0) {
+			dup2(nul, 0);
+			dup2(nul, 1);
+		}
+		setpgid(0, 0);
+		prctl(PR_SET_PDEATHSIG, SIGINT);
+		execl("/usr/bin/perf", "perf", "record", "-q", "-g", "-F", "4000", "-p", tgt,
+		      "-o", out, (char *)NULL);
+		_exit(127);
+	}
+	if (pid > 0)
+		sleep_ms(500);  /* perf needs a moment to attach */
+	return pid > 0 ? pid : 0;
+}
+
+static void perf_stop(pid_t pid)
+{
+	int st;
+	if (pid <= 0)
+		return;
+	kill(pid, SIGINT);
+	waitpid(pid, &st, 0);
+}
+
+/* Supervisor side: the root and every descendant that is not a workload. */
+typedef struct side {
+	long pss_kib, anon_kib;
+	uint64_t cpu;
+	size_t nproc;
+} side_t;
+
+static side_t supervisor_side(pid_t root)
+{
+	side_t s = { 0, 0, 0, 0 };
+	size_t n;
+	proc_t *ps = descendants(root, &n);
+	for (size_t i = 0; i < n; i++) {
+		if (is_workload(&ps[i]))
+			continue;
+		long a = 0, k = pss_kib2(ps[i].pid, &a);
+		if (k > 0) {
+			s.pss_kib += k;
+			s.anon_kib += a;
+		}
+		s.cpu += cpu_ns(ps[i].pid);
+		s.nproc++;
+	}
+	free(ps);
+	return s;
+}
+
+/* --- the systems under test ----------------------------------------------- */
+
+typedef enum { SYS_TANK, SYS_S6, SYS_RUNIT, SYS_SUPERVISORD, SYS_COUNT } sys_kind_t;
+
+static const char *const SYS_NAME[SYS_COUNT] = { "tank", "s6", "runit", "supervisord" };
+static const char *const SYS_PROBE[SYS_COUNT] = { NULL, "/usr/bin/s6-svscan", "/usr/bin/runsvdir",
+						 "/usr/bin/supervisord" };
+
+typedef struct ctx {
+	bool quick;
+	char build[PATH_MAX];     /* build/ (absolute) */
+	char workload[PATH_MAX + 32];
+	char tankd[PATH_MAX + 32];
+	char spawn[PATH_MAX + 32];
+	char top[64];             /* the temp dir of this run */
+	char data_dir[PATH_MAX];  /* where the plot data goes */
+	long tank_max_pods;       /* what the fd limit lets tankd hold */
+	int seq;                  /* numbers the daemons' dirs */
+	notes_t notes;
+} ctx_t;
+
+typedef struct sys {
+	sys_kind_t kind;
+	pid_t pid;                /* the root daemon, our child */
+	char dir[PATH_MAX];
+	char sock[PATH_MAX + 16]; /* tank's RPC socket */
+	api_client_t *cli;
+	long n;
+} sys_t;
+
+/* fork + exec with stdio to dir/daemon.log, its own process group (our
+ * ^C must not reach it before we can stop it in order) and a parent-death
+ * signal that makes it tear its tree down if we die. */
+static int spawn_daemon(sys_t *s, char *const argv[], int deathsig)
+{
+	char log[PATH_MAX + 16];
+	snprintf(log, sizeof log, "%s/daemon.log", s->dir);
+	pid_t pid = fork();
+	if (pid < 0)
+		return -errno;
+	if (pid == 0) {
+		int fd = open(log, O_WRONLY | O_CREAT | O_APPEND, 0644);
+		int nul = open("/dev/null", O_RDONLY);
+		if (fd < 0 || nul < 0)
+			_exit(127);
+		dup2(nul, 0);
+		dup2(fd, 1);
+		dup2(fd, 2);
+		setpgid(0, 0);
+		prctl(PR_SET_PDEATHSIG, deathsig);
+		sigset_t none;
+		sigemptyset(&none);
+		sigprocmask(SIG_SETMASK, &none, NULL);
+		signal(SIGPIPE, SIG_DFL);
+		if (chdir(s->dir) < 0)
+			_exit(127);
+		execv(argv[0], argv);
+		_exit(127);
+	}
+	s->pid = pid;
+	return 0;
+}
+
+static void tank_cgroups_cleanup(const sys_t *s);
+
+/* Stops the daemon the way its manual says, waits, then SIGKILLs whatever
+ * of its tree is left (recorded before the stop, re-checked by comm). */
+static void sys_stop(sys_t *s)
+{
+	static const int stop_sig[SYS_COUNT] = { SIGTERM, SIGTERM, SIGHUP, SIGTERM };
+	size_t n = 0;
+	proc_t *tree;
+	int st;
+
+	if (s->cli) {
+		api_client_close(s->cli);
+		s->cli = NULL;
+	}
+	if (s->pid <= 0)
+		return;
+	tree = descendants(s->pid, &n);
+	uint64_t t0 = now_ns(), deadline = t0 + 60ull * 1000000000u;
+	kill(s->pid, stop_sig[s->kind]);
+	bool gone = false;
+	while (now_ns() < deadline) {
+		pid_t r = waitpid(s->pid, &st, WNOHANG);
+		if (r == s->pid || (r < 0 && errno == ECHILD)) {
+			gone = true;
+			break;
+		}
+		sleep_ms(20);
+	}
+	if (gone)
+		note("%s with %ld services stopped in %.3f s", SYS_NAME[s->kind], s->n,
+		     (double)(now_ns() - t0) / 1e9);
+	else {
+		note("%s did not stop within 60 s: killing it", SYS_NAME[s->kind]);
+		kill(s->pid, SIGKILL);
+		waitpid(s->pid, &st, 0);
+	}
+	/* Supervisors stop their services asynchronously: give them a moment,
+	 * then make sure. */
+	for (int round = 0; round < 50; round++) {
+		size_t left = 0;
+		for (size_t i = 1; i < n; i++) {
+			proc_t p;
+			if (read_stat(tree[i].pid, &p) == 0 && !strcmp(p.comm, tree[i].comm)) {
+				left++;
+				if (round == 49 || round >= 10)
+					kill(tree[i].pid, SIGKILL);
+			}
+		}
+		if (!left)
+			break;
+		sleep_ms(50);
+	}
+	free(tree);
+	if (!gone && s->kind == SYS_TANK)
+		tank_cgroups_cleanup(s);
+	s->pid = 0;
+}
+
+/* Kills what is still in one cgroup (a container tankd spawned after
+ * sys_stop's snapshot of its tree), then removes the dir. */
+static int rmdir_one(const char *path, const struct stat *st, int flag, struct FTW *ftw)
+{
+	char procs[PATH_MAX + 16];
+	(void)st; (void)ftw;
+	if (flag != FTW_DP)
+		return 0;
+	snprintf(procs, sizeof procs, "%s/cgroup.procs", path);
+	for (int round = 0; round < 20 && rmdir(path) < 0 && errno == EBUSY; round++) {
+		FILE *f = fopen(procs, "re");
+		int pid;
+		if (f) {
+			while (fscanf(f, "%d", &pid) == 1)
+				if (pid > 0)
+					kill(pid, SIGKILL);
+			fclose(f);
+		}
+		sleep_ms(50);
+	}
+	return 0;
+}
+
+/* A tankd that had to be killed leaves its cgroups behind: remove them the
+ * way tankd would (its root is named after a hash of the data dir, see
+ * cmd/tankd.c).  A cgroup dir only goes once its processes are gone, which
+ * sys_stop has made sure of. */
+static void tank_cgroups_cleanup(const sys_t *s)
+{
+	static const char *const ctl[] = { "pids", "memory", "cpu", "cpu,cpuacct", "cpuacct", "unified" };
+	char data[PATH_MAX + 8], path[PATH_MAX];
+	snprintf(data, sizeof data, "%s/data", s->dir);
+	unsigned long long h = tank_hash64(data, strlen(data)) & 0xffffffffu;
+	for (size_t i = 0; i < sizeof ctl / sizeof ctl[0]; i++) {
+		snprintf(path, sizeof path, "/sys/fs/cgroup/%s/tank-%08llx", ctl[i], h);
+		if (access(path, F_OK) == 0) {
+			note("removing the cgroups tankd left in %s", path);
+			nftw(path, rmdir_one, 64, FTW_DEPTH | FTW_PHYS);
+		}
+	}
+}
+
+typedef struct pods_arg {
+	const ctx_t *c;
+	long from, to;
+	const char *mode;
+} pods_arg_t;
+
+static int pack_pods(msgpack_packer *pk, void *arg)
+{
+	pods_arg_t *a = arg;
+	char name[32];
+	int rc = msgpack_pack_array(pk, 1);
+	rc |= msgpack_pack_array(pk, (size_t)(a->to - a->from));
+	for (long i = a->from; i < a->to; i++) {
+		snprintf(name, sizeof name, "p%05ld", i);
+		rc |= msgpack_pack_map(pk, 5);
+		rc |= api_pack_cstr(pk, "name");       rc |= api_pack_cstr(pk, name);
+		rc |= api_pack_cstr(pk, "restart");    rc |= api_pack_cstr(pk, "always");
+		rc |= api_pack_cstr(pk, "backoff");
+		rc |= msgpack_pack_map(pk, 2);
+		rc |= api_pack_cstr(pk, "base");       rc |= msgpack_pack_int(pk, 0);
+		rc |= api_pack_cstr(pk, "cap");        rc |= msgpack_pack_int(pk, 1000);
+		rc |= api_pack_cstr(pk, "stop");
+		rc |= msgpack_pack_map(pk, 2);
+		rc |= api_pack_cstr(pk, "signal");     rc |= api_pack_cstr(pk, "TERM");
+		rc |= api_pack_cstr(pk, "grace");      rc |= msgpack_pack_int(pk, 2000);
+		rc |= api_pack_cstr(pk, "containers");
+		rc |= msgpack_pack_array(pk, 1);
+		rc |= msgpack_pack_map(pk, 2);
+		rc |= api_pack_cstr(pk, "name");       rc |= api_pack_cstr(pk, "w");
+		rc |= api_pack_cstr(pk, "command");
+		rc |= msgpack_pack_array(pk, 3);
+		rc |= api_pack_cstr(pk, a->c->workload);
+		rc |= api_pack_cstr(pk, a->mode);
+		rc |= api_pack_cstr(pk, a->c->notes.path);
+	}
+	return rc ? -ENOMEM : 0;
+}
+
+static int tank_call(sys_t *s, const char *method, api_pack_fn fn, void *arg,
+		     api_incoming_t *in)
+{
+	tank_error_t e;
+	int err;
+	tank_error_clear(&e);
+	if ((err = api_client_call(s->cli, method, fn, arg, 120000, in, &e)) < 0) {
+		note("tank %s: %s", method, e.msg[0] ? e.msg : strerror(-err));
+		return err;
+	}
+	if (in->code != API_OK) {
+		note("tank %s: daemon error: %s", method, in->message);
+		api_incoming_free(in);
+		return -EPROTO;
+	}
+	return 0;
+}
+
+/* Starts tankd and waits for its socket. */
+static int tank_start(const ctx_t *c, sys_t *s)
+{
+	char data[PATH_MAX + 8];
+	snprintf(data, sizeof data, "%s/data", s->dir);
+	snprintf(s->sock, sizeof s->sock, "%s/tank.sock", s->dir);
+	char *argv[] = { (char *)c->tankd, (char *)"--data-dir", data, (char *)"--socket",
+			 s->sock, (char *)"--resync", (char *)"5000", NULL };
+	int err = spawn_daemon(s, argv, SIGTERM);
+	if (err < 0)
+		return err;
+	uint64_t deadline = now_ns() + 20ull * 1000000000u;
+	while (now_ns() < deadline && !g_interrupted) {
+		tank_error_t e;
+		if (api_client_connect(s->sock, &s->cli, &e) == 0)
+			return 0;
+		int st;
+		if (waitpid(s->pid, &st, WNOHANG) == s->pid) {
+			s->pid = 0;
+			note("tankd exited at start: see %s/daemon.log", s->dir);
+			return -ECHILD;
+		}
+		sleep_ms(20);
+	}
+	return g_interrupted ? -EINTR : -ETIMEDOUT;
+}
+
+static int tank_apply(const ctx_t *c, sys_t *s, long n, const char *mode)
+{
+	for (long from = 0; from < n; from += 500) {
+		pods_arg_t a = { c, from, from + 500 < n ? from + 500 : n, mode };
+		api_incoming_t in;
+		int err = tank_call(s, "apply", pack_pods, &a, &in);
+		if (err < 0)
+			return err;
+		api_incoming_free(&in);
+	}
+	return 0;
+}
+
+/* Service dirs for s6 and runit: N dirs whose `run` is the workload. */
+static int make_svdirs(const ctx_t *c, const char *root, long n)
+{
+	char d[PATH_MAX + 32], run[PATH_MAX + 40];
+	if (mkdir(root, 0755) < 0)
+		return -errno;
+	for (long i = 0; i < n; i++) {
+		snprintf(d, sizeof d, "%s/w%05ld", root, i);
+		snprintf(run, sizeof run, "%s/run", d);
+		if (mkdir(d, 0755) < 0 || symlink(c->workload, run) < 0)
+			return -errno;
+	}
+	return 0;
+}
+
+static int sys_start(ctx_t *c, sys_t *s, long n, const char *mode)
+{
+	char scan[PATH_MAX + 16], conf[PATH_MAX + 32], text[4 * PATH_MAX + 1024], cnt[32];
+	int err;
+
+	s->n = n;
+	snprintf(s->dir, sizeof s->dir, "%s/%s-%ld-%d", c->top, SYS_NAME[s->kind], n, c->seq++);
+	if (mkdir(s->dir, 0755) < 0)
+		return -errno;
+	/* The peers hand their environment down to `run`. */
+	setenv("BENCH_NOTIFY", c->notes.path, 1);
+	setenv("BENCH_MODE", mode, 1);
+	switch (s->kind) {
+	case SYS_TANK:
+		if ((err = tank_start(c, s)) < 0)
+			return err;
+		return tank_apply(c, s, n, mode);
+	case SYS_S6: {
+		snprintf(scan, sizeof scan, "%s/scan", s->dir);
+		if ((err = make_svdirs(c, scan, n)) < 0)
+			return err;
+		snprintf(cnt, sizeof cnt, "%ld", n + 16);
+		char *argv[] = { (char *)"/usr/bin/s6-svscan", (char *)"-c", cnt, scan, NULL };
+		return spawn_daemon(s, argv, SIGTERM);
+	}
+	case SYS_RUNIT: {
+		snprintf(scan, sizeof scan, "%s/scan", s->dir);
+		if ((err = make_svdirs(c, scan, n)) < 0)
+			return err;
+		char *argv[] = { (char *)"/usr/bin/runsvdir", (char *)"-P", scan, NULL };
+		return spawn_daemon(s, argv, SIGHUP);
+	}
+	case SYS_SUPERVISORD: {
+		snprintf(conf, sizeof conf, "%s/supervisord.conf", s->dir);
+		/* Only what a storm needs changed from the defaults: counted as
+		 * up at once (startsecs=0, as base 0 is for tank), never given
+		 * up on, no per-program log files (tank's logs are pipes into
+		 * files too, but supervisord would need 2 files per program). */
+		snprintf(text, sizeof text,
+			 "[supervisord]\nnodaemon=true\nlogfile=%s/supervisord.log\n"
+			 "pidfile=%s/supervisord.pid\nchildlogdir=%s\nminfds=%ld\nminprocs=%ld\n"
+			 "[program:w]\ncommand=%s %s %s\nprocess_name=w%%(process_num)05d\n"
+			 "numprocs=%ld\nautorestart=true\nstartsecs=0\nstartretries=1000000\n"
+			 "stdout_logfile=NONE\nstderr_logfile=NONE\n",
+			 s->dir, s->dir, s->dir, 1024 + 4 * n, 200 + 2 * n, c->workload, mode,
+			 c->notes.path, n);
+		if ((err = write_file(conf, text, 0644)) < 0)
+			return err;
+		char *argv[] = { (char *)"/usr/bin/supervisord", (char *)"-c", conf, NULL };
+		return spawn_daemon(s, argv, SIGTERM);
+	}
+	default:
+		return -EINVAL;
+	}
+}
+
+/* Waits for n starts from pids not in `old`, newer than t0; fills `fresh`
+ * and *last (the latest start stamp).  Returns the count seen. */
+static long wait_starts(ctx_t *c, long n, uint64_t t0, const pidset_t *old,
+			pidset_t *fresh, uint64_t timeout_ns, uint64_t *last)
+{
+	uint64_t deadline = now_ns() + timeout_ns;
+	note_msg_t m;
+	*last = 0;
+	while ((long)fresh->n < n) {
+		int r = notes_next(&c->notes, deadline, &m);
+		if (r <= 0)
+			break;
+		if (m.kind != 'S' || m.t < t0 || (old && pidset_has(old, m.pid)))
+			continue;
+		if (pidset_add(fresh, m.pid) && m.t > *last)
+			*last = m.t;
+	}
+	return (long)fresh->n;
+}
+
+/* Polls tank's `running` until every pod shows a pid from `fresh`. */
+static int tank_confirm(sys_t *s, long n, const pidset_t *fresh, uint64_t deadline)
+{
+	while (now_ns() < deadline && !g_interrupted) {
+		api_incoming_t in;
+		int err = tank_call(s, "running", NULL, NULL, &in);
+		if (err < 0)
+			return err;
+		long ok = 0;
+		if (in.result && in.result->type == MSGPACK_OBJECT_MAP) {
+			const msgpack_object_map *m = &in.result->via.map;
+			for (uint32_t i = 0; i < m->size; i++) {
+				const msgpack_object *v = &m->ptr[i].val;
+				if (v->type == MSGPACK_OBJECT_POSITIVE_INTEGER &&
+				    pidset_has(fresh, (pid_t)v->via.u64))
+					ok++;
+			}
+		}
+		api_incoming_free(&in);
+		if (ok >= n)
+			return 0;
+		sleep_ms(2);
+	}
+	return g_interrupted ? -EINTR : -ETIMEDOUT;
+}
+
+/* --- scenario: storm (+ memory at the same size) --------------------------- */
+
+typedef struct storm_res {
+	bool ok;
+	double start_s, recover_s, confirm_s, cpu_ms_per_restart, pss_per_svc_kib;
+	long pss_total_kib, anon_total_kib;
+} storm_res_t;
+
+static storm_res_t storm_one(ctx_t *c, sys_kind_t kind, long n, long base_pss)
+{
+	storm_res_t res = { 0 };
+	sys_t s = { .kind = kind };
+	pidset_t first = { 0 }, fresh = { 0 };
+	uint64_t last, t0;
+	pid_t perf = 0;
+	int err;
+
+	note("storm: %s, N = %ld: starting", SYS_NAME[kind], n);
+	notes_drain(&c->notes);
+	if (pidset_init(&first, (size_t)n) < 0 || pidset_init(&fresh, (size_t)n) < 0)
+		goto out;
+	t0 = now_ns();
+	if ((err = sys_start(c, &s, n, "sleep")) < 0) {
+		note("storm: %s: unable to start: %s", SYS_NAME[kind], strerror(-err));
+		goto out;
+	}
+	/* supervisord starts its programs one by one: give it time. */
+	uint64_t budget = (30ull + (uint64_t)n / 100) * 1000000000u;
+	if (wait_starts(c, n, t0, NULL, &first, budget, &last) < n) {
+		note("storm: %s: only %zu of %ld services started%s", SYS_NAME[kind], first.n, n,
+		     g_interrupted ? " (interrupted)" : "");
+		goto out;
+	}
+	res.start_s = (double)(last - t0) / 1e9;
+	if (kind == SYS_TANK && tank_confirm(&s, n, &first, now_ns() + budget) < 0)
+		goto out;
+	/* s6-supervise and runsv hold back a restart for 1 s when a service
+	 * dies within 1 s of its start; an unfair storm would measure that
+	 * guard.  Every service has run well over a second before the kill. */
+	sleep_ms(1100);
+	notes_drain(&c->notes);
+	side_t before = supervisor_side(s.pid);
+	res.pss_total_kib = before.pss_kib;
+	res.anon_total_kib = before.anon_kib;
+	res.pss_per_svc_kib = (double)(before.pss_kib - base_pss) / (double)n;
+
+	/* The storm. */
+	char pname[32];
+	snprintf(pname, sizeof pname, "storm-%ld", n);
+	perf = kind == SYS_TANK ? perf_start(s.pid, pname) : 0;
+	t0 = now_ns();
+	for (size_t i = 0; i < first.cap; i++)
+		if (first.slot[i])
+			kill(first.slot[i], SIGKILL);
+	uint64_t rbudget = (20ull + (uint64_t)n / 200) * 1000000000u;
+	if (wait_starts(c, n, t0, &first, &fresh, rbudget, &last) < n) {
+		note("storm: %s: only %zu of %ld services came back%s", SYS_NAME[kind], fresh.n, n,
+		     g_interrupted ? " (interrupted)" : "");
+		goto out;
+	}
+	res.recover_s = (double)(last - t0) / 1e9;
+	if (kind == SYS_TANK) {
+		int cerr = tank_confirm(&s, n, &fresh, now_ns() + rbudget);
+		res.confirm_s = (double)(now_ns() - t0) / 1e9;
+		perf_stop(perf);
+		perf = 0;
+		if (cerr < 0)
+			goto out;
+	}
+	side_t after = supervisor_side(s.pid);
+	res.cpu_ms_per_restart = (double)(after.cpu - before.cpu) / 1e6 / (double)n;
+	res.ok = true;
+out:
+	perf_stop(perf);
+	sys_stop(&s);
+	pidset_free(&first);
+	pidset_free(&fresh);
+	return res;
+}
+
+/* bench_spawn -n N -k K, run now: the physical time for N spawns. */
+static double physical(const ctx_t *c, long n, long k)
+{
+	char cmd[PATH_MAX + 128], line[512];
+	double v = -1;
+	snprintf(cmd, sizeof cmd, "'%s' -n %ld -k %ld", c->spawn, n, k);
+	FILE *p = popen(cmd, "re");
+	if (!p)
+		return -1;
+	while (fgets(line, sizeof line, p)) {
+		char *at = strstr(line, "\"value\": ");
+		if (at)
+			v = strtod(at + 9, NULL);
+	}
+	pclose(p);
+	return v;
+}
+
+/* Tank's own PSS with no pods: what the per-pod figure is counted above. */
+static long tank_base_pss(ctx_t *c)
+{
+	sys_t s = { .kind = SYS_TANK };
+	long v = -1;
+	snprintf(s.dir, sizeof s.dir, "%s/tank-base", c->top);
+	if (mkdir(s.dir, 0755) == 0 && tank_start(c, &s) == 0) {
+		sleep_ms(200);
+		v = pss_kib(s.pid);
+	}
+	sys_stop(&s);
+	return v;
+}
+
+typedef struct table_row {
+	long n;
+	double phys;
+	storm_res_t r[SYS_COUNT];
+} table_row_t;
+
+static void storm_all(ctx_t *c, const long *ns, size_t nn, const bool *peers, long base_pss,
+		      table_row_t *rows)
+{
+	for (size_t i = 0; i < nn && !g_interrupted; i++) {
+		long n = ns[i];
+		rows[i].n = n;
+		rows[i].phys = physical(c, n, n);
+		emit("physical_time", rows[i].phys, "s", "spawn", n);
+		for (int k = 0; k < SYS_COUNT && !g_interrupted; k++) {
+			if (k != SYS_TANK && !peers[k])
+				continue;
+			/* tankd holds 4 fds per container (stdout and stderr pipes,
+			 * the log file, one more); past the limit its starts fail
+			 * with EMFILE and the run cannot finish. */
+			if (k == SYS_TANK && n > c->tank_max_pods) {
+				note("storm: tank, N = %ld: skipped, tankd would need ~%ld fds, the limit is %ld",
+				     n, 4 * n + 64, 4 * c->tank_max_pods + 64);
+				emit("skipped_fd_limit", (double)(4 * c->tank_max_pods + 64), "fds", "tank", n);
+				continue;
+			}
+			/* supervisord at 5,000 would take minutes of the 10. */
+			if (k == SYS_SUPERVISORD && n > 1000)
+				continue;
+			/* Debian's runsvdir supervises at most 1,000 services (its
+			 * MAXSERVICES; it logs "too many services" past that). */
+			if (k == SYS_RUNIT && n > 1000) {
+				note("storm: runit, N = %ld: skipped, runsvdir stops at 1000 services", n);
+				continue;
+			}
+			storm_res_t r = storm_one(c, (sys_kind_t)k, n, k == SYS_TANK ? base_pss : 0);
+			rows[i].r[k] = r;
+			if (!r.ok)
+				continue;
+			char m[64];
+			const char *sys = SYS_NAME[k];
+			emit("start_time", r.start_s, "s", sys, n);
+			emit("recovery_time", r.recover_s, "s", sys, n);
+			if (rows[i].phys > 0)
+				emit("recovery_vs_physical", r.recover_s / rows[i].phys, "x", sys, n);
+			if (k == SYS_TANK)
+				emit("recovery_confirmed_time", r.confirm_s, "s", sys, n);
+			emit("cpu_per_restart", r.cpu_ms_per_restart, "ms", sys, n);
+			emit("pss_total", (double)r.pss_total_kib, "KiB", sys, n);
+			emit("pss_per_service", r.pss_per_svc_kib, "KiB", sys, n);
+			emit("pss_anon_total", (double)r.anon_total_kib, "KiB", sys, n);
+			(void)m;
+			note("storm: %s N=%ld: up %.3f s, recovered %.3f s (%.2fx physical %.3f s), "
+			     "%.3f ms CPU/restart, PSS %.1f KiB/service",
+			     sys, n, r.start_s, r.recover_s, rows[i].phys > 0 ? r.recover_s / rows[i].phys : 0,
+			     rows[i].phys, r.cpu_ms_per_restart, r.pss_per_svc_kib);
+		}
+		if (rows[i].r[SYS_TANK].ok)
+			for (int k = 1; k < SYS_COUNT; k++)
+				if (rows[i].r[k].ok)
+					emit(k == SYS_S6 ? "speedup_vs_s6" : k == SYS_RUNIT ? "speedup_vs_runit"
+					     : "speedup_vs_supervisord",
+					     rows[i].r[k].recover_s / rows[i].r[SYS_TANK].recover_s, "x", "tank", n);
+	}
+}
+
+/* --- scenario: memory at 10,000 ------------------------------------------ */
+
+static void memory_big(ctx_t *c, long n, long base_pss)
+{
+	sys_t s = { .kind = SYS_TANK };
+	pidset_t seen = { 0 };
+	uint64_t last, t0 = now_ns();
+
+	note("memory: tank, N = %ld", n);
+	notes_drain(&c->notes);
+	if (pidset_init(&seen, (size_t)n) < 0)
+		return;
+	int err = sys_start(c, &s, n, "sleep");
+	if (err < 0) {
+		note("memory: unable to start tank: %s", strerror(-err));
+		goto out;
+	}
+	if (wait_starts(c, n, t0, NULL, &seen, (30ull + (uint64_t)n / 200) * 1000000000u, &last) < n) {
+		note("memory: only %zu of %ld pods started", seen.n, n);
+		goto out;
+	}
+	if (tank_confirm(&s, n, &seen, now_ns() + 60ull * 1000000000u) < 0)
+		goto out;
+	emit("start_time", (double)(last - t0) / 1e9, "s", "tank", n);
+	sleep_ms(500);
+	long anon = 0, pss = pss_kib2(s.pid, &anon);
+	emit("pss_total", (double)pss, "KiB", "tank", n);
+	emit("pss_anon_total", (double)anon, "KiB", "tank", n);
+	emit("pss_per_service", (double)(pss - base_pss) / (double)n, "KiB", "tank", n);
+	note("memory: tank N=%ld: PSS %ld KiB, %.2f KiB/pod above the empty daemon's %ld KiB",
+	     n, pss, (double)(pss - base_pss) / (double)n, base_pss);
+out:
+	sys_stop(&s);
+	pidset_free(&seen);
+}
+
+/* --- scenario: crash loop ------------------------------------------------- */
+
+static long sum_restarts(sys_t *s)
+{
+	api_incoming_t in;
+	long sum = 0;
+	if (tank_call(s, "status", NULL, NULL, &in) < 0)
+		return -1;
+	if (in.result && in.result->type == MSGPACK_OBJECT_ARRAY)
+		for (uint32_t i = 0; i < in.result->via.array.size; i++) {
+			const msgpack_object *o = &in.result->via.array.ptr[i];
+			if (o->type != MSGPACK_OBJECT_MAP)
+				continue;
+			for (uint32_t j = 0; j < o->via.map.size; j++) {
+				const msgpack_object_kv *kv = &o->via.map.ptr[j];
+				if (kv->key.type == MSGPACK_OBJECT_STR && kv->key.via.str.size == 8 &&
+				    !memcmp(kv->key.via.str.ptr, "restarts", 8) &&
+				    kv->val.type == MSGPACK_OBJECT_POSITIVE_INTEGER)
+					sum += (long)kv->val.via.u64;
+			}
+		}
+	api_incoming_free(&in);
+	return sum;
+}
+
+static void crashloop(ctx_t *c, long n, long window_ms)
+{
+	sys_t s = { .kind = SYS_TANK };
+
+	note("crashloop: tank, N = %ld, window %ld ms", n, window_ms);
+	int err = sys_start(c, &s, n, "exit1");
+	if (err < 0) {
+		note("crashloop: unable to start tank: %s", strerror(-err));
+		goto out;
+	}
+	sleep_ms(1000);  /* past the first starts */
+	pid_t perf = perf_start(s.pid, "crashloop");
+	long r0 = sum_restarts(&s);
+	uint64_t c0 = cpu_ns(s.pid), t0 = now_ns();
+	unsigned long long k0 = cpu_ticks(s.pid);
+	sleep_ms(window_ms);
+	long r1 = sum_restarts(&s);
+	uint64_t c1 = cpu_ns(s.pid), t1 = now_ns();
+	unsigned long long k1 = cpu_ticks(s.pid);
+	perf_stop(perf);
+	if (r0 < 0 || r1 < 0 || g_interrupted)
+		goto out;
+	double secs = (double)(t1 - t0) / 1e9, rate = (double)(r1 - r0) / secs;
+	long hz = sysconf(_SC_CLK_TCK);
+	emit("crashloop_restarts_per_s", rate, "1/s", "tank", n);
+	if (r1 > r0) {
+		emit("crashloop_cpu_per_restart", (double)(c1 - c0) / 1e3 / (double)(r1 - r0), "us", "tank", n);
+		emit("crashloop_cpu_ticks_per_restart", (double)(k1 - k0) * 1e6 / (double)hz / (double)(r1 - r0),
+		     "us", "tank", n);
+	}
+	emit("crashloop_cpu_share", (double)(c1 - c0) / 1e9 / secs, "cores", "tank", n);
+	sys_stop(&s);
+	/* The floor, right after: the same number of spawns, N in flight. */
+	long total = (long)rate * 2 > 1000 ? (long)rate * 2 : 1000;
+	double ph = physical(c, total, n);
+	if (ph > 0) {
+		emit("crashloop_physical_per_s", (double)total / ph, "1/s", "spawn", n);
+		emit("crashloop_vs_physical", rate / ((double)total / ph), "x", "tank", n);
+	}
+	note("crashloop: %.0f restarts/s (physical %.0f/s), %.1f us tankd CPU per restart, %.2f cores",
+	     rate, ph > 0 ? (double)total / ph : 0, r1 > r0 ? (double)(c1 - c0) / 1e3 / (double)(r1 - r0) : 0,
+	     (double)(c1 - c0) / 1e9 / secs);
+out:
+	sys_stop(&s);
+}
+
+/* --- scenario: restart latency ---------------------------------------------- */
+
+static int cmp_u64(const void *a, const void *b)
+{
+	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+	return x < y ? -1 : x > y;
+}
+
+static void latency(ctx_t *c, long want)
+{
+	sys_t s = { .kind = SYS_TANK };
+	uint64_t *lat = calloc((size_t)want, sizeof *lat);
+	long got = 0, skip = 10;
+	uint64_t last_exit = 0;
+	note_msg_t m;
+
+	note("latency: tank, %ld restarts", want);
+	notes_drain(&c->notes);
+	int err = lat ? sys_start(c, &s, 1, "stamp") : -ENOMEM;
+	if (err < 0) {
+		note("latency: unable to start tank: %s", strerror(-err));
+		goto out;
+	}
+	uint64_t deadline = now_ns() + (30ull + (uint64_t)want / 50) * 1000000000u;
+	while (got < want) {
+		int r = notes_next(&c->notes, deadline, &m);
+		if (r <= 0)
+			break;
+		if (m.kind == 'E') {
+			last_exit = m.t;
+		} else if (m.kind == 'S' && last_exit && m.t > last_exit) {
+			if (skip > 0)
+				skip--;
+			else
+				lat[got++] = m.t - last_exit;
+			last_exit = 0;
+		}
+	}
+	if (got < want) {
+		note("latency: only %ld of %ld restarts seen", got, want);
+		if (got == 0)
+			goto out;
+	}
+	qsort(lat, (size_t)got, sizeof *lat, cmp_u64);
+	double p50 = (double)lat[got / 2] / 1e3, p99 = (double)lat[(got * 99) / 100] / 1e3;
+	double mx = (double)lat[got - 1] / 1e3;
+	emit("latency_p50", p50, "us", "tank", got);
+	emit("latency_p99", p99, "us", "tank", got);
+	emit("latency_max", mx, "us", "tank", got);
+	note("latency: p50 %.0f us, p99 %.0f us, max %.0f us over %ld restarts", p50, p99, mx, got);
+	char path[PATH_MAX + 32];
+	snprintf(path, sizeof path, "%s/latency.dat", c->data_dir);
+	FILE *f = fopen(path, "we");
+	if (f) {
+		fprintf(f, "# restart latency (us), sorted; column 2 = cumulative fraction\n");
+		for (long i = 0; i < got; i++)
+			fprintf(f, "%.1f %.4f\n", (double)lat[i] / 1e3, (double)(i + 1) / (double)got);
+		fclose(f);
+	}
+out:
+	sys_stop(&s);
+	free(lat);
+}
+
+/* --- main --------------------------------------------------------------- */
+
+static int self_dir(char *out, size_t len)
+{
+	char self[PATH_MAX];
+	ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
+	if (n < 0)
+		return -errno;
+	self[n] = '\0';
+	char *slash = strrchr(self, '/');
+	if (!slash)
+		return -EINVAL;
+	*slash = '\0';
+	/* build/bench -> build */
+	if ((slash = strrchr(self, '/')))
+		*slash = '\0';
+	if (strlen(self) >= len)
+		return -ENAMETOOLONG;
+	strcpy(out, self);
+	return 0;
+}
+
+static size_t parse_list(const char *s, long *out, size_t max)
+{
+	size_t n = 0;
+	while (*s && n < max) {
+		char *end;
+		long v = strtol(s, &end, 10);
+		if (end == s)
+			break;
+		out[n++] = v;
+		s = *end == ',' ? end + 1 : end;
+	}
+	return n;
+}
+
+static bool has_word(const char *list, const char *w)
+{
+	size_t l = strlen(w);
+	for (const char *p = list; (p = strstr(p, w)); p += l)
+		if ((p == list || p[-1] == ',') && (p[l] == ',' || !p[l]))
+			return true;
+	return false;
+}
+
+static void print_table(const table_row_t *rows, size_t nn)
+{
+	fprintf(stderr, "\nrestart storm: time until all N services run again after SIGKILL of all\n");
+	fprintf(stderr, "%7s %10s %10s %8s %10s %10s %12s %16s\n", "N", "physical", "tank", "tank/ph",
+		"s6", "runit", "supervisord", "tank KiB/pod");
+	for (size_t i = 0; i < nn; i++) {
+		char col[SYS_COUNT][16];
+		for (int k = 0; k < SYS_COUNT; k++) {
+			if (rows[i].r[k].ok)
+				snprintf(col[k], sizeof col[k], "%.3f s", rows[i].r[k].recover_s);
+			else
+				snprintf(col[k], sizeof col[k], "-");
+		}
+		fprintf(stderr, "%7ld %8.3f s %10s %7.2fx %10s %10s %12s %16.2f\n", rows[i].n, rows[i].phys,
+			col[SYS_TANK], rows[i].r[SYS_TANK].ok && rows[i].phys > 0
+			? rows[i].r[SYS_TANK].recover_s / rows[i].phys : 0.0,
+			col[SYS_S6], col[SYS_RUNIT], col[SYS_SUPERVISORD], rows[i].r[SYS_TANK].pss_per_svc_kib);
+	}
+	fputc('\n', stderr);
+}
+
+int main(int argc, char **argv)
+{
+	ctx_t c;
+	const char *scen = "storm,memory,crashloop,latency", *peer_list = NULL;
+	long ns[8];
+	size_t nn = 0;
+	bool peers[SYS_COUNT] = { 0 };
+	int opt, err;
+
+	memset(&c, 0, sizeof c);
+	c.notes.fd = -1;
+	c.quick = getenv("QUICK") && strcmp(getenv("QUICK"), "0");
+	long crash_n = 0;
+	while ((opt = getopt(argc, argv, "s:n:p:c:")) != -1) {
+		switch (opt) {
+		case 's': scen = optarg; break;
+		case 'n': nn = parse_list(optarg, ns, 8); break;
+		case 'p': peer_list = optarg; break;
+		case 'c': crash_n = strtol(optarg, NULL, 10); break;
+		default:
+			fprintf(stderr, "usage: bench_storm [-s storm,memory,crashloop,latency] [-n N,...] "
+				"[-p s6,runit,supervisord] [-c CRASHLOOP_N]\n");
+			return 2;
+		}
+	}
+	if (!nn) {
+		static const long full[] = { 100, 1000, 5000 }, quick[] = { 50, 200 };
+		nn = c.quick ? 2 : 3;
+		memcpy(ns, c.quick ? quick : full, nn * sizeof *ns);
+	}
+	for (int k = 1; k < SYS_COUNT; k++)
+		peers[k] = access(SYS_PROBE[k], X_OK) == 0 && (!peer_list || has_word(peer_list, SYS_NAME[k]));
+
+	if ((err = self_dir(c.build, sizeof c.build)) < 0) {
+		fprintf(stderr, "bench_storm: fatal: unable to find the build dir: %s\n", strerror(-err));
+		return 111;
+	}
+	snprintf(c.workload, sizeof c.workload, "%s/bench/workload", c.build);
+	snprintf(c.tankd, sizeof c.tankd, "%s/bin/tankd", c.build);
+	snprintf(c.spawn, sizeof c.spawn, "%s/bench/bench_spawn", c.build);
+	if (access(c.workload, X_OK) < 0 || access(c.tankd, X_OK) < 0 || access(c.spawn, X_OK) < 0) {
+		fprintf(stderr, "bench_storm: fatal: unable to find workload, tankd or bench_spawn under %s "
+			"(run make first)\n", c.build);
+		return 111;
+	}
+	const char *dd = getenv("BENCH_DATA_DIR");
+	snprintf(c.data_dir, sizeof c.data_dir, "%s", dd && *dd ? dd : "bench/results");
+
+	/* 10,000 pods hold several fds each in tankd, and the peers one or
+	 * more per service: lift the limit the daemons inherit. */
+	struct rlimit rl = { 1 << 18, 1 << 18 };
+	if (setrlimit(RLIMIT_NOFILE, &rl) < 0 && getrlimit(RLIMIT_NOFILE, &rl) == 0) {
+		rl.rlim_cur = rl.rlim_max;
+		setrlimit(RLIMIT_NOFILE, &rl);
+	}
+	getrlimit(RLIMIT_NOFILE, &rl);
+	c.tank_max_pods = rl.rlim_cur == RLIM_INFINITY ? 1000000 : ((long)rl.rlim_cur - 64) / 4;
+	struct sigaction sa = { .sa_handler = on_signal };
+	sigemptyset(&sa.sa_mask);
+	sigaction(SIGINT, &sa, NULL);
+	sigaction(SIGTERM, &sa, NULL);
+	sigaction(SIGHUP, &sa, NULL);
+	signal(SIGPIPE, SIG_IGN);
+
+	strcpy(c.top, "/tmp/tank-bench-XXXXXX");
+	if (!mkdtemp(c.top)) {
+		fprintf(stderr, "bench_storm: fatal: unable to make a temp dir: %s\n", strerror(errno));
+		return 111;
+	}
+	if ((err = notes_open(&c.notes, c.top)) < 0) {
+		fprintf(stderr, "bench_storm: fatal: unable to bind the notify socket: %s\n", strerror(-err));
+		rm_rf(c.top);
+		return 111;
+	}
+	for (int k = 1; k < SYS_COUNT; k++)
+		if (!peers[k])
+			note("%s: not installed or not asked for (scripts/bench-deps.sh installs it): skipped",
+			     SYS_NAME[k]);
+
+	long base_pss = tank_base_pss(&c);
+	if (base_pss > 0)
+		emit("pss_empty_daemon", (double)base_pss, "KiB", "tank", 0);
+
+	table_row_t rows[8];
+	memset(rows, 0, sizeof rows);
+	if (has_word(scen, "storm"))
+		storm_all(&c, ns, nn, peers, base_pss > 0 ? base_pss : 0, rows);
+	if (has_word(scen, "memory") && !c.quick && !g_interrupted) {
+		long big = c.tank_max_pods >= 10000 ? 10000 : c.tank_max_pods / 1000 * 1000;
+		if (big < 10000)
+			note("memory: 10,000 pods need ~40,000 fds in tankd, the limit is %ld: measuring %ld pods",
+			     4 * c.tank_max_pods + 64, big);
+		if (big > 0)
+			memory_big(&c, big, base_pss > 0 ? base_pss : 0);
+	}
+	if (has_word(scen, "crashloop") && !g_interrupted)
+		crashloop(&c, crash_n > 0 ? crash_n : c.quick ? 20 : 100, c.quick ? 2000 : 5000);
+	if (has_word(scen, "latency") && !g_interrupted)
+		latency(&c, c.quick ? 100 : 1000);
+	if (has_word(scen, "storm"))
+		print_table(rows, nn);
+
+	close(c.notes.fd);
+	rm_rf(c.top);
+	if (g_interrupted) {
+		note("interrupted: everything stopped and removed");
+		return 130;
+	}
+	return 0;
+}
