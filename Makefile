@@ -103,6 +103,7 @@ test: all $(TESTBIN)
 	set -f; TANK_BUILD_DIR=$(abspath $(BUILD)) sh scripts/run-tests.sh $(TESTBIN) $(TEST_ARGS)
 
 bench: all
+	@sh scripts/bench-deps.sh
 	BUILD=$(BUILD) bench/run
 
 # The main job: build, start tankd on the default data dir, apply examples.

@@ -29,6 +29,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/prctl.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -380,6 +381,13 @@ int main(int argc, char **argv)
 	/* Containers' orphaned descendants are re-parented to us and reaped
 	 * by the runtime, not by init, so a pod's leftovers stay ours. */
 	prctl(PR_SET_CHILD_SUBREAPER, 1);
+	/* Each container holds a few fds (pipes, log, cgroup): take every fd
+	 * the hard limit allows, as s6-svscan and systemd do. */
+	struct rlimit nofile;
+	if (getrlimit(RLIMIT_NOFILE, &nofile) == 0 && nofile.rlim_cur < nofile.rlim_max) {
+		nofile.rlim_cur = nofile.rlim_max;
+		setrlimit(RLIMIT_NOFILE, &nofile);
+	}
 	signal(SIGPIPE, SIG_IGN);
 
 	tank_error_clear(&e);

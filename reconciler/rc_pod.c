@@ -775,11 +775,15 @@ static int rc__ctr_start(rc_pods_t *pods, rc_loop_t *loop, rc_ctr_t *c,
 	return 0;
 }
 
+/* min(base · 2ⁿ, cap).  Bounded work whatever n is: a zero base never
+ * grows, and past 64 doublings any base has reached any cap. */
 static uint64_t rc__backoff(const pod_spec_t *s, uint32_t n)
 {
 	uint64_t d = s->backoff.base_ms;
 
-	for (uint32_t i = 0; i < n && d < s->backoff.cap_ms; i++)
+	if (d == 0)
+		return 0;
+	for (uint32_t i = 0; i < n && i < 64 && d < s->backoff.cap_ms; i++)
 		d = d > UINT64_MAX / 2 ? UINT64_MAX : d * 2;
 	return d < s->backoff.cap_ms ? d : s->backoff.cap_ms;
 }

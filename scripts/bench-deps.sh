@@ -14,6 +14,7 @@ check /usr/bin/s6-svscan    s6
 check /usr/bin/runsvdir     runit
 check /usr/bin/supervisord  supervisor
 check /usr/bin/gnuplot      gnuplot-nox
+check /usr/bin/jq           jq
 
 [ -z "$need" ] && exit 0
 
