@@ -10,6 +10,10 @@
 #include "api/api_methods.h"
 
 #include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <sys/stat.h>
+#include <unistd.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -590,11 +594,139 @@ static int pack_lines(msgpack_packer *pk, void *arg)
 	return rc ? -ENOMEM : 0;
 }
 
+/* `logs` with follow: an actor that polls the container's log file and
+ * sends new lines to the connection as [2, "log", [{container, line}…]]
+ * notifications until the connection goes away.  Polling (every 250 ms)
+ * rather than inotify keeps it to one small file read per tick, and it
+ * notices rotation by the file shrinking or changing inode. */
+#define API_FOLLOW_MS 250
+#define API_FOLLOW_CHUNK (64u << 10)
+
+typedef struct follow {
+	api_token_t token;
+	char path[PATH_MAX];
+	char container[ST_NAME_MAX + 1];
+	off_t off;
+	ino_t ino;
+	char part[4096];          /* a partial last line, kept for the next tick */
+	size_t npart;
+} follow_t;
+
+typedef struct follow_batch {
+	const follow_t *f;
+	char *lines[256];
+	size_t n;
+} follow_batch_t;
+
+static int pack_follow(msgpack_packer *pk, void *arg)
+{
+	follow_batch_t *b = arg;
+	int rc = msgpack_pack_array(pk, b->n);
+	for (size_t i = 0; i < b->n; i++) {
+		rc |= msgpack_pack_map(pk, 2);
+		rc |= pk_key(pk, "container");
+		rc |= api_pack_cstr(pk, b->f->container);
+		rc |= pk_key(pk, "line");
+		rc |= api_pack_cstr(pk, b->lines[i]);
+	}
+	return rc ? -ENOMEM : 0;
+}
+
+static int follow_tick(rt_t *rt, follow_t *f)
+{
+	struct stat st;
+	char *buf;
+	ssize_t n;
+	int fd, err = 0;
+
+	if (stat(f->path, &st) < 0)
+		return 0;                 /* not yet created, or mid-rotation */
+	if (st.st_ino != f->ino || st.st_size < f->off) {
+		f->ino = st.st_ino;       /* rotated: the new file from its start */
+		f->off = 0;
+		f->npart = 0;
+	}
+	if (st.st_size == f->off)
+		return 0;
+	if ((fd = open(f->path, O_RDONLY | O_CLOEXEC)) < 0)
+		return 0;
+	if (!(buf = malloc(API_FOLLOW_CHUNK + sizeof f->part + 1))) {
+		close(fd);
+		return 0;
+	}
+	memcpy(buf, f->part, f->npart);
+	n = pread(fd, buf + f->npart, API_FOLLOW_CHUNK, f->off);
+	close(fd);
+	if (n > 0) {
+		follow_batch_t b = { .f = f, .n = 0 };
+		size_t len = f->npart + (size_t)n, start = 0;
+		f->off += n;
+		for (size_t i = 0; i < len; i++) {
+			if (buf[i] != '\n')
+				continue;
+			buf[i] = '\0';
+			b.lines[b.n++] = buf + start;
+			start = i + 1;
+			if (b.n == 256) {
+				err = api_notify(rt, f->token, "log", pack_follow, &b);
+				b.n = 0;
+				if (err == -ESRCH)
+					break;
+			}
+		}
+		if (b.n && err != -ESRCH)
+			err = api_notify(rt, f->token, "log", pack_follow, &b);
+		f->npart = len - start < sizeof f->part ? len - start : 0;
+		memmove(f->part, buf + start, f->npart);
+	}
+	free(buf);
+	return err == -ESRCH ? -ESRCH : 0;
+}
+
+static int follow_init(rt_t *rt, void **state, void *arg)
+{
+	follow_t *f = malloc(sizeof *f);
+	struct stat st;
+	int err;
+
+	if (!f)
+		return -ENOMEM;
+	*f = *(follow_t *)arg;
+	if (stat(f->path, &st) == 0) {
+		f->off = st.st_size;
+		f->ino = st.st_ino;
+	}
+	if ((err = rt_monitor(rt, f->token.conn, NULL)) < 0 ||
+	    (err = rt_send_after(rt, rt_self(rt), API_FOLLOW_MS, 1, NULL, 0, NULL)) < 0) {
+		free(f);
+		return err;
+	}
+	*state = f;
+	return 0;
+}
+
+static void follow_handle(rt_t *rt, void *state, rt_msg_t *m)
+{
+	follow_t *f = state;
+	if (m->type == RT_MSG_DOWN || follow_tick(rt, f) < 0 ||
+	    rt_send_after(rt, rt_self(rt), API_FOLLOW_MS, 1, NULL, 0, NULL) < 0)
+		rt_exit_self(rt, RT_R_NORMAL);
+}
+
+static void follow_terminate(rt_t *rt, void *state, rt_reason_t reason)
+{
+	(void)rt; (void)reason;
+	free(state);
+}
+
+static const rt_behaviour_t log_follower = { "api_follow", follow_init, follow_handle, follow_terminate };
+
 static void m_logs(const api_call_t *call, const msgpack_object *params, void *ctx)
 {
 	api_daemon_t *d = ctx;
 	char name[ST_NAME_MAX + 1], ctr[ST_NAME_MAX + 1] = "", msg[2 * ST_NAME_MAX + 48];
 	int64_t tail = API_LOG_TAIL_DEFAULT;
+	bool follow = false;
 	st_status_t s;
 	tank_error_t e;
 	int err;
@@ -609,6 +741,8 @@ static void m_logs(const api_call_t *call, const msgpack_object *params, void *c
 					"params[1].container: expected string", NULL, NULL);
 			return;
 		}
+		if ((o = api_map_get(opts, "follow")) && o->type == MSGPACK_OBJECT_BOOLEAN)
+			follow = o->via.boolean;
 		if ((o = api_map_get(opts, "tail")) && o->type != MSGPACK_OBJECT_NIL &&
 		    (!api_obj_int(o, &tail) || tail < 0 || tail > API_LOG_TAIL_MAX)) {
 			api_reply_error(call->rt, call->token, API_BAD_REQUEST,
@@ -642,6 +776,13 @@ static void m_logs(const api_call_t *call, const msgpack_object *params, void *c
 	}
 	api_reply(call->rt, call->token, pack_lines, &o);
 	pod_log_lines_free(o.l, o.n);
+	if (follow) {
+		follow_t f = { .token = call->token };
+		snprintf(f.path, sizeof f.path, "%s/%s/%s.log", d->log_dir, name, ctr);
+		snprintf(f.container, sizeof f.container, "%s", ctr);
+		/* Without memory the follow just ends: the client sees EOF. */
+		(void)rt_spawn(d->rt, &log_follower, &f, NULL);
+	}
 }
 
 typedef struct hist { st_transition_t *t; size_t n; } hist_t;

@@ -423,3 +423,30 @@ Test(e2e, apply_wait_converges_or_says_why_not, .timeout = 120)
 	cr_assert(strstr(out, "require_re_run: true"), "%s", out);
 	teardown(d);
 }
+
+Test(e2e, logs_follow_streams_new_lines, .timeout = 60)
+{
+	d_t *d = setup();
+	char out[16384];
+
+	write_file(d, "t.yaml",
+		   "name: ticker\ncontainers:\n"
+		   "  - name: t\n    command: [/bin/sh, -c, \"i=0; while :; do i=$((i+1)); echo tick-$i; sleep 0.1; done\"]\n");
+	cr_assert_eq(ctl(d, out, sizeof out, "apply -f %s/t.yaml", d->dir), 0, "%s", out);
+	cr_assert(wait_phase(d, "ticker", "running", 20));
+	/* Follow for 1.5 s (timeout ends tankctl): the lines printed meanwhile
+	 * arrive, beyond the --tail 1 it started with. */
+	char cmd[1024];
+	snprintf(cmd, sizeof cmd, "timeout 1.5 %s/tankctl --socket %s logs ticker --tail 1 -f",
+		 bindir(), d->sock);
+	FILE *p = popen(cmd, "r");
+	cr_assert_not_null(p);
+	size_t n = fread(out, 1, sizeof out - 1, p);
+	out[n] = '\0';
+	pclose(p);
+	int lines = 0;
+	for (char *q = out; (q = strstr(q, "stdout tick-")); q++)
+		lines++;
+	cr_assert_geq(lines, 5, "only %d lines followed:\n%s", lines, out);
+	teardown(d);
+}
