@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "reconciler/rc_loop.h"
+#include "tests/support/tsupport.h"
 
 typedef struct fake {
 	const char *keys[8];      /* what observe lists */
@@ -101,22 +102,6 @@ static void driver_handle(rt_t *rt, void *state, rt_msg_t *m)
 
 static const rt_behaviour_t driver_b = { "driver", driver_init, driver_handle, NULL };
 
-static void stop_cb(struct ev_loop *l, ev_timer *w, int revents)
-{
-	(void)l; (void)revents;
-	rt_stop(w->data);
-}
-
-static void run_for(rt_t *rt, double s)
-{
-	ev_timer t;
-	ev_timer_init(&t, stop_cb, s, 0);
-	t.data = rt;
-	ev_timer_start(rt_loop(rt), &t);
-	rt_run(rt);
-	ev_timer_stop(rt_loop(rt), &t);
-}
-
 static rt_pid_t start(rt_t *rt, fake_t *f, uint64_t resync_ms)
 {
 	rc_loop_opts_t o = {
@@ -138,7 +123,7 @@ Test(reconciler, sync_runs_every_key_once_and_replies)
 	rt_pid_t loop = start(rt, &f, 60000);
 	driver_t d = { .loop = loop };
 	cr_assert_eq(rt_spawn(rt, &driver_b, &d, NULL), 0);
-	run_for(rt, 5);
+	ts_run_for(rt, 5);
 	cr_assert_eq(d.replies, 1);
 	cr_assert_eq(d.cookie, 42);
 	/* The initial tick and the sync's pass both queued every key; each
@@ -161,13 +146,13 @@ Test(reconciler, key_queued_many_times_runs_once)
 	fake_t f = { .keys = { "a" }, .nkeys = 1, .fail_key = -1,
 		     .reenqueue_key = -1, .requeue_key = -1 };
 	rt_pid_t loop = start(rt, &f, 60000);
-	run_for(rt, 0.1);
+	ts_run_for(rt, 0.1);
 	int before = f.calls[0];
 	rc_loop_t *l = rc_loop_of(rt, loop);
 	for (int i = 0; i < 100; i++)
 		cr_assert_eq(rc_enqueue(l, 0, "a"), 0);
 	cr_assert_eq(rc_enqueue(l, 5, "a"), -EINVAL);
-	run_for(rt, 0.1);
+	ts_run_for(rt, 0.1);
 	cr_assert_eq(f.calls[0], before + 1);
 	rt_free(rt);
 }
@@ -178,7 +163,7 @@ Test(reconciler, enqueue_while_running_reruns_after_not_inside)
 	fake_t f = { .keys = { "a" }, .nkeys = 1, .fail_key = -1,
 		     .reenqueue_key = 0, .requeue_key = -1 };
 	start(rt, &f, 60000);
-	run_for(rt, 0.1);
+	ts_run_for(rt, 0.1);
 	cr_assert_eq(f.calls[0], 2);
 	cr_assert_eq(f.max_depth, 1);
 	rt_free(rt);
@@ -190,7 +175,7 @@ Test(reconciler, requeue_after_replaces_and_fires_once)
 	fake_t f = { .keys = { "a" }, .nkeys = 1, .fail_key = -1,
 		     .reenqueue_key = -1, .requeue_key = 0 };
 	rt_pid_t loop = start(rt, &f, 60000);
-	run_for(rt, 0.3);
+	ts_run_for(rt, 0.3);
 	cr_assert_eq(f.calls[0], 2);   /* the tick, then one requeue */
 	cr_assert_eq(rc_queued(rc_loop_of(rt, loop)), 0);
 	rt_free(rt);
@@ -202,7 +187,7 @@ Test(reconciler, failures_retry_then_escalate)
 	fake_t f = { .keys = { "ok", "bad" }, .nkeys = 2, .fail_key = 1,
 		     .reenqueue_key = -1, .requeue_key = -1 };
 	rt_pid_t loop = start(rt, &f, 60000);
-	run_for(rt, 1.0);   /* retries at 5, 10, 20 ms */
+	ts_run_for(rt, 1.0);   /* retries at 5, 10, 20 ms */
 	cr_assert_eq(f.calls[1], 4);   /* first try + max_retries */
 	cr_assert_eq(f.escalated, 1);
 	cr_assert_eq(f.calls[0], 1);
@@ -218,11 +203,11 @@ Test(reconciler, nudges_are_debounced_and_ticks_resync)
 	fake_t f = { .keys = { "a" }, .nkeys = 1, .fail_key = -1,
 		     .reenqueue_key = -1, .requeue_key = -1 };
 	rt_pid_t loop = start(rt, &f, 60000);
-	run_for(rt, 0.05);
+	ts_run_for(rt, 0.05);
 	uint64_t p0 = rc_stats(rc_loop_of(rt, loop)).passes;
 	for (int i = 0; i < 50; i++)
 		cr_assert_eq(rc_nudge(rt, loop), 0);
-	run_for(rt, 0.5);
+	ts_run_for(rt, 0.5);
 	cr_assert_eq(rc_stats(rc_loop_of(rt, loop)).passes, p0 + 1);
 	rt_free(rt);
 
@@ -231,7 +216,7 @@ Test(reconciler, nudges_are_debounced_and_ticks_resync)
 	fake_t g = { .keys = { "a" }, .nkeys = 1, .fail_key = -1,
 		     .reenqueue_key = -1, .requeue_key = -1 };
 	loop = start(rt, &g, 10);
-	run_for(rt, 0.3);
+	ts_run_for(rt, 0.3);
 	cr_assert_geq(rc_stats(rc_loop_of(rt, loop)).passes, 5);
 	cr_assert_geq(g.calls[0], 5);
 	rt_free(rt);

@@ -16,6 +16,7 @@
 #include "pod/pod_manifest.h"
 #include "reconciler/rc_pod.h"
 #include "store/st.h"
+#include "tests/support/tsupport.h"
 
 typedef struct h {
 	char dir[64];
@@ -117,20 +118,9 @@ static void teardown(h_t *h)
 	free(h);
 }
 
-static void stop_cb(struct ev_loop *l, ev_timer *w, int revents)
-{
-	(void)l; (void)revents;
-	rt_stop(w->data);
-}
-
 static void run_for(h_t *h, double s)
 {
-	ev_timer t;
-	ev_timer_init(&t, stop_cb, s, 0);
-	t.data = h->rt;
-	ev_timer_start(rt_loop(h->rt), &t);
-	rt_run(h->rt);
-	ev_timer_stop(rt_loop(h->rt), &t);
+	ts_run_for(h->rt, s);
 }
 
 static void apply_yaml(h_t *h, const char *yaml)

@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "runtime/rt.h"
+#include "tests/support/tsupport.h"
 
 /* A recorder actor: keeps every message it gets, in order. */
 #define REC_MAX 256
@@ -109,22 +110,6 @@ static rt_t *new_rt(void)
 
 /* Runs the loop with a safety timer so a broken rule fails instead of
  * hanging: the timer stops the loop after `ms`. */
-static void stop_cb(struct ev_loop *loop, ev_timer *w, int revents)
-{
-	(void)loop; (void)revents;
-	rt_stop(w->data);
-}
-
-static void run_for(rt_t *rt, double seconds)
-{
-	ev_timer t;
-	ev_timer_init(&t, stop_cb, seconds, 0);
-	t.data = rt;
-	ev_timer_start(rt_loop(rt), &t);
-	rt_run(rt);
-	ev_timer_stop(rt_loop(rt), &t);
-}
-
 Test(runtime, send_delivers_copies_in_order)
 {
 	rt_t *rt = new_rt();
@@ -133,7 +118,7 @@ Test(runtime, send_delivers_copies_in_order)
 	cr_assert_eq(rt_spawn(rt, &rec_b, &r, &p), 0);
 	for (uint64_t i = 1; i <= 3; i++)
 		cr_assert_eq(rt_send(rt, p, 7, &i, sizeof i), 0);
-	run_for(rt, 5);
+	ts_run_for(rt, 5);
 	cr_assert_eq(r.n, 3);
 	for (int i = 0; i < 3; i++) {
 		cr_assert_eq(r.msgs[i].type, RT_MSG_USER);
@@ -151,13 +136,13 @@ Test(runtime, stale_pid_is_safe_noop)
 	rt_pid_t old, p;
 	cr_assert_eq(rt_spawn(rt, &puppet_b, NULL, &old), 0);
 	cmd(rt, old, CMD_EXIT, 0, RT_R_NORMAL);
-	run_for(rt, 1);
+	ts_run_for(rt, 1);
 	cr_assert_not(rt_alive(rt, old));
 	/* Churn slots so the old slot is reused by a new generation. */
 	for (int i = 0; i < 5000; i++) {
 		cr_assert_eq(rt_spawn(rt, &puppet_b, NULL, &p), 0);
 		cmd(rt, p, CMD_EXIT, 0, RT_R_NORMAL);
-		run_for(rt, 1);
+		ts_run_for(rt, 1);
 		cr_assert_neq(p, old);
 	}
 	uint64_t v = 1;
@@ -174,14 +159,14 @@ Test(runtime, send_ptr_dtor_runs_when_dropped)
 	rt_pid_t p;
 	cr_assert_eq(rt_spawn(rt, &puppet_b, NULL, &p), 0);
 	cmd(rt, p, CMD_EXIT, 0, RT_R_NORMAL);
-	run_for(rt, 1);
+	ts_run_for(rt, 1);
 	/* Dead receiver: freed at once (ASan would see a leak otherwise). */
 	cr_assert_eq(rt_send_ptr(rt, p, 1, malloc(32), free), -ESRCH);
 	cr_assert_eq(rt_spawn(rt, &puppet_b, NULL, &p), 0);
 	/* Unhandled pointer: freed after handle, or at teardown. */
 	cr_assert_eq(rt_send_ptr(rt, p, 1, malloc(32), free), 0);
 	cr_assert_eq(rt_send_ptr(rt, p, 1, malloc(32), free), 0);
-	run_for(rt, 0.05);
+	ts_run_for(rt, 0.05);
 	cr_assert_eq(rt_send_ptr(rt, p, 1, malloc(32), free), 0);
 	rt_free(rt);
 }
@@ -201,10 +186,10 @@ Test(runtime, exit_propagates_through_chain_of_links)
 	}
 	/* The recorder is linked to the far end of the chain. */
 	cr_assert_eq(rt_send(rt, p[N - 1], 0, &(cmd_t){ CMD_LINK, rec, RT_R_NORMAL }, sizeof(cmd_t)), 0);
-	run_for(rt, 5);
+	ts_run_for(rt, 5);
 	cr_assert_eq(rt_count(rt), N + 1);
 	cmd(rt, p[0], CMD_EXIT, 0, rt_reason(RT_ERROR, 42));
-	run_for(rt, 20);
+	ts_run_for(rt, 20);
 	cr_assert_eq(r.n, 1);
 	cr_assert_eq(r.msgs[0].type, RT_MSG_EXIT);
 	cr_assert_eq(r.msgs[0].u.exit.from, p[N - 1]);
@@ -225,16 +210,16 @@ Test(runtime, normal_exit_does_not_kill_linked_actor)
 	cr_assert_eq(rt_spawn(rt, &puppet_b, NULL, &b), 0);
 	cmd(rt, a, CMD_LINK, b, RT_R_NORMAL);
 	cmd(rt, a, CMD_EXIT, 0, RT_R_NORMAL);
-	run_for(rt, 0.2);
+	ts_run_for(rt, 0.2);
 	cr_assert_not(rt_alive(rt, a));
 	cr_assert(rt_alive(rt, b));
 	/* exit(b, normal) from outside is ignored too. */
 	cr_assert_eq(rt_exit(rt, b, RT_R_NORMAL), 0);
-	run_for(rt, 0.2);
+	ts_run_for(rt, 0.2);
 	cr_assert(rt_alive(rt, b));
 	/* …but an abnormal reason kills it. */
 	cr_assert_eq(rt_exit(rt, b, RT_R_SHUTDOWN), 0);
-	run_for(rt, 0.2);
+	ts_run_for(rt, 0.2);
 	cr_assert_not(rt_alive(rt, b));
 	rt_free(rt);
 }
@@ -249,7 +234,7 @@ Test(runtime, trap_exit_turns_signals_into_messages)
 	cmd(rt, a, CMD_LINK, rec, RT_R_NORMAL);
 	cmd(rt, a, CMD_EXIT, 0, rt_reason(RT_ERROR, 5));
 	cr_assert_eq(rt_exit(rt, rec, RT_R_SHUTDOWN), 0);   /* trapped too */
-	run_for(rt, 5);
+	ts_run_for(rt, 5);
 	cr_assert(rt_alive(rt, rec));
 	cr_assert_eq(r.n, 2);
 	cr_assert_eq(r.msgs[0].type, RT_MSG_EXIT);
@@ -269,10 +254,10 @@ Test(runtime, kill_cannot_be_trapped_and_links_see_killed)
 	cr_assert_eq(rt_spawn(rt, &rec_b, &obs, &o), 0);
 	cr_assert_eq(rt_spawn(rt, &puppet_b, NULL, &p), 0);
 	cmd(rt, p, CMD_LINK, v, RT_R_NORMAL);
-	run_for(rt, 0.1);
+	ts_run_for(rt, 0.1);
 	/* Link victim and observer through an actor that links from inside. */
 	cr_assert_eq(rt_exit(rt, p, RT_R_KILL), 0);
-	run_for(rt, 1);
+	ts_run_for(rt, 1);
 	/* The victim traps exits: the puppet's `killed` is a message to it. */
 	cr_assert(rt_alive(rt, v));
 	cr_assert_eq(victim.n, 1);
@@ -282,9 +267,9 @@ Test(runtime, kill_cannot_be_trapped_and_links_see_killed)
 	cr_assert_eq(rt_spawn(rt, &puppet_b, NULL, &q), 0);
 	cmd(rt, q, CMD_TRAP, 0, RT_R_NORMAL);
 	cmd(rt, q, CMD_LINK, o, RT_R_NORMAL);
-	run_for(rt, 0.1);
+	ts_run_for(rt, 0.1);
 	cr_assert_eq(rt_exit(rt, q, RT_R_KILL), 0);
-	run_for(rt, 5);
+	ts_run_for(rt, 5);
 	cr_assert_not(rt_alive(rt, q));
 	cr_assert_eq(obs.n, 1);
 	cr_assert_eq(obs.msgs[0].type, RT_MSG_EXIT);
@@ -301,14 +286,14 @@ Test(runtime, monitor_dead_pid_gives_noproc_at_once)
 	cr_assert_eq(rt_register(rt, "rec", rec), 0);
 	cr_assert_eq(rt_spawn(rt, &puppet_b, NULL, &dead), 0);
 	cmd(rt, dead, CMD_EXIT, 0, RT_R_NORMAL);
-	run_for(rt, 0.1);
+	ts_run_for(rt, 0.1);
 	cr_assert_eq(rt_spawn(rt, &watcher_b, &dead, &w), 0);
 	/* A live one, killed, for the reason carried by DOWN. */
 	rt_pid_t live;
 	cr_assert_eq(rt_spawn(rt, &puppet_b, NULL, &live), 0);
 	cr_assert_eq(rt_spawn(rt, &watcher_b, &live, &w), 0);
 	cmd(rt, live, CMD_EXIT, 0, rt_reason(RT_ERROR, -EIO));
-	run_for(rt, 5);
+	ts_run_for(rt, 5);
 	cr_assert_eq(r.n, 2);
 	rt_reason_t got[2];
 	for (int i = 0; i < 2; i++) {
@@ -364,14 +349,14 @@ Test(runtime, monitor_down_reason_and_demonitor)
 	cr_assert_eq(rt_spawn(rt, &mon_b, &s0, &m0), 0);
 	/* m2 demonitors before t2 dies: no DOWN ever. */
 	cr_assert_eq(rt_send(rt, m2, 1, NULL, 0), 0);
-	run_for(rt, 0.1);
+	ts_run_for(rt, 0.1);
 	cr_assert_eq(s2.demon, 0);
 	cmd(rt, t1, CMD_EXIT, 0, rt_reason(RT_ERROR, 3));
 	cmd(rt, t2, CMD_EXIT, 0, rt_reason(RT_ERROR, 3));
 	/* t3 dies, and m3 demonitors after the DOWN is queued but before it
 	 * is handled: the queued DOWN is flushed. */
 	cmd(rt, t3, CMD_EXIT, 0, RT_R_SHUTDOWN);
-	run_for(rt, 0.1);
+	ts_run_for(rt, 0.1);
 	cr_assert_eq(s0.downs, 1);
 	cr_assert_eq(s0.reason.kind, RT_NOPROC);
 	cr_assert_eq(s1.downs, 1);
@@ -382,7 +367,7 @@ Test(runtime, monitor_down_reason_and_demonitor)
 	cr_assert_eq(s3.reason.kind, RT_SHUTDOWN);
 	/* Demonitor of a ref already delivered: nothing left, -ENOENT. */
 	cr_assert_eq(rt_send(rt, m1, 1, NULL, 0), 0);
-	run_for(rt, 0.1);
+	ts_run_for(rt, 0.1);
 	cr_assert_eq(s1.demon, -ENOENT);
 	rt_free(rt);
 }
@@ -420,13 +405,13 @@ Test(runtime, demonitor_flushes_queued_down)
 	flush_state_t s = { .target = t };
 	cr_assert_eq(rt_spawn(rt, &flush_b, &s, &m), 0);
 	cr_assert_eq(rt_exit(rt, t, RT_R_KILL), 0);
-	run_for(rt, 0.05);   /* t is dead, DOWN queued, m not yet run? */
+	ts_run_for(rt, 0.05);   /* t is dead, DOWN queued, m not yet run? */
 	cr_assert_not(rt_alive(rt, t));
 	/* Whatever ran, after demonitor no DOWN may be seen later: either
 	 * it was handled already (downs == 1, demon == -ENOENT) or it was
 	 * flushed (downs == 0, demon == 0). */
 	cr_assert_eq(rt_send(rt, m, 2, NULL, 0), 0);
-	run_for(rt, 0.05);
+	ts_run_for(rt, 0.05);
 	cr_assert((s.downs == 1 && s.demon == -ENOENT) || (s.downs == 0 && s.demon == 0));
 	rt_free(rt);
 }
@@ -447,7 +432,7 @@ Test(runtime, registered_names)
 	cr_assert_eq(rt_unregister(rt, "svc"), -ENOENT);
 	cr_assert_eq(rt_register(rt, "svc", b), 0);
 	cmd(rt, b, CMD_EXIT, 0, RT_R_NORMAL);
-	run_for(rt, 0.1);
+	ts_run_for(rt, 0.1);
 	cr_assert_eq(rt_whereis(rt, "svc"), RT_NOPID);   /* freed with b */
 	cr_assert_eq(rt_register(rt, "svc", a), 0);
 	rt_free(rt);
@@ -470,7 +455,7 @@ Test(runtime, timers_fire_cancel_and_die_with_owner)
 	cr_assert_eq(rt_spawn(rt, &puppet_b, NULL, &q), 0);
 	cr_assert_eq(rt_send_after(rt, q, 10, 1, NULL, 0, &t4), 0);
 	cmd(rt, q, CMD_EXIT, 0, RT_R_NORMAL);
-	run_for(rt, 0.3);
+	ts_run_for(rt, 0.3);
 	cr_assert_eq(r.n, 2);
 	cr_assert_eq(r.payload[0], 2);   /* ordered by deadline */
 	cr_assert_eq(r.payload[1], 1);
@@ -517,7 +502,7 @@ Test(runtime, timer_cancel_race)
 	rt_pid_t p;
 	cr_assert_eq(rt_spawn(rt, &race_b, &s, &p), 0);
 	cr_assert_eq(rt_send(rt, p, 1, NULL, 0), 0);
-	run_for(rt, 0.2);
+	ts_run_for(rt, 0.2);
 	/* The loop never got to run the expired timer: cancel wins. */
 	cr_assert_eq(s.cancel_rc, 0);
 	cr_assert_eq(s.got, 0);
@@ -562,7 +547,7 @@ Test(runtime, fd_readiness_is_a_message)
 	rt_pid_t a;
 	cr_assert_eq(rt_spawn(rt, &fd_b, &s, &a), 0);
 	cr_assert_eq(write(p[1], "hello", 5), 5);
-	run_for(rt, 5);
+	ts_run_for(rt, 5);
 	cr_assert_eq(s.got, 5);
 	cr_assert_eq(s.msgs, 5);
 	cr_assert_eq(memcmp(s.buf, "hello", 5), 0);
@@ -638,7 +623,7 @@ Test(runtime, child_exit_code_signal_and_early_exit)
 	rt_pid_t a;
 	cr_assert_eq(rt_spawn(rt, &child_b, &s, &a), 0);
 	kill(slow, SIGKILL);
-	run_for(rt, 10);
+	ts_run_for(rt, 10);
 	cr_assert_eq(s.ngot, 3);
 	rt_msg_t *m = find_child(&s, early);
 	cr_assert_not_null(m);
@@ -671,11 +656,11 @@ Test(runtime, child_reaped_before_watch_is_kept)
 	siginfo_t si;
 	for (int i = 0; i < 500 && waitid(P_PID, (id_t)pid, &si,
 					  WEXITED | WNOHANG | WNOWAIT) == 0; i++)
-		run_for(rt, 0.01);
+		ts_run_for(rt, 0.01);
 	childst_t s = { .pids = { pid }, .n = 1 };
 	rt_pid_t a;
 	cr_assert_eq(rt_spawn(rt, &child_b, &s, &a), 0);
-	run_for(rt, 5);
+	ts_run_for(rt, 5);
 	cr_assert_eq(s.ngot, 1);
 	cr_assert_eq(s.got[0].u.child.code, 3);
 	rt_free(rt);
@@ -824,7 +809,7 @@ Test(runtime, spawn_link_monitor_and_failed_init)
 	cr_assert_eq(rt_spawn(rt, &parent_b, &s, &p), 0);
 	cr_assert_eq(s.rc_fail, -EINVAL);
 	cr_assert_eq(s.rc_mon, 0);
-	run_for(rt, 5);
+	ts_run_for(rt, 5);
 	cr_assert_eq(s.downs, 1);
 	cr_assert_eq(s.exits, 1);   /* only the linked one; the failed init sent nothing */
 	cr_assert_eq(rt_count(rt), 1);
@@ -839,7 +824,7 @@ Test(runtime, exit_self_normal_through_rt_exit)
 	cr_assert_eq(rt_spawn(rt, &rec_b, &r, &p), 0);
 	cr_assert_eq(rt_exit_self(rt, RT_R_NORMAL), -EPERM);   /* not an actor */
 	cr_assert_eq(rt_exit(rt, p, rt_reason(RT_ERROR, 9)), 0);
-	run_for(rt, 0.1);
+	ts_run_for(rt, 0.1);
 	cr_assert_not(rt_alive(rt, p));
 	cr_assert_eq(r.terminated, 1);
 	cr_assert_eq(r.died.kind, RT_ERROR);
@@ -871,7 +856,7 @@ Test(runtime, state_of_matches_behaviour)
 	cr_assert_eq(rt_state_of(rt, p, &rec_b), &r);
 	cr_assert_null(rt_state_of(rt, p, &puppet_b));
 	cr_assert_eq(rt_exit(rt, p, RT_R_KILL), 0);
-	run_for(rt, 0.1);
+	ts_run_for(rt, 0.1);
 	cr_assert_null(rt_state_of(rt, p, &rec_b));
 	rt_free(rt);
 }
@@ -907,7 +892,7 @@ Test(runtime, terminate_may_release_own_watches)
 	rt_pid_t a;
 	cr_assert_eq(rt_spawn(rt, &selfclean_b, &s, &a), 0);
 	cmd(rt, a, CMD_EXIT, 0, rt_reason(RT_ERROR, 1));
-	run_for(rt, 0.1);
+	ts_run_for(rt, 0.1);
 	cr_assert_not(rt_alive(rt, a));
 	/* And through teardown. */
 	cr_assert_eq(rt_spawn(rt, &selfclean_b, &s, &a), 0);

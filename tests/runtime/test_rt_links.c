@@ -9,25 +9,9 @@
 
 #include "runtime/rt.h"
 #include "runtime/rt_set.h"
+#include "tests/support/tsupport.h"
 
 #define NLINKS 50000
-
-static void stop_cb(struct ev_loop *loop, ev_timer *w, int revents)
-{
-	(void)loop; (void)revents;
-	rt_stop(w->data);
-}
-
-/* Runs until nothing is left to do, with a safety stop after `seconds`. */
-static void run_for(rt_t *rt, double seconds)
-{
-	ev_timer t;
-	ev_timer_init(&t, stop_cb, seconds, 0);
-	t.data = rt;
-	ev_timer_start(rt_loop(rt), &t);
-	rt_run(rt);
-	ev_timer_stop(rt_loop(rt), &t);
-}
 
 /* Runs the loop in short slices until cond(ctx) holds or `seconds` pass;
  * idle actors keep rt_run from returning by itself. */
@@ -37,7 +21,7 @@ static bool run_until(rt_t *rt, bool (*cond)(rt_t *, void *), void *ctx,
 	for (double t = 0; t < seconds; t += 0.02) {
 		if (cond(rt, ctx))
 			return true;
-		run_for(rt, 0.02);
+		ts_run_for(rt, 0.02);
 	}
 	return cond(rt, ctx);
 }
@@ -57,7 +41,7 @@ static void wait_for(rt_t *rt, const size_t *at, size_t want, size_t alive)
 	cr_assert(run_until(rt, reached, &w, 30), "waited for %zu, at %zu, %zu alive",
 		  want, *at, rt_count(rt));
 	/* Anything extra (a duplicate EXIT) would arrive now. */
-	run_for(rt, 0.05);
+	ts_run_for(rt, 0.05);
 }
 
 static int cmp_pid(const void *a, const void *b)
@@ -230,7 +214,7 @@ Test(rt2, hub_with_fifty_thousand_links_takes_them_down, .timeout = 60)
 	cr_assert_not_null(h);
 	cr_assert_eq(rt_spawn(rt, &hub_b, h, &hub), 0);
 	cr_assert_eq(rt_exit(rt, hub, rt_reason(RT_KILL, 0)), 0);
-	run_for(rt, 30);
+	ts_run_for(rt, 30);
 	cr_assert_eq(rt_count(rt), 0, "left alive: %zu", rt_count(rt));
 	for (size_t i = 0; i < NLINKS; i += 997)
 		cr_assert_not(rt_alive(rt, h->kids[i]));
@@ -300,7 +284,7 @@ Test(rt2, twenty_thousand_monitors_of_one_actor, .timeout = 60)
 	for (int i = 0; i < 20000; i++)
 		cr_assert_eq(rt_spawn(rt, &mw_b, &mw, NULL), 0);
 	cr_assert_eq(rt_exit(rt, mw.target, rt_reason(RT_ERROR, 1)), 0);
-	run_for(rt, 30);
+	ts_run_for(rt, 30);
 	cr_assert_eq(mw.downs, 20000);
 	cr_assert_eq(mw.noproc, 0);
 	cr_assert_eq(rt_count(rt), 0);
@@ -349,7 +333,7 @@ Test(rt2, spawn_link_to_links_any_live_peer)
 	l.fail = -EIO;
 	cr_assert_eq(rt_spawn_link_to(rt, peer, &lt_b, &l, &child), -EIO);
 	cr_assert_eq(rt_count(rt), before);
-	run_for(rt, 0.2);
+	ts_run_for(rt, 0.2);
 	cr_assert_eq(o.n, 0);
 
 	/* The link exists before init: an actor that decides to die in its
@@ -366,7 +350,7 @@ Test(rt2, spawn_link_to_links_any_live_peer)
 	l.exit_in_init = false;
 	cr_assert_eq(rt_spawn_link_to(rt, peer, &lt_b, &l, &child), 0);
 	cr_assert_eq(rt_exit(rt, peer, RT_R_KILL), 0);
-	run_for(rt, 5);
+	ts_run_for(rt, 5);
 	cr_assert_not(rt_alive(rt, child));
 	cr_assert_eq(rt_count(rt), 0);
 	rt_free(rt);

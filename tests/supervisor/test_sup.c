@@ -8,6 +8,7 @@
 
 #include "runtime/rt.h"
 #include "supervisor/sup.h"
+#include "tests/support/tsupport.h"
 
 /* --- a scripted worker ---------------------------------------------------- */
 
@@ -112,23 +113,6 @@ static sup_spec_t spec_for(wctx_t *c, const char *id)
 
 /* --- loop helpers ------------------------------------------------------- */
 
-static void stop_cb(struct ev_loop *loop, ev_timer *t, int revents)
-{
-	(void)loop; (void)revents;
-	rt_stop(t->data);
-}
-
-static void run_for(rt_t *rt, double seconds)
-{
-	ev_timer t;
-
-	ev_timer_init(&t, stop_cb, seconds, 0);
-	t.data = rt;
-	ev_timer_start(rt_loop(rt), &t);
-	rt_run(rt);
-	ev_timer_stop(rt_loop(rt), &t);
-}
-
 static double now_s(void)
 {
 	struct timespec ts;
@@ -141,7 +125,7 @@ static double now_s(void)
 #define RUN_UNTIL(rt, cond) do {                                        \
 	double dl_ = now_s() + 10;                                      \
 	while (!(cond) && now_s() < dl_)                                \
-		run_for(rt, 0.005);                                     \
+		ts_run_for(rt, 0.005);                                     \
 	cr_assert(cond, "timed out waiting for: %s", #cond);            \
 } while (0)
 
@@ -191,7 +175,7 @@ Test(supervisor, one_for_one_restarts_only_the_dead_child)
 	}
 	send_tag(rt, w.pid[1], T_CRASH);
 	RUN_UNTIL(rt, w.starts[1] == 2);
-	run_for(rt, 0.05);
+	ts_run_for(rt, 0.05);
 	cr_assert_eq(w.pid[0], old[0]);
 	cr_assert_neq(w.pid[1], old[1]);
 	cr_assert_eq(w.pid[2], old[2]);
@@ -236,7 +220,7 @@ Test(supervisor, rest_for_one_restarts_the_dead_and_later_children)
 	memcpy(old, w.pid, sizeof old);
 	send_tag(rt, w.pid[1], T_CRASH);
 	RUN_UNTIL(rt, w.starts[1] == 2 && w.starts[2] == 2 && w.starts[3] == 2);
-	run_for(rt, 0.05);
+	ts_run_for(rt, 0.05);
 	cr_assert_str_eq(w.order, "bdc");
 	cr_assert_eq(w.pid[0], old[0]);
 	cr_assert_eq(w.starts[0], 1);
@@ -264,11 +248,11 @@ Test(supervisor, exit_during_a_restart_sequence_is_handled_after_it)
 	cr_assert_eq(sup_start_link(rt, &f, sp, 3, &sup), 0);
 
 	send_tag(rt, w.pid[1], T_CRASH);
-	run_for(rt, 0.05);           /* c ignores shutdown: sequence waits */
+	ts_run_for(rt, 0.05);           /* c ignores shutdown: sequence waits */
 	cr_assert_eq(w.starts[1], 1);
 	send_tag(rt, w.pid[0], T_CRASH);
 	RUN_UNTIL(rt, w.starts[0] == 2 && w.starts[1] >= 2 && w.starts[2] >= 2);
-	run_for(rt, 0.5);
+	ts_run_for(rt, 0.5);
 	for (int i = 0; i < 3; i++)
 		cr_assert(rt_alive(rt, w.pid[i]), "child %d not running", i);
 	sup_counts_t n;
@@ -363,7 +347,7 @@ Test(supervisor, restarts_outside_the_period_do_not_accumulate)
 
 	cr_assert_eq(sup_start_link(rt, &f, &sp, 1, &sup), 0);
 	for (int i = 2; i <= 4; i++) {
-		run_for(rt, 0.15);   /* longer than the period */
+		ts_run_for(rt, 0.15);   /* longer than the period */
 		send_tag(rt, w.pid[0], T_CRASH);
 		RUN_UNTIL(rt, w.starts[0] == i);
 	}
@@ -399,7 +383,7 @@ Test(supervisor, shutdown_timeout_kills_a_child_that_ignores_shutdown)
 
 	double t0 = now_s();
 	cr_assert_eq(sup_terminate_child(rt, sup, "stubborn"), 0);
-	run_for(rt, 0.03);
+	ts_run_for(rt, 0.03);
 	cr_assert(rt_alive(rt, w.pid[0]), "killed before its timeout");
 	RUN_UNTIL(rt, !rt_alive(rt, w.pid[0]));
 	cr_assert_geq(now_s() - t0, 0.09);
@@ -414,7 +398,7 @@ Test(supervisor, shutdown_timeout_kills_a_child_that_ignores_shutdown)
 	cr_assert_eq(w.died[2].kind, RT_SHUTDOWN);
 
 	/* Specs stay; none was restarted. */
-	run_for(rt, 0.05);
+	ts_run_for(rt, 0.05);
 	sup_child_info_t info[4];
 	size_t total;
 	cr_assert_eq(sup_which_children(rt, sup, info, 4, &total), 0);
@@ -440,7 +424,7 @@ Test(supervisor, infinity_waits_for_the_child)
 	rt_pid_t sup;
 	cr_assert_eq(sup_start_link(rt, NULL, &sp, 1, &sup), 0);
 	cr_assert_eq(sup_terminate_child(rt, sup, "slow"), 0);
-	run_for(rt, 0.3);
+	ts_run_for(rt, 0.3);
 	cr_assert(rt_alive(rt, w.pid[0]));
 	sup_counts_t n;
 	cr_assert_eq(sup_count_children(rt, sup, &n), 0);
@@ -448,7 +432,7 @@ Test(supervisor, infinity_waits_for_the_child)
 	cr_assert_eq(sup_restart_child(rt, sup, "slow", NULL), -EBUSY);
 	send_tag(rt, w.pid[0], T_NORMAL);   /* it finally finishes */
 	RUN_UNTIL(rt, !rt_alive(rt, w.pid[0]));
-	run_for(rt, 0.02);
+	ts_run_for(rt, 0.02);
 	cr_assert_eq(sup_count_children(rt, sup, &n), 0);
 	cr_assert_eq(n.active, 0);
 	cr_assert_eq(w.starts[0], 1);
@@ -536,7 +520,7 @@ Test(supervisor, failed_restart_is_retried_against_intensity)
 	w.fail_left[0] = 2;          /* the restart and one retry fail */
 	send_tag(rt, w.pid[0], T_CRASH);
 	RUN_UNTIL(rt, w.starts[0] == 2);
-	run_for(rt, 0.05);
+	ts_run_for(rt, 0.05);
 	cr_assert(rt_alive(rt, sup));
 	cr_assert(rt_alive(rt, w.pid[0]));
 	rt_free(rt);
@@ -560,7 +544,7 @@ Test(supervisor, transient_restarts_only_after_abnormal_exit)
 	send_tag(rt, w.pid[0], T_NORMAL);
 	send_tag(rt, w.pid[1], T_SHUTDOWN);
 	RUN_UNTIL(rt, w.norder == 3);
-	run_for(rt, 0.05);
+	ts_run_for(rt, 0.05);
 	cr_assert_eq(w.starts[0], 2);
 	cr_assert_eq(w.starts[1], 1);
 	sup_counts_t n;
@@ -582,7 +566,7 @@ Test(supervisor, temporary_is_never_restarted_and_forgotten)
 	cr_assert_eq(sup_start_link(rt, NULL, sp, 2, &sup), 0);
 	send_tag(rt, w.pid[0], T_CRASH);
 	RUN_UNTIL(rt, w.norder == 1);
-	run_for(rt, 0.05);
+	ts_run_for(rt, 0.05);
 	cr_assert_eq(w.starts[0], 1);
 	sup_counts_t n;
 	cr_assert_eq(sup_count_children(rt, sup, &n), 0);
@@ -660,7 +644,7 @@ Test(supervisor, all_significant_waits_for_the_last_one)
 	cr_assert_eq(sup_terminate_child(rt, sup, "c"), 0);
 	send_tag(rt, w.pid[0], T_CRASH);
 	RUN_UNTIL(rt, w.norder == 2);
-	run_for(rt, 0.05);
+	ts_run_for(rt, 0.05);
 	cr_assert(rt_alive(rt, sup));
 	send_tag(rt, w.pid[1], T_NORMAL);
 	RUN_UNTIL(rt, !rt_alive(rt, sup));
@@ -700,14 +684,14 @@ Test(supervisor, dynamic_api_start_terminate_restart_delete)
 	cr_assert_eq(sup_terminate_child(rt, sup, "nope"), -ENOENT);
 	cr_assert_eq(sup_terminate_pid(rt, sup, w.pid[1]), 0);
 	RUN_UNTIL(rt, !rt_alive(rt, pb));
-	run_for(rt, 0.02);
+	ts_run_for(rt, 0.02);
 	cr_assert_eq(sup_terminate_child(rt, sup, "b"), 0);   /* idempotent */
 	rt_pid_t again;
 	cr_assert_eq(sup_restart_child(rt, sup, "b", &again), 0);
 	cr_assert_neq(again, pb);
 	cr_assert_eq(sup_terminate_child(rt, sup, "b"), 0);
 	RUN_UNTIL(rt, !rt_alive(rt, again));
-	run_for(rt, 0.02);
+	ts_run_for(rt, 0.02);
 	cr_assert_eq(sup_delete_child(rt, sup, "b"), 0);
 	cr_assert_eq(sup_delete_child(rt, sup, "b"), -ENOENT);
 
@@ -737,10 +721,10 @@ Test(supervisor, child_init_may_call_back_into_a_starting_supervisor)
 	cr_assert_eq(total, 3);
 	cr_assert_str_eq(info[1].id, "late");
 	/* The late child got adopted: it is the supervisor's, not a's. */
-	run_for(rt, 0.02);
+	ts_run_for(rt, 0.02);
 	send_tag(rt, w.pid[NW - 1], T_CRASH);
 	RUN_UNTIL(rt, w.starts[NW - 1] == 2);
-	run_for(rt, 0.02);
+	ts_run_for(rt, 0.02);
 	cr_assert(rt_alive(rt, w.pid[0]));
 	cr_assert_eq(w.starts[0], 1);
 	rt_free(rt);
@@ -817,7 +801,7 @@ Test(supervisor, simple_one_for_one_many_children)
 	cr_assert_eq(n.specs, 1);
 	cr_assert_eq(n.active, N);
 	cr_assert_eq(n.workers, N);
-	run_for(rt, 0.05);   /* adoption */
+	ts_run_for(rt, 0.05);   /* adoption */
 
 	/* Every child crashes once; every one comes back with a new pid. */
 	for (int i = 0; i < N; i++)
@@ -843,7 +827,7 @@ Test(supervisor, simple_one_for_one_many_children)
 	rt_pid_t sp;
 	cr_assert_eq(rt_spawn(rt, &starter_b, &st, &sp), 0);
 	cr_assert_eq(st.err, 0);
-	run_for(rt, 0.02);
+	ts_run_for(rt, 0.02);
 	send_tag(rt, st.child, T_CRASH);
 	RUN_UNTIL(rt, d.starts == 2 * N + 2);
 	cr_assert(rt_alive(rt, sp), "the caller was still linked to the child");
@@ -868,11 +852,11 @@ Test(supervisor, simple_one_for_one_temporary_children_are_removed)
 	cr_assert_eq(sup_start_link(rt, &f, &tmpl, 1, &sup), 0);
 	for (int i = 0; i < 3; i++)
 		cr_assert_eq(sup_start_dynamic(rt, sup, &d.frees, &p[i]), 0);
-	run_for(rt, 0.02);
+	ts_run_for(rt, 0.02);
 	send_tag(rt, p[0], T_CRASH);
 	send_tag(rt, p[1], T_NORMAL);
 	RUN_UNTIL(rt, d.frees == 2);
-	run_for(rt, 0.05);
+	ts_run_for(rt, 0.05);
 	cr_assert_eq(d.starts, 3);
 	sup_counts_t n;
 	cr_assert_eq(sup_count_children(rt, sup, &n), 0);
@@ -898,10 +882,10 @@ Test(supervisor, stop_during_a_restart_sequence_stops_everything)
 	rt_pid_t sup;
 	cr_assert_eq(sup_start_link(rt, &f, sp, 3, &sup), 0);
 	send_tag(rt, w.pid[0], T_CRASH);
-	run_for(rt, 0.03);          /* the restart waits for c */
+	ts_run_for(rt, 0.03);          /* the restart waits for c */
 	cr_assert_eq(sup_stop(rt, sup), 0);
 	cr_assert_eq(sup_start_child(rt, sup, &sp[0], NULL), -EEXIST);
-	run_for(rt, 0.01);
+	ts_run_for(rt, 0.01);
 	sup_spec_t late = spec_for(&cx[0], "late");
 	cr_assert_eq(sup_start_child(rt, sup, &late, NULL), -ESHUTDOWN);
 	RUN_UNTIL(rt, rt_count(rt) == 0);
@@ -952,7 +936,7 @@ Test(supervisor, one_for_all_drops_temporary_children_it_stops)
 	cr_assert_eq(sup_start_link(rt, &f, sp, 3, &sup), 0);
 	send_tag(rt, w.pid[2], T_CRASH);
 	RUN_UNTIL(rt, w.starts[0] == 2 && w.starts[2] == 2);
-	run_for(rt, 0.05);
+	ts_run_for(rt, 0.05);
 	cr_assert_str_eq(w.order, "cba");
 	cr_assert_eq(w.starts[1], 1);
 	sup_counts_t n;

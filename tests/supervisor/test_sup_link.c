@@ -7,26 +7,11 @@
 
 #include "runtime/rt.h"
 #include "supervisor/sup.h"
-
-static void stop_cb(struct ev_loop *loop, ev_timer *w, int revents)
-{
-	(void)loop; (void)revents;
-	rt_stop(w->data);
-}
-
-static void run_for(rt_t *rt, double seconds)
-{
-	ev_timer t;
-	ev_timer_init(&t, stop_cb, seconds, 0);
-	t.data = rt;
-	ev_timer_start(rt_loop(rt), &t);
-	rt_run(rt);
-	ev_timer_stop(rt_loop(rt), &t);
-}
+#include "tests/support/tsupport.h"
 
 #define RUN_UNTIL(rt, cond) do {                                          \
 	for (int i_ = 0; i_ < 1500 && !(cond); i_++)                      \
-		run_for(rt, 0.02);                                        \
+		ts_run_for(rt, 0.02);                                        \
 	cr_assert(cond, "timed out waiting for " #cond);                  \
 } while (0)
 
@@ -114,7 +99,7 @@ Test(rt2, transient_child_ending_at_once_is_not_restarted)
 	cr_assert_eq(st.err, 0);
 	cr_assert_eq(q.inits, 2 * N);
 	RUN_UNTIL(rt, active(rt, sup) == 0);
-	run_for(rt, 0.1);
+	ts_run_for(rt, 0.1);
 	/* Each ended normally once and none was restarted: 2N starts in all.
 	 * (With the old adoption, each was seen as noproc, i.e. a crash,
 	 * and with intensity 1 the supervisor would have given up.) */
@@ -140,7 +125,7 @@ Test(rt2, static_transient_child_started_from_outside)
 	cr_assert_eq(sup_start_child(rt, sup, &sp, &pid), 0);
 	cr_assert_neq(pid, RT_NOPID);
 	RUN_UNTIL(rt, active(rt, sup) == 0);
-	run_for(rt, 0.1);
+	ts_run_for(rt, 0.1);
 	cr_assert_eq(q.inits, 1);
 	cr_assert_eq(sup_child_pid(rt, sup, "q", &pid), 0);
 	cr_assert_eq(pid, RT_NOPID);
