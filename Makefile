@@ -111,8 +111,12 @@ run: all
 	BUILD=$(BUILD) scripts/run.sh
 
 install: all
-	install -d $(DESTDIR)$(PREFIX)/bin
+	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/share/man/man1 \
+		$(DESTDIR)$(PREFIX)/share/man/man5 $(DESTDIR)$(PREFIX)/share/man/man8
 	for b in $(CMD_BIN); do install -m 0755 $$b $(DESTDIR)$(PREFIX)/bin/; done
+	install -m 0644 docs/man/tankctl.1 $(DESTDIR)$(PREFIX)/share/man/man1/
+	install -m 0644 docs/man/tank-pod.5 $(DESTDIR)$(PREFIX)/share/man/man5/
+	install -m 0644 docs/man/tankd.8 $(DESTDIR)$(PREFIX)/share/man/man8/
 
 clean:
 	rm -rf build
