@@ -450,3 +450,59 @@ Test(e2e, logs_follow_streams_new_lines, .timeout = 60)
 	cr_assert_geq(lines, 5, "only %d lines followed:\n%s", lines, out);
 	teardown(d);
 }
+
+Test(e2e, events_stream_and_bad_frames_do_not_hurt, .timeout = 60)
+{
+	d_t *d = setup();
+	char out[16384], cmd[1024];
+	api_client_t *c = NULL;
+	api_incoming_t in;
+	tank_error_t e;
+
+	/* A subscriber sees the transitions of a pod applied meanwhile. */
+	snprintf(cmd, sizeof cmd, "timeout 2 %s/tankctl --socket %s events", bindir(), d->sock);
+	FILE *p = popen(cmd, "r");
+	cr_assert_not_null(p);
+	sleep_ms(300);
+	write_file(d, "e.yaml", "name: ev\ncontainers:\n  - name: c\n    command: [/bin/sleep, \"1000\"]\n");
+	cr_assert_eq(ctl(d, out, sizeof out, "apply -f %s/e.yaml", d->dir), 0, "%s", out);
+	size_t n = fread(out, 1, sizeof out - 1, p);
+	out[n] = '\0';
+	pclose(p);
+	cr_assert(strstr(out, "pod=ev") && strstr(out, "to=running"), "events:\n%s", out);
+
+	/* Garbage closes that connection only. */
+	cr_assert_eq(api_client_connect(d->sock, &c, &e), 0, "%s", e.msg);
+	const unsigned char junk[] = { 0xc1, 0xc1, 0xc1, 0xc1 };
+	api_client_send_raw(c, junk, sizeof junk, 1000, &e);
+	int rc = api_client_next(c, 2000, &in, &e);
+	cr_assert_lt(rc, 0, "a malformed frame got an answer");
+	api_client_close(c);
+	/* A well-formed request of the wrong shape gets bad_request. */
+	cr_assert_eq(api_client_connect(d->sock, &c, &e), 0, "%s", e.msg);
+	memset(&in, 0, sizeof in);
+	cr_assert_eq(api_client_call(c, "status", NULL, NULL, 2000, &in, &e), 0, "%s", e.msg);
+	cr_assert_eq(in.code, API_OK);
+	api_incoming_free(&in);
+	memset(&in, 0, sizeof in);
+	cr_assert_eq(api_client_call(c, "no_such_method", NULL, NULL, 2000, &in, &e), 0, "%s", e.msg);
+	cr_assert_eq(in.code, API_BAD_REQUEST);
+	api_incoming_free(&in);
+	api_client_close(c);
+	/* Many clients at once, each a full round trip. */
+	api_client_t *cs[100];
+	for (int i = 0; i < 100; i++)
+		cr_assert_eq(api_client_connect(d->sock, &cs[i], &e), 0, "%s", e.msg);
+	uint32_t ids[100];
+	for (int i = 0; i < 100; i++)
+		cr_assert_eq(api_client_send(cs[i], "ping", NULL, NULL, 2000, &ids[i], &e), 0, "%s", e.msg);
+	for (int i = 0; i < 100; i++) {
+		memset(&in, 0, sizeof in);
+		cr_assert_eq(api_client_wait(cs[i], ids[i], 5000, &in, &e), 0, "%s", e.msg);
+		cr_assert_eq(in.code, API_OK);
+		api_incoming_free(&in);
+		api_client_close(cs[i]);
+	}
+	cr_assert(up(d));
+	teardown(d);
+}
