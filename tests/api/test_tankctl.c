@@ -137,7 +137,7 @@ static const char *manifest =
 	"reconcile_wait: {static: 50ms}\n"
 	"containers: [{name: app, command: [/bin/true]}]\n";
 
-Test(api, tankctl_verbs_against_fake_daemon, .timeout = 60)
+Test(api, tankctl_verbs_against_fake_daemon)
 {
 	env_t e;
 	char *out, *err;
@@ -202,7 +202,7 @@ Test(api, tankctl_verbs_against_fake_daemon, .timeout = 60)
 	env_down(&e);
 }
 
-Test(api, tankctl_usage_and_connection_errors, .timeout = 60)
+Test(api, tankctl_usage_and_connection_errors)
 {
 	env_t e;
 	char *out, *err;
@@ -236,7 +236,7 @@ Test(api, tankctl_usage_and_connection_errors, .timeout = 60)
 	free(err);
 }
 
-Test(api, tankctl_apply_wait_converges_or_not, .timeout = 60)
+Test(api, tankctl_apply_wait_converges_or_not)
 {
 	env_t e;
 	char *out, *err;

@@ -219,7 +219,7 @@ static bool wait_phase(d_t *d, const char *name, const char *phase, int secs)
 	return false;
 }
 
-Test(e2e, every_verb_against_the_real_daemon, .timeout = 120)
+Test(e2e, every_verb_against_the_real_daemon)
 {
 	d_t *d = setup();
 	char out[16384];
@@ -290,7 +290,7 @@ Test(e2e, every_verb_against_the_real_daemon, .timeout = 120)
 	teardown(d);
 }
 
-Test(e2e, kill9_restart_keeps_counts_no_orphan_no_duplicate, .timeout = 120)
+Test(e2e, kill9_restart_keeps_counts_no_orphan_no_duplicate)
 {
 	d_t *d = setup();
 	char out[8192], manifest[1024], arg[32];
@@ -359,7 +359,7 @@ Test(e2e, kill9_restart_keeps_counts_no_orphan_no_duplicate, .timeout = 120)
 	cr_assert_eq(count_procs(sleeper), 0);
 }
 
-Test(e2e, second_daemon_on_a_data_dir_refuses, .timeout = 60)
+Test(e2e, second_daemon_on_a_data_dir_refuses)
 {
 	d_t *d = setup();
 	char path[128], buf[1024];
@@ -380,7 +380,7 @@ Test(e2e, second_daemon_on_a_data_dir_refuses, .timeout = 60)
 	teardown(d);
 }
 
-Test(e2e, sigterm_stops_every_container_and_exits_zero, .timeout = 60)
+Test(e2e, sigterm_stops_every_container_and_exits_zero)
 {
 	d_t *d = setup();
 	char out[4096], arg[32], yaml[512];
@@ -406,7 +406,7 @@ Test(e2e, sigterm_stops_every_container_and_exits_zero, .timeout = 60)
 	teardown(d);
 }
 
-Test(e2e, apply_wait_converges_or_says_why_not, .timeout = 120)
+Test(e2e, apply_wait_converges_or_says_why_not)
 {
 	d_t *d = setup();
 	char out[8192];
@@ -424,7 +424,7 @@ Test(e2e, apply_wait_converges_or_says_why_not, .timeout = 120)
 	teardown(d);
 }
 
-Test(e2e, logs_follow_streams_new_lines, .timeout = 60)
+Test(e2e, logs_follow_streams_new_lines)
 {
 	d_t *d = setup();
 	char out[16384];
@@ -451,7 +451,7 @@ Test(e2e, logs_follow_streams_new_lines, .timeout = 60)
 	teardown(d);
 }
 
-Test(e2e, events_stream_and_bad_frames_do_not_hurt, .timeout = 60)
+Test(e2e, events_stream_and_bad_frames_do_not_hurt)
 {
 	d_t *d = setup();
 	char out[16384], cmd[1024];

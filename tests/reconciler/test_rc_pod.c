@@ -214,7 +214,7 @@ typedef struct policy_case {
 	const char *terminal_reason;
 } policy_case_t;
 
-Test(reconciler, restart_policy_times_exit_kind, .timeout = 60)
+Test(reconciler, restart_policy_times_exit_kind)
 {
 	static const policy_case_t cases[] = {
 		{ "always", "exit:0", true, NULL },
@@ -288,7 +288,7 @@ static int64_t *hist_starts(h_t *h, const char *name, size_t *n)
 	return starts;
 }
 
-Test(reconciler, backoff_doubles_up_to_the_cap, .timeout = 60)
+Test(reconciler, backoff_doubles_up_to_the_cap)
 {
 	h_t *h = setup(true);
 	char buf[512];
@@ -315,7 +315,7 @@ Test(reconciler, backoff_doubles_up_to_the_cap, .timeout = 60)
 	teardown(h);
 }
 
-Test(reconciler, stable_run_resets_backoff, .timeout = 60)
+Test(reconciler, stable_run_resets_backoff)
 {
 	h_t *h = setup(true);
 	char buf[512];
@@ -360,7 +360,7 @@ static bool running_pid(h_t *h, const char *name, const void *arg)
 	return first_pid(h, name) != 0;
 }
 
-Test(reconciler, spec_change_restarts_unchanged_does_not, .timeout = 60)
+Test(reconciler, spec_change_restarts_unchanged_does_not)
 {
 	h_t *h = setup(false);
 	const char *v1 = "name: web\nstop: {grace: 1s}\ncontainers:\n"
@@ -399,7 +399,7 @@ Test(reconciler, spec_change_restarts_unchanged_does_not, .timeout = 60)
 	teardown(h);
 }
 
-Test(reconciler, delete_during_backoff_cancels_restart, .timeout = 60)
+Test(reconciler, delete_during_backoff_cancels_restart)
 {
 	h_t *h = setup(true);
 	char buf[512];
@@ -422,7 +422,7 @@ Test(reconciler, delete_during_backoff_cancels_restart, .timeout = 60)
 
 /* --- terminal and restart by hand ----------------------------------------------- */
 
-Test(reconciler, terminal_stays_until_restart_by_hand, .timeout = 60)
+Test(reconciler, terminal_stays_until_restart_by_hand)
 {
 	h_t *h = setup(true);
 	char buf[512];
@@ -442,7 +442,7 @@ Test(reconciler, terminal_stays_until_restart_by_hand, .timeout = 60)
 	teardown(h);
 }
 
-Test(reconciler, failed_start_backs_off_with_reason, .timeout = 60)
+Test(reconciler, failed_start_backs_off_with_reason)
 {
 	h_t *h = setup(true);
 	char buf[512];
@@ -462,7 +462,7 @@ Test(reconciler, failed_start_backs_off_with_reason, .timeout = 60)
 
 /* --- drift ------------------------------------------------------------------------ */
 
-Test(reconciler, process_killed_from_outside_is_restarted, .timeout = 60)
+Test(reconciler, process_killed_from_outside_is_restarted)
 {
 	h_t *h = setup(false);
 	apply_yaml(h, "name: d\nbackoff: {base: 0}\ncontainers:\n"
@@ -481,7 +481,7 @@ Test(reconciler, process_killed_from_outside_is_restarted, .timeout = 60)
 
 /* --- scale ------------------------------------------------------------------------- */
 
-Test(reconciler, thousand_pods_converge_and_go, .timeout = 120)
+Test(reconciler, thousand_pods_converge_and_go)
 {
 	h_t *h = setup(false);
 	enum { N = 1000 };

@@ -709,7 +709,7 @@ static int pp_init(rt_t *rt, void **state, void *arg)
 
 static const rt_behaviour_t pp_b = { "pp", pp_init, pp_handle, NULL };
 
-Test(runtime, flooding_actor_cannot_starve_others, .timeout = 30)
+Test(runtime, flooding_actor_cannot_starve_others)
 {
 	rt_t *rt = new_rt();
 	uint64_t flooded = 0;

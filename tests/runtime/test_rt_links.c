@@ -158,7 +158,7 @@ static void obs_handle(rt_t *rt, void *state, rt_msg_t *m)
 
 static const rt_behaviour_t obs_b = { "obs", obs_init, obs_handle, NULL };
 
-Test(rt2, fifty_thousand_links_unlink_some_then_all_exit, .timeout = 60)
+Test(rt2, fifty_thousand_links_unlink_some_then_all_exit)
 {
 	rt_t *rt = rt_new();
 	hub_t *h = calloc(1, sizeof *h);
@@ -205,7 +205,7 @@ Test(rt2, fifty_thousand_links_unlink_some_then_all_exit, .timeout = 60)
 	free(h);
 }
 
-Test(rt2, hub_with_fifty_thousand_links_takes_them_down, .timeout = 60)
+Test(rt2, hub_with_fifty_thousand_links_takes_them_down)
 {
 	rt_t *rt = rt_new();
 	hub_t *h = calloc(1, sizeof *h);
@@ -222,7 +222,7 @@ Test(rt2, hub_with_fifty_thousand_links_takes_them_down, .timeout = 60)
 	free(h);
 }
 
-Test(rt2, fifty_thousand_monitors_demonitor_some_then_all_die, .timeout = 60)
+Test(rt2, fifty_thousand_monitors_demonitor_some_then_all_die)
 {
 	rt_t *rt = rt_new();
 	hub_t *h = calloc(1, sizeof *h);
@@ -275,7 +275,7 @@ static void mw_handle(rt_t *rt, void *state, rt_msg_t *m)
 
 static const rt_behaviour_t mw_b = { "mw", mw_init, mw_handle, NULL };
 
-Test(rt2, twenty_thousand_monitors_of_one_actor, .timeout = 60)
+Test(rt2, twenty_thousand_monitors_of_one_actor)
 {
 	rt_t *rt = rt_new();
 	many_t mw = { 0 };
