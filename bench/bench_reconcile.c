@@ -361,6 +361,10 @@ static void daemon_start(daemon_t *d, const char *tmp, const char *sub, bool fak
 
 static void daemon_stop(daemon_t *d)
 {
+	/* The store's flush timer lives on the runtime's loop: detach it
+	 * before the loop goes. */
+	st_flush(d->st, NULL);
+	st_detach_loop(d->st);
 	rt_free(d->rt);
 	rc_pods_free(d->pods);
 	if (d->cg.mode != POD_CGROUP_NONE)
@@ -709,9 +713,11 @@ static void bench_real(const char *tmp, long n_want)
 	 * grace, kill) and tear the pods down. */
 	delete_pods(d.st, n);
 	rc_nudge(d.rt, d.loop);
-	double end = now_s() + 60;
+	double t2 = now_s(), end = t2 + 60;
 	while ((rc_pods_nrunning(d.pods) || nstatus(d.st)) && now_s() < end)
 		run_for(d.rt, 0.02);
+	fprintf(stderr, "bench_reconcile: deleted: %zu running, %zu statuses left after %.2f s\n",
+		rc_pods_nrunning(d.pods), nstatus(d.st), now_s() - t2);
 	if (rc_pods_nrunning(d.pods))
 		fprintf(stderr, "bench_reconcile: warning: %zu containers still running after delete\n",
 			rc_pods_nrunning(d.pods));
