@@ -33,6 +33,7 @@ typedef struct rc_entry {
 	uint32_t flags;
 	uint32_t retries;
 	uint64_t timer_seq;        /* seq of the live requeue timer, 0 = none */
+	uint64_t seen_pass;        /* last resync (stats.passes) that queued it */
 	rt_ref_t timer;
 	const char *key;           /* points into mkey, after "kind/" */
 	char mkey[];               /* "<kind_id>/<key>" */
@@ -70,13 +71,31 @@ void *rc_manager_ctx(rc_loop_t *loop, uint32_t kind)
 	return kind < loop->o.nkinds ? loop->o.ctx[kind] : NULL;
 }
 rt_pid_t rc_pid(rc_loop_t *loop) { return loop->self; }
-size_t rc_queued(rc_loop_t *loop) { return loop->entries.len; }
+static bool rc__entry_idle(const struct rc_entry *e);
+
+size_t rc_queued(rc_loop_t *loop)
+{
+	size_t it = 0, n = 0;
+	void *v;
+
+	while (tank_map_next(&loop->entries, &it, NULL, &v))
+		n += !rc__entry_idle(v);
+	return n;
+}
 rc_stats_t rc_stats(rc_loop_t *loop) { return loop->stats; }
 
+/* "<kind>/<key>"; by hand, not snprintf: it runs for every key of every
+ * resync. */
 static int rc__mkey(char *buf, size_t cap, uint32_t kind, const char *key)
 {
-	int n = snprintf(buf, cap, "%u/%s", kind, key);
-	return n < 0 || (size_t)n >= cap ? -ENAMETOOLONG : n;
+	size_t kl = strlen(key);
+
+	if (kind > 9 || kl + 3 > cap)
+		return -ENAMETOOLONG;
+	buf[0] = (char)('0' + kind);
+	buf[1] = '/';
+	memcpy(buf + 2, key, kl + 1);
+	return (int)(kl + 2);
 }
 
 static rc_entry_t *rc__entry(rc_loop_t *loop, uint32_t kind, const char *key,
@@ -102,13 +121,38 @@ static rc_entry_t *rc__entry(rc_loop_t *loop, uint32_t kind, const char *key,
 	return e;
 }
 
-/* Frees an entry that has nothing left to do. */
+/* An entry with nothing left to do stays until a resync passes without
+ * its key (rc__sweep): a resync queues every live key, and allocating and
+ * freeing 20,000 entries per pass cost more than the pass itself. */
+static bool rc__entry_idle(const rc_entry_t *e)
+{
+	return !e->flags && !e->timer_seq && !e->retries;
+}
+
 static void rc__entry_gc(rc_loop_t *loop, rc_entry_t *e)
 {
-	if (e->flags || e->timer_seq || e->retries)
+	(void)loop; (void)e;   /* see rc__sweep */
+}
+
+/* Frees idle entries whose key was not queued in the last two passes. */
+static void rc__sweep(rc_loop_t *loop)
+{
+	size_t it = 0, n = 0;
+	void *v;
+	rc_entry_t **dead;
+
+	if (!loop->entries.len || !(dead = malloc(loop->entries.len * sizeof *dead)))
 		return;
-	tank_map_del(&loop->entries, e->mkey);
-	free(e);
+	while (tank_map_next(&loop->entries, &it, NULL, &v)) {
+		rc_entry_t *e = v;
+		if (rc__entry_idle(e) && e->seen_pass + 2 <= loop->stats.passes)
+			dead[n++] = e;
+	}
+	for (size_t i = 0; i < n; i++) {
+		tank_map_del(&loop->entries, dead[i]->mkey);
+		free(dead[i]);
+	}
+	free(dead);
 }
 
 static void rc__kick(rc_loop_t *loop)
@@ -137,6 +181,7 @@ int rc_enqueue(rc_loop_t *loop, uint32_t kind, const char *key)
 
 	if (!e)
 		return kind >= loop->o.nkinds ? -EINVAL : -ENOMEM;
+	e->seen_pass = loop->stats.passes;
 	if (e->flags & RC_E_QUEUED)
 		return 0;               /* dedup: runs once */
 	if (e->flags & RC_E_RUNNING) {
@@ -253,6 +298,7 @@ static void rc__drain(rc_loop_t *loop, size_t budget)
 
 static void rc__resync(rc_loop_t *loop)
 {
+	rc__sweep(loop);
 	loop->stats.passes++;
 	for (uint32_t k = 0; k < loop->o.nkinds; k++) {
 		const rc_manager_t *m = loop->o.managers[k];

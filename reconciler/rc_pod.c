@@ -11,6 +11,7 @@
 #include "reconciler/rc_pod.h"
 
 #include <errno.h>
+#include <stddef.h>
 #include <stdarg.h>
 #include <signal.h>
 #include <stdio.h>
@@ -80,6 +81,7 @@ struct rc_pod {
 	bool restored;                /* stored status was read */
 	st_status_t saved;            /* stored status, until containers exist */
 	bool has_saved;
+	uint64_t persisted_sig;       /* rc__status_sig of the last status queued */
 };
 
 struct rc_pods {
@@ -161,8 +163,50 @@ static void rc__ctr_phase(rc_loop_t *loop, rc_ctr_t *c, const char *phase,
 	rc__copy(c->reason, sizeof c->reason, reason);
 }
 
+/* A signature of everything the stored status shows.  A resync revisits
+ * every pod; comparing this cheap hash of the live fields (not of the
+ * 2 KiB record it would build) skips the store when nothing changed. */
+static uint64_t rc__sig_mix(uint64_t h, uint64_t v)
+{
+	h ^= v + 0x9e3779b97f4a7c15ull + (h << 6) + (h >> 2);
+	return h;
+}
+
+static uint64_t rc__sig_str(uint64_t h, const char *str)
+{
+	return rc__sig_mix(h, tank_hash64(str, strlen(str)));
+}
+
+static uint64_t rc__status_sig(const rc_pod_t *p)
+{
+	uint64_t h = rc__sig_mix((uintptr_t)p->phase, (uint64_t)p->since);
+
+	h = rc__sig_str(h, p->reason);
+	h = rc__sig_mix(h, p->generation ? p->generation : p->want_gen);
+	h = rc__sig_mix(h, p->nctrs);
+	for (size_t i = 0; i < p->nctrs; i++) {
+		const rc_ctr_t *c = &p->ctrs[i];
+		h = rc__sig_mix(h, (uintptr_t)c->phase);
+		h = rc__sig_str(h, c->reason);
+		h = rc__sig_mix(h, (uint64_t)(c->runner ? c->proc.pid : c->orphan));
+		h = rc__sig_mix(h, c->runner ? c->proc.start_time : c->orphan_start);
+		h = rc__sig_mix(h, (uint64_t)c->restarts << 32 | c->retries);
+		h = rc__sig_mix(h, (uint64_t)c->last_exit.present << 63 ^
+				   (uint64_t)(uint32_t)c->last_exit.code << 32 ^
+				   (uint32_t)c->last_exit.signal);
+		h = rc__sig_mix(h, (uint64_t)c->started_at);
+		h = rc__sig_mix(h, (uint64_t)c->next_restart_at);
+	}
+	return h;
+}
+
 static void rc__persist(rc_pods_t *pods, rc_pod_t *p)
 {
+	uint64_t sig = rc__status_sig(p);
+
+	if (sig == p->persisted_sig)
+		return;
+	{
 	st_status_t s;
 	st_container_status_t cs[p->nctrs ? p->nctrs : 1];
 	int64_t last_at = -1;
@@ -200,7 +244,9 @@ static void rc__persist(rc_pods_t *pods, rc_pod_t *p)
 	s.n_containers = p->nctrs;
 	/* Queued and group-committed; -ENOMEM leaves the old status, which
 	 * the next change rewrites. */
-	(void)st_status_put(pods->o.store, &s);
+	if (st_status_put(pods->o.store, &s) == 0)
+		p->persisted_sig = sig;
+	}
 }
 
 /* Derives the pod's phase from its containers (bubble up). */
@@ -363,48 +409,58 @@ static int rc__decode_spec(const st_pod_t *sp, pod_spec_t **out)
 
 /* --- pod manager ------------------------------------------------------------------ */
 
+/* One stored pod, seen by a resync: track it, decode its spec only when
+ * its generation moved (a resync over 10,000 unchanged pods decodes
+ * nothing and copies nothing). */
+static int rc__pod_seen(void *ctx, const st_pod_t *sp)
+{
+	rc_pods_t *pods = ctx;
+	rc_pod_t *p = tank_map_get(&pods->pods, sp->name);
+
+	if (!p) {
+		if (!(p = calloc(1, sizeof *p)))
+			return 0;       /* seen again at the next resync */
+		rc__copy(p->name, sizeof p->name, sp->name);
+		if (tank_map_put(&pods->pods, p->name, p, NULL) < 0) {
+			free(p);
+			return 0;
+		}
+	}
+	if (!p->restored) {
+		p->restored = true;
+		p->has_saved = st_status_get(pods->o.store, p->name, &p->saved, NULL) == 0;
+	}
+	if (p->want_gen != sp->generation || !p->want) {
+		pod_spec_t *ns = NULL;
+		if (rc__decode_spec(sp, &ns) < 0)
+			return 0;       /* validated at apply: only a damaged store */
+		if (p->want != p->spec)
+			pod_spec_free(p->want);
+		p->want = ns;
+		p->want_gen = sp->generation;
+	}
+	p->desired = true;
+	return 0;
+}
+
 static int rc__pod_observe(void *ctx, rc_loop_t *loop, uint32_t kind)
 {
 	rc_pods_t *pods = ctx;
-	st_pod_t *list = NULL;
-	size_t n = 0, it = 0;
+	size_t it = 0;
 	const char *name;
 	void *v;
 	int err;
 
-	if ((err = st_pod_list(pods->o.store, &list, &n, NULL)) < 0)
-		return err;
 	/* Everything tracked is looked at; absent ones become undesired. */
 	while (tank_map_next(&pods->pods, &it, &name, &v))
 		((rc_pod_t *)v)->desired = false;
-	for (size_t i = 0; i < n; i++) {
-		st_pod_t *sp = &list[i];
-		rc_pod_t *p = tank_map_get(&pods->pods, sp->name);
-		if (!p) {
-			if (!(p = calloc(1, sizeof *p)))
-				continue;
-			rc__copy(p->name, sizeof p->name, sp->name);
-			if (tank_map_put(&pods->pods, p->name, p, NULL) < 0) {
-				free(p);
-				continue;
-			}
-		}
-		if (!p->restored) {
-			p->restored = true;
-			p->has_saved = st_status_get(pods->o.store, p->name, &p->saved, NULL) == 0;
-		}
-		if (p->want_gen != sp->generation || !p->want) {
-			pod_spec_t *ns = NULL;
-			if (rc__decode_spec(sp, &ns) < 0)
-				continue;   /* validated at apply: only a damaged store */
-			if (p->want != p->spec)
-				pod_spec_free(p->want);
-			p->want = ns;
-			p->want_gen = sp->generation;
-		}
-		p->desired = true;
+	if ((err = st_pod_foreach(pods->o.store, rc__pod_seen, pods, NULL)) < 0) {
+		/* Half a walk must not read as "deleted": keep them desired. */
+		it = 0;
+		while (tank_map_next(&pods->pods, &it, &name, &v))
+			((rc_pod_t *)v)->desired = ((rc_pod_t *)v)->want != NULL;
+		return err;
 	}
-	st_pod_list_free(list, n);
 	it = 0;
 	while (tank_map_next(&pods->pods, &it, &name, &v))
 		rc_enqueue(loop, kind, name);

@@ -1178,6 +1178,39 @@ int st_pod_list(st_t *st, st_pod_t **out, size_t *n, tank_error_t *err)
 	return 0;
 }
 
+int st_pod_foreach(st_t *st, st_pod_fn fn, void *ctx, tank_error_t *err)
+{
+	MDB_txn *txn;
+	MDB_cursor *c;
+	MDB_val k, v;
+	st_pod_t p;
+	int rc = read_begin(st, &txn, err);
+
+	if (rc)
+		return rc;
+	if ((rc = mdb_cursor_open(txn, st->db_pods, &c))) {
+		mdb_txn_abort(txn);
+		return mdb_fail(err, rc, "store: list pods");
+	}
+	for (int op = MDB_FIRST; !rc; op = MDB_NEXT) {
+		int r = mdb_cursor_get(c, &k, &v, op);
+		if (r == MDB_NOTFOUND)
+			break;
+		if (r) {
+			rc = mdb_fail(err, r, "store: list pods");
+			break;
+		}
+		/* The spec is borrowed from the map: valid inside this read
+		 * transaction only, which is what fn gets. */
+		if (!(rc = st__dec_pod_ex(v.mv_data, v.mv_size, k.mv_data, k.mv_size,
+					  &p, true, err)))
+			rc = fn(ctx, &p);
+	}
+	mdb_cursor_close(c);
+	mdb_txn_abort(txn);
+	return rc;
+}
+
 int st_status_get(st_t *st, const char *name, st_status_t *out,
 		  tank_error_t *err)
 {

@@ -153,6 +153,14 @@ int st_pod_get(st_t *st, const char *name, st_pod_t *out, tank_error_t *err);
  * (st_pod_list_free); *n may be 0 with *out NULL. */
 int st_pod_list(st_t *st, st_pod_t **out, size_t *n, tank_error_t *err);
 void st_pod_clear(st_pod_t *p);
+
+/* Calls fn for every pod, sorted by name, without copying: p and p->spec
+ * are borrowed from the map for the call only (do not st_pod_clear them).
+ * For readers that look at every pod often (the reconciler's resync).
+ * Returns 0, fn's nonzero value (which stops the walk), TANK_ECORRUPT
+ * naming the key, or an LMDB error.  Must not call other st_* writes. */
+typedef int (*st_pod_fn)(void *ctx, const st_pod_t *p);
+int st_pod_foreach(st_t *st, st_pod_fn fn, void *ctx, tank_error_t *err);
 void st_pod_list_free(st_pod_t *pods, size_t n);
 
 /* Desired-state subscribers.  fn runs after each st_apply / st_delete that

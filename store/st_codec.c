@@ -532,6 +532,12 @@ int st__enc_pod(msgpack_sbuffer *b, const st_pod_t *p)
 int st__dec_pod(const void *buf, size_t len, const char *key, size_t keylen,
 		st_pod_t *out, tank_error_t *err)
 {
+	return st__dec_pod_ex(buf, len, key, keylen, out, false, err);
+}
+
+int st__dec_pod_ex(const void *buf, size_t len, const char *key, size_t keylen,
+		   st_pod_t *out, bool borrow, tank_error_t *err)
+{
 	mp_t r;
 	uint32_t n, kl, sl = 0;
 	const char *k, *spec = NULL, *bad = NULL;
@@ -571,6 +577,11 @@ int st__dec_pod(const void *buf, size_t len, const char *key, size_t keylen,
 		bad = "spec";
 	if (bad || r.bad || r.p != r.end)
 		return rec_fail(&r, true, "pod", key, keylen, bad, err);
+	if (borrow) {
+		out->spec = (void *)spec;
+		out->spec_len = sl;
+		return 0;
+	}
 	/* One extra byte so an empty spec still yields a non-NULL pointer. */
 	out->spec = malloc((size_t)sl + 1);
 	if (!out->spec)

@@ -25,6 +25,10 @@ int st__enc_pod(msgpack_sbuffer *b, const st_pod_t *p);
 /* out->spec is malloc'ed on success. */
 int st__dec_pod(const void *buf, size_t len, const char *key, size_t keylen,
 		st_pod_t *out, tank_error_t *err);
+/* The same, with borrow: out->spec then points into buf (no copy, nothing
+ * to free) and is valid only as long as buf is. */
+int st__dec_pod_ex(const void *buf, size_t len, const char *key, size_t keylen,
+		   st_pod_t *out, bool borrow, tank_error_t *err);
 
 int st__enc_status(msgpack_sbuffer *b, const st_status_t *s);
 /* out must be zeroed or cleared; out->containers is malloc'ed. */
