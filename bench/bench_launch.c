@@ -5,14 +5,19 @@
  * Scenarios: plain (stdio to /dev/null), plain with log pipes, with a
  * tracking cgroup (create + launch + destroy per launch), and inside a
  * pid+mount+uts+ipc sandbox, and with one tracking cgroup reused across
- * launches (what a restarting container does).  QUICK=1 uses small counts.  Prints JSON
- * lines on stdout; reports, never asserts.
+ * launches (what a restarting container does).  The *_5000fds scenarios
+ * run while this process holds 5,000 extra fds (as tankd does with ~1,000+
+ * pods): a spawn whose cost grows with the parent's fd table shows there.
+ * QUICK=1 uses small counts.  Prints JSON lines on stdout; reports, never
+ * asserts.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <spawn.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -23,11 +28,14 @@
 
 extern char **environ;
 
-enum { RAW, PLAIN, PIPES, CGROUP, CGROUP_REUSE, SANDBOX, N_SCEN };
+enum { RAW, PLAIN, PIPES, CGROUP, CGROUP_REUSE, SANDBOX, RAW_FDS,
+       PLAIN_FDS, N_SCEN };
 static const char *const scen_names[N_SCEN] = {
 	"posix_spawn", "plain", "plain_pipes", "cgroup", "cgroup_reused",
-	"sandbox_pid_mnt_uts_ipc",
+	"sandbox_pid_mnt_uts_ipc", "posix_spawn_5000fds", "plain_5000fds",
 };
+
+#define EXTRA_FDS 5000
 
 struct bench {
 	pod_cgroup_env_t cg_env;
@@ -39,7 +47,46 @@ struct bench {
 	double spawn[N_SCEN];   /* seconds inside the spawn call */
 	long n[N_SCEN];
 	long fails[N_SCEN];
+	int extra[EXTRA_FDS];   /* held during the *_FDS scenarios */
+	int n_extra;
 };
+
+/* Opens (on) or closes (off) the extra fds; the time is not measured. */
+static void hold_fds(struct bench *b, bool on)
+{
+	if (!on) {
+		for (int i = 0; i < b->n_extra; i++)
+			close(b->extra[i]);
+		b->n_extra = 0;
+		return;
+	}
+	int null = open("/dev/null", O_RDONLY | O_CLOEXEC);
+	if (null < 0)
+		return;
+	while (b->n_extra < EXTRA_FDS) {
+		int fd = fcntl(null, F_DUPFD_CLOEXEC, 3);
+		if (fd < 0)
+			break;
+		b->extra[b->n_extra++] = fd;
+	}
+	close(null);
+}
+
+static bool scen_ok(const struct bench *b, int s)
+{
+	if ((s == CGROUP || s == CGROUP_REUSE) && !b->have_cg)
+		return false;
+	if (s == SANDBOX && !b->have_sb)
+		return false;
+	if ((s == RAW_FDS || s == PLAIN_FDS) && b->n_extra < EXTRA_FDS)
+		return false;
+	return true;
+}
+
+static bool scen_fds(int s)
+{
+	return s == RAW_FDS || s == PLAIN_FDS;
+}
 
 static double now(void)
 {
@@ -59,7 +106,7 @@ static int one(struct bench *b, int scen)
 	static char *argv[] = { "true", NULL };
 	static char *envp[] = { "PATH=/usr/bin:/bin", NULL };
 	double t0 = now(), t1;
-	if (scen == RAW) {
+	if (scen == RAW || scen == RAW_FDS) {
 		pid_t pid;
 		if (posix_spawn(&pid, "/bin/true", NULL, NULL, argv, envp) != 0)
 			return -1;
@@ -133,21 +180,38 @@ int main(void)
 	b.have_sb = pod_sandbox_create(&so, &b.sb, &err) == 0;
 	if (!b.have_sb)
 		fprintf(stderr, "bench_launch: no sandbox: %s\n", err.msg);
+	struct rlimit rl;
+	if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < EXTRA_FDS + 256 &&
+	    rl.rlim_max >= EXTRA_FDS + 256) {
+		rl.rlim_cur = EXTRA_FDS + 256;
+		(void)setrlimit(RLIMIT_NOFILE, &rl);
+	}
+	hold_fds(&b, true);
+	bool fds_ok = b.n_extra == EXTRA_FDS;
+	if (!fds_ok)
+		fprintf(stderr, "bench_launch: could not hold %d fds\n", EXTRA_FDS);
+	hold_fds(&b, false);
 
-	for (int s = 0; s < N_SCEN; s++)   /* warm up caches and page tables */
-		if (((s != CGROUP && s != CGROUP_REUSE) || b.have_cg) && (s != SANDBOX || b.have_sb))
+	for (int s = 0; s < N_SCEN; s++) {  /* warm up caches and page tables */
+		if (scen_fds(s) && fds_ok)
+			hold_fds(&b, true);
+		if (scen_ok(&b, s))
 			for (int i = 0; i < 20; i++)
 				one(&b, s);
+		hold_fds(&b, false);
+	}
 	memset(b.total, 0, sizeof b.total);
 	memset(b.spawn, 0, sizeof b.spawn);
 	memset(b.n, 0, sizeof b.n);
 	for (long done = 0; done < total; done += block)
 		for (int s = 0; s < N_SCEN; s++) {
-			if (((s == CGROUP || s == CGROUP_REUSE) && !b.have_cg) || (s == SANDBOX && !b.have_sb))
-				continue;
-			for (long i = 0; i < block; i++)
-				if (one(&b, s) < 0)
-					b.fails[s]++;
+			if (scen_fds(s) && fds_ok)
+				hold_fds(&b, true);
+			if (scen_ok(&b, s))
+				for (long i = 0; i < block; i++)
+					if (one(&b, s) < 0)
+						b.fails[s]++;
+			hold_fds(&b, false);
 		}
 	double raw_rate = (double)b.n[RAW] / b.total[RAW];
 	for (int s = 0; s < N_SCEN; s++) {
