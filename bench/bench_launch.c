@@ -8,11 +8,17 @@
  * launches (what a restarting container does).  The *_5000fds scenarios
  * run while this process holds 5,000 extra fds (as tankd does with ~1,000+
  * pods): a spawn whose cost grows with the parent's fd table shows there.
+ * Then the memory and fds a daemon keeps per idle container in the
+ * launcher's objects: N log writers that each wrote a line and saw EOF
+ * (heap by mallinfo2, RSS by /proc/self/statm, fds counted), and sizeof
+ * pod_cgroup_t (embedded in the caller's container record).
  * QUICK=1 uses small counts.  Prints JSON lines on stdout; reports, never
  * asserts.
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <ftw.h>
+#include <malloc.h>
 #include <spawn.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -24,6 +30,7 @@
 
 #include "pod/pod_cgroup.h"
 #include "pod/pod_launch.h"
+#include "pod/pod_log.h"
 #include "pod/pod_sandbox.h"
 
 extern char **environ;
@@ -160,6 +167,82 @@ static void emit(const char *metric, double v, const char *unit)
 	       "\"unit\": \"%s\"}\n", metric, v, unit);
 }
 
+static long rss_bytes(void)
+{
+	long pages = 0, rss = 0;
+	FILE *f = fopen("/proc/self/statm", "r");
+	if (f) {
+		if (fscanf(f, "%ld %ld", &pages, &rss) != 2)
+			rss = 0;
+		fclose(f);
+	}
+	return rss * sysconf(_SC_PAGESIZE);
+}
+
+static int count_fds(void)
+{
+	int n = 0;
+	for (int fd = 0; fd < 65536; fd++)
+		n += fcntl(fd, F_GETFD) >= 0;
+	return n;
+}
+
+static int rm_cb(const char *path, const struct stat *sb, int flag,
+                 struct FTW *ftw)
+{
+	(void)sb; (void)flag; (void)ftw;
+	remove(path);
+	return 0;
+}
+
+/* Per idle container: n writers, each has logged a line per stream and
+ * seen EOF on both (a container that ran and now runs quietly). */
+static void bench_idle_memory(long n)
+{
+	char dir[] = "/tmp/tank-bench-log-XXXXXX";
+	if (!mkdtemp(dir)) {
+		fprintf(stderr, "bench_launch: mkdtemp: %s\n", strerror(errno));
+		return;
+	}
+	pod_log_t **w = calloc((size_t)n, sizeof *w);
+	char name[32];
+	tank_error_t err;
+	long made = 0;
+	malloc_trim(0);
+	struct mallinfo2 m0 = mallinfo2();
+	long rss0 = rss_bytes();
+	int fds0 = count_fds();
+	for (long i = 0; w && i < n; i++) {
+		snprintf(name, sizeof name, "c%ld", i);
+		pod_log_opts_t lo = { .dir = dir, .pod = "bench", .container = name };
+		if (pod_log_open(&lo, &w[i], &err) < 0) {
+			fprintf(stderr, "bench_launch: %s\n", err.msg);
+			break;
+		}
+		(void)pod_log_feed(w[i], POD_LOG_STDOUT, "hello\npartial", 13);
+		(void)pod_log_feed(w[i], POD_LOG_STDERR, "oops\n", 5);
+		(void)pod_log_flush(w[i], POD_LOG_STDOUT);
+		(void)pod_log_flush(w[i], POD_LOG_STDERR);
+		made++;
+	}
+	struct mallinfo2 m1 = mallinfo2();
+	long rss1 = rss_bytes();
+	int fds1 = count_fds();
+	if (made > 0) {
+		emit("idle_log_heap_bytes_per_container",
+		     (double)(m1.uordblks - m0.uordblks) / (double)made, "B");
+		emit("idle_log_rss_bytes_per_container",
+		     (double)(rss1 - rss0) / (double)made, "B");
+		emit("idle_log_fds_per_container",
+		     (double)(fds1 - fds0) / (double)made, "fds");
+	}
+	emit("sizeof_pod_cgroup_t", (double)sizeof(pod_cgroup_t), "B");
+	for (long i = 0; i < made; i++)
+		pod_log_close(w[i]);
+	free(w);
+	nftw(dir, rm_cb, 16, FTW_DEPTH | FTW_PHYS);
+}
+
 int main(void)
 {
 	struct bench b;
@@ -231,6 +314,7 @@ int main(void)
 			fprintf(stderr, "bench_launch: %s: %ld failures\n",
 			        scen_names[s], b.fails[s]);
 	}
+	bench_idle_memory(q && *q && strcmp(q, "0") ? 500 : 5000);
 	if (b.have_sb)
 		pod_sandbox_destroy(&b.sb, true);
 	if (b.have_cg) {
