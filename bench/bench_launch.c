@@ -5,29 +5,44 @@
  * Scenarios: plain (stdio to /dev/null), plain with log pipes, with a
  * tracking cgroup (create + launch + destroy per launch), and inside a
  * pid+mount+uts+ipc sandbox, and with one tracking cgroup reused across
- * launches (what a restarting container does).  QUICK=1 uses small counts.  Prints JSON
- * lines on stdout; reports, never asserts.
+ * launches (what a restarting container does).  The *_5000fds scenarios
+ * run while this process holds 5,000 extra fds (as tankd does with ~1,000+
+ * pods): a spawn whose cost grows with the parent's fd table shows there.
+ * Then the memory and fds a daemon keeps per idle container in the
+ * launcher's objects: N log writers that each wrote a line and saw EOF
+ * (heap by mallinfo2, RSS by /proc/self/statm, fds counted), and sizeof
+ * pod_cgroup_t (embedded in the caller's container record).
+ * QUICK=1 uses small counts.  Prints JSON lines on stdout; reports, never
+ * asserts.
  */
 #include <errno.h>
+#include <fcntl.h>
+#include <ftw.h>
+#include <malloc.h>
 #include <spawn.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "pod/pod_cgroup.h"
 #include "pod/pod_launch.h"
+#include "pod/pod_log.h"
 #include "pod/pod_sandbox.h"
 
 extern char **environ;
 
-enum { RAW, PLAIN, PIPES, CGROUP, CGROUP_REUSE, SANDBOX, N_SCEN };
+enum { RAW, PLAIN, PIPES, CGROUP, CGROUP_REUSE, SANDBOX, RAW_FDS,
+       PLAIN_FDS, N_SCEN };
 static const char *const scen_names[N_SCEN] = {
 	"posix_spawn", "plain", "plain_pipes", "cgroup", "cgroup_reused",
-	"sandbox_pid_mnt_uts_ipc",
+	"sandbox_pid_mnt_uts_ipc", "posix_spawn_5000fds", "plain_5000fds",
 };
+
+#define EXTRA_FDS 5000
 
 struct bench {
 	pod_cgroup_env_t cg_env;
@@ -39,7 +54,46 @@ struct bench {
 	double spawn[N_SCEN];   /* seconds inside the spawn call */
 	long n[N_SCEN];
 	long fails[N_SCEN];
+	int extra[EXTRA_FDS];   /* held during the *_FDS scenarios */
+	int n_extra;
 };
+
+/* Opens (on) or closes (off) the extra fds; the time is not measured. */
+static void hold_fds(struct bench *b, bool on)
+{
+	if (!on) {
+		for (int i = 0; i < b->n_extra; i++)
+			close(b->extra[i]);
+		b->n_extra = 0;
+		return;
+	}
+	int null = open("/dev/null", O_RDONLY | O_CLOEXEC);
+	if (null < 0)
+		return;
+	while (b->n_extra < EXTRA_FDS) {
+		int fd = fcntl(null, F_DUPFD_CLOEXEC, 3);
+		if (fd < 0)
+			break;
+		b->extra[b->n_extra++] = fd;
+	}
+	close(null);
+}
+
+static bool scen_ok(const struct bench *b, int s)
+{
+	if ((s == CGROUP || s == CGROUP_REUSE) && !b->have_cg)
+		return false;
+	if (s == SANDBOX && !b->have_sb)
+		return false;
+	if ((s == RAW_FDS || s == PLAIN_FDS) && b->n_extra < EXTRA_FDS)
+		return false;
+	return true;
+}
+
+static bool scen_fds(int s)
+{
+	return s == RAW_FDS || s == PLAIN_FDS;
+}
 
 static double now(void)
 {
@@ -59,7 +113,7 @@ static int one(struct bench *b, int scen)
 	static char *argv[] = { "true", NULL };
 	static char *envp[] = { "PATH=/usr/bin:/bin", NULL };
 	double t0 = now(), t1;
-	if (scen == RAW) {
+	if (scen == RAW || scen == RAW_FDS) {
 		pid_t pid;
 		if (posix_spawn(&pid, "/bin/true", NULL, NULL, argv, envp) != 0)
 			return -1;
@@ -113,6 +167,82 @@ static void emit(const char *metric, double v, const char *unit)
 	       "\"unit\": \"%s\"}\n", metric, v, unit);
 }
 
+static long rss_bytes(void)
+{
+	long pages = 0, rss = 0;
+	FILE *f = fopen("/proc/self/statm", "r");
+	if (f) {
+		if (fscanf(f, "%ld %ld", &pages, &rss) != 2)
+			rss = 0;
+		fclose(f);
+	}
+	return rss * sysconf(_SC_PAGESIZE);
+}
+
+static int count_fds(void)
+{
+	int n = 0;
+	for (int fd = 0; fd < 65536; fd++)
+		n += fcntl(fd, F_GETFD) >= 0;
+	return n;
+}
+
+static int rm_cb(const char *path, const struct stat *sb, int flag,
+                 struct FTW *ftw)
+{
+	(void)sb; (void)flag; (void)ftw;
+	remove(path);
+	return 0;
+}
+
+/* Per idle container: n writers, each has logged a line per stream and
+ * seen EOF on both (a container that ran and now runs quietly). */
+static void bench_idle_memory(long n)
+{
+	char dir[] = "/tmp/tank-bench-log-XXXXXX";
+	if (!mkdtemp(dir)) {
+		fprintf(stderr, "bench_launch: mkdtemp: %s\n", strerror(errno));
+		return;
+	}
+	pod_log_t **w = calloc((size_t)n, sizeof *w);
+	char name[32];
+	tank_error_t err;
+	long made = 0;
+	malloc_trim(0);
+	struct mallinfo2 m0 = mallinfo2();
+	long rss0 = rss_bytes();
+	int fds0 = count_fds();
+	for (long i = 0; w && i < n; i++) {
+		snprintf(name, sizeof name, "c%ld", i);
+		pod_log_opts_t lo = { .dir = dir, .pod = "bench", .container = name };
+		if (pod_log_open(&lo, &w[i], &err) < 0) {
+			fprintf(stderr, "bench_launch: %s\n", err.msg);
+			break;
+		}
+		(void)pod_log_feed(w[i], POD_LOG_STDOUT, "hello\npartial", 13);
+		(void)pod_log_feed(w[i], POD_LOG_STDERR, "oops\n", 5);
+		(void)pod_log_flush(w[i], POD_LOG_STDOUT);
+		(void)pod_log_flush(w[i], POD_LOG_STDERR);
+		made++;
+	}
+	struct mallinfo2 m1 = mallinfo2();
+	long rss1 = rss_bytes();
+	int fds1 = count_fds();
+	if (made > 0) {
+		emit("idle_log_heap_bytes_per_container",
+		     (double)(m1.uordblks - m0.uordblks) / (double)made, "B");
+		emit("idle_log_rss_bytes_per_container",
+		     (double)(rss1 - rss0) / (double)made, "B");
+		emit("idle_log_fds_per_container",
+		     (double)(fds1 - fds0) / (double)made, "fds");
+	}
+	emit("sizeof_pod_cgroup_t", (double)sizeof(pod_cgroup_t), "B");
+	for (long i = 0; i < made; i++)
+		pod_log_close(w[i]);
+	free(w);
+	nftw(dir, rm_cb, 16, FTW_DEPTH | FTW_PHYS);
+}
+
 int main(void)
 {
 	struct bench b;
@@ -133,21 +263,38 @@ int main(void)
 	b.have_sb = pod_sandbox_create(&so, &b.sb, &err) == 0;
 	if (!b.have_sb)
 		fprintf(stderr, "bench_launch: no sandbox: %s\n", err.msg);
+	struct rlimit rl;
+	if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < EXTRA_FDS + 256 &&
+	    rl.rlim_max >= EXTRA_FDS + 256) {
+		rl.rlim_cur = EXTRA_FDS + 256;
+		(void)setrlimit(RLIMIT_NOFILE, &rl);
+	}
+	hold_fds(&b, true);
+	bool fds_ok = b.n_extra == EXTRA_FDS;
+	if (!fds_ok)
+		fprintf(stderr, "bench_launch: could not hold %d fds\n", EXTRA_FDS);
+	hold_fds(&b, false);
 
-	for (int s = 0; s < N_SCEN; s++)   /* warm up caches and page tables */
-		if (((s != CGROUP && s != CGROUP_REUSE) || b.have_cg) && (s != SANDBOX || b.have_sb))
+	for (int s = 0; s < N_SCEN; s++) {  /* warm up caches and page tables */
+		if (scen_fds(s) && fds_ok)
+			hold_fds(&b, true);
+		if (scen_ok(&b, s))
 			for (int i = 0; i < 20; i++)
 				one(&b, s);
+		hold_fds(&b, false);
+	}
 	memset(b.total, 0, sizeof b.total);
 	memset(b.spawn, 0, sizeof b.spawn);
 	memset(b.n, 0, sizeof b.n);
 	for (long done = 0; done < total; done += block)
 		for (int s = 0; s < N_SCEN; s++) {
-			if (((s == CGROUP || s == CGROUP_REUSE) && !b.have_cg) || (s == SANDBOX && !b.have_sb))
-				continue;
-			for (long i = 0; i < block; i++)
-				if (one(&b, s) < 0)
-					b.fails[s]++;
+			if (scen_fds(s) && fds_ok)
+				hold_fds(&b, true);
+			if (scen_ok(&b, s))
+				for (long i = 0; i < block; i++)
+					if (one(&b, s) < 0)
+						b.fails[s]++;
+			hold_fds(&b, false);
 		}
 	double raw_rate = (double)b.n[RAW] / b.total[RAW];
 	for (int s = 0; s < N_SCEN; s++) {
@@ -167,6 +314,7 @@ int main(void)
 			fprintf(stderr, "bench_launch: %s: %ld failures\n",
 			        scen_names[s], b.fails[s]);
 	}
+	bench_idle_memory(q && *q && strcmp(q, "0") ? 500 : 5000);
 	if (b.have_sb)
 		pod_sandbox_destroy(&b.sb, true);
 	if (b.have_cg) {

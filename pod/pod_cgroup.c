@@ -237,9 +237,6 @@ static int apply_limits(const pod_cgroup_t *cg, const pod_cgroup_limits_t *lim,
 static void release(pod_cgroup_t *cg)
 {
 	for (int i = 0; i < POD_CG_N; i++) {
-		if (cg->procs_fd[i] >= 0)
-			close(cg->procs_fd[i]);
-		cg->procs_fd[i] = -1;
 		if (cg->dir[i][0])
 			rmdir_up(cg->dir[i], 1);
 		cg->dir[i][0] = '\0';
@@ -257,8 +254,6 @@ int pod_cgroup_create(const pod_cgroup_env_t *env, const char *pod,
 	int r = 0;
 
 	memset(cg, 0, sizeof *cg);
-	for (int i = 0; i < POD_CG_N; i++)
-		cg->procs_fd[i] = -1;
 	if (!lim)
 		lim = &none;
 	if (!good_name(pod, false) || !good_name(container, false))
@@ -328,12 +323,16 @@ int pod_cgroup_create(const pod_cgroup_env_t *env, const char *pod,
 			continue;
 		char path[POD_CGROUP_PATH + 16];
 		snprintf(path, sizeof path, "%s/cgroup.procs", cg->dir[i]);
-		cg->procs_fd[i] = open(path, O_WRONLY | O_CLOEXEC);
-		if (cg->procs_fd[i] < 0) {
+		/* Checked here so a group we cannot join fails now, not at
+		 * every launch; not kept open: the launcher's child opens it,
+		 * which saves the daemon up to three fds per container. */
+		int fd = open(path, O_WRONLY | O_CLOEXEC);
+		if (fd < 0) {
 			r = -errno;
 			what = "open cgroup.procs";
 			goto fail;
 		}
+		close(fd);
 	}
 	return 0;
 fail:

@@ -10,7 +10,9 @@
  * limits, which keeps a restart storm of unlimited containers cheap.
  *
  * The launcher puts the child into the group before it execs: the child
- * writes "0" into the cgroup.procs files opened here (procs_fd).
+ * opens <dir>/cgroup.procs and writes "0".  No fd is held per container
+ * between launches (they were: up to three per container, which ran a
+ * daemon with thousands of pods into EMFILE).
  *
  * Nothing here keeps global state: the caller owns a pod_cgroup_env_t
  * (probed once) and one pod_cgroup_t per container.  All functions do
@@ -34,7 +36,7 @@ typedef enum pod_cgroup_mode {
 	POD_CGROUP_V2,
 } pod_cgroup_mode_t;
 
-/* v1 controllers, also the index into pod_cgroup_t.dir/procs_fd. */
+/* v1 controllers, also the index into pod_cgroup_t.dir. */
 enum { POD_CG_PIDS = 0, POD_CG_MEMORY, POD_CG_CPU, POD_CG_N };
 
 typedef struct pod_cgroup_env {
@@ -55,7 +57,6 @@ typedef struct pod_cgroup {
 	pod_cgroup_mode_t mode;
 	/* v2: only index 0 is used.  v1: indexed by POD_CG_*; "" = no group. */
 	char dir[POD_CG_N][POD_CGROUP_PATH];
-	int procs_fd[POD_CG_N];   /* O_WRONLY|O_CLOEXEC cgroup.procs, or -1 */
 	bool has_memory;          /* a memory group exists (OOM detectable) */
 	uint64_t oom_base;        /* oom_kill count when the group was made */
 } pod_cgroup_t;
@@ -68,7 +69,8 @@ int pod_cgroup_probe(pod_cgroup_env_t *env, const char *sysfs,
                      const char *root, tank_error_t *err);
 
 /* Creates (or reuses, after a crash) the group of pod/container, applies
- * lim (NULL = none) and opens its cgroup.procs files.  cg is caller-owned
+ * lim (NULL = none) and checks its cgroup.procs files can be opened for
+ * writing (it keeps none open).  cg is caller-owned
  * storage; on success it must be released with pod_cgroup_destroy().
  * Errors: TANK_EUNSUPPORTED when env has no cgroups or a requested
  * controller is missing, TANK_EINVALID on a bad name, negative errno from
@@ -93,9 +95,9 @@ int pod_cgroup_kill_all(const pod_cgroup_t *cg);
  * created, 0 if not (or no memory group), negative errno on error. */
 int pod_cgroup_oom_killed(const pod_cgroup_t *cg);
 
-/* Closes the fds and removes the container's directories (and the pod's
- * directory when it became empty).  Returns -EBUSY, leaving the group in
- * place and cg valid, while processes remain (kill them, reap, retry). */
+/* Removes the container's directories (and the pod's directory when it
+ * became empty).  Returns -EBUSY, leaving the group in place and cg valid,
+ * while processes remain (kill them, reap, retry). */
 int pod_cgroup_destroy(pod_cgroup_t *cg);
 
 /* Removes env's root group if it is empty (tests, daemon shutdown). */

@@ -4,6 +4,7 @@
 #include <fcntl.h>
 #include <grp.h>
 #include <limits.h>
+#include <pthread.h>
 #include <pwd.h>
 #include <sched.h>
 #include <signal.h>
@@ -26,6 +27,9 @@
 #define POD_UNPOISON(p, n) ((void)(p), (void)(n))
 #endif
 
+#ifndef CLOSE_RANGE_UNSHARE
+#define CLOSE_RANGE_UNSHARE (1U << 1)
+#endif
 #ifndef CLOSE_RANGE_CLOEXEC
 #define CLOSE_RANGE_CLOEXEC (1U << 2)
 #endif
@@ -36,13 +40,14 @@
 
 /* Steps of the child, for the error message; index into step_names. */
 enum child_step {
-	STEP_NONE = 0, STEP_SETSID, STEP_CGROUP, STEP_SETNS, STEP_CHROOT,
+	STEP_NONE = 0, STEP_UNSHARE, STEP_SETSID, STEP_CGROUP, STEP_SETNS, STEP_CHROOT,
 	STEP_STDIO, STEP_RLIMIT, STEP_SETGROUPS, STEP_SETGID, STEP_SETUID,
 	STEP_CHDIR, STEP_CLOEXEC, STEP_EXEC,
 };
 
 static const char *const step_names[] = {
-	[STEP_NONE] = "spawn", [STEP_SETSID] = "setsid",
+	[STEP_NONE] = "spawn", [STEP_UNSHARE] = "unshare fd table",
+	[STEP_SETSID] = "setsid",
 	[STEP_CGROUP] = "join cgroup", [STEP_SETNS] = "join sandbox namespace",
 	[STEP_CHROOT] = "enter sandbox root", [STEP_STDIO] = "stdio",
 	[STEP_RLIMIT] = "setrlimit", [STEP_SETGROUPS] = "setgroups",
@@ -60,7 +65,9 @@ struct child_ctx {
 	size_t n_cands;
 	const char *cwd;
 	int stdio[3];          /* sources for fds 0..2, all >= 3 */
-	int cg_fd[POD_CG_N];
+	/* cgroup.procs paths, opened by the child itself: no fd in the
+	 * parent, and the child's private table has room for it. */
+	char cg_path[POD_CG_N][POD_CGROUP_PATH + 16];
 	size_t n_cg;
 	int ns_fd[POD_SBX_NFD];  /* joined in the child (pid is not: parent) */
 	int root_fd;
@@ -72,6 +79,9 @@ struct child_ctx {
 	gid_t groups[POD_MAX_GROUPS];
 	int n_groups;
 	int max_fd;            /* fallback when close_range is missing */
+	/* > 0: cloned with CLONE_FILES; the child keeps only fds below this
+	 * (the slots) in a private table.  0: the table was copied. */
+	int unshare_below;
 	volatile int step;
 	volatile int err;
 };
@@ -94,6 +104,13 @@ static _Noreturn void child_fail(struct child_ctx *c, int step, int e)
 static int child_main(void *arg)
 {
 	struct child_ctx *c = arg;
+	/* First, before any fd is touched: the table is still the parent's.
+	 * The kernel copies only [0, unshare_below) into the new table, so
+	 * this costs O(slots), not O(fds of the daemon). */
+	if (c->unshare_below > 0 &&
+	    syscall(SYS_close_range, (unsigned)c->unshare_below, ~0U,
+	            CLOSE_RANGE_UNSHARE) < 0)
+		child_fail(c, STEP_UNSHARE, errno);
 	struct sigaction dfl;
 	memset(&dfl, 0, sizeof dfl);
 	dfl.sa_handler = SIG_DFL;
@@ -105,9 +122,14 @@ static int child_main(void *arg)
 
 	if (c->setsid && setsid() < 0)
 		child_fail(c, STEP_SETSID, errno);
-	for (size_t i = 0; i < c->n_cg; i++)
-		if (write(c->cg_fd[i], "0", 1) != 1)
+	for (size_t i = 0; i < c->n_cg; i++) {
+		int fd = open(c->cg_path[i], O_WRONLY | O_CLOEXEC);
+		if (fd < 0)
 			child_fail(c, STEP_CGROUP, errno);
+		if (write(fd, "0", 1) != 1)
+			child_fail(c, STEP_CGROUP, errno);
+		close(fd);
+	}
 	for (int i = 0; i < POD_SBX_NFD; i++)
 		if (i != POD_SBX_PID && c->ns_fd[i] >= 0 &&
 		    setns(c->ns_fd[i], ns_types[i]) < 0)
@@ -133,9 +155,15 @@ static int child_main(void *arg)
 	}
 	if (chdir(c->cwd) < 0)
 		child_fail(c, STEP_CHDIR, errno);
-	/* Mark rather than close: cheaper on a big table and the same at
-	 * exec.  The fallback walks the table the parent measured. */
-	if (syscall(SYS_close_range, 3U, ~0U, CLOSE_RANGE_CLOEXEC) < 0) {
+	/* With a private table of a few fds, closing is cheap and also
+	 * drops the daemon's low fds that were copied with the slots.
+	 * Otherwise mark rather than close: cheaper on a big table and the
+	 * same at exec.  The last fallback walks the table the parent
+	 * measured. */
+	if (c->unshare_below > 0) {
+		if (syscall(SYS_close_range, 3U, ~0U, 0) < 0)
+			child_fail(c, STEP_CLOEXEC, errno);
+	} else if (syscall(SYS_close_range, 3U, ~0U, CLOSE_RANGE_CLOEXEC) < 0) {
 		for (int fd = 3; fd < c->max_fd; fd++)
 			(void)fcntl(fd, F_SETFD, FD_CLOEXEC);
 	}
@@ -270,6 +298,97 @@ static int resolve_user(const char *user, struct child_ctx *c,
 	return 0;
 }
 
+/* Slot fds (see pod_launch.h): what a CLONE_FILES child needs must sit
+ * below the point where its private table is cut, so the parent dup3()s
+ * it onto these reserved low fds right before the clone and puts
+ * /dev/null back right after.  Index into launch_slots.fd. */
+enum { SLOT_NULL = 0, SLOT_OUT, SLOT_ERR, SLOT_NS,
+       SLOT_ROOT = SLOT_NS + POD_SBX_NFD, N_SLOTS };
+
+/* The launcher's one piece of process-wide state.  It cannot live in a
+ * caller's object: the fd table it reserves from is process-wide, and a
+ * second set per launcher would only cost fds.  The mutex keeps two
+ * threads from filling the same slots; it is held across the vfork
+ * window only by the launching thread. */
+static struct launch_slots {
+	pthread_mutex_t mu;
+	int state;            /* 0 not reserved yet, 1 usable, -1 unusable */
+	int fd[N_SLOTS];      /* O_CLOEXEC; /dev/null when idle */
+	int below;            /* highest slot + 1 */
+	dev_t null_rdev;
+} launch_slots = { .mu = PTHREAD_MUTEX_INITIALIZER };
+
+/* Reserves the lowest free fds >= 3 (low, so the child's table is small).
+ * Called once, with mu held. */
+static void slots_reserve(struct launch_slots *s)
+{
+	struct stat st;
+	int null = open("/dev/null", O_RDWR | O_CLOEXEC);
+	s->state = -1;
+	if (null >= 0 && null < 3) {
+		int hi = fcntl(null, F_DUPFD_CLOEXEC, 3);
+		close(null);
+		null = hi;
+	}
+	if (null < 0)
+		return;
+	if (fstat(null, &st) < 0 || !S_ISCHR(st.st_mode)) {
+		close(null);
+		return;
+	}
+	s->null_rdev = st.st_rdev;
+	s->fd[SLOT_NULL] = null;
+	s->below = null + 1;
+	for (int i = 1; i < N_SLOTS; i++) {
+		s->fd[i] = fcntl(null, F_DUPFD_CLOEXEC, 3);
+		if (s->fd[i] < 0) {
+			while (i-- > 0)
+				close(s->fd[i]);
+			return;
+		}
+		if (s->fd[i] >= s->below)
+			s->below = s->fd[i] + 1;
+	}
+	s->state = 1;
+}
+
+/* Still our /dev/null fds?  Code that closed a slot behind our back (a
+ * close-everything loop) must not have its reused fd clobbered; such a
+ * process gets the copying path from then on. */
+static bool slots_intact(const struct launch_slots *s)
+{
+	struct stat st;
+	for (int i = 0; i < N_SLOTS; i++)
+		if (fstat(s->fd[i], &st) < 0 || !S_ISCHR(st.st_mode) ||
+		    st.st_rdev != s->null_rdev)
+			return false;
+	return true;
+}
+
+/* Points slot i at src for the next clone (used[i] remembers to undo). */
+static int slot_fill(struct launch_slots *s, int i, int src, bool *used)
+{
+	if (dup3(src, s->fd[i], O_CLOEXEC) < 0)
+		return -errno;
+	used[i] = true;
+	return s->fd[i];
+}
+
+/* Puts /dev/null back into every used slot: a pipe end left there would
+ * keep the container's stdout from ever reaching EOF. */
+static void slots_restore(struct launch_slots *s, bool *used)
+{
+	for (int i = 1; i < N_SLOTS; i++) {
+		if (!used[i])
+			continue;
+		used[i] = false;
+		if (dup3(s->fd[SLOT_NULL], s->fd[i], O_CLOEXEC) < 0) {
+			close(s->fd[i]);
+			s->state = -1;
+		}
+	}
+}
+
 static void close_fd(int *fd)
 {
 	if (*fd >= 0) {
@@ -338,6 +457,66 @@ static int wire_stdio(pod_stdio_t mode, int given, int devnull, int *rd,
 	return -EINVAL;
 }
 
+int pod_launch_reserve(void)
+{
+	struct launch_slots *s = &launch_slots;
+	pthread_mutex_lock(&s->mu);
+	if (s->state == 0)
+		slots_reserve(s);
+	int r = s->state == 1 ? 0 : -EMFILE;
+	pthread_mutex_unlock(&s->mu);
+	return r;
+}
+
+/* Wires the child's fds through the slots (CLONE_FILES path). */
+static int slots_wire(struct launch_slots *s, struct child_ctx *c,
+                      int out_src, int err_src, const pod_sandbox_t *sb,
+                      bool *used)
+{
+	const int src[3] = { -1, out_src, err_src };
+	for (int i = 0; i < 3; i++) {
+		c->stdio[i] = src[i] < 0 ? s->fd[SLOT_NULL]
+		                         : slot_fill(s, SLOT_NULL + i, src[i], used);
+		if (c->stdio[i] < 0)
+			return c->stdio[i];
+	}
+	for (int i = 0; i < POD_SBX_NFD; i++) {
+		c->ns_fd[i] = -1;
+		if (sb && i != POD_SBX_PID && sb->ns_fd[i] >= 0 &&
+		    (c->ns_fd[i] = slot_fill(s, SLOT_NS + i, sb->ns_fd[i],
+		                             used)) < 0)
+			return c->ns_fd[i];
+	}
+	c->root_fd = -1;
+	if (sb && sb->root_fd >= 0 &&
+	    (c->root_fd = slot_fill(s, SLOT_ROOT, sb->root_fd, used)) < 0)
+		return c->root_fd;
+	c->unshare_below = s->below;
+	return 0;
+}
+
+/* Wires the child's fds directly (the child gets a copy of our table). */
+static int direct_wire(struct child_ctx *c, int out_src, int err_src,
+                       const pod_sandbox_t *sb, int *devnull)
+{
+	if (*devnull < 0) {
+		*devnull = open("/dev/null", O_RDWR | O_CLOEXEC);
+		if (*devnull < 0)
+			return -errno;
+		int r = high_fd(devnull);
+		if (r < 0)
+			return r;
+	}
+	c->stdio[0] = *devnull;
+	c->stdio[1] = out_src < 0 ? *devnull : out_src;
+	c->stdio[2] = err_src < 0 ? *devnull : err_src;
+	for (int i = 0; i < POD_SBX_NFD; i++)
+		c->ns_fd[i] = sb ? sb->ns_fd[i] : -1;
+	c->root_fd = sb ? sb->root_fd : -1;
+	c->unshare_below = 0;
+	return 0;
+}
+
 int pod_launch(const pod_launch_opts_t *o, pod_proc_t *out,
                tank_error_t *err)
 {
@@ -375,24 +554,20 @@ int pod_launch(const pod_launch_opts_t *o, pod_proc_t *out,
 	if (!c.cands)
 		return tank_error_set(err, -ENOMEM, "launch: out of memory");
 
-	devnull = open("/dev/null", O_RDWR | O_CLOEXEC);
-	if (devnull < 0 || (r = high_fd(&devnull)) < 0) {
-		r = devnull < 0 ? -errno : r;
-		tank_error_set(err, r, "open /dev/null: %s", strerror(-r));
-		goto fail;
-	}
-	c.stdio[0] = devnull;
-	if ((r = wire_stdio(o->stdout_mode, o->stdout_fd, devnull, &out_rd,
-	                    &c.stdio[1], &out_own)) < 0 ||
-	    (r = wire_stdio(o->stderr_mode, o->stderr_fd, devnull, &err_rd,
-	                    &c.stdio[2], &err_own)) < 0) {
+	/* Sources of stdout/stderr; -1 means /dev/null. */
+	int out_src = -1, err_src = -1;
+	if ((r = wire_stdio(o->stdout_mode, o->stdout_fd, -1, &out_rd,
+	                    &out_src, &out_own)) < 0 ||
+	    (r = wire_stdio(o->stderr_mode, o->stderr_fd, -1, &err_rd,
+	                    &err_src, &err_own)) < 0) {
 		tank_error_set(err, r, "stdio: %s", strerror(-r));
 		goto fail;
 	}
 	if (o->cgroup) {
 		for (int i = 0; i < POD_CG_N; i++)
-			if (o->cgroup->procs_fd[i] >= 0)
-				c.cg_fd[c.n_cg++] = o->cgroup->procs_fd[i];
+			if (o->cgroup->dir[i][0])
+				snprintf(c.cg_path[c.n_cg++], sizeof c.cg_path[0],
+				         "%s/cgroup.procs", o->cgroup->dir[i]);
 	}
 	if (o->sandbox) {
 		const pod_sandbox_t *sb = o->sandbox;
@@ -401,8 +576,6 @@ int pod_launch(const pod_launch_opts_t *o, pod_proc_t *out,
 			                   "sandbox: not running");
 			goto fail;
 		}
-		memcpy(c.ns_fd, sb->ns_fd, sizeof c.ns_fd);
-		c.root_fd = sb->root_fd;
 		if (sb->ns_fd[POD_SBX_PID] >= 0) {
 			/* setns(CLONE_NEWPID) only changes where our *children*
 			 * go, so it is done here around the clone and undone. */
@@ -429,14 +602,52 @@ int pod_launch(const pod_launch_opts_t *o, pod_proc_t *out,
 		                   strerror(errno));
 		goto fail;
 	}
-	sigset_t all, old;
-	sigfillset(&all);
-	pthread_sigmask(SIG_SETMASK, &all, &old);
-	pid = clone(child_main, (char *)stack + POD_CHILD_STACK,
-	            CLONE_VM | CLONE_VFORK | SIGCHLD, &c);
-	int clone_errno = errno;
-	POD_UNPOISON(stack, POD_CHILD_STACK);
-	pthread_sigmask(SIG_SETMASK, &old, NULL);
+
+	struct launch_slots *sl = &launch_slots;
+	bool used[N_SLOTS] = { false };
+	int clone_errno = 0;
+	pthread_mutex_lock(&sl->mu);
+	if (sl->state == 0)
+		slots_reserve(sl);
+	if (sl->state == 1 && !slots_intact(sl))
+		sl->state = -1;
+	for (;;) {
+		bool unshare = sl->state == 1;
+		r = unshare ? slots_wire(sl, &c, out_src, err_src, o->sandbox,
+		                         used)
+		            : direct_wire(&c, out_src, err_src, o->sandbox,
+		                          &devnull);
+		if (r < 0) {
+			slots_restore(sl, used);
+			pthread_mutex_unlock(&sl->mu);
+			tank_error_set(err, r, "stdio: %s", strerror(-r));
+			goto fail;
+		}
+		sigset_t all, old;
+		sigfillset(&all);
+		pthread_sigmask(SIG_SETMASK, &all, &old);
+		pid = clone(child_main, (char *)stack + POD_CHILD_STACK,
+		            CLONE_VM | CLONE_VFORK | SIGCHLD |
+		            (unshare ? CLONE_FILES : 0), &c);
+		clone_errno = errno;
+		POD_UNPOISON(stack, POD_CHILD_STACK);
+		pthread_sigmask(SIG_SETMASK, &old, NULL);
+		slots_restore(sl, used);
+		if (pid > 0 && c.step == STEP_UNSHARE &&
+		    (c.err == EINVAL || c.err == ENOSYS)) {
+			/* A kernel before 5.9: the child touched nothing of
+			 * the shared table.  Copy the table from now on. */
+			while (waitpid(pid, NULL, 0) < 0 && errno == EINTR)
+				;
+			pid = -1;
+			c.step = STEP_NONE;
+			c.err = 0;
+			sl->state = -1;
+			continue;
+		}
+		break;
+	}
+	pthread_mutex_unlock(&sl->mu);
 	if (self_pidns >= 0 && setns(self_pidns, CLONE_NEWPID) < 0) {
 		/* Cannot happen for our own namespace; say it loudly if it
 		 * does, since later children would land in the pod. */

@@ -3,18 +3,37 @@
  *
  * pod_launch() is what a runtime actor calls to run a container.  It does
  * all the preparation in the caller (argv/envp arrays, the PATH candidates,
- * the user lookup, the cgroup and namespace fds) and then spawns with
- * clone(CLONE_VM|CLONE_VFORK): the child shares our memory until it execs,
- * so it only makes async-signal-safe system calls, never allocates, and
- * reports a failure by writing (step, errno) into the parent's stack
- * before _exit(127).  The parent reaps such a failed child itself.
+ * the user lookup, the cgroup paths) and then spawns with
+ * clone(CLONE_VM|CLONE_VFORK|CLONE_FILES): the child shares our memory and
+ * our fd table until it execs, so it only makes async-signal-safe system
+ * calls, never allocates, and reports a failure by writing (step, errno)
+ * into the parent's stack before _exit(127).  The parent reaps such a
+ * failed child itself.
  *
- * In the child, in order: all signal dispositions reset to default and the
- * mask cleared (at exec), setsid(), cgroup membership (before exec: no
- * window where the process runs unlimited), setns into the pod's sandbox,
- * stdin from /dev/null and stdout/stderr onto pipes or the given fds,
- * rlimits, groups/gid/uid, chdir, every fd above 2 marked close-on-exec,
- * execve.  The environment is exactly o->envp.
+ * Spawn cost does not grow with the caller's fd count.  Copying the fd
+ * table at clone and closing the close-on-exec fds at exec is O(open fds):
+ * with thousands of pods that dominated a restart storm.  Instead the
+ * child's first act is close_range(K, ~0U, CLOSE_RANGE_UNSHARE), which
+ * gives it a private table holding only fds [0, K).  Everything the child
+ * needs is put there by the parent right before the clone: the launcher
+ * reserves POD_LAUNCH_RESERVED_FDS "slot" fds once per process (the
+ * lowest free fds >= 3, holding /dev/null while idle, O_CLOEXEC) and
+ * dup3()s the stdout/stderr sources and the sandbox's namespace and root
+ * fds onto them; after the clone returns (the child has exec'd or failed)
+ * it puts /dev/null back.  The child opens the cgroup.procs files itself.
+ * On a kernel without CLOSE_RANGE_UNSHARE (< 5.9), or when a slot was
+ * closed behind the launcher's back, it falls back to copying the table.
+ * The slots are the only process-wide state of the launcher; a mutex
+ * serialises launches of several threads.  Other threads must not close
+ * or dup2 onto fds they do not own (the slots).
+ *
+ * In the child, in order: its private fd table, all signal dispositions
+ * reset to default and the mask cleared (at exec), setsid(), cgroup
+ * membership (before exec: no window where the process runs unlimited),
+ * setns into the pod's sandbox, stdin from /dev/null and stdout/stderr
+ * onto pipes or the given fds, rlimits, groups/gid/uid, chdir, every fd
+ * above 2 closed (or marked close-on-exec on the copying path), execve.
+ * The environment is exactly o->envp.
  *
  * The launcher never waits for a container: the caller reaps it (SIGCHLD).
  * Not thread-safe with respect to other threads changing the caller's
@@ -87,6 +106,16 @@ typedef struct pod_proc {
  * the child has exec'd or failed). */
 int pod_launch(const pod_launch_opts_t *o, pod_proc_t *out,
                tank_error_t *err);
+
+/* Slot fds the launcher keeps open for the life of the process. */
+#define POD_LAUNCH_RESERVED_FDS 9
+
+/* Reserves the slot fds now rather than at the first launch: a daemon
+ * calls it early, while its lowest fds are free, so the child's private
+ * table stays small (K is the highest slot + 1).  Idempotent, thread-safe.
+ * Returns 0, or -EMFILE when they could not be reserved (pod_launch still
+ * works, copying the fd table). */
+int pod_launch_reserve(void);
 
 /* Start time (clock ticks since boot, /proc/PID/stat field 22) of pid:
  * with the pid it identifies a process across pid reuse.  Returns 0 and

@@ -11,30 +11,40 @@
 #include <time.h>
 #include <unistd.h>
 
-/* Records are gathered here and written with one write(2) per feed (or
- * per this many bytes), not one per line. */
-#define OUT_CHUNK (64u << 10)
-#define TS_LEN 24           /* "2026-11-22T03:04:05.123Z" */
+/* Records are gathered in a buffer on the caller's stack and written
+ * with one write(2) per feed (or per this many bytes), not one per line.
+ * Not in pod_log_t: an idle writer must cost next to nothing (thousands
+ * of containers each own one), and a batch never outlives a call. */
+#define OUT_BUF (16u << 10)
+#define HDR_MAX 48          /* "2026-11-22T03:04:05.123Z stdout " + slack */
+#define LINE_MIN 128        /* first allocation of a partial line */
 #define MAX_ROTATED 1000    /* tail stops looking for .log.N here */
 
 static const char *const stream_names[] = { "stdout", "stderr" };
 
+/* A partial line waiting for its newline.  buf is allocated when a feed
+ * ends mid-line, grown as the line grows (up to max_line) and freed as
+ * soon as the line is written: complete lines go from the input straight
+ * into the batch without being copied here. */
 struct pod_line {
 	char *buf;
-	size_t len;
+	uint32_t len, cap;
 	struct timespec t0;   /* when the line's first byte arrived */
 };
 
 struct pod_log {
-	char path[PATH_MAX];
-	int fd;
-	uint64_t size;
-	uint64_t max_bytes;
+	char *path;           /* <dir>/<pod>/<container>.log, owned */
+	int fd;               /* -1 while idle: opened by the first write */
+	uint32_t max_line;
 	int keep;
-	size_t max_line;
+	uint64_t size;        /* of the current file, valid while fd >= 0 */
+	uint64_t max_bytes;
 	struct pod_line line[2];
-	char *out;            /* OUT_CHUNK + one record */
-	size_t out_len;
+};
+
+struct out {
+	size_t len;
+	char buf[OUT_BUF];
 };
 
 static bool good_name(const char *s)
@@ -67,33 +77,33 @@ static int open_current(pod_log_t *w)
 	return 0;
 }
 
+static int ensure_open(pod_log_t *w)
+{
+	return w->fd >= 0 ? 0 : open_current(w);
+}
+
 int pod_log_open(const pod_log_opts_t *o, pod_log_t **out, tank_error_t *err)
 {
-	char dir[PATH_MAX];
+	char dir[PATH_MAX], path[PATH_MAX];
 	int r;
 	*out = NULL;
 	if (!o || !o->dir || !good_name(o->pod) || !good_name(o->container))
 		return tank_error_set(err, TANK_EINVALID,
 		                      "log: bad directory, pod or container name");
+	if ((r = log_path(path, sizeof path, o->dir, o->pod, o->container,
+	                  0)) < 0)
+		return tank_error_set(err, r, "log: path too long");
 	pod_log_t *w = calloc(1, sizeof *w);
-	if (!w)
+	if (!w || !(w->path = strdup(path))) {
+		free(w);
 		return tank_error_set(err, -ENOMEM, "log: out of memory");
+	}
 	w->fd = -1;
 	w->max_bytes = o->max_bytes ? o->max_bytes : POD_LOG_MAX_BYTES;
 	w->keep = o->keep > 0 ? o->keep : POD_LOG_KEEP;
-	w->max_line = o->max_line ? o->max_line : POD_LOG_MAX_LINE;
-	w->out = malloc(OUT_CHUNK + w->max_line + TS_LEN + 16);
-	for (int i = 0; i < 2; i++)
-		w->line[i].buf = malloc(w->max_line);
-	if (!w->out || !w->line[0].buf || !w->line[1].buf) {
-		r = tank_error_set(err, -ENOMEM, "log: out of memory");
-		goto fail;
-	}
-	if ((r = log_path(w->path, sizeof w->path, o->dir, o->pod,
-	                  o->container, 0)) < 0) {
-		tank_error_set(err, r, "log: path too long");
-		goto fail;
-	}
+	w->max_line = o->max_line && o->max_line < POD_LOG_MAX_LINE_LIMIT
+	              ? (uint32_t)o->max_line
+	              : o->max_line ? POD_LOG_MAX_LINE_LIMIT : POD_LOG_MAX_LINE;
 	snprintf(dir, sizeof dir, "%s", o->dir);
 	if (mkdir(dir, 0750) < 0 && errno != EEXIST) {
 		r = tank_error_set(err, -errno, "log: mkdir %s: %s", dir,
@@ -106,10 +116,14 @@ int pod_log_open(const pod_log_opts_t *o, pod_log_t **out, tank_error_t *err)
 		                   strerror(errno));
 		goto fail;
 	}
+	/* Opened now so a bad directory fails here, then closed: a
+	 * container that writes nothing costs the daemon no fd. */
 	if ((r = open_current(w)) < 0) {
 		tank_error_set(err, r, "log: open %s: %s", w->path, strerror(-r));
 		goto fail;
 	}
+	close(w->fd);
+	w->fd = -1;
 	*out = w;
 	return 0;
 fail:
@@ -132,21 +146,23 @@ static int write_all(int fd, const char *p, size_t n)
 	return 0;
 }
 
-static int out_flush(pod_log_t *w)
+static int out_flush(pod_log_t *w, struct out *o)
 {
-	if (w->out_len == 0)
+	if (o->len == 0)
 		return 0;
-	int r = w->fd >= 0 ? write_all(w->fd, w->out, w->out_len) : -EBADF;
+	int r = ensure_open(w);
 	if (r == 0)
-		w->size += w->out_len;
-	w->out_len = 0;
+		r = write_all(w->fd, o->buf, o->len);
+	if (r == 0)
+		w->size += o->len;
+	o->len = 0;
 	return r;
 }
 
-static int rotate(pod_log_t *w)
+static int rotate(pod_log_t *w, struct out *o)
 {
 	char from[PATH_MAX + 16], to[PATH_MAX + 16];
-	int r = out_flush(w);
+	int r = out_flush(w, o);
 	if (w->fd >= 0)
 		close(w->fd);
 	w->fd = -1;
@@ -156,71 +172,122 @@ static int rotate(pod_log_t *w)
 		if (rename(from, to) < 0 && errno != ENOENT && r == 0)
 			r = -errno;
 	}
-	int o = open_current(w);
-	return r ? r : o;
+	int e = open_current(w);
+	return r ? r : e;
 }
 
-/* Appends one record (ts stream text\n) to the output batch, rotating
- * first when it would not fit the file. */
-static int emit(pod_log_t *w, pod_log_stream_t s, const struct timespec *t,
-                const char *text, size_t len)
+/* Appends one record (ts stream text\n) to the batch, rotating first when
+ * it would not fit the file.  A record bigger than the batch (only with a
+ * max_line above OUT_BUF) is written on its own. */
+static int emit(pod_log_t *w, struct out *o, pod_log_stream_t s,
+                const struct timespec *t, const char *text, size_t len)
 {
-	int r = 0;
-	size_t rec = TS_LEN + 1 + 6 + 1 + len + 1;
-	if (w->size + w->out_len > 0 &&
-	    w->size + w->out_len + rec > w->max_bytes)
-		r = rotate(w);
-	else if (w->out_len + rec > OUT_CHUNK + w->max_line + TS_LEN + 16)
-		r = out_flush(w);
+	char hdr[HDR_MAX];
 	struct tm tm;
+	int r = 0, e;
 	gmtime_r(&t->tv_sec, &tm);
-	char *p = w->out + w->out_len;
-	p += strftime(p, 32, "%Y-%m-%dT%H:%M:%S", &tm);
-	p += sprintf(p, ".%03dZ %s ", (int)(t->tv_nsec / 1000000),
-	             stream_names[s]);
-	memcpy(p, text, len);
-	p[len] = '\n';
-	w->out_len = (size_t)(p + len + 1 - w->out);
-	if (w->out_len >= OUT_CHUNK) {
-		int f = out_flush(w);
-		r = r ? r : f;
+	size_t hl = strftime(hdr, sizeof hdr, "%Y-%m-%dT%H:%M:%S", &tm);
+	hl += (size_t)snprintf(hdr + hl, sizeof hdr - hl, ".%03dZ %s ",
+	                       (int)(t->tv_nsec / 1000000), stream_names[s]);
+	size_t rec = hl + len + 1;
+	if ((r = ensure_open(w)) < 0)
+		return r;   /* cannot know the size: drop this record */
+	if (w->size + o->len > 0 && w->size + o->len + rec > w->max_bytes)
+		r = rotate(w, o);
+	else if (o->len + rec > OUT_BUF)
+		r = out_flush(w, o);
+	if (rec > OUT_BUF) {
+		if ((e = ensure_open(w)) == 0 &&
+		    (e = write_all(w->fd, hdr, hl)) == 0 &&
+		    (e = write_all(w->fd, text, len)) == 0 &&
+		    (e = write_all(w->fd, "\n", 1)) == 0)
+			w->size += rec;
+		return r ? r : e;
 	}
+	char *p = o->buf + o->len;
+	memcpy(p, hdr, hl);
+	memcpy(p + hl, text, len);
+	p[hl + len] = '\n';
+	o->len += rec;
 	return r;
 }
 
-static int feed(pod_log_t *w, pod_log_stream_t s, const char *p, size_t len)
+static void line_drop(struct pod_line *l)
+{
+	free(l->buf);
+	l->buf = NULL;
+	l->len = l->cap = 0;
+}
+
+/* Adds n bytes to the partial line (len + n <= max_line). */
+static int line_append(struct pod_line *l, uint32_t max_line,
+                       const char *p, size_t n, const struct timespec *now)
+{
+	if (l->len == 0)
+		l->t0 = *now;
+	if (l->len + n > l->cap) {
+		size_t cap = l->cap ? (size_t)l->cap * 2 : LINE_MIN;
+		if (cap < l->len + n)
+			cap = l->len + n;
+		if (cap > max_line)
+			cap = max_line;
+		char *b = realloc(l->buf, cap);
+		if (!b)
+			return -ENOMEM;
+		l->buf = b;
+		l->cap = (uint32_t)cap;
+	}
+	memcpy(l->buf + l->len, p, n);
+	l->len += (uint32_t)n;
+	return 0;
+}
+
+/* Ends the pending line with text (may be empty) as one record; without
+ * memory for the join, as two records. */
+static int line_end(pod_log_t *w, struct out *o, pod_log_stream_t s,
+                    const char *text, size_t n, const struct timespec *now)
+{
+	struct pod_line *l = &w->line[s];
+	int r = 0, e;
+	if (l->len == 0)
+		return emit(w, o, s, now, text, n);
+	if (n > 0 && line_append(l, w->max_line, text, n, now) < 0) {
+		r = emit(w, o, s, &l->t0, l->buf, l->len);
+		e = emit(w, o, s, now, text, n);
+		line_drop(l);
+		return r ? r : e ? e : -ENOMEM;
+	}
+	r = emit(w, o, s, &l->t0, l->buf, l->len);
+	line_drop(l);
+	return r;
+}
+
+static int feed(pod_log_t *w, struct out *o, pod_log_stream_t s,
+                const char *p, size_t len)
 {
 	struct pod_line *l = &w->line[s];
 	struct timespec now;
 	int r = 0, e;
 	clock_gettime(CLOCK_REALTIME, &now);
 	while (len > 0) {
-		if (l->len == 0)
-			l->t0 = now;
 		const char *nl = memchr(p, '\n', len);
 		size_t take = nl ? (size_t)(nl - p) : len;
 		size_t room = w->max_line - l->len;
-		if (take >= room) {
-			/* too long: cut a record of max_line bytes */
-			take = room;
-			nl = NULL;
-			memcpy(l->buf + l->len, p, take);
-			l->len += take;
-			p += take;
-			len -= take;
-		} else if (!nl) {
-			memcpy(l->buf + l->len, p, take);
-			l->len += take;
+		bool cut = take >= room;
+		if (cut)
+			take = room;     /* too long: a record of max_line bytes */
+		if (!cut && !nl) {
+			if ((e = line_append(l, w->max_line, p, take, &now)) < 0) {
+				/* keep the bytes as a record of their own */
+				e = line_end(w, o, s, p, take, &now);
+				r = r ? r : e ? e : -ENOMEM;
+			}
 			return r;
-		} else {
-			memcpy(l->buf + l->len, p, take);
-			l->len += take;
-			p += take + 1;
-			len -= take + 1;
 		}
-		if ((e = emit(w, s, &l->t0, l->buf, l->len)) < 0 && r == 0)
+		if ((e = line_end(w, o, s, p, take, &now)) < 0 && r == 0)
 			r = e;
-		l->len = 0;
+		p += take + !cut;
+		len -= take + !cut;
 	}
 	return r;
 }
@@ -230,8 +297,29 @@ int pod_log_feed(pod_log_t *w, pod_log_stream_t s, const void *buf,
 {
 	if (!w || (s != POD_LOG_STDOUT && s != POD_LOG_STDERR))
 		return -EINVAL;
-	int r = feed(w, s, buf, len);
-	int f = out_flush(w);
+	struct out o;
+	o.len = 0;
+	int r = feed(w, &o, s, buf, len);
+	int f = out_flush(w, &o);
+	return r ? r : f;
+}
+
+/* Writes the stream's partial line; the file is closed when neither
+ * stream has anything pending (a stream at EOF, often the container's
+ * end: the fd comes back only with its next output). */
+static int flush_stream(pod_log_t *w, struct out *o, pod_log_stream_t s)
+{
+	struct pod_line *l = &w->line[s];
+	int r = 0;
+	if (l->len) {
+		r = emit(w, o, s, &l->t0, l->buf, l->len);
+		line_drop(l);
+	}
+	int f = out_flush(w, o);
+	if (w->line[!s].len == 0 && w->fd >= 0) {
+		close(w->fd);
+		w->fd = -1;
+	}
 	return r ? r : f;
 }
 
@@ -239,50 +327,59 @@ int pod_log_flush(pod_log_t *w, pod_log_stream_t s)
 {
 	if (!w || (s != POD_LOG_STDOUT && s != POD_LOG_STDERR))
 		return -EINVAL;
-	struct pod_line *l = &w->line[s];
-	int r = 0;
-	if (l->len) {
-		r = emit(w, s, &l->t0, l->buf, l->len);
-		l->len = 0;
-	}
-	int f = out_flush(w);
-	return r ? r : f;
+	struct out o;
+	o.len = 0;
+	return flush_stream(w, &o, s);
 }
 
 int pod_log_drain_fd(pod_log_t *w, pod_log_stream_t s, int fd)
 {
 	char buf[16384];
+	struct out o;
 	int r = 0;
+	if (!w || (s != POD_LOG_STDOUT && s != POD_LOG_STDERR))
+		return -EINVAL;
+	o.len = 0;
 	for (;;) {
 		ssize_t n = read(fd, buf, sizeof buf);
 		if (n > 0) {
-			int e = feed(w, s, buf, (size_t)n);
+			int e = feed(w, &o, s, buf, (size_t)n);
 			r = r ? r : e;
 			continue;
 		}
 		if (n < 0 && errno == EINTR)
 			continue;
 		int rd = n == 0 ? 1 : (errno == EAGAIN ? 0 : -errno);
-		int f = n == 0 ? pod_log_flush(w, s) : out_flush(w);
+		int f = n == 0 ? flush_stream(w, &o, s) : out_flush(w, &o);
 		if (rd < 0)
 			return rd;
 		return r ? r : f ? f : rd;
 	}
 }
 
+size_t pod_log_heap_bytes(const pod_log_t *w)
+{
+	if (!w)
+		return 0;
+	return sizeof *w + strlen(w->path) + 1 + w->line[0].cap +
+	       w->line[1].cap;
+}
+
 void pod_log_close(pod_log_t *w)
 {
 	if (!w)
 		return;
-	if (w->out) {
-		(void)pod_log_flush(w, POD_LOG_STDOUT);
-		(void)pod_log_flush(w, POD_LOG_STDERR);
+	if (w->path) {
+		struct out o;
+		o.len = 0;
+		(void)flush_stream(w, &o, POD_LOG_STDOUT);
+		(void)flush_stream(w, &o, POD_LOG_STDERR);
 	}
 	if (w->fd >= 0)
 		close(w->fd);
-	free(w->line[0].buf);
-	free(w->line[1].buf);
-	free(w->out);
+	line_drop(&w->line[0]);
+	line_drop(&w->line[1]);
+	free(w->path);
 	free(w);
 }
 

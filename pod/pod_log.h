@@ -14,6 +14,13 @@
  * write(2) on an O_APPEND file, no fsync: they may block on a slow disk
  * but never wait for a process.  One writer per container file; not
  * thread-safe.
+ *
+ * An idle writer is small (pod_log_heap_bytes: ~200 bytes) and holds no
+ * fd, since a daemon keeps one per container for its whole life: the file
+ * is opened by the first record and closed again when a stream is flushed
+ * (EOF) with nothing pending on the other; a partial line is buffered in
+ * memory that grows with it (up to max_line) and is freed once the line is
+ * written; records are batched on the stack of each call.
  */
 #ifndef TANK_POD_LOG_H
 #define TANK_POD_LOG_H
@@ -26,6 +33,7 @@
 #define POD_LOG_MAX_BYTES (10u << 20)
 #define POD_LOG_KEEP 5
 #define POD_LOG_MAX_LINE (16u << 10)
+#define POD_LOG_MAX_LINE_LIMIT (16u << 20)   /* larger max_line is capped */
 
 typedef enum pod_log_stream {
 	POD_LOG_STDOUT = 0,
@@ -55,13 +63,19 @@ int pod_log_open(const pod_log_opts_t *o, pod_log_t **out, tank_error_t *err);
 int pod_log_feed(pod_log_t *w, pod_log_stream_t s, const void *buf,
                  size_t len);
 
-/* Writes the stream's pending partial line as a record (at EOF). */
+/* Writes the stream's pending partial line as a record (at EOF); closes
+ * the file when the other stream has no partial line either (it is
+ * reopened by the next record). */
 int pod_log_flush(pod_log_t *w, pod_log_stream_t s);
 
 /* Reads the non-blocking fd until EAGAIN (returns 0) or EOF (flushes the
  * stream, returns 1); negative errno on a read or write error.  Does not
  * close fd. */
 int pod_log_drain_fd(pod_log_t *w, pod_log_stream_t s, int fd);
+
+/* Heap bytes w holds now (struct, path, partial-line buffers); for
+ * benchmarks and tests.  0 for NULL. */
+size_t pod_log_heap_bytes(const pod_log_t *w);
 
 /* Flushes both streams and frees w (NULL is fine). */
 void pod_log_close(pod_log_t *w);

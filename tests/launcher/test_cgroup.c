@@ -1,5 +1,6 @@
 #include "tests/launcher/launcher_util.h"
 
+#include <fcntl.h>
 #include <sys/stat.h>
 
 #include "pod/pod_cgroup.h"
@@ -235,4 +236,52 @@ Test(launcher, cgroup_probe_prefers_a_complete_v2_then_v1)
 	cr_expect_eq(pod_cgroup_create(&env, "p", "c", NULL, &cg, &err),
 	             TANK_EUNSUPPORTED);
 	lt_rmrf(dir);
+}
+
+static int open_fds(void)
+{
+	int n = 0;
+	for (int fd = 0; fd < 4096; fd++)
+		n += fcntl(fd, F_GETFD) >= 0;
+	return n;
+}
+
+/* A container's group costs the daemon no fd between launches; the child
+ * joins by path, and a group that vanished is a launch error naming the
+ * step, with nothing left running. */
+Test(launcher, cgroup_holds_no_fds_and_join_is_by_path)
+{
+	pod_cgroup_env_t env;
+	pod_cgroup_t cg;
+	tank_error_t err;
+	cg_env(&env);
+	cr_assert_eq(pod_launch_reserve(), 0);
+	int before = open_fds();
+	pod_cgroup_limits_t lim = { .memory = 64 << 20, .pids = 32, .cpu = 0.5 };
+	cr_assert_eq(pod_cgroup_create(&env, "fds", "app", &lim, &cg, &err), 0,
+	             "%s", err.msg);
+	cr_expect_eq(open_fds(), before, "the group holds fds");
+	char *argv[] = { "probe", NULL };
+	pod_launch_opts_t o = { .file = lt_probe(), .argv = argv,
+	                        .cgroup = &cg, .stderr_mode = POD_STDIO_NULL };
+	for (int i = 0; i < 3; i++) {
+		char *out = lt_run(&o, NULL);
+		char want[256];
+		snprintf(want, sizeof want, env.mode == POD_CGROUP_V1 ?
+		         ":pids:/%s/fds/app\n" : "0::/%s/fds/app\n", env.root);
+		cr_expect(strstr(out, want), "not in %s: %s", want, out);
+		free(out);
+	}
+	cr_expect_eq(open_fds(), before, "a launch left fds behind");
+	/* the pids group removed behind our back */
+	const char *d = env.mode == POD_CGROUP_V1 ? cg.dir[POD_CG_PIDS]
+	                                          : cg.dir[0];
+	cr_assert_eq(rmdir(d), 0, "rmdir %s: %s", d, strerror(errno));
+	pod_proc_t p;
+	int r = pod_launch(&o, &p, &err);
+	cr_expect_eq(r, -ENOENT, "%d %s", r, err.msg);
+	cr_expect(strstr(err.msg, "join cgroup"), "%s", err.msg);
+	cr_expect_eq(waitpid(-1, NULL, WNOHANG), -1, "a child was left");
+	cr_expect_eq(open_fds(), before);
+	cg_teardown(&env, &cg);
 }

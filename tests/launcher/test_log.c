@@ -1,5 +1,6 @@
 #include "tests/launcher/launcher_util.h"
 
+#include <fcntl.h>
 #include <regex.h>
 #include <sys/stat.h>
 
@@ -165,5 +166,104 @@ Test(launcher, log_tail_of_unknown_container_and_bad_names)
 	pod_log_t *w;
 	pod_log_opts_t lo = { .dir = dir, .pod = "p", .container = ".." };
 	cr_expect_eq(pod_log_open(&lo, &w, &err), TANK_EINVALID);
+	lt_rmrf(dir);
+}
+
+/* The text of a record of stream, or NULL (for texts too long for the
+ * pattern of record_ok). */
+static const char *rec_body(const char *line, const char *stream)
+{
+	if (strlen(line) < 32 || line[23] != 'Z' || line[24] != ' ' ||
+	    strncmp(line + 25, stream, 6) != 0 || line[31] != ' ')
+		return NULL;
+	return line + 32;
+}
+
+static int log_fds_open(void)
+{
+	int n = 0;
+	for (int fd = 0; fd < 4096; fd++)
+		n += fcntl(fd, F_GETFD) >= 0;
+	return n;
+}
+
+/* An idle writer holds no fd and a few hundred bytes; a partial line
+ * grows its buffer across feeds (one record in the end), and once the
+ * line is written the writer is back to its idle size. */
+Test(launcher, log_idle_writer_is_small_and_holds_no_fd)
+{
+	char dir[] = "/tmp/tank-log-XXXXXX";
+	cr_assert(mkdtemp(dir));
+	pod_log_opts_t lo = { .dir = dir, .pod = "p", .container = "c" };
+	pod_log_t *w;
+	tank_error_t err;
+	int fds = log_fds_open();
+	cr_assert_eq(pod_log_open(&lo, &w, &err), 0, "%s", err.msg);
+	size_t idle = pod_log_heap_bytes(w);
+	cr_expect(idle > 0 && idle <= 512, "idle writer holds %zu bytes", idle);
+	cr_expect_eq(log_fds_open(), fds, "an idle writer holds an fd");
+	char chunk[300];
+	memset(chunk, 'y', sizeof chunk);
+	for (int i = 0; i < 10; i++)
+		cr_expect_eq(pod_log_feed(w, POD_LOG_STDOUT, chunk, sizeof chunk),
+		             0);
+	size_t busy = pod_log_heap_bytes(w);
+	cr_expect(busy >= idle + 3000 && busy <= idle + 8192,
+	          "partial line of 3000 bytes: %zu", busy);
+	cr_expect_eq(pod_log_feed(w, POD_LOG_STDOUT, "z\n", 2), 0);
+	cr_expect_eq(pod_log_heap_bytes(w), idle, "line buffer not freed");
+	cr_expect_eq(pod_log_feed(w, POD_LOG_STDERR, "e\n", 2), 0);
+	cr_expect_eq(log_fds_open(), fds + 1, "no file open while writing");
+	cr_expect_eq(pod_log_flush(w, POD_LOG_STDOUT), 0);
+	cr_expect_eq(log_fds_open(), fds, "file kept open after EOF");
+	/* the next record reopens it, appending */
+	cr_expect_eq(pod_log_feed(w, POD_LOG_STDERR, "again\n", 6), 0);
+	pod_log_close(w);
+	cr_expect_eq(log_fds_open(), fds);
+	char **lines;
+	size_t n;
+	cr_assert_eq(pod_log_tail(dir, "p", "c", 0, &lines, &n, &err), 0);
+	cr_assert_eq(n, 3, "got %zu lines", n);
+	char want[3002];
+	memset(want, 'y', 3000);
+	want[3000] = 'z';
+	want[3001] = '\0';
+	const char *b = rec_body(lines[0], "stdout");
+	cr_expect(b && strcmp(b, want) == 0, "long partial line");
+	cr_expect(record_ok(lines[1], "stderr", "e"), "%s", lines[1]);
+	cr_expect(record_ok(lines[2], "stderr", "again"), "%s", lines[2]);
+	pod_log_lines_free(lines, n);
+	lt_rmrf(dir);
+}
+
+/* A max_line above the stack batch: records bigger than the batch are
+ * written whole, between the batched ones, in order. */
+Test(launcher, log_record_bigger_than_batch_is_whole_and_in_order)
+{
+	char dir[] = "/tmp/tank-log-XXXXXX";
+	cr_assert(mkdtemp(dir));
+	pod_log_opts_t lo = { .dir = dir, .pod = "p", .container = "c",
+	                      .max_line = 100000 };
+	pod_log_t *w;
+	tank_error_t err;
+	cr_assert_eq(pod_log_open(&lo, &w, &err), 0, "%s", err.msg);
+	size_t big = 40000;
+	char *in = malloc(big + 16);
+	memcpy(in, "a\n", 2);
+	memset(in + 2, 'b', big);
+	memcpy(in + 2 + big, "\nc\n", 3);
+	cr_expect_eq(pod_log_feed(w, POD_LOG_STDOUT, in, big + 5), 0);
+	pod_log_close(w);
+	char **lines;
+	size_t n;
+	cr_assert_eq(pod_log_tail(dir, "p", "c", 0, &lines, &n, &err), 0);
+	cr_assert_eq(n, 3, "got %zu lines", n);
+	cr_expect(record_ok(lines[0], "stdout", "a"));
+	in[2 + big] = '\0';
+	const char *b = rec_body(lines[1], "stdout");
+	cr_expect(b && strcmp(b, in + 2) == 0, "big record");
+	cr_expect(record_ok(lines[2], "stdout", "c"));
+	pod_log_lines_free(lines, n);
+	free(in);
 	lt_rmrf(dir);
 }

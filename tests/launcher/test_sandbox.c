@@ -232,7 +232,13 @@ static int count_fds(void)
 Test(launcher, no_fd_leaks_in_the_caller)
 {
 	need_root();
+	/* The slots are the launcher's, reserved once per process. */
+	int unreserved = count_fds();
+	cr_assert_eq(pod_launch_reserve(), 0);
 	int before = count_fds();
+	cr_expect(before - unreserved <= POD_LAUNCH_RESERVED_FDS);
+	cr_assert_eq(pod_launch_reserve(), 0);
+	cr_expect_eq(count_fds(), before);
 	tank_error_t err;
 	pod_proc_t p;
 	/* success with pipes, an exec failure, a sandbox round trip */
