@@ -521,6 +521,7 @@ typedef struct ctx {
 	char top[64];             /* the temp dir of this run */
 	char data_dir[PATH_MAX];  /* where the plot data goes */
 	long tank_max_pods;       /* what the fd limit lets tankd hold */
+#define TANK_FDS_PER_POD 2   /* a running container: its two pipe read ends */
 	int seq;                  /* numbers the daemons' dirs */
 	notes_t notes;
 } ctx_t;
@@ -1015,8 +1016,8 @@ static void storm_all(ctx_t *c, const long *ns, size_t nn, const bool *peers, lo
 			 * with EMFILE and the run cannot finish. */
 			if (k == SYS_TANK && n > c->tank_max_pods) {
 				note("storm: tank, N = %ld: skipped, tankd would need ~%ld fds, the limit is %ld",
-				     n, 4 * n + 64, 4 * c->tank_max_pods + 64);
-				emit("skipped_fd_limit", (double)(4 * c->tank_max_pods + 64), "fds", "tank", n);
+				     n, TANK_FDS_PER_POD * n + 64, TANK_FDS_PER_POD * c->tank_max_pods + 64);
+				emit("skipped_fd_limit", (double)(TANK_FDS_PER_POD * c->tank_max_pods + 64), "fds", "tank", n);
 				continue;
 			}
 			/* supervisord at 5,000 would take minutes of the 10. */
@@ -1352,7 +1353,7 @@ int main(int argc, char **argv)
 		setrlimit(RLIMIT_NOFILE, &rl);
 	}
 	getrlimit(RLIMIT_NOFILE, &rl);
-	c.tank_max_pods = rl.rlim_cur == RLIM_INFINITY ? 1000000 : ((long)rl.rlim_cur - 64) / 4;
+	c.tank_max_pods = rl.rlim_cur == RLIM_INFINITY ? 1000000 : ((long)rl.rlim_cur - 64) / TANK_FDS_PER_POD;
 	struct sigaction sa = { .sa_handler = on_signal };
 	sigemptyset(&sa.sa_mask);
 	sigaction(SIGINT, &sa, NULL);
@@ -1387,7 +1388,7 @@ int main(int argc, char **argv)
 		long big = c.tank_max_pods >= 10000 ? 10000 : c.tank_max_pods / 1000 * 1000;
 		if (big < 10000)
 			note("memory: 10,000 pods need ~40,000 fds in tankd, the limit is %ld: measuring %ld pods",
-			     4 * c.tank_max_pods + 64, big);
+			     TANK_FDS_PER_POD * c.tank_max_pods + 64, big);
 		if (big > 0)
 			memory_big(&c, big, base_pss > 0 ? base_pss : 0);
 	}

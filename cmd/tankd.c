@@ -37,6 +37,7 @@
 #include "api/api_server.h"
 #include "common/tank_map.h"
 #include "pod/pod_cgroup.h"
+#include "pod/pod_launch.h"
 #include "reconciler/rc_loop.h"
 #include "reconciler/rc_pod.h"
 #include "runtime/rt.h"
@@ -390,6 +391,11 @@ int main(int argc, char **argv)
 	}
 	signal(SIGPIPE, SIG_IGN);
 
+	/* The launcher's slot fds are taken first, so they sit low in the fd
+	 * table and a spawn copies only those (docs/launcher.md). */
+	if ((err = pod_launch_reserve()) < 0)
+		say("warning", "unable to reserve launcher fds: %s (spawns copy the fd table)",
+		    tank_strerror(err));
 	tank_error_clear(&e);
 	if ((err = st_open(d.data_dir, &(st_options_t){ .on_flush_error = flush_error }, &d.store, &e)) < 0) {
 		say("fatal", "unable to open the store in %s: %s", d.data_dir,
