@@ -37,6 +37,21 @@ static void reply_check_error(const api_call_t *call, const tank_error_t *e)
 	api_reply_error(call->rt, call->token, API_BAD_REQUEST, e->msg, NULL, NULL);
 }
 
+/* Answers a failed lookup of pod `name`: not_found names the pod; any
+ * other error carries the store's message. */
+static void reply_pod_error(const api_call_t *call, int err, const char *name,
+			    const tank_error_t *e)
+{
+	char msg[ST_NAME_MAX + 32];
+
+	if (err == TANK_ENOTFOUND) {
+		snprintf(msg, sizeof msg, "pod \"%s\" not found", name);
+		api_reply_err(call->rt, call->token, err, msg);
+	} else {
+		api_reply_err(call->rt, call->token, err, e && e->msg[0] ? e->msg : NULL);
+	}
+}
+
 static rc_loop_t *reconciler(api_daemon_t *d)
 {
 	rt_pid_t pid = rt_whereis(d->rt, API_RECONCILER_NAME);
@@ -321,10 +336,7 @@ static void m_get(const api_call_t *call, const msgpack_object *params, void *ct
 	tank_error_clear(&e);
 	memset(&p, 0, sizeof p);
 	if ((err = st_pod_get(d->store, name, &p, &e)) < 0) {
-		char msg[ST_NAME_MAX + 32];
-		snprintf(msg, sizeof msg, "pod \"%s\" not found", name);
-		api_reply_err(call->rt, call->token, err,
-			      err == TANK_ENOTFOUND ? msg : e.msg);
+		reply_pod_error(call, err, name, &e);
 		return;
 	}
 	api_reply(call->rt, call->token, pack_pod_cb, &p);
@@ -441,10 +453,7 @@ static void m_status(const api_call_t *call, const msgpack_object *params, void 
 		api_obj_strcpy(&params->via.array.ptr[0], name, sizeof name);
 		memset(&s, 0, sizeof s);
 		if ((err = st_status_get(d->store, name, &s, &e)) < 0) {
-			char msg[ST_NAME_MAX + 32];
-			snprintf(msg, sizeof msg, "pod \"%s\" not found", name);
-			api_reply_err(call->rt, call->token, err,
-				      err == TANK_ENOTFOUND ? msg : e.msg);
+			reply_pod_error(call, err, name, &e);
 			return;
 		}
 		api_reply(call->rt, call->token, pack_status_cb, &s);
@@ -502,7 +511,7 @@ static void m_running(const api_call_t *call, const msgpack_object *params, void
 static void m_restart(const api_call_t *call, const msgpack_object *params, void *ctx)
 {
 	rc_loop_t *loop = reconciler(ctx);
-	char name[ST_NAME_MAX + 1], msg[ST_NAME_MAX + 32];
+	char name[ST_NAME_MAX + 1];
 	int err;
 
 	if (name_param(call, params, "s", name, sizeof name) < 0)
@@ -512,8 +521,7 @@ static void m_restart(const api_call_t *call, const msgpack_object *params, void
 		return;
 	}
 	if ((err = rc_pods_restart(rc_manager_ctx(loop, RC_KIND_POD), loop, name)) < 0) {
-		snprintf(msg, sizeof msg, "pod \"%s\" not found", name);
-		api_reply_err(call->rt, call->token, err, msg);
+		reply_pod_error(call, err, name, NULL);
 		return;
 	}
 	api_reply(call->rt, call->token, NULL, NULL);
@@ -754,8 +762,7 @@ static void m_logs(const api_call_t *call, const msgpack_object *params, void *c
 	memset(&s, 0, sizeof s);
 	tank_error_clear(&e);
 	if ((err = st_status_get(d->store, name, &s, &e)) < 0) {
-		snprintf(msg, sizeof msg, "pod \"%s\" not found", name);
-		api_reply_err(call->rt, call->token, err, err == TANK_ENOTFOUND ? msg : e.msg);
+		reply_pod_error(call, err, name, &e);
 		return;
 	}
 	bool found = !ctr[0] && s.n_containers;
@@ -804,7 +811,7 @@ static int pack_history(msgpack_packer *pk, void *arg)
 static void m_history(const api_call_t *call, const msgpack_object *params, void *ctx)
 {
 	api_daemon_t *d = ctx;
-	char name[ST_NAME_MAX + 1], msg[ST_NAME_MAX + 32];
+	char name[ST_NAME_MAX + 1];
 	int64_t limit = 0;
 	hist_t h = { NULL, 0 };
 	st_pod_t p;
@@ -824,8 +831,7 @@ static void m_history(const api_call_t *call, const msgpack_object *params, void
 	memset(&p, 0, sizeof p);
 	tank_error_clear(&e);
 	if ((err = st_pod_get(d->store, name, &p, &e)) < 0) {
-		snprintf(msg, sizeof msg, "pod \"%s\" not found", name);
-		api_reply_err(call->rt, call->token, err, err == TANK_ENOTFOUND ? msg : e.msg);
+		reply_pod_error(call, err, name, &e);
 		return;
 	}
 	st_pod_clear(&p);
