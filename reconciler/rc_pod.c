@@ -17,6 +17,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 #include <msgpack.h>
 
 #include "common/tank_map.h"
@@ -752,7 +753,16 @@ static int rc__ctr_cgroup(rc_pods_t *pods, rc_ctr_t *c, char *reason, size_t cap
 	tank_error_t err;
 	int rc;
 
-	if (c->has_cg || !pc)
+	if (c->has_cg) {
+		/* Drift: a group removed by hand is made again (the launcher
+		 * would fail to join it, and every restart with it). */
+		if (access(c->cg.mode == POD_CGROUP_V2 ? c->cg.dir[0] : c->cg.dir[POD_CG_PIDS],
+			   F_OK) == 0)
+			return 0;
+		(void)pod_cgroup_destroy(&c->cg);
+		c->has_cg = false;
+	}
+	if (!pc)
 		return 0;
 	const pod_limits_t *l = &pc->limits;
 	bool limited = l->memory_bytes || l->pids || l->cpu_millis;

@@ -528,3 +528,25 @@ Test(reconciler, thousand_pods_converge_and_go)
 	free(bufs);
 	teardown(h);
 }
+
+Test(reconciler, cgroup_removed_by_hand_is_made_again)
+{
+	h_t *h = setup(false);
+	if (h->cg.mode != POD_CGROUP_V1) {
+		teardown(h);
+		cr_skip_test("needs the v1 pids hierarchy (this test removes a group by hand)");
+	}
+	apply_yaml(h, "name: cg\nbackoff: {base: 300ms}\ncontainers:\n"
+		      "  - name: c\n    command: [/bin/sleep, \"1000\"]\n");
+	cr_assert(wait_for(h, "cg", running_pid, NULL, 10));
+	pid_t p1 = first_pid(h, "cg");
+	char dir[600];
+	snprintf(dir, sizeof dir, "%s/%s/cg/c", h->cg.v1_mount[POD_CG_PIDS], h->cg.root);
+	cr_assert_eq(access(dir, F_OK), 0, "%s", dir);
+	cr_assert_eq(kill(p1, SIGKILL), 0);
+	cr_assert(wait_for(h, "cg", phase_is, "backing_off", 10));
+	cr_assert_eq(rmdir(dir), 0, "rmdir %s: %s", dir, strerror(errno));
+	cr_assert(wait_for(h, "cg", pid_changed, &p1, 10));
+	cr_assert_eq(access(dir, F_OK), 0, "group not made again");
+	teardown(h);
+}
