@@ -1081,9 +1081,12 @@ static void set_defaults(pod_spec_t *s)
 int pod_spec_from_msgpack(const msgpack_object *map, pod_spec_t **out,
 			  pod_errors_t *errs)
 {
+	/* `generation` is what `get` adds: accepted and ignored, so that
+	 * `tankctl get NAME -o yaml | tankctl apply -f -` round-trips (the
+	 * store, not the manifest, owns generations). */
 	static const char *const keys[] = { "name", "restart", "backoff", "stop",
 					    "isolation", "volumes", "containers",
-					    "reconcile_wait", NULL };
+					    "reconcile_wait", "generation", NULL };
 	struct vctx v = { .pod = "spec" };
 	pod_errors_t local;
 	const msgpack_object *name;

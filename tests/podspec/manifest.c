@@ -603,3 +603,18 @@ Test(podspec, every_prefix_is_handled)
 	cr_assert_gt(ok, 0);
 	cr_assert_gt(bad, 0);
 }
+
+/* What `get` prints (the spec plus its generation) applies back unchanged. */
+Test(podspec, get_output_with_generation_applies_back)
+{
+	char *why = NULL;
+	pod_manifest_t *a = parse("name: w\ncontainers:\n  - name: c\n    command: [/bin/true]\n",
+				  "a.yaml", &why);
+	pod_manifest_t *b = parse("name: w\ngeneration: 7\ncontainers:\n  - name: c\n    command: [/bin/true]\n",
+				  "b.yaml", &why);
+	cr_assert_not_null(a);
+	cr_assert_not_null(b, "%s", why ? why : "");
+	assert_same_bytes(a->specs[0], b->specs[0]);
+	pod_manifest_free(a);
+	pod_manifest_free(b);
+}
