@@ -444,6 +444,30 @@ static int rc__pod_seen(void *ctx, const st_pod_t *sp)
 	return 0;
 }
 
+/* Nothing a pass could change: desired at the generation it runs, every
+ * container either terminal or running under a live runner, nothing
+ * stopping, no restart asked for, no leftover of a previous daemon.  A
+ * resync skips such pods: what can still happen to them (an exit, a
+ * delete, an apply) arrives as an event that queues the key, and a runner
+ * that died unseen fails the rt_alive check here.  A pass over 10,000
+ * converged pods then reads the store and checks flags, nothing more. */
+static bool rc__pod_settled(rt_t *rt, const rc_pod_t *p)
+{
+	if (!p->desired || !p->spec || p->generation != p->want_gen ||
+	    p->restart_req || p->sb_error[0] || !p->nctrs)
+		return false;
+	for (size_t i = 0; i < p->nctrs; i++) {
+		const rc_ctr_t *c = &p->ctrs[i];
+		if (c->orphan || c->cg_orphans || c->stop_sent)
+			return false;
+		if (c->phase == PH_TERMINAL)
+			continue;
+		if (c->phase != PH_RUNNING || !c->runner || !rt_alive(rt, c->runner))
+			return false;
+	}
+	return true;
+}
+
 static int rc__pod_observe(void *ctx, rc_loop_t *loop, uint32_t kind)
 {
 	rc_pods_t *pods = ctx;
@@ -464,7 +488,8 @@ static int rc__pod_observe(void *ctx, rc_loop_t *loop, uint32_t kind)
 	}
 	it = 0;
 	while (tank_map_next(&pods->pods, &it, &name, &v))
-		rc_enqueue(loop, kind, name);
+		if (!rc__pod_settled(rc_rt(loop), v))
+			rc_enqueue(loop, kind, name);
 	return 0;
 }
 
@@ -604,11 +629,12 @@ static int rc__ctr_observe(void *ctx, rc_loop_t *loop, uint32_t kind)
 	size_t it = 0;
 	void *v;
 
-	/* Containers are looked at through their pods' cascade; a resync
-	 * also revisits every one so drift (a vanished process whose exit
-	 * we somehow missed) is noticed. */
+	/* The containers of every pod that is not settled (see
+	 * rc__pod_settled): the others have nothing to converge. */
 	while (tank_map_next(&pods->pods, &it, NULL, &v)) {
 		rc_pod_t *p = v;
+		if (rc__pod_settled(rc_rt(loop), p))
+			continue;
 		for (size_t i = 0; i < p->nctrs; i++)
 			rc_enqueue(loop, kind, p->ctrs[i].key);
 	}
