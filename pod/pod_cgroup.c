@@ -146,7 +146,7 @@ static int mkdirs(const char *base, const char *rel)
 
 /* Removes dir and then its parents up to (not including) depth levels
  * above; silently stops at the first one still in use. */
-static void rmdir_up(char *dir, int levels)
+static void rmdir_up(const char *dir, int levels)
 {
 	char path[POD_CGROUP_PATH];
 	snprintf(path, sizeof path, "%s", dir);
@@ -234,14 +234,41 @@ static int apply_limits(const pod_cgroup_t *cg, const pod_cgroup_limits_t *lim,
 	return r;
 }
 
+void pod_cgroup_forget(pod_cgroup_t *cg)
+{
+	if (!cg)
+		return;
+	free(cg->paths);
+	cg->paths = NULL;
+	for (int i = 0; i < POD_CG_N; i++)
+		cg->dir[i] = "";
+	cg->mode = POD_CGROUP_NONE;
+}
+
 static void release(pod_cgroup_t *cg)
 {
-	for (int i = 0; i < POD_CG_N; i++) {
-		if (cg->dir[i][0])
+	for (int i = 0; i < POD_CG_N; i++)
+		if (cg->dir[i] && cg->dir[i][0])
 			rmdir_up(cg->dir[i], 1);
-		cg->dir[i][0] = '\0';
+	pod_cgroup_forget(cg);
+}
+
+/* Copies the paths built on the stack into one allocation. */
+static int set_paths(pod_cgroup_t *cg, char tmp[POD_CG_N][POD_CGROUP_PATH])
+{
+	size_t len[POD_CG_N], total = 0, off = 0;
+
+	for (int i = 0; i < POD_CG_N; i++)
+		total += (len[i] = strlen(tmp[i])) + 1;
+	free(cg->paths);
+	if (!(cg->paths = malloc(total)))
+		return -ENOMEM;
+	for (int i = 0; i < POD_CG_N; i++) {
+		memcpy(cg->paths + off, tmp[i], len[i] + 1);
+		cg->dir[i] = cg->paths + off;
+		off += len[i] + 1;
 	}
-	cg->mode = POD_CGROUP_NONE;
+	return 0;
 }
 
 int pod_cgroup_create(const pod_cgroup_env_t *env, const char *pod,
@@ -250,10 +277,13 @@ int pod_cgroup_create(const pod_cgroup_env_t *env, const char *pod,
 {
 	static const pod_cgroup_limits_t none;
 	char rel[POD_CGROUP_PATH];
+	char tmp[POD_CG_N][POD_CGROUP_PATH] = { "" };
 	const char *what = "create";
 	int r = 0;
 
 	memset(cg, 0, sizeof *cg);
+	for (int i = 0; i < POD_CG_N; i++)
+		cg->dir[i] = "";
 	if (!lim)
 		lim = &none;
 	if (!good_name(pod, false) || !good_name(container, false))
@@ -277,7 +307,7 @@ int pod_cgroup_create(const pod_cgroup_env_t *env, const char *pod,
 			              "+memory +pids +cpu");
 			if (r < 0) {
 				what = "enable controllers";
-				snprintf(cg->dir[0], sizeof cg->dir[0], "%s/%s",
+				snprintf(tmp[0], sizeof tmp[0], "%s/%s",
 				         env->v2_mount, rel);
 				goto fail;
 			}
@@ -285,7 +315,7 @@ int pod_cgroup_create(const pod_cgroup_env_t *env, const char *pod,
 				snprintf(d + strlen(d), sizeof d - strlen(d), "/%s",
 				         comps[i]);
 		}
-		snprintf(cg->dir[0], sizeof cg->dir[0], "%s/%s", env->v2_mount,
+		snprintf(tmp[0], sizeof tmp[0], "%s/%s", env->v2_mount,
 		         rel);
 		cg->has_memory = true;
 	} else {
@@ -294,7 +324,8 @@ int pod_cgroup_create(const pod_cgroup_env_t *env, const char *pod,
 			if (!want[i])
 				continue;
 			if (!env->v1_mount[i][0]) {
-				release(cg);
+				if (set_paths(cg, tmp) == 0)
+					release(cg);
 				return tank_error_set(err, TANK_EUNSUPPORTED,
 				                      "cgroup: no %s controller",
 				                      v1_names[i]);
@@ -303,10 +334,14 @@ int pod_cgroup_create(const pod_cgroup_env_t *env, const char *pod,
 				what = v1_names[i];
 				goto fail;
 			}
-			snprintf(cg->dir[i], sizeof cg->dir[i], "%s/%s",
+			snprintf(tmp[i], sizeof tmp[i], "%s/%s",
 			         env->v1_mount[i], rel);
 		}
 		cg->has_memory = want[POD_CG_MEMORY];
+	}
+	if ((r = set_paths(cg, tmp)) < 0) {
+		what = "paths";
+		goto fail;
 	}
 	if ((r = apply_limits(cg, lim, &what)) < 0)
 		goto fail;
@@ -336,7 +371,16 @@ int pod_cgroup_create(const pod_cgroup_env_t *env, const char *pod,
 	}
 	return 0;
 fail:
-	release(cg);
+	/* Undo what was made: through cg once the paths are in it, else
+	 * from the stack copy. */
+	if (cg->paths || set_paths(cg, tmp) == 0) {
+		release(cg);
+	} else {
+		for (int i = 0; i < POD_CG_N; i++)
+			if (tmp[i][0])
+				rmdir_up(tmp[i], 1);
+		pod_cgroup_forget(cg);
+	}
 	return tank_error_set(err, r == -EACCES || r == -EPERM || r == -EROFS ?
 	                      TANK_EUNSUPPORTED : r, "cgroup %s: %s: %s", rel,
 	                      what, strerror(-r));
@@ -453,7 +497,7 @@ int pod_cgroup_destroy(pod_cgroup_t *cg)
 	if (!cg || cg->mode == POD_CGROUP_NONE)
 		return 0;
 	/* The tracking group goes first: if it is busy, nothing changed. */
-	char *t = (char *)track_dir(cg);
+	const char *t = track_dir(cg);
 	if (rmdir(t) < 0 && errno != ENOENT)
 		return errno == EBUSY ? -EBUSY : -errno;
 	release(cg);   /* also drops the pod level if this was its last */

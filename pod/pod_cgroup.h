@@ -55,8 +55,12 @@ typedef struct pod_cgroup_limits {
 
 typedef struct pod_cgroup {
 	pod_cgroup_mode_t mode;
-	/* v2: only index 0 is used.  v1: indexed by POD_CG_*; "" = no group. */
-	char dir[POD_CG_N][POD_CGROUP_PATH];
+	/* v2: only index 0 is used.  v1: indexed by POD_CG_*; "" = no group.
+	 * The strings share one allocation, `paths`, owned by the struct and
+	 * freed by pod_cgroup_destroy or pod_cgroup_forget: a daemon holds one
+	 * of these per container, and fixed buffers cost 1 KiB each. */
+	const char *dir[POD_CG_N];
+	char *paths;
 	bool has_memory;          /* a memory group exists (OOM detectable) */
 	uint64_t oom_base;        /* oom_kill count when the group was made */
 } pod_cgroup_t;
@@ -99,6 +103,11 @@ int pod_cgroup_oom_killed(const pod_cgroup_t *cg);
  * became empty).  Returns -EBUSY, leaving the group in place and cg valid,
  * while processes remain (kill them, reap, retry). */
 int pod_cgroup_destroy(pod_cgroup_t *cg);
+
+/* Frees cg's memory and leaves its groups as they are: for a group that
+ * stays busy at shutdown, which the next daemon finds and reuses.  cg is
+ * then released (mode NONE).  NULL is fine. */
+void pod_cgroup_forget(pod_cgroup_t *cg);
 
 /* Removes env's root group if it is empty (tests, daemon shutdown). */
 int pod_cgroup_env_cleanup(const pod_cgroup_env_t *env);

@@ -313,10 +313,11 @@ static void rc__ctrs_free(rc_pod_t *p)
 {
 	for (size_t i = 0; i < p->nctrs; i++) {
 		rc_ctr_t *c = &p->ctrs[i];
-		if (c->has_cg && pod_cgroup_destroy(&c->cg) == -EBUSY) {
+		if (c->has_cg && pod_cgroup_destroy(&c->cg) < 0) {
 			pod_cgroup_kill_all(&c->cg);
 			/* Its processes are dying; their group is left to the
 			 * next daemon start (create reuses it). */
+			pod_cgroup_forget(&c->cg);
 		}
 		pod_log_close(c->log);
 	}
@@ -785,7 +786,8 @@ static int rc__ctr_cgroup(rc_pods_t *pods, rc_ctr_t *c, char *reason, size_t cap
 		if (access(c->cg.mode == POD_CGROUP_V2 ? c->cg.dir[0] : c->cg.dir[POD_CG_PIDS],
 			   F_OK) == 0)
 			return 0;
-		(void)pod_cgroup_destroy(&c->cg);
+		if (pod_cgroup_destroy(&c->cg) < 0)
+			pod_cgroup_forget(&c->cg);
 		c->has_cg = false;
 	}
 	if (!pc)
