@@ -361,37 +361,17 @@ static inline int rd_int(mp_t *r, uint64_t *u, bool *neg)
 	if (!mp_need(r, 1))
 		return -1;
 	unsigned c = *r->p;
-	*neg = false;
-	if (c <= 0x7f) {
-		*u = c;
-		r->p++;
-		return 0;
-	}
-	if (c >= 0xe0) {
-		*u = (uint64_t)(int64_t)(int8_t)c;
-		*neg = true;
-		r->p++;
-		return 0;
-	}
 	if (c == 0xc0) {
 		*u = 0;
+		*neg = false;
 		r->p++;
 		return 0;
 	}
-	if (c < 0xcc || c > 0xd3)
+	/* Not an integer encoding: another type, for the caller to report
+	 * (mp_int would mark the record bad instead). */
+	if (c > 0x7f && c < 0xe0 && (c < 0xcc || c > 0xd3))
 		return -1;
-	int w = 1 << ((c - 0xcc) & 3);
-	if (!mp_need(r, 1 + (size_t)w))
-		return -1;
-	uint64_t v = mp_be(r->p + 1, w);
-	r->p += 1 + w;
-	if (c >= 0xd0) {
-		if (w < 8 && (v >> (8 * w - 1)))
-			v |= ~(uint64_t)0 << (8 * w);   /* sign-extend */
-		*neg = (int64_t)v < 0;
-	}
-	*u = v;
-	return 0;
+	return mp_int(r, u, neg);
 }
 
 static inline int rd_i64(mp_t *r, int64_t *out)
