@@ -263,23 +263,34 @@ static int v_version(ctl_t *x, int argc, char **argv)
 	return EXIT_OK;
 }
 
-/* One-name verbs with -o: get, status NAME. */
-static int v_get(ctl_t *x, int argc, char **argv)
+/* Options of the verbs that print a document: --help and -o yaml|json.
+ * Returns -1 to go on, or the exit status to return (help, usage). */
+static int ctl_output_opts(ctl_t *x, int argc, char **argv, enum pod_doc_format *fmt)
 {
 	static const struct option opts[] = {
 		{ "help", no_argument, NULL, OPT_HELP },
 		{ "output", required_argument, NULL, 'o' }, { 0 } };
-	enum pod_doc_format fmt = POD_DOC_YAML;
-	api_incoming_t in;
-	int o, r;
+	int o;
 
 	while ((o = getopt_long(argc, argv, "o:", opts, NULL)) != -1) {
 		if (o == OPT_HELP)
 			return ctl_help(ctl_find(x->verb));
-		if (o == 'o' && ctl_format(optarg, &fmt) == 0)
+		if (o == 'o' && ctl_format(optarg, fmt) == 0)
 			continue;
 		return ctl_usage_error(x, o == 'o' ? "-o takes yaml or json" : "unknown option");
 	}
+	return -1;
+}
+
+/* One-name verbs with -o: get, status NAME. */
+static int v_get(ctl_t *x, int argc, char **argv)
+{
+	enum pod_doc_format fmt = POD_DOC_YAML;
+	api_incoming_t in;
+	int r;
+
+	if ((r = ctl_output_opts(x, argc, argv, &fmt)) >= 0)
+		return r;
 	if (argc - optind != 1)
 		return ctl_usage_error(x, "needs one pod name");
 	if ((r = ctl_call(x, "get", pack_name, argv[optind], CTL_TIMEOUT_MS, &in)) != 0)
@@ -291,20 +302,12 @@ static int v_get(ctl_t *x, int argc, char **argv)
 
 static int v_status(ctl_t *x, int argc, char **argv)
 {
-	static const struct option opts[] = {
-		{ "help", no_argument, NULL, OPT_HELP },
-		{ "output", required_argument, NULL, 'o' }, { 0 } };
 	enum pod_doc_format fmt = POD_DOC_YAML;
 	api_incoming_t in;
-	int o, r;
+	int r;
 
-	while ((o = getopt_long(argc, argv, "o:", opts, NULL)) != -1) {
-		if (o == OPT_HELP)
-			return ctl_help(ctl_find(x->verb));
-		if (o == 'o' && ctl_format(optarg, &fmt) == 0)
-			continue;
-		return ctl_usage_error(x, o == 'o' ? "-o takes yaml or json" : "unknown option");
-	}
+	if ((r = ctl_output_opts(x, argc, argv, &fmt)) >= 0)
+		return r;
 	if (argc - optind > 1)
 		return ctl_usage_error(x, "takes at most one pod name");
 	r = ctl_call(x, "status", argc > optind ? pack_name : NULL,
