@@ -2,10 +2,11 @@
  * rc_loop.c — the generic control loop actor.
  *
  * The work queue is a FIFO of entries plus a map from "kind/key" to entry.
- * An entry exists while its key is queued, running, waiting for a
- * requeue-after, or carrying retry counts; it is freed as soon as none of
- * those holds, so the map's size follows the amount of unfinished work,
- * not the number of keys ever seen.
+ * An entry lives while its key is queued, running, waiting for a
+ * requeue-after or carrying retry counts, and then until a resync passes
+ * without queuing its key (rc__sweep): the map follows the keys that are
+ * live, not every key ever seen, and a resync does not allocate an entry
+ * per key per pass.
  *
  * The queue is drained in slices of RC_SLICE keys per message, so one
  * reconciler with 10,000 pods to start does not hold the loop for the
@@ -129,11 +130,6 @@ static bool rc__entry_idle(const rc_entry_t *e)
 	return !e->flags && !e->timer_seq && !e->retries;
 }
 
-static void rc__entry_gc(rc_loop_t *loop, rc_entry_t *e)
-{
-	(void)loop; (void)e;   /* see rc__sweep */
-}
-
 /* Frees idle entries whose key was not queued in the last two passes. */
 static void rc__sweep(rc_loop_t *loop)
 {
@@ -202,7 +198,6 @@ void rc_cancel_requeue(rc_loop_t *loop, uint32_t kind, const char *key)
 	rt_cancel_timer(loop->rt, e->timer);
 	e->timer_seq = 0;
 	e->timer = 0;
-	rc__entry_gc(loop, e);
 }
 
 int rc_requeue_after(rc_loop_t *loop, uint32_t kind, const char *key, uint64_t ms)
@@ -225,8 +220,6 @@ int rc_requeue_after(rc_loop_t *loop, uint32_t kind, const char *key, uint64_t m
 			    sizeof *m + klen, &e->timer);
 	e->timer_seq = err ? 0 : m->seq;
 	free(m);
-	if (err)
-		rc__entry_gc(loop, e);
 	return err;
 }
 
@@ -281,7 +274,6 @@ static void rc__run_one(rc_loop_t *loop, rc_entry_t *e)
 		e->flags &= ~RC_E_DIRTY;
 		rc__push(loop, e);
 	}
-	rc__entry_gc(loop, e);
 }
 
 /* Runs up to `budget` queued keys (0 = until the queue is empty). */
