@@ -100,7 +100,7 @@ $(TESTBIN): $(TEST_OBJ) $(LIBTANK)
 
 # Tests find helper programs and the tank binaries through these variables.
 test: all $(TESTBIN)
-	set -f; TANK_BUILD_DIR=$(abspath $(BUILD)) sh scripts/run-tests.sh $(TESTBIN) $(TEST_ARGS)
+	set -f; TANK_BUILD_DIR=$(abspath $(BUILD)) TANK_SRC_DIR=$(CURDIR) sh scripts/run-tests.sh $(TESTBIN) $(TEST_ARGS)
 
 bench: all
 	@sh scripts/bench-deps.sh

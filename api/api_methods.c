@@ -22,7 +22,7 @@
 #include "pod/pod_log.h"
 #include "pod/pod_spec.h"
 #include "reconciler/rc_loop.h"
-#include "reconciler/rc_pod.h"
+#include "pod/pod_mgr.h"
 
 #define API_LOG_TAIL_DEFAULT 100
 #define API_LOG_TAIL_MAX 100000
@@ -50,12 +50,6 @@ static void reply_pod_error(const api_call_t *call, int err, const char *name,
 	} else {
 		api_reply_err(call->rt, call->token, err, e && e->msg[0] ? e->msg : NULL);
 	}
-}
-
-static rc_loop_t *reconciler(api_daemon_t *d)
-{
-	rt_pid_t pid = rt_whereis(d->rt, API_RECONCILER_NAME);
-	return pid ? rc_loop_of(d->rt, pid) : NULL;
 }
 
 static void nudge(api_daemon_t *d)
@@ -488,39 +482,39 @@ static void pack_one_running(void *ctx, const char *name, pid_t pid)
 
 static int pack_running(msgpack_packer *pk, void *arg)
 {
-	rc_pods_t *pods = arg;
+	pod_mgr_t *pods = arg;
 	running_acc_t a = { pk, 0, 0 };
 	if (pods)
-		rc_pods_running(pods, count_running, &a);
+		pod_mgr_running(pods, count_running, &a);
 	a.rc |= msgpack_pack_map(pk, a.n);
 	if (pods)
-		rc_pods_running(pods, pack_one_running, &a);
+		pod_mgr_running(pods, pack_one_running, &a);
 	return a.rc ? -ENOMEM : 0;
 }
 
 static void m_running(const api_call_t *call, const msgpack_object *params, void *ctx)
 {
-	rc_loop_t *loop = reconciler(ctx);
+	api_daemon_t *d = ctx;
 	tank_error_t e;
 	if (api_params_check(params, "", &e) < 0)
 		return reply_check_error(call, &e);
-	api_reply(call->rt, call->token, pack_running,
-		  loop ? rc_manager_ctx(loop, RC_KIND_POD) : NULL);
+	api_reply(call->rt, call->token, pack_running, d->pods);
 }
 
 static void m_restart(const api_call_t *call, const msgpack_object *params, void *ctx)
 {
-	rc_loop_t *loop = reconciler(ctx);
+	api_daemon_t *d = ctx;
+	rt_pid_t loop = rt_whereis(d->rt, API_RECONCILER_NAME);
 	char name[ST_NAME_MAX + 1];
 	int err;
 
 	if (name_param(call, params, "s", name, sizeof name) < 0)
 		return;
-	if (!loop) {
+	if (!loop || !d->pods) {
 		api_reply_error(call->rt, call->token, API_INTERNAL, "reconciler is not running", NULL, NULL);
 		return;
 	}
-	if ((err = rc_pods_restart(rc_manager_ctx(loop, RC_KIND_POD), loop, name)) < 0) {
+	if ((err = pod_mgr_restart(d->pods, d->rt, loop, name)) < 0) {
 		reply_pod_error(call, err, name, NULL);
 		return;
 	}

@@ -27,6 +27,9 @@ typedef struct api_daemon {
 	st_t *store;            /* borrowed */
 	const char *log_dir;    /* borrowed */
 	const char *version;    /* borrowed, e.g. "0.1.0" */
+	/* The pod kind's public queries (restart, running); borrowed, may be
+	 * NULL (those methods then answer internal). */
+	struct pod_mgr *pods;
 } api_daemon_t;
 
 /* Fills `table` (caller storage) with the methods, each bound to d, which

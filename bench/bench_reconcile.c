@@ -54,7 +54,7 @@
 #include "pod/pod_log.h"
 #include "pod/pod_manifest.h"
 #include "reconciler/rc_loop.h"
-#include "reconciler/rc_pod.h"
+#include "pod/pod_mgr.h"
 #include "runtime/rt.h"
 #include "store/st.h"
 
@@ -197,11 +197,11 @@ static void run_for(rt_t *rt, double secs)
 
 /* Runs until the reconciler has `want` running containers; false after
  * `deadline` seconds. */
-static bool run_until_running(rt_t *rt, rc_pods_t *pods, size_t want, double deadline)
+static bool run_until_running(rt_t *rt, pod_mgr_t *pods, size_t want, double deadline)
 {
 	double end = now_s() + deadline;
 
-	while (rc_pods_nrunning(pods) != want) {
+	while (pod_mgr_nrunning(pods) != want) {
 		if (now_s() > end)
 			return false;
 		run_for(rt, 0.005);
@@ -314,7 +314,7 @@ typedef struct daemon {
 	char log_dir[PATH_MAX + 8];
 	rt_t *rt;
 	st_t *st;
-	rc_pods_t *pods;
+	pod_mgr_t *pods;
 	rt_pid_t loop;
 	pod_cgroup_env_t cg;
 } daemon_t;
@@ -341,17 +341,17 @@ static void daemon_start(daemon_t *d, const char *tmp, const char *sub, bool fak
 		die("create the runtime", "out of memory");
 	if ((err = st_attach_loop(d->st, rt_loop(d->rt))) < 0)
 		die("attach the store", tank_strerror(err));
-	rc_pods_opts_t po = {
+	pod_mgr_opts_t po = {
 		.store = d->st, .log_dir = d->log_dir,
 		.cgroups = cgroups ? &d->cg : NULL,
 		.launch = fake ? fake_launch : NULL,
 	};
-	if ((err = rc_pods_new(&po, &d->pods)) < 0)
+	if ((err = pod_mgr_new(&po, &d->pods)) < 0)
 		die("create the pod tracking", tank_strerror(err));
 	rc_loop_opts_t lo = {
-		.managers = { &rc_pod_manager, &rc_container_manager },
+		.managers = { &pod_manager, &pod_ctr_manager },
 		.ctx = { d->pods, d->pods }, .nkinds = 2,
-		.record = rc_pods_record, .record_ctx = d->pods,
+		.record = pod_mgr_record, .record_ctx = d->pods,
 		.name = API_RECONCILER_NAME,
 	};
 	if ((err = rc_loop_start(d->rt, &lo, &d->loop)) < 0)
@@ -366,7 +366,7 @@ static void daemon_stop(daemon_t *d)
 	st_flush(d->st, NULL);
 	st_detach_loop(d->st);
 	rt_free(d->rt);
-	rc_pods_free(d->pods);
+	pod_mgr_free(d->pods);
 	if (d->cg.mode != POD_CGROUP_NONE)
 		pod_cgroup_env_cleanup(&d->cg);
 	st_close(d->st, NULL);
@@ -409,7 +409,7 @@ static void bench_sync(daemon_t *d, long n)
 
 	if (rt_spawn(d->rt, &prober_behaviour, &p, &pid) < 0)
 		die("spawn the prober", "out of memory");
-	s0 = rc_stats(rc_loop_of(d->rt, d->loop));
+	rc_loop_stats(d->rt, d->loop, &s0);
 	for (uint64_t i = 1; i <= SYNC_WARMUP + SYNC_PASSES; i++) {
 		double t0 = now_s();
 		p.cookie = 0;
@@ -424,7 +424,7 @@ static void bench_sync(daemon_t *d, long n)
 		if (i > SYNC_WARMUP)
 			v[got++] = p.t_done - t0;
 	}
-	s1 = rc_stats(rc_loop_of(d->rt, d->loop));
+	rc_loop_stats(d->rt, d->loop, &s1);
 	rt_exit(d->rt, pid, RT_R_KILL);
 	run_for(d->rt, 0.01);
 	if (!got)
@@ -567,7 +567,7 @@ static void bench_fake(const char *tmp, long n)
 	rc_nudge(d.rt, d.loop);
 	if (!run_until_running(d.rt, d.pods, (size_t)n, 120))
 		fprintf(stderr, "bench_reconcile: warning: only %zu of %ld fake pods running\n",
-			rc_pods_nrunning(d.pods), n);
+			pod_mgr_nrunning(d.pods), n);
 	t1 = now_s();
 	/* Let the last status changes settle and commit, so that the store's
 	 * queue (transient) is not counted as per-pod state. */
@@ -697,7 +697,7 @@ static void bench_real(const char *tmp, long n_want)
 	long fds1 = count_fds();
 	if (!ok)
 		fprintf(stderr, "bench_reconcile: warning: only %zu of %ld real pods running after %.1f s\n",
-			rc_pods_nrunning(d.pods), n, t1 - t0);
+			pod_mgr_nrunning(d.pods), n, t1 - t0);
 	else {
 		double rate = (double)n / (t1 - t0);
 		fprintf(stderr, "bench_reconcile: %ld real pods running after %.2f s (%.0f/s; raw %.0f/s); "
@@ -714,13 +714,13 @@ static void bench_real(const char *tmp, long n_want)
 	delete_pods(d.st, n);
 	rc_nudge(d.rt, d.loop);
 	double t2 = now_s(), end = t2 + 60;
-	while ((rc_pods_nrunning(d.pods) || nstatus(d.st)) && now_s() < end)
+	while ((pod_mgr_nrunning(d.pods) || nstatus(d.st)) && now_s() < end)
 		run_for(d.rt, 0.02);
 	fprintf(stderr, "bench_reconcile: deleted: %zu running, %zu statuses left after %.2f s\n",
-		rc_pods_nrunning(d.pods), nstatus(d.st), now_s() - t2);
-	if (rc_pods_nrunning(d.pods))
+		pod_mgr_nrunning(d.pods), nstatus(d.st), now_s() - t2);
+	if (pod_mgr_nrunning(d.pods))
 		fprintf(stderr, "bench_reconcile: warning: %zu containers still running after delete\n",
-			rc_pods_nrunning(d.pods));
+			pod_mgr_nrunning(d.pods));
 	daemon_stop(&d);
 	while (waitpid(-1, NULL, WNOHANG) > 0)
 		;

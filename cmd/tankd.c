@@ -7,7 +7,7 @@
  *   │                runner actors are its own temporary children
  *   └── api          the msgpack-RPC server
  *
- * The store and the reconciler's tracking (rc_pods_t) are opened here and
+ * The store and the reconciler's tracking (pod_mgr_t) are opened here and
  * outlive the tree, so a restarted reconciler picks up where the old one
  * left off.  SIGTERM/SIGINT stop every container (stop signal, grace,
  * kill), then the tree, then the process; desired state is kept, so the
@@ -39,7 +39,7 @@
 #include "pod/pod_cgroup.h"
 #include "pod/pod_launch.h"
 #include "reconciler/rc_loop.h"
-#include "reconciler/rc_pod.h"
+#include "pod/pod_mgr.h"
 #include "runtime/rt.h"
 #include "store/st.h"
 #include "supervisor/sup.h"
@@ -59,7 +59,7 @@ typedef struct tankd {
 	uint64_t resync_ms;
 	rt_t *rt;
 	st_t *store;
-	rc_pods_t *pods;
+	pod_mgr_t *pods;
 	pod_cgroup_env_t cg;
 	api_daemon_t api;
 	api_method_t methods[API_NMETHODS];
@@ -124,7 +124,7 @@ static int start_store(rt_t *rt, void *arg, void *extra, rt_pid_t *out)
 
 /* --- reconciler ------------------------------------------------------------- */
 
-static int pack_event(msgpack_packer *pk, const rc_event_t *ev)
+static int pack_event(msgpack_packer *pk, const pod_event_t *ev)
 {
 	int rc = msgpack_pack_map(pk, 8);
 	rc |= api_pack_cstr(pk, "type");       rc |= api_pack_cstr(pk, "transition");
@@ -139,7 +139,7 @@ static int pack_event(msgpack_packer *pk, const rc_event_t *ev)
 	return rc;
 }
 
-static void on_event(void *ctx, const rc_event_t *ev)
+static void on_event(void *ctx, const pod_event_t *ev)
 {
 	tankd_t *d = ctx;
 	rt_pid_t api = rt_whereis(d->rt, "api");
@@ -160,10 +160,10 @@ static int start_reconciler(rt_t *rt, void *arg, void *extra, rt_pid_t *out)
 	tankd_t *d = arg;
 	rc_loop_opts_t o = {
 		.resync_ms = d->resync_ms,
-		.managers = { &rc_pod_manager, &rc_container_manager },
+		.managers = { &pod_manager, &pod_ctr_manager },
 		.ctx = { d->pods, d->pods },
 		.nkinds = 2,
-		.record = rc_pods_record,
+		.record = pod_mgr_record,
 		.record_ctx = d->pods,
 		.name = API_RECONCILER_NAME,
 	};
@@ -234,7 +234,6 @@ static void signal_cb(struct ev_loop *loop, ev_signal *w, int revents)
 {
 	tankd_t *d = w->data;
 	rt_pid_t rc = rt_whereis(d->rt, API_RECONCILER_NAME);
-	rc_loop_t *l = rc ? rc_loop_of(d->rt, rc) : NULL;
 
 	(void)revents;
 	if (d->stopping) {        /* a second signal: stop now */
@@ -248,9 +247,8 @@ static void signal_cb(struct ev_loop *loop, ev_signal *w, int revents)
 	ev_timer_init(&d->stop_deadline, deadline_cb, 60., 0.);
 	d->stop_deadline.data = d;
 	ev_timer_start(loop, &d->stop_deadline);
-	if (l)
-		rc_pods_shutdown(d->pods, l);   /* calls drained() when done */
-	else
+	/* The pod manager calls drained() when no container is left. */
+	if (!rc || rt_send(d->rt, rc, POD_MGR_SHUTDOWN, NULL, 0) < 0)
 		stop_tree(d);
 }
 
@@ -404,18 +402,18 @@ int main(int argc, char **argv)
 	}
 	if (pod_cgroup_probe(&d.cg, NULL, d.cg_root, &e) < 0)
 		d.cg.mode = POD_CGROUP_NONE;
-	rc_pods_opts_t po = {
+	pod_mgr_opts_t po = {
 		.store = d.store, .log_dir = d.log_dir, .cgroups = &d.cg,
 		.on_event = on_event, .event_ctx = &d,
 		.on_drained = drained, .drained_ctx = &d,
 	};
-	if (!(d.rt = rt_new()) || rc_pods_new(&po, &d.pods) < 0) {
+	if (!(d.rt = rt_new()) || pod_mgr_new(&po, &d.pods) < 0) {
 		say("fatal", "unable to start the runtime: out of memory");
 		st_close(d.store, NULL);
 		return EXIT_TEMPORARY;
 	}
 	d.api = (api_daemon_t){ .rt = d.rt, .store = d.store, .log_dir = d.log_dir,
-				.version = TANKD_VERSION };
+				.version = TANKD_VERSION, .pods = d.pods };
 	d.nmethods = api_methods_table(&d.api, d.methods);
 
 	const sup_spec_t children[] = {
@@ -445,7 +443,7 @@ int main(int argc, char **argv)
 			ev_timer_stop(rt_loop(d.rt), &d.stop_deadline);
 	}
 	rt_free(d.rt);
-	rc_pods_free(d.pods);
+	pod_mgr_free(d.pods);
 	if (d.cg.mode != POD_CGROUP_NONE)
 		pod_cgroup_env_cleanup(&d.cg);
 	if (st_close(d.store, &e) < 0)

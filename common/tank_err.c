@@ -13,6 +13,7 @@ static const char *const tank_errnames[] = {
 	[TANK_EUNSUPPORTED - TANK_EBASE]  = "not supported here",
 	[TANK_ETOOBIG - TANK_EBASE]       = "too big",
 	[TANK_EUNAUTHORIZED - TANK_EBASE] = "unauthorized",
+	[TANK_EILLEGAL - TANK_EBASE]      = "illegal transition",
 };
 
 const char *tank_strerror(int err)

@@ -26,6 +26,7 @@ enum tank_errcode {
 	TANK_EUNSUPPORTED,  /* kernel or privileges lack a needed feature */
 	TANK_ETOOBIG,       /* a frame or value passed its size limit */
 	TANK_EUNAUTHORIZED, /* peer not allowed */
+	TANK_EILLEGAL,      /* a transition its kind's table does not allow */
 	TANK_ELAST
 };
 

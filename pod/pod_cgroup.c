@@ -523,3 +523,33 @@ int pod_cgroup_env_cleanup(const pod_cgroup_env_t *env)
 	}
 	return r;
 }
+
+/* The directory whose cgroup.procs lists the group's processes. */
+static const char *procs_dir(const pod_cgroup_t *cg)
+{
+	return cg->mode == POD_CGROUP_V2 ? cg->dir[0] : cg->dir[POD_CG_PIDS];
+}
+
+int pod_cgroup_signal(const pod_cgroup_t *cg, int sig)
+{
+	char path[POD_CGROUP_PATH + 16];
+	FILE *f;
+	int pid;
+
+	if (cg->mode == POD_CGROUP_NONE || !procs_dir(cg) || !procs_dir(cg)[0])
+		return -ENOENT;
+	snprintf(path, sizeof path, "%s/cgroup.procs", procs_dir(cg));
+	if (!(f = fopen(path, "re")))
+		return -errno;
+	while (fscanf(f, "%d", &pid) == 1)
+		if (pid > 0)
+			kill(pid, sig);
+	fclose(f);
+	return 0;
+}
+
+bool pod_cgroup_exists(const pod_cgroup_t *cg)
+{
+	return cg->mode != POD_CGROUP_NONE && procs_dir(cg) && procs_dir(cg)[0] &&
+	       access(procs_dir(cg), F_OK) == 0;
+}

@@ -87,6 +87,15 @@ int pod_cgroup_create(const pod_cgroup_env_t *env, const char *pod,
 /* Number of processes in the group (>= 0) or a negative errno. */
 int pod_cgroup_count(const pod_cgroup_t *cg);
 
+/* Sends sig to every process in the group (one read of cgroup.procs; a
+ * process forked meanwhile is missed: callers that must empty the group
+ * use pod_cgroup_kill_all).  0 or a negative errno. */
+int pod_cgroup_signal(const pod_cgroup_t *cg, int sig);
+
+/* True while the group's directory exists (false after someone removed it
+ * by hand: drift the caller repairs by making it again). */
+bool pod_cgroup_exists(const pod_cgroup_t *cg);
+
 /* SIGKILLs every process in the group.  v2 writes cgroup.kill when the
  * kernel has it; otherwise it sweeps cgroup.procs until it reads empty (a
  * bounded number of sweeps, so a fork bomb cannot keep it busy forever).

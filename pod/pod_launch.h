@@ -122,6 +122,11 @@ int pod_launch_reserve(void);
  * fills *out, or -ESRCH / negative errno. */
 int pod_proc_start_time(pid_t pid, uint64_t *out);
 
+/* True when pid is gone or a zombie (dead even if nobody reaps it: its
+ * parent, init or a previous tankd's parent, may never wait for it).
+ * Reads /proc/PID/stat; does not block beyond that. */
+bool pod_proc_dead(pid_t pid);
+
 /* Sends sig to the container's main process (the stop signal).  Returns 0
  * or -errno (-ESRCH once it is gone). */
 int pod_proc_signal(const pod_proc_t *p, int sig);

@@ -16,11 +16,14 @@
 #include "reconciler/rc_loop.h"
 
 #include <errno.h>
+#include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
+#include "common/tank_backoff.h"
+#include "common/tank_err.h"
 #include "common/tank_map.h"
 
 #define RC_SLICE 256
@@ -36,8 +39,8 @@ typedef struct rc_entry {
 	uint64_t timer_seq;        /* seq of the live requeue timer, 0 = none */
 	uint64_t seen_pass;        /* last resync (stats.passes) that queued it */
 	rt_ref_t timer;
-	const char *key;           /* points into mkey, after "kind/" */
-	char mkey[];               /* "<kind_id>/<key>" */
+	const char *key;           /* points into mkey, after "K/" */
+	char mkey[];               /* "<kind letter>/<key>" */
 } rc_entry_t;
 
 struct rc_loop {
@@ -45,7 +48,10 @@ struct rc_loop {
 	rt_pid_t self;
 	rt_pid_t parent;           /* who started us: its exit signal stops us */
 	rc_loop_opts_t o;
+	/* kind id -> index into o.managers, +1 (0 = no such kind here) */
+	uint8_t slot_of[RC_MAX_KIND_ID + 1];
 	tank_map_t entries;        /* mkey -> rc_entry_t */
+	tank_map_t owned;          /* pid (hex) -> kind id + 1 (as a pointer) */
 	rc_entry_t *q_head, *q_tail;
 	size_t nqueued;
 	bool work_sent;
@@ -67,12 +73,26 @@ uint64_t rc_wall_ms(void)
 }
 
 rt_t *rc_rt(rc_loop_t *loop) { return loop->rt; }
-void *rc_manager_ctx(rc_loop_t *loop, uint32_t kind)
-{
-	return kind < loop->o.nkinds ? loop->o.ctx[kind] : NULL;
-}
 rt_pid_t rc_pid(rc_loop_t *loop) { return loop->self; }
-static bool rc__entry_idle(const struct rc_entry *e);
+rc_stats_t rc_stats(rc_loop_t *loop) { return loop->stats; }
+void rc__count_illegal(rc_loop_t *loop) { loop->stats.illegal++; }
+
+static const rc_manager_t *rc__manager(const rc_loop_t *loop, uint32_t kind,
+				       void **ctx)
+{
+	uint8_t s = kind <= RC_MAX_KIND_ID ? loop->slot_of[kind] : 0;
+
+	if (!s)
+		return NULL;
+	if (ctx)
+		*ctx = loop->o.ctx[s - 1];
+	return loop->o.managers[s - 1];
+}
+
+static bool rc__entry_idle(const rc_entry_t *e)
+{
+	return !e->flags && !e->timer_seq && !e->retries;
+}
 
 size_t rc_queued(rc_loop_t *loop)
 {
@@ -83,17 +103,16 @@ size_t rc_queued(rc_loop_t *loop)
 		n += !rc__entry_idle(v);
 	return n;
 }
-rc_stats_t rc_stats(rc_loop_t *loop) { return loop->stats; }
 
-/* "<kind>/<key>"; by hand, not snprintf: it runs for every key of every
- * resync. */
+/* "<kind letter>/<key>"; by hand, not snprintf: it runs for every key of
+ * every resync. */
 static int rc__mkey(char *buf, size_t cap, uint32_t kind, const char *key)
 {
 	size_t kl = strlen(key);
 
-	if (kind > 9 || kl + 3 > cap)
+	if (kind > RC_MAX_KIND_ID || kl + 3 > cap || kl + 1 > RC_KEY_MAX)
 		return -ENAMETOOLONG;
-	buf[0] = (char)('0' + kind);
+	buf[0] = (char)('@' + kind);
 	buf[1] = '/';
 	memcpy(buf + 2, key, kl + 1);
 	return (int)(kl + 2);
@@ -102,18 +121,18 @@ static int rc__mkey(char *buf, size_t cap, uint32_t kind, const char *key)
 static rc_entry_t *rc__entry(rc_loop_t *loop, uint32_t kind, const char *key,
 			     bool create)
 {
-	char mk[320];
+	char mk[RC_KEY_MAX + 2];
 	rc_entry_t *e;
 	int n;
 
-	if (kind >= loop->o.nkinds || (n = rc__mkey(mk, sizeof mk, kind, key)) < 0)
+	if (!rc__manager(loop, kind, NULL) || (n = rc__mkey(mk, sizeof mk, kind, key)) < 0)
 		return NULL;
 	if ((e = tank_map_get(&loop->entries, mk)) || !create)
 		return e;
 	if (!(e = calloc(1, sizeof *e + (size_t)n + 1)))
 		return NULL;
 	memcpy(e->mkey, mk, (size_t)n + 1);
-	e->key = strchr(e->mkey, '/') + 1;
+	e->key = e->mkey + 2;
 	e->kind = kind;
 	if (tank_map_put(&loop->entries, e->mkey, e, NULL) < 0) {
 		free(e);
@@ -122,15 +141,9 @@ static rc_entry_t *rc__entry(rc_loop_t *loop, uint32_t kind, const char *key,
 	return e;
 }
 
-/* An entry with nothing left to do stays until a resync passes without
- * its key (rc__sweep): a resync queues every live key, and allocating and
- * freeing 20,000 entries per pass cost more than the pass itself. */
-static bool rc__entry_idle(const rc_entry_t *e)
-{
-	return !e->flags && !e->timer_seq && !e->retries;
-}
-
-/* Frees idle entries whose key was not queued in the last two passes. */
+/* Frees idle entries whose key was not queued in the last two passes: a
+ * resync queues every live key, and allocating and freeing 20,000 entries
+ * per pass cost more than the pass itself. */
 static void rc__sweep(rc_loop_t *loop)
 {
 	size_t it = 0, n = 0;
@@ -176,7 +189,8 @@ int rc_enqueue(rc_loop_t *loop, uint32_t kind, const char *key)
 	rc_entry_t *e = rc__entry(loop, kind, key, true);
 
 	if (!e)
-		return kind >= loop->o.nkinds ? -EINVAL : -ENOMEM;
+		return !rc__manager(loop, kind, NULL) || strlen(key) >= RC_KEY_MAX
+			? -EINVAL : -ENOMEM;
 	e->seen_pass = loop->stats.passes;
 	if (e->flags & RC_E_QUEUED)
 		return 0;               /* dedup: runs once */
@@ -189,29 +203,30 @@ int rc_enqueue(rc_loop_t *loop, uint32_t kind, const char *key)
 	return 0;
 }
 
-void rc_cancel_requeue(rc_loop_t *loop, uint32_t kind, const char *key)
+static void rc__cancel(rc_loop_t *loop, rc_entry_t *e)
 {
-	rc_entry_t *e = rc__entry(loop, kind, key, false);
-
-	if (!e || !e->timer_seq)
+	if (!e->timer_seq)
 		return;
 	rt_cancel_timer(loop->rt, e->timer);
 	e->timer_seq = 0;
 	e->timer = 0;
 }
 
-int rc_requeue_after(rc_loop_t *loop, uint32_t kind, const char *key, uint64_t ms)
+void rc_cancel_requeue(rc_loop_t *loop, uint32_t kind, const char *key)
 {
-	rc_entry_t *e = rc__entry(loop, kind, key, true);
-	size_t klen;
+	rc_entry_t *e = rc__entry(loop, kind, key, false);
+
+	if (e)
+		rc__cancel(loop, e);
+}
+
+static int rc__requeue(rc_loop_t *loop, rc_entry_t *e, uint64_t ms)
+{
+	size_t klen = strlen(e->mkey) + 1;
 	rc_requeue_msg_t *m;
 	int err;
 
-	if (!e)
-		return kind >= loop->o.nkinds ? -EINVAL : -ENOMEM;
-	if (e->timer_seq)
-		rt_cancel_timer(loop->rt, e->timer);
-	klen = strlen(e->mkey) + 1;
+	rc__cancel(loop, e);
 	if (!(m = malloc(sizeof *m + klen)))
 		return -ENOMEM;
 	m->seq = ++loop->seq;
@@ -223,11 +238,33 @@ int rc_requeue_after(rc_loop_t *loop, uint32_t kind, const char *key, uint64_t m
 	return err;
 }
 
+static void rc__pid_key(char *buf, size_t cap, rt_pid_t pid)
+{
+	snprintf(buf, cap, "%016" PRIx64, (uint64_t)pid);
+}
+
+int rc_own(rc_loop_t *loop, uint32_t kind, rt_pid_t pid)
+{
+	char k[24];
+
+	rc__pid_key(k, sizeof k, pid);
+	return tank_map_put(&loop->owned, k, (void *)(uintptr_t)(kind + 1), NULL);
+}
+
+void rc_disown(rc_loop_t *loop, rt_pid_t pid)
+{
+	char k[24];
+
+	rc__pid_key(k, sizeof k, pid);
+	tank_map_del(&loop->owned, k);
+}
+
 void rc_record(rc_loop_t *loop, uint32_t kind, const char *key,
 	       const char *from, const char *to, const char *reason)
 {
+	const rc_manager_t *m = rc__manager(loop, kind, NULL);
 	rc_transition_t t = {
-		.kind = kind < loop->o.nkinds ? loop->o.managers[kind]->kind : "?",
+		.kind = m ? m->name : "?",
 		.key = key, .from = from ? from : "", .to = to ? to : "",
 		.reason = reason ? reason : "", .at_ms = rc_wall_ms(),
 	};
@@ -236,39 +273,74 @@ void rc_record(rc_loop_t *loop, uint32_t kind, const char *key,
 		loop->o.record(loop->o.record_ctx, &t);
 }
 
-static uint64_t rc__retry_delay(const rc_loop_t *loop, uint32_t retries)
+/* Retries of e are exhausted: the object is failed, and its parent's
+ * manager hears of it and decides. */
+static void rc__escalate(rc_loop_t *loop, rc_entry_t *e, const rc_manager_t *m,
+			 void *ctx, const char *reason)
 {
-	uint64_t d = loop->o.retry_base_ms;
+	rc_ref_t parent;
+	const rc_manager_t *pm;
+	void *pctx;
 
-	for (uint32_t i = 1; i < retries && d < RC_RETRY_CAP_MS; i++)
-		d *= 2;
-	return d < RC_RETRY_CAP_MS ? d : RC_RETRY_CAP_MS;
+	loop->stats.escalations++;
+	e->retries = 0;
+	if (m->mark_failed)
+		m->mark_failed(ctx, loop, e->key, reason);
+	memset(&parent, 0, sizeof parent);
+	if (!m->parent || !m->parent(ctx, e->key, &parent))
+		return;
+	parent.key[sizeof parent.key - 1] = '\0';
+	if (!(pm = rc__manager(loop, parent.kind, &pctx)))
+		return;
+	if (pm->child_failed)
+		pm->child_failed(pctx, loop, parent.key, m->name, e->key, reason);
+	rc_enqueue(loop, parent.kind, parent.key);
 }
 
 static void rc__run_one(rc_loop_t *loop, rc_entry_t *e)
 {
-	const rc_manager_t *m = loop->o.managers[e->kind];
-	void *ctx = loop->o.ctx[e->kind];
+	void *ctx;
+	const rc_manager_t *m = rc__manager(loop, e->kind, &ctx);
+	rc_view_t view = { .kind = e->kind, .key = e->key, .obj = NULL };
+	rc_result_t r;
 	int err;
 
 	e->flags = (e->flags & ~RC_E_QUEUED) | RC_E_RUNNING;
 	loop->nqueued--;
 	loop->stats.reconciles++;
-	err = m->reconcile(ctx, loop, e->key);
+	err = m->observe ? m->observe(ctx, loop, e->key, &view) : 0;
+	if (err == TANK_ENOTFOUND)
+		r = rc_converged();
+	else if (err < 0)
+		r = rc_failed(err, "observe failed");
+	else
+		r = m->reconcile(ctx, loop, &view);
 	e->flags &= ~RC_E_RUNNING;
-	if (err < 0) {
+	switch (r.verdict) {
+	case RC_CONVERGED:
+	case RC_ACT:
+		e->retries = 0;
+		rc__cancel(loop, e);
+		break;
+	case RC_REQUEUE:
+		e->retries = 0;
+		rc__requeue(loop, e, r.after_ms);
+		break;
+	case RC_FAILED: {
+		char reason[RC_KEY_MAX];
 		loop->stats.failures++;
 		if (++e->retries > loop->o.max_retries) {
-			loop->stats.escalations++;
-			e->retries = 0;
-			if (m->escalate)
-				m->escalate(ctx, loop, e->key, err);
+			snprintf(reason, sizeof reason, "reconcile failed %u times: %s",
+				 loop->o.max_retries + 1,
+				 r.reason ? r.reason : tank_strerror(r.err));
+			rc__cancel(loop, e);
+			rc__escalate(loop, e, m, ctx, reason);
 		} else {
-			rc_requeue_after(loop, e->kind, e->key,
-					 rc__retry_delay(loop, e->retries));
+			rc__requeue(loop, e, tank_backoff(loop->o.retry_base_ms,
+							  RC_RETRY_CAP_MS, e->retries - 1));
 		}
-	} else {
-		e->retries = 0;
+		break;
+	}
 	}
 	if (e->flags & RC_E_DIRTY) {
 		e->flags &= ~RC_E_DIRTY;
@@ -294,18 +366,46 @@ static void rc__resync(rc_loop_t *loop)
 	loop->stats.passes++;
 	for (uint32_t k = 0; k < loop->o.nkinds; k++) {
 		const rc_manager_t *m = loop->o.managers[k];
-		/* A failing observe leaves this kind for the next tick; the
+		/* A failing list leaves this kind for the next tick; the
 		 * other kinds still run. */
-		if (m->observe)
-			(void)m->observe(loop->o.ctx[k], loop, k);
+		if (m->list)
+			(void)m->list(loop->o.ctx[k], loop);
 	}
+}
+
+/* A message for a kind: by tag range, or the exit of an actor it owns.
+ * Nothing else gets it; what no kind owns is counted and dropped. */
+static void rc__route(rc_loop_t *loop, rt_msg_t *msg)
+{
+	uint32_t kind = 0;
+	const rc_manager_t *m;
+	void *ctx;
+
+	if (msg->type == RT_MSG_EXIT) {
+		char k[24];
+		rc__pid_key(k, sizeof k, msg->u.exit.from);
+		kind = (uint32_t)(uintptr_t)tank_map_del(&loop->owned, k);
+		kind = kind ? kind - 1 : RC_MAX_KIND_ID + 1;
+	} else if (msg->type == RT_MSG_USER && msg->tag >= RC_TAG_USER) {
+		kind = (msg->tag - RC_TAG_USER) / RC_TAGS_PER_KIND;
+	} else {
+		kind = RC_MAX_KIND_ID + 1;
+	}
+	if (!(m = rc__manager(loop, kind, &ctx)) || !m->handle) {
+		/* A normal exit of an actor nobody registered is routine (it
+		 * reported and was disowned first); count the rest. */
+		if (!(msg->type == RT_MSG_EXIT && msg->u.exit.reason.kind == RT_NORMAL))
+			loop->stats.unrouted++;
+		return;
+	}
+	m->handle(ctx, loop, msg);
 }
 
 static void rc__handle(rt_t *rt, void *state, rt_msg_t *msg)
 {
 	rc_loop_t *loop = state;
 
-	/* We trap exits to hear about runners; an exit signal from the
+	/* We trap exits to hear about owned actors; an exit signal from the
 	 * parent (a supervisor's shutdown) still means stop, as for an OTP
 	 * server that traps exits. */
 	if (msg->type == RT_MSG_EXIT && msg->u.exit.from == loop->parent &&
@@ -314,11 +414,7 @@ static void rc__handle(rt_t *rt, void *state, rt_msg_t *msg)
 		return;
 	}
 	if (msg->type != RT_MSG_USER || msg->tag >= RC_TAG_USER) {
-		for (uint32_t k = 0; k < loop->o.nkinds; k++) {
-			const rc_manager_t *m = loop->o.managers[k];
-			if (m->handle && m->handle(loop->o.ctx[k], loop, msg))
-				break;
-		}
+		rc__route(loop, msg);
 		rc__kick(loop);
 		return;
 	}
@@ -351,6 +447,15 @@ static void rc__handle(rt_t *rt, void *state, rt_msg_t *msg)
 		loop->work_sent = false;
 		rc__drain(loop, RC_SLICE);
 		break;
+	case RC_TAG_ENQUEUE: {
+		uint32_t kind;
+		const char *key = (const char *)msg->data + sizeof kind;
+		if (msg->len <= sizeof kind || ((const char *)msg->data)[msg->len - 1])
+			break;
+		memcpy(&kind, msg->data, sizeof kind);
+		rc_enqueue(loop, kind, key);
+		break;
+	}
 	case RC_TAG_REQUEUE: {
 		const rc_requeue_msg_t *rq = msg->data;
 		rc_entry_t *e;
@@ -381,6 +486,15 @@ static int rc__init(rt_t *rt, void **state, void *arg)
 		return -EINVAL;
 	if (!(loop = calloc(1, sizeof *loop)))
 		return -ENOMEM;
+	for (uint32_t k = 0; k < o->nkinds; k++) {
+		uint32_t id = o->managers[k] ? o->managers[k]->kind : 0;
+		if (!id || id > RC_MAX_KIND_ID || loop->slot_of[id] ||
+		    !o->managers[k]->reconcile) {
+			free(loop);
+			return -EINVAL;
+		}
+		loop->slot_of[id] = (uint8_t)(k + 1);
+	}
 	loop->rt = rt;
 	loop->self = rt_self(rt);
 	loop->parent = st->parent;
@@ -395,12 +509,12 @@ static int rc__init(rt_t *rt, void **state, void *arg)
 		loop->o.retry_base_ms = 100;
 	loop->o.name = NULL;    /* not kept: registration copies it */
 	tank_map_init(&loop->entries);
-	rt_trap_exit(rt, true); /* runtime actors' exits arrive as messages */
-	if (o->name && (err = rt_register(rt, o->name, loop->self)) < 0) {
-		free(loop);
-		return err;
-	}
-	if ((err = rt_send(rt, loop->self, RC_TAG_TICK, NULL, 0)) < 0) {
+	tank_map_init(&loop->owned);
+	rt_trap_exit(rt, true); /* owned actors' exits arrive as messages */
+	if ((o->name && (err = rt_register(rt, o->name, loop->self)) < 0) ||
+	    (err = rt_send(rt, loop->self, RC_TAG_TICK, NULL, 0)) < 0) {
+		tank_map_destroy(&loop->entries);
+		tank_map_destroy(&loop->owned);
 		free(loop);
 		return err;
 	}
@@ -421,6 +535,7 @@ static void rc__terminate(rt_t *rt, void *state, rt_reason_t reason)
 	while (tank_map_next(&loop->entries, &it, NULL, &v))
 		free(v);
 	tank_map_destroy(&loop->entries);
+	tank_map_destroy(&loop->owned);
 	free(loop);
 }
 
@@ -434,9 +549,15 @@ int rc_loop_start(rt_t *rt, const rc_loop_opts_t *opts, rt_pid_t *out)
 	return rt_spawn_link(rt, &rc_loop_behaviour, &st, out);
 }
 
-rc_loop_t *rc_loop_of(rt_t *rt, rt_pid_t pid)
+int rc_loop_stats(rt_t *rt, rt_pid_t pid, rc_stats_t *out)
 {
-	return rt_state_of(rt, pid, &rc_loop_behaviour);
+	rc_loop_t *loop = rt_state_of(rt, pid, &rc_loop_behaviour);
+
+	if (!loop)
+		return TANK_ENOTFOUND;
+	*out = loop->stats;
+	out->queued = rc_queued(loop);
+	return 0;
 }
 
 int rc_nudge(rt_t *rt, rt_pid_t loop)
@@ -448,4 +569,16 @@ int rc_sync(rt_t *rt, rt_pid_t loop, rt_pid_t reply_to, uint64_t cookie)
 {
 	uint64_t req[2] = { cookie, reply_to };
 	return rt_send(rt, loop, RC_TAG_SYNC, req, sizeof req);
+}
+
+int rc_enqueue_from(rt_t *rt, rt_pid_t loop, uint32_t kind, const char *key)
+{
+	char buf[sizeof(uint32_t) + RC_KEY_MAX];
+	size_t kl = strlen(key);
+
+	if (kl + 1 > RC_KEY_MAX)
+		return -EINVAL;
+	memcpy(buf, &kind, sizeof kind);
+	memcpy(buf + sizeof kind, key, kl + 1);
+	return rt_send(rt, loop, RC_TAG_ENQUEUE, buf, sizeof kind + kl + 1);
 }

@@ -1,86 +1,210 @@
-/* The generic control loop, driven by a fake manager. */
+/*
+ * The generic control loop (reconciler/rc_loop.h) and transition tables
+ * (reconciler/rc_fsm.h), driven by a two-level test kind: "box" objects
+ * (parents) and "item" objects (children, key "<box>/<item>").  The kind
+ * is a manager, a table and nothing else: the loop gives it the queue,
+ * results, retry, escalation, routing and recording.
+ */
 #include <criterion/criterion.h>
 #include <ev.h>
 #include <errno.h>
+#include <stdio.h>
 #include <string.h>
 
+#include "common/tank_err.h"
+#include "common/tank_kinds.h"
+#include "reconciler/rc_fsm.h"
 #include "reconciler/rc_loop.h"
 #include "tests/support/tsupport.h"
 
+#define K_BOX  TANK_KIND_TEST
+#define K_ITEM (TANK_KIND_TEST + 1)
+
+/* --- the test kind's table ------------------------------------------------- */
+
+enum { PH_IDLE, PH_WORKING, PH_FAILED, PH_N };
+enum { EV_SEEN, EV_FAIL, EV_RESET, EV_N };
+static const char *const phases[PH_N] = { "idle", "working", "failed" };
+static const char *const events[EV_N] = { "seen", "fail", "reset" };
+static const rc_fsm_edge_t edges[] = {
+	{ PH_IDLE, EV_SEEN, PH_WORKING }, { PH_WORKING, EV_SEEN, PH_WORKING },
+	{ PH_IDLE, EV_FAIL, PH_FAILED }, { PH_WORKING, EV_FAIL, PH_FAILED },
+	{ PH_FAILED, EV_RESET, PH_IDLE },
+};
+static const rc_fsm_t test_fsm = {
+	.kind = "item", .phases = phases, .nphases = PH_N, .events = events,
+	.nevents = EV_N, .edges = edges, .nedges = sizeof edges / sizeof edges[0],
+};
+
+/* --- the test kind's managers ---------------------------------------------- */
+
+#define NOBJ 8
+typedef struct obj {
+	const char *key;
+	rc_fsm_state_t st;
+	int calls;
+	double at[16];            /* when each reconcile ran */
+	int marked_failed;
+	char child_failed[256];   /* box: the last child failure heard */
+	int msgs;                 /* messages routed to this kind (per obj 0) */
+} obj_t;
+
 typedef struct fake {
-	const char *keys[8];      /* what observe lists */
-	int nkeys;
-	int calls[8];             /* reconcile calls per key index */
-	int fail_key;             /* index that always fails, -1 none */
-	int reenqueue_key;        /* index that enqueues itself once, -1 none */
-	int requeue_key;          /* index that requeues itself after 20 ms once */
-	int escalated;
-	int records;
+	uint32_t kind;
+	obj_t objs[NOBJ];
+	int nobj;
+	int fail_idx;             /* index that always fails, -1 none */
+	int reenqueue_idx;        /* enqueues itself while running, once */
+	int requeue_idx;          /* returns requeue_after(20 ms), once */
 	int depth, max_depth;
-	bool requeued_once, reenqueued_once;
+	bool reenqueued, requeued;
+	int bad_enqueue;          /* rc_enqueue of an unknown kind's result */
+	int handled, exits;       /* messages routed here; of them, EXITs */
+	bool spawn_child;         /* first reconcile spawns an owned actor */
+	struct fake *other;
 } fake_t;
 
-static int idx(fake_t *f, const char *key)
+static int records;
+static char last_record[256];
+
+static int fake_idx(const fake_t *f, const char *key)
 {
-	for (int i = 0; i < f->nkeys; i++)
-		if (strcmp(f->keys[i], key) == 0)
+	for (int i = 0; i < f->nobj; i++)
+		if (strcmp(f->objs[i].key, key) == 0)
 			return i;
 	return -1;
 }
 
-static int fake_observe(void *ctx, rc_loop_t *loop, uint32_t kind)
+static int fake_list(void *ctx, rc_loop_t *loop)
 {
 	fake_t *f = ctx;
-	for (int i = 0; i < f->nkeys; i++)
-		rc_enqueue(loop, kind, f->keys[i]);
+	for (int i = 0; i < f->nobj; i++)
+		rc_enqueue(loop, f->kind, f->objs[i].key);
 	return 0;
 }
 
-static int fake_reconcile(void *ctx, rc_loop_t *loop, const char *key)
+static int fake_observe(void *ctx, rc_loop_t *loop, const char *key, rc_view_t *view)
 {
 	fake_t *f = ctx;
-	int i = idx(f, key);
-	cr_assert_geq(i, 0);
+	int i = fake_idx(f, key);
+	(void)loop;
+	if (i < 0)
+		return TANK_ENOTFOUND;
+	view->obj = &f->objs[i];
+	return 0;
+}
+
+static int crash_init(rt_t *rt, void **state, void *arg)
+{
+	(void)rt; (void)arg;
+	*state = NULL;
+	return 0;
+}
+static void crash_handle(rt_t *rt, void *state, rt_msg_t *m)
+{
+	(void)state; (void)m;
+	rt_exit_self(rt, rt_reason(RT_ERROR, -EIO));
+}
+static const rt_behaviour_t crash_b = { "crasher", crash_init, crash_handle, NULL };
+
+static rc_result_t fake_reconcile(void *ctx, rc_loop_t *loop, const rc_view_t *view)
+{
+	fake_t *f = ctx;
+	obj_t *o = view->obj;
+	int i = (int)(o - f->objs);
+
+	cr_assert_eq(view->kind, f->kind);
 	if (++f->depth > f->max_depth)
 		f->max_depth = f->depth;
-	f->calls[i]++;
-	rc_record(loop, 0, key, "a", "b", "test");
-	if (i == f->reenqueue_key && !f->reenqueued_once) {
-		f->reenqueued_once = true;
-		rc_enqueue(loop, 0, key);   /* while running: must not recurse */
+	if (o->calls < 16)
+		o->at[o->calls] = ev_time();
+	o->calls++;
+	f->bad_enqueue = rc_enqueue(loop, 7, "x");
+	if (o->st.phase != PH_FAILED)
+		rc_fsm_apply(loop, f->kind, o->key, &test_fsm, &o->st, EV_SEEN, "test");
+	if (i == f->reenqueue_idx && !f->reenqueued) {
+		f->reenqueued = true;
+		rc_enqueue(loop, f->kind, o->key);   /* while running: must not recurse */
 	}
-	if (i == f->requeue_key && !f->requeued_once) {
-		f->requeued_once = true;
-		rc_requeue_after(loop, 0, key, 50);
-		rc_requeue_after(loop, 0, key, 20);   /* replaces the first */
+	if (f->spawn_child) {
+		rt_pid_t pid;
+		f->spawn_child = false;
+		cr_assert_eq(rt_spawn_link(rc_rt(loop), &crash_b, NULL, &pid), 0);
+		cr_assert_eq(rc_own(loop, f->kind, pid), 0);
+		rt_send(rc_rt(loop), pid, 1, NULL, 0);
 	}
 	f->depth--;
-	return i == f->fail_key ? -EIO : 0;
+	if (i == f->fail_idx)
+		return rc_failed(-EIO, "disk on fire");
+	if (i == f->requeue_idx && !f->requeued) {
+		f->requeued = true;
+		return rc_requeue_after(20);
+	}
+	return rc_converged();
 }
 
-static void fake_escalate(void *ctx, rc_loop_t *loop, const char *key, int err)
+static void fake_mark_failed(void *ctx, rc_loop_t *loop, const char *key, const char *reason)
 {
 	fake_t *f = ctx;
-	(void)loop; (void)key;
-	cr_assert_eq(err, -EIO);
-	f->escalated++;
+	obj_t *o = &f->objs[fake_idx(f, key)];
+	o->marked_failed++;
+	rc_fsm_apply(loop, f->kind, key, &test_fsm, &o->st, EV_FAIL, reason);
 }
 
-static const rc_manager_t fake_mgr = {
-	.kind = "fake", .observe = fake_observe, .reconcile = fake_reconcile,
-	.escalate = fake_escalate,
+static bool item_parent(void *ctx, const char *key, rc_ref_t *out)
+{
+	const char *slash = strchr(key, '/');
+	(void)ctx;
+	if (!slash)
+		return false;
+	out->kind = K_BOX;
+	snprintf(out->key, sizeof out->key, "%.*s", (int)(slash - key), key);
+	return true;
+}
+
+static void box_child_failed(void *ctx, rc_loop_t *loop, const char *key,
+			     const char *child_kind, const char *child_key,
+			     const char *reason)
+{
+	fake_t *f = ctx;
+	obj_t *o = &f->objs[fake_idx(f, key)];
+	(void)loop;
+	snprintf(o->child_failed, sizeof o->child_failed, "%s %s: %s",
+		 child_kind, child_key, reason);
+}
+
+static void fake_handle(void *ctx, rc_loop_t *loop, rt_msg_t *m)
+{
+	fake_t *f = ctx;
+	(void)loop;
+	f->handled++;
+	if (m->type == RT_MSG_EXIT)
+		f->exits++;
+	else
+		cr_assert_eq((m->tag - RC_TAG_USER) / RC_TAGS_PER_KIND, f->kind);
+}
+
+static const rc_manager_t box_mgr = {
+	.kind = K_BOX, .name = "box", .list = fake_list, .observe = fake_observe,
+	.reconcile = fake_reconcile, .mark_failed = fake_mark_failed,
+	.child_failed = box_child_failed, .handle = fake_handle,
+};
+static const rc_manager_t item_mgr = {
+	.kind = K_ITEM, .name = "item", .list = fake_list, .observe = fake_observe,
+	.reconcile = fake_reconcile, .mark_failed = fake_mark_failed,
+	.parent = item_parent, .handle = fake_handle,
 };
 
 static void fake_record(void *ctx, const rc_transition_t *t)
 {
-	fake_t *f = ctx;
-	cr_assert_str_eq(t->kind, "fake");
-	cr_assert_str_eq(t->reason, "test");
+	(void)ctx;
 	cr_assert_gt(t->at_ms, 0);
-	f->records++;
+	snprintf(last_record, sizeof last_record, "%s %s %s->%s %s",
+		 t->kind, t->key, t->from, t->to, t->reason);
+	records++;
 }
 
-/* A driver actor: asks for a sync and stops the loop on the reply. */
+/* A driver actor: asks for a sync and stops the runtime on the reply. */
 typedef struct driver { rt_pid_t loop; int replies; uint64_t cookie; } driver_t;
 
 static int driver_init(rt_t *rt, void **state, void *arg)
@@ -102,122 +226,250 @@ static void driver_handle(rt_t *rt, void *state, rt_msg_t *m)
 
 static const rt_behaviour_t driver_b = { "driver", driver_init, driver_handle, NULL };
 
-static rt_pid_t start(rt_t *rt, fake_t *f, uint64_t resync_ms)
+static void fake_init(fake_t *f, uint32_t kind, const char *const *keys, int n)
+{
+	memset(f, 0, sizeof *f);
+	f->kind = kind;
+	f->fail_idx = f->reenqueue_idx = f->requeue_idx = -1;
+	for (int i = 0; i < n; i++) {
+		f->objs[i].key = keys[i];
+		rc_fsm_restore(&f->objs[i].st, PH_IDLE, 0, "");
+	}
+	f->nobj = n;
+}
+
+static rt_pid_t start(rt_t *rt, fake_t *box, fake_t *item, uint64_t resync_ms)
 {
 	rc_loop_opts_t o = {
-		.resync_ms = resync_ms, .max_retries = 3, .retry_base_ms = 5,
-		.managers = { &fake_mgr }, .ctx = { f }, .nkinds = 1,
-		.record = fake_record, .record_ctx = f, .name = "rc",
+		.resync_ms = resync_ms, .max_retries = 3, .retry_base_ms = 40,
+		.managers = { &box_mgr, &item_mgr }, .ctx = { box, item }, .nkinds = 2,
+		.record = fake_record, .name = "rc",
 	};
 	rt_pid_t pid;
+	records = 0;
 	cr_assert_eq(rc_loop_start(rt, &o, &pid), 0);
 	cr_assert_eq(rt_whereis(rt, "rc"), pid);
 	return pid;
 }
 
+static rc_stats_t stats(rt_t *rt, rt_pid_t loop)
+{
+	rc_stats_t s;
+	cr_assert_eq(rc_loop_stats(rt, loop, &s), 0);
+	return s;
+}
+
+static const char *const one_box[] = { "b" };
+static const char *const two_items[] = { "b/ok", "b/bad" };
+
 Test(reconciler, sync_runs_every_key_once_and_replies)
 {
 	rt_t *rt = rt_new();
-	fake_t f = { .keys = { "a", "b", "c" }, .nkeys = 3, .fail_key = -1,
-		     .reenqueue_key = -1, .requeue_key = -1 };
-	rt_pid_t loop = start(rt, &f, 60000);
+	fake_t box, item;
+	fake_init(&box, K_BOX, one_box, 1);
+	fake_init(&item, K_ITEM, two_items, 2);
+	rt_pid_t loop = start(rt, &box, &item, 60000);
 	driver_t d = { .loop = loop };
 	cr_assert_eq(rt_spawn(rt, &driver_b, &d, NULL), 0);
 	ts_run_for(rt, 5);
 	cr_assert_eq(d.replies, 1);
 	cr_assert_eq(d.cookie, 42);
-	/* The initial tick and the sync's pass both queued every key; each
-	 * ran at least once, and the queue is empty after the sync. */
-	for (int i = 0; i < 3; i++)
-		cr_assert_geq(f.calls[i], 1);
-	rc_loop_t *l = rc_loop_of(rt, loop);
-	cr_assert_not_null(l);
-	cr_assert_eq(rc_queued(l), 0);
-	cr_assert_eq(f.records, f.calls[0] + f.calls[1] + f.calls[2]);
+	cr_assert_geq(box.objs[0].calls, 1);
+	cr_assert_geq(item.objs[0].calls, 1);
+	cr_assert_geq(item.objs[1].calls, 1);
+	cr_assert_eq(stats(rt, loop).queued, 0);
+	/* Each object went idle -> working once, recorded once. */
+	cr_assert_eq(records, 3);
+	cr_assert_eq(item.bad_enqueue, -EINVAL);   /* kind 7 is not on this loop */
 	rt_free(rt);
 }
 
-/* Dedup: many enqueues before the queue is served run the key once. */
-typedef struct spam { rt_pid_t loop; } spam_t;
+Test(reconciler, loop_refuses_bad_kind_ids)
+{
+	rt_t *rt = rt_new();
+	fake_t box;
+	fake_init(&box, K_BOX, one_box, 1);
+	rc_loop_opts_t o = { .managers = { &box_mgr, &box_mgr }, .ctx = { &box, &box },
+			     .nkinds = 2 };
+	rt_pid_t pid;
+	cr_assert_eq(rc_loop_start(rt, &o, &pid), -EINVAL);   /* same id twice */
+	rt_free(rt);
+}
 
 Test(reconciler, key_queued_many_times_runs_once)
 {
 	rt_t *rt = rt_new();
-	fake_t f = { .keys = { "a" }, .nkeys = 1, .fail_key = -1,
-		     .reenqueue_key = -1, .requeue_key = -1 };
-	rt_pid_t loop = start(rt, &f, 60000);
+	fake_t box, item;
+	fake_init(&box, K_BOX, one_box, 1);
+	fake_init(&item, K_ITEM, two_items, 0);
+	rt_pid_t loop = start(rt, &box, &item, 60000);
 	ts_run_for(rt, 0.1);
-	int before = f.calls[0];
-	rc_loop_t *l = rc_loop_of(rt, loop);
+	int before = box.objs[0].calls;
 	for (int i = 0; i < 100; i++)
-		cr_assert_eq(rc_enqueue(l, 0, "a"), 0);
-	cr_assert_eq(rc_enqueue(l, 5, "a"), -EINVAL);
+		cr_assert_eq(rc_enqueue_from(rt, loop, K_BOX, "b"), 0);
 	ts_run_for(rt, 0.1);
-	cr_assert_eq(f.calls[0], before + 1);
+	cr_assert_eq(box.objs[0].calls, before + 1);
 	rt_free(rt);
 }
 
 Test(reconciler, enqueue_while_running_reruns_after_not_inside)
 {
 	rt_t *rt = rt_new();
-	fake_t f = { .keys = { "a" }, .nkeys = 1, .fail_key = -1,
-		     .reenqueue_key = 0, .requeue_key = -1 };
-	start(rt, &f, 60000);
+	fake_t box, item;
+	fake_init(&box, K_BOX, one_box, 1);
+	fake_init(&item, K_ITEM, two_items, 0);
+	box.reenqueue_idx = 0;
+	start(rt, &box, &item, 60000);
 	ts_run_for(rt, 0.1);
-	cr_assert_eq(f.calls[0], 2);
-	cr_assert_eq(f.max_depth, 1);
+	cr_assert_eq(box.objs[0].calls, 2);
+	cr_assert_eq(box.max_depth, 1);
 	rt_free(rt);
 }
 
-Test(reconciler, requeue_after_replaces_and_fires_once)
+Test(reconciler, requeue_after_is_a_result_and_fires_once)
 {
 	rt_t *rt = rt_new();
-	fake_t f = { .keys = { "a" }, .nkeys = 1, .fail_key = -1,
-		     .reenqueue_key = -1, .requeue_key = 0 };
-	rt_pid_t loop = start(rt, &f, 60000);
+	fake_t box, item;
+	fake_init(&box, K_BOX, one_box, 1);
+	fake_init(&item, K_ITEM, two_items, 0);
+	box.requeue_idx = 0;
+	rt_pid_t loop = start(rt, &box, &item, 60000);
 	ts_run_for(rt, 0.3);
-	cr_assert_eq(f.calls[0], 2);   /* the tick, then one requeue */
-	cr_assert_eq(rc_queued(rc_loop_of(rt, loop)), 0);
+	cr_assert_eq(box.objs[0].calls, 2);   /* the tick, then one requeue */
+	double gap = box.objs[0].at[1] - box.objs[0].at[0];
+	cr_assert(gap >= 0.019 && gap < 0.25, "requeue after 20 ms came after %.3f s", gap);
+	cr_assert_eq(stats(rt, loop).queued, 0);
 	rt_free(rt);
 }
 
-Test(reconciler, failures_retry_then_escalate)
+/* A child that keeps failing is retried with the loop's backoff
+ * (40, 80, 160 ms), then marked failed through its table, and its parent
+ * hears of it and is reconciled again. */
+Test(reconciler, failures_retry_with_backoff_then_escalate_to_parent)
 {
 	rt_t *rt = rt_new();
-	fake_t f = { .keys = { "ok", "bad" }, .nkeys = 2, .fail_key = 1,
-		     .reenqueue_key = -1, .requeue_key = -1 };
-	rt_pid_t loop = start(rt, &f, 60000);
-	ts_run_for(rt, 1.0);   /* retries at 5, 10, 20 ms */
-	cr_assert_eq(f.calls[1], 4);   /* first try + max_retries */
-	cr_assert_eq(f.escalated, 1);
-	cr_assert_eq(f.calls[0], 1);
-	rc_stats_t s = rc_stats(rc_loop_of(rt, loop));
+	fake_t box, item;
+	fake_init(&box, K_BOX, one_box, 1);
+	fake_init(&item, K_ITEM, two_items, 2);
+	item.fail_idx = 1;
+	rt_pid_t loop = start(rt, &box, &item, 60000);
+	ts_run_for(rt, 0.1);
+	int box_calls = box.objs[0].calls;
+	ts_run_for(rt, 1.5);
+	obj_t *bad = &item.objs[1];
+	cr_assert_eq(bad->calls, 4);   /* first try + max_retries */
+	const double want[3] = { 0.040, 0.080, 0.160 };
+	for (int i = 0; i < 3; i++) {
+		double gap = bad->at[i + 1] - bad->at[i];
+		cr_assert(gap >= want[i] - 0.001 && gap < want[i] + 0.3,
+			  "retry %d after %.3f s, want %.3f s", i + 1, gap, want[i]);
+	}
+	cr_assert_eq(bad->marked_failed, 1);
+	cr_assert_eq(bad->st.phase, PH_FAILED);
+	cr_assert(strstr(bad->st.reason, "disk on fire"), "%s", bad->st.reason);
+	cr_assert_str_eq(box.objs[0].child_failed,
+			 "item b/bad: reconcile failed 4 times: disk on fire");
+	cr_assert_gt(box.objs[0].calls, box_calls);   /* the parent was queued */
+	cr_assert_eq(item.objs[0].marked_failed, 0);
+	rc_stats_t s = stats(rt, loop);
 	cr_assert_eq(s.failures, 4);
 	cr_assert_eq(s.escalations, 1);
+	cr_assert_eq(s.illegal, 0);
+	rt_free(rt);
+}
+
+/* Messages reach the kind that owns them and no other. */
+Test(reconciler, messages_are_routed_to_their_kind_only)
+{
+	rt_t *rt = rt_new();
+	fake_t box, item;
+	fake_init(&box, K_BOX, one_box, 1);
+	fake_init(&item, K_ITEM, two_items, 1);
+	item.spawn_child = true;    /* an owned actor that crashes */
+	rt_pid_t loop = start(rt, &box, &item, 60000);
+	ts_run_for(rt, 0.1);
+	cr_assert_eq(rt_send(rt, loop, RC_TAG_KIND(K_BOX, 3), NULL, 0), 0);
+	cr_assert_eq(rt_send(rt, loop, RC_TAG_KIND(K_ITEM, 5), NULL, 0), 0);
+	cr_assert_eq(rt_send(rt, loop, RC_TAG_KIND(K_ITEM, 6), NULL, 0), 0);
+	cr_assert_eq(rt_send(rt, loop, RC_TAG_KIND(3, 1), NULL, 0), 0);   /* no such kind */
+	ts_run_for(rt, 0.2);
+	cr_assert_eq(box.handled, 1);
+	cr_assert_eq(box.exits, 0);
+	cr_assert_eq(item.handled, 3);         /* two tags + its actor's exit */
+	cr_assert_eq(item.exits, 1);
+	cr_assert_eq(stats(rt, loop).unrouted, 1);
 	rt_free(rt);
 }
 
 Test(reconciler, nudges_are_debounced_and_ticks_resync)
 {
 	rt_t *rt = rt_new();
-	fake_t f = { .keys = { "a" }, .nkeys = 1, .fail_key = -1,
-		     .reenqueue_key = -1, .requeue_key = -1 };
-	rt_pid_t loop = start(rt, &f, 60000);
+	fake_t box, item;
+	fake_init(&box, K_BOX, one_box, 1);
+	fake_init(&item, K_ITEM, two_items, 0);
+	rt_pid_t loop = start(rt, &box, &item, 60000);
 	ts_run_for(rt, 0.05);
-	uint64_t p0 = rc_stats(rc_loop_of(rt, loop)).passes;
+	uint64_t p0 = stats(rt, loop).passes;
 	for (int i = 0; i < 50; i++)
 		cr_assert_eq(rc_nudge(rt, loop), 0);
 	ts_run_for(rt, 0.5);
-	cr_assert_eq(rc_stats(rc_loop_of(rt, loop)).passes, p0 + 1);
+	cr_assert_eq(stats(rt, loop).passes, p0 + 1);
 	rt_free(rt);
 
 	/* A short resync period runs passes by itself. */
 	rt = rt_new();
-	fake_t g = { .keys = { "a" }, .nkeys = 1, .fail_key = -1,
-		     .reenqueue_key = -1, .requeue_key = -1 };
-	loop = start(rt, &g, 10);
+	fake_init(&box, K_BOX, one_box, 1);
+	loop = start(rt, &box, &item, 10);
 	ts_run_for(rt, 0.3);
-	cr_assert_geq(rc_stats(rc_loop_of(rt, loop)).passes, 5);
-	cr_assert_geq(g.calls[0], 5);
+	cr_assert_geq(stats(rt, loop).passes, 5);
+	cr_assert_geq(box.objs[0].calls, 5);
+	rt_free(rt);
+}
+
+/* --- transition tables ------------------------------------------------------- */
+
+/* An actor that applies events on the loop's behalf: rc_fsm_apply needs a
+ * loop, so it runs as the reconcile of a one-object kind. */
+typedef struct fsm_case { rc_fsm_state_t st; int results[4]; } fsm_case_t;
+static fsm_case_t fsm_case;
+
+static rc_result_t fsm_reconcile(void *ctx, rc_loop_t *loop, const rc_view_t *view)
+{
+	(void)ctx; (void)view;
+	fsm_case_t *c = &fsm_case;
+	c->results[0] = rc_fsm_apply(loop, K_BOX, "x", &test_fsm, &c->st, EV_SEEN, "go");
+	c->results[1] = rc_fsm_apply(loop, K_BOX, "x", &test_fsm, &c->st, EV_SEEN, "go");
+	c->results[2] = rc_fsm_apply(loop, K_BOX, "x", &test_fsm, &c->st, EV_RESET, "no");
+	c->results[3] = rc_fsm_apply(loop, K_BOX, "x", &test_fsm, &c->st, EV_FAIL, "boom");
+	return rc_converged();
+}
+static int fsm_list(void *ctx, rc_loop_t *loop) { (void)ctx; return rc_enqueue(loop, K_BOX, "x"); }
+static const rc_manager_t fsm_mgr = {
+	.kind = K_BOX, .name = "box", .list = fsm_list, .reconcile = fsm_reconcile,
+};
+
+Test(reconciler, transition_table_applies_records_and_refuses)
+{
+	rt_t *rt = rt_new();
+	rc_loop_opts_t o = { .managers = { &fsm_mgr }, .ctx = { NULL }, .nkinds = 1,
+			     .record = fake_record, .resync_ms = 60000 };
+	rt_pid_t pid;
+	records = 0;
+	memset(&fsm_case, 0, sizeof fsm_case);
+	rc_fsm_restore(&fsm_case.st, PH_IDLE, 1, "");
+	cr_assert_eq(rc_loop_start(rt, &o, &pid), 0);
+	ts_run_for(rt, 0.1);
+	cr_assert_eq(fsm_case.results[0], 1);               /* idle -> working */
+	cr_assert_eq(fsm_case.results[1], 0);               /* same: nothing */
+	cr_assert_eq(fsm_case.results[2], TANK_EILLEGAL);   /* reset from working */
+	cr_assert_eq(fsm_case.results[3], 1);               /* working -> failed */
+	cr_assert_eq(fsm_case.st.phase, PH_FAILED);
+	cr_assert_str_eq(fsm_case.st.reason, "boom");
+	cr_assert_gt(fsm_case.st.since, 1);
+	cr_assert_eq(records, 2);
+	cr_assert_str_eq(last_record, "box x working->failed boom");
+	cr_assert_eq(stats(rt, pid).illegal, 1);
+	cr_assert_eq(rc_fsm_phase_of(&test_fsm, "failed"), PH_FAILED);
+	cr_assert_eq(rc_fsm_phase_of(&test_fsm, "nope"), -1);
 	rt_free(rt);
 }

@@ -14,7 +14,7 @@
 #include <unistd.h>
 
 #include "pod/pod_manifest.h"
-#include "reconciler/rc_pod.h"
+#include "pod/pod_mgr.h"
 #include "store/st.h"
 #include "tests/support/tsupport.h"
 
@@ -22,7 +22,7 @@ typedef struct h {
 	char dir[64];
 	rt_t *rt;
 	st_t *st;
-	rc_pods_t *pods;
+	pod_mgr_t *pods;
 	rt_pid_t loop;
 	pod_cgroup_env_t cg;
 	int launches;
@@ -62,7 +62,7 @@ static int fake_launch(const pod_launch_opts_t *o, pod_proc_t *out, tank_error_t
 	return 0;
 }
 
-static void on_event(void *ctx, const rc_event_t *ev)
+static void on_event(void *ctx, const pod_event_t *ev)
 {
 	h_t *h = ctx;
 	cr_assert_not_null(ev->pod);
@@ -86,17 +86,17 @@ static h_t *setup(bool fake)
 	cr_assert_not_null(h->rt);
 	char logs[96];
 	snprintf(logs, sizeof logs, "%s/logs", h->dir);
-	rc_pods_opts_t po = {
+	pod_mgr_opts_t po = {
 		.store = h->st, .log_dir = logs, .cgroups = &h->cg,
 		.on_event = on_event, .event_ctx = h,
 		.launch = fake ? fake_launch : NULL,
 	};
-	cr_assert_eq(rc_pods_new(&po, &h->pods), 0);
+	cr_assert_eq(pod_mgr_new(&po, &h->pods), 0);
 	rc_loop_opts_t lo = {
 		.resync_ms = 200,
-		.managers = { &rc_pod_manager, &rc_container_manager },
+		.managers = { &pod_manager, &pod_ctr_manager },
 		.ctx = { h->pods, h->pods }, .nkinds = 2,
-		.record = rc_pods_record, .record_ctx = h->pods,
+		.record = pod_mgr_record, .record_ctx = h->pods,
 		.name = "reconciler",
 	};
 	cr_assert_eq(rc_loop_start(h->rt, &lo, &h->loop), 0);
@@ -105,8 +105,13 @@ static h_t *setup(bool fake)
 
 static void teardown(h_t *h)
 {
+	rc_stats_t rs;
+	/* Every phase change went through the tables: none was refused. */
+	if (rc_loop_stats(h->rt, h->loop, &rs) == 0)
+		cr_assert_eq(rs.illegal, 0, "%llu illegal transitions",
+			     (unsigned long long)rs.illegal);
 	rt_free(h->rt);
-	rc_pods_free(h->pods);
+	pod_mgr_free(h->pods);
 	while (waitpid(-1, NULL, WNOHANG) > 0)
 		;
 	if (h->cg.mode != POD_CGROUP_NONE)
@@ -433,9 +438,8 @@ Test(reconciler, terminal_stays_until_restart_by_hand)
 	int launches = h->launches;
 	run_for(h, 0.5);
 	cr_assert_eq(h->launches, launches);
-	rc_loop_t *l = rc_loop_of(h->rt, h->loop);
-	cr_assert_eq(rc_pods_restart(h->pods, l, "job"), 0);
-	cr_assert_eq(rc_pods_restart(h->pods, l, "nope"), TANK_ENOTFOUND);
+	cr_assert_eq(pod_mgr_restart(h->pods, h->rt, h->loop, "job"), 0);
+	cr_assert_eq(pod_mgr_restart(h->pods, h->rt, h->loop, "nope"), TANK_ENOTFOUND);
 	run_for(h, 0.3);
 	cr_assert(wait_for(h, "job", phase_is, "terminal", 10));
 	cr_assert_eq(h->launches, launches + 1);
@@ -508,16 +512,16 @@ Test(reconciler, thousand_pods_converge_and_go)
 	size_t running = 0;
 	for (int t = 0; t < 3000 && running < N; t++) {
 		run_for(h, 0.02);
-		running = rc_pods_nrunning(h->pods);
+		running = pod_mgr_nrunning(h->pods);
 	}
 	cr_assert_eq(running, N);
 	for (int i = 0; i < N; i += 97)
 		cr_assert(phase_is(h, names[i], "running"), "%s", names[i]);
 	cr_assert_eq(st_delete(h->st, (const char *const *)names, N, NULL, NULL), 0);
 	rc_nudge(h->rt, h->loop);
-	for (int t = 0; t < 3000 && rc_pods_nrunning(h->pods); t++)
+	for (int t = 0; t < 3000 && pod_mgr_nrunning(h->pods); t++)
 		run_for(h, 0.02);
-	cr_assert_eq(rc_pods_nrunning(h->pods), 0);
+	cr_assert_eq(pod_mgr_nrunning(h->pods), 0);
 	cr_assert(wait_for(h, names[N - 1], gone, NULL, 10));
 	for (int i = 0; i < N; i++) {
 		free(names[i]);

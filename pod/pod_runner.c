@@ -1,4 +1,4 @@
-#include "reconciler/rc_runner.h"
+#include "pod/pod_runner.h"
 
 #include <errno.h>
 #include <ev.h>
@@ -8,9 +8,9 @@
 #include <string.h>
 #include <unistd.h>
 
-enum { RC_FD_OUT = 1, RC_FD_ERR = 2, RC_CHILD = 3 };
+enum { POD_FD_OUT = 1, POD_FD_ERR = 2, POD_CHILD = 3 };
 
-typedef struct rc_runner {
+typedef struct pod_runner {
 	rt_pid_t owner;
 	char key[RC_KEY_MAX];
 	pod_proc_t proc;
@@ -22,9 +22,9 @@ typedef struct rc_runner {
 	rt_ref_t out_watch, err_watch;
 	bool stopping;
 	bool exited;
-} rc_runner_t;
+} pod_runner_t;
 
-static void rc__runner_drain(rt_t *rt, rc_runner_t *r, pod_log_stream_t s)
+static void pod__runner_drain(rt_t *rt, pod_runner_t *r, pod_log_stream_t s)
 {
 	int *fd = s == POD_LOG_STDOUT ? &r->proc.stdout_fd : &r->proc.stderr_fd;
 	rt_ref_t *w = s == POD_LOG_STDOUT ? &r->out_watch : &r->err_watch;
@@ -50,62 +50,62 @@ static void rc__runner_drain(rt_t *rt, rc_runner_t *r, pod_log_stream_t s)
 	}
 }
 
-static void rc__runner_kill_rest(rc_runner_t *r)
+static void pod__runner_kill_rest(pod_runner_t *r)
 {
 	/* Descendants that outlived the main process die with it. */
 	(void)pod_proc_kill_all(&r->proc, r->cgroup);
 }
 
-static void rc__runner_exit(rt_t *rt, rc_runner_t *r, int status)
+static void pod__runner_exit(rt_t *rt, pod_runner_t *r, int status)
 {
-	rc_runner_exited_t ex;
+	pod_runner_exited_t ex;
 
 	memset(&ex, 0, sizeof ex);
-	rc__runner_drain(rt, r, POD_LOG_STDOUT);
-	rc__runner_drain(rt, r, POD_LOG_STDERR);
+	pod__runner_drain(rt, r, POD_LOG_STDOUT);
+	pod__runner_drain(rt, r, POD_LOG_STDERR);
 	pod_exit_from_status(status, r->cgroup, &ex.exit);
-	rc__runner_kill_rest(r);
+	pod__runner_kill_rest(r);
 	ex.stopped = r->stopping;
 	ex.ran_ms = rt_now_ms(rt) - r->started_ms;
 	memcpy(ex.key, r->key, sizeof ex.key);
 	r->exited = true;
-	rt_send(rt, r->owner, RC_RUNNER_EXITED, &ex, sizeof ex);
+	rt_send(rt, r->owner, POD_RUNNER_EXITED, &ex, sizeof ex);
 	rt_exit_self(rt, RT_R_NORMAL);
 }
 
-static void rc__runner_handle(rt_t *rt, void *state, rt_msg_t *m)
+static void pod__runner_handle(rt_t *rt, void *state, rt_msg_t *m)
 {
-	rc_runner_t *r = state;
+	pod_runner_t *r = state;
 
 	switch (m->type) {
 	case RT_MSG_FD:
-		rc__runner_drain(rt, r, m->tag == RC_FD_OUT ? POD_LOG_STDOUT
+		pod__runner_drain(rt, r, m->tag == POD_FD_OUT ? POD_LOG_STDOUT
 							    : POD_LOG_STDERR);
 		return;
 	case RT_MSG_CHILD:
-		rc__runner_exit(rt, r, m->u.child.status);
+		pod__runner_exit(rt, r, m->u.child.status);
 		return;
 	case RT_MSG_USER:
 		break;
 	default:
 		return;
 	}
-	if (m->tag == RC_RUNNER_STOP && !r->stopping && !r->exited) {
+	if (m->tag == POD_RUNNER_STOP && !r->stopping && !r->exited) {
 		r->stopping = true;
 		if (pod_proc_signal(&r->proc, r->stop_signal) < 0 || r->grace_ms == 0)
-			rc__runner_kill_rest(r);
+			pod__runner_kill_rest(r);
 		else
-			rt_send_after(rt, rt_self(rt), r->grace_ms, RC_RUNNER_GRACE,
+			rt_send_after(rt, rt_self(rt), r->grace_ms, POD_RUNNER_GRACE,
 				      NULL, 0, NULL);
-	} else if (m->tag == RC_RUNNER_GRACE && !r->exited) {
-		rc__runner_kill_rest(r);
+	} else if (m->tag == POD_RUNNER_GRACE && !r->exited) {
+		pod__runner_kill_rest(r);
 	}
 }
 
-static int rc__runner_init(rt_t *rt, void **state, void *arg)
+static int pod__runner_init(rt_t *rt, void **state, void *arg)
 {
-	rc_runner_args_t *a = arg;
-	rc_runner_t *r = calloc(1, sizeof *r);
+	pod_runner_args_t *a = arg;
+	pod_runner_t *r = calloc(1, sizeof *r);
 	int err;
 
 	if (!r)
@@ -122,13 +122,13 @@ static int rc__runner_init(rt_t *rt, void **state, void *arg)
 	}
 	r->started_ms = rt_now_ms(rt);
 	/* The exit may already have happened: rt_watch_child copes. */
-	if ((err = rt_watch_child(rt, rt_self(rt), r->proc.pid, RC_CHILD, NULL)) < 0 ||
+	if ((err = rt_watch_child(rt, rt_self(rt), r->proc.pid, POD_CHILD, NULL)) < 0 ||
 	    (r->proc.stdout_fd >= 0 &&
 	     (err = rt_watch_fd(rt, rt_self(rt), r->proc.stdout_fd, EV_READ,
-				RC_FD_OUT, &r->out_watch)) < 0) ||
+				POD_FD_OUT, &r->out_watch)) < 0) ||
 	    (r->proc.stderr_fd >= 0 &&
 	     (err = rt_watch_fd(rt, rt_self(rt), r->proc.stderr_fd, EV_READ,
-				RC_FD_ERR, &r->err_watch)) < 0)) {
+				POD_FD_ERR, &r->err_watch)) < 0)) {
 		/* Cannot supervise it: do not leave it running.  The
 		 * runtime reaps it as an unclaimed child. */
 		pod_proc_kill_all(&r->proc, r->cgroup);
@@ -142,22 +142,22 @@ static int rc__runner_init(rt_t *rt, void **state, void *arg)
 	return 0;
 }
 
-static void rc__runner_terminate(rt_t *rt, void *state, rt_reason_t reason)
+static void pod__runner_terminate(rt_t *rt, void *state, rt_reason_t reason)
 {
-	rc_runner_t *r = state;
+	pod_runner_t *r = state;
 
 	(void)rt; (void)reason;
 	if (!r->exited)
-		rc__runner_kill_rest(r);
+		pod__runner_kill_rest(r);
 	pod_proc_close_fds(&r->proc);
 	free(r);
 }
 
-static const rt_behaviour_t rc_runner_behaviour = {
-	"rc_runner", rc__runner_init, rc__runner_handle, rc__runner_terminate,
+static const rt_behaviour_t pod_runner_behaviour = {
+	"pod_runner", pod__runner_init, pod__runner_handle, pod__runner_terminate,
 };
 
-int rc_runner_start(rt_t *rt, rc_runner_args_t *args, rt_pid_t *out)
+int pod_runner_start(rt_t *rt, pod_runner_args_t *args, rt_pid_t *out)
 {
-	return rt_spawn_link(rt, &rc_runner_behaviour, args, out);
+	return rt_spawn_link(rt, &pod_runner_behaviour, args, out);
 }

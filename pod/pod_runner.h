@@ -1,7 +1,7 @@
 /*
- * rc_runner — the runtime actor of one running container.
+ * pod_runner — the runtime actor of one running container.
  *
- * The reconciler spawns one runner per container start (a `temporary`
+ * The container manager (pod_mgr) spawns one runner per container start (a `temporary`
  * actor: it never restarts itself; restart policy is the reconciler's).
  * The runner starts the process through the pod layer's launcher, watches
  * its exit and its stdout/stderr pipes, feeds the log writer, and carries
@@ -9,45 +9,45 @@
  * everything in the container's cgroup (or process group).
  *
  * When the process has exited the runner kills whatever descendants are
- * left in its cgroup, sends its owner one RC_RUNNER_EXITED message and
+ * left in its cgroup, sends its owner one POD_RUNNER_EXITED message and
  * exits normally.  If the runner is killed (daemon shutdown, crash) its
  * terminate kills the container's processes: a container never outlives
  * the actor that tracks it.
  *
  * Ownership: the cgroup and the log writer are the owner's (they live as
  * long as the container's tracking, across restarts); the runner borrows
- * them until it sends RC_RUNNER_EXITED or dies, and the owner must not
+ * them until it sends POD_RUNNER_EXITED or dies, and the owner must not
  * free them before.  Everything else is copied.
  */
-#ifndef TANK_RC_RUNNER_H
-#define TANK_RC_RUNNER_H
+#ifndef TANK_POD_RUNNER_H
+#define TANK_POD_RUNNER_H
 
 #include <stdbool.h>
 
 #include "common/tank_err.h"
+#include "common/tank_kinds.h"
 #include "pod/pod_cgroup.h"
 #include "pod/pod_launch.h"
 #include "pod/pod_log.h"
 #include "reconciler/rc_loop.h"
 #include "runtime/rt.h"
 
-#define RC_KEY_MAX 160
-
-/* runner -> owner */
-#define RC_RUNNER_EXITED (RC_TAG_USER + 1)
+/* runner -> owner (the reconciler): a tag of the container kind, so the
+ * loop routes it to the container manager and no other */
+#define POD_RUNNER_EXITED RC_TAG_KIND(TANK_KIND_CONTAINER, 1)
 /* owner -> runner: payload none; starts the stop sequence (idempotent) */
-#define RC_RUNNER_STOP (RC_TAG_USER + 2)
+#define POD_RUNNER_STOP 10
 /* runner -> itself: the grace period ran out */
-#define RC_RUNNER_GRACE (RC_TAG_USER + 3)
+#define POD_RUNNER_GRACE 11
 
-typedef struct rc_runner_exited {
+typedef struct pod_runner_exited {
 	pod_exit_t exit;
 	bool stopped;             /* it was asked to stop */
 	uint64_t ran_ms;          /* from exec to exit */
 	char key[RC_KEY_MAX];     /* "<pod>/<container>" */
-} rc_runner_exited_t;
+} pod_runner_exited_t;
 
-typedef struct rc_runner_args {
+typedef struct pod_runner_args {
 	rt_pid_t owner;
 	const char *key;                  /* copied */
 	const pod_launch_opts_t *launch_opts;  /* borrowed for the spawn */
@@ -59,12 +59,12 @@ typedef struct rc_runner_args {
 	int (*launch)(const pod_launch_opts_t *, pod_proc_t *, tank_error_t *);
 	pod_proc_t *proc;                 /* out: the started process */
 	tank_error_t *err;                /* out: why the start failed */
-} rc_runner_args_t;
+} pod_runner_args_t;
 
 /* Spawns a runner linked to the caller and starts the process in its
  * init.  Returns 0 with args->proc filled, or the launch error (args->err
  * says what failed: "exec /nope: No such file or directory"); no actor
  * then exists.  Blocks for the launcher's vfork window only. */
-int rc_runner_start(rt_t *rt, rc_runner_args_t *args, rt_pid_t *out);
+int pod_runner_start(rt_t *rt, pod_runner_args_t *args, rt_pid_t *out);
 
 #endif

@@ -1,0 +1,1267 @@
+/*
+ * pod_mgr.c — pod and container managers.
+ *
+ * want (what the pod asks of a container) is derived, never stored:
+ * pod__ctr_want() is true while the pod is desired, its running spec is
+ * the desired generation, no restart by hand is under way and the daemon
+ * is not shutting down.  Every decision compares that with the observed
+ * state (runner alive, terminal, backing off), so any event — an exit, a
+ * tick, an apply — just queues the key and the same code decides.
+ */
+#include "pod/pod_mgr.h"
+
+#include <errno.h>
+#include <stddef.h>
+#include <stdarg.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <msgpack.h>
+
+#include "common/tank_backoff.h"
+#include "common/tank_map.h"
+#include "pod/pod_launch.h"
+#include "pod/pod_log.h"
+#include "pod/pod_phase.h"
+#include "pod/pod_runner.h"
+#include "pod/pod_sandbox.h"
+#include "pod/pod_spec.h"
+#include "reconciler/rc_fsm.h"
+
+#define K_POD TANK_KIND_POD
+#define K_CTR TANK_KIND_CONTAINER
+
+typedef struct pod_trk pod_trk_t;
+
+typedef struct pod_ctr {
+	pod_trk_t *pod;
+	char key[RC_KEY_MAX];         /* "<pod>/<container>" */
+	const char *name;             /* into key */
+	rc_fsm_state_t st;            /* phase, since, reason */
+	rt_pid_t runner;
+	pod_proc_t proc;
+	bool stop_sent;
+	uint32_t restarts, retries;
+	st_exit_t last_exit;
+	int64_t started_at, next_restart_at;
+	bool has_cg;
+	pod_cgroup_t cg;
+	pod_log_t *log;
+	/* processes left by a previous tankd */
+	bool orphans_checked;         /* its cgroup was looked at */
+	bool cg_orphans;              /* its cgroup held processes */
+	pid_t orphan;
+	uint64_t orphan_start;
+	int64_t orphan_deadline;      /* 0: stop signal not sent yet */
+} pod_ctr_t;
+
+struct pod_trk {
+	char name[POD_NAME_MAX + 1];
+	bool desired;
+	pod_spec_t *want;             /* desired spec (owned), NULL if deleted */
+	uint64_t want_gen;
+	pod_spec_t *spec;             /* spec the containers run (owned; may == want) */
+	uint64_t generation;
+	pod_ctr_t *ctrs;
+	size_t nctrs;
+	bool has_sb;
+	pod_sandbox_t sb;
+	bool restart_req;
+	bool restart_noted;           /* the request is in the history */
+	rc_fsm_state_t st;
+	char fail[RC_REASON_MAX];     /* non-empty: failed as a whole (escalated,
+				       * or its stored spec cannot be loaded) */
+	bool restored;                /* stored status was read */
+	st_status_t saved;            /* stored status, until containers exist */
+	bool has_saved;
+	uint64_t persisted_sig;       /* pod__status_sig of the last status queued */
+};
+
+struct pod_mgr {
+	pod_mgr_opts_t o;
+	char *log_dir;
+	pod_cgroup_env_t cg_env;
+	bool has_cg;
+	tank_map_t pods;              /* name -> pod_trk_t */
+	size_t nrunning;
+	bool shutting_down;
+	bool drained_told;
+};
+
+/* --- helpers ----------------------------------------------------------------- */
+
+/* Status strings are bounded; a longer reason is cut, by design. */
+static void pod__fmt(char *dst, size_t cap, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+static void pod__fmt(char *dst, size_t cap, const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(dst, cap, fmt, ap);
+	va_end(ap);
+}
+
+static void pod__copy(char *dst, size_t cap, const char *src)
+{
+	pod__fmt(dst, cap, "%s", src ? src : "");
+}
+
+static pod_ctr_t *pod__ctr_find(pod_mgr_t *m, const char *key)
+{
+	char pod[POD_NAME_MAX + 1];
+	const char *slash = strchr(key, '/');
+	pod_trk_t *p;
+
+	if (!slash || (size_t)(slash - key) > POD_NAME_MAX)
+		return NULL;
+	memcpy(pod, key, (size_t)(slash - key));
+	pod[slash - key] = '\0';
+	if (!(p = tank_map_get(&m->pods, pod)))
+		return NULL;
+	for (size_t i = 0; i < p->nctrs; i++)
+		if (strcmp(p->ctrs[i].name, slash + 1) == 0)
+			return &p->ctrs[i];
+	return NULL;
+}
+
+static bool pod__ctr_want(const pod_mgr_t *m, const pod_ctr_t *c)
+{
+	const pod_trk_t *p = c->pod;
+	return !m->shutting_down && p->desired && p->spec &&
+	       p->generation == p->want_gen && !p->restart_req && !p->fail[0];
+}
+
+static bool pod__busy(const pod_trk_t *p)
+{
+	for (size_t i = 0; i < p->nctrs; i++)
+		if (p->ctrs[i].runner || p->ctrs[i].orphan || p->ctrs[i].cg_orphans)
+			return true;
+	return false;
+}
+
+/* The pod has something to do once its containers are stopped: be
+ * deleted, switch to a new spec, or start again after a restart. */
+static bool pod__waits(const pod_trk_t *p)
+{
+	return !p->desired || (p->spec && p->generation != p->want_gen) || p->restart_req;
+}
+
+static void pod__ctr_event(rc_loop_t *loop, pod_ctr_t *c, enum pod_ctr_event ev,
+			   const char *reason)
+{
+	(void)rc_fsm_apply(loop, K_CTR, c->key, &pod_ctr_fsm, &c->st, (uint8_t)ev, reason);
+}
+
+/* A signature of everything the stored status shows.  A resync revisits
+ * every pod; comparing this cheap hash of the live fields (not of the
+ * 2 KiB record it would build) skips the store when nothing changed. */
+static uint64_t pod__sig_mix(uint64_t h, uint64_t v)
+{
+	h ^= v + 0x9e3779b97f4a7c15ull + (h << 6) + (h >> 2);
+	return h;
+}
+
+static uint64_t pod__sig_str(uint64_t h, const char *str)
+{
+	return pod__sig_mix(h, tank_hash64(str, strlen(str)));
+}
+
+static uint64_t pod__status_sig(const pod_trk_t *p)
+{
+	uint64_t h = pod__sig_mix(p->st.phase, (uint64_t)p->st.since);
+
+	h = pod__sig_str(h, p->st.reason);
+	h = pod__sig_mix(h, p->generation ? p->generation : p->want_gen);
+	h = pod__sig_mix(h, p->nctrs);
+	for (size_t i = 0; i < p->nctrs; i++) {
+		const pod_ctr_t *c = &p->ctrs[i];
+		h = pod__sig_mix(h, c->st.phase);
+		h = pod__sig_str(h, c->st.reason);
+		h = pod__sig_mix(h, (uint64_t)(c->runner ? c->proc.pid : c->orphan));
+		h = pod__sig_mix(h, c->runner ? c->proc.start_time : c->orphan_start);
+		h = pod__sig_mix(h, (uint64_t)c->restarts << 32 | c->retries);
+		h = pod__sig_mix(h, (uint64_t)c->last_exit.present << 63 ^
+				   (uint64_t)(uint32_t)c->last_exit.code << 32 ^
+				   (uint32_t)c->last_exit.signal);
+		h = pod__sig_mix(h, (uint64_t)c->started_at);
+		h = pod__sig_mix(h, (uint64_t)c->next_restart_at);
+	}
+	return h;
+}
+
+static void pod__persist(pod_mgr_t *m, pod_trk_t *p)
+{
+	uint64_t sig = pod__status_sig(p);
+	st_status_t s;
+	st_container_status_t *cs;
+	int64_t last_at = -1;
+
+	if (sig == p->persisted_sig)
+		return;
+	/* On the heap: the count comes from the spec, and a stack array
+	 * sized by input is how a big pod once crashed tankd at every
+	 * start.  -ENOMEM leaves the old status, which the next change
+	 * rewrites. */
+	if (!(cs = calloc(p->nctrs ? p->nctrs : 1, sizeof *cs)))
+		return;
+	memset(&s, 0, sizeof s);
+	pod__copy(s.name, sizeof s.name, p->name);
+	pod__copy(s.phase, sizeof s.phase, rc_fsm_phase_name(&pod_fsm, p->st.phase));
+	pod__copy(s.reason, sizeof s.reason, p->st.reason);
+	s.generation = p->generation ? p->generation : p->want_gen;
+	s.since = p->st.since;
+	for (size_t i = 0; i < p->nctrs; i++) {
+		pod_ctr_t *c = &p->ctrs[i];
+		pod__copy(cs[i].name, sizeof cs[i].name, c->name);
+		pod__copy(cs[i].phase, sizeof cs[i].phase,
+			  rc_fsm_phase_name(&pod_ctr_fsm, c->st.phase));
+		pod__copy(cs[i].reason, sizeof cs[i].reason, c->st.reason);
+		cs[i].pid = c->runner ? c->proc.pid : c->orphan;
+		cs[i].pid_start_time = c->runner ? c->proc.start_time : c->orphan_start;
+		cs[i].restarts = c->restarts;
+		cs[i].retries = c->retries;
+		cs[i].last_exit = c->last_exit;
+		cs[i].started_at = c->started_at;
+		s.restarts += c->restarts;
+		if (c->retries > s.retries)
+			s.retries = c->retries;
+		if (c->st.phase == POD_CP_BACKING_OFF &&
+		    (!s.next_restart_at || c->next_restart_at < s.next_restart_at))
+			s.next_restart_at = c->next_restart_at;
+		if (c->last_exit.present && c->started_at > last_at) {
+			last_at = c->started_at;
+			s.last_exit = c->last_exit;
+		}
+	}
+	s.containers = cs;
+	s.n_containers = p->nctrs;
+	/* Queued and group-committed. */
+	if (st_status_put(m->o.store, &s) == 0)
+		p->persisted_sig = sig;
+	free(cs);
+}
+
+/* Derives the pod's phase from its containers (bubble up) and applies it
+ * through the pod table. */
+static void pod__update(pod_mgr_t *m, rc_loop_t *loop, pod_trk_t *p)
+{
+	enum pod_pevent ev = POD_PE_WAIT;
+	char reason[RC_REASON_MAX] = "";
+	size_t nterm = 0, nrun = 0, nback = 0, nstop = 0, nfail = 0;
+
+	for (size_t i = 0; i < p->nctrs; i++) {
+		pod_ctr_t *c = &p->ctrs[i];
+		switch (c->st.phase) {
+		case POD_CP_TERMINAL:
+			nterm++;
+			if (strcmp(c->st.reason, "completed") != 0) {
+				nfail++;
+				pod__copy(reason, sizeof reason, c->st.reason);
+			}
+			break;
+		case POD_CP_RUNNING:
+			nrun++;
+			break;
+		case POD_CP_BACKING_OFF:
+			nback++;
+			if (!reason[0])
+				pod__fmt(reason, sizeof reason, "%s: %s", c->name, c->st.reason);
+			break;
+		case POD_CP_STOPPING:
+			nstop++;
+			break;
+		}
+	}
+	if (nstop || (pod__busy(p) && p->nctrs && !pod__ctr_want(m, &p->ctrs[0]))) {
+		ev = POD_PE_STOP;
+		pod__copy(reason, sizeof reason, !p->desired ? "deleted"
+			  : p->restart_req ? "restart"
+			  : m->shutting_down ? "shutdown"
+			  : p->fail[0] ? p->fail : "spec changed");
+	} else if (p->fail[0]) {
+		ev = POD_PE_ALL_DONE;
+		pod__copy(reason, sizeof reason, p->fail);
+	} else if (p->nctrs && nterm == p->nctrs) {
+		ev = POD_PE_ALL_DONE;
+		if (!nfail)
+			pod__copy(reason, sizeof reason, "completed");
+		else if (strcmp(reason, "oom_killed") != 0)
+			pod__copy(reason, sizeof reason, "failed");
+	} else if (nback) {
+		ev = POD_PE_BACKOFF;
+	} else if (p->nctrs && nrun + nterm == p->nctrs) {
+		ev = POD_PE_ALL_RUNNING;
+		reason[0] = '\0';
+	} else if (nrun) {
+		ev = POD_PE_SOME_RUNNING;
+	}
+	(void)rc_fsm_apply(loop, K_POD, p->name, &pod_fsm, &p->st, (uint8_t)ev, reason);
+	pod__persist(m, p);
+}
+
+/* --- tracking ------------------------------------------------------------------ */
+
+static void pod__ctrs_free(pod_trk_t *p)
+{
+	for (size_t i = 0; i < p->nctrs; i++) {
+		pod_ctr_t *c = &p->ctrs[i];
+		if (c->has_cg && pod_cgroup_destroy(&c->cg) < 0) {
+			pod_cgroup_kill_all(&c->cg);
+			/* Its processes are dying; their group is left to the
+			 * next daemon start (create reuses it). */
+			pod_cgroup_forget(&c->cg);
+		}
+		pod_log_close(c->log);
+	}
+	free(p->ctrs);
+	p->ctrs = NULL;
+	p->nctrs = 0;
+	if (p->has_sb) {
+		pod_sandbox_destroy(&p->sb, false);
+		p->has_sb = false;
+	}
+}
+
+static void pod__trk_free(pod_trk_t *p)
+{
+	pod__ctrs_free(p);
+	if (p->spec != p->want)
+		pod_spec_free(p->spec);
+	pod_spec_free(p->want);
+	if (p->has_saved)
+		st_status_clear(&p->saved);
+	free(p);
+}
+
+/* Builds the containers of p->spec, taking over what the stored status
+ * says about them when it is of the same generation. */
+static int pod__ctrs_build(pod_trk_t *p)
+{
+	const pod_spec_t *s = p->spec;
+
+	if (!(p->ctrs = calloc(s->container_count ? s->container_count : 1, sizeof *p->ctrs)))
+		return -ENOMEM;
+	p->nctrs = s->container_count;
+	for (size_t i = 0; i < p->nctrs; i++) {
+		pod_ctr_t *c = &p->ctrs[i];
+		c->pod = p;
+		pod__fmt(c->key, sizeof c->key, "%s/%s", p->name, s->containers[i].name);
+		c->name = strchr(c->key, '/') + 1;
+		rc_fsm_restore(&c->st, POD_CP_PENDING, 0, "");
+		c->proc.stdout_fd = c->proc.stderr_fd = -1;
+		if (!p->has_saved)
+			continue;
+		for (size_t j = 0; j < p->saved.n_containers; j++) {
+			const st_container_status_t *cs = &p->saved.containers[j];
+			if (strcmp(cs->name, c->name) != 0)
+				continue;
+			/* A process of a previous tankd, if still the same. */
+			uint64_t st;
+			if (cs->pid > 0 && pod_proc_start_time(cs->pid, &st) == 0 &&
+			    st == cs->pid_start_time) {
+				c->orphan = cs->pid;
+				c->orphan_start = st;
+			}
+			if (p->saved.generation != p->generation)
+				break;
+			c->restarts = cs->restarts;
+			c->retries = cs->retries;
+			c->last_exit = cs->last_exit;
+			c->started_at = cs->started_at;
+			if (strcmp(cs->phase, "terminal") == 0)
+				rc_fsm_restore(&c->st, POD_CP_TERMINAL, 0, cs->reason);
+			else if (strcmp(cs->phase, "backing_off") == 0)
+				c->next_restart_at = p->saved.next_restart_at;
+		}
+	}
+	if (p->has_saved) {
+		st_status_clear(&p->saved);
+		p->has_saved = false;
+	}
+	return 0;
+}
+
+static int pod__decode_spec(const st_pod_t *sp, pod_spec_t **out, tank_error_t *err)
+{
+	msgpack_unpacked u;
+	size_t off = 0;
+	int rc;
+
+	msgpack_unpacked_init(&u);
+	if (msgpack_unpack_next(&u, sp->spec, sp->spec_len, &off) != MSGPACK_UNPACK_SUCCESS) {
+		msgpack_unpacked_destroy(&u);
+		return tank_error_set(err, TANK_ECORRUPT, "corrupt msgpack");
+	}
+	rc = pod_spec_from_msgpack(&u.data, out, NULL);
+	if (rc < 0)
+		tank_error_set(err, rc, "%s", tank_strerror(rc));
+	msgpack_unpacked_destroy(&u);
+	return rc;
+}
+
+/* --- pod manager ------------------------------------------------------------------ */
+
+static pod_trk_t *pod__track(pod_mgr_t *m, const char *name)
+{
+	pod_trk_t *p = tank_map_get(&m->pods, name);
+
+	if (p)
+		return p;
+	if (!(p = calloc(1, sizeof *p)))
+		return NULL;
+	pod__copy(p->name, sizeof p->name, name);
+	rc_fsm_restore(&p->st, POD_PP_PENDING, 0, "");
+	if (tank_map_put(&m->pods, p->name, p, NULL) < 0) {
+		free(p);
+		return NULL;
+	}
+	return p;
+}
+
+/* One stored pod, seen by a resync: track it, decode its spec only when
+ * its generation moved (a resync over 10,000 unchanged pods decodes
+ * nothing and copies nothing). */
+static int pod__seen(void *ctx, const st_pod_t *sp)
+{
+	pod_mgr_t *m = ctx;
+	pod_trk_t *p = pod__track(m, sp->name);
+
+	if (!p)
+		return 0;               /* seen again at the next resync */
+	if (!p->restored) {
+		p->restored = true;
+		p->has_saved = st_status_get(m->o.store, p->name, &p->saved, NULL) == 0;
+		if (p->has_saved) {
+			int ph = rc_fsm_phase_of(&pod_fsm, p->saved.phase);
+			rc_fsm_restore(&p->st, ph < 0 ? POD_PP_PENDING : (uint8_t)ph,
+				       p->saved.since, p->saved.reason);
+		}
+	}
+	if (p->want_gen != sp->generation || (!p->want && !p->fail[0])) {
+		pod_spec_t *ns = NULL;
+		tank_error_t err;
+		tank_error_clear(&err);
+		if (pod__decode_spec(sp, &ns, &err) < 0) {
+			/* Validated at apply, so only a damaged store: this pod
+			 * is failed with the reason, the others run. */
+			pod__fmt(p->fail, sizeof p->fail,
+				 "stored spec cannot be loaded: %s", err.msg);
+			p->want_gen = sp->generation;
+			p->desired = true;
+			return 0;
+		}
+		if (p->want != p->spec)
+			pod_spec_free(p->want);
+		p->want = ns;
+		p->want_gen = sp->generation;
+		if (p->fail[0] && strncmp(p->fail, "stored spec", 11) == 0)
+			p->fail[0] = '\0';
+	}
+	p->desired = true;
+	return 0;
+}
+
+/* Nothing a pass could change: desired at the generation it runs, every
+ * container either terminal or running under a live runner, nothing
+ * stopping, no restart asked for, no leftover of a previous daemon.  A
+ * resync skips such pods: what can still happen to them (an exit, a
+ * delete, an apply) arrives as an event that queues the key, and a runner
+ * that died unseen fails the rt_alive check here.  A pass over 10,000
+ * converged pods then reads the store and checks flags, nothing more. */
+static bool pod__settled(rt_t *rt, const pod_trk_t *p)
+{
+	if (!p->desired || !p->spec || p->generation != p->want_gen ||
+	    p->restart_req || p->fail[0] || !p->nctrs)
+		return false;
+	for (size_t i = 0; i < p->nctrs; i++) {
+		const pod_ctr_t *c = &p->ctrs[i];
+		if (c->orphan || c->cg_orphans || c->stop_sent)
+			return false;
+		if (c->st.phase == POD_CP_TERMINAL)
+			continue;
+		if (c->st.phase != POD_CP_RUNNING || !c->runner || !rt_alive(rt, c->runner))
+			return false;
+	}
+	return true;
+}
+
+static int pod__list(void *ctx, rc_loop_t *loop)
+{
+	pod_mgr_t *m = ctx;
+	size_t it = 0;
+	const char *name;
+	void *v;
+	int err;
+
+	/* Everything tracked is looked at; absent ones become undesired. */
+	while (tank_map_next(&m->pods, &it, &name, &v))
+		((pod_trk_t *)v)->desired = false;
+	if ((err = st_pod_foreach(m->o.store, pod__seen, m, NULL)) < 0) {
+		/* Half a walk must not read as "deleted": keep them desired. */
+		it = 0;
+		while (tank_map_next(&m->pods, &it, &name, &v))
+			((pod_trk_t *)v)->desired = ((pod_trk_t *)v)->want != NULL;
+		return err;
+	}
+	it = 0;
+	while (tank_map_next(&m->pods, &it, &name, &v))
+		if (!pod__settled(rc_rt(loop), v))
+			rc_enqueue(loop, K_POD, name);
+	return 0;
+}
+
+static void pod__enqueue_ctrs(rc_loop_t *loop, pod_trk_t *p)
+{
+	for (size_t i = 0; i < p->nctrs; i++)
+		rc_enqueue(loop, K_CTR, p->ctrs[i].key);
+}
+
+static int pod__observe(void *ctx, rc_loop_t *loop, const char *key, rc_view_t *view)
+{
+	pod_mgr_t *m = ctx;
+
+	(void)loop;
+	return (view->obj = tank_map_get(&m->pods, key)) ? 0 : TANK_ENOTFOUND;
+}
+
+static void pod__forget(pod_mgr_t *m, rc_loop_t *loop, pod_trk_t *p)
+{
+	(void)rc_fsm_apply(loop, K_POD, p->name, &pod_fsm, &p->st, POD_PE_DELETE, "deleted");
+	tank_map_del(&m->pods, p->name);
+	(void)st_status_forget(m->o.store, p->name);
+	for (size_t i = 0; i < p->nctrs; i++)
+		rc_cancel_requeue(loop, K_CTR, p->ctrs[i].key);
+	pod__trk_free(p);
+}
+
+static rc_result_t pod__reconcile(void *ctx, rc_loop_t *loop, const rc_view_t *view)
+{
+	pod_mgr_t *m = ctx;
+	pod_trk_t *p = view->obj;
+
+	if (!p->desired) {
+		if (pod__busy(p)) {             /* cascade the stop */
+			pod__enqueue_ctrs(loop, p);
+			pod__update(m, loop, p);
+			return rc_act();
+		}
+		pod__forget(m, loop, p);
+		return rc_converged();
+	}
+	if (p->restart_req && !p->restart_noted) {
+		p->restart_noted = true;
+		(void)rc_fsm_apply(loop, K_POD, p->name, &pod_fsm, &p->st,
+				   POD_PE_NOTE, "restart requested");
+	}
+	if (p->spec && p->generation != p->want_gen) {
+		if (pod__busy(p)) {
+			pod__enqueue_ctrs(loop, p);
+			pod__update(m, loop, p);
+			return rc_act();
+		}
+		for (size_t i = 0; i < p->nctrs; i++)
+			rc_cancel_requeue(loop, K_CTR, p->ctrs[i].key);
+		pod__ctrs_free(p);
+		if (p->spec != p->want)
+			pod_spec_free(p->spec);
+		p->spec = NULL;
+		if (strncmp(p->fail, "stored spec", 11) != 0)
+			p->fail[0] = '\0';      /* a new spec starts afresh */
+	}
+	if (!p->spec && p->want) {
+		p->spec = p->want;
+		p->generation = p->want_gen;
+		if (pod__ctrs_build(p) < 0) {
+			p->spec = NULL;
+			return rc_failed(-ENOMEM, "out of memory building containers");
+		}
+	}
+	if (p->restart_req) {
+		if (pod__busy(p)) {
+			pod__enqueue_ctrs(loop, p);
+			pod__update(m, loop, p);
+			return rc_act();
+		}
+		p->restart_req = p->restart_noted = false;
+		p->fail[0] = p->want ? '\0' : p->fail[0];
+		for (size_t i = 0; i < p->nctrs; i++) {
+			pod_ctr_t *c = &p->ctrs[i];
+			c->retries = 0;
+			c->next_restart_at = 0;
+			pod__ctr_event(loop, c, POD_CE_RESET, "restart requested");
+			rc_cancel_requeue(loop, K_CTR, c->key);
+		}
+	}
+	pod__enqueue_ctrs(loop, p);
+	pod__update(m, loop, p);
+	return rc_converged();
+}
+
+/* Retries exhausted for the pod itself: it fails as a whole. */
+static void pod__mark_failed(void *ctx, rc_loop_t *loop, const char *key,
+			     const char *reason)
+{
+	pod_mgr_t *m = ctx;
+	pod_trk_t *p = tank_map_get(&m->pods, key);
+
+	if (!p)
+		return;
+	pod__copy(p->fail, sizeof p->fail, reason);
+	pod__enqueue_ctrs(loop, p);
+	pod__update(m, loop, p);
+}
+
+/* A container failed past its bound (it is terminal now): the pod notes
+ * it; its phase follows from its containers, as always.  Stacks will
+ * decide here between abort and continue. */
+static void pod__child_failed(void *ctx, rc_loop_t *loop, const char *key,
+			      const char *child_kind, const char *child_key,
+			      const char *reason)
+{
+	pod_mgr_t *m = ctx;
+	pod_trk_t *p = tank_map_get(&m->pods, key);
+	char note[RC_REASON_MAX];
+
+	(void)child_kind;
+	if (!p)
+		return;
+	pod__fmt(note, sizeof note, "container %s failed: %s",
+		 strchr(child_key, '/') ? strchr(child_key, '/') + 1 : child_key, reason);
+	(void)rc_fsm_apply(loop, K_POD, p->name, &pod_fsm, &p->st, POD_PE_NOTE, note);
+}
+
+/* --- container manager ----------------------------------------------------------- */
+
+static int pod__ctr_list(void *ctx, rc_loop_t *loop)
+{
+	pod_mgr_t *m = ctx;
+	size_t it = 0;
+	void *v;
+
+	/* The containers of every pod that is not settled (see
+	 * pod__settled): the others have nothing to converge. */
+	while (tank_map_next(&m->pods, &it, NULL, &v)) {
+		pod_trk_t *p = v;
+		if (pod__settled(rc_rt(loop), p))
+			continue;
+		for (size_t i = 0; i < p->nctrs; i++)
+			rc_enqueue(loop, K_CTR, p->ctrs[i].key);
+	}
+	return 0;
+}
+
+static void pod__drained_check(pod_mgr_t *m)
+{
+	if (m->shutting_down && !m->nrunning && !m->drained_told) {
+		size_t it = 0;
+		void *v;
+		while (tank_map_next(&m->pods, &it, NULL, &v))
+			if (pod__busy(v))
+				return;
+		m->drained_told = true;
+		if (m->o.on_drained)
+			m->o.on_drained(m->o.drained_ctx);
+	}
+}
+
+/* Processes left by a previous tankd — found by the pid and start time
+ * in the stored status, or as members of the container's cgroup (which
+ * also catches a start the previous daemon had no time to record) — are
+ * stopped like a container: stop signal, then SIGKILL after the grace
+ * period.  Returns the requeue delay while some remain, 0 when none. */
+static uint64_t pod__orphan_step(rc_loop_t *loop, pod_ctr_t *c)
+{
+	uint64_t st;
+	int64_t now = (int64_t)rc_wall_ms();
+	const pod_spec_t *s = c->pod->spec;
+	bool pid_alive = c->orphan && pod_proc_start_time(c->orphan, &st) == 0 &&
+			 st == c->orphan_start && !pod_proc_dead(c->orphan);
+	bool cg_alive = c->cg_orphans && c->has_cg && pod_cgroup_count(&c->cg) > 0;
+
+	if (!pid_alive && !cg_alive) {
+		c->orphan = 0;
+		c->cg_orphans = false;
+		c->orphan_deadline = 0;
+		pod__ctr_event(loop, c, POD_CE_STOPPED,
+			       c->st.phase == POD_CP_STOPPING
+			       ? "processes of a previous tankd stopped" : c->st.reason);
+		return 0;
+	}
+	if (!c->orphan_deadline) {
+		int sig = s ? s->stop.signal : SIGTERM;
+		if (pid_alive)
+			kill(c->orphan, sig);
+		if (cg_alive)
+			pod_cgroup_signal(&c->cg, sig);
+		c->orphan_deadline = now + (int64_t)(s ? s->stop.grace_ms : 10000);
+		pod__ctr_event(loop, c, POD_CE_STOP,
+			       "stopping processes left by a previous tankd");
+	} else if (now >= c->orphan_deadline) {
+		if (cg_alive)
+			pod_cgroup_kill_all(&c->cg);
+		if (pid_alive)
+			kill(c->orphan, SIGKILL);
+	}
+	return 50;
+}
+
+static char **pod__envp(const pod_container_t *pc)
+{
+	char **envp = calloc(pc->env_count + 1, sizeof *envp);
+
+	if (!envp)
+		return NULL;
+	for (size_t i = 0; i < pc->env_count; i++) {
+		size_t kl = strlen(pc->env[i].key), vl = strlen(pc->env[i].value);
+		if (!(envp[i] = malloc(kl + vl + 2))) {
+			for (size_t j = 0; j < i; j++)
+				free(envp[j]);
+			free(envp);
+			return NULL;
+		}
+		memcpy(envp[i], pc->env[i].key, kl);
+		envp[i][kl] = '=';
+		memcpy(envp[i] + kl + 1, pc->env[i].value, vl + 1);
+	}
+	return envp;
+}
+
+static void pod__envp_free(char **envp)
+{
+	for (size_t i = 0; envp && envp[i]; i++)
+		free(envp[i]);
+	free(envp);
+}
+
+/* The container's spec. */
+static const pod_container_t *pod__ctr_spec(const pod_ctr_t *c)
+{
+	const pod_spec_t *s = c->pod->spec;
+	for (size_t i = 0; s && i < s->container_count; i++)
+		if (strcmp(s->containers[i].name, c->name) == 0)
+			return &s->containers[i];
+	return NULL;
+}
+
+/* Makes (or, after a daemon crash, reuses) the container's cgroup: it
+ * applies the limits and is how every process of the container is found,
+ * including those a previous tankd left behind.  Kept across restarts. */
+static int pod__ctr_cgroup(pod_mgr_t *m, pod_ctr_t *c, char *reason, size_t cap)
+{
+	const pod_container_t *pc = pod__ctr_spec(c);
+	tank_error_t err;
+	int rc;
+
+	if (c->has_cg) {
+		/* Drift: a group removed by hand is made again (the launcher
+		 * would fail to join it, and every restart with it). */
+		if (pod_cgroup_exists(&c->cg))
+			return 0;
+		if (pod_cgroup_destroy(&c->cg) < 0)
+			pod_cgroup_forget(&c->cg);
+		c->has_cg = false;
+	}
+	if (!pc)
+		return 0;
+	const pod_limits_t *l = &pc->limits;
+	bool limited = l->memory_bytes || l->pids || l->cpu_millis;
+	if (!m->has_cg && !limited)
+		return 0;
+	pod_cgroup_limits_t lim = {
+		.memory = l->memory_bytes, .pids = l->pids,
+		.cpu = (double)l->cpu_millis / 1000.0,
+	};
+	tank_error_clear(&err);
+	rc = m->has_cg
+		? pod_cgroup_create(&m->cg_env, c->pod->name, c->name, &lim, &c->cg, &err)
+		: tank_error_set(&err, TANK_EUNSUPPORTED, "no cgroup hierarchy");
+	if (rc < 0) {
+		/* Limits cannot be honoured: refuse to run unlimited.  Without
+		 * limits, run untracked by cgroup. */
+		if (limited) {
+			pod__fmt(reason, cap, "limits: %s", err.msg);
+			return rc;
+		}
+		return 0;
+	}
+	c->has_cg = true;
+	return 0;
+}
+
+/* The pod's sandbox, made by the first container that starts.  A failure
+ * is that container's failed start (policy and backoff apply, and the
+ * next start tries again), not a permanent state of the pod. */
+static int pod__sandbox(pod_trk_t *p, char *reason, size_t cap)
+{
+	const pod_spec_t *s = p->spec;
+	pod_sandbox_mount_t *mounts;
+	size_t nm = 0, total = 0;
+	tank_error_t err;
+	int rc;
+
+	if (!s->isolation.namespaces || p->has_sb)
+		return 0;
+	for (size_t i = 0; i < s->container_count; i++)
+		total += s->containers[i].mount_count;
+	/* Sized by the spec, on the heap: every mount is applied. */
+	if (!(mounts = calloc(total ? total : 1, sizeof *mounts))) {
+		pod__fmt(reason, cap, "sandbox: out of memory");
+		return -ENOMEM;
+	}
+	for (size_t i = 0; i < s->container_count; i++)
+		for (size_t j = 0; j < s->containers[i].mount_count; j++) {
+			const pod_mount_t *mt = &s->containers[i].mounts[j];
+			mounts[nm].host_path = s->volumes[mt->volume_index].host_path;
+			mounts[nm].path = mt->path;
+			mounts[nm].read_only = mt->read_only;
+			nm++;
+		}
+	pod_sandbox_opts_t o = {
+		.ns = s->isolation.namespaces, .hostname = s->isolation.hostname,
+		.rootfs = s->isolation.rootfs, .mounts = mounts, .n_mounts = nm,
+	};
+	tank_error_clear(&err);
+	rc = pod_sandbox_create(&o, &p->sb, &err);
+	free(mounts);
+	if (rc < 0) {
+		/* The sandbox's messages already start with "sandbox:". */
+		pod__fmt(reason, cap, "%s%s",
+			 strncmp(err.msg, "sandbox", 7) == 0 ? "" : "sandbox: ", err.msg);
+		return rc;
+	}
+	p->has_sb = true;
+	return 0;
+}
+
+/* Starts the container; on failure fills reason and returns < 0. */
+static int pod__ctr_start(pod_mgr_t *m, rc_loop_t *loop, pod_ctr_t *c,
+			  char *reason, size_t cap)
+{
+	pod_trk_t *p = c->pod;
+	const pod_container_t *pc = pod__ctr_spec(c);
+	tank_error_t err;
+	char **envp;
+	int rc;
+
+	if (!pc)
+		return -ENOENT;
+	tank_error_clear(&err);
+	if ((rc = pod__sandbox(p, reason, cap)) < 0 ||
+	    (rc = pod__ctr_cgroup(m, c, reason, cap)) < 0)
+		return rc;
+	if (!c->log) {
+		pod_log_opts_t lo = { .dir = m->log_dir, .pod = p->name, .container = c->name };
+		/* Without a log the container still runs; output is dropped. */
+		(void)pod_log_open(&lo, &c->log, NULL);
+	}
+	if (!(envp = pod__envp(pc))) {
+		pod__fmt(reason, cap, "out of memory");
+		return -ENOMEM;
+	}
+	pod_launch_opts_t lo = {
+		.file = pc->argv[0], .argv = pc->argv, .envp = envp,
+		.cwd = pc->working_dir, .user = pc->user,
+		.stdout_mode = POD_STDIO_PIPE, .stderr_mode = POD_STDIO_PIPE,
+		.cgroup = c->has_cg ? &c->cg : NULL,
+		.sandbox = p->has_sb ? &p->sb : NULL,
+	};
+	pod_runner_args_t ra = {
+		.owner = rc_pid(loop), .key = c->key, .launch_opts = &lo,
+		.launch = m->o.launch,
+		.cgroup = c->has_cg ? &c->cg : NULL, .log = c->log,
+		.stop_signal = p->spec->stop.signal, .grace_ms = p->spec->stop.grace_ms,
+		.proc = &c->proc, .err = &err,
+	};
+	rc = pod_runner_start(rc_rt(loop), &ra, &c->runner);
+	pod__envp_free(envp);
+	if (rc < 0) {
+		c->runner = 0;
+		pod__fmt(reason, cap, "%s", err.msg[0] ? err.msg : tank_strerror(rc));
+		return rc;
+	}
+	if (rc_own(loop, K_CTR, c->runner) < 0) {
+		/* Cannot route its exit: stop it rather than run untracked. */
+		rt_exit(rc_rt(loop), c->runner, RT_R_KILL);
+		c->runner = 0;
+		pod__fmt(reason, cap, "out of memory");
+		return -ENOMEM;
+	}
+	m->nrunning++;
+	return 0;
+}
+
+/* Applies the restart policy to an exit (or a failed start).  A restart
+ * is not scheduled here: the key is queued, and its reconcile returns the
+ * remaining backoff as requeue_after. */
+static void pod__ctr_exited(rc_loop_t *loop, pod_ctr_t *c, const pod_exit_t *ex,
+			    uint64_t ran_ms, const char *why)
+{
+	const pod_spec_t *s = c->pod->spec;
+	bool failed = ex->oom_killed || ex->code != 0 || ex->signal != 0;
+	bool restart = s->restart == POD_RESTART_ALWAYS ||
+		       (s->restart == POD_RESTART_ON_FAILURE && failed);
+	char reason[RC_REASON_MAX];
+
+	c->last_exit.present = true;
+	c->last_exit.code = ex->code;
+	c->last_exit.signal = ex->signal;
+	if (why)
+		pod__fmt(reason, sizeof reason, "%s", why);
+	else if (ex->oom_killed)
+		pod__fmt(reason, sizeof reason, "oom_killed");
+	else if (ex->signal)
+		pod__fmt(reason, sizeof reason, "killed by signal %d", ex->signal);
+	else
+		pod__fmt(reason, sizeof reason, "exited with code %d", ex->code);
+	if (!restart) {
+		pod__ctr_event(loop, c, POD_CE_FINISHED,
+			       !failed ? "completed" : ex->oom_killed ? "oom_killed" : reason);
+		return;
+	}
+	if (ran_ms >= s->backoff.stable_window_ms)
+		c->retries = 0;
+	uint64_t delay = tank_backoff(s->backoff.base_ms, s->backoff.cap_ms, c->retries);
+	c->retries++;
+	c->restarts++;
+	c->next_restart_at = (int64_t)(rc_wall_ms() + delay);
+	pod__ctr_event(loop, c, POD_CE_CRASHED, reason);
+	rc_enqueue(loop, K_CTR, c->key);
+}
+
+static int pod__ctr_observe(void *ctx, rc_loop_t *loop, const char *key, rc_view_t *view)
+{
+	(void)loop;
+	return (view->obj = pod__ctr_find(ctx, key)) ? 0 : TANK_ENOTFOUND;
+}
+
+static rc_result_t pod__ctr_reconcile(void *ctx, rc_loop_t *loop, const rc_view_t *view)
+{
+	pod_mgr_t *m = ctx;
+	pod_ctr_t *c = view->obj;
+	char reason[RC_REASON_MAX];
+	uint64_t wait;
+
+	if (!c->orphans_checked) {
+		char why[RC_REASON_MAX];
+		c->orphans_checked = true;
+		if (pod__ctr_cgroup(m, c, why, sizeof why) == 0 && c->has_cg &&
+		    pod_cgroup_count(&c->cg) > 0)
+			c->cg_orphans = true;
+	}
+	if ((c->orphan || c->cg_orphans) && (wait = pod__orphan_step(loop, c))) {
+		pod__update(m, loop, c->pod);
+		return rc_requeue_after(wait);
+	}
+	if (!pod__ctr_want(m, c)) {
+		if (c->runner && !c->stop_sent) {
+			rt_send(rc_rt(loop), c->runner, POD_RUNNER_STOP, NULL, 0);
+			c->stop_sent = true;
+			pod__ctr_event(loop, c, POD_CE_STOP, c->pod->desired ? "stop" : "deleted");
+			pod__update(m, loop, c->pod);
+			return rc_act();
+		}
+		if (!c->runner) {
+			/* Only a pod that waits for its containers to stop needs
+			 * telling; waking any other pod would ping-pong forever
+			 * (its reconcile queues its containers). */
+			if (pod__waits(c->pod))
+				rc_enqueue(loop, K_POD, c->pod->name);
+			pod__drained_check(m);
+		}
+		return rc_converged();
+	}
+	if (c->runner || c->st.phase == POD_CP_TERMINAL)
+		return rc_converged();
+	int64_t now = (int64_t)rc_wall_ms();
+	if (c->next_restart_at > now) {
+		if (c->st.phase != POD_CP_BACKING_OFF)
+			pod__ctr_event(loop, c, POD_CE_BACKOFF, "restoring backoff");
+		pod__update(m, loop, c->pod);
+		return rc_requeue_after((uint64_t)(c->next_restart_at - now));
+	}
+	c->next_restart_at = 0;
+	if (pod__ctr_start(m, loop, c, reason, sizeof reason) < 0) {
+		/* A start that fails counts as a failed run (exit 127, as a
+		 * shell reports "command not found"), so policy and backoff
+		 * apply and a broken command cannot spin. */
+		pod_exit_t ex = { .code = 127 };
+		pod__ctr_exited(loop, c, &ex, 0, reason);
+		pod__update(m, loop, c->pod);
+		return rc_converged();  /* the exit queued the key again */
+	}
+	c->stop_sent = false;
+	c->started_at = now;
+	pod__ctr_event(loop, c, POD_CE_STARTED, "started");
+	pod__update(m, loop, c->pod);
+	return rc_act();
+}
+
+/* Retries exhausted for a container: it is terminal with the reason; its
+ * parent (the pod) hears of it through child_failed. */
+static void pod__ctr_mark_failed(void *ctx, rc_loop_t *loop, const char *key,
+				 const char *reason)
+{
+	pod_mgr_t *m = ctx;
+	pod_ctr_t *c = pod__ctr_find(m, key);
+
+	if (!c)
+		return;
+	pod__ctr_event(loop, c, POD_CE_FINISHED, reason);
+	pod__update(m, loop, c->pod);
+}
+
+static bool pod__ctr_parent(void *ctx, const char *key, rc_ref_t *out)
+{
+	const char *slash = strchr(key, '/');
+
+	(void)ctx;
+	if (!slash || (size_t)(slash - key) >= sizeof out->key)
+		return false;
+	out->kind = K_POD;
+	memcpy(out->key, key, (size_t)(slash - key));
+	out->key[slash - key] = '\0';
+	return true;
+}
+
+/* The runner of c is gone (reported, or died): account for it. */
+static void pod__ctr_gone(pod_mgr_t *m, rc_loop_t *loop, pod_ctr_t *c)
+{
+	rc_disown(loop, c->runner);
+	c->runner = 0;
+	c->proc.pid = 0;
+	m->nrunning--;
+}
+
+static void pod__ctr_handle(void *ctx, rc_loop_t *loop, rt_msg_t *msg)
+{
+	pod_mgr_t *m = ctx;
+	pod_runner_exited_t ex;
+	pod_ctr_t *c;
+
+	if (msg->type == RT_MSG_EXIT) {
+		/* Only exits of runners we own are routed here.  A runner
+		 * that ends normally reports first and is disowned then; one
+		 * that died without reporting (crash or kill) is an exit by
+		 * signal, so the container is restarted. */
+		size_t it = 0;
+		void *v;
+		/* A normal exit follows a report (POD_RUNNER_EXITED) that
+		 * may still be queued behind it: let the report speak. */
+		if (msg->u.exit.reason.kind == RT_NORMAL)
+			return;
+		while (tank_map_next(&m->pods, &it, NULL, &v)) {
+			pod_trk_t *p = v;
+			for (size_t i = 0; i < p->nctrs; i++) {
+				if (p->ctrs[i].runner != msg->u.exit.from)
+					continue;
+				pod_exit_t e = { .code = -1, .signal = SIGKILL };
+				c = &p->ctrs[i];
+				pod__ctr_gone(m, loop, c);
+				if (pod__ctr_want(m, c))
+					pod__ctr_exited(loop, c, &e, 0, "runner died");
+				else
+					pod__ctr_event(loop, c, POD_CE_STOPPED, "stopped");
+				pod__update(m, loop, p);
+				rc_enqueue(loop, K_POD, p->name);
+				pod__drained_check(m);
+				return;
+			}
+		}
+		return;
+	}
+	if (msg->type != RT_MSG_USER || msg->tag != POD_RUNNER_EXITED || msg->len != sizeof ex)
+		return;
+	memcpy(&ex, msg->data, sizeof ex);
+	ex.key[sizeof ex.key - 1] = '\0';
+	if (!(c = pod__ctr_find(m, ex.key)) || !c->runner)
+		return;
+	/* The runner is exiting normally; forget its link so its EXIT is not
+	 * mistaken for a crash. */
+	rt_unlink(rc_rt(loop), c->runner);
+	pod__ctr_gone(m, loop, c);
+	if (!pod__ctr_want(m, c) || ex.stopped) {
+		c->last_exit.present = true;
+		c->last_exit.code = ex.exit.code;
+		c->last_exit.signal = ex.exit.signal;
+		pod__ctr_event(loop, c, POD_CE_STOPPED, "stopped");
+		if (ex.stopped && pod__ctr_want(m, c))
+			rc_enqueue(loop, K_CTR, c->key);
+	} else {
+		pod__ctr_exited(loop, c, &ex.exit, ex.ran_ms, NULL);
+	}
+	pod__update(m, loop, c->pod);
+	rc_enqueue(loop, K_POD, c->pod->name);
+	pod__drained_check(m);
+}
+
+static void pod__handle(void *ctx, rc_loop_t *loop, rt_msg_t *msg)
+{
+	pod_mgr_t *m = ctx;
+	size_t it = 0;
+	void *v;
+
+	if (msg->type != RT_MSG_USER || msg->tag != POD_MGR_SHUTDOWN)
+		return;
+	m->shutting_down = true;
+	while (tank_map_next(&m->pods, &it, NULL, &v))
+		pod__enqueue_ctrs(loop, v);
+	pod__drained_check(m);
+}
+
+/* The loop actor is going away (crash or daemon stop).  Its runners are
+ * linked to it and die with it, killing their processes; forget them so
+ * a restarted loop starts those containers again. */
+static void pod__ctr_stop(void *ctx, rc_loop_t *loop)
+{
+	pod_mgr_t *m = ctx;
+	size_t it = 0;
+	void *v;
+
+	while (tank_map_next(&m->pods, &it, NULL, &v)) {
+		pod_trk_t *p = v;
+		for (size_t i = 0; i < p->nctrs; i++) {
+			pod_ctr_t *c = &p->ctrs[i];
+			if (!c->runner)
+				continue;
+			c->runner = 0;
+			c->stop_sent = false;
+			c->proc.pid = 0;
+			pod__ctr_event(loop, c, POD_CE_LOST, "reconciler stopped");
+		}
+	}
+	m->nrunning = 0;
+}
+
+const rc_manager_t pod_manager = {
+	.kind = TANK_KIND_POD,
+	.name = "pod",
+	.list = pod__list,
+	.observe = pod__observe,
+	.reconcile = pod__reconcile,
+	.mark_failed = pod__mark_failed,
+	.child_failed = pod__child_failed,
+	.handle = pod__handle,
+};
+
+const rc_manager_t pod_ctr_manager = {
+	.kind = TANK_KIND_CONTAINER,
+	.name = "container",
+	.list = pod__ctr_list,
+	.observe = pod__ctr_observe,
+	.reconcile = pod__ctr_reconcile,
+	.mark_failed = pod__ctr_mark_failed,
+	.parent = pod__ctr_parent,
+	.handle = pod__ctr_handle,
+	.stop = pod__ctr_stop,
+};
+
+/* --- public ------------------------------------------------------------------------ */
+
+int pod_mgr_new(const pod_mgr_opts_t *o, pod_mgr_t **out)
+{
+	pod_mgr_t *m = calloc(1, sizeof *m);
+
+	if (!m)
+		return -ENOMEM;
+	m->o = *o;
+	if (!(m->log_dir = strdup(o->log_dir ? o->log_dir : "."))) {
+		free(m);
+		return -ENOMEM;
+	}
+	if (o->cgroups && o->cgroups->mode != POD_CGROUP_NONE) {
+		m->cg_env = *o->cgroups;
+		m->has_cg = true;
+	}
+	tank_map_init(&m->pods);
+	*out = m;
+	return 0;
+}
+
+void pod_mgr_free(pod_mgr_t *m)
+{
+	size_t it = 0;
+	void *v;
+
+	if (!m)
+		return;
+	while (tank_map_next(&m->pods, &it, NULL, &v))
+		pod__trk_free(v);
+	tank_map_destroy(&m->pods);
+	free(m->log_dir);
+	free(m);
+}
+
+void pod_mgr_record(void *ctx, const rc_transition_t *t)
+{
+	pod_mgr_t *m = ctx;
+	char pod[POD_NAME_MAX + 1];
+	const char *container = NULL;
+	st_transition_t tr;
+	pod_trk_t *p;
+
+	memset(&tr, 0, sizeof tr);
+	tr.at = (int64_t)t->at_ms;
+	pod__copy(tr.from, sizeof tr.from, t->from);
+	pod__copy(tr.to, sizeof tr.to, t->to);
+	if (strcmp(t->kind, "container") == 0) {
+		const char *slash = strchr(t->key, '/');
+		size_t n = slash ? (size_t)(slash - t->key) : strlen(t->key);
+		if (n > POD_NAME_MAX)
+			n = POD_NAME_MAX;
+		memcpy(pod, t->key, n);
+		pod[n] = '\0';
+		container = slash ? slash + 1 : "";
+		pod__fmt(tr.reason, sizeof tr.reason, "container %s: %s", container, t->reason);
+	} else {
+		pod__copy(pod, sizeof pod, t->key);
+		pod__copy(tr.reason, sizeof tr.reason, t->reason);
+	}
+	/* A deleted pod's history is dropped with it (st_status_forget). */
+	if (strcmp(t->to, "deleted") != 0)
+		(void)st_transition_add(m->o.store, pod, &tr);
+	if (m->o.on_event) {
+		p = tank_map_get(&m->pods, pod);
+		pod_event_t ev = {
+			.pod = pod, .container = container, .from = t->from,
+			.to = t->to, .reason = t->reason, .at = tr.at,
+			.generation = p ? p->generation : 0,
+		};
+		m->o.on_event(m->o.event_ctx, &ev);
+	}
+}
+
+int pod_mgr_restart(pod_mgr_t *m, rt_t *rt, rt_pid_t loop, const char *name)
+{
+	pod_trk_t *p = tank_map_get(&m->pods, name);
+
+	if (!p || !p->desired)
+		return TANK_ENOTFOUND;
+	p->restart_req = true;
+	return rc_enqueue_from(rt, loop, K_POD, p->name);
+}
+
+void pod_mgr_running(pod_mgr_t *m,
+		     void (*fn)(void *ctx, const char *name, pid_t pid), void *ctx)
+{
+	size_t it = 0;
+	const char *name;
+	void *v;
+
+	while (tank_map_next(&m->pods, &it, &name, &v)) {
+		pod_trk_t *p = v;
+		/* The first container that runs: a pod whose first container
+		 * died while others run is still a running pod. */
+		for (size_t i = 0; i < p->nctrs; i++)
+			if (p->ctrs[i].runner && p->ctrs[i].proc.pid > 0) {
+				fn(ctx, name, p->ctrs[i].proc.pid);
+				break;
+			}
+	}
+}
+
+size_t pod_mgr_nrunning(const pod_mgr_t *m)
+{
+	return m->nrunning;
+}

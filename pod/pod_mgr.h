@@ -1,0 +1,109 @@
+/*
+ * pod_mgr — the pod and container managers (Tank's reconciler semantics)
+ * on the generic loop (reconciler/rc_loop.h).
+ *
+ * Two kinds, sharing one context (pod_mgr_t):
+ *   TANK_KIND_POD, key "<pod>": diffs the desired pod (store) against the
+ *     tracked one: adopts a new spec, tears a deleted or changed pod down
+ *     once its containers are stopped, and derives the pod's phase from
+ *     its containers (status bubbles up).
+ *   TANK_KIND_CONTAINER, key "<pod>/<container>": converges one container
+ *     towards what its pod wants (cascade): make the sandbox if the pod
+ *     has none yet, start the process through a runner actor
+ *     (pod_runner), stop it, or wait out its backoff.  Its parent, for
+ *     escalation, is its pod.
+ *
+ * The managers decide; the OS work is the pod layer's other modules
+ * (pod_launch, pod_cgroup, pod_sandbox, pod_log); phases change only
+ * through the tables of pod_phase.h (rc_fsm_apply); status goes to the
+ * store, group-committed.
+ *
+ * Restart policy lives here, not in a supervisor: runners are temporary.
+ * A container's exit is judged by the pod's policy (always / on_failure:
+ * non-zero exit, a signal or an OOM kill / never); a restart waits
+ * tank_backoff(base, cap, n), n the consecutive restarts, reset to 0 by a
+ * run of at least stable_window.  A failed start (exec error, sandbox that
+ * cannot be made) counts as a failed run.  A container that is not
+ * restarted is terminal (completed: exit 0; failed otherwise), and a pod
+ * whose containers are all terminal is terminal until its spec changes,
+ * pod_mgr_restart() or delete.
+ *
+ * On the first resync the stored status is restored: restart counts,
+ * backoffs, terminal states (a completed `never` pod is not run again) and
+ * the pids of processes left by a previous tankd, which are stopped (stop
+ * signal, then SIGKILL after the grace period) before their pod starts
+ * again, so no orphan and no duplicate ever runs.  A stored spec that
+ * cannot be decoded makes that one pod terminal with the reason; the
+ * others run.
+ *
+ * Everything runs on the loop's thread.  pod_mgr_t is owned by the daemon
+ * and must outlive the loop actor.
+ */
+#ifndef TANK_POD_MGR_H
+#define TANK_POD_MGR_H
+
+#include <stdbool.h>
+#include <sys/types.h>
+
+#include "common/tank_kinds.h"
+#include "pod/pod_cgroup.h"
+#include "pod/pod_launch.h"
+#include "reconciler/rc_loop.h"
+#include "store/st.h"
+
+extern const rc_manager_t pod_manager;          /* TANK_KIND_POD */
+extern const rc_manager_t pod_ctr_manager;      /* TANK_KIND_CONTAINER */
+
+/* Message to the loop actor, routed to the pod manager: stop every
+ * container (the daemon's drain).  No payload. */
+#define POD_MGR_SHUTDOWN RC_TAG_KIND(TANK_KIND_POD, 1)
+
+typedef struct pod_mgr pod_mgr_t;
+
+/* One transition, as published to subscribers (borrowed strings). */
+typedef struct pod_event {
+	const char *pod;
+	const char *container;   /* NULL for a pod transition */
+	const char *from, *to, *reason;
+	int64_t at;              /* ms since the epoch */
+	uint64_t generation;
+} pod_event_t;
+
+typedef struct pod_mgr_opts {
+	st_t *store;                       /* borrowed */
+	const char *log_dir;               /* copied; container logs */
+	const pod_cgroup_env_t *cgroups;   /* copied; NULL or mode NONE = none */
+	void (*on_event)(void *ctx, const pod_event_t *ev);   /* may be NULL */
+	void *event_ctx;
+	/* Starts a container process: NULL = pod_launch.  Tests inject a
+	 * fake with the same contract (pod_launch.h). */
+	int (*launch)(const pod_launch_opts_t *o, pod_proc_t *out, tank_error_t *err);
+	/* Called once, after the shutdown message, when no container runs. */
+	void (*on_drained)(void *ctx);
+	void *drained_ctx;
+} pod_mgr_opts_t;
+
+/* -ENOMEM. */
+int pod_mgr_new(const pod_mgr_opts_t *o, pod_mgr_t **out);
+/* Frees the tracking; the loop actor must be gone (its runners too). */
+void pod_mgr_free(pod_mgr_t *m);
+
+/* The loop's record hook (record_ctx = the pod_mgr_t): appends the
+ * transition to the pod's history and publishes it. */
+void pod_mgr_record(void *ctx, const rc_transition_t *t);
+
+/* Restarts a pod by hand (from any actor): stops its running containers,
+ * clears retries, backoff and terminal state, and starts it again.  The
+ * work happens in the loop (`loop` is its pid).  TANK_ENOTFOUND if the pod
+ * is not desired. */
+int pod_mgr_restart(pod_mgr_t *m, rt_t *rt, rt_pid_t loop, const char *name);
+
+/* Calls fn for each pod with a running container, with the host pid of
+ * its first running container. */
+void pod_mgr_running(pod_mgr_t *m,
+		     void (*fn)(void *ctx, const char *name, pid_t pid), void *ctx);
+
+/* Number of running container processes. */
+size_t pod_mgr_nrunning(const pod_mgr_t *m);
+
+#endif

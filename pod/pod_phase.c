@@ -1,0 +1,100 @@
+#include "pod/pod_phase.h"
+
+#define N(a) (sizeof(a) / sizeof((a)[0]))
+
+static const char *const pod__ctr_phases[POD_CP_COUNT] = {
+	[POD_CP_PENDING] = "pending", [POD_CP_RUNNING] = "running",
+	[POD_CP_BACKING_OFF] = "backing_off", [POD_CP_STOPPING] = "stopping",
+	[POD_CP_TERMINAL] = "terminal",
+};
+
+static const char *const pod__ctr_events[POD_CE_COUNT] = {
+	[POD_CE_STARTED] = "started", [POD_CE_CRASHED] = "crashed",
+	[POD_CE_FINISHED] = "finished", [POD_CE_STOP] = "stop",
+	[POD_CE_STOPPED] = "stopped", [POD_CE_RESET] = "reset",
+	[POD_CE_BACKOFF] = "backoff", [POD_CE_LOST] = "lost",
+};
+
+#define E(f, e, t) { POD_CP_##f, POD_CE_##e, POD_CP_##t }
+static const rc_fsm_edge_t pod__ctr_edges[] = {
+	E(PENDING, STARTED, RUNNING),
+	E(PENDING, CRASHED, BACKING_OFF),       /* the start failed */
+	E(PENDING, FINISHED, TERMINAL),
+	E(PENDING, STOP, STOPPING),             /* leftovers of a previous tankd */
+	E(PENDING, STOPPED, PENDING),
+	E(PENDING, RESET, PENDING),
+	E(PENDING, BACKOFF, BACKING_OFF),
+	E(PENDING, LOST, PENDING),
+
+	E(RUNNING, CRASHED, BACKING_OFF),
+	E(RUNNING, FINISHED, TERMINAL),
+	E(RUNNING, STOP, STOPPING),
+	E(RUNNING, STOPPED, PENDING),           /* exited while not wanted */
+	E(RUNNING, LOST, PENDING),
+
+	E(BACKING_OFF, STARTED, RUNNING),
+	E(BACKING_OFF, CRASHED, BACKING_OFF),   /* the restart failed to start */
+	E(BACKING_OFF, FINISHED, TERMINAL),
+	E(BACKING_OFF, STOP, STOPPING),
+	E(BACKING_OFF, STOPPED, PENDING),
+	E(BACKING_OFF, RESET, PENDING),
+	E(BACKING_OFF, BACKOFF, BACKING_OFF),
+	E(BACKING_OFF, LOST, PENDING),
+
+	E(STOPPING, STOP, STOPPING),
+	E(STOPPING, STOPPED, PENDING),
+	E(STOPPING, CRASHED, BACKING_OFF),      /* runner died while stopping */
+	E(STOPPING, LOST, PENDING),
+
+	E(TERMINAL, RESET, PENDING),
+	E(TERMINAL, STOP, STOPPING),            /* leftovers of a previous tankd */
+	E(TERMINAL, STOPPED, TERMINAL),
+};
+#undef E
+
+const rc_fsm_t pod_ctr_fsm = {
+	.kind = "container",
+	.phases = pod__ctr_phases, .nphases = POD_CP_COUNT,
+	.events = pod__ctr_events, .nevents = POD_CE_COUNT,
+	.edges = pod__ctr_edges, .nedges = N(pod__ctr_edges),
+};
+
+static const char *const pod__phases[POD_PP_COUNT] = {
+	[POD_PP_PENDING] = "pending", [POD_PP_STARTING] = "starting",
+	[POD_PP_RUNNING] = "running", [POD_PP_BACKING_OFF] = "backing_off",
+	[POD_PP_STOPPING] = "stopping", [POD_PP_TERMINAL] = "terminal",
+	[POD_PP_DELETED] = "deleted",
+};
+
+static const char *const pod__events[POD_PE_COUNT] = {
+	[POD_PE_WAIT] = "wait", [POD_PE_SOME_RUNNING] = "some_running",
+	[POD_PE_ALL_RUNNING] = "all_running", [POD_PE_BACKOFF] = "backoff",
+	[POD_PE_STOP] = "stop", [POD_PE_ALL_DONE] = "all_done",
+	[POD_PE_DELETE] = "delete", [POD_PE_NOTE] = "note",
+};
+
+/* Every live phase may go to every derived condition, except that
+ * terminal only leaves through pending (a reset or a new spec), stopping
+ * (a restart or a delete) or deleted. */
+#define P(f, e, t) { POD_PP_##f, POD_PE_##e, POD_PP_##t }
+#define LIVE(f) \
+	P(f, WAIT, PENDING), P(f, SOME_RUNNING, STARTING), \
+	P(f, ALL_RUNNING, RUNNING), P(f, BACKOFF, BACKING_OFF), \
+	P(f, STOP, STOPPING), P(f, ALL_DONE, TERMINAL), \
+	P(f, DELETE, DELETED), P(f, NOTE, f)
+static const rc_fsm_edge_t pod__edges[] = {
+	LIVE(PENDING), LIVE(STARTING), LIVE(RUNNING), LIVE(BACKING_OFF),
+	LIVE(STOPPING),
+	P(TERMINAL, WAIT, PENDING), P(TERMINAL, STOP, STOPPING),
+	P(TERMINAL, ALL_DONE, TERMINAL), P(TERMINAL, DELETE, DELETED),
+	P(TERMINAL, NOTE, TERMINAL),
+};
+#undef LIVE
+#undef P
+
+const rc_fsm_t pod_fsm = {
+	.kind = "pod",
+	.phases = pod__phases, .nphases = POD_PP_COUNT,
+	.events = pod__events, .nevents = POD_PE_COUNT,
+	.edges = pod__edges, .nedges = N(pod__edges),
+};

@@ -1,0 +1,72 @@
+/*
+ * pod_phase — the phases of pods and containers and the tables of the
+ * transitions allowed between them (DESIGN.md §4, §7).
+ *
+ * A container's phase moves by events of its own life (started, crashed,
+ * finished, …).  A pod's phase is derived from its containers (status
+ * bubbles up): the pod manager computes which of the derived conditions
+ * holds and applies it as an event; the table forbids what would be a
+ * bug — leaving `terminal` other than through a reset or a new spec
+ * (`pending`/`stopping`), and anything after `deleted`.
+ *
+ * The tables are printed in docs/reconciler.md; tests/reconciler checks
+ * that the page holds exactly what rc_fsm_markdown() prints from them.
+ */
+#ifndef TANK_POD_PHASE_H
+#define TANK_POD_PHASE_H
+
+#include "reconciler/rc_fsm.h"
+
+/* Container phases. */
+enum pod_ctr_phase {
+	POD_CP_PENDING = 0,     /* not running, nothing scheduled */
+	POD_CP_RUNNING,
+	POD_CP_BACKING_OFF,     /* exited or failed to start; restart scheduled */
+	POD_CP_STOPPING,        /* stop signal sent, waiting for the exit */
+	POD_CP_TERMINAL,        /* not restarted: completed, or failed */
+	POD_CP_COUNT
+};
+
+/* Container events. */
+enum pod_ctr_event {
+	POD_CE_STARTED = 0,     /* a process was started */
+	POD_CE_CRASHED,         /* exited or failed to start; policy restarts it */
+	POD_CE_FINISHED,        /* exited or failed; policy does not restart */
+	POD_CE_STOP,            /* a stop was asked (delete, new spec, leftovers) */
+	POD_CE_STOPPED,         /* no process left after a stop */
+	POD_CE_RESET,           /* restart by hand: retries and terminal cleared */
+	POD_CE_BACKOFF,         /* a backoff restored from the stored status */
+	POD_CE_LOST,            /* the reconciler went away under a runner */
+	POD_CE_COUNT
+};
+
+/* Pod phases. */
+enum pod_phase {
+	POD_PP_PENDING = 0,
+	POD_PP_STARTING,        /* some containers run, not all yet */
+	POD_PP_RUNNING,         /* every container runs or has completed */
+	POD_PP_BACKING_OFF,
+	POD_PP_STOPPING,
+	POD_PP_TERMINAL,        /* every container terminal: completed or failed */
+	POD_PP_DELETED,         /* final: the record goes with it */
+	POD_PP_COUNT
+};
+
+/* Pod events: the derived condition now true, plus NOTE (a reason that
+ * changes without a phase change: a restart asked, a failure escalated). */
+enum pod_pevent {
+	POD_PE_WAIT = 0,        /* nothing runs yet */
+	POD_PE_SOME_RUNNING,
+	POD_PE_ALL_RUNNING,
+	POD_PE_BACKOFF,
+	POD_PE_STOP,
+	POD_PE_ALL_DONE,
+	POD_PE_DELETE,
+	POD_PE_NOTE,
+	POD_PE_COUNT
+};
+
+extern const rc_fsm_t pod_ctr_fsm;
+extern const rc_fsm_t pod_fsm;
+
+#endif
