@@ -1,0 +1,16 @@
+/* Prints the transition tables of every kind as Markdown, exactly as
+ * docs/reconciler.md holds them (tests/reconciler/test_fsm_docs.c checks
+ * the page against the same function).  `build/tests/helpers/fsm_tables`
+ * regenerates the block after a table changes. */
+#include <stdio.h>
+
+#include "pod/pod_phase.h"
+
+int main(void)
+{
+	puts("Container:\n");
+	rc_fsm_markdown(&pod_ctr_fsm, stdout);
+	puts("\nPod:\n");
+	rc_fsm_markdown(&pod_fsm, stdout);
+	return 0;
+}
