@@ -22,6 +22,8 @@
 #include <string.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
+#include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "api/api_methods.h"
@@ -460,6 +462,35 @@ static int configure(dmn_t *d, const dmn_opts_t *o, tank_error_t *err)
 	return 0;
 }
 
+/* How long release() waits for the processes of killed containers to be
+ * reaped.  SIGKILL takes effect in microseconds; the bound is for a
+ * process that escaped the kill (no cgroups and a setsid'ed grandchild),
+ * which would otherwise hold dmn_close forever. */
+#define DMN_REAP_MS 2000
+
+/* Reaps the processes the last moments of the tree killed: containers
+ * killed at the drain deadline or by a stop now, descendants a runner
+ * killed after its container's exit.  After rt_free nobody else would:
+ * they would stay zombies until the process exits, and their cgroups could
+ * not be removed (rc_pods_free would leave them behind).  Every child of
+ * the process is the daemon's (rt_new), so reaping any is fair. */
+static void reap_killed(void)
+{
+	struct timespec pause = { 0, 5 * 1000000L };
+
+	for (int waited = 0; waited < DMN_REAP_MS; ) {
+		pid_t r = waitpid(-1, NULL, WNOHANG);
+		if (r > 0)
+			continue;
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r < 0)
+			return;        /* ECHILD: all reaped */
+		nanosleep(&pause, NULL);
+		waited += 5;
+	}
+}
+
 /* Releases what dmn_open acquired, in reverse; safe on a partial open. */
 static void release(dmn_t *d)
 {
@@ -474,6 +505,10 @@ static void release(dmn_t *d)
 	/* The actors first (runners kill their containers), then the
 	 * tracking they borrowed. */
 	rt_free(d->rt);
+	/* Only a daemon that ran has children; one that failed to open
+	 * must not wait on its embedder's. */
+	if (d->ran)
+		reap_killed();
 	rc_pods_free(d->pods);
 	if (d->cg.mode != POD_CGROUP_NONE)
 		(void)pod_cgroup_env_cleanup(&d->cg);

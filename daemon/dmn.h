@@ -182,9 +182,11 @@ size_t dmn_nrunning(const dmn_t *d);
 /*
  * Tears the daemon down: stops what still runs (without draining: call
  * dmn_stop and dmn_run first for a clean stop; a runner that dies kills
- * its container), flushes and closes the store, removes the cgroup root
- * if empty, releases the lock.  Blocks on the store's final flush and
- * fsync.  A failed final flush is logged as a warning (the lost changes
+ * its container), reaps the processes so killed (every child of the
+ * process, as the runtime does), removes the containers' cgroups and the
+ * cgroup root once empty, flushes and closes the store, releases the
+ * lock.  Blocks on the store's final flush and fsync, and for at most 2 s
+ * on killed processes that do not die (one that escaped the kill).  A failed final flush is logged as a warning (the lost changes
  * are observed state, which the next tankd observes again).  NULL is a
  * no-op.
  */

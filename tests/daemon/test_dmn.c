@@ -24,6 +24,7 @@
 #include <msgpack.h>
 
 #include "api/api_client.h"
+#include "common/tank_map.h"
 #include "daemon/dmn.h"
 #include "daemon/dmn_events.h"
 #include "pod/pod_manifest.h"
@@ -242,6 +243,26 @@ static pid_t running_pid(t_t *t, const char *name, int secs)
 	return 0;
 }
 
+/* The number of cgroup hierarchies holding tank's group for t's data dir
+ * (named as dmn_open names it by default). */
+static int cgroup_leftovers(t_t *t)
+{
+	char root[32], path[256];
+	const char *hier[] = { "unified", "pids", "memory", "cpu", "cpu,cpuacct", "" };
+	struct stat sb;
+	int n = 0;
+
+	snprintf(root, sizeof root, "tank-%08llx",
+		 (unsigned long long)(tank_hash64(t->dir, strlen(t->dir)) & 0xffffffffu));
+	for (size_t i = 0; i < sizeof hier / sizeof hier[0]; i++) {
+		snprintf(path, sizeof path, "/sys/fs/cgroup/%s%s%s", hier[i],
+			 hier[i][0] ? "/" : "", root);
+		if (stat(path, &sb) == 0)
+			n++;
+	}
+	return n;
+}
+
 /* --- lifecycle, in a child process ---------------------------------------- */
 
 Test(daemon, drain_stops_every_container_gracefully_and_exits_zero)
@@ -323,6 +344,9 @@ Test(daemon, drain_deadline_forces_the_exit_and_leaves_nothing_running)
 	cr_assert(log_has(t, "still stopping at the drain deadline (300ms)"), "%s",
 		  read_log(t, buf, sizeof buf));
 	cr_assert(log_has(t, "tankd: info: stopped"));
+	/* The killed container was reaped before the daemon let go of its
+	 * cgroups, so none is left behind (no-op where cgroups are off). */
+	cr_assert_eq(cgroup_leftovers(t), 0, "%s", read_log(t, buf, sizeof buf));
 	teardown(t);
 }
 
@@ -368,6 +392,7 @@ Test(daemon, second_signal_stops_at_once)
 	cr_assert(gone_within(p, 10), "container %d left running", (int)p);
 	cr_assert(log_has(t, "stopping now"), "%s", read_log(t, buf, sizeof buf));
 	cr_assert(!log_has(t, "deadline"), "%s", read_log(t, buf, sizeof buf));
+	cr_assert_eq(cgroup_leftovers(t), 0, "%s", read_log(t, buf, sizeof buf));
 	teardown(t);
 }
 
