@@ -3,7 +3,7 @@
  *
  * The reconciler reports every transition as an rc_event_t (borrowed
  * strings); subscribers of the RPC socket receive it as one msgpack map
- * (docs/rpc.md, "Events"):
+ * (docs/rpc.md, after the methods):
  *
  *   {type: "transition", pod, container (nil for the pod itself), from,
  *    to, reason, at (ms since the epoch), generation}
