@@ -617,3 +617,74 @@ Test(daemon, event_of_a_pod_transition_has_a_nil_container)
 	msgpack_unpacked_destroy(&up);
 	msgpack_sbuffer_destroy(&sb);
 }
+
+/* --- the launcher hook and signals, in the test's process -------------------- */
+
+static pid_t fake_pid;
+static int fake_launches;
+
+/* Starts a child that waits for a signal, and at the first launch sends
+ * this process SIGTERM: the daemon's own signal watcher must turn it into
+ * a drain, which stops the child with its stop signal. */
+static int fake_launch(const pod_launch_opts_t *o, pod_proc_t *out, tank_error_t *err)
+{
+	pid_t pid;
+
+	(void)o;
+	if ((pid = fork()) < 0)
+		return tank_error_set(err, -errno, "fork: %s", strerror(errno));
+	if (pid == 0) {
+		/* As the real launcher does: no handler nor mask of the
+		 * daemon's (libev's) reaches the container. */
+		sigset_t none;
+		sigemptyset(&none);
+		signal(SIGTERM, SIG_DFL);
+		sigprocmask(SIG_SETMASK, &none, NULL);
+		setpgid(0, 0);
+		pause();
+		_exit(0);
+	}
+	setpgid(pid, pid);
+	memset(out, 0, sizeof *out);
+	out->pid = pid;
+	out->stdout_fd = out->stderr_fd = -1;
+	out->own_pgrp = true;
+	pod_proc_start_time(pid, &out->start_time);
+	fake_pid = pid;
+	if (fake_launches++ == 0)
+		kill(getpid(), SIGTERM);
+	return 0;
+}
+
+Test(daemon, launcher_hook_runs_containers_and_sigterm_drains_in_process)
+{
+	t_t *t = setup();
+	lines_t l = { "" };
+	dmn_opts_t o = { .data_dir = t->dir, .log = capture, .log_ctx = &l,
+			 .cgroups = DMN_CGROUPS_OFF, .launch = fake_launch, .resync_ms = 100 };
+	tank_error_t e;
+	dmn_t *d;
+
+	desire(t, "name: fake\ncontainers:\n  - name: c\n    command: [/bin/false]\n");
+	cr_assert_eq(dmn_open(&o, &d, &e), 0, "%s", e.msg);
+	cr_assert_eq(dmn_run(d), DMN_EXIT_OK, "%s", l.text);
+	cr_assert_eq(fake_launches, 1, "%s", l.text);   /* /bin/false never ran */
+	cr_assert(dmn_stopping(d));
+	cr_assert_eq(dmn_nrunning(d), 0);
+	cr_assert(strstr(l.text, "stopping: stopping containers"), "%s", l.text);
+	cr_assert(!strstr(l.text, "deadline"), "%s", l.text);
+	dmn_close(d);
+	cr_assert(!alive(fake_pid));
+
+	/* Stopped by SIGTERM, its stop signal: the store says so. */
+	st_t *st;
+	st_status_t s;
+	memset(&s, 0, sizeof s);
+	cr_assert_eq(st_open(t->dir, NULL, &st, &e), 0, "%s", e.msg);
+	cr_assert_eq(st_status_get(st, "fake", &s, &e), 0, "%s", e.msg);
+	cr_assert_eq(s.n_containers, 1);
+	cr_assert_eq(s.containers[0].last_exit.signal, SIGTERM);
+	st_status_clear(&s);
+	st_close(st, NULL);
+	teardown(t);
+}
