@@ -151,8 +151,10 @@ int dmn_open(const dmn_opts_t *opts, dmn_t **out, tank_error_t *err);
 /*
  * Runs the daemon until it is stopped (dmn_stop, SIGTERM, SIGINT) or the
  * supervision tree gives up.  SIGTERM and SIGINT are watched from the
- * start of the first dmn_run until dmn_close, so a signal that arrives
- * while closing is not fatal.  Returns the exit status: DMN_EXIT_OK after
+ * start of dmn_run until dmn_close begins (one that arrives in between,
+ * when the loop no longer runs, is ignored; during dmn_close their
+ * default action applies again: the store is durable at every commit).
+ * Returns the exit status: DMN_EXIT_OK after
  * a requested stop (the drain deadline forcing it included),
  * DMN_EXIT_TEMPORARY when the tree gave up (its restart intensity was
  * exceeded).  Call at most once; a second call returns the same status at
