@@ -1,0 +1,639 @@
+/*
+ * dmn — tankd as a library (contract in dmn.h).
+ *
+ * The daemon's own state is small: what it opened (store, pod tracking,
+ * cgroups, runtime), the root supervisor, and the stop state machine
+ *
+ *   running --dmn_stop--> draining --drained | deadline--> tree stopping
+ *      |                     |                                  |
+ *      +------- second dmn_stop: rt_stop, at once --------------+
+ *
+ * The drain and the forced stop both end in the same teardown (the tree
+ * stops in reverse order, the store actor flushes); only their trigger
+ * differs, so there is one path to test.
+ */
+#include <errno.h>
+#include <ev.h>
+#include <limits.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/resource.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "api/api_methods.h"
+#include "api/api_server.h"
+#include "common/tank_map.h"
+#include "daemon/dmn.h"
+#include "daemon/dmn_events.h"
+#include "pod/pod_cgroup.h"
+#include "pod/pod_mgr.h"
+#include "pod/pod_units.h"
+#include "reconciler/rc_loop.h"
+#include "runtime/rt.h"
+#include "store/st.h"
+#include "supervisor/sup.h"
+
+/* OTP's default is 1 restart in 5 s; the root is a little more tolerant
+ * because one of its children (the api) faces the outside world. */
+static const sup_flags_t dmn_root_flags = { SUP_ONE_FOR_ONE, 3, 10000, SUP_AUTO_NEVER };
+/* Each child's shutdown budget once the tree stops: the reconciler's
+ * runners are already gone or are killed with it, the store actor's flush
+ * takes milliseconds.  Bounded so that a wedged child cannot hold the
+ * daemon's exit hostage. */
+#define DMN_CHILD_SHUTDOWN_MS 5000
+
+struct dmn {
+	char data_dir[PATH_MAX];
+	char socket_path[PATH_MAX];
+	char log_dir[PATH_MAX];
+	char cg_root[POD_CGROUP_NAME];
+	bool has_group;
+	gid_t group;
+	uint64_t resync_ms, nudge_ms, drain_ms;
+	void (*log)(void *ctx, dmn_level_t level, const char *msg);
+	void *log_ctx;
+	FILE *log_file;
+
+	st_t *store;
+	pod_cgroup_env_t cg;
+	pod_mgr_t *pods;
+	rt_t *rt;
+	api_daemon_t api;
+	api_method_t methods[API_NMETHODS];
+	size_t nmethods;
+	rt_pid_t root;
+
+	/* A child's start failure, for dmn_open to return: the supervisor
+	 * passes on only the code. */
+	tank_error_t start_err;
+
+	bool stopping;          /* dmn_stop was called */
+	bool stop_now;          /* a second dmn_stop: no more waiting */
+	bool ran;               /* dmn_run was called */
+	bool signals_on;
+	ev_signal sigterm, sigint;
+	ev_timer deadline;
+	int exit_status;
+};
+
+/* --- diagnostics -------------------------------------------------------- */
+
+const char *dmn_level_name(dmn_level_t level)
+{
+	switch (level) {
+	case DMN_LOG_INFO: return "info";
+	case DMN_LOG_WARNING: return "warning";
+	default: return "fatal";
+	}
+}
+
+static void log_line(void (*fn)(void *, dmn_level_t, const char *), void *ctx,
+		     FILE *fp, dmn_level_t level, const char *fmt, va_list ap)
+{
+	char msg[1024];
+
+	vsnprintf(msg, sizeof msg, fmt, ap);
+	if (fn) {
+		fn(ctx, level, msg);
+		return;
+	}
+	/* One fprintf per line: a line is never interleaved with another
+	 * writer's on a shared stderr. */
+	fprintf(fp ? fp : stderr, "tankd: %s: %s\n", dmn_level_name(level), msg);
+	fflush(fp ? fp : stderr);
+}
+
+static void say(dmn_t *d, dmn_level_t level, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+static void say(dmn_t *d, dmn_level_t level, const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	log_line(d->log, d->log_ctx, d->log_file, level, fmt, ap);
+	va_end(ap);
+}
+
+static void say_opts(const dmn_opts_t *o, dmn_level_t level, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+static void say_opts(const dmn_opts_t *o, dmn_level_t level, const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	log_line(o ? o->log : NULL, o ? o->log_ctx : NULL, o ? o->log_file : NULL,
+		 level, fmt, ap);
+	va_end(ap);
+}
+
+/* --- process set-up ----------------------------------------------------- */
+
+void dmn_process_setup(const dmn_opts_t *opts)
+{
+	struct rlimit nofile;
+	int err;
+
+	if (prctl(PR_SET_CHILD_SUBREAPER, 1) < 0)
+		say_opts(opts, DMN_LOG_WARNING,
+			 "unable to become a child subreaper: %s (orphans go to init)",
+			 strerror(errno));
+	signal(SIGPIPE, SIG_IGN);
+	if (getrlimit(RLIMIT_NOFILE, &nofile) == 0 && nofile.rlim_cur < nofile.rlim_max) {
+		nofile.rlim_cur = nofile.rlim_max;
+		if (setrlimit(RLIMIT_NOFILE, &nofile) < 0)
+			say_opts(opts, DMN_LOG_WARNING, "unable to raise the open-file limit: %s",
+				 strerror(errno));
+	}
+	/* The slot fds are taken before the store and the socket, so they
+	 * sit low in the fd table and a spawn copies only those. */
+	if ((err = pod_launch_reserve()) < 0)
+		say_opts(opts, DMN_LOG_WARNING,
+			 "unable to reserve launcher fds: %s (spawns copy the fd table)",
+			 tank_strerror(err));
+}
+
+int dmn_exit_status(int err)
+{
+	switch (err) {
+	case 0:
+		return DMN_EXIT_OK;
+	case TANK_ELOCKED:
+	case -EADDRINUSE:
+	case -ENOMEM:
+	case -EMFILE:
+	case -ENFILE:
+	case -EAGAIN:
+		return DMN_EXIT_TEMPORARY;
+	default:
+		return DMN_EXIT_PERMANENT;
+	}
+}
+
+/* --- the store actor ------------------------------------------------------ */
+
+/* The store has no mailbox of its own: this actor gives its group commit a
+ * place in the tree, so that it is attached to the loop while the tree
+ * runs and flushed when the tree stops (it stops last: it started first). */
+
+static void flush_error(void *ctx, const tank_error_t *err)
+{
+	say(ctx, DMN_LOG_WARNING, "unable to commit status: %s (kept, retrying)", err->msg);
+}
+
+static int store_init(rt_t *rt, void **state, void *arg)
+{
+	dmn_t *d = arg;
+	int err = st_attach_loop(d->store, rt_loop(rt));
+
+	*state = d;
+	/* A restarted store actor finds the store still attached when its
+	 * predecessor's terminate did not run (rt_free): that is fine. */
+	return err == -EBUSY ? 0 : err;
+}
+
+static void store_handle(rt_t *rt, void *state, rt_msg_t *m)
+{
+	(void)rt; (void)state; (void)m;
+}
+
+static void store_terminate(rt_t *rt, void *state, rt_reason_t reason)
+{
+	dmn_t *d = state;
+	tank_error_t e;
+
+	(void)rt; (void)reason;
+	tank_error_clear(&e);
+	if (st_flush(d->store, &e) < 0)
+		say(d, DMN_LOG_WARNING, "unable to commit status at stop: %s", e.msg);
+	st_detach_loop(d->store);
+}
+
+static const rt_behaviour_t dmn_store_actor = {
+	"dmn_store", store_init, store_handle, store_terminate,
+};
+
+static int start_store(rt_t *rt, void *arg, void *extra, rt_pid_t *out)
+{
+	(void)extra;
+	return rt_spawn_link(rt, &dmn_store_actor, arg, out);
+}
+
+/* --- the reconciler ------------------------------------------------------- */
+
+static void on_event(void *ctx, const pod_event_t *ev)
+{
+	dmn_t *d = ctx;
+	rt_pid_t api = rt_whereis(d->rt, "api");
+	msgpack_sbuffer sb;
+	msgpack_packer pk;
+
+	/* No api (stopping, or between two of its lives): nobody listens. */
+	if (!api)
+		return;
+	msgpack_sbuffer_init(&sb);
+	msgpack_packer_init(&pk, &sb, msgpack_sbuffer_write);
+	/* An event that cannot be packed or queued is dropped: subscribers
+	 * miss one line, the transition itself is already in the history. */
+	if (dmn_event_pack(&pk, ev) == 0)
+		(void)api_server_publish(d->rt, api, sb.data, sb.size);
+	msgpack_sbuffer_destroy(&sb);
+}
+
+static int start_reconciler(rt_t *rt, void *arg, void *extra, rt_pid_t *out)
+{
+	dmn_t *d = arg;
+	rc_loop_opts_t o = {
+		.resync_ms = d->resync_ms,
+		.nudge_ms = d->nudge_ms,
+		.managers = { &pod_manager, &pod_ctr_manager },
+		.ctx = { d->pods, d->pods },
+		.nkinds = 2,
+		.record = pod_mgr_record,
+		.record_ctx = d->pods,
+		/* api_methods finds the reconciler by this name. */
+		.name = API_RECONCILER_NAME,
+	};
+
+	(void)extra;
+	return rc_loop_start(rt, &o, out);
+}
+
+/* --- the api ---------------------------------------------------------------- */
+
+static int start_api(rt_t *rt, void *arg, void *extra, rt_pid_t *out)
+{
+	dmn_t *d = arg;
+	api_server_opts_t o = {
+		.socket_path = d->socket_path,
+		.has_group = d->has_group,
+		.group = d->group,
+		.methods = d->methods,
+		.nmethods = d->nmethods,
+	};
+	tank_error_t e;
+	int err;
+
+	(void)extra;
+	tank_error_clear(&e);
+	if ((err = api_server_start(rt, &o, out, &e)) < 0) {
+		tank_error_set(&d->start_err, err, "unable to serve %s: %s", d->socket_path,
+			       e.msg[0] ? e.msg : tank_strerror(err));
+		/* At open the error is returned; on a restart by the
+		 * supervisor nobody else would say why the api is gone. */
+		if (d->ran)
+			say(d, DMN_LOG_WARNING, "%s", d->start_err.msg);
+		return err;
+	}
+	return rt_register(rt, "api", *out);
+}
+
+/* --- stopping ------------------------------------------------------------------ */
+
+static void root_exited(rt_t *rt, rt_pid_t sup, rt_reason_t reason, void *ctx)
+{
+	dmn_t *d = ctx;
+
+	(void)sup;
+	d->root = RT_NOPID;
+	if (!d->stopping) {
+		say(d, DMN_LOG_FATAL, "supervision tree gave up (%s)", rt_reason_name(reason));
+		d->exit_status = DMN_EXIT_TEMPORARY;
+	}
+	rt_stop(rt);
+}
+
+/* The end of every stop: the tree in reverse order (api, reconciler with
+ * its runners — each kills its container if it still runs — and last the
+ * store actor, which flushes).  root_exited then stops the loop. */
+static void stop_tree(dmn_t *d)
+{
+	if (ev_is_active(&d->deadline))
+		ev_timer_stop(rt_loop(d->rt), &d->deadline);
+	if (d->root && rt_alive(d->rt, d->root))
+		sup_stop(d->rt, d->root);
+	else
+		rt_stop(d->rt);
+}
+
+static void drained(void *ctx)
+{
+	dmn_t *d = ctx;
+
+	/* pod_mgr calls this when its last container is gone, which is only
+	 * ever after dmn_stop; the check keeps a stray call harmless. */
+	if (d->stopping)
+		stop_tree(d);
+}
+
+static void deadline_cb(struct ev_loop *loop, ev_timer *w, int revents)
+{
+	dmn_t *d = w->data;
+	char buf[POD_UNIT_BUF];
+
+	(void)loop; (void)revents;
+	say(d, DMN_LOG_WARNING,
+	    "%zu container(s) still stopping at the drain deadline (%s): killing them",
+	    pod_mgr_nrunning(d->pods), pod_format_duration(d->drain_ms, buf));
+	stop_tree(d);
+}
+
+void dmn_stop(dmn_t *d)
+{
+	rt_pid_t loop;
+
+	if (d->stopping) {
+		if (d->stop_now)
+			return;
+		/* Asked twice: the operator does not want to wait.  rt_stop
+		 * ends the loop now; dmn_close's rt_free then terminates every
+		 * actor, and each runner kills its container. */
+		say(d, DMN_LOG_INFO, "stopping now: killing containers");
+		d->stop_now = true;
+		if (ev_is_active(&d->deadline))
+			ev_timer_stop(rt_loop(d->rt), &d->deadline);
+		rt_stop(d->rt);
+		return;
+	}
+	d->stopping = true;
+	say(d, DMN_LOG_INFO, "stopping: stopping containers");
+	/* Stop accepting first: an apply arriving during the drain would
+	 * race it.  The api is a permanent child, so it is terminated
+	 * through its supervisor, which then does not restart it. */
+	if (d->root && rt_alive(d->rt, d->root))
+		(void)sup_terminate_child(d->rt, d->root, "api");
+	/* ev_now is the time of the last poll, possibly long ago when
+	 * called before dmn_run: the deadline counts from now. */
+	ev_now_update(rt_loop(d->rt));
+	ev_timer_init(&d->deadline, deadline_cb, (double)d->drain_ms / 1000., 0.);
+	d->deadline.data = d;
+	ev_timer_start(rt_loop(d->rt), &d->deadline);
+	/* The pod manager calls drained() when no container is left.  No
+	 * reconciler: its runners died with it, killing their containers. */
+	loop = rt_whereis(d->rt, API_RECONCILER_NAME);
+	if (!loop || rt_send(d->rt, loop, POD_MGR_SHUTDOWN, NULL, 0) < 0)
+		stop_tree(d);
+}
+
+bool dmn_stopping(const dmn_t *d)
+{
+	return d->stopping;
+}
+
+static void signal_cb(struct ev_loop *loop, ev_signal *w, int revents)
+{
+	(void)loop; (void)revents;
+	dmn_stop(w->data);
+}
+
+/* --- open, run, close ---------------------------------------------------------- */
+
+static int copy_path(char *dst, size_t cap, const char *what, tank_error_t *err,
+		     const char *fmt, ...)
+	__attribute__((format(printf, 5, 6)));
+static int copy_path(char *dst, size_t cap, const char *what, tank_error_t *err,
+		     const char *fmt, ...)
+{
+	va_list ap;
+	int n;
+
+	va_start(ap, fmt);
+	n = vsnprintf(dst, cap, fmt, ap);
+	va_end(ap);
+	if (n < 0 || (size_t)n >= cap)
+		return tank_error_set(err, -ENAMETOOLONG, "%s: path too long (%d bytes)",
+				      what, n);
+	return 0;
+}
+
+static int configure(dmn_t *d, const dmn_opts_t *o, tank_error_t *err)
+{
+	int rc;
+
+	if (!o->data_dir || !o->data_dir[0])
+		return tank_error_set(err, TANK_EINVALID, "data_dir: required");
+	if ((rc = copy_path(d->data_dir, sizeof d->data_dir, "data dir", err, "%s",
+			    o->data_dir)) < 0)
+		return rc;
+	if (o->socket_path && o->socket_path[0])
+		rc = copy_path(d->socket_path, sizeof d->socket_path, "socket", err, "%s",
+			       o->socket_path);
+	else
+		rc = copy_path(d->socket_path, sizeof d->socket_path, "socket", err,
+			       "%s/tank.sock", d->data_dir);
+	if (rc < 0)
+		return rc;
+	if (o->log_dir && o->log_dir[0])
+		rc = copy_path(d->log_dir, sizeof d->log_dir, "log dir", err, "%s", o->log_dir);
+	else
+		rc = copy_path(d->log_dir, sizeof d->log_dir, "log dir", err, "%s/logs",
+			       d->data_dir);
+	if (rc < 0)
+		return rc;
+	if (o->cgroup_root && o->cgroup_root[0])
+		rc = copy_path(d->cg_root, sizeof d->cg_root, "cgroup root", err, "%s",
+			       o->cgroup_root);
+	else
+		rc = copy_path(d->cg_root, sizeof d->cg_root, "cgroup root", err,
+			       "tank-%08llx",
+			       (unsigned long long)(tank_hash64(d->data_dir, strlen(d->data_dir))
+						    & 0xffffffffu));
+	if (rc < 0)
+		return rc;
+	d->has_group = o->has_socket_group;
+	d->group = o->socket_group;
+	d->resync_ms = o->resync_ms ? o->resync_ms : DMN_RESYNC_DEFAULT_MS;
+	d->nudge_ms = o->nudge_ms ? o->nudge_ms : DMN_NUDGE_DEFAULT_MS;
+	d->drain_ms = o->drain_ms ? o->drain_ms : DMN_DRAIN_DEFAULT_MS;
+	d->log = o->log;
+	d->log_ctx = o->log_ctx;
+	d->log_file = o->log_file;
+	return 0;
+}
+
+/* How long release() waits for the processes of killed containers to be
+ * reaped.  SIGKILL takes effect in microseconds; the bound is for a
+ * process that escaped the kill (no cgroups and a setsid'ed grandchild),
+ * which would otherwise hold dmn_close forever. */
+#define DMN_REAP_MS 2000
+
+/* Reaps the processes the last moments of the tree killed: containers
+ * killed at the drain deadline or by a stop now, descendants a runner
+ * killed after its container's exit.  After rt_free nobody else would:
+ * they would stay zombies until the process exits, and their cgroups could
+ * not be removed (pod_mgr_free would leave them behind).  Every child of
+ * the process is the daemon's (rt_new), so reaping any is fair. */
+static void reap_killed(void)
+{
+	struct timespec pause = { 0, 5 * 1000000L };
+
+	for (int waited = 0; waited < DMN_REAP_MS; ) {
+		pid_t r = waitpid(-1, NULL, WNOHANG);
+		if (r > 0)
+			continue;
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r < 0)
+			return;        /* ECHILD: all reaped */
+		nanosleep(&pause, NULL);
+		waited += 5;
+	}
+}
+
+/* Releases what dmn_open acquired, in reverse; safe on a partial open. */
+static void release(dmn_t *d)
+{
+	tank_error_t e;
+
+	if (d->signals_on) {
+		ev_signal_stop(rt_loop(d->rt), &d->sigterm);
+		ev_signal_stop(rt_loop(d->rt), &d->sigint);
+	}
+	if (d->rt && ev_is_active(&d->deadline))
+		ev_timer_stop(rt_loop(d->rt), &d->deadline);
+	/* The actors first (runners kill their containers), then the
+	 * tracking they borrowed. */
+	rt_free(d->rt);
+	/* Only a daemon that ran has children; one that failed to open
+	 * must not wait on its embedder's. */
+	if (d->ran)
+		reap_killed();
+	pod_mgr_free(d->pods);
+	if (d->cg.mode != POD_CGROUP_NONE)
+		(void)pod_cgroup_env_cleanup(&d->cg);
+	if (d->store) {
+		tank_error_clear(&e);
+		if (st_close(d->store, &e) < 0)
+			say(d, DMN_LOG_WARNING, "unable to close the store: %s",
+			    e.msg[0] ? e.msg : "?");
+	}
+	free(d);
+}
+
+int dmn_open(const dmn_opts_t *opts, dmn_t **out, tank_error_t *err)
+{
+	dmn_t *d;
+	tank_error_t e;
+	int rc;
+
+	*out = NULL;
+	if (!(d = calloc(1, sizeof *d)))
+		return tank_error_set(err, -ENOMEM, "out of memory");
+	d->cg.mode = POD_CGROUP_NONE;
+	if ((rc = configure(d, opts, err)) < 0) {
+		free(d);
+		return rc;
+	}
+
+	tank_error_clear(&e);
+	st_options_t so = { .on_flush_error = flush_error, .on_flush_error_ctx = d };
+	if ((rc = st_open(d->data_dir, &so, &d->store, &e)) < 0) {
+		d->store = NULL;
+		tank_error_set(err, rc, "unable to open the store in %s: %s", d->data_dir,
+			       e.msg[0] ? e.msg : tank_strerror(rc));
+		release(d);
+		return rc;
+	}
+	/* No cgroups is a mode, not an error: pods without limits run, and
+	 * pods with limits are refused with the reason. */
+	if (opts->cgroups == DMN_CGROUPS_AUTO &&
+	    pod_cgroup_probe(&d->cg, NULL, d->cg_root, NULL) < 0)
+		d->cg.mode = POD_CGROUP_NONE;
+
+	if (!(d->rt = rt_new())) {
+		rc = tank_error_set(err, -EBUSY,
+				    "unable to start the runtime: out of memory, or another "
+				    "daemon runs in this process");
+		release(d);
+		return rc;
+	}
+	pod_mgr_opts_t po = {
+		.store = d->store, .log_dir = d->log_dir, .cgroups = &d->cg,
+		.on_event = on_event, .event_ctx = d,
+		.launch = opts->launch,
+		.on_drained = drained, .drained_ctx = d,
+	};
+	if ((rc = pod_mgr_new(&po, &d->pods)) < 0) {
+		d->pods = NULL;
+		tank_error_set(err, rc, "unable to start the reconciler: %s", tank_strerror(rc));
+		release(d);
+		return rc;
+	}
+	d->api = (api_daemon_t){ .rt = d->rt, .store = d->store, .log_dir = d->log_dir,
+				 .version = opts->version ? opts->version : DMN_VERSION,
+				 .pods = d->pods };
+	d->nmethods = api_methods_table(&d->api, d->methods);
+
+	const sup_spec_t children[] = {
+		{ .id = "store", .start = start_store, .arg = d,
+		  .restart = SUP_PERMANENT, .shutdown = DMN_CHILD_SHUTDOWN_MS },
+		{ .id = "reconciler", .start = start_reconciler, .arg = d,
+		  .restart = SUP_PERMANENT, .shutdown = DMN_CHILD_SHUTDOWN_MS },
+		{ .id = "api", .start = start_api, .arg = d,
+		  .restart = SUP_PERMANENT, .shutdown = DMN_CHILD_SHUTDOWN_MS },
+	};
+	tank_error_clear(&d->start_err);
+	if ((rc = sup_start_root(d->rt, &dmn_root_flags, children,
+				 sizeof children / sizeof children[0], root_exited, d,
+				 &d->root)) < 0) {
+		d->root = RT_NOPID;
+		if (d->start_err.code == rc && d->start_err.msg[0])
+			tank_error_set(err, rc, "%s", d->start_err.msg);
+		else
+			tank_error_set(err, rc, "unable to start: %s", tank_strerror(rc));
+		release(d);
+		return rc;
+	}
+	*out = d;
+	return 0;
+}
+
+int dmn_run(dmn_t *d)
+{
+	struct ev_loop *loop = rt_loop(d->rt);
+
+	if (d->ran)
+		return d->exit_status;
+	d->ran = true;
+	ev_signal_init(&d->sigterm, signal_cb, SIGTERM);
+	ev_signal_init(&d->sigint, signal_cb, SIGINT);
+	d->sigterm.data = d->sigint.data = d;
+	ev_signal_start(loop, &d->sigterm);
+	ev_signal_start(loop, &d->sigint);
+	d->signals_on = true;
+	say(d, DMN_LOG_INFO, "serving %s (data dir %s, cgroups %s)", d->socket_path,
+	    d->data_dir,
+	    d->cg.mode == POD_CGROUP_V2 ? "v2" : d->cg.mode == POD_CGROUP_V1 ? "v1" : "none");
+	if (!d->stop_now)
+		rt_run(d->rt);
+	return d->exit_status;
+}
+
+const char *dmn_socket_path(const dmn_t *d)
+{
+	return d->socket_path;
+}
+
+size_t dmn_nrunning(const dmn_t *d)
+{
+	return pod_mgr_nrunning(d->pods);
+}
+
+void dmn_close(dmn_t *d)
+{
+	dmn_opts_t lo;
+	bool clean;
+
+	if (!d)
+		return;
+	clean = d->ran && d->exit_status == DMN_EXIT_OK;
+	/* release() frees d: "stopped" is said through a copy of the
+	 * logger, once the store is closed and the lock released. */
+	lo = (dmn_opts_t){ .log = d->log, .log_ctx = d->log_ctx, .log_file = d->log_file };
+	release(d);
+	if (clean)
+		say_opts(&lo, DMN_LOG_INFO, "stopped");
+}

@@ -1,0 +1,37 @@
+/* dmn_events — a reconciler transition as an events-stream map. */
+#include <errno.h>
+
+#include "api/api_rpc.h"
+#include "daemon/dmn_events.h"
+
+/* nil rather than "" for an absent string: a subscriber can tell "no
+ * container" (a pod transition) from a container named "". */
+static int pack_str_or_nil(msgpack_packer *pk, const char *s)
+{
+	return s ? api_pack_cstr(pk, s) : msgpack_pack_nil(pk);
+}
+
+int dmn_event_pack(msgpack_packer *pk, const pod_event_t *ev)
+{
+	int rc = msgpack_pack_map(pk, DMN_EVENT_TRANSITION_KEYS);
+
+	rc |= api_pack_cstr(pk, "type");
+	rc |= api_pack_cstr(pk, "transition");
+	rc |= api_pack_cstr(pk, "pod");
+	rc |= pack_str_or_nil(pk, ev->pod);
+	rc |= api_pack_cstr(pk, "container");
+	rc |= pack_str_or_nil(pk, ev->container);
+	rc |= api_pack_cstr(pk, "from");
+	rc |= pack_str_or_nil(pk, ev->from);
+	rc |= api_pack_cstr(pk, "to");
+	rc |= pack_str_or_nil(pk, ev->to);
+	rc |= api_pack_cstr(pk, "reason");
+	rc |= pack_str_or_nil(pk, ev->reason);
+	rc |= api_pack_cstr(pk, "at");
+	rc |= msgpack_pack_int64(pk, ev->at);
+	rc |= api_pack_cstr(pk, "generation");
+	rc |= msgpack_pack_uint64(pk, ev->generation);
+	/* msgpack-c's packers fail only when the write callback does, and
+	 * the sbuffer's only failure is a failed realloc. */
+	return rc ? -ENOMEM : 0;
+}

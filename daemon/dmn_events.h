@@ -1,0 +1,33 @@
+/*
+ * dmn_events — how a reconciler transition goes out on the events stream.
+ *
+ * The reconciler reports every transition as an pod_event_t (borrowed
+ * strings); subscribers of the RPC socket receive it as one msgpack map
+ * (docs/rpc.md, after the methods):
+ *
+ *   {type: "transition", pod, container (nil for the pod itself), from,
+ *    to, reason, at (ms since the epoch), generation}
+ *
+ * The encoding is its own module so that it can be tested without a
+ * daemon, and so that the next kinds (actions, jobs) add their event types
+ * next to this one rather than inside the daemon's wiring.
+ *
+ * Pure functions: no allocation beyond the packer's buffer, no blocking.
+ */
+#ifndef TANK_DMN_EVENTS_H
+#define TANK_DMN_EVENTS_H
+
+#include <msgpack.h>
+
+#include "pod/pod_mgr.h"
+
+/* Number of keys in a transition event map. */
+#define DMN_EVENT_TRANSITION_KEYS 8
+
+/* Packs ev as one map onto pk.  A NULL from/to/reason is packed as nil (the
+ * reconciler always sets them; a subscriber must not be sent a crash for
+ * a missing one).  Returns 0, or -ENOMEM when the packer's buffer could
+ * not grow (what was written is then incomplete: discard the buffer). */
+int dmn_event_pack(msgpack_packer *pk, const pod_event_t *ev);
+
+#endif
