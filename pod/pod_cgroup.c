@@ -1,5 +1,6 @@
 #include "pod/pod_cgroup.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
@@ -552,4 +553,94 @@ bool pod_cgroup_exists(const pod_cgroup_t *cg)
 {
 	return cg->mode != POD_CGROUP_NONE && procs_dir(cg) && procs_dir(cg)[0] &&
 	       access(procs_dir(cg), F_OK) == 0;
+}
+
+/* A pod_cgroup_t for an existing group <root>/<rel> (rel "" = the root,
+ * "pod" or "pod/container"), with a path for each hierarchy where the
+ * directory exists. */
+static int open_existing(const pod_cgroup_env_t *env, const char *rel,
+			 pod_cgroup_t *cg)
+{
+	char tmp[POD_CG_N][POD_CGROUP_PATH] = { "" };
+
+	memset(cg, 0, sizeof *cg);
+	cg->mode = env->mode;
+	if (env->mode == POD_CGROUP_V2) {
+		snprintf(tmp[0], sizeof tmp[0], "%s/%s%s%s", env->v2_mount, env->root,
+			 rel[0] ? "/" : "", rel);
+	} else {
+		for (int i = 0; i < POD_CG_N; i++) {
+			if (!env->v1_mount[i][0])
+				continue;
+			snprintf(tmp[i], sizeof tmp[i], "%s/%s%s%s", env->v1_mount[i],
+				 env->root, rel[0] ? "/" : "", rel);
+			if (access(tmp[i], F_OK) < 0)
+				tmp[i][0] = '\0';
+		}
+	}
+	return set_paths(cg, tmp);
+}
+
+/* Kills what runs directly in the group <root>/<rel>; the count, or 0. */
+static int sweep_one(const pod_cgroup_env_t *env, const char *rel,
+		     const char *pod, const char *ctr, bool remove,
+		     pod_cgroup_found_fn found, void *ctx)
+{
+	pod_cgroup_t cg;
+	int n;
+
+	if (open_existing(env, rel, &cg) < 0)
+		return 0;
+	n = pod_cgroup_count(&cg);
+	if (n > 0) {
+		(void)pod_cgroup_kill_all(&cg);
+		if (found)
+			found(ctx, pod, ctr, n);
+	}
+	if (remove && pod_cgroup_count(&cg) == 0)
+		release(&cg);   /* rmdir the container's groups, then the pod's if empty */
+	else
+		pod_cgroup_forget(&cg);
+	return n > 0 ? n : 0;
+}
+
+int pod_cgroup_sweep(const pod_cgroup_env_t *env, pod_cgroup_owned_fn owned,
+		     pod_cgroup_found_fn found, void *ctx)
+{
+	char root[POD_CGROUP_PATH], rel[POD_CGROUP_PATH];
+	const char *base;
+	DIR *d;
+	struct dirent *de;
+	int total = 0;
+
+	if (env->mode == POD_CGROUP_NONE)
+		return 0;
+	base = env->mode == POD_CGROUP_V2 ? env->v2_mount : env->v1_mount[POD_CG_PIDS];
+	if (!base[0])
+		return 0;
+	snprintf(root, sizeof root, "%s/%s", base, env->root);
+	if (!(d = opendir(root)))
+		return -errno;
+	total += sweep_one(env, "", "", "", false, found, ctx);
+	while ((de = readdir(d))) {
+		char pdir[POD_CGROUP_PATH * 2];
+		DIR *pd;
+		struct dirent *ce;
+		if (de->d_type != DT_DIR || de->d_name[0] == '.')
+			continue;
+		snprintf(pdir, sizeof pdir, "%s/%s", root, de->d_name);
+		if (!(pd = opendir(pdir)))
+			continue;
+		total += sweep_one(env, de->d_name, de->d_name, "", false, found, ctx);
+		while ((ce = readdir(pd))) {
+			if (ce->d_type != DT_DIR || ce->d_name[0] == '.' ||
+			    owned(ctx, de->d_name, ce->d_name))
+				continue;
+			snprintf(rel, sizeof rel, "%s/%s", de->d_name, ce->d_name);
+			total += sweep_one(env, rel, de->d_name, ce->d_name, true, found, ctx);
+		}
+		closedir(pd);
+	}
+	closedir(d);
+	return total;
 }

@@ -118,6 +118,25 @@ int pod_cgroup_destroy(pod_cgroup_t *cg);
  * then released (mode NONE).  NULL is fine. */
 void pod_cgroup_forget(pod_cgroup_t *cg);
 
+/* The sweep: finds every group under env's root that its owner does not
+ * claim and stops what runs in it.
+ *
+ * Walks <root>/<pod>/<container> in the pids (v1) or unified (v2) tree.
+ * For each container group, owned(ctx, pod, container) says whether a
+ * tracked container owns it; an unowned group's processes are SIGKILLed
+ * (pod_cgroup_kill_all), found(ctx, pod, container, n) is told how many
+ * there were (n > 0 only), and the group is removed once empty (a busy one
+ * is left for the next sweep).  Processes planted directly in the root or
+ * a pod's group (tank never puts any there) are killed and reported with
+ * container "" (and pod "" for the root).  Returns the number of processes
+ * found, or a negative errno when the root cannot be read (-ENOENT: no
+ * root yet, nothing to sweep).  Blocks on cgroupfs reads only. */
+typedef bool (*pod_cgroup_owned_fn)(void *ctx, const char *pod, const char *container);
+typedef void (*pod_cgroup_found_fn)(void *ctx, const char *pod, const char *container,
+				    int nprocs);
+int pod_cgroup_sweep(const pod_cgroup_env_t *env, pod_cgroup_owned_fn owned,
+		     pod_cgroup_found_fn found, void *ctx);
+
 /* Removes env's root group if it is empty (tests, daemon shutdown). */
 int pod_cgroup_env_cleanup(const pod_cgroup_env_t *env);
 

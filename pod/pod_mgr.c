@@ -487,6 +487,64 @@ static bool pod__settled(rt_t *rt, const pod_trk_t *p)
 	return true;
 }
 
+/* --- the sweep: processes in tank's cgroups that no container owns ---------- */
+
+typedef struct pod_sweep {
+	pod_mgr_t *m;
+	rc_loop_t *loop;
+	bool all;                     /* shutting down: nothing is owned */
+} pod_sweep_t;
+
+static bool pod__cg_owned(void *ctx, const char *pod, const char *container)
+{
+	const pod_sweep_t *sw = ctx;
+	const pod_trk_t *p;
+
+	if (sw->all || !(p = tank_map_get(&sw->m->pods, pod)))
+		return false;
+	for (size_t i = 0; i < p->nctrs; i++)
+		if (strcmp(p->ctrs[i].name, container) == 0)
+			return true;
+	return false;
+}
+
+static void pod__cg_found(void *ctx, const char *pod, const char *container, int n)
+{
+	const pod_sweep_t *sw = ctx;
+	pod_trk_t *p = pod[0] ? tank_map_get(&sw->m->pods, pod) : NULL;
+	char what[RC_REASON_MAX];
+
+	pod__fmt(what, sizeof what, "stopped %d untracked process%s found in the cgroup%s%s%s%s",
+		 n, n == 1 ? "" : "es", pod[0] ? " of " : " root", pod,
+		 container[0] ? "/" : "", container);
+	fprintf(stderr, "tankd: warning: %s\n", what);
+	if (p) {
+		/* In the pod's history and on the events stream. */
+		(void)rc_fsm_apply(sw->loop, K_POD, p->name, &pod_fsm, &p->st,
+				   POD_PE_NOTE, what);
+	} else if (sw->m->o.on_event) {
+		/* No object to keep a history: the event says it. */
+		pod_event_t ev = {
+			.pod = pod, .container = container[0] ? container : NULL,
+			.from = "untracked", .to = "stopped", .reason = what,
+			.at = (int64_t)rc_wall_ms(),
+		};
+		sw->m->o.on_event(sw->m->o.event_ctx, &ev);
+	}
+}
+
+/* Kills what runs in tank's cgroups without an owner: leftovers of a pod
+ * deleted while its processes would not die, or processes planted there.
+ * At each resync (owned = a tracked pod has a container of that name),
+ * and at the daemon's stop once every container is gone (nothing owned). */
+static void pod__sweep(pod_mgr_t *m, rc_loop_t *loop, bool all)
+{
+	pod_sweep_t sw = { m, loop, all };
+
+	if (m->has_cg)
+		(void)pod_cgroup_sweep(&m->cg_env, pod__cg_owned, pod__cg_found, &sw);
+}
+
 static int pod__list(void *ctx, rc_loop_t *loop)
 {
 	pod_mgr_t *m = ctx;
@@ -509,6 +567,8 @@ static int pod__list(void *ctx, rc_loop_t *loop)
 	while (tank_map_next(&m->pods, &it, &name, &v))
 		if (!pod__settled(rc_rt(loop), v))
 			rc_enqueue(loop, K_POD, name);
+	if (!m->shutting_down)
+		pod__sweep(m, loop, false);
 	return 0;
 }
 
@@ -652,7 +712,7 @@ static int pod__ctr_list(void *ctx, rc_loop_t *loop)
 	return 0;
 }
 
-static void pod__drained_check(pod_mgr_t *m)
+static void pod__drained_check(pod_mgr_t *m, rc_loop_t *loop)
 {
 	if (m->shutting_down && !m->nrunning && !m->drained_told) {
 		size_t it = 0;
@@ -660,6 +720,9 @@ static void pod__drained_check(pod_mgr_t *m)
 		while (tank_map_next(&m->pods, &it, NULL, &v))
 			if (pod__busy(v))
 				return;
+		/* Every tracked container is gone; whatever still runs in
+		 * tank's cgroups is untracked, and tankd's stop stops it. */
+		pod__sweep(m, loop, true);
 		m->drained_told = true;
 		if (m->o.on_drained)
 			m->o.on_drained(m->o.drained_ctx);
@@ -968,7 +1031,7 @@ static rc_result_t pod__ctr_reconcile(void *ctx, rc_loop_t *loop, const rc_view_
 			 * (its reconcile queues its containers). */
 			if (pod__waits(c->pod))
 				rc_enqueue(loop, K_POD, c->pod->name);
-			pod__drained_check(m);
+			pod__drained_check(m, loop);
 		}
 		return rc_converged();
 	}
@@ -1065,7 +1128,7 @@ static void pod__ctr_handle(void *ctx, rc_loop_t *loop, rt_msg_t *msg)
 					pod__ctr_event(loop, c, POD_CE_STOPPED, "stopped");
 				pod__update(m, loop, p);
 				rc_enqueue(loop, K_POD, p->name);
-				pod__drained_check(m);
+				pod__drained_check(m, loop);
 				return;
 			}
 		}
@@ -1093,7 +1156,7 @@ static void pod__ctr_handle(void *ctx, rc_loop_t *loop, rt_msg_t *msg)
 	}
 	pod__update(m, loop, c->pod);
 	rc_enqueue(loop, K_POD, c->pod->name);
-	pod__drained_check(m);
+	pod__drained_check(m, loop);
 }
 
 static void pod__handle(void *ctx, rc_loop_t *loop, rt_msg_t *msg)
@@ -1107,7 +1170,7 @@ static void pod__handle(void *ctx, rc_loop_t *loop, rt_msg_t *msg)
 	m->shutting_down = true;
 	while (tank_map_next(&m->pods, &it, NULL, &v))
 		pod__enqueue_ctrs(loop, v);
-	pod__drained_check(m);
+	pod__drained_check(m, loop);
 }
 
 /* The loop actor is going away (crash or daemon stop).  Its runners are

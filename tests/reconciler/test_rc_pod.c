@@ -659,3 +659,75 @@ Test(reconciler, pod_with_first_container_done_is_still_running)
 	cr_assert_eq(got, want);
 	teardown(h);
 }
+
+/* --- the sweep ---------------------------------------------------------------- */
+
+/* Puts a fresh pause()ing child into <root>/<rel> of the pids (v1) or
+ * unified (v2) tree; returns its pid. */
+static pid_t plant(h_t *h, const char *rel)
+{
+	const char *base = h->cg.mode == POD_CGROUP_V2 ? h->cg.v2_mount
+						       : h->cg.v1_mount[POD_CG_PIDS];
+	char dir[1024], cmd[1200], procs[1100];
+	pid_t pid = fork();
+
+	cr_assert_geq(pid, 0);
+	if (pid == 0) {
+		pause();
+		_exit(0);
+	}
+	snprintf(dir, sizeof dir, "%s/%s/%s", base, h->cg.root, rel);
+	snprintf(cmd, sizeof cmd, "mkdir -p %s", dir);
+	cr_assert_eq(system(cmd), 0);
+	snprintf(procs, sizeof procs, "%s/cgroup.procs", dir);
+	FILE *f = fopen(procs, "we");
+	cr_assert_not_null(f, "%s", procs);
+	fprintf(f, "%d\n", (int)pid);
+	cr_assert_eq(fclose(f), 0);
+	return pid;
+}
+
+/* Gone or a zombie (the runtime reaps every child of the process, so
+ * waitpid here could find nothing to wait for). */
+static bool reaped(pid_t pid)
+{
+	return pod_proc_dead(pid);
+}
+
+/* A process in tank's cgroups that no tracked container owns — in the
+ * group of an unknown pod, or directly in a tracked pod's group — is
+ * stopped by the sweep at the next resync, with a note in the pod's
+ * history when there is a pod; owned containers are left alone. */
+Test(reconciler, sweep_stops_untracked_processes_in_tank_cgroups)
+{
+	h_t *h = setup(true);
+	char buf[512];
+
+	if (h->cg.mode == POD_CGROUP_NONE) {
+		teardown(h);
+		cr_skip_test("no cgroup hierarchy here: the sweep has nothing to walk");
+	}
+	apply_yaml(h, pod_yaml(buf, sizeof buf, "own", "always", "exit:0", "{base: 1s}"));
+	cr_assert(wait_for(h, "own", phase_is, "backing_off", 10));
+	pid_t ghost = plant(h, "ghost/c");
+	pid_t stowaway = plant(h, "own");
+	bool a = false, b = false;
+	for (int i = 0; i < 500 && !(a && b); i++) {
+		run_for(h, 0.02);
+		a = a || reaped(ghost);
+		b = b || reaped(stowaway);
+	}
+	cr_assert(a, "the process in an unknown pod's group was not stopped");
+	cr_assert(b, "the process in a pod's own group was not stopped");
+	st_transition_t *t = NULL;
+	size_t nt = 0;
+	bool noted = false;
+	run_for(h, 0.2);
+	cr_assert_eq(st_history(h->st, "own", 0, &t, &nt, NULL), 0);
+	for (size_t i = 0; i < nt; i++)
+		noted |= strstr(t[i].reason, "untracked process") != NULL;
+	free(t);
+	cr_assert(noted, "no history entry names what the sweep found");
+	cr_assert(!phase_is(h, "own", "terminal"));
+	teardown(h);
+}
