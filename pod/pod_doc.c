@@ -347,6 +347,107 @@ static int push_doc(pod_docs_t *d, size_t *cap, const msgpack_object *o, unsigne
 	return 0;
 }
 
+/* ---- alias bombs --------------------------------------------------------- */
+
+/*
+ * libfyaml resolves aliases by copying what they point to, so 20 lines of
+ * nested aliases ("billion laughs") become 10^9 nodes and minutes of work.
+ * Before the real load, one pass over the unresolved documents walks every
+ * alias to its anchor and counts the nodes the resolved tree would have,
+ * stopping at the first limit: the walk costs at most POD_DOC_MAX_NODES
+ * steps whatever the input, and the refusal names the alias's line.
+ */
+struct bomb {
+	size_t nodes;
+	struct fy_node *at;          /* the alias (or node) where a limit hit */
+	const char *why;
+};
+
+static bool bomb_walk(struct bomb *b, struct fy_node *n, struct fy_node *alias, int depth)
+{
+	void *it = NULL;
+
+	if (!n)
+		return true;
+	if (++b->nodes > POD_DOC_MAX_NODES) {
+		b->at = alias ? alias : n;
+		b->why = "more than " POD_DOC_MAX_NODES_TEXT " nodes after expanding aliases";
+		return false;
+	}
+	if (depth > POD_DOC_MAX_DEPTH) {
+		b->at = alias ? alias : n;
+		b->why = "nested more than " POD_DOC_MAX_DEPTH_TEXT " levels deep";
+		return false;
+	}
+	switch (fy_node_get_type(n)) {
+	case FYNT_SCALAR:
+		if (fy_node_is_alias(n)) {
+			struct fy_node *t = fy_node_resolve_alias(n);
+			/* An alias that points into itself would loop. */
+			if (t == n)
+				return true;
+			return bomb_walk(b, t, alias ? alias : n, depth + 1);
+		}
+		return true;
+	case FYNT_SEQUENCE: {
+		struct fy_node *e;
+		while ((e = fy_node_sequence_iterate(n, &it)))
+			if (!bomb_walk(b, e, alias, depth + 1))
+				return false;
+		return true;
+	}
+	case FYNT_MAPPING: {
+		struct fy_node_pair *p;
+		while ((p = fy_node_mapping_iterate(n, &it)))
+			if (!bomb_walk(b, fy_node_pair_key(p), alias, depth + 1) ||
+			    !bomb_walk(b, fy_node_pair_value(p), alias, depth + 1))
+				return false;
+		return true;
+	}
+	}
+	return true;
+}
+
+/* 0, or TANK_EINVALID with the line in errs; syntax errors are left to the
+ * real load, which reports them all. */
+static int bomb_check(const char *text, size_t len, struct lctx *c, bool json)
+{
+	struct fy_parse_cfg pcfg;
+	struct fy_parser *fyp;
+	struct fy_document *fyd;
+	struct fy_diag_cfg dcfg;
+	struct fy_diag *diag;
+	struct bomb b = { 0, NULL, NULL };
+	int r = 0;
+
+	fy_diag_cfg_default(&dcfg);
+	dcfg.fp = NULL;
+	dcfg.colorize = false;
+	if (!(diag = fy_diag_create(&dcfg)))
+		return -ENOMEM;
+	fy_diag_set_collect_errors(diag, true);
+	memset(&pcfg, 0, sizeof pcfg);
+	pcfg.flags = FYPCF_QUIET | FYPCF_COLLECT_DIAG | FYPCF_DEFAULT_VERSION_1_2 |
+		     (json ? FYPCF_JSON_FORCE : FYPCF_JSON_NONE);
+	pcfg.diag = diag;
+	if (!(fyp = fy_parser_create(&pcfg)) || fy_parser_set_string(fyp, text, len) != 0) {
+		if (fyp)
+			fy_parser_destroy(fyp);
+		fy_diag_destroy(diag);
+		return -ENOMEM;
+	}
+	while (!r && (fyd = fy_parse_load_document(fyp)) != NULL) {
+		if (!bomb_walk(&b, fy_document_root(fyd), NULL, 0)) {
+			lerr(c, b.at, "%s", b.why);
+			r = TANK_EINVALID;
+		}
+		fy_parse_document_destroy(fyp, fyd);
+	}
+	fy_parser_destroy(fyp);
+	fy_diag_destroy(diag);
+	return r;
+}
+
 int pod_docs_load(const char *text, size_t len, const char *source,
 		  pod_docs_t **out, pod_errors_t *errs)
 {
@@ -371,6 +472,8 @@ int pod_docs_load(const char *text, size_t len, const char *source,
 		goto done;
 	}
 	c.zone = d->zone;
+	if ((r = bomb_check(text, len, &c, ends_with(c.src, ".json"))) < 0)
+		goto done;
 
 	/* Diagnostics are collected, never printed: library code must not
 	 * write to the daemon's stderr. */

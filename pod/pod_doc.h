@@ -53,6 +53,16 @@ int pod_docs_load(const char *text, size_t len, const char *source,
 
 void pod_docs_free(pod_docs_t *docs);
 
+/* Bounds of a loaded document, checked before aliases are resolved (an
+ * alias bomb of 20 lines would otherwise expand to 10^9 nodes): the
+ * resolved tree of one document has at most POD_DOC_MAX_NODES nodes and
+ * POD_DOC_MAX_DEPTH levels.  A document past either is refused naming the
+ * line of the alias (or node) where the bound was crossed. */
+#define POD_DOC_MAX_NODES 1000000
+#define POD_DOC_MAX_NODES_TEXT "1,000,000"
+#define POD_DOC_MAX_DEPTH 64
+#define POD_DOC_MAX_DEPTH_TEXT "64"
+
 enum pod_doc_format {
 	POD_DOC_YAML,   /* block style, 2-space indent, no document markers */
 	POD_DOC_JSON,   /* strict JSON, 2-space indent */

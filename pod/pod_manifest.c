@@ -53,6 +53,11 @@ int pod_manifest_parse(const char *text, size_t len, const char *source,
 	m = calloc(1, sizeof *m);
 	if (!m)
 		return -ENOMEM;
+	if (len > POD_MANIFEST_MAX) {
+		pod_errors_add(errs, "%s: %zu bytes, limit %u", source, len, POD_MANIFEST_MAX);
+		r = TANK_EINVALID;
+		goto fail;
+	}
 	r = pod_docs_load(text, len, source, &m->docs, errs);
 	if (r < 0)
 		goto fail;
@@ -61,6 +66,11 @@ int pod_manifest_parse(const char *text, size_t len, const char *source,
 	for (i = 0; i < m->docs->count; i++) {
 		const msgpack_object *d = &m->docs->docs[i];
 		n += d->type == MSGPACK_OBJECT_ARRAY ? d->via.array.size : 1;
+	}
+	if (n > POD_MANIFEST_OBJECTS_MAX) {
+		pod_errors_add(errs, "%s: %zu pods, limit %u", source, n, POD_MANIFEST_OBJECTS_MAX);
+		r = TANK_EINVALID;
+		goto fail;
 	}
 	if (n) {
 		m->specs = calloc(n, sizeof *m->specs);

@@ -25,6 +25,12 @@
 #include "pod/pod_errors.h"
 #include "pod/pod_spec.h"
 
+/* A manifest is at most POD_MANIFEST_MAX bytes and holds at most
+ * POD_MANIFEST_OBJECTS_MAX objects (documents, or items of list
+ * documents); past either it is refused whole. */
+#define POD_MANIFEST_MAX (16u << 20)
+#define POD_MANIFEST_OBJECTS_MAX 10000u
+
 typedef struct pod_manifest {
 	size_t count;
 	pod_spec_t **specs;          /* count validated specs, owned */

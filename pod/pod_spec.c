@@ -274,6 +274,16 @@ static bool expect(struct vctx *v, const msgpack_object *o,
 	return false;
 }
 
+/* A list or map of at most `max` entries (DESIGN: input is bounded at
+ * apply, so nothing downstream sizes anything by an unchecked count). */
+static bool within(struct vctx *v, uint32_t n, uint32_t max, const char *what)
+{
+	if (n <= max)
+		return true;
+	verr(v, "%u %s, limit %u", n, what, max);
+	return false;
+}
+
 static char *vstrdup(struct vctx *v, const char *s, size_t len)
 {
 	char *d = malloc(len + 1);
@@ -300,6 +310,10 @@ static bool get_str(struct vctx *v, const msgpack_object *o, char **dst,
 	}
 	if (nonempty && o->via.str.size == 0) {
 		verr(v, "must not be empty");
+		return false;
+	}
+	if (o->via.str.size > POD_STRING_MAX) {
+		verr(v, "%u bytes, limit %u", o->via.str.size, POD_STRING_MAX);
 		return false;
 	}
 	*dst = vstrdup(v, o->via.str.ptr, o->via.str.size);
@@ -556,7 +570,8 @@ static void v_volumes(struct vctx *v, const msgpack_object *a, pod_spec_t *s)
 
 	if (!expect(v, a, MSGPACK_OBJECT_ARRAY, "a list"))
 		return;
-	if (a->via.array.size == 0)
+	if (a->via.array.size == 0 ||
+	    !within(v, a->via.array.size, POD_VOLUMES_MAX, "volumes"))
 		return;
 	s->volumes = calloc(a->via.array.size, sizeof *s->volumes);
 	if (!s->volumes) {
@@ -614,6 +629,8 @@ static void v_command(struct vctx *v, const msgpack_object *a, pod_container_t *
 		verr(v, "must not be empty");
 		return;
 	}
+	if (!within(v, a->via.array.size, POD_ARGS_MAX, "arguments"))
+		return;
 	c->argv = calloc((size_t)a->via.array.size + 1, sizeof *c->argv);
 	if (!c->argv) {
 		v->oom = true;
@@ -635,7 +652,8 @@ static void v_env(struct vctx *v, const msgpack_object *m, pod_container_t *c)
 
 	if (!expect(v, m, MSGPACK_OBJECT_MAP, "a map of strings"))
 		return;
-	if (m->via.map.size == 0)
+	if (m->via.map.size == 0 ||
+	    !within(v, m->via.map.size, POD_ENV_MAX, "entries"))
 		return;
 	c->env = calloc(m->via.map.size, sizeof *c->env);
 	if (!c->env) {
@@ -853,7 +871,8 @@ static void v_mounts(struct vctx *v, const msgpack_object *a, pod_container_t *c
 
 	if (!expect(v, a, MSGPACK_OBJECT_ARRAY, "a list"))
 		return;
-	if (a->via.array.size == 0)
+	if (a->via.array.size == 0 ||
+	    !within(v, a->via.array.size, POD_MOUNTS_MAX, "mounts"))
 		return;
 	if (!(s->isolation.namespaces & POD_NS_MOUNT))
 		/* Bind mounts outside a private mount namespace would
@@ -929,6 +948,8 @@ static void v_containers(struct vctx *v, const msgpack_object *a, pod_spec_t *s)
 		verr(v, "must not be empty");
 		return;
 	}
+	if (!within(v, a->via.array.size, POD_CONTAINERS_MAX, "items"))
+		return;
 	s->containers = calloc(a->via.array.size, sizeof *s->containers);
 	if (!s->containers) {
 		v->oom = true;

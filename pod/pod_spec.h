@@ -33,6 +33,16 @@
 
 #define POD_NAME_MAX 63    /* [a-z0-9][a-z0-9-_.]{0,62} */
 
+/* Bounds checked at apply (docs/manifest.md "Limits"): no real pod comes
+ * near them, and everything that sizes memory by a count from the input
+ * can rely on them.  A refusal names the field and the limit. */
+#define POD_CONTAINERS_MAX 256      /* containers per pod */
+#define POD_VOLUMES_MAX 1024        /* volumes per pod */
+#define POD_MOUNTS_MAX 1024         /* mounts per container */
+#define POD_ENV_MAX 4096            /* env entries per container */
+#define POD_ARGS_MAX 4096           /* command + args per container */
+#define POD_STRING_MAX 65536        /* bytes of any string value */
+
 enum pod_restart {
 	POD_RESTART_ALWAYS = 0,
 	POD_RESTART_ON_FAILURE,

@@ -618,3 +618,46 @@ Test(podspec, get_output_with_generation_applies_back)
 	pod_manifest_free(a);
 	pod_manifest_free(b);
 }
+
+/* An alias bomb (9 levels of 10 aliases, ~10^9 nodes once resolved) is
+ * refused at once, naming the line, instead of keeping the reader busy for
+ * minutes; ordinary aliases still work. */
+Test(manifest, alias_bomb_is_refused_naming_the_line)
+{
+	char text[4096];
+	size_t off = 0;
+	pod_manifest_t *m = NULL;
+	pod_errors_t errs;
+
+	off += (size_t)snprintf(text + off, sizeof text - off,
+				"a0: &a0 [l, l, l, l, l, l, l, l, l, l]\n");
+	for (int i = 1; i < 10; i++) {
+		off += (size_t)snprintf(text + off, sizeof text - off, "a%d: &a%d [", i, i);
+		for (int j = 0; j < 10; j++)
+			off += (size_t)snprintf(text + off, sizeof text - off, "%s*a%d",
+						j ? ", " : "", i - 1);
+		off += (size_t)snprintf(text + off, sizeof text - off, "]\n");
+	}
+	off += (size_t)snprintf(text + off, sizeof text - off,
+				"name: bomb\ncontainers: [{name: c, command: [*a9]}]\n");
+	pod_errors_init(&errs);
+	cr_assert_eq(pod_manifest_parse(text, off, "bomb.yaml", &m, &errs), TANK_EINVALID);
+	cr_assert_null(m);
+	cr_assert_geq(errs.stored, 1);
+	cr_assert(strstr(errs.msgs[0], "bomb.yaml:6:") &&
+		  strstr(errs.msgs[0], "more than 1,000,000 nodes after expanding aliases"),
+		  "%s", errs.msgs[0]);
+	pod_errors_free(&errs);
+
+	static const char ok2[] =
+		"name: ok\ncontainers: [{name: c, command: &cmd [/bin/true, x]},\n"
+		"  {name: d, command: *cmd}]\n";
+	pod_errors_init(&errs);
+	cr_assert_eq(pod_manifest_parse(ok2, sizeof ok2 - 1, "ok2.yaml", &m, &errs), 0,
+		     "%s", errs.stored ? errs.msgs[0] : "?");
+	cr_assert_eq(m->count, 1);
+	cr_assert_eq(m->specs[0]->container_count, 2);
+	cr_assert_str_eq(m->specs[0]->containers[1].argv[1], "x");
+	pod_manifest_free(m);
+	pod_errors_free(&errs);
+}

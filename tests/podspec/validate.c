@@ -463,3 +463,56 @@ Test(podspec, not_a_map)
 	/* errs may be NULL when only the verdict matters */
 	cr_assert_eq(pod_spec_from_msgpack(&o, &s, NULL), TANK_EINVALID);
 }
+
+/* Builds "name: big\n<list key>: [e, e, …]" with n copies of elem. */
+static char *big_list(const char *head, const char *elem, unsigned n, const char *tail)
+{
+	size_t el = strlen(elem), cap = strlen(head) + strlen(tail) + (el + 2) * n + 16;
+	char *s = malloc(cap), *p = s;
+	p += sprintf(p, "%s", head);
+	for (unsigned i = 0; i < n; i++)
+		p += sprintf(p, i ? ", %s" : "%s", elem);
+	sprintf(p, "%s", tail);
+	return s;
+}
+
+/* The poison pill: a pod of 30,000 containers (whose status once
+ * overflowed a stack array in tankd at every start) and every other
+ * count and length are bounded at apply, the limit named. */
+Test(podspec, counts_and_lengths_are_bounded)
+{
+	char *y, *got;
+	char elem[64];
+
+	/* Names are unique per container, so build them by hand. */
+	size_t cap = 30000 * 48 + 64;
+	y = malloc(cap);
+	char *p = y + sprintf(y, "name: big\ncontainers: [");
+	for (int i = 0; i < 30000; i++)
+		p += sprintf(p, "%s{name: c%d, command: [x]}", i ? ", " : "", i);
+	sprintf(p, "]\n");
+	got = check(y, NULL);
+	cr_assert_not_null(got);
+	cr_assert_str_eq(got, "big: containers: 30000 items, limit 256");
+	free(got);
+	free(y);
+
+	y = big_list("name: a\ncontainers: [{name: c, command: [", "x", 5000, "]}]\n");
+	reject(y, "a: containers[0].command: 5000 arguments, limit 4096");
+	free(y);
+
+	snprintf(elem, sizeof elem, "{volume: v, path: /d}");
+	y = big_list("name: a\nisolation: {namespaces: [mount]}\n"
+		     "volumes: [{name: v, host_path: /tmp}]\n"
+		     "containers: [{name: c, command: [x], mounts: [", elem, 1025, "]}]\n");
+	reject(y, "a: containers[0].mounts: 1025 mounts, limit 1024");
+	free(y);
+
+	size_t n = 70000;
+	y = malloc(n + 128);
+	p = y + sprintf(y, "name: a\ncontainers: [{name: c, command: [x, \"");
+	memset(p, 'a', n);
+	sprintf(p + n, "\"]}]\n");
+	reject(y, "a: containers[0].command[1]: 70000 bytes, limit 65536");
+	free(y);
+}
