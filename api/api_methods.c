@@ -22,6 +22,8 @@
 #include "pod/pod_log.h"
 #include "pod/pod_spec.h"
 #include "reconciler/rc_loop.h"
+#include "manifest/mf.h"
+#include "pod/pod_manifest.h"
 #include "pod/pod_mgr.h"
 
 #define API_LOG_TAIL_DEFAULT 100
@@ -141,6 +143,8 @@ static void m_apply(const api_call_t *call, const msgpack_object *params, void *
 	char **bufs = NULL;
 	pod_errors_t errs;
 	tank_error_t e;
+	msgpack_zone *zone = NULL;
+	static const mf_registry_t pods_only = { .kinds = { &pod_mf_kind }, .n = 1 };
 	size_t n;
 	int err = 0;
 
@@ -154,15 +158,24 @@ static void m_apply(const api_call_t *call, const msgpack_object *params, void *
 		err = -ENOMEM;
 		goto out;
 	}
-	/* Validate everything first: a rejected batch applies nothing. */
+	/* Validate everything first: a rejected batch applies nothing.  Each
+	 * object may say its `kind` (absent = Pod), as in a manifest; only
+	 * pods are applied by this method today, so another kind the
+	 * registry does not know is refused naming the item. */
+	if (!(zone = msgpack_zone_new(1024))) {
+		err = -ENOMEM;
+		goto out;
+	}
 	for (size_t i = 0; i < n; i++) {
 		pod_errors_t one;
+		msgpack_object rest;
+		char prefix[32];
+		snprintf(prefix, sizeof prefix, "pods[%zu]: ", i);
+		if (!mf_kind_of(&pods_only, &arr->via.array.ptr[i], zone, &rest, prefix, &errs))
+			continue;
 		pod_errors_init(&one);
-		if (pod_spec_from_msgpack(&arr->via.array.ptr[i], &specs[i], &one) < 0) {
-			char prefix[32];
-			snprintf(prefix, sizeof prefix, "pods[%zu]: ", i);
+		if (pod_spec_from_msgpack(&rest, &specs[i], &one) < 0)
 			pod_errors_move(&errs, &one, prefix);
-		}
 		pod_errors_free(&one);
 	}
 	if (errs.count) {
@@ -198,6 +211,8 @@ out:
 	for (size_t i = 0; bufs && i < n; i++)
 		free(bufs[i]);
 	free(specs);
+	if (zone)
+		msgpack_zone_free(zone);
 	free(in);
 	free(res);
 	free(bufs);

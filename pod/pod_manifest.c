@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include "common/tank_err.h"
+#include "manifest/mf.h"
 
 void pod_manifest_free(pod_manifest_t *m)
 {
@@ -23,120 +24,64 @@ void pod_manifest_free(pod_manifest_t *m)
 	free(m);
 }
 
-struct where {
-	unsigned doc;
-	size_t item;      /* 0 = the document itself */
-};
-
-static void where_str(const struct where *w, const char *src, char *buf, size_t n)
+/* The Pod kind, as the manifest layer sees it. */
+static int pod__mf_validate(const msgpack_object *o, void **obj, const char **name,
+			    pod_errors_t *errs)
 {
-	if (w->item)
-		snprintf(buf, n, "%s: document %u, item %zu: ", src, w->doc, w->item);
-	else
-		snprintf(buf, n, "%s: document %u: ", src, w->doc);
+	pod_spec_t *spec = NULL;
+	int r = pod_spec_from_msgpack(o, &spec, errs);
+
+	if (r < 0)
+		return r;
+	*obj = spec;
+	*name = spec->name;
+	return 0;
 }
+
+static void pod__mf_free(void *obj)
+{
+	pod_spec_free(obj);
+}
+
+const mf_kind_t pod_mf_kind = {
+	.name = "Pod", .validate = pod__mf_validate, .free_obj = pod__mf_free,
+};
 
 int pod_manifest_parse(const char *text, size_t len, const char *source,
 		       pod_manifest_t **out, pod_errors_t *errs)
 {
-	pod_errors_t local;
+	mf_registry_t reg = { .kinds = { &pod_mf_kind }, .n = 1 };
+	mf_manifest_t *mf = NULL;
 	pod_manifest_t *m;
-	struct where *where = NULL;
-	size_t i, j, k, n = 0;
-	bool invalid = false;
 	int r;
-	char pfx[256];
 
 	*out = NULL;
-	if (!source)
-		source = "-";
-	m = calloc(1, sizeof *m);
-	if (!m)
+	if (!(m = calloc(1, sizeof *m)))
 		return -ENOMEM;
-	if (len > POD_MANIFEST_MAX) {
-		pod_errors_add(errs, "%s: %zu bytes, limit %u", source, len, POD_MANIFEST_MAX);
-		r = TANK_EINVALID;
-		goto fail;
+	if ((r = mf_parse(&reg, text, len, source, &mf, errs)) < 0) {
+		free(m);
+		return r;
 	}
-	r = pod_docs_load(text, len, source, &m->docs, errs);
-	if (r < 0)
-		goto fail;
-
-	/* Flatten documents and lists of pods into one sequence. */
-	for (i = 0; i < m->docs->count; i++) {
-		const msgpack_object *d = &m->docs->docs[i];
-		n += d->type == MSGPACK_OBJECT_ARRAY ? d->via.array.size : 1;
+	if (mf->count && (!(m->specs = calloc(mf->count, sizeof *m->specs)) ||
+			  !(m->raw = calloc(mf->count, sizeof *m->raw)))) {
+		free(m->specs);
+		free(m);
+		mf_free(mf);
+		return -ENOMEM;
 	}
-	if (n > POD_MANIFEST_OBJECTS_MAX) {
-		pod_errors_add(errs, "%s: %zu pods, limit %u", source, n, POD_MANIFEST_OBJECTS_MAX);
-		r = TANK_EINVALID;
-		goto fail;
+	/* Every object is a Pod here: take them over from the generic
+	 * manifest, with its documents. */
+	for (size_t i = 0; i < mf->count; i++) {
+		m->specs[i] = mf->objs[i].obj;
+		m->raw[i] = mf->objs[i].raw;
+		mf->objs[i].obj = NULL;
 	}
-	if (n) {
-		m->specs = calloc(n, sizeof *m->specs);
-		m->raw = calloc(n, sizeof *m->raw);
-		where = calloc(n, sizeof *where);
-		if (!m->specs || !m->raw || !where) {
-			r = -ENOMEM;
-			goto fail;
-		}
-	}
-	k = 0;
-	for (i = 0; i < m->docs->count; i++) {
-		const msgpack_object *d = &m->docs->docs[i];
-		if (d->type == MSGPACK_OBJECT_ARRAY) {
-			for (j = 0; j < d->via.array.size; j++) {
-				m->raw[k] = &d->via.array.ptr[j];
-				where[k].doc = m->docs->index[i];
-				where[k++].item = j + 1;
-			}
-		} else {
-			m->raw[k] = d;
-			where[k++].doc = m->docs->index[i];
-		}
-	}
-
-	for (i = 0; i < n; i++) {
-		pod_errors_init(&local);
-		r = pod_spec_from_msgpack(m->raw[i], &m->specs[i], &local);
-		where_str(&where[i], source, pfx, sizeof pfx);
-		if (errs)
-			pod_errors_move(errs, &local, pfx);
-		pod_errors_free(&local);
-		if (r == -ENOMEM)
-			goto fail;
-		if (r < 0) {
-			invalid = true;
-			continue;
-		}
-		for (j = 0; j < i; j++) {
-			if (m->specs[j] && !strcmp(m->specs[j]->name, m->specs[i]->name)) {
-				char first[64];
-				if (where[j].item)
-					snprintf(first, sizeof first, "document %u, item %zu",
-						 where[j].doc, where[j].item);
-				else
-					snprintf(first, sizeof first, "document %u", where[j].doc);
-				pod_errors_add(errs, "%s%s: duplicate pod name (first in %s)",
-					       pfx, m->specs[i]->name, first);
-				invalid = true;
-				break;
-			}
-		}
-	}
-	m->count = n;
-	if (invalid) {
-		r = TANK_EINVALID;
-		goto fail;
-	}
-	free(where);
+	m->count = mf->count;
+	m->docs = mf->docs;
+	mf->docs = NULL;
+	mf_free(mf);
 	*out = m;
 	return 0;
-fail:
-	free(where);
-	m->count = n;   /* specs[] slots never filled are NULL */
-	pod_manifest_free(m);
-	return r < 0 ? r : TANK_EINVALID;
 }
 
 int pod_manifest_load_file(const char *path, pod_manifest_t **out,

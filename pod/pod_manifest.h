@@ -1,5 +1,8 @@
 /*
- * pod_manifest — manifest files: text in, validated pods out.
+ * pod_manifest — manifest files of pods only: text in, validated pods out.
+ * A thin layer over manifest/mf.h with a registry holding the Pod kind
+ * alone, for callers that handle pods only (tankctl apply today); a
+ * document of another kind is refused naming it.
  *
  * A manifest is YAML 1.2 or JSON with one pod per document (`---`
  * separates documents); a document may also be a list of pods (the natural
@@ -24,12 +27,10 @@
 #include "pod/pod_doc.h"
 #include "pod/pod_errors.h"
 #include "pod/pod_spec.h"
+#include "manifest/mf.h"
 
-/* A manifest is at most POD_MANIFEST_MAX bytes and holds at most
- * POD_MANIFEST_OBJECTS_MAX objects (documents, or items of list
- * documents); past either it is refused whole. */
-#define POD_MANIFEST_MAX (16u << 20)
-#define POD_MANIFEST_OBJECTS_MAX 10000u
+/* The Pod kind's entry for manifest registries (kind: Pod, the default). */
+extern const mf_kind_t pod_mf_kind;
 
 typedef struct pod_manifest {
 	size_t count;

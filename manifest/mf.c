@@ -1,0 +1,216 @@
+#include "manifest/mf.h"
+
+#include <ctype.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/tank_err.h"
+
+int mf_register(mf_registry_t *r, const mf_kind_t *k)
+{
+	if (mf_lookup(r, k->name, strlen(k->name)))
+		return -EEXIST;
+	if (r->n == MF_MAX_KINDS)
+		return -ENOSPC;
+	r->kinds[r->n++] = k;
+	return 0;
+}
+
+const mf_kind_t *mf_lookup(const mf_registry_t *r, const char *name, size_t len)
+{
+	for (size_t i = 0; i < r->n; i++)
+		if (strlen(r->kinds[i]->name) == len && memcmp(r->kinds[i]->name, name, len) == 0)
+			return r->kinds[i];
+	return NULL;
+}
+
+static void mf__known(const mf_registry_t *r, char *buf, size_t cap)
+{
+	size_t off = 0;
+
+	buf[0] = '\0';
+	for (size_t i = 0; i < r->n && off < cap; i++)
+		off += (size_t)snprintf(buf + off, cap - off, "%s%s", i ? ", " : "",
+					r->kinds[i]->name);
+}
+
+const mf_kind_t *mf_kind_of(const mf_registry_t *r, const msgpack_object *o,
+			    msgpack_zone *zone, msgpack_object *rest,
+			    const char *prefix, pod_errors_t *errs)
+{
+	const msgpack_object *kv = NULL;
+	const mf_kind_t *k;
+	char known[256];
+	uint32_t at = 0;
+
+	*rest = *o;
+	if (o->type == MSGPACK_OBJECT_MAP)
+		for (uint32_t i = 0; i < o->via.map.size; i++) {
+			const msgpack_object *key = &o->via.map.ptr[i].key;
+			if (key->type == MSGPACK_OBJECT_STR && key->via.str.size == 4 &&
+			    memcmp(key->via.str.ptr, "kind", 4) == 0) {
+				kv = &o->via.map.ptr[i].val;
+				at = i;
+				break;
+			}
+		}
+	if (!kv)
+		k = mf_lookup(r, "Pod", 3);
+	else if (kv->type != MSGPACK_OBJECT_STR) {
+		pod_errors_add(errs, "%skind: must be a string", prefix);
+		return NULL;
+	} else
+		k = mf_lookup(r, kv->via.str.ptr, kv->via.str.size);
+	if (!k) {
+		mf__known(r, known, sizeof known);
+		pod_errors_add(errs, "%sunknown kind \"%.*s\" (known: %s)", prefix,
+			       kv ? (int)kv->via.str.size : 3, kv ? kv->via.str.ptr : "Pod",
+			       known);
+		return NULL;
+	}
+	if (kv) {
+		/* The same map without `kind`: the kind's validator knows
+		 * nothing of it (its unknown-key check stays strict). */
+		uint32_t n = o->via.map.size - 1, j = 0;
+		msgpack_object_kv *e = n ? msgpack_zone_malloc(zone, n * sizeof *e) : NULL;
+		if (n && !e) {
+			pod_errors_add(errs, "%sout of memory", prefix);
+			return NULL;
+		}
+		for (uint32_t i = 0; i < o->via.map.size; i++)
+			if (i != at)
+				e[j++] = o->via.map.ptr[i];
+		rest->via.map.ptr = e;
+		rest->via.map.size = n;
+	}
+	return k;
+}
+
+void mf_free(mf_manifest_t *m)
+{
+	if (!m)
+		return;
+	for (size_t i = 0; i < m->count; i++)
+		if (m->objs[i].obj)
+			m->objs[i].kind->free_obj(m->objs[i].obj);
+	free(m->objs);
+	pod_docs_free(m->docs);
+	free(m);
+}
+
+struct mf_where {
+	unsigned doc;
+	size_t item;      /* 0 = the document itself */
+};
+
+static void mf__where(const struct mf_where *w, char *buf, size_t n)
+{
+	if (w->item)
+		snprintf(buf, n, "document %u, item %zu", w->doc, w->item);
+	else
+		snprintf(buf, n, "document %u", w->doc);
+}
+
+int mf_parse(const mf_registry_t *r, const char *text, size_t len,
+	     const char *source, mf_manifest_t **out, pod_errors_t *errs)
+{
+	mf_manifest_t *m;
+	struct mf_where *where = NULL;
+	size_t n = 0, k = 0;
+	bool invalid = false;
+	int rc;
+	char pfx[320], at[64];
+
+	*out = NULL;
+	if (!source)
+		source = "-";
+	if (len > MF_MAX_BYTES) {
+		pod_errors_add(errs, "%s: %zu bytes, limit %u", source, len, MF_MAX_BYTES);
+		return TANK_EINVALID;
+	}
+	if (!(m = calloc(1, sizeof *m)))
+		return -ENOMEM;
+	if ((rc = pod_docs_load(text, len, source, &m->docs, errs)) < 0)
+		goto fail;
+	/* Flatten documents and lists into one sequence of objects. */
+	for (size_t i = 0; i < m->docs->count; i++) {
+		const msgpack_object *d = &m->docs->docs[i];
+		n += d->type == MSGPACK_OBJECT_ARRAY ? d->via.array.size : 1;
+	}
+	if (n > MF_MAX_OBJECTS) {
+		pod_errors_add(errs, "%s: %zu objects, limit %u", source, n, MF_MAX_OBJECTS);
+		rc = TANK_EINVALID;
+		goto fail;
+	}
+	if (n && (!(m->objs = calloc(n, sizeof *m->objs)) ||
+		  !(where = calloc(n, sizeof *where)))) {
+		rc = -ENOMEM;
+		goto fail;
+	}
+	for (size_t i = 0; i < m->docs->count; i++) {
+		const msgpack_object *d = &m->docs->docs[i];
+		if (d->type == MSGPACK_OBJECT_ARRAY) {
+			for (uint32_t j = 0; j < d->via.array.size; j++) {
+				m->objs[k].raw = &d->via.array.ptr[j];
+				where[k].doc = m->docs->index[i];
+				where[k++].item = j + 1;
+			}
+		} else {
+			m->objs[k].raw = d;
+			where[k++].doc = m->docs->index[i];
+		}
+	}
+	m->count = n;
+	for (size_t i = 0; i < n; i++) {
+		mf_object_t *ob = &m->objs[i];
+		msgpack_object rest;
+		pod_errors_t local;
+
+		mf__where(&where[i], at, sizeof at);
+		snprintf(pfx, sizeof pfx, "%s: %s: ", source, at);
+		if (!(ob->kind = mf_kind_of(r, ob->raw, m->docs->zone, &rest, pfx, errs))) {
+			invalid = true;
+			continue;
+		}
+		pod_errors_init(&local);
+		rc = ob->kind->validate(&rest, &ob->obj, &ob->name, &local);
+		pod_errors_move(errs, &local, pfx);
+		pod_errors_free(&local);
+		if (rc == -ENOMEM)
+			goto fail;
+		if (rc < 0) {
+			ob->obj = NULL;
+			invalid = true;
+			continue;
+		}
+		for (size_t j = 0; j < i; j++) {
+			const mf_object_t *o2 = &m->objs[j];
+			if (o2->obj && o2->kind == ob->kind && strcmp(o2->name, ob->name) == 0) {
+				char first[64], kind[32];
+				size_t kl = 0;
+				mf__where(&where[j], first, sizeof first);
+				/* "duplicate pod name": the kind as a word */
+				for (; ob->kind->name[kl] && kl < sizeof kind - 1; kl++)
+					kind[kl] = (char)tolower((unsigned char)ob->kind->name[kl]);
+				kind[kl] = '\0';
+				pod_errors_add(errs, "%s%s: duplicate %s name (first in %s)",
+					       pfx, ob->name, kind, first);
+				invalid = true;
+				break;
+			}
+		}
+	}
+	if (invalid) {
+		rc = TANK_EINVALID;
+		goto fail;
+	}
+	free(where);
+	*out = m;
+	return 0;
+fail:
+	free(where);
+	mf_free(m);
+	return rc < 0 ? rc : TANK_EINVALID;
+}
