@@ -27,6 +27,7 @@
 #include "common/tank_map.h"
 
 #define RC_SLICE 256
+#define RC_SLICE_MS 5
 #define RC_RETRY_CAP_MS 30000
 
 enum { RC_E_QUEUED = 1, RC_E_RUNNING = 2, RC_E_DIRTY = 4 };
@@ -348,10 +349,24 @@ static void rc__run_one(rc_loop_t *loop, rc_entry_t *e)
 	}
 }
 
-/* Runs up to `budget` queued keys (0 = until the queue is empty). */
+static uint64_t rc__mono_ns(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+/* Runs up to `budget` queued keys (0 = until the queue is empty), and for
+ * at most RC_SLICE_MS when budgeted: a reconcile that starts a process
+ * costs about a millisecond, and 256 of them in one turn would hold every
+ * other actor (the api server among them) for a quarter of a second. */
 static void rc__drain(rc_loop_t *loop, size_t budget)
 {
+	uint64_t t0 = budget ? rc__mono_ns() : 0;
+
 	for (size_t n = 0; loop->q_head && (!budget || n < budget); n++) {
+		if (budget && n && rc__mono_ns() - t0 > (uint64_t)RC_SLICE_MS * 1000000u)
+			break;
 		rc_entry_t *e = loop->q_head;
 		loop->q_head = e->next;
 		if (!loop->q_head)

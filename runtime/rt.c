@@ -13,6 +13,7 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 static rt_t *rt_instance;   /* one runtime per process: it owns SIGCHLD */
 
@@ -416,11 +417,27 @@ static void rt__run_actor(rt_t *rt, rt_actor_t *a)
 		rt__schedule(rt, a);
 }
 
-/* Runs up to RT_BUDGET actor turns; what is left waits for the next loop
- * iteration so libev can serve timers, fds and signals in between. */
+static uint64_t rt__mono_ns(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+/* Runs up to RT_BUDGET actor turns, and for at most RT_SLICE_MS; what is
+ * left waits for the next loop iteration so libev can serve timers, fds
+ * and signals in between.  The time bound matters when turns are slow (a
+ * turn that spawns processes costs a millisecond): counted in turns
+ * alone, a restart storm once kept libev from polling for minutes, and
+ * the socket went unanswered. */
 static void rt__drain(rt_t *rt)
 {
+	uint64_t t0 = rt__mono_ns();
+
 	for (int turns = 0; turns < RT_BUDGET && rt->rq_head && !rt->stop; turns++) {
+		/* Checked every turn: one turn may be milliseconds long. */
+		if (turns && rt__mono_ns() - t0 > (uint64_t)RT_SLICE_MS * 1000000u)
+			break;
 		rt_actor_t *a = rt->rq_head;
 		rt->rq_head = a->rq_next;
 		if (!rt->rq_head)

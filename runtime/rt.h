@@ -43,6 +43,7 @@ typedef struct rt_msg rt_msg_t;
 #define RT_NOPID ((rt_pid_t)0)
 #define RT_BATCH 32                 /* messages per actor per turn */
 #define RT_BUDGET 4096              /* actor turns before polling libev */
+#define RT_SLICE_MS 5               /* … or this long, whichever comes first */
 
 /* Exit reasons.  Erlang's reasons are terms; here a reason is a kind plus
  * an integer detail (an errno, an exit code, a user code).  RT_KILL is only
