@@ -109,6 +109,12 @@ static h_t *setup(bool fake)
 	return h;
 }
 
+static bool no_owner(void *ctx, const char *pod, const char *container)
+{
+	(void)ctx; (void)pod; (void)container;
+	return false;
+}
+
 static void teardown(h_t *h)
 {
 	rc_stats_t rs;
@@ -122,8 +128,13 @@ static void teardown(h_t *h)
 		kill(h->fakes[i], SIGKILL);
 	while (waitpid(-1, NULL, WNOHANG) > 0)
 		;
-	if (h->cg.mode != POD_CGROUP_NONE)
-		pod_cgroup_env_cleanup(&h->cg);
+	if (h->cg.mode != POD_CGROUP_NONE) {
+		/* Leave no group behind: the sweep with nothing owned kills
+		 * what is left and removes every pod and container group. */
+		pod_cgroup_sweep(&h->cg, no_owner, NULL, NULL);
+		cr_assert_eq(pod_cgroup_env_cleanup(&h->cg), 0,
+			     "cgroup root %s left behind", h->cg.root);
+	}
 	st_close(h->st, NULL);
 	char cmd[96];
 	snprintf(cmd, sizeof cmd, "rm -rf %s", h->dir);
