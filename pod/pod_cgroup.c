@@ -604,6 +604,22 @@ static int sweep_one(const pod_cgroup_env_t *env, const char *rel,
 	return n > 0 ? n : 0;
 }
 
+static void rmdir_all(const pod_cgroup_env_t *env, const char *rel)
+{
+	char path[POD_CGROUP_PATH * 2];
+
+	if (env->mode == POD_CGROUP_V2) {
+		snprintf(path, sizeof path, "%s/%s/%s", env->v2_mount, env->root, rel);
+		(void)rmdir(path);
+		return;
+	}
+	for (int i = 0; i < POD_CG_N; i++)
+		if (env->v1_mount[i][0]) {
+			snprintf(path, sizeof path, "%s/%s/%s", env->v1_mount[i], env->root, rel);
+			(void)rmdir(path);
+		}
+}
+
 int pod_cgroup_sweep(const pod_cgroup_env_t *env, pod_cgroup_owned_fn owned,
 		     pod_cgroup_found_fn found, void *ctx)
 {
@@ -640,6 +656,9 @@ int pod_cgroup_sweep(const pod_cgroup_env_t *env, pod_cgroup_owned_fn owned,
 			total += sweep_one(env, rel, de->d_name, ce->d_name, true, found, ctx);
 		}
 		closedir(pd);
+		/* A pod group left empty goes too (rmdir fails while it has
+		 * a container group or a process). */
+		rmdir_all(env, de->d_name);
 	}
 	closedir(d);
 	return total;

@@ -17,6 +17,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 #include <msgpack.h>
 
@@ -541,8 +542,21 @@ static void pod__sweep(pod_mgr_t *m, rc_loop_t *loop, bool all)
 {
 	pod_sweep_t sw = { m, loop, all };
 
-	if (m->has_cg)
-		(void)pod_cgroup_sweep(&m->cg_env, pod__cg_owned, pod__cg_found, &sw);
+	if (!m->has_cg)
+		return;
+	if (pod_cgroup_sweep(&m->cg_env, pod__cg_owned, pod__cg_found, &sw) <= 0 || !all)
+		return;
+	/* At the daemon's stop: SIGKILL is not instant, and a group can only
+	 * be removed once its processes are gone.  Sweep again (nothing is
+	 * reported twice: found is not passed) until the groups are empty,
+	 * for at most a second. */
+	for (int i = 0; i < 100; i++) {
+		struct timespec ts = { 0, 10 * 1000000L };
+		nanosleep(&ts, NULL);
+		if (pod_cgroup_sweep(&m->cg_env, pod__cg_owned, NULL, &sw) <= 0)
+			break;
+	}
+	(void)pod_cgroup_sweep(&m->cg_env, pod__cg_owned, NULL, &sw);
 }
 
 static int pod__list(void *ctx, rc_loop_t *loop)

@@ -629,8 +629,12 @@ static int fake_launches;
 static int fake_launch(const pod_launch_opts_t *o, pod_proc_t *out, tank_error_t *err)
 {
 	pid_t pid;
+	int ready[2];
+	char byte;
 
 	(void)o;
+	if (pipe2(ready, O_CLOEXEC) < 0)
+		return tank_error_set(err, -errno, "pipe: %s", strerror(errno));
 	if ((pid = fork()) < 0)
 		return tank_error_set(err, -errno, "fork: %s", strerror(errno));
 	if (pid == 0) {
@@ -641,9 +645,16 @@ static int fake_launch(const pod_launch_opts_t *o, pod_proc_t *out, tank_error_t
 		signal(SIGTERM, SIG_DFL);
 		sigprocmask(SIG_SETMASK, &none, NULL);
 		setpgid(0, 0);
+		/* Only now may a stop signal come: before, libev's inherited
+		 * handler would swallow it (seen under load). */
+		(void)!write(ready[1], "r", 1);
 		pause();
 		_exit(0);
 	}
+	close(ready[1]);
+	while (read(ready[0], &byte, 1) < 0 && errno == EINTR)
+		;
+	close(ready[0]);
 	setpgid(pid, pid);
 	memset(out, 0, sizeof *out);
 	out->pid = pid;
@@ -686,5 +697,66 @@ Test(daemon, launcher_hook_runs_containers_and_sigterm_drains_in_process)
 	cr_assert_eq(s.containers[0].last_exit.signal, SIGTERM);
 	st_status_clear(&s);
 	st_close(st, NULL);
+	teardown(t);
+}
+
+/* A process planted in tankd's cgroups (tracked by nothing) does not
+ * survive tankd's SIGTERM: once every container is stopped, the daemon
+ * sweeps its cgroups with nothing owned. */
+Test(daemon, sigterm_stops_untracked_processes_in_its_cgroups)
+{
+	t_t *t = setup();
+	char yaml[512], arg[32], buf[16384], root[32], dir[256], procs[300];
+	const char *base = "/sys/fs/cgroup/pids";
+	struct stat sb;
+
+	if (stat(base, &sb) < 0) {
+		snprintf(dir, sizeof dir, "/sys/fs/cgroup/cgroup.procs");
+		if (stat(dir, &sb) < 0) {
+			teardown(t);
+			cr_skip_test("no cgroup hierarchy to plant a process in");
+		}
+		base = "/sys/fs/cgroup";
+	}
+	snprintf(arg, sizeof arg, "4253.%d", (int)getpid());
+	snprintf(yaml, sizeof yaml,
+		 "name: a\ncontainers:\n  - name: s\n    command: [/bin/sleep, \"%s\"]\n", arg);
+	desire(t, yaml);
+	start_daemon(t, 0);
+	cr_assert(running_pid(t, "a", 20) > 0, "pod did not start:\n%s", read_log(t, buf, sizeof buf));
+
+	snprintf(root, sizeof root, "tank-%08llx",
+		 (unsigned long long)(tank_hash64(t->dir, strlen(t->dir)) & 0xffffffffu));
+	snprintf(dir, sizeof dir, "%s/%s/a", base, root);
+	if (stat(dir, &sb) < 0) {
+		stop_daemon(t, SIGTERM, 60);
+		teardown(t);
+		cr_skip_test("tankd runs without cgroups here");
+	}
+	pid_t ghost = fork();
+	cr_assert_geq(ghost, 0);
+	if (ghost == 0) {
+		setsid();
+		pause();
+		_exit(0);
+	}
+	snprintf(procs, sizeof procs, "%s/cgroup.procs", dir);
+	FILE *f = fopen(procs, "we");
+	cr_assert_not_null(f, "%s", procs);
+	fprintf(f, "%d\n", (int)ghost);
+	cr_assert_eq(fclose(f), 0);
+
+	int st = stop_daemon(t, SIGTERM, 60);
+	cr_assert(WIFEXITED(st) && WEXITSTATUS(st) == 0, "status %#x:\n%s", st,
+		  read_log(t, buf, sizeof buf));
+	int gst;
+	pid_t w = 0;
+	for (int i = 0; i < 500 && (w = waitpid(ghost, &gst, WNOHANG)) == 0; i++)
+		sleep_ms(20);
+	cr_assert_eq(w, ghost, "the planted process survived tankd's stop:\n%s",
+		     read_log(t, buf, sizeof buf));
+	cr_assert(WIFSIGNALED(gst) && WTERMSIG(gst) == SIGKILL);
+	cr_assert(log_has(t, "untracked process"), "%s", read_log(t, buf, sizeof buf));
+	cr_assert_eq(cgroup_leftovers(t), 0, "%s", read_log(t, buf, sizeof buf));
 	teardown(t);
 }

@@ -131,6 +131,8 @@ static void teardown(h_t *h)
 	if (h->cg.mode != POD_CGROUP_NONE) {
 		/* Leave no group behind: the sweep with nothing owned kills
 		 * what is left and removes every pod and container group. */
+		for (int i = 0; i < 300 && pod_cgroup_sweep(&h->cg, no_owner, NULL, NULL) > 0; i++)
+			usleep(10000);      /* SIGKILLed processes take a moment to go */
 		pod_cgroup_sweep(&h->cg, no_owner, NULL, NULL);
 		cr_assert_eq(pod_cgroup_env_cleanup(&h->cg), 0,
 			     "cgroup root %s left behind", h->cg.root);
