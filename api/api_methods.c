@@ -113,9 +113,11 @@ static int pack_apply(msgpack_packer *pk, void *arg)
 	apply_out_t *o = arg;
 	int rc = msgpack_pack_array(pk, o->n);
 	for (size_t i = 0; i < o->n; i++) {
-		rc |= msgpack_pack_map(pk, 3);
+		rc |= msgpack_pack_map(pk, 4);
 		rc |= pk_key(pk, "name");
 		rc |= api_pack_cstr(pk, o->in[i].name);
+		rc |= pk_key(pk, "uid");
+		rc |= api_pack_cstr(pk, o->res[i].uid);
 		rc |= pk_key(pk, "action");
 		rc |= api_pack_cstr(pk, actions[o->res[i].action]);
 		rc |= pk_key(pk, "generation");
@@ -290,7 +292,7 @@ out:
 
 /* --- get, list --------------------------------------------------------------- */
 
-/* The stored canonical spec map with `generation` added. */
+/* The stored canonical spec map with `generation` and `uid` added. */
 static int pack_pod(msgpack_packer *pk, const st_pod_t *p)
 {
 	msgpack_unpacked u;
@@ -304,13 +306,15 @@ static int pack_pod(msgpack_packer *pk, const st_pod_t *p)
 		return TANK_ECORRUPT;
 	}
 	const msgpack_object_map *m = &u.data.via.map;
-	rc |= msgpack_pack_map(pk, m->size + 1);
+	rc |= msgpack_pack_map(pk, m->size + 2);
 	for (uint32_t i = 0; i < m->size; i++) {
 		rc |= msgpack_pack_object(pk, m->ptr[i].key);
 		rc |= msgpack_pack_object(pk, m->ptr[i].val);
 	}
 	rc |= pk_key(pk, "generation");
 	rc |= msgpack_pack_uint64(pk, p->generation);
+	rc |= pk_key(pk, "uid");
+	rc |= api_pack_cstr(pk, p->uid);
 	msgpack_unpacked_destroy(&u);
 	return rc ? -ENOMEM : 0;
 }
@@ -403,8 +407,9 @@ static int pack_opt_ms(msgpack_packer *pk, int64_t v)
 
 int api_pack_status(msgpack_packer *pk, const st_status_t *s)
 {
-	int rc = msgpack_pack_map(pk, 10);
+	int rc = msgpack_pack_map(pk, 11);
 	rc |= pk_key(pk, "name");            rc |= api_pack_cstr(pk, s->name);
+	rc |= pk_key(pk, "uid");             rc |= api_pack_cstr(pk, s->uid);
 	rc |= pk_key(pk, "phase");           rc |= api_pack_cstr(pk, s->phase);
 	rc |= pk_key(pk, "reason");          rc |= api_pack_cstr(pk, s->reason);
 	rc |= pk_key(pk, "retries");         rc |= msgpack_pack_uint32(pk, s->retries);

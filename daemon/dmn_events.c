@@ -31,6 +31,8 @@ int dmn_event_pack(msgpack_packer *pk, const pod_event_t *ev)
 	rc |= msgpack_pack_int64(pk, ev->at);
 	rc |= api_pack_cstr(pk, "generation");
 	rc |= msgpack_pack_uint64(pk, ev->generation);
+	rc |= api_pack_cstr(pk, "uid");
+	rc |= pack_str_or_nil(pk, ev->uid && ev->uid[0] ? ev->uid : NULL);
 	/* msgpack-c's packers fail only when the write callback does, and
 	 * the sbuffer's only failure is a failed realloc. */
 	return rc ? -ENOMEM : 0;

@@ -22,7 +22,7 @@
 #include "pod/pod_mgr.h"
 
 /* Number of keys in a transition event map. */
-#define DMN_EVENT_TRANSITION_KEYS 8
+#define DMN_EVENT_TRANSITION_KEYS 9
 
 /* Packs ev as one map onto pk.  A NULL from/to/reason is packed as nil (the
  * reconciler always sets them; a subscriber must not be sent a crash for

@@ -63,8 +63,10 @@ struct pod_trk {
 	bool desired;
 	pod_spec_t *want;             /* desired spec (owned), NULL if deleted */
 	uint64_t want_gen;
+	char want_uid[ST_UID_LEN + 1];  /* the desired object's identity */
 	pod_spec_t *spec;             /* spec the containers run (owned; may == want) */
 	uint64_t generation;
+	char uid[ST_UID_LEN + 1];     /* the object the containers belong to */
 	pod_ctr_t *ctrs;
 	size_t nctrs;
 	bool has_sb;
@@ -127,11 +129,21 @@ static pod_ctr_t *pod__ctr_find(pod_mgr_t *m, const char *key)
 	return NULL;
 }
 
+/* The containers run the desired object at its desired version.  Identity
+ * is uid and generation together: a pod deleted and created again under
+ * the same name starts at generation 1 again, so generations alone would
+ * take the new object for the old one and leave the old process running. */
+static bool pod__current(const pod_trk_t *p)
+{
+	return p->spec && p->generation == p->want_gen &&
+	       strcmp(p->uid, p->want_uid) == 0;
+}
+
 static bool pod__ctr_want(const pod_mgr_t *m, const pod_ctr_t *c)
 {
 	const pod_trk_t *p = c->pod;
-	return !m->shutting_down && p->desired && p->spec &&
-	       p->generation == p->want_gen && !p->restart_req && !p->fail[0];
+	return !m->shutting_down && p->desired && pod__current(p) &&
+	       !p->restart_req && !p->fail[0];
 }
 
 static bool pod__busy(const pod_trk_t *p)
@@ -146,7 +158,7 @@ static bool pod__busy(const pod_trk_t *p)
  * deleted, switch to a new spec, or start again after a restart. */
 static bool pod__waits(const pod_trk_t *p)
 {
-	return !p->desired || (p->spec && p->generation != p->want_gen) || p->restart_req;
+	return !p->desired || (p->spec && !pod__current(p)) || p->restart_req;
 }
 
 static void pod__ctr_event(rc_loop_t *loop, pod_ctr_t *c, enum pod_ctr_event ev,
@@ -212,6 +224,7 @@ static void pod__persist(pod_mgr_t *m, pod_trk_t *p)
 	pod__copy(s.phase, sizeof s.phase, rc_fsm_phase_name(&pod_fsm, p->st.phase));
 	pod__copy(s.reason, sizeof s.reason, p->st.reason);
 	s.generation = p->generation ? p->generation : p->want_gen;
+	pod__copy(s.uid, sizeof s.uid, p->spec ? p->uid : p->want_uid);
 	s.since = p->st.since;
 	for (size_t i = 0; i < p->nctrs; i++) {
 		pod_ctr_t *c = &p->ctrs[i];
@@ -365,7 +378,10 @@ static int pod__ctrs_build(pod_trk_t *p)
 				c->orphan = cs->pid;
 				c->orphan_start = st;
 			}
-			if (p->saved.generation != p->generation)
+			/* Counts belong to this object at this version: not to
+			 * a predecessor of the same name. */
+			if (p->saved.generation != p->generation ||
+			    (p->saved.uid[0] && strcmp(p->saved.uid, p->uid) != 0))
 				break;
 			c->restarts = cs->restarts;
 			c->retries = cs->retries;
@@ -440,7 +456,8 @@ static int pod__seen(void *ctx, const st_pod_t *sp)
 				       p->saved.since, p->saved.reason);
 		}
 	}
-	if (p->want_gen != sp->generation || (!p->want && !p->fail[0])) {
+	if (p->want_gen != sp->generation || strcmp(p->want_uid, sp->uid) != 0 ||
+	    (!p->want && !p->fail[0])) {
 		pod_spec_t *ns = NULL;
 		tank_error_t err;
 		tank_error_clear(&err);
@@ -450,6 +467,7 @@ static int pod__seen(void *ctx, const st_pod_t *sp)
 			pod__fmt(p->fail, sizeof p->fail,
 				 "stored spec cannot be loaded: %s", err.msg);
 			p->want_gen = sp->generation;
+			pod__copy(p->want_uid, sizeof p->want_uid, sp->uid);
 			p->desired = true;
 			return 0;
 		}
@@ -457,6 +475,7 @@ static int pod__seen(void *ctx, const st_pod_t *sp)
 			pod_spec_free(p->want);
 		p->want = ns;
 		p->want_gen = sp->generation;
+		pod__copy(p->want_uid, sizeof p->want_uid, sp->uid);
 		if (p->fail[0] && strncmp(p->fail, "stored spec", 11) == 0)
 			p->fail[0] = '\0';
 	}
@@ -473,7 +492,7 @@ static int pod__seen(void *ctx, const st_pod_t *sp)
  * converged pods then reads the store and checks flags, nothing more. */
 static bool pod__settled(rt_t *rt, const pod_trk_t *p)
 {
-	if (!p->desired || !p->spec || p->generation != p->want_gen ||
+	if (!p->desired || !pod__current(p) ||
 	    p->restart_req || p->fail[0] || !p->nctrs)
 		return false;
 	for (size_t i = 0; i < p->nctrs; i++) {
@@ -629,7 +648,7 @@ static rc_result_t pod__reconcile(void *ctx, rc_loop_t *loop, const rc_view_t *v
 		(void)rc_fsm_apply(loop, K_POD, p->name, &pod_fsm, &p->st,
 				   POD_PE_NOTE, "restart requested");
 	}
-	if (p->spec && p->generation != p->want_gen) {
+	if (p->spec && !pod__current(p)) {
 		if (pod__busy(p)) {
 			pod__enqueue_ctrs(loop, p);
 			pod__update(m, loop, p);
@@ -647,6 +666,7 @@ static rc_result_t pod__reconcile(void *ctx, rc_loop_t *loop, const rc_view_t *v
 	if (!p->spec && p->want) {
 		p->spec = p->want;
 		p->generation = p->want_gen;
+		memcpy(p->uid, p->want_uid, sizeof p->uid);
 		if (pod__ctrs_build(p) < 0) {
 			p->spec = NULL;
 			return rc_failed(-ENOMEM, "out of memory building containers");
@@ -1304,6 +1324,7 @@ void pod_mgr_record(void *ctx, const rc_transition_t *t)
 			.pod = pod, .container = container, .from = t->from,
 			.to = t->to, .reason = t->reason, .at = tr.at,
 			.generation = p ? p->generation : 0,
+			.uid = p ? (p->spec ? p->uid : p->want_uid) : "",
 		};
 		m->o.on_event(m->o.event_ctx, &ev);
 	}

@@ -67,6 +67,7 @@ typedef struct pod_event {
 	const char *from, *to, *reason;
 	int64_t at;              /* ms since the epoch */
 	uint64_t generation;
+	const char *uid;         /* the pod object's identity ("" if unknown) */
 } pod_event_t;
 
 typedef struct pod_mgr_opts {

@@ -1102,12 +1102,12 @@ static void set_defaults(pod_spec_t *s)
 int pod_spec_from_msgpack(const msgpack_object *map, pod_spec_t **out,
 			  pod_errors_t *errs)
 {
-	/* `generation` is what `get` adds: accepted and ignored, so that
-	 * `tankctl get NAME -o yaml | tankctl apply -f -` round-trips (the
-	 * store, not the manifest, owns generations). */
+	/* `generation` and `uid` are what `get` adds: accepted and ignored,
+	 * so that `tankctl get NAME -o yaml | tankctl apply -f -` round-trips
+	 * (the store, not the manifest, owns generations and identities). */
 	static const char *const keys[] = { "name", "restart", "backoff", "stop",
 					    "isolation", "volumes", "containers",
-					    "reconcile_wait", "generation", NULL };
+					    "reconcile_wait", "generation", "uid", NULL };
 	struct vctx v = { .pod = "spec" };
 	pod_errors_t local;
 	const msgpack_object *name;

@@ -8,6 +8,7 @@
 #include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
+#include <sys/random.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/file.h>
@@ -880,6 +881,7 @@ static int apply_fn(st_t *st, MDB_txn *txn, void *arg, tank_error_t *err)
 			a->res[i].action = ST_CREATED;
 			cur.generation = 1;
 			cur.created_at = a->now;
+			st_uid_new(cur.uid);    /* a new object, never an old one */
 		} else if (rc) {
 			break;
 		} else {
@@ -894,6 +896,7 @@ static int apply_fn(st_t *st, MDB_txn *txn, void *arg, tank_error_t *err)
 			if (same) {
 				a->res[i].action = ST_UNCHANGED;
 				a->res[i].generation = cur.generation;
+				memcpy(a->res[i].uid, cur.uid, sizeof cur.uid);
 				continue;
 			}
 			a->res[i].action = ST_CONFIGURED;
@@ -906,6 +909,7 @@ static int apply_fn(st_t *st, MDB_txn *txn, void *arg, tank_error_t *err)
 		cur.hash = st_hash64(in->spec, in->spec_len);
 		cur.updated_at = a->now;
 		a->res[i].generation = cur.generation;
+		memcpy(a->res[i].uid, cur.uid, sizeof cur.uid);
 		st->buf.size = 0;
 		if ((rc = st__enc_pod(&st->buf, &cur)))
 			break;
@@ -1469,6 +1473,93 @@ static void cloexec_store_fds(const st_t *st)
 	free(real);
 }
 
+void st_uid_new(char out[ST_UID_LEN + 1])
+{
+	unsigned char r[16];
+	size_t got = 0;
+
+	while (got < sizeof r) {
+		ssize_t n = getrandom(r + got, sizeof r - got, 0);
+		if (n > 0)
+			got += (size_t)n;
+		else if (n < 0 && errno != EINTR)
+			break;
+	}
+	if (got < sizeof r) {
+		/* No getrandom: a uid still must differ from the last one of
+		 * the name; time and a counter do that on one machine. */
+		static uint64_t seq;
+		uint64_t a = (uint64_t)now_ms(), b = ++seq ^ (uint64_t)getpid() << 32;
+		memcpy(r, &a, 8);
+		memcpy(r + 8, &b, 8);
+	}
+	r[6] = (unsigned char)((r[6] & 0x0f) | 0x40);    /* version 4 */
+	r[8] = (unsigned char)((r[8] & 0x3f) | 0x80);    /* RFC 4122 variant */
+	snprintf(out, ST_UID_LEN + 1,
+		 "%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-%02x%02x%02x%02x%02x%02x",
+		 r[0], r[1], r[2], r[3], r[4], r[5], r[6], r[7], r[8], r[9],
+		 r[10], r[11], r[12], r[13], r[14], r[15]);
+}
+
+/* Schema 1 → 2: each stored pod gets a uid; nothing else changes (status
+ * and history are kept as they are, and their pod keeps its generation).
+ * In the open transaction, so it is all or nothing. */
+static int migrate_v1_v2(st_t *st, MDB_txn *txn, tank_error_t *err)
+{
+	MDB_cursor *c;
+	MDB_val k, v;
+	char (*names)[ST_NAME_MAX + 1] = NULL;
+	size_t n = 0, cap = 0;
+	int rc = mdb_cursor_open(txn, st->db_pods, &c);
+
+	if (rc)
+		return rc;
+	/* Names first: writing through the cursor while walking would move
+	 * the pages its keys point into. */
+	for (rc = mdb_cursor_get(c, &k, &v, MDB_FIRST); !rc;
+	     rc = mdb_cursor_get(c, &k, &v, MDB_NEXT)) {
+		if (k.mv_size > ST_NAME_MAX)
+			continue;
+		if (n == cap) {
+			size_t nc = cap ? cap * 2 : 64;
+			void *nn = realloc(names, nc * sizeof *names);
+			if (!nn) {
+				rc = -ENOMEM;
+				break;
+			}
+			names = nn;
+			cap = nc;
+		}
+		memcpy(names[n], k.mv_data, k.mv_size);
+		names[n++][k.mv_size] = '\0';
+	}
+	mdb_cursor_close(c);
+	if (rc == MDB_NOTFOUND)
+		rc = 0;
+	for (size_t i = 0; i < n && !rc; i++) {
+		size_t len = strlen(names[i]);
+		MDB_val key = { len, names[i] };
+		st_pod_t p;
+		if ((rc = mdb_get(txn, st->db_pods, &key, &v)))
+			break;
+		if (st__dec_pod(v.mv_data, v.mv_size, names[i], len, &p, NULL) < 0)
+			continue;       /* a damaged record stays as it is */
+		if (!p.uid[0]) {
+			st_uid_new(p.uid);
+			st->buf.size = 0;
+			if ((rc = st__enc_pod(&st->buf, &p)) == 0)
+				rc = put_buf(st, txn, st->db_pods, names[i], len);
+		}
+		free(p.spec);
+	}
+	free(names);
+	if (rc)
+		return tank_error_set(err, rc < 0 ? rc : TANK_ECORRUPT,
+				      "store %s: migrating to schema 2: %s", st->path,
+				      rc < 0 ? tank_strerror(rc) : mdb_strerror(rc));
+	return 0;
+}
+
 static int open_fn(st_t *st, MDB_txn *txn, void *arg, tank_error_t *err)
 {
 	(void)arg;
@@ -1499,6 +1590,14 @@ static int open_fn(st_t *st, MDB_txn *txn, void *arg, tank_error_t *err)
 				      "understands versions up to %d (upgrade tank)",
 				      st->path, (unsigned long long)ver,
 				      ST_SCHEMA_VERSION);
+	if (ver < 2 && (rc = migrate_v1_v2(st, txn, err)))
+		return rc;
+	if (ver < ST_SCHEMA_VERSION) {
+		st->buf.size = 0;
+		if ((rc = st__enc_uint(&st->buf, ST_SCHEMA_VERSION)))
+			return rc;
+		return put_buf(st, txn, st->db_meta, k.mv_data, k.mv_size);
+	}
 	return 0;
 }
 

@@ -52,7 +52,10 @@ struct ev_loop;
 
 typedef struct st st_t;
 
-#define ST_SCHEMA_VERSION 1
+/* 2: every pod record has a `uid` (object identity); a version-1 store is
+ * migrated at open (each pod gets a uid, nothing else changes). */
+#define ST_SCHEMA_VERSION 2
+#define ST_UID_LEN 36              /* UUIDv4 text: 8-4-4-4-12 hex digits */
 #define ST_NAME_MAX 127            /* pod / container name, bytes */
 #define ST_PHASE_MAX 23            /* "backing_off" and friends */
 #define ST_REASON_MAX 127          /* longer reasons are truncated on put */
@@ -110,12 +113,18 @@ typedef enum st_action {
 typedef struct st_apply_result {
 	st_action_t action;
 	uint64_t generation;         /* the pod's generation after the apply */
+	char uid[ST_UID_LEN + 1];    /* the object's identity */
 } st_apply_result_t;
 
 /* A stored desired pod.  spec is malloc'ed and owned by the struct:
  * release with st_pod_clear(). */
+/* Identity: a pod created under a name gets a fresh uid (a random UUIDv4,
+ * never reused); applies to the same object keep it; a delete followed
+ * by a create is a new object with a new uid and generation 1 again, so
+ * "same object" is uid equality and "same version" is uid + generation. */
 typedef struct st_pod {
 	char name[ST_NAME_MAX + 1];
+	char uid[ST_UID_LEN + 1];
 	void *spec;
 	size_t spec_len;
 	uint64_t generation;
@@ -123,6 +132,10 @@ typedef struct st_pod {
 	int64_t created_at;          /* ms since the epoch */
 	int64_t updated_at;          /* last created/configured, ms */
 } st_pod_t;
+
+/* Writes a fresh random UUIDv4 (36 characters and a NUL) into out.
+ * Blocks only if the kernel's entropy pool is not initialised yet. */
+void st_uid_new(char out[ST_UID_LEN + 1]);
 
 /* 64-bit content hash used for specs (FNV-1a, 64 bit). */
 uint64_t st_hash64(const void *data, size_t len);
@@ -200,6 +213,7 @@ typedef struct st_container_status {
 /* containers is malloc'ed and owned by the struct (st_status_clear). */
 typedef struct st_status {
 	char name[ST_NAME_MAX + 1];
+	char uid[ST_UID_LEN + 1];    /* the object this status belongs to ("" if unknown) */
 	char phase[ST_PHASE_MAX + 1];
 	char reason[ST_REASON_MAX + 1];
 	uint32_t retries;

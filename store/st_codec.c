@@ -498,7 +498,8 @@ int st__enc_pod(msgpack_sbuffer *b, const st_pod_t *p)
 {
 	msgpack_packer pk;
 	msgpack_packer_init(&pk, b, msgpack_sbuffer_write);
-	if (msgpack_pack_map(&pk, 6) || pk_str(&pk, "name", p->name) ||
+	if (msgpack_pack_map(&pk, p->uid[0] ? 7 : 6) ||
+	    (p->uid[0] && pk_str(&pk, "uid", p->uid)) || pk_str(&pk, "name", p->name) ||
 	    pk_key(&pk, "spec") || msgpack_pack_bin(&pk, p->spec_len) ||
 	    msgpack_pack_bin_body(&pk, p->spec, p->spec_len) ||
 	    pk_u64(&pk, "generation", p->generation) ||
@@ -540,6 +541,9 @@ int st__dec_pod_ex(const void *buf, size_t len, const char *key, size_t keylen,
 		} else if (key_is(k, kl, "generation")) {
 			if (rd_u64(&r, &out->generation))
 				bad = "generation";
+		} else if (key_is(k, kl, "uid")) {
+			if (rd_str(&r, out->uid, sizeof out->uid, ST_UID_LEN))
+				bad = "uid";
 		} else if (key_is(k, kl, "hash")) {
 			if (rd_u64(&r, &out->hash))
 				bad = "hash";
@@ -589,7 +593,8 @@ int st__enc_status(msgpack_sbuffer *b, const st_status_t *s)
 {
 	msgpack_packer pk;
 	msgpack_packer_init(&pk, b, msgpack_sbuffer_write);
-	if (msgpack_pack_map(&pk, 10) || pk_str(&pk, "name", s->name) ||
+	if (msgpack_pack_map(&pk, s->uid[0] ? 11 : 10) ||
+	    (s->uid[0] && pk_str(&pk, "uid", s->uid)) || pk_str(&pk, "name", s->name) ||
 	    pk_str(&pk, "phase", s->phase) ||
 	    pk_str(&pk, "reason", s->reason) ||
 	    pk_u64(&pk, "retries", s->retries) ||
@@ -677,6 +682,9 @@ int st__dec_status(const void *buf, size_t len, const char *key,
 		else if (key_is(k, kl, "phase")) {
 			if (rd_str(&r, out->phase, sizeof out->phase, 0))
 				bad = "phase";
+		} else if (key_is(k, kl, "uid")) {
+			if (rd_str(&r, out->uid, sizeof out->uid, ST_UID_LEN))
+				bad = "uid";
 		} else if (key_is(k, kl, "reason")) {
 			if (rd_str(&r, out->reason, sizeof out->reason, 0))
 				bad = "reason";

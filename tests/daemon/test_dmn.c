@@ -576,6 +576,7 @@ Test(daemon, event_of_a_container_transition_is_the_documented_map)
 	pod_event_t ev = {
 		.pod = "web", .container = "app", .from = "running", .to = "backing_off",
 		.reason = "exit 3", .at = 1700000000123LL, .generation = 7,
+		.uid = "0f8c2a54-3b1e-4c6d-9a7f-1e2d3c4b5a69",
 	};
 	msgpack_sbuffer sb;
 	msgpack_unpacked up;
@@ -583,7 +584,8 @@ Test(daemon, event_of_a_container_transition_is_the_documented_map)
 	unpack_event(&ev, &sb, &up);
 	const msgpack_object *m = &up.data;
 	cr_assert_eq(m->type, MSGPACK_OBJECT_MAP);
-	cr_assert_eq(m->via.map.size, 8);
+	cr_assert_eq(m->via.map.size, 9);   /* with the object's uid (identity) */
+	assert_str(m, "uid", "0f8c2a54-3b1e-4c6d-9a7f-1e2d3c4b5a69");
 	assert_str(m, "type", "transition");
 	assert_str(m, "pod", "web");
 	assert_str(m, "container", "app");

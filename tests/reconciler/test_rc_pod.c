@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <dirent.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -743,4 +744,91 @@ Test(reconciler, sweep_stops_untracked_processes_in_tank_cgroups)
 	cr_assert(noted, "no history entry names what the sweep found");
 	cr_assert(!phase_is(h, "own", "terminal"));
 	teardown(h);
+}
+
+/* --- identity ---------------------------------------------------------------- */
+
+/* Processes whose argv[1] is `marker` (the sleeps below). */
+static int count_marked(const char *marker)
+{
+	DIR *d = opendir("/proc");
+	struct dirent *de;
+	int n = 0;
+
+	cr_assert_not_null(d);
+	while ((de = readdir(d))) {
+		char path[64], buf[256];
+		int pid = atoi(de->d_name);
+		FILE *f;
+		size_t len;
+		if (pid <= 0)
+			continue;
+		snprintf(path, sizeof path, "/proc/%d/cmdline", pid);
+		if (!(f = fopen(path, "re")))
+			continue;
+		len = fread(buf, 1, sizeof buf - 1, f);
+		fclose(f);
+		buf[len] = '\0';
+		/* argv[0] "/bin/sleep" NUL argv[1] */
+		size_t a0 = strlen(buf);
+		if (a0 + 1 < len && strcmp(buf + a0 + 1, marker) == 0 &&
+		    !pod_proc_dead(pid))
+			n++;
+	}
+	closedir(d);
+	return n;
+}
+
+/* The reproduction of the identity bug: a pod deleted and applied again
+ * under the same name, within the nudge window, is a new object — the old
+ * container stops and the new spec starts.  A hundred delete/re-apply
+ * pairs with random gaps (0-200 ms) beside crash-looping neighbours end
+ * with exactly the processes of the last spec. */
+Test(reconciler, delete_and_reapply_of_a_name_is_a_new_object)
+{
+	h_t *h = setup(false);
+	char buf[512], ma[32], mb[32];
+	const char *names[] = { "same" };
+	unsigned seed = (unsigned)getpid();
+
+	snprintf(ma, sizeof ma, "7101.%d", (int)getpid());
+	snprintf(mb, sizeof mb, "7102.%d", (int)getpid());
+	for (int i = 0; i < 2; i++) {
+		snprintf(buf, sizeof buf, "name: nb%d\nrestart: always\nbackoff: {base: 10ms, cap: 20ms}\n"
+			 "containers: [{name: c, command: [/bin/false]}]\n", i);
+		apply_yaml(h, buf);
+	}
+	for (int i = 0; i < 100; i++) {
+		const char *m = i % 2 ? mb : ma;
+		snprintf(buf, sizeof buf, "name: same\nstop: {grace: 100ms}\n"
+			 "containers: [{name: %s, command: [/bin/sleep, \"%s\"]}]\n",
+			 i % 2 ? "b" : "a", m);
+		apply_yaml(h, buf);
+		run_for(h, (double)(rand_r(&seed) % 200) / 1000.0);
+		if (i < 99) {
+			cr_assert_eq(st_delete(h->st, names, 1, NULL, NULL), 0);
+			rc_nudge(h->rt, h->loop);
+			run_for(h, (double)(rand_r(&seed) % 200) / 1000.0);
+		}
+	}
+	/* The last spec (i = 99: container b, marker mb) runs, alone. */
+	bool ok = false;
+	for (int t = 0; t < 1000 && !ok; t++) {
+		run_for(h, 0.02);
+		ok = count_marked(mb) == 1 && count_marked(ma) == 0;
+	}
+	cr_assert(ok, "%d processes of the last spec, %d of earlier ones",
+		  count_marked(mb), count_marked(ma));
+	st_status_t s;
+	st_pod_t p;
+	cr_assert(status(h, "same", &s));
+	cr_assert_eq(st_pod_get(h->st, "same", &p, NULL), 0);
+	cr_assert_str_eq(s.uid, p.uid, "status of another object: %s vs %s", s.uid, p.uid);
+	cr_assert_eq(s.n_containers, 1);
+	cr_assert_str_eq(s.containers[0].name, "b");
+	cr_assert_str_eq(s.containers[0].phase, "running");
+	st_status_clear(&s);
+	st_pod_clear(&p);
+	teardown(h);
+	cr_assert_eq(count_marked(mb) + count_marked(ma), 0, "left behind after teardown");
 }
