@@ -7,6 +7,7 @@
  * daemon, or the daemon unreachable, or a manifest rejected), 2 bad usage.
  * Diagnostics follow one grammar on stderr: `tankctl: VERB: message`.
  */
+#include <dirent.h>
 #include <errno.h>
 #include <getopt.h>
 #include <stdarg.h>
@@ -16,6 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/random.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -25,6 +27,7 @@
 #include "cmd/lib/cli_wait.h"
 #include "pod/pod_doc.h"
 #include "pod/pod_manifest.h"
+#include "pod/pod_units.h"
 
 #define CTL_VERSION "0.1.0"
 #define CTL_TIMEOUT_MS 30000
@@ -179,7 +182,7 @@ static void ctl_sleep_ms(uint64_t ms)
 }
 
 /* Common verb options: --help, -o; returns -1 to continue parsing. */
-enum { OPT_HELP = 0x100, OPT_TAIL, OPT_WAIT, OPT_LIMIT };
+enum { OPT_HELP = 0x100, OPT_TAIL, OPT_WAIT, OPT_LIMIT, OPT_TIMEOUT, OPT_IGNORE_NF };
 
 static int ctl_help(const verb_t *v)
 {
@@ -385,34 +388,171 @@ static int ctl_load(ctl_t *x, const char *path, pod_manifest_t **m)
 	return 0;
 }
 
-static int pack_pods(msgpack_packer *pk, void *arg)
+/* Every manifest of one apply, validated before anything is sent. */
+typedef struct ctl_batch {
+	pod_manifest_t **ms;
+	char **sources;              /* the file each manifest came from */
+	size_t n, cap;
+	size_t npods;
+} ctl_batch_t;
+
+static void ctl_batch_free(ctl_batch_t *bt)
 {
-	const pod_manifest_t *m = arg;
-	msgpack_pack_array(pk, 1);
-	msgpack_pack_array(pk, m->count);
-	for (size_t i = 0; i < m->count; i++)
-		if (msgpack_pack_object(pk, *m->raw[i]))
-			return -ENOMEM;
+	for (size_t i = 0; i < bt->n; i++) {
+		pod_manifest_free(bt->ms[i]);
+		free(bt->sources[i]);
+	}
+	free(bt->ms);
+	free(bt->sources);
+	memset(bt, 0, sizeof *bt);
+}
+
+static int ctl_batch_add(ctl_t *x, ctl_batch_t *bt, const char *path)
+{
+	pod_manifest_t *m;
+	int r;
+
+	if ((r = ctl_load(x, path, &m)) != 0)
+		return r;
+	if (bt->n == bt->cap) {
+		size_t nc = bt->cap ? bt->cap * 2 : 8;
+		pod_manifest_t **nm = realloc(bt->ms, nc * sizeof *nm);
+		char **ns = nm ? realloc(bt->sources, nc * sizeof *ns) : NULL;
+		if (nm)
+			bt->ms = nm;
+		if (!nm || !ns) {
+			pod_manifest_free(m);
+			return ctl_fail(x, "out of memory");
+		}
+		bt->sources = ns;
+		bt->cap = nc;
+	}
+	if (!(bt->sources[bt->n] = strdup(path))) {
+		pod_manifest_free(m);
+		return ctl_fail(x, "out of memory");
+	}
+	bt->ms[bt->n++] = m;
+	bt->npods += m->count;
 	return 0;
 }
 
-/* The idem batch loop (DESIGN.md §4) over the applied pods. */
-static int ctl_wait(ctl_t *x, const pod_manifest_t *m)
+static int ctl_cmp_str(const void *a, const void *b)
 {
-	const char **names = calloc(m->count, sizeof *names);
-	const pod_reconcile_wait_t **waits = calloc(m->count, sizeof *waits);
-	cli_batch_t b;
-	int verdict = -ENOMEM, r = EXIT_ERR;
+	return strcmp(*(char *const *)a, *(char *const *)b);
+}
 
-	if (!names || !waits || cli_batch_init(&b, m->count, names, waits) < 0) {
+static bool ctl_manifest_name(const char *n)
+{
+	size_t l = strlen(n);
+	return n[0] != '.' &&
+	       ((l > 5 && !strcmp(n + l - 5, ".yaml")) || (l > 4 && !strcmp(n + l - 4, ".yml")) ||
+		(l > 5 && !strcmp(n + l - 5, ".json")));
+}
+
+/* -f PATH: a file, `-`, or a directory whose *.yaml, *.yml and *.json
+ * files are read in name order (not recursively, as kubectl without -R). */
+static int ctl_batch_path(ctl_t *x, ctl_batch_t *bt, const char *path)
+{
+	struct stat sb;
+	DIR *d;
+	struct dirent *de;
+	char **names = NULL;
+	size_t n = 0, cap = 0;
+	int r = 0;
+
+	if (strcmp(path, "-") == 0 || stat(path, &sb) < 0 || !S_ISDIR(sb.st_mode))
+		return ctl_batch_add(x, bt, path);      /* reports a missing file */
+	if (!(d = opendir(path)))
+		return ctl_fail(x, "%s: %s", path, strerror(errno));
+	while ((de = readdir(d))) {
+		if (!ctl_manifest_name(de->d_name))
+			continue;
+		if (n == cap) {
+			size_t nc = cap ? cap * 2 : 16;
+			char **nn = realloc(names, nc * sizeof *nn);
+			if (!nn) {
+				r = ctl_fail(x, "out of memory");
+				break;
+			}
+			names = nn;
+			cap = nc;
+		}
+		if (asprintf(&names[n], "%s/%s", path, de->d_name) < 0) {
+			r = ctl_fail(x, "out of memory");
+			break;
+		}
+		n++;
+	}
+	closedir(d);
+	if (!r && !n)
+		r = ctl_fail(x, "%s: no *.yaml, *.yml or *.json files in the directory", path);
+	qsort(names, n, sizeof *names, ctl_cmp_str);
+	for (size_t i = 0; i < n; i++) {
+		if (!r)
+			r = ctl_batch_add(x, bt, names[i]);
+		free(names[i]);
+	}
+	free(names);
+	return r;
+}
+
+/* Two files of one batch must not name the same pod (within one file the
+ * manifest reader already refuses it).  0 or EXIT_ERR, every clash named. */
+static int ctl_batch_unique(ctl_t *x, const ctl_batch_t *bt)
+{
+	int r = 0;
+
+	for (size_t i = 0; i < bt->n; i++)
+		for (size_t k = 0; k < bt->ms[i]->count; k++)
+			for (size_t j = 0; j < i; j++)
+				for (size_t l = 0; l < bt->ms[j]->count; l++)
+					if (!strcmp(bt->ms[i]->specs[k]->name,
+						    bt->ms[j]->specs[l]->name)) {
+						r = ctl_fail(x, "%s: %s: duplicate pod name (first in %s)",
+							     bt->sources[i],
+							     bt->ms[i]->specs[k]->name,
+							     bt->sources[j]);
+					}
+	return r;
+}
+
+static int pack_pods(msgpack_packer *pk, void *arg)
+{
+	const ctl_batch_t *bt = arg;
+	msgpack_pack_array(pk, 1);
+	msgpack_pack_array(pk, bt->npods);
+	for (size_t i = 0; i < bt->n; i++)
+		for (size_t j = 0; j < bt->ms[i]->count; j++)
+			if (msgpack_pack_object(pk, *bt->ms[i]->raw[j]))
+				return -ENOMEM;
+	return 0;
+}
+
+/* The idem batch loop (DESIGN.md §4, docs/cli.md "apply --wait"): pass
+ * after pass, observe the applied pods and let the generic rule
+ * (reconciler/rc_converge.h) say converged, failed or pending, until none
+ * is pending, 3 passes made no progress, or the timeout. */
+static int ctl_wait(ctl_t *x, const ctl_batch_t *bt, uint64_t timeout_ms)
+{
+	const char **names = calloc(bt->npods ? bt->npods : 1, sizeof *names);
+	const pod_reconcile_wait_t **waits = calloc(bt->npods ? bt->npods : 1, sizeof *waits);
+	uint64_t deadline = timeout_ms ? ctl_now_ms() + timeout_ms : 0;
+	cli_batch_t b;
+	rc_conv_verdict_t verdict = RC_CONV_AGAIN;
+	bool timed_out = false;
+	int r = EXIT_ERR;
+	size_t k = 0;
+
+	if (!names || !waits || cli_batch_init(&b, bt->npods, names, waits) < 0) {
 		free(names);
 		free(waits);
 		return ctl_fail(x, "out of memory");
 	}
-	for (size_t i = 0; i < m->count; i++) {
-		names[i] = m->specs[i]->name;
-		waits[i] = &m->specs[i]->reconcile_wait;
-	}
+	for (size_t i = 0; i < bt->n; i++)
+		for (size_t j = 0; j < bt->ms[i]->count; j++, k++) {
+			names[k] = bt->ms[i]->specs[j]->name;
+			waits[k] = &bt->ms[i]->specs[j]->reconcile_wait;
+		}
 	for (;;) {
 		api_incoming_t in;
 		/* sync makes each pass look at a reconciled state rather than
@@ -424,36 +564,62 @@ static int ctl_wait(ctl_t *x, const pod_manifest_t *m)
 			goto out;
 		verdict = cli_batch_observe(&b, in.result);
 		api_incoming_free(&in);
-		if (verdict != CLI_BATCH_AGAIN)
+		/* A failed pod is named at once, with its reason and last exit. */
+		for (size_t i = 0; i < b.n; i++)
+			if (b.conv.objs[i].newly_failed)
+				fprintf(stderr, "tankctl: apply: %s failed: %s\n", b.names[i],
+					b.have[i] ? b.have[i]->why : "?");
+		if (verdict != RC_CONV_AGAIN)
 			break;
 		uint64_t rnd = 0;
 		if (getrandom(&rnd, sizeof rnd, 0) != sizeof rnd)
 			rnd = (uint64_t)ctl_now_ms();
 		uint64_t w = cli_batch_wait_ms(&b, rnd);
-		fprintf(stderr, "tankctl: apply: waiting %" PRIu64 " ms for:", w);
-		for (size_t i = 0; i < b.n; i++)
-			if (b.pending[i])
-				fprintf(stderr, " %s", b.names[i]);
+		if (deadline) {
+			uint64_t now = ctl_now_ms();
+			if (now >= deadline) {
+				timed_out = true;
+				break;
+			}
+			if (now + w > deadline)
+				w = deadline - now;
+		}
+		fprintf(stderr, "tankctl: apply: waiting %" PRIu64 " ms for", w);
+		for (size_t i = 0, first = 1; i < b.n; i++)
+			if (cli_batch_pending(&b, i)) {
+				fprintf(stderr, "%s %s (%s)", first ? "" : ",", b.names[i],
+					b.have[i] ? b.have[i]->why : "no status yet");
+				first = 0;
+			}
 		fputc('\n', stderr);
 		ctl_sleep_ms(w);
-		b.re_runs++;
 	}
-	if (verdict < 0) {
-		r = ctl_fail(x, "out of memory");
-		goto out;
-	}
-	printf("re_runs_count: %u\nrequire_re_run: %s\n", b.re_runs,
-	       verdict == CLI_BATCH_CONVERGED ? "false" : "true");
-	if (verdict != CLI_BATCH_CONVERGED) {
-		fprintf(stderr, "tankctl: apply: not converged after %u re-runs:", b.re_runs);
-		for (size_t i = 0; i < b.n; i++)
-			if (b.pending[i])
-				fprintf(stderr, " %s", b.names[i]);
+	bool failed = rc_conv_any_failed(&b.conv);
+	bool pending = verdict != RC_CONV_DONE;
+	printf("re_runs_count: %u\nrequire_re_run: %s\n", b.conv.re_runs,
+	       pending ? "true" : "false");
+	if (pending) {
+		fprintf(stderr, "tankctl: apply: %s after %u re-runs; not converged:",
+			timed_out ? "timed out" : "no progress in 3 passes", b.conv.re_runs);
+		for (size_t i = 0, first = 1; i < b.n; i++)
+			if (cli_batch_pending(&b, i)) {
+				fprintf(stderr, "%s %s (%s)", first ? "" : ",", b.names[i],
+					b.have[i] ? b.have[i]->why : "no status");
+				first = 0;
+			}
 		fputc('\n', stderr);
-		r = EXIT_ERR;
-	} else {
-		r = EXIT_OK;
 	}
+	if (failed) {
+		fprintf(stderr, "tankctl: apply: failed:");
+		for (size_t i = 0, first = 1; i < b.n; i++)
+			if (b.conv.objs[i].verdict == RC_CONV_OBJ_FAILED) {
+				fprintf(stderr, "%s %s (%s)", first ? "" : ",", b.names[i],
+					b.conv.objs[i].last.why);
+				first = 0;
+			}
+		fputc('\n', stderr);
+	}
+	r = pending || failed ? EXIT_ERR : EXIT_OK;
 out:
 	cli_batch_free(&b);
 	free(names);
@@ -466,31 +632,56 @@ static int v_apply(ctl_t *x, int argc, char **argv)
 	static const struct option opts[] = {
 		{ "help", no_argument, NULL, OPT_HELP },
 		{ "filename", required_argument, NULL, 'f' },
-		{ "wait", no_argument, NULL, OPT_WAIT }, { 0 } };
-	const char *file = NULL;
+		{ "wait", no_argument, NULL, OPT_WAIT },
+		{ "timeout", required_argument, NULL, OPT_TIMEOUT }, { 0 } };
+	const char **files = calloc((size_t)argc + 1, sizeof *files);
+	size_t nfiles = 0;
 	bool wait = false;
-	pod_manifest_t *m;
+	uint64_t timeout_ms = 0;
+	ctl_batch_t bt;
 	api_incoming_t in;
-	int o, r;
+	int o, r = 0;
 
+	memset(&bt, 0, sizeof bt);
+	if (!files)
+		return ctl_fail(x, "out of memory");
 	while ((o = getopt_long(argc, argv, "f:", opts, NULL)) != -1) {
-		if (o == OPT_HELP)
+		if (o == OPT_HELP) {
+			free(files);
 			return ctl_help(ctl_find(x->verb));
-		if (o == 'f')
-			file = optarg;
-		else if (o == OPT_WAIT)
+		}
+		if (o == 'f') {
+			files[nfiles++] = optarg;
+		} else if (o == OPT_WAIT) {
 			wait = true;
-		else
+		} else if (o == OPT_TIMEOUT) {
+			if (pod_parse_duration(optarg, strlen(optarg), &timeout_ms) < 0 || !timeout_ms) {
+				free(files);
+				return ctl_usage_error(x, "--timeout: invalid duration '%s' "
+						       "(like 30s, 5m, or milliseconds)", optarg);
+			}
+		} else {
+			free(files);
 			return ctl_usage_error(x, "unknown option");
+		}
 	}
-	if (!file)
-		return ctl_usage_error(x, "needs -f FILE (or -f - for stdin)");
-	if (optind != argc)
-		return ctl_usage_error(x, "unexpected argument '%s'", argv[optind]);
-	if ((r = ctl_load(x, file, &m)) != 0)
-		return r;
-	if ((r = ctl_call(x, "apply", pack_pods, m, CTL_TIMEOUT_MS, &in)) != 0) {
-		pod_manifest_free(m);
+	if (!nfiles || optind != argc) {
+		free(files);
+		return !nfiles ? ctl_usage_error(x, "needs -f FILE (a file, a directory or - for stdin)")
+			       : ctl_usage_error(x, "unexpected argument '%s'", argv[optind]);
+	}
+	if (timeout_ms && !wait) {
+		free(files);
+		return ctl_usage_error(x, "--timeout bounds --wait: use both");
+	}
+	/* Every file is read and validated before anything is applied. */
+	for (size_t i = 0; i < nfiles && !r; i++)
+		r = ctl_batch_path(x, &bt, files[i]);
+	free(files);
+	if (!r)
+		r = ctl_batch_unique(x, &bt);
+	if (r || (r = ctl_call(x, "apply", pack_pods, &bt, CTL_TIMEOUT_MS, &in)) != 0) {
+		ctl_batch_free(&bt);
 		return r;
 	}
 	const msgpack_object *res = in.result;
@@ -505,8 +696,8 @@ static int v_apply(ctl_t *x, int argc, char **argv)
 		}
 	api_incoming_free(&in);
 	fflush(stdout);
-	r = wait ? ctl_wait(x, m) : EXIT_OK;
-	pod_manifest_free(m);
+	r = wait ? ctl_wait(x, &bt, timeout_ms) : EXIT_OK;
+	ctl_batch_free(&bt);
 	return r;
 }
 
@@ -514,10 +705,12 @@ static int v_delete(ctl_t *x, int argc, char **argv)
 {
 	static const struct option opts[] = {
 		{ "help", no_argument, NULL, OPT_HELP },
-		{ "filename", required_argument, NULL, 'f' }, { 0 } };
+		{ "filename", required_argument, NULL, 'f' },
+		{ "ignore-not-found", no_argument, NULL, OPT_IGNORE_NF }, { 0 } };
 	const char *file = NULL;
 	pod_manifest_t *m = NULL;
 	api_incoming_t in;
+	bool ignore_nf = false;
 	char **names;
 	int o, r;
 
@@ -526,6 +719,8 @@ static int v_delete(ctl_t *x, int argc, char **argv)
 			return ctl_help(ctl_find(x->verb));
 		if (o == 'f')
 			file = optarg;
+		else if (o == OPT_IGNORE_NF)
+			ignore_nf = true;
 		else
 			return ctl_usage_error(x, "unknown option");
 	}
@@ -552,9 +747,14 @@ static int v_delete(ctl_t *x, int argc, char **argv)
 				const msgpack_object *d = api_map_get(e, "deleted");
 				char name[256];
 				api_obj_strcpy(api_map_get(e, "name"), name, sizeof name);
-				printf("%s %s\n", name,
-				       d && d->type == MSGPACK_OBJECT_BOOLEAN && d->via.boolean
-				       ? "deleted" : "not found");
+				if (d && d->type == MSGPACK_OBJECT_BOOLEAN && d->via.boolean) {
+					printf("%s deleted\n", name);
+				} else if (!ignore_nf) {
+					/* As get and restart: a name that names
+					 * nothing is an error (kubectl's habit). */
+					fprintf(stderr, "tankctl: delete: pod \"%s\" not found\n", name);
+					r = EXIT_ERR;
+				}
 			}
 		api_incoming_free(&in);
 	}
@@ -821,15 +1021,20 @@ static int v_history(ctl_t *x, int argc, char **argv)
 /* --- main ------------------------------------------------------------------- */
 
 static const verb_t ctl_verbs[] = {
-	{ "apply", v_apply, "-f FILE|- [--wait]",
-	  "Sends the pods of a manifest (YAML or JSON, several documents allowed) to\n"
-	  "tankd.  Every validation problem is printed with its path and nothing is\n"
-	  "applied.  --wait then re-checks the pods until all have converged (running,\n"
-	  "or terminal with reason completed) or 3 passes in a row made no progress,\n"
-	  "waiting between passes the longest reconcile_wait of the pending pods, and\n"
-	  "prints re_runs_count and require_re_run; exit 1 if not converged." },
-	{ "delete", v_delete, "NAME... | -f FILE",
-	  "Deletes the named pods (or those of a manifest); their containers are stopped." },
+	{ "apply", v_apply, "-f FILE|DIR|- [-f …] [--wait [--timeout DURATION]]",
+	  "Sends the pods of every -f (files, - for stdin, directories of *.yaml,\n"
+	  "*.yml and *.json in name order) to tankd as one batch.  All are validated\n"
+	  "first: any problem is printed with its path and nothing is applied.\n"
+	  "--wait then re-checks the pods until none is pending or 3 passes in a\n"
+	  "row made no progress (see docs/cli.md): a pod converged when it was seen\n"
+	  "running at two passes with the same start times, or completed; a pod\n"
+	  "terminal with a failure is named at once.  It prints re_runs_count and\n"
+	  "require_re_run; exit 1 if any pod failed or did not converge (or at the\n"
+	  "--timeout)." },
+	{ "delete", v_delete, "NAME... | -f FILE [--ignore-not-found]",
+	  "Deletes the named pods (or those of a manifest); their containers are\n"
+	  "stopped.  A name that names no pod is an error (exit 1) unless\n"
+	  "--ignore-not-found." },
 	{ "get", v_get, "NAME [-o yaml|json]",
 	  "Prints a pod's desired spec with its generation (YAML by default)." },
 	{ "ps", v_ps, "",

@@ -35,14 +35,14 @@ else
 	done
 fi
 
-for f in examples/*.yaml examples/*.json; do
-	[ -e "$f" ] || continue
-	"$TANKCTL" apply -f "$f"
-done
-# Converged means running, or completed for the batch job; the crash
-# loop example never converges, by design: it shows backoff.
-"$TANKCTL" apply --wait -f examples/web.yaml -f examples/worker.yaml >/dev/null 2>&1 ||
-	"$TANKCTL" sync
+# Every manifest of examples/ in one batch (validated before any is
+# applied).
+"$TANKCTL" apply -f examples
+# Then wait for the long-running ones to converge (idem's rule,
+# docs/cli.md); the crash loop example never converges, by design: it
+# shows backoff, so it is not waited for.
+"$TANKCTL" apply --wait --timeout 60s -f examples/web.yaml -f examples/worker.yaml ||
+	echo "run: web and worker did not converge (see above); carrying on"
 sleep 2   # long enough for the batch job to complete
 echo
 "$TANKCTL" ps

@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "api/api_rpc.h"
+#include "pod/pod_observe.h"
 
 uint64_t cli_reconcile_wait_ms(const pod_reconcile_wait_t *w, unsigned run,
 			       uint64_t rnd)
@@ -35,15 +36,6 @@ uint64_t cli_reconcile_wait_ms(const pod_reconcile_wait_t *w, unsigned run,
 	}
 }
 
-bool cli_status_converged(const msgpack_object *status)
-{
-	const msgpack_object *phase = api_map_get(status, "phase");
-
-	return api_obj_streq(phase, "running") ||
-	       (api_obj_streq(phase, "terminal") &&
-		api_obj_streq(api_map_get(status, "reason"), "completed"));
-}
-
 int cli_batch_init(cli_batch_t *b, size_t n, const char *const *names,
 		   const pod_reconcile_wait_t *const *waits)
 {
@@ -51,17 +43,20 @@ int cli_batch_init(cli_batch_t *b, size_t n, const char *const *names,
 	b->n = n;
 	b->names = names;
 	b->waits = waits;
-	if (!(b->pending = calloc(n ? n : 1, sizeof *b->pending)))
+	if (rc_conv_init(&b->conv, n) < 0 ||
+	    !(b->obs = calloc(n ? n : 1, sizeof *b->obs)) ||
+	    !(b->have = calloc(n ? n : 1, sizeof *b->have))) {
+		cli_batch_free(b);
 		return -ENOMEM;
-	for (size_t i = 0; i < n; i++)
-		b->pending[i] = true;
+	}
 	return 0;
 }
 
 void cli_batch_free(cli_batch_t *b)
 {
-	free(b->pending);
-	free(b->last);
+	rc_conv_free(&b->conv);
+	free(b->obs);
+	free(b->have);
 	memset(b, 0, sizeof *b);
 }
 
@@ -77,63 +72,18 @@ static const msgpack_object *cli__find(const msgpack_object *statuses, const cha
 	return NULL;
 }
 
-/* Appends `key=value;` for one field, whatever its scalar type. */
-static void cli__fp_field(FILE *fp, const msgpack_object *s, const char *key)
+rc_conv_verdict_t cli_batch_observe(cli_batch_t *b, const msgpack_object *statuses)
 {
-	const msgpack_object *v = api_map_get(s, key);
-	char buf[256];
-	int64_t i;
-
-	if (api_obj_strcpy(v, buf, sizeof buf))
-		fprintf(fp, "%s=%s;", key, buf);
-	else if (api_obj_int(v, &i))
-		fprintf(fp, "%s=%" PRId64 ";", key, i);
-	else
-		fprintf(fp, "%s=-;", key);
-}
-
-int cli_batch_observe(cli_batch_t *b, const msgpack_object *statuses)
-{
-	char *fp_buf = NULL;
-	size_t fp_len = 0;
-	FILE *fp = open_memstream(&fp_buf, &fp_len);
-	size_t npending = 0;
-
-	if (!fp)
-		return -ENOMEM;
 	for (size_t i = 0; i < b->n; i++) {
 		const msgpack_object *s = cli__find(statuses, b->names[i]);
-		b->pending[i] = !s || !cli_status_converged(s);
-		if (!b->pending[i])
-			continue;
-		npending++;
-		fprintf(fp, "%s{", b->names[i]);
-		if (s) {
-			cli__fp_field(fp, s, "phase");
-			cli__fp_field(fp, s, "reason");
-			cli__fp_field(fp, s, "restarts");
-			cli__fp_field(fp, s, "retries");
-			cli__fp_field(fp, s, "generation");
-		} else {
-			fputs("missing", fp);
-		}
-		fputs("}", fp);
+		b->have[i] = s && pod_observe_status(s, &b->obs[i]) == 0 ? &b->obs[i] : NULL;
 	}
-	if (fclose(fp) != 0 || !fp_buf) {
-		free(fp_buf);
-		return -ENOMEM;
-	}
-	if (!npending) {
-		free(fp_buf);
-		return CLI_BATCH_CONVERGED;
-	}
-	if (b->last && strcmp(b->last, fp_buf) == 0)
-		b->stale++;
-	else
-		b->stale = 0;
-	free(b->last);
-	b->last = fp_buf;
-	return b->stale >= CLI_BATCH_PATIENCE ? CLI_BATCH_STUCK : CLI_BATCH_AGAIN;
+	return rc_conv_pass(&b->conv, b->have);
+}
+
+bool cli_batch_pending(const cli_batch_t *b, size_t i)
+{
+	return b->conv.objs[i].verdict == RC_CONV_OBJ_PENDING;
 }
 
 uint64_t cli_batch_wait_ms(const cli_batch_t *b, uint64_t rnd)
@@ -141,10 +91,10 @@ uint64_t cli_batch_wait_ms(const cli_batch_t *b, uint64_t rnd)
 	uint64_t longest = 0;
 
 	for (size_t i = 0; i < b->n; i++) {
-		if (!b->pending[i])
+		if (!cli_batch_pending(b, i))
 			continue;
 		uint64_t w = cli_reconcile_wait_ms(b->waits ? b->waits[i] : NULL,
-						   b->re_runs, rnd);
+						   b->conv.re_runs, rnd);
 		if (w > longest)
 			longest = w;
 	}

@@ -17,8 +17,8 @@
 #include <msgpack.h>
 
 #include "pod/pod_spec.h"
+#include "reconciler/rc_converge.h"
 
-#define CLI_BATCH_PATIENCE 3        /* passes without progress before giving up */
 #define CLI_WAIT_MAX_MS (24ull * 3600 * 1000)   /* exponential waits stop here */
 
 /*
@@ -31,26 +31,20 @@
 uint64_t cli_reconcile_wait_ms(const pod_reconcile_wait_t *w, unsigned run,
 			       uint64_t rnd);
 
-/* True when a status map has converged: phase running, or phase terminal
- * with reason completed. */
-bool cli_status_converged(const msgpack_object *status);
-
-enum cli_batch_verdict {
-	CLI_BATCH_CONVERGED = 0,   /* every pod converged */
-	CLI_BATCH_AGAIN,           /* wait and re-check */
-	CLI_BATCH_STUCK,           /* CLI_BATCH_PATIENCE passes without progress */
-};
-
+/*
+ * The batch: the applied pods, observed at each pass through the pod
+ * kind's observation (pod/pod_observe.h) and judged by the generic rule
+ * (reconciler/rc_converge.h: converged, failed, or pending; progress; 3
+ * passes without progress end the wait).
+ */
 typedef struct cli_batch {
 	size_t n;
 	const char *const *names;            /* borrowed, n */
 	const pod_reconcile_wait_t *const *waits; /* borrowed, n; NULL entries
 						 * (or NULL array) = default */
-	bool *pending;                       /* owned, n: after the last pass */
-	char *last;                          /* owned: fingerprint of the last
-					      * pass's pending pods */
-	unsigned stale;                      /* consecutive passes w/o progress */
-	unsigned re_runs;                    /* re-checks after the first pass */
+	rc_conv_t conv;                      /* verdicts, progress, re_runs */
+	rc_observed_t *obs;                  /* owned, n: the last pass */
+	const rc_observed_t **have;          /* owned, n: obs[i] or NULL */
 } cli_batch_t;
 
 /* 0 or -ENOMEM.  names/waits must outlive b. */
@@ -58,17 +52,16 @@ int cli_batch_init(cli_batch_t *b, size_t n, const char *const *names,
 		   const pod_reconcile_wait_t *const *waits);
 void cli_batch_free(cli_batch_t *b);
 
-/*
- * Feeds one pass: `statuses` is a list of status maps (extra pods are
- * ignored; an applied pod missing from it is pending).  A pass makes
- * progress when the pending pods, or the phase / reason / restarts /
- * retries / generation of any of them, differ from the previous pass.
- * Returns the verdict (or -ENOMEM).
- */
-int cli_batch_observe(cli_batch_t *b, const msgpack_object *statuses);
+/* Feeds one pass: `statuses` is a list of status maps (extra pods are
+ * ignored; an applied pod missing from it is pending).  Returns the
+ * rc_conv verdict. */
+rc_conv_verdict_t cli_batch_observe(cli_batch_t *b, const msgpack_object *statuses);
+
+/* True while pod i is pending (neither converged nor failed). */
+bool cli_batch_pending(const cli_batch_t *b, size_t i);
 
 /* The longest wait among the pending pods for the next re-run
- * (run = b->re_runs). */
+ * (run = the re-runs so far). */
 uint64_t cli_batch_wait_ms(const cli_batch_t *b, uint64_t rnd);
 
 #endif

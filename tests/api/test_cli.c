@@ -163,7 +163,9 @@ Test(api, cli_reconcile_wait_kinds)
 	cr_assert_eq(cli_reconcile_wait_ms(&ex, 60, 0), CLI_WAIT_MAX_MS);
 }
 
-Test(api, cli_batch_converges)
+/* The wait's decisions through the pod kind's observation and the generic
+ * rule (docs/cli.md "apply --wait"). */
+Test(api, cli_batch_converges_only_after_two_equal_running_passes)
 {
 	const char *names[] = { "a", "b" };
 	pod_reconcile_wait_t slow = { .kind = POD_WAIT_STATIC, .wait_ms = 7000 };
@@ -174,55 +176,75 @@ Test(api, cli_batch_converges)
 
 	st_t p1[] = { { "a", "starting", NULL, 0, 1, 1, 0, 0 },
 		      { "b", "starting", NULL, 0, 1, 1, 0, 0 } };
-	cr_assert_eq(cli_batch_observe(&b, statuses(&up, p1, 2)), CLI_BATCH_AGAIN);
+	cr_assert_eq(cli_batch_observe(&b, statuses(&up, p1, 2)), RC_CONV_AGAIN);
 	msgpack_unpacked_destroy(&up);
 	cr_assert_eq(cli_batch_wait_ms(&b, 0), 7000, "the longest wait of the pending pods");
-	b.re_runs++;
-	/* a converged: only b's wait counts; b still pending */
+	/* a runs: seen once, not yet converged */
 	st_t p2[] = { { "a", "running", NULL, 0, 1, 1, 1, 10 },
 		      { "b", "pending", NULL, 0, 1, 1, 0, 0 } };
-	cr_assert_eq(cli_batch_observe(&b, statuses(&up, p2, 2)), CLI_BATCH_AGAIN);
+	cr_assert_eq(cli_batch_observe(&b, statuses(&up, p2, 2)), RC_CONV_AGAIN);
 	msgpack_unpacked_destroy(&up);
-	cr_assert(!b.pending[0] && b.pending[1]);
-	slow.wait_ms = 1000;
-	cr_assert_eq(cli_batch_wait_ms(&b, 0), 1000);
-	b.re_runs++;
-	/* terminal+completed converges; extra pods are ignored */
+	cr_assert(cli_batch_pending(&b, 0) && cli_batch_pending(&b, 1));
+	/* a runs the same process again: converged; b completed; extra
+	 * pods are ignored */
 	st_t p3[] = { { "zzz", "pending", NULL, 0, 1, 1, 0, 0 },
 		      { "b", "terminal", "completed", 0, 1, 1, 0, 0 },
 		      { "a", "running", NULL, 0, 1, 1, 1, 10 } };
-	cr_assert_eq(cli_batch_observe(&b, statuses(&up, p3, 3)), CLI_BATCH_CONVERGED);
+	cr_assert_eq(cli_batch_observe(&b, statuses(&up, p3, 3)), RC_CONV_DONE);
 	msgpack_unpacked_destroy(&up);
-	cr_assert_eq(b.re_runs, 2);
+	cr_assert_eq(b.conv.re_runs, 2);
+	cr_assert(!rc_conv_any_failed(&b.conv));
 	cli_batch_free(&b);
 }
 
-Test(api, cli_batch_gives_up_after_three_passes_without_progress)
+/* A crash loop: seen running, backing off, running again under another
+ * pid — restarts and pids are not progress, so 3 passes end the wait. */
+Test(api, cli_batch_gives_up_on_a_crash_loop_after_three_passes)
+{
+	const char *names[] = { "a" };
+	cli_batch_t b;
+	msgpack_unpacked up;
+	cr_assert_eq(cli_batch_init(&b, 1, names, NULL), 0);
+	st_t s[] = { { "a", "running", NULL, 1, 1, 1, 1, 10 },
+		     { "a", "backing_off", "c: exited with code 1", 2, 1, 1, 0, 0 },
+		     { "a", "running", NULL, 3, 1, 1, 1, 11 },
+		     { "a", "backing_off", "c: exited with code 1", 4, 1, 1, 0, 0 } };
+	rc_conv_verdict_t v[4];
+	for (int i = 0; i < 4; i++) {
+		v[i] = cli_batch_observe(&b, statuses(&up, &s[i], 1));
+		msgpack_unpacked_destroy(&up);
+	}
+	cr_assert_eq(v[0], RC_CONV_AGAIN);      /* first sighting: progress */
+	cr_assert_eq(v[1], RC_CONV_AGAIN);      /* stale 1 */
+	cr_assert_eq(v[2], RC_CONV_AGAIN);      /* stale 2: another pid is not progress */
+	cr_assert_eq(v[3], RC_CONV_STUCK, "three passes without progress");
+	cr_assert(cli_batch_pending(&b, 0));
+	cr_assert_eq(cli_batch_wait_ms(&b, 0), POD_DEFAULT_RECONCILE_WAIT_MS);
+	cli_batch_free(&b);
+}
+
+/* A pod terminal with a failure is not pending: failed at once. */
+Test(api, cli_batch_reports_a_failed_pod_at_once)
 {
 	const char *names[] = { "a", "b" };
 	cli_batch_t b;
 	msgpack_unpacked up;
 	cr_assert_eq(cli_batch_init(&b, 2, names, NULL), 0);
-	/* b is missing altogether and a fails terminally: not converged. */
-	st_t failed[] = { { "a", "terminal", "failed", 3, 1, 1, 0, 0 } };
-	st_t moving[] = { { "a", "terminal", "failed", 4, 1, 1, 0, 0 } };
-	int v[6];
-	v[0] = cli_batch_observe(&b, statuses(&up, failed, 1)); msgpack_unpacked_destroy(&up);
-	v[1] = cli_batch_observe(&b, statuses(&up, failed, 1)); msgpack_unpacked_destroy(&up);
-	v[2] = cli_batch_observe(&b, statuses(&up, failed, 1)); msgpack_unpacked_destroy(&up);
-	/* progress (restarts changed) resets the count */
-	v[3] = cli_batch_observe(&b, statuses(&up, moving, 1)); msgpack_unpacked_destroy(&up);
-	cr_assert_eq(v[0], CLI_BATCH_AGAIN);
-	cr_assert_eq(v[1], CLI_BATCH_AGAIN);
-	cr_assert_eq(v[2], CLI_BATCH_AGAIN);
-	cr_assert_eq(v[3], CLI_BATCH_AGAIN);
-	cr_assert_eq(b.stale, 0);
-	v[4] = cli_batch_observe(&b, statuses(&up, moving, 1)); msgpack_unpacked_destroy(&up);
-	v[4] = cli_batch_observe(&b, statuses(&up, moving, 1)); msgpack_unpacked_destroy(&up);
-	cr_assert_eq(v[4], CLI_BATCH_AGAIN);
-	v[5] = cli_batch_observe(&b, statuses(&up, moving, 1)); msgpack_unpacked_destroy(&up);
-	cr_assert_eq(v[5], CLI_BATCH_STUCK, "three passes without progress");
-	cr_assert(b.pending[0] && b.pending[1]);
-	cr_assert_eq(cli_batch_wait_ms(&b, 0), POD_DEFAULT_RECONCILE_WAIT_MS);
+	st_t p1[] = { { "a", "terminal", "failed", 0, 1, 1, 0, 0 },
+		      { "b", "starting", NULL, 0, 1, 1, 0, 0 } };
+	cr_assert_eq(cli_batch_observe(&b, statuses(&up, p1, 2)), RC_CONV_AGAIN);
+	msgpack_unpacked_destroy(&up);
+	cr_assert(b.conv.objs[0].newly_failed);
+	cr_assert(!cli_batch_pending(&b, 0));
+	cr_assert(rc_conv_any_failed(&b.conv));
+	/* b missing altogether for three passes: pending, no progress */
+	st_t none[] = { { "zzz", "pending", NULL, 0, 1, 1, 0, 0 } };
+	rc_conv_verdict_t v = RC_CONV_AGAIN;
+	for (int i = 0; i < 3; i++) {
+		v = cli_batch_observe(&b, statuses(&up, none, 1));
+		msgpack_unpacked_destroy(&up);
+	}
+	cr_assert(!b.conv.objs[0].newly_failed, "reported once");
+	cr_assert_eq(v, RC_CONV_STUCK);
 	cli_batch_free(&b);
 }

@@ -506,3 +506,125 @@ Test(e2e, events_stream_and_bad_frames_do_not_hurt)
 	cr_assert(up(d));
 	teardown(d);
 }
+
+/* --- apply --wait tells the truth (idem's rule, docs/cli.md) ------------------ */
+
+/* A crash loop gives up after 3 passes without progress, whether its
+ * backoff is shorter (100 ms) or longer (5 s) than the wait interval:
+ * restarts and start times are not progress. */
+Test(e2e, apply_wait_gives_up_on_crash_loops_after_three_passes)
+{
+	d_t *d = setup();
+	char out[8192];
+	const char *backoffs[] = { "100ms", "5s" };
+
+	for (int i = 0; i < 2; i++) {
+		char yaml[512], name[32];
+		snprintf(name, sizeof name, "loop%d.yaml", i);
+		snprintf(yaml, sizeof yaml,
+			 "name: loop%d\nbackoff: {base: %s, cap: %s}\nreconcile_wait: {static: 300ms}\n"
+			 "containers: [{name: c, command: [/bin/false]}]\n", i, backoffs[i], backoffs[i]);
+		write_file(d, name, yaml);
+		cr_assert_eq(ctl(d, out, sizeof out, "apply --wait -f %s/%s", d->dir, name), 1,
+			     "%s", out);
+		cr_assert(strstr(out, "require_re_run: true"), "%s", out);
+		cr_assert(strstr(out, "no progress in 3 passes"), "%s", out);
+		/* Named, with why: its phase and reason. */
+		cr_assert(strstr(out, "not converged: loop") && strstr(out, "exited with code 1"),
+			  "%s", out);
+		/* Bounded: the first sighting, then 3 passes without progress
+		 * (one more when the first pass saw it before its first exit). */
+		const char *rr = strstr(out, "re_runs_count: ");
+		cr_assert_not_null(rr);
+		int n = atoi(rr + 15);
+		cr_assert(n >= 3 && n <= 4, "re_runs_count %d:\n%s", n, out);
+	}
+	teardown(d);
+}
+
+/* A run-once pod failing 0.3 s after it started fails the wait, named with
+ * its reason and last exit, even though it was seen running first. */
+Test(e2e, apply_wait_fails_a_pod_that_fails_after_starting)
+{
+	d_t *d = setup();
+	char out[8192];
+
+	write_file(d, "late.yaml",
+		   "name: late\nrestart: never\nreconcile_wait: {static: 1s}\n"
+		   "containers: [{name: c, command: [/bin/sh, -c, \"sleep 0.3; exit 3\"]}]\n");
+	cr_assert_eq(ctl(d, out, sizeof out, "apply --wait -f %s/late.yaml", d->dir), 1, "%s", out);
+	cr_assert(strstr(out, "late failed: failed, last exit code 3"), "%s", out);
+	cr_assert(strstr(out, "require_re_run: false"), "%s", out);
+	teardown(d);
+}
+
+/* A slow starter (running only after 2 s) converges once seen running at
+ * two passes with the same start time. */
+Test(e2e, apply_wait_converges_on_a_slow_starter)
+{
+	d_t *d = setup();
+	char out[8192];
+
+	write_file(d, "dep.yaml",
+		   "name: dep\nrestart: never\ncontainers: [{name: c, command: [/bin/sleep, \"2\"]}]\n");
+	write_file(d, "slow.yaml",
+		   "name: slow\nreconcile_wait: {static: 400ms}\ncontainers:\n"
+		   "  - {name: a, command: [/bin/sleep, \"1000\"]}\n"
+		   "  - {name: b, command: [/bin/sh, -c, \"sleep 2; exec sleep 1000\"]}\n");
+	cr_assert_eq(ctl(d, out, sizeof out, "apply --wait -f %s/slow.yaml", d->dir), 0, "%s", out);
+	cr_assert(strstr(out, "require_re_run: false"), "%s", out);
+	teardown(d);
+}
+
+/* Every -f is applied, as one batch: files and directories (their *.yaml,
+ * *.yml and *.json in name order); an invalid file applies nothing. */
+Test(e2e, apply_takes_every_file_and_directories_all_or_nothing)
+{
+	d_t *d = setup();
+	char out[8192], sub[128];
+
+	snprintf(sub, sizeof sub, "%s/m", d->dir);
+	cr_assert_eq(mkdir(sub, 0755), 0);
+	write_file(d, "a.yaml", "name: fa\ncontainers: [{name: c, command: [/bin/sleep, \"1000\"]}]\n");
+	write_file(d, "b.yaml", "name: fb\ncontainers: [{name: c, command: [/bin/sleep, \"1000\"]}]\n");
+	write_file(d, "m/1.yaml", "name: da\ncontainers: [{name: c, command: [/bin/sleep, \"1000\"]}]\n");
+	write_file(d, "m/2.json",
+		   "{\"name\": \"db\", \"containers\": [{\"name\": \"c\", \"command\": [\"/bin/true\"]}]}\n");
+	write_file(d, "m/notes.txt", "not a manifest\n");
+	cr_assert_eq(ctl(d, out, sizeof out, "apply -f %s/a.yaml -f %s/b.yaml -f %s/m",
+			 d->dir, d->dir, d->dir), 0, "%s", out);
+	cr_assert(strstr(out, "fa created") && strstr(out, "fb created") &&
+		  strstr(out, "da created") && strstr(out, "db created"), "%s", out);
+	cr_assert_eq(ctl(d, out, sizeof out, "apply -f %s/a.yaml -f %s/m", d->dir, d->dir), 0);
+	cr_assert(strstr(out, "fa unchanged") && strstr(out, "da unchanged"), "%s", out);
+
+	/* An invalid second file: nothing of the first is applied. */
+	write_file(d, "c.yaml", "name: fc\ncontainers: [{name: c, command: [/bin/sleep, \"1000\"]}]\n");
+	write_file(d, "bad.yaml", "name: bad\ncontainers: [{name: c}]\n");
+	cr_assert_eq(ctl(d, out, sizeof out, "apply -f %s/c.yaml -f %s/bad.yaml", d->dir, d->dir),
+		     1, "%s", out);
+	cr_assert(strstr(out, "containers[0].command: required"), "%s", out);
+	cr_assert_eq(ctl(d, out, sizeof out, "get fc"), 1, "%s", out);
+	/* The same name in two files is refused too. */
+	cr_assert_eq(ctl(d, out, sizeof out, "apply -f %s/c.yaml -f %s/c.yaml", d->dir, d->dir),
+		     1, "%s", out);
+	cr_assert(strstr(out, "duplicate pod name"), "%s", out);
+	cr_assert_eq(ctl(d, out, sizeof out, "get fc"), 1, "%s", out);
+	teardown(d);
+}
+
+/* A name that names nothing is exit 1 on every verb that names objects,
+ * with the message on stderr; delete --ignore-not-found is 0. */
+Test(e2e, unknown_names_exit_one_on_every_verb)
+{
+	d_t *d = setup();
+	char out[4096];
+	const char *verbs[] = { "get", "delete", "restart", "logs", "history", "status" };
+
+	for (size_t i = 0; i < sizeof verbs / sizeof verbs[0]; i++) {
+		cr_assert_eq(ctl(d, out, sizeof out, "%s nope", verbs[i]), 1, "%s: %s", verbs[i], out);
+		cr_assert(strstr(out, "pod \"nope\" not found"), "%s: %s", verbs[i], out);
+	}
+	cr_assert_eq(ctl(d, out, sizeof out, "delete --ignore-not-found nope"), 0, "%s", out);
+	teardown(d);
+}

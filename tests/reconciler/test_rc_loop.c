@@ -473,3 +473,40 @@ Test(reconciler, transition_table_applies_records_and_refuses)
 	cr_assert_eq(rc_fsm_phase_of(&test_fsm, "nope"), -1);
 	rt_free(rt);
 }
+
+/* --- the convergence rule, kind-free ------------------------------------------ */
+
+#include "reconciler/rc_converge.h"
+
+Test(reconciler, convergence_rule_is_generic)
+{
+	rc_conv_t c;
+	rc_observed_t a = { .state = RC_OBS_PENDING, .progress = 1 };
+	rc_observed_t b = { .state = RC_OBS_READY, .stability = 42, .progress = 2 };
+	const rc_observed_t *obs[2] = { &a, &b };
+
+	cr_assert_eq(rc_conv_init(&c, 2), 0);
+	cr_assert_eq(rc_conv_pass(&c, obs), RC_CONV_AGAIN);
+	/* a moves (its signature changed): progress, stale stays 0 */
+	a.progress = 3;
+	cr_assert_eq(rc_conv_pass(&c, obs), RC_CONV_AGAIN);
+	cr_assert_eq(c.objs[1].verdict, RC_CONV_OBJ_CONVERGED);   /* READY twice, same token */
+	cr_assert_eq(c.stale, 0);
+	/* a restarted with the same outcome: no progress, 3 times */
+	a.restarts = 1;
+	cr_assert_eq(rc_conv_pass(&c, obs), RC_CONV_AGAIN);
+	a.restarts = 2;
+	cr_assert_eq(rc_conv_pass(&c, obs), RC_CONV_AGAIN);
+	a.restarts = 3;
+	cr_assert_eq(rc_conv_pass(&c, obs), RC_CONV_STUCK);
+	cr_assert_eq(c.re_runs, 4);
+	/* a different outcome after a restart is progress */
+	a.restarts = 4;
+	a.outcome = 9;
+	cr_assert_eq(rc_conv_pass(&c, obs), RC_CONV_AGAIN);
+	cr_assert_eq(c.stale, 0);
+	a.state = RC_OBS_DONE;
+	cr_assert_eq(rc_conv_pass(&c, obs), RC_CONV_DONE);
+	cr_assert(!rc_conv_any_failed(&c));
+	rc_conv_free(&c);
+}

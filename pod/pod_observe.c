@@ -1,0 +1,100 @@
+#include "pod/pod_observe.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "common/tank_map.h"
+
+static const msgpack_object *pod__get(const msgpack_object *m, const char *key)
+{
+	size_t kl = strlen(key);
+
+	if (!m || m->type != MSGPACK_OBJECT_MAP)
+		return NULL;
+	for (uint32_t i = 0; i < m->via.map.size; i++) {
+		const msgpack_object *k = &m->via.map.ptr[i].key;
+		if (k->type == MSGPACK_OBJECT_STR && k->via.str.size == kl &&
+		    memcmp(k->via.str.ptr, key, kl) == 0)
+			return &m->via.map.ptr[i].val;
+	}
+	return NULL;
+}
+
+/* A string field into buf ("" when absent or not a string). */
+static const char *pod__str(const msgpack_object *m, const char *key, char *buf, size_t cap)
+{
+	const msgpack_object *v = pod__get(m, key);
+
+	buf[0] = '\0';
+	if (v && v->type == MSGPACK_OBJECT_STR)
+		snprintf(buf, cap, "%.*s", (int)v->via.str.size, v->via.str.ptr);
+	return buf;
+}
+
+static int64_t pod__int(const msgpack_object *m, const char *key)
+{
+	const msgpack_object *v = pod__get(m, key);
+
+	if (v && v->type == MSGPACK_OBJECT_POSITIVE_INTEGER)
+		return (int64_t)v->via.u64;
+	if (v && v->type == MSGPACK_OBJECT_NEGATIVE_INTEGER)
+		return v->via.i64;
+	return 0;
+}
+
+static uint64_t pod__mix(uint64_t h, const void *p, size_t n)
+{
+	return tank_hash64(p, n) ^ (h * 0x100000001b3ull);
+}
+
+int pod_observe_status(const msgpack_object *status, rc_observed_t *out)
+{
+	char phase[32], reason[160], exitbuf[64] = "";
+	const msgpack_object *ex, *ctrs;
+
+	memset(out, 0, sizeof *out);
+	if (!status || status->type != MSGPACK_OBJECT_MAP)
+		return -EINVAL;
+	pod__str(status, "phase", phase, sizeof phase);
+	pod__str(status, "reason", reason, sizeof reason);
+	ex = pod__get(status, "last_exit");
+	if (ex && ex->type == MSGPACK_OBJECT_MAP) {
+		int64_t code = pod__int(ex, "code"), sig = pod__int(ex, "signal");
+		if (sig)
+			snprintf(exitbuf, sizeof exitbuf, "signal %lld", (long long)sig);
+		else
+			snprintf(exitbuf, sizeof exitbuf, "exit code %lld", (long long)code);
+	}
+	out->restarts = (uint64_t)pod__int(status, "restarts");
+	out->outcome = pod__mix(0, exitbuf, strlen(exitbuf));
+	out->progress = pod__mix(pod__mix(out->outcome, phase, strlen(phase)),
+				 reason, strlen(reason));
+	if (strcmp(phase, "terminal") == 0) {
+		out->state = strcmp(reason, "completed") == 0 ? RC_OBS_DONE : RC_OBS_FAILED;
+	} else if (strcmp(phase, "running") == 0) {
+		out->state = RC_OBS_READY;
+		ctrs = pod__get(status, "containers");
+		for (uint32_t i = 0; ctrs && ctrs->type == MSGPACK_OBJECT_ARRAY &&
+				     i < ctrs->via.array.size; i++) {
+			const msgpack_object *c = &ctrs->via.array.ptr[i];
+			char cphase[32], cname[128];
+			int64_t started = pod__int(c, "started_at"), pid = pod__int(c, "pid");
+			if (strcmp(pod__str(c, "phase", cphase, sizeof cphase), "running") != 0)
+				continue;
+			pod__str(c, "name", cname, sizeof cname);
+			out->stability = pod__mix(out->stability, cname, strlen(cname));
+			out->stability = pod__mix(out->stability, &started, sizeof started);
+			out->stability = pod__mix(out->stability, &pid, sizeof pid);
+		}
+	} else {
+		out->state = RC_OBS_PENDING;
+	}
+	if (out->state == RC_OBS_FAILED)
+		snprintf(out->why, sizeof out->why, "%s%s%s", reason[0] ? reason : "failed",
+			 exitbuf[0] ? ", last " : "", exitbuf);
+	else
+		snprintf(out->why, sizeof out->why, "%s%s%s", phase[0] ? phase : "no status",
+			 reason[0] ? ": " : "", reason);
+	return 0;
+}

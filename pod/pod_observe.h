@@ -1,0 +1,26 @@
+/*
+ * pod_observe — what the pod kind observes of one pod, for the generic
+ * convergence rule (reconciler/rc_converge.h): a status map, as the
+ * `status` RPC returns it (docs/rpc.md), in; an rc_observed_t out.
+ *
+ *   terminal + completed        → DONE
+ *   terminal + anything else    → FAILED (why: the reason and last exit)
+ *   running (every container runs or completed) → READY, stability = the
+ *                                 running containers' names and start times
+ *   anything else               → PENDING (why: phase and reason)
+ *   progress = phase, reason, last exit; outcome = last exit;
+ *   restarts = the pod's restart count.
+ *
+ * It reads the map only (no I/O); unknown or missing fields read as empty.
+ */
+#ifndef TANK_POD_OBSERVE_H
+#define TANK_POD_OBSERVE_H
+
+#include <msgpack.h>
+
+#include "reconciler/rc_converge.h"
+
+/* 0, or -EINVAL when status is not a map. */
+int pod_observe_status(const msgpack_object *status, rc_observed_t *out);
+
+#endif

@@ -1,0 +1,95 @@
+/*
+ * rc_converge — idem's convergence rule (DESIGN.md §4 "Batch apply"), for
+ * every kind: is a set of objects converged, failed, or still pending, and
+ * is waiting for them still making progress?
+ *
+ * Each kind turns what it observes of one object into an rc_observed_t
+ * (the pod kind: pod_observe_status(), from a status map); this module
+ * compares passes and knows no kind.  The rule:
+ *
+ *   - FAILED (terminal with a failure) is not pending: it is reported at
+ *     once, and the wait ends badly;
+ *   - DONE (a run-once object that completed) is converged;
+ *   - READY (everything that should run runs) is converged once it has
+ *     been READY at two consecutive passes with the same `stability`
+ *     token (the start times of what runs): it ran a whole wait interval
+ *     without a restart;
+ *   - anything else is pending.
+ *
+ * Progress: a pass makes progress when a pending object's observed state
+ * moved: it was not seen before, its state (pending → ready) changed, or
+ * its `progress` signature (phase, reason, last exit) changed — except
+ * that an object that restarted since the last pass (its `restarts` grew)
+ * made progress only if the outcome of its runs (`outcome`: the last exit)
+ * changed: a crash loop going back to the same failure is the same result.
+ * Counters, pids and timestamps are never progress.  RC_CONV_PATIENCE (3)
+ * consecutive passes without progress end the wait (require_re_run).
+ *
+ * Pure: no I/O, nothing blocks; rc_conv_init allocates.
+ */
+#ifndef TANK_RC_CONVERGE_H
+#define TANK_RC_CONVERGE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#define RC_CONV_PATIENCE 3
+#define RC_CONV_WHY 256
+
+typedef enum rc_obs_state {
+	RC_OBS_PENDING = 0,     /* not there yet (starting, backing off, …) */
+	RC_OBS_READY,           /* what should run runs, now */
+	RC_OBS_DONE,            /* run-once: completed successfully */
+	RC_OBS_FAILED,          /* terminal with a failure */
+} rc_obs_state_t;
+
+typedef struct rc_observed {
+	rc_obs_state_t state;
+	uint64_t stability;     /* READY: what runs (start times); see above */
+	uint64_t progress;      /* phase, reason, last exit */
+	uint64_t outcome;       /* the last exit alone */
+	uint64_t restarts;      /* a counter; only its growth is looked at */
+	char why[RC_CONV_WHY];  /* for people: "backing_off: c: exited with code 1" */
+} rc_observed_t;
+
+typedef enum rc_conv_obj_verdict {
+	RC_CONV_OBJ_PENDING = 0,
+	RC_CONV_OBJ_CONVERGED,
+	RC_CONV_OBJ_FAILED,
+} rc_conv_obj_verdict_t;
+
+typedef struct rc_conv_obj {
+	rc_observed_t last;
+	bool seen;              /* observed at some pass */
+	bool missing;           /* not observed at the last pass */
+	rc_conv_obj_verdict_t verdict;
+	bool newly_failed;      /* failed at the last pass (report it once) */
+} rc_conv_obj_t;
+
+typedef enum rc_conv_verdict {
+	RC_CONV_DONE = 0,       /* nothing pending (look at each object's verdict) */
+	RC_CONV_AGAIN,          /* wait and pass again */
+	RC_CONV_STUCK,          /* RC_CONV_PATIENCE passes without progress */
+} rc_conv_verdict_t;
+
+typedef struct rc_conv {
+	size_t n;
+	rc_conv_obj_t *objs;    /* owned, n */
+	unsigned stale;         /* consecutive passes without progress */
+	unsigned passes;
+	unsigned re_runs;       /* passes after the first: idem's re_runs_count */
+} rc_conv_t;
+
+/* 0 or -ENOMEM. */
+int rc_conv_init(rc_conv_t *c, size_t n);
+void rc_conv_free(rc_conv_t *c);
+
+/* One pass: obs[i] is object i's observation, or NULL when it could not
+ * be observed (no status yet: pending).  Returns the verdict. */
+rc_conv_verdict_t rc_conv_pass(rc_conv_t *c, const rc_observed_t *const *obs);
+
+/* True when some object ended FAILED. */
+bool rc_conv_any_failed(const rc_conv_t *c);
+
+#endif
