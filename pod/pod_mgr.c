@@ -507,6 +507,20 @@ static bool pod__settled(rt_t *rt, const pod_trk_t *p)
 	return true;
 }
 
+/* The pod's cgroup: "<name>.<first 8 hex digits of its uid>".  Tied to
+ * the object, not the name: the group of a deleted pod is never the group
+ * of its successor of the same name, so leftovers of the old object are
+ * found by the sweep (unowned), not taken for the new one's. */
+static void pod__cg_group(const pod_trk_t *p, char *buf, size_t cap)
+{
+	const char *uid = p->spec ? p->uid : p->want_uid;
+
+	if (uid[0])
+		pod__fmt(buf, cap, "%s.%.8s", p->name, uid);
+	else
+		pod__copy(buf, cap, p->name);
+}
+
 /* --- the sweep: processes in tank's cgroups that no container owns ---------- */
 
 typedef struct pod_sweep {
@@ -519,9 +533,18 @@ static bool pod__cg_owned(void *ctx, const char *pod, const char *container)
 {
 	const pod_sweep_t *sw = ctx;
 	const pod_trk_t *p;
+	const char *dot = strrchr(pod, '.');
+	char name[POD_NAME_MAX + 1], group[POD_NAME_MAX + 16];
 
-	if (sw->all || !(p = tank_map_get(&sw->m->pods, pod)))
+	if (sw->all || !dot || (size_t)(dot - pod) > POD_NAME_MAX)
 		return false;
+	memcpy(name, pod, (size_t)(dot - pod));
+	name[dot - pod] = '\0';
+	if (!(p = tank_map_get(&sw->m->pods, name)))
+		return false;
+	pod__cg_group(p, group, sizeof group);
+	if (strcmp(group, pod) != 0)
+		return false;           /* a predecessor's group */
 	for (size_t i = 0; i < p->nctrs; i++)
 		if (strcmp(p->ctrs[i].name, container) == 0)
 			return true;
@@ -531,8 +554,16 @@ static bool pod__cg_owned(void *ctx, const char *pod, const char *container)
 static void pod__cg_found(void *ctx, const char *pod, const char *container, int n)
 {
 	const pod_sweep_t *sw = ctx;
-	pod_trk_t *p = pod[0] ? tank_map_get(&sw->m->pods, pod) : NULL;
+	char name[POD_NAME_MAX + 1];
+	const char *dot = strrchr(pod, '.');
+	pod_trk_t *p;
 	char what[RC_REASON_MAX];
+
+	/* The group names the pod (and the object): note it in that pod's
+	 * history when the name is tracked, even if the group is a
+	 * predecessor's. */
+	pod__fmt(name, sizeof name, "%.*s", dot ? (int)(dot - pod) : (int)strlen(pod), pod);
+	p = name[0] ? tank_map_get(&sw->m->pods, name) : NULL;
 
 	pod__fmt(what, sizeof what, "stopped %d untracked process%s found in the cgroup%s%s%s%s",
 		 n, n == 1 ? "" : "es", pod[0] ? " of " : " root", pod,
@@ -545,7 +576,7 @@ static void pod__cg_found(void *ctx, const char *pod, const char *container, int
 	} else if (sw->m->o.on_event) {
 		/* No object to keep a history: the event says it. */
 		pod_event_t ev = {
-			.pod = pod, .container = container[0] ? container : NULL,
+			.pod = name, .container = container[0] ? container : NULL,
 			.from = "untracked", .to = "stopped", .reason = what,
 			.at = (int64_t)rc_wall_ms(),
 		};
@@ -870,9 +901,11 @@ static int pod__ctr_cgroup(pod_mgr_t *m, pod_ctr_t *c, char *reason, size_t cap)
 		.memory = l->memory_bytes, .pids = l->pids,
 		.cpu = (double)l->cpu_millis / 1000.0,
 	};
+	char group[POD_NAME_MAX + 16];
+	pod__cg_group(c->pod, group, sizeof group);
 	tank_error_clear(&err);
 	rc = m->has_cg
-		? pod_cgroup_create(&m->cg_env, c->pod->name, c->name, &lim, &c->cg, &err)
+		? pod_cgroup_create(&m->cg_env, group, c->name, &lim, &c->cg, &err)
 		: tank_error_set(&err, TANK_EUNSUPPORTED, "no cgroup hierarchy");
 	if (rc < 0) {
 		/* Limits cannot be honoured: refuse to run unlimited.  Without

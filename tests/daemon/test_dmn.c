@@ -8,6 +8,7 @@
  * behind.  The rest runs a dmn_t in the test's own process.
  */
 #include <criterion/criterion.h>
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
@@ -708,7 +709,7 @@ Test(daemon, launcher_hook_runs_containers_and_sigterm_drains_in_process)
 Test(daemon, sigterm_stops_untracked_processes_in_its_cgroups)
 {
 	t_t *t = setup();
-	char yaml[512], arg[32], buf[16384], root[32], dir[256], procs[300];
+	char yaml[512], arg[32], buf[16384], root[32], dir[384], procs[420];
 	const char *base = "/sys/fs/cgroup/pids";
 	struct stat sb;
 
@@ -729,8 +730,18 @@ Test(daemon, sigterm_stops_untracked_processes_in_its_cgroups)
 
 	snprintf(root, sizeof root, "tank-%08llx",
 		 (unsigned long long)(tank_hash64(t->dir, strlen(t->dir)) & 0xffffffffu));
-	snprintf(dir, sizeof dir, "%s/%s/a", base, root);
-	if (stat(dir, &sb) < 0) {
+	/* The pod's group: "a.<uid prefix>" (named by the object). */
+	char group[64] = "";
+	snprintf(dir, sizeof dir, "%s/%s", base, root);
+	DIR *dd = opendir(dir);
+	struct dirent *de;
+	while (dd && (de = readdir(dd)))
+		if (!strncmp(de->d_name, "a.", 2))
+			snprintf(group, sizeof group, "%.60s", de->d_name);
+	if (dd)
+		closedir(dd);
+	snprintf(dir, sizeof dir, "%s/%s/%s", base, root, group);
+	if (!group[0] || stat(dir, &sb) < 0) {
 		stop_daemon(t, SIGTERM, 60);
 		teardown(t);
 		cr_skip_test("tankd runs without cgroups here");

@@ -567,7 +567,12 @@ Test(reconciler, cgroup_removed_by_hand_is_made_again)
 	cr_assert(wait_for(h, "cg", running_pid, NULL, 10));
 	pid_t p1 = first_pid(h, "cg");
 	char dir[600];
-	snprintf(dir, sizeof dir, "%s/%s/cg/c", h->cg.v1_mount[POD_CG_PIDS], h->cg.root);
+	st_pod_t sp;
+	/* The pod's group is named by the object: "<name>.<uid prefix>". */
+	cr_assert_eq(st_pod_get(h->st, "cg", &sp, NULL), 0);
+	snprintf(dir, sizeof dir, "%s/%s/cg.%.8s/c", h->cg.v1_mount[POD_CG_PIDS], h->cg.root,
+		 sp.uid);
+	st_pod_clear(&sp);
 	cr_assert_eq(access(dir, F_OK), 0, "%s", dir);
 	cr_assert_eq(kill(p1, SIGKILL), 0);
 	cr_assert(wait_for(h, "cg", phase_is, "backing_off", 10));
@@ -723,16 +728,25 @@ Test(reconciler, sweep_stops_untracked_processes_in_tank_cgroups)
 	}
 	apply_yaml(h, pod_yaml(buf, sizeof buf, "own", "always", "exit:0", "{base: 1s}"));
 	cr_assert(wait_for(h, "own", phase_is, "backing_off", 10));
+	st_pod_t sp;
+	char own[64];
+	cr_assert_eq(st_pod_get(h->st, "own", &sp, NULL), 0);
+	snprintf(own, sizeof own, "own.%.8s", sp.uid);     /* the pod's own group */
+	st_pod_clear(&sp);
 	pid_t ghost = plant(h, "ghost/c");
-	pid_t stowaway = plant(h, "own");
-	bool a = false, b = false;
-	for (int i = 0; i < 500 && !(a && b); i++) {
+	pid_t stowaway = plant(h, own);
+	/* A group of the same name but another object (a predecessor's). */
+	pid_t old = plant(h, "own.00000000/c");
+	bool a = false, b = false, c = false;
+	for (int i = 0; i < 500 && !(a && b && c); i++) {
 		run_for(h, 0.02);
 		a = a || reaped(ghost);
 		b = b || reaped(stowaway);
+		c = c || reaped(old);
 	}
 	cr_assert(a, "the process in an unknown pod's group was not stopped");
 	cr_assert(b, "the process in a pod's own group was not stopped");
+	cr_assert(c, "the process in a predecessor's group was not stopped");
 	st_transition_t *t = NULL;
 	size_t nt = 0;
 	bool noted = false;
