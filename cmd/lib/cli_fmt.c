@@ -169,10 +169,17 @@ int cli_ps_table(const msgpack_object *statuses, uint64_t now_ms, cli_table_t *t
 			for (uint32_t k = 0; k < total; k++)
 				running += api_obj_streq(api_map_get(&cs->via.array.ptr[k],
 								     "phase"), "running");
-			int64_t p;
-			if (total && api_obj_int(api_map_get(&cs->via.array.ptr[0], "pid"), &p) &&
-			    p > 0)
-				snprintf(pid, sizeof pid, "%" PRId64, p);
+			/* The first container with a live process: a pod whose
+			 * first container ended while others run still shows
+			 * a pid. */
+			for (uint32_t k = 0; k < total; k++) {
+				int64_t p;
+				if (api_obj_int(api_map_get(&cs->via.array.ptr[k], "pid"), &p) &&
+				    p > 0) {
+					snprintf(pid, sizeof pid, "%" PRId64, p);
+					break;
+				}
+			}
 		}
 		snprintf(ready, sizeof ready, "%u/%u", running, total);
 		const char *row[CLI_PS_COLS] = { name, phase, ready, restarts, age, pid, reason };

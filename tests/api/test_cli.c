@@ -248,3 +248,44 @@ Test(api, cli_batch_reports_a_failed_pod_at_once)
 	cr_assert_eq(v, RC_CONV_STUCK);
 	cli_batch_free(&b);
 }
+
+/* A pod whose first container ended while another runs shows the live
+ * container's pid. */
+Test(api, cli_ps_pid_of_the_first_live_container)
+{
+	msgpack_sbuffer sb;
+	msgpack_packer pk;
+	msgpack_unpacked up;
+	cli_table_t t;
+	size_t off = 0;
+
+	msgpack_sbuffer_init(&sb);
+	msgpack_packer_init(&pk, &sb, msgpack_sbuffer_write);
+	msgpack_pack_array(&pk, 1);
+	msgpack_pack_map(&pk, 3);
+	api_pack_cstr(&pk, "name"); api_pack_cstr(&pk, "two");
+	api_pack_cstr(&pk, "phase"); api_pack_cstr(&pk, "running");
+	api_pack_cstr(&pk, "containers");
+	msgpack_pack_array(&pk, 2);
+	msgpack_pack_map(&pk, 2);
+	api_pack_cstr(&pk, "phase"); api_pack_cstr(&pk, "terminal");
+	api_pack_cstr(&pk, "pid"); msgpack_pack_int(&pk, 0);
+	msgpack_pack_map(&pk, 2);
+	api_pack_cstr(&pk, "phase"); api_pack_cstr(&pk, "running");
+	api_pack_cstr(&pk, "pid"); msgpack_pack_int(&pk, 777);
+	msgpack_unpacked_init(&up);
+	cr_assert_eq(msgpack_unpack_next(&up, sb.data, sb.size, &off), MSGPACK_UNPACK_SUCCESS);
+	cr_assert_eq(cli_table_init(&t, CLI_PS_COLS, cli_ps_headers), 0);
+	cr_assert_eq(cli_ps_table(&up.data, 1000, &t), 0);
+	char *out = NULL;
+	size_t len = 0;
+	FILE *fp = open_memstream(&out, &len);
+	cr_assert_eq(cli_table_print(&t, fp), 0);
+	fclose(fp);
+	cr_assert(strstr(out, "two") && strstr(out, " 777 "), "%s", out);
+	cr_assert(strstr(out, "1/2"), "%s", out);
+	free(out);
+	cli_table_free(&t);
+	msgpack_unpacked_destroy(&up);
+	msgpack_sbuffer_destroy(&sb);
+}
