@@ -19,96 +19,10 @@
 
 #include "store/st_codec.h"
 
-#define MAP_SIZE_MAX ((size_t)1 << 40)
-#define META_SCHEMA_KEY "schema_version"
-#define SEQ_LEN 8
+#include "store/st_int.h"
 
-/* One queued name: whether its status (held by the cache) must be written
- * and/or its status and history deleted first, plus the sequence
- * bookkeeping used while its transitions are written. */
-typedef struct pend {
-	char name[ST_NAME_MAX + 1];
-	size_t namelen;
-	bool forget;               /* delete status + history before the rest */
-	bool has_status;           /* write the cached status */
-	uint64_t first_seq;        /* valid while writing, see write_pending */
-	uint64_t next_seq;
-} pend_t;
 
-typedef struct pend_tr {
-	uint32_t ent;              /* index into st->pend */
-	st_transition_t t;
-} pend_tr_t;
-
-/* A cached status.  corrupt != NULL marks a stored record that could not
- * be decoded: reads report that message instead of dropping the pod. */
-typedef struct cent {
-	st_status_t s;             /* s.containers owned */
-	size_t namelen;
-	char *corrupt;             /* owned message, or NULL */
-	bool dead;                 /* being removed (cache_del) */
-} cent_t;
-
-typedef struct sub {
-	int id;
-	st_subscriber_fn fn;
-	void *ctx;
-} sub_t;
-
-struct st {
-	char *dir;                 /* <data_dir> */
-	char *path;                /* <data_dir>/store */
-	int lock_fd;
-	MDB_env *env;
-	MDB_dbi db_pods, db_status, db_trans, db_meta;
-	size_t map_size;
-	uint32_t history_limit;
-	uint32_t flush_ms;
-	void (*on_flush_error)(void *, const tank_error_t *);
-	void *on_flush_error_ctx;
-
-	msgpack_sbuffer buf;       /* encode scratch */
-
-	/* The queue: entries in insertion order, hashed by name. */
-	pend_t *pend;
-	size_t n_pend, cap_pend;
-	uint32_t *idx;             /* open addressing: entry index + 1, 0 = free */
-	size_t cap_idx;            /* power of two, > 2 * n_pend */
-	pend_tr_t *trs;
-	size_t n_trs, cap_trs;
-
-	/* Every status, decoded: loaded at open, written through by puts.
-	 * Status reads never touch LMDB: they are the reconciler's hot path
-	 * and a list of 10,000 must take a few milliseconds, while decoding
-	 * them costs about half a microsecond each.  The store is the only
-	 * writer of its environment (flock), so the cache cannot go stale. */
-	cent_t **cache;
-	size_t n_cache, cap_cache;
-	uint32_t *cidx;            /* open addressing: cache index + 1 */
-	size_t cap_cidx;
-	cent_t **order;            /* cache sorted by name, valid if order_ok */
-	size_t cap_order;
-	bool order_ok;
-
-	sub_t *subs;
-	size_t n_subs;
-	int next_sub_id;
-
-	struct ev_loop *loop;
-	ev_timer timer;
-
-	/* Sync thread.  q_mu guards the request flags; env_mu is held around
-	 * every mdb_env_sync, every NOSYNC flag toggle and every resize so the
-	 * thread never syncs while the environment is being reconfigured. */
-	pthread_t sync_thr;
-	bool sync_started;
-	pthread_mutex_t q_mu, env_mu;
-	pthread_cond_t q_cv;
-	bool sync_req, sync_stop;
-	int sync_err;              /* last background sync failure, LMDB rc */
-};
-
-static int64_t now_ms(void)
+int64_t st__now_ms(void)
 {
 	struct timespec ts;
 	clock_gettime(CLOCK_REALTIME, &ts);
@@ -126,7 +40,7 @@ uint64_t st_hash64(const void *data, size_t len)
 	return h;
 }
 
-static bool is_mdb_err(int rc)
+bool st__is_mdb_err(int rc)
 {
 	return rc <= MDB_KEYEXIST && rc >= MDB_LAST_ERRCODE;
 }
@@ -135,11 +49,11 @@ static bool is_mdb_err(int rc)
  * errnos.  MDB_* failures other than the ones handled by the callers mean
  * the store cannot be used as is: they are reported as -EIO with LMDB's
  * text. */
-static int mdb_fail(tank_error_t *err, int rc, const char *what)
+int st__mdb_fail(tank_error_t *err, int rc, const char *what)
 {
 	if (rc > 0)
 		return tank_error_set(err, -rc, "%s: %s", what, strerror(rc));
-	if (is_mdb_err(rc))
+	if (st__is_mdb_err(rc))
 		return tank_error_set(err, -EIO, "%s: %s", what,
 				      mdb_strerror(rc));
 	return tank_error_set(err, rc, "%s: %s", what, tank_strerror(rc));
@@ -217,6 +131,7 @@ static pend_t *pend_get(st_t *st, const char *name)
 
 static void pend_clear(st_t *st)
 {
+	st__coll_pend_clear(st);
 	st->n_pend = 0;
 	st->n_trs = 0;
 	if (st->idx)
@@ -231,7 +146,7 @@ static void pend_clear(st_t *st)
 
 size_t st_pending(const st_t *st)
 {
-	size_t n = st->n_trs;
+	size_t n = st->n_trs + st->n_gq;
 	for (size_t i = 0; i < st->n_pend; i++)
 		n += st->pend[i].has_status || st->pend[i].forget;
 	return n;
@@ -383,10 +298,10 @@ static int cache_load(st_t *st, tank_error_t *err)
 	MDB_val k, v;
 	int rc = mdb_txn_begin(st->env, NULL, MDB_RDONLY, &txn);
 	if (rc)
-		return mdb_fail(err, rc, "store: load status");
+		return st__mdb_fail(err, rc, "store: load status");
 	if ((rc = mdb_cursor_open(txn, st->db_status, &c))) {
 		mdb_txn_abort(txn);
-		return mdb_fail(err, rc, "store: load status");
+		return st__mdb_fail(err, rc, "store: load status");
 	}
 	int r = mdb_cursor_get(c, &k, &v, MDB_FIRST);
 	for (; r == 0 && !rc; r = mdb_cursor_get(c, &k, &v, MDB_NEXT)) {
@@ -416,7 +331,7 @@ static int cache_load(st_t *st, tank_error_t *err)
 		}
 	}
 	if (!rc && r != MDB_NOTFOUND)
-		rc = mdb_fail(err, r, "store: load status");
+		rc = st__mdb_fail(err, r, "store: load status");
 	mdb_cursor_close(c);
 	mdb_txn_abort(txn);
 	return rc;
@@ -425,7 +340,7 @@ static int cache_load(st_t *st, tank_error_t *err)
 static void timer_cb(struct ev_loop *loop, ev_timer *w, int revents);
 static void flush_failed(st_t *st, const tank_error_t *e);
 
-static void arm_timer(st_t *st)
+void st__arm_timer(st_t *st)
 {
 	if (st->loop && !ev_is_active(&st->timer)) {
 		ev_timer_set(&st->timer, st->flush_ms / 1000.0, 0.);
@@ -498,7 +413,7 @@ int st_status_put(st_t *st, const st_status_t *s)
 	free(c->corrupt);
 	c->corrupt = NULL;
 	p->has_status = true;
-	arm_timer(st);
+	st__arm_timer(st);
 	return 0;
 }
 
@@ -538,7 +453,7 @@ int st_transition_add(st_t *st, const char *name, const st_transition_t *t)
 	tr->t = *t;
 	tr->t.from[ST_PHASE_MAX] = tr->t.to[ST_PHASE_MAX] = '\0';
 	tr->t.reason[ST_REASON_MAX] = '\0';
-	arm_timer(st);
+	st__arm_timer(st);
 	return 0;
 }
 
@@ -558,13 +473,13 @@ int st_status_forget(st_t *st, const char *name)
 	cache_del(st, &name, 1);
 	p->has_status = false;
 	p->forget = true;
-	arm_timer(st);
+	st__arm_timer(st);
 	return 0;
 }
 
 /* ---- keys ----------------------------------------------------------------- */
 
-static void tr_key(unsigned char *k, const char *name, size_t len, uint64_t seq)
+void st__tr_key(unsigned char *k, const char *name, size_t len, uint64_t seq)
 {
 	memcpy(k, name, len);
 	k[len] = '\0';
@@ -572,7 +487,7 @@ static void tr_key(unsigned char *k, const char *name, size_t len, uint64_t seq)
 		k[len + 1 + i] = (unsigned char)(seq >> (56 - 8 * i));
 }
 
-static uint64_t tr_seq(const MDB_val *k)
+uint64_t st__tr_seq(const MDB_val *k)
 {
 	const unsigned char *p = (const unsigned char *)k->mv_data +
 				 k->mv_size - SEQ_LEN;
@@ -582,7 +497,7 @@ static uint64_t tr_seq(const MDB_val *k)
 	return s;
 }
 
-static bool tr_has_prefix(const MDB_val *k, const char *name, size_t len)
+bool st__tr_has_prefix(const MDB_val *k, const char *name, size_t len)
 {
 	return k->mv_size == len + 1 + SEQ_LEN &&
 	       memcmp(k->mv_data, name, len) == 0 &&
@@ -592,51 +507,51 @@ static bool tr_has_prefix(const MDB_val *k, const char *name, size_t len)
 /* First and one-past-last sequence of a pod's history; both 1 when empty.
  * Relies on the history being contiguous, which holds because entries are
  * only appended at the end and pruned from the front. */
-static int tr_range(MDB_cursor *c, const char *name, size_t len,
+int st__tr_range(MDB_cursor *c, const char *name, size_t len,
 		    uint64_t *first, uint64_t *next)
 {
 	unsigned char kb[ST_NAME_MAX + 1 + SEQ_LEN];
 	MDB_val k = { len + 1 + SEQ_LEN, kb }, v;
 	*first = *next = 1;
-	tr_key(kb, name, len, 0);
+	st__tr_key(kb, name, len, 0);
 	int rc = mdb_cursor_get(c, &k, &v, MDB_SET_RANGE);
 	if (rc == MDB_NOTFOUND)
 		return 0;
 	if (rc)
 		return rc;
-	if (!tr_has_prefix(&k, name, len))
+	if (!st__tr_has_prefix(&k, name, len))
 		return 0;
-	*first = tr_seq(&k);
-	tr_key(kb, name, len, UINT64_MAX);
+	*first = st__tr_seq(&k);
+	st__tr_key(kb, name, len, UINT64_MAX);
 	k.mv_size = len + 1 + SEQ_LEN;
 	k.mv_data = kb;
 	rc = mdb_cursor_get(c, &k, &v, MDB_SET_RANGE);
 	if (rc == MDB_NOTFOUND)
 		rc = mdb_cursor_get(c, &k, &v, MDB_LAST);
-	else if (rc == 0 && !tr_has_prefix(&k, name, len))
+	else if (rc == 0 && !st__tr_has_prefix(&k, name, len))
 		rc = mdb_cursor_get(c, &k, &v, MDB_PREV);
 	if (rc)
 		return rc;
-	*next = tr_seq(&k) + 1;
+	*next = st__tr_seq(&k) + 1;
 	return 0;
 }
 
 /* Deletes the first `count` history entries of a pod (all if UINT64_MAX):
  * one seek, then delete-and-step, which LMDB supports (after
  * mdb_cursor_del, MDB_NEXT yields the entry that followed). */
-static int tr_delete_front(MDB_cursor *c, const char *name, size_t len,
+int st__tr_delete_front(MDB_cursor *c, const char *name, size_t len,
 			   uint64_t count)
 {
 	unsigned char kb[ST_NAME_MAX + 1 + SEQ_LEN];
 	MDB_val k = { len + 1 + SEQ_LEN, kb }, v;
-	tr_key(kb, name, len, 0);
+	st__tr_key(kb, name, len, 0);
 	int rc = mdb_cursor_get(c, &k, &v, MDB_SET_RANGE);
 	for (uint64_t i = 0; i < count; i++) {
 		if (rc == MDB_NOTFOUND)
 			return 0;
 		if (rc)
 			return rc;
-		if (!tr_has_prefix(&k, name, len))
+		if (!st__tr_has_prefix(&k, name, len))
 			return 0;
 		if ((rc = mdb_cursor_del(c, 0)))
 			return rc;
@@ -647,7 +562,7 @@ static int tr_delete_front(MDB_cursor *c, const char *name, size_t len,
 
 /* ---- write transactions ------------------------------------------------- */
 
-static int put_buf(st_t *st, MDB_txn *txn, MDB_dbi db, const void *key,
+int st__put_buf(st_t *st, MDB_txn *txn, MDB_dbi db, const void *key,
 		   size_t keylen)
 {
 	MDB_val k = { keylen, (void *)key };
@@ -660,9 +575,9 @@ static int put_buf(st_t *st, MDB_txn *txn, MDB_dbi db, const void *key,
 static int write_pending(st_t *st, MDB_txn *txn)
 {
 	MDB_cursor *c = NULL;
-	int rc = 0;
-	if (st->n_pend == 0)
-		return 0;
+	int rc = st__coll_write_pending(st, txn);
+	if (rc || st->n_pend == 0)
+		return rc;
 	if ((rc = mdb_cursor_open(txn, st->db_trans, &c)))
 		return rc;
 	for (size_t i = 0; i < st->n_pend && !rc; i++) {
@@ -674,7 +589,7 @@ static int write_pending(st_t *st, MDB_txn *txn)
 			if (rc == MDB_NOTFOUND)
 				rc = 0;
 			if (!rc)
-				rc = tr_delete_front(c, p->name, p->namelen,
+				rc = st__tr_delete_front(c, p->name, p->namelen,
 						     UINT64_MAX);
 			p->first_seq = p->next_seq = 1;
 		}
@@ -683,7 +598,7 @@ static int write_pending(st_t *st, MDB_txn *txn)
 			st->buf.size = 0;
 			rc = st__enc_status(&st->buf, &ce->s);
 			if (!rc)
-				rc = put_buf(st, txn, st->db_status, p->name,
+				rc = st__put_buf(st, txn, st->db_status, p->name,
 					     p->namelen);
 		}
 	}
@@ -691,21 +606,21 @@ static int write_pending(st_t *st, MDB_txn *txn)
 		pend_t *p = &st->pend[st->trs[i].ent];
 		unsigned char kb[ST_NAME_MAX + 1 + SEQ_LEN];
 		if (p->next_seq == 0)
-			rc = tr_range(c, p->name, p->namelen, &p->first_seq,
+			rc = st__tr_range(c, p->name, p->namelen, &p->first_seq,
 				      &p->next_seq);
 		if (rc)
 			break;
 		st->buf.size = 0;
 		if ((rc = st__enc_transition(&st->buf, &st->trs[i].t)))
 			break;
-		tr_key(kb, p->name, p->namelen, p->next_seq++);
-		rc = put_buf(st, txn, st->db_trans, kb, p->namelen + 1 + SEQ_LEN);
+		st__tr_key(kb, p->name, p->namelen, p->next_seq++);
+		rc = st__put_buf(st, txn, st->db_trans, kb, p->namelen + 1 + SEQ_LEN);
 	}
 	for (size_t i = 0; i < st->n_pend && !rc; i++) {
 		pend_t *p = &st->pend[i];
 		uint64_t have = p->next_seq - p->first_seq;
 		if (p->next_seq && have > st->history_limit)
-			rc = tr_delete_front(c, p->name, p->namelen,
+			rc = st__tr_delete_front(c, p->name, p->namelen,
 					     have - st->history_limit);
 	}
 	mdb_cursor_close(c);
@@ -722,7 +637,6 @@ static bool disk_full(const st_t *st)
 	return (uint64_t)sv.f_bavail * sv.f_frsize < 256 * 1024;
 }
 
-typedef int (*txn_fn)(st_t *st, MDB_txn *txn, void *arg, tank_error_t *err);
 
 static int grow_map(st_t *st, tank_error_t *err)
 {
@@ -735,7 +649,7 @@ static int grow_map(st_t *st, tank_error_t *err)
 	int rc = mdb_env_set_mapsize(st->env, want);
 	pthread_mutex_unlock(&st->env_mu);
 	if (rc)
-		return mdb_fail(err, rc, "store: cannot grow the map");
+		return st__mdb_fail(err, rc, "store: cannot grow the map");
 	st->map_size = want;
 	return 0;
 }
@@ -743,7 +657,7 @@ static int grow_map(st_t *st, tank_error_t *err)
 /* Runs fn in a write transaction and commits it; durable commits fsync
  * (data pages, then the meta page) before returning.  MDB_MAP_FULL at any
  * point aborts, doubles the map and runs fn again from scratch. */
-static int write_txn(st_t *st, bool durable, const char *what, txn_fn fn,
+int st__write_txn(st_t *st, bool durable, const char *what, txn_fn fn,
 		     void *arg, tank_error_t *err)
 {
 	tank_error_clear(err);
@@ -751,7 +665,7 @@ static int write_txn(st_t *st, bool durable, const char *what, txn_fn fn,
 		MDB_txn *txn;
 		int rc = mdb_txn_begin(st->env, NULL, 0, &txn);
 		if (rc)
-			return mdb_fail(err, rc, what);
+			return st__mdb_fail(err, rc, what);
 		rc = fn(st, txn, arg, err);
 		if (rc == 0) {
 			if (durable) {
@@ -777,13 +691,13 @@ static int write_txn(st_t *st, bool durable, const char *what, txn_fn fn,
 		if (rc == 0)
 			return 0;
 		/* fn may have filled err with something better already. */
-		if (!is_mdb_err(rc) && rc < 0 && err && err->code == rc)
+		if (!st__is_mdb_err(rc) && rc < 0 && err && err->code == rc)
 			return rc;
 		char w[200];
 		snprintf(w, sizeof w, "store %s: %s", st->path, what);
 		if (rc == EIO && disk_full(st))
 			rc = ENOSPC;
-		return mdb_fail(err, rc, w);
+		return st__mdb_fail(err, rc, w);
 	}
 }
 
@@ -809,8 +723,8 @@ int st_flush(st_t *st, tank_error_t *err)
 	serr = st->sync_err;
 	st->sync_err = 0;
 	pthread_mutex_unlock(&st->q_mu);
-	if (st->n_pend || st->n_trs) {
-		int rc = write_txn(st, false, "flush", flush_fn, NULL, err);
+	if (st->n_pend || st->n_trs || st->n_gq) {
+		int rc = st__write_txn(st, false, "flush", flush_fn, NULL, err);
 		if (rc)
 			return rc;
 		pend_clear(st);
@@ -819,7 +733,7 @@ int st_flush(st_t *st, tank_error_t *err)
 	if (st->loop)
 		ev_timer_stop(st->loop, &st->timer);
 	if (serr)
-		return mdb_fail(err, serr, "store: background fsync failed");
+		return st__mdb_fail(err, serr, "store: background fsync failed");
 	return 0;
 }
 
@@ -832,8 +746,8 @@ static void timer_cb(struct ev_loop *loop, ev_timer *w, int revents)
 	tank_error_clear(&e);
 	if (st_flush(st, &e)) {
 		flush_failed(st, &e);
-		if (st->n_pend || st->n_trs)
-			arm_timer(st);
+		if (st->n_pend || st->n_trs || st->n_gq)
+			st__arm_timer(st);
 	}
 }
 
@@ -844,8 +758,8 @@ int st_attach_loop(st_t *st, struct ev_loop *loop)
 	st->loop = loop;
 	ev_timer_init(&st->timer, timer_cb, 0., 0.);
 	st->timer.data = st;
-	if (st->n_pend || st->n_trs)
-		arm_timer(st);
+	if (st->n_pend || st->n_trs || st->n_gq)
+		st__arm_timer(st);
 	return 0;
 }
 
@@ -913,7 +827,7 @@ static int apply_fn(st_t *st, MDB_txn *txn, void *arg, tank_error_t *err)
 		st->buf.size = 0;
 		if ((rc = st__enc_pod(&st->buf, &cur)))
 			break;
-		rc = put_buf(st, txn, st->db_pods, in->name, len);
+		rc = st__put_buf(st, txn, st->db_pods, in->name, len);
 	}
 	return rc;
 }
@@ -925,7 +839,7 @@ static int cmp_str_ptr(const void *a, const void *b)
 
 /* Names must be valid and distinct: a batch naming a pod twice has no
  * obvious meaning, so it is refused rather than resolved by order. */
-static int check_names(const char *const *names, size_t n, const char *what,
+int st__check_names(const char *const *names, size_t n, const char *what,
 		       tank_error_t *err)
 {
 	for (size_t i = 0; i < n; i++)
@@ -950,7 +864,7 @@ static int check_names(const char *const *names, size_t n, const char *what,
 	return rc;
 }
 
-static void notify(st_t *st, const char *const *names, size_t n)
+void st__notify(st_t *st, const char *const *names, size_t n)
 {
 	if (n == 0)
 		return;
@@ -968,7 +882,7 @@ int st_apply(st_t *st, const st_pod_in_t *pods, size_t n,
 		return tank_error_set(err, -ENOMEM, "out of memory");
 	for (size_t i = 0; i < n; i++)
 		names[i] = pods[i].name;
-	int rc = check_names(names, n, "apply", err);
+	int rc = st__check_names(names, n, "apply", err);
 	for (size_t i = 0; i < n && !rc; i++)
 		if (pods[i].spec_len && !pods[i].spec)
 			rc = tank_error_set(err, TANK_EINVALID,
@@ -978,8 +892,8 @@ int st_apply(st_t *st, const st_pod_in_t *pods, size_t n,
 		free(names);
 		return rc;
 	}
-	apply_arg_t a = { pods, n, results, now_ms() };
-	rc = write_txn(st, true, "apply", apply_fn, &a, err);
+	apply_arg_t a = { pods, n, results, st__now_ms() };
+	rc = st__write_txn(st, true, "apply", apply_fn, &a, err);
 	if (rc == 0) {
 		pend_clear(st);
 		if (st->loop)
@@ -988,7 +902,7 @@ int st_apply(st_t *st, const st_pod_in_t *pods, size_t n,
 		for (size_t i = 0; i < n; i++)
 			if (results[i].action != ST_UNCHANGED)
 				names[m++] = pods[i].name;
-		notify(st, names, m);
+		st__notify(st, names, m);
 	}
 	free(names);
 	return rc;
@@ -1023,7 +937,7 @@ static int delete_fn(st_t *st, MDB_txn *txn, void *arg, tank_error_t *err)
 				rc = 0;
 		}
 		if (!rc)
-			rc = tr_delete_front(c, a->names[i], len, UINT64_MAX);
+			rc = st__tr_delete_front(c, a->names[i], len, UINT64_MAX);
 	}
 	mdb_cursor_close(c);
 	return rc;
@@ -1034,7 +948,7 @@ int st_delete(st_t *st, const char *const *names, size_t n, bool *deleted,
 {
 	if (n == 0)
 		return 0;
-	int rc = check_names(names, n, "delete", err);
+	int rc = st__check_names(names, n, "delete", err);
 	if (rc)
 		return rc;
 	bool *d = deleted ? deleted : calloc(n, sizeof *d);
@@ -1046,7 +960,7 @@ int st_delete(st_t *st, const char *const *names, size_t n, bool *deleted,
 		return tank_error_set(err, -ENOMEM, "out of memory");
 	}
 	del_arg_t a = { names, n, d };
-	rc = write_txn(st, true, "delete", delete_fn, &a, err);
+	rc = st__write_txn(st, true, "delete", delete_fn, &a, err);
 	if (rc == 0) {
 		pend_clear(st);
 		cache_del(st, names, n);
@@ -1056,7 +970,7 @@ int st_delete(st_t *st, const char *const *names, size_t n, bool *deleted,
 		for (size_t i = 0; i < n; i++)
 			if (d[i])
 				changed[m++] = names[i];
-		notify(st, changed, m);
+		st__notify(st, changed, m);
 	}
 	if (!deleted)
 		free(d);
@@ -1088,7 +1002,7 @@ int st_unsubscribe(st_t *st, int id)
 
 /* ---- reads ------------------------------------------------------------- */
 
-static int read_begin(st_t *st, MDB_txn **txn, tank_error_t *err)
+int st__read_begin(st_t *st, MDB_txn **txn, tank_error_t *err)
 {
 	int rc = mdb_txn_begin(st->env, NULL, MDB_RDONLY, txn);
 	if (rc == MDB_MAP_RESIZED) {
@@ -1096,7 +1010,7 @@ static int read_begin(st_t *st, MDB_txn **txn, tank_error_t *err)
 		mdb_env_set_mapsize(st->env, 0);
 		rc = mdb_txn_begin(st->env, NULL, MDB_RDONLY, txn);
 	}
-	return rc ? mdb_fail(err, rc, "store: read") : 0;
+	return rc ? st__mdb_fail(err, rc, "store: read") : 0;
 }
 
 void st_pod_clear(st_pod_t *p)
@@ -1122,7 +1036,7 @@ int st_pod_get(st_t *st, const char *name, st_pod_t *out, tank_error_t *err)
 	if (!name_ok(name))
 		return tank_error_set(err, TANK_ENOTFOUND, "no pod \"%s\"",
 				      name ? name : "");
-	int rc = read_begin(st, &txn, err);
+	int rc = st__read_begin(st, &txn, err);
 	if (rc)
 		return rc;
 	MDB_val k = { strlen(name), (void *)name }, v;
@@ -1130,7 +1044,7 @@ int st_pod_get(st_t *st, const char *name, st_pod_t *out, tank_error_t *err)
 	if (rc == MDB_NOTFOUND)
 		rc = tank_error_set(err, TANK_ENOTFOUND, "no pod \"%s\"", name);
 	else if (rc)
-		rc = mdb_fail(err, rc, "store: read pod");
+		rc = st__mdb_fail(err, rc, "store: read pod");
 	else
 		rc = st__dec_pod(v.mv_data, v.mv_size, name, k.mv_size,
 				 out, err);
@@ -1147,13 +1061,13 @@ int st_pod_list(st_t *st, st_pod_t **out, size_t *n, tank_error_t *err)
 	size_t cnt = 0;
 	*out = NULL;
 	*n = 0;
-	int rc = read_begin(st, &txn, err);
+	int rc = st__read_begin(st, &txn, err);
 	if (rc)
 		return rc;
 	if ((rc = mdb_stat(txn, st->db_pods, &ms)) ||
 	    (rc = mdb_cursor_open(txn, st->db_pods, &c))) {
 		mdb_txn_abort(txn);
-		return mdb_fail(err, rc, "store: list pods");
+		return st__mdb_fail(err, rc, "store: list pods");
 	}
 	if (ms.ms_entries && !(arr = calloc(ms.ms_entries, sizeof *arr)))
 		rc = tank_error_set(err, -ENOMEM, "out of memory");
@@ -1163,7 +1077,7 @@ int st_pod_list(st_t *st, st_pod_t **out, size_t *n, tank_error_t *err)
 		if (r == MDB_NOTFOUND)
 			break;
 		if (r) {
-			rc = mdb_fail(err, r, "store: list pods");
+			rc = st__mdb_fail(err, r, "store: list pods");
 			break;
 		}
 		rc = st__dec_pod(v.mv_data, v.mv_size, k.mv_data, k.mv_size,
@@ -1188,20 +1102,20 @@ int st_pod_foreach(st_t *st, st_pod_fn fn, void *ctx, tank_error_t *err)
 	MDB_cursor *c;
 	MDB_val k, v;
 	st_pod_t p;
-	int rc = read_begin(st, &txn, err);
+	int rc = st__read_begin(st, &txn, err);
 
 	if (rc)
 		return rc;
 	if ((rc = mdb_cursor_open(txn, st->db_pods, &c))) {
 		mdb_txn_abort(txn);
-		return mdb_fail(err, rc, "store: list pods");
+		return st__mdb_fail(err, rc, "store: list pods");
 	}
 	for (int op = MDB_FIRST; !rc; op = MDB_NEXT) {
 		int r = mdb_cursor_get(c, &k, &v, op);
 		if (r == MDB_NOTFOUND)
 			break;
 		if (r) {
-			rc = mdb_fail(err, r, "store: list pods");
+			rc = st__mdb_fail(err, r, "store: list pods");
 			break;
 		}
 		/* The spec is borrowed from the map: valid inside this read
@@ -1317,21 +1231,21 @@ int st_history(st_t *st, const char *name, size_t limit,
 		MDB_txn *txn;
 		MDB_cursor *c;
 		unsigned char kb[ST_NAME_MAX + 1 + SEQ_LEN];
-		if ((rc = read_begin(st, &txn, err)))
+		if ((rc = st__read_begin(st, &txn, err)))
 			return rc;
 		if ((rc = mdb_cursor_open(txn, st->db_trans, &c))) {
 			mdb_txn_abort(txn);
-			return mdb_fail(err, rc, "store: history");
+			return st__mdb_fail(err, rc, "store: history");
 		}
-		tr_key(kb, name, len, 0);
+		st__tr_key(kb, name, len, 0);
 		MDB_val k = { len + 1 + SEQ_LEN, kb }, v;
 		for (int op = MDB_SET_RANGE; !rc; op = MDB_NEXT) {
 			st_transition_t t;
 			int r = mdb_cursor_get(c, &k, &v, op);
-			if (r == MDB_NOTFOUND || (!r && !tr_has_prefix(&k, name, len)))
+			if (r == MDB_NOTFOUND || (!r && !st__tr_has_prefix(&k, name, len)))
 				break;
 			if (r) {
-				rc = mdb_fail(err, r, "store: history");
+				rc = st__mdb_fail(err, r, "store: history");
 				break;
 			}
 			rc = st__dec_transition(v.mv_data, v.mv_size, k.mv_data,
@@ -1489,7 +1403,7 @@ void st_uid_new(char out[ST_UID_LEN + 1])
 		/* No getrandom: a uid still must differ from the last one of
 		 * the name; time and a counter do that on one machine. */
 		static uint64_t seq;
-		uint64_t a = (uint64_t)now_ms(), b = ++seq ^ (uint64_t)getpid() << 32;
+		uint64_t a = (uint64_t)st__now_ms(), b = ++seq ^ (uint64_t)getpid() << 32;
 		memcpy(r, &a, 8);
 		memcpy(r + 8, &b, 8);
 	}
@@ -1548,7 +1462,7 @@ static int migrate_v1_v2(st_t *st, MDB_txn *txn, tank_error_t *err)
 			st_uid_new(p.uid);
 			st->buf.size = 0;
 			if ((rc = st__enc_pod(&st->buf, &p)) == 0)
-				rc = put_buf(st, txn, st->db_pods, names[i], len);
+				rc = st__put_buf(st, txn, st->db_pods, names[i], len);
 		}
 		free(p.spec);
 	}
@@ -1575,7 +1489,7 @@ static int open_fn(st_t *st, MDB_txn *txn, void *arg, tank_error_t *err)
 		st->buf.size = 0;
 		if ((rc = st__enc_uint(&st->buf, ST_SCHEMA_VERSION)))
 			return rc;
-		return put_buf(st, txn, st->db_meta, k.mv_data, k.mv_size);
+		return st__put_buf(st, txn, st->db_meta, k.mv_data, k.mv_size);
 	}
 	if (rc)
 		return rc;
@@ -1596,7 +1510,7 @@ static int open_fn(st_t *st, MDB_txn *txn, void *arg, tank_error_t *err)
 		st->buf.size = 0;
 		if ((rc = st__enc_uint(&st->buf, ST_SCHEMA_VERSION)))
 			return rc;
-		return put_buf(st, txn, st->db_meta, k.mv_data, k.mv_size);
+		return st__put_buf(st, txn, st->db_meta, k.mv_data, k.mv_size);
 	}
 	return 0;
 }
@@ -1652,6 +1566,7 @@ static void st_free(st_t *st)
 	if (st->lock_fd >= 0)
 		close(st->lock_fd);
 	pend_clear(st);
+	st__coll_free_all(st);
 	cache_free(st);
 	free(st->pend);
 	free(st->idx);
@@ -1706,19 +1621,21 @@ int st_open(const char *data_dir, const st_options_t *opts, st_t **out,
 		goto fail;
 	if ((rc = mdb_env_create(&st->env))) {
 		st->env = NULL;
-		rc = mdb_fail(err, rc, "store: mdb_env_create");
+		rc = st__mdb_fail(err, rc, "store: mdb_env_create");
 		goto fail;
 	}
-	mdb_env_set_maxdbs(st->env, 16);
+	/* Four for pods and meta, and room for every kind's collection
+	 * (st_coll.h: three databases each, plus its indexes). */
+	mdb_env_set_maxdbs(st->env, 128);
 	mdb_env_set_mapsize(st->env, st->map_size);
 	/* NOTLS: read txns are not tied to threads.  NOSYNC: group commits
 	 * do not fsync; durable commits turn it off around themselves (see
-	 * write_txn) and the sync thread covers the rest. */
+	 * st__write_txn) and the sync thread covers the rest. */
 	rc = mdb_env_open(st->env, st->path, MDB_NOTLS | MDB_NOSYNC, 0600);
 	if (rc) {
 		char w[200];
 		snprintf(w, sizeof w, "cannot open store %s", st->path);
-		rc = mdb_fail(err, rc, w);
+		rc = st__mdb_fail(err, rc, w);
 		goto fail;
 	}
 	cloexec_store_fds(st);
@@ -1734,7 +1651,7 @@ int st_open(const char *data_dir, const st_options_t *opts, st_t **out,
 		goto fail;
 	}
 	tank_error_clear(err);
-	if ((rc = write_txn(st, true, "open", open_fn, NULL, err)) ||
+	if ((rc = st__write_txn(st, true, "open", open_fn, NULL, err)) ||
 	    (rc = cache_load(st, err)))
 		goto fail;
 	*out = st;
@@ -1754,7 +1671,7 @@ int st_close(st_t *st, tank_error_t *err)
 	int src = mdb_env_sync(st->env, 1);
 	pthread_mutex_unlock(&st->env_mu);
 	if (!rc && src)
-		rc = mdb_fail(err, src, "store: final fsync");
+		rc = st__mdb_fail(err, src, "store: final fsync");
 	st_free(st);
 	return rc;
 }

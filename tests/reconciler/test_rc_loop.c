@@ -510,3 +510,158 @@ Test(reconciler, convergence_rule_is_generic)
 	cr_assert(!rc_conv_any_failed(&c));
 	rc_conv_free(&c);
 }
+
+/* --- a whole kind: a manager, a table and a collection declaration ----------- */
+
+#include <unistd.h>
+#include "store/st.h"
+#include "store/st_coll.h"
+
+static const st_coll_decl_t gadgets = { .name = "gadget", .history_limit = 50 };
+
+typedef struct gadget_kind {
+	st_t *st;
+	st_coll_t *coll;
+	obj_t objs[4];            /* tracked state, by key */
+	char keys[4][ST_NAME_MAX + 1];
+	int n;
+	int bad_calls;
+} gadget_kind_t;
+
+static obj_t *gadget_find(gadget_kind_t *g, const char *key)
+{
+	for (int i = 0; i < g->n; i++)
+		if (!strcmp(g->keys[i], key))
+			return &g->objs[i];
+	return NULL;
+}
+
+static int gadget_seen(void *ctx, const st_pod_t *p)
+{
+	gadget_kind_t *g = ctx;
+	if (!gadget_find(g, p->name) && g->n < 4) {
+		snprintf(g->keys[g->n], sizeof g->keys[0], "%s", p->name);
+		g->objs[g->n].key = g->keys[g->n];
+		rc_fsm_restore(&g->objs[g->n].st, PH_IDLE, 0, "");
+		g->n++;
+	}
+	return 0;
+}
+
+
+
+static int gadget_list(void *ctx, rc_loop_t *loop)
+{
+	gadget_kind_t *g = ctx;
+	int rc = st_coll_scan(g->coll, gadget_seen, g, NULL);
+	for (int i = 0; i < g->n; i++)
+		rc_enqueue(loop, K_BOX, g->keys[i]);
+	return rc;
+}
+
+static int gadget_observe(void *ctx, rc_loop_t *loop, const char *key, rc_view_t *view)
+{
+	gadget_kind_t *g = ctx;
+	st_pod_t p;
+	(void)loop;
+	if (st_coll_get(g->coll, key, &p, NULL) < 0)
+		return TANK_ENOTFOUND;
+	st_pod_clear(&p);
+	return (view->obj = gadget_find(g, key)) ? 0 : TANK_ENOTFOUND;
+}
+
+static rc_result_t gadget_reconcile(void *ctx, rc_loop_t *loop, const rc_view_t *view)
+{
+	gadget_kind_t *g = ctx;
+	obj_t *o = view->obj;
+	st_pod_t p;
+
+	if (o->st.phase == PH_FAILED)
+		return rc_converged();
+	cr_assert_eq(st_coll_get(g->coll, view->key, &p, NULL), 0);
+	bool bad = p.spec_len == 3 && !memcmp(p.spec, "bad", 3);
+	st_pod_clear(&p);
+	if (bad) {
+		g->bad_calls++;
+		return rc_failed(-EIO, "the gadget is broken");
+	}
+	rc_fsm_apply(loop, K_BOX, view->key, &test_fsm, &o->st, EV_SEEN, "assembled");
+	/* Status through the collection, group-committed. */
+	cr_assert_eq(st_coll_status_put(g->coll, view->key, "\x81\xa1p\xa7working", 10), 0);
+	return rc_converged();
+}
+
+static void gadget_mark_failed(void *ctx, rc_loop_t *loop, const char *key, const char *reason)
+{
+	obj_t *o = gadget_find(ctx, key);
+	rc_fsm_apply(loop, K_BOX, key, &test_fsm, &o->st, EV_FAIL, reason);
+}
+
+/* The record hook: every transition goes to the collection's history. */
+static void gadget_record(void *ctx, const rc_transition_t *t)
+{
+	gadget_kind_t *g = ctx;
+	st_transition_t tr = { .at = (int64_t)t->at_ms };
+	snprintf(tr.from, sizeof tr.from, "%s", t->from);
+	snprintf(tr.to, sizeof tr.to, "%s", t->to);
+	snprintf(tr.reason, sizeof tr.reason, "%s", t->reason);
+	cr_assert_eq(st_coll_history_add(g->coll, t->key, &tr), 0);
+}
+
+static const rc_manager_t gadget_mgr = {
+	.kind = K_BOX, .name = "gadget", .list = gadget_list, .observe = gadget_observe,
+	.reconcile = gadget_reconcile, .mark_failed = gadget_mark_failed,
+};
+
+Test(reconciler, a_test_kind_is_a_manager_a_table_and_a_collection)
+{
+	char dir[] = "/tmp/tank-kind-XXXXXX", cmd[96];
+	gadget_kind_t g = { .n = 0 };
+	tank_error_t e;
+	st_apply_result_t r[2];
+	rt_pid_t pid;
+
+	cr_assert_not_null(mkdtemp(dir));
+	cr_assert_eq(st_open(dir, NULL, &g.st, &e), 0, "%s", e.msg);
+	cr_assert_eq(st_coll_open(g.st, &gadgets, &g.coll, &e), 0, "%s", e.msg);
+	st_pod_in_t in[2] = { { "good", "ok", 2 }, { "broken", "bad", 3 } };
+	cr_assert_eq(st_coll_put(g.coll, in, 2, r, &e), 0, "%s", e.msg);
+
+	rt_t *rt = rt_new();
+	rc_loop_opts_t o = {
+		.resync_ms = 60000, .max_retries = 2, .retry_base_ms = 10,
+		.managers = { &gadget_mgr }, .ctx = { &g }, .nkinds = 1,
+		.record = gadget_record, .record_ctx = &g,
+	};
+	cr_assert_eq(rc_loop_start(rt, &o, &pid), 0);
+	ts_run_for(rt, 1.0);
+	rc_stats_t s;
+	cr_assert_eq(rc_loop_stats(rt, pid, &s), 0);
+	cr_assert_eq(g.bad_calls, 3, "first try + 2 retries");
+	cr_assert_eq(s.escalations, 1);
+	cr_assert_eq(s.illegal, 0);
+	rt_free(rt);
+
+	/* History and status, from the collection. */
+	st_transition_t *h;
+	size_t hn;
+	cr_assert_eq(st_coll_history(g.coll, "good", 0, &h, &hn, &e), 0);
+	cr_assert_eq(hn, 1);
+	cr_assert_str_eq(h[0].from, "idle");
+	cr_assert_str_eq(h[0].to, "working");
+	cr_assert_str_eq(h[0].reason, "assembled");
+	free(h);
+	cr_assert_eq(st_coll_history(g.coll, "broken", 0, &h, &hn, &e), 0);
+	cr_assert_eq(hn, 1);
+	cr_assert_str_eq(h[0].to, "failed");
+	cr_assert_str_eq(h[0].reason, "reconcile failed 3 times: the gadget is broken");
+	free(h);
+	void *b;
+	size_t bl;
+	cr_assert_eq(st_coll_status_get(g.coll, "good", &b, &bl, &e), 0);
+	cr_assert_eq(bl, 10);
+	free(b);
+	cr_assert_eq(st_close(g.st, &e), 0, "%s", e.msg);
+	snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
+	cr_assert_eq(system(cmd), 0);
+}

@@ -1,0 +1,691 @@
+/*
+ * st_coll.c — collections declared by kinds (st_coll.h).
+ *
+ * Desired records use the pod record's shape and codec (st_codec.c), so
+ * identity (uid, generation) works the same for every kind.  Queued
+ * status and history writes of every collection live in one queue in the
+ * store (st->gq), committed in order by the store's flush; gq_last maps a
+ * collection's key to its newest queued status for read-your-writes.
+ */
+#include "store/st_coll.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "store/st_codec.h"
+#include "store/st_int.h"
+
+enum { GQ_STATUS = 1, GQ_HISTORY };
+
+typedef struct st_gq {
+	st_coll_t *c;
+	int what;
+	char key[ST_NAME_MAX + 1];
+	void *val;                 /* GQ_STATUS: owned copy */
+	size_t len;
+	st_transition_t t;         /* GQ_HISTORY */
+} st_gq_t;
+
+struct st_coll {
+	st_t *st;
+	const st_coll_decl_t *decl;
+	MDB_dbi db_obj, db_status, db_hist;
+	MDB_dbi db_idx[ST_COLL_INDEX_MAX];
+	sub_t *subs;
+	size_t n_subs;
+	int next_sub_id;
+};
+
+static bool coll__name_ok(const char *s, size_t max)
+{
+	size_t n = s ? strlen(s) : 0;
+	if (!n || n > max)
+		return false;
+	for (size_t i = 0; i < n; i++)
+		if (!((s[i] >= 'a' && s[i] <= 'z') || s[i] == '_'))
+			return false;
+	return true;
+}
+
+static bool coll__key_ok(const char *k)
+{
+	size_t n = k ? strlen(k) : 0;
+	return n && n <= ST_NAME_MAX;
+}
+
+/* "<coll>\x1f<key>": the gq_last map key. */
+static void coll__qkey(const st_coll_t *c, const char *key, char *buf, size_t cap)
+{
+	snprintf(buf, cap, "%s\x1f%s", c->decl->name, key);
+}
+
+static int coll__open_fn(st_t *st, MDB_txn *txn, void *arg, tank_error_t *err)
+{
+	st_coll_t *c = arg;
+	char db[ST_COLL_NAME_MAX * 2 + 16];
+	int rc;
+
+	(void)st; (void)err;
+	if ((rc = mdb_dbi_open(txn, c->decl->name, MDB_CREATE, &c->db_obj)))
+		return rc;
+	snprintf(db, sizeof db, "%s.status", c->decl->name);
+	if ((rc = mdb_dbi_open(txn, db, MDB_CREATE, &c->db_status)))
+		return rc;
+	snprintf(db, sizeof db, "%s.history", c->decl->name);
+	if ((rc = mdb_dbi_open(txn, db, MDB_CREATE, &c->db_hist)))
+		return rc;
+	for (size_t i = 0; i < c->decl->nindexes; i++) {
+		snprintf(db, sizeof db, "%s.idx.%s", c->decl->name, c->decl->indexes[i].name);
+		if ((rc = mdb_dbi_open(txn, db, MDB_CREATE, &c->db_idx[i])))
+			return rc;
+	}
+	return 0;
+}
+
+int st_coll_open(st_t *st, const st_coll_decl_t *decl, st_coll_t **out,
+		 tank_error_t *err)
+{
+	st_coll_t *c, **nc;
+	int rc;
+
+	for (size_t i = 0; i < st->n_colls; i++)
+		if (st->colls[i]->decl == decl) {
+			*out = st->colls[i];
+			return 0;
+		}
+	if (!decl || !coll__name_ok(decl->name, ST_COLL_NAME_MAX) ||
+	    !strcmp(decl->name, "pods") || !strcmp(decl->name, "status") ||
+	    !strcmp(decl->name, "transitions") || !strcmp(decl->name, "meta") ||
+	    decl->nindexes > ST_COLL_INDEX_MAX)
+		return tank_error_set(err, TANK_EINVALID,
+				      "collection \"%s\": name must be [a-z_]{1,%d}, not a "
+				      "store database, with at most %d indexes",
+				      decl && decl->name ? decl->name : "", ST_COLL_NAME_MAX,
+				      ST_COLL_INDEX_MAX);
+	for (size_t i = 0; i < decl->nindexes; i++)
+		if (!coll__name_ok(decl->indexes[i].name, ST_COLL_NAME_MAX) ||
+		    !decl->indexes[i].key_of)
+			return tank_error_set(err, TANK_EINVALID,
+					      "collection \"%s\": index %zu: bad name or no key_of",
+					      decl->name, i);
+	if (!(c = calloc(1, sizeof *c)) ||
+	    !(nc = realloc(st->colls, (st->n_colls + 1) * sizeof *nc))) {
+		free(c);
+		return tank_error_set(err, -ENOMEM, "out of memory");
+	}
+	st->colls = nc;
+	c->st = st;
+	c->decl = decl;
+	if ((rc = st__write_txn(st, true, "open collection", coll__open_fn, c, err))) {
+		free(c);
+		return rc;
+	}
+	st->colls[st->n_colls++] = c;
+	*out = c;
+	return 0;
+}
+
+/* ---- the queue ------------------------------------------------------------ */
+
+static st_gq_t *coll__push(st_coll_t *c, int what, const char *key)
+{
+	st_t *st = c->st;
+	st_gq_t *q;
+
+	if (st->n_gq == st->cap_gq) {
+		size_t ncap = st->cap_gq ? st->cap_gq * 2 : 64;
+		st_gq_t *n = realloc(st->gq, ncap * sizeof *n);
+		if (!n)
+			return NULL;
+		st->gq = n;
+		st->cap_gq = ncap;
+	}
+	q = &st->gq[st->n_gq];
+	memset(q, 0, sizeof *q);
+	q->c = c;
+	q->what = what;
+	snprintf(q->key, sizeof q->key, "%s", key);
+	return q;
+}
+
+int st_coll_status_put(st_coll_t *c, const char *key, const void *bytes, size_t len)
+{
+	st_t *st = c->st;
+	char qk[ST_COLL_NAME_MAX + ST_NAME_MAX + 4];
+	st_gq_t *q;
+	void *copy;
+
+	if (!coll__key_ok(key) || (len && !bytes))
+		return TANK_EINVALID;
+	if (!(copy = malloc(len ? len : 1)))
+		return -ENOMEM;
+	memcpy(copy, bytes, len);
+	if (!(q = coll__push(c, GQ_STATUS, key))) {
+		free(copy);
+		return -ENOMEM;
+	}
+	coll__qkey(c, key, qk, sizeof qk);
+	if (tank_map_put(&st->gq_last, qk, (void *)(uintptr_t)(st->n_gq + 1), NULL) < 0) {
+		free(copy);
+		return -ENOMEM;
+	}
+	q->val = copy;
+	q->len = len;
+	st->n_gq++;
+	st__arm_timer(st);
+	return 0;
+}
+
+int st_coll_history_add(st_coll_t *c, const char *key, const st_transition_t *t)
+{
+	st_gq_t *q;
+
+	if (!coll__key_ok(key))
+		return TANK_EINVALID;
+	if (c->st->n_gq >= ST_PENDING_MAX)
+		return -ENOBUFS;
+	if (!(q = coll__push(c, GQ_HISTORY, key)))
+		return -ENOMEM;
+	q->t = *t;
+	c->st->n_gq++;
+	st__arm_timer(c->st);
+	return 0;
+}
+
+int st__coll_write_pending(st_t *st, MDB_txn *txn)
+{
+	int rc = 0;
+
+	for (size_t i = 0; i < st->n_gq && !rc; i++) {
+		st_gq_t *q = &st->gq[i];
+		size_t kl = strlen(q->key);
+		if (q->what == GQ_STATUS) {
+			MDB_val k = { kl, q->key }, v = { q->len, q->val };
+			rc = mdb_put(txn, q->c->db_status, &k, &v, 0);
+			continue;
+		}
+		MDB_cursor *cur;
+		uint64_t first, next;
+		unsigned char kb[ST_NAME_MAX + 1 + SEQ_LEN];
+		uint32_t limit = q->c->decl->history_limit ? q->c->decl->history_limit
+							   : ST_HISTORY_DEFAULT;
+		if ((rc = mdb_cursor_open(txn, q->c->db_hist, &cur)))
+			break;
+		if (!(rc = st__tr_range(cur, q->key, kl, &first, &next))) {
+			st->buf.size = 0;
+			if (!(rc = st__enc_transition(&st->buf, &q->t))) {
+				st__tr_key(kb, q->key, kl, next);
+				rc = st__put_buf(st, txn, q->c->db_hist, kb, kl + 1 + SEQ_LEN);
+			}
+			if (!rc && next + 1 - first > limit)
+				rc = st__tr_delete_front(cur, q->key, kl, next + 1 - first - limit);
+		}
+		mdb_cursor_close(cur);
+	}
+	return rc;
+}
+
+void st__coll_pend_clear(st_t *st)
+{
+	for (size_t i = 0; i < st->n_gq; i++)
+		free(st->gq[i].val);
+	st->n_gq = 0;
+	tank_map_destroy(&st->gq_last);
+	tank_map_init(&st->gq_last);
+	if (st->cap_gq > 65536) {
+		free(st->gq);
+		st->gq = NULL;
+		st->cap_gq = 0;
+	}
+}
+
+void st__coll_free_all(st_t *st)
+{
+	st__coll_pend_clear(st);
+	free(st->gq);
+	st->gq = NULL;
+	st->cap_gq = 0;
+	for (size_t i = 0; i < st->n_colls; i++) {
+		free(st->colls[i]->subs);
+		free(st->colls[i]);
+	}
+	free(st->colls);
+	st->colls = NULL;
+	st->n_colls = 0;
+}
+
+/* ---- desired state ---------------------------------------------------------- */
+
+/* Adds or removes the index entries of one record (its spec bytes). */
+static int coll__index(st_coll_t *c, MDB_txn *txn, const char *key, const void *spec,
+		       size_t len, bool add)
+{
+	for (size_t i = 0; i < c->decl->nindexes; i++) {
+		char ik[ST_NAME_MAX * 2 + 2];
+		size_t il = c->decl->indexes[i].key_of(spec, len, ik, ST_NAME_MAX + 1);
+		size_t kl = strlen(key);
+		if (!il || il > ST_NAME_MAX)
+			continue;
+		ik[il] = '\0';
+		memcpy(ik + il + 1, key, kl);
+		MDB_val k = { il + 1 + kl, ik }, v = { 0, "" };
+		int rc = add ? mdb_put(txn, c->db_idx[i], &k, &v, 0)
+			     : mdb_del(txn, c->db_idx[i], &k, NULL);
+		if (rc && rc != MDB_NOTFOUND)
+			return rc;
+	}
+	return 0;
+}
+
+typedef struct coll_put {
+	st_coll_t *c;
+	const st_pod_in_t *in;
+	size_t n;
+	st_apply_result_t *res;
+	int64_t now;
+} coll_put_t;
+
+static int coll__put_fn(st_t *st, MDB_txn *txn, void *arg, tank_error_t *err)
+{
+	coll_put_t *a = arg;
+	int rc = 0;
+
+	for (size_t i = 0; i < a->n && !rc; i++) {
+		const st_pod_in_t *in = &a->in[i];
+		size_t len = strlen(in->name);
+		MDB_val k = { len, (void *)in->name }, v;
+		st_pod_t cur;
+		rc = mdb_get(txn, a->c->db_obj, &k, &v);
+		if (rc == MDB_NOTFOUND) {
+			memset(&cur, 0, sizeof cur);
+			a->res[i].action = ST_CREATED;
+			cur.generation = 1;
+			cur.created_at = a->now;
+			st_uid_new(cur.uid);
+			rc = 0;
+		} else if (rc) {
+			break;
+		} else {
+			if ((rc = st__dec_pod(v.mv_data, v.mv_size, in->name, len, &cur, err)))
+				break;
+			bool same = cur.spec_len == in->spec_len &&
+				    (!in->spec_len || !memcmp(cur.spec, in->spec, in->spec_len));
+			if (!same)
+				rc = coll__index(a->c, txn, in->name, cur.spec, cur.spec_len, false);
+			free(cur.spec);
+			if (same) {
+				a->res[i].action = ST_UNCHANGED;
+				a->res[i].generation = cur.generation;
+				memcpy(a->res[i].uid, cur.uid, sizeof cur.uid);
+				continue;
+			}
+			a->res[i].action = ST_CONFIGURED;
+			cur.generation++;
+		}
+		memcpy(cur.name, in->name, len + 1);
+		cur.spec = in->spec_len ? (void *)in->spec : (void *)"";
+		cur.spec_len = in->spec_len;
+		cur.hash = st_hash64(in->spec, in->spec_len);
+		cur.updated_at = a->now;
+		a->res[i].generation = cur.generation;
+		memcpy(a->res[i].uid, cur.uid, sizeof cur.uid);
+		st->buf.size = 0;
+		if (!rc && !(rc = st__enc_pod(&st->buf, &cur)))
+			rc = st__put_buf(st, txn, a->c->db_obj, in->name, len);
+		if (!rc)
+			rc = coll__index(a->c, txn, in->name, cur.spec, cur.spec_len, true);
+	}
+	return rc;
+}
+
+static void coll__notify(st_coll_t *c, const char *const *keys, size_t n)
+{
+	if (n == 0)
+		return;
+	for (size_t i = 0; i < c->n_subs; i++)
+		c->subs[i].fn(c->subs[i].ctx, keys, n);
+}
+
+int st_coll_put(st_coll_t *c, const st_pod_in_t *in, size_t n,
+		st_apply_result_t *res, tank_error_t *err)
+{
+	const char **keys;
+	int rc;
+
+	if (!n)
+		return 0;
+	if (!(keys = malloc(n * sizeof *keys)))
+		return tank_error_set(err, -ENOMEM, "out of memory");
+	for (size_t i = 0; i < n; i++)
+		keys[i] = in[i].name;
+	rc = st__check_names(keys, n, c->decl->name, err);
+	for (size_t i = 0; i < n && !rc; i++)
+		if (in[i].spec_len && !in[i].spec)
+			rc = tank_error_set(err, TANK_EINVALID, "%s: \"%s\": no spec",
+					    c->decl->name, in[i].name);
+	if (!rc) {
+		coll_put_t a = { c, in, n, res, st__now_ms() };
+		rc = st__write_txn(c->st, true, c->decl->name, coll__put_fn, &a, err);
+	}
+	if (!rc) {
+		size_t m = 0;
+		for (size_t i = 0; i < n; i++)
+			if (res[i].action != ST_UNCHANGED)
+				keys[m++] = in[i].name;
+		coll__notify(c, keys, m);
+	}
+	free(keys);
+	return rc;
+}
+
+typedef struct coll_del {
+	st_coll_t *c;
+	const char *const *keys;
+	size_t n;
+	bool *deleted;
+} coll_del_t;
+
+static int coll__del_fn(st_t *st, MDB_txn *txn, void *arg, tank_error_t *err)
+{
+	coll_del_t *a = arg;
+	MDB_cursor *cur;
+	int rc;
+
+	(void)st;
+	if ((rc = mdb_cursor_open(txn, a->c->db_hist, &cur)))
+		return rc;
+	for (size_t i = 0; i < a->n && !rc; i++) {
+		size_t len = strlen(a->keys[i]);
+		MDB_val k = { len, (void *)a->keys[i] }, v;
+		st_pod_t old;
+		a->deleted[i] = false;
+		if ((rc = mdb_get(txn, a->c->db_obj, &k, &v)) == MDB_NOTFOUND) {
+			rc = 0;
+			continue;
+		}
+		if (rc)
+			break;
+		if (st__dec_pod(v.mv_data, v.mv_size, a->keys[i], len, &old, err) == 0) {
+			rc = coll__index(a->c, txn, a->keys[i], old.spec, old.spec_len, false);
+			free(old.spec);
+		}
+		if (!rc)
+			rc = mdb_del(txn, a->c->db_obj, &k, NULL);
+		a->deleted[i] = rc == 0;
+		if (!rc && (rc = mdb_del(txn, a->c->db_status, &k, NULL)) == MDB_NOTFOUND)
+			rc = 0;
+		if (!rc)
+			rc = st__tr_delete_front(cur, a->keys[i], len, UINT64_MAX);
+	}
+	mdb_cursor_close(cur);
+	return rc;
+}
+
+int st_coll_delete(st_coll_t *c, const char *const *keys, size_t n,
+		   bool *deleted, tank_error_t *err)
+{
+	bool *d;
+	const char **changed;
+	int rc;
+
+	if (!n)
+		return 0;
+	if ((rc = st__check_names(keys, n, c->decl->name, err)))
+		return rc;
+	/* Queued writes of these keys must not land after the delete: commit
+	 * the queue first. */
+	if ((rc = st_flush(c->st, err)))
+		return rc;
+	d = deleted ? deleted : calloc(n, sizeof *d);
+	changed = malloc(n * sizeof *changed);
+	if (!d || !changed) {
+		if (!deleted)
+			free(d);
+		free(changed);
+		return tank_error_set(err, -ENOMEM, "out of memory");
+	}
+	coll_del_t a = { c, keys, n, d };
+	if (!(rc = st__write_txn(c->st, true, c->decl->name, coll__del_fn, &a, err))) {
+		size_t m = 0;
+		for (size_t i = 0; i < n; i++)
+			if (d[i])
+				changed[m++] = keys[i];
+		coll__notify(c, changed, m);
+	}
+	if (!deleted)
+		free(d);
+	free(changed);
+	return rc;
+}
+
+int st_coll_get(st_coll_t *c, const char *key, st_pod_t *out, tank_error_t *err)
+{
+	MDB_txn *txn;
+	int rc;
+
+	memset(out, 0, sizeof *out);
+	if (!coll__key_ok(key))
+		return tank_error_set(err, TANK_ENOTFOUND, "%s \"%s\" not found", c->decl->name,
+				      key ? key : "");
+	if ((rc = st__read_begin(c->st, &txn, err)))
+		return rc;
+	MDB_val k = { strlen(key), (void *)key }, v;
+	rc = mdb_get(txn, c->db_obj, &k, &v);
+	if (rc == MDB_NOTFOUND)
+		rc = tank_error_set(err, TANK_ENOTFOUND, "%s \"%s\" not found", c->decl->name, key);
+	else if (rc)
+		rc = st__mdb_fail(err, rc, "store: get");
+	else
+		rc = st__dec_pod(v.mv_data, v.mv_size, key, strlen(key), out, err);
+	mdb_txn_abort(txn);
+	return rc;
+}
+
+int st_coll_scan(st_coll_t *c, st_pod_fn fn, void *ctx, tank_error_t *err)
+{
+	MDB_txn *txn;
+	MDB_cursor *cur;
+	MDB_val k, v;
+	int rc;
+
+	if ((rc = st__read_begin(c->st, &txn, err)))
+		return rc;
+	if ((rc = mdb_cursor_open(txn, c->db_obj, &cur))) {
+		mdb_txn_abort(txn);
+		return st__mdb_fail(err, rc, "store: scan");
+	}
+	for (int op = MDB_FIRST; !(rc = mdb_cursor_get(cur, &k, &v, op)); op = MDB_NEXT) {
+		st_pod_t p;
+		if ((rc = st__dec_pod_ex(v.mv_data, v.mv_size, k.mv_data, k.mv_size, &p, true, err)))
+			break;
+		if ((rc = fn(ctx, &p)))
+			break;
+	}
+	if (rc == MDB_NOTFOUND)
+		rc = 0;
+	mdb_cursor_close(cur);
+	mdb_txn_abort(txn);
+	return rc;
+}
+
+int st_coll_watch(st_coll_t *c, st_subscriber_fn fn, void *ctx)
+{
+	sub_t *n = realloc(c->subs, (c->n_subs + 1) * sizeof *n);
+	if (!n)
+		return -ENOMEM;
+	c->subs = n;
+	n[c->n_subs++] = (sub_t){ ++c->next_sub_id, fn, ctx };
+	return c->next_sub_id;
+}
+
+int st_coll_index_scan(st_coll_t *c, const char *index, const char *ikey,
+		       void (*fn)(void *ctx, const char *key), void *ctx,
+		       tank_error_t *err)
+{
+	size_t i, il = strlen(ikey);
+	MDB_txn *txn;
+	MDB_cursor *cur;
+	char kb[ST_NAME_MAX * 2 + 2];
+	int rc;
+
+	for (i = 0; i < c->decl->nindexes; i++)
+		if (!strcmp(c->decl->indexes[i].name, index))
+			break;
+	if (i == c->decl->nindexes)
+		return tank_error_set(err, TANK_ENOTFOUND, "%s: no index \"%s\"", c->decl->name, index);
+	if (!il || il > ST_NAME_MAX)
+		return 0;
+	if ((rc = st__read_begin(c->st, &txn, err)))
+		return rc;
+	if ((rc = mdb_cursor_open(txn, c->db_idx[i], &cur))) {
+		mdb_txn_abort(txn);
+		return st__mdb_fail(err, rc, "store: index");
+	}
+	memcpy(kb, ikey, il);
+	kb[il] = '\0';
+	MDB_val k = { il + 1, kb }, v;
+	for (int op = MDB_SET_RANGE; !(rc = mdb_cursor_get(cur, &k, &v, op)); op = MDB_NEXT) {
+		char key[ST_NAME_MAX + 1];
+		size_t kl;
+		if (k.mv_size <= il + 1 || memcmp(k.mv_data, kb, il + 1) != 0)
+			break;
+		kl = k.mv_size - il - 1;
+		if (kl > ST_NAME_MAX)
+			continue;
+		memcpy(key, (char *)k.mv_data + il + 1, kl);
+		key[kl] = '\0';
+		fn(ctx, key);
+	}
+	if (rc == MDB_NOTFOUND)
+		rc = 0;
+	mdb_cursor_close(cur);
+	mdb_txn_abort(txn);
+	return rc > 0 ? st__mdb_fail(err, rc, "store: index") : rc;
+}
+
+/* ---- observed state ------------------------------------------------------- */
+
+int st_coll_status_get(st_coll_t *c, const char *key, void **bytes, size_t *len,
+		       tank_error_t *err)
+{
+	char qk[ST_COLL_NAME_MAX + ST_NAME_MAX + 4];
+	uintptr_t at;
+	MDB_txn *txn;
+	int rc;
+
+	*bytes = NULL;
+	*len = 0;
+	if (!coll__key_ok(key))
+		return tank_error_set(err, TANK_ENOTFOUND, "no status");
+	coll__qkey(c, key, qk, sizeof qk);
+	if ((at = (uintptr_t)tank_map_get(&c->st->gq_last, qk))) {
+		const st_gq_t *q = &c->st->gq[at - 1];
+		if (!(*bytes = malloc(q->len ? q->len : 1)))
+			return tank_error_set(err, -ENOMEM, "out of memory");
+		memcpy(*bytes, q->val, q->len);
+		*len = q->len;
+		return 0;
+	}
+	if ((rc = st__read_begin(c->st, &txn, err)))
+		return rc;
+	MDB_val k = { strlen(key), (void *)key }, v;
+	rc = mdb_get(txn, c->db_status, &k, &v);
+	if (rc == MDB_NOTFOUND)
+		rc = tank_error_set(err, TANK_ENOTFOUND, "%s \"%s\": no status", c->decl->name, key);
+	else if (rc)
+		rc = st__mdb_fail(err, rc, "store: status");
+	else if (!(*bytes = malloc(v.mv_size ? v.mv_size : 1)))
+		rc = tank_error_set(err, -ENOMEM, "out of memory");
+	else {
+		memcpy(*bytes, v.mv_data, v.mv_size);
+		*len = v.mv_size;
+	}
+	mdb_txn_abort(txn);
+	return rc;
+}
+
+int st_coll_history(st_coll_t *c, const char *key, size_t limit,
+		    st_transition_t **out, size_t *n, tank_error_t *err)
+{
+	st_transition_t *arr = NULL;
+	size_t cnt = 0, cap = 0, kl;
+	uint32_t hl = c->decl->history_limit ? c->decl->history_limit : ST_HISTORY_DEFAULT;
+	MDB_txn *txn;
+	MDB_cursor *cur;
+	unsigned char kb[ST_NAME_MAX + 1 + SEQ_LEN];
+	int rc;
+
+	*out = NULL;
+	*n = 0;
+	if (!coll__key_ok(key))
+		return 0;
+	kl = strlen(key);
+	if ((rc = st__read_begin(c->st, &txn, err)))
+		return rc;
+	if ((rc = mdb_cursor_open(txn, c->db_hist, &cur))) {
+		mdb_txn_abort(txn);
+		return st__mdb_fail(err, rc, "store: history");
+	}
+	st__tr_key(kb, key, kl, 0);
+	MDB_val k = { kl + 1 + SEQ_LEN, kb }, v;
+	/* Stored entries, then the queued ones of this key, oldest first. */
+	for (int op = MDB_SET_RANGE, r; !rc; op = MDB_NEXT) {
+		st_transition_t t;
+		if ((r = mdb_cursor_get(cur, &k, &v, op)) == MDB_NOTFOUND ||
+		    (!r && !st__tr_has_prefix(&k, key, kl)))
+			break;
+		if (r) {
+			rc = st__mdb_fail(err, r, "store: history");
+			break;
+		}
+		if ((rc = st__dec_transition(v.mv_data, v.mv_size, k.mv_data, k.mv_size, &t, err)))
+			break;
+		if (cnt == cap) {
+			size_t nc = cap ? cap * 2 : 16;
+			st_transition_t *na = realloc(arr, nc * sizeof *na);
+			if (!na) {
+				rc = tank_error_set(err, -ENOMEM, "out of memory");
+				break;
+			}
+			arr = na;
+			cap = nc;
+		}
+		arr[cnt++] = t;
+	}
+	mdb_cursor_close(cur);
+	mdb_txn_abort(txn);
+	for (size_t i = 0; i < c->st->n_gq && !rc; i++) {
+		const st_gq_t *q = &c->st->gq[i];
+		if (q->c != c || q->what != GQ_HISTORY || strcmp(q->key, key))
+			continue;
+		if (cnt == cap) {
+			size_t nc = cap ? cap * 2 : 16;
+			st_transition_t *na = realloc(arr, nc * sizeof *na);
+			if (!na) {
+				rc = tank_error_set(err, -ENOMEM, "out of memory");
+				break;
+			}
+			arr = na;
+			cap = nc;
+		}
+		arr[cnt++] = q->t;
+	}
+	if (rc) {
+		free(arr);
+		return rc;
+	}
+	size_t keep = cnt < hl ? cnt : hl;
+	if (limit && keep > limit)
+		keep = limit;
+	if (keep < cnt)
+		memmove(arr, arr + (cnt - keep), keep * sizeof *arr);
+	if (!keep) {
+		free(arr);
+		arr = NULL;
+	}
+	*out = arr;
+	*n = keep;
+	return 0;
+}

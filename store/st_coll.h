@@ -1,0 +1,103 @@
+/*
+ * st_coll — a kind's collection, declared once (DESIGN.md §7 "Store
+ * collections"): the store gives every collection the same desired-state
+ * operations (put, delete, get, scan, watch), a group-committed status,
+ * a bounded history and secondary indexes, and names no kind.
+ *
+ * A kind declares its collection with a static st_coll_decl_t and opens it
+ * once per store (st_coll_open).  LMDB databases derive from the name:
+ *   <name>             key -> {uid, name, spec (bin), generation, hash,
+ *                             created_at, updated_at}  (as pods' records)
+ *   <name>.status      key -> the kind's status record (its own msgpack)
+ *   <name>.history     key \0 seq(8, big-endian) -> {at, from, to, reason}
+ *   <name>.idx.<index> index key \0 key -> empty
+ * The kind's codec is its own: specs and status records are msgpack bytes
+ * the kind encodes and decodes; the store keeps them byte for byte.
+ *
+ * Durability is the store's (st.h): put and delete are fsync-durable before
+ * they return, all or nothing, and BLOCK for one fsync; status and history
+ * are queued, read back at once (read your own writes) and committed with
+ * the store's group commit.  Identity: put of a new key gives it a fresh
+ * uid and generation 1; a changed spec bumps the generation; delete then
+ * put is a new object.
+ *
+ * Pods (the first kind) keep their typed API in st.h (st_apply, st_status_*
+ * with a decoded status cache); the other kinds use this one.
+ *
+ * One thread, as st.h.  Errors as st.h.
+ */
+#ifndef TANK_ST_COLL_H
+#define TANK_ST_COLL_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "store/st.h"
+
+#define ST_COLL_NAME_MAX 31
+#define ST_COLL_INDEX_MAX 4
+
+typedef struct st_index_decl {
+	const char *name;        /* [a-z_]+ */
+	/* The index key of one desired record (its spec bytes): writes it
+	 * into out (cap bytes) and returns its length, or 0 when the object
+	 * is not in this index.  Must not fail otherwise. */
+	size_t (*key_of)(const void *spec, size_t len, char *out, size_t cap);
+} st_index_decl_t;
+
+typedef struct st_coll_decl {
+	const char *name;        /* [a-z_]+, at most ST_COLL_NAME_MAX */
+	uint32_t history_limit;  /* transitions kept per key; 0 = ST_HISTORY_DEFAULT */
+	st_index_decl_t indexes[ST_COLL_INDEX_MAX];
+	size_t nindexes;
+} st_coll_decl_t;
+
+typedef struct st_coll st_coll_t;
+
+/* Opens (creating as needed) the collection's databases.  The declaration
+ * is borrowed and must outlive the store; opening the same declaration
+ * twice returns the same handle.  The handle is freed by st_close.
+ * Blocks (one write transaction).  TANK_EINVALID for a bad declaration,
+ * LMDB errors (MDB_DBS_FULL past the store's database limit). */
+int st_coll_open(st_t *st, const st_coll_decl_t *decl, st_coll_t **out,
+		 tank_error_t *err);
+
+/* ---- desired state ------------------------------------------------------ */
+
+/* As st_apply, for this collection (inputs named by key). */
+int st_coll_put(st_coll_t *c, const st_pod_in_t *in, size_t n,
+		st_apply_result_t *res, tank_error_t *err);
+/* As st_delete: removes the objects, their status, history and index
+ * entries. */
+int st_coll_delete(st_coll_t *c, const char *const *keys, size_t n,
+		   bool *deleted, tank_error_t *err);
+/* As st_pod_get / st_pod_foreach (records in the st_pod_t shape). */
+int st_coll_get(st_coll_t *c, const char *key, st_pod_t *out, tank_error_t *err);
+int st_coll_scan(st_coll_t *c, st_pod_fn fn, void *ctx, tank_error_t *err);
+/* Subscribers told the keys created, configured or deleted, after the
+ * commit (as st_subscribe).  Returns an id > 0 or -ENOMEM. */
+int st_coll_watch(st_coll_t *c, st_subscriber_fn fn, void *ctx);
+/* The keys whose index `index` key is ikey, in key order: fn(ctx, key)
+ * for each (key borrowed for the call).  TANK_ENOTFOUND for an unknown
+ * index. */
+int st_coll_index_scan(st_coll_t *c, const char *index, const char *ikey,
+		       void (*fn)(void *ctx, const char *key), void *ctx,
+		       tank_error_t *err);
+
+/* ---- observed state ------------------------------------------------------ */
+
+/* Queues the status record of key (a copy of bytes) and returns at once.
+ * TANK_EINVALID (bad key), -ENOMEM. */
+int st_coll_status_put(st_coll_t *c, const char *key, const void *bytes, size_t len);
+/* The latest status of key, queued ones included: *bytes is malloc'ed
+ * (caller frees).  TANK_ENOTFOUND, -ENOMEM. */
+int st_coll_status_get(st_coll_t *c, const char *key, void **bytes, size_t *len,
+		       tank_error_t *err);
+/* Queues a transition of key; pruned beyond the history limit at flush. */
+int st_coll_history_add(st_coll_t *c, const char *key, const st_transition_t *t);
+/* As st_history. */
+int st_coll_history(st_coll_t *c, const char *key, size_t limit,
+		    st_transition_t **out, size_t *n, tank_error_t *err);
+
+#endif

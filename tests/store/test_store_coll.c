@@ -1,0 +1,161 @@
+/* A new kind costs a declaration: a "widget" collection, declared once,
+ * gets put/get/delete/scan/watch, a group-committed status, a bounded
+ * history and an index, on a real LMDB store. */
+#include <criterion/criterion.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "store/st.h"
+#include "store/st_coll.h"
+
+/* The widget's "spec" is "<color>:<rest>"; the index is by color. */
+static size_t by_color(const void *spec, size_t len, char *out, size_t cap)
+{
+	const char *colon = memchr(spec, ':', len);
+	size_t n = colon ? (size_t)(colon - (const char *)spec) : 0;
+	if (!n || n >= cap)
+		return 0;
+	memcpy(out, spec, n);
+	return n;
+}
+
+static const st_coll_decl_t widgets = {
+	.name = "widget", .history_limit = 3,
+	.indexes = { { "color", by_color } }, .nindexes = 1,
+};
+
+typedef struct seen { char keys[8][32]; int n; int calls; } seen_t;
+
+static void on_change(void *ctx, const char *const *names, size_t n)
+{
+	seen_t *s = ctx;
+	s->calls++;
+	for (size_t i = 0; i < n && s->n < 8; i++)
+		snprintf(s->keys[s->n++], 32, "%s", names[i]);
+}
+
+static void collect(void *ctx, const char *key)
+{
+	seen_t *s = ctx;
+	snprintf(s->keys[s->n++], 32, "%s", key);
+}
+
+static int count_fn(void *ctx, const st_pod_t *p)
+{
+	(*(int *)ctx)++;
+	cr_assert_eq(strlen(p->uid), ST_UID_LEN);
+	return 0;
+}
+
+Test(store, a_declared_collection_gets_every_operation)
+{
+	char dir[] = "/tmp/tank-coll-XXXXXX", cmd[96];
+	tank_error_t e;
+	st_t *st;
+	st_coll_t *c, *again;
+	st_apply_result_t r[2];
+	seen_t w = { .n = 0 };
+
+	cr_assert_not_null(mkdtemp(dir));
+	cr_assert_eq(st_open(dir, NULL, &st, &e), 0, "%s", e.msg);
+	cr_assert_eq(st_coll_open(st, &widgets, &c, &e), 0, "%s", e.msg);
+	cr_assert_eq(st_coll_open(st, &widgets, &again, &e), 0);
+	cr_assert_eq(c, again);
+	static const st_coll_decl_t bad = { .name = "pods" };
+	cr_assert_eq(st_coll_open(st, &bad, &again, &e), TANK_EINVALID);
+	cr_assert_gt(st_coll_watch(c, on_change, &w), 0);
+
+	st_pod_in_t in[2] = { { "w1", "red:a", 5 }, { "w2", "blue:b", 6 } };
+	cr_assert_eq(st_coll_put(c, in, 2, r, &e), 0, "%s", e.msg);
+	cr_assert_eq(r[0].action, ST_CREATED);
+	cr_assert_eq(r[0].generation, 1);
+	cr_assert_str_neq(r[0].uid, r[1].uid);
+	cr_assert_eq(w.n, 2);
+	/* A pod of the same name is another collection's business. */
+	st_pod_t p;
+	cr_assert_eq(st_pod_get(st, "w1", &p, &e), TANK_ENOTFOUND);
+
+	/* Configure w1 (red → blue): generation 2, same uid, index moves. */
+	st_pod_in_t w1b = { "w1", "blue:c", 6 };
+	st_apply_result_t r2;
+	cr_assert_eq(st_coll_put(c, &w1b, 1, &r2, &e), 0);
+	cr_assert_eq(r2.action, ST_CONFIGURED);
+	cr_assert_eq(r2.generation, 2);
+	cr_assert_str_eq(r2.uid, r[0].uid);
+	seen_t blue = { .n = 0 }, red = { .n = 0 };
+	cr_assert_eq(st_coll_index_scan(c, "color", "blue", collect, &blue, &e), 0);
+	cr_assert_eq(st_coll_index_scan(c, "color", "red", collect, &red, &e), 0);
+	cr_assert_eq(blue.n, 2);
+	cr_assert_str_eq(blue.keys[0], "w1");
+	cr_assert_str_eq(blue.keys[1], "w2");
+	cr_assert_eq(red.n, 0);
+	cr_assert_eq(st_coll_index_scan(c, "size", "x", collect, &red, &e), TANK_ENOTFOUND);
+
+	cr_assert_eq(st_coll_get(c, "w1", &p, &e), 0);
+	cr_assert_eq(p.spec_len, 6);
+	cr_assert_eq(memcmp(p.spec, "blue:c", 6), 0);
+	st_pod_clear(&p);
+	int n = 0;
+	cr_assert_eq(st_coll_scan(c, count_fn, &n, &e), 0);
+	cr_assert_eq(n, 2);
+
+	/* Status: read back at once (queued), then durable after a flush. */
+	void *b;
+	size_t bl;
+	cr_assert_eq(st_coll_status_put(c, "w1", "\x81\xa1s\x01", 4), 0);
+	cr_assert_eq(st_coll_status_put(c, "w1", "\x81\xa1s\x02", 4), 0);
+	cr_assert_gt(st_pending(st), 0);
+	cr_assert_eq(st_coll_status_get(c, "w1", &b, &bl, &e), 0);
+	cr_assert_eq(bl, 4);
+	cr_assert_eq(((unsigned char *)b)[3], 2);
+	free(b);
+	/* History: bounded at 3 per key, oldest dropped. */
+	for (int i = 0; i < 5; i++) {
+		st_transition_t t = { .at = 1000 + i };
+		snprintf(t.from, sizeof t.from, "s%d", i);
+		snprintf(t.to, sizeof t.to, "s%d", i + 1);
+		cr_assert_eq(st_coll_history_add(c, "w1", &t), 0);
+	}
+	st_transition_t *h;
+	size_t hn;
+	cr_assert_eq(st_coll_history(c, "w1", 0, &h, &hn, &e), 0);
+	cr_assert_eq(hn, 3);
+	cr_assert_str_eq(h[0].from, "s2");
+	free(h);
+	cr_assert_eq(st_flush(st, &e), 0, "%s", e.msg);
+	cr_assert_eq(st_pending(st), 0);
+	cr_assert_eq(st_close(st, &e), 0);
+
+	/* Reopened: everything is there. */
+	cr_assert_eq(st_open(dir, NULL, &st, &e), 0, "%s", e.msg);
+	cr_assert_eq(st_coll_open(st, &widgets, &c, &e), 0);
+	cr_assert_eq(st_coll_status_get(c, "w1", &b, &bl, &e), 0, "%s", e.msg);
+	cr_assert_eq(((unsigned char *)b)[3], 2);
+	free(b);
+	cr_assert_eq(st_coll_history(c, "w1", 0, &h, &hn, &e), 0);
+	cr_assert_eq(hn, 3);
+	cr_assert_str_eq(h[2].to, "s5");
+	free(h);
+
+	/* Delete: object, status, history and index entries go; a new put
+	 * of the name is a new object. */
+	const char *del[] = { "w1", "nope" };
+	bool d[2];
+	cr_assert_eq(st_coll_delete(c, del, 2, d, &e), 0, "%s", e.msg);
+	cr_assert(d[0] && !d[1]);
+	cr_assert_eq(st_coll_get(c, "w1", &p, &e), TANK_ENOTFOUND);
+	cr_assert_eq(st_coll_status_get(c, "w1", &b, &bl, &e), TANK_ENOTFOUND);
+	cr_assert_eq(st_coll_history(c, "w1", 0, &h, &hn, &e), 0);
+	cr_assert_eq(hn, 0);
+	blue.n = 0;
+	cr_assert_eq(st_coll_index_scan(c, "color", "blue", collect, &blue, &e), 0);
+	cr_assert_eq(blue.n, 1);
+	cr_assert_eq(st_coll_put(c, &w1b, 1, &r2, &e), 0);
+	cr_assert_eq(r2.action, ST_CREATED);
+	cr_assert_eq(r2.generation, 1);
+	cr_assert_str_neq(r2.uid, r[0].uid);
+	cr_assert_eq(st_close(st, &e), 0);
+	snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
+	cr_assert_eq(system(cmd), 0);
+}
