@@ -57,14 +57,31 @@ Test(launcher, only_std_fds_open_and_stdin_is_dev_null)
 	close(leak);
 }
 
+/* The probe, copied where any user can run it: the test switches to
+ * uid 65534, which cannot reach a build dir inside a 0700 home (where
+ * users clone, and where CI's clone lives). */
+static const char *public_probe(char *dir, size_t cap)
+{
+	static char path[128];
+	char cmd[1024];
+
+	snprintf(dir, cap, "/tmp/tank-probe-XXXXXX");
+	cr_assert_not_null(mkdtemp(dir));
+	cr_assert_eq(chmod(dir, 0755), 0);
+	snprintf(path, sizeof path, "%s/probe", dir);
+	snprintf(cmd, sizeof cmd, "cp %s %s && chmod 755 %s", lt_probe(), path, path);
+	cr_assert_eq(system(cmd), 0, "%s", cmd);
+	return path;
+}
+
 Test(launcher, user_numeric_and_by_name)
 {
-	char *argv[] = { "probe", NULL };
-	pod_launch_opts_t o = { .file = lt_probe(), .argv = argv,
-	                        .user = "65534:65533",
-	                        .stderr_mode = POD_STDIO_NULL };
+	char *argv[] = { "probe", NULL }, dir[64];
 	if (getuid() != 0)
 		cr_skip_test("needs root to switch users");
+	pod_launch_opts_t o = { .file = public_probe(dir, sizeof dir), .argv = argv,
+	                        .user = "65534:65533",
+	                        .stderr_mode = POD_STDIO_NULL };
 	char *out = lt_run(&o, NULL);
 	cr_expect(strstr(out, "\nuid 65534\ngid 65533\ngroups\n"), "%s", out);
 	free(out);
@@ -77,6 +94,7 @@ Test(launcher, user_numeric_and_by_name)
 	o.user = "no-such-user-xyz";
 	cr_expect_eq(pod_launch(&o, &p, &err), TANK_EINVALID);
 	cr_expect_str_eq(err.msg, "user: unknown user no-such-user-xyz");
+	lt_rmrf(dir);
 }
 
 Test(launcher, exec_failure_is_reported_and_reaped)
