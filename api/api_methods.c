@@ -18,7 +18,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "pod/pod_errors.h"
+#include "common/kit_errors.h"
 #include "pod/pod_log.h"
 #include "pod/pod_spec.h"
 #include "reconciler/rc_loop.h"
@@ -128,7 +128,7 @@ static int pack_apply(msgpack_packer *pk, void *arg)
 
 static int pack_errors(msgpack_packer *pk, void *arg)
 {
-	const pod_errors_t *errs = arg;
+	const kit_errors_t *errs = arg;
 	int rc = msgpack_pack_array(pk, errs->stored);
 	for (size_t i = 0; i < errs->stored; i++)
 		rc |= api_pack_cstr(pk, errs->msgs[i]);
@@ -143,7 +143,7 @@ static void m_apply(const api_call_t *call, const msgpack_object *params, void *
 	st_pod_in_t *in = NULL;
 	st_apply_result_t *res = NULL;
 	char **bufs = NULL;
-	pod_errors_t errs;
+	kit_errors_t errs;
 	tank_error_t e;
 	msgpack_zone *zone = NULL;
 	static const mf_registry_t pods_only = { .kinds = { &pod_mf_kind }, .n = 1 };
@@ -154,7 +154,7 @@ static void m_apply(const api_call_t *call, const msgpack_object *params, void *
 		return reply_check_error(call, &e);
 	arr = &params->via.array.ptr[0];
 	n = arr->via.array.size;
-	pod_errors_init(&errs);
+	kit_errors_init(&errs);
 	if (!(specs = calloc(n + 1, sizeof *specs)) || !(in = calloc(n + 1, sizeof *in)) ||
 	    !(res = calloc(n + 1, sizeof *res)) || !(bufs = calloc(n + 1, sizeof *bufs))) {
 		err = -ENOMEM;
@@ -169,16 +169,16 @@ static void m_apply(const api_call_t *call, const msgpack_object *params, void *
 		goto out;
 	}
 	for (size_t i = 0; i < n; i++) {
-		pod_errors_t one;
+		kit_errors_t one;
 		msgpack_object rest;
 		char prefix[32];
 		snprintf(prefix, sizeof prefix, "pods[%zu]: ", i);
 		if (!mf_kind_of(&pods_only, &arr->via.array.ptr[i], zone, &rest, prefix, &errs))
 			continue;
-		pod_errors_init(&one);
+		kit_errors_init(&one);
 		if (pod_spec_from_msgpack(&rest, &specs[i], &one) < 0)
-			pod_errors_move(&errs, &one, prefix);
-		pod_errors_free(&one);
+			kit_errors_move(&errs, &one, prefix);
+		kit_errors_free(&one);
 	}
 	if (errs.count) {
 		char msg[TANK_ERROR_MSG];
@@ -218,7 +218,7 @@ out:
 	free(in);
 	free(res);
 	free(bufs);
-	pod_errors_free(&errs);
+	kit_errors_free(&errs);
 }
 
 typedef struct delete_out {

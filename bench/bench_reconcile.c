@@ -233,15 +233,15 @@ static void pod_name(char *buf, size_t cap, long i)
 static pod_spec_t *parse_template(pod_manifest_t **m, const char *cmd)
 {
 	char yaml[512];
-	pod_errors_t errs;
+	kit_errors_t errs;
 
 	snprintf(yaml, sizeof yaml,
 		 "name: template\nstop: {grace: 2s}\n"
 		 "containers:\n  - name: c\n    command: [%s]\n", cmd);
-	pod_errors_init(&errs);
+	kit_errors_init(&errs);
 	if (pod_manifest_parse(yaml, strlen(yaml), "bench", m, &errs) < 0 || (*m)->count != 1)
 		die("parse the pod template", errs.stored ? errs.msgs[0] : "?");
-	pod_errors_free(&errs);
+	kit_errors_free(&errs);
 	return (*m)->specs[0];
 }
 

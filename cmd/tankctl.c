@@ -27,7 +27,7 @@
 #include "cmd/lib/cli_wait.h"
 #include "pod/pod_doc.h"
 #include "pod/pod_manifest.h"
-#include "pod/pod_units.h"
+#include "common/kit_units.h"
 
 #define CTL_VERSION "0.1.0"
 #define CTL_TIMEOUT_MS 30000
@@ -369,18 +369,18 @@ static int v_restart(ctl_t *x, int argc, char **argv)
 /* Loads a manifest, printing every problem.  0 or EXIT_ERR. */
 static int ctl_load(ctl_t *x, const char *path, pod_manifest_t **m)
 {
-	pod_errors_t errs;
+	kit_errors_t errs;
 
-	pod_errors_init(&errs);
+	kit_errors_init(&errs);
 	if (pod_manifest_load_file(path, m, &errs) < 0) {
 		for (size_t i = 0; i < errs.stored; i++)
 			fprintf(stderr, "tankctl: %s: %s\n", x->verb, errs.msgs[i]);
 		if (errs.oom || !errs.stored)
 			fprintf(stderr, "tankctl: %s: %s: invalid manifest\n", x->verb, path);
-		pod_errors_free(&errs);
+		kit_errors_free(&errs);
 		return EXIT_ERR;
 	}
-	pod_errors_free(&errs);
+	kit_errors_free(&errs);
 	if (!(*m)->count) {
 		pod_manifest_free(*m);
 		return ctl_fail(x, "%s: no pods in the manifest", path);
@@ -655,7 +655,7 @@ static int v_apply(ctl_t *x, int argc, char **argv)
 		} else if (o == OPT_WAIT) {
 			wait = true;
 		} else if (o == OPT_TIMEOUT) {
-			if (pod_parse_duration(optarg, strlen(optarg), &timeout_ms) < 0 || !timeout_ms) {
+			if (kit_parse_duration(optarg, strlen(optarg), &timeout_ms) < 0 || !timeout_ms) {
 				free(files);
 				return ctl_usage_error(x, "--timeout: invalid duration '%s' "
 						       "(like 30s, 5m, or milliseconds)", optarg);

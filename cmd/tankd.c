@@ -17,7 +17,7 @@
 #include <unistd.h>
 
 #include "daemon/dmn.h"
-#include "pod/pod_units.h"
+#include "common/kit_units.h"
 
 /* What the flags set; paths point into argv or the environment. */
 typedef struct flags {
@@ -119,7 +119,7 @@ static int parse_flags(flags_t *f, int argc, char **argv)
 			break;
 		}
 		case 'D':
-			if (pod_parse_duration(optarg, strlen(optarg), &f->o.drain_ms) < 0 ||
+			if (kit_parse_duration(optarg, strlen(optarg), &f->o.drain_ms) < 0 ||
 			    f->o.drain_ms == 0) {
 				fatal("--drain-timeout: expected a duration > 0 (250ms, 10s, 5m), got %s",
 				      optarg);

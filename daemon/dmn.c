@@ -33,7 +33,7 @@
 #include "daemon/dmn_events.h"
 #include "pod/pod_cgroup.h"
 #include "pod/pod_mgr.h"
-#include "pod/pod_units.h"
+#include "common/kit_units.h"
 #include "reconciler/rc_loop.h"
 #include "runtime/rt.h"
 #include "store/st.h"
@@ -332,12 +332,12 @@ static void drained(void *ctx)
 static void deadline_cb(struct ev_loop *loop, ev_timer *w, int revents)
 {
 	dmn_t *d = w->data;
-	char buf[POD_UNIT_BUF];
+	char buf[KIT_UNIT_BUF];
 
 	(void)loop; (void)revents;
 	say(d, DMN_LOG_WARNING,
 	    "%zu container(s) still stopping at the drain deadline (%s): killing them",
-	    pod_mgr_nrunning(d->pods), pod_format_duration(d->drain_ms, buf));
+	    pod_mgr_nrunning(d->pods), kit_format_duration(d->drain_ms, buf));
 	stop_tree(d);
 }
 

@@ -38,7 +38,7 @@ static void mf__known(const mf_registry_t *r, char *buf, size_t cap)
 
 const mf_kind_t *mf_kind_of(const mf_registry_t *r, const msgpack_object *o,
 			    msgpack_zone *zone, msgpack_object *rest,
-			    const char *prefix, pod_errors_t *errs)
+			    const char *prefix, kit_errors_t *errs)
 {
 	const msgpack_object *kv = NULL;
 	const mf_kind_t *k;
@@ -59,13 +59,13 @@ const mf_kind_t *mf_kind_of(const mf_registry_t *r, const msgpack_object *o,
 	if (!kv)
 		k = mf_lookup(r, "Pod", 3);
 	else if (kv->type != MSGPACK_OBJECT_STR) {
-		pod_errors_add(errs, "%skind: must be a string", prefix);
+		kit_errors_add(errs, "%skind: must be a string", prefix);
 		return NULL;
 	} else
 		k = mf_lookup(r, kv->via.str.ptr, kv->via.str.size);
 	if (!k) {
 		mf__known(r, known, sizeof known);
-		pod_errors_add(errs, "%sunknown kind \"%.*s\" (known: %s)", prefix,
+		kit_errors_add(errs, "%sunknown kind \"%.*s\" (known: %s)", prefix,
 			       kv ? (int)kv->via.str.size : 3, kv ? kv->via.str.ptr : "Pod",
 			       known);
 		return NULL;
@@ -76,7 +76,7 @@ const mf_kind_t *mf_kind_of(const mf_registry_t *r, const msgpack_object *o,
 		uint32_t n = o->via.map.size - 1, j = 0;
 		msgpack_object_kv *e = n ? msgpack_zone_malloc(zone, n * sizeof *e) : NULL;
 		if (n && !e) {
-			pod_errors_add(errs, "%sout of memory", prefix);
+			kit_errors_add(errs, "%sout of memory", prefix);
 			return NULL;
 		}
 		for (uint32_t i = 0; i < o->via.map.size; i++)
@@ -114,7 +114,7 @@ static void mf__where(const struct mf_where *w, char *buf, size_t n)
 }
 
 int mf_parse(const mf_registry_t *r, const char *text, size_t len,
-	     const char *source, mf_manifest_t **out, pod_errors_t *errs)
+	     const char *source, mf_manifest_t **out, kit_errors_t *errs)
 {
 	mf_manifest_t *m;
 	struct mf_where *where = NULL;
@@ -127,7 +127,7 @@ int mf_parse(const mf_registry_t *r, const char *text, size_t len,
 	if (!source)
 		source = "-";
 	if (len > MF_MAX_BYTES) {
-		pod_errors_add(errs, "%s: %zu bytes, limit %u", source, len, MF_MAX_BYTES);
+		kit_errors_add(errs, "%s: %zu bytes, limit %u", source, len, MF_MAX_BYTES);
 		return TANK_EINVALID;
 	}
 	if (!(m = calloc(1, sizeof *m)))
@@ -140,7 +140,7 @@ int mf_parse(const mf_registry_t *r, const char *text, size_t len,
 		n += d->type == MSGPACK_OBJECT_ARRAY ? d->via.array.size : 1;
 	}
 	if (n > MF_MAX_OBJECTS) {
-		pod_errors_add(errs, "%s: %zu objects, limit %u", source, n, MF_MAX_OBJECTS);
+		kit_errors_add(errs, "%s: %zu objects, limit %u", source, n, MF_MAX_OBJECTS);
 		rc = TANK_EINVALID;
 		goto fail;
 	}
@@ -166,7 +166,7 @@ int mf_parse(const mf_registry_t *r, const char *text, size_t len,
 	for (size_t i = 0; i < n; i++) {
 		mf_object_t *ob = &m->objs[i];
 		msgpack_object rest;
-		pod_errors_t local;
+		kit_errors_t local;
 
 		mf__where(&where[i], at, sizeof at);
 		snprintf(pfx, sizeof pfx, "%s: %s: ", source, at);
@@ -174,10 +174,10 @@ int mf_parse(const mf_registry_t *r, const char *text, size_t len,
 			invalid = true;
 			continue;
 		}
-		pod_errors_init(&local);
+		kit_errors_init(&local);
 		rc = ob->kind->validate(&rest, &ob->obj, &ob->name, &local);
-		pod_errors_move(errs, &local, pfx);
-		pod_errors_free(&local);
+		kit_errors_move(errs, &local, pfx);
+		kit_errors_free(&local);
 		if (rc == -ENOMEM)
 			goto fail;
 		if (rc < 0) {
@@ -195,7 +195,7 @@ int mf_parse(const mf_registry_t *r, const char *text, size_t len,
 				for (; ob->kind->name[kl] && kl < sizeof kind - 1; kl++)
 					kind[kl] = (char)tolower((unsigned char)ob->kind->name[kl]);
 				kind[kl] = '\0';
-				pod_errors_add(errs, "%s%s: duplicate %s name (first in %s)",
+				kit_errors_add(errs, "%s%s: duplicate %s name (first in %s)",
 					       pfx, ob->name, kind, first);
 				invalid = true;
 				break;

@@ -24,7 +24,7 @@
 #include <msgpack.h>
 
 #include "pod/pod_doc.h"
-#include "pod/pod_errors.h"
+#include "common/kit_errors.h"
 
 #define MF_MAX_KINDS 16
 /* A manifest is at most MF_MAX_BYTES and holds at most MF_MAX_OBJECTS
@@ -40,7 +40,7 @@ typedef struct mf_kind {
 	 * *name (borrowed from *obj).  On failure returns TANK_EINVALID with
 	 * the problems in errs (unprefixed), or -ENOMEM. */
 	int (*validate)(const msgpack_object *o, void **obj, const char **name,
-			pod_errors_t *errs);
+			kit_errors_t *errs);
 	void (*free_obj)(void *obj);
 } mf_kind_t;
 
@@ -64,7 +64,7 @@ const mf_kind_t *mf_lookup(const mf_registry_t *r, const char *name, size_t len)
  * passed on as it is (its kind's validator says what is wrong). */
 const mf_kind_t *mf_kind_of(const mf_registry_t *r, const msgpack_object *o,
 			    msgpack_zone *zone, msgpack_object *rest,
-			    const char *prefix, pod_errors_t *errs);
+			    const char *prefix, kit_errors_t *errs);
 
 typedef struct mf_object {
 	const mf_kind_t *kind;
@@ -85,7 +85,7 @@ typedef struct mf_manifest {
  * problem in errs, or -ENOMEM; *out is NULL on failure.  A manifest with
  * no documents is valid (count 0).  Bounds: MF_MAX_BYTES and MF_MAX_OBJECTS. */
 int mf_parse(const mf_registry_t *r, const char *text, size_t len,
-	     const char *source, mf_manifest_t **out, pod_errors_t *errs);
+	     const char *source, mf_manifest_t **out, kit_errors_t *errs);
 void mf_free(mf_manifest_t *m);
 
 #endif

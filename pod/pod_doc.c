@@ -92,7 +92,7 @@ static enum scalar_kind classify(const char *s, size_t len)
 
 struct lctx {
 	msgpack_zone *zone;
-	pod_errors_t *errs;
+	kit_errors_t *errs;
 	const char *src;
 	bool oom;
 	bool bad;
@@ -106,10 +106,10 @@ static void lerr(struct lctx *c, struct fy_node *n, const char *fmt, const char 
 
 	snprintf(msg, sizeof msg, fmt, arg);
 	if (m)
-		pod_errors_add(c->errs, "%s:%d:%d: %s", c->src, m->line + 1,
+		kit_errors_add(c->errs, "%s:%d:%d: %s", c->src, m->line + 1,
 			       m->column + 1, msg);
 	else
-		pod_errors_add(c->errs, "%s: %s", c->src, msg);
+		kit_errors_add(c->errs, "%s: %s", c->src, msg);
 	c->bad = true;
 }
 
@@ -449,7 +449,7 @@ static int bomb_check(const char *text, size_t len, struct lctx *c, bool json)
 }
 
 int pod_docs_load(const char *text, size_t len, const char *source,
-		  pod_docs_t **out, pod_errors_t *errs)
+		  pod_docs_t **out, kit_errors_t *errs)
 {
 	struct fy_diag_cfg dcfg;
 	struct fy_parse_cfg pcfg;
@@ -521,12 +521,12 @@ int pod_docs_load(const char *text, size_t len, const char *source,
 		bool any = false;
 
 		while ((e = fy_diag_errors_iterate(diag, &it)) != NULL) {
-			pod_errors_add(errs, "%s:%d:%d: %s", c.src, e->line,
+			kit_errors_add(errs, "%s:%d:%d: %s", c.src, e->line,
 				       e->column, e->msg);
 			any = true;
 		}
 		if (!any)
-			pod_errors_add(errs, "%s: invalid YAML", c.src);
+			kit_errors_add(errs, "%s: invalid YAML", c.src);
 		r = TANK_EINVALID;
 	} else if (c.bad) {
 		r = TANK_EINVALID;

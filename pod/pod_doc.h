@@ -22,7 +22,7 @@
 
 #include <msgpack.h>
 
-#include "pod/pod_errors.h"
+#include "common/kit_errors.h"
 
 /* The documents of one text.  Everything, strings included, lives in
  * `zone`; pod_docs_free() releases it all. */
@@ -49,7 +49,7 @@ typedef struct pod_docs {
  * or TANK_EINVALID (errs says why) or -ENOMEM; *out is NULL on failure.
  */
 int pod_docs_load(const char *text, size_t len, const char *source,
-		  pod_docs_t **out, pod_errors_t *errs);
+		  pod_docs_t **out, kit_errors_t *errs);
 
 void pod_docs_free(pod_docs_t *docs);
 

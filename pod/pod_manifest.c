@@ -26,7 +26,7 @@ void pod_manifest_free(pod_manifest_t *m)
 
 /* The Pod kind, as the manifest layer sees it. */
 static int pod__mf_validate(const msgpack_object *o, void **obj, const char **name,
-			    pod_errors_t *errs)
+			    kit_errors_t *errs)
 {
 	pod_spec_t *spec = NULL;
 	int r = pod_spec_from_msgpack(o, &spec, errs);
@@ -48,7 +48,7 @@ const mf_kind_t pod_mf_kind = {
 };
 
 int pod_manifest_parse(const char *text, size_t len, const char *source,
-		       pod_manifest_t **out, pod_errors_t *errs)
+		       pod_manifest_t **out, kit_errors_t *errs)
 {
 	mf_registry_t reg = { .kinds = { &pod_mf_kind }, .n = 1 };
 	mf_manifest_t *mf = NULL;
@@ -85,7 +85,7 @@ int pod_manifest_parse(const char *text, size_t len, const char *source,
 }
 
 int pod_manifest_load_file(const char *path, pod_manifest_t **out,
-			   pod_errors_t *errs)
+			   kit_errors_t *errs)
 {
 	char *buf = NULL;
 	size_t len = 0, cap = 0;
@@ -98,7 +98,7 @@ int pod_manifest_load_file(const char *path, pod_manifest_t **out,
 		fd = open(path, O_RDONLY | O_CLOEXEC);
 		if (fd < 0) {
 			r = -errno;
-			pod_errors_add(errs, "%s: %s", path, strerror(-r));
+			kit_errors_add(errs, "%s: %s", path, strerror(-r));
 			return r;
 		}
 	}
@@ -119,7 +119,7 @@ int pod_manifest_load_file(const char *path, pod_manifest_t **out,
 			continue;
 		if (got < 0) {
 			r = -errno;
-			pod_errors_add(errs, "%s: %s", path, strerror(-r));
+			kit_errors_add(errs, "%s: %s", path, strerror(-r));
 			goto out;
 		}
 		if (got == 0)

@@ -25,7 +25,7 @@
 #include <msgpack.h>
 
 #include "pod/pod_doc.h"
-#include "pod/pod_errors.h"
+#include "common/kit_errors.h"
 #include "pod/pod_spec.h"
 #include "manifest/mf.h"
 
@@ -51,7 +51,7 @@ typedef struct pod_manifest {
  * NULL on failure.  Does not block.
  */
 int pod_manifest_parse(const char *text, size_t len, const char *source,
-		       pod_manifest_t **out, pod_errors_t *errs);
+		       pod_manifest_t **out, kit_errors_t *errs);
 
 /*
  * Reads the file at path (or stdin when path is "-") and parses it with
@@ -60,7 +60,7 @@ int pod_manifest_parse(const char *text, size_t len, const char *source,
  * reported in errs as `<path>: <strerror>`).
  */
 int pod_manifest_load_file(const char *path, pod_manifest_t **out,
-			   pod_errors_t *errs);
+			   kit_errors_t *errs);
 
 void pod_manifest_free(pod_manifest_t *m);
 

@@ -9,7 +9,8 @@
 #include <string.h>
 
 #include "common/tank_err.h"
-#include "pod/pod_units.h"
+#include "common/kit.h"
+#include "common/kit_units.h"
 
 /* ---- names ------------------------------------------------------------ */
 
@@ -99,366 +100,58 @@ void pod_spec_free(pod_spec_t *s)
 	free(s);
 }
 
-/* ---- validation context ----------------------------------------------- */
-
-/*
- * The validator walks the map once, building the spec as it goes and
- * reporting problems against the current field path.  It never stops at
- * the first error: a wrong field is reported and left at its default so
- * that later checks (cap >= base, mounts → volumes) still run on what is
- * known.  Cross-field checks are skipped when one side was itself invalid,
- * so one mistake produces one message.
- */
-struct vctx {
-	pod_errors_t *errs;
-	const char *pod;          /* message prefix: pod name or "spec" */
-	char path[512];
-	size_t plen;
-	bool oom;
-};
-
-static void verr(struct vctx *v, const char *fmt, ...)
-	__attribute__((format(printf, 2, 3)));
-
-static void verr(struct vctx *v, const char *fmt, ...)
-{
-	char msg[512];
-	va_list ap;
-
-	va_start(ap, fmt);
-	vsnprintf(msg, sizeof msg, fmt, ap);
-	va_end(ap);
-	if (v->plen)
-		pod_errors_add(v->errs, "%s: %s: %s", v->pod, v->path, msg);
-	else
-		pod_errors_add(v->errs, "%s: %s", v->pod, msg);
-}
-
-/* Path segments: push returns the previous length for pop. */
-static size_t push_key(struct vctx *v, const char *key)
-{
-	size_t old = v->plen;
-	int n = snprintf(v->path + v->plen, sizeof v->path - v->plen, "%s%s",
-			 v->plen ? "." : "", key);
-	if (n > 0)
-		v->plen = strnlen(v->path, sizeof v->path - 1);
-	return old;
-}
-
-static size_t push_keyn(struct vctx *v, const char *key, size_t len)
-{
-	size_t old = v->plen;
-	int n = snprintf(v->path + v->plen, sizeof v->path - v->plen, "%s%.*s",
-			 v->plen ? "." : "", (int)(len > 200 ? 200 : len), key);
-	if (n > 0)
-		v->plen = strnlen(v->path, sizeof v->path - 1);
-	return old;
-}
-
-static size_t push_index(struct vctx *v, size_t i)
-{
-	size_t old = v->plen;
-	int n = snprintf(v->path + v->plen, sizeof v->path - v->plen, "[%zu]", i);
-	if (n > 0)
-		v->plen = strnlen(v->path, sizeof v->path - 1);
-	return old;
-}
-
-static void pop(struct vctx *v, size_t old)
-{
-	v->plen = old;
-	v->path[old] = '\0';
-}
-
-/* Quoted, printable rendering of a user-supplied string for messages. */
-static const char *q(const char *s, size_t len, char buf[96])
-{
-	size_t i, o = 0;
-
-	buf[o++] = '"';
-	for (i = 0; i < len && o < 90; i++) {
-		unsigned char c = (unsigned char)s[i];
-		if (c < 0x20 || c == 0x7f || c == '"' || c == '\\') {
-			o += (size_t)snprintf(buf + o, 96 - o, "\\x%02x", c);
-		} else {
-			buf[o++] = (char)c;
-		}
-	}
-	if (i < len) {
-		memcpy(buf + o, "...", 3);
-		o += 3;
-	}
-	buf[o++] = '"';
-	buf[o] = '\0';
-	return buf;
-}
-
-static const char *type_name(msgpack_object_type t)
-{
-	switch (t) {
-	case MSGPACK_OBJECT_NIL: return "null";
-	case MSGPACK_OBJECT_BOOLEAN: return "a boolean";
-	case MSGPACK_OBJECT_POSITIVE_INTEGER:
-	case MSGPACK_OBJECT_NEGATIVE_INTEGER: return "an integer";
-	case MSGPACK_OBJECT_FLOAT32:
-	case MSGPACK_OBJECT_FLOAT64: return "a number";
-	case MSGPACK_OBJECT_STR: return "a string";
-	case MSGPACK_OBJECT_ARRAY: return "a list";
-	case MSGPACK_OBJECT_MAP: return "a map";
-	default: return "binary data";
-	}
-}
-
-static bool str_eq(const msgpack_object *o, const char *s)
-{
-	size_t l = strlen(s);
-	return o->type == MSGPACK_OBJECT_STR && o->via.str.size == l &&
-	       memcmp(o->via.str.ptr, s, l) == 0;
-}
-
-/* Checks that every key of map is a string naming one of `known`
- * (NULL-terminated) and appears once. */
-static void check_keys(struct vctx *v, const msgpack_object *map,
-		       const char *const *known)
-{
-	uint32_t i, j;
-	char b[96];
-
-	for (i = 0; i < map->via.map.size; i++) {
-		const msgpack_object *k = &map->via.map.ptr[i].key;
-		const char *const *kn;
-		bool ok = false;
-
-		if (k->type != MSGPACK_OBJECT_STR) {
-			verr(v, "keys must be strings, not %s", type_name(k->type));
-			continue;
-		}
-		for (kn = known; *kn; kn++)
-			if (str_eq(k, *kn))
-				ok = true;
-		if (!ok) {
-			verr(v, "unknown key %s", q(k->via.str.ptr, k->via.str.size, b));
-			continue;
-		}
-		for (j = 0; j < i; j++) {
-			const msgpack_object *k2 = &map->via.map.ptr[j].key;
-			if (k2->type == MSGPACK_OBJECT_STR &&
-			    k2->via.str.size == k->via.str.size &&
-			    memcmp(k2->via.str.ptr, k->via.str.ptr, k->via.str.size) == 0) {
-				verr(v, "duplicate key %s",
-				     q(k->via.str.ptr, k->via.str.size, b));
-				break;
-			}
-		}
-	}
-}
-
-/* The value under key, or NULL when absent or nil. */
-static const msgpack_object *lookup(const msgpack_object *map, const char *key)
-{
-	uint32_t i;
-
-	for (i = 0; i < map->via.map.size; i++)
-		if (str_eq(&map->via.map.ptr[i].key, key))
-			return map->via.map.ptr[i].val.type == MSGPACK_OBJECT_NIL ?
-				NULL : &map->via.map.ptr[i].val;
-	return NULL;
-}
-
-static bool expect(struct vctx *v, const msgpack_object *o,
-		   msgpack_object_type t, const char *what)
-{
-	if (o->type == t)
-		return true;
-	verr(v, "must be %s, not %s", what, type_name(o->type));
-	return false;
-}
-
-/* A list or map of at most `max` entries (DESIGN: input is bounded at
- * apply, so nothing downstream sizes anything by an unchecked count). */
-static bool within(struct vctx *v, uint32_t n, uint32_t max, const char *what)
-{
-	if (n <= max)
-		return true;
-	verr(v, "%u %s, limit %u", n, what, max);
-	return false;
-}
-
-static char *vstrdup(struct vctx *v, const char *s, size_t len)
-{
-	char *d = malloc(len + 1);
-
-	if (!d) {
-		v->oom = true;
-		return NULL;
-	}
-	memcpy(d, s, len);
-	d[len] = '\0';
-	return d;
-}
-
-/* A string field: must be a string without NUL bytes, copied into *dst.
- * Returns true when *dst was set. */
-static bool get_str(struct vctx *v, const msgpack_object *o, char **dst,
-		    bool nonempty)
-{
-	if (!expect(v, o, MSGPACK_OBJECT_STR, "a string"))
-		return false;
-	if (memchr(o->via.str.ptr, '\0', o->via.str.size)) {
-		verr(v, "must not contain NUL bytes");
-		return false;
-	}
-	if (nonempty && o->via.str.size == 0) {
-		verr(v, "must not be empty");
-		return false;
-	}
-	if (o->via.str.size > POD_STRING_MAX) {
-		verr(v, "%u bytes, limit %u", o->via.str.size, POD_STRING_MAX);
-		return false;
-	}
-	*dst = vstrdup(v, o->via.str.ptr, o->via.str.size);
-	return *dst != NULL;
-}
-
-static bool get_abspath(struct vctx *v, const msgpack_object *o, char **dst)
-{
-	char *s = NULL;
-
-	if (!get_str(v, o, &s, false))
-		return false;
-	if (s[0] != '/') {
-		verr(v, "must be an absolute path");
-		free(s);
-		return false;
-	}
-	*dst = s;
-	return true;
-}
-
-static bool get_bool(struct vctx *v, const msgpack_object *o, bool *dst)
-{
-	if (!expect(v, o, MSGPACK_OBJECT_BOOLEAN, "a boolean"))
-		return false;
-	*dst = o->via.boolean;
-	return true;
-}
-
-/* Durations: a string with a unit or an integer of milliseconds. */
-static bool get_duration(struct vctx *v, const msgpack_object *o, uint64_t *dst)
-{
-	char b[96];
-
-	switch (o->type) {
-	case MSGPACK_OBJECT_POSITIVE_INTEGER:
-		if (o->via.u64 > POD_DURATION_MAX_MS) {
-			verr(v, "invalid duration %llu: too large",
-			     (unsigned long long)o->via.u64);
-			return false;
-		}
-		*dst = o->via.u64;
-		return true;
-	case MSGPACK_OBJECT_NEGATIVE_INTEGER:
-		verr(v, "invalid duration %lld: must not be negative",
-		     (long long)o->via.i64);
-		return false;
-	case MSGPACK_OBJECT_STR: {
-		int r = pod_parse_duration(o->via.str.ptr, o->via.str.size, dst);
-		if (r == 0)
-			return true;
-		verr(v, "invalid duration %s%s", q(o->via.str.ptr, o->via.str.size, b),
-		     r == -ERANGE ? ": too large" : "");
-		return false;
-	}
-	case MSGPACK_OBJECT_FLOAT32:
-	case MSGPACK_OBJECT_FLOAT64:
-		verr(v, "invalid duration %g: use an integer of ms or a unit (250ms, 10s, 5m, 1h)",
-		     o->via.f64);
-		return false;
-	default:
-		verr(v, "must be a duration (250ms, 10s, 5m, 1h or integer ms), not %s",
-		     type_name(o->type));
-		return false;
-	}
-}
-
-static bool get_size(struct vctx *v, const msgpack_object *o, uint64_t *dst)
-{
-	char b[96];
-
-	switch (o->type) {
-	case MSGPACK_OBJECT_POSITIVE_INTEGER:
-		*dst = o->via.u64;
-		return true;
-	case MSGPACK_OBJECT_NEGATIVE_INTEGER:
-		verr(v, "invalid size %lld: must not be negative", (long long)o->via.i64);
-		return false;
-	case MSGPACK_OBJECT_STR: {
-		int r = pod_parse_size(o->via.str.ptr, o->via.str.size, dst);
-		if (r == 0)
-			return true;
-		verr(v, "invalid size %s%s", q(o->via.str.ptr, o->via.str.size, b),
-		     r == -ERANGE ? ": too large" : "");
-		return false;
-	}
-	default:
-		verr(v, "must be a size (64Mi, 1Gi, 100M or integer bytes), not %s",
-		     type_name(o->type));
-		return false;
-	}
-}
-
 /* Runs the statement on the value `o` of `key` in map (when present and
  * not nil), with `key` pushed on the path. */
 #define FIELD(v, map, key, ...)                                         \
 	do {                                                            \
-		const msgpack_object *o_ = lookup((map), (key));        \
+		const msgpack_object *o_ = kit_lookup((map), (key));        \
 		if (o_) {                                               \
-			size_t sv_ = push_key((v), (key));              \
+			size_t sv_ = kit_push_key((v), (key));              \
 			const msgpack_object *o = o_;                   \
 			__VA_ARGS__;                                    \
-			pop((v), sv_);                                  \
+			kit_pop((v), sv_);                                  \
 		}                                                       \
 	} while (0)
 
 /* ---- sections ---------------------------------------------------------- */
 
-static void v_restart(struct vctx *v, const msgpack_object *o, pod_spec_t *s)
+static void v_restart(kit_t *v, const msgpack_object *o, pod_spec_t *s)
 {
 	size_t i;
 	char b[96];
 
-	if (!expect(v, o, MSGPACK_OBJECT_STR, "a string"))
+	if (!kit_expect(v, o, MSGPACK_OBJECT_STR, "a string"))
 		return;
 	for (i = 0; i < sizeof restart_names / sizeof *restart_names; i++) {
-		if (str_eq(o, restart_names[i])) {
+		if (kit_str_eq(o, restart_names[i])) {
 			s->restart = (enum pod_restart)i;
 			return;
 		}
 	}
-	verr(v, "invalid value %s: must be one of always, on_failure, never",
-	     q(o->via.str.ptr, o->via.str.size, b));
+	kit_err(v, "invalid value %s: must be one of always, on_failure, never",
+	     kit_quote(o->via.str.ptr, o->via.str.size, b));
 }
 
-static void v_backoff(struct vctx *v, const msgpack_object *m, pod_spec_t *s)
+static void v_backoff(kit_t *v, const msgpack_object *m, pod_spec_t *s)
 {
 	static const char *const keys[] = { "base", "cap", "stable_window", NULL };
 	bool base_ok = true, cap_ok = true;
 
-	if (!expect(v, m, MSGPACK_OBJECT_MAP, "a map"))
+	if (!kit_expect(v, m, MSGPACK_OBJECT_MAP, "a map"))
 		return;
-	check_keys(v, m, keys);
-	FIELD(v, m, "base", base_ok = get_duration(v, o, &s->backoff.base_ms));
-	FIELD(v, m, "cap", cap_ok = get_duration(v, o, &s->backoff.cap_ms));
+	kit_check_keys(v, m, keys);
+	FIELD(v, m, "base", base_ok = kit_get_duration(v, o, &s->backoff.base_ms));
+	FIELD(v, m, "cap", cap_ok = kit_get_duration(v, o, &s->backoff.cap_ms));
 	FIELD(v, m, "stable_window",
-	      get_duration(v, o, &s->backoff.stable_window_ms));
+	      kit_get_duration(v, o, &s->backoff.stable_window_ms));
 	if (base_ok && cap_ok && s->backoff.cap_ms < s->backoff.base_ms) {
-		size_t sv = push_key(v, "cap");
-		verr(v, "must be >= base");
-		pop(v, sv);
+		size_t sv = kit_push_key(v, "cap");
+		kit_err(v, "must be >= base");
+		kit_pop(v, sv);
 	}
 }
 
-static void v_signal(struct vctx *v, const msgpack_object *o, pod_spec_t *s)
+static void v_signal(kit_t *v, const msgpack_object *o, pod_spec_t *s)
 {
 	char b[96];
 
@@ -467,28 +160,28 @@ static void v_signal(struct vctx *v, const msgpack_object *o, pod_spec_t *s)
 			s->stop.signal = (int)o->via.u64;
 			return;
 		}
-		verr(v, "unknown signal %llu", (unsigned long long)o->via.u64);
+		kit_err(v, "unknown signal %llu", (unsigned long long)o->via.u64);
 		return;
 	}
 	if (o->type == MSGPACK_OBJECT_NEGATIVE_INTEGER) {
-		verr(v, "unknown signal %lld", (long long)o->via.i64);
+		kit_err(v, "unknown signal %lld", (long long)o->via.i64);
 		return;
 	}
-	if (!expect(v, o, MSGPACK_OBJECT_STR, "a signal name or number"))
+	if (!kit_expect(v, o, MSGPACK_OBJECT_STR, "a signal name or number"))
 		return;
-	if (pod_parse_signal(o->via.str.ptr, o->via.str.size, &s->stop.signal) < 0)
-		verr(v, "unknown signal %s", q(o->via.str.ptr, o->via.str.size, b));
+	if (kit_parse_signal(o->via.str.ptr, o->via.str.size, &s->stop.signal) < 0)
+		kit_err(v, "unknown signal %s", kit_quote(o->via.str.ptr, o->via.str.size, b));
 }
 
-static void v_stop(struct vctx *v, const msgpack_object *m, pod_spec_t *s)
+static void v_stop(kit_t *v, const msgpack_object *m, pod_spec_t *s)
 {
 	static const char *const keys[] = { "signal", "grace", NULL };
 
-	if (!expect(v, m, MSGPACK_OBJECT_MAP, "a map"))
+	if (!kit_expect(v, m, MSGPACK_OBJECT_MAP, "a map"))
 		return;
-	check_keys(v, m, keys);
+	kit_check_keys(v, m, keys);
 	FIELD(v, m, "signal", v_signal(v, o, s));
-	FIELD(v, m, "grace", get_duration(v, o, &s->stop.grace_ms));
+	FIELD(v, m, "grace", kit_get_duration(v, o, &s->stop.grace_ms));
 }
 
 static bool hostname_valid(const char *h)
@@ -506,72 +199,72 @@ static bool hostname_valid(const char *h)
 	return true;
 }
 
-static void v_isolation(struct vctx *v, const msgpack_object *m, pod_spec_t *s)
+static void v_isolation(kit_t *v, const msgpack_object *m, pod_spec_t *s)
 {
 	static const char *const keys[] = { "namespaces", "hostname", "rootfs", NULL };
 	const msgpack_object *ns;
 	char b[96];
 
-	if (!expect(v, m, MSGPACK_OBJECT_MAP, "a map"))
+	if (!kit_expect(v, m, MSGPACK_OBJECT_MAP, "a map"))
 		return;
-	check_keys(v, m, keys);
-	ns = lookup(m, "namespaces");
+	kit_check_keys(v, m, keys);
+	ns = kit_lookup(m, "namespaces");
 	if (ns) {
-		size_t sv = push_key(v, "namespaces");
-		if (expect(v, ns, MSGPACK_OBJECT_ARRAY, "a list")) {
+		size_t sv = kit_push_key(v, "namespaces");
+		if (kit_expect(v, ns, MSGPACK_OBJECT_ARRAY, "a list")) {
 			uint32_t i;
 			for (i = 0; i < ns->via.array.size; i++) {
 				const msgpack_object *e = &ns->via.array.ptr[i];
-				size_t sv2 = push_index(v, i), k;
+				size_t sv2 = kit_push_index(v, i), k;
 				bool found = false;
-				if (expect(v, e, MSGPACK_OBJECT_STR, "a string")) {
+				if (kit_expect(v, e, MSGPACK_OBJECT_STR, "a string")) {
 					for (k = 0; k < NS_COUNT; k++) {
-						if (!str_eq(e, ns_names[k]))
+						if (!kit_str_eq(e, ns_names[k]))
 							continue;
 						found = true;
 						if (s->isolation.namespaces & (1u << k))
-							verr(v, "duplicate %s",
-							     q(e->via.str.ptr, e->via.str.size, b));
+							kit_err(v, "duplicate %s",
+							     kit_quote(e->via.str.ptr, e->via.str.size, b));
 						s->isolation.namespaces |= 1u << k;
 					}
 					if (!found)
-						verr(v, "unknown namespace %s: must be one of pid, mount, uts, ipc, net",
-						     q(e->via.str.ptr, e->via.str.size, b));
+						kit_err(v, "unknown namespace %s: must be one of pid, mount, uts, ipc, net",
+						     kit_quote(e->via.str.ptr, e->via.str.size, b));
 				}
-				pop(v, sv2);
+				kit_pop(v, sv2);
 			}
 		}
-		pop(v, sv);
+		kit_pop(v, sv);
 	}
 	FIELD(v, m, "hostname", {
-		if (get_str(v, o, &s->isolation.hostname, false)) {
+		if (kit_get_str(v, o, &s->isolation.hostname, false)) {
 			if (!hostname_valid(s->isolation.hostname)) {
-				verr(v, "invalid hostname %s",
-				     q(o->via.str.ptr, o->via.str.size, b));
+				kit_err(v, "invalid hostname %s",
+				     kit_quote(o->via.str.ptr, o->via.str.size, b));
 			} else if (!(s->isolation.namespaces & POD_NS_UTS)) {
 				/* Without its own uts namespace the pod would
 				 * rename the host. */
-				verr(v, "requires the uts namespace");
+				kit_err(v, "requires the uts namespace");
 			}
 		}
 	});
 	FIELD(v, m, "rootfs", {
-		if (get_abspath(v, o, &s->isolation.rootfs) &&
+		if (kit_get_abspath(v, o, &s->isolation.rootfs) &&
 		    !(s->isolation.namespaces & POD_NS_MOUNT))
-			verr(v, "requires the mount namespace");
+			kit_err(v, "requires the mount namespace");
 	});
 }
 
-static void v_volumes(struct vctx *v, const msgpack_object *a, pod_spec_t *s)
+static void v_volumes(kit_t *v, const msgpack_object *a, pod_spec_t *s)
 {
 	static const char *const keys[] = { "name", "host_path", NULL };
 	uint32_t i, j;
 	char b[96];
 
-	if (!expect(v, a, MSGPACK_OBJECT_ARRAY, "a list"))
+	if (!kit_expect(v, a, MSGPACK_OBJECT_ARRAY, "a list"))
 		return;
 	if (a->via.array.size == 0 ||
-	    !within(v, a->via.array.size, POD_VOLUMES_MAX, "volumes"))
+	    !kit_within(v, a->via.array.size, POD_VOLUMES_MAX, "volumes"))
 		return;
 	s->volumes = calloc(a->via.array.size, sizeof *s->volumes);
 	if (!s->volumes) {
@@ -582,54 +275,54 @@ static void v_volumes(struct vctx *v, const msgpack_object *a, pod_spec_t *s)
 	for (i = 0; i < a->via.array.size; i++) {
 		const msgpack_object *m = &a->via.array.ptr[i];
 		pod_volume_t *vol = &s->volumes[i];
-		size_t sv = push_index(v, i);
+		size_t sv = kit_push_index(v, i);
 
-		if (expect(v, m, MSGPACK_OBJECT_MAP, "a map")) {
-			check_keys(v, m, keys);
-			if (!lookup(m, "name")) {
-				size_t sv2 = push_key(v, "name");
-				verr(v, "required");
-				pop(v, sv2);
+		if (kit_expect(v, m, MSGPACK_OBJECT_MAP, "a map")) {
+			kit_check_keys(v, m, keys);
+			if (!kit_lookup(m, "name")) {
+				size_t sv2 = kit_push_key(v, "name");
+				kit_err(v, "required");
+				kit_pop(v, sv2);
 			}
 			FIELD(v, m, "name", {
-				if (get_str(v, o, &vol->name, false)) {
+				if (kit_get_str(v, o, &vol->name, false)) {
 					if (!pod_name_valid(vol->name, strlen(vol->name))) {
-						verr(v, "invalid name %s: must match [a-z0-9][a-z0-9-_.]{0,62}",
-						     q(o->via.str.ptr, o->via.str.size, b));
+						kit_err(v, "invalid name %s: must match [a-z0-9][a-z0-9-_.]{0,62}",
+						     kit_quote(o->via.str.ptr, o->via.str.size, b));
 					} else {
 						for (j = 0; j < i; j++) {
 							if (s->volumes[j].name &&
 							    !strcmp(s->volumes[j].name, vol->name)) {
-								verr(v, "duplicate %s",
-								     q(o->via.str.ptr, o->via.str.size, b));
+								kit_err(v, "duplicate %s",
+								     kit_quote(o->via.str.ptr, o->via.str.size, b));
 								break;
 							}
 						}
 					}
 				}
 			});
-			if (!lookup(m, "host_path")) {
-				size_t sv2 = push_key(v, "host_path");
-				verr(v, "required");
-				pop(v, sv2);
+			if (!kit_lookup(m, "host_path")) {
+				size_t sv2 = kit_push_key(v, "host_path");
+				kit_err(v, "required");
+				kit_pop(v, sv2);
 			}
-			FIELD(v, m, "host_path", get_abspath(v, o, &vol->host_path));
+			FIELD(v, m, "host_path", kit_get_abspath(v, o, &vol->host_path));
 		}
-		pop(v, sv);
+		kit_pop(v, sv);
 	}
 }
 
-static void v_command(struct vctx *v, const msgpack_object *a, pod_container_t *c)
+static void v_command(kit_t *v, const msgpack_object *a, pod_container_t *c)
 {
 	uint32_t i;
 
-	if (!expect(v, a, MSGPACK_OBJECT_ARRAY, "a list of strings"))
+	if (!kit_expect(v, a, MSGPACK_OBJECT_ARRAY, "a list of strings"))
 		return;
 	if (a->via.array.size == 0) {
-		verr(v, "must not be empty");
+		kit_err(v, "must not be empty");
 		return;
 	}
-	if (!within(v, a->via.array.size, POD_ARGS_MAX, "arguments"))
+	if (!kit_within(v, a->via.array.size, POD_ARGS_MAX, "arguments"))
 		return;
 	c->argv = calloc((size_t)a->via.array.size + 1, sizeof *c->argv);
 	if (!c->argv) {
@@ -638,22 +331,22 @@ static void v_command(struct vctx *v, const msgpack_object *a, pod_container_t *
 	}
 	c->argc = a->via.array.size;
 	for (i = 0; i < a->via.array.size; i++) {
-		size_t sv = push_index(v, i);
-		get_str(v, &a->via.array.ptr[i], &c->argv[i], i == 0);
-		pop(v, sv);
+		size_t sv = kit_push_index(v, i);
+		kit_get_str(v, &a->via.array.ptr[i], &c->argv[i], i == 0);
+		kit_pop(v, sv);
 	}
 }
 
-static void v_env(struct vctx *v, const msgpack_object *m, pod_container_t *c)
+static void v_env(kit_t *v, const msgpack_object *m, pod_container_t *c)
 {
 	uint32_t i;
 	size_t j;
 	char b[96];
 
-	if (!expect(v, m, MSGPACK_OBJECT_MAP, "a map of strings"))
+	if (!kit_expect(v, m, MSGPACK_OBJECT_MAP, "a map of strings"))
 		return;
 	if (m->via.map.size == 0 ||
-	    !within(v, m->via.map.size, POD_ENV_MAX, "entries"))
+	    !kit_within(v, m->via.map.size, POD_ENV_MAX, "entries"))
 		return;
 	c->env = calloc(m->via.map.size, sizeof *c->env);
 	if (!c->env) {
@@ -667,22 +360,22 @@ static void v_env(struct vctx *v, const msgpack_object *m, pod_container_t *c)
 		size_t sv;
 
 		if (k->type != MSGPACK_OBJECT_STR) {
-			verr(v, "keys must be strings, not %s", type_name(k->type));
+			kit_err(v, "keys must be strings, not %s", kit_type_name(k->type));
 			continue;
 		}
 		if (k->via.str.size == 0 || memchr(k->via.str.ptr, '=', k->via.str.size) ||
 		    memchr(k->via.str.ptr, '\0', k->via.str.size)) {
-			verr(v, "invalid variable name %s",
-			     q(k->via.str.ptr, k->via.str.size, b));
+			kit_err(v, "invalid variable name %s",
+			     kit_quote(k->via.str.ptr, k->via.str.size, b));
 			continue;
 		}
-		sv = push_keyn(v, k->via.str.ptr, k->via.str.size);
+		sv = kit_push_keyn(v, k->via.str.ptr, k->via.str.size);
 		if (val->type != MSGPACK_OBJECT_STR) {
 			/* No silent coercion: `PORT: 8080` and `PORT: 08080`
 			 * would otherwise differ in surprising ways. */
-			verr(v, "must be a string, not %s (quote it)", type_name(val->type));
+			kit_err(v, "must be a string, not %s (quote it)", kit_type_name(val->type));
 		} else if (memchr(val->via.str.ptr, '\0', val->via.str.size)) {
-			verr(v, "must not contain NUL bytes");
+			kit_err(v, "must not contain NUL bytes");
 		} else {
 			bool dup = false;
 			for (j = 0; j < c->env_count; j++) {
@@ -691,10 +384,10 @@ static void v_env(struct vctx *v, const msgpack_object *m, pod_container_t *c)
 					dup = true;
 			}
 			if (dup) {
-				verr(v, "duplicate %s", q(k->via.str.ptr, k->via.str.size, b));
+				kit_err(v, "duplicate %s", kit_quote(k->via.str.ptr, k->via.str.size, b));
 			} else {
-				kv->key = vstrdup(v, k->via.str.ptr, k->via.str.size);
-				kv->value = vstrdup(v, val->via.str.ptr, val->via.str.size);
+				kv->key = kit_strdup(v, k->via.str.ptr, k->via.str.size);
+				kv->value = kit_strdup(v, val->via.str.ptr, val->via.str.size);
 				if (kv->key && kv->value) {
 					c->env_count++;
 				} else {
@@ -704,7 +397,7 @@ static void v_env(struct vctx *v, const msgpack_object *m, pod_container_t *c)
 				}
 			}
 		}
-		pop(v, sv);
+		kit_pop(v, sv);
 	}
 }
 
@@ -740,7 +433,7 @@ static bool user_part(const char *s, size_t len, bool *numeric, uint32_t *id)
 	return true;
 }
 
-static void v_user(struct vctx *v, const msgpack_object *o, pod_container_t *c)
+static void v_user(kit_t *v, const msgpack_object *o, pod_container_t *c)
 {
 	char buf[64], b[96];
 	const char *s, *colon;
@@ -756,8 +449,8 @@ static void v_user(struct vctx *v, const msgpack_object *o, pod_container_t *c)
 		s = o->via.str.ptr;
 		len = o->via.str.size;
 	} else {
-		verr(v, "must be a string (\"uid[:gid]\" or \"name[:group]\"), not %s",
-		     type_name(o->type));
+		kit_err(v, "must be a string (\"uid[:gid]\" or \"name[:group]\"), not %s",
+		     kit_type_name(o->type));
 		return;
 	}
 	colon = memchr(s, ':', len);
@@ -776,15 +469,15 @@ static void v_user(struct vctx *v, const msgpack_object *o, pod_container_t *c)
 			c->gid = id;
 		}
 	}
-	c->user = vstrdup(v, s, len);
+	c->user = kit_strdup(v, s, len);
 	return;
 bad:
 	c->has_uid = c->has_gid = false;
-	verr(v, "invalid user %s: must be \"uid[:gid]\" or \"name[:group]\"",
-	     q(s, len, b));
+	kit_err(v, "invalid user %s: must be \"uid[:gid]\" or \"name[:group]\"",
+	     kit_quote(s, len, b));
 }
 
-static void v_cpu(struct vctx *v, const msgpack_object *o, pod_limits_t *l)
+static void v_cpu(kit_t *v, const msgpack_object *o, pod_limits_t *l)
 {
 	double x;
 	char b[96];
@@ -792,7 +485,7 @@ static void v_cpu(struct vctx *v, const msgpack_object *o, pod_limits_t *l)
 	switch (o->type) {
 	case MSGPACK_OBJECT_POSITIVE_INTEGER:
 		if (o->via.u64 == 0 || o->via.u64 > UINT32_MAX / 1000) {
-			verr(v, "must be between 0.001 and %u", UINT32_MAX / 1000);
+			kit_err(v, "must be between 0.001 and %u", UINT32_MAX / 1000);
 			return;
 		}
 		l->cpu_millis = (uint32_t)o->via.u64 * 1000;
@@ -801,13 +494,13 @@ static void v_cpu(struct vctx *v, const msgpack_object *o, pod_limits_t *l)
 	case MSGPACK_OBJECT_FLOAT64:
 		x = o->via.f64 * 1000.0;
 		if (!isfinite(x) || x < 0.5 || x > (double)UINT32_MAX) {
-			verr(v, "must be between 0.001 and %u", UINT32_MAX / 1000);
+			kit_err(v, "must be between 0.001 and %u", UINT32_MAX / 1000);
 			return;
 		}
 		/* Millicores are the unit the kernel sees in the end; a finer
 		 * value would not survive the canonical round trip. */
 		if (fabs(x - round(x)) > 1e-6) {
-			verr(v, "invalid cpu %g: at most 3 decimals", o->via.f64);
+			kit_err(v, "invalid cpu %g: at most 3 decimals", o->via.f64);
 			return;
 		}
 		l->cpu_millis = (uint32_t)llround(x);
@@ -825,27 +518,27 @@ static void v_cpu(struct vctx *v, const msgpack_object *o, pod_limits_t *l)
 				return;
 			}
 		}
-		verr(v, "invalid cpu %s: use a number of CPUs (0.5) or millicores (\"500m\")",
-		     q(p, n, b));
+		kit_err(v, "invalid cpu %s: use a number of CPUs (0.5) or millicores (\"500m\")",
+		     kit_quote(p, n, b));
 		return;
 	}
 	default:
-		verr(v, "must be a number of CPUs, not %s", type_name(o->type));
+		kit_err(v, "must be a number of CPUs, not %s", kit_type_name(o->type));
 	}
 }
 
-static void v_limits(struct vctx *v, const msgpack_object *m, pod_container_t *c)
+static void v_limits(kit_t *v, const msgpack_object *m, pod_container_t *c)
 {
 	static const char *const keys[] = { "memory", "pids", "cpu", NULL };
 
-	if (!expect(v, m, MSGPACK_OBJECT_MAP, "a map"))
+	if (!kit_expect(v, m, MSGPACK_OBJECT_MAP, "a map"))
 		return;
-	check_keys(v, m, keys);
+	kit_check_keys(v, m, keys);
 	FIELD(v, m, "memory", {
 		uint64_t sz;
-		if (get_size(v, o, &sz)) {
+		if (kit_get_size(v, o, &sz)) {
 			if (sz == 0)
-				verr(v, "must be > 0 (omit it for no limit)");
+				kit_err(v, "must be > 0 (omit it for no limit)");
 			else
 				c->limits.memory_bytes = sz;
 		}
@@ -855,29 +548,29 @@ static void v_limits(struct vctx *v, const msgpack_object *m, pod_container_t *c
 			c->limits.pids = o->via.u64;
 		else if (o->type == MSGPACK_OBJECT_POSITIVE_INTEGER ||
 			 o->type == MSGPACK_OBJECT_NEGATIVE_INTEGER)
-			verr(v, "must be > 0 (omit it for no limit)");
+			kit_err(v, "must be > 0 (omit it for no limit)");
 		else
-			verr(v, "must be an integer, not %s", type_name(o->type));
+			kit_err(v, "must be an integer, not %s", kit_type_name(o->type));
 	});
 	FIELD(v, m, "cpu", v_cpu(v, o, &c->limits));
 }
 
-static void v_mounts(struct vctx *v, const msgpack_object *a, pod_container_t *c,
+static void v_mounts(kit_t *v, const msgpack_object *a, pod_container_t *c,
 		     const pod_spec_t *s)
 {
 	static const char *const keys[] = { "volume", "path", "read_only", NULL };
 	uint32_t i, j;
 	char b[96];
 
-	if (!expect(v, a, MSGPACK_OBJECT_ARRAY, "a list"))
+	if (!kit_expect(v, a, MSGPACK_OBJECT_ARRAY, "a list"))
 		return;
 	if (a->via.array.size == 0 ||
-	    !within(v, a->via.array.size, POD_MOUNTS_MAX, "mounts"))
+	    !kit_within(v, a->via.array.size, POD_MOUNTS_MAX, "mounts"))
 		return;
 	if (!(s->isolation.namespaces & POD_NS_MOUNT))
 		/* Bind mounts outside a private mount namespace would
 		 * change the host's mount table. */
-		verr(v, "requires the mount namespace (isolation.namespaces)");
+		kit_err(v, "requires the mount namespace (isolation.namespaces)");
 	c->mounts = calloc(a->via.array.size, sizeof *c->mounts);
 	if (!c->mounts) {
 		v->oom = true;
@@ -887,17 +580,17 @@ static void v_mounts(struct vctx *v, const msgpack_object *a, pod_container_t *c
 	for (i = 0; i < a->via.array.size; i++) {
 		const msgpack_object *m = &a->via.array.ptr[i];
 		pod_mount_t *mt = &c->mounts[i];
-		size_t sv = push_index(v, i);
+		size_t sv = kit_push_index(v, i);
 
-		if (expect(v, m, MSGPACK_OBJECT_MAP, "a map")) {
-			check_keys(v, m, keys);
-			if (!lookup(m, "volume")) {
-				size_t sv2 = push_key(v, "volume");
-				verr(v, "required");
-				pop(v, sv2);
+		if (kit_expect(v, m, MSGPACK_OBJECT_MAP, "a map")) {
+			kit_check_keys(v, m, keys);
+			if (!kit_lookup(m, "volume")) {
+				size_t sv2 = kit_push_key(v, "volume");
+				kit_err(v, "required");
+				kit_pop(v, sv2);
 			}
 			FIELD(v, m, "volume", {
-				if (get_str(v, o, &mt->volume, false)) {
+				if (kit_get_str(v, o, &mt->volume, false)) {
 					bool found = false;
 					for (j = 0; j < s->volume_count; j++) {
 						if (s->volumes[j].name &&
@@ -908,47 +601,47 @@ static void v_mounts(struct vctx *v, const msgpack_object *a, pod_container_t *c
 						}
 					}
 					if (!found)
-						verr(v, "unknown volume %s",
-						     q(o->via.str.ptr, o->via.str.size, b));
+						kit_err(v, "unknown volume %s",
+						     kit_quote(o->via.str.ptr, o->via.str.size, b));
 				}
 			});
-			if (!lookup(m, "path")) {
-				size_t sv2 = push_key(v, "path");
-				verr(v, "required");
-				pop(v, sv2);
+			if (!kit_lookup(m, "path")) {
+				size_t sv2 = kit_push_key(v, "path");
+				kit_err(v, "required");
+				kit_pop(v, sv2);
 			}
 			FIELD(v, m, "path", {
-				if (get_abspath(v, o, &mt->path)) {
+				if (kit_get_abspath(v, o, &mt->path)) {
 					for (j = 0; j < i; j++) {
 						if (c->mounts[j].path &&
 						    !strcmp(c->mounts[j].path, mt->path)) {
-							verr(v, "duplicate %s",
-							     q(o->via.str.ptr, o->via.str.size, b));
+							kit_err(v, "duplicate %s",
+							     kit_quote(o->via.str.ptr, o->via.str.size, b));
 							break;
 						}
 					}
 				}
 			});
-			FIELD(v, m, "read_only", get_bool(v, o, &mt->read_only));
+			FIELD(v, m, "read_only", kit_get_bool(v, o, &mt->read_only));
 		}
-		pop(v, sv);
+		kit_pop(v, sv);
 	}
 }
 
-static void v_containers(struct vctx *v, const msgpack_object *a, pod_spec_t *s)
+static void v_containers(kit_t *v, const msgpack_object *a, pod_spec_t *s)
 {
 	static const char *const keys[] = { "name", "command", "env", "working_dir",
 					    "user", "limits", "mounts", NULL };
 	uint32_t i, j;
 	char b[96];
 
-	if (!expect(v, a, MSGPACK_OBJECT_ARRAY, "a list"))
+	if (!kit_expect(v, a, MSGPACK_OBJECT_ARRAY, "a list"))
 		return;
 	if (a->via.array.size == 0) {
-		verr(v, "must not be empty");
+		kit_err(v, "must not be empty");
 		return;
 	}
-	if (!within(v, a->via.array.size, POD_CONTAINERS_MAX, "items"))
+	if (!kit_within(v, a->via.array.size, POD_CONTAINERS_MAX, "items"))
 		return;
 	s->containers = calloc(a->via.array.size, sizeof *s->containers);
 	if (!s->containers) {
@@ -959,49 +652,49 @@ static void v_containers(struct vctx *v, const msgpack_object *a, pod_spec_t *s)
 	for (i = 0; i < a->via.array.size; i++) {
 		const msgpack_object *m = &a->via.array.ptr[i];
 		pod_container_t *c = &s->containers[i];
-		size_t sv = push_index(v, i);
+		size_t sv = kit_push_index(v, i);
 
-		if (expect(v, m, MSGPACK_OBJECT_MAP, "a map")) {
-			check_keys(v, m, keys);
-			if (!lookup(m, "name")) {
-				size_t sv2 = push_key(v, "name");
-				verr(v, "required");
-				pop(v, sv2);
+		if (kit_expect(v, m, MSGPACK_OBJECT_MAP, "a map")) {
+			kit_check_keys(v, m, keys);
+			if (!kit_lookup(m, "name")) {
+				size_t sv2 = kit_push_key(v, "name");
+				kit_err(v, "required");
+				kit_pop(v, sv2);
 			}
 			FIELD(v, m, "name", {
-				if (get_str(v, o, &c->name, false)) {
+				if (kit_get_str(v, o, &c->name, false)) {
 					if (!pod_name_valid(c->name, strlen(c->name))) {
-						verr(v, "invalid name %s: must match [a-z0-9][a-z0-9-_.]{0,62}",
-						     q(o->via.str.ptr, o->via.str.size, b));
+						kit_err(v, "invalid name %s: must match [a-z0-9][a-z0-9-_.]{0,62}",
+						     kit_quote(o->via.str.ptr, o->via.str.size, b));
 					} else {
 						for (j = 0; j < i; j++) {
 							if (s->containers[j].name &&
 							    !strcmp(s->containers[j].name, c->name)) {
-								verr(v, "duplicate %s",
-								     q(o->via.str.ptr, o->via.str.size, b));
+								kit_err(v, "duplicate %s",
+								     kit_quote(o->via.str.ptr, o->via.str.size, b));
 								break;
 							}
 						}
 					}
 				}
 			});
-			if (!lookup(m, "command")) {
-				size_t sv2 = push_key(v, "command");
-				verr(v, "required");
-				pop(v, sv2);
+			if (!kit_lookup(m, "command")) {
+				size_t sv2 = kit_push_key(v, "command");
+				kit_err(v, "required");
+				kit_pop(v, sv2);
 			}
 			FIELD(v, m, "command", v_command(v, o, c));
 			FIELD(v, m, "env", v_env(v, o, c));
-			FIELD(v, m, "working_dir", get_abspath(v, o, &c->working_dir));
+			FIELD(v, m, "working_dir", kit_get_abspath(v, o, &c->working_dir));
 			FIELD(v, m, "user", v_user(v, o, c));
 			FIELD(v, m, "limits", v_limits(v, o, c));
 			FIELD(v, m, "mounts", v_mounts(v, o, c, s));
 		}
-		pop(v, sv);
+		kit_pop(v, sv);
 	}
 }
 
-static void v_multiplier(struct vctx *v, const msgpack_object *o, double *dst)
+static void v_multiplier(kit_t *v, const msgpack_object *o, double *dst)
 {
 	double x;
 
@@ -1012,17 +705,17 @@ static void v_multiplier(struct vctx *v, const msgpack_object *o, double *dst)
 	else if (o->type == MSGPACK_OBJECT_FLOAT32 || o->type == MSGPACK_OBJECT_FLOAT64)
 		x = o->via.f64;
 	else {
-		verr(v, "must be a number, not %s", type_name(o->type));
+		kit_err(v, "must be a number, not %s", kit_type_name(o->type));
 		return;
 	}
 	if (!isfinite(x) || x < 1.0 || x > 1e6) {
-		verr(v, "must be between 1 and 1000000");
+		kit_err(v, "must be between 1 and 1000000");
 		return;
 	}
 	*dst = x;
 }
 
-static void v_reconcile_wait(struct vctx *v, const msgpack_object *m, pod_spec_t *s)
+static void v_reconcile_wait(kit_t *v, const msgpack_object *m, pod_spec_t *s)
 {
 	static const char *const keys[] = { "static", "random", "exponential", NULL };
 	static const char *const rkeys[] = { "min", "max", NULL };
@@ -1034,53 +727,53 @@ static void v_reconcile_wait(struct vctx *v, const msgpack_object *m, pod_spec_t
 	/* `reconcile_wait: 5s` is shorthand for {static: 5s}. */
 	if (m->type == MSGPACK_OBJECT_STR || m->type == MSGPACK_OBJECT_POSITIVE_INTEGER ||
 	    m->type == MSGPACK_OBJECT_NEGATIVE_INTEGER) {
-		get_duration(v, m, &w->wait_ms);
+		kit_get_duration(v, m, &w->wait_ms);
 		return;
 	}
-	if (!expect(v, m, MSGPACK_OBJECT_MAP, "a map"))
+	if (!kit_expect(v, m, MSGPACK_OBJECT_MAP, "a map"))
 		return;
-	check_keys(v, m, keys);
+	kit_check_keys(v, m, keys);
 	for (i = 0; i < 3; i++)
-		if (lookup(m, keys[i]))
+		if (kit_lookup(m, keys[i]))
 			kinds++;
 	if (kinds != 1) {
-		verr(v, "must have exactly one of static, random, exponential");
+		kit_err(v, "must have exactly one of static, random, exponential");
 		return;
 	}
 	FIELD(v, m, "static", {
 		w->kind = POD_WAIT_STATIC;
-		get_duration(v, o, &w->wait_ms);
+		kit_get_duration(v, o, &w->wait_ms);
 	});
 	FIELD(v, m, "random", {
 		w->kind = POD_WAIT_RANDOM;
 		w->wait_ms = 0;
-		if (expect(v, o, MSGPACK_OBJECT_MAP, "a map")) {
+		if (kit_expect(v, o, MSGPACK_OBJECT_MAP, "a map")) {
 			bool min_ok = false, max_ok = false;
-			check_keys(v, o, rkeys);
-			if (!lookup(o, "min") || !lookup(o, "max")) {
-				size_t sv2 = push_key(v, lookup(o, "min") ? "max" : "min");
-				verr(v, "required");
-				pop(v, sv2);
+			kit_check_keys(v, o, rkeys);
+			if (!kit_lookup(o, "min") || !kit_lookup(o, "max")) {
+				size_t sv2 = kit_push_key(v, kit_lookup(o, "min") ? "max" : "min");
+				kit_err(v, "required");
+				kit_pop(v, sv2);
 			}
-			FIELD(v, o, "min", min_ok = get_duration(v, o, &w->min_ms));
-			FIELD(v, o, "max", max_ok = get_duration(v, o, &w->max_ms));
+			FIELD(v, o, "min", min_ok = kit_get_duration(v, o, &w->min_ms));
+			FIELD(v, o, "max", max_ok = kit_get_duration(v, o, &w->max_ms));
 			if (min_ok && max_ok && w->max_ms < w->min_ms) {
-				size_t sv2 = push_key(v, "max");
-				verr(v, "must be >= min");
-				pop(v, sv2);
+				size_t sv2 = kit_push_key(v, "max");
+				kit_err(v, "must be >= min");
+				kit_pop(v, sv2);
 			}
 		}
 	});
 	FIELD(v, m, "exponential", {
 		w->kind = POD_WAIT_EXPONENTIAL;
-		if (expect(v, o, MSGPACK_OBJECT_MAP, "a map")) {
-			check_keys(v, o, ekeys);
-			if (!lookup(o, "wait")) {
-				size_t sv2 = push_key(v, "wait");
-				verr(v, "required");
-				pop(v, sv2);
+		if (kit_expect(v, o, MSGPACK_OBJECT_MAP, "a map")) {
+			kit_check_keys(v, o, ekeys);
+			if (!kit_lookup(o, "wait")) {
+				size_t sv2 = kit_push_key(v, "wait");
+				kit_err(v, "required");
+				kit_pop(v, sv2);
 			}
-			FIELD(v, o, "wait", get_duration(v, o, &w->wait_ms));
+			FIELD(v, o, "wait", kit_get_duration(v, o, &w->wait_ms));
 			FIELD(v, o, "multiplier", v_multiplier(v, o, &w->multiplier));
 		}
 	});
@@ -1100,7 +793,7 @@ static void set_defaults(pod_spec_t *s)
 }
 
 int pod_spec_from_msgpack(const msgpack_object *map, pod_spec_t **out,
-			  pod_errors_t *errs)
+			  kit_errors_t *errs)
 {
 	/* `generation` and `uid` are what `get` adds: accepted and ignored,
 	 * so that `tankctl get NAME -o yaml | tankctl apply -f -` round-trips
@@ -1108,18 +801,18 @@ int pod_spec_from_msgpack(const msgpack_object *map, pod_spec_t **out,
 	static const char *const keys[] = { "name", "restart", "backoff", "stop",
 					    "isolation", "volumes", "containers",
 					    "reconcile_wait", "generation", "uid", NULL };
-	struct vctx v = { .pod = "spec" };
-	pod_errors_t local;
+	kit_t v = { .pod = "spec" };
+	kit_errors_t local;
 	const msgpack_object *name;
 	pod_spec_t *s;
 	char b[96];
 
 	*out = NULL;
-	pod_errors_init(&local);
+	kit_errors_init(&local);
 	v.errs = &local;
 	if (!map || map->type != MSGPACK_OBJECT_MAP) {
-		verr(&v, "must be a map, not %s",
-		     map ? type_name(map->type) : "nothing");
+		kit_err(&v, "must be a map, not %s",
+		     map ? kit_type_name(map->type) : "nothing");
 		goto fail;
 	}
 	s = calloc(1, sizeof *s);
@@ -1129,50 +822,50 @@ int pod_spec_from_msgpack(const msgpack_object *map, pod_spec_t **out,
 	}
 	set_defaults(s);
 
-	name = lookup(map, "name");
+	name = kit_lookup(map, "name");
 	if (!name) {
-		verr(&v, "name: required");
+		kit_err(&v, "name: required");
 	} else if (name->type != MSGPACK_OBJECT_STR) {
-		verr(&v, "name: must be a string, not %s", type_name(name->type));
+		kit_err(&v, "name: must be a string, not %s", kit_type_name(name->type));
 	} else if (!pod_name_valid(name->via.str.ptr, name->via.str.size)) {
-		verr(&v, "name: invalid name %s: must match [a-z0-9][a-z0-9-_.]{0,62}",
-		     q(name->via.str.ptr, name->via.str.size, b));
+		kit_err(&v, "name: invalid name %s: must match [a-z0-9][a-z0-9-_.]{0,62}",
+		     kit_quote(name->via.str.ptr, name->via.str.size, b));
 	} else {
-		s->name = vstrdup(&v, name->via.str.ptr, name->via.str.size);
+		s->name = kit_strdup(&v, name->via.str.ptr, name->via.str.size);
 		if (s->name)
 			v.pod = s->name;
 	}
 
-	check_keys(&v, map, keys);
+	kit_check_keys(&v, map, keys);
 	FIELD(&v, map, "restart", v_restart(&v, o, s));
 	FIELD(&v, map, "backoff", v_backoff(&v, o, s));
 	FIELD(&v, map, "stop", v_stop(&v, o, s));
 	/* isolation and volumes before containers: mounts refer to both. */
 	FIELD(&v, map, "isolation", v_isolation(&v, o, s));
 	FIELD(&v, map, "volumes", v_volumes(&v, o, s));
-	if (!lookup(map, "containers"))
-		verr(&v, "containers: required");
+	if (!kit_lookup(map, "containers"))
+		kit_err(&v, "containers: required");
 	FIELD(&v, map, "containers", v_containers(&v, o, s));
 	FIELD(&v, map, "reconcile_wait", v_reconcile_wait(&v, o, s));
 
 	if (local.count == 0 && !v.oom) {
 		*out = s;
-		pod_errors_free(&local);
+		kit_errors_free(&local);
 		return 0;
 	}
 	if (local.oom)
 		v.oom = true;
 	if (errs)
-		pod_errors_move(errs, &local, NULL);
-	pod_errors_free(&local);
+		kit_errors_move(errs, &local, NULL);
+	kit_errors_free(&local);
 	pod_spec_free(s);
 	return v.oom ? -ENOMEM : TANK_EINVALID;
 fail:
 	if (local.oom)
 		v.oom = true;
 	if (errs)
-		pod_errors_move(errs, &local, NULL);
-	pod_errors_free(&local);
+		kit_errors_move(errs, &local, NULL);
+	kit_errors_free(&local);
 	return v.oom ? -ENOMEM : TANK_EINVALID;
 }
 
@@ -1205,9 +898,9 @@ static void e_arr(struct enc *e, size_t n)
 
 static void e_duration(struct enc *e, const char *key, uint64_t ms)
 {
-	char b[POD_UNIT_BUF];
+	char b[KIT_UNIT_BUF];
 	e_str(e, key);
-	e_str(e, pod_format_duration(ms, b));
+	e_str(e, kit_format_duration(ms, b));
 }
 
 /* Whole numbers as integers so that `multiplier: 10` or `cpu: 2` read
@@ -1223,7 +916,7 @@ static void e_number(struct enc *e, double x)
 
 static void e_container(struct enc *e, const pod_container_t *c)
 {
-	char b[POD_UNIT_BUF];
+	char b[KIT_UNIT_BUF];
 	size_t i, n = 2, nl = 0;
 
 	n += c->env_count > 0;
@@ -1261,7 +954,7 @@ static void e_container(struct enc *e, const pod_container_t *c)
 		e_map(e, nl);
 		if (c->limits.memory_bytes) {
 			e_str(e, "memory");
-			e_str(e, pod_format_size(c->limits.memory_bytes, b));
+			e_str(e, kit_format_size(c->limits.memory_bytes, b));
 		}
 		if (c->limits.pids) {
 			e_str(e, "pids");
@@ -1291,7 +984,7 @@ static void e_container(struct enc *e, const pod_container_t *c)
 int pod_spec_to_msgpack(const pod_spec_t *s, msgpack_packer *pk)
 {
 	struct enc e = { .pk = pk };
-	char b[POD_UNIT_BUF];
+	char b[KIT_UNIT_BUF];
 	size_t i, n = 6, ni;
 	bool iso;
 
@@ -1311,7 +1004,7 @@ int pod_spec_to_msgpack(const pod_spec_t *s, msgpack_packer *pk)
 	e_str(&e, "stop");
 	e_map(&e, 2);
 	e_str(&e, "signal");
-	e_str(&e, pod_format_signal(s->stop.signal, b));
+	e_str(&e, kit_format_signal(s->stop.signal, b));
 	e_duration(&e, "grace", s->stop.grace_ms);
 	if (iso) {
 		e_str(&e, "isolation");

@@ -28,7 +28,9 @@
 
 #include <msgpack.h>
 
-#include "pod/pod_errors.h"
+#include "common/kit.h"
+
+#include "common/kit_errors.h"
 #include "pod/pod_ns.h"
 
 #define POD_NAME_MAX 63    /* [a-z0-9][a-z0-9-_.]{0,62} */
@@ -41,7 +43,7 @@
 #define POD_MOUNTS_MAX 1024         /* mounts per container */
 #define POD_ENV_MAX 4096            /* env entries per container */
 #define POD_ARGS_MAX 4096           /* command + args per container */
-#define POD_STRING_MAX 65536        /* bytes of any string value */
+#define POD_STRING_MAX KIT_STRING_MAX /* bytes of any string value (the kit's) */
 
 enum pod_restart {
 	POD_RESTART_ALWAYS = 0,
@@ -151,7 +153,7 @@ typedef struct pod_spec {
  * On failure *out is set to NULL.
  */
 int pod_spec_from_msgpack(const msgpack_object *map, pod_spec_t **out,
-			  pod_errors_t *errs);
+			  kit_errors_t *errs);
 
 /*
  * Canonical encoding of spec as one msgpack map (see top of file).

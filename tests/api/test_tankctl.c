@@ -165,14 +165,14 @@ Test(api, tankctl_verbs_against_fake_daemon)
 	/* -o json is valid JSON, read back by a strict JSON parser. */
 	cr_assert_eq(CTL(&e, NULL, "get", "web", "-o", "json"), 0);
 	pod_docs_t *docs;
-	pod_errors_t perrs;
-	pod_errors_init(&perrs);
+	kit_errors_t perrs;
+	kit_errors_init(&perrs);
 	cr_assert_eq(pod_docs_load(out, strlen(out), "get.json", &docs, &perrs), 0, "%s", out);
 	cr_assert_eq(docs->count, 1);
 	const msgpack_object *gen = api_map_get(&docs->docs[0], "generation");
 	cr_assert(gen && gen->via.u64 == 1);
 	pod_docs_free(docs);
-	pod_errors_free(&perrs);
+	kit_errors_free(&perrs);
 	FREE();
 
 	cr_assert_eq(CTL(&e, NULL, "status", "web", "-o", "json"), 0);

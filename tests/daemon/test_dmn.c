@@ -79,14 +79,14 @@ static void teardown(t_t *t)
 static void desire(t_t *t, const char *yaml)
 {
 	pod_manifest_t *m = NULL;
-	pod_errors_t errs;
+	kit_errors_t errs;
 	tank_error_t e;
 	st_t *st;
 	st_pod_in_t in[8];
 	st_apply_result_t res[8];
 	char *bufs[8];
 
-	pod_errors_init(&errs);
+	kit_errors_init(&errs);
 	cr_assert_eq(pod_manifest_parse(yaml, strlen(yaml), "test.yaml", &m, &errs), 0,
 		     "%s", errs.stored ? errs.msgs[0] : "?");
 	cr_assert_leq(m->count, 8);
@@ -101,7 +101,7 @@ static void desire(t_t *t, const char *yaml)
 	for (size_t i = 0; i < m->count; i++)
 		free(bufs[i]);
 	pod_manifest_free(m);
-	pod_errors_free(&errs);
+	kit_errors_free(&errs);
 }
 
 /* Runs the daemon library in a child process, logging to t->log. */

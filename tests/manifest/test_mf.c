@@ -13,11 +13,11 @@
 typedef struct widget { char name[32]; int64_t size; } widget_t;
 
 static int widget_validate(const msgpack_object *o, void **obj, const char **name,
-			   pod_errors_t *errs)
+			   kit_errors_t *errs)
 {
 	widget_t *w;
 	if (o->type != MSGPACK_OBJECT_MAP) {
-		pod_errors_add(errs, "must be a map");
+		kit_errors_add(errs, "must be a map");
 		return TANK_EINVALID;
 	}
 	if (!(w = calloc(1, sizeof *w)))
@@ -31,10 +31,10 @@ static int widget_validate(const msgpack_object *o, void **obj, const char **nam
 			 v->type == MSGPACK_OBJECT_POSITIVE_INTEGER)
 			w->size = (int64_t)v->via.u64;
 		else
-			pod_errors_add(errs, "%.*s: unknown key", (int)k->via.str.size, k->via.str.ptr);
+			kit_errors_add(errs, "%.*s: unknown key", (int)k->via.str.size, k->via.str.ptr);
 	}
 	if (!w->name[0])
-		pod_errors_add(errs, "name: required");
+		kit_errors_add(errs, "name: required");
 	if (errs->count) {
 		free(w);
 		return TANK_EINVALID;
@@ -66,10 +66,10 @@ Test(manifest, a_file_mixes_kinds_and_kind_defaults_to_pod)
 		"kind: Pod\nname: db\ncontainers: [{name: c, command: [/bin/true]}]\n";
 	mf_registry_t r;
 	mf_manifest_t *m = NULL;
-	pod_errors_t errs;
+	kit_errors_t errs;
 
 	registry(&r);
-	pod_errors_init(&errs);
+	kit_errors_init(&errs);
 	cr_assert_eq(mf_parse(&r, text, sizeof text - 1, "mix.yaml", &m, &errs), 0,
 		     "%s", errs.stored ? errs.msgs[0] : "?");
 	cr_assert_eq(m->count, 3);
@@ -80,7 +80,7 @@ Test(manifest, a_file_mixes_kinds_and_kind_defaults_to_pod)
 	cr_assert_eq(m->objs[2].kind, &pod_mf_kind);
 	cr_assert_str_eq(m->objs[2].name, "db");
 	mf_free(m);
-	pod_errors_free(&errs);
+	kit_errors_free(&errs);
 }
 
 Test(manifest, unknown_kind_and_duplicates_refuse_the_whole_file)
@@ -94,10 +94,10 @@ Test(manifest, unknown_kind_and_duplicates_refuse_the_whole_file)
 		"- {kind: 7, name: c}\n";
 	mf_registry_t r;
 	mf_manifest_t *m = NULL;
-	pod_errors_t errs;
+	kit_errors_t errs;
 
 	registry(&r);
-	pod_errors_init(&errs);
+	kit_errors_init(&errs);
 	cr_assert_eq(mf_parse(&r, text, sizeof text - 1, "bad.yaml", &m, &errs), TANK_EINVALID);
 	cr_assert_null(m);
 	cr_assert_eq(errs.stored, 3);
@@ -106,13 +106,13 @@ Test(manifest, unknown_kind_and_duplicates_refuse_the_whole_file)
 	cr_assert_str_eq(errs.msgs[1],
 			 "bad.yaml: document 3, item 1: a: duplicate widget name (first in document 1)");
 	cr_assert_str_eq(errs.msgs[2], "bad.yaml: document 3, item 2: kind: must be a string");
-	pod_errors_free(&errs);
+	kit_errors_free(&errs);
 
 	/* The pods-only reader refuses another kind the same way. */
 	pod_manifest_t *pm = NULL;
 	static const char w[] = "kind: Widget\nname: a\n";
-	pod_errors_init(&errs);
+	kit_errors_init(&errs);
 	cr_assert_eq(pod_manifest_parse(w, sizeof w - 1, "w.yaml", &pm, &errs), TANK_EINVALID);
 	cr_assert_str_eq(errs.msgs[0], "w.yaml: document 1: unknown kind \"Widget\" (known: Pod)");
-	pod_errors_free(&errs);
+	kit_errors_free(&errs);
 }

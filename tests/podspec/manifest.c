@@ -17,11 +17,11 @@
  * joined errors in *why (caller frees). */
 static pod_manifest_t *parse(const char *text, const char *src, char **why)
 {
-	pod_errors_t e;
+	kit_errors_t e;
 	pod_manifest_t *m = NULL;
 	int r;
 
-	pod_errors_init(&e);
+	kit_errors_init(&e);
 	r = pod_manifest_parse(text, strlen(text), src, &m, &e);
 	if (why)
 		*why = NULL;
@@ -33,9 +33,9 @@ static pod_manifest_t *parse(const char *text, const char *src, char **why)
 		cr_assert_null(m);
 		cr_assert_gt(e.count, 0);
 		if (why)
-			*why = pod_errors_join(&e);
+			*why = kit_errors_join(&e);
 	}
-	pod_errors_free(&e);
+	kit_errors_free(&e);
 	return m;
 }
 
@@ -193,7 +193,7 @@ Test(podspec, yaml_syntax_error_position)
 
 Test(podspec, core_schema_scalars)
 {
-	pod_errors_t e;
+	kit_errors_t e;
 	pod_docs_t *d = NULL;
 	const char *y =
 		"- 42\n- -7\n- +5\n- 0x1F\n- 0o17\n- 1.5\n- 2.0\n- 1e3\n- .inf\n- -.Inf\n- .nan\n"
@@ -201,7 +201,7 @@ Test(podspec, core_schema_scalars)
 		"- yes\n- on\n- '42'\n- \"true\"\n- !!str 7\n- |\n  block\n- 1.2.3\n- 0x\n- 12abc\n";
 	const msgpack_object *a;
 
-	pod_errors_init(&e);
+	kit_errors_init(&e);
 	cr_assert_eq(pod_docs_load(y, strlen(y), "s.yaml", &d, &e), 0);
 	cr_assert_eq(d->count, 1);
 	a = d->docs[0].via.array.ptr;
@@ -233,7 +233,7 @@ Test(podspec, core_schema_scalars)
 		     TANK_EINVALID);
 	cr_assert_null(d);
 	cr_assert_str_eq(e.msgs[0], "big.yaml:1:3: integer out of range: 99999999999999999999");
-	pod_errors_free(&e);
+	kit_errors_free(&e);
 }
 
 Test(podspec, aliases_are_resolved)
@@ -335,12 +335,12 @@ Test(podspec, roundtrip_spec_msgpack_spec_is_lossless)
 		char *b1, *b2;
 		size_t l1, l2;
 		msgpack_unpacked u;
-		pod_errors_t e;
+		kit_errors_t e;
 
 		bytes_of(s1, &b1, &l1);
 		msgpack_unpacked_init(&u);
 		cr_assert_eq(msgpack_unpack_next(&u, b1, l1, NULL), MSGPACK_UNPACK_SUCCESS);
-		pod_errors_init(&e);
+		kit_errors_init(&e);
 		cr_assert_eq(pod_spec_from_msgpack(&u.data, &s2, &e), 0,
 			     "canonical form rejected: %s", e.stored ? e.msgs[0] : "");
 		bytes_of(s2, &b2, &l2);
@@ -362,7 +362,7 @@ Test(podspec, roundtrip_spec_msgpack_spec_is_lossless)
 		assert_same_bytes(s1, s3);
 		pod_spec_free(s3);
 		pod_spec_free(s2);
-		pod_errors_free(&e);
+		kit_errors_free(&e);
 		msgpack_unpacked_destroy(&u);
 		free(b1);
 		free(b2);
@@ -377,18 +377,18 @@ static void emit_and_reload(const msgpack_object *obj, enum pod_doc_format fmt,
 	char *text = NULL;
 	size_t len = 0;
 	pod_docs_t *d = NULL;
-	pod_errors_t e;
+	kit_errors_t e;
 
 	cr_assert_eq(pod_doc_emit_string(obj, fmt, &text, &len), 0);
 	cr_assert_eq(strlen(text), len);
-	pod_errors_init(&e);
+	kit_errors_init(&e);
 	cr_assert_eq(pod_docs_load(text, len, src, &d, &e), 0,
 		     "output does not parse as %s: %s\n%s", src,
 		     e.stored ? e.msgs[0] : "", text);
 	cr_assert_eq(d->count, 1);
 	cr_assert(msgpack_object_equal(*obj, d->docs[0]), "changed on the way:\n%s", text);
 	pod_docs_free(d);
-	pod_errors_free(&e);
+	kit_errors_free(&e);
 	free(text);
 }
 
@@ -403,16 +403,16 @@ Test(podspec, emit_yaml_and_json_then_parse_back)
 		"other: [true, false, null, [], {}, [[1, [2]], {k: v}]]\n"
 		"nested: {a: {b: {c: [1, {d: e}]}}}\n";
 	pod_docs_t *d = NULL;
-	pod_errors_t e;
+	kit_errors_t e;
 
-	pod_errors_init(&e);
+	kit_errors_init(&e);
 	cr_assert_eq(pod_docs_load(y, strlen(y), "in.yaml", &d, &e), 0,
 		     "%s", e.stored ? e.msgs[0] : "");
 	emit_and_reload(&d->docs[0], POD_DOC_YAML, "out.yaml");
 	/* ".json" makes the loader strict JSON: the output must be real JSON. */
 	emit_and_reload(&d->docs[0], POD_DOC_JSON, "out.json");
 	pod_docs_free(d);
-	pod_errors_free(&e);
+	kit_errors_free(&e);
 }
 
 Test(podspec, emit_spec_as_yaml_and_json)
@@ -518,13 +518,13 @@ Test(podspec, every_example_parses)
 	while ((de = readdir(dp)) != NULL) {
 		char path[PATH_MAX + 256];
 		pod_manifest_t *m = NULL;
-		pod_errors_t e;
+		kit_errors_t e;
 		const char *ext = strrchr(de->d_name, '.');
 
 		if (!ext || (strcmp(ext, ".yaml") && strcmp(ext, ".yml") && strcmp(ext, ".json")))
 			continue;
 		snprintf(path, sizeof path, "%s/%s", dir, de->d_name);
-		pod_errors_init(&e);
+		kit_errors_init(&e);
 		cr_assert_eq(pod_manifest_load_file(path, &m, &e), 0, "%s: %s", path,
 			     e.stored ? e.msgs[0] : "");
 		cr_assert_gt(m->count, 0, "%s has no pods", path);
@@ -536,7 +536,7 @@ Test(podspec, every_example_parses)
 				      m->specs[i]->restart == POD_RESTART_NEVER;
 		}
 		pod_manifest_free(m);
-		pod_errors_free(&e);
+		kit_errors_free(&e);
 		files++;
 	}
 	closedir(dp);
@@ -549,16 +549,16 @@ Test(podspec, load_file_errors)
 	char tmpl[] = "/tmp/tank-podspec-XXXXXX";
 	char path[64];
 	pod_manifest_t *m = (pod_manifest_t *)1;
-	pod_errors_t e;
+	kit_errors_t e;
 	FILE *f;
 
 	cr_assert_not_null(mkdtemp(tmpl));
 	snprintf(path, sizeof path, "%s/missing.yaml", tmpl);
-	pod_errors_init(&e);
+	kit_errors_init(&e);
 	cr_assert_eq(pod_manifest_load_file(path, &m, &e), -ENOENT);
 	cr_assert_null(m);
 	cr_assert(strstr(e.msgs[0], "missing.yaml: No such file or directory"), "%s", e.msgs[0]);
-	pod_errors_free(&e);
+	kit_errors_free(&e);
 
 	snprintf(path, sizeof path, "%s/web.yaml", tmpl);
 	f = fopen(path, "w");
@@ -570,7 +570,7 @@ Test(podspec, load_file_errors)
 	cr_assert_eq(e.count, 1);
 	cr_assert(strstr(e.msgs[0], "web.yaml: document 1: web: containers[0].command: required"),
 		  "%s", e.msgs[0]);
-	pod_errors_free(&e);
+	kit_errors_free(&e);
 	unlink(path);
 	rmdir(tmpl);
 }
@@ -582,11 +582,11 @@ Test(podspec, every_prefix_is_handled)
 	size_t n = strlen(full_yaml), ok = 0, bad = 0;
 
 	for (size_t len = 0; len <= n; len++) {
-		pod_errors_t e;
+		kit_errors_t e;
 		pod_manifest_t *m = NULL;
 		int r;
 
-		pod_errors_init(&e);
+		kit_errors_init(&e);
 		r = pod_manifest_parse(full_yaml, len, "p.yaml", &m, &e);
 		if (r == 0) {
 			cr_assert_not_null(m);
@@ -598,7 +598,7 @@ Test(podspec, every_prefix_is_handled)
 			bad++;
 		}
 		pod_manifest_free(m);
-		pod_errors_free(&e);
+		kit_errors_free(&e);
 	}
 	cr_assert_gt(ok, 0);
 	cr_assert_gt(bad, 0);
@@ -627,7 +627,7 @@ Test(manifest, alias_bomb_is_refused_naming_the_line)
 	char text[4096];
 	size_t off = 0;
 	pod_manifest_t *m = NULL;
-	pod_errors_t errs;
+	kit_errors_t errs;
 
 	off += (size_t)snprintf(text + off, sizeof text - off,
 				"a0: &a0 [l, l, l, l, l, l, l, l, l, l]\n");
@@ -640,24 +640,24 @@ Test(manifest, alias_bomb_is_refused_naming_the_line)
 	}
 	off += (size_t)snprintf(text + off, sizeof text - off,
 				"name: bomb\ncontainers: [{name: c, command: [*a9]}]\n");
-	pod_errors_init(&errs);
+	kit_errors_init(&errs);
 	cr_assert_eq(pod_manifest_parse(text, off, "bomb.yaml", &m, &errs), TANK_EINVALID);
 	cr_assert_null(m);
 	cr_assert_geq(errs.stored, 1);
 	cr_assert(strstr(errs.msgs[0], "bomb.yaml:6:") &&
 		  strstr(errs.msgs[0], "more than 1,000,000 nodes after expanding aliases"),
 		  "%s", errs.msgs[0]);
-	pod_errors_free(&errs);
+	kit_errors_free(&errs);
 
 	static const char ok2[] =
 		"name: ok\ncontainers: [{name: c, command: &cmd [/bin/true, x]},\n"
 		"  {name: d, command: *cmd}]\n";
-	pod_errors_init(&errs);
+	kit_errors_init(&errs);
 	cr_assert_eq(pod_manifest_parse(ok2, sizeof ok2 - 1, "ok2.yaml", &m, &errs), 0,
 		     "%s", errs.stored ? errs.msgs[0] : "?");
 	cr_assert_eq(m->count, 1);
 	cr_assert_eq(m->specs[0]->container_count, 2);
 	cr_assert_str_eq(m->specs[0]->containers[1].argv[1], "x");
 	pod_manifest_free(m);
-	pod_errors_free(&errs);
+	kit_errors_free(&errs);
 }

@@ -13,13 +13,13 @@
  * *out, if given, receives it). */
 static char *check(const char *yaml, pod_spec_t **out)
 {
-	pod_errors_t errs;
+	kit_errors_t errs;
 	pod_docs_t *docs = NULL;
 	pod_spec_t *spec = NULL;
 	char *joined = NULL;
 	int r;
 
-	pod_errors_init(&errs);
+	kit_errors_init(&errs);
 	r = pod_docs_load(yaml, strlen(yaml), "t.yaml", &docs, &errs);
 	cr_assert_eq(r, 0, "YAML did not load: %s", errs.stored ? errs.msgs[0] : "?");
 	cr_assert_eq(docs->count, 1);
@@ -35,10 +35,10 @@ static char *check(const char *yaml, pod_spec_t **out)
 		cr_assert_eq(r, TANK_EINVALID);
 		cr_assert_null(spec);
 		cr_assert_gt(errs.count, 0);
-		joined = pod_errors_join(&errs);
+		joined = kit_errors_join(&errs);
 		cr_assert_not_null(joined);
 	}
-	pod_errors_free(&errs);
+	kit_errors_free(&errs);
 	pod_docs_free(docs);
 	return joined;
 }
@@ -450,16 +450,16 @@ Test(podspec, all_errors_reported_at_once)
 
 Test(podspec, not_a_map)
 {
-	pod_errors_t e;
+	kit_errors_t e;
 	pod_spec_t *s = (pod_spec_t *)1;
 	msgpack_object o = { .type = MSGPACK_OBJECT_ARRAY };
 
-	pod_errors_init(&e);
+	kit_errors_init(&e);
 	cr_assert_eq(pod_spec_from_msgpack(&o, &s, &e), TANK_EINVALID);
 	cr_assert_null(s);
 	cr_assert_eq(e.count, 1);
 	cr_assert_str_eq(e.msgs[0], "spec: must be a map, not a list");
-	pod_errors_free(&e);
+	kit_errors_free(&e);
 	/* errs may be NULL when only the verdict matters */
 	cr_assert_eq(pod_spec_from_msgpack(&o, &s, NULL), TANK_EINVALID);
 }

@@ -153,10 +153,10 @@ static void run_for(h_t *h, double s)
 static void apply_yaml(h_t *h, const char *yaml)
 {
 	pod_manifest_t *m = NULL;
-	pod_errors_t errs;
+	kit_errors_t errs;
 	tank_error_t e;
 
-	pod_errors_init(&errs);
+	kit_errors_init(&errs);
 	cr_assert_eq(pod_manifest_parse(yaml, strlen(yaml), "test.yaml", &m, &errs), 0,
 		     "%s", errs.stored ? errs.msgs[0] : "?");
 	st_pod_in_t in[16];
@@ -172,7 +172,7 @@ static void apply_yaml(h_t *h, const char *yaml)
 	for (size_t i = 0; i < m->count; i++)
 		free(bufs[i]);
 	pod_manifest_free(m);
-	pod_errors_free(&errs);
+	kit_errors_free(&errs);
 	rc_nudge(h->rt, h->loop);
 }
 

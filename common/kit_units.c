@@ -1,4 +1,4 @@
-#include "pod/pod_units.h"
+#include "common/kit_units.h"
 
 #include <errno.h>
 #include <signal.h>
@@ -38,7 +38,7 @@ static const struct {
 	{ "h", 60 * 60 * 1000 },
 };
 
-int pod_parse_duration(const char *s, size_t len, uint64_t *out_ms)
+int kit_parse_duration(const char *s, size_t len, uint64_t *out_ms)
 {
 	uint64_t v, mult = 1;
 	int n;
@@ -62,23 +62,23 @@ int pod_parse_duration(const char *s, size_t len, uint64_t *out_ms)
 		if (!found)
 			return -EINVAL;
 	}
-	if (v > POD_DURATION_MAX_MS / mult)
+	if (v > KIT_DURATION_MAX_MS / mult)
 		return -ERANGE;
 	*out_ms = v * mult;
 	return 0;
 }
 
-const char *pod_format_duration(uint64_t ms, char buf[POD_UNIT_BUF])
+const char *kit_format_duration(uint64_t ms, char buf[KIT_UNIT_BUF])
 {
 	size_t i = sizeof duration_units / sizeof *duration_units;
 
 	if (ms == 0) {
-		snprintf(buf, POD_UNIT_BUF, "0s");
+		snprintf(buf, KIT_UNIT_BUF, "0s");
 		return buf;
 	}
 	while (i-- > 0) {
 		if (ms % duration_units[i].mult == 0) {
-			snprintf(buf, POD_UNIT_BUF, "%llu%s",
+			snprintf(buf, KIT_UNIT_BUF, "%llu%s",
 				 (unsigned long long)(ms / duration_units[i].mult),
 				 duration_units[i].suf);
 			break;
@@ -87,7 +87,7 @@ const char *pod_format_duration(uint64_t ms, char buf[POD_UNIT_BUF])
 	return buf;
 }
 
-/* Binary suffixes first so that they win ties in pod_format_size. */
+/* Binary suffixes first so that they win ties in kit_format_size. */
 static const struct {
 	const char *suf;
 	unsigned shift;    /* binary: mult = 1 << shift */
@@ -111,7 +111,7 @@ static uint64_t size_mult(size_t i)
 	return m;
 }
 
-int pod_parse_size(const char *s, size_t len, uint64_t *out_bytes)
+int kit_parse_size(const char *s, size_t len, uint64_t *out_bytes)
 {
 	uint64_t v, mult = 1;
 	int n;
@@ -141,12 +141,12 @@ int pod_parse_size(const char *s, size_t len, uint64_t *out_bytes)
 	return 0;
 }
 
-const char *pod_format_size(uint64_t bytes, char buf[POD_UNIT_BUF])
+const char *kit_format_size(uint64_t bytes, char buf[KIT_UNIT_BUF])
 {
-	char cand[POD_UNIT_BUF];
+	char cand[KIT_UNIT_BUF];
 	size_t i;
 
-	snprintf(buf, POD_UNIT_BUF, "%llu", (unsigned long long)bytes);
+	snprintf(buf, KIT_UNIT_BUF, "%llu", (unsigned long long)bytes);
 	if (bytes == 0)
 		return buf;
 	for (i = 0; i < sizeof size_units / sizeof *size_units; i++) {
@@ -175,12 +175,12 @@ static const struct {
 	{ "URG", SIGURG }, { "XCPU", SIGXCPU }, { "XFSZ", SIGXFSZ },
 	{ "VTALRM", SIGVTALRM }, { "PROF", SIGPROF }, { "WINCH", SIGWINCH },
 	{ "IO", SIGIO }, { "PWR", SIGPWR }, { "SYS", SIGSYS },
-	/* Aliases accepted on input only: the loop in pod_format_signal
+	/* Aliases accepted on input only: the loop in kit_format_signal
 	 * finds the canonical name first. */
 	{ "IOT", SIGABRT }, { "POLL", SIGIO },
 };
 
-int pod_parse_signal(const char *s, size_t len, int *out_signo)
+int kit_parse_signal(const char *s, size_t len, int *out_signo)
 {
 	uint64_t v;
 	size_t i;
@@ -225,21 +225,21 @@ int pod_parse_signal(const char *s, size_t len, int *out_signo)
 	return -EINVAL;
 }
 
-const char *pod_format_signal(int signo, char buf[POD_UNIT_BUF])
+const char *kit_format_signal(int signo, char buf[KIT_UNIT_BUF])
 {
 	size_t i;
 
 	for (i = 0; i < sizeof signal_names / sizeof *signal_names; i++) {
 		if (signal_names[i].signo == signo) {
-			snprintf(buf, POD_UNIT_BUF, "%s", signal_names[i].name);
+			snprintf(buf, KIT_UNIT_BUF, "%s", signal_names[i].name);
 			return buf;
 		}
 	}
 	if (signo == SIGRTMIN)
-		snprintf(buf, POD_UNIT_BUF, "RTMIN");
+		snprintf(buf, KIT_UNIT_BUF, "RTMIN");
 	else if (signo > SIGRTMIN && signo <= SIGRTMAX)
-		snprintf(buf, POD_UNIT_BUF, "RTMIN+%d", signo - SIGRTMIN);
+		snprintf(buf, KIT_UNIT_BUF, "RTMIN+%d", signo - SIGRTMIN);
 	else
-		snprintf(buf, POD_UNIT_BUF, "%d", signo);
+		snprintf(buf, KIT_UNIT_BUF, "%d", signo);
 	return buf;
 }

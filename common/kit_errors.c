@@ -1,15 +1,15 @@
-#include "pod/pod_errors.h"
+#include "common/kit_errors.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-void pod_errors_init(pod_errors_t *e)
+void kit_errors_init(kit_errors_t *e)
 {
 	memset(e, 0, sizeof *e);
 }
 
-void pod_errors_free(pod_errors_t *e)
+void kit_errors_free(kit_errors_t *e)
 {
 	size_t i;
 
@@ -22,7 +22,7 @@ void pod_errors_free(pod_errors_t *e)
 }
 
 /* Takes ownership of msg (which may be NULL after a failed allocation). */
-static void push(pod_errors_t *e, char *msg)
+static void push(kit_errors_t *e, char *msg)
 {
 	e->count++;
 	if (!msg) {
@@ -43,7 +43,7 @@ static void push(pod_errors_t *e, char *msg)
 	e->msgs[e->stored++] = msg;
 }
 
-void pod_errors_vadd(pod_errors_t *e, const char *fmt, va_list ap)
+void kit_errors_vadd(kit_errors_t *e, const char *fmt, va_list ap)
 {
 	char *msg = NULL;
 
@@ -54,16 +54,16 @@ void pod_errors_vadd(pod_errors_t *e, const char *fmt, va_list ap)
 	push(e, msg);
 }
 
-void pod_errors_add(pod_errors_t *e, const char *fmt, ...)
+void kit_errors_add(kit_errors_t *e, const char *fmt, ...)
 {
 	va_list ap;
 
 	va_start(ap, fmt);
-	pod_errors_vadd(e, fmt, ap);
+	kit_errors_vadd(e, fmt, ap);
 	va_end(ap);
 }
 
-void pod_errors_move(pod_errors_t *dst, pod_errors_t *src, const char *prefix)
+void kit_errors_move(kit_errors_t *dst, kit_errors_t *src, const char *prefix)
 {
 	size_t i;
 
@@ -85,7 +85,7 @@ void pod_errors_move(pod_errors_t *dst, pod_errors_t *src, const char *prefix)
 	memset(src, 0, sizeof *src);
 }
 
-char *pod_errors_join(const pod_errors_t *e)
+char *kit_errors_join(const kit_errors_t *e)
 {
 	size_t i, len = 0;
 	char *out, *p;
