@@ -25,6 +25,7 @@
 #include "common/tank_backoff.h"
 #include "common/tank_err.h"
 #include "common/tank_map.h"
+#include "common/tank_set.h"
 
 #define RC_SLICE 256
 #define RC_SLICE_MS 5
@@ -52,7 +53,7 @@ struct rc_loop {
 	/* kind id -> index into o.managers, +1 (0 = no such kind here) */
 	uint8_t slot_of[RC_MAX_KIND_ID + 1];
 	tank_map_t entries;        /* mkey -> rc_entry_t */
-	tank_map_t owned;          /* pid (hex) -> kind id + 1 (as a pointer) */
+	tank_set_t owned;          /* rc_owned_t: actors the kinds own, by pid */
 	rc_entry_t *q_head, *q_tail;
 	size_t nqueued;
 	bool work_sent;
@@ -60,6 +61,11 @@ struct rc_loop {
 	uint64_t seq;
 	rc_stats_t stats;
 };
+
+typedef struct rc_owned {
+	uint64_t pid;              /* the key */
+	uint32_t kind;
+} rc_owned_t;
 
 typedef struct rc_requeue_msg {
 	uint64_t seq;
@@ -239,25 +245,16 @@ static int rc__requeue(rc_loop_t *loop, rc_entry_t *e, uint64_t ms)
 	return err;
 }
 
-static void rc__pid_key(char *buf, size_t cap, rt_pid_t pid)
-{
-	snprintf(buf, cap, "%016" PRIx64, (uint64_t)pid);
-}
-
 int rc_own(rc_loop_t *loop, uint32_t kind, rt_pid_t pid)
 {
-	char k[24];
-
-	rc__pid_key(k, sizeof k, pid);
-	return tank_map_put(&loop->owned, k, (void *)(uintptr_t)(kind + 1), NULL);
+	rc_owned_t o = { pid, kind };
+	int r = tank_set_add(&loop->owned, sizeof o, &o);
+	return r < 0 ? r : 0;
 }
 
 void rc_disown(rc_loop_t *loop, rt_pid_t pid)
 {
-	char k[24];
-
-	rc__pid_key(k, sizeof k, pid);
-	tank_map_del(&loop->owned, k);
+	(void)tank_set_del(&loop->owned, sizeof(rc_owned_t), pid, NULL);
 }
 
 void rc_record(rc_loop_t *loop, uint32_t kind, const char *key,
@@ -397,10 +394,9 @@ static void rc__route(rc_loop_t *loop, rt_msg_t *msg)
 	void *ctx;
 
 	if (msg->type == RT_MSG_EXIT) {
-		char k[24];
-		rc__pid_key(k, sizeof k, msg->u.exit.from);
-		kind = (uint32_t)(uintptr_t)tank_map_del(&loop->owned, k);
-		kind = kind ? kind - 1 : RC_MAX_KIND_ID + 1;
+		rc_owned_t o;
+		kind = tank_set_del(&loop->owned, sizeof o, msg->u.exit.from, &o)
+			? o.kind : RC_MAX_KIND_ID + 1;
 	} else if (msg->type == RT_MSG_USER && msg->tag >= RC_TAG_USER) {
 		kind = (msg->tag - RC_TAG_USER) / RC_TAGS_PER_KIND;
 	} else {
@@ -524,12 +520,11 @@ static int rc__init(rt_t *rt, void **state, void *arg)
 		loop->o.retry_base_ms = 100;
 	loop->o.name = NULL;    /* not kept: registration copies it */
 	tank_map_init(&loop->entries);
-	tank_map_init(&loop->owned);
 	rt_trap_exit(rt, true); /* owned actors' exits arrive as messages */
 	if ((o->name && (err = rt_register(rt, o->name, loop->self)) < 0) ||
 	    (err = rt_send(rt, loop->self, RC_TAG_TICK, NULL, 0)) < 0) {
 		tank_map_destroy(&loop->entries);
-		tank_map_destroy(&loop->owned);
+		tank_set_free(&loop->owned);
 		free(loop);
 		return err;
 	}
@@ -550,7 +545,7 @@ static void rc__terminate(rt_t *rt, void *state, rt_reason_t reason)
 	while (tank_map_next(&loop->entries, &it, NULL, &v))
 		free(v);
 	tank_map_destroy(&loop->entries);
-	tank_map_destroy(&loop->owned);
+	tank_set_free(&loop->owned);
 	free(loop);
 }
 

@@ -146,25 +146,25 @@ static void rt__mark_exit(rt_actor_t *a, rt_reason_t reason)
  * and unlinks one at each death (see rt_set.h). */
 static int rt__link_add(rt_actor_t *a, rt_pid_t pid)
 {
-	int r = rt__set_add(&a->links, sizeof pid, &pid);
+	int r = tank_set_add(&a->links, sizeof pid, &pid);
 	return r < 0 ? r : 0;
 }
 
 static bool rt__link_del(rt_actor_t *a, rt_pid_t pid)
 {
-	return rt__set_del(&a->links, sizeof pid, pid, NULL);
+	return tank_set_del(&a->links, sizeof pid, pid, NULL);
 }
 
 static int rt__mon_add(rt_actor_t *a, rt_ref_t ref, rt_pid_t other, uint32_t watching)
 {
 	rt_mon_t mo = { ref, other, watching };
-	int r = rt__set_add(&a->mons, sizeof mo, &mo);
+	int r = tank_set_add(&a->mons, sizeof mo, &mo);
 	return r < 0 ? r : 0;
 }
 
 static bool rt__mon_del(rt_actor_t *a, rt_ref_t ref, rt_mon_t *out)
 {
-	return rt__set_del(&a->mons, sizeof *out, ref, out);
+	return tank_set_del(&a->mons, sizeof *out, ref, out);
 }
 
 /* Queues an exit signal.  `explicit` marks rt_exit(): only those can carry
@@ -319,8 +319,8 @@ static void rt__actor_release(rt_t *rt, rt_actor_t *a)
 		rt->all = a->all_next;
 	if (a->all_next)
 		a->all_next->all_prev = a->all_prev;
-	rt__set_free(&a->links);
-	rt__set_free(&a->mons);
+	tank_set_free(&a->links);
+	tank_set_free(&a->mons);
 	free(a);
 	rt->nactors--;
 }
@@ -346,8 +346,8 @@ static void rt__actor_die(rt_t *rt, rt_actor_t *a)
 	if (r.kind == RT_KILL)
 		r = rt_reason(RT_KILLED, 0);
 	/* Only the peers' sets change below, never a's own. */
-	for (uint32_t i = 0; i < rt__set_slots(&a->links); i++) {
-		rt_pid_t *lp = rt__set_at(&a->links, sizeof *lp, i);
+	for (uint32_t i = 0; i < tank_set_slots(&a->links); i++) {
+		rt_pid_t *lp = tank_set_at(&a->links, sizeof *lp, i);
 		rt_actor_t *l = lp ? rt__actor(rt, *lp) : NULL;
 		if (!l)
 			continue;
@@ -355,8 +355,8 @@ static void rt__actor_die(rt_t *rt, rt_actor_t *a)
 		/* Best effort under ENOMEM: the link is gone either way. */
 		(void)rt__signal(rt, l, a->pid, r, false);
 	}
-	for (uint32_t i = 0; i < rt__set_slots(&a->mons); i++) {
-		rt_mon_t *mo = rt__set_at(&a->mons, sizeof *mo, i);
+	for (uint32_t i = 0; i < tank_set_slots(&a->mons); i++) {
+		rt_mon_t *mo = tank_set_at(&a->mons, sizeof *mo, i);
 		rt_actor_t *o = mo ? rt__actor(rt, mo->other) : NULL;
 		if (!o)
 			continue;
@@ -730,7 +730,7 @@ int rt_demonitor(rt_t *rt, rt_ref_t ref)
 
 	if (!self)
 		return -EPERM;
-	if ((found = rt__set_get(&self->mons, sizeof *found, ref))) {
+	if ((found = tank_set_get(&self->mons, sizeof *found, ref))) {
 		if (!found->watching)   /* somebody's monitor of us: not ours */
 			return -ENOENT;
 		rt__mon_del(self, ref, &mo);

@@ -9,7 +9,7 @@
 #include <ev.h>
 
 #include "runtime/rt.h"
-#include "runtime/rt_set.h"
+#include "common/tank_set.h"
 #include "runtime/rt_table.h"
 
 #define RT__MSG_INLINE 48      /* payload bytes a pooled message holds */
@@ -50,8 +50,8 @@ typedef struct rt_actor {
 	rt_msg_t *sig_head, *sig_tail;   /* exit signals, served first */
 	struct rt_actor *rq_next;
 	struct rt_actor *all_prev, *all_next;  /* every actor, newest first */
-	rt__set_t links;                 /* rt_pid_t peers, lazily allocated */
-	rt__set_t mons;                  /* rt_mon_t by ref, lazily allocated */
+	tank_set_t links;                 /* rt_pid_t peers, lazily allocated */
+	tank_set_t mons;                  /* rt_mon_t by ref, lazily allocated */
 	rt_res_t *res;                   /* owned timers and watches */
 	char *name;                      /* registered name or NULL */
 	uint32_t flags;
@@ -79,8 +79,7 @@ struct rt {
 	struct { char *name; rt_pid_t pid; } *names;
 	uint32_t nnames, capnames;
 	/* child watches: pid -> res ref, open addressing */
-	struct { pid_t pid; rt_ref_t ref; } *cmap;
-	uint32_t cmap_cap, cmap_len;
+	tank_set_t cmap;           /* child watches by OS pid (rt_io.c) */
 	/* exits reaped before anyone watched them: FIFO, bounded */
 	struct { pid_t pid; int status; } *orphans;
 	uint32_t norphans;

@@ -39,81 +39,17 @@ typedef struct rt_childw {
 	pid_t pid;
 } rt_childw_t;
 
-/* --- child pid map: open addressing, linear probing ---------------------- */
+/* --- child pid map ----------------------------------------------------- */
 
-static uint32_t rt__cmap_hash(pid_t pid, uint32_t cap)
+/* The child watches by OS pid, in the daemon's one set (common/tank_set.h). */
+typedef struct rt_cwatch {
+	uint64_t pid;              /* the key: an OS pid, never 0 */
+	rt_ref_t ref;
+} rt_cwatch_t;
+
+static rt_cwatch_t *rt__cmap_get(rt_t *rt, pid_t pid)
 {
-	return ((uint32_t)pid * 2654435761u) & (cap - 1);
-}
-
-static int rt__cmap_grow(rt_t *rt)
-{
-	uint32_t ncap = rt->cmap_cap ? rt->cmap_cap * 2 : 64;
-	__typeof__(rt->cmap) nm = calloc(ncap, sizeof *nm);
-
-	if (!nm)
-		return -ENOMEM;
-	for (uint32_t i = 0; i < rt->cmap_cap; i++) {
-		if (!rt->cmap[i].pid)
-			continue;
-		uint32_t j = rt__cmap_hash(rt->cmap[i].pid, ncap);
-		while (nm[j].pid)
-			j = (j + 1) & (ncap - 1);
-		nm[j] = rt->cmap[i];
-	}
-	free(rt->cmap);
-	rt->cmap = nm;
-	rt->cmap_cap = ncap;
-	return 0;
-}
-
-static int rt__cmap_find(rt_t *rt, pid_t pid)
-{
-	if (!rt->cmap_cap)
-		return -1;
-	for (uint32_t j = rt__cmap_hash(pid, rt->cmap_cap);; j = (j + 1) & (rt->cmap_cap - 1)) {
-		if (rt->cmap[j].pid == pid)
-			return (int)j;
-		if (!rt->cmap[j].pid)
-			return -1;
-	}
-}
-
-static int rt__cmap_put(rt_t *rt, pid_t pid, rt_ref_t ref)
-{
-	uint32_t j;
-	int err;
-
-	if ((rt->cmap_len + 1) * 2 > rt->cmap_cap && (err = rt__cmap_grow(rt)) < 0)
-		return err;
-	j = rt__cmap_hash(pid, rt->cmap_cap);
-	while (rt->cmap[j].pid)
-		j = (j + 1) & (rt->cmap_cap - 1);
-	rt->cmap[j].pid = pid;
-	rt->cmap[j].ref = ref;
-	rt->cmap_len++;
-	return 0;
-}
-
-/* Backward-shift deletion keeps probe chains intact without tombstones. */
-static void rt__cmap_del(rt_t *rt, uint32_t j)
-{
-	uint32_t mask = rt->cmap_cap - 1, k = j;
-
-	rt->cmap[j].pid = 0;
-	rt->cmap_len--;
-	for (;;) {
-		k = (k + 1) & mask;
-		if (!rt->cmap[k].pid)
-			return;
-		uint32_t home = rt__cmap_hash(rt->cmap[k].pid, rt->cmap_cap);
-		/* Move k into the hole at j if its home is not in (j, k]. */
-		if ((j < k) ? (home <= j || home > k) : (home <= j && home > k)) {
-			rt->cmap[j] = rt->cmap[k];
-			rt->cmap[k].pid = 0;
-			j = k;
-		}
-	}
+	return tank_set_get(&rt->cmap, sizeof(rt_cwatch_t), (uint64_t)pid);
 }
 
 /* --- resources ----------------------------------------------------------- */
@@ -155,9 +91,9 @@ void rt__res_destroy(rt_t *rt, rt_res_t *r)
 	}
 	case RT__RES_CHILD: {
 		rt_childw_t *c = (rt_childw_t *)r;
-		int j = rt__cmap_find(rt, c->pid);
-		if (j >= 0 && rt->cmap[j].ref == r->ref)
-			rt__cmap_del(rt, (uint32_t)j);
+		rt_cwatch_t *w = rt__cmap_get(rt, c->pid);
+		if (w && w->ref == r->ref)
+			tank_set_del(&rt->cmap, sizeof *w, (uint64_t)c->pid, NULL);
 		if (--rt->nchildwatch == 0)
 			ev_unref(rt->loop);
 		break;
@@ -359,9 +295,9 @@ static void rt__reap(rt_t *rt)
 	int status;
 
 	while ((pid = waitpid(-1, &status, WNOHANG)) > 0) {
-		int j = rt__cmap_find(rt, pid);
-		rt_childw_t *c = j < 0 ? NULL
-			: (rt_childw_t *)rt__res_get(rt, rt->cmap[j].ref, RT__RES_CHILD);
+		rt_cwatch_t *w = rt__cmap_get(rt, pid);
+		rt_childw_t *c = !w ? NULL
+			: (rt_childw_t *)rt__res_get(rt, w->ref, RT__RES_CHILD);
 		if (c)
 			rt__child_fire(rt, c, status);
 		else
@@ -386,12 +322,13 @@ int rt_watch_child(rt_t *rt, rt_pid_t owner, pid_t pid, uint32_t tag,
 		return -ESRCH;
 	if (pid <= 0)
 		return -EINVAL;
-	if (rt__cmap_find(rt, pid) >= 0)
+	if (rt__cmap_get(rt, pid))
 		return -EEXIST;
 	if ((err = rt__res_new(rt, sizeof *c, RT__RES_CHILD, a, tag, (rt_res_t **)&c)) < 0)
 		return err;
 	c->pid = pid;
-	if ((err = rt__cmap_put(rt, pid, c->res.ref)) < 0) {
+	rt_cwatch_t cw = { (uint64_t)pid, c->res.ref };
+	if ((err = tank_set_add(&rt->cmap, sizeof cw, &cw)) < 0) {
 		rt__res_detach(a, &c->res);
 		rt_tab_free(&rt->res, c->res.ref);
 		free(c);
@@ -441,9 +378,7 @@ void rt__io_destroy(rt_t *rt)
 {
 	ev_ref(rt->loop);
 	ev_signal_stop(rt->loop, &rt->sigchld);
-	free(rt->cmap);
-	rt->cmap = NULL;
-	rt->cmap_cap = rt->cmap_len = 0;
+	tank_set_free(&rt->cmap);
 	free(rt->orphans);
 	rt->orphans = NULL;
 	rt->norphans = 0;

@@ -28,6 +28,8 @@
  */
 #include "supervisor/sup.h"
 
+#include "common/tank_set.h"
+
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
@@ -78,8 +80,7 @@ typedef struct sup {
 	sup_child_t *cursor;             /* next child of a start walk */
 	size_t nchildren, nlive, nsig_live;
 	uint64_t next_serial;
-	sup_slot_t *map;                 /* running children by pid */
-	size_t map_cap, map_len;
+	tank_set_t map;                  /* running children by pid (sup_slot_t) */
 	uint64_t *ring;                  /* last intensity+1 restart times */
 	uint32_t ring_cap, ring_len, ring_pos;
 	int seq;
@@ -102,82 +103,31 @@ static const rt_behaviour_t sup_behaviour;
 
 /* --- the pid table ------------------------------------------------------- */
 
-static size_t sup__hash(rt_pid_t pid, size_t cap)
-{
-	return (size_t)((pid * 0x9E3779B97F4A7C15ull) >> 17) & (cap - 1);
-}
+/* Running children by pid, in the daemon's one set (common/tank_set.h):
+ * O(1) to find the child of an exit signal, whatever the count. */
 
 /* Makes room for one more entry so that the insert after a child's start
  * cannot fail: once a child runs, it must be findable. */
 static int sup__map_reserve(sup_t *s)
 {
-	size_t ncap;
-	sup_slot_t *nm;
-
-	if ((s->map_len + 1) * 2 <= s->map_cap)
-		return 0;
-	ncap = s->map_cap ? s->map_cap * 2 : 16;
-	if (!(nm = calloc(ncap, sizeof *nm)))
-		return -ENOMEM;
-	for (size_t i = 0; i < s->map_cap; i++) {
-		if (!s->map[i].pid)
-			continue;
-		size_t j = sup__hash(s->map[i].pid, ncap);
-		while (nm[j].pid)
-			j = (j + 1) & (ncap - 1);
-		nm[j] = s->map[i];
-	}
-	free(s->map);
-	s->map = nm;
-	s->map_cap = ncap;
-	return 0;
+	return tank_set_reserve(&s->map, sizeof(sup_slot_t));
 }
 
 static void sup__map_put(sup_t *s, rt_pid_t pid, sup_child_t *c)
 {
-	size_t i = sup__hash(pid, s->map_cap);
-
-	while (s->map[i].pid)
-		i = (i + 1) & (s->map_cap - 1);
-	s->map[i].pid = pid;
-	s->map[i].c = c;
-	s->map_len++;
+	sup_slot_t e = { pid, c };
+	(void)tank_set_add(&s->map, sizeof e, &e);   /* reserved: cannot fail */
 }
 
 static sup_child_t *sup__map_get(const sup_t *s, rt_pid_t pid)
 {
-	if (!s->map_cap || !pid)
-		return NULL;
-	for (size_t i = sup__hash(pid, s->map_cap); s->map[i].pid;
-	     i = (i + 1) & (s->map_cap - 1))
-		if (s->map[i].pid == pid)
-			return s->map[i].c;
-	return NULL;
+	sup_slot_t *e = pid ? tank_set_get(&s->map, sizeof *e, pid) : NULL;
+	return e ? e->c : NULL;
 }
 
-/* Linear probing with backward-shift deletion: no tombstones, so a table
- * churned by 100,000 restarts stays as short as it is full. */
 static void sup__map_del(sup_t *s, rt_pid_t pid)
 {
-	size_t mask = s->map_cap - 1, i, j;
-
-	if (!s->map_cap)
-		return;
-	for (i = sup__hash(pid, s->map_cap); s->map[i].pid != pid;
-	     i = (i + 1) & mask)
-		if (!s->map[i].pid)
-			return;
-	s->map[i].pid = 0;
-	s->map_len--;
-	for (j = (i + 1) & mask; s->map[j].pid; j = (j + 1) & mask) {
-		size_t h = sup__hash(s->map[j].pid, s->map_cap);
-		/* Move j into the hole i unless its home lies in (i, j]. */
-		if ((j > i && (h <= i || h > j)) || (j < i && h <= i && h > j)) {
-			s->map[i] = s->map[j];
-			s->map[j].pid = 0;
-			i = j;
-		}
-	}
+	(void)tank_set_del(&s->map, sizeof(sup_slot_t), pid, NULL);
 }
 
 /* --- children ------------------------------------------------------------ */
@@ -649,7 +599,7 @@ static void sup__free(sup_t *s)
 		c->state = SUP__DOWN;
 		sup__remove(s, c);
 	}
-	free(s->map);
+	tank_set_free(&s->map);
 	free(s->ring);
 	free(s->defq);
 	free((void *)s->tmpl.id);

@@ -8,7 +8,7 @@
 #include <string.h>
 
 #include "runtime/rt.h"
-#include "runtime/rt_set.h"
+#include "common/tank_set.h"
 #include "tests/support/tsupport.h"
 
 #define NLINKS 50000
@@ -364,7 +364,7 @@ static void check_set_against_reference(size_t esz)
 {
 	enum { KEYS = 3000, OPS = 200000 };
 	static bool in[KEYS + 1];
-	rt__set_t s = { 0 };
+	tank_set_t s = { 0 };
 	uint32_t n = 0, seed = 12345;
 
 	memset(in, 0, sizeof in);
@@ -376,13 +376,13 @@ static void check_set_against_reference(size_t esz)
 		rec24_t r = { key << 40 | key, key * 3, key * 5 };
 		r.key = key << 40 | key;   /* pid-like: slot and generation bits */
 		if ((seed >> 4) % 4 < (grow ? 3u : 1u)) {
-			int res = rt__set_add(&s, esz, &r);
+			int res = tank_set_add(&s, esz, &r);
 			cr_assert_eq(res, in[key] ? 1 : 0);
 			n += !in[key];
 			in[key] = true;
 		} else {
 			rec24_t out = { 0 };
-			bool had = rt__set_del(&s, esz, r.key, &out);
+			bool had = tank_set_del(&s, esz, r.key, &out);
 			cr_assert_eq(had, in[key]);
 			if (had) {
 				cr_assert_eq(out.key, r.key);
@@ -395,8 +395,8 @@ static void check_set_against_reference(size_t esz)
 		cr_assert_eq(s.n, n);
 		if (op % 9973 == 0) {
 			uint32_t seen = 0;
-			for (uint32_t i = 0; i < rt__set_slots(&s); i++) {
-				rec24_t *e = rt__set_at(&s, esz, i);
+			for (uint32_t i = 0; i < tank_set_slots(&s); i++) {
+				rec24_t *e = tank_set_at(&s, esz, i);
 				if (!e)
 					continue;
 				seen++;
@@ -404,16 +404,16 @@ static void check_set_against_reference(size_t esz)
 			}
 			cr_assert_eq(seen, n);
 			for (uint64_t k = 1; k <= KEYS; k++)
-				cr_assert_eq(rt__set_get(&s, esz, k << 40 | k) != NULL, in[k]);
+				cr_assert_eq(tank_set_get(&s, esz, k << 40 | k) != NULL, in[k]);
 		}
 	}
 	/* Drain to empty: back to the small array form. */
 	for (uint64_t k = 1; k <= KEYS; k++)
 		if (in[k])
-			cr_assert(rt__set_del(&s, esz, k << 40 | k, NULL));
+			cr_assert(tank_set_del(&s, esz, k << 40 | k, NULL));
 	cr_assert_eq(s.n, 0);
-	cr_assert_leq(s.cap, RT__SET_SMALL);
-	rt__set_free(&s);
+	cr_assert_leq(s.cap, TANK_SET_SMALL);
+	tank_set_free(&s);
 }
 
 Test(rt2, link_set_matches_reference)
