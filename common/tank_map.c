@@ -31,6 +31,15 @@ void tank_map_destroy(tank_map_t *m)
 	tank_map_init(m);
 }
 
+void tank_map_clear(tank_map_t *m)
+{
+	for (size_t i = 0; i < m->cap; i++) {
+		free(m->slots[i].key);
+		m->slots[i].key = NULL;
+	}
+	m->len = 0;
+}
+
 static size_t tank__map_find(const tank_map_t *m, const char *key, uint64_t h)
 {
 	size_t mask = m->cap - 1;

@@ -28,6 +28,8 @@ typedef struct tank_map {
 void tank_map_init(tank_map_t *m);
 /* Frees the slots and the key copies, not the values. */
 void tank_map_destroy(tank_map_t *m);
+/* Empties the map and keeps its slots (for a map refilled often). */
+void tank_map_clear(tank_map_t *m);
 /* The value for key, or NULL. */
 void *tank_map_get(const tank_map_t *m, const char *key);
 /* Inserts or replaces; *old (may be NULL) gets the replaced value or NULL. */

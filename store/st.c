@@ -67,52 +67,21 @@ static bool name_ok(const char *name)
 
 /* ---- the queue ---------------------------------------------------------- */
 
-static uint32_t *idx_slot(st_t *st, const char *name, size_t len)
-{
-	uint64_t h = st_hash64(name, len);
-	size_t mask = st->cap_idx - 1;
-	for (size_t i = h & mask;; i = (i + 1) & mask) {
-		uint32_t e = st->idx[i];
-		if (e == 0)
-			return &st->idx[i];
-		pend_t *p = &st->pend[e - 1];
-		if (p->namelen == len && memcmp(p->name, name, len) == 0)
-			return &st->idx[i];
-	}
-}
-
+/* Queue entries are found by name through the daemon's one map
+ * (name -> entry index + 1). */
 static pend_t *pend_find(st_t *st, const char *name)
 {
-	if (st->n_pend == 0)
-		return NULL;
-	uint32_t *slot = idx_slot(st, name, strlen(name));
-	return *slot ? &st->pend[*slot - 1] : NULL;
-}
-
-static int idx_grow(st_t *st)
-{
-	size_t cap = st->cap_idx ? st->cap_idx * 2 : 64;
-	uint32_t *n = calloc(cap, sizeof *n);
-	if (!n)
-		return -ENOMEM;
-	free(st->idx);
-	st->idx = n;
-	st->cap_idx = cap;
-	for (size_t i = 0; i < st->n_pend; i++)
-		*idx_slot(st, st->pend[i].name, st->pend[i].namelen) =
-			(uint32_t)i + 1;
-	return 0;
+	uintptr_t at = st->n_pend ? (uintptr_t)tank_map_get(&st->pend_by_name, name) : 0;
+	return at ? &st->pend[at - 1] : NULL;
 }
 
 /* Finds or creates the queue entry of name (already validated). */
 static pend_t *pend_get(st_t *st, const char *name)
 {
 	size_t len = strlen(name);
-	if ((st->n_pend + 1) * 2 > st->cap_idx && idx_grow(st))
-		return NULL;
-	uint32_t *slot = idx_slot(st, name, len);
-	if (*slot)
-		return &st->pend[*slot - 1];
+	pend_t *p = pend_find(st, name);
+	if (p)
+		return p;
 	if (st->n_pend == st->cap_pend) {
 		size_t cap = st->cap_pend ? st->cap_pend * 2 : 16;
 		pend_t *n = realloc(st->pend, cap * sizeof *n);
@@ -121,11 +90,12 @@ static pend_t *pend_get(st_t *st, const char *name)
 		st->pend = n;
 		st->cap_pend = cap;
 	}
-	pend_t *p = &st->pend[st->n_pend];
+	if (tank_map_put(&st->pend_by_name, name, (void *)(uintptr_t)(st->n_pend + 1), NULL) < 0)
+		return NULL;
+	p = &st->pend[st->n_pend++];
 	memset(p, 0, sizeof *p);
 	memcpy(p->name, name, len + 1);
 	p->namelen = len;
-	*slot = (uint32_t)++st->n_pend;
 	return p;
 }
 
@@ -134,8 +104,7 @@ static void pend_clear(st_t *st)
 	st__coll_pend_clear(st);
 	st->n_pend = 0;
 	st->n_trs = 0;
-	if (st->idx)
-		memset(st->idx, 0, st->cap_idx * sizeof *st->idx);
+	tank_map_clear(&st->pend_by_name);
 	/* A burst should not pin its peak memory forever. */
 	if (st->cap_trs > 65536) {
 		free(st->trs);
@@ -154,51 +123,17 @@ size_t st_pending(const st_t *st)
 
 /* ---- the status cache ------------------------------------------------------ */
 
-static uint32_t *cache_slot(st_t *st, const char *name, size_t len)
-{
-	uint64_t h = st_hash64(name, len);
-	size_t mask = st->cap_cidx - 1;
-	for (size_t i = h & mask;; i = (i + 1) & mask) {
-		uint32_t e = st->cidx[i];
-		if (e == 0)
-			return &st->cidx[i];
-		cent_t *c = st->cache[e - 1];
-		if (c->namelen == len && memcmp(c->s.name, name, len) == 0)
-			return &st->cidx[i];
-	}
-}
-
 static cent_t *cache_find(st_t *st, const char *name)
 {
-	if (st->n_cache == 0)
-		return NULL;
-	uint32_t *slot = cache_slot(st, name, strlen(name));
-	return *slot ? st->cache[*slot - 1] : NULL;
-}
-
-static int cache_reindex(st_t *st, size_t cap)
-{
-	uint32_t *n = calloc(cap, sizeof *n);
-	if (!n)
-		return -ENOMEM;
-	free(st->cidx);
-	st->cidx = n;
-	st->cap_cidx = cap;
-	for (size_t i = 0; i < st->n_cache; i++)
-		*cache_slot(st, st->cache[i]->s.name, st->cache[i]->namelen) =
-			(uint32_t)i + 1;
-	return 0;
+	return st->n_cache ? tank_map_get(&st->cache_by_name, name) : NULL;
 }
 
 /* Finds or adds the entry of name (already validated); NULL on -ENOMEM. */
 static cent_t *cache_get(st_t *st, const char *name, size_t len)
 {
-	if ((st->n_cache + 1) * 2 > st->cap_cidx &&
-	    cache_reindex(st, st->cap_cidx ? st->cap_cidx * 2 : 256))
-		return NULL;
-	uint32_t *slot = cache_slot(st, name, len);
-	if (*slot)
-		return st->cache[*slot - 1];
+	cent_t *c = cache_find(st, name);
+	if (c)
+		return c;
 	if (st->n_cache == st->cap_cache) {
 		size_t cap = st->cap_cache ? st->cap_cache * 2 : 64;
 		cent_t **n = realloc(st->cache, cap * sizeof *n);
@@ -207,14 +142,16 @@ static cent_t *cache_get(st_t *st, const char *name, size_t len)
 		st->cache = n;
 		st->cap_cache = cap;
 	}
-	cent_t *c = calloc(1, sizeof *c);
-	if (!c)
+	if (!(c = calloc(1, sizeof *c)))
 		return NULL;
 	memcpy(c->s.name, name, len);
 	c->s.name[len] = '\0';
 	c->namelen = len;
-	st->cache[st->n_cache] = c;
-	*slot = (uint32_t)++st->n_cache;
+	if (tank_map_put(&st->cache_by_name, c->s.name, c, NULL) < 0) {
+		free(c);
+		return NULL;
+	}
+	st->cache[st->n_cache++] = c;
 	st->order_ok = false;
 	return c;
 }
@@ -241,18 +178,15 @@ static void cache_del(st_t *st, const char *const *names, size_t n)
 		return;
 	size_t o = 0;
 	for (size_t i = 0; i < st->n_cache; i++) {
-		if (st->cache[i]->dead)
+		if (st->cache[i]->dead) {
+			tank_map_del(&st->cache_by_name, st->cache[i]->s.name);
 			cent_free(st->cache[i]);
-		else
-			st->cache[o++] = st->cache[i];
+			continue;
+		}
+		st->cache[o++] = st->cache[i];
 	}
 	st->n_cache = o;
 	st->order_ok = false;
-	/* Rebuilding in place cannot fail: same capacity, fewer entries. */
-	memset(st->cidx, 0, st->cap_cidx * sizeof *st->cidx);
-	for (size_t i = 0; i < st->n_cache; i++)
-		*cache_slot(st, st->cache[i]->s.name, st->cache[i]->namelen) =
-			(uint32_t)i + 1;
 }
 
 static int cmp_cent(const void *a, const void *b)
@@ -285,7 +219,7 @@ static void cache_free(st_t *st)
 	for (size_t i = 0; i < st->n_cache; i++)
 		cent_free(st->cache[i]);
 	free(st->cache);
-	free(st->cidx);
+	tank_map_destroy(&st->cache_by_name);
 	free(st->order);
 }
 
@@ -1569,7 +1503,7 @@ static void st_free(st_t *st)
 	st__coll_free_all(st);
 	cache_free(st);
 	free(st->pend);
-	free(st->idx);
+	tank_map_destroy(&st->pend_by_name);
 	free(st->trs);
 	free(st->subs);
 	msgpack_sbuffer_destroy(&st->buf);

@@ -232,8 +232,7 @@ void st__coll_pend_clear(st_t *st)
 	for (size_t i = 0; i < st->n_gq; i++)
 		free(st->gq[i].val);
 	st->n_gq = 0;
-	tank_map_destroy(&st->gq_last);
-	tank_map_init(&st->gq_last);
+	tank_map_clear(&st->gq_last);
 	if (st->cap_gq > 65536) {
 		free(st->gq);
 		st->gq = NULL;
@@ -244,6 +243,7 @@ void st__coll_pend_clear(st_t *st)
 void st__coll_free_all(st_t *st)
 {
 	st__coll_pend_clear(st);
+	tank_map_destroy(&st->gq_last);
 	free(st->gq);
 	st->gq = NULL;
 	st->cap_gq = 0;

@@ -69,8 +69,7 @@ struct st {
 	/* The queue: entries in insertion order, hashed by name. */
 	pend_t *pend;
 	size_t n_pend, cap_pend;
-	uint32_t *idx;             /* open addressing: entry index + 1, 0 = free */
-	size_t cap_idx;            /* power of two, > 2 * n_pend */
+	tank_map_t pend_by_name;   /* name -> entry index + 1 */
 	pend_tr_t *trs;
 	size_t n_trs, cap_trs;
 
@@ -81,8 +80,7 @@ struct st {
 	 * writer of its environment (flock), so the cache cannot go stale. */
 	cent_t **cache;
 	size_t n_cache, cap_cache;
-	uint32_t *cidx;            /* open addressing: cache index + 1 */
-	size_t cap_cidx;
+	tank_map_t cache_by_name;  /* name -> cent_t (borrowed from cache[]) */
 	cent_t **order;            /* cache sorted by name, valid if order_ok */
 	size_t cap_order;
 	bool order_ok;
