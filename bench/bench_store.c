@@ -18,6 +18,7 @@
 #include <unistd.h>
 
 #include "store/st.h"
+#include "store/st_codec.h"
 
 static double now_s(void)
 {
@@ -240,10 +241,68 @@ static void bench_list(const char *dir, size_t pods, int reps)
 	st_close(st, NULL);
 }
 
+/* The record decoder: the store's pull reader (st__dec_status) against
+ * msgpack-c's unpacker building its object tree (msgpack_unpack into a
+ * zone), which is only the first half of a msgpack-c decoder (the fields
+ * would still have to be walked and copied).  Status records are what the
+ * store decodes most (every status at open, every record at a resync's
+ * read of the desired pods, the cache on a list).  The ratio says whether
+ * the hand reader earns its keep (issue: kinds platform, item 3). */
+static void bench_codec(size_t n)
+{
+	st_status_t s, out;
+	st_container_status_t cs[2];
+	msgpack_sbuffer b;
+
+	memset(&s, 0, sizeof s);
+	memset(cs, 0, sizeof cs);
+	snprintf(s.name, sizeof s.name, "web-123");
+	snprintf(s.uid, sizeof s.uid, "0f8c2a54-3b1e-4c6d-9a7f-1e2d3c4b5a69");
+	snprintf(s.phase, sizeof s.phase, "backing_off");
+	snprintf(s.reason, sizeof s.reason, "app: exited with code 1");
+	s.restarts = 12;
+	s.generation = 3;
+	s.since = 1795479408334;
+	for (int i = 0; i < 2; i++) {
+		snprintf(cs[i].name, sizeof cs[i].name, "c%d", i);
+		snprintf(cs[i].phase, sizeof cs[i].phase, "running");
+		cs[i].pid = 4242 + i;
+		cs[i].started_at = 1795479408334;
+		cs[i].last_exit.present = true;
+		cs[i].last_exit.code = 1;
+	}
+	s.containers = cs;
+	s.n_containers = 2;
+	msgpack_sbuffer_init(&b);
+	if (st__enc_status(&b, &s))
+		return;
+	double t0 = now_s();
+	for (size_t i = 0; i < n; i++) {
+		memset(&out, 0, sizeof out);
+		if (st__dec_status(b.data, b.size, "web-123", 7, &out, NULL) == 0)
+			st_status_clear(&out);
+	}
+	double t_hand = (now_s() - t0) * 1e9 / (double)n;
+	msgpack_zone *z = msgpack_zone_new(4096);
+	t0 = now_s();
+	for (size_t i = 0; i < n; i++) {
+		msgpack_object o;
+		size_t off = 0;
+		msgpack_unpack(b.data, b.size, &off, z, &o);
+		msgpack_zone_clear(z);
+	}
+	double t_mp = (now_s() - t0) * 1e9 / (double)n;
+	msgpack_zone_free(z);
+	msgpack_sbuffer_destroy(&b);
+	emit("decode_status_hand_reader", t_hand, "ns");
+	emit("decode_status_msgpack_c_tree_only", t_mp, "ns");
+	emit("decode_status_msgpack_c_over_hand", t_mp / t_hand, "ratio");
+}
+
 int main(void)
 {
 	bool quick = getenv("QUICK") && strcmp(getenv("QUICK"), "0") != 0;
-	const char *only = getenv("BENCH_ONLY"); /* apply|transitions|list */
+	const char *only = getenv("BENCH_ONLY"); /* apply|transitions|codec|list */
 	char dir[] = "/tmp/tank-bench-store-XXXXXX";
 	char sub[sizeof dir + 16];
 	if (!mkdtemp(dir)) {
@@ -263,6 +322,8 @@ int main(void)
 		snprintf(sub, sizeof sub, "%s/transitions", dir);
 		bench_transitions(sub, quick ? 200000 : 2000000, 1000);
 	}
+	if (!only || strcmp(only, "codec") == 0)
+		bench_codec(quick ? 100000 : 1000000);
 	if (!only || strcmp(only, "list") == 0) {
 		snprintf(sub, sizeof sub, "%s/list", dir);
 		bench_list(sub, 10000, 21);
