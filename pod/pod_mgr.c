@@ -545,6 +545,17 @@ static bool pod__cg_owned(void *ctx, const char *pod, const char *container)
 	pod__cg_group(p, group, sizeof group);
 	if (strcmp(group, pod) != 0)
 		return false;           /* a predecessor's group */
+	/* Containers not built yet (the first pass after a restart of
+	 * tankd) are owned through the spec: their leftovers are stopped
+	 * gracefully by the container manager (stop signal, grace), not
+	 * killed by the sweep. */
+	if (!p->nctrs) {
+		const pod_spec_t *sp = p->spec ? p->spec : p->want;
+		for (size_t i = 0; sp && i < sp->container_count; i++)
+			if (strcmp(sp->containers[i].name, container) == 0)
+				return true;
+		return false;
+	}
 	for (size_t i = 0; i < p->nctrs; i++)
 		if (strcmp(p->ctrs[i].name, container) == 0)
 			return true;
