@@ -74,11 +74,12 @@ struct pod_trk {
 	bool restart_req;
 	bool restart_noted;           /* the request is in the history */
 	rc_fsm_state_t st;
-	char fail[RC_REASON_MAX];     /* non-empty: failed as a whole (escalated,
-				       * or its stored spec cannot be loaded) */
+	char *fail;                   /* non-NULL: failed as a whole (escalated, or
+				       * its stored spec cannot be loaded); owned */
 	bool restored;                /* stored status was read */
-	st_status_t saved;            /* stored status, until containers exist */
-	bool has_saved;
+	st_status_t *saved;           /* stored status, until containers exist:
+				       * on the heap, for the first pass only
+				       * (a ~450 B record per pod otherwise) */
 	uint64_t persisted_sig;       /* pod__status_sig of the last status queued */
 };
 
@@ -109,6 +110,20 @@ static void pod__fmt(char *dst, size_t cap, const char *fmt, ...)
 static void pod__copy(char *dst, size_t cap, const char *src)
 {
 	pod__fmt(dst, cap, "%s", src ? src : "");
+}
+
+/* Marks p failed as a whole with reason (NULL clears it).  Failure is rare:
+ * the reason lives on the heap, not in every pod's record.  On -ENOMEM the
+ * pod is still marked failed, with a generic reason. */
+static void pod__set_fail(pod_trk_t *p, const char *reason)
+{
+	static char oom[] = "failed (out of memory for the reason)";
+
+	if (p->fail != oom)
+		free(p->fail);
+	p->fail = NULL;
+	if (reason && !(p->fail = strdup(reason)))
+		p->fail = oom;
 }
 
 static pod_ctr_t *pod__ctr_find(pod_mgr_t *m, const char *key)
@@ -143,7 +158,7 @@ static bool pod__ctr_want(const pod_mgr_t *m, const pod_ctr_t *c)
 {
 	const pod_trk_t *p = c->pod;
 	return !m->shutting_down && p->desired && pod__current(p) &&
-	       !p->restart_req && !p->fail[0];
+	       !p->restart_req && !p->fail;
 }
 
 static bool pod__busy(const pod_trk_t *p)
@@ -293,8 +308,8 @@ static void pod__update(pod_mgr_t *m, rc_loop_t *loop, pod_trk_t *p)
 		pod__copy(reason, sizeof reason, !p->desired ? "deleted"
 			  : p->restart_req ? "restart"
 			  : m->shutting_down ? "shutdown"
-			  : p->fail[0] ? p->fail : "spec changed");
-	} else if (p->fail[0]) {
+			  : p->fail ? p->fail : "spec changed");
+	} else if (p->fail) {
 		ev = POD_PE_ALL_DONE;
 		pod__copy(reason, sizeof reason, p->fail);
 	} else if (p->nctrs && nterm == p->nctrs) {
@@ -340,12 +355,15 @@ static void pod__ctrs_free(pod_trk_t *p)
 
 static void pod__trk_free(pod_trk_t *p)
 {
+	pod__set_fail(p, NULL);
 	pod__ctrs_free(p);
 	if (p->spec != p->want)
 		pod_spec_free(p->spec);
 	pod_spec_free(p->want);
-	if (p->has_saved)
-		st_status_clear(&p->saved);
+	if (p->saved) {
+		st_status_clear(p->saved);
+		free(p->saved);
+	}
 	free(p);
 }
 
@@ -365,10 +383,10 @@ static int pod__ctrs_build(pod_trk_t *p)
 		c->name = strchr(c->key, '/') + 1;
 		rc_fsm_restore(&c->st, POD_CP_PENDING, 0, "");
 		c->proc.stdout_fd = c->proc.stderr_fd = -1;
-		if (!p->has_saved)
+		if (!p->saved)
 			continue;
-		for (size_t j = 0; j < p->saved.n_containers; j++) {
-			const st_container_status_t *cs = &p->saved.containers[j];
+		for (size_t j = 0; j < p->saved->n_containers; j++) {
+			const st_container_status_t *cs = &p->saved->containers[j];
 			if (strcmp(cs->name, c->name) != 0)
 				continue;
 			/* A process of a previous tankd, if still the same. */
@@ -380,8 +398,8 @@ static int pod__ctrs_build(pod_trk_t *p)
 			}
 			/* Counts belong to this object at this version: not to
 			 * a predecessor of the same name. */
-			if (p->saved.generation != p->generation ||
-			    (p->saved.uid[0] && strcmp(p->saved.uid, p->uid) != 0))
+			if (p->saved->generation != p->generation ||
+			    (p->saved->uid[0] && strcmp(p->saved->uid, p->uid) != 0))
 				break;
 			c->restarts = cs->restarts;
 			c->retries = cs->retries;
@@ -390,12 +408,13 @@ static int pod__ctrs_build(pod_trk_t *p)
 			if (strcmp(cs->phase, "terminal") == 0)
 				rc_fsm_restore(&c->st, POD_CP_TERMINAL, 0, cs->reason);
 			else if (strcmp(cs->phase, "backing_off") == 0)
-				c->next_restart_at = p->saved.next_restart_at;
+				c->next_restart_at = p->saved->next_restart_at;
 		}
 	}
-	if (p->has_saved) {
-		st_status_clear(&p->saved);
-		p->has_saved = false;
+	if (p->saved) {
+		st_status_clear(p->saved);
+		free(p->saved);
+		p->saved = NULL;
 	}
 	return 0;
 }
@@ -449,23 +468,28 @@ static int pod__seen(void *ctx, const st_pod_t *sp)
 		return 0;               /* seen again at the next resync */
 	if (!p->restored) {
 		p->restored = true;
-		p->has_saved = st_status_get(m->o.store, p->name, &p->saved, NULL) == 0;
-		if (p->has_saved) {
-			int ph = rc_fsm_phase_of(&pod_fsm, p->saved.phase);
+		if ((p->saved = calloc(1, sizeof *p->saved)) &&
+		    st_status_get(m->o.store, p->name, p->saved, NULL) < 0) {
+			free(p->saved);
+			p->saved = NULL;
+		}
+		if (p->saved) {
+			int ph = rc_fsm_phase_of(&pod_fsm, p->saved->phase);
 			rc_fsm_restore(&p->st, ph < 0 ? POD_PP_PENDING : (uint8_t)ph,
-				       p->saved.since, p->saved.reason);
+				       p->saved->since, p->saved->reason);
 		}
 	}
 	if (p->want_gen != sp->generation || strcmp(p->want_uid, sp->uid) != 0 ||
-	    (!p->want && !p->fail[0])) {
+	    (!p->want && !p->fail)) {
 		pod_spec_t *ns = NULL;
 		tank_error_t err;
 		tank_error_clear(&err);
 		if (pod__decode_spec(sp, &ns, &err) < 0) {
 			/* Validated at apply, so only a damaged store: this pod
 			 * is failed with the reason, the others run. */
-			pod__fmt(p->fail, sizeof p->fail,
-				 "stored spec cannot be loaded: %s", err.msg);
+			char why[RC_REASON_MAX];
+			pod__fmt(why, sizeof why, "stored spec cannot be loaded: %s", err.msg);
+			pod__set_fail(p, why);
 			p->want_gen = sp->generation;
 			pod__copy(p->want_uid, sizeof p->want_uid, sp->uid);
 			p->desired = true;
@@ -476,8 +500,8 @@ static int pod__seen(void *ctx, const st_pod_t *sp)
 		p->want = ns;
 		p->want_gen = sp->generation;
 		pod__copy(p->want_uid, sizeof p->want_uid, sp->uid);
-		if (p->fail[0] && strncmp(p->fail, "stored spec", 11) == 0)
-			p->fail[0] = '\0';
+		if (p->fail && strncmp(p->fail, "stored spec", 11) == 0)
+			pod__set_fail(p, NULL);
 	}
 	p->desired = true;
 	return 0;
@@ -493,7 +517,7 @@ static int pod__seen(void *ctx, const st_pod_t *sp)
 static bool pod__settled(rt_t *rt, const pod_trk_t *p)
 {
 	if (!p->desired || !pod__current(p) ||
-	    p->restart_req || p->fail[0] || !p->nctrs)
+	    p->restart_req || p->fail || !p->nctrs)
 		return false;
 	for (size_t i = 0; i < p->nctrs; i++) {
 		const pod_ctr_t *c = &p->ctrs[i];
@@ -702,8 +726,8 @@ static rc_result_t pod__reconcile(void *ctx, rc_loop_t *loop, const rc_view_t *v
 		if (p->spec != p->want)
 			pod_spec_free(p->spec);
 		p->spec = NULL;
-		if (strncmp(p->fail, "stored spec", 11) != 0)
-			p->fail[0] = '\0';      /* a new spec starts afresh */
+		if (p->fail && strncmp(p->fail, "stored spec", 11) != 0)
+			pod__set_fail(p, NULL);  /* a new spec starts afresh */
 	}
 	if (!p->spec && p->want) {
 		p->spec = p->want;
@@ -721,7 +745,8 @@ static rc_result_t pod__reconcile(void *ctx, rc_loop_t *loop, const rc_view_t *v
 			return rc_act();
 		}
 		p->restart_req = p->restart_noted = false;
-		p->fail[0] = p->want ? '\0' : p->fail[0];
+		if (p->want)
+			pod__set_fail(p, NULL);
 		for (size_t i = 0; i < p->nctrs; i++) {
 			pod_ctr_t *c = &p->ctrs[i];
 			c->retries = 0;
@@ -744,7 +769,7 @@ static void pod__mark_failed(void *ctx, rc_loop_t *loop, const char *key,
 
 	if (!p)
 		return;
-	pod__copy(p->fail, sizeof p->fail, reason);
+	pod__set_fail(p, reason);
 	pod__enqueue_ctrs(loop, p);
 	pod__update(m, loop, p);
 }
