@@ -346,10 +346,13 @@ static void rc__run_one(rc_loop_t *loop, rc_entry_t *e)
 	}
 }
 
+/* The coarse clock: a few nanoseconds (no syscall, no TSC read), and
+ * its millisecond-ish resolution is plenty for a 5 ms budget; the precise
+ * one, read at every turn, cost a third of the message rate. */
 static uint64_t rc__mono_ns(void)
 {
 	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
+	clock_gettime(CLOCK_MONOTONIC_COARSE, &ts);
 	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
 
