@@ -606,6 +606,21 @@ int st_coll_status_get(st_coll_t *c, const char *key, void **bytes, size_t *len,
 	return rc;
 }
 
+static int coll__push_tr(st_transition_t **arr, size_t *n, size_t *cap,
+			 const st_transition_t *t)
+{
+	if (*n == *cap) {
+		size_t nc = *cap ? *cap * 2 : 16;
+		st_transition_t *na = realloc(*arr, nc * sizeof *na);
+		if (!na)
+			return -ENOMEM;
+		*arr = na;
+		*cap = nc;
+	}
+	(*arr)[(*n)++] = *t;
+	return 0;
+}
+
 int st_coll_history(st_coll_t *c, const char *key, size_t limit,
 		    st_transition_t **out, size_t *n, tank_error_t *err)
 {
@@ -642,17 +657,10 @@ int st_coll_history(st_coll_t *c, const char *key, size_t limit,
 		}
 		if ((rc = st__dec_transition(v.mv_data, v.mv_size, k.mv_data, k.mv_size, &t, err)))
 			break;
-		if (cnt == cap) {
-			size_t nc = cap ? cap * 2 : 16;
-			st_transition_t *na = realloc(arr, nc * sizeof *na);
-			if (!na) {
-				rc = tank_error_set(err, -ENOMEM, "out of memory");
-				break;
-			}
-			arr = na;
-			cap = nc;
+		if (coll__push_tr(&arr, &cnt, &cap, &t)) {
+			rc = tank_error_set(err, -ENOMEM, "out of memory");
+			break;
 		}
-		arr[cnt++] = t;
 	}
 	mdb_cursor_close(cur);
 	mdb_txn_abort(txn);
@@ -660,17 +668,10 @@ int st_coll_history(st_coll_t *c, const char *key, size_t limit,
 		const st_gq_t *q = &c->st->gq[i];
 		if (q->c != c || q->what != GQ_HISTORY || strcmp(q->key, key))
 			continue;
-		if (cnt == cap) {
-			size_t nc = cap ? cap * 2 : 16;
-			st_transition_t *na = realloc(arr, nc * sizeof *na);
-			if (!na) {
-				rc = tank_error_set(err, -ENOMEM, "out of memory");
-				break;
-			}
-			arr = na;
-			cap = nc;
+		if (coll__push_tr(&arr, &cnt, &cap, &q->t)) {
+			rc = tank_error_set(err, -ENOMEM, "out of memory");
+			break;
 		}
-		arr[cnt++] = q->t;
 	}
 	if (rc) {
 		free(arr);
