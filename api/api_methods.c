@@ -452,6 +452,57 @@ static int pack_statuses(msgpack_packer *pk, void *arg)
 	return rc;
 }
 
+/* The status of a pod that is stored but has none yet. */
+static void pending_status(st_status_t *s, const st_pod_t *p)
+{
+	memset(s, 0, sizeof *s);
+	snprintf(s->name, sizeof s->name, "%s", p->name);
+	snprintf(s->uid, sizeof s->uid, "%s", p->uid);
+	snprintf(s->phase, sizeof s->phase, "pending");
+	snprintf(s->reason, sizeof s->reason, "not reconciled yet");
+	s->generation = p->generation;
+	s->since = p->updated_at;
+}
+
+/* Merges the status list (sorted by name) with the stored pods (walked in
+ * name order): out gets every pod, pending for those without a status.
+ * Entries are shallow copies (containers borrowed from the list). */
+typedef struct merge {
+	const statuses_t *have;
+	st_status_t *out;
+	size_t n, cap, at;
+} merge_t;
+
+static int merge_push(merge_t *m, const st_status_t *st)
+{
+	if (m->n == m->cap) {
+		size_t nc = m->cap ? m->cap * 2 : m->have->n + 64;
+		st_status_t *no = realloc(m->out, nc * sizeof *no);
+		if (!no)
+			return -ENOMEM;
+		m->out = no;
+		m->cap = nc;
+	}
+	m->out[m->n++] = *st;
+	return 0;
+}
+
+static int merge_pending(void *ctx, const st_pod_t *p)
+{
+	merge_t *m = ctx;
+	const statuses_t *h = m->have;
+	st_status_t pend;
+
+	/* Statuses of names before p without a pod: pods being deleted. */
+	while (m->at < h->n && strcmp(h->s[m->at].name, p->name) < 0)
+		if (merge_push(m, &h->s[m->at++]) < 0)
+			return -ENOMEM;
+	if (m->at < h->n && strcmp(h->s[m->at].name, p->name) == 0)
+		return merge_push(m, &h->s[m->at++]);
+	pending_status(&pend, p);
+	return merge_push(m, &pend);
+}
+
 static void m_status(const api_call_t *call, const msgpack_object *params, void *ctx)
 {
 	api_daemon_t *d = ctx;
@@ -466,7 +517,15 @@ static void m_status(const api_call_t *call, const msgpack_object *params, void 
 		st_status_t s;
 		api_obj_strcpy(&params->via.array.ptr[0], name, sizeof name);
 		memset(&s, 0, sizeof s);
-		if ((err = st_status_get(d->store, name, &s, &e)) < 0) {
+		if ((err = st_status_get(d->store, name, &s, &e)) == TANK_ENOTFOUND) {
+			/* Stored but not reconciled yet: known, and pending. */
+			st_pod_t p;
+			if ((err = st_pod_get(d->store, name, &p, &e)) == 0) {
+				pending_status(&s, &p);
+				st_pod_clear(&p);
+			}
+		}
+		if (err < 0) {
 			reply_pod_error(call, err, name, &e);
 			return;
 		}
@@ -479,7 +538,19 @@ static void m_status(const api_call_t *call, const msgpack_object *params, void 
 		api_reply_err(call->rt, call->token, err, e.msg);
 		return;
 	}
-	api_reply(call->rt, call->token, pack_statuses, &o);
+	/* Every stored pod is listed: those the reconciler has not reached
+	 * yet (right after an apply) as pending. */
+	merge_t mg = { &o, NULL, 0, 0, 0 };
+	int mr = st_pod_foreach(d->store, merge_pending, &mg, NULL);
+	while (mr == 0 && mg.at < o.n)
+		mr = merge_push(&mg, &o.s[mg.at++]);
+	if (mr == 0 && mg.n) {
+		statuses_t all = { mg.out, mg.n };
+		api_reply(call->rt, call->token, pack_statuses, &all);
+	} else {
+		api_reply(call->rt, call->token, pack_statuses, &o);
+	}
+	free(mg.out);
 	st_status_list_free(o.s, o.n);
 }
 

@@ -628,3 +628,26 @@ Test(e2e, unknown_names_exit_one_on_every_verb)
 	cr_assert_eq(ctl(d, out, sizeof out, "delete --ignore-not-found nope"), 0, "%s", out);
 	teardown(d);
 }
+
+/* Whatever is stored is known: right after an apply, before the
+ * reconciler reaches them, every pod answers status (pending). */
+Test(e2e, status_knows_every_stored_pod_at_once)
+{
+	d_t *d = setup();
+	static char yaml[300 * 96], out[1 << 20];
+	size_t off = 0;
+
+	for (int i = 0; i < 300; i++)
+		off += (size_t)snprintf(yaml + off, sizeof yaml - off,
+					"---\nname: s%03d\ncontainers: [{name: c, command: [/bin/sleep, \"1000\"]}]\n", i);
+	write_file(d, "many.yaml", yaml);
+	cr_assert_eq(ctl(d, out, sizeof out, "apply -f %s/many.yaml", d->dir), 0, "%.2000s", out);
+	cr_assert_eq(ctl(d, out, sizeof out, "status s299"), 0, "%.2000s", out);
+	cr_assert(strstr(out, "name: s299"), "%.2000s", out);
+	cr_assert_eq(ctl(d, out, sizeof out, "status -o json"), 0);
+	int n = 0;
+	for (const char *p = out; (p = strstr(p, "\"name\": \"s")); p++)
+		n++;
+	cr_assert_eq(n, 300, "%d pods in the status list", n);
+	teardown(d);
+}
