@@ -1,5 +1,7 @@
 #include "pod/pod_log.h"
 
+#include <dirent.h>
+
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -498,4 +500,31 @@ int pod_log_tail(const char *dir, const char *pod, const char *container,
 	*lines = v;
 	*n_lines = cnt;
 	return 0;
+}
+
+int pod_log_remove(const char *dir, const char *pod)
+{
+	char path[4096];
+	DIR *d;
+	struct dirent *de;
+	int r = 0;
+
+	if (!pod[0] || strchr(pod, '/') || !strcmp(pod, ".") || !strcmp(pod, ".."))
+		return -EINVAL;
+	if ((size_t)snprintf(path, sizeof path, "%s/%s", dir, pod) >= sizeof path)
+		return -ENAMETOOLONG;
+	if (!(d = opendir(path)))
+		return -errno;
+	while ((de = readdir(d))) {
+		char f[4096 + 256];
+		if (de->d_name[0] == '.')
+			continue;
+		snprintf(f, sizeof f, "%s/%s", path, de->d_name);
+		if (unlink(f) < 0 && errno != ENOENT)
+			r = -errno;
+	}
+	closedir(d);
+	if (rmdir(path) < 0 && !r)
+		r = -errno;
+	return r;
 }

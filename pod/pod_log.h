@@ -91,4 +91,10 @@ int pod_log_tail(const char *dir, const char *pod, const char *container,
 
 void pod_log_lines_free(char **lines, size_t n);
 
+/* Removes <dir>/<pod>/ and the log files in it (its containers' logs and
+ * their rotations), once the pod is deleted and no writer is open on it.
+ * Blocks on the unlinks.  0, -ENOENT when there is none, or a negative
+ * errno (the directory is then left, and found by the next delete). */
+int pod_log_remove(const char *dir, const char *pod);
+
 #endif

@@ -692,7 +692,12 @@ static void pod__forget(pod_mgr_t *m, rc_loop_t *loop, pod_trk_t *p)
 	(void)st_status_forget(m->o.store, p->name);
 	for (size_t i = 0; i < p->nctrs; i++)
 		rc_cancel_requeue(loop, K_CTR, p->ctrs[i].key);
-	pod__trk_free(p);
+	char name[POD_NAME_MAX + 1];
+	memcpy(name, p->name, sizeof name);
+	pod__trk_free(p);               /* closes its log writers */
+	/* The logs go with the pod (a deleted pod's directory used to stay
+	 * forever); until now `logs` could still read them. */
+	(void)pod_log_remove(m->log_dir, name);
 }
 
 static rc_result_t pod__reconcile(void *ctx, rc_loop_t *loop, const rc_view_t *view)

@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <dirent.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -845,4 +846,31 @@ Test(reconciler, delete_and_reapply_of_a_name_is_a_new_object)
 	st_pod_clear(&p);
 	teardown(h);
 	cr_assert_eq(count_marked(mb) + count_marked(ma), 0, "left behind after teardown");
+}
+
+/* A deleted pod's log directory goes with it. */
+Test(reconciler, delete_removes_the_pod_logs)
+{
+	h_t *h = setup(false);
+	char logs[160];
+	const char *names[] = { "talk" };
+	struct stat sb;
+
+	apply_yaml(h, "name: talk\nrestart: never\ncontainers:\n"
+		      "  - name: c\n    command: [/bin/sh, -c, \"echo hello; sleep 1000\"]\n");
+	cr_assert(wait_for(h, "talk", phase_is, "running", 10));
+	snprintf(logs, sizeof logs, "%s/logs/talk", h->dir);
+	bool there = false;
+	for (int i = 0; i < 500 && !there; i++) {
+		run_for(h, 0.02);
+		there = stat(logs, &sb) == 0;
+	}
+	cr_assert(there, "no log dir %s", logs);
+	cr_assert_eq(st_delete(h->st, names, 1, NULL, NULL), 0);
+	rc_nudge(h->rt, h->loop);
+	cr_assert(wait_for(h, "talk", gone, NULL, 20));
+	for (int i = 0; i < 100 && stat(logs, &sb) == 0; i++)
+		run_for(h, 0.02);
+	cr_assert_neq(stat(logs, &sb), 0, "%s left behind", logs);
+	teardown(h);
 }
