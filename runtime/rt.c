@@ -409,6 +409,16 @@ static void rt__run_actor(rt_t *rt, rt_actor_t *a)
 			rt__fd_rearm(rt, m->u.fd.ref);
 		rt__msg_free(rt, m);
 		n++;
+		/* A signal that arrived during this message (rt_exit of
+		 * itself, a link's exit) takes effect before the next one: an
+		 * actor that exits handles nothing after it. */
+		while (!(a->flags & RT__A_EXITING) && (m = a->sig_head)) {
+			a->sig_head = m->next;
+			if (!a->sig_head)
+				a->sig_tail = NULL;
+			rt__apply_signal(rt, a, m);
+			rt__msg_free(rt, m);
+		}
 	}
 	rt->cur = rt->running = NULL;
 	if (a->flags & RT__A_EXITING)
@@ -677,11 +687,10 @@ int rt_link(rt_t *rt, rt_pid_t pid)
 
 	if (!self)
 		return -EPERM;
-	if (!o || (o->flags & RT__A_DEAD)) {
-		/* Erlang: linking to a dead process is an immediate noproc. */
-		rt__signal(rt, self, pid, rt_reason(RT_NOPROC, 0), false);
+	if (!o || (o->flags & RT__A_DEAD))
+		/* As OTP's link/1: the call fails with noproc, which the
+		 * caller handles; it is not killed for asking. */
 		return -ESRCH;
-	}
 	if (o == self)
 		return 0;
 	if ((err = rt__link_add(self, pid)) < 0)

@@ -223,8 +223,8 @@ int rt_trap_exit(rt_t *rt, bool on);
  * per-actor sets: linking, unlinking, demonitoring and a peer's death are
  * O(1) expected however many links an actor has (a supervisor with
  * 100,000 children), while an actor with few links pays no more than a
- * small array.  Linking to a dead pid sends the caller an exit signal
- * with RT_NOPROC (as Erlang) and returns -ESRCH. */
+ * small array.  Linking to a dead pid fails with -ESRCH (OTP's noproc)
+ * and changes nothing: the caller is not sent an exit signal. */
 int rt_link(rt_t *rt, rt_pid_t pid);
 int rt_unlink(rt_t *rt, rt_pid_t pid);
 /* Monitors `pid`: when it dies the caller gets RT_MSG_DOWN with the ref and

@@ -900,3 +900,71 @@ Test(runtime, terminate_may_release_own_watches)
 	close(p[0]);
 	close(p[1]);
 }
+
+/* An actor that calls rt_exit on itself handles nothing after that
+ * message, even with more mail queued in the same turn. */
+typedef struct quitter { int handled; rt_pid_t self; } quitter_t;
+static int quit_init(rt_t *rt, void **state, void *arg)
+{
+	quitter_t *q = arg;
+	q->self = rt_self(rt);
+	*state = q;
+	return 0;
+}
+static void quit_handle(rt_t *rt, void *state, rt_msg_t *m)
+{
+	quitter_t *q = state;
+	(void)m;
+	q->handled++;
+	rt_exit(rt, q->self, rt_reason(RT_ERROR, -EIO));
+}
+static const rt_behaviour_t quit_b = { "quitter", quit_init, quit_handle, NULL };
+
+Test(runtime, exit_of_self_stops_the_turn_at_once)
+{
+	rt_t *rt = new_rt();
+	quitter_t q = { 0, 0 };
+	rt_pid_t p;
+	cr_assert_eq(rt_spawn(rt, &quit_b, &q, &p), 0);
+	for (int i = 0; i < 20; i++)
+		cr_assert_eq(rt_send(rt, p, 1, NULL, 0), 0);
+	ts_run_for(rt, 0.5);
+	cr_assert_not(rt_alive(rt, p));
+	cr_assert_eq(q.handled, 1, "handled %d messages after its own exit", q.handled - 1);
+	rt_free(rt);
+}
+
+/* Linking to a dead pid fails (noproc) without killing the caller. */
+typedef struct linker { rt_pid_t target; int rc; bool alive_after; } linker_t;
+static int linker_init(rt_t *rt, void **state, void *arg)
+{
+	linker_t *l = arg;
+	*state = l;
+	l->rc = rt_link(rt, l->target);
+	return rt_send(rt, rt_self(rt), 1, NULL, 0);
+}
+static void linker_handle(rt_t *rt, void *state, rt_msg_t *m)
+{
+	linker_t *l = state;
+	(void)m;
+	l->alive_after = rt_alive(rt, rt_self(rt));
+}
+static const rt_behaviour_t linker_b = { "linker", linker_init, linker_handle, NULL };
+
+Test(runtime, link_to_a_dead_pid_is_noproc_not_death)
+{
+	rt_t *rt = new_rt();
+	quitter_t q = { 0, 0 };
+	rt_pid_t dead, lp;
+	cr_assert_eq(rt_spawn(rt, &quit_b, &q, &dead), 0);
+	cr_assert_eq(rt_send(rt, dead, 1, NULL, 0), 0);
+	ts_run_for(rt, 0.2);
+	cr_assert_not(rt_alive(rt, dead));
+	linker_t l = { .target = dead };
+	cr_assert_eq(rt_spawn(rt, &linker_b, &l, &lp), 0);
+	ts_run_for(rt, 0.2);
+	cr_assert_eq(l.rc, -ESRCH);
+	cr_assert(l.alive_after);
+	cr_assert(rt_alive(rt, lp));
+	rt_free(rt);
+}
