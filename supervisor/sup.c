@@ -132,6 +132,17 @@ static void sup__map_del(sup_t *s, rt_pid_t pid)
 
 /* --- children ------------------------------------------------------------ */
 
+/* OTP: a temporary child whose start returned `ignore` leaves nothing
+ * behind — its spec is dropped (a permanent or transient one is kept, so
+ * that restart_child can try again). */
+static void sup__remove(sup_t *s, sup_child_t *c);
+static void sup__drop_ignored_temporary(sup_t *s, sup_child_t *c)
+{
+	if (c->pid == RT_NOPID && c->state == SUP__DOWN &&
+	    !(c->flags & SUP__DYNAMIC) && c->spec->restart == SUP_TEMPORARY)
+		sup__remove(s, c);
+}
+
 static bool sup__dynamic(const sup_t *s)
 {
 	return s->flags.strategy == SUP_SIMPLE_ONE_FOR_ONE;
@@ -674,6 +685,7 @@ static int sup__init(rt_t *rt, void **state, void *arg)
 		sup__append(s, c);
 		if ((err = sup__start_one(s, c)) < 0)
 			goto rollback;
+		sup__drop_ignored_temporary(s, c);
 	}
 	return 0;
 rollback:
@@ -871,6 +883,7 @@ int sup_start_child(rt_t *rt, rt_pid_t sup, const sup_spec_t *spec,
 	}
 	if (out)
 		*out = c->pid;
+	sup__drop_ignored_temporary(s, c);
 	return 0;
 }
 

@@ -96,7 +96,8 @@ typedef struct sup_flags {
  * with sup_spawn_link(rt, sup, …) (a supervisor child: sup_start_link_to(
  * rt, sup, …)), set *out to its pid and return 0; or return a negative
  * error (nothing was spawned).  Returning 0 with *out = RT_NOPID is OTP's
- * `ignore`: the spec is kept, no process runs.  `arg` is the spec's,
+ * `ignore`: no process runs; the spec is kept (restart_child may try
+ * again), except a temporary child's, which is dropped as OTP does.  `arg` is the spec's,
  * `extra` the dynamic child's (NULL for static children). */
 typedef int (*sup_start_link_fn)(rt_t *rt, rt_pid_t sup, void *arg,
 				 void *extra, rt_pid_t *out);

@@ -945,3 +945,36 @@ Test(supervisor, one_for_all_drops_temporary_children_it_stops)
 	cr_assert_eq(n.active, 2);
 	rt_free(rt);
 }
+
+/* `ignore`: a start that returns 0 without a process. */
+static int ignore_start(rt_t *rt, rt_pid_t sup, void *arg, void *extra, rt_pid_t *out)
+{
+	(void)rt; (void)sup; (void)arg; (void)extra;
+	*out = RT_NOPID;
+	return 0;
+}
+
+/* OTP drops the spec of a temporary child that returned ignore, and keeps
+ * a permanent one's (restart_child may try again). */
+Test(supervisor, ignored_temporary_child_leaves_no_spec)
+{
+	rt_t *rt = new_rt();
+	sup_flags_t f = { SUP_ONE_FOR_ONE, 3, 5000, SUP_AUTO_NEVER };
+	sup_spec_t sp[2] = {
+		{ .id = "tmp", .start_link = ignore_start, .restart = SUP_TEMPORARY },
+		{ .id = "perm", .start_link = ignore_start, .restart = SUP_PERMANENT },
+	};
+	rt_pid_t sup, pid = 1;
+	cr_assert_eq(sup_start_link(rt, &f, sp, 2, &sup), 0);
+	cr_assert_eq(sup_child_pid(rt, sup, "tmp", &pid), -ENOENT);
+	cr_assert_eq(sup_child_pid(rt, sup, "perm", &pid), 0);
+	cr_assert_eq(pid, RT_NOPID);
+	/* The same through start_child. */
+	sup_spec_t t2 = { .id = "tmp2", .start_link = ignore_start, .restart = SUP_TEMPORARY };
+	cr_assert_eq(sup_start_child(rt, sup, &t2, &pid), 0);
+	cr_assert_eq(pid, RT_NOPID);
+	cr_assert_eq(sup_child_pid(rt, sup, "tmp2", &pid), -ENOENT);
+	/* Its id is free again. */
+	cr_assert_eq(sup_start_child(rt, sup, &t2, &pid), 0);
+	rt_free(rt);
+}
