@@ -293,6 +293,11 @@ static void sup__stop_child(sup_t *s, sup_child_t *c, bool timer)
 	int32_t sh = sup__shutdown_of(c->spec);
 
 	c->state = SUP__STOPPING;
+	/* As OTP: the stop is followed through a monitor too, so a child
+	 * that unlinked itself still ends the wait (its DOWN stands in for
+	 * the EXIT it no longer sends). */
+	if (rt_self(s->rt) == s->self)   /* a monitor is the caller's own */
+		(void)rt_monitor(s->rt, c->pid, NULL);
 	if (sh == SUP_BRUTAL_KILL) {
 		(void)rt_exit(s->rt, c->pid, RT_R_KILL);
 		return;
@@ -570,6 +575,14 @@ static void sup__handle(rt_t *rt, void *state, rt_msg_t *m)
 
 	if (m->type == RT_MSG_EXIT) {
 		sup__on_exit(s, m->u.exit.from, m->u.exit.reason);
+		return;
+	}
+	if (m->type == RT_MSG_DOWN) {
+		/* A stopping child's monitor: acts only if the child's EXIT
+		 * did not come first (then it is no longer in the map). */
+		sup_child_t *c = sup__map_get(s, m->u.down.pid);
+		if (c && c->state == SUP__STOPPING)
+			sup__on_exit(s, m->u.down.pid, m->u.down.reason);
 		return;
 	}
 	if (m->type != RT_MSG_USER)

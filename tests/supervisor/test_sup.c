@@ -978,3 +978,43 @@ Test(supervisor, ignored_temporary_child_leaves_no_spec)
 	cr_assert_eq(sup_start_child(rt, sup, &t2, &pid), 0);
 	rt_free(rt);
 }
+
+/* A child that unlinks itself from its supervisor: the stop still ends
+ * (through a monitor, as OTP), the shutdown timeout honoured. */
+typedef struct unlinker { rt_pid_t sup; } unlinker_t;
+static int unl_init(rt_t *rt, void **state, void *arg)
+{
+	unlinker_t *u = arg;
+	*state = u;
+	rt_trap_exit(rt, true);          /* ignores the shutdown signal */
+	return rt_unlink(rt, u->sup);
+}
+static void unl_handle(rt_t *rt, void *state, rt_msg_t *m)
+{
+	(void)rt; (void)state; (void)m;
+}
+static const rt_behaviour_t unl_b = { "unlinker", unl_init, unl_handle, NULL };
+static int unl_start(rt_t *rt, rt_pid_t sup, void *arg, void *extra, rt_pid_t *out)
+{
+	unlinker_t *u = arg;
+	(void)extra;
+	u->sup = sup;
+	return sup_spawn_link(rt, sup, &unl_b, u, out);
+}
+
+Test(supervisor, stop_ends_even_if_a_child_unlinked_itself)
+{
+	rt_t *rt = new_rt();
+	unlinker_t u = { 0 };
+	sup_flags_t f = { SUP_ONE_FOR_ONE, 3, 5000, SUP_AUTO_NEVER };
+	sup_spec_t sp = { .id = "u", .start_link = unl_start, .arg = &u, .shutdown = 100 };
+	rt_pid_t sup, child;
+	cr_assert_eq(sup_start_link(rt, &f, &sp, 1, &sup), 0);
+	cr_assert_eq(sup_child_pid(rt, sup, "u", &child), 0);
+	ts_run_for(rt, 0.05);
+	cr_assert(rt_alive(rt, child));
+	cr_assert_eq(sup_stop(rt, sup), 0);
+	RUN_UNTIL(rt, !rt_alive(rt, sup));
+	cr_assert_not(rt_alive(rt, child), "the child outlived the stop");
+	rt_free(rt);
+}
