@@ -506,7 +506,7 @@ int st__put_buf(st_t *st, MDB_txn *txn, MDB_dbi db, const void *key,
 
 /* Writes the whole queue into txn.  Re-runnable: a retry after a map
  * resize starts again from the untouched queue. */
-static int write_pending(st_t *st, MDB_txn *txn)
+int st__write_pending(st_t *st, MDB_txn *txn)
 {
 	MDB_cursor *c = NULL;
 	int rc = st__coll_write_pending(st, txn);
@@ -647,7 +647,7 @@ static int flush_fn(st_t *st, MDB_txn *txn, void *arg, tank_error_t *err)
 {
 	(void)arg;
 	(void)err;
-	return write_pending(st, txn);
+	return st__write_pending(st, txn);
 }
 
 int st_flush(st_t *st, tank_error_t *err)
@@ -707,65 +707,6 @@ void st_detach_loop(st_t *st)
 
 /* ---- desired state -------------------------------------------------------- */
 
-typedef struct apply_arg {
-	const st_pod_in_t *pods;
-	size_t n;
-	st_apply_result_t *res;
-	int64_t now;
-} apply_arg_t;
-
-static int apply_fn(st_t *st, MDB_txn *txn, void *arg, tank_error_t *err)
-{
-	apply_arg_t *a = arg;
-	int rc = write_pending(st, txn);
-	for (size_t i = 0; i < a->n && !rc; i++) {
-		const st_pod_in_t *in = &a->pods[i];
-		size_t len = strlen(in->name);
-		MDB_val k = { len, (void *)in->name }, v;
-		st_pod_t cur;
-		rc = mdb_get(txn, st->db_pods, &k, &v);
-		if (rc == MDB_NOTFOUND) {
-			memset(&cur, 0, sizeof cur);
-			a->res[i].action = ST_CREATED;
-			cur.generation = 1;
-			cur.created_at = a->now;
-			st_uid_new(cur.uid);    /* a new object, never an old one */
-		} else if (rc) {
-			break;
-		} else {
-			rc = st__dec_pod(v.mv_data, v.mv_size, in->name, len,
-					 &cur, err);
-			if (rc)
-				break;
-			bool same = cur.spec_len == in->spec_len &&
-				    (in->spec_len == 0 ||
-				     memcmp(cur.spec, in->spec, in->spec_len) == 0);
-			free(cur.spec);
-			if (same) {
-				a->res[i].action = ST_UNCHANGED;
-				a->res[i].generation = cur.generation;
-				memcpy(a->res[i].uid, cur.uid, sizeof cur.uid);
-				continue;
-			}
-			a->res[i].action = ST_CONFIGURED;
-			cur.generation++;
-		}
-		memcpy(cur.name, in->name, len + 1);
-		/* An empty spec may come as NULL; the packer wants a pointer. */
-		cur.spec = in->spec_len ? (void *)in->spec : (void *)"";
-		cur.spec_len = in->spec_len;
-		cur.hash = st_hash64(in->spec, in->spec_len);
-		cur.updated_at = a->now;
-		a->res[i].generation = cur.generation;
-		memcpy(a->res[i].uid, cur.uid, sizeof cur.uid);
-		st->buf.size = 0;
-		if ((rc = st__enc_pod(&st->buf, &cur)))
-			break;
-		rc = st__put_buf(st, txn, st->db_pods, in->name, len);
-	}
-	return rc;
-}
-
 static int cmp_str_ptr(const void *a, const void *b)
 {
 	return strcmp(*(const char *const *)a, *(const char *const *)b);
@@ -798,140 +739,38 @@ int st__check_names(const char *const *names, size_t n, const char *what,
 	return rc;
 }
 
-void st__notify(st_t *st, const char *const *names, size_t n)
+/* The queue is in the store now (a desired-state write committed it). */
+void st__pending_done(st_t *st)
 {
-	if (n == 0)
-		return;
-	for (size_t i = 0; i < st->n_subs; i++)
-		st->subs[i].fn(st->subs[i].ctx, names, n);
+	pend_clear(st);
+	if (st->loop)
+		ev_timer_stop(st->loop, &st->timer);
 }
 
+/* Pods' desired state is the pods' collection's (st_coll.c). */
 int st_apply(st_t *st, const st_pod_in_t *pods, size_t n,
 	     st_apply_result_t *results, tank_error_t *err)
 {
-	if (n == 0)
-		return 0;
-	const char **names = malloc(n * sizeof *names);
-	if (!names)
-		return tank_error_set(err, -ENOMEM, "out of memory");
-	for (size_t i = 0; i < n; i++)
-		names[i] = pods[i].name;
-	int rc = st__check_names(names, n, "apply", err);
-	for (size_t i = 0; i < n && !rc; i++)
-		if (pods[i].spec_len && !pods[i].spec)
-			rc = tank_error_set(err, TANK_EINVALID,
-					    "apply: \"%s\": no spec",
-					    pods[i].name);
-	if (rc) {
-		free(names);
-		return rc;
-	}
-	apply_arg_t a = { pods, n, results, st__now_ms() };
-	rc = st__write_txn(st, true, "apply", apply_fn, &a, err);
-	if (rc == 0) {
-		pend_clear(st);
-		if (st->loop)
-			ev_timer_stop(st->loop, &st->timer);
-		size_t m = 0;
-		for (size_t i = 0; i < n; i++)
-			if (results[i].action != ST_UNCHANGED)
-				names[m++] = pods[i].name;
-		st__notify(st, names, m);
-	}
-	free(names);
-	return rc;
-}
-
-typedef struct del_arg {
-	const char *const *names;
-	size_t n;
-	bool *deleted;
-} del_arg_t;
-
-static int delete_fn(st_t *st, MDB_txn *txn, void *arg, tank_error_t *err)
-{
-	del_arg_t *a = arg;
-	MDB_cursor *c;
-	(void)err;
-	/* Queued changes commit first, so the deletion below wins over any
-	 * queued status of the same names. */
-	int rc = write_pending(st, txn);
-	if (rc || (rc = mdb_cursor_open(txn, st->db_trans, &c)))
-		return rc;
-	for (size_t i = 0; i < a->n && !rc; i++) {
-		size_t len = strlen(a->names[i]);
-		MDB_val k = { len, (void *)a->names[i] };
-		rc = mdb_del(txn, st->db_pods, &k, NULL);
-		a->deleted[i] = rc == 0;
-		if (rc == MDB_NOTFOUND)
-			rc = 0;
-		if (!rc) {
-			rc = mdb_del(txn, st->db_status, &k, NULL);
-			if (rc == MDB_NOTFOUND)
-				rc = 0;
-		}
-		if (!rc)
-			rc = st__tr_delete_front(c, a->names[i], len, UINT64_MAX);
-	}
-	mdb_cursor_close(c);
-	return rc;
+	return st_coll_put(st->pods, pods, n, results, err);
 }
 
 int st_delete(st_t *st, const char *const *names, size_t n, bool *deleted,
 	      tank_error_t *err)
 {
-	if (n == 0)
-		return 0;
-	int rc = st__check_names(names, n, "delete", err);
-	if (rc)
-		return rc;
-	bool *d = deleted ? deleted : calloc(n, sizeof *d);
-	const char **changed = malloc(n * sizeof *changed);
-	if (!d || !changed) {
-		if (!deleted)
-			free(d);
-		free(changed);
-		return tank_error_set(err, -ENOMEM, "out of memory");
-	}
-	del_arg_t a = { names, n, d };
-	rc = st__write_txn(st, true, "delete", delete_fn, &a, err);
-	if (rc == 0) {
-		pend_clear(st);
+	int rc = st_coll_delete(st->pods, names, n, deleted, err);
+	if (rc == 0)
 		cache_del(st, names, n);
-		if (st->loop)
-			ev_timer_stop(st->loop, &st->timer);
-		size_t m = 0;
-		for (size_t i = 0; i < n; i++)
-			if (d[i])
-				changed[m++] = names[i];
-		st__notify(st, changed, m);
-	}
-	if (!deleted)
-		free(d);
-	free(changed);
 	return rc;
 }
 
 int st_subscribe(st_t *st, st_subscriber_fn fn, void *ctx)
 {
-	sub_t *n = realloc(st->subs, (st->n_subs + 1) * sizeof *n);
-	if (!n)
-		return -ENOMEM;
-	st->subs = n;
-	n[st->n_subs++] = (sub_t){ ++st->next_sub_id, fn, ctx };
-	return st->next_sub_id;
+	return st_coll_watch(st->pods, fn, ctx);
 }
 
 int st_unsubscribe(st_t *st, int id)
 {
-	for (size_t i = 0; i < st->n_subs; i++)
-		if (st->subs[i].id == id) {
-			memmove(&st->subs[i], &st->subs[i + 1],
-				(st->n_subs - i - 1) * sizeof *st->subs);
-			st->n_subs--;
-			return 0;
-		}
-	return -ENOENT;
+	return st_coll_unwatch(st->pods, id);
 }
 
 /* ---- reads ------------------------------------------------------------- */
@@ -965,25 +804,7 @@ void st_pod_list_free(st_pod_t *pods, size_t n)
 
 int st_pod_get(st_t *st, const char *name, st_pod_t *out, tank_error_t *err)
 {
-	MDB_txn *txn;
-	memset(out, 0, sizeof *out);
-	if (!name_ok(name))
-		return tank_error_set(err, TANK_ENOTFOUND, "no pod \"%s\"",
-				      name ? name : "");
-	int rc = st__read_begin(st, &txn, err);
-	if (rc)
-		return rc;
-	MDB_val k = { strlen(name), (void *)name }, v;
-	rc = mdb_get(txn, st->db_pods, &k, &v);
-	if (rc == MDB_NOTFOUND)
-		rc = tank_error_set(err, TANK_ENOTFOUND, "no pod \"%s\"", name);
-	else if (rc)
-		rc = st__mdb_fail(err, rc, "store: read pod");
-	else
-		rc = st__dec_pod(v.mv_data, v.mv_size, name, k.mv_size,
-				 out, err);
-	mdb_txn_abort(txn);
-	return rc;
+	return st_coll_get(st->pods, name, out, err);
 }
 
 int st_pod_list(st_t *st, st_pod_t **out, size_t *n, tank_error_t *err)
@@ -1032,35 +853,7 @@ int st_pod_list(st_t *st, st_pod_t **out, size_t *n, tank_error_t *err)
 
 int st_pod_foreach(st_t *st, st_pod_fn fn, void *ctx, tank_error_t *err)
 {
-	MDB_txn *txn;
-	MDB_cursor *c;
-	MDB_val k, v;
-	st_pod_t p;
-	int rc = st__read_begin(st, &txn, err);
-
-	if (rc)
-		return rc;
-	if ((rc = mdb_cursor_open(txn, st->db_pods, &c))) {
-		mdb_txn_abort(txn);
-		return st__mdb_fail(err, rc, "store: list pods");
-	}
-	for (int op = MDB_FIRST; !rc; op = MDB_NEXT) {
-		int r = mdb_cursor_get(c, &k, &v, op);
-		if (r == MDB_NOTFOUND)
-			break;
-		if (r) {
-			rc = st__mdb_fail(err, r, "store: list pods");
-			break;
-		}
-		/* The spec is borrowed from the map: valid inside this read
-		 * transaction only, which is what fn gets. */
-		if (!(rc = st__dec_pod_ex(v.mv_data, v.mv_size, k.mv_data, k.mv_size,
-					  &p, true, err)))
-			rc = fn(ctx, &p);
-	}
-	mdb_cursor_close(c);
-	mdb_txn_abort(txn);
-	return rc;
+	return st_coll_scan(st->pods, fn, ctx, err);
 }
 
 int st_status_get(st_t *st, const char *name, st_status_t *out,
@@ -1505,7 +1298,6 @@ static void st_free(st_t *st)
 	free(st->pend);
 	tank_map_destroy(&st->pend_by_name);
 	free(st->trs);
-	free(st->subs);
 	msgpack_sbuffer_destroy(&st->buf);
 	pthread_mutex_destroy(&st->q_mu);
 	pthread_mutex_destroy(&st->env_mu);
@@ -1586,6 +1378,7 @@ int st_open(const char *data_dir, const st_options_t *opts, st_t **out,
 	}
 	tank_error_clear(err);
 	if ((rc = st__write_txn(st, true, "open", open_fn, NULL, err)) ||
+	    (rc = st_coll_open(st, &st__pods_decl, &st->pods, err)) ||
 	    (rc = cache_load(st, err)))
 		goto fail;
 	*out = st;

@@ -61,27 +61,46 @@ static void coll__qkey(const st_coll_t *c, const char *key, char *buf, size_t ca
 	snprintf(buf, cap, "%s\x1f%s", c->decl->name, key);
 }
 
+static const char *coll__noun(const st_coll_t *c)
+{
+	return c->decl->noun ? c->decl->noun : c->decl->name;
+}
+
 static int coll__open_fn(st_t *st, MDB_txn *txn, void *arg, tank_error_t *err)
 {
 	st_coll_t *c = arg;
+	const st_coll_decl_t *d = c->decl;
 	char db[ST_COLL_NAME_MAX * 2 + 16];
 	int rc;
 
 	(void)st; (void)err;
-	if ((rc = mdb_dbi_open(txn, c->decl->name, MDB_CREATE, &c->db_obj)))
+	if ((rc = mdb_dbi_open(txn, d->name, MDB_CREATE, &c->db_obj)))
 		return rc;
-	snprintf(db, sizeof db, "%s.status", c->decl->name);
-	if ((rc = mdb_dbi_open(txn, db, MDB_CREATE, &c->db_status)))
+	snprintf(db, sizeof db, "%s.status", d->name);
+	if ((rc = mdb_dbi_open(txn, d == &st__pods_decl ? "status" : db, MDB_CREATE,
+			       &c->db_status)))
 		return rc;
-	snprintf(db, sizeof db, "%s.history", c->decl->name);
-	if ((rc = mdb_dbi_open(txn, db, MDB_CREATE, &c->db_hist)))
+	snprintf(db, sizeof db, "%s.history", d->name);
+	if ((rc = mdb_dbi_open(txn, d == &st__pods_decl ? "transitions" : db, MDB_CREATE,
+			       &c->db_hist)))
 		return rc;
-	for (size_t i = 0; i < c->decl->nindexes; i++) {
-		snprintf(db, sizeof db, "%s.idx.%s", c->decl->name, c->decl->indexes[i].name);
+	for (size_t i = 0; i < d->nindexes; i++) {
+		snprintf(db, sizeof db, "%s.idx.%s", d->name, d->indexes[i].name);
 		if ((rc = mdb_dbi_open(txn, db, MDB_CREATE, &c->db_idx[i])))
 			return rc;
 	}
 	return 0;
+}
+
+/* The pods' collection predates the naming above: its status and history
+ * databases are "status" and "transitions" (schema 1), kept as they are
+ * rather than copied by a migration. */
+const st_coll_decl_t st__pods_decl = { .name = "pods", .noun = "pod" };
+
+static bool coll__reserved(const char *name)
+{
+	return !strcmp(name, "pods") || !strcmp(name, "status") ||
+	       !strcmp(name, "transitions") || !strcmp(name, "meta");
 }
 
 int st_coll_open(st_t *st, const st_coll_decl_t *decl, st_coll_t **out,
@@ -96,8 +115,7 @@ int st_coll_open(st_t *st, const st_coll_decl_t *decl, st_coll_t **out,
 			return 0;
 		}
 	if (!decl || !coll__name_ok(decl->name, ST_COLL_NAME_MAX) ||
-	    !strcmp(decl->name, "pods") || !strcmp(decl->name, "status") ||
-	    !strcmp(decl->name, "transitions") || !strcmp(decl->name, "meta") ||
+	    (decl != &st__pods_decl && coll__reserved(decl->name)) ||
 	    decl->nindexes > ST_COLL_INDEX_MAX)
 		return tank_error_set(err, TANK_EINVALID,
 				      "collection \"%s\": name must be [a-z_]{1,%d}, not a "
@@ -290,7 +308,8 @@ typedef struct coll_put {
 static int coll__put_fn(st_t *st, MDB_txn *txn, void *arg, tank_error_t *err)
 {
 	coll_put_t *a = arg;
-	int rc = 0;
+	/* What is queued commits first, in the same transaction. */
+	int rc = st__write_pending(st, txn);
 
 	for (size_t i = 0; i < a->n && !rc; i++) {
 		const st_pod_in_t *in = &a->in[i];
@@ -360,16 +379,17 @@ int st_coll_put(st_coll_t *c, const st_pod_in_t *in, size_t n,
 		return tank_error_set(err, -ENOMEM, "out of memory");
 	for (size_t i = 0; i < n; i++)
 		keys[i] = in[i].name;
-	rc = st__check_names(keys, n, c->decl->name, err);
+	rc = st__check_names(keys, n, "apply", err);
 	for (size_t i = 0; i < n && !rc; i++)
 		if (in[i].spec_len && !in[i].spec)
-			rc = tank_error_set(err, TANK_EINVALID, "%s: \"%s\": no spec",
-					    c->decl->name, in[i].name);
+			rc = tank_error_set(err, TANK_EINVALID, "apply: %s \"%s\": no spec",
+					    coll__noun(c), in[i].name);
 	if (!rc) {
 		coll_put_t a = { c, in, n, res, st__now_ms() };
-		rc = st__write_txn(c->st, true, c->decl->name, coll__put_fn, &a, err);
+		rc = st__write_txn(c->st, true, "apply", coll__put_fn, &a, err);
 	}
 	if (!rc) {
+		st__pending_done(c->st);
 		size_t m = 0;
 		for (size_t i = 0; i < n; i++)
 			if (res[i].action != ST_UNCHANGED)
@@ -393,27 +413,30 @@ static int coll__del_fn(st_t *st, MDB_txn *txn, void *arg, tank_error_t *err)
 	MDB_cursor *cur;
 	int rc;
 
-	(void)st;
-	if ((rc = mdb_cursor_open(txn, a->c->db_hist, &cur)))
+	/* Queued writes of these keys must not land after the delete: the
+	 * queue commits first, in the same transaction. */
+	if ((rc = st__write_pending(st, txn)) ||
+	    (rc = mdb_cursor_open(txn, a->c->db_hist, &cur)))
 		return rc;
 	for (size_t i = 0; i < a->n && !rc; i++) {
 		size_t len = strlen(a->keys[i]);
 		MDB_val k = { len, (void *)a->keys[i] }, v;
 		st_pod_t old;
+		/* Status and history go even without a desired record: a
+		 * name's observed state never outlives its delete. */
 		a->deleted[i] = false;
-		if ((rc = mdb_get(txn, a->c->db_obj, &k, &v)) == MDB_NOTFOUND) {
+		if ((rc = mdb_get(txn, a->c->db_obj, &k, &v)) == 0) {
+			if (a->c->decl->nindexes &&
+			    st__dec_pod(v.mv_data, v.mv_size, a->keys[i], len, &old, err) == 0) {
+				rc = coll__index(a->c, txn, a->keys[i], old.spec, old.spec_len,
+						 false);
+				free(old.spec);
+			}
+			if (!rc && !(rc = mdb_del(txn, a->c->db_obj, &k, NULL)))
+				a->deleted[i] = true;
+		} else if (rc == MDB_NOTFOUND) {
 			rc = 0;
-			continue;
 		}
-		if (rc)
-			break;
-		if (st__dec_pod(v.mv_data, v.mv_size, a->keys[i], len, &old, err) == 0) {
-			rc = coll__index(a->c, txn, a->keys[i], old.spec, old.spec_len, false);
-			free(old.spec);
-		}
-		if (!rc)
-			rc = mdb_del(txn, a->c->db_obj, &k, NULL);
-		a->deleted[i] = rc == 0;
 		if (!rc && (rc = mdb_del(txn, a->c->db_status, &k, NULL)) == MDB_NOTFOUND)
 			rc = 0;
 		if (!rc)
@@ -432,11 +455,7 @@ int st_coll_delete(st_coll_t *c, const char *const *keys, size_t n,
 
 	if (!n)
 		return 0;
-	if ((rc = st__check_names(keys, n, c->decl->name, err)))
-		return rc;
-	/* Queued writes of these keys must not land after the delete: commit
-	 * the queue first. */
-	if ((rc = st_flush(c->st, err)))
+	if ((rc = st__check_names(keys, n, "delete", err)))
 		return rc;
 	d = deleted ? deleted : calloc(n, sizeof *d);
 	changed = malloc(n * sizeof *changed);
@@ -447,8 +466,9 @@ int st_coll_delete(st_coll_t *c, const char *const *keys, size_t n,
 		return tank_error_set(err, -ENOMEM, "out of memory");
 	}
 	coll_del_t a = { c, keys, n, d };
-	if (!(rc = st__write_txn(c->st, true, c->decl->name, coll__del_fn, &a, err))) {
+	if (!(rc = st__write_txn(c->st, true, "delete", coll__del_fn, &a, err))) {
 		size_t m = 0;
+		st__pending_done(c->st);
 		for (size_t i = 0; i < n; i++)
 			if (d[i])
 				changed[m++] = keys[i];
@@ -467,14 +487,14 @@ int st_coll_get(st_coll_t *c, const char *key, st_pod_t *out, tank_error_t *err)
 
 	memset(out, 0, sizeof *out);
 	if (!coll__key_ok(key))
-		return tank_error_set(err, TANK_ENOTFOUND, "%s \"%s\" not found", c->decl->name,
+		return tank_error_set(err, TANK_ENOTFOUND, "no %s \"%s\"", coll__noun(c),
 				      key ? key : "");
 	if ((rc = st__read_begin(c->st, &txn, err)))
 		return rc;
 	MDB_val k = { strlen(key), (void *)key }, v;
 	rc = mdb_get(txn, c->db_obj, &k, &v);
 	if (rc == MDB_NOTFOUND)
-		rc = tank_error_set(err, TANK_ENOTFOUND, "%s \"%s\" not found", c->decl->name, key);
+		rc = tank_error_set(err, TANK_ENOTFOUND, "no %s \"%s\"", coll__noun(c), key);
 	else if (rc)
 		rc = st__mdb_fail(err, rc, "store: get");
 	else
@@ -518,6 +538,17 @@ int st_coll_watch(st_coll_t *c, st_subscriber_fn fn, void *ctx)
 	c->subs = n;
 	n[c->n_subs++] = (sub_t){ ++c->next_sub_id, fn, ctx };
 	return c->next_sub_id;
+}
+
+int st_coll_unwatch(st_coll_t *c, int id)
+{
+	for (size_t i = 0; i < c->n_subs; i++)
+		if (c->subs[i].id == id) {
+			memmove(&c->subs[i], &c->subs[i + 1], (c->n_subs - i - 1) * sizeof *c->subs);
+			c->n_subs--;
+			return 0;
+		}
+	return -ENOENT;
 }
 
 int st_coll_index_scan(st_coll_t *c, const char *index, const char *ikey,

@@ -21,8 +21,11 @@
  * uid and generation 1; a changed spec bumps the generation; delete then
  * put is a new object.
  *
- * Pods (the first kind) keep their typed API in st.h (st_apply, st_status_*
- * with a decoded status cache); the other kinds use this one.
+ * Pods are a collection too: the store declares and opens it itself
+ * (st.h's st_apply, st_delete, st_pod_get, st_pod_foreach and st_subscribe
+ * are this module's operations on it).  Only their observed state keeps a
+ * typed path of its own (st_status_*, a decoded cache and a batched
+ * history queue), because it is the reconciler's hot path.
  *
  * One thread, as st.h.  Errors as st.h.
  */
@@ -48,6 +51,7 @@ typedef struct st_index_decl {
 
 typedef struct st_coll_decl {
 	const char *name;        /* [a-z_]+, at most ST_COLL_NAME_MAX */
+	const char *noun;        /* one object, for messages ("stack"); NULL: name */
 	uint32_t history_limit;  /* transitions kept per key; 0 = ST_HISTORY_DEFAULT */
 	st_index_decl_t indexes[ST_COLL_INDEX_MAX];
 	size_t nindexes;
@@ -72,12 +76,17 @@ int st_coll_put(st_coll_t *c, const st_pod_in_t *in, size_t n,
  * entries. */
 int st_coll_delete(st_coll_t *c, const char *const *keys, size_t n,
 		   bool *deleted, tank_error_t *err);
-/* As st_pod_get / st_pod_foreach (records in the st_pod_t shape). */
+/* As st_pod_get / st_pod_foreach (records in the st_pod_t shape).  get:
+ * TANK_ENOTFOUND "no <noun> \"<key>\"".  scan: each record's spec is
+ * borrowed from the map and valid during fn only; fn returning non-zero
+ * stops the scan with that value. */
 int st_coll_get(st_coll_t *c, const char *key, st_pod_t *out, tank_error_t *err);
 int st_coll_scan(st_coll_t *c, st_pod_fn fn, void *ctx, tank_error_t *err);
 /* Subscribers told the keys created, configured or deleted, after the
  * commit (as st_subscribe).  Returns an id > 0 or -ENOMEM. */
 int st_coll_watch(st_coll_t *c, st_subscriber_fn fn, void *ctx);
+/* Removes a watch: 0, or -ENOENT for an unknown id. */
+int st_coll_unwatch(st_coll_t *c, int id);
 /* The keys whose index `index` key is ikey, in key order: fn(ctx, key)
  * for each (key borrowed for the call).  TANK_ENOTFOUND for an unknown
  * index. */

@@ -85,9 +85,7 @@ struct st {
 	size_t cap_order;
 	bool order_ok;
 
-	sub_t *subs;
-	size_t n_subs;
-	int next_sub_id;
+	struct st_coll *pods;      /* the pods' collection (st_coll.c) */
 
 	/* Collections declared by kinds (st_coll.c): their queued status and
 	 * history writes, committed with everything else at each flush. */
@@ -126,6 +124,16 @@ bool st__tr_has_prefix(const MDB_val *k, const char *name, size_t len);
 int st__tr_range(MDB_cursor *c, const char *name, size_t len, uint64_t *first, uint64_t *next);
 int st__tr_delete_front(MDB_cursor *c, const char *name, size_t len, uint64_t count);
 void st__arm_timer(st_t *st);
+
+/* Writes everything queued (every collection's status and history, and
+ * the pods' typed queue) into txn; re-runnable after a map resize.  A
+ * desired-state write calls it first so queued writes commit with it, and
+ * then st__pending_done once the transaction has committed. */
+int st__write_pending(st_t *st, MDB_txn *txn);
+void st__pending_done(st_t *st);
+
+/* The pods' collection (st_coll.c), opened by st_open. */
+extern const st_coll_decl_t st__pods_decl;
 
 /* st_coll.c's part of a flush and of its bookkeeping. */
 int st__coll_write_pending(st_t *st, MDB_txn *txn);

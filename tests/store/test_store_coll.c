@@ -159,3 +159,52 @@ Test(store, a_declared_collection_gets_every_operation)
 	snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
 	cr_assert_eq(system(cmd), 0);
 }
+
+/* A delete commits what is queued in its own transaction, so a status or
+ * history queued just before it cannot land afterwards and resurrect the
+ * name's observed state; pods (a collection too) behave the same. */
+Test(store, a_delete_wins_over_writes_queued_before_it)
+{
+	char dir[] = "/tmp/tank-coll-XXXXXX", cmd[96];
+	tank_error_t e;
+	st_t *st;
+	st_coll_t *c;
+	st_apply_result_t r;
+	void *b;
+	size_t bl, hn;
+	st_transition_t *h, t = { .at = 1, .from = "a", .to = "b" };
+
+	cr_assert_not_null(mkdtemp(dir));
+	cr_assert_eq(st_open(dir, NULL, &st, &e), 0, "%s", e.msg);
+	cr_assert_eq(st_coll_open(st, &widgets, &c, &e), 0, "%s", e.msg);
+	st_pod_in_t in = { "w", "red:a", 5 };
+	cr_assert_eq(st_coll_put(c, &in, 1, &r, &e), 0, "%s", e.msg);
+	cr_assert_eq(st_apply(st, &in, 1, &r, &e), 0, "%s", e.msg);
+	cr_assert_eq(st_coll_status_put(c, "w", "\x80", 1), 0);
+	cr_assert_eq(st_coll_history_add(c, "w", &t), 0);
+	cr_assert_eq(st_transition_add(st, "w", &t), 0);
+	cr_assert_gt(st_pending(st), 0);
+
+	const char *del[] = { "w" };
+	cr_assert_eq(st_coll_delete(c, del, 1, NULL, &e), 0, "%s", e.msg);
+	cr_assert_eq(st_pending(st), 0, "the queue committed with the delete");
+	cr_assert_eq(st_coll_status_get(c, "w", &b, &bl, &e), TANK_ENOTFOUND);
+	cr_assert_eq(st_delete(st, del, 1, NULL, &e), 0, "%s", e.msg);
+	st_pod_t p;
+	cr_assert_eq(st_pod_get(st, "w", &p, &e), TANK_ENOTFOUND);
+	cr_assert_str_eq(e.msg, "no pod \"w\"");
+	cr_assert_eq(st_close(st, &e), 0);
+
+	cr_assert_eq(st_open(dir, NULL, &st, &e), 0, "%s", e.msg);
+	cr_assert_eq(st_coll_open(st, &widgets, &c, &e), 0);
+	cr_assert_eq(st_coll_get(c, "w", &p, &e), TANK_ENOTFOUND);
+	cr_assert_str_eq(e.msg, "no widget \"w\"");
+	cr_assert_eq(st_coll_status_get(c, "w", &b, &bl, &e), TANK_ENOTFOUND);
+	cr_assert_eq(st_coll_history(c, "w", 0, &h, &hn, &e), 0);
+	cr_assert_eq(hn, 0);
+	cr_assert_eq(st_history(st, "w", 0, &h, &hn, &e), 0);
+	cr_assert_eq(hn, 0);
+	cr_assert_eq(st_close(st, &e), 0);
+	snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
+	cr_assert_eq(system(cmd), 0);
+}
