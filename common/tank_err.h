@@ -13,6 +13,8 @@
 #ifndef TANK_ERR_H
 #define TANK_ERR_H
 
+#include <errno.h>
+
 #include <stdarg.h>
 
 enum tank_errcode {
@@ -29,6 +31,16 @@ enum tank_errcode {
 	TANK_EILLEGAL,      /* a transition its kind's table does not allow */
 	TANK_ELAST
 };
+
+/* True for a negative errno that says the machine or tankd ran out of
+ * something (descriptors, memory, processes, buffers): the caller's
+ * problem, not the input's — a container that cannot start for it has not
+ * failed. */
+static inline int tank_err_is_resource(int err)
+{
+	return err == -EMFILE || err == -ENFILE || err == -EAGAIN || err == -ENOMEM ||
+	       err == -ENOBUFS;
+}
 
 /* Static text for a negative errno or a TANK_E* code. */
 const char *tank_strerror(int err);

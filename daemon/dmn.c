@@ -249,6 +249,10 @@ static int start_reconciler(rt_t *rt, void *arg, void *extra, rt_pid_t *out)
 	rc_loop_opts_t o = {
 		.resync_ms = d->resync_ms,
 		.nudge_ms = d->nudge_ms,
+		/* A start that fails for tank's resources is retried by the
+		 * loop: 10 times from 100 ms, doubling, capped at 30 s, is
+		 * about 80 s before the container is failed. */
+		.max_retries = 10,
 		.managers = { &pod_manager, &pod_ctr_manager },
 		.ctx = { d->pods, d->pods },
 		.nkinds = 2,

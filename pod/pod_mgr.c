@@ -1153,7 +1153,19 @@ static rc_result_t pod__ctr_reconcile(void *ctx, rc_loop_t *loop, const rc_view_
 		return rc_requeue_after((uint64_t)(c->next_restart_at - now));
 	}
 	c->next_restart_at = 0;
-	if (pod__ctr_start(m, loop, c, reason, sizeof reason) < 0) {
+	int err = pod__ctr_start(m, loop, c, reason, sizeof reason);
+	if (err < 0 && tank_err_is_resource(err)) {
+		/* tank, not the container, ran out of something: no failure
+		 * is counted against it and its policy does not apply.  The
+		 * loop retries with its own backoff and, past its bound,
+		 * fails the container (mark_failed) and tells the pod. */
+		char why[RC_REASON_MAX];
+		pod__fmt(why, sizeof why, "waiting for resources: %s", reason);
+		pod__ctr_event(loop, c, POD_CE_WAIT, why);
+		pod__update(m, loop, c->pod);
+		return rc_failed(err, NULL);
+	}
+	if (err < 0) {
 		/* A start that fails counts as a failed run (exit 127, as a
 		 * shell reports "command not found"), so policy and backoff
 		 * apply and a broken command cannot spin. */

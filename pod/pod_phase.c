@@ -13,6 +13,7 @@ static const char *const pod__ctr_events[POD_CE_COUNT] = {
 	[POD_CE_FINISHED] = "finished", [POD_CE_STOP] = "stop",
 	[POD_CE_STOPPED] = "stopped", [POD_CE_RESET] = "reset",
 	[POD_CE_BACKOFF] = "backoff", [POD_CE_LOST] = "lost",
+	[POD_CE_WAIT] = "wait",
 };
 
 #define E(f, e, t) { POD_CP_##f, POD_CE_##e, POD_CP_##t }
@@ -25,6 +26,7 @@ static const rc_fsm_edge_t pod__ctr_edges[] = {
 	E(PENDING, RESET, PENDING),
 	E(PENDING, BACKOFF, BACKING_OFF),
 	E(PENDING, LOST, PENDING),
+	E(PENDING, WAIT, PENDING),              /* tank out of descriptors, memory… */
 
 	E(RUNNING, CRASHED, BACKING_OFF),
 	E(RUNNING, FINISHED, TERMINAL),
@@ -40,6 +42,7 @@ static const rc_fsm_edge_t pod__ctr_edges[] = {
 	E(BACKING_OFF, RESET, PENDING),
 	E(BACKING_OFF, BACKOFF, BACKING_OFF),
 	E(BACKING_OFF, LOST, PENDING),
+	E(BACKING_OFF, WAIT, PENDING),
 
 	E(STOPPING, STOP, STOPPING),
 	E(STOPPING, STOPPED, PENDING),

@@ -37,6 +37,7 @@ enum pod_ctr_event {
 	POD_CE_RESET,           /* restart by hand: retries and terminal cleared */
 	POD_CE_BACKOFF,         /* a backoff restored from the stored status */
 	POD_CE_LOST,            /* the reconciler went away under a runner */
+	POD_CE_WAIT,            /* tank lacks a resource to start it (not its failure) */
 	POD_CE_COUNT
 };
 

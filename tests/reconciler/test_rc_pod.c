@@ -43,6 +43,10 @@ static int fake_launch(const pod_launch_opts_t *o, pod_proc_t *out, tank_error_t
 
 	if (strncmp(what, "fail", 4) == 0)
 		return tank_error_set(err, -ENOENT, "exec %s: No such file or directory", what);
+	if (strcmp(what, "emfile") == 0) {        /* tankd out of descriptors */
+		cur_h->launches++;
+		return tank_error_set(err, -EMFILE, "stdio: Too many open files");
+	}
 	pid = fork();
 	if (pid < 0)
 		return tank_error_set(err, -errno, "fork: %s", strerror(errno));
@@ -298,6 +302,61 @@ Test(reconciler, restart_policy_times_exit_kind)
 	 * strictly more launches, or they had stopped. */
 	cr_assert_gt(h->launches, before, "the always pods stopped restarting");
 	cr_assert_gt(h->events, 0);
+	teardown(h);
+}
+
+/* --- escalation: container -> pod ------------------------------------------------ */
+
+/* A container that cannot start because tankd ran out of descriptors has
+ * not failed: no restart is counted and its policy does not apply; the
+ * loop retries it with its own bounded backoff (5 retries from 100 ms
+ * here), then fails the container and escalates to its pod, which notes
+ * the child's failure and goes terminal. */
+Test(reconciler, a_start_failing_for_tank_resources_is_retried_then_escalated)
+{
+	h_t *h = setup(true);
+	char buf[512];
+	st_status_t s;
+	rc_stats_t rs;
+
+	apply_yaml(h, pod_yaml(buf, sizeof buf, "res", "always", "emfile",
+			       "{base: 10ms, cap: 50ms}"));
+	cr_assert(wait_for(h, "res", phase_is, "pending", 10));
+	run_for(h, 0.2);
+	cr_assert(status(h, "res", &s));
+	cr_assert_eq(s.n_containers, 1);
+	cr_assert_str_eq(s.containers[0].phase, "pending");
+	cr_assert_str_eq(s.containers[0].reason,
+			 "waiting for resources: stdio: Too many open files");
+	cr_assert_eq(s.restarts, 0, "a resource shortage is not the container's failure");
+	st_status_clear(&s);
+
+	cr_assert(wait_for(h, "res", phase_is, "terminal", 20));
+	cr_assert(status(h, "res", &s));
+	cr_assert_str_eq(s.containers[0].phase, "terminal");
+	cr_assert_str_eq(s.containers[0].reason,
+			 "reconcile failed 6 times: Too many open files");
+	cr_assert_eq(s.restarts, 0);
+	st_status_clear(&s);
+	cr_assert_eq(h->launches, 6, "one try and 5 retries, then no more");
+	cr_assert_eq(rc_loop_stats(h->rt, h->loop, &rs), 0);
+	cr_assert_eq(rs.escalations, 1);
+
+	/* The pod heard of it: its history says which child failed, why. */
+	st_transition_t *t;
+	size_t nt;
+	bool noted = false;
+	cr_assert_eq(st_history(h->st, "res", 0, &t, &nt, NULL), 0);
+	for (size_t i = 0; i < nt; i++)
+		if (strstr(t[i].reason, "container c failed: reconcile failed 6 times"))
+			noted = true;
+	free(t);
+	cr_assert(noted, "the pod's history does not record the escalation");
+
+	/* Stays failed across resyncs: nothing retries behind its back. */
+	run_for(h, 0.5);
+	cr_assert_eq(h->launches, 6);
+	cr_assert(phase_is(h, "res", "terminal"));
 	teardown(h);
 }
 
