@@ -528,6 +528,30 @@ static int pack_pods(msgpack_packer *pk, void *arg)
 	return 0;
 }
 
+/* Names the pending objects of b on stderr and ends the line: the first
+ * CTL_LIST_MAX, then how many more (a batch of 10,000 would otherwise
+ * print one line of half a megabyte at every pass). */
+#define CTL_LIST_MAX 10
+static void ctl_list_pending(const cli_batch_t *b, const char *none)
+{
+	size_t shown = 0, more = 0;
+
+	for (size_t i = 0; i < b->n; i++) {
+		if (!cli_batch_pending(b, i))
+			continue;
+		if (shown == CTL_LIST_MAX) {
+			more++;
+			continue;
+		}
+		fprintf(stderr, "%s %s (%s)", shown ? "," : "", b->names[i],
+			b->have[i] ? b->have[i]->why : none);
+		shown++;
+	}
+	if (more)
+		fprintf(stderr, " and %zu more", more);
+	fputc('\n', stderr);
+}
+
 /* The idem batch loop (DESIGN.md §4, docs/cli.md "apply --wait"): pass
  * after pass, observe the applied pods and let the generic rule
  * (reconciler/rc_converge.h) say converged, failed or pending, until none
@@ -585,13 +609,7 @@ static int ctl_wait(ctl_t *x, const ctl_batch_t *bt, uint64_t timeout_ms)
 				w = deadline - now;
 		}
 		fprintf(stderr, "tankctl: apply: waiting %" PRIu64 " ms for", w);
-		for (size_t i = 0, first = 1; i < b.n; i++)
-			if (cli_batch_pending(&b, i)) {
-				fprintf(stderr, "%s %s (%s)", first ? "" : ",", b.names[i],
-					b.have[i] ? b.have[i]->why : "no status yet");
-				first = 0;
-			}
-		fputc('\n', stderr);
+		ctl_list_pending(&b, "no status yet");
 		ctl_sleep_ms(w);
 	}
 	bool failed = rc_conv_any_failed(&b.conv);
@@ -601,13 +619,7 @@ static int ctl_wait(ctl_t *x, const ctl_batch_t *bt, uint64_t timeout_ms)
 	if (pending) {
 		fprintf(stderr, "tankctl: apply: %s after %u re-runs; not converged:",
 			timed_out ? "timed out" : "no progress in 3 passes", b.conv.re_runs);
-		for (size_t i = 0, first = 1; i < b.n; i++)
-			if (cli_batch_pending(&b, i)) {
-				fprintf(stderr, "%s %s (%s)", first ? "" : ",", b.names[i],
-					b.have[i] ? b.have[i]->why : "no status");
-				first = 0;
-			}
-		fputc('\n', stderr);
+		ctl_list_pending(&b, "no status");
 	}
 	if (failed) {
 		fprintf(stderr, "tankctl: apply: failed:");
