@@ -12,6 +12,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <unistd.h>
 #include <stdio.h>
@@ -135,6 +136,38 @@ static int pack_errors(msgpack_packer *pk, void *arg)
 	return rc ? -ENOMEM : 0;
 }
 
+/* Descriptors tankd keeps for itself: store, socket, clients, signals. */
+#define API_FD_RESERVE 256
+
+/* Running out of descriptors is tankd's problem, not its containers': an
+ * apply whose pods would need more than RLIMIT_NOFILE allows is refused
+ * with both figures, instead of accepted and then failing starts with
+ * EMFILE.  Counted against the pods tracked now (a pod the batch
+ * replaces counts once, with its new containers). */
+static int apply_fits(const api_call_t *call, api_daemon_t *d, pod_spec_t **specs, size_t n)
+{
+	struct rlimit rl;
+	size_t ctrs;
+	char msg[TANK_ERROR_MSG];
+
+	if (!d->pods || getrlimit(RLIMIT_NOFILE, &rl) < 0 || rl.rlim_cur == RLIM_INFINITY)
+		return 0;
+	ctrs = pod_mgr_ncontainers(d->pods, NULL);
+	for (size_t i = 0; i < n; i++)
+		ctrs += specs[i]->container_count - pod_mgr_ncontainers(d->pods, specs[i]->name);
+	size_t need = API_FD_RESERVE + POD_FDS_PER_CONTAINER * ctrs;
+	if (need <= rl.rlim_cur)
+		return 0;
+	snprintf(msg, sizeof msg,
+		 "%zu containers would need %zu descriptors in tankd, its limit is %llu "
+		 "(RLIMIT_NOFILE: %d per container and %d for tankd; raise the limit, "
+		 "e.g. LimitNOFILE= under systemd)",
+		 ctrs, need, (unsigned long long)rl.rlim_cur, POD_FDS_PER_CONTAINER,
+		 API_FD_RESERVE);
+	api_reply_error(call->rt, call->token, API_RESOURCE_LIMIT, msg, NULL, NULL);
+	return TANK_ELIMIT;
+}
+
 static void m_apply(const api_call_t *call, const msgpack_object *params, void *ctx)
 {
 	api_daemon_t *d = ctx;
@@ -188,6 +221,8 @@ static void m_apply(const api_call_t *call, const msgpack_object *params, void *
 		api_reply_error(call->rt, call->token, API_INVALID, msg, pack_errors, &errs);
 		goto out;
 	}
+	if (apply_fits(call, d, specs, n) < 0)
+		goto out;
 	for (size_t i = 0; i < n; i++) {
 		size_t len;
 		if ((err = pod_spec_encode(specs[i], &bufs[i], &len)) < 0)

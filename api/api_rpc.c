@@ -15,6 +15,7 @@ static const char *const api__code_names[] = {
 	[API_UNAUTHORIZED] = "unauthorized",
 	[API_BAD_REQUEST] = "bad_request",
 	[API_INTERNAL] = "internal",
+	[API_RESOURCE_LIMIT] = "resource_limit",
 };
 #define API__NCODES (sizeof api__code_names / sizeof api__code_names[0])
 
@@ -62,6 +63,10 @@ int api_code_from_err(int err)
 	case -EMSGSIZE:
 	case -ENOSYS:
 		return API_BAD_REQUEST;
+	case TANK_ELIMIT:
+	case -EMFILE:
+	case -ENFILE:
+		return API_RESOURCE_LIMIT;
 	default:
 		/* ECORRUPT, ESCHEMA, EIO, ENOMEM, ENOSPC…: the daemon's
 		 * trouble, not the caller's. */

@@ -40,6 +40,7 @@ enum api_code {
 	API_UNAUTHORIZED,  /* peer not allowed on this socket */
 	API_BAD_REQUEST,   /* malformed request: shape, arity, types, method */
 	API_INTERNAL,      /* the daemon failed (I/O, memory) */
+	API_RESOURCE_LIMIT, /* tankd would pass a resource limit (descriptors) */
 };
 
 /* Wire name of a code ("invalid", …); "internal" for anything unknown. */

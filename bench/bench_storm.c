@@ -521,7 +521,7 @@ typedef struct ctx {
 	char top[64];             /* the temp dir of this run */
 	char data_dir[PATH_MAX];  /* where the plot data goes */
 	long tank_max_pods;       /* what the fd limit lets tankd hold */
-#define TANK_FDS_PER_POD 2   /* a running container: its two pipe read ends */
+#define TANK_FDS_PER_POD 3   /* a running container: its two pipe read ends and its log file */
 	int seq;                  /* numbers the daemons' dirs */
 	notes_t notes;
 } ctx_t;
@@ -1387,7 +1387,7 @@ int main(int argc, char **argv)
 	if (has_word(scen, "memory") && !c.quick && !g_interrupted) {
 		long big = c.tank_max_pods >= 10000 ? 10000 : c.tank_max_pods / 1000 * 1000;
 		if (big < 10000)
-			note("memory: 10,000 pods need ~40,000 fds in tankd, the limit is %ld: measuring %ld pods",
+			note("memory: 10,000 pods need ~30,000 fds in tankd, the limit is %ld: measuring %ld pods",
 			     TANK_FDS_PER_POD * c.tank_max_pods + 64, big);
 		if (big > 0)
 			memory_big(&c, big, base_pss > 0 ? base_pss : 0);

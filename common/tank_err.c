@@ -14,6 +14,7 @@ static const char *const tank_errnames[] = {
 	[TANK_ETOOBIG - TANK_EBASE]       = "too big",
 	[TANK_EUNAUTHORIZED - TANK_EBASE] = "unauthorized",
 	[TANK_EILLEGAL - TANK_EBASE]      = "illegal transition",
+	[TANK_ELIMIT - TANK_EBASE]        = "resource limit",
 };
 
 const char *tank_strerror(int err)

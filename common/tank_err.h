@@ -29,6 +29,7 @@ enum tank_errcode {
 	TANK_ETOOBIG,       /* a frame or value passed its size limit */
 	TANK_EUNAUTHORIZED, /* peer not allowed */
 	TANK_EILLEGAL,      /* a transition its kind's table does not allow */
+	TANK_ELIMIT,        /* tankd would pass one of its resource limits */
 	TANK_ELAST
 };
 

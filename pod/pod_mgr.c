@@ -1449,3 +1449,17 @@ size_t pod_mgr_nrunning(const pod_mgr_t *m)
 {
 	return m->nrunning;
 }
+
+size_t pod_mgr_ncontainers(const pod_mgr_t *m, const char *name)
+{
+	size_t it = 0, n = 0;
+	void *v;
+
+	if (name) {
+		const pod_trk_t *p = tank_map_get(&m->pods, name);
+		return p ? p->nctrs : 0;
+	}
+	while (tank_map_next(&m->pods, &it, NULL, &v))
+		n += ((const pod_trk_t *)v)->nctrs;
+	return n;
+}

@@ -107,4 +107,13 @@ void pod_mgr_running(pod_mgr_t *m,
 /* Number of running container processes. */
 size_t pod_mgr_nrunning(const pod_mgr_t *m);
 
+/* Descriptors tankd holds for one running container: the read ends of its
+ * stdout and stderr pipes and its log file. */
+#define POD_FDS_PER_CONTAINER 3
+
+/* Containers of the pods tracked now (deleted ones still stopping
+ * included), or of the one pod `name` (0 when it is not tracked); what an
+ * apply adds to tankd's descriptors is measured against these. */
+size_t pod_mgr_ncontainers(const pod_mgr_t *m, const char *name);
+
 #endif

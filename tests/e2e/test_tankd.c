@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/prctl.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -23,6 +24,7 @@ typedef struct d {
 	char dir[64];
 	char sock[96];
 	pid_t pid;
+	long nofile;              /* RLIMIT_NOFILE (soft and hard) for tankd; 0: inherited */
 } d_t;
 
 static const char *bindir(void)
@@ -54,6 +56,10 @@ static pid_t spawn_tankd(d_t *d, const char *log)
 		int fd = open(logp, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
 		dup2(fd, 1);
 		dup2(fd, 2);
+		if (d->nofile) {
+			struct rlimit rl = { (rlim_t)d->nofile, (rlim_t)d->nofile };
+			setrlimit(RLIMIT_NOFILE, &rl);
+		}
 		execl(bin, "tankd", "--data-dir", d->dir, "--resync", "300", (char *)NULL);
 		_exit(127);
 	}
@@ -649,5 +655,41 @@ Test(e2e, status_knows_every_stored_pod_at_once)
 	for (const char *p = out; (p = strstr(p, "\"name\": \"s")); p++)
 		n++;
 	cr_assert_eq(n, 300, "%d pods in the status list", n);
+	teardown(d);
+}
+
+/* Running out of descriptors is tankd's problem: an apply whose pods would
+ * need more than tankd's RLIMIT_NOFILE is refused with both figures and
+ * applies nothing; one that fits is accepted (3 per container, 256 for
+ * tankd itself). */
+Test(e2e, an_apply_past_the_descriptor_limit_is_refused_with_both_figures)
+{
+	d_t *d = calloc(1, sizeof *d);
+	static char yaml[100 * 96], out[1 << 16];
+	size_t off = 0;
+
+	snprintf(d->dir, sizeof d->dir, "/tmp/tank-e2e-XXXXXX");
+	cr_assert_not_null(mkdtemp(d->dir));
+	snprintf(d->sock, sizeof d->sock, "%s/tank.sock", d->dir);
+	d->nofile = 512;
+	start(d);
+	for (int i = 0; i < 100; i++)
+		off += (size_t)snprintf(yaml + off, sizeof yaml - off,
+					"---\nname: f%03d\ncontainers: [{name: c, command: [/bin/sleep, \"1000\"]}]\n", i);
+	write_file(d, "many.yaml", yaml);
+	cr_assert_eq(ctl(d, out, sizeof out, "apply -f %s/many.yaml", d->dir), 1, "%s", out);
+	cr_assert(strstr(out, "100 containers would need 556 descriptors in tankd, its limit is 512"),
+		  "%s", out);
+	cr_assert_eq(ctl(d, out, sizeof out, "get f000"), 1, "nothing was applied: %s", out);
+
+	/* Half of them fit: 256 + 3 * 50 = 406. */
+	off = 0;
+	for (int i = 0; i < 50; i++)
+		off += (size_t)snprintf(yaml + off, sizeof yaml - off,
+					"---\nname: f%03d\ncontainers: [{name: c, command: [/bin/sleep, \"1000\"]}]\n", i);
+	write_file(d, "half.yaml", yaml);
+	cr_assert_eq(ctl(d, out, sizeof out, "apply -f %s/half.yaml --wait --timeout 60s", d->dir), 0,
+		     "%.2000s", out);
+	cr_assert(wait_phase(d, "f049", "running", 30));
 	teardown(d);
 }
