@@ -14,6 +14,8 @@
  */
 #include "api/api_server.h"
 
+#include "api/api_frame.h"
+
 #include <errno.h>
 #include <ev.h>
 #include <poll.h>
@@ -120,7 +122,9 @@ typedef struct api_conn {
 	rt_pid_t self, server;
 	int fd;
 	rt_ref_t rref, wref;        /* read / write watches, 0 when off */
-	msgpack_unpacker unp;
+	api_buf_t in;               /* received bytes; a frame starts at
+				     * in.head */
+	api_frame_scan_t scan;      /* how far in the frame at in.head */
 	api_buf_t out;
 	size_t max_frame, max_outbuf;
 	size_t pending;             /* requests dispatched, not yet answered */
@@ -131,8 +135,6 @@ typedef struct api_conn {
 	bool subscribed;
 	bool closing;               /* no more input; die once flushed */
 	bool dead;                  /* exit requested: ignore everything */
-	bool head_seen, head_has_id;/* msgid of the message being read */
-	uint32_t head_id;
 } api_conn_t;
 
 static const rt_behaviour_t api__server_b;
@@ -454,8 +456,9 @@ static void api__conn_dispatch(rt_t *rt, api_conn_t *c, const msgpack_object *o)
 	fn(&call, m.params, ctx);
 }
 
-/* The first bytes of a frame that is too big, decoded far enough to find
- * its msgid: [0, msgid, … (fixarray 4, 0, uint). */
+/* The first bytes of a frame, decoded far enough to find the msgid of a
+ * request: [0, msgid, … (fixarray 4, 0, uint).  Works on a frame that is
+ * too big or too deep to decode, since the msgid precedes the params. */
 static bool api__peek_msgid(const unsigned char *p, size_t n, uint32_t *id)
 {
 	if (n < 3 || p[0] != 0x94 || p[1] != 0x00)
@@ -471,6 +474,12 @@ static bool api__peek_msgid(const unsigned char *p, size_t n, uint32_t *id)
 	return false;
 }
 
+/* [2, … (fixarray 3, 2): a client notification, which takes no reply. */
+static bool api__is_notification(const unsigned char *p, size_t n)
+{
+	return n >= 2 && p[0] == 0x93 && p[1] == 0x02;
+}
+
 static int api__pack_frame_error(msgpack_packer *pk, void *a)
 {
 	api__reply_t *r = a;
@@ -479,53 +488,128 @@ static int api__pack_frame_error(msgpack_packer *pk, void *a)
 						  NULL, NULL);
 }
 
-/* Called at each incomplete read of a message: the first time its head is
- * in the buffer, note its msgid, should the frame turn out too big.  The
- * unpacker has consumed every buffered byte (off == used), so the current
- * message's bytes are the last message_size() ones — until the next
- * reserve may drop its already-parsed prefix. */
-static void api__conn_note_head(api_conn_t *c)
+/* Says why the frame starting at p is not run: by its msgid when it is a
+ * request; else there is no msgid to answer by, so in a notification
+ * [2, "error", [error]], which any msgpack-RPC client can read.  Returns
+ * whether it was a request. */
+static bool api__conn_refuse(rt_t *rt, api_conn_t *c, const unsigned char *p,
+			     size_t n, const char *msg)
 {
-	size_t n = msgpack_unpacker_message_size(&c->unp);
+	uint32_t id;
 
-	if (c->head_seen || !n || n > c->unp.used)
-		return;
-	c->head_seen = true;
-	c->head_has_id = api__peek_msgid((const unsigned char *)c->unp.buffer +
-					 c->unp.used - n, n, &c->head_id);
+	if (api__peek_msgid(p, n, &id)) {
+		api__conn_bad(rt, c, id, API_BAD_REQUEST, msg);
+		return true;
+	}
+	api__reply_t r = { .method = "error", .fn = api__pack_frame_error,
+			   .message = msg };
+	r.arg = &r;
+	if (api__conn_append(rt, c, false, api__pack_notify_cb, &r) < 0)
+		api__conn_die(rt, c);
+	return false;
 }
 
+/* The frame at in.head would pass max_frame (its declared sizes say so,
+ * or its bytes did): answered, then the connection is closed — skipping it
+ * would mean reading (up to 4 GiB per string) only to throw it away. */
 static void api__conn_too_big(rt_t *rt, api_conn_t *c)
 {
 	char msg[96];
 
 	snprintf(msg, sizeof msg, "frame larger than %zu bytes", c->max_frame);
-	if (c->head_has_id) {
-		uint32_t id = c->head_id;
-		api__conn_bad(rt, c, id, API_BAD_REQUEST, msg);
-	} else {
-		/* No msgid to answer by: say it in a notification, which any
-		 * msgpack-RPC client can read, then close. */
-		api__reply_t r = { .method = "error", .fn = api__pack_frame_error,
-				   .message = msg };
-		r.arg = &r;
-		api__conn_append(rt, c, false, api__pack_notify_cb, &r);
-	}
+	api__conn_refuse(rt, c, (const unsigned char *)c->in.p + c->in.head,
+			 c->in.len, msg);
 	api__conn_close(rt, c, API__LINGER_MS);
+}
+
+/* The frame at in.head nests deeper than API_MAX_DEPTH.  It is answered
+ * but never decoded (msgpack-c could not).  Returns whether the stream
+ * can go on: a request or notification was a well-formed message the
+ * client may follow with others; anything else has the wrong shape and,
+ * as for any such frame, closes the connection. */
+static bool api__conn_too_deep(rt_t *rt, api_conn_t *c, size_t n)
+{
+	const unsigned char *p = (const unsigned char *)c->in.p + c->in.head;
+	const api_frame_scan_t *sc = &c->scan;
+	char msg[96];
+
+	/* Name the part the client wrote: it built params, not the frame. */
+	if ((p[0] == 0x94 && sc->deep_elem == 3) ||
+	    (p[0] == 0x93 && sc->deep_elem == 2))
+		snprintf(msg, sizeof msg, "params nested deeper than %u levels",
+			 (unsigned)API_MAX_DEPTH - 1);
+	else
+		snprintf(msg, sizeof msg, "message nested deeper than %u levels",
+			 (unsigned)API_MAX_DEPTH);
+	return api__conn_refuse(rt, c, p, n, msg) || api__is_notification(p, n);
+}
+
+/* Decodes and dispatches the complete frames buffered in c->in.  Each is
+ * first walked by the frame scanner, so msgpack-c only ever sees one whole
+ * frame that it can decode, and a frame refused for its depth is dropped
+ * by its exact length, leaving the stream in step. */
+static void api__conn_frames(rt_t *rt, api_conn_t *c)
+{
+	msgpack_unpacked up;
+
+	msgpack_unpacked_init(&up);
+	while (!c->closing && !c->dead && c->in.len) {
+		const char *f = c->in.p + c->in.head;
+		size_t flen = 0;
+		api_frame_status_t st = api_frame_scan(&c->scan, f, c->in.len, &flen);
+
+		if (st == API_FRAME_MORE)
+			break;
+		if (st == API_FRAME_TOO_BIG) {
+			api__conn_too_big(rt, c);
+			break;
+		}
+		if (st == API_FRAME_TOO_NESTED) {
+			/* Its end cannot be found with bounded memory. */
+			api__conn_too_deep(rt, c, c->in.len);
+			api__conn_close(rt, c, API__LINGER_MS);
+			break;
+		}
+		if (st == API_FRAME_INVALID) {
+			/* Not msgpack: the stream cannot be resynchronised. */
+			api__conn_close(rt, c, API__LINGER_MS);
+			break;
+		}
+		if (c->scan.too_deep) {
+			if (!api__conn_too_deep(rt, c, flen))
+				api__conn_close(rt, c, API__LINGER_MS);
+		} else {
+			size_t off = 0;
+			msgpack_unpack_return r = msgpack_unpack_next(&up, f, flen, &off);
+			if (r == MSGPACK_UNPACK_SUCCESS && off == flen) {
+				/* Strings in up borrow from c->in: the handler
+				 * runs before the frame's bytes are dropped. */
+				api__conn_dispatch(rt, c, &up.data);
+			} else if (!api__conn_refuse(rt, c, (const unsigned char *)f, flen,
+						    r == MSGPACK_UNPACK_NOMEM_ERROR ?
+						    "out of memory decoding the message" :
+						    "message cannot be decoded")) {
+				api__conn_close(rt, c, API__LINGER_MS);
+			}
+			msgpack_unpacked_destroy(&up);
+		}
+		api__buf_consume(&c->in, flen);
+		api_frame_scan_init(&c->scan, c->max_frame, API_MAX_DEPTH);
+	}
+	msgpack_unpacked_destroy(&up);
 }
 
 static void api__conn_read(rt_t *rt, api_conn_t *c)
 {
-	msgpack_unpacked up;
 	ssize_t n;
 
-	if (!msgpack_unpacker_reserve_buffer(&c->unp, API__READ_CHUNK)) {
+	if (api__buf_reserve(&c->in, API__READ_CHUNK) < 0) {
 		api__conn_die(rt, c);
 		return;
 	}
 	do
-		n = recv(c->fd, msgpack_unpacker_buffer(&c->unp),
-			 msgpack_unpacker_buffer_capacity(&c->unp), MSG_DONTWAIT);
+		n = recv(c->fd, c->in.p + c->in.head + c->in.len,
+			 c->in.cap - c->in.head - c->in.len, MSG_DONTWAIT);
 	while (n < 0 && errno == EINTR);
 	if (n < 0) {
 		if (errno != EAGAIN && errno != EWOULDBLOCK)
@@ -535,7 +619,8 @@ static void api__conn_read(rt_t *rt, api_conn_t *c)
 	if (n == 0) {
 		/* The peer will send nothing more.  After shutdown(SHUT_WR) it
 		 * may still read the answers to what it sent; after close()
-		 * (POLLHUP: both directions shut) nobody will. */
+		 * (POLLHUP: both directions shut) nobody will.  A partial
+		 * frame left in c->in is freed with the connection. */
 		struct pollfd p = { .fd = c->fd, .events = POLLOUT };
 		if (poll(&p, 1, 0) == 1 && (p.revents & POLLHUP)) {
 			api__conn_die(rt, c);
@@ -545,26 +630,8 @@ static void api__conn_read(rt_t *rt, api_conn_t *c)
 		api__conn_flush(rt, c);
 		return;
 	}
-	msgpack_unpacker_buffer_consumed(&c->unp, (size_t)n);
-	msgpack_unpacked_init(&up);
-	while (!c->closing && !c->dead) {
-		msgpack_unpack_return r = msgpack_unpacker_next(&c->unp, &up);
-		if (r == MSGPACK_UNPACK_SUCCESS || r == MSGPACK_UNPACK_EXTRA_BYTES) {
-			c->head_seen = c->head_has_id = false;
-			api__conn_dispatch(rt, c, &up.data);
-			continue;
-		}
-		if (r == MSGPACK_UNPACK_CONTINUE) {
-			api__conn_note_head(c);
-			if (msgpack_unpacker_message_size(&c->unp) > c->max_frame)
-				api__conn_too_big(rt, c);
-			break;
-		}
-		/* Malformed bytes: the stream cannot be resynchronised. */
-		api__conn_close(rt, c, API__LINGER_MS);
-		break;
-	}
-	msgpack_unpacked_destroy(&up);
+	c->in.len += (size_t)n;
+	api__conn_frames(rt, c);
 	api__conn_flush(rt, c);
 }
 
@@ -597,10 +664,6 @@ static int api__conn_init(rt_t *rt, void **state, void *arg)
 
 	if (!c)
 		return -ENOMEM;
-	if (!msgpack_unpacker_init(&c->unp, API__READ_CHUNK)) {
-		free(c);
-		return -ENOMEM;
-	}
 	c->self = rt_self(rt);
 	c->server = a->server;
 	c->fd = a->fd;
@@ -610,8 +673,8 @@ static int api__conn_init(rt_t *rt, void **state, void *arg)
 	c->authorized = a->authorized;
 	c->max_frame = a->max_frame;
 	c->max_outbuf = a->max_outbuf;
+	api_frame_scan_init(&c->scan, c->max_frame, API_MAX_DEPTH);
 	if (rt_watch_fd(rt, c->self, c->fd, EV_READ, API__TAG_READ, &c->rref) < 0) {
-		msgpack_unpacker_destroy(&c->unp);
 		free(c);
 		return -ENOMEM;
 	}
@@ -628,7 +691,7 @@ static void api__conn_terminate(rt_t *rt, void *state, rt_reason_t reason)
 	 * loop polls again; rt_unwatch_fd cannot be used here (our pid is
 	 * already invalid, see docs/rpc.md "Notes for the runtime"). */
 	close(c->fd);
-	msgpack_unpacker_destroy(&c->unp);
+	free(c->in.p);
 	free(c->out.p);
 	free(c);
 }

@@ -2,15 +2,19 @@
  * api_server — msgpack-RPC over a Unix socket, as actors on the runtime.
  *
  * One listener actor owns the socket; every accepted connection is an
- * actor of its own (socket, input unpacker, output buffer).  The server
- * holds no state beyond its connections: methods come from a table the
- * caller provides (the daemon wires api_methods.c, tests wire their own).
+ * actor of its own (socket, input buffer and frame scanner, output
+ * buffer).  The server holds no state beyond its connections: methods
+ * come from a table the caller provides (the daemon wires api_methods.c,
+ * tests wire their own).
  *
  * Everything here runs on the runtime's thread and never blocks: sockets
  * are non-blocking, output is buffered and flushed on EV_WRITE readiness.
  *
- * Memory bounds (docs/rpc.md, "Limits"): a frame larger than max_frame is
- * answered with an error and the connection closed; a connection whose
+ * Memory bounds (docs/rpc.md, "Limits"): a frame larger than max_frame
+ * (by its bytes or by the sizes its headers declare) is answered with an
+ * error and the connection closed; a frame nested deeper than
+ * API_MAX_DEPTH (api_frame.h) is answered with an error and skipped, the
+ * connection going on; a connection whose
  * unsent output passes max_outbuf stops being read until it drains, and a
  * subscriber that lets its output pass max_outbuf is disconnected.
  *

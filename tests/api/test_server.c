@@ -20,6 +20,7 @@
 #include <unistd.h>
 
 #include "api/api_client.h"
+#include "api/api_frame.h"
 #include "api/api_server.h"
 
 #define T_TIMEOUT 10000
@@ -522,6 +523,243 @@ Test(api, oversized_frame_gets_error_then_close)
 	cr_assert_str_eq(in.message, "frame larger than 4096 bytes");
 	api_incoming_free(&in);
 	cr_assert_eq(api_client_next(c, T_TIMEOUT, &in, &e), -ECONNRESET);
+	api_client_close(c);
+	srv_end(&s);
+}
+
+/* [0, msgid, "echo", params], params `levels` deep counting itself:
+ * [[…[]…]] when tail, else [[…[[], 0]…, 0], 0] (every level with an element
+ * after the nested one, the costly shape for a scanner). */
+static size_t deep_echo(unsigned char *b, uint8_t msgid, size_t levels, bool tail)
+{
+	size_t n = 0;
+	memcpy(b, "\x94\x00", 2);
+	b[2] = msgid;
+	memcpy(b + 3, "\xa4" "echo", 5);
+	n = 8;
+	for (size_t i = 1; i < levels; i++)
+		b[n++] = tail ? 0x91 : 0x92;
+	b[n++] = 0x90;
+	if (!tail)
+		for (size_t i = 1; i < levels; i++)
+			b[n++] = 0x00;
+	return n;
+}
+
+/* The next message is the error response to msgid with this message. */
+static void expect_bad(api_client_t *c, uint32_t msgid, const char *msg)
+{
+	api_incoming_t in;
+	tank_error_t e;
+	cr_assert_eq(api_client_next(c, T_TIMEOUT, &in, &e), 0, "%s", e.msg);
+	cr_assert_eq(in.type, API_RESPONSE);
+	cr_assert_eq(in.msgid, msgid);
+	cr_assert_eq(in.code, API_BAD_REQUEST);
+	cr_assert_str_eq(in.message, msg);
+	api_incoming_free(&in);
+}
+
+static void expect_echo(api_client_t *c, const char *word)
+{
+	api_incoming_t in;
+	tank_error_t e;
+	cr_assert_eq(api_client_call(c, "echo", pack_str1, (void *)word, T_TIMEOUT,
+				     &in, &e), 0, "%s", e.msg);
+	cr_assert_eq(in.code, API_OK);
+	cr_assert(api_obj_streq(in.result, word));
+	api_incoming_free(&in);
+}
+
+Test(api, deep_params_answered_connection_kept)
+{
+	srv_t s;
+	api_server_opts_t o = { 0 };
+	srv_init(&s, &o);
+	srv_start(&s, &o);
+	api_client_t *c = cli(&s);
+	api_incoming_t in;
+	tank_error_t e;
+	static unsigned char b[4096];
+	char msg[64];
+	size_t n;
+
+	snprintf(msg, sizeof msg, "params nested deeper than %d levels", API_MAX_DEPTH - 1);
+	/* At the limit: dispatched as before (the echo sends back the 30
+	 * levels inside params). */
+	n = deep_echo(b, 1, API_MAX_DEPTH - 1, true);
+	cr_assert_eq(api_client_send_raw(c, b, n, T_TIMEOUT, &e), 0);
+	cr_assert_eq(api_client_next(c, T_TIMEOUT, &in, &e), 0, "%s", e.msg);
+	cr_assert_eq(in.msgid, 1);
+	cr_assert_eq(in.code, API_OK, "%s", in.message);
+	const msgpack_object *o1 = in.result;
+	int levels = 0;
+	while (o1->type == MSGPACK_OBJECT_ARRAY) {
+		levels++;
+		if (!o1->via.array.size)
+			break;
+		o1 = &o1->via.array.ptr[0];
+	}
+	cr_assert_eq(levels, API_MAX_DEPTH - 2);
+	api_incoming_free(&in);
+	/* One level more, 60, 400: answered by msgid, and the connection
+	 * goes on (msgpack-c alone gave up and the server closed it). */
+	size_t deep[] = { API_MAX_DEPTH, 60, 400 };
+	for (int i = 0; i < 3; i++) {
+		n = deep_echo(b, (uint8_t)(10 + i), deep[i], true);
+		cr_assert_eq(api_client_send_raw(c, b, n, T_TIMEOUT, &e), 0);
+		expect_bad(c, 10 + i, msg);
+		expect_echo(c, "after");
+	}
+	/* 100 levels, each with an element after the nested one. */
+	n = deep_echo(b, 20, 100, false);
+	cr_assert_eq(api_client_send_raw(c, b, n, T_TIMEOUT, &e), 0);
+	expect_bad(c, 20, msg);
+	/* Pipelined behind it, in the same write: the next request. */
+	n = deep_echo(b, 21, 400, true);
+	n += deep_echo(b + n, 22, 2, true);
+	cr_assert_eq(api_client_send_raw(c, b, n, T_TIMEOUT, &e), 0);
+	expect_bad(c, 21, msg);
+	cr_assert_eq(api_client_next(c, T_TIMEOUT, &in, &e), 0, "%s", e.msg);
+	cr_assert_eq(in.msgid, 22);
+	cr_assert_eq(in.code, API_OK);
+	api_incoming_free(&in);
+	/* Arriving in pieces (the scan resumes where it stopped). */
+	n = deep_echo(b, 23, 400, true);
+	for (size_t off = 0; off < n; off += 97) {
+		cr_assert_eq(api_client_send_raw(c, b + off, n - off < 97 ? n - off : 97,
+						 T_TIMEOUT, &e), 0);
+		usleep(2000);
+	}
+	expect_bad(c, 23, msg);
+	/* A deep method is named as the message's depth. */
+	memcpy(b, "\x94\x00\x18", 3);
+	n = 3;
+	for (int i = 0; i < 40; i++)
+		b[n++] = 0x91;
+	b[n++] = 0x90;
+	b[n++] = 0x90;
+	cr_assert_eq(api_client_send_raw(c, b, n, T_TIMEOUT, &e), 0);
+	snprintf(msg, sizeof msg, "message nested deeper than %d levels", API_MAX_DEPTH);
+	expect_bad(c, 0x18, msg);
+	expect_echo(c, "still");
+	api_client_close(c);
+	srv_end(&s);
+}
+
+Test(api, deep_notification_or_bare_value)
+{
+	srv_t s;
+	api_server_opts_t o = { 0 };
+	srv_init(&s, &o);
+	srv_start(&s, &o);
+	api_client_t *c = cli(&s);
+	api_incoming_t in;
+	tank_error_t e;
+	static unsigned char b[512];
+	size_t n;
+
+	/* A client notification [2, "echo", deep]: no msgid, so the refusal
+	 * comes as an `error` notification; the connection goes on. */
+	n = deep_echo(b, 0, 200, true);
+	b[1] = 0x93;
+	b[2] = 0x02;
+	cr_assert_eq(api_client_send_raw(c, b + 1, n - 1, T_TIMEOUT, &e), 0);
+	cr_assert_eq(api_client_next(c, T_TIMEOUT, &in, &e), 0, "%s", e.msg);
+	cr_assert_eq(in.type, API_NOTIFICATION);
+	cr_assert_str_eq(in.method, "error");
+	const msgpack_object *err = &in.params->via.array.ptr[0];
+	cr_assert(api_obj_streq(api_map_get(err, "code"), "bad_request"));
+	char want[64];
+	snprintf(want, sizeof want, "params nested deeper than %d levels", API_MAX_DEPTH - 1);
+	cr_assert(api_obj_streq(api_map_get(err, "message"), want));
+	api_incoming_free(&in);
+	expect_echo(c, "on");
+	/* A bare deep array is no message at all: told, then closed. */
+	memset(b, 0x91, 300);
+	b[300] = 0x90;
+	cr_assert_eq(api_client_send_raw(c, b, 301, T_TIMEOUT, &e), 0);
+	cr_assert_eq(api_client_next(c, T_TIMEOUT, &in, &e), 0, "%s", e.msg);
+	cr_assert_str_eq(in.method, "error");
+	api_incoming_free(&in);
+	cr_assert_eq(api_client_next(c, T_TIMEOUT, &in, &e), -ECONNRESET);
+	api_client_close(c);
+	srv_end(&s);
+}
+
+Test(api, huge_declared_sizes_refused_without_buffering)
+{
+	srv_t s;
+	api_server_opts_t o = { 0 };
+	srv_init(&s, &o);
+	srv_start(&s, &o);
+	tank_error_t e;
+	char msg[64];
+	/* Headers only: array32 of 2^31, str32 of 4 GiB - 1, map32, and
+	 * 200 nested levels with elements after them (past what the scanner
+	 * follows).  Each is answered by msgid at once — the server does not
+	 * wait for (or allocate) what the header announces — then closed. */
+	static const struct { const char *b; size_t n; uint32_t id; } f[] = {
+		{ "\x94\x00\x05\xa4" "echo" "\xdd\x80\x00\x00\x00", 13, 5 },
+		{ "\x94\x00\x06\xa4" "echo" "\x91\xdb\xff\xff\xff\xff", 14, 6 },
+		{ "\x94\x00\x07\xa4" "echo" "\x91\xdf\xff\xff\xff\xff", 14, 7 },
+	};
+	snprintf(msg, sizeof msg, "frame larger than %u bytes", API_MAX_FRAME_DEFAULT);
+	for (int i = 0; i < 3; i++) {
+		api_client_t *c = cli(&s);
+		api_incoming_t in;
+		cr_assert_eq(api_client_send_raw(c, f[i].b, f[i].n, T_TIMEOUT, &e), 0);
+		expect_bad(c, f[i].id, msg);
+		cr_assert_eq(api_client_next(c, T_TIMEOUT, &in, &e), -ECONNRESET);
+		api_client_close(c);
+	}
+	static unsigned char b[512];
+	size_t n = deep_echo(b, 8, 200, false);
+	api_client_t *c = cli(&s);
+	api_incoming_t in;
+	cr_assert_eq(api_client_send_raw(c, b, n, T_TIMEOUT, &e), 0);
+	snprintf(msg, sizeof msg, "params nested deeper than %d levels", API_MAX_DEPTH - 1);
+	expect_bad(c, 8, msg);
+	cr_assert_eq(api_client_next(c, T_TIMEOUT, &in, &e), -ECONNRESET);
+	api_client_close(c);
+	cr_assert(stat_becomes(&s, 0, 0), "every connection was released");
+	srv_end(&s);
+}
+
+Test(api, truncated_or_garbage_frames_close_cleanly)
+{
+	srv_t s;
+	api_server_opts_t o = { 0 };
+	srv_init(&s, &o);
+	srv_start(&s, &o);
+	tank_error_t e;
+	api_incoming_t in;
+	/* A request cut inside its params (a 4 KiB string, 100 bytes sent),
+	 * then close: the partial frame goes with the connection (ASan's
+	 * leak check in the SAN build). */
+	api_client_t *c = cli(&s);
+	char part[120] = "\x94\x00\x09\xa4" "echo" "\x91\xdb\x00\x00\x10\x00";
+	memset(part + 14, 'x', sizeof part - 14);
+	cr_assert_eq(api_client_send_raw(c, part, sizeof part, T_TIMEOUT, &e), 0);
+	api_client_close(c);
+	/* Half a header (str32 needs 5 bytes), then shutdown: closed too. */
+	c = cli(&s);
+	cr_assert_eq(api_client_send_raw(c, "\x94\x00\x0a\xa4" "echo" "\x91\xdb\x00", 11,
+					 T_TIMEOUT, &e), 0);
+	shutdown(api_client_fd(c), SHUT_WR);
+	cr_assert_eq(api_client_next(c, T_TIMEOUT, &in, &e), -ECONNRESET);
+	api_client_close(c);
+	/* Not msgpack-RPC: an HTTP request ('G' is a fixint, a whole frame
+	 * of the wrong shape) and a byte that is never msgpack. */
+	const char *junk[] = { "GET / HTTP/1.1\r\n\r\n", "\xc1\xc1\xc1" };
+	for (int i = 0; i < 2; i++) {
+		c = cli(&s);
+		cr_assert_eq(api_client_send_raw(c, junk[i], strlen(junk[i]), T_TIMEOUT, &e), 0);
+		cr_assert_eq(api_client_next(c, T_TIMEOUT, &in, &e), -ECONNRESET);
+		api_client_close(c);
+	}
+	cr_assert(stat_becomes(&s, 0, 0), "every connection was released");
+	c = cli(&s);
+	expect_echo(c, "alive");
 	api_client_close(c);
 	srv_end(&s);
 }
