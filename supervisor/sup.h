@@ -226,4 +226,17 @@ int sup_which_children(rt_t *rt, rt_pid_t sup, sup_child_info_t *out,
 		       size_t cap, size_t *total);
 int sup_count_children(rt_t *rt, rt_pid_t sup, sup_counts_t *out);
 
+/* Work done so far, for tests and benchmarks: a count that grows with the
+ * work, not with time, so a test can catch an algorithm that went
+ * quadratic without a timed assertion. */
+typedef struct sup_stats {
+	/* Child records visited by the supervisor's own walks over its
+	 * children (strategies, sequences, shutdown; not the calls below
+	 * that report every child).  Start, a one_for_all or rest_for_one
+	 * restart, and stop each add O(children). */
+	uint64_t walk_steps;
+} sup_stats_t;
+
+int sup_stats(rt_t *rt, rt_pid_t sup, sup_stats_t *out);
+
 #endif
