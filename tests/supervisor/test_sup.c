@@ -229,6 +229,37 @@ Test(supervisor, rest_for_one_restarts_the_dead_and_later_children)
 	rt_free(rt);
 }
 
+/* one_for_all: b crashes; c is stopped, then a takes its shutdown time.
+ * Meanwhile c, already stopped, is restarted by hand.  The sequence must
+ * still see it (it walks the children last first, and c is behind the
+ * one it waits for): c is stopped again and all start in order. */
+Test(supervisor, child_restarted_by_hand_mid_sequence_is_stopped_again)
+{
+	rt_t *rt = new_rt();
+	world_t w = { 0 };
+	wctx_t cx[3] = { { &w, 0, true, true }, { &w, 1, false, false },
+			 { &w, 2, false, false } };
+	sup_spec_t sp[3] = { spec_for(&cx[0], "a"), spec_for(&cx[1], "b"),
+			     spec_for(&cx[2], "c") };
+	sup_flags_t f = { SUP_ONE_FOR_ALL, 5, 5000, SUP_AUTO_NEVER };
+	rt_pid_t sup, manual;
+
+	sp[0].shutdown = 200;
+	cr_assert_eq(sup_start_link(rt, &f, sp, 3, &sup), 0);
+	send_tag(rt, w.pid[1], T_CRASH);
+	RUN_UNTIL(rt, w.norder == 2);
+	cr_assert_str_eq(w.order, "bc");
+	cr_assert(rt_alive(rt, w.pid[0]), "a ignores shutdown for 200 ms");
+	cr_assert_eq(sup_restart_child(rt, sup, "c", &manual), 0);
+	cr_assert(rt_alive(rt, manual));
+	RUN_UNTIL(rt, w.starts[0] == 2 && w.starts[1] == 2 && w.starts[2] == 3);
+	cr_assert_str_eq(w.order, "bcac");
+	cr_assert_not(rt_alive(rt, manual));
+	for (int i = 0; i < 3; i++)
+		cr_assert(rt_alive(rt, w.pid[i]));
+	rt_free(rt);
+}
+
 /* rest_for_one: while c takes its time to stop, a crashes.  OTP would
  * handle a's EXIT after the restart of b.. : so must we, and restart
  * everything from a without losing track of anyone. */
