@@ -32,10 +32,10 @@
  * only moves towards the head, and duplicate ids are found through the id
  * map, not by comparing every pair.  (Before: each step of a sequence
  * re-scanned the list from the tail and each static child's id was
- * compared with every earlier one — 100,000 children took ~100 s to start
- * and as long to restart.)  `walk_steps` counts the child records the
- * walks visit, so a test can see a quadratic walk come back without
- * timing anything.
+ * compared with every earlier one: 100,000 children took about two
+ * minutes to start and one to restart; docs/supervisor.md has figures.)
+ * `walk_steps` counts the child records the walks visit, so a test can
+ * see a quadratic walk come back without timing anything.
  */
 #include "supervisor/sup.h"
 
