@@ -10,7 +10,8 @@
  *             measured just before, and each installed peer
  *   memory    supervisor-side PSS per service at each storm size, and
  *             tankd alone at 10,000 pods
- *   crashloop N pods exiting 1 at once: restarts/s and tankd CPU/restart
+ *   crashloop N pods exiting 1 at once (backoff base 0): restarts/s, tankd
+ *            CPU/restart, and ping p50/p99/max while they crash-loop
  *   latency   one pod: container exit -> replacement's exec, p50/p99
  *
  * How "running again" is seen: each workload reports "S pid t" (t its
@@ -1121,6 +1122,45 @@ static long sum_restarts(sys_t *s)
 	return sum;
 }
 
+/* Pings tankd every 5 ms for window_ms (the hardening issue's check that
+ * a restart storm does not starve the socket) and reports the latencies.
+ * Each ping waits for its answer, so a starved loop shows as one long
+ * sample, not as many queued ones. */
+static int u64_cmp(const void *a, const void *b)
+{
+	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+	return x < y ? -1 : x > y;
+}
+
+static void ping_window(sys_t *s, long n, long window_ms)
+{
+	size_t cap = (size_t)window_ms / 5 + 16, got = 0;
+	uint64_t *lat = malloc(cap * sizeof *lat);
+	uint64_t end = now_ns() + (uint64_t)window_ms * 1000000u;
+	api_incoming_t in;
+
+	if (!lat)
+		return;
+	while (now_ns() < end && got < cap && !g_interrupted) {
+		uint64_t t0 = now_ns();
+		if (tank_call(s, "ping", NULL, NULL, &in) < 0)
+			break;
+		api_incoming_free(&in);
+		lat[got++] = now_ns() - t0;
+		sleep_ms(5);
+	}
+	if (got) {
+		qsort(lat, got, sizeof *lat, u64_cmp);
+		emit("crashloop_ping_p50", (double)lat[got / 2] / 1e6, "ms", "tank", n);
+		emit("crashloop_ping_p99", (double)lat[got * 99 / 100] / 1e6, "ms", "tank", n);
+		emit("crashloop_ping_max", (double)lat[got - 1] / 1e6, "ms", "tank", n);
+		note("crashloop: %zu pings during the storm: p50 %.2f ms, p99 %.2f ms, max %.2f ms",
+		     got, (double)lat[got / 2] / 1e6, (double)lat[got * 99 / 100] / 1e6,
+		     (double)lat[got - 1] / 1e6);
+	}
+	free(lat);
+}
+
 static void crashloop(ctx_t *c, long n, long window_ms)
 {
 	sys_t s = { .kind = SYS_TANK };
@@ -1136,7 +1176,7 @@ static void crashloop(ctx_t *c, long n, long window_ms)
 	long r0 = sum_restarts(&s);
 	uint64_t c0 = cpu_ns(s.pid), t0 = now_ns();
 	unsigned long long k0 = cpu_ticks(s.pid);
-	sleep_ms(window_ms);
+	ping_window(&s, n, window_ms);
 	long r1 = sum_restarts(&s);
 	uint64_t c1 = cpu_ns(s.pid), t1 = now_ns();
 	unsigned long long k1 = cpu_ticks(s.pid);
