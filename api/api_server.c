@@ -133,6 +133,8 @@ typedef struct api_conn {
 	pid_t pid;
 	bool authorized;
 	bool subscribed;
+	uint64_t last_active_ms;    /* last request or answer (rt_now_ms): the
+				     * longest idle goes first at the cap */
 	bool closing;               /* no more input; die once flushed */
 	bool dead;                  /* exit requested: ignore everything */
 } api_conn_t;
@@ -225,9 +227,12 @@ static void api__conn_close(rt_t *rt, api_conn_t *c, uint64_t linger_ms)
 		api__conn_die(rt, c);
 }
 
+static void api__conn_farewell(rt_t *rt, api_conn_t *c, int code, const char *msg);
+
 /* Appends one packed message to c's output.  On a packing error the partial
  * bytes are removed.  `bounded`: an unsolicited message (event) — if it
- * would push the output past max_outbuf the connection is cut off. */
+ * would push the output past max_outbuf, the subscriber is dropped: it
+ * gets what was queued before, a final notice saying why, then EOF. */
 static int api__conn_append(rt_t *rt, api_conn_t *c, bool bounded,
 			    int (*pack)(msgpack_packer *, void *), void *arg)
 {
@@ -241,8 +246,13 @@ static int api__conn_append(rt_t *rt, api_conn_t *c, bool bounded,
 		return r < 0 ? r : -ENOMEM;
 	}
 	if (bounded && c->out.len > c->max_outbuf) {
+		char msg[160];
 		c->out.len = before;
-		api__conn_die(rt, c);
+		c->subscribed = false;
+		snprintf(msg, sizeof msg, "subscription dropped: events went unread "
+			 "past %zu bytes (the client reads too slowly); subscribe again",
+			 c->max_outbuf);
+		api__conn_farewell(rt, c, API_RESOURCE_LIMIT, msg);
 		return -ENOBUFS;
 	}
 	/* Inside the connection's own turn the read path flushes at its end;
@@ -320,6 +330,7 @@ static int api__answer(rt_t *rt, api_token_t t,
 	}
 	if (c->pending)
 		c->pending--;
+	c->last_active_ms = rt_now_ms(rt);
 	if (rt_self(rt) != c->self) {
 		api__conn_update_read(rt, c);
 		api__conn_maybe_finish(rt, c);
@@ -453,6 +464,7 @@ static void api__conn_dispatch(rt_t *rt, api_conn_t *c, const msgpack_object *o)
 	}
 	if (m.type == API_REQUEST)
 		c->pending++;
+	c->last_active_ms = rt_now_ms(rt);
 	fn(&call, m.params, ctx);
 }
 
@@ -480,12 +492,29 @@ static bool api__is_notification(const unsigned char *p, size_t n)
 	return n >= 2 && p[0] == 0x93 && p[1] == 0x02;
 }
 
+/* [error] of an "error" notification; code 0 reads as bad_request. */
 static int api__pack_frame_error(msgpack_packer *pk, void *a)
 {
 	api__reply_t *r = a;
 	int err = msgpack_pack_array(pk, 1);
-	return err ? -ENOMEM : api_pack_error_map(pk, API_BAD_REQUEST, r->message,
-						  NULL, NULL);
+	return err ? -ENOMEM : api_pack_error_map(pk, r->code ? r->code : API_BAD_REQUEST,
+						  r->message, NULL, NULL);
+}
+
+/* Says goodbye in an "error" notification (nothing to answer by) and
+ * closes once it is flushed.  The notice goes past max_outbuf: it is the
+ * one message a client that is being dropped must still get, and it is
+ * small. */
+static void api__conn_farewell(rt_t *rt, api_conn_t *c, int code, const char *msg)
+{
+	api__reply_t r = { .method = "error", .fn = api__pack_frame_error,
+			   .code = code, .message = msg };
+	r.arg = &r;
+	if (api__conn_append(rt, c, false, api__pack_notify_cb, &r) < 0) {
+		api__conn_die(rt, c);
+		return;
+	}
+	api__conn_close(rt, c, API__LINGER_MS);
 }
 
 /* Says why the frame starting at p is not run: by its msgid when it is a
@@ -665,6 +694,7 @@ static int api__conn_init(rt_t *rt, void **state, void *arg)
 	if (!c)
 		return -ENOMEM;
 	c->self = rt_self(rt);
+	c->last_active_ms = rt_now_ms(rt);
 	c->server = a->server;
 	c->fd = a->fd;
 	c->uid = a->cred.uid;
@@ -718,6 +748,60 @@ static bool api__in_group(int fd, gid_t group)
 	return false;
 }
 
+/* At the connection cap: makes room by closing the connection idle the
+ * longest (no request in flight, nothing buffered either way, not a
+ * subscriber), which is told why.  Thousands of idle connections thus
+ * cannot lock out a new client, while busy ones are never cut.  The
+ * evicted connection still counts until its actor is gone, so the cap can
+ * be passed by the connections being closed; each of those is bounded by
+ * its linger.  O(connections), only at the cap.  Returns whether one
+ * was closed. */
+static bool api__server_evict_idle(rt_t *rt, api_server_t *s)
+{
+	api_conn_t *victim = NULL;
+
+	for (size_t i = 0; i < s->nconns; i++) {
+		api_conn_t *c = api__conn_get(rt, s->conns[i]);
+		if (!c || c->closing || c->subscribed || c->pending || c->in.len ||
+		    c->out.len)
+			continue;
+		if (!victim || c->last_active_ms < victim->last_active_ms)
+			victim = c;
+	}
+	if (!victim)
+		return false;
+	char msg[160];
+	snprintf(msg, sizeof msg, "connection closed: tankd serves at most %zu "
+		 "connections and this one was the longest idle", s->max_conns);
+	api__conn_farewell(rt, victim, API_RESOURCE_LIMIT, msg);
+	return true;
+}
+
+/* Past the cap with nothing idle to close: the new client is told why in
+ * an "error" notification, written without waiting (a fresh socket's
+ * buffer takes it whole, or the client gets the bare close). */
+static void api__refuse_fd(int fd, size_t max_conns)
+{
+	char msg[160];
+	msgpack_sbuffer sb;
+	msgpack_packer pk;
+
+	snprintf(msg, sizeof msg, "too many connections: tankd serves at most %zu "
+		 "at once, all busy; try again later", max_conns);
+	api__reply_t r = { .method = "error", .fn = api__pack_frame_error,
+			   .code = API_RESOURCE_LIMIT, .message = msg };
+	r.arg = &r;
+	msgpack_sbuffer_init(&sb);
+	msgpack_packer_init(&pk, &sb, msgpack_sbuffer_write);
+	if (api__pack_notify_cb(&pk, &r) == 0) {
+		ssize_t n;
+		do
+			n = send(fd, sb.data, sb.size, MSG_NOSIGNAL | MSG_DONTWAIT);
+		while (n < 0 && errno == EINTR);
+	}
+	msgpack_sbuffer_destroy(&sb);
+}
+
 static void api__server_accept(rt_t *rt, api_server_t *s)
 {
 	for (int i = 0; i < API__ACCEPT_BATCH; i++) {
@@ -740,8 +824,12 @@ static void api__server_accept(rt_t *rt, api_server_t *s)
 				      .max_frame = s->max_frame,
 				      .max_outbuf = s->max_outbuf };
 		socklen_t len = sizeof a.cred;
-		if (s->nconns >= s->max_conns ||
-		    getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &a.cred, &len) < 0) {
+		if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &a.cred, &len) < 0) {
+			close(fd);
+			continue;
+		}
+		if (s->nconns >= s->max_conns && !api__server_evict_idle(rt, s)) {
+			api__refuse_fd(fd, s->max_conns);
 			close(fd);
 			continue;
 		}

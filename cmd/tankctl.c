@@ -816,6 +816,23 @@ static void ctl_print_line(const msgpack_object *o)
 	}
 }
 
+/* An "error" notification: tankd says why it is closing this connection
+ * (a subscriber that read too slowly, the connection cap).  Returns the
+ * message, or NULL for any other message. */
+static const char *ctl_farewell(const api_incoming_t *in, char *buf, size_t cap)
+{
+	if (in->type != API_NOTIFICATION || strcmp(in->method, "error") != 0 ||
+	    !in->params || in->params->type != MSGPACK_OBJECT_ARRAY ||
+	    !in->params->via.array.size)
+		return NULL;
+	const msgpack_object *m = api_map_get(&in->params->via.array.ptr[0], "message");
+	if (m && m->type == MSGPACK_OBJECT_STR)
+		snprintf(buf, cap, "%.*s", (int)m->via.str.size, m->via.str.ptr);
+	else
+		snprintf(buf, cap, "closed by tankd");
+	return buf;
+}
+
 static int v_logs(ctl_t *x, int argc, char **argv)
 {
 	static const struct option opts[] = {
@@ -826,6 +843,7 @@ static int v_logs(ctl_t *x, int argc, char **argv)
 	logs_params_t p = { .tail = -1 };
 	api_incoming_t in;
 	tank_error_t e;
+	char why[256];
 	char *end;
 	int o, r;
 
@@ -858,6 +876,11 @@ static int v_logs(ctl_t *x, int argc, char **argv)
 	while (p.follow) {
 		if ((r = api_client_next(x->c, -1, &in, &e)) < 0)
 			return r == -ECONNRESET ? EXIT_OK : ctl_fail(x, "%s", e.msg);
+		if (ctl_farewell(&in, why, sizeof why)) {
+			api_incoming_free(&in);
+			fflush(stdout);
+			return ctl_fail(x, "tankd: %s", why);
+		}
 		if (in.type == API_NOTIFICATION && strcmp(in.method, "log") == 0)
 			for (uint32_t i = 0; i < in.params->via.array.size; i++)
 				ctl_print_line(&in.params->via.array.ptr[i]);
@@ -918,6 +941,7 @@ static int v_events(ctl_t *x, int argc, char **argv)
 	bool structured = false;
 	api_incoming_t in;
 	tank_error_t e;
+	char why[256];
 	int o, r;
 
 	while ((o = getopt_long(argc, argv, "o:", opts, NULL)) != -1) {
@@ -938,6 +962,11 @@ static int v_events(ctl_t *x, int argc, char **argv)
 		if ((r = api_client_next(x->c, -1, &in, &e)) < 0)
 			return r == -ECONNRESET ? ctl_fail(x, "tankd closed the connection")
 						: ctl_fail(x, "%s", e.msg);
+		if (ctl_farewell(&in, why, sizeof why)) {
+			api_incoming_free(&in);
+			fflush(stdout);
+			return ctl_fail(x, "tankd: %s", why);
+		}
 		if (in.type == API_NOTIFICATION && strcmp(in.method, "event") == 0)
 			for (uint32_t i = 0; i < in.params->via.array.size; i++) {
 				if (structured) {

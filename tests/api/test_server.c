@@ -764,6 +764,103 @@ Test(api, truncated_or_garbage_frames_close_cleanly)
 	srv_end(&s);
 }
 
+/* Reads c until an "error" notification: it must say resource_limit and
+ * contain `what`; then the server closes the connection.  Events queued
+ * before it may come first. */
+static void expect_farewell(api_client_t *c, const char *what)
+{
+	api_incoming_t in;
+	tank_error_t e;
+	bool seen = false;
+	int r;
+
+	while ((r = api_client_next(c, T_TIMEOUT, &in, &e)) == 0) {
+		if (in.type == API_NOTIFICATION && strcmp(in.method, "error") == 0) {
+			cr_assert(!seen, "one farewell only");
+			seen = true;
+			cr_assert_eq(in.params->type, MSGPACK_OBJECT_ARRAY);
+			const msgpack_object *em = &in.params->via.array.ptr[0];
+			const msgpack_object *code = api_map_get(em, "code");
+			const msgpack_object *msg = api_map_get(em, "message");
+			cr_assert(code && code->type == MSGPACK_OBJECT_STR);
+			cr_assert_eq(code->via.str.size, strlen("resource_limit"));
+			cr_assert(!memcmp(code->via.str.ptr, "resource_limit", code->via.str.size));
+			cr_assert(msg && msg->type == MSGPACK_OBJECT_STR);
+			char text[256];
+			snprintf(text, sizeof text, "%.*s", (int)msg->via.str.size, msg->via.str.ptr);
+			cr_assert(strstr(text, what), "farewell \"%s\" says \"%s\"", text, what);
+		}
+		api_incoming_free(&in);
+	}
+	cr_assert(seen, "the server said why it closed the connection");
+	cr_assert_eq(r, -ECONNRESET, "then the connection ends (%d: %s)", r, e.msg);
+}
+
+Test(api, the_connection_cap_closes_the_longest_idle_connection)
+{
+	srv_t s;
+	api_server_opts_t o = { .max_conns = 3 };
+	srv_init(&s, &o);
+	srv_start(&s, &o);
+	api_client_t *a = cli(&s), *b = cli(&s), *c = cli(&s);
+	/* a, then b, then c were active: a is the longest idle. */
+	expect_echo(a, "a");
+	usleep(30000);
+	expect_echo(b, "b");
+	usleep(30000);
+	expect_echo(c, "c");
+	usleep(30000);
+	expect_echo(b, "b again");
+
+	api_client_t *d = cli(&s);
+	expect_echo(d, "a fourth client is served at the cap");
+	expect_farewell(a, "longest idle");
+	expect_echo(b, "b is untouched");
+	expect_echo(c, "c is untouched");
+	api_client_close(a);
+	api_client_close(b);
+	api_client_close(c);
+	api_client_close(d);
+	srv_end(&s);
+}
+
+Test(api, the_connection_cap_refuses_with_a_reason_when_nothing_is_idle)
+{
+	srv_t s;
+	api_server_opts_t o = { .max_conns = 2 };
+	srv_init(&s, &o);
+	srv_start(&s, &o);
+	api_client_t *a = cli(&s), *b = cli(&s);
+	api_incoming_t in;
+	tank_error_t e;
+	/* Subscribers are never idle: they wait for events. */
+	cr_assert_eq(api_client_call(a, "subscribe", NULL, NULL, T_TIMEOUT, &in, &e), 0);
+	api_incoming_free(&in);
+	cr_assert_eq(api_client_call(b, "subscribe", NULL, NULL, T_TIMEOUT, &in, &e), 0);
+	api_incoming_free(&in);
+
+	api_client_t *c = cli(&s);   /* the kernel accepts; tankd refuses */
+	expect_farewell(c, "too many connections");
+	api_client_close(c);
+	/* Both subscribers still work. */
+	api_client_close(b);
+	c = cli(&s);                 /* b's slot, once its actor is gone */
+	for (int t = 0; t < 500; t++) {
+		int r = api_client_call(c, "echo", pack_str1, "x", T_TIMEOUT, &in, &e);
+		if (r == 0) {
+			api_incoming_free(&in);
+			break;
+		}
+		api_client_close(c);
+		usleep(10000);
+		c = cli(&s);
+	}
+	expect_echo(c, "served once a slot is free");
+	api_client_close(a);
+	api_client_close(c);
+	srv_end(&s);
+}
+
 Test(api, slow_subscriber_is_cut_off)
 {
 	srv_t s;
@@ -799,13 +896,9 @@ Test(api, slow_subscriber_is_cut_off)
 		}
 	}
 	cr_assert(stat_becomes(&s, 1, 1), "the slow subscriber was disconnected");
-	/* The slow one reads what was sent before the cut, then EOF. */
-	int r;
-	do {
-		r = api_client_next(slow, T_TIMEOUT, &in, &e);
-		api_incoming_free(&in);
-	} while (r == 0);
-	cr_assert_eq(r, -ECONNRESET);
+	/* The slow one reads what was sent before the cut, a final notice
+	 * saying why, then EOF. */
+	expect_farewell(slow, "subscription dropped");
 	api_client_close(slow);
 	api_client_close(fast);
 	api_client_close(pub);

@@ -13,6 +13,8 @@
 #include <string.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
+#include <sys/socket.h>
+#include <sys/un.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -691,5 +693,74 @@ Test(e2e, an_apply_past_the_descriptor_limit_is_refused_with_both_figures)
 	cr_assert_eq(ctl(d, out, sizeof out, "apply -f %s/half.yaml --wait --timeout 60s", d->dir), 0,
 		     "%.2000s", out);
 	cr_assert(wait_phase(d, "f049", "running", 30));
+	teardown(d);
+}
+
+/* --- connections: thousands idle and a reader that never reads ------------ */
+
+static int fd_count(pid_t pid)
+{
+	char path[64];
+	int n = 0;
+	snprintf(path, sizeof path, "/proc/%d/fd", (int)pid);
+	DIR *dir = opendir(path);
+	if (!dir)
+		return -1;
+	for (struct dirent *de; (de = readdir(dir)); )
+		n += de->d_name[0] != '.';
+	closedir(dir);
+	return n;
+}
+
+/* Hardening issue, item 9: with 3,000 idle connections open and a
+ * subscriber that never reads, a new client used to get no answer at all.
+ * tankd serves at most 1,024 connections; at the cap it closes the one
+ * idle the longest, so new clients are served, and its descriptors stay
+ * bounded. */
+Test(e2e, thousands_of_idle_connections_do_not_lock_out_a_new_client, .timeout = 120)
+{
+	enum { NIDLE = 3000 };
+	struct rlimit rl;
+	cr_assert_eq(getrlimit(RLIMIT_NOFILE, &rl), 0);
+	if (rl.rlim_max != RLIM_INFINITY && rl.rlim_max < NIDLE + 256)
+		cr_skip_test("needs %d descriptors in the test, the hard limit is %lu",
+			     NIDLE + 256, (unsigned long)rl.rlim_max);
+	rl.rlim_cur = rl.rlim_max;
+	cr_assert_eq(setrlimit(RLIMIT_NOFILE, &rl), 0);
+
+	d_t *d = setup();
+	char out[8192];
+	api_client_t *slow;
+	tank_error_t e;
+	uint32_t id;
+	/* A subscriber that never reads, with a pod crash-looping beside it
+	 * so that events keep coming. */
+	cr_assert_eq(api_client_connect(d->sock, &slow, &e), 0, "%s", e.msg);
+	cr_assert_eq(api_client_send(slow, "subscribe", NULL, NULL, 2000, &id, &e), 0, "%s", e.msg);
+	write_file(d, "loop.yaml", "name: loop\nbackoff: {base: 10ms, cap: 50ms}\n"
+		   "containers:\n  - name: c\n    command: [/bin/false]\n");
+	cr_assert_eq(ctl(d, out, sizeof out, "apply -f %s/loop.yaml", d->dir), 0, "%s", out);
+
+	static int fds[NIDLE];
+	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	snprintf(sa.sun_path, sizeof sa.sun_path, "%s", d->sock);
+	for (int i = 0; i < NIDLE; i++) {
+		fds[i] = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+		cr_assert_geq(fds[i], 0);
+		cr_assert_eq(connect(fds[i], (struct sockaddr *)&sa, sizeof sa), 0,
+			     "connect %d: %s", i, strerror(errno));
+	}
+	/* A new client is answered, through tankctl and the library. */
+	cr_assert(up(d), "ping answered beside %d idle connections", NIDLE);
+	cr_assert_eq(ctl(d, out, sizeof out, "ps"), 0, "%s", out);
+	cr_assert(strstr(out, "loop"), "%s", out);
+	/* tankd's descriptors stay bounded: 1,024 connections, those being
+	 * closed, and its own (store, socket, pods). */
+	int n = fd_count(d->pid);
+	cr_assert(n > 0 && n < 2 * 1024 + 256, "tankd holds %d descriptors", n);
+	for (int i = 0; i < NIDLE; i++)
+		close(fds[i]);
+	api_client_close(slow);
+	cr_assert(up(d));
 	teardown(d);
 }
