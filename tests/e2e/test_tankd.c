@@ -764,3 +764,79 @@ Test(e2e, thousands_of_idle_connections_do_not_lock_out_a_new_client, .timeout =
 	cr_assert(up(d));
 	teardown(d);
 }
+
+/* --- one name deleted, re-created and restarted at once ----------------------- */
+
+/* Hardening issue, item 10, from outside: apply, delete and restart of one
+ * name in random order with random gaps (0-100 ms), beside pods
+ * crash-looping at backoff base 0, against the real tankd.  Once the
+ * hammering stops and the last spec is applied, exactly the last spec's
+ * process runs, status describes the stored object (same uid), and a
+ * delete leaves no process behind. */
+Test(e2e, apply_delete_restart_of_one_name_beside_crash_loops_leaves_one_truth, .timeout = 240)
+{
+	d_t *d = setup();
+	char out[16384], ma[32], mb[32];
+	unsigned seed = (unsigned)getpid();
+
+	snprintf(ma, sizeof ma, "8101.%d", (int)getpid());
+	snprintf(mb, sizeof mb, "8102.%d", (int)getpid());
+	for (int i = 0; i < 3; i++) {
+		char y[256], f[32];
+		snprintf(y, sizeof y, "name: loop%d\nbackoff: {base: 0}\n"
+			 "containers:\n  - name: c\n    command: [/bin/false]\n", i);
+		snprintf(f, sizeof f, "loop%d.yaml", i);
+		write_file(d, f, y);
+		cr_assert_eq(ctl(d, out, sizeof out, "apply -f %s/%s", d->dir, f), 0, "%s", out);
+	}
+	char y[256];
+	snprintf(y, sizeof y, "name: web\nstop: {grace: 100ms}\n"
+		 "containers:\n  - name: a\n    command: [/bin/sleep, \"%s\"]\n", ma);
+	write_file(d, "web-a.yaml", y);
+	snprintf(y, sizeof y, "name: web\nstop: {grace: 100ms}\n"
+		 "containers:\n  - name: b\n    command: [/bin/sleep, \"%s\"]\n", mb);
+	write_file(d, "web-b.yaml", y);
+
+	int ops[3] = { 0 };
+	for (int i = 0; i < 80; i++) {
+		int op = (int)(rand_r(&seed) % 3);
+		ops[op]++;
+		if (op == 0)
+			(void)ctl(d, NULL, 0, "apply -f %s/web-%c.yaml", d->dir, rand_r(&seed) % 2 ? 'a' : 'b');
+		else if (op == 1)
+			(void)ctl(d, NULL, 0, "delete web");
+		else
+			(void)ctl(d, NULL, 0, "restart web");
+		sleep_ms((int)(rand_r(&seed) % 100));
+	}
+	cr_assert(ops[0] && ops[1] && ops[2], "every operation ran (%d %d %d)", ops[0], ops[1], ops[2]);
+	cr_assert_eq(ctl(d, out, sizeof out, "apply -f %s/web-b.yaml", d->dir), 0, "%s", out);
+
+	const char *argv_a[] = { "/bin/sleep", ma, NULL }, *argv_b[] = { "/bin/sleep", mb, NULL };
+	bool ok = false;
+	for (int t = 0; t < 600 && !ok; t++) {
+		ok = count_procs(argv_b) == 1 && count_procs(argv_a) == 0 &&
+		     phase_is(d, "web", "running");
+		if (!ok)
+			sleep_ms(50);
+	}
+	cr_assert(ok, "%d processes of the last spec, %d of an earlier one (seed %u)",
+		  count_procs(argv_b), count_procs(argv_a), (unsigned)getpid());
+	/* status and get describe the same object. */
+	char get[8192], *u1, *u2;
+	cr_assert_eq(ctl(d, get, sizeof get, "get web -o json"), 0, "%s", get);
+	cr_assert_eq(ctl(d, out, sizeof out, "status web -o json"), 0, "%s", out);
+	cr_assert((u1 = strstr(get, "\"uid\": \"")) && (u2 = strstr(out, "\"uid\": \"")));
+	cr_assert_eq(strncmp(u1, u2, 8 + 36), 0, "get %.44s, status %.44s", u1, u2);
+
+	cr_assert_eq(ctl(d, out, sizeof out, "delete web"), 0, "%s", out);
+	ok = false;
+	for (int t = 0; t < 600 && !ok; t++) {
+		ok = count_procs(argv_b) == 0 && count_procs(argv_a) == 0;
+		if (!ok)
+			sleep_ms(50);
+	}
+	cr_assert(ok, "processes left after delete: %d, %d", count_procs(argv_b), count_procs(argv_a));
+	cr_assert(up(d));
+	teardown(d);
+}
