@@ -634,8 +634,10 @@ static void pod__sweep(pod_mgr_t *m, rc_loop_t *loop, bool all)
 	/* At the daemon's stop: SIGKILL is not instant, and a group can only
 	 * be removed once its processes are gone.  Sweep again (nothing is
 	 * reported twice: found is not passed) until the groups are empty,
-	 * for at most a second. */
-	for (int i = 0; i < 100; i++) {
+	 * for at most 5 s: on a loaded machine a killed process can take
+	 * well over a second to be gone, and tankd must not exit while one
+	 * of its containers' processes still runs. */
+	for (int i = 0; i < 500; i++) {
 		struct timespec ts = { 0, 10 * 1000000L };
 		nanosleep(&ts, NULL);
 		if (pod_cgroup_sweep(&m->cg_env, pod__cg_owned, NULL, &sw) <= 0)
