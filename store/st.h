@@ -116,7 +116,8 @@ typedef struct st_apply_result {
 	char uid[ST_UID_LEN + 1];    /* the object's identity */
 } st_apply_result_t;
 
-/* A stored desired pod.  spec is malloc'ed and owned by the struct:
+/* A stored desired pod.  spec is malloc'ed and owned by the struct, and
+ * followed by a NUL byte that spec_len does not count:
  * release with st_pod_clear(). */
 /* Identity: a pod created under a name gets a fresh uid (a random UUIDv4,
  * never reused); applies to the same object keep it; a delete followed

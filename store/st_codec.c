@@ -566,11 +566,14 @@ int st__dec_pod_ex(const void *buf, size_t len, const char *key, size_t keylen,
 		out->spec_len = sl;
 		return 0;
 	}
-	/* One extra byte so an empty spec still yields a non-NULL pointer. */
+	/* One extra byte, a NUL: an empty spec still yields a non-NULL
+	 * pointer, and a text spec reads as a string without running past
+	 * its end (a test once parsed "c=1" as "c=16" from the byte after). */
 	out->spec = malloc((size_t)sl + 1);
 	if (!out->spec)
 		return tank_error_set(err, -ENOMEM, "out of memory");
 	memcpy(out->spec, spec, sl);
+	((char *)out->spec)[sl] = '\0';
 	out->spec_len = sl;
 	return 0;
 }

@@ -129,11 +129,15 @@ Test(store, kill9_loses_no_acknowledged_apply, .init = f_setup,
 				      round, seed, name,
 				      (unsigned long long)p.generation,
 				      (unsigned long long)acks[k].gen);
-			unsigned long c = strtoul((char *)p.spec + 2, NULL, 10);
+			/* The spec is bytes, spec_len of them: parse a copy. */
+			char text[32];
+			snprintf(text, sizeof text, "%.*s", (int)p.spec_len, (char *)p.spec);
+			unsigned long c = strtoul(text + 2, NULL, 10);
 			cr_assert_geq(c, acks[k].c);
 			if (p.generation == acks[k].gen)
-				cr_assert_eq(c, acks[k].c, "%s: spec/generation mismatch",
-					     name);
+				cr_assert_eq(c, acks[k].c, "round %d (seed %u): %s: spec c=%lu at "
+					     "generation %llu, acked c=%lu", round, seed, name, c,
+					     (unsigned long long)p.generation, acks[k].c);
 			st_pod_clear(&p);
 		}
 		st_status_t *l;
