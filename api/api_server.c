@@ -694,6 +694,9 @@ static int api__conn_init(rt_t *rt, void **state, void *arg)
 	if (!c)
 		return -ENOMEM;
 	c->self = rt_self(rt);
+	/* Short turns, and the one thing a user waits on: served ahead of a
+	 * restart storm's slow turns (hardening issue, item 8). */
+	(void)rt_set_priority(rt, RT_PRIO_HIGH);
 	c->last_active_ms = rt_now_ms(rt);
 	c->server = a->server;
 	c->fd = a->fd;
@@ -918,6 +921,7 @@ static int api__server_init(rt_t *rt, void **state, void *arg)
 	if (!s)
 		return -ENOMEM;
 	s->self = rt_self(rt);
+	(void)rt_set_priority(rt, RT_PRIO_HIGH);   /* accepts are short; see api__conn_init */
 	s->fd = a->fd;
 	s->dev = a->dev;
 	s->ino = a->ino;

@@ -89,24 +89,31 @@ static void rt__schedule(rt_t *rt, rt_actor_t *a)
 		return;
 	a->flags |= RT__A_INRQ;
 	a->rq_next = NULL;
-	if (rt->rq_tail)
-		rt->rq_tail->rq_next = a;
+	rt_actor_t **head = &rt->rq_head, **tail = &rt->rq_tail;
+	if (a->flags & RT__A_HIGH) {
+		head = &rt->hq_head;
+		tail = &rt->hq_tail;
+	}
+	if (*tail)
+		(*tail)->rq_next = a;
 	else
-		rt->rq_head = a;
-	rt->rq_tail = a;
+		*head = a;
+	*tail = a;
 	if (!ev_is_active(&rt->idle))
 		ev_idle_start(rt->loop, &rt->idle);
 }
 
 static void rt__rq_remove(rt_t *rt, rt_actor_t *a)
 {
-	rt_actor_t **pp = &rt->rq_head, *prev = NULL;
+	bool high = a->flags & RT__A_HIGH;
+	rt_actor_t **pp = high ? &rt->hq_head : &rt->rq_head, *prev = NULL;
+	rt_actor_t **tail = high ? &rt->hq_tail : &rt->rq_tail;
 
 	for (; *pp; prev = *pp, pp = &(*pp)->rq_next)
 		if (*pp == a) {
 			*pp = a->rq_next;
-			if (rt->rq_tail == a)
-				rt->rq_tail = prev;
+			if (*tail == a)
+				*tail = prev;
 			a->flags &= ~RT__A_INRQ;
 			return;
 		}
@@ -386,8 +393,23 @@ static void rt__apply_signal(rt_t *rt, rt_actor_t *a, rt_msg_t *m)
 	}
 }
 
-/* One turn: exit signals first, then up to RT_BATCH messages. */
-static void rt__run_actor(rt_t *rt, rt_actor_t *a)
+/* The coarse clock: a few nanoseconds (no syscall, no TSC read), and
+ * its millisecond-ish resolution is plenty for a 5 ms budget; the precise
+ * one, read at every turn, cost a third of the message rate. */
+static uint64_t rt__mono_ns(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC_COARSE, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+/* One turn: exit signals first, then up to RT_BATCH messages, within the
+ * drain's time slice (`slice_end`, coarse clock): a batch of messages
+ * that each start a process (a crash-looping pod at backoff 0) took
+ * 32 x 3 ms on a loaded machine, and libev did not poll the socket for
+ * 100 ms at a time.  The clock is read only from the second message on,
+ * so a one-message turn (ping-pong) costs nothing more. */
+static void rt__run_actor(rt_t *rt, rt_actor_t *a, uint64_t slice_end)
 {
 	rt_msg_t *m;
 	int n = 0;
@@ -401,6 +423,8 @@ static void rt__run_actor(rt_t *rt, rt_actor_t *a)
 		rt__msg_free(rt, m);
 	}
 	while (!(a->flags & RT__A_EXITING) && n < RT_BATCH && (m = a->mb_head)) {
+		if (n && rt__mono_ns() > slice_end)
+			break;
 		a->mb_head = m->next;
 		if (!a->mb_head)
 			a->mb_tail = NULL;
@@ -427,16 +451,6 @@ static void rt__run_actor(rt_t *rt, rt_actor_t *a)
 		rt__schedule(rt, a);
 }
 
-/* The coarse clock: a few nanoseconds (no syscall, no TSC read), and
- * its millisecond-ish resolution is plenty for a 5 ms budget; the precise
- * one, read at every turn, cost a third of the message rate. */
-static uint64_t rt__mono_ns(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC_COARSE, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
-
 /* Runs up to RT_BUDGET actor turns, and for at most RT_SLICE_MS; what is
  * left waits for the next loop iteration so libev can serve timers, fds
  * and signals in between.  The time bound matters when turns are slow (a
@@ -445,22 +459,32 @@ static uint64_t rt__mono_ns(void)
  * the socket went unanswered. */
 static void rt__drain(rt_t *rt)
 {
-	uint64_t t0 = rt__mono_ns();
+	uint64_t t0 = rt__mono_ns(), end = t0 + (uint64_t)RT_SLICE_MS * 1000000u;
+	int high_run = 0;   /* high turns since the last normal one */
 
-	for (int turns = 0; turns < RT_BUDGET && rt->rq_head && !rt->stop; turns++) {
+	for (int turns = 0; turns < RT_BUDGET && (rt->rq_head || rt->hq_head) &&
+	     !rt->stop; turns++) {
 		/* Checked every 4th turn: a turn may be milliseconds long (the
 		 * reconciler's work slice is itself bounded at 5 ms), and a
 		 * read of the clock at every turn cost the message rate. */
 		if ((turns & 3) == 3 && rt__mono_ns() - t0 > (uint64_t)RT_SLICE_MS * 1000000u)
 			break;
-		rt_actor_t *a = rt->rq_head;
-		rt->rq_head = a->rq_next;
-		if (!rt->rq_head)
-			rt->rq_tail = NULL;
+		rt_actor_t *a;
+		if (rt->hq_head && (high_run < RT_PRIO_RUN || !rt->rq_head)) {
+			a = rt->hq_head;
+			if (!(rt->hq_head = a->rq_next))
+				rt->hq_tail = NULL;
+			high_run++;
+		} else {
+			a = rt->rq_head;
+			if (!(rt->rq_head = a->rq_next))
+				rt->rq_tail = NULL;
+			high_run = 0;
+		}
 		a->flags &= ~RT__A_INRQ;
-		rt__run_actor(rt, a);
+		rt__run_actor(rt, a, end);
 	}
-	if (!rt->rq_head && ev_is_active(&rt->idle))
+	if (!rt->rq_head && !rt->hq_head && ev_is_active(&rt->idle))
 		ev_idle_stop(rt->loop, &rt->idle);
 }
 
@@ -805,7 +829,7 @@ void rt_free(rt_t *rt)
 	if (!rt)
 		return;
 	rt->tearing_down = true;
-	rt->rq_head = rt->rq_tail = NULL;
+	rt->rq_head = rt->rq_tail = rt->hq_head = rt->hq_tail = NULL;
 	/* Newest first: children spawned by an actor die before it, as a
 	 * supervisor's children stop before the supervisor. */
 	while (rt->all) {
@@ -844,9 +868,9 @@ int rt_run(rt_t *rt)
 {
 	rt->stop = false;
 	while (!rt->stop) {
-		if (!rt->rq_head && rt->nactors == 0)
+		if (!rt->rq_head && !rt->hq_head && rt->nactors == 0)
 			break;
-		if (!ev_run(rt->loop, EVRUN_ONCE) && !rt->rq_head)
+		if (!ev_run(rt->loop, EVRUN_ONCE) && !rt->rq_head && !rt->hq_head)
 			break;
 	}
 	rt->stop = false;
@@ -862,6 +886,26 @@ void rt_stop(rt_t *rt)
 struct ev_loop *rt_loop(rt_t *rt)
 {
 	return rt->loop;
+}
+
+int rt_set_priority(rt_t *rt, int prio)
+{
+	rt_actor_t *a = rt->cur;
+
+	if (!a || (prio != RT_PRIO_NORMAL && prio != RT_PRIO_HIGH))
+		return -EINVAL;
+	/* Queued under the old priority: move it, or it would be looked for
+	 * in the wrong queue. */
+	bool queued = a->flags & RT__A_INRQ;
+	if (queued)
+		rt__rq_remove(rt, a);
+	if (prio == RT_PRIO_HIGH)
+		a->flags |= RT__A_HIGH;
+	else
+		a->flags &= ~RT__A_HIGH;
+	if (queued)
+		rt__schedule(rt, a);
+	return 0;
 }
 
 uint64_t rt_now_ms(rt_t *rt)

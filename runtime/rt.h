@@ -21,11 +21,12 @@
  * outside the actor's own handle callback.  A message belongs to the
  * runtime; handle() borrows it for the duration of the call.
  *
- * Scheduling.  Actors with mail are kept in a FIFO run queue; each turn an
- * actor handles at most RT_BATCH messages, then goes to the back of the
- * queue.  Between bursts of RT_BUDGET turns the runtime returns to libev so
- * timers, fds and signals are served: a flooded actor cannot starve the
- * others nor the I/O.
+ * Scheduling.  Actors with mail are kept in a FIFO run queue (a second one,
+ * served first, for RT_PRIO_HIGH actors); each turn an actor handles at
+ * most RT_BATCH messages, then goes to the back of the queue.  After
+ * RT_BUDGET turns or RT_SLICE_MS, whichever comes first (checked between
+ * messages too), the runtime returns to libev so timers, fds and signals
+ * are served: a flooded actor cannot starve the others nor the I/O.
  */
 #ifndef TANK_RT_H
 #define TANK_RT_H
@@ -155,6 +156,19 @@ void rt_stop(rt_t *rt);
 struct ev_loop *rt_loop(rt_t *rt);
 /* Milliseconds on the loop's monotonic clock (ev_now). */
 uint64_t rt_now_ms(rt_t *rt);
+
+/* Scheduling priority of the calling actor (call it from init).
+ * RT_PRIO_NORMAL is every actor's at spawn.  High-priority actors run
+ * before normal ones whenever both are runnable: the API's connections,
+ * so that a restart storm filling the run queue with slow turns (a spawn
+ * costs a millisecond) cannot keep `ping` waiting behind it.  Give it
+ * only to actors whose turns are short.  A normal actor still gets a
+ * turn after every RT_PRIO_RUN high ones, so a flood of high-priority
+ * work slows the rest but cannot starve it.  Returns 0, or -EINVAL for
+ * an unknown priority or outside an actor. */
+enum { RT_PRIO_NORMAL = 0, RT_PRIO_HIGH = 1 };
+#define RT_PRIO_RUN 16
+int rt_set_priority(rt_t *rt, int prio);
 /* Number of live actors. */
 size_t rt_count(rt_t *rt);
 

@@ -40,6 +40,7 @@ enum {
 	RT__A_TRAP = 1u << 1,      /* traps exits */
 	RT__A_EXITING = 1u << 2,   /* will die at the end of its turn */
 	RT__A_DEAD = 1u << 3,      /* pid already invalidated */
+	RT__A_HIGH = 1u << 4,      /* RT_PRIO_HIGH: its own run queue */
 };
 
 typedef struct rt_actor {
@@ -63,6 +64,7 @@ struct rt {
 	rt_tab_t actors;                 /* pid -> rt_actor_t */
 	rt_tab_t res;                    /* timer/watch ref -> rt_res_t */
 	rt_actor_t *rq_head, *rq_tail;   /* run queue */
+	rt_actor_t *hq_head, *hq_tail;   /* run queue of RT_PRIO_HIGH actors */
 	rt_actor_t *all;                 /* newest first */
 	rt_actor_t *cur;                 /* actor whose callback runs */
 	rt_actor_t *running;             /* actor whose turn is in progress */
