@@ -122,6 +122,18 @@ static void rt__rq_remove(rt_t *rt, rt_actor_t *a)
 void rt__deliver(rt_t *rt, rt_actor_t *a, rt_msg_t *m)
 {
 	m->next = NULL;
+	/* An exit signal to an actor that traps exits is an ordinary message
+	 * from here on, queued behind what the same sender (and everyone
+	 * else) sent before it: Erlang keeps signals in order per pair, and
+	 * a supervisor must see a child's last message before its EXIT.
+	 * Only signals that can end the actor (it does not trap, or an
+	 * explicit kill) take the sig queue, which is applied ahead of the
+	 * mailbox -- dying does not need the earlier messages handled. */
+	if (m->type == RT__SIG_EXIT && (a->flags & RT__A_TRAP) &&
+	    !(m->tag && m->u.exit.reason.kind == RT_KILL)) {
+		m->type = RT_MSG_EXIT;
+		m->tag = 0;
+	}
 	if (m->type == RT__SIG_EXIT) {
 		if (a->sig_tail)
 			a->sig_tail->next = m;
@@ -697,7 +709,19 @@ int rt_trap_exit(rt_t *rt, bool on)
 	if (!a)
 		return -EPERM;
 	old = !!(a->flags & RT__A_TRAP);
-	if (on)
+	if (on && !old) {
+		a->flags |= RT__A_TRAP;
+		/* Signals that arrived while it did not trap and are still
+		 * pending become messages now, behind the mailbox (the order
+		 * they would have had relative to messages that came after
+		 * them is not kept: that window is one turn). */
+		rt_msg_t *m = a->sig_head, *next;
+		a->sig_head = a->sig_tail = NULL;
+		for (; m; m = next) {
+			next = m->next;
+			rt__deliver(rt, a, m);
+		}
+	} else if (on)
 		a->flags |= RT__A_TRAP;
 	else
 		a->flags &= ~RT__A_TRAP;

@@ -226,8 +226,12 @@ int rt_exit_self(rt_t *rt, rt_reason_t reason);
  *  - RT_NORMAL: ignored by a non-trapping target (unless it is the
  *    caller itself, which then exits normally);
  *  - anything else kills a non-trapping target with that reason.
- * Signals are applied at the target's next turn, before its queued mail.
- * -ESRCH if the target is dead. */
+ * A signal that can end the target (it does not trap, or RT_KILL) is
+ * applied at its next turn, ahead of its queued mail; to a trapping
+ * target the RT_MSG_EXIT is queued behind every message sent before it,
+ * so signals keep their order per sender as in Erlang (a link's exit
+ * comes after the dead actor's last messages too).  -ESRCH if the target
+ * is dead. */
 int rt_exit(rt_t *rt, rt_pid_t pid, rt_reason_t reason);
 /* Sets whether the calling actor traps exits; returns the old setting,
  * or -EPERM outside an actor. */

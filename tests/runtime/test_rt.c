@@ -245,6 +245,58 @@ Test(runtime, trap_exit_turns_signals_into_messages)
 	rt_free(rt);
 }
 
+/* Erlang keeps signals in order per pair: a trapping receiver sees the
+ * messages a sender sent before its exit signal first, both for rt_exit
+ * and for the sender's own death through a link. */
+static int burst_init(rt_t *rt, void **state, void *arg)
+{
+	rt_pid_t to = *(rt_pid_t *)arg;
+	*state = NULL;
+	int err = rt_link(rt, to);
+	for (uint64_t i = 1; i <= 3 && !err; i++)
+		err = rt_send(rt, to, 0, &i, sizeof i);
+	if (!err)
+		err = rt_exit(rt, to, rt_reason(RT_ERROR, 7));
+	uint64_t four = 4;
+	if (!err)
+		err = rt_send(rt, to, 0, &four, sizeof four);
+	if (!err)
+		err = rt_exit_self(rt, rt_reason(RT_ERROR, 9));
+	return err;
+}
+static void burst_handle(rt_t *rt, void *state, rt_msg_t *m)
+{
+	(void)rt; (void)state; (void)m;
+}
+static const rt_behaviour_t burst_b = { "burst", burst_init, burst_handle, NULL };
+
+Test(runtime, exit_signals_keep_their_order_behind_the_senders_messages)
+{
+	rt_t *rt = new_rt();
+	rec_t r = { .trap = 1, .stop_after = 7 };
+	rt_pid_t rec, b;
+	cr_assert_eq(rt_spawn(rt, &rec_b, &r, &rec), 0);
+	/* Messages already queued from outside stay first too. */
+	uint64_t zero = 0;
+	cr_assert_eq(rt_send(rt, rec, 0, &zero, sizeof zero), 0);
+	cr_assert_eq(rt_spawn(rt, &burst_b, &rec, &b), 0);
+	ts_run_for(rt, 5);
+	/* 0 (from outside), 1 2 3, EXIT 7 (rt_exit), 4, EXIT 9 (link). */
+	cr_assert_eq(r.n, 7, "got %d messages", r.n);
+	static const int user[] = { 0, 1, 2, 3, -1, 4, -1 };
+	for (int i = 0; i < 7; i++) {
+		int want = user[i] >= 0 ? RT_MSG_USER : RT_MSG_EXIT;
+		cr_assert_eq(r.msgs[i].type, want, "message %d is type %d", i,
+			     r.msgs[i].type);
+		if (user[i] >= 0)
+			cr_assert_eq(r.payload[i], (uint64_t)user[i]);
+	}
+	cr_assert_eq(r.msgs[4].u.exit.reason.detail, 7);
+	cr_assert_eq(r.msgs[6].u.exit.reason.detail, 9);
+	cr_assert_eq(r.msgs[6].u.exit.from, b);
+	rt_free(rt);
+}
+
 Test(runtime, kill_cannot_be_trapped_and_links_see_killed)
 {
 	rt_t *rt = new_rt();
