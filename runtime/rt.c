@@ -445,6 +445,8 @@ static void rt__run_actor(rt_t *rt, rt_actor_t *a, uint64_t slice_end)
 			rt__fd_rearm(rt, m->u.fd.ref);
 		rt__msg_free(rt, m);
 		n++;
+		if (rt->slice_used)
+			break;          /* it said its turn is over */
 		/* A signal that arrived during this message (rt_exit of
 		 * itself, a link's exit) takes effect before the next one: an
 		 * actor that exits handles nothing after it. */
@@ -476,10 +478,13 @@ static void rt__drain(rt_t *rt)
 
 	for (int turns = 0; turns < RT_BUDGET && (rt->rq_head || rt->hq_head) &&
 	     !rt->stop; turns++) {
-		/* Checked every 4th turn: a turn may be milliseconds long (the
-		 * reconciler's work slice is itself bounded at 5 ms), and a
-		 * read of the clock at every turn cost the message rate. */
-		if ((turns & 3) == 3 && rt__mono_ns() - t0 > (uint64_t)RT_SLICE_MS * 1000000u)
+		/* The clock is read every 4th turn (at every turn it cost an
+		 * eighth of the ping-pong rate); an actor whose turn used up
+		 * a slice of its own says so with rt_slice_used, and the
+		 * drain ends after it -- three such 5 ms turns in a row made
+		 * a ping wait 15-20 ms. */
+		if (rt->slice_used ||
+		    ((turns & 3) == 3 && rt__mono_ns() - t0 > (uint64_t)RT_SLICE_MS * 1000000u))
 			break;
 		rt_actor_t *a;
 		if (rt->hq_head && (high_run < RT_PRIO_RUN || !rt->rq_head)) {
@@ -496,8 +501,14 @@ static void rt__drain(rt_t *rt)
 		a->flags &= ~RT__A_INRQ;
 		rt__run_actor(rt, a, end);
 	}
+	rt->slice_used = false;
 	if (!rt->rq_head && !rt->hq_head && ev_is_active(&rt->idle))
 		ev_idle_stop(rt->loop, &rt->idle);
+}
+
+void rt_slice_used(rt_t *rt)
+{
+	rt->slice_used = true;
 }
 
 static void rt__check_cb(struct ev_loop *loop, ev_check *w, int revents)
@@ -835,6 +846,14 @@ rt_t *rt_new(void)
 	rt->idle.data = rt;
 	ev_check_init(&rt->check, rt__check_cb);
 	rt->check.data = rt;
+	/* libev invokes the pending watchers of one priority last-queued
+	 * first, and check watchers are queued after the poll's io events:
+	 * at the default priority the drain ran before the readiness that
+	 * poll had just reported became a message, and a ping waited one
+	 * whole drain more (p50 31 ms during a bulk delete).  The lowest
+	 * priority makes every io and timer callback of this iteration
+	 * deliver its message first. */
+	ev_set_priority(&rt->check, EV_MINPRI);
 	ev_check_start(rt->loop, &rt->check);
 	ev_unref(rt->loop);   /* the check watcher alone keeps nothing alive */
 	if (rt__io_init(rt) < 0) {

@@ -169,6 +169,12 @@ uint64_t rt_now_ms(rt_t *rt);
 enum { RT_PRIO_NORMAL = 0, RT_PRIO_HIGH = 1 };
 #define RT_PRIO_RUN 16
 int rt_set_priority(rt_t *rt, int prio);
+/* Tells the runtime that the current turn used up a time slice of its own
+ * (a reconciler that ran keys for 5 ms): the turn ends after the message
+ * being handled (the rest of the mailbox waits for a later turn) and the
+ * drain polls libev right after it instead of running more turns first,
+ * so sockets and timers wait for one such message at most.  Cheap. */
+void rt_slice_used(rt_t *rt);
 /* Number of live actors. */
 size_t rt_count(rt_t *rt);
 

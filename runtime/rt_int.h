@@ -74,6 +74,7 @@ struct rt {
 	size_t nactors;
 	bool stop;
 	bool tearing_down;
+	bool slice_used;           /* rt_slice_used: end the drain after this turn */
 	ev_idle idle;                    /* keeps polling non-blocking */
 	ev_check check;                  /* runs actors after each poll */
 	ev_signal sigchld;

@@ -1154,3 +1154,53 @@ Test(runtime, a_turn_of_slow_messages_ends_with_the_time_slice)
 	close(p[1]);
 	rt_free(rt);
 }
+
+/* An actor that says its turn used up its slice handles one message per
+ * turn, and the actors queued behind it run in between. */
+typedef struct hog { int handled; int *other; int seen_other[8]; } hog_t;
+static int hog_init(rt_t *rt, void **state, void *arg)
+{
+	(void)rt;
+	*state = arg;
+	return 0;
+}
+static void hog_handle(rt_t *rt, void *state, rt_msg_t *m)
+{
+	hog_t *h = state;
+	(void)m;
+	if (h->handled < 8)
+		h->seen_other[h->handled] = *h->other;
+	h->handled++;
+	rt_slice_used(rt);
+}
+static const rt_behaviour_t hog_b = { "hog", hog_init, hog_handle, NULL };
+static int counter_init(rt_t *rt, void **state, void *arg)
+{
+	*state = arg;
+	return rt_send(rt, rt_self(rt), 1, NULL, 0);
+}
+static void counter_handle(rt_t *rt, void *state, rt_msg_t *m)
+{
+	(void)m;
+	(*(int *)state)++;
+	rt_send(rt, rt_self(rt), 1, NULL, 0);
+}
+static const rt_behaviour_t counter_b = { "counter", counter_init, counter_handle, NULL };
+
+Test(runtime, a_turn_that_used_its_slice_ends_after_one_message)
+{
+	rt_t *rt = new_rt();
+	int other = 0;
+	hog_t h = { 0, &other, { 0 } };
+	rt_pid_t hp;
+	cr_assert_eq(rt_spawn(rt, &hog_b, &h, &hp), 0);
+	for (int i = 0; i < 8; i++)
+		cr_assert_eq(rt_send(rt, hp, 1, NULL, 0), 0);
+	cr_assert_eq(rt_spawn(rt, &counter_b, &other, NULL), 0);
+	ts_run_for(rt, 0.3);
+	cr_assert_eq(h.handled, 8);
+	for (int i = 1; i < 8; i++)
+		cr_assert_gt(h.seen_other[i], h.seen_other[i - 1],
+			     "the counter ran between the hog's messages %d and %d", i - 1, i);
+	rt_free(rt);
+}
