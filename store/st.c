@@ -856,6 +856,12 @@ int st_pod_foreach(st_t *st, st_pod_fn fn, void *ctx, tank_error_t *err)
 	return st_coll_scan(st->pods, fn, ctx, err);
 }
 
+int st_pod_foreach_from(st_t *st, const char *after, st_pod_fn fn, void *ctx,
+			tank_error_t *err)
+{
+	return st_coll_scan_from(st->pods, after, fn, ctx, err);
+}
+
 int st_status_get(st_t *st, const char *name, st_status_t *out,
 		  tank_error_t *err)
 {

@@ -175,6 +175,13 @@ void st_pod_clear(st_pod_t *p);
  * naming the key, or an LMDB error.  Must not call other st_* writes. */
 typedef int (*st_pod_fn)(void *ctx, const st_pod_t *p);
 int st_pod_foreach(st_t *st, st_pod_fn fn, void *ctx, tank_error_t *err);
+/* The same from the first name after `after` (NULL or "": from the
+ * start): a walk in slices stops with fn's value, keeps the last name it
+ * saw and goes on from it later, each slice in its own read transaction
+ * (names applied or deleted between slices are seen or not, by their
+ * place in the order). */
+int st_pod_foreach_from(st_t *st, const char *after, st_pod_fn fn, void *ctx,
+			tank_error_t *err);
 void st_pod_list_free(st_pod_t *pods, size_t n);
 
 /* Desired-state subscribers.  fn runs after each st_apply / st_delete that

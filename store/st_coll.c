@@ -505,10 +505,17 @@ int st_coll_get(st_coll_t *c, const char *key, st_pod_t *out, tank_error_t *err)
 
 int st_coll_scan(st_coll_t *c, st_pod_fn fn, void *ctx, tank_error_t *err)
 {
+	return st_coll_scan_from(c, NULL, fn, ctx, err);
+}
+
+int st_coll_scan_from(st_coll_t *c, const char *after, st_pod_fn fn, void *ctx,
+		      tank_error_t *err)
+{
 	MDB_txn *txn;
 	MDB_cursor *cur;
 	MDB_val k, v;
-	int rc;
+	size_t al = after ? strlen(after) : 0;
+	int rc, op = MDB_FIRST;
 
 	if ((rc = st__read_begin(c->st, &txn, err)))
 		return rc;
@@ -516,8 +523,16 @@ int st_coll_scan(st_coll_t *c, st_pod_fn fn, void *ctx, tank_error_t *err)
 		mdb_txn_abort(txn);
 		return st__mdb_fail(err, rc, "store: scan");
 	}
-	for (int op = MDB_FIRST; !(rc = mdb_cursor_get(cur, &k, &v, op)); op = MDB_NEXT) {
+	if (al) {
+		/* The first key >= after, then past it if it is after itself. */
+		k.mv_data = (void *)after;
+		k.mv_size = al;
+		op = MDB_SET_RANGE;
+	}
+	for (; !(rc = mdb_cursor_get(cur, &k, &v, op)); op = MDB_NEXT) {
 		st_pod_t p;
+		if (op == MDB_SET_RANGE && k.mv_size == al && memcmp(k.mv_data, after, al) == 0)
+			continue;
 		if ((rc = st__dec_pod_ex(v.mv_data, v.mv_size, k.mv_data, k.mv_size, &p, true, err)))
 			break;
 		if ((rc = fn(ctx, &p)))

@@ -82,6 +82,9 @@ int st_coll_delete(st_coll_t *c, const char *const *keys, size_t n,
  * stops the scan with that value. */
 int st_coll_get(st_coll_t *c, const char *key, st_pod_t *out, tank_error_t *err);
 int st_coll_scan(st_coll_t *c, st_pod_fn fn, void *ctx, tank_error_t *err);
+/* The same from the first key after `after` (NULL or "": from the start). */
+int st_coll_scan_from(st_coll_t *c, const char *after, st_pod_fn fn, void *ctx,
+		      tank_error_t *err);
 /* Subscribers told the keys created, configured or deleted, after the
  * commit (as st_subscribe).  Returns an id > 0 or -ENOMEM. */
 int st_coll_watch(st_coll_t *c, st_subscriber_fn fn, void *ctx);
