@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 /* Names are validated to < 64 bytes and mounts come from probe, so the
@@ -620,14 +621,56 @@ static void rmdir_all(const pod_cgroup_env_t *env, const char *rel)
 		}
 }
 
-int pod_cgroup_sweep(const pod_cgroup_env_t *env, pod_cgroup_owned_fn owned,
-		     pod_cgroup_found_fn found, void *ctx)
+/* One pod's groups: what runs in the pod's own group, then each
+ * container group nobody owns, then the pod group if it became empty. */
+static int sweep_pod(const pod_cgroup_env_t *env, const char *root, const char *pod,
+		     pod_cgroup_owned_fn owned, pod_cgroup_found_fn found, void *ctx)
 {
-	char root[POD_CGROUP_PATH], rel[POD_CGROUP_PATH];
-	const char *base;
-	DIR *d;
-	struct dirent *de;
+	char pdir[POD_CGROUP_PATH * 2], rel[POD_CGROUP_PATH];
+	struct dirent *ce;
+	DIR *pd;
 	int total = 0;
+
+	snprintf(pdir, sizeof pdir, "%s/%s", root, pod);
+	if (!(pd = opendir(pdir)))
+		return 0;
+	total += sweep_one(env, pod, pod, "", false, found, ctx);
+	while ((ce = readdir(pd))) {
+		if (ce->d_type != DT_DIR || ce->d_name[0] == '.' ||
+		    owned(ctx, pod, ce->d_name))
+			continue;
+		snprintf(rel, sizeof rel, "%s/%s", pod, ce->d_name);
+		total += sweep_one(env, rel, pod, ce->d_name, true, found, ctx);
+	}
+	closedir(pd);
+	/* A pod group left empty goes too (rmdir fails while it has a
+	 * container group or a process). */
+	rmdir_all(env, pod);
+	return total;
+}
+
+void pod_cgroup_sweep_abort(pod_cgroup_sweep_t *sw)
+{
+	for (size_t i = 0; i < sw->n; i++)
+		free(sw->pods[i]);
+	free(sw->pods);
+	memset(sw, 0, sizeof *sw);
+}
+
+static uint64_t coarse_ms(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC_COARSE, &ts);
+	return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
+}
+
+int pod_cgroup_sweep_step(const pod_cgroup_env_t *env, pod_cgroup_sweep_t *sw,
+			  pod_cgroup_owned_fn owned, pod_cgroup_found_fn found, void *ctx,
+			  unsigned budget_ms)
+{
+	char root[POD_CGROUP_PATH];
+	const char *base;
+	uint64_t end = budget_ms ? coarse_ms() + budget_ms : 0;
 
 	if (env->mode == POD_CGROUP_NONE)
 		return 0;
@@ -635,31 +678,49 @@ int pod_cgroup_sweep(const pod_cgroup_env_t *env, pod_cgroup_owned_fn owned,
 	if (!base[0])
 		return 0;
 	snprintf(root, sizeof root, "%s/%s", base, env->root);
-	if (!(d = opendir(root)))
-		return -errno;
-	total += sweep_one(env, "", "", "", false, found, ctx);
-	while ((de = readdir(d))) {
-		char pdir[POD_CGROUP_PATH * 2];
-		DIR *pd;
-		struct dirent *ce;
-		if (de->d_type != DT_DIR || de->d_name[0] == '.')
-			continue;
-		snprintf(pdir, sizeof pdir, "%s/%s", root, de->d_name);
-		if (!(pd = opendir(pdir)))
-			continue;
-		total += sweep_one(env, de->d_name, de->d_name, "", false, found, ctx);
-		while ((ce = readdir(pd))) {
-			if (ce->d_type != DT_DIR || ce->d_name[0] == '.' ||
-			    owned(ctx, de->d_name, ce->d_name))
+	if (!sw->started) {
+		/* The pod groups as they are now; one made later waits for
+		 * the next sweep.  Listing 20,000 names is a millisecond or
+		 * two; looking into each is what needs the slices. */
+		DIR *d;
+		struct dirent *de;
+		pod_cgroup_sweep_abort(sw);
+		if (!(d = opendir(root)))
+			return -errno;
+		sw->started = true;
+		sw->total += sweep_one(env, "", "", "", false, found, ctx);
+		while ((de = readdir(d))) {
+			if (de->d_type != DT_DIR || de->d_name[0] == '.')
 				continue;
-			snprintf(rel, sizeof rel, "%s/%s", de->d_name, ce->d_name);
-			total += sweep_one(env, rel, de->d_name, ce->d_name, true, found, ctx);
+			if (sw->n == sw->cap) {
+				size_t cap = sw->cap ? sw->cap * 2 : 64;
+				char **np = realloc(sw->pods, cap * sizeof *np);
+				if (!np)
+					break;   /* the rest waits for the next sweep */
+				sw->pods = np;
+				sw->cap = cap;
+			}
+			if (!(sw->pods[sw->n] = strdup(de->d_name)))
+				break;
+			sw->n++;
 		}
-		closedir(pd);
-		/* A pod group left empty goes too (rmdir fails while it has
-		 * a container group or a process). */
-		rmdir_all(env, de->d_name);
+		closedir(d);
 	}
-	closedir(d);
-	return total;
+	while (sw->at < sw->n) {
+		sw->total += sweep_pod(env, root, sw->pods[sw->at++], owned, found, ctx);
+		if (end && sw->at < sw->n && coarse_ms() >= end)
+			return 1;
+	}
+	int total = sw->total;
+	pod_cgroup_sweep_abort(sw);
+	sw->total = total;      /* what this sweep found, for the caller */
+	return 0;
+}
+
+int pod_cgroup_sweep(const pod_cgroup_env_t *env, pod_cgroup_owned_fn owned,
+		     pod_cgroup_found_fn found, void *ctx)
+{
+	pod_cgroup_sweep_t sw = { 0 };
+	int r = pod_cgroup_sweep_step(env, &sw, owned, found, ctx, 0);
+	return r < 0 ? r : sw.total;
 }

@@ -23,6 +23,7 @@
 #define TANK_POD_CGROUP_H
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 #include "common/tank_err.h"
@@ -134,6 +135,24 @@ void pod_cgroup_forget(pod_cgroup_t *cg);
 typedef bool (*pod_cgroup_owned_fn)(void *ctx, const char *pod, const char *container);
 typedef void (*pod_cgroup_found_fn)(void *ctx, const char *pod, const char *container,
 				    int nprocs);
+/* The same in steps, for a daemon that must keep answering while it
+ * sweeps 20,000 pod groups (each costs a dozen cgroupfs calls): each call
+ * goes on for about budget_ms (0: to the end) and returns 1 when more is
+ * left (call again with the same sw), 0 when the sweep is complete
+ * (sw->total is then the number of processes found), or a negative errno
+ * as pod_cgroup_sweep.  The pod groups are listed at the first step; one
+ * made later waits for the next sweep.  A sweep given up midway is freed
+ * with pod_cgroup_sweep_abort.  sw starts zeroed. */
+typedef struct pod_cgroup_sweep {
+	char **pods;            /* names of the pod groups listed, owned */
+	size_t n, cap, at;
+	int total;
+	bool started;
+} pod_cgroup_sweep_t;
+int pod_cgroup_sweep_step(const pod_cgroup_env_t *env, pod_cgroup_sweep_t *sw,
+			  pod_cgroup_owned_fn owned, pod_cgroup_found_fn found, void *ctx,
+			  unsigned budget_ms);
+void pod_cgroup_sweep_abort(pod_cgroup_sweep_t *sw);
 int pod_cgroup_sweep(const pod_cgroup_env_t *env, pod_cgroup_owned_fn owned,
 		     pod_cgroup_found_fn found, void *ctx);
 
