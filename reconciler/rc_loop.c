@@ -58,9 +58,29 @@ struct rc_loop {
 	size_t nqueued;
 	bool work_sent;
 	bool nudge_pending;
+	/* A pass in slices: the kinds (by slot bit) whose list said
+	 * RC_LIST_MORE, and whether another pass was asked for meanwhile
+	 * (a tick, a nudge, a sync: it starts when this one ends). */
+	uint32_t listing;
+	bool pass_again;
+	uint64_t ran;              /* keys run so far (rc__run_one calls) */
+	struct rc_sync_wait *syncs;
+	size_t nsyncs, syncs_cap;
 	uint64_t seq;
 	rc_stats_t stats;
 };
+
+/* A caller of rc_sync.  It waits for pass `pass` (the first to start
+ * after its request) to end; then `rounds` times for `target` keys to
+ * have run (the queue as it stood), or for the queue to be empty. */
+typedef struct rc_sync_wait {
+	uint64_t cookie;
+	rt_pid_t reply_to;
+	uint64_t pass;
+	uint64_t target;
+	bool armed;                /* its pass has ended */
+	int rounds;
+} rc_sync_wait_t;
 
 typedef struct rc_owned {
 	uint64_t pid;              /* the key */
@@ -305,6 +325,7 @@ static void rc__run_one(rc_loop_t *loop, rc_entry_t *e)
 
 	e->flags = (e->flags & ~RC_E_QUEUED) | RC_E_RUNNING;
 	loop->nqueued--;
+	loop->ran++;
 	loop->stats.reconciles++;
 	err = m->observe ? m->observe(ctx, loop, e->key, &view) : 0;
 	if (err == TANK_ENOTFOUND)
@@ -365,8 +386,10 @@ static void rc__drain(rc_loop_t *loop, size_t budget)
 	uint64_t t0 = budget ? rc__mono_ns() : 0;
 
 	for (size_t n = 0; loop->q_head && (!budget || n < budget); n++) {
-		if (budget && n && rc__mono_ns() - t0 > (uint64_t)RC_SLICE_MS * 1000000u)
+		if (budget && n && rc__mono_ns() - t0 > (uint64_t)RC_SLICE_MS * 1000000u) {
+			rt_slice_used(loop->rt);   /* let libev poll before more turns */
 			break;
+		}
 		rc_entry_t *e = loop->q_head;
 		loop->q_head = e->next;
 		if (!loop->q_head)
@@ -375,17 +398,83 @@ static void rc__drain(rc_loop_t *loop, size_t budget)
 	}
 }
 
-static void rc__resync(rc_loop_t *loop)
+/* Answers the callers of rc_sync whose wait is over. */
+static void rc__syncs_check(rc_loop_t *loop)
 {
-	rc__sweep(loop);
-	loop->stats.passes++;
+	size_t j = 0;
+
+	for (size_t i = 0; i < loop->nsyncs; i++) {
+		rc_sync_wait_t *w = &loop->syncs[i];
+		while (w->armed && w->rounds > 0 && (loop->ran >= w->target || !loop->q_head)) {
+			w->rounds--;
+			w->target = loop->ran + loop->nqueued;   /* what came meanwhile */
+		}
+		if (w->armed && w->rounds == 0) {
+			if (w->reply_to)
+				(void)rt_send(loop->rt, w->reply_to, RC_TAG_SYNC_DONE,
+					      &w->cookie, sizeof w->cookie);
+			continue;
+		}
+		loop->syncs[j++] = *w;
+	}
+	loop->nsyncs = j;
+}
+
+static void rc__pass_done(rc_loop_t *loop)
+{
+	for (size_t i = 0; i < loop->nsyncs; i++) {
+		rc_sync_wait_t *w = &loop->syncs[i];
+		if (!w->armed && w->pass <= loop->stats.passes) {
+			w->armed = true;
+			w->target = loop->ran + loop->nqueued;
+		}
+	}
+	rc__syncs_check(loop);
+	if (loop->pass_again) {
+		/* Through the mailbox, so a pass never follows a pass in the
+		 * same turn. */
+		loop->pass_again = false;
+		(void)rt_send(loop->rt, loop->self, RC_TAG_PASS, NULL, 0);
+	}
+}
+
+/* One slice of the pass for every kind still listing (`fresh`: a new
+ * pass, every kind lists from its start). */
+static void rc__list_slice(rc_loop_t *loop, bool fresh)
+{
 	for (uint32_t k = 0; k < loop->o.nkinds; k++) {
 		const rc_manager_t *m = loop->o.managers[k];
+		uint32_t bit = 1u << k;
+		if (!m->list || (!fresh && !(loop->listing & bit)))
+			continue;
 		/* A failing list leaves this kind for the next tick; the
 		 * other kinds still run. */
-		if (m->list)
-			(void)m->list(loop->o.ctx[k], loop);
+		if (m->list(loop->o.ctx[k], loop) == RC_LIST_MORE) {
+			loop->listing |= bit;
+			rt_slice_used(loop->rt);   /* it stopped because its slice was up */
+		}
+		else
+			loop->listing &= ~bit;
 	}
+	if (loop->listing) {
+		/* The rest of the pass waits its turn behind what is queued
+		 * (the api server among it). */
+		if (rt_send(loop->rt, loop->self, RC_TAG_LIST_MORE, NULL, 0) < 0)
+			loop->listing = 0;     /* out of memory: the next tick lists again */
+	}
+	if (!loop->listing)
+		rc__pass_done(loop);
+}
+
+static void rc__resync(rc_loop_t *loop)
+{
+	if (loop->listing) {
+		loop->pass_again = true;   /* after the one under way */
+		return;
+	}
+	rc__sweep(loop);
+	loop->stats.passes++;
+	rc__list_slice(loop, true);
 }
 
 /* A message for a kind: by tag range, or the exit of an actor it owns.
@@ -451,15 +540,36 @@ static void rc__handle(rt_t *rt, void *state, rt_msg_t *msg)
 		uint64_t req[2] = { 0, 0 };   /* cookie, reply_to */
 		if (msg->len == sizeof req)
 			memcpy(req, msg->data, sizeof req);
+		if (loop->nsyncs == loop->syncs_cap) {
+			size_t cap = loop->syncs_cap ? loop->syncs_cap * 2 : 4;
+			rc_sync_wait_t *ns = realloc(loop->syncs, cap * sizeof *ns);
+			if (!ns)
+				break;  /* the caller's own deadline tells it */
+			loop->syncs = ns;
+			loop->syncs_cap = cap;
+		}
+		/* The pass it waits for starts after now: the next one, even
+		 * if one is under way (it may have walked past a new name). */
+		loop->syncs[loop->nsyncs++] = (rc_sync_wait_t){
+			.cookie = req[0], .reply_to = req[1],
+			.pass = loop->stats.passes + 1, .rounds = 2,
+		};
 		rc__resync(loop);
-		rc__drain(loop, 0);
-		if (req[1])
-			rt_send(rt, req[1], RC_TAG_SYNC_DONE, &req[0], sizeof req[0]);
+		rc__syncs_check(loop);
 		break;
 	}
+	case RC_TAG_LIST_MORE:
+		if (loop->listing)
+			rc__list_slice(loop, false);
+		break;
+	case RC_TAG_PASS:
+		rc__resync(loop);
+		break;
 	case RC_TAG_WORK:
 		loop->work_sent = false;
 		rc__drain(loop, RC_SLICE);
+		if (loop->nsyncs)
+			rc__syncs_check(loop);
 		break;
 	case RC_TAG_ENQUEUE: {
 		uint32_t kind;
@@ -549,6 +659,7 @@ static void rc__terminate(rt_t *rt, void *state, rt_reason_t reason)
 		free(v);
 	tank_map_destroy(&loop->entries);
 	tank_set_free(&loop->owned);
+	free(loop->syncs);
 	free(loop);
 }
 

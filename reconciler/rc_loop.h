@@ -44,6 +44,8 @@ typedef struct rc_loop rc_loop_t;
 #define RC_MAX_KINDS 8          /* managers on one loop */
 #define RC_MAX_KIND_ID 31       /* kind ids are 1..RC_MAX_KIND_ID */
 #define RC_KEY_MAX 160          /* bytes of a key, NUL included */
+#define RC_LIST_MORE 1          /* from a manager's list: call me again */
+#define RC_LIST_SLICE_MS 4      /* what one call of list should take, at most */
 #define RC_TAGS_PER_KIND 64
 
 /* --- results --------------------------------------------------------------- */
@@ -99,8 +101,15 @@ typedef struct rc_manager {
 	uint32_t kind;          /* kind id, 1..RC_MAX_KIND_ID */
 	const char *name;       /* "pod", "container", … (records, logs) */
 	/* Resync: calls rc_enqueue(loop, kind, key) for every key worth a
-	 * look (desired ∪ tracked).  Returns 0 or a negative error (this
-	 * kind's resync is then retried at the next tick). */
+	 * look (desired ∪ tracked).  Returns 0 when the pass is complete, or
+	 * RC_LIST_MORE to be called again for the rest of the same pass: a
+	 * kind with 100,000 stored objects walks them in slices of a few
+	 * milliseconds, and the loop's other work and every other actor (the
+	 * api server) run between the calls.  The loop calls list again
+	 * only to continue a pass it was told is unfinished, so the manager
+	 * knows a call that follows RC_LIST_MORE continues, and any other
+	 * starts a new pass.  A negative error ends this kind's pass (it is
+	 * retried at the next tick). */
 	int (*list)(void *ctx, rc_loop_t *loop);
 	/* Loads the object for key (and whatever of its children the
 	 * decision needs) into view->obj.  Returns 0, or TANK_ENOTFOUND when
@@ -161,6 +170,8 @@ enum {
 	RC_TAG_WORK,
 	RC_TAG_REQUEUE,
 	RC_TAG_ENQUEUE,          /* from outside: queue one key */
+	RC_TAG_LIST_MORE,        /* internal: the next slice of a pass */
+	RC_TAG_PASS,             /* internal: a pass asked for during one */
 	RC_TAG_USER = 100,       /* first tag of the kinds' ranges */
 };
 
@@ -183,9 +194,14 @@ int rc_loop_start(rt_t *rt, const rc_loop_opts_t *opts, rt_pid_t *out);
 
 /* Asks for an early resync (debounced). */
 int rc_nudge(rt_t *rt, rt_pid_t loop);
-/* Runs a full pass now (resync, then the whole queue) and then sends
- * reply_to (if not RT_NOPID) a message with tag RC_TAG_SYNC_DONE and the
- * 8-byte cookie as payload. */
+/* Runs a full pass that starts after this call (resync, then the
+ * queue) and then sends reply_to (if not RT_NOPID) a message with tag
+ * RC_TAG_SYNC_DONE and the 8-byte cookie as payload.  Nothing is done out
+ * of turn for it: the pass and the queue go in their usual slices, and the
+ * reply comes once every key the pass queued has run and then every key
+ * queued meanwhile (so a key re-queued by its own reconcile ran twice),
+ * or once the queue is empty.  Under a storm that keeps queueing keys the
+ * reply still comes. */
 int rc_sync(rt_t *rt, rt_pid_t loop, rt_pid_t reply_to, uint64_t cookie);
 /* Queues one key of one kind (a trigger from outside: an operator's
  * restart, an API change).  -EINVAL for a key too long, rt_send errors. */

@@ -665,3 +665,78 @@ Test(reconciler, a_test_kind_is_a_manager_a_table_and_a_collection)
 	snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
 	cr_assert_eq(system(cmd), 0);
 }
+
+/* --- a pass in slices -------------------------------------------------------- */
+
+/* A kind whose list gives one key per call and asks to go on: a pass
+ * spans NOBJ calls, and the loop must come back for the rest of it
+ * through the run queue, letting other actors run in between. */
+typedef struct slicer {
+	fake_t f;
+	int at;                   /* next key of the pass under way */
+	int calls, passes;
+	int *spin;                /* the spinner's count, read at each call */
+	int spin_first, spin_last;
+} slicer_t;
+
+static int slicer_list(void *ctx, rc_loop_t *loop)
+{
+	slicer_t *s = (slicer_t *)ctx;
+	if (s->at == 0)
+		s->spin_first = *s->spin;
+	s->calls++;
+	rc_enqueue(loop, s->f.kind, s->f.objs[s->at].key);
+	if (++s->at < s->f.nobj)
+		return RC_LIST_MORE;
+	s->at = 0;
+	s->passes++;
+	s->spin_last = *s->spin;
+	return 0;
+}
+
+static const rc_manager_t slicer_mgr = {
+	.kind = K_BOX, .name = "box", .list = slicer_list, .observe = fake_observe,
+	.reconcile = fake_reconcile,
+};
+
+/* Sends itself a message at every turn and counts them. */
+static int spin_init(rt_t *rt, void **state, void *arg)
+{
+	*state = arg;
+	return rt_send(rt, rt_self(rt), 1, NULL, 0);
+}
+static void spin_handle(rt_t *rt, void *state, rt_msg_t *m)
+{
+	(void)m;
+	(*(int *)state)++;
+	rt_send(rt, rt_self(rt), 1, NULL, 0);
+}
+static const rt_behaviour_t spin_b = { "spinner", spin_init, spin_handle, NULL };
+
+Test(reconciler, a_pass_in_slices_lets_others_run_and_sync_waits_for_its_end)
+{
+	static const char *const keys[] = { "k0", "k1", "k2", "k3", "k4", "k5", "k6", "k7" };
+	rt_t *rt = rt_new();
+	slicer_t s;
+	int spun = 0;
+	memset(&s, 0, sizeof s);
+	fake_init(&s.f, K_BOX, keys, 8);
+	s.spin = &spun;
+	cr_assert_eq(rt_spawn(rt, &spin_b, &spun, NULL), 0);
+	rc_loop_opts_t o = { .resync_ms = 60000, .managers = { &slicer_mgr }, .ctx = { &s.f },
+			     .nkinds = 1 };
+	rt_pid_t loop;
+	cr_assert_eq(rc_loop_start(rt, &o, &loop), 0);
+	driver_t d = { .loop = loop };
+	cr_assert_eq(rt_spawn(rt, &driver_b, &d, NULL), 0);
+	ts_run_for(rt, 5);
+	cr_assert_eq(d.replies, 1);
+	/* The first pass (at start) and the sync's own pass, 8 calls each,
+	 * each call after the first continuing the pass. */
+	cr_assert_eq(s.passes, 2, "%d passes", s.passes);
+	cr_assert_eq(s.calls, 16, "%d list calls", s.calls);
+	cr_assert_gt(s.spin_last, s.spin_first, "the spinner ran while the pass was under way");
+	for (int i = 0; i < 8; i++)
+		cr_assert_geq(s.f.objs[i].calls, 1, "key %d reconciled", i);
+	rt_free(rt);
+}
