@@ -144,7 +144,8 @@ static int pack_errors(msgpack_packer *pk, void *arg)
  * with both figures, instead of accepted and then failing starts with
  * EMFILE.  Counted against the pods tracked now (a pod the batch
  * replaces counts once, with its new containers). */
-static int apply_fits(const api_call_t *call, api_daemon_t *d, pod_spec_t **specs, size_t n)
+static int apply_fits(rt_t *rt, api_token_t token, api_daemon_t *d, pod_spec_t **specs,
+		      size_t n)
 {
 	struct rlimit rl;
 	size_t ctrs;
@@ -152,9 +153,14 @@ static int apply_fits(const api_call_t *call, api_daemon_t *d, pod_spec_t **spec
 
 	if (!d->pods || getrlimit(RLIMIT_NOFILE, &rl) < 0 || rl.rlim_cur == RLIM_INFINITY)
 		return 0;
+	size_t replaced = 0;
 	ctrs = pod_mgr_ncontainers(d->pods, NULL);
-	for (size_t i = 0; i < n; i++)
-		ctrs += specs[i]->container_count - pod_mgr_ncontainers(d->pods, specs[i]->name);
+	for (size_t i = 0; i < n; i++) {
+		ctrs += specs[i]->container_count;
+		replaced += pod_mgr_ncontainers(d->pods, specs[i]->name);
+	}
+	/* A name twice in the batch (refused later) must not wrap around. */
+	ctrs = replaced < ctrs ? ctrs - replaced : 0;
 	size_t need = API_FD_RESERVE + POD_FDS_PER_CONTAINER * ctrs;
 	if (need <= rl.rlim_cur)
 		return 0;
@@ -164,96 +170,222 @@ static int apply_fits(const api_call_t *call, api_daemon_t *d, pod_spec_t **spec
 		 "e.g. LimitNOFILE= under systemd)",
 		 ctrs, need, (unsigned long long)rl.rlim_cur, POD_FDS_PER_CONTAINER,
 		 API_FD_RESERVE);
-	api_reply_error(call->rt, call->token, API_RESOURCE_LIMIT, msg, NULL, NULL);
+	api_reply_error(rt, token, API_RESOURCE_LIMIT, msg, NULL, NULL);
 	return TANK_ELIMIT;
 }
+
+/* An apply: every object validated first (a rejected batch applies
+ * nothing), then one transaction.  Up to API_APPLY_CHUNK objects it all
+ * happens in the call; a bigger batch is copied and validated by a worker
+ * actor, API_APPLY_CHUNK objects per turn, with the socket served in
+ * between (10,000 pods validated in one go held every client for tens of
+ * milliseconds), and then committed in one transaction as before. */
+#define API_APPLY_CHUNK 1000
+
+typedef struct apply_job {
+	api_daemon_t *d;
+	api_token_t token;
+	const msgpack_object *arr;    /* the objects: the call's, or copy's */
+	msgpack_unpacked copy;        /* a worker's own copy of them; its strings */
+	msgpack_sbuffer copy_buf;     /* point into this buffer */
+	bool copied;
+	size_t n, at;
+	pod_spec_t **specs;
+	char **bufs;                  /* each spec encoded as it is validated */
+	st_pod_in_t *in;
+	kit_errors_t errs;
+	msgpack_zone *zone;
+	int err;                      /* a failure that is not the input's */
+} apply_job_t;
+
+static void apply_job_free(apply_job_t *j)
+{
+	for (size_t i = 0; j->specs && i < j->n; i++)
+		pod_spec_free(j->specs[i]);
+	for (size_t i = 0; j->bufs && i < j->n; i++)
+		free(j->bufs[i]);
+	free(j->specs);
+	free(j->bufs);
+	free(j->in);
+	if (j->zone)
+		msgpack_zone_free(j->zone);
+	if (j->copied) {
+		msgpack_unpacked_destroy(&j->copy);
+		msgpack_sbuffer_destroy(&j->copy_buf);
+	}
+	kit_errors_free(&j->errs);
+}
+
+static int apply_job_init(apply_job_t *j, api_daemon_t *d, api_token_t token, size_t n)
+{
+	memset(j, 0, sizeof *j);
+	j->d = d;
+	j->token = token;
+	j->n = n;
+	kit_errors_init(&j->errs);
+	if (!(j->specs = calloc(n + 1, sizeof *j->specs)) ||
+	    !(j->bufs = calloc(n + 1, sizeof *j->bufs)) ||
+	    !(j->in = calloc(n + 1, sizeof *j->in)) || !(j->zone = msgpack_zone_new(1024)))
+		return -ENOMEM;
+	return 0;
+}
+
+/* Validates up to `max` more objects.  Each object may say its `kind`
+ * (absent = Pod), as in a manifest; only pods are applied by this method
+ * today, so another kind the registry does not know is refused naming
+ * the item. */
+static void apply_job_validate(apply_job_t *j, size_t max)
+{
+	static const mf_registry_t pods_only = { .kinds = { &pod_mf_kind }, .n = 1 };
+
+	for (size_t end = j->at + max < j->n ? j->at + max : j->n; j->at < end; j->at++) {
+		size_t i = j->at;
+		kit_errors_t one;
+		msgpack_object rest;
+		char prefix[32];
+		snprintf(prefix, sizeof prefix, "pods[%zu]: ", i);
+		if (!mf_kind_of(&pods_only, &j->arr->via.array.ptr[i], j->zone, &rest, prefix,
+				&j->errs))
+			continue;
+		kit_errors_init(&one);
+		if (pod_spec_from_msgpack(&rest, &j->specs[i], &one) < 0)
+			kit_errors_move(&j->errs, &one, prefix);
+		kit_errors_free(&one);
+		/* Encoded now, so the commit is only the transaction. */
+		size_t len;
+		int err;
+		if (j->specs[i] && !j->errs.count && !j->err) {
+			if ((err = pod_spec_encode(j->specs[i], &j->bufs[i], &len)) < 0) {
+				j->err = err;
+				continue;
+			}
+			j->in[i] = (st_pod_in_t){ j->specs[i]->name, j->bufs[i], len };
+		}
+	}
+}
+
+/* Answers: the errors, or the commit of every object in one transaction. */
+static void apply_job_finish(rt_t *rt, apply_job_t *j)
+{
+	size_t n = j->n;
+	st_apply_result_t *res = NULL;
+	tank_error_t e;
+	int err;
+
+	if (j->errs.count) {
+		char msg[TANK_ERROR_MSG];
+		snprintf(msg, sizeof msg, "%zu error%s: %s", j->errs.count,
+			 j->errs.count == 1 ? "" : "s",
+			 j->errs.stored ? j->errs.msgs[0] : "out of memory");
+		api_reply_error(rt, j->token, API_INVALID, msg, pack_errors, &j->errs);
+		return;
+	}
+	if (j->err) {
+		api_reply_err(rt, j->token, j->err, NULL);
+		return;
+	}
+	if (apply_fits(rt, j->token, j->d, j->specs, n) < 0)
+		return;
+	if (!(res = calloc(n + 1, sizeof *res))) {
+		api_reply_err(rt, j->token, -ENOMEM, NULL);
+		return;
+	}
+	tank_error_clear(&e);
+	if ((err = st_apply(j->d->store, j->in, n, res, &e)) < 0) {
+		api_reply_err(rt, j->token, err, e.msg[0] ? e.msg : NULL);
+	} else {
+		apply_out_t o = { j->in, res, n };
+		api_reply(rt, j->token, pack_apply, &o);
+		nudge(j->d);
+	}
+	free(res);
+}
+
+static int apply_worker_init(rt_t *rt, void **state, void *arg)
+{
+	*state = arg;
+	return rt_send(rt, rt_self(rt), 1, NULL, 0);
+}
+
+static void apply_worker_handle(rt_t *rt, void *state, rt_msg_t *m)
+{
+	apply_job_t *j = state;
+
+	(void)m;
+	apply_job_validate(j, API_APPLY_CHUNK);
+	if (j->at < j->n) {
+		rt_slice_used(rt);
+		if (rt_send(rt, rt_self(rt), 1, NULL, 0) == 0)
+			return;
+		api_reply_err(rt, j->token, -ENOMEM, "out of memory");
+	} else {
+		apply_job_finish(rt, j);
+	}
+	rt_exit_self(rt, RT_R_NORMAL);
+}
+
+static void apply_worker_terminate(rt_t *rt, void *state, rt_reason_t reason)
+{
+	(void)rt; (void)reason;
+	apply_job_free(state);
+	free(state);
+}
+
+static const rt_behaviour_t apply_worker_b = {
+	"api_apply", apply_worker_init, apply_worker_handle, apply_worker_terminate,
+};
 
 static void m_apply(const api_call_t *call, const msgpack_object *params, void *ctx)
 {
 	api_daemon_t *d = ctx;
 	const msgpack_object *arr;
-	pod_spec_t **specs = NULL;
-	st_pod_in_t *in = NULL;
-	st_apply_result_t *res = NULL;
-	char **bufs = NULL;
-	kit_errors_t errs;
 	tank_error_t e;
-	msgpack_zone *zone = NULL;
-	static const mf_registry_t pods_only = { .kinds = { &pod_mf_kind }, .n = 1 };
-	size_t n;
-	int err = 0;
+	apply_job_t *j;
+	int err;
 
 	if (api_params_check(params, "a", &e) < 0)
 		return reply_check_error(call, &e);
 	arr = &params->via.array.ptr[0];
-	n = arr->via.array.size;
-	kit_errors_init(&errs);
-	if (!(specs = calloc(n + 1, sizeof *specs)) || !(in = calloc(n + 1, sizeof *in)) ||
-	    !(res = calloc(n + 1, sizeof *res)) || !(bufs = calloc(n + 1, sizeof *bufs))) {
+	if (arr->via.array.size <= API_APPLY_CHUNK) {
+		apply_job_t job;
+		if ((err = apply_job_init(&job, d, call->token, arr->via.array.size)) == 0) {
+			job.arr = arr;
+			apply_job_validate(&job, job.n);
+			apply_job_finish(call->rt, &job);
+		} else {
+			api_reply_err(call->rt, call->token, err, NULL);
+		}
+		apply_job_free(&job);
+		return;
+	}
+	/* The params are the call's: the worker gets its own copy (packed
+	 * again; the unpacked strings point into that buffer). */
+	msgpack_packer pk;
+	size_t off = 0;
+	if (!(j = malloc(sizeof *j))) {
+		api_reply_err(call->rt, call->token, -ENOMEM, NULL);
+		return;
+	}
+	if ((err = apply_job_init(j, d, call->token, arr->via.array.size)) < 0)
+		goto fail;
+	msgpack_sbuffer_init(&j->copy_buf);
+	msgpack_unpacked_init(&j->copy);
+	j->copied = true;
+	msgpack_packer_init(&pk, &j->copy_buf, msgpack_sbuffer_write);
+	if (msgpack_pack_object(&pk, *arr) != 0 ||
+	    msgpack_unpack_next(&j->copy, j->copy_buf.data, j->copy_buf.size, &off) !=
+	    MSGPACK_UNPACK_SUCCESS) {
 		err = -ENOMEM;
-		goto out;
+		goto fail;
 	}
-	/* Validate everything first: a rejected batch applies nothing.  Each
-	 * object may say its `kind` (absent = Pod), as in a manifest; only
-	 * pods are applied by this method today, so another kind the
-	 * registry does not know is refused naming the item. */
-	if (!(zone = msgpack_zone_new(1024))) {
-		err = -ENOMEM;
-		goto out;
-	}
-	for (size_t i = 0; i < n; i++) {
-		kit_errors_t one;
-		msgpack_object rest;
-		char prefix[32];
-		snprintf(prefix, sizeof prefix, "pods[%zu]: ", i);
-		if (!mf_kind_of(&pods_only, &arr->via.array.ptr[i], zone, &rest, prefix, &errs))
-			continue;
-		kit_errors_init(&one);
-		if (pod_spec_from_msgpack(&rest, &specs[i], &one) < 0)
-			kit_errors_move(&errs, &one, prefix);
-		kit_errors_free(&one);
-	}
-	if (errs.count) {
-		char msg[TANK_ERROR_MSG];
-		snprintf(msg, sizeof msg, "%zu error%s: %s", errs.count,
-			 errs.count == 1 ? "" : "s",
-			 errs.stored ? errs.msgs[0] : "out of memory");
-		api_reply_error(call->rt, call->token, API_INVALID, msg, pack_errors, &errs);
-		goto out;
-	}
-	if (apply_fits(call, d, specs, n) < 0)
-		goto out;
-	for (size_t i = 0; i < n; i++) {
-		size_t len;
-		if ((err = pod_spec_encode(specs[i], &bufs[i], &len)) < 0)
-			goto out;
-		in[i].name = specs[i]->name;
-		in[i].spec = bufs[i];
-		in[i].spec_len = len;
-	}
-	tank_error_clear(&e);
-	if ((err = st_apply(d->store, in, n, res, &e)) < 0) {
-		api_reply_err(call->rt, call->token, err, e.msg[0] ? e.msg : NULL);
-		err = 0;
-		goto out;
-	}
-	apply_out_t o = { in, res, n };
-	api_reply(call->rt, call->token, pack_apply, &o);
-	nudge(d);
-out:
-	if (err)
-		api_reply_err(call->rt, call->token, err, NULL);
-	for (size_t i = 0; specs && i < n; i++)
-		pod_spec_free(specs[i]);
-	for (size_t i = 0; bufs && i < n; i++)
-		free(bufs[i]);
-	free(specs);
-	if (zone)
-		msgpack_zone_free(zone);
-	free(in);
-	free(res);
-	free(bufs);
-	kit_errors_free(&errs);
+	j->arr = &j->copy.data;
+	if ((err = rt_spawn(call->rt, &apply_worker_b, j, NULL)) < 0)
+		goto fail;
+	return;
+fail:
+	api_reply_err(call->rt, call->token, err, NULL);
+	apply_job_free(j);
+	free(j);
 }
 
 typedef struct delete_out {
@@ -275,6 +407,81 @@ static int pack_delete(msgpack_packer *pk, void *arg)
 	}
 	return rc ? -ENOMEM : 0;
 }
+
+/* A delete of more than API_DELETE_CHUNK names goes in transactions of
+ * that many, one per turn of a worker actor, with the socket served in
+ * between: 100,000 names in one transaction held every client for half
+ * a second.  Each chunk is atomic; the whole is not (a crash in the
+ * middle leaves the names of the chunks done deleted, and the caller,
+ * who got no answer, deletes again).  The reply is the same either way. */
+#define API_DELETE_CHUNK 1000
+
+typedef struct bulk_delete {
+	api_daemon_t *d;
+	api_token_t token;
+	char **names;
+	bool *deleted;
+	size_t n, at;
+} bulk_delete_t;
+
+static void bulk_delete_free(bulk_delete_t *b)
+{
+	for (size_t i = 0; b->names && i < b->n; i++)
+		free(b->names[i]);
+	free(b->names);
+	free(b->deleted);
+	free(b);
+}
+
+static int bulk_delete_init(rt_t *rt, void **state, void *arg)
+{
+	*state = arg;
+	return rt_send(rt, rt_self(rt), 1, NULL, 0);
+}
+
+static void bulk_delete_handle(rt_t *rt, void *state, rt_msg_t *m)
+{
+	bulk_delete_t *b = state;
+	size_t k = b->n - b->at < API_DELETE_CHUNK ? b->n - b->at : API_DELETE_CHUNK;
+	tank_error_t e;
+	int err;
+
+	(void)m;
+	tank_error_clear(&e);
+	if ((err = st_delete(b->d->store, (const char *const *)b->names + b->at, k,
+			     b->deleted + b->at, &e)) < 0) {
+		char msg[TANK_ERROR_MSG];
+		snprintf(msg, sizeof msg, "deleted the first %zu of %zu names, then: %.400s", b->at,
+			 b->n, e.msg[0] ? e.msg : tank_strerror(err));
+		api_reply_err(rt, b->token, err, msg);
+		nudge(b->d);
+		rt_exit_self(rt, RT_R_NORMAL);
+		return;
+	}
+	b->at += k;
+	nudge(b->d);            /* the reconciler may start stopping them */
+	rt_slice_used(rt);
+	if (b->at < b->n) {
+		if (rt_send(rt, rt_self(rt), 1, NULL, 0) < 0) {
+			api_reply_err(rt, b->token, -ENOMEM, "out of memory");
+			rt_exit_self(rt, RT_R_NORMAL);
+		}
+		return;
+	}
+	delete_out_t o = { (const char *const *)b->names, b->deleted, b->n };
+	api_reply(rt, b->token, pack_delete, &o);
+	rt_exit_self(rt, RT_R_NORMAL);
+}
+
+static void bulk_delete_terminate(rt_t *rt, void *state, rt_reason_t reason)
+{
+	(void)rt; (void)reason;
+	bulk_delete_free(state);
+}
+
+static const rt_behaviour_t bulk_delete_b = {
+	"api_delete", bulk_delete_init, bulk_delete_handle, bulk_delete_terminate,
+};
 
 static void m_delete(const api_call_t *call, const msgpack_object *params, void *ctx)
 {
@@ -306,6 +513,19 @@ static void m_delete(const api_call_t *call, const msgpack_object *params, void 
 			err = -ENOMEM;
 			goto out;
 		}
+	}
+	if (n > API_DELETE_CHUNK) {
+		bulk_delete_t *b = calloc(1, sizeof *b);
+		if (!b) {
+			err = -ENOMEM;
+			goto out;
+		}
+		*b = (bulk_delete_t){ d, call->token, names, deleted, n, 0 };
+		if ((err = rt_spawn(call->rt, &bulk_delete_b, b, NULL)) < 0) {
+			free(b);
+			goto out;
+		}
+		return;         /* the worker owns names and deleted now */
 	}
 	tank_error_clear(&e);
 	if ((err = st_delete(d->store, (const char *const *)names, n, deleted, &e)) < 0) {

@@ -81,6 +81,7 @@ struct pod_trk {
 				       * on the heap, for the first pass only
 				       * (a ~450 B record per pod otherwise) */
 	uint64_t persisted_sig;       /* pod__status_sig of the last status queued */
+	uint64_t seen_pass;           /* the last pass of pod__list that saw it stored */
 };
 
 struct pod_mgr {
@@ -92,6 +93,13 @@ struct pod_mgr {
 	size_t nrunning;
 	bool shutting_down;
 	bool drained_told;
+	/* The resync's walk over the stored pods, in slices (pod__list):
+	 * its number, whether one is under way, and the last name seen. */
+	uint64_t pass;
+	bool walking;
+	char cursor[POD_NAME_MAX + 1];
+	bool sweeping;                /* the pass's cgroup sweep, in slices */
+	pod_cgroup_sweep_t sweep;
 };
 
 /* --- helpers ----------------------------------------------------------------- */
@@ -646,31 +654,86 @@ static void pod__sweep(pod_mgr_t *m, rc_loop_t *loop, bool all)
 	(void)pod_cgroup_sweep(&m->cg_env, pod__cg_owned, NULL, &sw);
 }
 
+typedef struct pod_walk {
+	pod_mgr_t *m;
+	rc_loop_t *loop;
+	uint64_t end_ns;              /* coarse clock: the slice ends here */
+} pod_walk_t;
+
+static uint64_t pod__coarse_ns(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC_COARSE, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+static int pod__seen_slice(void *ctx, const st_pod_t *sp)
+{
+	pod_walk_t *w = ctx;
+	pod_mgr_t *m = w->m;
+	pod_trk_t *p;
+
+	(void)pod__seen(m, sp);
+	if ((p = tank_map_get(&m->pods, sp->name))) {
+		p->seen_pass = m->pass;
+		if (!pod__settled(rc_rt(w->loop), p))
+			rc_enqueue(w->loop, K_POD, p->name);
+	}
+	pod__copy(m->cursor, sizeof m->cursor, sp->name);
+	return pod__coarse_ns() > w->end_ns ? 1 : 0;
+}
+
+/* A resync of the pods, in slices of RC_LIST_SLICE_MS: tankd with
+ * 100,000 stored pods decodes each spec at its first pass (start-up) and
+ * reads every record at each pass, which in one go held the loop, and so
+ * the socket, for seconds.  A slice goes on from the last name the
+ * previous one saw.  Each pod seen is marked with the pass; at the end,
+ * a tracked pod the walk did not see is no longer stored (a pod applied
+ * meanwhile behind the cursor is not tracked yet: the next pass, which
+ * its apply's nudge asks for, finds it). */
 static int pod__list(void *ctx, rc_loop_t *loop)
 {
 	pod_mgr_t *m = ctx;
+	pod_walk_t w = { m, loop, pod__coarse_ns() + RC_LIST_SLICE_MS * 1000000ull };
 	size_t it = 0;
 	const char *name;
 	void *v;
 	int err;
 
-	/* Everything tracked is looked at; absent ones become undesired. */
-	while (tank_map_next(&m->pods, &it, &name, &v))
-		((pod_trk_t *)v)->desired = false;
-	if ((err = st_pod_foreach(m->o.store, pod__seen, m, NULL)) < 0) {
-		/* Half a walk must not read as "deleted": keep them desired. */
-		it = 0;
-		while (tank_map_next(&m->pods, &it, &name, &v))
-			((pod_trk_t *)v)->desired = ((pod_trk_t *)v)->want != NULL;
-		return err;
+	if (m->sweeping) {
+		/* The pass's second half: the cgroup sweep, in slices too. */
+		pod_sweep_t sw = { m, loop, false };
+		if (!m->shutting_down &&
+		    pod_cgroup_sweep_step(&m->cg_env, &m->sweep, pod__cg_owned, pod__cg_found,
+					  &sw, RC_LIST_SLICE_MS) == 1)
+			return RC_LIST_MORE;
+		pod_cgroup_sweep_abort(&m->sweep);
+		m->sweeping = false;
+		return 0;
 	}
-	it = 0;
-	while (tank_map_next(&m->pods, &it, &name, &v))
-		if (!pod__settled(rc_rt(loop), v))
-			rc_enqueue(loop, K_POD, name);
-	if (!m->shutting_down)
-		pod__sweep(m, loop, false);
-	return 0;
+	if (!m->walking) {
+		m->walking = true;
+		m->pass++;
+		m->cursor[0] = '\0';
+	}
+	err = st_pod_foreach_from(m->o.store, m->cursor, pod__seen_slice, &w, NULL);
+	if (err == 1)
+		return RC_LIST_MORE;
+	m->walking = false;
+	if (err < 0)
+		return err;     /* half a walk must not read as "deleted" */
+	while (tank_map_next(&m->pods, &it, &name, &v)) {
+		pod_trk_t *p = v;
+		if (p->seen_pass != m->pass) {
+			p->desired = false;
+			if (!pod__settled(rc_rt(loop), p))
+				rc_enqueue(loop, K_POD, name);
+		}
+	}
+	if (!m->has_cg || m->shutting_down)
+		return 0;
+	m->sweeping = true;     /* in the next slice */
+	return RC_LIST_MORE;
 }
 
 static void pod__enqueue_ctrs(rc_loop_t *loop, pod_trk_t *p)
@@ -1374,6 +1437,7 @@ void pod_mgr_free(pod_mgr_t *m)
 	while (tank_map_next(&m->pods, &it, NULL, &v))
 		pod__trk_free(v);
 	tank_map_destroy(&m->pods);
+	pod_cgroup_sweep_abort(&m->sweep);
 	free(m->log_dir);
 	free(m);
 }
@@ -1452,6 +1516,15 @@ size_t pod_mgr_nrunning(const pod_mgr_t *m)
 	return m->nrunning;
 }
 
+/* Containers that hold or may take descriptors: a pod whose containers
+ * all finished for good (terminal: `restart: never` done, or given up)
+ * holds none, and 100,000 completed one-shot pods must not block an
+ * apply of one more. */
+static size_t pod__live_ctrs(const pod_trk_t *p)
+{
+	return p->st.phase == POD_PP_TERMINAL ? 0 : p->nctrs;
+}
+
 size_t pod_mgr_ncontainers(const pod_mgr_t *m, const char *name)
 {
 	size_t it = 0, n = 0;
@@ -1459,9 +1532,9 @@ size_t pod_mgr_ncontainers(const pod_mgr_t *m, const char *name)
 
 	if (name) {
 		const pod_trk_t *p = tank_map_get(&m->pods, name);
-		return p ? p->nctrs : 0;
+		return p ? pod__live_ctrs(p) : 0;
 	}
 	while (tank_map_next(&m->pods, &it, NULL, &v))
-		n += ((const pod_trk_t *)v)->nctrs;
+		n += pod__live_ctrs(v);
 	return n;
 }

@@ -111,9 +111,11 @@ size_t pod_mgr_nrunning(const pod_mgr_t *m);
  * stdout and stderr pipes and its log file. */
 #define POD_FDS_PER_CONTAINER 3
 
-/* Containers of the pods tracked now (deleted ones still stopping
- * included), or of the one pod `name` (0 when it is not tracked); what an
- * apply adds to tankd's descriptors is measured against these. */
+/* Containers of the pods tracked now that are not terminal (deleted ones
+ * still stopping included; a pod whose containers all finished for good
+ * holds no descriptor), or of the one pod `name` (0 when it is not
+ * tracked or terminal); what an apply adds to tankd's descriptors is
+ * measured against these. */
 size_t pod_mgr_ncontainers(const pod_mgr_t *m, const char *name);
 
 #endif

@@ -21,6 +21,7 @@
 #include <unistd.h>
 
 #include "api/api_client.h"
+#include "api/api_rpc.h"
 
 typedef struct d {
 	char dir[64];
@@ -838,5 +839,171 @@ Test(e2e, apply_delete_restart_of_one_name_beside_crash_loops_leaves_one_truth, 
 	}
 	cr_assert(ok, "processes left after delete: %d, %d", count_procs(argv_b), count_procs(argv_a));
 	cr_assert(up(d));
+	teardown(d);
+}
+
+/* --- a big store, walked in slices ------------------------------------------- */
+
+/* The resync walks the stored pods and tank's cgroups in slices of a few
+ * milliseconds (so that 100,000 stored pods do not hold the socket), and a
+ * pass then spans many loop turns with applies and deletes in between.
+ * Nothing may be lost for it: a pod tracked before keeps its one process
+ * through every pass, a pod applied in the middle of a pass (behind the
+ * walk's cursor or ahead of it) starts, and a deleted one stops.  Also,
+ * completed one-shot pods hold no descriptors: 2,400 of them under a
+ * limit of 1,024 do not block an apply of one more. */
+Test(e2e, a_store_of_thousands_walked_in_slices_loses_and_stops_nothing, .timeout = 300)
+{
+	d_t *d = calloc(1, sizeof *d);
+	static char yaml[200 * 128], out[1 << 16];
+	char mk[3][32];
+
+	snprintf(d->dir, sizeof d->dir, "/tmp/tank-e2e-XXXXXX");
+	cr_assert_not_null(mkdtemp(d->dir));
+	snprintf(d->sock, sizeof d->sock, "%s/tank.sock", d->dir);
+	d->nofile = 1024;
+	start(d);
+	for (int i = 0; i < 3; i++)
+		snprintf(mk[i], sizeof mk[i], "%d.%d", 9100 + i, (int)getpid());
+	char y[256];
+	snprintf(y, sizeof y, "name: m-keep\ncontainers: [{name: c, command: [/bin/sleep, \"%s\"]}]\n",
+		 mk[0]);
+	write_file(d, "keep.yaml", y);
+	cr_assert_eq(ctl(d, out, sizeof out, "apply -f %s/keep.yaml --wait --timeout 60s", d->dir), 0,
+		     "%s", out);
+
+	/* 2,400 one-shot pods in batches of 200: 256 + 3 x 200 fits in
+	 * 1,024 only because each finished batch holds nothing. */
+	for (int b = 0; b < 12; b++) {
+		size_t off = 0;
+		for (int i = b * 200; i < (b + 1) * 200; i++)
+			off += (size_t)snprintf(yaml + off, sizeof yaml - off,
+						"---\nname: o%04d\nrestart: never\n"
+						"containers: [{name: c, command: [/bin/true]}]\n", i);
+		write_file(d, "batch.yaml", yaml);
+		cr_assert_eq(ctl(d, out, sizeof out, "apply -f %s/batch.yaml --wait --timeout 120s",
+				 d->dir), 0, "batch %d: %.2000s", b, out);
+	}
+	/* Now passes span many turns; apply one pod whose name sorts before
+	 * every other (behind the cursor for most of a pass) and one after. */
+	snprintf(y, sizeof y, "name: a-late\ncontainers: [{name: c, command: [/bin/sleep, \"%s\"]}]\n",
+		 mk[1]);
+	write_file(d, "late-a.yaml", y);
+	snprintf(y, sizeof y, "name: z-late\ncontainers: [{name: c, command: [/bin/sleep, \"%s\"]}]\n",
+		 mk[2]);
+	write_file(d, "late-z.yaml", y);
+	cr_assert_eq(ctl(d, out, sizeof out, "apply -f %s/late-a.yaml", d->dir), 0, "%s", out);
+	cr_assert_eq(ctl(d, out, sizeof out, "apply -f %s/late-z.yaml", d->dir), 0, "%s", out);
+	cr_assert(wait_phase(d, "a-late", "running", 60));
+	cr_assert(wait_phase(d, "z-late", "running", 60));
+	/* Delete a hundred one-shots while passes go on. */
+	char names[300 * 8];
+	size_t off = 0;
+	for (int i = 1000; i < 1100; i++)   /* ctl takes 1,024 bytes of arguments */
+		off += (size_t)snprintf(names + off, sizeof names - off, "%so%04d", off ? " " : "", i);
+	cr_assert_eq(ctl(d, out, sizeof out, "delete %s", names), 0, "%.2000s", out);
+
+	/* Several resyncs (every 300 ms) later, each long-running pod has
+	 * had its one process all along. */
+	sleep_ms(3000);
+	for (int i = 0; i < 3; i++) {
+		const char *argv[] = { "/bin/sleep", mk[i], NULL };
+		cr_assert_eq(count_procs(argv), 1, "sleep %s: %d processes", mk[i], count_procs(argv));
+	}
+	cr_assert_eq(status_num(d, "m-keep", "restarts"), 0);
+	cr_assert_eq(status_num(d, "a-late", "restarts"), 0);
+	cr_assert_eq(status_num(d, "z-late", "restarts"), 0);
+	cr_assert_eq(ctl(d, out, sizeof out, "get o1099"), 1, "deleted: %s", out);
+	cr_assert_eq(ctl(d, out, sizeof out, "get o1100"), 0, "kept: %s", out);
+	cr_assert(phase_is(d, "o2399", "terminal"));
+
+	/* A deleted long-running pod stops. */
+	cr_assert_eq(ctl(d, out, sizeof out, "delete m-keep"), 0, "%s", out);
+	const char *argv0[] = { "/bin/sleep", mk[0], NULL };
+	bool gone = false;
+	for (int t = 0; t < 600 && !gone; t++) {
+		gone = count_procs(argv0) == 0;
+		if (!gone)
+			sleep_ms(50);
+	}
+	cr_assert(gone, "m-keep's process outlived its delete");
+	teardown(d);
+}
+
+/* Applies and deletes of more than a thousand objects are worked through
+ * in slices by a worker (the socket is served in between), with the same
+ * outcome as one call: a bad object among 1,200 applies nothing and is
+ * named, a good batch is created whole, and a delete of 1,200 names in
+ * one request reports every name and removes every pod. */
+static int pack_o_names(msgpack_packer *pk, void *arg)
+{
+	int n = *(int *)arg, rc = msgpack_pack_array(pk, 1);
+	char name[16];
+	rc |= msgpack_pack_array(pk, (size_t)n);
+	for (int i = 0; i < n; i++) {
+		snprintf(name, sizeof name, "o%04d", i);
+		rc |= api_pack_cstr(pk, name);
+	}
+	return rc ? -ENOMEM : 0;
+}
+
+Test(e2e, bulk_apply_and_delete_of_thousands_are_all_or_nothing_and_complete, .timeout = 240)
+{
+	d_t *d = calloc(1, sizeof *d);
+	static char yaml[1200 * 100], out[1 << 16];
+	size_t off = 0;
+
+	snprintf(d->dir, sizeof d->dir, "/tmp/tank-e2e-XXXXXX");
+	cr_assert_not_null(mkdtemp(d->dir));
+	snprintf(d->sock, sizeof d->sock, "%s/tank.sock", d->dir);
+	d->nofile = 4096;     /* 256 + 3 x 1,200 while they run */
+	start(d);
+	for (int i = 0; i < 1200; i++)
+		off += (size_t)snprintf(yaml + off, sizeof yaml - off,
+					"---\nname: o%04d\nrestart: %s\n"
+					"containers: [{name: c, command: [/bin/true]}]\n", i,
+					i == 1150 ? "sometimes" : "never");
+	write_file(d, "bad.yaml", yaml);
+	cr_assert_eq(ctl(d, out, sizeof out, "apply -f %s/bad.yaml", d->dir), 1, "%.2000s", out);
+	cr_assert(strstr(out, "restart"), "the error names the field: %.2000s", out);
+	cr_assert_eq(ctl(d, out, sizeof out, "get o0000"), 1, "nothing applied: %s", out);
+	cr_assert_eq(ctl(d, out, sizeof out, "get o1199"), 1, "nothing applied: %s", out);
+
+	off = 0;
+	for (int i = 0; i < 1200; i++)
+		off += (size_t)snprintf(yaml + off, sizeof yaml - off,
+					"---\nname: o%04d\nrestart: never\n"
+					"containers: [{name: c, command: [/bin/true]}]\n", i);
+	write_file(d, "good.yaml", yaml);
+	cr_assert_eq(ctl(d, out, sizeof out, "apply -f %s/good.yaml", d->dir), 0, "%.2000s", out);
+	cr_assert_eq(ctl(d, out, sizeof out, "get o0000"), 0, "%s", out);
+	cr_assert_eq(ctl(d, out, sizeof out, "get o1199"), 0, "%s", out);
+	cr_assert(wait_phase(d, "o1199", "terminal", 120));
+	cr_assert(up(d));
+
+	api_client_t *c;
+	api_incoming_t in;
+	tank_error_t e;
+	int n = 1200;
+	cr_assert_eq(api_client_connect(d->sock, &c, &e), 0, "%s", e.msg);
+	cr_assert_eq(api_client_call(c, "delete", pack_o_names, &n, 120000, &in, &e), 0, "%s", e.msg);
+	cr_assert_eq(in.code, 0, "%s", in.message);
+	cr_assert_eq(in.result->type, MSGPACK_OBJECT_ARRAY);
+	cr_assert_eq(in.result->via.array.size, 1200);
+	for (uint32_t i = 0; i < 1200; i++) {
+		const msgpack_object *m = &in.result->via.array.ptr[i];
+		cr_assert_eq(m->type, MSGPACK_OBJECT_MAP);
+		bool found = false;
+		for (uint32_t k = 0; k < m->via.map.size; k++) {
+			const msgpack_object_kv *kv = &m->via.map.ptr[k];
+			if (kv->key.via.str.size == 7 && memcmp(kv->key.via.str.ptr, "deleted", 7) == 0)
+				found = kv->val.type == MSGPACK_OBJECT_BOOLEAN && kv->val.via.boolean;
+		}
+		cr_assert(found, "name %u reported deleted", i);
+	}
+	api_incoming_free(&in);
+	api_client_close(c);
+	cr_assert_eq(ctl(d, out, sizeof out, "get o0000"), 1, "%s", out);
+	cr_assert_eq(ctl(d, out, sizeof out, "get o1199"), 1, "%s", out);
 	teardown(d);
 }
