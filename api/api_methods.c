@@ -677,7 +677,7 @@ int api_pack_status(msgpack_packer *pk, const st_status_t *s)
 	rc |= msgpack_pack_array(pk, s->n_containers);
 	for (size_t i = 0; i < s->n_containers; i++) {
 		const st_container_status_t *c = &s->containers[i];
-		rc |= msgpack_pack_map(pk, 8);
+		rc |= msgpack_pack_map(pk, 9);
 		rc |= pk_key(pk, "name");       rc |= api_pack_cstr(pk, c->name);
 		rc |= pk_key(pk, "phase");      rc |= api_pack_cstr(pk, c->phase);
 		rc |= pk_key(pk, "reason");     rc |= api_pack_cstr(pk, c->reason);
@@ -687,6 +687,7 @@ int api_pack_status(msgpack_packer *pk, const st_status_t *s)
 		rc |= pk_key(pk, "retries");    rc |= msgpack_pack_uint32(pk, c->retries);
 		rc |= pk_key(pk, "last_exit");  rc |= pack_exit(pk, &c->last_exit);
 		rc |= pk_key(pk, "started_at"); rc |= pack_opt_ms(pk, c->started_at);
+		rc |= pk_key(pk, "log_dropped"); rc |= msgpack_pack_uint64(pk, c->log_dropped);
 	}
 	return rc ? -ENOMEM : 0;
 }

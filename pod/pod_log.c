@@ -42,7 +42,21 @@ struct pod_log {
 	uint64_t size;        /* of the current file, valid while fd >= 0 */
 	uint64_t max_bytes;
 	struct pod_line line[2];
+	/* Records that did not reach the file (a full disk, a failed
+	 * rotation or open), whole or cut: counted, never retried. */
+	uint64_t dropped_lines, dropped_bytes;
+	uint64_t drop_from;   /* dropped_lines when the episode began */
+	bool dropping;        /* the last write failed */
 };
+
+static void mark_dropped(pod_log_t *w, uint64_t lines, uint64_t bytes)
+{
+	if (!w->dropping)
+		w->drop_from = w->dropped_lines;
+	w->dropping = true;
+	w->dropped_lines += lines;
+	w->dropped_bytes += bytes;
+}
 
 struct out {
 	size_t len;
@@ -133,32 +147,68 @@ fail:
 	return r;
 }
 
-static int write_all(int fd, const char *p, size_t n)
+/* *done (may be NULL) gets the bytes written, also on failure. */
+static int write_all(int fd, const char *p, size_t n, size_t *done)
 {
+	size_t d = 0;
+	int r = 0;
 	while (n > 0) {
-		ssize_t r = write(fd, p, n);
-		if (r < 0) {
+		ssize_t k = write(fd, p, n);
+		if (k < 0) {
 			if (errno == EINTR)
 				continue;
-			return -errno;
+			r = -errno;
+			break;
 		}
-		p += r;
-		n -= (size_t)r;
+		p += k;
+		n -= (size_t)k;
+		d += (size_t)k;
 	}
-	return 0;
+	if (done)
+		*done = d;
+	return r;
+}
+
+/* Counts what a failed write lost: every record of buf[from, len) (each
+ * ends with a newline, and text never holds one), a cut one included. */
+static void count_dropped(pod_log_t *w, const char *buf, size_t from, size_t len)
+{
+	uint64_t lines = 0;
+	for (size_t i = from; i < len; i++)
+		lines += buf[i] == '\n';
+	mark_dropped(w, lines, len - from);
 }
 
 static int out_flush(pod_log_t *w, struct out *o)
 {
+	size_t done = 0;
 	if (o->len == 0)
 		return 0;
 	int r = ensure_open(w);
 	if (r == 0)
-		r = write_all(w->fd, o->buf, o->len);
-	if (r == 0)
-		w->size += o->len;
+		r = write_all(w->fd, o->buf, o->len, &done);
+	w->size += done;
+	if (r < 0)
+		count_dropped(w, o->buf, done, o->len);
+	else
+		w->dropping = false;
 	o->len = 0;
 	return r;
+}
+
+uint64_t pod_log_drop_episode(const pod_log_t *w)
+{
+	return w ? w->dropped_lines - w->drop_from : 0;
+}
+
+void pod_log_drops(const pod_log_t *w, uint64_t *lines, uint64_t *bytes, bool *dropping)
+{
+	if (lines)
+		*lines = w ? w->dropped_lines : 0;
+	if (bytes)
+		*bytes = w ? w->dropped_bytes : 0;
+	if (dropping)
+		*dropping = w && w->dropping;
 }
 
 static int rotate(pod_log_t *w, struct out *o)
@@ -192,18 +242,24 @@ static int emit(pod_log_t *w, struct out *o, pod_log_stream_t s,
 	hl += (size_t)snprintf(hdr + hl, sizeof hdr - hl, ".%03dZ %s ",
 	                       (int)(t->tv_nsec / 1000000), stream_names[s]);
 	size_t rec = hl + len + 1;
-	if ((r = ensure_open(w)) < 0)
-		return r;   /* cannot know the size: drop this record */
+	if ((r = ensure_open(w)) < 0) {
+		mark_dropped(w, 1, rec);   /* cannot know the size: drop this record */
+		return r;
+	}
 	if (w->size + o->len > 0 && w->size + o->len + rec > w->max_bytes)
 		r = rotate(w, o);
 	else if (o->len + rec > OUT_BUF)
 		r = out_flush(w, o);
 	if (rec > OUT_BUF) {
 		if ((e = ensure_open(w)) == 0 &&
-		    (e = write_all(w->fd, hdr, hl)) == 0 &&
-		    (e = write_all(w->fd, text, len)) == 0 &&
-		    (e = write_all(w->fd, "\n", 1)) == 0)
+		    (e = write_all(w->fd, hdr, hl, NULL)) == 0 &&
+		    (e = write_all(w->fd, text, len, NULL)) == 0 &&
+		    (e = write_all(w->fd, "\n", 1, NULL)) == 0) {
 			w->size += rec;
+			w->dropping = false;
+		} else {
+			mark_dropped(w, 1, rec);
+		}
 		return r ? r : e;
 	}
 	char *p = o->buf + o->len;

@@ -25,6 +25,7 @@
 #ifndef TANK_POD_LOG_H
 #define TANK_POD_LOG_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -72,6 +73,16 @@ int pod_log_flush(pod_log_t *w, pod_log_stream_t s);
  * stream, returns 1); negative errno on a read or write error.  Does not
  * close fd. */
 int pod_log_drain_fd(pod_log_t *w, pod_log_stream_t s, int fd);
+
+/* Records lost so far: lines that did not reach the file whole (a full
+ * disk, a failed open or rotation; a line cut by a partial write counts),
+ * their bytes, and whether the last write failed (a dropping episode is
+ * under way).  Records are never retried: the counts only grow.  Any
+ * argument may be NULL; w NULL gives zeros. */
+void pod_log_drops(const pod_log_t *w, uint64_t *lines, uint64_t *bytes, bool *dropping);
+/* Lines dropped in the current episode (or the last one, once writing
+ * works again). */
+uint64_t pod_log_drop_episode(const pod_log_t *w);
 
 /* Heap bytes w holds now (struct, path, partial-line buffers); for
  * benchmarks and tests.  0 for NULL. */

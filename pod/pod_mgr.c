@@ -50,6 +50,7 @@ typedef struct pod_ctr {
 	bool has_cg;
 	pod_cgroup_t cg;
 	pod_log_t *log;
+	uint64_t log_dropped;         /* lines its log lost, as last reported */
 	/* processes left by a previous tankd */
 	bool orphans_checked;         /* its cgroup was looked at */
 	bool cg_orphans;              /* its cgroup held processes */
@@ -223,6 +224,7 @@ static uint64_t pod__status_sig(const pod_trk_t *p)
 				   (uint32_t)c->last_exit.signal);
 		h = pod__sig_mix(h, (uint64_t)c->started_at);
 		h = pod__sig_mix(h, (uint64_t)c->next_restart_at);
+		h = pod__sig_mix(h, c->log_dropped);
 	}
 	return h;
 }
@@ -261,6 +263,7 @@ static void pod__persist(pod_mgr_t *m, pod_trk_t *p)
 		cs[i].retries = c->retries;
 		cs[i].last_exit = c->last_exit;
 		cs[i].started_at = c->started_at;
+		cs[i].log_dropped = c->log_dropped;
 		s.restarts += c->restarts;
 		if (c->retries > s.retries)
 			s.retries = c->retries;
@@ -1282,6 +1285,31 @@ static void pod__ctr_gone(pod_mgr_t *m, rc_loop_t *loop, pod_ctr_t *c)
 	m->nrunning--;
 }
 
+/* A container's log started or stopped losing lines (a full log disk):
+ * said once each way, in tankd's log and the pod's history (and so on the
+ * events stream), and the count goes into its status. */
+static void pod__ctr_logdrop(pod_mgr_t *m, rc_loop_t *loop, const void *data)
+{
+	pod_runner_logdrop_t ld;
+	pod_ctr_t *c;
+	char what[RC_REASON_MAX];
+
+	memcpy(&ld, data, sizeof ld);
+	ld.key[sizeof ld.key - 1] = '\0';
+	if (!(c = pod__ctr_find(m, ld.key)))
+		return;
+	c->log_dropped = ld.lines;
+	if (ld.dropping)
+		pod__fmt(what, sizeof what, "log of %s: dropping lines (%s)", c->name,
+			 ld.error[0] ? ld.error : "write failed");
+	else
+		pod__fmt(what, sizeof what, "log of %s: writing again after %llu lines dropped",
+			 c->name, (unsigned long long)ld.episode);
+	fprintf(stderr, "tankd: warning: %s/%s\n", c->pod->name, what);
+	(void)rc_fsm_apply(loop, K_POD, c->pod->name, &pod_fsm, &c->pod->st, POD_PE_NOTE, what);
+	pod__persist(m, c->pod);
+}
+
 static void pod__ctr_handle(void *ctx, rc_loop_t *loop, rt_msg_t *msg)
 {
 	pod_mgr_t *m = ctx;
@@ -1317,6 +1345,11 @@ static void pod__ctr_handle(void *ctx, rc_loop_t *loop, rt_msg_t *msg)
 				return;
 			}
 		}
+		return;
+	}
+	if (msg->type == RT_MSG_USER && msg->tag == POD_RUNNER_LOGDROP &&
+	    msg->len == sizeof(pod_runner_logdrop_t)) {
+		pod__ctr_logdrop(m, loop, msg->data);
 		return;
 	}
 	if (msg->type != RT_MSG_USER || msg->tag != POD_RUNNER_EXITED || msg->len != sizeof ex)

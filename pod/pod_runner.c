@@ -22,7 +22,31 @@ typedef struct pod_runner {
 	rt_ref_t out_watch, err_watch;
 	bool stopping;
 	bool exited;
+	bool log_dropping;        /* as last told to the owner (or as the log
+				   * was when this runner began: an episode
+				   * spans restarts and is told once) */
 } pod_runner_t;
+
+/* Tells the owner when the log starts or stops losing lines: once each
+ * way, not per line. */
+static void pod__runner_logdrop(rt_t *rt, pod_runner_t *r, int rc)
+{
+	pod_runner_logdrop_t ld;
+	bool dropping;
+
+	memset(&ld, 0, sizeof ld);
+	pod_log_drops(r->log, &ld.lines, NULL, &dropping);
+	if (dropping == r->log_dropping)
+		return;
+	r->log_dropping = dropping;
+	ld.dropping = dropping;
+	if (dropping)
+		snprintf(ld.error, sizeof ld.error, "%s", strerror(rc < 0 ? -rc : EIO));
+	else
+		ld.episode = pod_log_drop_episode(r->log);
+	memcpy(ld.key, r->key, sizeof ld.key);
+	(void)rt_send(rt, r->owner, POD_RUNNER_LOGDROP, &ld, sizeof ld);
+}
 
 static void pod__runner_drain(rt_t *rt, pod_runner_t *r, pod_log_stream_t s)
 {
@@ -34,6 +58,7 @@ static void pod__runner_drain(rt_t *rt, pod_runner_t *r, pod_log_stream_t s)
 		return;
 	if (r->log) {
 		rc = pod_log_drain_fd(r->log, s, *fd);
+		pod__runner_logdrop(rt, r, rc);
 	} else {
 		char buf[4096];
 		ssize_t n;
@@ -114,6 +139,7 @@ static int pod__runner_init(rt_t *rt, void **state, void *arg)
 	snprintf(r->key, sizeof r->key, "%s", a->key);
 	r->cgroup = a->cgroup;
 	r->log = a->log;
+	pod_log_drops(r->log, NULL, NULL, &r->log_dropping);
 	r->stop_signal = a->stop_signal ? a->stop_signal : SIGTERM;
 	r->grace_ms = a->grace_ms;
 	if ((err = (a->launch ? a->launch : pod_launch)(a->launch_opts, &r->proc, a->err)) < 0) {

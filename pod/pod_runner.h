@@ -35,6 +35,16 @@
 /* runner -> owner (the reconciler): a tag of the container kind, so the
  * loop routes it to the container manager and no other */
 #define POD_RUNNER_EXITED RC_TAG_KIND(TANK_KIND_CONTAINER, 1)
+/* runner -> owner: the container's log started (dropping) or stopped
+ * losing lines; payload pod_runner_logdrop_t */
+#define POD_RUNNER_LOGDROP RC_TAG_KIND(TANK_KIND_CONTAINER, 2)
+typedef struct pod_runner_logdrop {
+	bool dropping;
+	uint64_t lines;           /* dropped so far, all time */
+	uint64_t episode;         /* dropped in the episode that ended */
+	char error[64];           /* what the write said, when it starts */
+	char key[RC_KEY_MAX];
+} pod_runner_logdrop_t;
 /* owner -> runner: payload none; starts the stop sequence (idempotent) */
 #define POD_RUNNER_STOP 10
 /* runner -> itself: the grace period ran out */

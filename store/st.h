@@ -216,6 +216,7 @@ typedef struct st_container_status {
 	uint32_t retries;
 	st_exit_t last_exit;
 	int64_t started_at;          /* ms, 0 = never */
+	uint64_t log_dropped;        /* log lines lost (full log disk), all time */
 } st_container_status_t;
 
 /* containers is malloc'ed and owned by the struct (st_status_clear). */

@@ -582,7 +582,11 @@ int st__dec_pod_ex(const void *buf, size_t len, const char *key, size_t keylen,
 
 static int enc_container(msgpack_packer *pk, const st_container_status_t *c)
 {
-	return msgpack_pack_map(pk, 9) || pk_str(pk, "name", c->name) ||
+	/* log_dropped only when non-zero: records stay as they were for
+	 * the containers that never lost a line. */
+	return msgpack_pack_map(pk, 9 + (c->log_dropped != 0)) ||
+	       (c->log_dropped && pk_u64(pk, "log_dropped", c->log_dropped)) ||
+	       pk_str(pk, "name", c->name) ||
 	       pk_str(pk, "phase", c->phase) ||
 	       pk_str(pk, "reason", c->reason) || pk_i64(pk, "pid", c->pid) ||
 	       pk_u64(pk, "pid_start_time", c->pid_start_time) ||
@@ -655,6 +659,9 @@ static const char *dec_container(mp_t *r, st_container_status_t *c)
 		} else if (key_is(k, kl, "started_at")) {
 			if (rd_i64(r, &c->started_at))
 				return "containers[].started_at";
+		} else if (key_is(k, kl, "log_dropped")) {
+			if (rd_u64(r, &c->log_dropped))
+				return "containers[].log_dropped";
 		} else if (mp_skip(r, 1)) {
 			return "containers[]";
 		}

@@ -1007,3 +1007,82 @@ Test(e2e, bulk_apply_and_delete_of_thousands_are_all_or_nothing_and_complete, .t
 	cr_assert_eq(ctl(d, out, sizeof out, "get o1199"), 1, "%s", out);
 	teardown(d);
 }
+
+/* A full log disk: lines a container writes while the log dir has no room
+ * are counted in its status (log_dropped), tankd says once that the log
+ * is dropping lines and once that it writes again (with the count), and
+ * the container itself is not disturbed. */
+static int count_in_file(const char *path, const char *needle)
+{
+	static char buf[1 << 20];
+	FILE *f = fopen(path, "r");
+	size_t n;
+	int c = 0;
+	if (!f)
+		return -1;
+	n = fread(buf, 1, sizeof buf - 1, f);
+	fclose(f);
+	buf[n] = '\0';
+	for (const char *p = buf; (p = strstr(p, needle)); p++)
+		c++;
+	return c;
+}
+
+Test(e2e, lines_lost_on_a_full_log_disk_are_counted_and_told_once, .timeout = 180)
+{
+	d_t *d = calloc(1, sizeof *d);
+	char logs[128], cmd[256], out[8192], tlog[128];
+
+	snprintf(d->dir, sizeof d->dir, "/tmp/tank-e2e-XXXXXX");
+	cr_assert_not_null(mkdtemp(d->dir));
+	snprintf(d->sock, sizeof d->sock, "%s/tank.sock", d->dir);
+	snprintf(logs, sizeof logs, "%s/logs", d->dir);
+	mkdir(logs, 0750);
+	snprintf(cmd, sizeof cmd, "mount -t tmpfs -o size=64k tmpfs %s 2>/dev/null", logs);
+	if (system(cmd) != 0) {
+		rmdir(logs);
+		rmdir(d->dir);
+		free(d);
+		cr_skip_test("cannot mount a tmpfs here (needs root): the full log disk is not tested");
+	}
+	start(d);
+	write_file(d, "chatty.yaml",
+		   "name: chatty\ncontainers:\n  - name: c\n    command: [/bin/sh, -c, "
+		   "\"while :; do i=0; while [ $i -lt 100 ]; do "
+		   "echo a-line-of-some-length-to-fill-the-disk-$i; i=$((i+1)); done; "
+		   "sleep 0.2; done\"]\n");
+	cr_assert_eq(ctl(d, out, sizeof out, "apply -f %s/chatty.yaml", d->dir), 0, "%s", out);
+	snprintf(tlog, sizeof tlog, "%s/tankd.log", d->dir);
+	bool dropping = false;
+	for (int t = 0; t < 600 && !dropping; t++) {
+		dropping = count_in_file(tlog, "dropping lines") >= 1 &&
+			   status_num(d, "chatty", "log_dropped") > 0;
+		if (!dropping)
+			sleep_ms(50);
+	}
+	cr_assert(dropping, "the full disk was noticed: log_dropped %ld",
+		  status_num(d, "chatty", "log_dropped"));
+	sleep_ms(1000);   /* more lines lost: still one warning */
+	cr_assert_eq(count_in_file(tlog, "dropping lines"), 1);
+	long lost = status_num(d, "chatty", "log_dropped");
+
+	/* Room again: the next burst is written, and that is said once. */
+	snprintf(cmd, sizeof cmd, "mount -o remount,size=16m %s", logs);
+	cr_assert_eq(system(cmd), 0);
+	bool again = false;
+	for (int t = 0; t < 600 && !again; t++) {
+		again = count_in_file(tlog, "writing again after") == 1;
+		if (!again)
+			sleep_ms(50);
+	}
+	cr_assert(again, "the end of the episode was told");
+	cr_assert_geq(status_num(d, "chatty", "log_dropped"), lost);
+	cr_assert_eq(count_in_file(tlog, "dropping lines"), 1);
+	cr_assert_eq(status_num(d, "chatty", "restarts"), 0, "the container was not disturbed");
+	cr_assert_eq(ctl(d, out, sizeof out, "history chatty"), 0, "%s", out);
+	cr_assert(strstr(out, "dropping lines") && strstr(out, "writing again"), "%s", out);
+	stop(d, SIGTERM);
+	snprintf(cmd, sizeof cmd, "umount -l %s", logs);
+	cr_assert_eq(system(cmd), 0);
+	teardown(d);
+}

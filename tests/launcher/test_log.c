@@ -267,3 +267,55 @@ Test(launcher, log_record_bigger_than_batch_is_whole_and_in_order)
 	free(in);
 	lt_rmrf(dir);
 }
+
+/* Lines that cannot be written (a full disk: here the log file is a link
+ * to /dev/full, where every write fails with ENOSPC) are counted, whole
+ * lines and their bytes, the episode is marked, and it ends with the
+ * first write that works again. */
+Test(launcher, log_lines_lost_on_a_full_disk_are_counted)
+{
+	char dir[] = "/tmp/tank-log-XXXXXX", pdir[64], file[96];
+	cr_assert(mkdtemp(dir));
+	pod_log_opts_t lo = { .dir = dir, .pod = "p", .container = "c" };
+	pod_log_t *w;
+	tank_error_t err;
+	uint64_t lines, bytes;
+	bool dropping;
+	cr_assert_eq(pod_log_open(&lo, &w, &err), 0, "%s", err.msg);
+	snprintf(pdir, sizeof pdir, "%s/p", dir);
+	snprintf(file, sizeof file, "%s/c.log", pdir);
+	(void)unlink(file);
+	cr_assert_eq(symlink("/dev/full", file), 0, "%s", strerror(errno));
+
+	pod_log_drops(w, &lines, &bytes, &dropping);
+	cr_assert_eq(lines, 0);
+	cr_assert_not(dropping);
+	cr_assert_eq(pod_log_feed(w, POD_LOG_STDOUT, "one\ntwo\nthr", 11), -ENOSPC);
+	pod_log_drops(w, &lines, &bytes, &dropping);
+	cr_assert_eq(lines, 2, "%llu lines", (unsigned long long)lines);
+	cr_assert(dropping);
+	cr_assert_gt(bytes, 2 * 25, "a record is a timestamp, the stream and the text");
+	cr_assert_eq(pod_log_feed(w, POD_LOG_STDERR, "four\n", 5), -ENOSPC);
+	/* The partial "thr" is written (and lost) at EOF. */
+	cr_assert_eq(pod_log_flush(w, POD_LOG_STDOUT), -ENOSPC);
+	pod_log_drops(w, &lines, NULL, &dropping);
+	cr_assert_eq(lines, 4, "%llu lines", (unsigned long long)lines);
+	cr_assert_eq(pod_log_drop_episode(w), 4);
+
+	/* The disk has room again (the file is closed after the flush: the
+	 * next record opens a real file). */
+	cr_assert_eq(unlink(file), 0);
+	cr_assert_eq(pod_log_feed(w, POD_LOG_STDOUT, "five\n", 5), 0);
+	pod_log_drops(w, &lines, NULL, &dropping);
+	cr_assert_eq(lines, 4, "the count stays");
+	cr_assert_not(dropping, "the episode is over");
+	cr_assert_eq(pod_log_drop_episode(w), 4, "the last episode's count");
+	pod_log_close(w);
+	char **ls;
+	size_t n;
+	cr_assert_eq(pod_log_tail(dir, "p", "c", 0, &ls, &n, &err), 0);
+	cr_assert_eq(n, 1);
+	cr_assert(record_ok(ls[0], "stdout", "five"), "%s", ls[0]);
+	pod_log_lines_free(ls, n);
+	lt_rmrf(dir);
+}
