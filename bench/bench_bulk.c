@@ -1,0 +1,467 @@
+/*
+ * bench_bulk — does tankd keep answering while it does bulk work?
+ * (hardening round 2, item 5: big stores and big applies kept the socket
+ * dark for seconds.)
+ *
+ * A real tankd in a temp dir.  A second client pings it every 5 ms from
+ * its own thread, and every answer's latency is filed under the phase
+ * the main thread is in:
+ *   idle     half a second of nothing: the baseline
+ *   apply    an apply of APPLY_N one-shot pods (restart: never, /bin/true)
+ *            in one call, until `sync` says the loop has seen them all
+ *   fill     more applies (batches of 1,000) up to STORE_N stored pods,
+ *            and their runs; not reported, it only builds the store
+ *   start    tankd stopped (SIGTERM) and started on that store: time to
+ *            the first answered ping, then pings until `sync` answers
+ *   delete   a delete of every name in one call, until `sync` answers
+ * For each phase: pings answered, p50 / p99 / max latency, the phase's
+ * duration, and the longest gap between two answers.
+ *
+ *   bench_bulk            STORE_N 100,000, APPLY_N 10,000
+ *   QUICK=1 bench_bulk    STORE_N 10,000, APPLY_N 2,000
+ *   BULK_STORE_N / BULK_APPLY_N override either.
+ *
+ * JSON lines on stdout, progress on stderr.  tankd gets a parent-death
+ * signal, so nothing outlives this program.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <ftw.h>
+#include <limits.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <msgpack.h>
+
+#include "api/api_client.h"
+#include "api/api_rpc.h"
+
+enum { PH_IDLE, PH_APPLY, PH_FILL, PH_START, PH_DELETE, PH_COUNT };
+static const char *const PH_NAME[PH_COUNT] = { "idle", "apply", "fill", "start", "delete" };
+
+typedef struct lat {
+	uint64_t *v;
+	size_t n, cap;
+	uint64_t max_gap;       /* longest time between two answers, ns */
+	uint64_t last;          /* time of the last answer */
+} lat_t;
+
+typedef struct bench {
+	char top[64];
+	char tankd[PATH_MAX];
+	char sock[PATH_MAX + 16];
+	char data[PATH_MAX + 16];
+	pid_t pid;
+	api_client_t *cli;
+	/* The pinger's side. */
+	pthread_t th;
+	atomic_int phase;
+	atomic_bool stop;
+	atomic_bool daemon_down;   /* set while tankd is being restarted */
+	pthread_mutex_t mu;
+	lat_t lat[PH_COUNT];
+} bench_t;
+
+static uint64_t now_ns(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+static void sleep_ms(long ms)
+{
+	struct timespec ts = { ms / 1000, (ms % 1000) * 1000000L };
+	nanosleep(&ts, NULL);
+}
+
+static void note(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static void note(const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	fputs("bench_bulk: ", stderr);
+	vfprintf(stderr, fmt, ap);
+	fputc('\n', stderr);
+	va_end(ap);
+}
+
+static void emit(const char *metric, double value, const char *unit, long n)
+{
+	printf("{\"bench\": \"bulk\", \"metric\": \"%s\", \"value\": %.3f, \"unit\": \"%s\", "
+	       "\"n\": %ld}\n", metric, value, unit, n);
+	fflush(stdout);
+}
+
+static int rm_one(const char *path, const struct stat *st, int flag, struct FTW *ftw)
+{
+	(void)st; (void)flag; (void)ftw;
+	remove(path);
+	return 0;
+}
+
+/* --- tankd --------------------------------------------------------------- */
+
+static int daemon_start(bench_t *b)
+{
+	char log[PATH_MAX + 16];
+	snprintf(log, sizeof log, "%s/tankd.log", b->top);
+	pid_t pid = fork();
+	if (pid < 0)
+		return -errno;
+	if (pid == 0) {
+		int fd = open(log, O_WRONLY | O_CREAT | O_APPEND, 0644);
+		int nul = open("/dev/null", O_RDONLY);
+		if (fd < 0 || nul < 0)
+			_exit(127);
+		dup2(nul, 0);
+		dup2(fd, 1);
+		dup2(fd, 2);
+		setpgid(0, 0);
+		prctl(PR_SET_PDEATHSIG, SIGKILL);
+		execl(b->tankd, b->tankd, "--data-dir", b->data, "--socket", b->sock,
+		      (char *)NULL);
+		_exit(127);
+	}
+	b->pid = pid;
+	return 0;
+}
+
+/* Connects `*c` to tankd; returns the time it took, or 0 on failure. */
+static uint64_t daemon_connect(bench_t *b, api_client_t **c, uint64_t t0)
+{
+	uint64_t deadline = now_ns() + 600ull * 1000000000u;
+	while (now_ns() < deadline) {
+		tank_error_t e;
+		api_incoming_t in;
+		if (api_client_connect(b->sock, c, &e) == 0) {
+			if (api_client_call(*c, "ping", NULL, NULL, 600000, &in, &e) == 0) {
+				api_incoming_free(&in);
+				return now_ns() - t0;
+			}
+			api_client_close(*c);
+			*c = NULL;
+		}
+		int st;
+		if (waitpid(b->pid, &st, WNOHANG) == b->pid) {
+			note("tankd exited at start: see %s/tankd.log", b->top);
+			return 0;
+		}
+		sleep_ms(1);
+	}
+	return 0;
+}
+
+static void daemon_stop(bench_t *b)
+{
+	if (b->pid <= 0)
+		return;
+	kill(b->pid, SIGTERM);
+	for (int i = 0; i < 6000; i++) {
+		int st;
+		if (waitpid(b->pid, &st, WNOHANG) == b->pid) {
+			b->pid = 0;
+			return;
+		}
+		sleep_ms(10);
+	}
+	kill(b->pid, SIGKILL);
+	waitpid(b->pid, NULL, 0);
+	b->pid = 0;
+}
+
+static int call(api_client_t *c, const char *method, api_pack_fn fn, void *arg)
+{
+	api_incoming_t in;
+	tank_error_t e;
+	int err;
+	tank_error_clear(&e);
+	if ((err = api_client_call(c, method, fn, arg, 1200000, &in, &e)) < 0) {
+		note("%s: %s", method, e.msg[0] ? e.msg : strerror(-err));
+		return err;
+	}
+	if (in.code != API_OK) {
+		note("%s: tankd says: %s", method, in.message);
+		api_incoming_free(&in);
+		return -EPROTO;
+	}
+	api_incoming_free(&in);
+	return 0;
+}
+
+/* --- requests --------------------------------------------------------------- */
+
+typedef struct range { long from, to; } range_t;
+
+static int pack_pods(msgpack_packer *pk, void *arg)
+{
+	const range_t *r = arg;
+	char name[32];
+	int rc = msgpack_pack_array(pk, 1);
+	rc |= msgpack_pack_array(pk, (size_t)(r->to - r->from));
+	for (long i = r->from; i < r->to; i++) {
+		snprintf(name, sizeof name, "b%06ld", i);
+		rc |= msgpack_pack_map(pk, 3);
+		rc |= api_pack_cstr(pk, "name");       rc |= api_pack_cstr(pk, name);
+		rc |= api_pack_cstr(pk, "restart");    rc |= api_pack_cstr(pk, "never");
+		rc |= api_pack_cstr(pk, "containers");
+		rc |= msgpack_pack_array(pk, 1);
+		rc |= msgpack_pack_map(pk, 2);
+		rc |= api_pack_cstr(pk, "name");       rc |= api_pack_cstr(pk, "c");
+		rc |= api_pack_cstr(pk, "command");
+		rc |= msgpack_pack_array(pk, 1);
+		rc |= api_pack_cstr(pk, "/bin/true");
+	}
+	return rc ? -ENOMEM : 0;
+}
+
+static int pack_names(msgpack_packer *pk, void *arg)
+{
+	const range_t *r = arg;
+	char name[32];
+	int rc = msgpack_pack_array(pk, 1);
+	rc |= msgpack_pack_array(pk, (size_t)(r->to - r->from));
+	for (long i = r->from; i < r->to; i++) {
+		snprintf(name, sizeof name, "b%06ld", i);
+		rc |= api_pack_cstr(pk, name);
+	}
+	return rc ? -ENOMEM : 0;
+}
+
+/* --- the pinger --------------------------------------------------------------- */
+
+static void lat_add(lat_t *l, uint64_t v, uint64_t at)
+{
+	if (l->n == l->cap) {
+		size_t cap = l->cap ? l->cap * 2 : 4096;
+		uint64_t *nv = realloc(l->v, cap * sizeof *nv);
+		if (!nv)
+			return;
+		l->v = nv;
+		l->cap = cap;
+	}
+	l->v[l->n++] = v;
+	if (l->last && at - l->last > l->max_gap)
+		l->max_gap = at - l->last;
+	l->last = at;
+}
+
+static void *pinger(void *arg)
+{
+	bench_t *b = arg;
+	api_client_t *c = NULL;
+
+	while (!atomic_load(&b->stop)) {
+		if (atomic_load(&b->daemon_down)) {
+			if (c) {
+				api_client_close(c);
+				c = NULL;
+			}
+			sleep_ms(1);
+			continue;
+		}
+		tank_error_t e;
+		if (!c && api_client_connect(b->sock, &c, &e) < 0) {
+			c = NULL;
+			sleep_ms(1);
+			continue;
+		}
+		api_incoming_t in;
+		uint64_t t0 = now_ns();
+		int ph = atomic_load(&b->phase);
+		if (api_client_call(c, "ping", NULL, NULL, 600000, &in, &e) < 0) {
+			api_client_close(c);
+			c = NULL;
+			continue;
+		}
+		api_incoming_free(&in);
+		uint64_t t1 = now_ns();
+		/* An answer that straddles a phase change counts for the phase
+		 * it was asked in. */
+		pthread_mutex_lock(&b->mu);
+		lat_add(&b->lat[ph], t1 - t0, t1);
+		pthread_mutex_unlock(&b->mu);
+		sleep_ms(5);
+	}
+	if (c)
+		api_client_close(c);
+	return NULL;
+}
+
+static int u64_cmp(const void *a, const void *b)
+{
+	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+	return x < y ? -1 : x > y;
+}
+
+static void phase_report(bench_t *b, int ph, long n, uint64_t dur_ns)
+{
+	pthread_mutex_lock(&b->mu);
+	lat_t *l = &b->lat[ph];
+	if (!l->n) {
+		pthread_mutex_unlock(&b->mu);
+		note("%s (n=%ld): no ping answered in %.2f s", PH_NAME[ph], n, dur_ns / 1e9);
+		emit("ping_answered", 0, "count", n);
+		return;
+	}
+	qsort(l->v, l->n, sizeof *l->v, u64_cmp);
+	double p50 = l->v[l->n / 2] / 1e6, p99 = l->v[l->n * 99 / 100] / 1e6;
+	double mx = l->v[l->n - 1] / 1e6, gap = l->max_gap / 1e6;
+	size_t cnt = l->n;
+	pthread_mutex_unlock(&b->mu);
+	char m[64];
+	snprintf(m, sizeof m, "%s_ping_p50", PH_NAME[ph]);  emit(m, p50, "ms", n);
+	snprintf(m, sizeof m, "%s_ping_p99", PH_NAME[ph]);  emit(m, p99, "ms", n);
+	snprintf(m, sizeof m, "%s_ping_max", PH_NAME[ph]);  emit(m, mx, "ms", n);
+	snprintf(m, sizeof m, "%s_seconds", PH_NAME[ph]);   emit(m, dur_ns / 1e9, "s", n);
+	note("%-6s n=%-7ld %6.2f s  %5zu pings  p50 %7.2f ms  p99 %7.2f ms  max %7.2f ms  "
+	     "longest gap %7.2f ms", PH_NAME[ph], n, dur_ns / 1e9, cnt, p50, p99, mx, gap);
+}
+
+static void set_phase(bench_t *b, int ph)
+{
+	atomic_store(&b->phase, ph);
+}
+
+/* --- main ---------------------------------------------------------------------- */
+
+static long env_long(const char *name, long dflt)
+{
+	const char *s = getenv(name);
+	return s && *s ? strtol(s, NULL, 10) : dflt;
+}
+
+int main(void)
+{
+	static bench_t b;
+	bool quick = getenv("QUICK") && strcmp(getenv("QUICK"), "1") == 0;
+	long store_n = env_long("BULK_STORE_N", quick ? 10000 : 100000);
+	long apply_n = env_long("BULK_APPLY_N", quick ? 2000 : 10000);
+	const char *build = getenv("BUILD") ? getenv("BUILD") : "build";
+	int rc = 1;
+
+	if (apply_n > store_n)
+		apply_n = store_n;
+	snprintf(b.tankd, sizeof b.tankd, "%s/bin/tankd", build);
+	if (access(b.tankd, X_OK) < 0 || access("/bin/true", X_OK) < 0) {
+		fprintf(stderr, "bench_bulk: fatal: unable to find %s or /bin/true (run make first)\n",
+			b.tankd);
+		return 111;
+	}
+	/* tankd counts 3 descriptors per container that may still run
+	 * (completed one-shot pods hold none): the apply of APPLY_N needs
+	 * room for all of it at once.  Lift what tankd inherits. */
+	struct rlimit rl = { 1 << 20, 1 << 20 };
+	if (setrlimit(RLIMIT_NOFILE, &rl) < 0 && getrlimit(RLIMIT_NOFILE, &rl) == 0) {
+		rl.rlim_cur = rl.rlim_max;
+		setrlimit(RLIMIT_NOFILE, &rl);
+	}
+	getrlimit(RLIMIT_NOFILE, &rl);
+	if (rl.rlim_cur != RLIM_INFINITY && (long)rl.rlim_cur < 3 * apply_n + 512) {
+		apply_n = ((long)rl.rlim_cur - 512) / 3;
+		note("descriptor limit %llu: apply size lowered to %ld",
+		     (unsigned long long)rl.rlim_cur, apply_n);
+	}
+	snprintf(b.top, sizeof b.top, "/tmp/tank-bulk-XXXXXX");
+	if (!mkdtemp(b.top)) {
+		perror("bench_bulk: mkdtemp");
+		return 111;
+	}
+	snprintf(b.data, sizeof b.data, "%s/data", b.top);
+	snprintf(b.sock, sizeof b.sock, "%s/tank.sock", b.top);
+	pthread_mutex_init(&b.mu, NULL);
+	signal(SIGPIPE, SIG_IGN);
+
+	uint64_t t0 = now_ns();
+	if (daemon_start(&b) < 0 || !daemon_connect(&b, &b.cli, t0))
+		goto out;
+	if (pthread_create(&b.th, NULL, pinger, &b) != 0)
+		goto out;
+	/* idle: the baseline, tankd with nothing to do. */
+	t0 = now_ns();
+	sleep_ms(500);
+	phase_report(&b, PH_IDLE, 0, now_ns() - t0);
+
+	/* apply: one call of APPLY_N pods, then until the loop is through. */
+	t0 = now_ns();
+	set_phase(&b, PH_APPLY);
+	range_t r = { 0, apply_n };
+	if (call(b.cli, "apply", pack_pods, &r) < 0)
+		goto out;
+	emit("apply_ack", (now_ns() - t0) / 1e6, "ms", apply_n);
+	note("apply: acknowledged after %.2f ms", (now_ns() - t0) / 1e6);
+	if (call(b.cli, "sync", NULL, NULL) < 0)
+		goto out;
+	phase_report(&b, PH_APPLY, apply_n, now_ns() - t0);
+
+	/* fill: up to STORE_N, in batches, not reported. */
+	set_phase(&b, PH_FILL);
+	t0 = now_ns();
+	for (long from = apply_n; from < store_n; from += 1000) {
+		range_t f = { from, from + 1000 < store_n ? from + 1000 : store_n };
+		if (call(b.cli, "apply", pack_pods, &f) < 0)
+			goto out;
+		if ((from / 1000) % 10 == 0)
+			note("fill: %ld pods stored", f.to);
+	}
+	if (call(b.cli, "sync", NULL, NULL) < 0)
+		goto out;
+	note("fill: %ld pods stored and seen in %.1f s", store_n, (now_ns() - t0) / 1e9);
+
+	/* start: stop tankd and start it on the full store. */
+	atomic_store(&b.daemon_down, true);
+	api_client_close(b.cli);
+	b.cli = NULL;
+	daemon_stop(&b);
+	set_phase(&b, PH_START);
+	t0 = now_ns();
+	if (daemon_start(&b) < 0)
+		goto out;
+	atomic_store(&b.daemon_down, false);
+	uint64_t first = daemon_connect(&b, &b.cli, t0);
+	if (!first || call(b.cli, "sync", NULL, NULL) < 0)
+		goto out;
+	emit("start_first_ping", first / 1e6, "ms", store_n);
+	note("start: first ping answered %.2f ms after exec", first / 1e6);
+	phase_report(&b, PH_START, store_n, now_ns() - t0);
+
+	/* delete: every name in one call. */
+	set_phase(&b, PH_DELETE);
+	t0 = now_ns();
+	range_t all = { 0, store_n };
+	if (call(b.cli, "delete", pack_names, &all) < 0)
+		goto out;
+	emit("delete_ack", (now_ns() - t0) / 1e6, "ms", store_n);
+	note("delete: acknowledged after %.2f ms", (now_ns() - t0) / 1e6);
+	if (call(b.cli, "sync", NULL, NULL) < 0)
+		goto out;
+	phase_report(&b, PH_DELETE, store_n, now_ns() - t0);
+	rc = 0;
+out:
+	atomic_store(&b.stop, true);
+	if (b.th)
+		pthread_join(b.th, NULL);
+	if (b.cli)
+		api_client_close(b.cli);
+	daemon_stop(&b);
+	if (rc)
+		note("failed; tankd's log: %s/tankd.log", b.top);
+	else
+		nftw(b.top, rm_one, 16, FTW_DEPTH | FTW_PHYS);
+	for (int i = 0; i < PH_COUNT; i++)
+		free(b.lat[i].v);
+	return rc;
+}
