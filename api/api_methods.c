@@ -82,13 +82,26 @@ static void m_ping(const api_call_t *call, const msgpack_object *params, void *c
 static int pack_version(msgpack_packer *pk, void *arg)
 {
 	api_daemon_t *d = arg;
-	int rc = msgpack_pack_map(pk, 3);
+	st_usage_t u;
+	bool has_u = d->store && st_usage(d->store, &u) == 0;
+	int rc = msgpack_pack_map(pk, 3 + has_u);
 	rc |= pk_key(pk, "version");
 	rc |= api_pack_cstr(pk, d->version);
 	rc |= pk_key(pk, "schema");
 	rc |= msgpack_pack_uint32(pk, ST_SCHEMA_VERSION);
 	rc |= pk_key(pk, "protocol");
 	rc |= api_pack_cstr(pk, "msgpack-rpc");
+	if (has_u) {
+		/* How full the store is, and whether its writes fail. */
+		rc |= pk_key(pk, "store");
+		rc |= msgpack_pack_map(pk, 6);
+		rc |= pk_key(pk, "used");            rc |= msgpack_pack_uint64(pk, u.used);
+		rc |= pk_key(pk, "total");           rc |= msgpack_pack_uint64(pk, u.total);
+		rc |= pk_key(pk, "file");            rc |= msgpack_pack_uint64(pk, u.high_water);
+		rc |= pk_key(pk, "reserve");         rc |= msgpack_pack_uint64(pk, u.reserve);
+		rc |= pk_key(pk, "flush_failures");  rc |= msgpack_pack_uint64(pk, u.flush_failures);
+		rc |= pk_key(pk, "history_dropped"); rc |= msgpack_pack_uint64(pk, u.history_dropped);
+	}
 	return rc ? -ENOMEM : 0;
 }
 

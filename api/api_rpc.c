@@ -16,6 +16,7 @@ static const char *const api__code_names[] = {
 	[API_BAD_REQUEST] = "bad_request",
 	[API_INTERNAL] = "internal",
 	[API_RESOURCE_LIMIT] = "resource_limit",
+	[API_STORE_FULL] = "store_full",
 };
 #define API__NCODES (sizeof api__code_names / sizeof api__code_names[0])
 
@@ -67,6 +68,9 @@ int api_code_from_err(int err)
 	case -EMFILE:
 	case -ENFILE:
 		return API_RESOURCE_LIMIT;
+	case TANK_ESTOREFULL:
+	case -ENOSPC:
+		return API_STORE_FULL;
 	default:
 		/* ECORRUPT, ESCHEMA, EIO, ENOMEM, ENOSPC…: the daemon's
 		 * trouble, not the caller's. */

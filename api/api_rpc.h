@@ -41,6 +41,7 @@ enum api_code {
 	API_BAD_REQUEST,   /* malformed request: shape, arity, types, method */
 	API_INTERNAL,      /* the daemon failed (I/O, memory) */
 	API_RESOURCE_LIMIT, /* tankd would pass a resource limit (descriptors) */
+	API_STORE_FULL,    /* the store has no room for the apply (used, total in the message) */
 };
 
 /* Wire name of a code ("invalid", …); "internal" for anything unknown. */

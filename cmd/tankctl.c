@@ -262,6 +262,25 @@ static int v_version(ctl_t *x, int argc, char **argv)
 	if (!api_obj_strcpy(api_map_get(in.result, "version"), v, sizeof v))
 		snprintf(v, sizeof v, "unknown");
 	printf("tankd %s\n", v);
+	const msgpack_object *st = api_map_get(in.result, "store");
+	if (st && st->type == MSGPACK_OBJECT_MAP) {
+		/* How full the store is: what an operator sizes the data dir by. */
+		const char *keys[] = { "used", "total", "reserve", "flush_failures", "history_dropped" };
+		uint64_t val[5] = { 0 };
+		for (int i = 0; i < 5; i++) {
+			const msgpack_object *o = api_map_get(st, keys[i]);
+			if (o && o->type == MSGPACK_OBJECT_POSITIVE_INTEGER)
+				val[i] = o->via.u64;
+		}
+		printf("store %.1f of %.1f MiB used (%.1f MiB kept for status and deletes)",
+		       val[0] / 1048576.0, val[1] / 1048576.0, val[2] / 1048576.0);
+		if (val[3])
+			printf(", %llu failed status commits", (unsigned long long)val[3]);
+		if (val[4])
+			printf(", %llu history entries not written (store full)",
+			       (unsigned long long)val[4]);
+		printf("\n");
+	}
 	api_incoming_free(&in);
 	return EXIT_OK;
 }

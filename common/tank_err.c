@@ -15,6 +15,7 @@ static const char *const tank_errnames[] = {
 	[TANK_EUNAUTHORIZED - TANK_EBASE] = "unauthorized",
 	[TANK_EILLEGAL - TANK_EBASE]      = "illegal transition",
 	[TANK_ELIMIT - TANK_EBASE]        = "resource limit",
+	[TANK_ESTOREFULL - TANK_EBASE]    = "store full",
 };
 
 const char *tank_strerror(int err)

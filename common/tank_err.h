@@ -30,6 +30,7 @@ enum tank_errcode {
 	TANK_EUNAUTHORIZED, /* peer not allowed */
 	TANK_EILLEGAL,      /* a transition its kind's table does not allow */
 	TANK_ELIMIT,        /* tankd would pass one of its resource limits */
+	TANK_ESTOREFULL,    /* the store has no room for more desired state */
 	TANK_ELAST
 };
 

@@ -73,6 +73,9 @@ struct dmn {
 	 * passes on only the code. */
 	tank_error_t start_err;
 
+	/* Failing status flushes (flush_error): how many, and when to say so. */
+	uint64_t flush_fails, flush_quiet, flush_next_say, flush_gap_ms;
+
 	bool stopping;          /* dmn_stop was called */
 	bool stop_now;          /* a second dmn_stop: no more waiting */
 	bool ran;               /* dmn_run was called */
@@ -179,9 +182,35 @@ int dmn_exit_status(int err)
  * place in the tree, so that it is attached to the loop while the tree
  * runs and flushed when the tree stops (it stops last: it started first). */
 
+/* A flush that fails fails again every period until there is room: said
+ * at once, then after 1, 2, 4 … up to 300 seconds with the count since,
+ * and once when it works again (it once logged 10 lines a second for as
+ * long as the disk stayed full). */
 static void flush_error(void *ctx, const tank_error_t *err)
 {
-	say(ctx, DMN_LOG_WARNING, "unable to commit status: %s (kept, retrying)", err->msg);
+	dmn_t *d = ctx;
+	uint64_t now = rt_now_ms(d->rt);
+
+	if (!err) {
+		say(d, DMN_LOG_INFO, "status commits work again after %llu failed",
+		    (unsigned long long)d->flush_fails);
+		d->flush_fails = 0;
+		d->flush_quiet = 0;
+		return;
+	}
+	d->flush_fails++;
+	if (d->flush_fails > 1 && now < d->flush_next_say) {
+		d->flush_quiet++;
+		return;
+	}
+	uint64_t gap = d->flush_gap_ms ? d->flush_gap_ms : 1000;
+	if (d->flush_fails == 1)
+		gap = 1000;
+	say(d, DMN_LOG_WARNING,
+	    "unable to commit status: %s (kept, retrying; %llu failures, next said in %llu s)",
+	    err->msg, (unsigned long long)d->flush_fails, (unsigned long long)gap / 1000);
+	d->flush_next_say = now + gap;
+	d->flush_gap_ms = gap * 2 > 300000 ? 300000 : gap * 2;
 }
 
 static int store_init(rt_t *rt, void **state, void *arg)

@@ -56,6 +56,8 @@ typedef struct pod_ctr {
 	bool cg_orphans;              /* its cgroup held processes */
 	pid_t orphan;
 	uint64_t orphan_start;
+	bool once_lost;               /* restart: never, and it was started by a
+				       * previous tankd that did not see it end */
 	int64_t orphan_deadline;      /* 0: stop signal not sent yet */
 } pod_ctr_t;
 
@@ -418,6 +420,8 @@ static int pod__ctrs_build(pod_trk_t *p)
 			c->started_at = cs->started_at;
 			if (strcmp(cs->phase, "terminal") == 0)
 				rc_fsm_restore(&c->st, POD_CP_TERMINAL, 0, cs->reason);
+			else if (s->restart == POD_RESTART_NEVER && cs->started_at > 0)
+				c->once_lost = true;   /* see pod__ctr_reconcile */
 			else if (strcmp(cs->phase, "backing_off") == 0)
 				c->next_restart_at = p->saved->next_restart_at;
 		}
@@ -824,6 +828,7 @@ static rc_result_t pod__reconcile(void *ctx, rc_loop_t *loop, const rc_view_t *v
 			pod_ctr_t *c = &p->ctrs[i];
 			c->retries = 0;
 			c->next_restart_at = 0;
+			c->once_lost = false;   /* asked for: it runs again */
 			pod__ctr_event(loop, c, POD_CE_RESET, "restart requested");
 			rc_cancel_requeue(loop, K_CTR, c->key);
 		}
@@ -1221,6 +1226,37 @@ static rc_result_t pod__ctr_reconcile(void *ctx, rc_loop_t *loop, const rc_view_
 		return rc_requeue_after((uint64_t)(c->next_restart_at - now));
 	}
 	c->next_restart_at = 0;
+	if (c->once_lost) {
+		/* A run-once container a previous tankd started and never saw
+		 * end (killed -9, or its process gone or stopped above while
+		 * tankd was down): running it again would run it twice.  Its
+		 * exit status is unknown. */
+		c->once_lost = false;
+		c->last_exit = (st_exit_t){ .present = true, .code = -1 };
+		pod__ctr_event(loop, c, POD_CE_FINISHED,
+			       "not run again: it was running when tankd stopped "
+			       "(restart: never runs once; exit status unknown)");
+		pod__update(m, loop, c->pod);
+		return rc_converged();
+	}
+	if (c->pod->spec->restart == POD_RESTART_NEVER) {
+		/* Run once means the start is on disk before the process
+		 * exists: a tankd killed right after the exec finds it
+		 * started (above) instead of never started.  A commit, no
+		 * fsync: tankd's death does not lose the page cache.  A store
+		 * that cannot take it holds the start back, retried. */
+		tank_error_t fe;
+		c->started_at = now;
+		pod__persist(m, c->pod);
+		if (st_flush(m->o.store, &fe) < 0) {
+			char why[RC_REASON_MAX];
+			c->started_at = 0;
+			pod__fmt(why, sizeof why, "waiting for the store: %s", fe.msg);
+			pod__ctr_event(loop, c, POD_CE_WAIT, why);
+			pod__update(m, loop, c->pod);
+			return rc_failed(-ENOBUFS, NULL);
+		}
+	}
 	int err = pod__ctr_start(m, loop, c, reason, sizeof reason);
 	if (err < 0 && tank_err_is_resource(err)) {
 		/* tank, not the container, ran out of something: no failure

@@ -572,13 +572,35 @@ static bool disk_full(const st_t *st)
 }
 
 
+/* The data file is allocated on disk up to the map size before the map
+ * may use it: a write inside the map then never meets a full disk (LMDB
+ * turns that into EIO and a store that cannot commit anything, not even
+ * the delete that would free room).  The disk is asked for room only when
+ * the map grows, and a growth the disk cannot hold fails as a whole,
+ * before anything is written: TANK_ESTOREFULL. */
+static int prealloc(st_t *st, size_t size)
+{
+	mdb_filehandle_t fd;
+	if (mdb_env_get_fd(st->env, &fd) != 0)
+		return -EBADF;
+	int rc = posix_fallocate(fd, 0, (off_t)size);
+	/* A file system without fallocate: nothing to promise, go on. */
+	return rc == EOPNOTSUPP || rc == EINVAL ? 0 : -rc;
+}
+
 static int grow_map(st_t *st, tank_error_t *err)
 {
 	size_t want = st->map_size * 2;
 	if (want > MAP_SIZE_MAX)
-		return tank_error_set(err, -ENOSPC,
+		return tank_error_set(err, TANK_ESTOREFULL,
 				      "store %s: map size limit reached",
 				      st->path);
+	int prc = prealloc(st, want);
+	if (prc < 0)
+		return tank_error_set(err, prc == -ENOSPC ? TANK_ESTOREFULL : prc,
+				      "store %s: full: %zu bytes in use and the disk has no "
+				      "room to grow it to %zu: %s", st->path, st->map_size, want,
+				      strerror(-prc));
 	pthread_mutex_lock(&st->env_mu);
 	int rc = mdb_env_set_mapsize(st->env, want);
 	pthread_mutex_unlock(&st->env_mu);
@@ -650,6 +672,28 @@ static int flush_fn(st_t *st, MDB_txn *txn, void *arg, tank_error_t *err)
 	return st__write_pending(st, txn);
 }
 
+/* Above total - reserve/2 and unable to grow. */
+static bool history_over_mark(st_t *st)
+{
+	MDB_envinfo info;
+	MDB_stat ms;
+	st_usage_t u;
+	size_t reserve = st__reserve(st->map_size);
+
+	/* The file's high-water mark bounds what is in use: below the mark,
+	 * no need to count the free pages. */
+	/* The file's high-water mark, not the live data: LMDB takes new
+	 * pages at the end of the file while older freed ones wait (seen:
+	 * 180 KiB free and the end reached), and the end is what makes a
+	 * commit fail. */
+	(void)u;
+	if (mdb_env_info(st->env, &info) || mdb_env_stat(st->env, &ms) ||
+	    (info.me_last_pgno + 1) * ms.ms_psize + reserve / 2 <= st->map_size)
+		return false;
+	tank_error_t g;
+	return grow_map(st, &g) != 0;
+}
+
 int st_flush(st_t *st, tank_error_t *err)
 {
 	int serr;
@@ -657,12 +701,36 @@ int st_flush(st_t *st, tank_error_t *err)
 	serr = st->sync_err;
 	st->sync_err = 0;
 	pthread_mutex_unlock(&st->q_mu);
+	if (st->n_trs && history_over_mark(st)) {
+		/* History is the one observed thing that can wait: on a store
+		 * that cannot grow, it is not allowed to eat the half of the
+		 * reserve that status changes and deletes need.  Counted. */
+		st->history_dropped += st->n_trs;
+		st->n_trs = 0;
+	}
 	if (st->n_pend || st->n_trs || st->n_gq) {
 		int rc = st__write_txn(st, false, "flush", flush_fn, NULL, err);
-		if (rc)
+		if (rc == TANK_ESTOREFULL && st->n_trs) {
+			/* A batch of history bigger than the room: statuses
+			 * first, the history is dropped (counted). */
+			st->history_dropped += st->n_trs;
+			st->n_trs = 0;
+			rc = st__write_txn(st, false, "flush", flush_fn, NULL, err);
+		}
+		if (rc) {
+			st->flush_failing = true;
+			st->flush_failures++;
 			return rc;
+		}
 		pend_clear(st);
 		wake_sync(st);
+		if (st->flush_failing) {
+			/* Said once: the callback hears NULL for "works again". */
+			st->flush_failing = false;
+			if (st->on_flush_error)
+				st->on_flush_error(st->on_flush_error_ctx, NULL);
+			st->flush_failures = 0;
+		}
 	}
 	if (st->loop)
 		ev_timer_stop(st->loop, &st->timer);
@@ -748,10 +816,75 @@ void st__pending_done(st_t *st)
 }
 
 /* Pods' desired state is the pods' collection's (st_coll.c). */
+int st_usage(st_t *st, st_usage_t *out)
+{
+	MDB_envinfo info;
+	MDB_stat ms;
+	MDB_txn *txn;
+	MDB_cursor *cur;
+	MDB_val k, v;
+	size_t free_pages = 0;
+	int rc;
+
+	memset(out, 0, sizeof *out);
+	if ((rc = mdb_env_info(st->env, &info)) || (rc = mdb_env_stat(st->env, &ms)))
+		return -EIO;
+	/* Pages freed by earlier commits are reused first: they count as
+	 * room.  The free list is database 0. */
+	if (mdb_txn_begin(st->env, NULL, MDB_RDONLY, &txn) == 0) {
+		if (mdb_cursor_open(txn, 0, &cur) == 0) {
+			for (int op = MDB_FIRST; mdb_cursor_get(cur, &k, &v, op) == 0; op = MDB_NEXT)
+				if (v.mv_size >= sizeof(size_t))
+					free_pages += *(const size_t *)v.mv_data;
+			mdb_cursor_close(cur);
+		}
+		mdb_txn_abort(txn);
+	}
+	size_t pages = info.me_last_pgno + 1;
+	out->total = st->map_size;
+	out->high_water = pages * ms.ms_psize;
+	out->used = (pages > free_pages ? pages - free_pages : 0) * ms.ms_psize;
+	out->reserve = st__reserve(st->map_size);
+	out->flush_failures = st->flush_failures;
+	out->history_dropped = st->history_dropped;
+	return 0;
+}
+
+/* Applies stop where the reserve begins: what is left is for what must
+ * always succeed (status changes, deletes).  A batch that would pass the
+ * mark first tries to grow the map (room asked of the disk, see
+ * prealloc); if the disk has none, the apply is refused. */
+static int headroom(st_t *st, const st_pod_in_t *pods, size_t n, tank_error_t *err)
+{
+	size_t need = 0;
+	st_usage_t u;
+	for (size_t i = 0; i < n; i++)
+		need += 2 * (pods[i].spec_len + strlen(pods[i].name) + 128);   /* copy on write */
+	for (;;) {
+		if (st_usage(st, &u) < 0)
+			return 0;               /* cannot tell: let LMDB say */
+		/* Room in the live data, and the file's end far enough that
+		 * history and status keep their half of the reserve. */
+		if (u.used + need + u.reserve <= u.total &&
+		    u.high_water + need + u.reserve / 2 <= u.total)
+			return 0;
+		tank_error_t g;
+		int rc = grow_map(st, &g);
+		if (rc == 0)
+			continue;
+		return tank_error_set(err, TANK_ESTOREFULL,
+				      "store full: %zu of %zu bytes in use (%zu of the file "
+				      "taken), %zu are kept for status changes and deletes, and "
+				      "the disk has no room to grow it; free disk space (or "
+				      "delete pods)", u.used, u.total, u.high_water, u.reserve);
+	}
+}
+
 int st_apply(st_t *st, const st_pod_in_t *pods, size_t n,
 	     st_apply_result_t *results, tank_error_t *err)
 {
-	return st_coll_put(st->pods, pods, n, results, err);
+	int rc = headroom(st, pods, n, err);
+	return rc ? rc : st_coll_put(st->pods, pods, n, results, err);
 }
 
 int st_delete(st_t *st, const char *const *names, size_t n, bool *deleted,
@@ -1377,6 +1510,22 @@ int st_open(const char *data_dir, const st_options_t *opts, st_t **out,
 	MDB_envinfo info;
 	if (mdb_env_info(st->env, &info) == 0 && info.me_mapsize > st->map_size)
 		st->map_size = info.me_mapsize;
+	/* A disk smaller than the map: a smaller map that the disk holds
+	 * (never below what the file already uses), so the promise above
+	 * holds.  On a disk already full the store still opens, its reads
+	 * work, and a write that needs room fails with the reason. */
+	if (prealloc(st, st->map_size) == -ENOSPC) {
+		MDB_stat ms;
+		size_t floor = 256u << 10;
+		if (mdb_env_stat(st->env, &ms) == 0 &&
+		    (info.me_last_pgno + 1) * ms.ms_psize * 2 > floor)
+			floor = (info.me_last_pgno + 1) * ms.ms_psize * 2;
+		size_t m = st->map_size;
+		while (m / 2 >= floor && prealloc(st, m / 2) == -ENOSPC)
+			m /= 2;
+		if (m / 2 >= floor && mdb_env_set_mapsize(st->env, m / 2) == 0)
+			st->map_size = m / 2;
+	}
 	if ((rc = start_sync_thread(st))) {
 		tank_error_set(err, rc, "store: cannot start sync thread: %s",
 			       strerror(-rc));

@@ -73,7 +73,8 @@ typedef struct st_options {
 	uint32_t flush_interval_ms;  /* group-commit period with a loop (100) */
 	/* Called on the loop thread when a timer-driven flush fails (full
 	 * disk…).  The queue is kept and retried at the next period.  The
-	 * error is borrowed for the call. */
+	 * error is borrowed for the call.  Called once with err NULL when a
+	 * flush works again after failing. */
 	void (*on_flush_error)(void *ctx, const tank_error_t *err);
 	void *on_flush_error_ctx;
 } st_options_t;
@@ -309,5 +310,23 @@ int st_history(st_t *st, const char *name, size_t limit,
 
 /* Current LMDB map size in bytes (grows on demand). */
 size_t st_map_size(const st_t *st);
+
+/* Room in the store.  The LMDB data file is allocated on disk up to the
+ * map size before the map uses it, so writes inside the map never meet a
+ * full disk; the map grows (x2) only when the disk can hold it.  Applies
+ * stop at total - reserve (TANK_ESTOREFULL naming used and total bytes):
+ * the reserve is for what must always succeed, status changes and
+ * deletes.  used counts pages in use (freed pages are room).
+ * flush_failures: status flushes failed since the last good one.
+ * history_dropped: transitions not written because the store was past
+ * total - reserve/2 and could not grow (history waits; status changes
+ * and deletes keep the rest of the reserve). */
+typedef struct st_usage {
+	size_t used, total, reserve;
+	size_t high_water;           /* the file's pages in use or free, bytes */
+	uint64_t flush_failures;
+	uint64_t history_dropped;
+} st_usage_t;
+int st_usage(st_t *st, st_usage_t *out);
 
 #endif

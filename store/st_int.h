@@ -52,6 +52,14 @@ typedef struct sub {
 	void *ctx;
 } sub_t;
 
+/* The part of the map that applies leave free for status changes and
+ * deletes: a quarter of it, at least 256 KiB. */
+static inline size_t st__reserve(size_t map_size)
+{
+	size_t r = map_size / 4;
+	return r < (256u << 10) ? (256u << 10) : r;
+}
+
 struct st {
 	char *dir;                 /* <data_dir> */
 	char *path;                /* <data_dir>/store */
@@ -59,6 +67,9 @@ struct st {
 	MDB_env *env;
 	MDB_dbi db_pods, db_status, db_trans, db_meta;
 	size_t map_size;
+	bool flush_failing;        /* the last flush failed (told once it works) */
+	uint64_t flush_failures;   /* failed flushes since the last good one */
+	uint64_t history_dropped;  /* transitions not written: store full */
 	uint32_t history_limit;
 	uint32_t flush_ms;
 	void (*on_flush_error)(void *, const tank_error_t *);

@@ -1086,3 +1086,140 @@ Test(e2e, lines_lost_on_a_full_log_disk_are_counted_and_told_once, .timeout = 18
 	cr_assert_eq(system(cmd), 0);
 	teardown(d);
 }
+
+/* --- a full store disk ------------------------------------------------------- */
+
+/* tankd's data dir on a small tmpfs (skipped where it cannot be mounted). */
+static d_t *setup_on_tmpfs(const char *size)
+{
+	d_t *d = calloc(1, sizeof *d);
+	char cmd[160];
+	snprintf(d->dir, sizeof d->dir, "/tmp/tank-e2e-XXXXXX");
+	cr_assert_not_null(mkdtemp(d->dir));
+	snprintf(d->sock, sizeof d->sock, "%s/tank.sock", d->dir);
+	snprintf(cmd, sizeof cmd, "mount -t tmpfs -o size=%s tmpfs %s 2>/dev/null", size, d->dir);
+	if (system(cmd) != 0) {
+		rmdir(d->dir);
+		free(d);
+		return NULL;
+	}
+	start(d);
+	return d;
+}
+
+static void teardown_tmpfs(d_t *d)
+{
+	char cmd[160];
+	stop(d, SIGTERM);
+	snprintf(cmd, sizeof cmd, "umount -l %s && rmdir %s", d->dir, d->dir);
+	cr_assert_eq(system(cmd), 0);
+	free(d);
+}
+
+/* With the disk full: run-once pods that complete are recorded and do not
+ * run again after a restart (they all did, 124 of 124, before), a delete
+ * works, tankd does not log a line per failed flush, and an apply past
+ * the high-water mark is refused with store_full and both figures. */
+Test(e2e, a_full_store_disk_runs_nothing_twice_and_refuses_applies_with_store_full, .timeout = 180)
+{
+	d_t *d = setup_on_tmpfs("4m");
+	if (!d)
+		cr_skip_test("cannot mount a tmpfs here (needs root): full disks are not tested");
+	static char yaml[50 * 200], out[1 << 16];
+	char runs[128], fill[128], cmd[300];
+	size_t off = 0;
+	snprintf(runs, sizeof runs, "/tmp/tank-e2e-runs-%d", (int)getpid());
+	unlink(runs);
+	for (int i = 0; i < 50; i++)
+		off += (size_t)snprintf(yaml + off, sizeof yaml - off,
+					"---\nname: once%02d\nrestart: never\ncontainers: [{name: c, "
+					"command: [/bin/sh, -c, 'sleep 1; echo x >> %s']}]\n", i, runs);
+	write_file(d, "once.yaml", yaml);
+	cr_assert_eq(ctl(d, out, sizeof out, "apply -f %s/once.yaml", d->dir), 0, "%s", out);
+	/* Fill the disk while they run. */
+	snprintf(fill, sizeof fill, "%s/fill", d->dir);
+	snprintf(cmd, sizeof cmd, "dd if=/dev/zero of=%s bs=64k 2>/dev/null; true", fill);
+	cr_assert_eq(system(cmd), 0);
+	bool done = false;
+	for (int t = 0; t < 600 && !done; t++) {
+		done = phase_is(d, "once49", "terminal") && phase_is(d, "once00", "terminal");
+		if (!done)
+			sleep_ms(50);
+	}
+	cr_assert(done, "the run-once pods completed");
+	sleep_ms(1500);   /* a dozen flush periods */
+	char tlog[128];
+	snprintf(tlog, sizeof tlog, "%s/tankd.log", d->dir);
+	cr_assert_leq(count_in_file(tlog, "unable to commit status"), 2, "flush failures are not said each time");
+	cr_assert_eq(ctl(d, out, sizeof out, "delete once00"), 0, "a delete works on a full disk: %s", out);
+	cr_assert_eq(count_in_file(runs, "x"), 50);
+
+	/* Restart on the full disk: nothing runs again. */
+	stop(d, SIGTERM);
+	start(d);
+	sleep_ms(2500);
+	cr_assert(phase_is(d, "once49", "terminal"));
+	cr_assert_eq(count_in_file(runs, "x"), 50, "run-once pods ran again after the restart");
+
+	/* Applies stop at the mark with store_full. */
+	static char big[4000];
+	memset(big, 'b', sizeof big - 1);
+	int rc = 0;
+	for (int b = 0; b < 60 && rc == 0; b++) {
+		off = 0;
+		for (int i = 0; i < 20; i++)
+			off += (size_t)snprintf(yaml + off, sizeof yaml - off,
+						"---\nname: big%02d-%02d\nrestart: never\ncontainers: [{name: c, "
+						"command: [/bin/true], env: {B: \"%.400s\"}}]\n", b, i, big);
+		/* Not in the data dir: that disk is full. */
+		char bigf[96];
+		snprintf(bigf, sizeof bigf, "/tmp/tank-e2e-big-%d.yaml", (int)getpid());
+		FILE *f = fopen(bigf, "w");
+		cr_assert_not_null(f);
+		fputs(yaml, f);
+		fclose(f);
+		rc = ctl(d, out, sizeof out, "apply -f %s", bigf);
+		unlink(bigf);
+	}
+	cr_assert_eq(rc, 1, "an apply was refused at last: %s", out);
+	cr_assert(strstr(out, "store full") && strstr(out, "bytes in use"), "%s", out);
+	cr_assert(up(d));
+	unlink(fill);
+	unlink(runs);
+	teardown_tmpfs(d);
+}
+
+/* tankd killed -9 while a run-once container runs, the process gone when
+ * it comes back: the container is not run a second time; it is terminal
+ * with the reason. */
+Test(e2e, a_run_once_pod_is_not_run_again_after_tankd_is_killed, .timeout = 120)
+{
+	d_t *d = setup();
+	char runs[128], y[300], out[8192], mark[32];
+	snprintf(runs, sizeof runs, "/tmp/tank-e2e-once-%d", (int)getpid());
+	snprintf(mark, sizeof mark, "9300.%d", (int)getpid());
+	unlink(runs);
+	snprintf(y, sizeof y, "name: once\nrestart: never\ncontainers: [{name: c, command: "
+		 "[/bin/sh, -c, 'echo x >> %s; exec /bin/sleep %s']}]\n", runs, mark);
+	write_file(d, "once.yaml", y);
+	cr_assert_eq(ctl(d, out, sizeof out, "apply -f %s/once.yaml", d->dir), 0, "%s", out);
+	const char *argv[] = { "/bin/sleep", mark, NULL };
+	for (int t = 0; t < 600 && count_procs(argv) != 1; t++)
+		sleep_ms(20);
+	cr_assert_eq(count_procs(argv), 1);
+	stop(d, SIGKILL);
+	/* Its process dies while tankd is down. */
+	char cmd[128];
+	snprintf(cmd, sizeof cmd, "pkill -KILL -f '^/bin/sleep %s$'", mark);
+	cr_assert_eq(system(cmd), 0);
+	for (int t = 0; t < 600 && count_procs(argv) != 0; t++)
+		sleep_ms(20);
+	start(d);
+	cr_assert(wait_phase(d, "once", "terminal", 30));
+	cr_assert_eq(ctl(d, out, sizeof out, "status once -o json"), 0, "%s", out);
+	cr_assert(strstr(out, "not run again"), "%s", out);
+	cr_assert_eq(count_in_file(runs, "x"), 1, "it ran once");
+	cr_assert_eq(count_procs(argv), 0);
+	unlink(runs);
+	teardown(d);
+}

@@ -189,3 +189,97 @@ Test(store, read_only_data_dir_is_a_clear_error, .init = f_setup,
 {
 	run_scenario("read_only");
 }
+
+/* --- a full disk ---------------------------------------------------------------- */
+
+/* The store on a 1.5 MiB tmpfs: its 1 MiB map is allocated on disk at
+ * open and cannot grow.  Applies stop at the high-water mark with
+ * TANK_ESTOREFULL naming used and total bytes; status changes still
+ * commit, history past half the reserve waits (counted) instead of
+ * eating it, a delete works and frees room, and an apply works again. */
+Test(store_faults, a_full_disk_refuses_applies_and_keeps_status_and_deletes_working)
+{
+	char dir[64], cmd[160];
+	stu_tmpdir(dir, sizeof dir);
+	snprintf(cmd, sizeof cmd, "mount -t tmpfs -o size=1536k tmpfs %s 2>/dev/null", dir);
+	if (system(cmd) != 0) {
+		rmdir(dir);
+		cr_skip_test("cannot mount a tmpfs here (needs root): full disks are not tested");
+	}
+	st_t *st = stu_open(dir, NULL);
+	static char spec[8192];
+	memset(spec, 'x', sizeof spec);
+	char name[32];
+	tank_error_t e;
+	st_apply_result_t res;
+	int applied = 0, rc = 0;
+	for (; applied < 1000; applied++) {
+		snprintf(name, sizeof name, "p%04d", applied);
+		st_pod_in_t in = { name, spec, sizeof spec };
+		if ((rc = st_apply(st, &in, 1, &res, &e)) != 0)
+			break;
+	}
+	cr_assert_eq(rc, TANK_ESTOREFULL, "rc %d: %s", rc, e.msg);
+	cr_assert_gt(applied, 10);
+	cr_assert(strstr(e.msg, "bytes in use") && strstr(e.msg, "of 1048576"), "%s", e.msg);
+	st_usage_t u;
+	cr_assert_eq(st_usage(st, &u), 0);
+	cr_assert_eq(u.total, 1048576);
+	cr_assert_leq(u.high_water + u.reserve / 2, u.total + 2 * (sizeof spec + 256),
+		      "applies stopped at the mark: file %zu reserve %zu", u.high_water, u.reserve);
+
+	/* Status changes commit, round after round; history waits once the
+	 * file's end is near. */
+	for (int round = 0; round < 200; round++) {
+		for (int i = 0; i < applied; i += 3) {
+			st_status_t s;
+			memset(&s, 0, sizeof s);
+			snprintf(s.name, sizeof s.name, "p%04d", i);
+			snprintf(s.phase, sizeof s.phase, round % 2 ? "running" : "backing_off");
+			s.restarts = (uint32_t)round;
+			cr_assert_eq(st_status_put(st, &s), 0);
+			st_transition_t t = { .at = round };
+			snprintf(t.from, sizeof t.from, "a");
+			snprintf(t.to, sizeof t.to, "b");
+			snprintf(t.reason, sizeof t.reason, "round %d of a long story", round);
+			cr_assert_eq(st_transition_add(st, s.name, &t), 0);
+		}
+		int frc = st_flush(st, &e);
+		cr_assert_eq(frc, 0, "round %d: %s", round, e.msg);
+	}
+	cr_assert_eq(st_usage(st, &u), 0);
+	cr_assert_gt(u.history_dropped, 0, "history waited instead of eating the reserve");
+	st_status_t got;
+	cr_assert_eq(st_status_get(st, "p0003", &got, &e), 0, "%s", e.msg);
+	cr_assert_eq(got.restarts, 199);
+	st_status_clear(&got);
+
+	/* A delete works on the full store. */
+	const char *del[8];
+	char dn[8][32];
+	for (int i = 0; i < 8; i++) {
+		snprintf(dn[i], sizeof dn[i], "p%04d", i);
+		del[i] = dn[i];
+	}
+	bool deleted[8];
+	cr_assert_eq(st_delete(st, del, 8, deleted, &e), 0, "%s", e.msg);
+	cr_assert(deleted[0] && deleted[7]);
+	/* Room on the disk again: the map grows and applies work. */
+	snprintf(cmd, sizeof cmd, "mount -o remount,size=8m %s", dir);
+	cr_assert_eq(system(cmd), 0);
+	st_pod_in_t again = { "again", spec, sizeof spec };
+	cr_assert_eq(st_apply(st, &again, 1, &res, &e), 0, "%s", e.msg);
+	cr_assert_eq(st_usage(st, &u), 0);
+	cr_assert_gt(u.total, 1048576, "the map grew");
+	cr_assert_eq(st_close(st, &e), 0, "%s", e.msg);
+
+	/* It opens again. */
+	st = stu_open(dir, NULL);
+	st_pod_t p;
+	cr_assert_eq(st_pod_get(st, "again", &p, &e), 0, "%s", e.msg);
+	st_pod_clear(&p);
+	cr_assert_eq(st_close(st, &e), 0, "%s", e.msg);
+	snprintf(cmd, sizeof cmd, "umount -l %s", dir);
+	cr_assert_eq(system(cmd), 0);
+	rmdir(dir);
+}
