@@ -61,6 +61,8 @@ enum {
 	SUP__RETRY = 1u << 1,    /* a retry message is on its way */
 	SUP__DYNAMIC = 1u << 2,  /* simple_one_for_one child: spec = template */
 	SUP__DEAD = 1u << 3,     /* RUNNING, but its EXIT sits on `deferred` */
+	SUP__START_Q = 1u << 4,  /* STOPPING: restart_child asked; start when gone */
+	SUP__DELETE_Q = 1u << 5, /* STOPPING: delete_child asked; forget when gone */
 };
 enum { SUP__SEQ_NONE = 0, SUP__SEQ_RESTART, SUP__SEQ_EXIT };
 
@@ -365,9 +367,20 @@ static void sup__on_retry(sup_t *s, uint64_t serial);
 /* A child that died while the supervisor was stopping it (or about to). */
 static void sup__consume(sup_t *s, sup_child_t *c)
 {
+	uint8_t q = c->flags & (SUP__START_Q | SUP__DELETE_Q);
+
+	c->flags &= ~(SUP__START_Q | SUP__DELETE_Q);
 	sup__child_clear(s, c);
-	if ((c->flags & SUP__DYNAMIC) || c->spec->restart == SUP_TEMPORARY)
+	if ((c->flags & SUP__DYNAMIC) || c->spec->restart == SUP_TEMPORARY ||
+	    (q & SUP__DELETE_Q)) {
 		sup__remove(s, c);
+		return;
+	}
+	/* terminate_child then restart_child: OTP's terminate returns once
+	 * the child is gone; ours cannot block, so the restart waited for
+	 * this.  A start that fails leaves the child down, its spec kept. */
+	if ((q & SUP__START_Q) && !s->exiting)
+		(void)sup__start_one(s, c);
 }
 
 static void sup__begin_exit(sup_t *s, rt_reason_t reason)
@@ -1059,6 +1072,14 @@ int sup_restart_child(rt_t *rt, rt_pid_t sup, const char *id, rt_pid_t *out)
 		return -ENOENT;
 	if (s->exiting)
 		return -ESHUTDOWN;
+	if (c->state == SUP__STOPPING && !(c->flags & SUP__INSEQ) &&
+	    c->spec->restart != SUP_TEMPORARY) {
+		/* Right after terminate_child: started once it is gone. */
+		c->flags = (uint8_t)((c->flags | SUP__START_Q) & ~SUP__DELETE_Q);
+		if (out)
+			*out = RT_NOPID;
+		return 0;
+	}
 	if (c->state != SUP__DOWN)
 		return -EBUSY;
 	c->flags &= ~SUP__RETRY;
@@ -1080,6 +1101,11 @@ int sup_delete_child(rt_t *rt, rt_pid_t sup, const char *id)
 		return -EINVAL;
 	if (!(c = sup__find_id(s, id)))
 		return -ENOENT;
+	if (c->state == SUP__STOPPING && !(c->flags & SUP__INSEQ)) {
+		/* Right after terminate_child: forgotten once it is gone. */
+		c->flags = (uint8_t)((c->flags | SUP__DELETE_Q) & ~SUP__START_Q);
+		return 0;
+	}
 	if (c->state != SUP__DOWN)
 		return -EBUSY;
 	sup__remove(s, c);

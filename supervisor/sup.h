@@ -213,9 +213,19 @@ int sup_terminate_child(rt_t *rt, rt_pid_t sup, const char *id);
 /* The same by pid; the only way for dynamic children.  -ENOENT if `pid`
  * is not a running child of `sup`. */
 int sup_terminate_pid(rt_t *rt, rt_pid_t sup, rt_pid_t pid);
-/* Starts a stopped static child again; -EBUSY if it runs or is stopping. */
+/* Starts a stopped static child again; -EBUSY if it runs (or is being
+ * restarted by its strategy).  OTP's terminate_child returns once the
+ * child is gone, so restart_child right after it works; ours cannot
+ * block (a child that traps exits takes its time), so a restart_child of
+ * a child that terminate_child is stopping is queued: it returns 0 with
+ * *out = RT_NOPID, and the child starts as soon as the old one is gone
+ * (sup_child_pid gives its pid then; a start that fails leaves it down).
+ * Never two at once.  A temporary child's spec goes with its stop:
+ * -EBUSY while stopping, -ENOENT after. */
 int sup_restart_child(rt_t *rt, rt_pid_t sup, const char *id, rt_pid_t *out);
-/* Forgets a stopped static child's spec; -EBUSY if it runs. */
+/* Forgets a stopped static child's spec; -EBUSY if it runs.  Of a child
+ * terminate_child is stopping: queued, forgotten once it is gone (and a
+ * queued restart is off); returns 0. */
 int sup_delete_child(rt_t *rt, rt_pid_t sup, const char *id);
 /* The pid of child `id` (RT_NOPID when not running). */
 int sup_child_pid(rt_t *rt, rt_pid_t sup, const char *id, rt_pid_t *out);

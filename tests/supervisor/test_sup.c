@@ -26,6 +26,7 @@ typedef struct world {
 	rt_pid_t sup_seen[NW];       /* the supervisor a start function got */
 	int reenter;                 /* child 0's init calls sup_start_child */
 	int reenter_err;
+	int overlap;                 /* a start while the previous incarnation lived */
 } world_t;
 
 typedef struct wctx {
@@ -43,6 +44,8 @@ static int w_init(rt_t *rt, void **state, void *arg)
 	world_t *w = c->w;
 
 	*state = c;
+	if (w->pid[c->idx] && rt_alive(rt, w->pid[c->idx]))
+		w->overlap++;
 	w->starts[c->idx]++;
 	w->pid[c->idx] = rt_self(rt);
 	if (c->trap || c->ignore_shutdown)
@@ -460,13 +463,16 @@ Test(supervisor, infinity_waits_for_the_child)
 	sup_counts_t n;
 	cr_assert_eq(sup_count_children(rt, sup, &n), 0);
 	cr_assert_eq(n.active, 1);
-	cr_assert_eq(sup_restart_child(rt, sup, "slow", NULL), -EBUSY);
-	send_tag(rt, w.pid[0], T_NORMAL);   /* it finally finishes */
-	RUN_UNTIL(rt, !rt_alive(rt, w.pid[0]));
-	ts_run_for(rt, 0.02);
-	cr_assert_eq(sup_count_children(rt, sup, &n), 0);
-	cr_assert_eq(n.active, 0);
+	/* A restart asked meanwhile waits for it (queued, see sup.h). */
+	cr_assert_eq(sup_restart_child(rt, sup, "slow", NULL), 0);
+	ts_run_for(rt, 0.1);
 	cr_assert_eq(w.starts[0], 1);
+	rt_pid_t old = w.pid[0];
+	send_tag(rt, old, T_NORMAL);   /* it finally finishes */
+	RUN_UNTIL(rt, !rt_alive(rt, old) && w.starts[0] == 2);
+	cr_assert_eq(sup_count_children(rt, sup, &n), 0);
+	cr_assert_eq(n.active, 1);
+	cr_assert_eq(w.overlap, 0);
 	rt_free(rt);
 }
 
@@ -1047,5 +1053,55 @@ Test(supervisor, stop_ends_even_if_a_child_unlinked_itself)
 	cr_assert_eq(sup_stop(rt, sup), 0);
 	RUN_UNTIL(rt, !rt_alive(rt, sup));
 	cr_assert_not(rt_alive(rt, child), "the child outlived the stop");
+	rt_free(rt);
+}
+
+/* OTP's terminate_child returns once the child is gone, so restart_child
+ * right after it works.  Ours cannot block: the restart is queued and the
+ * child starts once the old one is gone -- at once for a plain child, after
+ * the shutdown timeout for one that ignores shutdown -- never two alive
+ * at the same time.  A delete right after terminate is queued likewise. */
+Test(supervisor, restart_right_after_terminate_starts_once_the_old_is_gone)
+{
+	rt_t *rt = new_rt();
+	world_t w = { 0 };
+	wctx_t cx[3] = { { &w, 0, false, false }, { &w, 1, false, true },
+			 { &w, 2, false, false } };
+	sup_spec_t sp[3] = { spec_for(&cx[0], "plain"), spec_for(&cx[1], "stubborn"),
+			     spec_for(&cx[2], "gone") };
+	sp[1].shutdown = 200;
+	rt_pid_t sup, np;
+	cr_assert_eq(sup_start_link(rt, NULL, sp, 3, &sup), 0);
+	rt_pid_t old0 = w.pid[0], old1 = w.pid[1], old2 = w.pid[2];
+
+	cr_assert_eq(sup_terminate_child(rt, sup, "plain"), 0);
+	cr_assert_eq(sup_restart_child(rt, sup, "plain", &np), 0);
+	cr_assert_eq(np, RT_NOPID, "queued: no pid yet");
+	cr_assert_eq(sup_terminate_child(rt, sup, "stubborn"), 0);
+	cr_assert_eq(sup_restart_child(rt, sup, "stubborn", NULL), 0);
+	cr_assert_eq(sup_terminate_child(rt, sup, "gone"), 0);
+	cr_assert_eq(sup_delete_child(rt, sup, "gone"), 0);
+
+	RUN_UNTIL(rt, w.starts[0] == 2);
+	cr_assert_not(rt_alive(rt, old0));
+	cr_assert(rt_alive(rt, w.pid[0]));
+	cr_assert_eq(sup_child_pid(rt, sup, "plain", &np), 0);
+	cr_assert_eq(np, w.pid[0]);
+	/* The stubborn one is still in its shutdown timeout. */
+	cr_assert_eq(w.starts[1], 1);
+	cr_assert(rt_alive(rt, old1));
+	RUN_UNTIL(rt, w.starts[1] == 2);
+	cr_assert_not(rt_alive(rt, old1));
+	cr_assert_eq(w.died[1].kind, RT_KILLED, "killed at its shutdown timeout");
+	cr_assert_eq(w.overlap, 0, "never two incarnations alive at once");
+
+	RUN_UNTIL(rt, !rt_alive(rt, old2));
+	ts_run_for(rt, 0.02);
+	cr_assert_eq(sup_child_pid(rt, sup, "gone", &np), -ENOENT, "deleted once gone");
+	cr_assert_eq(w.starts[2], 1);
+	ts_run_for(rt, 0.3);
+	cr_assert_eq(w.starts[0], 2);
+	cr_assert_eq(w.starts[1], 2);
+	cr_assert(rt_alive(rt, sup), "the queued starts did not count against intensity");
 	rt_free(rt);
 }
