@@ -57,7 +57,7 @@ DEPS_OK  = build/.deps-ok
 # Criterion options for `make test`; e.g. make test TEST_ARGS='--filter runtime/*'
 TEST_ARGS ?=
 
-.PHONY: all deps test bench install clean run
+.PHONY: all deps test bench install clean run fuzz
 # Keep objects of programs: they are not intermediate files to delete.
 .SECONDARY:
 
@@ -105,6 +105,35 @@ test: all $(TESTBIN)
 bench: all
 	@sh scripts/bench-deps.sh
 	BUILD=$(BUILD) bench/run
+
+# Fuzzing with libFuzzer (clang, installed on demand): every target of
+# tests/fuzz/fuzz_targets.h for FUZZ_SECONDS each, over its seed corpus
+# and past failures; see docs/fuzzing.md.  Not part of `make test`, which
+# replays the corpus and the past failures instead.
+FUZZ_SECONDS ?= 60
+FUZZ_CC      ?= clang
+FUZZ_BUILD    = build/fuzz
+FUZZ_FLAGS    = -O1 -g -std=c11 -D_GNU_SOURCE -Wall -Wextra -Werror -Wno-unknown-warning-option -I. \
+		-fsanitize=address,undefined -fno-sanitize-recover=undefined \
+		-fno-omit-frame-pointer
+FUZZ_LIB_OBJ  = $(LIB_SRC:%.c=$(FUZZ_BUILD)/obj/%.o) $(FUZZ_BUILD)/obj/tests/fuzz/fuzz_targets.o
+FUZZ_TARGETS  = frame params manifest record
+
+$(FUZZ_BUILD)/obj/%.o: %.c
+	@mkdir -p $(@D)
+	$(FUZZ_CC) $(FUZZ_FLAGS) -fsanitize=fuzzer-no-link $(PKG_CFLAGS) -c -o $@ $<
+
+$(FUZZ_BUILD)/fuzz-%: tests/fuzz/driver/fuzz_main.c $(FUZZ_LIB_OBJ)
+	@mkdir -p $(@D)
+	$(FUZZ_CC) $(FUZZ_FLAGS) -fsanitize=fuzzer -DTF_TARGET=$(call fuzz_index,$*) \
+		-o $@ $< $(FUZZ_LIB_OBJ) $(LIBS)
+
+fuzz_index = $(if $(filter frame,$1),0,$(if $(filter params,$1),1,$(if $(filter manifest,$1),2,3)))
+
+fuzz:
+	@sh scripts/deps.sh fuzz
+	$(MAKE) $(FUZZ_TARGETS:%=$(FUZZ_BUILD)/fuzz-%)
+	FUZZ_SECONDS=$(FUZZ_SECONDS) sh scripts/fuzz.sh $(FUZZ_BUILD) $(FUZZ_TARGETS)
 
 # The main job: build, start tankd on the default data dir, apply examples.
 run: all

@@ -1083,6 +1083,25 @@ static void follow_terminate(rt_t *rt, void *state, rt_reason_t reason)
 
 static const rt_behaviour_t log_follower = { "api_follow", follow_init, follow_handle, follow_terminate };
 
+/* The options of logs [name, {container?, tail?, follow?}], checked. */
+static int logs_opts(const msgpack_object *params, char *ctr, size_t cap, int64_t *tail,
+		     bool *follow, tank_error_t *e)
+{
+	if (params->via.array.size < 2 || params->via.array.ptr[1].type != MSGPACK_OBJECT_MAP)
+		return 0;
+	const msgpack_object *opts = &params->via.array.ptr[1], *o;
+	if ((o = api_map_get(opts, "container")) && o->type != MSGPACK_OBJECT_NIL &&
+	    !api_obj_strcpy(o, ctr, cap))
+		return tank_error_set(e, -EPROTO, "params[1].container: expected string");
+	if ((o = api_map_get(opts, "follow")) && o->type == MSGPACK_OBJECT_BOOLEAN)
+		*follow = o->via.boolean;
+	if ((o = api_map_get(opts, "tail")) && o->type != MSGPACK_OBJECT_NIL &&
+	    (!api_obj_int(o, tail) || *tail < 0 || *tail > API_LOG_TAIL_MAX))
+		return tank_error_set(e, -EPROTO,
+				      "params[1].tail: expected an integer from 0 to 100000");
+	return 0;
+}
+
 static void m_logs(const api_call_t *call, const msgpack_object *params, void *ctx)
 {
 	api_daemon_t *d = ctx;
@@ -1095,23 +1114,10 @@ static void m_logs(const api_call_t *call, const msgpack_object *params, void *c
 
 	if (name_param(call, params, "s?m", name, sizeof name) < 0)
 		return;
-	if (params->via.array.size > 1 && params->via.array.ptr[1].type == MSGPACK_OBJECT_MAP) {
-		const msgpack_object *opts = &params->via.array.ptr[1], *o;
-		if ((o = api_map_get(opts, "container")) && o->type != MSGPACK_OBJECT_NIL &&
-		    !api_obj_strcpy(o, ctr, sizeof ctr)) {
-			api_reply_error(call->rt, call->token, API_BAD_REQUEST,
-					"params[1].container: expected string", NULL, NULL);
-			return;
-		}
-		if ((o = api_map_get(opts, "follow")) && o->type == MSGPACK_OBJECT_BOOLEAN)
-			follow = o->via.boolean;
-		if ((o = api_map_get(opts, "tail")) && o->type != MSGPACK_OBJECT_NIL &&
-		    (!api_obj_int(o, &tail) || tail < 0 || tail > API_LOG_TAIL_MAX)) {
-			api_reply_error(call->rt, call->token, API_BAD_REQUEST,
-					"params[1].tail: expected an integer from 0 to 100000",
-					NULL, NULL);
-			return;
-		}
+	tank_error_clear(&e);
+	if (logs_opts(params, ctr, sizeof ctr, &tail, &follow, &e) < 0) {
+		api_reply_error(call->rt, call->token, API_BAD_REQUEST, e.msg, NULL, NULL);
+		return;
 	}
 	memset(&s, 0, sizeof s);
 	tank_error_clear(&e);
@@ -1162,6 +1168,17 @@ static int pack_history(msgpack_packer *pk, void *arg)
 	return rc ? -ENOMEM : 0;
 }
 
+/* The options of history [name, {limit?}], checked. */
+static int history_opts(const msgpack_object *params, int64_t *limit, tank_error_t *e)
+{
+	if (params->via.array.size < 2 || params->via.array.ptr[1].type != MSGPACK_OBJECT_MAP)
+		return 0;
+	const msgpack_object *o = api_map_get(&params->via.array.ptr[1], "limit");
+	if (o && o->type != MSGPACK_OBJECT_NIL && (!api_obj_int(o, limit) || *limit < 0))
+		return tank_error_set(e, -EPROTO, "params[1].limit: expected a non-negative integer");
+	return 0;
+}
+
 static void m_history(const api_call_t *call, const msgpack_object *params, void *ctx)
 {
 	api_daemon_t *d = ctx;
@@ -1174,13 +1191,10 @@ static void m_history(const api_call_t *call, const msgpack_object *params, void
 
 	if (name_param(call, params, "s?m", name, sizeof name) < 0)
 		return;
-	if (params->via.array.size > 1 && params->via.array.ptr[1].type == MSGPACK_OBJECT_MAP) {
-		const msgpack_object *o = api_map_get(&params->via.array.ptr[1], "limit");
-		if (o && o->type != MSGPACK_OBJECT_NIL && (!api_obj_int(o, &limit) || limit < 0)) {
-			api_reply_error(call->rt, call->token, API_BAD_REQUEST,
-					"params[1].limit: expected a non-negative integer", NULL, NULL);
-			return;
-		}
+	tank_error_clear(&e);
+	if (history_opts(params, &limit, &e) < 0) {
+		api_reply_error(call->rt, call->token, API_BAD_REQUEST, e.msg, NULL, NULL);
+		return;
 	}
 	memset(&p, 0, sizeof p);
 	tank_error_clear(&e);
@@ -1216,4 +1230,57 @@ size_t api_methods_table(api_daemon_t *d, api_method_t table[API_NMETHODS])
 		table[i].ctx = d;
 	}
 	return n;
+}
+
+/* What each method checks of its params before it acts (the handlers
+ * above run the same functions). */
+int api_methods_decode(const char *method, const msgpack_object *params, tank_error_t *e)
+{
+	static const struct { const char *name, *types; } sig[] = {
+		{ "ping", "" },   { "version", "" }, { "apply", "a" }, { "delete", "a" },
+		{ "get", "s" },   { "list", "" },    { "status", "?s" }, { "running", "" },
+		{ "restart", "s" }, { "nudge", "" }, { "sync", "" },   { "logs", "s?m" },
+		{ "history", "s?m" },
+	};
+	const char *types = NULL;
+	int err;
+
+	for (size_t i = 0; i < sizeof sig / sizeof sig[0]; i++)
+		if (strcmp(sig[i].name, method) == 0)
+			types = sig[i].types;
+	if (!types)
+		return tank_error_set(e, -ENOSYS, "no method %s", method);
+	if ((err = api_params_check(params, types, e)) < 0)
+		return err;
+	if (strcmp(method, "apply") == 0) {
+		apply_job_t j;
+		const msgpack_object *arr = &params->via.array.ptr[0];
+		if ((err = apply_job_init(&j, NULL, (api_token_t){ 0 }, arr->via.array.size)) == 0) {
+			j.arr = arr;
+			apply_job_validate(&j, j.n);
+			err = j.errs.count ? tank_error_set(e, TANK_EINVALID, "%s",
+							    j.errs.stored ? j.errs.msgs[0] : "invalid")
+					   : j.err;
+		}
+		apply_job_free(&j);
+		return err;
+	}
+	if (strcmp(method, "delete") == 0) {
+		const msgpack_object *arr = &params->via.array.ptr[0];
+		for (uint32_t i = 0; i < arr->via.array.size; i++)
+			if (arr->via.array.ptr[i].type != MSGPACK_OBJECT_STR)
+				return tank_error_set(e, -EPROTO, "params[0][%u]: expected string", i);
+		return 0;
+	}
+	if (strcmp(method, "logs") == 0) {
+		char ctr[ST_NAME_MAX + 1] = "";
+		int64_t tail = 0;
+		bool follow = false;
+		return logs_opts(params, ctr, sizeof ctr, &tail, &follow, e);
+	}
+	if (strcmp(method, "history") == 0) {
+		int64_t limit = 0;
+		return history_opts(params, &limit, e);
+	}
+	return 0;
 }

@@ -37,6 +37,11 @@ typedef struct api_daemon {
 #define API_NMETHODS 15
 size_t api_methods_table(api_daemon_t *d, api_method_t table[API_NMETHODS]);
 
+/* Checks params of `method` the way its handler does before it acts
+ * (shape, and for apply every object's validation), without acting:
+ * 0, or an error in e.  For the fuzzer (tests/fuzz) and tests. */
+int api_methods_decode(const char *method, const msgpack_object *params, tank_error_t *e);
+
 /* Packs a status record as the contract's status map. */
 int api_pack_status(msgpack_packer *pk, const st_status_t *s);
 

@@ -65,10 +65,18 @@ const char *kit_quote(const char *s, size_t len, char buf[96])
 	size_t i, o = 0;
 
 	buf[o++] = '"';
-	for (i = 0; i < len && o < 90; i++) {
+	/* Room kept for the widest step (a 4-byte escape), then "...", the
+	 * closing quote and the NUL: 88 + 4 + 3 + 1 + 1 < 96.  (It was
+	 * checked against 90 before an escape, which could write past the
+	 * buffer; found by make fuzz.) */
+	for (i = 0; i < len && o < 88; i++) {
 		unsigned char c = (unsigned char)s[i];
 		if (c < 0x20 || c == 0x7f || c == '"' || c == '\\') {
-			o += (size_t)snprintf(buf + o, 96 - o, "\\x%02x", c);
+			static const char hex[] = "0123456789abcdef";
+			buf[o++] = '\\';
+			buf[o++] = 'x';
+			buf[o++] = hex[c >> 4];
+			buf[o++] = hex[c & 15];
 		} else {
 			buf[o++] = (char)c;
 		}

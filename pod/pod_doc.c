@@ -448,6 +448,46 @@ static int bomb_check(const char *text, size_t len, struct lctx *c, bool json)
 	return r;
 }
 
+/* Offset of the first byte of text that is not well-formed UTF-8
+ * (overlong forms, surrogates and code points past U+10FFFF included), or
+ * len.  A manifest is UTF-8 text; libfyaml 0.8 loops forever on some
+ * malformed bytes in a directive line ("%-- \xe6\xe6"), which hung
+ * `tankctl apply` (found by make fuzz), so nothing else reaches it. */
+static size_t utf8_bad_at(const char *text, size_t len)
+{
+	const unsigned char *s = (const unsigned char *)text;
+	size_t i = 0;
+
+	while (i < len) {
+		unsigned c = s[i];
+		size_t n;
+		unsigned min, cp;
+		if (c < 0x80) {
+			i++;
+			continue;
+		} else if ((c & 0xe0) == 0xc0) {
+			n = 1; min = 0x80; cp = c & 0x1f;
+		} else if ((c & 0xf0) == 0xe0) {
+			n = 2; min = 0x800; cp = c & 0x0f;
+		} else if ((c & 0xf8) == 0xf0) {
+			n = 3; min = 0x10000; cp = c & 0x07;
+		} else {
+			return i;
+		}
+		if (len - i <= n)
+			return i;
+		for (size_t k = 1; k <= n; k++) {
+			if ((s[i + k] & 0xc0) != 0x80)
+				return i;
+			cp = cp << 6 | (s[i + k] & 0x3f);
+		}
+		if (cp < min || cp > 0x10ffff || (cp >= 0xd800 && cp <= 0xdfff))
+			return i;
+		i += n + 1;
+	}
+	return len;
+}
+
 int pod_docs_load(const char *text, size_t len, const char *source,
 		  pod_docs_t **out, kit_errors_t *errs)
 {
@@ -472,6 +512,16 @@ int pod_docs_load(const char *text, size_t len, const char *source,
 		goto done;
 	}
 	c.zone = d->zone;
+	size_t bad = utf8_bad_at(text, len);
+	if (bad < len) {
+		unsigned line = 1;
+		for (size_t i = 0; i < bad; i++)
+			line += text[i] == '\n';
+		kit_errors_add(errs, "%s:%u: not UTF-8 text (byte 0x%02x at offset %zu)", c.src,
+				line, (unsigned char)text[bad], bad);
+		r = TANK_EINVALID;
+		goto done;
+	}
 	if ((r = bomb_check(text, len, &c, ends_with(c.src, ".json"))) < 0)
 		goto done;
 

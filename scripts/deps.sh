@@ -16,6 +16,11 @@ check /usr/include/criterion/criterion.h libcriterion-dev
 check /usr/bin/pkg-config             pkg-config
 check /usr/bin/mdb_stat               lmdb-utils
 check /bin/busybox                    busybox-static
+# `sh scripts/deps.sh fuzz`: also what `make fuzz` needs (clang and its
+# libFuzzer runtime).
+if [ "${1:-}" = fuzz ]; then
+	command -v clang >/dev/null 2>&1 || need="$need clang"
+fi
 
 [ -z "$need" ] && exit 0
 

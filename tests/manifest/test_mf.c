@@ -116,3 +116,43 @@ Test(manifest, unknown_kind_and_duplicates_refuse_the_whole_file)
 	cr_assert_str_eq(errs.msgs[0], "w.yaml: document 1: unknown kind \"Widget\" (known: Pod)");
 	kit_errors_free(&errs);
 }
+
+/* A manifest is UTF-8 text: malformed bytes are refused naming the line,
+ * before the YAML parser sees them (libfyaml looped forever on some of
+ * them in a directive line; found by make fuzz). */
+Test(manifest, bytes_that_are_not_utf8_are_refused_with_the_line)
+{
+	static const char *const bad[] = {
+		"%-- \xe6\xe6 x\n",              /* the input that hung tankctl */
+		"name: a\ncommand: [\xc0\xaf]\n", /* overlong '/' */
+		"name: \xed\xa0\x80\n",          /* a UTF-16 surrogate */
+		"name: \xf4\x90\x80\x80\n",      /* past U+10FFFF */
+		"name: a\xe2\x82",               /* cut at the end */
+	};
+	static const unsigned line[] = { 1, 2, 1, 1, 1 };
+	mf_registry_t r;
+	registry(&r);
+	for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+		mf_manifest_t *m = NULL;
+		kit_errors_t errs;
+		char want[64];
+		kit_errors_init(&errs);
+		cr_assert_eq(mf_parse(&r, bad[i], strlen(bad[i]), "u.yaml", &m, &errs), TANK_EINVALID,
+			     "input %zu", i);
+		cr_assert_null(m);
+		snprintf(want, sizeof want, "u.yaml:%u: not UTF-8 text", line[i]);
+		cr_assert(errs.stored && strncmp(errs.msgs[0], want, strlen(want)) == 0,
+			  "input %zu: %s", i, errs.stored ? errs.msgs[0] : "");
+		kit_errors_free(&errs);
+	}
+	/* Well-formed multi-byte text is fine. */
+	static const char good[] = "name: caf\xc3\xa9-\xe2\x82\xac-\xf0\x9f\x98\x80\n";
+	mf_manifest_t *m = NULL;
+	kit_errors_t errs;
+	kit_errors_init(&errs);
+	(void)mf_parse(&r, good, sizeof good - 1, "g.yaml", &m, &errs);
+	for (size_t k = 0; k < errs.stored; k++)
+		cr_assert_null(strstr(errs.msgs[k], "UTF-8"), "%s", errs.msgs[k]);
+	mf_free(m);
+	kit_errors_free(&errs);
+}
