@@ -44,7 +44,7 @@ CMDLIB_OBJ = $(CMDLIB_SRC:%.c=$(BUILD)/obj/%.o)
 CMD_SRC  = $(wildcard cmd/*.c)
 CMD_BIN  = $(CMD_SRC:cmd/%.c=$(BUILD)/bin/%)
 TEST_SRC = $(wildcard tests/*/*.c)
-TEST_SRC := $(filter-out tests/helpers/%,$(TEST_SRC))
+TEST_SRC := $(filter-out tests/helpers/% tests/soak/%,$(TEST_SRC))
 TEST_OBJ = $(TEST_SRC:%.c=$(BUILD)/obj/%.o)
 THELP_SRC = $(wildcard tests/helpers/*.c)
 THELP_BIN = $(THELP_SRC:tests/helpers/%.c=$(BUILD)/tests/helpers/%)
@@ -57,11 +57,13 @@ DEPS_OK  = build/.deps-ok
 # Criterion options for `make test`; e.g. make test TEST_ARGS='--filter runtime/*'
 TEST_ARGS ?=
 
-.PHONY: all deps test bench install clean run fuzz
+.PHONY: all deps test bench install clean run fuzz soak
 # Keep objects of programs: they are not intermediate files to delete.
 .SECONDARY:
 
-all: $(LIBTANK) $(CMD_BIN) $(THELP_BIN) $(BENCH_BIN)
+SOAK_BIN = $(BUILD)/tests/soak
+
+all: $(LIBTANK) $(CMD_BIN) $(THELP_BIN) $(BENCH_BIN) $(SOAK_BIN)
 
 # Installs missing Debian packages; cheap when everything is present.  The
 # stamp is refreshed only when a header went missing, so a normal build
@@ -89,6 +91,15 @@ $(BUILD)/bin/%: $(BUILD)/obj/cmd/%.o $(CMDLIB_OBJ) $(LIBTANK)
 $(BUILD)/tests/helpers/%: $(BUILD)/obj/tests/helpers/%.o $(LIBTANK)
 	@mkdir -p $(@D)
 	$(CC) $(ALL_LDFLAGS) -o $@ $^ $(LIBS)
+
+$(SOAK_BIN): $(BUILD)/obj/tests/soak/soak.o $(LIBTANK)
+	@mkdir -p $(@D)
+	$(CC) $(ALL_LDFLAGS) -o $@ $^ $(LIBS)
+
+# The chaos soak (tests/soak/soak.c, docs/soak.md): SOAK_SECONDS,
+# SOAK_SEED, SOAK_PODS.  Not part of `make test`.
+soak: all
+	BUILD=$(BUILD) $(SOAK_BIN)
 
 $(BUILD)/bench/%: $(BUILD)/obj/bench/%.o $(LIBTANK)
 	@mkdir -p $(@D)
@@ -150,6 +161,6 @@ install: all
 clean:
 	rm -rf build
 
-ALL_OBJ = $(LIB_OBJ) $(TEST_OBJ) $(CMDLIB_OBJ) $(CMD_SRC:%.c=$(BUILD)/obj/%.o) \
+ALL_OBJ = $(LIB_OBJ) $(TEST_OBJ) $(CMDLIB_OBJ) $(CMD_SRC:%.c=$(BUILD)/obj/%.o) $(BUILD)/obj/tests/soak/soak.o \
 	  $(THELP_SRC:%.c=$(BUILD)/obj/%.o) $(BENCH_SRC:%.c=$(BUILD)/obj/%.o)
 -include $(ALL_OBJ:.o=.d)

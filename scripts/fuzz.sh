@@ -9,6 +9,8 @@ set -u
 build=$1
 shift
 secs=${FUZZ_SECONDS:-60}
+# Leaks inside third-party libraries we cannot fix: see the file.
+export LSAN_OPTIONS="suppressions=$(pwd)/tests/fuzz/lsan.supp:print_suppressions=0${LSAN_OPTIONS:+:$LSAN_OPTIONS}"
 fail=0
 summary=""
 for t in "$@"; do
