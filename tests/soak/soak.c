@@ -740,6 +740,35 @@ int main(void)
 			say("initial apply refused");
 	}
 	settle_and_check(&s, "start");
+	if (env_long("SOAK_SELFTEST", 0)) {
+		/* Proof that the checks can fail: a second process with a live
+		 * sleeper's token, not tankd's.  "one" must report it. */
+		pod_t *p = pick(&s, K_SLEEP, true);
+		char tok[32];
+		snprintf(tok, sizeof tok, "%ld", p ? p->token : 0L);
+		pid_t dup = fork();
+		if (dup == 0) {
+			execl("/bin/sleep", "/bin/sleep", tok, (char *)NULL);
+			_exit(127);
+		}
+		long before = s.failed[C_ONE];
+		say("self-test: a stray process with token %s (a violation must follow)", tok);
+		settle_and_check(&s, "self-test");
+		kill(dup, SIGKILL);
+		waitpid(dup, NULL, 0);
+		bool seen = s.failed[C_ONE] > before;
+		printf("self-test: %s\n", seen ? "reported as it must be"
+					       : "the stray process was NOT reported");
+		tankd_kill(&s, SIGTERM);
+		if (s.log_tmpfs) {
+			snprintf(cmd, sizeof cmd, "umount -l %s", s.logs);
+			if (system(cmd) != 0) {}
+		}
+		snprintf(cmd, sizeof cmd, "rm -rf %s", s.dir);
+		if (system(cmd) != 0) {}
+		printf("%d passed, %d failed\n", seen, !seen);
+		return seen ? 0 : 1;
+	}
 	uint64_t end = now_ms() + (uint64_t)secs * 1000;
 	long rounds = 0;
 	while (now_ms() < end) {
