@@ -382,6 +382,20 @@ static bool bomb_walk(struct bomb *b, struct fy_node *n, struct fy_node *alias, 
 	switch (fy_node_get_type(n)) {
 	case FYNT_SCALAR:
 		if (fy_node_is_alias(n)) {
+			/* libfyaml 0.8 reads an alias name with a '/' as a path
+			 * and parses it past its end (heap overflow; found by
+			 * make fuzz: an alias "*" then "/2"): anchors are plain names. */
+			size_t al = 0;
+			const char *an = fy_node_get_scalar(n, &al);
+			for (size_t i = 0; an && i < al; i++) {
+				unsigned char ch = (unsigned char)an[i];
+				if (!(ch >= 'a' && ch <= 'z') && !(ch >= 'A' && ch <= 'Z') &&
+				    !(ch >= '0' && ch <= '9') && ch != '_' && ch != '-' && ch != '.') {
+					b->at = n;
+					b->why = "an alias names an anchor of letters, digits, '_', '-' and '.' only";
+					return false;
+				}
+			}
 			struct fy_node *t = fy_node_resolve_alias(n);
 			/* An alias that points into itself would loop. */
 			if (t == n)

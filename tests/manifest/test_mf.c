@@ -156,3 +156,21 @@ Test(manifest, bytes_that_are_not_utf8_are_refused_with_the_line)
 	mf_free(m);
 	kit_errors_free(&errs);
 }
+
+/* An alias names a plain anchor: libfyaml reads one with a '/' as a path
+ * and parses it past its end (found by make fuzz: an alias "*" "/2"). */
+Test(manifest, an_alias_with_a_path_in_its_name_is_refused)
+{
+	static const char text[] = ":\n- E: */2\n";
+	mf_registry_t r;
+	mf_manifest_t *m = NULL;
+	kit_errors_t errs;
+	registry(&r);
+	kit_errors_init(&errs);
+	cr_assert_eq(mf_parse(&r, text, sizeof text - 1, "a.yaml", &m, &errs), TANK_EINVALID);
+	cr_assert_null(m);
+	cr_assert(errs.stored && strstr(errs.msgs[0], "a.yaml:2:") &&
+		  strstr(errs.msgs[0], "an alias names an anchor"), "%s",
+		  errs.stored ? errs.msgs[0] : "");
+	kit_errors_free(&errs);
+}
