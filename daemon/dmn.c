@@ -186,6 +186,24 @@ int dmn_exit_status(int err)
  * at once, then after 1, 2, 4 … up to 300 seconds with the count since,
  * and once when it works again (it once logged 10 lines a second for as
  * long as the disk stayed full). */
+/* On the events stream, once when commits start failing and once when
+ * they work again. */
+static void store_event(dmn_t *d, bool failing, const char *reason)
+{
+	rt_pid_t api = rt_whereis(d->rt, "api");
+	msgpack_sbuffer sb;
+	msgpack_packer pk;
+
+	if (!api)
+		return;
+	msgpack_sbuffer_init(&sb);
+	msgpack_packer_init(&pk, &sb, msgpack_sbuffer_write);
+	if (dmn_event_pack_store(&pk, failing, reason, d->flush_fails,
+				 (int64_t)rc_wall_ms()) == 0)
+		(void)api_server_publish(d->rt, api, sb.data, sb.size);
+	msgpack_sbuffer_destroy(&sb);
+}
+
 static void flush_error(void *ctx, const tank_error_t *err)
 {
 	dmn_t *d = ctx;
@@ -194,11 +212,14 @@ static void flush_error(void *ctx, const tank_error_t *err)
 	if (!err) {
 		say(d, DMN_LOG_INFO, "status commits work again after %llu failed",
 		    (unsigned long long)d->flush_fails);
+		store_event(d, false, NULL);
 		d->flush_fails = 0;
 		d->flush_quiet = 0;
 		return;
 	}
 	d->flush_fails++;
+	if (d->flush_fails == 1)
+		store_event(d, true, err->msg);
 	if (d->flush_fails > 1 && now < d->flush_next_say) {
 		d->flush_quiet++;
 		return;

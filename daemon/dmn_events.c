@@ -37,3 +37,21 @@ int dmn_event_pack(msgpack_packer *pk, const pod_event_t *ev)
 	 * the sbuffer's only failure is a failed realloc. */
 	return rc ? -ENOMEM : 0;
 }
+
+int dmn_event_pack_store(msgpack_packer *pk, bool failing, const char *reason,
+			 uint64_t failures, int64_t at)
+{
+	int rc = msgpack_pack_map(pk, 5);
+
+	rc |= api_pack_cstr(pk, "type");
+	rc |= api_pack_cstr(pk, "store");
+	rc |= api_pack_cstr(pk, "state");
+	rc |= api_pack_cstr(pk, failing ? "failing" : "ok");
+	rc |= api_pack_cstr(pk, "reason");
+	rc |= pack_str_or_nil(pk, reason);
+	rc |= api_pack_cstr(pk, "failures");
+	rc |= msgpack_pack_uint64(pk, failures);
+	rc |= api_pack_cstr(pk, "at");
+	rc |= msgpack_pack_int64(pk, at);
+	return rc ? -ENOMEM : 0;
+}

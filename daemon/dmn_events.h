@@ -18,6 +18,8 @@
 #define TANK_DMN_EVENTS_H
 
 #include <msgpack.h>
+#include <stdbool.h>
+#include <stdint.h>
 
 #include "pod/pod_mgr.h"
 
@@ -29,5 +31,13 @@
  * a missing one).  Returns 0, or -ENOMEM when the packer's buffer could
  * not grow (what was written is then incomplete: discard the buffer). */
 int dmn_event_pack(msgpack_packer *pk, const pod_event_t *ev);
+
+/* The store's status commits started failing (failing, with the reason
+ * and the failures so far) or work again (reason nil, failures: how many
+ * failed):
+ *   {type: "store", state: "failing"|"ok", reason, failures, at}
+ * Same return as dmn_event_pack. */
+int dmn_event_pack_store(msgpack_packer *pk, bool failing, const char *reason,
+			 uint64_t failures, int64_t at);
 
 #endif

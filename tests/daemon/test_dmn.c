@@ -773,3 +773,32 @@ Test(daemon, sigterm_stops_untracked_processes_in_its_cgroups)
 	cr_assert_eq(cgroup_leftovers(t), 0, "%s", read_log(t, buf, sizeof buf));
 	teardown(t);
 }
+
+/* The store's status commits failing and working again, on the events
+ * stream (the full-disk issue: reported in events, not only the log). */
+Test(daemon, store_events_are_the_documented_maps)
+{
+	msgpack_sbuffer sb;
+	msgpack_packer pk;
+	msgpack_unpacked up;
+	size_t off = 0;
+
+	msgpack_sbuffer_init(&sb);
+	msgpack_packer_init(&pk, &sb, msgpack_sbuffer_write);
+	cr_assert_eq(dmn_event_pack_store(&pk, true, "store full", 1, 1700000000123LL), 0);
+	cr_assert_eq(dmn_event_pack_store(&pk, false, NULL, 9, 1700000000456LL), 0);
+	msgpack_unpacked_init(&up);
+	cr_assert_eq(msgpack_unpack_next(&up, sb.data, sb.size, &off), MSGPACK_UNPACK_SUCCESS);
+	cr_assert_eq(up.data.via.map.size, 5);
+	assert_str(&up.data, "type", "store");
+	assert_str(&up.data, "state", "failing");
+	assert_str(&up.data, "reason", "store full");
+	cr_assert_eq(get(&up.data, "failures")->via.u64, 1);
+	cr_assert_eq(msgpack_unpack_next(&up, sb.data, sb.size, &off), MSGPACK_UNPACK_SUCCESS);
+	assert_str(&up.data, "state", "ok");
+	cr_assert_eq(get(&up.data, "reason")->type, MSGPACK_OBJECT_NIL);
+	cr_assert_eq(get(&up.data, "failures")->via.u64, 9);
+	cr_assert_eq(off, sb.size);
+	msgpack_unpacked_destroy(&up);
+	msgpack_sbuffer_destroy(&sb);
+}
