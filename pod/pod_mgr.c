@@ -1166,6 +1166,15 @@ static void pod__ctr_exited(rc_loop_t *loop, pod_ctr_t *c, const pod_exit_t *ex,
 	}
 	if (ran_ms >= s->backoff.stable_window_ms)
 		c->retries = 0;
+	if (s->backoff.max_retries && c->retries >= s->backoff.max_retries) {
+		/* Bounded: given up, failed (a stack above it hears of it
+		 * through the pod's failure). */
+		char gave[RC_REASON_MAX];
+		pod__fmt(gave, sizeof gave, "gave up after %u restarts in a row "
+			 "(backoff.max_retries): %s", c->retries, reason);
+		pod__ctr_event(loop, c, POD_CE_FINISHED, gave);
+		return;
+	}
 	uint64_t delay = tank_backoff(s->backoff.base_ms, s->backoff.cap_ms, c->retries);
 	c->retries++;
 	c->restarts++;

@@ -134,7 +134,7 @@ static void v_restart(kit_t *v, const msgpack_object *o, pod_spec_t *s)
 
 static void v_backoff(kit_t *v, const msgpack_object *m, pod_spec_t *s)
 {
-	static const char *const keys[] = { "base", "cap", "stable_window", NULL };
+	static const char *const keys[] = { "base", "cap", "stable_window", "max_retries", NULL };
 	bool base_ok = true, cap_ok = true;
 
 	if (!kit_expect(v, m, MSGPACK_OBJECT_MAP, "a map"))
@@ -144,6 +144,13 @@ static void v_backoff(kit_t *v, const msgpack_object *m, pod_spec_t *s)
 	FIELD(v, m, "cap", cap_ok = kit_get_duration(v, o, &s->backoff.cap_ms));
 	FIELD(v, m, "stable_window",
 	      kit_get_duration(v, o, &s->backoff.stable_window_ms));
+	FIELD(v, m, "max_retries",
+	      if (o->type == MSGPACK_OBJECT_POSITIVE_INTEGER && o->via.u64 >= 1 &&
+		  o->via.u64 <= POD_MAX_RETRIES_LIMIT)
+		      s->backoff.max_retries = (uint32_t)o->via.u64;
+	      else
+		      kit_err(v, "must be an integer from 1 to %u (leave it out: unlimited)",
+			      POD_MAX_RETRIES_LIMIT));
 	if (base_ok && cap_ok && s->backoff.cap_ms < s->backoff.base_ms) {
 		size_t sv = kit_push_key(v, "cap");
 		kit_err(v, "must be >= base");
@@ -997,10 +1004,17 @@ int pod_spec_to_msgpack(const pod_spec_t *s, msgpack_packer *pk)
 	e_str(&e, "restart");
 	e_str(&e, pod_restart_name(s->restart));
 	e_str(&e, "backoff");
-	e_map(&e, 3);
+	/* max_retries only when set: the canonical bytes of every pod that
+	 * does not use it stay what they were (no generation bump, no
+	 * restart, on upgrade). */
+	e_map(&e, 3 + (s->backoff.max_retries != 0));
 	e_duration(&e, "base", s->backoff.base_ms);
 	e_duration(&e, "cap", s->backoff.cap_ms);
 	e_duration(&e, "stable_window", s->backoff.stable_window_ms);
+	if (s->backoff.max_retries) {
+		e_str(&e, "max_retries");
+		e.r |= msgpack_pack_uint32(e.pk, s->backoff.max_retries);
+	}
 	e_str(&e, "stop");
 	e_map(&e, 2);
 	e_str(&e, "signal");

@@ -64,6 +64,7 @@ enum pod_wait_kind {
 #define POD_DEFAULT_BACKOFF_CAP_MS      (300u * 1000)
 #define POD_DEFAULT_STABLE_WINDOW_MS    (10u * 60 * 1000)
 #define POD_DEFAULT_STOP_GRACE_MS       (10u * 1000)
+#define POD_MAX_RETRIES_LIMIT           1000000u   /* backoff.max_retries */
 #define POD_DEFAULT_RECONCILE_WAIT_MS   (3u * 1000)
 /* stop.signal defaults to SIGTERM. */
 
@@ -122,6 +123,10 @@ typedef struct pod_spec {
 	enum pod_restart restart;
 	struct {
 		uint64_t base_ms, cap_ms, stable_window_ms;   /* cap >= base */
+		/* Restarts in a row (since the container last ran for
+		 * stable_window) before it is given up: terminal, failed.
+		 * 0 = unlimited, the default. */
+		uint32_t max_retries;
 	} backoff;
 	struct {
 		int signal;

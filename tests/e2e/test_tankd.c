@@ -1226,3 +1226,33 @@ Test(e2e, a_run_once_pod_is_not_run_again_after_tankd_is_killed)
 	unlink(runs);
 	teardown(d);
 }
+
+/* backoff.max_retries bounds the restarts in a row: a pod that keeps
+ * failing runs 1 + max_retries times, then is terminal and failed with the
+ * reason; `restart` gives it its runs again. */
+Test(e2e, a_pod_past_its_max_retries_is_failed_and_restart_gives_it_more)
+{
+	d_t *d = setup();
+	char y[400], out[8192], runs[128];
+	snprintf(runs, sizeof runs, "/tmp/tank-e2e-retries-%d", (int)getpid());
+	unlink(runs);
+	snprintf(y, sizeof y, "name: flaky\nbackoff: {base: 10ms, cap: 20ms, max_retries: 2}\n"
+		 "containers: [{name: c, command: [/bin/sh, -c, 'echo x >> %s; exit 3']}]\n", runs);
+	write_file(d, "flaky.yaml", y);
+	cr_assert_eq(ctl(d, out, sizeof out, "apply -f %s/flaky.yaml", d->dir), 0, "%s", out);
+	cr_assert(wait_phase(d, "flaky", "terminal", 30));
+	cr_assert_eq(count_in_file(runs, "x"), 3, "1 run + 2 restarts");
+	cr_assert_eq(status_num(d, "flaky", "restarts"), 2);
+	cr_assert_eq(ctl(d, out, sizeof out, "status flaky -o json"), 0, "%s", out);
+	cr_assert(strstr(out, "\"reason\": \"failed\"") && strstr(out, "gave up after 2 restarts"),
+		  "%s", out);
+	sleep_ms(300);
+	cr_assert_eq(count_in_file(runs, "x"), 3, "no run after giving up");
+	cr_assert_eq(ctl(d, out, sizeof out, "restart flaky"), 0, "%s", out);
+	for (int t = 0; t < 600 && count_in_file(runs, "x") < 6; t++)
+		sleep_ms(20);
+	cr_assert(wait_phase(d, "flaky", "terminal", 30));
+	cr_assert_eq(count_in_file(runs, "x"), 6, "restart gave it its three runs again");
+	unlink(runs);
+	teardown(d);
+}

@@ -516,3 +516,24 @@ Test(podspec, counts_and_lengths_are_bounded)
 	reject(y, "a: containers[0].command[1]: 70000 bytes, limit 65536");
 	free(y);
 }
+
+/* backoff.max_retries: 1 .. 1,000,000, absent = unlimited; kept through the
+ * canonical encoding only when set (the bytes of other pods stay). */
+Test(podspec, backoff_max_retries)
+{
+	pod_spec_t *s = NULL;
+	char *err = check("name: web\nbackoff: {max_retries: 3}\n" C0, &s);
+	cr_assert_null(err, "%s", err);
+	cr_assert_eq(s->backoff.max_retries, 3);
+	pod_spec_free(s);
+	err = check("name: web\n" C0, &s);
+	cr_assert_null(err, "%s", err);
+	cr_assert_eq(s->backoff.max_retries, 0);
+	pod_spec_free(s);
+	reject("name: web\nbackoff: {max_retries: 0}\n" C0,
+	       "web: backoff.max_retries: must be an integer from 1 to 1000000 (leave it out: unlimited)");
+	reject("name: web\nbackoff: {max_retries: -1}\n" C0,
+	       "web: backoff.max_retries: must be an integer from 1 to 1000000 (leave it out: unlimited)");
+	reject("name: web\nbackoff: {max_retries: 3s}\n" C0,
+	       "web: backoff.max_retries: must be an integer from 1 to 1000000 (leave it out: unlimited)");
+}
