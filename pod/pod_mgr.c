@@ -1274,6 +1274,13 @@ static rc_result_t pod__ctr_reconcile(void *ctx, rc_loop_t *loop, const rc_view_
 		 * fails the container (mark_failed) and tells the pod. */
 		char why[RC_REASON_MAX];
 		pod__fmt(why, sizeof why, "waiting for resources: %s", reason);
+		if (c->pod->spec->restart == POD_RESTART_NEVER && c->started_at == now) {
+			/* Not started after all: a restart of tankd now must
+			 * not take it for one that ran (see once_lost). */
+			c->started_at = 0;
+			pod__persist(m, c->pod);
+			(void)st_flush(m->o.store, NULL);
+		}
 		pod__ctr_event(loop, c, POD_CE_WAIT, why);
 		pod__update(m, loop, c->pod);
 		return rc_failed(err, NULL);
