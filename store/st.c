@@ -509,12 +509,15 @@ int st__put_buf(st_t *st, MDB_txn *txn, MDB_dbi db, const void *key,
 int st__write_pending(st_t *st, MDB_txn *txn)
 {
 	MDB_cursor *c = NULL;
+	/* A bounded flush (flush_some) writes the first write_limit names
+	 * and their transitions only. */
+	size_t np = st->write_limit && st->write_limit < st->n_pend ? st->write_limit : st->n_pend;
 	int rc = st__coll_write_pending(st, txn);
 	if (rc || st->n_pend == 0)
 		return rc;
 	if ((rc = mdb_cursor_open(txn, st->db_trans, &c)))
 		return rc;
-	for (size_t i = 0; i < st->n_pend && !rc; i++) {
+	for (size_t i = 0; i < np && !rc; i++) {
 		pend_t *p = &st->pend[i];
 		p->first_seq = p->next_seq = 0;
 		if (p->forget) {
@@ -537,6 +540,8 @@ int st__write_pending(st_t *st, MDB_txn *txn)
 		}
 	}
 	for (size_t i = 0; i < st->n_trs && !rc; i++) {
+		if (st->trs[i].ent >= np)
+			continue;
 		pend_t *p = &st->pend[st->trs[i].ent];
 		unsigned char kb[ST_NAME_MAX + 1 + SEQ_LEN];
 		if (p->next_seq == 0)
@@ -550,7 +555,7 @@ int st__write_pending(st_t *st, MDB_txn *txn)
 		st__tr_key(kb, p->name, p->namelen, p->next_seq++);
 		rc = st__put_buf(st, txn, st->db_trans, kb, p->namelen + 1 + SEQ_LEN);
 	}
-	for (size_t i = 0; i < st->n_pend && !rc; i++) {
+	for (size_t i = 0; i < np && !rc; i++) {
 		pend_t *p = &st->pend[i];
 		uint64_t have = p->next_seq - p->first_seq;
 		if (p->next_seq && have > st->history_limit)
@@ -739,6 +744,44 @@ int st_flush(st_t *st, tank_error_t *err)
 	return 0;
 }
 
+/* The timer's flush commits at most ST_FLUSH_SLICE names (and their
+ * transitions) per loop iteration: a delete of 100,000 pods queued that
+ * many status removals, and committing them in one transaction held
+ * tankd's loop for 50 to 250 ms.  The rest stays queued (readers see it)
+ * and goes at the next iteration.  st_flush, for callers that need the
+ * whole queue on disk, is unchanged. */
+static int flush_some(st_t *st, tank_error_t *err)
+{
+	size_t k = ST_FLUSH_SLICE;
+	int rc;
+
+	if (st->n_pend <= k)
+		return st_flush(st, err);
+	st->write_limit = k;
+	rc = st__write_txn(st, false, "flush", flush_fn, NULL, err);
+	st->write_limit = 0;
+	if (rc)
+		return st_flush(st, err);   /* a failure is handled (and told) there */
+	/* The first k names are on disk: the rest moves to the front. */
+	memmove(st->pend, st->pend + k, (st->n_pend - k) * sizeof *st->pend);
+	st->n_pend -= k;
+	tank_map_clear(&st->pend_by_name);
+	for (size_t i = 0; i < st->n_pend; i++)
+		if (tank_map_put(&st->pend_by_name, st->pend[i].name,
+				 (void *)(uintptr_t)(i + 1), NULL) < 0)
+			return st_flush(st, err);   /* no memory to index: all now */
+	size_t j = 0;
+	for (size_t i = 0; i < st->n_trs; i++)
+		if (st->trs[i].ent >= k) {
+			st->trs[j] = st->trs[i];
+			st->trs[j++].ent -= (uint32_t)k;
+		}
+	st->n_trs = j;
+	st__coll_pend_clear(st);
+	wake_sync(st);
+	return 0;
+}
+
 static void timer_cb(struct ev_loop *loop, ev_timer *w, int revents)
 {
 	st_t *st = w->data;
@@ -746,10 +789,15 @@ static void timer_cb(struct ev_loop *loop, ev_timer *w, int revents)
 	(void)loop;
 	(void)revents;
 	tank_error_clear(&e);
-	if (st_flush(st, &e)) {
+	if (flush_some(st, &e)) {
 		flush_failed(st, &e);
 		if (st->n_pend || st->n_trs || st->n_gq)
 			st__arm_timer(st);
+	} else if (st->n_pend || st->n_trs || st->n_gq) {
+		/* More than a slice was queued: the rest at once, after the
+		 * loop has polled. */
+		ev_timer_set(&st->timer, 0.001, 0.);
+		ev_timer_start(st->loop, &st->timer);
 	}
 }
 

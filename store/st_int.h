@@ -19,6 +19,7 @@
 #define MAP_SIZE_MAX ((size_t)1 << 40)
 #define META_SCHEMA_KEY "schema_version"
 #define SEQ_LEN 8
+#define ST_FLUSH_SLICE 4096        /* names per timer flush (flush_some) */
 
 /* One queued name: whether its status (held by the cache) must be written
  * and/or its status and history deleted first, plus the sequence
@@ -70,6 +71,7 @@ struct st {
 	bool flush_failing;        /* the last flush failed (told once it works) */
 	uint64_t flush_failures;   /* failed flushes since the last good one */
 	uint64_t history_dropped;  /* transitions not written: store full */
+	size_t write_limit;        /* st__write_pending: first N names only (0: all) */
 	uint32_t history_limit;
 	uint32_t flush_ms;
 	void (*on_flush_error)(void *, const tank_error_t *);

@@ -772,3 +772,63 @@ Test(store, large_queue_flushes_itself, .init = setup, .fini = teardown)
 	cr_assert_eq(stu_mdb_entries(g_dir, "transitions"), 10);
 	cr_assert_eq(st_close(st, NULL), 0);
 }
+
+/* The loop's group commit takes at most a slice of names per iteration
+ * (a queue of 100,000 status removals in one transaction held tankd's loop
+ * for up to 250 ms): 10,000 queued statuses and their transitions go in
+ * several commits, the rest stays readable meanwhile, and all of it is on
+ * disk at the end. */
+Test(store, a_big_queue_is_committed_in_slices_and_all_of_it_lands, .init = setup,
+     .fini = teardown)
+{
+	st_t *st = stu_open(g_dir, NULL);
+	struct ev_loop *loop = ev_loop_new(EVFLAG_AUTO);
+	tank_error_t e;
+	enum { N = 10000 };
+	cr_assert_eq(st_attach_loop(st, loop), 0);
+	for (int i = 0; i < N; i++) {
+		st_status_t s;
+		memset(&s, 0, sizeof s);
+		snprintf(s.name, sizeof s.name, "p%05d", i);
+		snprintf(s.phase, sizeof s.phase, "running");
+		s.restarts = (uint32_t)i;
+		cr_assert_eq(st_status_put(st, &s), 0);
+		st_transition_t t = { .at = i };
+		snprintf(t.from, sizeof t.from, "pending");
+		snprintf(t.to, sizeof t.to, "running");
+		cr_assert_eq(st_transition_add(st, s.name, &t), 0);
+	}
+	size_t before = st_pending(st);
+	cr_assert_eq(before, 2 * N);
+	/* The first timer flush commits a slice, not everything. */
+	for (int i = 0; i < 1000 && st_pending(st) == before; i++)
+		ev_run(loop, EVRUN_ONCE);
+	size_t after = st_pending(st);
+	cr_assert(after > 0 && after < before, "one flush left %zu of %zu", after, before);
+	/* What is still queued reads as written. */
+	st_status_t g;
+	cr_assert_eq(st_status_get(st, "p09999", &g, &e), 0, "%s", e.msg);
+	cr_assert_eq(g.restarts, 9999);
+	st_status_clear(&g);
+	for (int i = 0; i < 10000 && st_pending(st); i++)
+		ev_run(loop, EVRUN_ONCE);
+	cr_assert_eq(st_pending(st), 0);
+	st_detach_loop(st);
+	ev_loop_destroy(loop);
+	cr_assert_eq(st_close(st, &e), 0, "%s", e.msg);
+
+	st = stu_open(g_dir, NULL);
+	for (int i = 0; i < N; i += 997) {
+		char name[16];
+		snprintf(name, sizeof name, "p%05d", i);
+		cr_assert_eq(st_status_get(st, name, &g, &e), 0, "%s: %s", name, e.msg);
+		cr_assert_eq(g.restarts, (uint32_t)i);
+		st_status_clear(&g);
+		st_transition_t *h = NULL;
+		size_t n = 0;
+		cr_assert_eq(st_history(st, name, 0, &h, &n, &e), 0, "%s", e.msg);
+		cr_assert_eq(n, 1, "%s: %zu transitions", name, n);
+		free(h);
+	}
+	cr_assert_eq(st_close(st, &e), 0, "%s", e.msg);
+}
