@@ -138,12 +138,14 @@ typedef void (*pod_cgroup_found_fn)(void *ctx, const char *pod, const char *cont
 /* The same in steps, for a daemon that must keep answering while it
  * sweeps 20,000 pod groups (each costs a dozen cgroupfs calls): each call
  * goes on for about budget_ms (0: to the end) and returns 1 when more is
- * left (call again with the same sw), 0 when the sweep is complete
+ * left (call again with the same sw; the listing of the pod groups is
+ * sliced as well), 0 when the sweep is complete
  * (sw->total is then the number of processes found), or a negative errno
  * as pod_cgroup_sweep.  The pod groups are listed at the first step; one
  * made later waits for the next sweep.  A sweep given up midway is freed
  * with pod_cgroup_sweep_abort.  sw starts zeroed. */
 typedef struct pod_cgroup_sweep {
+	void *dir;              /* the root's DIR while listing, owned */
 	char **pods;            /* names of the pod groups listed, owned */
 	size_t n, cap, at;
 	int total;
