@@ -151,6 +151,7 @@ static cent_t *cache_get(st_t *st, const char *name, size_t len)
 		free(c);
 		return NULL;
 	}
+	c->idx = st->n_cache;
 	st->cache[st->n_cache++] = c;
 	st->order_ok = false;
 	return c;
@@ -164,29 +165,23 @@ static void cent_free(cent_t *c)
 }
 
 /* Removes the entries of names; one compaction for the whole batch. */
+/* O(1) per name: the last entry takes the removed one's place (the array
+ * has no order; lists sort `order` when asked).  It compacted the whole
+ * array for every call, and a delete of 100,000 pods, which forgets them
+ * one by one, spent seconds on it in turns of up to 385 ms. */
 static void cache_del(st_t *st, const char *const *names, size_t n)
 {
-	size_t hits = 0;
 	for (size_t i = 0; i < n; i++) {
 		cent_t *c = cache_find(st, names[i]);
-		if (c && !c->dead) {
-			c->dead = true;
-			hits++;
-		}
-	}
-	if (!hits)
-		return;
-	size_t o = 0;
-	for (size_t i = 0; i < st->n_cache; i++) {
-		if (st->cache[i]->dead) {
-			tank_map_del(&st->cache_by_name, st->cache[i]->s.name);
-			cent_free(st->cache[i]);
+		if (!c)
 			continue;
-		}
-		st->cache[o++] = st->cache[i];
+		tank_map_del(&st->cache_by_name, c->s.name);
+		cent_t *last = st->cache[--st->n_cache];
+		st->cache[c->idx] = last;
+		last->idx = c->idx;
+		cent_free(c);
+		st->order_ok = false;
 	}
-	st->n_cache = o;
-	st->order_ok = false;
 }
 
 static int cmp_cent(const void *a, const void *b)

@@ -44,7 +44,7 @@ typedef struct cent {
 	st_status_t s;             /* s.containers owned */
 	size_t namelen;
 	char *corrupt;             /* owned message, or NULL */
-	bool dead;                 /* being removed (cache_del) */
+	size_t idx;                /* its place in st->cache (swap-removal) */
 } cent_t;
 
 typedef struct sub {
