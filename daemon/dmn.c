@@ -182,13 +182,12 @@ int dmn_exit_status(int err)
  * place in the tree, so that it is attached to the loop while the tree
  * runs and flushed when the tree stops (it stops last: it started first). */
 
-/* A flush that fails fails again every period until there is room: said
- * at once, then after 1, 2, 4 … up to 300 seconds with the count since,
- * and once when it works again (it once logged 10 lines a second for as
- * long as the disk stayed full). */
-/* On the events stream, once when commits start failing and once when
- * they work again. */
-static void store_event(dmn_t *d, bool failing, const char *reason)
+/* Packs one event with pack(pk, arg) and hands it to the api's
+ * subscribers.  No api (stopping, or between two of its lives): nobody
+ * listens.  An event that cannot be packed or queued is dropped:
+ * subscribers miss one line, what it told is in the history or the log. */
+static void publish(dmn_t *d, int (*pack)(msgpack_packer *pk, const void *arg),
+		    const void *arg)
 {
 	rt_pid_t api = rt_whereis(d->rt, "api");
 	msgpack_sbuffer sb;
@@ -198,12 +197,32 @@ static void store_event(dmn_t *d, bool failing, const char *reason)
 		return;
 	msgpack_sbuffer_init(&sb);
 	msgpack_packer_init(&pk, &sb, msgpack_sbuffer_write);
-	if (dmn_event_pack_store(&pk, failing, reason, d->flush_fails,
-				 (int64_t)rc_wall_ms()) == 0)
+	if (pack(&pk, arg) == 0)
 		(void)api_server_publish(d->rt, api, sb.data, sb.size);
 	msgpack_sbuffer_destroy(&sb);
 }
 
+typedef struct store_ev { bool failing; const char *reason; uint64_t failures; } store_ev_t;
+
+static int pack_store_ev(msgpack_packer *pk, const void *arg)
+{
+	const store_ev_t *e = arg;
+	return dmn_event_pack_store(pk, e->failing, e->reason, e->failures,
+				    (int64_t)rc_wall_ms());
+}
+
+/* On the events stream, once when commits start failing and once when
+ * they work again. */
+static void store_event(dmn_t *d, bool failing, const char *reason)
+{
+	store_ev_t e = { failing, reason, d->flush_fails };
+	publish(d, pack_store_ev, &e);
+}
+
+/* A flush that fails fails again every period until there is room: said
+ * at once, then after 1, 2, 4 … up to 300 seconds with the count since,
+ * and once when it works again (it once logged 10 lines a second for as
+ * long as the disk stayed full). */
 static void flush_error(void *ctx, const tank_error_t *err)
 {
 	dmn_t *d = ctx;
@@ -274,23 +293,14 @@ static int start_store(rt_t *rt, void *arg, void *extra, rt_pid_t *out)
 
 /* --- the reconciler ------------------------------------------------------- */
 
+static int pack_pod_ev(msgpack_packer *pk, const void *arg)
+{
+	return dmn_event_pack(pk, arg);
+}
+
 static void on_event(void *ctx, const pod_event_t *ev)
 {
-	dmn_t *d = ctx;
-	rt_pid_t api = rt_whereis(d->rt, "api");
-	msgpack_sbuffer sb;
-	msgpack_packer pk;
-
-	/* No api (stopping, or between two of its lives): nobody listens. */
-	if (!api)
-		return;
-	msgpack_sbuffer_init(&sb);
-	msgpack_packer_init(&pk, &sb, msgpack_sbuffer_write);
-	/* An event that cannot be packed or queued is dropped: subscribers
-	 * miss one line, the transition itself is already in the history. */
-	if (dmn_event_pack(&pk, ev) == 0)
-		(void)api_server_publish(d->rt, api, sb.data, sb.size);
-	msgpack_sbuffer_destroy(&sb);
+	publish(ctx, pack_pod_ev, ev);
 }
 
 static int start_reconciler(rt_t *rt, void *arg, void *extra, rt_pid_t *out)

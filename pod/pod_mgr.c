@@ -638,17 +638,17 @@ static void pod__cg_found(void *ctx, const char *pod, const char *container, int
 	}
 }
 
-/* Kills what runs in tank's cgroups without an owner: leftovers of a pod
- * deleted while its processes would not die, or processes planted there.
- * At each resync (owned = a tracked pod has a container of that name),
- * and at the daemon's stop once every container is gone (nothing owned). */
-static void pod__sweep(pod_mgr_t *m, rc_loop_t *loop, bool all)
+/* The final sweep, at the daemon's stop once every container is gone:
+ * whatever still runs in tank's cgroups is killed (nothing is owned any
+ * more).  The sweep of each resync is pod__list's second half, in slices
+ * (pod_cgroup_sweep_step). */
+static void pod__sweep_all(pod_mgr_t *m, rc_loop_t *loop)
 {
-	pod_sweep_t sw = { m, loop, all };
+	pod_sweep_t sw = { m, loop, true };
 
 	if (!m->has_cg)
 		return;
-	if (pod_cgroup_sweep(&m->cg_env, pod__cg_owned, pod__cg_found, &sw) <= 0 || !all)
+	if (pod_cgroup_sweep(&m->cg_env, pod__cg_owned, pod__cg_found, &sw) <= 0)
 		return;
 	/* At the daemon's stop: SIGKILL is not instant, and a group can only
 	 * be removed once its processes are gone.  Sweep again (nothing is
@@ -934,7 +934,7 @@ static void pod__drained_check(pod_mgr_t *m, rc_loop_t *loop)
 				return;
 		/* Every tracked container is gone; whatever still runs in
 		 * tank's cgroups is untracked, and tankd's stop stops it. */
-		pod__sweep(m, loop, true);
+		pod__sweep_all(m, loop);
 		m->drained_told = true;
 		if (m->o.on_drained)
 			m->o.on_drained(m->o.drained_ctx);

@@ -677,16 +677,12 @@ static bool history_over_mark(st_t *st)
 {
 	MDB_envinfo info;
 	MDB_stat ms;
-	st_usage_t u;
 	size_t reserve = st__reserve(st->map_size);
 
-	/* The file's high-water mark bounds what is in use: below the mark,
-	 * no need to count the free pages. */
 	/* The file's high-water mark, not the live data: LMDB takes new
 	 * pages at the end of the file while older freed ones wait (seen:
 	 * 180 KiB free and the end reached), and the end is what makes a
 	 * commit fail. */
-	(void)u;
 	if (mdb_env_info(st->env, &info) || mdb_env_stat(st->env, &ms) ||
 	    (info.me_last_pgno + 1) * ms.ms_psize + reserve / 2 <= st->map_size)
 		return false;
