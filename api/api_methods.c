@@ -20,6 +20,7 @@
 #include <string.h>
 
 #include "common/kit_errors.h"
+#include "pod/pod_deps.h"
 #include "pod/pod_log.h"
 #include "pod/pod_spec.h"
 #include "reconciler/rc_loop.h"
@@ -285,6 +286,14 @@ static void apply_job_finish(rt_t *rt, apply_job_t *j)
 	tank_error_t e;
 	int err;
 
+	/* depends_on needs the whole batch and the store: checked here, in
+	 * the same turn as the commit, so no other apply comes between. */
+	tank_error_clear(&e);
+	if (!j->errs.count && !j->err &&
+	    (err = pod_deps_check(j->specs, n, j->d->store, &j->errs, &e)) < 0) {
+		api_reply_err(rt, j->token, err, e.msg[0] ? e.msg : NULL);
+		return;
+	}
 	if (j->errs.count) {
 		char msg[TANK_ERROR_MSG];
 		snprintf(msg, sizeof msg, "%zu error%s: %s", j->errs.count,
@@ -675,8 +684,9 @@ static int pack_opt_ms(msgpack_packer *pk, int64_t v)
 
 int api_pack_status(msgpack_packer *pk, const st_status_t *s)
 {
-	int rc = msgpack_pack_map(pk, 11);
+	int rc = msgpack_pack_map(pk, 12);
 	rc |= pk_key(pk, "name");            rc |= api_pack_cstr(pk, s->name);
+	rc |= pk_key(pk, "ready");           rc |= s->ready ? msgpack_pack_true(pk) : msgpack_pack_false(pk);
 	rc |= pk_key(pk, "uid");             rc |= api_pack_cstr(pk, s->uid);
 	rc |= pk_key(pk, "phase");           rc |= api_pack_cstr(pk, s->phase);
 	rc |= pk_key(pk, "reason");          rc |= api_pack_cstr(pk, s->reason);
@@ -690,8 +700,11 @@ int api_pack_status(msgpack_packer *pk, const st_status_t *s)
 	rc |= msgpack_pack_array(pk, s->n_containers);
 	for (size_t i = 0; i < s->n_containers; i++) {
 		const st_container_status_t *c = &s->containers[i];
-		rc |= msgpack_pack_map(pk, 9);
+		rc |= msgpack_pack_map(pk, 11);
 		rc |= pk_key(pk, "name");       rc |= api_pack_cstr(pk, c->name);
+		rc |= pk_key(pk, "ready");      rc |= c->ready ? msgpack_pack_true(pk) : msgpack_pack_false(pk);
+		rc |= pk_key(pk, "probe");
+		rc |= c->probe[0] ? api_pack_cstr(pk, c->probe) : msgpack_pack_nil(pk);
 		rc |= pk_key(pk, "phase");      rc |= api_pack_cstr(pk, c->phase);
 		rc |= pk_key(pk, "reason");     rc |= api_pack_cstr(pk, c->reason);
 		rc |= pk_key(pk, "pid");

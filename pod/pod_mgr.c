@@ -23,6 +23,7 @@
 
 #include "common/tank_backoff.h"
 #include "common/tank_map.h"
+#include "common/tank_set.h"
 #include "pod/pod_launch.h"
 #include "pod/pod_log.h"
 #include "pod/pod_phase.h"
@@ -51,6 +52,7 @@ typedef struct pod_ctr {
 	pod_cgroup_t cg;
 	pod_log_t *log;
 	uint64_t log_dropped;         /* lines its log lost, as last reported */
+	bool ready;                   /* running, and ready (no readiness probe: running) */
 	/* processes left by a previous tankd */
 	bool orphans_checked;         /* its cgroup was looked at */
 	bool cg_orphans;              /* its cgroup held processes */
@@ -85,7 +87,22 @@ struct pod_trk {
 				       * (a ~450 B record per pod otherwise) */
 	uint64_t persisted_sig;       /* pod__status_sig of the last status queued */
 	uint64_t seen_pass;           /* the last pass of pod__list that saw it stored */
+	bool gated;                   /* a start waits for depends_on (phase waiting) */
+	bool was_busy;                /* pod__busy at the last update */
+	uint8_t cond;                 /* POD__COND_* that held at the last update */
 };
+
+/* What a dependent may wait for (enum pod_dep_condition, as bits). */
+#define POD__COND_STARTED   (1u << POD_DEP_STARTED)
+#define POD__COND_READY     (1u << POD_DEP_READY)
+#define POD__COND_COMPLETED (1u << POD_DEP_COMPLETED)
+
+/* One dependent of a pod, in pod_mgr_t.rdeps (a tank_set keyed by the
+ * hash of its name). */
+typedef struct pod_rdep {
+	uint64_t key;
+	char name[POD_NAME_MAX + 1];
+} pod_rdep_t;
 
 struct pod_mgr {
 	pod_mgr_opts_t o;
@@ -107,6 +124,13 @@ struct pod_mgr {
 	size_t mark_it;               /* where the marking goes on (map slot) */
 	bool ctr_listing;             /* the containers' list, in slices */
 	size_t ctr_it;
+	/* depends_on backwards: pod name -> tank_set_t of pod_rdep_t, the
+	 * pods whose desired or running spec names it (a superset: entries
+	 * are checked against the spec when used, and go with the
+	 * dependent's tracking).  Wakes the dependents of a pod whose
+	 * condition changed, and holds a pod's stop while a dependent that
+	 * is stopping too still runs. */
+	tank_map_t rdeps;
 };
 
 /* --- helpers ----------------------------------------------------------------- */
@@ -197,6 +221,164 @@ static void pod__ctr_event(rc_loop_t *loop, pod_ctr_t *c, enum pod_ctr_event ev,
 	(void)rc_fsm_apply(loop, K_CTR, c->key, &pod_ctr_fsm, &c->st, (uint8_t)ev, reason);
 }
 
+/* --- dependencies (depends_on) ------------------------------------------------------ */
+
+static uint64_t pod__rdep_key(const char *name)
+{
+	uint64_t h = tank_hash64(name, strlen(name));
+	return h ? h : 1;       /* 0 is the set's empty slot */
+}
+
+/* Notes that `dependent` depends on every pod spec names.  Out of memory
+ * only loses a wake-up: the resync revisits every pod that waits. */
+static void pod__rdeps_add(pod_mgr_t *m, const char *dependent, const pod_spec_t *spec)
+{
+	pod_rdep_t r = { .key = pod__rdep_key(dependent) };
+
+	pod__copy(r.name, sizeof r.name, dependent);
+	for (size_t i = 0; spec && i < spec->dep_count; i++) {
+		tank_set_t *set = tank_map_get(&m->rdeps, spec->deps[i].pod);
+		if (!set) {
+			if (!(set = calloc(1, sizeof *set)))
+				continue;
+			if (tank_map_put(&m->rdeps, spec->deps[i].pod, set, NULL) < 0) {
+				free(set);
+				continue;
+			}
+		}
+		(void)tank_set_add(set, sizeof r, &r);
+	}
+}
+
+static bool pod__spec_needs(const pod_spec_t *spec, const char *name);
+
+/* Forgets that `dependent` depends on what spec names, except on what
+ * `keep` (its other spec, or NULL) names too. */
+static void pod__rdeps_del(pod_mgr_t *m, const char *dependent, const pod_spec_t *spec,
+			   const pod_spec_t *keep)
+{
+	uint64_t key = pod__rdep_key(dependent);
+
+	for (size_t i = 0; spec && i < spec->dep_count; i++) {
+		tank_set_t *set = tank_map_get(&m->rdeps, spec->deps[i].pod);
+		if (!set || pod__spec_needs(keep, spec->deps[i].pod))
+			continue;
+		(void)tank_set_del(set, sizeof(pod_rdep_t), key, NULL);
+		if (!set->n) {
+			tank_map_del(&m->rdeps, spec->deps[i].pod);
+			tank_set_free(set);
+			free(set);
+		}
+	}
+}
+
+static bool pod__spec_needs(const pod_spec_t *spec, const char *name)
+{
+	for (size_t i = 0; spec && i < spec->dep_count; i++)
+		if (strcmp(spec->deps[i].pod, name) == 0)
+			return true;
+	return false;
+}
+
+/* Calls fn on each tracked pod whose desired or running spec depends on
+ * `name`. */
+static void pod__dependents(pod_mgr_t *m, const char *name,
+			    void (*fn)(pod_mgr_t *m, pod_trk_t *d, void *ctx), void *ctx)
+{
+	tank_set_t *set = tank_map_get(&m->rdeps, name);
+
+	for (uint32_t i = 0; set && i < tank_set_slots(set); i++) {
+		pod_rdep_t *r = tank_set_at(set, sizeof *r, i);
+		pod_trk_t *d = r ? tank_map_get(&m->pods, r->name) : NULL;
+		if (d && (pod__spec_needs(d->want, name) || pod__spec_needs(d->spec, name)))
+			fn(m, d, ctx);
+	}
+}
+
+/* Whether pod `name` meets cond; if not, why (for the dependent's reason). */
+static bool pod__dep_met(const pod_mgr_t *m, const char *name,
+			 enum pod_dep_condition cond, char *why, size_t cap)
+{
+	const pod_trk_t *d = tank_map_get(&m->pods, name);
+
+	if (!d || !d->desired) {
+		pod__fmt(why, cap, "it does not exist");
+		return false;
+	}
+	if (d->cond & (1u << cond))
+		return true;
+	if (d->st.reason[0])
+		pod__fmt(why, cap, "it is %s: %s", rc_fsm_phase_name(&pod_fsm, d->st.phase),
+			 d->st.reason);
+	else
+		pod__fmt(why, cap, "it is %s", rc_fsm_phase_name(&pod_fsm, d->st.phase));
+	return false;
+}
+
+/* True when every dependency of p meets its condition; else the reason
+ * names the first that does not ("waiting for db (ready): it is starting"). */
+static bool pod__deps_met(const pod_mgr_t *m, const pod_trk_t *p, char *reason, size_t cap)
+{
+	const pod_spec_t *s = p->spec;
+	char why[RC_REASON_MAX];
+
+	for (size_t i = 0; s && i < s->dep_count; i++)
+		if (!pod__dep_met(m, s->deps[i].pod, s->deps[i].condition, why, sizeof why)) {
+			pod__fmt(reason, cap, "waiting for %s (%s): %s", s->deps[i].pod,
+				 pod_dep_condition_name(s->deps[i].condition), why);
+			return false;
+		}
+	return true;
+}
+
+static void pod__wake(pod_mgr_t *m, pod_trk_t *d, void *ctx)
+{
+	(void)m;
+	rc_enqueue(ctx, K_POD, d->name);
+}
+
+static void pod__held_by(pod_mgr_t *m, pod_trk_t *d, void *ctx)
+{
+	bool *held = ctx;
+	if (pod__busy(d) && (!d->desired || m->shutting_down))
+		*held = true;
+}
+
+/* A pod going away (deleted, or tankd stopping) stops after the pods that
+ * depend on it and go away too: it holds its stop while one of them still
+ * runs.  A pod deleted alone stops at once (its dependents stay, and
+ * their next start waits for it). */
+static bool pod__stop_held(pod_mgr_t *m, const pod_trk_t *p)
+{
+	bool held = false;
+
+	if (p->desired && !m->shutting_down)
+		return false;
+	pod__dependents(m, p->name, pod__held_by, &held);
+	return held;
+}
+
+/* After p's phase may have changed: its dependents are told when what
+ * they may wait for changed, and the pods it depends on when it stopped
+ * running (one of them may hold its own stop for it). */
+static void pod__deps_notify(pod_mgr_t *m, rc_loop_t *loop, pod_trk_t *p, uint8_t cond)
+{
+	bool busy = pod__busy(p);
+
+	if (cond != p->cond) {
+		p->cond = cond;
+		pod__dependents(m, p->name, pod__wake, loop);
+	}
+	if (p->was_busy && !busy) {
+		const pod_spec_t *specs[2] = { p->spec, p->want };
+		for (size_t k = 0; k < 2; k++)
+			for (size_t i = 0; specs[k] && i < specs[k]->dep_count; i++)
+				if (tank_map_get(&m->pods, specs[k]->deps[i].pod))
+					rc_enqueue(loop, K_POD, specs[k]->deps[i].pod);
+	}
+	p->was_busy = busy;
+}
+
 /* A signature of everything the stored status shows.  A resync revisits
  * every pod; comparing this cheap hash of the live fields (not of the
  * 2 KiB record it would build) skips the store when nothing changed. */
@@ -231,7 +413,9 @@ static uint64_t pod__status_sig(const pod_trk_t *p)
 		h = pod__sig_mix(h, (uint64_t)c->started_at);
 		h = pod__sig_mix(h, (uint64_t)c->next_restart_at);
 		h = pod__sig_mix(h, c->log_dropped);
+		h = pod__sig_mix(h, c->ready);
 	}
+	h = pod__sig_mix(h, p->cond);
 	return h;
 }
 
@@ -270,6 +454,7 @@ static void pod__persist(pod_mgr_t *m, pod_trk_t *p)
 		cs[i].last_exit = c->last_exit;
 		cs[i].started_at = c->started_at;
 		cs[i].log_dropped = c->log_dropped;
+		cs[i].ready = c->ready;
 		s.restarts += c->restarts;
 		if (c->retries > s.retries)
 			s.retries = c->retries;
@@ -281,6 +466,7 @@ static void pod__persist(pod_mgr_t *m, pod_trk_t *p)
 			s.last_exit = c->last_exit;
 		}
 	}
+	s.ready = (p->cond & POD__COND_READY) != 0;
 	s.containers = cs;
 	s.n_containers = p->nctrs;
 	/* Queued and group-committed. */
@@ -335,6 +521,12 @@ static void pod__update(pod_mgr_t *m, rc_loop_t *loop, pod_trk_t *p)
 			pod__copy(reason, sizeof reason, "completed");
 		else if (strcmp(reason, "oom_killed") != 0)
 			pod__copy(reason, sizeof reason, "failed");
+	} else if (p->gated && !nrun) {
+		/* A start waits for depends_on: the containers say for what. */
+		ev = POD_PE_DEPS;
+		for (size_t i = 0; i < p->nctrs && !reason[0]; i++)
+			if (p->ctrs[i].st.phase == POD_CP_PENDING)
+				pod__copy(reason, sizeof reason, p->ctrs[i].st.reason);
 	} else if (nback) {
 		ev = POD_PE_BACKOFF;
 	} else if (p->nctrs && nrun + nterm == p->nctrs) {
@@ -344,6 +536,29 @@ static void pod__update(pod_mgr_t *m, rc_loop_t *loop, pod_trk_t *p)
 		ev = POD_PE_SOME_RUNNING;
 	}
 	(void)rc_fsm_apply(loop, K_POD, p->name, &pod_fsm, &p->st, (uint8_t)ev, reason);
+
+	/* Ready (DESIGN.md §8): every container ready or completed, and
+	 * the pod running.  A container without a readiness probe is ready
+	 * while it runs. */
+	bool ready = p->st.phase == POD_PP_RUNNING && !p->fail;
+	for (size_t i = 0; i < p->nctrs; i++) {
+		pod_ctr_t *c = &p->ctrs[i];
+		if (c->st.phase != POD_CP_RUNNING)
+			c->ready = false;
+		else
+			c->ready = true;
+		if (!c->ready && !(c->st.phase == POD_CP_TERMINAL &&
+				   strcmp(c->st.reason, "completed") == 0))
+			ready = false;
+	}
+	bool completed = p->st.phase == POD_PP_TERMINAL && !p->fail && !nfail;
+	uint8_t cond = (uint8_t)((ready ? POD__COND_READY : 0) |
+				 (ready || p->st.phase == POD_PP_RUNNING || completed
+				  ? POD__COND_STARTED : 0) |
+				 (completed ? POD__COND_COMPLETED : 0));
+	if (!pod__current(p) || !p->desired)
+		cond = 0;
+	pod__deps_notify(m, loop, p, cond);
 	pod__persist(m, p);
 }
 
@@ -438,24 +653,6 @@ static int pod__ctrs_build(pod_trk_t *p)
 	return 0;
 }
 
-static int pod__decode_spec(const st_pod_t *sp, pod_spec_t **out, tank_error_t *err)
-{
-	msgpack_unpacked u;
-	size_t off = 0;
-	int rc;
-
-	msgpack_unpacked_init(&u);
-	if (msgpack_unpack_next(&u, sp->spec, sp->spec_len, &off) != MSGPACK_UNPACK_SUCCESS) {
-		msgpack_unpacked_destroy(&u);
-		return tank_error_set(err, TANK_ECORRUPT, "corrupt msgpack");
-	}
-	rc = pod_spec_from_msgpack(&u.data, out, NULL);
-	if (rc < 0)
-		tank_error_set(err, rc, "%s", tank_strerror(rc));
-	msgpack_unpacked_destroy(&u);
-	return rc;
-}
-
 /* --- pod manager ------------------------------------------------------------------ */
 
 static pod_trk_t *pod__track(pod_mgr_t *m, const char *name)
@@ -503,7 +700,7 @@ static int pod__seen(void *ctx, const st_pod_t *sp)
 		pod_spec_t *ns = NULL;
 		tank_error_t err;
 		tank_error_clear(&err);
-		if (pod__decode_spec(sp, &ns, &err) < 0) {
+		if (pod_spec_decode(sp->spec, sp->spec_len, &ns, &err) < 0) {
 			/* Validated at apply, so only a damaged store: this pod
 			 * is failed with the reason, the others run. */
 			char why[RC_REASON_MAX];
@@ -514,9 +711,12 @@ static int pod__seen(void *ctx, const st_pod_t *sp)
 			p->desired = true;
 			return 0;
 		}
-		if (p->want != p->spec)
+		if (p->want != p->spec) {
+			pod__rdeps_del(m, p->name, p->want, p->spec ? p->spec : ns);
 			pod_spec_free(p->want);
+		}
 		p->want = ns;
+		pod__rdeps_add(m, p->name, ns);
 		p->want_gen = sp->generation;
 		pod__copy(p->want_uid, sizeof p->want_uid, sp->uid);
 		if (p->fail && strncmp(p->fail, "stored spec", 11) == 0)
@@ -783,6 +983,10 @@ static int pod__observe(void *ctx, rc_loop_t *loop, const char *key, rc_view_t *
 static void pod__forget(pod_mgr_t *m, rc_loop_t *loop, pod_trk_t *p)
 {
 	(void)rc_fsm_apply(loop, K_POD, p->name, &pod_fsm, &p->st, POD_PE_DELETE, "deleted");
+	pod__rdeps_del(m, p->name, p->want, NULL);
+	if (p->spec != p->want)
+		pod__rdeps_del(m, p->name, p->spec, NULL);
+	pod__dependents(m, p->name, pod__wake, loop);
 	tank_map_del(&m->pods, p->name);
 	(void)st_status_forget(m->o.store, p->name);
 	for (size_t i = 0; i < p->nctrs; i++)
@@ -823,8 +1027,11 @@ static rc_result_t pod__reconcile(void *ctx, rc_loop_t *loop, const rc_view_t *v
 		for (size_t i = 0; i < p->nctrs; i++)
 			rc_cancel_requeue(loop, K_CTR, p->ctrs[i].key);
 		pod__ctrs_free(p);
-		if (p->spec != p->want)
+		p->gated = false;
+		if (p->spec != p->want) {
+			pod__rdeps_del(m, p->name, p->spec, p->want);
 			pod_spec_free(p->spec);
+		}
 		p->spec = NULL;
 		if (p->fail && strncmp(p->fail, "stored spec", 11) != 0)
 			pod__set_fail(p, NULL);  /* a new spec starts afresh */
@@ -845,6 +1052,7 @@ static rc_result_t pod__reconcile(void *ctx, rc_loop_t *loop, const rc_view_t *v
 			return rc_act();
 		}
 		p->restart_req = p->restart_noted = false;
+		p->gated = false;
 		if (p->want)
 			pod__set_fail(p, NULL);
 		for (size_t i = 0; i < p->nctrs; i++) {
@@ -1241,7 +1449,12 @@ static rc_result_t pod__ctr_reconcile(void *ctx, rc_loop_t *loop, const rc_view_
 		return rc_requeue_after(wait);
 	}
 	if (!pod__ctr_want(m, c)) {
+		c->pod->gated = false;
 		if (c->runner && !c->stop_sent) {
+			/* Its dependents go first; the last of them to stop
+			 * queues this pod again (pod__deps_notify). */
+			if (pod__stop_held(m, c->pod))
+				return rc_converged();
 			rt_send(rc_rt(loop), c->runner, POD_RUNNER_STOP, NULL, 0);
 			c->stop_sent = true;
 			pod__ctr_event(loop, c, POD_CE_STOP, c->pod->desired ? "stop" : "deleted");
@@ -1268,6 +1481,19 @@ static rc_result_t pod__ctr_reconcile(void *ctx, rc_loop_t *loop, const rc_view_
 		return rc_requeue_after((uint64_t)(c->next_restart_at - now));
 	}
 	c->next_restart_at = 0;
+	if (c->pod->spec->dep_count) {
+		/* Every start, restarts too, waits for depends_on.  What it
+		 * waits for queues this pod when it changes (pod__deps_notify);
+		 * the resync revisits it anyway (a waiting pod is not settled). */
+		char why[RC_REASON_MAX];
+		if (!pod__deps_met(m, c->pod, why, sizeof why)) {
+			c->pod->gated = true;
+			pod__ctr_event(loop, c, POD_CE_WAIT, why);
+			pod__update(m, loop, c->pod);
+			return rc_converged();
+		}
+		c->pod->gated = false;
+	}
 	if (c->once_lost) {
 		/* A run-once container a previous tankd started and never saw
 		 * end (killed -9, or its process gone or stopped above while
@@ -1541,6 +1767,7 @@ int pod_mgr_new(const pod_mgr_opts_t *o, pod_mgr_t **out)
 		m->has_cg = true;
 	}
 	tank_map_init(&m->pods);
+	tank_map_init(&m->rdeps);
 	*out = m;
 	return 0;
 }
@@ -1555,6 +1782,12 @@ void pod_mgr_free(pod_mgr_t *m)
 	while (tank_map_next(&m->pods, &it, NULL, &v))
 		pod__trk_free(v);
 	tank_map_destroy(&m->pods);
+	it = 0;
+	while (tank_map_next(&m->rdeps, &it, NULL, &v)) {
+		tank_set_free(v);
+		free(v);
+	}
+	tank_map_destroy(&m->rdeps);
 	pod_cgroup_sweep_abort(&m->sweep);
 	free(m->log_dir);
 	free(m);

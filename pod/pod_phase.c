@@ -66,7 +66,7 @@ static const char *const pod__phases[POD_PP_COUNT] = {
 	[POD_PP_PENDING] = "pending", [POD_PP_STARTING] = "starting",
 	[POD_PP_RUNNING] = "running", [POD_PP_BACKING_OFF] = "backing_off",
 	[POD_PP_STOPPING] = "stopping", [POD_PP_TERMINAL] = "terminal",
-	[POD_PP_DELETED] = "deleted",
+	[POD_PP_DELETED] = "deleted", [POD_PP_WAITING] = "waiting",
 };
 
 static const char *const pod__events[POD_PE_COUNT] = {
@@ -74,21 +74,24 @@ static const char *const pod__events[POD_PE_COUNT] = {
 	[POD_PE_ALL_RUNNING] = "all_running", [POD_PE_BACKOFF] = "backoff",
 	[POD_PE_STOP] = "stop", [POD_PE_ALL_DONE] = "all_done",
 	[POD_PE_DELETE] = "delete", [POD_PE_NOTE] = "note",
+	[POD_PE_DEPS] = "deps",
 };
 
 /* Every live phase may go to every derived condition, except that
- * terminal only leaves through pending (a reset or a new spec), stopping
- * (a restart or a delete) or deleted. */
+ * terminal only leaves through pending (a reset or a new spec), waiting
+ * (the same, with dependencies not met), stopping (a restart or a delete)
+ * or deleted. */
 #define P(f, e, t) { POD_PP_##f, POD_PE_##e, POD_PP_##t }
 #define LIVE(f) \
 	P(f, WAIT, PENDING), P(f, SOME_RUNNING, STARTING), \
 	P(f, ALL_RUNNING, RUNNING), P(f, BACKOFF, BACKING_OFF), \
 	P(f, STOP, STOPPING), P(f, ALL_DONE, TERMINAL), \
-	P(f, DELETE, DELETED), P(f, NOTE, f)
+	P(f, DELETE, DELETED), P(f, NOTE, f), P(f, DEPS, WAITING)
 static const rc_fsm_edge_t pod__edges[] = {
 	LIVE(PENDING), LIVE(STARTING), LIVE(RUNNING), LIVE(BACKING_OFF),
-	LIVE(STOPPING),
+	LIVE(STOPPING), LIVE(WAITING),
 	P(TERMINAL, WAIT, PENDING), P(TERMINAL, STOP, STOPPING),
+	P(TERMINAL, DEPS, WAITING),     /* restarted, and its dependencies are not there */
 	P(TERMINAL, ALL_DONE, TERMINAL), P(TERMINAL, DELETE, DELETED),
 	P(TERMINAL, NOTE, TERMINAL),
 };

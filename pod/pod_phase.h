@@ -50,6 +50,7 @@ enum pod_phase {
 	POD_PP_STOPPING,
 	POD_PP_TERMINAL,        /* every container terminal: completed or failed */
 	POD_PP_DELETED,         /* final: the record goes with it */
+	POD_PP_WAITING,         /* nothing runs: a dependency is not there yet */
 	POD_PP_COUNT
 };
 
@@ -64,6 +65,7 @@ enum pod_pevent {
 	POD_PE_ALL_DONE,
 	POD_PE_DELETE,
 	POD_PE_NOTE,
+	POD_PE_DEPS,            /* nothing runs, and a start waits for depends_on */
 	POD_PE_COUNT
 };
 

@@ -42,6 +42,19 @@ const char *pod_restart_name(enum pod_restart r)
 	return NULL;
 }
 
+static const char *const dep_condition_names[] = {
+	[POD_DEP_STARTED] = "started",
+	[POD_DEP_READY] = "ready",
+	[POD_DEP_COMPLETED] = "completed",
+};
+
+const char *pod_dep_condition_name(enum pod_dep_condition c)
+{
+	if ((unsigned)c < sizeof dep_condition_names / sizeof *dep_condition_names)
+		return dep_condition_names[c];
+	return NULL;
+}
+
 /* In the order the canonical encoding lists them. */
 static const char *const ns_names[] = { "pid", "mount", "uts", "ipc", "net" };
 #define NS_COUNT (sizeof ns_names / sizeof *ns_names)
@@ -97,6 +110,9 @@ void pod_spec_free(pod_spec_t *s)
 	for (i = 0; i < s->container_count; i++)
 		container_free(&s->containers[i]);
 	free(s->containers);
+	for (i = 0; i < s->dep_count; i++)
+		free(s->deps[i].pod);
+	free(s->deps);
 	free(s);
 }
 
@@ -786,6 +802,77 @@ static void v_reconcile_wait(kit_t *v, const msgpack_object *m, pod_spec_t *s)
 	});
 }
 
+static void v_dep_pod(kit_t *v, const msgpack_object *o, pod_spec_t *s, uint32_t i)
+{
+	pod_dep_t *d = &s->deps[i];
+	char b[96];
+
+	if (!kit_get_str(v, o, &d->pod, false))
+		return;
+	if (!pod_name_valid(d->pod, strlen(d->pod))) {
+		kit_err(v, "invalid name %s: must match [a-z0-9][a-z0-9-_.]{0,62}",
+			kit_quote(o->via.str.ptr, o->via.str.size, b));
+		return;
+	}
+	if (s->name && strcmp(d->pod, s->name) == 0) {
+		kit_err(v, "a pod cannot depend on itself");
+		return;
+	}
+	for (uint32_t j = 0; j < i; j++)
+		if (s->deps[j].pod && strcmp(s->deps[j].pod, d->pod) == 0) {
+			kit_err(v, "duplicate %s", kit_quote(o->via.str.ptr, o->via.str.size, b));
+			return;
+		}
+}
+
+static void v_dep_condition(kit_t *v, const msgpack_object *o, pod_dep_t *d)
+{
+	char b[96];
+
+	if (!kit_expect(v, o, MSGPACK_OBJECT_STR, "a string"))
+		return;
+	for (unsigned k = 0; k < sizeof dep_condition_names / sizeof *dep_condition_names; k++)
+		if (kit_str_eq(o, dep_condition_names[k])) {
+			d->condition = (enum pod_dep_condition)k;
+			return;
+		}
+	kit_err(v, "invalid value %s: must be one of started, ready, completed",
+		kit_quote(o->via.str.ptr, o->via.str.size, b));
+}
+
+/* depends_on: [{pod: NAME, condition: started|ready|completed}] */
+static void v_depends_on(kit_t *v, const msgpack_object *a, pod_spec_t *s)
+{
+	static const char *const keys[] = { "pod", "condition", NULL };
+
+	if (!kit_expect(v, a, MSGPACK_OBJECT_ARRAY, "a list"))
+		return;
+	if (a->via.array.size == 0 ||
+	    !kit_within(v, a->via.array.size, POD_DEPS_MAX, "items"))
+		return;
+	if (!(s->deps = calloc(a->via.array.size, sizeof *s->deps))) {
+		v->oom = true;
+		return;
+	}
+	s->dep_count = a->via.array.size;
+	for (uint32_t i = 0; i < a->via.array.size; i++) {
+		const msgpack_object *m = &a->via.array.ptr[i];
+		size_t sv = kit_push_index(v, i);
+
+		if (kit_expect(v, m, MSGPACK_OBJECT_MAP, "a map")) {
+			kit_check_keys(v, m, keys);
+			if (!kit_lookup(m, "pod")) {
+				size_t sv2 = kit_push_key(v, "pod");
+				kit_err(v, "required");
+				kit_pop(v, sv2);
+			}
+			FIELD(v, m, "pod", v_dep_pod(v, o, s, i));
+			FIELD(v, m, "condition", v_dep_condition(v, o, &s->deps[i]));
+		}
+		kit_pop(v, sv);
+	}
+}
+
 static void set_defaults(pod_spec_t *s)
 {
 	s->restart = POD_RESTART_ALWAYS;
@@ -807,7 +894,8 @@ int pod_spec_from_msgpack(const msgpack_object *map, pod_spec_t **out,
 	 * (the store, not the manifest, owns generations and identities). */
 	static const char *const keys[] = { "name", "restart", "backoff", "stop",
 					    "isolation", "volumes", "containers",
-					    "reconcile_wait", "generation", "uid", NULL };
+					    "reconcile_wait", "depends_on",
+					    "generation", "uid", NULL };
 	kit_t v = { .pod = "spec" };
 	kit_errors_t local;
 	const msgpack_object *name;
@@ -854,6 +942,7 @@ int pod_spec_from_msgpack(const msgpack_object *map, pod_spec_t **out,
 		kit_err(&v, "containers: required");
 	FIELD(&v, map, "containers", v_containers(&v, o, s));
 	FIELD(&v, map, "reconcile_wait", v_reconcile_wait(&v, o, s));
+	FIELD(&v, map, "depends_on", v_depends_on(&v, o, s));
 
 	if (local.count == 0 && !v.oom) {
 		*out = s;
@@ -998,6 +1087,7 @@ int pod_spec_to_msgpack(const pod_spec_t *s, msgpack_packer *pk)
 	iso = s->isolation.namespaces || s->isolation.hostname || s->isolation.rootfs;
 	n += iso;
 	n += s->volume_count > 0;
+	n += s->dep_count > 0;     /* only when set: older pods' bytes stay */
 	e_map(&e, n);
 	e_str(&e, "name");
 	e_str(&e, s->name);
@@ -1074,6 +1164,17 @@ int pod_spec_to_msgpack(const pod_spec_t *s, msgpack_packer *pk)
 		e_duration(&e, "static", s->reconcile_wait.wait_ms);
 		break;
 	}
+	if (s->dep_count) {
+		e_str(&e, "depends_on");
+		e_arr(&e, s->dep_count);
+		for (i = 0; i < s->dep_count; i++) {
+			e_map(&e, 2);
+			e_str(&e, "pod");
+			e_str(&e, s->deps[i].pod);
+			e_str(&e, "condition");
+			e_str(&e, pod_dep_condition_name(s->deps[i].condition));
+		}
+	}
 	return e.r ? -ENOMEM : 0;
 }
 
@@ -1096,6 +1197,25 @@ int pod_spec_encode(const pod_spec_t *spec, char **buf, size_t *len)
 		return -ENOMEM;
 	}
 	return 0;
+}
+
+int pod_spec_decode(const void *buf, size_t len, pod_spec_t **out, tank_error_t *err)
+{
+	msgpack_unpacked u;
+	size_t off = 0;
+	int rc;
+
+	*out = NULL;
+	msgpack_unpacked_init(&u);
+	if (msgpack_unpack_next(&u, buf, len, &off) != MSGPACK_UNPACK_SUCCESS) {
+		msgpack_unpacked_destroy(&u);
+		return tank_error_set(err, TANK_ECORRUPT, "corrupt msgpack");
+	}
+	rc = pod_spec_from_msgpack(&u.data, out, NULL);
+	if (rc < 0)
+		tank_error_set(err, rc, "%s", tank_strerror(rc));
+	msgpack_unpacked_destroy(&u);
+	return rc;
 }
 
 pod_spec_t *pod_spec_dup(const pod_spec_t *spec)

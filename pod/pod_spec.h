@@ -31,6 +31,7 @@
 #include "common/kit.h"
 
 #include "common/kit_errors.h"
+#include "common/tank_err.h"
 #include "pod/pod_ns.h"
 
 #define POD_NAME_MAX 63    /* [a-z0-9][a-z0-9-_.]{0,62} */
@@ -44,6 +45,7 @@
 #define POD_ENV_MAX 4096            /* env entries per container */
 #define POD_ARGS_MAX 4096           /* command + args per container */
 #define POD_STRING_MAX KIT_STRING_MAX /* bytes of any string value (the kit's) */
+#define POD_DEPS_MAX 64             /* depends_on entries per pod */
 
 enum pod_restart {
 	POD_RESTART_ALWAYS = 0,
@@ -67,6 +69,22 @@ enum pod_wait_kind {
 #define POD_MAX_RETRIES_LIMIT           1000000u   /* backoff.max_retries */
 #define POD_DEFAULT_RECONCILE_WAIT_MS   (3u * 1000)
 /* stop.signal defaults to SIGTERM. */
+
+/* What a dependency must reach before the pod that names it starts
+ * (DESIGN.md §8): its pod has every container started (running, or
+ * completed), is ready (every container ready: its readiness probe passed,
+ * or it runs and has none), or has completed (every container exited 0
+ * for good). */
+enum pod_dep_condition {
+	POD_DEP_STARTED = 0,      /* the default, as Compose's service_started */
+	POD_DEP_READY,
+	POD_DEP_COMPLETED,
+};
+
+typedef struct pod_dep {
+	char *pod;                /* a pod name (pod_name_valid) */
+	enum pod_dep_condition condition;
+} pod_dep_t;
 
 typedef struct pod_kv {
 	char *key;
@@ -142,6 +160,12 @@ typedef struct pod_spec {
 	pod_container_t *containers;   /* at least one */
 	size_t container_count;
 	pod_reconcile_wait_t reconcile_wait;
+	/* Pods this one starts after and stops before, in manifest order,
+	 * names unique and not its own.  Whether they exist and form no
+	 * cycle is the apply's check (it sees the other pods; a spec alone
+	 * cannot). */
+	pod_dep_t *deps;
+	size_t dep_count;
 } pod_spec_t;
 
 /*
@@ -171,6 +195,11 @@ int pod_spec_to_msgpack(const pod_spec_t *spec, msgpack_packer *pk);
  * caller.  0 or -ENOMEM. */
 int pod_spec_encode(const pod_spec_t *spec, char **buf, size_t *len);
 
+/* Decodes canonical bytes (as stored) into *out (owned by the caller).
+ * TANK_ECORRUPT when buf is not one msgpack value, else as
+ * pod_spec_from_msgpack; err says which. */
+int pod_spec_decode(const void *buf, size_t len, pod_spec_t **out, tank_error_t *err);
+
 /* Deep copy; NULL on ENOMEM. */
 pod_spec_t *pod_spec_dup(const pod_spec_t *spec);
 
@@ -183,6 +212,8 @@ bool pod_name_valid(const char *name, size_t len);
 
 /* "always", "on_failure", "never". */
 const char *pod_restart_name(enum pod_restart r);
+/* "started", "ready", "completed". */
+const char *pod_dep_condition_name(enum pod_dep_condition c);
 /* "pid", "mount", "uts", "ipc", "net" for a single bit, else NULL. */
 const char *pod_ns_name(unsigned bit);
 

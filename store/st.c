@@ -317,6 +317,7 @@ static void status_sanitize(st_status_t *s)
 		st_container_status_t *c = &s->containers[i];
 		c->name[ST_NAME_MAX] = c->phase[ST_PHASE_MAX] = '\0';
 		c->reason[ST_REASON_MAX] = '\0';
+		c->probe[ST_PROBE_MAX] = '\0';
 	}
 }
 

@@ -59,6 +59,7 @@ typedef struct st st_t;
 #define ST_NAME_MAX 127            /* pod / container name, bytes */
 #define ST_PHASE_MAX 23            /* "backing_off" and friends */
 #define ST_REASON_MAX 127          /* longer reasons are truncated on put */
+#define ST_PROBE_MAX 63            /* a probe result, truncated likewise */
 #define ST_HISTORY_DEFAULT 1000
 #define ST_MAP_SIZE_DEFAULT (1u << 20)
 #define ST_FLUSH_INTERVAL_DEFAULT 100   /* ms */
@@ -218,6 +219,8 @@ typedef struct st_container_status {
 	st_exit_t last_exit;
 	int64_t started_at;          /* ms, 0 = never */
 	uint64_t log_dropped;        /* log lines lost (full log disk), all time */
+	bool ready;                  /* running and its readiness probe passed (or has none) */
+	char probe[ST_PROBE_MAX + 1]; /* the last probe result ("" = none yet) */
 } st_container_status_t;
 
 /* containers is malloc'ed and owned by the struct (st_status_clear). */
@@ -232,6 +235,7 @@ typedef struct st_status {
 	int64_t since;               /* ms, entered the current phase */
 	int64_t next_restart_at;     /* ms, 0 = none */
 	st_exit_t last_exit;
+	bool ready;                  /* every container ready (DESIGN.md §8) */
 	st_container_status_t *containers;
 	size_t n_containers;
 } st_status_t;

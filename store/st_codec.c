@@ -67,6 +67,11 @@ static int pk_i64(msgpack_packer *pk, const char *k, int64_t v)
 	return pk_key(pk, k) || msgpack_pack_int64(pk, v);
 }
 
+static int pk_true(msgpack_packer *pk, const char *k)
+{
+	return pk_key(pk, k) || msgpack_pack_true(pk);
+}
+
 static int pk_exit(msgpack_packer *pk, const char *k, const st_exit_t *e)
 {
 	if (pk_key(pk, k))
@@ -435,6 +440,18 @@ static inline int rd_str(mp_t *r, char *dst, size_t cap, size_t maxlen)
 	return 0;
 }
 
+static inline int rd_bool(mp_t *r, bool *out)
+{
+	if (mp_take_nil(r)) {
+		*out = false;
+		return 0;
+	}
+	if (!mp_need(r, 1) || (*r->p != 0xc2 && *r->p != 0xc3))
+		return -1;
+	*out = *r->p++ == 0xc3;
+	return 0;
+}
+
 static int rd_exit(mp_t *r, st_exit_t *e)
 {
 	uint32_t n, kl;
@@ -582,10 +599,13 @@ int st__dec_pod_ex(const void *buf, size_t len, const char *key, size_t keylen,
 
 static int enc_container(msgpack_packer *pk, const st_container_status_t *c)
 {
-	/* log_dropped only when non-zero: records stay as they were for
-	 * the containers that never lost a line. */
-	return msgpack_pack_map(pk, 9 + (c->log_dropped != 0)) ||
+	/* log_dropped, ready and probe only when set: records stay as they
+	 * were for the containers that never lost a line or had a probe. */
+	return msgpack_pack_map(pk, 9 + (c->log_dropped != 0) + c->ready +
+				(c->probe[0] != 0)) ||
 	       (c->log_dropped && pk_u64(pk, "log_dropped", c->log_dropped)) ||
+	       (c->ready && pk_true(pk, "ready")) ||
+	       (c->probe[0] && pk_str(pk, "probe", c->probe)) ||
 	       pk_str(pk, "name", c->name) ||
 	       pk_str(pk, "phase", c->phase) ||
 	       pk_str(pk, "reason", c->reason) || pk_i64(pk, "pid", c->pid) ||
@@ -600,8 +620,9 @@ int st__enc_status(msgpack_sbuffer *b, const st_status_t *s)
 {
 	msgpack_packer pk;
 	msgpack_packer_init(&pk, b, msgpack_sbuffer_write);
-	if (msgpack_pack_map(&pk, s->uid[0] ? 11 : 10) ||
+	if (msgpack_pack_map(&pk, (s->uid[0] ? 11 : 10) + s->ready) ||
 	    (s->uid[0] && pk_str(&pk, "uid", s->uid)) || pk_str(&pk, "name", s->name) ||
+	    (s->ready && pk_true(&pk, "ready")) ||
 	    pk_str(&pk, "phase", s->phase) ||
 	    pk_str(&pk, "reason", s->reason) ||
 	    pk_u64(&pk, "retries", s->retries) ||
@@ -662,6 +683,12 @@ static const char *dec_container(mp_t *r, st_container_status_t *c)
 		} else if (key_is(k, kl, "log_dropped")) {
 			if (rd_u64(r, &c->log_dropped))
 				return "containers[].log_dropped";
+		} else if (key_is(k, kl, "ready")) {
+			if (rd_bool(r, &c->ready))
+				return "containers[].ready";
+		} else if (key_is(k, kl, "probe")) {
+			if (rd_str(r, c->probe, sizeof c->probe, 0))
+				return "containers[].probe";
 		} else if (mp_skip(r, 1)) {
 			return "containers[]";
 		}
@@ -713,6 +740,9 @@ int st__dec_status(const void *buf, size_t len, const char *key,
 		} else if (key_is(k, kl, "next_restart_at")) {
 			if (rd_i64(&r, &out->next_restart_at))
 				bad = "next_restart_at";
+		} else if (key_is(k, kl, "ready")) {
+			if (rd_bool(&r, &out->ready))
+				bad = "ready";
 		} else if (key_is(k, kl, "last_exit")) {
 			if (rd_exit(&r, &out->last_exit))
 				bad = "last_exit";

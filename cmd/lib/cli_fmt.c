@@ -166,9 +166,17 @@ int cli_ps_table(const msgpack_object *statuses, uint64_t now_ms, cli_table_t *t
 		snprintf(pid, sizeof pid, "-");
 		if (cs && cs->type == MSGPACK_OBJECT_ARRAY) {
 			total = cs->via.array.size;
-			for (uint32_t k = 0; k < total; k++)
-				running += api_obj_streq(api_map_get(&cs->via.array.ptr[k],
-								     "phase"), "running");
+			/* READY counts containers whose `ready` is true: running
+			 * and past their readiness probe (tankd before probes
+			 * sent no `ready`: running counts then). */
+			for (uint32_t k = 0; k < total; k++) {
+				const msgpack_object *c = &cs->via.array.ptr[k];
+				const msgpack_object *rd = api_map_get(c, "ready");
+				if (rd && rd->type == MSGPACK_OBJECT_BOOLEAN)
+					running += rd->via.boolean;
+				else
+					running += api_obj_streq(api_map_get(c, "phase"), "running");
+			}
 			/* The first container with a live process: a pod whose
 			 * first container ended while others run still shows
 			 * a pid. */

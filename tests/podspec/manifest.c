@@ -327,6 +327,8 @@ Test(podspec, roundtrip_spec_msgpack_spec_is_lossless)
 		"name: w\nreconcile_wait: {exponential: {wait: 2s, multiplier: 1.5}}\n"
 		"stop: {signal: RTMIN+4}\n"
 		"containers: [{name: a, command: [x], user: www, limits: {cpu: 0.001}}]\n",
+		"name: web\ndepends_on: [{pod: db, condition: ready}, {pod: init, condition: completed},"
+		" {pod: cache}]\n" "containers: [{name: a, command: [x]}]\n",
 		NULL };
 
 	for (int i = 0; cases[i]; i++) {

@@ -537,3 +537,36 @@ Test(podspec, backoff_max_retries)
 	reject("name: web\nbackoff: {max_retries: 3s}\n" C0,
 	       "web: backoff.max_retries: must be an integer from 1 to 1000000 (leave it out: unlimited)");
 }
+
+/* depends_on: a list of {pod, condition}; condition defaults to started;
+ * names valid, unique and not the pod's own.  Whether they exist is the
+ * apply's check (tests/e2e/test_deps.c). */
+Test(podspec, depends_on)
+{
+	pod_spec_t *s = NULL;
+	char *err = check("name: web\ndepends_on: [{pod: db, condition: ready}, {pod: init, "
+			  "condition: completed}, {pod: cache}]\n" C0, &s);
+	cr_assert_null(err, "%s", err);
+	cr_assert_eq(s->dep_count, 3);
+	cr_assert_str_eq(s->deps[0].pod, "db");
+	cr_assert_eq(s->deps[0].condition, POD_DEP_READY);
+	cr_assert_eq(s->deps[1].condition, POD_DEP_COMPLETED);
+	cr_assert_eq(s->deps[2].condition, POD_DEP_STARTED, "the default");
+	pod_spec_free(s);
+	valid("name: web\ndepends_on: []\n" C0);
+	reject("name: web\ndepends_on: [{pod: web}]\n" C0,
+	       "web: depends_on[0].pod: a pod cannot depend on itself");
+	reject("name: web\ndepends_on: [{pod: db}, {pod: db, condition: ready}]\n" C0,
+	       "web: depends_on[1].pod: duplicate \"db\"");
+	reject("name: web\ndepends_on: [{pod: db, condition: healthy}]\n" C0,
+	       "web: depends_on[0].condition: invalid value \"healthy\": must be one of "
+	       "started, ready, completed");
+	reject("name: web\ndepends_on: [{condition: ready}]\n" C0,
+	       "web: depends_on[0].pod: required");
+	reject("name: web\ndepends_on: [{pod: Db}]\n" C0,
+	       "web: depends_on[0].pod: invalid name \"Db\": must match [a-z0-9][a-z0-9-_.]{0,62}");
+	reject("name: web\ndepends_on: [{pod: db, after: 3}]\n" C0,
+	       "web: depends_on[0]: unknown key \"after\"");
+	reject("name: web\ndepends_on: db\n" C0,
+	       "web: depends_on: must be a list, not a string");
+}

@@ -1,0 +1,206 @@
+#include "pod/pod_deps.h"
+
+#include <errno.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/tank_err.h"
+#include "common/tank_map.h"
+
+enum { WHITE = 0, GRAY, BLACK };
+
+typedef struct dep_node {
+	const char *name;            /* the spec's, or `own`'s */
+	pod_spec_t *spec;            /* NULL: not stored and not in the batch */
+	bool owned;                  /* spec read from the store here */
+	long batch;                  /* index in the batch, or -1 */
+	int color;
+	size_t next;                 /* the next edge to follow */
+	size_t depth;                /* its place on the walk's stack when GRAY */
+	char own[POD_NAME_MAX + 1];
+} dep_node_t;
+
+typedef struct dep_walk {
+	tank_map_t nodes;            /* name -> dep_node_t */
+	st_t *st;
+	kit_errors_t *errs;
+	tank_error_t *err;
+	dep_node_t **stack;
+	size_t depth, cap;
+} dep_walk_t;
+
+/* The node of `name`: the batch's pods are put in first; any other is
+ * read from the store once (absent: a node without a spec). */
+static int deps__node(dep_walk_t *w, const char *name, dep_node_t **out)
+{
+	dep_node_t *d = tank_map_get(&w->nodes, name);
+	st_pod_t sp;
+	int rc;
+
+	if (d) {
+		*out = d;
+		return 0;
+	}
+	if (!(d = calloc(1, sizeof *d)))
+		return -ENOMEM;
+	snprintf(d->own, sizeof d->own, "%s", name);
+	d->name = d->own;
+	d->batch = -1;
+	memset(&sp, 0, sizeof sp);
+	rc = st_pod_get(w->st, name, &sp, w->err);
+	if (rc == 0) {
+		/* A stored spec that does not decode cannot depend on
+		 * anything the walk could follow; the pod manager reports it. */
+		tank_error_t ignored;
+		if (pod_spec_decode(sp.spec, sp.spec_len, &d->spec, &ignored) == 0)
+			d->owned = true;
+		else
+			d->spec = NULL;
+		st_pod_clear(&sp);
+		if (!d->spec)
+			d->color = BLACK;   /* nothing to follow, but it exists */
+	} else if (rc != TANK_ENOTFOUND) {
+		free(d);
+		return rc;
+	} else {
+		tank_error_clear(w->err);
+	}
+	if ((rc = tank_map_put(&w->nodes, d->name, d, NULL)) < 0) {
+		if (d->owned)
+			pod_spec_free(d->spec);
+		free(d);
+		return rc;
+	}
+	*out = d;
+	return 0;
+}
+
+static int deps__push(dep_walk_t *w, dep_node_t *d)
+{
+	if (w->depth == w->cap) {
+		size_t cap = w->cap ? w->cap * 2 : 32;
+		dep_node_t **s = realloc(w->stack, cap * sizeof *s);
+		if (!s)
+			return -ENOMEM;
+		w->stack = s;
+		w->cap = cap;
+	}
+	d->color = GRAY;
+	d->next = 0;
+	d->depth = w->depth;
+	w->stack[w->depth++] = d;
+	return 0;
+}
+
+/* The cycle is the stack from `to` to its top, closed by `to` again.  It
+ * is reported on a batch pod of the cycle (there is one: the stored graph
+ * has none of its own), the first the walk met. */
+static void deps__cycle(dep_walk_t *w, dep_node_t *to)
+{
+	char path[512];
+	size_t len = 0;
+	const dep_node_t *at = NULL;
+
+	for (size_t i = to->depth; i < w->depth; i++) {
+		const dep_node_t *d = w->stack[i];
+		if (!at && d->batch >= 0)
+			at = d;
+		len += (size_t)snprintf(path + len, len < sizeof path ? sizeof path - len : 0,
+					"%s -> ", d->name);
+		if (len >= sizeof path)
+			len = sizeof path - 1;
+	}
+	snprintf(path + len, sizeof path - len, "%s", to->name);
+	if (!at)
+		at = w->stack[0];
+	kit_errors_add(w->errs, "pods[%ld]: %s: depends_on: cycle: %s", at->batch,
+		       at->name, path);
+}
+
+/* Depth first from root, with an explicit stack (a chain of 100,000 pods
+ * must not need 100,000 C frames). */
+static int deps__walk(dep_walk_t *w, dep_node_t *root)
+{
+	int rc;
+
+	if ((rc = deps__push(w, root)) < 0)
+		return rc;
+	while (w->depth) {
+		dep_node_t *top = w->stack[w->depth - 1];
+		if (!top->spec || top->next == top->spec->dep_count) {
+			top->color = BLACK;
+			w->depth--;
+			continue;
+		}
+		size_t k = top->next++;
+		const char *name = top->spec->deps[k].pod;
+		dep_node_t *d = NULL;
+		if ((rc = deps__node(w, name, &d)) < 0)
+			return rc;
+		if (!d->spec && d->batch < 0 && !d->owned && d->color != BLACK) {
+			/* Unknown.  A stored pod's dependency that was deleted
+			 * since is not this apply's doing. */
+			if (top->batch >= 0)
+				kit_errors_add(w->errs, "pods[%ld]: %s: depends_on[%zu].pod: no pod "
+					       "named \"%s\" in this apply or stored",
+					       top->batch, top->name, k, name);
+			continue;
+		}
+		if (d->color == GRAY) {
+			deps__cycle(w, d);
+			continue;
+		}
+		if (d->color == WHITE && (rc = deps__push(w, d)) < 0)
+			return rc;
+	}
+	return 0;
+}
+
+int pod_deps_check(pod_spec_t *const *specs, size_t n, st_t *st, kit_errors_t *errs,
+		   tank_error_t *err)
+{
+	dep_walk_t w = { .st = st, .errs = errs, .err = err };
+	size_t it = 0;
+	void *v;
+	bool any = false;
+	int rc = 0;
+
+	for (size_t i = 0; i < n && !any; i++)
+		any = specs[i] && specs[i]->dep_count;
+	if (!any)
+		return 0;       /* nothing new depends on anything: no cycle either */
+	tank_map_init(&w.nodes);
+	for (size_t i = 0; i < n && rc == 0; i++) {
+		dep_node_t *d = NULL;
+		if (!specs[i])
+			continue;
+		if (!(d = calloc(1, sizeof *d))) {
+			rc = -ENOMEM;
+			break;
+		}
+		d->name = specs[i]->name;
+		d->spec = specs[i];
+		d->batch = (long)i;
+		rc = tank_map_put(&w.nodes, d->name, d, &v);
+		free(v);        /* a name twice in a batch is refused elsewhere */
+		if (rc < 0)
+			free(d);
+	}
+	for (size_t i = 0; i < n && rc == 0; i++) {
+		dep_node_t *d = NULL;
+		if (specs[i] && (d = tank_map_get(&w.nodes, specs[i]->name)) &&
+		    d->color == WHITE && d->batch == (long)i)
+			rc = deps__walk(&w, d);
+	}
+	while (tank_map_next(&w.nodes, &it, NULL, &v)) {
+		dep_node_t *d = v;
+		if (d->owned)
+			pod_spec_free(d->spec);
+		free(d);
+	}
+	tank_map_destroy(&w.nodes);
+	free(w.stack);
+	return rc;
+}

@@ -1,0 +1,215 @@
+/* e2e helpers (e2e.h). */
+#include "tests/e2e/e2e.h"
+
+#include <criterion/criterion.h>
+#include <dirent.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/resource.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+const char *bindir(void)
+{
+	static char buf[512];
+	const char *b = getenv("TANK_BUILD_DIR");
+	snprintf(buf, sizeof buf, "%s/bin", b ? b : "build");
+	return buf;
+}
+
+void sleep_ms(int ms)
+{
+	struct timespec ts = { ms / 1000, (long)(ms % 1000) * 1000000L };
+	nanosleep(&ts, NULL);
+}
+
+pid_t spawn_tankd(d_t *d, const char *log)
+{
+	char bin[600], logp[128];
+	pid_t pid;
+
+	snprintf(bin, sizeof bin, "%s/tankd", bindir());
+	snprintf(logp, sizeof logp, "%s/%s", d->dir, log);
+	pid = fork();
+	cr_assert_geq(pid, 0);
+	if (pid == 0) {
+		/* A test that fails or times out must not leave its daemon. */
+		prctl(PR_SET_PDEATHSIG, SIGKILL);
+		int fd = open(logp, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+		dup2(fd, 1);
+		dup2(fd, 2);
+		if (d->nofile) {
+			struct rlimit rl = { (rlim_t)d->nofile, (rlim_t)d->nofile };
+			setrlimit(RLIMIT_NOFILE, &rl);
+		}
+		execl(bin, "tankd", "--data-dir", d->dir, "--resync", "300", (char *)NULL);
+		_exit(127);
+	}
+	return pid;
+}
+
+/* Runs tankctl with printf-formatted arguments (split on spaces); returns
+ * the exit status and the output (stdout+stderr) in out. */
+int ctl(d_t *d, char *out, size_t cap, const char *fmt, ...)
+{
+	char args[1024], cmd[2048];
+	va_list ap;
+	FILE *p;
+	size_t n = 0;
+	int st;
+
+	va_start(ap, fmt);
+	vsnprintf(args, sizeof args, fmt, ap);
+	va_end(ap);
+	snprintf(cmd, sizeof cmd, "%s/tankctl --socket %s %s 2>&1", bindir(), d->sock, args);
+	p = popen(cmd, "r");
+	cr_assert_not_null(p);
+	if (out) {
+		n = fread(out, 1, cap - 1, p);
+		out[n] = '\0';
+	} else {
+		char sink[4096];
+		while (fread(sink, 1, sizeof sink, p) > 0)
+			;
+	}
+	st = pclose(p);
+	return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+}
+
+bool up(d_t *d)
+{
+	return ctl(d, NULL, 0, "ping") == 0;
+}
+
+void start(d_t *d)
+{
+	d->pid = spawn_tankd(d, "tankd.log");
+	for (int i = 0; i < 200 && !up(d); i++)
+		sleep_ms(25);
+	cr_assert(up(d), "tankd did not come up");
+}
+
+d_t *setup(void)
+{
+	d_t *d = calloc(1, sizeof *d);
+	snprintf(d->dir, sizeof d->dir, "/tmp/tank-e2e-XXXXXX");
+	cr_assert_not_null(mkdtemp(d->dir));
+	snprintf(d->sock, sizeof d->sock, "%s/tank.sock", d->dir);
+	start(d);
+	return d;
+}
+
+int stop(d_t *d, int sig)
+{
+	int st = 0;
+	if (d->pid > 0) {
+		kill(d->pid, sig);
+		waitpid(d->pid, &st, 0);
+		d->pid = 0;
+	}
+	return st;
+}
+
+void teardown(d_t *d)
+{
+	char cmd[128];
+	stop(d, SIGTERM);
+	snprintf(cmd, sizeof cmd, "rm -rf %s", d->dir);
+	cr_assert_eq(system(cmd), 0);
+	free(d);
+}
+
+void write_file(d_t *d, const char *name, const char *text)
+{
+	char path[128];
+	snprintf(path, sizeof path, "%s/%s", d->dir, name);
+	FILE *f = fopen(path, "w");
+	cr_assert_not_null(f);
+	fputs(text, f);
+	fclose(f);
+}
+
+/* Processes whose command line is exactly argv (NUL-separated). */
+int count_procs(const char *const *argv)
+{
+	char want[256], buf[256], path[300];
+	size_t wl = 0;
+	int n = 0;
+	DIR *dp = opendir("/proc");
+	struct dirent *e;
+
+	for (size_t i = 0; argv[i]; i++) {
+		size_t l = strlen(argv[i]) + 1;
+		memcpy(want + wl, argv[i], l);
+		wl += l;
+	}
+	while ((e = readdir(dp))) {
+		if (e->d_name[0] < '0' || e->d_name[0] > '9')
+			continue;
+		snprintf(path, sizeof path, "/proc/%s/cmdline", e->d_name);
+		int fd = open(path, O_RDONLY | O_CLOEXEC);
+		if (fd < 0)
+			continue;
+		ssize_t r = read(fd, buf, sizeof buf);
+		close(fd);
+		if (r == (ssize_t)wl && memcmp(buf, want, wl) == 0)
+			n++;
+	}
+	closedir(dp);
+	return n;
+}
+
+/* Alive and not a zombie: a zombie is dead even when its new parent (init
+ * here, after its daemon was killed) has not reaped it yet. */
+bool alive(long pid)
+{
+	char path[64], buf[512], *p;
+	snprintf(path, sizeof path, "/proc/%ld/stat", pid);
+	FILE *f = fopen(path, "r");
+	if (!f)
+		return false;
+	size_t n = fread(buf, 1, sizeof buf - 1, f);
+	fclose(f);
+	buf[n] = '\0';
+	p = strrchr(buf, ')');
+	return p && p[1] == ' ' && p[2] != 'Z' && p[2] != 'X';
+}
+
+/* A field of `tankctl status NAME -o json`, crudely: the text after
+ * "key": up to the next comma. */
+long status_num(d_t *d, const char *name, const char *key)
+{
+	char out[8192], pat[64], *p;
+	if (ctl(d, out, sizeof out, "status %s -o json", name) != 0)
+		return -1;
+	snprintf(pat, sizeof pat, "\"%s\": ", key);
+	if (!(p = strstr(out, pat)))
+		return -1;
+	return strtol(p + strlen(pat), NULL, 10);
+}
+
+bool phase_is(d_t *d, const char *name, const char *phase)
+{
+	char out[8192], pat[64];
+	if (ctl(d, out, sizeof out, "status %s -o json", name) != 0)
+		return false;
+	snprintf(pat, sizeof pat, "\"phase\": \"%s\"", phase);
+	return strstr(out, pat) != NULL;
+}
+
+bool wait_phase(d_t *d, const char *name, const char *phase, int secs)
+{
+	for (int i = 0; i < secs * 20; i++) {
+		if (phase_is(d, name, phase))
+			return true;
+		sleep_ms(50);
+	}
+	return false;
+}
+

@@ -1,0 +1,45 @@
+/*
+ * e2e helpers: a real tankd in a temporary data dir (/tmp/tank-e2e-*),
+ * driven by the real tankctl.  Every helper asserts (Criterion) on what
+ * it cannot do, so a test reads as the story it tells.
+ */
+#ifndef TANK_TESTS_E2E_H
+#define TANK_TESTS_E2E_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <sys/types.h>
+
+typedef struct d {
+	char dir[64];
+	char sock[96];
+	pid_t pid;
+	long nofile;              /* RLIMIT_NOFILE (soft and hard) for tankd; 0: inherited */
+} d_t;
+
+/* The directory of tankd and tankctl ($TANK_BUILD_DIR/bin). */
+const char *bindir(void);
+void sleep_ms(int ms);
+pid_t spawn_tankd(d_t *d, const char *log);
+/* Runs tankctl with printf-formatted arguments (split on spaces); returns
+ * the exit status and the output (stdout+stderr) in out (may be NULL). */
+int ctl(d_t *d, char *out, size_t cap, const char *fmt, ...);
+bool up(d_t *d);
+void start(d_t *d);
+/* A fresh data dir and a tankd serving it (resync 300 ms). */
+d_t *setup(void);
+int stop(d_t *d, int sig);
+/* SIGTERM to tankd, then the data dir goes. */
+void teardown(d_t *d);
+void write_file(d_t *d, const char *name, const char *text);
+/* Processes whose command line is exactly argv. */
+int count_procs(const char *const *argv);
+/* Alive and not a zombie. */
+bool alive(long pid);
+/* A number field of `status NAME -o json`, or -1. */
+long status_num(d_t *d, const char *name, const char *key);
+bool phase_is(d_t *d, const char *name, const char *phase);
+/* Polls `status NAME` until its phase is `phase`, for up to secs. */
+bool wait_phase(d_t *d, const char *name, const char *phase, int secs);
+
+#endif
