@@ -23,7 +23,7 @@ BUILD   ?= build
 SANFLAGS =
 endif
 
-PKGS     = msgpack libfyaml lmdb
+PKGS     = msgpack libfyaml lmdb libcurl
 CC      ?= cc
 # CFLAGS/LDFLAGS are the user's (make CFLAGS='-O0 -g' works); the flags the
 # project needs are added on top and cannot be dropped by accident.

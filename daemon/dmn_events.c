@@ -11,8 +11,34 @@ static int pack_str_or_nil(msgpack_packer *pk, const char *s)
 	return s ? api_pack_cstr(pk, s) : msgpack_pack_nil(pk);
 }
 
+/* {type: "probe", pod, container, result, ready, at, generation, uid} */
+static int pack_probe(msgpack_packer *pk, const pod_event_t *ev)
+{
+	int rc = msgpack_pack_map(pk, 8);
+
+	rc |= api_pack_cstr(pk, "type");
+	rc |= api_pack_cstr(pk, "probe");
+	rc |= api_pack_cstr(pk, "pod");
+	rc |= pack_str_or_nil(pk, ev->pod);
+	rc |= api_pack_cstr(pk, "container");
+	rc |= pack_str_or_nil(pk, ev->container);
+	rc |= api_pack_cstr(pk, "result");
+	rc |= api_pack_cstr(pk, ev->probe);
+	rc |= api_pack_cstr(pk, "ready");
+	rc |= ev->ready ? msgpack_pack_true(pk) : msgpack_pack_false(pk);
+	rc |= api_pack_cstr(pk, "at");
+	rc |= msgpack_pack_int64(pk, ev->at);
+	rc |= api_pack_cstr(pk, "generation");
+	rc |= msgpack_pack_uint64(pk, ev->generation);
+	rc |= api_pack_cstr(pk, "uid");
+	rc |= pack_str_or_nil(pk, ev->uid && ev->uid[0] ? ev->uid : NULL);
+	return rc ? -ENOMEM : 0;
+}
+
 int dmn_event_pack(msgpack_packer *pk, const pod_event_t *ev)
 {
+	if (ev->probe)
+		return pack_probe(pk, ev);
 	int rc = msgpack_pack_map(pk, DMN_EVENT_TRANSITION_KEYS);
 
 	rc |= api_pack_cstr(pk, "type");

@@ -53,6 +53,9 @@ typedef struct pod_ctr {
 	pod_log_t *log;
 	uint64_t log_dropped;         /* lines its log lost, as last reported */
 	bool ready;                   /* running, and ready (no readiness probe: running) */
+	bool probes;                  /* it has probes: its runner says when it is ready */
+	bool probe_ready;             /* what the runner's probes said last */
+	char probe[ST_PROBE_MAX + 1]; /* the last probe news ("" = none) */
 	/* processes left by a previous tankd */
 	bool orphans_checked;         /* its cgroup was looked at */
 	bool cg_orphans;              /* its cgroup held processes */
@@ -307,7 +310,9 @@ static bool pod__dep_met(const pod_mgr_t *m, const char *name,
 	}
 	if (d->cond & (1u << cond))
 		return true;
-	if (d->st.reason[0])
+	if (d->st.phase == POD_PP_RUNNING)
+		pod__fmt(why, cap, "it is running, not %s yet", pod_dep_condition_name(cond));
+	else if (d->st.reason[0])
 		pod__fmt(why, cap, "it is %s: %s", rc_fsm_phase_name(&pod_fsm, d->st.phase),
 			 d->st.reason);
 	else
@@ -414,6 +419,7 @@ static uint64_t pod__status_sig(const pod_trk_t *p)
 		h = pod__sig_mix(h, (uint64_t)c->next_restart_at);
 		h = pod__sig_mix(h, c->log_dropped);
 		h = pod__sig_mix(h, c->ready);
+		h = pod__sig_str(h, c->probe);
 	}
 	h = pod__sig_mix(h, p->cond);
 	return h;
@@ -455,6 +461,7 @@ static void pod__persist(pod_mgr_t *m, pod_trk_t *p)
 		cs[i].started_at = c->started_at;
 		cs[i].log_dropped = c->log_dropped;
 		cs[i].ready = c->ready;
+		pod__copy(cs[i].probe, sizeof cs[i].probe, c->probe);
 		s.restarts += c->restarts;
 		if (c->retries > s.retries)
 			s.retries = c->retries;
@@ -543,10 +550,7 @@ static void pod__update(pod_mgr_t *m, rc_loop_t *loop, pod_trk_t *p)
 	bool ready = p->st.phase == POD_PP_RUNNING && !p->fail;
 	for (size_t i = 0; i < p->nctrs; i++) {
 		pod_ctr_t *c = &p->ctrs[i];
-		if (c->st.phase != POD_CP_RUNNING)
-			c->ready = false;
-		else
-			c->ready = true;
+		c->ready = c->st.phase == POD_CP_RUNNING && (!c->probes || c->probe_ready);
 		if (!c->ready && !(c->st.phase == POD_CP_TERMINAL &&
 				   strcmp(c->st.reason, "completed") == 0))
 			ready = false;
@@ -1358,7 +1362,14 @@ static int pod__ctr_start(pod_mgr_t *m, rc_loop_t *loop, pod_ctr_t *c,
 		.cgroup = c->has_cg ? &c->cg : NULL, .log = c->log,
 		.stop_signal = p->spec->stop.signal, .grace_ms = p->spec->stop.grace_ms,
 		.proc = &c->proc, .err = &err,
+		.probes = pod_container_has_probes(pc) ? pc->probes : NULL,
+		.sandbox = p->has_sb ? &p->sb : NULL,
 	};
+	/* Until its probes speak: ready unless a startup or readiness probe
+	 * has to pass first. */
+	c->probes = ra.probes != NULL;
+	c->probe_ready = pc->probes[POD_PROBE_STARTUP].kind == POD_PROBE_NONE &&
+			 pc->probes[POD_PROBE_READINESS].kind == POD_PROBE_NONE;
 	rc = pod_runner_start(rc_rt(loop), &ra, &c->runner);
 	pod__envp_free(envp);
 	if (rc < 0) {
@@ -1381,10 +1392,10 @@ static int pod__ctr_start(pod_mgr_t *m, rc_loop_t *loop, pod_ctr_t *c,
  * is not scheduled here: the key is queued, and its reconcile returns the
  * remaining backoff as requeue_after. */
 static void pod__ctr_exited(rc_loop_t *loop, pod_ctr_t *c, const pod_exit_t *ex,
-			    uint64_t ran_ms, const char *why)
+			    uint64_t ran_ms, const char *why, bool unhealthy)
 {
 	const pod_spec_t *s = c->pod->spec;
-	bool failed = ex->oom_killed || ex->code != 0 || ex->signal != 0;
+	bool failed = unhealthy || ex->oom_killed || ex->code != 0 || ex->signal != 0;
 	bool restart = s->restart == POD_RESTART_ALWAYS ||
 		       (s->restart == POD_RESTART_ON_FAILURE && failed);
 	char reason[RC_REASON_MAX];
@@ -1549,7 +1560,7 @@ static rc_result_t pod__ctr_reconcile(void *ctx, rc_loop_t *loop, const rc_view_
 		 * shell reports "command not found"), so policy and backoff
 		 * apply and a broken command cannot spin. */
 		pod_exit_t ex = { .code = 127 };
-		pod__ctr_exited(loop, c, &ex, 0, reason);
+		pod__ctr_exited(loop, c, &ex, 0, reason, false);
 		pod__update(m, loop, c->pod);
 		return rc_converged();  /* the exit queued the key again */
 	}
@@ -1621,6 +1632,30 @@ static void pod__ctr_logdrop(pod_mgr_t *m, rc_loop_t *loop, const void *data)
 	pod__persist(m, c->pod);
 }
 
+/* A probe's news from a runner: kept in the status, published. */
+static void pod__ctr_probe(pod_mgr_t *m, rc_loop_t *loop, rt_pid_t from, const void *data)
+{
+	pod_runner_probe_t pr;
+	pod_ctr_t *c;
+
+	memcpy(&pr, data, sizeof pr);
+	pr.key[sizeof pr.key - 1] = '\0';
+	pr.report.text[sizeof pr.report.text - 1] = '\0';
+	if (!(c = pod__ctr_find(m, pr.key)) || c->runner != from)
+		return;         /* a runner that is gone already */
+	c->probe_ready = pr.report.ready;
+	pod__copy(c->probe, sizeof c->probe, pr.report.text);
+	if (m->o.on_event) {
+		pod_event_t ev = {
+			.pod = c->pod->name, .container = c->name, .probe = c->probe,
+			.ready = pr.report.ready, .at = (int64_t)rc_wall_ms(),
+			.generation = c->pod->generation, .uid = c->pod->uid,
+		};
+		m->o.on_event(m->o.event_ctx, &ev);
+	}
+	pod__update(m, loop, c->pod);
+}
+
 static void pod__ctr_handle(void *ctx, rc_loop_t *loop, rt_msg_t *msg)
 {
 	pod_mgr_t *m = ctx;
@@ -1647,7 +1682,7 @@ static void pod__ctr_handle(void *ctx, rc_loop_t *loop, rt_msg_t *msg)
 				c = &p->ctrs[i];
 				pod__ctr_gone(m, loop, c);
 				if (pod__ctr_want(m, c))
-					pod__ctr_exited(loop, c, &e, 0, "runner died");
+					pod__ctr_exited(loop, c, &e, 0, "runner died", false);
 				else
 					pod__ctr_event(loop, c, POD_CE_STOPPED, "stopped");
 				pod__update(m, loop, p);
@@ -1661,6 +1696,11 @@ static void pod__ctr_handle(void *ctx, rc_loop_t *loop, rt_msg_t *msg)
 	if (msg->type == RT_MSG_USER && msg->tag == POD_RUNNER_LOGDROP &&
 	    msg->len == sizeof(pod_runner_logdrop_t)) {
 		pod__ctr_logdrop(m, loop, msg->data);
+		return;
+	}
+	if (msg->type == RT_MSG_USER && msg->tag == POD_RUNNER_PROBE &&
+	    msg->len == sizeof(pod_runner_probe_t)) {
+		pod__ctr_probe(m, loop, msg->from, msg->data);
 		return;
 	}
 	if (msg->type != RT_MSG_USER || msg->tag != POD_RUNNER_EXITED || msg->len != sizeof ex)
@@ -1681,7 +1721,14 @@ static void pod__ctr_handle(void *ctx, rc_loop_t *loop, rt_msg_t *msg)
 		if (ex.stopped && pod__ctr_want(m, c))
 			rc_enqueue(loop, K_CTR, c->key);
 	} else {
-		pod__ctr_exited(loop, c, &ex.exit, ex.ran_ms, NULL);
+		char why[RC_REASON_MAX];
+		ex.unhealthy[sizeof ex.unhealthy - 1] = '\0';
+		/* A probe gave up on it: a failure whatever the exit said
+		 * (Kubernetes restarts it under Always and OnFailure). */
+		if (ex.unhealthy[0])
+			pod__fmt(why, sizeof why, "unhealthy: %s", ex.unhealthy);
+		pod__ctr_exited(loop, c, &ex.exit, ex.ran_ms, ex.unhealthy[0] ? why : NULL,
+				ex.unhealthy[0] != 0);
 	}
 	pod__update(m, loop, c->pod);
 	rc_enqueue(loop, K_POD, c->pod->name);

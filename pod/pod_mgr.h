@@ -68,6 +68,11 @@ typedef struct pod_event {
 	int64_t at;              /* ms since the epoch */
 	uint64_t generation;
 	const char *uid;         /* the pod object's identity ("" if unknown) */
+	/* A probe's news instead of a transition (from, to NULL): its last
+	 * result ("readiness: failed: connect: Connection refused") and
+	 * whether the container is ready now. */
+	const char *probe;
+	bool ready;
 } pod_event_t;
 
 typedef struct pod_mgr_opts {

@@ -22,6 +22,8 @@ typedef struct pod_runner {
 	rt_ref_t out_watch, err_watch;
 	bool stopping;
 	bool exited;
+	pod_prober_t *prober;     /* NULL: no probes */
+	char unhealthy[ST_PROBE_MAX + 1];
 	bool log_dropping;        /* as last told to the owner (or as the log
 				   * was when this runner began: an episode
 				   * spans restarts and is told once) */
@@ -90,7 +92,10 @@ static void pod__runner_exit(rt_t *rt, pod_runner_t *r, int status)
 	pod__runner_drain(rt, r, POD_LOG_STDERR);
 	pod_exit_from_status(status, r->cgroup, &ex.exit);
 	pod__runner_kill_rest(r);
+	pod_prober_free(rt, r->prober);   /* before the cgroup is the owner's again */
+	r->prober = NULL;
 	ex.stopped = r->stopping;
+	memcpy(ex.unhealthy, r->unhealthy, sizeof ex.unhealthy);
 	ex.ran_ms = rt_now_ms(rt) - r->started_ms;
 	memcpy(ex.key, r->key, sizeof ex.key);
 	r->exited = true;
@@ -98,17 +103,48 @@ static void pod__runner_exit(rt_t *rt, pod_runner_t *r, int status)
 	rt_exit_self(rt, RT_R_NORMAL);
 }
 
+/* The stop signal, then SIGKILL after the grace period. */
+static void pod__runner_stop(rt_t *rt, pod_runner_t *r)
+{
+	if (pod_proc_signal(&r->proc, r->stop_signal) < 0 || r->grace_ms == 0)
+		pod__runner_kill_rest(r);
+	else
+		rt_send_after(rt, rt_self(rt), r->grace_ms, POD_RUNNER_GRACE, NULL, 0, NULL);
+}
+
+static void pod__runner_probe(rt_t *rt, pod_runner_t *r, const pod_probe_report_t *rep)
+{
+	pod_runner_probe_t pr;
+
+	memset(&pr, 0, sizeof pr);
+	pr.report = *rep;
+	memcpy(pr.key, r->key, sizeof pr.key);
+	(void)rt_send(rt, r->owner, POD_RUNNER_PROBE, &pr, sizeof pr);
+	if (rep->unhealthy && !r->stopping && !r->exited && !r->unhealthy[0]) {
+		snprintf(r->unhealthy, sizeof r->unhealthy, "%s", rep->text);
+		pod__runner_stop(rt, r);
+	}
+}
+
 static void pod__runner_handle(rt_t *rt, void *state, rt_msg_t *m)
 {
 	pod_runner_t *r = state;
+	pod_probe_report_t rep;
+	bool has;
 
+	if (pod_prober_handle(rt, r->prober, m, &rep, &has)) {
+		if (has)
+			pod__runner_probe(rt, r, &rep);
+		return;
+	}
 	switch (m->type) {
 	case RT_MSG_FD:
 		pod__runner_drain(rt, r, m->tag == POD_FD_OUT ? POD_LOG_STDOUT
 							    : POD_LOG_STDERR);
 		return;
 	case RT_MSG_CHILD:
-		pod__runner_exit(rt, r, m->u.child.status);
+		if (m->tag == POD_CHILD)
+			pod__runner_exit(rt, r, m->u.child.status);
 		return;
 	case RT_MSG_USER:
 		break;
@@ -117,11 +153,8 @@ static void pod__runner_handle(rt_t *rt, void *state, rt_msg_t *m)
 	}
 	if (m->tag == POD_RUNNER_STOP && !r->stopping && !r->exited) {
 		r->stopping = true;
-		if (pod_proc_signal(&r->proc, r->stop_signal) < 0 || r->grace_ms == 0)
-			pod__runner_kill_rest(r);
-		else
-			rt_send_after(rt, rt_self(rt), r->grace_ms, POD_RUNNER_GRACE,
-				      NULL, 0, NULL);
+		if (!r->unhealthy[0])   /* else already on its way */
+			pod__runner_stop(rt, r);
 	} else if (m->tag == POD_RUNNER_GRACE && !r->exited) {
 		pod__runner_kill_rest(r);
 	}
@@ -163,6 +196,16 @@ static int pod__runner_init(rt_t *rt, void **state, void *arg)
 		return tank_error_set(a->err, err, "watch container: %s",
 				      tank_strerror(err));
 	}
+	if (a->probes) {
+		pod_prober_opts_t po = {
+			.probes = a->probes, .envp = a->launch_opts->envp,
+			.cwd = a->launch_opts->cwd, .user = a->launch_opts->user,
+			.cgroup = a->cgroup, .sandbox = a->sandbox,
+		};
+		/* Without memory for its probes the container still runs,
+		 * unprobed: ready as if it had none. */
+		(void)pod_prober_new(rt, &po, &r->prober);
+	}
 	*a->proc = r->proc;
 	*state = r;
 	return 0;
@@ -175,6 +218,7 @@ static void pod__runner_terminate(rt_t *rt, void *state, rt_reason_t reason)
 	(void)rt; (void)reason;
 	if (!r->exited)
 		pod__runner_kill_rest(r);
+	pod_prober_free(rt, r->prober);
 	pod_proc_close_fds(&r->proc);
 	free(r);
 }

@@ -8,6 +8,10 @@
  * out a stop: the stop signal, then after the grace period SIGKILL to
  * everything in the container's cgroup (or process group).
  *
+ * It also runs the container's health probes (pod_probe.h) and tells its
+ * owner their news; a liveness (or startup) probe that gives up makes it
+ * stop the container as a stop would, the exit then marked unhealthy.
+ *
  * When the process has exited the runner kills whatever descendants are
  * left in its cgroup, sends its owner one POD_RUNNER_EXITED message and
  * exits normally.  If the runner is killed (daemon shutdown, crash) its
@@ -29,6 +33,7 @@
 #include "pod/pod_cgroup.h"
 #include "pod/pod_launch.h"
 #include "pod/pod_log.h"
+#include "pod/pod_probe.h"
 #include "reconciler/rc_loop.h"
 #include "runtime/rt.h"
 
@@ -45,6 +50,12 @@ typedef struct pod_runner_logdrop {
 	char error[64];           /* what the write said, when it starts */
 	char key[RC_KEY_MAX];
 } pod_runner_logdrop_t;
+/* runner -> owner: a probe's news (pod_probe.h); payload pod_runner_probe_t */
+#define POD_RUNNER_PROBE RC_TAG_KIND(TANK_KIND_CONTAINER, 3)
+typedef struct pod_runner_probe {
+	pod_probe_report_t report;
+	char key[RC_KEY_MAX];
+} pod_runner_probe_t;
 /* owner -> runner: payload none; starts the stop sequence (idempotent) */
 #define POD_RUNNER_STOP 10
 /* runner -> itself: the grace period ran out */
@@ -54,6 +65,9 @@ typedef struct pod_runner_exited {
 	pod_exit_t exit;
 	bool stopped;             /* it was asked to stop */
 	uint64_t ran_ms;          /* from exec to exit */
+	/* non-empty: stopped because a probe gave up on it (liveness or
+	 * startup), the probe's last word; the exit counts as a failure */
+	char unhealthy[ST_PROBE_MAX + 1];
 	char key[RC_KEY_MAX];     /* "<pod>/<container>" */
 } pod_runner_exited_t;
 
@@ -63,6 +77,10 @@ typedef struct pod_runner_args {
 	const pod_launch_opts_t *launch_opts;  /* borrowed for the spawn */
 	pod_cgroup_t *cgroup;             /* borrowed (see above); may be NULL */
 	pod_log_t *log;                   /* borrowed; may be NULL */
+	/* The container's probes ([POD_PROBE_ROLES], copied; NULL = none)
+	 * and the pod's sandbox they run in (borrowed like the cgroup). */
+	const pod_probe_t *probes;
+	const pod_sandbox_t *sandbox;
 	int stop_signal;
 	uint64_t grace_ms;
 	/* The launcher: pod_launch, or a test's fake with its contract. */

@@ -1,5 +1,6 @@
 #include "pod/pod_spec.h"
 
+#include <arpa/inet.h>
 #include <errno.h>
 #include <math.h>
 #include <signal.h>
@@ -40,6 +41,27 @@ const char *pod_restart_name(enum pod_restart r)
 	if ((unsigned)r < sizeof restart_names / sizeof *restart_names)
 		return restart_names[r];
 	return NULL;
+}
+
+static const char *const probe_role_names[] = {
+	[POD_PROBE_STARTUP] = "startup",
+	[POD_PROBE_READINESS] = "readiness",
+	[POD_PROBE_LIVENESS] = "liveness",
+};
+
+const char *pod_probe_role_name(enum pod_probe_role r)
+{
+	if ((unsigned)r < POD_PROBE_ROLES)
+		return probe_role_names[r];
+	return NULL;
+}
+
+bool pod_container_has_probes(const pod_container_t *c)
+{
+	for (unsigned r = 0; r < POD_PROBE_ROLES; r++)
+		if (c->probes[r].kind != POD_PROBE_NONE)
+			return true;
+	return false;
 }
 
 static const char *const dep_condition_names[] = {
@@ -91,6 +113,14 @@ static void container_free(pod_container_t *c)
 		free(c->mounts[i].path);
 	}
 	free(c->mounts);
+	for (unsigned r = 0; r < POD_PROBE_ROLES; r++) {
+		pod_probe_t *p = &c->probes[r];
+		for (i = 0; i < p->argc; i++)
+			free(p->argv[i]);
+		free(p->argv);
+		free(p->host);
+		free(p->path);
+	}
 }
 
 void pod_spec_free(pod_spec_t *s)
@@ -651,10 +681,137 @@ static void v_mounts(kit_t *v, const msgpack_object *a, pod_container_t *c,
 	}
 }
 
+/* A probe's exec: a command list, as `command`. */
+static void v_probe_exec(kit_t *v, const msgpack_object *a, pod_probe_t *p)
+{
+	if (!kit_expect(v, a, MSGPACK_OBJECT_ARRAY, "a list"))
+		return;
+	if (a->via.array.size == 0) {
+		kit_err(v, "must not be empty");
+		return;
+	}
+	if (!kit_within(v, a->via.array.size, POD_ARGS_MAX, "arguments"))
+		return;
+	if (!(p->argv = calloc(a->via.array.size + 1, sizeof *p->argv))) {
+		v->oom = true;
+		return;
+	}
+	p->argc = a->via.array.size;
+	for (uint32_t i = 0; i < a->via.array.size; i++) {
+		size_t sv = kit_push_index(v, i);
+		(void)kit_get_str(v, &a->via.array.ptr[i], &p->argv[i], i == 0);
+		kit_pop(v, sv);
+	}
+}
+
+/* An IP literal: resolving a name could block the loop. */
+static void v_probe_host(kit_t *v, const msgpack_object *o, pod_probe_t *p)
+{
+	unsigned char buf[16];
+	char b[96];
+
+	if (!kit_get_str(v, o, &p->host, true))
+		return;
+	if (inet_pton(AF_INET, p->host, buf) != 1 && inet_pton(AF_INET6, p->host, buf) != 1)
+		kit_err(v, "invalid address %s: must be an IP address (names are not resolved)",
+			kit_quote(o->via.str.ptr, o->via.str.size, b));
+}
+
+static void v_probe_port(kit_t *v, const msgpack_object *o, pod_probe_t *p)
+{
+	if (o->type == MSGPACK_OBJECT_POSITIVE_INTEGER && o->via.u64 >= 1 && o->via.u64 <= 65535)
+		p->port = (uint16_t)o->via.u64;
+	else
+		kit_err(v, "must be a port number from 1 to 65535");
+}
+
+static void v_probe_path(kit_t *v, const msgpack_object *o, pod_probe_t *p)
+{
+	if (!kit_get_str(v, o, &p->path, true))
+		return;
+	for (const char *c = p->path; *c; c++)
+		if ((unsigned char)*c <= ' ' || *c == 0x7f) {
+			kit_err(v, "must not contain spaces or control characters");
+			return;
+		}
+	if (p->path[0] != '/')
+		kit_err(v, "must start with '/'");
+}
+
+/* tcp: {port, host} and http: {port, host, path} */
+static void v_probe_net(kit_t *v, const msgpack_object *m, pod_probe_t *p, bool http)
+{
+	static const char *const tkeys[] = { "port", "host", NULL };
+	static const char *const hkeys[] = { "port", "host", "path", NULL };
+
+	if (!kit_expect(v, m, MSGPACK_OBJECT_MAP, "a map"))
+		return;
+	kit_check_keys(v, m, http ? hkeys : tkeys);
+	if (!kit_lookup(m, "port")) {
+		size_t sv = kit_push_key(v, "port");
+		kit_err(v, "required");
+		kit_pop(v, sv);
+	}
+	FIELD(v, m, "port", v_probe_port(v, o, p));
+	FIELD(v, m, "host", v_probe_host(v, o, p));
+	if (http)
+		FIELD(v, m, "path", v_probe_path(v, o, p));
+}
+
+static void v_threshold(kit_t *v, const msgpack_object *o, uint32_t *dst)
+{
+	if (o->type == MSGPACK_OBJECT_POSITIVE_INTEGER && o->via.u64 >= 1 &&
+	    o->via.u64 <= POD_PROBE_THRESHOLD_MAX)
+		*dst = (uint32_t)o->via.u64;
+	else
+		kit_err(v, "must be an integer from 1 to %u", POD_PROBE_THRESHOLD_MAX);
+}
+
+static void v_probe_min(kit_t *v, const msgpack_object *o, uint64_t *dst, uint64_t min)
+{
+	if (kit_get_duration(v, o, dst) && *dst < min)
+		kit_err(v, "must be at least %llums", (unsigned long long)min);
+}
+
+static void v_probe(kit_t *v, const msgpack_object *m, pod_probe_t *p, enum pod_probe_role role)
+{
+	static const char *const keys[] = { "exec", "tcp", "http", "initial_delay", "period",
+					    "timeout", "success_threshold",
+					    "failure_threshold", NULL };
+	unsigned kinds = 0;
+
+	p->period_ms = POD_PROBE_DEFAULT_PERIOD_MS;
+	p->timeout_ms = POD_PROBE_DEFAULT_TIMEOUT_MS;
+	p->success_threshold = 1;
+	p->failure_threshold = POD_PROBE_DEFAULT_FAILURES;
+	if (!kit_expect(v, m, MSGPACK_OBJECT_MAP, "a map"))
+		return;
+	kit_check_keys(v, m, keys);
+	for (unsigned i = 0; i < 3; i++)
+		kinds += kit_lookup(m, keys[i]) != NULL;
+	if (kinds != 1) {
+		kit_err(v, "must have exactly one of exec, tcp, http");
+		return;
+	}
+	FIELD(v, m, "exec", p->kind = POD_PROBE_EXEC; v_probe_exec(v, o, p));
+	FIELD(v, m, "tcp", p->kind = POD_PROBE_TCP; v_probe_net(v, o, p, false));
+	FIELD(v, m, "http", p->kind = POD_PROBE_HTTP; v_probe_net(v, o, p, true));
+	FIELD(v, m, "initial_delay", kit_get_duration(v, o, &p->initial_delay_ms));
+	FIELD(v, m, "period", v_probe_min(v, o, &p->period_ms, POD_PROBE_MIN_PERIOD_MS));
+	FIELD(v, m, "timeout", v_probe_min(v, o, &p->timeout_ms, 1));
+	FIELD(v, m, "success_threshold", {
+		v_threshold(v, o, &p->success_threshold);
+		if (role != POD_PROBE_READINESS && p->success_threshold != 1)
+			kit_err(v, "must be 1 for a %s probe", probe_role_names[role]);
+	});
+	FIELD(v, m, "failure_threshold", v_threshold(v, o, &p->failure_threshold));
+}
+
 static void v_containers(kit_t *v, const msgpack_object *a, pod_spec_t *s)
 {
 	static const char *const keys[] = { "name", "command", "env", "working_dir",
-					    "user", "limits", "mounts", NULL };
+					    "user", "limits", "mounts", "startup",
+					    "readiness", "liveness", NULL };
 	uint32_t i, j;
 	char b[96];
 
@@ -712,6 +869,9 @@ static void v_containers(kit_t *v, const msgpack_object *a, pod_spec_t *s)
 			FIELD(v, m, "user", v_user(v, o, c));
 			FIELD(v, m, "limits", v_limits(v, o, c));
 			FIELD(v, m, "mounts", v_mounts(v, o, c, s));
+			for (unsigned r = 0; r < POD_PROBE_ROLES; r++)
+				FIELD(v, m, probe_role_names[r],
+				      v_probe(v, o, &c->probes[r], (enum pod_probe_role)r));
 		}
 		kit_pop(v, sv);
 	}
@@ -1010,6 +1170,42 @@ static void e_number(struct enc *e, double x)
 		e->r |= msgpack_pack_double(e->pk, x);
 }
 
+/* Every field written out; host and path only when set. */
+static void e_probe(struct enc *e, const char *role, const pod_probe_t *p)
+{
+	e_str(e, role);
+	e_map(e, 6);
+	switch (p->kind) {
+	case POD_PROBE_EXEC:
+		e_str(e, "exec");
+		e_arr(e, p->argc);
+		for (size_t i = 0; i < p->argc; i++)
+			e_str(e, p->argv[i]);
+		break;
+	default:
+		e_str(e, p->kind == POD_PROBE_TCP ? "tcp" : "http");
+		e_map(e, 1 + (p->host != NULL) + (p->kind == POD_PROBE_HTTP && p->path));
+		e_str(e, "port");
+		e->r |= msgpack_pack_uint16(e->pk, p->port);
+		if (p->host) {
+			e_str(e, "host");
+			e_str(e, p->host);
+		}
+		if (p->kind == POD_PROBE_HTTP && p->path) {
+			e_str(e, "path");
+			e_str(e, p->path);
+		}
+		break;
+	}
+	e_duration(e, "initial_delay", p->initial_delay_ms);
+	e_duration(e, "period", p->period_ms);
+	e_duration(e, "timeout", p->timeout_ms);
+	e_str(e, "success_threshold");
+	e->r |= msgpack_pack_uint32(e->pk, p->success_threshold);
+	e_str(e, "failure_threshold");
+	e->r |= msgpack_pack_uint32(e->pk, p->failure_threshold);
+}
+
 static void e_container(struct enc *e, const pod_container_t *c)
 {
 	char b[KIT_UNIT_BUF];
@@ -1022,6 +1218,8 @@ static void e_container(struct enc *e, const pod_container_t *c)
 	     (c->limits.cpu_millis > 0);
 	n += nl > 0;
 	n += c->mount_count > 0;
+	for (unsigned r = 0; r < POD_PROBE_ROLES; r++)
+		n += c->probes[r].kind != POD_PROBE_NONE;
 	e_map(e, n);
 	e_str(e, "name");
 	e_str(e, c->name);
@@ -1075,6 +1273,9 @@ static void e_container(struct enc *e, const pod_container_t *c)
 							 msgpack_pack_false(e->pk);
 		}
 	}
+	for (unsigned r = 0; r < POD_PROBE_ROLES; r++)
+		if (c->probes[r].kind != POD_PROBE_NONE)
+			e_probe(e, probe_role_names[r], &c->probes[r]);
 }
 
 int pod_spec_to_msgpack(const pod_spec_t *s, msgpack_packer *pk)

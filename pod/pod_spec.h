@@ -110,6 +110,43 @@ typedef struct pod_limits {
 	uint32_t cpu_millis;      /* 1000 = one CPU; manifest `cpu: 0.5` = 500 */
 } pod_limits_t;
 
+/* Health probes (DESIGN.md §8, Kubernetes' semantics and defaults). */
+enum pod_probe_kind {
+	POD_PROBE_NONE = 0,
+	POD_PROBE_EXEC,           /* argv run inside the container's sandbox; exit 0 = healthy */
+	POD_PROBE_TCP,            /* a connect to host:port succeeds */
+	POD_PROBE_HTTP,           /* GET http://host:port/path answers 2xx or 3xx */
+};
+
+/* Which probe of a container: startup holds the other two back until it
+ * has passed once; readiness sets `ready`; liveness restarts. */
+enum pod_probe_role {
+	POD_PROBE_STARTUP = 0,
+	POD_PROBE_READINESS,
+	POD_PROBE_LIVENESS,
+	POD_PROBE_ROLES
+};
+
+#define POD_PROBE_DEFAULT_PERIOD_MS   (10u * 1000)
+#define POD_PROBE_DEFAULT_TIMEOUT_MS  1000u
+#define POD_PROBE_DEFAULT_FAILURES    3u
+#define POD_PROBE_THRESHOLD_MAX       1000u
+#define POD_PROBE_MIN_PERIOD_MS       10u   /* tests go fast; 1 s is Kubernetes' floor */
+
+typedef struct pod_probe {
+	enum pod_probe_kind kind;     /* NONE: the container has no such probe */
+	char **argv;                  /* exec: NULL-terminated, argc >= 1 */
+	size_t argc;
+	char *host;                   /* tcp, http: an IP literal; NULL = 127.0.0.1 */
+	uint16_t port;                /* tcp, http: 1..65535 */
+	char *path;                   /* http: starts with '/'; NULL = "/" */
+	uint64_t initial_delay_ms;    /* 0 */
+	uint64_t period_ms;           /* 10 s */
+	uint64_t timeout_ms;          /* 1 s */
+	uint32_t success_threshold;   /* 1 (and 1 only, for startup and liveness) */
+	uint32_t failure_threshold;   /* 3 */
+} pod_probe_t;
+
 typedef struct pod_container {
 	char *name;
 	char **argv;              /* NULL-terminated, argc >= 1 */
@@ -127,6 +164,7 @@ typedef struct pod_container {
 	pod_limits_t limits;
 	pod_mount_t *mounts;
 	size_t mount_count;
+	pod_probe_t probes[POD_PROBE_ROLES];   /* by enum pod_probe_role */
 } pod_container_t;
 
 typedef struct pod_reconcile_wait {
@@ -212,6 +250,11 @@ bool pod_name_valid(const char *name, size_t len);
 
 /* "always", "on_failure", "never". */
 const char *pod_restart_name(enum pod_restart r);
+/* "startup", "readiness", "liveness". */
+const char *pod_probe_role_name(enum pod_probe_role r);
+/* True when the container has any probe. */
+bool pod_container_has_probes(const pod_container_t *c);
+
 /* "started", "ready", "completed". */
 const char *pod_dep_condition_name(enum pod_dep_condition c);
 /* "pid", "mount", "uts", "ipc", "net" for a single bit, else NULL. */

@@ -13,6 +13,12 @@ check /usr/include/msgpack.h          libmsgpack-dev
 check /usr/include/lmdb.h             liblmdb-dev
 check /usr/include/libfyaml.h         libfyaml-dev
 check /usr/include/criterion/criterion.h libcriterion-dev
+# libcurl's header lives under the multiarch directory
+curl_h=no
+for f in /usr/include/curl/curl.h /usr/include/*/curl/curl.h; do
+	[ -e "$f" ] && curl_h=yes
+done
+[ $curl_h = yes ] || need="$need libcurl4-openssl-dev"
 check /usr/bin/pkg-config             pkg-config
 check /usr/bin/mdb_stat               lmdb-utils
 check /bin/busybox                    busybox-static

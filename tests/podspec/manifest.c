@@ -329,6 +329,10 @@ Test(podspec, roundtrip_spec_msgpack_spec_is_lossless)
 		"containers: [{name: a, command: [x], user: www, limits: {cpu: 0.001}}]\n",
 		"name: web\ndepends_on: [{pod: db, condition: ready}, {pod: init, condition: completed},"
 		" {pod: cache}]\n" "containers: [{name: a, command: [x]}]\n",
+		"name: web\ncontainers: [{name: a, command: [x],"
+		" startup: {exec: [test, -f, /up], period: 1s, failure_threshold: 30},"
+		" readiness: {http: {port: 8080, path: /healthz, host: '::1'}, timeout: 2s,"
+		" success_threshold: 2}, liveness: {tcp: {port: 8080}, initial_delay: 5s}}]\n",
 		NULL };
 
 	for (int i = 0; cases[i]; i++) {

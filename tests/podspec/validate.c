@@ -570,3 +570,60 @@ Test(podspec, depends_on)
 	reject("name: web\ndepends_on: db\n" C0,
 	       "web: depends_on: must be a list, not a string");
 }
+
+/* Probes: exactly one of exec, tcp, http, with Kubernetes' defaults. */
+Test(podspec, probes)
+{
+	pod_spec_t *s = NULL;
+	char *err = check("name: web\ncontainers:\n  - name: a\n    command: [x]\n"
+			  "    readiness: {http: {port: 8080, path: /healthz}}\n"
+			  "    liveness: {tcp: {port: 8080, host: 10.0.0.1}, period: 5s}\n"
+			  "    startup: {exec: [test, -f, /up], failure_threshold: 30}\n", &s);
+	cr_assert_null(err, "%s", err);
+	const pod_probe_t *r = &s->containers[0].probes[POD_PROBE_READINESS];
+	cr_assert_eq(r->kind, POD_PROBE_HTTP);
+	cr_assert_eq(r->port, 8080);
+	cr_assert_str_eq(r->path, "/healthz");
+	cr_assert_null(r->host, "127.0.0.1 by default");
+	cr_assert_eq(r->period_ms, 10000);
+	cr_assert_eq(r->timeout_ms, 1000);
+	cr_assert_eq(r->initial_delay_ms, 0);
+	cr_assert_eq(r->success_threshold, 1);
+	cr_assert_eq(r->failure_threshold, 3);
+	const pod_probe_t *l = &s->containers[0].probes[POD_PROBE_LIVENESS];
+	cr_assert_eq(l->kind, POD_PROBE_TCP);
+	cr_assert_str_eq(l->host, "10.0.0.1");
+	cr_assert_eq(l->period_ms, 5000);
+	const pod_probe_t *st = &s->containers[0].probes[POD_PROBE_STARTUP];
+	cr_assert_eq(st->kind, POD_PROBE_EXEC);
+	cr_assert_eq(st->argc, 3);
+	cr_assert_eq(st->failure_threshold, 30);
+	pod_spec_free(s);
+
+#define P(x) "name: web\ncontainers:\n  - name: a\n    command: [x]\n    " x "\n"
+	reject(P("readiness: {period: 1s}"),
+	       "web: containers[0].readiness: must have exactly one of exec, tcp, http");
+	reject(P("readiness: {exec: [x], tcp: {port: 1}}"),
+	       "web: containers[0].readiness: must have exactly one of exec, tcp, http");
+	reject(P("liveness: {exec: []}"), "web: containers[0].liveness.exec: must not be empty");
+	reject(P("liveness: {tcp: {port: 70000}}"),
+	       "web: containers[0].liveness.tcp.port: must be a port number from 1 to 65535");
+	reject(P("liveness: {tcp: {}}"), "web: containers[0].liveness.tcp.port: required");
+	reject(P("liveness: {tcp: {port: 80, host: db.local}}"),
+	       "web: containers[0].liveness.tcp.host: invalid address \"db.local\": must be an "
+	       "IP address (names are not resolved)");
+	reject(P("readiness: {http: {port: 80, path: healthz}}"),
+	       "web: containers[0].readiness.http.path: must start with '/'");
+	reject(P("readiness: {tcp: {port: 80, path: /x}}"),
+	       "web: containers[0].readiness.tcp: unknown key \"path\"");
+	reject(P("liveness: {tcp: {port: 80}, success_threshold: 2}"),
+	       "web: containers[0].liveness.success_threshold: must be 1 for a liveness probe");
+	reject(P("readiness: {tcp: {port: 80}, failure_threshold: 0}"),
+	       "web: containers[0].readiness.failure_threshold: must be an integer from 1 to 1000");
+	reject(P("readiness: {tcp: {port: 80}, period: 1ms}"),
+	       "web: containers[0].readiness.period: must be at least 10ms");
+	reject(P("readiness: {tcp: {port: 80}, timeout: 0}"),
+	       "web: containers[0].readiness.timeout: must be at least 1ms");
+	reject(P("health: {tcp: {port: 80}}"), "web: containers[0]: unknown key \"health\"");
+#undef P
+}

@@ -1,0 +1,649 @@
+#include "pod/pod_probe.h"
+
+#include <arpa/inet.h>
+#include <curl/curl.h>
+#include <errno.h>
+#include <ev.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "pod/pod_launch.h"
+
+/* Tags, per role r (0..2). */
+#define TAG_TICK(r)     (POD_PROBE_TAG_MIN + 0 + (r))   /* user: a run is due */
+#define TAG_TIMEOUT(r)  (POD_PROBE_TAG_MIN + 10 + (r))  /* user: a run took too long */
+#define TAG_CHILD(r)    (POD_PROBE_TAG_MIN + 20 + (r))  /* child: an exec probe ended */
+#define TAG_TCP(r)      (POD_PROBE_TAG_MIN + 30 + (r))  /* fd: a tcp connect is done */
+#define TAG_CURL_FD     (POD_PROBE_TAG_MIN + 40)        /* fd: a libcurl socket */
+#define TAG_CURL_TIMER  (POD_PROBE_TAG_MIN + 41)        /* user: libcurl's timer */
+
+typedef struct probe_run {
+	pod_probe_t spec;             /* copy; argv, host and path owned */
+	enum pod_probe_role role;
+	bool active;                  /* scheduled (readiness, liveness: after startup) */
+	bool inflight;
+	uint32_t tick_seq, run_seq;   /* a timer message must match to count */
+	pid_t pid;                    /* exec */
+	bool own_pgrp;
+	rt_ref_t child_ref;
+	int fd;                       /* tcp */
+	rt_ref_t fd_ref;
+	CURL *easy;                   /* http */
+	rt_ref_t tick_timer, timeout_timer;
+	uint32_t succ, fail;          /* in a row */
+	int last;                     /* -1 none yet, 0 failed, 1 passed */
+} probe_run_t;
+
+struct pod_prober {
+	rt_t *rt;
+	probe_run_t run[POD_PROBE_ROLES];
+	char **envp;
+	char *cwd, *user;
+	const pod_cgroup_t *cgroup;
+	const pod_sandbox_t *sandbox;
+	int netns_fd;                 /* the pod's network namespace, or -1 */
+	bool started;                 /* startup passed, or there is none */
+	bool ready;
+	CURLM *multi;
+	uint32_t curl_timer_seq;
+	rt_ref_t curl_timer;
+	bool curl_timer_set;
+};
+
+/* A libcurl socket's watch (curl_multi_assign). */
+typedef struct curl_watch {
+	rt_ref_t ref;
+	int events;
+} curl_watch_t;
+
+static char *probe__strdup(const char *s, bool *oom)
+{
+	char *d;
+	if (!s)
+		return NULL;
+	if (!(d = strdup(s)))
+		*oom = true;
+	return d;
+}
+
+static void probe__spec_free(pod_probe_t *p)
+{
+	for (size_t i = 0; i < p->argc; i++)
+		free(p->argv[i]);
+	free(p->argv);
+	free(p->host);
+	free(p->path);
+}
+
+static bool probe__spec_copy(pod_probe_t *dst, const pod_probe_t *src)
+{
+	bool oom = false;
+
+	*dst = *src;
+	dst->argv = NULL;
+	dst->argc = 0;
+	dst->host = probe__strdup(src->host, &oom);
+	dst->path = probe__strdup(src->path, &oom);
+	if (src->argc) {
+		if (!(dst->argv = calloc(src->argc + 1, sizeof *dst->argv)))
+			return false;
+		dst->argc = src->argc;
+		for (size_t i = 0; i < src->argc; i++)
+			dst->argv[i] = probe__strdup(src->argv[i], &oom);
+	}
+	return !oom;
+}
+
+static void probe__schedule(pod_prober_t *p, probe_run_t *r, uint64_t ms)
+{
+	uint32_t seq = ++r->tick_seq;
+	(void)rt_send_after(p->rt, rt_self(p->rt), ms, TAG_TICK(r->role), &seq, sizeof seq,
+			    &r->tick_timer);
+}
+
+/* A socket for tcp and http, made inside the pod's network namespace when
+ * it has one.  -errno. */
+static int probe__socket(const pod_prober_t *p, int family)
+{
+	int self = -1, fd, err;
+
+	if (p->netns_fd >= 0) {
+		if ((self = open("/proc/thread-self/ns/net", O_RDONLY | O_CLOEXEC)) < 0)
+			return -errno;
+		if (setns(p->netns_fd, CLONE_NEWNET) < 0) {
+			err = -errno;
+			close(self);
+			return err;
+		}
+	}
+	fd = socket(family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+	err = fd < 0 ? -errno : 0;
+	if (self >= 0) {
+		/* Back home: tankd's own socket and its clients live here. */
+		(void)setns(self, CLONE_NEWNET);
+		close(self);
+	}
+	return fd < 0 ? err : fd;
+}
+
+/* Ends whatever the run has in flight, without a result. */
+static void probe__abandon(pod_prober_t *p, probe_run_t *r)
+{
+	if (r->pid > 0) {
+		/* The runtime reaps it as an unclaimed child. */
+		(void)rt_unwatch_child(p->rt, r->child_ref);
+		kill(r->own_pgrp ? -r->pid : r->pid, SIGKILL);
+		r->pid = 0;
+	}
+	if (r->fd >= 0) {
+		(void)rt_unwatch_fd(p->rt, r->fd_ref);
+		close(r->fd);
+		r->fd = -1;
+	}
+	if (r->easy) {
+		curl_multi_remove_handle(p->multi, r->easy);
+		curl_easy_cleanup(r->easy);
+		r->easy = NULL;
+	}
+	if (r->inflight)
+		(void)rt_cancel_timer(p->rt, r->timeout_timer);
+	r->inflight = false;
+}
+
+static void probe__activate(pod_prober_t *p, enum pod_probe_role role)
+{
+	probe_run_t *r = &p->run[role];
+	if (r->spec.kind == POD_PROBE_NONE || r->active)
+		return;
+	r->active = true;
+	probe__schedule(p, r, r->spec.initial_delay_ms);
+}
+
+/* A run ended: counts, thresholds, and what the owner should hear. */
+static void probe__finish(pod_prober_t *p, probe_run_t *r, bool ok, const char *why,
+			  pod_probe_report_t *rep, bool *has)
+{
+	const char *role = pod_probe_role_name(r->role);
+	bool was_ready = p->ready, unhealthy = false;
+	int prev = r->last;
+
+	probe__abandon(p, r);
+	r->last = ok;
+	if (ok) {
+		r->succ++;
+		r->fail = 0;
+	} else {
+		r->fail++;
+		r->succ = 0;
+	}
+	switch (r->role) {
+	case POD_PROBE_STARTUP:
+		if (ok && !p->started) {
+			p->started = true;
+			r->active = false;      /* done for this run of the container */
+			(void)rt_cancel_timer(p->rt, r->tick_timer);
+			r->tick_seq++;
+			probe__activate(p, POD_PROBE_READINESS);
+			probe__activate(p, POD_PROBE_LIVENESS);
+			if (p->run[POD_PROBE_READINESS].spec.kind == POD_PROBE_NONE)
+				p->ready = true;
+		} else if (!ok && r->fail >= r->spec.failure_threshold) {
+			unhealthy = true;
+		}
+		break;
+	case POD_PROBE_READINESS:
+		if (ok && r->succ >= r->spec.success_threshold)
+			p->ready = true;
+		else if (!ok && r->fail >= r->spec.failure_threshold)
+			p->ready = false;
+		break;
+	case POD_PROBE_LIVENESS:
+		if (!ok && r->fail >= r->spec.failure_threshold)
+			unhealthy = true;
+		break;
+	default:
+		break;
+	}
+	if (unhealthy) {
+		/* Once: the runner stops the container now. */
+		for (unsigned i = 0; i < POD_PROBE_ROLES; i++) {
+			probe__abandon(p, &p->run[i]);
+			p->run[i].active = false;
+			p->run[i].tick_seq++;
+		}
+		p->ready = false;
+	}
+	if (prev == (int)ok && was_ready == p->ready && !unhealthy)
+		return;
+	memset(rep, 0, sizeof *rep);
+	rep->role = r->role;
+	rep->ok = ok;
+	rep->ready = p->ready;
+	rep->unhealthy = unhealthy;
+	if (ok)
+		snprintf(rep->text, sizeof rep->text, "%s: ok", role);
+	else
+		snprintf(rep->text, sizeof rep->text, "%s: failed: %s", role, why ? why : "?");
+	*has = true;
+}
+
+static int probe__exec(pod_prober_t *p, probe_run_t *r, char *why, size_t cap)
+{
+	pod_launch_opts_t lo = {
+		.file = r->spec.argv[0], .argv = r->spec.argv, .envp = p->envp,
+		.cwd = p->cwd, .user = p->user,
+		.stdout_mode = POD_STDIO_NULL, .stderr_mode = POD_STDIO_NULL,
+		.cgroup = p->cgroup, .sandbox = p->sandbox,
+	};
+	pod_proc_t proc;
+	tank_error_t err;
+	int rc;
+
+	tank_error_clear(&err);
+	if ((rc = pod_launch(&lo, &proc, &err)) < 0) {
+		snprintf(why, cap, "%.80s", err.msg[0] ? err.msg : tank_strerror(rc));
+		return rc;
+	}
+	pod_proc_close_fds(&proc);
+	r->pid = proc.pid;
+	r->own_pgrp = proc.own_pgrp;
+	if ((rc = rt_watch_child(p->rt, rt_self(p->rt), proc.pid, TAG_CHILD(r->role),
+				 &r->child_ref)) < 0) {
+		kill(proc.pid, SIGKILL);
+		r->pid = 0;
+		snprintf(why, cap, "watch: %s", tank_strerror(rc));
+		return rc;
+	}
+	return 0;
+}
+
+static int probe__addr(const pod_probe_t *s, struct sockaddr_storage *ss, socklen_t *len)
+{
+	const char *host = s->host ? s->host : "127.0.0.1";
+	struct sockaddr_in *in = (struct sockaddr_in *)ss;
+	struct sockaddr_in6 *in6 = (struct sockaddr_in6 *)ss;
+
+	memset(ss, 0, sizeof *ss);
+	if (inet_pton(AF_INET, host, &in->sin_addr) == 1) {
+		in->sin_family = AF_INET;
+		in->sin_port = htons(s->port);
+		*len = sizeof *in;
+		return 0;
+	}
+	if (inet_pton(AF_INET6, host, &in6->sin6_addr) == 1) {
+		in6->sin6_family = AF_INET6;
+		in6->sin6_port = htons(s->port);
+		*len = sizeof *in6;
+		return 0;
+	}
+	return -EINVAL;
+}
+
+/* 1: connected at once, 0: in progress, < 0: failed (why says). */
+static int probe__tcp(pod_prober_t *p, probe_run_t *r, char *why, size_t cap)
+{
+	struct sockaddr_storage ss;
+	socklen_t len;
+	int fd, rc;
+
+	if (probe__addr(&r->spec, &ss, &len) < 0) {
+		snprintf(why, cap, "bad address");
+		return -EINVAL;
+	}
+	if ((fd = probe__socket(p, ss.ss_family)) < 0) {
+		snprintf(why, cap, "socket: %s", strerror(-fd));
+		return fd;
+	}
+	if (connect(fd, (struct sockaddr *)&ss, len) == 0) {
+		close(fd);
+		return 1;
+	}
+	if (errno != EINPROGRESS) {
+		rc = -errno;
+		snprintf(why, cap, "connect: %s", strerror(errno));
+		close(fd);
+		return rc;
+	}
+	if ((rc = rt_watch_fd(p->rt, rt_self(p->rt), fd, EV_WRITE, TAG_TCP(r->role),
+			      &r->fd_ref)) < 0) {
+		close(fd);
+		snprintf(why, cap, "watch: %s", tank_strerror(rc));
+		return rc;
+	}
+	r->fd = fd;
+	return 0;
+}
+
+/* --- http: libcurl's multi interface on the runner's watches -------------- */
+
+static int probe__curl_socket(CURL *easy, curl_socket_t s, int what, void *userp,
+			      void *socketp)
+{
+	pod_prober_t *p = userp;
+	curl_watch_t *w = socketp;
+	int events = (what & CURL_POLL_IN ? EV_READ : 0) | (what & CURL_POLL_OUT ? EV_WRITE : 0);
+
+	(void)easy;
+	if (what == CURL_POLL_REMOVE) {
+		if (w) {
+			(void)rt_unwatch_fd(p->rt, w->ref);
+			free(w);
+			curl_multi_assign(p->multi, s, NULL);
+		}
+		return 0;
+	}
+	if (w && w->events == events)
+		return 0;
+	if (w)
+		(void)rt_unwatch_fd(p->rt, w->ref);
+	else if (!(w = calloc(1, sizeof *w)))
+		return -1;
+	w->events = events;
+	if (rt_watch_fd(p->rt, rt_self(p->rt), s, events, TAG_CURL_FD, &w->ref) < 0) {
+		free(w);
+		curl_multi_assign(p->multi, s, NULL);
+		return -1;
+	}
+	curl_multi_assign(p->multi, s, w);
+	return 0;
+}
+
+static int probe__curl_timer(CURLM *multi, long ms, void *userp)
+{
+	pod_prober_t *p = userp;
+
+	(void)multi;
+	if (p->curl_timer_set)
+		(void)rt_cancel_timer(p->rt, p->curl_timer);
+	p->curl_timer_set = false;
+	p->curl_timer_seq++;
+	if (ms < 0)
+		return 0;
+	p->curl_timer_set = rt_send_after(p->rt, rt_self(p->rt), (uint64_t)ms, TAG_CURL_TIMER,
+					  &p->curl_timer_seq, sizeof p->curl_timer_seq,
+					  &p->curl_timer) == 0;
+	return 0;
+}
+
+static curl_socket_t probe__curl_open(void *clientp, curlsocktype purpose,
+				      struct curl_sockaddr *addr)
+{
+	int fd;
+	(void)purpose;
+	fd = probe__socket(clientp, addr->family);
+	return fd < 0 ? CURL_SOCKET_BAD : fd;
+}
+
+static size_t probe__curl_discard(char *ptr, size_t size, size_t n, void *ud)
+{
+	(void)ptr; (void)ud;
+	return size * n;
+}
+
+static int probe__http(pod_prober_t *p, probe_run_t *r, char *why, size_t cap)
+{
+	char url[512];
+	const char *host = r->spec.host ? r->spec.host : "127.0.0.1";
+
+	if (!p->multi) {
+		if (!(p->multi = curl_multi_init())) {
+			snprintf(why, cap, "out of memory");
+			return -ENOMEM;
+		}
+		curl_multi_setopt(p->multi, CURLMOPT_SOCKETFUNCTION, probe__curl_socket);
+		curl_multi_setopt(p->multi, CURLMOPT_SOCKETDATA, p);
+		curl_multi_setopt(p->multi, CURLMOPT_TIMERFUNCTION, probe__curl_timer);
+		curl_multi_setopt(p->multi, CURLMOPT_TIMERDATA, p);
+	}
+	snprintf(url, sizeof url, strchr(host, ':') ? "http://[%s]:%u%s" : "http://%s:%u%s",
+		 host, (unsigned)r->spec.port, r->spec.path ? r->spec.path : "/");
+	if (!(r->easy = curl_easy_init())) {
+		snprintf(why, cap, "out of memory");
+		return -ENOMEM;
+	}
+	curl_easy_setopt(r->easy, CURLOPT_URL, url);
+	curl_easy_setopt(r->easy, CURLOPT_NOSIGNAL, 1L);
+	curl_easy_setopt(r->easy, CURLOPT_TIMEOUT_MS, (long)r->spec.timeout_ms);
+	curl_easy_setopt(r->easy, CURLOPT_FOLLOWLOCATION, 0L);
+	curl_easy_setopt(r->easy, CURLOPT_PROTOCOLS_STR, "http");
+	curl_easy_setopt(r->easy, CURLOPT_USERAGENT, "tank-probe/1");
+	curl_easy_setopt(r->easy, CURLOPT_WRITEFUNCTION, probe__curl_discard);
+	curl_easy_setopt(r->easy, CURLOPT_PRIVATE, r);
+	curl_easy_setopt(r->easy, CURLOPT_FORBID_REUSE, 1L);
+	curl_easy_setopt(r->easy, CURLOPT_OPENSOCKETFUNCTION, probe__curl_open);
+	curl_easy_setopt(r->easy, CURLOPT_OPENSOCKETDATA, p);
+	if (curl_multi_add_handle(p->multi, r->easy) != CURLM_OK) {
+		curl_easy_cleanup(r->easy);
+		r->easy = NULL;
+		snprintf(why, cap, "curl: cannot add the request");
+		return -ENOMEM;
+	}
+	return 0;
+}
+
+/* Collects the requests libcurl finished. */
+static void probe__curl_done(pod_prober_t *p, pod_probe_report_t *rep, bool *has)
+{
+	CURLMsg *msg;
+	int left;
+
+	while ((msg = curl_multi_info_read(p->multi, &left))) {
+		probe_run_t *r = NULL;
+		long code = 0;
+		char why[96];
+		if (msg->msg != CURLMSG_DONE)
+			continue;
+		curl_easy_getinfo(msg->easy_handle, CURLINFO_PRIVATE, (char **)&r);
+		if (!r || r->easy != msg->easy_handle)
+			continue;
+		CURLcode res = msg->data.result;
+		curl_easy_getinfo(r->easy, CURLINFO_RESPONSE_CODE, &code);
+		if (res != CURLE_OK)
+			snprintf(why, sizeof why, "%s", res == CURLE_OPERATION_TIMEDOUT
+				 ? "timeout" : curl_easy_strerror(res));
+		else
+			snprintf(why, sizeof why, "HTTP %ld", code);
+		probe__finish(p, r, res == CURLE_OK && code >= 200 && code < 400, why, rep, has);
+	}
+}
+
+/* --- runs ------------------------------------------------------------------ */
+
+static void probe__start(pod_prober_t *p, probe_run_t *r, pod_probe_report_t *rep, bool *has)
+{
+	char why[96] = "";
+	int rc;
+
+	r->inflight = true;
+	r->run_seq++;
+	switch (r->spec.kind) {
+	case POD_PROBE_EXEC:
+		rc = probe__exec(p, r, why, sizeof why);
+		break;
+	case POD_PROBE_TCP:
+		rc = probe__tcp(p, r, why, sizeof why);
+		break;
+	default:
+		rc = probe__http(p, r, why, sizeof why);
+		break;
+	}
+	if (rc != 0) {
+		probe__finish(p, r, rc > 0, why, rep, has);
+		return;
+	}
+	(void)rt_send_after(p->rt, rt_self(p->rt), r->spec.timeout_ms, TAG_TIMEOUT(r->role),
+			    &r->run_seq, sizeof r->run_seq, &r->timeout_timer);
+	if (r->easy) {
+		int running;
+		curl_multi_socket_action(p->multi, CURL_SOCKET_TIMEOUT, 0, &running);
+		probe__curl_done(p, rep, has);
+	}
+}
+
+int pod_prober_new(rt_t *rt, const pod_prober_opts_t *o, pod_prober_t **out)
+{
+	pod_prober_t *p;
+	bool any = false, oom = false;
+	size_t n = 0;
+
+	*out = NULL;
+	for (unsigned i = 0; i < POD_PROBE_ROLES; i++)
+		any |= o->probes[i].kind != POD_PROBE_NONE;
+	if (!any)
+		return 0;
+	if (!(p = calloc(1, sizeof *p)))
+		return -ENOMEM;
+	p->rt = rt;
+	p->netns_fd = -1;
+	p->cgroup = o->cgroup;
+	p->sandbox = o->sandbox;
+	for (unsigned i = 0; i < POD_PROBE_ROLES; i++) {
+		p->run[i].role = (enum pod_probe_role)i;
+		p->run[i].fd = -1;
+		p->run[i].last = -1;
+		if (!probe__spec_copy(&p->run[i].spec, &o->probes[i]))
+			oom = true;
+	}
+	while (o->envp && o->envp[n])
+		n++;
+	if ((p->envp = calloc(n + 1, sizeof *p->envp)))
+		for (size_t i = 0; i < n; i++)
+			p->envp[i] = probe__strdup(o->envp[i], &oom);
+	else
+		oom = true;
+	p->cwd = probe__strdup(o->cwd, &oom);
+	p->user = probe__strdup(o->user, &oom);
+	if (o->sandbox && (o->sandbox->ns & POD_NS_NET) && o->sandbox->ns_fd[POD_SBX_NET] >= 0 &&
+	    (p->netns_fd = fcntl(o->sandbox->ns_fd[POD_SBX_NET], F_DUPFD_CLOEXEC, 0)) < 0)
+		oom = true;
+	if (oom) {
+		pod_prober_free(rt, p);
+		return -ENOMEM;
+	}
+	p->started = p->run[POD_PROBE_STARTUP].spec.kind == POD_PROBE_NONE;
+	p->ready = p->started && p->run[POD_PROBE_READINESS].spec.kind == POD_PROBE_NONE;
+	if (!p->started) {
+		probe__activate(p, POD_PROBE_STARTUP);
+	} else {
+		probe__activate(p, POD_PROBE_READINESS);
+		probe__activate(p, POD_PROBE_LIVENESS);
+	}
+	*out = p;
+	return 0;
+}
+
+bool pod_prober_ready(const pod_prober_t *p)
+{
+	return !p || p->ready;
+}
+
+bool pod_prober_handle(rt_t *rt, pod_prober_t *p, const rt_msg_t *m,
+		       pod_probe_report_t *rep, bool *has)
+{
+	uint32_t tag = m->tag, seq = 0;
+
+	*has = false;
+	if (!p || tag < POD_PROBE_TAG_MIN || tag > POD_PROBE_TAG_MAX)
+		return false;
+	(void)rt;
+	if (m->type == RT_MSG_USER && m->len == sizeof seq)
+		memcpy(&seq, m->data, sizeof seq);
+	if (tag == TAG_CURL_TIMER && m->type == RT_MSG_USER) {
+		int running;
+		if (seq != p->curl_timer_seq || !p->multi)
+			return true;
+		p->curl_timer_set = false;
+		curl_multi_socket_action(p->multi, CURL_SOCKET_TIMEOUT, 0, &running);
+		probe__curl_done(p, rep, has);
+		return true;
+	}
+	if (tag == TAG_CURL_FD && m->type == RT_MSG_FD) {
+		int running, ev = (m->u.fd.revents & EV_READ ? CURL_CSELECT_IN : 0) |
+				  (m->u.fd.revents & EV_WRITE ? CURL_CSELECT_OUT : 0);
+		if (p->multi) {
+			curl_multi_socket_action(p->multi, m->u.fd.fd, ev, &running);
+			probe__curl_done(p, rep, has);
+		}
+		return true;
+	}
+	unsigned role = (tag - POD_PROBE_TAG_MIN) % 10;
+	if (role >= POD_PROBE_ROLES)
+		return true;
+	probe_run_t *r = &p->run[role];
+	switch ((tag - POD_PROBE_TAG_MIN) / 10) {
+	case 0:         /* due */
+		if (m->type != RT_MSG_USER || seq != r->tick_seq || !r->active)
+			return true;
+		probe__schedule(p, r, r->spec.period_ms);
+		if (!r->inflight)
+			probe__start(p, r, rep, has);
+		return true;
+	case 1: {       /* timeout */
+		char why[64];
+		if (m->type != RT_MSG_USER || seq != r->run_seq || !r->inflight)
+			return true;
+		snprintf(why, sizeof why, "timeout after %llums",
+			 (unsigned long long)r->spec.timeout_ms);
+		probe__finish(p, r, false, why, rep, has);
+		return true;
+	}
+	case 2: {       /* exec probe ended */
+		char why[64];
+		if (m->type != RT_MSG_CHILD || m->u.child.pid != r->pid)
+			return true;
+		r->pid = 0;     /* reaped by the runtime */
+		if (m->u.child.signal)
+			snprintf(why, sizeof why, "killed by signal %d", m->u.child.signal);
+		else
+			snprintf(why, sizeof why, "exit code %d", m->u.child.code);
+		probe__finish(p, r, m->u.child.signal == 0 && m->u.child.code == 0, why, rep, has);
+		return true;
+	}
+	case 3: {       /* tcp connect done */
+		int soerr = 0;
+		socklen_t sl = sizeof soerr;
+		char why[96];
+		if (m->type != RT_MSG_FD || r->fd < 0)
+			return true;
+		if (getsockopt(r->fd, SOL_SOCKET, SO_ERROR, &soerr, &sl) < 0)
+			soerr = errno;
+		snprintf(why, sizeof why, "connect: %s", strerror(soerr));
+		probe__finish(p, r, soerr == 0, why, rep, has);
+		return true;
+	}
+	default:
+		return true;
+	}
+}
+
+void pod_prober_free(rt_t *rt, pod_prober_t *p)
+{
+	(void)rt;
+	if (!p)
+		return;
+	for (unsigned i = 0; i < POD_PROBE_ROLES; i++) {
+		probe__abandon(p, &p->run[i]);
+		(void)rt_cancel_timer(p->rt, p->run[i].tick_timer);
+		probe__spec_free(&p->run[i].spec);
+	}
+	if (p->multi) {
+		if (p->curl_timer_set)
+			(void)rt_cancel_timer(p->rt, p->curl_timer);
+		curl_multi_cleanup(p->multi);
+	}
+	for (size_t i = 0; p->envp && p->envp[i]; i++)
+		free(p->envp[i]);
+	free(p->envp);
+	free(p->cwd);
+	free(p->user);
+	if (p->netns_fd >= 0)
+		close(p->netns_fd);
+	free(p);
+}

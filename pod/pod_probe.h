@@ -1,0 +1,85 @@
+/*
+ * pod_probe — a container's health probes (DESIGN.md §8), run inside its
+ * runner actor (pod_runner) so that they live exactly as long as the
+ * process they watch and never outlive the cgroup and sandbox they borrow.
+ *
+ * Each probe is a small state machine on the runner's timers, fd and child
+ * watches; nothing blocks the loop but the vfork window of an exec probe:
+ *   exec  the command is started by pod_launch inside the container's
+ *         sandbox (its namespaces, cgroup, user, root and environment),
+ *         output discarded; exit 0 is a success;
+ *   tcp   a non-blocking connect to host:port;
+ *   http  a GET through libcurl's multi interface, its sockets and timer
+ *         on the runner's watches; 2xx and 3xx are a success.
+ * tcp and http sockets are made inside the pod's network namespace when
+ * it has one (setns there and back around socket(): tankd is one thread).
+ * A run still going at its timeout fails ("timeout after 1s"); an exec
+ * probe's process is killed then.  Runs start every period, first after
+ * initial_delay; a run still in flight when the next is due is skipped.
+ *
+ * Semantics as Kubernetes: startup runs alone until it passes once, then
+ * readiness and liveness start; readiness passing success_threshold times
+ * in a row makes the container ready, failing failure_threshold times
+ * makes it unready; liveness or startup failing failure_threshold times
+ * in a row makes it unhealthy (the runner stops it, the manager restarts
+ * it through its restart policy).
+ *
+ * Ownership: the prober copies the probes and the exec environment; the
+ * cgroup and sandbox are borrowed from the runner (see pod_runner.h).
+ * Messages for the prober carry tags POD_PROBE_TAG_MIN..POD_PROBE_TAG_MAX.
+ */
+#ifndef TANK_POD_PROBE_H
+#define TANK_POD_PROBE_H
+
+#include <stdbool.h>
+
+#include "common/tank_err.h"
+#include "pod/pod_cgroup.h"
+#include "pod/pod_sandbox.h"
+#include "pod/pod_spec.h"
+#include "runtime/rt.h"
+#include "store/st.h"
+
+#define POD_PROBE_TAG_MIN 100
+#define POD_PROBE_TAG_MAX 149
+
+typedef struct pod_prober pod_prober_t;
+
+typedef struct pod_prober_opts {
+	const pod_probe_t *probes;        /* [POD_PROBE_ROLES]; copied */
+	char *const *envp;                /* exec probes' environment; copied */
+	const char *cwd, *user;           /* copied; may be NULL */
+	const pod_cgroup_t *cgroup;       /* borrowed; may be NULL */
+	const pod_sandbox_t *sandbox;     /* borrowed; may be NULL */
+} pod_prober_opts_t;
+
+/* What a probe run changed, for the runner to tell its owner. */
+typedef struct pod_probe_report {
+	enum pod_probe_role role;
+	bool ok;                          /* this run passed */
+	bool ready;                       /* the container is ready now */
+	bool unhealthy;                   /* liveness or startup gave up: restart it */
+	char text[ST_PROBE_MAX + 1];      /* "readiness: ok", "liveness: failed: …" */
+} pod_probe_report_t;
+
+/* Starts the probes of a container that has just started, on behalf of
+ * the calling actor (rt_self: the runner).  NULL *out when it has none.
+ * -ENOMEM. */
+int pod_prober_new(rt_t *rt, const pod_prober_opts_t *o, pod_prober_t **out);
+
+/* Whether the container counts as ready before any probe ran: it has
+ * neither a startup nor a readiness probe. */
+bool pod_prober_ready(const pod_prober_t *p);
+
+/* Handles a message of the prober (false: not its message).  When a run
+ * ended with news — its result differs from the previous run's, readiness
+ * changed, or the container is unhealthy — *report is filled and
+ * *has_report set. */
+bool pod_prober_handle(rt_t *rt, pod_prober_t *p, const rt_msg_t *m,
+		       pod_probe_report_t *report, bool *has_report);
+
+/* Stops every probe: runs in flight are abandoned (an exec probe's
+ * process is killed), timers and watches go.  NULL is fine. */
+void pod_prober_free(rt_t *rt, pod_prober_t *p);
+
+#endif

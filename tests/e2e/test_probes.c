@@ -1,0 +1,192 @@
+/*
+ * Health probes end to end (DESIGN.md §8): exec, tcp and http probes
+ * against real processes, readiness in status and ps, liveness restarts,
+ * startup holding the others back, timeouts, and probes inside a pod's
+ * namespaces.
+ */
+#include <criterion/criterion.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "tests/e2e/e2e.h"
+
+static bool status_has(d_t *d, const char *name, const char *needle)
+{
+	char out[8192];
+	return ctl(d, out, sizeof out, "status %s -o json", name) == 0 && strstr(out, needle);
+}
+
+static bool wait_status(d_t *d, const char *name, const char *needle, int secs)
+{
+	for (int i = 0; i < secs * 20; i++) {
+		if (status_has(d, name, needle))
+			return true;
+		sleep_ms(50);
+	}
+	return false;
+}
+
+/* An exec readiness probe: not ready until the file exists; ps shows it. */
+Test(probes, readiness_exec_sets_ready_and_ps_shows_it)
+{
+	d_t *d = setup();
+	char y[800], out[8192], flag[128];
+
+	snprintf(flag, sizeof flag, "%s/up", d->dir);
+	snprintf(y, sizeof y, "name: db\ncontainers:\n  - name: main\n    command: [sleep, '100']\n"
+		 "    readiness: {exec: [test, -f, %s], period: 50ms}\n", flag);
+	write_file(d, "db.yaml", y);
+	cr_assert_eq(ctl(d, out, sizeof out, "apply -f %s/db.yaml", d->dir), 0, "%s", out);
+	cr_assert(wait_status(d, "db", "readiness: failed: exit code 1", 20), "the probe ran");
+	cr_assert(phase_is(d, "db", "running"));
+	cr_assert(status_has(d, "db", "\"ready\": false"));
+	cr_assert_eq(ctl(d, out, sizeof out, "ps"), 0);
+	cr_assert(strstr(out, "0/1"), "%s", out);
+	write_file(d, "up", "");
+	cr_assert(wait_status(d, "db", "readiness: ok", 20));
+	cr_assert(status_has(d, "db", "\"ready\": true"));
+	cr_assert_eq(ctl(d, out, sizeof out, "ps"), 0);
+	cr_assert(strstr(out, "1/1"), "%s", out);
+	unlink(flag);
+	cr_assert(wait_status(d, "db", "\"ready\": false", 20), "failing again: unready");
+	cr_assert(phase_is(d, "db", "running"), "readiness never restarts");
+	cr_assert_eq(status_num(d, "db", "restarts"), 0);
+	teardown(d);
+}
+
+/* A tcp liveness probe on a port nobody listens on: restarted through the
+ * restart policy with the reason; under `never` it is failed for good. */
+Test(probes, liveness_failure_restarts_through_the_policy)
+{
+	d_t *d = setup();
+	char out[8192];
+
+	write_file(d, "sick.yaml",
+		   "name: sick\nbackoff: {base: 50ms, cap: 100ms}\ncontainers:\n"
+		   "  - name: main\n    command: [sleep, '100']\n"
+		   "    liveness: {tcp: {port: 1}, period: 50ms, failure_threshold: 2}\n"
+		   "---\n"
+		   "name: once\nrestart: never\ncontainers:\n"
+		   "  - name: main\n    command: [sleep, '100']\n"
+		   "    liveness: {tcp: {port: 1}, period: 50ms, failure_threshold: 2}\n");
+	cr_assert_eq(ctl(d, out, sizeof out, "apply -f %s/sick.yaml", d->dir), 0, "%s", out);
+	for (int i = 0; i < 400 && status_num(d, "sick", "restarts") < 2; i++)
+		sleep_ms(25);
+	cr_assert_geq(status_num(d, "sick", "restarts"), 2);
+	cr_assert(status_has(d, "sick", "unhealthy: liveness: failed: connect: Connection refused"));
+	cr_assert(wait_phase(d, "once", "terminal", 20));
+	cr_assert(status_has(d, "once", "\"reason\": \"failed\""));
+	teardown(d);
+}
+
+/* startup holds liveness back: a liveness probe that always fails does
+ * nothing until startup has passed. */
+Test(probes, startup_holds_the_other_probes_back)
+{
+	d_t *d = setup();
+	char y[800], out[8192], flag[128];
+
+	snprintf(flag, sizeof flag, "%s/started", d->dir);
+	snprintf(y, sizeof y, "name: slow\nbackoff: {base: 50ms}\ncontainers:\n"
+		 "  - name: main\n    command: [sleep, '100']\n"
+		 "    startup: {exec: [test, -f, %s], period: 50ms, failure_threshold: 1000}\n"
+		 "    liveness: {exec: ['false'], period: 50ms, failure_threshold: 1}\n", flag);
+	write_file(d, "slow.yaml", y);
+	cr_assert_eq(ctl(d, out, sizeof out, "apply -f %s/slow.yaml", d->dir), 0, "%s", out);
+	cr_assert(wait_status(d, "slow", "startup: failed", 20));
+	sleep_ms(600);
+	cr_assert_eq(status_num(d, "slow", "restarts"), 0, "liveness waits for startup");
+	cr_assert(status_has(d, "slow", "\"ready\": false"), "not ready before startup");
+	write_file(d, "started", "");
+	for (int i = 0; i < 400 && status_num(d, "slow", "restarts") < 1; i++)
+		sleep_ms(25);
+	cr_assert_geq(status_num(d, "slow", "restarts"), 1, "startup passed: liveness acts");
+	cr_assert(status_has(d, "slow", "unhealthy: liveness: failed: exit code 1"));
+	teardown(d);
+}
+
+/* A probe that hangs is killed at its timeout and counts as a failure;
+ * nothing of it is left. */
+Test(probes, a_hanging_probe_is_killed_at_its_timeout)
+{
+	d_t *d = setup();
+	char out[8192];
+	const char *const probe[] = { "sleep", "77", NULL };
+
+	write_file(d, "hang.yaml",
+		   "name: hang\ncontainers:\n  - name: main\n    command: [sleep, '100']\n"
+		   "    readiness: {exec: [sleep, '77'], period: 100ms, timeout: 100ms}\n");
+	cr_assert_eq(ctl(d, out, sizeof out, "apply -f %s/hang.yaml", d->dir), 0, "%s", out);
+	cr_assert(wait_status(d, "hang", "readiness: failed: timeout after 100ms", 20));
+	for (int i = 0; i < 10; i++) {
+		cr_assert_leq(count_procs(probe), 1, "one probe at a time, the others killed");
+		sleep_ms(30);
+	}
+	cr_assert_eq(ctl(d, out, sizeof out, "delete hang"), 0, "%s", out);
+	for (int i = 0; i < 200 && count_procs(probe) > 0; i++)
+		sleep_ms(25);
+	cr_assert_eq(count_procs(probe), 0, "no probe outlives its container");
+	teardown(d);
+}
+
+/* http: 2xx and 3xx healthy, 404 not; busybox httpd serves a directory. */
+Test(probes, http_readiness_follows_the_answer)
+{
+	d_t *d = setup();
+	char y[1200], out[8192], page[128];
+
+	if (access("/bin/busybox", X_OK) != 0)
+		cr_skip_test("no /bin/busybox (scripts/deps.sh installs busybox-static)");
+	snprintf(page, sizeof page, "%s/www/health", d->dir);
+	snprintf(out, sizeof out, "%s/www", d->dir);
+	cr_assert_eq(mkdir(out, 0755), 0);
+	write_file(d, "www/health", "ok\n");
+	snprintf(y, sizeof y, "name: web\ncontainers:\n  - name: main\n"
+		 "    command: [/bin/busybox, httpd, -f, -p, '127.0.0.1:18431', -h, %s/www]\n"
+		 "    readiness: {http: {port: 18431, path: /health}, period: 50ms, "
+		 "failure_threshold: 1}\n", d->dir);
+	write_file(d, "web.yaml", y);
+	cr_assert_eq(ctl(d, out, sizeof out, "apply -f %s/web.yaml", d->dir), 0, "%s", out);
+	cr_assert(wait_status(d, "web", "readiness: ok", 20));
+	cr_assert(status_has(d, "web", "\"ready\": true"));
+	unlink(page);
+	cr_assert(wait_status(d, "web", "readiness: failed: HTTP 404", 20));
+	cr_assert(status_has(d, "web", "\"ready\": false"));
+	teardown(d);
+}
+
+/* Probes run in the pod's sandbox: an exec probe sees the pod's hostname,
+ * a tcp probe reaches a port open only in the pod's network namespace. */
+Test(probes, probes_run_inside_the_pods_namespaces)
+{
+	d_t *d = setup();
+	char out[8192];
+
+	if (geteuid() != 0)
+		cr_skip_test("namespaces need root");
+	if (access("/bin/busybox", X_OK) != 0)
+		cr_skip_test("no /bin/busybox (scripts/deps.sh installs busybox-static)");
+	write_file(d, "box.yaml",
+		   "name: box\nisolation: {namespaces: [uts, net, pid, ipc], hostname: probe-box}\n"
+		   "containers:\n  - name: main\n"
+		   "    command: [/bin/busybox, httpd, -f, -p, '127.0.0.1:18432', -h, /tmp]\n"
+		   "    startup: {exec: [/bin/sh, -c, 'test \"$(hostname)\" = probe-box'], period: 50ms}\n"
+		   "    readiness: {tcp: {port: 18432}, period: 50ms}\n");
+	cr_assert_eq(ctl(d, out, sizeof out, "apply -f %s/box.yaml", d->dir), 0, "%s", out);
+	cr_assert(wait_status(d, "box", "\"ready\": true", 20),
+		  "the hostname and the port are the pod's own");
+	cr_assert(status_has(d, "box", "readiness: ok"));
+	/* From tankd's own namespace nothing listens there. */
+	int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	struct sockaddr_in sa = { .sin_family = AF_INET, .sin_port = htons(18432),
+				  .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+	cr_assert_neq(connect(fd, (struct sockaddr *)&sa, sizeof sa), 0);
+	close(fd);
+	teardown(d);
+}
