@@ -41,8 +41,9 @@ fi
 # Then wait for the long-running ones to converge (idem's rule,
 # docs/cli.md); the crash loop example never converges, by design: it
 # shows backoff, so it is not waited for.
-"$TANKCTL" apply --wait --timeout 60s -f examples/web.yaml -f examples/worker.yaml ||
-	echo "run: web and worker did not converge (see above); carrying on"
+"$TANKCTL" apply --wait --timeout 60s -f examples/web.yaml -f examples/worker.yaml \
+	-f examples/shop.yaml ||
+	echo "run: web, worker and shop did not converge (see above); carrying on"
 sleep 2   # long enough for the batch job to complete
 echo
 "$TANKCTL" ps
