@@ -103,12 +103,16 @@ static void deps__cycle(dep_walk_t *w, dep_node_t *to)
 	size_t len = 0;
 	const dep_node_t *at = NULL;
 
+	/* A long cycle is cut in the middle: "a -> b -> … -> z -> a". */
 	for (size_t i = to->depth; i < w->depth; i++) {
 		const dep_node_t *d = w->stack[i];
 		if (!at && d->batch >= 0)
 			at = d;
-		len += (size_t)snprintf(path + len, len < sizeof path ? sizeof path - len : 0,
-					"%s -> ", d->name);
+		if (len < 400)
+			len += (size_t)snprintf(path + len, sizeof path - len, "%s -> ", d->name);
+		else if (i == w->depth - 1 && len < sizeof path - 8)
+			len += (size_t)snprintf(path + len, sizeof path - len, "… -> %.40s -> ",
+						d->name);
 		if (len >= sizeof path)
 			len = sizeof path - 1;
 	}
