@@ -73,34 +73,6 @@ static char *probe__strdup(const char *s, bool *oom)
 	return d;
 }
 
-static void probe__spec_free(pod_probe_t *p)
-{
-	for (size_t i = 0; i < p->argc; i++)
-		free(p->argv[i]);
-	free(p->argv);
-	free(p->host);
-	free(p->path);
-}
-
-static bool probe__spec_copy(pod_probe_t *dst, const pod_probe_t *src)
-{
-	bool oom = false;
-
-	*dst = *src;
-	dst->argv = NULL;
-	dst->argc = 0;
-	dst->host = probe__strdup(src->host, &oom);
-	dst->path = probe__strdup(src->path, &oom);
-	if (src->argc) {
-		if (!(dst->argv = calloc(src->argc + 1, sizeof *dst->argv)))
-			return false;
-		dst->argc = src->argc;
-		for (size_t i = 0; i < src->argc; i++)
-			dst->argv[i] = probe__strdup(src->argv[i], &oom);
-	}
-	return !oom;
-}
-
 static void probe__schedule(pod_prober_t *p, probe_run_t *r, uint64_t ms)
 {
 	uint32_t seq = ++r->tick_seq;
@@ -508,7 +480,7 @@ int pod_prober_new(rt_t *rt, const pod_prober_opts_t *o, pod_prober_t **out)
 		p->run[i].role = (enum pod_probe_role)i;
 		p->run[i].fd = -1;
 		p->run[i].last = -1;
-		if (!probe__spec_copy(&p->run[i].spec, &o->probes[i]))
+		if (pod_probe_copy(&p->run[i].spec, &o->probes[i]) < 0)
 			oom = true;
 	}
 	while (o->envp && o->envp[n])
@@ -631,7 +603,7 @@ void pod_prober_free(rt_t *rt, pod_prober_t *p)
 	for (unsigned i = 0; i < POD_PROBE_ROLES; i++) {
 		probe__abandon(p, &p->run[i]);
 		(void)rt_cancel_timer(p->rt, p->run[i].tick_timer);
-		probe__spec_free(&p->run[i].spec);
+		pod_probe_clear(&p->run[i].spec);
 	}
 	if (p->multi) {
 		if (p->curl_timer_set)

@@ -93,14 +93,48 @@ const char *pod_ns_name(unsigned bit)
 
 /* ---- freeing ---------------------------------------------------------- */
 
+static void argv_free(char **argv, size_t argc)
+{
+	for (size_t i = 0; i < argc; i++)
+		free(argv[i]);
+	free(argv);
+}
+
+void pod_probe_clear(pod_probe_t *p)
+{
+	argv_free(p->argv, p->argc);
+	free(p->host);
+	free(p->path);
+	memset(p, 0, sizeof *p);
+}
+
+int pod_probe_copy(pod_probe_t *dst, const pod_probe_t *src)
+{
+	*dst = *src;
+	dst->argv = NULL;
+	dst->argc = 0;
+	dst->host = src->host ? strdup(src->host) : NULL;
+	dst->path = src->path ? strdup(src->path) : NULL;
+	if (src->argc && (dst->argv = calloc(src->argc + 1, sizeof *dst->argv))) {
+		dst->argc = src->argc;
+		for (size_t i = 0; i < src->argc; i++)
+			if (!(dst->argv[i] = strdup(src->argv[i])))
+				goto oom;
+	}
+	if ((src->host && !dst->host) || (src->path && !dst->path) || (src->argc && !dst->argv))
+		goto oom;
+	return 0;
+oom:
+	pod_probe_clear(dst);
+	return -ENOMEM;
+}
+
 static void container_free(pod_container_t *c)
 {
 	size_t i;
 
 	free(c->name);
-	for (i = 0; i < c->argc; i++)
-		free(c->argv[i]);
-	free(c->argv);
+	argv_free(c->argv, c->argc);
 	for (i = 0; i < c->env_count; i++) {
 		free(c->env[i].key);
 		free(c->env[i].value);
@@ -113,14 +147,8 @@ static void container_free(pod_container_t *c)
 		free(c->mounts[i].path);
 	}
 	free(c->mounts);
-	for (unsigned r = 0; r < POD_PROBE_ROLES; r++) {
-		pod_probe_t *p = &c->probes[r];
-		for (i = 0; i < p->argc; i++)
-			free(p->argv[i]);
-		free(p->argv);
-		free(p->host);
-		free(p->path);
-	}
+	for (unsigned r = 0; r < POD_PROBE_ROLES; r++)
+		pod_probe_clear(&c->probes[r]);
 }
 
 void pod_spec_free(pod_spec_t *s)
@@ -365,7 +393,8 @@ static void v_volumes(kit_t *v, const msgpack_object *a, pod_spec_t *s)
 	}
 }
 
-static void v_command(kit_t *v, const msgpack_object *a, pod_container_t *c)
+/* A command list (`command`, a probe's `exec`): argv NULL-terminated. */
+static void v_command(kit_t *v, const msgpack_object *a, char ***argv, size_t *argc)
 {
 	uint32_t i;
 
@@ -377,15 +406,15 @@ static void v_command(kit_t *v, const msgpack_object *a, pod_container_t *c)
 	}
 	if (!kit_within(v, a->via.array.size, POD_ARGS_MAX, "arguments"))
 		return;
-	c->argv = calloc((size_t)a->via.array.size + 1, sizeof *c->argv);
-	if (!c->argv) {
+	*argv = calloc((size_t)a->via.array.size + 1, sizeof **argv);
+	if (!*argv) {
 		v->oom = true;
 		return;
 	}
-	c->argc = a->via.array.size;
+	*argc = a->via.array.size;
 	for (i = 0; i < a->via.array.size; i++) {
 		size_t sv = kit_push_index(v, i);
-		kit_get_str(v, &a->via.array.ptr[i], &c->argv[i], i == 0);
+		kit_get_str(v, &a->via.array.ptr[i], &(*argv)[i], i == 0);
 		kit_pop(v, sv);
 	}
 }
@@ -681,29 +710,6 @@ static void v_mounts(kit_t *v, const msgpack_object *a, pod_container_t *c,
 	}
 }
 
-/* A probe's exec: a command list, as `command`. */
-static void v_probe_exec(kit_t *v, const msgpack_object *a, pod_probe_t *p)
-{
-	if (!kit_expect(v, a, MSGPACK_OBJECT_ARRAY, "a list"))
-		return;
-	if (a->via.array.size == 0) {
-		kit_err(v, "must not be empty");
-		return;
-	}
-	if (!kit_within(v, a->via.array.size, POD_ARGS_MAX, "arguments"))
-		return;
-	if (!(p->argv = calloc(a->via.array.size + 1, sizeof *p->argv))) {
-		v->oom = true;
-		return;
-	}
-	p->argc = a->via.array.size;
-	for (uint32_t i = 0; i < a->via.array.size; i++) {
-		size_t sv = kit_push_index(v, i);
-		(void)kit_get_str(v, &a->via.array.ptr[i], &p->argv[i], i == 0);
-		kit_pop(v, sv);
-	}
-}
-
 /* An IP literal: resolving a name could block the loop. */
 static void v_probe_host(kit_t *v, const msgpack_object *o, pod_probe_t *p)
 {
@@ -793,7 +799,7 @@ static void v_probe(kit_t *v, const msgpack_object *m, pod_probe_t *p, enum pod_
 		kit_err(v, "must have exactly one of exec, tcp, http");
 		return;
 	}
-	FIELD(v, m, "exec", p->kind = POD_PROBE_EXEC; v_probe_exec(v, o, p));
+	FIELD(v, m, "exec", p->kind = POD_PROBE_EXEC; v_command(v, o, &p->argv, &p->argc));
 	FIELD(v, m, "tcp", p->kind = POD_PROBE_TCP; v_probe_net(v, o, p, false));
 	FIELD(v, m, "http", p->kind = POD_PROBE_HTTP; v_probe_net(v, o, p, true));
 	FIELD(v, m, "initial_delay", kit_get_duration(v, o, &p->initial_delay_ms));
@@ -863,7 +869,7 @@ static void v_containers(kit_t *v, const msgpack_object *a, pod_spec_t *s)
 				kit_err(v, "required");
 				kit_pop(v, sv2);
 			}
-			FIELD(v, m, "command", v_command(v, o, c));
+			FIELD(v, m, "command", v_command(v, o, &c->argv, &c->argc));
 			FIELD(v, m, "env", v_env(v, o, c));
 			FIELD(v, m, "working_dir", kit_get_abspath(v, o, &c->working_dir));
 			FIELD(v, m, "user", v_user(v, o, c));

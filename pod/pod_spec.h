@@ -250,6 +250,11 @@ bool pod_name_valid(const char *name, size_t len);
 
 /* "always", "on_failure", "never". */
 const char *pod_restart_name(enum pod_restart r);
+/* Deep copy of a probe into dst (its own strings): 0, or -ENOMEM with dst
+ * empty.  pod_probe_clear frees what a probe owns and empties it. */
+int pod_probe_copy(pod_probe_t *dst, const pod_probe_t *src);
+void pod_probe_clear(pod_probe_t *p);
+
 /* "startup", "readiness", "liveness". */
 const char *pod_probe_role_name(enum pod_probe_role r);
 /* True when the container has any probe. */
