@@ -1,4 +1,5 @@
-/* dmn_events — a reconciler transition as an events-stream map. */
+/* dmn_events — a reconciler transition, a probe's news or the store's
+ * state as an events-stream map. */
 #include <errno.h>
 
 #include "api/api_rpc.h"
@@ -11,54 +12,52 @@ static int pack_str_or_nil(msgpack_packer *pk, const char *s)
 	return s ? api_pack_cstr(pk, s) : msgpack_pack_nil(pk);
 }
 
-/* {type: "probe", pod, container, result, ready, at, generation, uid} */
-static int pack_probe(msgpack_packer *pk, const pod_event_t *ev)
+/* What every pod event starts with (type, pod, container) and ends with
+ * (at, generation, uid). */
+static int pack_head(msgpack_packer *pk, size_t keys, const char *type, const pod_event_t *ev)
 {
-	int rc = msgpack_pack_map(pk, 8);
-
+	int rc = msgpack_pack_map(pk, keys);
 	rc |= api_pack_cstr(pk, "type");
-	rc |= api_pack_cstr(pk, "probe");
+	rc |= api_pack_cstr(pk, type);
 	rc |= api_pack_cstr(pk, "pod");
 	rc |= pack_str_or_nil(pk, ev->pod);
 	rc |= api_pack_cstr(pk, "container");
 	rc |= pack_str_or_nil(pk, ev->container);
-	rc |= api_pack_cstr(pk, "result");
-	rc |= api_pack_cstr(pk, ev->probe);
-	rc |= api_pack_cstr(pk, "ready");
-	rc |= ev->ready ? msgpack_pack_true(pk) : msgpack_pack_false(pk);
-	rc |= api_pack_cstr(pk, "at");
+	return rc;
+}
+
+static int pack_tail(msgpack_packer *pk, const pod_event_t *ev)
+{
+	int rc = api_pack_cstr(pk, "at");
 	rc |= msgpack_pack_int64(pk, ev->at);
 	rc |= api_pack_cstr(pk, "generation");
 	rc |= msgpack_pack_uint64(pk, ev->generation);
 	rc |= api_pack_cstr(pk, "uid");
 	rc |= pack_str_or_nil(pk, ev->uid && ev->uid[0] ? ev->uid : NULL);
-	return rc ? -ENOMEM : 0;
+	return rc;
 }
 
 int dmn_event_pack(msgpack_packer *pk, const pod_event_t *ev)
 {
-	if (ev->probe)
-		return pack_probe(pk, ev);
-	int rc = msgpack_pack_map(pk, DMN_EVENT_TRANSITION_KEYS);
+	int rc;
 
-	rc |= api_pack_cstr(pk, "type");
-	rc |= api_pack_cstr(pk, "transition");
-	rc |= api_pack_cstr(pk, "pod");
-	rc |= pack_str_or_nil(pk, ev->pod);
-	rc |= api_pack_cstr(pk, "container");
-	rc |= pack_str_or_nil(pk, ev->container);
-	rc |= api_pack_cstr(pk, "from");
-	rc |= pack_str_or_nil(pk, ev->from);
-	rc |= api_pack_cstr(pk, "to");
-	rc |= pack_str_or_nil(pk, ev->to);
-	rc |= api_pack_cstr(pk, "reason");
-	rc |= pack_str_or_nil(pk, ev->reason);
-	rc |= api_pack_cstr(pk, "at");
-	rc |= msgpack_pack_int64(pk, ev->at);
-	rc |= api_pack_cstr(pk, "generation");
-	rc |= msgpack_pack_uint64(pk, ev->generation);
-	rc |= api_pack_cstr(pk, "uid");
-	rc |= pack_str_or_nil(pk, ev->uid && ev->uid[0] ? ev->uid : NULL);
+	if (ev->probe) {
+		/* {type: "probe", pod, container, result, ready, at, generation, uid} */
+		rc = pack_head(pk, 8, "probe", ev);
+		rc |= api_pack_cstr(pk, "result");
+		rc |= api_pack_cstr(pk, ev->probe);
+		rc |= api_pack_cstr(pk, "ready");
+		rc |= ev->ready ? msgpack_pack_true(pk) : msgpack_pack_false(pk);
+	} else {
+		rc = pack_head(pk, DMN_EVENT_TRANSITION_KEYS, "transition", ev);
+		rc |= api_pack_cstr(pk, "from");
+		rc |= pack_str_or_nil(pk, ev->from);
+		rc |= api_pack_cstr(pk, "to");
+		rc |= pack_str_or_nil(pk, ev->to);
+		rc |= api_pack_cstr(pk, "reason");
+		rc |= pack_str_or_nil(pk, ev->reason);
+	}
+	rc |= pack_tail(pk, ev);
 	/* msgpack-c's packers fail only when the write callback does, and
 	 * the sbuffer's only failure is a failed realloc. */
 	return rc ? -ENOMEM : 0;

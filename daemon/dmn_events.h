@@ -1,12 +1,15 @@
 /*
- * dmn_events — how a reconciler transition goes out on the events stream.
+ * dmn_events — how a reconciler transition (or a probe's news) goes out on
+ * the events stream.
  *
  * The reconciler reports every transition as an pod_event_t (borrowed
  * strings); subscribers of the RPC socket receive it as one msgpack map
  * (docs/rpc.md, after the methods):
  *
  *   {type: "transition", pod, container (nil for the pod itself), from,
- *    to, reason, at (ms since the epoch), generation}
+ *    to, reason, at (ms since the epoch), generation, uid}
+ *   {type: "probe", pod, container, result, ready, at, generation, uid}
+ *    (pod_event_t.probe set)
  *
  * The encoding is its own module so that it can be tested without a
  * daemon, and so that the next kinds (actions, jobs) add their event types

@@ -621,6 +621,33 @@ Test(daemon, event_of_a_pod_transition_has_a_nil_container)
 	msgpack_sbuffer_destroy(&sb);
 }
 
+Test(daemon, event_of_a_probe_is_the_documented_map)
+{
+	pod_event_t ev = {
+		.pod = "web", .container = "app", .probe = "readiness: ok", .ready = true,
+		.at = 1700000000456LL, .generation = 3, .uid = "u-1",
+	};
+	msgpack_sbuffer sb;
+	msgpack_unpacked up;
+
+	unpack_event(&ev, &sb, &up);
+	const msgpack_object *m = &up.data;
+	cr_assert_eq(m->type, MSGPACK_OBJECT_MAP);
+	cr_assert_eq(m->via.map.size, 8);
+	assert_str(m, "type", "probe");
+	assert_str(m, "pod", "web");
+	assert_str(m, "container", "app");
+	assert_str(m, "result", "readiness: ok");
+	assert_str(m, "uid", "u-1");
+	const msgpack_object *r = get(m, "ready"), *at = get(m, "at");
+	cr_assert(r && r->type == MSGPACK_OBJECT_BOOLEAN && r->via.boolean);
+	cr_assert(at && at->type == MSGPACK_OBJECT_POSITIVE_INTEGER);
+	cr_assert_eq(at->via.u64, 1700000000456ULL);
+	cr_assert_null(get(m, "from"), "a probe event is not a transition");
+	msgpack_unpacked_destroy(&up);
+	msgpack_sbuffer_destroy(&sb);
+}
+
 /* --- the launcher hook and signals, in the test's process -------------------- */
 
 static pid_t fake_pid;
