@@ -30,6 +30,7 @@
 #include "api/api_client.h"
 #include "common/tank_map.h"
 #include "daemon/dmn.h"
+#include "tests/support/tsupport.h"
 #include "daemon/dmn_events.h"
 #include "pod/pod_manifest.h"
 #include "pod/pod_spec.h"
@@ -185,26 +186,11 @@ static bool log_has(t_t *t, const char *what)
 	return strstr(read_log(t, buf, sizeof buf), what) != NULL;
 }
 
-/* Alive and not a zombie (a zombie is dead, whoever has yet to reap it). */
-static bool alive(pid_t pid)
-{
-	char path[64], buf[512], *p;
-	snprintf(path, sizeof path, "/proc/%d/stat", (int)pid);
-	FILE *f = fopen(path, "re");
-	if (!f)
-		return false;
-	size_t n = fread(buf, 1, sizeof buf - 1, f);
-	fclose(f);
-	buf[n] = '\0';
-	p = strrchr(buf, ')');
-	return p && p[1] == ' ' && p[2] != 'Z' && p[2] != 'X';
-}
-
 static bool gone_within(pid_t pid, int secs)
 {
-	for (int i = 0; i < secs * 50 && alive(pid); i++)
+	for (int i = 0; i < secs * 50 && ts_alive(pid); i++)
 		sleep_ms(20);
-	return !alive(pid);
+	return !ts_alive(pid);
 }
 
 /* True when pid's command line is exactly argv0 argv1 (after its exec). */
@@ -388,7 +374,7 @@ Test(daemon, second_signal_stops_at_once)
 	for (int i = 0; i < 500 && !log_has(t, "stopping: stopping containers"); i++)
 		sleep_ms(20);
 	cr_assert(log_has(t, "stopping: stopping containers"));
-	cr_assert(alive(p), "the stop signal was not ignored: the test proves nothing");
+	cr_assert(ts_alive(p), "the stop signal was not ignored: the test proves nothing");
 	/* The socket stops accepting as soon as the drain starts. */
 	api_client_t *c = NULL;
 	tank_error_t e;
@@ -715,7 +701,7 @@ Test(daemon, launcher_hook_runs_containers_and_sigterm_drains_in_process)
 	cr_assert(strstr(l.text, "stopping: stopping containers"), "%s", l.text);
 	cr_assert(!strstr(l.text, "deadline"), "%s", l.text);
 	dmn_close(d);
-	cr_assert(!alive(fake_pid));
+	cr_assert(!ts_alive(fake_pid));
 
 	/* Stopped by SIGTERM, its stop signal: the store says so. */
 	st_t *st;

@@ -165,22 +165,6 @@ int count_procs(const char *const *argv)
 	return n;
 }
 
-/* Alive and not a zombie: a zombie is dead even when its new parent (init
- * here, after its daemon was killed) has not reaped it yet. */
-bool alive(long pid)
-{
-	char path[64], buf[512], *p;
-	snprintf(path, sizeof path, "/proc/%ld/stat", pid);
-	FILE *f = fopen(path, "r");
-	if (!f)
-		return false;
-	size_t n = fread(buf, 1, sizeof buf - 1, f);
-	fclose(f);
-	buf[n] = '\0';
-	p = strrchr(buf, ')');
-	return p && p[1] == ' ' && p[2] != 'Z' && p[2] != 'X';
-}
-
 /* A field of `tankctl status NAME -o json`, crudely: the text after
  * "key": up to the next comma. */
 long status_num(d_t *d, const char *name, const char *key)

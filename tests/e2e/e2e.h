@@ -10,6 +10,8 @@
 #include <stddef.h>
 #include <sys/types.h>
 
+#include "tests/support/tsupport.h"   /* ts_alive */
+
 typedef struct d {
 	char dir[64];
 	char sock[96];
@@ -34,8 +36,6 @@ void teardown(d_t *d);
 void write_file(d_t *d, const char *name, const char *text);
 /* Processes whose command line is exactly argv. */
 int count_procs(const char *const *argv);
-/* Alive and not a zombie. */
-bool alive(long pid);
 /* A number field of `status NAME -o json`, or -1. */
 long status_num(d_t *d, const char *name, const char *key);
 bool phase_is(d_t *d, const char *name, const char *phase);

@@ -89,9 +89,9 @@ Test(e2e, every_verb_against_the_real_daemon)
 	cr_assert_eq(ctl(d, out, sizeof out, "frobnicate"), 2);
 	cr_assert_eq(ctl(d, out, sizeof out, "delete hello job"), 0, "%s", out);
 	cr_assert_eq(ctl(d, out, sizeof out, "get hello"), 1);
-	for (int i = 0; i < 100 && alive(pid2); i++)
+	for (int i = 0; i < 100 && ts_alive(pid2); i++)
 		sleep_ms(50);
-	cr_assert_not(alive(pid2), "deleted pod's process still runs");
+	cr_assert_not(ts_alive(pid2), "deleted pod's process still runs");
 	teardown(d);
 }
 
@@ -143,7 +143,7 @@ Test(e2e, kill9_restart_keeps_counts_no_orphan_no_duplicate)
 			sleep_ms(50);
 		}
 		cr_assert(now > 0 && now != old, "round %d: pid %ld -> %ld", round, old, now);
-		cr_assert_not(alive(old), "orphan %ld still runs", old);
+		cr_assert_not(ts_alive(old), "orphan %ld still runs", old);
 		cr_assert_eq(count_procs(sleeper), 1);
 		old = now;
 		long r2 = status_num(d, "crash", "restarts");

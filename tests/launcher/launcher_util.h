@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include "pod/pod_launch.h"
+#include "tests/support/tsupport.h"   /* ts_alive */
 
 static inline const char *lt_probe(void)
 {
@@ -96,20 +97,6 @@ static inline int lt_wait(pid_t pid, double secs)
 	return -1;
 }
 
-/* Process gone (or a zombie nobody reaps yet)? */
-static inline bool lt_dead(pid_t pid)
-{
-	char path[64], buf[512];
-	snprintf(path, sizeof path, "/proc/%d/stat", (int)pid);
-	FILE *f = fopen(path, "r");
-	if (!f)
-		return true;
-	size_t n = fread(buf, 1, sizeof buf - 1, f);
-	fclose(f);
-	buf[n] = '\0';
-	char *p = strrchr(buf, ')');
-	return !p || p[2] == 'Z' || p[2] == 'X';
-}
 
 static inline int lt_rm_cb(const char *path, const struct stat *sb, int flag,
                            struct FTW *ftw)

@@ -222,7 +222,7 @@ Test(launcher, stop_escalation_without_cgroup_kills_process_group)
 	double end = lt_now() + 10;
 	bool all = false;
 	while (!all && lt_now() < end) {
-		all = lt_dead(kids[0]) && lt_dead(kids[1]) && lt_dead(kids[2]);
+		all = !ts_alive(kids[0]) && !ts_alive(kids[1]) && !ts_alive(kids[2]);
 		usleep(2000);
 	}
 	cr_expect(all, "a grandchild outlived its container");
