@@ -46,6 +46,7 @@
 
 #include <msgpack.h>
 
+#include "bench/bench_util.h"
 #include "api/api_client.h"
 #include "api/api_rpc.h"
 
@@ -75,19 +76,6 @@ typedef struct bench {
 	lat_t lat[PH_COUNT];
 } bench_t;
 
-static uint64_t now_ns(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
-
-static void sleep_ms(long ms)
-{
-	struct timespec ts = { ms / 1000, (ms % 1000) * 1000000L };
-	nanosleep(&ts, NULL);
-}
-
 static void note(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 static void note(const char *fmt, ...)
 {
@@ -104,13 +92,6 @@ static void emit(const char *metric, double value, const char *unit, long n)
 	printf("{\"bench\": \"bulk\", \"metric\": \"%s\", \"value\": %.3f, \"unit\": \"%s\", "
 	       "\"n\": %ld}\n", metric, value, unit, n);
 	fflush(stdout);
-}
-
-static int rm_one(const char *path, const struct stat *st, int flag, struct FTW *ftw)
-{
-	(void)st; (void)flag; (void)ftw;
-	remove(path);
-	return 0;
 }
 
 /* --- tankd --------------------------------------------------------------- */
@@ -143,14 +124,14 @@ static int daemon_start(bench_t *b)
 /* Connects `*c` to tankd; returns the time it took, or 0 on failure. */
 static uint64_t daemon_connect(bench_t *b, api_client_t **c, uint64_t t0)
 {
-	uint64_t deadline = now_ns() + 600ull * 1000000000u;
-	while (now_ns() < deadline) {
+	uint64_t deadline = bench_now_ns() + 600ull * 1000000000u;
+	while (bench_now_ns() < deadline) {
 		tank_error_t e;
 		api_incoming_t in;
 		if (api_client_connect(b->sock, c, &e) == 0) {
 			if (api_client_call(*c, "ping", NULL, NULL, 600000, &in, &e) == 0) {
 				api_incoming_free(&in);
-				return now_ns() - t0;
+				return bench_now_ns() - t0;
 			}
 			api_client_close(*c);
 			*c = NULL;
@@ -160,7 +141,7 @@ static uint64_t daemon_connect(bench_t *b, api_client_t **c, uint64_t t0)
 			note("tankd exited at start: see %s/tankd.log", b->top);
 			return 0;
 		}
-		sleep_ms(1);
+		bench_sleep_ms(1);
 	}
 	return 0;
 }
@@ -176,7 +157,7 @@ static void daemon_stop(bench_t *b)
 			b->pid = 0;
 			return;
 		}
-		sleep_ms(10);
+		bench_sleep_ms(10);
 	}
 	kill(b->pid, SIGKILL);
 	waitpid(b->pid, NULL, 0);
@@ -270,17 +251,17 @@ static void *pinger(void *arg)
 				api_client_close(c);
 				c = NULL;
 			}
-			sleep_ms(1);
+			bench_sleep_ms(1);
 			continue;
 		}
 		tank_error_t e;
 		if (!c && api_client_connect(b->sock, &c, &e) < 0) {
 			c = NULL;
-			sleep_ms(1);
+			bench_sleep_ms(1);
 			continue;
 		}
 		api_incoming_t in;
-		uint64_t t0 = now_ns();
+		uint64_t t0 = bench_now_ns();
 		int ph = atomic_load(&b->phase);
 		if (api_client_call(c, "ping", NULL, NULL, 600000, &in, &e) < 0) {
 			api_client_close(c);
@@ -288,13 +269,13 @@ static void *pinger(void *arg)
 			continue;
 		}
 		api_incoming_free(&in);
-		uint64_t t1 = now_ns();
+		uint64_t t1 = bench_now_ns();
 		/* An answer that straddles a phase change counts for the phase
 		 * it was asked in. */
 		pthread_mutex_lock(&b->mu);
 		lat_add(&b->lat[ph], t1 - t0, t1);
 		pthread_mutex_unlock(&b->mu);
-		sleep_ms(5);
+		bench_sleep_ms(5);
 	}
 	if (c)
 		api_client_close(c);
@@ -385,31 +366,31 @@ int main(void)
 	pthread_mutex_init(&b.mu, NULL);
 	signal(SIGPIPE, SIG_IGN);
 
-	uint64_t t0 = now_ns();
+	uint64_t t0 = bench_now_ns();
 	if (daemon_start(&b) < 0 || !daemon_connect(&b, &b.cli, t0))
 		goto out;
 	if (pthread_create(&b.th, NULL, pinger, &b) != 0)
 		goto out;
 	/* idle: the baseline, tankd with nothing to do. */
-	t0 = now_ns();
-	sleep_ms(500);
-	phase_report(&b, PH_IDLE, 0, now_ns() - t0);
+	t0 = bench_now_ns();
+	bench_sleep_ms(500);
+	phase_report(&b, PH_IDLE, 0, bench_now_ns() - t0);
 
 	/* apply: one call of APPLY_N pods, then until the loop is through. */
-	t0 = now_ns();
+	t0 = bench_now_ns();
 	set_phase(&b, PH_APPLY);
 	range_t r = { 0, apply_n };
 	if (call(b.cli, "apply", pack_pods, &r) < 0)
 		goto out;
-	emit("apply_ack", (now_ns() - t0) / 1e6, "ms", apply_n);
-	note("apply: acknowledged after %.2f ms", (now_ns() - t0) / 1e6);
+	emit("apply_ack", (bench_now_ns() - t0) / 1e6, "ms", apply_n);
+	note("apply: acknowledged after %.2f ms", (bench_now_ns() - t0) / 1e6);
 	if (call(b.cli, "sync", NULL, NULL) < 0)
 		goto out;
-	phase_report(&b, PH_APPLY, apply_n, now_ns() - t0);
+	phase_report(&b, PH_APPLY, apply_n, bench_now_ns() - t0);
 
 	/* fill: up to STORE_N, in batches, not reported. */
 	set_phase(&b, PH_FILL);
-	t0 = now_ns();
+	t0 = bench_now_ns();
 	for (long from = apply_n; from < store_n; from += 1000) {
 		range_t f = { from, from + 1000 < store_n ? from + 1000 : store_n };
 		if (call(b.cli, "apply", pack_pods, &f) < 0)
@@ -419,7 +400,7 @@ int main(void)
 	}
 	if (call(b.cli, "sync", NULL, NULL) < 0)
 		goto out;
-	note("fill: %ld pods stored and seen in %.1f s", store_n, (now_ns() - t0) / 1e9);
+	note("fill: %ld pods stored and seen in %.1f s", store_n, (bench_now_ns() - t0) / 1e9);
 
 	/* start: stop tankd and start it on the full store. */
 	atomic_store(&b.daemon_down, true);
@@ -427,7 +408,7 @@ int main(void)
 	b.cli = NULL;
 	daemon_stop(&b);
 	set_phase(&b, PH_START);
-	t0 = now_ns();
+	t0 = bench_now_ns();
 	if (daemon_start(&b) < 0)
 		goto out;
 	atomic_store(&b.daemon_down, false);
@@ -436,19 +417,19 @@ int main(void)
 		goto out;
 	emit("start_first_ping", first / 1e6, "ms", store_n);
 	note("start: first ping answered %.2f ms after exec", first / 1e6);
-	phase_report(&b, PH_START, store_n, now_ns() - t0);
+	phase_report(&b, PH_START, store_n, bench_now_ns() - t0);
 
 	/* delete: every name in one call. */
 	set_phase(&b, PH_DELETE);
-	t0 = now_ns();
+	t0 = bench_now_ns();
 	range_t all = { 0, store_n };
 	if (call(b.cli, "delete", pack_names, &all) < 0)
 		goto out;
-	emit("delete_ack", (now_ns() - t0) / 1e6, "ms", store_n);
-	note("delete: acknowledged after %.2f ms", (now_ns() - t0) / 1e6);
+	emit("delete_ack", (bench_now_ns() - t0) / 1e6, "ms", store_n);
+	note("delete: acknowledged after %.2f ms", (bench_now_ns() - t0) / 1e6);
 	if (call(b.cli, "sync", NULL, NULL) < 0)
 		goto out;
-	phase_report(&b, PH_DELETE, store_n, now_ns() - t0);
+	phase_report(&b, PH_DELETE, store_n, bench_now_ns() - t0);
 	rc = 0;
 out:
 	atomic_store(&b.stop, true);
@@ -460,7 +441,7 @@ out:
 	if (rc)
 		note("failed; tankd's log: %s/tankd.log", b.top);
 	else
-		nftw(b.top, rm_one, 16, FTW_DEPTH | FTW_PHYS);
+		bench_rm_rf(b.top);
 	for (int i = 0; i < PH_COUNT; i++)
 		free(b.lat[i].v);
 	return rc;

@@ -39,6 +39,7 @@
 
 #include <msgpack.h>
 
+#include "bench/bench_util.h"
 #include "api/api_client.h"
 #include "api/api_rpc.h"
 
@@ -52,19 +53,6 @@ typedef struct bench {
 	long n;
 	int kind;
 } bench_t;
-
-static uint64_t now_ns(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
-
-static void sleep_ms(long ms)
-{
-	struct timespec ts = { ms / 1000, (ms % 1000) * 1000000L };
-	nanosleep(&ts, NULL);
-}
 
 static void note(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 static void note(const char *fmt, ...)
@@ -82,13 +70,6 @@ static void emit(const char *kind, const char *metric, double value, const char 
 	printf("{\"bench\": \"probes\", \"metric\": \"%s_%s\", \"value\": %.3f, \"unit\": \"%s\", "
 	       "\"n\": %ld}\n", metric, kind, value, unit, n);
 	fflush(stdout);
-}
-
-static int rm_one(const char *path, const struct stat *st, int flag, struct FTW *ftw)
-{
-	(void)st; (void)flag; (void)ftw;
-	remove(path);
-	return 0;
 }
 
 static pid_t spawn(const char *log, char *const argv[])
@@ -120,7 +101,7 @@ static void reap(pid_t *pid)
 			*pid = 0;
 			return;
 		}
-		sleep_ms(10);
+		bench_sleep_ms(10);
 	}
 	kill(*pid, SIGKILL);
 	waitpid(*pid, NULL, 0);
@@ -246,35 +227,35 @@ static int run_kind(bench_t *b, long window_s)
 	b->pid = spawn(log, targv);
 	for (int i = 0; i < 5000 && api_client_connect(b->sock, &c, &e) < 0; i++) {
 		c = NULL;
-		sleep_ms(2);
+		bench_sleep_ms(2);
 	}
 	if (!c) {
 		note("%s: tankd did not come up (%s)", kind, log);
 		goto out;
 	}
-	uint64_t t0 = now_ns();
+	uint64_t t0 = bench_now_ns();
 	if (call(c, "apply", pack_pods, b, NULL) < 0)
 		goto out;
 	long ready = 0;
-	while ((ready = count_ready(c)) >= 0 && ready < b->n && now_ns() - t0 < 300ull * 1000000000u)
-		sleep_ms(50);
+	while ((ready = count_ready(c)) >= 0 && ready < b->n && bench_now_ns() - t0 < 300ull * 1000000000u)
+		bench_sleep_ms(50);
 	if (ready != b->n) {
 		note("%s: %ld of %ld ready", kind, ready, b->n);
 		goto out;
 	}
-	double ready_s = (double)(now_ns() - t0) / 1e9;
+	double ready_s = (double)(bench_now_ns() - t0) / 1e9;
 	size_t cap = (size_t)window_s * 120 + 16, n = 0;
 	uint64_t *lat = calloc(cap, sizeof *lat);
 	double cpu0 = cpu_s(b->pid);
-	uint64_t w0 = now_ns(), end = w0 + (uint64_t)window_s * 1000000000u;
-	while (now_ns() < end && n < cap) {
-		uint64_t a = now_ns();
+	uint64_t w0 = bench_now_ns(), end = w0 + (uint64_t)window_s * 1000000000u;
+	while (bench_now_ns() < end && n < cap) {
+		uint64_t a = bench_now_ns();
 		if (call(c, "ping", NULL, NULL, NULL) < 0)
 			break;
-		lat[n++] = now_ns() - a;
-		sleep_ms(10);
+		lat[n++] = bench_now_ns() - a;
+		bench_sleep_ms(10);
 	}
-	double cpu = (cpu_s(b->pid) - cpu0) / ((double)(now_ns() - w0) / 1e9) * 100.0;
+	double cpu = (cpu_s(b->pid) - cpu0) / ((double)(bench_now_ns() - w0) / 1e9) * 100.0;
 	qsort(lat, n, sizeof *lat, u64_cmp);
 	emit(kind, "ready_s", ready_s, "s", b->n);
 	emit(kind, "cpu_pct", cpu, "%", b->n);
@@ -338,6 +319,6 @@ int main(void)
 	for (b.kind = 0; b.kind < 4 && rc == 0; b.kind++)
 		rc = run_kind(&b, window);
 	reap(&b.httpd);
-	nftw(b.top, rm_one, 16, FTW_DEPTH | FTW_PHYS);
+	bench_rm_rf(b.top);
 	return rc ? 1 : 0;
 }

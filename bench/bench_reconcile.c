@@ -47,6 +47,7 @@
 #include <unistd.h>
 #include <dirent.h>
 
+#include "bench/bench_util.h"
 #include "api/api_client.h"
 #include "api/api_methods.h"
 #include "api/api_server.h"
@@ -161,18 +162,6 @@ static long count_fds(void)
 			n++;
 	closedir(d);
 	return n - 1;   /* the DIR's own fd */
-}
-
-static int rm_one(const char *path, const struct stat *sb, int flag, struct FTW *ftw)
-{
-	(void)sb; (void)flag; (void)ftw;
-	remove(path);
-	return 0;
-}
-
-static void rm_rf(const char *dir)
-{
-	nftw(dir, rm_one, 16, FTW_DEPTH | FTW_PHYS);
 }
 
 /* --- the loop ----------------------------------------------------------------- */
@@ -745,6 +734,6 @@ int main(void)
 		die("make a temp dir", strerror(errno));
 	bench_fake(tmp, n);
 	bench_real(tmp, n);
-	rm_rf(tmp);
+	bench_rm_rf(tmp);
 	return 0;
 }

@@ -54,6 +54,7 @@
 
 #include <msgpack.h>
 
+#include "bench/bench_util.h"
 #include "api/api_client.h"
 #include "api/api_rpc.h"
 #include "common/tank_map.h"
@@ -68,19 +69,6 @@ static void on_signal(int sig)
 }
 
 /* --- small things -------------------------------------------------------- */
-
-static uint64_t now_ns(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
-
-static void sleep_ms(long ms)
-{
-	struct timespec ts = { ms / 1000, (ms % 1000) * 1000000L };
-	nanosleep(&ts, NULL);
-}
 
 static void note(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 static void note(const char *fmt, ...)
@@ -125,18 +113,6 @@ static int write_file(const char *path, const char *text, mode_t mode)
 		off += (size_t)w;
 	}
 	return close(fd) < 0 ? -errno : 0;
-}
-
-static int rm_one(const char *path, const struct stat *st, int flag, struct FTW *ftw)
-{
-	(void)st; (void)flag; (void)ftw;
-	remove(path);
-	return 0;
-}
-
-static void rm_rf(const char *dir)
-{
-	nftw(dir, rm_one, 64, FTW_DEPTH | FTW_PHYS);
 }
 
 /* --- a set of pids (open addressing; pids are never 0) -------------------- */
@@ -244,7 +220,7 @@ static int notes_next(notes_t *ns, uint64_t deadline, note_msg_t *m)
 			return -errno;
 		if (g_interrupted)
 			return -EINTR;
-		uint64_t now = now_ns();
+		uint64_t now = bench_now_ns();
 		if (now >= deadline)
 			return 0;
 		struct pollfd p = { ns->fd, POLLIN, 0 };
@@ -465,7 +441,7 @@ static pid_t perf_start(pid_t target, const char *name)
 		_exit(127);
 	}
 	if (pid > 0)
-		sleep_ms(500);  /* perf needs a moment to attach */
+		bench_sleep_ms(500);  /* perf needs a moment to attach */
 	return pid > 0 ? pid : 0;
 }
 
@@ -587,20 +563,20 @@ static void sys_stop(sys_t *s)
 	if (s->pid <= 0)
 		return;
 	tree = descendants(s->pid, &n);
-	uint64_t t0 = now_ns(), deadline = t0 + 60ull * 1000000000u;
+	uint64_t t0 = bench_now_ns(), deadline = t0 + 60ull * 1000000000u;
 	kill(s->pid, stop_sig[s->kind]);
 	bool gone = false;
-	while (now_ns() < deadline) {
+	while (bench_now_ns() < deadline) {
 		pid_t r = waitpid(s->pid, &st, WNOHANG);
 		if (r == s->pid || (r < 0 && errno == ECHILD)) {
 			gone = true;
 			break;
 		}
-		sleep_ms(20);
+		bench_sleep_ms(20);
 	}
 	if (gone)
 		note("%s with %ld services stopped in %.3f s", SYS_NAME[s->kind], s->n,
-		     (double)(now_ns() - t0) / 1e9);
+		     (double)(bench_now_ns() - t0) / 1e9);
 	else {
 		note("%s did not stop within 60 s: killing it", SYS_NAME[s->kind]);
 		kill(s->pid, SIGKILL);
@@ -620,7 +596,7 @@ static void sys_stop(sys_t *s)
 		}
 		if (!left)
 			break;
-		sleep_ms(50);
+		bench_sleep_ms(50);
 	}
 	free(tree);
 	if (!gone && s->kind == SYS_TANK)
@@ -646,7 +622,7 @@ static int rmdir_one(const char *path, const struct stat *st, int flag, struct F
 					kill(pid, SIGKILL);
 			fclose(f);
 		}
-		sleep_ms(50);
+		bench_sleep_ms(50);
 	}
 	return 0;
 }
@@ -737,8 +713,8 @@ static int tank_start(const ctx_t *c, sys_t *s)
 	int err = spawn_daemon(s, argv, SIGTERM);
 	if (err < 0)
 		return err;
-	uint64_t deadline = now_ns() + 20ull * 1000000000u;
-	while (now_ns() < deadline && !g_interrupted) {
+	uint64_t deadline = bench_now_ns() + 20ull * 1000000000u;
+	while (bench_now_ns() < deadline && !g_interrupted) {
 		tank_error_t e;
 		if (api_client_connect(s->sock, &s->cli, &e) == 0)
 			return 0;
@@ -748,7 +724,7 @@ static int tank_start(const ctx_t *c, sys_t *s)
 			note("tankd exited at start: see %s/daemon.log", s->dir);
 			return -ECHILD;
 		}
-		sleep_ms(20);
+		bench_sleep_ms(20);
 	}
 	return g_interrupted ? -EINTR : -ETIMEDOUT;
 }
@@ -842,7 +818,7 @@ static int sys_start(ctx_t *c, sys_t *s, long n, const char *mode)
 static long wait_starts(ctx_t *c, long n, uint64_t t0, const pidset_t *old,
 			pidset_t *fresh, uint64_t timeout_ns, uint64_t *last)
 {
-	uint64_t deadline = now_ns() + timeout_ns;
+	uint64_t deadline = bench_now_ns() + timeout_ns;
 	note_msg_t m;
 	*last = 0;
 	while ((long)fresh->n < n) {
@@ -860,7 +836,7 @@ static long wait_starts(ctx_t *c, long n, uint64_t t0, const pidset_t *old,
 /* Polls tank's `running` until every pod shows a pid from `fresh`. */
 static int tank_confirm(sys_t *s, long n, const pidset_t *fresh, uint64_t deadline)
 {
-	while (now_ns() < deadline && !g_interrupted) {
+	while (bench_now_ns() < deadline && !g_interrupted) {
 		api_incoming_t in;
 		int err = tank_call(s, "running", NULL, NULL, &in);
 		if (err < 0)
@@ -878,7 +854,7 @@ static int tank_confirm(sys_t *s, long n, const pidset_t *fresh, uint64_t deadli
 		api_incoming_free(&in);
 		if (ok >= n)
 			return 0;
-		sleep_ms(2);
+		bench_sleep_ms(2);
 	}
 	return g_interrupted ? -EINTR : -ETIMEDOUT;
 }
@@ -904,7 +880,7 @@ static storm_res_t storm_one(ctx_t *c, sys_kind_t kind, long n, long base_pss)
 	notes_drain(&c->notes);
 	if (pidset_init(&first, (size_t)n) < 0 || pidset_init(&fresh, (size_t)n) < 0)
 		goto out;
-	t0 = now_ns();
+	t0 = bench_now_ns();
 	if ((err = sys_start(c, &s, n, "sleep")) < 0) {
 		note("storm: %s: unable to start: %s", SYS_NAME[kind], strerror(-err));
 		goto out;
@@ -917,12 +893,12 @@ static storm_res_t storm_one(ctx_t *c, sys_kind_t kind, long n, long base_pss)
 		goto out;
 	}
 	res.start_s = (double)(last - t0) / 1e9;
-	if (kind == SYS_TANK && tank_confirm(&s, n, &first, now_ns() + budget) < 0)
+	if (kind == SYS_TANK && tank_confirm(&s, n, &first, bench_now_ns() + budget) < 0)
 		goto out;
 	/* s6-supervise and runsv hold back a restart for 1 s when a service
 	 * dies within 1 s of its start; an unfair storm would measure that
 	 * guard.  Every service has run well over a second before the kill. */
-	sleep_ms(1100);
+	bench_sleep_ms(1100);
 	notes_drain(&c->notes);
 	side_t before = supervisor_side(s.pid);
 	res.pss_total_kib = before.pss_kib;
@@ -933,7 +909,7 @@ static storm_res_t storm_one(ctx_t *c, sys_kind_t kind, long n, long base_pss)
 	char pname[32];
 	snprintf(pname, sizeof pname, "storm-%ld", n);
 	perf = kind == SYS_TANK ? perf_start(s.pid, pname) : 0;
-	t0 = now_ns();
+	t0 = bench_now_ns();
 	for (size_t i = 0; i < first.cap; i++)
 		if (first.slot[i])
 			kill(first.slot[i], SIGKILL);
@@ -945,8 +921,8 @@ static storm_res_t storm_one(ctx_t *c, sys_kind_t kind, long n, long base_pss)
 	}
 	res.recover_s = (double)(last - t0) / 1e9;
 	if (kind == SYS_TANK) {
-		int cerr = tank_confirm(&s, n, &fresh, now_ns() + rbudget);
-		res.confirm_s = (double)(now_ns() - t0) / 1e9;
+		int cerr = tank_confirm(&s, n, &fresh, bench_now_ns() + rbudget);
+		res.confirm_s = (double)(bench_now_ns() - t0) / 1e9;
 		perf_stop(perf);
 		perf = 0;
 		if (cerr < 0)
@@ -988,7 +964,7 @@ static long tank_base_pss(ctx_t *c)
 	long v = -1;
 	snprintf(s.dir, sizeof s.dir, "%s/tank-base", c->top);
 	if (mkdir(s.dir, 0755) == 0 && tank_start(c, &s) == 0) {
-		sleep_ms(200);
+		bench_sleep_ms(200);
 		v = pss_kib(s.pid);
 	}
 	sys_stop(&s);
@@ -1067,7 +1043,7 @@ static void memory_big(ctx_t *c, long n, long base_pss)
 {
 	sys_t s = { .kind = SYS_TANK };
 	pidset_t seen = { 0 };
-	uint64_t last, t0 = now_ns();
+	uint64_t last, t0 = bench_now_ns();
 
 	note("memory: tank, N = %ld", n);
 	notes_drain(&c->notes);
@@ -1082,10 +1058,10 @@ static void memory_big(ctx_t *c, long n, long base_pss)
 		note("memory: only %zu of %ld pods started", seen.n, n);
 		goto out;
 	}
-	if (tank_confirm(&s, n, &seen, now_ns() + 60ull * 1000000000u) < 0)
+	if (tank_confirm(&s, n, &seen, bench_now_ns() + 60ull * 1000000000u) < 0)
 		goto out;
 	emit("start_time", (double)(last - t0) / 1e9, "s", "tank", n);
-	sleep_ms(500);
+	bench_sleep_ms(500);
 	long anon = 0, pss = pss_kib2(s.pid, &anon);
 	emit("pss_total", (double)pss, "KiB", "tank", n);
 	emit("pss_anon_total", (double)anon, "KiB", "tank", n);
@@ -1136,18 +1112,18 @@ static void ping_window(sys_t *s, long n, long window_ms)
 {
 	size_t cap = (size_t)window_ms / 5 + 16, got = 0;
 	uint64_t *lat = malloc(cap * sizeof *lat);
-	uint64_t end = now_ns() + (uint64_t)window_ms * 1000000u;
+	uint64_t end = bench_now_ns() + (uint64_t)window_ms * 1000000u;
 	api_incoming_t in;
 
 	if (!lat)
 		return;
-	while (now_ns() < end && got < cap && !g_interrupted) {
-		uint64_t t0 = now_ns();
+	while (bench_now_ns() < end && got < cap && !g_interrupted) {
+		uint64_t t0 = bench_now_ns();
 		if (tank_call(s, "ping", NULL, NULL, &in) < 0)
 			break;
 		api_incoming_free(&in);
-		lat[got++] = now_ns() - t0;
-		sleep_ms(5);
+		lat[got++] = bench_now_ns() - t0;
+		bench_sleep_ms(5);
 	}
 	if (got) {
 		qsort(lat, got, sizeof *lat, u64_cmp);
@@ -1171,14 +1147,14 @@ static void crashloop(ctx_t *c, long n, long window_ms)
 		note("crashloop: unable to start tank: %s", strerror(-err));
 		goto out;
 	}
-	sleep_ms(1000);  /* past the first starts */
+	bench_sleep_ms(1000);  /* past the first starts */
 	pid_t perf = perf_start(s.pid, "crashloop");
 	long r0 = sum_restarts(&s);
-	uint64_t c0 = cpu_ns(s.pid), t0 = now_ns();
+	uint64_t c0 = cpu_ns(s.pid), t0 = bench_now_ns();
 	unsigned long long k0 = cpu_ticks(s.pid);
 	ping_window(&s, n, window_ms);
 	long r1 = sum_restarts(&s);
-	uint64_t c1 = cpu_ns(s.pid), t1 = now_ns();
+	uint64_t c1 = cpu_ns(s.pid), t1 = bench_now_ns();
 	unsigned long long k1 = cpu_ticks(s.pid);
 	perf_stop(perf);
 	if (r0 < 0 || r1 < 0 || g_interrupted)
@@ -1230,7 +1206,7 @@ static void latency(ctx_t *c, long want)
 		note("latency: unable to start tank: %s", strerror(-err));
 		goto out;
 	}
-	uint64_t deadline = now_ns() + (30ull + (uint64_t)want / 50) * 1000000000u;
+	uint64_t deadline = bench_now_ns() + (30ull + (uint64_t)want / 50) * 1000000000u;
 	while (got < want) {
 		int r = notes_next(&c->notes, deadline, &m);
 		if (r <= 0)
@@ -1408,7 +1384,7 @@ int main(int argc, char **argv)
 	}
 	if ((err = notes_open(&c.notes, c.top)) < 0) {
 		fprintf(stderr, "bench_storm: fatal: unable to bind the notify socket: %s\n", strerror(-err));
-		rm_rf(c.top);
+		bench_rm_rf(c.top);
 		return 111;
 	}
 	for (int k = 1; k < SYS_COUNT; k++)
@@ -1440,7 +1416,7 @@ int main(int argc, char **argv)
 		print_table(rows, nn);
 
 	close(c.notes.fd);
-	rm_rf(c.top);
+	bench_rm_rf(c.top);
 	if (g_interrupted) {
 		note("interrupted: everything stopped and removed");
 		return 130;
