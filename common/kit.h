@@ -67,4 +67,18 @@ bool kit_get_bool(kit_t *v, const msgpack_object *o, bool *dst);
 bool kit_get_duration(kit_t *v, const msgpack_object *o, uint64_t *dst);
 bool kit_get_size(kit_t *v, const msgpack_object *o, uint64_t *dst);
 
+/* Runs the statements on the value `o` of `key` in map (when present and
+ * not nil), with `key` pushed on the path.  The statements must not
+ * `break` or `return` (the path would not be popped): call a function. */
+#define KIT_FIELD(v, map, key, ...)                                     \
+	do {                                                            \
+		const msgpack_object *o_ = kit_lookup((map), (key));        \
+		if (o_) {                                               \
+			size_t sv_ = kit_push_key((v), (key));              \
+			const msgpack_object *o = o_;                   \
+			__VA_ARGS__;                                    \
+			kit_pop((v), sv_);                                  \
+		}                                                       \
+	} while (0)
+
 #endif

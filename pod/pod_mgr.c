@@ -93,6 +93,9 @@ struct pod_trk {
 	bool gated;                   /* a start waits for depends_on (phase waiting) */
 	bool was_busy;                /* pod__busy at the last update */
 	uint8_t cond;                 /* POD__COND_* that held at the last update */
+	bool held;                    /* its owner (a stack) does not let it run */
+	char held_why[RC_REASON_MAX];
+	uint32_t told_sig;            /* what the owner was last told changed */
 };
 
 /* What a dependent may wait for (enum pod_dep_condition, as bits). */
@@ -134,6 +137,7 @@ struct pod_mgr {
 	 * condition changed, and holds a pod's stop while a dependent that
 	 * is stopping too still runs. */
 	tank_map_t rdeps;
+	pod_owner_t owner;            /* .allows NULL: no owner */
 };
 
 /* --- helpers ----------------------------------------------------------------- */
@@ -200,7 +204,7 @@ static bool pod__ctr_want(const pod_mgr_t *m, const pod_ctr_t *c)
 {
 	const pod_trk_t *p = c->pod;
 	return !m->shutting_down && p->desired && pod__current(p) &&
-	       !p->restart_req && !p->fail;
+	       !p->restart_req && !p->fail && !p->held;
 }
 
 static bool pod__busy(const pod_trk_t *p)
@@ -345,7 +349,7 @@ static void pod__wake(pod_mgr_t *m, pod_trk_t *d, void *ctx)
 static void pod__held_by(pod_mgr_t *m, pod_trk_t *d, void *ctx)
 {
 	bool *held = ctx;
-	if (pod__busy(d) && (!d->desired || m->shutting_down))
+	if (pod__busy(d) && (!d->desired || m->shutting_down || d->held))
 		*held = true;
 }
 
@@ -357,7 +361,7 @@ static bool pod__stop_held(pod_mgr_t *m, const pod_trk_t *p)
 {
 	bool held = false;
 
-	if (p->desired && !m->shutting_down)
+	if (p->desired && !m->shutting_down && !p->held)
 		return false;
 	pod__dependents(m, p->name, pod__held_by, &held);
 	return held;
@@ -518,7 +522,8 @@ static void pod__update(pod_mgr_t *m, rc_loop_t *loop, pod_trk_t *p)
 		pod__copy(reason, sizeof reason, !p->desired ? "deleted"
 			  : p->restart_req ? "restart"
 			  : m->shutting_down ? "shutdown"
-			  : p->fail ? p->fail : "spec changed");
+			  : p->fail ? p->fail
+			  : p->held ? p->held_why : "spec changed");
 	} else if (p->fail) {
 		ev = POD_PE_ALL_DONE;
 		pod__copy(reason, sizeof reason, p->fail);
@@ -528,6 +533,9 @@ static void pod__update(pod_mgr_t *m, rc_loop_t *loop, pod_trk_t *p)
 			pod__copy(reason, sizeof reason, "completed");
 		else if (strcmp(reason, "oom_killed") != 0)
 			pod__copy(reason, sizeof reason, "failed");
+	} else if (p->held && !nrun) {
+		ev = POD_PE_DEPS;
+		pod__copy(reason, sizeof reason, p->held_why);
 	} else if (p->gated && !nrun) {
 		/* A start waits for depends_on: the containers say for what. */
 		ev = POD_PE_DEPS;
@@ -564,6 +572,26 @@ static void pod__update(pod_mgr_t *m, rc_loop_t *loop, pod_trk_t *p)
 		cond = 0;
 	pod__deps_notify(m, loop, p, cond);
 	pod__persist(m, p);
+	uint32_t sig = (uint32_t)p->st.phase | (uint32_t)p->cond << 8 |
+		       (uint32_t)pod__busy(p) << 16 | (uint32_t)(p->fail != NULL) << 17 |
+		       1u << 18;
+	if (m->owner.changed && sig != p->told_sig) {
+		p->told_sig = sig;
+		m->owner.changed(m->owner.ctx, loop, p->name);
+	}
+}
+
+/* Asks the owner whether p may run; true when that changed. */
+static bool pod__hold(pod_mgr_t *m, pod_trk_t *p)
+{
+	char why[RC_REASON_MAX] = "";
+	bool held = m->owner.allows && !m->owner.allows(m->owner.ctx, p->name, why,
+							 sizeof why);
+	bool changed = held != p->held || (held && strcmp(why, p->held_why) != 0);
+
+	p->held = held;
+	pod__copy(p->held_why, sizeof p->held_why, held ? why : "");
+	return changed;
 }
 
 /* --- tracking ------------------------------------------------------------------ */
@@ -987,6 +1015,8 @@ static int pod__observe(void *ctx, rc_loop_t *loop, const char *key, rc_view_t *
 static void pod__forget(pod_mgr_t *m, rc_loop_t *loop, pod_trk_t *p)
 {
 	(void)rc_fsm_apply(loop, K_POD, p->name, &pod_fsm, &p->st, POD_PE_DELETE, "deleted");
+	if (m->owner.changed)
+		m->owner.changed(m->owner.ctx, loop, p->name);
 	pod__rdeps_del(m, p->name, p->want, NULL);
 	if (p->spec != p->want)
 		pod__rdeps_del(m, p->name, p->spec, NULL);
@@ -1017,6 +1047,7 @@ static rc_result_t pod__reconcile(void *ctx, rc_loop_t *loop, const rc_view_t *v
 		pod__forget(m, loop, p);
 		return rc_converged();
 	}
+	(void)pod__hold(m, p);
 	if (p->restart_req && !p->restart_noted) {
 		p->restart_noted = true;
 		(void)rc_fsm_apply(loop, K_POD, p->name, &pod_fsm, &p->st,
@@ -1104,6 +1135,14 @@ static void pod__child_failed(void *ctx, rc_loop_t *loop, const char *key,
 	pod__fmt(note, sizeof note, "container %s failed: %s",
 		 strchr(child_key, '/') ? strchr(child_key, '/') + 1 : child_key, reason);
 	(void)rc_fsm_apply(loop, K_POD, p->name, &pod_fsm, &p->st, POD_PE_NOTE, note);
+	/* Its stack, if any, decides what the failure means for the rest. */
+	rc_escalate(loop, K_POD, p->name, note);
+}
+
+static bool pod__parent(void *ctx, const char *key, rc_ref_t *out)
+{
+	pod_mgr_t *m = ctx;
+	return m->owner.parent && m->owner.parent(m->owner.ctx, key, out);
 }
 
 /* --- container manager ----------------------------------------------------------- */
@@ -1425,6 +1464,7 @@ static void pod__ctr_exited(rc_loop_t *loop, pod_ctr_t *c, const pod_exit_t *ex,
 		pod__fmt(gave, sizeof gave, "gave up after %u restarts in a row "
 			 "(backoff.max_retries): %s", c->retries, reason);
 		pod__ctr_event(loop, c, POD_CE_FINISHED, gave);
+		rc_escalate(loop, K_CTR, c->key, gave);
 		return;
 	}
 	uint64_t delay = tank_backoff(s->backoff.base_ms, s->backoff.cap_ms, c->retries);
@@ -1780,6 +1820,7 @@ const rc_manager_t pod_manager = {
 	.observe = pod__observe,
 	.reconcile = pod__reconcile,
 	.mark_failed = pod__mark_failed,
+	.parent = pod__parent,
 	.child_failed = pod__child_failed,
 	.handle = pod__handle,
 };
@@ -1817,6 +1858,41 @@ int pod_mgr_new(const pod_mgr_opts_t *o, pod_mgr_t **out)
 	tank_map_init(&m->rdeps);
 	*out = m;
 	return 0;
+}
+
+void pod_mgr_set_owner(pod_mgr_t *m, const pod_owner_t *owner)
+{
+	m->owner = *owner;
+}
+
+bool pod_mgr_info(const pod_mgr_t *m, const char *name, pod_info_t *out)
+{
+	const pod_trk_t *p = tank_map_get(&m->pods, name);
+
+	memset(out, 0, sizeof *out);
+	if (!p)
+		return false;
+	out->exists = p->desired;
+	out->busy = pod__busy(p);
+	out->ready = (p->cond & POD__COND_READY) != 0;
+	out->completed = (p->cond & POD__COND_COMPLETED) != 0;
+	out->failed = p->fail || (p->st.phase == POD_PP_TERMINAL && !out->completed);
+	out->phase = rc_fsm_phase_name(&pod_fsm, p->st.phase);
+	out->reason = p->st.reason;
+	const pod_spec_t *s = p->want ? p->want : p->spec;
+	out->grace_ms = s ? s->stop.grace_ms : 0;
+	return true;
+}
+
+void pod_mgr_rearm(pod_mgr_t *m, rc_loop_t *loop, const char *name)
+{
+	pod_trk_t *p = tank_map_get(&m->pods, name);
+
+	if (!p || !p->desired || (p->st.phase != POD_PP_TERMINAL && !p->fail))
+		return;
+	p->restart_req = true;
+	p->restart_noted = false;
+	rc_enqueue(loop, K_POD, name);
 }
 
 void pod_mgr_free(pod_mgr_t *m)

@@ -89,8 +89,26 @@ typedef struct pod_mgr_opts {
 	void *drained_ctx;
 } pod_mgr_opts_t;
 
+/* What owns pods from above: the stack manager (DESIGN.md §8 cascade).
+ * The pod manager asks it and tells it; it never sees stacks.  Every hook
+ * runs on the loop's thread, and only reads (may call rc_enqueue). */
+typedef struct pod_owner {
+	/* May pod run now?  false with why ("stack shop is down"): its
+	 * containers are then stopped (dependents first) and not started,
+	 * and the pod shows `waiting` with that reason. */
+	bool (*allows)(void *ctx, const char *pod, char *why, size_t cap);
+	/* The pod's parent, for escalation (its stack), or false. */
+	bool (*parent)(void *ctx, const char *pod, rc_ref_t *out);
+	/* Something a parent derives its status from changed: the pod's
+	 * phase, readiness, whether it runs, or its existence. */
+	void (*changed)(void *ctx, rc_loop_t *loop, const char *pod);
+	void *ctx;
+} pod_owner_t;
+
 /* -ENOMEM. */
 int pod_mgr_new(const pod_mgr_opts_t *o, pod_mgr_t **out);
+/* Sets the owner (copied); before the loop starts. */
+void pod_mgr_set_owner(pod_mgr_t *m, const pod_owner_t *owner);
 /* Frees the tracking; the loop actor must be gone (its runners too). */
 void pod_mgr_free(pod_mgr_t *m);
 
@@ -111,6 +129,24 @@ void pod_mgr_running(pod_mgr_t *m,
 
 /* Number of running container processes. */
 size_t pod_mgr_nrunning(const pod_mgr_t *m);
+
+/* What a parent derives its status from, for one pod. */
+typedef struct pod_info {
+	bool exists;             /* desired (stored) */
+	bool busy;               /* a process of it runs or is being stopped */
+	bool ready;              /* running and every container ready */
+	bool completed;          /* every container finished with exit 0 */
+	bool failed;             /* terminal and not completed, or failed whole */
+	const char *phase;       /* borrowed until the next loop turn */
+	const char *reason;
+	uint64_t grace_ms;       /* its stop grace (stop.grace) */
+} pod_info_t;
+/* Fills *out for pod name: false when it is not tracked at all. */
+bool pod_mgr_info(const pod_mgr_t *m, const char *name, pod_info_t *out);
+/* From inside the loop: a terminal pod starts again (retries and
+ * terminal states cleared, as pod_mgr_restart); a live one is left
+ * alone.  For a parent brought up again. */
+void pod_mgr_rearm(pod_mgr_t *m, rc_loop_t *loop, const char *name);
 
 /* Descriptors tankd holds for one running container: the read ends of its
  * stdout and stderr pipes and its log file. */

@@ -174,18 +174,7 @@ void pod_spec_free(pod_spec_t *s)
 	free(s);
 }
 
-/* Runs the statement on the value `o` of `key` in map (when present and
- * not nil), with `key` pushed on the path. */
-#define FIELD(v, map, key, ...)                                         \
-	do {                                                            \
-		const msgpack_object *o_ = kit_lookup((map), (key));        \
-		if (o_) {                                               \
-			size_t sv_ = kit_push_key((v), (key));              \
-			const msgpack_object *o = o_;                   \
-			__VA_ARGS__;                                    \
-			kit_pop((v), sv_);                                  \
-		}                                                       \
-	} while (0)
+#define FIELD KIT_FIELD
 
 /* ---- sections ---------------------------------------------------------- */
 

@@ -295,28 +295,35 @@ void rc_record(rc_loop_t *loop, uint32_t kind, const char *key,
 		loop->o.record(loop->o.record_ctx, &t);
 }
 
-/* Retries of e are exhausted: the object is failed, and its parent's
- * manager hears of it and decides. */
-static void rc__escalate(rc_loop_t *loop, rc_entry_t *e, const rc_manager_t *m,
-			 void *ctx, const char *reason)
+void rc_escalate(rc_loop_t *loop, uint32_t kind, const char *key, const char *reason)
 {
 	rc_ref_t parent;
-	const rc_manager_t *pm;
-	void *pctx;
+	const rc_manager_t *m, *pm;
+	void *ctx, *pctx;
 
-	loop->stats.escalations++;
-	e->retries = 0;
-	if (m->mark_failed)
-		m->mark_failed(ctx, loop, e->key, reason);
+	if (!(m = rc__manager(loop, kind, &ctx)))
+		return;
 	memset(&parent, 0, sizeof parent);
-	if (!m->parent || !m->parent(ctx, e->key, &parent))
+	if (!m->parent || !m->parent(ctx, key, &parent))
 		return;
 	parent.key[sizeof parent.key - 1] = '\0';
 	if (!(pm = rc__manager(loop, parent.kind, &pctx)))
 		return;
 	if (pm->child_failed)
-		pm->child_failed(pctx, loop, parent.key, m->name, e->key, reason);
+		pm->child_failed(pctx, loop, parent.key, m->name, key, reason);
 	rc_enqueue(loop, parent.kind, parent.key);
+}
+
+/* Retries of e are exhausted: the object is failed, and its parent's
+ * manager hears of it and decides. */
+static void rc__escalate(rc_loop_t *loop, rc_entry_t *e, const rc_manager_t *m,
+			 void *ctx, const char *reason)
+{
+	loop->stats.escalations++;
+	e->retries = 0;
+	if (m->mark_failed)
+		m->mark_failed(ctx, loop, e->key, reason);
+	rc_escalate(loop, e->kind, e->key, reason);
 }
 
 static void rc__run_one(rc_loop_t *loop, rc_entry_t *e)

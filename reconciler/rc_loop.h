@@ -225,6 +225,11 @@ void rc_disown(rc_loop_t *loop, rt_pid_t pid);
  * rc_fsm_apply(), which is the only writer of a phase. */
 void rc_record(rc_loop_t *loop, uint32_t kind, const char *key,
 	       const char *from, const char *to, const char *reason);
+/* A manager's own verdict that key failed for good (a container that
+ * used up backoff.max_retries): what the loop does past its retry bound,
+ * minus mark_failed (the caller has marked it) — the parent the kind's
+ * manager names hears of it through child_failed and is queued. */
+void rc_escalate(rc_loop_t *loop, uint32_t kind, const char *key, const char *reason);
 /* Wall-clock ms since the epoch (for records and status). */
 uint64_t rc_wall_ms(void);
 /* Number of keys queued or waiting for a requeue-after. */

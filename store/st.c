@@ -169,7 +169,7 @@ static void cent_free(cent_t *c)
  * has no order; lists sort `order` when asked).  It compacted the whole
  * array for every call, and a delete of 100,000 pods, which forgets them
  * one by one, spent seconds on it in turns of up to 385 ms. */
-static void cache_del(st_t *st, const char *const *names, size_t n)
+void st__cache_del(st_t *st, const char *const *names, size_t n)
 {
 	for (size_t i = 0; i < n; i++) {
 		cent_t *c = cache_find(st, names[i]);
@@ -400,7 +400,7 @@ int st_status_forget(st_t *st, const char *name)
 		if (st->trs[i].ent != ent)
 			st->trs[o++] = st->trs[i];
 	st->n_trs = o;
-	cache_del(st, &name, 1);
+	st__cache_del(st, &name, 1);
 	p->has_status = false;
 	p->forget = true;
 	st__arm_timer(st);
@@ -894,7 +894,7 @@ int st_usage(st_t *st, st_usage_t *out)
  * always succeed (status changes, deletes).  A batch that would pass the
  * mark first tries to grow the map (room asked of the disk, see
  * prealloc); if the disk has none, the apply is refused. */
-static int headroom(st_t *st, const st_pod_in_t *pods, size_t n, tank_error_t *err)
+int st__headroom(st_t *st, const st_pod_in_t *pods, size_t n, tank_error_t *err)
 {
 	size_t need = 0;
 	st_usage_t u;
@@ -923,7 +923,7 @@ static int headroom(st_t *st, const st_pod_in_t *pods, size_t n, tank_error_t *e
 int st_apply(st_t *st, const st_pod_in_t *pods, size_t n,
 	     st_apply_result_t *results, tank_error_t *err)
 {
-	int rc = headroom(st, pods, n, err);
+	int rc = st__headroom(st, pods, n, err);
 	return rc ? rc : st_coll_put(st->pods, pods, n, results, err);
 }
 
@@ -932,8 +932,13 @@ int st_delete(st_t *st, const char *const *names, size_t n, bool *deleted,
 {
 	int rc = st_coll_delete(st->pods, names, n, deleted, err);
 	if (rc == 0)
-		cache_del(st, names, n);
+		st__cache_del(st, names, n);
 	return rc;
+}
+
+st_coll_t *st__pods(st_t *st)
+{
+	return st->pods;
 }
 
 int st_subscribe(st_t *st, st_subscriber_fn fn, void *ctx)

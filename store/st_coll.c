@@ -305,11 +305,10 @@ typedef struct coll_put {
 	int64_t now;
 } coll_put_t;
 
-static int coll__put_fn(st_t *st, MDB_txn *txn, void *arg, tank_error_t *err)
+/* The puts of one collection, in the caller's transaction. */
+static int coll__put_in(st_t *st, MDB_txn *txn, coll_put_t *a, tank_error_t *err)
 {
-	coll_put_t *a = arg;
-	/* What is queued commits first, in the same transaction. */
-	int rc = st__write_pending(st, txn);
+	int rc = 0;
 
 	for (size_t i = 0; i < a->n && !rc; i++) {
 		const st_pod_in_t *in = &a->in[i];
@@ -357,6 +356,13 @@ static int coll__put_fn(st_t *st, MDB_txn *txn, void *arg, tank_error_t *err)
 			rc = coll__index(a->c, txn, in->name, cur.spec, cur.spec_len, true);
 	}
 	return rc;
+}
+
+static int coll__put_fn(st_t *st, MDB_txn *txn, void *arg, tank_error_t *err)
+{
+	/* What is queued commits first, in the same transaction. */
+	int rc = st__write_pending(st, txn);
+	return rc ? rc : coll__put_in(st, txn, arg, err);
 }
 
 static void coll__notify(st_coll_t *c, const char *const *keys, size_t n)
@@ -407,16 +413,13 @@ typedef struct coll_del {
 	bool *deleted;
 } coll_del_t;
 
-static int coll__del_fn(st_t *st, MDB_txn *txn, void *arg, tank_error_t *err)
+/* The deletes of one collection, in the caller's transaction. */
+static int coll__del_in(MDB_txn *txn, coll_del_t *a, tank_error_t *err)
 {
-	coll_del_t *a = arg;
 	MDB_cursor *cur;
 	int rc;
 
-	/* Queued writes of these keys must not land after the delete: the
-	 * queue commits first, in the same transaction. */
-	if ((rc = st__write_pending(st, txn)) ||
-	    (rc = mdb_cursor_open(txn, a->c->db_hist, &cur)))
+	if ((rc = mdb_cursor_open(txn, a->c->db_hist, &cur)))
 		return rc;
 	for (size_t i = 0; i < a->n && !rc; i++) {
 		size_t len = strlen(a->keys[i]);
@@ -444,6 +447,14 @@ static int coll__del_fn(st_t *st, MDB_txn *txn, void *arg, tank_error_t *err)
 	}
 	mdb_cursor_close(cur);
 	return rc;
+}
+
+static int coll__del_fn(st_t *st, MDB_txn *txn, void *arg, tank_error_t *err)
+{
+	/* Queued writes of these keys must not land after the delete: the
+	 * queue commits first, in the same transaction. */
+	int rc = st__write_pending(st, txn);
+	return rc ? rc : coll__del_in(txn, arg, err);
 }
 
 int st_coll_delete(st_coll_t *c, const char *const *keys, size_t n,
@@ -735,4 +746,100 @@ int st_coll_history(st_coll_t *c, const char *key, size_t limit,
 	*out = arr;
 	*n = keep;
 	return 0;
+}
+
+/* ---- several collections in one transaction ---------------------------------- */
+
+typedef struct coll_multi {
+	const st_coll_op_t *ops;
+	size_t n;
+	int64_t now;
+} coll_multi_t;
+
+static int coll__multi_fn(st_t *st, MDB_txn *txn, void *arg, tank_error_t *err)
+{
+	coll_multi_t *a = arg;
+	int rc = st__write_pending(st, txn);
+
+	for (size_t i = 0; i < a->n && !rc; i++) {
+		const st_coll_op_t *op = &a->ops[i];
+		coll_put_t p = { op->c, op->put, op->nput, op->res, a->now };
+		if (op->nput)
+			rc = coll__put_in(st, txn, &p, err);
+	}
+	for (size_t i = 0; i < a->n && !rc; i++) {
+		const st_coll_op_t *op = &a->ops[i];
+		coll_del_t d = { op->c, op->del, op->ndel, op->deleted };
+		if (op->ndel)
+			rc = coll__del_in(txn, &d, err);
+	}
+	return rc;
+}
+
+int st_coll_commit(st_t *st, const st_coll_op_t *ops, size_t n, tank_error_t *err)
+{
+	st_coll_op_t *own;
+	bool **dflt;
+	int rc = 0;
+
+	if (!n)
+		return 0;
+	own = calloc(n, sizeof *own);
+	dflt = calloc(n, sizeof *dflt);
+	if (!own || !dflt) {
+		free(own);
+		free(dflt);
+		return tank_error_set(err, -ENOMEM, "out of memory");
+	}
+	for (size_t i = 0; i < n && !rc; i++) {
+		own[i] = ops[i];
+		if (!own[i].c)
+			own[i].c = st__pods(st);
+		if (own[i].nput && own[i].c == st__pods(st))
+			rc = st__headroom(st, own[i].put, own[i].nput, err);
+		for (size_t k = 0; k < own[i].nput && !rc; k++) {
+			if (!own[i].put[k].name ||
+			    (own[i].put[k].spec_len && !own[i].put[k].spec))
+				rc = tank_error_set(err, TANK_EINVALID, "apply: %s: no spec",
+						    coll__noun(own[i].c));
+			else
+				rc = st__check_names(&own[i].put[k].name, 1, "apply", err);
+		}
+		if (!rc && own[i].ndel)
+			rc = st__check_names(own[i].del, own[i].ndel, "delete", err);
+		if (!rc && own[i].ndel && !own[i].deleted) {
+			if (!(dflt[i] = calloc(own[i].ndel, sizeof **dflt)))
+				rc = tank_error_set(err, -ENOMEM, "out of memory");
+			own[i].deleted = dflt[i];
+		}
+	}
+	if (!rc) {
+		coll_multi_t a = { own, n, st__now_ms() };
+		rc = st__write_txn(st, true, "apply", coll__multi_fn, &a, err);
+	}
+	if (!rc) {
+		st__pending_done(st);
+		for (size_t i = 0; i < n; i++) {
+			const st_coll_op_t *op = &own[i];
+			size_t cap = op->nput + op->ndel, m = 0;
+			const char **keys = cap ? malloc(cap * sizeof *keys) : NULL;
+			if (op->c == st__pods(st) && op->ndel)
+				st__cache_del(st, op->del, op->ndel);
+			if (!keys)
+				continue;
+			for (size_t k = 0; k < op->nput; k++)
+				if (op->res[k].action != ST_UNCHANGED)
+					keys[m++] = op->put[k].name;
+			for (size_t k = 0; k < op->ndel; k++)
+				if (op->deleted[k])
+					keys[m++] = op->del[k];
+			coll__notify(op->c, keys, m);
+			free(keys);
+		}
+	}
+	for (size_t i = 0; i < n; i++)
+		free(dflt[i]);
+	free(dflt);
+	free(own);
+	return rc;
 }

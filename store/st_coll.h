@@ -97,6 +97,24 @@ int st_coll_index_scan(st_coll_t *c, const char *index, const char *ikey,
 		       void (*fn)(void *ctx, const char *key), void *ctx,
 		       tank_error_t *err);
 
+/* One transaction over several collections (a stack and its inline pods
+ * are written together, or not at all).  Each op names a collection (NULL:
+ * the pods), objects to put (results in res, nput entries) and keys to
+ * delete (deleted: ndel entries, may be NULL).  Puts of every op come
+ * first, then deletes, all in one durable write transaction; then every
+ * collection's watchers are told, op by op.  Errors as st_coll_put; on
+ * error nothing is written.  Blocks for one fsync. */
+typedef struct st_coll_op {
+	st_coll_t *c;
+	const st_pod_in_t *put;
+	size_t nput;
+	st_apply_result_t *res;
+	const char *const *del;
+	size_t ndel;
+	bool *deleted;
+} st_coll_op_t;
+int st_coll_commit(st_t *st, const st_coll_op_t *ops, size_t n, tank_error_t *err);
+
 /* ---- observed state ------------------------------------------------------ */
 
 /* Queues the status record of key (a copy of bytes) and returns at once.

@@ -130,6 +130,11 @@ typedef int (*txn_fn)(st_t *st, MDB_txn *txn, void *arg, tank_error_t *err);
 int st__write_txn(st_t *st, bool durable, const char *what, txn_fn fn, void *arg,
 		  tank_error_t *err);
 int st__read_begin(st_t *st, MDB_txn **txn, tank_error_t *err);
+/* Pods' bookkeeping around their collection's writes (st.c): room for
+ * the puts, and the decoded status cache of deleted names. */
+int st__headroom(st_t *st, const st_pod_in_t *pods, size_t n, tank_error_t *err);
+void st__cache_del(st_t *st, const char *const *names, size_t n);
+st_coll_t *st__pods(st_t *st);
 int st__check_names(const char *const *names, size_t n, const char *what, tank_error_t *err);
 void st__tr_key(unsigned char *k, const char *name, size_t len, uint64_t seq);
 uint64_t st__tr_seq(const MDB_val *k);

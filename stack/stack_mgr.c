@@ -1,0 +1,568 @@
+/*
+ * stack_mgr — the Stack kind's manager.  See stack_mgr.h for the contract.
+ */
+#include "stack/stack_mgr.h"
+
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/tank_map.h"
+#include "reconciler/rc_fsm.h"
+#include "stack/stack_phase.h"
+#include "stack/stack_spec.h"
+
+#define K_STACK TANK_KIND_STACK
+
+const st_coll_decl_t stack_coll_decl = { .name = "stacks", .noun = "stack" };
+
+typedef struct stack_trk {
+	char name[POD_NAME_MAX + 1];
+	stack_spec_t *spec;           /* NULL: deleted (forgotten at its reconcile) */
+	char *bad;                    /* its stored spec could not be decoded */
+	uint64_t generation;
+	char uid[ST_UID_LEN + 1];
+	rc_fsm_state_t st;
+	bool run;                     /* what its pods were last told */
+	bool told;                    /* run was told at least once */
+	bool aborted;                 /* on_failure: abort fired for this generation */
+	uint64_t abort_gen;
+	char abort_why[RC_REASON_MAX];
+	char last_failure[RC_REASON_MAX];   /* on_failure: continue */
+	uint64_t grace_ms;            /* the longest stop grace of its pods */
+	uint64_t status_hash;         /* of the last status queued */
+} stack_trk_t;
+
+struct stack_mgr {
+	stack_mgr_opts_t o;
+	st_coll_t *coll;
+	int watch;
+	tank_map_t stacks;            /* name -> stack_trk_t */
+	tank_map_t member;            /* pod name -> stack_trk_t (borrowed) */
+};
+
+__attribute__((format(printf, 3, 4)))
+static void stack__fmt(char *dst, size_t cap, const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(dst, cap, fmt, ap);
+	va_end(ap);
+}
+
+/* ---- membership ----------------------------------------------------------- */
+
+static void stack__unlink(stack_mgr_t *m, stack_trk_t *t)
+{
+	for (size_t i = 0; t->spec && i < t->spec->npods; i++)
+		if (tank_map_get(&m->member, t->spec->pods[i].name) == t)
+			tank_map_del(&m->member, t->spec->pods[i].name);
+}
+
+static int stack__link(stack_mgr_t *m, stack_trk_t *t)
+{
+	for (size_t i = 0; t->spec && i < t->spec->npods; i++)
+		if (tank_map_put(&m->member, t->spec->pods[i].name, t, NULL) < 0)
+			return -ENOMEM;
+	return 0;
+}
+
+/* Loads (or reloads) one stored stack; a missing one is marked deleted. */
+static int stack__load(stack_mgr_t *m, const char *name)
+{
+	stack_trk_t *t = tank_map_get(&m->stacks, name);
+	st_pod_t rec;
+	tank_error_t e;
+	int rc;
+
+	if ((rc = st_coll_get(m->coll, name, &rec, &e)) == TANK_ENOTFOUND) {
+		if (t) {
+			stack__unlink(m, t);
+			stack_spec_free(t->spec);
+			t->spec = NULL;
+		}
+		return 0;
+	}
+	if (rc < 0)
+		return rc;
+	if (!t) {
+		if (!(t = calloc(1, sizeof *t)) || tank_map_put(&m->stacks, name, t, NULL) < 0) {
+			free(t);
+			st_pod_clear(&rec);
+			return -ENOMEM;
+		}
+		snprintf(t->name, sizeof t->name, "%s", name);
+		rc_fsm_restore(&t->st, STACK_PP_DOWN, 0, "created");
+	}
+	stack_spec_t *spec = NULL;
+	rc = stack_spec_decode(rec.spec, rec.spec_len, &spec, &e);
+	stack__unlink(m, t);
+	stack_spec_free(t->spec);
+	free(t->bad);
+	t->bad = NULL;
+	t->spec = spec;
+	if (rc < 0 && rc != -ENOMEM && !(t->bad = strdup(e.msg)))
+		rc = -ENOMEM;
+	if (rc == -ENOMEM) {
+		st_pod_clear(&rec);
+		return rc;
+	}
+	if (rec.generation != t->generation || strcmp(rec.uid, t->uid) != 0) {
+		/* A new version: an abort of the old one is over. */
+		t->aborted = false;
+		t->last_failure[0] = '\0';
+	}
+	t->generation = rec.generation;
+	snprintf(t->uid, sizeof t->uid, "%s", rec.uid);
+	st_pod_clear(&rec);
+	return stack__link(m, t);
+}
+
+static void stack__watch(void *ctx, const char *const *keys, size_t n)
+{
+	stack_mgr_t *m = ctx;
+
+	/* The API's apply or delete, right after its commit: the pod index
+	 * is current before the loop looks at any pod of it.  A failed read
+	 * is picked up by the next resync (list reloads). */
+	for (size_t i = 0; i < n; i++)
+		(void)stack__load(m, keys[i]);
+}
+
+/* ---- stored status ------------------------------------------------------- */
+
+static const msgpack_object *stack__lookup(const msgpack_object *map, const char *key)
+{
+	size_t kl = strlen(key);
+	for (uint32_t i = 0; map->type == MSGPACK_OBJECT_MAP && i < map->via.map.size; i++) {
+		const msgpack_object_kv *kv = &map->via.map.ptr[i];
+		if (kv->key.type == MSGPACK_OBJECT_STR && kv->key.via.str.size == kl &&
+		    memcmp(kv->key.via.str.ptr, key, kl) == 0)
+			return &kv->val;
+	}
+	return NULL;
+}
+
+static void stack__str(const msgpack_object *o, char *dst, size_t cap)
+{
+	if (o && o->type == MSGPACK_OBJECT_STR && cap) {
+		size_t n = o->via.str.size < cap - 1 ? o->via.str.size : cap - 1;
+		memcpy(dst, o->via.str.ptr, n);
+		dst[n] = '\0';
+	}
+}
+
+/* A restarted tankd goes on from the stored phase, and an abort holds. */
+static void stack__restore(stack_mgr_t *m, stack_trk_t *t)
+{
+	void *buf;
+	size_t len, off = 0;
+	msgpack_unpacked u;
+	tank_error_t e;
+	char phase[ST_PHASE_MAX + 1] = "", reason[RC_REASON_MAX] = "";
+
+	if (st_coll_status_get(m->coll, t->name, &buf, &len, &e) < 0)
+		return;
+	msgpack_unpacked_init(&u);
+	if (msgpack_unpack_next(&u, buf, len, &off) == MSGPACK_UNPACK_SUCCESS) {
+		const msgpack_object *o = &u.data, *v;
+		stack__str(stack__lookup(o, "phase"), phase, sizeof phase);
+		stack__str(stack__lookup(o, "reason"), reason, sizeof reason);
+		int p = rc_fsm_phase_of(&stack_fsm, phase);
+		int64_t since = (v = stack__lookup(o, "since")) &&
+				v->type == MSGPACK_OBJECT_POSITIVE_INTEGER ? (int64_t)v->via.u64 : 0;
+		if (p >= 0)
+			rc_fsm_restore(&t->st, (uint8_t)p, since, reason);
+		if ((v = stack__lookup(o, "aborted")) && v->type == MSGPACK_OBJECT_STR &&
+		    (v = stack__lookup(o, "generation")) &&
+		    v->type == MSGPACK_OBJECT_POSITIVE_INTEGER && v->via.u64 == t->generation) {
+			t->aborted = true;
+			t->abort_gen = t->generation;
+			stack__str(stack__lookup(o, "aborted"), t->abort_why, sizeof t->abort_why);
+		}
+	}
+	msgpack_unpacked_destroy(&u);
+	free(buf);
+}
+
+static int pk_str(msgpack_packer *pk, const char *s)
+{
+	size_t n = strlen(s);
+	int rc = msgpack_pack_str(pk, n);
+	return rc ? rc : msgpack_pack_str_body(pk, s, n);
+}
+
+/* Queues the status map when it changed. */
+static void stack__persist(stack_mgr_t *m, stack_trk_t *t, size_t ready, int64_t next_at)
+{
+	msgpack_sbuffer sb;
+	msgpack_packer pk;
+	const stack_spec_t *s = t->spec;
+	int rc;
+
+	msgpack_sbuffer_init(&sb);
+	msgpack_packer_init(&pk, &sb, msgpack_sbuffer_write);
+	rc = msgpack_pack_map(&pk, 11 + (t->aborted ? 1 : 0) + (next_at ? 1 : 0)) ||
+	     pk_str(&pk, "name") || pk_str(&pk, t->name) ||
+	     pk_str(&pk, "kind") || pk_str(&pk, "stack") ||
+	     pk_str(&pk, "phase") || pk_str(&pk, rc_fsm_phase_name(&stack_fsm, t->st.phase)) ||
+	     pk_str(&pk, "reason") || pk_str(&pk, t->st.reason) ||
+	     pk_str(&pk, "since") || msgpack_pack_int64(&pk, t->st.since) ||
+	     pk_str(&pk, "generation") || msgpack_pack_uint64(&pk, t->generation) ||
+	     pk_str(&pk, "uid") || pk_str(&pk, t->uid) ||
+	     pk_str(&pk, "desired") || pk_str(&pk, stack_desired_name(s->desired)) ||
+	     pk_str(&pk, "on_failure") || pk_str(&pk, stack_on_failure_name(s->on_failure)) ||
+	     pk_str(&pk, "ready") || msgpack_pack_uint64(&pk, ready) ||
+	     pk_str(&pk, "total") || msgpack_pack_uint64(&pk, s->npods);
+	if (!rc && t->aborted)
+		rc = pk_str(&pk, "aborted") || pk_str(&pk, t->abort_why);
+	if (!rc && next_at)
+		rc = pk_str(&pk, "next_at") || msgpack_pack_int64(&pk, next_at);
+	uint64_t h = rc ? 0 : tank_hash64(sb.data, sb.size);
+	if (!rc && h != t->status_hash &&
+	    st_coll_status_put(m->coll, t->name, sb.data, sb.size) == 0)
+		t->status_hash = h;
+	msgpack_sbuffer_destroy(&sb);
+}
+
+/* ---- the owner's hooks ------------------------------------------------------ */
+
+/* Whether t's pods should run at `now`; if not, why. */
+static bool stack__should_run(const stack_trk_t *t, int64_t now, char *why, size_t cap,
+			      bool *failed)
+{
+	const stack_spec_t *s = t->spec;
+	char at[STACK_TIME_MAX];
+
+	*failed = false;
+	if (!s)
+		return true;            /* deleted: its pods are released */
+	if (t->aborted) {
+		*failed = true;
+		stack__fmt(why, cap, "stack %s aborted: %s", t->name, t->abort_why);
+		return false;
+	}
+	if (s->deadline && now >= s->deadline - (int64_t)t->grace_ms) {
+		*failed = now >= s->deadline || t->st.phase != STACK_PP_DOWN;
+		stack__fmt(why, cap, "stack %s: deadline %s%s", t->name,
+			   stack_time_format(s->deadline, at),
+			   now >= s->deadline ? " passed" : " is near (stopping within the grace)");
+		return false;
+	}
+	if (s->desired == STACK_DOWN) {
+		stack__fmt(why, cap, "stack %s is down (desired: down)", t->name);
+		return false;
+	}
+	if (s->start_at && now < s->start_at) {
+		stack__fmt(why, cap, "stack %s starts at %s", t->name,
+			   stack_time_format(s->start_at, at));
+		return false;
+	}
+	if (s->stop_at && now >= s->stop_at) {
+		stack__fmt(why, cap, "stack %s stopped at %s (stop_at)", t->name,
+			   stack_time_format(s->stop_at, at));
+		return false;
+	}
+	return true;
+}
+
+static bool stack__allows(void *ctx, const char *pod, char *why, size_t cap)
+{
+	stack_mgr_t *m = ctx;
+	const stack_trk_t *t = tank_map_get(&m->member, pod);
+	bool failed;
+
+	return !t || stack__should_run(t, (int64_t)rc_wall_ms(), why, cap, &failed);
+}
+
+static bool stack__parent(void *ctx, const char *pod, rc_ref_t *out)
+{
+	stack_mgr_t *m = ctx;
+	const stack_trk_t *t = tank_map_get(&m->member, pod);
+
+	if (!t || !t->spec)
+		return false;
+	out->kind = K_STACK;
+	snprintf(out->key, sizeof out->key, "%s", t->name);
+	return true;
+}
+
+static void stack__changed(void *ctx, rc_loop_t *loop, const char *pod)
+{
+	stack_mgr_t *m = ctx;
+	const stack_trk_t *t = tank_map_get(&m->member, pod);
+
+	if (t)
+		rc_enqueue(loop, K_STACK, t->name);
+}
+
+/* ---- the manager --------------------------------------------------------------- */
+
+static int stack__list(void *ctx, rc_loop_t *loop)
+{
+	stack_mgr_t *m = ctx;
+	const char *name;
+	size_t it = 0;
+
+	/* Stacks are few (each holds up to STACK_PODS_MAX pods): one slice. */
+	while (tank_map_next(&m->stacks, &it, &name, NULL))
+		rc_enqueue(loop, K_STACK, name);
+	return 0;
+}
+
+static int stack__observe(void *ctx, rc_loop_t *loop, const char *key, rc_view_t *view)
+{
+	stack_mgr_t *m = ctx;
+
+	(void)loop;
+	return (view->obj = tank_map_get(&m->stacks, key)) ? 0 : TANK_ENOTFOUND;
+}
+
+static void stack__event(rc_loop_t *loop, stack_trk_t *t, enum stack_pevent ev,
+			 const char *reason)
+{
+	(void)rc_fsm_apply(loop, K_STACK, t->name, &stack_fsm, &t->st, (uint8_t)ev, reason);
+}
+
+/* The stack was deleted: its pods are released (the owned ones went in
+ * the same transaction) and it is forgotten. */
+static void stack__forget(stack_mgr_t *m, rc_loop_t *loop, stack_trk_t *t,
+			  const stack_spec_t *old)
+{
+	(void)old;
+	rc_cancel_requeue(loop, K_STACK, t->name);
+	tank_map_del(&m->stacks, t->name);
+	free(t->bad);
+	free(t);
+}
+
+static rc_result_t stack__reconcile(void *ctx, rc_loop_t *loop, const rc_view_t *view)
+{
+	stack_mgr_t *m = ctx;
+	stack_trk_t *t = view->obj;
+	const stack_spec_t *s = t->spec;
+	int64_t now = (int64_t)rc_wall_ms();
+	char why[RC_REASON_MAX] = "", first[RC_REASON_MAX] = "";
+	size_t ready = 0, busy = 0;
+	bool failed_stop, degraded = false;
+
+	if (!s && !t->bad) {
+		stack__forget(m, loop, t, NULL);
+		return rc_converged();
+	}
+	if (!s) {
+		(void)rc_fsm_apply(loop, K_STACK, t->name, &stack_fsm, &t->st, STACK_E_FAIL,
+				   t->bad);
+		return rc_converged();
+	}
+
+	/* What its pods say (status bubbles up). */
+	uint64_t grace = 0;
+	for (size_t i = 0; i < s->npods; i++) {
+		pod_info_t pi;
+		const char *pod = s->pods[i].name;
+		bool known = pod_mgr_info(m->o.pods, pod, &pi) && pi.exists;
+		if (known && pi.grace_ms > grace)
+			grace = pi.grace_ms;
+		if (known && pi.busy)
+			busy++;
+		if (known && (pi.ready || pi.completed)) {
+			ready++;
+			continue;
+		}
+		if (!known) {
+			if (!degraded || !first[0])
+				stack__fmt(first, sizeof first, "pod %s does not exist", pod);
+			degraded = true;
+		} else if (pi.failed) {
+			if (!degraded || !first[0])
+				stack__fmt(first, sizeof first, "pod %s failed: %s", pod,
+					   pi.reason);
+			degraded = true;
+		} else if (!first[0]) {
+			stack__fmt(first, sizeof first, pi.reason && pi.reason[0]
+				   ? "pod %s is %s: %s" : "pod %s is %s", pod, pi.phase,
+				   pi.reason);
+		}
+	}
+	t->grace_ms = grace;
+
+	/* Cascade: tell the pods when whether they may run changed. */
+	bool run = stack__should_run(t, now, why, sizeof why, &failed_stop);
+	if (run != t->run || !t->told) {
+		bool rearm = t->told && run && !t->run;
+		t->run = run;
+		t->told = true;
+		for (size_t i = 0; i < s->npods; i++) {
+			/* Brought up again (not a restarted tankd's first look:
+			 * a completed run-once pod must not run twice). */
+			if (rearm)
+				pod_mgr_rearm(m->o.pods, loop, s->pods[i].name);
+			rc_enqueue(loop, TANK_KIND_POD, s->pods[i].name);
+		}
+	}
+
+	if (run) {
+		if (t->st.phase == STACK_PP_DOWN || t->st.phase == STACK_PP_FAILED ||
+		    t->st.phase == STACK_PP_STOPPING)
+			stack__event(loop, t, STACK_E_START, "starting");
+		if (ready == s->npods)
+			stack__event(loop, t, STACK_E_READY, "");
+		else if (degraded)
+			stack__event(loop, t, STACK_E_DEGRADE, first);
+		else if (t->last_failure[0] && t->st.phase != STACK_PP_STARTING)
+			stack__event(loop, t, STACK_E_DEGRADE, t->last_failure);
+		else if (t->st.phase == STACK_PP_UP || t->st.phase == STACK_PP_DEGRADED)
+			stack__event(loop, t, STACK_E_DEGRADE, first);
+		else
+			stack__event(loop, t, STACK_E_START, first);
+	} else if (busy) {
+		stack__event(loop, t, STACK_E_STOP, why);
+	} else if (failed_stop) {
+		stack__event(loop, t, STACK_E_FAIL, why);
+	} else {
+		stack__event(loop, t, STACK_E_STOPPED, why);
+	}
+
+	/* Schedule triggers: the next time the answer of should_run changes. */
+	int64_t next = 0;
+	const int64_t at[3] = { s->start_at, s->stop_at,
+				s->deadline ? s->deadline - (int64_t)t->grace_ms : 0 };
+	for (int i = 0; i < 3; i++)
+		if (at[i] > now && (!next || at[i] < next))
+			next = at[i];
+	if (s->deadline > now && s->deadline - (int64_t)t->grace_ms <= now &&
+	    (!next || s->deadline < next))
+		next = s->deadline;      /* from "near" to "passed" */
+	stack__persist(m, t, ready, next);
+	return next ? rc_requeue_after((uint64_t)(next - now)) : rc_converged();
+}
+
+/* A pod of the stack failed for good: abort, or note and continue. */
+static void stack__child_failed(void *ctx, rc_loop_t *loop, const char *key,
+				const char *child_kind, const char *child_key,
+				const char *reason)
+{
+	stack_mgr_t *m = ctx;
+	stack_trk_t *t = tank_map_get(&m->stacks, key);
+
+	(void)loop; (void)child_kind;
+	if (!t || !t->spec)
+		return;
+	if (t->spec->on_failure == STACK_ABORT) {
+		if (!t->aborted) {
+			t->aborted = true;
+			t->abort_gen = t->generation;
+			stack__fmt(t->abort_why, sizeof t->abort_why, "pod %s failed: %s",
+				   child_key, reason);
+		}
+	} else {
+		stack__fmt(t->last_failure, sizeof t->last_failure, "pod %s failed: %s",
+			   child_key, reason);
+	}
+}
+
+const rc_manager_t stack_manager = {
+	.kind = TANK_KIND_STACK,
+	.name = "stack",
+	.list = stack__list,
+	.observe = stack__observe,
+	.reconcile = stack__reconcile,
+	.child_failed = stack__child_failed,
+};
+
+/* ---- public ------------------------------------------------------------------------ */
+
+static int stack__load_one(void *ctx, const st_pod_t *rec)
+{
+	stack_mgr_t *m = ctx;
+	int rc = stack__load(m, rec->name);
+	stack_trk_t *t = tank_map_get(&m->stacks, rec->name);
+
+	if (rc == 0 && t)
+		stack__restore(m, t);
+	return rc;
+}
+
+int stack_mgr_new(const stack_mgr_opts_t *o, stack_mgr_t **out, tank_error_t *err)
+{
+	stack_mgr_t *m = calloc(1, sizeof *m);
+	int rc;
+
+	*out = NULL;
+	if (!m)
+		return tank_error_set(err, -ENOMEM, "out of memory");
+	m->o = *o;
+	tank_map_init(&m->stacks);
+	tank_map_init(&m->member);
+	if ((rc = st_coll_open(o->store, &stack_coll_decl, &m->coll, err)) < 0 ||
+	    (rc = st_coll_scan(m->coll, stack__load_one, m, err)) < 0) {
+		stack_mgr_free(m);
+		return rc;
+	}
+	if ((rc = m->watch = st_coll_watch(m->coll, stack__watch, m)) < 0) {
+		stack_mgr_free(m);
+		return tank_error_set(err, rc, "out of memory");
+	}
+	pod_owner_t owner = {
+		.allows = stack__allows, .parent = stack__parent,
+		.changed = stack__changed, .ctx = m,
+	};
+	pod_mgr_set_owner(o->pods, &owner);
+	*out = m;
+	return 0;
+}
+
+void stack_mgr_free(stack_mgr_t *m)
+{
+	const char *name;
+	void *v;
+	size_t it = 0;
+
+	if (!m)
+		return;
+	if (m->watch > 0)
+		(void)st_coll_unwatch(m->coll, m->watch);
+	if (m->o.pods) {
+		pod_owner_t none = { 0 };
+		pod_mgr_set_owner(m->o.pods, &none);
+	}
+	while (tank_map_next(&m->stacks, &it, &name, &v)) {
+		stack_trk_t *t = v;
+		stack_spec_free(t->spec);
+		free(t->bad);
+		free(t);
+	}
+	tank_map_destroy(&m->stacks);
+	tank_map_destroy(&m->member);
+	free(m);
+}
+
+void stack_mgr_record(stack_mgr_t *m, const rc_transition_t *t)
+{
+	st_transition_t tr;
+	stack_trk_t *s = tank_map_get(&m->stacks, t->key);
+
+	memset(&tr, 0, sizeof tr);
+	tr.at = (int64_t)t->at_ms;
+	snprintf(tr.from, sizeof tr.from, "%s", t->from);
+	snprintf(tr.to, sizeof tr.to, "%s", t->to);
+	snprintf(tr.reason, sizeof tr.reason, "%s", t->reason ? t->reason : "");
+	(void)st_coll_history_add(m->coll, t->key, &tr);
+	if (m->o.on_event) {
+		stack_event_t ev = {
+			.stack = t->key, .from = t->from, .to = t->to,
+			.reason = t->reason, .at = tr.at,
+			.generation = s ? s->generation : 0,
+		};
+		m->o.on_event(m->o.event_ctx, &ev);
+	}
+}
+
+const char *stack_mgr_stack_of(const stack_mgr_t *m, const char *pod)
+{
+	const stack_trk_t *t = tank_map_get(&m->member, pod);
+	return t && t->spec ? t->name : NULL;
+}

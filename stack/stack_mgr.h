@@ -1,0 +1,86 @@
+/*
+ * stack_mgr — the Stack kind's manager on the generic loop (DESIGN.md §7,
+ * §8; ADR-047's tree): stack → pods → containers.
+ *
+ * Desired state cascades down: the manager is the pods' owner
+ * (pod_owner_t).  A member pod may run while its stack should run —
+ * desired up, past start_at, before stop_at, before its deadline (minus
+ * the longest stop grace of its pods, so that a graceful stop ends by the
+ * deadline: nothing of the stack outlives it) and not aborted.  Otherwise
+ * the pod manager stops it, dependents first (depends_on order, reversed),
+ * and holds it `waiting` with the stack's reason.  Start order inside a
+ * stack is depends_on's.
+ *
+ * Status bubbles up: every change of a member (phase, readiness, running,
+ * existence) queues its stack, whose phase is derived through stack_fsm
+ * (stack_phase.h) and stored as its status map (the RPC shape, see
+ * docs/rpc.md): {name, phase, reason, since, generation, uid, desired,
+ * on_failure, ready, total, pods: [{name, phase, ready}], next_at?}.
+ *
+ * Failure escalates: a pod that fails for good (backoff.max_retries used
+ * up, or the loop's retries) reaches child_failed.  With on_failure:
+ * abort the stack is aborted: its pods are stopped and it ends `failed`
+ * with the reason naming the pod, until its spec changes (a new
+ * generation: `tankctl up` or an apply).  With continue it stays up but
+ * `degraded`, naming the pod.  Bringing a stack up again restarts its
+ * terminal pods (pod_mgr_rearm).
+ *
+ * Schedule triggers are requeue_after results: the stack is looked at
+ * again at its next start_at, stop_at or deadline.
+ *
+ * Memory: the stacks and a pod → stack index, loaded from the store by
+ * stack_mgr_new and kept current by a watch on the collection (the API
+ * writes a stack and its inline pods in one transaction; the index is
+ * updated in the same turn, before any pod of it is looked at).
+ *
+ * Everything runs on the loop's thread; nothing blocks except
+ * stack_mgr_new (store reads).  The stack_mgr_t is owned by the daemon
+ * and outlives the loop actor, like pod_mgr_t.
+ */
+#ifndef TANK_STACK_MGR_H
+#define TANK_STACK_MGR_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "common/tank_kinds.h"
+#include "pod/pod_mgr.h"
+#include "reconciler/rc_loop.h"
+#include "store/st_coll.h"
+
+extern const rc_manager_t stack_manager;        /* TANK_KIND_STACK */
+
+/* The stacks collection: "stacks", keyed by name. */
+extern const st_coll_decl_t stack_coll_decl;
+
+typedef struct stack_mgr stack_mgr_t;
+
+/* One stack transition, as published (borrowed strings). */
+typedef struct stack_event {
+	const char *stack;
+	const char *from, *to, *reason;
+	int64_t at;
+	uint64_t generation;
+} stack_event_t;
+
+typedef struct stack_mgr_opts {
+	st_t *store;             /* borrowed */
+	pod_mgr_t *pods;         /* borrowed; the manager becomes its owner */
+	void (*on_event)(void *ctx, const stack_event_t *ev);   /* may be NULL */
+	void *event_ctx;
+} stack_mgr_opts_t;
+
+/* Opens the collection, loads every stack (a stored spec that cannot be
+ * decoded is logged in its status and its pods are left alone), restores
+ * their stored phases, and makes itself the pods' owner.  Blocks on
+ * store reads.  -ENOMEM, store errors (err says). */
+int stack_mgr_new(const stack_mgr_opts_t *o, stack_mgr_t **out, tank_error_t *err);
+void stack_mgr_free(stack_mgr_t *m);
+
+/* The loop's record hook for kind "stack": history and the event. */
+void stack_mgr_record(stack_mgr_t *m, const rc_transition_t *t);
+
+/* The stack pod belongs to (borrowed name), or NULL. */
+const char *stack_mgr_stack_of(const stack_mgr_t *m, const char *pod);
+
+#endif
