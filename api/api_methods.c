@@ -27,6 +27,10 @@
 #include "manifest/mf.h"
 #include "pod/pod_manifest.h"
 #include "pod/pod_mgr.h"
+#include "stack/stack_mgr.h"
+#include "api/api_stacks.h"
+#include "stack/stack_spec.h"
+#include "common/tank_map.h"
 
 #define API_LOG_TAIL_DEFAULT 100
 #define API_LOG_TAIL_MAX 100000
@@ -61,6 +65,20 @@ static void nudge(api_daemon_t *d)
 	rt_pid_t pid = rt_whereis(d->rt, API_RECONCILER_NAME);
 	if (pid)
 		rc_nudge(d->rt, pid);
+}
+
+/* The kind asked for by the options map at params[at]; false when the
+ * call was answered (a bad kind). */
+static bool kind_param(const api_call_t *call, const msgpack_object *params, size_t at,
+		       api_kind_t *kind)
+{
+	tank_error_t e;
+	tank_error_clear(&e);
+	if (api_kind_of(params, at, kind, &e) < 0) {
+		api_reply_error(call->rt, call->token, API_BAD_REQUEST, e.msg, NULL, NULL);
+		return false;
+	}
+	return true;
 }
 
 /* --- ping, version --------------------------------------------------------- */
@@ -120,6 +138,7 @@ typedef struct apply_out {
 	const st_pod_in_t *in;
 	const st_apply_result_t *res;
 	size_t n;
+	size_t npods;                 /* the first npods are pods, the rest stacks */
 } apply_out_t;
 
 static int pack_apply(msgpack_packer *pk, void *arg)
@@ -128,7 +147,9 @@ static int pack_apply(msgpack_packer *pk, void *arg)
 	apply_out_t *o = arg;
 	int rc = msgpack_pack_array(pk, o->n);
 	for (size_t i = 0; i < o->n; i++) {
-		rc |= msgpack_pack_map(pk, 4);
+		rc |= msgpack_pack_map(pk, 5);
+		rc |= pk_key(pk, "kind");
+		rc |= api_pack_cstr(pk, i < o->npods ? "pod" : "stack");
 		rc |= pk_key(pk, "name");
 		rc |= api_pack_cstr(pk, o->in[i].name);
 		rc |= pk_key(pk, "uid");
@@ -204,7 +225,8 @@ typedef struct apply_job {
 	msgpack_sbuffer copy_buf;     /* point into this buffer */
 	bool copied;
 	size_t n, at;
-	pod_spec_t **specs;
+	pod_spec_t **specs;           /* [i]: object i when it is a pod */
+	stack_spec_t **stacks;        /* [i]: object i when it is a stack */
 	char **bufs;                  /* each spec encoded as it is validated */
 	st_pod_in_t *in;
 	kit_errors_t errs;
@@ -216,6 +238,9 @@ static void apply_job_free(apply_job_t *j)
 {
 	for (size_t i = 0; j->specs && i < j->n; i++)
 		pod_spec_free(j->specs[i]);
+	for (size_t i = 0; j->stacks && i < j->n; i++)
+		stack_spec_free(j->stacks[i]);
+	free(j->stacks);
 	for (size_t i = 0; j->bufs && i < j->n; i++)
 		free(j->bufs[i]);
 	free(j->specs);
@@ -238,6 +263,7 @@ static int apply_job_init(apply_job_t *j, api_daemon_t *d, api_token_t token, si
 	j->n = n;
 	kit_errors_init(&j->errs);
 	if (!(j->specs = calloc(n + 1, sizeof *j->specs)) ||
+	    !(j->stacks = calloc(n + 1, sizeof *j->stacks)) ||
 	    !(j->bufs = calloc(n + 1, sizeof *j->bufs)) ||
 	    !(j->in = calloc(n + 1, sizeof *j->in)) || !(j->zone = msgpack_zone_new(1024)))
 		return -ENOMEM;
@@ -245,23 +271,30 @@ static int apply_job_init(apply_job_t *j, api_daemon_t *d, api_token_t token, si
 }
 
 /* Validates up to `max` more objects.  Each object may say its `kind`
- * (absent = Pod), as in a manifest; only pods are applied by this method
- * today, so another kind the registry does not know is refused naming
- * the item. */
+ * (absent = Pod), as in a manifest: pods and stacks are applied; another
+ * kind is refused naming the item. */
 static void apply_job_validate(apply_job_t *j, size_t max)
 {
-	static const mf_registry_t pods_only = { .kinds = { &pod_mf_kind }, .n = 1 };
+	static const mf_registry_t kinds = { .kinds = { &pod_mf_kind, &stack_mf_kind }, .n = 2 };
 
 	for (size_t end = j->at + max < j->n ? j->at + max : j->n; j->at < end; j->at++) {
 		size_t i = j->at;
 		kit_errors_t one;
 		msgpack_object rest;
+		const mf_kind_t *k;
 		char prefix[32];
 		snprintf(prefix, sizeof prefix, "pods[%zu]: ", i);
-		if (!mf_kind_of(&pods_only, &j->arr->via.array.ptr[i], j->zone, &rest, prefix,
-				&j->errs))
+		if (!(k = mf_kind_of(&kinds, &j->arr->via.array.ptr[i], j->zone, &rest, prefix,
+				     &j->errs)))
 			continue;
 		kit_errors_init(&one);
+		if (k == &stack_mf_kind) {
+			if (stack_spec_from_msgpack(&rest, &j->stacks[i], &one) == -ENOMEM)
+				j->err = -ENOMEM;
+			kit_errors_move(&j->errs, &one, prefix);
+			kit_errors_free(&one);
+			continue;
+		}
 		if (pod_spec_from_msgpack(&rest, &j->specs[i], &one) < 0)
 			kit_errors_move(&j->errs, &one, prefix);
 		kit_errors_free(&one);
@@ -278,21 +311,160 @@ static void apply_job_validate(apply_job_t *j, size_t max)
 	}
 }
 
+/* The whole batch, flattened: every pod (those given and those inline in
+ * stacks) and every stack, encoded, with their results. */
+typedef struct apply_all {
+	pod_spec_t **pods;            /* borrowed from the job */
+	st_pod_in_t *in;              /* pods, then stacks */
+	char **own;                   /* encodings made here (inline pods, stacks) */
+	st_apply_result_t *res;
+	size_t npods, nstacks, nown;
+} apply_all_t;
+
+static void apply_all_free(apply_all_t *a)
+{
+	for (size_t i = 0; i < a->nown; i++)
+		free(a->own[i]);
+	free(a->own);
+	free(a->pods);
+	free(a->in);
+	free(a->res);
+}
+
+static int apply_all_build(apply_job_t *j, apply_all_t *a)
+{
+	size_t np = 0, ns = 0, len;
+	int err;
+
+	memset(a, 0, sizeof *a);
+	for (size_t i = 0; i < j->n; i++) {
+		np += j->specs[i] != NULL;
+		if (j->stacks[i]) {
+			ns++;
+			for (size_t k = 0; k < j->stacks[i]->npods; k++)
+				np += j->stacks[i]->pods[k].inline_spec != NULL;
+		}
+	}
+	if (!(a->pods = calloc(np + 1, sizeof *a->pods)) ||
+	    !(a->in = calloc(np + ns + 1, sizeof *a->in)) ||
+	    !(a->own = calloc(np + ns + 1, sizeof *a->own)) ||
+	    !(a->res = calloc(np + ns + 1, sizeof *a->res)))
+		return -ENOMEM;
+	for (size_t i = 0; i < j->n; i++)
+		if (j->specs[i]) {
+			a->pods[a->npods] = j->specs[i];
+			a->in[a->npods++] = j->in[i];
+		}
+	for (size_t i = 0; i < j->n; i++)
+		for (size_t k = 0; j->stacks[i] && k < j->stacks[i]->npods; k++) {
+			pod_spec_t *ps = j->stacks[i]->pods[k].inline_spec;
+			if (!ps)
+				continue;
+			if ((err = pod_spec_encode(ps, &a->own[a->nown], &len)) < 0)
+				return err;
+			a->pods[a->npods] = ps;
+			a->in[a->npods++] = (st_pod_in_t){ ps->name, a->own[a->nown++], len };
+		}
+	for (size_t i = 0; i < j->n; i++)
+		if (j->stacks[i]) {
+			if ((err = stack_spec_encode(j->stacks[i], &a->own[a->nown], &len)) < 0)
+				return err;
+			a->in[a->npods + a->nstacks++] =
+				(st_pod_in_t){ j->stacks[i]->name, a->own[a->nown++], len };
+		}
+	return 0;
+}
+
+/* Stacks against the batch and the store: a pod given twice (once inline),
+ * a stack given twice, a named member that exists nowhere, a pod in two
+ * stacks.  Problems go to j->errs. */
+static int apply_stacks_check(apply_job_t *j, const apply_all_t *a)
+{
+	tank_map_t pods, owner, stacks;
+	char b[96];
+	int rc = 0;
+
+	tank_map_init(&pods);
+	tank_map_init(&owner);
+	tank_map_init(&stacks);
+	for (size_t i = 0; i < a->npods && !rc; i++) {
+		if (tank_map_get(&pods, a->pods[i]->name))
+			kit_errors_add(&j->errs, "pod %s is given twice in this apply "
+				       "(inline in a stack counts)",
+				       kit_quote(a->pods[i]->name, strlen(a->pods[i]->name), b));
+		else
+			rc = tank_map_put(&pods, a->pods[i]->name, a->pods[i], NULL);
+	}
+	for (size_t i = 0; i < j->n && !rc; i++) {
+		const stack_spec_t *s = j->stacks[i];
+		if (!s)
+			continue;
+		if (tank_map_get(&stacks, s->name)) {
+			kit_errors_add(&j->errs, "pods[%zu]: stack %s is given twice", i,
+				       kit_quote(s->name, strlen(s->name), b));
+			continue;
+		}
+		if ((rc = tank_map_put(&stacks, s->name, (void *)s, NULL)) < 0)
+			break;
+		for (size_t k = 0; k < s->npods && !rc; k++) {
+			const char *pod = s->pods[k].name;
+			const stack_spec_t *other = tank_map_get(&owner, pod);
+			if (other) {
+				kit_errors_add(&j->errs, "pods[%zu]: %s: pods[%zu]: pod %s is also "
+					       "in stack %s of this apply", i, s->name, k,
+					       kit_quote(pod, strlen(pod), b), other->name);
+				continue;
+			}
+			if ((rc = tank_map_put(&owner, pod, (void *)s, NULL)) < 0)
+				break;
+			if (!s->pods[k].inline_spec && !tank_map_get(&pods, pod)) {
+				st_pod_t sp;
+				if (st_pod_get(j->d->store, pod, &sp, NULL) == 0)
+					st_pod_clear(&sp);
+				else
+					kit_errors_add(&j->errs, "pods[%zu]: %s: pods[%zu]: no pod "
+						       "named %s in this apply or stored", i,
+						       s->name, k, kit_quote(pod, strlen(pod), b));
+			}
+		}
+	}
+	/* Stored stacks not re-applied here keep their pods. */
+	for (size_t i = 0; i < j->n && !rc && j->d->stacks; i++) {
+		const stack_spec_t *s = j->stacks[i];
+		for (size_t k = 0; s && k < s->npods; k++) {
+			const char *held = stack_mgr_stack_of(j->d->stacks, s->pods[k].name);
+			if (held && strcmp(held, s->name) != 0 && !tank_map_get(&stacks, held))
+				kit_errors_add(&j->errs, "pods[%zu]: %s: pods[%zu]: pod %s is "
+					       "already in stack %s", i, s->name, k,
+					       kit_quote(s->pods[k].name, strlen(s->pods[k].name), b),
+					       held);
+		}
+	}
+	tank_map_destroy(&pods);
+	tank_map_destroy(&owner);
+	tank_map_destroy(&stacks);
+	return rc;
+}
+
 /* Answers: the errors, or the commit of every object in one transaction. */
 static void apply_job_finish(rt_t *rt, apply_job_t *j)
 {
-	size_t n = j->n;
-	st_apply_result_t *res = NULL;
+	apply_all_t a;
 	tank_error_t e;
 	int err;
 
+	if (j->err || j->errs.count) {
+		memset(&a, 0, sizeof a);
+	} else if ((err = apply_all_build(j, &a)) < 0 || (err = apply_stacks_check(j, &a)) < 0) {
+		j->err = err;
+	}
 	/* depends_on needs the whole batch and the store: checked here, in
 	 * the same turn as the commit, so no other apply comes between. */
 	tank_error_clear(&e);
 	if (!j->errs.count && !j->err &&
-	    (err = pod_deps_check(j->specs, n, j->d->store, &j->errs, &e)) < 0) {
+	    (err = pod_deps_check(a.pods, a.npods, j->d->store, &j->errs, &e)) < 0) {
 		api_reply_err(rt, j->token, err, e.msg[0] ? e.msg : NULL);
-		return;
+		goto out;
 	}
 	if (j->errs.count) {
 		char msg[TANK_ERROR_MSG];
@@ -300,27 +472,33 @@ static void apply_job_finish(rt_t *rt, apply_job_t *j)
 			 j->errs.count == 1 ? "" : "s",
 			 j->errs.stored ? j->errs.msgs[0] : "out of memory");
 		api_reply_error(rt, j->token, API_INVALID, msg, pack_errors, &j->errs);
-		return;
+		goto out;
 	}
 	if (j->err) {
 		api_reply_err(rt, j->token, j->err, NULL);
-		return;
+		goto out;
 	}
-	if (apply_fits(rt, j->token, j->d, j->specs, n) < 0)
-		return;
-	if (!(res = calloc(n + 1, sizeof *res))) {
-		api_reply_err(rt, j->token, -ENOMEM, NULL);
-		return;
-	}
+	if (apply_fits(rt, j->token, j->d, a.pods, a.npods) < 0)
+		goto out;
+	st_coll_t *sc = NULL;
 	tank_error_clear(&e);
-	if ((err = st_apply(j->d->store, j->in, n, res, &e)) < 0) {
+	if (a.nstacks && (err = st_coll_open(j->d->store, &stack_coll_decl, &sc, &e)) < 0) {
+		api_reply_err(rt, j->token, err, e.msg[0] ? e.msg : NULL);
+		goto out;
+	}
+	st_coll_op_t ops[2] = {
+		{ .c = NULL, .put = a.in, .nput = a.npods, .res = a.res },
+		{ .c = sc, .put = a.in + a.npods, .nput = a.nstacks, .res = a.res + a.npods },
+	};
+	if ((err = st_coll_commit(j->d->store, ops, a.nstacks ? 2 : 1, &e)) < 0) {
 		api_reply_err(rt, j->token, err, e.msg[0] ? e.msg : NULL);
 	} else {
-		apply_out_t o = { j->in, res, n };
+		apply_out_t o = { a.in, a.res, a.npods + a.nstacks, a.npods };
 		api_reply(rt, j->token, pack_apply, &o);
 		nudge(j->d);
 	}
-	free(res);
+out:
+	apply_all_free(&a);
 }
 
 static int apply_worker_init(rt_t *rt, void **state, void *arg)
@@ -515,8 +693,11 @@ static void m_delete(const api_call_t *call, const msgpack_object *params, void 
 	size_t n;
 	int err = 0;
 
-	if (api_params_check(params, "a", &e) < 0)
+	api_kind_t kind;
+	if (api_params_check(params, "a?m", &e) < 0)
 		return reply_check_error(call, &e);
+	if (!kind_param(call, params, 1, &kind))
+		return;
 	arr = &params->via.array.ptr[0];
 	n = arr->via.array.size;
 	if (!(names = calloc(n + 1, sizeof *names)) || !(deleted = calloc(n + 1, sizeof *deleted))) {
@@ -535,6 +716,10 @@ static void m_delete(const api_call_t *call, const msgpack_object *params, void 
 			err = -ENOMEM;
 			goto out;
 		}
+	}
+	if (kind == API_KIND_STACK) {
+		api_stacks_delete(call, d, names, n);
+		goto out;
 	}
 	if (n > API_DELETE_CHUNK) {
 		bulk_delete_t *b = calloc(1, sizeof *b);
@@ -621,8 +806,12 @@ static void m_get(const api_call_t *call, const msgpack_object *params, void *ct
 	tank_error_t e;
 	int err;
 
-	if (name_param(call, params, "s", name, sizeof name) < 0)
+	api_kind_t kind;
+	if (name_param(call, params, "s?m", name, sizeof name) < 0 ||
+	    !kind_param(call, params, 1, &kind))
 		return;
+	if (kind == API_KIND_STACK)
+		return api_stacks_get(call, d, name);
 	tank_error_clear(&e);
 	memset(&p, 0, sizeof p);
 	if ((err = st_pod_get(d->store, name, &p, &e)) < 0) {
@@ -651,8 +840,13 @@ static void m_list(const api_call_t *call, const msgpack_object *params, void *c
 	tank_error_t e;
 	int err;
 
-	if (api_params_check(params, "", &e) < 0)
+	api_kind_t kind;
+	if (api_params_check(params, "?m", &e) < 0)
 		return reply_check_error(call, &e);
+	if (!kind_param(call, params, 0, &kind))
+		return;
+	if (kind == API_KIND_STACK)
+		return api_stacks_list(call, d);
 	tank_error_clear(&e);
 	if ((err = st_pod_list(d->store, &o.pods, &o.n, &e)) < 0) {
 		api_reply_err(call->rt, call->token, err, e.msg);
@@ -682,10 +876,12 @@ static int pack_opt_ms(msgpack_packer *pk, int64_t v)
 	return v ? msgpack_pack_int64(pk, v) : msgpack_pack_nil(pk);
 }
 
-int api_pack_status(msgpack_packer *pk, const st_status_t *s)
+int api_pack_status(msgpack_packer *pk, const st_status_t *s, const char *stack)
 {
-	int rc = msgpack_pack_map(pk, 12);
+	int rc = msgpack_pack_map(pk, 13);
 	rc |= pk_key(pk, "name");            rc |= api_pack_cstr(pk, s->name);
+	rc |= pk_key(pk, "stack");
+	rc |= stack ? api_pack_cstr(pk, stack) : msgpack_pack_nil(pk);
 	rc |= pk_key(pk, "ready");           rc |= s->ready ? msgpack_pack_true(pk) : msgpack_pack_false(pk);
 	rc |= pk_key(pk, "uid");             rc |= api_pack_cstr(pk, s->uid);
 	rc |= pk_key(pk, "phase");           rc |= api_pack_cstr(pk, s->phase);
@@ -718,19 +914,29 @@ int api_pack_status(msgpack_packer *pk, const st_status_t *s)
 	return rc ? -ENOMEM : 0;
 }
 
-static int pack_status_cb(msgpack_packer *pk, void *arg)
+typedef struct statuses {
+	st_status_t *s;
+	size_t n;
+	const stack_mgr_t *stacks;    /* which stack each pod is in; may be NULL */
+} statuses_t;
+
+static const char *stack_of(const statuses_t *o, const char *pod)
 {
-	return api_pack_status(pk, arg);
+	return o->stacks ? stack_mgr_stack_of(o->stacks, pod) : NULL;
 }
 
-typedef struct statuses { st_status_t *s; size_t n; } statuses_t;
+static int pack_status_cb(msgpack_packer *pk, void *arg)
+{
+	statuses_t *o = arg;
+	return api_pack_status(pk, o->s, stack_of(o, o->s->name));
+}
 
 static int pack_statuses(msgpack_packer *pk, void *arg)
 {
 	statuses_t *o = arg;
 	int rc = msgpack_pack_array(pk, o->n);
 	for (size_t i = 0; i < o->n && !rc; i++)
-		rc = api_pack_status(pk, &o->s[i]);
+		rc = api_pack_status(pk, &o->s[i], stack_of(o, o->s[i].name));
 	return rc;
 }
 
@@ -791,9 +997,19 @@ static void m_status(const api_call_t *call, const msgpack_object *params, void 
 	tank_error_t e;
 	int err;
 
-	if (api_params_check(params, "?s", &e) < 0)
+	api_kind_t kind;
+	if (api_params_check(params, "?sm", &e) < 0)
 		return reply_check_error(call, &e);
+	if (!kind_param(call, params, 1, &kind))
+		return;
 	tank_error_clear(&e);
+	if (kind == API_KIND_STACK) {
+		char sname[ST_NAME_MAX + 1];
+		bool one = params->via.array.size && params->via.array.ptr[0].type == MSGPACK_OBJECT_STR;
+		if (one)
+			api_obj_strcpy(&params->via.array.ptr[0], sname, sizeof sname);
+		return api_stacks_status(call, d, one ? sname : NULL);
+	}
 	if (params->via.array.size && params->via.array.ptr[0].type == MSGPACK_OBJECT_STR) {
 		char name[ST_NAME_MAX + 1];
 		st_status_t s;
@@ -811,11 +1027,12 @@ static void m_status(const api_call_t *call, const msgpack_object *params, void 
 			reply_pod_error(call, err, name, &e);
 			return;
 		}
-		api_reply(call->rt, call->token, pack_status_cb, &s);
+		statuses_t one = { &s, 1, d->stacks };
+		api_reply(call->rt, call->token, pack_status_cb, &one);
 		st_status_clear(&s);
 		return;
 	}
-	statuses_t o = { NULL, 0 };
+	statuses_t o = { NULL, 0, d->stacks };
 	if ((err = st_status_list(d->store, &o.s, &o.n, &e)) < 0) {
 		api_reply_err(call->rt, call->token, err, e.msg);
 		return;
@@ -827,7 +1044,7 @@ static void m_status(const api_call_t *call, const msgpack_object *params, void 
 	while (mr == 0 && mg.at < o.n)
 		mr = merge_push(&mg, &o.s[mg.at++]);
 	if (mr == 0 && mg.n) {
-		statuses_t all = { mg.out, mg.n };
+		statuses_t all = { mg.out, mg.n, d->stacks };
 		api_reply(call->rt, call->token, pack_statuses, &all);
 	} else {
 		api_reply(call->rt, call->token, pack_statuses, &o);
@@ -1209,6 +1426,11 @@ static void m_history(const api_call_t *call, const msgpack_object *params, void
 		api_reply_error(call->rt, call->token, API_BAD_REQUEST, e.msg, NULL, NULL);
 		return;
 	}
+	api_kind_t kind;
+	if (!kind_param(call, params, 1, &kind))
+		return;
+	if (kind == API_KIND_STACK)
+		return api_stacks_history(call, d, name, (size_t)limit);
 	memset(&p, 0, sizeof p);
 	tank_error_clear(&e);
 	if ((err = st_pod_get(d->store, name, &p, &e)) < 0) {
@@ -1234,6 +1456,7 @@ size_t api_methods_table(api_daemon_t *d, api_method_t table[API_NMETHODS])
 		{ "restart", m_restart }, { "nudge", m_nudge },
 		{ "sync", m_sync },       { "logs", m_logs },
 		{ "history", m_history },
+		{ "up", api_stacks_up },  { "down", api_stacks_down },
 	};
 	size_t n = sizeof m / sizeof m[0];
 
@@ -1250,10 +1473,10 @@ size_t api_methods_table(api_daemon_t *d, api_method_t table[API_NMETHODS])
 int api_methods_decode(const char *method, const msgpack_object *params, tank_error_t *e)
 {
 	static const struct { const char *name, *types; } sig[] = {
-		{ "ping", "" },   { "version", "" }, { "apply", "a" }, { "delete", "a" },
-		{ "get", "s" },   { "list", "" },    { "status", "?s" }, { "running", "" },
+		{ "ping", "" },   { "version", "" }, { "apply", "a" }, { "delete", "a?m" },
+		{ "get", "s?m" }, { "list", "?m" },  { "status", "?sm" }, { "running", "" },
 		{ "restart", "s" }, { "nudge", "" }, { "sync", "" },   { "logs", "s?m" },
-		{ "history", "s?m" },
+		{ "history", "s?m" }, { "up", "s" }, { "down", "s" },
 	};
 	const char *types = NULL;
 	int err;
@@ -1264,6 +1487,11 @@ int api_methods_decode(const char *method, const msgpack_object *params, tank_er
 	if (!types)
 		return tank_error_set(e, -ENOSYS, "no method %s", method);
 	if ((err = api_params_check(params, types, e)) < 0)
+		return err;
+	api_kind_t kind;
+	size_t kat = strcmp(method, "list") == 0 ? 0 : 1;
+	if (strchr(types, 'm') && strcmp(method, "logs") != 0 &&
+	    (err = api_kind_of(params, kat, &kind, e)) < 0)
 		return err;
 	if (strcmp(method, "apply") == 0) {
 		apply_job_t j;

@@ -30,11 +30,14 @@ typedef struct api_daemon {
 	/* The pod kind's public queries (restart, running); borrowed, may be
 	 * NULL (those methods then answer internal). */
 	struct pod_mgr *pods;
+	/* The stack kind's index (which stack a pod is in); borrowed, may
+	 * be NULL (no stacks: the stack methods answer internal). */
+	struct stack_mgr *stacks;
 } api_daemon_t;
 
 /* Fills `table` (caller storage) with the methods, each bound to d, which
  * must outlive the server; returns the number of entries. */
-#define API_NMETHODS 15
+#define API_NMETHODS 16
 size_t api_methods_table(api_daemon_t *d, api_method_t table[API_NMETHODS]);
 
 /* Checks params of `method` the way its handler does before it acts
@@ -42,7 +45,8 @@ size_t api_methods_table(api_daemon_t *d, api_method_t table[API_NMETHODS]);
  * 0, or an error in e.  For the fuzzer (tests/fuzz) and tests. */
 int api_methods_decode(const char *method, const msgpack_object *params, tank_error_t *e);
 
-/* Packs a status record as the contract's status map. */
-int api_pack_status(msgpack_packer *pk, const st_status_t *s);
+/* Packs a status record as the contract's status map; stack: the stack
+ * the pod is in, or NULL (packed as nil). */
+int api_pack_status(msgpack_packer *pk, const st_status_t *s, const char *stack);
 
 #endif

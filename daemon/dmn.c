@@ -33,6 +33,7 @@
 #include "daemon/dmn_events.h"
 #include "pod/pod_cgroup.h"
 #include "pod/pod_mgr.h"
+#include "stack/stack_mgr.h"
 #include "common/kit_units.h"
 #include "reconciler/rc_loop.h"
 #include "runtime/rt.h"
@@ -63,6 +64,7 @@ struct dmn {
 	st_t *store;
 	pod_cgroup_env_t cg;
 	pod_mgr_t *pods;
+	stack_mgr_t *stacks;
 	rt_t *rt;
 	api_daemon_t api;
 	api_method_t methods[API_NMETHODS];
@@ -303,6 +305,27 @@ static void on_event(void *ctx, const pod_event_t *ev)
 	publish(ctx, pack_pod_ev, ev);
 }
 
+static int pack_stack_ev(msgpack_packer *pk, const void *arg)
+{
+	return dmn_event_pack_stack(pk, arg);
+}
+
+static void on_stack_event(void *ctx, const stack_event_t *ev)
+{
+	publish(ctx, pack_stack_ev, ev);
+}
+
+/* The loop's record hook: each kind records its own transitions. */
+static void record(void *ctx, const rc_transition_t *t)
+{
+	dmn_t *d = ctx;
+
+	if (strcmp(t->kind, "stack") == 0)
+		stack_mgr_record(d->stacks, t);
+	else
+		pod_mgr_record(d->pods, t);
+}
+
 static int start_reconciler(rt_t *rt, void *arg, void *extra, rt_pid_t *out)
 {
 	dmn_t *d = arg;
@@ -313,11 +336,11 @@ static int start_reconciler(rt_t *rt, void *arg, void *extra, rt_pid_t *out)
 		 * loop: 10 times from 100 ms, doubling, capped at 30 s, is
 		 * about 80 s before the container is failed. */
 		.max_retries = 10,
-		.managers = { &pod_manager, &pod_ctr_manager },
-		.ctx = { d->pods, d->pods },
-		.nkinds = 2,
-		.record = pod_mgr_record,
-		.record_ctx = d->pods,
+		.managers = { &pod_manager, &pod_ctr_manager, &stack_manager },
+		.ctx = { d->pods, d->pods, d->stacks },
+		.nkinds = 3,
+		.record = record,
+		.record_ctx = d,
 		/* api_methods finds the reconciler by this name. */
 		.name = API_RECONCILER_NAME,
 	};
@@ -565,6 +588,7 @@ static void release(dmn_t *d)
 	 * must not wait on its embedder's. */
 	if (d->ran)
 		reap_killed();
+	stack_mgr_free(d->stacks);
 	pod_mgr_free(d->pods);
 	if (d->cg.mode != POD_CGROUP_NONE)
 		(void)pod_cgroup_env_cleanup(&d->cg);
@@ -626,9 +650,22 @@ int dmn_open(const dmn_opts_t *opts, dmn_t **out, tank_error_t *err)
 		release(d);
 		return rc;
 	}
+	stack_mgr_opts_t sko = {
+		.store = d->store, .pods = d->pods,
+		.on_event = on_stack_event, .event_ctx = d,
+	};
+	tank_error_t se;
+	tank_error_clear(&se);
+	if ((rc = stack_mgr_new(&sko, &d->stacks, &se)) < 0) {
+		d->stacks = NULL;
+		tank_error_set(err, rc, "unable to load the stacks: %s",
+			       se.msg[0] ? se.msg : tank_strerror(rc));
+		release(d);
+		return rc;
+	}
 	d->api = (api_daemon_t){ .rt = d->rt, .store = d->store, .log_dir = d->log_dir,
 				 .version = opts->version ? opts->version : DMN_VERSION,
-				 .pods = d->pods };
+				 .pods = d->pods, .stacks = d->stacks };
 	d->nmethods = api_methods_table(&d->api, d->methods);
 
 	const sup_spec_t children[] = {

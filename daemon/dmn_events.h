@@ -10,6 +10,7 @@
  *    to, reason, at (ms since the epoch), generation, uid}
  *   {type: "probe", pod, container, result, ready, at, generation, uid}
  *    (pod_event_t.probe set)
+ *   {type: "stack", stack, from, to, reason, at, generation}
  *
  * The encoding is its own module so that it can be tested without a
  * daemon, and so that the next kinds (actions, jobs) add their event types
@@ -25,6 +26,7 @@
 #include <stdint.h>
 
 #include "pod/pod_mgr.h"
+#include "stack/stack_mgr.h"
 
 /* Number of keys in a transition event map. */
 #define DMN_EVENT_TRANSITION_KEYS 9
@@ -34,6 +36,10 @@
  * a missing one).  Returns 0, or -ENOMEM when the packer's buffer could
  * not grow (what was written is then incomplete: discard the buffer). */
 int dmn_event_pack(msgpack_packer *pk, const pod_event_t *ev);
+
+/* A stack's transition, as the map above.  Same return as
+ * dmn_event_pack. */
+int dmn_event_pack_stack(msgpack_packer *pk, const stack_event_t *ev);
 
 /* The store's status commits started failing (failing, with the reason
  * and the failures so far) or work again (reason nil, failures: how many

@@ -566,3 +566,14 @@ const char *stack_mgr_stack_of(const stack_mgr_t *m, const char *pod)
 	const stack_trk_t *t = tank_map_get(&m->member, pod);
 	return t && t->spec ? t->name : NULL;
 }
+
+bool stack_mgr_lift(stack_mgr_t *m, const char *name)
+{
+	stack_trk_t *t = tank_map_get(&m->stacks, name);
+
+	if (!t || !t->aborted)
+		return false;
+	t->aborted = false;
+	t->last_failure[0] = '\0';
+	return true;
+}

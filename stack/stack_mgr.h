@@ -80,6 +80,11 @@ void stack_mgr_free(stack_mgr_t *m);
 /* The loop's record hook for kind "stack": history and the event. */
 void stack_mgr_record(stack_mgr_t *m, const rc_transition_t *t);
 
+/* Lifts an abort of stack name (an operator's `up`): its pods may run
+ * again and its terminal ones restart.  On the loop's thread; the caller
+ * nudges the loop.  false when it is not aborted. */
+bool stack_mgr_lift(stack_mgr_t *m, const char *name);
+
 /* The stack pod belongs to (borrowed name), or NULL. */
 const char *stack_mgr_stack_of(const stack_mgr_t *m, const char *pod);
 

@@ -399,3 +399,27 @@ int stack_spec_decode(const void *buf, size_t len, stack_spec_t **out, tank_erro
 	msgpack_unpacked_destroy(&u);
 	return rc;
 }
+
+/* ---- the manifest kind ------------------------------------------------------------ */
+
+static int stack__mf_validate(const msgpack_object *o, void **obj, const char **name,
+			      kit_errors_t *errs)
+{
+	stack_spec_t *s;
+	int rc = stack_spec_from_msgpack(o, &s, errs);
+
+	if (rc < 0)
+		return rc;
+	*obj = s;
+	*name = s->name;
+	return 0;
+}
+
+static void stack__mf_free(void *obj)
+{
+	stack_spec_free(obj);
+}
+
+const mf_kind_t stack_mf_kind = {
+	.name = "Stack", .validate = stack__mf_validate, .free_obj = stack__mf_free,
+};

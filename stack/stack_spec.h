@@ -40,6 +40,7 @@
 
 #include "common/kit_errors.h"
 #include "common/tank_err.h"
+#include "manifest/mf.h"
 #include "pod/pod_spec.h"
 
 #define STACK_PODS_MAX 256
@@ -89,6 +90,9 @@ int stack_spec_encode(const stack_spec_t *s, char **buf, size_t *len);
 int stack_spec_decode(const void *buf, size_t len, stack_spec_t **out,
 		      tank_error_t *err);
 void stack_spec_free(stack_spec_t *s);
+
+/* The Stack kind's entry for manifest registries (kind: Stack). */
+extern const mf_kind_t stack_mf_kind;
 
 /* The member named pod, or NULL. */
 const stack_member_t *stack_spec_member(const stack_spec_t *s, const char *pod);

@@ -782,7 +782,10 @@ int st_coll_commit(st_t *st, const st_coll_op_t *ops, size_t n, tank_error_t *er
 	bool **dflt;
 	int rc = 0;
 
-	if (!n)
+	size_t work = 0;
+	for (size_t i = 0; i < n; i++)
+		work += ops[i].nput + ops[i].ndel;
+	if (!work)
 		return 0;
 	own = calloc(n, sizeof *own);
 	dflt = calloc(n, sizeof *dflt);
