@@ -27,6 +27,8 @@
 #include "cmd/lib/cli_wait.h"
 #include "pod/pod_doc.h"
 #include "pod/pod_manifest.h"
+#include "manifest/mf.h"
+#include "stack/stack_spec.h"
 #include "common/kit_units.h"
 
 #define CTL_VERSION "0.1.0"
@@ -197,18 +199,38 @@ static int pack_name(msgpack_packer *pk, void *arg)
 	return api_pack_cstr(pk, arg);
 }
 
-static int pack_names(msgpack_packer *pk, void *arg)
+typedef struct name_kind { const char *name; bool stack; } name_kind_t;
+
+/* [name, {kind: "stack"}] for a stack, [name] for a pod; name NULL: nil. */
+static int pack_name_kind(msgpack_packer *pk, void *arg)
 {
-	char **names = arg;
-	size_t n = 0;
-	while (names[n])
-		n++;
-	msgpack_pack_array(pk, 1);
-	msgpack_pack_array(pk, n);
-	for (size_t i = 0; i < n; i++)
-		if (api_pack_cstr(pk, names[i]) < 0)
-			return -ENOMEM;
-	return 0;
+	name_kind_t *nk = arg;
+	msgpack_pack_array(pk, nk->stack ? 2 : 1);
+	if (nk->name)
+		api_pack_cstr(pk, nk->name);
+	else
+		msgpack_pack_nil(pk);
+	if (!nk->stack)
+		return 0;
+	msgpack_pack_map(pk, 1);
+	api_pack_cstr(pk, "kind");
+	return api_pack_cstr(pk, "stack");
+}
+
+/* An optional kind word before the names (`get stack shop`, kubectl's
+ * habit): consumed when at least `min` arguments follow it.  Pod when
+ * absent.  (A pod named "stack" is `get pod stack`.) */
+static bool ctl_kind_word(int argc, char **argv, int min)
+{
+	bool stack = false;
+
+	if (argc - optind >= 1 + min &&
+	    (!strcmp(argv[optind], "stack") || !strcmp(argv[optind], "stacks") ||
+	     !strcmp(argv[optind], "pod") || !strcmp(argv[optind], "pods"))) {
+		stack = argv[optind][0] == 's';
+		optind++;
+	}
+	return stack;
 }
 
 /* --- verbs ------------------------------------------------------------------ */
@@ -313,9 +335,11 @@ static int v_get(ctl_t *x, int argc, char **argv)
 
 	if ((r = ctl_output_opts(x, argc, argv, &fmt)) >= 0)
 		return r;
+	bool stack = ctl_kind_word(argc, argv, 1);
 	if (argc - optind != 1)
-		return ctl_usage_error(x, "needs one pod name");
-	if ((r = ctl_call(x, "get", pack_name, argv[optind], CTL_TIMEOUT_MS, &in)) != 0)
+		return ctl_usage_error(x, "needs one name (a pod's, or: stack NAME)");
+	name_kind_t nk = { argv[optind], stack };
+	if ((r = ctl_call(x, "get", pack_name_kind, &nk, CTL_TIMEOUT_MS, &in)) != 0)
 		return r;
 	r = ctl_emit(x, in.result, fmt);
 	api_incoming_free(&in);
@@ -330,10 +354,12 @@ static int v_status(ctl_t *x, int argc, char **argv)
 
 	if ((r = ctl_output_opts(x, argc, argv, &fmt)) >= 0)
 		return r;
+	bool stack = ctl_kind_word(argc, argv, 0);
 	if (argc - optind > 1)
-		return ctl_usage_error(x, "takes at most one pod name");
-	r = ctl_call(x, "status", argc > optind ? pack_name : NULL,
-		     argc > optind ? argv[optind] : NULL, CTL_TIMEOUT_MS, &in);
+		return ctl_usage_error(x, "takes at most one name");
+	name_kind_t nk = { argc > optind ? argv[optind] : NULL, stack };
+	r = ctl_call(x, "status", argc > optind || stack ? pack_name_kind : NULL, &nk,
+		     CTL_TIMEOUT_MS, &in);
 	if (r)
 		return r;
 	r = ctl_emit(x, in.result, fmt);
@@ -341,10 +367,21 @@ static int v_status(ctl_t *x, int argc, char **argv)
 	return r;
 }
 
+/* Prints one table; 0 or -1. */
+static int ctl_print_table(cli_table_t *t)
+{
+	int r = cli_table_print(t, stdout);
+	cli_table_free(t);
+	return r;
+}
+
+/* `ps`: the stacks first (one row each), then a table of pods per stack,
+ * then the pods in no stack: grouped as `docker compose ls` and `ps`. */
 static int v_ps(ctl_t *x, int argc, char **argv)
 {
 	static const struct option opts[] = { { "help", no_argument, NULL, OPT_HELP }, { 0 } };
-	api_incoming_t in;
+	api_incoming_t in, sin;
+	name_kind_t all = { NULL, true };
 	cli_table_t t;
 	int o, r;
 
@@ -357,13 +394,117 @@ static int v_ps(ctl_t *x, int argc, char **argv)
 		return ctl_usage_error(x, "takes no arguments");
 	if ((r = ctl_call(x, "status", NULL, NULL, CTL_TIMEOUT_MS, &in)) != 0)
 		return r;
-	if (cli_table_init(&t, CLI_PS_COLS, cli_ps_headers) < 0 ||
-	    cli_ps_table(in.result, ctl_now_ms(), &t) < 0 || cli_table_print(&t, stdout) < 0)
+	if ((r = ctl_call(x, "status", pack_name_kind, &all, CTL_TIMEOUT_MS, &sin)) != 0) {
+		api_incoming_free(&in);
+		return r;
+	}
+	uint64_t now = ctl_now_ms();
+	const msgpack_object *stacks = sin.result;
+	uint32_t ns = stacks->type == MSGPACK_OBJECT_ARRAY ? stacks->via.array.size : 0;
+	int bad = 0;
+	if (ns) {
+		bad |= cli_table_init(&t, CLI_STACK_COLS, cli_stack_headers) < 0 ||
+		       cli_stack_table(stacks, now, &t) < 0 || ctl_print_table(&t) < 0;
+		/* Each stack's pods, in the stacks' order. */
+		cli_table_t order;
+		if (cli_table_init(&order, CLI_STACK_COLS, cli_stack_headers) == 0 &&
+		    cli_stack_table(stacks, now, &order) == 0) {
+			for (size_t i = 1; i <= order.nrows && !bad; i++) {
+				const char *name = order.cells[i * order.ncols];
+				printf("\nstack %s:\n", name);
+				bad |= cli_table_init(&t, CLI_PS_COLS, cli_ps_headers) < 0 ||
+				       cli_ps_table_in(in.result, name, now, &t) < 0 ||
+				       ctl_print_table(&t) < 0;
+			}
+		} else {
+			bad = 1;
+		}
+		cli_table_free(&order);
+		if (!bad) {
+			cli_table_t rest;
+			bad |= cli_table_init(&rest, CLI_PS_COLS, cli_ps_headers) < 0 ||
+			       cli_ps_table_in(in.result, NULL, now, &rest) < 0;
+			if (!bad && rest.nrows) {
+				printf("\nno stack:\n");
+				bad |= ctl_print_table(&rest) < 0;
+			} else {
+				cli_table_free(&rest);
+			}
+		}
+	} else {
+		bad |= cli_table_init(&t, CLI_PS_COLS, cli_ps_headers) < 0 ||
+		       cli_ps_table(in.result, now, &t) < 0 || ctl_print_table(&t) < 0;
+	}
+	if (bad)
 		r = ctl_fail(x, "unexpected answer from tankd");
-	cli_table_free(&t);
 	api_incoming_free(&in);
+	api_incoming_free(&sin);
 	return r;
 }
+
+/* `up` and `down`: the stack's desired state, and with --wait its phase
+ * polled until it is what was asked (up; down), or failed, or --timeout. */
+static int ctl_updown(ctl_t *x, int argc, char **argv, const char *method)
+{
+	static const struct option opts[] = {
+		{ "help", no_argument, NULL, OPT_HELP },
+		{ "wait", no_argument, NULL, OPT_WAIT },
+		{ "timeout", required_argument, NULL, OPT_TIMEOUT }, { 0 } };
+	bool wait = false, up = method[0] == 'u';
+	uint64_t timeout_ms = 0;
+	api_incoming_t in;
+	char action[64] = "", phase[64] = "", reason[256] = "";
+	int o, r;
+
+	while ((o = getopt_long(argc, argv, "", opts, NULL)) != -1) {
+		if (o == OPT_HELP)
+			return ctl_help(ctl_find(x->verb));
+		if (o == OPT_WAIT) {
+			wait = true;
+		} else if (o == OPT_TIMEOUT) {
+			if (kit_parse_duration(optarg, strlen(optarg), &timeout_ms) < 0 || !timeout_ms)
+				return ctl_usage_error(x, "--timeout: invalid duration '%s'", optarg);
+		} else {
+			return ctl_usage_error(x, "unknown option");
+		}
+	}
+	if (argc - optind != 1)
+		return ctl_usage_error(x, "needs one stack name");
+	if (timeout_ms && !wait)
+		return ctl_usage_error(x, "--timeout bounds --wait: use both");
+	const char *name = argv[optind];
+	if ((r = ctl_call(x, method, pack_name, (void *)name, CTL_TIMEOUT_MS, &in)) != 0)
+		return r;
+	api_obj_strcpy(api_map_get(in.result, "action"), action, sizeof action);
+	printf("stack/%s %s\n", name, action[0] ? action : "done");
+	api_incoming_free(&in);
+	fflush(stdout);
+	if (!wait)
+		return EXIT_OK;
+	uint64_t deadline = timeout_ms ? ctl_now_ms() + timeout_ms : 0;
+	name_kind_t nk = { name, true };
+	for (;;) {
+		if ((r = ctl_call(x, "status", pack_name_kind, &nk, CTL_TIMEOUT_MS, &in)) != 0)
+			return r;
+		api_obj_strcpy(api_map_get(in.result, "phase"), phase, sizeof phase);
+		reason[0] = '\0';
+		api_obj_strcpy(api_map_get(in.result, "reason"), reason, sizeof reason);
+		api_incoming_free(&in);
+		if (!strcmp(phase, up ? "up" : "down")) {
+			printf("stack/%s %s\n", name, phase);
+			return EXIT_OK;
+		}
+		if (!strcmp(phase, "failed"))
+			return ctl_fail(x, "stack %s failed: %s", name, reason);
+		if (deadline && ctl_now_ms() >= deadline)
+			return ctl_fail(x, "timed out: stack %s is %s%s%s", name, phase,
+					reason[0] ? ": " : "", reason);
+		ctl_sleep_ms(200);
+	}
+}
+
+static int v_up(ctl_t *x, int argc, char **argv) { return ctl_updown(x, argc, argv, "up"); }
+static int v_down(ctl_t *x, int argc, char **argv) { return ctl_updown(x, argc, argv, "down"); }
 
 static int v_restart(ctl_t *x, int argc, char **argv)
 {
@@ -385,13 +526,29 @@ static int v_restart(ctl_t *x, int argc, char **argv)
 	return EXIT_OK;
 }
 
-/* Loads a manifest, printing every problem.  0 or EXIT_ERR. */
-static int ctl_load(ctl_t *x, const char *path, pod_manifest_t **m)
+/* The kinds tankctl reads from manifests. */
+static const mf_registry_t ctl_kinds = { .kinds = { &pod_mf_kind, &stack_mf_kind }, .n = 2 };
+
+static bool ctl_is_stack(const mf_object_t *o)
+{
+	return o->kind == &stack_mf_kind;
+}
+
+/* Loads a manifest of pods and stacks, printing every problem.  0 or
+ * EXIT_ERR. */
+static int ctl_load(ctl_t *x, const char *path, mf_manifest_t **m)
 {
 	kit_errors_t errs;
+	char *text = NULL;
+	size_t len = 0;
+	int r;
 
+	*m = NULL;
 	kit_errors_init(&errs);
-	if (pod_manifest_load_file(path, m, &errs) < 0) {
+	if ((r = mf_read_file(path, &text, &len, &errs)) == 0)
+		r = mf_parse(&ctl_kinds, text, len, path, m, &errs);
+	free(text);
+	if (r < 0) {
 		for (size_t i = 0; i < errs.stored; i++)
 			fprintf(stderr, "tankctl: %s: %s\n", x->verb, errs.msgs[i]);
 		if (errs.oom || !errs.stored)
@@ -401,24 +558,26 @@ static int ctl_load(ctl_t *x, const char *path, pod_manifest_t **m)
 	}
 	kit_errors_free(&errs);
 	if (!(*m)->count) {
-		pod_manifest_free(*m);
-		return ctl_fail(x, "%s: no pods in the manifest", path);
+		mf_free(*m);
+		*m = NULL;
+		return ctl_fail(x, "%s: no pods or stacks in the manifest", path);
 	}
 	return 0;
 }
 
 /* Every manifest of one apply, validated before anything is sent. */
 typedef struct ctl_batch {
-	pod_manifest_t **ms;
+	mf_manifest_t **ms;
 	char **sources;              /* the file each manifest came from */
 	size_t n, cap;
-	size_t npods;
+	size_t nobjs;                /* objects sent */
+	size_t npods;                /* pods applied: given, and inline in stacks */
 } ctl_batch_t;
 
 static void ctl_batch_free(ctl_batch_t *bt)
 {
 	for (size_t i = 0; i < bt->n; i++) {
-		pod_manifest_free(bt->ms[i]);
+		mf_free(bt->ms[i]);
 		free(bt->sources[i]);
 	}
 	free(bt->ms);
@@ -428,30 +587,39 @@ static void ctl_batch_free(ctl_batch_t *bt)
 
 static int ctl_batch_add(ctl_t *x, ctl_batch_t *bt, const char *path)
 {
-	pod_manifest_t *m;
+	mf_manifest_t *m;
 	int r;
 
 	if ((r = ctl_load(x, path, &m)) != 0)
 		return r;
 	if (bt->n == bt->cap) {
 		size_t nc = bt->cap ? bt->cap * 2 : 8;
-		pod_manifest_t **nm = realloc(bt->ms, nc * sizeof *nm);
+		mf_manifest_t **nm = realloc(bt->ms, nc * sizeof *nm);
 		char **ns = nm ? realloc(bt->sources, nc * sizeof *ns) : NULL;
 		if (nm)
 			bt->ms = nm;
 		if (!nm || !ns) {
-			pod_manifest_free(m);
+			mf_free(m);
 			return ctl_fail(x, "out of memory");
 		}
 		bt->sources = ns;
 		bt->cap = nc;
 	}
 	if (!(bt->sources[bt->n] = strdup(path))) {
-		pod_manifest_free(m);
+		mf_free(m);
 		return ctl_fail(x, "out of memory");
 	}
 	bt->ms[bt->n++] = m;
-	bt->npods += m->count;
+	bt->nobjs += m->count;
+	for (size_t i = 0; i < m->count; i++) {
+		if (!ctl_is_stack(&m->objs[i])) {
+			bt->npods++;
+			continue;
+		}
+		const stack_spec_t *st = m->objs[i].obj;
+		for (size_t k = 0; k < st->npods; k++)
+			bt->npods += st->pods[k].inline_spec != NULL;
+	}
 	return 0;
 }
 
@@ -515,8 +683,9 @@ static int ctl_batch_path(ctl_t *x, ctl_batch_t *bt, const char *path)
 	return r;
 }
 
-/* Two files of one batch must not name the same pod (within one file the
- * manifest reader already refuses it).  0 or EXIT_ERR, every clash named. */
+/* Two files of one batch must not name the same pod or stack (within one
+ * file the manifest reader already refuses it).  0 or EXIT_ERR, every
+ * clash named. */
 static int ctl_batch_unique(ctl_t *x, const ctl_batch_t *bt)
 {
 	int r = 0;
@@ -524,14 +693,15 @@ static int ctl_batch_unique(ctl_t *x, const ctl_batch_t *bt)
 	for (size_t i = 0; i < bt->n; i++)
 		for (size_t k = 0; k < bt->ms[i]->count; k++)
 			for (size_t j = 0; j < i; j++)
-				for (size_t l = 0; l < bt->ms[j]->count; l++)
-					if (!strcmp(bt->ms[i]->specs[k]->name,
-						    bt->ms[j]->specs[l]->name)) {
-						r = ctl_fail(x, "%s: %s: duplicate pod name (first in %s)",
-							     bt->sources[i],
-							     bt->ms[i]->specs[k]->name,
+				for (size_t l = 0; l < bt->ms[j]->count; l++) {
+					const mf_object_t *a = &bt->ms[i]->objs[k];
+					const mf_object_t *b = &bt->ms[j]->objs[l];
+					if (a->kind == b->kind && !strcmp(a->name, b->name))
+						r = ctl_fail(x, "%s: %s: duplicate %s name (first in %s)",
+							     bt->sources[i], a->name,
+							     ctl_is_stack(a) ? "stack" : "pod",
 							     bt->sources[j]);
-					}
+				}
 	return r;
 }
 
@@ -539,10 +709,10 @@ static int pack_pods(msgpack_packer *pk, void *arg)
 {
 	const ctl_batch_t *bt = arg;
 	msgpack_pack_array(pk, 1);
-	msgpack_pack_array(pk, bt->npods);
+	msgpack_pack_array(pk, bt->nobjs);
 	for (size_t i = 0; i < bt->n; i++)
 		for (size_t j = 0; j < bt->ms[i]->count; j++)
-			if (msgpack_pack_object(pk, *bt->ms[i]->raw[j]))
+			if (msgpack_pack_object(pk, *bt->ms[i]->objs[j].raw))
 				return -ENOMEM;
 	return 0;
 }
@@ -592,9 +762,22 @@ static int ctl_wait(ctl_t *x, const ctl_batch_t *bt, uint64_t timeout_ms)
 		return ctl_fail(x, "out of memory");
 	}
 	for (size_t i = 0; i < bt->n; i++)
-		for (size_t j = 0; j < bt->ms[i]->count; j++, k++) {
-			names[k] = bt->ms[i]->specs[j]->name;
-			waits[k] = &bt->ms[i]->specs[j]->reconcile_wait;
+		for (size_t j = 0; j < bt->ms[i]->count; j++) {
+			const mf_object_t *o = &bt->ms[i]->objs[j];
+			if (!ctl_is_stack(o)) {
+				const pod_spec_t *ps = o->obj;
+				names[k] = ps->name;
+				waits[k++] = &ps->reconcile_wait;
+				continue;
+			}
+			/* A stack's inline pods are waited for like the others
+			 * (its named pods are given elsewhere, or were there). */
+			const stack_spec_t *st = o->obj;
+			for (size_t m = 0; m < st->npods; m++)
+				if (st->pods[m].inline_spec) {
+					names[k] = st->pods[m].inline_spec->name;
+					waits[k++] = &st->pods[m].inline_spec->reconcile_wait;
+				}
 		}
 	for (;;) {
 		api_incoming_t in;
@@ -719,16 +902,68 @@ static int v_apply(ctl_t *x, int argc, char **argv)
 	if (res->type == MSGPACK_OBJECT_ARRAY)
 		for (uint32_t i = 0; i < res->via.array.size; i++) {
 			char name[256], action[64];
-			api_obj_strcpy(api_map_get(&res->via.array.ptr[i], "name"), name, sizeof name);
-			if (!api_obj_strcpy(api_map_get(&res->via.array.ptr[i], "action"),
-					    action, sizeof action))
+			const msgpack_object *e = &res->via.array.ptr[i];
+			api_obj_strcpy(api_map_get(e, "name"), name, sizeof name);
+			if (!api_obj_strcpy(api_map_get(e, "action"), action, sizeof action))
 				snprintf(action, sizeof action, "applied");
-			printf("%s %s\n", name, action);
+			printf("%s%s %s\n", api_obj_streq(api_map_get(e, "kind"), "stack")
+			       ? "stack/" : "", name, action);
 		}
 	api_incoming_free(&in);
 	fflush(stdout);
 	r = wait ? ctl_wait(x, &bt, timeout_ms) : EXIT_OK;
 	ctl_batch_free(&bt);
+	return r;
+}
+
+typedef struct names_kind { char **names; bool stack; } names_kind_t;
+
+static int pack_names_kind(msgpack_packer *pk, void *arg)
+{
+	names_kind_t *nk = arg;
+	size_t n = 0;
+	while (nk->names[n])
+		n++;
+	msgpack_pack_array(pk, 2);
+	msgpack_pack_array(pk, n);
+	for (size_t i = 0; i < n; i++)
+		if (api_pack_cstr(pk, nk->names[i]) < 0)
+			return -ENOMEM;
+	msgpack_pack_map(pk, 1);
+	api_pack_cstr(pk, "kind");
+	return api_pack_cstr(pk, nk->stack ? "stack" : "pod");
+}
+
+/* Sends one delete of one kind and prints what it did. */
+static int ctl_delete(ctl_t *x, char **names, bool stack, bool ignore_nf)
+{
+	names_kind_t nk = { names, stack };
+	api_incoming_t in;
+	int r;
+
+	if (!names[0])
+		return 0;
+	if ((r = ctl_call(x, "delete", pack_names_kind, &nk, CTL_TIMEOUT_MS, &in)) != 0)
+		return r;
+	const msgpack_object *res = in.result;
+	if (res->type == MSGPACK_OBJECT_ARRAY)
+		for (uint32_t i = 0; i < res->via.array.size; i++) {
+			const msgpack_object *e = &res->via.array.ptr[i];
+			const msgpack_object *d = api_map_get(e, "deleted");
+			bool is_stack = api_obj_streq(api_map_get(e, "kind"), "stack");
+			char name[256];
+			api_obj_strcpy(api_map_get(e, "name"), name, sizeof name);
+			if (d && d->type == MSGPACK_OBJECT_BOOLEAN && d->via.boolean) {
+				printf("%s%s deleted\n", is_stack ? "stack/" : "", name);
+			} else if (!ignore_nf && (is_stack || !stack)) {
+				/* As get and restart: a name that names
+				 * nothing is an error (kubectl's habit). */
+				fprintf(stderr, "tankctl: delete: %s \"%s\" not found\n",
+					is_stack ? "stack" : "pod", name);
+				r = EXIT_ERR;
+			}
+		}
+	api_incoming_free(&in);
 	return r;
 }
 
@@ -739,10 +974,8 @@ static int v_delete(ctl_t *x, int argc, char **argv)
 		{ "filename", required_argument, NULL, 'f' },
 		{ "ignore-not-found", no_argument, NULL, OPT_IGNORE_NF }, { 0 } };
 	const char *file = NULL;
-	pod_manifest_t *m = NULL;
-	api_incoming_t in;
+	mf_manifest_t *m = NULL;
 	bool ignore_nf = false;
-	char **names;
 	int o, r;
 
 	while ((o = getopt_long(argc, argv, "f:", opts, NULL)) != -1) {
@@ -756,43 +989,34 @@ static int v_delete(ctl_t *x, int argc, char **argv)
 			return ctl_usage_error(x, "unknown option");
 	}
 	if (!file == (optind == argc))
-		return ctl_usage_error(x, "needs pod names or -f FILE (not both)");
-	if (file) {
-		if ((r = ctl_load(x, file, &m)) != 0)
-			return r;
-		if (!(names = calloc(m->count + 1, sizeof *names))) {
-			pod_manifest_free(m);
-			return ctl_fail(x, "out of memory");
-		}
-		for (size_t i = 0; i < m->count; i++)
-			names[i] = m->specs[i]->name;
+		return ctl_usage_error(x, "needs [stack] names or -f FILE (not both)");
+	if (!file) {
+		bool stack = ctl_kind_word(argc, argv, 1);
+		return ctl_delete(x, argv + optind, stack, ignore_nf);   /* argv is NULL-terminated */
+	}
+	if ((r = ctl_load(x, file, &m)) != 0)
+		return r;
+	char **pods = calloc(m->count + 1, sizeof *pods);
+	char **stacks = calloc(m->count + 1, sizeof *stacks);
+	size_t np = 0, ns = 0;
+	if (!pods || !stacks) {
+		r = ctl_fail(x, "out of memory");
 	} else {
-		names = argv + optind;   /* argv is NULL-terminated */
+		for (size_t i = 0; i < m->count; i++) {
+			if (ctl_is_stack(&m->objs[i]))
+				stacks[ns++] = (char *)m->objs[i].name;
+			else
+				pods[np++] = (char *)m->objs[i].name;
+		}
+		/* The stacks first: they take the pods they own with them. */
+		r = ctl_delete(x, stacks, true, ignore_nf);
+		int r2 = ctl_delete(x, pods, false, ignore_nf);
+		if (!r)
+			r = r2;
 	}
-	r = ctl_call(x, "delete", pack_names, names, CTL_TIMEOUT_MS, &in);
-	if (r == 0) {
-		const msgpack_object *res = in.result;
-		if (res->type == MSGPACK_OBJECT_ARRAY)
-			for (uint32_t i = 0; i < res->via.array.size; i++) {
-				const msgpack_object *e = &res->via.array.ptr[i];
-				const msgpack_object *d = api_map_get(e, "deleted");
-				char name[256];
-				api_obj_strcpy(api_map_get(e, "name"), name, sizeof name);
-				if (d && d->type == MSGPACK_OBJECT_BOOLEAN && d->via.boolean) {
-					printf("%s deleted\n", name);
-				} else if (!ignore_nf) {
-					/* As get and restart: a name that names
-					 * nothing is an error (kubectl's habit). */
-					fprintf(stderr, "tankctl: delete: pod \"%s\" not found\n", name);
-					r = EXIT_ERR;
-				}
-			}
-		api_incoming_free(&in);
-	}
-	if (m) {
-		free(names);
-		pod_manifest_free(m);
-	}
+	free(pods);
+	free(stacks);
+	mf_free(m);
 	return r;
 }
 
@@ -1001,17 +1225,21 @@ static int v_events(ctl_t *x, int argc, char **argv)
 	}
 }
 
-typedef struct hist_params { const char *name; long limit; } hist_params_t;
+typedef struct hist_params { const char *name; long limit; bool stack; } hist_params_t;
 
 static int pack_history(msgpack_packer *pk, void *arg)
 {
 	hist_params_t *p = arg;
 	msgpack_pack_array(pk, 2);
 	api_pack_cstr(pk, p->name);
-	msgpack_pack_map(pk, p->limit >= 0);
+	msgpack_pack_map(pk, (p->limit >= 0) + p->stack);
 	if (p->limit >= 0) {
 		api_pack_cstr(pk, "limit");
 		msgpack_pack_int64(pk, p->limit);
+	}
+	if (p->stack) {
+		api_pack_cstr(pk, "kind");
+		api_pack_cstr(pk, "stack");
 	}
 	return 0;
 }
@@ -1044,8 +1272,9 @@ static int v_history(ctl_t *x, int argc, char **argv)
 			return ctl_usage_error(x, o == 'o' ? "-o takes yaml or json" : "unknown option");
 		}
 	}
+	p.stack = ctl_kind_word(argc, argv, 1);
 	if (argc - optind != 1)
-		return ctl_usage_error(x, "needs one pod name");
+		return ctl_usage_error(x, "needs one name (a pod's, or: stack NAME)");
 	p.name = argv[optind];
 	if ((r = ctl_call(x, "history", pack_history, &p, CTL_TIMEOUT_MS, &in)) != 0)
 		return r;
@@ -1091,24 +1320,32 @@ static const verb_t ctl_verbs[] = {
 	  "terminal with a failure is named at once.  It prints re_runs_count and\n"
 	  "require_re_run; exit 1 if any pod failed or did not converge (or at the\n"
 	  "--timeout)." },
-	{ "delete", v_delete, "NAME... | -f FILE [--ignore-not-found]",
-	  "Deletes the named pods (or those of a manifest); their containers are\n"
-	  "stopped.  A name that names no pod is an error (exit 1) unless\n"
-	  "--ignore-not-found." },
-	{ "get", v_get, "NAME [-o yaml|json]",
-	  "Prints a pod's desired spec with its generation (YAML by default)." },
+	{ "delete", v_delete, "[stack] NAME... | -f FILE [--ignore-not-found]",
+	  "Deletes the named pods, or with `stack` the named stacks and the pods\n"
+	  "they own (or what a manifest holds); their containers are stopped.  A\n"
+	  "name that names nothing is an error (exit 1) unless --ignore-not-found." },
+	{ "get", v_get, "[stack] NAME [-o yaml|json]",
+	  "Prints a pod's (or a stack's) desired spec with its generation (YAML\n"
+	  "by default); a stack's comes with its status." },
 	{ "ps", v_ps, "",
-	  "Lists the pods: NAME PHASE READY RESTARTS AGE PID REASON." },
-	{ "status", v_status, "[NAME] [-o yaml|json]",
-	  "Prints the status of one pod or of all pods (YAML by default)." },
+	  "Lists the stacks (STACK PHASE READY AGE REASON), then the pods of each\n"
+	  "stack and the pods in none: NAME PHASE READY RESTARTS AGE PID REASON." },
+	{ "status", v_status, "[stack] [NAME] [-o yaml|json]",
+	  "Prints the status of one pod or of all pods (with `stack`: of stacks)." },
+	{ "up", v_up, "STACK [--wait [--timeout DURATION]]",
+	  "Brings a stack up (desired: up), and lifts an abort: its pods start in\n"
+	  "depends_on order.  --wait returns once it is up (exit 1 if it fails)." },
+	{ "down", v_down, "STACK [--wait [--timeout DURATION]]",
+	  "Brings a stack down (desired: down): its pods stop, dependents first.\n"
+	  "--wait returns once nothing of it runs." },
 	{ "restart", v_restart, "NAME",
 	  "Restarts a pod and resets its retries, also when it is terminal." },
 	{ "logs", v_logs, "NAME [-c CONTAINER] [--tail N] [-f]",
 	  "Prints a pod's captured output; -f keeps printing new lines." },
 	{ "events", v_events, "[-o yaml|json]",
 	  "Prints the daemon's events as they happen, one per line (until interrupted)." },
-	{ "history", v_history, "NAME [--limit N] [-o yaml|json]",
-	  "Prints a pod's recorded state transitions." },
+	{ "history", v_history, "[stack] NAME [--limit N] [-o yaml|json]",
+	  "Prints a pod's (or a stack's) recorded state transitions." },
 	{ "sync", v_sync, "", "Runs a full reconciliation pass and returns when it is done." },
 	{ "nudge", v_nudge, "", "Asks for a reconciliation pass soon, without waiting." },
 	{ "ping", v_ping, "", "Checks that tankd answers (prints pong)." },

@@ -2,6 +2,8 @@
 
 #include <ctype.h>
 #include <errno.h>
+#include <fcntl.h>
+#include <unistd.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -213,4 +215,60 @@ fail:
 	free(where);
 	mf_free(m);
 	return rc < 0 ? rc : TANK_EINVALID;
+}
+
+int mf_read_file(const char *path, char **out, size_t *outlen, kit_errors_t *errs)
+{
+	char *buf = NULL;
+	size_t len = 0, cap = 0;
+	int fd, r = 0;
+
+	*out = NULL;
+	*outlen = 0;
+	if (strcmp(path, "-") == 0) {
+		fd = STDIN_FILENO;
+	} else if ((fd = open(path, O_RDONLY | O_CLOEXEC)) < 0) {
+		r = -errno;
+		kit_errors_add(errs, "%s: %s", path, strerror(-r));
+		return r;
+	}
+	for (;;) {
+		ssize_t got;
+		if (len + 1 >= cap) {
+			size_t nc = cap ? cap * 2 : 16384;
+			char *nb;
+			if (nc > (size_t)MF_MAX_BYTES * 2 || !(nb = realloc(buf, nc))) {
+				r = nc > (size_t)MF_MAX_BYTES * 2 ? TANK_EINVALID : -ENOMEM;
+				if (r == TANK_EINVALID)
+					kit_errors_add(errs, "%s: larger than %u bytes", path,
+						       (unsigned)MF_MAX_BYTES);
+				break;
+			}
+			buf = nb;
+			cap = nc;
+		}
+		got = read(fd, buf + len, cap - len - 1);
+		if (got < 0 && errno == EINTR)
+			continue;
+		if (got < 0) {
+			r = -errno;
+			kit_errors_add(errs, "%s: %s", path, strerror(-r));
+			break;
+		}
+		if (got == 0)
+			break;
+		len += (size_t)got;
+	}
+	if (fd != STDIN_FILENO)
+		close(fd);
+	if (r < 0) {
+		free(buf);
+		return r;
+	}
+	if (!buf && !(buf = malloc(1)))
+		return -ENOMEM;
+	buf[len] = '\0';
+	*out = buf;
+	*outlen = len;
+	return 0;
 }

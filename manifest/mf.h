@@ -88,4 +88,11 @@ int mf_parse(const mf_registry_t *r, const char *text, size_t len,
 	     const char *source, mf_manifest_t **out, kit_errors_t *errs);
 void mf_free(mf_manifest_t *m);
 
+/* Reads the file at path (stdin for "-") into *buf (malloc'ed, NUL-
+ * terminated; the caller frees) and *len.  Blocks on the read.  A
+ * negative errno (also in errs as `<path>: <strerror>`), -ENOMEM, or
+ * TANK_EINVALID past twice MF_MAX_BYTES (mf_parse refuses above
+ * MF_MAX_BYTES with its own message). */
+int mf_read_file(const char *path, char **buf, size_t *len, kit_errors_t *errs);
+
 #endif

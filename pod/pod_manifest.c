@@ -88,48 +88,13 @@ int pod_manifest_load_file(const char *path, pod_manifest_t **out,
 			   kit_errors_t *errs)
 {
 	char *buf = NULL;
-	size_t len = 0, cap = 0;
-	int fd, r;
+	size_t len = 0;
+	int r;
 
 	*out = NULL;
-	if (strcmp(path, "-") == 0) {
-		fd = STDIN_FILENO;
-	} else {
-		fd = open(path, O_RDONLY | O_CLOEXEC);
-		if (fd < 0) {
-			r = -errno;
-			kit_errors_add(errs, "%s: %s", path, strerror(-r));
-			return r;
-		}
-	}
-	for (;;) {
-		ssize_t got;
-		if (len == cap) {
-			size_t nc = cap ? cap * 2 : 16384;
-			char *nb = realloc(buf, nc);
-			if (!nb) {
-				r = -ENOMEM;
-				goto out;
-			}
-			buf = nb;
-			cap = nc;
-		}
-		got = read(fd, buf + len, cap - len);
-		if (got < 0 && errno == EINTR)
-			continue;
-		if (got < 0) {
-			r = -errno;
-			kit_errors_add(errs, "%s: %s", path, strerror(-r));
-			goto out;
-		}
-		if (got == 0)
-			break;
-		len += (size_t)got;
-	}
-	r = pod_manifest_parse(buf ? buf : "", len, path, out, errs);
-out:
-	if (fd != STDIN_FILENO)
-		close(fd);
+	if ((r = mf_read_file(path, &buf, &len, errs)) < 0)
+		return r;
+	r = pod_manifest_parse(buf, len, path, out, errs);
 	free(buf);
 	return r;
 }

@@ -381,6 +381,8 @@ static rc_result_t stack__reconcile(void *ctx, rc_loop_t *loop, const rc_view_t 
 				stack__fmt(first, sizeof first, "pod %s failed: %s", pod,
 					   pi.reason);
 			degraded = true;
+		} else if (!first[0] && !strcmp(pi.phase, "running")) {
+			stack__fmt(first, sizeof first, "pod %s is running, not ready yet", pod);
 		} else if (!first[0]) {
 			stack__fmt(first, sizeof first, pi.reason && pi.reason[0]
 				   ? "pod %s is %s: %s" : "pod %s is %s", pod, pi.phase,
@@ -455,11 +457,11 @@ static void stack__child_failed(void *ctx, rc_loop_t *loop, const char *key,
 		if (!t->aborted) {
 			t->aborted = true;
 			t->abort_gen = t->generation;
-			stack__fmt(t->abort_why, sizeof t->abort_why, "pod %s failed: %s",
+			stack__fmt(t->abort_why, sizeof t->abort_why, "pod %s: %s",
 				   child_key, reason);
 		}
 	} else {
-		stack__fmt(t->last_failure, sizeof t->last_failure, "pod %s failed: %s",
+		stack__fmt(t->last_failure, sizeof t->last_failure, "pod %s: %s",
 			   child_key, reason);
 	}
 }

@@ -134,6 +134,35 @@ static int cli__byname(const void *a, const void *b)
 
 int cli_ps_table(const msgpack_object *statuses, uint64_t now_ms, cli_table_t *t)
 {
+	return cli_ps_table_in(statuses, (const char *)-1, now_ms, t);
+}
+
+/* Whether status s belongs in the table of `stack` ((char *)-1: all). */
+static bool cli__in(const msgpack_object *s, const char *stack)
+{
+	char have[256];
+	if (stack == (const char *)-1)
+		return true;
+	bool in = api_obj_strcpy(api_map_get(s, "stack"), have, sizeof have) && have[0];
+	return stack ? in && strcmp(have, stack) == 0 : !in;
+}
+
+static void cli__age(const msgpack_object *s, uint64_t now_ms, char *age, size_t cap)
+{
+	int64_t since;
+	if (api_obj_int(api_map_get(s, "since"), &since) && since > 0 &&
+	    (uint64_t)since <= now_ms)
+		cli_format_age(now_ms - (uint64_t)since, age, cap);
+	else
+		snprintf(age, cap, "-");
+}
+
+const char *const cli_stack_headers[CLI_STACK_COLS] = {
+	"STACK", "PHASE", "READY", "AGE", "REASON",
+};
+
+int cli_stack_table(const msgpack_object *statuses, uint64_t now_ms, cli_table_t *t)
+{
 	const msgpack_object **sorted;
 	uint32_t n;
 	int r = 0;
@@ -148,21 +177,51 @@ int cli_ps_table(const msgpack_object *statuses, uint64_t now_ms, cli_table_t *t
 	qsort(sorted, n, sizeof *sorted, cli__byname);
 	for (uint32_t i = 0; i < n && r == 0; i++) {
 		const msgpack_object *s = sorted[i];
+		char name[256], phase[64], ready[64], rd[32], tot[32], age[32], reason[256];
+		cli__str(api_map_get(s, "name"), name, sizeof name, "-");
+		cli__str(api_map_get(s, "phase"), phase, sizeof phase, "-");
+		cli__str(api_map_get(s, "reason"), reason, sizeof reason, "");
+		cli__str(api_map_get(s, "ready"), rd, sizeof rd, "0");
+		cli__str(api_map_get(s, "total"), tot, sizeof tot, "?");
+		snprintf(ready, sizeof ready, "%s/%s", rd, tot);
+		cli__age(s, now_ms, age, sizeof age);
+		const char *row[CLI_STACK_COLS] = { name, phase, ready, age, reason };
+		r = cli_table_add(t, row);
+	}
+	free(sorted);
+	return r;
+}
+
+int cli_ps_table_in(const msgpack_object *statuses, const char *stack, uint64_t now_ms,
+		    cli_table_t *t)
+{
+	const msgpack_object **sorted;
+	uint32_t n;
+	int r = 0;
+
+	if (!statuses || statuses->type != MSGPACK_OBJECT_ARRAY)
+		return -EINVAL;
+	n = statuses->via.array.size;
+	if (!(sorted = calloc(n ? n : 1, sizeof *sorted)))
+		return -ENOMEM;
+	uint32_t m = 0;
+	for (uint32_t i = 0; i < n; i++)
+		if (cli__in(&statuses->via.array.ptr[i], stack))
+			sorted[m++] = &statuses->via.array.ptr[i];
+	n = m;
+	qsort(sorted, n, sizeof *sorted, cli__byname);
+	for (uint32_t i = 0; i < n && r == 0; i++) {
+		const msgpack_object *s = sorted[i];
 		const msgpack_object *cs = api_map_get(s, "containers");
 		char name[256], phase[64], ready[32], restarts[32], age[32], pid[32],
 		     reason[256];
-		int64_t since;
 		uint32_t total = 0, running = 0;
 
 		cli__str(api_map_get(s, "name"), name, sizeof name, "-");
 		cli__str(api_map_get(s, "phase"), phase, sizeof phase, "-");
 		cli__str(api_map_get(s, "restarts"), restarts, sizeof restarts, "0");
 		cli__str(api_map_get(s, "reason"), reason, sizeof reason, "");
-		if (api_obj_int(api_map_get(s, "since"), &since) && since > 0 &&
-		    (uint64_t)since <= now_ms)
-			cli_format_age(now_ms - (uint64_t)since, age, sizeof age);
-		else
-			snprintf(age, sizeof age, "-");
+		cli__age(s, now_ms, age, sizeof age);
 		snprintf(pid, sizeof pid, "-");
 		if (cs && cs->type == MSGPACK_OBJECT_ARRAY) {
 			total = cs->via.array.size;

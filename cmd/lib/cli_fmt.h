@@ -46,5 +46,16 @@ extern const char *const cli_ps_headers[CLI_PS_COLS];
  * sorted by name.  0, -EINVAL when statuses is not a list, -ENOMEM.
  */
 int cli_ps_table(const msgpack_object *statuses, uint64_t now_ms, cli_table_t *t);
+/* The same for the pods whose `stack` is `stack` only (NULL: the pods in
+ * no stack): `ps` prints one such table per stack. */
+int cli_ps_table_in(const msgpack_object *statuses, const char *stack, uint64_t now_ms,
+		    cli_table_t *t);
+
+/* The stacks' table of `ps`: STACK PHASE READY (ready pods/total) AGE
+ * REASON, one row per status map of a stack, sorted by name.  Same
+ * returns as cli_ps_table. */
+#define CLI_STACK_COLS 5
+extern const char *const cli_stack_headers[CLI_STACK_COLS];
+int cli_stack_table(const msgpack_object *statuses, uint64_t now_ms, cli_table_t *t);
 
 #endif
