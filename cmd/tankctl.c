@@ -924,14 +924,16 @@ static int pack_names_kind(msgpack_packer *pk, void *arg)
 	size_t n = 0;
 	while (nk->names[n])
 		n++;
-	msgpack_pack_array(pk, 2);
+	msgpack_pack_array(pk, nk->stack ? 2 : 1);
 	msgpack_pack_array(pk, n);
 	for (size_t i = 0; i < n; i++)
 		if (api_pack_cstr(pk, nk->names[i]) < 0)
 			return -ENOMEM;
+	if (!nk->stack)
+		return 0;
 	msgpack_pack_map(pk, 1);
 	api_pack_cstr(pk, "kind");
-	return api_pack_cstr(pk, nk->stack ? "stack" : "pod");
+	return api_pack_cstr(pk, "stack");
 }
 
 /* Sends one delete of one kind and prints what it did. */

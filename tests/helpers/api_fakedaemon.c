@@ -234,9 +234,21 @@ static int pack_status(msgpack_packer *pk, void *a)
 	return 0;
 }
 
+static int pack_empty(msgpack_packer *pk, void *a)
+{
+	(void)a;
+	return msgpack_pack_array(pk, 0);
+}
+
 static void m_status(const api_call_t *c, const msgpack_object *p, void *ctx)
 {
 	st_arg_t s = { ctx, NULL };
+	/* It knows no stacks: [nil, {kind: stack}] lists none. */
+	if (p->via.array.size == 2 && p->via.array.ptr[0].type == MSGPACK_OBJECT_NIL &&
+	    api_obj_streq(api_map_get(&p->via.array.ptr[1], "kind"), "stack")) {
+		api_reply(c->rt, c->token, pack_empty, NULL);
+		return;
+	}
 	if (p->via.array.size && !(s.one = named(ctx, c, p, "s")))
 		return;
 	api_reply(c->rt, c->token, pack_status, &s);

@@ -5,6 +5,7 @@
 #include <stdio.h>
 
 #include "pod/pod_phase.h"
+#include "stack/stack_phase.h"
 
 int main(void)
 {
@@ -12,5 +13,7 @@ int main(void)
 	rc_fsm_markdown(&pod_ctr_fsm, stdout);
 	puts("\nPod:\n");
 	rc_fsm_markdown(&pod_fsm, stdout);
+	puts("\nStack:\n");
+	rc_fsm_markdown(&stack_fsm, stdout);
 	return 0;
 }

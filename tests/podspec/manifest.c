@@ -12,6 +12,7 @@
 #include "common/tank_err.h"
 #include "pod/pod_doc.h"
 #include "pod/pod_manifest.h"
+#include "stack/stack_spec.h"
 
 /* Parses text; on success returns the manifest, on failure NULL with the
  * joined errors in *why (caller frees). */
@@ -516,14 +517,13 @@ Test(podspec, every_example_parses)
 	DIR *dp;
 	struct dirent *de;
 	int files = 0;
-	bool seen_web = false, seen_worker = false, seen_batch = false;
+	bool seen_web = false, seen_worker = false, seen_batch = false, seen_stack = false;
 
 	cr_assert_eq(find_examples(dir, sizeof dir), 0, "examples/ not found");
 	dp = opendir(dir);
 	cr_assert_not_null(dp);
 	while ((de = readdir(dp)) != NULL) {
 		char path[PATH_MAX + 256];
-		pod_manifest_t *m = NULL;
 		kit_errors_t e;
 		const char *ext = strrchr(de->d_name, '.');
 
@@ -531,23 +531,40 @@ Test(podspec, every_example_parses)
 			continue;
 		snprintf(path, sizeof path, "%s/%s", dir, de->d_name);
 		kit_errors_init(&e);
-		cr_assert_eq(pod_manifest_load_file(path, &m, &e), 0, "%s: %s", path,
+		/* Pods and stacks, as tankctl reads them. */
+		static const mf_registry_t kinds = { .kinds = { &pod_mf_kind, &stack_mf_kind },
+						     .n = 2 };
+		mf_manifest_t *m = NULL;
+		char *text = NULL;
+		size_t len = 0;
+		cr_assert_eq(mf_read_file(path, &text, &len, &e), 0, "%s", path);
+		cr_assert_eq(mf_parse(&kinds, text, len, path, &m, &e), 0, "%s: %s", path,
 			     e.stored ? e.msgs[0] : "");
-		cr_assert_gt(m->count, 0, "%s has no pods", path);
+		free(text);
+		cr_assert_gt(m->count, 0, "%s has no objects", path);
 		for (size_t i = 0; i < m->count; i++) {
-			seen_web |= !strcmp(m->specs[i]->name, "web");
-			seen_worker |= !strcmp(m->specs[i]->name, "worker") &&
-				       m->specs[i]->restart == POD_RESTART_ALWAYS;
-			seen_batch |= !strcmp(m->specs[i]->name, "batch") &&
-				      m->specs[i]->restart == POD_RESTART_NEVER;
+			if (m->objs[i].kind == &stack_mf_kind) {
+				const stack_spec_t *st = m->objs[i].obj;
+				seen_stack |= st->npods >= 2 && st->pods[0].inline_spec &&
+					      st->pods[1].inline_spec &&
+					      st->pods[1].inline_spec->dep_count == 1;
+				continue;
+			}
+			const pod_spec_t *ps = m->objs[i].obj;
+			seen_web |= !strcmp(ps->name, "web");
+			seen_worker |= !strcmp(ps->name, "worker") &&
+				       ps->restart == POD_RESTART_ALWAYS;
+			seen_batch |= !strcmp(ps->name, "batch") &&
+				      ps->restart == POD_RESTART_NEVER;
 		}
-		pod_manifest_free(m);
+		mf_free(m);
 		kit_errors_free(&e);
 		files++;
 	}
 	closedir(dp);
 	cr_assert_geq(files, 3);
 	cr_assert(seen_web && seen_worker && seen_batch);
+	cr_assert(seen_stack, "examples/ has a stack of a pod depending on another");
 }
 
 Test(podspec, load_file_errors)

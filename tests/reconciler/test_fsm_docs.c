@@ -7,6 +7,7 @@
 
 #include "pod/pod_phase.h"
 #include "reconciler/rc_fsm.h"
+#include "stack/stack_phase.h"
 
 static char *slurp(const char *path)
 {
@@ -48,6 +49,7 @@ Test(reconciler, docs_show_the_transition_tables_of_the_code)
 	doc = slurp(path);
 	check(doc, &pod_ctr_fsm);
 	check(doc, &pod_fsm);
+	check(doc, &stack_fsm);
 	free(doc);
 }
 
@@ -55,8 +57,8 @@ Test(reconciler, docs_show_the_transition_tables_of_the_code)
  * somewhere from at least one phase: no dead rows or events. */
 Test(reconciler, tables_have_no_dead_events)
 {
-	const rc_fsm_t *t[] = { &pod_ctr_fsm, &pod_fsm };
-	for (size_t k = 0; k < 2; k++) {
+	const rc_fsm_t *t[] = { &pod_ctr_fsm, &pod_fsm, &stack_fsm };
+	for (size_t k = 0; k < 3; k++) {
 		for (size_t e = 0; e < t[k]->nevents; e++) {
 			bool used = false;
 			for (size_t p = 0; p < t[k]->nphases; p++)
