@@ -208,3 +208,63 @@ Test(store, a_delete_wins_over_writes_queued_before_it)
 	snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
 	cr_assert_eq(system(cmd), 0);
 }
+
+/* A stack and its pods: several collections, one transaction, all or
+ * nothing. */
+Test(store, a_commit_over_collections_is_all_or_nothing)
+{
+	char dir[] = "/tmp/tank-commit-XXXXXX", cmd[96];
+	tank_error_t e;
+	st_t *st;
+	st_coll_t *c;
+	st_apply_result_t rp[2], rw[1];
+	seen_t w = { .n = 0 }, pods = { .n = 0 };
+	st_pod_t p;
+
+	cr_assert_not_null(mkdtemp(dir));
+	cr_assert_eq(st_open(dir, NULL, &st, &e), 0, "%s", e.msg);
+	cr_assert_eq(st_coll_open(st, &widgets, &c, &e), 0, "%s", e.msg);
+	cr_assert_gt(st_coll_watch(c, on_change, &w), 0);
+	cr_assert_gt(st_subscribe(st, on_change, &pods), 0);
+
+	st_pod_in_t pin[2] = { { "p1", "x", 1 }, { "p2", "y", 1 } };
+	st_pod_in_t win[1] = { { "w1", "red:a", 5 } };
+	st_coll_op_t ops[2] = {
+		{ .c = NULL, .put = pin, .nput = 2, .res = rp },
+		{ .c = c, .put = win, .nput = 1, .res = rw },
+	};
+	cr_assert_eq(st_coll_commit(st, ops, 2, &e), 0, "%s", e.msg);
+	cr_assert_eq(rp[1].action, ST_CREATED);
+	cr_assert_eq(rw[0].action, ST_CREATED);
+	cr_assert_eq(pods.n, 2, "each collection's watchers are told");
+	cr_assert_eq(w.n, 1);
+	cr_assert_eq(st_pod_get(st, "p2", &p, &e), 0);
+	st_pod_clear(&p);
+
+	/* A bad name in the second op: the first is not written either. */
+	st_pod_in_t pin2[1] = { { "p3", "z", 1 } };
+	st_pod_in_t bad[1] = { { "", "red:b", 5 } };
+	st_coll_op_t ops2[2] = {
+		{ .c = NULL, .put = pin2, .nput = 1, .res = rp },
+		{ .c = c, .put = bad, .nput = 1, .res = rw },
+	};
+	cr_assert_lt(st_coll_commit(st, ops2, 2, &e), 0);
+	cr_assert_eq(st_pod_get(st, "p3", &p, &e), TANK_ENOTFOUND, "nothing applied");
+
+	/* Deletes across collections: the widget and a pod at once. */
+	const char *dw[] = { "w1" }, *dp[] = { "p1", "nosuch" };
+	bool dd[2];
+	st_coll_op_t ops3[2] = {
+		{ .c = c, .del = dw, .ndel = 1 },
+		{ .c = NULL, .del = dp, .ndel = 2, .deleted = dd },
+	};
+	cr_assert_eq(st_coll_commit(st, ops3, 2, &e), 0, "%s", e.msg);
+	cr_assert(dd[0] && !dd[1]);
+	cr_assert_eq(st_pod_get(st, "p1", &p, &e), TANK_ENOTFOUND);
+	cr_assert_eq(st_coll_get(c, "w1", &p, &e), TANK_ENOTFOUND);
+	cr_assert_eq(st_pod_get(st, "p2", &p, &e), 0, "the rest stays");
+	st_pod_clear(&p);
+	cr_assert_eq(st_close(st, &e), 0);
+	snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
+	cr_assert_eq(system(cmd), 0);
+}
