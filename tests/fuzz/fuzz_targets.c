@@ -12,11 +12,12 @@
 #include "common/kit_errors.h"
 #include "manifest/mf.h"
 #include "pod/pod_manifest.h"
+#include "stack/stack_spec.h"
 #include "store/st_codec.h"
 
 static const char *const tf_methods[] = {
 	"ping", "version", "apply", "delete", "get", "list", "status", "running",
-	"restart", "nudge", "sync", "logs", "history",
+	"restart", "nudge", "sync", "logs", "history", "up", "down",
 };
 #define TF_NMETHODS (sizeof tf_methods / sizeof tf_methods[0])
 
@@ -80,7 +81,7 @@ int tf_params(const uint8_t *data, size_t len)
 
 int tf_manifest(const uint8_t *data, size_t len)
 {
-	static const mf_registry_t reg = { .kinds = { &pod_mf_kind }, .n = 1 };
+	static const mf_registry_t reg = { .kinds = { &pod_mf_kind, &stack_mf_kind }, .n = 2 };
 	if (len < 1)
 		return 0;
 	const char *source = data[0] & 1 ? "fuzz.json" : "fuzz.yaml";
@@ -100,7 +101,7 @@ int tf_record(const uint8_t *data, size_t len)
 	const void *v = data + 1;
 	size_t vl = len - 1;
 	tank_error_t e;
-	switch (data[0] % 4) {
+	switch (data[0] % 5) {
 	case 0: {
 		st_pod_t p;
 		memset(&p, 0, sizeof p);
@@ -120,9 +121,15 @@ int tf_record(const uint8_t *data, size_t len)
 		(void)st__dec_transition(v, vl, "web", 3, &t, &e);
 		break;
 	}
-	default: {
+	case 3: {
 		uint64_t u;
 		(void)st__dec_uint(v, vl, &u);
+		break;
+	}
+	default: {
+		stack_spec_t *s = NULL;
+		if (stack_spec_decode(v, vl, &s, &e) == 0)
+			stack_spec_free(s);
 		break;
 	}
 	}
