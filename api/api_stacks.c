@@ -177,7 +177,9 @@ static int pack_all(msgpack_packer *pk, void *arg)
 {
 	all_t *a = arg;
 	int rc = msgpack_pack_array(pk, a->n);
-	return rc || pk->callback(pk->data, a->sb.data, a->sb.size) ? -ENOMEM : 0;
+	if (!rc && a->sb.size)          /* an empty buffer has no data pointer */
+		rc = pk->callback(pk->data, a->sb.data, a->sb.size);
+	return rc ? -ENOMEM : 0;
 }
 
 static void get_all(const api_call_t *call, api_daemon_t *d, bool status)

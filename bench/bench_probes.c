@@ -72,42 +72,6 @@ static void emit(const char *kind, const char *metric, double value, const char 
 	fflush(stdout);
 }
 
-static pid_t spawn(const char *log, char *const argv[])
-{
-	pid_t pid = fork();
-	if (pid == 0) {
-		int fd = open(log, O_WRONLY | O_CREAT | O_APPEND, 0644);
-		int nul = open("/dev/null", O_RDONLY);
-		if (fd < 0 || nul < 0)
-			_exit(127);
-		dup2(nul, 0);
-		dup2(fd, 1);
-		dup2(fd, 2);
-		setpgid(0, 0);
-		prctl(PR_SET_PDEATHSIG, SIGKILL);
-		execv(argv[0], argv);
-		_exit(127);
-	}
-	return pid;
-}
-
-static void reap(pid_t *pid)
-{
-	if (*pid <= 0)
-		return;
-	kill(*pid, SIGTERM);
-	for (int i = 0; i < 3000; i++) {
-		if (waitpid(*pid, NULL, WNOHANG) == *pid) {
-			*pid = 0;
-			return;
-		}
-		bench_sleep_ms(10);
-	}
-	kill(*pid, SIGKILL);
-	waitpid(*pid, NULL, 0);
-	*pid = 0;
-}
-
 static int call(api_client_t *c, const char *method, api_pack_fn fn, void *arg,
 		api_incoming_t *out)
 {
@@ -186,31 +150,6 @@ static long count_ready(api_client_t *c)
 	return n;
 }
 
-static double cpu_s(pid_t pid)
-{
-	char path[64], buf[1024], *p;
-	unsigned long ut = 0, st = 0;
-	snprintf(path, sizeof path, "/proc/%d/stat", (int)pid);
-	FILE *f = fopen(path, "r");
-	if (!f)
-		return 0;
-	size_t n = fread(buf, 1, sizeof buf - 1, f);
-	fclose(f);
-	buf[n] = '\0';
-	if (!(p = strrchr(buf, ')')))
-		return 0;
-	/* fields 14 and 15 (utime, stime), counted from field 3 after ')' */
-	if (sscanf(p + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %lu %lu", &ut, &st) != 2)
-		return 0;
-	return (double)(ut + st) / (double)sysconf(_SC_CLK_TCK);
-}
-
-static int u64_cmp(const void *a, const void *b)
-{
-	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
-	return x < y ? -1 : x > y;
-}
-
 static int run_kind(bench_t *b, long window_s)
 {
 	api_client_t *c = NULL;
@@ -224,7 +163,7 @@ static int run_kind(bench_t *b, long window_s)
 	snprintf(log, sizeof log, "%s/tankd-%s.log", b->top, kind);
 	mkdir(b->data, 0700);
 	char *targv[] = { b->tankd, "--data-dir", b->data, NULL };
-	b->pid = spawn(log, targv);
+	b->pid = bench_spawn(log, targv);
 	for (int i = 0; i < 5000 && api_client_connect(b->sock, &c, &e) < 0; i++) {
 		c = NULL;
 		bench_sleep_ms(2);
@@ -246,7 +185,7 @@ static int run_kind(bench_t *b, long window_s)
 	double ready_s = (double)(bench_now_ns() - t0) / 1e9;
 	size_t cap = (size_t)window_s * 120 + 16, n = 0;
 	uint64_t *lat = calloc(cap, sizeof *lat);
-	double cpu0 = cpu_s(b->pid);
+	double cpu0 = bench_cpu_s(b->pid);
 	uint64_t w0 = bench_now_ns(), end = w0 + (uint64_t)window_s * 1000000000u;
 	while (bench_now_ns() < end && n < cap) {
 		uint64_t a = bench_now_ns();
@@ -255,8 +194,8 @@ static int run_kind(bench_t *b, long window_s)
 		lat[n++] = bench_now_ns() - a;
 		bench_sleep_ms(10);
 	}
-	double cpu = (cpu_s(b->pid) - cpu0) / ((double)(bench_now_ns() - w0) / 1e9) * 100.0;
-	qsort(lat, n, sizeof *lat, u64_cmp);
+	double cpu = (bench_cpu_s(b->pid) - cpu0) / ((double)(bench_now_ns() - w0) / 1e9) * 100.0;
+	qsort(lat, n, sizeof *lat, bench_u64_cmp);
 	emit(kind, "ready_s", ready_s, "s", b->n);
 	emit(kind, "cpu_pct", cpu, "%", b->n);
 	if (n) {
@@ -272,7 +211,7 @@ static int run_kind(bench_t *b, long window_s)
 out:
 	if (c)
 		api_client_close(c);
-	reap(&b->pid);
+	bench_reap(&b->pid);
 	return rc;
 }
 
@@ -314,11 +253,11 @@ int main(void)
 	snprintf(log, sizeof log, "%s/httpd.log", b.top);
 	snprintf(port, sizeof port, "127.0.0.1:%d", HTTP_PORT);
 	char *hargv[] = { "/bin/busybox", "httpd", "-f", "-p", port, "-h", www, NULL };
-	b.httpd = spawn(log, hargv);
+	b.httpd = bench_spawn(log, hargv);
 	note("%ld pods, a readiness probe each every 1 s, window %ld s", b.n, window);
 	for (b.kind = 0; b.kind < 4 && rc == 0; b.kind++)
 		rc = run_kind(&b, window);
-	reap(&b.httpd);
+	bench_reap(&b.httpd);
 	bench_rm_rf(b.top);
 	return rc ? 1 : 0;
 }

@@ -1,16 +1,23 @@
 /*
  * bench_util — the few small things every benchmark program needs: a
- * monotonic clock, a sleep, and removing its temporary tree.  Header-only
- * (static inline): each bench source is a program of its own.
+ * monotonic clock, a sleep, removing its temporary tree, starting and
+ * stopping a daemon, reading a process's CPU time, sorting latencies.
+ * Header-only (static inline): each bench source is a program of its own.
  */
 #ifndef TANK_BENCH_UTIL_H
 #define TANK_BENCH_UTIL_H
 
+#include <fcntl.h>
 #include <ftw.h>
+#include <signal.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <string.h>
+#include <sys/prctl.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <time.h>
+#include <unistd.h>
 
 static inline uint64_t bench_now_ns(void)
 {
@@ -37,6 +44,72 @@ static inline int bench__rm_one(const char *path, const struct stat *st, int fla
 static inline void bench_rm_rf(const char *dir)
 {
 	nftw(dir, bench__rm_one, 64, FTW_DEPTH | FTW_PHYS);
+}
+
+/* Starts argv[0] (an absolute path) in its own process group, stdin from
+ * /dev/null, stdout and stderr appended to log, killed when we die. */
+static inline pid_t bench_spawn(const char *log, char *const argv[])
+{
+	pid_t pid = fork();
+	if (pid == 0) {
+		int fd = open(log, O_WRONLY | O_CREAT | O_APPEND, 0644);
+		int nul = open("/dev/null", O_RDONLY);
+		if (fd < 0 || nul < 0)
+			_exit(127);
+		dup2(nul, 0);
+		dup2(fd, 1);
+		dup2(fd, 2);
+		setpgid(0, 0);
+		prctl(PR_SET_PDEATHSIG, SIGKILL);
+		execv(argv[0], argv);
+		_exit(127);
+	}
+	return pid;
+}
+
+/* SIGTERM, up to 30 s for it to go, then SIGKILL; *pid becomes 0. */
+static inline void bench_reap(pid_t *pid)
+{
+	if (*pid <= 0)
+		return;
+	kill(*pid, SIGTERM);
+	for (int i = 0; i < 3000; i++) {
+		if (waitpid(*pid, NULL, WNOHANG) == *pid) {
+			*pid = 0;
+			return;
+		}
+		bench_sleep_ms(10);
+	}
+	kill(*pid, SIGKILL);
+	waitpid(*pid, NULL, 0);
+	*pid = 0;
+}
+
+/* User + system CPU seconds of pid so far (/proc), or 0. */
+static inline double bench_cpu_s(pid_t pid)
+{
+	char path[64], buf[1024], *p;
+	unsigned long ut = 0, st = 0;
+	snprintf(path, sizeof path, "/proc/%d/stat", (int)pid);
+	FILE *f = fopen(path, "r");
+	if (!f)
+		return 0;
+	size_t n = fread(buf, 1, sizeof buf - 1, f);
+	fclose(f);
+	buf[n] = '\0';
+	if (!(p = strrchr(buf, ')')))
+		return 0;
+	/* fields 14 and 15 (utime, stime), counted from field 3 after ')' */
+	if (sscanf(p + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %lu %lu", &ut, &st) != 2)
+		return 0;
+	return (double)(ut + st) / (double)sysconf(_SC_CLK_TCK);
+}
+
+/* qsort comparator for latencies. */
+static inline int bench_u64_cmp(const void *a, const void *b)
+{
+	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+	return x < y ? -1 : x > y;
 }
 
 #endif
