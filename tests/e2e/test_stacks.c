@@ -244,3 +244,42 @@ Test(stacks, delete_takes_the_owned_pods_and_releases_the_named)
 	cr_assert(strstr(out, "\"stack\": null"), "released: %s", out);
 	teardown(d);
 }
+
+/* stop_at stops a stack (down); a deadline stops it early enough for its
+ * pods' stop grace to end by then, and fails it. */
+Test(stacks, stop_at_and_deadline_stop_the_pods)
+{
+	d_t *d = setup();
+	char y[1600], out[8192], stop_at[64], deadline[64];
+	const char *const brief_argv[] = { "/bin/sleep", "1005", NULL };
+	const char *const bound_argv[] = { "/bin/sleep", "1006", NULL };
+	time_t t1 = time(NULL) + 2, t2 = time(NULL) + 4;
+	struct tm tm;
+
+	gmtime_r(&t1, &tm);
+	strftime(stop_at, sizeof stop_at, "%Y-%m-%dT%H:%M:%SZ", &tm);
+	gmtime_r(&t2, &tm);
+	strftime(deadline, sizeof deadline, "%Y-%m-%dT%H:%M:%SZ", &tm);
+	snprintf(y, sizeof y,
+		 "kind: Stack\nname: brief\nstop_at: %s\npods:\n"
+		 "  - name: brief-p\n    containers: [{name: c, command: [/bin/sleep, '1005']}]\n"
+		 "---\n"
+		 "kind: Stack\nname: bound\ndeadline: %s\npods:\n"
+		 "  - name: bound-p\n    stop: {grace: 1s}\n"
+		 "    containers: [{name: c, command: [/bin/sleep, '1006']}]\n", stop_at, deadline);
+	write_file(d, "timed.yaml", y);
+	cr_assert_eq(ctl(d, out, sizeof out, "apply -f %s/timed.yaml", d->dir), 0, "%s", out);
+	cr_assert(wait_stack(d, "brief", "up", 10) || time(NULL) >= t1);
+	cr_assert(wait_stack(d, "brief", "down", 20), "down at stop_at");
+	cr_assert_eq(ctl(d, out, sizeof out, "status stack brief -o json"), 0, "%s", out);
+	cr_assert(strstr(out, "(stop_at)"), "%s", out);
+	cr_assert_eq(count_procs(brief_argv), 0);
+
+	cr_assert(wait_stack(d, "bound", "failed", 20), "failed at its deadline");
+	cr_assert_eq(ctl(d, out, sizeof out, "status stack bound -o json"), 0, "%s", out);
+	cr_assert(strstr(out, "deadline"), "%s", out);
+	cr_assert_eq(count_procs(bound_argv), 0, "nothing of it outlives the deadline");
+	cr_assert_eq(ctl(d, out, sizeof out, "status bound-p -o json"), 0, "%s", out);
+	cr_assert(strstr(out, "stack bound: deadline"), "%s", out);
+	teardown(d);
+}
