@@ -1384,18 +1384,23 @@ static void m_logs(const api_call_t *call, const msgpack_object *params, void *c
 
 typedef struct hist { st_transition_t *t; size_t n; } hist_t;
 
+int api_pack_history(msgpack_packer *pk, const st_transition_t *t, size_t n)
+{
+	int rc = msgpack_pack_array(pk, n);
+	for (size_t i = 0; i < n; i++) {
+		rc |= msgpack_pack_map(pk, 4);
+		rc |= pk_key(pk, "at");     rc |= msgpack_pack_int64(pk, t[i].at);
+		rc |= pk_key(pk, "from");   rc |= api_pack_cstr(pk, t[i].from);
+		rc |= pk_key(pk, "to");     rc |= api_pack_cstr(pk, t[i].to);
+		rc |= pk_key(pk, "reason"); rc |= api_pack_cstr(pk, t[i].reason);
+	}
+	return rc ? -ENOMEM : 0;
+}
+
 static int pack_history(msgpack_packer *pk, void *arg)
 {
 	hist_t *h = arg;
-	int rc = msgpack_pack_array(pk, h->n);
-	for (size_t i = 0; i < h->n; i++) {
-		rc |= msgpack_pack_map(pk, 4);
-		rc |= pk_key(pk, "at");     rc |= msgpack_pack_int64(pk, h->t[i].at);
-		rc |= pk_key(pk, "from");   rc |= api_pack_cstr(pk, h->t[i].from);
-		rc |= pk_key(pk, "to");     rc |= api_pack_cstr(pk, h->t[i].to);
-		rc |= pk_key(pk, "reason"); rc |= api_pack_cstr(pk, h->t[i].reason);
-	}
-	return rc ? -ENOMEM : 0;
+	return api_pack_history(pk, h->t, h->n);
 }
 
 /* The options of history [name, {limit?}], checked. */

@@ -49,4 +49,7 @@ int api_methods_decode(const char *method, const msgpack_object *params, tank_er
  * the pod is in, or NULL (packed as nil). */
 int api_pack_status(msgpack_packer *pk, const st_status_t *s, const char *stack);
 
+/* Packs transitions as `history` answers them: [{at, from, to, reason}]. */
+int api_pack_history(msgpack_packer *pk, const st_transition_t *t, size_t n);
+
 #endif

@@ -100,23 +100,10 @@ static int daemon_start(bench_t *b)
 {
 	char log[PATH_MAX + 16];
 	snprintf(log, sizeof log, "%s/tankd.log", b->top);
-	pid_t pid = fork();
+	char *argv[] = { b->tankd, "--data-dir", b->data, "--socket", b->sock, NULL };
+	pid_t pid = bench_spawn(log, argv);
 	if (pid < 0)
 		return -errno;
-	if (pid == 0) {
-		int fd = open(log, O_WRONLY | O_CREAT | O_APPEND, 0644);
-		int nul = open("/dev/null", O_RDONLY);
-		if (fd < 0 || nul < 0)
-			_exit(127);
-		dup2(nul, 0);
-		dup2(fd, 1);
-		dup2(fd, 2);
-		setpgid(0, 0);
-		prctl(PR_SET_PDEATHSIG, SIGKILL);
-		execl(b->tankd, b->tankd, "--data-dir", b->data, "--socket", b->sock,
-		      (char *)NULL);
-		_exit(127);
-	}
 	b->pid = pid;
 	return 0;
 }
@@ -166,21 +153,7 @@ static void daemon_stop(bench_t *b)
 
 static int call(api_client_t *c, const char *method, api_pack_fn fn, void *arg)
 {
-	api_incoming_t in;
-	tank_error_t e;
-	int err;
-	tank_error_clear(&e);
-	if ((err = api_client_call(c, method, fn, arg, 1200000, &in, &e)) < 0) {
-		note("%s: %s", method, e.msg[0] ? e.msg : strerror(-err));
-		return err;
-	}
-	if (in.code != API_OK) {
-		note("%s: tankd says: %s", method, in.message);
-		api_incoming_free(&in);
-		return -EPROTO;
-	}
-	api_incoming_free(&in);
-	return 0;
+	return bench_call("bulk", c, method, fn, arg, 1200000, NULL);
 }
 
 /* --- requests --------------------------------------------------------------- */

@@ -75,24 +75,7 @@ static void emit(const char *kind, const char *metric, double value, const char 
 static int call(api_client_t *c, const char *method, api_pack_fn fn, void *arg,
 		api_incoming_t *out)
 {
-	api_incoming_t in;
-	tank_error_t e;
-	int err;
-	tank_error_clear(&e);
-	if ((err = api_client_call(c, method, fn, arg, 600000, &in, &e)) < 0) {
-		note("%s: %s", method, e.msg[0] ? e.msg : strerror(-err));
-		return err;
-	}
-	if (in.code != API_OK) {
-		note("%s: tankd says: %s", method, in.message);
-		api_incoming_free(&in);
-		return -EPROTO;
-	}
-	if (out)
-		*out = in;
-	else
-		api_incoming_free(&in);
-	return 0;
+	return bench_call("probes", c, method, fn, arg, 600000, out);
 }
 
 static int pack_pods(msgpack_packer *pk, void *arg)

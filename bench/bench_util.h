@@ -7,6 +7,7 @@
 #ifndef TANK_BENCH_UTIL_H
 #define TANK_BENCH_UTIL_H
 
+#include <errno.h>
 #include <fcntl.h>
 #include <ftw.h>
 #include <signal.h>
@@ -18,6 +19,9 @@
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
+
+#include "api/api_client.h"
+#include "api/api_rpc.h"
 
 static inline uint64_t bench_now_ns(void)
 {
@@ -103,6 +107,32 @@ static inline double bench_cpu_s(pid_t pid)
 	if (sscanf(p + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %lu %lu", &ut, &st) != 2)
 		return 0;
 	return (double)(ut + st) / (double)sysconf(_SC_CLK_TCK);
+}
+
+/* One call, waiting up to timeout_ms; an error (the transport's, or one
+ * tankd answered) is printed as "bench_WHO: METHOD: …".  On success *out
+ * (may be NULL) gets the answer, to be freed with api_incoming_free. */
+static inline int bench_call(const char *who, api_client_t *c, const char *method,
+			     api_pack_fn fn, void *arg, int timeout_ms, api_incoming_t *out)
+{
+	api_incoming_t in;
+	tank_error_t e;
+	int err;
+	tank_error_clear(&e);
+	if ((err = api_client_call(c, method, fn, arg, timeout_ms, &in, &e)) < 0) {
+		fprintf(stderr, "bench_%s: %s: %s\n", who, method, e.msg[0] ? e.msg : strerror(-err));
+		return err;
+	}
+	if (in.code != API_OK) {
+		fprintf(stderr, "bench_%s: %s: tankd says: %s\n", who, method, in.message);
+		api_incoming_free(&in);
+		return -EPROTO;
+	}
+	if (out)
+		*out = in;
+	else
+		api_incoming_free(&in);
+	return 0;
 }
 
 /* qsort comparator for latencies. */

@@ -37,6 +37,18 @@ static int pack_tail(msgpack_packer *pk, const pod_event_t *ev)
 	return rc;
 }
 
+/* from, to, reason: what every transition of any kind carries. */
+static int pack_change(msgpack_packer *pk, const char *from, const char *to, const char *reason)
+{
+	int rc = api_pack_cstr(pk, "from");
+	rc |= pack_str_or_nil(pk, from);
+	rc |= api_pack_cstr(pk, "to");
+	rc |= pack_str_or_nil(pk, to);
+	rc |= api_pack_cstr(pk, "reason");
+	rc |= pack_str_or_nil(pk, reason);
+	return rc;
+}
+
 int dmn_event_pack(msgpack_packer *pk, const pod_event_t *ev)
 {
 	int rc;
@@ -50,12 +62,7 @@ int dmn_event_pack(msgpack_packer *pk, const pod_event_t *ev)
 		rc |= ev->ready ? msgpack_pack_true(pk) : msgpack_pack_false(pk);
 	} else {
 		rc = pack_head(pk, DMN_EVENT_TRANSITION_KEYS, "transition", ev);
-		rc |= api_pack_cstr(pk, "from");
-		rc |= pack_str_or_nil(pk, ev->from);
-		rc |= api_pack_cstr(pk, "to");
-		rc |= pack_str_or_nil(pk, ev->to);
-		rc |= api_pack_cstr(pk, "reason");
-		rc |= pack_str_or_nil(pk, ev->reason);
+		rc |= pack_change(pk, ev->from, ev->to, ev->reason);
 	}
 	rc |= pack_tail(pk, ev);
 	/* msgpack-c's packers fail only when the write callback does, and
@@ -71,12 +78,7 @@ int dmn_event_pack_stack(msgpack_packer *pk, const stack_event_t *ev)
 	rc |= api_pack_cstr(pk, "stack");
 	rc |= api_pack_cstr(pk, "stack");
 	rc |= pack_str_or_nil(pk, ev->stack);
-	rc |= api_pack_cstr(pk, "from");
-	rc |= pack_str_or_nil(pk, ev->from);
-	rc |= api_pack_cstr(pk, "to");
-	rc |= pack_str_or_nil(pk, ev->to);
-	rc |= api_pack_cstr(pk, "reason");
-	rc |= pack_str_or_nil(pk, ev->reason);
+	rc |= pack_change(pk, ev->from, ev->to, ev->reason);
 	rc |= api_pack_cstr(pk, "at");
 	rc |= msgpack_pack_int64(pk, ev->at);
 	rc |= api_pack_cstr(pk, "generation");
