@@ -82,6 +82,8 @@ static int stack__load(stack_mgr_t *m, const char *name)
 			stack__unlink(m, t);
 			stack_spec_free(t->spec);
 			t->spec = NULL;
+			free(t->bad);          /* deleted, not broken: forgotten */
+			t->bad = NULL;
 		}
 		return 0;
 	}
@@ -108,6 +110,13 @@ static int stack__load(stack_mgr_t *m, const char *name)
 	if (rc == -ENOMEM) {
 		st_pod_clear(&rec);
 		return rc;
+	}
+	if (strcmp(rec.uid, t->uid) != 0) {
+		/* Another object under the name (deleted and created again
+		 * before the loop forgot the old one): it starts afresh. */
+		rc_fsm_restore(&t->st, STACK_PP_DOWN, 0, "created");
+		t->told = t->run = false;
+		t->status_hash = 0;
 	}
 	if (rec.generation != t->generation || strcmp(rec.uid, t->uid) != 0) {
 		/* A new version: an abort of the old one is over. */

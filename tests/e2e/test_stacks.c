@@ -242,6 +242,17 @@ Test(stacks, delete_takes_the_owned_pods_and_releases_the_named)
 	cr_assert_eq(count_procs(named_argv), 1);
 	cr_assert_eq(ctl(d, out, sizeof out, "status named -o json"), 0, "%s", out);
 	cr_assert(strstr(out, "\"stack\": null"), "released: %s", out);
+
+	/* Deleted and created again at once, without waiting: a new object
+	 * that starts afresh. */
+	cr_assert_eq(ctl(d, out, sizeof out, "delete stack grp --ignore-not-found"), 0, "%s", out);
+	cr_assert_eq(ctl(d, out, sizeof out, "apply -f %s/all.yaml", d->dir), 0, "%s", out);
+	cr_assert_eq(ctl(d, out, sizeof out, "delete stack grp"), 0, "%s", out);
+	cr_assert_eq(ctl(d, out, sizeof out, "apply -f %s/all.yaml", d->dir), 0, "%s", out);
+	cr_assert(wait_stack(d, "grp", "up", 20));
+	cr_assert_eq(count_procs(own_argv), 1, "one, not two");
+	cr_assert_eq(ctl(d, out, sizeof out, "history stack grp"), 0, "%s", out);
+	cr_assert_null(strstr(out, "deleted"), "the history is the new object's: %s", out);
 	teardown(d);
 }
 
