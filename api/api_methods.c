@@ -384,6 +384,8 @@ static int apply_stacks_check(apply_job_t *j, const apply_all_t *a)
 	char b[96];
 	int rc = 0;
 
+	if (!a->nstacks)
+		return 0;               /* a pods-only batch: the store refuses doubles */
 	tank_map_init(&pods);
 	tank_map_init(&owner);
 	tank_map_init(&stacks);
