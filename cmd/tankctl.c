@@ -217,6 +217,16 @@ static int pack_name_kind(msgpack_packer *pk, void *arg)
 	return api_pack_cstr(pk, "stack");
 }
 
+/* [{kind: "stack"}]: `list` of stacks. */
+static int pack_kind_stack(msgpack_packer *pk, void *arg)
+{
+	(void)arg;
+	msgpack_pack_array(pk, 1);
+	msgpack_pack_map(pk, 1);
+	api_pack_cstr(pk, "kind");
+	return api_pack_cstr(pk, "stack");
+}
+
 /* An optional kind word before the names (`get stack shop`, kubectl's
  * habit): consumed when at least `min` arguments follow it.  Pod when
  * absent.  (A pod named "stack" is `get pod stack`.) */
@@ -335,9 +345,19 @@ static int v_get(ctl_t *x, int argc, char **argv)
 
 	if ((r = ctl_output_opts(x, argc, argv, &fmt)) >= 0)
 		return r;
+	if (argc - optind == 1 && strcmp(argv[optind], "stacks") == 0) {
+		/* Every stack, spec and status (kubectl's `get KIND`). */
+		if ((r = ctl_call(x, "list", pack_kind_stack, NULL, CTL_TIMEOUT_MS, &in)) != 0)
+			return r;
+		r = ctl_emit(x, in.result, fmt);
+		api_incoming_free(&in);
+		return r;
+	}
+	if (argc - optind == 1 && strcmp(argv[optind], "stack") == 0)
+		return ctl_usage_error(x, "needs a stack name (a pod named stack: get pod stack)");
 	bool stack = ctl_kind_word(argc, argv, 1);
 	if (argc - optind != 1)
-		return ctl_usage_error(x, "needs one name (a pod's, or: stack NAME)");
+		return ctl_usage_error(x, "needs one name (a pod's, or: stack NAME; or: stacks)");
 	name_kind_t nk = { argv[optind], stack };
 	if ((r = ctl_call(x, "get", pack_name_kind, &nk, CTL_TIMEOUT_MS, &in)) != 0)
 		return r;
@@ -1326,9 +1346,10 @@ static const verb_t ctl_verbs[] = {
 	  "Deletes the named pods, or with `stack` the named stacks and the pods\n"
 	  "they own (or what a manifest holds); their containers are stopped.  A\n"
 	  "name that names nothing is an error (exit 1) unless --ignore-not-found." },
-	{ "get", v_get, "[stack] NAME [-o yaml|json]",
+	{ "get", v_get, "[stack] NAME | stacks [-o yaml|json]",
 	  "Prints a pod's (or a stack's) desired spec with its generation (YAML\n"
-	  "by default); a stack's comes with its status." },
+	  "by default); a stack's comes with its status.  `get stacks`: every\n"
+	  "stack's." },
 	{ "ps", v_ps, "",
 	  "Lists the stacks (STACK PHASE READY AGE REASON), then the pods of each\n"
 	  "stack and the pods in none: NAME PHASE READY RESTARTS AGE PID REASON." },

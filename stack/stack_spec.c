@@ -256,7 +256,7 @@ int stack_spec_from_msgpack(const msgpack_object *map, stack_spec_t **out,
 {
 	static const char *const keys[] = { "name", "pods", "owns", "desired", "on_failure",
 					    "start_at", "stop_at", "deadline",
-					    "generation", "uid", NULL };
+					    "generation", "uid", "status", NULL };
 	kit_t v = { .pod = "spec" };
 	kit_errors_t local;
 	stack_spec_t *s = NULL;

@@ -74,8 +74,8 @@ typedef struct stack_spec {
 
 /* Validates a manifest object (its `kind` removed).  Errors go to errs as
  * `<stack>: <path>: <problem>` (inline pods' own errors keep their
- * path: `shop: pods[0]: db: containers: required`).  `generation` and
- * `uid` (what `get` adds) are accepted and ignored.  Returns 0 and *out
+ * path: `shop: pods[0]: db: containers: required`).  `generation`,
+ * `uid` and `status` (what `get` adds) are accepted and ignored.  Returns 0 and *out
  * (owned), TANK_EINVALID, or -ENOMEM; *out NULL on failure. */
 int stack_spec_from_msgpack(const msgpack_object *map, stack_spec_t **out,
 			    kit_errors_t *errs);

@@ -232,6 +232,13 @@ Test(stacks, delete_takes_the_owned_pods_and_releases_the_named)
 	cr_assert(wait_stack(d, "grp", "up", 20));
 	cr_assert_eq(ctl(d, out, sizeof out, "get stack grp"), 0, "%s", out);
 	cr_assert(strstr(out, "owns:\n- own\n"), "%s", out);
+	/* What get prints applies back unchanged (status and all). */
+	write_file(d, "grp.yaml", out);
+	cr_assert_eq(ctl(d, out, sizeof out, "apply -f %s/grp.yaml", d->dir), 0, "%s", out);
+	cr_assert_str_eq(out, "stack/grp unchanged\n");
+	cr_assert_eq(ctl(d, out, sizeof out, "get stack"), 2, "%s", out);
+	cr_assert_eq(ctl(d, out, sizeof out, "get stacks -o json"), 0, "%s", out);
+	cr_assert(strstr(out, "\"name\": \"grp\""), "%s", out);
 	cr_assert_eq(ctl(d, out, sizeof out, "delete stack grp"), 0, "%s", out);
 	cr_assert(strstr(out, "stack/grp deleted") && strstr(out, "own deleted"), "%s", out);
 	cr_assert_eq(ctl(d, out, sizeof out, "sync"), 0, "%s", out);
