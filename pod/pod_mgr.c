@@ -1118,9 +1118,10 @@ static void pod__mark_failed(void *ctx, rc_loop_t *loop, const char *key,
 	pod__update(m, loop, p);
 }
 
-/* A container failed past its bound (it is terminal now): the pod notes
- * it; its phase follows from its containers, as always.  Stacks will
- * decide here between abort and continue. */
+/* A container failed for good (terminal now: backoff.max_retries used up,
+ * or the loop's retries): the pod notes it, its phase follows from its
+ * containers as always, and the failure goes on to the pod's parent (its
+ * stack, through the owner), whose manager decides abort or continue. */
 static void pod__child_failed(void *ctx, rc_loop_t *loop, const char *key,
 			      const char *child_kind, const char *child_key,
 			      const char *reason)
