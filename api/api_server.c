@@ -14,7 +14,7 @@
  */
 #include "api/api_server.h"
 
-#include "api/api_frame.h"
+#include "common/kit_frame.h"
 
 #include <errno.h>
 #include <ev.h>
@@ -124,7 +124,7 @@ typedef struct api_conn {
 	rt_ref_t rref, wref;        /* read / write watches, 0 when off */
 	api_buf_t in;               /* received bytes; a frame starts at
 				     * in.head */
-	api_frame_scan_t scan;      /* how far in the frame at in.head */
+	kit_frame_scan_t scan;      /* how far in the frame at in.head */
 	api_buf_t out;
 	size_t max_frame, max_outbuf;
 	size_t pending;             /* requests dispatched, not yet answered */
@@ -551,7 +551,7 @@ static void api__conn_too_big(rt_t *rt, api_conn_t *c)
 	api__conn_close(rt, c, API__LINGER_MS);
 }
 
-/* The frame at in.head nests deeper than API_MAX_DEPTH.  It is answered
+/* The frame at in.head nests deeper than KIT_FRAME_MAX_DEPTH.  It is answered
  * but never decoded (msgpack-c could not).  Returns whether the stream
  * can go on: a request or notification was a well-formed message the
  * client may follow with others; anything else has the wrong shape and,
@@ -559,17 +559,17 @@ static void api__conn_too_big(rt_t *rt, api_conn_t *c)
 static bool api__conn_too_deep(rt_t *rt, api_conn_t *c, size_t n)
 {
 	const unsigned char *p = (const unsigned char *)c->in.p + c->in.head;
-	const api_frame_scan_t *sc = &c->scan;
+	const kit_frame_scan_t *sc = &c->scan;
 	char msg[96];
 
 	/* Name the part the client wrote: it built params, not the frame. */
 	if ((p[0] == 0x94 && sc->deep_elem == 3) ||
 	    (p[0] == 0x93 && sc->deep_elem == 2))
 		snprintf(msg, sizeof msg, "params nested deeper than %u levels",
-			 (unsigned)API_MAX_DEPTH - 1);
+			 (unsigned)KIT_FRAME_MAX_DEPTH - 1);
 	else
 		snprintf(msg, sizeof msg, "message nested deeper than %u levels",
-			 (unsigned)API_MAX_DEPTH);
+			 (unsigned)KIT_FRAME_MAX_DEPTH);
 	return api__conn_refuse(rt, c, p, n, msg) || api__is_notification(p, n);
 }
 
@@ -585,21 +585,21 @@ static void api__conn_frames(rt_t *rt, api_conn_t *c)
 	while (!c->closing && !c->dead && c->in.len) {
 		const char *f = c->in.p + c->in.head;
 		size_t flen = 0;
-		api_frame_status_t st = api_frame_scan(&c->scan, f, c->in.len, &flen);
+		kit_frame_status_t st = kit_frame_scan(&c->scan, f, c->in.len, &flen);
 
-		if (st == API_FRAME_MORE)
+		if (st == KIT_FRAME_MORE)
 			break;
-		if (st == API_FRAME_TOO_BIG) {
+		if (st == KIT_FRAME_TOO_BIG) {
 			api__conn_too_big(rt, c);
 			break;
 		}
-		if (st == API_FRAME_TOO_NESTED) {
+		if (st == KIT_FRAME_TOO_NESTED) {
 			/* Its end cannot be found with bounded memory. */
 			api__conn_too_deep(rt, c, c->in.len);
 			api__conn_close(rt, c, API__LINGER_MS);
 			break;
 		}
-		if (st == API_FRAME_INVALID) {
+		if (st == KIT_FRAME_INVALID) {
 			/* Not msgpack: the stream cannot be resynchronised. */
 			api__conn_close(rt, c, API__LINGER_MS);
 			break;
@@ -623,7 +623,7 @@ static void api__conn_frames(rt_t *rt, api_conn_t *c)
 			msgpack_unpacked_destroy(&up);
 		}
 		api__buf_consume(&c->in, flen);
-		api_frame_scan_init(&c->scan, c->max_frame, API_MAX_DEPTH);
+		kit_frame_scan_init(&c->scan, c->max_frame, KIT_FRAME_MAX_DEPTH);
 	}
 	msgpack_unpacked_destroy(&up);
 }
@@ -706,7 +706,7 @@ static int api__conn_init(rt_t *rt, void **state, void *arg)
 	c->authorized = a->authorized;
 	c->max_frame = a->max_frame;
 	c->max_outbuf = a->max_outbuf;
-	api_frame_scan_init(&c->scan, c->max_frame, API_MAX_DEPTH);
+	kit_frame_scan_init(&c->scan, c->max_frame, KIT_FRAME_MAX_DEPTH);
 	if (rt_watch_fd(rt, c->self, c->fd, EV_READ, API__TAG_READ, &c->rref) < 0) {
 		free(c);
 		return -ENOMEM;

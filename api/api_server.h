@@ -13,7 +13,7 @@
  * Memory bounds (docs/rpc.md, "Limits"): a frame larger than max_frame
  * (by its bytes or by the sizes its headers declare) is answered with an
  * error and the connection closed; a frame nested deeper than
- * API_MAX_DEPTH (api_frame.h) is answered with an error and skipped, the
+ * KIT_FRAME_MAX_DEPTH (kit_frame.h) is answered with an error and skipped, the
  * connection going on; a connection whose
  * unsent output passes max_outbuf stops being read until it drains, and a
  * subscriber that lets its output pass max_outbuf is disconnected.

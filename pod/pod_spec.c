@@ -11,6 +11,7 @@
 
 #include "common/tank_err.h"
 #include "common/kit.h"
+#include "common/kit_frame.h"
 #include "common/kit_units.h"
 
 /* ---- names ------------------------------------------------------------ */
@@ -1402,6 +1403,10 @@ int pod_spec_decode(const void *buf, size_t len, pod_spec_t **out, tank_error_t 
 	int rc;
 
 	*out = NULL;
+	/* Stored bytes: their declared sizes are checked before msgpack-c
+	 * allocates for them. */
+	if (kit_frame_check(buf, len) < 0)
+		return tank_error_set(err, TANK_ECORRUPT, "corrupt msgpack");
 	msgpack_unpacked_init(&u);
 	if (msgpack_unpack_next(&u, buf, len, &off) != MSGPACK_UNPACK_SUCCESS) {
 		msgpack_unpacked_destroy(&u);

@@ -14,7 +14,7 @@ export LSAN_OPTIONS="suppressions=$(pwd)/tests/fuzz/lsan.supp:print_suppressions
 fail=0
 summary=""
 for t in "$@"; do
-	mkdir -p "$build/corpus/$t" "$build/crashes/$t"
+	mkdir -p "$build/corpus/$t" "$build/crashes/$t" "tests/fuzz/regress/$t"
 	log="$build/$t.log"
 	echo "== fuzz $t for ${secs}s" >&2
 	"$build/fuzz-$t" -max_total_time="$secs" -print_final_stats=1 -timeout=10 \

@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/kit_frame.h"
 #include "common/tank_map.h"
 #include "reconciler/rc_fsm.h"
 #include "stack/stack_phase.h"
@@ -175,7 +176,8 @@ static void stack__restore(stack_mgr_t *m, stack_trk_t *t)
 	if (st_coll_status_get(m->coll, t->name, &buf, &len, &e) < 0)
 		return;
 	msgpack_unpacked_init(&u);
-	if (msgpack_unpack_next(&u, buf, len, &off) == MSGPACK_UNPACK_SUCCESS) {
+	if (kit_frame_check(buf, len) == 0 &&
+	    msgpack_unpack_next(&u, buf, len, &off) == MSGPACK_UNPACK_SUCCESS) {
 		const msgpack_object *o = &u.data, *v;
 		stack__str(stack__lookup(o, "phase"), phase, sizeof phase);
 		stack__str(stack__lookup(o, "reason"), reason, sizeof reason);

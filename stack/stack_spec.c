@@ -11,6 +11,7 @@
 #include <time.h>
 
 #include "common/kit.h"
+#include "common/kit_frame.h"
 
 static const char *const desired_names[] = { [STACK_UP] = "up", [STACK_DOWN] = "down" };
 static const char *const on_failure_names[] = {
@@ -385,6 +386,10 @@ int stack_spec_decode(const void *buf, size_t len, stack_spec_t **out, tank_erro
 	int rc;
 
 	*out = NULL;
+	/* Stored bytes: their declared sizes are checked before msgpack-c
+	 * allocates for them. */
+	if (kit_frame_check(buf, len) < 0)
+		return tank_error_set(err, TANK_ECORRUPT, "corrupt msgpack");
 	msgpack_unpacked_init(&u);
 	if (msgpack_unpack_next(&u, buf, len, &off) != MSGPACK_UNPACK_SUCCESS) {
 		msgpack_unpacked_destroy(&u);

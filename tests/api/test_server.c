@@ -20,7 +20,7 @@
 #include <unistd.h>
 
 #include "api/api_client.h"
-#include "api/api_frame.h"
+#include "common/kit_frame.h"
 #include "api/api_server.h"
 
 #define T_TIMEOUT 10000
@@ -591,10 +591,10 @@ Test(api, deep_params_answered_connection_kept)
 	char msg[64];
 	size_t n;
 
-	snprintf(msg, sizeof msg, "params nested deeper than %d levels", API_MAX_DEPTH - 1);
+	snprintf(msg, sizeof msg, "params nested deeper than %d levels", KIT_FRAME_MAX_DEPTH - 1);
 	/* At the limit: dispatched as before (the echo sends back the 30
 	 * levels inside params). */
-	n = deep_echo(b, 1, API_MAX_DEPTH - 1, true);
+	n = deep_echo(b, 1, KIT_FRAME_MAX_DEPTH - 1, true);
 	cr_assert_eq(api_client_send_raw(c, b, n, T_TIMEOUT, &e), 0);
 	cr_assert_eq(api_client_next(c, T_TIMEOUT, &in, &e), 0, "%s", e.msg);
 	cr_assert_eq(in.msgid, 1);
@@ -607,11 +607,11 @@ Test(api, deep_params_answered_connection_kept)
 			break;
 		o1 = &o1->via.array.ptr[0];
 	}
-	cr_assert_eq(levels, API_MAX_DEPTH - 2);
+	cr_assert_eq(levels, KIT_FRAME_MAX_DEPTH - 2);
 	api_incoming_free(&in);
 	/* One level more, 60, 400: answered by msgid, and the connection
 	 * goes on (msgpack-c alone gave up and the server closed it). */
-	size_t deep[] = { API_MAX_DEPTH, 60, 400 };
+	size_t deep[] = { KIT_FRAME_MAX_DEPTH, 60, 400 };
 	for (int i = 0; i < 3; i++) {
 		n = deep_echo(b, (uint8_t)(10 + i), deep[i], true);
 		cr_assert_eq(api_client_send_raw(c, b, n, T_TIMEOUT, &e), 0);
@@ -647,7 +647,7 @@ Test(api, deep_params_answered_connection_kept)
 	b[n++] = 0x90;
 	b[n++] = 0x90;
 	cr_assert_eq(api_client_send_raw(c, b, n, T_TIMEOUT, &e), 0);
-	snprintf(msg, sizeof msg, "message nested deeper than %d levels", API_MAX_DEPTH);
+	snprintf(msg, sizeof msg, "message nested deeper than %d levels", KIT_FRAME_MAX_DEPTH);
 	expect_bad(c, 0x18, msg);
 	expect_echo(c, "still");
 	api_client_close(c);
@@ -678,7 +678,7 @@ Test(api, deep_notification_or_bare_value)
 	const msgpack_object *err = &in.params->via.array.ptr[0];
 	cr_assert(api_obj_streq(api_map_get(err, "code"), "bad_request"));
 	char want[64];
-	snprintf(want, sizeof want, "params nested deeper than %d levels", API_MAX_DEPTH - 1);
+	snprintf(want, sizeof want, "params nested deeper than %d levels", KIT_FRAME_MAX_DEPTH - 1);
 	cr_assert(api_obj_streq(api_map_get(err, "message"), want));
 	api_incoming_free(&in);
 	expect_echo(c, "on");
@@ -725,7 +725,7 @@ Test(api, huge_declared_sizes_refused_without_buffering)
 	api_client_t *c = cli(&s);
 	api_incoming_t in;
 	cr_assert_eq(api_client_send_raw(c, b, n, T_TIMEOUT, &e), 0);
-	snprintf(msg, sizeof msg, "params nested deeper than %d levels", API_MAX_DEPTH - 1);
+	snprintf(msg, sizeof msg, "params nested deeper than %d levels", KIT_FRAME_MAX_DEPTH - 1);
 	expect_bad(c, 8, msg);
 	cr_assert_eq(api_client_next(c, T_TIMEOUT, &in, &e), -ECONNRESET);
 	api_client_close(c);

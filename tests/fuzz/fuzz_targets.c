@@ -6,7 +6,7 @@
 
 #include <msgpack.h>
 
-#include "api/api_frame.h"
+#include "common/kit_frame.h"
 #include "api/api_methods.h"
 #include "api/api_rpc.h"
 #include "common/kit_errors.h"
@@ -23,16 +23,16 @@ static const char *const tf_methods[] = {
 
 int tf_frame(const uint8_t *data, size_t len)
 {
-	api_frame_scan_t sc;
+	kit_frame_scan_t sc;
 	size_t flen = 0, half = len / 2;
-	api_frame_status_t st;
+	kit_frame_status_t st;
 
 	/* The server feeds what arrived; a frame often comes in pieces. */
-	api_frame_scan_init(&sc, 1 << 20, 32);
-	st = api_frame_scan(&sc, data, half, &flen);
-	if (st != API_FRAME_DONE)
-		st = api_frame_scan(&sc, data, len, &flen);
-	if (st != API_FRAME_DONE || sc.too_deep)
+	kit_frame_scan_init(&sc, 1 << 20, 32);
+	st = kit_frame_scan(&sc, data, half, &flen);
+	if (st != KIT_FRAME_DONE)
+		st = kit_frame_scan(&sc, data, len, &flen);
+	if (st != KIT_FRAME_DONE || sc.too_deep)
 		return 0;
 	msgpack_unpacked u;
 	size_t off = 0;
@@ -60,12 +60,12 @@ int tf_params(const uint8_t *data, size_t len)
 	const char *method = tf_methods[data[0] % TF_NMETHODS];
 	msgpack_unpacked u;
 	size_t off = 0, flen = 0;
-	api_frame_scan_t sc;
+	kit_frame_scan_t sc;
 	/* As the server: declared sizes and depth are checked before
 	 * msgpack-c allocates for them (a declared array of 2^32 elements
 	 * is refused, not allocated). */
-	api_frame_scan_init(&sc, 1 << 20, 32);
-	if (api_frame_scan(&sc, data + 1, len - 1, &flen) != API_FRAME_DONE || sc.too_deep)
+	kit_frame_scan_init(&sc, 1 << 20, 32);
+	if (kit_frame_scan(&sc, data + 1, len - 1, &flen) != KIT_FRAME_DONE || sc.too_deep)
 		return 0;
 	msgpack_unpacked_init(&u);
 	/* What the server hands a method is an array (api_rpc_parse checks

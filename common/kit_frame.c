@@ -1,7 +1,9 @@
 /*
- * api_frame.c — the frame scanner (see api_frame.h).
+ * kit_frame.c — the frame scanner (see kit_frame.h).
  */
-#include "api/api_frame.h"
+#include "common/kit_frame.h"
+
+#include <errno.h>
 
 #include <string.h>
 
@@ -9,10 +11,10 @@
  * could overflow 64 bits (sizes are < 2^34 each). */
 #define API__FRAME_CAP_MAX ((uint64_t)1 << 62)
 
-void api_frame_scan_init(api_frame_scan_t *s, size_t max_frame, unsigned max_depth)
+void kit_frame_scan_init(kit_frame_scan_t *s, size_t max_frame, unsigned max_depth)
 {
 	/* Only the header fields: the stack is written before it is read. */
-	memset(s, 0, offsetof(api_frame_scan_t, stack));
+	memset(s, 0, offsetof(kit_frame_scan_t, stack));
 	s->max_frame = (uint64_t)max_frame < API__FRAME_CAP_MAX ?
 		       (uint64_t)max_frame : API__FRAME_CAP_MAX;
 	s->max_depth = max_depth;
@@ -101,7 +103,7 @@ static void api__hdr_read(const unsigned char *p, api__hdr_t *h)
 	}
 }
 
-api_frame_status_t api_frame_scan(api_frame_scan_t *s, const void *buf,
+kit_frame_status_t kit_frame_scan(kit_frame_scan_t *s, const void *buf,
 				  size_t len, size_t *frame_len)
 {
 	const unsigned char *p = buf;
@@ -110,19 +112,19 @@ api_frame_status_t api_frame_scan(api_frame_scan_t *s, const void *buf,
 		if (s->started && !s->nstack) {
 			/* The root is complete once its last payload is in. */
 			if (s->pos > len)
-				return API_FRAME_MORE;
+				return KIT_FRAME_MORE;
 			*frame_len = (size_t)s->pos;
-			return API_FRAME_DONE;
+			return KIT_FRAME_DONE;
 		}
 		if (s->pos >= len)
-			return API_FRAME_MORE;
+			return KIT_FRAME_MORE;
 		api__hdr_t h = { .size = api__hdr_size(p[s->pos]) };
 		if (!h.size)
-			return API_FRAME_INVALID;
+			return KIT_FRAME_INVALID;
 		/* Nothing changes until the whole header is here, so the next
 		 * call starts over at the same header. */
 		if (len - s->pos < h.size)
-			return API_FRAME_MORE;
+			return KIT_FRAME_MORE;
 		api__hdr_read(p + s->pos, &h);
 
 		/* This value is the next element of the innermost open
@@ -144,7 +146,7 @@ api_frame_status_t api_frame_scan(api_frame_scan_t *s, const void *buf,
 		 * declared sizes alone can prove the frame too big: nothing is
 		 * buffered, let alone allocated, for an array32 of 2^31. */
 		if (s->pos + h.size + h.payload + s->pending + h.elems > s->max_frame)
-			return API_FRAME_TOO_BIG;
+			return KIT_FRAME_TOO_BIG;
 		s->pos += h.size + h.payload;
 		if (!h.container)
 			continue;
@@ -156,8 +158,8 @@ api_frame_status_t api_frame_scan(api_frame_scan_t *s, const void *buf,
 		}
 		if (!h.elems)
 			continue;
-		if (s->nstack == API_FRAME_STACK)
-			return API_FRAME_TOO_NESTED;
+		if (s->nstack == KIT_FRAME_STACK)
+			return KIT_FRAME_TOO_NESTED;
 		s->stack[s->nstack].left = h.elems;
 		s->stack[s->nstack].level = level + 1;
 		s->nstack++;
@@ -165,4 +167,15 @@ api_frame_status_t api_frame_scan(api_frame_scan_t *s, const void *buf,
 		if (!level)
 			s->top_count = h.elems;
 	}
+}
+
+int kit_frame_check(const void *buf, size_t len)
+{
+	kit_frame_scan_t s;
+	size_t flen = 0;
+
+	kit_frame_scan_init(&s, len, KIT_FRAME_MAX_DEPTH);
+	if (kit_frame_scan(&s, buf, len, &flen) != KIT_FRAME_DONE || s.too_deep || flen != len)
+		return -EPROTO;
+	return 0;
 }

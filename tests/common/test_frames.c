@@ -1,5 +1,5 @@
 /*
- * The frame scanner (api/api_frame.h) on its own: every header kind, frames
+ * The frame scanner (common/kit_frame.h) on its own: every header kind, frames
  * fed a byte at a time, depth accounting, declared sizes against the cap,
  * and agreement with msgpack-c's own decoder on random objects and random
  * bytes.  The server's use of it is tested in test_server.c.
@@ -8,30 +8,30 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "api/api_frame.h"
+#include "common/kit_frame.h"
 
 #define MB (16u << 20)
 
-static api_frame_status_t scan_all(const void *b, size_t n, size_t max_frame,
-				   size_t *flen, api_frame_scan_t *s)
+static kit_frame_status_t scan_all(const void *b, size_t n, size_t max_frame,
+				   size_t *flen, kit_frame_scan_t *s)
 {
-	api_frame_scan_init(s, max_frame, API_MAX_DEPTH);
-	return api_frame_scan(s, b, n, flen);
+	kit_frame_scan_init(s, max_frame, KIT_FRAME_MAX_DEPTH);
+	return kit_frame_scan(s, b, n, flen);
 }
 
 /* Feeds b one byte more at a time: MORE until the last byte, then DONE
  * with the whole length (the resumed walk must match the one-shot one). */
 static void scan_bytewise(const void *b, size_t n)
 {
-	api_frame_scan_t *s = malloc(sizeof *s);
+	kit_frame_scan_t *s = malloc(sizeof *s);
 	size_t flen = 0;
 
-	api_frame_scan_init(s, MB, API_MAX_DEPTH);
+	kit_frame_scan_init(s, MB, KIT_FRAME_MAX_DEPTH);
 	for (size_t i = 0; i < n; i++) {
-		api_frame_status_t st = api_frame_scan(s, b, i, &flen);
-		cr_assert_eq(st, API_FRAME_MORE, "prefix of %zu/%zu bytes: %d", i, n, st);
+		kit_frame_status_t st = kit_frame_scan(s, b, i, &flen);
+		cr_assert_eq(st, KIT_FRAME_MORE, "prefix of %zu/%zu bytes: %d", i, n, st);
 	}
-	cr_assert_eq(api_frame_scan(s, b, n, &flen), API_FRAME_DONE);
+	cr_assert_eq(kit_frame_scan(s, b, n, &flen), KIT_FRAME_DONE);
 	cr_assert_eq(flen, n);
 	free(s);
 }
@@ -76,18 +76,18 @@ static void pack_every_kind(msgpack_packer *pk)
 	msgpack_pack_map(pk, 0);
 }
 
-Test(api_frame, every_kind_whole_and_bytewise)
+Test(kit_frame, every_kind_whole_and_bytewise)
 {
 	msgpack_sbuffer sb;
 	msgpack_packer pk;
-	api_frame_scan_t s;
+	kit_frame_scan_t s;
 	size_t flen = 0;
 
 	msgpack_sbuffer_init(&sb);
 	msgpack_packer_init(&pk, &sb, msgpack_sbuffer_write);
 	pack_every_kind(&pk);
 	size_t one = sb.size;
-	cr_assert_eq(scan_all(sb.data, one, MB, &flen, &s), API_FRAME_DONE);
+	cr_assert_eq(scan_all(sb.data, one, MB, &flen, &s), KIT_FRAME_DONE);
 	cr_assert_eq(flen, one);
 	cr_assert_eq(s.depth, 3);    /* root > map > [] */
 	cr_assert_not(s.too_deep);
@@ -95,9 +95,9 @@ Test(api_frame, every_kind_whole_and_bytewise)
 	/* A second frame behind the first: only the first is measured. */
 	msgpack_pack_array(&pk, 1);
 	msgpack_pack_nil(&pk);
-	cr_assert_eq(scan_all(sb.data, sb.size, MB, &flen, &s), API_FRAME_DONE);
+	cr_assert_eq(scan_all(sb.data, sb.size, MB, &flen, &s), KIT_FRAME_DONE);
 	cr_assert_eq(flen, one);
-	cr_assert_eq(scan_all(sb.data + one, sb.size - one, MB, &flen, &s), API_FRAME_DONE);
+	cr_assert_eq(scan_all(sb.data + one, sb.size - one, MB, &flen, &s), KIT_FRAME_DONE);
 	cr_assert_eq(flen, 2);
 	msgpack_sbuffer_destroy(&sb);
 }
@@ -117,17 +117,17 @@ static size_t deep_request(unsigned char *b, size_t levels, bool tail)
 	return n;
 }
 
-Test(api_frame, depth_counted_and_flagged_past_the_limit)
+Test(kit_frame, depth_counted_and_flagged_past_the_limit)
 {
 	unsigned char b[2048];
-	api_frame_scan_t s;
+	kit_frame_scan_t s;
 	size_t flen, n;
 
-	/* At the limit: message depth API_MAX_DEPTH (params one less). */
-	n = deep_request(b, API_MAX_DEPTH - 1, true);
-	cr_assert_eq(scan_all(b, n, MB, &flen, &s), API_FRAME_DONE);
+	/* At the limit: message depth KIT_FRAME_MAX_DEPTH (params one less). */
+	n = deep_request(b, KIT_FRAME_MAX_DEPTH - 1, true);
+	cr_assert_eq(scan_all(b, n, MB, &flen, &s), KIT_FRAME_DONE);
 	cr_assert_eq(flen, n);
-	cr_assert_eq(s.depth, API_MAX_DEPTH);
+	cr_assert_eq(s.depth, KIT_FRAME_MAX_DEPTH);
 	cr_assert_not(s.too_deep);
 	/* msgpack-c (as built, not just as its header says) decodes exactly
 	 * that much: the limit is its own. */
@@ -136,76 +136,76 @@ Test(api_frame, depth_counted_and_flagged_past_the_limit)
 	msgpack_unpacked_init(&up);
 	cr_assert_eq(msgpack_unpack_next(&up, (const char *)b, n, &off),
 		     MSGPACK_UNPACK_SUCCESS);
-	n = deep_request(b, API_MAX_DEPTH, true);
+	n = deep_request(b, KIT_FRAME_MAX_DEPTH, true);
 	off = 0;
 	cr_assert_lt(msgpack_unpack_next(&up, (const char *)b, n, &off), 0);
 	msgpack_unpacked_destroy(&up);
 	/* One more: flagged, in element 3 (params), and still measured. */
-	n = deep_request(b, API_MAX_DEPTH, true);
-	cr_assert_eq(scan_all(b, n, MB, &flen, &s), API_FRAME_DONE);
+	n = deep_request(b, KIT_FRAME_MAX_DEPTH, true);
+	cr_assert_eq(scan_all(b, n, MB, &flen, &s), KIT_FRAME_DONE);
 	cr_assert_eq(flen, n);
 	cr_assert(s.too_deep);
 	cr_assert_eq(s.deep_elem, 3);
 	/* 400 levels of [[…]] need one stack slot: found to the end. */
 	n = deep_request(b, 400, true);
-	cr_assert_eq(scan_all(b, n, MB, &flen, &s), API_FRAME_DONE);
+	cr_assert_eq(scan_all(b, n, MB, &flen, &s), KIT_FRAME_DONE);
 	cr_assert_eq(flen, n);
 	cr_assert_eq(s.depth, 401);
 	cr_assert(s.too_deep);
 	scan_bytewise(b, n);
 	/* Not in the tail: each level keeps a slot; up to the stack it is
 	 * still measured, past it the scanner gives up. */
-	n = deep_request(b, API_FRAME_STACK - 2, false);
-	cr_assert_eq(scan_all(b, n, MB, &flen, &s), API_FRAME_DONE);
+	n = deep_request(b, KIT_FRAME_STACK - 2, false);
+	cr_assert_eq(scan_all(b, n, MB, &flen, &s), KIT_FRAME_DONE);
 	cr_assert_eq(flen, n);
 	cr_assert(s.too_deep);
-	n = deep_request(b, API_FRAME_STACK + 10, false);
-	cr_assert_eq(scan_all(b, n, MB, &flen, &s), API_FRAME_TOO_NESTED);
+	n = deep_request(b, KIT_FRAME_STACK + 10, false);
+	cr_assert_eq(scan_all(b, n, MB, &flen, &s), KIT_FRAME_TOO_NESTED);
 	cr_assert(s.too_deep);
 	/* The root itself past a limit of 0; a deep method (element 2). */
-	api_frame_scan_init(&s, MB, 0);
-	cr_assert_eq(api_frame_scan(&s, "\x90", 1, &flen), API_FRAME_DONE);
+	kit_frame_scan_init(&s, MB, 0);
+	cr_assert_eq(kit_frame_scan(&s, "\x90", 1, &flen), KIT_FRAME_DONE);
 	cr_assert(s.too_deep);
 	cr_assert_eq(s.deep_elem, UINT64_MAX);
-	api_frame_scan_init(&s, MB, 2);
-	cr_assert_eq(api_frame_scan(&s, "\x94\x00\x01\x91\x91\x90\x90", 7, &flen),
-		     API_FRAME_DONE);
+	kit_frame_scan_init(&s, MB, 2);
+	cr_assert_eq(kit_frame_scan(&s, "\x94\x00\x01\x91\x91\x90\x90", 7, &flen),
+		     KIT_FRAME_DONE);
 	cr_assert(s.too_deep);
 	cr_assert_eq(s.deep_elem, 2);
 }
 
-Test(api_frame, declared_sizes_checked_against_the_cap)
+Test(kit_frame, declared_sizes_checked_against_the_cap)
 {
-	api_frame_scan_t s;
+	kit_frame_scan_t s;
 	size_t flen;
 
 	/* array32 of 2^31 elements, no data: too big from its 5-byte header */
 	cr_assert_eq(scan_all("\x94\x00\x01\xa1m\xdd\x80\x00\x00\x00", 10, MB, &flen, &s),
-		     API_FRAME_TOO_BIG);
+		     KIT_FRAME_TOO_BIG);
 	/* str32 of 4 GiB - 1, bin32, ext32, map32 (2^32 - 1 pairs) */
-	cr_assert_eq(scan_all("\x91\xdb\xff\xff\xff\xff", 6, MB, &flen, &s), API_FRAME_TOO_BIG);
-	cr_assert_eq(scan_all("\xc6\xff\xff\xff\xff", 5, MB, &flen, &s), API_FRAME_TOO_BIG);
-	cr_assert_eq(scan_all("\xc9\xff\xff\xff\xff\x01", 6, MB, &flen, &s), API_FRAME_TOO_BIG);
-	cr_assert_eq(scan_all("\xdf\xff\xff\xff\xff", 5, MB, &flen, &s), API_FRAME_TOO_BIG);
+	cr_assert_eq(scan_all("\x91\xdb\xff\xff\xff\xff", 6, MB, &flen, &s), KIT_FRAME_TOO_BIG);
+	cr_assert_eq(scan_all("\xc6\xff\xff\xff\xff", 5, MB, &flen, &s), KIT_FRAME_TOO_BIG);
+	cr_assert_eq(scan_all("\xc9\xff\xff\xff\xff\x01", 6, MB, &flen, &s), KIT_FRAME_TOO_BIG);
+	cr_assert_eq(scan_all("\xdf\xff\xff\xff\xff", 5, MB, &flen, &s), KIT_FRAME_TOO_BIG);
 	/* Pending elements add up: [[_, _, _], _] takes at least 6 bytes. */
-	cr_assert_eq(scan_all("\x92\x93", 2, 4, &flen, &s), API_FRAME_TOO_BIG);
+	cr_assert_eq(scan_all("\x92\x93", 2, 4, &flen, &s), KIT_FRAME_TOO_BIG);
 	/* Exactly the cap is fine, one byte over is not. */
-	cr_assert_eq(scan_all("\x92\xa2xy\x00", 5, 5, &flen, &s), API_FRAME_DONE);
+	cr_assert_eq(scan_all("\x92\xa2xy\x00", 5, 5, &flen, &s), KIT_FRAME_DONE);
 	cr_assert_eq(flen, 5);
-	cr_assert_eq(scan_all("\x92\xa3xyz\x00", 5, 5, &flen, &s), API_FRAME_TOO_BIG);
+	cr_assert_eq(scan_all("\x92\xa3xyz\x00", 5, 5, &flen, &s), KIT_FRAME_TOO_BIG);
 	/* Small declared sizes wait for their bytes. */
-	cr_assert_eq(scan_all("\x91\xdb\x00\x00\x10\x00xx", 8, MB, &flen, &s), API_FRAME_MORE);
+	cr_assert_eq(scan_all("\x91\xdb\x00\x00\x10\x00xx", 8, MB, &flen, &s), KIT_FRAME_MORE);
 }
 
-Test(api_frame, never_msgpack_byte_is_invalid)
+Test(kit_frame, never_msgpack_byte_is_invalid)
 {
-	api_frame_scan_t s;
+	kit_frame_scan_t s;
 	size_t flen;
 
-	cr_assert_eq(scan_all("\xc1", 1, MB, &flen, &s), API_FRAME_INVALID);
-	cr_assert_eq(scan_all("\x93\x00\xc1", 3, MB, &flen, &s), API_FRAME_INVALID);
+	cr_assert_eq(scan_all("\xc1", 1, MB, &flen, &s), KIT_FRAME_INVALID);
+	cr_assert_eq(scan_all("\x93\x00\xc1", 3, MB, &flen, &s), KIT_FRAME_INVALID);
 	/* A scalar is a complete frame (the server then refuses its shape). */
-	cr_assert_eq(scan_all("GET /", 5, MB, &flen, &s), API_FRAME_DONE);
+	cr_assert_eq(scan_all("GET /", 5, MB, &flen, &s), KIT_FRAME_DONE);
 	cr_assert_eq(flen, 1);
 }
 
@@ -251,12 +251,12 @@ static void pack_random(msgpack_packer *pk, uint32_t *st, int depth)
 	}
 }
 
-Test(api_frame, agrees_with_msgpack_c_on_random_objects)
+Test(kit_frame, agrees_with_msgpack_c_on_random_objects)
 {
 	uint32_t st = 12345;
 	msgpack_sbuffer sb;
 	msgpack_packer pk;
-	api_frame_scan_t *s = malloc(sizeof *s);
+	kit_frame_scan_t *s = malloc(sizeof *s);
 	size_t flen;
 
 	msgpack_sbuffer_init(&sb);
@@ -264,8 +264,8 @@ Test(api_frame, agrees_with_msgpack_c_on_random_objects)
 	for (int i = 0; i < 300; i++) {
 		sb.size = 0;
 		pack_random(&pk, &st, 0);
-		api_frame_scan_init(s, MB, API_MAX_DEPTH);
-		cr_assert_eq(api_frame_scan(s, sb.data, sb.size, &flen), API_FRAME_DONE);
+		kit_frame_scan_init(s, MB, KIT_FRAME_MAX_DEPTH);
+		cr_assert_eq(kit_frame_scan(s, sb.data, sb.size, &flen), KIT_FRAME_DONE);
 		cr_assert_eq(flen, sb.size);
 		if (i < 40)
 			scan_bytewise(sb.data, sb.size);
@@ -277,7 +277,7 @@ Test(api_frame, agrees_with_msgpack_c_on_random_objects)
 /* Random bytes, biased towards headers: whenever msgpack-c decodes an
  * object from them, the scanner measures the same length; whenever the
  * scanner says DONE within the depth limit, msgpack-c decodes it. */
-Test(api_frame, agrees_with_msgpack_c_on_random_bytes)
+Test(kit_frame, agrees_with_msgpack_c_on_random_bytes)
 {
 	static const unsigned char pool[] = {
 		0x00, 0x7f, 0x80, 0x81, 0x82, 0x90, 0x91, 0x92, 0x93, 0xa0, 0xa1,
@@ -287,7 +287,7 @@ Test(api_frame, agrees_with_msgpack_c_on_random_bytes)
 	};
 	uint32_t st = 777;
 	unsigned char b[64];
-	api_frame_scan_t *s = malloc(sizeof *s);
+	kit_frame_scan_t *s = malloc(sizeof *s);
 	msgpack_unpacked up;
 	int done = 0;
 
@@ -296,15 +296,15 @@ Test(api_frame, agrees_with_msgpack_c_on_random_bytes)
 		size_t n = 1 + rnd(&st) % sizeof b, flen = 0, off = 0;
 		for (size_t j = 0; j < n; j++)
 			b[j] = pool[rnd(&st) % sizeof pool];
-		api_frame_scan_init(s, MB, API_MAX_DEPTH);
-		api_frame_status_t fs = api_frame_scan(s, b, n, &flen);
+		kit_frame_scan_init(s, MB, KIT_FRAME_MAX_DEPTH);
+		kit_frame_status_t fs = kit_frame_scan(s, b, n, &flen);
 		msgpack_unpack_return r = msgpack_unpack_next(&up, (const char *)b, n, &off);
 		bool ok = r == MSGPACK_UNPACK_SUCCESS || r == MSGPACK_UNPACK_EXTRA_BYTES;
 		if (ok) {
-			cr_assert_eq(fs, API_FRAME_DONE, "bytes %d: scanner %d", i, fs);
+			cr_assert_eq(fs, KIT_FRAME_DONE, "bytes %d: scanner %d", i, fs);
 			cr_assert_eq(flen, off, "bytes %d: %zu vs %zu", i, flen, off);
 		}
-		if (fs == API_FRAME_DONE && !s->too_deep) {
+		if (fs == KIT_FRAME_DONE && !s->too_deep) {
 			cr_assert(ok, "bytes %d: msgpack-c says %d", i, r);
 			done++;
 		}

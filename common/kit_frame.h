@@ -1,5 +1,5 @@
 /*
- * api_frame — finds where one msgpack object ends in a byte stream, before
+ * kit_frame — finds where one msgpack object ends in a byte stream, before
  * anything is decoded.
  *
  * msgpack-RPC has no length prefix: a frame is one msgpack object.  The
@@ -22,8 +22,8 @@
  * bytes again plus what arrived); work already done is not repeated, so a
  * big frame arriving in small pieces costs linear time.
  */
-#ifndef TANK_API_FRAME_H
-#define TANK_API_FRAME_H
+#ifndef TANK_KIT_FRAME_H
+#define TANK_KIT_FRAME_H
 
 #include <stdbool.h>
 #include <stddef.h>
@@ -34,32 +34,32 @@
 #include <msgpack/unpack_define.h>
 
 /*
- * Deepest message the server decodes, counted in containers: [] is 1, a
+ * Deepest message tank decodes, counted in containers: [] is 1, a
  * request [0, id, "m", []] is 2.  It is msgpack-c's own limit (the C
  * unpacker keeps a fixed stack of MSGPACK_EMBED_STACK_SIZE open
  * containers and fails past it), so every frame that passes the scanner
  * decodes, and the client decodes everything the server may send back.
- * A request's params may therefore nest API_MAX_DEPTH - 1 levels.
+ * A request's params may therefore nest KIT_FRAME_MAX_DEPTH - 1 levels.
  */
-#define API_MAX_DEPTH MSGPACK_EMBED_STACK_SIZE
+#define KIT_FRAME_MAX_DEPTH MSGPACK_EMBED_STACK_SIZE
 
 /* Containers the scanner can keep open.  A container whose last element is
  * being read needs no slot (nothing follows it), so [[[[…]]]] of any depth
  * costs one; only containers with elements still to come after a nested
- * one do.  128 is far past API_MAX_DEPTH, so a too-deep frame can still be
+ * one do.  128 is far past KIT_FRAME_MAX_DEPTH, so a too-deep frame can still be
  * skipped to its end and the connection kept in all but hostile cases. */
-#define API_FRAME_STACK 128
+#define KIT_FRAME_STACK 128
 
-typedef enum api_frame_status {
-	API_FRAME_MORE = 0,   /* incomplete: call again with more bytes */
-	API_FRAME_DONE,       /* complete: *frame_len bytes (depth in the scan) */
-	API_FRAME_TOO_BIG,    /* declared or actual size passes max_frame */
-	API_FRAME_INVALID,    /* byte 0xc1: not msgpack, no way to resync */
-	API_FRAME_TOO_NESTED, /* more open containers than API_FRAME_STACK: the
+typedef enum kit_frame_status {
+	KIT_FRAME_MORE = 0,   /* incomplete: call again with more bytes */
+	KIT_FRAME_DONE,       /* complete: *frame_len bytes (depth in the scan) */
+	KIT_FRAME_TOO_BIG,    /* declared or actual size passes max_frame */
+	KIT_FRAME_INVALID,    /* byte 0xc1: not msgpack, no way to resync */
+	KIT_FRAME_TOO_NESTED, /* more open containers than KIT_FRAME_STACK: the
 			       * end cannot be found with bounded memory */
-} api_frame_status_t;
+} kit_frame_status_t;
 
-typedef struct api_frame_scan {
+typedef struct kit_frame_scan {
 	uint64_t max_frame;
 	uint64_t pos;         /* bytes of the frame walked; may pass what has
 			       * arrived while a payload is skipped */
@@ -76,20 +76,27 @@ typedef struct api_frame_scan {
 	struct {
 		uint64_t left;    /* elements not started yet */
 		uint64_t level;   /* container level of those elements' parent */
-	} stack[API_FRAME_STACK];
-} api_frame_scan_t;
+	} stack[KIT_FRAME_STACK];
+} kit_frame_scan_t;
 
 /* Starts a frame.  max_frame: the cap on its size in bytes; max_depth:
  * the depth past which too_deep is set (the walk goes on to the end). */
-void api_frame_scan_init(api_frame_scan_t *s, size_t max_frame, unsigned max_depth);
+void kit_frame_scan_init(kit_frame_scan_t *s, size_t max_frame, unsigned max_depth);
 
 /*
  * Walks buf[0..len), the frame's bytes so far (len never shrinks between
- * calls for one frame).  On API_FRAME_DONE *frame_len is the frame's size
+ * calls for one frame).  On KIT_FRAME_DONE *frame_len is the frame's size
  * (<= len); the scan must then be re-initialised for the next frame.
  * TOO_BIG, INVALID and TOO_NESTED are final for the stream.
  */
-api_frame_status_t api_frame_scan(api_frame_scan_t *s, const void *buf,
+kit_frame_status_t kit_frame_scan(kit_frame_scan_t *s, const void *buf,
 				  size_t len, size_t *frame_len);
+
+/* Whether buf[0..len) is exactly one msgpack object that msgpack-c can
+ * decode without trusting a declared size: no deeper than
+ * KIT_FRAME_MAX_DEPTH, no declared count or length past len.  For bytes
+ * read back from disk (a corrupt record must be an error, not a 2^31
+ * element allocation).  0, or -EPROTO. */
+int kit_frame_check(const void *buf, size_t len);
 
 #endif
