@@ -206,7 +206,8 @@ static int pk_str(msgpack_packer *pk, const char *s)
 }
 
 /* Queues the status map when it changed. */
-static void stack__persist(stack_mgr_t *m, stack_trk_t *t, size_t ready, int64_t next_at)
+static void stack__persist(stack_mgr_t *m, stack_trk_t *t, size_t ready, int64_t next_at,
+			   const char *waiting_for)
 {
 	msgpack_sbuffer sb;
 	msgpack_packer pk;
@@ -215,7 +216,8 @@ static void stack__persist(stack_mgr_t *m, stack_trk_t *t, size_t ready, int64_t
 
 	msgpack_sbuffer_init(&sb);
 	msgpack_packer_init(&pk, &sb, msgpack_sbuffer_write);
-	rc = msgpack_pack_map(&pk, 11 + (t->aborted ? 1 : 0) + (next_at ? 1 : 0)) ||
+	rc = msgpack_pack_map(&pk, 11 + (t->aborted ? 1 : 0) + (next_at ? 1 : 0) +
+				   (waiting_for ? 1 : 0)) ||
 	     pk_str(&pk, "name") || pk_str(&pk, t->name) ||
 	     pk_str(&pk, "kind") || pk_str(&pk, "stack") ||
 	     pk_str(&pk, "phase") || pk_str(&pk, rc_fsm_phase_name(&stack_fsm, t->st.phase)) ||
@@ -231,6 +233,8 @@ static void stack__persist(stack_mgr_t *m, stack_trk_t *t, size_t ready, int64_t
 		rc = pk_str(&pk, "aborted") || pk_str(&pk, t->abort_why);
 	if (!rc && next_at)
 		rc = pk_str(&pk, "next_at") || msgpack_pack_int64(&pk, next_at);
+	if (!rc && waiting_for)
+		rc = pk_str(&pk, "waiting_for") || pk_str(&pk, waiting_for);
 	uint64_t h = rc ? 0 : tank_hash64(sb.data, sb.size);
 	if (!rc && h != t->status_hash &&
 	    st_coll_status_put(m->coll, t->name, sb.data, sb.size) == 0)
@@ -430,7 +434,10 @@ static rc_result_t stack__reconcile(void *ctx, rc_loop_t *loop, const rc_view_t 
 		else if (t->st.phase == STACK_PP_UP || t->st.phase == STACK_PP_DEGRADED)
 			stack__event(loop, t, STACK_E_DEGRADE, first);
 		else
-			stack__event(loop, t, STACK_E_START, first);
+			/* Starting: what it waits for changes with every pod
+			 * of a chain; it goes in the status (waiting_for), not
+			 * in the history as a transition per pod. */
+			stack__event(loop, t, STACK_E_START, "starting");
 	} else if (busy) {
 		stack__event(loop, t, STACK_E_STOP, why);
 	} else if (failed_stop) {
@@ -449,7 +456,8 @@ static rc_result_t stack__reconcile(void *ctx, rc_loop_t *loop, const rc_view_t 
 	if (s->deadline > now && s->deadline - (int64_t)t->grace_ms <= now &&
 	    (!next || s->deadline < next))
 		next = s->deadline;      /* from "near" to "passed" */
-	stack__persist(m, t, ready, next);
+	stack__persist(m, t, ready, next,
+		       run && t->st.phase == STACK_PP_STARTING && first[0] ? first : NULL);
 	return next ? rc_requeue_after((uint64_t)(next - now)) : rc_converged();
 }
 

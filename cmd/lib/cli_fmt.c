@@ -181,6 +181,10 @@ int cli_stack_table(const msgpack_object *statuses, uint64_t now_ms, cli_table_t
 		cli__str(api_map_get(s, "name"), name, sizeof name, "-");
 		cli__str(api_map_get(s, "phase"), phase, sizeof phase, "-");
 		cli__str(api_map_get(s, "reason"), reason, sizeof reason, "");
+		/* A starting stack says what it waits for. */
+		char wf[256];
+		if (api_obj_strcpy(api_map_get(s, "waiting_for"), wf, sizeof wf) && wf[0])
+			snprintf(reason, sizeof reason, "%s", wf);
 		cli__str(api_map_get(s, "ready"), rd, sizeof rd, "0");
 		cli__str(api_map_get(s, "total"), tot, sizeof tot, "?");
 		snprintf(ready, sizeof ready, "%s/%s", rd, tot);

@@ -25,6 +25,19 @@ static void read_all(const char *path, char *buf, size_t cap)
 	buf[n] = '\0';
 }
 
+/* The file reads `want`, within secs: a pod is running from its exec on,
+ * a moment before its shell has written its first line. */
+static bool file_becomes(const char *path, const char *want, char *got, size_t cap, int secs)
+{
+	for (int i = 0; i < secs * 20; i++) {
+		read_all(path, got, cap);
+		if (strcmp(got, want) == 0)
+			return true;
+		sleep_ms(50);
+	}
+	return false;
+}
+
 static bool stack_phase_is(d_t *d, const char *name, const char *phase)
 {
 	char out[8192], want[96];
@@ -76,8 +89,8 @@ Test(stacks, up_and_down_cascade_in_dependency_order)
 	cr_assert(strstr(out, "stack/shop up"), "%s", out);
 	cr_assert_eq(ctl(d, out, sizeof out, "status stack shop -o json"), 0, "%s", out);
 	cr_assert(strstr(out, "\"ready\": 2") && strstr(out, "\"total\": 2"), "%s", out);
-	read_all(log, got, sizeof got);
-	cr_assert_str_eq(got, "start db\nstart web\n", "web starts once db is ready");
+	cr_assert(file_becomes(log, "start db\nstart web\n", got, sizeof got, 10),
+		  "web starts once db is ready: %s", got);
 
 	/* ps groups the pods under their stack. */
 	cr_assert_eq(ctl(d, out, sizeof out, "ps"), 0, "%s", out);
@@ -105,8 +118,8 @@ Test(stacks, up_and_down_cascade_in_dependency_order)
 
 	/* Up again: the same order. */
 	cr_assert_eq(ctl(d, out, sizeof out, "up shop --wait --timeout 30s"), 0, "%s", out);
-	read_all(log, got, sizeof got);
-	cr_assert_str_eq(got, "start db\nstart web\nstop web\nstop db\nstart db\nstart web\n");
+	cr_assert(file_becomes(log, "start db\nstart web\nstop web\nstop db\nstart db\nstart web\n",
+			       got, sizeof got, 10), "%s", got);
 	cr_assert_eq(ctl(d, out, sizeof out, "history stack shop"), 0, "%s", out);
 	cr_assert(strstr(out, "stopping") && strstr(out, "down") && strstr(out, "up"), "%s", out);
 	teardown(d);
