@@ -1866,6 +1866,11 @@ void pod_mgr_set_owner(pod_mgr_t *m, const pod_owner_t *owner)
 	m->owner = *owner;
 }
 
+bool pod_mgr_draining(const pod_mgr_t *m)
+{
+	return m->shutting_down;
+}
+
 bool pod_mgr_info(const pod_mgr_t *m, const char *name, pod_info_t *out)
 {
 	const pod_trk_t *p = tank_map_get(&m->pods, name);

@@ -141,6 +141,9 @@ typedef struct pod_info {
 	const char *reason;
 	uint64_t grace_ms;       /* its stop grace (stop.grace) */
 } pod_info_t;
+/* True once the drain (POD_MGR_SHUTDOWN) began: pods stop because tankd
+ * does, which changes nothing a parent wants. */
+bool pod_mgr_draining(const pod_mgr_t *m);
 /* Fills *out for pod name: false when it is not tracked at all. */
 bool pod_mgr_info(const pod_mgr_t *m, const char *name, pod_info_t *out);
 /* From inside the loop: a terminal pod starts again (retries and

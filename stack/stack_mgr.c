@@ -367,6 +367,10 @@ static rc_result_t stack__reconcile(void *ctx, rc_loop_t *loop, const rc_view_t 
 		stack__forget(m, loop, t, NULL);
 		return rc_converged();
 	}
+	/* tankd's drain stops every pod; the stack keeps the phase it had
+	 * (the next tankd starts from it), rather than "degrading". */
+	if (pod_mgr_draining(m->o.pods))
+		return rc_converged();
 	if (!s) {
 		(void)rc_fsm_apply(loop, K_STACK, t->name, &stack_fsm, &t->st, STACK_E_FAIL,
 				   t->bad);
@@ -408,6 +412,9 @@ static rc_result_t stack__reconcile(void *ctx, rc_loop_t *loop, const rc_view_t 
 
 	/* Cascade: tell the pods when whether they may run changed. */
 	bool run = stack__should_run(t, now, why, sizeof why, &failed_stop);
+	bool first_look = !t->told;
+	char keep[RC_REASON_MAX];       /* a starting stack keeps its reason */
+	snprintf(keep, sizeof keep, "%s", t->st.reason);
 	if (run != t->run || !t->told) {
 		bool rearm = t->told && run && !t->run;
 		t->run = run;
@@ -425,6 +432,12 @@ static rc_result_t stack__reconcile(void *ctx, rc_loop_t *loop, const rc_view_t 
 		if (t->st.phase == STACK_PP_DOWN || t->st.phase == STACK_PP_FAILED ||
 		    t->st.phase == STACK_PP_STOPPING)
 			stack__event(loop, t, STACK_E_START, "starting");
+		else if (first_look && ready < s->npods &&
+			 (t->st.phase == STACK_PP_UP || t->st.phase == STACK_PP_DEGRADED))
+			/* Restored as it was, but its pods were stopped with
+			 * the previous tankd: they start again, which is not a
+			 * degradation. */
+			stack__event(loop, t, STACK_E_START, "starting (tankd restarted)");
 		if (ready == s->npods)
 			stack__event(loop, t, STACK_E_READY, "");
 		else if (degraded)
@@ -437,7 +450,8 @@ static rc_result_t stack__reconcile(void *ctx, rc_loop_t *loop, const rc_view_t 
 			/* Starting: what it waits for changes with every pod
 			 * of a chain; it goes in the status (waiting_for), not
 			 * in the history as a transition per pod. */
-			stack__event(loop, t, STACK_E_START, "starting");
+			stack__event(loop, t, STACK_E_START, t->st.phase == STACK_PP_STARTING
+				     ? keep : "starting");
 	} else if (busy) {
 		stack__event(loop, t, STACK_E_STOP, why);
 	} else if (failed_stop) {

@@ -27,12 +27,14 @@ static const rc_fsm_edge_t stack__edges[] = {
 	E(STARTING, STOPPED, DOWN),     /* nothing had started yet */
 	E(STARTING, FAIL, FAILED),
 
+	E(UP, START, STARTING),         /* tankd restarted: its pods start again */
 	E(UP, READY, UP),
 	E(UP, DEGRADE, DEGRADED),
 	E(UP, STOP, STOPPING),
 	E(UP, STOPPED, DOWN),
 	E(UP, FAIL, FAILED),
 
+	E(DEGRADED, START, STARTING),   /* tankd restarted */
 	E(DEGRADED, READY, UP),
 	E(DEGRADED, DEGRADE, DEGRADED),
 	E(DEGRADED, STOP, STOPPING),

@@ -122,6 +122,15 @@ Test(stacks, up_and_down_cascade_in_dependency_order)
 			       got, sizeof got, 10), "%s", got);
 	cr_assert_eq(ctl(d, out, sizeof out, "history stack shop"), 0, "%s", out);
 	cr_assert(strstr(out, "stopping") && strstr(out, "down") && strstr(out, "up"), "%s", out);
+
+	/* tankd restarted under an up stack: its pods start again, and it
+	 * says so rather than calling itself degraded. */
+	cr_assert_eq(stop(d, SIGTERM), 0);
+	start(d);
+	cr_assert(wait_stack(d, "shop", "up", 30));
+	cr_assert_eq(ctl(d, out, sizeof out, "history stack shop"), 0, "%s", out);
+	cr_assert(strstr(out, "starting (tankd restarted)"), "%s", out);
+	cr_assert_null(strstr(out, "degraded"), "%s", out);
 	teardown(d);
 }
 
