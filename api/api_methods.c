@@ -47,17 +47,23 @@ static void reply_check_error(const api_call_t *call, const tank_error_t *e)
 
 /* Answers a failed lookup of pod `name`: not_found names the pod; any
  * other error carries the store's message. */
-static void reply_pod_error(const api_call_t *call, int err, const char *name,
-			    const tank_error_t *e)
+void api_reply_object_error(const api_call_t *call, int err, const char *noun,
+			    const char *name, const tank_error_t *e)
 {
 	char msg[ST_NAME_MAX + 32];
 
 	if (err == TANK_ENOTFOUND) {
-		snprintf(msg, sizeof msg, "pod \"%s\" not found", name);
+		snprintf(msg, sizeof msg, "%s \"%s\" not found", noun, name);
 		api_reply_err(call->rt, call->token, err, msg);
 	} else {
 		api_reply_err(call->rt, call->token, err, e && e->msg[0] ? e->msg : NULL);
 	}
+}
+
+static void reply_pod_error(const api_call_t *call, int err, const char *name,
+			    const tank_error_t *e)
+{
+	api_reply_object_error(call, err, "pod", name, e);
 }
 
 static void nudge(api_daemon_t *d)
@@ -756,8 +762,8 @@ out:
 
 /* --- get, list --------------------------------------------------------------- */
 
-/* The stored canonical spec map with `generation` and `uid` added. */
-static int pack_pod(msgpack_packer *pk, const st_pod_t *p)
+int api_pack_record(msgpack_packer *pk, const st_pod_t *p, const char *kind,
+		    size_t nextra, api_pack_fn extra, void *arg)
 {
 	msgpack_unpacked u;
 	size_t off = 0;
@@ -770,7 +776,11 @@ static int pack_pod(msgpack_packer *pk, const st_pod_t *p)
 		return TANK_ECORRUPT;
 	}
 	const msgpack_object_map *m = &u.data.via.map;
-	rc |= msgpack_pack_map(pk, m->size + 2);
+	rc |= msgpack_pack_map(pk, m->size + 2 + (kind ? 1 : 0) + nextra);
+	if (kind) {
+		rc |= pk_key(pk, "kind");
+		rc |= api_pack_cstr(pk, kind);
+	}
 	for (uint32_t i = 0; i < m->size; i++) {
 		rc |= msgpack_pack_object(pk, m->ptr[i].key);
 		rc |= msgpack_pack_object(pk, m->ptr[i].val);
@@ -779,8 +789,16 @@ static int pack_pod(msgpack_packer *pk, const st_pod_t *p)
 	rc |= msgpack_pack_uint64(pk, p->generation);
 	rc |= pk_key(pk, "uid");
 	rc |= api_pack_cstr(pk, p->uid);
+	if (!rc && extra)
+		rc = extra(pk, arg);
 	msgpack_unpacked_destroy(&u);
 	return rc ? -ENOMEM : 0;
+}
+
+/* The stored canonical spec map with `generation` and `uid` added. */
+static int pack_pod(msgpack_packer *pk, const st_pod_t *p)
+{
+	return api_pack_record(pk, p, NULL, 0, NULL, NULL);
 }
 
 static int pack_pod_cb(msgpack_packer *pk, void *arg)

@@ -49,6 +49,19 @@ int api_methods_decode(const char *method, const msgpack_object *params, tank_er
  * the pod is in, or NULL (packed as nil). */
 int api_pack_status(msgpack_packer *pk, const st_status_t *s, const char *stack);
 
+/* Answers an error about the object `name` of kind `noun` ("pod",
+ * "stack"): TANK_ENOTFOUND as `<noun> "<name>" not found`, anything else
+ * with e's message (e may be NULL). */
+void api_reply_object_error(const api_call_t *call, int err, const char *noun,
+			    const char *name, const tank_error_t *e);
+
+/* Packs a stored object as `get` answers it: its canonical spec map with
+ * `kind` first (when not NULL), `generation` and `uid` added, then the
+ * nextra key/value pairs that extra (may be NULL) packs.  TANK_ECORRUPT
+ * when the spec is not a map, -ENOMEM. */
+int api_pack_record(msgpack_packer *pk, const st_pod_t *p, const char *kind,
+		    size_t nextra, api_pack_fn extra, void *arg);
+
 /* Packs transitions as `history` answers them: [{at, from, to, reason}]. */
 int api_pack_history(msgpack_packer *pk, const st_transition_t *t, size_t n);
 

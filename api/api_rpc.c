@@ -171,6 +171,8 @@ int api_pack_cstr(msgpack_packer *pk, const char *s)
 
 int api_pack_raw(msgpack_packer *pk, const void *bytes, size_t len)
 {
+	if (!len)
+		return 0;       /* an empty sbuffer's data is NULL: nothing to write */
 	API__TRY(pk->callback(pk->data, bytes, len));
 	return 0;
 }

@@ -84,7 +84,8 @@ typedef int (*api_pack_fn)(msgpack_packer *pk, void *arg);
 /* msgpack_pack_str + body in one call. */
 int api_pack_cstr(msgpack_packer *pk, const char *s);
 int api_pack_strn(msgpack_packer *pk, const char *s, size_t len);
-/* Appends already-packed bytes (one complete object) as they are. */
+/* Appends already-packed bytes (one complete object) as they are; len 0
+ * writes nothing (bytes may then be NULL). */
 int api_pack_raw(msgpack_packer *pk, const void *bytes, size_t len);
 
 /* [0, msgid, method, params]; params packed by fn (NULL: []).  fn must

@@ -59,14 +59,7 @@ static st_coll_t *coll(const api_call_t *call, api_daemon_t *d)
 static void reply_stack_error(const api_call_t *call, int err, const char *name,
 			      const tank_error_t *e)
 {
-	char msg[ST_NAME_MAX + 32];
-
-	if (err == TANK_ENOTFOUND) {
-		snprintf(msg, sizeof msg, "stack \"%s\" not found", name);
-		api_reply_err(call->rt, call->token, err, msg);
-	} else {
-		api_reply_err(call->rt, call->token, err, e && e->msg[0] ? e->msg : NULL);
-	}
+	api_reply_object_error(call, err, "stack", name, e);
 }
 
 /* The status map of a stack: the stored one (already in the contract's
@@ -78,9 +71,9 @@ static int pack_status(msgpack_packer *pk, st_coll_t *c, const st_pod_t *p)
 	int rc;
 
 	if (st_coll_status_get(c, p->name, &buf, &len, NULL) == 0) {
-		rc = pk->callback(pk->data, buf, len);
+		rc = api_pack_raw(pk, buf, len);    /* stored in the answer's shape */
 		free(buf);
-		return rc ? -ENOMEM : 0;
+		return rc;
 	}
 	rc = msgpack_pack_map(pk, 6);
 	rc |= pk_key(pk, "name");       rc |= api_pack_cstr(pk, p->name);
@@ -92,35 +85,20 @@ static int pack_status(msgpack_packer *pk, st_coll_t *c, const st_pod_t *p)
 	return rc ? -ENOMEM : 0;
 }
 
+typedef struct stack_rec { st_coll_t *c; const st_pod_t *p; } stack_rec_t;
+
+static int pack_status_kv(msgpack_packer *pk, void *arg)
+{
+	stack_rec_t *r = arg;
+	int rc = pk_key(pk, "status");
+	return rc ? rc : pack_status(pk, r->c, r->p);
+}
+
 /* The canonical spec with kind, generation, uid and status added. */
 static int pack_stack(msgpack_packer *pk, st_coll_t *c, const st_pod_t *p)
 {
-	msgpack_unpacked u;
-	size_t off = 0;
-	int rc = 0;
-
-	msgpack_unpacked_init(&u);
-	if (msgpack_unpack_next(&u, p->spec, p->spec_len, &off) != MSGPACK_UNPACK_SUCCESS ||
-	    u.data.type != MSGPACK_OBJECT_MAP) {
-		msgpack_unpacked_destroy(&u);
-		return TANK_ECORRUPT;
-	}
-	const msgpack_object_map *m = &u.data.via.map;
-	rc |= msgpack_pack_map(pk, m->size + 4);
-	rc |= pk_key(pk, "kind");
-	rc |= api_pack_cstr(pk, "Stack");
-	for (uint32_t i = 0; i < m->size; i++) {
-		rc |= msgpack_pack_object(pk, m->ptr[i].key);
-		rc |= msgpack_pack_object(pk, m->ptr[i].val);
-	}
-	rc |= pk_key(pk, "generation");
-	rc |= msgpack_pack_uint64(pk, p->generation);
-	rc |= pk_key(pk, "uid");
-	rc |= api_pack_cstr(pk, p->uid);
-	rc |= pk_key(pk, "status");
-	rc |= pack_status(pk, c, p);
-	msgpack_unpacked_destroy(&u);
-	return rc ? -ENOMEM : 0;
+	stack_rec_t r = { c, p };
+	return api_pack_record(pk, p, "Stack", 1, pack_status_kv, &r);
 }
 
 typedef struct one { st_coll_t *c; const st_pod_t *p; bool status_only; } one_t;
@@ -177,9 +155,7 @@ static int pack_all(msgpack_packer *pk, void *arg)
 {
 	all_t *a = arg;
 	int rc = msgpack_pack_array(pk, a->n);
-	if (!rc && a->sb.size)          /* an empty buffer has no data pointer */
-		rc = pk->callback(pk->data, a->sb.data, a->sb.size);
-	return rc ? -ENOMEM : 0;
+	return rc ? -ENOMEM : api_pack_raw(pk, a->sb.data, a->sb.size);
 }
 
 static void get_all(const api_call_t *call, api_daemon_t *d, bool status)
