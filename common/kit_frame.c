@@ -179,3 +179,14 @@ int kit_frame_check(const void *buf, size_t len)
 		return -EPROTO;
 	return 0;
 }
+
+int kit_frame_unpack(const void *buf, size_t len, msgpack_unpacked *u)
+{
+	size_t off = 0;
+
+	msgpack_unpacked_init(u);
+	if (kit_frame_check(buf, len) < 0 ||
+	    msgpack_unpack_next(u, buf, len, &off) != MSGPACK_UNPACK_SUCCESS)
+		return -EPROTO;
+	return 0;
+}

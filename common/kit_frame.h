@@ -99,4 +99,9 @@ kit_frame_status_t kit_frame_scan(kit_frame_scan_t *s, const void *buf,
  * element allocation).  0, or -EPROTO. */
 int kit_frame_check(const void *buf, size_t len);
 
+/* kit_frame_check, then msgpack-c's unpack of the one object into u,
+ * which is initialised either way (the caller destroys it).  0, or
+ * -EPROTO. */
+int kit_frame_unpack(const void *buf, size_t len, msgpack_unpacked *u);
+
 #endif

@@ -1399,16 +1399,12 @@ int pod_spec_encode(const pod_spec_t *spec, char **buf, size_t *len)
 int pod_spec_decode(const void *buf, size_t len, pod_spec_t **out, tank_error_t *err)
 {
 	msgpack_unpacked u;
-	size_t off = 0;
 	int rc;
 
 	*out = NULL;
 	/* Stored bytes: their declared sizes are checked before msgpack-c
 	 * allocates for them. */
-	if (kit_frame_check(buf, len) < 0)
-		return tank_error_set(err, TANK_ECORRUPT, "corrupt msgpack");
-	msgpack_unpacked_init(&u);
-	if (msgpack_unpack_next(&u, buf, len, &off) != MSGPACK_UNPACK_SUCCESS) {
+	if (kit_frame_unpack(buf, len, &u) < 0) {
 		msgpack_unpacked_destroy(&u);
 		return tank_error_set(err, TANK_ECORRUPT, "corrupt msgpack");
 	}

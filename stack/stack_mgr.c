@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/kit.h"
 #include "common/kit_frame.h"
 #include "common/tank_map.h"
 #include "reconciler/rc_fsm.h"
@@ -143,18 +144,6 @@ static void stack__watch(void *ctx, const char *const *keys, size_t n)
 
 /* ---- stored status ------------------------------------------------------- */
 
-static const msgpack_object *stack__lookup(const msgpack_object *map, const char *key)
-{
-	size_t kl = strlen(key);
-	for (uint32_t i = 0; map->type == MSGPACK_OBJECT_MAP && i < map->via.map.size; i++) {
-		const msgpack_object_kv *kv = &map->via.map.ptr[i];
-		if (kv->key.type == MSGPACK_OBJECT_STR && kv->key.via.str.size == kl &&
-		    memcmp(kv->key.via.str.ptr, key, kl) == 0)
-			return &kv->val;
-	}
-	return NULL;
-}
-
 static void stack__str(const msgpack_object *o, char *dst, size_t cap)
 {
 	if (o && o->type == MSGPACK_OBJECT_STR && cap) {
@@ -168,30 +157,28 @@ static void stack__str(const msgpack_object *o, char *dst, size_t cap)
 static void stack__restore(stack_mgr_t *m, stack_trk_t *t)
 {
 	void *buf;
-	size_t len, off = 0;
+	size_t len;
 	msgpack_unpacked u;
 	tank_error_t e;
 	char phase[ST_PHASE_MAX + 1] = "", reason[RC_REASON_MAX] = "";
 
 	if (st_coll_status_get(m->coll, t->name, &buf, &len, &e) < 0)
 		return;
-	msgpack_unpacked_init(&u);
-	if (kit_frame_check(buf, len) == 0 &&
-	    msgpack_unpack_next(&u, buf, len, &off) == MSGPACK_UNPACK_SUCCESS) {
+	if (kit_frame_unpack(buf, len, &u) == 0 && u.data.type == MSGPACK_OBJECT_MAP) {
 		const msgpack_object *o = &u.data, *v;
-		stack__str(stack__lookup(o, "phase"), phase, sizeof phase);
-		stack__str(stack__lookup(o, "reason"), reason, sizeof reason);
+		stack__str(kit_lookup(o, "phase"), phase, sizeof phase);
+		stack__str(kit_lookup(o, "reason"), reason, sizeof reason);
 		int p = rc_fsm_phase_of(&stack_fsm, phase);
-		int64_t since = (v = stack__lookup(o, "since")) &&
+		int64_t since = (v = kit_lookup(o, "since")) &&
 				v->type == MSGPACK_OBJECT_POSITIVE_INTEGER ? (int64_t)v->via.u64 : 0;
 		if (p >= 0)
 			rc_fsm_restore(&t->st, (uint8_t)p, since, reason);
-		if ((v = stack__lookup(o, "aborted")) && v->type == MSGPACK_OBJECT_STR &&
-		    (v = stack__lookup(o, "generation")) &&
+		if ((v = kit_lookup(o, "aborted")) && v->type == MSGPACK_OBJECT_STR &&
+		    (v = kit_lookup(o, "generation")) &&
 		    v->type == MSGPACK_OBJECT_POSITIVE_INTEGER && v->via.u64 == t->generation) {
 			t->aborted = true;
 			t->abort_gen = t->generation;
-			stack__str(stack__lookup(o, "aborted"), t->abort_why, sizeof t->abort_why);
+			stack__str(kit_lookup(o, "aborted"), t->abort_why, sizeof t->abort_why);
 		}
 	}
 	msgpack_unpacked_destroy(&u);
