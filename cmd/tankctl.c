@@ -387,14 +387,6 @@ static int v_status(ctl_t *x, int argc, char **argv)
 	return r;
 }
 
-/* Prints one table; 0 or -1. */
-static int ctl_print_table(cli_table_t *t)
-{
-	int r = cli_table_print(t, stdout);
-	cli_table_free(t);
-	return r;
-}
-
 /* `ps`: the stacks first (one row each), then a table of pods per stack,
  * then the pods in no stack: grouped as `docker compose ls` and `ps`. */
 static int v_ps(ctl_t *x, int argc, char **argv)
@@ -423,37 +415,32 @@ static int v_ps(ctl_t *x, int argc, char **argv)
 	uint32_t ns = stacks->type == MSGPACK_OBJECT_ARRAY ? stacks->via.array.size : 0;
 	int bad = 0;
 	if (ns) {
-		bad |= cli_table_init(&t, CLI_STACK_COLS, cli_stack_headers) < 0 ||
-		       cli_stack_table(stacks, now, &t) < 0 || ctl_print_table(&t) < 0;
-		/* Each stack's pods, in the stacks' order. */
-		cli_table_t order;
-		if (cli_table_init(&order, CLI_STACK_COLS, cli_stack_headers) == 0 &&
-		    cli_stack_table(stacks, now, &order) == 0) {
-			for (size_t i = 1; i <= order.nrows && !bad; i++) {
-				const char *name = order.cells[i * order.ncols];
-				printf("\nstack %s:\n", name);
-				bad |= cli_table_init(&t, CLI_PS_COLS, cli_ps_headers) < 0 ||
-				       cli_ps_table_in(in.result, name, now, &t) < 0 ||
-				       ctl_print_table(&t) < 0;
-			}
-		} else {
-			bad = 1;
+		/* One table of the stacks, printed, then walked for their names. */
+		cli_table_t st;
+		bad |= cli_table_init(&st, CLI_STACK_COLS, cli_stack_headers) < 0 ||
+		       cli_stack_table(stacks, now, &st) < 0 || cli_table_print(&st, stdout) < 0;
+		for (size_t i = 1; i <= st.nrows && !bad; i++) {
+			const char *name = st.cells[i * st.ncols];
+			printf("\nstack %s:\n", name);
+			bad |= cli_table_init(&t, CLI_PS_COLS, cli_ps_headers) < 0 ||
+			       cli_ps_table_in(in.result, name, now, &t) < 0 ||
+			       cli_table_print(&t, stdout) < 0;
+			cli_table_free(&t);
 		}
-		cli_table_free(&order);
+		cli_table_free(&st);
 		if (!bad) {
-			cli_table_t rest;
-			bad |= cli_table_init(&rest, CLI_PS_COLS, cli_ps_headers) < 0 ||
-			       cli_ps_table_in(in.result, NULL, now, &rest) < 0;
-			if (!bad && rest.nrows) {
+			bad |= cli_table_init(&t, CLI_PS_COLS, cli_ps_headers) < 0 ||
+			       cli_ps_table_in(in.result, NULL, now, &t) < 0;
+			if (!bad && t.nrows) {
 				printf("\nno stack:\n");
-				bad |= ctl_print_table(&rest) < 0;
-			} else {
-				cli_table_free(&rest);
+				bad |= cli_table_print(&t, stdout) < 0;
 			}
+			cli_table_free(&t);
 		}
 	} else {
 		bad |= cli_table_init(&t, CLI_PS_COLS, cli_ps_headers) < 0 ||
-		       cli_ps_table(in.result, now, &t) < 0 || ctl_print_table(&t) < 0;
+		       cli_ps_table(in.result, now, &t) < 0 || cli_table_print(&t, stdout) < 0;
+		cli_table_free(&t);
 	}
 	if (bad)
 		r = ctl_fail(x, "unexpected answer from tankd");

@@ -147,6 +147,29 @@ static bool cli__in(const msgpack_object *s, const char *stack)
 	return stack ? in && strcmp(have, stack) == 0 : !in;
 }
 
+/* The status maps of the list that belong in the table of `stack` (as
+ * cli__in), sorted by name: a malloc'ed array in *out, its length in *n.
+ * -EINVAL when statuses is not a list, -ENOMEM. */
+static int cli__rows(const msgpack_object *statuses, const char *stack,
+		     const msgpack_object ***out, uint32_t *n)
+{
+	const msgpack_object **rows;
+	uint32_t m = 0;
+
+	if (!statuses || statuses->type != MSGPACK_OBJECT_ARRAY)
+		return -EINVAL;
+	if (!(rows = calloc(statuses->via.array.size ? statuses->via.array.size : 1,
+			    sizeof *rows)))
+		return -ENOMEM;
+	for (uint32_t i = 0; i < statuses->via.array.size; i++)
+		if (cli__in(&statuses->via.array.ptr[i], stack))
+			rows[m++] = &statuses->via.array.ptr[i];
+	qsort(rows, m, sizeof *rows, cli__byname);
+	*out = rows;
+	*n = m;
+	return 0;
+}
+
 static void cli__age(const msgpack_object *s, uint64_t now_ms, char *age, size_t cap)
 {
 	int64_t since;
@@ -165,16 +188,10 @@ int cli_stack_table(const msgpack_object *statuses, uint64_t now_ms, cli_table_t
 {
 	const msgpack_object **sorted;
 	uint32_t n;
-	int r = 0;
+	int r;
 
-	if (!statuses || statuses->type != MSGPACK_OBJECT_ARRAY)
-		return -EINVAL;
-	n = statuses->via.array.size;
-	if (!(sorted = calloc(n ? n : 1, sizeof *sorted)))
-		return -ENOMEM;
-	for (uint32_t i = 0; i < n; i++)
-		sorted[i] = &statuses->via.array.ptr[i];
-	qsort(sorted, n, sizeof *sorted, cli__byname);
+	if ((r = cli__rows(statuses, (const char *)-1, &sorted, &n)) < 0)
+		return r;
 	for (uint32_t i = 0; i < n && r == 0; i++) {
 		const msgpack_object *s = sorted[i];
 		char name[256], phase[64], ready[64], rd[32], tot[32], age[32], reason[256];
@@ -201,19 +218,10 @@ int cli_ps_table_in(const msgpack_object *statuses, const char *stack, uint64_t 
 {
 	const msgpack_object **sorted;
 	uint32_t n;
-	int r = 0;
+	int r;
 
-	if (!statuses || statuses->type != MSGPACK_OBJECT_ARRAY)
-		return -EINVAL;
-	n = statuses->via.array.size;
-	if (!(sorted = calloc(n ? n : 1, sizeof *sorted)))
-		return -ENOMEM;
-	uint32_t m = 0;
-	for (uint32_t i = 0; i < n; i++)
-		if (cli__in(&statuses->via.array.ptr[i], stack))
-			sorted[m++] = &statuses->via.array.ptr[i];
-	n = m;
-	qsort(sorted, n, sizeof *sorted, cli__byname);
+	if ((r = cli__rows(statuses, stack, &sorted, &n)) < 0)
+		return r;
 	for (uint32_t i = 0; i < n && r == 0; i++) {
 		const msgpack_object *s = sorted[i];
 		const msgpack_object *cs = api_map_get(s, "containers");
