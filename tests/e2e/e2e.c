@@ -178,22 +178,62 @@ long status_num(d_t *d, const char *name, const char *key)
 	return strtol(p + strlen(pat), NULL, 10);
 }
 
-bool phase_is(d_t *d, const char *name, const char *phase)
+/* says() with the arguments already formatted. */
+static bool says_args(d_t *d, const char *needle, const char *args)
 {
-	char out[8192], pat[64];
-	if (ctl(d, out, sizeof out, "status %s -o json", name) != 0)
-		return false;
-	snprintf(pat, sizeof pat, "\"phase\": \"%s\"", phase);
-	return strstr(out, pat) != NULL;
+	static char out[65536];
+	return ctl(d, out, sizeof out, "%s", args) == 0 && strstr(out, needle) != NULL;
 }
 
-bool wait_phase(d_t *d, const char *name, const char *phase, int secs)
+bool says(d_t *d, const char *needle, const char *fmt, ...)
 {
+	char args[1024];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(args, sizeof args, fmt, ap);
+	va_end(ap);
+	return says_args(d, needle, args);
+}
+
+bool wait_says(d_t *d, int secs, const char *needle, const char *fmt, ...)
+{
+	char args[1024];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(args, sizeof args, fmt, ap);
+	va_end(ap);
 	for (int i = 0; i < secs * 20; i++) {
-		if (phase_is(d, name, phase))
+		if (says_args(d, needle, args))
 			return true;
 		sleep_ms(50);
 	}
 	return false;
+}
+
+bool phase_is(d_t *d, const char *name, const char *phase)
+{
+	char pat[64];
+	snprintf(pat, sizeof pat, "\"phase\": \"%s\"", phase);
+	return says(d, pat, "status %s -o json", name);
+}
+
+bool wait_phase(d_t *d, const char *name, const char *phase, int secs)
+{
+	char pat[64];
+	snprintf(pat, sizeof pat, "\"phase\": \"%s\"", phase);
+	return wait_says(d, secs, pat, "status %s -o json", name);
+}
+
+void read_text(const char *path, char *buf, size_t cap)
+{
+	FILE *f = fopen(path, "r");
+	size_t n = 0;
+	if (f) {
+		n = fread(buf, 1, cap - 1, f);
+		fclose(f);
+	}
+	buf[n] = '\0';
 }
 

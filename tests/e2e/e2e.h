@@ -38,6 +38,14 @@ void write_file(d_t *d, const char *name, const char *text);
 int count_procs(const char *const *argv);
 /* A number field of `status NAME -o json`, or -1. */
 long status_num(d_t *d, const char *name, const char *key);
+/* Whether tankctl, run with the printf-formatted arguments, succeeds and
+ * prints needle; wait_says polls that for up to secs. */
+bool says(d_t *d, const char *needle, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+bool wait_says(d_t *d, int secs, const char *needle, const char *fmt, ...)
+	__attribute__((format(printf, 4, 5)));
+/* The file's text (empty when it cannot be read), NUL-terminated. */
+void read_text(const char *path, char *buf, size_t cap);
 bool phase_is(d_t *d, const char *name, const char *phase);
 /* Polls `status NAME` until its phase is `phase`, for up to secs. */
 bool wait_phase(d_t *d, const char *name, const char *phase, int secs);

@@ -11,17 +11,6 @@
 
 #include "tests/e2e/e2e.h"
 
-static void read_all(const char *path, char *buf, size_t cap)
-{
-	FILE *f = fopen(path, "r");
-	size_t n = 0;
-	if (f) {
-		n = fread(buf, 1, cap - 1, f);
-		fclose(f);
-	}
-	buf[n] = '\0';
-}
-
 Test(deps, an_unknown_dependency_or_a_cycle_is_refused_and_nothing_is_applied)
 {
 	d_t *d = setup();
@@ -122,12 +111,12 @@ Test(deps, dependents_stop_before_what_they_depend_on)
 		if (round == 0) {
 			cr_assert_eq(ctl(d, out, sizeof out, "delete -f %s/app.yaml", d->dir), 0,
 				     "%s", out);
-			for (int t = 0; t < 400 && (read_all(order, got, sizeof got),
+			for (int t = 0; t < 400 && (read_text(order, got, sizeof got),
 						    strcmp(got, "web\ndb\n") != 0); t++)
 				sleep_ms(25);
 		} else {
 			cr_assert_eq(stop(d, SIGTERM), 0);
-			read_all(order, got, sizeof got);
+			read_text(order, got, sizeof got);
 			start(d);
 		}
 		cr_assert_str_eq(got, "web\ndb\n", "round %d: web stops first", round);

@@ -18,31 +18,19 @@
 
 static bool status_has(d_t *d, const char *name, const char *needle)
 {
-	char out[8192];
-	return ctl(d, out, sizeof out, "status %s -o json", name) == 0 && strstr(out, needle);
+	return says(d, needle, "status %s -o json", name);
 }
 
 static bool wait_status(d_t *d, const char *name, const char *needle, int secs)
 {
-	for (int i = 0; i < secs * 20; i++) {
-		if (status_has(d, name, needle))
-			return true;
-		sleep_ms(50);
-	}
-	return false;
+	return wait_says(d, secs, needle, "status %s -o json", name);
 }
 
 /* A reason seen once is in the history even after the container runs
  * again (a one-shot look at the status can miss it). */
 static bool history_has(d_t *d, const char *name, const char *needle, int secs)
 {
-	char out[65536];
-	for (int i = 0; i < secs * 20; i++) {
-		if (ctl(d, out, sizeof out, "history %s", name) == 0 && strstr(out, needle))
-			return true;
-		sleep_ms(50);
-	}
-	return false;
+	return wait_says(d, secs, needle, "history %s", name);
 }
 
 /* An exec readiness probe: not ready until the file exists; ps shows it. */

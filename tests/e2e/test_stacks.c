@@ -14,23 +14,12 @@
 
 #include "tests/e2e/e2e.h"
 
-static void read_all(const char *path, char *buf, size_t cap)
-{
-	FILE *f = fopen(path, "r");
-	size_t n = 0;
-	if (f) {
-		n = fread(buf, 1, cap - 1, f);
-		fclose(f);
-	}
-	buf[n] = '\0';
-}
-
 /* The file reads `want`, within secs: a pod is running from its exec on,
  * a moment before its shell has written its first line. */
 static bool file_becomes(const char *path, const char *want, char *got, size_t cap, int secs)
 {
 	for (int i = 0; i < secs * 20; i++) {
-		read_all(path, got, cap);
+		read_text(path, got, cap);
 		if (strcmp(got, want) == 0)
 			return true;
 		sleep_ms(50);
@@ -40,21 +29,16 @@ static bool file_becomes(const char *path, const char *want, char *got, size_t c
 
 static bool stack_phase_is(d_t *d, const char *name, const char *phase)
 {
-	char out[8192], want[96];
-	if (ctl(d, out, sizeof out, "status stack %s -o json", name) != 0)
-		return false;
+	char want[96];
 	snprintf(want, sizeof want, "\"phase\": \"%s\"", phase);
-	return strstr(out, want) != NULL;
+	return says(d, want, "status stack %s -o json", name);
 }
 
 static bool wait_stack(d_t *d, const char *name, const char *phase, int secs)
 {
-	for (int i = 0; i < secs * 20; i++) {
-		if (stack_phase_is(d, name, phase))
-			return true;
-		sleep_ms(50);
-	}
-	return false;
+	char want[96];
+	snprintf(want, sizeof want, "\"phase\": \"%s\"", phase);
+	return wait_says(d, secs, want, "status stack %s -o json", name);
 }
 
 /* db becomes ready 0.5 s after it starts (its readiness probe looks for
@@ -101,7 +85,7 @@ Test(stacks, up_and_down_cascade_in_dependency_order)
 
 	/* Down: web stops first, then db; both wait, naming the stack. */
 	cr_assert_eq(ctl(d, out, sizeof out, "down shop --wait --timeout 30s"), 0, "%s", out);
-	read_all(log, got, sizeof got);
+	read_text(log, got, sizeof got);
 	cr_assert_str_eq(got, "start db\nstart web\nstop web\nstop db\n");
 	cr_assert(wait_phase(d, "db", "waiting", 10));
 	cr_assert_eq(ctl(d, out, sizeof out, "status db -o json"), 0, "%s", out);
@@ -112,7 +96,7 @@ Test(stacks, up_and_down_cascade_in_dependency_order)
 	start(d);
 	cr_assert_eq(ctl(d, out, sizeof out, "sync"), 0, "%s", out);
 	sleep_ms(500);
-	read_all(log, got, sizeof got);
+	read_text(log, got, sizeof got);
 	cr_assert_str_eq(got, "start db\nstart web\nstop web\nstop db\n", "nothing started");
 	cr_assert(stack_phase_is(d, "shop", "down"));
 
