@@ -30,7 +30,6 @@ typedef struct stack_trk {
 	bool run;                     /* what its pods were last told */
 	bool told;                    /* run was told at least once */
 	bool aborted;                 /* on_failure: abort fired for this generation */
-	uint64_t abort_gen;
 	char abort_why[RC_REASON_MAX];
 	char last_failure[RC_REASON_MAX];   /* on_failure: continue */
 	uint64_t grace_ms;            /* the longest stop grace of its pods */
@@ -177,7 +176,6 @@ static void stack__restore(stack_mgr_t *m, stack_trk_t *t)
 		    (v = kit_lookup(o, "generation")) &&
 		    v->type == MSGPACK_OBJECT_POSITIVE_INTEGER && v->via.u64 == t->generation) {
 			t->aborted = true;
-			t->abort_gen = t->generation;
 			stack__str(kit_lookup(o, "aborted"), t->abort_why, sizeof t->abort_why);
 		}
 	}
@@ -330,10 +328,8 @@ static void stack__event(rc_loop_t *loop, stack_trk_t *t, enum stack_pevent ev,
 
 /* The stack was deleted: its pods are released (the owned ones went in
  * the same transaction) and it is forgotten. */
-static void stack__forget(stack_mgr_t *m, rc_loop_t *loop, stack_trk_t *t,
-			  const stack_spec_t *old)
+static void stack__forget(stack_mgr_t *m, rc_loop_t *loop, stack_trk_t *t)
 {
-	(void)old;
 	rc_cancel_requeue(loop, K_STACK, t->name);
 	tank_map_del(&m->stacks, t->name);
 	free(t->bad);
@@ -351,7 +347,7 @@ static rc_result_t stack__reconcile(void *ctx, rc_loop_t *loop, const rc_view_t 
 	bool failed_stop, degraded = false;
 
 	if (!s && !t->bad) {
-		stack__forget(m, loop, t, NULL);
+		stack__forget(m, loop, t);
 		return rc_converged();
 	}
 	/* tankd's drain stops every pod; the stack keeps the phase it had
@@ -476,7 +472,6 @@ static void stack__child_failed(void *ctx, rc_loop_t *loop, const char *key,
 	if (t->spec->on_failure == STACK_ABORT) {
 		if (!t->aborted) {
 			t->aborted = true;
-			t->abort_gen = t->generation;
 			stack__fmt(t->abort_why, sizeof t->abort_why, "pod %s: %s",
 				   child_key, reason);
 		}

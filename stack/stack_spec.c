@@ -127,14 +127,6 @@ void stack_spec_free(stack_spec_t *s)
 	free(s);
 }
 
-const stack_member_t *stack_spec_member(const stack_spec_t *s, const char *pod)
-{
-	for (size_t i = 0; s && i < s->npods; i++)
-		if (strcmp(s->pods[i].name, pod) == 0)
-			return &s->pods[i];
-	return NULL;
-}
-
 static void v_choice(kit_t *v, const msgpack_object *o, const char *const *names,
 		     size_t n, int *out)
 {

@@ -94,8 +94,6 @@ void stack_spec_free(stack_spec_t *s);
 /* The Stack kind's entry for manifest registries (kind: Stack). */
 extern const mf_kind_t stack_mf_kind;
 
-/* The member named pod, or NULL. */
-const stack_member_t *stack_spec_member(const stack_spec_t *s, const char *pod);
 
 /* RFC 3339 ("2026-11-25T18:00:00Z", "…T18:00:00.250+01:00") to ms since
  * the epoch: 0, or -EINVAL.  And back, in UTC ("…Z", milliseconds only
