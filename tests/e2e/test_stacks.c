@@ -58,7 +58,7 @@ Test(stacks, up_and_down_cascade_in_dependency_order)
 		 "      - name: c\n"
 		 "        command: [/bin/sh, -c, \"echo start db >> %s; trap 'rm -f %s; echo stop db >> %s; exit 0' TERM; "
 		 "sleep 0.5; touch %s; while :; do sleep 0.05; done\"]\n"
-		 "        readiness: {exec: [/bin/test, -f, %s], period: 100ms}\n"
+		 "        readiness: {exec: [/bin/sh, -c, 'test -f %s'], period: 100ms}\n"
 		 "  - name: web\n"
 		 "    depends_on: [{pod: db, condition: ready}]\n"
 		 "    containers:\n"
