@@ -21,7 +21,7 @@ void kit_frame_scan_init(kit_frame_scan_t *s, size_t max_frame, unsigned max_dep
 	s->deep_elem = UINT64_MAX;
 }
 
-static uint64_t api__be(const unsigned char *p, size_t n)
+static uint64_t kit_frame__be(const unsigned char *p, size_t n)
 {
 	uint64_t v = 0;
 	for (size_t i = 0; i < n; i++)
@@ -36,10 +36,10 @@ typedef struct api__hdr {
 	uint64_t payload;
 	uint64_t elems;
 	bool container;
-} api__hdr_t;
+} kit_frame__hdr_t;
 
 /* Size of the header starting with byte b, without reading further. */
-static size_t api__hdr_size(unsigned char b)
+static size_t kit_frame__hdr_size(unsigned char b)
 {
 	if (b <= 0xbf || b >= 0xe0)
 		return 1;           /* fixint, fixmap, fixarray, fixstr, negfixint */
@@ -63,7 +63,7 @@ static size_t api__hdr_size(unsigned char b)
 }
 
 /* Decodes the header at p (all h->size bytes present). */
-static void api__hdr_read(const unsigned char *p, api__hdr_t *h)
+static void kit_frame__hdr_read(const unsigned char *p, kit_frame__hdr_t *h)
 {
 	unsigned char b = p[0];
 
@@ -80,10 +80,10 @@ static void api__hdr_read(const unsigned char *p, api__hdr_t *h)
 	} else switch (b) {
 	case 0xc4: case 0xc5: case 0xc6:              /* bin */
 	case 0xd9: case 0xda: case 0xdb:              /* str */
-		h->payload = api__be(p + 1, h->size - 1);
+		h->payload = kit_frame__be(p + 1, h->size - 1);
 		break;
 	case 0xc7: case 0xc8: case 0xc9:              /* ext: len, then type */
-		h->payload = api__be(p + 1, h->size - 2);
+		h->payload = kit_frame__be(p + 1, h->size - 2);
 		break;
 	case 0xd4: h->payload = 1; break;
 	case 0xd5: h->payload = 2; break;
@@ -92,11 +92,11 @@ static void api__hdr_read(const unsigned char *p, api__hdr_t *h)
 	case 0xd8: h->payload = 16; break;
 	case 0xdc: case 0xdd:
 		h->container = true;
-		h->elems = api__be(p + 1, h->size - 1);
+		h->elems = kit_frame__be(p + 1, h->size - 1);
 		break;
 	case 0xde: case 0xdf:
 		h->container = true;
-		h->elems = 2 * api__be(p + 1, h->size - 1);
+		h->elems = 2 * kit_frame__be(p + 1, h->size - 1);
 		break;
 	default:
 		break;                                /* fixed-size scalar */
@@ -118,14 +118,14 @@ kit_frame_status_t kit_frame_scan(kit_frame_scan_t *s, const void *buf,
 		}
 		if (s->pos >= len)
 			return KIT_FRAME_MORE;
-		api__hdr_t h = { .size = api__hdr_size(p[s->pos]) };
+		kit_frame__hdr_t h = { .size = kit_frame__hdr_size(p[s->pos]) };
 		if (!h.size)
 			return KIT_FRAME_INVALID;
 		/* Nothing changes until the whole header is here, so the next
 		 * call starts over at the same header. */
 		if (len - s->pos < h.size)
 			return KIT_FRAME_MORE;
-		api__hdr_read(p + s->pos, &h);
+		kit_frame__hdr_read(p + s->pos, &h);
 
 		/* This value is the next element of the innermost open
 		 * container.  A container is closed as its last element starts

@@ -12,12 +12,9 @@ enum tank_kind {
 	TANK_KIND_POD = 1,
 	TANK_KIND_CONTAINER = 2,
 	TANK_KIND_STACK = 3,
-	TANK_KIND_ACTION = 4,
-	TANK_KIND_PLAYBOOK = 5,
-	TANK_KIND_TASK = 6,
-	TANK_KIND_STAGE = 7,
-	TANK_KIND_WORKFLOW = 8,
-	TANK_KIND_JOB = 9,
+	/* 4..9 are kept for the kinds of DESIGN.md §9 and §10 (action,
+	 * playbook, task, stage, workflow, job): a kind gets its id here the
+	 * day it lands, not before. */
 	TANK_KIND_TEST = 30,    /* reserved for tests' own kinds */
 };
 
