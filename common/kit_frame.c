@@ -31,7 +31,7 @@ static uint64_t kit_frame__be(const unsigned char *p, size_t n)
 
 /* One header: its size in bytes (0: the byte is not msgpack), and either
  * the payload skipped after it or the elements of the container it opens. */
-typedef struct api__hdr {
+typedef struct kit_frame__hdr {
 	size_t size;
 	uint64_t payload;
 	uint64_t elems;
