@@ -420,6 +420,21 @@ static int read_pids(const pod_cgroup_t *cg, pid_t **v, size_t *cap)
 	return (int)n;
 }
 
+int pod_cgroup_attach(const pod_cgroup_t *cg, pid_t pid)
+{
+	char v[32];
+	int r;
+
+	if (!cg || cg->mode == POD_CGROUP_NONE)
+		return -EINVAL;
+	snprintf(v, sizeof v, "%d", (int)pid);
+	for (int i = 0; i < POD_CG_N; i++)
+		if (cg->dir[i] && cg->dir[i][0] &&
+		    (r = write_str(cg->dir[i], "cgroup.procs", v)) < 0)
+			return r;
+	return 0;
+}
+
 int pod_cgroup_count(const pod_cgroup_t *cg)
 {
 	pid_t *v = NULL;

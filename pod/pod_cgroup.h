@@ -25,6 +25,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/types.h>
 
 #include "common/tank_err.h"
 
@@ -84,6 +85,12 @@ int pod_cgroup_probe(pod_cgroup_env_t *env, const char *sysfs,
 int pod_cgroup_create(const pod_cgroup_env_t *env, const char *pod,
                       const char *container, const pod_cgroup_limits_t *lim,
                       pod_cgroup_t *cg, tank_error_t *err);
+
+/* Moves process pid into the group (every hierarchy it has): for a
+ * process the caller started itself and holds back until it is in (the
+ * launcher's children join on their own, before exec).  0 or a negative
+ * errno. */
+int pod_cgroup_attach(const pod_cgroup_t *cg, pid_t pid);
 
 /* Number of processes in the group (>= 0) or a negative errno. */
 int pod_cgroup_count(const pod_cgroup_t *cg);

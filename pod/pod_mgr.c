@@ -798,6 +798,20 @@ static void pod__cg_group(const pod_trk_t *p, char *buf, size_t cap)
 
 /* --- the sweep: processes in tank's cgroups that no container owns ---------- */
 
+/* A sandbox's group is the pod's sandbox's; or, while processes of a
+ * previous tankd may still run in the pod (checked, and stopped
+ * gracefully, by its containers), the one they run in: killing their
+ * pid namespace's init would kill them at once. */
+static bool pod__sb_owned(const pod_trk_t *p, const char *group)
+{
+	if (p->has_sb && strcmp(p->sb.group, group) == 0)
+		return true;
+	for (size_t i = 0; i < p->nctrs; i++)
+		if (!p->ctrs[i].orphans_checked || p->ctrs[i].orphan || p->ctrs[i].cg_orphans)
+			return true;
+	return !p->nctrs;
+}
+
 typedef struct pod_sweep {
 	pod_mgr_t *m;
 	rc_loop_t *loop;
@@ -820,6 +834,8 @@ static bool pod__cg_owned(void *ctx, const char *pod, const char *container)
 	pod__cg_group(p, group, sizeof group);
 	if (strcmp(group, pod) != 0)
 		return false;           /* a predecessor's group */
+	if (pod_sandbox_is_group(container))
+		return pod__sb_owned(p, container);
 	/* Containers not built yet (the first pass after a restart of
 	 * tankd) are owned through the spec: their leftovers are stopped
 	 * gracefully by the container manager (stop signal, grace), not
@@ -850,6 +866,8 @@ static void pod__cg_found(void *ctx, const char *pod, const char *container, int
 	 * predecessor's. */
 	pod__fmt(name, sizeof name, "%.*s", dot ? (int)(dot - pod) : (int)strlen(pod), pod);
 	p = name[0] ? tank_map_get(&sw->m->pods, name) : NULL;
+	if (p && p->has_sb && strcmp(p->sb.group, container) == 0)
+		return;                 /* its own sandbox, at tankd's stop */
 
 	pod__fmt(what, sizeof what, "stopped %d untracked process%s found in the cgroup%s%s%s%s",
 		 n, n == 1 ? "" : "es", pod[0] ? " of " : " root", pod,
@@ -1322,7 +1340,7 @@ static int pod__ctr_cgroup(pod_mgr_t *m, pod_ctr_t *c, char *reason, size_t cap)
 /* The pod's sandbox, made by the first container that starts.  A failure
  * is that container's failed start (policy and backoff apply, and the
  * next start tries again), not a permanent state of the pod. */
-static int pod__sandbox(pod_trk_t *p, char *reason, size_t cap)
+static int pod__sandbox(pod_mgr_t *m, pod_trk_t *p, char *reason, size_t cap)
 {
 	const pod_spec_t *s = p->spec;
 	pod_sandbox_mount_t *mounts;
@@ -1347,9 +1365,14 @@ static int pod__sandbox(pod_trk_t *p, char *reason, size_t cap)
 			mounts[nm].read_only = mt->read_only;
 			nm++;
 		}
+	/* In the pod's cgroup, where the sweep finds it after a kill -9. */
+	char group[POD_NAME_MAX + 16];
+	pod__cg_group(p, group, sizeof group);
 	pod_sandbox_opts_t o = {
 		.ns = s->isolation.namespaces, .hostname = s->isolation.hostname,
 		.rootfs = s->isolation.rootfs, .mounts = mounts, .n_mounts = nm,
+		.name = p->name, .cgroups = m->has_cg ? &m->cg_env : NULL,
+		.cgroup_pod = group,
 	};
 	tank_error_clear(&err);
 	rc = pod_sandbox_create(&o, &p->sb, &err);
@@ -1377,7 +1400,7 @@ static int pod__ctr_start(pod_mgr_t *m, rc_loop_t *loop, pod_ctr_t *c,
 	if (!pc)
 		return -ENOENT;
 	tank_error_clear(&err);
-	if ((rc = pod__sandbox(p, reason, cap)) < 0 ||
+	if ((rc = pod__sandbox(m, p, reason, cap)) < 0 ||
 	    (rc = pod__ctr_cgroup(m, c, reason, cap)) < 0)
 		return rc;
 	if (!c->log) {

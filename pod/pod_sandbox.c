@@ -66,6 +66,13 @@ struct sbx_ctx {
 	bool *mnt_dir;               /* host_path is a directory */
 	size_t n_mounts;
 	int rep;                     /* report pipe, write end */
+	int go[2];                   /* the parent's go-ahead (read, write) */
+	char comm[16];               /* its comm */
+	char *title;                 /* its command line, NUL-separated */
+	size_t title_len;            /* with the last NUL */
+	/* The caller's argv and environ areas (the child's copies are at the
+	 * same addresses), for a title without CAP_SYS_RESOURCE; 0 unknown. */
+	unsigned long arg_start, arg_end, env_start, env_end;
 };
 
 static _Noreturn void sbx_fail(struct sbx_ctx *c, int step, int idx)
@@ -181,16 +188,68 @@ static void setup_mounts(struct sbx_ctx *c)
 	}
 }
 
+/* Points the command line (/proc/PID/cmdline, what ps shows) at our own
+ * title: a copy of the caller running our code would read as a second
+ * daemon.  Best effort (needs CAP_SYS_RESOURCE).  The kernel checks
+ * arg_start <= arg_end after each of the two calls, so the order depends
+ * on where the new range lies. */
+static void set_title(struct sbx_ctx *c)
+{
+	unsigned long start = (unsigned long)c->title;
+	unsigned long end = start + c->title_len;
+
+	if (!c->title)
+		return;
+	if (prctl(PR_SET_MM, PR_SET_MM_ARG_START, start, 0, 0) == 0) {
+		if (prctl(PR_SET_MM, PR_SET_MM_ARG_END, end, 0, 0) == 0)
+			return;
+	} else if (prctl(PR_SET_MM, PR_SET_MM_ARG_END, end, 0, 0) == 0) {
+		if (prctl(PR_SET_MM, PR_SET_MM_ARG_START, start, 0, 0) == 0)
+			return;
+	}
+	/* Refused (no CAP_SYS_RESOURCE, e.g. in a container): overwrite our
+	 * copy of the caller's argv in place, as setproctitle does.  When the
+	 * title does not fit there it runs on into the environ area as one
+	 * string (the kernel shows that when argv's last byte is not NUL). */
+	char *a = (char *)c->arg_start;
+	size_t room = c->arg_end - c->arg_start;
+	if (!c->arg_start || c->arg_end <= c->arg_start)
+		return;
+	if (c->title_len <= room) {
+		memcpy(a, c->title, c->title_len);
+		memset(a + c->title_len, 0, room - c->title_len);
+		return;
+	}
+	if (c->env_start == c->arg_end && c->env_end > c->env_start)
+		room = c->env_end - c->arg_start;
+	size_t n = c->title_len - 1 < room ? c->title_len - 1 : room - 1;
+	memcpy(a, c->title, n);
+	a[n] = '\0';
+	for (size_t i = 0; i < n; i++)
+		if (!a[i])
+			a[i] = ' ';
+	if (n + 1 < room)
+		memset(a + n + 1, 0, room - n - 1);
+}
+
 static int sbx_main(void *arg)
 {
 	struct sbx_ctx *c = arg;
+	char go;
+	/* Nothing runs before the parent has put us in our cgroup (or has
+	 * died: then the pipe reads EOF and there is no pod to serve). */
+	close(c->go[1]);
+	while (read(c->go[0], &go, 1) != 1)
+		if (errno != EINTR)
+			_exit(1);
 	/* Drop every fd the daemon had (database, sockets, other pods'
 	 * pipes) but the report pipe. */
 	if (c->rep > 3)
 		syscall(SYS_close_range, 3U, (unsigned)c->rep - 1, 0U);
 	syscall(SYS_close_range, (unsigned)c->rep + 1, ~0U, 0U);
 	setsid();
-	prctl(PR_SET_NAME, "tank-sandbox", 0, 0, 0);
+	prctl(PR_SET_NAME, c->comm, 0, 0, 0);
+	set_title(c);
 
 	/* PID 1 of a namespace drops signals it has no handler for, but
 	 * blocked ones stay pending for sigwaitinfo.  SIGKILL from outside
@@ -243,6 +302,7 @@ static char *join(const char *a, const char *b)
 
 static void ctx_free(struct sbx_ctx *c)
 {
+	free(c->title);
 	free(c->proc);
 	free(c->dev);
 	free(c->shm);
@@ -295,6 +355,37 @@ static int validate(const pod_sandbox_opts_t *o, tank_error_t *err)
 	return 0;
 }
 
+/* Fields 48-51 of /proc/self/stat: where our argv and environ lie. */
+static void args_range(struct sbx_ctx *c)
+{
+	char buf[2048];
+	int fd = open("/proc/self/stat", O_RDONLY | O_CLOEXEC);
+	ssize_t n = fd < 0 ? -1 : read(fd, buf, sizeof buf - 1);
+	if (fd >= 0)
+		close(fd);
+	if (n <= 0)
+		return;
+	buf[n] = '\0';
+	/* comm (field 2) may hold spaces and parens: count from the last ')'. */
+	char *p = strrchr(buf, ')');
+	int field = 2;
+	unsigned long v[4];
+	while (p && field < 51) {
+		p = strchr(p + 1, ' ');
+		if (!p)
+			return;
+		field++;
+		if (field >= 48)
+			v[field - 48] = strtoul(p + 1, NULL, 10);
+	}
+	if (field == 51) {
+		c->arg_start = v[0];
+		c->arg_end = v[1];
+		c->env_start = v[2];
+		c->env_end = v[3];
+	}
+}
+
 static int ctx_build(const pod_sandbox_opts_t *o, struct sbx_ctx *c)
 {
 	const char *root = o->rootfs ? o->rootfs : "";
@@ -302,6 +393,20 @@ static int ctx_build(const pod_sandbox_opts_t *o, struct sbx_ctx *c)
 		"/dev/fd", "/dev/stdin", "/dev/stdout", "/dev/stderr",
 	};
 	memset(c, 0, sizeof *c);
+	c->go[0] = c->go[1] = -1;
+	/* "sbx:<pod>" in comm's 15 bytes; "tank-sandbox <pod>" in full. */
+	if (o->name) {
+		snprintf(c->comm, sizeof c->comm, "sbx:%s", o->name);
+		size_t n = strlen(o->name);
+		if (!(c->title = malloc(sizeof "tank-sandbox" + n + 1)))
+			return -ENOMEM;
+		memcpy(c->title, "tank-sandbox", sizeof "tank-sandbox");
+		memcpy(c->title + sizeof "tank-sandbox", o->name, n + 1);
+		c->title_len = sizeof "tank-sandbox" + n + 1;
+		args_range(c);
+	} else {
+		snprintf(c->comm, sizeof c->comm, "tank-sandbox");
+	}
 	c->ns = o->ns;
 	c->hostname = o->hostname;
 	c->rootfs = o->rootfs;
@@ -373,6 +478,8 @@ int pod_sandbox_create(const pod_sandbox_opts_t *o, pod_sandbox_t *sb,
 	sb->root_fd = -1;
 	for (int i = 0; i < POD_SBX_NFD; i++)
 		sb->ns_fd[i] = -1;
+	memset(&sb->cg, 0, sizeof sb->cg);
+	sb->group[0] = '\0';
 	if (!o)
 		return tank_error_set(err, TANK_EINVALID, "sandbox: no options");
 	if ((r = validate(o, err)) < 0)
@@ -387,6 +494,11 @@ int pod_sandbox_create(const pod_sandbox_opts_t *o, pod_sandbox_t *sb,
 		goto out;
 	}
 	c.rep = pipefd[1];
+	if (pipe2(c.go, O_CLOEXEC) < 0) {
+		r = tank_error_set(err, -errno, "sandbox: pipe: %s",
+		                   strerror(errno));
+		goto out;
+	}
 	stack = mmap(NULL, SBX_STACK, PROT_READ | PROT_WRITE,
 	             MAP_PRIVATE | MAP_ANONYMOUS | MAP_STACK, -1, 0);
 	if (stack == MAP_FAILED) {
@@ -412,6 +524,40 @@ int pod_sandbox_create(const pod_sandbox_opts_t *o, pod_sandbox_t *sb,
 	}
 	close(pipefd[1]);
 	pipefd[1] = -1;
+	close(c.go[0]);
+	c.go[0] = -1;
+	/* Into its group before it does anything (it waits for the go byte):
+	 * a daemon killed from here on leaves it where a sweep finds it, or,
+	 * killed before, leaves it to read EOF and exit. */
+	if (o->cgroups && o->cgroups->mode != POD_CGROUP_NONE) {
+		tank_error_t ce;
+		snprintf(sb->group, sizeof sb->group, POD_SANDBOX_GROUP_PREFIX "%d",
+		         (int)pid);
+		tank_error_clear(&ce);
+		if ((r = pod_cgroup_create(o->cgroups, o->cgroup_pod, sb->group, NULL,
+		                           &sb->cg, &ce)) < 0 ||
+		    (r = pod_cgroup_attach(&sb->cg, pid)) < 0) {
+			close(c.go[1]);
+			c.go[1] = -1;
+			while (waitpid(pid, NULL, 0) < 0 && errno == EINTR)
+				;
+			if (ce.msg[0])
+				tank_error_set(err, r, "sandbox: %s", ce.msg);
+			else
+				tank_error_set(err, r, "sandbox: join cgroup %s: %s",
+				               sb->group, strerror(-r));
+			goto out;
+		}
+	}
+	if (write(c.go[1], "g", 1) != 1) {
+		r = tank_error_set(err, -errno, "sandbox: go: %s", strerror(errno));
+		kill(pid, SIGKILL);
+		while (waitpid(pid, NULL, 0) < 0 && errno == EINTR)
+			;
+		goto out;
+	}
+	close(c.go[1]);
+	c.go[1] = -1;
 	struct sbx_report rep;
 	ssize_t n;
 	while ((n = read(pipefd[0], &rep, sizeof rep)) < 0 && errno == EINTR)
@@ -466,6 +612,18 @@ int pod_sandbox_create(const pod_sandbox_opts_t *o, pod_sandbox_t *sb,
 	}
 	r = 0;
 out:
+	if (r < 0 && sb->cg.mode != POD_CGROUP_NONE) {
+		/* The child is reaped on every failure path: the group is
+		 * empty. */
+		if (pod_cgroup_destroy(&sb->cg) < 0)
+			pod_cgroup_forget(&sb->cg);
+		memset(&sb->cg, 0, sizeof sb->cg);
+	}
+	if (r < 0)
+		sb->group[0] = '\0';
+	for (int i = 0; i < 2; i++)
+		if (c.go[i] >= 0)
+			close(c.go[i]);
 	if (stack != MAP_FAILED)
 		munmap(stack, SBX_STACK);
 	if (pipefd[0] >= 0)
@@ -474,6 +632,12 @@ out:
 		close(pipefd[1]);
 	ctx_free(&c);
 	return r;
+}
+
+bool pod_sandbox_is_group(const char *name)
+{
+	return strncmp(name, POD_SANDBOX_GROUP_PREFIX,
+	               sizeof POD_SANDBOX_GROUP_PREFIX - 1) == 0;
 }
 
 void pod_sandbox_destroy(pod_sandbox_t *sb, bool reap)
@@ -486,6 +650,12 @@ void pod_sandbox_destroy(pod_sandbox_t *sb, bool reap)
 			while (waitpid(sb->pid, NULL, 0) < 0 && errno == EINTR)
 				;
 	}
+	if (sb->cg.mode != POD_CGROUP_NONE) {
+		if (!reap || pod_cgroup_destroy(&sb->cg) < 0)
+			pod_cgroup_forget(&sb->cg);
+		memset(&sb->cg, 0, sizeof sb->cg);
+	}
+	sb->group[0] = '\0';
 	sb->pid = -1;
 	for (int i = 0; i < POD_SBX_NFD; i++) {
 		if (sb->ns_fd[i] >= 0)

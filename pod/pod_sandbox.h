@@ -16,6 +16,14 @@
  * The sandbox process is a child of the caller: the caller reaps it (its
  * SIGCHLD handling must not treat it as a container).  Destroying it
  * SIGKILLs it, which in a pid namespace kills every process of the pod.
+ *
+ * It outlives a caller killed with SIGKILL (the containers in its
+ * namespaces do too, until the next daemon stops them), so it must be
+ * findable: given a cgroup env, it runs in its own group
+ * <root>/<cgroup_pod>/_sandbox.<pid> (POD_SANDBOX_GROUP_PREFIX: a name no
+ * container can have), joined before it runs any setup step, so a
+ * cgroup sweep finds it; and its name says which pod it serves (comm
+ * "sbx:<pod>", command line "tank-sandbox <pod>"), not the caller's.
  */
 #ifndef TANK_POD_SANDBOX_H
 #define TANK_POD_SANDBOX_H
@@ -25,6 +33,7 @@
 #include <sys/types.h>
 
 #include "common/tank_err.h"
+#include "pod/pod_cgroup.h"
 #include "pod/pod_ns.h"
 
 
@@ -41,7 +50,21 @@ typedef struct pod_sandbox_opts {
 	const char *rootfs;          /* needs POD_NS_MOUNT; NULL = host root */
 	const pod_sandbox_mount_t *mounts;   /* needs POD_NS_MOUNT */
 	size_t n_mounts;
+	const char *name;            /* the pod, for its process name; NULL:
+	                              * "tank-sandbox" */
+	/* Its cgroup: NULL (or mode NONE) = none; else cgroup_pod is the
+	 * pod's group name under the env's root. */
+	const pod_cgroup_env_t *cgroups;
+	const char *cgroup_pod;
 } pod_sandbox_opts_t;
+
+/* The sandbox groups: "_sandbox.<host pid>" (container names start with
+ * [a-z0-9], so none is ever one). */
+#define POD_SANDBOX_GROUP_PREFIX "_sandbox."
+#define POD_SANDBOX_GROUP_MAX 32
+
+/* True when a container-level group name is a sandbox's. */
+bool pod_sandbox_is_group(const char *name);
 
 /* ns fd slots, in the order containers join them (mount last). */
 enum { POD_SBX_UTS = 0, POD_SBX_IPC, POD_SBX_NET, POD_SBX_PID, POD_SBX_MNT,
@@ -52,6 +75,8 @@ typedef struct pod_sandbox {
 	unsigned ns;             /* POD_NS_* it holds */
 	int ns_fd[POD_SBX_NFD];  /* O_CLOEXEC /proc/PID/ns/x fds, or -1 */
 	int root_fd;             /* its root dir (mount ns), or -1 */
+	pod_cgroup_t cg;         /* its group; mode NONE when it has none */
+	char group[POD_SANDBOX_GROUP_MAX];   /* its group's name, or "" */
 } pod_sandbox_t;
 
 /* Creates the sandbox and waits (briefly, blocking) until it has set
@@ -65,7 +90,9 @@ int pod_sandbox_create(const pod_sandbox_opts_t *o, pod_sandbox_t *sb,
 
 /* SIGKILLs the sandbox (and with it a pid namespace's processes), closes
  * the fds.  Does not reap: the caller's SIGCHLD handling does, or pass
- * reap=true to waitpid() for it here (tests, shutdown). */
+ * reap=true to waitpid() for it here (tests, shutdown), which also
+ * removes its cgroup; without reap the group is left, empty once the
+ * process is gone, for the caller's sweep to remove. */
 void pod_sandbox_destroy(pod_sandbox_t *sb, bool reap);
 
 #endif
