@@ -704,6 +704,26 @@ static pod_trk_t *pod__track(pod_mgr_t *m, const char *name)
 	return p;
 }
 
+/* A new generation of the same object that changes nothing that runs
+ * (pod_spec_same_run: only reconcile_wait) is the running spec at once:
+ * no stop, no restart, the status says the new generation.  Not while a
+ * container is being stopped (a change under way goes its way). */
+static void pod__adopt(pod_mgr_t *m, pod_trk_t *p)
+{
+	pod_spec_t *old = p->spec;
+
+	if (!old || old == p->want || strcmp(p->uid, p->want_uid) != 0 ||
+	    !pod_spec_same_run(old, p->want))
+		return;
+	for (size_t i = 0; i < p->nctrs; i++)
+		if (p->ctrs[i].stop_sent)
+			return;
+	p->spec = p->want;
+	p->generation = p->want_gen;
+	pod_spec_free(old);     /* same deps as want's: rdeps stand */
+	pod__persist(m, p);
+}
+
 /* One stored pod, seen by a resync: track it, decode its spec only when
  * its generation moved (a resync over 10,000 unchanged pods decodes
  * nothing and copies nothing). */
@@ -753,6 +773,7 @@ static int pod__seen(void *ctx, const st_pod_t *sp)
 		pod__copy(p->want_uid, sizeof p->want_uid, sp->uid);
 		if (p->fail && strncmp(p->fail, "stored spec", 11) == 0)
 			pod__set_fail(p, NULL);
+		pod__adopt(m, p);
 	}
 	p->desired = true;
 	return 0;

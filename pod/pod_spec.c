@@ -1415,6 +1415,26 @@ int pod_spec_decode(const void *buf, size_t len, pod_spec_t **out, tank_error_t 
 	return rc;
 }
 
+bool pod_spec_same_run(const pod_spec_t *a, const pod_spec_t *b)
+{
+	/* b with a's client-side fields, compared in canonical bytes: every
+	 * other field, including one added later, counts as what runs. */
+	pod_spec_t x = *b;
+	char *ea = NULL, *eb = NULL;
+	size_t la, lb;
+	bool same;
+
+	x.reconcile_wait = a->reconcile_wait;
+	if (pod_spec_encode(a, &ea, &la) < 0 || pod_spec_encode(&x, &eb, &lb) < 0) {
+		free(ea);
+		return false;
+	}
+	same = la == lb && memcmp(ea, eb, la) == 0;
+	free(ea);
+	free(eb);
+	return same;
+}
+
 pod_spec_t *pod_spec_dup(const pod_spec_t *spec)
 {
 	msgpack_unpacked u;

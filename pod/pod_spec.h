@@ -241,6 +241,13 @@ int pod_spec_decode(const void *buf, size_t len, pod_spec_t **out, tank_error_t 
 /* Deep copy; NULL on ENOMEM. */
 pod_spec_t *pod_spec_dup(const pod_spec_t *spec);
 
+/* True when a and b run the same: they differ at most in fields nothing
+ * that runs reads — today only `reconcile_wait` (read by `apply --wait`,
+ * a client).  A new generation that changes only those updates the
+ * stored spec and the containers go on (docs/manifest.md, "What an
+ * apply restarts").  False on ENOMEM (a restart is the safe answer). */
+bool pod_spec_same_run(const pod_spec_t *a, const pod_spec_t *b);
+
 /* Frees spec and everything it owns. NULL is fine. */
 void pod_spec_free(pod_spec_t *spec);
 
