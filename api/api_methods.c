@@ -21,6 +21,7 @@
 
 #include "common/kit_errors.h"
 #include "pod/pod_deps.h"
+#include "pod/pod_host.h"
 #include "pod/pod_log.h"
 #include "pod/pod_spec.h"
 #include "reconciler/rc_loop.h"
@@ -298,10 +299,23 @@ static void apply_job_validate(apply_job_t *j, size_t max)
 			if (stack_spec_from_msgpack(&rest, &j->stacks[i], &one) == -ENOMEM)
 				j->err = -ENOMEM;
 			kit_errors_move(&j->errs, &one, prefix);
+			/* Inline pods checked on this host too (pod_host.h). */
+			for (size_t p = 0; j->stacks[i] && p < j->stacks[i]->npods; p++) {
+				const pod_spec_t *ps = j->stacks[i]->pods[p].inline_spec;
+				char sub[POD_NAME_MAX + 64];
+				snprintf(sub, sizeof sub, "%s%s: pods[%zu]: ", prefix,
+					 j->stacks[i]->name, p);
+				if (ps && pod_host_check(ps, &one))
+					kit_errors_move(&j->errs, &one, sub);
+			}
 			kit_errors_free(&one);
 			continue;
 		}
-		if (pod_spec_from_msgpack(&rest, &j->specs[i], &one) < 0)
+		/* What the host can tell (missing paths, commands, users) is
+		 * checked here, in tankd: tankctl validates the same manifest
+		 * on any machine. */
+		if (pod_spec_from_msgpack(&rest, &j->specs[i], &one) < 0 ||
+		    pod_host_check(j->specs[i], &one))
 			kit_errors_move(&j->errs, &one, prefix);
 		kit_errors_free(&one);
 		/* Encoded now, so the commit is only the transaction. */

@@ -34,7 +34,6 @@
 #define CLOSE_RANGE_CLOEXEC (1U << 2)
 #endif
 
-#define POD_DEFAULT_PATH "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 #define POD_CHILD_STACK (64 * 1024)
 #define POD_MAX_GROUPS 64
 
@@ -206,7 +205,7 @@ static char **make_candidates(const char *file, char *const *envp,
 		if (strncmp(*e, "PATH=", 5) == 0)
 			path = *e + 5;
 	if (!path)
-		path = POD_DEFAULT_PATH;
+		path = POD_LAUNCH_DEFAULT_PATH;
 	size_t n = 1, flen = strlen(file);
 	for (const char *p = path; *p; p++)
 		n += *p == ':';

@@ -52,6 +52,10 @@
 #include "pod/pod_cgroup.h"
 #include "pod/pod_sandbox.h"
 
+/* The PATH searched for a command without '/' when envp has none. */
+#define POD_LAUNCH_DEFAULT_PATH \
+	"/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
+
 /* How a container's stdout/stderr is wired (opts.stdout_mode, …). */
 typedef enum pod_stdio {
 	POD_STDIO_PIPE = 0,  /* a pipe; the read end is returned in pod_proc_t */

@@ -390,6 +390,26 @@ int pod_log_flush(pod_log_t *w, pod_log_stream_t s)
 	return flush_stream(w, &o, s);
 }
 
+int pod_log_note(pod_log_t *w, const char *text)
+{
+	char *line;
+	int n, r;
+	struct out o;
+
+	if (!w || !text)
+		return -EINVAL;
+	if ((n = asprintf(&line, "tank: %s\n", text)) < 0)
+		return -ENOMEM;
+	o.len = 0;
+	/* Its own record even after a partial line (which goes first). */
+	r = w->line[POD_LOG_STDERR].len ? flush_stream(w, &o, POD_LOG_STDERR) : 0;
+	o.len = 0;
+	int e = feed(w, &o, POD_LOG_STDERR, line, (size_t)n);
+	free(line);
+	int f = flush_stream(w, &o, POD_LOG_STDERR);
+	return r ? r : e ? e : f;
+}
+
 int pod_log_drain_fd(pod_log_t *w, pod_log_stream_t s, int fd)
 {
 	char buf[16384];

@@ -69,6 +69,13 @@ int pod_log_feed(pod_log_t *w, pod_log_stream_t s, const void *buf,
  * reopened by the next record). */
 int pod_log_flush(pod_log_t *w, pod_log_stream_t s);
 
+/* Writes a line of tank's own into the container's log, on the stderr
+ * stream: "tank: <text>" (e.g. "tank: exec /nope: No such file or
+ * directory" for a start that failed, when the container itself could
+ * write nothing).  A partial stderr line pending is written first, as its
+ * own record.  0 or a negative errno, as pod_log_feed. */
+int pod_log_note(pod_log_t *w, const char *text);
+
 /* Reads the non-blocking fd until EAGAIN (returns 0) or EOF (flushes the
  * stream, returns 1); negative errno on a read or write error.  Does not
  * close fd. */

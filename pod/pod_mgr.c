@@ -1421,14 +1421,14 @@ static int pod__ctr_start(pod_mgr_t *m, rc_loop_t *loop, pod_ctr_t *c,
 	if (!pc)
 		return -ENOENT;
 	tank_error_clear(&err);
-	if ((rc = pod__sandbox(m, p, reason, cap)) < 0 ||
-	    (rc = pod__ctr_cgroup(m, c, reason, cap)) < 0)
-		return rc;
 	if (!c->log) {
 		pod_log_opts_t lo = { .dir = m->log_dir, .pod = p->name, .container = c->name };
 		/* Without a log the container still runs; output is dropped. */
 		(void)pod_log_open(&lo, &c->log, NULL);
 	}
+	if ((rc = pod__sandbox(m, p, reason, cap)) < 0 ||
+	    (rc = pod__ctr_cgroup(m, c, reason, cap)) < 0)
+		return rc;
 	if (!(envp = pod__envp(pc))) {
 		pod__fmt(reason, cap, "out of memory");
 		return -ENOMEM;
@@ -1645,6 +1645,8 @@ static rc_result_t pod__ctr_reconcile(void *ctx, rc_loop_t *loop, const rc_view_
 		 * shell reports "command not found"), so policy and backoff
 		 * apply and a broken command cannot spin. */
 		pod_exit_t ex = { .code = 127 };
+		/* `logs` says why too: the container wrote nothing. */
+		(void)pod_log_note(c->log, reason);
 		pod__ctr_exited(loop, c, &ex, 0, reason, false);
 		pod__update(m, loop, c->pod);
 		return rc_converged();  /* the exit queued the key again */

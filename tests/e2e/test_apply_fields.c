@@ -6,10 +6,14 @@
  * status.
  */
 #include <criterion/criterion.h>
+#include <fcntl.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "tests/e2e/e2e.h"
@@ -67,5 +71,127 @@ Test(e2e, a_change_of_reconcile_wait_alone_restarts_nothing)
 		sleep_ms(50);
 	}
 	cr_assert(now > 0 && now != pid, "pid %ld -> %ld", pid, now);
+	teardown(d);
+}
+
+/* Whether this process may make pid and mount namespaces (a child tries,
+ * so nothing here changes). */
+static bool namespaces_work(void)
+{
+	pid_t pid = fork();
+	int st;
+
+	if (pid == 0)
+		_exit(unshare(CLONE_NEWPID | CLONE_NEWNS) == 0 ? 0 : 1);
+	return pid > 0 && waitpid(pid, &st, 0) == pid && WIFEXITED(st) &&
+	       WEXITSTATUS(st) == 0;
+}
+
+static void copy_file(const char *from, const char *to, mode_t mode)
+{
+	char buf[65536];
+	int in = open(from, O_RDONLY | O_CLOEXEC);
+	int out = open(to, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, mode);
+	ssize_t n;
+
+	cr_assert(in >= 0 && out >= 0, "copy %s -> %s", from, to);
+	while ((n = read(in, buf, sizeof buf)) > 0)
+		cr_assert_eq(write(out, buf, (size_t)n), n);
+	close(in);
+	close(out);
+}
+
+Test(e2e, apply_refuses_what_the_host_shows_wrong_naming_the_field)
+{
+	d_t *d = setup();
+	char out[16384], yaml[4096], path[256];
+
+	/* Each mistake of issue 40 item 12 that used to crash-loop. */
+	snprintf(yaml, sizeof yaml,
+		 "name: bad\nisolation: {namespaces: [mount]}\n"
+		 "volumes: [{name: v, host_path: %s/no-such-dir}]\n"
+		 "containers:\n"
+		 "  - name: a\n    command: [/nope, x]\n"
+		 "    mounts: [{volume: v, path: /no-such-mount-point}]\n"
+		 "  - name: b\n    command: [no-such-command-4247]\n"
+		 "    working_dir: /no/such/dir\n    user: no-such-user-4247\n",
+		 d->dir);
+	write_file(d, "bad.yaml", yaml);
+	cr_assert_eq(ctl(d, out, sizeof out, "apply -f %s/bad.yaml", d->dir), 1, "%s", out);
+	static const char *const want[] = {
+		"pods[0]: bad: volumes[0].host_path: ",
+		"/no-such-dir: No such file or directory",
+		"pods[0]: bad: containers[0].command[0]: /nope: not found",
+		"pods[0]: bad: containers[0].mounts[0].path: /no-such-mount-point: no such mount point",
+		"pods[0]: bad: containers[1].command[0]: no-such-command-4247: not found in PATH",
+		"pods[0]: bad: containers[1].working_dir: /no/such/dir: not found",
+		"pods[0]: bad: containers[1].user: unknown user \"no-such-user-4247\"",
+	};
+	for (size_t i = 0; i < sizeof want / sizeof want[0]; i++)
+		cr_expect(strstr(out, want[i]), "no \"%s\" in:\n%s", want[i], out);
+	cr_assert_eq(ctl(d, out, sizeof out, "status bad"), 1, "nothing applied: %s", out);
+
+	/* A rootfs: commands are looked up in it, its absolute symlinks
+	 * staying inside it.  /bin/sleep there links to /opt/bb/busybox,
+	 * which the host does not have; /bin/true is on the host only. */
+	const char *dirs[] = { "rootfs", "rootfs/bin", "rootfs/opt", "rootfs/opt/bb" };
+	for (size_t i = 0; i < 4; i++) {
+		snprintf(path, sizeof path, "%s/%s", d->dir, dirs[i]);
+		cr_assert_eq(mkdir(path, 0755), 0, "%s", path);
+	}
+	if (access("/bin/busybox", X_OK) < 0)
+		cr_skip_test("no /bin/busybox for a rootfs");
+	snprintf(path, sizeof path, "%s/rootfs/opt/bb/busybox", d->dir);
+	copy_file("/bin/busybox", path, 0755);
+	snprintf(path, sizeof path, "%s/rootfs/bin/sleep", d->dir);
+	cr_assert_eq(symlink("/opt/bb/busybox", path), 0);
+	cr_assert_neq(access("/opt/bb/busybox", F_OK), 0, "the host has /opt/bb/busybox");
+	snprintf(yaml, sizeof yaml,
+		 "name: inroot\nstop: {grace: 1s}\n"
+		 "isolation: {namespaces: [pid, mount], rootfs: %s/rootfs}\n"
+		 "containers:\n  - name: s\n    command: [/bin/sleep, \"100\"]\n"
+		 "    working_dir: /opt/bb\n"
+		 "---\n"
+		 "name: hostonly\nisolation: {namespaces: [pid, mount], rootfs: %s/rootfs}\n"
+		 "containers:\n  - name: s\n    command: [/bin/true]\n",
+		 d->dir, d->dir);
+	write_file(d, "root.yaml", yaml);
+	cr_assert_eq(ctl(d, out, sizeof out, "apply -f %s/root.yaml", d->dir), 1, "%s", out);
+	cr_assert(strstr(out, "pods[1]: hostonly: containers[0].command[0]: /bin/true: "
+			 "not found in isolation.rootfs"), "%s", out);
+	cr_assert_not(strstr(out, "inroot"), "%s", out);
+	/* Without the host-only pod the rootfs pod is accepted, and runs. */
+	char *cut = strstr(yaml, "---\n");
+	*cut = '\0';
+	write_file(d, "root.yaml", yaml);
+	cr_assert_eq(ctl(d, out, sizeof out, "apply -f %s/root.yaml", d->dir), 0, "%s", out);
+	if (namespaces_work())
+		cr_assert(wait_phase(d, "inroot", "running", 20));
+	teardown(d);
+}
+
+Test(e2e, a_start_that_fails_says_why_in_logs_and_status)
+{
+	d_t *d = setup();
+	char out[16384], yaml[1024], path[256];
+
+	/* Passes every check at apply (an executable regular file), fails
+	 * at exec: its interpreter does not exist. */
+	snprintf(path, sizeof path, "%s/prog", d->dir);
+	write_file(d, "prog", "#!/no/such/interpreter\n");
+	cr_assert_eq(chmod(path, 0755), 0);
+	snprintf(yaml, sizeof yaml,
+		 "name: broken\nbackoff: {base: 100ms, cap: 200ms}\n"
+		 "containers:\n  - name: c\n    command: [%s]\n", path);
+	write_file(d, "p.yaml", yaml);
+	cr_assert_eq(ctl(d, out, sizeof out, "apply -f %s/p.yaml", d->dir), 0, "%s", out);
+	char line[512];
+	snprintf(line, sizeof line, "stderr tank: exec %s: No such file or directory", path);
+	cr_assert(wait_says(d, 20, line, "logs broken"), "logs: %s",
+		  (ctl(d, out, sizeof out, "logs broken"), out));
+	snprintf(line, sizeof line, "exec %s: No such file or directory", path);
+	cr_assert(says(d, line, "status broken"), "status: %s",
+		  (ctl(d, out, sizeof out, "status broken"), out));
+	cr_assert(says(d, line, "history broken"));
 	teardown(d);
 }

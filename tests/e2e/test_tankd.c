@@ -221,7 +221,7 @@ Test(e2e, apply_wait_converges_or_says_why_not)
 		   "  - name: s\n    command: [/bin/sleep, \"1000\"]\n");
 	write_file(d, "bad.yaml",
 		   "name: loop\nbackoff: {base: 10s}\nreconcile_wait: {static: 200ms}\ncontainers:\n"
-		   "  - name: s\n    command: [/nonexistent/cmd]\n");
+		   "  - name: s\n    command: [/bin/sh, -c, \"exit 3\"]\n");
 	cr_assert_eq(ctl(d, out, sizeof out, "apply --wait -f %s/good.yaml", d->dir), 0, "%s", out);
 	cr_assert(strstr(out, "require_re_run: false"), "%s", out);
 	cr_assert_eq(ctl(d, out, sizeof out, "apply --wait -f %s/bad.yaml", d->dir), 1, "%s", out);
