@@ -295,3 +295,76 @@ Test(launcher, sandbox_setup_failure_names_the_step_and_leaves_nothing)
 	cr_expect_eq(errno, ECHILD);
 	lt_rmrf(tmp);
 }
+
+/* The first line of a /proc file of pid, NULs shown as spaces and
+ * trailing NULs dropped. */
+static void proc_text(pid_t pid, const char *file, char *buf, size_t cap)
+{
+	char path[64];
+	snprintf(path, sizeof path, "/proc/%d/%s", (int)pid, file);
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	ssize_t n = fd < 0 ? 0 : read(fd, buf, cap - 1);
+	if (fd >= 0)
+		close(fd);
+	if (n < 0)
+		n = 0;
+	while (n > 0 && (buf[n - 1] == '\0' || buf[n - 1] == '\n'))
+		n--;
+	buf[n] = '\0';
+	for (ssize_t i = 0; i < n; i++)
+		if (buf[i] == '\0')
+			buf[i] = ' ';
+}
+
+Test(launcher, sandbox_runs_in_its_own_cgroup_named_after_its_pod)
+{
+	need_root();
+	pod_cgroup_env_t env;
+	tank_error_t err;
+	char root[64], buf[512], want[256];
+	snprintf(root, sizeof root, "tank-test-%d", (int)getpid());
+	cr_assert_eq(pod_cgroup_probe(&env, NULL, root, &err), 0, "%s", err.msg);
+	if (env.mode == POD_CGROUP_NONE)
+		cr_skip_test("no usable cgroup hierarchy on this machine");
+	pod_sandbox_opts_t so = { .ns = POD_NS_PID | POD_NS_UTS, .name = "web-frontend",
+	                          .cgroups = &env, .cgroup_pod = "web-frontend.1234abcd" };
+	pod_sandbox_t sb;
+	sbx(&so, &sb);
+	/* In <root>/<pod>/_sandbox.<pid>, the only process there. */
+	snprintf(want, sizeof want, POD_SANDBOX_GROUP_PREFIX "%d", (int)sb.pid);
+	cr_assert_str_eq(sb.group, want);
+	cr_assert(pod_sandbox_is_group(sb.group));
+	cr_assert_not(pod_sandbox_is_group("sandbox"));
+	cr_assert_eq(pod_cgroup_count(&sb.cg), 1);
+	proc_text(sb.pid, "cgroup", buf, sizeof buf);
+	snprintf(want, sizeof want, "/%s/web-frontend.1234abcd/" POD_SANDBOX_GROUP_PREFIX "%d",
+	         root, (int)sb.pid);
+	cr_assert(strstr(buf, want), "%s not in %s", want, buf);
+	/* Its name says which pod it serves. */
+	proc_text(sb.pid, "comm", buf, sizeof buf);
+	cr_expect_str_eq(buf, "sbx:web-fronten");
+	proc_text(sb.pid, "cmdline", buf, sizeof buf);
+	cr_expect_str_eq(buf, "tank-sandbox web-frontend");
+	/* A container still joins the pod (the sandbox is its pid 1). */
+	char *argv[] = { "probe", NULL };
+	int st;
+	char *out = run_in(&sb, lt_probe(), argv, &st);
+	cr_expect(WIFEXITED(st) && WEXITSTATUS(st) == 0, "%s", out);
+	free(out);
+	/* Destroyed with reap: the process and its group are gone. */
+	char dir[POD_CGROUP_PATH];
+	snprintf(dir, sizeof dir, "%s", sb.cg.dir[env.mode == POD_CGROUP_V2 ? 0 : POD_CG_PIDS]);
+	pod_sandbox_destroy(&sb, true);
+	cr_expect_neq(access(dir, F_OK), 0, "%s still exists", dir);
+	cr_expect_eq(sb.group[0], '\0');
+	cr_expect_eq(pod_cgroup_env_cleanup(&env), 0);
+
+	/* Without a name it is tank-sandbox; without cgroups, in none. */
+	pod_sandbox_opts_t plain = { .ns = POD_NS_PID };
+	sbx(&plain, &sb);
+	proc_text(sb.pid, "comm", buf, sizeof buf);
+	cr_expect_str_eq(buf, "tank-sandbox");
+	cr_expect_eq(sb.group[0], '\0');
+	cr_expect_eq(sb.cg.mode, POD_CGROUP_NONE);
+	pod_sandbox_destroy(&sb, true);
+}
