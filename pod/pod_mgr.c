@@ -890,9 +890,13 @@ static void pod__cg_found(void *ctx, const char *pod, const char *container, int
 	if (p && p->has_sb && strcmp(p->sb.group, container) == 0)
 		return;                 /* its own sandbox, at tankd's stop */
 
-	pod__fmt(what, sizeof what, "stopped %d untracked process%s found in the cgroup%s%s%s%s",
-		 n, n == 1 ? "" : "es", pod[0] ? " of " : " root", pod,
-		 container[0] ? "/" : "", container);
+	if (pod_sandbox_is_group(container))
+		pod__fmt(what, sizeof what, "stopped a sandbox no container runs in any more "
+			 "(left by a previous tankd): cgroup %s/%s", pod, container);
+	else
+		pod__fmt(what, sizeof what, "stopped %d untracked process%s found in the cgroup%s%s%s%s",
+			 n, n == 1 ? "" : "es", pod[0] ? " of " : " root", pod,
+			 container[0] ? "/" : "", container);
 	fprintf(stderr, "tankd: warning: %s\n", what);
 	if (p) {
 		/* In the pod's history and on the events stream. */
