@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/statvfs.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -70,10 +71,21 @@ static bool shadowed(const view_t *v, const char *path)
 
 /* stat of an absolute path as the container sees it.  1: found (st
  * filled), 0: certainly absent (errno set), -1: cannot tell. */
+static int resolve(const view_t *v, const char *path, struct stat *st, int *fdp);
+
 static int look(const view_t *v, const char *path, struct stat *st)
 {
 	if (path[0] != '/' || shadowed(v, path))
 		return -1;
+	return resolve(v, path, st, NULL);
+}
+
+/* look() without the shadow check; with fdp, the O_PATH fd of what was
+ * found (rootfs view only) is returned there, else closed. */
+static int resolve(const view_t *v, const char *path, struct stat *st, int *fdp)
+{
+	if (fdp)
+		*fdp = -1;
 	if (v->root < 0) {
 		if (v->unknown)
 			return -1;
@@ -88,8 +100,62 @@ static int look(const view_t *v, const char *path, struct stat *st)
 	if (fd < 0)
 		return errno == ENOENT || errno == ENOTDIR ? 0 : -1;
 	int r = fstat(fd, st) == 0 ? 1 : -1;
-	close(fd);
+	if (fdp && r == 1)
+		*fdp = fd;
+	else
+		close(fd);
 	return r;
+}
+
+/* A mount point inside a rootfs: the sandbox makes it when absent
+ * (mkdir -p, or an empty file for a file volume), which cannot work when
+ * the nearest existing ancestor is not a directory or is on a read-only
+ * file system.  A target under another mount is not looked at. */
+static void check_mount_point(view_t *v, size_t i, size_t j, const char *path)
+{
+	const pod_spec_t *s = v->s;
+	char anc[4096];
+	struct stat st;
+	struct statvfs sv;
+	int fd;
+
+	if (v->root < 0 || strlen(path) >= sizeof anc)
+		return;
+	for (size_t a = 0; a < s->container_count; a++)
+		for (size_t b = 0; b < s->containers[a].mount_count; b++) {
+			const char *other = s->containers[a].mounts[b].path;
+			if (strcmp(other, path) != 0 && under(path, other))
+				return;
+		}
+	if (under(path, "/proc") || under(path, "/dev") || resolve(v, path, &st, NULL) != 0)
+		return;                 /* there (or cannot tell) */
+	memcpy(anc, path, strlen(path) + 1);
+	for (;;) {
+		char *slash = strrchr(anc, '/');
+		if (!slash)
+			return;
+		if (slash == anc)
+			slash[1] = '\0';   /* the root itself */
+		else
+			*slash = '\0';
+		int r = resolve(v, anc, &st, &fd);
+		if (r < 0)
+			return;
+		if (r == 0) {
+			if (anc[1] == '\0')
+				return;
+			continue;
+		}
+		if (!S_ISDIR(st.st_mode)) {
+			problem(v, "containers[%zu].mounts[%zu].path: %s: cannot be made in "
+				"isolation.rootfs: %s is not a directory", i, j, path, anc);
+		} else if (fstatvfs(fd, &sv) == 0 && (sv.f_flag & ST_RDONLY)) {
+			problem(v, "containers[%zu].mounts[%zu].path: %s: not in isolation.rootfs, "
+				"and %s is read-only (mount points are made there)", i, j, path, anc);
+		}
+		close(fd);
+		return;
+	}
 }
 
 static const char *where(const view_t *v)
@@ -209,6 +275,8 @@ static void check_container(view_t *v, size_t i)
 		snprintf(field, sizeof field, "containers[%zu].user", i);
 		check_user(v, field, c->user);
 	}
+	for (size_t j = 0; j < c->mount_count; j++)
+		check_mount_point(v, i, j, c->mounts[j].path);
 	/* Without a rootfs a mount point is on the host, and never made. */
 	for (size_t j = 0; !v->s->isolation.rootfs && j < c->mount_count; j++)
 		if (access(c->mounts[j].path, F_OK) < 0 && (errno == ENOENT || errno == ENOTDIR))

@@ -10,7 +10,9 @@
  *   - isolation.rootfs is a directory;
  *   - each mounted volume's host_path exists;
  *   - without a rootfs, each mount point exists on the host (the sandbox
- *     creates mount points inside a rootfs only);
+ *     creates mount points inside a rootfs only); with one, a mount point
+ *     absent from it can be made (its nearest existing ancestor is a
+ *     directory, on a file system that is not read-only);
  *   - command[0] and each exec probe's exec[0] name an executable regular
  *     file, found in the container's PATH (its env's, else the launcher's
  *     default) when it has no '/';

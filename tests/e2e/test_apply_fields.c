@@ -153,12 +153,18 @@ Test(e2e, apply_refuses_what_the_host_shows_wrong_naming_the_field)
 		 "    working_dir: /opt/bb\n"
 		 "---\n"
 		 "name: hostonly\nisolation: {namespaces: [pid, mount], rootfs: %s/rootfs}\n"
-		 "containers:\n  - name: s\n    command: [/bin/true]\n",
-		 d->dir, d->dir);
+		 "volumes: [{name: v, host_path: %s}]\n"
+		 "containers:\n  - name: s\n    command: [/bin/true]\n"
+		 "    mounts: [{volume: v, path: /bin/sleep/data}]\n",
+		 d->dir, d->dir, d->dir);
 	write_file(d, "root.yaml", yaml);
 	cr_assert_eq(ctl(d, out, sizeof out, "apply -f %s/root.yaml", d->dir), 1, "%s", out);
 	cr_assert(strstr(out, "pods[1]: hostonly: containers[0].command[0]: /bin/true: "
 			 "not found in isolation.rootfs"), "%s", out);
+	/* A mount point the sandbox could not make: /bin/sleep is a file. */
+	cr_assert(strstr(out, "pods[1]: hostonly: containers[0].mounts[0].path: /bin/sleep/data: "
+			 "cannot be made in isolation.rootfs: /bin/sleep is not a directory"),
+		  "%s", out);
 	cr_assert_not(strstr(out, "inroot"), "%s", out);
 	/* Without the host-only pod the rootfs pod is accepted, and runs. */
 	char *cut = strstr(yaml, "---\n");
