@@ -1,0 +1,115 @@
+/* pod_spec_same_run (which changes restart a pod) and pod_host_check
+ * (what tankd refuses at apply), on specs loaded from YAML. */
+#include <criterion/criterion.h>
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "common/tank_err.h"
+#include "pod/pod_doc.h"
+#include "pod/pod_host.h"
+#include "pod/pod_spec.h"
+
+static pod_spec_t *load(const char *yaml)
+{
+	kit_errors_t errs;
+	pod_docs_t *docs = NULL;
+	pod_spec_t *spec = NULL;
+
+	kit_errors_init(&errs);
+	cr_assert_eq(pod_docs_load(yaml, strlen(yaml), "t.yaml", &docs, &errs), 0);
+	cr_assert_eq(pod_spec_from_msgpack(&docs->docs[0], &spec, &errs), 0, "%s",
+		     errs.stored ? errs.msgs[0] : "?");
+	pod_docs_free(docs);
+	kit_errors_free(&errs);
+	return spec;
+}
+
+#define BASE "name: web\ncontainers: [{name: c, command: [/bin/sleep, '9']}]\n"
+
+Test(podspec, only_reconcile_wait_leaves_the_run_the_same)
+{
+	pod_spec_t *a = load(BASE "reconcile_wait: 2s\n");
+	pod_spec_t *b = load(BASE "reconcile_wait: {exponential: {wait: 1s}}\n");
+	pod_spec_t *c = load(BASE);
+	pod_spec_t *d = load(BASE "backoff: {base: 1s}\n");
+	pod_spec_t *e = load("name: web\ncontainers: [{name: c, command: [/bin/sleep, '8']}]\n");
+
+	cr_expect(pod_spec_same_run(a, b));
+	cr_expect(pod_spec_same_run(b, c));
+	cr_expect(pod_spec_same_run(c, c));
+	cr_expect_not(pod_spec_same_run(c, d), "backoff restarts");
+	cr_expect_not(pod_spec_same_run(a, e), "a command restarts");
+	pod_spec_free(a);
+	pod_spec_free(b);
+	pod_spec_free(c);
+	pod_spec_free(d);
+	pod_spec_free(e);
+}
+
+static char *host_errors(const char *yaml, size_t *n)
+{
+	pod_spec_t *s = load(yaml);
+	kit_errors_t errs;
+
+	kit_errors_init(&errs);
+	*n = pod_host_check(s, &errs);
+	cr_assert_eq(*n, errs.count);
+	char *j = errs.count ? kit_errors_join(&errs) : strdup("");
+	kit_errors_free(&errs);
+	pod_spec_free(s);
+	return j;
+}
+
+Test(podspec, host_check_refuses_only_what_is_certain)
+{
+	size_t n;
+	char *out, yaml[1024];
+
+	/* Found: an absolute command, one in PATH, an env PATH, a numeric user. */
+	out = host_errors("name: ok\ncontainers:\n"
+			  "  - {name: a, command: [/bin/sh], working_dir: /tmp, user: '0:0'}\n"
+			  "  - {name: b, command: [sh]}\n"
+			  "  - {name: c, command: [sh], env: {PATH: /nowhere:/bin}}\n"
+			  "  - {name: d, command: [sh], env: {PATH: 'rel:/nowhere'}}\n", &n);
+	cr_expect_eq(n, 0, "%s", out);
+	free(out);
+	/* Under a volume's mount point: the volume decides, not looked at. */
+	out = host_errors("name: vol\nisolation: {namespaces: [mount]}\n"
+			  "volumes: [{name: v, host_path: /tmp}]\n"
+			  "containers:\n  - name: a\n    command: [/tmp/no-such-prog-4248]\n"
+			  "    mounts: [{volume: v, path: /tmp}]\n", &n);
+	cr_expect_eq(n, 0, "%s", out);
+	free(out);
+	/* Each mistake named. */
+	out = host_errors("name: bad\ncontainers:\n"
+			  "  - {name: a, command: [/no-such-prog-4248], working_dir: /etc/passwd}\n"
+			  "  - {name: b, command: [/tmp], user: 'no-such-user-4248:0'}\n"
+			  "  - {name: c, command: [/etc/passwd], user: '0:no-such-group-4248'}\n"
+			  "  - name: d\n    command: [no-such-prog-4248]\n"
+			  "    readiness: {exec: [/no-such-probe-4248]}\n", &n);
+	cr_expect_eq(n, 8, "%s", out);
+	static const char *const want[] = {
+		"bad: containers[0].command[0]: /no-such-prog-4248: not found",
+		"bad: containers[0].working_dir: /etc/passwd: not a directory",
+		"bad: containers[1].command[0]: /tmp: is a directory",
+		"bad: containers[1].user: unknown user \"no-such-user-4248\"",
+		"bad: containers[2].command[0]: /etc/passwd: not executable",
+		"bad: containers[2].user: unknown group \"no-such-group-4248\"",
+		"bad: containers[3].command[0]: no-such-prog-4248: not found in PATH",
+		"bad: containers[3].readiness.exec[0]: /no-such-probe-4248: not found",
+	};
+	for (size_t i = 0; i < sizeof want / sizeof want[0]; i++)
+		cr_expect(strstr(out, want[i]), "no \"%s\" in\n%s", want[i], out);
+	free(out);
+	/* A rootfs that is not there. */
+	snprintf(yaml, sizeof yaml, "name: r\nisolation: {namespaces: [mount], "
+		 "rootfs: /no-such-rootfs-4248}\ncontainers: [{name: a, command: [/bin/sh]}]\n");
+	out = host_errors(yaml, &n);
+	cr_expect(strstr(out, "r: isolation.rootfs: /no-such-rootfs-4248: No such file or "
+			 "directory"), "%s", out);
+	free(out);
+}
