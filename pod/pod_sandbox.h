@@ -83,8 +83,9 @@ typedef struct pod_sandbox {
  * itself up or reported why it could not.  sb is caller storage, valid
  * after success until pod_sandbox_destroy().  Errors: TANK_EINVALID for
  * inconsistent options, TANK_EUNSUPPORTED (with a message naming the
- * namespace or mount) when the kernel or our privileges refuse, negative
- * errno otherwise.  On failure no process or fd is left behind. */
+ * namespace or mount) when the kernel or our privileges refuse, the
+ * cgroup's error when its group cannot be made or joined, negative errno
+ * otherwise.  On failure no process, fd or group is left behind. */
 int pod_sandbox_create(const pod_sandbox_opts_t *o, pod_sandbox_t *sb,
                        tank_error_t *err);
 
