@@ -2,10 +2,17 @@
  * st — tank's durable state: one LMDB environment under <data_dir>/store/.
  *
  * Named databases (schema in docs/store.md):
- *   pods         name -> {name, spec (bin), generation, hash, created_at, updated_at}
- *   status       name -> status map (st_status_t)
- *   transitions  name \0 seq(8 bytes, big-endian) -> {at, from, to, reason}
- *   meta         "schema_version" -> uint
+ *   pods          name -> {uid, name, spec (bin), generation, hash, created_at, updated_at}
+ *   pods.status   name -> status map (st_status_t)
+ *   pods.history  name \0 seq(8 bytes, big-endian) ->
+ *                 {seq, at, kind, key, uid, from, to, reason}
+ *   meta          "schema_version" -> uint
+ * Pods are a collection like any other (st_coll.h): the pod functions
+ * below (st_apply, st_delete, st_pod_*, st_subscribe, st_status_*,
+ * st_transition_add, st_history) are COMPATIBILITY WRAPPERS over the pods'
+ * collection (st_pods()), kept so that callers outside store/ need no
+ * change; they are to be removed once those callers use st_coll_*
+ * directly.
  * Every value is a msgpack map with named keys: unknown keys are ignored and
  * missing keys take their zero default, so records written by an older or a
  * slightly newer tank of the same schema version still decode.
@@ -53,18 +60,24 @@ struct ev_loop;
 typedef struct st st_t;
 
 /* 2: every pod record has a `uid` (object identity); a version-1 store is
- * migrated at open (each pod gets a uid, nothing else changes). */
-#define ST_SCHEMA_VERSION 2
+ * migrated at open (each pod gets a uid, nothing else changes).
+ * 3: pods are a collection like any other: their status and history live
+ * in "pods.status" and "pods.history" (moved byte for byte from "status"
+ * and "transitions" at open), and every history entry carries seq, kind,
+ * key and uid (entries written before are read back as `legacy`). */
+#define ST_SCHEMA_VERSION 3
 #define ST_UID_LEN 36              /* UUIDv4 text: 8-4-4-4-12 hex digits */
 #define ST_NAME_MAX 127            /* pod / container name, bytes */
 #define ST_PHASE_MAX 23            /* "backing_off" and friends */
+#define ST_KIND_MAX 23             /* a kind's name in history ("container") */
+#define ST_KEY_MAX (2 * ST_NAME_MAX + 1) /* a history entry's key ("web/httpd") */
 #define ST_REASON_MAX 127          /* longer reasons are truncated on put */
 #define ST_PROBE_MAX 63            /* a probe result, truncated likewise */
 #define ST_HISTORY_DEFAULT 1000
 #define ST_MAP_SIZE_DEFAULT (1u << 20)
 #define ST_FLUSH_INTERVAL_DEFAULT 100   /* ms */
 #define ST_FLUSH_BATCH 50000       /* queued transitions that force a flush */
-#define ST_PENDING_MAX 100000      /* queued transitions before -ENOBUFS (~20 MB) */
+#define ST_PENDING_MAX 100000      /* queued transitions before -ENOBUFS (~50 MB) */
 
 /* Caller-owned; every zero field means "default".  Borrowed by st_open
  * only for the duration of the call (the callback pointers are kept). */
@@ -94,6 +107,10 @@ int st_open(const char *data_dir, const st_options_t *opts, st_t **out,
  * final flush fails (the return value says so; queued changes are then
  * lost).  Blocks.  NULL is a no-op. */
 int st_close(st_t *st, tank_error_t *err);
+
+/* The pods' collection (st_coll.h), opened by st_open; borrowed, freed by
+ * st_close. */
+struct st_coll *st_pods(st_t *st);
 
 /* Path of the LMDB environment directory (<data_dir>/store); borrowed. */
 const char *st_path(const st_t *st);
@@ -240,11 +257,26 @@ typedef struct st_status {
 	size_t n_containers;
 } st_status_t;
 
+/* One history entry, {seq, at, kind, key, uid, from, to, reason}
+ * (DESIGN.md §7).  A history is kept per object key of a collection (a
+ * pod's history holds the pod's entries and its containers'); within it
+ * each entry says whose it is.  Callers fill at, from, to, reason and
+ * may leave the rest zero: the store assigns seq (1, 2, … per history,
+ * in the order added) and fills an empty kind with the collection's noun
+ * ("pod"), an empty key with the history's key and an empty uid with the
+ * object's uid (from its desired record, when it has one).  legacy marks
+ * an entry written before schema 3: its kind, key and uid were derived
+ * that way when read (docs/store.md). */
 typedef struct st_transition {
 	int64_t at;                  /* ms */
 	char from[ST_PHASE_MAX + 1];
 	char to[ST_PHASE_MAX + 1];
 	char reason[ST_REASON_MAX + 1];
+	uint64_t seq;                /* set by the store */
+	char kind[ST_KIND_MAX + 1];  /* "pod", "container", "stack" … */
+	char key[ST_KEY_MAX + 1];    /* "web", "web/httpd" */
+	char uid[ST_UID_LEN + 1];    /* the object (a container: its pod's) */
+	bool legacy;                 /* read from a pre-schema-3 record */
 } st_transition_t;
 
 /* Queues a deep copy of *s (replacing any queued status of that name) and

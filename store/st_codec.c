@@ -789,7 +789,11 @@ int st__enc_transition(msgpack_sbuffer *b, const st_transition_t *t)
 {
 	msgpack_packer pk;
 	msgpack_packer_init(&pk, b, msgpack_sbuffer_write);
-	if (msgpack_pack_map(&pk, 4) || pk_i64(&pk, "at", t->at) ||
+	/* Schema 3: {seq, at, kind, key, uid, from, to, reason}.  A record
+	 * without kind was written before (st_coll_history marks it legacy). */
+	if (msgpack_pack_map(&pk, 8) || pk_u64(&pk, "seq", t->seq) ||
+	    pk_i64(&pk, "at", t->at) || pk_str(&pk, "kind", t->kind) ||
+	    pk_str(&pk, "key", t->key) || pk_str(&pk, "uid", t->uid) ||
 	    pk_str(&pk, "from", t->from) || pk_str(&pk, "to", t->to) ||
 	    pk_str(&pk, "reason", t->reason))
 		return -ENOMEM;
@@ -823,6 +827,18 @@ int st__dec_transition(const void *buf, size_t len, const char *key,
 		} else if (key_is(k, kl, "reason")) {
 			if (rd_str(&r, out->reason, sizeof out->reason, 0))
 				bad = "reason";
+		} else if (key_is(k, kl, "seq")) {
+			if (rd_u64(&r, &out->seq))
+				bad = "seq";
+		} else if (key_is(k, kl, "kind")) {
+			if (rd_str(&r, out->kind, sizeof out->kind, 0))
+				bad = "kind";
+		} else if (key_is(k, kl, "key")) {
+			if (rd_str(&r, out->key, sizeof out->key, 0))
+				bad = "key";
+		} else if (key_is(k, kl, "uid")) {
+			if (rd_str(&r, out->uid, sizeof out->uid, ST_UID_LEN))
+				bad = "uid";
 		} else if (mp_skip(&r, 1)) {
 			bad = "?";
 		}
