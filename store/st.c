@@ -565,11 +565,12 @@ void st__obj_uid(st_coll_t *c, MDB_txn *txn, const char *key, char uid[ST_UID_LE
 void st__tr_fill(st_coll_t *c, const char *key, uint64_t seq, const char *uid,
 		 st_transition_t *t)
 {
+	/* On every queued entry at every flush: no printf here. */
 	t->seq = seq;
 	if (!t->kind[0])
-		snprintf(t->kind, sizeof t->kind, "%s", c->decl->noun ? c->decl->noun : c->decl->name);
+		st__strlcpy(t->kind, sizeof t->kind, c->noun, c->noun_len);
 	if (!t->key[0])
-		snprintf(t->key, sizeof t->key, "%s", key);
+		st__strlcpy(t->key, sizeof t->key, key, strlen(key));
 	if (!t->uid[0] && uid)
 		memcpy(t->uid, uid, ST_UID_LEN + 1);
 }
@@ -624,17 +625,18 @@ int st__write_pending(st_t *st, MDB_txn *txn)
 		pend_t *p = &st->pend[st->trs[i].ent];
 		st_coll_t *c = p->c;
 		unsigned char kb[ST_NAME_MAX + 1 + SEQ_LEN];
-		st_transition_t t = st->trs[i].t;
+		/* Filled in place (the same at a re-run), not copied. */
+		st_transition_t *t = &st->trs[i].t;
 		if (p->next_seq == 0 &&
 		    (rc = st__tr_range(c->cur, p->name, p->namelen, &p->first_seq, &p->next_seq)))
 			break;
-		if (!p->uid_done && !t.uid[0]) {
+		if (!p->uid_done && !t->uid[0]) {
 			st__obj_uid(c, txn, p->name, p->uid);
 			p->uid_done = true;
 		}
-		st__tr_fill(c, p->name, p->next_seq, p->uid_done ? p->uid : NULL, &t);
+		st__tr_fill(c, p->name, p->next_seq, p->uid_done ? p->uid : NULL, t);
 		st->buf.size = 0;
-		if ((rc = st__enc_transition(&st->buf, &t)))
+		if ((rc = st__enc_transition(&st->buf, t, p->name, p->namelen)))
 			break;
 		st__tr_key(kb, p->name, p->namelen, p->next_seq++);
 		rc = st__put_buf(st, txn, c->db_hist, kb, p->namelen + 1 + SEQ_LEN);

@@ -70,7 +70,7 @@ typedef struct st st_t;
 #define ST_NAME_MAX 127            /* pod / container name, bytes */
 #define ST_PHASE_MAX 23            /* "backing_off" and friends */
 #define ST_KIND_MAX 23             /* a kind's name in history ("container") */
-#define ST_KEY_MAX (2 * ST_NAME_MAX + 1) /* a history entry's key ("web/httpd") */
+#define ST_KEY_MAX ST_NAME_MAX      /* a history entry's key ("web/httpd"; pod and container names are at most 63) */
 #define ST_REASON_MAX 127          /* longer reasons are truncated on put */
 #define ST_PROBE_MAX 63            /* a probe result, truncated likewise */
 #define ST_HISTORY_DEFAULT 1000

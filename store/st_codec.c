@@ -785,15 +785,21 @@ int st__dec_status(const void *buf, size_t len, const char *key,
 
 /* ---- transitions -------------------------------------------------------- */
 
-int st__enc_transition(msgpack_sbuffer *b, const st_transition_t *t)
+int st__enc_transition(msgpack_sbuffer *b, const st_transition_t *t,
+		       const char *hkey, size_t hkeylen)
 {
 	msgpack_packer pk;
+	/* Schema 3: {at, kind, key?, uid?, from, to, reason}.  What the
+	 * record's place says is not repeated (the group commit writes one
+	 * per transition): seq is the LMDB key's sequence, a key equal to
+	 * the history's key is left out, an unknown uid too.  A record
+	 * without kind was written before schema 3 (read back legacy). */
+	bool key = strlen(t->key) != hkeylen || memcmp(t->key, hkey, hkeylen) != 0;
+	bool uid = t->uid[0] != '\0';
 	msgpack_packer_init(&pk, b, msgpack_sbuffer_write);
-	/* Schema 3: {seq, at, kind, key, uid, from, to, reason}.  A record
-	 * without kind was written before (st_coll_history marks it legacy). */
-	if (msgpack_pack_map(&pk, 8) || pk_u64(&pk, "seq", t->seq) ||
-	    pk_i64(&pk, "at", t->at) || pk_str(&pk, "kind", t->kind) ||
-	    pk_str(&pk, "key", t->key) || pk_str(&pk, "uid", t->uid) ||
+	if (msgpack_pack_map(&pk, 5 + key + uid) || pk_i64(&pk, "at", t->at) ||
+	    pk_str(&pk, "kind", t->kind) || (key && pk_str(&pk, "key", t->key)) ||
+	    (uid && pk_str(&pk, "uid", t->uid)) ||
 	    pk_str(&pk, "from", t->from) || pk_str(&pk, "to", t->to) ||
 	    pk_str(&pk, "reason", t->reason))
 		return -ENOMEM;

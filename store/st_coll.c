@@ -108,6 +108,8 @@ int st_coll_open(st_t *st, const st_coll_decl_t *decl, st_coll_t **out,
 	c->st = st;
 	c->decl = decl;
 	c->history_limit = decl->history_limit ? decl->history_limit : st->history_limit;
+	c->noun = coll__noun(c);
+	c->noun_len = strlen(c->noun);
 	if ((rc = st__write_txn(st, true, "open collection", coll__open_fn, c, err)) ||
 	    (decl->typed_status && (rc = st__cache_load(c, err)))) {
 		st__cache_free(c);

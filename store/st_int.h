@@ -115,6 +115,8 @@ struct st_coll {
 	st_t *st;
 	const st_coll_decl_t *decl;
 	size_t idx;                /* its place in st->colls */
+	const char *noun;          /* decl->noun, or decl->name */
+	size_t noun_len;
 	MDB_dbi db_obj, db_status, db_hist;
 	MDB_dbi db_idx[ST_COLL_INDEX_MAX];
 	uint32_t history_limit;
