@@ -284,8 +284,11 @@ typedef struct st_transition {
  * too long name), -ENOMEM.  Does not block. */
 int st_status_put(st_t *st, const st_status_t *s);
 
-/* Queues a transition of pod `name`; the store assigns its sequence number
- * at flush.  History beyond history_limit is pruned oldest first at flush.
+/* Queues a transition into pod `name`'s history; the store assigns its
+ * sequence number and fills kind ("pod"), key (name) and uid when left
+ * empty.  A container's entry names itself (kind "container", key
+ * "web/httpd") and goes into its pod's history.  History beyond
+ * history_limit is pruned oldest first at flush.
  * Does not block, except that the ST_FLUSH_BATCH-th queued transition
  * flushes the queue on the spot (no fsync; tens of ms) so that a burst is
  * bounded by size as well as by time; a failure of that flush goes to
@@ -339,7 +342,7 @@ void st_status_list_free(st_status_t *s, size_t n);
 int st_status_copy(st_status_t *dst, const st_status_t *src);
 
 /* The last `limit` transitions of a pod (0 = all kept), oldest first, queued
- * ones included.  *out is a malloc'ed array owned by the caller (free()).
+ * ones included, every field filled (seq numbered as the flush numbers).  *out is a malloc'ed array owned by the caller (free()).
  * An unknown pod yields *n == 0, not an error.  TANK_ECORRUPT, -ENOMEM. */
 int st_history(st_t *st, const char *name, size_t limit,
 	       st_transition_t **out, size_t *n, tank_error_t *err);
