@@ -117,6 +117,15 @@ const char *st_path(const st_t *st);
 
 /* ---- desired state ---------------------------------------------------- */
 
+/* The pod calls of this section and the next (st_apply, st_delete,
+ * st_pod_get/list/foreach/foreach_from, st_subscribe/unsubscribe,
+ * st_status_put/get/list/foreach/forget, st_transition_add, st_history)
+ * are COMPATIBILITY WRAPPERS over the pods' collection (st_pods(), the
+ * st_coll_* calls of st_coll.h): same signatures as before, to be removed
+ * once callers outside store/ use the collection directly.  The types
+ * (st_pod_t, st_status_t, st_transition_t) stay: they are every
+ * collection's record shapes. */
+
 typedef struct st_pod_in {
 	const char *name;            /* 1..ST_NAME_MAX bytes, no NUL */
 	const void *spec;            /* opaque (canonical msgpack map) */
