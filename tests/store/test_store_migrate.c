@@ -24,11 +24,23 @@ static void unpack_fixture(char *dir, size_t cap)
 	cr_assert_eq(system(cmd), 0, "%s", cmd);
 }
 
+/* The length of a pod's history; its entries, written before schema 3,
+ * read back legacy, numbered from 1, as the pod's (kind, key, uid). */
 static size_t history_len(st_t *st, const char *name)
 {
 	st_transition_t *t = NULL;
 	size_t n = 0;
+	st_pod_t p;
 	cr_assert_eq(st_history(st, name, 0, &t, &n, NULL), 0);
+	cr_assert_eq(st_pod_get(st, name, &p, NULL), 0);
+	for (size_t i = 0; i < n; i++) {
+		cr_assert(t[i].legacy);
+		cr_assert_eq(t[i].seq, i + 1);
+		cr_assert_str_eq(t[i].kind, "pod");
+		cr_assert_str_eq(t[i].key, name);
+		cr_assert_str_eq(t[i].uid, p.uid);
+	}
+	st_pod_clear(&p);
 	free(t);
 	return n;
 }
