@@ -77,7 +77,7 @@ typedef struct st st_t;
 #define ST_MAP_SIZE_DEFAULT (1u << 20)
 #define ST_FLUSH_INTERVAL_DEFAULT 100   /* ms */
 #define ST_FLUSH_BATCH 50000       /* queued transitions that force a flush */
-#define ST_PENDING_MAX 100000      /* queued transitions before -ENOBUFS (~50 MB) */
+#define ST_PENDING_MAX 100000      /* queued transitions before -ENOBUFS (~40 MB) */
 
 /* Caller-owned; every zero field means "default".  Borrowed by st_open
  * only for the duration of the call (the callback pointers are kept). */
