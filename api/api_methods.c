@@ -1422,8 +1422,18 @@ int api_pack_history(msgpack_packer *pk, const st_transition_t *t, size_t n)
 {
 	int rc = msgpack_pack_array(pk, n);
 	for (size_t i = 0; i < n; i++) {
-		rc |= msgpack_pack_map(pk, 4);
+		/* {seq, at, kind, key, uid, from, to, reason} (DESIGN.md §7);
+		 * legacy only on entries written before store schema 3. */
+		rc |= msgpack_pack_map(pk, 8 + t[i].legacy);
+		rc |= pk_key(pk, "seq");    rc |= msgpack_pack_uint64(pk, t[i].seq);
 		rc |= pk_key(pk, "at");     rc |= msgpack_pack_int64(pk, t[i].at);
+		rc |= pk_key(pk, "kind");   rc |= api_pack_cstr(pk, t[i].kind);
+		rc |= pk_key(pk, "key");    rc |= api_pack_cstr(pk, t[i].key);
+		rc |= pk_key(pk, "uid");    rc |= api_pack_cstr(pk, t[i].uid);
+		if (t[i].legacy) {
+			rc |= pk_key(pk, "legacy");
+			rc |= msgpack_pack_true(pk);
+		}
 		rc |= pk_key(pk, "from");   rc |= api_pack_cstr(pk, t[i].from);
 		rc |= pk_key(pk, "to");     rc |= api_pack_cstr(pk, t[i].to);
 		rc |= pk_key(pk, "reason"); rc |= api_pack_cstr(pk, t[i].reason);

@@ -1259,7 +1259,7 @@ static int v_history(ctl_t *x, int argc, char **argv)
 		{ "help", no_argument, NULL, OPT_HELP },
 		{ "limit", required_argument, NULL, OPT_LIMIT },
 		{ "output", required_argument, NULL, 'o' }, { 0 } };
-	static const char *const heads[] = { "AT", "FROM", "TO", "REASON" };
+	static const char *const heads[] = { "AT", "OBJECT", "FROM", "TO", "REASON" };
 	enum pod_doc_format fmt = POD_DOC_YAML;
 	bool structured = false;
 	hist_params_t p = { .limit = -1 };
@@ -1293,11 +1293,12 @@ static int v_history(ctl_t *x, int argc, char **argv)
 		return r;
 	}
 	cli_table_t t;
-	r = cli_table_init(&t, 4, heads);
+	r = cli_table_init(&t, 5, heads);
 	if (in.result->type == MSGPACK_OBJECT_ARRAY)
 		for (uint32_t i = 0; i < in.result->via.array.size && r == 0; i++) {
 			const msgpack_object *h = &in.result->via.array.ptr[i];
-			char at[64] = "-", from[64], to[64], reason[256];
+			char at[64] = "-", from[64], to[64], reason[256], kind[32], key[160];
+			char obj[200];
 			int64_t ms;
 			if (api_obj_int(api_map_get(h, "at"), &ms) && ms >= 0)
 				cli_format_time((uint64_t)ms, at, sizeof at);
@@ -1306,7 +1307,13 @@ static int v_history(ctl_t *x, int argc, char **argv)
 			if (!api_obj_strcpy(api_map_get(h, "to"), to, sizeof to))
 				snprintf(to, sizeof to, "-");
 			api_obj_strcpy(api_map_get(h, "reason"), reason, sizeof reason);
-			const char *row[] = { at, from, to, reason };
+			/* Whose entry: kind/key ("pod/web", "container/web/httpd"). */
+			if (!api_obj_strcpy(api_map_get(h, "kind"), kind, sizeof kind) ||
+			    !api_obj_strcpy(api_map_get(h, "key"), key, sizeof key))
+				snprintf(obj, sizeof obj, "-");
+			else
+				snprintf(obj, sizeof obj, "%s/%s", kind, key);
+			const char *row[] = { at, obj, from, to, reason };
 			r = cli_table_add(&t, row);
 		}
 	if (r == 0)

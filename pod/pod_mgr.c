@@ -1980,10 +1980,15 @@ void pod_mgr_record(void *ctx, const rc_transition_t *t)
 	st_transition_t tr;
 	pod_trk_t *p;
 
+	/* Each entry says whose it is (kind, key "web" or "web/httpd"); the
+	 * store files a container's entries in its pod's history. */
 	memset(&tr, 0, sizeof tr);
 	tr.at = (int64_t)t->at_ms;
 	pod__copy(tr.from, sizeof tr.from, t->from);
 	pod__copy(tr.to, sizeof tr.to, t->to);
+	pod__copy(tr.kind, sizeof tr.kind, t->kind);
+	pod__copy(tr.key, sizeof tr.key, t->key);
+	pod__copy(tr.reason, sizeof tr.reason, t->reason);
 	if (strcmp(t->kind, "container") == 0) {
 		const char *slash = strchr(t->key, '/');
 		size_t n = slash ? (size_t)(slash - t->key) : strlen(t->key);
@@ -1992,16 +1997,29 @@ void pod_mgr_record(void *ctx, const rc_transition_t *t)
 		memcpy(pod, t->key, n);
 		pod[n] = '\0';
 		container = slash ? slash + 1 : "";
-		pod__fmt(tr.reason, sizeof tr.reason, "container %s: %s", container, t->reason);
 	} else {
 		pod__copy(pod, sizeof pod, t->key);
-		pod__copy(tr.reason, sizeof tr.reason, t->reason);
+	}
+	p = tank_map_get(&m->pods, pod);
+	if (p)
+		pod__copy(tr.uid, sizeof tr.uid, p->spec ? p->uid : p->want_uid);
+	/* A pod moved by one of its containers ("c: exited with code 3")
+	 * points at the container's entry, recorded just before, rather than
+	 * repeating its event. */
+	for (size_t i = 0; p && !container && i < p->nctrs; i++) {
+		const pod_ctr_t *c = &p->ctrs[i];
+		size_t cl = strlen(c->name);
+		if (strncmp(t->reason, c->name, cl) == 0 && strncmp(t->reason + cl, ": ", 2) == 0 &&
+		    strcmp(t->reason + cl + 2, c->st.reason) == 0) {
+			pod__fmt(tr.reason, sizeof tr.reason, "container %s: %s", c->name,
+				 rc_fsm_phase_name(&pod_ctr_fsm, c->st.phase));
+			break;
+		}
 	}
 	/* A deleted pod's history is dropped with it (st_status_forget). */
 	if (strcmp(t->to, "deleted") != 0)
 		(void)st_transition_add(m->o.store, pod, &tr);
 	if (m->o.on_event) {
-		p = tank_map_get(&m->pods, pod);
 		pod_event_t ev = {
 			.pod = pod, .container = container, .from = t->from,
 			.to = t->to, .reason = t->reason, .at = tr.at,

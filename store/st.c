@@ -67,19 +67,19 @@ static bool name_ok(const char *name)
 
 /* ---- the queue ---------------------------------------------------------- */
 
-/* Queue entries are found by name through the daemon's one map
- * (name -> entry index + 1). */
-static pend_t *pend_find(st_t *st, const char *name)
+/* Queue entries are found through their collection's map (the daemon's one
+ * map: key -> entry index + 1). */
+pend_t *st__pend_find(st_coll_t *c, const char *name)
 {
-	uintptr_t at = st->n_pend ? (uintptr_t)tank_map_get(&st->pend_by_name, name) : 0;
-	return at ? &st->pend[at - 1] : NULL;
+	uintptr_t at = c->st->n_pend ? (uintptr_t)tank_map_get(&c->pend, name) : 0;
+	return at ? &c->st->pend[at - 1] : NULL;
 }
 
-/* Finds or creates the queue entry of name (already validated). */
-static pend_t *pend_get(st_t *st, const char *name)
+pend_t *st__pend_get(st_coll_t *c, const char *name)
 {
+	st_t *st = c->st;
 	size_t len = strlen(name);
-	pend_t *p = pend_find(st, name);
+	pend_t *p = st__pend_find(c, name);
 	if (p)
 		return p;
 	if (st->n_pend == st->cap_pend) {
@@ -90,21 +90,30 @@ static pend_t *pend_get(st_t *st, const char *name)
 		st->pend = n;
 		st->cap_pend = cap;
 	}
-	if (tank_map_put(&st->pend_by_name, name, (void *)(uintptr_t)(st->n_pend + 1), NULL) < 0)
+	if (tank_map_put(&c->pend, name, (void *)(uintptr_t)(st->n_pend + 1), NULL) < 0)
 		return NULL;
 	p = &st->pend[st->n_pend++];
 	memset(p, 0, sizeof *p);
+	p->c = c;
 	memcpy(p->name, name, len + 1);
 	p->namelen = len;
 	return p;
 }
 
+/* Empties the queue's first n entries' maps (all of them: every map). */
+static void pend_maps_clear(st_t *st)
+{
+	for (size_t i = 0; i < st->n_colls; i++)
+		tank_map_clear(&st->colls[i]->pend);
+}
+
 static void pend_clear(st_t *st)
 {
-	st__coll_pend_clear(st);
+	for (size_t i = 0; i < st->n_pend; i++)
+		free(st->pend[i].val);
 	st->n_pend = 0;
 	st->n_trs = 0;
-	tank_map_clear(&st->pend_by_name);
+	pend_maps_clear(st);
 	/* A burst should not pin its peak memory forever. */
 	if (st->cap_trs > 65536) {
 		free(st->trs);
@@ -115,45 +124,50 @@ static void pend_clear(st_t *st)
 
 size_t st_pending(const st_t *st)
 {
-	size_t n = st->n_trs + st->n_gq;
+	size_t n = st->n_trs;
 	for (size_t i = 0; i < st->n_pend; i++)
 		n += st->pend[i].has_status || st->pend[i].forget;
 	return n;
 }
 
-/* ---- the status cache ------------------------------------------------------ */
+/* ---- the typed status cache ---------------------------------------------- */
 
-static cent_t *cache_find(st_t *st, const char *name)
+static cent_t *cache_find(st_coll_t *c, const char *name)
 {
-	return st->n_cache ? tank_map_get(&st->cache_by_name, name) : NULL;
+	return c->n_cache ? tank_map_get(&c->cache_by_name, name) : NULL;
+}
+
+const cent_t *st__cache_find(st_coll_t *c, const char *name)
+{
+	return cache_find(c, name);
 }
 
 /* Finds or adds the entry of name (already validated); NULL on -ENOMEM. */
-static cent_t *cache_get(st_t *st, const char *name, size_t len)
+static cent_t *cache_get(st_coll_t *co, const char *name, size_t len)
 {
-	cent_t *c = cache_find(st, name);
+	cent_t *c = cache_find(co, name);
 	if (c)
 		return c;
-	if (st->n_cache == st->cap_cache) {
-		size_t cap = st->cap_cache ? st->cap_cache * 2 : 64;
-		cent_t **n = realloc(st->cache, cap * sizeof *n);
+	if (co->n_cache == co->cap_cache) {
+		size_t cap = co->cap_cache ? co->cap_cache * 2 : 64;
+		cent_t **n = realloc(co->cache, cap * sizeof *n);
 		if (!n)
 			return NULL;
-		st->cache = n;
-		st->cap_cache = cap;
+		co->cache = n;
+		co->cap_cache = cap;
 	}
 	if (!(c = calloc(1, sizeof *c)))
 		return NULL;
 	memcpy(c->s.name, name, len);
 	c->s.name[len] = '\0';
 	c->namelen = len;
-	if (tank_map_put(&st->cache_by_name, c->s.name, c, NULL) < 0) {
+	if (tank_map_put(&co->cache_by_name, c->s.name, c, NULL) < 0) {
 		free(c);
 		return NULL;
 	}
-	c->idx = st->n_cache;
-	st->cache[st->n_cache++] = c;
-	st->order_ok = false;
+	c->idx = co->n_cache;
+	co->cache[co->n_cache++] = c;
+	co->order_ok = false;
 	return c;
 }
 
@@ -164,23 +178,23 @@ static void cent_free(cent_t *c)
 	free(c);
 }
 
-/* Removes the entries of names; one compaction for the whole batch. */
-/* O(1) per name: the last entry takes the removed one's place (the array
- * has no order; lists sort `order` when asked).  It compacted the whole
- * array for every call, and a delete of 100,000 pods, which forgets them
- * one by one, spent seconds on it in turns of up to 385 ms. */
-void st__cache_del(st_t *st, const char *const *names, size_t n)
+/* Removes the entries of names.  O(1) per name: the last entry takes the
+ * removed one's place (the array has no order; lists sort `order` when
+ * asked).  It compacted the whole array for every call, and a delete of
+ * 100,000 pods, which forgets them one by one, spent seconds on it in
+ * turns of up to 385 ms. */
+void st__cache_del(st_coll_t *co, const char *const *names, size_t n)
 {
 	for (size_t i = 0; i < n; i++) {
-		cent_t *c = cache_find(st, names[i]);
+		cent_t *c = cache_find(co, names[i]);
 		if (!c)
 			continue;
-		tank_map_del(&st->cache_by_name, c->s.name);
-		cent_t *last = st->cache[--st->n_cache];
-		st->cache[c->idx] = last;
+		tank_map_del(&co->cache_by_name, c->s.name);
+		cent_t *last = co->cache[--co->n_cache];
+		co->cache[c->idx] = last;
 		last->idx = c->idx;
 		cent_free(c);
-		st->order_ok = false;
+		co->order_ok = false;
 	}
 }
 
@@ -190,45 +204,48 @@ static int cmp_cent(const void *a, const void *b)
 		      (*(cent_t *const *)b)->s.name);
 }
 
-static int cache_order(st_t *st)
+static int cache_order(st_coll_t *c)
 {
-	if (st->order_ok)
+	if (c->order_ok)
 		return 0;
-	if (st->n_cache > st->cap_order) {
-		cent_t **n = realloc(st->order, st->n_cache * sizeof *n);
+	if (c->n_cache > c->cap_order) {
+		cent_t **n = realloc(c->order, c->n_cache * sizeof *n);
 		if (!n)
 			return -ENOMEM;
-		st->order = n;
-		st->cap_order = st->n_cache;
+		c->order = n;
+		c->cap_order = c->n_cache;
 	}
-	if (st->n_cache) {
-		memcpy(st->order, st->cache, st->n_cache * sizeof *st->order);
-		qsort(st->order, st->n_cache, sizeof *st->order, cmp_cent);
+	if (c->n_cache) {
+		memcpy(c->order, c->cache, c->n_cache * sizeof *c->order);
+		qsort(c->order, c->n_cache, sizeof *c->order, cmp_cent);
 	}
-	st->order_ok = true;
+	c->order_ok = true;
 	return 0;
 }
 
-static void cache_free(st_t *st)
+void st__cache_free(st_coll_t *c)
 {
-	for (size_t i = 0; i < st->n_cache; i++)
-		cent_free(st->cache[i]);
-	free(st->cache);
-	tank_map_destroy(&st->cache_by_name);
-	free(st->order);
+	for (size_t i = 0; i < c->n_cache; i++)
+		cent_free(c->cache[i]);
+	free(c->cache);
+	tank_map_destroy(&c->cache_by_name);
+	free(c->order);
+	c->cache = c->order = NULL;
+	c->n_cache = c->cap_cache = c->cap_order = 0;
 }
 
-/* Decodes every stored status into the cache.  A damaged record becomes
- * a corrupt entry carrying its message. */
-static int cache_load(st_t *st, tank_error_t *err)
+/* Decodes every stored status of a typed collection into its cache.  A
+ * damaged record becomes a corrupt entry carrying its message. */
+int st__cache_load(st_coll_t *co, tank_error_t *err)
 {
+	st_t *st = co->st;
 	MDB_txn *txn;
 	MDB_cursor *c;
 	MDB_val k, v;
 	int rc = mdb_txn_begin(st->env, NULL, MDB_RDONLY, &txn);
 	if (rc)
 		return st__mdb_fail(err, rc, "store: load status");
-	if ((rc = mdb_cursor_open(txn, st->db_status, &c))) {
+	if ((rc = mdb_cursor_open(txn, co->db_status, &c))) {
 		mdb_txn_abort(txn);
 		return st__mdb_fail(err, rc, "store: load status");
 	}
@@ -242,7 +259,7 @@ static int cache_load(st_t *st, tank_error_t *err)
 		name[len] = '\0';
 		if (strlen(name) != len || len == 0)
 			st__key_repr(name, sizeof name, k.mv_data, k.mv_size);
-		cent_t *e = cache_get(st, name, strlen(name));
+		cent_t *e = cache_get(co, name, strlen(name));
 		if (!e) {
 			rc = tank_error_set(err, -ENOMEM, "out of memory");
 			break;
@@ -321,10 +338,10 @@ static void status_sanitize(st_status_t *s)
 	}
 }
 
-int st_status_put(st_t *st, const st_status_t *s)
+int st_coll_status_put_typed(st_coll_t *co, const st_status_t *s)
 {
 	st_status_t copy;
-	if (!s || strnlen(s->name, sizeof s->name) == 0 ||
+	if (!co->decl->typed_status || !s || strnlen(s->name, sizeof s->name) == 0 ||
 	    strnlen(s->name, sizeof s->name) > ST_NAME_MAX ||
 	    (s->n_containers && !s->containers))
 		return TANK_EINVALID;
@@ -332,8 +349,8 @@ int st_status_put(st_t *st, const st_status_t *s)
 		return -ENOMEM;
 	status_sanitize(&copy);
 	size_t len = strlen(copy.name);
-	pend_t *p = pend_get(st, copy.name);
-	cent_t *c = p ? cache_get(st, copy.name, len) : NULL;
+	pend_t *p = st__pend_get(co, copy.name);
+	cent_t *c = p ? cache_get(co, copy.name, len) : NULL;
 	if (!c) {
 		st_status_clear(&copy);
 		return -ENOMEM;
@@ -343,8 +360,13 @@ int st_status_put(st_t *st, const st_status_t *s)
 	free(c->corrupt);
 	c->corrupt = NULL;
 	p->has_status = true;
-	st__arm_timer(st);
+	st__arm_timer(co->st);
 	return 0;
+}
+
+int st_status_put(st_t *st, const st_status_t *s)
+{
+	return st_coll_status_put_typed(st->pods, s);
 }
 
 static void flush_failed(st_t *st, const tank_error_t *e)
@@ -353,8 +375,10 @@ static void flush_failed(st_t *st, const tank_error_t *e)
 		st->on_flush_error(st->on_flush_error_ctx, e);
 }
 
-int st_transition_add(st_t *st, const char *name, const st_transition_t *t)
+/* The one way a transition is queued, for every collection. */
+int st__hist_add(st_coll_t *c, const char *name, const st_transition_t *t)
 {
+	st_t *st = c->st;
 	if (!name_ok(name) || !t)
 		return TANK_EINVALID;
 	if (st->n_trs == ST_FLUSH_BATCH) {
@@ -375,23 +399,32 @@ int st_transition_add(st_t *st, const char *name, const st_transition_t *t)
 		st->trs = n;
 		st->cap_trs = cap;
 	}
-	pend_t *p = pend_get(st, name);
+	pend_t *p = st__pend_get(c, name);
 	if (!p)
 		return -ENOMEM;
 	pend_tr_t *tr = &st->trs[st->n_trs++];
 	tr->ent = (uint32_t)(p - st->pend);
 	tr->t = *t;
+	tr->t.seq = 0;
+	tr->t.legacy = false;
 	tr->t.from[ST_PHASE_MAX] = tr->t.to[ST_PHASE_MAX] = '\0';
 	tr->t.reason[ST_REASON_MAX] = '\0';
+	tr->t.kind[ST_KIND_MAX] = tr->t.key[ST_KEY_MAX] = tr->t.uid[ST_UID_LEN] = '\0';
 	st__arm_timer(st);
 	return 0;
 }
 
-int st_status_forget(st_t *st, const char *name)
+int st_transition_add(st_t *st, const char *name, const st_transition_t *t)
 {
+	return st__hist_add(st->pods, name, t);
+}
+
+int st_coll_status_forget(st_coll_t *c, const char *name)
+{
+	st_t *st = c->st;
 	if (!name_ok(name))
 		return TANK_EINVALID;
-	pend_t *p = pend_get(st, name);
+	pend_t *p = st__pend_get(c, name);
 	if (!p)
 		return -ENOMEM;
 	uint32_t ent = (uint32_t)(p - st->pend);
@@ -400,13 +433,21 @@ int st_status_forget(st_t *st, const char *name)
 		if (st->trs[i].ent != ent)
 			st->trs[o++] = st->trs[i];
 	st->n_trs = o;
-	st__cache_del(st, &name, 1);
+	if (c->decl->typed_status)
+		st__cache_del(c, &name, 1);
+	free(p->val);
+	p->val = NULL;
+	p->len = 0;
 	p->has_status = false;
 	p->forget = true;
 	st__arm_timer(st);
 	return 0;
 }
 
+int st_status_forget(st_t *st, const char *name)
+{
+	return st_coll_status_forget(st->pods, name);
+}
 /* ---- keys ----------------------------------------------------------------- */
 
 void st__tr_key(unsigned char *k, const char *name, size_t len, uint64_t seq)
@@ -500,65 +541,118 @@ int st__put_buf(st_t *st, MDB_txn *txn, MDB_dbi db, const void *key,
 	return mdb_put(txn, db, &k, &v, 0);
 }
 
+/* The uid of key's object: its desired record's, or (a typed collection's
+ * object being deleted) its cached status's; "" when neither is known. */
+void st__obj_uid(st_coll_t *c, MDB_txn *txn, const char *key, char uid[ST_UID_LEN + 1])
+{
+	size_t kl = strlen(key);
+	MDB_val k = { kl, (void *)key }, v;
+	st_pod_t p;
+
+	uid[0] = '\0';
+	if (mdb_get(txn, c->db_obj, &k, &v) == 0 &&
+	    st__dec_pod_ex(v.mv_data, v.mv_size, key, kl, &p, true, NULL) == 0 && p.uid[0]) {
+		memcpy(uid, p.uid, ST_UID_LEN + 1);
+		return;
+	}
+	if (c->decl->typed_status) {
+		const cent_t *e = cache_find(c, key);
+		if (e && !e->corrupt)
+			memcpy(uid, e->s.uid, ST_UID_LEN + 1);
+	}
+}
+
+void st__tr_fill(st_coll_t *c, const char *key, uint64_t seq, const char *uid,
+		 st_transition_t *t)
+{
+	/* On every queued entry at every flush: no printf here. */
+	t->seq = seq;
+	if (!t->kind[0])
+		st__strlcpy(t->kind, sizeof t->kind, c->noun, c->noun_len);
+	if (!t->key[0])
+		st__strlcpy(t->key, sizeof t->key, key, strlen(key));
+	if (!t->uid[0] && uid)
+		memcpy(t->uid, uid, ST_UID_LEN + 1);
+}
+
 /* Writes the whole queue into txn.  Re-runnable: a retry after a map
  * resize starts again from the untouched queue. */
 int st__write_pending(st_t *st, MDB_txn *txn)
 {
-	MDB_cursor *c = NULL;
 	/* A bounded flush (flush_some) writes the first write_limit names
 	 * and their transitions only. */
 	size_t np = st->write_limit && st->write_limit < st->n_pend ? st->write_limit : st->n_pend;
-	int rc = st__coll_write_pending(st, txn);
-	if (rc || st->n_pend == 0)
-		return rc;
-	if ((rc = mdb_cursor_open(txn, st->db_trans, &c)))
-		return rc;
+	int rc = 0;
+
+	if (st->n_pend == 0)
+		return 0;
+	for (size_t i = 0; i < st->n_colls; i++)
+		st->colls[i]->cur = NULL;
 	for (size_t i = 0; i < np && !rc; i++) {
 		pend_t *p = &st->pend[i];
+		st_coll_t *c = p->c;
 		p->first_seq = p->next_seq = 0;
+		p->uid_done = false;
+		if (!c->cur && (rc = mdb_cursor_open(txn, c->db_hist, &c->cur)))
+			break;
 		if (p->forget) {
 			MDB_val k = { p->namelen, p->name };
-			rc = mdb_del(txn, st->db_status, &k, NULL);
+			rc = mdb_del(txn, c->db_status, &k, NULL);
 			if (rc == MDB_NOTFOUND)
 				rc = 0;
 			if (!rc)
-				rc = st__tr_delete_front(c, p->name, p->namelen,
-						     UINT64_MAX);
+				rc = st__tr_delete_front(c->cur, p->name, p->namelen,
+							 UINT64_MAX);
 			p->first_seq = p->next_seq = 1;
 		}
-		cent_t *ce = p->has_status ? cache_find(st, p->name) : NULL;
-		if (!rc && ce) {
+		if (rc || !p->has_status)
+			continue;
+		if (c->decl->typed_status) {
+			cent_t *ce = cache_find(c, p->name);
+			if (!ce)
+				continue;
 			st->buf.size = 0;
-			rc = st__enc_status(&st->buf, &ce->s);
-			if (!rc)
-				rc = st__put_buf(st, txn, st->db_status, p->name,
-					     p->namelen);
+			if (!(rc = st__enc_status(&st->buf, &ce->s)))
+				rc = st__put_buf(st, txn, c->db_status, p->name, p->namelen);
+		} else {
+			MDB_val k = { p->namelen, p->name }, v = { p->len, p->val };
+			rc = mdb_put(txn, c->db_status, &k, &v, 0);
 		}
 	}
 	for (size_t i = 0; i < st->n_trs && !rc; i++) {
 		if (st->trs[i].ent >= np)
 			continue;
 		pend_t *p = &st->pend[st->trs[i].ent];
+		st_coll_t *c = p->c;
 		unsigned char kb[ST_NAME_MAX + 1 + SEQ_LEN];
-		if (p->next_seq == 0)
-			rc = st__tr_range(c, p->name, p->namelen, &p->first_seq,
-				      &p->next_seq);
-		if (rc)
+		/* Filled in place (the same at a re-run), not copied. */
+		st_transition_t *t = &st->trs[i].t;
+		if (p->next_seq == 0 &&
+		    (rc = st__tr_range(c->cur, p->name, p->namelen, &p->first_seq, &p->next_seq)))
 			break;
+		if (!p->uid_done && !t->uid[0]) {
+			st__obj_uid(c, txn, p->name, p->uid);
+			p->uid_done = true;
+		}
+		st__tr_fill(c, p->name, p->next_seq, p->uid_done ? p->uid : NULL, t);
 		st->buf.size = 0;
-		if ((rc = st__enc_transition(&st->buf, &st->trs[i].t)))
+		if ((rc = st__enc_transition(&st->buf, t, p->name, p->namelen)))
 			break;
 		st__tr_key(kb, p->name, p->namelen, p->next_seq++);
-		rc = st__put_buf(st, txn, st->db_trans, kb, p->namelen + 1 + SEQ_LEN);
+		rc = st__put_buf(st, txn, c->db_hist, kb, p->namelen + 1 + SEQ_LEN);
 	}
 	for (size_t i = 0; i < np && !rc; i++) {
 		pend_t *p = &st->pend[i];
 		uint64_t have = p->next_seq - p->first_seq;
-		if (p->next_seq && have > st->history_limit)
-			rc = st__tr_delete_front(c, p->name, p->namelen,
-					     have - st->history_limit);
+		if (p->next_seq && have > p->c->history_limit)
+			rc = st__tr_delete_front(p->c->cur, p->name, p->namelen,
+						 have - p->c->history_limit);
 	}
-	mdb_cursor_close(c);
+	for (size_t i = 0; i < st->n_colls; i++)
+		if (st->colls[i]->cur) {
+			mdb_cursor_close(st->colls[i]->cur);
+			st->colls[i]->cur = NULL;
+		}
 	return rc;
 }
 
@@ -705,7 +799,7 @@ int st_flush(st_t *st, tank_error_t *err)
 		st->history_dropped += st->n_trs;
 		st->n_trs = 0;
 	}
-	if (st->n_pend || st->n_trs || st->n_gq) {
+	if (st->n_pend || st->n_trs) {
 		int rc = st__write_txn(st, false, "flush", flush_fn, NULL, err);
 		if (rc == TANK_ESTOREFULL && st->n_trs) {
 			/* A batch of history bigger than the room: statuses
@@ -755,11 +849,13 @@ static int flush_some(st_t *st, tank_error_t *err)
 	if (rc)
 		return st_flush(st, err);   /* a failure is handled (and told) there */
 	/* The first k names are on disk: the rest moves to the front. */
+	for (size_t i = 0; i < k; i++)
+		free(st->pend[i].val);
 	memmove(st->pend, st->pend + k, (st->n_pend - k) * sizeof *st->pend);
 	st->n_pend -= k;
-	tank_map_clear(&st->pend_by_name);
+	pend_maps_clear(st);
 	for (size_t i = 0; i < st->n_pend; i++)
-		if (tank_map_put(&st->pend_by_name, st->pend[i].name,
+		if (tank_map_put(&st->pend[i].c->pend, st->pend[i].name,
 				 (void *)(uintptr_t)(i + 1), NULL) < 0)
 			return st_flush(st, err);   /* no memory to index: all now */
 	size_t j = 0;
@@ -769,7 +865,6 @@ static int flush_some(st_t *st, tank_error_t *err)
 			st->trs[j++].ent -= (uint32_t)k;
 		}
 	st->n_trs = j;
-	st__coll_pend_clear(st);
 	wake_sync(st);
 	return 0;
 }
@@ -783,9 +878,9 @@ static void timer_cb(struct ev_loop *loop, ev_timer *w, int revents)
 	tank_error_clear(&e);
 	if (flush_some(st, &e)) {
 		flush_failed(st, &e);
-		if (st->n_pend || st->n_trs || st->n_gq)
+		if (st->n_pend || st->n_trs)
 			st__arm_timer(st);
-	} else if (st->n_pend || st->n_trs || st->n_gq) {
+	} else if (st->n_pend || st->n_trs) {
 		/* More than a slice was queued: the rest at once, after the
 		 * loop has polled. */
 		ev_timer_set(&st->timer, 0.001, 0.);
@@ -800,7 +895,7 @@ int st_attach_loop(st_t *st, struct ev_loop *loop)
 	st->loop = loop;
 	ev_timer_init(&st->timer, timer_cb, 0., 0.);
 	st->timer.data = st;
-	if (st->n_pend || st->n_trs || st->n_gq)
+	if (st->n_pend || st->n_trs)
 		st__arm_timer(st);
 	return 0;
 }
@@ -930,13 +1025,10 @@ int st_apply(st_t *st, const st_pod_in_t *pods, size_t n,
 int st_delete(st_t *st, const char *const *names, size_t n, bool *deleted,
 	      tank_error_t *err)
 {
-	int rc = st_coll_delete(st->pods, names, n, deleted, err);
-	if (rc == 0)
-		st__cache_del(st, names, n);
-	return rc;
+	return st_coll_delete(st->pods, names, n, deleted, err);
 }
 
-st_coll_t *st__pods(st_t *st)
+st_coll_t *st_pods(st_t *st)
 {
 	return st->pods;
 }
@@ -997,8 +1089,8 @@ int st_pod_list(st_t *st, st_pod_t **out, size_t *n, tank_error_t *err)
 	int rc = st__read_begin(st, &txn, err);
 	if (rc)
 		return rc;
-	if ((rc = mdb_stat(txn, st->db_pods, &ms)) ||
-	    (rc = mdb_cursor_open(txn, st->db_pods, &c))) {
+	if ((rc = mdb_stat(txn, st->pods->db_obj, &ms)) ||
+	    (rc = mdb_cursor_open(txn, st->pods->db_obj, &c))) {
 		mdb_txn_abort(txn);
 		return st__mdb_fail(err, rc, "store: list pods");
 	}
@@ -1040,11 +1132,13 @@ int st_pod_foreach_from(st_t *st, const char *after, st_pod_fn fn, void *ctx,
 	return st_coll_scan_from(st->pods, after, fn, ctx, err);
 }
 
-int st_status_get(st_t *st, const char *name, st_status_t *out,
-		  tank_error_t *err)
+int st_coll_status_get_typed(st_coll_t *co, const char *name, st_status_t *out,
+			     tank_error_t *err)
 {
 	memset(out, 0, sizeof *out);
-	cent_t *c = name_ok(name) ? cache_find(st, name) : NULL;
+	if (!co->decl->typed_status)
+		return tank_error_set(err, TANK_EINVALID, "%s: no typed status", co->decl->name);
+	cent_t *c = name_ok(name) ? cache_find(co, name) : NULL;
 	if (!c)
 		return tank_error_set(err, TANK_ENOTFOUND, "no status for \"%s\"",
 				      name ? name : "");
@@ -1055,48 +1149,61 @@ int st_status_get(st_t *st, const char *name, st_status_t *out,
 	return 0;
 }
 
+int st_status_get(st_t *st, const char *name, st_status_t *out,
+		  tank_error_t *err)
+{
+	return st_coll_status_get_typed(st->pods, name, out, err);
+}
+
 /* Sorts the cache and fails on the first damaged record: a list must not
  * quietly leave a pod out. */
-static int walk_begin(st_t *st, tank_error_t *err)
+static int walk_begin(st_coll_t *c, tank_error_t *err)
 {
-	if (cache_order(st))
+	if (!c->decl->typed_status)
+		return tank_error_set(err, TANK_EINVALID, "%s: no typed status", c->decl->name);
+	if (cache_order(c))
 		return tank_error_set(err, -ENOMEM, "out of memory");
-	for (size_t i = 0; i < st->n_cache; i++)
-		if (st->order[i]->corrupt)
+	for (size_t i = 0; i < c->n_cache; i++)
+		if (c->order[i]->corrupt)
 			return tank_error_set(err, TANK_ECORRUPT, "%s",
-					      st->order[i]->corrupt);
+					      c->order[i]->corrupt);
 	return 0;
+}
+
+int st_coll_status_foreach(st_coll_t *c, st_status_fn fn, void *ctx, tank_error_t *err)
+{
+	int rc = walk_begin(c, err);
+	for (size_t i = 0; i < c->n_cache && !rc; i++)
+		rc = fn(ctx, &c->order[i]->s);
+	return rc;
 }
 
 int st_status_foreach(st_t *st, st_status_fn fn, void *ctx, tank_error_t *err)
 {
-	int rc = walk_begin(st, err);
-	for (size_t i = 0; i < st->n_cache && !rc; i++)
-		rc = fn(ctx, &st->order[i]->s);
-	return rc;
+	return st_coll_status_foreach(st->pods, fn, ctx, err);
 }
 
-int st_status_list(st_t *st, st_status_t **out, size_t *n, tank_error_t *err)
+int st_coll_status_list(st_coll_t *c, st_status_t **out, size_t *n, tank_error_t *err)
 {
 	*out = NULL;
 	*n = 0;
-	int rc = walk_begin(st, err);
-	if (rc || st->n_cache == 0)
+	int rc = walk_begin(c, err);
+	if (rc || c->n_cache == 0)
 		return rc;
 	/* One block: the array, then every container.  A list of 10,000 is
 	 * ~10 MB; as one chunk it is reused by the allocator from call to call
 	 * instead of being trimmed and page-faulted in again, which made a
 	 * list cost 1 to 5 ms. */
 	size_t nc = 0;
-	for (size_t i = 0; i < st->n_cache; i++)
-		nc += st->order[i]->s.n_containers;
-	st_status_t *arr = malloc(st->n_cache * sizeof *arr +
+	for (size_t i = 0; i < c->n_cache; i++)
+		nc += c->order[i]->s.n_containers;
+	st_status_t *arr = malloc(c->n_cache * sizeof *arr +
 				  nc * sizeof(st_container_status_t));
 	if (!arr)
 		return tank_error_set(err, -ENOMEM, "out of memory");
-	st_container_status_t *cs = (st_container_status_t *)(arr + st->n_cache);
-	for (size_t i = 0; i < st->n_cache; i++) {
-		const st_status_t *src = &st->order[i]->s;
+	st_container_status_t *cs = (st_container_status_t *)(arr + c->n_cache);
+	for (size_t i = 0; i < c->n_cache; i++) {
+		const st_status_t *src = &c->order[i]->s;
 		arr[i] = *src;
 		arr[i].containers = NULL;
 		if (src->n_containers) {
@@ -1107,92 +1214,19 @@ int st_status_list(st_t *st, st_status_t **out, size_t *n, tank_error_t *err)
 		}
 	}
 	*out = arr;
-	*n = st->n_cache;
+	*n = c->n_cache;
 	return 0;
 }
 
-static int push_tr(st_transition_t **arr, size_t *n, size_t *cap,
-		   const st_transition_t *t)
+int st_status_list(st_t *st, st_status_t **out, size_t *n, tank_error_t *err)
 {
-	if (*n == *cap) {
-		size_t nc = *cap ? *cap * 2 : 16;
-		st_transition_t *na = realloc(*arr, nc * sizeof *na);
-		if (!na)
-			return -ENOMEM;
-		*arr = na;
-		*cap = nc;
-	}
-	(*arr)[(*n)++] = *t;
-	return 0;
+	return st_coll_status_list(st->pods, out, n, err);
 }
 
 int st_history(st_t *st, const char *name, size_t limit,
 	       st_transition_t **out, size_t *n, tank_error_t *err)
 {
-	st_transition_t *arr = NULL;
-	size_t cnt = 0, cap = 0;
-	*out = NULL;
-	*n = 0;
-	if (!name_ok(name))
-		return 0;
-	size_t len = strlen(name);
-	pend_t *p = pend_find(st, name);
-	int rc = 0;
-	if (!p || !p->forget) {
-		MDB_txn *txn;
-		MDB_cursor *c;
-		unsigned char kb[ST_NAME_MAX + 1 + SEQ_LEN];
-		if ((rc = st__read_begin(st, &txn, err)))
-			return rc;
-		if ((rc = mdb_cursor_open(txn, st->db_trans, &c))) {
-			mdb_txn_abort(txn);
-			return st__mdb_fail(err, rc, "store: history");
-		}
-		st__tr_key(kb, name, len, 0);
-		MDB_val k = { len + 1 + SEQ_LEN, kb }, v;
-		for (int op = MDB_SET_RANGE; !rc; op = MDB_NEXT) {
-			st_transition_t t;
-			int r = mdb_cursor_get(c, &k, &v, op);
-			if (r == MDB_NOTFOUND || (!r && !st__tr_has_prefix(&k, name, len)))
-				break;
-			if (r) {
-				rc = st__mdb_fail(err, r, "store: history");
-				break;
-			}
-			rc = st__dec_transition(v.mv_data, v.mv_size, k.mv_data,
-						k.mv_size, &t, err);
-			if (!rc && push_tr(&arr, &cnt, &cap, &t))
-				rc = tank_error_set(err, -ENOMEM, "out of memory");
-		}
-		mdb_cursor_close(c);
-		mdb_txn_abort(txn);
-	}
-	if (p) {
-		uint32_t ent = (uint32_t)(p - st->pend);
-		for (size_t i = 0; i < st->n_trs && !rc; i++)
-			if (st->trs[i].ent == ent &&
-			    push_tr(&arr, &cnt, &cap, &st->trs[i].t))
-				rc = tank_error_set(err, -ENOMEM, "out of memory");
-	}
-	if (rc) {
-		free(arr);
-		return rc;
-	}
-	/* Same view as after the next flush: pruned to history_limit. */
-	size_t keep = cnt;
-	if (keep > st->history_limit)
-		keep = st->history_limit;
-	if (limit && keep > limit)
-		keep = limit;
-	if (keep < cnt)
-		memmove(arr, arr + (cnt - keep), keep * sizeof *arr);
-	if (keep == 0) {
-		free(arr);
-		arr = NULL;
-	}
-	*out = arr;
-	*n = keep;
-	return 0;
+	return st_coll_history(st->pods, name, limit, out, n, err);
 }
 
 size_t st_map_size(const st_t *st)
@@ -1329,13 +1363,13 @@ void st_uid_new(char out[ST_UID_LEN + 1])
 /* Schema 1 → 2: each stored pod gets a uid; nothing else changes (status
  * and history are kept as they are, and their pod keeps its generation).
  * In the open transaction, so it is all or nothing. */
-static int migrate_v1_v2(st_t *st, MDB_txn *txn, tank_error_t *err)
+static int migrate_v1_v2(st_t *st, MDB_txn *txn, MDB_dbi db_pods, tank_error_t *err)
 {
 	MDB_cursor *c;
 	MDB_val k, v;
 	char (*names)[ST_NAME_MAX + 1] = NULL;
 	size_t n = 0, cap = 0;
-	int rc = mdb_cursor_open(txn, st->db_pods, &c);
+	int rc = mdb_cursor_open(txn, db_pods, &c);
 
 	if (rc)
 		return rc;
@@ -1365,7 +1399,7 @@ static int migrate_v1_v2(st_t *st, MDB_txn *txn, tank_error_t *err)
 		size_t len = strlen(names[i]);
 		MDB_val key = { len, names[i] };
 		st_pod_t p;
-		if ((rc = mdb_get(txn, st->db_pods, &key, &v)))
+		if ((rc = mdb_get(txn, db_pods, &key, &v)))
 			break;
 		if (st__dec_pod(v.mv_data, v.mv_size, names[i], len, &p, NULL) < 0)
 			continue;       /* a damaged record stays as it is */
@@ -1373,7 +1407,7 @@ static int migrate_v1_v2(st_t *st, MDB_txn *txn, tank_error_t *err)
 			st_uid_new(p.uid);
 			st->buf.size = 0;
 			if ((rc = st__enc_pod(&st->buf, &p)) == 0)
-				rc = st__put_buf(st, txn, st->db_pods, names[i], len);
+				rc = st__put_buf(st, txn, db_pods, names[i], len);
 		}
 		free(p.spec);
 	}
@@ -1385,14 +1419,67 @@ static int migrate_v1_v2(st_t *st, MDB_txn *txn, tank_error_t *err)
 	return 0;
 }
 
+/* Moves every record of database `from` into `to` (created) byte for
+ * byte, then deletes `from`; nothing to do when `from` does not exist.
+ * Each record is copied out of the map before the put (a put may move the
+ * pages a cursor's values point into). */
+static int move_db(st_t *st, MDB_txn *txn, const char *from, const char *to)
+{
+	MDB_dbi a, b;
+	MDB_cursor *c;
+	MDB_val k, v;
+	int rc = mdb_dbi_open(txn, from, 0, &a);
+
+	if (rc == MDB_NOTFOUND)
+		return 0;
+	if (rc || (rc = mdb_dbi_open(txn, to, MDB_CREATE, &b)) ||
+	    (rc = mdb_cursor_open(txn, a, &c)))
+		return rc;
+	for (rc = mdb_cursor_get(c, &k, &v, MDB_FIRST); !rc;
+	     rc = mdb_cursor_get(c, &k, &v, MDB_NEXT)) {
+		st->buf.size = 0;
+		if (msgpack_sbuffer_write(&st->buf, k.mv_data, k.mv_size) ||
+		    msgpack_sbuffer_write(&st->buf, v.mv_data, v.mv_size)) {
+			rc = -ENOMEM;
+			break;
+		}
+		MDB_val nk = { k.mv_size, st->buf.data };
+		MDB_val nv = { v.mv_size, st->buf.data + k.mv_size };
+		if ((rc = mdb_put(txn, b, &nk, &nv, 0)))
+			break;
+	}
+	mdb_cursor_close(c);
+	if (rc != MDB_NOTFOUND)
+		return rc;
+	return mdb_drop(txn, a, 1);
+}
+
+/* Schema 2 → 3: the pods' observed state moves to their collection's
+ * databases ("status" → "pods.status", "transitions" → "pods.history"),
+ * byte for byte, so that pods are a collection like any other.  History
+ * entries keep their old shape ({at, from, to, reason}); readers fill kind,
+ * key, uid and seq and mark them legacy (st_coll.c), for every
+ * collection's old entries alike.  In the open transaction. */
+static int migrate_v2_v3(st_t *st, MDB_txn *txn, tank_error_t *err)
+{
+	int rc = move_db(st, txn, "status", "pods.status");
+
+	if (!rc)
+		rc = move_db(st, txn, "transitions", "pods.history");
+	if (rc && rc != MDB_MAP_FULL)
+		return tank_error_set(err, rc < 0 ? rc : TANK_ECORRUPT,
+				      "store %s: migrating to schema 3: %s", st->path,
+				      rc < 0 ? tank_strerror(rc) : mdb_strerror(rc));
+	return rc;
+}
+
 static int open_fn(st_t *st, MDB_txn *txn, void *arg, tank_error_t *err)
 {
 	(void)arg;
 	int rc;
+	MDB_dbi db_pods;
 	if ((rc = mdb_dbi_open(txn, "meta", MDB_CREATE, &st->db_meta)) ||
-	    (rc = mdb_dbi_open(txn, "pods", MDB_CREATE, &st->db_pods)) ||
-	    (rc = mdb_dbi_open(txn, "status", MDB_CREATE, &st->db_status)) ||
-	    (rc = mdb_dbi_open(txn, "transitions", MDB_CREATE, &st->db_trans)))
+	    (rc = mdb_dbi_open(txn, "pods", MDB_CREATE, &db_pods)))
 		return rc;
 	MDB_val k = { sizeof META_SCHEMA_KEY - 1, META_SCHEMA_KEY }, v;
 	rc = mdb_get(txn, st->db_meta, &k, &v);
@@ -1415,7 +1502,9 @@ static int open_fn(st_t *st, MDB_txn *txn, void *arg, tank_error_t *err)
 				      "understands versions up to %d (upgrade tank)",
 				      st->path, (unsigned long long)ver,
 				      ST_SCHEMA_VERSION);
-	if (ver < 2 && (rc = migrate_v1_v2(st, txn, err)))
+	if (ver < 2 && (rc = migrate_v1_v2(st, txn, db_pods, err)))
+		return rc;
+	if (ver < 3 && (rc = migrate_v2_v3(st, txn, err)))
 		return rc;
 	if (ver < ST_SCHEMA_VERSION) {
 		st->buf.size = 0;
@@ -1478,9 +1567,7 @@ static void st_free(st_t *st)
 		close(st->lock_fd);
 	pend_clear(st);
 	st__coll_free_all(st);
-	cache_free(st);
 	free(st->pend);
-	tank_map_destroy(&st->pend_by_name);
 	free(st->trs);
 	msgpack_sbuffer_destroy(&st->buf);
 	pthread_mutex_destroy(&st->q_mu);
@@ -1578,8 +1665,7 @@ int st_open(const char *data_dir, const st_options_t *opts, st_t **out,
 	}
 	tank_error_clear(err);
 	if ((rc = st__write_txn(st, true, "open", open_fn, NULL, err)) ||
-	    (rc = st_coll_open(st, &st__pods_decl, &st->pods, err)) ||
-	    (rc = cache_load(st, err)))
+	    (rc = st_coll_open(st, &st__pods_decl, &st->pods, err)))
 		goto fail;
 	*out = st;
 	return 0;

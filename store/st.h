@@ -2,10 +2,17 @@
  * st — tank's durable state: one LMDB environment under <data_dir>/store/.
  *
  * Named databases (schema in docs/store.md):
- *   pods         name -> {name, spec (bin), generation, hash, created_at, updated_at}
- *   status       name -> status map (st_status_t)
- *   transitions  name \0 seq(8 bytes, big-endian) -> {at, from, to, reason}
- *   meta         "schema_version" -> uint
+ *   pods          name -> {uid, name, spec (bin), generation, hash, created_at, updated_at}
+ *   pods.status   name -> status map (st_status_t)
+ *   pods.history  name \0 seq(8 bytes, big-endian) ->
+ *                 {seq, at, kind, key, uid, from, to, reason}
+ *   meta          "schema_version" -> uint
+ * Pods are a collection like any other (st_coll.h): the pod functions
+ * below (st_apply, st_delete, st_pod_*, st_subscribe, st_status_*,
+ * st_transition_add, st_history) are COMPATIBILITY WRAPPERS over the pods'
+ * collection (st_pods()), kept so that callers outside store/ need no
+ * change; they are to be removed once those callers use st_coll_*
+ * directly.
  * Every value is a msgpack map with named keys: unknown keys are ignored and
  * missing keys take their zero default, so records written by an older or a
  * slightly newer tank of the same schema version still decode.
@@ -53,18 +60,24 @@ struct ev_loop;
 typedef struct st st_t;
 
 /* 2: every pod record has a `uid` (object identity); a version-1 store is
- * migrated at open (each pod gets a uid, nothing else changes). */
-#define ST_SCHEMA_VERSION 2
+ * migrated at open (each pod gets a uid, nothing else changes).
+ * 3: pods are a collection like any other: their status and history live
+ * in "pods.status" and "pods.history" (moved byte for byte from "status"
+ * and "transitions" at open), and every history entry carries seq, kind,
+ * key and uid (entries written before are read back as `legacy`). */
+#define ST_SCHEMA_VERSION 3
 #define ST_UID_LEN 36              /* UUIDv4 text: 8-4-4-4-12 hex digits */
 #define ST_NAME_MAX 127            /* pod / container name, bytes */
 #define ST_PHASE_MAX 23            /* "backing_off" and friends */
+#define ST_KIND_MAX 23             /* a kind's name in history ("container") */
+#define ST_KEY_MAX ST_NAME_MAX      /* a history entry's key ("web/httpd"; pod and container names are at most 63) */
 #define ST_REASON_MAX 127          /* longer reasons are truncated on put */
 #define ST_PROBE_MAX 63            /* a probe result, truncated likewise */
 #define ST_HISTORY_DEFAULT 1000
 #define ST_MAP_SIZE_DEFAULT (1u << 20)
 #define ST_FLUSH_INTERVAL_DEFAULT 100   /* ms */
 #define ST_FLUSH_BATCH 50000       /* queued transitions that force a flush */
-#define ST_PENDING_MAX 100000      /* queued transitions before -ENOBUFS (~20 MB) */
+#define ST_PENDING_MAX 100000      /* queued transitions before -ENOBUFS (~40 MB) */
 
 /* Caller-owned; every zero field means "default".  Borrowed by st_open
  * only for the duration of the call (the callback pointers are kept). */
@@ -95,10 +108,23 @@ int st_open(const char *data_dir, const st_options_t *opts, st_t **out,
  * lost).  Blocks.  NULL is a no-op. */
 int st_close(st_t *st, tank_error_t *err);
 
+/* The pods' collection (st_coll.h), opened by st_open; borrowed, freed by
+ * st_close. */
+struct st_coll *st_pods(st_t *st);
+
 /* Path of the LMDB environment directory (<data_dir>/store); borrowed. */
 const char *st_path(const st_t *st);
 
 /* ---- desired state ---------------------------------------------------- */
+
+/* The pod calls of this section and the next (st_apply, st_delete,
+ * st_pod_get/list/foreach/foreach_from, st_subscribe/unsubscribe,
+ * st_status_put/get/list/foreach/forget, st_transition_add, st_history)
+ * are COMPATIBILITY WRAPPERS over the pods' collection (st_pods(), the
+ * st_coll_* calls of st_coll.h): same signatures as before, to be removed
+ * once callers outside store/ use the collection directly.  The types
+ * (st_pod_t, st_status_t, st_transition_t) stay: they are every
+ * collection's record shapes. */
 
 typedef struct st_pod_in {
 	const char *name;            /* 1..ST_NAME_MAX bytes, no NUL */
@@ -240,11 +266,26 @@ typedef struct st_status {
 	size_t n_containers;
 } st_status_t;
 
+/* One history entry, {seq, at, kind, key, uid, from, to, reason}
+ * (DESIGN.md §7).  A history is kept per object key of a collection (a
+ * pod's history holds the pod's entries and its containers'); within it
+ * each entry says whose it is.  Callers fill at, from, to, reason and
+ * may leave the rest zero: the store assigns seq (1, 2, … per history,
+ * in the order added) and fills an empty kind with the collection's noun
+ * ("pod"), an empty key with the history's key and an empty uid with the
+ * object's uid (from its desired record, when it has one).  legacy marks
+ * an entry written before schema 3: its kind, key and uid were derived
+ * that way when read (docs/store.md). */
 typedef struct st_transition {
 	int64_t at;                  /* ms */
 	char from[ST_PHASE_MAX + 1];
 	char to[ST_PHASE_MAX + 1];
 	char reason[ST_REASON_MAX + 1];
+	uint64_t seq;                /* set by the store */
+	char kind[ST_KIND_MAX + 1];  /* "pod", "container", "stack" … */
+	char key[ST_KEY_MAX + 1];    /* "web", "web/httpd" */
+	char uid[ST_UID_LEN + 1];    /* the object (a container: its pod's) */
+	bool legacy;                 /* read from a pre-schema-3 record */
 } st_transition_t;
 
 /* Queues a deep copy of *s (replacing any queued status of that name) and
@@ -252,8 +293,11 @@ typedef struct st_transition {
  * too long name), -ENOMEM.  Does not block. */
 int st_status_put(st_t *st, const st_status_t *s);
 
-/* Queues a transition of pod `name`; the store assigns its sequence number
- * at flush.  History beyond history_limit is pruned oldest first at flush.
+/* Queues a transition into pod `name`'s history; the store assigns its
+ * sequence number and fills kind ("pod"), key (name) and uid when left
+ * empty.  A container's entry names itself (kind "container", key
+ * "web/httpd") and goes into its pod's history.  History beyond
+ * history_limit is pruned oldest first at flush.
  * Does not block, except that the ST_FLUSH_BATCH-th queued transition
  * flushes the queue on the spot (no fsync; tens of ms) so that a burst is
  * bounded by size as well as by time; a failure of that flush goes to
@@ -307,7 +351,7 @@ void st_status_list_free(st_status_t *s, size_t n);
 int st_status_copy(st_status_t *dst, const st_status_t *src);
 
 /* The last `limit` transitions of a pod (0 = all kept), oldest first, queued
- * ones included.  *out is a malloc'ed array owned by the caller (free()).
+ * ones included, every field filled (seq numbered as the flush numbers).  *out is a malloc'ed array owned by the caller (free()).
  * An unknown pod yields *n == 0, not an error.  TANK_ECORRUPT, -ENOMEM. */
 int st_history(st_t *st, const char *name, size_t limit,
 	       st_transition_t **out, size_t *n, tank_error_t *err);

@@ -785,11 +785,21 @@ int st__dec_status(const void *buf, size_t len, const char *key,
 
 /* ---- transitions -------------------------------------------------------- */
 
-int st__enc_transition(msgpack_sbuffer *b, const st_transition_t *t)
+int st__enc_transition(msgpack_sbuffer *b, const st_transition_t *t,
+		       const char *hkey, size_t hkeylen)
 {
 	msgpack_packer pk;
+	/* Schema 3: {at, kind, key?, uid?, from, to, reason}.  What the
+	 * record's place says is not repeated (the group commit writes one
+	 * per transition): seq is the LMDB key's sequence, a key equal to
+	 * the history's key is left out, an unknown uid too.  A record
+	 * without kind was written before schema 3 (read back legacy). */
+	bool key = strlen(t->key) != hkeylen || memcmp(t->key, hkey, hkeylen) != 0;
+	bool uid = t->uid[0] != '\0';
 	msgpack_packer_init(&pk, b, msgpack_sbuffer_write);
-	if (msgpack_pack_map(&pk, 4) || pk_i64(&pk, "at", t->at) ||
+	if (msgpack_pack_map(&pk, 5 + key + uid) || pk_i64(&pk, "at", t->at) ||
+	    pk_str(&pk, "kind", t->kind) || (key && pk_str(&pk, "key", t->key)) ||
+	    (uid && pk_str(&pk, "uid", t->uid)) ||
 	    pk_str(&pk, "from", t->from) || pk_str(&pk, "to", t->to) ||
 	    pk_str(&pk, "reason", t->reason))
 		return -ENOMEM;
@@ -823,6 +833,18 @@ int st__dec_transition(const void *buf, size_t len, const char *key,
 		} else if (key_is(k, kl, "reason")) {
 			if (rd_str(&r, out->reason, sizeof out->reason, 0))
 				bad = "reason";
+		} else if (key_is(k, kl, "seq")) {
+			if (rd_u64(&r, &out->seq))
+				bad = "seq";
+		} else if (key_is(k, kl, "kind")) {
+			if (rd_str(&r, out->kind, sizeof out->kind, 0))
+				bad = "kind";
+		} else if (key_is(k, kl, "key")) {
+			if (rd_str(&r, out->key, sizeof out->key, 0))
+				bad = "key";
+		} else if (key_is(k, kl, "uid")) {
+			if (rd_str(&r, out->uid, sizeof out->uid, ST_UID_LEN))
+				bad = "uid";
 		} else if (mp_skip(&r, 1)) {
 			bad = "?";
 		}

@@ -36,7 +36,11 @@ int st__dec_status(const void *buf, size_t len, const char *key,
 		   size_t keylen, st_status_t *out,
 		   tank_error_t *err);
 
-int st__enc_transition(msgpack_sbuffer *b, const st_transition_t *t);
+/* hkey: the key of the history the entry is written into (its key field
+ * is left out when the same).  The decoder leaves seq, and key when left
+ * out, to the reader (st_coll_history fills them from the LMDB key). */
+int st__enc_transition(msgpack_sbuffer *b, const st_transition_t *t,
+		       const char *hkey, size_t hkeylen);
 int st__dec_transition(const void *buf, size_t len, const char *key,
 		       size_t keylen, st_transition_t *out,
 		       tank_error_t *err);

@@ -3,9 +3,9 @@
  *
  * Desired records use the pod record's shape and codec (st_codec.c), so
  * identity (uid, generation) works the same for every kind.  Queued
- * status and history writes of every collection live in one queue in the
- * store (st->gq), committed in order by the store's flush; gq_last maps a
- * collection's key to its newest queued status for read-your-writes.
+ * status and history writes of every collection (pods included) live in
+ * the store's one queue (st.c), committed by its group commit; reads see
+ * the queue (read your own writes).
  */
 #include "store/st_coll.h"
 
@@ -16,27 +16,6 @@
 
 #include "store/st_codec.h"
 #include "store/st_int.h"
-
-enum { GQ_STATUS = 1, GQ_HISTORY };
-
-typedef struct st_gq {
-	st_coll_t *c;
-	int what;
-	char key[ST_NAME_MAX + 1];
-	void *val;                 /* GQ_STATUS: owned copy */
-	size_t len;
-	st_transition_t t;         /* GQ_HISTORY */
-} st_gq_t;
-
-struct st_coll {
-	st_t *st;
-	const st_coll_decl_t *decl;
-	MDB_dbi db_obj, db_status, db_hist;
-	MDB_dbi db_idx[ST_COLL_INDEX_MAX];
-	sub_t *subs;
-	size_t n_subs;
-	int next_sub_id;
-};
 
 static bool coll__name_ok(const char *s, size_t max)
 {
@@ -55,12 +34,6 @@ static bool coll__key_ok(const char *k)
 	return n && n <= ST_NAME_MAX;
 }
 
-/* "<coll>\x1f<key>": the gq_last map key. */
-static void coll__qkey(const st_coll_t *c, const char *key, char *buf, size_t cap)
-{
-	snprintf(buf, cap, "%s\x1f%s", c->decl->name, key);
-}
-
 static const char *coll__noun(const st_coll_t *c)
 {
 	return c->decl->noun ? c->decl->noun : c->decl->name;
@@ -77,12 +50,10 @@ static int coll__open_fn(st_t *st, MDB_txn *txn, void *arg, tank_error_t *err)
 	if ((rc = mdb_dbi_open(txn, d->name, MDB_CREATE, &c->db_obj)))
 		return rc;
 	snprintf(db, sizeof db, "%s.status", d->name);
-	if ((rc = mdb_dbi_open(txn, d == &st__pods_decl ? "status" : db, MDB_CREATE,
-			       &c->db_status)))
+	if ((rc = mdb_dbi_open(txn, db, MDB_CREATE, &c->db_status)))
 		return rc;
 	snprintf(db, sizeof db, "%s.history", d->name);
-	if ((rc = mdb_dbi_open(txn, d == &st__pods_decl ? "transitions" : db, MDB_CREATE,
-			       &c->db_hist)))
+	if ((rc = mdb_dbi_open(txn, db, MDB_CREATE, &c->db_hist)))
 		return rc;
 	for (size_t i = 0; i < d->nindexes; i++) {
 		snprintf(db, sizeof db, "%s.idx.%s", d->name, d->indexes[i].name);
@@ -92,10 +63,10 @@ static int coll__open_fn(st_t *st, MDB_txn *txn, void *arg, tank_error_t *err)
 	return 0;
 }
 
-/* The pods' collection predates the naming above: its status and history
- * databases are "status" and "transitions" (schema 1), kept as they are
- * rather than copied by a migration. */
-const st_coll_decl_t st__pods_decl = { .name = "pods", .noun = "pod" };
+/* The pods' collection: named like any other since schema 3 (their status
+ * and history were "status" and "transitions" before; st.c's migration
+ * moves them).  Its status records are st_status_t, kept decoded. */
+const st_coll_decl_t st__pods_decl = { .name = "pods", .noun = "pod", .typed_status = true };
 
 static bool coll__reserved(const char *name)
 {
@@ -136,136 +107,66 @@ int st_coll_open(st_t *st, const st_coll_decl_t *decl, st_coll_t **out,
 	st->colls = nc;
 	c->st = st;
 	c->decl = decl;
-	if ((rc = st__write_txn(st, true, "open collection", coll__open_fn, c, err))) {
+	c->history_limit = decl->history_limit ? decl->history_limit : st->history_limit;
+	c->noun = coll__noun(c);
+	c->noun_len = strlen(c->noun);
+	if ((rc = st__write_txn(st, true, "open collection", coll__open_fn, c, err)) ||
+	    (decl->typed_status && (rc = st__cache_load(c, err)))) {
+		st__cache_free(c);
 		free(c);
 		return rc;
 	}
+	c->idx = st->n_colls;
 	st->colls[st->n_colls++] = c;
 	*out = c;
 	return 0;
 }
 
-/* ---- the queue ------------------------------------------------------------ */
-
-static st_gq_t *coll__push(st_coll_t *c, int what, const char *key)
-{
-	st_t *st = c->st;
-	st_gq_t *q;
-
-	if (st->n_gq == st->cap_gq) {
-		size_t ncap = st->cap_gq ? st->cap_gq * 2 : 64;
-		st_gq_t *n = realloc(st->gq, ncap * sizeof *n);
-		if (!n)
-			return NULL;
-		st->gq = n;
-		st->cap_gq = ncap;
-	}
-	q = &st->gq[st->n_gq];
-	memset(q, 0, sizeof *q);
-	q->c = c;
-	q->what = what;
-	snprintf(q->key, sizeof q->key, "%s", key);
-	return q;
-}
+/* ---- observed state: writes ---------------------------------------------- */
 
 int st_coll_status_put(st_coll_t *c, const char *key, const void *bytes, size_t len)
 {
-	st_t *st = c->st;
-	char qk[ST_COLL_NAME_MAX + ST_NAME_MAX + 4];
-	st_gq_t *q;
+	pend_t *p;
 	void *copy;
 
 	if (!coll__key_ok(key) || (len && !bytes))
 		return TANK_EINVALID;
+	if (c->decl->typed_status) {
+		/* The typed cache holds the record; bytes that do not decode
+		 * as one are refused rather than stored. */
+		st_status_t s;
+		int rc = st__dec_status(bytes, len, key, strlen(key), &s, NULL);
+		if (rc)
+			return rc == TANK_ECORRUPT ? TANK_EINVALID : rc;
+		rc = st_coll_status_put_typed(c, &s);
+		st_status_clear(&s);
+		return rc;
+	}
 	if (!(copy = malloc(len ? len : 1)))
 		return -ENOMEM;
 	memcpy(copy, bytes, len);
-	if (!(q = coll__push(c, GQ_STATUS, key))) {
+	if (!(p = st__pend_get(c, key))) {
 		free(copy);
 		return -ENOMEM;
 	}
-	coll__qkey(c, key, qk, sizeof qk);
-	if (tank_map_put(&st->gq_last, qk, (void *)(uintptr_t)(st->n_gq + 1), NULL) < 0) {
-		free(copy);
-		return -ENOMEM;
-	}
-	q->val = copy;
-	q->len = len;
-	st->n_gq++;
-	st__arm_timer(st);
+	free(p->val);
+	p->val = copy;
+	p->len = len;
+	p->has_status = true;
+	st__arm_timer(c->st);
 	return 0;
 }
 
 int st_coll_history_add(st_coll_t *c, const char *key, const st_transition_t *t)
 {
-	st_gq_t *q;
-
-	if (!coll__key_ok(key))
-		return TANK_EINVALID;
-	if (c->st->n_gq >= ST_PENDING_MAX)
-		return -ENOBUFS;
-	if (!(q = coll__push(c, GQ_HISTORY, key)))
-		return -ENOMEM;
-	q->t = *t;
-	c->st->n_gq++;
-	st__arm_timer(c->st);
-	return 0;
-}
-
-int st__coll_write_pending(st_t *st, MDB_txn *txn)
-{
-	int rc = 0;
-
-	for (size_t i = 0; i < st->n_gq && !rc; i++) {
-		st_gq_t *q = &st->gq[i];
-		size_t kl = strlen(q->key);
-		if (q->what == GQ_STATUS) {
-			MDB_val k = { kl, q->key }, v = { q->len, q->val };
-			rc = mdb_put(txn, q->c->db_status, &k, &v, 0);
-			continue;
-		}
-		MDB_cursor *cur;
-		uint64_t first, next;
-		unsigned char kb[ST_NAME_MAX + 1 + SEQ_LEN];
-		uint32_t limit = q->c->decl->history_limit ? q->c->decl->history_limit
-							   : ST_HISTORY_DEFAULT;
-		if ((rc = mdb_cursor_open(txn, q->c->db_hist, &cur)))
-			break;
-		if (!(rc = st__tr_range(cur, q->key, kl, &first, &next))) {
-			st->buf.size = 0;
-			if (!(rc = st__enc_transition(&st->buf, &q->t))) {
-				st__tr_key(kb, q->key, kl, next);
-				rc = st__put_buf(st, txn, q->c->db_hist, kb, kl + 1 + SEQ_LEN);
-			}
-			if (!rc && next + 1 - first > limit)
-				rc = st__tr_delete_front(cur, q->key, kl, next + 1 - first - limit);
-		}
-		mdb_cursor_close(cur);
-	}
-	return rc;
-}
-
-void st__coll_pend_clear(st_t *st)
-{
-	for (size_t i = 0; i < st->n_gq; i++)
-		free(st->gq[i].val);
-	st->n_gq = 0;
-	tank_map_clear(&st->gq_last);
-	if (st->cap_gq > 65536) {
-		free(st->gq);
-		st->gq = NULL;
-		st->cap_gq = 0;
-	}
+	return st__hist_add(c, key, t);
 }
 
 void st__coll_free_all(st_t *st)
 {
-	st__coll_pend_clear(st);
-	tank_map_destroy(&st->gq_last);
-	free(st->gq);
-	st->gq = NULL;
-	st->cap_gq = 0;
 	for (size_t i = 0; i < st->n_colls; i++) {
+		st__cache_free(st->colls[i]);
+		tank_map_destroy(&st->colls[i]->pend);
 		free(st->colls[i]->subs);
 		free(st->colls[i]);
 	}
@@ -480,6 +381,8 @@ int st_coll_delete(st_coll_t *c, const char *const *keys, size_t n,
 	if (!(rc = st__write_txn(c->st, true, "delete", coll__del_fn, &a, err))) {
 		size_t m = 0;
 		st__pending_done(c->st);
+		if (c->decl->typed_status)
+			st__cache_del(c, keys, n);
 		for (size_t i = 0; i < n; i++)
 			if (d[i])
 				changed[m++] = keys[i];
@@ -627,22 +530,40 @@ int st_coll_index_scan(st_coll_t *c, const char *index, const char *ikey,
 int st_coll_status_get(st_coll_t *c, const char *key, void **bytes, size_t *len,
 		       tank_error_t *err)
 {
-	char qk[ST_COLL_NAME_MAX + ST_NAME_MAX + 4];
-	uintptr_t at;
 	MDB_txn *txn;
+	pend_t *p;
 	int rc;
 
 	*bytes = NULL;
 	*len = 0;
 	if (!coll__key_ok(key))
 		return tank_error_set(err, TANK_ENOTFOUND, "no status");
-	coll__qkey(c, key, qk, sizeof qk);
-	if ((at = (uintptr_t)tank_map_get(&c->st->gq_last, qk))) {
-		const st_gq_t *q = &c->st->gq[at - 1];
-		if (!(*bytes = malloc(q->len ? q->len : 1)))
+	if (c->decl->typed_status) {
+		/* The cache has every status of the collection. */
+		const cent_t *e = st__cache_find(c, key);
+		msgpack_sbuffer b;
+		if (!e)
+			return tank_error_set(err, TANK_ENOTFOUND, "%s \"%s\": no status",
+					      c->decl->name, key);
+		if (e->corrupt)
+			return tank_error_set(err, TANK_ECORRUPT, "%s", e->corrupt);
+		msgpack_sbuffer_init(&b);
+		if (st__enc_status(&b, &e->s)) {
+			msgpack_sbuffer_destroy(&b);
 			return tank_error_set(err, -ENOMEM, "out of memory");
-		memcpy(*bytes, q->val, q->len);
-		*len = q->len;
+		}
+		*len = b.size;
+		*bytes = msgpack_sbuffer_release(&b);
+		return 0;
+	}
+	if ((p = st__pend_find(c, key)) && (p->has_status || p->forget)) {
+		if (!p->has_status)
+			return tank_error_set(err, TANK_ENOTFOUND, "%s \"%s\": no status",
+					      c->decl->name, key);
+		if (!(*bytes = malloc(p->len ? p->len : 1)))
+			return tank_error_set(err, -ENOMEM, "out of memory");
+		memcpy(*bytes, p->val, p->len);
+		*len = p->len;
 		return 0;
 	}
 	if ((rc = st__read_begin(c->st, &txn, err)))
@@ -678,15 +599,20 @@ static int coll__push_tr(st_transition_t **arr, size_t *n, size_t *cap,
 	return 0;
 }
 
+/* The one history reader, for every collection: the stored entries of
+ * key, then its queued ones, oldest first, each with every field filled
+ * (an entry of an older schema: kind, key and uid derived, legacy). */
 int st_coll_history(st_coll_t *c, const char *key, size_t limit,
 		    st_transition_t **out, size_t *n, tank_error_t *err)
 {
 	st_transition_t *arr = NULL;
 	size_t cnt = 0, cap = 0, kl;
-	uint32_t hl = c->decl->history_limit ? c->decl->history_limit : ST_HISTORY_DEFAULT;
 	MDB_txn *txn;
 	MDB_cursor *cur;
 	unsigned char kb[ST_NAME_MAX + 1 + SEQ_LEN];
+	char uid[ST_UID_LEN + 1];
+	uint64_t next = 1;
+	pend_t *p;
 	int rc;
 
 	*out = NULL;
@@ -694,16 +620,18 @@ int st_coll_history(st_coll_t *c, const char *key, size_t limit,
 	if (!coll__key_ok(key))
 		return 0;
 	kl = strlen(key);
+	p = st__pend_find(c, key);
 	if ((rc = st__read_begin(c->st, &txn, err)))
 		return rc;
+	st__obj_uid(c, txn, key, uid);
 	if ((rc = mdb_cursor_open(txn, c->db_hist, &cur))) {
 		mdb_txn_abort(txn);
 		return st__mdb_fail(err, rc, "store: history");
 	}
 	st__tr_key(kb, key, kl, 0);
 	MDB_val k = { kl + 1 + SEQ_LEN, kb }, v;
-	/* Stored entries, then the queued ones of this key, oldest first. */
-	for (int op = MDB_SET_RANGE, r; !rc; op = MDB_NEXT) {
+	/* Stored entries (none if a forget is queued), oldest first. */
+	for (int op = MDB_SET_RANGE, r; !rc && !(p && p->forget); op = MDB_NEXT) {
 		st_transition_t t;
 		if ((r = mdb_cursor_get(cur, &k, &v, op)) == MDB_NOTFOUND ||
 		    (!r && !st__tr_has_prefix(&k, key, kl)))
@@ -714,6 +642,10 @@ int st_coll_history(st_coll_t *c, const char *key, size_t limit,
 		}
 		if ((rc = st__dec_transition(v.mv_data, v.mv_size, k.mv_data, k.mv_size, &t, err)))
 			break;
+		next = st__tr_seq(&k) + 1;
+		/* No kind: written before schema 3. */
+		t.legacy = !t.kind[0];
+		st__tr_fill(c, key, next - 1, uid, &t);
 		if (coll__push_tr(&arr, &cnt, &cap, &t)) {
 			rc = tank_error_set(err, -ENOMEM, "out of memory");
 			break;
@@ -721,20 +653,25 @@ int st_coll_history(st_coll_t *c, const char *key, size_t limit,
 	}
 	mdb_cursor_close(cur);
 	mdb_txn_abort(txn);
-	for (size_t i = 0; i < c->st->n_gq && !rc; i++) {
-		const st_gq_t *q = &c->st->gq[i];
-		if (q->c != c || q->what != GQ_HISTORY || strcmp(q->key, key))
-			continue;
-		if (coll__push_tr(&arr, &cnt, &cap, &q->t)) {
-			rc = tank_error_set(err, -ENOMEM, "out of memory");
-			break;
+	/* Then the queued ones, numbered as the flush will number them. */
+	if (p) {
+		uint32_t ent = (uint32_t)(p - c->st->pend);
+		for (size_t i = 0; i < c->st->n_trs && !rc; i++) {
+			st_transition_t t;
+			if (c->st->trs[i].ent != ent)
+				continue;
+			t = c->st->trs[i].t;
+			st__tr_fill(c, key, next++, uid, &t);
+			if (coll__push_tr(&arr, &cnt, &cap, &t))
+				rc = tank_error_set(err, -ENOMEM, "out of memory");
 		}
 	}
 	if (rc) {
 		free(arr);
 		return rc;
 	}
-	size_t keep = cnt < hl ? cnt : hl;
+	/* Same view as after the next flush: pruned to the limit. */
+	size_t keep = cnt < c->history_limit ? cnt : c->history_limit;
 	if (limit && keep > limit)
 		keep = limit;
 	if (keep < cnt)
@@ -797,8 +734,8 @@ int st_coll_commit(st_t *st, const st_coll_op_t *ops, size_t n, tank_error_t *er
 	for (size_t i = 0; i < n && !rc; i++) {
 		own[i] = ops[i];
 		if (!own[i].c)
-			own[i].c = st__pods(st);
-		if (own[i].nput && own[i].c == st__pods(st))
+			own[i].c = st_pods(st);
+		if (own[i].nput && own[i].c == st_pods(st))
 			rc = st__headroom(st, own[i].put, own[i].nput, err);
 		for (size_t k = 0; k < own[i].nput && !rc; k++) {
 			if (!own[i].put[k].name ||
@@ -826,8 +763,8 @@ int st_coll_commit(st_t *st, const st_coll_op_t *ops, size_t n, tank_error_t *er
 			const st_coll_op_t *op = &own[i];
 			size_t cap = op->nput + op->ndel, m = 0;
 			const char **keys = cap ? malloc(cap * sizeof *keys) : NULL;
-			if (op->c == st__pods(st) && op->ndel)
-				st__cache_del(st, op->del, op->ndel);
+			if (op->c->decl->typed_status && op->ndel)
+				st__cache_del(op->c, op->del, op->ndel);
 			if (!keys)
 				continue;
 			for (size_t k = 0; k < op->nput; k++)

@@ -9,7 +9,8 @@
  *   <name>             key -> {uid, name, spec (bin), generation, hash,
  *                             created_at, updated_at}  (as pods' records)
  *   <name>.status      key -> the kind's status record (its own msgpack)
- *   <name>.history     key \0 seq(8, big-endian) -> {at, from, to, reason}
+ *   <name>.history     key \0 seq(8, big-endian) ->
+ *                      {seq, at, kind, key, uid, from, to, reason}
  *   <name>.idx.<index> index key \0 key -> empty
  * The kind's codec is its own: specs and status records are msgpack bytes
  * the kind encodes and decodes; the store keeps them byte for byte.
@@ -21,11 +22,14 @@
  * uid and generation 1; a changed spec bumps the generation; delete then
  * put is a new object.
  *
- * Pods are a collection too: the store declares and opens it itself
- * (st.h's st_apply, st_delete, st_pod_get, st_pod_foreach and st_subscribe
- * are this module's operations on it).  Only their observed state keeps a
- * typed path of its own (st_status_*, a decoded cache and a batched
- * history queue), because it is the reconciler's hot path.
+ * Pods are a collection like any other: the store declares and opens it
+ * itself (st_pods()); st.h's pod functions are wrappers over this module.
+ * Every collection's status and history go through one queue and one
+ * group commit, and one history implementation.  A collection whose status
+ * records have the store's typed shape (st_status_t, declared with
+ * typed_status: the pods) also keeps them decoded in memory, because
+ * status reads of 10,000 pods are the reconciler's hot path; its status
+ * bytes are then st_status_t's encoding, whichever call wrote them.
  *
  * One thread, as st.h.  Errors as st.h.
  */
@@ -52,7 +56,9 @@ typedef struct st_index_decl {
 typedef struct st_coll_decl {
 	const char *name;        /* [a-z_]+, at most ST_COLL_NAME_MAX */
 	const char *noun;        /* one object, for messages ("stack"); NULL: name */
-	uint32_t history_limit;  /* transitions kept per key; 0 = ST_HISTORY_DEFAULT */
+	uint32_t history_limit;  /* transitions kept per key; 0 = the store's
+				  * (st_options_t.history_limit, 1000) */
+	bool typed_status;       /* status records are st_status_t, kept decoded */
 	st_index_decl_t indexes[ST_COLL_INDEX_MAX];
 	size_t nindexes;
 } st_coll_decl_t;
@@ -124,10 +130,25 @@ int st_coll_status_put(st_coll_t *c, const char *key, const void *bytes, size_t 
  * (caller frees).  TANK_ENOTFOUND, -ENOMEM. */
 int st_coll_status_get(st_coll_t *c, const char *key, void **bytes, size_t *len,
 		       tank_error_t *err);
-/* Queues a transition of key; pruned beyond the history limit at flush. */
+/* Queues the removal of key's status and history (as st_status_forget). */
+int st_coll_status_forget(st_coll_t *c, const char *key);
+/* Queues a transition into key's history (as st_transition_add: the store
+ * assigns its seq and fills kind, key and uid when empty; -ENOBUFS when
+ * ST_PENDING_MAX transitions are queued); pruned beyond the history limit
+ * at flush. */
 int st_coll_history_add(st_coll_t *c, const char *key, const st_transition_t *t);
-/* As st_history. */
+/* As st_history: the last `limit` entries of key's history (0 = all
+ * kept), oldest first, queued ones included, every field filled. */
 int st_coll_history(st_coll_t *c, const char *key, size_t limit,
 		    st_transition_t **out, size_t *n, tank_error_t *err);
+
+/* Typed status (collections declared with typed_status; TANK_EINVALID
+ * otherwise): as st.h's st_status_put / get / list / foreach, which are
+ * these on the pods' collection.  Reads never open a transaction. */
+int st_coll_status_put_typed(st_coll_t *c, const st_status_t *s);
+int st_coll_status_get_typed(st_coll_t *c, const char *key, st_status_t *out,
+			     tank_error_t *err);
+int st_coll_status_list(st_coll_t *c, st_status_t **out, size_t *n, tank_error_t *err);
+int st_coll_status_foreach(st_coll_t *c, st_status_fn fn, void *ctx, tank_error_t *err);
 
 #endif

@@ -1,8 +1,9 @@
 /*
  * st_int — what store/'s files share and nothing outside store/ sees: the
  * environment handle, the write-transaction runner, and the history key
- * layout.  st.c owns the environment and the pod collection's typed status
- * cache; st_coll.c adds collections declared by kinds.
+ * layout.  st.c owns the environment, the one queue of observed state and
+ * its group commit, and the typed status cache; st_coll.c the collections
+ * (pods included) and their reads.
  */
 #ifndef TANK_ST_INT_H
 #define TANK_ST_INT_H
@@ -21,16 +22,22 @@
 #define SEQ_LEN 8
 #define ST_FLUSH_SLICE 4096        /* names per timer flush (flush_some) */
 
-/* One queued name: whether its status (held by the cache) must be written
- * and/or its status and history deleted first, plus the sequence
- * bookkeeping used while its transitions are written. */
+/* One queued key of a collection: whether its status must be written
+ * and/or its status and history deleted first, plus the sequence and uid
+ * bookkeeping used while its transitions are written.  Every collection's
+ * observed state goes through this one queue (pods included). */
 typedef struct pend {
+	struct st_coll *c;
 	char name[ST_NAME_MAX + 1];
 	size_t namelen;
 	bool forget;               /* delete status + history before the rest */
-	bool has_status;           /* write the cached status */
+	bool has_status;           /* write the status (typed: the cache's) */
+	void *val;                 /* untyped collections: the status bytes, owned */
+	size_t len;
 	uint64_t first_seq;        /* valid while writing, see write_pending */
 	uint64_t next_seq;
+	bool uid_done;             /* uid looked up (while writing) */
+	char uid[ST_UID_LEN + 1];
 } pend_t;
 
 typedef struct pend_tr {
@@ -44,7 +51,7 @@ typedef struct cent {
 	st_status_t s;             /* s.containers owned */
 	size_t namelen;
 	char *corrupt;             /* owned message, or NULL */
-	size_t idx;                /* its place in st->cache (swap-removal) */
+	size_t idx;                /* its place in c->cache (swap-removal) */
 } cent_t;
 
 typedef struct sub {
@@ -66,7 +73,7 @@ struct st {
 	char *path;                /* <data_dir>/store */
 	int lock_fd;
 	MDB_env *env;
-	MDB_dbi db_pods, db_status, db_trans, db_meta;
+	MDB_dbi db_meta;
 	size_t map_size;
 	bool flush_failing;        /* the last flush failed (told once it works) */
 	uint64_t flush_failures;   /* failed flushes since the last good one */
@@ -79,33 +86,15 @@ struct st {
 
 	msgpack_sbuffer buf;       /* encode scratch */
 
-	/* The queue: entries in insertion order, hashed by name. */
+	/* The queue, of every collection: entries in insertion order, each
+	 * found through its collection's map (key -> entry index + 1). */
 	pend_t *pend;
 	size_t n_pend, cap_pend;
-	tank_map_t pend_by_name;   /* name -> entry index + 1 */
 	pend_tr_t *trs;
 	size_t n_trs, cap_trs;
 
-	/* Every status, decoded: loaded at open, written through by puts.
-	 * Status reads never touch LMDB: they are the reconciler's hot path
-	 * and a list of 10,000 must take a few milliseconds, while decoding
-	 * them costs about half a microsecond each.  The store is the only
-	 * writer of its environment (flock), so the cache cannot go stale. */
-	cent_t **cache;
-	size_t n_cache, cap_cache;
-	tank_map_t cache_by_name;  /* name -> cent_t (borrowed from cache[]) */
-	cent_t **order;            /* cache sorted by name, valid if order_ok */
-	size_t cap_order;
-	bool order_ok;
-
-	struct st_coll *pods;      /* the pods' collection (st_coll.c) */
-
-	/* Collections declared by kinds (st_coll.c): their queued status and
-	 * history writes, committed with everything else at each flush. */
-	struct st_gq *gq;
-	size_t n_gq, cap_gq;
-	tank_map_t gq_last;        /* "<coll>\x1f<key>" -> last queued status + 1 */
-	struct st_coll **colls;
+	struct st_coll *pods;      /* the pods' collection */
+	struct st_coll **colls;    /* every open collection, pods first */
 	size_t n_colls;
 
 	struct ev_loop *loop;
@@ -122,6 +111,35 @@ struct st {
 	int sync_err;              /* last background sync failure, LMDB rc */
 };
 
+struct st_coll {
+	st_t *st;
+	const st_coll_decl_t *decl;
+	size_t idx;                /* its place in st->colls */
+	const char *noun;          /* decl->noun, or decl->name */
+	size_t noun_len;
+	MDB_dbi db_obj, db_status, db_hist;
+	MDB_dbi db_idx[ST_COLL_INDEX_MAX];
+	uint32_t history_limit;
+	sub_t *subs;
+	size_t n_subs;
+	int next_sub_id;
+	tank_map_t pend;           /* key -> st->pend index + 1 */
+	MDB_cursor *cur;           /* on db_hist, while a flush writes */
+
+	/* typed_status: every status, decoded: loaded at open, written
+	 * through by puts.  Status reads never touch LMDB: they are the
+	 * reconciler's hot path and a list of 10,000 must take a few
+	 * milliseconds, while decoding them costs about half a microsecond
+	 * each.  The store is the only writer of its environment (flock),
+	 * so the cache cannot go stale. */
+	cent_t **cache;
+	size_t n_cache, cap_cache;
+	tank_map_t cache_by_name;  /* key -> cent_t (borrowed from cache[]) */
+	cent_t **order;            /* cache sorted by key, valid if order_ok */
+	size_t cap_order;
+	bool order_ok;
+};
+
 int64_t st__now_ms(void);
 bool st__is_mdb_err(int rc);
 int st__mdb_fail(tank_error_t *err, int rc, const char *what);
@@ -130,11 +148,26 @@ typedef int (*txn_fn)(st_t *st, MDB_txn *txn, void *arg, tank_error_t *err);
 int st__write_txn(st_t *st, bool durable, const char *what, txn_fn fn, void *arg,
 		  tank_error_t *err);
 int st__read_begin(st_t *st, MDB_txn **txn, tank_error_t *err);
-/* Pods' bookkeeping around their collection's writes (st.c): room for
- * the puts, and the decoded status cache of deleted names. */
+/* Pods' room for puts (st.c), and the decoded status cache (st.c) of a
+ * typed collection: loaded at open, entries of deleted keys dropped. */
 int st__headroom(st_t *st, const st_pod_in_t *pods, size_t n, tank_error_t *err);
-void st__cache_del(st_t *st, const char *const *names, size_t n);
-st_coll_t *st__pods(st_t *st);
+int st__cache_load(st_coll_t *c, tank_error_t *err);
+void st__cache_del(st_coll_t *c, const char *const *names, size_t n);
+void st__cache_free(st_coll_t *c);
+const cent_t *st__cache_find(st_coll_t *c, const char *name);
+/* The queue entry of (c, key), found or created (key already valid);
+ * NULL on -ENOMEM. */
+pend_t *st__pend_find(st_coll_t *c, const char *key);
+pend_t *st__pend_get(st_coll_t *c, const char *key);
+/* Queues one transition (the ST_FLUSH_BATCH and ST_PENDING_MAX rules). */
+int st__hist_add(st_coll_t *c, const char *key, const st_transition_t *t);
+/* The uid of key's object (its desired record's in txn, else a typed
+ * collection's cached status's), or "". */
+void st__obj_uid(st_coll_t *c, MDB_txn *txn, const char *key, char uid[ST_UID_LEN + 1]);
+/* Fills what the store knows of an entry of key's history: seq, and kind
+ * (the collection's noun), key and uid (uid, may be NULL) when empty. */
+void st__tr_fill(st_coll_t *c, const char *key, uint64_t seq, const char *uid,
+		 st_transition_t *t);
 int st__check_names(const char *const *names, size_t n, const char *what, tank_error_t *err);
 void st__tr_key(unsigned char *k, const char *name, size_t len, uint64_t seq);
 uint64_t st__tr_seq(const MDB_val *k);
@@ -143,8 +176,7 @@ int st__tr_range(MDB_cursor *c, const char *name, size_t len, uint64_t *first, u
 int st__tr_delete_front(MDB_cursor *c, const char *name, size_t len, uint64_t count);
 void st__arm_timer(st_t *st);
 
-/* Writes everything queued (every collection's status and history, and
- * the pods' typed queue) into txn; re-runnable after a map resize.  A
+/* Writes everything queued (every collection's status and history) into txn; re-runnable after a map resize.  A
  * desired-state write calls it first so queued writes commit with it, and
  * then st__pending_done once the transaction has committed. */
 int st__write_pending(st_t *st, MDB_txn *txn);
@@ -153,9 +185,6 @@ void st__pending_done(st_t *st);
 /* The pods' collection (st_coll.c), opened by st_open. */
 extern const st_coll_decl_t st__pods_decl;
 
-/* st_coll.c's part of a flush and of its bookkeeping. */
-int st__coll_write_pending(st_t *st, MDB_txn *txn);
-void st__coll_pend_clear(st_t *st);
 void st__coll_free_all(st_t *st);
 
 #endif

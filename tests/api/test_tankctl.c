@@ -179,7 +179,7 @@ Test(api, tankctl_verbs_against_fake_daemon)
 	cr_assert(strstr(out, "\"phase\": \"running\""), "%s", out);
 	FREE();
 	cr_assert_eq(CTL(&e, NULL, "history", "web"), 0);
-	cr_assert(strstr(out, "1970-01-01T00:00:01Z   starting   running   started"), "%s", out);
+	cr_assert(strstr(out, "1970-01-01T00:00:01Z   pod/web   starting   running   started"), "%s", out);
 	FREE();
 	cr_assert_eq(CTL(&e, NULL, "logs", "web", "-c", "app", "--tail", "2"), 0);
 	cr_assert_str_eq(out, "line one\nline two\n");

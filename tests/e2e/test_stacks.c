@@ -106,6 +106,7 @@ Test(stacks, up_and_down_cascade_in_dependency_order)
 			       got, sizeof got, 10), "%s", got);
 	cr_assert_eq(ctl(d, out, sizeof out, "history stack shop"), 0, "%s", out);
 	cr_assert(strstr(out, "stopping") && strstr(out, "down") && strstr(out, "up"), "%s", out);
+	cr_assert(strstr(out, "stack/shop "), "%s", out);
 
 	/* tankd restarted under an up stack: its pods start again, and it
 	 * says so rather than calling itself degraded. */

@@ -67,6 +67,10 @@ Test(e2e, every_verb_against_the_real_daemon)
 	cr_assert_eq(ctl(d, out, sizeof out, "logs hello -c nope"), 1);
 	cr_assert_eq(ctl(d, out, sizeof out, "history job"), 0);
 	cr_assert(strstr(out, "terminal"), "%s", out);
+	/* Whose each entry is: the pod's and its container's, told apart. */
+	cr_assert(strstr(out, "OBJECT") && strstr(out, "pod/job ") &&
+		  strstr(out, "container/job/j "), "%s", out);
+	cr_assert_null(strstr(out, "container j:"), "%s", out);
 	/* restart: a new process, restarts unchanged, retries cleared. */
 	long pid1 = status_num(d, "hello", "pid");
 	cr_assert_gt(pid1, 0);

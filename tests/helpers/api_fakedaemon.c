@@ -319,8 +319,12 @@ static int pack_hist(msgpack_packer *pk, void *a)
 {
 	(void)a;
 	msgpack_pack_array(pk, 1);
-	msgpack_pack_map(pk, 4);
+	msgpack_pack_map(pk, 8);
+	api_pack_cstr(pk, "seq"); msgpack_pack_uint64(pk, 1);
 	api_pack_cstr(pk, "at"); msgpack_pack_uint64(pk, 1000);
+	api_pack_cstr(pk, "kind"); api_pack_cstr(pk, "pod");
+	api_pack_cstr(pk, "key"); api_pack_cstr(pk, "web");
+	api_pack_cstr(pk, "uid"); api_pack_cstr(pk, "u");
 	api_pack_cstr(pk, "from"); api_pack_cstr(pk, "starting");
 	api_pack_cstr(pk, "to"); api_pack_cstr(pk, "running");
 	api_pack_cstr(pk, "reason"); api_pack_cstr(pk, "started");

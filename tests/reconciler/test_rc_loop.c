@@ -650,6 +650,11 @@ Test(reconciler, a_test_kind_is_a_manager_a_table_and_a_collection)
 	cr_assert_str_eq(h[0].from, "idle");
 	cr_assert_str_eq(h[0].to, "working");
 	cr_assert_str_eq(h[0].reason, "assembled");
+	/* Whose it is, filled by the store for a kind that records none. */
+	cr_assert_eq(h[0].seq, 1);
+	cr_assert_str_eq(h[0].kind, "gadget");
+	cr_assert_str_eq(h[0].key, "good");
+	cr_assert_str_eq(h[0].uid, r[0].uid);
 	free(h);
 	cr_assert_eq(st_coll_history(g.coll, "broken", 0, &h, &hn, &e), 0);
 	cr_assert_eq(hn, 1);

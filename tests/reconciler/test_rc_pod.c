@@ -362,16 +362,56 @@ Test(reconciler, a_start_failing_for_tank_resources_is_retried_then_escalated)
 
 /* --- backoff ------------------------------------------------------------------ */
 
+/* A pod's history (DESIGN.md §7): every entry says whose it is, numbered
+ * in order; each object's entries form one chain (each `from` is the
+ * previous `to` of the same object); and a pod moved by a container does
+ * not repeat the container's event, recorded just before. */
+static void check_history(const st_transition_t *t, size_t nt, const char *name)
+{
+	char ctr[ST_KEY_MAX + 1];
+	snprintf(ctr, sizeof ctr, "%s/", name);
+	for (size_t i = 0; i < nt; i++) {
+		bool pod = strcmp(t[i].kind, "pod") == 0;
+		cr_assert(pod || strcmp(t[i].kind, "container") == 0, "#%zu: kind %s", i, t[i].kind);
+		cr_assert(pod ? strcmp(t[i].key, name) == 0 : strncmp(t[i].key, ctr, strlen(ctr)) == 0,
+			  "#%zu: key %s", i, t[i].key);
+		cr_assert_eq(strlen(t[i].uid), ST_UID_LEN, "#%zu: uid %s", i, t[i].uid);
+		cr_assert_not(t[i].legacy);
+		if (i)
+			cr_assert_eq(t[i].seq, t[i - 1].seq + 1);
+		for (size_t j = i; j-- > 0;)
+			if (!strcmp(t[j].kind, t[i].kind) && !strcmp(t[j].key, t[i].key)) {
+				cr_assert_str_eq(t[i].from, t[j].to, "%s %s #%llu: from %s after to %s",
+						 t[i].kind, t[i].key, (unsigned long long)t[i].seq,
+						 t[i].from, t[j].to);
+				break;
+			}
+		/* "c: exited with code 1" after the container's "exited with
+		 * code 1" (the pod's own outcome, "completed", may match). */
+		if (pod && i && strcmp(t[i - 1].kind, "container") == 0 && t[i - 1].reason[0]) {
+			size_t pl = strlen(t[i].reason), cl = strlen(t[i - 1].reason);
+			cr_assert(pl < cl + 2 || strcmp(t[i].reason + pl - cl, t[i - 1].reason) ||
+				  strncmp(t[i].reason + pl - cl - 2, ": ", 2),
+				  "pod entry \"%s\" repeats its container's \"%s\"",
+				  t[i].reason, t[i - 1].reason);
+		}
+	}
+}
+
 static int64_t *hist_starts(h_t *h, const char *name, size_t *n)
 {
 	st_transition_t *t = NULL;
 	size_t nt = 0;
 	int64_t *starts;
+	char key[ST_KEY_MAX + 1];
 	cr_assert_eq(st_history(h->st, name, 0, &t, &nt, NULL), 0);
+	check_history(t, nt, name);
+	snprintf(key, sizeof key, "%s/c", name);
 	starts = calloc(nt + 1, sizeof *starts);
 	*n = 0;
 	for (size_t i = 0; i < nt; i++)
-		if (strcmp(t[i].to, "running") == 0 && strstr(t[i].reason, "container c: started"))
+		if (strcmp(t[i].to, "running") == 0 && strcmp(t[i].kind, "container") == 0 &&
+		    strcmp(t[i].key, key) == 0 && strcmp(t[i].reason, "started") == 0)
 			starts[(*n)++] = t[i].at;
 	free(t);
 	return starts;

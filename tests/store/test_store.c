@@ -312,10 +312,10 @@ Test(store, status_roundtrip_queued_flushed_reopened, .init = setup, .fini = tea
 	cr_assert_eq(st_status_get(st, "web", &g, NULL), 0, "read-your-writes");
 	assert_status_eq(&g, &s);
 	st_status_clear(&g);
-	cr_assert_eq(stu_mdb_entries(g_dir, "status"), 0, "not flushed yet");
+	cr_assert_eq(stu_mdb_entries(g_dir, "pods.status"), 0, "not flushed yet");
 	cr_assert_eq(st_flush(st, NULL), 0);
 	cr_assert_eq(st_pending(st), 0);
-	cr_assert_eq(stu_mdb_entries(g_dir, "status"), 1);
+	cr_assert_eq(stu_mdb_entries(g_dir, "pods.status"), 1);
 	cr_assert_eq(st_status_get(st, "web", &g, NULL), 0);
 	assert_status_eq(&g, &s);
 	st_status_clear(&g);
@@ -453,7 +453,7 @@ Test(store, history_is_bounded_and_pruned, .init = setup, .fini = teardown)
 	cr_assert_eq(h[9].at, 24);
 	free(h);
 	cr_assert_eq(st_flush(st, NULL), 0);
-	cr_assert_eq(stu_mdb_entries(g_dir, "transitions"), 20);
+	cr_assert_eq(stu_mdb_entries(g_dir, "pods.history"), 20);
 	cr_assert_eq(st_history(st, "p", 0, &h, &n, NULL), 0);
 	cr_assert_eq(n, 10);
 	for (size_t j = 0; j < n; j++) {
@@ -520,8 +520,8 @@ Test(store, delete_drops_status_and_history, .init = setup, .fini = teardown)
 	cr_assert_eq(st_history(st, "kept", 0, &h, &n, NULL), 0);
 	cr_assert_eq(n, 1);
 	free(h);
-	cr_assert_eq(stu_mdb_entries(g_dir, "status"), 1);
-	cr_assert_eq(stu_mdb_entries(g_dir, "transitions"), 1);
+	cr_assert_eq(stu_mdb_entries(g_dir, "pods.status"), 1);
+	cr_assert_eq(stu_mdb_entries(g_dir, "pods.history"), 1);
 	/* A re-created pod starts afresh. */
 	st_apply_result_t r = apply1(st, "gone", "1");
 	cr_assert_eq(r.action, ST_CREATED);
@@ -581,8 +581,8 @@ Test(store, loop_timer_flushes_queue, .init = setup, .fini = teardown)
 	while (st_pending(st) && stu_now_ms() < deadline)
 		ev_run(loop, EVRUN_ONCE);
 	cr_assert_eq(st_pending(st), 0, "timer did not flush");
-	cr_assert_eq(stu_mdb_entries(g_dir, "status"), 100);
-	cr_assert_eq(stu_mdb_entries(g_dir, "transitions"), 100);
+	cr_assert_eq(stu_mdb_entries(g_dir, "pods.status"), 100);
+	cr_assert_eq(stu_mdb_entries(g_dir, "pods.history"), 100);
 	/* Nothing queued: the timer is not left running. */
 	cr_assert_eq(ev_run(loop, EVRUN_NOWAIT), 0);
 	st_close(st, NULL);
@@ -638,10 +638,10 @@ Test(store, damaged_values_name_their_key, .init = setup, .fini = teardown)
 	st_t *st = stu_open(g_dir, NULL);
 	add_tr(st, "web", 1);
 	st_close(st, NULL);
-	stu_raw_put(g_dir, "status", "web", 3, "\xc1\x00", 2);
-	stu_raw_put(g_dir, "status", "num", 3, "\x05", 1);
+	stu_raw_put(g_dir, "pods.status", "web", 3, "\xc1\x00", 2);
+	stu_raw_put(g_dir, "pods.status", "num", 3, "\x05", 1);
 	unsigned char tk[12] = { 'w', 'e', 'b', 0, 0, 0, 0, 0, 0, 0, 0, 1 };
-	stu_raw_put(g_dir, "transitions", tk, sizeof tk, "\x81\xa2" "at\xa1x", 6);
+	stu_raw_put(g_dir, "pods.history", tk, sizeof tk, "\x81\xa2" "at\xa1x", 6);
 	st = stu_open(g_dir, NULL);
 	st_status_t g;
 	tank_error_t e;
@@ -692,7 +692,7 @@ Test(store, decoding_is_forward_compatible, .init = setup, .fini = teardown)
 	msgpack_pack_str_with_body(&pk, "app", 3);
 	msgpack_pack_str_with_body(&pk, "cgroup", 6);
 	msgpack_pack_str_with_body(&pk, "/x", 2);
-	stu_raw_put(g_dir, "status", "fut", 3, b.data, b.size);
+	stu_raw_put(g_dir, "pods.status", "fut", 3, b.data, b.size);
 	msgpack_sbuffer_destroy(&b);
 
 	st_t *st = stu_open(g_dir, NULL);
@@ -738,7 +738,7 @@ Test(store, map_grows_when_full, .init = setup, .fini = teardown)
 		add_tr(st, i % 2 ? "bif" : "bih", i); /* neighbours either side */
 	}
 	cr_assert_eq(st_flush(st, NULL), 0);
-	cr_assert_eq(stu_mdb_entries(g_dir, "transitions"), 3 * ST_HISTORY_DEFAULT);
+	cr_assert_eq(stu_mdb_entries(g_dir, "pods.history"), 3 * ST_HISTORY_DEFAULT);
 	st_transition_t *h;
 	size_t hn;
 	cr_assert_eq(st_history(st, "big", 0, &h, &hn, NULL), 0);
@@ -748,7 +748,7 @@ Test(store, map_grows_when_full, .init = setup, .fini = teardown)
 	free(h);
 	const char *bn[] = { "bih" };
 	cr_assert_eq(st_delete(st, bn, 1, NULL, NULL), 0);
-	cr_assert_eq(stu_mdb_entries(g_dir, "transitions"), 2 * ST_HISTORY_DEFAULT);
+	cr_assert_eq(stu_mdb_entries(g_dir, "pods.history"), 2 * ST_HISTORY_DEFAULT);
 	st_close(st, NULL);
 	st = stu_open(g_dir, &o);
 	st_pod_t *all;
@@ -769,7 +769,7 @@ Test(store, large_queue_flushes_itself, .init = setup, .fini = teardown)
 		cr_assert_eq(st_transition_add(st, i % 2 ? "a" : "b", &t), 0,
 			     "add %d", i);
 	cr_assert_lt(st_pending(st), ST_PENDING_MAX, "no size-triggered flush");
-	cr_assert_eq(stu_mdb_entries(g_dir, "transitions"), 10);
+	cr_assert_eq(stu_mdb_entries(g_dir, "pods.history"), 10);
 	cr_assert_eq(st_close(st, NULL), 0);
 }
 

@@ -78,10 +78,24 @@ Test(store, codec_pod_and_transition_roundtrip)
 	strcpy(t.from, "running");
 	strcpy(t.to, "backing_off");
 	strcpy(t.reason, "exit code 1");
+	strcpy(t.kind, "container");
+	strcpy(t.key, "web/httpd");
+	strcpy(t.uid, "0b3c1d2e-1111-4222-8333-444455556666");
 	b.size = 0;
-	cr_assert_eq(st__enc_transition(&b, &t), 0);
+	cr_assert_eq(st__enc_transition(&b, &t, "web", 3), 0);
 	cr_assert_eq(st__dec_transition(b.data, b.size, "k", 1, &u, NULL), 0);
 	cr_assert_eq(memcmp(&t, &u, sizeof t), 0);
+	/* A key equal to the history's is not stored (the reader fills it),
+	 * nor is seq (the record's LMDB key). */
+	strcpy(t.key, "web");
+	t.seq = 7;
+	b.size = 0;
+	cr_assert_eq(st__enc_transition(&b, &t, "web", 3), 0);
+	cr_assert_eq(st__dec_transition(b.data, b.size, "k", 1, &u, NULL), 0);
+	cr_assert_str_eq(u.key, "");
+	cr_assert_eq(u.seq, 0);
+	cr_assert_str_eq(u.kind, "container");
+	cr_assert_str_eq(u.uid, t.uid);
 	msgpack_sbuffer_destroy(&b);
 }
 

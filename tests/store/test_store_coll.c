@@ -268,3 +268,92 @@ Test(store, a_commit_over_collections_is_all_or_nothing)
 	snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
 	cr_assert_eq(system(cmd), 0);
 }
+
+/* History you can read (DESIGN.md §7): every entry {seq, at, kind, key,
+ * uid, from, to, reason}; the store numbers them and fills what the
+ * caller left empty, the same queued and stored, for pods and for a
+ * declared collection alike. */
+static void hist_add(st_coll_t *c, const char *key, const char *kind, const char *ekey,
+		     const char *from, const char *to)
+{
+	st_transition_t t = { .at = 5 };
+	snprintf(t.from, sizeof t.from, "%s", from);
+	snprintf(t.to, sizeof t.to, "%s", to);
+	snprintf(t.kind, sizeof t.kind, "%s", kind);
+	snprintf(t.key, sizeof t.key, "%s", ekey);
+	cr_assert_eq(st_coll_history_add(c, key, &t), 0);
+}
+
+static void hist_check(st_coll_t *c, const char *key, size_t n, const char *const *kinds,
+		       const char *const *keys, const char *uid, uint64_t first)
+{
+	st_transition_t *t;
+	size_t got;
+	tank_error_t e;
+	cr_assert_eq(st_coll_history(c, key, 0, &t, &got, &e), 0, "%s", e.msg);
+	cr_assert_eq(got, n, "%s: %zu entries", key, got);
+	for (size_t i = 0; i < n; i++) {
+		cr_assert_eq(t[i].seq, first + i, "#%zu: seq %llu", i, (unsigned long long)t[i].seq);
+		cr_assert_str_eq(t[i].kind, kinds[i]);
+		cr_assert_str_eq(t[i].key, keys[i]);
+		cr_assert_str_eq(t[i].uid, uid);
+		cr_assert_not(t[i].legacy);
+		cr_assert_eq(t[i].at, 5);
+	}
+	free(t);
+}
+
+Test(store, history_entries_say_whose_they_are_numbered_queued_or_stored)
+{
+	char dir[] = "/tmp/tank-hist-XXXXXX", cmd[96];
+	static const char *const k3[] = { "pod", "container", "pod" };
+	static const char *const key3[] = { "web", "web/httpd", "web" };
+	static const char *const wk[] = { "widget", "widget", "widget" };
+	static const char *const wkey[] = { "w", "w", "w" };
+	tank_error_t e;
+	st_t *st;
+	st_coll_t *w;
+	st_apply_result_t r, rw;
+	st_pod_in_t pod = { "web", "\x81\xa1x\x01", 4 }, wid = { "w", "red:1", 5 };
+	const char *del[] = { "web" };
+
+	cr_assert_not_null(mkdtemp(dir));
+	cr_assert_eq(st_open(dir, NULL, &st, &e), 0, "%s", e.msg);
+	cr_assert_eq(st_coll_open(st, &widgets, &w, &e), 0, "%s", e.msg);
+	cr_assert_eq(st_apply(st, &pod, 1, &r, &e), 0, "%s", e.msg);
+	cr_assert_eq(st_coll_put(w, &wid, 1, &rw, &e), 0, "%s", e.msg);
+
+	/* The pod's own entries and its container's, in one history. */
+	hist_add(st_pods(st), "web", "", "", "", "pending");
+	hist_add(st_pods(st), "web", "container", "web/httpd", "pending", "running");
+	hist_add(st_pods(st), "web", "pod", "web", "pending", "running");
+	hist_check(st_pods(st), "web", 3, k3, key3, r.uid, 1);     /* queued */
+	cr_assert_eq(st_flush(st, &e), 0, "%s", e.msg);
+	hist_check(st_pods(st), "web", 3, k3, key3, r.uid, 1);     /* stored */
+	/* A declared collection: kind is its noun (here its name). */
+	for (int i = 0; i < 5; i++)
+		hist_add(w, "w", "", "", "a", "a");
+	cr_assert_eq(st_flush(st, &e), 0, "%s", e.msg);
+	hist_check(w, "w", 3, wk, wkey, rw.uid, 3);                /* pruned at 3: 3, 4, 5 */
+	hist_add(w, "w", "", "", "a", "a");
+	hist_check(w, "w", 3, wk, wkey, rw.uid, 4);                /* 4, 5 stored, 6 queued */
+	cr_assert_eq(st_close(st, &e), 0, "%s", e.msg);
+
+	/* Reopened: the same, and numbering goes on after the last one. */
+	cr_assert_eq(st_open(dir, NULL, &st, &e), 0, "%s", e.msg);
+	cr_assert_eq(st_coll_open(st, &widgets, &w, &e), 0, "%s", e.msg);
+	hist_check(st_pods(st), "web", 3, k3, key3, r.uid, 1);
+	hist_check(w, "w", 3, wk, wkey, rw.uid, 4);
+	/* A forgotten history starts again at 1, queued or flushed; a
+	 * deleted object's goes with it. */
+	cr_assert_eq(st_coll_status_forget(w, "w"), 0);
+	hist_add(w, "w", "", "", "a", "b");
+	hist_check(w, "w", 1, wk, wkey, rw.uid, 1);
+	cr_assert_eq(st_flush(st, &e), 0, "%s", e.msg);
+	hist_check(w, "w", 1, wk, wkey, rw.uid, 1);
+	cr_assert_eq(st_delete(st, del, 1, NULL, &e), 0, "%s", e.msg);
+	hist_check(st_pods(st), "web", 0, k3, key3, "", 1);
+	cr_assert_eq(st_close(st, &e), 0, "%s", e.msg);
+	snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
+	cr_assert_eq(system(cmd), 0);
+}

@@ -9,6 +9,8 @@
 #include <string.h>
 
 #include "store/st.h"
+#include "store/st_coll.h"
+#include "store_util.h"
 
 static void unpack_fixture(char *dir, size_t cap)
 {
@@ -22,11 +24,23 @@ static void unpack_fixture(char *dir, size_t cap)
 	cr_assert_eq(system(cmd), 0, "%s", cmd);
 }
 
+/* The length of a pod's history; its entries, written before schema 3,
+ * read back legacy, numbered from 1, as the pod's (kind, key, uid). */
 static size_t history_len(st_t *st, const char *name)
 {
 	st_transition_t *t = NULL;
 	size_t n = 0;
+	st_pod_t p;
 	cr_assert_eq(st_history(st, name, 0, &t, &n, NULL), 0);
+	cr_assert_eq(st_pod_get(st, name, &p, NULL), 0);
+	for (size_t i = 0; i < n; i++) {
+		cr_assert(t[i].legacy);
+		cr_assert_eq(t[i].seq, i + 1);
+		cr_assert_str_eq(t[i].kind, "pod");
+		cr_assert_str_eq(t[i].key, name);
+		cr_assert_str_eq(t[i].uid, p.uid);
+	}
+	st_pod_clear(&p);
 	free(t);
 	return n;
 }
@@ -112,6 +126,136 @@ Test(store, delete_then_create_is_a_new_object)
 	cr_assert_str_eq(p.uid, r4.uid);
 	st_pod_clear(&p);
 	st_close(st, NULL);
+	snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
+	cr_assert_eq(system(cmd), 0);
+}
+
+/* ---- schema 2 (with stacks) → 3 ------------------------------------------ */
+
+static const st_coll_decl_t mig_stacks = { .name = "stacks", .noun = "stack" };
+
+static void unpack(const char *archive, char *dir, size_t cap)
+{
+	const char *src = getenv("TANK_SRC_DIR");
+	char cmd[1024];
+
+	snprintf(dir, cap, "/tmp/tank-mig-XXXXXX");
+	cr_assert_not_null(mkdtemp(dir));
+	snprintf(cmd, sizeof cmd, "tar xzf %s/tests/store/fixtures/%s -C %s",
+		 src ? src : ".", archive, dir);
+	cr_assert_eq(system(cmd), 0, "%s", cmd);
+}
+
+/* Old entries are legacy, numbered 1..n with kind, key and uid derived. */
+static void check_legacy(const st_transition_t *t, size_t n, const char *kind,
+			 const char *key, const char *uid)
+{
+	for (size_t i = 0; i < n; i++) {
+		cr_assert(t[i].legacy, "%s #%zu", key, i);
+		cr_assert_eq(t[i].seq, i + 1, "%s #%zu: seq %llu", key, i,
+			     (unsigned long long)t[i].seq);
+		cr_assert_str_eq(t[i].kind, kind);
+		cr_assert_str_eq(t[i].key, key);
+		cr_assert_str_eq(t[i].uid, uid);
+		cr_assert(t[i].at > 0 && t[i].to[0], "%s #%zu", key, i);
+	}
+}
+
+/* A data dir of the release before schema 3, with a stack in it
+ * (tests/store/fixtures/README.md), opens with this code: every pod, its
+ * status and its history where they were, the stack's collection
+ * untouched, the pods' old databases gone, and the history readable in
+ * the new shape (old entries legacy, new ones chained after them). */
+Test(store, schema2_data_dir_with_stacks_opens_after_upgrade_with_everything_kept)
+{
+	static const char *const names[] = { "batch", "crashloop", "shop-db", "shop-web", "web" };
+	static const size_t hist[] = { 4, 80, 6, 8, 6 };
+	char dir[64], cmd[128], uids[5][ST_UID_LEN + 1], suid[ST_UID_LEN + 1];
+	tank_error_t e;
+	st_t *st;
+	st_pod_t *pods;
+	size_t n;
+
+	unpack("v2-stacks-datadir.tar.gz", dir, sizeof dir);
+	for (int round = 0; round < 2; round++) {
+		st_coll_t *stacks;
+		st_transition_t *t;
+		st_status_t s;
+		st_pod_t sp;
+		void *b;
+		size_t bl;
+
+		cr_assert_eq(st_open(dir, NULL, &st, &e), 0, "%s", e.msg);
+		cr_assert_eq(st_pod_list(st, &pods, &n, &e), 0, "%s", e.msg);
+		cr_assert_eq(n, 5);
+		for (size_t i = 0; i < n; i++) {
+			cr_assert_str_eq(pods[i].name, names[i]);
+			cr_assert_eq(strlen(pods[i].uid), ST_UID_LEN);
+			if (round == 0)
+				memcpy(uids[i], pods[i].uid, sizeof uids[i]);
+			else
+				cr_assert_str_eq(pods[i].uid, uids[i]);
+			cr_assert_eq(st_history(st, names[i], 0, &t, &bl, &e), 0, "%s", e.msg);
+			cr_assert_eq(bl, hist[i] + (size_t)round, "%s: %zu entries", names[i], bl);
+			check_legacy(t, hist[i], "pod", names[i], uids[i]);
+			if (round == 1) {   /* the entry added at round 0: chained on */
+				cr_assert_not(t[hist[i]].legacy);
+				cr_assert_eq(t[hist[i]].seq, hist[i] + 1);
+				cr_assert_str_eq(t[hist[i]].from, t[hist[i] - 1].to);
+				cr_assert_str_eq(t[hist[i]].kind, "pod");
+				cr_assert_str_eq(t[hist[i]].uid, uids[i]);
+			}
+			free(t);
+		}
+		st_pod_list_free(pods, n);
+
+		memset(&s, 0, sizeof s);
+		cr_assert_eq(st_status_get(st, "batch", &s, &e), 0, "%s", e.msg);
+		cr_assert_str_eq(s.phase, "terminal");
+		cr_assert_str_eq(s.reason, "completed");
+		st_status_clear(&s);
+		cr_assert_eq(st_status_get(st, "crashloop", &s, &e), 0, "%s", e.msg);
+		cr_assert_str_eq(s.phase, "backing_off");
+		cr_assert_eq(s.restarts, 20);
+		cr_assert_eq(s.n_containers, 1);
+		cr_assert_eq(s.containers[0].last_exit.code, 3);
+		st_status_clear(&s);
+		/* A clean stop leaves the pods it stopped pending. */
+		cr_assert_eq(st_status_get(st, "shop-web", &s, &e), 0, "%s", e.msg);
+		cr_assert_str_eq(s.phase, "pending");
+		st_status_clear(&s);
+
+		cr_assert_eq(st_coll_open(st, &mig_stacks, &stacks, &e), 0, "%s", e.msg);
+		cr_assert_eq(st_coll_get(stacks, "shop", &sp, &e), 0, "%s", e.msg);
+		if (round == 0)
+			memcpy(suid, sp.uid, sizeof suid);
+		cr_assert_str_eq(sp.uid, suid);
+		st_pod_clear(&sp);
+		cr_assert_eq(st_coll_status_get(stacks, "shop", &b, &bl, &e), 0, "%s", e.msg);
+		free(b);
+		cr_assert_eq(st_coll_history(stacks, "shop", 0, &t, &bl, &e), 0, "%s", e.msg);
+		cr_assert_eq(bl, 3);
+		check_legacy(t, 3, "stack", "shop", suid);
+		cr_assert_str_eq(t[2].to, "up");
+		free(t);
+
+		if (round == 0)
+			for (size_t i = 0; i < 5; i++) {
+				st_transition_t nt = { .at = 1 };
+				st_transition_t *h;
+				size_t hn;
+				cr_assert_eq(st_history(st, names[i], 0, &h, &hn, &e), 0);
+				snprintf(nt.from, sizeof nt.from, "%s", h[hn - 1].to);
+				snprintf(nt.to, sizeof nt.to, "stopping");
+				free(h);
+				cr_assert_eq(st_transition_add(st, names[i], &nt), 0);
+			}
+		cr_assert_eq(st_close(st, &e), 0, "%s", e.msg);
+		/* The pods' databases of schema 2 are gone. */
+		cr_assert_eq(stu_mdb_entries(dir, "status"), -1);
+		cr_assert_eq(stu_mdb_entries(dir, "transitions"), -1);
+		cr_assert_eq(stu_mdb_entries(dir, "pods.status"), 5);
+	}
 	snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
 	cr_assert_eq(system(cmd), 0);
 }
