@@ -406,7 +406,7 @@ static void apply_job_finish(rt_t *rt, apply_job_t *j)
 	tank_error_clear(&e);
 	if (!j->err && !j->errs.count && (err = apply_all_build(j, &a)) < 0)
 		j->err = err;
-	/* Each kind's checks of the whole batch (a stack's members, pods'
+	/* Each kind's checks of the whole batch (membership rules, pods'
 	 * depends_on) in the same turn as the commit, so no other apply
 	 * comes between. */
 	for (size_t k = 0; j->kinds[k] && !j->err && !j->errs.count; k++) {
@@ -554,7 +554,7 @@ fail:
 }
 
 /* [{kind, name, deleted}]: the names asked for, then what their deletion
- * took with it (a stack's owned pods). */
+ * took with it (the descriptors' cascade). */
 typedef struct delete_out {
 	const kind_t *kind;
 	const char *const *names;

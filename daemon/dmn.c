@@ -660,7 +660,7 @@ int dmn_open(const dmn_opts_t *opts, dmn_t **out, tank_error_t *err)
 		return rc;
 	}
 	/* Each kind's instance, in list order (a kind may use those before
-	 * it: a stack manager becomes the pods' owner). */
+	 * it: a kind above pods becomes their owner). */
 	d->kinds = (kind_env_t){
 		.rt = d->rt, .store = d->store, .log_dir = d->log_dir,
 		.loop_name = API_RECONCILER_NAME, .pods = d->pods,
