@@ -245,10 +245,10 @@ static int pack_kind_only(msgpack_packer *pk, void *arg)
 	return pack_kind_opt(pk, arg, 0);
 }
 
-/* An optional kind word before the names (`get stack shop`, kubectl's
+/* An optional kind word before the names (`get KIND NAME`, kubectl's
  * habit): a kind's name, plural or short name, consumed when at least
  * `min` arguments follow it.  The default kind when absent.  (An object
- * named like a kind word is `get pod stack`.) */
+ * named like a kind word is `get pod WORD`.) */
 static const kind_t *ctl_kind_word(int argc, char **argv, int min)
 {
 	const kind_t *k;
@@ -270,7 +270,7 @@ static const kind_t *ctl_kind_of(const mf_object_t *o)
 	return ctl_kinds[0];
 }
 
-/* "stack/" before a name of a kind other than the default. */
+/* "KIND/" before a name of a kind other than the default. */
 static void ctl_print_ref(const char *kind, const char *name, const char *what)
 {
 	bool dflt = !kind || !kind[0] || !strcmp(kind, ctl_kinds[0]->name);
@@ -1424,18 +1424,18 @@ static const verb_t ctl_verbs[] = {
 	  "--timeout)." },
 	{ "delete", v_delete, "[KIND] NAME... | -f FILE [--ignore-not-found]",
 	  "Deletes the named pods, or the named objects of KIND (a kind's name,\n"
-	  "plural or short name: stack, stacks, st) with what they own (or what a\n"
-	  "manifest holds); their containers are stopped.  A name that names\n"
-	  "nothing is an error (exit 1) unless --ignore-not-found." },
+	  "plural or short name) with what they own (or what a manifest holds);\n"
+	  "their containers are stopped.  A name that names nothing is an error\n"
+	  "(exit 1) unless --ignore-not-found." },
 	{ "get", v_get, "[KIND] NAME | KINDS [-o yaml|json]",
 	  "Prints a pod's (or an object of KIND's) desired spec with its\n"
-	  "generation (YAML by default); a stack's comes with its status.  `get\n"
-	  "KINDS` (plural or short name: pods, stacks, st): the kind's table, or\n"
-	  "with -o every object." },
+	  "generation (YAML by default), and its status for kinds above pods.\n"
+	  "`get KINDS` (a kind's plural or short name, pods too): the kind's\n"
+	  "table, or with -o every object." },
 	{ "ps", v_ps, "",
-	  "Lists the objects that own pods (stacks: STACK PHASE READY AGE REASON),\n"
-	  "then the pods of each and the pods in none: NAME PHASE READY RESTARTS\n"
-	  "AGE PID REASON." },
+	  "Lists the objects that own pods (one table per owning kind), then the\n"
+	  "pods of each and the pods in none: NAME PHASE READY RESTARTS AGE PID\n"
+	  "REASON." },
 	{ "status", v_status, "[KIND] [NAME] [-o yaml|json]",
 	  "Prints the status of one pod or of all pods (with KIND: of that kind)." },
 	{ "restart", v_restart, "NAME",
@@ -1459,8 +1459,8 @@ static verb_t ctl_all[CTL_NSTATIC + CTL_NKIND_VERBS];
 static size_t CTL_NVERBS;
 
 /* A usage line with the kind words of the list: [KIND] becomes the
- * names of the kinds other than the default ("[stack]"), KINDS their
- * plurals ("stacks"), so the help names what this tankctl knows. */
+ * names of the kinds other than the default, KINDS their plurals, so the
+ * help names what this tankctl knows. */
 static const char *ctl_usage_kinds(const char *u, char *buf, size_t cap)
 {
 	char names[128] = "", plurals[128] = "";

@@ -44,7 +44,7 @@ struct kind;
  * Adds one row per status map of `statuses` (a list, DESIGN.md §6 shape)
  * with the columns of kind k (kinds/kind.h: each column's cell function
  * reads the map; missing fields print as "-").  Only the maps whose
- * `owner` key (an owning kind's name, e.g. "stack") is `in` (NULL: in
+ * `owner` key (an owning kind's name) is `in` (NULL: in
  * none; (char *)-1, or owner NULL: every map).  Rows are sorted by name.
  * 0, -EINVAL when statuses is not a list, -ENOMEM.
  */
