@@ -26,7 +26,7 @@
 #include "cmd/lib/cli_fmt.h"
 #include "cmd/lib/cli_paths.h"
 #include "cmd/lib/cli_wait.h"
-#include "pod/pod_doc.h"
+#include "manifest/mf_doc.h"
 #include "manifest/mf.h"
 #include "kinds/kind.h"
 #include "pod/pod_spec.h"
@@ -127,7 +127,7 @@ static void ctl_print_remote_error(ctl_t *x, const api_incoming_t *in)
 			return;
 		}
 	}
-	pod_doc_emit(d, POD_DOC_YAML, stderr);
+	mf_doc_emit(d, MF_DOC_YAML, stderr);
 }
 
 /* Calls method; 0 with *in holding the result, or an exit code (the
@@ -151,21 +151,21 @@ static int ctl_call(ctl_t *x, const char *method, api_pack_fn params, void *arg,
 	return 0;
 }
 
-static int ctl_emit(ctl_t *x, const msgpack_object *o, enum pod_doc_format fmt)
+static int ctl_emit(ctl_t *x, const msgpack_object *o, enum mf_doc_format fmt)
 {
-	int r = pod_doc_emit(o, fmt, stdout);
+	int r = mf_doc_emit(o, fmt, stdout);
 	if (r < 0)
 		return ctl_fail(x, "cannot print the answer: %s", tank_strerror(r));
 	return 0;
 }
 
 /* -o yaml|json; returns -1 for an unknown format. */
-static int ctl_format(const char *s, enum pod_doc_format *fmt)
+static int ctl_format(const char *s, enum mf_doc_format *fmt)
 {
 	if (strcmp(s, "yaml") == 0)
-		*fmt = POD_DOC_YAML;
+		*fmt = MF_DOC_YAML;
 	else if (strcmp(s, "json") == 0)
-		*fmt = POD_DOC_JSON;
+		*fmt = MF_DOC_JSON;
 	else
 		return -1;
 	return 0;
@@ -353,7 +353,7 @@ static int v_version(ctl_t *x, int argc, char **argv)
 
 /* Options of the verbs that print a document: --help and -o yaml|json.
  * Returns -1 to go on, or the exit status to return (help, usage). */
-static int ctl_output_opts(ctl_t *x, int argc, char **argv, enum pod_doc_format *fmt)
+static int ctl_output_opts(ctl_t *x, int argc, char **argv, enum mf_doc_format *fmt)
 {
 	static const struct option opts[] = {
 		{ "help", no_argument, NULL, OPT_HELP },
@@ -394,7 +394,7 @@ static int ctl_kind_table(const kind_t *k, const msgpack_object *statuses, const
 /* One-name verbs with -o: get, status NAME. */
 static int v_get(ctl_t *x, int argc, char **argv)
 {
-	enum pod_doc_format fmt = POD_DOC_YAML;
+	enum mf_doc_format fmt = MF_DOC_YAML;
 	bool structured = false;
 	api_incoming_t in;
 	const kind_t *k;
@@ -441,7 +441,7 @@ static int v_get(ctl_t *x, int argc, char **argv)
 
 static int v_status(ctl_t *x, int argc, char **argv)
 {
-	enum pod_doc_format fmt = POD_DOC_YAML;
+	enum mf_doc_format fmt = MF_DOC_YAML;
 	api_incoming_t in;
 	int r;
 
@@ -1246,7 +1246,7 @@ static void ctl_print_event(const msgpack_object *ev)
 	char buf[64];
 
 	if (ev->type != MSGPACK_OBJECT_MAP) {
-		pod_doc_emit(ev, POD_DOC_JSON, stdout);
+		mf_doc_emit(ev, MF_DOC_JSON, stdout);
 		return;
 	}
 	if (api_obj_int(api_map_get(ev, "at"), &at) && at >= 0) {
@@ -1286,7 +1286,7 @@ static int v_events(ctl_t *x, int argc, char **argv)
 	static const struct option opts[] = {
 		{ "help", no_argument, NULL, OPT_HELP },
 		{ "output", required_argument, NULL, 'o' }, { 0 } };
-	enum pod_doc_format fmt = POD_DOC_YAML;
+	enum mf_doc_format fmt = MF_DOC_YAML;
 	bool structured = false;
 	api_incoming_t in;
 	tank_error_t e;
@@ -1319,9 +1319,9 @@ static int v_events(ctl_t *x, int argc, char **argv)
 		if (in.type == API_NOTIFICATION && strcmp(in.method, "event") == 0)
 			for (uint32_t i = 0; i < in.params->via.array.size; i++) {
 				if (structured) {
-					if (fmt == POD_DOC_YAML)
+					if (fmt == MF_DOC_YAML)
 						fputs("---\n", stdout);
-					pod_doc_emit(&in.params->via.array.ptr[i], fmt, stdout);
+					mf_doc_emit(&in.params->via.array.ptr[i], fmt, stdout);
 				} else {
 					ctl_print_event(&in.params->via.array.ptr[i]);
 				}
@@ -1353,7 +1353,7 @@ static int v_history(ctl_t *x, int argc, char **argv)
 		{ "limit", required_argument, NULL, OPT_LIMIT },
 		{ "output", required_argument, NULL, 'o' }, { 0 } };
 	static const char *const heads[] = { "AT", "FROM", "TO", "REASON" };
-	enum pod_doc_format fmt = POD_DOC_YAML;
+	enum mf_doc_format fmt = MF_DOC_YAML;
 	bool structured = false;
 	hist_params_t p = { .limit = -1 };
 	api_incoming_t in;
