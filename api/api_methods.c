@@ -186,8 +186,10 @@ static void reply_packed(const api_call_t *call, const kind_t *k, const char *na
 	msgpack_sbuffer_init(&sb);
 	msgpack_packer_init(&pk, &sb, msgpack_sbuffer_write);
 	tank_error_clear(&e);
-	if ((err = fn(arg, &pk, &e)) < 0)
+	if ((err = fn(arg, &pk, &e)) < 0 && name && name[0])
 		api_reply_object_error(call, err, k ? k->name : "object", name, &e);
+	else if (err < 0)
+		api_reply_err(call->rt, call->token, err, e.msg[0] ? e.msg : NULL);
 	else
 		api_reply(call->rt, call->token, pack_buffer, &sb);
 	msgpack_sbuffer_destroy(&sb);

@@ -54,6 +54,7 @@ typedef struct verb {
 
 static const verb_t *ctl_find(const char *name);
 static int ctl_cmp_str(const void *a, const void *b);
+static const char *ctl_farewell(const api_incoming_t *in, char *why, size_t cap);
 
 /* --- plumbing --------------------------------------------------------------- */
 
@@ -534,8 +535,23 @@ static int v_ps(ctl_t *x, int argc, char **argv)
 	return r;
 }
 
-/* A wait for one object (a verb's --wait): its status passed through its
- * kind's observation until done or failed, or the timeout.  Polls. */
+/* The ms left before deadline (0: none), as a poll timeout: at most
+ * CTL_WAIT_QUIET_MS, so that a wait looks again now and then even when no
+ * event comes (an event lost to a full connection buffer). */
+#define CTL_WAIT_QUIET_MS 5000
+static int ctl_wait_timeout(uint64_t deadline)
+{
+	if (!deadline)
+		return CTL_WAIT_QUIET_MS;
+	uint64_t now = ctl_now_ms();
+	uint64_t left = deadline > now ? deadline - now : 0;
+	return left < CTL_WAIT_QUIET_MS ? (int)left : CTL_WAIT_QUIET_MS;
+}
+
+/* A wait for one object (a verb's --wait): subscribed to the events
+ * first, then its status passed through its kind's observation, again at
+ * each event that names it (an event map whose key of the kind's name is
+ * the object's), until done or failed, or the timeout. */
 static int ctl_wait_one(ctl_t *x, const kind_t *k, const char *name, const char *want,
 			uint64_t timeout_ms)
 {
@@ -543,28 +559,50 @@ static int ctl_wait_one(ctl_t *x, const kind_t *k, const char *name, const char 
 	name_kind_t nk = { name, k };
 	api_incoming_t in;
 	rc_observed_t ob;
-	char phase[64];
+	tank_error_t e;
+	char phase[64], why[256];
 	int r;
 
-	for (;;) {
-		if ((r = ctl_call(x, "status", pack_name_kind, &nk, CTL_TIMEOUT_MS, &in)) != 0)
-			return r;
-		memset(&ob, 0, sizeof ob);
-		if (k->observe)
-			k->observe(in.result, want, &ob);
-		else
-			ob.state = RC_OBS_DONE;
-		api_obj_strcpy(api_map_get(in.result, "phase"), phase, sizeof phase);
-		api_incoming_free(&in);
-		if (ob.state == RC_OBS_DONE || ob.state == RC_OBS_READY) {
-			ctl_print_ref(k->name, name, phase[0] ? phase : "done");
-			return EXIT_OK;
+	if ((r = ctl_call(x, "subscribe", NULL, NULL, CTL_TIMEOUT_MS, &in)) != 0)
+		return r;
+	api_incoming_free(&in);
+	for (bool look = true;;) {
+		if (look) {
+			if ((r = ctl_call(x, "status", pack_name_kind, &nk, CTL_TIMEOUT_MS, &in)) != 0)
+				return r;
+			memset(&ob, 0, sizeof ob);
+			if (k->observe)
+				k->observe(NULL, in.result, want, &ob);
+			else
+				ob.state = RC_OBS_DONE;
+			api_obj_strcpy(api_map_get(in.result, "phase"), phase, sizeof phase);
+			api_incoming_free(&in);
+			if (ob.state == RC_OBS_DONE || ob.state == RC_OBS_READY) {
+				ctl_print_ref(k->name, name, phase[0] ? phase : "done");
+				return EXIT_OK;
+			}
+			if (ob.state == RC_OBS_FAILED)
+				return ctl_fail(x, "%s %s failed: %s", k->name, name, ob.why);
 		}
-		if (ob.state == RC_OBS_FAILED)
-			return ctl_fail(x, "%s %s failed: %s", k->name, name, ob.why);
 		if (deadline && ctl_now_ms() >= deadline)
 			return ctl_fail(x, "timed out: %s %s is %s", k->name, name, ob.why);
-		ctl_sleep_ms(200);
+		r = api_client_next(x->c, ctl_wait_timeout(deadline), &in, &e);
+		if (r == -ETIMEDOUT) {
+			look = true;            /* quiet: look once more */
+			continue;
+		}
+		if (r < 0)
+			return ctl_fail(x, "%s", e.msg);
+		if (ctl_farewell(&in, why, sizeof why)) {
+			api_incoming_free(&in);
+			return ctl_fail(x, "tankd: %s", why);
+		}
+		look = false;
+		if (in.type == API_NOTIFICATION && strcmp(in.method, "event") == 0)
+			for (uint32_t i = 0; i < in.params->via.array.size; i++)
+				look |= api_obj_streq(api_map_get(&in.params->via.array.ptr[i],
+								  k->name), name);
+		api_incoming_free(&in);
 	}
 }
 
@@ -846,8 +884,11 @@ static void ctl_list_pending(const cli_batch_t *b, const char *none)
  * is pending, 3 passes made no progress, or the timeout. */
 static int ctl_wait(ctl_t *x, const ctl_batch_t *bt, uint64_t timeout_ms)
 {
-	const char **names = calloc(bt->npods ? bt->npods : 1, sizeof *names);
-	const pod_reconcile_wait_t **waits = calloc(bt->npods ? bt->npods : 1, sizeof *waits);
+	size_t cap = bt->nobjs + bt->npods + 1;
+	const char **names = calloc(cap, sizeof *names);
+	const pod_reconcile_wait_t **waits = calloc(cap, sizeof *waits);
+	const kind_t **kinds = calloc(cap, sizeof *kinds);
+	const void **objs = calloc(cap, sizeof *objs);
 	uint64_t deadline = timeout_ms ? ctl_now_ms() + timeout_ms : 0;
 	cli_batch_t b;
 	rc_conv_verdict_t verdict = RC_CONV_AGAIN;
@@ -855,34 +896,41 @@ static int ctl_wait(ctl_t *x, const ctl_batch_t *bt, uint64_t timeout_ms)
 	int r = EXIT_ERR;
 	size_t k = 0;
 
-	if (!names || !waits || cli_batch_init(&b, bt->npods, names, waits) < 0) {
-		free(names);
-		free(waits);
-		return ctl_fail(x, "out of memory");
+	memset(&b, 0, sizeof b);
+	if (!names || !waits || !kinds || !objs) {
+		r = ctl_fail(x, "out of memory");
+		goto out;
 	}
+	/* Every object applied, of every kind, and the pods brought inline
+	 * by others (their named pods are given elsewhere, or were there):
+	 * each observed through its kind. */
 	for (size_t i = 0; i < bt->n; i++)
 		for (size_t j = 0; j < bt->ms[i]->count; j++) {
 			const mf_object_t *o = &bt->ms[i]->objs[j];
 			const kind_t *ok = ctl_kind_of(o);
-			if (ctl_is_default(ok)) {
-				const pod_spec_t *ps = o->obj;
-				names[k] = ps->name;
-				waits[k++] = &ps->reconcile_wait;
-				continue;
-			}
-			/* Pods inline in another object are waited for like
-			 * the others (its named pods are given elsewhere, or
-			 * were there). */
+			names[k] = o->name;
+			kinds[k] = ok;
+			objs[k] = o->obj;
+			waits[k++] = ctl_is_default(ok) ? &((const pod_spec_t *)o->obj)->reconcile_wait
+						       : NULL;
 			size_t ni = ok->ninline ? ok->ninline(o->obj) : 0;
-			for (size_t m = 0; m < ni; m++) {
+			for (size_t m = 0; m < ni && k < cap; m++) {
 				const kind_t *ck = NULL;
-				const pod_spec_t *ps = ok->inline_at(o->obj, m, &ck);
-				if (ps && ctl_is_default(ck)) {
-					names[k] = ps->name;
-					waits[k++] = &ps->reconcile_wait;
-				}
+				const void *co = ok->inline_at(o->obj, m, &ck);
+				if (!co || !ck)
+					continue;
+				names[k] = ck->name_of(co);
+				kinds[k] = ck;
+				objs[k] = co;
+				waits[k++] = ctl_is_default(ck)
+					     ? &((const pod_spec_t *)co)->reconcile_wait : NULL;
 			}
 		}
+	if (cli_batch_init(&b, k, names, waits) < 0) {
+		r = ctl_fail(x, "out of memory");
+		goto out;
+	}
+	cli_batch_kinds(&b, kinds, objs);
 	for (;;) {
 		api_incoming_t in;
 		/* sync makes each pass look at a reconciled state rather than
@@ -890,10 +938,21 @@ static int ctl_wait(ctl_t *x, const ctl_batch_t *bt, uint64_t timeout_ms)
 		if ((r = ctl_call(x, "sync", NULL, NULL, CTL_SYNC_TIMEOUT_MS, &in)) != 0)
 			goto out;
 		api_incoming_free(&in);
-		if ((r = ctl_call(x, "status", NULL, NULL, CTL_TIMEOUT_MS, &in)) != 0)
-			goto out;
-		verdict = cli_batch_observe(&b, in.result);
-		api_incoming_free(&in);
+		/* One status call per kind the batch holds. */
+		for (size_t ki = 0; ctl_kinds[ki]; ki++) {
+			bool any = false;
+			for (size_t i = 0; i < b.n && !any; i++)
+				any = kinds[i] == ctl_kinds[ki];
+			if (!any)
+				continue;
+			if ((r = ctl_call(x, "status", pack_name_kind,
+					  &(name_kind_t){ NULL, ctl_kinds[ki] }, CTL_TIMEOUT_MS,
+					  &in)) != 0)
+				goto out;
+			cli_batch_see(&b, ctl_kinds[ki], in.result);
+			api_incoming_free(&in);
+		}
+		verdict = cli_batch_pass(&b);
 		/* A failed pod is named at once, with its reason and last exit. */
 		for (size_t i = 0; i < b.n; i++)
 			if (b.conv.objs[i].newly_failed)
@@ -942,6 +1001,8 @@ out:
 	cli_batch_free(&b);
 	free(names);
 	free(waits);
+	free(kinds);
+	free(objs);
 	return r;
 }
 

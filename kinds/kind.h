@@ -96,11 +96,12 @@ typedef struct kind_names {
 } kind_names_t;
 
 /* How an object is observed for a wait (reconciler/rc_converge.h's
- * generic rule): from its status map (a `status` answer) and what the
- * wait is for (NULL: `apply --wait`; else a verb's name, `up`).  0, or
- * -EINVAL when status is not a map. */
-typedef int (*kind_observe_fn)(const msgpack_object *status, const char *want,
-			       rc_observed_t *out);
+ * generic rule): from its status map (a `status` answer), the object as
+ * applied (obj, the manifest entry's; NULL when the wait has none: a
+ * verb's), and what the wait is for (want NULL: `apply --wait`; else the
+ * verb's name, `up`).  0, or -EINVAL when status is not a map. */
+typedef int (*kind_observe_fn)(const void *obj, const msgpack_object *status,
+			       const char *want, rc_observed_t *out);
 
 /* One column of tankctl's table of a kind: a cell of the status map s
  * (now: ms since the epoch, for ages), written into out (cap bytes). */

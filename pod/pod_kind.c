@@ -287,10 +287,25 @@ static int pod__status_all(const kind_env_t *env, msgpack_packer *pk, tank_error
 
 /* ---- apply --wait ------------------------------------------------------------------ */
 
-static int pod__observe(const msgpack_object *s, const char *want, rc_observed_t *out)
+/* pod_observe's reading, and one rule of the spec's: a run-once pod
+ * (restart never or on_failure) converges only when it completed; seen
+ * running it is still pending (its failure, even 0.3 s after it started,
+ * is a failure of the wait). */
+static int pod__observe(const void *obj, const msgpack_object *s, const char *want,
+			rc_observed_t *out)
 {
+	const pod_spec_t *spec = obj;
+	int err;
+
 	(void)want;
-	return pod_observe_status(s, out);
+	if ((err = pod_observe_status(s, out)) < 0)
+		return err;
+	if (spec && spec->restart != POD_RESTART_ALWAYS && out->state == RC_OBS_READY) {
+		out->state = RC_OBS_PENDING;
+		snprintf(out->why, sizeof out->why, "running (restart %s: done when it completes)",
+			 pod_restart_name(spec->restart));
+	}
+	return 0;
 }
 
 /* ---- the `ps` table ------------------------------------------------------------------ */

@@ -186,16 +186,20 @@ static int stack__cascade(const kind_env_t *env, const st_pod_t *p, kind_names_t
 
 /* up (an apply, or `up`): done when up; `down`: when down; failed is a
  * failure either way. */
-static int stack__observe(const msgpack_object *s, const char *want, rc_observed_t *out)
+static int stack__observe(const void *obj, const msgpack_object *s, const char *want,
+			  rc_observed_t *out)
 {
 	char phase[32], reason[160];
+	const stack_spec_t *spec = obj;
 
 	memset(out, 0, sizeof *out);
 	if (!s || s->type != MSGPACK_OBJECT_MAP)
 		return -EINVAL;
 	kind_str(kind_map_get(s, "phase"), phase, sizeof phase);
 	kind_str(kind_map_get(s, "reason"), reason, sizeof reason);
-	const char *goal = want && !strcmp(want, "down") ? "down" : "up";
+	/* An applied stack is waited for as it is desired (up, or down). */
+	const char *goal = want ? (!strcmp(want, "down") ? "down" : "up")
+				: (spec && spec->desired == STACK_DOWN ? "down" : "up");
 	out->progress = tank_hash64(phase, strlen(phase)) ^ tank_hash64(reason, strlen(reason));
 	if (!strcmp(phase, goal))
 		out->state = RC_OBS_DONE;
