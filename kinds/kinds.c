@@ -1,17 +1,10 @@
 /*
- * kinds.c — the list of kinds tank ships, one line per kind in
- * TANK_KIND_LIST.  A kind is its own folder (its descriptor: kind.h) plus
- * its line here; api/, daemon/ and cmd/ walk tank_kinds and name none.
- * The first is the default kind of a request that names none (Pod).
+ * kinds.c — tank_kinds, the list of kinds.h expanded.  Nothing else lives
+ * in this file: a test build links its own list instead (the linker then
+ * takes no object from here; see tests/kinds/kinds_test.c).
  */
-#include "kinds/kind.h"
+#include "kinds/kinds.h"
 
-#define TANK_KIND_LIST(X) \
-	X(pod_kind)       \
-	X(stack_kind)
+TANK_KIND_LIST(TANK_KIND_DECLARE)
 
-#define KIND_DECLARE(k) extern const kind_t k;
-#define KIND_ENTRY(k) &k,
-TANK_KIND_LIST(KIND_DECLARE)
-
-const kind_t *const tank_kinds[] = { TANK_KIND_LIST(KIND_ENTRY) NULL };
+const kind_t *const tank_kinds[] = { TANK_KIND_LIST(TANK_KIND_ENTRY) NULL };
