@@ -411,8 +411,8 @@ static int v_get(ctl_t *x, int argc, char **argv)
 		/* Every object of a kind (kubectl's `get KIND`): its table,
 		 * or with -o its objects, spec and status. */
 		if (!structured && k->ncols) {
-			if ((r = ctl_call(x, "status", pack_name_kind, &(name_kind_t){ NULL, k },
-					  CTL_TIMEOUT_MS, &in)) != 0)
+			if ((r = ctl_call(x, "status", ctl_is_default(k) ? NULL : pack_name_kind,
+					  &(name_kind_t){ NULL, k }, CTL_TIMEOUT_MS, &in)) != 0)
 				return r;
 			if (ctl_kind_table(k, in.result, NULL, (const char *)-1, ctl_now_ms(),
 					   true) < 0)
@@ -945,7 +945,9 @@ static int ctl_wait(ctl_t *x, const ctl_batch_t *bt, uint64_t timeout_ms)
 				any = kinds[i] == ctl_kinds[ki];
 			if (!any)
 				continue;
-			if ((r = ctl_call(x, "status", pack_name_kind,
+			/* The default kind's as before: no params at all. */
+			if ((r = ctl_call(x, "status",
+					  ctl_is_default(ctl_kinds[ki]) ? NULL : pack_name_kind,
 					  &(name_kind_t){ NULL, ctl_kinds[ki] }, CTL_TIMEOUT_MS,
 					  &in)) != 0)
 				goto out;
