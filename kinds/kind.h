@@ -2,7 +2,9 @@
  * kind — what a kind of object is above the loop (DESIGN.md §7, "One door
  * above the loop"): one descriptor per kind, declared in the kind's own
  * folder (pod/pod_kind.c, stack/stack_kind.c), listed once in
- * kinds/kinds.c.  api/, daemon/ and cmd/ walk that list and name no kind.
+ * kinds/kinds.h (TANK_KIND_LIST, one line per kind; kinds.c makes it the
+ * array tank_kinds).  api/, daemon/ and cmd/ walk that list and name no
+ * kind.
  *
  * A descriptor says:
  *   - its names: `name` (singular, the RPC's `kind` option and the word
@@ -177,8 +179,9 @@ struct kind {
 
 /* ---- the list ------------------------------------------------------------ */
 
-/* The kinds tank ships (kinds/kinds.c), NULL-terminated; the first is the
- * default of a request that names none (Pod). */
+/* The kinds tank ships (kinds/kinds.h's list, made an array by kinds.c;
+ * a test build links its own), NULL-terminated; the first is the default
+ * of a request that names none (Pod). */
 extern const kind_t *const tank_kinds[];
 
 /* The kind called `word` (name, plural, short name or manifest kind, any
