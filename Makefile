@@ -36,7 +36,7 @@ PKG_LIBS   = $(shell pkg-config --libs $(PKGS) 2>/dev/null)
 LIBS       = $(PKG_LIBS) -lev -lpthread -lm
 TEST_LIBS  = $(shell pkg-config --libs criterion 2>/dev/null)
 
-LAYERS   = common runtime supervisor store pod stack reconciler manifest api daemon
+LAYERS   = common runtime supervisor store pod stack reconciler manifest kinds api daemon
 LIB_SRC  = $(wildcard $(addsuffix /*.c,$(LAYERS)))
 LIB_OBJ  = $(LIB_SRC:%.c=$(BUILD)/obj/%.o)
 CMDLIB_SRC = $(wildcard cmd/lib/*.c)
@@ -44,10 +44,15 @@ CMDLIB_OBJ = $(CMDLIB_SRC:%.c=$(BUILD)/obj/%.o)
 CMD_SRC  = $(wildcard cmd/*.c)
 CMD_BIN  = $(CMD_SRC:cmd/%.c=$(BUILD)/bin/%)
 TEST_SRC = $(wildcard tests/*/*.c)
-TEST_SRC := $(filter-out tests/helpers/% tests/soak/%,$(TEST_SRC))
+TEST_SRC := $(filter-out tests/helpers/% tests/soak/% tests/kinds/%,$(TEST_SRC))
 TEST_OBJ = $(TEST_SRC:%.c=$(BUILD)/obj/%.o)
 THELP_SRC = $(wildcard tests/helpers/*.c)
 THELP_BIN = $(THELP_SRC:tests/helpers/%.c=$(BUILD)/tests/helpers/%)
+# The test build of tankd and tankctl: the same programs with the test
+# kinds' list (tests/kinds/kinds_test.c replaces kinds/kinds.c at link).
+KTEST_SRC = $(wildcard tests/kinds/*.c)
+KTEST_OBJ = $(KTEST_SRC:%.c=$(BUILD)/obj/%.o)
+KTEST_BIN = $(BUILD)/tests/kinds/bin/tankd $(BUILD)/tests/kinds/bin/tankctl
 BENCH_SRC = $(wildcard bench/*.c)
 BENCH_BIN = $(BENCH_SRC:bench/%.c=$(BUILD)/bench/%)
 LIBTANK  = $(BUILD)/libtank.a
@@ -63,7 +68,7 @@ TEST_ARGS ?=
 
 SOAK_BIN = $(BUILD)/tests/soak
 
-all: $(LIBTANK) $(CMD_BIN) $(THELP_BIN) $(BENCH_BIN) $(SOAK_BIN)
+all: $(LIBTANK) $(CMD_BIN) $(THELP_BIN) $(BENCH_BIN) $(SOAK_BIN) $(KTEST_BIN)
 
 # Installs missing Debian packages; cheap when everything is present.  The
 # stamp is refreshed only when a header went missing, so a normal build
@@ -85,6 +90,10 @@ $(LIBTANK): $(LIB_OBJ)
 	ar rcs $@ $^
 
 $(BUILD)/bin/%: $(BUILD)/obj/cmd/%.o $(CMDLIB_OBJ) $(LIBTANK)
+	@mkdir -p $(@D)
+	$(CC) $(ALL_LDFLAGS) -o $@ $^ $(LIBS)
+
+$(BUILD)/tests/kinds/bin/%: $(BUILD)/obj/cmd/%.o $(KTEST_OBJ) $(CMDLIB_OBJ) $(LIBTANK)
 	@mkdir -p $(@D)
 	$(CC) $(ALL_LDFLAGS) -o $@ $^ $(LIBS)
 

@@ -21,17 +21,12 @@
 
 #include "common/kit_errors.h"
 #include "pod/pod_deps.h"
-#include "pod/pod_host.h"
 #include "pod/pod_log.h"
 #include "pod/pod_spec.h"
 #include "reconciler/rc_loop.h"
 #include "manifest/mf.h"
-#include "pod/pod_manifest.h"
 #include "pod/pod_mgr.h"
-#include "stack/stack_mgr.h"
-#include "api/api_stacks.h"
-#include "stack/stack_spec.h"
-#include "common/tank_map.h"
+#include "kinds/kind.h"
 
 #define API_LOG_TAIL_DEFAULT 100
 #define API_LOG_TAIL_MAX 100000
@@ -72,20 +67,6 @@ static void nudge(api_daemon_t *d)
 	rt_pid_t pid = rt_whereis(d->rt, API_RECONCILER_NAME);
 	if (pid)
 		rc_nudge(d->rt, pid);
-}
-
-/* The kind asked for by the options map at params[at]; false when the
- * call was answered (a bad kind). */
-static bool kind_param(const api_call_t *call, const msgpack_object *params, size_t at,
-		       api_kind_t *kind)
-{
-	tank_error_t e;
-	tank_error_clear(&e);
-	if (api_kind_of(params, at, kind, &e) < 0) {
-		api_reply_error(call->rt, call->token, API_BAD_REQUEST, e.msg, NULL, NULL);
-		return false;
-	}
-	return true;
 }
 
 /* --- ping, version --------------------------------------------------------- */
@@ -139,30 +120,105 @@ static void m_version(const api_call_t *call, const msgpack_object *params, void
 	api_reply(call->rt, call->token, pack_version, ctx);
 }
 
+/* --- kinds ------------------------------------------------------------------------ */
+
+static const kind_t *const *kinds_of(const api_daemon_t *d)
+{
+	return d && d->kinds && d->kinds->kinds ? d->kinds->kinds : tank_kinds;
+}
+
+/* The kind named by the options map at params[at] (`kind`: a kind's name,
+ * plural or short name; absent, nil, or no map: the first of the list).
+ * -EPROTO with a message naming the value otherwise. */
+static int kind_of_params(const kind_t *const *kinds, const msgpack_object *params, size_t at,
+			  const kind_t **kind, tank_error_t *e)
+{
+	const msgpack_object *o;
+	char buf[32], names[256];
+
+	*kind = kinds[0];
+	if (params->via.array.size <= at || params->via.array.ptr[at].type != MSGPACK_OBJECT_MAP)
+		return 0;
+	o = api_map_get(&params->via.array.ptr[at], "kind");
+	if (!o || o->type == MSGPACK_OBJECT_NIL)
+		return 0;
+	kind_names_list(kinds, names, sizeof names);
+	if (!api_obj_strcpy(o, buf, sizeof buf))
+		return tank_error_set(e, -EPROTO, "params[%zu].kind: expected one of %s", at, names);
+	if (!(*kind = kind_find(kinds, buf, strlen(buf))))
+		return tank_error_set(e, -EPROTO, "params[%zu].kind: unknown kind \"%s\": "
+				      "expected one of %s", at, buf, names);
+	return 0;
+}
+
+/* The kind asked for by the options map at params[at]; false when the
+ * call was answered (a bad kind). */
+static bool kind_param(const api_call_t *call, api_daemon_t *d, const msgpack_object *params,
+		       size_t at, const kind_t **kind)
+{
+	tank_error_t e;
+	tank_error_clear(&e);
+	if (kind_of_params(kinds_of(d), params, at, kind, &e) < 0) {
+		api_reply_error(call->rt, call->token, API_BAD_REQUEST, e.msg, NULL, NULL);
+		return false;
+	}
+	return true;
+}
+
+/* Answers a packed result: fn packs into a buffer first, so an error
+ * found while packing is answered as an error, not as half a result. */
+typedef int (*pack_into_fn)(void *arg, msgpack_packer *pk, tank_error_t *e);
+
+static int pack_buffer(msgpack_packer *pk, void *arg)
+{
+	const msgpack_sbuffer *sb = arg;
+	return api_pack_raw(pk, sb->data, sb->size);
+}
+
+static void reply_packed(const api_call_t *call, const kind_t *k, const char *name,
+			 pack_into_fn fn, void *arg)
+{
+	msgpack_sbuffer sb;
+	msgpack_packer pk;
+	tank_error_t e;
+	int err;
+
+	msgpack_sbuffer_init(&sb);
+	msgpack_packer_init(&pk, &sb, msgpack_sbuffer_write);
+	tank_error_clear(&e);
+	if ((err = fn(arg, &pk, &e)) < 0 && name && name[0])
+		api_reply_object_error(call, err, k ? k->name : "object", name, &e);
+	else if (err < 0)
+		api_reply_err(call->rt, call->token, err, e.msg[0] ? e.msg : NULL);
+	else
+		api_reply(call->rt, call->token, pack_buffer, &sb);
+	msgpack_sbuffer_destroy(&sb);
+}
+
 /* --- apply, delete ----------------------------------------------------------- */
 
+static const char *const apply_actions[] = { "unchanged", "created", "configured" };
+
 typedef struct apply_out {
-	const st_pod_in_t *in;
+	const kind_item_t *items;
 	const st_apply_result_t *res;
 	size_t n;
-	size_t npods;                 /* the first npods are pods, the rest stacks */
 } apply_out_t;
 
 static int pack_apply(msgpack_packer *pk, void *arg)
 {
-	static const char *const actions[] = { "unchanged", "created", "configured" };
 	apply_out_t *o = arg;
 	int rc = msgpack_pack_array(pk, o->n);
 	for (size_t i = 0; i < o->n; i++) {
 		rc |= msgpack_pack_map(pk, 5);
 		rc |= pk_key(pk, "kind");
-		rc |= api_pack_cstr(pk, i < o->npods ? "pod" : "stack");
+		rc |= api_pack_cstr(pk, o->items[i].kind->name);
 		rc |= pk_key(pk, "name");
-		rc |= api_pack_cstr(pk, o->in[i].name);
+		rc |= api_pack_cstr(pk, o->items[i].name);
 		rc |= pk_key(pk, "uid");
 		rc |= api_pack_cstr(pk, o->res[i].uid);
 		rc |= pk_key(pk, "action");
-		rc |= api_pack_cstr(pk, actions[o->res[i].action]);
+		rc |= api_pack_cstr(pk, apply_actions[o->res[i].action]);
 		rc |= pk_key(pk, "generation");
 		rc |= msgpack_pack_uint64(pk, o->res[i].generation);
 	}
@@ -178,44 +234,6 @@ static int pack_errors(msgpack_packer *pk, void *arg)
 	return rc ? -ENOMEM : 0;
 }
 
-/* Descriptors tankd keeps for itself: store, socket, clients, signals. */
-#define API_FD_RESERVE 256
-
-/* Running out of descriptors is tankd's problem, not its containers': an
- * apply whose pods would need more than RLIMIT_NOFILE allows is refused
- * with both figures, instead of accepted and then failing starts with
- * EMFILE.  Counted against the pods tracked now (a pod the batch
- * replaces counts once, with its new containers). */
-static int apply_fits(rt_t *rt, api_token_t token, api_daemon_t *d, pod_spec_t **specs,
-		      size_t n)
-{
-	struct rlimit rl;
-	size_t ctrs;
-	char msg[TANK_ERROR_MSG];
-
-	if (!d->pods || getrlimit(RLIMIT_NOFILE, &rl) < 0 || rl.rlim_cur == RLIM_INFINITY)
-		return 0;
-	size_t replaced = 0;
-	ctrs = pod_mgr_ncontainers(d->pods, NULL);
-	for (size_t i = 0; i < n; i++) {
-		ctrs += specs[i]->container_count;
-		replaced += pod_mgr_ncontainers(d->pods, specs[i]->name);
-	}
-	/* A name twice in the batch (refused later) must not wrap around. */
-	ctrs = replaced < ctrs ? ctrs - replaced : 0;
-	size_t need = API_FD_RESERVE + POD_FDS_PER_CONTAINER * ctrs;
-	if (need <= rl.rlim_cur)
-		return 0;
-	snprintf(msg, sizeof msg,
-		 "%zu containers would need %zu descriptors in tankd, its limit is %llu "
-		 "(RLIMIT_NOFILE: %d per container and %d for tankd; raise the limit, "
-		 "e.g. LimitNOFILE= under systemd)",
-		 ctrs, need, (unsigned long long)rl.rlim_cur, POD_FDS_PER_CONTAINER,
-		 API_FD_RESERVE);
-	api_reply_error(rt, token, API_RESOURCE_LIMIT, msg, NULL, NULL);
-	return TANK_ELIMIT;
-}
-
 /* An apply: every object validated first (a rejected batch applies
  * nothing), then one transaction.  Up to API_APPLY_CHUNK objects it all
  * happens in the call; a bigger batch is copied and validated by a worker
@@ -226,16 +244,15 @@ static int apply_fits(rt_t *rt, api_token_t token, api_daemon_t *d, pod_spec_t *
 
 typedef struct apply_job {
 	api_daemon_t *d;
+	const kind_t *const *kinds;
+	mf_registry_t reg;            /* the kinds' manifest entries */
 	api_token_t token;
 	const msgpack_object *arr;    /* the objects: the call's, or copy's */
 	msgpack_unpacked copy;        /* a worker's own copy of them; its strings */
 	msgpack_sbuffer copy_buf;     /* point into this buffer */
 	bool copied;
 	size_t n, at;
-	pod_spec_t **specs;           /* [i]: object i when it is a pod */
-	stack_spec_t **stacks;        /* [i]: object i when it is a stack */
-	char **bufs;                  /* each spec encoded as it is validated */
-	st_pod_in_t *in;
+	kind_item_t *items;           /* [i]: object i (kind NULL while invalid) */
 	kit_errors_t errs;
 	msgpack_zone *zone;
 	int err;                      /* a failure that is not the input's */
@@ -243,16 +260,12 @@ typedef struct apply_job {
 
 static void apply_job_free(apply_job_t *j)
 {
-	for (size_t i = 0; j->specs && i < j->n; i++)
-		pod_spec_free(j->specs[i]);
-	for (size_t i = 0; j->stacks && i < j->n; i++)
-		stack_spec_free(j->stacks[i]);
-	free(j->stacks);
-	for (size_t i = 0; j->bufs && i < j->n; i++)
-		free(j->bufs[i]);
-	free(j->specs);
-	free(j->bufs);
-	free(j->in);
+	for (size_t i = 0; j->items && i < j->n; i++) {
+		if (j->items[i].kind && j->items[i].obj)
+			j->items[i].kind->mf->free_obj(j->items[i].obj);
+		free(j->items[i].buf);
+	}
+	free(j->items);
 	if (j->zone)
 		msgpack_zone_free(j->zone);
 	if (j->copied) {
@@ -266,227 +279,145 @@ static int apply_job_init(apply_job_t *j, api_daemon_t *d, api_token_t token, si
 {
 	memset(j, 0, sizeof *j);
 	j->d = d;
+	j->kinds = kinds_of(d);
+	kind_registry(j->kinds, &j->reg);
 	j->token = token;
 	j->n = n;
 	kit_errors_init(&j->errs);
-	if (!(j->specs = calloc(n + 1, sizeof *j->specs)) ||
-	    !(j->stacks = calloc(n + 1, sizeof *j->stacks)) ||
-	    !(j->bufs = calloc(n + 1, sizeof *j->bufs)) ||
-	    !(j->in = calloc(n + 1, sizeof *j->in)) || !(j->zone = msgpack_zone_new(1024)))
+	if (!(j->items = calloc(n + 1, sizeof *j->items)) || !(j->zone = msgpack_zone_new(1024)))
 		return -ENOMEM;
 	return 0;
 }
 
+static const kind_t *kind_of_mf(const kind_t *const *kinds, const mf_kind_t *mf)
+{
+	for (size_t i = 0; kinds[i]; i++)
+		if (kinds[i]->mf == mf)
+			return kinds[i];
+	return NULL;
+}
+
 /* Validates up to `max` more objects.  Each object may say its `kind`
- * (absent = Pod), as in a manifest: pods and stacks are applied; another
- * kind is refused naming the item. */
+ * (absent: the list's first), as in a manifest; a kind not on the list is
+ * refused naming the item. */
 static void apply_job_validate(apply_job_t *j, size_t max)
 {
-	static const mf_registry_t kinds = { .kinds = { &pod_mf_kind, &stack_mf_kind }, .n = 2 };
-
 	for (size_t end = j->at + max < j->n ? j->at + max : j->n; j->at < end; j->at++) {
 		size_t i = j->at;
 		kit_errors_t one;
 		msgpack_object rest;
-		const mf_kind_t *k;
+		const mf_kind_t *mk;
 		char prefix[32];
+		void *obj = NULL;
+		const char *name = NULL;
 		snprintf(prefix, sizeof prefix, "pods[%zu]: ", i);
-		if (!(k = mf_kind_of(&kinds, &j->arr->via.array.ptr[i], j->zone, &rest, prefix,
-				     &j->errs)))
+		if (!(mk = mf_kind_of(&j->reg, &j->arr->via.array.ptr[i], j->zone, &rest, prefix,
+				      &j->errs)))
 			continue;
 		kit_errors_init(&one);
-		if (k == &stack_mf_kind) {
-			if (stack_spec_from_msgpack(&rest, &j->stacks[i], &one) == -ENOMEM)
-				j->err = -ENOMEM;
-			kit_errors_move(&j->errs, &one, prefix);
-			/* Inline pods checked on this host too (pod_host.h). */
-			for (size_t p = 0; j->stacks[i] && p < j->stacks[i]->npods; p++) {
-				const pod_spec_t *ps = j->stacks[i]->pods[p].inline_spec;
-				char sub[POD_NAME_MAX + 64];
-				snprintf(sub, sizeof sub, "%s%s: pods[%zu]: ", prefix,
-					 j->stacks[i]->name, p);
-				if (ps && pod_host_check(ps, &one))
-					kit_errors_move(&j->errs, &one, sub);
-			}
-			kit_errors_free(&one);
-			continue;
-		}
-		/* What the host can tell (missing paths, commands, users) is
-		 * checked here, in tankd: tankctl validates the same manifest
-		 * on any machine. */
-		if (pod_spec_from_msgpack(&rest, &j->specs[i], &one) < 0 ||
-		    pod_host_check(j->specs[i], &one))
-			kit_errors_move(&j->errs, &one, prefix);
+		int err = mk->validate(&rest, &obj, &name, &one);
+		if (err == -ENOMEM)
+			j->err = -ENOMEM;
+		kit_errors_move(&j->errs, &one, prefix);
 		kit_errors_free(&one);
+		if (err < 0 || !obj)
+			continue;
+		kind_item_t *it = &j->items[i];
+		*it = (kind_item_t){ .kind = kind_of_mf(j->kinds, mk), .obj = obj, .name = name,
+				     .at = i };
 		/* Encoded now, so the commit is only the transaction. */
-		size_t len;
-		int err;
-		if (j->specs[i] && !j->errs.count && !j->err) {
-			if ((err = pod_spec_encode(j->specs[i], &j->bufs[i], &len)) < 0) {
-				j->err = err;
-				continue;
-			}
-			j->in[i] = (st_pod_in_t){ j->specs[i]->name, j->bufs[i], len };
-		}
+		if (!j->errs.count && !j->err &&
+		    (err = it->kind->encode(obj, &it->buf, &it->len)) < 0)
+			j->err = err;
 	}
 }
 
-/* The whole batch, flattened: every pod (those given and those inline in
- * stacks) and every stack, encoded, with their results. */
+/* The whole batch, flattened kind by kind in the list's order: the
+ * objects given, then those brought inline; with their results. */
 typedef struct apply_all {
-	pod_spec_t **pods;            /* borrowed from the job */
-	st_pod_in_t *in;              /* pods, then stacks */
-	char **own;                   /* encodings made here (inline pods, stacks) */
+	kind_batch_t b;
+	st_pod_in_t *in;
 	st_apply_result_t *res;
-	size_t npods, nstacks, nown;
 } apply_all_t;
 
 static void apply_all_free(apply_all_t *a)
 {
-	for (size_t i = 0; i < a->nown; i++)
-		free(a->own[i]);
-	free(a->own);
-	free(a->pods);
+	for (size_t i = 0; i < a->b.n; i++)
+		if (a->b.items[i].is_inline)
+			free(a->b.items[i].buf);      /* the given ones are the job's */
+	free(a->b.items);
 	free(a->in);
 	free(a->res);
 }
 
 static int apply_all_build(apply_job_t *j, apply_all_t *a)
 {
-	size_t np = 0, ns = 0, len;
+	size_t n = 0;
 	int err;
 
 	memset(a, 0, sizeof *a);
-	for (size_t i = 0; i < j->n; i++) {
-		np += j->specs[i] != NULL;
-		if (j->stacks[i]) {
-			ns++;
-			for (size_t k = 0; k < j->stacks[i]->npods; k++)
-				np += j->stacks[i]->pods[k].inline_spec != NULL;
-		}
-	}
-	if (!(a->pods = calloc(np + 1, sizeof *a->pods)) ||
-	    !(a->in = calloc(np + ns + 1, sizeof *a->in)) ||
-	    !(a->own = calloc(np + ns + 1, sizeof *a->own)) ||
-	    !(a->res = calloc(np + ns + 1, sizeof *a->res)))
+	for (size_t i = 0; i < j->n; i++)
+		if (j->items[i].kind)
+			n += 1 + (j->items[i].kind->ninline
+				  ? j->items[i].kind->ninline(j->items[i].obj) : 0);
+	if (!(a->b.items = calloc(n + 1, sizeof *a->b.items)) ||
+	    !(a->in = calloc(n + 1, sizeof *a->in)) || !(a->res = calloc(n + 1, sizeof *a->res)))
 		return -ENOMEM;
-	for (size_t i = 0; i < j->n; i++)
-		if (j->specs[i]) {
-			a->pods[a->npods] = j->specs[i];
-			a->in[a->npods++] = j->in[i];
+	for (size_t k = 0; j->kinds[k]; k++) {
+		const kind_t *kind = j->kinds[k];
+		for (size_t i = 0; i < j->n; i++)
+			if (j->items[i].kind == kind) {
+				kind_item_t *it = &j->items[i];
+				if (!it->buf && (err = kind->encode(it->obj, &it->buf, &it->len)) < 0)
+					return err;
+				a->b.items[a->b.n++] = *it;
+			}
+		for (size_t i = 0; i < j->n; i++) {
+			const kind_item_t *p = &j->items[i];
+			size_t ni = p->kind && p->kind->ninline ? p->kind->ninline(p->obj) : 0;
+			for (size_t c = 0; c < ni; c++) {
+				const kind_t *ck = NULL;
+				void *obj = p->kind->inline_at(p->obj, c, &ck);
+				if (!obj || ck != kind)
+					continue;
+				kind_item_t *it = &a->b.items[a->b.n++];
+				*it = (kind_item_t){ .kind = ck, .obj = obj, .at = p->at,
+						     .is_inline = true };
+				if ((err = ck->encode(obj, &it->buf, &it->len)) < 0)
+					return err;
+				it->name = ck->name_of(obj);
+				if (!it->name)
+					return TANK_ECORRUPT;
+			}
 		}
-	for (size_t i = 0; i < j->n; i++)
-		for (size_t k = 0; j->stacks[i] && k < j->stacks[i]->npods; k++) {
-			pod_spec_t *ps = j->stacks[i]->pods[k].inline_spec;
-			if (!ps)
-				continue;
-			if ((err = pod_spec_encode(ps, &a->own[a->nown], &len)) < 0)
-				return err;
-			a->pods[a->npods] = ps;
-			a->in[a->npods++] = (st_pod_in_t){ ps->name, a->own[a->nown++], len };
-		}
-	for (size_t i = 0; i < j->n; i++)
-		if (j->stacks[i]) {
-			if ((err = stack_spec_encode(j->stacks[i], &a->own[a->nown], &len)) < 0)
-				return err;
-			a->in[a->npods + a->nstacks++] =
-				(st_pod_in_t){ j->stacks[i]->name, a->own[a->nown++], len };
-		}
+	}
+	for (size_t i = 0; i < a->b.n; i++)
+		a->in[i] = (st_pod_in_t){ a->b.items[i].name, a->b.items[i].buf, a->b.items[i].len };
 	return 0;
-}
-
-/* Stacks against the batch and the store: a pod given twice (once inline),
- * a stack given twice, a named member that exists nowhere, a pod in two
- * stacks.  Problems go to j->errs. */
-static int apply_stacks_check(apply_job_t *j, const apply_all_t *a)
-{
-	tank_map_t pods, owner, stacks;
-	char b[96];
-	int rc = 0;
-
-	if (!a->nstacks)
-		return 0;               /* a pods-only batch: the store refuses doubles */
-	tank_map_init(&pods);
-	tank_map_init(&owner);
-	tank_map_init(&stacks);
-	for (size_t i = 0; i < a->npods && !rc; i++) {
-		if (tank_map_get(&pods, a->pods[i]->name))
-			kit_errors_add(&j->errs, "pod %s is given twice in this apply "
-				       "(inline in a stack counts)",
-				       kit_quote(a->pods[i]->name, strlen(a->pods[i]->name), b));
-		else
-			rc = tank_map_put(&pods, a->pods[i]->name, a->pods[i], NULL);
-	}
-	for (size_t i = 0; i < j->n && !rc; i++) {
-		const stack_spec_t *s = j->stacks[i];
-		if (!s)
-			continue;
-		if (tank_map_get(&stacks, s->name)) {
-			kit_errors_add(&j->errs, "pods[%zu]: stack %s is given twice", i,
-				       kit_quote(s->name, strlen(s->name), b));
-			continue;
-		}
-		if ((rc = tank_map_put(&stacks, s->name, (void *)s, NULL)) < 0)
-			break;
-		for (size_t k = 0; k < s->npods && !rc; k++) {
-			const char *pod = s->pods[k].name;
-			const stack_spec_t *other = tank_map_get(&owner, pod);
-			if (other) {
-				kit_errors_add(&j->errs, "pods[%zu]: %s: pods[%zu]: pod %s is also "
-					       "in stack %s of this apply", i, s->name, k,
-					       kit_quote(pod, strlen(pod), b), other->name);
-				continue;
-			}
-			if ((rc = tank_map_put(&owner, pod, (void *)s, NULL)) < 0)
-				break;
-			if (!s->pods[k].inline_spec && !tank_map_get(&pods, pod)) {
-				st_pod_t sp;
-				if (st_pod_get(j->d->store, pod, &sp, NULL) == 0)
-					st_pod_clear(&sp);
-				else
-					kit_errors_add(&j->errs, "pods[%zu]: %s: pods[%zu]: no pod "
-						       "named %s in this apply or stored", i,
-						       s->name, k, kit_quote(pod, strlen(pod), b));
-			}
-		}
-	}
-	/* Stored stacks not re-applied here keep their pods. */
-	for (size_t i = 0; i < j->n && !rc && j->d->stacks; i++) {
-		const stack_spec_t *s = j->stacks[i];
-		for (size_t k = 0; s && k < s->npods; k++) {
-			const char *held = stack_mgr_stack_of(j->d->stacks, s->pods[k].name);
-			if (held && strcmp(held, s->name) != 0 && !tank_map_get(&stacks, held))
-				kit_errors_add(&j->errs, "pods[%zu]: %s: pods[%zu]: pod %s is "
-					       "already in stack %s", i, s->name, k,
-					       kit_quote(s->pods[k].name, strlen(s->pods[k].name), b),
-					       held);
-		}
-	}
-	tank_map_destroy(&pods);
-	tank_map_destroy(&owner);
-	tank_map_destroy(&stacks);
-	return rc;
 }
 
 /* Answers: the errors, or the commit of every object in one transaction. */
 static void apply_job_finish(rt_t *rt, apply_job_t *j)
 {
+	const kind_env_t *env = j->d->kinds;
 	apply_all_t a;
 	tank_error_t e;
 	int err;
 
-	if (j->err || j->errs.count) {
-		memset(&a, 0, sizeof a);
-	} else if ((err = apply_all_build(j, &a)) < 0 || (err = apply_stacks_check(j, &a)) < 0) {
-		j->err = err;
-	}
-	/* depends_on needs the whole batch and the store: checked here, in
-	 * the same turn as the commit, so no other apply comes between. */
+	memset(&a, 0, sizeof a);
 	tank_error_clear(&e);
-	if (!j->errs.count && !j->err &&
-	    (err = pod_deps_check(a.pods, a.npods, j->d->store, &j->errs, &e)) < 0) {
-		api_reply_err(rt, j->token, err, e.msg[0] ? e.msg : NULL);
-		goto out;
+	if (!j->err && !j->errs.count && (err = apply_all_build(j, &a)) < 0)
+		j->err = err;
+	/* Each kind's checks of the whole batch (membership rules, pods'
+	 * depends_on) in the same turn as the commit, so no other apply
+	 * comes between. */
+	for (size_t k = 0; j->kinds[k] && !j->err && !j->errs.count; k++) {
+		if (!j->kinds[k]->check)
+			continue;
+		if ((err = j->kinds[k]->check(env, &a.b, &j->errs, &e)) < 0) {
+			api_reply_err(rt, j->token, err, e.msg[0] ? e.msg : NULL);
+			goto out;
+		}
 	}
 	if (j->errs.count) {
 		char msg[TANK_ERROR_MSG];
@@ -500,22 +431,36 @@ static void apply_job_finish(rt_t *rt, apply_job_t *j)
 		api_reply_err(rt, j->token, j->err, NULL);
 		goto out;
 	}
-	if (apply_fits(rt, j->token, j->d, a.pods, a.npods) < 0)
-		goto out;
-	st_coll_t *sc = NULL;
-	tank_error_clear(&e);
-	if (a.nstacks && (err = st_coll_open(j->d->store, &stack_coll_decl, &sc, &e)) < 0) {
-		api_reply_err(rt, j->token, err, e.msg[0] ? e.msg : NULL);
-		goto out;
+	for (size_t k = 0; j->kinds[k]; k++)
+		if (j->kinds[k]->admit && (err = j->kinds[k]->admit(env, &a.b, &e)) < 0) {
+			api_reply_err(rt, j->token, err, e.msg[0] ? e.msg : NULL);
+			goto out;
+		}
+	/* One op per kind that has objects here, in the list's order (the
+	 * batch is flattened in that order). */
+	st_coll_op_t ops[KIND_MAX];
+	size_t nops = 0, at = 0;
+	for (size_t k = 0; j->kinds[k] && nops < KIND_MAX; k++) {
+		size_t first = at;
+		while (at < a.b.n && a.b.items[at].kind == j->kinds[k])
+			at++;
+		if (at == first)
+			continue;
+		st_coll_t *c = NULL;
+		if ((err = kind_coll(env, j->kinds[k], &c, &e)) < 0) {
+			api_reply_err(rt, j->token, err, e.msg[0] ? e.msg : NULL);
+			goto out;
+		}
+		ops[nops++] = (st_coll_op_t){ .c = c, .put = a.in + first, .nput = at - first,
+					      .res = a.res + first };
 	}
-	st_coll_op_t ops[2] = {
-		{ .c = NULL, .put = a.in, .nput = a.npods, .res = a.res },
-		{ .c = sc, .put = a.in + a.npods, .nput = a.nstacks, .res = a.res + a.npods },
-	};
-	if ((err = st_coll_commit(j->d->store, ops, a.nstacks ? 2 : 1, &e)) < 0) {
+	if (!nops) {
+		apply_out_t o = { NULL, NULL, 0 };
+		api_reply(rt, j->token, pack_apply, &o);
+	} else if ((err = st_coll_commit(j->d->store, ops, nops, &e)) < 0) {
 		api_reply_err(rt, j->token, err, e.msg[0] ? e.msg : NULL);
 	} else {
-		apply_out_t o = { a.in, a.res, a.npods + a.nstacks, a.npods };
+		apply_out_t o = { a.b.items, a.res, a.b.n };
 		api_reply(rt, j->token, pack_apply, &o);
 		nudge(j->d);
 	}
@@ -610,36 +555,124 @@ fail:
 	free(j);
 }
 
+/* [{kind, name, deleted}]: the names asked for, then what their deletion
+ * took with it (the descriptors' cascade). */
 typedef struct delete_out {
+	const kind_t *kind;
 	const char *const *names;
 	const bool *deleted;
 	size_t n;
+	const kind_names_t *more;
+	const bool *more_deleted;
 } delete_out_t;
 
 static int pack_delete(msgpack_packer *pk, void *arg)
 {
 	delete_out_t *o = arg;
-	int rc = msgpack_pack_array(pk, o->n);
-	for (size_t i = 0; i < o->n; i++) {
-		rc |= msgpack_pack_map(pk, 2);
+	size_t nm = o->more ? o->more->n : 0;
+	int rc = msgpack_pack_array(pk, o->n + nm);
+	for (size_t i = 0; i < o->n + nm; i++) {
+		bool mine = i < o->n;
+		rc |= msgpack_pack_map(pk, 3);
+		rc |= pk_key(pk, "kind");
+		rc |= api_pack_cstr(pk, mine ? o->kind->name : o->more->kind[i - o->n]->name);
 		rc |= pk_key(pk, "name");
-		rc |= api_pack_cstr(pk, o->names[i]);
+		rc |= api_pack_cstr(pk, mine ? o->names[i] : o->more->name[i - o->n]);
 		rc |= pk_key(pk, "deleted");
-		rc |= o->deleted[i] ? msgpack_pack_true(pk) : msgpack_pack_false(pk);
+		rc |= (mine ? o->deleted[i] : o->more_deleted[i - o->n]) ? msgpack_pack_true(pk)
+									 : msgpack_pack_false(pk);
 	}
 	return rc ? -ENOMEM : 0;
 }
 
-/* A delete of more than API_DELETE_CHUNK names goes in transactions of
- * that many, one per turn of a worker actor, with the socket served in
- * between: 100,000 names in one transaction held every client for half
- * a second.  Each chunk is atomic; the whole is not (a crash in the
- * middle leaves the names of the chunks done deleted, and the caller,
- * who got no answer, deletes again).  The reply is the same either way. */
+/* Deletes names of kind k and their cascade in one transaction (one op
+ * per kind: the kind's own names first).  Answers the call. */
+static int delete_batch(const kind_env_t *env, const kind_t *k, char **names, size_t n,
+			bool *deleted, delete_out_t *o, kind_names_t *more, bool **more_deleted,
+			tank_error_t *e)
+{
+	const kind_t *const *kinds = env->kinds;
+	st_coll_op_t ops[KIND_MAX];
+	const char **dels[KIND_MAX];
+	bool *dd[KIND_MAX];
+	size_t nops = 0;
+	int err = 0;
+
+	memset(dels, 0, sizeof dels);
+	memset(dd, 0, sizeof dd);
+	for (size_t i = 0; k->cascade && i < n && !err; i++) {
+		st_pod_t p;
+		if (kind_get(env, k, names[i], &p, NULL) < 0)
+			continue;
+		err = k->cascade(env, &p, more);
+		st_pod_clear(&p);
+	}
+	if (err || !(*more_deleted = calloc(more->n + 1, sizeof **more_deleted)))
+		return err ? err : -ENOMEM;
+	st_coll_t *c;
+	if ((err = kind_coll(env, k, &c, e)) < 0)
+		return err;
+	ops[nops++] = (st_coll_op_t){ .c = c, .del = (const char *const *)names, .ndel = n,
+				      .deleted = deleted };
+	/* The cascade, grouped by kind: its names and flags in their own
+	 * arrays (the answer lists them in cascade order). */
+	for (size_t m = 0; m < more->n && !err; m++) {
+		int ki = kind_index(kinds, more->kind[m]);
+		if (ki < 0 || ki >= KIND_MAX) {
+			err = -EINVAL;
+			break;
+		}
+		if (!dels[ki]) {
+			if (!(dels[ki] = calloc(more->n + 1, sizeof *dels[ki])) ||
+			    !(dd[ki] = calloc(more->n + 1, sizeof *dd[ki]))) {
+				err = -ENOMEM;
+				break;
+			}
+		}
+	}
+	size_t cnt[KIND_MAX] = { 0 };
+	for (size_t m = 0; m < more->n && !err; m++) {
+		int ki = kind_index(kinds, more->kind[m]);
+		dels[ki][cnt[ki]++] = more->name[m];
+	}
+	for (int ki = 0; ki < KIND_MAX && kinds[ki] && !err; ki++) {
+		if (!cnt[ki])
+			continue;
+		if ((err = kind_coll(env, kinds[ki], &c, e)) < 0)
+			break;
+		ops[nops++] = (st_coll_op_t){ .c = c, .del = dels[ki], .ndel = cnt[ki],
+					      .deleted = dd[ki] };
+	}
+	if (!err)
+		err = st_coll_commit(env->store, ops, nops, e);
+	if (!err) {
+		size_t seen[KIND_MAX] = { 0 };
+		for (size_t m = 0; m < more->n; m++) {
+			int ki = kind_index(kinds, more->kind[m]);
+			(*more_deleted)[m] = dd[ki][seen[ki]++];
+		}
+		*o = (delete_out_t){ k, (const char *const *)names, deleted, n, more,
+				     *more_deleted };
+	}
+	for (int ki = 0; ki < KIND_MAX; ki++) {
+		free(dels[ki]);
+		free(dd[ki]);
+	}
+	return err;
+}
+
+/* A delete of more than API_DELETE_CHUNK names of a kind without cascade
+ * goes in transactions of that many, one per turn of a worker actor, with
+ * the socket served in between: 100,000 names in one transaction held
+ * every client for half a second.  Each chunk is atomic; the whole is not
+ * (a crash in the middle leaves the names of the chunks done deleted, and
+ * the caller, who got no answer, deletes again).  The reply is the same
+ * either way. */
 #define API_DELETE_CHUNK 1000
 
 typedef struct bulk_delete {
 	api_daemon_t *d;
+	const kind_t *kind;
 	api_token_t token;
 	char **names;
 	bool *deleted;
@@ -666,12 +699,17 @@ static void bulk_delete_handle(rt_t *rt, void *state, rt_msg_t *m)
 	bulk_delete_t *b = state;
 	size_t k = b->n - b->at < API_DELETE_CHUNK ? b->n - b->at : API_DELETE_CHUNK;
 	tank_error_t e;
+	st_coll_t *c = NULL;
 	int err;
 
 	(void)m;
 	tank_error_clear(&e);
-	if ((err = st_delete(b->d->store, (const char *const *)b->names + b->at, k,
-			     b->deleted + b->at, &e)) < 0) {
+	if ((err = kind_coll(b->d->kinds, b->kind, &c, &e)) == 0) {
+		st_coll_op_t op = { .c = c, .del = (const char *const *)b->names + b->at,
+				    .ndel = k, .deleted = b->deleted + b->at };
+		err = st_coll_commit(b->d->store, &op, 1, &e);
+	}
+	if (err < 0) {
 		char msg[TANK_ERROR_MSG];
 		snprintf(msg, sizeof msg, "deleted the first %zu of %zu names, then: %.400s", b->at,
 			 b->n, e.msg[0] ? e.msg : tank_strerror(err));
@@ -690,7 +728,7 @@ static void bulk_delete_handle(rt_t *rt, void *state, rt_msg_t *m)
 		}
 		return;
 	}
-	delete_out_t o = { (const char *const *)b->names, b->deleted, b->n };
+	delete_out_t o = { b->kind, (const char *const *)b->names, b->deleted, b->n, NULL, NULL };
 	api_reply(rt, b->token, pack_delete, &o);
 	rt_exit_self(rt, RT_R_NORMAL);
 }
@@ -715,10 +753,10 @@ static void m_delete(const api_call_t *call, const msgpack_object *params, void 
 	size_t n;
 	int err = 0;
 
-	api_kind_t kind;
+	const kind_t *kind;
 	if (api_params_check(params, "a?m", &e) < 0)
 		return reply_check_error(call, &e);
-	if (!kind_param(call, params, 1, &kind))
+	if (!kind_param(call, d, params, 1, &kind))
 		return;
 	arr = &params->via.array.ptr[0];
 	n = arr->via.array.size;
@@ -739,32 +777,33 @@ static void m_delete(const api_call_t *call, const msgpack_object *params, void 
 			goto out;
 		}
 	}
-	if (kind == API_KIND_STACK) {
-		api_stacks_delete(call, d, names, n);
-		goto out;
-	}
-	if (n > API_DELETE_CHUNK) {
+	if (n > API_DELETE_CHUNK && !kind->cascade) {
 		bulk_delete_t *b = calloc(1, sizeof *b);
 		if (!b) {
 			err = -ENOMEM;
 			goto out;
 		}
-		*b = (bulk_delete_t){ d, call->token, names, deleted, n, 0 };
+		*b = (bulk_delete_t){ d, kind, call->token, names, deleted, n, 0 };
 		if ((err = rt_spawn(call->rt, &bulk_delete_b, b, NULL)) < 0) {
 			free(b);
 			goto out;
 		}
 		return;         /* the worker owns names and deleted now */
 	}
+	kind_names_t more = { 0 };
+	bool *more_deleted = NULL;
+	delete_out_t o;
 	tank_error_clear(&e);
-	if ((err = st_delete(d->store, (const char *const *)names, n, deleted, &e)) < 0) {
+	if ((err = delete_batch(d->kinds, kind, names, n, deleted, &o, &more, &more_deleted,
+				&e)) < 0) {
 		api_reply_err(call->rt, call->token, err, e.msg[0] ? e.msg : NULL);
 		err = 0;
-		goto out;
+	} else {
+		api_reply(call->rt, call->token, pack_delete, &o);
+		nudge(d);
 	}
-	delete_out_t o = { (const char *const *)names, deleted, n };
-	api_reply(call->rt, call->token, pack_delete, &o);
-	nudge(d);
+	kind_names_free(&more);
+	free(more_deleted);
 out:
 	if (err)
 		api_reply_err(call->rt, call->token, err, NULL);
@@ -809,15 +848,28 @@ int api_pack_record(msgpack_packer *pk, const st_pod_t *p, const char *kind,
 	return rc ? -ENOMEM : 0;
 }
 
-/* The stored canonical spec map with `generation` and `uid` added. */
-static int pack_pod(msgpack_packer *pk, const st_pod_t *p)
+typedef struct rec_ctx {
+	const kind_env_t *env;
+	const kind_t *kind;
+	const st_pod_t *p;
+} rec_ctx_t;
+
+static int pack_status_kv(msgpack_packer *pk, void *arg)
 {
-	return api_pack_record(pk, p, NULL, 0, NULL, NULL);
+	rec_ctx_t *r = arg;
+	int rc = pk_key(pk, "status");
+	return rc ? -ENOMEM : r->kind->pack_status(r->env, r->p, pk);
 }
 
-static int pack_pod_cb(msgpack_packer *pk, void *arg)
+/* The stored canonical spec map with `generation` and `uid` added (and
+ * for a kind that says so, `kind` and its `status`). */
+static int pack_object(const kind_env_t *env, const kind_t *k, const st_pod_t *p,
+		       msgpack_packer *pk)
 {
-	return pack_pod(pk, arg);
+	rec_ctx_t r = { env, k, p };
+	if (k->get_with_status && k->pack_status)
+		return api_pack_record(pk, p, k->mf->name, 1, pack_status_kv, &r);
+	return api_pack_record(pk, p, NULL, 0, NULL, NULL);
 }
 
 static int name_param(const api_call_t *call, const msgpack_object *params,
@@ -832,259 +884,131 @@ static int name_param(const api_call_t *call, const msgpack_object *params,
 	return 0;
 }
 
+typedef struct one_req {
+	const kind_env_t *env;
+	const kind_t *kind;
+	const char *name;
+	bool status;
+} one_req_t;
+
+static int pack_one(void *arg, msgpack_packer *pk, tank_error_t *e)
+{
+	one_req_t *q = arg;
+	st_pod_t p;
+	int err;
+
+	if ((err = kind_get(q->env, q->kind, q->name, &p, e)) < 0)
+		return err;
+	err = q->status ? q->kind->pack_status(q->env, &p, pk) : pack_object(q->env, q->kind, &p, pk);
+	st_pod_clear(&p);
+	return err;
+}
+
 static void m_get(const api_call_t *call, const msgpack_object *params, void *ctx)
 {
 	api_daemon_t *d = ctx;
 	char name[ST_NAME_MAX + 1];
-	st_pod_t p;
-	tank_error_t e;
-	int err;
+	const kind_t *kind;
 
-	api_kind_t kind;
 	if (name_param(call, params, "s?m", name, sizeof name) < 0 ||
-	    !kind_param(call, params, 1, &kind))
+	    !kind_param(call, d, params, 1, &kind))
 		return;
-	if (kind == API_KIND_STACK)
-		return api_stacks_get(call, d, name);
-	tank_error_clear(&e);
-	memset(&p, 0, sizeof p);
-	if ((err = st_pod_get(d->store, name, &p, &e)) < 0) {
-		reply_pod_error(call, err, name, &e);
-		return;
-	}
-	api_reply(call->rt, call->token, pack_pod_cb, &p);
-	st_pod_clear(&p);
+	one_req_t q = { d->kinds, kind, name, false };
+	reply_packed(call, kind, name, pack_one, &q);
 }
 
-typedef struct pods_out { st_pod_t *pods; size_t n; } pods_out_t;
+/* Every object of a kind, each packed while scanning (the scan borrows
+ * each record for its callback only). */
+typedef struct all_req {
+	const kind_env_t *env;
+	const kind_t *kind;
+	bool status;
+	msgpack_sbuffer sb;
+	msgpack_packer pk;
+	size_t n;
+} all_req_t;
 
-static int pack_pods(msgpack_packer *pk, void *arg)
+static int all_one(void *ctx, const st_pod_t *p)
 {
-	pods_out_t *o = arg;
-	int rc = msgpack_pack_array(pk, o->n);
-	for (size_t i = 0; i < o->n && !rc; i++)
-		rc = pack_pod(pk, &o->pods[i]);
+	all_req_t *a = ctx;
+	int rc = a->status ? a->kind->pack_status(a->env, p, &a->pk)
+			   : pack_object(a->env, a->kind, p, &a->pk);
+	a->n += rc == 0;
 	return rc;
+}
+
+static int pack_all(void *arg, msgpack_packer *pk, tank_error_t *e)
+{
+	all_req_t *a = arg;
+	int err;
+
+	if (a->status && a->kind->status_all)
+		return a->kind->status_all(a->env, pk, e);
+	msgpack_sbuffer_init(&a->sb);
+	msgpack_packer_init(&a->pk, &a->sb, msgpack_sbuffer_write);
+	if ((err = kind_scan(a->env, a->kind, all_one, a, e)) == 0)
+		err = msgpack_pack_array(pk, a->n) ? -ENOMEM : api_pack_raw(pk, a->sb.data, a->sb.size);
+	msgpack_sbuffer_destroy(&a->sb);
+	return err;
 }
 
 static void m_list(const api_call_t *call, const msgpack_object *params, void *ctx)
 {
 	api_daemon_t *d = ctx;
-	pods_out_t o = { NULL, 0 };
+	const kind_t *kind;
 	tank_error_t e;
-	int err;
 
-	api_kind_t kind;
 	if (api_params_check(params, "?m", &e) < 0)
 		return reply_check_error(call, &e);
-	if (!kind_param(call, params, 0, &kind))
+	if (!kind_param(call, d, params, 0, &kind))
 		return;
-	if (kind == API_KIND_STACK)
-		return api_stacks_list(call, d);
-	tank_error_clear(&e);
-	if ((err = st_pod_list(d->store, &o.pods, &o.n, &e)) < 0) {
-		api_reply_err(call->rt, call->token, err, e.msg);
-		return;
-	}
-	api_reply(call->rt, call->token, pack_pods, &o);
-	st_pod_list_free(o.pods, o.n);
+	all_req_t a = { .env = d->kinds, .kind = kind, .status = false };
+	reply_packed(call, kind, "", pack_all, &a);
 }
 
 /* --- status ------------------------------------------------------------------- */
 
-static int pack_exit(msgpack_packer *pk, const st_exit_t *x)
+typedef struct status_req {
+	const kind_env_t *env;
+	const kind_t *kind;
+	const char *name;
+} status_req_t;
+
+static int pack_status_one(void *arg, msgpack_packer *pk, tank_error_t *e)
 {
-	int rc;
-	if (!x->present)
-		return msgpack_pack_nil(pk);
-	rc = msgpack_pack_map(pk, 2);
-	rc |= pk_key(pk, "code");
-	rc |= msgpack_pack_int32(pk, x->code);
-	rc |= pk_key(pk, "signal");
-	rc |= msgpack_pack_int32(pk, x->signal);
-	return rc;
-}
-
-static int pack_opt_ms(msgpack_packer *pk, int64_t v)
-{
-	return v ? msgpack_pack_int64(pk, v) : msgpack_pack_nil(pk);
-}
-
-int api_pack_status(msgpack_packer *pk, const st_status_t *s, const char *stack)
-{
-	int rc = msgpack_pack_map(pk, 13);
-	rc |= pk_key(pk, "name");            rc |= api_pack_cstr(pk, s->name);
-	rc |= pk_key(pk, "stack");
-	rc |= stack ? api_pack_cstr(pk, stack) : msgpack_pack_nil(pk);
-	rc |= pk_key(pk, "ready");           rc |= s->ready ? msgpack_pack_true(pk) : msgpack_pack_false(pk);
-	rc |= pk_key(pk, "uid");             rc |= api_pack_cstr(pk, s->uid);
-	rc |= pk_key(pk, "phase");           rc |= api_pack_cstr(pk, s->phase);
-	rc |= pk_key(pk, "reason");          rc |= api_pack_cstr(pk, s->reason);
-	rc |= pk_key(pk, "retries");         rc |= msgpack_pack_uint32(pk, s->retries);
-	rc |= pk_key(pk, "restarts");        rc |= msgpack_pack_uint32(pk, s->restarts);
-	rc |= pk_key(pk, "generation");      rc |= msgpack_pack_uint64(pk, s->generation);
-	rc |= pk_key(pk, "since");           rc |= pack_opt_ms(pk, s->since);
-	rc |= pk_key(pk, "next_restart_at"); rc |= pack_opt_ms(pk, s->next_restart_at);
-	rc |= pk_key(pk, "last_exit");       rc |= pack_exit(pk, &s->last_exit);
-	rc |= pk_key(pk, "containers");
-	rc |= msgpack_pack_array(pk, s->n_containers);
-	for (size_t i = 0; i < s->n_containers; i++) {
-		const st_container_status_t *c = &s->containers[i];
-		rc |= msgpack_pack_map(pk, 11);
-		rc |= pk_key(pk, "name");       rc |= api_pack_cstr(pk, c->name);
-		rc |= pk_key(pk, "ready");      rc |= c->ready ? msgpack_pack_true(pk) : msgpack_pack_false(pk);
-		rc |= pk_key(pk, "probe");
-		rc |= c->probe[0] ? api_pack_cstr(pk, c->probe) : msgpack_pack_nil(pk);
-		rc |= pk_key(pk, "phase");      rc |= api_pack_cstr(pk, c->phase);
-		rc |= pk_key(pk, "reason");     rc |= api_pack_cstr(pk, c->reason);
-		rc |= pk_key(pk, "pid");
-		rc |= c->pid > 0 ? msgpack_pack_int32(pk, c->pid) : msgpack_pack_nil(pk);
-		rc |= pk_key(pk, "restarts");   rc |= msgpack_pack_uint32(pk, c->restarts);
-		rc |= pk_key(pk, "retries");    rc |= msgpack_pack_uint32(pk, c->retries);
-		rc |= pk_key(pk, "last_exit");  rc |= pack_exit(pk, &c->last_exit);
-		rc |= pk_key(pk, "started_at"); rc |= pack_opt_ms(pk, c->started_at);
-		rc |= pk_key(pk, "log_dropped"); rc |= msgpack_pack_uint64(pk, c->log_dropped);
-	}
-	return rc ? -ENOMEM : 0;
-}
-
-typedef struct statuses {
-	st_status_t *s;
-	size_t n;
-	const stack_mgr_t *stacks;    /* which stack each pod is in; may be NULL */
-} statuses_t;
-
-static const char *stack_of(const statuses_t *o, const char *pod)
-{
-	return o->stacks ? stack_mgr_stack_of(o->stacks, pod) : NULL;
-}
-
-static int pack_status_cb(msgpack_packer *pk, void *arg)
-{
-	statuses_t *o = arg;
-	return api_pack_status(pk, o->s, stack_of(o, o->s->name));
-}
-
-static int pack_statuses(msgpack_packer *pk, void *arg)
-{
-	statuses_t *o = arg;
-	int rc = msgpack_pack_array(pk, o->n);
-	for (size_t i = 0; i < o->n && !rc; i++)
-		rc = api_pack_status(pk, &o->s[i], stack_of(o, o->s[i].name));
-	return rc;
-}
-
-/* The status of a pod that is stored but has none yet. */
-static void pending_status(st_status_t *s, const st_pod_t *p)
-{
-	memset(s, 0, sizeof *s);
-	snprintf(s->name, sizeof s->name, "%s", p->name);
-	snprintf(s->uid, sizeof s->uid, "%s", p->uid);
-	snprintf(s->phase, sizeof s->phase, "pending");
-	snprintf(s->reason, sizeof s->reason, "not reconciled yet");
-	s->generation = p->generation;
-	s->since = p->updated_at;
-}
-
-/* Merges the status list (sorted by name) with the stored pods (walked in
- * name order): out gets every pod, pending for those without a status.
- * Entries are shallow copies (containers borrowed from the list). */
-typedef struct merge {
-	const statuses_t *have;
-	st_status_t *out;
-	size_t n, cap, at;
-} merge_t;
-
-static int merge_push(merge_t *m, const st_status_t *st)
-{
-	if (m->n == m->cap) {
-		size_t nc = m->cap ? m->cap * 2 : m->have->n + 64;
-		st_status_t *no = realloc(m->out, nc * sizeof *no);
-		if (!no)
-			return -ENOMEM;
-		m->out = no;
-		m->cap = nc;
-	}
-	m->out[m->n++] = *st;
-	return 0;
-}
-
-static int merge_pending(void *ctx, const st_pod_t *p)
-{
-	merge_t *m = ctx;
-	const statuses_t *h = m->have;
-	st_status_t pend;
-
-	/* Statuses of names before p without a pod: pods being deleted. */
-	while (m->at < h->n && strcmp(h->s[m->at].name, p->name) < 0)
-		if (merge_push(m, &h->s[m->at++]) < 0)
-			return -ENOMEM;
-	if (m->at < h->n && strcmp(h->s[m->at].name, p->name) == 0)
-		return merge_push(m, &h->s[m->at++]);
-	pending_status(&pend, p);
-	return merge_push(m, &pend);
+	status_req_t *q = arg;
+	return q->kind->status_one(q->env, q->name, pk, e);
 }
 
 static void m_status(const api_call_t *call, const msgpack_object *params, void *ctx)
 {
 	api_daemon_t *d = ctx;
+	const kind_t *kind;
 	tank_error_t e;
-	int err;
 
-	api_kind_t kind;
 	if (api_params_check(params, "?sm", &e) < 0)
 		return reply_check_error(call, &e);
-	if (!kind_param(call, params, 1, &kind))
+	if (!kind_param(call, d, params, 1, &kind))
 		return;
-	tank_error_clear(&e);
-	if (kind == API_KIND_STACK) {
-		char sname[ST_NAME_MAX + 1];
-		bool one = params->via.array.size && params->via.array.ptr[0].type == MSGPACK_OBJECT_STR;
-		if (one)
-			api_obj_strcpy(&params->via.array.ptr[0], sname, sizeof sname);
-		return api_stacks_status(call, d, one ? sname : NULL);
+	if (!kind->pack_status) {
+		api_reply_error(call->rt, call->token, API_BAD_REQUEST, "this kind has no status",
+				NULL, NULL);
+		return;
 	}
 	if (params->via.array.size && params->via.array.ptr[0].type == MSGPACK_OBJECT_STR) {
 		char name[ST_NAME_MAX + 1];
-		st_status_t s;
 		api_obj_strcpy(&params->via.array.ptr[0], name, sizeof name);
-		memset(&s, 0, sizeof s);
-		if ((err = st_status_get(d->store, name, &s, &e)) == TANK_ENOTFOUND) {
-			/* Stored but not reconciled yet: known, and pending. */
-			st_pod_t p;
-			if ((err = st_pod_get(d->store, name, &p, &e)) == 0) {
-				pending_status(&s, &p);
-				st_pod_clear(&p);
-			}
-		}
-		if (err < 0) {
-			reply_pod_error(call, err, name, &e);
+		if (kind->status_one) {
+			status_req_t sq = { d->kinds, kind, name };
+			reply_packed(call, kind, name, pack_status_one, &sq);
 			return;
 		}
-		statuses_t one = { &s, 1, d->stacks };
-		api_reply(call->rt, call->token, pack_status_cb, &one);
-		st_status_clear(&s);
+		one_req_t q = { d->kinds, kind, name, true };
+		reply_packed(call, kind, name, pack_one, &q);
 		return;
 	}
-	statuses_t o = { NULL, 0, d->stacks };
-	if ((err = st_status_list(d->store, &o.s, &o.n, &e)) < 0) {
-		api_reply_err(call->rt, call->token, err, e.msg);
-		return;
-	}
-	/* Every stored pod is listed: those the reconciler has not reached
-	 * yet (right after an apply) as pending. */
-	merge_t mg = { &o, NULL, 0, 0, 0 };
-	int mr = st_pod_foreach(d->store, merge_pending, &mg, NULL);
-	while (mr == 0 && mg.at < o.n)
-		mr = merge_push(&mg, &o.s[mg.at++]);
-	if (mr == 0 && mg.n) {
-		statuses_t all = { mg.out, mg.n, d->stacks };
-		api_reply(call->rt, call->token, pack_statuses, &all);
-	} else {
-		api_reply(call->rt, call->token, pack_statuses, &o);
-	}
-	free(mg.out);
-	st_status_list_free(o.s, o.n);
+	all_req_t a = { .env = d->kinds, .kind = kind, .status = true };
+	reply_packed(call, kind, "", pack_all, &a);
 }
 
 /* --- running, restart, nudge, sync ---------------------------------------------- */
@@ -1464,6 +1388,7 @@ static void m_history(const api_call_t *call, const msgpack_object *params, void
 	char name[ST_NAME_MAX + 1];
 	int64_t limit = 0;
 	hist_t h = { NULL, 0 };
+	const kind_t *kind;
 	st_pod_t p;
 	tank_error_t e;
 	int err;
@@ -1475,24 +1400,66 @@ static void m_history(const api_call_t *call, const msgpack_object *params, void
 		api_reply_error(call->rt, call->token, API_BAD_REQUEST, e.msg, NULL, NULL);
 		return;
 	}
-	api_kind_t kind;
-	if (!kind_param(call, params, 1, &kind))
+	if (!kind_param(call, d, params, 1, &kind))
 		return;
-	if (kind == API_KIND_STACK)
-		return api_stacks_history(call, d, name, (size_t)limit);
-	memset(&p, 0, sizeof p);
 	tank_error_clear(&e);
-	if ((err = st_pod_get(d->store, name, &p, &e)) < 0) {
-		reply_pod_error(call, err, name, &e);
+	if ((err = kind_get(d->kinds, kind, name, &p, &e)) < 0) {
+		api_reply_object_error(call, err, kind->name, name, &e);
 		return;
 	}
 	st_pod_clear(&p);
-	if ((err = st_history(d->store, name, (size_t)limit, &h.t, &h.n, &e)) < 0) {
-		api_reply_err(call->rt, call->token, err, e.msg);
+	if ((err = kind_history(d->kinds, kind, name, (size_t)limit, &h.t, &h.n, &e)) < 0) {
+		api_reply_err(call->rt, call->token, err, e.msg[0] ? e.msg : NULL);
 		return;
 	}
 	api_reply(call->rt, call->token, pack_history, &h);
 	free(h.t);
+}
+
+/* --- the kinds' own verbs ---------------------------------------------------------- */
+
+typedef struct verb_req {
+	const kind_env_t *env;
+	const kind_verb_t *verb;
+	const msgpack_object *params;
+} verb_req_t;
+
+static int pack_verb(void *arg, msgpack_packer *pk, tank_error_t *e)
+{
+	verb_req_t *q = arg;
+	return q->verb->fn(q->env, q->params, pk, e);
+}
+
+/* A verb's method: its params checked by its types, then its function.
+ * The verb is found by the method's name (each kind's verbs are on the
+ * list once). */
+static const kind_verb_t *verb_named(const kind_t *const *kinds, const char *name,
+				     const kind_t **kind)
+{
+	for (size_t k = 0; kinds[k]; k++)
+		for (size_t v = 0; v < kinds[k]->nverbs; v++)
+			if (!strcmp(kinds[k]->verbs[v].name, name)) {
+				*kind = kinds[k];
+				return &kinds[k]->verbs[v];
+			}
+	return NULL;
+}
+
+static void m_verb(const api_call_t *call, const msgpack_object *params, void *ctx)
+{
+	api_daemon_t *d = ctx;
+	const kind_t *kind = NULL;
+	const kind_verb_t *v = verb_named(kinds_of(d), call->method, &kind);
+	tank_error_t e;
+
+	if (!v) {
+		api_reply_error(call->rt, call->token, API_INTERNAL, "no such verb", NULL, NULL);
+		return;
+	}
+	if (api_params_check(params, v->types, &e) < 0)
+		return reply_check_error(call, &e);
+	verb_req_t q = { d->kinds, v, params };
+	reply_packed(call, kind, "", pack_verb, &q);
 }
 
 size_t api_methods_table(api_daemon_t *d, api_method_t table[API_NMETHODS])
@@ -1505,15 +1472,27 @@ size_t api_methods_table(api_daemon_t *d, api_method_t table[API_NMETHODS])
 		{ "restart", m_restart }, { "nudge", m_nudge },
 		{ "sync", m_sync },       { "logs", m_logs },
 		{ "history", m_history },
-		{ "up", api_stacks_up },  { "down", api_stacks_down },
 	};
 	size_t n = sizeof m / sizeof m[0];
 
+	if (!d->kinds) {
+		/* A daemon that did not build its kinds (benches, tests): the
+		 * list's, with no instances. */
+		d->own_kinds = (kind_env_t){ .rt = d->rt, .store = d->store,
+					     .log_dir = d->log_dir,
+					     .loop_name = API_RECONCILER_NAME,
+					     .pods = d->pods, .kinds = tank_kinds };
+		d->kinds = &d->own_kinds;
+	}
 	for (size_t i = 0; i < n; i++) {
 		table[i].name = m[i].name;
 		table[i].fn = m[i].fn;
 		table[i].ctx = d;
 	}
+	const kind_t *const *kinds = kinds_of(d);
+	for (size_t k = 0; kinds[k]; k++)
+		for (size_t v = 0; v < kinds[k]->nverbs && n < API_NMETHODS; v++)
+			table[n++] = (api_method_t){ kinds[k]->verbs[v].name, m_verb, d };
 	return n;
 }
 
@@ -1525,22 +1504,26 @@ int api_methods_decode(const char *method, const msgpack_object *params, tank_er
 		{ "ping", "" },   { "version", "" }, { "apply", "a" }, { "delete", "a?m" },
 		{ "get", "s?m" }, { "list", "?m" },  { "status", "?sm" }, { "running", "" },
 		{ "restart", "s" }, { "nudge", "" }, { "sync", "" },   { "logs", "s?m" },
-		{ "history", "s?m" }, { "up", "s" }, { "down", "s" },
+		{ "history", "s?m" },
 	};
 	const char *types = NULL;
+	const kind_t *vk;
 	int err;
 
 	for (size_t i = 0; i < sizeof sig / sizeof sig[0]; i++)
 		if (strcmp(sig[i].name, method) == 0)
 			types = sig[i].types;
+	const kind_verb_t *verb = types ? NULL : verb_named(tank_kinds, method, &vk);
+	if (verb)
+		types = verb->types;
 	if (!types)
 		return tank_error_set(e, -ENOSYS, "no method %s", method);
 	if ((err = api_params_check(params, types, e)) < 0)
 		return err;
-	api_kind_t kind;
+	const kind_t *kind;
 	size_t kat = strcmp(method, "list") == 0 ? 0 : 1;
 	if (strchr(types, 'm') && strcmp(method, "logs") != 0 &&
-	    (err = api_kind_of(params, kat, &kind, e)) < 0)
+	    (err = kind_of_params(tank_kinds, params, kat, &kind, e)) < 0)
 		return err;
 	if (strcmp(method, "apply") == 0) {
 		apply_job_t j;

@@ -18,6 +18,7 @@
 #include <stddef.h>
 
 #include "api/api_server.h"
+#include "kinds/kind.h"
 #include "store/st.h"
 
 #define API_RECONCILER_NAME "reconciler"
@@ -30,14 +31,17 @@ typedef struct api_daemon {
 	/* The pod kind's public queries (restart, running); borrowed, may be
 	 * NULL (those methods then answer internal). */
 	struct pod_mgr *pods;
-	/* The stack kind's index (which stack a pod is in); borrowed, may
-	 * be NULL (no stacks: the stack methods answer internal). */
-	struct stack_mgr *stacks;
+	/* The kinds (kinds/kind.h) with their instances; borrowed.  NULL:
+	 * api_methods_table fills own_kinds with the shipped list and no
+	 * instances. */
+	kind_env_t *kinds;
+	kind_env_t own_kinds;
 } api_daemon_t;
 
 /* Fills `table` (caller storage) with the methods, each bound to d, which
- * must outlive the server; returns the number of entries. */
-#define API_NMETHODS 16
+ * must outlive the server: the contract's, then each kind's verbs (a
+ * method per verb); returns the number of entries. */
+#define API_NMETHODS 32
 size_t api_methods_table(api_daemon_t *d, api_method_t table[API_NMETHODS]);
 
 /* Checks params of `method` the way its handler does before it acts
@@ -45,12 +49,8 @@ size_t api_methods_table(api_daemon_t *d, api_method_t table[API_NMETHODS]);
  * 0, or an error in e.  For the fuzzer (tests/fuzz) and tests. */
 int api_methods_decode(const char *method, const msgpack_object *params, tank_error_t *e);
 
-/* Packs a status record as the contract's status map; stack: the stack
- * the pod is in, or NULL (packed as nil). */
-int api_pack_status(msgpack_packer *pk, const st_status_t *s, const char *stack);
-
-/* Answers an error about the object `name` of kind `noun` ("pod",
- * "stack"): TANK_ENOTFOUND as `<noun> "<name>" not found`, anything else
+/* Answers an error about the object `name` of kind `noun` (a kind's
+ * name): TANK_ENOTFOUND as `<noun> "<name>" not found`, anything else
  * with e's message (e may be NULL). */
 void api_reply_object_error(const api_call_t *call, int err, const char *noun,
 			    const char *name, const tank_error_t *e);

@@ -119,7 +119,7 @@ size_t api_server_subscribers(rt_t *rt, rt_pid_t server);
 /*
  * Answers a request: [1, msgid, nil, result] with result packed by fn
  * (NULL: nil).  fn runs before api_reply returns, so arg may point to the
- * caller's stack.  Callable from any actor or from outside.
+ * caller's frame.  Callable from any actor or from outside.
  * Returns 0, -ESRCH when the connection is gone or the token is a
  * notification's (the reply is dropped: not an error for the caller to
  * handle), -ENOMEM, or fn's error (then an `internal` error is sent

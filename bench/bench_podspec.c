@@ -8,7 +8,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "pod/pod_doc.h"
+#include "manifest/mf_doc.h"
 #include "pod/pod_manifest.h"
 
 static const char *manifest =
@@ -89,7 +89,7 @@ int main(void)
 	t = now();
 	for (i = 0; i < rounds; i++) {
 		free(text);
-		if (pod_doc_emit_string(&u.data, POD_DOC_YAML, &text, NULL) != 0)
+		if (mf_doc_emit_string(&u.data, MF_DOC_YAML, &text, NULL) != 0)
 			return 1;
 	}
 	report("emit_yaml_per_s", rounds / (now() - t), "docs/s");

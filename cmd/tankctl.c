@@ -16,6 +16,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/random.h>
 #include <sys/stat.h>
 #include <time.h>
@@ -25,10 +26,10 @@
 #include "cmd/lib/cli_fmt.h"
 #include "cmd/lib/cli_paths.h"
 #include "cmd/lib/cli_wait.h"
-#include "pod/pod_doc.h"
-#include "pod/pod_manifest.h"
+#include "manifest/mf_doc.h"
 #include "manifest/mf.h"
-#include "stack/stack_spec.h"
+#include "kinds/kind.h"
+#include "pod/pod_spec.h"
 #include "common/kit_units.h"
 
 #define CTL_VERSION "0.1.0"
@@ -52,6 +53,8 @@ typedef struct verb {
 } verb_t;
 
 static const verb_t *ctl_find(const char *name);
+static int ctl_cmp_str(const void *a, const void *b);
+static const char *ctl_farewell(const api_incoming_t *in, char *why, size_t cap);
 
 /* --- plumbing --------------------------------------------------------------- */
 
@@ -125,7 +128,7 @@ static void ctl_print_remote_error(ctl_t *x, const api_incoming_t *in)
 			return;
 		}
 	}
-	pod_doc_emit(d, POD_DOC_YAML, stderr);
+	mf_doc_emit(d, MF_DOC_YAML, stderr);
 }
 
 /* Calls method; 0 with *in holding the result, or an exit code (the
@@ -149,21 +152,21 @@ static int ctl_call(ctl_t *x, const char *method, api_pack_fn params, void *arg,
 	return 0;
 }
 
-static int ctl_emit(ctl_t *x, const msgpack_object *o, enum pod_doc_format fmt)
+static int ctl_emit(ctl_t *x, const msgpack_object *o, enum mf_doc_format fmt)
 {
-	int r = pod_doc_emit(o, fmt, stdout);
+	int r = mf_doc_emit(o, fmt, stdout);
 	if (r < 0)
 		return ctl_fail(x, "cannot print the answer: %s", tank_strerror(r));
 	return 0;
 }
 
 /* -o yaml|json; returns -1 for an unknown format. */
-static int ctl_format(const char *s, enum pod_doc_format *fmt)
+static int ctl_format(const char *s, enum mf_doc_format *fmt)
 {
 	if (strcmp(s, "yaml") == 0)
-		*fmt = POD_DOC_YAML;
+		*fmt = MF_DOC_YAML;
 	else if (strcmp(s, "json") == 0)
-		*fmt = POD_DOC_JSON;
+		*fmt = MF_DOC_JSON;
 	else
 		return -1;
 	return 0;
@@ -199,48 +202,80 @@ static int pack_name(msgpack_packer *pk, void *arg)
 	return api_pack_cstr(pk, arg);
 }
 
-typedef struct name_kind { const char *name; bool stack; } name_kind_t;
+/* The kinds tankctl knows: the shipped list (the first is the default,
+ * which requests do not name). */
+static const kind_t *const *const ctl_kinds = tank_kinds;
 
-/* [name, {kind: "stack"}] for a stack, [name] for a pod; name NULL: nil. */
+static bool ctl_is_default(const kind_t *k)
+{
+	return !k || k == ctl_kinds[0];
+}
+
+/* {kind: NAME} for a kind other than the default (one more map entry when
+ * extra is set, which the caller packs). */
+static int pack_kind_opt(msgpack_packer *pk, const kind_t *k, size_t extra)
+{
+	bool named = !ctl_is_default(k);
+	msgpack_pack_map(pk, named + extra);
+	if (!named)
+		return 0;
+	api_pack_cstr(pk, "kind");
+	return api_pack_cstr(pk, k->name);
+}
+
+typedef struct name_kind { const char *name; const kind_t *kind; } name_kind_t;
+
+/* [name, {kind: K}] for a kind other than the default, [name] otherwise;
+ * name NULL: nil. */
 static int pack_name_kind(msgpack_packer *pk, void *arg)
 {
 	name_kind_t *nk = arg;
-	msgpack_pack_array(pk, nk->stack ? 2 : 1);
+	bool named = !ctl_is_default(nk->kind);
+	msgpack_pack_array(pk, named ? 2 : 1);
 	if (nk->name)
 		api_pack_cstr(pk, nk->name);
 	else
 		msgpack_pack_nil(pk);
-	if (!nk->stack)
-		return 0;
-	msgpack_pack_map(pk, 1);
-	api_pack_cstr(pk, "kind");
-	return api_pack_cstr(pk, "stack");
+	return named ? pack_kind_opt(pk, nk->kind, 0) : 0;
 }
 
-/* [{kind: "stack"}]: `list` of stacks. */
-static int pack_kind_stack(msgpack_packer *pk, void *arg)
+/* [{kind: K}]: `list` of a kind. */
+static int pack_kind_only(msgpack_packer *pk, void *arg)
 {
-	(void)arg;
 	msgpack_pack_array(pk, 1);
-	msgpack_pack_map(pk, 1);
-	api_pack_cstr(pk, "kind");
-	return api_pack_cstr(pk, "stack");
+	return pack_kind_opt(pk, arg, 0);
 }
 
-/* An optional kind word before the names (`get stack shop`, kubectl's
- * habit): consumed when at least `min` arguments follow it.  Pod when
- * absent.  (A pod named "stack" is `get pod stack`.) */
-static bool ctl_kind_word(int argc, char **argv, int min)
+/* An optional kind word before the names (`get KIND NAME`, kubectl's
+ * habit): a kind's name, plural or short name, consumed when at least
+ * `min` arguments follow it.  The default kind when absent.  (An object
+ * named like a kind word is `get pod WORD`.) */
+static const kind_t *ctl_kind_word(int argc, char **argv, int min)
 {
-	bool stack = false;
+	const kind_t *k;
 
 	if (argc - optind >= 1 + min &&
-	    (!strcmp(argv[optind], "stack") || !strcmp(argv[optind], "stacks") ||
-	     !strcmp(argv[optind], "pod") || !strcmp(argv[optind], "pods"))) {
-		stack = argv[optind][0] == 's';
+	    (k = kind_find(ctl_kinds, argv[optind], strlen(argv[optind])))) {
 		optind++;
+		return k;
 	}
-	return stack;
+	return ctl_kinds[0];
+}
+
+/* The kind of a manifest object. */
+static const kind_t *ctl_kind_of(const mf_object_t *o)
+{
+	for (size_t i = 0; ctl_kinds[i]; i++)
+		if (ctl_kinds[i]->mf == o->kind)
+			return ctl_kinds[i];
+	return ctl_kinds[0];
+}
+
+/* "KIND/" before a name of a kind other than the default. */
+static void ctl_print_ref(const char *kind, const char *name, const char *what)
+{
+	bool dflt = !kind || !kind[0] || !strcmp(kind, ctl_kinds[0]->name);
+	printf("%s%s%s %s\n", dflt ? "" : kind, dflt ? "" : "/", name, what);
 }
 
 /* --- verbs ------------------------------------------------------------------ */
@@ -319,7 +354,7 @@ static int v_version(ctl_t *x, int argc, char **argv)
 
 /* Options of the verbs that print a document: --help and -o yaml|json.
  * Returns -1 to go on, or the exit status to return (help, usage). */
-static int ctl_output_opts(ctl_t *x, int argc, char **argv, enum pod_doc_format *fmt)
+static int ctl_output_opts(ctl_t *x, int argc, char **argv, enum mf_doc_format *fmt)
 {
 	static const struct option opts[] = {
 		{ "help", no_argument, NULL, OPT_HELP },
@@ -336,29 +371,68 @@ static int ctl_output_opts(ctl_t *x, int argc, char **argv, enum pod_doc_format 
 	return -1;
 }
 
+/* A table of one kind: its descriptor's columns, one row per status map
+ * of `statuses` whose `owner` key (the name of the owning kind) is
+ * `in` (NULL: in none; (char *)-1: every row), sorted by name. */
+static int ctl_kind_table(const kind_t *k, const msgpack_object *statuses, const char *owner,
+			  const char *in, uint64_t now, bool print)
+{
+	const char *heads[KIND_COLS_MAX];
+	cli_table_t t;
+	int bad;
+
+	for (size_t c = 0; c < k->ncols; c++)
+		heads[c] = k->cols[c].header;
+	bad = cli_table_init(&t, k->ncols, heads) < 0 ||
+	      cli_kind_rows(k, statuses, owner, in, now, &t) < 0;
+	int rows = (int)t.nrows;
+	if (!bad && print)
+		bad |= cli_table_print(&t, stdout) < 0;
+	cli_table_free(&t);
+	return bad ? -1 : rows;
+}
+
 /* One-name verbs with -o: get, status NAME. */
 static int v_get(ctl_t *x, int argc, char **argv)
 {
-	enum pod_doc_format fmt = POD_DOC_YAML;
+	enum mf_doc_format fmt = MF_DOC_YAML;
+	bool structured = false;
 	api_incoming_t in;
+	const kind_t *k;
 	int r;
 
+	for (int i = 1; i < argc; i++)
+		structured |= !strcmp(argv[i], "-o") || !strncmp(argv[i], "-o", 2) ||
+			      !strncmp(argv[i], "--output", 8);
 	if ((r = ctl_output_opts(x, argc, argv, &fmt)) >= 0)
 		return r;
-	if (argc - optind == 1 && strcmp(argv[optind], "stacks") == 0) {
-		/* Every stack, spec and status (kubectl's `get KIND`). */
-		if ((r = ctl_call(x, "list", pack_kind_stack, NULL, CTL_TIMEOUT_MS, &in)) != 0)
+	if (argc - optind == 1 && (k = kind_find(ctl_kinds, argv[optind], strlen(argv[optind]))) &&
+	    strcasecmp(argv[optind], k->name) != 0) {
+		/* Every object of a kind (kubectl's `get KIND`): its table,
+		 * or with -o its objects, spec and status. */
+		if (!structured && k->ncols) {
+			if ((r = ctl_call(x, "status", ctl_is_default(k) ? NULL : pack_name_kind,
+					  &(name_kind_t){ NULL, k }, CTL_TIMEOUT_MS, &in)) != 0)
+				return r;
+			if (ctl_kind_table(k, in.result, NULL, (const char *)-1, ctl_now_ms(),
+					   true) < 0)
+				r = ctl_fail(x, "unexpected answer from tankd");
+			api_incoming_free(&in);
+			return r;
+		}
+		if ((r = ctl_call(x, "list", pack_kind_only, (void *)k, CTL_TIMEOUT_MS, &in)) != 0)
 			return r;
 		r = ctl_emit(x, in.result, fmt);
 		api_incoming_free(&in);
 		return r;
 	}
-	if (argc - optind == 1 && strcmp(argv[optind], "stack") == 0)
-		return ctl_usage_error(x, "needs a stack name (a pod named stack: get pod stack)");
-	bool stack = ctl_kind_word(argc, argv, 1);
+	if (argc - optind == 1 && (k = kind_find(ctl_kinds, argv[optind], strlen(argv[optind]))))
+		return ctl_usage_error(x, "needs a %s name (an object named %s: get %s %s)",
+				       k->name, k->name, ctl_kinds[0]->name, k->name);
+	k = ctl_kind_word(argc, argv, 1);
 	if (argc - optind != 1)
-		return ctl_usage_error(x, "needs one name (a pod's, or: stack NAME; or: stacks)");
-	name_kind_t nk = { argv[optind], stack };
+		return ctl_usage_error(x, "needs one name (a pod's, or: KIND NAME; or: KIND's plural)");
+	name_kind_t nk = { argv[optind], k };
 	if ((r = ctl_call(x, "get", pack_name_kind, &nk, CTL_TIMEOUT_MS, &in)) != 0)
 		return r;
 	r = ctl_emit(x, in.result, fmt);
@@ -368,17 +442,17 @@ static int v_get(ctl_t *x, int argc, char **argv)
 
 static int v_status(ctl_t *x, int argc, char **argv)
 {
-	enum pod_doc_format fmt = POD_DOC_YAML;
+	enum mf_doc_format fmt = MF_DOC_YAML;
 	api_incoming_t in;
 	int r;
 
 	if ((r = ctl_output_opts(x, argc, argv, &fmt)) >= 0)
 		return r;
-	bool stack = ctl_kind_word(argc, argv, 0);
+	const kind_t *k = ctl_kind_word(argc, argv, 0);
 	if (argc - optind > 1)
 		return ctl_usage_error(x, "takes at most one name");
-	name_kind_t nk = { argc > optind ? argv[optind] : NULL, stack };
-	r = ctl_call(x, "status", argc > optind || stack ? pack_name_kind : NULL, &nk,
+	name_kind_t nk = { argc > optind ? argv[optind] : NULL, k };
+	r = ctl_call(x, "status", argc > optind || !ctl_is_default(k) ? pack_name_kind : NULL, &nk,
 		     CTL_TIMEOUT_MS, &in);
 	if (r)
 		return r;
@@ -387,15 +461,15 @@ static int v_status(ctl_t *x, int argc, char **argv)
 	return r;
 }
 
-/* `ps`: the stacks first (one row each), then a table of pods per stack,
- * then the pods in no stack: grouped as `docker compose ls` and `ps`. */
+/* `ps`: each kind that owns objects of another (its `children`) first,
+ * one row each, then a table of the children per owner, then those in
+ * none: grouped as `docker compose ls` and `ps`.  The default kind's
+ * table alone when no owner has any. */
 static int v_ps(ctl_t *x, int argc, char **argv)
 {
 	static const struct option opts[] = { { "help", no_argument, NULL, OPT_HELP }, { 0 } };
-	api_incoming_t in, sin;
-	name_kind_t all = { NULL, true };
-	cli_table_t t;
-	int o, r;
+	int o, r = 0, bad = 0;
+	bool grouped = false;
 
 	while ((o = getopt_long(argc, argv, "", opts, NULL)) != -1) {
 		if (o == OPT_HELP)
@@ -404,65 +478,153 @@ static int v_ps(ctl_t *x, int argc, char **argv)
 	}
 	if (optind != argc)
 		return ctl_usage_error(x, "takes no arguments");
+	uint64_t now = ctl_now_ms();
+	api_incoming_t in, pin;
 	if ((r = ctl_call(x, "status", NULL, NULL, CTL_TIMEOUT_MS, &in)) != 0)
 		return r;
-	if ((r = ctl_call(x, "status", pack_name_kind, &all, CTL_TIMEOUT_MS, &sin)) != 0) {
-		api_incoming_free(&in);
-		return r;
-	}
-	uint64_t now = ctl_now_ms();
-	const msgpack_object *stacks = sin.result;
-	uint32_t ns = stacks->type == MSGPACK_OBJECT_ARRAY ? stacks->via.array.size : 0;
-	int bad = 0;
-	if (ns) {
-		/* One table of the stacks, printed, then walked for their names. */
-		cli_table_t st;
-		bad |= cli_table_init(&st, CLI_STACK_COLS, cli_stack_headers) < 0 ||
-		       cli_stack_table(stacks, now, &st) < 0 || cli_table_print(&st, stdout) < 0;
-		for (size_t i = 1; i <= st.nrows && !bad; i++) {
-			const char *name = st.cells[i * st.ncols];
-			printf("\nstack %s:\n", name);
-			bad |= cli_table_init(&t, CLI_PS_COLS, cli_ps_headers) < 0 ||
-			       cli_ps_table_in(in.result, name, now, &t) < 0 ||
-			       cli_table_print(&t, stdout) < 0;
-			cli_table_free(&t);
-		}
-		cli_table_free(&st);
-		if (!bad) {
-			bad |= cli_table_init(&t, CLI_PS_COLS, cli_ps_headers) < 0 ||
-			       cli_ps_table_in(in.result, NULL, now, &t) < 0;
-			if (!bad && t.nrows) {
-				printf("\nno stack:\n");
-				bad |= cli_table_print(&t, stdout) < 0;
+	for (size_t i = 0; ctl_kinds[i] && !bad; i++) {
+		const kind_t *p = ctl_kinds[i];
+		if (!p->children || p->children != ctl_kinds[0])
+			continue;
+		if ((r = ctl_call(x, "status", pack_name_kind, &(name_kind_t){ NULL, p },
+				  CTL_TIMEOUT_MS, &pin)) != 0)
+			break;
+		const msgpack_object *ps = pin.result;
+		if (ps->type == MSGPACK_OBJECT_ARRAY && ps->via.array.size) {
+			if (grouped)
+				putchar('\n');
+			grouped = true;
+			bad |= ctl_kind_table(p, ps, NULL, (const char *)-1, now, true) < 0;
+			/* The owners in the table's order (by name). */
+			char **names = calloc(ps->via.array.size, sizeof *names);
+			uint32_t nn = 0;
+			for (uint32_t j = 0; names && j < ps->via.array.size; j++) {
+				char nm[256];
+				if (api_obj_strcpy(api_map_get(&ps->via.array.ptr[j], "name"), nm,
+						   sizeof nm) && (names[nn] = strdup(nm)))
+					nn++;
 			}
-			cli_table_free(&t);
+			if (!names)
+				bad = 1;
+			else
+				qsort(names, nn, sizeof *names, ctl_cmp_str);
+			for (uint32_t j = 0; j < nn && !bad; j++) {
+				printf("\n%s %s:\n", p->name, names[j]);
+				bad |= ctl_kind_table(ctl_kinds[0], in.result, p->name, names[j],
+						      now, true) < 0;
+			}
+			for (uint32_t j = 0; j < nn; j++)
+				free(names[j]);
+			free(names);
+			int rest = bad ? -1 : ctl_kind_table(ctl_kinds[0], in.result, p->name, NULL,
+							      now, false);
+			if (rest > 0) {
+				printf("\nno %s:\n", p->name);
+				bad |= ctl_kind_table(ctl_kinds[0], in.result, p->name, NULL, now,
+						      true) < 0;
+			}
+			bad |= rest < 0;
 		}
-	} else {
-		bad |= cli_table_init(&t, CLI_PS_COLS, cli_ps_headers) < 0 ||
-		       cli_ps_table(in.result, now, &t) < 0 || cli_table_print(&t, stdout) < 0;
-		cli_table_free(&t);
+		api_incoming_free(&pin);
 	}
+	if (!r && !bad && !grouped)
+		bad |= ctl_kind_table(ctl_kinds[0], in.result, NULL, (const char *)-1, now, true) < 0;
 	if (bad)
 		r = ctl_fail(x, "unexpected answer from tankd");
 	api_incoming_free(&in);
-	api_incoming_free(&sin);
 	return r;
 }
 
-/* `up` and `down`: the stack's desired state, and with --wait its phase
- * polled until it is what was asked (up; down), or failed, or --timeout. */
-static int ctl_updown(ctl_t *x, int argc, char **argv, const char *method)
+/* The ms left before deadline (0: none), as a poll timeout: at most
+ * CTL_WAIT_QUIET_MS, so that a wait looks again now and then even when no
+ * event comes (an event lost to a full connection buffer). */
+#define CTL_WAIT_QUIET_MS 5000
+static int ctl_wait_timeout(uint64_t deadline)
+{
+	if (!deadline)
+		return CTL_WAIT_QUIET_MS;
+	uint64_t now = ctl_now_ms();
+	uint64_t left = deadline > now ? deadline - now : 0;
+	return left < CTL_WAIT_QUIET_MS ? (int)left : CTL_WAIT_QUIET_MS;
+}
+
+/* A wait for one object (a verb's --wait): subscribed to the events
+ * first, then its status passed through its kind's observation, again at
+ * each event that names it (an event map whose key of the kind's name is
+ * the object's), until done or failed, or the timeout. */
+static int ctl_wait_one(ctl_t *x, const kind_t *k, const char *name, const char *want,
+			uint64_t timeout_ms)
+{
+	uint64_t deadline = timeout_ms ? ctl_now_ms() + timeout_ms : 0;
+	name_kind_t nk = { name, k };
+	api_incoming_t in;
+	rc_observed_t ob;
+	tank_error_t e;
+	char phase[64], why[256];
+	int r;
+
+	if ((r = ctl_call(x, "subscribe", NULL, NULL, CTL_TIMEOUT_MS, &in)) != 0)
+		return r;
+	api_incoming_free(&in);
+	for (bool look = true;;) {
+		if (look) {
+			if ((r = ctl_call(x, "status", pack_name_kind, &nk, CTL_TIMEOUT_MS, &in)) != 0)
+				return r;
+			memset(&ob, 0, sizeof ob);
+			if (k->observe)
+				k->observe(NULL, in.result, want, &ob);
+			else
+				ob.state = RC_OBS_DONE;
+			api_obj_strcpy(api_map_get(in.result, "phase"), phase, sizeof phase);
+			api_incoming_free(&in);
+			if (ob.state == RC_OBS_DONE || ob.state == RC_OBS_READY) {
+				ctl_print_ref(k->name, name, phase[0] ? phase : "done");
+				return EXIT_OK;
+			}
+			if (ob.state == RC_OBS_FAILED)
+				return ctl_fail(x, "%s %s failed: %s", k->name, name, ob.why);
+		}
+		if (deadline && ctl_now_ms() >= deadline)
+			return ctl_fail(x, "timed out: %s %s is %s", k->name, name, ob.why);
+		r = api_client_next(x->c, ctl_wait_timeout(deadline), &in, &e);
+		if (r == -ETIMEDOUT) {
+			look = true;            /* quiet: look once more */
+			continue;
+		}
+		if (r < 0)
+			return ctl_fail(x, "%s", e.msg);
+		if (ctl_farewell(&in, why, sizeof why)) {
+			api_incoming_free(&in);
+			return ctl_fail(x, "tankd: %s", why);
+		}
+		look = false;
+		if (in.type == API_NOTIFICATION && strcmp(in.method, "event") == 0)
+			for (uint32_t i = 0; i < in.params->via.array.size; i++)
+				look |= api_obj_streq(api_map_get(&in.params->via.array.ptr[i],
+								  k->name), name);
+		api_incoming_free(&in);
+	}
+}
+
+/* A kind's own verb (`up`, `down`): VERB NAME [--wait [--timeout D]]; with
+ * --wait, the object as its kind observes it for that verb. */
+static int v_kind_verb(ctl_t *x, int argc, char **argv)
 {
 	static const struct option opts[] = {
 		{ "help", no_argument, NULL, OPT_HELP },
 		{ "wait", no_argument, NULL, OPT_WAIT },
 		{ "timeout", required_argument, NULL, OPT_TIMEOUT }, { 0 } };
-	bool wait = false, up = method[0] == 'u';
+	const kind_t *k = NULL;
+	bool wait = false;
 	uint64_t timeout_ms = 0;
 	api_incoming_t in;
-	char action[64] = "", phase[64] = "", reason[256] = "";
+	char action[64] = "";
 	int o, r;
 
+	for (size_t i = 0; ctl_kinds[i] && !k; i++)
+		for (size_t v = 0; v < ctl_kinds[i]->nverbs; v++)
+			if (!strcmp(ctl_kinds[i]->verbs[v].name, x->verb))
+				k = ctl_kinds[i];
 	while ((o = getopt_long(argc, argv, "", opts, NULL)) != -1) {
 		if (o == OPT_HELP)
 			return ctl_help(ctl_find(x->verb));
@@ -475,43 +637,19 @@ static int ctl_updown(ctl_t *x, int argc, char **argv, const char *method)
 			return ctl_usage_error(x, "unknown option");
 		}
 	}
-	if (argc - optind != 1)
-		return ctl_usage_error(x, "needs one stack name");
+	if (!k || argc - optind != 1)
+		return ctl_usage_error(x, "needs one %s name", k ? k->name : "object");
 	if (timeout_ms && !wait)
 		return ctl_usage_error(x, "--timeout bounds --wait: use both");
 	const char *name = argv[optind];
-	if ((r = ctl_call(x, method, pack_name, (void *)name, CTL_TIMEOUT_MS, &in)) != 0)
+	if ((r = ctl_call(x, x->verb, pack_name, (void *)name, CTL_TIMEOUT_MS, &in)) != 0)
 		return r;
 	api_obj_strcpy(api_map_get(in.result, "action"), action, sizeof action);
-	printf("stack/%s %s\n", name, action[0] ? action : "done");
+	ctl_print_ref(k->name, name, action[0] ? action : "done");
 	api_incoming_free(&in);
 	fflush(stdout);
-	if (!wait)
-		return EXIT_OK;
-	uint64_t deadline = timeout_ms ? ctl_now_ms() + timeout_ms : 0;
-	name_kind_t nk = { name, true };
-	for (;;) {
-		if ((r = ctl_call(x, "status", pack_name_kind, &nk, CTL_TIMEOUT_MS, &in)) != 0)
-			return r;
-		api_obj_strcpy(api_map_get(in.result, "phase"), phase, sizeof phase);
-		reason[0] = '\0';
-		api_obj_strcpy(api_map_get(in.result, "reason"), reason, sizeof reason);
-		api_incoming_free(&in);
-		if (!strcmp(phase, up ? "up" : "down")) {
-			printf("stack/%s %s\n", name, phase);
-			return EXIT_OK;
-		}
-		if (!strcmp(phase, "failed"))
-			return ctl_fail(x, "stack %s failed: %s", name, reason);
-		if (deadline && ctl_now_ms() >= deadline)
-			return ctl_fail(x, "timed out: stack %s is %s%s%s", name, phase,
-					reason[0] ? ": " : "", reason);
-		ctl_sleep_ms(200);
-	}
+	return wait ? ctl_wait_one(x, k, name, x->verb, timeout_ms) : EXIT_OK;
 }
-
-static int v_up(ctl_t *x, int argc, char **argv) { return ctl_updown(x, argc, argv, "up"); }
-static int v_down(ctl_t *x, int argc, char **argv) { return ctl_updown(x, argc, argv, "down"); }
 
 static int v_restart(ctl_t *x, int argc, char **argv)
 {
@@ -533,16 +671,8 @@ static int v_restart(ctl_t *x, int argc, char **argv)
 	return EXIT_OK;
 }
 
-/* The kinds tankctl reads from manifests. */
-static const mf_registry_t ctl_kinds = { .kinds = { &pod_mf_kind, &stack_mf_kind }, .n = 2 };
-
-static bool ctl_is_stack(const mf_object_t *o)
-{
-	return o->kind == &stack_mf_kind;
-}
-
-/* Loads a manifest of pods and stacks, printing every problem.  0 or
- * EXIT_ERR. */
+/* Loads a manifest of objects of any kind of the list, printing every
+ * problem.  0 or EXIT_ERR. */
 static int ctl_load(ctl_t *x, const char *path, mf_manifest_t **m)
 {
 	kit_errors_t errs;
@@ -552,8 +682,10 @@ static int ctl_load(ctl_t *x, const char *path, mf_manifest_t **m)
 
 	*m = NULL;
 	kit_errors_init(&errs);
+	mf_registry_t reg;
+	kind_registry(ctl_kinds, &reg);
 	if ((r = mf_read_file(path, &text, &len, &errs)) == 0)
-		r = mf_parse(&ctl_kinds, text, len, path, m, &errs);
+		r = mf_parse(&reg, text, len, path, m, &errs);
 	free(text);
 	if (r < 0) {
 		for (size_t i = 0; i < errs.stored; i++)
@@ -567,7 +699,7 @@ static int ctl_load(ctl_t *x, const char *path, mf_manifest_t **m)
 	if (!(*m)->count) {
 		mf_free(*m);
 		*m = NULL;
-		return ctl_fail(x, "%s: no pods or stacks in the manifest", path);
+		return ctl_fail(x, "%s: no objects in the manifest", path);
 	}
 	return 0;
 }
@@ -578,7 +710,7 @@ typedef struct ctl_batch {
 	char **sources;              /* the file each manifest came from */
 	size_t n, cap;
 	size_t nobjs;                /* objects sent */
-	size_t npods;                /* pods applied: given, and inline in stacks */
+	size_t npods;                /* pods applied: given, and inline in others */
 } ctl_batch_t;
 
 static void ctl_batch_free(ctl_batch_t *bt)
@@ -619,13 +751,11 @@ static int ctl_batch_add(ctl_t *x, ctl_batch_t *bt, const char *path)
 	bt->ms[bt->n++] = m;
 	bt->nobjs += m->count;
 	for (size_t i = 0; i < m->count; i++) {
-		if (!ctl_is_stack(&m->objs[i])) {
+		const kind_t *k = ctl_kind_of(&m->objs[i]);
+		if (ctl_is_default(k))
 			bt->npods++;
-			continue;
-		}
-		const stack_spec_t *st = m->objs[i].obj;
-		for (size_t k = 0; k < st->npods; k++)
-			bt->npods += st->pods[k].inline_spec != NULL;
+		else if (k->ninline)
+			bt->npods += k->ninline(m->objs[i].obj);
 	}
 	return 0;
 }
@@ -690,7 +820,7 @@ static int ctl_batch_path(ctl_t *x, ctl_batch_t *bt, const char *path)
 	return r;
 }
 
-/* Two files of one batch must not name the same pod or stack (within one
+/* Two files of one batch must not name the same object of a kind (within one
  * file the manifest reader already refuses it).  0 or EXIT_ERR, every
  * clash named. */
 static int ctl_batch_unique(ctl_t *x, const ctl_batch_t *bt)
@@ -706,7 +836,7 @@ static int ctl_batch_unique(ctl_t *x, const ctl_batch_t *bt)
 					if (a->kind == b->kind && !strcmp(a->name, b->name))
 						r = ctl_fail(x, "%s: %s: duplicate %s name (first in %s)",
 							     bt->sources[i], a->name,
-							     ctl_is_stack(a) ? "stack" : "pod",
+							     ctl_kind_of(a)->name,
 							     bt->sources[j]);
 				}
 	return r;
@@ -754,8 +884,11 @@ static void ctl_list_pending(const cli_batch_t *b, const char *none)
  * is pending, 3 passes made no progress, or the timeout. */
 static int ctl_wait(ctl_t *x, const ctl_batch_t *bt, uint64_t timeout_ms)
 {
-	const char **names = calloc(bt->npods ? bt->npods : 1, sizeof *names);
-	const pod_reconcile_wait_t **waits = calloc(bt->npods ? bt->npods : 1, sizeof *waits);
+	size_t cap = bt->nobjs + bt->npods + 1;
+	const char **names = calloc(cap, sizeof *names);
+	const pod_reconcile_wait_t **waits = calloc(cap, sizeof *waits);
+	const kind_t **kinds = calloc(cap, sizeof *kinds);
+	const void **objs = calloc(cap, sizeof *objs);
 	uint64_t deadline = timeout_ms ? ctl_now_ms() + timeout_ms : 0;
 	cli_batch_t b;
 	rc_conv_verdict_t verdict = RC_CONV_AGAIN;
@@ -763,29 +896,41 @@ static int ctl_wait(ctl_t *x, const ctl_batch_t *bt, uint64_t timeout_ms)
 	int r = EXIT_ERR;
 	size_t k = 0;
 
-	if (!names || !waits || cli_batch_init(&b, bt->npods, names, waits) < 0) {
-		free(names);
-		free(waits);
-		return ctl_fail(x, "out of memory");
+	memset(&b, 0, sizeof b);
+	if (!names || !waits || !kinds || !objs) {
+		r = ctl_fail(x, "out of memory");
+		goto out;
 	}
+	/* Every object applied, of every kind, and the pods brought inline
+	 * by others (their named pods are given elsewhere, or were there):
+	 * each observed through its kind. */
 	for (size_t i = 0; i < bt->n; i++)
 		for (size_t j = 0; j < bt->ms[i]->count; j++) {
 			const mf_object_t *o = &bt->ms[i]->objs[j];
-			if (!ctl_is_stack(o)) {
-				const pod_spec_t *ps = o->obj;
-				names[k] = ps->name;
-				waits[k++] = &ps->reconcile_wait;
-				continue;
+			const kind_t *ok = ctl_kind_of(o);
+			names[k] = o->name;
+			kinds[k] = ok;
+			objs[k] = o->obj;
+			waits[k++] = ctl_is_default(ok) ? &((const pod_spec_t *)o->obj)->reconcile_wait
+						       : NULL;
+			size_t ni = ok->ninline ? ok->ninline(o->obj) : 0;
+			for (size_t m = 0; m < ni && k < cap; m++) {
+				const kind_t *ck = NULL;
+				const void *co = ok->inline_at(o->obj, m, &ck);
+				if (!co || !ck)
+					continue;
+				names[k] = ck->name_of(co);
+				kinds[k] = ck;
+				objs[k] = co;
+				waits[k++] = ctl_is_default(ck)
+					     ? &((const pod_spec_t *)co)->reconcile_wait : NULL;
 			}
-			/* A stack's inline pods are waited for like the others
-			 * (its named pods are given elsewhere, or were there). */
-			const stack_spec_t *st = o->obj;
-			for (size_t m = 0; m < st->npods; m++)
-				if (st->pods[m].inline_spec) {
-					names[k] = st->pods[m].inline_spec->name;
-					waits[k++] = &st->pods[m].inline_spec->reconcile_wait;
-				}
 		}
+	if (cli_batch_init(&b, k, names, waits) < 0) {
+		r = ctl_fail(x, "out of memory");
+		goto out;
+	}
+	cli_batch_kinds(&b, kinds, objs);
 	for (;;) {
 		api_incoming_t in;
 		/* sync makes each pass look at a reconciled state rather than
@@ -793,10 +938,23 @@ static int ctl_wait(ctl_t *x, const ctl_batch_t *bt, uint64_t timeout_ms)
 		if ((r = ctl_call(x, "sync", NULL, NULL, CTL_SYNC_TIMEOUT_MS, &in)) != 0)
 			goto out;
 		api_incoming_free(&in);
-		if ((r = ctl_call(x, "status", NULL, NULL, CTL_TIMEOUT_MS, &in)) != 0)
-			goto out;
-		verdict = cli_batch_observe(&b, in.result);
-		api_incoming_free(&in);
+		/* One status call per kind the batch holds. */
+		for (size_t ki = 0; ctl_kinds[ki]; ki++) {
+			bool any = false;
+			for (size_t i = 0; i < b.n && !any; i++)
+				any = kinds[i] == ctl_kinds[ki];
+			if (!any)
+				continue;
+			/* The default kind's as before: no params at all. */
+			if ((r = ctl_call(x, "status",
+					  ctl_is_default(ctl_kinds[ki]) ? NULL : pack_name_kind,
+					  &(name_kind_t){ NULL, ctl_kinds[ki] }, CTL_TIMEOUT_MS,
+					  &in)) != 0)
+				goto out;
+			cli_batch_see(&b, ctl_kinds[ki], in.result);
+			api_incoming_free(&in);
+		}
+		verdict = cli_batch_pass(&b);
 		/* A failed pod is named at once, with its reason and last exit. */
 		for (size_t i = 0; i < b.n; i++)
 			if (b.conv.objs[i].newly_failed)
@@ -845,6 +1003,8 @@ out:
 	cli_batch_free(&b);
 	free(names);
 	free(waits);
+	free(kinds);
+	free(objs);
 	return r;
 }
 
@@ -913,8 +1073,9 @@ static int v_apply(ctl_t *x, int argc, char **argv)
 			api_obj_strcpy(api_map_get(e, "name"), name, sizeof name);
 			if (!api_obj_strcpy(api_map_get(e, "action"), action, sizeof action))
 				snprintf(action, sizeof action, "applied");
-			printf("%s%s %s\n", api_obj_streq(api_map_get(e, "kind"), "stack")
-			       ? "stack/" : "", name, action);
+			char kind[64] = "";
+			api_obj_strcpy(api_map_get(e, "kind"), kind, sizeof kind);
+			ctl_print_ref(kind, name, action);
 		}
 	api_incoming_free(&in);
 	fflush(stdout);
@@ -923,30 +1084,28 @@ static int v_apply(ctl_t *x, int argc, char **argv)
 	return r;
 }
 
-typedef struct names_kind { char **names; bool stack; } names_kind_t;
+typedef struct names_kind { char **names; const kind_t *kind; } names_kind_t;
 
 static int pack_names_kind(msgpack_packer *pk, void *arg)
 {
 	names_kind_t *nk = arg;
+	bool named = !ctl_is_default(nk->kind);
 	size_t n = 0;
 	while (nk->names[n])
 		n++;
-	msgpack_pack_array(pk, nk->stack ? 2 : 1);
+	msgpack_pack_array(pk, named ? 2 : 1);
 	msgpack_pack_array(pk, n);
 	for (size_t i = 0; i < n; i++)
 		if (api_pack_cstr(pk, nk->names[i]) < 0)
 			return -ENOMEM;
-	if (!nk->stack)
-		return 0;
-	msgpack_pack_map(pk, 1);
-	api_pack_cstr(pk, "kind");
-	return api_pack_cstr(pk, "stack");
+	return named ? pack_kind_opt(pk, nk->kind, 0) : 0;
 }
 
-/* Sends one delete of one kind and prints what it did. */
-static int ctl_delete(ctl_t *x, char **names, bool stack, bool ignore_nf)
+/* Sends one delete of one kind and prints what it did (and what went
+ * with it: the answer names every object's kind). */
+static int ctl_delete(ctl_t *x, char **names, const kind_t *k, bool ignore_nf)
 {
-	names_kind_t nk = { names, stack };
+	names_kind_t nk = { names, k };
 	api_incoming_t in;
 	int r;
 
@@ -959,16 +1118,16 @@ static int ctl_delete(ctl_t *x, char **names, bool stack, bool ignore_nf)
 		for (uint32_t i = 0; i < res->via.array.size; i++) {
 			const msgpack_object *e = &res->via.array.ptr[i];
 			const msgpack_object *d = api_map_get(e, "deleted");
-			bool is_stack = api_obj_streq(api_map_get(e, "kind"), "stack");
-			char name[256];
+			char name[256], kind[64];
+			if (!api_obj_strcpy(api_map_get(e, "kind"), kind, sizeof kind))
+				snprintf(kind, sizeof kind, "%s", k->name);
 			api_obj_strcpy(api_map_get(e, "name"), name, sizeof name);
 			if (d && d->type == MSGPACK_OBJECT_BOOLEAN && d->via.boolean) {
-				printf("%s%s deleted\n", is_stack ? "stack/" : "", name);
-			} else if (!ignore_nf && (is_stack || !stack)) {
+				ctl_print_ref(kind, name, "deleted");
+			} else if (!ignore_nf && !strcmp(kind, k->name)) {
 				/* As get and restart: a name that names
 				 * nothing is an error (kubectl's habit). */
-				fprintf(stderr, "tankctl: delete: %s \"%s\" not found\n",
-					is_stack ? "stack" : "pod", name);
+				fprintf(stderr, "tankctl: delete: %s \"%s\" not found\n", kind, name);
 				r = EXIT_ERR;
 			}
 		}
@@ -985,7 +1144,7 @@ static int v_delete(ctl_t *x, int argc, char **argv)
 	const char *file = NULL;
 	mf_manifest_t *m = NULL;
 	bool ignore_nf = false;
-	int o, r;
+	int o, r = 0;
 
 	while ((o = getopt_long(argc, argv, "f:", opts, NULL)) != -1) {
 		if (o == OPT_HELP)
@@ -998,33 +1157,34 @@ static int v_delete(ctl_t *x, int argc, char **argv)
 			return ctl_usage_error(x, "unknown option");
 	}
 	if (!file == (optind == argc))
-		return ctl_usage_error(x, "needs [stack] names or -f FILE (not both)");
+		return ctl_usage_error(x, "needs [KIND] names or -f FILE (not both)");
 	if (!file) {
-		bool stack = ctl_kind_word(argc, argv, 1);
-		return ctl_delete(x, argv + optind, stack, ignore_nf);   /* argv is NULL-terminated */
+		const kind_t *k = ctl_kind_word(argc, argv, 1);
+		return ctl_delete(x, argv + optind, k, ignore_nf);   /* argv is NULL-terminated */
 	}
 	if ((r = ctl_load(x, file, &m)) != 0)
 		return r;
-	char **pods = calloc(m->count + 1, sizeof *pods);
-	char **stacks = calloc(m->count + 1, sizeof *stacks);
-	size_t np = 0, ns = 0;
-	if (!pods || !stacks) {
+	char **names = calloc(m->count + 1, sizeof *names);
+	size_t nk = 0;
+	while (ctl_kinds[nk])
+		nk++;
+	if (!names) {
 		r = ctl_fail(x, "out of memory");
 	} else {
-		for (size_t i = 0; i < m->count; i++) {
-			if (ctl_is_stack(&m->objs[i]))
-				stacks[ns++] = (char *)m->objs[i].name;
-			else
-				pods[np++] = (char *)m->objs[i].name;
+		/* The kinds that take others with them first (the list's
+		 * order reversed: owners come after what they own). */
+		for (size_t ki = nk; ki-- > 0;) {
+			size_t n = 0;
+			for (size_t i = 0; i < m->count; i++)
+				if (ctl_kind_of(&m->objs[i]) == ctl_kinds[ki])
+					names[n++] = (char *)m->objs[i].name;
+			names[n] = NULL;
+			int r2 = ctl_delete(x, names, ctl_kinds[ki], ignore_nf);
+			if (!r)
+				r = r2;
 		}
-		/* The stacks first: they take the pods they own with them. */
-		r = ctl_delete(x, stacks, true, ignore_nf);
-		int r2 = ctl_delete(x, pods, false, ignore_nf);
-		if (!r)
-			r = r2;
 	}
-	free(pods);
-	free(stacks);
+	free(names);
 	mf_free(m);
 	return r;
 }
@@ -1149,7 +1309,7 @@ static void ctl_print_event(const msgpack_object *ev)
 	char buf[64];
 
 	if (ev->type != MSGPACK_OBJECT_MAP) {
-		pod_doc_emit(ev, POD_DOC_JSON, stdout);
+		mf_doc_emit(ev, MF_DOC_JSON, stdout);
 		return;
 	}
 	if (api_obj_int(api_map_get(ev, "at"), &at) && at >= 0) {
@@ -1189,7 +1349,7 @@ static int v_events(ctl_t *x, int argc, char **argv)
 	static const struct option opts[] = {
 		{ "help", no_argument, NULL, OPT_HELP },
 		{ "output", required_argument, NULL, 'o' }, { 0 } };
-	enum pod_doc_format fmt = POD_DOC_YAML;
+	enum mf_doc_format fmt = MF_DOC_YAML;
 	bool structured = false;
 	api_incoming_t in;
 	tank_error_t e;
@@ -1222,9 +1382,9 @@ static int v_events(ctl_t *x, int argc, char **argv)
 		if (in.type == API_NOTIFICATION && strcmp(in.method, "event") == 0)
 			for (uint32_t i = 0; i < in.params->via.array.size; i++) {
 				if (structured) {
-					if (fmt == POD_DOC_YAML)
+					if (fmt == MF_DOC_YAML)
 						fputs("---\n", stdout);
-					pod_doc_emit(&in.params->via.array.ptr[i], fmt, stdout);
+					mf_doc_emit(&in.params->via.array.ptr[i], fmt, stdout);
 				} else {
 					ctl_print_event(&in.params->via.array.ptr[i]);
 				}
@@ -1234,21 +1394,17 @@ static int v_events(ctl_t *x, int argc, char **argv)
 	}
 }
 
-typedef struct hist_params { const char *name; long limit; bool stack; } hist_params_t;
+typedef struct hist_params { const char *name; long limit; const kind_t *kind; } hist_params_t;
 
 static int pack_history(msgpack_packer *pk, void *arg)
 {
 	hist_params_t *p = arg;
 	msgpack_pack_array(pk, 2);
 	api_pack_cstr(pk, p->name);
-	msgpack_pack_map(pk, (p->limit >= 0) + p->stack);
+	pack_kind_opt(pk, p->kind, p->limit >= 0);
 	if (p->limit >= 0) {
 		api_pack_cstr(pk, "limit");
 		msgpack_pack_int64(pk, p->limit);
-	}
-	if (p->stack) {
-		api_pack_cstr(pk, "kind");
-		api_pack_cstr(pk, "stack");
 	}
 	return 0;
 }
@@ -1260,7 +1416,7 @@ static int v_history(ctl_t *x, int argc, char **argv)
 		{ "limit", required_argument, NULL, OPT_LIMIT },
 		{ "output", required_argument, NULL, 'o' }, { 0 } };
 	static const char *const heads[] = { "AT", "OBJECT", "FROM", "TO", "REASON" };
-	enum pod_doc_format fmt = POD_DOC_YAML;
+	enum mf_doc_format fmt = MF_DOC_YAML;
 	bool structured = false;
 	hist_params_t p = { .limit = -1 };
 	api_incoming_t in;
@@ -1281,9 +1437,9 @@ static int v_history(ctl_t *x, int argc, char **argv)
 			return ctl_usage_error(x, o == 'o' ? "-o takes yaml or json" : "unknown option");
 		}
 	}
-	p.stack = ctl_kind_word(argc, argv, 1);
+	p.kind = ctl_kind_word(argc, argv, 1);
 	if (argc - optind != 1)
-		return ctl_usage_error(x, "needs one name (a pod's, or: stack NAME)");
+		return ctl_usage_error(x, "needs one name (a pod's, or: KIND NAME)");
 	p.name = argv[optind];
 	if ((r = ctl_call(x, "history", pack_history, &p, CTL_TIMEOUT_MS, &in)) != 0)
 		return r;
@@ -1336,45 +1492,94 @@ static const verb_t ctl_verbs[] = {
 	  "terminal with a failure is named at once.  It prints re_runs_count and\n"
 	  "require_re_run; exit 1 if any pod failed or did not converge (or at the\n"
 	  "--timeout)." },
-	{ "delete", v_delete, "[stack] NAME... | -f FILE [--ignore-not-found]",
-	  "Deletes the named pods, or with `stack` the named stacks and the pods\n"
-	  "they own (or what a manifest holds); their containers are stopped.  A\n"
-	  "name that names nothing is an error (exit 1) unless --ignore-not-found." },
-	{ "get", v_get, "[stack] NAME | stacks [-o yaml|json]",
-	  "Prints a pod's (or a stack's) desired spec with its generation (YAML\n"
-	  "by default); a stack's comes with its status.  `get stacks`: every\n"
-	  "stack's." },
+	{ "delete", v_delete, "[KIND] NAME... | -f FILE [--ignore-not-found]",
+	  "Deletes the named pods, or the named objects of KIND (a kind's name,\n"
+	  "plural or short name) with what they own (or what a manifest holds);\n"
+	  "their containers are stopped.  A name that names nothing is an error\n"
+	  "(exit 1) unless --ignore-not-found." },
+	{ "get", v_get, "[KIND] NAME | KINDS [-o yaml|json]",
+	  "Prints a pod's (or an object of KIND's) desired spec with its\n"
+	  "generation (YAML by default), and its status for kinds above pods.\n"
+	  "`get KINDS` (a kind's plural or short name, pods too): the kind's\n"
+	  "table, or with -o every object." },
 	{ "ps", v_ps, "",
-	  "Lists the stacks (STACK PHASE READY AGE REASON), then the pods of each\n"
-	  "stack and the pods in none: NAME PHASE READY RESTARTS AGE PID REASON." },
-	{ "status", v_status, "[stack] [NAME] [-o yaml|json]",
-	  "Prints the status of one pod or of all pods (with `stack`: of stacks)." },
-	{ "up", v_up, "STACK [--wait [--timeout DURATION]]",
-	  "Brings a stack up (desired: up), and lifts an abort: its pods start in\n"
-	  "depends_on order.  --wait returns once it is up (exit 1 if it fails)." },
-	{ "down", v_down, "STACK [--wait [--timeout DURATION]]",
-	  "Brings a stack down (desired: down): its pods stop, dependents first.\n"
-	  "--wait returns once nothing of it runs." },
+	  "Lists the objects that own pods (one table per owning kind), then the\n"
+	  "pods of each and the pods in none: NAME PHASE READY RESTARTS AGE PID\n"
+	  "REASON." },
+	{ "status", v_status, "[KIND] [NAME] [-o yaml|json]",
+	  "Prints the status of one pod or of all pods (with KIND: of that kind)." },
 	{ "restart", v_restart, "NAME",
 	  "Restarts a pod and resets its retries, also when it is terminal." },
 	{ "logs", v_logs, "NAME [-c CONTAINER] [--tail N] [-f]",
 	  "Prints a pod's captured output; -f keeps printing new lines." },
 	{ "events", v_events, "[-o yaml|json]",
 	  "Prints the daemon's events as they happen, one per line (until interrupted)." },
-	{ "history", v_history, "[stack] NAME [--limit N] [-o yaml|json]",
-	  "Prints a pod's (or a stack's) recorded state transitions." },
+	{ "history", v_history, "[KIND] NAME [--limit N] [-o yaml|json]",
+	  "Prints a pod's (or an object of KIND's) recorded state transitions." },
 	{ "sync", v_sync, "", "Runs a full reconciliation pass and returns when it is done." },
 	{ "nudge", v_nudge, "", "Asks for a reconciliation pass soon, without waiting." },
 	{ "ping", v_ping, "", "Checks that tankd answers (prints pong)." },
 	{ "version", v_version, "", "Prints the versions of tankctl and tankd." },
 };
-#define CTL_NVERBS (sizeof ctl_verbs / sizeof ctl_verbs[0])
+#define CTL_NSTATIC (sizeof ctl_verbs / sizeof ctl_verbs[0])
+#define CTL_NKIND_VERBS 32
+
+/* The verbs: tankctl's own, then each kind's (kind.h's verbs). */
+static verb_t ctl_all[CTL_NSTATIC + CTL_NKIND_VERBS];
+static size_t CTL_NVERBS;
+
+/* A usage line with the kind words of the list: [KIND] becomes the
+ * names of the kinds other than the default, KINDS their plurals, so the
+ * help names what this tankctl knows. */
+static const char *ctl_usage_kinds(const char *u, char *buf, size_t cap)
+{
+	char names[128] = "", plurals[128] = "";
+	size_t at = 0;
+
+	for (size_t k = 1; ctl_kinds[k]; k++) {
+		size_t ln = strlen(names), lp = strlen(plurals);
+		snprintf(names + ln, sizeof names - ln, "%s%s", ln ? "|" : "", ctl_kinds[k]->name);
+		snprintf(plurals + lp, sizeof plurals - lp, "%s%s", lp ? "|" : "",
+			 ctl_kinds[k]->plural);
+	}
+	buf[0] = '\0';
+	while (*u && at + 1 < cap) {
+		const char *w = !strncmp(u, "KINDS", 5) ? plurals : !strncmp(u, "KIND", 4) ? names : NULL;
+		if (w) {
+			at += (size_t)snprintf(buf + at, cap - at, "%s", w);
+			u += strncmp(u, "KINDS", 5) ? 4 : 5;
+			if (at >= cap)
+				at = cap - 1;
+		} else {
+			buf[at++] = *u++;
+			buf[at] = '\0';
+		}
+	}
+	return buf;
+}
+
+static void ctl_verbs_init(void)
+{
+	static char usage[CTL_NSTATIC][256];
+	CTL_NVERBS = 0;
+	for (size_t i = 0; i < CTL_NSTATIC; i++) {
+		ctl_all[CTL_NVERBS] = ctl_verbs[i];
+		ctl_all[CTL_NVERBS++].usage = ctl_usage_kinds(ctl_verbs[i].usage, usage[i],
+							       sizeof usage[i]);
+	}
+	for (size_t k = 0; ctl_kinds[k]; k++)
+		for (size_t v = 0; v < ctl_kinds[k]->nverbs &&
+				   CTL_NVERBS < CTL_NSTATIC + CTL_NKIND_VERBS; v++) {
+			const kind_verb_t *kv = &ctl_kinds[k]->verbs[v];
+			ctl_all[CTL_NVERBS++] = (verb_t){ kv->name, v_kind_verb, kv->usage, kv->help };
+		}
+}
 
 static const verb_t *ctl_find(const char *name)
 {
 	for (size_t i = 0; i < CTL_NVERBS; i++)
-		if (strcmp(ctl_verbs[i].name, name) == 0)
-			return &ctl_verbs[i];
+		if (strcmp(ctl_all[i].name, name) == 0)
+			return &ctl_all[i];
 	return NULL;
 }
 
@@ -1385,7 +1590,7 @@ static void ctl_main_help(FILE *fp)
 		"DATA_DIR/tank.sock (DATA_DIR: $TANK_DATA_DIR, /var/lib/tank for root,\n"
 		"$XDG_STATE_HOME/tank or ~/.local/state/tank otherwise).\n\nverbs:\n");
 	for (size_t i = 0; i < CTL_NVERBS; i++)
-		fprintf(fp, "  %-8s %s\n", ctl_verbs[i].name, ctl_verbs[i].usage);
+		fprintf(fp, "  %-8s %s\n", ctl_all[i].name, ctl_all[i].usage);
 	fprintf(fp, "\n'tankctl VERB --help' describes a verb.  Exit status: 0 success,\n"
 		"1 error (reported by tankd, or tankd unreachable), 2 bad usage.\n");
 }
@@ -1395,6 +1600,7 @@ int main(int argc, char **argv)
 	ctl_t x = { .verb = NULL };
 	int i = 1, r;
 
+	ctl_verbs_init();
 	/* Global options come before the verb. */
 	while (i < argc && argv[i][0] == '-') {
 		if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {

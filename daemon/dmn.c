@@ -33,7 +33,7 @@
 #include "daemon/dmn_events.h"
 #include "pod/pod_cgroup.h"
 #include "pod/pod_mgr.h"
-#include "stack/stack_mgr.h"
+#include "kinds/kind.h"
 #include "common/kit_units.h"
 #include "reconciler/rc_loop.h"
 #include "runtime/rt.h"
@@ -64,7 +64,10 @@ struct dmn {
 	st_t *store;
 	pod_cgroup_env_t cg;
 	pod_mgr_t *pods;
-	stack_mgr_t *stacks;
+	/* The kinds and their instances (each kind's open, in list order);
+	 * the api and the kinds' callbacks borrow it. */
+	kind_env_t kinds;
+	size_t nopen;           /* kinds opened, to close in reverse */
 	rt_t *rt;
 	api_daemon_t api;
 	api_method_t methods[API_NMETHODS];
@@ -305,25 +308,21 @@ static void on_event(void *ctx, const pod_event_t *ev)
 	publish(ctx, pack_pod_ev, ev);
 }
 
-static int pack_stack_ev(msgpack_packer *pk, const void *arg)
+static void publish_kind(void *ctx, int (*pack)(msgpack_packer *pk, const void *arg),
+			 const void *arg)
 {
-	return dmn_event_pack_stack(pk, arg);
+	publish(ctx, pack, arg);
 }
 
-static void on_stack_event(void *ctx, const stack_event_t *ev)
-{
-	publish(ctx, pack_stack_ev, ev);
-}
-
-/* The loop's record hook: each kind records its own transitions. */
+/* The loop's record hook: each kind records its own managers' transitions. */
 static void record(void *ctx, const rc_transition_t *t)
 {
 	dmn_t *d = ctx;
+	const kind_t *k = kind_of_manager(d->kinds.kinds, t->kind);
+	void *inst = k ? kind_inst(&d->kinds, k) : NULL;
 
-	if (strcmp(t->kind, "stack") == 0)
-		stack_mgr_record(d->stacks, t);
-	else
-		pod_mgr_record(d->pods, t);
+	if (k && k->record && inst)
+		k->record(inst, t);
 }
 
 static int start_reconciler(rt_t *rt, void *arg, void *extra, rt_pid_t *out)
@@ -336,15 +335,21 @@ static int start_reconciler(rt_t *rt, void *arg, void *extra, rt_pid_t *out)
 		 * loop: 10 times from 100 ms, doubling, capped at 30 s, is
 		 * about 80 s before the container is failed. */
 		.max_retries = 10,
-		.managers = { &pod_manager, &pod_ctr_manager, &stack_manager },
-		.ctx = { d->pods, d->pods, d->stacks },
-		.nkinds = 3,
 		.record = record,
 		.record_ctx = d,
 		/* api_methods finds the reconciler by this name. */
 		.name = API_RECONCILER_NAME,
 	};
 
+	/* Every manager of every kind, each with its kind's instance. */
+	for (size_t i = 0; d->kinds.kinds[i] && i < KIND_MAX; i++)
+		for (size_t m = 0; m < KIND_MANAGERS_MAX; m++) {
+			const rc_manager_t *mg = d->kinds.kinds[i]->managers[m];
+			if (!mg || o.nkinds == RC_MAX_KINDS)
+				continue;
+			o.managers[o.nkinds] = mg;
+			o.ctx[o.nkinds++] = d->kinds.inst[i];
+		}
 	(void)extra;
 	return rc_loop_start(rt, &o, out);
 }
@@ -588,7 +593,11 @@ static void release(dmn_t *d)
 	 * must not wait on its embedder's. */
 	if (d->ran)
 		reap_killed();
-	stack_mgr_free(d->stacks);
+	while (d->nopen) {
+		const kind_t *k = d->kinds.kinds[--d->nopen];
+		if (k->close && d->kinds.inst[d->nopen])
+			k->close(d->kinds.inst[d->nopen]);
+	}
 	pod_mgr_free(d->pods);
 	if (d->cg.mode != POD_CGROUP_NONE)
 		(void)pod_cgroup_env_cleanup(&d->cg);
@@ -650,22 +659,34 @@ int dmn_open(const dmn_opts_t *opts, dmn_t **out, tank_error_t *err)
 		release(d);
 		return rc;
 	}
-	stack_mgr_opts_t sko = {
-		.store = d->store, .pods = d->pods,
-		.on_event = on_stack_event, .event_ctx = d,
+	/* Each kind's instance, in list order (a kind may use those before
+	 * it: a kind above pods becomes their owner). */
+	d->kinds = (kind_env_t){
+		.rt = d->rt, .store = d->store, .log_dir = d->log_dir,
+		.loop_name = API_RECONCILER_NAME, .pods = d->pods,
+		.kinds = opts->kinds ? (const kind_t *const *)opts->kinds : tank_kinds,
+		.publish = publish_kind, .publish_ctx = d,
 	};
-	tank_error_t se;
-	tank_error_clear(&se);
-	if ((rc = stack_mgr_new(&sko, &d->stacks, &se)) < 0) {
-		d->stacks = NULL;
-		tank_error_set(err, rc, "unable to load the stacks: %s",
-			       se.msg[0] ? se.msg : tank_strerror(rc));
-		release(d);
-		return rc;
+	for (size_t i = 0; d->kinds.kinds[i]; i++) {
+		const kind_t *k = d->kinds.kinds[i];
+		tank_error_t ke;
+		if (i == KIND_MAX) {
+			rc = tank_error_set(err, -E2BIG, "more than %d kinds", KIND_MAX);
+			release(d);
+			return rc;
+		}
+		tank_error_clear(&ke);
+		if (k->open && (rc = k->open(&d->kinds, &d->kinds.inst[i], &ke)) < 0) {
+			tank_error_set(err, rc, "unable to open the kind %s: %s", k->name,
+				       ke.msg[0] ? ke.msg : tank_strerror(rc));
+			release(d);
+			return rc;
+		}
+		d->nopen = i + 1;
 	}
 	d->api = (api_daemon_t){ .rt = d->rt, .store = d->store, .log_dir = d->log_dir,
 				 .version = opts->version ? opts->version : DMN_VERSION,
-				 .pods = d->pods, .stacks = d->stacks };
+				 .pods = d->pods, .kinds = &d->kinds };
 	d->nmethods = api_methods_table(&d->api, d->methods);
 
 	const sup_spec_t children[] = {

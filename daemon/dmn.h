@@ -104,6 +104,10 @@ typedef struct dmn_opts {
 	/* Test hook: starts a container process; NULL = pod_launch.  Same
 	 * contract as pod_launch (pod_launch.h). */
 	int (*launch)(const pod_launch_opts_t *o, pod_proc_t *out, tank_error_t *err);
+	/* The kinds this daemon serves (kinds/kind.h), NULL-terminated, the
+	 * Pod kind first; NULL: the shipped list, tank_kinds.  A test build
+	 * of tankd adds its own kinds here. */
+	const struct kind *const *kinds;
 } dmn_opts_t;
 
 typedef struct dmn dmn_t;

@@ -70,22 +70,6 @@ int dmn_event_pack(msgpack_packer *pk, const pod_event_t *ev)
 	return rc ? -ENOMEM : 0;
 }
 
-int dmn_event_pack_stack(msgpack_packer *pk, const stack_event_t *ev)
-{
-	int rc = msgpack_pack_map(pk, 7);
-
-	rc |= api_pack_cstr(pk, "type");
-	rc |= api_pack_cstr(pk, "stack");
-	rc |= api_pack_cstr(pk, "stack");
-	rc |= pack_str_or_nil(pk, ev->stack);
-	rc |= pack_change(pk, ev->from, ev->to, ev->reason);
-	rc |= api_pack_cstr(pk, "at");
-	rc |= msgpack_pack_int64(pk, ev->at);
-	rc |= api_pack_cstr(pk, "generation");
-	rc |= msgpack_pack_uint64(pk, ev->generation);
-	return rc ? -ENOMEM : 0;
-}
-
 int dmn_event_pack_store(msgpack_packer *pk, bool failing, const char *reason,
 			 uint64_t failures, int64_t at)
 {

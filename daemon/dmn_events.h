@@ -10,11 +10,13 @@
  *    to, reason, at (ms since the epoch), generation, uid}
  *   {type: "probe", pod, container, result, ready, at, generation, uid}
  *    (pod_event_t.probe set)
- *   {type: "stack", stack, from, to, reason, at, generation}
+ *
+ * Kinds above pods pack their own events (their descriptor's open gets
+ * the daemon's publisher: kinds/kind.h), so that a kind adds its event
+ * type in its own folder, not here.
  *
  * The encoding is its own module so that it can be tested without a
- * daemon, and so that the next kinds (actions, jobs) add their event types
- * next to this one rather than inside the daemon's wiring.
+ * daemon.
  *
  * Pure functions: no allocation beyond the packer's buffer, no blocking.
  */
@@ -26,7 +28,6 @@
 #include <stdint.h>
 
 #include "pod/pod_mgr.h"
-#include "stack/stack_mgr.h"
 
 /* Number of keys in a transition event map. */
 #define DMN_EVENT_TRANSITION_KEYS 9
@@ -37,9 +38,6 @@
  * not grow (what was written is then incomplete: discard the buffer). */
 int dmn_event_pack(msgpack_packer *pk, const pod_event_t *ev);
 
-/* A stack's transition, as the map above.  Same return as
- * dmn_event_pack. */
-int dmn_event_pack_stack(msgpack_packer *pk, const stack_event_t *ev);
 
 /* The store's status commits started failing (failing, with the reason
  * and the failures so far) or work again (reason nil, failures: how many

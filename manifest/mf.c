@@ -98,7 +98,7 @@ void mf_free(mf_manifest_t *m)
 		if (m->objs[i].obj)
 			m->objs[i].kind->free_obj(m->objs[i].obj);
 	free(m->objs);
-	pod_docs_free(m->docs);
+	mf_docs_free(m->docs);
 	free(m);
 }
 
@@ -134,7 +134,7 @@ int mf_parse(const mf_registry_t *r, const char *text, size_t len,
 	}
 	if (!(m = calloc(1, sizeof *m)))
 		return -ENOMEM;
-	if ((rc = pod_docs_load(text, len, source, &m->docs, errs)) < 0)
+	if ((rc = mf_docs_load(text, len, source, &m->docs, errs)) < 0)
 		goto fail;
 	/* Flatten documents and lists into one sequence of objects. */
 	for (size_t i = 0; i < m->docs->count; i++) {

@@ -5,7 +5,7 @@
  *
  * manifest/ validates no field itself.  A kind registers an mf_kind_t (its
  * name and validator) in an mf_registry_t; mf_parse() reads YAML or JSON
- * text (pod_doc), flattens documents and list documents into objects,
+ * text (mf_doc), flattens documents and list documents into objects,
  * reads and strips each object's `kind`, and calls that kind's validator
  * on the rest.  An unknown kind is an error naming the document; names
  * must be unique per kind.
@@ -23,7 +23,7 @@
 
 #include <msgpack.h>
 
-#include "pod/pod_doc.h"
+#include "manifest/mf_doc.h"
 #include "common/kit_errors.h"
 
 #define MF_MAX_KINDS 16
@@ -77,7 +77,7 @@ typedef struct mf_object {
 typedef struct mf_manifest {
 	size_t count;
 	mf_object_t *objs;
-	pod_docs_t *docs;            /* owns the raw objects */
+	mf_docs_t *docs;            /* owns the raw objects */
 } mf_manifest_t;
 
 /* Parses text[0..len) (source names it in errors; ".json" selects strict

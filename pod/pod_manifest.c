@@ -20,7 +20,7 @@ void pod_manifest_free(pod_manifest_t *m)
 		pod_spec_free(m->specs[i]);
 	free(m->specs);
 	free(m->raw);
-	pod_docs_free(m->docs);
+	mf_docs_free(m->docs);
 	free(m);
 }
 

@@ -24,7 +24,7 @@
 
 #include <msgpack.h>
 
-#include "pod/pod_doc.h"
+#include "manifest/mf_doc.h"
 #include "common/kit_errors.h"
 #include "pod/pod_spec.h"
 #include "manifest/mf.h"
@@ -37,7 +37,7 @@ typedef struct pod_manifest {
 	pod_spec_t **specs;          /* count validated specs, owned */
 	const msgpack_object **raw;  /* the map each spec came from, as
 				      * written (borrowed from docs) */
-	pod_docs_t *docs;            /* owns the raw objects */
+	mf_docs_t *docs;            /* owns the raw objects */
 } pod_manifest_t;
 
 /*

@@ -10,6 +10,7 @@
 #include <time.h>
 
 #include "api/api_rpc.h"
+#include "kinds/kind.h"
 
 void cli_format_age(uint64_t ms, char *buf, size_t cap)
 {
@@ -109,18 +110,6 @@ const char *const cli_ps_headers[CLI_PS_COLS] = {
 	"NAME", "PHASE", "READY", "RESTARTS", "AGE", "PID", "REASON",
 };
 
-static void cli__str(const msgpack_object *o, char *buf, size_t cap, const char *dflt)
-{
-	int64_t v;
-
-	if (api_obj_strcpy(o, buf, cap) && *buf)
-		return;
-	if (api_obj_int(o, &v))
-		snprintf(buf, cap, "%" PRId64, v);
-	else
-		snprintf(buf, cap, "%s", dflt);
-}
-
 static int cli__byname(const void *a, const void *b)
 {
 	const msgpack_object *x = *(const msgpack_object *const *)a;
@@ -132,29 +121,25 @@ static int cli__byname(const void *a, const void *b)
 	return strcmp(nx, ny);
 }
 
-int cli_ps_table(const msgpack_object *statuses, uint64_t now_ms, cli_table_t *t)
-{
-	return cli_ps_table_in(statuses, (const char *)-1, now_ms, t);
-}
-
-/* Whether status s belongs in the table of `stack` ((char *)-1: all). */
-static bool cli__in(const msgpack_object *s, const char *stack)
+/* Whether status s belongs in the table: its `owner` key is `in` (NULL:
+ * absent or nil; (char *)-1: every row). */
+static bool cli__in(const msgpack_object *s, const char *owner, const char *in)
 {
 	char have[256];
-	if (stack == (const char *)-1)
+	if (in == (const char *)-1 || !owner)
 		return true;
-	bool in = api_obj_strcpy(api_map_get(s, "stack"), have, sizeof have) && have[0];
-	return stack ? in && strcmp(have, stack) == 0 : !in;
+	bool has = api_obj_strcpy(api_map_get(s, owner), have, sizeof have) && have[0];
+	return in ? has && strcmp(have, in) == 0 : !has;
 }
 
-/* The status maps of the list that belong in the table of `stack` (as
- * cli__in), sorted by name: a malloc'ed array in *out, its length in *n.
- * -EINVAL when statuses is not a list, -ENOMEM. */
-static int cli__rows(const msgpack_object *statuses, const char *stack,
-		     const msgpack_object ***out, uint32_t *n)
+int cli_kind_rows(const kind_t *k, const msgpack_object *statuses, const char *owner,
+		  const char *in, uint64_t now_ms, cli_table_t *t)
 {
 	const msgpack_object **rows;
 	uint32_t m = 0;
+	char cells[KIND_COLS_MAX][256];
+	const char *row[KIND_COLS_MAX];
+	int r = 0;
 
 	if (!statuses || statuses->type != MSGPACK_OBJECT_ARRAY)
 		return -EINVAL;
@@ -162,108 +147,22 @@ static int cli__rows(const msgpack_object *statuses, const char *stack,
 			    sizeof *rows)))
 		return -ENOMEM;
 	for (uint32_t i = 0; i < statuses->via.array.size; i++)
-		if (cli__in(&statuses->via.array.ptr[i], stack))
+		if (cli__in(&statuses->via.array.ptr[i], owner, in))
 			rows[m++] = &statuses->via.array.ptr[i];
 	qsort(rows, m, sizeof *rows, cli__byname);
-	*out = rows;
-	*n = m;
-	return 0;
-}
-
-static void cli__age(const msgpack_object *s, uint64_t now_ms, char *age, size_t cap)
-{
-	int64_t since;
-	if (api_obj_int(api_map_get(s, "since"), &since) && since > 0 &&
-	    (uint64_t)since <= now_ms)
-		cli_format_age(now_ms - (uint64_t)since, age, cap);
-	else
-		snprintf(age, cap, "-");
-}
-
-const char *const cli_stack_headers[CLI_STACK_COLS] = {
-	"STACK", "PHASE", "READY", "AGE", "REASON",
-};
-
-int cli_stack_table(const msgpack_object *statuses, uint64_t now_ms, cli_table_t *t)
-{
-	const msgpack_object **sorted;
-	uint32_t n;
-	int r;
-
-	if ((r = cli__rows(statuses, (const char *)-1, &sorted, &n)) < 0)
-		return r;
-	for (uint32_t i = 0; i < n && r == 0; i++) {
-		const msgpack_object *s = sorted[i];
-		char name[256], phase[64], ready[64], rd[32], tot[32], age[32], reason[256];
-		cli__str(api_map_get(s, "name"), name, sizeof name, "-");
-		cli__str(api_map_get(s, "phase"), phase, sizeof phase, "-");
-		cli__str(api_map_get(s, "reason"), reason, sizeof reason, "");
-		/* A starting stack says what it waits for. */
-		char wf[256];
-		if (api_obj_strcpy(api_map_get(s, "waiting_for"), wf, sizeof wf) && wf[0])
-			snprintf(reason, sizeof reason, "%s", wf);
-		cli__str(api_map_get(s, "ready"), rd, sizeof rd, "0");
-		cli__str(api_map_get(s, "total"), tot, sizeof tot, "?");
-		snprintf(ready, sizeof ready, "%s/%s", rd, tot);
-		cli__age(s, now_ms, age, sizeof age);
-		const char *row[CLI_STACK_COLS] = { name, phase, ready, age, reason };
-		r = cli_table_add(t, row);
-	}
-	free(sorted);
-	return r;
-}
-
-int cli_ps_table_in(const msgpack_object *statuses, const char *stack, uint64_t now_ms,
-		    cli_table_t *t)
-{
-	const msgpack_object **sorted;
-	uint32_t n;
-	int r;
-
-	if ((r = cli__rows(statuses, stack, &sorted, &n)) < 0)
-		return r;
-	for (uint32_t i = 0; i < n && r == 0; i++) {
-		const msgpack_object *s = sorted[i];
-		const msgpack_object *cs = api_map_get(s, "containers");
-		char name[256], phase[64], ready[32], restarts[32], age[32], pid[32],
-		     reason[256];
-		uint32_t total = 0, running = 0;
-
-		cli__str(api_map_get(s, "name"), name, sizeof name, "-");
-		cli__str(api_map_get(s, "phase"), phase, sizeof phase, "-");
-		cli__str(api_map_get(s, "restarts"), restarts, sizeof restarts, "0");
-		cli__str(api_map_get(s, "reason"), reason, sizeof reason, "");
-		cli__age(s, now_ms, age, sizeof age);
-		snprintf(pid, sizeof pid, "-");
-		if (cs && cs->type == MSGPACK_OBJECT_ARRAY) {
-			total = cs->via.array.size;
-			/* READY counts containers whose `ready` is true: running
-			 * and past their readiness probe (tankd before probes
-			 * sent no `ready`: running counts then). */
-			for (uint32_t k = 0; k < total; k++) {
-				const msgpack_object *c = &cs->via.array.ptr[k];
-				const msgpack_object *rd = api_map_get(c, "ready");
-				if (rd && rd->type == MSGPACK_OBJECT_BOOLEAN)
-					running += rd->via.boolean;
-				else
-					running += api_obj_streq(api_map_get(c, "phase"), "running");
-			}
-			/* The first container with a live process: a pod whose
-			 * first container ended while others run still shows
-			 * a pid. */
-			for (uint32_t k = 0; k < total; k++) {
-				int64_t p;
-				if (api_obj_int(api_map_get(&cs->via.array.ptr[k], "pid"), &p) &&
-				    p > 0) {
-					snprintf(pid, sizeof pid, "%" PRId64, p);
-					break;
-				}
-			}
+	for (uint32_t i = 0; i < m && r == 0; i++) {
+		for (size_t c = 0; c < k->ncols && c < KIND_COLS_MAX; c++) {
+			cells[c][0] = '\0';
+			k->cols[c].cell(rows[i], now_ms, cells[c], sizeof cells[c]);
+			row[c] = cells[c];
 		}
-		snprintf(ready, sizeof ready, "%u/%u", running, total);
-		const char *row[CLI_PS_COLS] = { name, phase, ready, restarts, age, pid, reason };
 		r = cli_table_add(t, row);
 	}
-	free(sorted);
+	free(rows);
 	return r;
+}
+
+int cli_ps_table(const msgpack_object *statuses, uint64_t now_ms, cli_table_t *t)
+{
+	return cli_kind_rows(tank_kinds[0], statuses, NULL, (const char *)-1, now_ms, t);
 }

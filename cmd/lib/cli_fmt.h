@@ -34,28 +34,25 @@ int cli_table_add(cli_table_t *t, const char *const *cells);
 int cli_table_print(const cli_table_t *t, FILE *fp);
 void cli_table_free(cli_table_t *t);
 
-/* The `ps` columns. */
+/* The `ps` columns (the default kind's, Pod). */
 #define CLI_PS_COLS 7
 extern const char *const cli_ps_headers[CLI_PS_COLS];
 
-/*
- * Adds one row per status map of `statuses` (a list, DESIGN.md §6 shape):
- * NAME, PHASE, READY (running containers/total), RESTARTS, AGE (now_ms -
- * since, both ms since the epoch), PID (first container's, "-" if none),
- * REASON.  Missing fields print as "-" (or "" for REASON).  Rows are
- * sorted by name.  0, -EINVAL when statuses is not a list, -ENOMEM.
- */
-int cli_ps_table(const msgpack_object *statuses, uint64_t now_ms, cli_table_t *t);
-/* The same for the pods whose `stack` is `stack` only (NULL: the pods in
- * no stack): `ps` prints one such table per stack. */
-int cli_ps_table_in(const msgpack_object *statuses, const char *stack, uint64_t now_ms,
-		    cli_table_t *t);
+struct kind;
 
-/* The stacks' table of `ps`: STACK PHASE READY (ready pods/total) AGE
- * REASON, one row per status map of a stack, sorted by name.  Same
- * returns as cli_ps_table. */
-#define CLI_STACK_COLS 5
-extern const char *const cli_stack_headers[CLI_STACK_COLS];
-int cli_stack_table(const msgpack_object *statuses, uint64_t now_ms, cli_table_t *t);
+/*
+ * Adds one row per status map of `statuses` (a list, DESIGN.md §6 shape)
+ * with the columns of kind k (kinds/kind.h: each column's cell function
+ * reads the map; missing fields print as "-").  Only the maps whose
+ * `owner` key (an owning kind's name) is `in` (NULL: in
+ * none; (char *)-1, or owner NULL: every map).  Rows are sorted by name.
+ * 0, -EINVAL when statuses is not a list, -ENOMEM.
+ */
+int cli_kind_rows(const struct kind *k, const msgpack_object *statuses, const char *owner,
+		  const char *in, uint64_t now_ms, cli_table_t *t);
+
+/* The pods' table of `ps`: NAME, PHASE, READY (ready containers/total),
+ * RESTARTS, AGE, PID (first live container's), REASON. */
+int cli_ps_table(const msgpack_object *statuses, uint64_t now_ms, cli_table_t *t);
 
 #endif

@@ -11,7 +11,7 @@
 #include <string.h>
 
 #include "api/api_rpc.h"
-#include "pod/pod_observe.h"
+#include "kinds/kind.h"
 
 uint64_t cli_reconcile_wait_ms(const pod_reconcile_wait_t *w, unsigned run,
 			       uint64_t rnd)
@@ -72,13 +72,44 @@ static const msgpack_object *cli__find(const msgpack_object *statuses, const cha
 	return NULL;
 }
 
-rc_conv_verdict_t cli_batch_observe(cli_batch_t *b, const msgpack_object *statuses)
+void cli_batch_kinds(cli_batch_t *b, const struct kind *const *kinds,
+		     const void *const *objs)
+{
+	b->kinds = kinds;
+	b->objs = objs;
+}
+
+void cli_batch_see(cli_batch_t *b, const struct kind *k, const msgpack_object *statuses)
 {
 	for (size_t i = 0; i < b->n; i++) {
+		const kind_t *ki = b->kinds && b->kinds[i] ? b->kinds[i] : tank_kinds[0];
+		if (ki != k)
+			continue;
 		const msgpack_object *s = cli__find(statuses, b->names[i]);
-		b->have[i] = s && pod_observe_status(s, &b->obs[i]) == 0 ? &b->obs[i] : NULL;
+		const void *obj = b->objs ? b->objs[i] : NULL;
+		b->have[i] = NULL;
+		if (!s)
+			continue;
+		if (!k->observe) {
+			/* A kind with nothing to wait for: there is enough. */
+			memset(&b->obs[i], 0, sizeof b->obs[i]);
+			b->obs[i].state = RC_OBS_DONE;
+			b->have[i] = &b->obs[i];
+		} else if (k->observe(obj, s, NULL, &b->obs[i]) == 0) {
+			b->have[i] = &b->obs[i];
+		}
 	}
+}
+
+rc_conv_verdict_t cli_batch_pass(cli_batch_t *b)
+{
 	return rc_conv_pass(&b->conv, b->have);
+}
+
+rc_conv_verdict_t cli_batch_observe(cli_batch_t *b, const msgpack_object *statuses)
+{
+	cli_batch_see(b, tank_kinds[0], statuses);
+	return cli_batch_pass(b);
 }
 
 bool cli_batch_pending(const cli_batch_t *b, size_t i)

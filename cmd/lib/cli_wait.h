@@ -31,15 +31,20 @@
 uint64_t cli_reconcile_wait_ms(const pod_reconcile_wait_t *w, unsigned run,
 			       uint64_t rnd);
 
+struct kind;
+
 /*
- * The batch: the applied pods, observed at each pass through the pod
- * kind's observation (pod/pod_observe.h) and judged by the generic rule
- * (reconciler/rc_converge.h: converged, failed, or pending; progress; 3
- * passes without progress end the wait).
+ * The batch: the applied objects, observed at each pass through their
+ * kind's observation (kinds/kind.h: the status map and the object as
+ * applied) and judged by the generic rule (reconciler/rc_converge.h:
+ * converged, failed, or pending; progress; 3 passes without progress end
+ * the wait).
  */
 typedef struct cli_batch {
 	size_t n;
 	const char *const *names;            /* borrowed, n */
+	const struct kind *const *kinds;     /* borrowed, n; NULL: the default kind */
+	const void *const *objs;             /* borrowed, n; NULL: none */
 	const pod_reconcile_wait_t *const *waits; /* borrowed, n; NULL entries
 						 * (or NULL array) = default */
 	rc_conv_t conv;                      /* verdicts, progress, re_runs */
@@ -52,12 +57,21 @@ int cli_batch_init(cli_batch_t *b, size_t n, const char *const *names,
 		   const pod_reconcile_wait_t *const *waits);
 void cli_batch_free(cli_batch_t *b);
 
-/* Feeds one pass: `statuses` is a list of status maps (extra pods are
- * ignored; an applied pod missing from it is pending).  Returns the
- * rc_conv verdict. */
+/* Objects of several kinds: kinds[i], and objs[i] the applied object
+ * its kind's observation reads (either may be NULL: the default kind, no
+ * object).  Borrowed; call after init. */
+void cli_batch_kinds(cli_batch_t *b, const struct kind *const *kinds,
+		     const void *const *objs);
+/* One kind's part of a pass: `statuses` is that kind's list of status
+ * maps (extra objects are ignored; an applied one missing from it is
+ * pending). */
+void cli_batch_see(cli_batch_t *b, const struct kind *k, const msgpack_object *statuses);
+/* Ends a pass (every kind seen): the rc_conv verdict. */
+rc_conv_verdict_t cli_batch_pass(cli_batch_t *b);
+/* A pass of a batch of the default kind only: see, then pass. */
 rc_conv_verdict_t cli_batch_observe(cli_batch_t *b, const msgpack_object *statuses);
 
-/* True while pod i is pending (neither converged nor failed). */
+/* True while object i is pending (neither converged nor failed). */
 bool cli_batch_pending(const cli_batch_t *b, size_t i);
 
 /* The longest wait among the pending pods for the next re-run

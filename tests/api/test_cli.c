@@ -289,3 +289,88 @@ Test(api, cli_ps_pid_of_the_first_live_container)
 	msgpack_unpacked_destroy(&up);
 	msgpack_sbuffer_destroy(&sb);
 }
+
+/* A run-once pod (restart: never or on_failure) observed through its
+ * kind with the applied spec: running at two equal passes is not
+ * converged, it is done only once completed; its failure fails it. A
+ * pod that runs until stopped converges as before, in the same batch. */
+Test(api, cli_batch_run_once_pods_converge_only_when_completed)
+{
+	const char *names[] = { "once", "fails", "svc" };
+	pod_spec_t never = { .restart = POD_RESTART_NEVER };
+	pod_spec_t on_failure = { .restart = POD_RESTART_ON_FAILURE };
+	pod_spec_t always = { .restart = POD_RESTART_ALWAYS };
+	const void *objs[] = { &never, &on_failure, &always };
+	const kind_t *kinds[] = { tank_kinds[0], tank_kinds[0], tank_kinds[0] };
+	cli_batch_t b;
+	msgpack_unpacked up;
+	cr_assert_eq(cli_batch_init(&b, 3, names, NULL), 0);
+	cli_batch_kinds(&b, kinds, objs);
+
+	st_t run[] = { { "once", "running", NULL, 0, 1, 1, 1, 10 },
+		       { "fails", "running", NULL, 0, 1, 1, 1, 20 },
+		       { "svc", "running", NULL, 0, 1, 1, 1, 30 } };
+	for (int pass = 0; pass < 2; pass++) {
+		cli_batch_see(&b, tank_kinds[0], statuses(&up, run, 3));
+		cr_assert_eq(cli_batch_pass(&b), RC_CONV_AGAIN);
+		msgpack_unpacked_destroy(&up);
+	}
+	cr_assert(cli_batch_pending(&b, 0) && cli_batch_pending(&b, 1),
+		  "run-once pods seen running twice are still pending");
+	cr_assert(!cli_batch_pending(&b, 2), "the service converged");
+	cr_assert(strstr(b.obs[0].why, "restart never"), "%s", b.obs[0].why);
+
+	st_t end[] = { { "once", "terminal", "completed", 0, 1, 1, 0, 0 },
+		       { "fails", "terminal", "failed", 0, 1, 1, 0, 0 },
+		       { "svc", "running", NULL, 0, 1, 1, 1, 30 } };
+	cli_batch_see(&b, tank_kinds[0], statuses(&up, end, 3));
+	cr_assert_eq(cli_batch_pass(&b), RC_CONV_DONE);
+	msgpack_unpacked_destroy(&up);
+	cr_assert_eq(b.conv.objs[0].verdict, RC_CONV_OBJ_CONVERGED);
+	cr_assert_eq(b.conv.objs[1].verdict, RC_CONV_OBJ_FAILED);
+	cr_assert(rc_conv_any_failed(&b.conv));
+	cli_batch_free(&b);
+}
+
+/* The descriptors' tables: the stack kind's columns for stacks, the
+ * pods' filtered by the owner key their status carries. */
+Test(api, cli_kind_rows_use_the_descriptors_columns)
+{
+	const kind_t *stack = kind_find(tank_kinds, "st", 2);
+	cr_assert_not_null(stack);
+	cr_assert_not_null(kind_find(tank_kinds, "PODS", 4), "any case");
+	cr_assert_null(kind_find(tank_kinds, "stacksx", 7));
+	msgpack_sbuffer sb;
+	msgpack_packer pk;
+	msgpack_unpacked u;
+	size_t off = 0;
+	msgpack_sbuffer_init(&sb);
+	msgpack_packer_init(&pk, &sb, msgpack_sbuffer_write);
+	msgpack_pack_array(&pk, 1);
+	msgpack_pack_map(&pk, 5);
+	api_pack_cstr(&pk, "name");        api_pack_cstr(&pk, "shop");
+	api_pack_cstr(&pk, "phase");       api_pack_cstr(&pk, "starting");
+	api_pack_cstr(&pk, "ready");       msgpack_pack_uint32(&pk, 1);
+	api_pack_cstr(&pk, "total");       msgpack_pack_uint32(&pk, 2);
+	api_pack_cstr(&pk, "waiting_for"); api_pack_cstr(&pk, "pod web is starting");
+	msgpack_unpacked_init(&u);
+	cr_assert_eq(msgpack_unpack_next(&u, sb.data, sb.size, &off), MSGPACK_UNPACK_SUCCESS);
+	const char *heads[KIND_COLS_MAX];
+	for (size_t c = 0; c < stack->ncols; c++)
+		heads[c] = stack->cols[c].header;
+	cli_table_t t;
+	cr_assert_eq(cli_table_init(&t, stack->ncols, heads), 0);
+	cr_assert_eq(cli_kind_rows(stack, &u.data, NULL, (const char *)-1, 1000, &t), 0);
+	cr_assert_eq(t.nrows, 1);
+	cr_assert_str_eq(t.cells[0], "STACK");
+	cr_assert_str_eq(t.cells[t.ncols + 2], "1/2");
+	cr_assert_str_eq(t.cells[t.ncols + 4], "pod web is starting", "what it waits for");
+	cli_table_free(&t);
+	/* Pods in stack "shop" only: none of these says so. */
+	cr_assert_eq(cli_table_init(&t, CLI_PS_COLS, cli_ps_headers), 0);
+	cr_assert_eq(cli_kind_rows(tank_kinds[0], &u.data, stack->name, "shop", 1000, &t), 0);
+	cr_assert_eq(t.nrows, 0);
+	cli_table_free(&t);
+	msgpack_unpacked_destroy(&u);
+	msgpack_sbuffer_destroy(&sb);
+}

@@ -18,7 +18,7 @@
 #include <unistd.h>
 
 #include "api/api_client.h"
-#include "pod/pod_doc.h"
+#include "manifest/mf_doc.h"
 
 typedef struct env {
 	char dir[64];
@@ -164,14 +164,14 @@ Test(api, tankctl_verbs_against_fake_daemon)
 
 	/* -o json is valid JSON, read back by a strict JSON parser. */
 	cr_assert_eq(CTL(&e, NULL, "get", "web", "-o", "json"), 0);
-	pod_docs_t *docs;
+	mf_docs_t *docs;
 	kit_errors_t perrs;
 	kit_errors_init(&perrs);
-	cr_assert_eq(pod_docs_load(out, strlen(out), "get.json", &docs, &perrs), 0, "%s", out);
+	cr_assert_eq(mf_docs_load(out, strlen(out), "get.json", &docs, &perrs), 0, "%s", out);
 	cr_assert_eq(docs->count, 1);
 	const msgpack_object *gen = api_map_get(&docs->docs[0], "generation");
 	cr_assert(gen && gen->via.u64 == 1);
-	pod_docs_free(docs);
+	mf_docs_free(docs);
 	kit_errors_free(&perrs);
 	FREE();
 

@@ -9,21 +9,21 @@
 #include <unistd.h>
 
 #include "common/tank_err.h"
-#include "pod/pod_doc.h"
+#include "manifest/mf_doc.h"
 #include "pod/pod_host.h"
 #include "pod/pod_spec.h"
 
 static pod_spec_t *load(const char *yaml)
 {
 	kit_errors_t errs;
-	pod_docs_t *docs = NULL;
+	mf_docs_t *docs = NULL;
 	pod_spec_t *spec = NULL;
 
 	kit_errors_init(&errs);
-	cr_assert_eq(pod_docs_load(yaml, strlen(yaml), "t.yaml", &docs, &errs), 0);
+	cr_assert_eq(mf_docs_load(yaml, strlen(yaml), "t.yaml", &docs, &errs), 0);
 	cr_assert_eq(pod_spec_from_msgpack(&docs->docs[0], &spec, &errs), 0, "%s",
 		     errs.stored ? errs.msgs[0] : "?");
-	pod_docs_free(docs);
+	mf_docs_free(docs);
 	kit_errors_free(&errs);
 	return spec;
 }

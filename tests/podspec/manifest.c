@@ -10,7 +10,7 @@
 #include <unistd.h>
 
 #include "common/tank_err.h"
-#include "pod/pod_doc.h"
+#include "manifest/mf_doc.h"
 #include "pod/pod_manifest.h"
 #include "stack/stack_spec.h"
 
@@ -195,7 +195,7 @@ Test(podspec, yaml_syntax_error_position)
 Test(podspec, core_schema_scalars)
 {
 	kit_errors_t e;
-	pod_docs_t *d = NULL;
+	mf_docs_t *d = NULL;
 	const char *y =
 		"- 42\n- -7\n- +5\n- 0x1F\n- 0o17\n- 1.5\n- 2.0\n- 1e3\n- .inf\n- -.Inf\n- .nan\n"
 		"- ~\n- null\n-\n- true\n- False\n"
@@ -203,7 +203,7 @@ Test(podspec, core_schema_scalars)
 	const msgpack_object *a;
 
 	kit_errors_init(&e);
-	cr_assert_eq(pod_docs_load(y, strlen(y), "s.yaml", &d, &e), 0);
+	cr_assert_eq(mf_docs_load(y, strlen(y), "s.yaml", &d, &e), 0);
 	cr_assert_eq(d->count, 1);
 	a = d->docs[0].via.array.ptr;
 	cr_assert_eq(d->docs[0].via.array.size, 25);
@@ -228,9 +228,9 @@ Test(podspec, core_schema_scalars)
 		cr_assert_eq(a[i].type, MSGPACK_OBJECT_STR, "item %d", i);
 	cr_assert_eq(a[21].via.str.size, 6);
 	cr_assert(memcmp(a[21].via.str.ptr, "block\n", 6) == 0);
-	pod_docs_free(d);
+	mf_docs_free(d);
 
-	cr_assert_eq(pod_docs_load("- 99999999999999999999\n", 23, "big.yaml", &d, &e),
+	cr_assert_eq(mf_docs_load("- 99999999999999999999\n", 23, "big.yaml", &d, &e),
 		     TANK_EINVALID);
 	cr_assert_null(d);
 	cr_assert_str_eq(e.msgs[0], "big.yaml:1:3: integer out of range: 99999999999999999999");
@@ -378,23 +378,23 @@ Test(podspec, roundtrip_spec_msgpack_spec_is_lossless)
 }
 
 /* Emits obj in fmt, loads the text back and checks it is the same object. */
-static void emit_and_reload(const msgpack_object *obj, enum pod_doc_format fmt,
+static void emit_and_reload(const msgpack_object *obj, enum mf_doc_format fmt,
 			    const char *src)
 {
 	char *text = NULL;
 	size_t len = 0;
-	pod_docs_t *d = NULL;
+	mf_docs_t *d = NULL;
 	kit_errors_t e;
 
-	cr_assert_eq(pod_doc_emit_string(obj, fmt, &text, &len), 0);
+	cr_assert_eq(mf_doc_emit_string(obj, fmt, &text, &len), 0);
 	cr_assert_eq(strlen(text), len);
 	kit_errors_init(&e);
-	cr_assert_eq(pod_docs_load(text, len, src, &d, &e), 0,
+	cr_assert_eq(mf_docs_load(text, len, src, &d, &e), 0,
 		     "output does not parse as %s: %s\n%s", src,
 		     e.stored ? e.msgs[0] : "", text);
 	cr_assert_eq(d->count, 1);
 	cr_assert(msgpack_object_equal(*obj, d->docs[0]), "changed on the way:\n%s", text);
-	pod_docs_free(d);
+	mf_docs_free(d);
 	kit_errors_free(&e);
 	free(text);
 }
@@ -409,16 +409,16 @@ Test(podspec, emit_yaml_and_json_then_parse_back)
 		"numbers: [0, 1, -1, 18446744073709551615, -9223372036854775808, 0.5, 2.0, 1e300, -2.5e-10]\n"
 		"other: [true, false, null, [], {}, [[1, [2]], {k: v}]]\n"
 		"nested: {a: {b: {c: [1, {d: e}]}}}\n";
-	pod_docs_t *d = NULL;
+	mf_docs_t *d = NULL;
 	kit_errors_t e;
 
 	kit_errors_init(&e);
-	cr_assert_eq(pod_docs_load(y, strlen(y), "in.yaml", &d, &e), 0,
+	cr_assert_eq(mf_docs_load(y, strlen(y), "in.yaml", &d, &e), 0,
 		     "%s", e.stored ? e.msgs[0] : "");
-	emit_and_reload(&d->docs[0], POD_DOC_YAML, "out.yaml");
+	emit_and_reload(&d->docs[0], MF_DOC_YAML, "out.yaml");
 	/* ".json" makes the loader strict JSON: the output must be real JSON. */
-	emit_and_reload(&d->docs[0], POD_DOC_JSON, "out.json");
-	pod_docs_free(d);
+	emit_and_reload(&d->docs[0], MF_DOC_JSON, "out.json");
+	mf_docs_free(d);
 	kit_errors_free(&e);
 }
 
@@ -434,7 +434,7 @@ Test(podspec, emit_spec_as_yaml_and_json)
 	msgpack_unpacked_init(&u);
 	cr_assert_eq(msgpack_unpack_next(&u, buf, len, NULL), MSGPACK_UNPACK_SUCCESS);
 	for (int f = 0; f < 2; f++) {
-		cr_assert_eq(pod_doc_emit_string(&u.data, f ? POD_DOC_JSON : POD_DOC_YAML,
+		cr_assert_eq(mf_doc_emit_string(&u.data, f ? MF_DOC_JSON : MF_DOC_YAML,
 						 &text, &tlen), 0);
 		if (f) {
 			cr_assert(strstr(text, "\"signal\": \"USR1\""), "%s", text);
@@ -470,14 +470,14 @@ Test(podspec, emit_to_file_and_rejects_binary)
 	FILE *f = tmpfile();
 
 	cr_assert_not_null(f);
-	cr_assert_eq(pod_doc_emit(&o, POD_DOC_JSON, f), 0);
+	cr_assert_eq(mf_doc_emit(&o, MF_DOC_JSON, f), 0);
 	rewind(f);
 	cr_assert_not_null(fgets(line, sizeof line, f));
 	cr_assert_str_eq(line, "7\n");
 	fclose(f);
-	cr_assert_eq(pod_doc_emit_string(&bin, POD_DOC_YAML, &text, NULL), -EINVAL);
+	cr_assert_eq(mf_doc_emit_string(&bin, MF_DOC_YAML, &text, NULL), -EINVAL);
 	cr_assert_null(text);
-	cr_assert_eq(pod_doc_emit_string(&badkey, POD_DOC_JSON, &text, NULL), -EINVAL);
+	cr_assert_eq(mf_doc_emit_string(&badkey, MF_DOC_JSON, &text, NULL), -EINVAL);
 }
 
 /* examples/ is found from the working directory (make test runs at the

@@ -5,7 +5,7 @@
 #include <string.h>
 
 #include "common/tank_err.h"
-#include "pod/pod_doc.h"
+#include "manifest/mf_doc.h"
 #include "pod/pod_spec.h"
 
 /* Validates the single YAML document `yaml`; returns every error message
@@ -14,13 +14,13 @@
 static char *check(const char *yaml, pod_spec_t **out)
 {
 	kit_errors_t errs;
-	pod_docs_t *docs = NULL;
+	mf_docs_t *docs = NULL;
 	pod_spec_t *spec = NULL;
 	char *joined = NULL;
 	int r;
 
 	kit_errors_init(&errs);
-	r = pod_docs_load(yaml, strlen(yaml), "t.yaml", &docs, &errs);
+	r = mf_docs_load(yaml, strlen(yaml), "t.yaml", &docs, &errs);
 	cr_assert_eq(r, 0, "YAML did not load: %s", errs.stored ? errs.msgs[0] : "?");
 	cr_assert_eq(docs->count, 1);
 	r = pod_spec_from_msgpack(&docs->docs[0], &spec, &errs);
@@ -39,7 +39,7 @@ static char *check(const char *yaml, pod_spec_t **out)
 		cr_assert_not_null(joined);
 	}
 	kit_errors_free(&errs);
-	pod_docs_free(docs);
+	mf_docs_free(docs);
 	return joined;
 }
 

@@ -1,9 +1,9 @@
 /*
- * pod_doc — YAML/JSON text ⇄ generic msgpack object trees, via libfyaml.
+ * mf_doc — YAML/JSON text ⇄ generic msgpack object trees, via libfyaml.
  *
  * This module knows nothing about pods: it turns documents into msgpack
  * objects (the RPC wire shape) and back, so that manifests and RPC params
- * meet in one validator (pod_spec_from_msgpack) and tankctl can print any
+ * meet in one validator per kind and tankctl can print any
  * RPC result as YAML or JSON.
  *
  * Loading follows the YAML 1.2 core schema for plain scalars (null,
@@ -12,10 +12,10 @@
  * merge keys are resolved; duplicate keys are errors.  JSON is YAML 1.2
  * and loads the same way.
  *
- * Nothing here blocks except pod_doc_emit() writing to its FILE.
+ * Nothing here blocks except mf_doc_emit() writing to its FILE.
  */
-#ifndef TANK_POD_DOC_H
-#define TANK_POD_DOC_H
+#ifndef TANK_MF_DOC_H
+#define TANK_MF_DOC_H
 
 #include <stddef.h>
 #include <stdio.h>
@@ -25,15 +25,15 @@
 #include "common/kit_errors.h"
 
 /* The documents of one text.  Everything, strings included, lives in
- * `zone`; pod_docs_free() releases it all. */
-typedef struct pod_docs {
+ * `zone`; mf_docs_free() releases it all. */
+typedef struct mf_docs {
 	size_t count;
 	msgpack_object *docs;    /* count roots */
 	unsigned *index;         /* 1-based position of docs[i] in the stream,
 				  * counting the skipped empty documents, so
 				  * it matches what a reader counts */
 	msgpack_zone *zone;
-} pod_docs_t;
+} mf_docs_t;
 
 /*
  * Parses every document of text[0..len).  `source` names the input in
@@ -45,27 +45,27 @@ typedef struct pod_docs {
  * (1-based) and then nothing is returned: a stream with a syntax error
  * yields no documents.
  *
- * Returns 0 and sets *out (owned by the caller, free with pod_docs_free),
+ * Returns 0 and sets *out (owned by the caller, free with mf_docs_free),
  * or TANK_EINVALID (errs says why) or -ENOMEM; *out is NULL on failure.
  */
-int pod_docs_load(const char *text, size_t len, const char *source,
-		  pod_docs_t **out, kit_errors_t *errs);
+int mf_docs_load(const char *text, size_t len, const char *source,
+		  mf_docs_t **out, kit_errors_t *errs);
 
-void pod_docs_free(pod_docs_t *docs);
+void mf_docs_free(mf_docs_t *docs);
 
 /* Bounds of a loaded document, checked before aliases are resolved (an
  * alias bomb of 20 lines would otherwise expand to 10^9 nodes): the
- * resolved tree of one document has at most POD_DOC_MAX_NODES nodes and
- * POD_DOC_MAX_DEPTH levels.  A document past either is refused naming the
+ * resolved tree of one document has at most MF_DOC_MAX_NODES nodes and
+ * MF_DOC_MAX_DEPTH levels.  A document past either is refused naming the
  * line of the alias (or node) where the bound was crossed. */
-#define POD_DOC_MAX_NODES 1000000
-#define POD_DOC_MAX_NODES_TEXT "1,000,000"
-#define POD_DOC_MAX_DEPTH 64
-#define POD_DOC_MAX_DEPTH_TEXT "64"
+#define MF_DOC_MAX_NODES 1000000
+#define MF_DOC_MAX_NODES_TEXT "1,000,000"
+#define MF_DOC_MAX_DEPTH 64
+#define MF_DOC_MAX_DEPTH_TEXT "64"
 
-enum pod_doc_format {
-	POD_DOC_YAML,   /* block style, 2-space indent, no document markers */
-	POD_DOC_JSON,   /* strict JSON, 2-space indent */
+enum mf_doc_format {
+	MF_DOC_YAML,   /* block style, 2-space indent, no document markers */
+	MF_DOC_JSON,   /* strict JSON, 2-space indent */
 };
 
 /*
@@ -80,10 +80,10 @@ enum pod_doc_format {
  * write failed, -ENOMEM.  After an error part of the output may have been
  * written.
  */
-int pod_doc_emit(const msgpack_object *obj, enum pod_doc_format fmt, FILE *fp);
+int mf_doc_emit(const msgpack_object *obj, enum mf_doc_format fmt, FILE *fp);
 
 /* Same, into a malloc'd NUL-terminated string owned by the caller. */
-int pod_doc_emit_string(const msgpack_object *obj, enum pod_doc_format fmt,
+int mf_doc_emit_string(const msgpack_object *obj, enum mf_doc_format fmt,
 			char **out, size_t *len);
 
 #endif

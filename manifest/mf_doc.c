@@ -1,4 +1,4 @@
-#include "pod/pod_doc.h"
+#include "manifest/mf_doc.h"
 
 #include <errno.h>
 #include <math.h>
@@ -309,7 +309,7 @@ static void conv(struct lctx *c, struct fy_node *n, msgpack_object *o)
 	}
 }
 
-void pod_docs_free(pod_docs_t *d)
+void mf_docs_free(mf_docs_t *d)
 {
 	if (!d)
 		return;
@@ -326,7 +326,7 @@ static bool ends_with(const char *s, const char *suf)
 	return a >= b && strcmp(s + a - b, suf) == 0;
 }
 
-static int push_doc(pod_docs_t *d, size_t *cap, const msgpack_object *o, unsigned idx)
+static int push_doc(mf_docs_t *d, size_t *cap, const msgpack_object *o, unsigned idx)
 {
 	if (d->count == *cap) {
 		size_t nc = *cap ? *cap * 2 : 4;
@@ -354,7 +354,7 @@ static int push_doc(pod_docs_t *d, size_t *cap, const msgpack_object *o, unsigne
  * nested aliases ("billion laughs") become 10^9 nodes and minutes of work.
  * Before the real load, one pass over the unresolved documents walks every
  * alias to its anchor and counts the nodes the resolved tree would have,
- * stopping at the first limit: the walk costs at most POD_DOC_MAX_NODES
+ * stopping at the first limit: the walk costs at most MF_DOC_MAX_NODES
  * steps whatever the input, and the refusal names the alias's line.
  */
 struct bomb {
@@ -369,14 +369,14 @@ static bool bomb_walk(struct bomb *b, struct fy_node *n, struct fy_node *alias, 
 
 	if (!n)
 		return true;
-	if (++b->nodes > POD_DOC_MAX_NODES) {
+	if (++b->nodes > MF_DOC_MAX_NODES) {
 		b->at = alias ? alias : n;
-		b->why = "more than " POD_DOC_MAX_NODES_TEXT " nodes after expanding aliases";
+		b->why = "more than " MF_DOC_MAX_NODES_TEXT " nodes after expanding aliases";
 		return false;
 	}
-	if (depth > POD_DOC_MAX_DEPTH) {
+	if (depth > MF_DOC_MAX_DEPTH) {
 		b->at = alias ? alias : n;
-		b->why = "nested more than " POD_DOC_MAX_DEPTH_TEXT " levels deep";
+		b->why = "nested more than " MF_DOC_MAX_DEPTH_TEXT " levels deep";
 		return false;
 	}
 	switch (fy_node_get_type(n)) {
@@ -502,8 +502,8 @@ static size_t utf8_bad_at(const char *text, size_t len)
 	return len;
 }
 
-int pod_docs_load(const char *text, size_t len, const char *source,
-		  pod_docs_t **out, kit_errors_t *errs)
+int mf_docs_load(const char *text, size_t len, const char *source,
+		  mf_docs_t **out, kit_errors_t *errs)
 {
 	struct fy_diag_cfg dcfg;
 	struct fy_parse_cfg pcfg;
@@ -511,7 +511,7 @@ int pod_docs_load(const char *text, size_t len, const char *source,
 	struct fy_parser *fyp = NULL;
 	struct fy_document *fyd;
 	struct lctx c = { .errs = errs, .src = source ? source : "-" };
-	pod_docs_t *d;
+	mf_docs_t *d;
 	size_t cap = 0;
 	unsigned idx = 0;
 	int r = 0;
@@ -601,7 +601,7 @@ done:
 	if (diag)
 		fy_diag_destroy(diag);
 	if (r < 0) {
-		pod_docs_free(d);
+		mf_docs_free(d);
 		return r;
 	}
 	*out = d;
@@ -626,7 +626,7 @@ done:
  */
 struct ectx {
 	struct fy_document *fyd;
-	enum pod_doc_format fmt;
+	enum mf_doc_format fmt;
 	/* fy_node_build_from_string keeps a reference to its text (no
 	 * copy), so quoted spellings live here until the document is gone. */
 	msgpack_zone *texts;
@@ -707,7 +707,7 @@ static struct fy_node *quoted(struct ectx *c, const char *s, size_t len)
  * string, so there it is quoted instead. */
 static struct fy_node *literal(struct ectx *c, const char *s, bool key)
 {
-	if (key && c->fmt == POD_DOC_JSON)
+	if (key && c->fmt == MF_DOC_JSON)
 		return quoted(c, s, strlen(s));
 	return fy_node_create_scalar_copy(c->fyd, s, strlen(s));
 }
@@ -733,9 +733,9 @@ static struct fy_node *build(struct ectx *c, const msgpack_object *o, bool key)
 	case MSGPACK_OBJECT_FLOAT64:
 		/* JSON has no infinities or NaN. */
 		if (isnan(o->via.f64))
-			snprintf(num, sizeof num, c->fmt == POD_DOC_JSON ? "null" : ".nan");
+			snprintf(num, sizeof num, c->fmt == MF_DOC_JSON ? "null" : ".nan");
 		else if (isinf(o->via.f64))
-			snprintf(num, sizeof num, c->fmt == POD_DOC_JSON ? "null" :
+			snprintf(num, sizeof num, c->fmt == MF_DOC_JSON ? "null" :
 				 o->via.f64 < 0 ? "-.inf" : ".inf");
 		else
 			fmt_double(o->via.f64, num, sizeof num);
@@ -807,11 +807,11 @@ static bool emittable(const msgpack_object *o, bool key)
 	}
 }
 
-static enum fy_emitter_cfg_flags emit_flags(enum pod_doc_format fmt)
+static enum fy_emitter_cfg_flags emit_flags(enum mf_doc_format fmt)
 {
 	return FYECF_INDENT_2 | FYECF_WIDTH_INF | FYECF_DOC_START_MARK_OFF |
 	       FYECF_DOC_END_MARK_OFF |
-	       (fmt == POD_DOC_JSON ? FYECF_MODE_JSON : FYECF_MODE_BLOCK);
+	       (fmt == MF_DOC_JSON ? FYECF_MODE_JSON : FYECF_MODE_BLOCK);
 }
 
 static void free_doc(struct ectx *c)
@@ -846,7 +846,7 @@ nomem:
 	return -ENOMEM;
 }
 
-int pod_doc_emit_string(const msgpack_object *obj, enum pod_doc_format fmt,
+int mf_doc_emit_string(const msgpack_object *obj, enum mf_doc_format fmt,
 			char **out, size_t *len)
 {
 	struct ectx c = { .fmt = fmt };
@@ -867,7 +867,7 @@ int pod_doc_emit_string(const msgpack_object *obj, enum pod_doc_format fmt,
 	return 0;
 }
 
-int pod_doc_emit(const msgpack_object *obj, enum pod_doc_format fmt, FILE *fp)
+int mf_doc_emit(const msgpack_object *obj, enum mf_doc_format fmt, FILE *fp)
 {
 	char *s = NULL;
 	size_t len = 0;
@@ -875,7 +875,7 @@ int pod_doc_emit(const msgpack_object *obj, enum pod_doc_format fmt, FILE *fp)
 
 	/* Through a string rather than fy_emit_document_to_fp so that a
 	 * failed build writes nothing and a short write is detected. */
-	r = pod_doc_emit_string(obj, fmt, &s, &len);
+	r = mf_doc_emit_string(obj, fmt, &s, &len);
 	if (r < 0)
 		return r;
 	if (fwrite(s, 1, len, fp) != len || fflush(fp) != 0)

@@ -1,0 +1,225 @@
+/*
+ * kind.c — the list's lookups and the store operations every kind shares
+ * (see kind.h).  Names no kind.
+ */
+#include "kinds/kind.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+static bool word_is(const char *name, const char *word, size_t len)
+{
+	return name && strlen(name) == len && strncasecmp(name, word, len) == 0;
+}
+
+const kind_t *kind_find(const kind_t *const *kinds, const char *word, size_t len)
+{
+	for (size_t i = 0; kinds && kinds[i]; i++) {
+		const kind_t *k = kinds[i];
+		if (word_is(k->name, word, len) || word_is(k->plural, word, len) ||
+		    word_is(k->short_name, word, len) || (k->mf && word_is(k->mf->name, word, len)))
+			return k;
+	}
+	return NULL;
+}
+
+const kind_t *kind_by_id(const kind_t *const *kinds, uint32_t id)
+{
+	for (size_t i = 0; kinds && kinds[i]; i++)
+		if (kinds[i]->id == id)
+			return kinds[i];
+	return NULL;
+}
+
+const kind_t *kind_of_manager(const kind_t *const *kinds, const char *manager)
+{
+	for (size_t i = 0; kinds && kinds[i]; i++)
+		for (size_t m = 0; m < KIND_MANAGERS_MAX; m++)
+			if (kinds[i]->managers[m] && manager &&
+			    strcmp(kinds[i]->managers[m]->name, manager) == 0)
+				return kinds[i];
+	return NULL;
+}
+
+int kind_index(const kind_t *const *kinds, const kind_t *k)
+{
+	for (int i = 0; kinds && kinds[i] && i < KIND_MAX; i++)
+		if (kinds[i] == k)
+			return i;
+	return -1;
+}
+
+void *kind_inst(const kind_env_t *env, const kind_t *k)
+{
+	int i = env ? kind_index(env->kinds, k) : -1;
+	return i < 0 ? NULL : env->inst[i];
+}
+
+void kind_registry(const kind_t *const *kinds, mf_registry_t *r)
+{
+	memset(r, 0, sizeof *r);
+	for (size_t i = 0; kinds && kinds[i]; i++)
+		if (kinds[i]->mf)
+			(void)mf_register(r, kinds[i]->mf);
+}
+
+const char *kind_names_list(const kind_t *const *kinds, char *buf, size_t cap)
+{
+	size_t at = 0;
+
+	buf[0] = '\0';
+	for (size_t i = 0; kinds && kinds[i] && at < cap; i++) {
+		int w = snprintf(buf + at, cap - at, "%s\"%s\"", i ? ", " : "", kinds[i]->name);
+		if (w < 0)
+			break;
+		at += (size_t)w;
+	}
+	return buf;
+}
+
+/* ---- the store ---------------------------------------------------------------- */
+
+int kind_coll(const kind_env_t *env, const kind_t *k, st_coll_t **c, tank_error_t *e)
+{
+	*c = NULL;
+	if (!k->coll)
+		return 0;
+	return st_coll_open(env->store, k->coll, c, e);
+}
+
+int kind_get(const kind_env_t *env, const kind_t *k, const char *name, st_pod_t *out,
+	     tank_error_t *e)
+{
+	st_coll_t *c;
+	int err;
+
+	memset(out, 0, sizeof *out);
+	if ((err = kind_coll(env, k, &c, e)) < 0)
+		return err;
+	return c ? st_coll_get(c, name, out, e) : st_pod_get(env->store, name, out, e);
+}
+
+int kind_scan(const kind_env_t *env, const kind_t *k, st_pod_fn fn, void *ctx,
+	      tank_error_t *e)
+{
+	st_coll_t *c;
+	int err;
+
+	if ((err = kind_coll(env, k, &c, e)) < 0)
+		return err;
+	return c ? st_coll_scan(c, fn, ctx, e) : st_pod_foreach(env->store, fn, ctx, e);
+}
+
+int kind_history(const kind_env_t *env, const kind_t *k, const char *name, size_t limit,
+		 st_transition_t **out, size_t *n, tank_error_t *e)
+{
+	st_coll_t *c;
+	int err;
+
+	if ((err = kind_coll(env, k, &c, e)) < 0)
+		return err;
+	return c ? st_coll_history(c, name, limit, out, n, e)
+		 : st_history(env->store, name, limit, out, n, e);
+}
+
+int kind_names_add(kind_names_t *l, const kind_t *k, const char *name)
+{
+	if (l->n == l->cap) {
+		size_t nc = l->cap ? l->cap * 2 : 16;
+		const kind_t **nk = realloc(l->kind, nc * sizeof *nk);
+		if (!nk)
+			return -ENOMEM;
+		l->kind = nk;
+		char **nn = realloc(l->name, nc * sizeof *nn);
+		if (!nn)
+			return -ENOMEM;
+		l->name = nn;
+		l->cap = nc;
+	}
+	if (!(l->name[l->n] = strdup(name)))
+		return -ENOMEM;
+	l->kind[l->n++] = k;
+	return 0;
+}
+
+void kind_names_free(kind_names_t *l)
+{
+	for (size_t i = 0; i < l->n; i++)
+		free(l->name[i]);
+	free(l->name);
+	free(l->kind);
+	memset(l, 0, sizeof *l);
+}
+
+/* ---- msgpack helpers ----------------------------------------------------------- */
+
+const msgpack_object *kind_map_get(const msgpack_object *map, const char *key)
+{
+	size_t kl = strlen(key);
+
+	if (!map || map->type != MSGPACK_OBJECT_MAP)
+		return NULL;
+	for (uint32_t i = 0; i < map->via.map.size; i++) {
+		const msgpack_object *k = &map->via.map.ptr[i].key;
+		if (k->type == MSGPACK_OBJECT_STR && k->via.str.size == kl &&
+		    memcmp(k->via.str.ptr, key, kl) == 0)
+			return &map->via.map.ptr[i].val;
+	}
+	return NULL;
+}
+
+bool kind_str(const msgpack_object *o, char *buf, size_t cap)
+{
+	if (!cap)
+		return false;
+	buf[0] = '\0';
+	if (!o || o->type != MSGPACK_OBJECT_STR)
+		return false;
+	size_t n = o->via.str.size < cap - 1 ? o->via.str.size : cap - 1;
+	memcpy(buf, o->via.str.ptr, n);
+	buf[n] = '\0';
+	return true;
+}
+
+bool kind_int(const msgpack_object *o, int64_t *v)
+{
+	if (!o)
+		return false;
+	if (o->type == MSGPACK_OBJECT_POSITIVE_INTEGER && o->via.u64 <= INT64_MAX) {
+		*v = (int64_t)o->via.u64;
+		return true;
+	}
+	if (o->type == MSGPACK_OBJECT_NEGATIVE_INTEGER) {
+		*v = o->via.i64;
+		return true;
+	}
+	return false;
+}
+
+int kind_pack_str(msgpack_packer *pk, const char *s)
+{
+	size_t n = strlen(s);
+	int rc = msgpack_pack_str(pk, n);
+	return rc ? rc : msgpack_pack_str_body(pk, s, n);
+}
+
+void kind_age(int64_t since_ms, uint64_t now_ms, char *out, size_t cap)
+{
+	if (since_ms <= 0 || (uint64_t)since_ms > now_ms) {
+		snprintf(out, cap, "-");
+		return;
+	}
+	uint64_t s = (now_ms - (uint64_t)since_ms) / 1000;
+	if (s < 60)
+		snprintf(out, cap, "%" PRIu64 "s", s);
+	else if (s < 3600)
+		snprintf(out, cap, "%" PRIu64 "m", s / 60);
+	else if (s < 86400)
+		snprintf(out, cap, "%" PRIu64 "h", s / 3600);
+	else
+		snprintf(out, cap, "%" PRIu64 "d", s / 86400);
+}

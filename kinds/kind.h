@@ -1,0 +1,227 @@
+/*
+ * kind — what a kind of object is above the loop (DESIGN.md §7, "One door
+ * above the loop"): one descriptor per kind, declared in the kind's own
+ * folder (pod/pod_kind.c, stack/stack_kind.c), listed once in
+ * kinds/kinds.h (TANK_KIND_LIST, one line per kind; kinds.c makes it the
+ * array tank_kinds).  api/, daemon/ and cmd/ walk that list and name no
+ * kind.
+ *
+ * A descriptor says:
+ *   - its names: `name` (singular, the RPC's `kind` option and the word
+ *     tankctl prints: "stack"), `plural` ("stacks") and `short_name`
+ *     ("st"), as kubectl's api-resources; the manifest's `kind:` is
+ *     mf->name ("Stack");
+ *   - how a manifest object is validated (mf, the manifest/ registry
+ *     entry) and encoded canonically (encode: the bytes stored);
+ *   - where it is stored: coll, its st_coll declaration (NULL: the
+ *     store's own pods collection, st_apply/st_pod_get/st_history);
+ *   - what an object brings inline (a stack's pods: applied in the same
+ *     transaction), and the checks of a whole batch (check: problems in
+ *     errs; admit: a refusal that is not the input's fault);
+ *   - how its status is packed (pack_status, and status_all for a kind
+ *     with a faster path to every status);
+ *   - what its deletion takes with it (cascade);
+ *   - how `apply --wait` and its verbs' --wait observe an object (observe,
+ *     from the status map);
+ *   - its table for `tankctl get/ps` (cols) and any verbs of its own;
+ *   - in the daemon: its managers on the loop, its instance (open/close),
+ *     and its record hook for the transitions of its managers.
+ *
+ * Every callback runs on the runtime's thread; those given an env may
+ * read the store (memory-mapped) and the kinds' instances.  Only what the
+ * api commits blocks (one fsync).
+ */
+#ifndef TANK_KIND_H
+#define TANK_KIND_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <msgpack.h>
+
+#include "common/kit_errors.h"
+#include "common/tank_err.h"
+#include "manifest/mf.h"
+#include "reconciler/rc_converge.h"
+#include "reconciler/rc_loop.h"
+#include "runtime/rt.h"
+#include "store/st_coll.h"
+
+#define KIND_MAX 16             /* kinds on one list */
+#define KIND_MANAGERS_MAX 2     /* managers of one kind on the loop */
+#define KIND_COLS_MAX 8
+
+struct pod_mgr;
+typedef struct kind kind_t;
+
+/* What the kinds' callbacks may use; built by the daemon (the api gets a
+ * pointer).  Borrowed everything. */
+typedef struct kind_env {
+	rt_t *rt;
+	st_t *store;
+	const char *log_dir;
+	const char *loop_name;       /* the reconciler's registered name */
+	/* Every kind runs its processes in pods: the pod manager, which the
+	 * daemon owns (it drains it at stop).  May be NULL. */
+	struct pod_mgr *pods;
+	const kind_t *const *kinds;  /* the list, NULL-terminated */
+	void *inst[KIND_MAX];        /* each kind's instance, by list position */
+	/* Publishes an event on `tankctl events` (pack writes one map). */
+	void (*publish)(void *ctx, int (*pack)(msgpack_packer *pk, const void *arg),
+			const void *arg);
+	void *publish_ctx;
+} kind_env_t;
+
+/* One object of an apply: given in the request (at = its index), or
+ * brought inline by another (at = the bringer's index). */
+typedef struct kind_item {
+	const kind_t *kind;
+	void *obj;                   /* validated; freed with the batch unless inline */
+	const char *name;            /* borrowed from obj */
+	size_t at;
+	bool is_inline;
+	char *buf;                   /* canonical encoding (owned) */
+	size_t len;
+} kind_item_t;
+
+typedef struct kind_batch {
+	kind_item_t *items;
+	size_t n;
+} kind_batch_t;
+
+/* Names of objects, with their kinds (a deletion's cascade). */
+typedef struct kind_names {
+	const kind_t **kind;
+	char **name;
+	size_t n, cap;
+} kind_names_t;
+
+/* How an object is observed for a wait (reconciler/rc_converge.h's
+ * generic rule): from its status map (a `status` answer), the object as
+ * applied (obj, the manifest entry's; NULL when the wait has none: a
+ * verb's), and what the wait is for (want NULL: `apply --wait`; else the
+ * verb's name, `up`).  0, or -EINVAL when status is not a map. */
+typedef int (*kind_observe_fn)(const void *obj, const msgpack_object *status,
+			       const char *want, rc_observed_t *out);
+
+/* One column of tankctl's table of a kind: a cell of the status map s
+ * (now: ms since the epoch, for ages), written into out (cap bytes). */
+typedef struct kind_col {
+	const char *header;
+	void (*cell)(const msgpack_object *s, uint64_t now_ms, char *out, size_t cap);
+} kind_col_t;
+
+/* A verb of a kind's own (Stack's up/down): an RPC method of that name
+ * taking params of `types` (api_params_check's letters), and a tankctl
+ * verb `<name> NAME [--wait [--timeout D]]`.  fn packs the result (one
+ * object) or returns an error with e's message. */
+typedef struct kind_verb {
+	const char *name;
+	const char *types;
+	int (*fn)(const kind_env_t *env, const msgpack_object *params, msgpack_packer *pk,
+		  tank_error_t *e);
+	const char *usage, *help;    /* tankctl's help */
+} kind_verb_t;
+
+struct kind {
+	uint32_t id;                 /* tank_kinds.h */
+	const char *name, *plural, *short_name;
+	const mf_kind_t *mf;
+	const st_coll_decl_t *coll;
+	int (*encode)(const void *obj, char **buf, size_t *len);
+	const char *(*name_of)(const void *obj);     /* borrowed from obj */
+
+	/* Inline objects of obj: how many, and the i-th (its kind in *k).
+	 * NULL: none. */
+	size_t (*ninline)(const void *obj);
+	void *(*inline_at)(const void *obj, size_t i, const kind_t **k);
+	/* The whole batch against itself and the store: problems appended to
+	 * errs (as `pods[<at>]: …`).  A failure that is not the input's:
+	 * negative, in e.  May be NULL. */
+	int (*check)(const kind_env_t *env, const kind_batch_t *b, kit_errors_t *errs,
+		     tank_error_t *e);
+	/* After every check passed: a refusal (TANK_ELIMIT …) in e.  May be NULL. */
+	int (*admit)(const kind_env_t *env, const kind_batch_t *b, tank_error_t *e);
+
+	/* `get` adds `kind: <mf->name>` and `status` to the stored spec. */
+	bool get_with_status;
+	/* The status map of a stored object (pending when not reconciled). */
+	int (*pack_status)(const kind_env_t *env, const st_pod_t *rec, msgpack_packer *pk);
+	/* The status map of name, by a path of the kind's own (NULL:
+	 * pack_status of the stored object).  TANK_ENOTFOUND when none. */
+	int (*status_one)(const kind_env_t *env, const char *name, msgpack_packer *pk,
+			  tank_error_t *e);
+	/* Every status map, as an array; NULL: each stored object's. */
+	int (*status_all)(const kind_env_t *env, msgpack_packer *pk, tank_error_t *e);
+	/* What deleting rec takes with it (kind_names_add).  May be NULL. */
+	int (*cascade)(const kind_env_t *env, const st_pod_t *rec, kind_names_t *out);
+
+	kind_observe_fn observe;     /* NULL: done once stored */
+	/* The objects this one is the parent of, named in a child's status
+	 * map under this kind's name (`ps` groups them): NULL when none. */
+	const kind_t *children;
+	/* The object of this kind a child (named) is in, or NULL. */
+	const char *(*owner_of)(void *inst, const char *child);
+	kind_col_t cols[KIND_COLS_MAX];
+	size_t ncols;
+	const kind_verb_t *verbs;
+	size_t nverbs;
+
+	/* Daemon: the instance (inst; NULL open: none), after the pods' and
+	 * the kinds' before it in the list. */
+	int (*open)(kind_env_t *env, void **inst, tank_error_t *e);
+	void (*close)(void *inst);
+	const rc_manager_t *managers[KIND_MANAGERS_MAX];
+	/* The loop's record hook for the transitions of its managers. */
+	void (*record)(void *inst, const rc_transition_t *t);
+};
+
+/* ---- the list ------------------------------------------------------------ */
+
+/* The kinds tank ships (kinds/kinds.h's list, made an array by kinds.c;
+ * a test build links its own), NULL-terminated; the first is the default
+ * of a request that names none (Pod). */
+extern const kind_t *const tank_kinds[];
+
+/* The kind called `word` (name, plural, short name or manifest kind, any
+ * case; len bytes), or NULL. */
+const kind_t *kind_find(const kind_t *const *kinds, const char *word, size_t len);
+/* The kind with id, or NULL. */
+const kind_t *kind_by_id(const kind_t *const *kinds, uint32_t id);
+/* The kind whose manager is called `manager` (a transition's kind). */
+const kind_t *kind_of_manager(const kind_t *const *kinds, const char *manager);
+/* Position of k in the list (for env->inst), or -1. */
+int kind_index(const kind_t *const *kinds, const kind_t *k);
+void *kind_inst(const kind_env_t *env, const kind_t *k);
+/* A manifest registry of every kind of the list. */
+void kind_registry(const kind_t *const *kinds, mf_registry_t *r);
+/* "pod", "stack" …: the names, quoted and comma-separated, into buf. */
+const char *kind_names_list(const kind_t *const *kinds, char *buf, size_t cap);
+
+/* ---- the store, for any kind ---------------------------------------------- */
+
+/* The kind's collection (NULL for the store's pods); 0 or the store's error. */
+int kind_coll(const kind_env_t *env, const kind_t *k, st_coll_t **c, tank_error_t *e);
+int kind_get(const kind_env_t *env, const kind_t *k, const char *name, st_pod_t *out,
+	     tank_error_t *e);
+int kind_scan(const kind_env_t *env, const kind_t *k, st_pod_fn fn, void *ctx,
+	      tank_error_t *e);
+int kind_history(const kind_env_t *env, const kind_t *k, const char *name, size_t limit,
+		 st_transition_t **out, size_t *n, tank_error_t *e);
+
+int kind_names_add(kind_names_t *l, const kind_t *k, const char *name);
+void kind_names_free(kind_names_t *l);
+
+/* ---- msgpack helpers the kinds' callbacks share -------------------------- */
+
+const msgpack_object *kind_map_get(const msgpack_object *map, const char *key);
+/* Copies a string value into buf (cap bytes, NUL-terminated): true, or
+ * false (buf "") when o is not a string. */
+bool kind_str(const msgpack_object *o, char *buf, size_t cap);
+bool kind_int(const msgpack_object *o, int64_t *v);
+int kind_pack_str(msgpack_packer *pk, const char *s);
+/* A short age ("5s", "3m", "2h", "4d") of since_ms at now_ms. */
+void kind_age(int64_t since_ms, uint64_t now_ms, char *out, size_t cap);
+
+#endif

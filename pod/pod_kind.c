@@ -1,0 +1,454 @@
+/*
+ * pod_kind.c — the Pod kind's descriptor.  See pod_kind.h.
+ */
+#include "pod/pod_kind.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+
+#include "common/tank_kinds.h"
+#include "pod/pod_deps.h"
+#include "pod/pod_host.h"
+#include "pod/pod_manifest.h"
+#include "pod/pod_mgr.h"
+#include "pod/pod_observe.h"
+#include "pod/pod_spec.h"
+
+static const char *pod__name_of(const void *obj)
+{
+	return ((const pod_spec_t *)obj)->name;
+}
+
+static int pod__encode(const void *obj, char **buf, size_t *len)
+{
+	return pod_spec_encode(obj, buf, len);
+}
+
+/* The pods of the batch (given and inline), in batch order: malloc'ed. */
+static pod_spec_t **pod__specs(const kind_batch_t *b, size_t *n)
+{
+	pod_spec_t **s = calloc(b->n + 1, sizeof *s);
+	*n = 0;
+	for (size_t i = 0; s && i < b->n; i++)
+		if (b->items[i].kind == &pod_kind)
+			s[(*n)++] = b->items[i].obj;
+	return s;
+}
+
+/* What the host can tell of each pod (missing paths, commands, users:
+ * pod_host.h), given or brought inline, as "pods[<at>]: <pod>: …".  Here,
+ * in tankd, not in the manifest's validation: tankctl validates the same
+ * manifest on any machine. */
+static int pod__host_check(const kind_batch_t *b, kit_errors_t *errs)
+{
+	for (size_t i = 0; i < b->n; i++) {
+		const kind_item_t *it = &b->items[i];
+		kit_errors_t one;
+		char prefix[32];
+		if (it->kind != &pod_kind)
+			continue;
+		kit_errors_init(&one);
+		snprintf(prefix, sizeof prefix, "pods[%zu]: ", it->at);
+		if (pod_host_check(it->obj, &one))
+			kit_errors_move(errs, &one, prefix);
+		kit_errors_free(&one);
+	}
+	return 0;
+}
+
+/* depends_on needs the whole batch and the store: checked in the same
+ * turn as the commit, so no other apply comes between. */
+static int pod__check(const kind_env_t *env, const kind_batch_t *b, kit_errors_t *errs,
+		      tank_error_t *e)
+{
+	size_t n;
+	pod_spec_t **s = pod__specs(b, &n);
+	int err;
+
+	if (!s)
+		return -ENOMEM;
+	pod__host_check(b, errs);
+	err = pod_deps_check(s, n, env->store, errs, e);
+	free(s);
+	return err;
+}
+
+/* Descriptors tankd keeps for itself: store, socket, clients, signals. */
+#define POD_FD_RESERVE 256
+
+/* Running out of descriptors is tankd's problem, not its containers': an
+ * apply whose pods would need more than RLIMIT_NOFILE allows is refused
+ * with both figures, instead of accepted and then failing starts with
+ * EMFILE.  Counted against the pods tracked now (a pod the batch
+ * replaces counts once, with its new containers). */
+static int pod__admit(const kind_env_t *env, const kind_batch_t *b, tank_error_t *e)
+{
+	struct rlimit rl;
+	size_t ctrs, replaced = 0;
+
+	if (!env->pods || getrlimit(RLIMIT_NOFILE, &rl) < 0 || rl.rlim_cur == RLIM_INFINITY)
+		return 0;
+	ctrs = pod_mgr_ncontainers(env->pods, NULL);
+	for (size_t i = 0; i < b->n; i++) {
+		if (b->items[i].kind != &pod_kind)
+			continue;
+		const pod_spec_t *s = b->items[i].obj;
+		ctrs += s->container_count;
+		replaced += pod_mgr_ncontainers(env->pods, s->name);
+	}
+	/* A name twice in the batch (refused earlier) must not wrap around. */
+	ctrs = replaced < ctrs ? ctrs - replaced : 0;
+	size_t need = POD_FD_RESERVE + POD_FDS_PER_CONTAINER * ctrs;
+	if (need <= rl.rlim_cur)
+		return 0;
+	return tank_error_set(e, TANK_ELIMIT,
+			      "%zu containers would need %zu descriptors in tankd, its limit is %llu "
+			      "(RLIMIT_NOFILE: %d per container and %d for tankd; raise the limit, "
+			      "e.g. LimitNOFILE= under systemd)",
+			      ctrs, need, (unsigned long long)rl.rlim_cur, POD_FDS_PER_CONTAINER,
+			      POD_FD_RESERVE);
+}
+
+/* ---- status ---------------------------------------------------------------------- */
+
+static int pk_key(msgpack_packer *pk, const char *k)
+{
+	return kind_pack_str(pk, k);
+}
+
+static int pack_exit(msgpack_packer *pk, const st_exit_t *x)
+{
+	int rc;
+	if (!x->present)
+		return msgpack_pack_nil(pk);
+	rc = msgpack_pack_map(pk, 2);
+	rc |= pk_key(pk, "code");
+	rc |= msgpack_pack_int32(pk, x->code);
+	rc |= pk_key(pk, "signal");
+	rc |= msgpack_pack_int32(pk, x->signal);
+	return rc;
+}
+
+static int pack_opt_ms(msgpack_packer *pk, int64_t v)
+{
+	return v ? msgpack_pack_int64(pk, v) : msgpack_pack_nil(pk);
+}
+
+/* The kinds that own pods (their `children` is Pod). */
+static size_t pod__owners(const kind_env_t *env)
+{
+	size_t n = 0;
+	for (size_t i = 0; env && env->kinds && env->kinds[i]; i++)
+		n += env->kinds[i]->children == &pod_kind && env->kinds[i]->owner_of;
+	return n;
+}
+
+int pod_kind_pack_status(const kind_env_t *env, msgpack_packer *pk, const st_status_t *s)
+{
+	int rc = msgpack_pack_map(pk, 12 + pod__owners(env));
+	rc |= pk_key(pk, "name");            rc |= kind_pack_str(pk, s->name);
+	/* Each owner kind's key: the object the pod is in (the contract's
+	 * `stack`), or nil. */
+	for (size_t i = 0; env && env->kinds && env->kinds[i]; i++) {
+		const kind_t *k = env->kinds[i];
+		if (k->children != &pod_kind || !k->owner_of)
+			continue;
+		void *inst = kind_inst(env, k);
+		const char *own = inst ? k->owner_of(inst, s->name) : NULL;
+		rc |= pk_key(pk, k->name);
+		rc |= own ? kind_pack_str(pk, own) : msgpack_pack_nil(pk);
+	}
+	rc |= pk_key(pk, "ready");           rc |= s->ready ? msgpack_pack_true(pk) : msgpack_pack_false(pk);
+	rc |= pk_key(pk, "uid");             rc |= kind_pack_str(pk, s->uid);
+	rc |= pk_key(pk, "phase");           rc |= kind_pack_str(pk, s->phase);
+	rc |= pk_key(pk, "reason");          rc |= kind_pack_str(pk, s->reason);
+	rc |= pk_key(pk, "retries");         rc |= msgpack_pack_uint32(pk, s->retries);
+	rc |= pk_key(pk, "restarts");        rc |= msgpack_pack_uint32(pk, s->restarts);
+	rc |= pk_key(pk, "generation");      rc |= msgpack_pack_uint64(pk, s->generation);
+	rc |= pk_key(pk, "since");           rc |= pack_opt_ms(pk, s->since);
+	rc |= pk_key(pk, "next_restart_at"); rc |= pack_opt_ms(pk, s->next_restart_at);
+	rc |= pk_key(pk, "last_exit");       rc |= pack_exit(pk, &s->last_exit);
+	rc |= pk_key(pk, "containers");
+	rc |= msgpack_pack_array(pk, s->n_containers);
+	for (size_t i = 0; i < s->n_containers; i++) {
+		const st_container_status_t *c = &s->containers[i];
+		rc |= msgpack_pack_map(pk, 11);
+		rc |= pk_key(pk, "name");       rc |= kind_pack_str(pk, c->name);
+		rc |= pk_key(pk, "ready");      rc |= c->ready ? msgpack_pack_true(pk) : msgpack_pack_false(pk);
+		rc |= pk_key(pk, "probe");
+		rc |= c->probe[0] ? kind_pack_str(pk, c->probe) : msgpack_pack_nil(pk);
+		rc |= pk_key(pk, "phase");      rc |= kind_pack_str(pk, c->phase);
+		rc |= pk_key(pk, "reason");     rc |= kind_pack_str(pk, c->reason);
+		rc |= pk_key(pk, "pid");
+		rc |= c->pid > 0 ? msgpack_pack_int32(pk, c->pid) : msgpack_pack_nil(pk);
+		rc |= pk_key(pk, "restarts");   rc |= msgpack_pack_uint32(pk, c->restarts);
+		rc |= pk_key(pk, "retries");    rc |= msgpack_pack_uint32(pk, c->retries);
+		rc |= pk_key(pk, "last_exit");  rc |= pack_exit(pk, &c->last_exit);
+		rc |= pk_key(pk, "started_at"); rc |= pack_opt_ms(pk, c->started_at);
+		rc |= pk_key(pk, "log_dropped"); rc |= msgpack_pack_uint64(pk, c->log_dropped);
+	}
+	return rc ? -ENOMEM : 0;
+}
+
+/* The status of a pod that is stored but has none yet. */
+static void pending_status(st_status_t *s, const st_pod_t *p)
+{
+	memset(s, 0, sizeof *s);
+	snprintf(s->name, sizeof s->name, "%s", p->name);
+	snprintf(s->uid, sizeof s->uid, "%s", p->uid);
+	snprintf(s->phase, sizeof s->phase, "pending");
+	snprintf(s->reason, sizeof s->reason, "not reconciled yet");
+	s->generation = p->generation;
+	s->since = p->updated_at;
+}
+
+static int pod__pack_status(const kind_env_t *env, const st_pod_t *rec, msgpack_packer *pk)
+{
+	st_status_t s;
+	int err;
+
+	memset(&s, 0, sizeof s);
+	if ((err = st_status_get(env->store, rec->name, &s, NULL)) == TANK_ENOTFOUND)
+		pending_status(&s, rec);        /* stored, not reconciled yet */
+	else if (err < 0)
+		return err;
+	err = pod_kind_pack_status(env, pk, &s);
+	st_status_clear(&s);
+	return err;
+}
+
+/* A pod's status, also while it is being deleted (no longer stored, its
+ * status not yet forgotten); pending when stored but not reconciled. */
+static int pod__status_one(const kind_env_t *env, const char *name, msgpack_packer *pk,
+			   tank_error_t *e)
+{
+	st_status_t s;
+	int err;
+
+	memset(&s, 0, sizeof s);
+	if ((err = st_status_get(env->store, name, &s, e)) == TANK_ENOTFOUND) {
+		st_pod_t p;
+		if ((err = st_pod_get(env->store, name, &p, e)) == 0) {
+			pending_status(&s, &p);
+			st_pod_clear(&p);
+		}
+	}
+	if (err < 0)
+		return err;
+	err = pod_kind_pack_status(env, pk, &s);
+	st_status_clear(&s);
+	return err;
+}
+
+/* Merges the status list (sorted by name) with the stored pods (walked in
+ * name order): out gets every pod, pending for those without a status.
+ * Entries are shallow copies (containers borrowed from the list). */
+typedef struct merge {
+	const st_status_t *have;
+	size_t nhave;
+	st_status_t *out;
+	size_t n, cap, at;
+} merge_t;
+
+static int merge_push(merge_t *m, const st_status_t *st)
+{
+	if (m->n == m->cap) {
+		size_t nc = m->cap ? m->cap * 2 : m->nhave + 64;
+		st_status_t *no = realloc(m->out, nc * sizeof *no);
+		if (!no)
+			return -ENOMEM;
+		m->out = no;
+		m->cap = nc;
+	}
+	m->out[m->n++] = *st;
+	return 0;
+}
+
+static int merge_pending(void *ctx, const st_pod_t *p)
+{
+	merge_t *m = ctx;
+	st_status_t pend;
+
+	/* Statuses of names before p without a pod: pods being deleted. */
+	while (m->at < m->nhave && strcmp(m->have[m->at].name, p->name) < 0)
+		if (merge_push(m, &m->have[m->at++]) < 0)
+			return -ENOMEM;
+	if (m->at < m->nhave && strcmp(m->have[m->at].name, p->name) == 0)
+		return merge_push(m, &m->have[m->at++]);
+	pending_status(&pend, p);
+	return merge_push(m, &pend);
+}
+
+/* Every stored pod is listed: those the reconciler has not reached yet
+ * (right after an apply) as pending, and those being deleted while they
+ * still have a status. */
+static int pod__status_all(const kind_env_t *env, msgpack_packer *pk, tank_error_t *e)
+{
+	st_status_t *s = NULL;
+	size_t n = 0;
+	int err, rc = 0;
+
+	if ((err = st_status_list(env->store, &s, &n, e)) < 0)
+		return err;
+	merge_t mg = { s, n, NULL, 0, 0, 0 };
+	int mr = st_pod_foreach(env->store, merge_pending, &mg, NULL);
+	while (mr == 0 && mg.at < n)
+		mr = merge_push(&mg, &s[mg.at++]);
+	const st_status_t *all = mr == 0 && mg.n ? mg.out : s;
+	size_t nall = mr == 0 && mg.n ? mg.n : n;
+	rc = msgpack_pack_array(pk, nall) ? -ENOMEM : 0;
+	for (size_t i = 0; i < nall && !rc; i++)
+		rc = pod_kind_pack_status(env, pk, &all[i]);
+	free(mg.out);
+	st_status_list_free(s, n);
+	return rc;
+}
+
+/* ---- apply --wait ------------------------------------------------------------------ */
+
+/* pod_observe's reading, and one rule of the spec's: a run-once pod
+ * (restart never or on_failure) converges only when it completed; seen
+ * running it is still pending (its failure, even 0.3 s after it started,
+ * is a failure of the wait). */
+static int pod__observe(const void *obj, const msgpack_object *s, const char *want,
+			rc_observed_t *out)
+{
+	const pod_spec_t *spec = obj;
+	int err;
+
+	(void)want;
+	if ((err = pod_observe_status(s, out)) < 0)
+		return err;
+	if (spec && spec->restart != POD_RESTART_ALWAYS && out->state == RC_OBS_READY) {
+		out->state = RC_OBS_PENDING;
+		snprintf(out->why, sizeof out->why, "running (restart %s: done when it completes)",
+			 pod_restart_name(spec->restart));
+	}
+	return 0;
+}
+
+/* ---- the `ps` table ------------------------------------------------------------------ */
+
+static void cell_str(const msgpack_object *o, char *out, size_t cap, const char *dflt)
+{
+	int64_t v;
+	if (kind_str(o, out, cap) && out[0])
+		return;
+	if (kind_int(o, &v))
+		snprintf(out, cap, "%" PRId64, v);
+	else
+		snprintf(out, cap, "%s", dflt);
+}
+
+static void c_name(const msgpack_object *s, uint64_t now, char *out, size_t cap)
+{
+	(void)now;
+	cell_str(kind_map_get(s, "name"), out, cap, "-");
+}
+
+static void c_phase(const msgpack_object *s, uint64_t now, char *out, size_t cap)
+{
+	(void)now;
+	cell_str(kind_map_get(s, "phase"), out, cap, "-");
+}
+
+static void c_restarts(const msgpack_object *s, uint64_t now, char *out, size_t cap)
+{
+	(void)now;
+	cell_str(kind_map_get(s, "restarts"), out, cap, "0");
+}
+
+static void c_reason(const msgpack_object *s, uint64_t now, char *out, size_t cap)
+{
+	(void)now;
+	cell_str(kind_map_get(s, "reason"), out, cap, "");
+}
+
+static void c_age(const msgpack_object *s, uint64_t now, char *out, size_t cap)
+{
+	int64_t since = 0;
+	kind_int(kind_map_get(s, "since"), &since);
+	kind_age(since, now, out, cap);
+}
+
+/* READY counts containers whose `ready` is true: running and past their
+ * readiness probe (tankd before probes sent no `ready`: running counts). */
+static void c_ready(const msgpack_object *s, uint64_t now, char *out, size_t cap)
+{
+	const msgpack_object *cs = kind_map_get(s, "containers");
+	uint32_t total = 0, running = 0;
+	char ph[32];
+
+	(void)now;
+	if (cs && cs->type == MSGPACK_OBJECT_ARRAY) {
+		total = cs->via.array.size;
+		for (uint32_t k = 0; k < total; k++) {
+			const msgpack_object *c = &cs->via.array.ptr[k];
+			const msgpack_object *rd = kind_map_get(c, "ready");
+			if (rd && rd->type == MSGPACK_OBJECT_BOOLEAN)
+				running += rd->via.boolean;
+			else
+				running += kind_str(kind_map_get(c, "phase"), ph, sizeof ph) &&
+					   !strcmp(ph, "running");
+		}
+	}
+	snprintf(out, cap, "%u/%u", running, total);
+}
+
+/* The first container with a live process: a pod whose first container
+ * ended while others run still shows a pid. */
+static void c_pid(const msgpack_object *s, uint64_t now, char *out, size_t cap)
+{
+	const msgpack_object *cs = kind_map_get(s, "containers");
+	(void)now;
+	snprintf(out, cap, "-");
+	for (uint32_t k = 0; cs && cs->type == MSGPACK_OBJECT_ARRAY && k < cs->via.array.size; k++) {
+		int64_t p;
+		if (kind_int(kind_map_get(&cs->via.array.ptr[k], "pid"), &p) && p > 0) {
+			snprintf(out, cap, "%" PRId64, p);
+			return;
+		}
+	}
+}
+
+/* ---- daemon ------------------------------------------------------------------------- */
+
+static int pod__open(kind_env_t *env, void **inst, tank_error_t *e)
+{
+	(void)e;
+	*inst = env->pods;
+	return 0;
+}
+
+static void pod__record(void *inst, const rc_transition_t *t)
+{
+	pod_mgr_record(inst, t);
+}
+
+const kind_t pod_kind = {
+	.id = TANK_KIND_POD,
+	.name = "pod", .plural = "pods", .short_name = "po",
+	.mf = &pod_mf_kind,
+	.coll = NULL,
+	.encode = pod__encode,
+	.name_of = pod__name_of,
+	.check = pod__check,
+	.admit = pod__admit,
+	.pack_status = pod__pack_status,
+	.status_one = pod__status_one,
+	.status_all = pod__status_all,
+	.observe = pod__observe,
+	.cols = {
+		{ "NAME", c_name }, { "PHASE", c_phase }, { "READY", c_ready },
+		{ "RESTARTS", c_restarts }, { "AGE", c_age }, { "PID", c_pid },
+		{ "REASON", c_reason },
+	},
+	.ncols = 7,
+	.open = pod__open,
+	.managers = { &pod_manager, &pod_ctr_manager },
+	.record = pod__record,
+};
