@@ -898,8 +898,10 @@ static int pack_opt_ms(msgpack_packer *pk, int64_t v)
 
 int api_pack_status(msgpack_packer *pk, const st_status_t *s, const char *stack)
 {
-	int rc = msgpack_pack_map(pk, 13);
+	int rc = msgpack_pack_map(pk, 14);
 	rc |= pk_key(pk, "name");            rc |= api_pack_cstr(pk, s->name);
+	rc |= pk_key(pk, "outcome");
+	rc |= s->outcome ? api_pack_cstr(pk, pod_outcome_name(s->outcome)) : msgpack_pack_nil(pk);
 	rc |= pk_key(pk, "stack");
 	rc |= stack ? api_pack_cstr(pk, stack) : msgpack_pack_nil(pk);
 	rc |= pk_key(pk, "ready");           rc |= s->ready ? msgpack_pack_true(pk) : msgpack_pack_false(pk);

@@ -302,6 +302,12 @@ static int pod__ctr_start(pod_mgr_t *m, rc_loop_t *loop, pod_ctr_t *c,
 	return 0;
 }
 
+void pod__ctr_finish(rc_loop_t *loop, pod_ctr_t *c, uint8_t outcome, const char *reason)
+{
+	c->outcome = outcome;
+	pod__ctr_event(loop, c, POD_CE_FINISHED, reason);
+}
+
 /* Applies the restart policy to an exit (or a failed start).  A restart
  * is not scheduled here: the key is queued, and its reconcile returns the
  * remaining backoff as requeue_after. */
@@ -326,8 +332,9 @@ static void pod__ctr_exited(rc_loop_t *loop, pod_ctr_t *c, const pod_exit_t *ex,
 	else
 		pod__fmt(reason, sizeof reason, "exited with code %d", ex->code);
 	if (!restart) {
-		pod__ctr_event(loop, c, POD_CE_FINISHED,
-			       !failed ? "completed" : ex->oom_killed ? "oom_killed" : reason);
+		uint8_t out = !failed ? POD_OUT_COMPLETED
+			      : ex->oom_killed ? POD_OUT_OOM_KILLED : POD_OUT_FAILED;
+		pod__ctr_finish(loop, c, out, out == POD_OUT_FAILED ? reason : pod_outcome_name(out));
 		return;
 	}
 	if (ran_ms >= s->backoff.stable_window_ms)
@@ -338,7 +345,7 @@ static void pod__ctr_exited(rc_loop_t *loop, pod_ctr_t *c, const pod_exit_t *ex,
 		char gave[RC_REASON_MAX];
 		pod__fmt(gave, sizeof gave, "gave up after %u restarts in a row "
 			 "(backoff.max_retries): %s", c->retries, reason);
-		pod__ctr_event(loop, c, POD_CE_FINISHED, gave);
+		pod__ctr_finish(loop, c, POD_OUT_FAILED, gave);
 		rc_escalate(loop, K_CTR, c->key, gave);
 		return;
 	}
@@ -427,7 +434,7 @@ static rc_result_t pod__ctr_reconcile(void *ctx, rc_loop_t *loop, const rc_view_
 		 * exit status is unknown. */
 		c->once_lost = false;
 		c->last_exit = (st_exit_t){ .present = true, .code = -1 };
-		pod__ctr_event(loop, c, POD_CE_FINISHED,
+		pod__ctr_finish(loop, c, POD_OUT_FAILED,
 			       "not run again: it was running when tankd stopped "
 			       "(restart: never runs once; exit status unknown)");
 		pod__update(m, loop, c->pod);
@@ -496,7 +503,7 @@ static void pod__ctr_mark_failed(void *ctx, rc_loop_t *loop, const char *key,
 
 	if (!c)
 		return;
-	pod__ctr_event(loop, c, POD_CE_FINISHED, reason);
+	pod__ctr_finish(loop, c, POD_OUT_FAILED, reason);
 	pod__update(m, loop, c->pod);
 }
 

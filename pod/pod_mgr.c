@@ -51,6 +51,7 @@ static void pod__set_fail(pod_trk_t *p, const char *reason)
 	if (p->fail != oom)
 		free(p->fail);
 	p->fail = NULL;
+	p->fail_spec = false;
 	if (reason && !(p->fail = strdup(reason)))
 		p->fail = oom;
 }
@@ -147,7 +148,9 @@ static uint64_t pod__status_sig(const pod_trk_t *p)
 		h = pod__sig_mix(h, c->log_dropped);
 		h = pod__sig_mix(h, c->ready);
 		h = pod__sig_str(h, c->probe);
+		h = pod__sig_mix(h, c->outcome);
 	}
+	h = pod__sig_mix(h, p->outcome);
 	h = pod__sig_mix(h, p->cond);
 	return h;
 }
@@ -189,6 +192,7 @@ void pod__persist(pod_mgr_t *m, pod_trk_t *p)
 		cs[i].log_dropped = c->log_dropped;
 		cs[i].ready = c->ready;
 		pod__copy(cs[i].probe, sizeof cs[i].probe, c->probe);
+		cs[i].outcome = c->st.phase == POD_CP_TERMINAL ? c->outcome : POD_OUT_NONE;
 		s.restarts += c->restarts;
 		if (c->retries > s.retries)
 			s.retries = c->retries;
@@ -201,6 +205,7 @@ void pod__persist(pod_mgr_t *m, pod_trk_t *p)
 		}
 	}
 	s.ready = (p->cond & POD__COND_READY) != 0;
+	s.outcome = p->st.phase == POD_PP_TERMINAL ? p->outcome : POD_OUT_NONE;
 	s.containers = cs;
 	s.n_containers = p->nctrs;
 	/* Queued and group-committed. */
@@ -214,17 +219,20 @@ void pod__persist(pod_mgr_t *m, pod_trk_t *p)
 void pod__update(pod_mgr_t *m, rc_loop_t *loop, pod_trk_t *p)
 {
 	enum pod_pevent ev = POD_PE_WAIT;
+	uint8_t outcome = POD_OUT_NONE;
 	char reason[RC_REASON_MAX] = "";
 	size_t nterm = 0, nrun = 0, nback = 0, nstop = 0, nfail = 0;
+	uint8_t failed_as = POD_OUT_FAILED;     /* the last failed container's */
 
 	for (size_t i = 0; i < p->nctrs; i++) {
 		pod_ctr_t *c = &p->ctrs[i];
 		switch (c->st.phase) {
 		case POD_CP_TERMINAL:
 			nterm++;
-			if (strcmp(c->st.reason, "completed") != 0) {
+			if (c->outcome != POD_OUT_COMPLETED) {
 				nfail++;
-				pod__copy(reason, sizeof reason, c->st.reason);
+				failed_as = c->outcome == POD_OUT_OOM_KILLED
+					    ? POD_OUT_OOM_KILLED : POD_OUT_FAILED;
 			}
 			break;
 		case POD_CP_RUNNING:
@@ -249,13 +257,12 @@ void pod__update(pod_mgr_t *m, rc_loop_t *loop, pod_trk_t *p)
 			  : p->held ? p->held_why : "spec changed");
 	} else if (p->fail) {
 		ev = POD_PE_ALL_DONE;
+		outcome = POD_OUT_FAILED;
 		pod__copy(reason, sizeof reason, p->fail);
 	} else if (p->nctrs && nterm == p->nctrs) {
 		ev = POD_PE_ALL_DONE;
-		if (!nfail)
-			pod__copy(reason, sizeof reason, "completed");
-		else if (strcmp(reason, "oom_killed") != 0)
-			pod__copy(reason, sizeof reason, "failed");
+		outcome = nfail ? failed_as : POD_OUT_COMPLETED;
+		pod__copy(reason, sizeof reason, pod_outcome_name(outcome));
 	} else if (p->held && !nrun) {
 		ev = POD_PE_DEPS;
 		pod__copy(reason, sizeof reason, p->held_why);
@@ -274,6 +281,10 @@ void pod__update(pod_mgr_t *m, rc_loop_t *loop, pod_trk_t *p)
 		ev = POD_PE_SOME_RUNNING;
 	}
 	(void)rc_fsm_apply(loop, K_POD, p->name, &pod_fsm, &p->st, (uint8_t)ev, reason);
+	if (p->st.phase == POD_PP_TERMINAL && ev == POD_PE_ALL_DONE)
+		p->outcome = outcome;
+	else if (p->st.phase != POD_PP_TERMINAL)
+		p->outcome = POD_OUT_NONE;
 
 	/* Ready (DESIGN.md §8): every container ready or completed, and
 	 * the pod running.  A container without a readiness probe is ready
@@ -283,7 +294,7 @@ void pod__update(pod_mgr_t *m, rc_loop_t *loop, pod_trk_t *p)
 		pod_ctr_t *c = &p->ctrs[i];
 		c->ready = c->st.phase == POD_CP_RUNNING && (!c->probes || c->probe_ready);
 		if (!c->ready && !(c->st.phase == POD_CP_TERMINAL &&
-				   strcmp(c->st.reason, "completed") == 0))
+				   c->outcome == POD_OUT_COMPLETED))
 			ready = false;
 	}
 	bool completed = p->st.phase == POD_PP_TERMINAL && !p->fail && !nfail;
@@ -392,12 +403,20 @@ static int pod__ctrs_build(pod_trk_t *p)
 			c->retries = cs->retries;
 			c->last_exit = cs->last_exit;
 			c->started_at = cs->started_at;
-			if (strcmp(cs->phase, "terminal") == 0)
+			int ph = rc_fsm_phase_of(&pod_ctr_fsm, cs->phase);
+			if (ph == POD_CP_TERMINAL) {
 				rc_fsm_restore(&c->st, POD_CP_TERMINAL, 0, cs->reason);
-			else if (s->restart == POD_RESTART_NEVER && cs->started_at > 0)
+				/* Stored since the outcome was; before, a clean
+				 * last exit was the one way to complete. */
+				c->outcome = cs->outcome ? cs->outcome
+					     : cs->last_exit.present && !cs->last_exit.code &&
+					       !cs->last_exit.signal
+					     ? POD_OUT_COMPLETED : POD_OUT_FAILED;
+			} else if (s->restart == POD_RESTART_NEVER && cs->started_at > 0) {
 				c->once_lost = true;   /* see pod__ctr_reconcile */
-			else if (strcmp(cs->phase, "backing_off") == 0)
+			} else if (ph == POD_CP_BACKING_OFF) {
 				c->next_restart_at = p->saved->next_restart_at;
+			}
 		}
 	}
 	if (p->saved) {
@@ -461,6 +480,7 @@ static int pod__seen(void *ctx, const st_pod_t *sp)
 			char why[RC_REASON_MAX];
 			pod__fmt(why, sizeof why, "stored spec cannot be loaded: %s", err.msg);
 			pod__set_fail(p, why);
+			p->fail_spec = true;
 			p->want_gen = sp->generation;
 			pod__copy(p->want_uid, sizeof p->want_uid, sp->uid);
 			p->desired = true;
@@ -474,7 +494,7 @@ static int pod__seen(void *ctx, const st_pod_t *sp)
 		pod__rdeps_add(m, p->name, ns);
 		p->want_gen = sp->generation;
 		pod__copy(p->want_uid, sizeof p->want_uid, sp->uid);
-		if (p->fail && strncmp(p->fail, "stored spec", 11) == 0)
+		if (p->fail_spec)
 			pod__set_fail(p, NULL);
 	}
 	p->desired = true;
@@ -687,7 +707,7 @@ static rc_result_t pod__reconcile(void *ctx, rc_loop_t *loop, const rc_view_t *v
 			pod_spec_free(p->spec);
 		}
 		p->spec = NULL;
-		if (p->fail && strncmp(p->fail, "stored spec", 11) != 0)
+		if (p->fail && !p->fail_spec)
 			pod__set_fail(p, NULL);  /* a new spec starts afresh */
 	}
 	if (!p->spec && p->want) {
@@ -714,6 +734,7 @@ static rc_result_t pod__reconcile(void *ctx, rc_loop_t *loop, const rc_view_t *v
 			c->retries = 0;
 			c->next_restart_at = 0;
 			c->once_lost = false;   /* asked for: it runs again */
+			c->outcome = POD_OUT_NONE;
 			pod__ctr_event(loop, c, POD_CE_RESET, "restart requested");
 			rc_cancel_requeue(loop, K_CTR, c->key);
 		}
@@ -836,7 +857,9 @@ bool pod_mgr_info(const pod_mgr_t *m, const char *name, pod_info_t *out)
 	out->ready = (p->cond & POD__COND_READY) != 0;
 	out->completed = (p->cond & POD__COND_COMPLETED) != 0;
 	out->failed = p->fail || (p->st.phase == POD_PP_TERMINAL && !out->completed);
-	out->phase = rc_fsm_phase_name(&pod_fsm, p->st.phase);
+	out->phase = (enum pod_phase)p->st.phase;
+	out->outcome = p->st.phase == POD_PP_TERMINAL ? (enum pod_outcome)p->outcome
+						       : POD_OUT_NONE;
 	out->reason = p->st.reason;
 	const pod_spec_t *s = p->want ? p->want : p->spec;
 	out->grace_ms = s ? s->stop.grace_ms : 0;
@@ -887,7 +910,7 @@ void pod_mgr_record(void *ctx, const rc_transition_t *t)
 	tr.at = (int64_t)t->at_ms;
 	pod__copy(tr.from, sizeof tr.from, t->from);
 	pod__copy(tr.to, sizeof tr.to, t->to);
-	if (strcmp(t->kind, "container") == 0) {
+	if (t->kind_id == K_CTR) {
 		const char *slash = strchr(t->key, '/');
 		size_t n = slash ? (size_t)(slash - t->key) : strlen(t->key);
 		if (n > POD_NAME_MAX)
@@ -901,7 +924,7 @@ void pod_mgr_record(void *ctx, const rc_transition_t *t)
 		pod__copy(tr.reason, sizeof tr.reason, t->reason);
 	}
 	/* A deleted pod's history is dropped with it (st_status_forget). */
-	if (strcmp(t->to, "deleted") != 0)
+	if (!(t->kind_id == K_POD && t->to_phase == POD_PP_DELETED))
 		(void)st_transition_add(m->o.store, pod, &tr);
 	if (m->o.on_event) {
 		p = tank_map_get(&m->pods, pod);

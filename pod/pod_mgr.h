@@ -48,6 +48,7 @@
 #include "common/tank_kinds.h"
 #include "pod/pod_cgroup.h"
 #include "pod/pod_launch.h"
+#include "pod/pod_phase.h"
 #include "reconciler/rc_loop.h"
 #include "store/st.h"
 
@@ -137,8 +138,9 @@ typedef struct pod_info {
 	bool ready;              /* running and every container ready */
 	bool completed;          /* every container finished with exit 0 */
 	bool failed;             /* terminal and not completed, or failed whole */
-	const char *phase;       /* borrowed until the next loop turn */
-	const char *reason;
+	enum pod_phase phase;    /* what decisions read */
+	enum pod_outcome outcome;  /* when terminal */
+	const char *reason;      /* for people; borrowed until the next loop turn */
 	uint64_t grace_ms;       /* its stop grace (stop.grace) */
 } pod_info_t;
 /* True once the drain (POD_MGR_SHUTDOWN) began: pods stop because tankd

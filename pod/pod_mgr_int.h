@@ -48,6 +48,7 @@ typedef struct pod_ctr {
 	char key[RC_KEY_MAX];         /* "<pod>/<container>" */
 	const char *name;             /* into key */
 	rc_fsm_state_t st;            /* phase, since, reason */
+	uint8_t outcome;              /* enum pod_outcome: how it ended, when terminal */
 	rt_pid_t runner;
 	pod_proc_t proc;
 	bool stop_sent;
@@ -90,6 +91,8 @@ struct pod_trk {
 	rc_fsm_state_t st;
 	char *fail;                   /* non-NULL: failed as a whole (escalated, or
 				       * its stored spec cannot be loaded); owned */
+	bool fail_spec;               /* that failure is its stored spec's */
+	uint8_t outcome;              /* enum pod_outcome, when terminal */
 	bool restored;                /* stored status was read */
 	st_status_t *saved;           /* stored status, until containers exist:
 				       * on the heap, for the first pass only
@@ -165,6 +168,8 @@ uint64_t pod__coarse_ns(void);
 /* --- pod_ctr.c: the container manager -------------------------------------------- */
 
 void pod__drained_check(pod_mgr_t *m, rc_loop_t *loop);
+/* c ends for good (terminal) with outcome (enum pod_outcome) and reason. */
+void pod__ctr_finish(rc_loop_t *loop, pod_ctr_t *c, uint8_t outcome, const char *reason);
 
 /* --- pod_sweep.c: untracked processes ---------------------------------------------- */
 

@@ -1,5 +1,7 @@
 #include "pod/pod_phase.h"
 
+#include <string.h>
+
 #define N(a) (sizeof(a) / sizeof((a)[0]))
 
 static const char *const pod__ctr_phases[POD_CP_COUNT] = {
@@ -104,3 +106,21 @@ const rc_fsm_t pod_fsm = {
 	.events = pod__events, .nevents = POD_PE_COUNT,
 	.edges = pod__edges, .nedges = N(pod__edges),
 };
+
+static const char *const pod__outcomes[POD_OUT_COUNT] = {
+	[POD_OUT_NONE] = "", [POD_OUT_COMPLETED] = "completed",
+	[POD_OUT_FAILED] = "failed", [POD_OUT_OOM_KILLED] = "oom_killed",
+};
+
+const char *pod_outcome_name(enum pod_outcome o)
+{
+	return (unsigned)o < POD_OUT_COUNT ? pod__outcomes[o] : "";
+}
+
+enum pod_outcome pod_outcome_of(const char *name)
+{
+	for (unsigned i = 1; name && i < POD_OUT_COUNT; i++)
+		if (strcmp(pod__outcomes[i], name) == 0)
+			return (enum pod_outcome)i;
+	return POD_OUT_NONE;
+}

@@ -69,6 +69,24 @@ enum pod_pevent {
 	POD_PE_COUNT
 };
 
+/* How a terminal container or pod ended: what decisions read (a
+ * dependency's `completed`, a stack's readiness, `apply --wait`).  The
+ * reason beside it is for people.  Stored as its number; on the wire as
+ * its name. */
+enum pod_outcome {
+	POD_OUT_NONE = 0,       /* not terminal */
+	POD_OUT_COMPLETED,      /* exit 0 (a pod: every container completed) */
+	POD_OUT_FAILED,         /* a failure: exit code, signal, failed start,
+				 * probe, given up, lost, failed as a whole */
+	POD_OUT_OOM_KILLED,     /* killed by the kernel's OOM killer */
+	POD_OUT_COUNT
+};
+
+/* "", "completed", "failed", "oom_killed"; "" out of range. */
+const char *pod_outcome_name(enum pod_outcome o);
+/* The outcome named name, or POD_OUT_NONE for "" or an unknown name. */
+enum pod_outcome pod_outcome_of(const char *name);
+
 extern const rc_fsm_t pod_ctr_fsm;
 extern const rc_fsm_t pod_fsm;
 

@@ -383,12 +383,12 @@ static rc_result_t stack__reconcile(void *ctx, rc_loop_t *loop, const rc_view_t 
 				stack__fmt(first, sizeof first, "pod %s failed: %s", pod,
 					   pi.reason);
 			degraded = true;
-		} else if (!first[0] && !strcmp(pi.phase, "running")) {
+		} else if (!first[0] && pi.phase == POD_PP_RUNNING) {
 			stack__fmt(first, sizeof first, "pod %s is running, not ready yet", pod);
 		} else if (!first[0]) {
+			const char *ph = rc_fsm_phase_name(&pod_fsm, pi.phase);
 			stack__fmt(first, sizeof first, pi.reason && pi.reason[0]
-				   ? "pod %s is %s: %s" : "pod %s is %s", pod, pi.phase,
-				   pi.reason);
+				   ? "pod %s is %s: %s" : "pod %s is %s", pod, ph, pi.reason);
 		}
 	}
 	t->grace_ms = grace;
