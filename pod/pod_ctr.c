@@ -363,83 +363,11 @@ static int pod__ctr_observe(void *ctx, rc_loop_t *loop, const char *key, rc_view
 	return (view->obj = pod__ctr_find(ctx, key)) ? 0 : TANK_ENOTFOUND;
 }
 
-static rc_result_t pod__ctr_reconcile(void *ctx, rc_loop_t *loop, const rc_view_t *view)
+/* Starts c (the decision said so): a run-once start is on disk first. */
+static rc_result_t pod__ctr_run(pod_mgr_t *m, rc_loop_t *loop, pod_ctr_t *c, int64_t now)
 {
-	pod_mgr_t *m = ctx;
-	pod_ctr_t *c = view->obj;
 	char reason[RC_REASON_MAX];
-	uint64_t wait;
 
-	if (!c->orphans_checked) {
-		char why[RC_REASON_MAX];
-		c->orphans_checked = true;
-		if (pod__ctr_cgroup(m, c, why, sizeof why) == 0 && c->has_cg &&
-		    pod_cgroup_count(&c->cg) > 0)
-			c->cg_orphans = true;
-	}
-	if ((c->orphan || c->cg_orphans) && (wait = pod__orphan_step(loop, c))) {
-		pod__update(m, loop, c->pod);
-		return rc_requeue_after(wait);
-	}
-	if (!pod__ctr_want(m, c)) {
-		c->pod->gated = false;
-		if (c->runner && !c->stop_sent) {
-			/* Its dependents go first; the last of them to stop
-			 * queues this pod again (pod__deps_notify). */
-			if (pod__stop_held(m, c->pod))
-				return rc_converged();
-			rt_send(rc_rt(loop), c->runner, POD_RUNNER_STOP, NULL, 0);
-			c->stop_sent = true;
-			pod__ctr_event(loop, c, POD_CE_STOP, c->pod->desired ? "stop" : "deleted");
-			pod__update(m, loop, c->pod);
-			return rc_act();
-		}
-		if (!c->runner) {
-			/* Only a pod that waits for its containers to stop needs
-			 * telling; waking any other pod would ping-pong forever
-			 * (its reconcile queues its containers). */
-			if (pod__waits(c->pod))
-				rc_enqueue(loop, K_POD, c->pod->name);
-			pod__drained_check(m, loop);
-		}
-		return rc_converged();
-	}
-	if (c->runner || c->st.phase == POD_CP_TERMINAL)
-		return rc_converged();
-	int64_t now = (int64_t)rc_wall_ms();
-	if (c->next_restart_at > now) {
-		if (c->st.phase != POD_CP_BACKING_OFF)
-			pod__ctr_event(loop, c, POD_CE_BACKOFF, "restoring backoff");
-		pod__update(m, loop, c->pod);
-		return rc_requeue_after((uint64_t)(c->next_restart_at - now));
-	}
-	c->next_restart_at = 0;
-	if (c->pod->spec->dep_count) {
-		/* Every start, restarts too, waits for depends_on.  What it
-		 * waits for queues this pod when it changes (pod__deps_notify);
-		 * the resync revisits it anyway (a waiting pod is not settled). */
-		char why[RC_REASON_MAX];
-		if (!pod__deps_met(m, c->pod, why, sizeof why)) {
-			c->pod->gated = true;
-			pod__ctr_event(loop, c, POD_CE_WAIT, why);
-			pod__update(m, loop, c->pod);
-			return rc_converged();
-		}
-		c->pod->gated = false;
-	}
-	if (c->once_lost) {
-		/* A run-once container a previous tankd started and never saw
-		 * end (killed -9, or its process gone or stopped above while
-		 * tankd was down): running it again would run it twice.  Its
-		 * exit status is unknown. */
-		c->once_lost = false;
-		c->last_exit = (st_exit_t){ .present = true, .code = -1 };
-		pod__ctr_finish(loop, c, POD_OUT_FAILED,
-			       "not run again: it was running when tankd stopped "
-			       "(restart: never runs once; exit status unknown)");
-		pod__update(m, loop, c->pod);
-		return rc_converged();
-	}
 	if (c->pod->spec->restart == POD_RESTART_NEVER) {
 		/* Run once means the start is on disk before the process
 		 * exists: a tankd killed right after the exec finds it
@@ -491,6 +419,99 @@ static rc_result_t pod__ctr_reconcile(void *ctx, rc_loop_t *loop, const rc_view_
 	pod__ctr_event(loop, c, POD_CE_STARTED, "started");
 	pod__update(m, loop, c->pod);
 	return rc_act();
+}
+
+static rc_result_t pod__ctr_reconcile(void *ctx, rc_loop_t *loop, const rc_view_t *view)
+{
+	pod_mgr_t *m = ctx;
+	pod_ctr_t *c = view->obj;
+	pod_trk_t *p = c->pod;
+	uint64_t wait;
+	int64_t now = (int64_t)rc_wall_ms();
+	char why[RC_REASON_MAX] = "";
+
+	if (!c->orphans_checked) {
+		c->orphans_checked = true;
+		if (pod__ctr_cgroup(m, c, why, sizeof why) == 0 && c->has_cg &&
+		    pod_cgroup_count(&c->cg) > 0)
+			c->cg_orphans = true;
+	}
+	/* Leftovers of a previous tankd are stopped before anything else. */
+	if ((c->orphan || c->cg_orphans) && (wait = pod__orphan_step(loop, c))) {
+		pod__update(m, loop, p);
+		return rc_requeue_after(wait);
+	}
+
+	/* Observe (what the decision reads; the costly parts only when they
+	 * can matter), then decide (pod_ctr_decide, pod_phase.h), then act. */
+	pod_ctr_obs_t o = {
+		.phase = c->st.phase, .want = pod__ctr_want(m, c), .runner = c->runner != 0,
+		.stop_sent = c->stop_sent, .backing_off = c->next_restart_at > now,
+		.once_lost = c->once_lost,
+	};
+	if (!o.want && o.runner && !o.stop_sent)
+		o.stop_held = pod__stop_held(m, p);
+	if (o.want && !o.runner && o.phase != POD_CP_TERMINAL && !o.backing_off &&
+	    p->spec->dep_count)
+		/* Every start, restarts too, waits for depends_on.  What it
+		 * waits for queues this pod when it changes (pod__deps_notify);
+		 * the resync revisits it anyway (a waiting pod is not settled). */
+		o.deps_unmet = !pod__deps_met(m, p, why, sizeof why);
+	if (!o.want)
+		p->gated = false;
+
+	switch (pod_ctr_decide(&o)) {
+	case POD_CA_NOTHING:
+		return rc_converged();
+	case POD_CA_HOLD:
+		/* Its dependents go first; the last of them to stop queues
+		 * this pod again (pod__deps_notify). */
+		return rc_converged();
+	case POD_CA_STOP:
+		rt_send(rc_rt(loop), c->runner, POD_RUNNER_STOP, NULL, 0);
+		c->stop_sent = true;
+		pod__ctr_event(loop, c, POD_CE_STOP, p->desired ? "stop" : "deleted");
+		pod__update(m, loop, p);
+		return rc_act();
+	case POD_CA_RELEASED:
+		/* Only a pod that waits for its containers to stop needs
+		 * telling; waking any other pod would ping-pong forever (its
+		 * reconcile queues its containers). */
+		if (pod__waits(p))
+			rc_enqueue(loop, K_POD, p->name);
+		pod__drained_check(m, loop);
+		return rc_converged();
+	case POD_CA_BACKOFF:
+		if (c->st.phase != POD_CP_BACKING_OFF)
+			pod__ctr_event(loop, c, POD_CE_BACKOFF, "restoring backoff");
+		pod__update(m, loop, p);
+		return rc_requeue_after((uint64_t)(c->next_restart_at - now));
+	case POD_CA_WAIT_DEPS:
+		c->next_restart_at = 0;
+		p->gated = true;
+		pod__ctr_event(loop, c, POD_CE_WAIT, why);
+		pod__update(m, loop, p);
+		return rc_converged();
+	case POD_CA_LOST:
+		/* A run-once container a previous tankd started and never saw
+		 * end (killed -9, or its process gone or stopped above while
+		 * tankd was down): running it again would run it twice.  Its
+		 * exit status is unknown. */
+		c->next_restart_at = 0;
+		p->gated = false;
+		c->once_lost = false;
+		c->last_exit = (st_exit_t){ .present = true, .code = -1 };
+		pod__ctr_finish(loop, c, POD_OUT_FAILED,
+				"not run again: it was running when tankd stopped "
+				"(restart: never runs once; exit status unknown)");
+		pod__update(m, loop, p);
+		return rc_converged();
+	case POD_CA_START:
+		c->next_restart_at = 0;
+		p->gated = false;
+		return pod__ctr_run(m, loop, c, now);
+	}
+	return rc_converged();
 }
 
 /* Retries exhausted for a container: it is terminal with the reason; its

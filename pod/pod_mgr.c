@@ -214,71 +214,65 @@ void pod__persist(pod_mgr_t *m, pod_trk_t *p)
 	free(cs);
 }
 
-/* Derives the pod's phase from its containers (bubble up) and applies it
- * through the pod table. */
+/* Derives the pod's phase from its containers (bubble up: pod_derive,
+ * pod_phase.h) and applies it through the pod table. */
 void pod__update(pod_mgr_t *m, rc_loop_t *loop, pod_trk_t *p)
 {
-	enum pod_pevent ev = POD_PE_WAIT;
-	uint8_t outcome = POD_OUT_NONE;
-	char reason[RC_REASON_MAX] = "";
-	size_t nterm = 0, nrun = 0, nback = 0, nstop = 0, nfail = 0;
-	uint8_t failed_as = POD_OUT_FAILED;     /* the last failed container's */
+	pod_obs_t o = {
+		.nctrs = p->nctrs, .failed_as = POD_OUT_FAILED, .busy = pod__busy(p),
+		.want = p->nctrs && pod__ctr_want(m, &p->ctrs[0]), .desired = p->desired,
+		.restart = p->restart_req, .shutting_down = m->shutting_down,
+		.fail = p->fail != NULL, .held = p->held, .gated = p->gated,
+	};
+	char detail[RC_REASON_MAX] = "", reason[RC_REASON_MAX] = "";
 
 	for (size_t i = 0; i < p->nctrs; i++) {
 		pod_ctr_t *c = &p->ctrs[i];
 		switch (c->st.phase) {
 		case POD_CP_TERMINAL:
-			nterm++;
+			o.nterm++;
 			if (c->outcome != POD_OUT_COMPLETED) {
-				nfail++;
-				failed_as = c->outcome == POD_OUT_OOM_KILLED
-					    ? POD_OUT_OOM_KILLED : POD_OUT_FAILED;
+				o.nfail++;
+				o.failed_as = c->outcome == POD_OUT_OOM_KILLED
+					      ? POD_OUT_OOM_KILLED : POD_OUT_FAILED;
+				pod__copy(detail, sizeof detail, c->st.reason);
 			}
 			break;
 		case POD_CP_RUNNING:
-			nrun++;
+			o.nrun++;
 			break;
 		case POD_CP_BACKING_OFF:
-			nback++;
-			if (!reason[0])
-				pod__fmt(reason, sizeof reason, "%s: %s", c->name, c->st.reason);
+			o.nback++;
+			if (!detail[0])
+				pod__fmt(detail, sizeof detail, "%s: %s", c->name, c->st.reason);
 			break;
 		case POD_CP_STOPPING:
-			nstop++;
+			o.nstop++;
 			break;
 		}
 	}
-	if (nstop || (pod__busy(p) && p->nctrs && !pod__ctr_want(m, &p->ctrs[0]))) {
-		ev = POD_PE_STOP;
-		pod__copy(reason, sizeof reason, !p->desired ? "deleted"
-			  : p->restart_req ? "restart"
-			  : m->shutting_down ? "shutdown"
-			  : p->fail ? p->fail
-			  : p->held ? p->held_why : "spec changed");
-	} else if (p->fail) {
-		ev = POD_PE_ALL_DONE;
-		outcome = POD_OUT_FAILED;
-		pod__copy(reason, sizeof reason, p->fail);
-	} else if (p->nctrs && nterm == p->nctrs) {
-		ev = POD_PE_ALL_DONE;
-		outcome = nfail ? failed_as : POD_OUT_COMPLETED;
-		pod__copy(reason, sizeof reason, pod_outcome_name(outcome));
-	} else if (p->held && !nrun) {
-		ev = POD_PE_DEPS;
-		pod__copy(reason, sizeof reason, p->held_why);
-	} else if (p->gated && !nrun) {
+	pod_step_t step = pod_derive(&o);
+	enum pod_pevent ev = step.ev;
+	uint8_t outcome = (uint8_t)step.outcome;
+	switch (step.why) {
+	case POD_WHY_DETAIL:       pod__copy(reason, sizeof reason, detail); break;
+	case POD_WHY_NONE:         break;
+	case POD_WHY_DELETED:      pod__copy(reason, sizeof reason, "deleted"); break;
+	case POD_WHY_RESTART:      pod__copy(reason, sizeof reason, "restart"); break;
+	case POD_WHY_SHUTDOWN:     pod__copy(reason, sizeof reason, "shutdown"); break;
+	case POD_WHY_FAIL:         pod__copy(reason, sizeof reason, p->fail); break;
+	case POD_WHY_HELD:         pod__copy(reason, sizeof reason, p->held_why); break;
+	case POD_WHY_SPEC_CHANGED: pod__copy(reason, sizeof reason, "spec changed"); break;
+	case POD_WHY_OUTCOME:
+		pod__copy(reason, sizeof reason, pod_outcome_name(step.outcome));
+		break;
+	case POD_WHY_GATED:
 		/* A start waits for depends_on: the containers say for what. */
-		ev = POD_PE_DEPS;
+		pod__copy(reason, sizeof reason, detail);
 		for (size_t i = 0; i < p->nctrs && !reason[0]; i++)
 			if (p->ctrs[i].st.phase == POD_CP_PENDING)
 				pod__copy(reason, sizeof reason, p->ctrs[i].st.reason);
-	} else if (nback) {
-		ev = POD_PE_BACKOFF;
-	} else if (p->nctrs && nrun + nterm == p->nctrs) {
-		ev = POD_PE_ALL_RUNNING;
-		reason[0] = '\0';
-	} else if (nrun) {
-		ev = POD_PE_SOME_RUNNING;
+		break;
 	}
 	(void)rc_fsm_apply(loop, K_POD, p->name, &pod_fsm, &p->st, (uint8_t)ev, reason);
 	if (p->st.phase == POD_PP_TERMINAL && ev == POD_PE_ALL_DONE)
@@ -297,7 +291,7 @@ void pod__update(pod_mgr_t *m, rc_loop_t *loop, pod_trk_t *p)
 				   c->outcome == POD_OUT_COMPLETED))
 			ready = false;
 	}
-	bool completed = p->st.phase == POD_PP_TERMINAL && !p->fail && !nfail;
+	bool completed = p->st.phase == POD_PP_TERMINAL && !p->fail && !o.nfail;
 	uint8_t cond = (uint8_t)((ready ? POD__COND_READY : 0) |
 				 (ready || p->st.phase == POD_PP_RUNNING || completed
 				  ? POD__COND_STARTED : 0) |

@@ -395,9 +395,12 @@ static rc_result_t stack__reconcile(void *ctx, rc_loop_t *loop, const rc_view_t 
 
 	/* Cascade: tell the pods when whether they may run changed. */
 	bool run = stack__should_run(t, now, why, sizeof why, &failed_stop);
-	bool first_look = !t->told;
-	char keep[RC_REASON_MAX];       /* a starting stack keeps its reason */
-	snprintf(keep, sizeof keep, "%s", t->st.reason);
+	stack_obs_t obs = {
+		.phase = t->st.phase, .run = run, .failed_stop = failed_stop,
+		.first_look = !t->told, .all_ready = ready == s->npods,
+		.degraded = degraded, .last_failure = t->last_failure[0] != '\0',
+		.busy = busy > 0,
+	};
 	if (run != t->run || !t->told) {
 		bool rearm = t->told && run && !t->run;
 		t->run = run;
@@ -411,36 +414,24 @@ static rc_result_t stack__reconcile(void *ctx, rc_loop_t *loop, const rc_view_t 
 		}
 	}
 
-	if (run) {
-		if (t->st.phase == STACK_PP_DOWN || t->st.phase == STACK_PP_FAILED ||
-		    t->st.phase == STACK_PP_STOPPING)
-			stack__event(loop, t, STACK_E_START, "starting");
-		else if (first_look && ready < s->npods &&
-			 (t->st.phase == STACK_PP_UP || t->st.phase == STACK_PP_DEGRADED))
-			/* Restored as it was, but its pods were stopped with
-			 * the previous tankd: they start again, which is not a
-			 * degradation. */
-			stack__event(loop, t, STACK_E_START, "starting (tankd restarted)");
-		if (ready == s->npods)
-			stack__event(loop, t, STACK_E_READY, "");
-		else if (degraded)
-			stack__event(loop, t, STACK_E_DEGRADE, first);
-		else if (t->last_failure[0] && t->st.phase != STACK_PP_STARTING)
-			stack__event(loop, t, STACK_E_DEGRADE, t->last_failure);
-		else if (t->st.phase == STACK_PP_UP || t->st.phase == STACK_PP_DEGRADED)
-			stack__event(loop, t, STACK_E_DEGRADE, first);
-		else
-			/* Starting: what it waits for changes with every pod
-			 * of a chain; it goes in the status (waiting_for), not
-			 * in the history as a transition per pod. */
-			stack__event(loop, t, STACK_E_START, t->st.phase == STACK_PP_STARTING
-				     ? keep : "starting");
-	} else if (busy) {
-		stack__event(loop, t, STACK_E_STOP, why);
-	} else if (failed_stop) {
-		stack__event(loop, t, STACK_E_FAIL, why);
-	} else {
-		stack__event(loop, t, STACK_E_STOPPED, why);
+	/* The decision is stack_derive's (stack_phase.h); here only the
+	 * reasons' text. */
+	stack_step_t steps[2];
+	size_t nsteps = stack_derive(&obs, steps);
+	for (size_t i = 0; i < nsteps; i++) {
+		const char *r = "";
+		switch (steps[i].why) {
+		case STACK_WHY_NONE:         r = ""; break;
+		case STACK_WHY_STARTING:     r = "starting"; break;
+		case STACK_WHY_RESTARTED:    r = "starting (tankd restarted)"; break;
+		case STACK_WHY_FIRST:        r = first; break;
+		case STACK_WHY_LAST_FAILURE: r = t->last_failure; break;
+		case STACK_WHY_KEEP:         r = t->st.reason; break;
+		case STACK_WHY_STOP:         r = why; break;
+		}
+		char cut[RC_REASON_MAX];
+		snprintf(cut, sizeof cut, "%s", r);     /* r may be t->st.reason */
+		stack__event(loop, t, steps[i].ev, cut);
 	}
 
 	/* Schedule triggers: the next time the answer of should_run changes. */
