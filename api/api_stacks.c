@@ -383,12 +383,13 @@ static void updown(const api_call_t *call, const msgpack_object *params, api_dae
 		goto out;
 	}
 	/* An aborted stack brought up again: lifted even when desired was
-	 * up already (the spec did not change, the operator's intent did). */
-	if (want == STACK_UP && d->stacks && stack_mgr_lift(d->stacks, name) &&
+	 * up already (the spec did not change, the operator's intent did).
+	 * The lift is a message to the stack manager, which stores it. */
+	rt_pid_t loop = rt_whereis(d->rt, API_RECONCILER_NAME);
+	if (want == STACK_UP && d->stacks && stack_mgr_lift(d->stacks, d->rt, loop, name) &&
 	    o.res.action == ST_UNCHANGED)
 		o.res.action = ST_CONFIGURED;
 	api_reply(call->rt, call->token, pack_updown, &o);
-	rt_pid_t loop = rt_whereis(d->rt, API_RECONCILER_NAME);
 	if (loop)
 		rc_nudge(d->rt, loop);
 out:

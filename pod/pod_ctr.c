@@ -599,11 +599,24 @@ static void pod__ctr_probe(pod_mgr_t *m, rc_loop_t *loop, rt_pid_t from, const v
 	pod__update(m, loop, c->pod);
 }
 
+/* An exit that counts toward backoff.max_retries is on disk before
+ * anything acts on it (the restart it schedules): a tankd killed -9 a
+ * moment later finds the count, and does not run the container once more
+ * than its bound.  A commit, no fsync (tankd's death does not lose the
+ * page cache); only for a bounded pod, so crash loops without a bound
+ * stay on the group commit. */
+static void pod__exit_commit(pod_mgr_t *m, pod_ctr_t *c)
+{
+	if (c->pod->spec && c->pod->spec->backoff.max_retries)
+		(void)st_flush(m->o.store, NULL);
+}
+
 static void pod__ctr_handle(void *ctx, rc_loop_t *loop, rt_msg_t *msg)
 {
 	pod_mgr_t *m = ctx;
 	pod_runner_exited_t ex;
 	pod_ctr_t *c;
+	bool counted = false;
 
 	if (msg->type == RT_MSG_EXIT) {
 		/* Only exits of runners we own are routed here.  A runner
@@ -624,11 +637,14 @@ static void pod__ctr_handle(void *ctx, rc_loop_t *loop, rt_msg_t *msg)
 				pod_exit_t e = { .code = -1, .signal = SIGKILL };
 				c = &p->ctrs[i];
 				pod__ctr_gone(m, loop, c);
-				if (pod__ctr_want(m, c))
+				bool counted = pod__ctr_want(m, c);
+				if (counted)
 					pod__ctr_exited(loop, c, &e, 0, "runner died", false);
 				else
 					pod__ctr_event(loop, c, POD_CE_STOPPED, "stopped");
 				pod__update(m, loop, p);
+				if (counted)
+					pod__exit_commit(m, c);
 				rc_enqueue(loop, K_POD, p->name);
 				pod__drained_check(m, loop);
 				return;
@@ -672,8 +688,11 @@ static void pod__ctr_handle(void *ctx, rc_loop_t *loop, rt_msg_t *msg)
 			pod__fmt(why, sizeof why, "unhealthy: %s", ex.unhealthy);
 		pod__ctr_exited(loop, c, &ex.exit, ex.ran_ms, ex.unhealthy[0] ? why : NULL,
 				ex.unhealthy[0] != 0);
+		counted = true;
 	}
 	pod__update(m, loop, c->pod);
+	if (counted)
+		pod__exit_commit(m, c);
 	rc_enqueue(loop, K_POD, c->pod->name);
 	pod__drained_check(m, loop);
 }

@@ -151,6 +151,7 @@ static uint64_t pod__status_sig(const pod_trk_t *p)
 		h = pod__sig_mix(h, c->outcome);
 	}
 	h = pod__sig_mix(h, p->outcome);
+	h = pod__sig_mix(h, p->restart_req);
 	h = pod__sig_mix(h, p->cond);
 	return h;
 }
@@ -206,6 +207,7 @@ void pod__persist(pod_mgr_t *m, pod_trk_t *p)
 	}
 	s.ready = (p->cond & POD__COND_READY) != 0;
 	s.outcome = p->st.phase == POD_PP_TERMINAL ? p->outcome : POD_OUT_NONE;
+	s.restart = p->restart_req;
 	s.containers = cs;
 	s.n_containers = p->nctrs;
 	/* Queued and group-committed. */
@@ -461,6 +463,10 @@ static int pod__seen(void *ctx, const st_pod_t *sp)
 			int ph = rc_fsm_phase_of(&pod_fsm, p->saved->phase);
 			rc_fsm_restore(&p->st, ph < 0 ? POD_PP_PENDING : (uint8_t)ph,
 				       p->saved->since, p->saved->reason);
+			/* A restart asked of a previous tankd and not done yet
+			 * (pod__restart_req stored it). */
+			if (p->saved->restart)
+				p->restart_req = true;
 		}
 	}
 	if (p->want_gen != sp->generation || strcmp(p->want_uid, sp->uid) != 0 ||
@@ -780,12 +786,37 @@ static bool pod__parent(void *ctx, const char *key, rc_ref_t *out)
 	return m->owner.parent && m->owner.parent(m->owner.ctx, key, out);
 }
 
+/* A restart by hand, asked by message (pod_mgr_restart): stored before
+ * anything acts on it, so a kill -9 of tankd does not forget it. */
+static void pod__restart_req(pod_mgr_t *m, rc_loop_t *loop, const rt_msg_t *msg)
+{
+	char name[POD_NAME_MAX + 1];
+	pod_trk_t *p;
+
+	if (!msg->len || msg->len > sizeof name || ((const char *)msg->data)[msg->len - 1])
+		return;
+	memcpy(name, msg->data, msg->len);
+	/* Not tracked yet (applied a moment ago): it starts afresh anyway. */
+	if (!(p = tank_map_get(&m->pods, name)) || !p->desired)
+		return;
+	p->restart_req = true;
+	p->restart_noted = false;
+	pod__persist(m, p);
+	/* A commit, no fsync: tankd's death does not lose the page cache. */
+	(void)st_flush(m->o.store, NULL);
+	rc_enqueue(loop, K_POD, p->name);
+}
+
 static void pod__handle(void *ctx, rc_loop_t *loop, rt_msg_t *msg)
 {
 	pod_mgr_t *m = ctx;
 	size_t it = 0;
 	void *v;
 
+	if (msg->type == RT_MSG_USER && msg->tag == POD_MGR_RESTART) {
+		pod__restart_req(m, loop, msg);
+		return;
+	}
 	if (msg->type != RT_MSG_USER || msg->tag != POD_MGR_SHUTDOWN)
 		return;
 	m->shutting_down = true;
@@ -868,6 +899,9 @@ void pod_mgr_rearm(pod_mgr_t *m, rc_loop_t *loop, const char *name)
 		return;
 	p->restart_req = true;
 	p->restart_noted = false;
+	/* Stored as a restart by hand is (pod__restart_req); the caller
+	 * commits (st_flush) once for all the pods it rearms. */
+	pod__persist(m, p);
 	rc_enqueue(loop, K_POD, name);
 }
 
@@ -934,12 +968,18 @@ void pod_mgr_record(void *ctx, const rc_transition_t *t)
 
 int pod_mgr_restart(pod_mgr_t *m, rt_t *rt, rt_pid_t loop, const char *name)
 {
-	pod_trk_t *p = tank_map_get(&m->pods, name);
+	st_pod_t sp;
+	size_t n = strlen(name);
+	int rc;
 
-	if (!p || !p->desired)
+	/* The store says whether it exists (the manager's map is the loop
+	 * actor's alone). */
+	if (n > POD_NAME_MAX)
 		return TANK_ENOTFOUND;
-	p->restart_req = true;
-	return rc_enqueue_from(rt, loop, K_POD, p->name);
+	if ((rc = st_pod_get(m->o.store, name, &sp, NULL)) < 0)
+		return rc;
+	st_pod_clear(&sp);
+	return rt_send(rt, loop, POD_MGR_RESTART, name, n + 1);
 }
 
 void pod_mgr_running(pod_mgr_t *m,

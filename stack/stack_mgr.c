@@ -34,6 +34,11 @@ typedef struct stack_trk {
 	char last_failure[RC_REASON_MAX];   /* on_failure: continue */
 	uint64_t grace_ms;            /* the longest stop grace of its pods */
 	uint64_t status_hash;         /* of the last status queued */
+	/* What its last status said beyond the tracking (rewritten as is
+	 * when a request changes the tracking between reconciles). */
+	size_t ready;
+	int64_t next_at;
+	char waiting_for[RC_REASON_MAX];
 } stack_trk_t;
 
 struct stack_mgr {
@@ -194,6 +199,9 @@ static int pk_str(msgpack_packer *pk, const char *s)
 static void stack__persist(stack_mgr_t *m, stack_trk_t *t, size_t ready, int64_t next_at,
 			   const char *waiting_for)
 {
+	t->ready = ready;
+	t->next_at = next_at;
+	snprintf(t->waiting_for, sizeof t->waiting_for, "%s", waiting_for ? waiting_for : "");
 	msgpack_sbuffer sb;
 	msgpack_packer pk;
 	const stack_spec_t *s = t->spec;
@@ -412,6 +420,9 @@ static rc_result_t stack__reconcile(void *ctx, rc_loop_t *loop, const rc_view_t 
 				pod_mgr_rearm(m->o.pods, loop, s->pods[i].name);
 			rc_enqueue(loop, TANK_KIND_POD, s->pods[i].name);
 		}
+		/* The rearms are stored before they are acted on. */
+		if (rearm)
+			(void)st_flush(m->o.store, NULL);
 	}
 
 	/* The decision is stack_derive's (stack_phase.h); here only the
@@ -472,6 +483,34 @@ static void stack__child_failed(void *ctx, rc_loop_t *loop, const char *key,
 	}
 }
 
+/* Requests, by message (stack_mgr_lift).  A lift is stored (the status
+ * without `aborted`, committed) before the stack acts on it. */
+static void stack__handle(void *ctx, rc_loop_t *loop, rt_msg_t *msg)
+{
+	stack_mgr_t *m = ctx;
+	char name[POD_NAME_MAX + 1];
+	stack_trk_t *t;
+
+	if (msg->type != RT_MSG_USER || msg->tag != STACK_MGR_LIFT || !msg->len ||
+	    msg->len > sizeof name || ((const char *)msg->data)[msg->len - 1])
+		return;
+	memcpy(name, msg->data, msg->len);
+	if (!(t = tank_map_get(&m->stacks, name)) || !t->spec || !t->aborted)
+		return;
+	t->aborted = false;
+	t->abort_why[0] = '\0';
+	t->last_failure[0] = '\0';
+	stack__persist(m, t, t->ready, t->next_at, t->waiting_for[0] ? t->waiting_for : NULL);
+	/* Its failed pods run again (the reconcile would rearm them when its
+	 * decision flips; a kill -9 before that must not lose it): stored
+	 * with the lift. */
+	for (size_t i = 0; i < t->spec->npods; i++)
+		pod_mgr_rearm(m->o.pods, loop, t->spec->pods[i].name);
+	/* A commit, no fsync: tankd's death does not lose the page cache. */
+	(void)st_flush(m->o.store, NULL);
+	rc_enqueue(loop, K_STACK, t->name);
+}
+
 const rc_manager_t stack_manager = {
 	.kind = TANK_KIND_STACK,
 	.name = "stack",
@@ -479,6 +518,7 @@ const rc_manager_t stack_manager = {
 	.observe = stack__observe,
 	.reconcile = stack__reconcile,
 	.child_failed = stack__child_failed,
+	.handle = stack__handle,
 };
 
 /* ---- public ------------------------------------------------------------------------ */
@@ -575,13 +615,36 @@ const char *stack_mgr_stack_of(const stack_mgr_t *m, const char *pod)
 	return t && t->spec ? t->name : NULL;
 }
 
-bool stack_mgr_lift(stack_mgr_t *m, const char *name)
+/* Whether the stored status of name says aborted for its stored generation. */
+static bool stack__stored_abort(stack_mgr_t *m, const char *name)
 {
-	stack_trk_t *t = tank_map_get(&m->stacks, name);
+	st_pod_t rec;
+	void *buf;
+	size_t len;
+	msgpack_unpacked u;
+	bool aborted = false;
 
-	if (!t || !t->aborted)
+	if (st_coll_get(m->coll, name, &rec, NULL) < 0)
 		return false;
-	t->aborted = false;
-	t->last_failure[0] = '\0';
-	return true;
+	if (st_coll_status_get(m->coll, name, &buf, &len, NULL) == 0) {
+		if (kit_frame_unpack(buf, len, &u) == 0 && u.data.type == MSGPACK_OBJECT_MAP) {
+			const msgpack_object *v = kit_lookup(&u.data, "generation");
+			aborted = kit_lookup(&u.data, "aborted") && v &&
+				  v->type == MSGPACK_OBJECT_POSITIVE_INTEGER &&
+				  v->via.u64 == rec.generation;
+		}
+		msgpack_unpacked_destroy(&u);
+		free(buf);
+	}
+	st_pod_clear(&rec);
+	return aborted;
+}
+
+bool stack_mgr_lift(stack_mgr_t *m, rt_t *rt, rt_pid_t loop, const char *name)
+{
+	size_t n = strlen(name);
+
+	if (n > POD_NAME_MAX || !stack__stored_abort(m, name))
+		return false;
+	return loop && rt_send(rt, loop, STACK_MGR_LIFT, name, n + 1) == 0;
 }
