@@ -88,7 +88,7 @@ bool pod__ctr_want(const pod_mgr_t *m, const pod_ctr_t *c)
 {
 	const pod_trk_t *p = c->pod;
 	return !m->shutting_down && p->desired && pod__current(p) &&
-	       !p->restart_req && !p->fail && !p->held;
+	       !p->restart_req && !p->fail && !p->held && !c->held_by[0];
 }
 
 bool pod__busy(const pod_trk_t *p)
@@ -815,6 +815,10 @@ static void pod__handle(void *ctx, rc_loop_t *loop, rt_msg_t *msg)
 
 	if (msg->type == RT_MSG_USER && msg->tag == POD_MGR_RESTART) {
 		pod__restart_req(m, loop, msg);
+		return;
+	}
+	if (msg->type == RT_MSG_USER && msg->tag == POD_REQ) {
+		pod__req_handle(m, loop, msg);
 		return;
 	}
 	if (msg->type != RT_MSG_USER || msg->tag != POD_MGR_SHUTDOWN)

@@ -1,6 +1,7 @@
 /*
  * pod_mgr_int.h — what the pod manager's rooms share, and nothing else
- * includes (private to pod_mgr.c, pod_ctr.c, pod_sweep.c, pod_deps.c).
+ * includes (private to pod_mgr.c, pod_ctr.c, pod_sweep.c, pod_deps.c,
+ * pod_req.c).
  *
  * The pod and container managers (pod_mgr.h) are one context, pod_mgr_t,
  * split by concern:
@@ -14,7 +15,9 @@
  *                container owns;
  *   pod_deps.c   depends_on: the apply's check (pod_deps.h) and the
  *                runtime side declared here (who depends on whom, is a
- *                condition met, who waits for whom to stop).
+ *                condition met, who waits for whom to stop);
+ *   pod_req.c    requests from other kinds (pod_req.h): exec, signal,
+ *                stop/start/restart of a container, each with a reply.
  *
  * Everything here runs on the loop's thread, on memory the loop actor
  * alone touches.  Names are pod__*; K_POD and K_CTR are the two kinds.
@@ -32,6 +35,7 @@
 #include "pod/pod_log.h"
 #include "pod/pod_mgr.h"
 #include "pod/pod_phase.h"
+#include "pod/pod_req.h"
 #include "pod/pod_runner.h"
 #include "pod/pod_sandbox.h"
 #include "pod/pod_spec.h"
@@ -71,6 +75,7 @@ typedef struct pod_ctr {
 	bool once_lost;               /* restart: never, and it was started by a
 				       * previous tankd that did not see it end */
 	int64_t orphan_deadline;      /* 0: stop signal not sent yet */
+	char held_by[POD_REQ_USER_MAX + 1];  /* a user's stop holds it ("" = none; pod_req.h) */
 } pod_ctr_t;
 
 struct pod_trk {
@@ -175,6 +180,11 @@ void pod__ctr_finish(rc_loop_t *loop, pod_ctr_t *c, uint8_t outcome, const char 
 
 void pod__sweep_all(pod_mgr_t *m, rc_loop_t *loop);
 int pod__sweep_slice(pod_mgr_t *m, rc_loop_t *loop);
+
+/* --- pod_req.c: requests from other kinds ------------------------------------------- */
+
+/* A POD_REQ message (pod_req.h): acts on it and replies to its sender. */
+void pod__req_handle(pod_mgr_t *m, rc_loop_t *loop, const rt_msg_t *msg);
 
 /* --- pod_deps.c: depends_on at run time -------------------------------------------- */
 
