@@ -363,6 +363,18 @@ static int pod__ctr_observe(void *ctx, rc_loop_t *loop, const char *key, rc_view
 	return (view->obj = pod__ctr_find(ctx, key)) ? 0 : TANK_ENOTFOUND;
 }
 
+/* An exit that counts toward backoff.max_retries is on disk before
+ * anything acts on it (the restart it schedules): a tankd killed -9 a
+ * moment later finds the count, and does not run the container once more
+ * than its bound.  A commit, no fsync (tankd's death does not lose the
+ * page cache); only for a bounded pod, so crash loops without a bound
+ * stay on the group commit. */
+static void pod__exit_commit(pod_mgr_t *m, pod_ctr_t *c)
+{
+	if (c->pod->spec && c->pod->spec->backoff.max_retries)
+		(void)st_flush(m->o.store, NULL);
+}
+
 /* Starts c (the decision said so): a run-once start is on disk first. */
 static rc_result_t pod__ctr_run(pod_mgr_t *m, rc_loop_t *loop, pod_ctr_t *c, int64_t now)
 {
@@ -412,6 +424,7 @@ static rc_result_t pod__ctr_run(pod_mgr_t *m, rc_loop_t *loop, pod_ctr_t *c, int
 		pod_exit_t ex = { .code = 127 };
 		pod__ctr_exited(loop, c, &ex, 0, reason, false);
 		pod__update(m, loop, c->pod);
+		pod__exit_commit(m, c);
 		return rc_converged();  /* the exit queued the key again */
 	}
 	c->stop_sent = false;
@@ -597,18 +610,6 @@ static void pod__ctr_probe(pod_mgr_t *m, rc_loop_t *loop, rt_pid_t from, const v
 		m->o.on_event(m->o.event_ctx, &ev);
 	}
 	pod__update(m, loop, c->pod);
-}
-
-/* An exit that counts toward backoff.max_retries is on disk before
- * anything acts on it (the restart it schedules): a tankd killed -9 a
- * moment later finds the count, and does not run the container once more
- * than its bound.  A commit, no fsync (tankd's death does not lose the
- * page cache); only for a bounded pod, so crash loops without a bound
- * stay on the group commit. */
-static void pod__exit_commit(pod_mgr_t *m, pod_ctr_t *c)
-{
-	if (c->pod->spec && c->pod->spec->backoff.max_retries)
-		(void)st_flush(m->o.store, NULL);
 }
 
 static void pod__ctr_handle(void *ctx, rc_loop_t *loop, rt_msg_t *msg)
