@@ -184,7 +184,7 @@ static void req__exec(pod_mgr_t *m, rc_loop_t *loop, rt_pid_t from, const pod_re
 		      pod_ctr_t *c)
 {
 	const pod_container_t *pc = NULL;
-	const char *argv[POD_REQ_ARGV_MAX / 2 + 1];
+	const char *argv[POD_REQ_ARGV_MAX + 1];   /* empty arguments take one byte */
 	size_t n = 0;
 	tank_error_t err;
 	char **envp;
