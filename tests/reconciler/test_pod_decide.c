@@ -3,8 +3,10 @@
  * derivation returns must also be allowed by the pod table from the
  * phases the row's observation can be in. */
 #include <criterion/criterion.h>
+#include <msgpack.h>
 #include <string.h>
 
+#include "pod/pod_observe.h"
 #include "pod/pod_phase.h"
 #include "reconciler/rc_fsm.h"
 
@@ -136,5 +138,58 @@ Test(reconciler, pod_ctr_decide_table)
 		const ctr_row_t *r = &ctr_rows[i];
 		cr_assert_eq(pod_ctr_decide(&r->o), r->want, "%s: action %d, expected %d",
 			     r->what, pod_ctr_decide(&r->o), r->want);
+	}
+}
+
+/* apply --wait's observation of a pod decides on the phase and the
+ * outcome, never on the reason's text. */
+static rc_observed_t observe(const char *phase, const char *reason, const char *outcome)
+{
+	msgpack_sbuffer sb;
+	msgpack_packer pk;
+	msgpack_unpacked up;
+	rc_observed_t o;
+	size_t off = 0;
+
+	msgpack_sbuffer_init(&sb);
+	msgpack_packer_init(&pk, &sb, msgpack_sbuffer_write);
+	msgpack_pack_map(&pk, 3);
+	msgpack_pack_str_with_body(&pk, "phase", 5);
+	msgpack_pack_str_with_body(&pk, phase, strlen(phase));
+	msgpack_pack_str_with_body(&pk, "reason", 6);
+	msgpack_pack_str_with_body(&pk, reason, strlen(reason));
+	msgpack_pack_str_with_body(&pk, "outcome", 7);
+	if (outcome)
+		msgpack_pack_str_with_body(&pk, outcome, strlen(outcome));
+	else
+		msgpack_pack_nil(&pk);
+	msgpack_unpacked_init(&up);
+	cr_assert_eq(msgpack_unpack_next(&up, sb.data, sb.size, &off), MSGPACK_UNPACK_SUCCESS);
+	cr_assert_eq(pod_observe_status(&up.data, &o), 0);
+	msgpack_unpacked_destroy(&up);
+	msgpack_sbuffer_destroy(&sb);
+	return o;
+}
+
+Test(reconciler, pod_observe_decides_on_the_outcome_not_the_reason)
+{
+	static const struct {
+		const char *phase, *reason, *outcome;
+		int state;
+	} rows[] = {
+		{ "terminal", "completed", "completed", RC_OBS_DONE },
+		{ "terminal", "whatever a person reads", "completed", RC_OBS_DONE },
+		{ "terminal", "completed", "failed", RC_OBS_FAILED },
+		{ "terminal", "completed", NULL, RC_OBS_FAILED },
+		{ "terminal", "oom_killed", "oom_killed", RC_OBS_FAILED },
+		{ "running", "", NULL, RC_OBS_READY },
+		{ "starting", "completed", "completed", RC_OBS_PENDING },
+		{ "no such phase", "", NULL, RC_OBS_PENDING },
+	};
+	for (size_t i = 0; i < sizeof rows / sizeof rows[0]; i++) {
+		rc_observed_t o = observe(rows[i].phase, rows[i].reason, rows[i].outcome);
+		cr_assert_eq((int)o.state, rows[i].state, "phase %s, reason %s, outcome %s: %d",
+			     rows[i].phase, rows[i].reason,
+			     rows[i].outcome ? rows[i].outcome : "nil", (int)o.state);
 	}
 }
