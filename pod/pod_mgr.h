@@ -96,7 +96,9 @@ typedef struct pod_mgr_opts {
 
 /* What owns pods from above: the stack manager (DESIGN.md §8 cascade).
  * The pod manager asks it and tells it; it never sees stacks.  Every hook
- * runs on the loop's thread, and only reads (may call rc_enqueue). */
+ * runs on the loop's thread, and only reads (may call rc_enqueue).  Any
+ * other kind acts on pods only by the messages of pod/pod_req.h (exec,
+ * signal, stop/start/restart of a container), each answered by a reply. */
 typedef struct pod_owner {
 	/* May pod run now?  false with why ("stack shop is down"): its
 	 * containers are then stopped (dependents first) and not started,

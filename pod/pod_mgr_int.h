@@ -156,29 +156,48 @@ struct pod_mgr {
 
 /* --- pod_mgr.c: helpers, status, phase, tracking ----------------------------- */
 
+/* Bounded status strings: a longer text is cut, by design. */
 void pod__fmt(char *dst, size_t cap, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
 void pod__copy(char *dst, size_t cap, const char *src);
+/* The container of key "<pod>/<container>", or NULL. */
 pod_ctr_t *pod__ctr_find(pod_mgr_t *m, const char *key);
+/* Whether c's pod wants it to run: desired at the running version, no
+ * restart under way, not failed, not held by its owner or a user, and
+ * tankd not stopping.  Derived, never stored. */
 bool pod__ctr_want(const pod_mgr_t *m, const pod_ctr_t *c);
+/* A process of p runs or is being stopped (leftovers of a previous tankd
+ * included). */
 bool pod__busy(const pod_trk_t *p);
+/* p has something to do once its containers stopped (be deleted, switch
+ * spec, restart). */
 bool pod__waits(const pod_trk_t *p);
+/* Applies a container event through its table (pod_phase.h). */
 void pod__ctr_event(rc_loop_t *loop, pod_ctr_t *c, enum pod_ctr_event ev, const char *reason);
+/* Queues p's status when it changed (group-committed; st_flush commits). */
 void pod__persist(pod_mgr_t *m, pod_trk_t *p);
+/* Derives p's phase from its containers (pod_derive), tells dependents
+ * and the owner, persists. */
 void pod__update(pod_mgr_t *m, rc_loop_t *loop, pod_trk_t *p);
+/* Nothing a resync pass could change for p (it may skip it). */
 bool pod__settled(rt_t *rt, const pod_trk_t *p);
+/* p's cgroup name, "<name>.<8 hex of its uid>". */
 void pod__cg_group(const pod_trk_t *p, char *buf, size_t cap);
+/* CLOCK_MONOTONIC_COARSE in ns: where a slice of work ends. */
 uint64_t pod__coarse_ns(void);
 
 /* --- pod_ctr.c: the container manager -------------------------------------------- */
 
+/* Once tankd drains and no container runs: the final sweep, on_drained. */
 void pod__drained_check(pod_mgr_t *m, rc_loop_t *loop);
 /* c ends for good (terminal) with outcome (enum pod_outcome) and reason. */
 void pod__ctr_finish(rc_loop_t *loop, pod_ctr_t *c, uint8_t outcome, const char *reason);
 
 /* --- pod_sweep.c: untracked processes ---------------------------------------------- */
 
+/* The daemon's final sweep: whatever runs in tank's cgroups is killed. */
 void pod__sweep_all(pod_mgr_t *m, rc_loop_t *loop);
+/* One slice of a resync's sweep: 1 while more remains, 0 when done. */
 int pod__sweep_slice(pod_mgr_t *m, rc_loop_t *loop);
 
 /* --- pod_req.c: requests from other kinds ------------------------------------------- */
@@ -188,12 +207,23 @@ void pod__req_handle(pod_mgr_t *m, rc_loop_t *loop, const rt_msg_t *msg);
 
 /* --- pod_deps.c: depends_on at run time -------------------------------------------- */
 
+/* Notes (forgets) that dependent depends on what spec names (except what
+ * keep names too).  Out of memory loses only a wake-up. */
 void pod__rdeps_add(pod_mgr_t *m, const char *dependent, const pod_spec_t *spec);
-void pod__rdeps_del(pod_mgr_t *m, const char *dependent, const pod_spec_t *spec, const pod_spec_t *keep);
-void pod__dependents(pod_mgr_t *m, const char *name, void (*fn)(pod_mgr_t *m, pod_trk_t *d, void *ctx), void *ctx);
+void pod__rdeps_del(pod_mgr_t *m, const char *dependent, const pod_spec_t *spec,
+		    const pod_spec_t *keep);
+/* fn on each tracked pod whose desired or running spec depends on name. */
+void pod__dependents(pod_mgr_t *m, const char *name,
+		     void (*fn)(pod_mgr_t *m, pod_trk_t *d, void *ctx), void *ctx);
+/* Every dependency of p meets its condition; else reason names the first
+ * that does not. */
 bool pod__deps_met(const pod_mgr_t *m, const pod_trk_t *p, char *reason, size_t cap);
+/* A pod__dependents callback: queues d (ctx: the loop). */
 void pod__wake(pod_mgr_t *m, pod_trk_t *d, void *ctx);
+/* p goes away and a dependent going away too still runs: p's stop waits. */
 bool pod__stop_held(pod_mgr_t *m, const pod_trk_t *p);
+/* After p's phase may have changed: wakes its dependents when cond (the
+ * POD__COND_* that hold) changed, and what it depends on when it stopped. */
 void pod__deps_notify(pod_mgr_t *m, rc_loop_t *loop, pod_trk_t *p, uint8_t cond);
 
 #endif
