@@ -1,4 +1,5 @@
 #include "pod/pod_deps.h"
+#include "pod/pod_mgr_int.h"
 
 #include <errno.h>
 #include <stdbool.h>
@@ -207,4 +208,164 @@ int pod_deps_check(pod_spec_t *const *specs, size_t n, st_t *st, kit_errors_t *e
 	tank_map_destroy(&w.nodes);
 	free(w.stack);
 	return rc;
+}
+
+/* --- at run time: the pod manager's side (pod_mgr_int.h) ------------------------------------------------------ */
+
+static uint64_t pod__rdep_key(const char *name)
+{
+	uint64_t h = tank_hash64(name, strlen(name));
+	return h ? h : 1;       /* 0 is the set's empty slot */
+}
+
+/* Notes that `dependent` depends on every pod spec names.  Out of memory
+ * only loses a wake-up: the resync revisits every pod that waits. */
+void pod__rdeps_add(pod_mgr_t *m, const char *dependent, const pod_spec_t *spec)
+{
+	pod_rdep_t r = { .key = pod__rdep_key(dependent) };
+
+	pod__copy(r.name, sizeof r.name, dependent);
+	for (size_t i = 0; spec && i < spec->dep_count; i++) {
+		tank_set_t *set = tank_map_get(&m->rdeps, spec->deps[i].pod);
+		if (!set) {
+			if (!(set = calloc(1, sizeof *set)))
+				continue;
+			if (tank_map_put(&m->rdeps, spec->deps[i].pod, set, NULL) < 0) {
+				free(set);
+				continue;
+			}
+		}
+		(void)tank_set_add(set, sizeof r, &r);
+	}
+}
+
+static bool pod__spec_needs(const pod_spec_t *spec, const char *name);
+
+/* Forgets that `dependent` depends on what spec names, except on what
+ * `keep` (its other spec, or NULL) names too. */
+void pod__rdeps_del(pod_mgr_t *m, const char *dependent, const pod_spec_t *spec,
+			   const pod_spec_t *keep)
+{
+	uint64_t key = pod__rdep_key(dependent);
+
+	for (size_t i = 0; spec && i < spec->dep_count; i++) {
+		tank_set_t *set = tank_map_get(&m->rdeps, spec->deps[i].pod);
+		if (!set || pod__spec_needs(keep, spec->deps[i].pod))
+			continue;
+		(void)tank_set_del(set, sizeof(pod_rdep_t), key, NULL);
+		if (!set->n) {
+			tank_map_del(&m->rdeps, spec->deps[i].pod);
+			tank_set_free(set);
+			free(set);
+		}
+	}
+}
+
+static bool pod__spec_needs(const pod_spec_t *spec, const char *name)
+{
+	for (size_t i = 0; spec && i < spec->dep_count; i++)
+		if (strcmp(spec->deps[i].pod, name) == 0)
+			return true;
+	return false;
+}
+
+/* Calls fn on each tracked pod whose desired or running spec depends on
+ * `name`. */
+void pod__dependents(pod_mgr_t *m, const char *name,
+			    void (*fn)(pod_mgr_t *m, pod_trk_t *d, void *ctx), void *ctx)
+{
+	tank_set_t *set = tank_map_get(&m->rdeps, name);
+
+	for (uint32_t i = 0; set && i < tank_set_slots(set); i++) {
+		pod_rdep_t *r = tank_set_at(set, sizeof *r, i);
+		pod_trk_t *d = r ? tank_map_get(&m->pods, r->name) : NULL;
+		if (d && (pod__spec_needs(d->want, name) || pod__spec_needs(d->spec, name)))
+			fn(m, d, ctx);
+	}
+}
+
+/* Whether pod `name` meets cond; if not, why (for the dependent's reason). */
+static bool pod__dep_met(const pod_mgr_t *m, const char *name,
+			 enum pod_dep_condition cond, char *why, size_t cap)
+{
+	const pod_trk_t *d = tank_map_get(&m->pods, name);
+
+	if (!d || !d->desired) {
+		pod__fmt(why, cap, "it does not exist");
+		return false;
+	}
+	if (d->cond & (1u << cond))
+		return true;
+	if (d->st.phase == POD_PP_RUNNING)
+		pod__fmt(why, cap, "it is running, not %s yet", pod_dep_condition_name(cond));
+	else if (d->st.reason[0])
+		pod__fmt(why, cap, "it is %s: %s", rc_fsm_phase_name(&pod_fsm, d->st.phase),
+			 d->st.reason);
+	else
+		pod__fmt(why, cap, "it is %s", rc_fsm_phase_name(&pod_fsm, d->st.phase));
+	return false;
+}
+
+/* True when every dependency of p meets its condition; else the reason
+ * names the first that does not ("waiting for db (ready): it is starting"). */
+bool pod__deps_met(const pod_mgr_t *m, const pod_trk_t *p, char *reason, size_t cap)
+{
+	const pod_spec_t *s = p->spec;
+	char why[RC_REASON_MAX];
+
+	for (size_t i = 0; s && i < s->dep_count; i++)
+		if (!pod__dep_met(m, s->deps[i].pod, s->deps[i].condition, why, sizeof why)) {
+			pod__fmt(reason, cap, "waiting for %s (%s): %s", s->deps[i].pod,
+				 pod_dep_condition_name(s->deps[i].condition), why);
+			return false;
+		}
+	return true;
+}
+
+void pod__wake(pod_mgr_t *m, pod_trk_t *d, void *ctx)
+{
+	(void)m;
+	rc_enqueue(ctx, K_POD, d->name);
+}
+
+static void pod__held_by(pod_mgr_t *m, pod_trk_t *d, void *ctx)
+{
+	bool *held = ctx;
+	if (pod__busy(d) && (!d->desired || m->shutting_down || d->held))
+		*held = true;
+}
+
+/* A pod going away (deleted, or tankd stopping) stops after the pods that
+ * depend on it and go away too: it holds its stop while one of them still
+ * runs.  A pod deleted alone stops at once (its dependents stay, and
+ * their next start waits for it). */
+bool pod__stop_held(pod_mgr_t *m, const pod_trk_t *p)
+{
+	bool held = false;
+
+	if (p->desired && !m->shutting_down && !p->held)
+		return false;
+	pod__dependents(m, p->name, pod__held_by, &held);
+	return held;
+}
+
+/* After p's phase may have changed: its dependents are told when what
+ * they may wait for changed, and the pods it depends on when it stopped
+ * running (one of them may hold its own stop for it). */
+void pod__deps_notify(pod_mgr_t *m, rc_loop_t *loop, pod_trk_t *p, uint8_t cond)
+{
+	bool busy = pod__busy(p);
+
+	if (cond != p->cond) {
+		p->cond = cond;
+		pod__dependents(m, p->name, pod__wake, loop);
+	}
+	if (p->was_busy && !busy) {
+		const pod_spec_t *specs[2] = { p->spec, p->want };
+		for (size_t k = 0; k < 2; k++)
+			for (size_t i = 0; specs[k] && i < specs[k]->dep_count; i++)
+				if (tank_map_get(&m->pods, specs[k]->deps[i].pod))
+					rc_enqueue(loop, K_POD, specs[k]->deps[i].pod);
+	}
+	p->was_busy = busy;
 }

@@ -15,6 +15,10 @@
  * the apply's error unless the apply names that pod.
  *
  * Blocks on store reads (LMDB, page cache).  Nothing is kept.
+ *
+ * pod_deps.c also holds the run-time side of depends_on for the pod
+ * manager (which dependents to wake, whether a condition is met, which
+ * stop waits for which): private, declared in pod_mgr_int.h.
  */
 #ifndef TANK_POD_DEPS_H
 #define TANK_POD_DEPS_H

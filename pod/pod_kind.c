@@ -149,8 +149,11 @@ static size_t pod__owners(const kind_env_t *env)
 
 int pod_kind_pack_status(const kind_env_t *env, msgpack_packer *pk, const st_status_t *s)
 {
-	int rc = msgpack_pack_map(pk, 12 + pod__owners(env));
+	int rc = msgpack_pack_map(pk, 13 + pod__owners(env));
 	rc |= pk_key(pk, "name");            rc |= kind_pack_str(pk, s->name);
+	/* How a terminal pod ended (decisions read this, never the reason). */
+	rc |= pk_key(pk, "outcome");
+	rc |= s->outcome ? kind_pack_str(pk, pod_outcome_name(s->outcome)) : msgpack_pack_nil(pk);
 	/* Each owner kind's key: the object the pod is in (the contract's
 	 * `stack`), or nil. */
 	for (size_t i = 0; env && env->kinds && env->kinds[i]; i++) {

@@ -48,6 +48,7 @@
 #include "common/tank_kinds.h"
 #include "pod/pod_cgroup.h"
 #include "pod/pod_launch.h"
+#include "pod/pod_phase.h"
 #include "reconciler/rc_loop.h"
 #include "store/st.h"
 
@@ -57,6 +58,10 @@ extern const rc_manager_t pod_ctr_manager;      /* TANK_KIND_CONTAINER */
 /* Message to the loop actor, routed to the pod manager: stop every
  * container (the daemon's drain).  No payload. */
 #define POD_MGR_SHUTDOWN RC_TAG_KIND(TANK_KIND_POD, 1)
+/* Message to the loop actor, routed to the pod manager: restart the pod
+ * named by the payload (its name, NUL included) by hand.  See
+ * pod_mgr_restart(). */
+#define POD_MGR_RESTART RC_TAG_KIND(TANK_KIND_POD, 2)
 
 typedef struct pod_mgr pod_mgr_t;
 
@@ -91,7 +96,9 @@ typedef struct pod_mgr_opts {
 
 /* What owns pods from above: the stack manager (DESIGN.md §8 cascade).
  * The pod manager asks it and tells it; it never sees stacks.  Every hook
- * runs on the loop's thread, and only reads (may call rc_enqueue). */
+ * runs on the loop's thread, and only reads (may call rc_enqueue).  Any
+ * other kind acts on pods only by the messages of pod/pod_req.h (exec,
+ * signal, stop/start/restart of a container), each answered by a reply. */
 typedef struct pod_owner {
 	/* May pod run now?  false with why ("stack shop is down"): its
 	 * containers are then stopped (dependents first) and not started,
@@ -116,10 +123,16 @@ void pod_mgr_free(pod_mgr_t *m);
  * transition to the pod's history and publishes it. */
 void pod_mgr_record(void *ctx, const rc_transition_t *t);
 
-/* Restarts a pod by hand (from any actor): stops its running containers,
- * clears retries, backoff and terminal state, and starts it again.  The
- * work happens in the loop (`loop` is its pid).  TANK_ENOTFOUND if the pod
- * is not desired. */
+/* Asks for a restart of a pod by hand (from any actor, e.g. the API's):
+ * its running containers stop, retries, backoff and terminal state are
+ * cleared, and it starts again.  A request is a message (POD_MGR_RESTART)
+ * to the loop actor (`loop` is its pid); nothing of the manager's memory
+ * is touched here (m gives the store it reads, set at pod_mgr_new).  The
+ * manager stores the request with the pod's status (`restart: true`) and
+ * commits it before it acts, so a tankd killed -9 after this returned
+ * restarts the pod when it starts again; the request is cleared once the
+ * restart happened.  TANK_ENOTFOUND if no such pod is stored; rt_send's
+ * errors. */
 int pod_mgr_restart(pod_mgr_t *m, rt_t *rt, rt_pid_t loop, const char *name);
 
 /* Calls fn for each pod with a running container, with the host pid of
@@ -137,8 +150,9 @@ typedef struct pod_info {
 	bool ready;              /* running and every container ready */
 	bool completed;          /* every container finished with exit 0 */
 	bool failed;             /* terminal and not completed, or failed whole */
-	const char *phase;       /* borrowed until the next loop turn */
-	const char *reason;
+	enum pod_phase phase;    /* what decisions read */
+	enum pod_outcome outcome;  /* when terminal */
+	const char *reason;      /* for people; borrowed until the next loop turn */
 	uint64_t grace_ms;       /* its stop grace (stop.grace) */
 } pod_info_t;
 /* True once the drain (POD_MGR_SHUTDOWN) began: pods stop because tankd
@@ -148,7 +162,8 @@ bool pod_mgr_draining(const pod_mgr_t *m);
 bool pod_mgr_info(const pod_mgr_t *m, const char *name, pod_info_t *out);
 /* From inside the loop: a terminal pod starts again (retries and
  * terminal states cleared, as pod_mgr_restart); a live one is left
- * alone.  For a parent brought up again. */
+ * alone.  For a parent brought up again.  The request is queued in the
+ * pod's status; the caller commits it (st_flush) before it goes on. */
 void pod_mgr_rearm(pod_mgr_t *m, rc_loop_t *loop, const char *name);
 
 /* Descriptors tankd holds for one running container: the read ends of its

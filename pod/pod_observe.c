@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "common/tank_map.h"
+#include "pod/pod_phase.h"
 
 static const msgpack_object *pod__get(const msgpack_object *m, const char *key)
 {
@@ -50,7 +51,7 @@ static uint64_t pod__mix(uint64_t h, const void *p, size_t n)
 
 int pod_observe_status(const msgpack_object *status, rc_observed_t *out)
 {
-	char phase[32], reason[160], exitbuf[64] = "";
+	char phase[32], reason[160], outcome[32], exitbuf[64] = "";
 	const msgpack_object *ex, *ctrs;
 
 	memset(out, 0, sizeof *out);
@@ -58,6 +59,10 @@ int pod_observe_status(const msgpack_object *status, rc_observed_t *out)
 		return -EINVAL;
 	pod__str(status, "phase", phase, sizeof phase);
 	pod__str(status, "reason", reason, sizeof reason);
+	pod__str(status, "outcome", outcome, sizeof outcome);
+	/* Decisions read the phase and the outcome as the enums they name;
+	 * the reason is only shown. */
+	int ph = rc_fsm_phase_of(&pod_fsm, phase);
 	ex = pod__get(status, "last_exit");
 	if (ex && ex->type == MSGPACK_OBJECT_MAP) {
 		int64_t code = pod__int(ex, "code"), sig = pod__int(ex, "signal");
@@ -70,9 +75,10 @@ int pod_observe_status(const msgpack_object *status, rc_observed_t *out)
 	out->outcome = pod__mix(0, exitbuf, strlen(exitbuf));
 	out->progress = pod__mix(pod__mix(out->outcome, phase, strlen(phase)),
 				 reason, strlen(reason));
-	if (strcmp(phase, "terminal") == 0) {
-		out->state = strcmp(reason, "completed") == 0 ? RC_OBS_DONE : RC_OBS_FAILED;
-	} else if (strcmp(phase, "running") == 0) {
+	if (ph == POD_PP_TERMINAL) {
+		out->state = pod_outcome_of(outcome) == POD_OUT_COMPLETED ? RC_OBS_DONE
+									   : RC_OBS_FAILED;
+	} else if (ph == POD_PP_RUNNING) {
 		out->state = RC_OBS_READY;
 		ctrs = pod__get(status, "containers");
 		for (uint32_t i = 0; ctrs && ctrs->type == MSGPACK_OBJECT_ARRAY &&
@@ -80,7 +86,8 @@ int pod_observe_status(const msgpack_object *status, rc_observed_t *out)
 			const msgpack_object *c = &ctrs->via.array.ptr[i];
 			char cphase[32], cname[128];
 			int64_t started = pod__int(c, "started_at"), pid = pod__int(c, "pid");
-			if (strcmp(pod__str(c, "phase", cphase, sizeof cphase), "running") != 0)
+			pod__str(c, "phase", cphase, sizeof cphase);
+			if (rc_fsm_phase_of(&pod_ctr_fsm, cphase) != POD_CP_RUNNING)
 				continue;
 			pod__str(c, "name", cname, sizeof cname);
 			out->stability = pod__mix(out->stability, cname, strlen(cname));

@@ -3,8 +3,8 @@
  * convergence rule (reconciler/rc_converge.h): a status map, as the
  * `status` RPC returns it (docs/rpc.md), in; an rc_observed_t out.
  *
- *   terminal + completed        → DONE
- *   terminal + anything else    → FAILED (why: the reason and last exit)
+ *   terminal + outcome completed → DONE
+ *   terminal + any other outcome → FAILED (why: the reason and last exit)
  *   running (every container runs or completed) → READY, stability = the
  *                                 running containers' names and start times
  *   anything else               → PENDING (why: phase and reason)
@@ -12,6 +12,8 @@
  *   restarts = the pod's restart count.
  *
  * It reads the map only (no I/O); unknown or missing fields read as empty.
+ * Phases and the outcome are decoded into their enums (pod_phase.h) and
+ * decided on; the reason is text for people and decides nothing.
  */
 #ifndef TANK_POD_OBSERVE_H
 #define TANK_POD_OBSERVE_H

@@ -1,5 +1,7 @@
 #include "pod/pod_phase.h"
 
+#include <string.h>
+
 #define N(a) (sizeof(a) / sizeof((a)[0]))
 
 static const char *const pod__ctr_phases[POD_CP_COUNT] = {
@@ -104,3 +106,64 @@ const rc_fsm_t pod_fsm = {
 	.events = pod__events, .nevents = POD_PE_COUNT,
 	.edges = pod__edges, .nedges = N(pod__edges),
 };
+
+static const char *const pod__outcomes[POD_OUT_COUNT] = {
+	[POD_OUT_NONE] = "", [POD_OUT_COMPLETED] = "completed",
+	[POD_OUT_FAILED] = "failed", [POD_OUT_OOM_KILLED] = "oom_killed",
+};
+
+const char *pod_outcome_name(enum pod_outcome o)
+{
+	return (unsigned)o < POD_OUT_COUNT ? pod__outcomes[o] : "";
+}
+
+enum pod_outcome pod_outcome_of(const char *name)
+{
+	for (unsigned i = 1; name && i < POD_OUT_COUNT; i++)
+		if (strcmp(pod__outcomes[i], name) == 0)
+			return (enum pod_outcome)i;
+	return POD_OUT_NONE;
+}
+
+pod_step_t pod_derive(const pod_obs_t *o)
+{
+	if (o->nstop || (o->busy && o->nctrs && !o->want))
+		return (pod_step_t){ POD_PE_STOP, !o->desired ? POD_WHY_DELETED
+				     : o->restart ? POD_WHY_RESTART
+				     : o->shutting_down ? POD_WHY_SHUTDOWN
+				     : o->fail ? POD_WHY_FAIL
+				     : o->held ? POD_WHY_HELD : POD_WHY_SPEC_CHANGED,
+				     POD_OUT_NONE };
+	if (o->fail)
+		return (pod_step_t){ POD_PE_ALL_DONE, POD_WHY_FAIL, POD_OUT_FAILED };
+	if (o->nctrs && o->nterm == o->nctrs)
+		return (pod_step_t){ POD_PE_ALL_DONE, POD_WHY_OUTCOME,
+				     o->nfail ? (enum pod_outcome)o->failed_as : POD_OUT_COMPLETED };
+	if (o->held && !o->nrun)
+		return (pod_step_t){ POD_PE_DEPS, POD_WHY_HELD, POD_OUT_NONE };
+	if (o->gated && !o->nrun)
+		return (pod_step_t){ POD_PE_DEPS, POD_WHY_GATED, POD_OUT_NONE };
+	if (o->nback)
+		return (pod_step_t){ POD_PE_BACKOFF, POD_WHY_DETAIL, POD_OUT_NONE };
+	if (o->nctrs && o->nrun + o->nterm == o->nctrs)
+		return (pod_step_t){ POD_PE_ALL_RUNNING, POD_WHY_NONE, POD_OUT_NONE };
+	if (o->nrun)
+		return (pod_step_t){ POD_PE_SOME_RUNNING, POD_WHY_DETAIL, POD_OUT_NONE };
+	return (pod_step_t){ POD_PE_WAIT, POD_WHY_DETAIL, POD_OUT_NONE };
+}
+
+enum pod_ctr_action pod_ctr_decide(const pod_ctr_obs_t *o)
+{
+	if (!o->want) {
+		if (o->runner && !o->stop_sent)
+			return o->stop_held ? POD_CA_HOLD : POD_CA_STOP;
+		return o->runner ? POD_CA_NOTHING : POD_CA_RELEASED;
+	}
+	if (o->runner || o->phase == POD_CP_TERMINAL)
+		return POD_CA_NOTHING;
+	if (o->backing_off)
+		return POD_CA_BACKOFF;
+	if (o->deps_unmet)
+		return POD_CA_WAIT_DEPS;
+	return o->once_lost ? POD_CA_LOST : POD_CA_START;
+}

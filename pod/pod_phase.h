@@ -15,6 +15,10 @@
 #ifndef TANK_POD_PHASE_H
 #define TANK_POD_PHASE_H
 
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
 #include "reconciler/rc_fsm.h"
 
 /* Container phases. */
@@ -69,7 +73,95 @@ enum pod_pevent {
 	POD_PE_COUNT
 };
 
+/* How a terminal container or pod ended: what decisions read (a
+ * dependency's `completed`, a stack's readiness, `apply --wait`).  The
+ * reason beside it is for people.  Stored as its number; on the wire as
+ * its name. */
+enum pod_outcome {
+	POD_OUT_NONE = 0,       /* not terminal */
+	POD_OUT_COMPLETED,      /* exit 0 (a pod: every container completed) */
+	POD_OUT_FAILED,         /* a failure: exit code, signal, failed start,
+				 * probe, given up, lost, failed as a whole */
+	POD_OUT_OOM_KILLED,     /* killed by the kernel's OOM killer */
+	POD_OUT_COUNT
+};
+
+/* "", "completed", "failed", "oom_killed"; "" out of range. */
+const char *pod_outcome_name(enum pod_outcome o);
+/* The outcome named name, or POD_OUT_NONE for "" or an unknown name. */
+enum pod_outcome pod_outcome_of(const char *name);
+
 extern const rc_fsm_t pod_ctr_fsm;
 extern const rc_fsm_t pod_fsm;
+
+/* What the pod manager observed of one pod: the whole input of the pod's
+ * derivation (status bubbles up from its containers). */
+typedef struct pod_obs {
+	size_t nctrs;
+	size_t nterm, nrun, nback, nstop;   /* containers in each phase */
+	size_t nfail;           /* terminal, not completed */
+	uint8_t failed_as;      /* enum pod_outcome of the last of those */
+	bool busy;              /* a process of it runs or is being stopped */
+	bool want;              /* its containers should run */
+	bool desired;           /* stored (not deleted) */
+	bool restart;           /* a restart by hand is under way */
+	bool shutting_down;     /* tankd is stopping */
+	bool fail;              /* failed as a whole */
+	bool held;              /* its owner does not let it run */
+	bool gated;             /* a start waits for depends_on */
+} pod_obs_t;
+
+/* Which reason goes with the pod's event; the manager writes the text. */
+enum pod_why {
+	POD_WHY_DETAIL = 0,     /* what its containers say: the last failed
+				 * one's reason, else the first backing off */
+	POD_WHY_NONE,           /* "" */
+	POD_WHY_DELETED,        /* "deleted" */
+	POD_WHY_RESTART,        /* "restart" */
+	POD_WHY_SHUTDOWN,       /* "shutdown" */
+	POD_WHY_FAIL,           /* why it failed as a whole */
+	POD_WHY_HELD,           /* why its owner holds it */
+	POD_WHY_SPEC_CHANGED,   /* "spec changed" */
+	POD_WHY_OUTCOME,        /* the outcome's name */
+	POD_WHY_GATED,          /* what its start waits for */
+};
+
+typedef struct pod_step {
+	enum pod_pevent ev;
+	enum pod_why why;
+	enum pod_outcome outcome;   /* with POD_PE_ALL_DONE */
+} pod_step_t;
+
+/* The pod's derivation: the event its observation means.  Pure. */
+pod_step_t pod_derive(const pod_obs_t *o);
+
+/* What the container manager observed of one container (after stopping
+ * what a previous tankd left): the whole input of its decision. */
+typedef struct pod_ctr_obs {
+	uint8_t phase;          /* enum pod_ctr_phase */
+	bool want;              /* its pod wants it to run */
+	bool runner;            /* a runner (a process) of it exists */
+	bool stop_sent;         /* that runner was told to stop */
+	bool stop_held;         /* a dependent stopping too still runs */
+	bool backing_off;       /* its restart is due later */
+	bool deps_unmet;        /* depends_on is not met */
+	bool once_lost;         /* run-once, started by a previous tankd that
+				 * did not see it end */
+} pod_ctr_obs_t;
+
+/* The container manager's next step. */
+enum pod_ctr_action {
+	POD_CA_NOTHING = 0,     /* converged: it runs, is stopping, or is terminal */
+	POD_CA_HOLD,            /* its stop waits for its dependents */
+	POD_CA_STOP,            /* tell its runner to stop (event stop) */
+	POD_CA_RELEASED,        /* not wanted and nothing runs: its pod may go on */
+	POD_CA_BACKOFF,         /* wait out the backoff (event backoff) */
+	POD_CA_WAIT_DEPS,       /* a start waits for depends_on (event wait) */
+	POD_CA_LOST,            /* not run again (event finished, failed) */
+	POD_CA_START,           /* start it (event started, or its failure) */
+};
+
+/* The container's decision.  Pure. */
+enum pod_ctr_action pod_ctr_decide(const pod_ctr_obs_t *o);
 
 #endif

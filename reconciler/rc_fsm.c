@@ -71,7 +71,7 @@ int rc_fsm_apply(rc_loop_t *loop, uint32_t kind_id, const char *key,
 	if ((uint8_t)to == st->phase && strcmp(cut, st->reason) == 0)
 		return 0;
 	rc_record(loop, kind_id, key, rc_fsm_phase_name(fsm, st->phase),
-		  rc_fsm_phase_name(fsm, (uint8_t)to), cut);
+		  rc_fsm_phase_name(fsm, (uint8_t)to), to, cut);
 	if ((uint8_t)to != st->phase)
 		st->since = (int64_t)rc_wall_ms();
 	st->phase = (uint8_t)to;

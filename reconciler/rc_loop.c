@@ -282,12 +282,13 @@ void rc_disown(rc_loop_t *loop, rt_pid_t pid)
 }
 
 void rc_record(rc_loop_t *loop, uint32_t kind, const char *key,
-	       const char *from, const char *to, const char *reason)
+	       const char *from, const char *to, int to_phase, const char *reason)
 {
 	const rc_manager_t *m = rc__manager(loop, kind, NULL);
 	rc_transition_t t = {
-		.kind = m ? m->name : "?",
+		.kind = m ? m->name : "?", .kind_id = kind,
 		.key = key, .from = from ? from : "", .to = to ? to : "",
+		.to_phase = to_phase,
 		.reason = reason ? reason : "", .at_ms = rc_wall_ms(),
 	};
 

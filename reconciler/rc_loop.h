@@ -140,9 +140,11 @@ typedef struct rc_manager {
 
 typedef struct rc_transition {
 	const char *kind;        /* the manager's name */
+	uint32_t kind_id;        /* its kind id: what a decision reads */
 	const char *key;
 	const char *from;
 	const char *to;
+	int to_phase;            /* the kind's phase number of `to`; -1 unknown */
 	const char *reason;
 	uint64_t at_ms;          /* wall clock, ms since the epoch */
 } rc_transition_t;
@@ -222,9 +224,10 @@ int rc_own(rc_loop_t *loop, uint32_t kind, rt_pid_t pid);
 /* Forgets an rc_own registration (the actor reported and is going). */
 void rc_disown(rc_loop_t *loop, rt_pid_t pid);
 /* Reports a transition to the record hook.  Kinds call it through
- * rc_fsm_apply(), which is the only writer of a phase. */
+ * rc_fsm_apply(), which is the only writer of a phase; to_phase is the
+ * number of `to` in the kind's table (-1: unknown). */
 void rc_record(rc_loop_t *loop, uint32_t kind, const char *key,
-	       const char *from, const char *to, const char *reason);
+	       const char *from, const char *to, int to_phase, const char *reason);
 /* A manager's own verdict that key failed for good (a container that
  * used up backoff.max_retries): what the loop does past its retry bound,
  * minus mark_failed (the caller has marked it) — the parent the kind's

@@ -295,9 +295,12 @@ static int updown(const kind_env_t *env, const msgpack_object *params, msgpack_p
 	if ((err = st_coll_put(c, &in, 1, &res, e)) < 0)
 		goto out;
 	/* An aborted stack brought up again: lifted even when desired was
-	 * up already (the spec did not change, the operator's intent did). */
+	 * up already (the spec did not change, the operator's intent did).
+	 * The lift is a message to the stack manager, which stores it. */
 	stack_mgr_t *mgr = kind_inst(env, &stack_kind);
-	if (want == STACK_UP && mgr && stack_mgr_lift(mgr, name) && res.action == ST_UNCHANGED)
+	rt_pid_t loop = rt_whereis(env->rt, env->loop_name);
+	if (want == STACK_UP && mgr && stack_mgr_lift(mgr, env->rt, loop, name) &&
+	    res.action == ST_UNCHANGED)
 		res.action = ST_CONFIGURED;
 	int rc = msgpack_pack_map(pk, 5);
 	rc |= pk_key(pk, "kind");       rc |= kind_pack_str(pk, "stack");
@@ -306,7 +309,6 @@ static int updown(const kind_env_t *env, const msgpack_object *params, msgpack_p
 	rc |= pk_key(pk, "action");     rc |= kind_pack_str(pk, actions[res.action]);
 	rc |= pk_key(pk, "generation"); rc |= msgpack_pack_uint64(pk, res.generation);
 	err = rc ? -ENOMEM : 0;
-	rt_pid_t loop = rt_whereis(env->rt, env->loop_name);
 	if (loop)
 		rc_nudge(env->rt, loop);
 out:

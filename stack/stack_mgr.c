@@ -34,6 +34,11 @@ typedef struct stack_trk {
 	char last_failure[RC_REASON_MAX];   /* on_failure: continue */
 	uint64_t grace_ms;            /* the longest stop grace of its pods */
 	uint64_t status_hash;         /* of the last status queued */
+	/* What its last status said beyond the tracking (rewritten as is
+	 * when a request changes the tracking between reconciles). */
+	size_t ready;
+	int64_t next_at;
+	char waiting_for[RC_REASON_MAX];
 } stack_trk_t;
 
 struct stack_mgr {
@@ -194,6 +199,9 @@ static int pk_str(msgpack_packer *pk, const char *s)
 static void stack__persist(stack_mgr_t *m, stack_trk_t *t, size_t ready, int64_t next_at,
 			   const char *waiting_for)
 {
+	t->ready = ready;
+	t->next_at = next_at;
+	snprintf(t->waiting_for, sizeof t->waiting_for, "%s", waiting_for ? waiting_for : "");
 	msgpack_sbuffer sb;
 	msgpack_packer pk;
 	const stack_spec_t *s = t->spec;
@@ -383,21 +391,24 @@ static rc_result_t stack__reconcile(void *ctx, rc_loop_t *loop, const rc_view_t 
 				stack__fmt(first, sizeof first, "pod %s failed: %s", pod,
 					   pi.reason);
 			degraded = true;
-		} else if (!first[0] && !strcmp(pi.phase, "running")) {
+		} else if (!first[0] && pi.phase == POD_PP_RUNNING) {
 			stack__fmt(first, sizeof first, "pod %s is running, not ready yet", pod);
 		} else if (!first[0]) {
+			const char *ph = rc_fsm_phase_name(&pod_fsm, pi.phase);
 			stack__fmt(first, sizeof first, pi.reason && pi.reason[0]
-				   ? "pod %s is %s: %s" : "pod %s is %s", pod, pi.phase,
-				   pi.reason);
+				   ? "pod %s is %s: %s" : "pod %s is %s", pod, ph, pi.reason);
 		}
 	}
 	t->grace_ms = grace;
 
 	/* Cascade: tell the pods when whether they may run changed. */
 	bool run = stack__should_run(t, now, why, sizeof why, &failed_stop);
-	bool first_look = !t->told;
-	char keep[RC_REASON_MAX];       /* a starting stack keeps its reason */
-	snprintf(keep, sizeof keep, "%s", t->st.reason);
+	stack_obs_t obs = {
+		.phase = t->st.phase, .run = run, .failed_stop = failed_stop,
+		.first_look = !t->told, .all_ready = ready == s->npods,
+		.degraded = degraded, .last_failure = t->last_failure[0] != '\0',
+		.busy = busy > 0,
+	};
 	if (run != t->run || !t->told) {
 		bool rearm = t->told && run && !t->run;
 		t->run = run;
@@ -409,38 +420,29 @@ static rc_result_t stack__reconcile(void *ctx, rc_loop_t *loop, const rc_view_t 
 				pod_mgr_rearm(m->o.pods, loop, s->pods[i].name);
 			rc_enqueue(loop, TANK_KIND_POD, s->pods[i].name);
 		}
+		/* The rearms are stored before they are acted on. */
+		if (rearm)
+			(void)st_flush(m->o.store, NULL);
 	}
 
-	if (run) {
-		if (t->st.phase == STACK_PP_DOWN || t->st.phase == STACK_PP_FAILED ||
-		    t->st.phase == STACK_PP_STOPPING)
-			stack__event(loop, t, STACK_E_START, "starting");
-		else if (first_look && ready < s->npods &&
-			 (t->st.phase == STACK_PP_UP || t->st.phase == STACK_PP_DEGRADED))
-			/* Restored as it was, but its pods were stopped with
-			 * the previous tankd: they start again, which is not a
-			 * degradation. */
-			stack__event(loop, t, STACK_E_START, "starting (tankd restarted)");
-		if (ready == s->npods)
-			stack__event(loop, t, STACK_E_READY, "");
-		else if (degraded)
-			stack__event(loop, t, STACK_E_DEGRADE, first);
-		else if (t->last_failure[0] && t->st.phase != STACK_PP_STARTING)
-			stack__event(loop, t, STACK_E_DEGRADE, t->last_failure);
-		else if (t->st.phase == STACK_PP_UP || t->st.phase == STACK_PP_DEGRADED)
-			stack__event(loop, t, STACK_E_DEGRADE, first);
-		else
-			/* Starting: what it waits for changes with every pod
-			 * of a chain; it goes in the status (waiting_for), not
-			 * in the history as a transition per pod. */
-			stack__event(loop, t, STACK_E_START, t->st.phase == STACK_PP_STARTING
-				     ? keep : "starting");
-	} else if (busy) {
-		stack__event(loop, t, STACK_E_STOP, why);
-	} else if (failed_stop) {
-		stack__event(loop, t, STACK_E_FAIL, why);
-	} else {
-		stack__event(loop, t, STACK_E_STOPPED, why);
+	/* The decision is stack_derive's (stack_phase.h); here only the
+	 * reasons' text. */
+	stack_step_t steps[2];
+	size_t nsteps = stack_derive(&obs, steps);
+	for (size_t i = 0; i < nsteps; i++) {
+		const char *r = "";
+		switch (steps[i].why) {
+		case STACK_WHY_NONE:         r = ""; break;
+		case STACK_WHY_STARTING:     r = "starting"; break;
+		case STACK_WHY_RESTARTED:    r = "starting (tankd restarted)"; break;
+		case STACK_WHY_FIRST:        r = first; break;
+		case STACK_WHY_LAST_FAILURE: r = t->last_failure; break;
+		case STACK_WHY_KEEP:         r = t->st.reason; break;
+		case STACK_WHY_STOP:         r = why; break;
+		}
+		char cut[RC_REASON_MAX];
+		snprintf(cut, sizeof cut, "%s", r);     /* r may be t->st.reason */
+		stack__event(loop, t, steps[i].ev, cut);
 	}
 
 	/* Schedule triggers: the next time the answer of should_run changes. */
@@ -481,6 +483,34 @@ static void stack__child_failed(void *ctx, rc_loop_t *loop, const char *key,
 	}
 }
 
+/* Requests, by message (stack_mgr_lift).  A lift is stored (the status
+ * without `aborted`, committed) before the stack acts on it. */
+static void stack__handle(void *ctx, rc_loop_t *loop, rt_msg_t *msg)
+{
+	stack_mgr_t *m = ctx;
+	char name[POD_NAME_MAX + 1];
+	stack_trk_t *t;
+
+	if (msg->type != RT_MSG_USER || msg->tag != STACK_MGR_LIFT || !msg->len ||
+	    msg->len > sizeof name || ((const char *)msg->data)[msg->len - 1])
+		return;
+	memcpy(name, msg->data, msg->len);
+	if (!(t = tank_map_get(&m->stacks, name)) || !t->spec || !t->aborted)
+		return;
+	t->aborted = false;
+	t->abort_why[0] = '\0';
+	t->last_failure[0] = '\0';
+	stack__persist(m, t, t->ready, t->next_at, t->waiting_for[0] ? t->waiting_for : NULL);
+	/* Its failed pods run again (the reconcile would rearm them when its
+	 * decision flips; a kill -9 before that must not lose it): stored
+	 * with the lift. */
+	for (size_t i = 0; i < t->spec->npods; i++)
+		pod_mgr_rearm(m->o.pods, loop, t->spec->pods[i].name);
+	/* A commit, no fsync: tankd's death does not lose the page cache. */
+	(void)st_flush(m->o.store, NULL);
+	rc_enqueue(loop, K_STACK, t->name);
+}
+
 const rc_manager_t stack_manager = {
 	.kind = TANK_KIND_STACK,
 	.name = "stack",
@@ -488,6 +518,7 @@ const rc_manager_t stack_manager = {
 	.observe = stack__observe,
 	.reconcile = stack__reconcile,
 	.child_failed = stack__child_failed,
+	.handle = stack__handle,
 };
 
 /* ---- public ------------------------------------------------------------------------ */
@@ -584,13 +615,36 @@ const char *stack_mgr_stack_of(const stack_mgr_t *m, const char *pod)
 	return t && t->spec ? t->name : NULL;
 }
 
-bool stack_mgr_lift(stack_mgr_t *m, const char *name)
+/* Whether the stored status of name says aborted for its stored generation. */
+static bool stack__stored_abort(stack_mgr_t *m, const char *name)
 {
-	stack_trk_t *t = tank_map_get(&m->stacks, name);
+	st_pod_t rec;
+	void *buf;
+	size_t len;
+	msgpack_unpacked u;
+	bool aborted = false;
 
-	if (!t || !t->aborted)
+	if (st_coll_get(m->coll, name, &rec, NULL) < 0)
 		return false;
-	t->aborted = false;
-	t->last_failure[0] = '\0';
-	return true;
+	if (st_coll_status_get(m->coll, name, &buf, &len, NULL) == 0) {
+		if (kit_frame_unpack(buf, len, &u) == 0 && u.data.type == MSGPACK_OBJECT_MAP) {
+			const msgpack_object *v = kit_lookup(&u.data, "generation");
+			aborted = kit_lookup(&u.data, "aborted") && v &&
+				  v->type == MSGPACK_OBJECT_POSITIVE_INTEGER &&
+				  v->via.u64 == rec.generation;
+		}
+		msgpack_unpacked_destroy(&u);
+		free(buf);
+	}
+	st_pod_clear(&rec);
+	return aborted;
+}
+
+bool stack_mgr_lift(stack_mgr_t *m, rt_t *rt, rt_pid_t loop, const char *name)
+{
+	size_t n = strlen(name);
+
+	if (n > POD_NAME_MAX || !stack__stored_abort(m, name))
+		return false;
+	return loop && rt_send(rt, loop, STACK_MGR_LIFT, name, n + 1) == 0;
 }

@@ -80,10 +80,19 @@ void stack_mgr_free(stack_mgr_t *m);
 /* The loop's record hook for kind "stack": history and the event. */
 void stack_mgr_record(stack_mgr_t *m, const rc_transition_t *t);
 
-/* Lifts an abort of stack name (an operator's `up`): its pods may run
- * again and its terminal ones restart.  On the loop's thread; the caller
- * nudges the loop.  false when it is not aborted. */
-bool stack_mgr_lift(stack_mgr_t *m, const char *name);
+/* Message to the loop actor, routed to the stack manager: lift the abort
+ * of the stack named by the payload (its name, NUL included). */
+#define STACK_MGR_LIFT RC_TAG_KIND(TANK_KIND_STACK, 1)
+
+/* Asks for the abort of stack name to be lifted (an operator's `up`): its
+ * pods may run again and its terminal ones restart.  A request is a
+ * message (STACK_MGR_LIFT) to the loop actor `loop`; the manager stores
+ * the lift with the stack's status and commits it before it acts, so a
+ * tankd killed -9 after `up` answered does not find the stack aborted
+ * again.  Nothing of the manager's memory is touched here: whether the
+ * stack is aborted is read from its stored status.  true when it was
+ * aborted (and the request was sent). */
+bool stack_mgr_lift(stack_mgr_t *m, rt_t *rt, rt_pid_t loop, const char *name);
 
 /* The stack pod belongs to (borrowed name), or NULL. */
 const char *stack_mgr_stack_of(const stack_mgr_t *m, const char *pod);

@@ -18,6 +18,10 @@
 #ifndef TANK_STACK_PHASE_H
 #define TANK_STACK_PHASE_H
 
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
 #include "reconciler/rc_fsm.h"
 
 enum stack_phase {
@@ -41,5 +45,44 @@ enum stack_pevent {
 };
 
 extern const rc_fsm_t stack_fsm;
+
+/* What the stack manager observed of one stack: the whole input of the
+ * derivation (DESIGN.md §7 "tables that decide").  Counts are reduced to
+ * the conditions the decision reads. */
+typedef struct stack_obs {
+	uint8_t phase;          /* enum stack_phase now */
+	bool run;               /* its pods should run now */
+	bool failed_stop;       /* it should not run because it failed
+				 * (aborted, or its deadline passed) */
+	bool first_look;        /* the first reconcile since tankd started */
+	bool all_ready;         /* every pod ready or completed */
+	bool degraded;          /* a pod failed or does not exist */
+	bool last_failure;      /* on_failure: continue noted a pod's failure */
+	bool busy;              /* a process of one of its pods runs */
+} stack_obs_t;
+
+/* Which reason goes with an event; the manager writes the text. */
+enum stack_why {
+	STACK_WHY_NONE = 0,     /* "" */
+	STACK_WHY_STARTING,     /* "starting" */
+	STACK_WHY_RESTARTED,    /* "starting (tankd restarted)" */
+	STACK_WHY_FIRST,        /* the first pod that is not ready, and why */
+	STACK_WHY_LAST_FAILURE, /* the failure on_failure: continue noted */
+	STACK_WHY_KEEP,         /* the reason it has (a starting stack's
+				 * progress goes in its status, not its history) */
+	STACK_WHY_STOP,         /* why it should not run */
+};
+
+typedef struct stack_step {
+	enum stack_pevent ev;
+	enum stack_why why;
+} stack_step_t;
+
+/* The derivation: the steps to apply, in order, to a stack observed as
+ * *o (1 or 2: a stack brought up first goes to `starting`, then on to what
+ * its pods say).  Pure: no I/O, no state.  Every (phase, event) it can
+ * return is in stack_fsm, and stack_fsm holds nothing else (tested by
+ * enumerating every observation). */
+size_t stack_derive(const stack_obs_t *o, stack_step_t out[2]);
 
 #endif

@@ -247,6 +247,7 @@ typedef struct st_container_status {
 	uint64_t log_dropped;        /* log lines lost (full log disk), all time */
 	bool ready;                  /* running and its readiness probe passed (or has none) */
 	char probe[ST_PROBE_MAX + 1]; /* the last probe result ("" = none yet) */
+	uint8_t outcome;             /* how it ended when terminal (the kind's enum; 0 = none) */
 } st_container_status_t;
 
 /* containers is malloc'ed and owned by the struct (st_status_clear). */
@@ -262,6 +263,8 @@ typedef struct st_status {
 	int64_t next_restart_at;     /* ms, 0 = none */
 	st_exit_t last_exit;
 	bool ready;                  /* every container ready (DESIGN.md §8) */
+	uint8_t outcome;             /* how it ended when terminal (the kind's enum; 0 = none) */
+	bool restart;                /* a restart by hand is asked and not done yet */
 	st_container_status_t *containers;
 	size_t n_containers;
 } st_status_t;

@@ -602,7 +602,8 @@ static int enc_container(msgpack_packer *pk, const st_container_status_t *c)
 	/* log_dropped, ready and probe only when set: records stay as they
 	 * were for the containers that never lost a line or had a probe. */
 	return msgpack_pack_map(pk, 9 + (c->log_dropped != 0) + c->ready +
-				(c->probe[0] != 0)) ||
+				(c->probe[0] != 0) + (c->outcome != 0)) ||
+	       (c->outcome && pk_u64(pk, "outcome", c->outcome)) ||
 	       (c->log_dropped && pk_u64(pk, "log_dropped", c->log_dropped)) ||
 	       (c->ready && pk_true(pk, "ready")) ||
 	       (c->probe[0] && pk_str(pk, "probe", c->probe)) ||
@@ -620,7 +621,11 @@ int st__enc_status(msgpack_sbuffer *b, const st_status_t *s)
 {
 	msgpack_packer pk;
 	msgpack_packer_init(&pk, b, msgpack_sbuffer_write);
-	if (msgpack_pack_map(&pk, (s->uid[0] ? 11 : 10) + s->ready) ||
+	/* outcome and restart only when set (records of before stay as they were). */
+	if (msgpack_pack_map(&pk, (s->uid[0] ? 11 : 10) + s->ready + (s->outcome != 0) +
+				  s->restart) ||
+	    (s->outcome && pk_u64(&pk, "outcome", s->outcome)) ||
+	    (s->restart && pk_true(&pk, "restart")) ||
 	    (s->uid[0] && pk_str(&pk, "uid", s->uid)) || pk_str(&pk, "name", s->name) ||
 	    (s->ready && pk_true(&pk, "ready")) ||
 	    pk_str(&pk, "phase", s->phase) ||
@@ -689,6 +694,11 @@ static const char *dec_container(mp_t *r, st_container_status_t *c)
 		} else if (key_is(k, kl, "probe")) {
 			if (rd_str(r, c->probe, sizeof c->probe, 0))
 				return "containers[].probe";
+		} else if (key_is(k, kl, "outcome")) {
+			uint32_t v;
+			if (rd_u32(r, &v) || v > UINT8_MAX)
+				return "containers[].outcome";
+			c->outcome = (uint8_t)v;
 		} else if (mp_skip(r, 1)) {
 			return "containers[]";
 		}
@@ -743,6 +753,15 @@ int st__dec_status(const void *buf, size_t len, const char *key,
 		} else if (key_is(k, kl, "ready")) {
 			if (rd_bool(&r, &out->ready))
 				bad = "ready";
+		} else if (key_is(k, kl, "outcome")) {
+			uint32_t v;
+			if (rd_u32(&r, &v) || v > UINT8_MAX)
+				bad = "outcome";
+			else
+				out->outcome = (uint8_t)v;
+		} else if (key_is(k, kl, "restart")) {
+			if (rd_bool(&r, &out->restart))
+				bad = "restart";
 		} else if (key_is(k, kl, "last_exit")) {
 			if (rd_exit(&r, &out->last_exit))
 				bad = "last_exit";

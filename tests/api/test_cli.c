@@ -73,9 +73,14 @@ typedef struct st { const char *name, *phase, *reason; int restarts; uint64_t si
 
 static void pack_status(msgpack_packer *pk, const st_t *s)
 {
-	msgpack_pack_map(pk, 6);
+	bool terminal = strcmp(s->phase, "terminal") == 0;
+	msgpack_pack_map(pk, 7);
 	api_pack_cstr(pk, "name"); api_pack_cstr(pk, s->name);
 	api_pack_cstr(pk, "phase"); api_pack_cstr(pk, s->phase);
+	/* As tankd packs it: a terminal pod's outcome is what decides (its
+	 * reason here names it too). */
+	api_pack_cstr(pk, "outcome");
+	if (terminal && s->reason) api_pack_cstr(pk, s->reason); else msgpack_pack_nil(pk);
 	api_pack_cstr(pk, "reason");
 	if (s->reason) api_pack_cstr(pk, s->reason); else msgpack_pack_nil(pk);
 	api_pack_cstr(pk, "restarts"); msgpack_pack_int(pk, s->restarts);

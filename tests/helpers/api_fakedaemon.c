@@ -197,9 +197,12 @@ static void pack_one_status(msgpack_packer *pk, pod_t *pod)
 	else if (!strncmp(pod->name, "slow", 4) && pod->status_calls <= 2)
 		phase = "starting";
 	bool run = !strcmp(phase, "running");
-	msgpack_pack_map(pk, 10);
+	msgpack_pack_map(pk, 11);
 	api_pack_cstr(pk, "name"); api_pack_cstr(pk, pod->name);
 	api_pack_cstr(pk, "phase"); api_pack_cstr(pk, phase);
+	/* What a wait decides on (the reason is only shown). */
+	api_pack_cstr(pk, "outcome");
+	if (reason) api_pack_cstr(pk, reason); else msgpack_pack_nil(pk);
 	api_pack_cstr(pk, "reason");
 	if (reason) api_pack_cstr(pk, reason); else msgpack_pack_nil(pk);
 	api_pack_cstr(pk, "retries"); msgpack_pack_int(pk, 0);

@@ -17,6 +17,7 @@
 
 #include "pod/pod_manifest.h"
 #include "pod/pod_mgr.h"
+#include "pod/pod_req.h"
 #include "store/st.h"
 #include "tests/support/tsupport.h"
 
@@ -979,5 +980,180 @@ Test(reconciler, delete_removes_the_pod_logs)
 	for (int i = 0; i < 100 && stat(logs, &sb) == 0; i++)
 		run_for(h, 0.02);
 	cr_assert_neq(stat(logs, &sb), 0, "%s left behind", logs);
+	teardown(h);
+}
+
+/* --- requests from other kinds (pod_req.h) -------------------------------------- */
+
+/* A test actor standing for another kind: it forwards the pod_req_t it
+ * is sent to the loop as its own request, and keeps the replies. */
+typedef struct req_user {
+	rt_pid_t loop;
+	pod_req_reply_t replies[16];
+	int n;
+} req_user_t;
+
+static int ru_init(rt_t *rt, void **state, void *arg)
+{
+	(void)rt;
+	*state = arg;
+	return 0;
+}
+
+static void ru_handle(rt_t *rt, void *state, rt_msg_t *m)
+{
+	req_user_t *u = state;
+
+	if (m->type != RT_MSG_USER)
+		return;
+	if (m->tag == POD_REQ_REPLY && m->len == sizeof(pod_req_reply_t) && u->n < 16)
+		memcpy(&u->replies[u->n++], m->data, sizeof(pod_req_reply_t));
+	else if (m->tag == 1 && m->len == sizeof(pod_req_t))
+		cr_assert_eq(pod_req_send(rt, u->loop, m->data), 0);
+}
+
+static const rt_behaviour_t ru_behaviour = { .name = "req_user", .init = ru_init,
+					     .handle = ru_handle };
+
+/* Sends one request through the user actor and waits for its reply. */
+static pod_req_reply_t ask(h_t *h, rt_pid_t user, req_user_t *u, pod_req_t *q)
+{
+	static uint64_t ids;
+	int before = u->n;
+
+	q->id = ++ids;
+	cr_assert_eq(rt_send(h->rt, user, 1, q, sizeof *q), 0);
+	for (int i = 0; i < 500 && u->n == before; i++)
+		run_for(h, 0.02);
+	cr_assert_eq(u->n, before + 1, "no reply to request %llu", (unsigned long long)q->id);
+	cr_assert_eq(u->replies[before].id, q->id);
+	return u->replies[before];
+}
+
+static bool ctr_phase_is(h_t *h, const char *name, const void *arg)
+{
+	st_status_t s;
+	bool ok = status(h, name, &s) && s.n_containers &&
+		  strcmp(s.containers[0].phase, arg) == 0;
+	st_status_clear(&s);
+	return ok;
+}
+
+static int lines_in(const char *path, const char *needle)
+{
+	char line[256];
+	int n = 0;
+	FILE *f = fopen(path, "r");
+	while (f && fgets(line, sizeof line, f))
+		n += strstr(line, needle) != NULL;
+	if (f)
+		fclose(f);
+	return n;
+}
+
+/* Another kind runs a command in a pod, signals its container, stops it
+ * (held in its name), starts and restarts it: real processes, each
+ * request answered by a reply message; another user cannot end the
+ * first one's hold. */
+Test(reconciler, other_kinds_act_on_a_pod_by_messages_with_replies)
+{
+	h_t *h = setup(false);
+	char y[800], marks[96], out[96];
+	req_user_t u = { 0 };
+	rt_pid_t user;
+	pod_req_t q;
+	pod_req_reply_t r;
+
+	snprintf(marks, sizeof marks, "%s/marks", h->dir);
+	snprintf(out, sizeof out, "%s/exec-out", h->dir);
+	snprintf(y, sizeof y, "name: svc\nrestart: always\nstop: {grace: 1s}\n"
+		 "containers:\n  - name: c\n    env: {WHO: svc}\n"
+		 "    command: [/bin/sh, -c, \"trap 'echo usr1 >> %s' USR1; "
+		 "while :; do sleep 0.05; done\"]\n", marks);
+	apply_yaml(h, y);
+	cr_assert(wait_for(h, "svc", running_pid, NULL, 10));
+	pid_t p1 = first_pid(h, "svc");
+	u.loop = h->loop;
+	cr_assert_eq(rt_spawn(h->rt, &ru_behaviour, &u, &user), 0);
+
+	/* exec: runs in the pod (its environment), replied at its end. */
+	memset(&q, 0, sizeof q);
+	q.op = POD_REQ_EXEC;
+	snprintf(q.user, sizeof q.user, "action a");
+	snprintf(q.pod, sizeof q.pod, "svc");
+	char cmd[200];
+	snprintf(cmd, sizeof cmd, "echo $WHO > %s; exit 7", out);
+	const char *argv[] = { "/bin/sh", "-c", cmd, NULL };
+	cr_assert_eq(pod_req_set_argv(&q, argv), 0);
+	r = ask(h, user, &u, &q);
+	cr_assert_eq(r.err, 0, "%s", r.msg);
+	cr_assert_eq(r.exit_code, 7, "%s", r.msg);
+	cr_assert_eq(lines_in(out, "svc"), 1, "the command ran with the container's env");
+	/* A command past its timeout is killed, and says so. */
+	const char *slow[] = { "/bin/sleep", "5", NULL };
+	cr_assert_eq(pod_req_set_argv(&q, slow), 0);
+	q.timeout_ms = 200;
+	r = ask(h, user, &u, &q);
+	cr_assert_eq(r.err, -ETIMEDOUT, "%s", r.msg);
+	cr_assert_eq(r.exit_signal, SIGKILL);
+	q.timeout_ms = 0;
+
+	/* signal: reaches the container's process. */
+	memset(&q.argv, 0, sizeof q.argv);
+	q.argv_len = 0;
+	q.op = POD_REQ_SIGNAL;
+	q.signal = SIGUSR1;
+	r = ask(h, user, &u, &q);
+	cr_assert_eq(r.err, 0, "%s", r.msg);
+	for (int i = 0; i < 100 && lines_in(marks, "usr1") < 1; i++)
+		run_for(h, 0.02);
+	cr_assert_geq(lines_in(marks, "usr1"), 1, "the container got the signal");
+	cr_assert_eq(first_pid(h, "svc"), p1, "and still runs");
+
+	/* stop: held stopped in the user's name; restart: always does not
+	 * bring it back. */
+	q.op = POD_REQ_STOP;
+	r = ask(h, user, &u, &q);
+	cr_assert_eq(r.err, 0, "%s", r.msg);
+	cr_assert(wait_for(h, "svc", ctr_phase_is, "pending", 10));
+	int launches = h->launches;
+	run_for(h, 0.5);
+	cr_assert(ctr_phase_is(h, "svc", "pending"), "held stopped");
+	cr_assert_eq(kill(p1, 0), -1, "its process is gone");
+	/* exec needs a running container. */
+	q.op = POD_REQ_EXEC;
+	cr_assert_eq(pod_req_set_argv(&q, argv), 0);
+	r = ask(h, user, &u, &q);
+	cr_assert_eq(r.err, TANK_ECONFLICT, "%s", r.msg);
+	/* Another user cannot end the hold. */
+	q.op = POD_REQ_START;
+	snprintf(q.user, sizeof q.user, "workflow w");
+	r = ask(h, user, &u, &q);
+	cr_assert_eq(r.err, TANK_ECONFLICT, "%s", r.msg);
+	cr_assert(strstr(r.msg, "action a"), "names the holder: %s", r.msg);
+	/* Its own start does. */
+	snprintf(q.user, sizeof q.user, "action a");
+	r = ask(h, user, &u, &q);
+	cr_assert_eq(r.err, 0, "%s", r.msg);
+	cr_assert(wait_for(h, "svc", running_pid, NULL, 10));
+	pid_t p2 = first_pid(h, "svc");
+	cr_assert_neq(p2, p1);
+	(void)launches;
+
+	/* restart: stopped and started again, a new process. */
+	q.op = POD_REQ_RESTART;
+	r = ask(h, user, &u, &q);
+	cr_assert_eq(r.err, 0, "%s", r.msg);
+	cr_assert(wait_for(h, "svc", pid_changed, &p2, 10));
+	cr_assert_eq(kill(p2, 0), -1, "the old process is gone");
+
+	/* Unknown pod or container: not found. */
+	snprintf(q.pod, sizeof q.pod, "nope");
+	r = ask(h, user, &u, &q);
+	cr_assert_eq(r.err, TANK_ENOTFOUND, "%s", r.msg);
+	snprintf(q.pod, sizeof q.pod, "svc");
+	snprintf(q.container, sizeof q.container, "nope");
+	r = ask(h, user, &u, &q);
+	cr_assert_eq(r.err, TANK_ENOTFOUND, "%s", r.msg);
 	teardown(h);
 }

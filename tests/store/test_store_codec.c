@@ -25,6 +25,9 @@ static void sample_status(st_status_t *s, st_container_status_t *c)
 	c[0].started_at = INT64_MIN;
 	strcpy(c[1].name, "b");
 	c[1].last_exit = (st_exit_t){ true, 255, 0 };
+	c[1].outcome = 2;
+	s->outcome = 3;
+	s->restart = true;
 	s->containers = c;
 	s->n_containers = 2;
 }
@@ -52,6 +55,11 @@ Test(store, codec_status_extremes_roundtrip)
 	cr_assert_eq(g.containers[0].started_at, INT64_MIN);
 	cr_assert(!g.containers[0].last_exit.present);
 	cr_assert_eq(g.containers[1].last_exit.code, 255);
+	/* The outcome and a stored restart request (0/false: not written). */
+	cr_assert_eq(g.outcome, 3);
+	cr_assert(g.restart);
+	cr_assert_eq(g.containers[0].outcome, 0);
+	cr_assert_eq(g.containers[1].outcome, 2);
 	st_status_clear(&g);
 	msgpack_sbuffer_destroy(&b);
 }

@@ -1,0 +1,742 @@
+/*
+ * pod_ctr.c — the container manager (TANK_KIND_CONTAINER, key
+ * "<pod>/<container>"): converges one container towards what its pod
+ * wants (pod__ctr_want), judges its exits by the pod's restart policy,
+ * stops what a previous tankd left, and handles its runner's messages.
+ * Shares pod_mgr_t with the pod manager (pod_mgr_int.h).
+ */
+#include "pod/pod_mgr_int.h"
+
+#include <errno.h>
+#include <stddef.h>
+#include <stdarg.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "common/tank_backoff.h"
+#include "pod/pod_launch.h"
+
+/* --- container manager ----------------------------------------------------------- */
+
+static int pod__ctr_list(void *ctx, rc_loop_t *loop)
+{
+	pod_mgr_t *m = ctx;
+	uint64_t end = pod__coarse_ns() + RC_LIST_SLICE_MS * 1000000ull;
+	size_t it = m->ctr_listing ? m->ctr_it : 0;
+	unsigned n = 0;
+	void *v;
+
+	/* The containers of every pod that is not settled (see
+	 * pod__settled): the others have nothing to converge.  In slices,
+	 * as the pods' walk (100,000 pods took tens of milliseconds); a pod
+	 * missed because the map changed between slices is listed by the
+	 * next pass, and anything that happens to it queues it anyway. */
+	m->ctr_listing = true;
+	while (tank_map_next(&m->pods, &it, NULL, &v)) {
+		pod_trk_t *p = v;
+		if (!pod__settled(rc_rt(loop), p))
+			for (size_t i = 0; i < p->nctrs; i++)
+				rc_enqueue(loop, K_CTR, p->ctrs[i].key);
+		if ((++n & 63) == 0 && pod__coarse_ns() > end) {
+			m->ctr_it = it;
+			return RC_LIST_MORE;
+		}
+	}
+	m->ctr_listing = false;
+	return 0;
+}
+
+void pod__drained_check(pod_mgr_t *m, rc_loop_t *loop)
+{
+	if (m->shutting_down && !m->nrunning && !m->drained_told) {
+		size_t it = 0;
+		void *v;
+		while (tank_map_next(&m->pods, &it, NULL, &v))
+			if (pod__busy(v))
+				return;
+		/* Every tracked container is gone; whatever still runs in
+		 * tank's cgroups is untracked, and tankd's stop stops it. */
+		pod__sweep_all(m, loop);
+		m->drained_told = true;
+		if (m->o.on_drained)
+			m->o.on_drained(m->o.drained_ctx);
+	}
+}
+
+/* Processes left by a previous tankd — found by the pid and start time
+ * in the stored status, or as members of the container's cgroup (which
+ * also catches a start the previous daemon had no time to record) — are
+ * stopped like a container: stop signal, then SIGKILL after the grace
+ * period.  Returns the requeue delay while some remain, 0 when none. */
+static uint64_t pod__orphan_step(rc_loop_t *loop, pod_ctr_t *c)
+{
+	uint64_t st;
+	int64_t now = (int64_t)rc_wall_ms();
+	const pod_spec_t *s = c->pod->spec;
+	bool pid_alive = c->orphan && pod_proc_start_time(c->orphan, &st) == 0 &&
+			 st == c->orphan_start && !pod_proc_dead(c->orphan);
+	bool cg_alive = c->cg_orphans && c->has_cg && pod_cgroup_count(&c->cg) > 0;
+
+	if (!pid_alive && !cg_alive) {
+		c->orphan = 0;
+		c->cg_orphans = false;
+		c->orphan_deadline = 0;
+		pod__ctr_event(loop, c, POD_CE_STOPPED,
+			       c->st.phase == POD_CP_STOPPING
+			       ? "processes of a previous tankd stopped" : c->st.reason);
+		return 0;
+	}
+	if (!c->orphan_deadline) {
+		int sig = s ? s->stop.signal : SIGTERM;
+		if (pid_alive)
+			kill(c->orphan, sig);
+		if (cg_alive)
+			pod_cgroup_signal(&c->cg, sig);
+		c->orphan_deadline = now + (int64_t)(s ? s->stop.grace_ms : 10000);
+		pod__ctr_event(loop, c, POD_CE_STOP,
+			       "stopping processes left by a previous tankd");
+	} else if (now >= c->orphan_deadline) {
+		if (cg_alive)
+			pod_cgroup_kill_all(&c->cg);
+		if (pid_alive)
+			kill(c->orphan, SIGKILL);
+	}
+	return 50;
+}
+
+static char **pod__envp(const pod_container_t *pc)
+{
+	char **envp = calloc(pc->env_count + 1, sizeof *envp);
+
+	if (!envp)
+		return NULL;
+	for (size_t i = 0; i < pc->env_count; i++) {
+		size_t kl = strlen(pc->env[i].key), vl = strlen(pc->env[i].value);
+		if (!(envp[i] = malloc(kl + vl + 2))) {
+			for (size_t j = 0; j < i; j++)
+				free(envp[j]);
+			free(envp);
+			return NULL;
+		}
+		memcpy(envp[i], pc->env[i].key, kl);
+		envp[i][kl] = '=';
+		memcpy(envp[i] + kl + 1, pc->env[i].value, vl + 1);
+	}
+	return envp;
+}
+
+static void pod__envp_free(char **envp)
+{
+	for (size_t i = 0; envp && envp[i]; i++)
+		free(envp[i]);
+	free(envp);
+}
+
+/* The container's spec. */
+static const pod_container_t *pod__ctr_spec(const pod_ctr_t *c)
+{
+	const pod_spec_t *s = c->pod->spec;
+	for (size_t i = 0; s && i < s->container_count; i++)
+		if (strcmp(s->containers[i].name, c->name) == 0)
+			return &s->containers[i];
+	return NULL;
+}
+
+/* Makes (or, after a daemon crash, reuses) the container's cgroup: it
+ * applies the limits and is how every process of the container is found,
+ * including those a previous tankd left behind.  Kept across restarts. */
+static int pod__ctr_cgroup(pod_mgr_t *m, pod_ctr_t *c, char *reason, size_t cap)
+{
+	const pod_container_t *pc = pod__ctr_spec(c);
+	tank_error_t err;
+	int rc;
+
+	if (c->has_cg) {
+		/* Drift: a group removed by hand is made again (the launcher
+		 * would fail to join it, and every restart with it). */
+		if (pod_cgroup_exists(&c->cg))
+			return 0;
+		if (pod_cgroup_destroy(&c->cg) < 0)
+			pod_cgroup_forget(&c->cg);
+		c->has_cg = false;
+	}
+	if (!pc)
+		return 0;
+	const pod_limits_t *l = &pc->limits;
+	bool limited = l->memory_bytes || l->pids || l->cpu_millis;
+	if (!m->has_cg && !limited)
+		return 0;
+	pod_cgroup_limits_t lim = {
+		.memory = l->memory_bytes, .pids = l->pids,
+		.cpu = (double)l->cpu_millis / 1000.0,
+	};
+	char group[POD_NAME_MAX + 16];
+	pod__cg_group(c->pod, group, sizeof group);
+	tank_error_clear(&err);
+	rc = m->has_cg
+		? pod_cgroup_create(&m->cg_env, group, c->name, &lim, &c->cg, &err)
+		: tank_error_set(&err, TANK_EUNSUPPORTED, "no cgroup hierarchy");
+	if (rc < 0) {
+		/* Limits cannot be honoured: refuse to run unlimited.  Without
+		 * limits, run untracked by cgroup. */
+		if (limited) {
+			pod__fmt(reason, cap, "limits: %s", err.msg);
+			return rc;
+		}
+		return 0;
+	}
+	c->has_cg = true;
+	return 0;
+}
+
+/* The pod's sandbox, made by the first container that starts.  A failure
+ * is that container's failed start (policy and backoff apply, and the
+ * next start tries again), not a permanent state of the pod. */
+static int pod__sandbox(pod_mgr_t *m, pod_trk_t *p, char *reason, size_t cap)
+{
+	const pod_spec_t *s = p->spec;
+	pod_sandbox_mount_t *mounts;
+	size_t nm = 0, total = 0;
+	tank_error_t err;
+	int rc;
+
+	if (!s->isolation.namespaces || p->has_sb)
+		return 0;
+	for (size_t i = 0; i < s->container_count; i++)
+		total += s->containers[i].mount_count;
+	/* Sized by the spec, on the heap: every mount is applied. */
+	if (!(mounts = calloc(total ? total : 1, sizeof *mounts))) {
+		pod__fmt(reason, cap, "sandbox: out of memory");
+		return -ENOMEM;
+	}
+	for (size_t i = 0; i < s->container_count; i++)
+		for (size_t j = 0; j < s->containers[i].mount_count; j++) {
+			const pod_mount_t *mt = &s->containers[i].mounts[j];
+			mounts[nm].host_path = s->volumes[mt->volume_index].host_path;
+			mounts[nm].path = mt->path;
+			mounts[nm].read_only = mt->read_only;
+			nm++;
+		}
+	/* In the pod's cgroup, where the sweep finds it after a kill -9. */
+	char group[POD_NAME_MAX + 16];
+	pod__cg_group(p, group, sizeof group);
+	pod_sandbox_opts_t o = {
+		.ns = s->isolation.namespaces, .hostname = s->isolation.hostname,
+		.rootfs = s->isolation.rootfs, .mounts = mounts, .n_mounts = nm,
+		.name = p->name, .cgroups = m->has_cg ? &m->cg_env : NULL,
+		.cgroup_pod = group,
+	};
+	tank_error_clear(&err);
+	rc = pod_sandbox_create(&o, &p->sb, &err);
+	free(mounts);
+	if (rc < 0) {
+		/* The sandbox's messages already start with "sandbox:". */
+		pod__fmt(reason, cap, "%s%s",
+			 strncmp(err.msg, "sandbox", 7) == 0 ? "" : "sandbox: ", err.msg);
+		return rc;
+	}
+	p->has_sb = true;
+	return 0;
+}
+
+/* Starts the container; on failure fills reason and returns < 0. */
+static int pod__ctr_start(pod_mgr_t *m, rc_loop_t *loop, pod_ctr_t *c,
+			  char *reason, size_t cap)
+{
+	pod_trk_t *p = c->pod;
+	const pod_container_t *pc = pod__ctr_spec(c);
+	tank_error_t err;
+	char **envp;
+	int rc;
+
+	if (!pc)
+		return -ENOENT;
+	tank_error_clear(&err);
+	if (!c->log) {
+		pod_log_opts_t lo = { .dir = m->log_dir, .pod = p->name, .container = c->name };
+		/* Without a log the container still runs; output is dropped. */
+		(void)pod_log_open(&lo, &c->log, NULL);
+	}
+	if ((rc = pod__sandbox(m, p, reason, cap)) < 0 ||
+	    (rc = pod__ctr_cgroup(m, c, reason, cap)) < 0)
+		return rc;
+	if (!(envp = pod__envp(pc))) {
+		pod__fmt(reason, cap, "out of memory");
+		return -ENOMEM;
+	}
+	pod_launch_opts_t lo = {
+		.file = pc->argv[0], .argv = pc->argv, .envp = envp,
+		.cwd = pc->working_dir, .user = pc->user,
+		.stdout_mode = POD_STDIO_PIPE, .stderr_mode = POD_STDIO_PIPE,
+		.cgroup = c->has_cg ? &c->cg : NULL,
+		.sandbox = p->has_sb ? &p->sb : NULL,
+	};
+	pod_runner_args_t ra = {
+		.owner = rc_pid(loop), .key = c->key, .launch_opts = &lo,
+		.launch = m->o.launch,
+		.cgroup = c->has_cg ? &c->cg : NULL, .log = c->log,
+		.stop_signal = p->spec->stop.signal, .grace_ms = p->spec->stop.grace_ms,
+		.proc = &c->proc, .err = &err,
+		.probes = pod_container_has_probes(pc) ? pc->probes : NULL,
+		.sandbox = p->has_sb ? &p->sb : NULL,
+	};
+	/* Until its probes speak: ready unless a startup or readiness probe
+	 * has to pass first. */
+	c->probes = ra.probes != NULL;
+	c->probe_ready = pc->probes[POD_PROBE_STARTUP].kind == POD_PROBE_NONE &&
+			 pc->probes[POD_PROBE_READINESS].kind == POD_PROBE_NONE;
+	rc = pod_runner_start(rc_rt(loop), &ra, &c->runner);
+	pod__envp_free(envp);
+	if (rc < 0) {
+		c->runner = 0;
+		pod__fmt(reason, cap, "%s", err.msg[0] ? err.msg : tank_strerror(rc));
+		return rc;
+	}
+	if (rc_own(loop, K_CTR, c->runner) < 0) {
+		/* Cannot route its exit: stop it rather than run untracked. */
+		rt_exit(rc_rt(loop), c->runner, RT_R_KILL);
+		c->runner = 0;
+		pod__fmt(reason, cap, "out of memory");
+		return -ENOMEM;
+	}
+	m->nrunning++;
+	return 0;
+}
+
+void pod__ctr_finish(rc_loop_t *loop, pod_ctr_t *c, uint8_t outcome, const char *reason)
+{
+	c->outcome = outcome;
+	pod__ctr_event(loop, c, POD_CE_FINISHED, reason);
+}
+
+/* Applies the restart policy to an exit (or a failed start).  A restart
+ * is not scheduled here: the key is queued, and its reconcile returns the
+ * remaining backoff as requeue_after. */
+static void pod__ctr_exited(rc_loop_t *loop, pod_ctr_t *c, const pod_exit_t *ex,
+			    uint64_t ran_ms, const char *why, bool unhealthy)
+{
+	const pod_spec_t *s = c->pod->spec;
+	bool failed = unhealthy || ex->oom_killed || ex->code != 0 || ex->signal != 0;
+	bool restart = s->restart == POD_RESTART_ALWAYS ||
+		       (s->restart == POD_RESTART_ON_FAILURE && failed);
+	char reason[RC_REASON_MAX];
+
+	c->last_exit.present = true;
+	c->last_exit.code = ex->code;
+	c->last_exit.signal = ex->signal;
+	if (why)
+		pod__fmt(reason, sizeof reason, "%s", why);
+	else if (ex->oom_killed)
+		pod__fmt(reason, sizeof reason, "oom_killed");
+	else if (ex->signal)
+		pod__fmt(reason, sizeof reason, "killed by signal %d", ex->signal);
+	else
+		pod__fmt(reason, sizeof reason, "exited with code %d", ex->code);
+	if (!restart) {
+		uint8_t out = !failed ? POD_OUT_COMPLETED
+			      : ex->oom_killed ? POD_OUT_OOM_KILLED : POD_OUT_FAILED;
+		pod__ctr_finish(loop, c, out, out == POD_OUT_FAILED ? reason : pod_outcome_name(out));
+		return;
+	}
+	if (ran_ms >= s->backoff.stable_window_ms)
+		c->retries = 0;
+	if (s->backoff.max_retries && c->retries >= s->backoff.max_retries) {
+		/* Bounded: given up, failed (a stack above it hears of it
+		 * through the pod's failure). */
+		char gave[RC_REASON_MAX];
+		pod__fmt(gave, sizeof gave, "gave up after %u restarts in a row "
+			 "(backoff.max_retries): %s", c->retries, reason);
+		pod__ctr_finish(loop, c, POD_OUT_FAILED, gave);
+		rc_escalate(loop, K_CTR, c->key, gave);
+		return;
+	}
+	uint64_t delay = tank_backoff(s->backoff.base_ms, s->backoff.cap_ms, c->retries);
+	c->retries++;
+	c->restarts++;
+	c->next_restart_at = (int64_t)(rc_wall_ms() + delay);
+	pod__ctr_event(loop, c, POD_CE_CRASHED, reason);
+	rc_enqueue(loop, K_CTR, c->key);
+}
+
+static int pod__ctr_observe(void *ctx, rc_loop_t *loop, const char *key, rc_view_t *view)
+{
+	(void)loop;
+	return (view->obj = pod__ctr_find(ctx, key)) ? 0 : TANK_ENOTFOUND;
+}
+
+/* An exit that counts toward backoff.max_retries is on disk before
+ * anything acts on it (the restart it schedules): a tankd killed -9 a
+ * moment later finds the count, and does not run the container once more
+ * than its bound.  A commit, no fsync (tankd's death does not lose the
+ * page cache); only for a bounded pod, so crash loops without a bound
+ * stay on the group commit. */
+static void pod__exit_commit(pod_mgr_t *m, pod_ctr_t *c)
+{
+	if (c->pod->spec && c->pod->spec->backoff.max_retries)
+		(void)st_flush(m->o.store, NULL);
+}
+
+/* Starts c (the decision said so): a run-once start is on disk first. */
+static rc_result_t pod__ctr_run(pod_mgr_t *m, rc_loop_t *loop, pod_ctr_t *c, int64_t now)
+{
+	char reason[RC_REASON_MAX];
+
+	if (c->pod->spec->restart == POD_RESTART_NEVER) {
+		/* Run once means the start is on disk before the process
+		 * exists: a tankd killed right after the exec finds it
+		 * started (above) instead of never started.  A commit, no
+		 * fsync: tankd's death does not lose the page cache.  A store
+		 * that cannot take it holds the start back, retried. */
+		tank_error_t fe;
+		c->started_at = now;
+		pod__persist(m, c->pod);
+		if (st_flush(m->o.store, &fe) < 0) {
+			char why[RC_REASON_MAX];
+			c->started_at = 0;
+			pod__fmt(why, sizeof why, "waiting for the store: %s", fe.msg);
+			pod__ctr_event(loop, c, POD_CE_WAIT, why);
+			pod__update(m, loop, c->pod);
+			return rc_failed(-ENOBUFS, NULL);
+		}
+	}
+	int err = pod__ctr_start(m, loop, c, reason, sizeof reason);
+	if (err < 0 && tank_err_is_resource(err)) {
+		/* tank, not the container, ran out of something: no failure
+		 * is counted against it and its policy does not apply.  The
+		 * loop retries with its own backoff and, past its bound,
+		 * fails the container (mark_failed) and tells the pod. */
+		char why[RC_REASON_MAX];
+		pod__fmt(why, sizeof why, "waiting for resources: %s", reason);
+		if (c->pod->spec->restart == POD_RESTART_NEVER && c->started_at == now) {
+			/* Not started after all: a restart of tankd now must
+			 * not take it for one that ran (see once_lost). */
+			c->started_at = 0;
+			pod__persist(m, c->pod);
+			(void)st_flush(m->o.store, NULL);
+		}
+		pod__ctr_event(loop, c, POD_CE_WAIT, why);
+		pod__update(m, loop, c->pod);
+		return rc_failed(err, NULL);
+	}
+	if (err < 0) {
+		/* A start that fails counts as a failed run (exit 127, as a
+		 * shell reports "command not found"), so policy and backoff
+		 * apply and a broken command cannot spin. */
+		pod_exit_t ex = { .code = 127 };
+		/* `logs` says why too: the container wrote nothing. */
+		(void)pod_log_note(c->log, reason);
+		pod__ctr_exited(loop, c, &ex, 0, reason, false);
+		pod__update(m, loop, c->pod);
+		pod__exit_commit(m, c);
+		return rc_converged();  /* the exit queued the key again */
+	}
+	c->stop_sent = false;
+	c->started_at = now;
+	pod__ctr_event(loop, c, POD_CE_STARTED, "started");
+	pod__update(m, loop, c->pod);
+	return rc_act();
+}
+
+static rc_result_t pod__ctr_reconcile(void *ctx, rc_loop_t *loop, const rc_view_t *view)
+{
+	pod_mgr_t *m = ctx;
+	pod_ctr_t *c = view->obj;
+	pod_trk_t *p = c->pod;
+	uint64_t wait;
+	int64_t now = (int64_t)rc_wall_ms();
+	char why[RC_REASON_MAX] = "";
+
+	if (!c->orphans_checked) {
+		c->orphans_checked = true;
+		if (pod__ctr_cgroup(m, c, why, sizeof why) == 0 && c->has_cg &&
+		    pod_cgroup_count(&c->cg) > 0)
+			c->cg_orphans = true;
+	}
+	/* Leftovers of a previous tankd are stopped before anything else. */
+	if ((c->orphan || c->cg_orphans) && (wait = pod__orphan_step(loop, c))) {
+		pod__update(m, loop, p);
+		return rc_requeue_after(wait);
+	}
+
+	/* Observe (what the decision reads; the costly parts only when they
+	 * can matter), then decide (pod_ctr_decide, pod_phase.h), then act. */
+	pod_ctr_obs_t o = {
+		.phase = c->st.phase, .want = pod__ctr_want(m, c), .runner = c->runner != 0,
+		.stop_sent = c->stop_sent, .backing_off = c->next_restart_at > now,
+		.once_lost = c->once_lost,
+	};
+	if (!o.want && o.runner && !o.stop_sent)
+		o.stop_held = pod__stop_held(m, p);
+	if (o.want && !o.runner && o.phase != POD_CP_TERMINAL && !o.backing_off &&
+	    p->spec->dep_count)
+		/* Every start, restarts too, waits for depends_on.  What it
+		 * waits for queues this pod when it changes (pod__deps_notify);
+		 * the resync revisits it anyway (a waiting pod is not settled). */
+		o.deps_unmet = !pod__deps_met(m, p, why, sizeof why);
+	if (!o.want)
+		p->gated = false;
+
+	switch (pod_ctr_decide(&o)) {
+	case POD_CA_NOTHING:
+		return rc_converged();
+	case POD_CA_HOLD:
+		/* Its dependents go first; the last of them to stop queues
+		 * this pod again (pod__deps_notify). */
+		return rc_converged();
+	case POD_CA_STOP:
+		rt_send(rc_rt(loop), c->runner, POD_RUNNER_STOP, NULL, 0);
+		c->stop_sent = true;
+		pod__ctr_event(loop, c, POD_CE_STOP, p->desired ? "stop" : "deleted");
+		pod__update(m, loop, p);
+		return rc_act();
+	case POD_CA_RELEASED:
+		/* Only a pod that waits for its containers to stop needs
+		 * telling; waking any other pod would ping-pong forever (its
+		 * reconcile queues its containers). */
+		if (pod__waits(p))
+			rc_enqueue(loop, K_POD, p->name);
+		pod__drained_check(m, loop);
+		return rc_converged();
+	case POD_CA_BACKOFF:
+		if (c->st.phase != POD_CP_BACKING_OFF)
+			pod__ctr_event(loop, c, POD_CE_BACKOFF, "restoring backoff");
+		pod__update(m, loop, p);
+		return rc_requeue_after((uint64_t)(c->next_restart_at - now));
+	case POD_CA_WAIT_DEPS:
+		c->next_restart_at = 0;
+		p->gated = true;
+		pod__ctr_event(loop, c, POD_CE_WAIT, why);
+		pod__update(m, loop, p);
+		return rc_converged();
+	case POD_CA_LOST:
+		/* A run-once container a previous tankd started and never saw
+		 * end (killed -9, or its process gone or stopped above while
+		 * tankd was down): running it again would run it twice.  Its
+		 * exit status is unknown. */
+		c->next_restart_at = 0;
+		p->gated = false;
+		c->once_lost = false;
+		c->last_exit = (st_exit_t){ .present = true, .code = -1 };
+		pod__ctr_finish(loop, c, POD_OUT_FAILED,
+				"not run again: it was running when tankd stopped "
+				"(restart: never runs once; exit status unknown)");
+		pod__update(m, loop, p);
+		return rc_converged();
+	case POD_CA_START:
+		c->next_restart_at = 0;
+		p->gated = false;
+		return pod__ctr_run(m, loop, c, now);
+	}
+	return rc_converged();
+}
+
+/* Retries exhausted for a container: it is terminal with the reason; its
+ * parent (the pod) hears of it through child_failed. */
+static void pod__ctr_mark_failed(void *ctx, rc_loop_t *loop, const char *key,
+				 const char *reason)
+{
+	pod_mgr_t *m = ctx;
+	pod_ctr_t *c = pod__ctr_find(m, key);
+
+	if (!c)
+		return;
+	pod__ctr_finish(loop, c, POD_OUT_FAILED, reason);
+	pod__update(m, loop, c->pod);
+}
+
+static bool pod__ctr_parent(void *ctx, const char *key, rc_ref_t *out)
+{
+	const char *slash = strchr(key, '/');
+
+	(void)ctx;
+	if (!slash || (size_t)(slash - key) >= sizeof out->key)
+		return false;
+	out->kind = K_POD;
+	memcpy(out->key, key, (size_t)(slash - key));
+	out->key[slash - key] = '\0';
+	return true;
+}
+
+/* The runner of c is gone (reported, or died): account for it. */
+static void pod__ctr_gone(pod_mgr_t *m, rc_loop_t *loop, pod_ctr_t *c)
+{
+	rc_disown(loop, c->runner);
+	c->runner = 0;
+	c->proc.pid = 0;
+	m->nrunning--;
+}
+
+/* A container's log started or stopped losing lines (a full log disk):
+ * said once each way, in tankd's log and the pod's history (and so on the
+ * events stream), and the count goes into its status. */
+static void pod__ctr_logdrop(pod_mgr_t *m, rc_loop_t *loop, const void *data)
+{
+	pod_runner_logdrop_t ld;
+	pod_ctr_t *c;
+	char what[RC_REASON_MAX];
+
+	memcpy(&ld, data, sizeof ld);
+	ld.key[sizeof ld.key - 1] = '\0';
+	if (!(c = pod__ctr_find(m, ld.key)))
+		return;
+	c->log_dropped = ld.lines;
+	if (ld.dropping)
+		pod__fmt(what, sizeof what, "log of %s: dropping lines (%s)", c->name,
+			 ld.error[0] ? ld.error : "write failed");
+	else
+		pod__fmt(what, sizeof what, "log of %s: writing again after %llu lines dropped",
+			 c->name, (unsigned long long)ld.episode);
+	fprintf(stderr, "tankd: warning: %s/%s\n", c->pod->name, what);
+	(void)rc_fsm_apply(loop, K_POD, c->pod->name, &pod_fsm, &c->pod->st, POD_PE_NOTE, what);
+	pod__persist(m, c->pod);
+}
+
+/* A probe's news from a runner: kept in the status, published. */
+static void pod__ctr_probe(pod_mgr_t *m, rc_loop_t *loop, rt_pid_t from, const void *data)
+{
+	pod_runner_probe_t pr;
+	pod_ctr_t *c;
+
+	memcpy(&pr, data, sizeof pr);
+	pr.key[sizeof pr.key - 1] = '\0';
+	pr.report.text[sizeof pr.report.text - 1] = '\0';
+	if (!(c = pod__ctr_find(m, pr.key)) || c->runner != from)
+		return;         /* a runner that is gone already */
+	c->probe_ready = pr.report.ready;
+	pod__copy(c->probe, sizeof c->probe, pr.report.text);
+	if (m->o.on_event) {
+		pod_event_t ev = {
+			.pod = c->pod->name, .container = c->name, .probe = c->probe,
+			.ready = pr.report.ready, .at = (int64_t)rc_wall_ms(),
+			.generation = c->pod->generation, .uid = c->pod->uid,
+		};
+		m->o.on_event(m->o.event_ctx, &ev);
+	}
+	pod__update(m, loop, c->pod);
+}
+
+static void pod__ctr_handle(void *ctx, rc_loop_t *loop, rt_msg_t *msg)
+{
+	pod_mgr_t *m = ctx;
+	pod_runner_exited_t ex;
+	pod_ctr_t *c;
+	bool counted = false;
+
+	if (msg->type == RT_MSG_EXIT) {
+		/* Only exits of runners we own are routed here.  A runner
+		 * that ends normally reports first and is disowned then; one
+		 * that died without reporting (crash or kill) is an exit by
+		 * signal, so the container is restarted. */
+		size_t it = 0;
+		void *v;
+		/* A normal exit follows a report (POD_RUNNER_EXITED) that
+		 * may still be queued behind it: let the report speak. */
+		if (msg->u.exit.reason.kind == RT_NORMAL)
+			return;
+		while (tank_map_next(&m->pods, &it, NULL, &v)) {
+			pod_trk_t *p = v;
+			for (size_t i = 0; i < p->nctrs; i++) {
+				if (p->ctrs[i].runner != msg->u.exit.from)
+					continue;
+				pod_exit_t e = { .code = -1, .signal = SIGKILL };
+				c = &p->ctrs[i];
+				pod__ctr_gone(m, loop, c);
+				bool counted = pod__ctr_want(m, c);
+				if (counted)
+					pod__ctr_exited(loop, c, &e, 0, "runner died", false);
+				else
+					pod__ctr_event(loop, c, POD_CE_STOPPED, "stopped");
+				pod__update(m, loop, p);
+				if (counted)
+					pod__exit_commit(m, c);
+				rc_enqueue(loop, K_POD, p->name);
+				pod__drained_check(m, loop);
+				return;
+			}
+		}
+		return;
+	}
+	if (msg->type == RT_MSG_USER && msg->tag == POD_RUNNER_LOGDROP &&
+	    msg->len == sizeof(pod_runner_logdrop_t)) {
+		pod__ctr_logdrop(m, loop, msg->data);
+		return;
+	}
+	if (msg->type == RT_MSG_USER && msg->tag == POD_RUNNER_PROBE &&
+	    msg->len == sizeof(pod_runner_probe_t)) {
+		pod__ctr_probe(m, loop, msg->from, msg->data);
+		return;
+	}
+	if (msg->type != RT_MSG_USER || msg->tag != POD_RUNNER_EXITED || msg->len != sizeof ex)
+		return;
+	memcpy(&ex, msg->data, sizeof ex);
+	ex.key[sizeof ex.key - 1] = '\0';
+	if (!(c = pod__ctr_find(m, ex.key)) || !c->runner)
+		return;
+	/* The runner is exiting normally; forget its link so its EXIT is not
+	 * mistaken for a crash. */
+	rt_unlink(rc_rt(loop), c->runner);
+	pod__ctr_gone(m, loop, c);
+	if (!pod__ctr_want(m, c) || ex.stopped) {
+		c->last_exit.present = true;
+		c->last_exit.code = ex.exit.code;
+		c->last_exit.signal = ex.exit.signal;
+		pod__ctr_event(loop, c, POD_CE_STOPPED, "stopped");
+		if (ex.stopped && pod__ctr_want(m, c))
+			rc_enqueue(loop, K_CTR, c->key);
+	} else {
+		char why[RC_REASON_MAX];
+		ex.unhealthy[sizeof ex.unhealthy - 1] = '\0';
+		/* A probe gave up on it: a failure whatever the exit said
+		 * (Kubernetes restarts it under Always and OnFailure). */
+		if (ex.unhealthy[0])
+			pod__fmt(why, sizeof why, "unhealthy: %s", ex.unhealthy);
+		pod__ctr_exited(loop, c, &ex.exit, ex.ran_ms, ex.unhealthy[0] ? why : NULL,
+				ex.unhealthy[0] != 0);
+		counted = true;
+	}
+	pod__update(m, loop, c->pod);
+	if (counted)
+		pod__exit_commit(m, c);
+	rc_enqueue(loop, K_POD, c->pod->name);
+	pod__drained_check(m, loop);
+}
+
+/* The loop actor is going away (crash or daemon stop).  Its runners are
+ * linked to it and die with it, killing their processes; forget them so
+ * a restarted loop starts those containers again. */
+static void pod__ctr_stop(void *ctx, rc_loop_t *loop)
+{
+	pod_mgr_t *m = ctx;
+	size_t it = 0;
+	void *v;
+
+	while (tank_map_next(&m->pods, &it, NULL, &v)) {
+		pod_trk_t *p = v;
+		for (size_t i = 0; i < p->nctrs; i++) {
+			pod_ctr_t *c = &p->ctrs[i];
+			if (!c->runner)
+				continue;
+			c->runner = 0;
+			c->stop_sent = false;
+			c->proc.pid = 0;
+			pod__ctr_event(loop, c, POD_CE_LOST, "reconciler stopped");
+		}
+	}
+	m->nrunning = 0;
+}
+
+const rc_manager_t pod_ctr_manager = {
+	.kind = TANK_KIND_CONTAINER,
+	.name = "container",
+	.list = pod__ctr_list,
+	.observe = pod__ctr_observe,
+	.reconcile = pod__ctr_reconcile,
+	.mark_failed = pod__ctr_mark_failed,
+	.parent = pod__ctr_parent,
+	.handle = pod__ctr_handle,
+	.stop = pod__ctr_stop,
+};

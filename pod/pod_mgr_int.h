@@ -1,0 +1,234 @@
+/*
+ * pod_mgr_int.h — what the pod manager's rooms share, and nothing else
+ * includes (private to pod_mgr.c, pod_ctr.c, pod_sweep.c, pod_deps.c,
+ * pod_req.c).
+ *
+ * The pod and container managers (pod_mgr.h) are one context, pod_mgr_t,
+ * split by concern:
+ *   pod_mgr.c    the pod manager (TANK_KIND_POD): tracking, the resync,
+ *                a pod's phase derived from its containers, its status
+ *                in the store, the public functions of pod_mgr.h;
+ *   pod_ctr.c    the container manager (TANK_KIND_CONTAINER): start,
+ *                stop, exit and restart policy, orphans of a previous
+ *                tankd, runner messages;
+ *   pod_sweep.c  the sweep of processes in tank's cgroups that no
+ *                container owns;
+ *   pod_deps.c   depends_on: the apply's check (pod_deps.h) and the
+ *                runtime side declared here (who depends on whom, is a
+ *                condition met, who waits for whom to stop);
+ *   pod_req.c    requests from other kinds (pod_req.h): exec, signal,
+ *                stop/start/restart of a container, each with a reply.
+ *
+ * Everything here runs on the loop's thread, on memory the loop actor
+ * alone touches.  Names are pod__*; K_POD and K_CTR are the two kinds.
+ */
+#ifndef TANK_POD_MGR_INT_H
+#define TANK_POD_MGR_INT_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "common/tank_map.h"
+#include "common/tank_set.h"
+#include "pod/pod_cgroup.h"
+#include "pod/pod_log.h"
+#include "pod/pod_mgr.h"
+#include "pod/pod_phase.h"
+#include "pod/pod_req.h"
+#include "pod/pod_runner.h"
+#include "pod/pod_sandbox.h"
+#include "pod/pod_spec.h"
+#include "reconciler/rc_fsm.h"
+
+#define K_POD TANK_KIND_POD
+#define K_CTR TANK_KIND_CONTAINER
+
+
+typedef struct pod_trk pod_trk_t;
+
+typedef struct pod_ctr {
+	pod_trk_t *pod;
+	char key[RC_KEY_MAX];         /* "<pod>/<container>" */
+	const char *name;             /* into key */
+	rc_fsm_state_t st;            /* phase, since, reason */
+	uint8_t outcome;              /* enum pod_outcome: how it ended, when terminal */
+	rt_pid_t runner;
+	pod_proc_t proc;
+	bool stop_sent;
+	uint32_t restarts, retries;
+	st_exit_t last_exit;
+	int64_t started_at, next_restart_at;
+	bool has_cg;
+	pod_cgroup_t cg;
+	pod_log_t *log;
+	uint64_t log_dropped;         /* lines its log lost, as last reported */
+	bool ready;                   /* running, and ready (no readiness probe: running) */
+	bool probes;                  /* it has probes: its runner says when it is ready */
+	bool probe_ready;             /* what the runner's probes said last */
+	char probe[ST_PROBE_MAX + 1]; /* the last probe news ("" = none) */
+	/* processes left by a previous tankd */
+	bool orphans_checked;         /* its cgroup was looked at */
+	bool cg_orphans;              /* its cgroup held processes */
+	pid_t orphan;
+	uint64_t orphan_start;
+	bool once_lost;               /* restart: never, and it was started by a
+				       * previous tankd that did not see it end */
+	int64_t orphan_deadline;      /* 0: stop signal not sent yet */
+	char held_by[POD_REQ_USER_MAX + 1];  /* a user's stop holds it ("" = none; pod_req.h) */
+} pod_ctr_t;
+
+struct pod_trk {
+	char name[POD_NAME_MAX + 1];
+	bool desired;
+	pod_spec_t *want;             /* desired spec (owned), NULL if deleted */
+	uint64_t want_gen;
+	char want_uid[ST_UID_LEN + 1];  /* the desired object's identity */
+	pod_spec_t *spec;             /* spec the containers run (owned; may == want) */
+	uint64_t generation;
+	char uid[ST_UID_LEN + 1];     /* the object the containers belong to */
+	pod_ctr_t *ctrs;
+	size_t nctrs;
+	bool has_sb;
+	pod_sandbox_t sb;
+	bool restart_req;
+	bool restart_noted;           /* the request is in the history */
+	rc_fsm_state_t st;
+	char *fail;                   /* non-NULL: failed as a whole (escalated, or
+				       * its stored spec cannot be loaded); owned */
+	bool fail_spec;               /* that failure is its stored spec's */
+	uint8_t outcome;              /* enum pod_outcome, when terminal */
+	bool restored;                /* stored status was read */
+	st_status_t *saved;           /* stored status, until containers exist:
+				       * on the heap, for the first pass only
+				       * (a ~450 B record per pod otherwise) */
+	uint64_t persisted_sig;       /* pod__status_sig of the last status queued */
+	uint64_t seen_pass;           /* the last pass of pod__list that saw it stored */
+	bool gated;                   /* a start waits for depends_on (phase waiting) */
+	bool was_busy;                /* pod__busy at the last update */
+	uint8_t cond;                 /* POD__COND_* that held at the last update */
+	bool held;                    /* its owner (a stack) does not let it run */
+	char held_why[RC_REASON_MAX];
+	/* While pod__update applies an event whose reason is a container's
+	 * (POD_WHY_DETAIL): that container, so that pod_mgr_record points
+	 * the pod's history entry at the container's instead of repeating
+	 * its event.  NULL otherwise. */
+	const pod_ctr_t *cause;
+	uint32_t told_sig;            /* what the owner was last told changed */
+};
+
+/* What a dependent may wait for (enum pod_dep_condition, as bits). */
+#define POD__COND_STARTED   (1u << POD_DEP_STARTED)
+#define POD__COND_READY     (1u << POD_DEP_READY)
+#define POD__COND_COMPLETED (1u << POD_DEP_COMPLETED)
+
+/* One dependent of a pod, in pod_mgr_t.rdeps (a tank_set keyed by the
+ * hash of its name). */
+typedef struct pod_rdep {
+	uint64_t key;
+	char name[POD_NAME_MAX + 1];
+} pod_rdep_t;
+
+struct pod_mgr {
+	pod_mgr_opts_t o;
+	char *log_dir;
+	pod_cgroup_env_t cg_env;
+	bool has_cg;
+	tank_map_t pods;              /* name -> pod_trk_t */
+	size_t nrunning;
+	bool shutting_down;
+	bool drained_told;
+	/* The resync's walk over the stored pods, in slices (pod__list):
+	 * its number, whether one is under way, and the last name seen. */
+	uint64_t pass;
+	bool walking;
+	char cursor[POD_NAME_MAX + 1];
+	bool sweeping;                /* the pass's cgroup sweep, in slices */
+	pod_cgroup_sweep_t sweep;
+	bool marking;                 /* the pass's end: unseen pods are gone */
+	size_t mark_it;               /* where the marking goes on (map slot) */
+	bool ctr_listing;             /* the containers' list, in slices */
+	size_t ctr_it;
+	/* depends_on backwards: pod name -> tank_set_t of pod_rdep_t, the
+	 * pods whose desired or running spec names it (a superset: entries
+	 * are checked against the spec when used, and go with the
+	 * dependent's tracking).  Wakes the dependents of a pod whose
+	 * condition changed, and holds a pod's stop while a dependent that
+	 * is stopping too still runs. */
+	tank_map_t rdeps;
+	pod_owner_t owner;            /* .allows NULL: no owner */
+};
+
+/* --- pod_mgr.c: helpers, status, phase, tracking ----------------------------- */
+
+/* Bounded status strings: a longer text is cut, by design. */
+void pod__fmt(char *dst, size_t cap, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+void pod__copy(char *dst, size_t cap, const char *src);
+/* The container of key "<pod>/<container>", or NULL. */
+pod_ctr_t *pod__ctr_find(pod_mgr_t *m, const char *key);
+/* Whether c's pod wants it to run: desired at the running version, no
+ * restart under way, not failed, not held by its owner or a user, and
+ * tankd not stopping.  Derived, never stored. */
+bool pod__ctr_want(const pod_mgr_t *m, const pod_ctr_t *c);
+/* A process of p runs or is being stopped (leftovers of a previous tankd
+ * included). */
+bool pod__busy(const pod_trk_t *p);
+/* p has something to do once its containers stopped (be deleted, switch
+ * spec, restart). */
+bool pod__waits(const pod_trk_t *p);
+/* Applies a container event through its table (pod_phase.h). */
+void pod__ctr_event(rc_loop_t *loop, pod_ctr_t *c, enum pod_ctr_event ev, const char *reason);
+/* Queues p's status when it changed (group-committed; st_flush commits). */
+void pod__persist(pod_mgr_t *m, pod_trk_t *p);
+/* Derives p's phase from its containers (pod_derive), tells dependents
+ * and the owner, persists. */
+void pod__update(pod_mgr_t *m, rc_loop_t *loop, pod_trk_t *p);
+/* Nothing a resync pass could change for p (it may skip it). */
+bool pod__settled(rt_t *rt, const pod_trk_t *p);
+/* p's cgroup name, "<name>.<8 hex of its uid>". */
+void pod__cg_group(const pod_trk_t *p, char *buf, size_t cap);
+/* CLOCK_MONOTONIC_COARSE in ns: where a slice of work ends. */
+uint64_t pod__coarse_ns(void);
+
+/* --- pod_ctr.c: the container manager -------------------------------------------- */
+
+/* Once tankd drains and no container runs: the final sweep, on_drained. */
+void pod__drained_check(pod_mgr_t *m, rc_loop_t *loop);
+/* c ends for good (terminal) with outcome (enum pod_outcome) and reason. */
+void pod__ctr_finish(rc_loop_t *loop, pod_ctr_t *c, uint8_t outcome, const char *reason);
+
+/* --- pod_sweep.c: untracked processes ---------------------------------------------- */
+
+/* The daemon's final sweep: whatever runs in tank's cgroups is killed. */
+void pod__sweep_all(pod_mgr_t *m, rc_loop_t *loop);
+/* One slice of a resync's sweep: 1 while more remains, 0 when done. */
+int pod__sweep_slice(pod_mgr_t *m, rc_loop_t *loop);
+
+/* --- pod_req.c: requests from other kinds ------------------------------------------- */
+
+/* A POD_REQ message (pod_req.h): acts on it and replies to its sender. */
+void pod__req_handle(pod_mgr_t *m, rc_loop_t *loop, const rt_msg_t *msg);
+
+/* --- pod_deps.c: depends_on at run time -------------------------------------------- */
+
+/* Notes (forgets) that dependent depends on what spec names (except what
+ * keep names too).  Out of memory loses only a wake-up. */
+void pod__rdeps_add(pod_mgr_t *m, const char *dependent, const pod_spec_t *spec);
+void pod__rdeps_del(pod_mgr_t *m, const char *dependent, const pod_spec_t *spec,
+		    const pod_spec_t *keep);
+/* fn on each tracked pod whose desired or running spec depends on name. */
+void pod__dependents(pod_mgr_t *m, const char *name,
+		     void (*fn)(pod_mgr_t *m, pod_trk_t *d, void *ctx), void *ctx);
+/* Every dependency of p meets its condition; else reason names the first
+ * that does not. */
+bool pod__deps_met(const pod_mgr_t *m, const pod_trk_t *p, char *reason, size_t cap);
+/* A pod__dependents callback: queues d (ctx: the loop). */
+void pod__wake(pod_mgr_t *m, pod_trk_t *d, void *ctx);
+/* p goes away and a dependent going away too still runs: p's stop waits. */
+bool pod__stop_held(pod_mgr_t *m, const pod_trk_t *p);
+/* After p's phase may have changed: wakes its dependents when cond (the
+ * POD__COND_* that hold) changed, and what it depends on when it stopped. */
+void pod__deps_notify(pod_mgr_t *m, rc_loop_t *loop, pod_trk_t *p, uint8_t cond);
+
+#endif

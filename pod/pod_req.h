@@ -1,0 +1,96 @@
+/*
+ * pod_req — how other kinds act on pods (DESIGN.md §7 "Requests to pods"):
+ * one message interface, so that no later kind (actions, workflows) adds
+ * an entry point to the pod manager, and no kind writes its memory.
+ *
+ * A requester — any actor: an action's step, a workflow's job, a test —
+ * sends a pod_req_t (pod_req_send) to the reconcile loop actor; the loop
+ * routes it by its tag to the pod manager, which answers the sender with
+ * one POD_REQ_REPLY message (a pod_req_reply_t with the request's id):
+ *   POD_REQ_EXEC     runs argv inside the pod's sandbox (its namespaces,
+ *                    the named container's cgroup, user, working dir and
+ *                    environment), output discarded; the reply comes when
+ *                    it ended (exit code or signal), or when it was killed
+ *                    at timeout_ms.  The pod must have a running container.
+ *   POD_REQ_SIGNAL   sends `signal` to the container (its whole cgroup when
+ *                    it has one); replied at once.
+ *   POD_REQ_STOP     the container is stopped (stop signal, grace) and held
+ *                    stopped in the requester's name (`user`);
+ *   POD_REQ_START    ends that user's hold: the container runs again when
+ *                    its pod wants it;
+ *   POD_REQ_RESTART  stops the container and starts it again (retries,
+ *                    backoff and a terminal state cleared).
+ * Stop, start and restart are replied once accepted; their effect shows in
+ * the pod's status and history (the reason names the user).
+ *
+ * The pod's owner and its other users are kept apart: the owner
+ * (pod_owner_t, a stack) decides whether the pod may run at all, through
+ * its hooks; users act only within that and only through these messages.
+ * A user cannot start what the owner holds (the start ends the user's hold,
+ * the owner's stays), and a hold of one user is not ended by another
+ * (TANK_ECONFLICT, naming the holder).  Holds live in tankd's memory: a
+ * user re-asserts them after a restart of tankd (its own desired state).
+ *
+ * Errors in the reply: TANK_ENOTFOUND (no such pod or container),
+ * TANK_ECONFLICT (not running, held by another user), TANK_EINVALID (a
+ * malformed request), a launch error for exec (its message in msg).
+ * Everything runs on the loop's thread; the exec command runs in a small
+ * actor of its own, so the loop never waits for it.
+ */
+#ifndef TANK_POD_REQ_H
+#define TANK_POD_REQ_H
+
+#include <stdint.h>
+
+#include "common/tank_kinds.h"
+#include "pod/pod_spec.h"
+#include "reconciler/rc_fsm.h"
+#include "reconciler/rc_loop.h"
+#include "runtime/rt.h"
+
+/* To the loop actor (routed to the pod manager): a pod_req_t. */
+#define POD_REQ       RC_TAG_KIND(TANK_KIND_POD, 3)
+/* To the requester: a pod_req_reply_t. */
+#define POD_REQ_REPLY RC_TAG_KIND(TANK_KIND_POD, 4)
+
+enum pod_req_op {
+	POD_REQ_EXEC = 1,
+	POD_REQ_SIGNAL,
+	POD_REQ_STOP,
+	POD_REQ_START,
+	POD_REQ_RESTART,
+};
+
+#define POD_REQ_USER_MAX 63
+#define POD_REQ_ARGV_MAX 1024      /* bytes of exec's argv, each NUL-terminated */
+#define POD_REQ_EXEC_TIMEOUT_MS 30000
+
+typedef struct pod_req {
+	uint64_t id;                        /* the requester's; echoed in the reply */
+	uint32_t op;                        /* enum pod_req_op */
+	int32_t signal;                     /* POD_REQ_SIGNAL */
+	uint32_t timeout_ms;                /* POD_REQ_EXEC; 0: POD_REQ_EXEC_TIMEOUT_MS */
+	char user[POD_REQ_USER_MAX + 1];    /* who asks: "action deploy/3" */
+	char pod[POD_NAME_MAX + 1];
+	char container[POD_NAME_MAX + 1];   /* "": the pod's first container */
+	uint32_t argv_len;                  /* bytes used in argv */
+	char argv[POD_REQ_ARGV_MAX];        /* POD_REQ_EXEC */
+} pod_req_t;
+
+typedef struct pod_req_reply {
+	uint64_t id;
+	int32_t err;                        /* 0, or a TANK_E* / negative errno */
+	int32_t exit_code;                  /* exec: its exit code, -1 if signalled */
+	int32_t exit_signal;                /* exec: the signal that ended it, or 0 */
+	char msg[RC_REASON_MAX];            /* what happened, for people */
+} pod_req_reply_t;
+
+/* Packs argv (NULL-terminated) into req for POD_REQ_EXEC.  TANK_ETOOBIG
+ * when it does not fit, TANK_EINVALID when empty. */
+int pod_req_set_argv(pod_req_t *req, const char *const *argv);
+
+/* Sends req to the loop actor `loop`, from the calling actor (the reply
+ * goes to rt_self()).  rt_send's errors. */
+int pod_req_send(rt_t *rt, rt_pid_t loop, const pod_req_t *req);
+
+#endif
