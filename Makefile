@@ -170,6 +170,6 @@ install: all
 clean:
 	rm -rf build
 
-ALL_OBJ = $(LIB_OBJ) $(TEST_OBJ) $(CMDLIB_OBJ) $(CMD_SRC:%.c=$(BUILD)/obj/%.o) $(BUILD)/obj/tests/soak/soak.o \
+ALL_OBJ = $(LIB_OBJ) $(TEST_OBJ) $(KTEST_OBJ) $(CMDLIB_OBJ) $(CMD_SRC:%.c=$(BUILD)/obj/%.o) $(BUILD)/obj/tests/soak/soak.o \
 	  $(THELP_SRC:%.c=$(BUILD)/obj/%.o) $(BENCH_SRC:%.c=$(BUILD)/obj/%.o)
 -include $(ALL_OBJ:.o=.d)
