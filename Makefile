@@ -51,6 +51,9 @@ THELP_BIN = $(THELP_SRC:tests/helpers/%.c=$(BUILD)/tests/helpers/%)
 BENCH_SRC = $(wildcard bench/*.c)
 BENCH_BIN = $(BENCH_SRC:bench/%.c=$(BUILD)/bench/%)
 LIBTANK  = $(BUILD)/libtank.a
+# tests/support: linked into the test binary (it is in TEST_SRC), and into
+# the helpers, the soak and the benchmarks for the leftovers machinery.
+TSUP_OBJ = $(BUILD)/obj/tests/support/tsupport.o
 TESTBIN  = $(BUILD)/tests/tank-tests
 DEPS_OK  = build/.deps-ok
 
@@ -88,11 +91,11 @@ $(BUILD)/bin/%: $(BUILD)/obj/cmd/%.o $(CMDLIB_OBJ) $(LIBTANK)
 	@mkdir -p $(@D)
 	$(CC) $(ALL_LDFLAGS) -o $@ $^ $(LIBS)
 
-$(BUILD)/tests/helpers/%: $(BUILD)/obj/tests/helpers/%.o $(LIBTANK)
+$(BUILD)/tests/helpers/%: $(BUILD)/obj/tests/helpers/%.o $(TSUP_OBJ) $(LIBTANK)
 	@mkdir -p $(@D)
 	$(CC) $(ALL_LDFLAGS) -o $@ $^ $(LIBS)
 
-$(SOAK_BIN): $(BUILD)/obj/tests/soak/soak.o $(LIBTANK)
+$(SOAK_BIN): $(BUILD)/obj/tests/soak/soak.o $(TSUP_OBJ) $(LIBTANK)
 	@mkdir -p $(@D)
 	$(CC) $(ALL_LDFLAGS) -o $@ $^ $(LIBS)
 
@@ -101,7 +104,7 @@ $(SOAK_BIN): $(BUILD)/obj/tests/soak/soak.o $(LIBTANK)
 soak: all
 	BUILD=$(BUILD) $(SOAK_BIN)
 
-$(BUILD)/bench/%: $(BUILD)/obj/bench/%.o $(LIBTANK)
+$(BUILD)/bench/%: $(BUILD)/obj/bench/%.o $(TSUP_OBJ) $(LIBTANK)
 	@mkdir -p $(@D)
 	$(CC) $(ALL_LDFLAGS) -o $@ $^ $(LIBS)
 
