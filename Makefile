@@ -100,9 +100,10 @@ $(SOAK_BIN): $(BUILD)/obj/tests/soak/soak.o $(TSUP_OBJ) $(LIBTANK)
 	$(CC) $(ALL_LDFLAGS) -o $@ $^ $(LIBS)
 
 # The chaos soak (tests/soak/soak.c, docs/soak.md): SOAK_SECONDS,
-# SOAK_SEED, SOAK_PODS.  Not part of `make test`.
+# SOAK_SEED, SOAK_PODS.  Not part of `make test`.  Under the leftovers
+# check (docs/testing.md); its "N passed, M failed" line stays last.
 soak: all
-	BUILD=$(BUILD) $(SOAK_BIN)
+	BUILD=$(BUILD) sh scripts/with-leftovers.sh '^[0-9]+ passed, [0-9]+ failed$$' $(SOAK_BIN)
 
 $(BUILD)/bench/%: $(BUILD)/obj/bench/%.o $(TSUP_OBJ) $(LIBTANK)
 	@mkdir -p $(@D)
@@ -116,9 +117,10 @@ $(TESTBIN): $(TEST_OBJ) $(LIBTANK)
 test: all $(TESTBIN)
 	set -f; TANK_BUILD_DIR=$(abspath $(BUILD)) TANK_SRC_DIR=$(CURDIR) sh scripts/run-tests.sh $(TESTBIN) $(TEST_ARGS)
 
+# Under the leftovers check (docs/testing.md), which says its verdict last.
 bench: all
 	@sh scripts/bench-deps.sh
-	BUILD=$(BUILD) bench/run
+	BUILD=$(BUILD) sh scripts/with-leftovers.sh '' bench/run
 
 # Fuzzing with libFuzzer (clang, installed on demand): every target of
 # tests/fuzz/fuzz_targets.h for FUZZ_SECONDS each, over its seed corpus
