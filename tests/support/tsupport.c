@@ -551,6 +551,14 @@ char *ts_mkdtemp(char *buf, size_t cap, const char *prefix)
 	return buf;
 }
 
+char *ts_mkdtemp_at(char *tmpl)
+{
+	if (!mkdtemp(tmpl))
+		return NULL;
+	ts_own_dir(tmpl);
+	return tmpl;
+}
+
 void ts_own_cgroot(const char *root)
 {
 	char line[200];

@@ -66,6 +66,8 @@ bool ts_alive(pid_t pid);
 /* Makes a fresh directory <run dir>/<prefix>-XXXXXX (in /tmp when not run
  * under leftovers) into buf and owns it.  Returns buf, or NULL (errno). */
 char *ts_mkdtemp(char *buf, size_t cap, const char *prefix);
+/* mkdtemp(tmpl), and owns the directory made.  Returns tmpl or NULL. */
+char *ts_mkdtemp_at(char *tmpl);
 /* Owns dir: removed (with what is mounted under it) by ts_cleanup. */
 void ts_own_dir(const char *dir);
 /* Owns the cgroup root `root` (a group name under each hierarchy): every
