@@ -135,6 +135,9 @@ int main(int argc, char **argv)
 		_exit(127);
 	}
 	child = pid;
+	/* A reader of our output gone (^C took tee with it) must not stop
+	 * the check and the cleanup: CMD keeps the default disposition. */
+	signal(SIGPIPE, SIG_IGN);
 	for (;;) {
 		pid_t r = waitpid(-1, &st, 0);
 		if (r == pid)
