@@ -146,7 +146,9 @@ void write_file(d_t *d, const char *name, const char *text)
 	fclose(f);
 }
 
-/* Processes whose command line is exactly argv (NUL-separated). */
+/* Processes whose command line is exactly argv (NUL-separated), of this
+ * test (ts_mine: in its tankd's cgroup root or its descendants), not of
+ * the same test run meanwhile from another checkout. */
 int count_procs(const char *const *argv)
 {
 	char want[256], buf[256], path[300];
@@ -169,7 +171,7 @@ int count_procs(const char *const *argv)
 			continue;
 		ssize_t r = read(fd, buf, sizeof buf);
 		close(fd);
-		if (r == (ssize_t)wl && memcmp(buf, want, wl) == 0)
+		if (r == (ssize_t)wl && memcmp(buf, want, wl) == 0 && ts_mine(atoi(e->d_name)))
 			n++;
 	}
 	closedir(dp);

@@ -40,7 +40,8 @@ int stop(d_t *d, int sig);
  * root, the root and the data dir go. */
 void teardown(d_t *d);
 void write_file(d_t *d, const char *name, const char *text);
-/* Processes whose command line is exactly argv. */
+/* Processes whose command line is exactly argv, of this test (in its
+ * tankd's cgroup root, or its descendants: tsupport's ts_mine). */
 int count_procs(const char *const *argv);
 /* A number field of `status NAME -o json`, or -1. */
 long status_num(d_t *d, const char *name, const char *key);

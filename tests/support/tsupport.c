@@ -627,6 +627,58 @@ static int ts__kill_children(void)
 	return k;
 }
 
+bool ts_mine(pid_t pid)
+{
+	char path[64], line[1024];
+	bool in = false;
+
+	snprintf(path, sizeof path, "/proc/%d/cgroup", (int)pid);
+	FILE *f = ts_reg.owner == getpid() && ts_reg.l.nroots ? fopen(path, "re") : NULL;
+	while (f && !in && fgets(line, sizeof line, f)) {
+		/* "ID:CONTROLLERS:/PATH" */
+		char *p = strchr(line, ':');
+		p = p ? strchr(p + 1, ':') : NULL;
+		if (!p || p[1] != '/')
+			continue;
+		p += 2;
+		p[strcspn(p, "\n")] = '\0';
+		for (int i = 0; i < ts_reg.l.nroots && !in; i++) {
+			size_t n = strlen(ts_reg.l.roots[i]);
+			in = !strncmp(p, ts_reg.l.roots[i], n) && (p[n] == '\0' || p[n] == '/');
+		}
+	}
+	if (f)
+		fclose(f);
+	/* Without a root of ours in any hierarchy (no cgroups here, or none
+	 * made yet), membership cannot tell: count it, as if everyone's. */
+	bool any = false;
+	for (int i = 0; i < ts_reg.l.nroots && !any && !in; i++)
+		any = ts_cgroot_exists(ts_reg.l.roots[i], NULL, 0);
+	if (!in && !any)
+		return true;
+	/* Or a descendant: up the parents (a bounded walk: pid 1 ends it). */
+	for (int hops = 0; !in && pid > 1 && hops < 64; hops++) {
+		char buf[512], *p;
+		int ppid;
+		char st;
+		if (pid == getpid())
+			return true;
+		snprintf(path, sizeof path, "/proc/%d/stat", (int)pid);
+		FILE *g = fopen(path, "re");
+		if (!g)
+			break;
+		size_t r = fread(buf, 1, sizeof buf - 1, g);
+		fclose(g);
+		buf[r] = '\0';
+		if (!(p = strrchr(buf, ')')) || sscanf(p + 2, "%c %d", &st, &ppid) != 2)
+			break;
+		pid = ppid;
+		if (pid == getpid())
+			return true;
+	}
+	return in;
+}
+
 int ts_cleanup(void)
 {
 	if (ts_reg.owner != getpid())

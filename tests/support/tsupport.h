@@ -87,6 +87,12 @@ void ts_own_pid(pid_t pid);
  * processes (the launcher's).  The guardian cannot know them: after a
  * crash they are orphans, which the leftovers check finds. */
 void ts_own_children(void);
+/* Whether process pid is this test's: in a cgroup root the calling
+ * process owns, or its descendant; true as well when no root it owns
+ * exists (no cgroups here: it cannot tell, so it counts everyone's).  Tests that count processes by command
+ * line count only theirs with it: other runs of the same tests (other
+ * checkouts, on the same machine) start the same command lines. */
+bool ts_mine(pid_t pid);
 /* Cleans everything this process owns (above), in that order: processes,
  * cgroup roots, dirs; then owns nothing.  Returns how many things were
  * still there to clean (processes killed, roots and dirs removed). */
