@@ -56,6 +56,9 @@ KTEST_BIN = $(BUILD)/tests/kinds/bin/tankd $(BUILD)/tests/kinds/bin/tankctl
 BENCH_SRC = $(wildcard bench/*.c)
 BENCH_BIN = $(BENCH_SRC:bench/%.c=$(BUILD)/bench/%)
 LIBTANK  = $(BUILD)/libtank.a
+# tests/support: linked into the test binary (it is in TEST_SRC), and into
+# the helpers, the soak and the benchmarks for the leftovers machinery.
+TSUP_OBJ = $(BUILD)/obj/tests/support/tsupport.o
 TESTBIN  = $(BUILD)/tests/tank-tests
 DEPS_OK  = build/.deps-ok
 
@@ -97,20 +100,21 @@ $(BUILD)/tests/kinds/bin/%: $(BUILD)/obj/cmd/%.o $(KTEST_OBJ) $(CMDLIB_OBJ) $(LI
 	@mkdir -p $(@D)
 	$(CC) $(ALL_LDFLAGS) -o $@ $^ $(LIBS)
 
-$(BUILD)/tests/helpers/%: $(BUILD)/obj/tests/helpers/%.o $(LIBTANK)
+$(BUILD)/tests/helpers/%: $(BUILD)/obj/tests/helpers/%.o $(TSUP_OBJ) $(LIBTANK)
 	@mkdir -p $(@D)
 	$(CC) $(ALL_LDFLAGS) -o $@ $^ $(LIBS)
 
-$(SOAK_BIN): $(BUILD)/obj/tests/soak/soak.o $(LIBTANK)
+$(SOAK_BIN): $(BUILD)/obj/tests/soak/soak.o $(TSUP_OBJ) $(LIBTANK)
 	@mkdir -p $(@D)
 	$(CC) $(ALL_LDFLAGS) -o $@ $^ $(LIBS)
 
 # The chaos soak (tests/soak/soak.c, docs/soak.md): SOAK_SECONDS,
-# SOAK_SEED, SOAK_PODS.  Not part of `make test`.
+# SOAK_SEED, SOAK_PODS.  Not part of `make test`.  Under the leftovers
+# check (docs/testing.md); its "N passed, M failed" line stays last.
 soak: all
-	BUILD=$(BUILD) $(SOAK_BIN)
+	BUILD=$(BUILD) sh scripts/with-leftovers.sh '^[0-9]+ passed, [0-9]+ failed$$' $(SOAK_BIN)
 
-$(BUILD)/bench/%: $(BUILD)/obj/bench/%.o $(LIBTANK)
+$(BUILD)/bench/%: $(BUILD)/obj/bench/%.o $(TSUP_OBJ) $(LIBTANK)
 	@mkdir -p $(@D)
 	$(CC) $(ALL_LDFLAGS) -o $@ $^ $(LIBS)
 
@@ -122,9 +126,10 @@ $(TESTBIN): $(TEST_OBJ) $(LIBTANK)
 test: all $(TESTBIN)
 	set -f; TANK_BUILD_DIR=$(abspath $(BUILD)) TANK_SRC_DIR=$(CURDIR) sh scripts/run-tests.sh $(TESTBIN) $(TEST_ARGS)
 
+# Under the leftovers check (docs/testing.md), which says its verdict last.
 bench: all
 	@sh scripts/bench-deps.sh
-	BUILD=$(BUILD) bench/run
+	BUILD=$(BUILD) sh scripts/with-leftovers.sh '' bench/run
 
 # Fuzzing with libFuzzer (clang, installed on demand): every target of
 # tests/fuzz/fuzz_targets.h for FUZZ_SECONDS each, over its seed corpus

@@ -17,6 +17,7 @@
 
 #include "api/api_client.h"
 #include "api/api_server.h"
+#include "tests/support/tsupport.h"   /* leaving nothing behind */
 
 static char sock[128];
 
@@ -107,7 +108,7 @@ int main(void)
 	tank_error_t e;
 	pthread_t th;
 
-	if (!mkdtemp(dir))
+	if (!ts_mkdtemp_at(dir))
 		return 1;
 	snprintf(sock, sizeof sock, "%s/tank.sock", dir);
 	rt_t *rt = rt_new();

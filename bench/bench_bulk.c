@@ -330,7 +330,7 @@ int main(void)
 		     (unsigned long long)rl.rlim_cur, apply_n);
 	}
 	snprintf(b.top, sizeof b.top, "/tmp/tank-bulk-XXXXXX");
-	if (!mkdtemp(b.top)) {
+	if (!ts_mkdtemp_at(b.top)) {
 		perror("bench_bulk: mkdtemp");
 		return 111;
 	}

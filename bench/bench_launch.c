@@ -32,6 +32,7 @@
 #include "pod/pod_launch.h"
 #include "pod/pod_log.h"
 #include "pod/pod_sandbox.h"
+#include "tests/support/tsupport.h"   /* leaving nothing behind */
 
 extern char **environ;
 
@@ -200,7 +201,7 @@ static int rm_cb(const char *path, const struct stat *sb, int flag,
 static void bench_idle_memory(long n)
 {
 	char dir[] = "/tmp/tank-bench-log-XXXXXX";
-	if (!mkdtemp(dir)) {
+	if (!ts_mkdtemp_at(dir)) {
 		fprintf(stderr, "bench_launch: mkdtemp: %s\n", strerror(errno));
 		return;
 	}
@@ -254,6 +255,7 @@ int main(void)
 	tank_error_t err;
 
 	snprintf(root, sizeof root, "tank-bench-%d", (int)getpid());
+	ts_own_cgroot(root);
 	b.have_cg = pod_cgroup_probe(&b.cg_env, NULL, root, &err) == 0 &&
 	            b.cg_env.mode != POD_CGROUP_NONE &&
 	            pod_cgroup_create(&b.cg_env, "bench", "kept", NULL,

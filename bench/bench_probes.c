@@ -223,7 +223,7 @@ int main(void)
 		return 1;
 	}
 	snprintf(b.top, sizeof b.top, "/tmp/tank-bench-probes-XXXXXX");
-	if (!mkdtemp(b.top))
+	if (!ts_mkdtemp_at(b.top))
 		return 1;
 	snprintf(www, sizeof www, "%s/www", b.top);
 	mkdir(www, 0755);

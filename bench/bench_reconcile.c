@@ -323,6 +323,7 @@ static void daemon_start(daemon_t *d, const char *tmp, const char *sub, bool fak
 	if (cgroups) {
 		char root[64];
 		snprintf(root, sizeof root, "tank-bench-%d", (int)getpid());
+		ts_own_cgroot(root);
 		if (pod_cgroup_probe(&d->cg, NULL, root, &e) < 0)
 			d->cg.mode = POD_CGROUP_NONE;
 	}
@@ -730,7 +731,7 @@ int main(void)
 		setrlimit(RLIMIT_NOFILE, &rl);
 	}
 	signal(SIGPIPE, SIG_IGN);
-	if (!mkdtemp(tmp))
+	if (!ts_mkdtemp_at(tmp))
 		die("make a temp dir", strerror(errno));
 	bench_fake(tmp, n);
 	bench_real(tmp, n);

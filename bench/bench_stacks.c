@@ -257,7 +257,7 @@ int main(void)
 	}
 	strncat(b.tankd, "/bin/tankd", sizeof b.tankd - strlen(b.tankd) - 1);
 	snprintf(b.top, sizeof b.top, "/tmp/tank-bench-stacks-XXXXXX");
-	if (!mkdtemp(b.top))
+	if (!ts_mkdtemp_at(b.top))
 		return 1;
 	b.caplat = 1u << 20;
 	if (!(b.lat = calloc(b.caplat, sizeof *b.lat)))

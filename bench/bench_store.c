@@ -19,6 +19,7 @@
 
 #include "store/st.h"
 #include "store/st_codec.h"
+#include "tests/support/tsupport.h"   /* leaving nothing behind */
 
 static double now_s(void)
 {
@@ -305,7 +306,7 @@ int main(void)
 	const char *only = getenv("BENCH_ONLY"); /* apply|transitions|codec|list */
 	char dir[] = "/tmp/tank-bench-store-XXXXXX";
 	char sub[sizeof dir + 16];
-	if (!mkdtemp(dir)) {
+	if (!ts_mkdtemp_at(dir)) {
 		perror("bench_store: mkdtemp");
 		return 111;
 	}

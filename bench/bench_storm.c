@@ -542,6 +542,7 @@ static int spawn_daemon(sys_t *s, char *const argv[], int deathsig)
 		_exit(127);
 	}
 	s->pid = pid;
+	ts_own_pid(pid);
 	return 0;
 }
 
@@ -710,6 +711,7 @@ static int tank_start(const ctx_t *c, sys_t *s)
 	snprintf(s->sock, sizeof s->sock, "%s/tank.sock", s->dir);
 	char *argv[] = { (char *)c->tankd, (char *)"--data-dir", data, (char *)"--socket",
 			 s->sock, (char *)"--resync", (char *)"5000", NULL };
+	ts_own_daemon_root(data);
 	int err = spawn_daemon(s, argv, SIGTERM);
 	if (err < 0)
 		return err;
@@ -1378,7 +1380,7 @@ int main(int argc, char **argv)
 	signal(SIGPIPE, SIG_IGN);
 
 	strcpy(c.top, "/tmp/tank-bench-XXXXXX");
-	if (!mkdtemp(c.top)) {
+	if (!ts_mkdtemp_at(c.top)) {
 		fprintf(stderr, "bench_storm: fatal: unable to make a temp dir: %s\n", strerror(errno));
 		return 111;
 	}

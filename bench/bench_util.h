@@ -3,6 +3,13 @@
  * monotonic clock, a sleep, removing its temporary tree, starting and
  * stopping a daemon, reading a process's CPU time, sorting latencies.
  * Header-only (static inline): each bench source is a program of its own.
+ *
+ * Leaving nothing behind (docs/testing.md): what a benchmark starts is
+ * owned through tests/support/tsupport.h before it starts — its temp dirs
+ * (ts_mkdtemp_at), the daemons bench_spawn starts and the cgroup root of a
+ * tankd among them — so it goes on every way the program ends (its own
+ * cleanup, exit(), a crash: tsupport's atexit handler and guardian), and
+ * `make bench` runs under the leftovers check.
  */
 #ifndef TANK_BENCH_UTIL_H
 #define TANK_BENCH_UTIL_H
@@ -22,6 +29,7 @@
 
 #include "api/api_client.h"
 #include "api/api_rpc.h"
+#include "tests/support/tsupport.h"   /* leaving nothing behind */
 
 static inline uint64_t bench_now_ns(void)
 {
@@ -51,9 +59,14 @@ static inline void bench_rm_rf(const char *dir)
 }
 
 /* Starts argv[0] (an absolute path) in its own process group, stdin from
- * /dev/null, stdout and stderr appended to log, killed when we die. */
+ * /dev/null, stdout and stderr appended to log, killed when we die.  It is
+ * owned (tsupport.h), and so is the cgroup root a tankd names after its
+ * --data-dir. */
 static inline pid_t bench_spawn(const char *log, char *const argv[])
 {
+	for (int i = 0; argv[i] && argv[i + 1]; i++)
+		if (!strcmp(argv[i], "--data-dir"))
+			ts_own_daemon_root(argv[i + 1]);
 	pid_t pid = fork();
 	if (pid == 0) {
 		int fd = open(log, O_WRONLY | O_CREAT | O_APPEND, 0644);
@@ -68,6 +81,8 @@ static inline pid_t bench_spawn(const char *log, char *const argv[])
 		execv(argv[0], argv);
 		_exit(127);
 	}
+	if (pid > 0)
+		ts_own_pid(pid);
 	return pid;
 }
 

@@ -19,6 +19,7 @@
 
 #include "api/api_client.h"
 #include "manifest/mf_doc.h"
+#include "tests/support/tsupport.h"
 
 typedef struct env {
 	char dir[64];
@@ -32,8 +33,8 @@ static void env_up(env_t *e)
 	const char *b = getenv("TANK_BUILD_DIR");
 	char helper[512];
 	cr_assert_not_null(b, "TANK_BUILD_DIR is set by make test");
-	snprintf(e->dir, sizeof e->dir, "/tmp/tank-ctl-XXXXXX");
-	cr_assert_not_null(mkdtemp(e->dir));
+	/* Owned (tsupport.h): it goes, with the fake daemon, on every path. */
+	cr_assert_not_null(ts_mkdtemp(e->dir, sizeof e->dir, "tank-ctl"));
 	snprintf(e->sock, sizeof e->sock, "%s/tank.sock", e->dir);
 	snprintf(e->ctl, sizeof e->ctl, "%s/bin/tankctl", b);
 	snprintf(helper, sizeof helper, "%s/tests/helpers/api_fakedaemon", b);
@@ -51,6 +52,7 @@ static void env_up(env_t *e)
 		execl(helper, helper, e->sock, (char *)NULL);
 		_exit(127);
 	}
+	ts_own_pid(e->daemon);
 	/* Ready when it answers. */
 	for (int i = 0; i < 1000; i++) {
 		api_client_t *c;
@@ -71,9 +73,8 @@ static void env_down(env_t *e)
 	cr_assert_eq(waitpid(e->daemon, &st, 0), e->daemon);
 	cr_assert(WIFEXITED(st) && WEXITSTATUS(st) == 0, "fake daemon exited cleanly");
 	cr_assert(access(e->sock, F_OK) < 0, "socket removed");
-	char cmd[160];
-	snprintf(cmd, sizeof cmd, "rm -rf %s", e->dir);
-	cr_assert_eq(system(cmd), 0);
+	ts_cleanup();
+	cr_assert(access(e->dir, F_OK) < 0, "%s was not removed", e->dir);
 }
 
 /* Runs tankctl with args (NULL-terminated), stdin from `input` (or

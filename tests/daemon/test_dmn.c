@@ -55,23 +55,27 @@ static t_t *setup(void)
 {
 	t_t *t = calloc(1, sizeof *t);
 	cr_assert_not_null(t);
-	snprintf(t->dir, sizeof t->dir, "/tmp/tank-dmn-XXXXXX");
-	cr_assert_not_null(mkdtemp(t->dir));
+	/* Owned (tsupport.h): the data dir, and the cgroup root every daemon
+	 * of these tests names after it, go whatever way the test ends. */
+	cr_assert_not_null(ts_mkdtemp(t->dir, sizeof t->dir, "tank-dmn"));
+	ts_own_daemon_root(t->dir);
 	snprintf(t->sock, sizeof t->sock, "%s/tank.sock", t->dir);
 	snprintf(t->log, sizeof t->log, "%s/tankd.log", t->dir);
 	return t;
 }
 
+/* Ends the test: everything it owns goes (ts_cleanup), t's and any other. */
 static void teardown(t_t *t)
 {
-	char cmd[128];
+	char dir[sizeof t->dir];
 	if (t->pid > 0) {
 		kill(t->pid, SIGKILL);
 		waitpid(t->pid, NULL, 0);
 	}
-	snprintf(cmd, sizeof cmd, "rm -rf %s", t->dir);
-	cr_assert_eq(system(cmd), 0);
+	snprintf(dir, sizeof dir, "%s", t->dir);
 	free(t);
+	ts_cleanup();
+	cr_assert(access(dir, F_OK) < 0, "%s was not removed", dir);
 }
 
 /* Stores pods as desired state before any daemon runs, the way an earlier
@@ -147,6 +151,7 @@ static void start_daemon(t_t *t, uint64_t drain_ms)
 		_exit(rc);
 	}
 	t->pid = pid;
+	ts_own_pid(pid);
 }
 
 /* Sends sig to the daemon and collects it; returns its wait status, or -1
@@ -252,8 +257,7 @@ static int cgroup_leftovers(t_t *t)
 	struct stat sb;
 	int n = 0;
 
-	snprintf(root, sizeof root, "tank-%08llx",
-		 (unsigned long long)(tank_hash64(t->dir, strlen(t->dir)) & 0xffffffffu));
+	ts_daemon_root(t->dir, root, sizeof root);
 	for (size_t i = 0; i < sizeof hier / sizeof hier[0]; i++) {
 		snprintf(path, sizeof path, "/sys/fs/cgroup/%s%s%s", hier[i],
 			 hier[i][0] ? "/" : "", root);
@@ -677,6 +681,7 @@ static int fake_launch(const pod_launch_opts_t *o, pod_proc_t *out, tank_error_t
 	out->stdout_fd = out->stderr_fd = -1;
 	out->own_pgrp = true;
 	pod_proc_start_time(pid, &out->start_time);
+	ts_own_pid(pid);     /* in no cgroup: the test's cleanup stops it */
 	fake_pid = pid;
 	if (fake_launches++ == 0)
 		kill(getpid(), SIGTERM);
@@ -741,8 +746,7 @@ Test(daemon, sigterm_stops_untracked_processes_in_its_cgroups)
 	start_daemon(t, 0);
 	cr_assert(running_pid(t, "a", 20) > 0, "pod did not start:\n%s", read_log(t, buf, sizeof buf));
 
-	snprintf(root, sizeof root, "tank-%08llx",
-		 (unsigned long long)(tank_hash64(t->dir, strlen(t->dir)) & 0xffffffffu));
+	ts_daemon_root(t->dir, root, sizeof root);
 	/* The pod's group: "a.<uid prefix>" (named by the object). */
 	char group[64] = "";
 	snprintf(dir, sizeof dir, "%s/%s", base, root);

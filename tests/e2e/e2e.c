@@ -36,6 +36,9 @@ pid_t spawn_tankd(d_t *d, const char *log)
 
 	snprintf(bin, sizeof bin, "%s/tankd", bindir());
 	snprintf(logp, sizeof logp, "%s/%s", d->dir, log);
+	/* Owned before it starts: whatever way the test ends, its tankd, the
+	 * containers in its cgroup root, the root and the data dir go. */
+	ts_own_daemon_root(d->dir);
 	pid = fork();
 	cr_assert_geq(pid, 0);
 	if (pid == 0) {
@@ -51,6 +54,7 @@ pid_t spawn_tankd(d_t *d, const char *log)
 		execl(bin, "tankd", "--data-dir", d->dir, "--resync", "300", (char *)NULL);
 		_exit(127);
 	}
+	ts_own_pid(pid);
 	return pid;
 }
 
@@ -95,12 +99,18 @@ void start(d_t *d)
 	cr_assert(up(d), "tankd did not come up");
 }
 
-d_t *setup(void)
+d_t *d_new(void)
 {
 	d_t *d = calloc(1, sizeof *d);
-	snprintf(d->dir, sizeof d->dir, "/tmp/tank-e2e-XXXXXX");
-	cr_assert_not_null(mkdtemp(d->dir));
+	cr_assert_not_null(d);
+	cr_assert_not_null(ts_mkdtemp(d->dir, sizeof d->dir, "tank-e2e"));
 	snprintf(d->sock, sizeof d->sock, "%s/tank.sock", d->dir);
+	return d;
+}
+
+d_t *setup(void)
+{
+	d_t *d = d_new();
 	start(d);
 	return d;
 }
@@ -118,11 +128,12 @@ int stop(d_t *d, int sig)
 
 void teardown(d_t *d)
 {
-	char cmd[128];
+	char dir[sizeof d->dir];
 	stop(d, SIGTERM);
-	snprintf(cmd, sizeof cmd, "rm -rf %s", d->dir);
-	cr_assert_eq(system(cmd), 0);
+	snprintf(dir, sizeof dir, "%s", d->dir);
 	free(d);
+	ts_cleanup();
+	cr_assert(access(dir, F_OK) < 0, "%s was not removed", dir);
 }
 
 void write_file(d_t *d, const char *name, const char *text)
@@ -135,7 +146,9 @@ void write_file(d_t *d, const char *name, const char *text)
 	fclose(f);
 }
 
-/* Processes whose command line is exactly argv (NUL-separated). */
+/* Processes whose command line is exactly argv (NUL-separated), of this
+ * test (ts_mine: in its tankd's cgroup root or its descendants), not of
+ * the same test run meanwhile from another checkout. */
 int count_procs(const char *const *argv)
 {
 	char want[256], buf[256], path[300];
@@ -158,7 +171,7 @@ int count_procs(const char *const *argv)
 			continue;
 		ssize_t r = read(fd, buf, sizeof buf);
 		close(fd);
-		if (r == (ssize_t)wl && memcmp(buf, want, wl) == 0)
+		if (r == (ssize_t)wl && memcmp(buf, want, wl) == 0 && ts_mine(atoi(e->d_name)))
 			n++;
 	}
 	closedir(dp);

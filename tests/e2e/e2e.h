@@ -28,13 +28,20 @@ pid_t spawn_tankd(d_t *d, const char *log);
 int ctl(d_t *d, char *out, size_t cap, const char *fmt, ...);
 bool up(d_t *d);
 void start(d_t *d);
-/* A fresh data dir and a tankd serving it (resync 300 ms). */
+/* A fresh data dir (tests/support's ts_mkdtemp: owned, so it goes on
+ * every path), no tankd yet. */
+d_t *d_new(void);
+/* d_new() and a tankd serving it (resync 300 ms).  spawn_tankd owns the
+ * tankd and its cgroup root before it starts it (tsupport.h): a test that
+ * fails an assertion or crashes leaves nothing behind. */
 d_t *setup(void);
 int stop(d_t *d, int sig);
-/* SIGTERM to tankd, then the data dir goes. */
+/* SIGTERM to tankd, then ts_cleanup(): whatever is left in its cgroup
+ * root, the root and the data dir go. */
 void teardown(d_t *d);
 void write_file(d_t *d, const char *name, const char *text);
-/* Processes whose command line is exactly argv. */
+/* Processes whose command line is exactly argv, of this test (in its
+ * tankd's cgroup root, or its descendants: tsupport's ts_mine). */
 int count_procs(const char *const *argv);
 /* A number field of `status NAME -o json`, or -1. */
 long status_num(d_t *d, const char *name, const char *key);

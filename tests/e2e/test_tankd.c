@@ -467,13 +467,10 @@ Test(e2e, status_knows_every_stored_pod_at_once)
  * tankd itself). */
 Test(e2e, an_apply_past_the_descriptor_limit_is_refused_with_both_figures)
 {
-	d_t *d = calloc(1, sizeof *d);
+	d_t *d = d_new();
 	static char yaml[100 * 96], out[1 << 16];
 	size_t off = 0;
 
-	snprintf(d->dir, sizeof d->dir, "/tmp/tank-e2e-XXXXXX");
-	cr_assert_not_null(mkdtemp(d->dir));
-	snprintf(d->sock, sizeof d->sock, "%s/tank.sock", d->dir);
 	d->nofile = 512;
 	start(d);
 	for (int i = 0; i < 100; i++)
@@ -657,13 +654,10 @@ Test(e2e, apply_delete_restart_of_one_name_beside_crash_loops_leaves_one_truth)
  * limit of 1,024 do not block an apply of one more. */
 Test(e2e, a_store_of_thousands_walked_in_slices_loses_and_stops_nothing)
 {
-	d_t *d = calloc(1, sizeof *d);
+	d_t *d = d_new();
 	static char yaml[200 * 128], out[1 << 16];
 	char mk[3][32];
 
-	snprintf(d->dir, sizeof d->dir, "/tmp/tank-e2e-XXXXXX");
-	cr_assert_not_null(mkdtemp(d->dir));
-	snprintf(d->sock, sizeof d->sock, "%s/tank.sock", d->dir);
 	d->nofile = 1024;
 	start(d);
 	for (int i = 0; i < 3; i++)
@@ -752,13 +746,10 @@ static int pack_o_names(msgpack_packer *pk, void *arg)
 
 Test(e2e, bulk_apply_and_delete_of_thousands_are_all_or_nothing_and_complete)
 {
-	d_t *d = calloc(1, sizeof *d);
+	d_t *d = d_new();
 	static char yaml[1200 * 100], out[1 << 16];
 	size_t off = 0;
 
-	snprintf(d->dir, sizeof d->dir, "/tmp/tank-e2e-XXXXXX");
-	cr_assert_not_null(mkdtemp(d->dir));
-	snprintf(d->sock, sizeof d->sock, "%s/tank.sock", d->dir);
 	d->nofile = 4096;     /* 256 + 3 x 1,200 while they run */
 	start(d);
 	for (int i = 0; i < 1200; i++)
@@ -833,12 +824,9 @@ static int count_in_file(const char *path, const char *needle)
 
 Test(e2e, lines_lost_on_a_full_log_disk_are_counted_and_told_once)
 {
-	d_t *d = calloc(1, sizeof *d);
+	d_t *d = d_new();
 	char logs[128], cmd[256], out[8192], tlog[128];
 
-	snprintf(d->dir, sizeof d->dir, "/tmp/tank-e2e-XXXXXX");
-	cr_assert_not_null(mkdtemp(d->dir));
-	snprintf(d->sock, sizeof d->sock, "%s/tank.sock", d->dir);
 	snprintf(logs, sizeof logs, "%s/logs", d->dir);
 	mkdir(logs, 0750);
 	snprintf(cmd, sizeof cmd, "mount -t tmpfs -o size=64k tmpfs %s 2>/dev/null", logs);
@@ -895,11 +883,8 @@ Test(e2e, lines_lost_on_a_full_log_disk_are_counted_and_told_once)
 /* tankd's data dir on a small tmpfs (skipped where it cannot be mounted). */
 static d_t *setup_on_tmpfs(const char *size)
 {
-	d_t *d = calloc(1, sizeof *d);
+	d_t *d = d_new();
 	char cmd[160];
-	snprintf(d->dir, sizeof d->dir, "/tmp/tank-e2e-XXXXXX");
-	cr_assert_not_null(mkdtemp(d->dir));
-	snprintf(d->sock, sizeof d->sock, "%s/tank.sock", d->dir);
 	snprintf(cmd, sizeof cmd, "mount -t tmpfs -o size=%s tmpfs %s 2>/dev/null", size, d->dir);
 	if (system(cmd) != 0) {
 		rmdir(d->dir);
@@ -910,13 +895,10 @@ static d_t *setup_on_tmpfs(const char *size)
 	return d;
 }
 
+/* teardown: ts_rm_rf unmounts what is mounted in the data dir. */
 static void teardown_tmpfs(d_t *d)
 {
-	char cmd[160];
-	stop(d, SIGTERM);
-	snprintf(cmd, sizeof cmd, "umount -l %s && rmdir %s", d->dir, d->dir);
-	cr_assert_eq(system(cmd), 0);
-	free(d);
+	teardown(d);
 }
 
 /* With the disk full: run-once pods that complete are recorded and do not
@@ -932,6 +914,7 @@ Test(e2e, a_full_store_disk_runs_nothing_twice_and_refuses_applies_with_store_fu
 	char runs[128], fill[128], cmd[300];
 	size_t off = 0;
 	snprintf(runs, sizeof runs, "/tmp/tank-e2e-runs-%d", (int)getpid());
+	ts_own_dir(runs);     /* a file: it goes on every path too */
 	unlink(runs);
 	for (int i = 0; i < 50; i++)
 		off += (size_t)snprintf(yaml + off, sizeof yaml - off,
@@ -1000,6 +983,7 @@ Test(e2e, a_run_once_pod_is_not_run_again_after_tankd_is_killed)
 	d_t *d = setup();
 	char runs[128], y[300], out[8192], mark[32];
 	snprintf(runs, sizeof runs, "/tmp/tank-e2e-once-%d", (int)getpid());
+	ts_own_dir(runs);     /* a file: it goes on every path too */
 	snprintf(mark, sizeof mark, "9300.%d", (int)getpid());
 	unlink(runs);
 	snprintf(y, sizeof y, "name: once\nrestart: never\ncontainers: [{name: c, command: "
@@ -1037,6 +1021,7 @@ Test(e2e, a_pod_past_its_max_retries_is_failed_and_restart_gives_it_more)
 	d_t *d = setup();
 	char y[400], out[8192], runs[128];
 	snprintf(runs, sizeof runs, "/tmp/tank-e2e-retries-%d", (int)getpid());
+	ts_own_dir(runs);     /* a file: it goes on every path too */
 	unlink(runs);
 	snprintf(y, sizeof y, "name: flaky\nbackoff: {base: 10ms, cap: 20ms, max_retries: 2}\n"
 		 "containers: [{name: c, command: [/bin/sh, -c, 'echo x >> %s; exit 3']}]\n", runs);

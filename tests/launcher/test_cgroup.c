@@ -11,6 +11,7 @@ static void cg_env(pod_cgroup_env_t *env)
 	char root[64];
 	tank_error_t err;
 	snprintf(root, sizeof root, "tank-test-%d", (int)getpid());
+	ts_own_cgroot(root);     /* its groups go on every path (tsupport.h) */
 	cr_assert_eq(pod_cgroup_probe(env, NULL, root, &err), 0, "%s", err.msg);
 	if (env->mode == POD_CGROUP_NONE)
 		cr_skip_test("no usable cgroup hierarchy on this machine");
@@ -204,6 +205,7 @@ Test(launcher, cgroup_probe_prefers_a_complete_v2_then_v1)
 {
 	char dir[] = "/tmp/tank-cgfs-XXXXXX";
 	cr_assert(mkdtemp(dir));
+	ts_own_dir(dir);       /* goes on every path (tsupport.h) */
 	pod_cgroup_env_t env;
 	tank_error_t err;
 	/* hybrid host: unified present but without the controllers → v1 */
@@ -231,6 +233,7 @@ Test(launcher, cgroup_probe_prefers_a_complete_v2_then_v1)
 	/* nothing usable: NONE, and create says why */
 	lt_rmrf(dir);
 	cr_assert(mkdtemp(strcpy(dir, "/tmp/tank-cgfs-XXXXXX")));
+	ts_own_dir(dir);
 	cr_assert_eq(pod_cgroup_probe(&env, dir, "tank", &err), 0);
 	cr_expect_eq(env.mode, POD_CGROUP_NONE);
 	cr_expect_eq(pod_cgroup_create(&env, "p", "c", NULL, &cg, &err),

@@ -166,6 +166,7 @@ Test(launcher, clobbered_slots_are_left_alone)
 	cr_assert_eq(n, fds_count() - before, "slots not found");
 	char dir[] = "/tmp/tank-fds-XXXXXX";
 	cr_assert(mkdtemp(dir));
+	ts_own_dir(dir);       /* goes on every path (tsupport.h) */
 	struct stat want[POD_LAUNCH_RESERVED_FDS];
 	for (int i = 0; i < n; i++) {
 		close(slots[i]);

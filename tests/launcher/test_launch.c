@@ -7,6 +7,7 @@ Test(launcher, env_cwd_applied_and_parent_env_not_leaked)
 {
 	char dir[] = "/tmp/tank-launch-XXXXXX";
 	cr_assert(mkdtemp(dir));
+	ts_own_dir(dir);       /* goes on every path (tsupport.h) */
 	setenv("TANK_SECRET_LEAK", "1", 1);
 	char *argv[] = { "probe", "info", NULL };
 	char *envp[] = { "FOO=bar baz", "PATH=/usr/bin:/bin", NULL };
@@ -67,6 +68,7 @@ static const char *public_probe(char *dir, size_t cap)
 
 	snprintf(dir, cap, "/tmp/tank-probe-XXXXXX");
 	cr_assert_not_null(mkdtemp(dir));
+	ts_own_dir(dir);
 	cr_assert_eq(chmod(dir, 0755), 0);
 	snprintf(path, sizeof path, "%s/probe", dir);
 	snprintf(cmd, sizeof cmd, "cp %s %s && chmod 755 %s", lt_probe(), path, path);
@@ -229,3 +231,13 @@ Test(launcher, stop_escalation_without_cgroup_kills_process_group)
 	pod_proc_close_fds(&p);
 	free(line);
 }
+
+/* Every launcher test (the suite spans every file of tests/launcher): the processes
+ * it launched are its children, SIGKILLed and reaped by ts_cleanup when
+ * the test ends without collecting them (a failed assertion). */
+static void lt_suite_init(void)
+{
+	ts_own_children();
+}
+
+TestSuite(launcher, .init = lt_suite_init);

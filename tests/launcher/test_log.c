@@ -23,6 +23,7 @@ Test(launcher, log_capture_of_a_container_with_prefixes)
 {
 	char dir[] = "/tmp/tank-log-XXXXXX";
 	cr_assert(mkdtemp(dir));
+	ts_own_dir(dir);       /* goes on every path (tsupport.h) */
 	pod_log_opts_t lo = { .dir = dir, .pod = "web", .container = "app" };
 	pod_log_t *w;
 	tank_error_t err;
@@ -76,6 +77,7 @@ Test(launcher, log_partial_and_overlong_lines)
 {
 	char dir[] = "/tmp/tank-log-XXXXXX";
 	cr_assert(mkdtemp(dir));
+	ts_own_dir(dir);       /* goes on every path (tsupport.h) */
 	pod_log_opts_t lo = { .dir = dir, .pod = "p", .container = "c",
 	                      .max_line = 10 };
 	pod_log_t *w;
@@ -109,6 +111,7 @@ Test(launcher, log_rotation_keeps_n_files_and_tail_spans_them)
 {
 	char dir[] = "/tmp/tank-log-XXXXXX";
 	cr_assert(mkdtemp(dir));
+	ts_own_dir(dir);       /* goes on every path (tsupport.h) */
 	pod_log_opts_t lo = { .dir = dir, .pod = "rot", .container = "c",
 	                      .max_bytes = 1000, .keep = 3 };
 	pod_log_t *w;
@@ -155,6 +158,7 @@ Test(launcher, log_tail_of_unknown_container_and_bad_names)
 {
 	char dir[] = "/tmp/tank-log-XXXXXX";
 	cr_assert(mkdtemp(dir));
+	ts_own_dir(dir);       /* goes on every path (tsupport.h) */
 	char **lines;
 	size_t n = 9;
 	tank_error_t err;
@@ -194,6 +198,7 @@ Test(launcher, log_idle_writer_is_small_and_holds_no_fd)
 {
 	char dir[] = "/tmp/tank-log-XXXXXX";
 	cr_assert(mkdtemp(dir));
+	ts_own_dir(dir);       /* goes on every path (tsupport.h) */
 	pod_log_opts_t lo = { .dir = dir, .pod = "p", .container = "c" };
 	pod_log_t *w;
 	tank_error_t err;
@@ -242,6 +247,7 @@ Test(launcher, log_record_bigger_than_batch_is_whole_and_in_order)
 {
 	char dir[] = "/tmp/tank-log-XXXXXX";
 	cr_assert(mkdtemp(dir));
+	ts_own_dir(dir);       /* goes on every path (tsupport.h) */
 	pod_log_opts_t lo = { .dir = dir, .pod = "p", .container = "c",
 	                      .max_line = 100000 };
 	pod_log_t *w;
@@ -276,6 +282,7 @@ Test(launcher, log_lines_lost_on_a_full_disk_are_counted)
 {
 	char dir[] = "/tmp/tank-log-XXXXXX", pdir[64], file[96];
 	cr_assert(mkdtemp(dir));
+	ts_own_dir(dir);       /* goes on every path (tsupport.h) */
 	pod_log_opts_t lo = { .dir = dir, .pod = "p", .container = "c" };
 	pod_log_t *w;
 	tank_error_t err;

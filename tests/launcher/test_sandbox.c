@@ -123,6 +123,7 @@ Test(launcher, sandbox_busybox_rootfs_with_volumes)
 		cr_skip_test("busybox-static not installed");
 	char tmp[] = "/tmp/tank-rootfs-XXXXXX";
 	cr_assert(mkdtemp(tmp));
+	ts_own_dir(tmp);       /* goes on every path (tsupport.h) */
 	char root[512], path[600], ro[512], rw[512];
 	snprintf(root, sizeof root, "%s/root", tmp);
 	snprintf(ro, sizeof ro, "%s/ro", tmp);
@@ -272,6 +273,7 @@ Test(launcher, sandbox_setup_failure_names_the_step_and_leaves_nothing)
 	need_root();
 	char tmp[] = "/tmp/tank-rootfs-XXXXXX";
 	cr_assert(mkdtemp(tmp));
+	ts_own_dir(tmp);       /* goes on every path (tsupport.h) */
 	char path[600];
 	snprintf(path, sizeof path, "%s/etc", tmp);
 	cr_assert_eq(mkdir(path, 0755), 0);

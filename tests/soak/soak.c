@@ -50,6 +50,7 @@
 
 #include "api/api_client.h"
 #include "api/api_rpc.h"
+#include "tests/support/tsupport.h"
 
 enum { K_SLEEP, K_CRASH, K_ONCE, K_CHATTY };
 enum { F_KILL9, F_KILLC, F_GARBAGE, F_APPLY, F_REAPPLY, F_DELETE, F_LOGDISK, F_N };
@@ -86,6 +87,7 @@ typedef struct soak {
 	long passed[C_N], failed[C_N];
 	long procs_seen;       /* sleeper processes found by the checks */
 	long stored_seen;      /* pods found stored by the checks */
+	long killed;           /* sleepers killc killed (by the pid tankd said) */
 	unsigned seed0;
 } soak_t;
 
@@ -142,6 +144,7 @@ static int tankd_start(soak_t *s)
 		_exit(127);
 	}
 	s->pid = pid;
+	ts_own_pid(pid);
 	for (int i = 0; i < 3000; i++) {
 		tank_error_t e;
 		api_incoming_t in;
@@ -599,6 +602,28 @@ static void fault_garbage(soak_t *s)
 	close(fd);
 }
 
+/* The pid tankd reports for pod p's first container, or 0. */
+static pid_t container_pid(soak_t *s, const pod_t *p)
+{
+	api_incoming_t in;
+	name_arg_t a = { p->name };
+	pid_t pid = 0;
+	if (call(s, "status", pack_name, &a, &in) < 0)
+		return 0;
+	const msgpack_object *st = in.code == API_OK ? in.result : NULL;
+	if (st && st->type == MSGPACK_OBJECT_ARRAY)
+		st = st->via.array.size ? &st->via.array.ptr[0] : NULL;
+	const msgpack_object *cs = st && st->type == MSGPACK_OBJECT_MAP ?
+		api_map_get(st, "containers") : NULL;
+	if (cs && cs->type == MSGPACK_OBJECT_ARRAY && cs->via.array.size) {
+		const msgpack_object *v = api_map_get(&cs->via.array.ptr[0], "pid");
+		if (v && v->type == MSGPACK_OBJECT_POSITIVE_INTEGER && v->via.u64 < (1u << 30))
+			pid = (pid_t)v->via.u64;
+	}
+	api_incoming_free(&in);
+	return pid;
+}
+
 static void fault(soak_t *s, int f)
 {
 	pod_t *ps[64];
@@ -616,12 +641,18 @@ static void fault(soak_t *s, int f)
 			say("tankd did not come back after kill -9");
 		break;
 	case F_KILLC: {
+		/* By the pid tankd reports, checked against the sleeper's
+		 * command line (a pid reported just before the container
+		 * exited may name another process now): never by pattern. */
 		pod_t *p = pick(s, K_SLEEP, true);
-		char cmd[96];
-		if (!p)
+		char want[64], have[256];
+		pid_t pid = p ? container_pid(s, p) : 0;
+		if (pid <= 0)
 			break;
-		snprintf(cmd, sizeof cmd, "pkill -KILL -f '^/bin/sleep %ld$'", p->token);
-		if (system(cmd) < 0) {}
+		snprintf(want, sizeof want, "/bin/sleep %ld", p->token);
+		ts_cmdline(pid, have, sizeof have);
+		if (!strcmp(have, want) && kill(pid, SIGKILL) == 0)
+			s->killed++;
 		break;
 	}
 	case F_GARBAGE:
@@ -701,12 +732,15 @@ int main(void)
 		fprintf(stderr, "soak: fatal: no %s (run make first)\n", s.tankd);
 		return 111;
 	}
-	snprintf(s.dir, sizeof s.dir, "/tmp/tank-soak-XXXXXX");
-	if (!mkdtemp(s.dir)) {
+	/* Owned (tests/support/tsupport.h): the dir (its tmpfs too), tankd's
+	 * cgroup root with every container in it, and each tankd started
+	 * go on every way the soak ends: its return, exit(), a crash. */
+	if (!ts_mkdtemp(s.dir, sizeof s.dir, "tank-soak")) {
 		perror("soak: mkdtemp");
 		return 111;
 	}
 	snprintf(s.data, sizeof s.data, "%s/data", s.dir);
+	ts_own_daemon_root(s.data);
 	snprintf(s.logs, sizeof s.logs, "%s/logs", s.data);
 	snprintf(s.sock, sizeof s.sock, "%s/tank.sock", s.dir);
 	mkdir(s.data, 0700);
@@ -760,12 +794,7 @@ int main(void)
 		printf("self-test: %s\n", seen ? "reported as it must be"
 					       : "the stray process was NOT reported");
 		tankd_kill(&s, SIGTERM);
-		if (s.log_tmpfs) {
-			snprintf(cmd, sizeof cmd, "umount -l %s", s.logs);
-			if (system(cmd) != 0) {}
-		}
-		snprintf(cmd, sizeof cmd, "rm -rf %s", s.dir);
-		if (system(cmd) != 0) {}
+		ts_cleanup();
 		printf("%d passed, %d failed\n", seen, !seen);
 		return seen ? 0 : 1;
 	}
@@ -796,8 +825,8 @@ int main(void)
 	}
 	/* A soak whose pods never ran checked nothing: that is a failure of
 	 * the soak itself. */
-	printf("\nseen: %ld sleeper processes, %ld stored pods (over all checks)\n",
-	       s.procs_seen, s.stored_seen);
+	printf("\nseen: %ld sleeper processes, %ld stored pods (over all checks); "
+	       "killc killed %ld\n", s.procs_seen, s.stored_seen, s.killed);
 	if (!s.procs_seen || !s.stored_seen) {
 		printf("violations: the soak saw no pod run: it checked nothing\n");
 		failed++;
@@ -806,16 +835,15 @@ int main(void)
 	tankd_kill(&s, SIGTERM);
 	for (int i = 0; i < s.nidle; i++)
 		close(s.idle[i]);
-	if (s.log_tmpfs) {
-		snprintf(cmd, sizeof cmd, "umount -l %s", s.logs);
-		if (system(cmd) != 0) {}
+	if (failed) {
+		/* tankd's log is kept, out of the run's dir; the rest goes. */
+		char kept[128];
+		snprintf(kept, sizeof kept, "/tmp/tank-soak-%u-tankd.log", s.seed0);
+		snprintf(cmd, sizeof cmd, "cp %s/tankd.log %s", s.dir, kept);
+		if (system(cmd) == 0)
+			printf("kept %s\n", kept);
 	}
-	if (!failed) {
-		snprintf(cmd, sizeof cmd, "rm -rf %s", s.dir);
-		if (system(cmd) != 0) {}
-	} else {
-		printf("kept %s (tankd.log)\n", s.dir);
-	}
+	ts_cleanup();
 	printf("%ld passed, %ld failed\n", passed, failed);
 	return failed ? 1 : 0;
 }
