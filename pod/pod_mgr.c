@@ -304,7 +304,10 @@ void pod__update(pod_mgr_t *m, rc_loop_t *loop, pod_trk_t *p)
 				 (ready || p->st.phase == POD_PP_RUNNING || completed
 				  ? POD__COND_STARTED : 0) |
 				 (completed ? POD__COND_COMPLETED : 0));
-	if (!pod__current(p) || !p->desired)
+	/* A run asked for again (a restart by hand, a stack brought up
+	 * again) resets what the last run met: a dependent waiting for
+	 * `completed` waits for this run, not the last one. */
+	if (!pod__current(p) || !p->desired || p->restart_req)
 		cond = 0;
 	pod__deps_notify(m, loop, p, cond);
 	pod__persist(m, p);
@@ -828,6 +831,7 @@ static void pod__restart_req(pod_mgr_t *m, rc_loop_t *loop, const rt_msg_t *msg)
 		return;
 	p->restart_req = true;
 	p->restart_noted = false;
+	pod__deps_notify(m, loop, p, 0);        /* its last run's conditions are stale */
 	pod__persist(m, p);
 	/* A commit, no fsync: tankd's death does not lose the page cache. */
 	(void)st_flush(m->o.store, NULL);
@@ -930,6 +934,9 @@ void pod_mgr_rearm(pod_mgr_t *m, rc_loop_t *loop, const char *name)
 		return;
 	p->restart_req = true;
 	p->restart_noted = false;
+	/* Its last run's conditions are stale from now on, before any
+	 * dependent of it is looked at (the stack queues them all at once). */
+	pod__deps_notify(m, loop, p, 0);
 	/* Stored as a restart by hand is (pod__restart_req); the caller
 	 * commits (st_flush) once for all the pods it rearms. */
 	pod__persist(m, p);

