@@ -109,3 +109,54 @@ Test(stacks, a_rerun_resets_a_completed_dependency)
 		  "app waits for the new run of job: %s", got);
 	teardown(d);
 }
+
+/* Item 10: a pod whose container used up backoff.max_retries says so in
+ * its own reason (ps, status), not just `failed`. */
+Test(stacks, a_pod_given_up_says_so)
+{
+	d_t *d = setup();
+	char out[8192];
+
+	write_file(d, "gu.yaml",
+		   "name: gu\nbackoff: {base: 20ms, cap: 50ms, max_retries: 2}\n"
+		   "containers: [{name: c, command: [/bin/sh, -c, 'exit 7']}]\n");
+	cr_assert_eq(ctl(d, out, sizeof out, "apply -f %s/gu.yaml", d->dir), 0, "%s", out);
+	cr_assert(wait_phase(d, "gu", "terminal", 20));
+	cr_assert_eq(ctl(d, out, sizeof out, "status gu -o json"), 0, "%s", out);
+	cr_assert(strstr(out, "\"reason\": \"container c failed: gave up after 2 restarts in a row "
+			 "(backoff.max_retries): exited with code 7\""), "%s", out);
+	cr_assert_eq(ctl(d, out, sizeof out, "ps"), 0, "%s", out);
+	cr_assert(strstr(out, "container c failed: gave up after 2"), "%s", out);
+	/* It holds across a restart of tankd (read back from the status). */
+	stop(d, SIGKILL);
+	start(d);
+	cr_assert_eq(ctl(d, out, sizeof out, "sync"), 0, "%s", out);
+	cr_assert_eq(ctl(d, out, sizeof out, "status gu -o json"), 0, "%s", out);
+	cr_assert(strstr(out, "container c failed: gave up after 2 restarts"), "%s", out);
+	teardown(d);
+}
+
+/* Item 10: after a kill -9 of tankd, the new one stops what the old one
+ * left running and starts it again; the history says that, not "spec
+ * changed" (nothing changed). */
+Test(stacks, a_restart_after_kill_9_is_not_called_a_spec_change)
+{
+	d_t *d = setup();
+	char out[16384];
+	const char *const argv[] = { "/bin/sleep", "40514", NULL };
+
+	write_file(d, "k9.yaml", "name: k9\ncontainers: [{name: c, command: [/bin/sleep, '40514']}]\n");
+	cr_assert_eq(ctl(d, out, sizeof out, "apply -f %s/k9.yaml", d->dir), 0, "%s", out);
+	cr_assert(wait_phase(d, "k9", "running", 10));
+	stop(d, SIGKILL);
+	start(d);
+	cr_assert_eq(ctl(d, out, sizeof out, "sync"), 0, "%s", out);
+	cr_assert(wait_says(d, 20, "pending    running", "history k9"), "started again");
+	cr_assert_eq(ctl(d, out, sizeof out, "history k9"), 0, "%s", out);
+	cr_assert_null(strstr(out, "spec changed"), "nothing changed: %s", out);
+	cr_assert(strstr(out, "stopping what a previous tankd left running"), "%s", out);
+	for (int i = 0; i < 100 && count_procs(argv) != 1; i++)
+		sleep_ms(50);
+	cr_assert_eq(count_procs(argv), 1, "one, not two");
+	teardown(d);
+}
