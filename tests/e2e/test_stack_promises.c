@@ -160,3 +160,34 @@ Test(stacks, a_restart_after_kill_9_is_not_called_a_spec_change)
 	cr_assert_eq(count_procs(argv), 1, "one, not two");
 	teardown(d);
 }
+
+/* Item 10: in a chain of twelve pods, each waiting for the one before to
+ * be ready, the last names the first missing link (the head, running but
+ * not ready), not its neighbour's reason nested eleven times and cut. */
+Test(deps, a_chain_names_its_first_missing_link)
+{
+	d_t *d = setup();
+	char y[8192], out[8192], flag[128];
+	size_t n = 0;
+
+	snprintf(flag, sizeof flag, "%s/head-ready", d->dir);
+	n += (size_t)snprintf(y + n, sizeof y - n,
+			      "name: ch0\ncontainers:\n  - name: c\n    command: [/bin/sleep, '40515']\n"
+			      "    readiness: {exec: [/bin/sh, -c, 'test -f %s'], period: 100ms}\n",
+			      flag);
+	for (int i = 1; i < 12; i++)
+		n += (size_t)snprintf(y + n, sizeof y - n,
+				      "---\nname: ch%d\ndepends_on: [{pod: ch%d, condition: ready}]\n"
+				      "containers: [{name: c, command: [/bin/sleep, '40516']}]\n", i, i - 1);
+	write_file(d, "chain.yaml", y);
+	cr_assert_eq(ctl(d, out, sizeof out, "apply -f %s/chain.yaml", d->dir), 0, "%s", out);
+	cr_assert(wait_phase(d, "ch0", "running", 10));
+	cr_assert(wait_says(d, 10, "\"reason\": \"waiting for ch10 (ready), which waits for ch0 "
+			    "(ready): it is running, not ready yet\"", "status ch11 -o json"),
+		  "the head is named");
+	cr_assert(wait_says(d, 10, "\"reason\": \"waiting for ch0 (ready): it is running, not "
+			    "ready yet\"", "status ch1 -o json"), "a direct link is named as before");
+	write_file(d, "head-ready", "");
+	cr_assert(wait_phase(d, "ch11", "running", 30), "the chain comes up");
+	teardown(d);
+}
