@@ -384,6 +384,12 @@ bool pod__stop_held(pod_mgr_t *m, const pod_trk_t *p)
 
 	if (p->desired && !m->shutting_down && !p->held)
 		return false;
+	/* Its owner's deadline leaves no time to stop one after another:
+	 * every pod stops at once. */
+	bool rushed = false;
+	if (p->held && !m->shutting_down && m->owner.stop_by &&
+	    m->owner.stop_by(m->owner.ctx, p->name, &rushed) && rushed)
+		return false;
 	pod__dependents(m, p->name, pod__held_by, &held);
 	return held;
 }

@@ -945,6 +945,8 @@ bool pod_mgr_info(const pod_mgr_t *m, const char *name, pod_info_t *out)
 	out->reason = p->st.reason;
 	const pod_spec_t *s = p->want ? p->want : p->spec;
 	out->grace_ms = s ? s->stop.grace_ms : 0;
+	out->deps = s ? s->deps : NULL;
+	out->ndeps = s ? s->dep_count : 0;
 	return true;
 }
 

@@ -18,6 +18,9 @@
 
 #define K_STACK TANK_KIND_STACK
 
+/* What each link of a stop chain costs beyond its grace (see stop_ms). */
+#define STACK_STOP_STEP_MS 150
+
 const st_coll_decl_t stack_coll_decl = { .name = "stacks", .noun = "stack" };
 
 typedef struct stack_trk {
@@ -33,7 +36,15 @@ typedef struct stack_trk {
 	bool aborted;                 /* on_failure: abort fired for this generation */
 	char abort_why[RC_REASON_MAX];
 	char last_failure[RC_REASON_MAX];   /* on_failure: continue */
-	uint64_t grace_ms;            /* the longest stop grace of its pods */
+	/* How long stopping its pods may take: dependents stop first,
+	 * each within its grace, so the longest dependency chain's sum of
+	 * graces, plus STACK_STOP_STEP_MS a link (the loop's turns, the
+	 * kill and the reaping).  A deadline starts the stop that much
+	 * before it. */
+	uint64_t stop_ms;
+	uint64_t chain_ms;            /* the same chain's graces alone */
+	bool rushed;                  /* told to stop with less time left than
+				       * chain_ms: its pods stop at once */
 	uint64_t status_hash;         /* of the last status queued */
 	/* What its last status said beyond the tracking (rewritten as is
 	 * when a request changes the tracking between reconciles). */
@@ -63,6 +74,8 @@ static void stack__fmt(char *dst, size_t cap, const char *fmt, ...)
 	vsnprintf(dst, cap, fmt, ap);
 	va_end(ap);
 }
+
+static void stack__stop_chain(stack_mgr_t *m, stack_trk_t *t);
 
 /* ---- membership ----------------------------------------------------------- */
 
@@ -290,7 +303,7 @@ static bool stack__should_run(const stack_trk_t *t, int64_t now, char *why, size
 		stack__fmt(why, cap, "stack %s aborted: %s", t->name, t->abort_why);
 		return false;
 	}
-	if (s->deadline && now >= s->deadline - (int64_t)t->grace_ms) {
+	if (s->deadline && now >= s->deadline - (int64_t)t->stop_ms) {
 		*failed = now >= s->deadline || t->st.phase != STACK_PP_DOWN;
 		stack__fmt(why, cap, "stack %s: deadline %s%s", t->name,
 			   stack_time_format(s->deadline, at),
@@ -320,6 +333,10 @@ static bool stack__allows(void *ctx, const char *pod, char *why, size_t cap)
 	const stack_trk_t *t = tank_map_get(&m->member, pod);
 	bool failed;
 
+	/* Before the stack's first reconcile its stop chain is not known
+	 * yet: a deadline already inside it must not let a pod start. */
+	if (t && t->spec && t->spec->deadline && !t->told)
+		stack__stop_chain(m, (stack_trk_t *)t);
 	if (!t || !stack__should_run(t, (int64_t)rc_wall_ms(), why, cap, &failed))
 		return !t;
 	/* It should run, but its stack has not told its pods yet (a pod
@@ -332,6 +349,15 @@ static bool stack__allows(void *ctx, const char *pod, char *why, size_t cap)
 		return false;
 	}
 	return true;
+}
+
+static int64_t stack__stop_by(void *ctx, const char *pod, bool *rushed)
+{
+	stack_mgr_t *m = ctx;
+	const stack_trk_t *t = tank_map_get(&m->member, pod);
+
+	*rushed = t && t->spec && t->rushed;
+	return t && t->spec ? t->spec->deadline : 0;
 }
 
 static bool stack__parent(void *ctx, const char *pod, rc_ref_t *out)
@@ -353,6 +379,56 @@ static void stack__changed(void *ctx, rc_loop_t *loop, const char *pod)
 
 	if (t)
 		rc_enqueue(loop, K_STACK, t->name);
+}
+
+/* t->stop_ms and t->chain_ms from its pods now: a pod stops after the
+ * members that depend on it (pod manager, depends_on reversed), so the
+ * stop of pod i takes its grace plus the longest stop among its
+ * dependents.  Members are at most STACK_PODS_MAX: the longest path is
+ * found by relaxing every edge at most n times (the graph is acyclic). */
+static void stack__stop_chain(stack_mgr_t *m, stack_trk_t *t)
+{
+	const stack_spec_t *s = t->spec;
+	size_t n = s->npods < STACK_PODS_MAX ? s->npods : STACK_PODS_MAX;
+	uint64_t grace[STACK_PODS_MAX], chain[STACK_PODS_MAX], raw[STACK_PODS_MAX];
+	pod_info_t info[STACK_PODS_MAX];
+	uint64_t most = 0, most_raw = 0;
+
+	for (size_t i = 0; i < n; i++) {
+		if (!pod_mgr_info(m->o.pods, s->pods[i].name, &info[i]) || !info[i].exists)
+			memset(&info[i], 0, sizeof info[i]);
+		grace[i] = info[i].grace_ms;
+		chain[i] = grace[i] + STACK_STOP_STEP_MS;
+		raw[i] = grace[i];
+	}
+	for (size_t pass = 0; pass < n; pass++) {
+		bool moved = false;
+		/* Dependent i of member j: j's stop waits for i's. */
+		for (size_t i = 0; i < n; i++)
+			for (size_t k = 0; k < info[i].ndeps; k++)
+				for (size_t j = 0; j < n; j++) {
+					if (j == i || strcmp(info[i].deps[k].pod, s->pods[j].name))
+						continue;
+					if (grace[j] + STACK_STOP_STEP_MS + chain[i] > chain[j]) {
+						chain[j] = grace[j] + STACK_STOP_STEP_MS + chain[i];
+						moved = true;
+					}
+					if (grace[j] + raw[i] > raw[j]) {
+						raw[j] = grace[j] + raw[i];
+						moved = true;
+					}
+				}
+		if (!moved)
+			break;
+	}
+	for (size_t i = 0; i < n; i++) {
+		if (chain[i] > most)
+			most = chain[i];
+		if (raw[i] > most_raw)
+			most_raw = raw[i];
+	}
+	t->stop_ms = most;
+	t->chain_ms = most_raw;
 }
 
 /* ---- the manager --------------------------------------------------------------- */
@@ -420,13 +496,11 @@ static rc_result_t stack__reconcile(void *ctx, rc_loop_t *loop, const rc_view_t 
 	}
 
 	/* What its pods say (status bubbles up). */
-	uint64_t grace = 0;
+	stack__stop_chain(m, t);
 	for (size_t i = 0; i < s->npods; i++) {
 		pod_info_t pi;
 		const char *pod = s->pods[i].name;
 		bool known = pod_mgr_info(m->o.pods, pod, &pi) && pi.exists;
-		if (known && pi.grace_ms > grace)
-			grace = pi.grace_ms;
 		if (known && pi.busy)
 			busy++;
 		if (known && (pi.ready || pi.completed)) {
@@ -450,7 +524,6 @@ static rc_result_t stack__reconcile(void *ctx, rc_loop_t *loop, const rc_view_t 
 				   ? "pod %s is %s: %s" : "pod %s is %s", pod, ph, pi.reason);
 		}
 	}
-	t->grace_ms = grace;
 
 	/* Cascade: tell the pods when whether they may run changed. */
 	bool run = stack__should_run(t, now, why, sizeof why, &failed_stop);
@@ -466,6 +539,10 @@ static rc_result_t stack__reconcile(void *ctx, rc_loop_t *loop, const rc_view_t 
 		bool rearm = t->told && run && !t->run;
 		t->run = run;
 		snprintf(t->run_why, sizeof t->run_why, "%s", run ? "" : why);
+		/* Told to stop with less time before its deadline than the
+		 * chain needs (applied late, a deadline moved nearer, tankd
+		 * was down): its pods stop all at once. */
+		t->rushed = !run && s->deadline && s->deadline - now < (int64_t)t->chain_ms;
 		t->told = true;
 		/* Brought up again (not a restarted tankd's first look: a
 		 * completed run-once pod must not run twice). */
@@ -500,11 +577,11 @@ static rc_result_t stack__reconcile(void *ctx, rc_loop_t *loop, const rc_view_t 
 	/* Schedule triggers: the next time the answer of should_run changes. */
 	int64_t next = 0;
 	const int64_t at[3] = { s->start_at, s->stop_at,
-				s->deadline ? s->deadline - (int64_t)t->grace_ms : 0 };
+				s->deadline ? s->deadline - (int64_t)t->stop_ms : 0 };
 	for (int i = 0; i < 3; i++)
 		if (at[i] > now && (!next || at[i] < next))
 			next = at[i];
-	if (s->deadline > now && s->deadline - (int64_t)t->grace_ms <= now &&
+	if (s->deadline > now && s->deadline - (int64_t)t->stop_ms <= now &&
 	    (!next || s->deadline < next))
 		next = s->deadline;      /* from "near" to "passed" */
 	stack__persist(m, t, ready, next,
@@ -608,7 +685,7 @@ int stack_mgr_new(const stack_mgr_opts_t *o, stack_mgr_t **out, tank_error_t *er
 	}
 	pod_owner_t owner = {
 		.allows = stack__allows, .parent = stack__parent,
-		.changed = stack__changed, .ctx = m,
+		.changed = stack__changed, .stop_by = stack__stop_by, .ctx = m,
 	};
 	pod_mgr_set_owner(o->pods, &owner);
 	*out = m;

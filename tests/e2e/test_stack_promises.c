@@ -191,3 +191,119 @@ Test(deps, a_chain_names_its_first_missing_link)
 	cr_assert(wait_phase(d, "ch11", "running", 30), "the chain comes up");
 	teardown(d);
 }
+
+/* Wall-clock time in ms, and an RFC 3339 time with milliseconds. */
+static long long now_ms(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+static void rfc3339_ms(long long ms, char *buf, size_t cap)
+{
+	time_t s = (time_t)(ms / 1000);
+	struct tm tm;
+	char base[32];
+	gmtime_r(&s, &tm);
+	strftime(base, sizeof base, "%Y-%m-%dT%H:%M:%S", &tm);
+	snprintf(buf, cap, "%s.%03lldZ", base, ms % 1000);
+}
+
+/* A chain c → b → a (c depends on b, b on a) whose processes ignore
+ * SIGTERM, each with a 1 s grace: stopped one after another, dependents
+ * first, it takes 3 s.  The scripts are told apart by a marker. */
+static const char *dl_script[3] = {
+	"trap '' TERM; while :; do sleep 0.05; done; : dl-a",
+	"trap '' TERM; while :; do sleep 0.05; done; : dl-b",
+	"trap '' TERM; while :; do sleep 0.05; done; : dl-c",
+};
+
+static int dl_procs(void)
+{
+	int n = 0;
+	for (int i = 0; i < 3; i++) {
+		const char *const argv[] = { "/bin/sh", "-c", dl_script[i], NULL };
+		n += count_procs(argv);
+	}
+	return n;
+}
+
+static void dl_yaml(char *y, size_t cap, const char *deadline_line)
+{
+	snprintf(y, cap,
+		 "kind: Stack\nname: dl\n%spods:\n"
+		 "  - name: dl-a\n    stop: {grace: 1s}\n"
+		 "    containers: [{name: c, command: [/bin/sh, -c, \"%s\"]}]\n"
+		 "  - name: dl-b\n    stop: {grace: 1s}\n    depends_on: [{pod: dl-a}]\n"
+		 "    containers: [{name: c, command: [/bin/sh, -c, \"%s\"]}]\n"
+		 "  - name: dl-c\n    stop: {grace: 1s}\n    depends_on: [{pod: dl-b}]\n"
+		 "    containers: [{name: c, command: [/bin/sh, -c, \"%s\"]}]\n",
+		 deadline_line, dl_script[0], dl_script[1], dl_script[2]);
+}
+
+/* Item 7: nothing of a stack outlives its deadline.  The stop of the
+ * chain starts early enough for the whole chain (not the longest single
+ * grace); a deadline moved nearer than the chain needs stops every pod at
+ * once, each within what is left; a deadline already inside a pod's grace
+ * at apply does not start it. */
+Test(stacks, nothing_of_a_stack_outlives_its_deadline)
+{
+	d_t *d = setup();
+	char y[2400], out[8192], when[48], line[96];
+	long long deadline = now_ms() + 7000;
+
+	/* Round 1: in time, stopped in order, done by the deadline. */
+	rfc3339_ms(deadline, when, sizeof when);
+	snprintf(line, sizeof line, "deadline: %s\n", when);
+	dl_yaml(y, sizeof y, line);
+	write_file(d, "dl.yaml", y);
+	cr_assert_eq(ctl(d, out, sizeof out, "apply -f %s/dl.yaml", d->dir), 0, "%s", out);
+	cr_assert(wait_phase(d, "dl-c", "running", 10));
+	for (int i = 0; i < 100 && dl_procs() != 3; i++)
+		sleep_ms(50);
+	cr_assert_eq(dl_procs(), 3);
+	while (now_ms() < deadline && dl_procs())
+		sleep_ms(20);
+	cr_assert_lt(now_ms(), deadline + 50, "something still ran at the deadline");
+	cr_assert_eq(dl_procs(), 0);
+	cr_assert(wait_stack(d, "dl", "failed", 10));
+	cr_assert_eq(ctl(d, out, sizeof out, "history dl-b"), 0, "%s", out);
+	cr_assert(strstr(out, "stack dl: deadline"), "%s", out);
+
+	/* Round 2: running without a deadline; then one 2 s away, nearer
+	 * than the 3 s the chain needs: all stop at once, in time. */
+	dl_yaml(y, sizeof y, "");
+	write_file(d, "dl.yaml", y);
+	cr_assert_eq(ctl(d, out, sizeof out, "apply -f %s/dl.yaml", d->dir), 0, "%s", out);
+	cr_assert(wait_stack(d, "dl", "up", 20));
+	for (int i = 0; i < 100 && dl_procs() != 3; i++)
+		sleep_ms(50);
+	cr_assert_eq(dl_procs(), 3);
+	deadline = now_ms() + 2000;
+	rfc3339_ms(deadline, when, sizeof when);
+	snprintf(line, sizeof line, "deadline: %s\n", when);
+	dl_yaml(y, sizeof y, line);
+	write_file(d, "dl.yaml", y);
+	cr_assert_eq(ctl(d, out, sizeof out, "apply -f %s/dl.yaml", d->dir), 0, "%s", out);
+	while (now_ms() < deadline && dl_procs())
+		sleep_ms(20);
+	cr_assert_lt(now_ms(), deadline + 50, "something still ran at the deadline");
+	cr_assert_eq(dl_procs(), 0);
+
+	/* Round 3: a deadline 3 s away and a grace of 5 s: never started. */
+	const char *const argv[] = { "/bin/sleep", "40517", NULL };
+	rfc3339_ms(now_ms() + 3000, when, sizeof when);
+	snprintf(y, sizeof y,
+		 "kind: Stack\nname: dl2\ndeadline: %s\npods:\n"
+		 "  - name: dl2-p\n    stop: {grace: 5s}\n"
+		 "    containers: [{name: c, command: [/bin/sleep, '40517']}]\n", when);
+	write_file(d, "dl2.yaml", y);
+	cr_assert_eq(ctl(d, out, sizeof out, "apply -f %s/dl2.yaml", d->dir), 0, "%s", out);
+	cr_assert_eq(ctl(d, out, sizeof out, "sync"), 0, "%s", out);
+	cr_assert(wait_phase(d, "dl2-p", "waiting", 10));
+	cr_assert_eq(ctl(d, out, sizeof out, "history dl2-p"), 0, "%s", out);
+	cr_assert_null(strstr(out, "started"), "never started: %s", out);
+	cr_assert_eq(count_procs(argv), 0);
+	teardown(d);
+}
