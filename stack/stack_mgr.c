@@ -18,6 +18,14 @@
 
 #define K_STACK TANK_KIND_STACK
 
+/* The history's rate limit for readiness flips (as journald's
+ * RateLimitBurst in RateLimitIntervalSec): STACK_FLAP_BURST changes
+ * between starting, up and degraded a window are written; the rest are
+ * counted and written as one entry at the window's end, and a window
+ * that had to count holds every change of the next one too. */
+#define STACK_FLAP_WINDOW_MS 10000
+#define STACK_FLAP_BURST 10
+
 /* What each link of a stop chain costs beyond its grace (see stop_ms). */
 #define STACK_STOP_STEP_MS 150
 
@@ -56,6 +64,18 @@ typedef struct stack_trk {
 	 * and one that leaves is looked at again (released). */
 	char (*told_pods)[POD_NAME_MAX + 1];
 	size_t ntold;
+	/* Flapping (a readiness probe that flips every few ms): changes
+	 * between starting, up and degraded beyond STACK_FLAP_BURST in a
+	 * window of STACK_FLAP_WINDOW_MS are counted, not written, and the
+	 * window's end writes one entry for them (stack__flap_close). */
+	int64_t flap_start;           /* the window's start (ms) */
+	uint32_t flap_n;              /* entries written in it */
+	uint32_t flap_held;           /* changes counted in it, not written */
+	bool flapping;                /* the last window held some: this one
+				       * holds every change */
+	int64_t flap_last_at;
+	char flap_from[ST_PHASE_MAX + 1], flap_to[ST_PHASE_MAX + 1];
+	char flap_reason[RC_REASON_MAX];
 } stack_trk_t;
 
 struct stack_mgr {
@@ -431,6 +451,55 @@ static void stack__stop_chain(stack_mgr_t *m, stack_trk_t *t)
 	t->chain_ms = most_raw;
 }
 
+/* ---- the history's rate limit ------------------------------------------------- */
+
+/* A phase a stack's readiness moves it between (what flaps). */
+static bool stack__live_phase(const char *ph)
+{
+	return strcmp(ph, "starting") == 0 || strcmp(ph, "up") == 0 ||
+	       strcmp(ph, "degraded") == 0;
+}
+
+static void stack__history(stack_mgr_t *m, const char *key, int64_t at, const char *from,
+			   const char *to, const char *reason)
+{
+	st_transition_t tr;
+
+	memset(&tr, 0, sizeof tr);
+	tr.at = at;
+	snprintf(tr.from, sizeof tr.from, "%s", from);
+	snprintf(tr.to, sizeof tr.to, "%s", to);
+	snprintf(tr.reason, sizeof tr.reason, "%s", reason ? reason : "");
+	(void)st_coll_history_add(m->coll, key, &tr);
+}
+
+/* Ends s's flap window when it is over at `now` (or at once with force):
+ * the changes it counted become one entry, "flapping: N changes in 10s
+ * (last: …)", from the phase before the first to the phase after the
+ * last; the next window holds every change while this one had to count. */
+static void stack__flap_close(stack_mgr_t *m, stack_trk_t *s, int64_t now, bool force)
+{
+	if (!force && now < s->flap_start + STACK_FLAP_WINDOW_MS)
+		return;
+	if (s->flap_held) {
+		char r[RC_REASON_MAX];
+		stack__fmt(r, sizeof r, "flapping: %u changes in %ds (last: %s)", s->flap_held,
+			   STACK_FLAP_WINDOW_MS / 1000,
+			   s->flap_reason[0] ? s->flap_reason : s->flap_to);
+		stack__history(m, s->name, s->flap_last_at, s->flap_from, s->flap_to, r);
+	}
+	s->flapping = s->flap_held > 0 && !force;
+	s->flap_start = now;
+	s->flap_n = s->flap_held = 0;
+}
+
+/* When s's flap window must be closed by a timer (it counted changes, or
+ * holds them), else 0. */
+static int64_t stack__flap_due(const stack_trk_t *s)
+{
+	return s->flap_held || s->flapping ? s->flap_start + STACK_FLAP_WINDOW_MS : 0;
+}
+
 /* ---- the manager --------------------------------------------------------------- */
 
 static int stack__list(void *ctx, rc_loop_t *loop)
@@ -586,7 +655,13 @@ static rc_result_t stack__reconcile(void *ctx, rc_loop_t *loop, const rc_view_t 
 		next = s->deadline;      /* from "near" to "passed" */
 	stack__persist(m, t, ready, next,
 		       run && t->st.phase == STACK_PP_STARTING && first[0] ? first : NULL);
-	return next ? rc_requeue_after((uint64_t)(next - now)) : rc_converged();
+	/* A flap window that counted changes is written when it ends, even
+	 * if nothing changes after it. */
+	stack__flap_close(m, t, now, false);
+	int64_t due = stack__flap_due(t);
+	int64_t wake = next && (!due || next < due) ? next : due;
+	return wake ? rc_requeue_after((uint64_t)(wake > now ? wake - now : 1))
+		    : rc_converged();
 }
 
 /* A pod of the stack failed for good: abort, or note and continue. */
@@ -720,19 +795,33 @@ void stack_mgr_free(stack_mgr_t *m)
 
 void stack_mgr_record(stack_mgr_t *m, const rc_transition_t *t)
 {
-	st_transition_t tr;
 	stack_trk_t *s = tank_map_get(&m->stacks, t->key);
+	int64_t at = (int64_t)t->at_ms;
 
-	memset(&tr, 0, sizeof tr);
-	tr.at = (int64_t)t->at_ms;
-	snprintf(tr.from, sizeof tr.from, "%s", t->from);
-	snprintf(tr.to, sizeof tr.to, "%s", t->to);
-	snprintf(tr.reason, sizeof tr.reason, "%s", t->reason ? t->reason : "");
-	(void)st_coll_history_add(m->coll, t->key, &tr);
+	if (s && stack__live_phase(t->from) && stack__live_phase(t->to)) {
+		stack__flap_close(m, s, at, false);
+		if (s->flapping || s->flap_n >= STACK_FLAP_BURST) {
+			if (!s->flap_held++)
+				snprintf(s->flap_from, sizeof s->flap_from, "%s", t->from);
+			snprintf(s->flap_to, sizeof s->flap_to, "%s", t->to);
+			snprintf(s->flap_reason, sizeof s->flap_reason, "%s",
+				 t->reason ? t->reason : "");
+			s->flap_last_at = at;
+		} else {
+			s->flap_n++;
+			stack__history(m, t->key, at, t->from, t->to, t->reason);
+		}
+	} else {
+		/* Anything else (stopping, down, failed) is always written,
+		 * after what the window counted so far. */
+		if (s && s->flap_held)
+			stack__flap_close(m, s, at, true);
+		stack__history(m, t->key, at, t->from, t->to, t->reason);
+	}
 	if (m->o.on_event) {
 		stack_event_t ev = {
 			.stack = t->key, .from = t->from, .to = t->to,
-			.reason = t->reason, .at = tr.at,
+			.reason = t->reason, .at = at,
 			.generation = s ? s->generation : 0,
 		};
 		m->o.on_event(m->o.event_ctx, &ev);

@@ -307,3 +307,59 @@ Test(stacks, nothing_of_a_stack_outlives_its_deadline)
 	cr_assert_eq(count_procs(argv), 0);
 	teardown(d);
 }
+
+static int count_lines(const char *s)
+{
+	int n = 0;
+	for (; *s; s++)
+		n += *s == '\n';
+	return n;
+}
+
+/* Item 10: a readiness probe flipping every 10 ms moves its stack
+ * between up and degraded many times a second.  The history keeps the
+ * first changes of a window, counts the rest and writes them as one
+ * entry ("flapping: N changes in 10s") instead of wiping itself; once the
+ * flapping stops, the history ends on the phase the stack is in. */
+Test(stacks, a_flapping_probe_is_coalesced_in_the_history)
+{
+	d_t *d = setup();
+	char y[2000], out[65536], flag[128], calm[128];
+
+	snprintf(flag, sizeof flag, "%s/flag", d->dir);
+	snprintf(calm, sizeof calm, "%s/calm", d->dir);
+	snprintf(y, sizeof y,
+		 "kind: Stack\nname: fl\npods:\n"
+		 "  - name: fl-p\n    containers:\n      - name: c\n"
+		 "        command: [/bin/sh, -c, \"while :; do touch %s; if [ -f %s ]; then sleep 0.1; "
+		 "continue; fi; sleep 0.01; rm -f %s; sleep 0.01; done\"]\n"
+		 "        readiness: {exec: [/bin/sh, -c, 'test -f %s'], period: 10ms}\n",
+		 flag, calm, flag, flag);
+	write_file(d, "fl.yaml", y);
+	cr_assert_eq(ctl(d, out, sizeof out, "apply -f %s/fl.yaml", d->dir), 0, "%s", out);
+	cr_assert(wait_says(d, 25, "flapping: ", "history stack fl"), "the flips are counted");
+	cr_assert_eq(ctl(d, out, sizeof out, "history stack fl"), 0, "%s", out);
+	cr_assert_lt(count_lines(out), 20, "a burst, then one entry a window: %s", out);
+
+	/* Calm again: the window's end says where it ended. */
+	write_file(d, "calm", "");
+	cr_assert(wait_stack(d, "fl", "up", 10));
+	bool settled = false;
+	for (int i = 0; i < 250 && !settled; i++) {
+		cr_assert_eq(ctl(d, out, sizeof out, "history stack fl"), 0, "%s", out);
+		size_t n = strlen(out);
+		while (n && out[n - 1] == '\n')
+			out[--n] = '\0';
+		const char *last = strrchr(out, '\n');
+		last = last ? last + 1 : out;
+		/* "AT  OBJECT  FROM  TO  REASON": the last entry goes to up. */
+		char at[64], obj[64], from[32], to[32];
+		settled = sscanf(last, "%63s %63s %31s %31s", at, obj, from, to) == 4 &&
+			  strcmp(to, "up") == 0 && phase_is(d, "fl-p", "running") &&
+			  strstr(last, "flapping") != NULL;
+		if (!settled)
+			sleep_ms(100);
+	}
+	cr_assert(settled, "the last entry is the flapping's, ending up: %s", out);
+	teardown(d);
+}
