@@ -500,6 +500,18 @@ static int64_t stack__flap_due(const stack_trk_t *s)
 	return s->flap_held || s->flapping ? s->flap_start + STACK_FLAP_WINDOW_MS : 0;
 }
 
+/* Whether pod name is stored (one read of the store's page cache; only
+ * for a member the pod manager does not track). */
+static bool stack__stored_pod(stack_mgr_t *m, const char *name)
+{
+	st_pod_t rec;
+
+	if (st_pod_get(m->o.store, name, &rec, NULL) < 0)
+		return false;
+	st_pod_clear(&rec);
+	return true;
+}
+
 /* ---- the manager --------------------------------------------------------------- */
 
 static int stack__list(void *ctx, rc_loop_t *loop)
@@ -569,14 +581,22 @@ static rc_result_t stack__reconcile(void *ctx, rc_loop_t *loop, const rc_view_t 
 	for (size_t i = 0; i < s->npods; i++) {
 		pod_info_t pi;
 		const char *pod = s->pods[i].name;
-		bool known = pod_mgr_info(m->o.pods, pod, &pi) && pi.exists;
+		bool tracked = pod_mgr_info(m->o.pods, pod, &pi);
+		bool known = tracked && pi.exists;
 		if (known && pi.busy)
 			busy++;
 		if (known && (pi.ready || pi.completed)) {
 			ready++;
 			continue;
 		}
-		if (!known) {
+		if (!tracked && stack__stored_pod(m, pod)) {
+			/* Applied with the stack, not tracked by the pod
+			 * manager yet (its pass has not reached it): pending,
+			 * not missing — a stack that just came up is not
+			 * degraded by it.  Its tracking queues the stack. */
+			if (!first[0])
+				stack__fmt(first, sizeof first, "pod %s is pending", pod);
+		} else if (!known) {
 			if (!degraded || !first[0])
 				stack__fmt(first, sizeof first, "pod %s does not exist", pod);
 			degraded = true;
