@@ -348,7 +348,7 @@ static void pod__ctr_exited(rc_loop_t *loop, pod_ctr_t *c, const pod_exit_t *ex,
 		/* Bounded: given up, failed (a stack above it hears of it
 		 * through the pod's failure). */
 		char gave[RC_REASON_MAX];
-		pod__fmt(gave, sizeof gave, "gave up after %u restarts in a row "
+		pod__fmt(gave, sizeof gave, POD__GAVE_UP "%u restarts in a row "
 			 "(backoff.max_retries): %s", c->retries, reason);
 		pod__ctr_finish(loop, c, POD_OUT_FAILED, gave);
 		rc_escalate(loop, K_CTR, c->key, gave);
@@ -487,12 +487,22 @@ static rc_result_t pod__ctr_reconcile(void *ctx, rc_loop_t *loop, const rc_view_
 		/* Its dependents go first; the last of them to stop queues
 		 * this pod again (pod__deps_notify). */
 		return rc_converged();
-	case POD_CA_STOP:
-		rt_send(rc_rt(loop), c->runner, POD_RUNNER_STOP, NULL, 0);
+	case POD_CA_STOP: {
+		/* An owner's deadline bounds the stop, grace included: what
+		 * is left of it is the longest the grace may last. */
+		bool rushed = false;
+		int64_t by = p->held && m->owner.stop_by
+			     ? m->owner.stop_by(m->owner.ctx, p->name, &rushed) : 0;
+		uint64_t cap = by > now ? (uint64_t)(by - now) : 0;
+		if (by)
+			rt_send(rc_rt(loop), c->runner, POD_RUNNER_STOP, &cap, sizeof cap);
+		else
+			rt_send(rc_rt(loop), c->runner, POD_RUNNER_STOP, NULL, 0);
 		c->stop_sent = true;
 		pod__ctr_event(loop, c, POD_CE_STOP, p->desired ? "stop" : "deleted");
 		pod__update(m, loop, p);
 		return rc_act();
+	}
 	case POD_CA_RELEASED:
 		/* Only a pod that waits for its containers to stop needs
 		 * telling; waking any other pod would ping-pong forever (its

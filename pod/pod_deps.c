@@ -284,12 +284,15 @@ void pod__dependents(pod_mgr_t *m, const char *name,
 	}
 }
 
-/* Whether pod `name` meets cond; if not, why (for the dependent's reason). */
+/* Whether pod `name` meets cond; if not, why (for the dependent's
+ * reason: "it is starting"), and *out the pod (NULL: it does not exist). */
 static bool pod__dep_met(const pod_mgr_t *m, const char *name,
-			 enum pod_dep_condition cond, char *why, size_t cap)
+			 enum pod_dep_condition cond, char *why, size_t cap,
+			 const pod_trk_t **out)
 {
 	const pod_trk_t *d = tank_map_get(&m->pods, name);
 
+	*out = d && d->desired ? d : NULL;
 	if (!d || !d->desired) {
 		pod__fmt(why, cap, "it does not exist");
 		return false;
@@ -306,20 +309,56 @@ static bool pod__dep_met(const pod_mgr_t *m, const char *name,
 	return false;
 }
 
-/* True when every dependency of p meets its condition; else the reason
- * names the first that does not ("waiting for db (ready): it is starting"). */
-bool pod__deps_met(const pod_mgr_t *m, const pod_trk_t *p, char *reason, size_t cap)
+/* The first dependency of d that is not met (its name and condition in
+ * *dep), with why; NULL when all are. */
+static const pod_dep_t *pod__first_unmet(const pod_mgr_t *m, const pod_trk_t *d, char *why,
+					 size_t cap, const pod_trk_t **out)
 {
-	const pod_spec_t *s = p->spec;
-	char why[RC_REASON_MAX];
+	const pod_spec_t *s = d->spec;
 
 	for (size_t i = 0; s && i < s->dep_count; i++)
-		if (!pod__dep_met(m, s->deps[i].pod, s->deps[i].condition, why, sizeof why)) {
-			pod__fmt(reason, cap, "waiting for %s (%s): %s", s->deps[i].pod,
-				 pod_dep_condition_name(s->deps[i].condition), why);
-			return false;
-		}
-	return true;
+		if (!pod__dep_met(m, s->deps[i].pod, s->deps[i].condition, why, cap, out))
+			return &s->deps[i];
+	return NULL;
+}
+
+/* True when every dependency of p meets its condition; else the reason
+ * names the first that does not ("waiting for db (ready): it is
+ * starting").  When that one only waits for a dependency of its own, the
+ * reason names the first missing link down the chain instead of nesting
+ * each link's reason in the next (which a chain of 30 cut off before it
+ * said anything): "waiting for lc29 (ready), which waits for lc0 (ready):
+ * it is running, not ready yet". */
+bool pod__deps_met(const pod_mgr_t *m, const pod_trk_t *p, char *reason, size_t cap)
+{
+	char why[RC_REASON_MAX];
+	const pod_trk_t *d = NULL;
+	const pod_dep_t *first = pod__first_unmet(m, p, why, sizeof why, &d);
+
+	if (!first)
+		return true;
+	const pod_dep_t *last = first;
+	/* The graph is acyclic (every apply is checked); the bound only
+	 * guards against a bug looping forever. */
+	for (size_t hops = 0; d && d->gated && !d->held && d->st.phase == POD_PP_WAITING &&
+			      hops < m->pods.len; hops++) {
+		char deeper[RC_REASON_MAX];
+		const pod_trk_t *next = NULL;
+		const pod_dep_t *link = pod__first_unmet(m, d, deeper, sizeof deeper, &next);
+		if (!link)
+			break;          /* met meanwhile: its own reason is stale */
+		last = link;
+		memcpy(why, deeper, sizeof why);
+		d = next;
+	}
+	if (last == first)
+		pod__fmt(reason, cap, "waiting for %s (%s): %s", first->pod,
+			 pod_dep_condition_name(first->condition), why);
+	else
+		pod__fmt(reason, cap, "waiting for %s (%s), which waits for %s (%s): %s",
+			 first->pod, pod_dep_condition_name(first->condition), last->pod,
+			 pod_dep_condition_name(last->condition), why);
+	return false;
 }
 
 void pod__wake(pod_mgr_t *m, pod_trk_t *d, void *ctx)
@@ -344,6 +383,12 @@ bool pod__stop_held(pod_mgr_t *m, const pod_trk_t *p)
 	bool held = false;
 
 	if (p->desired && !m->shutting_down && !p->held)
+		return false;
+	/* Its owner's deadline leaves no time to stop one after another:
+	 * every pod stops at once. */
+	bool rushed = false;
+	if (p->held && !m->shutting_down && m->owner.stop_by &&
+	    m->owner.stop_by(m->owner.ctx, p->name, &rushed) && rushed)
 		return false;
 	pod__dependents(m, p->name, pod__held_by, &held);
 	return held;

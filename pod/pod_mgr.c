@@ -225,12 +225,16 @@ void pod__update(pod_mgr_t *m, rc_loop_t *loop, pod_trk_t *p)
 		.want = p->nctrs && pod__ctr_want(m, &p->ctrs[0]), .desired = p->desired,
 		.restart = p->restart_req, .shutting_down = m->shutting_down,
 		.fail = p->fail != NULL, .held = p->held, .gated = p->gated,
+		.stale = p->spec && !pod__current(p),
 	};
 	char detail[RC_REASON_MAX] = "", reason[RC_REASON_MAX] = "";
 	const pod_ctr_t *cause = NULL;     /* whose reason detail is */
 
+	const pod_ctr_t *stopping = NULL, *gave_up = NULL;
 	for (size_t i = 0; i < p->nctrs; i++) {
 		pod_ctr_t *c = &p->ctrs[i];
+		if (c->orphan || c->cg_orphans)
+			o.leftovers = true;
 		switch (c->st.phase) {
 		case POD_CP_TERMINAL:
 			o.nterm++;
@@ -240,6 +244,10 @@ void pod__update(pod_mgr_t *m, rc_loop_t *loop, pod_trk_t *p)
 					      ? POD_OUT_OOM_KILLED : POD_OUT_FAILED;
 				pod__copy(detail, sizeof detail, c->st.reason);
 				cause = c;
+				/* The reason survives a restart of tankd with
+				 * the status; a flag would not. */
+				if (strncmp(c->st.reason, POD__GAVE_UP, strlen(POD__GAVE_UP)) == 0)
+					o.gave_up = true, gave_up = c;
 			}
 			break;
 		case POD_CP_RUNNING:
@@ -254,6 +262,8 @@ void pod__update(pod_mgr_t *m, rc_loop_t *loop, pod_trk_t *p)
 			break;
 		case POD_CP_STOPPING:
 			o.nstop++;
+			if (!stopping)
+				stopping = c;
 			break;
 		}
 	}
@@ -269,6 +279,18 @@ void pod__update(pod_mgr_t *m, rc_loop_t *loop, pod_trk_t *p)
 	case POD_WHY_FAIL:         pod__copy(reason, sizeof reason, p->fail); break;
 	case POD_WHY_HELD:         pod__copy(reason, sizeof reason, p->held_why); break;
 	case POD_WHY_SPEC_CHANGED: pod__copy(reason, sizeof reason, "spec changed"); break;
+	case POD_WHY_LEFTOVERS:
+		pod__copy(reason, sizeof reason, "stopping what a previous tankd left running");
+		break;
+	case POD_WHY_STOPPING:
+		if (stopping)
+			pod__fmt(reason, sizeof reason, "%s: %s", stopping->name,
+				 stopping->st.reason);
+		break;
+	case POD_WHY_GAVE_UP:
+		pod__fmt(reason, sizeof reason, "container %s failed: %s", gave_up->name,
+			 gave_up->st.reason);
+		break;
 	case POD_WHY_OUTCOME:
 		pod__copy(reason, sizeof reason, pod_outcome_name(step.outcome));
 		break;
@@ -304,7 +326,10 @@ void pod__update(pod_mgr_t *m, rc_loop_t *loop, pod_trk_t *p)
 				 (ready || p->st.phase == POD_PP_RUNNING || completed
 				  ? POD__COND_STARTED : 0) |
 				 (completed ? POD__COND_COMPLETED : 0));
-	if (!pod__current(p) || !p->desired)
+	/* A run asked for again (a restart by hand, a stack brought up
+	 * again) resets what the last run met: a dependent waiting for
+	 * `completed` waits for this run, not the last one. */
+	if (!pod__current(p) || !p->desired || p->restart_req)
 		cond = 0;
 	pod__deps_notify(m, loop, p, cond);
 	pod__persist(m, p);
@@ -828,6 +853,7 @@ static void pod__restart_req(pod_mgr_t *m, rc_loop_t *loop, const rt_msg_t *msg)
 		return;
 	p->restart_req = true;
 	p->restart_noted = false;
+	pod__deps_notify(m, loop, p, 0);        /* its last run's conditions are stale */
 	pod__persist(m, p);
 	/* A commit, no fsync: tankd's death does not lose the page cache. */
 	(void)st_flush(m->o.store, NULL);
@@ -919,6 +945,8 @@ bool pod_mgr_info(const pod_mgr_t *m, const char *name, pod_info_t *out)
 	out->reason = p->st.reason;
 	const pod_spec_t *s = p->want ? p->want : p->spec;
 	out->grace_ms = s ? s->stop.grace_ms : 0;
+	out->deps = s ? s->deps : NULL;
+	out->ndeps = s ? s->dep_count : 0;
 	return true;
 }
 
@@ -930,6 +958,9 @@ void pod_mgr_rearm(pod_mgr_t *m, rc_loop_t *loop, const char *name)
 		return;
 	p->restart_req = true;
 	p->restart_noted = false;
+	/* Its last run's conditions are stale from now on, before any
+	 * dependent of it is looked at (the stack queues them all at once). */
+	pod__deps_notify(m, loop, p, 0);
 	/* Stored as a restart by hand is (pod__restart_req); the caller
 	 * commits (st_flush) once for all the pods it rearms. */
 	pod__persist(m, p);

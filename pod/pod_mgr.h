@@ -109,6 +109,12 @@ typedef struct pod_owner {
 	/* Something a parent derives its status from changed: the pod's
 	 * phase, readiness, whether it runs, or its existence. */
 	void (*changed)(void *ctx, rc_loop_t *loop, const char *pod);
+	/* May be NULL.  When the pod is held: the wall-clock time (ms) by
+	 * which nothing of it may run any more (its stack's deadline), or 0
+	 * for none; a stop then takes no longer than what is left, grace
+	 * included.  *rushed: its stop may not wait for its dependents to
+	 * stop first (the deadline leaves no time for the chain). */
+	int64_t (*stop_by)(void *ctx, const char *pod, bool *rushed);
 	void *ctx;
 } pod_owner_t;
 
@@ -154,6 +160,8 @@ typedef struct pod_info {
 	enum pod_outcome outcome;  /* when terminal */
 	const char *reason;      /* for people; borrowed until the next loop turn */
 	uint64_t grace_ms;       /* its stop grace (stop.grace) */
+	const struct pod_dep *deps;  /* its depends_on (pod_spec.h; borrowed, as reason) */
+	size_t ndeps;
 } pod_info_t;
 /* True once the drain (POD_MGR_SHUTDOWN) began: pods stop because tankd
  * does, which changes nothing a parent wants. */

@@ -117,6 +117,10 @@ struct pod_trk {
 	uint32_t told_sig;            /* what the owner was last told changed */
 };
 
+/* How the reason of a container given up (backoff.max_retries) begins;
+ * its pod's reason says it too. */
+#define POD__GAVE_UP "gave up after "
+
 /* What a dependent may wait for (enum pod_dep_condition, as bits). */
 #define POD__COND_STARTED   (1u << POD_DEP_STARTED)
 #define POD__COND_READY     (1u << POD_DEP_READY)

@@ -132,12 +132,17 @@ pod_step_t pod_derive(const pod_obs_t *o)
 				     : o->restart ? POD_WHY_RESTART
 				     : o->shutting_down ? POD_WHY_SHUTDOWN
 				     : o->fail ? POD_WHY_FAIL
-				     : o->held ? POD_WHY_HELD : POD_WHY_SPEC_CHANGED,
+				     : o->held ? POD_WHY_HELD
+				     : o->stale ? POD_WHY_SPEC_CHANGED
+				     : o->leftovers ? POD_WHY_LEFTOVERS : POD_WHY_STOPPING,
 				     POD_OUT_NONE };
 	if (o->fail)
 		return (pod_step_t){ POD_PE_ALL_DONE, POD_WHY_FAIL, POD_OUT_FAILED };
 	if (o->nctrs && o->nterm == o->nctrs)
-		return (pod_step_t){ POD_PE_ALL_DONE, POD_WHY_OUTCOME,
+		/* Given up says so (docs/manifest.md): `failed` alone hides
+		 * that restarts were tried and why they stopped. */
+		return (pod_step_t){ POD_PE_ALL_DONE,
+				     o->nfail && o->gave_up ? POD_WHY_GAVE_UP : POD_WHY_OUTCOME,
 				     o->nfail ? (enum pod_outcome)o->failed_as : POD_OUT_COMPLETED };
 	if (o->held && !o->nrun)
 		return (pod_step_t){ POD_PE_DEPS, POD_WHY_HELD, POD_OUT_NONE };

@@ -109,6 +109,12 @@ typedef struct pod_obs {
 	bool fail;              /* failed as a whole */
 	bool held;              /* its owner does not let it run */
 	bool gated;             /* a start waits for depends_on */
+	bool stale;             /* its containers run another version than the
+				 * desired one (a new spec) */
+	bool leftovers;         /* processes a previous tankd left are being
+				 * stopped */
+	bool gave_up;           /* a terminal container was given up
+				 * (backoff.max_retries) */
 } pod_obs_t;
 
 /* Which reason goes with the pod's event; the manager writes the text. */
@@ -124,6 +130,10 @@ enum pod_why {
 	POD_WHY_SPEC_CHANGED,   /* "spec changed" */
 	POD_WHY_OUTCOME,        /* the outcome's name */
 	POD_WHY_GATED,          /* what its start waits for */
+	POD_WHY_LEFTOVERS,      /* "stopping what a previous tankd left running" */
+	POD_WHY_STOPPING,       /* a container stops for a reason of its own
+				 * (a user's stop): "c: stop" */
+	POD_WHY_GAVE_UP,        /* "container c failed: gave up after N …" */
 };
 
 typedef struct pod_step {

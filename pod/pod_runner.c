@@ -152,7 +152,13 @@ static void pod__runner_handle(rt_t *rt, void *state, rt_msg_t *m)
 		return;
 	}
 	if (m->tag == POD_RUNNER_STOP && !r->stopping && !r->exited) {
+		uint64_t cap;
 		r->stopping = true;
+		if (m->len == sizeof cap) {
+			memcpy(&cap, m->data, sizeof cap);
+			if (cap < r->grace_ms)
+				r->grace_ms = cap;
+		}
 		if (!r->unhealthy[0])   /* else already on its way */
 			pod__runner_stop(rt, r);
 	} else if (m->tag == POD_RUNNER_GRACE && !r->exited) {

@@ -56,7 +56,9 @@ typedef struct pod_runner_probe {
 	pod_probe_report_t report;
 	char key[RC_KEY_MAX];
 } pod_runner_probe_t;
-/* owner -> runner: payload none; starts the stop sequence (idempotent) */
+/* owner -> runner: starts the stop sequence (idempotent).  Payload none,
+ * or a uint64_t: the longest grace this stop may take (ms), when it is
+ * shorter than the spec's (an owner's deadline is nearer than the grace). */
 #define POD_RUNNER_STOP 10
 /* runner -> itself: the grace period ran out */
 #define POD_RUNNER_GRACE 11

@@ -18,6 +18,17 @@
 
 #define K_STACK TANK_KIND_STACK
 
+/* The history's rate limit for readiness flips (as journald's
+ * RateLimitBurst in RateLimitIntervalSec): STACK_FLAP_BURST changes
+ * between starting, up and degraded a window are written; the rest are
+ * counted and written as one entry at the window's end, and a window
+ * that had to count holds every change of the next one too. */
+#define STACK_FLAP_WINDOW_MS 10000
+#define STACK_FLAP_BURST 10
+
+/* What each link of a stop chain costs beyond its grace (see stop_ms). */
+#define STACK_STOP_STEP_MS 150
+
 const st_coll_decl_t stack_coll_decl = { .name = "stacks", .noun = "stack" };
 
 typedef struct stack_trk {
@@ -28,17 +39,43 @@ typedef struct stack_trk {
 	char uid[ST_UID_LEN + 1];
 	rc_fsm_state_t st;
 	bool run;                     /* what its pods were last told */
+	char run_why[RC_REASON_MAX];  /* why not, when run is false */
 	bool told;                    /* run was told at least once */
 	bool aborted;                 /* on_failure: abort fired for this generation */
 	char abort_why[RC_REASON_MAX];
 	char last_failure[RC_REASON_MAX];   /* on_failure: continue */
-	uint64_t grace_ms;            /* the longest stop grace of its pods */
+	/* How long stopping its pods may take: dependents stop first,
+	 * each within its grace, so the longest dependency chain's sum of
+	 * graces, plus STACK_STOP_STEP_MS a link (the loop's turns, the
+	 * kill and the reaping).  A deadline starts the stop that much
+	 * before it. */
+	uint64_t stop_ms;
+	uint64_t chain_ms;            /* the same chain's graces alone */
+	bool rushed;                  /* told to stop with less time left than
+				       * chain_ms: its pods stop at once */
 	uint64_t status_hash;         /* of the last status queued */
 	/* What its last status said beyond the tracking (rewritten as is
 	 * when a request changes the tracking between reconciles). */
 	size_t ready;
 	int64_t next_at;
 	char waiting_for[RC_REASON_MAX];
+	/* The members its decision was last told to (names, owned): a
+	 * pod that joins hears it even when the decision stays the same,
+	 * and one that leaves is looked at again (released). */
+	char (*told_pods)[POD_NAME_MAX + 1];
+	size_t ntold;
+	/* Flapping (a readiness probe that flips every few ms): changes
+	 * between starting, up and degraded beyond STACK_FLAP_BURST in a
+	 * window of STACK_FLAP_WINDOW_MS are counted, not written, and the
+	 * window's end writes one entry for them (stack__flap_close). */
+	int64_t flap_start;           /* the window's start (ms) */
+	uint32_t flap_n;              /* entries written in it */
+	uint32_t flap_held;           /* changes counted in it, not written */
+	bool flapping;                /* the last window held some: this one
+				       * holds every change */
+	int64_t flap_last_at;
+	char flap_from[ST_PHASE_MAX + 1], flap_to[ST_PHASE_MAX + 1];
+	char flap_reason[RC_REASON_MAX];
 } stack_trk_t;
 
 struct stack_mgr {
@@ -58,6 +95,8 @@ static void stack__fmt(char *dst, size_t cap, const char *fmt, ...)
 	va_end(ap);
 }
 
+static void stack__stop_chain(stack_mgr_t *m, stack_trk_t *t);
+
 /* ---- membership ----------------------------------------------------------- */
 
 static void stack__unlink(stack_mgr_t *m, stack_trk_t *t)
@@ -73,6 +112,38 @@ static int stack__link(stack_mgr_t *m, stack_trk_t *t)
 		if (tank_map_put(&m->member, t->spec->pods[i].name, t, NULL) < 0)
 			return -ENOMEM;
 	return 0;
+}
+
+/* Whether the members t's decision was last told to are not its members
+ * now. */
+static bool stack__members_moved(const stack_trk_t *t)
+{
+	size_t n = t->spec ? t->spec->npods : 0;
+
+	if (n != t->ntold)
+		return true;
+	for (size_t i = 0; i < n; i++)
+		if (strcmp(t->told_pods[i], t->spec->pods[i].name) != 0)
+			return true;
+	return false;
+}
+
+/* Queues every pod that was or is a member of t, and remembers the
+ * members now as told.  A pod that left is released: its next reconcile
+ * asks the owner again, and it is not held any more. */
+static void stack__tell_members(stack_trk_t *t, rc_loop_t *loop)
+{
+	size_t n = t->spec ? t->spec->npods : 0;
+
+	for (size_t i = 0; i < t->ntold; i++)
+		rc_enqueue(loop, TANK_KIND_POD, t->told_pods[i]);
+	for (size_t i = 0; i < n; i++)
+		rc_enqueue(loop, TANK_KIND_POD, t->spec->pods[i].name);
+	free(t->told_pods);
+	t->told_pods = n ? calloc(n, sizeof *t->told_pods) : NULL;
+	t->ntold = t->told_pods ? n : 0;     /* out of memory: told again next time */
+	for (size_t i = 0; i < t->ntold; i++)
+		snprintf(t->told_pods[i], sizeof t->told_pods[i], "%s", t->spec->pods[i].name);
 }
 
 /* Loads (or reloads) one stored stack; a missing one is marked deleted. */
@@ -252,7 +323,7 @@ static bool stack__should_run(const stack_trk_t *t, int64_t now, char *why, size
 		stack__fmt(why, cap, "stack %s aborted: %s", t->name, t->abort_why);
 		return false;
 	}
-	if (s->deadline && now >= s->deadline - (int64_t)t->grace_ms) {
+	if (s->deadline && now >= s->deadline - (int64_t)t->stop_ms) {
 		*failed = now >= s->deadline || t->st.phase != STACK_PP_DOWN;
 		stack__fmt(why, cap, "stack %s: deadline %s%s", t->name,
 			   stack_time_format(s->deadline, at),
@@ -282,7 +353,31 @@ static bool stack__allows(void *ctx, const char *pod, char *why, size_t cap)
 	const stack_trk_t *t = tank_map_get(&m->member, pod);
 	bool failed;
 
-	return !t || stack__should_run(t, (int64_t)rc_wall_ms(), why, cap, &failed);
+	/* Before the stack's first reconcile its stop chain is not known
+	 * yet: a deadline already inside it must not let a pod start. */
+	if (t && t->spec && t->spec->deadline && !t->told)
+		stack__stop_chain(m, (stack_trk_t *)t);
+	if (!t || !stack__should_run(t, (int64_t)rc_wall_ms(), why, cap, &failed))
+		return !t;
+	/* It should run, but its stack has not told its pods yet (a pod
+	 * looked at between the apply of `up` and the stack's reconcile):
+	 * the decision they were told holds until then, so that what the
+	 * stack does when it comes up again (its ended pods run again, and
+	 * their last run's conditions are stale) happens first. */
+	if (t->told && !t->run) {
+		snprintf(why, cap, "%s", t->run_why);
+		return false;
+	}
+	return true;
+}
+
+static int64_t stack__stop_by(void *ctx, const char *pod, bool *rushed)
+{
+	stack_mgr_t *m = ctx;
+	const stack_trk_t *t = tank_map_get(&m->member, pod);
+
+	*rushed = t && t->spec && t->rushed;
+	return t && t->spec ? t->spec->deadline : 0;
 }
 
 static bool stack__parent(void *ctx, const char *pod, rc_ref_t *out)
@@ -304,6 +399,117 @@ static void stack__changed(void *ctx, rc_loop_t *loop, const char *pod)
 
 	if (t)
 		rc_enqueue(loop, K_STACK, t->name);
+}
+
+/* t->stop_ms and t->chain_ms from its pods now: a pod stops after the
+ * members that depend on it (pod manager, depends_on reversed), so the
+ * stop of pod i takes its grace plus the longest stop among its
+ * dependents.  Members are at most STACK_PODS_MAX: the longest path is
+ * found by relaxing every edge at most n times (the graph is acyclic). */
+static void stack__stop_chain(stack_mgr_t *m, stack_trk_t *t)
+{
+	const stack_spec_t *s = t->spec;
+	size_t n = s->npods < STACK_PODS_MAX ? s->npods : STACK_PODS_MAX;
+	uint64_t grace[STACK_PODS_MAX], chain[STACK_PODS_MAX], raw[STACK_PODS_MAX];
+	pod_info_t info[STACK_PODS_MAX];
+	uint64_t most = 0, most_raw = 0;
+
+	for (size_t i = 0; i < n; i++) {
+		if (!pod_mgr_info(m->o.pods, s->pods[i].name, &info[i]) || !info[i].exists)
+			memset(&info[i], 0, sizeof info[i]);
+		grace[i] = info[i].grace_ms;
+		chain[i] = grace[i] + STACK_STOP_STEP_MS;
+		raw[i] = grace[i];
+	}
+	for (size_t pass = 0; pass < n; pass++) {
+		bool moved = false;
+		/* Dependent i of member j: j's stop waits for i's. */
+		for (size_t i = 0; i < n; i++)
+			for (size_t k = 0; k < info[i].ndeps; k++)
+				for (size_t j = 0; j < n; j++) {
+					if (j == i || strcmp(info[i].deps[k].pod, s->pods[j].name))
+						continue;
+					if (grace[j] + STACK_STOP_STEP_MS + chain[i] > chain[j]) {
+						chain[j] = grace[j] + STACK_STOP_STEP_MS + chain[i];
+						moved = true;
+					}
+					if (grace[j] + raw[i] > raw[j]) {
+						raw[j] = grace[j] + raw[i];
+						moved = true;
+					}
+				}
+		if (!moved)
+			break;
+	}
+	for (size_t i = 0; i < n; i++) {
+		if (chain[i] > most)
+			most = chain[i];
+		if (raw[i] > most_raw)
+			most_raw = raw[i];
+	}
+	t->stop_ms = most;
+	t->chain_ms = most_raw;
+}
+
+/* ---- the history's rate limit ------------------------------------------------- */
+
+/* A phase a stack's readiness moves it between (what flaps). */
+static bool stack__live_phase(const char *ph)
+{
+	return strcmp(ph, "starting") == 0 || strcmp(ph, "up") == 0 ||
+	       strcmp(ph, "degraded") == 0;
+}
+
+static void stack__history(stack_mgr_t *m, const char *key, int64_t at, const char *from,
+			   const char *to, const char *reason)
+{
+	st_transition_t tr;
+
+	memset(&tr, 0, sizeof tr);
+	tr.at = at;
+	snprintf(tr.from, sizeof tr.from, "%s", from);
+	snprintf(tr.to, sizeof tr.to, "%s", to);
+	snprintf(tr.reason, sizeof tr.reason, "%s", reason ? reason : "");
+	(void)st_coll_history_add(m->coll, key, &tr);
+}
+
+/* Ends s's flap window when it is over at `now` (or at once with force):
+ * the changes it counted become one entry, "flapping: N changes in 10s
+ * (last: …)", from the phase before the first to the phase after the
+ * last; the next window holds every change while this one had to count. */
+static void stack__flap_close(stack_mgr_t *m, stack_trk_t *s, int64_t now, bool force)
+{
+	if (!force && now < s->flap_start + STACK_FLAP_WINDOW_MS)
+		return;
+	if (s->flap_held) {
+		char r[RC_REASON_MAX];
+		stack__fmt(r, sizeof r, "flapping: %u changes in %ds (last: %s)", s->flap_held,
+			   STACK_FLAP_WINDOW_MS / 1000,
+			   s->flap_reason[0] ? s->flap_reason : s->flap_to);
+		stack__history(m, s->name, s->flap_last_at, s->flap_from, s->flap_to, r);
+	}
+	s->flapping = s->flap_held > 0 && !force;
+	s->flap_start = now;
+	s->flap_n = s->flap_held = 0;
+}
+
+/* When s's flap window must be closed by a timer (it counted changes, or
+ * holds them), else 0. */
+static int64_t stack__flap_due(const stack_trk_t *s)
+{
+	return s->flap_held || s->flapping ? s->flap_start + STACK_FLAP_WINDOW_MS : 0;
+}
+
+/* Whether pod name is stored (one read of the store's page cache; only
+ * for a member the pod manager does not track). */
+static bool stack__stored_pod(stack_mgr_t *m, const char *name)
+{
+	st_pod_t rec;
+
+	if (st_pod_get(m->o.store, name, &rec, NULL) < 0)
+		return false;
+	st_pod_clear(&rec);
+	return true;
 }
 
 /* ---- the manager --------------------------------------------------------------- */
@@ -339,7 +545,9 @@ static void stack__event(rc_loop_t *loop, stack_trk_t *t, enum stack_pevent ev,
 static void stack__forget(stack_mgr_t *m, rc_loop_t *loop, stack_trk_t *t)
 {
 	rc_cancel_requeue(loop, K_STACK, t->name);
+	stack__tell_members(t, loop);   /* the released ones are looked at again */
 	tank_map_del(&m->stacks, t->name);
+	free(t->told_pods);
 	free(t->bad);
 	free(t);
 }
@@ -369,20 +577,26 @@ static rc_result_t stack__reconcile(void *ctx, rc_loop_t *loop, const rc_view_t 
 	}
 
 	/* What its pods say (status bubbles up). */
-	uint64_t grace = 0;
+	stack__stop_chain(m, t);
 	for (size_t i = 0; i < s->npods; i++) {
 		pod_info_t pi;
 		const char *pod = s->pods[i].name;
-		bool known = pod_mgr_info(m->o.pods, pod, &pi) && pi.exists;
-		if (known && pi.grace_ms > grace)
-			grace = pi.grace_ms;
+		bool tracked = pod_mgr_info(m->o.pods, pod, &pi);
+		bool known = tracked && pi.exists;
 		if (known && pi.busy)
 			busy++;
 		if (known && (pi.ready || pi.completed)) {
 			ready++;
 			continue;
 		}
-		if (!known) {
+		if (!tracked && stack__stored_pod(m, pod)) {
+			/* Applied with the stack, not tracked by the pod
+			 * manager yet (its pass has not reached it): pending,
+			 * not missing — a stack that just came up is not
+			 * degraded by it.  Its tracking queues the stack. */
+			if (!first[0])
+				stack__fmt(first, sizeof first, "pod %s is pending", pod);
+		} else if (!known) {
 			if (!degraded || !first[0])
 				stack__fmt(first, sizeof first, "pod %s does not exist", pod);
 			degraded = true;
@@ -399,7 +613,6 @@ static rc_result_t stack__reconcile(void *ctx, rc_loop_t *loop, const rc_view_t 
 				   ? "pod %s is %s: %s" : "pod %s is %s", pod, ph, pi.reason);
 		}
 	}
-	t->grace_ms = grace;
 
 	/* Cascade: tell the pods when whether they may run changed. */
 	bool run = stack__should_run(t, now, why, sizeof why, &failed_stop);
@@ -409,17 +622,22 @@ static rc_result_t stack__reconcile(void *ctx, rc_loop_t *loop, const rc_view_t 
 		.degraded = degraded, .last_failure = t->last_failure[0] != '\0',
 		.busy = busy > 0,
 	};
-	if (run != t->run || !t->told) {
+	/* Every member hears the decision when it changed and whenever the
+	 * membership did: a running pod named into a down stack stops. */
+	if (run != t->run || !t->told || stack__members_moved(t)) {
 		bool rearm = t->told && run && !t->run;
 		t->run = run;
+		snprintf(t->run_why, sizeof t->run_why, "%s", run ? "" : why);
+		/* Told to stop with less time before its deadline than the
+		 * chain needs (applied late, a deadline moved nearer, tankd
+		 * was down): its pods stop all at once. */
+		t->rushed = !run && s->deadline && s->deadline - now < (int64_t)t->chain_ms;
 		t->told = true;
-		for (size_t i = 0; i < s->npods; i++) {
-			/* Brought up again (not a restarted tankd's first look:
-			 * a completed run-once pod must not run twice). */
-			if (rearm)
-				pod_mgr_rearm(m->o.pods, loop, s->pods[i].name);
-			rc_enqueue(loop, TANK_KIND_POD, s->pods[i].name);
-		}
+		/* Brought up again (not a restarted tankd's first look: a
+		 * completed run-once pod must not run twice). */
+		for (size_t i = 0; rearm && i < s->npods; i++)
+			pod_mgr_rearm(m->o.pods, loop, s->pods[i].name);
+		stack__tell_members(t, loop);
 		/* The rearms are stored before they are acted on. */
 		if (rearm)
 			(void)st_flush(m->o.store, NULL);
@@ -448,16 +666,22 @@ static rc_result_t stack__reconcile(void *ctx, rc_loop_t *loop, const rc_view_t 
 	/* Schedule triggers: the next time the answer of should_run changes. */
 	int64_t next = 0;
 	const int64_t at[3] = { s->start_at, s->stop_at,
-				s->deadline ? s->deadline - (int64_t)t->grace_ms : 0 };
+				s->deadline ? s->deadline - (int64_t)t->stop_ms : 0 };
 	for (int i = 0; i < 3; i++)
 		if (at[i] > now && (!next || at[i] < next))
 			next = at[i];
-	if (s->deadline > now && s->deadline - (int64_t)t->grace_ms <= now &&
+	if (s->deadline > now && s->deadline - (int64_t)t->stop_ms <= now &&
 	    (!next || s->deadline < next))
 		next = s->deadline;      /* from "near" to "passed" */
 	stack__persist(m, t, ready, next,
 		       run && t->st.phase == STACK_PP_STARTING && first[0] ? first : NULL);
-	return next ? rc_requeue_after((uint64_t)(next - now)) : rc_converged();
+	/* A flap window that counted changes is written when it ends, even
+	 * if nothing changes after it. */
+	stack__flap_close(m, t, now, false);
+	int64_t due = stack__flap_due(t);
+	int64_t wake = next && (!due || next < due) ? next : due;
+	return wake ? rc_requeue_after((uint64_t)(wake > now ? wake - now : 1))
+		    : rc_converged();
 }
 
 /* A pod of the stack failed for good: abort, or note and continue. */
@@ -556,7 +780,7 @@ int stack_mgr_new(const stack_mgr_opts_t *o, stack_mgr_t **out, tank_error_t *er
 	}
 	pod_owner_t owner = {
 		.allows = stack__allows, .parent = stack__parent,
-		.changed = stack__changed, .ctx = m,
+		.changed = stack__changed, .stop_by = stack__stop_by, .ctx = m,
 	};
 	pod_mgr_set_owner(o->pods, &owner);
 	*out = m;
@@ -580,6 +804,7 @@ void stack_mgr_free(stack_mgr_t *m)
 	while (tank_map_next(&m->stacks, &it, &name, &v)) {
 		stack_trk_t *t = v;
 		stack_spec_free(t->spec);
+		free(t->told_pods);
 		free(t->bad);
 		free(t);
 	}
@@ -590,19 +815,33 @@ void stack_mgr_free(stack_mgr_t *m)
 
 void stack_mgr_record(stack_mgr_t *m, const rc_transition_t *t)
 {
-	st_transition_t tr;
 	stack_trk_t *s = tank_map_get(&m->stacks, t->key);
+	int64_t at = (int64_t)t->at_ms;
 
-	memset(&tr, 0, sizeof tr);
-	tr.at = (int64_t)t->at_ms;
-	snprintf(tr.from, sizeof tr.from, "%s", t->from);
-	snprintf(tr.to, sizeof tr.to, "%s", t->to);
-	snprintf(tr.reason, sizeof tr.reason, "%s", t->reason ? t->reason : "");
-	(void)st_coll_history_add(m->coll, t->key, &tr);
+	if (s && stack__live_phase(t->from) && stack__live_phase(t->to)) {
+		stack__flap_close(m, s, at, false);
+		if (s->flapping || s->flap_n >= STACK_FLAP_BURST) {
+			if (!s->flap_held++)
+				snprintf(s->flap_from, sizeof s->flap_from, "%s", t->from);
+			snprintf(s->flap_to, sizeof s->flap_to, "%s", t->to);
+			snprintf(s->flap_reason, sizeof s->flap_reason, "%s",
+				 t->reason ? t->reason : "");
+			s->flap_last_at = at;
+		} else {
+			s->flap_n++;
+			stack__history(m, t->key, at, t->from, t->to, t->reason);
+		}
+	} else {
+		/* Anything else (stopping, down, failed) is always written,
+		 * after what the window counted so far. */
+		if (s && s->flap_held)
+			stack__flap_close(m, s, at, true);
+		stack__history(m, t->key, at, t->from, t->to, t->reason);
+	}
 	if (m->o.on_event) {
 		stack_event_t ev = {
 			.stack = t->key, .from = t->from, .to = t->to,
-			.reason = t->reason, .at = tr.at,
+			.reason = t->reason, .at = at,
 			.generation = s ? s->generation : 0,
 		};
 		m->o.on_event(m->o.event_ctx, &ev);

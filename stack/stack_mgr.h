@@ -5,11 +5,17 @@
  * Desired state cascades down: the manager is the pods' owner
  * (pod_owner_t).  A member pod may run while its stack should run —
  * desired up, past start_at, before stop_at, before its deadline (minus
- * the longest stop grace of its pods, so that a graceful stop ends by the
- * deadline: nothing of the stack outlives it) and not aborted.  Otherwise
- * the pod manager stops it, dependents first (depends_on order, reversed),
- * and holds it `waiting` with the stack's reason.  Start order inside a
- * stack is depends_on's.
+ * the time its stop takes: the longest depends_on chain's stop graces
+ * plus STACK_STOP_STEP_MS a link, so that the stop, dependents first,
+ * ends by the deadline: nothing of the stack outlives it) and not
+ * aborted.  Otherwise the pod manager stops it, dependents first
+ * (depends_on order, reversed), and holds it `waiting` with the stack's
+ * reason; a stop told with less time left than the chain needs stops
+ * every pod at once, and every stop's grace is cut to the deadline
+ * (pod_owner_t.stop_by).  Every member hears the decision when it or the
+ * membership changes; a pod follows the decision it was told until the
+ * stack's reconcile acts on a new one (a stack brought up again rearms
+ * its ended pods first).  Start order inside a stack is depends_on's.
  *
  * Status bubbles up: every change of a member (phase, readiness, running,
  * existence) queues its stack, whose phase is derived through stack_fsm
@@ -77,7 +83,12 @@ typedef struct stack_mgr_opts {
 int stack_mgr_new(const stack_mgr_opts_t *o, stack_mgr_t **out, tank_error_t *err);
 void stack_mgr_free(stack_mgr_t *m);
 
-/* The loop's record hook for kind "stack": history and the event. */
+/* The loop's record hook for kind "stack": history and the event.  The
+ * history coalesces flapping: beyond STACK_FLAP_BURST (10) changes
+ * between starting, up and degraded in a window of 10 s, changes are
+ * counted and written as one entry ("flapping: N changes in 10s") when
+ * the window ends (the stack's reconcile wakes for it); anything else is
+ * always written.  Every event is published. */
 void stack_mgr_record(stack_mgr_t *m, const rc_transition_t *t);
 
 /* Message to the loop actor, routed to the stack manager: lift the abort

@@ -1031,8 +1031,9 @@ Test(e2e, a_pod_past_its_max_retries_is_failed_and_restart_gives_it_more)
 	cr_assert_eq(count_in_file(runs, "x"), 3, "1 run + 2 restarts");
 	cr_assert_eq(status_num(d, "flaky", "restarts"), 2);
 	cr_assert_eq(ctl(d, out, sizeof out, "status flaky -o json"), 0, "%s", out);
-	cr_assert(strstr(out, "\"reason\": \"failed\"") && strstr(out, "gave up after 2 restarts"),
-		  "%s", out);
+	cr_assert(strstr(out, "\"outcome\": \"failed\"") &&
+		  strstr(out, "\"reason\": \"container c failed: gave up after 2 restarts"),
+		  "the pod's reason says it gave up: %s", out);
 	sleep_ms(300);
 	cr_assert_eq(count_in_file(runs, "x"), 3, "no run after giving up");
 	cr_assert_eq(ctl(d, out, sizeof out, "restart flaky"), 0, "%s", out);
