@@ -7,6 +7,8 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "common/kit.h"
+
 static const char *const api__code_names[] = {
 	[API_OK] = "ok",
 	[API_INVALID] = "invalid",
@@ -271,17 +273,7 @@ int api_pack_event(msgpack_packer *pk, const void *event, size_t len)
 
 const msgpack_object *api_map_get(const msgpack_object *map, const char *key)
 {
-	size_t klen = strlen(key);
-
-	if (!map || map->type != MSGPACK_OBJECT_MAP)
-		return NULL;
-	for (uint32_t i = 0; i < map->via.map.size; i++) {
-		const msgpack_object *k = &map->via.map.ptr[i].key;
-		if (k->type == MSGPACK_OBJECT_STR && k->via.str.size == klen &&
-		    memcmp(k->via.str.ptr, key, klen) == 0)
-			return &map->via.map.ptr[i].val;
-	}
-	return NULL;
+	return kit_map_get(map, key);
 }
 
 bool api_obj_streq(const msgpack_object *o, const char *s)
@@ -293,31 +285,12 @@ bool api_obj_streq(const msgpack_object *o, const char *s)
 
 bool api_obj_strcpy(const msgpack_object *o, char *buf, size_t cap)
 {
-	size_t n;
-
-	if (cap)
-		buf[0] = '\0';
-	if (!o || o->type != MSGPACK_OBJECT_STR || !cap)
-		return false;
-	n = o->via.str.size < cap - 1 ? o->via.str.size : cap - 1;
-	memcpy(buf, o->via.str.ptr, n);
-	buf[n] = '\0';
-	return true;
+	return kit_copy_str(o, buf, cap);
 }
 
 bool api_obj_int(const msgpack_object *o, int64_t *v)
 {
-	if (!o)
-		return false;
-	if (o->type == MSGPACK_OBJECT_POSITIVE_INTEGER && o->via.u64 <= INT64_MAX) {
-		*v = (int64_t)o->via.u64;
-		return true;
-	}
-	if (o->type == MSGPACK_OBJECT_NEGATIVE_INTEGER) {
-		*v = o->via.i64;
-		return true;
-	}
-	return false;
+	return kit_get_int(o, v);
 }
 
 void api_error_read(const msgpack_object *error, int *code, char *msg,

@@ -162,6 +162,51 @@ const msgpack_object *kit_lookup(const msgpack_object *map, const char *key)
 	return NULL;
 }
 
+const msgpack_object *kit_map_get(const msgpack_object *map, const char *key)
+{
+	size_t klen = strlen(key);
+
+	if (!map || map->type != MSGPACK_OBJECT_MAP)
+		return NULL;
+	for (uint32_t i = 0; i < map->via.map.size; i++) {
+		const msgpack_object *k = &map->via.map.ptr[i].key;
+		if (k->type == MSGPACK_OBJECT_STR && k->via.str.size == klen &&
+		    memcmp(k->via.str.ptr, key, klen) == 0)
+			return &map->via.map.ptr[i].val;
+	}
+	return NULL;
+}
+
+bool kit_copy_str(const msgpack_object *o, char *buf, size_t cap)
+{
+	size_t n;
+
+	if (!cap)
+		return false;
+	buf[0] = '\0';
+	if (!o || o->type != MSGPACK_OBJECT_STR)
+		return false;
+	n = o->via.str.size < cap - 1 ? o->via.str.size : cap - 1;
+	memcpy(buf, o->via.str.ptr, n);
+	buf[n] = '\0';
+	return true;
+}
+
+bool kit_get_int(const msgpack_object *o, int64_t *v)
+{
+	if (!o)
+		return false;
+	if (o->type == MSGPACK_OBJECT_POSITIVE_INTEGER && o->via.u64 <= INT64_MAX) {
+		*v = (int64_t)o->via.u64;
+		return true;
+	}
+	if (o->type == MSGPACK_OBJECT_NEGATIVE_INTEGER) {
+		*v = o->via.i64;
+		return true;
+	}
+	return false;
+}
+
 bool kit_expect(kit_t *v, const msgpack_object *o,
 		   msgpack_object_type t, const char *what)
 {

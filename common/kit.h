@@ -55,6 +55,16 @@ bool kit_str_eq(const msgpack_object *o, const char *s);
 void kit_check_keys(kit_t *v, const msgpack_object *map, const char *const *known);
 /* The value under key, or NULL when absent or nil. */
 const msgpack_object *kit_lookup(const msgpack_object *map, const char *key);
+
+/* Readers of decoded msgpack (answers, status maps), one copy for the
+ * api's, the kinds' and tankctl's names of them.  kit_map_get: the value
+ * under key, nil included; NULL when map is NULL, not a map, or has no
+ * such key.  kit_copy_str: a string's bytes into buf (cap bytes, cut and
+ * NUL-terminated): true, or false (buf "") when o is not a string.
+ * kit_get_int: an integer that fits int64_t into *v: true, else false. */
+const msgpack_object *kit_map_get(const msgpack_object *map, const char *key);
+bool kit_copy_str(const msgpack_object *o, char *buf, size_t cap);
+bool kit_get_int(const msgpack_object *o, int64_t *v);
 bool kit_expect(kit_t *v, const msgpack_object *o, msgpack_object_type t, const char *what);
 /* n entries of `what`, at most max ("30000 items, limit 256"). */
 bool kit_within(kit_t *v, uint32_t n, uint32_t max, const char *what);

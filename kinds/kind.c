@@ -11,6 +11,8 @@
 #include <string.h>
 #include <strings.h>
 
+#include "common/kit.h"
+
 static bool word_is(const char *name, const char *word, size_t len)
 {
 	return name && strlen(name) == len && strncasecmp(name, word, len) == 0;
@@ -159,45 +161,17 @@ void kind_names_free(kind_names_t *l)
 
 const msgpack_object *kind_map_get(const msgpack_object *map, const char *key)
 {
-	size_t kl = strlen(key);
-
-	if (!map || map->type != MSGPACK_OBJECT_MAP)
-		return NULL;
-	for (uint32_t i = 0; i < map->via.map.size; i++) {
-		const msgpack_object *k = &map->via.map.ptr[i].key;
-		if (k->type == MSGPACK_OBJECT_STR && k->via.str.size == kl &&
-		    memcmp(k->via.str.ptr, key, kl) == 0)
-			return &map->via.map.ptr[i].val;
-	}
-	return NULL;
+	return kit_map_get(map, key);
 }
 
 bool kind_str(const msgpack_object *o, char *buf, size_t cap)
 {
-	if (!cap)
-		return false;
-	buf[0] = '\0';
-	if (!o || o->type != MSGPACK_OBJECT_STR)
-		return false;
-	size_t n = o->via.str.size < cap - 1 ? o->via.str.size : cap - 1;
-	memcpy(buf, o->via.str.ptr, n);
-	buf[n] = '\0';
-	return true;
+	return kit_copy_str(o, buf, cap);
 }
 
 bool kind_int(const msgpack_object *o, int64_t *v)
 {
-	if (!o)
-		return false;
-	if (o->type == MSGPACK_OBJECT_POSITIVE_INTEGER && o->via.u64 <= INT64_MAX) {
-		*v = (int64_t)o->via.u64;
-		return true;
-	}
-	if (o->type == MSGPACK_OBJECT_NEGATIVE_INTEGER) {
-		*v = o->via.i64;
-		return true;
-	}
-	return false;
+	return kit_get_int(o, v);
 }
 
 int kind_pack_str(msgpack_packer *pk, const char *s)
@@ -205,6 +179,20 @@ int kind_pack_str(msgpack_packer *pk, const char *s)
 	size_t n = strlen(s);
 	int rc = msgpack_pack_str(pk, n);
 	return rc ? rc : msgpack_pack_str_body(pk, s, n);
+}
+
+void kind_cell(const msgpack_object *s, const char *key, char *out, size_t cap,
+	       const char *dflt)
+{
+	const msgpack_object *o = kit_map_get(s, key);
+	int64_t v;
+
+	if (kit_copy_str(o, out, cap) && out[0])
+		return;
+	if (kit_get_int(o, &v))
+		snprintf(out, cap, "%" PRId64, v);
+	else
+		snprintf(out, cap, "%s", dflt);
 }
 
 void kind_age(int64_t since_ms, uint64_t now_ms, char *out, size_t cap)

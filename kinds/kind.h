@@ -221,6 +221,10 @@ const msgpack_object *kind_map_get(const msgpack_object *map, const char *key);
 bool kind_str(const msgpack_object *o, char *buf, size_t cap);
 bool kind_int(const msgpack_object *o, int64_t *v);
 int kind_pack_str(msgpack_packer *pk, const char *s);
+/* A table cell: the value under key in status map s — a string as is
+ * (when not empty), an integer in decimal, else dflt — into out. */
+void kind_cell(const msgpack_object *s, const char *key, char *out, size_t cap,
+	       const char *dflt);
 /* A short age ("5s", "3m", "2h", "4d") of since_ms at now_ms. */
 void kind_age(int64_t since_ms, uint64_t now_ms, char *out, size_t cap);
 

@@ -336,39 +336,28 @@ static int pod__observe(const void *obj, const msgpack_object *s, const char *wa
 
 /* ---- the `ps` table ------------------------------------------------------------------ */
 
-static void cell_str(const msgpack_object *o, char *out, size_t cap, const char *dflt)
-{
-	int64_t v;
-	if (kind_str(o, out, cap) && out[0])
-		return;
-	if (kind_int(o, &v))
-		snprintf(out, cap, "%" PRId64, v);
-	else
-		snprintf(out, cap, "%s", dflt);
-}
-
 static void c_name(const msgpack_object *s, uint64_t now, char *out, size_t cap)
 {
 	(void)now;
-	cell_str(kind_map_get(s, "name"), out, cap, "-");
+	kind_cell(s, "name", out, cap, "-");
 }
 
 static void c_phase(const msgpack_object *s, uint64_t now, char *out, size_t cap)
 {
 	(void)now;
-	cell_str(kind_map_get(s, "phase"), out, cap, "-");
+	kind_cell(s, "phase", out, cap, "-");
 }
 
 static void c_restarts(const msgpack_object *s, uint64_t now, char *out, size_t cap)
 {
 	(void)now;
-	cell_str(kind_map_get(s, "restarts"), out, cap, "0");
+	kind_cell(s, "restarts", out, cap, "0");
 }
 
 static void c_reason(const msgpack_object *s, uint64_t now, char *out, size_t cap)
 {
 	(void)now;
-	cell_str(kind_map_get(s, "reason"), out, cap, "");
+	kind_cell(s, "reason", out, cap, "");
 }
 
 static void c_age(const msgpack_object *s, uint64_t now, char *out, size_t cap)

@@ -213,35 +213,24 @@ static int stack__observe(const void *obj, const msgpack_object *s, const char *
 
 /* ---- the `ps` table ------------------------------------------------------------------ */
 
-static void cell(const msgpack_object *o, char *out, size_t cap, const char *dflt)
-{
-	int64_t v;
-	if (kind_str(o, out, cap) && out[0])
-		return;
-	if (kind_int(o, &v))
-		snprintf(out, cap, "%" PRId64, v);
-	else
-		snprintf(out, cap, "%s", dflt);
-}
-
 static void c_name(const msgpack_object *s, uint64_t now, char *out, size_t cap)
 {
 	(void)now;
-	cell(kind_map_get(s, "name"), out, cap, "-");
+	kind_cell(s, "name", out, cap, "-");
 }
 
 static void c_phase(const msgpack_object *s, uint64_t now, char *out, size_t cap)
 {
 	(void)now;
-	cell(kind_map_get(s, "phase"), out, cap, "-");
+	kind_cell(s, "phase", out, cap, "-");
 }
 
 static void c_ready(const msgpack_object *s, uint64_t now, char *out, size_t cap)
 {
 	char rd[32], tot[32];
 	(void)now;
-	cell(kind_map_get(s, "ready"), rd, sizeof rd, "0");
-	cell(kind_map_get(s, "total"), tot, sizeof tot, "?");
+	kind_cell(s, "ready", rd, sizeof rd, "0");
+	kind_cell(s, "total", tot, sizeof tot, "?");
 	snprintf(out, cap, "%s/%s", rd, tot);
 }
 
@@ -258,7 +247,7 @@ static void c_reason(const msgpack_object *s, uint64_t now, char *out, size_t ca
 	(void)now;
 	if (kind_str(kind_map_get(s, "waiting_for"), out, cap) && out[0])
 		return;
-	cell(kind_map_get(s, "reason"), out, cap, "");
+	kind_cell(s, "reason", out, cap, "");
 }
 
 /* ---- verbs: up, down ------------------------------------------------------------------ */
