@@ -298,16 +298,6 @@ static int start_store(rt_t *rt, void *arg, void *extra, rt_pid_t *out)
 
 /* --- the reconciler ------------------------------------------------------- */
 
-static int pack_pod_ev(msgpack_packer *pk, const void *arg)
-{
-	return dmn_event_pack(pk, arg);
-}
-
-static void on_event(void *ctx, const pod_event_t *ev)
-{
-	publish(ctx, pack_pod_ev, ev);
-}
-
 static void publish_kind(void *ctx, int (*pack)(msgpack_packer *pk, const void *arg),
 			 const void *arg)
 {
@@ -649,7 +639,6 @@ int dmn_open(const dmn_opts_t *opts, dmn_t **out, tank_error_t *err)
 	}
 	pod_mgr_opts_t po = {
 		.store = d->store, .log_dir = d->log_dir, .cgroups = &d->cg,
-		.on_event = on_event, .event_ctx = d,
 		.launch = opts->launch,
 		.on_drained = drained, .drained_ctx = d,
 	};

@@ -409,10 +409,84 @@ static void c_pid(const msgpack_object *s, uint64_t now, char *out, size_t cap)
 
 /* ---- daemon ------------------------------------------------------------------------- */
 
+/* ---- events ------------------------------------------------------------------------ */
+
+/* nil rather than "" for an absent string: a subscriber can tell "no
+ * container" (a pod transition) from a container named "". */
+static int pack_str_or_nil(msgpack_packer *pk, const char *s)
+{
+	return s ? kind_pack_str(pk, s) : msgpack_pack_nil(pk);
+}
+
+/* What every pod event starts with (type, pod, container) and ends with
+ * (at, generation, uid). */
+static int pack_head(msgpack_packer *pk, size_t keys, const char *type, const pod_event_t *ev)
+{
+	int rc = msgpack_pack_map(pk, keys);
+	rc |= kind_pack_str(pk, "type");
+	rc |= kind_pack_str(pk, type);
+	rc |= kind_pack_str(pk, "pod");
+	rc |= pack_str_or_nil(pk, ev->pod);
+	rc |= kind_pack_str(pk, "container");
+	rc |= pack_str_or_nil(pk, ev->container);
+	return rc;
+}
+
+static int pack_tail(msgpack_packer *pk, const pod_event_t *ev)
+{
+	int rc = kind_pack_str(pk, "at");
+	rc |= msgpack_pack_int64(pk, ev->at);
+	rc |= kind_pack_str(pk, "generation");
+	rc |= msgpack_pack_uint64(pk, ev->generation);
+	rc |= kind_pack_str(pk, "uid");
+	rc |= pack_str_or_nil(pk, ev->uid && ev->uid[0] ? ev->uid : NULL);
+	return rc;
+}
+
+int pod_event_pack(msgpack_packer *pk, const pod_event_t *ev)
+{
+	int rc;
+
+	if (ev->probe) {
+		rc = pack_head(pk, 8, "probe", ev);
+		rc |= kind_pack_str(pk, "result");
+		rc |= kind_pack_str(pk, ev->probe);
+		rc |= kind_pack_str(pk, "ready");
+		rc |= ev->ready ? msgpack_pack_true(pk) : msgpack_pack_false(pk);
+	} else {
+		rc = pack_head(pk, POD_EVENT_TRANSITION_KEYS, "transition", ev);
+		rc |= kind_pack_str(pk, "from");
+		rc |= pack_str_or_nil(pk, ev->from);
+		rc |= kind_pack_str(pk, "to");
+		rc |= pack_str_or_nil(pk, ev->to);
+		rc |= kind_pack_str(pk, "reason");
+		rc |= pack_str_or_nil(pk, ev->reason);
+	}
+	rc |= pack_tail(pk, ev);
+	/* msgpack-c's packers fail only when the write callback does, and
+	 * the sbuffer's only failure is a failed realloc. */
+	return rc ? -ENOMEM : 0;
+}
+
+static int pod__pack_ev(msgpack_packer *pk, const void *arg)
+{
+	return pod_event_pack(pk, arg);
+}
+
+/* The pod manager's news, out on the events stream (env outlives the
+ * pod manager: both are the daemon's). */
+static void pod__on_event(void *ctx, const pod_event_t *ev)
+{
+	const kind_env_t *env = ctx;
+	env->publish(env->publish_ctx, pod__pack_ev, ev);
+}
+
 static int pod__open(kind_env_t *env, void **inst, tank_error_t *e)
 {
 	(void)e;
 	*inst = env->pods;
+	if (env->pods && env->publish)
+		pod_mgr_set_events(env->pods, pod__on_event, env);
 	return 0;
 }
 

@@ -922,6 +922,13 @@ void pod_mgr_set_owner(pod_mgr_t *m, const pod_owner_t *owner)
 	m->owner = *owner;
 }
 
+void pod_mgr_set_events(pod_mgr_t *m, void (*fn)(void *ctx, const pod_event_t *ev),
+			void *ctx)
+{
+	m->o.on_event = fn;
+	m->o.event_ctx = ctx;
+}
+
 bool pod_mgr_draining(const pod_mgr_t *m)
 {
 	return m->shutting_down;

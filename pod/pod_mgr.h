@@ -122,6 +122,11 @@ typedef struct pod_owner {
 int pod_mgr_new(const pod_mgr_opts_t *o, pod_mgr_t **out);
 /* Sets the owner (copied); before the loop starts. */
 void pod_mgr_set_owner(pod_mgr_t *m, const pod_owner_t *owner);
+/* Sets where the pod manager's events go (the opts' on_event and
+ * event_ctx, replaced; fn NULL: nowhere); before the loop starts.  The
+ * Pod descriptor's open hooks them to the daemon's publisher. */
+void pod_mgr_set_events(pod_mgr_t *m, void (*fn)(void *ctx, const pod_event_t *ev),
+			void *ctx);
 /* Frees the tracking; the loop actor must be gone (its runners too). */
 void pod_mgr_free(pod_mgr_t *m);
 

@@ -32,6 +32,7 @@
 #include "daemon/dmn.h"
 #include "tests/support/tsupport.h"
 #include "daemon/dmn_events.h"
+#include "pod/pod_kind.h"
 #include "pod/pod_manifest.h"
 #include "pod/pod_spec.h"
 #include "store/st.h"
@@ -556,7 +557,7 @@ static void unpack_event(const pod_event_t *ev, msgpack_sbuffer *sb, msgpack_unp
 
 	msgpack_sbuffer_init(sb);
 	msgpack_packer_init(&pk, sb, msgpack_sbuffer_write);
-	cr_assert_eq(dmn_event_pack(&pk, ev), 0);
+	cr_assert_eq(pod_event_pack(&pk, ev), 0);
 	msgpack_unpacked_init(up);
 	cr_assert_eq(msgpack_unpack_next(up, sb->data, sb->size, &off), MSGPACK_UNPACK_SUCCESS);
 	cr_assert_eq(off, sb->size, "one object, nothing after it");
