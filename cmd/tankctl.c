@@ -548,17 +548,59 @@ static int ctl_wait_timeout(uint64_t deadline)
 	return left < CTL_WAIT_QUIET_MS ? (int)left : CTL_WAIT_QUIET_MS;
 }
 
+/* The children of (k, name) (the pods of a stack: each child's status
+ * map names its parent under k's name), each observed through its kind
+ * and remembered in w: whether one of them moved since the last look (a
+ * looped one did not), and whether one failed. */
+static int ctl_children_moved(ctl_t *x, const kind_t *k, const char *name, cli_watch_t *w,
+			      unsigned pass, bool *moved, bool *failed)
+{
+	const kind_t *ck = k->children;
+	api_incoming_t in;
+	int r;
+
+	*moved = *failed = false;
+	if (!ck || !ck->observe)
+		return 0;
+	if ((r = ctl_call(x, "status", ctl_is_default(ck) ? NULL : pack_name_kind,
+			  &(name_kind_t){ NULL, ck }, CTL_TIMEOUT_MS, &in)) != 0)
+		return r;
+	for (uint32_t i = 0; in.result->type == MSGPACK_OBJECT_ARRAY &&
+			     i < in.result->via.array.size; i++) {
+		const msgpack_object *s = &in.result->via.array.ptr[i];
+		char cname[256];
+		rc_observed_t ob;
+		bool looped;
+		if (!api_obj_streq(api_map_get(s, k->name), name) ||
+		    !api_obj_strcpy(api_map_get(s, "name"), cname, sizeof cname) ||
+		    ck->observe(NULL, s, NULL, &ob) < 0)
+			continue;
+		*moved |= cli_watch_moved(w, ck, cname, pass, &ob, &looped) && !looped;
+		*failed |= ob.state == RC_OBS_FAILED;
+	}
+	api_incoming_free(&in);
+	return 0;
+}
+
 /* A wait for one object (a verb's --wait): subscribed to the events
  * first, then its status passed through its kind's observation, again at
  * each event that names it (an event map whose key of the kind's name is
- * the object's), until done or failed, or the timeout. */
+ * the object's) and after CTL_WAIT_QUIET_MS without one, each look a pass
+ * of the generic rule (rc_converge.h), as `apply --wait`'s: done or
+ * failed, or no progress in 3 looks (the object's and its children's:
+ * a stack's pods), or the timeout.  A verdict read from a status older
+ * than the verb (its `since` before it, when the verb changed something)
+ * is not one: that is the state the verb was asked to change. */
 static int ctl_wait_one(ctl_t *x, const kind_t *k, const char *name, const char *want,
-			uint64_t timeout_ms)
+			uint64_t timeout_ms, uint64_t t0, bool changed)
 {
 	uint64_t deadline = timeout_ms ? ctl_now_ms() + timeout_ms : 0;
 	name_kind_t nk = { name, k };
 	api_incoming_t in;
 	rc_observed_t ob;
+	const rc_observed_t *have[1] = { &ob };
+	rc_conv_t conv;
+	cli_watch_t kids = { 0 };
 	tank_error_t e;
 	char phase[64], why[256];
 	int r;
@@ -566,10 +608,14 @@ static int ctl_wait_one(ctl_t *x, const kind_t *k, const char *name, const char 
 	if ((r = ctl_call(x, "subscribe", NULL, NULL, CTL_TIMEOUT_MS, &in)) != 0)
 		return r;
 	api_incoming_free(&in);
+	if (rc_conv_init(&conv, 1) < 0)
+		return ctl_fail(x, "out of memory");
+	conv.bounded = deadline != 0;
 	for (bool look = true;;) {
 		if (look) {
+			bool kmoved, kfailed;
 			if ((r = ctl_call(x, "status", pack_name_kind, &nk, CTL_TIMEOUT_MS, &in)) != 0)
-				return r;
+				goto out;
 			memset(&ob, 0, sizeof ob);
 			if (k->observe)
 				k->observe(NULL, in.result, want, &ob);
@@ -577,25 +623,53 @@ static int ctl_wait_one(ctl_t *x, const kind_t *k, const char *name, const char 
 				ob.state = RC_OBS_DONE;
 			api_obj_strcpy(api_map_get(in.result, "phase"), phase, sizeof phase);
 			api_incoming_free(&in);
-			if (ob.state == RC_OBS_DONE || ob.state == RC_OBS_READY) {
-				ctl_print_ref(k->name, name, phase[0] ? phase : "done");
-				return EXIT_OK;
+			if (changed && ob.state != RC_OBS_PENDING && ob.since > 0 &&
+			    (uint64_t)ob.since < t0) {
+				ob.state = RC_OBS_PENDING;
+				snprintf(why, sizeof why, "%.200s (from before %.20s)", ob.why, x->verb);
+				snprintf(ob.why, sizeof ob.why, "%s", why);
 			}
-			if (ob.state == RC_OBS_FAILED)
-				return ctl_fail(x, "%s %s failed: %s", k->name, name, ob.why);
+			if ((r = ctl_children_moved(x, k, name, &kids, conv.passes, &kmoved,
+						    &kfailed)) != 0)
+				goto out;
+			if (ob.state == RC_OBS_PENDING) {
+				ob.moving |= kmoved;
+				ob.blocked |= kfailed && !kmoved;
+			}
+			rc_conv_verdict_t v = rc_conv_pass(&conv, have);
+			if (conv.objs[0].verdict == RC_CONV_OBJ_CONVERGED ||
+			    (v == RC_CONV_DONE && !rc_conv_any_failed(&conv))) {
+				ctl_print_ref(k->name, name, phase[0] ? phase : "done");
+				r = EXIT_OK;
+				goto out;
+			}
+			if (rc_conv_any_failed(&conv)) {
+				r = ctl_fail(x, "%s %s failed: %s", k->name, name, ob.why);
+				goto out;
+			}
+			if (v == RC_CONV_STUCK) {
+				r = ctl_fail(x, "no progress in %d looks: %s %s is %s", RC_CONV_PATIENCE,
+					     k->name, name, ob.why);
+				goto out;
+			}
 		}
-		if (deadline && ctl_now_ms() >= deadline)
-			return ctl_fail(x, "timed out: %s %s is %s", k->name, name, ob.why);
+		if (deadline && ctl_now_ms() >= deadline) {
+			r = ctl_fail(x, "timed out: %s %s is %s", k->name, name, ob.why);
+			goto out;
+		}
 		r = api_client_next(x->c, ctl_wait_timeout(deadline), &in, &e);
 		if (r == -ETIMEDOUT) {
 			look = true;            /* quiet: look once more */
 			continue;
 		}
-		if (r < 0)
-			return ctl_fail(x, "%s", e.msg);
+		if (r < 0) {
+			r = ctl_fail(x, "%s", e.msg);
+			goto out;
+		}
 		if (ctl_farewell(&in, why, sizeof why)) {
 			api_incoming_free(&in);
-			return ctl_fail(x, "tankd: %s", why);
+			r = ctl_fail(x, "tankd: %s", why);
+			goto out;
 		}
 		look = false;
 		if (in.type == API_NOTIFICATION && strcmp(in.method, "event") == 0)
@@ -604,6 +678,10 @@ static int ctl_wait_one(ctl_t *x, const kind_t *k, const char *name, const char 
 								  k->name), name);
 		api_incoming_free(&in);
 	}
+out:
+	rc_conv_free(&conv);
+	cli_watch_free(&kids);
+	return r;
 }
 
 /* A kind's own verb (`up`, `down`): VERB NAME [--wait [--timeout D]]; with
@@ -642,13 +720,16 @@ static int v_kind_verb(ctl_t *x, int argc, char **argv)
 	if (timeout_ms && !wait)
 		return ctl_usage_error(x, "--timeout bounds --wait: use both");
 	const char *name = argv[optind];
+	uint64_t t0 = ctl_now_ms();
 	if ((r = ctl_call(x, x->verb, pack_name, (void *)name, CTL_TIMEOUT_MS, &in)) != 0)
 		return r;
 	api_obj_strcpy(api_map_get(in.result, "action"), action, sizeof action);
 	ctl_print_ref(k->name, name, action[0] ? action : "done");
 	api_incoming_free(&in);
 	fflush(stdout);
-	return wait ? ctl_wait_one(x, k, name, x->verb, timeout_ms) : EXIT_OK;
+	return wait ? ctl_wait_one(x, k, name, x->verb, timeout_ms, t0,
+				   strcmp(action, "unchanged") != 0)
+		    : EXIT_OK;
 }
 
 static int v_restart(ctl_t *x, int argc, char **argv)
@@ -931,6 +1012,9 @@ static int ctl_wait(ctl_t *x, const ctl_batch_t *bt, uint64_t timeout_ms)
 		goto out;
 	}
 	cli_batch_kinds(&b, kinds, objs);
+	/* The user's deadline bounds the wait: only what is truly stuck ends
+	 * it before (rc_converge.h). */
+	b.conv.bounded = deadline != 0;
 	for (;;) {
 		api_incoming_t in;
 		/* sync makes each pass look at a reconciled state rather than
