@@ -1187,7 +1187,49 @@ static int pack_names_kind(msgpack_packer *pk, void *arg)
 
 /* Sends one delete of one kind and prints what it did (and what went
  * with it: the answer names every object's kind). */
-static int ctl_delete(ctl_t *x, char **names, const kind_t *k, bool ignore_nf)
+/* "kind/name" of what a delete took, to tell a later one of a file not to
+ * look for it again. */
+typedef struct ctl_gone {
+	char **v;
+	size_t n, cap;
+} ctl_gone_t;
+
+static bool ctl_gone_has(const ctl_gone_t *g, const char *kind, const char *name)
+{
+	size_t kl = strlen(kind);
+	for (size_t i = 0; g && i < g->n; i++)
+		if (!strncmp(g->v[i], kind, kl) && g->v[i][kl] == '/' && !strcmp(g->v[i] + kl + 1, name))
+			return true;
+	return false;
+}
+
+static void ctl_gone_add(ctl_gone_t *g, const char *kind, const char *name)
+{
+	char *s;
+	if (!g || ctl_gone_has(g, kind, name))
+		return;
+	if (g->n == g->cap) {
+		size_t cap = g->cap ? 2 * g->cap : 16;
+		char **v = realloc(g->v, cap * sizeof *v);
+		if (!v)
+			return;
+		g->v = v;
+		g->cap = cap;
+	}
+	if (asprintf(&s, "%s/%s", kind, name) >= 0)
+		g->v[g->n++] = s;
+}
+
+static void ctl_gone_free(ctl_gone_t *g)
+{
+	for (size_t i = 0; i < g->n; i++)
+		free(g->v[i]);
+	free(g->v);
+}
+
+/* Deletes names of kind k; what was deleted (the cascade included) goes
+ * into gone when given. */
+static int ctl_delete(ctl_t *x, char **names, const kind_t *k, bool ignore_nf, ctl_gone_t *gone)
 {
 	names_kind_t nk = { names, k };
 	api_incoming_t in;
@@ -1208,6 +1250,7 @@ static int ctl_delete(ctl_t *x, char **names, const kind_t *k, bool ignore_nf)
 			api_obj_strcpy(api_map_get(e, "name"), name, sizeof name);
 			if (d && d->type == MSGPACK_OBJECT_BOOLEAN && d->via.boolean) {
 				ctl_print_ref(kind, name, "deleted");
+				ctl_gone_add(gone, kind, name);
 			} else if (!ignore_nf && !strcmp(kind, k->name)) {
 				/* As get and restart: a name that names
 				 * nothing is an error (kubectl's habit). */
@@ -1225,51 +1268,81 @@ static int v_delete(ctl_t *x, int argc, char **argv)
 		{ "help", no_argument, NULL, OPT_HELP },
 		{ "filename", required_argument, NULL, 'f' },
 		{ "ignore-not-found", no_argument, NULL, OPT_IGNORE_NF }, { 0 } };
-	const char *file = NULL;
-	mf_manifest_t *m = NULL;
+	const char **files = calloc((size_t)argc + 1, sizeof *files);
+	size_t nfiles = 0;
+	ctl_batch_t bt;
+	ctl_gone_t gone = { 0 };
 	bool ignore_nf = false;
 	int o, r = 0;
 
+	memset(&bt, 0, sizeof bt);
+	if (!files)
+		return ctl_fail(x, "out of memory");
 	while ((o = getopt_long(argc, argv, "f:", opts, NULL)) != -1) {
-		if (o == OPT_HELP)
+		if (o == OPT_HELP) {
+			free(files);
 			return ctl_help(ctl_find(x->verb));
-		if (o == 'f')
-			file = optarg;
-		else if (o == OPT_IGNORE_NF)
+		}
+		if (o == 'f') {
+			files[nfiles++] = optarg;
+		} else if (o == OPT_IGNORE_NF) {
 			ignore_nf = true;
-		else
+		} else {
+			free(files);
 			return ctl_usage_error(x, "unknown option");
+		}
 	}
-	if (!file == (optind == argc))
-		return ctl_usage_error(x, "needs [KIND] names or -f FILE (not both)");
-	if (!file) {
+	if (!nfiles == (optind == argc)) {
+		free(files);
+		return ctl_usage_error(x, "needs [KIND] names or -f FILE|DIR|- [-f …] (not both)");
+	}
+	if (!nfiles) {
+		free(files);
 		const kind_t *k = ctl_kind_word(argc, argv, 1);
-		return ctl_delete(x, argv + optind, k, ignore_nf);   /* argv is NULL-terminated */
+		return ctl_delete(x, argv + optind, k, ignore_nf, NULL);   /* argv is NULL-terminated */
 	}
-	if ((r = ctl_load(x, file, &m)) != 0)
+	/* Every -f (files, directories, as apply reads them) is read before
+	 * anything is deleted. */
+	for (size_t i = 0; i < nfiles && !r; i++)
+		r = ctl_batch_path(x, &bt, files[i]);
+	free(files);
+	if (r) {
+		ctl_batch_free(&bt);
 		return r;
-	char **names = calloc(m->count + 1, sizeof *names);
-	size_t nk = 0;
+	}
+	size_t total = 0, nk = 0;
+	for (size_t i = 0; i < bt.n; i++)
+		total += bt.ms[i]->count;
 	while (ctl_kinds[nk])
 		nk++;
+	char **names = calloc(total + 1, sizeof *names);
 	if (!names) {
 		r = ctl_fail(x, "out of memory");
 	} else {
 		/* The kinds that take others with them first (the list's
-		 * order reversed: owners come after what they own). */
+		 * order reversed: owners come after what they own); what went
+		 * with its owner is not looked for again. */
 		for (size_t ki = nk; ki-- > 0;) {
 			size_t n = 0;
-			for (size_t i = 0; i < m->count; i++)
-				if (ctl_kind_of(&m->objs[i]) == ctl_kinds[ki])
-					names[n++] = (char *)m->objs[i].name;
+			for (size_t f = 0; f < bt.n; f++)
+				for (size_t i = 0; i < bt.ms[f]->count; i++) {
+					const mf_object_t *ob = &bt.ms[f]->objs[i];
+					bool twice = false;
+					for (size_t j = 0; j < n && !twice; j++)
+						twice = !strcmp(names[j], ob->name);
+					if (ctl_kind_of(ob) == ctl_kinds[ki] && !twice &&
+					    !ctl_gone_has(&gone, ctl_kinds[ki]->name, ob->name))
+						names[n++] = (char *)ob->name;
+				}
 			names[n] = NULL;
-			int r2 = ctl_delete(x, names, ctl_kinds[ki], ignore_nf);
+			int r2 = ctl_delete(x, names, ctl_kinds[ki], ignore_nf, &gone);
 			if (!r)
 				r = r2;
 		}
 	}
 	free(names);
-	mf_free(m);
+	ctl_gone_free(&gone);
+	ctl_batch_free(&bt);
 	return r;
 }
 
