@@ -43,6 +43,10 @@ typedef struct ctl {
 	const char *socket_flag;
 	char socket[4096];
 	api_client_t *c;
+	/* Where object `at` of the request came from ("web.yaml: document
+	 * 2"), to name it as local errors do; NULL: as tankd says. */
+	bool (*where)(const void *arg, size_t at, char *buf, size_t cap);
+	const void *where_arg;
 } ctl_t;
 
 typedef struct verb {
@@ -109,25 +113,55 @@ static int ctl_connect(ctl_t *x)
 	return 0;
 }
 
+/* A detail of tankd's as local errors read: `pods[N]: rest` becomes
+ * `FILE: document D: rest` when the request says where object N came
+ * from. */
+static void ctl_print_detail(ctl_t *x, const char *d, size_t len)
+{
+	char where[512];
+	unsigned long at;
+	int used = 0;
+
+	if (x->where && sscanf(d, "pods[%lu]: %n", &at, &used) == 1 && used > 0 &&
+	    (size_t)used <= len && x->where(x->where_arg, at, where, sizeof where)) {
+		fprintf(stderr, "  %s: %.*s\n", where, (int)(len - (size_t)used), d + used);
+		return;
+	}
+	fprintf(stderr, "  %.*s\n", (int)len, d);
+}
+
 /* Prints a daemon-reported error with its details: a list of strings (a
- * manifest's validation messages) one per line, anything else as YAML. */
+ * manifest's validation messages) one per line, anything else as YAML.
+ * A message that ends with the first detail ("2 errors: pods[2]: …") is
+ * printed without it: the detail follows on its own line. */
 static void ctl_print_remote_error(ctl_t *x, const api_incoming_t *in)
 {
-	fprintf(stderr, "tankctl: %s: %s\n", x->verb, in->message);
 	const msgpack_object *d = in->details;
+	bool all_str = d && d->type == MSGPACK_OBJECT_ARRAY && d->via.array.size;
+
+	for (uint32_t i = 0; all_str && i < d->via.array.size; i++)
+		all_str &= d->via.array.ptr[i].type == MSGPACK_OBJECT_STR;
+	if (all_str) {
+		const msgpack_object *d0 = &d->via.array.ptr[0];
+		size_t ml = strlen(in->message), dl = d0->via.str.size;
+		size_t lead = ml;
+		if (dl <= ml && !memcmp(in->message + ml - dl, d0->via.str.ptr, dl)) {
+			lead = ml - dl;
+			while (lead && (in->message[lead - 1] == ' ' || in->message[lead - 1] == ':'))
+				lead--;
+		}
+		if (lead)
+			fprintf(stderr, "tankctl: %s: %.*s:\n", x->verb, (int)lead, in->message);
+		else
+			fprintf(stderr, "tankctl: %s:\n", x->verb);
+		for (uint32_t i = 0; i < d->via.array.size; i++)
+			ctl_print_detail(x, d->via.array.ptr[i].via.str.ptr,
+					 d->via.array.ptr[i].via.str.size);
+		return;
+	}
+	fprintf(stderr, "tankctl: %s: %s\n", x->verb, in->message);
 	if (!d || d->type == MSGPACK_OBJECT_NIL)
 		return;
-	if (d->type == MSGPACK_OBJECT_ARRAY) {
-		bool all_str = true;
-		for (uint32_t i = 0; i < d->via.array.size; i++)
-			all_str &= d->via.array.ptr[i].type == MSGPACK_OBJECT_STR;
-		if (all_str) {
-			for (uint32_t i = 0; i < d->via.array.size; i++)
-				fprintf(stderr, "  %.*s\n", (int)d->via.array.ptr[i].via.str.size,
-					d->via.array.ptr[i].via.str.ptr);
-			return;
-		}
-	}
 	mf_doc_emit(d, MF_DOC_YAML, stderr);
 }
 
@@ -923,6 +957,38 @@ static int ctl_batch_unique(ctl_t *x, const ctl_batch_t *bt)
 	return r;
 }
 
+/* Where object `at` of the apply came from: its file and document (and
+ * item, in a list), as mf_parse names them. */
+static bool ctl_batch_where(const void *arg, size_t at, char *buf, size_t cap)
+{
+	const ctl_batch_t *bt = arg;
+
+	for (size_t i = 0; i < bt->n; i++) {
+		const mf_manifest_t *m = bt->ms[i];
+		if (at >= m->count) {
+			at -= m->count;
+			continue;
+		}
+		const msgpack_object *raw = m->objs[at].raw;
+		for (size_t k = 0; m->docs && k < m->docs->count; k++) {
+			const msgpack_object *doc = &m->docs->docs[k];
+			if (raw == doc) {
+				snprintf(buf, cap, "%s: document %u", bt->sources[i], m->docs->index[k]);
+				return true;
+			}
+			if (doc->type == MSGPACK_OBJECT_ARRAY && raw >= doc->via.array.ptr &&
+			    raw < doc->via.array.ptr + doc->via.array.size) {
+				snprintf(buf, cap, "%s: document %u, item %zu", bt->sources[i],
+					 m->docs->index[k], (size_t)(raw - doc->via.array.ptr) + 1);
+				return true;
+			}
+		}
+		snprintf(buf, cap, "%s", bt->sources[i]);
+		return true;
+	}
+	return false;
+}
+
 static int pack_pods(msgpack_packer *pk, void *arg)
 {
 	const ctl_batch_t *bt = arg;
@@ -1145,7 +1211,12 @@ static int v_apply(ctl_t *x, int argc, char **argv)
 	free(files);
 	if (!r)
 		r = ctl_batch_unique(x, &bt);
-	if (r || (r = ctl_call(x, "apply", pack_pods, &bt, CTL_TIMEOUT_MS, &in)) != 0) {
+	x->where = ctl_batch_where;
+	x->where_arg = &bt;
+	if (!r)
+		r = ctl_call(x, "apply", pack_pods, &bt, CTL_TIMEOUT_MS, &in);
+	x->where = NULL;
+	if (r) {
 		ctl_batch_free(&bt);
 		return r;
 	}
@@ -1374,10 +1445,14 @@ static int pack_logs(msgpack_packer *pk, void *arg)
 }
 
 /* A log line arrives as a string or as a map with `line` (and maybe
- * `container`). */
-static void ctl_print_line(const msgpack_object *o)
+ * `container`); with prefix, a map's line is printed after `[container] `
+ * (the lines of several containers, as kubectl logs --prefix). */
+static void ctl_print_line(const msgpack_object *o, bool prefix)
 {
 	const msgpack_object *l = o->type == MSGPACK_OBJECT_MAP ? api_map_get(o, "line") : o;
+	const msgpack_object *c = o->type == MSGPACK_OBJECT_MAP ? api_map_get(o, "container") : NULL;
+	if (prefix && c && c->type == MSGPACK_OBJECT_STR)
+		printf("[%.*s] ", (int)c->via.str.size, c->via.str.ptr);
 	if (l && l->type == MSGPACK_OBJECT_STR) {
 		fwrite(l->via.str.ptr, 1, l->via.str.size, stdout);
 		if (!l->via.str.size || l->via.str.ptr[l->via.str.size - 1] != '\n')
@@ -1437,11 +1512,25 @@ static int v_logs(ctl_t *x, int argc, char **argv)
 	p.name = argv[optind];
 	if ((r = ctl_call(x, "logs", pack_logs, &p, CTL_TIMEOUT_MS, &in)) != 0)
 		return r;
+	/* Without -c, a pod of several containers answers with maps: every
+	 * container's lines, each prefixed with its container's name. */
+	bool prefix = false;
 	if (in.result->type == MSGPACK_OBJECT_ARRAY)
-		for (uint32_t i = 0; i < in.result->via.array.size; i++)
-			ctl_print_line(&in.result->via.array.ptr[i]);
+		for (uint32_t i = 0; i < in.result->via.array.size; i++) {
+			prefix |= !p.container &&
+				  in.result->via.array.ptr[i].type == MSGPACK_OBJECT_MAP;
+			ctl_print_line(&in.result->via.array.ptr[i], prefix);
+		}
+	bool none = in.result->type != MSGPACK_OBJECT_ARRAY || !in.result->via.array.size;
 	api_incoming_free(&in);
 	fflush(stdout);
+	if (p.follow && !p.container && none &&
+	    ctl_call(x, "status", pack_name, (void *)p.name, CTL_TIMEOUT_MS, &in) == 0) {
+		/* Nothing logged yet: its status says whether it has several. */
+		const msgpack_object *c = api_map_get(in.result, "containers");
+		prefix = c && c->type == MSGPACK_OBJECT_ARRAY && c->via.array.size > 1;
+		api_incoming_free(&in);
+	}
 	while (p.follow) {
 		if ((r = api_client_next(x->c, -1, &in, &e)) < 0)
 			return r == -ECONNRESET ? EXIT_OK : ctl_fail(x, "%s", e.msg);
@@ -1450,12 +1539,18 @@ static int v_logs(ctl_t *x, int argc, char **argv)
 			fflush(stdout);
 			return ctl_fail(x, "tankd: %s", why);
 		}
+		/* The pod ended and its log is drained. */
+		if (in.type == API_NOTIFICATION && strcmp(in.method, "log_end") == 0) {
+			api_incoming_free(&in);
+			break;
+		}
 		if (in.type == API_NOTIFICATION && strcmp(in.method, "log") == 0)
 			for (uint32_t i = 0; i < in.params->via.array.size; i++)
-				ctl_print_line(&in.params->via.array.ptr[i]);
+				ctl_print_line(&in.params->via.array.ptr[i], prefix);
 		api_incoming_free(&in);
 		fflush(stdout);
 	}
+	fflush(stdout);
 	return EXIT_OK;
 }
 
