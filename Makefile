@@ -171,5 +171,6 @@ clean:
 	rm -rf build
 
 ALL_OBJ = $(LIB_OBJ) $(TEST_OBJ) $(CMDLIB_OBJ) $(CMD_SRC:%.c=$(BUILD)/obj/%.o) $(BUILD)/obj/tests/soak/soak.o \
-	  $(THELP_SRC:%.c=$(BUILD)/obj/%.o) $(BENCH_SRC:%.c=$(BUILD)/obj/%.o)
+	  $(THELP_SRC:%.c=$(BUILD)/obj/%.o) $(BENCH_SRC:%.c=$(BUILD)/obj/%.o) \
+	  $(KTEST_OBJ)
 -include $(ALL_OBJ:.o=.d)
