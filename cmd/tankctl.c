@@ -582,7 +582,7 @@ static int ctl_wait_timeout(uint64_t deadline)
 	return left < CTL_WAIT_QUIET_MS ? (int)left : CTL_WAIT_QUIET_MS;
 }
 
-/* The children of (k, name) (the pods of a stack: each child's status
+/* The children of (k, name) (the objects it is the parent of: each child's status
  * map names its parent under k's name), each observed through its kind
  * and remembered in w: whether one of them moved since the last look (a
  * looped one did not), and whether one failed. */
@@ -621,8 +621,8 @@ static int ctl_children_moved(ctl_t *x, const kind_t *k, const char *name, cli_w
  * each event that names it (an event map whose key of the kind's name is
  * the object's) and after CTL_WAIT_QUIET_MS without one, each look a pass
  * of the generic rule (rc_converge.h), as `apply --wait`'s: done or
- * failed, or no progress in 3 looks (the object's and its children's:
- * a stack's pods), or the timeout.  A verdict read from a status older
+ * failed, or no progress in 3 looks (of the object and of the objects
+ * it is the parent of), or the timeout.  A verdict read from a status older
  * than the verb (its `since` before it, when the verb changed something)
  * is not one: that is the state the verb was asked to change. */
 static int ctl_wait_one(ctl_t *x, const kind_t *k, const char *name, const char *want,

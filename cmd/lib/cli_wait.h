@@ -35,7 +35,7 @@ struct kind;
 
 /*
  * Objects a wait looks at without judging them (a dependency outside the
- * batch, the pods of a stack a verb waits for): what each was at its last
+ * batch, the children of an object a verb waits for): what each was at its last
  * look, to tell whether it moved since (rc_conv_moved's rule).
  */
 typedef struct cli_watch {
