@@ -1738,17 +1738,22 @@ static const verb_t ctl_verbs[] = {
 	  "Sends the pods of every -f (files, - for stdin, directories of *.yaml,\n"
 	  "*.yml and *.json in name order) to tankd as one batch.  All are validated\n"
 	  "first: any problem is printed with its path and nothing is applied.\n"
-	  "--wait then re-checks the pods until none is pending or 3 passes in a\n"
-	  "row made no progress (see docs/cli.md): a pod converged when it was seen\n"
-	  "running at two passes with the same start times, or completed; a pod\n"
-	  "terminal with a failure is named at once.  It prints re_runs_count and\n"
-	  "require_re_run; exit 1 if any pod failed or did not converge (or at the\n"
-	  "--timeout)." },
-	{ "delete", v_delete, "[KIND] NAME... | -f FILE [--ignore-not-found]",
+	  "--wait then re-checks every object until none is pending (see\n"
+	  "docs/cli.md): a pod converged when seen running and ready (its probes\n"
+	  "passed) at two passes with the same start times, or completed, or held\n"
+	  "by its owner; a failure (a startup probe giving up too) is named at\n"
+	  "once.  A probe inside its window, a job running and a dependency that\n"
+	  "moves are progress; 3 passes in a row without progress end the wait,\n"
+	  "under --timeout only when everything pending is truly stuck (a crash\n"
+	  "loop, a failed or missing dependency).  It prints re_runs_count and\n"
+	  "require_re_run; exit 1 if any object failed or did not converge (or at\n"
+	  "the --timeout)." },
+	{ "delete", v_delete, "[KIND] NAME... | -f FILE|DIR|- [-f …] [--ignore-not-found]",
 	  "Deletes the named pods, or the named objects of KIND (a kind's name,\n"
-	  "plural or short name) with what they own (or what a manifest holds);\n"
-	  "their containers are stopped.  A name that names nothing is an error\n"
-	  "(exit 1) unless --ignore-not-found." },
+	  "plural or short name) with what they own (or what the manifests of\n"
+	  "every -f hold, read as apply reads them); their containers are\n"
+	  "stopped.  A name that names nothing is an error (exit 1) unless\n"
+	  "--ignore-not-found; what went with its owner is not looked for again." },
 	{ "get", v_get, "[KIND] NAME | KINDS [-o yaml|json]",
 	  "Prints a pod's (or an object of KIND's) desired spec with its\n"
 	  "generation (YAML by default), and its status for kinds above pods.\n"
@@ -1763,7 +1768,9 @@ static const verb_t ctl_verbs[] = {
 	{ "restart", v_restart, "NAME",
 	  "Restarts a pod and resets its retries, also when it is terminal." },
 	{ "logs", v_logs, "NAME [-c CONTAINER] [--tail N] [-f]",
-	  "Prints a pod's captured output; -f keeps printing new lines." },
+	  "Prints a pod's captured output: without -c, every container's lines in\n"
+	  "time order, each prefixed with [CONTAINER] when it has several; -f keeps\n"
+	  "printing new lines until the pod has ended and its log is drained." },
 	{ "events", v_events, "[-o yaml|json]",
 	  "Prints the daemon's events as they happen, one per line (until interrupted)." },
 	{ "history", v_history, "[KIND] NAME [--limit N] [-o yaml|json]",
