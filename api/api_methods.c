@@ -1144,26 +1144,37 @@ static int pack_lines(msgpack_packer *pk, void *arg)
 	return rc ? -ENOMEM : 0;
 }
 
-/* `logs` with follow: an actor that polls the container's log file and
- * sends new lines to the connection as [2, "log", [{container, line}…]]
- * notifications until the connection goes away.  Polling (every 250 ms)
- * rather than inotify keeps it to one small file read per tick, and it
- * notices rotation by the file shrinking or changing inode. */
+/* `logs` with follow: an actor that polls the log files of the pod's
+ * containers followed and sends new lines to the connection as
+ * [2, "log", [{container, line}…]] notifications, until the connection
+ * goes away, or until the pod has ended (its status has an outcome: it is
+ * terminal) or is gone and a tick found nothing new in any file: then
+ * [2, "log_end", []] and the actor ends (the log is drained).  Polling
+ * (every 250 ms) rather than inotify keeps it to one small file read per
+ * tick and container, and it notices rotation by the file shrinking or
+ * changing inode. */
 #define API_FOLLOW_MS 250
 #define API_FOLLOW_CHUNK (64u << 10)
 
-typedef struct follow {
-	api_token_t token;
+typedef struct follow_file {
 	char path[PATH_MAX];
 	char container[ST_NAME_MAX + 1];
 	off_t off;
 	ino_t ino;
 	char part[4096];          /* a partial last line, kept for the next tick */
 	size_t npart;
+} follow_file_t;
+
+typedef struct follow {
+	api_token_t token;
+	st_t *store;              /* borrowed: the pod's status says when it ended */
+	char pod[ST_NAME_MAX + 1];
+	follow_file_t *files;     /* owned */
+	size_t n;
 } follow_t;
 
 typedef struct follow_batch {
-	const follow_t *f;
+	const follow_file_t *f;
 	char *lines[256];
 	size_t n;
 } follow_batch_t;
@@ -1182,7 +1193,14 @@ static int pack_follow(msgpack_packer *pk, void *arg)
 	return rc ? -ENOMEM : 0;
 }
 
-static int follow_tick(rt_t *rt, follow_t *f)
+static int pack_none(msgpack_packer *pk, void *arg)
+{
+	(void)arg;
+	return msgpack_pack_array(pk, 0) ? -ENOMEM : 0;
+}
+
+/* One file's new lines; *got when there were some. */
+static int follow_tick(rt_t *rt, const follow_t *fl, follow_file_t *f, bool *got)
 {
 	struct stat st;
 	char *buf;
@@ -1210,6 +1228,7 @@ static int follow_tick(rt_t *rt, follow_t *f)
 	if (n > 0) {
 		follow_batch_t b = { .f = f, .n = 0 };
 		size_t len = f->npart + (size_t)n, start = 0;
+		*got = true;
 		f->off += n;
 		for (size_t i = 0; i < len; i++) {
 			if (buf[i] != '\n')
@@ -1218,19 +1237,38 @@ static int follow_tick(rt_t *rt, follow_t *f)
 			b.lines[b.n++] = buf + start;
 			start = i + 1;
 			if (b.n == 256) {
-				err = api_notify(rt, f->token, "log", pack_follow, &b);
+				err = api_notify(rt, fl->token, "log", pack_follow, &b);
 				b.n = 0;
 				if (err == -ESRCH)
 					break;
 			}
 		}
 		if (b.n && err != -ESRCH)
-			err = api_notify(rt, f->token, "log", pack_follow, &b);
+			err = api_notify(rt, fl->token, "log", pack_follow, &b);
 		f->npart = len - start < sizeof f->part ? len - start : 0;
 		memmove(f->part, buf + start, f->npart);
 	}
 	free(buf);
 	return err == -ESRCH ? -ESRCH : 0;
+}
+
+/* Every file once; 1 when the pod has ended and its log is drained. */
+static int follow_ticks(rt_t *rt, follow_t *fl)
+{
+	bool got = false;
+	st_status_t s;
+
+	for (size_t i = 0; i < fl->n; i++)
+		if (follow_tick(rt, fl, &fl->files[i], &got) < 0)
+			return -ESRCH;
+	if (got || !fl->store)
+		return 0;
+	memset(&s, 0, sizeof s);
+	int rc = st_status_get(fl->store, fl->pod, &s, NULL);
+	bool ended = rc == TANK_ENOTFOUND || (rc == 0 && s.outcome != 0);
+	if (rc == 0)
+		st_status_clear(&s);
+	return ended ? 1 : 0;
 }
 
 static int follow_init(rt_t *rt, void **state, void *arg)
@@ -1241,14 +1279,15 @@ static int follow_init(rt_t *rt, void **state, void *arg)
 
 	if (!f)
 		return -ENOMEM;
-	*f = *(follow_t *)arg;
-	if (stat(f->path, &st) == 0) {
-		f->off = st.st_size;
-		f->ino = st.st_ino;
-	}
+	*f = *(follow_t *)arg;     /* takes files, once it started */
+	for (size_t i = 0; i < f->n; i++)
+		if (stat(f->files[i].path, &st) == 0) {
+			f->files[i].off = st.st_size;
+			f->files[i].ino = st.st_ino;
+		}
 	if ((err = rt_monitor(rt, f->token.conn, NULL)) < 0 ||
 	    (err = rt_send_after(rt, rt_self(rt), API_FOLLOW_MS, 1, NULL, 0, NULL)) < 0) {
-		free(f);
+		free(f);                /* files stay the spawner's */
 		return err;
 	}
 	*state = f;
@@ -1258,15 +1297,20 @@ static int follow_init(rt_t *rt, void **state, void *arg)
 static void follow_handle(rt_t *rt, void *state, rt_msg_t *m)
 {
 	follow_t *f = state;
-	if (m->type == RT_MSG_DOWN || follow_tick(rt, f) < 0 ||
-	    rt_send_after(rt, rt_self(rt), API_FOLLOW_MS, 1, NULL, 0, NULL) < 0)
+	int r = m->type == RT_MSG_DOWN ? -ESRCH : follow_ticks(rt, f);
+
+	if (r == 1)
+		(void)api_notify(rt, f->token, "log_end", pack_none, NULL);
+	if (r != 0 || rt_send_after(rt, rt_self(rt), API_FOLLOW_MS, 1, NULL, 0, NULL) < 0)
 		rt_exit_self(rt, RT_R_NORMAL);
 }
 
 static void follow_terminate(rt_t *rt, void *state, rt_reason_t reason)
 {
+	follow_t *f = state;
 	(void)rt; (void)reason;
-	free(state);
+	free(f->files);
+	free(f);
 }
 
 static const rt_behaviour_t log_follower = { "api_follow", follow_init, follow_handle, follow_terminate };
@@ -1290,6 +1334,31 @@ static int logs_opts(const msgpack_object *params, char *ctr, size_t cap, int64_
 	return 0;
 }
 
+/* Lines of several containers: {container, line} maps, in time order. */
+typedef struct clines {
+	char **l;
+	const char **c;
+	size_t n;
+} clines_t;
+
+static int pack_clines(msgpack_packer *pk, void *arg)
+{
+	clines_t *o = arg;
+	int rc = msgpack_pack_array(pk, o->n);
+	for (size_t i = 0; i < o->n; i++) {
+		rc |= msgpack_pack_map(pk, 2);
+		rc |= pk_key(pk, "container");
+		rc |= api_pack_cstr(pk, o->c[i]);
+		rc |= pk_key(pk, "line");
+		rc |= api_pack_cstr(pk, o->l[i]);
+	}
+	return rc ? -ENOMEM : 0;
+}
+
+/* `logs` of a pod: one container's lines (strings), or, without a
+ * container named and with several, every container's, merged by their
+ * time stamps (each record starts with its RFC 3339 time, so text order
+ * is time order) as {container, line} maps, the last `tail` of them. */
 static void m_logs(const api_call_t *call, const msgpack_object *params, void *ctx)
 {
 	api_daemon_t *d = ctx;
@@ -1316,27 +1385,85 @@ static void m_logs(const api_call_t *call, const msgpack_object *params, void *c
 	bool found = !ctr[0] && s.n_containers;
 	for (size_t i = 0; i < s.n_containers && ctr[0]; i++)
 		found |= strcmp(s.containers[i].name, ctr) == 0;
-	if (!ctr[0] && s.n_containers)
-		snprintf(ctr, sizeof ctr, "%s", s.containers[0].name);
-	st_status_clear(&s);
 	if (!found) {
+		st_status_clear(&s);
 		snprintf(msg, sizeof msg, "pod \"%s\" has no container \"%s\"", name, ctr);
 		api_reply_error(call->rt, call->token, API_NOT_FOUND, msg, NULL, NULL);
 		return;
 	}
-	lines_t o = { NULL, 0 };
-	if ((err = pod_log_tail(d->log_dir, name, ctr, (size_t)tail, &o.l, &o.n, &e)) < 0) {
-		api_reply_err(call->rt, call->token, err, e.msg);
+	size_t nc = ctr[0] ? 1 : s.n_containers;
+	follow_file_t *files = calloc(nc, sizeof *files);
+	if (!files) {
+		st_status_clear(&s);
+		api_reply_err(call->rt, call->token, -ENOMEM, "out of memory");
 		return;
 	}
-	api_reply(call->rt, call->token, pack_lines, &o);
-	pod_log_lines_free(o.l, o.n);
+	for (size_t i = 0; i < nc; i++)
+		snprintf(files[i].container, sizeof files[i].container, "%s",
+			 ctr[0] ? ctr : s.containers[i].name);
+	st_status_clear(&s);
+	if (nc == 1) {
+		lines_t o = { NULL, 0 };
+		err = pod_log_tail(d->log_dir, name, files[0].container, (size_t)tail, &o.l, &o.n, &e);
+		if (err < 0) {
+			free(files);
+			api_reply_err(call->rt, call->token, err, e.msg);
+			return;
+		}
+		api_reply(call->rt, call->token, pack_lines, &o);
+		pod_log_lines_free(o.l, o.n);
+	} else {
+		char ***ls = calloc(nc, sizeof *ls);
+		size_t *ns = calloc(nc, sizeof *ns), *at = calloc(nc, sizeof *at), total = 0;
+		err = ls && ns && at ? 0 : -ENOMEM;
+		for (size_t i = 0; i < nc && !err; i++) {
+			err = pod_log_tail(d->log_dir, name, files[i].container, (size_t)tail, &ls[i],
+					   &ns[i], &e);
+			total += err ? 0 : ns[i];
+		}
+		clines_t o = { calloc(total + 1, sizeof *o.l), calloc(total + 1, sizeof *o.c), 0 };
+		if (!err && (!o.l || !o.c))
+			err = -ENOMEM;
+		/* Merge: the oldest head first; equal times keep container order. */
+		while (!err && o.n < total) {
+			size_t best = nc;
+			for (size_t i = 0; i < nc; i++)
+				if (at[i] < ns[i] &&
+				    (best == nc || strcmp(ls[i][at[i]], ls[best][at[best]]) < 0))
+					best = i;
+			o.c[o.n] = files[best].container;
+			o.l[o.n++] = ls[best][at[best]++];
+		}
+		if (!err) {
+			size_t skip = tail > 0 && o.n > (size_t)tail ? o.n - (size_t)tail : 0;
+			clines_t last = { o.l + skip, o.c + skip, o.n - skip };
+			api_reply(call->rt, call->token, pack_clines, &last);
+		} else {
+			api_reply_err(call->rt, call->token, err, err == -ENOMEM ? "out of memory" : e.msg);
+		}
+		for (size_t i = 0; ls && ns && i < nc; i++)
+			pod_log_lines_free(ls[i], ns[i]);
+		free(o.l);
+		free(o.c);
+		free(ls);
+		free(ns);
+		free(at);
+		if (err) {
+			free(files);
+			return;
+		}
+	}
 	if (follow) {
-		follow_t f = { .token = call->token };
-		snprintf(f.path, sizeof f.path, "%s/%s/%s.log", d->log_dir, name, ctr);
-		snprintf(f.container, sizeof f.container, "%s", ctr);
+		follow_t f = { .token = call->token, .store = d->store, .files = files, .n = nc };
+		snprintf(f.pod, sizeof f.pod, "%s", name);
+		for (size_t i = 0; i < nc; i++)
+			snprintf(files[i].path, sizeof files[i].path, "%s/%s/%s.log", d->log_dir, name,
+				 files[i].container);
 		/* Without memory the follow just ends: the client sees EOF. */
-		(void)rt_spawn(d->rt, &log_follower, &f, NULL);
+		if (rt_spawn(d->rt, &log_follower, &f, NULL) < 0)
+			free(files);
+	} else {
+		free(files);
 	}
 }
 

@@ -43,6 +43,10 @@ typedef struct ctl {
 	const char *socket_flag;
 	char socket[4096];
 	api_client_t *c;
+	/* Where object `at` of the request came from ("web.yaml: document
+	 * 2"), to name it as local errors do; NULL: as tankd says. */
+	bool (*where)(const void *arg, size_t at, char *buf, size_t cap);
+	const void *where_arg;
 } ctl_t;
 
 typedef struct verb {
@@ -109,25 +113,55 @@ static int ctl_connect(ctl_t *x)
 	return 0;
 }
 
+/* A detail of tankd's as local errors read: `pods[N]: rest` becomes
+ * `FILE: document D: rest` when the request says where object N came
+ * from. */
+static void ctl_print_detail(ctl_t *x, const char *d, size_t len)
+{
+	char where[512];
+	unsigned long at;
+	int used = 0;
+
+	if (x->where && sscanf(d, "pods[%lu]: %n", &at, &used) == 1 && used > 0 &&
+	    (size_t)used <= len && x->where(x->where_arg, at, where, sizeof where)) {
+		fprintf(stderr, "  %s: %.*s\n", where, (int)(len - (size_t)used), d + used);
+		return;
+	}
+	fprintf(stderr, "  %.*s\n", (int)len, d);
+}
+
 /* Prints a daemon-reported error with its details: a list of strings (a
- * manifest's validation messages) one per line, anything else as YAML. */
+ * manifest's validation messages) one per line, anything else as YAML.
+ * A message that ends with the first detail ("2 errors: pods[2]: …") is
+ * printed without it: the detail follows on its own line. */
 static void ctl_print_remote_error(ctl_t *x, const api_incoming_t *in)
 {
-	fprintf(stderr, "tankctl: %s: %s\n", x->verb, in->message);
 	const msgpack_object *d = in->details;
+	bool all_str = d && d->type == MSGPACK_OBJECT_ARRAY && d->via.array.size;
+
+	for (uint32_t i = 0; all_str && i < d->via.array.size; i++)
+		all_str &= d->via.array.ptr[i].type == MSGPACK_OBJECT_STR;
+	if (all_str) {
+		const msgpack_object *d0 = &d->via.array.ptr[0];
+		size_t ml = strlen(in->message), dl = d0->via.str.size;
+		size_t lead = ml;
+		if (dl <= ml && !memcmp(in->message + ml - dl, d0->via.str.ptr, dl)) {
+			lead = ml - dl;
+			while (lead && (in->message[lead - 1] == ' ' || in->message[lead - 1] == ':'))
+				lead--;
+		}
+		if (lead)
+			fprintf(stderr, "tankctl: %s: %.*s:\n", x->verb, (int)lead, in->message);
+		else
+			fprintf(stderr, "tankctl: %s:\n", x->verb);
+		for (uint32_t i = 0; i < d->via.array.size; i++)
+			ctl_print_detail(x, d->via.array.ptr[i].via.str.ptr,
+					 d->via.array.ptr[i].via.str.size);
+		return;
+	}
+	fprintf(stderr, "tankctl: %s: %s\n", x->verb, in->message);
 	if (!d || d->type == MSGPACK_OBJECT_NIL)
 		return;
-	if (d->type == MSGPACK_OBJECT_ARRAY) {
-		bool all_str = true;
-		for (uint32_t i = 0; i < d->via.array.size; i++)
-			all_str &= d->via.array.ptr[i].type == MSGPACK_OBJECT_STR;
-		if (all_str) {
-			for (uint32_t i = 0; i < d->via.array.size; i++)
-				fprintf(stderr, "  %.*s\n", (int)d->via.array.ptr[i].via.str.size,
-					d->via.array.ptr[i].via.str.ptr);
-			return;
-		}
-	}
 	mf_doc_emit(d, MF_DOC_YAML, stderr);
 }
 
@@ -548,17 +582,59 @@ static int ctl_wait_timeout(uint64_t deadline)
 	return left < CTL_WAIT_QUIET_MS ? (int)left : CTL_WAIT_QUIET_MS;
 }
 
+/* The children of (k, name) (the objects it is the parent of: each child's status
+ * map names its parent under k's name), each observed through its kind
+ * and remembered in w: whether one of them moved since the last look (a
+ * looped one did not), and whether one failed. */
+static int ctl_children_moved(ctl_t *x, const kind_t *k, const char *name, cli_watch_t *w,
+			      unsigned pass, bool *moved, bool *failed)
+{
+	const kind_t *ck = k->children;
+	api_incoming_t in;
+	int r;
+
+	*moved = *failed = false;
+	if (!ck || !ck->observe)
+		return 0;
+	if ((r = ctl_call(x, "status", ctl_is_default(ck) ? NULL : pack_name_kind,
+			  &(name_kind_t){ NULL, ck }, CTL_TIMEOUT_MS, &in)) != 0)
+		return r;
+	for (uint32_t i = 0; in.result->type == MSGPACK_OBJECT_ARRAY &&
+			     i < in.result->via.array.size; i++) {
+		const msgpack_object *s = &in.result->via.array.ptr[i];
+		char cname[256];
+		rc_observed_t ob;
+		bool looped;
+		if (!api_obj_streq(api_map_get(s, k->name), name) ||
+		    !api_obj_strcpy(api_map_get(s, "name"), cname, sizeof cname) ||
+		    ck->observe(NULL, s, NULL, &ob) < 0)
+			continue;
+		*moved |= cli_watch_moved(w, ck, cname, pass, &ob, &looped) && !looped;
+		*failed |= ob.state == RC_OBS_FAILED;
+	}
+	api_incoming_free(&in);
+	return 0;
+}
+
 /* A wait for one object (a verb's --wait): subscribed to the events
  * first, then its status passed through its kind's observation, again at
  * each event that names it (an event map whose key of the kind's name is
- * the object's), until done or failed, or the timeout. */
+ * the object's) and after CTL_WAIT_QUIET_MS without one, each look a pass
+ * of the generic rule (rc_converge.h), as `apply --wait`'s: done or
+ * failed, or no progress in 3 looks (of the object and of the objects
+ * it is the parent of), or the timeout.  A verdict read from a status older
+ * than the verb (its `since` before it, when the verb changed something)
+ * is not one: that is the state the verb was asked to change. */
 static int ctl_wait_one(ctl_t *x, const kind_t *k, const char *name, const char *want,
-			uint64_t timeout_ms)
+			uint64_t timeout_ms, uint64_t t0, bool changed)
 {
 	uint64_t deadline = timeout_ms ? ctl_now_ms() + timeout_ms : 0;
 	name_kind_t nk = { name, k };
 	api_incoming_t in;
 	rc_observed_t ob;
+	const rc_observed_t *have[1] = { &ob };
+	rc_conv_t conv;
+	cli_watch_t kids = { 0 };
 	tank_error_t e;
 	char phase[64], why[256];
 	int r;
@@ -566,10 +642,14 @@ static int ctl_wait_one(ctl_t *x, const kind_t *k, const char *name, const char 
 	if ((r = ctl_call(x, "subscribe", NULL, NULL, CTL_TIMEOUT_MS, &in)) != 0)
 		return r;
 	api_incoming_free(&in);
+	if (rc_conv_init(&conv, 1) < 0)
+		return ctl_fail(x, "out of memory");
+	conv.bounded = deadline != 0;
 	for (bool look = true;;) {
 		if (look) {
+			bool kmoved, kfailed;
 			if ((r = ctl_call(x, "status", pack_name_kind, &nk, CTL_TIMEOUT_MS, &in)) != 0)
-				return r;
+				goto out;
 			memset(&ob, 0, sizeof ob);
 			if (k->observe)
 				k->observe(NULL, in.result, want, &ob);
@@ -577,25 +657,53 @@ static int ctl_wait_one(ctl_t *x, const kind_t *k, const char *name, const char 
 				ob.state = RC_OBS_DONE;
 			api_obj_strcpy(api_map_get(in.result, "phase"), phase, sizeof phase);
 			api_incoming_free(&in);
-			if (ob.state == RC_OBS_DONE || ob.state == RC_OBS_READY) {
-				ctl_print_ref(k->name, name, phase[0] ? phase : "done");
-				return EXIT_OK;
+			if (changed && ob.state != RC_OBS_PENDING && ob.since > 0 &&
+			    (uint64_t)ob.since < t0) {
+				ob.state = RC_OBS_PENDING;
+				snprintf(why, sizeof why, "%.200s (from before %.20s)", ob.why, x->verb);
+				snprintf(ob.why, sizeof ob.why, "%s", why);
 			}
-			if (ob.state == RC_OBS_FAILED)
-				return ctl_fail(x, "%s %s failed: %s", k->name, name, ob.why);
+			if ((r = ctl_children_moved(x, k, name, &kids, conv.passes, &kmoved,
+						    &kfailed)) != 0)
+				goto out;
+			if (ob.state == RC_OBS_PENDING) {
+				ob.moving |= kmoved;
+				ob.blocked |= kfailed && !kmoved;
+			}
+			rc_conv_verdict_t v = rc_conv_pass(&conv, have);
+			if (conv.objs[0].verdict == RC_CONV_OBJ_CONVERGED ||
+			    (v == RC_CONV_DONE && !rc_conv_any_failed(&conv))) {
+				ctl_print_ref(k->name, name, phase[0] ? phase : "done");
+				r = EXIT_OK;
+				goto out;
+			}
+			if (rc_conv_any_failed(&conv)) {
+				r = ctl_fail(x, "%s %s failed: %s", k->name, name, ob.why);
+				goto out;
+			}
+			if (v == RC_CONV_STUCK) {
+				r = ctl_fail(x, "no progress in %d looks: %s %s is %s", RC_CONV_PATIENCE,
+					     k->name, name, ob.why);
+				goto out;
+			}
 		}
-		if (deadline && ctl_now_ms() >= deadline)
-			return ctl_fail(x, "timed out: %s %s is %s", k->name, name, ob.why);
+		if (deadline && ctl_now_ms() >= deadline) {
+			r = ctl_fail(x, "timed out: %s %s is %s", k->name, name, ob.why);
+			goto out;
+		}
 		r = api_client_next(x->c, ctl_wait_timeout(deadline), &in, &e);
 		if (r == -ETIMEDOUT) {
 			look = true;            /* quiet: look once more */
 			continue;
 		}
-		if (r < 0)
-			return ctl_fail(x, "%s", e.msg);
+		if (r < 0) {
+			r = ctl_fail(x, "%s", e.msg);
+			goto out;
+		}
 		if (ctl_farewell(&in, why, sizeof why)) {
 			api_incoming_free(&in);
-			return ctl_fail(x, "tankd: %s", why);
+			r = ctl_fail(x, "tankd: %s", why);
+			goto out;
 		}
 		look = false;
 		if (in.type == API_NOTIFICATION && strcmp(in.method, "event") == 0)
@@ -604,6 +712,10 @@ static int ctl_wait_one(ctl_t *x, const kind_t *k, const char *name, const char 
 								  k->name), name);
 		api_incoming_free(&in);
 	}
+out:
+	rc_conv_free(&conv);
+	cli_watch_free(&kids);
+	return r;
 }
 
 /* A kind's own verb (`up`, `down`): VERB NAME [--wait [--timeout D]]; with
@@ -642,13 +754,16 @@ static int v_kind_verb(ctl_t *x, int argc, char **argv)
 	if (timeout_ms && !wait)
 		return ctl_usage_error(x, "--timeout bounds --wait: use both");
 	const char *name = argv[optind];
+	uint64_t t0 = ctl_now_ms();
 	if ((r = ctl_call(x, x->verb, pack_name, (void *)name, CTL_TIMEOUT_MS, &in)) != 0)
 		return r;
 	api_obj_strcpy(api_map_get(in.result, "action"), action, sizeof action);
 	ctl_print_ref(k->name, name, action[0] ? action : "done");
 	api_incoming_free(&in);
 	fflush(stdout);
-	return wait ? ctl_wait_one(x, k, name, x->verb, timeout_ms) : EXIT_OK;
+	return wait ? ctl_wait_one(x, k, name, x->verb, timeout_ms, t0,
+				   strcmp(action, "unchanged") != 0)
+		    : EXIT_OK;
 }
 
 static int v_restart(ctl_t *x, int argc, char **argv)
@@ -842,6 +957,38 @@ static int ctl_batch_unique(ctl_t *x, const ctl_batch_t *bt)
 	return r;
 }
 
+/* Where object `at` of the apply came from: its file and document (and
+ * item, in a list), as mf_parse names them. */
+static bool ctl_batch_where(const void *arg, size_t at, char *buf, size_t cap)
+{
+	const ctl_batch_t *bt = arg;
+
+	for (size_t i = 0; i < bt->n; i++) {
+		const mf_manifest_t *m = bt->ms[i];
+		if (at >= m->count) {
+			at -= m->count;
+			continue;
+		}
+		const msgpack_object *raw = m->objs[at].raw;
+		for (size_t k = 0; m->docs && k < m->docs->count; k++) {
+			const msgpack_object *doc = &m->docs->docs[k];
+			if (raw == doc) {
+				snprintf(buf, cap, "%s: document %u", bt->sources[i], m->docs->index[k]);
+				return true;
+			}
+			if (doc->type == MSGPACK_OBJECT_ARRAY && raw >= doc->via.array.ptr &&
+			    raw < doc->via.array.ptr + doc->via.array.size) {
+				snprintf(buf, cap, "%s: document %u, item %zu", bt->sources[i],
+					 m->docs->index[k], (size_t)(raw - doc->via.array.ptr) + 1);
+				return true;
+			}
+		}
+		snprintf(buf, cap, "%s", bt->sources[i]);
+		return true;
+	}
+	return false;
+}
+
 static int pack_pods(msgpack_packer *pk, void *arg)
 {
 	const ctl_batch_t *bt = arg;
@@ -931,6 +1078,9 @@ static int ctl_wait(ctl_t *x, const ctl_batch_t *bt, uint64_t timeout_ms)
 		goto out;
 	}
 	cli_batch_kinds(&b, kinds, objs);
+	/* The user's deadline bounds the wait: only what is truly stuck ends
+	 * it before (rc_converge.h). */
+	b.conv.bounded = deadline != 0;
 	for (;;) {
 		api_incoming_t in;
 		/* sync makes each pass look at a reconciled state rather than
@@ -1061,7 +1211,12 @@ static int v_apply(ctl_t *x, int argc, char **argv)
 	free(files);
 	if (!r)
 		r = ctl_batch_unique(x, &bt);
-	if (r || (r = ctl_call(x, "apply", pack_pods, &bt, CTL_TIMEOUT_MS, &in)) != 0) {
+	x->where = ctl_batch_where;
+	x->where_arg = &bt;
+	if (!r)
+		r = ctl_call(x, "apply", pack_pods, &bt, CTL_TIMEOUT_MS, &in);
+	x->where = NULL;
+	if (r) {
 		ctl_batch_free(&bt);
 		return r;
 	}
@@ -1103,7 +1258,49 @@ static int pack_names_kind(msgpack_packer *pk, void *arg)
 
 /* Sends one delete of one kind and prints what it did (and what went
  * with it: the answer names every object's kind). */
-static int ctl_delete(ctl_t *x, char **names, const kind_t *k, bool ignore_nf)
+/* "kind/name" of what a delete took, to tell a later one of a file not to
+ * look for it again. */
+typedef struct ctl_gone {
+	char **v;
+	size_t n, cap;
+} ctl_gone_t;
+
+static bool ctl_gone_has(const ctl_gone_t *g, const char *kind, const char *name)
+{
+	size_t kl = strlen(kind);
+	for (size_t i = 0; g && i < g->n; i++)
+		if (!strncmp(g->v[i], kind, kl) && g->v[i][kl] == '/' && !strcmp(g->v[i] + kl + 1, name))
+			return true;
+	return false;
+}
+
+static void ctl_gone_add(ctl_gone_t *g, const char *kind, const char *name)
+{
+	char *s;
+	if (!g || ctl_gone_has(g, kind, name))
+		return;
+	if (g->n == g->cap) {
+		size_t cap = g->cap ? 2 * g->cap : 16;
+		char **v = realloc(g->v, cap * sizeof *v);
+		if (!v)
+			return;
+		g->v = v;
+		g->cap = cap;
+	}
+	if (asprintf(&s, "%s/%s", kind, name) >= 0)
+		g->v[g->n++] = s;
+}
+
+static void ctl_gone_free(ctl_gone_t *g)
+{
+	for (size_t i = 0; i < g->n; i++)
+		free(g->v[i]);
+	free(g->v);
+}
+
+/* Deletes names of kind k; what was deleted (the cascade included) goes
+ * into gone when given. */
+static int ctl_delete(ctl_t *x, char **names, const kind_t *k, bool ignore_nf, ctl_gone_t *gone)
 {
 	names_kind_t nk = { names, k };
 	api_incoming_t in;
@@ -1124,6 +1321,7 @@ static int ctl_delete(ctl_t *x, char **names, const kind_t *k, bool ignore_nf)
 			api_obj_strcpy(api_map_get(e, "name"), name, sizeof name);
 			if (d && d->type == MSGPACK_OBJECT_BOOLEAN && d->via.boolean) {
 				ctl_print_ref(kind, name, "deleted");
+				ctl_gone_add(gone, kind, name);
 			} else if (!ignore_nf && !strcmp(kind, k->name)) {
 				/* As get and restart: a name that names
 				 * nothing is an error (kubectl's habit). */
@@ -1141,51 +1339,81 @@ static int v_delete(ctl_t *x, int argc, char **argv)
 		{ "help", no_argument, NULL, OPT_HELP },
 		{ "filename", required_argument, NULL, 'f' },
 		{ "ignore-not-found", no_argument, NULL, OPT_IGNORE_NF }, { 0 } };
-	const char *file = NULL;
-	mf_manifest_t *m = NULL;
+	const char **files = calloc((size_t)argc + 1, sizeof *files);
+	size_t nfiles = 0;
+	ctl_batch_t bt;
+	ctl_gone_t gone = { 0 };
 	bool ignore_nf = false;
 	int o, r = 0;
 
+	memset(&bt, 0, sizeof bt);
+	if (!files)
+		return ctl_fail(x, "out of memory");
 	while ((o = getopt_long(argc, argv, "f:", opts, NULL)) != -1) {
-		if (o == OPT_HELP)
+		if (o == OPT_HELP) {
+			free(files);
 			return ctl_help(ctl_find(x->verb));
-		if (o == 'f')
-			file = optarg;
-		else if (o == OPT_IGNORE_NF)
+		}
+		if (o == 'f') {
+			files[nfiles++] = optarg;
+		} else if (o == OPT_IGNORE_NF) {
 			ignore_nf = true;
-		else
+		} else {
+			free(files);
 			return ctl_usage_error(x, "unknown option");
+		}
 	}
-	if (!file == (optind == argc))
-		return ctl_usage_error(x, "needs [KIND] names or -f FILE (not both)");
-	if (!file) {
+	if (!nfiles == (optind == argc)) {
+		free(files);
+		return ctl_usage_error(x, "needs [KIND] names or -f FILE|DIR|- [-f …] (not both)");
+	}
+	if (!nfiles) {
+		free(files);
 		const kind_t *k = ctl_kind_word(argc, argv, 1);
-		return ctl_delete(x, argv + optind, k, ignore_nf);   /* argv is NULL-terminated */
+		return ctl_delete(x, argv + optind, k, ignore_nf, NULL);   /* argv is NULL-terminated */
 	}
-	if ((r = ctl_load(x, file, &m)) != 0)
+	/* Every -f (files, directories, as apply reads them) is read before
+	 * anything is deleted. */
+	for (size_t i = 0; i < nfiles && !r; i++)
+		r = ctl_batch_path(x, &bt, files[i]);
+	free(files);
+	if (r) {
+		ctl_batch_free(&bt);
 		return r;
-	char **names = calloc(m->count + 1, sizeof *names);
-	size_t nk = 0;
+	}
+	size_t total = 0, nk = 0;
+	for (size_t i = 0; i < bt.n; i++)
+		total += bt.ms[i]->count;
 	while (ctl_kinds[nk])
 		nk++;
+	char **names = calloc(total + 1, sizeof *names);
 	if (!names) {
 		r = ctl_fail(x, "out of memory");
 	} else {
 		/* The kinds that take others with them first (the list's
-		 * order reversed: owners come after what they own). */
+		 * order reversed: owners come after what they own); what went
+		 * with its owner is not looked for again. */
 		for (size_t ki = nk; ki-- > 0;) {
 			size_t n = 0;
-			for (size_t i = 0; i < m->count; i++)
-				if (ctl_kind_of(&m->objs[i]) == ctl_kinds[ki])
-					names[n++] = (char *)m->objs[i].name;
+			for (size_t f = 0; f < bt.n; f++)
+				for (size_t i = 0; i < bt.ms[f]->count; i++) {
+					const mf_object_t *ob = &bt.ms[f]->objs[i];
+					bool twice = false;
+					for (size_t j = 0; j < n && !twice; j++)
+						twice = !strcmp(names[j], ob->name);
+					if (ctl_kind_of(ob) == ctl_kinds[ki] && !twice &&
+					    !ctl_gone_has(&gone, ctl_kinds[ki]->name, ob->name))
+						names[n++] = (char *)ob->name;
+				}
 			names[n] = NULL;
-			int r2 = ctl_delete(x, names, ctl_kinds[ki], ignore_nf);
+			int r2 = ctl_delete(x, names, ctl_kinds[ki], ignore_nf, &gone);
 			if (!r)
 				r = r2;
 		}
 	}
 	free(names);
-	mf_free(m);
+	ctl_gone_free(&gone);
+	ctl_batch_free(&bt);
 	return r;
 }
 
@@ -1217,10 +1445,14 @@ static int pack_logs(msgpack_packer *pk, void *arg)
 }
 
 /* A log line arrives as a string or as a map with `line` (and maybe
- * `container`). */
-static void ctl_print_line(const msgpack_object *o)
+ * `container`); with prefix, a map's line is printed after `[container] `
+ * (the lines of several containers, as kubectl logs --prefix). */
+static void ctl_print_line(const msgpack_object *o, bool prefix)
 {
 	const msgpack_object *l = o->type == MSGPACK_OBJECT_MAP ? api_map_get(o, "line") : o;
+	const msgpack_object *c = o->type == MSGPACK_OBJECT_MAP ? api_map_get(o, "container") : NULL;
+	if (prefix && c && c->type == MSGPACK_OBJECT_STR)
+		printf("[%.*s] ", (int)c->via.str.size, c->via.str.ptr);
 	if (l && l->type == MSGPACK_OBJECT_STR) {
 		fwrite(l->via.str.ptr, 1, l->via.str.size, stdout);
 		if (!l->via.str.size || l->via.str.ptr[l->via.str.size - 1] != '\n')
@@ -1280,11 +1512,25 @@ static int v_logs(ctl_t *x, int argc, char **argv)
 	p.name = argv[optind];
 	if ((r = ctl_call(x, "logs", pack_logs, &p, CTL_TIMEOUT_MS, &in)) != 0)
 		return r;
+	/* Without -c, a pod of several containers answers with maps: every
+	 * container's lines, each prefixed with its container's name. */
+	bool prefix = false;
 	if (in.result->type == MSGPACK_OBJECT_ARRAY)
-		for (uint32_t i = 0; i < in.result->via.array.size; i++)
-			ctl_print_line(&in.result->via.array.ptr[i]);
+		for (uint32_t i = 0; i < in.result->via.array.size; i++) {
+			prefix |= !p.container &&
+				  in.result->via.array.ptr[i].type == MSGPACK_OBJECT_MAP;
+			ctl_print_line(&in.result->via.array.ptr[i], prefix);
+		}
+	bool none = in.result->type != MSGPACK_OBJECT_ARRAY || !in.result->via.array.size;
 	api_incoming_free(&in);
 	fflush(stdout);
+	if (p.follow && !p.container && none &&
+	    ctl_call(x, "status", pack_name, (void *)p.name, CTL_TIMEOUT_MS, &in) == 0) {
+		/* Nothing logged yet: its status says whether it has several. */
+		const msgpack_object *c = api_map_get(in.result, "containers");
+		prefix = c && c->type == MSGPACK_OBJECT_ARRAY && c->via.array.size > 1;
+		api_incoming_free(&in);
+	}
 	while (p.follow) {
 		if ((r = api_client_next(x->c, -1, &in, &e)) < 0)
 			return r == -ECONNRESET ? EXIT_OK : ctl_fail(x, "%s", e.msg);
@@ -1293,12 +1539,18 @@ static int v_logs(ctl_t *x, int argc, char **argv)
 			fflush(stdout);
 			return ctl_fail(x, "tankd: %s", why);
 		}
+		/* The pod ended and its log is drained. */
+		if (in.type == API_NOTIFICATION && strcmp(in.method, "log_end") == 0) {
+			api_incoming_free(&in);
+			break;
+		}
 		if (in.type == API_NOTIFICATION && strcmp(in.method, "log") == 0)
 			for (uint32_t i = 0; i < in.params->via.array.size; i++)
-				ctl_print_line(&in.params->via.array.ptr[i]);
+				ctl_print_line(&in.params->via.array.ptr[i], prefix);
 		api_incoming_free(&in);
 		fflush(stdout);
 	}
+	fflush(stdout);
 	return EXIT_OK;
 }
 
@@ -1486,17 +1738,22 @@ static const verb_t ctl_verbs[] = {
 	  "Sends the pods of every -f (files, - for stdin, directories of *.yaml,\n"
 	  "*.yml and *.json in name order) to tankd as one batch.  All are validated\n"
 	  "first: any problem is printed with its path and nothing is applied.\n"
-	  "--wait then re-checks the pods until none is pending or 3 passes in a\n"
-	  "row made no progress (see docs/cli.md): a pod converged when it was seen\n"
-	  "running at two passes with the same start times, or completed; a pod\n"
-	  "terminal with a failure is named at once.  It prints re_runs_count and\n"
-	  "require_re_run; exit 1 if any pod failed or did not converge (or at the\n"
-	  "--timeout)." },
-	{ "delete", v_delete, "[KIND] NAME... | -f FILE [--ignore-not-found]",
+	  "--wait then re-checks every object until none is pending (see\n"
+	  "docs/cli.md): a pod converged when seen running and ready (its probes\n"
+	  "passed) at two passes with the same start times, or completed, or held\n"
+	  "by its owner; a failure (a startup probe giving up too) is named at\n"
+	  "once.  A probe inside its window, a job running and a dependency that\n"
+	  "moves are progress; 3 passes in a row without progress end the wait,\n"
+	  "under --timeout only when everything pending is truly stuck (a crash\n"
+	  "loop, a failed or missing dependency).  It prints re_runs_count and\n"
+	  "require_re_run; exit 1 if any object failed or did not converge (or at\n"
+	  "the --timeout)." },
+	{ "delete", v_delete, "[KIND] NAME... | -f FILE|DIR|- [-f …] [--ignore-not-found]",
 	  "Deletes the named pods, or the named objects of KIND (a kind's name,\n"
-	  "plural or short name) with what they own (or what a manifest holds);\n"
-	  "their containers are stopped.  A name that names nothing is an error\n"
-	  "(exit 1) unless --ignore-not-found." },
+	  "plural or short name) with what they own (or what the manifests of\n"
+	  "every -f hold, read as apply reads them); their containers are\n"
+	  "stopped.  A name that names nothing is an error (exit 1) unless\n"
+	  "--ignore-not-found; what went with its owner is not looked for again." },
 	{ "get", v_get, "[KIND] NAME | KINDS [-o yaml|json]",
 	  "Prints a pod's (or an object of KIND's) desired spec with its\n"
 	  "generation (YAML by default), and its status for kinds above pods.\n"
@@ -1511,7 +1768,9 @@ static const verb_t ctl_verbs[] = {
 	{ "restart", v_restart, "NAME",
 	  "Restarts a pod and resets its retries, also when it is terminal." },
 	{ "logs", v_logs, "NAME [-c CONTAINER] [--tail N] [-f]",
-	  "Prints a pod's captured output; -f keeps printing new lines." },
+	  "Prints a pod's captured output: without -c, every container's lines in\n"
+	  "time order, each prefixed with [CONTAINER] when it has several; -f keeps\n"
+	  "printing new lines until the pod has ended and its log is drained." },
 	{ "events", v_events, "[-o yaml|json]",
 	  "Prints the daemon's events as they happen, one per line (until interrupted)." },
 	{ "history", v_history, "[KIND] NAME [--limit N] [-o yaml|json]",

@@ -297,6 +297,16 @@ static bool pod__dep_met(const pod_mgr_t *m, const char *name,
 		pod__fmt(why, cap, "it does not exist");
 		return false;
 	}
+	/* Deleted but not reconciled yet (a restart right after the delete
+	 * of its dependency is handled first): the store has the last word. */
+	st_pod_t sp;
+	int rc = st_pod_get(m->o.store, name, &sp, NULL);
+	if (rc == 0) {
+		st_pod_clear(&sp);
+	} else if (rc == TANK_ENOTFOUND) {
+		pod__fmt(why, cap, "it does not exist");
+		return false;
+	}
 	if (d->cond & (1u << cond))
 		return true;
 	if (d->st.phase == POD_PP_RUNNING)

@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
+#include <time.h>
 
 #include "common/tank_kinds.h"
 #include "pod/pod_deps.h"
@@ -149,7 +150,7 @@ static size_t pod__owners(const kind_env_t *env)
 
 int pod_kind_pack_status(const kind_env_t *env, msgpack_packer *pk, const st_status_t *s)
 {
-	int rc = msgpack_pack_map(pk, 13 + pod__owners(env));
+	int rc = msgpack_pack_map(pk, 14 + pod__owners(env));
 	rc |= pk_key(pk, "name");            rc |= kind_pack_str(pk, s->name);
 	/* How a terminal pod ended (decisions read this, never the reason). */
 	rc |= pk_key(pk, "outcome");
@@ -166,6 +167,9 @@ int pod_kind_pack_status(const kind_env_t *env, msgpack_packer *pk, const st_sta
 		rc |= own ? kind_pack_str(pk, own) : msgpack_pack_nil(pk);
 	}
 	rc |= pk_key(pk, "ready");           rc |= s->ready ? msgpack_pack_true(pk) : msgpack_pack_false(pk);
+	/* Its owner does not let it run (a stack that is down): nothing
+	 * of it should run, and a wait takes that as converged. */
+	rc |= pk_key(pk, "held");            rc |= s->held ? msgpack_pack_true(pk) : msgpack_pack_false(pk);
 	rc |= pk_key(pk, "uid");             rc |= kind_pack_str(pk, s->uid);
 	rc |= pk_key(pk, "phase");           rc |= kind_pack_str(pk, s->phase);
 	rc |= pk_key(pk, "reason");          rc |= kind_pack_str(pk, s->reason);
@@ -179,7 +183,7 @@ int pod_kind_pack_status(const kind_env_t *env, msgpack_packer *pk, const st_sta
 	rc |= msgpack_pack_array(pk, s->n_containers);
 	for (size_t i = 0; i < s->n_containers; i++) {
 		const st_container_status_t *c = &s->containers[i];
-		rc |= msgpack_pack_map(pk, 11);
+		rc |= msgpack_pack_map(pk, 12);
 		rc |= pk_key(pk, "name");       rc |= kind_pack_str(pk, c->name);
 		rc |= pk_key(pk, "ready");      rc |= c->ready ? msgpack_pack_true(pk) : msgpack_pack_false(pk);
 		rc |= pk_key(pk, "probe");
@@ -193,6 +197,7 @@ int pod_kind_pack_status(const kind_env_t *env, msgpack_packer *pk, const st_sta
 		rc |= pk_key(pk, "last_exit");  rc |= pack_exit(pk, &c->last_exit);
 		rc |= pk_key(pk, "started_at"); rc |= pack_opt_ms(pk, c->started_at);
 		rc |= pk_key(pk, "log_dropped"); rc |= msgpack_pack_uint64(pk, c->log_dropped);
+		rc |= pk_key(pk, "probe_until"); rc |= pack_opt_ms(pk, c->probe_until);
 	}
 	return rc ? -ENOMEM : 0;
 }
@@ -313,24 +318,39 @@ static int pod__status_all(const kind_env_t *env, msgpack_packer *pk, tank_error
 
 /* ---- apply --wait ------------------------------------------------------------------ */
 
-/* pod_observe's reading, and one rule of the spec's: a run-once pod
- * (restart never or on_failure) converges only when it completed; seen
- * running it is still pending (its failure, even 0.3 s after it started,
- * is a failure of the wait). */
+/* pod_observe's reading (its probe windows judged at the wall clock),
+ * and the spec's rules:
+ *   - a run-once pod (restart never or on_failure) converges only when it
+ *     completed; seen running it is still pending (its failure, even
+ *     0.3 s after it started, is a failure of the wait), and moving: it
+ *     is doing what it was asked to;
+ *   - a pod waiting for its depends_on waits on those pods (the wait
+ *     resolves them: one that progresses is progress, one failed or
+ *     missing leaves it blocked). */
 static int pod__observe(const void *obj, const msgpack_object *s, const char *want,
 			rc_observed_t *out)
 {
 	const pod_spec_t *spec = obj;
+	struct timespec ts;
 	int err;
 
 	(void)want;
-	if ((err = pod_observe_status(s, out)) < 0)
+	clock_gettime(CLOCK_REALTIME, &ts);
+	if ((err = pod_observe_status_at(s, (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000,
+					 out)) < 0)
 		return err;
 	if (spec && spec->restart != POD_RESTART_ALWAYS && out->state == RC_OBS_READY) {
 		out->state = RC_OBS_PENDING;
+		out->moving = true;
 		snprintf(out->why, sizeof out->why, "running (restart %s: done when it completes)",
 			 pod_restart_name(spec->restart));
 	}
+	char phase[32] = "";
+	kind_str(kind_map_get(s, "phase"), phase, sizeof phase);
+	if (spec && out->state == RC_OBS_PENDING &&
+	    rc_fsm_phase_of(&pod_fsm, phase) == POD_PP_WAITING)
+		for (size_t i = 0; i < spec->dep_count && out->nwaits < RC_OBS_WAITS_MAX; i++)
+			out->waits_on[out->nwaits++] = spec->deps[i].pod;
 	return 0;
 }
 

@@ -152,8 +152,33 @@ static uint64_t pod__status_sig(const pod_trk_t *p)
 	}
 	h = pod__sig_mix(h, p->outcome);
 	h = pod__sig_mix(h, p->restart_req);
+	h = pod__sig_mix(h, p->held);
 	h = pod__sig_mix(h, p->cond);
 	return h;
+}
+
+/* The end of the window in which c's startup and readiness probes may
+ * still pass since it started (each: initial delay + failure threshold ×
+ * period; a readiness probe starts after the startup probe passed): a
+ * wait counts a container not ready yet as progress until then
+ * (docs/cli.md "apply --wait").  0: no such probe, or not started. */
+static int64_t pod__probe_until(const pod_ctr_t *c)
+{
+	const pod_spec_t *s = c->pod->spec;
+	const pod_container_t *pc = NULL;
+	uint64_t w = 0;
+
+	for (size_t i = 0; c->started_at && s && i < s->container_count && !pc; i++)
+		if (strcmp(s->containers[i].name, c->name) == 0)
+			pc = &s->containers[i];
+	if (!pc)
+		return 0;
+	for (int r = 0; r < 2; r++) {
+		const pod_probe_t *pr = &pc->probes[r ? POD_PROBE_READINESS : POD_PROBE_STARTUP];
+		if (pr->kind != POD_PROBE_NONE)
+			w += pr->initial_delay_ms + (uint64_t)pr->failure_threshold * pr->period_ms;
+	}
+	return w ? c->started_at + (int64_t)w : 0;
 }
 
 void pod__persist(pod_mgr_t *m, pod_trk_t *p)
@@ -194,6 +219,7 @@ void pod__persist(pod_mgr_t *m, pod_trk_t *p)
 		cs[i].ready = c->ready;
 		pod__copy(cs[i].probe, sizeof cs[i].probe, c->probe);
 		cs[i].outcome = c->st.phase == POD_CP_TERMINAL ? c->outcome : POD_OUT_NONE;
+		cs[i].probe_until = pod__probe_until(c);
 		s.restarts += c->restarts;
 		if (c->retries > s.retries)
 			s.retries = c->retries;
@@ -208,6 +234,7 @@ void pod__persist(pod_mgr_t *m, pod_trk_t *p)
 	s.ready = (p->cond & POD__COND_READY) != 0;
 	s.outcome = p->st.phase == POD_PP_TERMINAL ? p->outcome : POD_OUT_NONE;
 	s.restart = p->restart_req;
+	s.held = p->held;
 	s.containers = cs;
 	s.n_containers = p->nctrs;
 	/* Queued and group-committed. */

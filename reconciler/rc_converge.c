@@ -28,21 +28,27 @@ bool rc_conv_any_failed(const rc_conv_t *c)
 }
 
 /* Did object o move towards convergence between its last pass and ob? */
-static bool rc__moved(const rc_conv_obj_t *o, const rc_observed_t *ob)
+bool rc_conv_moved(const rc_conv_obj_t *o, const rc_observed_t *ob, bool *looped)
 {
+	if (looped)
+		*looped = false;
 	if (!o->seen || o->missing)
 		return ob != NULL;      /* first sighting */
 	if (!ob)
 		return false;
-	if (ob->restarts > o->last.restarts)
+	if (ob->restarts > o->last.restarts) {
 		/* Went round the loop: only a different outcome counts. */
-		return ob->outcome != o->last.outcome;
-	return ob->state != o->last.state || ob->progress != o->last.progress;
+		bool moved = ob->outcome != o->last.outcome;
+		if (looped)
+			*looped = !moved;
+		return moved;
+	}
+	return ob->moving || ob->state != o->last.state || ob->progress != o->last.progress;
 }
 
 rc_conv_verdict_t rc_conv_pass(rc_conv_t *c, const rc_observed_t *const *obs)
 {
-	size_t pending = 0;
+	size_t pending = 0, stuck = 0;
 	bool progress = false;
 
 	if (c->passes++)
@@ -53,7 +59,8 @@ rc_conv_verdict_t rc_conv_pass(rc_conv_t *c, const rc_observed_t *const *obs)
 		o->newly_failed = false;
 		if (o->verdict != RC_CONV_OBJ_PENDING)
 			continue;       /* decided: converged and failed stay so */
-		bool moved = rc__moved(o, ob);
+		bool looped;
+		bool moved = rc_conv_moved(o, ob, &looped);
 		if (ob && ob->state == RC_OBS_FAILED) {
 			o->verdict = RC_CONV_OBJ_FAILED;
 			o->newly_failed = true;
@@ -66,6 +73,11 @@ rc_conv_verdict_t rc_conv_pass(rc_conv_t *c, const rc_observed_t *const *obs)
 		} else {
 			pending++;
 			progress |= moved;
+			if (looped || (ob && ob->blocked))
+				o->stuck = true;
+			else if (moved)
+				o->stuck = false;
+			stuck += o->stuck;
 		}
 		if (ob) {
 			o->last = *ob;
@@ -78,5 +90,7 @@ rc_conv_verdict_t rc_conv_pass(rc_conv_t *c, const rc_observed_t *const *obs)
 	if (!pending)
 		return RC_CONV_DONE;
 	c->stale = progress ? 0 : c->stale + 1;
-	return c->stale >= RC_CONV_PATIENCE ? RC_CONV_STUCK : RC_CONV_AGAIN;
+	if (c->stale < RC_CONV_PATIENCE || (c->bounded && stuck < pending))
+		return RC_CONV_AGAIN;
+	return RC_CONV_STUCK;
 }

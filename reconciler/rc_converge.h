@@ -17,13 +17,22 @@
  *   - anything else is pending.
  *
  * Progress: a pass makes progress when a pending object's observed state
- * moved: it was not seen before, its state (pending → ready) changed, or
- * its `progress` signature (phase, reason, last exit) changed — except
- * that an object that restarted since the last pass (its `restarts` grew)
- * made progress only if the outcome of its runs (`outcome`: the last exit)
- * changed: a crash loop going back to the same failure is the same result.
- * Counters, pids and timestamps are never progress.  RC_CONV_PATIENCE (3)
- * consecutive passes without progress end the wait (require_re_run).
+ * moved: it was not seen before, its state (pending → ready) changed, its
+ * `progress` signature (phase, reason, last exit) changed, or its kind
+ * says it is `moving` on its own (a probe still inside its window, a
+ * run-once object running, a dependant whose dependency progresses) —
+ * except that an object that restarted since the last pass (its
+ * `restarts` grew) made progress only if the outcome of its runs
+ * (`outcome`: the last exit) changed: a crash loop going back to the same
+ * failure is the same result.  Counters, pids and timestamps are never
+ * progress.
+ *
+ * Stuck: an object is truly stuck when it looped (restarted back to the
+ * same outcome) or its kind says it is `blocked` (it waits on something
+ * failed or missing), until it moves again.  RC_CONV_PATIENCE (3)
+ * consecutive passes without progress end the wait (require_re_run); a
+ * wait bounded by its user's deadline (`bounded`) ends that way only when
+ * every pending object is stuck: what is only slow waits for the deadline.
  *
  * Pure: no I/O, nothing blocks; rc_conv_init allocates.
  */
@@ -44,8 +53,18 @@ typedef enum rc_obs_state {
 	RC_OBS_FAILED,          /* terminal with a failure */
 } rc_obs_state_t;
 
+#define RC_OBS_WAITS_MAX 8
+
 typedef struct rc_observed {
 	rc_obs_state_t state;
+	bool moving;            /* PENDING and advancing on its own: progress */
+	bool blocked;           /* PENDING and cannot advance: stuck */
+	int64_t since;          /* ms: it entered the state observed (0: unknown) */
+	/* Objects of the same kind it waits for (borrowed from the object as
+	 * applied); the caller resolves them: a dependency that progresses
+	 * makes this one moving, a failed or missing one blocked. */
+	const char *waits_on[RC_OBS_WAITS_MAX];
+	size_t nwaits;
 	uint64_t stability;     /* READY: what runs (start times); see above */
 	uint64_t progress;      /* phase, reason, last exit */
 	uint64_t outcome;       /* the last exit alone */
@@ -65,6 +84,7 @@ typedef struct rc_conv_obj {
 	bool missing;           /* not observed at the last pass */
 	rc_conv_obj_verdict_t verdict;
 	bool newly_failed;      /* failed at the last pass (report it once) */
+	bool stuck;             /* looped or blocked since it last moved */
 } rc_conv_obj_t;
 
 typedef enum rc_conv_verdict {
@@ -79,6 +99,7 @@ typedef struct rc_conv {
 	unsigned stale;         /* consecutive passes without progress */
 	unsigned passes;
 	unsigned re_runs;       /* passes after the first: idem's re_runs_count */
+	bool bounded;           /* a deadline of the user's bounds the wait */
 } rc_conv_t;
 
 /* 0 or -ENOMEM. */
@@ -88,6 +109,10 @@ void rc_conv_free(rc_conv_t *c);
 /* One pass: obs[i] is object i's observation, or NULL when it could not
  * be observed (no status yet: pending).  Returns the verdict. */
 rc_conv_verdict_t rc_conv_pass(rc_conv_t *c, const rc_observed_t *const *obs);
+
+/* Whether ob moved since o's last observation (the rule above), and
+ * whether it looped (restarted back to the same outcome). */
+bool rc_conv_moved(const rc_conv_obj_t *o, const rc_observed_t *ob, bool *looped);
 
 /* True when some object ended FAILED. */
 bool rc_conv_any_failed(const rc_conv_t *c);

@@ -201,6 +201,9 @@ static int stack__observe(const void *obj, const msgpack_object *s, const char *
 	const char *goal = want ? (!strcmp(want, "down") ? "down" : "up")
 				: (spec && spec->desired == STACK_DOWN ? "down" : "up");
 	out->progress = tank_hash64(phase, strlen(phase)) ^ tank_hash64(reason, strlen(reason));
+	int64_t since = 0;
+	if (kind_int(kind_map_get(s, "since"), &since))
+		out->since = since;
 	if (!strcmp(phase, goal))
 		out->state = RC_OBS_DONE;
 	else if (!strcmp(phase, "failed"))

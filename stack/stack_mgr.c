@@ -318,6 +318,12 @@ static bool stack__should_run(const stack_trk_t *t, int64_t now, char *why, size
 	*failed = false;
 	if (!s)
 		return true;            /* deleted: its pods are released */
+	/* Down is what was asked: an aborted stack, or one past its deadline,
+	 * taken down by its user is down, not failed (issue 40 item 4). */
+	if (s->desired == STACK_DOWN) {
+		stack__fmt(why, cap, "stack %s is down (desired: down)", t->name);
+		return false;
+	}
 	if (t->aborted) {
 		*failed = true;
 		stack__fmt(why, cap, "stack %s aborted: %s", t->name, t->abort_why);
@@ -328,10 +334,6 @@ static bool stack__should_run(const stack_trk_t *t, int64_t now, char *why, size
 		stack__fmt(why, cap, "stack %s: deadline %s%s", t->name,
 			   stack_time_format(s->deadline, at),
 			   now >= s->deadline ? " passed" : " is near (stopping within the grace)");
-		return false;
-	}
-	if (s->desired == STACK_DOWN) {
-		stack__fmt(why, cap, "stack %s is down (desired: down)", t->name);
 		return false;
 	}
 	if (s->start_at && now < s->start_at) {

@@ -248,6 +248,10 @@ typedef struct st_container_status {
 	bool ready;                  /* running and its readiness probe passed (or has none) */
 	char probe[ST_PROBE_MAX + 1]; /* the last probe result ("" = none yet) */
 	uint8_t outcome;             /* how it ended when terminal (the kind's enum; 0 = none) */
+	/* ms: until then its startup and readiness probes are still inside
+	 * their window (initial delay + failure threshold × period each) and
+	 * may yet pass; 0 = no such probe, or it never started. */
+	int64_t probe_until;
 } st_container_status_t;
 
 /* containers is malloc'ed and owned by the struct (st_status_clear). */
@@ -265,6 +269,7 @@ typedef struct st_status {
 	bool ready;                  /* every container ready (DESIGN.md §8) */
 	uint8_t outcome;             /* how it ended when terminal (the kind's enum; 0 = none) */
 	bool restart;                /* a restart by hand is asked and not done yet */
+	bool held;                   /* its owner (a stack) does not let it run */
 	st_container_status_t *containers;
 	size_t n_containers;
 } st_status_t;

@@ -602,8 +602,9 @@ static int enc_container(msgpack_packer *pk, const st_container_status_t *c)
 	/* log_dropped, ready and probe only when set: records stay as they
 	 * were for the containers that never lost a line or had a probe. */
 	return msgpack_pack_map(pk, 9 + (c->log_dropped != 0) + c->ready +
-				(c->probe[0] != 0) + (c->outcome != 0)) ||
+				(c->probe[0] != 0) + (c->outcome != 0) + (c->probe_until != 0)) ||
 	       (c->outcome && pk_u64(pk, "outcome", c->outcome)) ||
+	       (c->probe_until && pk_i64(pk, "probe_until", c->probe_until)) ||
 	       (c->log_dropped && pk_u64(pk, "log_dropped", c->log_dropped)) ||
 	       (c->ready && pk_true(pk, "ready")) ||
 	       (c->probe[0] && pk_str(pk, "probe", c->probe)) ||
@@ -621,10 +622,12 @@ int st__enc_status(msgpack_sbuffer *b, const st_status_t *s)
 {
 	msgpack_packer pk;
 	msgpack_packer_init(&pk, b, msgpack_sbuffer_write);
-	/* outcome and restart only when set (records of before stay as they were). */
+	/* outcome, restart and held only when set (records of before stay as
+	 * they were). */
 	if (msgpack_pack_map(&pk, (s->uid[0] ? 11 : 10) + s->ready + (s->outcome != 0) +
-				  s->restart) ||
+				  s->restart + s->held) ||
 	    (s->outcome && pk_u64(&pk, "outcome", s->outcome)) ||
+	    (s->held && pk_true(&pk, "held")) ||
 	    (s->restart && pk_true(&pk, "restart")) ||
 	    (s->uid[0] && pk_str(&pk, "uid", s->uid)) || pk_str(&pk, "name", s->name) ||
 	    (s->ready && pk_true(&pk, "ready")) ||
@@ -699,6 +702,9 @@ static const char *dec_container(mp_t *r, st_container_status_t *c)
 			if (rd_u32(r, &v) || v > UINT8_MAX)
 				return "containers[].outcome";
 			c->outcome = (uint8_t)v;
+		} else if (key_is(k, kl, "probe_until")) {
+			if (rd_i64(r, &c->probe_until))
+				return "containers[].probe_until";
 		} else if (mp_skip(r, 1)) {
 			return "containers[]";
 		}
@@ -762,6 +768,9 @@ int st__dec_status(const void *buf, size_t len, const char *key,
 		} else if (key_is(k, kl, "restart")) {
 			if (rd_bool(&r, &out->restart))
 				bad = "restart";
+		} else if (key_is(k, kl, "held")) {
+			if (rd_bool(&r, &out->held))
+				bad = "held";
 		} else if (key_is(k, kl, "last_exit")) {
 			if (rd_exit(&r, &out->last_exit))
 				bad = "last_exit";

@@ -52,8 +52,53 @@ int cli_batch_init(cli_batch_t *b, size_t n, const char *const *names,
 	return 0;
 }
 
+bool cli_watch_moved(cli_watch_t *w, const struct kind *k, const char *name, unsigned pass,
+		     const rc_observed_t *ob, bool *looped)
+{
+	struct cli_watched *e = NULL;
+
+	for (size_t i = 0; i < w->n && !e; i++)
+		if (w->v[i].kind == k && !strcmp(w->v[i].name, name))
+			e = &w->v[i];
+	if (!e) {
+		if (w->n == w->cap) {
+			size_t cap = w->cap ? 2 * w->cap : 8;
+			struct cli_watched *v = realloc(w->v, cap * sizeof *v);
+			if (!v)
+				return true;
+			w->v = v;
+			w->cap = cap;
+		}
+		e = &w->v[w->n];
+		memset(e, 0, sizeof *e);
+		if (!(e->name = strdup(name)))
+			return true;
+		e->kind = k;
+		e->pass = pass - 1;
+		w->n++;
+	}
+	if (e->pass != pass) {
+		e->moved = rc_conv_moved(&e->o, ob, &e->looped);
+		e->o.last = *ob;
+		e->o.seen = true;
+		e->pass = pass;
+	}
+	if (looped)
+		*looped = e->looped;
+	return e->moved;
+}
+
+void cli_watch_free(cli_watch_t *w)
+{
+	for (size_t i = 0; i < w->n; i++)
+		free(w->v[i].name);
+	free(w->v);
+	memset(w, 0, sizeof *w);
+}
+
 void cli_batch_free(cli_batch_t *b)
 {
+	cli_watch_free(&b->deps);
 	rc_conv_free(&b->conv);
 	free(b->obs);
 	free(b->have);
@@ -70,6 +115,50 @@ static const msgpack_object *cli__find(const msgpack_object *statuses, const cha
 			return s;
 	}
 	return NULL;
+}
+
+/* A dependant's dependencies (ob->waits_on, of kind k): moving when one
+ * moved (became ready, or progresses), blocked when one failed or is
+ * missing. */
+static void cli__resolve(cli_batch_t *b, const kind_t *k, const msgpack_object *statuses,
+			 rc_observed_t *ob)
+{
+	bool moving = false, blocked = false;
+
+	for (size_t d = 0; d < ob->nwaits; d++) {
+		const char *dep = ob->waits_on[d];
+		const rc_observed_t *dob = NULL;
+		const rc_conv_obj_t *before = NULL;
+		rc_observed_t tmp;
+		size_t j;
+		for (j = 0; j < b->n; j++)
+			if ((b->kinds && b->kinds[j] ? b->kinds[j] : tank_kinds[0]) == k &&
+			    !strcmp(b->names[j], dep))
+				break;
+		if (j < b->n) {
+			dob = b->have[j];
+			before = &b->conv.objs[j];
+		} else {
+			const msgpack_object *s = cli__find(statuses, dep);
+			if (s && k->observe && k->observe(NULL, s, NULL, &tmp) == 0)
+				dob = &tmp;
+		}
+		if (!dob) {
+			blocked = true;         /* it does not exist */
+			continue;
+		}
+		bool looped = false, moved;
+		if (before)
+			moved = rc_conv_moved(before, dob, &looped);
+		else
+			moved = cli_watch_moved(&b->deps, k, dep, b->conv.passes, dob, &looped);
+		if (dob->state == RC_OBS_FAILED)
+			blocked = true;
+		else if (moved && !looped)
+			moving = true;  /* ready for a while is not progress: moving is */
+	}
+	ob->blocked = blocked;
+	ob->moving |= moving && !blocked;
 }
 
 void cli_batch_kinds(cli_batch_t *b, const struct kind *const *kinds,
@@ -99,6 +188,10 @@ void cli_batch_see(cli_batch_t *b, const struct kind *k, const msgpack_object *s
 			b->have[i] = &b->obs[i];
 		}
 	}
+	for (size_t i = 0; i < b->n; i++)
+		if (b->have[i] && (b->kinds && b->kinds[i] ? b->kinds[i] : tank_kinds[0]) == k &&
+		    b->obs[i].state == RC_OBS_PENDING && b->obs[i].nwaits)
+			cli__resolve(b, k, statuses, &b->obs[i]);
 }
 
 rc_conv_verdict_t cli_batch_pass(cli_batch_t *b)

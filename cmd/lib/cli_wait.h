@@ -34,6 +34,30 @@ uint64_t cli_reconcile_wait_ms(const pod_reconcile_wait_t *w, unsigned run,
 struct kind;
 
 /*
+ * Objects a wait looks at without judging them (a dependency outside the
+ * batch, the children of an object a verb waits for): what each was at its last
+ * look, to tell whether it moved since (rc_conv_moved's rule).
+ */
+typedef struct cli_watch {
+	size_t n, cap;
+	struct cli_watched {
+		const struct kind *kind;
+		char *name;                  /* owned */
+		rc_conv_obj_t o;
+		unsigned pass;               /* the look `moved` is of */
+		bool moved, looped;
+	} *v;
+} cli_watch_t;
+
+/* Whether object (k, name), observed as ob at look number `pass`, moved
+ * since its previous look (a first sighting moves; asked twice at one
+ * look, the same answer); *looped when it restarted back to the same
+ * outcome.  -ENOMEM reads as moved. */
+bool cli_watch_moved(cli_watch_t *w, const struct kind *k, const char *name, unsigned pass,
+		     const rc_observed_t *ob, bool *looped);
+void cli_watch_free(cli_watch_t *w);
+
+/*
  * The batch: the applied objects, observed at each pass through their
  * kind's observation (kinds/kind.h: the status map and the object as
  * applied) and judged by the generic rule (reconciler/rc_converge.h:
@@ -50,6 +74,7 @@ typedef struct cli_batch {
 	rc_conv_t conv;                      /* verdicts, progress, re_runs */
 	rc_observed_t *obs;                  /* owned, n: the last pass */
 	const rc_observed_t **have;          /* owned, n: obs[i] or NULL */
+	cli_watch_t deps;                    /* dependencies outside the batch */
 } cli_batch_t;
 
 /* 0 or -ENOMEM.  names/waits must outlive b. */
@@ -64,7 +89,10 @@ void cli_batch_kinds(cli_batch_t *b, const struct kind *const *kinds,
 		     const void *const *objs);
 /* One kind's part of a pass: `statuses` is that kind's list of status
  * maps (extra objects are ignored; an applied one missing from it is
- * pending). */
+ * pending).  What a pending object waits on (waits_on) is resolved here:
+ * in the batch or in statuses, a dependency whose observation moved
+ * (it became ready, or progresses) makes it moving; one failed or
+ * missing, blocked. */
 void cli_batch_see(cli_batch_t *b, const struct kind *k, const msgpack_object *statuses);
 /* Ends a pass (every kind seen): the rc_conv verdict. */
 rc_conv_verdict_t cli_batch_pass(cli_batch_t *b);

@@ -119,13 +119,13 @@ Test(e2e, apply_refuses_what_the_host_shows_wrong_naming_the_field)
 	write_file(d, "bad.yaml", yaml);
 	cr_assert_eq(ctl(d, out, sizeof out, "apply -f %s/bad.yaml", d->dir), 1, "%s", out);
 	static const char *const want[] = {
-		"pods[0]: bad: volumes[0].host_path: ",
+		"bad.yaml: document 1: bad: volumes[0].host_path: ",
 		"/no-such-dir: No such file or directory",
-		"pods[0]: bad: containers[0].command[0]: /nope: not found",
-		"pods[0]: bad: containers[0].mounts[0].path: /no-such-mount-point: no such mount point",
-		"pods[0]: bad: containers[1].command[0]: no-such-command-4247: not found in PATH",
-		"pods[0]: bad: containers[1].working_dir: /no/such/dir: not found",
-		"pods[0]: bad: containers[1].user: unknown user \"no-such-user-4247\"",
+		"bad.yaml: document 1: bad: containers[0].command[0]: /nope: not found",
+		"bad.yaml: document 1: bad: containers[0].mounts[0].path: /no-such-mount-point: no such mount point",
+		"bad.yaml: document 1: bad: containers[1].command[0]: no-such-command-4247: not found in PATH",
+		"bad.yaml: document 1: bad: containers[1].working_dir: /no/such/dir: not found",
+		"bad.yaml: document 1: bad: containers[1].user: unknown user \"no-such-user-4247\"",
 	};
 	for (size_t i = 0; i < sizeof want / sizeof want[0]; i++)
 		cr_expect(strstr(out, want[i]), "no \"%s\" in:\n%s", want[i], out);
@@ -159,10 +159,10 @@ Test(e2e, apply_refuses_what_the_host_shows_wrong_naming_the_field)
 		 d->dir, d->dir, d->dir);
 	write_file(d, "root.yaml", yaml);
 	cr_assert_eq(ctl(d, out, sizeof out, "apply -f %s/root.yaml", d->dir), 1, "%s", out);
-	cr_assert(strstr(out, "pods[1]: hostonly: containers[0].command[0]: /bin/true: "
+	cr_assert(strstr(out, "root.yaml: document 2: hostonly: containers[0].command[0]: /bin/true: "
 			 "not found in isolation.rootfs"), "%s", out);
 	/* A mount point the sandbox could not make: /bin/sleep is a file. */
-	cr_assert(strstr(out, "pods[1]: hostonly: containers[0].mounts[0].path: /bin/sleep/data: "
+	cr_assert(strstr(out, "root.yaml: document 2: hostonly: containers[0].mounts[0].path: /bin/sleep/data: "
 			 "cannot be made in isolation.rootfs: /bin/sleep is not a directory"),
 		  "%s", out);
 	cr_assert_not(strstr(out, "inroot"), "%s", out);

@@ -22,11 +22,11 @@ Test(deps, an_unknown_dependency_or_a_cycle_is_refused_and_nothing_is_applied)
 		   "name: api\ndepends_on: [{pod: db}]\ncontainers: [{name: c, command: [sleep, '100']}]\n---\n"
 		   "name: db\ndepends_on: [{pod: web}]\ncontainers: [{name: c, command: [sleep, '100']}]\n");
 	cr_assert_eq(ctl(d, out, sizeof out, "apply -f %s/cycle.yaml", d->dir), 1, "%s", out);
-	cr_assert(strstr(out, "pods[0]: web: depends_on: cycle: web -> api -> db -> web"), "%s", out);
+	cr_assert(strstr(out, "cycle.yaml: document 1: web: depends_on: cycle: web -> api -> db -> web"), "%s", out);
 	write_file(d, "unknown.yaml",
 		   "name: web\ndepends_on: [{pod: nosuch}]\ncontainers: [{name: c, command: [sleep, '100']}]\n");
 	cr_assert_eq(ctl(d, out, sizeof out, "apply -f %s/unknown.yaml", d->dir), 1, "%s", out);
-	cr_assert(strstr(out, "pods[0]: web: depends_on[0].pod: no pod named \"nosuch\" in this "
+	cr_assert(strstr(out, "unknown.yaml: document 1: web: depends_on[0].pod: no pod named \"nosuch\" in this "
 			 "apply or stored"), "%s", out);
 	cr_assert_eq(ctl(d, out, sizeof out, "ps"), 0, "%s", out);
 	cr_assert_null(strstr(out, "web"), "a refused apply applies nothing: %s", out);

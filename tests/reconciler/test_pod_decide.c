@@ -212,3 +212,79 @@ Test(reconciler, pod_observe_decides_on_the_outcome_not_the_reason)
 			     rows[i].outcome ? rows[i].outcome : "nil", (int)o.state);
 	}
 }
+
+/* A status with one container: ready < 0 leaves the pod's `ready` out
+ * (a tankd before probes). */
+static rc_observed_t observe_ctr(const char *phase, int ready, bool held, const char *cphase,
+				 bool cready, const char *creason, int64_t until, int64_t now)
+{
+	msgpack_sbuffer sb;
+	msgpack_packer pk;
+	msgpack_unpacked up;
+	rc_observed_t o;
+	size_t off = 0;
+
+#define S(s) msgpack_pack_str_with_body(&pk, s, strlen(s))
+	msgpack_sbuffer_init(&sb);
+	msgpack_packer_init(&pk, &sb, msgpack_sbuffer_write);
+	msgpack_pack_map(&pk, 4 + (ready >= 0));
+	S("phase"); S(phase);
+	S("reason"); S("");
+	if (ready >= 0) {
+		S("ready");
+		ready ? msgpack_pack_true(&pk) : msgpack_pack_false(&pk);
+	}
+	S("held");
+	held ? msgpack_pack_true(&pk) : msgpack_pack_false(&pk);
+	S("containers");
+	msgpack_pack_array(&pk, 1);
+	msgpack_pack_map(&pk, 5);
+	S("name"); S("c");
+	S("phase"); S(cphase);
+	S("reason"); S(creason);
+	S("ready");
+	cready ? msgpack_pack_true(&pk) : msgpack_pack_false(&pk);
+	S("probe_until");
+	msgpack_pack_int64(&pk, until);
+#undef S
+	msgpack_unpacked_init(&up);
+	cr_assert_eq(msgpack_unpack_next(&up, sb.data, sb.size, &off), MSGPACK_UNPACK_SUCCESS);
+	cr_assert_eq(pod_observe_status_at(&up.data, now, &o), 0);
+	msgpack_unpacked_destroy(&up);
+	msgpack_sbuffer_destroy(&sb);
+	return o;
+}
+
+/* Ready is what converges; a probe inside its window moves; a startup
+ * probe that gave up fails; a pod its owner holds is converged (issue 40
+ * items 2, 3, 4). */
+Test(reconciler, pod_observe_reads_readiness_windows_and_holds)
+{
+	static const struct {
+		const char *phase; int ready; bool held;
+		const char *cphase; bool cready; const char *creason; int64_t until, now;
+		int state; bool moving;
+	} rows[] = {
+		{ "running", 1, false, "running", true, "started", 0, 100, RC_OBS_READY, false },
+		{ "running", -1, false, "running", false, "started", 0, 100, RC_OBS_READY, false },
+		{ "running", 0, false, "running", false, "started", 200, 100, RC_OBS_PENDING, true },
+		{ "running", 0, false, "running", false, "started", 200, 300, RC_OBS_PENDING, false },
+		{ "running", 0, false, "running", false, "started", 200, 0, RC_OBS_PENDING, false },
+		{ "backing_off", 0, false, "backing_off", false,
+		  "unhealthy: startup: failed: exit code 1", 0, 100, RC_OBS_FAILED, false },
+		{ "backing_off", 0, false, "backing_off", false, "exited with code 1", 0, 100,
+		  RC_OBS_PENDING, false },
+		{ "running", 0, false, "running", false,
+		  "unhealthy: startup: failed: exit code 1", 200, 100, RC_OBS_PENDING, true },
+		{ "waiting", 0, true, "pending", false, "", 0, 100, RC_OBS_DONE, false },
+		{ "stopping", 0, true, "stopping", false, "", 0, 100, RC_OBS_PENDING, false },
+		{ "waiting", 0, false, "pending", false, "", 0, 100, RC_OBS_PENDING, false },
+	};
+	for (size_t i = 0; i < sizeof rows / sizeof rows[0]; i++) {
+		rc_observed_t o = observe_ctr(rows[i].phase, rows[i].ready, rows[i].held,
+					      rows[i].cphase, rows[i].cready, rows[i].creason,
+					      rows[i].until, rows[i].now);
+		cr_assert_eq((int)o.state, rows[i].state, "row %zu: %d (%s)", i, (int)o.state, o.why);
+		cr_assert_eq(o.moving, rows[i].moving, "row %zu: moving (%s)", i, o.why);
+	}
+}

@@ -511,6 +511,54 @@ Test(reconciler, convergence_rule_is_generic)
 	rc_conv_free(&c);
 }
 
+/* What moves on its own is progress; under the user's deadline only what
+ * is truly stuck (looped, blocked) ends the wait early. */
+Test(reconciler, convergence_moving_blocked_and_bounded)
+{
+	rc_conv_t c;
+	rc_observed_t a = { .state = RC_OBS_PENDING, .progress = 1, .moving = true };
+	const rc_observed_t *obs[1] = { &a };
+
+	/* Unchanged but moving (a probe inside its window): never stale. */
+	cr_assert_eq(rc_conv_init(&c, 1), 0);
+	for (int i = 0; i < 6; i++)
+		cr_assert_eq(rc_conv_pass(&c, obs), RC_CONV_AGAIN);
+	cr_assert_eq(c.stale, 0);
+	/* Quiet: stuck after 3 passes without a deadline ... */
+	a.moving = false;
+	for (int i = 0; i < 2; i++)
+		cr_assert_eq(rc_conv_pass(&c, obs), RC_CONV_AGAIN);
+	cr_assert_eq(rc_conv_pass(&c, obs), RC_CONV_STUCK);
+	rc_conv_free(&c);
+
+	/* ... but under one, quiet is only slow: it waits; blocked is stuck. */
+	cr_assert_eq(rc_conv_init(&c, 1), 0);
+	c.bounded = true;
+	for (int i = 0; i < 8; i++)
+		cr_assert_eq(rc_conv_pass(&c, obs), RC_CONV_AGAIN);
+	a.blocked = true;
+	cr_assert_eq(rc_conv_pass(&c, obs), RC_CONV_STUCK);
+	rc_conv_free(&c);
+
+	/* A crash loop is stuck under a deadline too, once it looped. */
+	a.blocked = false;
+	cr_assert_eq(rc_conv_init(&c, 1), 0);
+	c.bounded = true;
+	cr_assert_eq(rc_conv_pass(&c, obs), RC_CONV_AGAIN);
+	for (int i = 1; i <= 2; i++) {
+		a.restarts = (uint64_t)i;
+		cr_assert_eq(rc_conv_pass(&c, obs), RC_CONV_AGAIN);
+	}
+	a.restarts = 3;
+	cr_assert_eq(rc_conv_pass(&c, obs), RC_CONV_STUCK);
+	/* moving again clears it */
+	bool looped = true;
+	a.moving = true;
+	cr_assert(rc_conv_moved(&c.objs[0], &a, &looped));
+	cr_assert(!looped);
+	rc_conv_free(&c);
+}
+
 /* --- a whole kind: a manager, a table and a collection declaration ----------- */
 
 #include <unistd.h>

@@ -26,8 +26,10 @@ static void sample_status(st_status_t *s, st_container_status_t *c)
 	strcpy(c[1].name, "b");
 	c[1].last_exit = (st_exit_t){ true, 255, 0 };
 	c[1].outcome = 2;
+	c[1].probe_until = INT64_MAX - 1;
 	s->outcome = 3;
 	s->restart = true;
+	s->held = true;
 	s->containers = c;
 	s->n_containers = 2;
 }
@@ -60,6 +62,10 @@ Test(store, codec_status_extremes_roundtrip)
 	cr_assert(g.restart);
 	cr_assert_eq(g.containers[0].outcome, 0);
 	cr_assert_eq(g.containers[1].outcome, 2);
+	/* held and a probe window (0/false: not written) */
+	cr_assert(g.held);
+	cr_assert_eq(g.containers[0].probe_until, 0);
+	cr_assert_eq(g.containers[1].probe_until, INT64_MAX - 1);
 	st_status_clear(&g);
 	msgpack_sbuffer_destroy(&b);
 }

@@ -1,0 +1,92 @@
+/*
+ * delete through tankctl (issue 40 item 9, docs/cli.md): every -f counts,
+ * a directory is read as apply reads it, what went with its owner is not
+ * looked for again, and a pod whose dependency was deleted waits for it
+ * when it starts again.  A real tankd, real processes.
+ */
+#include <criterion/criterion.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "tests/e2e/e2e.h"
+
+/* `delete -f a -f b` deleted only b and exited 0; `delete -f DIR` failed. */
+Test(e2e, delete_takes_every_file_and_directories)
+{
+	d_t *d = setup();
+	char out[8192];
+	const char *a_argv[] = { "/bin/sleep", "1040", NULL };
+	const char *b_argv[] = { "/bin/sleep", "1041", NULL };
+
+	write_file(d, "a.yaml", "name: del-a\ncontainers: [{name: c, command: [/bin/sleep, '1040']}]\n");
+	write_file(d, "b.yaml", "name: del-b\ncontainers: [{name: c, command: [/bin/sleep, '1041']}]\n");
+	cr_assert_eq(ctl(d, out, sizeof out, "apply -f %s/a.yaml -f %s/b.yaml --wait --timeout 20s",
+			 d->dir, d->dir), 0, "%s", out);
+	cr_assert_eq(ctl(d, out, sizeof out, "delete -f %s/a.yaml -f %s/b.yaml", d->dir, d->dir), 0,
+		     "%s", out);
+	cr_assert(strstr(out, "del-a deleted\n") && strstr(out, "del-b deleted\n"), "%s", out);
+	cr_assert(!says(d, "del-", "ps"), "both gone");
+	for (int i = 0; i < 50 && count_procs(a_argv) + count_procs(b_argv); i++)
+		sleep_ms(100);
+	cr_assert_eq(count_procs(a_argv) + count_procs(b_argv), 0);
+
+	/* A directory: its manifests, as apply reads it. */
+	char dir[128];
+	snprintf(dir, sizeof dir, "%s/m", d->dir);
+	cr_assert_eq(mkdir(dir, 0700), 0);
+	cr_assert_eq(ctl(d, out, sizeof out, "apply -f %s/a.yaml -f %s/b.yaml", d->dir, d->dir), 0,
+		     "%s", out);
+	write_file(d, "m/a.yaml", "name: del-a\ncontainers: [{name: c, command: [/bin/sleep, '1040']}]\n");
+	write_file(d, "m/b.yaml", "name: del-b\ncontainers: [{name: c, command: [/bin/sleep, '1041']}]\n");
+	cr_assert_eq(ctl(d, out, sizeof out, "delete -f %s", dir), 0, "%s", out);
+	cr_assert(strstr(out, "del-a deleted\n") && strstr(out, "del-b deleted\n"), "%s", out);
+	/* Again: nothing left, each named. */
+	cr_assert_eq(ctl(d, out, sizeof out, "delete -f %s", dir), 1, "%s", out);
+	cr_assert(strstr(out, "pod \"del-a\" not found") && strstr(out, "pod \"del-b\" not found"),
+		  "%s", out);
+	teardown(d);
+}
+
+/* A file holding a stack that owns a named pod, and that pod: the stack
+ * takes the pod with it, and the pod is not looked for again (it said
+ * `pod "md-p" not found`, exit 1, with everything deleted). */
+Test(e2e, delete_of_a_stack_and_its_owned_pod_from_one_file)
+{
+	d_t *d = setup();
+	char out[8192];
+
+	write_file(d, "md.yaml",
+		   "kind: Stack\nname: md\npods: [md-p]\nowns: [md-p]\n---\n"
+		   "name: md-p\ncontainers: [{name: c, command: [/bin/sleep, '1042']}]\n");
+	cr_assert_eq(ctl(d, out, sizeof out, "apply -f %s/md.yaml --wait --timeout 20s", d->dir), 0,
+		     "%s", out);
+	cr_assert_eq(ctl(d, out, sizeof out, "delete -f %s/md.yaml", d->dir), 0, "%s", out);
+	cr_assert(strstr(out, "stack/md deleted\n") && strstr(out, "md-p deleted\n"), "%s", out);
+	cr_assert(!strstr(out, "not found"), "%s", out);
+	teardown(d);
+}
+
+/* A pod whose dependency was deleted keeps running (depends_on orders
+ * starts); restarted, it waits, saying its dependency is missing. */
+Test(e2e, a_restart_after_its_dependency_was_deleted_waits)
+{
+	d_t *d = setup();
+	char out[8192];
+	const char *argv[] = { "/bin/sleep", "1044", NULL };
+
+	write_file(d, "dep.yaml",
+		   "name: ddb\ncontainers: [{name: c, command: [/bin/sleep, '1043']}]\n---\n"
+		   "name: dweb\ndepends_on: [{pod: ddb, condition: ready}]\n"
+		   "containers: [{name: c, command: [/bin/sleep, '1044']}]\n");
+	cr_assert_eq(ctl(d, out, sizeof out, "apply -f %s/dep.yaml --wait --timeout 20s", d->dir), 0,
+		     "%s", out);
+	cr_assert_eq(ctl(d, out, sizeof out, "delete ddb"), 0, "%s", out);
+	cr_assert(phase_is(d, "dweb", "running"), "a dependency gates starts only");
+	cr_assert_eq(ctl(d, out, sizeof out, "restart dweb"), 0, "%s", out);
+	cr_assert(wait_says(d, 10, "waiting for ddb (ready): it does not exist", "status dweb"));
+	sleep_ms(1000);
+	cr_assert(phase_is(d, "dweb", "waiting"), "still waiting");
+	cr_assert_eq(count_procs(argv), 0, "not started");
+	teardown(d);
+}
