@@ -435,6 +435,7 @@ static rc_result_t pod__ctr_run(pod_mgr_t *m, rc_loop_t *loop, pod_ctr_t *c, int
 		return rc_converged();  /* the exit queued the key again */
 	}
 	c->stop_sent = false;
+	c->gave_up = 0;
 	c->started_at = now;
 	pod__ctr_event(loop, c, POD_CE_STARTED, "started");
 	pod__update(m, loop, c->pod);
@@ -704,6 +705,7 @@ static void pod__ctr_handle(void *ctx, rc_loop_t *loop, rt_msg_t *msg)
 		 * (Kubernetes restarts it under Always and OnFailure). */
 		if (ex.unhealthy[0])
 			pod__fmt(why, sizeof why, "unhealthy: %s", ex.unhealthy);
+		c->gave_up = ex.unhealthy[0] ? ex.gave_up : 0;
 		pod__ctr_exited(loop, c, &ex.exit, ex.ran_ms, ex.unhealthy[0] ? why : NULL,
 				ex.unhealthy[0] != 0);
 		counted = true;

@@ -183,7 +183,7 @@ int pod_kind_pack_status(const kind_env_t *env, msgpack_packer *pk, const st_sta
 	rc |= msgpack_pack_array(pk, s->n_containers);
 	for (size_t i = 0; i < s->n_containers; i++) {
 		const st_container_status_t *c = &s->containers[i];
-		rc |= msgpack_pack_map(pk, 12);
+		rc |= msgpack_pack_map(pk, 13);
 		rc |= pk_key(pk, "name");       rc |= kind_pack_str(pk, c->name);
 		rc |= pk_key(pk, "ready");      rc |= c->ready ? msgpack_pack_true(pk) : msgpack_pack_false(pk);
 		rc |= pk_key(pk, "probe");
@@ -198,6 +198,12 @@ int pod_kind_pack_status(const kind_env_t *env, msgpack_packer *pk, const st_sta
 		rc |= pk_key(pk, "started_at"); rc |= pack_opt_ms(pk, c->started_at);
 		rc |= pk_key(pk, "log_dropped"); rc |= msgpack_pack_uint64(pk, c->log_dropped);
 		rc |= pk_key(pk, "probe_until"); rc |= pack_opt_ms(pk, c->probe_until);
+		/* The probe that gave up on its last run ("startup",
+		 * "liveness"), or nil: a wait fails on a startup that gave up. */
+		rc |= pk_key(pk, "gave_up");
+		rc |= c->gave_up && c->gave_up <= POD_PROBE_ROLES
+		      ? kind_pack_str(pk, pod_probe_role_name((enum pod_probe_role)(c->gave_up - 1)))
+		      : msgpack_pack_nil(pk);
 	}
 	return rc ? -ENOMEM : 0;
 }

@@ -220,6 +220,7 @@ void pod__persist(pod_mgr_t *m, pod_trk_t *p)
 		pod__copy(cs[i].probe, sizeof cs[i].probe, c->probe);
 		cs[i].outcome = c->st.phase == POD_CP_TERMINAL ? c->outcome : POD_OUT_NONE;
 		cs[i].probe_until = pod__probe_until(c);
+		cs[i].gave_up = c->gave_up;
 		s.restarts += c->restarts;
 		if (c->retries > s.retries)
 			s.retries = c->retries;

@@ -67,6 +67,8 @@ typedef struct pod_ctr {
 	bool probes;                  /* it has probes: its runner says when it is ready */
 	bool probe_ready;             /* what the runner's probes said last */
 	char probe[ST_PROBE_MAX + 1]; /* the last probe news ("" = none) */
+	uint8_t gave_up;              /* the probe that stopped its last run:
+				       * enum pod_probe_role + 1, 0 = none */
 	/* processes left by a previous tankd */
 	bool orphans_checked;         /* its cgroup was looked at */
 	bool cg_orphans;              /* its cgroup held processes */

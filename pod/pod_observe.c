@@ -6,6 +6,7 @@
 
 #include "common/tank_map.h"
 #include "pod/pod_phase.h"
+#include "pod/pod_spec.h"
 
 static const msgpack_object *pod__get(const msgpack_object *m, const char *key)
 {
@@ -94,16 +95,17 @@ int pod_observe_status_at(const msgpack_object *status, int64_t now_ms, rc_obser
 	for (uint32_t i = 0; ctrs && ctrs->type == MSGPACK_OBJECT_ARRAY &&
 			     i < ctrs->via.array.size; i++) {
 		const msgpack_object *c = &ctrs->via.array.ptr[i];
-		char cphase[32], cname[64], creason[128], probe[80];
+		char cphase[32], cname[64], creason[128], probe[80], gave[16];
 		pod__str(c, "phase", cphase, sizeof cphase);
 		pod__str(c, "name", cname, sizeof cname);
 		pod__str(c, "reason", creason, sizeof creason);
 		pod__str(c, "probe", probe, sizeof probe);
+		pod__str(c, "gave_up", gave, sizeof gave);
 		int cp = rc_fsm_phase_of(&pod_ctr_fsm, cphase);
 		if (cp != POD_CP_RUNNING && !gaveup[0] &&
-		    strncmp(creason, "unhealthy: startup:", 19) == 0)
+		    pod_probe_role_of(gave) == (int)POD_PROBE_STARTUP)
 			snprintf(gaveup, sizeof gaveup, "%s: startup probe gave up (%s)", cname,
-				 creason + 11);
+				 creason);
 		if (cp == POD_CP_RUNNING && !pod__bool(c, "ready", true)) {
 			int64_t u = pod__int(c, "probe_until");
 			if (u > until)

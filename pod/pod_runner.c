@@ -24,6 +24,7 @@ typedef struct pod_runner {
 	bool exited;
 	pod_prober_t *prober;     /* NULL: no probes */
 	char unhealthy[ST_PROBE_MAX + 1];
+	uint8_t gave_up;            /* enum pod_probe_role + 1, 0 = none */
 	bool log_dropping;        /* as last told to the owner (or as the log
 				   * was when this runner began: an episode
 				   * spans restarts and is told once) */
@@ -96,6 +97,7 @@ static void pod__runner_exit(rt_t *rt, pod_runner_t *r, int status)
 	r->prober = NULL;
 	ex.stopped = r->stopping;
 	memcpy(ex.unhealthy, r->unhealthy, sizeof ex.unhealthy);
+	ex.gave_up = r->gave_up;
 	ex.ran_ms = rt_now_ms(rt) - r->started_ms;
 	memcpy(ex.key, r->key, sizeof ex.key);
 	r->exited = true;
@@ -122,6 +124,7 @@ static void pod__runner_probe(rt_t *rt, pod_runner_t *r, const pod_probe_report_
 	(void)rt_send(rt, r->owner, POD_RUNNER_PROBE, &pr, sizeof pr);
 	if (rep->unhealthy && !r->stopping && !r->exited && !r->unhealthy[0]) {
 		snprintf(r->unhealthy, sizeof r->unhealthy, "%s", rep->text);
+		r->gave_up = (uint8_t)(rep->role + 1);
 		pod__runner_stop(rt, r);
 	}
 }

@@ -70,6 +70,9 @@ typedef struct pod_runner_exited {
 	/* non-empty: stopped because a probe gave up on it (liveness or
 	 * startup), the probe's last word; the exit counts as a failure */
 	char unhealthy[ST_PROBE_MAX + 1];
+	/* which probe gave up: enum pod_probe_role + 1, 0 = none (decisions
+	 * read this, never unhealthy's text) */
+	uint8_t gave_up;
 	char key[RC_KEY_MAX];     /* "<pod>/<container>" */
 } pod_runner_exited_t;
 

@@ -57,6 +57,14 @@ const char *pod_probe_role_name(enum pod_probe_role r)
 	return NULL;
 }
 
+int pod_probe_role_of(const char *name)
+{
+	for (int r = 0; name && r < POD_PROBE_ROLES; r++)
+		if (strcmp(name, probe_role_names[r]) == 0)
+			return r;
+	return -1;
+}
+
 bool pod_container_has_probes(const pod_container_t *c)
 {
 	for (unsigned r = 0; r < POD_PROBE_ROLES; r++)

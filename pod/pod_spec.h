@@ -264,6 +264,8 @@ void pod_probe_clear(pod_probe_t *p);
 
 /* "startup", "readiness", "liveness". */
 const char *pod_probe_role_name(enum pod_probe_role r);
+/* The role called name ("startup" …), or -1 (NULL or unknown: none). */
+int pod_probe_role_of(const char *name);
 /* True when the container has any probe. */
 bool pod_container_has_probes(const pod_container_t *c);
 

@@ -252,6 +252,9 @@ typedef struct st_container_status {
 	 * their window (initial delay + failure threshold × period each) and
 	 * may yet pass; 0 = no such probe, or it never started. */
 	int64_t probe_until;
+	/* the probe that gave up on its last run and stopped it (the kind's
+	 * enum + 1: pod/pod_spec.h enum pod_probe_role); 0 = none */
+	uint8_t gave_up;
 } st_container_status_t;
 
 /* containers is malloc'ed and owned by the struct (st_status_clear). */

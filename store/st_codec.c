@@ -602,8 +602,10 @@ static int enc_container(msgpack_packer *pk, const st_container_status_t *c)
 	/* log_dropped, ready and probe only when set: records stay as they
 	 * were for the containers that never lost a line or had a probe. */
 	return msgpack_pack_map(pk, 9 + (c->log_dropped != 0) + c->ready +
-				(c->probe[0] != 0) + (c->outcome != 0) + (c->probe_until != 0)) ||
+				(c->probe[0] != 0) + (c->outcome != 0) + (c->probe_until != 0) +
+				(c->gave_up != 0)) ||
 	       (c->outcome && pk_u64(pk, "outcome", c->outcome)) ||
+	       (c->gave_up && pk_u64(pk, "gave_up", c->gave_up)) ||
 	       (c->probe_until && pk_i64(pk, "probe_until", c->probe_until)) ||
 	       (c->log_dropped && pk_u64(pk, "log_dropped", c->log_dropped)) ||
 	       (c->ready && pk_true(pk, "ready")) ||
@@ -705,6 +707,11 @@ static const char *dec_container(mp_t *r, st_container_status_t *c)
 		} else if (key_is(k, kl, "probe_until")) {
 			if (rd_i64(r, &c->probe_until))
 				return "containers[].probe_until";
+		} else if (key_is(k, kl, "gave_up")) {
+			uint32_t v;
+			if (rd_u32(r, &v) || v > UINT8_MAX)
+				return "containers[].gave_up";
+			c->gave_up = (uint8_t)v;
 		} else if (mp_skip(r, 1)) {
 			return "containers[]";
 		}

@@ -216,7 +216,8 @@ Test(reconciler, pod_observe_decides_on_the_outcome_not_the_reason)
 /* A status with one container: ready < 0 leaves the pod's `ready` out
  * (a tankd before probes). */
 static rc_observed_t observe_ctr(const char *phase, int ready, bool held, const char *cphase,
-				 bool cready, const char *creason, int64_t until, int64_t now)
+				 bool cready, const char *creason, const char *gave, int64_t until,
+				 int64_t now)
 {
 	msgpack_sbuffer sb;
 	msgpack_packer pk;
@@ -238,7 +239,9 @@ static rc_observed_t observe_ctr(const char *phase, int ready, bool held, const 
 	held ? msgpack_pack_true(&pk) : msgpack_pack_false(&pk);
 	S("containers");
 	msgpack_pack_array(&pk, 1);
-	msgpack_pack_map(&pk, 5);
+	msgpack_pack_map(&pk, 6);
+	S("gave_up");
+	gave ? S(gave) : msgpack_pack_nil(&pk);
 	S("name"); S("c");
 	S("phase"); S(cphase);
 	S("reason"); S(creason);
@@ -262,28 +265,39 @@ Test(reconciler, pod_observe_reads_readiness_windows_and_holds)
 {
 	static const struct {
 		const char *phase; int ready; bool held;
-		const char *cphase; bool cready; const char *creason; int64_t until, now;
+		const char *cphase; bool cready; const char *creason; const char *gave;
+		int64_t until, now;
 		int state; bool moving;
 	} rows[] = {
-		{ "running", 1, false, "running", true, "started", 0, 100, RC_OBS_READY, false },
-		{ "running", -1, false, "running", false, "started", 0, 100, RC_OBS_READY, false },
-		{ "running", 0, false, "running", false, "started", 200, 100, RC_OBS_PENDING, true },
-		{ "running", 0, false, "running", false, "started", 200, 300, RC_OBS_PENDING, false },
-		{ "running", 0, false, "running", false, "started", 200, 0, RC_OBS_PENDING, false },
+		{ "running", 1, false, "running", true, "started", NULL, 0, 100, RC_OBS_READY, false },
+		{ "running", -1, false, "running", false, "started", NULL, 0, 100, RC_OBS_READY, false },
+		{ "running", 0, false, "running", false, "started", NULL, 200, 100, RC_OBS_PENDING, true },
+		{ "running", 0, false, "running", false, "started", NULL, 200, 300, RC_OBS_PENDING, false },
+		{ "running", 0, false, "running", false, "started", NULL, 200, 0, RC_OBS_PENDING, false },
 		{ "backing_off", 0, false, "backing_off", false,
-		  "unhealthy: startup: failed: exit code 1", 0, 100, RC_OBS_FAILED, false },
-		{ "backing_off", 0, false, "backing_off", false, "exited with code 1", 0, 100,
+		  "unhealthy: startup: failed: exit code 1", "startup", 0, 100, RC_OBS_FAILED,
+		  false },
+		/* The text alone decides nothing: without gave_up it is a crash. */
+		{ "backing_off", 0, false, "backing_off", false,
+		  "unhealthy: startup: failed: exit code 1", NULL, 0, 100, RC_OBS_PENDING,
+		  false },
+		/* A liveness probe giving up is a restart, not a failed start. */
+		{ "backing_off", 0, false, "backing_off", false,
+		  "unhealthy: liveness: failed: exit code 1", "liveness", 0, 100,
+		  RC_OBS_PENDING, false },
+		{ "backing_off", 0, false, "backing_off", false, "exited with code 1", NULL, 0, 100,
 		  RC_OBS_PENDING, false },
 		{ "running", 0, false, "running", false,
-		  "unhealthy: startup: failed: exit code 1", 200, 100, RC_OBS_PENDING, true },
-		{ "waiting", 0, true, "pending", false, "", 0, 100, RC_OBS_DONE, false },
-		{ "stopping", 0, true, "stopping", false, "", 0, 100, RC_OBS_PENDING, false },
-		{ "waiting", 0, false, "pending", false, "", 0, 100, RC_OBS_PENDING, false },
+		  "unhealthy: startup: failed: exit code 1", "startup", 200, 100,
+		  RC_OBS_PENDING, true },
+		{ "waiting", 0, true, "pending", false, "", NULL, 0, 100, RC_OBS_DONE, false },
+		{ "stopping", 0, true, "stopping", false, "", NULL, 0, 100, RC_OBS_PENDING, false },
+		{ "waiting", 0, false, "pending", false, "", NULL, 0, 100, RC_OBS_PENDING, false },
 	};
 	for (size_t i = 0; i < sizeof rows / sizeof rows[0]; i++) {
 		rc_observed_t o = observe_ctr(rows[i].phase, rows[i].ready, rows[i].held,
 					      rows[i].cphase, rows[i].cready, rows[i].creason,
-					      rows[i].until, rows[i].now);
+					      rows[i].gave, rows[i].until, rows[i].now);
 		cr_assert_eq((int)o.state, rows[i].state, "row %zu: %d (%s)", i, (int)o.state, o.why);
 		cr_assert_eq(o.moving, rows[i].moving, "row %zu: moving (%s)", i, o.why);
 	}
