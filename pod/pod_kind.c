@@ -17,6 +17,7 @@
 #include "pod/pod_manifest.h"
 #include "pod/pod_mgr.h"
 #include "pod/pod_observe.h"
+#include "pod/pod_phase.h"
 #include "pod/pod_spec.h"
 
 static const char *pod__name_of(const void *obj)
@@ -411,7 +412,7 @@ static void c_ready(const msgpack_object *s, uint64_t now, char *out, size_t cap
 				running += rd->via.boolean;
 			else
 				running += kind_str(kind_map_get(c, "phase"), ph, sizeof ph) &&
-					   !strcmp(ph, "running");
+					   rc_fsm_phase_of(&pod_ctr_fsm, ph) == POD_CP_RUNNING;
 		}
 	}
 	snprintf(out, cap, "%u/%u", running, total);

@@ -13,6 +13,7 @@
 #include "common/tank_map.h"
 #include "pod/pod_kind.h"
 #include "stack/stack_mgr.h"
+#include "stack/stack_phase.h"
 #include "stack/stack_spec.h"
 
 static int pk_key(msgpack_packer *pk, const char *k)
@@ -197,16 +198,17 @@ static int stack__observe(const void *obj, const msgpack_object *s, const char *
 		return -EINVAL;
 	kind_str(kind_map_get(s, "phase"), phase, sizeof phase);
 	kind_str(kind_map_get(s, "reason"), reason, sizeof reason);
-	/* An applied stack is waited for as it is desired (up, or down). */
-	const char *goal = want ? (!strcmp(want, "down") ? "down" : "up")
-				: (spec && spec->desired == STACK_DOWN ? "down" : "up");
+	/* An applied stack is waited for as it is desired (up, or down); the
+	 * phase is decided on as the table's enum, never as text. */
+	bool down = want ? !strcmp(want, "down") : (spec && spec->desired == STACK_DOWN);
+	int ph = rc_fsm_phase_of(&stack_fsm, phase);
 	out->progress = tank_hash64(phase, strlen(phase)) ^ tank_hash64(reason, strlen(reason));
 	int64_t since = 0;
 	if (kind_int(kind_map_get(s, "since"), &since))
 		out->since = since;
-	if (!strcmp(phase, goal))
+	if (ph == (down ? STACK_PP_DOWN : STACK_PP_UP))
 		out->state = RC_OBS_DONE;
-	else if (!strcmp(phase, "failed"))
+	else if (ph == STACK_PP_FAILED)
 		out->state = RC_OBS_FAILED;
 	else
 		out->state = RC_OBS_PENDING;
