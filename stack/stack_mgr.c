@@ -455,11 +455,11 @@ static void stack__stop_chain(stack_mgr_t *m, stack_trk_t *t)
 
 /* ---- the history's rate limit ------------------------------------------------- */
 
-/* A phase a stack's readiness moves it between (what flaps). */
-static bool stack__live_phase(const char *ph)
+/* A phase a stack's readiness moves it between (what flaps); ph a phase
+ * number of the stack table, or -1. */
+static bool stack__live_phase(int ph)
 {
-	return strcmp(ph, "starting") == 0 || strcmp(ph, "up") == 0 ||
-	       strcmp(ph, "degraded") == 0;
+	return ph == STACK_PP_STARTING || ph == STACK_PP_UP || ph == STACK_PP_DEGRADED;
 }
 
 static void stack__history(stack_mgr_t *m, const char *key, int64_t at, const char *from,
@@ -820,7 +820,8 @@ void stack_mgr_record(stack_mgr_t *m, const rc_transition_t *t)
 	stack_trk_t *s = tank_map_get(&m->stacks, t->key);
 	int64_t at = (int64_t)t->at_ms;
 
-	if (s && stack__live_phase(t->from) && stack__live_phase(t->to)) {
+	if (s && stack__live_phase(rc_fsm_phase_of(&stack_fsm, t->from)) &&
+	    stack__live_phase(t->to_phase)) {
 		stack__flap_close(m, s, at, false);
 		if (s->flapping || s->flap_n >= STACK_FLAP_BURST) {
 			if (!s->flap_held++)
