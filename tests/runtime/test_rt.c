@@ -526,7 +526,7 @@ static void race_handle(rt_t *rt, void *state, rt_msg_t *m)
 	race_t *s = state;
 	if (m->tag == 1) {
 		/* Busy-wait past the deadline so the timer is due now. */
-		uint64_t until = rt_now_ms(rt) + 20;
+		uint64_t until = rt_now_ms(rt) + 120;
 		while (1) {
 			ev_now_update(rt_loop(rt));
 			if (rt_now_ms(rt) >= until)
@@ -542,7 +542,10 @@ static int race_init(rt_t *rt, void **state, void *arg)
 {
 	race_t *s = arg;
 	*state = s;
-	return rt_send_after(rt, rt_self(rt), 5, 2, NULL, 0, &s->ref);
+	/* 100 ms: long enough that a loaded machine does not let it expire
+	 * before the loop's first turn (then it fires before the cancel and
+	 * the race is not the one tested), short against the busy wait. */
+	return rt_send_after(rt, rt_self(rt), 100, 2, NULL, 0, &s->ref);
 }
 
 static const rt_behaviour_t race_b = { "race", race_init, race_handle, NULL };
@@ -554,7 +557,7 @@ Test(runtime, timer_cancel_race)
 	rt_pid_t p;
 	cr_assert_eq(rt_spawn(rt, &race_b, &s, &p), 0);
 	cr_assert_eq(rt_send(rt, p, 1, NULL, 0), 0);
-	ts_run_for(rt, 0.2);
+	ts_run_for(rt, 0.5);
 	/* The loop never got to run the expired timer: cancel wins. */
 	cr_assert_eq(s.cancel_rc, 0);
 	cr_assert_eq(s.got, 0);
