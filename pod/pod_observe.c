@@ -160,9 +160,14 @@ int pod_observe_status_at(const msgpack_object *status, int64_t now_ms, rc_obser
 	} else {
 		out->state = RC_OBS_PENDING;
 	}
+	/* The last exit is added to a reason that is only the outcome's
+	 * name ("failed"); a reason of its own ("…: gave up after 3 restarts
+	 * …: exited with code 7") already says it.  Words for a person, after
+	 * the decision above. */
+	bool bare = !reason[0] || pod_outcome_of(reason) != POD_OUT_NONE;
 	if (out->state == RC_OBS_FAILED)
 		snprintf(out->why, sizeof out->why, "%s%s%s", reason[0] ? reason : "failed",
-			 exitbuf[0] ? ", last " : "", exitbuf);
+			 bare && exitbuf[0] ? ", last " : "", bare ? exitbuf : "");
 	else
 		snprintf(out->why, sizeof out->why, "%s%s%s", phase[0] ? phase : "no status",
 			 reason[0] ? ": " : "", reason);
