@@ -350,7 +350,7 @@ static void pod__ctr_exited(rc_loop_t *loop, pod_ctr_t *c, const pod_exit_t *ex,
 		char gave[RC_REASON_MAX];
 		pod__fmt(gave, sizeof gave, POD__GAVE_UP "%u restarts in a row "
 			 "(backoff.max_retries): %s", c->retries, reason);
-		pod__ctr_finish(loop, c, POD_OUT_FAILED, gave);
+		pod__ctr_finish(loop, c, POD_OUT_EXHAUSTED, gave);
 		rc_escalate(loop, K_CTR, c->key, gave);
 		return;
 	}

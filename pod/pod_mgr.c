@@ -272,9 +272,9 @@ void pod__update(pod_mgr_t *m, rc_loop_t *loop, pod_trk_t *p)
 					      ? POD_OUT_OOM_KILLED : POD_OUT_FAILED;
 				pod__copy(detail, sizeof detail, c->st.reason);
 				cause = c;
-				/* The reason survives a restart of tankd with
-				 * the status; a flag would not. */
-				if (strncmp(c->st.reason, POD__GAVE_UP, strlen(POD__GAVE_UP)) == 0)
+				/* The outcome is stored with the status: it
+				 * survives a restart of tankd. */
+				if (c->outcome == POD_OUT_EXHAUSTED)
 					o.gave_up = true, gave_up = c;
 			}
 			break;

@@ -110,6 +110,7 @@ const rc_fsm_t pod_fsm = {
 static const char *const pod__outcomes[POD_OUT_COUNT] = {
 	[POD_OUT_NONE] = "", [POD_OUT_COMPLETED] = "completed",
 	[POD_OUT_FAILED] = "failed", [POD_OUT_OOM_KILLED] = "oom_killed",
+	[POD_OUT_EXHAUSTED] = "exhausted",
 };
 
 const char *pod_outcome_name(enum pod_outcome o)

@@ -83,10 +83,12 @@ enum pod_outcome {
 	POD_OUT_FAILED,         /* a failure: exit code, signal, failed start,
 				 * probe, given up, lost, failed as a whole */
 	POD_OUT_OOM_KILLED,     /* killed by the kernel's OOM killer */
+	POD_OUT_EXHAUSTED,      /* a container that used up backoff.max_retries
+				 * (a failure; its pod's outcome is failed) */
 	POD_OUT_COUNT
 };
 
-/* "", "completed", "failed", "oom_killed"; "" out of range. */
+/* "", "completed", "failed", "oom_killed", "exhausted"; "" out of range. */
 const char *pod_outcome_name(enum pod_outcome o);
 /* The outcome named name, or POD_OUT_NONE for "" or an unknown name. */
 enum pod_outcome pod_outcome_of(const char *name);
