@@ -108,7 +108,7 @@ static uint64_t pod__orphan_step(rc_loop_t *loop, pod_ctr_t *c)
 	return 50;
 }
 
-static char **pod__envp(const pod_container_t *pc)
+char **pod__envp(const pod_container_t *pc)
 {
 	char **envp = calloc(pc->env_count + 1, sizeof *envp);
 
@@ -129,7 +129,7 @@ static char **pod__envp(const pod_container_t *pc)
 	return envp;
 }
 
-static void pod__envp_free(char **envp)
+void pod__envp_free(char **envp)
 {
 	for (size_t i = 0; envp && envp[i]; i++)
 		free(envp[i]);

@@ -209,6 +209,11 @@ uint64_t pod__coarse_ns(void);
 void pod__drained_check(pod_mgr_t *m, rc_loop_t *loop);
 /* c ends for good (terminal) with outcome (enum pod_outcome) and reason. */
 void pod__ctr_finish(rc_loop_t *loop, pod_ctr_t *c, uint8_t outcome, const char *reason);
+/* A container's environment as "KEY=value" strings, NULL-terminated, for
+ * its start and for an exec in its sandbox (pod_req).  Malloc'ed: free
+ * with pod__envp_free.  NULL: out of memory. */
+char **pod__envp(const pod_container_t *pc);
+void pod__envp_free(char **envp);
 
 /* --- pod_sweep.c: untracked processes ---------------------------------------------- */
 

@@ -161,25 +161,6 @@ static void req__reply(rc_loop_t *loop, rt_pid_t to, uint64_t id, int err, const
 		(void)rt_send(rc_rt(loop), to, POD_REQ_REPLY, &r, sizeof r);
 }
 
-static char **req__envp(const pod_container_t *pc)
-{
-	char **envp = calloc(pc->env_count + 1, sizeof *envp);
-
-	for (size_t i = 0; envp && i < pc->env_count; i++) {
-		size_t kl = strlen(pc->env[i].key), vl = strlen(pc->env[i].value);
-		if (!(envp[i] = malloc(kl + vl + 2))) {
-			for (size_t j = 0; j < i; j++)
-				free(envp[j]);
-			free(envp);
-			return NULL;
-		}
-		memcpy(envp[i], pc->env[i].key, kl);
-		envp[i][kl] = '=';
-		memcpy(envp[i] + kl + 1, pc->env[i].value, vl + 1);
-	}
-	return envp;
-}
-
 static void req__exec(pod_mgr_t *m, rc_loop_t *loop, rt_pid_t from, const pod_req_t *q,
 		      pod_ctr_t *c)
 {
@@ -203,7 +184,7 @@ static void req__exec(pod_mgr_t *m, rc_loop_t *loop, rt_pid_t from, const pod_re
 	for (size_t i = 0; i < c->pod->spec->container_count; i++)
 		if (strcmp(c->pod->spec->containers[i].name, c->name) == 0)
 			pc = &c->pod->spec->containers[i];
-	if (!pc || !(envp = req__envp(pc))) {
+	if (!pc || !(envp = pod__envp(pc))) {
 		req__reply(loop, from, q->id, -ENOMEM, "out of memory");
 		return;
 	}
@@ -222,9 +203,7 @@ static void req__exec(pod_mgr_t *m, rc_loop_t *loop, rt_pid_t from, const pod_re
 	};
 	tank_error_clear(&err);
 	int rc = rt_spawn(rc_rt(loop), &pod__exec_behaviour, &a, NULL);
-	for (size_t i = 0; envp[i]; i++)
-		free(envp[i]);
-	free(envp);
+	pod__envp_free(envp);
 	if (rc < 0)
 		req__reply(loop, from, q->id, rc, "exec: %s", err.msg[0] ? err.msg : tank_strerror(rc));
 	/* Else the exec actor replies when the command ended. */
