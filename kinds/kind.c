@@ -195,6 +195,25 @@ void kind_cell(const msgpack_object *s, const char *key, char *out, size_t cap,
 		snprintf(out, cap, "%s", dflt);
 }
 
+void kind_col_name(const msgpack_object *s, uint64_t now_ms, char *out, size_t cap)
+{
+	(void)now_ms;
+	kind_cell(s, "name", out, cap, "-");
+}
+
+void kind_col_phase(const msgpack_object *s, uint64_t now_ms, char *out, size_t cap)
+{
+	(void)now_ms;
+	kind_cell(s, "phase", out, cap, "-");
+}
+
+void kind_col_age(const msgpack_object *s, uint64_t now_ms, char *out, size_t cap)
+{
+	int64_t since = 0;
+	kit_get_int(kit_map_get(s, "since"), &since);
+	kind_age(since, now_ms, out, cap);
+}
+
 void kind_age(int64_t since_ms, uint64_t now_ms, char *out, size_t cap)
 {
 	if (since_ms <= 0 || (uint64_t)since_ms > now_ms) {

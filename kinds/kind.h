@@ -225,6 +225,11 @@ int kind_pack_str(msgpack_packer *pk, const char *s);
  * (when not empty), an integer in decimal, else dflt — into out. */
 void kind_cell(const msgpack_object *s, const char *key, char *out, size_t cap,
 	       const char *dflt);
+/* The columns every kind's table has, as kind_col_t cells: the status
+ * map's name and phase ("-" when absent), and the age of its `since`. */
+void kind_col_name(const msgpack_object *s, uint64_t now_ms, char *out, size_t cap);
+void kind_col_phase(const msgpack_object *s, uint64_t now_ms, char *out, size_t cap);
+void kind_col_age(const msgpack_object *s, uint64_t now_ms, char *out, size_t cap);
 /* A short age ("5s", "3m", "2h", "4d") of since_ms at now_ms. */
 void kind_age(int64_t since_ms, uint64_t now_ms, char *out, size_t cap);
 

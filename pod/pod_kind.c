@@ -363,18 +363,6 @@ static int pod__observe(const void *obj, const msgpack_object *s, const char *wa
 
 /* ---- the `ps` table ------------------------------------------------------------------ */
 
-static void c_name(const msgpack_object *s, uint64_t now, char *out, size_t cap)
-{
-	(void)now;
-	kind_cell(s, "name", out, cap, "-");
-}
-
-static void c_phase(const msgpack_object *s, uint64_t now, char *out, size_t cap)
-{
-	(void)now;
-	kind_cell(s, "phase", out, cap, "-");
-}
-
 static void c_restarts(const msgpack_object *s, uint64_t now, char *out, size_t cap)
 {
 	(void)now;
@@ -385,13 +373,6 @@ static void c_reason(const msgpack_object *s, uint64_t now, char *out, size_t ca
 {
 	(void)now;
 	kind_cell(s, "reason", out, cap, "");
-}
-
-static void c_age(const msgpack_object *s, uint64_t now, char *out, size_t cap)
-{
-	int64_t since = 0;
-	kind_int(kind_map_get(s, "since"), &since);
-	kind_age(since, now, out, cap);
 }
 
 /* READY counts containers whose `ready` is true: running and past their
@@ -536,8 +517,8 @@ const kind_t pod_kind = {
 	.status_all = pod__status_all,
 	.observe = pod__observe,
 	.cols = {
-		{ "NAME", c_name }, { "PHASE", c_phase }, { "READY", c_ready },
-		{ "RESTARTS", c_restarts }, { "AGE", c_age }, { "PID", c_pid },
+		{ "NAME", kind_col_name }, { "PHASE", kind_col_phase }, { "READY", c_ready },
+		{ "RESTARTS", c_restarts }, { "AGE", kind_col_age }, { "PID", c_pid },
 		{ "REASON", c_reason },
 	},
 	.ncols = 7,

@@ -218,18 +218,6 @@ static int stack__observe(const void *obj, const msgpack_object *s, const char *
 
 /* ---- the `ps` table ------------------------------------------------------------------ */
 
-static void c_name(const msgpack_object *s, uint64_t now, char *out, size_t cap)
-{
-	(void)now;
-	kind_cell(s, "name", out, cap, "-");
-}
-
-static void c_phase(const msgpack_object *s, uint64_t now, char *out, size_t cap)
-{
-	(void)now;
-	kind_cell(s, "phase", out, cap, "-");
-}
-
 static void c_ready(const msgpack_object *s, uint64_t now, char *out, size_t cap)
 {
 	char rd[32], tot[32];
@@ -237,13 +225,6 @@ static void c_ready(const msgpack_object *s, uint64_t now, char *out, size_t cap
 	kind_cell(s, "ready", rd, sizeof rd, "0");
 	kind_cell(s, "total", tot, sizeof tot, "?");
 	snprintf(out, cap, "%s/%s", rd, tot);
-}
-
-static void c_age(const msgpack_object *s, uint64_t now, char *out, size_t cap)
-{
-	int64_t since = 0;
-	kind_int(kind_map_get(s, "since"), &since);
-	kind_age(since, now, out, cap);
 }
 
 /* A starting stack says what it waits for. */
@@ -413,8 +394,8 @@ const kind_t stack_kind = {
 	.children = &pod_kind,
 	.owner_of = stack__owner_of,
 	.cols = {
-		{ "STACK", c_name }, { "PHASE", c_phase }, { "READY", c_ready },
-		{ "AGE", c_age }, { "REASON", c_reason },
+		{ "STACK", kind_col_name }, { "PHASE", kind_col_phase }, { "READY", c_ready },
+		{ "AGE", kind_col_age }, { "REASON", c_reason },
 	},
 	.ncols = 5,
 	.verbs = stack__verbs,

@@ -427,29 +427,10 @@ static void c_str(const msgpack_object *s, const char *key, char *out, size_t ca
 		snprintf(out, cap, "-");
 }
 
-static void c_name(const msgpack_object *s, uint64_t now, char *out, size_t cap)
-{
-	(void)now;
-	c_str(s, "name", out, cap);
-}
-
-static void c_phase(const msgpack_object *s, uint64_t now, char *out, size_t cap)
-{
-	(void)now;
-	c_str(s, "phase", out, cap);
-}
-
 static void c_text(const msgpack_object *s, uint64_t now, char *out, size_t cap)
 {
 	(void)now;
 	c_str(s, "text", out, cap);
-}
-
-static void c_age(const msgpack_object *s, uint64_t now, char *out, size_t cap)
-{
-	int64_t since = 0;
-	kind_int(kind_map_get(s, "since"), &since);
-	kind_age(since, now, out, cap);
 }
 
 const kind_t note_kind = {
@@ -462,8 +443,8 @@ const kind_t note_kind = {
 	.get_with_status = true,
 	.pack_status = note_pack_status,
 	.observe = note_observe_wait,
-	.cols = { { "NAME", c_name }, { "PHASE", c_phase }, { "TEXT", c_text },
-		  { "AGE", c_age } },
+	.cols = { { "NAME", kind_col_name }, { "PHASE", kind_col_phase }, { "TEXT", c_text },
+		  { "AGE", kind_col_age } },
 	.ncols = 4,
 	.open = note_open,
 	.close = note_close,
