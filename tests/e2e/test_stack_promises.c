@@ -251,7 +251,10 @@ Test(stacks, nothing_of_a_stack_outlives_its_deadline)
 {
 	d_t *d = setup();
 	char y[2400], out[8192], when[48], line[96];
-	long long deadline = now_ms() + 7000;
+	/* 12 s: the chain starts in order (a, then b, then c) and its stop
+	 * begins about 3.5 s before the deadline; 7 s left a loaded machine
+	 * too little to see all three run first. */
+	long long deadline = now_ms() + 12000;
 
 	/* Round 1: in time, stopped in order, done by the deadline. */
 	rfc3339_ms(deadline, when, sizeof when);
