@@ -65,6 +65,20 @@ static const char *ctl_farewell(const api_incoming_t *in, char *why, size_t cap)
 static int ctl_usage_error(ctl_t *x, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));
 
+/* getopt_long's ':' (an option without its value) or '?' (an unknown
+ * one): one message naming the option.  Every optstring starts with ':'
+ * and opterr is off, so getopt itself says nothing. */
+static int ctl_bad_option(ctl_t *x, int o, char **argv)
+{
+	const char *arg = optind > 0 ? argv[optind - 1] : "";
+
+	if (o == ':')
+		return ctl_usage_error(x, "option '%s' needs a value", arg);
+	if (optopt)
+		return ctl_usage_error(x, "unknown option '-%c'", optopt);
+	return ctl_usage_error(x, "unknown option '%s'", arg);
+}
+
 static int ctl_usage_error(ctl_t *x, const char *fmt, ...)
 {
 	const verb_t *v = x->verb ? ctl_find(x->verb) : NULL;
@@ -320,10 +334,10 @@ static int v_simple(ctl_t *x, int argc, char **argv, const char *method, int tim
 	api_incoming_t in;
 	int o, r;
 
-	while ((o = getopt_long(argc, argv, "", opts, NULL)) != -1) {
+	while ((o = getopt_long(argc, argv, ":", opts, NULL)) != -1) {
 		if (o == OPT_HELP)
 			return ctl_help(ctl_find(x->verb));
-		return ctl_usage_error(x, "unknown option");
+		return ctl_bad_option(x, o, argv);
 	}
 	if (optind != argc)
 		return ctl_usage_error(x, "takes no arguments");
@@ -348,10 +362,10 @@ static int v_version(ctl_t *x, int argc, char **argv)
 	api_incoming_t in;
 	int o, r;
 
-	while ((o = getopt_long(argc, argv, "", opts, NULL)) != -1) {
+	while ((o = getopt_long(argc, argv, ":", opts, NULL)) != -1) {
 		if (o == OPT_HELP)
 			return ctl_help(ctl_find(x->verb));
-		return ctl_usage_error(x, "unknown option");
+		return ctl_bad_option(x, o, argv);
 	}
 	if (optind != argc)
 		return ctl_usage_error(x, "takes no arguments");
@@ -395,12 +409,12 @@ static int ctl_output_opts(ctl_t *x, int argc, char **argv, enum mf_doc_format *
 		{ "output", required_argument, NULL, 'o' }, { 0 } };
 	int o;
 
-	while ((o = getopt_long(argc, argv, "o:", opts, NULL)) != -1) {
+	while ((o = getopt_long(argc, argv, ":o:", opts, NULL)) != -1) {
 		if (o == OPT_HELP)
 			return ctl_help(ctl_find(x->verb));
 		if (o == 'o' && ctl_format(optarg, fmt) == 0)
 			continue;
-		return ctl_usage_error(x, o == 'o' ? "-o takes yaml or json" : "unknown option");
+		return o == 'o' ? ctl_usage_error(x, "-o takes yaml or json") : ctl_bad_option(x, o, argv);
 	}
 	return -1;
 }
@@ -505,10 +519,10 @@ static int v_ps(ctl_t *x, int argc, char **argv)
 	int o, r = 0, bad = 0;
 	bool grouped = false;
 
-	while ((o = getopt_long(argc, argv, "", opts, NULL)) != -1) {
+	while ((o = getopt_long(argc, argv, ":", opts, NULL)) != -1) {
 		if (o == OPT_HELP)
 			return ctl_help(ctl_find(x->verb));
-		return ctl_usage_error(x, "unknown option");
+		return ctl_bad_option(x, o, argv);
 	}
 	if (optind != argc)
 		return ctl_usage_error(x, "takes no arguments");
@@ -737,7 +751,7 @@ static int v_kind_verb(ctl_t *x, int argc, char **argv)
 		for (size_t v = 0; v < ctl_kinds[i]->nverbs; v++)
 			if (!strcmp(ctl_kinds[i]->verbs[v].name, x->verb))
 				k = ctl_kinds[i];
-	while ((o = getopt_long(argc, argv, "", opts, NULL)) != -1) {
+	while ((o = getopt_long(argc, argv, ":", opts, NULL)) != -1) {
 		if (o == OPT_HELP)
 			return ctl_help(ctl_find(x->verb));
 		if (o == OPT_WAIT) {
@@ -746,7 +760,7 @@ static int v_kind_verb(ctl_t *x, int argc, char **argv)
 			if (kit_parse_duration(optarg, strlen(optarg), &timeout_ms) < 0 || !timeout_ms)
 				return ctl_usage_error(x, "--timeout: invalid duration '%s'", optarg);
 		} else {
-			return ctl_usage_error(x, "unknown option");
+			return ctl_bad_option(x, o, argv);
 		}
 	}
 	if (!k || argc - optind != 1)
@@ -772,10 +786,10 @@ static int v_restart(ctl_t *x, int argc, char **argv)
 	api_incoming_t in;
 	int o, r;
 
-	while ((o = getopt_long(argc, argv, "", opts, NULL)) != -1) {
+	while ((o = getopt_long(argc, argv, ":", opts, NULL)) != -1) {
 		if (o == OPT_HELP)
 			return ctl_help(ctl_find(x->verb));
-		return ctl_usage_error(x, "unknown option");
+		return ctl_bad_option(x, o, argv);
 	}
 	if (argc - optind != 1)
 		return ctl_usage_error(x, "needs one pod name");
@@ -1176,7 +1190,7 @@ static int v_apply(ctl_t *x, int argc, char **argv)
 	memset(&bt, 0, sizeof bt);
 	if (!files)
 		return ctl_fail(x, "out of memory");
-	while ((o = getopt_long(argc, argv, "f:", opts, NULL)) != -1) {
+	while ((o = getopt_long(argc, argv, ":f:", opts, NULL)) != -1) {
 		if (o == OPT_HELP) {
 			free(files);
 			return ctl_help(ctl_find(x->verb));
@@ -1193,7 +1207,7 @@ static int v_apply(ctl_t *x, int argc, char **argv)
 			}
 		} else {
 			free(files);
-			return ctl_usage_error(x, "unknown option");
+			return ctl_bad_option(x, o, argv);
 		}
 	}
 	if (!nfiles || optind != argc) {
@@ -1349,7 +1363,7 @@ static int v_delete(ctl_t *x, int argc, char **argv)
 	memset(&bt, 0, sizeof bt);
 	if (!files)
 		return ctl_fail(x, "out of memory");
-	while ((o = getopt_long(argc, argv, "f:", opts, NULL)) != -1) {
+	while ((o = getopt_long(argc, argv, ":f:", opts, NULL)) != -1) {
 		if (o == OPT_HELP) {
 			free(files);
 			return ctl_help(ctl_find(x->verb));
@@ -1360,7 +1374,7 @@ static int v_delete(ctl_t *x, int argc, char **argv)
 			ignore_nf = true;
 		} else {
 			free(files);
-			return ctl_usage_error(x, "unknown option");
+			return ctl_bad_option(x, o, argv);
 		}
 	}
 	if (!nfiles == (optind == argc)) {
@@ -1491,7 +1505,7 @@ static int v_logs(ctl_t *x, int argc, char **argv)
 	char *end;
 	int o, r;
 
-	while ((o = getopt_long(argc, argv, "c:f", opts, NULL)) != -1) {
+	while ((o = getopt_long(argc, argv, ":c:f", opts, NULL)) != -1) {
 		if (o == OPT_HELP)
 			return ctl_help(ctl_find(x->verb));
 		if (o == 'c') {
@@ -1504,7 +1518,7 @@ static int v_logs(ctl_t *x, int argc, char **argv)
 			if (errno || *end || p.tail < 0)
 				return ctl_usage_error(x, "--tail takes a number of lines");
 		} else {
-			return ctl_usage_error(x, "unknown option");
+			return ctl_bad_option(x, o, argv);
 		}
 	}
 	if (argc - optind != 1)
@@ -1608,14 +1622,14 @@ static int v_events(ctl_t *x, int argc, char **argv)
 	char why[256];
 	int o, r;
 
-	while ((o = getopt_long(argc, argv, "o:", opts, NULL)) != -1) {
+	while ((o = getopt_long(argc, argv, ":o:", opts, NULL)) != -1) {
 		if (o == OPT_HELP)
 			return ctl_help(ctl_find(x->verb));
 		if (o == 'o' && ctl_format(optarg, &fmt) == 0) {
 			structured = true;
 			continue;
 		}
-		return ctl_usage_error(x, o == 'o' ? "-o takes yaml or json" : "unknown option");
+		return o == 'o' ? ctl_usage_error(x, "-o takes yaml or json") : ctl_bad_option(x, o, argv);
 	}
 	if (optind != argc)
 		return ctl_usage_error(x, "takes no arguments");
@@ -1675,7 +1689,7 @@ static int v_history(ctl_t *x, int argc, char **argv)
 	char *end;
 	int o, r;
 
-	while ((o = getopt_long(argc, argv, "o:", opts, NULL)) != -1) {
+	while ((o = getopt_long(argc, argv, ":o:", opts, NULL)) != -1) {
 		if (o == OPT_HELP)
 			return ctl_help(ctl_find(x->verb));
 		if (o == 'o' && ctl_format(optarg, &fmt) == 0) {
@@ -1686,7 +1700,7 @@ static int v_history(ctl_t *x, int argc, char **argv)
 			if (errno || *end || p.limit < 0)
 				return ctl_usage_error(x, "--limit takes a number");
 		} else {
-			return ctl_usage_error(x, o == 'o' ? "-o takes yaml or json" : "unknown option");
+			return o == 'o' ? ctl_usage_error(x, "-o takes yaml or json") : ctl_bad_option(x, o, argv);
 		}
 	}
 	p.kind = ctl_kind_word(argc, argv, 1);
@@ -1860,7 +1874,8 @@ int main(int argc, char **argv)
 	int i = 1, r;
 
 	ctl_verbs_init();
-	/* Global options come before the verb. */
+	opterr = 0;   /* ctl_bad_option says it, once */
+	/* Global options come before the verb (or anywhere after it, below). */
 	while (i < argc && argv[i][0] == '-') {
 		if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
 			ctl_main_help(stdout);
@@ -1884,12 +1899,51 @@ int main(int argc, char **argv)
 		ctl_main_help(stderr);
 		return EXIT_USAGE;
 	}
+	/* `help VERB` is `VERB --help`. */
+	char *help_argv[3];
+	if (strcmp(argv[i], "help") == 0) {
+		if (i + 1 >= argc) {
+			ctl_main_help(stdout);
+			return EXIT_OK;
+		}
+		help_argv[0] = argv[i + 1];
+		help_argv[1] = (char *)"--help";
+		help_argv[2] = NULL;
+		argv = help_argv;
+		argc = 2;
+		i = 0;
+	}
 	const verb_t *v = ctl_find(argv[i]);
 	if (!v)
 		return ctl_usage_error(&x, "unknown verb '%s'", argv[i]);
 	x.verb = v->name;
+	/* The global options may also follow the verb, as kubectl's do: taken
+	 * out of the verb's words (up to a `--`, after which all is the
+	 * command's). */
+	int n = 0;
+	char **vargv = calloc((size_t)(argc - i) + 1, sizeof *vargv);
+	if (!vargv)
+		return ctl_fail(&x, "out of memory");
+	for (int k = i, dashes = 0; k < argc; k++) {
+		if (!dashes && k > i && strcmp(argv[k], "--") == 0)
+			dashes = 1;
+		if (!dashes && k > i && strcmp(argv[k], "--socket") == 0) {
+			if (k + 1 >= argc) {
+				free(vargv);
+				return ctl_usage_error(&x, "option '--socket' needs a value");
+			}
+			x.socket_flag = argv[++k];
+			continue;
+		}
+		if (!dashes && k > i && strncmp(argv[k], "--socket=", 9) == 0) {
+			x.socket_flag = argv[k] + 9;
+			continue;
+		}
+		vargv[n++] = argv[k];
+	}
 	optind = 0;   /* GNU: full re-initialisation for the verb's argv */
-	r = v->run(&x, argc - i, argv + i);
+	r = v->run(&x, n, vargv);
+	free(vargv);
 	api_client_close(x.c);
 	if (fflush(stdout) != 0 && r == EXIT_OK)
 		r = EXIT_ERR;
