@@ -200,9 +200,17 @@ static int ctl_call(ctl_t *x, const char *method, api_pack_fn params, void *arg,
 	return 0;
 }
 
+/* -o yaml|json output: times as RFC 3339, as the tables print them. */
 static int ctl_emit(ctl_t *x, const msgpack_object *o, enum mf_doc_format fmt)
 {
-	int r = mf_doc_emit(o, fmt, stdout);
+	msgpack_zone *z = msgpack_zone_new(4096);
+	msgpack_object t;
+	int r = z ? cli_times_to_text(o, z, &t) : -ENOMEM;
+
+	if (r == 0)
+		r = mf_doc_emit(&t, fmt, stdout);
+	if (z)
+		msgpack_zone_free(z);
 	if (r < 0)
 		return ctl_fail(x, "cannot print the answer: %s", tank_strerror(r));
 	return 0;
@@ -235,7 +243,7 @@ static void ctl_sleep_ms(uint64_t ms)
 }
 
 /* Common verb options: --help, -o; returns -1 to continue parsing. */
-enum { OPT_HELP = 0x100, OPT_TAIL, OPT_WAIT, OPT_LIMIT, OPT_TIMEOUT, OPT_IGNORE_NF };
+enum { OPT_HELP = 0x100, OPT_TAIL, OPT_WAIT, OPT_LIMIT, OPT_TIMEOUT, OPT_IGNORE_NF, OPT_SINCE };
 
 static int ctl_help(const verb_t *v)
 {
@@ -1568,6 +1576,35 @@ static int v_logs(ctl_t *x, int argc, char **argv)
 	return EXIT_OK;
 }
 
+/* A value of key=value (logfmt's rule): as it is when it is one plain
+ * word, else in double quotes with \" \\ \n \t escaped. */
+static void ctl_print_value(const char *p, size_t n)
+{
+	bool plain = n > 0;
+	for (size_t i = 0; i < n && plain; i++)
+		plain = (unsigned char)p[i] > ' ' && p[i] != '"' && p[i] != '=' && p[i] != '\\' &&
+			p[i] != 0x7f;
+	if (plain) {
+		fwrite(p, 1, n, stdout);
+		return;
+	}
+	putchar('"');
+	for (size_t i = 0; i < n; i++) {
+		unsigned char ch = (unsigned char)p[i];
+		if (ch == '"' || ch == '\\')
+			printf("\\%c", ch);
+		else if (ch == '\n')
+			fputs("\\n", stdout);
+		else if (ch == '\t')
+			fputs("\\t", stdout);
+		else if (ch < ' ' || ch == 0x7f)
+			printf("\\x%02x", ch);
+		else
+			putchar(ch);
+	}
+	putchar('"');
+}
+
 /* An event on one line: its time first, then key=value for each scalar. */
 static void ctl_print_event(const msgpack_object *ev)
 {
@@ -1589,7 +1626,7 @@ static void ctl_print_event(const msgpack_object *ev)
 		printf(" %.*s=", (int)k->via.str.size, k->via.str.ptr);
 		switch (v->type) {
 		case MSGPACK_OBJECT_STR:
-			printf("%.*s", (int)v->via.str.size, v->via.str.ptr);
+			ctl_print_value(v->via.str.ptr, v->via.str.size);
 			break;
 		case MSGPACK_OBJECT_POSITIVE_INTEGER:
 			printf("%" PRIu64, v->via.u64);
@@ -1610,16 +1647,43 @@ static void ctl_print_event(const msgpack_object *ev)
 	fputc('\n', stdout);
 }
 
+/* `events` options: which object, how far back. */
+typedef struct events_params {
+	int64_t since_ms;            /* -1: live only */
+} events_params_t;
+
+static int pack_subscribe(msgpack_packer *pk, void *arg)
+{
+	const events_params_t *p = arg;
+	if (p->since_ms < 0)
+		return msgpack_pack_array(pk, 0);
+	return msgpack_pack_array(pk, 1) || msgpack_pack_map(pk, 1) ||
+	       api_pack_cstr(pk, "since") || msgpack_pack_uint64(pk, (uint64_t)p->since_ms)
+	       ? -ENOMEM : 0;
+}
+
+/* Whether ev is news of object `name` of kind k: an event names its
+ * object under its kind's name (`pod: web`, `stack: shop`). */
+static bool ctl_event_of(const msgpack_object *ev, const kind_t *k, const char *name)
+{
+	return !k || api_obj_streq(api_map_get(ev, k->name), name);
+}
+
 static int v_events(ctl_t *x, int argc, char **argv)
 {
 	static const struct option opts[] = {
 		{ "help", no_argument, NULL, OPT_HELP },
+		{ "since", required_argument, NULL, OPT_SINCE },
 		{ "output", required_argument, NULL, 'o' }, { 0 } };
 	enum mf_doc_format fmt = MF_DOC_YAML;
 	bool structured = false;
+	events_params_t p = { .since_ms = -1 };
+	const kind_t *k = NULL;
+	const char *name = NULL;
 	api_incoming_t in;
 	tank_error_t e;
 	char why[256];
+	uint64_t ms;
 	int o, r;
 
 	while ((o = getopt_long(argc, argv, ":o:", opts, NULL)) != -1) {
@@ -1629,11 +1693,31 @@ static int v_events(ctl_t *x, int argc, char **argv)
 			structured = true;
 			continue;
 		}
+		if (o == OPT_SINCE) {
+			if (kit_parse_duration(optarg, strlen(optarg), &ms) < 0)
+				return ctl_usage_error(x, "--since takes a duration (30s, 10m, 1h)");
+			p.since_ms = (int64_t)ms;
+			continue;
+		}
 		return o == 'o' ? ctl_usage_error(x, "-o takes yaml or json") : ctl_bad_option(x, o, argv);
 	}
-	if (optind != argc)
-		return ctl_usage_error(x, "takes no arguments");
-	if ((r = ctl_call(x, "subscribe", NULL, NULL, CTL_TIMEOUT_MS, &in)) != 0)
+	if (argc - optind > 1)
+		return ctl_usage_error(x, "takes at most one KIND/NAME");
+	if (optind < argc) {
+		/* KIND/NAME, or a NAME of the default kind (a pod). */
+		const char *w = argv[optind], *slash = strchr(w, '/');
+		k = slash ? kind_find(ctl_kinds, w, (size_t)(slash - w)) : ctl_kinds[0];
+		if (!k)
+			return ctl_usage_error(x, "unknown kind '%.*s'", (int)(slash - w), w);
+		name = slash ? slash + 1 : w;
+		if (!*name)
+			return ctl_usage_error(x, "'%s' names no object", w);
+	}
+	/* JSON is JSON Lines here: one event a line, a stream a program can
+	 * read line by line. */
+	if (structured && fmt == MF_DOC_JSON)
+		fmt = MF_DOC_JSON_LINE;
+	if ((r = ctl_call(x, "subscribe", pack_subscribe, &p, CTL_TIMEOUT_MS, &in)) != 0)
 		return r;
 	api_incoming_free(&in);
 	for (;;) {
@@ -1647,12 +1731,18 @@ static int v_events(ctl_t *x, int argc, char **argv)
 		}
 		if (in.type == API_NOTIFICATION && strcmp(in.method, "event") == 0)
 			for (uint32_t i = 0; i < in.params->via.array.size; i++) {
+				const msgpack_object *ev = &in.params->via.array.ptr[i];
+				if (!ctl_event_of(ev, k, name))
+					continue;
 				if (structured) {
 					if (fmt == MF_DOC_YAML)
 						fputs("---\n", stdout);
-					mf_doc_emit(&in.params->via.array.ptr[i], fmt, stdout);
+					if ((r = ctl_emit(x, ev, fmt)) != 0) {
+						api_incoming_free(&in);
+						return r;
+					}
 				} else {
-					ctl_print_event(&in.params->via.array.ptr[i]);
+					ctl_print_event(ev);
 				}
 			}
 		api_incoming_free(&in);
@@ -1785,8 +1875,12 @@ static const verb_t ctl_verbs[] = {
 	  "Prints a pod's captured output: without -c, every container's lines in\n"
 	  "time order, each prefixed with [CONTAINER] when it has several; -f keeps\n"
 	  "printing new lines until the pod has ended and its log is drained." },
-	{ "events", v_events, "[-o yaml|json]",
-	  "Prints the daemon's events as they happen, one per line (until interrupted)." },
+	{ "events", v_events, "[KIND/NAME|NAME] [--since DURATION] [-o yaml|json]",
+	  "Prints the daemon's events as they happen (until interrupted): one per\n"
+	  "line, its time then key=value (values with spaces quoted); -o json is\n"
+	  "JSON Lines, -o yaml a document each.  KIND/NAME (or a pod's NAME): only\n"
+	  "that object's.  --since 10m first replays the last 10 minutes that tankd\n"
+	  "still holds (its last 1,000 events)." },
 	{ "history", v_history, "[KIND] NAME [--limit N] [-o yaml|json]",
 	  "Prints a pod's (or an object of KIND's) recorded state transitions." },
 	{ "sync", v_sync, "", "Runs a full reconciliation pass and returns when it is done." },
