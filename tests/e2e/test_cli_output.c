@@ -97,3 +97,48 @@ Test(e2e, events_replay_filter_json_lines_and_rfc3339_times)
 	cr_assert(strstr(out, "\"restarts\": 1") || strstr(out, "\"restarts\": 0"), "%s", out);
 	teardown(d);
 }
+
+/* apply --dry-run says what each object would be and writes nothing;
+ * diff shows what apply would change as a unified diff and exits 1 when
+ * there is a difference, 0 when none (kubectl diff's rule). */
+Test(e2e, apply_dry_run_and_diff_write_nothing)
+{
+	d_t *d = setup();
+	char out[16384];
+
+	write_file(d, "a.yaml", "name: dr-a\ncontainers: [{name: c, command: [/bin/sleep, '1063']}]\n");
+	write_file(d, "a2.yaml", "name: dr-a\nrestart: on_failure\n"
+		   "containers: [{name: c, command: [/bin/sleep, '1063']}]\n");
+	write_file(d, "bad.yaml", "name: dr-b\ncontainers: [{name: c}]\n");
+
+	cr_assert_eq(ctl(d, out, sizeof out, "apply -f %s/a.yaml --dry-run", d->dir), 0, "%s", out);
+	cr_assert(strstr(out, "dr-a created (dry run)"), "%s", out);
+	cr_assert_eq(ctl(d, out, sizeof out, "get dr-a"), 1, "nothing was written: %s", out);
+	/* A bad manifest is refused as by apply. */
+	cr_assert_eq(ctl(d, out, sizeof out, "apply -f %s/bad.yaml --dry-run", d->dir), 1);
+	cr_assert(strstr(out, "command"), "%s", out);
+	/* diff of a new object: all added; exit 1. */
+	cr_assert_eq(ctl(d, out, sizeof out, "diff -f %s/a.yaml", d->dir), 1, "%s", out);
+	cr_assert(strstr(out, "+++ pod/dr-a (applied)") && strstr(out, "+name: dr-a"), "%s", out);
+
+	cr_assert_eq(ctl(d, out, sizeof out, "apply -f %s/a.yaml", d->dir), 0, "%s", out);
+	cr_assert(wait_phase(d, "dr-a", "running", 20));
+	long pid = status_num(d, "dr-a", "pid");
+	/* Unchanged: no diff, exit 0; dry run says unchanged. */
+	cr_assert_eq(ctl(d, out, sizeof out, "diff -f %s/a.yaml", d->dir), 0, "%s", out);
+	cr_assert_str_eq(out, "");
+	cr_assert_eq(ctl(d, out, sizeof out, "apply -f %s/a.yaml --dry-run", d->dir), 0, "%s", out);
+	cr_assert(strstr(out, "dr-a unchanged (dry run)"), "%s", out);
+	/* A change: the diff names the field; the dry run says configured
+	 * and restarts nothing. */
+	cr_assert_eq(ctl(d, out, sizeof out, "diff -f %s/a2.yaml", d->dir), 1, "%s", out);
+	cr_assert(strstr(out, "-restart: always") && strstr(out, "+restart: on_failure"), "%s", out);
+	cr_assert_eq(ctl(d, out, sizeof out, "apply -f %s/a2.yaml --dry-run", d->dir), 0, "%s", out);
+	cr_assert(strstr(out, "dr-a configured (dry run)"), "%s", out);
+	cr_assert_eq(ctl(d, out, sizeof out, "get dr-a"), 0, "%s", out);
+	cr_assert(strstr(out, "restart: always"), "the stored spec is as it was: %s", out);
+	sleep_ms(500);
+	cr_assert_eq(status_num(d, "dr-a", "pid"), pid, "the pod was not touched");
+	cr_assert_neq(ctl(d, out, sizeof out, "apply -f %s/a.yaml --dry-run --wait", d->dir), 0);
+	teardown(d);
+}
