@@ -2096,6 +2096,9 @@ static int v_history(ctl_t *x, int argc, char **argv)
 
 /* --- main ------------------------------------------------------------------- */
 
+static int v_complete(ctl_t *x, int argc, char **argv);
+static int v_completion(ctl_t *x, int argc, char **argv);
+
 static const verb_t ctl_verbs[] = {
 	{ "apply", v_apply, "-f FILE|DIR|- [-f …] [--dry-run | --wait [--timeout DURATION]]",
 	  "Sends the pods of every -f (files, - for stdin, directories of *.yaml,\n"
@@ -2159,6 +2162,11 @@ static const verb_t ctl_verbs[] = {
 	{ "nudge", v_nudge, "", "Asks for a reconciliation pass soon, without waiting." },
 	{ "ping", v_ping, "", "Checks that tankd answers (prints pong)." },
 	{ "version", v_version, "", "Prints the versions of tankctl and tankd." },
+	{ "completion", v_completion, "bash|zsh",
+	  "Prints a shell completion script: verbs, kinds, -o's formats, files\n"
+	  "after -f, and the names tankd has (asked when completing).  bash:\n"
+	  "source <(tankctl completion bash); make install installs both." },
+	{ "__complete", v_complete, "WORD...", "(for the completion scripts)" },
 };
 #define CTL_NSTATIC (sizeof ctl_verbs / sizeof ctl_verbs[0])
 #define CTL_NKIND_VERBS 32
@@ -2214,6 +2222,110 @@ static void ctl_verbs_init(void)
 		}
 }
 
+/* [{kind: K}] or [] for `list`. */
+static int pack_list_kind(msgpack_packer *pk, void *arg)
+{
+	const kind_t *k = arg;
+	msgpack_pack_array(pk, ctl_is_default(k) ? 0 : 1);
+	return ctl_is_default(k) ? 0 : pack_kind_opt(pk, k, 0);
+}
+
+/* `__complete WORD…`: the candidates for the word after WORD… (the words
+ * typed so far, verb first), one per line, for the completion scripts;
+ * "__files__" asks the shell for file names.  Quiet on every error: a
+ * completion without tankd completes verbs and kinds only. */
+static int v_complete(ctl_t *x, int argc, char **argv)
+{
+	const char *prev = argc > 1 ? argv[argc - 1] : "";
+	api_incoming_t in;
+
+	if (argc <= 1) {
+		for (size_t i = 0; i < CTL_NVERBS; i++)
+			if (ctl_all[i].name[0] != '_')
+				puts(ctl_all[i].name);
+		puts("help");
+		return EXIT_OK;
+	}
+	if (!strcmp(argv[1], "help") || !strcmp(argv[1], "completion")) {
+		if (argc == 2 && !strcmp(argv[1], "help"))
+			for (size_t i = 0; i < CTL_NVERBS; i++)
+				if (ctl_all[i].name[0] != '_')
+					puts(ctl_all[i].name);
+		if (argc == 2 && !strcmp(argv[1], "completion"))
+			puts("bash\nzsh");
+		return EXIT_OK;
+	}
+	if (!strcmp(prev, "-f") || !strcmp(prev, "--filename")) {
+		puts("__files__");
+		return EXIT_OK;
+	}
+	if (!strcmp(prev, "-o") || !strcmp(prev, "--output")) {
+		puts("yaml\njson");
+		return EXIT_OK;
+	}
+	/* A kind word right after the verb lists that kind's objects; else
+	 * the kinds and the default kind's objects. */
+	const kind_t *k = argc == 3 ? kind_find(ctl_kinds, argv[2], strlen(argv[2])) : NULL;
+	if (!k) {
+		if (argc == 2)
+			for (size_t i = 0; ctl_kinds[i]; i++)
+				if (!ctl_is_default(ctl_kinds[i]))
+					printf("%s\n%s\n", ctl_kinds[i]->name, ctl_kinds[i]->plural);
+		k = ctl_kinds[0];
+	}
+	/* Not found errors and the like stay off the terminal. */
+	if (freopen("/dev/null", "w", stderr) == NULL)
+		return EXIT_OK;
+	if (ctl_call(x, "list", pack_list_kind, (void *)k, 2000, &in) != 0)
+		return EXIT_OK;
+	for (uint32_t i = 0; in.result->type == MSGPACK_OBJECT_ARRAY && i < in.result->via.array.size;
+	     i++) {
+		const msgpack_object *o = &in.result->via.array.ptr[i];
+		const msgpack_object *nm = o->type == MSGPACK_OBJECT_STR ? o : api_map_get(o, "name");
+		if (nm && nm->type == MSGPACK_OBJECT_STR)
+			printf("%.*s\n", (int)nm->via.str.size, nm->via.str.ptr);
+	}
+	api_incoming_free(&in);
+	return EXIT_OK;
+}
+
+/* `completion bash|zsh`: a script that asks `tankctl __complete`, so the
+ * verbs and kinds of this tankctl and the objects of the running tankd
+ * are what completes. */
+static int v_completion(ctl_t *x, int argc, char **argv)
+{
+	if (argc == 2 && (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h")))
+		return ctl_help(ctl_find(x->verb));
+	if (argc != 2 || (strcmp(argv[1], "bash") && strcmp(argv[1], "zsh")))
+		return ctl_usage_error(x, "takes bash or zsh");
+	if (!strcmp(argv[1], "bash")) {
+		fputs("# tankctl completion for bash: source it, or install it as\n"
+		      "# /usr/share/bash-completion/completions/tankctl (make install does).\n"
+		      "_tankctl() {\n"
+		      "\tlocal cur=${COMP_WORDS[COMP_CWORD]} IFS=$'\\n' out\n"
+		      "\tout=$(\"${COMP_WORDS[0]}\" __complete \"${COMP_WORDS[@]:1:COMP_CWORD-1}\" 2>/dev/null)\n"
+		      "\tif [ \"$out\" = __files__ ]; then\n"
+		      "\t\tCOMPREPLY=($(compgen -f -- \"$cur\"))\n"
+		      "\telse\n"
+		      "\t\tCOMPREPLY=($(compgen -W \"$out\" -- \"$cur\"))\n"
+		      "\tfi\n"
+		      "}\n"
+		      "complete -o default -F _tankctl tankctl\n", stdout);
+	} else {
+		fputs("#compdef tankctl\n"
+		      "# tankctl completion for zsh: install it as _tankctl in a directory of\n"
+		      "# $fpath (make install puts it in share/zsh/site-functions).\n"
+		      "local -a c\n"
+		      "c=(${(f)\"$(${words[1]} __complete \"${(@)words[2,CURRENT-1]}\" 2>/dev/null)\"})\n"
+		      "if [[ \"${c[1]}\" == __files__ ]]; then\n"
+		      "\t_files\n"
+		      "else\n"
+		      "\tcompadd -- $c\n"
+		      "fi\n", stdout);
+	}
+	return EXIT_OK;
+}
+
 static const verb_t *ctl_find(const char *name)
 {
 	for (size_t i = 0; i < CTL_NVERBS; i++)
@@ -2229,7 +2341,8 @@ static void ctl_main_help(FILE *fp)
 		"DATA_DIR/tank.sock (DATA_DIR: $TANK_DATA_DIR, /var/lib/tank for root,\n"
 		"$XDG_STATE_HOME/tank or ~/.local/state/tank otherwise).\n\nverbs:\n");
 	for (size_t i = 0; i < CTL_NVERBS; i++)
-		fprintf(fp, "  %-8s %s\n", ctl_all[i].name, ctl_all[i].usage);
+		if (ctl_all[i].name[0] != '_')
+			fprintf(fp, "  %-8s %s\n", ctl_all[i].name, ctl_all[i].usage);
 	fprintf(fp, "\n'tankctl VERB --help' describes a verb.  Exit status: 0 success,\n"
 		"1 error (reported by tankd, or tankd unreachable), 2 bad usage.\n");
 }

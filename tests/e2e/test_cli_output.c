@@ -142,3 +142,51 @@ Test(e2e, apply_dry_run_and_diff_write_nothing)
 	cr_assert_neq(ctl(d, out, sizeof out, "apply -f %s/a.yaml --dry-run --wait", d->dir), 0);
 	teardown(d);
 }
+
+/* Runs a bash completion of the words (the last one being completed)
+ * through the script `tankctl completion bash` prints, with TANK_SOCKET
+ * set to this daemon's; the candidates, one a line. */
+static void complete_words(d_t *d, const char *words, int cword, char *out, size_t cap)
+{
+	char cmd[2048];
+	snprintf(cmd, sizeof cmd,
+		 "PATH=%s:$PATH TANK_SOCKET=%s bash -c 'source <(tankctl completion bash); "
+		 "COMP_WORDS=(%s); COMP_CWORD=%d; _tankctl; printf \"%%s\\n\" \"${COMPREPLY[@]}\"' 2>&1",
+		 bindir(), d->sock, words, cword);
+	FILE *p = popen(cmd, "r");
+	cr_assert(p);
+	size_t n = fread(out, 1, cap - 1, p);
+	out[n] = '\0';
+	pclose(p);
+}
+
+/* `tankctl completion bash` completes verbs, kinds and the names tankd
+ * has; zsh's script is there too. */
+Test(e2e, shell_completion_offers_verbs_kinds_and_names)
+{
+	d_t *d = setup();
+	char out[8192];
+
+	write_file(d, "c.yaml", "name: compl-web\ncontainers: [{name: c, command: [/bin/sleep, '1064']}]\n"
+		   "---\nkind: Stack\nname: compl-st\npods: [compl-web]\n");
+	cr_assert_eq(ctl(d, out, sizeof out, "apply -f %s/c.yaml", d->dir), 0, "%s", out);
+	complete_words(d, "tankctl lo", 1, out, sizeof out);
+	cr_assert_str_eq(out, "logs\n");
+	complete_words(d, "tankctl logs compl", 2, out, sizeof out);
+	cr_assert_str_eq(out, "compl-web\n");
+	complete_words(d, "tankctl get st", 2, out, sizeof out);
+	cr_assert(strstr(out, "stack\n") && strstr(out, "stacks\n"), "%s", out);
+	complete_words(d, "tankctl get stack \"\"", 3, out, sizeof out);
+	cr_assert_str_eq(out, "compl-st\n");
+	complete_words(d, "tankctl status -o j", 3, out, sizeof out);
+	cr_assert_str_eq(out, "json\n");
+	complete_words(d, "tankctl help ver", 2, out, sizeof out);
+	cr_assert_str_eq(out, "version\n");
+	/* The hidden helper is not offered. */
+	complete_words(d, "tankctl _", 1, out, sizeof out);
+	cr_assert_str_eq(out, "\n");
+	cr_assert_eq(ctl(d, out, sizeof out, "completion zsh"), 0, "%s", out);
+	cr_assert(!strncmp(out, "#compdef tankctl\n", 17), "%s", out);
+	cr_assert_eq(ctl(d, out, sizeof out, "completion fish"), 2);
+	teardown(d);
+}
