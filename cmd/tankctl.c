@@ -25,6 +25,7 @@
 #include <unistd.h>
 
 #include "api/api_client.h"
+#include "cmd/lib/cli_describe.h"
 #include "cmd/lib/cli_fmt.h"
 #include "cmd/lib/cli_paths.h"
 #include "cmd/lib/cli_wait.h"
@@ -2094,6 +2095,103 @@ static int v_history(ctl_t *x, int argc, char **argv)
 	return r ? ctl_fail(x, "cannot print the history") : EXIT_OK;
 }
 
+/* `describe [KIND] NAME | KIND/NAME`: a person's view of one object of
+ * any kind — its status, its spec, its last history — from `status`,
+ * `get` and `history`, laid out by cli_describe (no kind's fields here). */
+static int v_describe(ctl_t *x, int argc, char **argv)
+{
+	static const struct option opts[] = { { "help", no_argument, NULL, OPT_HELP }, { 0 } };
+	static const char *const heads[] = { "AGE", "OBJECT", "FROM", "TO", "REASON" };
+	static const char *const spec_skip[] = { "name", "kind", "status", NULL };
+	static const char *const status_skip[] = { "name", "kind", NULL };
+	api_incoming_t st, spec, hist;
+	int o, r;
+
+	while ((o = getopt_long(argc, argv, ":", opts, NULL)) != -1) {
+		if (o == OPT_HELP)
+			return ctl_help(ctl_find(x->verb));
+		return ctl_bad_option(x, o, argv);
+	}
+	const kind_t *k = ctl_kinds[0];
+	const char *slash = optind < argc ? strchr(argv[optind], '/') : NULL;
+	if (slash) {
+		k = kind_find(ctl_kinds, argv[optind], (size_t)(slash - argv[optind]));
+		if (!k)
+			return ctl_usage_error(x, "unknown kind '%.*s'", (int)(slash - argv[optind]),
+					       argv[optind]);
+	} else {
+		k = ctl_kind_word(argc, argv, 1);
+	}
+	if (argc - optind != 1 || (slash && !slash[1]))
+		return ctl_usage_error(x, "needs one object: NAME (a pod), KIND NAME or KIND/NAME");
+	name_kind_t nk = { slash ? slash + 1 : argv[optind], k };
+	if ((r = ctl_call(x, "status", pack_name_kind, &nk, CTL_TIMEOUT_MS, &st)) != 0)
+		return r;
+	if ((r = ctl_call(x, "get", pack_name_kind, &nk, CTL_TIMEOUT_MS, &spec)) != 0) {
+		api_incoming_free(&st);
+		return r;
+	}
+	hist_params_t hp = { .name = nk.name, .limit = 10, .kind = k };
+	if ((r = ctl_call(x, "history", pack_history, &hp, CTL_TIMEOUT_MS, &hist)) != 0) {
+		api_incoming_free(&st);
+		api_incoming_free(&spec);
+		return r;
+	}
+	struct timespec ts;
+	clock_gettime(CLOCK_REALTIME, &ts);
+	uint64_t now = (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+	printf("Name:    %s\nKind:    %s\n", nk.name, k->name);
+	r = cli_describe_map(stdout, st.result, 0, now, status_skip);
+	if (r == 0 && spec.result->type == MSGPACK_OBJECT_MAP) {
+		puts("Spec:");
+		r = cli_describe_map(stdout, spec.result, 2, now, spec_skip);
+	}
+	cli_table_t t;
+	if (r == 0 && hist.result->type == MSGPACK_OBJECT_ARRAY && hist.result->via.array.size) {
+		puts("Events:");
+		r = cli_table_init(&t, 5, heads);
+		for (uint32_t i = 0; i < hist.result->via.array.size && r == 0; i++) {
+			const msgpack_object *h = &hist.result->via.array.ptr[i];
+			char age[32] = "-", from[64], to[64], reason[256], kind[32], key[160], obj[200];
+			int64_t ms;
+			if (api_obj_int(api_map_get(h, "at"), &ms) && ms >= 0 && (uint64_t)ms <= now)
+				cli_format_age(now - (uint64_t)ms, age, sizeof age);
+			if (!api_obj_strcpy(api_map_get(h, "from"), from, sizeof from))
+				snprintf(from, sizeof from, "-");
+			if (!api_obj_strcpy(api_map_get(h, "to"), to, sizeof to))
+				snprintf(to, sizeof to, "-");
+			if (!api_obj_strcpy(api_map_get(h, "reason"), reason, sizeof reason) || !reason[0])
+				snprintf(reason, sizeof reason, "-");
+			if (!api_obj_strcpy(api_map_get(h, "kind"), kind, sizeof kind) ||
+			    !api_obj_strcpy(api_map_get(h, "key"), key, sizeof key))
+				snprintf(obj, sizeof obj, "-");
+			else
+				snprintf(obj, sizeof obj, "%s/%s", kind, key);
+			const char *row[] = { age, obj, from, to, reason };
+			r = cli_table_add(&t, row);
+		}
+		/* Indented by two, as the other sections. */
+		char *buf = NULL;
+		size_t len = 0;
+		FILE *mem = r == 0 ? open_memstream(&buf, &len) : NULL;
+		if (mem) {
+			r = cli_table_print(&t, mem);
+			fclose(mem);
+			for (char *l = buf; l && *l;) {
+				char *nl = strchr(l, '\n');
+				printf("  %.*s\n", (int)(nl ? nl - l : (long)strlen(l)), l);
+				l = nl ? nl + 1 : NULL;
+			}
+			free(buf);
+		}
+		cli_table_free(&t);
+	}
+	api_incoming_free(&st);
+	api_incoming_free(&spec);
+	api_incoming_free(&hist);
+	return r ? ctl_fail(x, "cannot print the description") : EXIT_OK;
+}
+
 /* --- main ------------------------------------------------------------------- */
 
 static int v_complete(ctl_t *x, int argc, char **argv);
@@ -2156,6 +2254,10 @@ static const verb_t ctl_verbs[] = {
 	  "JSON Lines, -o yaml a document each.  KIND/NAME (or a pod's NAME): only\n"
 	  "that object's.  --since 10m first replays the last 10 minutes that tankd\n"
 	  "still holds (its last 1,000 events)." },
+	{ "describe", v_describe, "[KIND] NAME | KIND/NAME",
+	  "Describes one object for a person: its status (times as RFC 3339 with\n"
+	  "their age; a pod's containers as a table with pid, restarts, last exit,\n"
+	  "readiness and probe), its spec, and its last 10 history entries." },
 	{ "history", v_history, "[KIND] NAME [--limit N] [-o yaml|json]",
 	  "Prints a pod's (or an object of KIND's) recorded state transitions." },
 	{ "sync", v_sync, "", "Runs a full reconciliation pass and returns when it is done." },

@@ -190,3 +190,45 @@ Test(e2e, shell_completion_offers_verbs_kinds_and_names)
 	cr_assert_eq(ctl(d, out, sizeof out, "completion fish"), 2);
 	teardown(d);
 }
+
+/* describe: one object for a person, for any kind — its status with
+ * times as RFC 3339 and their age, a pod's containers as a table (pid,
+ * restarts), its spec, its stack, its last history. */
+Test(e2e, describe_shows_status_spec_and_history_of_any_kind)
+{
+	d_t *d = setup();
+	char out[16384];
+
+	write_file(d, "ds.yaml",
+		   "kind: Stack\nname: ds-st\npods:\n"
+		   "  - name: ds-web\n"
+		   "    containers: [{name: httpd, command: [/bin/sleep, '1065']}]\n");
+	cr_assert_eq(ctl(d, out, sizeof out, "apply -f %s/ds.yaml --wait --timeout 30s", d->dir), 0,
+		     "%s", out);
+	long pid = status_num(d, "ds-web", "pid");
+	cr_assert_gt(pid, 1);
+	char spid[32];
+	snprintf(spid, sizeof spid, "%ld", pid);
+
+	cr_assert_eq(ctl(d, out, sizeof out, "describe ds-web"), 0, "%s", out);
+	cr_assert(!strncmp(out, "Name:    ds-web\nKind:    pod\n", 29), "%s", out);
+	cr_assert(strstr(out, "Phase:") && strstr(out, "running"), "%s", out);
+	cr_assert(strstr(out, "Stack:") && strstr(out, "ds-st"), "its stack: %s", out);
+	cr_assert(strstr(out, "ago)"), "a time with its age: %s", out);
+	cr_assert(strstr(out, "Containers:\n") && strstr(out, "PID") && strstr(out, spid),
+		  "the containers' table with the pid: %s", out);
+	cr_assert(strstr(out, "Spec:\n") && strstr(out, "/bin/sleep 1065"), "%s", out);
+	cr_assert(strstr(out, "Events:\n") && strstr(out, "container/ds-web/httpd"), "%s", out);
+	/* Another kind, either spelling. */
+	cr_assert_eq(ctl(d, out, sizeof out, "describe stack/ds-st"), 0, "%s", out);
+	cr_assert(!strncmp(out, "Name:    ds-st\nKind:    stack\n", 30), "%s", out);
+	cr_assert(strstr(out, "Pods:") && strstr(out, "ds-web"), "%s", out);
+	cr_assert(strstr(out, "stack/ds-st"), "its history: %s", out);
+	cr_assert_eq(ctl(d, out, sizeof out, "describe stack ds-st"), 0, "%s", out);
+	cr_assert(!strncmp(out, "Name:    ds-st\nKind:    stack\n", 30), "%s", out);
+	/* Unknown: exit 1, named; a bad kind: exit 2. */
+	cr_assert_eq(ctl(d, out, sizeof out, "describe nope"), 1);
+	cr_assert(strstr(out, "\"nope\" not found") || strstr(out, "nope"), "%s", out);
+	cr_assert_eq(ctl(d, out, sizeof out, "describe what/x"), 2, "%s", out);
+	teardown(d);
+}
