@@ -247,7 +247,7 @@ static void ctl_sleep_ms(uint64_t ms)
 
 /* Common verb options: --help, -o; returns -1 to continue parsing. */
 enum { OPT_HELP = 0x100, OPT_TAIL, OPT_WAIT, OPT_LIMIT, OPT_TIMEOUT, OPT_IGNORE_NF, OPT_SINCE,
-       OPT_DRY_RUN };
+       OPT_DRY_RUN, OPT_NO_HEADERS };
 
 static int ctl_help(const verb_t *v)
 {
@@ -434,6 +434,10 @@ static int ctl_output_opts(ctl_t *x, int argc, char **argv, enum mf_doc_format *
 /* A table of one kind: its descriptor's columns, one row per status map
  * of `statuses` whose `owner` key (the name of the owning kind) is
  * `in` (NULL: in none; (char *)-1: every row), sorted by name. */
+/* `ps --no-headers`: tables print their rows only (cmd/ may keep the
+ * process's options in statics). */
+static bool ctl_no_headers;
+
 static int ctl_kind_table(const kind_t *k, const msgpack_object *statuses, const char *owner,
 			  const char *in, uint64_t now, bool print)
 {
@@ -445,6 +449,7 @@ static int ctl_kind_table(const kind_t *k, const msgpack_object *statuses, const
 		heads[c] = k->cols[c].header;
 	bad = cli_table_init(&t, k->ncols, heads) < 0 ||
 	      cli_kind_rows(k, statuses, owner, in, now, &t) < 0;
+	t.headless = ctl_no_headers;
 	int rows = (int)t.nrows;
 	if (!bad && print)
 		bad |= cli_table_print(&t, stdout) < 0;
@@ -525,24 +530,219 @@ static int v_status(ctl_t *x, int argc, char **argv)
  * one row each, then a table of the children per owner, then those in
  * none: grouped as `docker compose ls` and `ps`.  The default kind's
  * table alone when no owner has any. */
+/* The maps of list `all` whose name is one of names[0..n) (zone z owns
+ * the new list): `ps NAME…`. */
+static int ctl_only_names(const msgpack_object *all, char **names, int n, msgpack_zone *z,
+			  msgpack_object *out)
+{
+	*out = *all;
+	if (all->type != MSGPACK_OBJECT_ARRAY || n <= 0)
+		return 0;
+	msgpack_object *a = msgpack_zone_malloc(z, (all->via.array.size + 1) * sizeof *a);
+	uint32_t k = 0;
+	if (!a)
+		return -ENOMEM;
+	for (uint32_t i = 0; i < all->via.array.size; i++)
+		for (int j = 0; j < n; j++)
+			if (api_obj_streq(api_map_get(&all->via.array.ptr[i], "name"), names[j])) {
+				a[k++] = all->via.array.ptr[i];
+				break;
+			}
+	out->via.array.ptr = a;
+	out->via.array.size = k;
+	return 0;
+}
+
+/* The rows `ps -w` printed last, by pod: a row is printed again only
+ * when it changed (several events of one restart give one row). */
+typedef struct ps_seen {
+	char **name, **row;
+	size_t n;
+} ps_seen_t;
+
+static void ctl_ps_row(ps_seen_t *seen, const char *name, const msgpack_object *one)
+{
+	const char *heads[KIND_COLS_MAX];
+	const kind_t *k = ctl_kinds[0];
+	cli_table_t t;
+	char *buf = NULL;
+	size_t len = 0, i;
+	FILE *mem;
+
+	for (size_t c = 0; c < k->ncols; c++)
+		heads[c] = k->cols[c].header;
+	if (cli_table_init(&t, k->ncols, heads) < 0)
+		return;
+	t.headless = true;
+	if (cli_kind_rows(k, one, NULL, (const char *)-1, ctl_now_ms(), &t) < 0 ||
+	    !(mem = open_memstream(&buf, &len))) {
+		cli_table_free(&t);
+		return;
+	}
+	(void)cli_table_print(&t, mem);
+	fclose(mem);
+	cli_table_free(&t);
+	for (i = 0; i < seen->n && strcmp(seen->name[i], name); i++)
+		;
+	if (i < seen->n && buf && !strcmp(seen->row[i], buf)) {
+		free(buf);
+		return;
+	}
+	if (buf)
+		fputs(buf, stdout);
+	if (i < seen->n) {
+		free(seen->row[i]);
+		seen->row[i] = buf;
+		return;
+	}
+	char **nn = realloc(seen->name, (seen->n + 1) * sizeof *nn);
+	if (nn)
+		seen->name = nn;
+	char **nr = nn ? realloc(seen->row, (seen->n + 1) * sizeof *nr) : NULL;
+	if (nr)
+		seen->row = nr;
+	if (!nn || !nr || !(seen->name[seen->n] = strdup(name))) {
+		free(buf);
+		return;
+	}
+	seen->row[seen->n++] = buf;
+}
+
+/* `ps -w`: after the table, one row for each pod whose news comes on the
+ * events stream (no polling), until interrupted. */
+static int ctl_ps_watch(ctl_t *x, char **names, int n)
+{
+	api_incoming_t in, st;
+	ps_seen_t seen = { NULL, NULL, 0 };
+	tank_error_t e;
+	char why[256];
+	int r;
+
+	if ((r = ctl_call(x, "subscribe", NULL, NULL, CTL_TIMEOUT_MS, &in)) != 0)
+		return r;
+	api_incoming_free(&in);
+	for (;;) {
+		if ((r = api_client_next(x->c, -1, &in, &e)) < 0)
+			break;
+		if (ctl_farewell(&in, why, sizeof why)) {
+			api_incoming_free(&in);
+			r = -EPIPE;
+			break;
+		}
+		for (uint32_t i = 0; in.type == API_NOTIFICATION && !strcmp(in.method, "event") &&
+				     i < in.params->via.array.size; i++) {
+			char name[256];
+			if (!api_obj_strcpy(api_map_get(&in.params->via.array.ptr[i], ctl_kinds[0]->name),
+					    name, sizeof name))
+				continue;
+			bool wanted = n <= 0;
+			for (int j = 0; j < n && !wanted; j++)
+				wanted = !strcmp(names[j], name);
+			if (!wanted)
+				continue;
+			/* A row of that pod as it is now, asked on a second
+			 * connection: this one carries the stream. */
+			api_client_t *stream = x->c;
+			x->c = NULL;
+			if (ctl_call(x, "status", pack_name, name, CTL_TIMEOUT_MS, &st) == 0) {
+				msgpack_object one = { .type = MSGPACK_OBJECT_ARRAY };
+				one.via.array.size = 1;
+				one.via.array.ptr = (msgpack_object *)st.result;
+				ctl_ps_row(&seen, name, &one);
+				api_incoming_free(&st);
+			}
+			api_client_close(x->c);
+			x->c = stream;
+		}
+		api_incoming_free(&in);
+		fflush(stdout);
+	}
+	for (size_t i = 0; i < seen.n; i++) {
+		free(seen.name[i]);
+		free(seen.row[i]);
+	}
+	free(seen.name);
+	free(seen.row);
+	if (r == -EPIPE)
+		return ctl_fail(x, "tankd: %s", why);
+	return ctl_fail(x, "%s", r == -ECONNRESET ? "tankd closed the connection" : e.msg);
+}
+
 static int v_ps(ctl_t *x, int argc, char **argv)
 {
-	static const struct option opts[] = { { "help", no_argument, NULL, OPT_HELP }, { 0 } };
+	static const struct option opts[] = {
+		{ "help", no_argument, NULL, OPT_HELP },
+		{ "quiet", no_argument, NULL, 'q' },
+		{ "no-headers", no_argument, NULL, OPT_NO_HEADERS },
+		{ "watch", no_argument, NULL, 'w' },
+		{ "output", required_argument, NULL, 'o' }, { 0 } };
 	int o, r = 0, bad = 0;
-	bool grouped = false;
+	bool grouped = false, quiet = false, watch = false, structured = false, as_names = false;
+	enum mf_doc_format fmt = MF_DOC_YAML;
 
-	while ((o = getopt_long(argc, argv, ":", opts, NULL)) != -1) {
+	while ((o = getopt_long(argc, argv, ":qwo:", opts, NULL)) != -1) {
 		if (o == OPT_HELP)
 			return ctl_help(ctl_find(x->verb));
-		return ctl_bad_option(x, o, argv);
+		if (o == 'q')
+			quiet = true;
+		else if (o == OPT_NO_HEADERS)
+			ctl_no_headers = true;
+		else if (o == 'w')
+			watch = true;
+		else if (o == 'o' && !strcmp(optarg, "name"))
+			as_names = true;
+		else if (o == 'o' && ctl_format(optarg, &fmt) == 0)
+			structured = true;
+		else
+			return o == 'o' ? ctl_usage_error(x, "-o takes yaml, json or name")
+					: ctl_bad_option(x, o, argv);
 	}
-	if (optind != argc)
-		return ctl_usage_error(x, "takes no arguments");
+	if (watch && (quiet || structured || as_names))
+		return ctl_usage_error(x, "-w prints the table: not with -q or -o");
+	char **names = argv + optind;
+	int nnames = argc - optind;
 	uint64_t now = ctl_now_ms();
 	api_incoming_t in, pin;
+	/* One status call for the pods: the table is one snapshot. */
 	if ((r = ctl_call(x, "status", NULL, NULL, CTL_TIMEOUT_MS, &in)) != 0)
 		return r;
-	for (size_t i = 0; ctl_kinds[i] && !bad; i++) {
+	msgpack_zone *z = msgpack_zone_new(1024);
+	msgpack_object pods;
+	if (!z || ctl_only_names(in.result, names, nnames, z, &pods) < 0) {
+		if (z)
+			msgpack_zone_free(z);
+		api_incoming_free(&in);
+		return ctl_fail(x, "out of memory");
+	}
+	for (int j = 0; j < nnames; j++) {
+		bool seen = false;
+		for (uint32_t i = 0; pods.type == MSGPACK_OBJECT_ARRAY && i < pods.via.array.size; i++)
+			seen |= api_obj_streq(api_map_get(&pods.via.array.ptr[i], "name"), names[j]);
+		if (!seen) {
+			fprintf(stderr, "tankctl: ps: %s \"%s\" not found\n", ctl_kinds[0]->name, names[j]);
+			r = EXIT_ERR;
+		}
+	}
+	if (quiet || as_names || structured) {
+		for (uint32_t i = 0; !structured && pods.type == MSGPACK_OBJECT_ARRAY &&
+				     i < pods.via.array.size; i++) {
+			const msgpack_object *nm = api_map_get(&pods.via.array.ptr[i], "name");
+			if (nm && nm->type == MSGPACK_OBJECT_STR)
+				printf("%s%s%.*s\n", as_names ? ctl_kinds[0]->name : "", as_names ? "/" : "",
+				       (int)nm->via.str.size, nm->via.str.ptr);
+		}
+		int er = structured ? ctl_emit(x, &pods, fmt) : 0;
+		msgpack_zone_free(z);
+		api_incoming_free(&in);
+		return er ? er : r;
+	}
+	/* Named pods: their rows, without the grouping by owner. */
+	if (nnames > 0 && pods.via.array.size) {
+		grouped = true;
+		bad |= ctl_kind_table(ctl_kinds[0], &pods, NULL, (const char *)-1, now, true) < 0;
+	}
+	for (size_t i = 0; ctl_kinds[i] && !bad && nnames <= 0; i++) {
+
 		const kind_t *p = ctl_kinds[i];
 		if (!p->children || p->children != ctl_kinds[0])
 			continue;
@@ -587,11 +787,15 @@ static int v_ps(ctl_t *x, int argc, char **argv)
 		}
 		api_incoming_free(&pin);
 	}
-	if (!r && !bad && !grouped)
+	if (!r && !bad && !grouped && nnames <= 0)
 		bad |= ctl_kind_table(ctl_kinds[0], in.result, NULL, (const char *)-1, now, true) < 0;
 	if (bad)
 		r = ctl_fail(x, "unexpected answer from tankd");
+	msgpack_zone_free(z);
 	api_incoming_free(&in);
+	fflush(stdout);
+	if (!r && watch)
+		r = ctl_ps_watch(x, names, nnames);
 	return r;
 }
 
@@ -2230,10 +2434,14 @@ static const verb_t ctl_verbs[] = {
 	  "generation (YAML by default), and its status for kinds above pods.\n"
 	  "`get KINDS` (a kind's plural or short name, pods too): the kind's\n"
 	  "table, or with -o every object." },
-	{ "ps", v_ps, "",
+	{ "ps", v_ps, "[NAME...] [-q] [--no-headers] [-o yaml|json|name] [-w]",
 	  "Lists the objects that own pods (one table per owning kind), then the\n"
 	  "pods of each and the pods in none: NAME PHASE READY RESTARTS AGE PID\n"
-	  "REASON." },
+	  "REASON, from one status snapshot.  NAME...: those pods only (exit 1\n"
+	  "naming any that does not exist); -q: their names only; -o name:\n"
+	  "pod/NAME; -o yaml|json: their status maps; --no-headers: rows only;\n"
+	  "-w: then one row for each pod as its news comes (events, no polling),\n"
+	  "until interrupted." },
 	{ "status", v_status, "[KIND] [NAME] [-o yaml|json]",
 	  "Prints the status of one pod or of all pods (with KIND: of that kind)." },
 	{ "restart", v_restart, "NAME",

@@ -147,13 +147,13 @@ int cli_table_print(const cli_table_t *t, FILE *fp)
 		free(w);
 		return -ENOMEM;
 	}
-	for (size_t r = 0; r <= t->nrows; r++)
+	for (size_t r = t->headless; r <= t->nrows; r++)
 		for (size_t c = 0; c < t->ncols; c++) {
 			size_t l = strlen(t->cells[r * t->ncols + c]);
 			if (l > w[c])
 				w[c] = l;
 		}
-	for (size_t r = 0; r <= t->nrows; r++) {
+	for (size_t r = t->headless; r <= t->nrows; r++) {
 		for (size_t c = 0; c < t->ncols; c++) {
 			const char *s = t->cells[r * t->ncols + c];
 			if (c + 1 < t->ncols)

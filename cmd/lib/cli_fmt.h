@@ -6,6 +6,7 @@
 #ifndef TANK_CLI_FMT_H
 #define TANK_CLI_FMT_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -37,6 +38,7 @@ int cli_times_to_text(const msgpack_object *in, msgpack_zone *z, msgpack_object 
 typedef struct cli_table {
 	size_t ncols, nrows, caprows;
 	char **cells;      /* (nrows + 1) * ncols, row 0 is the header */
+	bool headless;     /* print the rows only (--no-headers) */
 } cli_table_t;
 
 /* 0 or -ENOMEM (then the table is empty but safe to free). */

@@ -232,3 +232,53 @@ Test(e2e, describe_shows_status_spec_and_history_of_any_kind)
 	cr_assert_eq(ctl(d, out, sizeof out, "describe what/x"), 2, "%s", out);
 	teardown(d);
 }
+
+/* ps's everyday options: names, -q, -o name|json, --no-headers, and -w
+ * printing a row when a pod's news comes. */
+Test(e2e, ps_names_quiet_output_and_watch)
+{
+	d_t *d = setup();
+	char out[16384], cmd[1024];
+
+	write_file(d, "p.yaml", "name: ps-a\ncontainers: [{name: c, command: [/bin/sleep, '1066']}]\n"
+		   "---\nname: ps-b\ncontainers: [{name: c, command: [/bin/sleep, '1067']}]\n");
+	cr_assert_eq(ctl(d, out, sizeof out, "apply -f %s/p.yaml --wait --timeout 30s", d->dir), 0,
+		     "%s", out);
+	cr_assert_eq(ctl(d, out, sizeof out, "ps -q"), 0, "%s", out);
+	cr_assert_str_eq(out, "ps-a\nps-b\n");
+	cr_assert_eq(ctl(d, out, sizeof out, "ps -o name ps-b"), 0, "%s", out);
+	cr_assert_str_eq(out, "pod/ps-b\n");
+	cr_assert_eq(ctl(d, out, sizeof out, "ps ps-a --no-headers"), 0, "%s", out);
+	cr_assert(!strncmp(out, "ps-a ", 5) && !strstr(out, "NAME") && !strstr(out, "ps-b"), "%s",
+		  out);
+	cr_assert_eq(ctl(d, out, sizeof out, "ps ps-a -o json"), 0, "%s", out);
+	cr_assert(out[0] == '[' && strstr(out, "\"name\": \"ps-a\"") && !strstr(out, "ps-b"), "%s",
+		  out);
+	cr_assert_eq(ctl(d, out, sizeof out, "ps ps-a nope"), 1, "%s", out);
+	cr_assert(strstr(out, "pod \"nope\" not found") && strstr(out, "ps-a"), "%s", out);
+
+	/* -w: the table, then a row when ps-b is restarted (its new pid). */
+	long pid = status_num(d, "ps-b", "pid");
+	snprintf(cmd, sizeof cmd, "timeout 4 %s/tankctl --socket %s ps -w ps-b > %s/watch 2>&1 &",
+		 bindir(), d->sock, d->dir);
+	cr_assert_eq(system(cmd), 0);
+	sleep_ms(800);
+	cr_assert_eq(ctl(d, out, sizeof out, "restart ps-b"), 0, "%s", out);
+	cr_assert(wait_phase(d, "ps-b", "running", 10));
+	long pid2 = status_num(d, "ps-b", "pid");
+	cr_assert_neq(pid2, pid);
+	char path[256], spid[32];
+	snprintf(path, sizeof path, "%s/watch", d->dir);
+	snprintf(spid, sizeof spid, "%ld", pid2);
+	bool seen = false;
+	for (int i = 0; i < 100 && !seen; i++) {
+		read_text(path, out, sizeof out);
+		seen = strstr(out, spid) != NULL;
+		if (!seen)
+			sleep_ms(50);
+	}
+	cr_assert(seen, "a row with the new pid %s: %s", spid, out);
+	cr_assert(!strncmp(out, "NAME", 4), "the table first: %s", out);
+	sleep_ms(3500);   /* the watcher's timeout ends it */
+	teardown(d);
+}
