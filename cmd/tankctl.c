@@ -450,6 +450,7 @@ static int ctl_kind_table(const kind_t *k, const msgpack_object *statuses, const
 	bad = cli_table_init(&t, k->ncols, heads) < 0 ||
 	      cli_kind_rows(k, statuses, owner, in, now, &t) < 0;
 	t.headless = ctl_no_headers;
+	t.colour = cli_colour_ok(stdout);
 	int rows = (int)t.nrows;
 	if (!bad && print)
 		bad |= cli_table_print(&t, stdout) < 0;

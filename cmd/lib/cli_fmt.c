@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "api/api_rpc.h"
 #include "kinds/kind.h"
@@ -139,6 +140,27 @@ int cli_table_add(cli_table_t *t, const char *const *cells)
 	return 0;
 }
 
+/* green for what is well, red for what failed, yellow for what moves. */
+static const char *cli__phase_colour(const char *p)
+{
+	static const char *const good[] = { "running", "up", "completed", "done", "finished", NULL };
+	static const char *const bad[] = { "failed", "terminal", "backing_off", "degraded", "lost",
+					   "cancelled", NULL };
+	for (size_t i = 0; good[i]; i++)
+		if (!strcmp(p, good[i]))
+			return "\033[32m";
+	for (size_t i = 0; bad[i]; i++)
+		if (!strcmp(p, bad[i]))
+			return "\033[31m";
+	return strcmp(p, "-") && *p ? "\033[33m" : NULL;
+}
+
+bool cli_colour_ok(FILE *fp)
+{
+	const char *nc = getenv("NO_COLOR"), *term = getenv("TERM");
+	return isatty(fileno(fp)) && !(nc && *nc) && !(term && !strcmp(term, "dumb"));
+}
+
 int cli_table_print(const cli_table_t *t, FILE *fp)
 {
 	size_t *w = calloc(t->ncols ? t->ncols : 1, sizeof *w);
@@ -153,10 +175,21 @@ int cli_table_print(const cli_table_t *t, FILE *fp)
 			if (l > w[c])
 				w[c] = l;
 		}
+	/* The PHASE column, coloured by what a phase means. */
+	size_t pc = t->ncols;
+	for (size_t c = 0; t->colour && c < t->ncols; c++)
+		if (!strcmp(t->cells[c], "PHASE"))
+			pc = c;
 	for (size_t r = t->headless; r <= t->nrows; r++) {
 		for (size_t c = 0; c < t->ncols; c++) {
 			const char *s = t->cells[r * t->ncols + c];
-			if (c + 1 < t->ncols)
+			const char *on = r > 0 && c == pc ? cli__phase_colour(s) : NULL;
+			bool last = c + 1 == t->ncols;
+			/* Padded on the text's width: the escapes take no column. */
+			if (on)
+				fprintf(fp, "%s%s\033[0m%*s%s", on, s, last ? 0 : (int)(w[c] - strlen(s)),
+					"", last ? "\n" : "   ");
+			else if (!last)
 				fprintf(fp, "%-*s   ", (int)w[c], s);
 			else
 				fprintf(fp, "%s\n", s);

@@ -39,7 +39,12 @@ typedef struct cli_table {
 	size_t ncols, nrows, caprows;
 	char **cells;      /* (nrows + 1) * ncols, row 0 is the header */
 	bool headless;     /* print the rows only (--no-headers) */
+	bool colour;       /* a PHASE column's cells in colour (a terminal) */
 } cli_table_t;
+
+/* Whether tables on fp may use colour: fp is a terminal and NO_COLOR is
+ * unset or empty (https://no-color.org), TERM is not "dumb". */
+bool cli_colour_ok(FILE *fp);
 
 /* 0 or -ENOMEM (then the table is empty but safe to free). */
 int cli_table_init(cli_table_t *t, size_t ncols, const char *const *headers);
