@@ -14,6 +14,7 @@
 #include "pod/pod_manifest.h"
 #include "stack/stack_spec.h"
 #include "store/st_codec.h"
+#include "workflow/wf_tmpl.h"
 
 static const char *const tf_methods[] = {
 	"ping", "version", "apply", "delete", "get", "list", "status", "running",
@@ -136,9 +137,27 @@ int tf_record(const uint8_t *data, size_t len)
 	return 0;
 }
 
+int tf_tmpl(const uint8_t *data, size_t len)
+{
+	static const char *const keys[] = { "k", "db", "" };
+	static const char *const vals[] = { "v", "", "x" };
+	wf_tmpl_ctx_t c = { "web", "migrate", "backup", keys, vals, 3 };
+	tank_error_t e;
+	char *out = NULL;
+	size_t n;
+
+	if (wf_tmpl_expand((const char *)data, len, &c, &out, &n, &e) == 0 &&
+	    (strlen(out) > n || n > WF_TMPL_OUT_MAX))
+		abort();                /* the length said is the length made */
+	free(out);
+	(void)wf_tmpl_check((const char *)data, len, &e);
+	return 0;
+}
+
 const tf_target_t tf_targets[TF_NTARGETS] = {
 	{ "frame", tf_frame },
 	{ "params", tf_params },
 	{ "manifest", tf_manifest },
 	{ "record", tf_record },
+	{ "tmpl", tf_tmpl },
 };
