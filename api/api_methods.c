@@ -175,6 +175,37 @@ static int pack_buffer(msgpack_packer *pk, void *arg)
 	return api_pack_raw(pk, sb->data, sb->size);
 }
 
+/* Answers a request that sent the loop a message (a verb's, a restart):
+ * once the loop has handled it, so that what the client was told was
+ * taken is stored (rc_loop.h, RC_TAG_ECHO).  result: packed, len 0 nil. */
+static void reply_after_loop(const api_call_t *call, api_daemon_t *d, const void *result,
+			     size_t len)
+{
+	rt_pid_t loop = rt_whereis(d->rt, API_RECONCILER_NAME);
+
+	if (!loop || api_reply_after(call->rt, call->token, loop, RC_TAG_ECHO, result, len) < 0)
+		api_reply_raw(call->rt, call->token, result, len);
+}
+
+/* fn's result, answered after the loop; an error at once. */
+static void reply_packed_after_loop(const api_call_t *call, api_daemon_t *d,
+				    pack_into_fn fn, void *arg)
+{
+	msgpack_sbuffer sb;
+	msgpack_packer pk;
+	tank_error_t e;
+	int err;
+
+	msgpack_sbuffer_init(&sb);
+	msgpack_packer_init(&pk, &sb, msgpack_sbuffer_write);
+	tank_error_clear(&e);
+	if ((err = fn(arg, &pk, &e)) < 0)
+		api_reply_err(call->rt, call->token, err, e.msg[0] ? e.msg : NULL);
+	else
+		reply_after_loop(call, d, sb.data, sb.size);
+	msgpack_sbuffer_destroy(&sb);
+}
+
 static void reply_packed(const api_call_t *call, const kind_t *k, const char *name,
 			 pack_into_fn fn, void *arg)
 {
@@ -1066,7 +1097,7 @@ static void m_restart(const api_call_t *call, const msgpack_object *params, void
 		reply_pod_error(call, err, name, NULL);
 		return;
 	}
-	api_reply(call->rt, call->token, NULL, NULL);
+	reply_after_loop(call, d, NULL, 0);   /* once the manager stored it */
 }
 
 static void m_nudge(const api_call_t *call, const msgpack_object *params, void *ctx)
@@ -1586,7 +1617,10 @@ static void m_verb(const api_call_t *call, const msgpack_object *params, void *c
 	if (api_params_check(params, v->types, &e) < 0)
 		return reply_check_error(call, &e);
 	verb_req_t q = { d->kinds, v, params };
-	reply_packed(call, kind, "", pack_verb, &q);
+	/* A verb may send the loop a request (Stack's up lifts an abort):
+	 * the client hears of it once it is stored. */
+	(void)kind;
+	reply_packed_after_loop(call, d, pack_verb, &q);
 }
 
 size_t api_methods_table(api_daemon_t *d, api_method_t table[API_NMETHODS])

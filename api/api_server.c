@@ -42,6 +42,7 @@ enum {
 	API__TAG_READ,
 	API__TAG_WRITE,
 	API__TAG_LINGER,
+	API__TAG_ECHOED,        /* a barrier's echo: answer now (api_reply_after) */
 };
 
 /* --- byte buffer ------------------------------------------------------- */
@@ -348,6 +349,52 @@ int api_reply_raw(rt_t *rt, api_token_t token, const void *result, size_t len)
 {
 	api__reply_t r = { .raw = result, .len = len };
 	return api__answer(rt, token, api__pack_result_raw_cb, &r);
+}
+
+/* The echo's payload: our tag (first, as the barrier reads it), the
+ * request's msgid, then the packed result. */
+typedef struct api__echo {
+	uint32_t tag;
+	uint32_t msgid;
+} api__echo_t;
+
+int api_reply_after(rt_t *rt, api_token_t token, rt_pid_t barrier, uint32_t echo_tag,
+		    const void *result, size_t len)
+{
+	api__echo_t h = { .tag = API__TAG_ECHOED, .msgid = token.msgid };
+	unsigned char *buf;
+	int rc;
+
+	if (token.conn == RT_NOPID)
+		return -ESRCH;
+	if (rt_self(rt) != token.conn)
+		return -EINVAL;
+	if (!(buf = malloc(sizeof h + len)))
+		return -ENOMEM;
+	memcpy(buf, &h, sizeof h);
+	if (len)
+		memcpy(buf + sizeof h, result, len);
+	rc = rt_send(rt, barrier, echo_tag, buf, sizeof h + len);
+	free(buf);
+	if (rc == -ESRCH)      /* no barrier to wait for */
+		return api_reply_raw(rt, token, result, len);
+	return rc;
+}
+
+static void api__conn_echoed(rt_t *rt, api_conn_t *c, const rt_msg_t *m)
+{
+	api__echo_t h;
+
+	if (m->len < sizeof h)
+		return;
+	memcpy(&h, m->data, sizeof h);
+	(void)api_reply_raw(rt, (api_token_t){ c->self, h.msgid },
+			    (const char *)m->data + sizeof h, m->len - sizeof h);
+	/* Answered from our own actor: the writes and the read watch are
+	 * ours to move on (api__answer leaves them to us). */
+	api__conn_flush(rt, c);
+	api__conn_update_read(rt, c);
+	api__conn_maybe_finish(rt, c);
 }
 
 int api_reply_error(rt_t *rt, api_token_t token, int code, const char *message,
@@ -676,6 +723,8 @@ static void api__conn_handle(rt_t *rt, void *state, rt_msg_t *m)
 		api__conn_flush(rt, c);
 	else if (m->type == RT_MSG_USER && m->tag == API__TAG_LINGER)
 		api__conn_die(rt, c);
+	else if (m->type == RT_MSG_USER && m->tag == API__TAG_ECHOED)
+		api__conn_echoed(rt, c, m);
 }
 
 typedef struct api__conn_arg {

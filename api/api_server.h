@@ -137,6 +137,20 @@ int api_reply_error(rt_t *rt, api_token_t token, int code, const char *message,
 int api_reply_err(rt_t *rt, api_token_t token, int err, const char *message);
 
 /*
+ * Answers with `result` (one packed msgpack object, copied; len 0: nil)
+ * once the actor `barrier` has handled every message the calling actor
+ * sent it before this call: a request sent to a manager is then stored
+ * before the client hears it was taken.  Call it from the request's own
+ * connection actor (a method's handler); the barrier must echo a message
+ * of tag `echo_tag` back to its sender with the tag in the payload's first
+ * 4 bytes (the reconcile loop's RC_TAG_ECHO).  When the barrier is gone
+ * the answer is sent at once.  0, -ENOMEM, -EINVAL (not the connection's
+ * actor), -ESRCH.
+ */
+int api_reply_after(rt_t *rt, api_token_t token, rt_pid_t barrier, uint32_t echo_tag,
+		    const void *result, size_t len);
+
+/*
  * Sends the notification [2, method, params] to one connection (the
  * connection of `token`; its msgid is ignored), e.g. for `logs` follow.
  * Subject to the same bound as events: a connection that lets its output
