@@ -1683,7 +1683,9 @@ int api_methods_decode(const char *method, const msgpack_object *params, tank_er
 		return err;
 	const kind_t *kind;
 	size_t kat = strcmp(method, "list") == 0 ? 0 : 1;
-	if (strchr(types, 'm') && strcmp(method, "logs") != 0 &&
+	/* A kind's verb reads its own options (kind.h); the others' map is
+	 * {kind?}. */
+	if (!verb && strchr(types, 'm') && strcmp(method, "logs") != 0 &&
 	    (err = kind_of_params(tank_kinds, params, kat, &kind, e)) < 0)
 		return err;
 	if (strcmp(method, "apply") == 0) {
