@@ -309,22 +309,41 @@ static int agent__put(wf_agent_t *m, wf_pod_t *p)
 	return rc;
 }
 
-/* The stored record of key, unpacked into u (destroy it). */
-static int agent__read(st_coll_t *c, const char *key, msgpack_unpacked *u, tank_error_t *e)
-{
+/* A stored record, unpacked: msgpack-c's objects point into the bytes,
+ * so they are kept with it (rec_free frees both). */
+typedef struct rec {
+	msgpack_object data;
+	msgpack_unpacked u;
 	void *buf;
+} rec_t;
+
+static void rec_init(rec_t *r)
+{
+	memset(r, 0, sizeof *r);
+	msgpack_unpacked_init(&r->u);
+}
+
+static void rec_free(rec_t *r)
+{
+	msgpack_unpacked_destroy(&r->u);
+	free(r->buf);
+	r->buf = NULL;
+	memset(&r->data, 0, sizeof r->data);
+}
+
+/* The stored record of key into r (rec_free it in every case). */
+static int agent__read(st_coll_t *c, const char *key, rec_t *r, tank_error_t *e)
+{
 	size_t len;
 	int rc;
 
-	msgpack_unpacked_init(u);
-	if ((rc = st_coll_status_get(c, key, &buf, &len, e)) < 0)
+	rec_init(r);
+	if ((rc = st_coll_status_get(c, key, &r->buf, &len, e)) < 0)
 		return rc;
-	size_t off = 0;
-	rc = msgpack_unpack_next(u, buf, len, &off) == MSGPACK_UNPACK_SUCCESS ? 0 : TANK_ECORRUPT;
-	free(buf);
-	if (rc)
-		tank_error_set(e, rc, "job record \"%s\": corrupt msgpack", key);
-	return rc;
+	if (kit_frame_unpack(r->buf, len, &r->u) < 0)
+		return tank_error_set(e, TANK_ECORRUPT, "job record \"%s\": corrupt msgpack", key);
+	r->data = r->u.data;
+	return 0;
 }
 
 static void state_unpack(const msgpack_object *o, wf_pod_t *p)
@@ -753,13 +772,13 @@ static int agent__load_spec(wf_agent_t *m, wf_pod_t *p, bool *wf_changed)
 static void agent__forget_job(wf_agent_t *m, const char *pod, uint64_t seq)
 {
 	char key[POD_NAME_MAX + 24], path[4096 + 128];
-	msgpack_unpacked u;
+	rec_t u;
 	uint32_t parts = 0;
 
 	agent__job_key(pod, seq, key, sizeof key);
 	if (agent__read(m->coll, key, &u, NULL) == 0)
 		parts = (uint32_t)mint(&u.data, "parts", 0);
-	msgpack_unpacked_destroy(&u);
+	rec_free(&u);
 	for (uint32_t i = 0; i < parts + 1; i++) {
 		agent__part_path(m, pod, seq, i, "log", path, sizeof path);
 		unlink(path);
@@ -1176,7 +1195,7 @@ static rc_result_t agent__env_step(wf_agent_t *m, wf_pod_t *p, wf_env_t env)
 static wf_pod_t *agent__track(wf_agent_t *m, const char *name)
 {
 	wf_pod_t *p = tank_map_get(&m->pods, name);
-	msgpack_unpacked u;
+	rec_t u;
 
 	if (p)
 		return p;
@@ -1192,17 +1211,17 @@ static wf_pod_t *agent__track(wf_agent_t *m, const char *name)
 		/* "The Machine Agent always starts in the AGENT_INIT state". */
 		p->restarted = true;
 		if (p->job.seq) {
-			msgpack_unpacked ju;
+			rec_t ju;
 			char key[POD_NAME_MAX + 24];
 			agent__job_key(name, p->job.seq, key, sizeof key);
 			if (agent__read(m->coll, key, &ju, NULL) == 0)
 				job_unpack(&ju.data, &p->job);
-			msgpack_unpacked_destroy(&ju);
+			rec_free(&ju);
 		}
 	} else {
 		p->runnable = true;
 	}
-	msgpack_unpacked_destroy(&u);
+	rec_free(&u);
 	if (tank_map_put(&m->pods, name, p, NULL) < 0) {
 		agent__pod_free(p);
 		return NULL;
@@ -1364,6 +1383,10 @@ static rc_result_t agent__reconcile(void *ctx, rc_loop_t *loop, const rc_view_t 
 		case WF_AG_EXIT:
 			break;
 		}
+		/* Each step's jobs and state stored before the next (a
+		 * stage: entry's job is replaced by the next one at once). */
+		if (agent__put(m, p) < 0)
+			return rc_failed(-ENOMEM, "workflow state not queued");
 		if (p->ag.phase == before)
 			break;
 	}
@@ -1494,6 +1517,13 @@ int wf_agent_new(const wf_agent_opts_t *o, wf_agent_t **out, tank_error_t *e)
 	tank_map_init(&m->pods);
 	tank_map_init(&m->dirty);
 	wfmt(m->jobs_dir, sizeof m->jobs_dir, "%s/jobs", o->log_dir ? o->log_dir : ".");
+	/* <log_dir> itself may not be made yet (the pods' logs make it
+	 * later): each missing level, as mkdir -p. */
+	for (char *sl = strchr(m->jobs_dir + 1, '/'); sl; sl = strchr(sl + 1, '/')) {
+		*sl = '\0';
+		(void)mkdir(m->jobs_dir, 0700);
+		*sl = '/';
+	}
 	if (mkdir(m->jobs_dir, 0700) < 0 && errno != EEXIST) {
 		rc = tank_error_set(e, -errno, "cannot make %s: %s", m->jobs_dir, strerror(errno));
 		goto fail;
@@ -1531,15 +1561,14 @@ void wf_agent_free(wf_agent_t *m)
 
 /* ---- readers ------------------------------------------------------------------------------------ */
 
-static int read_state(st_t *st, const char *pod, msgpack_unpacked *u, tank_error_t *e)
+static int read_state(st_t *st, const char *pod, rec_t *u, tank_error_t *e)
 {
 	st_coll_t *c;
 	int rc;
 
-	msgpack_unpacked_init(u);
+	rec_init(u);
 	if ((rc = st_coll_open(st, &wf_jobs_coll, &c, e)) < 0)
 		return rc;
-	msgpack_unpacked_destroy(u);
 	if ((rc = agent__read(c, pod, u, NULL)) < 0)
 		return tank_error_set(e, TANK_ENOTFOUND, "pod \"%s\" has no workflow", pod);
 	return 0;
@@ -1563,7 +1592,7 @@ static void position(const msgpack_object *o, int64_t *i, int64_t *n)
 
 int wf_agent_pack_status(st_t *st, const char *pod, msgpack_packer *pk, tank_error_t *e)
 {
-	msgpack_unpacked u;
+	rec_t u;
 	int rc;
 
 	if ((rc = read_state(st, pod, &u, e)) < 0)
@@ -1579,18 +1608,18 @@ int wf_agent_pack_status(st_t *st, const char *pod, msgpack_packer *pk, tank_err
 	}
 	rc |= pk_str(pk, "task_index"); rc |= msgpack_pack_int64(pk, i);
 	rc |= pk_str(pk, "task_count"); rc |= msgpack_pack_int64(pk, n);
-	msgpack_unpacked_destroy(&u);
+	rec_free(&u);
 	return rc ? -ENOMEM : 0;
 }
 
 bool wf_agent_position(st_t *st, const char *pod, char *out, size_t cap)
 {
-	msgpack_unpacked u;
+	rec_t u;
 	char stage[POD_NAME_MAX + 1], agent[32], wf[POD_NAME_MAX + 1];
 	int64_t i, n;
 
 	if (read_state(st, pod, &u, NULL) < 0) {
-		msgpack_unpacked_destroy(&u);
+		rec_free(&u);
 		return false;
 	}
 	mstr(&u.data, "workflow", wf, sizeof wf);
@@ -1609,13 +1638,13 @@ bool wf_agent_position(st_t *st, const char *pod, char *out, size_t cap)
 		wfmt(out, cap, "-");
 	else
 		wfmt(out, cap, "%s task %" PRId64 "/%" PRId64 "%s", stage, i, n, note);
-	msgpack_unpacked_destroy(&u);
+	rec_free(&u);
 	return true;
 }
 
 int wf_agent_pack_jobs(st_t *st, const char *pod, msgpack_packer *pk, tank_error_t *e)
 {
-	msgpack_unpacked u;
+	rec_t u;
 	st_coll_t *c;
 	int rc;
 
@@ -1623,7 +1652,7 @@ int wf_agent_pack_jobs(st_t *st, const char *pod, msgpack_packer *pk, tank_error
 		return rc;
 	uint64_t first = (uint64_t)mint(&u.data, "first_seq", 1);
 	uint64_t next = (uint64_t)mint(&u.data, "next_seq", 1);
-	msgpack_unpacked_destroy(&u);
+	rec_free(&u);
 	if ((rc = st_coll_open(st, &wf_jobs_coll, &c, e)) < 0)
 		return rc;
 	/* Count first: a job forgotten between is skipped, not a hole. */
@@ -1633,7 +1662,7 @@ int wf_agent_pack_jobs(st_t *st, const char *pod, msgpack_packer *pk, tank_error
 		agent__job_key(pod, s, key, sizeof key);
 		if (agent__read(c, key, &u, NULL) == 0)
 			n++;
-		msgpack_unpacked_destroy(&u);
+		rec_free(&u);
 	}
 	rc = msgpack_pack_array(pk, n);
 	for (uint64_t s = first; s < next && n; s++) {
@@ -1643,7 +1672,7 @@ int wf_agent_pack_jobs(st_t *st, const char *pod, msgpack_packer *pk, tank_error
 			rc |= msgpack_pack_object(pk, u.data);
 			n--;
 		}
-		msgpack_unpacked_destroy(&u);
+		rec_free(&u);
 	}
 	return rc ? -ENOMEM : 0;
 }
@@ -1652,7 +1681,7 @@ int wf_agent_pack_log(st_t *st, const char *log_dir, const char *id, uint64_t of
 		      msgpack_packer *pk, tank_error_t *e)
 {
 	char pod[POD_NAME_MAX + 1], state[32], path[4096 + 128];
-	msgpack_unpacked u;
+	rec_t u;
 	st_coll_t *c;
 	int rc;
 
@@ -1665,13 +1694,13 @@ int wf_agent_pack_log(st_t *st, const char *log_dir, const char *id, uint64_t of
 	if ((rc = st_coll_open(st, &wf_jobs_coll, &c, e)) < 0)
 		return rc;
 	if (agent__read(c, id, &u, NULL) < 0) {
-		msgpack_unpacked_destroy(&u);
+		rec_free(&u);
 		return tank_error_set(e, TANK_ENOTFOUND, "no job \"%s\"", id);
 	}
 	uint32_t parts = (uint32_t)mint(&u.data, "parts", 0);
 	mstr(&u.data, "state", state, sizeof state);
 	bool done = strcmp(state, "running") != 0 && strcmp(state, "created") != 0;
-	msgpack_unpacked_destroy(&u);
+	rec_free(&u);
 	/* The parts in order, as one text; from offset, at most 256 KiB. */
 	size_t cap = WF_JOB_LOG_MAX + 4096, len = 0;
 	char *buf = malloc(cap);
@@ -1710,12 +1739,12 @@ int wf_agent_pack_log(st_t *st, const char *log_dir, const char *id, uint64_t of
 
 int wf_agent_retry_says(st_t *st, const char *pod, char *out, size_t cap, tank_error_t *e)
 {
-	msgpack_unpacked u;
+	rec_t u;
 	char agent[32], state[32] = "", task[POD_NAME_MAX + 8] = "";
 	int rc;
 
 	if ((rc = read_state(st, pod, &u, e)) < 0) {
-		msgpack_unpacked_destroy(&u);
+		rec_free(&u);
 		return rc;
 	}
 	mstr(&u.data, "agent", agent, sizeof agent);
@@ -1730,6 +1759,6 @@ int wf_agent_retry_says(st_t *st, const char *pod, char *out, size_t cap, tank_e
 		wfmt(out, cap, "the agent starts again (it was in %s)", agent);
 	else
 		wfmt(out, cap, "nothing to retry (agent %s)", agent);
-	msgpack_unpacked_destroy(&u);
+	rec_free(&u);
 	return 0;
 }
