@@ -207,12 +207,13 @@ static int job__status_one(const kind_env_t *env, const char *name, msgpack_pack
 	size_t len;
 	int rc;
 
-	if (!strchr(name, '/'))
-		return tank_error_set(e, TANK_ENOTFOUND, "no job \"%s\" (a job id is POD/N)", name);
+	/* POD/N: a job; POD: that pod's workflow state (its agent's
+	 * history is under the pod's name). */
 	if ((rc = kind_coll(env, &job_kind, &c, e)) < 0)
 		return rc;
 	if ((rc = st_coll_status_get(c, name, &buf, &len, NULL)) < 0)
-		return tank_error_set(e, TANK_ENOTFOUND, "no job \"%s\"", name);
+		return tank_error_set(e, TANK_ENOTFOUND, strchr(name, '/') ? "no job \"%s\""
+				      : "pod \"%s\" has no workflow", name);
 	rc = pk->callback(pk->data, buf, len);
 	free(buf);
 	return rc ? -ENOMEM : 0;
