@@ -70,7 +70,7 @@ typedef struct wf_pod {
 	char ctrs[WF_CTRS_MAX][POD_NAME_MAX + 1];
 	size_t nctrs;
 	bool restarted;                  /* loaded at start: INIT first */
-	bool busy;                       /* a worker runs */
+	unsigned busy;                   /* workers running */
 	bool env_sent, env_acked;        /* REBOOT/POWEROFF: requests out, accepted */
 	bool reboot_asked;               /* a job asked for a reboot (restart) */
 	uint64_t env_t0;                 /* when they were sent (wall ms) */
@@ -621,7 +621,7 @@ static int agent__spawn(wf_agent_t *m, wf_pod_t *p, uint64_t seq, pod_req_t *req
 	int rc = rt_spawn(rc_rt(m->loop), &worker_behaviour, &a, NULL);
 	free(a.reqs);                  /* still ours when init did not run */
 	if (rc == 0)
-		p->busy = true;
+		p->busy++;
 	return rc;
 }
 
@@ -707,7 +707,12 @@ static int agent__set_workflow(wf_agent_t *m, wf_pod_t *p, const char *wf)
 		goto out;
 	}
 	free(p->tasks);
-	p->tasks = list;
+	/* Kept at its size: a thousand pods keep a thousand lists. */
+	p->tasks = n ? realloc(list, (size_t)n * sizeof *list) : NULL;
+	if (n && !p->tasks)
+		p->tasks = list;
+	else if (!n)
+		free(list);
 	p->ntasks = (size_t)n;
 	list = NULL;
 out:
@@ -1429,9 +1434,11 @@ static void agent__handle(void *ctx, rc_loop_t *loop, rt_msg_t *msg)
 		wf_pod_t *p = tank_map_get(&m->pods, d.pod);
 		if (!p)
 			return;
-		p->busy = false;
+		if (p->busy)
+			p->busy--;
 		if (p->gone) {
-			agent__forget(m, p);
+			if (!p->busy)
+				agent__forget(m, p);
 			return;
 		}
 		if (d.seq && d.seq == p->job.seq && p->job.st.phase == WF_JOB_RUNNING) {
