@@ -367,3 +367,33 @@ Test(workflow, bad_input_is_refused_naming_what_is_wrong)
 	(void)p;
 	teardown(d);
 }
+
+/* §25.8.2.2.3: removing the workflow empties the list, stage none,
+ * index -1, and restarts nothing; deleting the pod forgets its jobs. */
+Test(workflow, removing_the_workflow_empties_the_list_and_a_deleted_pod_forgets_its_jobs)
+{
+	d_t *d = exit_setup(0);
+	char p[256], pod[1024], out[4096];
+	path_of(d, "second.log", p, sizeof p);
+	cr_assert(wait_lines(p, 1, 20));
+	long pid = app_pid(d);
+	snprintf(pod, sizeof pod,
+		 "name: web\ncontainers:\n  - name: app\n    command: [/bin/sh, -c, "
+		 "\"echo $$ > %s/app.pid; echo $$ >> %s/starts.log; exec /bin/sleep 9700.%d\"]\n",
+		 d->dir, d->dir, (int)getpid());
+	write_file(d, "bare.yaml", pod);
+	cr_assert_eq(ctl(d, out, sizeof out, "apply -f %s/bare.yaml", d->dir), 0, "%s", out);
+	cr_assert(wait_says(d, 10, "stage: none", "workflow status web"), "stage none");
+	cr_assert(says(d, "tasks: []", "workflow status web"));
+	cr_assert(says(d, "current: -1", "workflow status web"));
+	cr_assert_eq(app_pid(d), pid, "removing the workflow restarted nothing");
+	cr_assert(says(d, "stage:one", "history job web"), "the stage changes are history");
+	cr_assert_eq(ctl(d, out, sizeof out, "delete web"), 0, "%s", out);
+	int rc = 0;
+	for (int i = 0; i < 200 && (rc = ctl(d, out, sizeof out, "workflow status web")) == 0; i++)
+		sleep_ms(50);
+	cr_assert_eq(rc, 1, "%s", out);
+	cr_assert(strstr(out, "has no workflow"), "%s", out);
+	cr_assert_eq(ctl(d, out, sizeof out, "job log web/2"), 1, "%s", out);
+	teardown(d);
+}
