@@ -397,3 +397,31 @@ Test(workflow, removing_the_workflow_empties_the_list_and_a_deleted_pod_forgets_
 	cr_assert_eq(ctl(d, out, sizeof out, "job log web/2"), 1, "%s", out);
 	teardown(d);
 }
+
+/* `job log ID -f` prints what the job writes while it runs, and returns
+ * once it ended; `jobs -o json` and `status job` say the same job. */
+Test(workflow, job_log_follows_a_running_job_to_its_end)
+{
+	d_t *d = setup();
+	char y[2048], pod[1024], out[4096];
+
+	snprintf(y, sizeof y,
+		 "kind: Task\nname: slow\ntemplates:\n"
+		 "  - name: s\n    contents: |\n"
+		 "      echo first line\n"
+		 "      /bin/sleep 1.5\n"
+		 "      echo last line\n"
+		 "---\nkind: Stage\nname: one\ntasks: [slow]\n"
+		 "---\nkind: Workflow\nname: w\nstages: [one]\n");
+	write_file(d, "wf.yaml", y);
+	cr_assert_eq(ctl(d, out, sizeof out, "apply -f %s/wf.yaml", d->dir), 0, "%s", out);
+	pod_yaml(d, pod, sizeof pod, "w", "");
+	write_file(d, "web.yaml", pod);
+	cr_assert_eq(ctl(d, out, sizeof out, "apply -f %s/web.yaml", d->dir), 0, "%s", out);
+	cr_assert(wait_says(d, 20, "state: running", "status job web/2"));
+	cr_assert_eq(ctl(d, out, sizeof out, "job log web/2 -f"), 0, "%s", out);
+	cr_assert_str_eq(out, "first line\nlast line\n");
+	cr_assert(says(d, "state: finished", "status job web/2"), "-f returned once it ended");
+	cr_assert(says(d, "\"task\": \"slow\"", "jobs web -o json"));
+	teardown(d);
+}
