@@ -14,6 +14,7 @@
 #include <limits.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -1346,9 +1347,16 @@ static void follow_terminate(rt_t *rt, void *state, rt_reason_t reason)
 
 static const rt_behaviour_t log_follower = { "api_follow", follow_init, follow_handle, follow_terminate };
 
-/* The options of logs [name, {container?, tail?, follow?}], checked. */
-static int logs_opts(const msgpack_object *params, char *ctr, size_t cap, int64_t *tail,
-		     bool *follow, tank_error_t *e)
+/* The options of logs [name, {container?, tail?, follow?, since?,
+ * until?}], checked.  tail: -1 every line, 0 none, else the last N;
+ * since/until: ms since the epoch, the lines written in [since, until). */
+typedef struct logs_opt {
+	int64_t tail, since, until;   /* since/until -1: unbounded */
+	bool follow;
+} logs_opt_t;
+
+static int logs_opts(const msgpack_object *params, char *ctr, size_t cap, logs_opt_t *lo,
+		     tank_error_t *e)
 {
 	if (params->via.array.size < 2 || params->via.array.ptr[1].type != MSGPACK_OBJECT_MAP)
 		return 0;
@@ -1357,11 +1365,76 @@ static int logs_opts(const msgpack_object *params, char *ctr, size_t cap, int64_
 	    !api_obj_strcpy(o, ctr, cap))
 		return tank_error_set(e, -EPROTO, "params[1].container: expected string");
 	if ((o = api_map_get(opts, "follow")) && o->type == MSGPACK_OBJECT_BOOLEAN)
-		*follow = o->via.boolean;
+		lo->follow = o->via.boolean;
 	if ((o = api_map_get(opts, "tail")) && o->type != MSGPACK_OBJECT_NIL &&
-	    (!api_obj_int(o, tail) || *tail < 0 || *tail > API_LOG_TAIL_MAX))
+	    (!api_obj_int(o, &lo->tail) || lo->tail < -1 || lo->tail > API_LOG_TAIL_MAX))
 		return tank_error_set(e, -EPROTO,
-				      "params[1].tail: expected an integer from 0 to 100000");
+				      "params[1].tail: expected an integer from -1 (every line) to 100000");
+	if ((o = api_map_get(opts, "since")) && o->type != MSGPACK_OBJECT_NIL &&
+	    (!api_obj_int(o, &lo->since) || lo->since < 0))
+		return tank_error_set(e, -EPROTO, "params[1].since: expected ms since the epoch");
+	if ((o = api_map_get(opts, "until")) && o->type != MSGPACK_OBJECT_NIL &&
+	    (!api_obj_int(o, &lo->until) || lo->until < 0))
+		return tank_error_set(e, -EPROTO, "params[1].until: expected ms since the epoch");
+	return 0;
+}
+
+/* The time of a log record ("2026-11-22T03:04:05.123Z stdout …"), ms
+ * since the epoch, or -1 when it has none. */
+static int64_t log_record_ms(const char *l)
+{
+	struct tm tm;
+	int ms = 0, used = 0;
+
+	memset(&tm, 0, sizeof tm);
+	if (sscanf(l, "%4d-%2d-%2dT%2d:%2d:%2d.%3dZ%n", &tm.tm_year, &tm.tm_mon, &tm.tm_mday,
+		   &tm.tm_hour, &tm.tm_min, &tm.tm_sec, &ms, &used) < 7 || !used)
+		return -1;
+	tm.tm_year -= 1900;
+	tm.tm_mon -= 1;
+	return (int64_t)timegm(&tm) * 1000 + ms;
+}
+
+/* Keeps the lines of [since, until) (freeing the others), in place. */
+static void log_lines_window(char **l, size_t *n, const logs_opt_t *lo)
+{
+	size_t k = 0;
+
+	if (lo->since < 0 && lo->until < 0)
+		return;
+	for (size_t i = 0; i < *n; i++) {
+		int64_t at = log_record_ms(l[i]);
+		if ((lo->since >= 0 && at < lo->since) || (lo->until >= 0 && at >= lo->until))
+			free(l[i]);
+		else
+			l[k++] = l[i];
+	}
+	*n = k;
+}
+
+/* Reads one container's lines for lo: the last tail of the window. */
+static int log_lines_read(const char *dir, const char *pod, const char *ctr,
+			  const logs_opt_t *lo, char ***l, size_t *n, tank_error_t *e)
+{
+	bool window = lo->since >= 0 || lo->until >= 0;
+	int err;
+
+	*l = NULL;
+	*n = 0;
+	if (lo->tail == 0)
+		return 0;
+	/* pod_log_tail's 0 is every line: what a window must look through. */
+	err = pod_log_tail(dir, pod, ctr, window || lo->tail < 0 ? 0 : (size_t)lo->tail, l, n, e);
+	if (err < 0)
+		return err;
+	log_lines_window(*l, n, lo);
+	if (lo->tail > 0 && *n > (size_t)lo->tail) {
+		size_t skip = *n - (size_t)lo->tail;
+		for (size_t i = 0; i < skip; i++)
+			free((*l)[i]);
+		memmove(*l, *l + skip, (*n - skip) * sizeof **l);
+		*n -= skip;
+	}
 	return 0;
 }
 
@@ -1394,8 +1467,7 @@ static void m_logs(const api_call_t *call, const msgpack_object *params, void *c
 {
 	api_daemon_t *d = ctx;
 	char name[ST_NAME_MAX + 1], ctr[ST_NAME_MAX + 1] = "", msg[2 * ST_NAME_MAX + 48];
-	int64_t tail = API_LOG_TAIL_DEFAULT;
-	bool follow = false;
+	logs_opt_t lo = { .tail = API_LOG_TAIL_DEFAULT, .since = -1, .until = -1 };
 	st_status_t s;
 	tank_error_t e;
 	int err;
@@ -1403,7 +1475,7 @@ static void m_logs(const api_call_t *call, const msgpack_object *params, void *c
 	if (name_param(call, params, "s?m", name, sizeof name) < 0)
 		return;
 	tank_error_clear(&e);
-	if (logs_opts(params, ctr, sizeof ctr, &tail, &follow, &e) < 0) {
+	if (logs_opts(params, ctr, sizeof ctr, &lo, &e) < 0) {
 		api_reply_error(call->rt, call->token, API_BAD_REQUEST, e.msg, NULL, NULL);
 		return;
 	}
@@ -1435,7 +1507,7 @@ static void m_logs(const api_call_t *call, const msgpack_object *params, void *c
 	st_status_clear(&s);
 	if (nc == 1) {
 		lines_t o = { NULL, 0 };
-		err = pod_log_tail(d->log_dir, name, files[0].container, (size_t)tail, &o.l, &o.n, &e);
+		err = log_lines_read(d->log_dir, name, files[0].container, &lo, &o.l, &o.n, &e);
 		if (err < 0) {
 			free(files);
 			api_reply_err(call->rt, call->token, err, e.msg);
@@ -1448,8 +1520,8 @@ static void m_logs(const api_call_t *call, const msgpack_object *params, void *c
 		size_t *ns = calloc(nc, sizeof *ns), *at = calloc(nc, sizeof *at), total = 0;
 		err = ls && ns && at ? 0 : -ENOMEM;
 		for (size_t i = 0; i < nc && !err; i++) {
-			err = pod_log_tail(d->log_dir, name, files[i].container, (size_t)tail, &ls[i],
-					   &ns[i], &e);
+			err = log_lines_read(d->log_dir, name, files[i].container, &lo, &ls[i],
+					     &ns[i], &e);
 			total += err ? 0 : ns[i];
 		}
 		clines_t o = { calloc(total + 1, sizeof *o.l), calloc(total + 1, sizeof *o.c), 0 };
@@ -1466,7 +1538,7 @@ static void m_logs(const api_call_t *call, const msgpack_object *params, void *c
 			o.l[o.n++] = ls[best][at[best]++];
 		}
 		if (!err) {
-			size_t skip = tail > 0 && o.n > (size_t)tail ? o.n - (size_t)tail : 0;
+			size_t skip = lo.tail > 0 && o.n > (size_t)lo.tail ? o.n - (size_t)lo.tail : 0;
 			clines_t last = { o.l + skip, o.c + skip, o.n - skip };
 			api_reply(call->rt, call->token, pack_clines, &last);
 		} else {
@@ -1484,7 +1556,7 @@ static void m_logs(const api_call_t *call, const msgpack_object *params, void *c
 			return;
 		}
 	}
-	if (follow) {
+	if (lo.follow) {
 		follow_t f = { .token = call->token, .store = d->store, .files = files, .n = nc };
 		snprintf(f.pod, sizeof f.pod, "%s", name);
 		for (size_t i = 0; i < nc; i++)
@@ -1726,9 +1798,8 @@ int api_methods_decode(const char *method, const msgpack_object *params, tank_er
 	}
 	if (strcmp(method, "logs") == 0) {
 		char ctr[ST_NAME_MAX + 1] = "";
-		int64_t tail = 0;
-		bool follow = false;
-		return logs_opts(params, ctr, sizeof ctr, &tail, &follow, e);
+		logs_opt_t lo = { .tail = 0, .since = -1, .until = -1 };
+		return logs_opts(params, ctr, sizeof ctr, &lo, e);
 	}
 	if (strcmp(method, "history") == 0) {
 		int64_t limit = 0;

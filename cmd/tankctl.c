@@ -65,6 +65,20 @@ static const char *ctl_farewell(const api_incoming_t *in, char *why, size_t cap)
 static int ctl_usage_error(ctl_t *x, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));
 
+/* getopt_long's ':' (an option without its value) or '?' (an unknown
+ * one): one message naming the option.  Every optstring starts with ':'
+ * and opterr is off, so getopt itself says nothing. */
+static int ctl_bad_option(ctl_t *x, int o, char **argv)
+{
+	const char *arg = optind > 0 ? argv[optind - 1] : "";
+
+	if (o == ':')
+		return ctl_usage_error(x, "option '%s' needs a value", arg);
+	if (optopt)
+		return ctl_usage_error(x, "unknown option '-%c'", optopt);
+	return ctl_usage_error(x, "unknown option '%s'", arg);
+}
+
 static int ctl_usage_error(ctl_t *x, const char *fmt, ...)
 {
 	const verb_t *v = x->verb ? ctl_find(x->verb) : NULL;
@@ -186,9 +200,17 @@ static int ctl_call(ctl_t *x, const char *method, api_pack_fn params, void *arg,
 	return 0;
 }
 
+/* -o yaml|json output: times as RFC 3339, as the tables print them. */
 static int ctl_emit(ctl_t *x, const msgpack_object *o, enum mf_doc_format fmt)
 {
-	int r = mf_doc_emit(o, fmt, stdout);
+	msgpack_zone *z = msgpack_zone_new(4096);
+	msgpack_object t;
+	int r = z ? cli_times_to_text(o, z, &t) : -ENOMEM;
+
+	if (r == 0)
+		r = mf_doc_emit(&t, fmt, stdout);
+	if (z)
+		msgpack_zone_free(z);
 	if (r < 0)
 		return ctl_fail(x, "cannot print the answer: %s", tank_strerror(r));
 	return 0;
@@ -221,7 +243,7 @@ static void ctl_sleep_ms(uint64_t ms)
 }
 
 /* Common verb options: --help, -o; returns -1 to continue parsing. */
-enum { OPT_HELP = 0x100, OPT_TAIL, OPT_WAIT, OPT_LIMIT, OPT_TIMEOUT, OPT_IGNORE_NF };
+enum { OPT_HELP = 0x100, OPT_TAIL, OPT_WAIT, OPT_LIMIT, OPT_TIMEOUT, OPT_IGNORE_NF, OPT_SINCE };
 
 static int ctl_help(const verb_t *v)
 {
@@ -320,10 +342,10 @@ static int v_simple(ctl_t *x, int argc, char **argv, const char *method, int tim
 	api_incoming_t in;
 	int o, r;
 
-	while ((o = getopt_long(argc, argv, "", opts, NULL)) != -1) {
+	while ((o = getopt_long(argc, argv, ":", opts, NULL)) != -1) {
 		if (o == OPT_HELP)
 			return ctl_help(ctl_find(x->verb));
-		return ctl_usage_error(x, "unknown option");
+		return ctl_bad_option(x, o, argv);
 	}
 	if (optind != argc)
 		return ctl_usage_error(x, "takes no arguments");
@@ -348,10 +370,10 @@ static int v_version(ctl_t *x, int argc, char **argv)
 	api_incoming_t in;
 	int o, r;
 
-	while ((o = getopt_long(argc, argv, "", opts, NULL)) != -1) {
+	while ((o = getopt_long(argc, argv, ":", opts, NULL)) != -1) {
 		if (o == OPT_HELP)
 			return ctl_help(ctl_find(x->verb));
-		return ctl_usage_error(x, "unknown option");
+		return ctl_bad_option(x, o, argv);
 	}
 	if (optind != argc)
 		return ctl_usage_error(x, "takes no arguments");
@@ -395,12 +417,12 @@ static int ctl_output_opts(ctl_t *x, int argc, char **argv, enum mf_doc_format *
 		{ "output", required_argument, NULL, 'o' }, { 0 } };
 	int o;
 
-	while ((o = getopt_long(argc, argv, "o:", opts, NULL)) != -1) {
+	while ((o = getopt_long(argc, argv, ":o:", opts, NULL)) != -1) {
 		if (o == OPT_HELP)
 			return ctl_help(ctl_find(x->verb));
 		if (o == 'o' && ctl_format(optarg, fmt) == 0)
 			continue;
-		return ctl_usage_error(x, o == 'o' ? "-o takes yaml or json" : "unknown option");
+		return o == 'o' ? ctl_usage_error(x, "-o takes yaml or json") : ctl_bad_option(x, o, argv);
 	}
 	return -1;
 }
@@ -507,10 +529,10 @@ static int v_ps(ctl_t *x, int argc, char **argv)
 	int o, r = 0, bad = 0;
 	bool grouped = false;
 
-	while ((o = getopt_long(argc, argv, "", opts, NULL)) != -1) {
+	while ((o = getopt_long(argc, argv, ":", opts, NULL)) != -1) {
 		if (o == OPT_HELP)
 			return ctl_help(ctl_find(x->verb));
-		return ctl_usage_error(x, "unknown option");
+		return ctl_bad_option(x, o, argv);
 	}
 	if (optind != argc)
 		return ctl_usage_error(x, "takes no arguments");
@@ -847,7 +869,8 @@ static int v_kind_verb(ctl_t *x, int argc, char **argv)
 	}
 	if (!kv)
 		return ctl_usage_error(x, "no such verb");
-	const char *shorts = kv->flags & KIND_VERB_FOLLOW ? "f" : kv->flags & KIND_VERB_DOC ? "o:" : "";
+	/* ':' first: getopt silent, ctl_bad_option names a bad option once. */
+	const char *shorts = kv->flags & KIND_VERB_FOLLOW ? ":f" : kv->flags & KIND_VERB_DOC ? ":o:" : ":";
 	while ((o = getopt_long(argc, argv, shorts, opts, NULL)) != -1) {
 		if (o == OPT_HELP)
 			return ctl_help(ctl_find(x->verb));
@@ -863,7 +886,7 @@ static int v_kind_verb(ctl_t *x, int argc, char **argv)
 		} else if (o == 'f' && (kv->flags & KIND_VERB_FOLLOW)) {
 			follow = true;
 		} else {
-			return ctl_usage_error(x, "unknown option");
+			return ctl_bad_option(x, o, argv);
 		}
 	}
 	if (argc - optind != 1)
@@ -896,10 +919,10 @@ static int v_restart(ctl_t *x, int argc, char **argv)
 	api_incoming_t in;
 	int o, r;
 
-	while ((o = getopt_long(argc, argv, "", opts, NULL)) != -1) {
+	while ((o = getopt_long(argc, argv, ":", opts, NULL)) != -1) {
 		if (o == OPT_HELP)
 			return ctl_help(ctl_find(x->verb));
-		return ctl_usage_error(x, "unknown option");
+		return ctl_bad_option(x, o, argv);
 	}
 	if (argc - optind != 1)
 		return ctl_usage_error(x, "needs one pod name");
@@ -1300,7 +1323,7 @@ static int v_apply(ctl_t *x, int argc, char **argv)
 	memset(&bt, 0, sizeof bt);
 	if (!files)
 		return ctl_fail(x, "out of memory");
-	while ((o = getopt_long(argc, argv, "f:", opts, NULL)) != -1) {
+	while ((o = getopt_long(argc, argv, ":f:", opts, NULL)) != -1) {
 		if (o == OPT_HELP) {
 			free(files);
 			return ctl_help(ctl_find(x->verb));
@@ -1317,7 +1340,7 @@ static int v_apply(ctl_t *x, int argc, char **argv)
 			}
 		} else {
 			free(files);
-			return ctl_usage_error(x, "unknown option");
+			return ctl_bad_option(x, o, argv);
 		}
 	}
 	if (!nfiles || optind != argc) {
@@ -1473,7 +1496,7 @@ static int v_delete(ctl_t *x, int argc, char **argv)
 	memset(&bt, 0, sizeof bt);
 	if (!files)
 		return ctl_fail(x, "out of memory");
-	while ((o = getopt_long(argc, argv, "f:", opts, NULL)) != -1) {
+	while ((o = getopt_long(argc, argv, ":f:", opts, NULL)) != -1) {
 		if (o == OPT_HELP) {
 			free(files);
 			return ctl_help(ctl_find(x->verb));
@@ -1484,7 +1507,7 @@ static int v_delete(ctl_t *x, int argc, char **argv)
 			ignore_nf = true;
 		} else {
 			free(files);
-			return ctl_usage_error(x, "unknown option");
+			return ctl_bad_option(x, o, argv);
 		}
 	}
 	if (!nfiles == (optind == argc)) {
@@ -1543,7 +1566,8 @@ static int v_delete(ctl_t *x, int argc, char **argv)
 
 typedef struct logs_params {
 	const char *name, *container;
-	long tail;
+	long tail;                   /* -2: tankd's default (100) */
+	int64_t since, until;        /* ms since the epoch, -1: unbounded */
 	bool follow;
 } logs_params_t;
 
@@ -1552,14 +1576,23 @@ static int pack_logs(msgpack_packer *pk, void *arg)
 	logs_params_t *p = arg;
 	msgpack_pack_array(pk, 2);
 	api_pack_cstr(pk, p->name);
-	msgpack_pack_map(pk, (p->container != NULL) + (p->tail >= 0) + p->follow);
+	msgpack_pack_map(pk, (p->container != NULL) + (p->tail >= -1) + p->follow +
+				 (p->since >= 0) + (p->until >= 0));
 	if (p->container) {
 		api_pack_cstr(pk, "container");
 		api_pack_cstr(pk, p->container);
 	}
-	if (p->tail >= 0) {
+	if (p->tail >= -1) {
 		api_pack_cstr(pk, "tail");
 		msgpack_pack_int64(pk, p->tail);
+	}
+	if (p->since >= 0) {
+		api_pack_cstr(pk, "since");
+		msgpack_pack_int64(pk, p->since);
+	}
+	if (p->until >= 0) {
+		api_pack_cstr(pk, "until");
+		msgpack_pack_int64(pk, p->until);
 	}
 	if (p->follow) {
 		api_pack_cstr(pk, "follow");
@@ -1571,15 +1604,33 @@ static int pack_logs(msgpack_packer *pk, void *arg)
 /* A log line arrives as a string or as a map with `line` (and maybe
  * `container`); with prefix, a map's line is printed after `[container] `
  * (the lines of several containers, as kubectl logs --prefix). */
-static void ctl_print_line(const msgpack_object *o, bool prefix)
+/* The text of a log record "2026-11-22T03:04:05.123Z stdout text": what
+ * follows its time and stream (the whole line when it has not that
+ * shape). */
+static const char *ctl_log_text(const char *p, size_t n, size_t *len)
+{
+	/* 24 bytes of time ("…T03:04:05.123Z"), a space, the stream. */
+	const char *sp = n > 25 && p[23] == 'Z' && p[24] == ' ' && p[10] == 'T' ?
+			 memchr(p + 25, ' ', n - 25) : NULL;
+	if (!sp) {
+		*len = n;
+		return p;
+	}
+	*len = n - (size_t)(sp + 1 - p);
+	return sp + 1;
+}
+
+static void ctl_print_line(const msgpack_object *o, bool prefix, bool timestamps)
 {
 	const msgpack_object *l = o->type == MSGPACK_OBJECT_MAP ? api_map_get(o, "line") : o;
 	const msgpack_object *c = o->type == MSGPACK_OBJECT_MAP ? api_map_get(o, "container") : NULL;
 	if (prefix && c && c->type == MSGPACK_OBJECT_STR)
 		printf("[%.*s] ", (int)c->via.str.size, c->via.str.ptr);
 	if (l && l->type == MSGPACK_OBJECT_STR) {
-		fwrite(l->via.str.ptr, 1, l->via.str.size, stdout);
-		if (!l->via.str.size || l->via.str.ptr[l->via.str.size - 1] != '\n')
+		size_t n = l->via.str.size;
+		const char *t = timestamps ? l->via.str.ptr : ctl_log_text(l->via.str.ptr, n, &n);
+		fwrite(t, 1, n, stdout);
+		if (!n || t[n - 1] != '\n')
 			fputc('\n', stdout);
 	}
 }
@@ -1601,39 +1652,121 @@ static const char *ctl_farewell(const api_incoming_t *in, char *buf, size_t cap)
 	return buf;
 }
 
+/* --previous: the window of the container's run before its current one
+ * (or of its last run, when it does not run now), from the starts in its
+ * history.  0, or an exit code (the error printed). */
+static int ctl_previous_window(ctl_t *x, logs_params_t *p)
+{
+	api_incoming_t in;
+	char key[2 * ST_NAME_MAX + 2], ctr[ST_NAME_MAX + 1] = "";
+	int64_t starts[2] = { -1, -1 }, at;
+	bool running = false;
+	int r, nctr = 0;
+
+	if ((r = ctl_call(x, "status", pack_name, (void *)p->name, CTL_TIMEOUT_MS, &in)) != 0)
+		return r;
+	const msgpack_object *cs = api_map_get(in.result, "containers");
+	for (uint32_t i = 0; cs && cs->type == MSGPACK_OBJECT_ARRAY && i < cs->via.array.size; i++) {
+		const msgpack_object *c = &cs->via.array.ptr[i], *nm = api_map_get(c, "name");
+		nctr++;
+		if (!nm || nm->type != MSGPACK_OBJECT_STR ||
+		    (p->container && !api_obj_streq(nm, p->container)))
+			continue;
+		snprintf(ctr, sizeof ctr, "%.*s", (int)nm->via.str.size, nm->via.str.ptr);
+		running = api_obj_streq(api_map_get(c, "phase"), "running");
+	}
+	api_incoming_free(&in);
+	if (!p->container && nctr > 1)
+		return ctl_usage_error(x, "--previous needs -c CONTAINER: pod %s has %d", p->name,
+				       nctr);
+	if (!ctr[0])
+		return ctl_fail(x, "pod \"%s\" has no container \"%s\"", p->name,
+				p->container ? p->container : "");
+	/* Its whole history (the default), oldest first. */
+	if ((r = ctl_call(x, "history", pack_name, (void *)p->name, CTL_TIMEOUT_MS, &in)) != 0)
+		return r;
+	snprintf(key, sizeof key, "%s/%s", p->name, ctr);
+	for (uint32_t i = 0; in.result->type == MSGPACK_OBJECT_ARRAY && i < in.result->via.array.size;
+	     i++) {
+		const msgpack_object *t = &in.result->via.array.ptr[i];
+		if (api_obj_streq(api_map_get(t, "key"), key) &&
+		    api_obj_streq(api_map_get(t, "to"), "running") &&
+		    api_obj_int(api_map_get(t, "at"), &at)) {
+			starts[0] = starts[1];
+			starts[1] = at;
+		}
+	}
+	api_incoming_free(&in);
+	if (starts[1] < 0)
+		return ctl_fail(x, "container %s of pod %s has not run yet", ctr, p->name);
+	if (running && starts[0] < 0)
+		return ctl_fail(x, "container %s of pod %s has no previous run", ctr, p->name);
+	p->since = running ? starts[0] : starts[1];
+	p->until = running ? starts[1] : -1;
+	return 0;
+}
+
 static int v_logs(ctl_t *x, int argc, char **argv)
 {
 	static const struct option opts[] = {
 		{ "help", no_argument, NULL, OPT_HELP },
 		{ "container", required_argument, NULL, 'c' },
-		{ "tail", required_argument, NULL, OPT_TAIL },
+		{ "tail", required_argument, NULL, 'n' },
+		{ "since", required_argument, NULL, OPT_SINCE },
+		{ "timestamps", no_argument, NULL, 't' },
+		{ "previous", no_argument, NULL, 'p' },
 		{ "follow", no_argument, NULL, 'f' }, { 0 } };
-	logs_params_t p = { .tail = -1 };
+	logs_params_t p = { .tail = -2, .since = -1, .until = -1 };
+	bool timestamps = false, previous = false;
 	api_incoming_t in;
 	tank_error_t e;
 	char why[256];
 	char *end;
+	uint64_t ms;
 	int o, r;
 
-	while ((o = getopt_long(argc, argv, "c:f", opts, NULL)) != -1) {
+	while ((o = getopt_long(argc, argv, ":c:fn:tp", opts, NULL)) != -1) {
 		if (o == OPT_HELP)
 			return ctl_help(ctl_find(x->verb));
 		if (o == 'c') {
 			p.container = optarg;
 		} else if (o == 'f') {
 			p.follow = true;
-		} else if (o == OPT_TAIL) {
+		} else if (o == 't') {
+			timestamps = true;
+		} else if (o == 'p') {
+			previous = true;
+		} else if (o == 'n') {
 			errno = 0;
 			p.tail = strtol(optarg, &end, 10);
-			if (errno || *end || p.tail < 0)
-				return ctl_usage_error(x, "--tail takes a number of lines");
+			if (errno || *end || !*optarg || p.tail < -1 || p.tail > 100000)
+				return ctl_usage_error(x, "--tail takes a number of lines, 0 to 100000 "
+						       "(-1: every line)");
+		} else if (o == OPT_SINCE) {
+			if (kit_parse_duration(optarg, strlen(optarg), &ms) < 0)
+				return ctl_usage_error(x, "--since takes a duration (30s, 10m, 1h)");
+			struct timespec ts;
+			clock_gettime(CLOCK_REALTIME, &ts);
+			int64_t now = (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+			p.since = now > (int64_t)ms ? now - (int64_t)ms : 0;
 		} else {
-			return ctl_usage_error(x, "unknown option");
+			return ctl_bad_option(x, o, argv);
 		}
 	}
 	if (argc - optind != 1)
 		return ctl_usage_error(x, "needs one pod name");
 	p.name = argv[optind];
+	if (previous && p.follow)
+		return ctl_usage_error(x, "--previous and -f: a previous run does not grow");
+	if (previous) {
+		int64_t since = p.since;
+		if ((r = ctl_previous_window(x, &p)) != 0)
+			return r;
+		if (since > p.since)
+			p.since = since;
+		if (p.tail == -2)
+			p.tail = -1;     /* the whole previous run */
+	}
 	if ((r = ctl_call(x, "logs", pack_logs, &p, CTL_TIMEOUT_MS, &in)) != 0)
 		return r;
 	/* Without -c, a pod of several containers answers with maps: every
@@ -1643,7 +1776,7 @@ static int v_logs(ctl_t *x, int argc, char **argv)
 		for (uint32_t i = 0; i < in.result->via.array.size; i++) {
 			prefix |= !p.container &&
 				  in.result->via.array.ptr[i].type == MSGPACK_OBJECT_MAP;
-			ctl_print_line(&in.result->via.array.ptr[i], prefix);
+			ctl_print_line(&in.result->via.array.ptr[i], prefix, timestamps);
 		}
 	bool none = in.result->type != MSGPACK_OBJECT_ARRAY || !in.result->via.array.size;
 	api_incoming_free(&in);
@@ -1670,12 +1803,41 @@ static int v_logs(ctl_t *x, int argc, char **argv)
 		}
 		if (in.type == API_NOTIFICATION && strcmp(in.method, "log") == 0)
 			for (uint32_t i = 0; i < in.params->via.array.size; i++)
-				ctl_print_line(&in.params->via.array.ptr[i], prefix);
+				ctl_print_line(&in.params->via.array.ptr[i], prefix, timestamps);
 		api_incoming_free(&in);
 		fflush(stdout);
 	}
 	fflush(stdout);
 	return EXIT_OK;
+}
+
+/* A value of key=value (logfmt's rule): as it is when it is one plain
+ * word, else in double quotes with \" \\ \n \t escaped. */
+static void ctl_print_value(const char *p, size_t n)
+{
+	bool plain = n > 0;
+	for (size_t i = 0; i < n && plain; i++)
+		plain = (unsigned char)p[i] > ' ' && p[i] != '"' && p[i] != '=' && p[i] != '\\' &&
+			p[i] != 0x7f;
+	if (plain) {
+		fwrite(p, 1, n, stdout);
+		return;
+	}
+	putchar('"');
+	for (size_t i = 0; i < n; i++) {
+		unsigned char ch = (unsigned char)p[i];
+		if (ch == '"' || ch == '\\')
+			printf("\\%c", ch);
+		else if (ch == '\n')
+			fputs("\\n", stdout);
+		else if (ch == '\t')
+			fputs("\\t", stdout);
+		else if (ch < ' ' || ch == 0x7f)
+			printf("\\x%02x", ch);
+		else
+			putchar(ch);
+	}
+	putchar('"');
 }
 
 /* An event on one line: its time first, then key=value for each scalar. */
@@ -1699,7 +1861,7 @@ static void ctl_print_event(const msgpack_object *ev)
 		printf(" %.*s=", (int)k->via.str.size, k->via.str.ptr);
 		switch (v->type) {
 		case MSGPACK_OBJECT_STR:
-			printf("%.*s", (int)v->via.str.size, v->via.str.ptr);
+			ctl_print_value(v->via.str.ptr, v->via.str.size);
 			break;
 		case MSGPACK_OBJECT_POSITIVE_INTEGER:
 			printf("%" PRIu64, v->via.u64);
@@ -1720,30 +1882,77 @@ static void ctl_print_event(const msgpack_object *ev)
 	fputc('\n', stdout);
 }
 
+/* `events` options: which object, how far back. */
+typedef struct events_params {
+	int64_t since_ms;            /* -1: live only */
+} events_params_t;
+
+static int pack_subscribe(msgpack_packer *pk, void *arg)
+{
+	const events_params_t *p = arg;
+	if (p->since_ms < 0)
+		return msgpack_pack_array(pk, 0);
+	return msgpack_pack_array(pk, 1) || msgpack_pack_map(pk, 1) ||
+	       api_pack_cstr(pk, "since") || msgpack_pack_uint64(pk, (uint64_t)p->since_ms)
+	       ? -ENOMEM : 0;
+}
+
+/* Whether ev is news of object `name` of kind k: an event names its
+ * object under its kind's name (`pod: web`, `stack: shop`). */
+static bool ctl_event_of(const msgpack_object *ev, const kind_t *k, const char *name)
+{
+	return !k || api_obj_streq(api_map_get(ev, k->name), name);
+}
+
 static int v_events(ctl_t *x, int argc, char **argv)
 {
 	static const struct option opts[] = {
 		{ "help", no_argument, NULL, OPT_HELP },
+		{ "since", required_argument, NULL, OPT_SINCE },
 		{ "output", required_argument, NULL, 'o' }, { 0 } };
 	enum mf_doc_format fmt = MF_DOC_YAML;
 	bool structured = false;
+	events_params_t p = { .since_ms = -1 };
+	const kind_t *k = NULL;
+	const char *name = NULL;
 	api_incoming_t in;
 	tank_error_t e;
 	char why[256];
+	uint64_t ms;
 	int o, r;
 
-	while ((o = getopt_long(argc, argv, "o:", opts, NULL)) != -1) {
+	while ((o = getopt_long(argc, argv, ":o:", opts, NULL)) != -1) {
 		if (o == OPT_HELP)
 			return ctl_help(ctl_find(x->verb));
 		if (o == 'o' && ctl_format(optarg, &fmt) == 0) {
 			structured = true;
 			continue;
 		}
-		return ctl_usage_error(x, o == 'o' ? "-o takes yaml or json" : "unknown option");
+		if (o == OPT_SINCE) {
+			if (kit_parse_duration(optarg, strlen(optarg), &ms) < 0)
+				return ctl_usage_error(x, "--since takes a duration (30s, 10m, 1h)");
+			p.since_ms = (int64_t)ms;
+			continue;
+		}
+		return o == 'o' ? ctl_usage_error(x, "-o takes yaml or json") : ctl_bad_option(x, o, argv);
 	}
-	if (optind != argc)
-		return ctl_usage_error(x, "takes no arguments");
-	if ((r = ctl_call(x, "subscribe", NULL, NULL, CTL_TIMEOUT_MS, &in)) != 0)
+	if (argc - optind > 1)
+		return ctl_usage_error(x, "takes at most one KIND/NAME");
+	if (optind < argc) {
+		/* KIND/NAME, or a NAME of the default kind (a pod). */
+		const char *w = argv[optind], *slash = strchr(w, '/');
+		k = slash ? kind_find(ctl_kinds, w, (size_t)(slash - w)) : ctl_kinds[0];
+		if (!k)
+			return ctl_usage_error(x, "unknown kind '%.*s'", (int)(slash - w), w);
+		name = slash ? slash + 1 : w;
+		if (!*name)
+			return ctl_usage_error(x, "'%s' names no object", w);
+	}
+	/* JSON is JSON Lines here: one event a line, a stream a program can
+	 * read line by line. */
+	if (structured && fmt == MF_DOC_JSON)
+		fmt = MF_DOC_JSON_LINE;
+	if ((r = ctl_call(x, "subscribe", pack_subscribe, &p, CTL_TIMEOUT_MS, &in)) != 0)
 		return r;
 	api_incoming_free(&in);
 	for (;;) {
@@ -1757,12 +1966,18 @@ static int v_events(ctl_t *x, int argc, char **argv)
 		}
 		if (in.type == API_NOTIFICATION && strcmp(in.method, "event") == 0)
 			for (uint32_t i = 0; i < in.params->via.array.size; i++) {
+				const msgpack_object *ev = &in.params->via.array.ptr[i];
+				if (!ctl_event_of(ev, k, name))
+					continue;
 				if (structured) {
 					if (fmt == MF_DOC_YAML)
 						fputs("---\n", stdout);
-					mf_doc_emit(&in.params->via.array.ptr[i], fmt, stdout);
+					if ((r = ctl_emit(x, ev, fmt)) != 0) {
+						api_incoming_free(&in);
+						return r;
+					}
 				} else {
-					ctl_print_event(&in.params->via.array.ptr[i]);
+					ctl_print_event(ev);
 				}
 			}
 		api_incoming_free(&in);
@@ -1799,7 +2014,7 @@ static int v_history(ctl_t *x, int argc, char **argv)
 	char *end;
 	int o, r;
 
-	while ((o = getopt_long(argc, argv, "o:", opts, NULL)) != -1) {
+	while ((o = getopt_long(argc, argv, ":o:", opts, NULL)) != -1) {
 		if (o == OPT_HELP)
 			return ctl_help(ctl_find(x->verb));
 		if (o == 'o' && ctl_format(optarg, &fmt) == 0) {
@@ -1810,7 +2025,7 @@ static int v_history(ctl_t *x, int argc, char **argv)
 			if (errno || *end || p.limit < 0)
 				return ctl_usage_error(x, "--limit takes a number");
 		} else {
-			return ctl_usage_error(x, o == 'o' ? "-o takes yaml or json" : "unknown option");
+			return o == 'o' ? ctl_usage_error(x, "-o takes yaml or json") : ctl_bad_option(x, o, argv);
 		}
 	}
 	p.kind = ctl_kind_word(argc, argv, 1);
@@ -1891,12 +2106,22 @@ static const verb_t ctl_verbs[] = {
 	  "Prints the status of one pod or of all pods (with KIND: of that kind)." },
 	{ "restart", v_restart, "NAME",
 	  "Restarts a pod and resets its retries, also when it is terminal." },
-	{ "logs", v_logs, "NAME [-c CONTAINER] [--tail N] [-f]",
-	  "Prints a pod's captured output: without -c, every container's lines in\n"
-	  "time order, each prefixed with [CONTAINER] when it has several; -f keeps\n"
-	  "printing new lines until the pod has ended and its log is drained." },
-	{ "events", v_events, "[-o yaml|json]",
-	  "Prints the daemon's events as they happen, one per line (until interrupted)." },
+	{ "logs", v_logs,
+	  "NAME [-c CONTAINER] [-n|--tail N] [--since DURATION] [-t] [-p|--previous] [-f]",
+	  "Prints a pod's captured output, the lines as the container wrote them:\n"
+	  "without -c, every container's in time order, each prefixed with\n"
+	  "[CONTAINER] when it has several.  The last 100 lines unless --tail N\n"
+	  "(0: none, -1: all); --since 10m: only the last 10 minutes'; -t: each\n"
+	  "line with its time and stream (stdout, stderr) as tank stored it;\n"
+	  "--previous: the container's run before the current one (or its last\n"
+	  "run when it does not run now), whole unless --tail; -f keeps printing\n"
+	  "new lines until the pod has ended (or is deleted) and its log is drained." },
+	{ "events", v_events, "[KIND/NAME|NAME] [--since DURATION] [-o yaml|json]",
+	  "Prints the daemon's events as they happen (until interrupted): one per\n"
+	  "line, its time then key=value (values with spaces quoted); -o json is\n"
+	  "JSON Lines, -o yaml a document each.  KIND/NAME (or a pod's NAME): only\n"
+	  "that object's.  --since 10m first replays the last 10 minutes that tankd\n"
+	  "still holds (its last 1,000 events)." },
 	{ "history", v_history, "[KIND] NAME [--limit N] [-o yaml|json]",
 	  "Prints a pod's (or an object of KIND's) recorded state transitions." },
 	{ "sync", v_sync, "", "Runs a full reconciliation pass and returns when it is done." },
@@ -2008,7 +2233,8 @@ int main(int argc, char **argv)
 	int i = 1, r;
 
 	ctl_verbs_init();
-	/* Global options come before the verb. */
+	opterr = 0;   /* ctl_bad_option says it, once */
+	/* Global options come before the verb (or anywhere after it, below). */
 	while (i < argc && argv[i][0] == '-') {
 		if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
 			ctl_main_help(stdout);
@@ -2032,12 +2258,51 @@ int main(int argc, char **argv)
 		ctl_main_help(stderr);
 		return EXIT_USAGE;
 	}
+	/* `help VERB` is `VERB --help`. */
+	char *help_argv[3];
+	if (strcmp(argv[i], "help") == 0) {
+		if (i + 1 >= argc) {
+			ctl_main_help(stdout);
+			return EXIT_OK;
+		}
+		help_argv[0] = argv[i + 1];
+		help_argv[1] = (char *)"--help";
+		help_argv[2] = NULL;
+		argv = help_argv;
+		argc = 2;
+		i = 0;
+	}
 	const verb_t *v = ctl_find(argv[i]);
 	if (!v)
 		return ctl_usage_error(&x, "unknown verb '%s'", argv[i]);
 	x.verb = v->name;
+	/* The global options may also follow the verb, as kubectl's do: taken
+	 * out of the verb's words (up to a `--`, after which all is the
+	 * command's). */
+	int n = 0;
+	char **vargv = calloc((size_t)(argc - i) + 1, sizeof *vargv);
+	if (!vargv)
+		return ctl_fail(&x, "out of memory");
+	for (int k = i, dashes = 0; k < argc; k++) {
+		if (!dashes && k > i && strcmp(argv[k], "--") == 0)
+			dashes = 1;
+		if (!dashes && k > i && strcmp(argv[k], "--socket") == 0) {
+			if (k + 1 >= argc) {
+				free(vargv);
+				return ctl_usage_error(&x, "option '--socket' needs a value");
+			}
+			x.socket_flag = argv[++k];
+			continue;
+		}
+		if (!dashes && k > i && strncmp(argv[k], "--socket=", 9) == 0) {
+			x.socket_flag = argv[k] + 9;
+			continue;
+		}
+		vargv[n++] = argv[k];
+	}
 	optind = 0;   /* GNU: full re-initialisation for the verb's argv */
-	r = v->run(&x, argc - i, argv + i);
+	r = v->run(&x, n, vargv);
+	free(vargv);
 	api_client_close(x.c);
 	if (fflush(stdout) != 0 && r == EXIT_OK)
 		r = EXIT_ERR;
