@@ -12,6 +12,8 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "api/api_client.h"
+#include "api/api_rpc.h"
 #include "tests/e2e/e2e.h"
 
 /* The pod of every test: its app records each start and its pid. */
@@ -423,5 +425,54 @@ Test(workflow, job_log_follows_a_running_job_to_its_end)
 	cr_assert_str_eq(out, "first line\nlast line\n");
 	cr_assert(says(d, "state: finished", "status job web/2"), "-f returned once it ended");
 	cr_assert(says(d, "\"task\": \"slow\"", "jobs web -o json"));
+	teardown(d);
+}
+
+static int pack_since(msgpack_packer *pk, void *arg)
+{
+	(void)arg;
+	int rc = msgpack_pack_array(pk, 1);
+	rc |= msgpack_pack_map(pk, 1);
+	rc |= api_pack_cstr(pk, "since");
+	rc |= msgpack_pack_uint64(pk, 120000);
+	return rc;
+}
+
+/* Events on every job change and stage change (and the agent's): read
+ * back from tankd's recent events through `subscribe {since}`. */
+Test(workflow, jobs_stages_and_the_agent_publish_events)
+{
+	d_t *d = exit_setup(0);
+	char p[256];
+	path_of(d, "second.log", p, sizeof p);
+	cr_assert(wait_lines(p, 1, 20));
+	cr_assert(wait_says(d, 10, "task 2/2 done", "ps"));
+
+	api_client_t *c = NULL;
+	api_incoming_t in;
+	tank_error_t e;
+	cr_assert_eq(api_client_connect(d->sock, &c, &e), 0, "%s", e.msg);
+	cr_assert_eq(api_client_call(c, "subscribe", pack_since, NULL, 5000, &in, &e), 0, "%s",
+		     e.msg);
+	api_incoming_free(&in);
+	int jobs_finished = 0, stages = 0, agents = 0;
+	while (api_client_next(c, 500, &in, &e) == 0) {
+		for (uint32_t i = 0; in.type == API_NOTIFICATION && in.params &&
+				     in.params->type == MSGPACK_OBJECT_ARRAY &&
+				     i < in.params->via.array.size; i++) {
+			const msgpack_object *ev = &in.params->via.array.ptr[i];
+			const msgpack_object *t = api_map_get(ev, "type");
+			if (api_obj_streq(t, "job") && api_obj_streq(api_map_get(ev, "to"), "finished") &&
+			    api_obj_streq(api_map_get(ev, "pod"), "web"))
+				jobs_finished++;
+			stages += api_obj_streq(t, "stage") && api_obj_streq(api_map_get(ev, "to"), "one");
+			agents += api_obj_streq(t, "workflow");
+		}
+		api_incoming_free(&in);
+	}
+	api_client_close(c);
+	cr_assert_eq(jobs_finished, 2, "first and second finished: %d", jobs_finished);
+	cr_assert_eq(stages, 1, "the stage change to one");
+	cr_assert_gt(agents, 3, "the agent's transitions: %d", agents);
 	teardown(d);
 }
