@@ -861,8 +861,18 @@ static int v_kind_verb(ctl_t *x, int argc, char **argv)
 		if (!kv) {
 			if (argc > 1 && (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h")))
 				return ctl_help(ctl_find(x->verb));
-			return ctl_usage_error(x, argc > 1 ? "unknown word '%s'" : "needs a word%s",
-					       argc > 1 ? argv[1] : "");
+			char subs[128] = "";
+			for (size_t i = 0; ctl_kinds[i]; i++)
+				for (size_t v = 0; v < ctl_kinds[i]->nverbs; v++) {
+					const kind_verb_t *c = &ctl_kinds[i]->verbs[v];
+					size_t n = strlen(subs);
+					if (!strcmp(kind_verb_word(c, word, sizeof word), x->verb))
+						snprintf(subs + n, sizeof subs - n, "%s%s", n ? ", " : "",
+							 kind_verb_subword(c));
+				}
+			if (argc > 1)
+				return ctl_usage_error(x, "unknown word '%s' (one of: %s)", argv[1], subs);
+			return ctl_usage_error(x, "needs one of: %s", subs);
 		}
 		argc--;
 		argv++;
