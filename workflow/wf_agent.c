@@ -717,8 +717,9 @@ static int agent__set_workflow(wf_agent_t *m, wf_pod_t *p, const char *wf)
 	list = NULL;
 out:
 	if (rc < 0) {
-		/* No list: nothing to run until the workflow is fixed (a new
-		 * apply of the pod or of the workflow tries again). */
+		/* No list: nothing to run until the workflow can be expanded
+		 * (observe tries again at every look: the resync's, or the
+		 * pod's next apply). */
 		free(p->tasks);
 		p->tasks = NULL;
 		p->ntasks = 0;
@@ -1321,7 +1322,10 @@ static int agent__observe(void *ctx, rc_loop_t *loop, const char *key, rc_view_t
 		agent__forget(m, p);
 		return TANK_ENOTFOUND;
 	}
-	if (changed) {
+	/* A workflow that could not be expanded (a stage missing, deleted
+	 * since the apply) is tried again at each look, until it can. */
+	bool retry = !changed && !p->busy && p->workflow[0] && !p->ntasks;
+	if (changed || retry) {
 		char wf[POD_NAME_MAX + 1];
 		st_pod_t rec;
 		pod_spec_t *s = NULL;
@@ -1333,6 +1337,10 @@ static int agent__observe(void *ctx, rc_loop_t *loop, const char *key, rc_view_t
 			st_pod_clear(&rec);
 		}
 		(void)agent__set_workflow(m, p, wf);
+		if (retry && !p->ntasks) {
+			view->obj = p;     /* still not expandable: nothing new */
+			return 0;
+		}
 		p->runnable = true;
 		if (p->busy)
 			p->pending_restart = true;

@@ -476,3 +476,27 @@ Test(workflow, jobs_stages_and_the_agent_publish_events)
 	cr_assert_gt(agents, 3, "the agent's transitions: %d", agents);
 	teardown(d);
 }
+
+/* References resolve when used: a workflow whose stage was deleted does
+ * not expand (the error shown), and expands once the stage is back. */
+Test(workflow, a_workflow_missing_a_stage_waits_for_it)
+{
+	d_t *d = setup();
+	char y[1024], pod[1024], out[4096], p[256];
+
+	snprintf(y, sizeof y, "kind: Task\nname: t\ntemplates:\n"
+		 "  - name: s\n    contents: echo ran >> %s/second.log\n"
+		 "---\nkind: Stage\nname: s\ntasks: [t]\n"
+		 "---\nkind: Workflow\nname: w\nstages: [s]\n", d->dir);
+	write_file(d, "wf.yaml", y);
+	cr_assert_eq(ctl(d, out, sizeof out, "apply -f %s/wf.yaml", d->dir), 0, "%s", out);
+	cr_assert_eq(ctl(d, out, sizeof out, "delete stage s"), 0, "%s", out);
+	pod_yaml(d, pod, sizeof pod, "w", "");
+	write_file(d, "web.yaml", pod);
+	cr_assert_eq(ctl(d, out, sizeof out, "apply -f %s/web.yaml", d->dir), 0, "%s", out);
+	cr_assert(wait_says(d, 10, "stage \\\"s\\\" not found", "workflow status web"));
+	cr_assert_eq(ctl(d, out, sizeof out, "apply -f %s/wf.yaml", d->dir), 0, "%s", out);
+	path_of(d, "second.log", p, sizeof p);
+	cr_assert(wait_lines(p, 1, 20), "expanded and run once the stage is back");
+	teardown(d);
+}
