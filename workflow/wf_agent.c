@@ -823,6 +823,12 @@ static void agent__new_job(wf_agent_t *m, wf_pod_t *p, const wf_entry_t *e,
 	p->job.created_at = (int64_t)rc_wall_ms();
 	rc_fsm_restore(&p->job.st, (uint8_t)state, 0,
 		       state == WF_JOB_FINISHED ? wf_entry_text(e, buf, sizeof buf) : "created");
+	/* Its first history entry and event: made (from nothing) in its
+	 * first state — a stage:/env: entry's already finished. */
+	char key[POD_NAME_MAX + 24];
+	agent__job_key(p->name, p->job.seq, key, sizeof key);
+	rc_record(m->loop, K_JOB, key, "", rc_fsm_phase_name(&wf_job_fsm, p->job.st.phase),
+		  p->job.st.phase, p->job.st.reason);
 	/* The chain is bounded: the oldest jobs go. */
 	while (p->next_seq - p->first_seq > WF_JOBS_KEPT)
 		agent__forget_job(m, p->name, p->first_seq++);

@@ -455,7 +455,7 @@ Test(workflow, jobs_stages_and_the_agent_publish_events)
 	cr_assert_eq(api_client_call(c, "subscribe", pack_since, NULL, 5000, &in, &e), 0, "%s",
 		     e.msg);
 	api_incoming_free(&in);
-	int jobs_finished = 0, stages = 0, agents = 0;
+	int jobs_finished = 0, stages = 0, agents = 0, created = 0;
 	while (api_client_next(c, 500, &in, &e) == 0) {
 		for (uint32_t i = 0; in.type == API_NOTIFICATION && in.params &&
 				     in.params->type == MSGPACK_OBJECT_ARRAY &&
@@ -465,13 +465,18 @@ Test(workflow, jobs_stages_and_the_agent_publish_events)
 			if (api_obj_streq(t, "job") && api_obj_streq(api_map_get(ev, "to"), "finished") &&
 			    api_obj_streq(api_map_get(ev, "pod"), "web"))
 				jobs_finished++;
+			created += api_obj_streq(t, "job") &&
+				   api_obj_streq(api_map_get(ev, "to"), "created");
 			stages += api_obj_streq(t, "stage") && api_obj_streq(api_map_get(ev, "to"), "one");
 			agents += api_obj_streq(t, "workflow");
 		}
 		api_incoming_free(&in);
 	}
 	api_client_close(c);
-	cr_assert_eq(jobs_finished, 2, "first and second finished: %d", jobs_finished);
+	/* stage:one made finished, then first and second finished;
+	 * first and second made created. */
+	cr_assert_eq(jobs_finished, 3, "stage:one, first and second finished: %d", jobs_finished);
+	cr_assert_eq(created, 2, "first and second created: %d", created);
 	cr_assert_eq(stages, 1, "the stage change to one");
 	cr_assert_gt(agents, 3, "the agent's transitions: %d", agents);
 	teardown(d);
