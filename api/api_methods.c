@@ -235,14 +235,40 @@ typedef struct apply_out {
 	const kind_item_t *items;
 	const st_apply_result_t *res;
 	size_t n;
+	/* A dry run's diff: each object's stored spec (cur[i].spec, NULL when
+	 * none) and the canonical one it would get (in[i]). */
+	const st_pod_t *cur;
+	const st_pod_in_t *in;
 } apply_out_t;
+
+/* Packs canonical spec bytes as the object they are (nil when none). */
+static int pack_spec_bytes(msgpack_packer *pk, const void *spec, size_t len)
+{
+	msgpack_unpacked u;
+	size_t off = 0;
+	int rc;
+
+	if (!spec || !len)
+		return msgpack_pack_nil(pk);
+	msgpack_unpacked_init(&u);
+	rc = msgpack_unpack_next(&u, spec, len, &off) == MSGPACK_UNPACK_SUCCESS
+	     ? msgpack_pack_object(pk, u.data) : msgpack_pack_nil(pk);
+	msgpack_unpacked_destroy(&u);
+	return rc;
+}
 
 static int pack_apply(msgpack_packer *pk, void *arg)
 {
 	apply_out_t *o = arg;
 	int rc = msgpack_pack_array(pk, o->n);
 	for (size_t i = 0; i < o->n; i++) {
-		rc |= msgpack_pack_map(pk, 5);
+		rc |= msgpack_pack_map(pk, o->cur ? 7 : 5);
+		if (o->cur) {
+			rc |= pk_key(pk, "current");
+			rc |= pack_spec_bytes(pk, o->cur[i].spec, o->cur[i].spec_len);
+			rc |= pk_key(pk, "proposed");
+			rc |= pack_spec_bytes(pk, o->in[i].spec, o->in[i].spec_len);
+		}
 		rc |= pk_key(pk, "kind");
 		rc |= api_pack_cstr(pk, o->items[i].kind->name);
 		rc |= pk_key(pk, "name");
@@ -288,6 +314,8 @@ typedef struct apply_job {
 	kit_errors_t errs;
 	msgpack_zone *zone;
 	int err;                      /* a failure that is not the input's */
+	bool dry_run;                 /* check everything, say what would be, write nothing */
+	bool diff;                    /* and answer both specs (tankctl diff) */
 } apply_job_t;
 
 static void apply_job_free(apply_job_t *j)
@@ -486,13 +514,48 @@ static void apply_job_finish(rt_t *rt, apply_job_t *j)
 		ops[nops++] = (st_coll_op_t){ .c = c, .put = a.in + first, .nput = at - first,
 					      .res = a.res + first };
 	}
-	if (!nops) {
-		apply_out_t o = { NULL, NULL, 0 };
+	if (j->dry_run) {
+		/* What the commit would say, from the stored records: the same
+		 * bytes are unchanged, other bytes configured, no record
+		 * created (st_coll_put's rule). */
+		st_pod_t *cur = calloc(a.b.n + 1, sizeof *cur);
+		err = 0;
+		if (!cur) {
+			api_reply_err(rt, j->token, -ENOMEM, NULL);
+			goto out;
+		}
+		for (size_t i = 0; i < a.b.n && err >= 0; i++) {
+			err = kind_get(env, a.b.items[i].kind, a.b.items[i].name, &cur[i], NULL);
+			if (err == TANK_ENOTFOUND) {
+				a.res[i] = (st_apply_result_t){ .action = ST_CREATED, .generation = 1 };
+				err = 0;
+				continue;
+			}
+			if (err < 0)
+				break;
+			bool same = cur[i].spec_len == a.in[i].spec_len &&
+				    !memcmp(cur[i].spec, a.in[i].spec, cur[i].spec_len);
+			a.res[i] = (st_apply_result_t){
+				.action = same ? ST_UNCHANGED : ST_CONFIGURED,
+				.generation = cur[i].generation + !same };
+			snprintf(a.res[i].uid, sizeof a.res[i].uid, "%s", cur[i].uid);
+		}
+		if (err < 0) {
+			api_reply_err(rt, j->token, err, NULL);
+		} else {
+			apply_out_t o = { a.b.items, a.res, a.b.n, j->diff ? cur : NULL, a.in };
+			api_reply(rt, j->token, pack_apply, &o);
+		}
+		for (size_t i = 0; i < a.b.n; i++)
+			st_pod_clear(&cur[i]);
+		free(cur);
+	} else if (!nops) {
+		apply_out_t o = { NULL, NULL, 0, NULL, NULL };
 		api_reply(rt, j->token, pack_apply, &o);
 	} else if ((err = st_coll_commit(j->d->store, ops, nops, &e)) < 0) {
 		api_reply_err(rt, j->token, err, e.msg[0] ? e.msg : NULL);
 	} else {
-		apply_out_t o = { a.b.items, a.res, a.b.n };
+		apply_out_t o = { a.b.items, a.res, a.b.n, NULL, NULL };
 		api_reply(rt, j->token, pack_apply, &o);
 		nudge(j->d);
 	}
@@ -542,13 +605,33 @@ static void m_apply(const api_call_t *call, const msgpack_object *params, void *
 	apply_job_t *j;
 	int err;
 
-	if (api_params_check(params, "a", &e) < 0)
+	if (api_params_check(params, "a?m", &e) < 0)
 		return reply_check_error(call, &e);
 	arr = &params->via.array.ptr[0];
+	/* {dry_run: true}: everything checked, nothing written; diff: with
+	 * each object's stored and proposed spec. */
+	bool dry_run = false, diff = false;
+	if (params->via.array.size > 1) {
+		const msgpack_object *o = &params->via.array.ptr[1];
+		for (uint32_t i = 0; i < o->via.map.size; i++) {
+			const msgpack_object_kv *kv = &o->via.map.ptr[i];
+			bool dr = api_obj_streq(&kv->key, "dry_run"), df = api_obj_streq(&kv->key, "diff");
+			if ((!dr && !df) || kv->val.type != MSGPACK_OBJECT_BOOLEAN) {
+				api_reply_error(call->rt, call->token, API_BAD_REQUEST,
+						"params[1]: the options are {dry_run: bool, diff: bool}",
+						NULL, NULL);
+				return;
+			}
+			*(dr ? &dry_run : &diff) = kv->val.via.boolean;
+		}
+		dry_run |= diff;    /* a diff writes nothing either */
+	}
 	if (arr->via.array.size <= API_APPLY_CHUNK) {
 		apply_job_t job;
 		if ((err = apply_job_init(&job, d, call->token, arr->via.array.size)) == 0) {
 			job.arr = arr;
+			job.dry_run = dry_run;
+			job.diff = diff;
 			apply_job_validate(&job, job.n);
 			apply_job_finish(call->rt, &job);
 		} else {
@@ -567,6 +650,8 @@ static void m_apply(const api_call_t *call, const msgpack_object *params, void *
 	}
 	if ((err = apply_job_init(j, d, call->token, arr->via.array.size)) < 0)
 		goto fail;
+	j->dry_run = dry_run;
+	j->diff = diff;
 	msgpack_sbuffer_init(&j->copy_buf);
 	msgpack_unpacked_init(&j->copy);
 	j->copied = true;
@@ -1750,7 +1835,7 @@ size_t api_methods_table(api_daemon_t *d, api_method_t table[API_NMETHODS])
 int api_methods_decode(const char *method, const msgpack_object *params, tank_error_t *e)
 {
 	static const struct { const char *name, *types; } sig[] = {
-		{ "ping", "" },   { "version", "" }, { "apply", "a" }, { "delete", "a?m" },
+		{ "ping", "" },   { "version", "" }, { "apply", "a?m" }, { "delete", "a?m" },
 		{ "get", "s?m" }, { "list", "?m" },  { "status", "?sm" }, { "running", "" },
 		{ "restart", "s" }, { "nudge", "" }, { "sync", "" },   { "logs", "s?m" },
 		{ "history", "s?m" },

@@ -18,6 +18,8 @@
 #include <string.h>
 #include <strings.h>
 #include <sys/random.h>
+#include <sys/wait.h>
+#include <spawn.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -243,7 +245,8 @@ static void ctl_sleep_ms(uint64_t ms)
 }
 
 /* Common verb options: --help, -o; returns -1 to continue parsing. */
-enum { OPT_HELP = 0x100, OPT_TAIL, OPT_WAIT, OPT_LIMIT, OPT_TIMEOUT, OPT_IGNORE_NF, OPT_SINCE };
+enum { OPT_HELP = 0x100, OPT_TAIL, OPT_WAIT, OPT_LIMIT, OPT_TIMEOUT, OPT_IGNORE_NF, OPT_SINCE,
+       OPT_DRY_RUN };
 
 static int ctl_help(const verb_t *v)
 {
@@ -1158,6 +1161,20 @@ static int pack_pods(msgpack_packer *pk, void *arg)
 	return 0;
 }
 
+/* apply's params with {dry_run: true}. */
+static int pack_pods_dry(msgpack_packer *pk, void *arg)
+{
+	const ctl_batch_t *bt = arg;
+	msgpack_pack_array(pk, 2);
+	msgpack_pack_array(pk, bt->nobjs);
+	for (size_t i = 0; i < bt->n; i++)
+		for (size_t j = 0; j < bt->ms[i]->count; j++)
+			if (msgpack_pack_object(pk, *bt->ms[i]->objs[j].raw))
+				return -ENOMEM;
+	return msgpack_pack_map(pk, 1) || api_pack_cstr(pk, "dry_run") || msgpack_pack_true(pk)
+	       ? -ENOMEM : 0;
+}
+
 /* Names the pending objects of b on stderr and ends the line: the first
  * CTL_LIST_MAX, then how many more (a batch of 10,000 would otherwise
  * print one line of half a megabyte at every pass). */
@@ -1321,10 +1338,11 @@ static int v_apply(ctl_t *x, int argc, char **argv)
 		{ "help", no_argument, NULL, OPT_HELP },
 		{ "filename", required_argument, NULL, 'f' },
 		{ "wait", no_argument, NULL, OPT_WAIT },
+		{ "dry-run", no_argument, NULL, OPT_DRY_RUN },
 		{ "timeout", required_argument, NULL, OPT_TIMEOUT }, { 0 } };
 	const char **files = calloc((size_t)argc + 1, sizeof *files);
 	size_t nfiles = 0;
-	bool wait = false;
+	bool wait = false, dry_run = false;
 	uint64_t timeout_ms = 0;
 	ctl_batch_t bt;
 	api_incoming_t in;
@@ -1342,6 +1360,8 @@ static int v_apply(ctl_t *x, int argc, char **argv)
 			files[nfiles++] = optarg;
 		} else if (o == OPT_WAIT) {
 			wait = true;
+		} else if (o == OPT_DRY_RUN) {
+			dry_run = true;
 		} else if (o == OPT_TIMEOUT) {
 			if (kit_parse_duration(optarg, strlen(optarg), &timeout_ms) < 0 || !timeout_ms) {
 				free(files);
@@ -1362,6 +1382,10 @@ static int v_apply(ctl_t *x, int argc, char **argv)
 		free(files);
 		return ctl_usage_error(x, "--timeout bounds --wait: use both");
 	}
+	if (dry_run && wait) {
+		free(files);
+		return ctl_usage_error(x, "--dry-run applies nothing: nothing to --wait for");
+	}
 	/* Every file is read and validated before anything is applied. */
 	for (size_t i = 0; i < nfiles && !r; i++)
 		r = ctl_batch_path(x, &bt, files[i]);
@@ -1371,7 +1395,8 @@ static int v_apply(ctl_t *x, int argc, char **argv)
 	x->where = ctl_batch_where;
 	x->where_arg = &bt;
 	if (!r)
-		r = ctl_call(x, "apply", pack_pods, &bt, CTL_TIMEOUT_MS, &in);
+		r = ctl_call(x, "apply", dry_run ? pack_pods_dry : pack_pods, &bt, CTL_TIMEOUT_MS,
+			     &in);
 	x->where = NULL;
 	if (r) {
 		ctl_batch_free(&bt);
@@ -1387,6 +1412,8 @@ static int v_apply(ctl_t *x, int argc, char **argv)
 				snprintf(action, sizeof action, "applied");
 			char kind[64] = "";
 			api_obj_strcpy(api_map_get(e, "kind"), kind, sizeof kind);
+			if (dry_run)
+				strncat(action, " (dry run)", sizeof action - strlen(action) - 1);
 			ctl_print_ref(kind, name, action);
 		}
 	api_incoming_free(&in);
@@ -1394,6 +1421,128 @@ static int v_apply(ctl_t *x, int argc, char **argv)
 	r = wait ? ctl_wait(x, &bt, timeout_ms) : EXIT_OK;
 	ctl_batch_free(&bt);
 	return r;
+}
+
+/* apply's params with {diff: true}: a dry run answering both specs. */
+static int pack_pods_diff(msgpack_packer *pk, void *arg)
+{
+	const ctl_batch_t *bt = arg;
+	msgpack_pack_array(pk, 2);
+	msgpack_pack_array(pk, bt->nobjs);
+	for (size_t i = 0; i < bt->n; i++)
+		for (size_t j = 0; j < bt->ms[i]->count; j++)
+			if (msgpack_pack_object(pk, *bt->ms[i]->objs[j].raw))
+				return -ENOMEM;
+	return msgpack_pack_map(pk, 1) || api_pack_cstr(pk, "diff") || msgpack_pack_true(pk)
+	       ? -ENOMEM : 0;
+}
+
+/* Writes o as YAML into a new temporary file (nil: an empty one); its
+ * path in path (cap bytes).  0 or an exit code. */
+static int ctl_yaml_tmp(ctl_t *x, const msgpack_object *o, char *path, size_t cap)
+{
+	const char *dir = getenv("TMPDIR");
+	snprintf(path, cap, "%s/tankctl-diff-XXXXXX", dir && *dir ? dir : "/tmp");
+	int fd = mkstemp(path);
+	if (fd < 0)
+		return ctl_fail(x, "cannot make a file in %s: %s", dir && *dir ? dir : "/tmp",
+				strerror(errno));
+	FILE *f = fdopen(fd, "w");
+	if (!f) {
+		close(fd);
+		unlink(path);
+		return ctl_fail(x, "out of memory");
+	}
+	int r = o && o->type != MSGPACK_OBJECT_NIL ? mf_doc_emit(o, MF_DOC_YAML, f) : 0;
+	if (fclose(f) != 0 || r < 0) {
+		unlink(path);
+		return ctl_fail(x, "cannot write %s", path);
+	}
+	return 0;
+}
+
+/* `diff -f FILE…`: what apply would change, object by object, as a
+ * unified diff of the canonical YAML (the stored spec against the one the
+ * files would give it), through diff(1) as kubectl does.  Exit 0: no
+ * difference, 1: differences, 2 and more: trouble. */
+static int v_diff(ctl_t *x, int argc, char **argv)
+{
+	static const struct option opts[] = {
+		{ "help", no_argument, NULL, OPT_HELP },
+		{ "filename", required_argument, NULL, 'f' }, { 0 } };
+	const char **files = calloc((size_t)argc + 1, sizeof *files);
+	size_t nfiles = 0;
+	ctl_batch_t bt;
+	api_incoming_t in;
+	int o, r = 0, differ = 0;
+
+	memset(&bt, 0, sizeof bt);
+	if (!files)
+		return ctl_fail(x, "out of memory");
+	while ((o = getopt_long(argc, argv, ":f:", opts, NULL)) != -1) {
+		if (o == OPT_HELP) {
+			free(files);
+			return ctl_help(ctl_find(x->verb));
+		}
+		if (o != 'f') {
+			free(files);
+			return ctl_bad_option(x, o, argv);
+		}
+		files[nfiles++] = optarg;
+	}
+	if (!nfiles || optind != argc) {
+		free(files);
+		return ctl_usage_error(x, "needs -f FILE (a file, a directory or - for stdin)");
+	}
+	for (size_t i = 0; i < nfiles && !r; i++)
+		r = ctl_batch_path(x, &bt, files[i]);
+	free(files);
+	if (!r)
+		r = ctl_batch_unique(x, &bt);
+	x->where = ctl_batch_where;
+	x->where_arg = &bt;
+	if (!r)
+		r = ctl_call(x, "apply", pack_pods_diff, &bt, CTL_TIMEOUT_MS, &in);
+	x->where = NULL;
+	ctl_batch_free(&bt);
+	if (r)
+		return r;
+	fflush(stdout);
+	const msgpack_object *res = in.result;
+	for (uint32_t i = 0; res->type == MSGPACK_OBJECT_ARRAY && i < res->via.array.size && !r;
+	     i++) {
+		const msgpack_object *e = &res->via.array.ptr[i];
+		char name[256] = "", kind[64] = "", a[PATH_MAX], b[PATH_MAX], la[400], lb[400];
+		if (api_obj_streq(api_map_get(e, "action"), "unchanged"))
+			continue;
+		api_obj_strcpy(api_map_get(e, "name"), name, sizeof name);
+		api_obj_strcpy(api_map_get(e, "kind"), kind, sizeof kind);
+		if ((r = ctl_yaml_tmp(x, api_map_get(e, "current"), a, sizeof a)) != 0)
+			break;
+		if ((r = ctl_yaml_tmp(x, api_map_get(e, "proposed"), b, sizeof b)) != 0) {
+			unlink(a);
+			break;
+		}
+		snprintf(la, sizeof la, "%s/%s (stored)", kind, name);
+		snprintf(lb, sizeof lb, "%s/%s (applied)", kind, name);
+		char *dargv[] = { "diff", "-u", "--label", la, "--label", lb, a, b, NULL };
+		pid_t pid;
+		int st = 0, se = posix_spawnp(&pid, "diff", NULL, NULL, dargv, environ);
+		if (se == 0)
+			while (waitpid(pid, &st, 0) < 0 && errno == EINTR)
+				;
+		unlink(a);
+		unlink(b);
+		if (se != 0)
+			r = ctl_fail(x, "cannot run diff(1): %s (install diffutils)", strerror(se));
+		else if (!WIFEXITED(st) || WEXITSTATUS(st) > 1)
+			r = ctl_fail(x, "diff(1) failed on %s/%s", kind, name);
+		else
+			differ |= WEXITSTATUS(st) == 1;
+	}
+	api_incoming_free(&in);
+	fflush(stdout);
+	return r ? r : differ ? EXIT_ERR : EXIT_OK;
 }
 
 typedef struct names_kind { char **names; const kind_t *kind; } names_kind_t;
@@ -2082,8 +2231,11 @@ static int v_history(ctl_t *x, int argc, char **argv)
 
 /* --- main ------------------------------------------------------------------- */
 
+static int v_complete(ctl_t *x, int argc, char **argv);
+static int v_completion(ctl_t *x, int argc, char **argv);
+
 static const verb_t ctl_verbs[] = {
-	{ "apply", v_apply, "-f FILE|DIR|- [-f …] [--wait [--timeout DURATION]]",
+	{ "apply", v_apply, "-f FILE|DIR|- [-f …] [--dry-run | --wait [--timeout DURATION]]",
 	  "Sends the pods of every -f (files, - for stdin, directories of *.yaml,\n"
 	  "*.yml and *.json in name order) to tankd as one batch.  All are validated\n"
 	  "first: any problem is printed with its path and nothing is applied.\n"
@@ -2096,7 +2248,14 @@ static const verb_t ctl_verbs[] = {
 	  "under --timeout only when everything pending is truly stuck (a crash\n"
 	  "loop, a failed or missing dependency).  It prints re_runs_count and\n"
 	  "require_re_run; exit 1 if any object failed or did not converge (or at\n"
-	  "the --timeout)." },
+	  "the --timeout).  --dry-run: tankd checks everything as for an apply\n"
+	  "and says what each object would be (created, configured, unchanged),\n"
+	  "writing nothing." },
+	{ "diff", v_diff, "-f FILE|DIR|- [-f …]",
+	  "Shows what apply -f would change: for each object it would create or\n"
+	  "configure, a unified diff (diff -u) of its stored spec against the one\n"
+	  "the files give it, both in tank's canonical YAML.  Exit 0: no\n"
+	  "difference; 1: differences (or an error, on stderr)." },
 	{ "delete", v_delete, "[KIND] NAME... | -f FILE|DIR|- [-f …] [--ignore-not-found]",
 	  "Deletes the named pods, or the named objects of KIND (a kind's name,\n"
 	  "plural or short name) with what they own (or what the manifests of\n"
@@ -2138,6 +2297,11 @@ static const verb_t ctl_verbs[] = {
 	{ "nudge", v_nudge, "", "Asks for a reconciliation pass soon, without waiting." },
 	{ "ping", v_ping, "", "Checks that tankd answers (prints pong)." },
 	{ "version", v_version, "", "Prints the versions of tankctl and tankd." },
+	{ "completion", v_completion, "bash|zsh",
+	  "Prints a shell completion script: verbs, kinds, -o's formats, files\n"
+	  "after -f, and the names tankd has (asked when completing).  bash:\n"
+	  "source <(tankctl completion bash); make install installs both." },
+	{ "__complete", v_complete, "WORD...", "(for the completion scripts)" },
 };
 #define CTL_NSTATIC (sizeof ctl_verbs / sizeof ctl_verbs[0])
 #define CTL_NKIND_VERBS 32
@@ -2217,6 +2381,110 @@ static void ctl_verbs_init(void)
 		}
 }
 
+/* [{kind: K}] or [] for `list`. */
+static int pack_list_kind(msgpack_packer *pk, void *arg)
+{
+	const kind_t *k = arg;
+	msgpack_pack_array(pk, ctl_is_default(k) ? 0 : 1);
+	return ctl_is_default(k) ? 0 : pack_kind_opt(pk, k, 0);
+}
+
+/* `__complete WORD…`: the candidates for the word after WORD… (the words
+ * typed so far, verb first), one per line, for the completion scripts;
+ * "__files__" asks the shell for file names.  Quiet on every error: a
+ * completion without tankd completes verbs and kinds only. */
+static int v_complete(ctl_t *x, int argc, char **argv)
+{
+	const char *prev = argc > 1 ? argv[argc - 1] : "";
+	api_incoming_t in;
+
+	if (argc <= 1) {
+		for (size_t i = 0; i < CTL_NVERBS; i++)
+			if (ctl_all[i].name[0] != '_')
+				puts(ctl_all[i].name);
+		puts("help");
+		return EXIT_OK;
+	}
+	if (!strcmp(argv[1], "help") || !strcmp(argv[1], "completion")) {
+		if (argc == 2 && !strcmp(argv[1], "help"))
+			for (size_t i = 0; i < CTL_NVERBS; i++)
+				if (ctl_all[i].name[0] != '_')
+					puts(ctl_all[i].name);
+		if (argc == 2 && !strcmp(argv[1], "completion"))
+			puts("bash\nzsh");
+		return EXIT_OK;
+	}
+	if (!strcmp(prev, "-f") || !strcmp(prev, "--filename")) {
+		puts("__files__");
+		return EXIT_OK;
+	}
+	if (!strcmp(prev, "-o") || !strcmp(prev, "--output")) {
+		puts("yaml\njson");
+		return EXIT_OK;
+	}
+	/* A kind word right after the verb lists that kind's objects; else
+	 * the kinds and the default kind's objects. */
+	const kind_t *k = argc == 3 ? kind_find(ctl_kinds, argv[2], strlen(argv[2])) : NULL;
+	if (!k) {
+		if (argc == 2)
+			for (size_t i = 0; ctl_kinds[i]; i++)
+				if (!ctl_is_default(ctl_kinds[i]))
+					printf("%s\n%s\n", ctl_kinds[i]->name, ctl_kinds[i]->plural);
+		k = ctl_kinds[0];
+	}
+	/* Not found errors and the like stay off the terminal. */
+	if (freopen("/dev/null", "w", stderr) == NULL)
+		return EXIT_OK;
+	if (ctl_call(x, "list", pack_list_kind, (void *)k, 2000, &in) != 0)
+		return EXIT_OK;
+	for (uint32_t i = 0; in.result->type == MSGPACK_OBJECT_ARRAY && i < in.result->via.array.size;
+	     i++) {
+		const msgpack_object *o = &in.result->via.array.ptr[i];
+		const msgpack_object *nm = o->type == MSGPACK_OBJECT_STR ? o : api_map_get(o, "name");
+		if (nm && nm->type == MSGPACK_OBJECT_STR)
+			printf("%.*s\n", (int)nm->via.str.size, nm->via.str.ptr);
+	}
+	api_incoming_free(&in);
+	return EXIT_OK;
+}
+
+/* `completion bash|zsh`: a script that asks `tankctl __complete`, so the
+ * verbs and kinds of this tankctl and the objects of the running tankd
+ * are what completes. */
+static int v_completion(ctl_t *x, int argc, char **argv)
+{
+	if (argc == 2 && (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h")))
+		return ctl_help(ctl_find(x->verb));
+	if (argc != 2 || (strcmp(argv[1], "bash") && strcmp(argv[1], "zsh")))
+		return ctl_usage_error(x, "takes bash or zsh");
+	if (!strcmp(argv[1], "bash")) {
+		fputs("# tankctl completion for bash: source it, or install it as\n"
+		      "# /usr/share/bash-completion/completions/tankctl (make install does).\n"
+		      "_tankctl() {\n"
+		      "\tlocal cur=${COMP_WORDS[COMP_CWORD]} IFS=$'\\n' out\n"
+		      "\tout=$(\"${COMP_WORDS[0]}\" __complete \"${COMP_WORDS[@]:1:COMP_CWORD-1}\" 2>/dev/null)\n"
+		      "\tif [ \"$out\" = __files__ ]; then\n"
+		      "\t\tCOMPREPLY=($(compgen -f -- \"$cur\"))\n"
+		      "\telse\n"
+		      "\t\tCOMPREPLY=($(compgen -W \"$out\" -- \"$cur\"))\n"
+		      "\tfi\n"
+		      "}\n"
+		      "complete -o default -F _tankctl tankctl\n", stdout);
+	} else {
+		fputs("#compdef tankctl\n"
+		      "# tankctl completion for zsh: install it as _tankctl in a directory of\n"
+		      "# $fpath (make install puts it in share/zsh/site-functions).\n"
+		      "local -a c\n"
+		      "c=(${(f)\"$(${words[1]} __complete \"${(@)words[2,CURRENT-1]}\" 2>/dev/null)\"})\n"
+		      "if [[ \"${c[1]}\" == __files__ ]]; then\n"
+		      "\t_files\n"
+		      "else\n"
+		      "\tcompadd -- $c\n"
+		      "fi\n", stdout);
+	}
+	return EXIT_OK;
+}
+
 static const verb_t *ctl_find(const char *name)
 {
 	for (size_t i = 0; i < CTL_NVERBS; i++)
@@ -2232,7 +2500,8 @@ static void ctl_main_help(FILE *fp)
 		"DATA_DIR/tank.sock (DATA_DIR: $TANK_DATA_DIR, /var/lib/tank for root,\n"
 		"$XDG_STATE_HOME/tank or ~/.local/state/tank otherwise).\n\nverbs:\n");
 	for (size_t i = 0; i < CTL_NVERBS; i++)
-		fprintf(fp, "  %-8s %s\n", ctl_all[i].name, ctl_all[i].usage);
+		if (ctl_all[i].name[0] != '_')
+			fprintf(fp, "  %-8s %s\n", ctl_all[i].name, ctl_all[i].usage);
 	fprintf(fp, "\n'tankctl VERB --help' describes a verb.  Exit status: 0 success,\n"
 		"1 error (reported by tankd, or tankd unreachable), 2 bad usage.\n");
 }
