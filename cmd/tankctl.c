@@ -2414,6 +2414,22 @@ static int v_complete(ctl_t *x, int argc, char **argv)
 			puts("bash\nzsh");
 		return EXIT_OK;
 	}
+	/* A kind verb of two words (`workflow status`): its second words. */
+	if (argc == 2) {
+		char word[64];
+		bool any = false;
+		for (size_t i = 0; ctl_kinds[i]; i++)
+			for (size_t v = 0; v < ctl_kinds[i]->nverbs; v++) {
+				const kind_verb_t *c = &ctl_kinds[i]->verbs[v];
+				if (!strcmp(kind_verb_word(c, word, sizeof word), argv[1]) &&
+				    kind_verb_subword(c)[0]) {
+					puts(kind_verb_subword(c));
+					any = true;
+				}
+			}
+		if (any)
+			return EXIT_OK;
+	}
 	if (!strcmp(prev, "-f") || !strcmp(prev, "--filename")) {
 		puts("__files__");
 		return EXIT_OK;
