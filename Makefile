@@ -36,7 +36,7 @@ PKG_LIBS   = $(shell pkg-config --libs $(PKGS) 2>/dev/null)
 LIBS       = $(PKG_LIBS) -lev -lpthread -lm
 TEST_LIBS  = $(shell pkg-config --libs criterion 2>/dev/null)
 
-LAYERS   = common runtime supervisor store pod stack reconciler manifest kinds api daemon
+LAYERS   = common runtime supervisor store pod stack workflow reconciler manifest kinds api daemon
 LIB_SRC  = $(wildcard $(addsuffix /*.c,$(LAYERS)))
 LIB_OBJ  = $(LIB_SRC:%.c=$(BUILD)/obj/%.o)
 CMDLIB_SRC = $(wildcard cmd/lib/*.c)
@@ -142,7 +142,7 @@ FUZZ_FLAGS    = -O1 -g -std=c11 -D_GNU_SOURCE -Wall -Wextra -Werror -Wno-unknown
 		-fsanitize=address,undefined -fno-sanitize-recover=undefined \
 		-fno-omit-frame-pointer
 FUZZ_LIB_OBJ  = $(LIB_SRC:%.c=$(FUZZ_BUILD)/obj/%.o) $(FUZZ_BUILD)/obj/tests/fuzz/fuzz_targets.o
-FUZZ_TARGETS  = frame params manifest record
+FUZZ_TARGETS  = frame params manifest record tmpl
 
 $(FUZZ_BUILD)/obj/%.o: %.c
 	@mkdir -p $(@D)
@@ -153,7 +153,7 @@ $(FUZZ_BUILD)/fuzz-%: tests/fuzz/driver/fuzz_main.c $(FUZZ_LIB_OBJ)
 	$(FUZZ_CC) $(FUZZ_FLAGS) -fsanitize=fuzzer -DTF_TARGET=$(call fuzz_index,$*) \
 		-o $@ $< $(FUZZ_LIB_OBJ) $(LIBS)
 
-fuzz_index = $(if $(filter frame,$1),0,$(if $(filter params,$1),1,$(if $(filter manifest,$1),2,3)))
+fuzz_index = $(if $(filter frame,$1),0,$(if $(filter params,$1),1,$(if $(filter manifest,$1),2,$(if $(filter tmpl,$1),4,3))))
 
 fuzz:
 	@sh scripts/deps.sh fuzz

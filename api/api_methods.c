@@ -1718,11 +1718,27 @@ static void m_history(const api_call_t *call, const msgpack_object *params, void
 	if (!kind_param(call, d, params, 1, &kind))
 		return;
 	tank_error_clear(&e);
-	if ((err = kind_get(d->kinds, kind, name, &p, &e)) < 0) {
+	if ((err = kind_get(d->kinds, kind, name, &p, &e)) == TANK_ENOTFOUND &&
+	    kind->status_one) {
+		/* A kind whose objects are not applied (jobs) exists by its
+		 * status. */
+		msgpack_sbuffer sb;
+		msgpack_packer spk;
+		msgpack_sbuffer_init(&sb);
+		msgpack_packer_init(&spk, &sb, msgpack_sbuffer_write);
+		tank_error_clear(&e);
+		err = kind->status_one(d->kinds, name, &spk, &e);
+		msgpack_sbuffer_destroy(&sb);
+		if (err < 0) {
+			api_reply_object_error(call, err, kind->name, name, &e);
+			return;
+		}
+	} else if (err < 0) {
 		api_reply_object_error(call, err, kind->name, name, &e);
 		return;
+	} else {
+		st_pod_clear(&p);
 	}
-	st_pod_clear(&p);
 	if ((err = kind_history(d->kinds, kind, name, (size_t)limit, &h.t, &h.n, &e)) < 0) {
 		api_reply_err(call->rt, call->token, err, e.msg[0] ? e.msg : NULL);
 		return;
@@ -1840,7 +1856,9 @@ int api_methods_decode(const char *method, const msgpack_object *params, tank_er
 		return err;
 	const kind_t *kind;
 	size_t kat = strcmp(method, "list") == 0 ? 0 : 1;
-	if (strchr(types, 'm') && strcmp(method, "logs") != 0 &&
+	/* A kind's verb reads its own options (kind.h); the others' map is
+	 * {kind?}. */
+	if (!verb && strchr(types, 'm') && strcmp(method, "logs") != 0 &&
 	    (err = kind_of_params(tank_kinds, params, kat, &kind, e)) < 0)
 		return err;
 	if (strcmp(method, "apply") == 0) {

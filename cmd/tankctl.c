@@ -442,12 +442,14 @@ static int ctl_kind_table(const kind_t *k, const msgpack_object *statuses, const
 			  const char *in, uint64_t now, bool print)
 {
 	const char *heads[KIND_COLS_MAX];
+	kind_col_t cols[KIND_COLS_MAX];
+	size_t ncols = kind_table_cols(ctl_kinds, k, statuses, cols);
 	cli_table_t t;
 	int bad;
 
-	for (size_t c = 0; c < k->ncols; c++)
-		heads[c] = k->cols[c].header;
-	bad = cli_table_init(&t, k->ncols, heads) < 0 ||
+	for (size_t c = 0; c < ncols; c++)
+		heads[c] = cols[c].header;
+	bad = cli_table_init(&t, ncols, heads) < 0 ||
 	      cli_kind_rows(k, statuses, owner, in, now, &t) < 0;
 	t.headless = ctl_no_headers;
 	t.colour = cli_colour_ok(stdout);
@@ -951,48 +953,181 @@ out:
 
 /* A kind's own verb (`up`, `down`): VERB NAME [--wait [--timeout D]]; with
  * --wait, the object as its kind observes it for that verb. */
+/* A document verb's result (KIND_VERB_DOC): its table when it is an
+ * array of maps and the verb has columns, else a document. */
+static int ctl_verb_doc(ctl_t *x, const kind_verb_t *kv, const msgpack_object *res,
+			enum mf_doc_format fmt, bool structured)
+{
+	if (!structured && kv->ncols && res->type == MSGPACK_OBJECT_ARRAY) {
+		const char *heads[KIND_COLS_MAX];
+		char cells[KIND_COLS_MAX][256];
+		const char *row[KIND_COLS_MAX];
+		uint64_t now = ctl_now_ms();
+		cli_table_t t;
+		int bad;
+		size_t nc = kv->ncols < KIND_COLS_MAX ? kv->ncols : KIND_COLS_MAX;
+		for (size_t c = 0; c < nc; c++)
+			heads[c] = kv->cols[c].header;
+		bad = cli_table_init(&t, nc, heads) < 0;
+		for (uint32_t i = 0; !bad && i < res->via.array.size; i++) {
+			for (size_t c = 0; c < nc; c++) {
+				kind_col_cell(&kv->cols[c], &res->via.array.ptr[i], now, cells[c],
+					      sizeof cells[c]);
+				row[c] = cells[c];
+			}
+			bad = cli_table_add(&t, row) < 0;
+		}
+		if (!bad)
+			bad = cli_table_print(&t, stdout) < 0;
+		cli_table_free(&t);
+		return bad ? ctl_fail(x, "cannot print the answer") : EXIT_OK;
+	}
+	return ctl_emit(x, res, fmt) ? EXIT_ERR : EXIT_OK;
+}
+
+typedef struct follow_arg {
+	const char *name;
+	uint64_t offset;
+} follow_arg_t;
+
+static int pack_follow_arg(msgpack_packer *pk, void *arg)
+{
+	const follow_arg_t *f = arg;
+	int rc = msgpack_pack_array(pk, 2);
+	rc |= api_pack_cstr(pk, f->name);
+	rc |= msgpack_pack_map(pk, 1);
+	rc |= api_pack_cstr(pk, "offset");
+	rc |= msgpack_pack_uint64(pk, f->offset);
+	return rc;
+}
+
+#define CTL_FOLLOW_MS 200
+
+/* A text verb (KIND_VERB_FOLLOW): {text, next, done} printed; with -f
+ * called again from `next`, every CTL_FOLLOW_MS, until done. */
+static int ctl_verb_follow(ctl_t *x, const kind_verb_t *kv, const char *name, bool follow)
+{
+	follow_arg_t f = { name, 0 };
+	api_incoming_t in;
+	int r;
+
+	for (;;) {
+		int64_t next = 0;
+		if ((r = ctl_call(x, kv->name, pack_follow_arg, &f, CTL_TIMEOUT_MS, &in)) != 0)
+			return r;
+		const msgpack_object *t = api_map_get(in.result, "text");
+		const msgpack_object *d = api_map_get(in.result, "done");
+		if (t && t->type == MSGPACK_OBJECT_STR)
+			fwrite(t->via.str.ptr, 1, t->via.str.size, stdout);
+		bool done = !d || d->type != MSGPACK_OBJECT_BOOLEAN || d->via.boolean;
+		bool moved = api_obj_int(api_map_get(in.result, "next"), &next) &&
+			     (uint64_t)next > f.offset;
+		if (moved)
+			f.offset = (uint64_t)next;
+		api_incoming_free(&in);
+		fflush(stdout);
+		if (!follow || (done && !moved))
+			return EXIT_OK;
+		if (!moved)
+			ctl_sleep_ms(CTL_FOLLOW_MS);
+	}
+}
+
+/* A kind's verb (kind.h's kind_verb_t): by its words (two words: the
+ * second picks among the verbs of the first), its flags say how its
+ * arguments are read and its result printed. */
 static int v_kind_verb(ctl_t *x, int argc, char **argv)
 {
 	static const struct option opts[] = {
 		{ "help", no_argument, NULL, OPT_HELP },
 		{ "wait", no_argument, NULL, OPT_WAIT },
-		{ "timeout", required_argument, NULL, OPT_TIMEOUT }, { 0 } };
+		{ "timeout", required_argument, NULL, OPT_TIMEOUT },
+		{ "output", required_argument, NULL, 'o' },
+		{ "follow", no_argument, NULL, 'f' }, { 0 } };
 	const kind_t *k = NULL;
-	bool wait = false;
+	const kind_verb_t *kv = NULL;
+	bool wait = false, follow = false, structured = false, grouped = false;
+	enum mf_doc_format fmt = MF_DOC_YAML;
 	uint64_t timeout_ms = 0;
 	api_incoming_t in;
-	char action[64] = "";
+	char action[64] = "", word[64];
 	int o, r;
 
-	for (size_t i = 0; ctl_kinds[i] && !k; i++)
-		for (size_t v = 0; v < ctl_kinds[i]->nverbs; v++)
-			if (!strcmp(ctl_kinds[i]->verbs[v].name, x->verb))
+	/* The verb: its first word is x->verb; a second word picks. */
+	for (size_t i = 0; ctl_kinds[i]; i++)
+		for (size_t v = 0; v < ctl_kinds[i]->nverbs; v++) {
+			const kind_verb_t *c = &ctl_kinds[i]->verbs[v];
+			if (strcmp(kind_verb_word(c, word, sizeof word), x->verb) != 0)
+				continue;
+			const char *sub = kind_verb_subword(c);
+			grouped |= sub[0] != '\0';
+			if (!sub[0] || (argc > 1 && !strcmp(argv[1], sub))) {
 				k = ctl_kinds[i];
-	while ((o = getopt_long(argc, argv, ":", opts, NULL)) != -1) {
+				kv = c;
+			}
+		}
+	if (grouped) {
+		if (!kv) {
+			if (argc > 1 && (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h")))
+				return ctl_help(ctl_find(x->verb));
+			char subs[128] = "";
+			for (size_t i = 0; ctl_kinds[i]; i++)
+				for (size_t v = 0; v < ctl_kinds[i]->nverbs; v++) {
+					const kind_verb_t *c = &ctl_kinds[i]->verbs[v];
+					size_t n = strlen(subs);
+					if (!strcmp(kind_verb_word(c, word, sizeof word), x->verb))
+						snprintf(subs + n, sizeof subs - n, "%s%s", n ? ", " : "",
+							 kind_verb_subword(c));
+				}
+			if (argc > 1)
+				return ctl_usage_error(x, "unknown word '%s' (one of: %s)", argv[1], subs);
+			return ctl_usage_error(x, "needs one of: %s", subs);
+		}
+		argc--;
+		argv++;
+	}
+	if (!kv)
+		return ctl_usage_error(x, "no such verb");
+	/* ':' first: getopt silent, ctl_bad_option names a bad option once. */
+	const char *shorts = kv->flags & KIND_VERB_FOLLOW ? ":f" : kv->flags & KIND_VERB_DOC ? ":o:" : ":";
+	while ((o = getopt_long(argc, argv, shorts, opts, NULL)) != -1) {
 		if (o == OPT_HELP)
 			return ctl_help(ctl_find(x->verb));
-		if (o == OPT_WAIT) {
+		if (o == OPT_WAIT && !(kv->flags & (KIND_VERB_DOC | KIND_VERB_FOLLOW))) {
 			wait = true;
-		} else if (o == OPT_TIMEOUT) {
+		} else if (o == OPT_TIMEOUT && !(kv->flags & (KIND_VERB_DOC | KIND_VERB_FOLLOW))) {
 			if (kit_parse_duration(optarg, strlen(optarg), &timeout_ms) < 0 || !timeout_ms)
 				return ctl_usage_error(x, "--timeout: invalid duration '%s'", optarg);
+		} else if (o == 'o' && (kv->flags & KIND_VERB_DOC)) {
+			if (ctl_format(optarg, &fmt) < 0)
+				return ctl_usage_error(x, "-o takes yaml or json");
+			structured = true;
+		} else if (o == 'f' && (kv->flags & KIND_VERB_FOLLOW)) {
+			follow = true;
 		} else {
 			return ctl_bad_option(x, o, argv);
 		}
 	}
-	if (!k || argc - optind != 1)
-		return ctl_usage_error(x, "needs one %s name", k ? k->name : "object");
+	if (argc - optind != 1)
+		return ctl_usage_error(x, "needs one %s name", k->name);
 	if (timeout_ms && !wait)
 		return ctl_usage_error(x, "--timeout bounds --wait: use both");
 	const char *name = argv[optind];
+	if (kv->flags & KIND_VERB_FOLLOW)
+		return ctl_verb_follow(x, kv, name, follow);
 	uint64_t t0 = ctl_now_ms();
-	if ((r = ctl_call(x, x->verb, pack_name, (void *)name, CTL_TIMEOUT_MS, &in)) != 0)
+	if ((r = ctl_call(x, kv->name, pack_name, (void *)name, CTL_TIMEOUT_MS, &in)) != 0)
 		return r;
+	if (kv->flags & KIND_VERB_DOC) {
+		r = ctl_verb_doc(x, kv, in.result, fmt, structured);
+		api_incoming_free(&in);
+		return r;
+	}
 	api_obj_strcpy(api_map_get(in.result, "action"), action, sizeof action);
 	ctl_print_ref(k->name, name, action[0] ? action : "done");
 	api_incoming_free(&in);
 	fflush(stdout);
-	return wait ? ctl_wait_one(x, k, name, x->verb, timeout_ms, t0,
+	return wait ? ctl_wait_one(x, k, name, kv->name, timeout_ms, t0,
 				   strcmp(action, "unchanged") != 0)
 		    : EXIT_OK;
 }
@@ -2525,11 +2660,35 @@ static void ctl_verbs_init(void)
 		ctl_all[CTL_NVERBS++].usage = ctl_usage_kinds(ctl_verbs[i].usage, usage[i],
 							       sizeof usage[i]);
 	}
+	/* Each kind's verbs by their first word; verbs of one first word
+	 * (`workflow status`, `workflow retry`) are one verb whose usage and
+	 * help list them. */
+	static char words[CTL_NKIND_VERBS][64], kusage[CTL_NKIND_VERBS][512];
+	static char khelp[CTL_NKIND_VERBS][2048];
+	size_t nk = 0;
 	for (size_t k = 0; ctl_kinds[k]; k++)
-		for (size_t v = 0; v < ctl_kinds[k]->nverbs &&
-				   CTL_NVERBS < CTL_NSTATIC + CTL_NKIND_VERBS; v++) {
+		for (size_t v = 0; v < ctl_kinds[k]->nverbs && nk < CTL_NKIND_VERBS; v++) {
 			const kind_verb_t *kv = &ctl_kinds[k]->verbs[v];
-			ctl_all[CTL_NVERBS++] = (verb_t){ kv->name, v_kind_verb, kv->usage, kv->help };
+			const char *sub = kind_verb_subword(kv);
+			kind_verb_word(kv, words[nk], sizeof words[nk]);
+			verb_t *have = (verb_t *)ctl_find(words[nk]);
+			if (have && have->run == v_kind_verb && sub[0]) {
+				size_t i = (size_t)(have - &ctl_all[CTL_NSTATIC]);
+				size_t lu = strlen(kusage[i]), lh = strlen(khelp[i]);
+				snprintf(kusage[i] + lu, sizeof kusage[i] - lu, "\n       tankctl %s %s %s",
+					 words[i], sub, kv->usage);
+				snprintf(khelp[i] + lh, sizeof khelp[i] - lh, "\n\n%s %s: %s", words[i],
+					 sub, kv->help);
+				continue;
+			}
+			if (have)
+				continue;
+			snprintf(kusage[nk], sizeof kusage[nk], "%s%s%s", sub, sub[0] ? " " : "",
+				 kv->usage);
+			snprintf(khelp[nk], sizeof khelp[nk], "%s%s%s%s%s", sub[0] ? words[nk] : "",
+				 sub[0] ? " " : "", sub, sub[0] ? ": " : "", kv->help);
+			ctl_all[CTL_NVERBS++] = (verb_t){ words[nk], v_kind_verb, kusage[nk], khelp[nk] };
+			nk++;
 		}
 }
 
@@ -2565,6 +2724,22 @@ static int v_complete(ctl_t *x, int argc, char **argv)
 		if (argc == 2 && !strcmp(argv[1], "completion"))
 			puts("bash\nzsh");
 		return EXIT_OK;
+	}
+	/* A kind verb of two words (`workflow status`): its second words. */
+	if (argc == 2) {
+		char word[64];
+		bool any = false;
+		for (size_t i = 0; ctl_kinds[i]; i++)
+			for (size_t v = 0; v < ctl_kinds[i]->nverbs; v++) {
+				const kind_verb_t *c = &ctl_kinds[i]->verbs[v];
+				if (!strcmp(kind_verb_word(c, word, sizeof word), argv[1]) &&
+				    kind_verb_subword(c)[0]) {
+					puts(kind_verb_subword(c));
+					any = true;
+				}
+			}
+		if (any)
+			return EXIT_OK;
 	}
 	if (!strcmp(prev, "-f") || !strcmp(prev, "--filename")) {
 		puts("__files__");

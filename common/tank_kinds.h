@@ -12,9 +12,12 @@ enum tank_kind {
 	TANK_KIND_POD = 1,
 	TANK_KIND_CONTAINER = 2,
 	TANK_KIND_STACK = 3,
-	/* 4..9 are kept for the kinds of DESIGN.md §9 and §10 (action,
-	 * playbook, task, stage, workflow, job): a kind gets its id here the
-	 * day it lands, not before. */
+	/* 4, 5 are kept for the kinds of DESIGN.md §9 (action, playbook): a
+	 * kind gets its id here the day it lands, not before. */
+	TANK_KIND_TASK = 6,
+	TANK_KIND_STAGE = 7,
+	TANK_KIND_WORKFLOW = 8,
+	TANK_KIND_JOB = 9,
 	TANK_KIND_TEST = 30,    /* reserved for tests' own kinds */
 };
 

@@ -313,6 +313,12 @@ static void record(void *ctx, const rc_transition_t *t)
 
 	if (k && k->record && inst)
 		k->record(inst, t);
+	/* Kinds that wait for other kinds' objects see their transitions. */
+	for (size_t i = 0; d->kinds.kinds[i] && i < KIND_MAX; i++) {
+		const kind_t *o = d->kinds.kinds[i];
+		if (o != k && o->record_other && d->kinds.inst[i])
+			o->record_other(d->kinds.inst[i], t);
+	}
 }
 
 static int start_reconciler(rt_t *rt, void *arg, void *extra, rt_pid_t *out)

@@ -149,9 +149,28 @@ static size_t pod__owners(const kind_env_t *env)
 	return n;
 }
 
+/* The kinds that add a column to pods' tables (their `adds_to` is Pod). */
+static size_t pod__adders(const kind_env_t *env)
+{
+	size_t n = 0;
+	for (size_t i = 0; env && env->kinds && env->kinds[i]; i++)
+		n += env->kinds[i]->adds_to == &pod_kind && env->kinds[i]->adds_value;
+	return n;
+}
+
 int pod_kind_pack_status(const kind_env_t *env, msgpack_packer *pk, const st_status_t *s)
 {
-	int rc = msgpack_pack_map(pk, 14 + pod__owners(env));
+	int rc = msgpack_pack_map(pk, 14 + pod__owners(env) + pod__adders(env));
+	/* Each adding kind's key: its text about the pod, or nil. */
+	for (size_t i = 0; env && env->kinds && env->kinds[i]; i++) {
+		const kind_t *k = env->kinds[i];
+		char val[128];
+		if (k->adds_to != &pod_kind || !k->adds_value)
+			continue;
+		rc |= pk_key(pk, k->name);
+		rc |= k->adds_value(env, s->name, val, sizeof val) ? kind_pack_str(pk, val)
+								   : msgpack_pack_nil(pk);
+	}
 	rc |= pk_key(pk, "name");            rc |= kind_pack_str(pk, s->name);
 	/* How a terminal pod ended (decisions read this, never the reason). */
 	rc |= pk_key(pk, "outcome");

@@ -252,10 +252,13 @@ int cli_kind_rows(const kind_t *k, const msgpack_object *statuses, const char *o
 		if (cli__in(&statuses->via.array.ptr[i], owner, in))
 			rows[m++] = &statuses->via.array.ptr[i];
 	qsort(rows, m, sizeof *rows, cli__byname);
+	/* The kind's columns and those other kinds add (kind_table_cols),
+	 * decided on every row, so that the groups of one table agree. */
+	kind_col_t cols[KIND_COLS_MAX];
+	size_t ncols = kind_table_cols(tank_kinds, k, statuses, cols);
 	for (uint32_t i = 0; i < m && r == 0; i++) {
-		for (size_t c = 0; c < k->ncols && c < KIND_COLS_MAX; c++) {
-			cells[c][0] = '\0';
-			k->cols[c].cell(rows[i], now_ms, cells[c], sizeof cells[c]);
+		for (size_t c = 0; c < ncols; c++) {
+			kind_col_cell(&cols[c], rows[i], now_ms, cells[c], sizeof cells[c]);
 			row[c] = cells[c];
 		}
 		r = cli_table_add(t, row);

@@ -6,6 +6,7 @@
 
 #include "pod/pod_phase.h"
 #include "stack/stack_phase.h"
+#include "workflow/wf_rules.h"
 
 int main(void)
 {
@@ -15,5 +16,10 @@ int main(void)
 	rc_fsm_markdown(&pod_fsm, stdout);
 	puts("\nStack:\n");
 	rc_fsm_markdown(&stack_fsm, stdout);
+	/* docs/workflows.md holds these two. */
+	puts("\nWorkflow agent:\n");
+	rc_fsm_markdown(&wf_agent_fsm, stdout);
+	puts("\nJob:\n");
+	rc_fsm_markdown(&wf_job_fsm, stdout);
 	return 0;
 }
