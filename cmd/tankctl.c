@@ -256,6 +256,13 @@ static int ctl_help(const verb_t *v)
 }
 
 /* Param packers. */
+/* [] */
+static int pack_nothing(msgpack_packer *pk, void *arg)
+{
+	(void)arg;
+	return msgpack_pack_array(pk, 0);
+}
+
 static int pack_name(msgpack_packer *pk, void *arg)
 {
 	msgpack_pack_array(pk, 1);
@@ -1108,15 +1115,16 @@ static int v_kind_verb(ctl_t *x, int argc, char **argv)
 			return ctl_bad_option(x, o, argv);
 		}
 	}
-	if (argc - optind != 1)
+	if (argc - optind != 1 && !((kv->flags & KIND_VERB_ANY) && argc == optind))
 		return ctl_usage_error(x, "needs one %s name", k->name);
 	if (timeout_ms && !wait)
 		return ctl_usage_error(x, "--timeout bounds --wait: use both");
-	const char *name = argv[optind];
+	const char *name = optind < argc ? argv[optind] : NULL;
 	if (kv->flags & KIND_VERB_FOLLOW)
 		return ctl_verb_follow(x, kv, name, follow);
 	uint64_t t0 = ctl_now_ms();
-	if ((r = ctl_call(x, kv->name, pack_name, (void *)name, CTL_TIMEOUT_MS, &in)) != 0)
+	if ((r = ctl_call(x, kv->name, name ? pack_name : pack_nothing, (void *)name, CTL_TIMEOUT_MS,
+			  &in)) != 0)
 		return r;
 	if (kv->flags & KIND_VERB_DOC) {
 		r = ctl_verb_doc(x, kv, in.result, fmt, structured);

@@ -136,6 +136,9 @@ typedef struct kind_col {
  * whose second word picks among them.  NULL: the method's name. */
 #define KIND_VERB_DOC    1u
 #define KIND_VERB_FOLLOW 2u
+/* With KIND_VERB_DOC: NAME may be left out (`top`: every object); the
+ * params are then [] (types "?s"). */
+#define KIND_VERB_ANY    4u
 typedef struct kind_verb {
 	const char *name;
 	const char *types;

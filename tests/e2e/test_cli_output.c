@@ -5,6 +5,7 @@
  */
 #include <criterion/criterion.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "tests/e2e/e2e.h"
@@ -280,5 +281,37 @@ Test(e2e, ps_names_quiet_output_and_watch)
 	cr_assert(seen, "a row with the new pid %s: %s", spid, out);
 	cr_assert(!strncmp(out, "NAME", 4), "the table first: %s", out);
 	sleep_ms(3500);   /* the watcher's timeout ends it */
+	teardown(d);
+}
+
+/* top: CPU and memory of the running containers, from their cgroups or
+ * /proc: a busy loop shows a high CPU share, a sleeper almost none. */
+Test(e2e, top_shows_cpu_and_memory_of_running_containers)
+{
+	d_t *d = setup();
+	char out[16384];
+
+	write_file(d, "t.yaml",
+		   "name: top-burn\ncontainers: [{name: c, command: [/bin/sh, -c, 'while :; do :; done']}]\n"
+		   "---\nname: top-idle\ncontainers: [{name: c, command: [/bin/sleep, '1068']}]\n");
+	cr_assert_eq(ctl(d, out, sizeof out, "apply -f %s/t.yaml --wait --timeout 30s", d->dir), 0,
+		     "%s", out);
+	sleep_ms(1500);
+	cr_assert_eq(ctl(d, out, sizeof out, "top"), 0, "%s", out);
+	cr_assert(!strncmp(out, "POD", 3) && strstr(out, "top-burn") && strstr(out, "top-idle"),
+		  "%s", out);
+	cr_assert_eq(ctl(d, out, sizeof out, "top top-burn -o json"), 0, "%s", out);
+	char *p = strstr(out, "\"cpu_percent\": ");
+	cr_assert(p, "%s", out);
+	double burn = strtod(p + 15, NULL);
+	cr_assert_gt(burn, 20.0, "a busy loop uses a CPU: %s", out);
+	p = strstr(out, "\"memory\": ");
+	cr_assert(p && strtoull(p + 10, NULL, 10) > 0, "%s", out);
+	cr_assert(!strstr(out, "top-idle"), "only the pod named: %s", out);
+	cr_assert_eq(ctl(d, out, sizeof out, "top top-idle -o json"), 0, "%s", out);
+	p = strstr(out, "\"cpu_percent\": ");
+	cr_assert(p && strtod(p + 15, NULL) < 5.0, "a sleeper uses almost nothing: %s", out);
+	cr_assert_eq(ctl(d, out, sizeof out, "top nope"), 1, "%s", out);
+	cr_assert(strstr(out, "no pod \"nope\""), "%s", out);
 	teardown(d);
 }
