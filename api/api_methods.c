@@ -188,27 +188,11 @@ static void reply_after_loop(const api_call_t *call, api_daemon_t *d, const void
 		api_reply_raw(call->rt, call->token, result, len);
 }
 
-/* fn's result, answered after the loop; an error at once. */
-static void reply_packed_after_loop(const api_call_t *call, api_daemon_t *d,
-				    pack_into_fn fn, void *arg)
-{
-	msgpack_sbuffer sb;
-	msgpack_packer pk;
-	tank_error_t e;
-	int err;
-
-	msgpack_sbuffer_init(&sb);
-	msgpack_packer_init(&pk, &sb, msgpack_sbuffer_write);
-	tank_error_clear(&e);
-	if ((err = fn(arg, &pk, &e)) < 0)
-		api_reply_err(call->rt, call->token, err, e.msg[0] ? e.msg : NULL);
-	else
-		reply_after_loop(call, d, sb.data, sb.size);
-	msgpack_sbuffer_destroy(&sb);
-}
-
-static void reply_packed(const api_call_t *call, const kind_t *k, const char *name,
-			 pack_into_fn fn, void *arg)
+/* fn's result as the answer — once the loop has handled what fn sent it
+ * when after_loop is given (reply_after_loop), else at once; an error at
+ * once, naming the object when name is given. */
+static void reply_packed_to(const api_call_t *call, const kind_t *k, const char *name,
+			    pack_into_fn fn, void *arg, api_daemon_t *after_loop)
 {
 	msgpack_sbuffer sb;
 	msgpack_packer pk;
@@ -222,9 +206,17 @@ static void reply_packed(const api_call_t *call, const kind_t *k, const char *na
 		api_reply_object_error(call, err, k ? k->name : "object", name, &e);
 	else if (err < 0)
 		api_reply_err(call->rt, call->token, err, e.msg[0] ? e.msg : NULL);
+	else if (after_loop)
+		reply_after_loop(call, after_loop, sb.data, sb.size);
 	else
 		api_reply(call->rt, call->token, pack_buffer, &sb);
 	msgpack_sbuffer_destroy(&sb);
+}
+
+static void reply_packed(const api_call_t *call, const kind_t *k, const char *name,
+			 pack_into_fn fn, void *arg)
+{
+	reply_packed_to(call, k, name, fn, arg, NULL);
 }
 
 /* --- apply, delete ----------------------------------------------------------- */
@@ -1792,8 +1784,7 @@ static void m_verb(const api_call_t *call, const msgpack_object *params, void *c
 	verb_req_t q = { d->kinds, v, params };
 	/* A verb may send the loop a request (Stack's up lifts an abort):
 	 * the client hears of it once it is stored. */
-	(void)kind;
-	reply_packed_after_loop(call, d, pack_verb, &q);
+	reply_packed_to(call, kind, "", pack_verb, &q, d);
 }
 
 size_t api_methods_table(api_daemon_t *d, api_method_t table[API_NMETHODS])

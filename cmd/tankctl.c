@@ -1363,30 +1363,52 @@ static bool ctl_batch_where(const void *arg, size_t at, char *buf, size_t cap)
 	return false;
 }
 
-static int pack_pods(msgpack_packer *pk, void *arg)
+/* apply's params: [objects] or, with an option (dry_run, diff), [objects,
+ * {option: true}]. */
+static int pack_pods_opt(msgpack_packer *pk, const ctl_batch_t *bt, const char *option)
 {
-	const ctl_batch_t *bt = arg;
-	msgpack_pack_array(pk, 1);
+	msgpack_pack_array(pk, option ? 2 : 1);
 	msgpack_pack_array(pk, bt->nobjs);
 	for (size_t i = 0; i < bt->n; i++)
 		for (size_t j = 0; j < bt->ms[i]->count; j++)
 			if (msgpack_pack_object(pk, *bt->ms[i]->objs[j].raw))
 				return -ENOMEM;
-	return 0;
+	if (!option)
+		return 0;
+	return msgpack_pack_map(pk, 1) || api_pack_cstr(pk, option) || msgpack_pack_true(pk)
+	       ? -ENOMEM : 0;
 }
 
-/* apply's params with {dry_run: true}. */
+static int pack_pods(msgpack_packer *pk, void *arg)
+{
+	return pack_pods_opt(pk, arg, NULL);
+}
+
 static int pack_pods_dry(msgpack_packer *pk, void *arg)
 {
-	const ctl_batch_t *bt = arg;
-	msgpack_pack_array(pk, 2);
-	msgpack_pack_array(pk, bt->nobjs);
-	for (size_t i = 0; i < bt->n; i++)
-		for (size_t j = 0; j < bt->ms[i]->count; j++)
-			if (msgpack_pack_object(pk, *bt->ms[i]->objs[j].raw))
-				return -ENOMEM;
-	return msgpack_pack_map(pk, 1) || api_pack_cstr(pk, "dry_run") || msgpack_pack_true(pk)
-	       ? -ENOMEM : 0;
+	return pack_pods_opt(pk, arg, "dry_run");
+}
+
+/* Reads and validates every file (all before anything is sent; files is
+ * freed), then calls `apply` with the params pack makes of the batch; a
+ * refusal names the file and document of each object.  0 with *in, or
+ * an exit code. */
+static int ctl_apply_files(ctl_t *x, ctl_batch_t *bt, const char **files, size_t nfiles,
+			   api_pack_fn pack, api_incoming_t *in)
+{
+	int r = 0;
+
+	for (size_t i = 0; i < nfiles && !r; i++)
+		r = ctl_batch_path(x, bt, files[i]);
+	free(files);
+	if (!r)
+		r = ctl_batch_unique(x, bt);
+	x->where = ctl_batch_where;
+	x->where_arg = bt;
+	if (!r)
+		r = ctl_call(x, "apply", pack, bt, CTL_TIMEOUT_MS, in);
+	x->where = NULL;
+	return r;
 }
 
 /* Names the pending objects of b on stderr and ends the line: the first
@@ -1600,18 +1622,7 @@ static int v_apply(ctl_t *x, int argc, char **argv)
 		free(files);
 		return ctl_usage_error(x, "--dry-run applies nothing: nothing to --wait for");
 	}
-	/* Every file is read and validated before anything is applied. */
-	for (size_t i = 0; i < nfiles && !r; i++)
-		r = ctl_batch_path(x, &bt, files[i]);
-	free(files);
-	if (!r)
-		r = ctl_batch_unique(x, &bt);
-	x->where = ctl_batch_where;
-	x->where_arg = &bt;
-	if (!r)
-		r = ctl_call(x, "apply", dry_run ? pack_pods_dry : pack_pods, &bt, CTL_TIMEOUT_MS,
-			     &in);
-	x->where = NULL;
+	r = ctl_apply_files(x, &bt, files, nfiles, dry_run ? pack_pods_dry : pack_pods, &in);
 	if (r) {
 		ctl_batch_free(&bt);
 		return r;
@@ -1640,15 +1651,7 @@ static int v_apply(ctl_t *x, int argc, char **argv)
 /* apply's params with {diff: true}: a dry run answering both specs. */
 static int pack_pods_diff(msgpack_packer *pk, void *arg)
 {
-	const ctl_batch_t *bt = arg;
-	msgpack_pack_array(pk, 2);
-	msgpack_pack_array(pk, bt->nobjs);
-	for (size_t i = 0; i < bt->n; i++)
-		for (size_t j = 0; j < bt->ms[i]->count; j++)
-			if (msgpack_pack_object(pk, *bt->ms[i]->objs[j].raw))
-				return -ENOMEM;
-	return msgpack_pack_map(pk, 1) || api_pack_cstr(pk, "diff") || msgpack_pack_true(pk)
-	       ? -ENOMEM : 0;
+	return pack_pods_opt(pk, arg, "diff");
 }
 
 /* Writes o as YAML into a new temporary file (nil: an empty one); its
@@ -1708,16 +1711,7 @@ static int v_diff(ctl_t *x, int argc, char **argv)
 		free(files);
 		return ctl_usage_error(x, "needs -f FILE (a file, a directory or - for stdin)");
 	}
-	for (size_t i = 0; i < nfiles && !r; i++)
-		r = ctl_batch_path(x, &bt, files[i]);
-	free(files);
-	if (!r)
-		r = ctl_batch_unique(x, &bt);
-	x->where = ctl_batch_where;
-	x->where_arg = &bt;
-	if (!r)
-		r = ctl_call(x, "apply", pack_pods_diff, &bt, CTL_TIMEOUT_MS, &in);
-	x->where = NULL;
+	r = ctl_apply_files(x, &bt, files, nfiles, pack_pods_diff, &in);
 	ctl_batch_free(&bt);
 	if (r)
 		return r;
@@ -2518,20 +2512,8 @@ static int v_describe(ctl_t *x, int argc, char **argv)
 			const char *row[] = { age, obj, from, to, reason };
 			r = cli_table_add(&t, row);
 		}
-		/* Indented by two, as the other sections. */
-		char *buf = NULL;
-		size_t len = 0;
-		FILE *mem = r == 0 ? open_memstream(&buf, &len) : NULL;
-		if (mem) {
-			r = cli_table_print(&t, mem);
-			fclose(mem);
-			for (char *l = buf; l && *l;) {
-				char *nl = strchr(l, '\n');
-				printf("  %.*s\n", (int)(nl ? nl - l : (long)strlen(l)), l);
-				l = nl ? nl + 1 : NULL;
-			}
-			free(buf);
-		}
+		if (r == 0)
+			r = cli_table_print_indented(&t, stdout, 2);   /* as the other sections */
 		cli_table_free(&t);
 	}
 	api_incoming_free(&st);

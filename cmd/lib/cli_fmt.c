@@ -53,7 +53,7 @@ void cli_format_time_ms(uint64_t ms_epoch, char *buf, size_t cap)
 		snprintf(buf, cap, "%sZ", sec);
 }
 
-static bool cli__time_key(const msgpack_object *k)
+bool cli_time_key(const msgpack_object *k)
 {
 	if (k->type != MSGPACK_OBJECT_STR)
 		return false;
@@ -84,7 +84,7 @@ int cli_times_to_text(const msgpack_object *in, msgpack_zone *z, msgpack_object 
 		for (uint32_t i = 0; i < n; i++) {
 			const msgpack_object_kv *kv = &in->via.map.ptr[i];
 			m[i].key = kv->key;
-			if (cli__time_key(&kv->key) && kv->val.type == MSGPACK_OBJECT_POSITIVE_INTEGER &&
+			if (cli_time_key(&kv->key) && kv->val.type == MSGPACK_OBJECT_POSITIVE_INTEGER &&
 			    kv->val.via.u64 >= 100000000000ull && kv->val.via.u64 < 100000000000000ull) {
 				char buf[40];
 				cli_format_time_ms(kv->val.via.u64, buf, sizeof buf);
@@ -153,6 +153,27 @@ static const char *cli__phase_colour(const char *p)
 		if (!strcmp(p, bad[i]))
 			return "\033[31m";
 	return strcmp(p, "-") && *p ? "\033[33m" : NULL;
+}
+
+int cli_table_print_indented(const cli_table_t *t, FILE *fp, int indent)
+{
+	char *buf = NULL;
+	size_t len = 0;
+	FILE *mem = open_memstream(&buf, &len);
+	int r;
+
+	if (!mem)
+		return -ENOMEM;
+	r = cli_table_print(t, mem);
+	if (fclose(mem) != 0 && r == 0)
+		r = -ENOMEM;
+	for (char *l = buf; r == 0 && l && *l;) {
+		char *nl = strchr(l, '\n');
+		fprintf(fp, "%*s%.*s\n", indent, "", (int)(nl ? nl - l : (long)strlen(l)), l);
+		l = nl ? nl + 1 : NULL;
+	}
+	free(buf);
+	return r ? r : ferror(fp) ? -EIO : 0;
 }
 
 bool cli_colour_ok(FILE *fp)

@@ -34,6 +34,9 @@ void cli_format_time_ms(uint64_t ms_epoch, char *buf, size_t cap);
  */
 int cli_times_to_text(const msgpack_object *in, msgpack_zone *z, msgpack_object *out);
 
+/* Whether map key k names a time, by the rule above. */
+bool cli_time_key(const msgpack_object *k);
+
 /* A table of strings; every cell is copied and owned by the table. */
 typedef struct cli_table {
 	size_t ncols, nrows, caprows;
@@ -53,6 +56,8 @@ int cli_table_add(cli_table_t *t, const char *const *cells);
 /* Prints the header and rows, columns padded to their widest cell and
  * separated by three spaces; the last column is not padded.  0 or -EIO. */
 int cli_table_print(const cli_table_t *t, FILE *fp);
+/* The same, each line indented by `indent` spaces.  0, -ENOMEM, -EIO. */
+int cli_table_print_indented(const cli_table_t *t, FILE *fp, int indent);
 void cli_table_free(cli_table_t *t);
 
 /* The `ps` columns (the default kind's, Pod). */
