@@ -470,6 +470,9 @@ static int pod__ctrs_build(pod_mgr_t *m, pod_trk_t *p)
 			 * a predecessor of the same name. */
 			if (!same)
 				break;
+			/* An adopted container keeps its readiness until its
+			 * probes (started afresh) say otherwise. */
+			c->probe_ready = c->adopting && cs->ready;
 			c->restarts = cs->restarts;
 			c->retries = cs->retries;
 			c->last_exit = cs->last_exit;
@@ -1017,6 +1020,11 @@ bool pod_mgr_info(const pod_mgr_t *m, const char *name, pod_info_t *out)
 		return false;
 	out->exists = p->desired;
 	out->busy = pod__busy(p);
+	if (pod_adopt_offers(m->o.adopt)) {
+		out->adopting = !p->nctrs && p->saved;
+		for (size_t i = 0; i < p->nctrs && !out->adopting; i++)
+			out->adopting = p->ctrs[i].adopting;
+	}
 	out->ready = (p->cond & POD__COND_READY) != 0;
 	out->completed = (p->cond & POD__COND_COMPLETED) != 0;
 	out->failed = p->fail || (p->st.phase == POD_PP_TERMINAL && !out->completed);

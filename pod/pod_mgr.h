@@ -171,6 +171,9 @@ size_t pod_mgr_nrunning(const pod_mgr_t *m);
 typedef struct pod_info {
 	bool exists;             /* desired (stored) */
 	bool busy;               /* a process of it runs or is being stopped */
+	bool adopting;           /* processes a previous tankd left may still be
+				  * adopted (pod_adopt.h): what it is about to
+				  * be is not known yet */
 	bool ready;              /* running and every container ready */
 	bool completed;          /* every container finished with exit 0 */
 	bool failed;             /* terminal and not completed, or failed whole */
