@@ -794,7 +794,23 @@ static void pod__ctr_handle(void *ctx, rc_loop_t *loop, rt_msg_t *msg)
 		if (ex.unhealthy[0])
 			pod__fmt(why, sizeof why, "unhealthy: %s", ex.unhealthy);
 		c->gave_up = ex.unhealthy[0] ? ex.gave_up : 0;
-		pod__ctr_exited(loop, c, &ex.exit, ex.ran_ms, ex.unhealthy[0] ? why : NULL,
+		if (!ex.unhealthy[0] && ex.kept_at > 0) {
+			/* It ended while no tankd watched: the keeper's record
+			 * says how and when. */
+			time_t t = (time_t)(ex.kept_at / 1000);
+			struct tm tm;
+			char at[32];
+			gmtime_r(&t, &tm);
+			strftime(at, sizeof at, "%Y-%m-%dT%H:%M:%SZ", &tm);
+			if (ex.exit.signal)
+				pod__fmt(why, sizeof why, "killed by signal %d at %s, while tankd "
+					 "was down", ex.exit.signal, at);
+			else
+				pod__fmt(why, sizeof why, "exited with code %d at %s, while tankd "
+					 "was down", ex.exit.code, at);
+		}
+		pod__ctr_exited(loop, c, &ex.exit, ex.ran_ms,
+				ex.unhealthy[0] || ex.kept_at > 0 ? why : NULL,
 				ex.unhealthy[0] != 0);
 		counted = true;
 	}

@@ -108,6 +108,7 @@ static void pod__runner_exit(rt_t *rt, pod_runner_t *r, int status)
 	memcpy(ex.unhealthy, r->unhealthy, sizeof ex.unhealthy);
 	ex.gave_up = r->gave_up;
 	ex.ran_ms = rt_now_ms(rt) - r->started_ms;
+	ex.kept_at = r->exit_at;
 	if (r->exit_at) {
 		/* Reaped by the keeper while nobody watched: it ran until
 		 * then, not until now. */

@@ -81,6 +81,9 @@ typedef struct pod_runner_exited {
 	/* which probe gave up: enum pod_probe_role + 1, 0 = none (decisions
 	 * read this, never unhealthy's text) */
 	uint8_t gave_up;
+	/* Reaped by the keeper while no tankd watched (an adopted process):
+	 * when, ms since the epoch; 0 otherwise */
+	int64_t kept_at;
 	char key[RC_KEY_MAX];     /* "<pod>/<container>" */
 } pod_runner_exited_t;
 
