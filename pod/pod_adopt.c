@@ -171,6 +171,17 @@ bool pod_adopt_claim(pod_adopt_t *a, const char *key, pid_t pid, uint64_t start,
 	return true;
 }
 
+bool pod_adopt_offered(const pod_adopt_t *a, const char *key, pid_t pid, uint64_t start)
+{
+	char k[256];
+	const pod_offer_t *o;
+
+	if (!a || !a->offers.len)
+		return false;
+	pod__offer_key(k, sizeof k, false, key);
+	return (o = tank_map_get(&a->offers, k)) && o->pid == pid && o->start == start;
+}
+
 bool pod_adopt_claim_sandbox(pod_adopt_t *a, const char *pod, pid_t *pid, uint64_t *start)
 {
 	char k[256];

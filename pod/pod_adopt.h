@@ -89,6 +89,8 @@ int pod_adopt_offer_tag(pod_adopt_t *a, const char *tag, const int *fds, unsigne
  * when there is none or it names another process. */
 bool pod_adopt_claim(pod_adopt_t *a, const char *key, pid_t pid, uint64_t start,
 		     pod_proc_t *out, bool *child);
+/* Whether key is offered with exactly pid and start (not taken). */
+bool pod_adopt_offered(const pod_adopt_t *a, const char *key, pid_t pid, uint64_t start);
 /* A sandbox's offer for pod, taken: true with its pid and start. */
 bool pod_adopt_claim_sandbox(pod_adopt_t *a, const char *pod, pid_t *pid,
 			     uint64_t *start);

@@ -459,7 +459,8 @@ static int pod__ctrs_build(pod_mgr_t *m, pod_trk_t *p)
 			 * even when it ended while nobody watched (its exit is
 			 * known).  An older version is stopped and started
 			 * again, as the rules for a changed spec say. */
-			if (same && cs->pid > 0 && m->o.adopt &&
+			if (same && cs->pid > 0 &&
+			    pod_adopt_offered(m->o.adopt, c->key, cs->pid, cs->pid_start_time) &&
 			    (c->orphan || pod_adopt_ended(m->o.adopt, cs->pid,
 							  cs->pid_start_time, NULL))) {
 				c->orphan = cs->pid;
