@@ -863,7 +863,7 @@ int dmn_open(const dmn_opts_t *opts, dmn_t **out, tank_error_t *err)
 	 * it: a kind above pods becomes their owner). */
 	d->kinds = (kind_env_t){
 		.rt = d->rt, .store = d->store, .log_dir = d->log_dir,
-		.loop_name = API_RECONCILER_NAME, .pods = d->pods,
+		.loop_name = API_RECONCILER_NAME, .pods = d->pods, .adopt = d->adopt,
 		.kinds = opts->kinds ? (const kind_t *const *)opts->kinds : tank_kinds,
 		.publish = publish_kind, .publish_ctx = d,
 	};

@@ -11,6 +11,7 @@
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/time.h>
 #include <unistd.h>
 
 int kp_send(int sock, const kp_msg_t *m, const int *fds, unsigned n, bool dontwait)
@@ -100,6 +101,11 @@ int kp_client_from_env(kp_client_t *c, tank_error_t *err)
 	if (*end || fd < 3 || fd > 1 << 24 || fstat((int)fd, &st) < 0 || !S_ISSOCK(st.st_mode))
 		return tank_error_set(err, TANK_EINVALID, "%s=%s: not a socket", KP_ENV_FD, fs);
 	(void)fcntl((int)fd, F_SETFD, FD_CLOEXEC);
+	/* Sends block while the keeper reads (it always does at once: a
+	 * socketpair queues only a few messages); one that cannot go out in
+	 * 2 s means the keeper is stuck, and is the end of it. */
+	struct timeval tv = { 2, 0 };
+	(void)setsockopt((int)fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv);
 	c->fd = (int)fd;
 	c->pid = ps ? (pid_t)strtol(ps, NULL, 10) : getppid();
 	return 0;
@@ -119,8 +125,11 @@ static int kp__client_send(kp_client_t *c, const kp_msg_t *m, const int *fds, un
 
 	if (c->fd < 0)
 		return 0;
+	/* A failure ends the link: shut down, so that the reader (the
+	 * daemon's watch on fd, kp_client_read) sees the end and closes it;
+	 * closing here would pull the fd from under that watch. */
 	if ((r = kp_send(c->fd, m, fds, n, false)) < 0)
-		kp_client_close(c);
+		(void)shutdown(c->fd, SHUT_RDWR);
 	return r;
 }
 

@@ -90,8 +90,10 @@ int kp_client_hello(kp_client_t *c, int timeout_ms,
 				 int64_t at_ms),
 		    void *ctx);
 /* Keeps fds under tag, forgets a tag, acks an exit.  No keeper: 0, nothing
- * done.  A failure (the keeper gone) closes the client: later calls do
- * nothing.  Returns 0 or negative errno. */
+ * done.  Each blocks until the keeper takes it, 2 s at most; a failure
+ * (the keeper gone or stuck) shuts the link down, which the next
+ * kp_client_read reports (-EPIPE) and closes.  Returns 0 or negative
+ * errno. */
 int kp_client_put(kp_client_t *c, const char *tag, const int *fds, unsigned n);
 int kp_client_del(kp_client_t *c, const char *tag);
 int kp_client_ack(kp_client_t *c, pid_t pid, uint64_t start);
