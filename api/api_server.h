@@ -40,6 +40,8 @@
 #define API_MAX_FRAME_DEFAULT (16u << 20)    /* 16 MiB */
 #define API_MAX_OUTBUF_DEFAULT (4u << 20)    /* 4 MiB per connection */
 #define API_MAX_CONNS_DEFAULT 1024u
+#define API_RECENT_EVENTS_DEFAULT 1000u     /* the last events, for replay */
+#define API_RECENT_BYTES_MAX (1u << 20)     /* and at most this many bytes */
 
 /*
  * A reply token: which request of which connection.  A plain value, safe to
@@ -89,6 +91,8 @@ typedef struct api_server_opts {
 	size_t max_outbuf;        /* 0: API_MAX_OUTBUF_DEFAULT */
 	size_t max_conns;         /* 0: API_MAX_CONNS_DEFAULT; more are closed
 				   * at accept */
+	size_t recent_events;     /* events kept for `subscribe {since}`;
+				   * 0: API_RECENT_EVENTS_DEFAULT */
 	/* The method table, copied (names included).  `subscribe` is built
 	 * in; a table entry of that name overrides it. */
 	const api_method_t *methods;
@@ -147,6 +151,20 @@ int api_reply_error(rt_t *rt, api_token_t token, int code, const char *message,
 int api_reply_err(rt_t *rt, api_token_t token, int err, const char *message);
 
 /*
+ * Answers with `result` (one packed msgpack object, copied; len 0: nil)
+ * once the actor `barrier` has handled every message the calling actor
+ * sent it before this call: a request sent to a manager is then stored
+ * before the client hears it was taken.  Call it from the request's own
+ * connection actor (a method's handler); the barrier must echo a message
+ * of tag `echo_tag` back to its sender with the tag in the payload's first
+ * 4 bytes (the reconcile loop's RC_TAG_ECHO).  When the barrier is gone
+ * the answer is sent at once.  0, -ENOMEM, -EINVAL (not the connection's
+ * actor), -ESRCH.
+ */
+int api_reply_after(rt_t *rt, api_token_t token, rt_pid_t barrier, uint32_t echo_tag,
+		    const void *result, size_t len);
+
+/*
  * Sends the notification [2, method, params] to one connection (the
  * connection of `token`; its msgid is ignored), e.g. for `logs` follow.
  * Subject to the same bound as events: a connection that lets its output
@@ -159,6 +177,11 @@ int api_notify(rt_t *rt, api_token_t token, const char *method,
 /*
  * Fans an event out to every subscribed connection as
  * [2, "event", [event]].  `event` is one packed msgpack map, copied.
+ * The server keeps the last recent_events of them (and at most
+ * API_RECENT_BYTES_MAX bytes), with the wall-clock time they were
+ * published: `subscribe [{since: MS}]` first replays those of the last MS
+ * milliseconds, oldest first, then the live ones (`tankctl events
+ * --since 10m`).
  * Subscribers whose unsent output would pass max_outbuf are disconnected.
  * Returns the number of subscribers it was queued for, or -ESRCH (not a
  * running server), -ENOMEM.

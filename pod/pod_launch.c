@@ -301,7 +301,7 @@ static int resolve_user(const char *user, struct child_ctx *c,
  * below the point where its private table is cut, so the parent dup3()s
  * it onto these reserved low fds right before the clone and puts
  * /dev/null back right after.  Index into launch_slots.fd. */
-enum { SLOT_NULL = 0, SLOT_OUT, SLOT_ERR, SLOT_NS,
+enum { SLOT_NULL = 0, SLOT_OUT, SLOT_ERR, SLOT_IN, SLOT_NS,
        SLOT_ROOT = SLOT_NS + POD_SBX_NFD, N_SLOTS };
 
 /* The launcher's one piece of process-wide state.  It cannot live in a
@@ -469,13 +469,15 @@ int pod_launch_reserve(void)
 
 /* Wires the child's fds through the slots (CLONE_FILES path). */
 static int slots_wire(struct launch_slots *s, struct child_ctx *c,
-                      int out_src, int err_src, const pod_sandbox_t *sb,
-                      bool *used)
+                      int in_src, int out_src, int err_src,
+                      const pod_sandbox_t *sb, bool *used)
 {
-	const int src[3] = { -1, out_src, err_src };
+	const int src[3] = { in_src, out_src, err_src };
+	/* Slot of each stdio fd: stdin cannot share SLOT_NULL's index. */
+	static const int slot[3] = { SLOT_IN, SLOT_OUT, SLOT_ERR };
 	for (int i = 0; i < 3; i++) {
 		c->stdio[i] = src[i] < 0 ? s->fd[SLOT_NULL]
-		                         : slot_fill(s, SLOT_NULL + i, src[i], used);
+		                         : slot_fill(s, slot[i], src[i], used);
 		if (c->stdio[i] < 0)
 			return c->stdio[i];
 	}
@@ -495,8 +497,8 @@ static int slots_wire(struct launch_slots *s, struct child_ctx *c,
 }
 
 /* Wires the child's fds directly (the child gets a copy of our table). */
-static int direct_wire(struct child_ctx *c, int out_src, int err_src,
-                       const pod_sandbox_t *sb, int *devnull)
+static int direct_wire(struct child_ctx *c, int in_src, int out_src,
+                       int err_src, const pod_sandbox_t *sb, int *devnull)
 {
 	if (*devnull < 0) {
 		*devnull = open("/dev/null", O_RDWR | O_CLOEXEC);
@@ -506,7 +508,7 @@ static int direct_wire(struct child_ctx *c, int out_src, int err_src,
 		if (r < 0)
 			return r;
 	}
-	c->stdio[0] = *devnull;
+	c->stdio[0] = in_src < 0 ? *devnull : in_src;
 	c->stdio[1] = out_src < 0 ? *devnull : out_src;
 	c->stdio[2] = err_src < 0 ? *devnull : err_src;
 	for (int i = 0; i < POD_SBX_NFD; i++)
@@ -553,7 +555,8 @@ int pod_launch(const pod_launch_opts_t *o, pod_proc_t *out,
 	if (!c.cands)
 		return tank_error_set(err, -ENOMEM, "launch: out of memory");
 
-	/* Sources of stdout/stderr; -1 means /dev/null. */
+	/* Sources of stdin/stdout/stderr; -1 means /dev/null. */
+	int in_src = o->stdin_from_fd ? o->stdin_fd : -1;
 	int out_src = -1, err_src = -1;
 	if ((r = wire_stdio(o->stdout_mode, o->stdout_fd, -1, &out_rd,
 	                    &out_src, &out_own)) < 0 ||
@@ -612,10 +615,10 @@ int pod_launch(const pod_launch_opts_t *o, pod_proc_t *out,
 		sl->state = -1;
 	for (;;) {
 		bool unshare = sl->state == 1;
-		r = unshare ? slots_wire(sl, &c, out_src, err_src, o->sandbox,
-		                         used)
-		            : direct_wire(&c, out_src, err_src, o->sandbox,
-		                          &devnull);
+		r = unshare ? slots_wire(sl, &c, in_src, out_src, err_src,
+		                         o->sandbox, used)
+		            : direct_wire(&c, in_src, out_src, err_src,
+		                          o->sandbox, &devnull);
 		if (r < 0) {
 			slots_restore(sl, used);
 			pthread_mutex_unlock(&sl->mu);

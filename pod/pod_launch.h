@@ -30,7 +30,7 @@
  * In the child, in order: its private fd table, all signal dispositions
  * reset to default and the mask cleared (at exec), setsid(), cgroup
  * membership (before exec: no window where the process runs unlimited),
- * setns into the pod's sandbox, stdin from /dev/null and stdout/stderr
+ * setns into the pod's sandbox, stdin from /dev/null (or a given fd) and stdout/stderr
  * onto pipes or the given fds, rlimits, groups/gid/uid, chdir, every fd
  * above 2 closed (or marked close-on-exec on the copying path), execve.
  * The environment is exactly o->envp.
@@ -88,6 +88,10 @@ typedef struct pod_launch_opts {
 	size_t n_rlimits;
 	pod_stdio_t stdout_mode, stderr_mode;
 	int stdout_fd, stderr_fd;  /* for POD_STDIO_FD */
+	/* stdin: /dev/null, unless stdin_from_fd (then stdin_fd, borrowed,
+	 * dup'ed into the child: an exec request's input file). */
+	bool stdin_from_fd;
+	int stdin_fd;
 	const pod_cgroup_t *cgroup;   /* NULL = no cgroup */
 	const pod_sandbox_t *sandbox; /* NULL = host namespaces */
 	unsigned flags;            /* POD_LAUNCH_* */
@@ -112,7 +116,7 @@ int pod_launch(const pod_launch_opts_t *o, pod_proc_t *out,
                tank_error_t *err);
 
 /* Slot fds the launcher keeps open for the life of the process. */
-#define POD_LAUNCH_RESERVED_FDS 9
+#define POD_LAUNCH_RESERVED_FDS 10
 
 /* Reserves the slot fds now rather than at the first launch: a daemon
  * calls it early, while its lowest fds are free, so the child's private

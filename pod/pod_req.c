@@ -7,6 +7,10 @@
 #include "pod/pod_mgr_int.h"
 
 #include <errno.h>
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <ev.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -39,16 +43,35 @@ int pod_req_send(rt_t *rt, rt_pid_t loop, const pod_req_t *req)
 
 /* --- the exec actor -------------------------------------------------------------- */
 
+/*
+ * One actor per running command: it owns the command's pid, the read end
+ * of its output pipe and the output file, so the pod manager never waits
+ * for a command and never holds its fds.  It ends when the command ended
+ * and its output was read to the end (or POD_EXEC_DRAIN_MS after the
+ * exit, when something the command left behind still holds the pipe).
+ */
 #define EXEC_CHILD   1
 #define EXEC_TIMEOUT 2
+#define EXEC_OUT     3
+#define EXEC_KILL    4
+#define EXEC_DRAIN   5
+#define POD_EXEC_DRAIN_MS 2000
 
 typedef struct pod_exec {
 	rt_pid_t reply_to;
 	uint64_t id;
 	pid_t pid;                    /* 0 once it ended */
 	bool own_pgrp;
-	bool timed_out;
+	pid_t pgrp;                   /* its process group (kept after exit), or 0 */
+	bool timed_out, cancelled, exited;
 	uint32_t timeout_ms;
+	int rd;                       /* output pipe's read end, or -1 */
+	rt_ref_t rd_watch;
+	int out;                      /* output file, or -1 */
+	uint64_t out_bytes;
+	uint32_t out_max;
+	bool out_cut;
+	int32_t code, signal;         /* once exited */
 } pod_exec_t;
 
 typedef struct pod_exec_arg {
@@ -57,16 +80,31 @@ typedef struct pod_exec_arg {
 	rt_pid_t reply_to;
 	uint64_t id;
 	uint32_t timeout_ms;
+	int rd, out;                  /* given to the actor (closed on failure) */
+	uint32_t out_max;
 	tank_error_t *err;            /* init's failure */
 } pod_exec_arg_t;
 
-static void exec__kill(pod_exec_t *x)
+static void exec__signal(pod_exec_t *x, int sig)
 {
 	if (!x->pid)
 		return;
 	if (x->own_pgrp)
-		kill(-x->pid, SIGKILL);
-	kill(x->pid, SIGKILL);
+		kill(-x->pid, sig);
+	kill(x->pid, sig);
+}
+
+static void exec__close(rt_t *rt, pod_exec_t *x)
+{
+	if (x->rd >= 0) {
+		(void)rt_unwatch_fd(rt, x->rd_watch);
+		close(x->rd);
+		x->rd = -1;
+	}
+	if (x->out >= 0) {
+		close(x->out);
+		x->out = -1;
+	}
 }
 
 /* Starts the command, synchronously inside rt_spawn: the sandbox and the
@@ -78,45 +116,104 @@ static int exec__init(rt_t *rt, void **state, void *arg)
 	pod_proc_t proc;
 	int rc;
 
-	if (!x)
+	if (!x) {
+		if (a->rd >= 0)
+			close(a->rd);
+		if (a->out >= 0)
+			close(a->out);
 		return tank_error_set(a->err, -ENOMEM, "out of memory");
+	}
 	x->reply_to = a->reply_to;
 	x->id = a->id;
 	x->timeout_ms = a->timeout_ms;
+	x->rd = a->rd;
+	x->out = a->out;
+	x->out_max = a->out_max;
 	if ((rc = a->launch(a->lo, &proc, a->err)) < 0) {
+		exec__close(rt, x);
 		free(x);
 		return rc;
 	}
 	pod_proc_close_fds(&proc);
 	x->pid = proc.pid;
 	x->own_pgrp = proc.own_pgrp;
+	x->pgrp = proc.own_pgrp ? proc.pid : 0;
 	if ((rc = rt_watch_child(rt, rt_self(rt), proc.pid, EXEC_CHILD, NULL)) < 0 ||
 	    (rc = rt_send_after(rt, rt_self(rt), x->timeout_ms, EXEC_TIMEOUT, NULL, 0,
-				NULL)) < 0) {
-		exec__kill(x);
+				NULL)) < 0 ||
+	    (x->rd >= 0 &&
+	     (rc = rt_watch_fd(rt, rt_self(rt), x->rd, EV_READ, EXEC_OUT, &x->rd_watch)) < 0)) {
+		exec__signal(x, SIGKILL);
+		x->rd_watch = 0;
+		if (x->rd >= 0) {
+			close(x->rd);
+			x->rd = -1;
+		}
+		exec__close(rt, x);
 		free(x);
 		return tank_error_set(a->err, rc, "exec: watch: %s", tank_strerror(rc));
 	}
+
+	pod_req_reply_t r = { .id = x->id, .started = 1, .exec = rt_self(rt), .pid = proc.pid,
+			      .pid_start = proc.start_time };
+	snprintf(r.msg, sizeof r.msg, "started, pid %d", (int)proc.pid);
+	(void)rt_send(rt, x->reply_to, POD_REQ_REPLY, &r, sizeof r);
 	*state = x;
 	return 0;
 }
 
-static void exec__handle(rt_t *rt, void *state, rt_msg_t *msg)
+/* Appends what was read to the output file, within its bound. */
+static void exec__keep(pod_exec_t *x, const char *buf, size_t n)
 {
-	pod_exec_t *x = state;
-	pod_req_reply_t r = { .id = x->id };
-
-	if (msg->type == RT_MSG_USER && msg->tag == EXEC_TIMEOUT) {
-		x->timed_out = true;
-		exec__kill(x);          /* its end comes as the child message */
+	if (x->out < 0 || x->out_cut)
 		return;
+	size_t room = x->out_bytes < x->out_max ? x->out_max - x->out_bytes : 0;
+	size_t take = n < room ? n : room;
+	if (take) {
+		ssize_t w = write(x->out, buf, take);
+		if (w > 0)
+			x->out_bytes += (uint64_t)w;
 	}
-	if (msg->type != RT_MSG_CHILD || msg->u.child.pid != x->pid)
-		return;
-	x->pid = 0;                     /* reaped by the runtime */
-	r.exit_code = msg->u.child.code;
-	r.exit_signal = msg->u.child.signal;
-	if (x->timed_out) {
+	if (take < n) {
+		char line[64];
+		int l = snprintf(line, sizeof line, "\n[tank: output cut at %u bytes]\n",
+				 (unsigned)x->out_max);
+		if (write(x->out, line, (size_t)l) == l)
+			x->out_bytes += (uint64_t)l;
+		x->out_cut = true;
+	}
+}
+
+/* Reads what the pipe holds; true at its end (EOF or an error). */
+static bool exec__read(pod_exec_t *x)
+{
+	char buf[16384];
+
+	for (int i = 0; i < 16; i++) {       /* then back to the loop */
+		ssize_t n = read(x->rd, buf, sizeof buf);
+		if (n > 0) {
+			exec__keep(x, buf, (size_t)n);
+			continue;
+		}
+		if (n < 0 && errno == EINTR)
+			continue;
+		return !(n < 0 && errno == EAGAIN);
+	}
+	return false;
+}
+
+static void exec__finish(rt_t *rt, pod_exec_t *x)
+{
+	pod_req_reply_t r = { .id = x->id, .exit_code = x->code, .exit_signal = x->signal,
+			      .out_bytes = x->out_bytes, .out_cut = x->out_cut };
+
+	if (x->rd >= 0)
+		(void)exec__read(x);    /* what is left, once more */
+	exec__close(rt, x);
+	if (x->cancelled) {
+		r.err = -ECANCELED;
+		snprintf(r.msg, sizeof r.msg, "cancelled");
+	} else if (x->timed_out) {
 		r.err = -ETIMEDOUT;
 		snprintf(r.msg, sizeof r.msg, "killed after %ums (timeout)",
 			 (unsigned)x->timeout_ms);
@@ -129,12 +226,69 @@ static void exec__handle(rt_t *rt, void *state, rt_msg_t *msg)
 	rt_exit_self(rt, RT_R_NORMAL);
 }
 
+static void exec__handle(rt_t *rt, void *state, rt_msg_t *msg)
+{
+	pod_exec_t *x = state;
+
+	if (msg->type == RT_MSG_FD && msg->tag == EXEC_OUT) {
+		if (x->rd >= 0 && exec__read(x)) {
+			(void)rt_unwatch_fd(rt, x->rd_watch);
+			close(x->rd);
+			x->rd = -1;
+			if (x->exited)
+				exec__finish(rt, x);
+		}
+		return;
+	}
+	if (msg->type == RT_MSG_USER) {
+		switch (msg->tag) {
+		case EXEC_TIMEOUT:
+			if (!x->exited && !x->cancelled) {
+				x->timed_out = true;
+				exec__signal(x, SIGKILL);   /* its end comes as the child message */
+			}
+			return;
+		case POD_EXEC_CANCEL:
+			if (!x->exited && !x->cancelled && !x->timed_out) {
+				x->cancelled = true;
+				exec__signal(x, SIGTERM);
+				(void)rt_send_after(rt, rt_self(rt), POD_REQ_CANCEL_GRACE_MS,
+						    EXEC_KILL, NULL, 0, NULL);
+			}
+			return;
+		case EXEC_KILL:
+			exec__signal(x, SIGKILL);
+			return;
+		case EXEC_DRAIN:
+			/* The command ended, yet something it started still holds
+			 * the pipe: its process group goes, and so do we. */
+			if (x->pgrp)
+				kill(-x->pgrp, SIGKILL);
+			exec__finish(rt, x);
+			return;
+		}
+		return;
+	}
+	if (msg->type != RT_MSG_CHILD || msg->u.child.pid != x->pid)
+		return;
+	x->exited = true;
+	x->code = msg->u.child.code;
+	x->signal = msg->u.child.signal;
+	x->pid = 0;                     /* reaped by the runtime */
+	if (x->rd < 0)
+		exec__finish(rt, x);
+	else
+		(void)rt_send_after(rt, rt_self(rt), POD_EXEC_DRAIN_MS, EXEC_DRAIN, NULL, 0,
+				    NULL);
+}
+
 static void exec__terminate(rt_t *rt, void *state, rt_reason_t reason)
 {
 	pod_exec_t *x = state;
 
-	(void)rt; (void)reason;
-	exec__kill(x);                  /* never outlives its actor */
+	(void)reason;
+	exec__signal(x, SIGKILL);       /* never outlives its actor */
+	exec__close(rt, x);
 	free(x);
 }
 
@@ -188,10 +342,37 @@ static void req__exec(pod_mgr_t *m, rc_loop_t *loop, rt_pid_t from, const pod_re
 		req__reply(loop, from, q->id, -ENOMEM, "out of memory");
 		return;
 	}
+	/* The files are opened here, on the host, before anything enters
+	 * the sandbox: a pod with a rootfs of its own sees neither path. */
+	int in = -1, pipefd[2] = { -1, -1 }, out = -1;
+	const char *what = NULL;
+	if (q->in_path[0] &&
+	    (in = open(q->in_path, O_RDONLY | O_CLOEXEC | O_NOCTTY)) < 0)
+		what = q->in_path;
+	else if (q->out_path[0] &&
+		 (out = open(q->out_path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC |
+			     O_NOFOLLOW | O_NOCTTY, 0600)) < 0)
+		what = q->out_path;
+	else if (out >= 0 && pipe2(pipefd, O_CLOEXEC) < 0)
+		what = "a pipe";
+	if (what) {
+		int e = -errno;
+		if (in >= 0)
+			close(in);
+		if (out >= 0)
+			close(out);
+		pod__envp_free(envp);
+		req__reply(loop, from, q->id, e, "exec: %s: %s", what, tank_strerror(e));
+		return;
+	}
+	if (pipefd[0] >= 0)
+		(void)fcntl(pipefd[0], F_SETFL, O_NONBLOCK);
 	pod_launch_opts_t lo = {
 		.file = argv[0], .argv = (char *const *)argv, .envp = envp,
 		.cwd = pc->working_dir, .user = pc->user,
-		.stdout_mode = POD_STDIO_NULL, .stderr_mode = POD_STDIO_NULL,
+		.stdin_from_fd = in >= 0, .stdin_fd = in,
+		.stdout_mode = out >= 0 ? POD_STDIO_FD : POD_STDIO_NULL, .stdout_fd = pipefd[1],
+		.stderr_mode = out >= 0 ? POD_STDIO_FD : POD_STDIO_NULL, .stderr_fd = pipefd[1],
 		.cgroup = c->has_cg ? &c->cg : NULL,
 		.sandbox = c->pod->has_sb ? &c->pod->sb : NULL,
 	};
@@ -199,10 +380,17 @@ static void req__exec(pod_mgr_t *m, rc_loop_t *loop, rt_pid_t from, const pod_re
 		.lo = &lo, .launch = m->o.launch ? m->o.launch : pod_launch,
 		.reply_to = from, .id = q->id,
 		.timeout_ms = q->timeout_ms ? q->timeout_ms : POD_REQ_EXEC_TIMEOUT_MS,
+		.rd = pipefd[0], .out = out,
+		.out_max = q->out_max ? q->out_max : POD_REQ_OUT_MAX,
 		.err = &err,
 	};
 	tank_error_clear(&err);
 	int rc = rt_spawn(rc_rt(loop), &pod__exec_behaviour, &a, NULL);
+	/* The child has its copies; the actor owns the read end and the file. */
+	if (pipefd[1] >= 0)
+		close(pipefd[1]);
+	if (in >= 0)
+		close(in);
 	pod__envp_free(envp);
 	if (rc < 0)
 		req__reply(loop, from, q->id, rc, "exec: %s", err.msg[0] ? err.msg : tank_strerror(rc));
@@ -222,6 +410,7 @@ void pod__req_handle(pod_mgr_t *m, rc_loop_t *loop, const rt_msg_t *msg)
 	memcpy(&q, msg->data, sizeof q);
 	q.user[sizeof q.user - 1] = q.pod[sizeof q.pod - 1] = '\0';
 	q.container[sizeof q.container - 1] = '\0';
+	q.in_path[sizeof q.in_path - 1] = q.out_path[sizeof q.out_path - 1] = '\0';
 	if (!q.user[0]) {
 		req__reply(loop, msg->from, q.id, TANK_EINVALID, "a request names its user");
 		return;

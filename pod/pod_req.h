@@ -9,9 +9,24 @@
  * one POD_REQ_REPLY message (a pod_req_reply_t with the request's id):
  *   POD_REQ_EXEC     runs argv inside the pod's sandbox (its namespaces,
  *                    the named container's cgroup, user, working dir and
- *                    environment), output discarded; the reply comes when
- *                    it ended (exit code or signal), or when it was killed
- *                    at timeout_ms.  The pod must have a running container.
+ *                    environment).  The pod must have a running container.
+ *                    stdin: in_path (a host file, opened by tankd before it
+ *                    enters the sandbox) or /dev/null.  stdout and stderr,
+ *                    interleaved as they arrive, go to the host file
+ *                    out_path (created or truncated, 0600; "": dropped), at
+ *                    most out_max bytes, then one line "[tank: output cut
+ *                    at N bytes]" and the rest is read and dropped (the
+ *                    command keeps running); the file grows while it runs,
+ *                    so a follower can stream it.
+ *                    Replied twice: once started (started = 1, with the
+ *                    exec actor's rt pid in `exec`, the host pid and its
+ *                    start time), once ended (exit code or signal,
+ *                    -ETIMEDOUT when killed at timeout_ms, -ECANCELED when
+ *                    cancelled, the bytes written).  A launch failure is
+ *                    replied once, ended, with err set.
+ *                    Cancel: POD_EXEC_CANCEL (no payload) sent to `exec`:
+ *                    SIGTERM to the command's process group, SIGKILL after
+ *                    POD_REQ_CANCEL_GRACE_MS.  Harmless once it ended.
  *   POD_REQ_SIGNAL   sends `signal` to the container (its whole cgroup when
  *                    it has one); replied at once.
  *   POD_REQ_STOP     the container is stopped (stop signal, grace) and held
@@ -52,6 +67,8 @@
 #define POD_REQ       RC_TAG_KIND(TANK_KIND_POD, 3)
 /* To the requester: a pod_req_reply_t. */
 #define POD_REQ_REPLY RC_TAG_KIND(TANK_KIND_POD, 4)
+/* To an exec actor (pod_req_reply_t.exec): stop the command. */
+#define POD_EXEC_CANCEL RC_TAG_KIND(TANK_KIND_POD, 5)
 
 enum pod_req_op {
 	POD_REQ_EXEC = 1,
@@ -64,6 +81,9 @@ enum pod_req_op {
 #define POD_REQ_USER_MAX 63
 #define POD_REQ_ARGV_MAX 1024      /* bytes of exec's argv, each NUL-terminated */
 #define POD_REQ_EXEC_TIMEOUT_MS 30000
+#define POD_REQ_PATH_MAX 255
+#define POD_REQ_OUT_MAX (1u << 20)      /* out_max's default: 1 MiB */
+#define POD_REQ_CANCEL_GRACE_MS 2000
 
 typedef struct pod_req {
 	uint64_t id;                        /* the requester's; echoed in the reply */
@@ -75,6 +95,9 @@ typedef struct pod_req {
 	char container[POD_NAME_MAX + 1];   /* "": the pod's first container */
 	uint32_t argv_len;                  /* bytes used in argv */
 	char argv[POD_REQ_ARGV_MAX];        /* POD_REQ_EXEC */
+	char in_path[POD_REQ_PATH_MAX + 1];  /* POD_REQ_EXEC: stdin, "": /dev/null */
+	char out_path[POD_REQ_PATH_MAX + 1]; /* POD_REQ_EXEC: output, "": dropped */
+	uint32_t out_max;                   /* 0: POD_REQ_OUT_MAX */
 } pod_req_t;
 
 typedef struct pod_req_reply {
@@ -83,6 +106,13 @@ typedef struct pod_req_reply {
 	int32_t exit_code;                  /* exec: its exit code, -1 if signalled */
 	int32_t exit_signal;                /* exec: the signal that ended it, or 0 */
 	char msg[RC_REASON_MAX];            /* what happened, for people */
+	/* POD_REQ_EXEC only: */
+	uint32_t started;                   /* 1: the first reply, it runs */
+	rt_pid_t exec;                      /* the exec actor (POD_EXEC_CANCEL) */
+	int32_t pid;                        /* the command's host pid */
+	uint64_t pid_start;                 /* its start time (/proc stat 22) */
+	uint64_t out_bytes;                 /* bytes written to out_path */
+	uint32_t out_cut;                   /* 1: out_max cut it */
 } pod_req_reply_t;
 
 /* Packs argv (NULL-terminated) into req for POD_REQ_EXEC.  TANK_ETOOBIG

@@ -577,6 +577,14 @@ static void rc__handle(rt_t *rt, void *state, rt_msg_t *msg)
 	case RC_TAG_PASS:
 		rc__resync(loop);
 		break;
+	case RC_TAG_ECHO: {
+		uint32_t tag;
+		if (msg->len < sizeof tag)
+			break;
+		memcpy(&tag, msg->data, sizeof tag);
+		(void)rt_send(rt, msg->from, tag, msg->data, msg->len);
+		break;
+	}
 	case RC_TAG_WORK:
 		loop->work_sent = false;
 		rc__drain(loop, RC_SLICE);

@@ -174,12 +174,21 @@ enum {
 	RC_TAG_ENQUEUE,          /* from outside: queue one key */
 	RC_TAG_LIST_MORE,        /* internal: the next slice of a pass */
 	RC_TAG_PASS,             /* internal: a pass asked for during one */
+	RC_TAG_ECHO,             /* a barrier: see below */
 	RC_TAG_USER = 100,       /* first tag of the kinds' ranges */
 };
 
 /* The n-th (0..RC_TAGS_PER_KIND-1) message tag of a kind: messages with it
  * that reach the loop actor go to that kind's manager only. */
 #define RC_TAG_KIND(kind, n) (RC_TAG_USER + (kind) * RC_TAGS_PER_KIND + (n))
+
+/* RC_TAG_ECHO: a barrier for a request sent to a manager.  The loop
+ * handles its mailbox in order, and a manager commits a request (st_flush)
+ * in the handler that receives it (stack_mgr_lift, pod_mgr_restart), so
+ * once the loop handles an echo every request the same sender sent before
+ * it is stored.  The payload (at least 4 bytes, the first a uint32_t tag)
+ * goes back unchanged to the sender with that tag: the API answers a
+ * client only then, so an answered request survives a kill -9. */
 
 /* Sent to the caller of rc_sync when its pass is done: payload is the
  * cookie (uint64_t) given to rc_sync. */

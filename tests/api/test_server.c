@@ -36,6 +36,8 @@ typedef struct srv {
 	char dir[64];
 	char path[128];
 	int last_late_rc;     /* api_reply's return for the last deferred reply */
+	rt_pid_t barrier;       /* handles `after`'s request slowly, echoes */
+	volatile int handled;   /* requests the barrier finished */
 } srv_t;
 
 static int helper_init(rt_t *rt, void **state, void *arg)
@@ -170,6 +172,44 @@ static void m_quit(const api_call_t *call, const msgpack_object *params, void *c
 	rt_stop(call->rt);
 }
 
+/* The barrier of `after`: a request takes it 200 ms (it blocks the
+ * runtime, as a commit does); an echo goes back to its sender. */
+#define BARRIER_REQ  7
+#define BARRIER_ECHO 8
+static void barrier_handle(rt_t *rt, void *state, rt_msg_t *m)
+{
+	srv_t *s = state;
+	uint32_t tag;
+
+	if (m->type != RT_MSG_USER)
+		return;
+	if (m->tag == BARRIER_REQ) {
+		usleep(200 * 1000);
+		s->handled++;
+	} else if (m->tag == BARRIER_ECHO && m->len >= sizeof tag) {
+		memcpy(&tag, m->data, sizeof tag);
+		rt_send(rt, m->from, tag, m->data, m->len);
+	}
+}
+
+static const rt_behaviour_t barrier_b = { "barrier", helper_init, barrier_handle, NULL };
+
+/* after [gone?]: sends the barrier a request, answers `true` once the
+ * barrier has handled it (a dead barrier when gone: at once). */
+static void m_after(const api_call_t *call, const msgpack_object *params, void *ctx)
+{
+	srv_t *s = ctx;
+	static const char yes = (char)0xc3;   /* msgpack true */
+	bool gone = params->via.array.size > 0 &&
+		    params->via.array.ptr[0].type == MSGPACK_OBJECT_BOOLEAN &&
+		    params->via.array.ptr[0].via.boolean;
+	rt_pid_t to = gone ? (rt_pid_t)0xdead00000001ull : s->barrier;
+
+	if (!gone)
+		cr_assert_eq(rt_send(call->rt, to, BARRIER_REQ, NULL, 0), 0);
+	cr_assert_eq(api_reply_after(call->rt, call->token, to, BARRIER_ECHO, &yes, 1), 0);
+}
+
 static void *srv_thread(void *arg)
 {
 	srv_t *s = arg;
@@ -179,7 +219,7 @@ static void *srv_thread(void *arg)
 
 static void srv_init(srv_t *s, api_server_opts_t *o)
 {
-	static api_method_t methods[6];
+	static api_method_t methods[7];
 	memset(s, 0, sizeof *s);
 	snprintf(s->dir, sizeof s->dir, "/tmp/tank-api-XXXXXX");
 	cr_assert_not_null(mkdtemp(s->dir));
@@ -187,15 +227,17 @@ static void srv_init(srv_t *s, api_server_opts_t *o)
 	s->rt = rt_new();
 	cr_assert_not_null(s->rt);
 	cr_assert_eq(rt_spawn(s->rt, &late_b, s, &s->helper), 0);
+	cr_assert_eq(rt_spawn(s->rt, &barrier_b, s, &s->barrier), 0);
 	methods[0] = (api_method_t){ "echo", m_echo, s };
 	methods[1] = (api_method_t){ "later", m_later, s };
 	methods[2] = (api_method_t){ "fail", m_fail, s };
 	methods[3] = (api_method_t){ "publish", m_publish, s };
 	methods[4] = (api_method_t){ "stats", m_stats, s };
 	methods[5] = (api_method_t){ "quit", m_quit, s };
+	methods[6] = (api_method_t){ "after", m_after, s };
 	o->socket_path = s->path;
 	o->methods = methods;
-	o->nmethods = 6;
+	o->nmethods = 7;
 }
 
 static void srv_start(srv_t *s, api_server_opts_t *o)
@@ -325,6 +367,44 @@ Test(api, echo_and_error_round_trip)
 	struct stat st;
 	cr_assert_eq(stat(s.path, &st), 0);
 	cr_assert_eq(st.st_mode & 0777, 0600);
+	api_client_close(c);
+	srv_end(&s);
+}
+
+static int pack_true1(msgpack_packer *pk, void *arg)
+{
+	(void)arg;
+	return msgpack_pack_array(pk, 1) || msgpack_pack_true(pk) ? -ENOMEM : 0;
+}
+
+/* api_reply_after: the answer waits until the barrier has handled what
+ * the method sent it (a request stored before the client hears of it);
+ * with no barrier left it comes at once. */
+Test(api, a_reply_after_a_barrier_waits_for_what_was_sent_before)
+{
+	srv_t s;
+	api_server_opts_t o = { 0 };
+	srv_init(&s, &o);
+	srv_start(&s, &o);
+	api_client_t *c = cli(&s);
+	api_incoming_t in;
+	tank_error_t e;
+
+	for (int i = 1; i <= 3; i++) {
+		cr_assert_eq(api_client_call(c, "after", NULL, NULL, T_TIMEOUT, &in, &e), 0,
+			     "%s", e.msg);
+		cr_assert_eq(in.code, API_OK);
+		cr_assert_eq(in.result->type, MSGPACK_OBJECT_BOOLEAN);
+		cr_assert_eq(s.handled, i, "answered before the barrier handled request %d", i);
+		api_incoming_free(&in);
+	}
+	cr_assert_eq(api_client_call(c, "after", pack_true1, NULL, T_TIMEOUT, &in, &e), 0);
+	cr_assert_eq(in.code, API_OK);
+	api_incoming_free(&in);
+	/* The connection still serves. */
+	cr_assert_eq(api_client_call(c, "echo", pack_str1, "still", T_TIMEOUT, &in, &e), 0);
+	cr_assert(api_obj_streq(in.result, "still"));
+	api_incoming_free(&in);
 	api_client_close(c);
 	srv_end(&s);
 }
@@ -866,6 +946,56 @@ Test(api, the_connection_cap_refuses_with_a_reason_when_nothing_is_idle)
 	expect_echo(c, "served once a slot is free");
 	api_client_close(a);
 	api_client_close(c);
+	srv_end(&s);
+}
+
+static int pack_since(msgpack_packer *pk, void *arg)
+{
+	return msgpack_pack_array(pk, 1) || msgpack_pack_map(pk, 1) ||
+	       api_pack_cstr(pk, "since") || msgpack_pack_uint64(pk, *(uint64_t *)arg)
+	       ? -ENOMEM : 0;
+}
+
+/* `subscribe {since}` replays the recent past — the last events the
+ * server holds (recent_events), oldest first, before any live one — and
+ * a bad option is refused. */
+Test(api, subscribe_since_replays_the_last_events_then_live_ones)
+{
+	srv_t s;
+	api_server_opts_t o = { .recent_events = 50 };
+	srv_init(&s, &o);
+	srv_start(&s, &o);
+	api_client_t *pub = cli(&s), *sub = cli(&s), *bad = cli(&s);
+	api_incoming_t in;
+	tank_error_t e;
+
+	ints_t batch = { 2, { 80, 16 } };    /* seq 0..79: the ring keeps 30..79 */
+	cr_assert_eq(api_client_call(pub, "publish", pack_ints, &batch, T_TIMEOUT, &in, &e), 0);
+	api_incoming_free(&in);
+	uint64_t since = 60000;
+	cr_assert_eq(api_client_call(sub, "subscribe", pack_since, &since, T_TIMEOUT, &in, &e), 0);
+	cr_assert_eq(in.code, API_OK);
+	api_incoming_free(&in);
+	for (uint64_t want = 30; want < 80; want++) {
+		cr_assert_eq(api_client_next(sub, T_TIMEOUT, &in, &e), 0, "%s", e.msg);
+		cr_assert_eq(in.type, API_NOTIFICATION);
+		cr_assert_eq(api_map_get(&in.params->via.array.ptr[0], "seq")->via.u64, want);
+		api_incoming_free(&in);
+	}
+	/* Then the live ones. */
+	ints_t one = { 2, { 1, 16 } };
+	cr_assert_eq(api_client_call(pub, "publish", pack_ints, &one, T_TIMEOUT, &in, &e), 0);
+	api_incoming_free(&in);
+	cr_assert_eq(api_client_next(sub, T_TIMEOUT, &in, &e), 0, "%s", e.msg);
+	cr_assert_eq(api_map_get(&in.params->via.array.ptr[0], "seq")->via.u64, 0);
+	api_incoming_free(&in);
+	/* A bad option is refused. */
+	cr_assert_eq(api_client_call(bad, "subscribe", pack_ints, &batch, T_TIMEOUT, &in, &e), 0);
+	cr_assert_eq(in.code, API_BAD_REQUEST, "a list is not the option map");
+	api_incoming_free(&in);
+	api_client_close(pub);
+	api_client_close(sub);
+	api_client_close(bad);
 	srv_end(&s);
 }
 

@@ -1019,19 +1019,42 @@ static void ru_handle(rt_t *rt, void *state, rt_msg_t *m)
 static const rt_behaviour_t ru_behaviour = { .name = "req_user", .init = ru_init,
 					     .handle = ru_handle };
 
-/* Sends one request through the user actor and waits for its reply. */
-static pod_req_reply_t ask(h_t *h, rt_pid_t user, req_user_t *u, pod_req_t *q)
+/* Sends one request through the user actor (its id from a counter). */
+static void send_req(h_t *h, rt_pid_t user, req_user_t *u, pod_req_t *q)
 {
 	static uint64_t ids;
-	int before = u->n;
 
+	u->n = 0;
 	q->id = ++ids;
 	cr_assert_eq(rt_send(h->rt, user, 1, q, sizeof *q), 0);
-	for (int i = 0; i < 500 && u->n == before; i++)
+}
+
+/* Waits for a reply to request id: the first one (an exec's `started`)
+ * when first, else the last; NULL after secs. */
+static const pod_req_reply_t *wait_reply(h_t *h, req_user_t *u, uint64_t id, bool first,
+					 double secs)
+{
+	for (int i = 0; i < secs * 50; i++) {
+		for (int k = 0; k < u->n; k++)
+			if (u->replies[k].id == id && (first || !u->replies[k].started))
+				return &u->replies[k];
 		run_for(h, 0.02);
-	cr_assert_eq(u->n, before + 1, "no reply to request %llu", (unsigned long long)q->id);
-	cr_assert_eq(u->replies[before].id, q->id);
-	return u->replies[before];
+	}
+	return NULL;
+}
+
+/* Sends one request and waits for its last reply. */
+static pod_req_reply_t ask(h_t *h, rt_pid_t user, req_user_t *u, pod_req_t *q)
+{
+	send_req(h, user, u, q);
+	const pod_req_reply_t *r = wait_reply(h, u, q->id, false, 10);
+	cr_assert(r, "no reply to request %llu", (unsigned long long)q->id);
+	if (q->op == POD_REQ_EXEC && r->err == 0) {
+		cr_assert_eq(u->n, 2, "an exec is replied twice");
+		cr_assert(u->replies[0].started && u->replies[0].pid > 0 &&
+			  u->replies[0].exec != RT_NOPID, "started first: %s", u->replies[0].msg);
+	}
+	return *r;
 }
 
 static bool ctr_phase_is(h_t *h, const char *name, const void *arg)
@@ -1159,5 +1182,130 @@ Test(reconciler, other_kinds_act_on_a_pod_by_messages_with_replies)
 	snprintf(q.container, sizeof q.container, "nope");
 	r = ask(h, user, &u, &q);
 	cr_assert_eq(r.err, TANK_ENOTFOUND, "%s", r.msg);
+	teardown(h);
+}
+
+static long file_size(const char *path)
+{
+	struct stat st;
+	return stat(path, &st) == 0 ? (long)st.st_size : -1;
+}
+
+static bool file_has(const char *path, const char *needle)
+{
+	char buf[4096];
+	FILE *f = fopen(path, "r");
+	size_t n = f ? fread(buf, 1, sizeof buf - 1, f) : 0;
+	if (f)
+		fclose(f);
+	buf[n] = '\0';
+	return strstr(buf, needle) != NULL;
+}
+
+/* An exec's input and output: stdin from a host file, stdout and stderr
+ * into a host file that grows while it runs, cut at its bound and saying
+ * so; a cancel stops it (SIGTERM, then SIGKILL after the grace); a path
+ * that cannot be opened is refused, naming it. */
+Test(reconciler, exec_reads_a_file_writes_its_output_and_can_be_cancelled)
+{
+	h_t *h = setup(false);
+	char y[400], in[96], out[96], cmd[200];
+	req_user_t u = { 0 };
+	rt_pid_t user;
+	pod_req_t q;
+	pod_req_reply_t r;
+	const pod_req_reply_t *rp;
+
+	snprintf(y, sizeof y, "name: ex\nrestart: always\nstop: {grace: 1s}\n"
+		 "containers:\n  - name: c\n    command: [/bin/sleep, \"600\"]\n");
+	apply_yaml(h, y);
+	cr_assert(wait_for(h, "ex", running_pid, NULL, 10));
+	u.loop = h->loop;
+	cr_assert_eq(rt_spawn(h->rt, &ru_behaviour, &u, &user), 0);
+	snprintf(in, sizeof in, "%s/in", h->dir);
+	snprintf(out, sizeof out, "%s/out", h->dir);
+	FILE *f = fopen(in, "w");
+	cr_assert(f);
+	fputs("from the host file\n", f);
+	fclose(f);
+
+	memset(&q, 0, sizeof q);
+	q.op = POD_REQ_EXEC;
+	snprintf(q.user, sizeof q.user, "test");
+	snprintf(q.pod, sizeof q.pod, "ex");
+	snprintf(q.in_path, sizeof q.in_path, "%s", in);
+	snprintf(q.out_path, sizeof q.out_path, "%s", out);
+	const char *cat[] = { "/bin/sh", "-c", "cat; echo to-stderr >&2; exit 3", NULL };
+	cr_assert_eq(pod_req_set_argv(&q, cat), 0);
+	r = ask(h, user, &u, &q);
+	cr_assert_eq(r.err, 0, "%s", r.msg);
+	cr_assert_eq(r.exit_code, 3, "%s", r.msg);
+	cr_assert(file_has(out, "from the host file\n"), "stdin came from in_path");
+	cr_assert(file_has(out, "to-stderr"), "stderr is in the output");
+	cr_assert_eq((long)r.out_bytes, file_size(out));
+	cr_assert_eq(r.out_cut, 0);
+
+	/* The bound: 100 bytes kept, the cut said, the command not killed. */
+	q.in_path[0] = '\0';
+	q.out_max = 100;
+	const char *lots[] = { "/bin/sh", "-c",
+			       "i=0; while [ $i -lt 300 ]; do echo 0123456789; i=$((i+1)); done",
+			       NULL };
+	cr_assert_eq(pod_req_set_argv(&q, lots), 0);
+	r = ask(h, user, &u, &q);
+	cr_assert_eq(r.err, 0, "%s", r.msg);
+	cr_assert_eq(r.exit_code, 0, "ran to its end: %s", r.msg);
+	cr_assert_eq(r.out_cut, 1);
+	cr_assert(file_has(out, "[tank: output cut at 100 bytes]"));
+	cr_assert_lt(file_size(out), 200);
+	q.out_max = 0;
+
+	/* The file grows while the command runs: a follower sees it. */
+	const char *slow[] = { "/bin/sh", "-c", "echo first; sleep 1.5; echo second", NULL };
+	cr_assert_eq(pod_req_set_argv(&q, slow), 0);
+	send_req(h, user, &u, &q);
+	cr_assert(wait_reply(h, &u, q.id, true, 10), "started");
+	for (int i = 0; i < 100 && !file_has(out, "first"); i++)
+		run_for(h, 0.02);
+	cr_assert(file_has(out, "first"), "output before the end");
+	cr_assert(!file_has(out, "second"));
+	rp = wait_reply(h, &u, q.id, false, 10);
+	cr_assert(rp && rp->err == 0 && rp->exit_code == 0);
+	cr_assert(file_has(out, "second"));
+
+	/* Cancel: SIGTERM first. */
+	snprintf(cmd, sizeof cmd, "trap 'echo got-term; exit 9' TERM; "
+		 "while :; do sleep 0.05; done");
+	const char *term[] = { "/bin/sh", "-c", cmd, NULL };
+	cr_assert_eq(pod_req_set_argv(&q, term), 0);
+	send_req(h, user, &u, &q);
+	rp = wait_reply(h, &u, q.id, true, 10);
+	cr_assert(rp && rp->started, "started");
+	pid_t pid = rp->pid;
+	run_for(h, 0.2);   /* the trap is set */
+	cr_assert_eq(rt_send(h->rt, rp->exec, POD_EXEC_CANCEL, NULL, 0), 0);
+	rp = wait_reply(h, &u, q.id, false, 10);
+	cr_assert(rp, "cancelled exec replied");
+	cr_assert_eq(rp->err, -ECANCELED, "%s", rp->msg);
+	cr_assert_eq(rp->exit_code, 9, "it had its SIGTERM: %s", rp->msg);
+	cr_assert(file_has(out, "got-term"));
+	cr_assert_eq(kill(pid, 0), -1);
+	/* One that ignores SIGTERM is killed after the grace. */
+	const char *deaf[] = { "/bin/sh", "-c", "trap '' TERM; while :; do sleep 0.05; done", NULL };
+	cr_assert_eq(pod_req_set_argv(&q, deaf), 0);
+	send_req(h, user, &u, &q);
+	rp = wait_reply(h, &u, q.id, true, 10);
+	cr_assert(rp && rp->started);
+	run_for(h, 0.2);
+	cr_assert_eq(rt_send(h->rt, rp->exec, POD_EXEC_CANCEL, NULL, 0), 0);
+	rp = wait_reply(h, &u, q.id, false, 10);
+	cr_assert(rp && rp->err == -ECANCELED && rp->exit_signal == SIGKILL, "%s",
+		  rp ? rp->msg : "no reply");
+
+	/* An output path that cannot be created: refused, named. */
+	snprintf(q.out_path, sizeof q.out_path, "%s/no/such/dir/out", h->dir);
+	r = ask(h, user, &u, &q);
+	cr_assert_eq(r.err, -ENOENT, "%s", r.msg);
+	cr_assert(strstr(r.msg, "no/such/dir/out"), "%s", r.msg);
 	teardown(h);
 }
