@@ -87,14 +87,31 @@ static void m_ping(const api_call_t *call, const msgpack_object *params, void *c
 	api_reply(call->rt, call->token, pack_pong, NULL);
 }
 
+static void daemon_status(api_daemon_t *d, api_daemon_status_t *ds)
+{
+	memset(ds, 0, sizeof *ds);
+	ds->pid = getpid();
+	if (d->daemon_status)
+		d->daemon_status(d->daemon_ctx, ds);
+}
+
 static int pack_version(msgpack_packer *pk, void *arg)
 {
 	api_daemon_t *d = arg;
+	api_daemon_status_t ds;
 	st_usage_t u;
 	bool has_u = d->store && st_usage(d->store, &u) == 0;
-	int rc = msgpack_pack_map(pk, 3 + has_u);
+	int rc = msgpack_pack_map(pk, 5 + has_u);
+
+	daemon_status(d, &ds);
 	rc |= pk_key(pk, "version");
 	rc |= api_pack_cstr(pk, d->version);
+	/* Which process serves: operators and tests tell a reexec (same
+	 * pid) from a restart (a new one) by it. */
+	rc |= pk_key(pk, "pid");
+	rc |= msgpack_pack_int64(pk, ds.pid);
+	rc |= pk_key(pk, "keeper_pid");
+	rc |= msgpack_pack_int64(pk, ds.keeper_pid);
 	rc |= pk_key(pk, "schema");
 	rc |= msgpack_pack_uint32(pk, ST_SCHEMA_VERSION);
 	rc |= pk_key(pk, "protocol");
@@ -119,6 +136,68 @@ static void m_version(const api_call_t *call, const msgpack_object *params, void
 	if (api_params_check(params, "", &e) < 0)
 		return reply_check_error(call, &e);
 	api_reply(call->rt, call->token, pack_version, ctx);
+}
+
+/* --- daemon.status, daemon.reexec ---------------------------------------------------- */
+
+static int pack_daemon_status(msgpack_packer *pk, void *arg)
+{
+	api_daemon_t *d = arg;
+	api_daemon_status_t ds;
+	struct timespec now;
+	int64_t now_ms;
+	int rc;
+
+	daemon_status(d, &ds);
+	clock_gettime(CLOCK_REALTIME, &now);
+	now_ms = (int64_t)now.tv_sec * 1000 + now.tv_nsec / 1000000;
+	rc = msgpack_pack_map(pk, 8);
+	rc |= pk_key(pk, "version");     rc |= api_pack_cstr(pk, d->version);
+	rc |= pk_key(pk, "pid");         rc |= msgpack_pack_int64(pk, ds.pid);
+	rc |= pk_key(pk, "keeper_pid");  rc |= msgpack_pack_int64(pk, ds.keeper_pid);
+	rc |= pk_key(pk, "started_at");  rc |= msgpack_pack_int64(pk, ds.started_at);
+	rc |= pk_key(pk, "uptime_ms");
+	rc |= msgpack_pack_int64(pk, ds.started_at && now_ms > ds.started_at
+				      ? now_ms - ds.started_at : 0);
+	rc |= pk_key(pk, "reexecs");     rc |= msgpack_pack_uint32(pk, ds.reexecs);
+	rc |= pk_key(pk, "restarts");    rc |= msgpack_pack_uint32(pk, ds.lives);
+	rc |= pk_key(pk, "adopted");     rc |= msgpack_pack_uint64(pk, ds.adopted);
+	return rc ? -ENOMEM : 0;
+}
+
+static void m_daemon_status(const api_call_t *call, const msgpack_object *params, void *ctx)
+{
+	tank_error_t e;
+	if (api_params_check(params, "", &e) < 0)
+		return reply_check_error(call, &e);
+	api_reply(call->rt, call->token, pack_daemon_status, ctx);
+}
+
+static int pack_ok(msgpack_packer *pk, void *arg)
+{
+	(void)arg;
+	return api_pack_cstr(pk, "ok");
+}
+
+static void m_daemon_reexec(const api_call_t *call, const msgpack_object *params, void *ctx)
+{
+	api_daemon_t *d = ctx;
+	tank_error_t e;
+	int err;
+
+	if (api_params_check(params, "", &e) < 0)
+		return reply_check_error(call, &e);
+	if (!d->reexec) {
+		tank_error_set(&e, TANK_EUNSUPPORTED, "this daemon cannot reexec");
+		return reply_check_error(call, &e);
+	}
+	/* The reply first: the exec comes after it is out (the hook defers
+	 * it), and closes this connection. */
+	if ((err = d->reexec(d->daemon_ctx)) < 0) {
+		tank_error_set(&e, err, "cannot reexec now: %s", tank_strerror(err));
+		return reply_check_error(call, &e);
+	}
+	api_reply(call->rt, call->token, pack_ok, NULL);
 }
 
 /* --- kinds ------------------------------------------------------------------------ */
@@ -1797,6 +1876,7 @@ size_t api_methods_table(api_daemon_t *d, api_method_t table[API_NMETHODS])
 		{ "restart", m_restart }, { "nudge", m_nudge },
 		{ "sync", m_sync },       { "logs", m_logs },
 		{ "history", m_history },
+		{ "daemon.status", m_daemon_status }, { "daemon.reexec", m_daemon_reexec },
 	};
 	size_t n = sizeof m / sizeof m[0];
 
@@ -1829,7 +1909,7 @@ int api_methods_decode(const char *method, const msgpack_object *params, tank_er
 		{ "ping", "" },   { "version", "" }, { "apply", "a?m" }, { "delete", "a?m" },
 		{ "get", "s?m" }, { "list", "?m" },  { "status", "?sm" }, { "running", "" },
 		{ "restart", "s" }, { "nudge", "" }, { "sync", "" },   { "logs", "s?m" },
-		{ "history", "s?m" },
+		{ "history", "s?m" }, { "daemon.status", "" }, { "daemon.reexec", "" },
 	};
 	const char *types = NULL;
 	const kind_t *vk;

@@ -396,6 +396,20 @@ static int v_version(ctl_t *x, int argc, char **argv)
 	if (!api_obj_strcpy(api_map_get(in.result, "version"), v, sizeof v))
 		snprintf(v, sizeof v, "unknown");
 	printf("tankd %s\n", v);
+	{
+		/* Which process serves, and its keeper: a reexec keeps the
+		 * pid, a restart changes it. */
+		const msgpack_object *pid = api_map_get(in.result, "pid");
+		const msgpack_object *kp = api_map_get(in.result, "keeper_pid");
+		if (pid && pid->type == MSGPACK_OBJECT_POSITIVE_INTEGER) {
+			printf("pid %llu", (unsigned long long)pid->via.u64);
+			if (kp && kp->type == MSGPACK_OBJECT_POSITIVE_INTEGER && kp->via.u64)
+				printf(", keeper pid %llu", (unsigned long long)kp->via.u64);
+			else
+				printf(", no keeper");
+			printf("\n");
+		}
+	}
 	const msgpack_object *st = api_map_get(in.result, "store");
 	if (st && st->type == MSGPACK_OBJECT_MAP) {
 		/* How full the store is: what an operator sizes the data dir by. */
@@ -415,6 +429,83 @@ static int v_version(ctl_t *x, int argc, char **argv)
 			       (unsigned long long)val[4]);
 		printf("\n");
 	}
+	api_incoming_free(&in);
+	return EXIT_OK;
+}
+
+static uint64_t ctl_u64(const msgpack_object *m, const char *key)
+{
+	const msgpack_object *o = api_map_get(m, key);
+	return o && o->type == MSGPACK_OBJECT_POSITIVE_INTEGER ? o->via.u64 : 0;
+}
+
+/* `daemon status`: the serving process; `daemon reexec`: re-executes it
+ * in place (docs/operations.md, "Upgrades"). */
+static int v_daemon(ctl_t *x, int argc, char **argv)
+{
+	static const struct option opts[] = { { "help", no_argument, NULL, OPT_HELP }, { 0 } };
+	api_incoming_t in;
+	int o, r;
+
+	while ((o = getopt_long(argc, argv, "", opts, NULL)) != -1) {
+		if (o == OPT_HELP)
+			return ctl_help(ctl_find(x->verb));
+		return ctl_usage_error(x, "unknown option");
+	}
+	if (optind != argc - 1 || (strcmp(argv[optind], "status") != 0 &&
+				   strcmp(argv[optind], "reexec") != 0))
+		return ctl_usage_error(x, "expected status or reexec");
+	if (strcmp(argv[optind], "reexec") == 0) {
+		uint64_t before, after;
+		if ((r = ctl_call(x, "daemon.status", NULL, NULL, CTL_TIMEOUT_MS, &in)) != 0)
+			return r;
+		before = ctl_u64(in.result, "reexecs");
+		api_incoming_free(&in);
+		if ((r = ctl_call(x, "daemon.reexec", NULL, NULL, CTL_TIMEOUT_MS, &in)) != 0)
+			return r;
+		api_incoming_free(&in);
+		/* Done once the new image answers (its count is one up): the
+		 * connection made meanwhile waits in the socket's backlog. */
+		for (int i = 0; i < 300; i++) {
+			struct timespec ts = { 0, 20 * 1000000L };
+			tank_error_t e;
+			nanosleep(&ts, NULL);
+			/* The exec closed our connection: a new one waits in
+			 * the socket's backlog until the new image serves. */
+			api_client_close(x->c);
+			x->c = NULL;
+			if (ctl_connect(x) != 0)
+				continue;
+			memset(&in, 0, sizeof in);
+			if (api_client_call(x->c, "daemon.status", NULL, NULL, CTL_TIMEOUT_MS, &in,
+					    &e) < 0)
+				continue;
+			after = in.code == API_OK ? ctl_u64(in.result, "reexecs") : 0;
+			api_incoming_free(&in);
+			if (after > before) {
+				printf("tankd re-executed (reexec %llu)\n", (unsigned long long)after);
+				return EXIT_OK;
+			}
+		}
+		fprintf(stderr, "tankctl: tankd did not come back from its reexec\n");
+		return EXIT_ERR;
+	}
+	if ((r = ctl_call(x, "daemon.status", NULL, NULL, CTL_TIMEOUT_MS, &in)) != 0)
+		return r;
+	char v[128], up[KIT_UNIT_BUF];
+	if (!api_obj_strcpy(api_map_get(in.result, "version"), v, sizeof v))
+		snprintf(v, sizeof v, "unknown");
+	uint64_t kp = ctl_u64(in.result, "keeper_pid");
+	printf("version    %s\n", v);
+	printf("pid        %llu\n", (unsigned long long)ctl_u64(in.result, "pid"));
+	if (kp)
+		printf("keeper     %llu\n", (unsigned long long)kp);
+	else
+		printf("keeper     none\n");
+	printf("uptime     %s\n", kit_format_duration(ctl_u64(in.result, "uptime_ms"), up));
+	printf("reexecs    %llu\n", (unsigned long long)ctl_u64(in.result, "reexecs"));
+	printf("restarts   %llu\n", (unsigned long long)ctl_u64(in.result, "restarts"));
+	printf("adopted    %llu\n", (unsigned long long)ctl_u64(in.result, "adopted"));
 	api_incoming_free(&in);
 	return EXIT_OK;
 }
@@ -2597,7 +2688,12 @@ static const verb_t ctl_verbs[] = {
 	{ "sync", v_sync, "", "Runs a full reconciliation pass and returns when it is done." },
 	{ "nudge", v_nudge, "", "Asks for a reconciliation pass soon, without waiting." },
 	{ "ping", v_ping, "", "Checks that tankd answers (prints pong)." },
-	{ "version", v_version, "", "Prints the versions of tankctl and tankd." },
+	{ "version", v_version, "", "Prints the versions of tankctl and tankd, tankd's pid and its keeper's." },
+	{ "daemon", v_daemon, "status|reexec",
+	  "status: the serving tankd's pid, keeper, uptime, reexecs, restarts by\n"
+	  "its keeper and processes adopted.  reexec: re-executes tankd in place\n"
+	  "(an upgrade): the same pid, every pod kept running; returns once the\n"
+	  "new image answers." },
 	{ "completion", v_completion, "bash|zsh",
 	  "Prints a shell completion script: verbs, kinds, -o's formats, files\n"
 	  "after -f, and the names tankd has (asked when completing).  bash:\n"

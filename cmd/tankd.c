@@ -3,6 +3,11 @@
  * then daemon/dmn.h does the rest (the supervision tree, signals, drain).
  * Nothing here decides anything a test would need to reach.
  *
+ * `tankd --keeper [FLAGS]` is the keeper instead (keeper/kp_keeper.h):
+ * it starts `tankd FLAGS` (this binary, from its path) and keeps what a
+ * tankd killed -9 would lose.  It is what a service manager should run
+ * (docs/operations.md).
+ *
  * Diagnostics: "tankd: fatal: unable to X: reason" on stderr; exit 111 for
  * a temporary failure (data dir in use, socket in use), 100 for a
  * permanent one (bad flags, unknown schema), as s6 does.
@@ -18,6 +23,7 @@
 
 #include "daemon/dmn.h"
 #include "common/kit_units.h"
+#include "keeper/kp_keeper.h"
 
 /* What the flags set; paths point into argv or the environment. */
 typedef struct flags {
@@ -28,9 +34,12 @@ typedef struct flags {
 static void usage(FILE *fp)
 {
 	fprintf(fp,
-		"usage: tankd [--data-dir DIR] [--socket PATH] [--socket-group GROUP]\n"
+		"usage: tankd [--keeper] [--data-dir DIR] [--socket PATH] [--socket-group GROUP]\n"
 		"             [--resync DURATION] [--drain-timeout DURATION]\n"
 		"Runs the tank daemon in the foreground.\n"
+		"  --keeper            run a keeper that starts tankd with the other flags,\n"
+		"                      restarts it when it dies and keeps its pods' output\n"
+		"                      and exits meanwhile, so they are adopted, not restarted\n"
 		"  --data-dir DIR      state, logs and socket (env TANK_DATA_DIR; default\n"
 		"                      /var/lib/tank for root, else $XDG_STATE_HOME/tank)\n"
 		"  --socket PATH       RPC socket (env TANK_SOCKET; default DIR/tank.sock)\n"
@@ -149,6 +158,37 @@ static int parse_flags(flags_t *f, int argc, char **argv)
 	return 0;
 }
 
+/* `tankd --keeper FLAGS`: the keeper, which runs `tankd FLAGS`.  The
+ * flags are checked first (a typo is said once, not at every restart). */
+static int keeper_main(int argc, char **argv)
+{
+	static flags_t f;
+	char exe[PATH_MAX];
+	char **targv = calloc((size_t)argc + 1, sizeof *targv);
+	int n = 0, rc;
+	ssize_t len;
+
+	if (!targv)
+		return DMN_EXIT_TEMPORARY;
+	for (int i = 0; i < argc; i++)
+		if (strcmp(argv[i], "--keeper") != 0)
+			targv[n++] = argv[i];
+	if ((rc = parse_flags(&f, n, targv)) != 0) {
+		free(targv);
+		return rc > 0 ? 0 : DMN_EXIT_PERMANENT;
+	}
+	if ((len = readlink("/proc/self/exe", exe, sizeof exe - 1)) <= 0) {
+		fatal("unable to find my own binary: %s", strerror(errno));
+		free(targv);
+		return DMN_EXIT_PERMANENT;
+	}
+	exe[len] = '\0';
+	kp_keeper_opts_t ko = { .exe = exe, .argv = targv };
+	rc = kp_keeper_run(&ko);
+	free(targv);
+	return rc;
+}
+
 int main(int argc, char **argv)
 {
 	static flags_t f;
@@ -156,6 +196,10 @@ int main(int argc, char **argv)
 	dmn_t *d;
 	int rc;
 
+	for (int i = 1; i < argc; i++)
+		if (strcmp(argv[i], "--keeper") == 0)
+			return keeper_main(argc, argv);
+	f.o.argv = argv;
 	if ((rc = parse_flags(&f, argc, argv)) != 0)
 		return rc > 0 ? 0 : DMN_EXIT_PERMANENT;
 	dmn_process_setup(&f.o);

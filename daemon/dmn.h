@@ -18,6 +18,14 @@
  * cmd/tankd.c turns flags into a dmn_opts_t and nothing more; every
  * decision lives here so that tests reach it (tests/daemon/).
  *
+ * Live re-adoption (DESIGN.md §11): with a keeper (keeper/kp_keeper.h:
+ * TANK_KEEPER_FD in the environment) every container's pipes are kept
+ * there too, and a tankd started after one killed -9 gets them back with
+ * the exits the keeper reaped meanwhile, and adopts the containers
+ * instead of restarting them; a reexec (dmn_reexec) hands everything to
+ * the next image of the same pid.  docs/operations.md says what survives
+ * what.
+ *
  * The drain (dmn_stop, SIGTERM, SIGINT): the socket stops accepting (the
  * api child is terminated and its socket file removed), every container
  * is stopped the way its pod says (stop signal, grace, SIGKILL), then the
@@ -108,6 +116,10 @@ typedef struct dmn_opts {
 	 * Pod kind first; NULL: the shipped list, tank_kinds.  A test build
 	 * of tankd adds its own kinds here. */
 	const struct kind *const *kinds;
+	/* The argv tankd was started with (borrowed, must outlive the
+	 * dmn_t): a reexec (dmn_reexec) execs the same binary with it.
+	 * NULL: no reexec. */
+	char *const *argv;
 } dmn_opts_t;
 
 typedef struct dmn dmn_t;
@@ -175,6 +187,19 @@ int dmn_run(dmn_t *d);
  * (dmn_run then only drains).
  */
 void dmn_stop(dmn_t *d);
+
+/*
+ * Re-executes tankd in place (`tankctl daemon reexec`, SIGUSR2): the same
+ * pid, its containers untouched, their log pipes and the listening socket
+ * kept open across the exec, the status committed first; the next image
+ * adopts every container (daemon/dmn_handover.h, pod/pod_adopt.h).
+ * Clients see a pause: connections made meanwhile wait in the socket's
+ * backlog; open ones are closed (a subscriber reconnects).  Deferred to
+ * the next loop turn (a reply to the caller goes out first).  0, or
+ * TANK_EUNSUPPORTED (no argv in the opts), -EBUSY (stopping).  A failed
+ * exec is logged and the daemon goes on.
+ */
+int dmn_reexec(dmn_t *d);
 
 /* True once dmn_stop was called (or a stop signal arrived). */
 bool dmn_stopping(const dmn_t *d);

@@ -65,6 +65,11 @@ typedef struct kind_env {
 	/* Every kind runs its processes in pods: the pod manager, which the
 	 * daemon owns (it drains it at stop).  May be NULL. */
 	struct pod_mgr *pods;
+	/* Live re-adoption (pod/pod_adopt.h): a kind whose processes
+	 * (an action's step, a workflow's job) outlive a kill -9 of tankd
+	 * learns how they ended with pod_adopt_watch (pid and start time,
+	 * stored in its own status).  May be NULL. */
+	struct pod_adopt *adopt;
 	const kind_t *const *kinds;  /* the list, NULL-terminated */
 	void *inst[KIND_MAX];        /* each kind's instance, by list position */
 	/* Publishes an event on `tankctl events` (pack writes one map). */

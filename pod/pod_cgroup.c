@@ -446,6 +446,20 @@ int pod_cgroup_count(const pod_cgroup_t *cg)
 	return n;
 }
 
+bool pod_cgroup_has_pid(const pod_cgroup_t *cg, pid_t pid)
+{
+	pid_t *v = NULL;
+	size_t cap = 0;
+	bool has = false;
+	if (!cg || cg->mode == POD_CGROUP_NONE)
+		return false;
+	int n = read_pids(cg, &v, &cap);
+	for (int i = 0; i < n && !has; i++)
+		has = v[i] == pid;
+	free(v);
+	return has;
+}
+
 int pod_cgroup_kill_all(const pod_cgroup_t *cg)
 {
 	if (!cg || cg->mode == POD_CGROUP_NONE)

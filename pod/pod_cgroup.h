@@ -95,6 +95,11 @@ int pod_cgroup_attach(const pod_cgroup_t *cg, pid_t pid);
 /* Number of processes in the group (>= 0) or a negative errno. */
 int pod_cgroup_count(const pod_cgroup_t *cg);
 
+/* True when pid is a member of the group (read from its cgroup.procs):
+ * with its start time, how an adopted process is known to be this
+ * container's (pod_adopt.h). */
+bool pod_cgroup_has_pid(const pod_cgroup_t *cg, pid_t pid);
+
 /* Sends sig to every process in the group (one read of cgroup.procs; a
  * process forked meanwhile is missed: callers that must empty the group
  * use pod_cgroup_kill_all).  0 or a negative errno. */
