@@ -18,6 +18,7 @@
 
 #include "daemon/dmn.h"
 #include "common/kit_units.h"
+#include "obs/obs_notify.h"
 
 /* What the flags set; paths point into argv or the environment. */
 typedef struct flags {
@@ -30,6 +31,7 @@ static void usage(FILE *fp)
 	fprintf(fp,
 		"usage: tankd [--data-dir DIR] [--socket PATH] [--socket-group GROUP]\n"
 		"             [--resync DURATION_MS] [--drain-timeout DURATION]\n"
+		"             [--http ADDR [--http-allow-remote]]\n"
 		"Runs the tank daemon in the foreground.\n"
 		"  --data-dir DIR      state, logs and socket (env TANK_DATA_DIR; default\n"
 		"                      /var/lib/tank for root, else $XDG_STATE_HOME/tank)\n"
@@ -38,6 +40,9 @@ static void usage(FILE *fp)
 		"  --resync MS         full reconcile pass period (default 5000)\n"
 		"  --drain-timeout D   at SIGTERM, how long containers may take to stop\n"
 		"                      before they are killed (250ms, 10s, 5m; default 60s)\n"
+		"  --http ADDR         serve /metrics, /healthz, /events and a live page on\n"
+		"                      HOST:PORT (e.g. 127.0.0.1:9180; default: off)\n"
+		"  --http-allow-remote allow an --http address that is not loopback\n"
 		"  --version, --help\n");
 }
 
@@ -75,6 +80,8 @@ static int parse_flags(flags_t *f, int argc, char **argv)
 		{ "socket-group", required_argument, NULL, 'g' },
 		{ "resync", required_argument, NULL, 'r' },
 		{ "drain-timeout", required_argument, NULL, 'D' },
+		{ "http", required_argument, NULL, 'H' },
+		{ "http-allow-remote", no_argument, NULL, 'R' },
 		{ "help", no_argument, NULL, 'h' },
 		{ "version", no_argument, NULL, 'V' },
 		{ NULL, 0, NULL, 0 },
@@ -85,6 +92,8 @@ static int parse_flags(flags_t *f, int argc, char **argv)
 		f->data_dir[0] = '\0';
 	f->o.data_dir = f->data_dir;
 	f->o.socket_path = getenv("TANK_SOCKET");
+	/* Under a service manager that listens (systemd's Type=notify). */
+	f->o.notify = obs_notify_wanted();
 	while ((c = getopt_long(argc, argv, "", opts, NULL)) != -1) {
 		switch (c) {
 		case 'd':
@@ -125,6 +134,12 @@ static int parse_flags(flags_t *f, int argc, char **argv)
 				      optarg);
 				return -1;
 			}
+			break;
+		case 'H':
+			f->o.http_addr = optarg;
+			break;
+		case 'R':
+			f->o.http_allow_remote = true;
 			break;
 		case 'h':
 			usage(stdout);

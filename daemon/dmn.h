@@ -108,6 +108,16 @@ typedef struct dmn_opts {
 	 * Pod kind first; NULL: the shipped list, tank_kinds.  A test build
 	 * of tankd adds its own kinds here. */
 	const struct kind *const *kinds;
+	/* The web side (obs/obs_http.h): "HOST:PORT" to serve /metrics,
+	 * /healthz, /events and the live page on; NULL or "": none (nothing
+	 * of it exists then).  Refused unless loopback or http_allow_remote.
+	 * Copied. */
+	const char *http_addr;
+	bool http_allow_remote;
+	/* Speak the service manager's notification protocol (sd_notify:
+	 * READY=1, STATUS=, WATCHDOG=1, STOPPING=1; obs/obs_notify.h).
+	 * tankd sets it when NOTIFY_SOCKET is set. */
+	bool notify;
 } dmn_opts_t;
 
 typedef struct dmn dmn_t;
@@ -178,6 +188,10 @@ void dmn_stop(dmn_t *d);
 
 /* True once dmn_stop was called (or a stop signal arrived). */
 bool dmn_stopping(const dmn_t *d);
+
+/* The address the web side serves on ("127.0.0.1:9180"), or NULL
+ * without one (borrowed, lives as long as d). */
+const char *dmn_http_addr(const dmn_t *d);
 
 /* The socket path in use (borrowed, lives as long as d). */
 const char *dmn_socket_path(const dmn_t *d);
