@@ -32,6 +32,7 @@ static void usage(FILE *fp)
 		"usage: tankd [--data-dir DIR] [--socket PATH] [--socket-group GROUP]\n"
 		"             [--resync DURATION_MS] [--drain-timeout DURATION]\n"
 		"             [--http ADDR [--http-allow-remote]]\n"
+		"             [--cgroup-delegate auto|yes|no]\n"
 		"Runs the tank daemon in the foreground.\n"
 		"  --data-dir DIR      state, logs and socket (env TANK_DATA_DIR; default\n"
 		"                      /var/lib/tank for root, else $XDG_STATE_HOME/tank)\n"
@@ -43,6 +44,9 @@ static void usage(FILE *fp)
 		"  --http ADDR         serve /metrics, /healthz, /events and a live page on\n"
 		"                      HOST:PORT (e.g. 127.0.0.1:9180; default: off)\n"
 		"  --http-allow-remote allow an --http address that is not loopback\n"
+		"  --cgroup-delegate M place the pods' cgroups below tankd's own (v2): auto\n"
+		"                      when its group is marked delegated (systemd's\n"
+		"                      Delegate=yes; the default), yes, or no (the root)\n"
 		"  --version, --help\n");
 }
 
@@ -82,6 +86,7 @@ static int parse_flags(flags_t *f, int argc, char **argv)
 		{ "drain-timeout", required_argument, NULL, 'D' },
 		{ "http", required_argument, NULL, 'H' },
 		{ "http-allow-remote", no_argument, NULL, 'R' },
+		{ "cgroup-delegate", required_argument, NULL, 'C' },
 		{ "help", no_argument, NULL, 'h' },
 		{ "version", no_argument, NULL, 'V' },
 		{ NULL, 0, NULL, 0 },
@@ -140,6 +145,18 @@ static int parse_flags(flags_t *f, int argc, char **argv)
 			break;
 		case 'R':
 			f->o.http_allow_remote = true;
+			break;
+		case 'C':
+			if (!strcmp(optarg, "auto"))
+				f->o.cgroup_delegate = DMN_DELEGATE_AUTO;
+			else if (!strcmp(optarg, "yes"))
+				f->o.cgroup_delegate = DMN_DELEGATE_YES;
+			else if (!strcmp(optarg, "no"))
+				f->o.cgroup_delegate = DMN_DELEGATE_NO;
+			else {
+				fatal("--cgroup-delegate: expected auto, yes or no, got %s", optarg);
+				return -1;
+			}
 			break;
 		case 'h':
 			usage(stdout);

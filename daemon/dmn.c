@@ -81,6 +81,7 @@ struct dmn {
 	obs_http_t *http;
 	obs_notify_t *notify;
 	bool want_notify;
+	bool delegated;         /* the pods' groups are below tankd's own */
 
 	/* A child's start failure, for dmn_open to return: the supervisor
 	 * passes on only the code. */
@@ -688,6 +689,14 @@ int dmn_open(const dmn_opts_t *opts, dmn_t **out, tank_error_t *err)
 	if (opts->cgroups == DMN_CGROUPS_AUTO &&
 	    pod_cgroup_probe(&d->cg, NULL, d->cg_root, NULL) < 0)
 		d->cg.mode = POD_CGROUP_NONE;
+	/* Under a service manager that delegated tankd's cgroup, the pods'
+	 * groups go below it (pod_cgroup.h). */
+	if (d->cg.mode == POD_CGROUP_V2 && opts->cgroup_delegate != DMN_DELEGATE_NO) {
+		tank_error_clear(&e);
+		if (pod_cgroup_delegate(&d->cg, NULL, opts->cgroup_delegate == DMN_DELEGATE_YES,
+					&d->delegated, &e) < 0)
+			say_opts(opts, DMN_LOG_WARNING, "%s (groups stay at the root)", e.msg);
+	}
 
 	if (!(d->rt = rt_new())) {
 		rc = tank_error_set(err, -EBUSY,
@@ -778,9 +787,10 @@ int dmn_run(dmn_t *d)
 	ev_signal_start(loop, &d->sigterm);
 	ev_signal_start(loop, &d->sigint);
 	d->signals_on = true;
-	say(d, DMN_LOG_INFO, "serving %s (data dir %s, cgroups %s)", d->socket_path,
+	say(d, DMN_LOG_INFO, "serving %s (data dir %s, cgroups %s%s%s)", d->socket_path,
 	    d->data_dir,
-	    d->cg.mode == POD_CGROUP_V2 ? "v2" : d->cg.mode == POD_CGROUP_V1 ? "v1" : "none");
+	    d->cg.mode == POD_CGROUP_V2 ? "v2" : d->cg.mode == POD_CGROUP_V1 ? "v1" : "none",
+	    d->delegated ? ", delegated: " : "", d->delegated ? d->cg.v2_mount : "");
 	if (d->http)
 		say(d, DMN_LOG_INFO, "serving http://%s/ (metrics, events, page)",
 		    obs_http_addr(d->http));

@@ -90,6 +90,11 @@ typedef struct dmn_opts {
 	 * data dirs never share groups and a restarted one finds its
 	 * predecessor's.  Copied. */
 	const char *cgroup_root;
+	/* Delegation (pod_cgroup_delegate): AUTO places the groups below
+	 * tankd's own cgroup when that group is marked delegated (systemd's
+	 * Delegate=yes), YES whenever tankd is not in the root group, NO
+	 * never (the hierarchy's root, as before). */
+	enum { DMN_DELEGATE_AUTO = 0, DMN_DELEGATE_YES, DMN_DELEGATE_NO } cgroup_delegate;
 	uint64_t resync_ms;     /* full reconcile period; 0: 5 s */
 	uint64_t nudge_ms;      /* nudge debounce; 0: 100 ms */
 	uint64_t drain_ms;      /* drain deadline; 0: 60 s */
