@@ -8,6 +8,7 @@
  * permanent one (bad flags, unknown schema), as s6 does.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <getopt.h>
 #include <grp.h>
 #include <limits.h>
@@ -32,7 +33,7 @@ static void usage(FILE *fp)
 		"usage: tankd [--data-dir DIR] [--socket PATH] [--socket-group GROUP]\n"
 		"             [--resync DURATION_MS] [--drain-timeout DURATION]\n"
 		"             [--http ADDR [--http-allow-remote]]\n"
-		"             [--cgroup-delegate auto|yes|no]\n"
+		"             [--cgroup-delegate auto|yes|no] [--ready-fd N]\n"
 		"Runs the tank daemon in the foreground.\n"
 		"  --data-dir DIR      state, logs and socket (env TANK_DATA_DIR; default\n"
 		"                      /var/lib/tank for root, else $XDG_STATE_HOME/tank)\n"
@@ -47,6 +48,8 @@ static void usage(FILE *fp)
 		"  --cgroup-delegate M place the pods' cgroups below tankd's own (v2): auto\n"
 		"                      when its group is marked delegated (systemd's\n"
 		"                      Delegate=yes; the default), yes, or no (the root)\n"
+		"  --ready-fd N        write a newline to fd N once ready (s6's\n"
+		"                      notification-fd); NOTIFY_SOCKET gets sd_notify\n"
 		"  --version, --help\n");
 }
 
@@ -87,6 +90,7 @@ static int parse_flags(flags_t *f, int argc, char **argv)
 		{ "http", required_argument, NULL, 'H' },
 		{ "http-allow-remote", no_argument, NULL, 'R' },
 		{ "cgroup-delegate", required_argument, NULL, 'C' },
+		{ "ready-fd", required_argument, NULL, 'F' },
 		{ "help", no_argument, NULL, 'h' },
 		{ "version", no_argument, NULL, 'V' },
 		{ NULL, 0, NULL, 0 },
@@ -146,6 +150,16 @@ static int parse_flags(flags_t *f, int argc, char **argv)
 		case 'R':
 			f->o.http_allow_remote = true;
 			break;
+		case 'F': {
+			char *end;
+			long fd = strtol(optarg, &end, 10);
+			if (!*optarg || *end || fd < 1 || fd > 65535) {
+				fatal("--ready-fd: expected a file descriptor > 0, got %s", optarg);
+				return -1;
+			}
+			f->o.ready_fd = (int)fd;
+			break;
+		}
 		case 'C':
 			if (!strcmp(optarg, "auto"))
 				f->o.cgroup_delegate = DMN_DELEGATE_AUTO;
@@ -189,6 +203,11 @@ int main(int argc, char **argv)
 
 	if ((rc = parse_flags(&f, argc, argv)) != 0)
 		return rc > 0 ? 0 : DMN_EXIT_PERMANENT;
+	/* The readiness fd is the supervisor's: no container inherits it. */
+	if (f.o.ready_fd > 0 && fcntl(f.o.ready_fd, F_SETFD, FD_CLOEXEC) < 0) {
+		fatal("--ready-fd: %s", strerror(errno));
+		return DMN_EXIT_PERMANENT;
+	}
 	dmn_process_setup(&f.o);
 	tank_error_clear(&e);
 	if ((rc = dmn_open(&f.o, &d, &e)) < 0) {

@@ -81,6 +81,7 @@ struct dmn {
 	obs_http_t *http;
 	obs_notify_t *notify;
 	bool want_notify;
+	int ready_fd;
 	bool delegated;         /* the pods' groups are below tankd's own */
 
 	/* A child's start failure, for dmn_open to return: the supervisor
@@ -577,6 +578,7 @@ static int open_obs(dmn_t *d, const dmn_opts_t *o, tank_error_t *err)
 		.version = d->api.version,
 	};
 	d->want_notify = o->notify;
+	d->ready_fd = o->ready_fd;
 	if (!o->http_addr || !o->http_addr[0])
 		return 0;
 	obs_http_opts_t ho = {
@@ -795,7 +797,8 @@ int dmn_run(dmn_t *d)
 		say(d, DMN_LOG_INFO, "serving http://%s/ (metrics, events, page)",
 		    obs_http_addr(d->http));
 	/* READY=1 follows the first pass (obs_notify.h). */
-	if (d->want_notify && !d->notify && obs_notify_open(&d->obs, &d->notify) < 0)
+	if ((d->want_notify || d->ready_fd > 0) && !d->notify &&
+	    obs_notify_open(&d->obs, d->ready_fd, &d->notify) < 0)
 		say(d, DMN_LOG_WARNING, "unable to notify the service manager: out of memory");
 	if (!d->stop_now)
 		rt_run(d->rt);

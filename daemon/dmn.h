@@ -123,6 +123,10 @@ typedef struct dmn_opts {
 	 * READY=1, STATUS=, WATCHDOG=1, STOPPING=1; obs/obs_notify.h).
 	 * tankd sets it when NOTIFY_SOCKET is set. */
 	bool notify;
+	/* s6's readiness notification (notification-fd): a newline is
+	 * written to this fd once the first pass is done, and it is closed.
+	 * 0: none. */
+	int ready_fd;
 } dmn_opts_t;
 
 typedef struct dmn dmn_t;

@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 #include <systemd/sd-daemon.h>
 
 #include "obs/obs_notify.h"
@@ -18,6 +19,7 @@ struct obs_notify {
 	ev_timer status, watchdog;
 	struct waiter *w;              /* the READY wait, while it lives */
 	bool ready;
+	int ready_fd;                  /* s6's notification fd, or 0 */
 };
 
 /* The waiter's state, its own allocation: the waiter may outlive n (it
@@ -83,6 +85,15 @@ static void waiter_handle(rt_t *rt, void *state, rt_msg_t *m)
 	if (m->tag != RC_TAG_SYNC_DONE || !n || n->ready)
 		return;
 	n->ready = true;
+	if (n->ready_fd > 0) {
+		/* s6: one line, then the fd is closed (s6-supervise reads to
+		 * the newline). */
+		(void)!write(n->ready_fd, "\n", 1);
+		close(n->ready_fd);
+		n->ready_fd = 0;
+	}
+	if (!obs_notify_wanted())
+		return (void)rt_exit_self(rt, RT_R_NORMAL);
 	send_status(n);
 	sd_notify(0, "READY=1");
 	(void)rt_exit_self(rt, RT_R_NORMAL);
@@ -101,7 +112,7 @@ static const rt_behaviour_t waiter_beh = {
 	"obs_notify", waiter_init, waiter_handle, waiter_terminate,
 };
 
-int obs_notify_open(const obs_src_t *src, obs_notify_t **out)
+int obs_notify_open(const obs_src_t *src, int ready_fd, obs_notify_t **out)
 {
 	obs_notify_t *n = calloc(1, sizeof *n);
 	uint64_t usec = 0;
@@ -111,13 +122,20 @@ int obs_notify_open(const obs_src_t *src, obs_notify_t **out)
 	if (!n)
 		return -ENOMEM;
 	n->src = *src;
+	n->ready_fd = ready_fd;
 	n->loop = rt_loop(src->rt);
 	rt_pid_t pid;
 	if ((err = rt_spawn(src->rt, &waiter_beh, n, &pid)) < 0) {
 		free(n);
 		return err;
 	}
-	ev_timer_init(&n->status, status_cb, OBS_STATUS_S, OBS_STATUS_S);
+	ev_init(&n->status, status_cb);
+	ev_init(&n->watchdog, watchdog_cb);
+	if (!obs_notify_wanted()) {
+		*out = n;              /* s6's fd only */
+		return 0;
+	}
+	ev_timer_set(&n->status, OBS_STATUS_S, OBS_STATUS_S);
 	n->status.data = n;
 	ev_timer_start(n->loop, &n->status);
 	ev_unref(n->loop);
@@ -134,7 +152,7 @@ int obs_notify_open(const obs_src_t *src, obs_notify_t **out)
 
 void obs_notify_stopping(obs_notify_t *n)
 {
-	if (!n)
+	if (!n || !obs_notify_wanted())
 		return;
 	sd_notify(0, "STOPPING=1\nSTATUS=stopping: draining containers");
 }
@@ -143,8 +161,12 @@ void obs_notify_close(obs_notify_t *n)
 {
 	if (!n)
 		return;
-	ev_ref(n->loop);
-	ev_timer_stop(n->loop, &n->status);
+	if (ev_is_active(&n->status)) {
+		ev_ref(n->loop);
+		ev_timer_stop(n->loop, &n->status);
+	}
+	if (n->ready_fd > 0)
+		close(n->ready_fd);
 	if (ev_is_active(&n->watchdog)) {
 		ev_ref(n->loop);
 		ev_timer_stop(n->loop, &n->watchdog);

@@ -35,9 +35,11 @@ bool obs_notify_wanted(void);
 
 /* Starts the notifications (src borrowed, must outlive it): the READY
  * wait (an actor that asks the loop for a sync), the status and watchdog
- * timers.  Call once the tree runs or is about to (before rt_run is
+ * timers.  ready_fd > 0: also s6's readiness protocol (notification-fd,
+ * s6-supervise(8)): a newline is written to that fd at READY time and it
+ * is closed.  Call once the tree runs or is about to (before rt_run is
  * fine).  -ENOMEM, or the runtime's errors spawning the waiter. */
-int obs_notify_open(const obs_src_t *src, obs_notify_t **out);
+int obs_notify_open(const obs_src_t *src, int ready_fd, obs_notify_t **out);
 
 /* STOPPING=1 (and a STATUS= saying so).  NULL: no-op. */
 void obs_notify_stopping(obs_notify_t *n);

@@ -113,3 +113,30 @@ Test(obs_notify, log_lines_carry_a_priority_when_stderr_is_the_journal, .timeout
 	cr_assert_null(strstr(log, "<6>"), "%s", log);
 	teardown(d);
 }
+
+/* s6's readiness protocol: --ready-fd N gets one newline once ready, then
+ * is closed (s6-supervise reads to the end of the line). */
+Test(obs_notify, ready_fd_gets_a_newline_for_s6, .timeout = 30)
+{
+	d_t *d = d_new();
+	int p[2];
+	char fdarg[16], buf[16];
+	ssize_t n, total = 0;
+
+	cr_assert_eq(pipe(p), 0);
+	/* The write end as fd 5 in tankd: obs_tankd's child keeps every fd
+	 * without close-on-exec. */
+	snprintf(fdarg, sizeof fdarg, "%d", p[1]);
+	fcntl(p[0], F_SETFD, FD_CLOEXEC);
+	obs_tankd(d, (const char *const[]){ "--ready-fd", fdarg, NULL }, NULL);
+	close(p[1]);
+	while ((n = read(p[0], buf + total, sizeof buf - 1 - (size_t)total)) > 0)
+		total += n;
+	buf[total] = '\0';
+	/* EOF came: tankd wrote its line and closed the fd (no container
+	 * holds it). */
+	cr_assert_str_eq(buf, "\n");
+	cr_assert(up(d), "ready before the socket answers");
+	close(p[0]);
+	teardown(d);
+}
