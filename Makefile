@@ -192,6 +192,26 @@ install: all
 	install -m 0644 docs/man/tankctl.1 $(DESTDIR)$(PREFIX)/share/man/man1/
 	install -m 0644 docs/man/tank-pod.5 $(DESTDIR)$(PREFIX)/share/man/man5/
 	install -m 0644 docs/man/tankd.8 $(DESTDIR)$(PREFIX)/share/man/man8/
+	# Service definitions (contrib/, docs/operations.md), their paths
+	# pointed at $(PREFIX)/bin: a systemd unit where systemd looks for
+	# local units, s6 and runit service directories to copy or link into
+	# a scan directory, and the Grafana dashboard.
+	install -d $(DESTDIR)$(PREFIX)/lib/systemd/system \
+		$(DESTDIR)$(PREFIX)/share/tank/s6/tankd/log \
+		$(DESTDIR)$(PREFIX)/share/tank/runit/tankd/log \
+		$(DESTDIR)$(PREFIX)/share/tank/grafana
+	sed 's|/usr/local/bin/|$(PREFIX)/bin/|g' contrib/tankd.service \
+		> $(DESTDIR)$(PREFIX)/lib/systemd/system/tankd.service
+	chmod 0644 $(DESTDIR)$(PREFIX)/lib/systemd/system/tankd.service
+	for f in s6/tankd/run s6/tankd/log/run runit/tankd/run runit/tankd/check \
+		 runit/tankd/log/run; do \
+		sed 's|/usr/local/bin/|$(PREFIX)/bin/|g' contrib/$$f \
+			> $(DESTDIR)$(PREFIX)/share/tank/$$f && \
+		chmod 0755 $(DESTDIR)$(PREFIX)/share/tank/$$f || exit 1; \
+	done
+	install -m 0644 contrib/s6/tankd/notification-fd contrib/s6/tankd/timeout-kill \
+		$(DESTDIR)$(PREFIX)/share/tank/s6/tankd/
+	install -m 0644 contrib/grafana-tank.json $(DESTDIR)$(PREFIX)/share/tank/grafana/
 
 clean:
 	rm -rf build
