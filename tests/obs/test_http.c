@@ -102,6 +102,43 @@ Test(obs_http, metrics_parse_and_a_crash_looping_pods_restarts_grow, .timeout = 
 		if (!strcmp(p.s[i].name, "tank_objects") && strstr(p.s[i].labels, "kind=\"pod\""))
 			phases += p.s[i].value;
 	cr_assert_eq(phases, 1, "tank_objects{kind=pod} sums to %g", phases);
+
+	/* docs/observability.md lists every family tankd exposes, and the
+	 * Grafana dashboard asks only for families that exist. */
+	static char doc[65536], dash[131072];
+	char path[600];
+	const char *src = getenv("TANK_SRC_DIR") ? getenv("TANK_SRC_DIR") : ".";
+	snprintf(path, sizeof path, "%s/docs/observability.md", src);
+	read_text(path, doc, sizeof doc);
+	snprintf(path, sizeof path, "%s/contrib/grafana-tank.json", src);
+	read_text(path, dash, sizeof dash);
+	cr_assert(doc[0] && dash[0]);
+	for (size_t i = 0; i < p.n; i++) {
+		char fam[128], want[140];
+		/* A histogram's series belong to its family. */
+		static const char *const sfx[] = { "_bucket", "_sum", "_count" };
+		snprintf(fam, sizeof fam, "%s", p.s[i].name);
+		for (size_t k = 0; k < 3; k++) {
+			size_t l = strlen(fam), sl = strlen(sfx[k]);
+			if (l > sl + 8 && !strcmp(fam + l - sl, sfx[k]) &&
+			    !strncmp(fam + l - sl - 8, "_seconds", 8))
+				fam[l - sl] = '\0';
+		}
+		snprintf(want, sizeof want, "`%s`", fam);
+		cr_assert(strstr(doc, want), "%s is not in docs/observability.md", fam);
+	}
+	for (const char *q = dash; (q = strstr(q, "tank_")) != NULL; q++) {
+		char name[128];
+		size_t n = strspn(q, "abcdefghijklmnopqrstuvwxyz_");
+		snprintf(name, sizeof name, "%.*s", (int)n, q);
+		if (!strcmp(name, "tank_") || strstr(name, "tank_overview") || n < 8)
+			continue;
+		bool found = false;
+		for (size_t i = 0; i < p.n && !found; i++)
+			found = !strcmp(p.s[i].name, name);
+		cr_assert(found, "the dashboard asks for %s, which tankd does not expose", name);
+		q += n - 1;
+	}
 	prom_free(&p);
 	teardown(d);
 }
