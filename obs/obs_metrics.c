@@ -49,27 +49,33 @@ int obs_statuses(const kind_env_t *env, const kind_t *k, msgpack_packer *pk, tan
 	return err;
 }
 
-/* Unpacks kind k's status maps into *u (caller destroys).  0 or error. */
-static int statuses_of(const kind_env_t *env, const kind_t *k, msgpack_unpacked *u)
+/* Kind k's status maps, unpacked into *u from *sb: the strings of *u
+ * point into *sb (msgpack_unpack_next copies none), so the caller
+ * destroys both, u first.  0 or an error. */
+static int statuses_of(const kind_env_t *env, const kind_t *k, msgpack_sbuffer *sb,
+		       msgpack_unpacked *u)
 {
-	msgpack_sbuffer sb;
 	msgpack_packer pk;
 	tank_error_t e;
 	size_t off = 0;
 	int err;
 
-	msgpack_sbuffer_init(&sb);
-	msgpack_packer_init(&pk, &sb, msgpack_sbuffer_write);
+	msgpack_sbuffer_init(sb);
+	msgpack_packer_init(&pk, sb, msgpack_sbuffer_write);
 	tank_error_clear(&e);
 	err = obs_statuses(env, k, &pk, &e);
 	msgpack_unpacked_init(u);
-	if (!err && msgpack_unpack_next(u, sb.data, sb.size, &off) != MSGPACK_UNPACK_SUCCESS)
+	if (!err && msgpack_unpack_next(u, sb->data, sb->size, &off) != MSGPACK_UNPACK_SUCCESS)
 		err = -EINVAL;
 	if (!err && u->data.type != MSGPACK_OBJECT_ARRAY)
 		err = -EINVAL;
-	/* The unpacked objects point into the zone, not into sb. */
-	msgpack_sbuffer_destroy(&sb);
 	return err;
+}
+
+static void statuses_done(msgpack_sbuffer *sb, msgpack_unpacked *u)
+{
+	msgpack_unpacked_destroy(u);
+	msgpack_sbuffer_destroy(sb);
 }
 
 /* ---- phases ------------------------------------------------------------------- */
@@ -149,11 +155,12 @@ static void objects(const obs_src_t *s, obs_buf_t *b)
 
 	for (size_t i = 0; s->kinds->kinds[i]; i++) {
 		const kind_t *k = s->kinds->kinds[i];
+		msgpack_sbuffer sb;
 		msgpack_unpacked u;
 		phases_t ph = { 0 };
 		char name[128], ctr[128];
 
-		if (statuses_of(s->kinds, k, &u) == 0) {
+		if (statuses_of(s->kinds, k, &sb, &u) == 0) {
 			for (uint32_t j = 0; j < u.data.via.array.size; j++) {
 				const msgpack_object *st = &u.data.via.array.ptr[j];
 				const msgpack_object *o;
@@ -184,7 +191,7 @@ static void objects(const obs_src_t *s, obs_buf_t *b)
 				}
 			}
 		}
-		msgpack_unpacked_destroy(&u);
+		statuses_done(&sb, &u);
 		obs_prom_sample(&totals, "tank_kind_objects",
 				(const char *[]){ "kind", k->name, NULL }, (double)ph.total);
 		for (size_t p = 0; p < ph.count; p++)
@@ -305,13 +312,14 @@ void obs_summary(const obs_src_t *s, char *out, size_t cap)
 	out[0] = '\0';
 	for (size_t i = 0; s->kinds->kinds[i]; i++) {
 		const kind_t *k = s->kinds->kinds[i];
+		msgpack_sbuffer sb;
 		msgpack_unpacked u;
 		phases_t ph = { 0 };
 
-		if (statuses_of(s->kinds, k, &u) == 0)
+		if (statuses_of(s->kinds, k, &sb, &u) == 0)
 			for (uint32_t j = 0; j < u.data.via.array.size; j++)
 				phases_add(&ph, &u.data.via.array.ptr[j]);
-		msgpack_unpacked_destroy(&u);
+		statuses_done(&sb, &u);
 		int n = snprintf(out + len, cap - len, "%s%llu %s", len ? ", " : "",
 				 (unsigned long long)ph.total, ph.total == 1 ? k->name : k->plural);
 		if (n < 0 || (size_t)n >= cap - len)

@@ -264,3 +264,39 @@ Test(obs_http, the_page_shows_pods_and_updates_live_in_chromium, .timeout = 120)
 	chrome_close(&c);
 	teardown(d);
 }
+
+/* A kind obs/ has never heard of — the test kind, Note, served by the
+ * test build of tankd — is counted by phase, its events by type, and its
+ * table is in /state with its own columns: nothing in obs/ names a kind. */
+Test(obs_http, a_kind_from_the_list_is_counted_without_code_for_it, .timeout = 60)
+{
+	static char dir[512], body[65536];
+	const char *b = getenv("TANK_BUILD_DIR");
+	char base[96], url[160], out[4096];
+	prom_t p;
+	d_t *d;
+
+	snprintf(dir, sizeof dir, "%s/tests/kinds", b ? b : "build");
+	setenv("TANK_BUILD_DIR", dir, 1);
+	d = http_daemon(base, sizeof base);
+	write_file(d, "n.yaml", "kind: Note\nname: hello\ntext: hi there\n");
+	cr_assert_eq(ctl(d, out, sizeof out, "apply -f %s/n.yaml --wait --timeout 20s", d->dir), 0,
+		     "%s", out);
+	scrape(base, &p);
+	if (prom_get(&p, "tank_objects",
+		     (const char *const[]){ "kind", "note", "phase", "ready", NULL }) != 1) {
+		static char all[1 << 20];
+		snprintf(url, sizeof url, "%s/metrics", base);
+		obs_get(url, all, sizeof all);
+		cr_assert_fail("no note ready in:\n%.3000s", strstr(all, "tank_kind_objects"));
+	}
+	cr_assert_eq(prom_get(&p, "tank_kind_objects", (const char *const[]){ "kind", "note", NULL }), 1);
+	cr_assert_geq(prom_get(&p, "tank_events_total", (const char *const[]){ "type", "note", NULL }), 1);
+	prom_free(&p);
+	snprintf(url, sizeof url, "%s/state", base);
+	cr_assert_eq(obs_get(url, body, sizeof body), 200);
+	cr_assert(strstr(body, "\"name\":\"note\",\"plural\":\"notes\",\"kind\":\"Note\","
+			       "\"cols\":[\"NAME\",\"PHASE\",\"TEXT\",\"AGE\"]"), "%s", body);
+	cr_assert(strstr(body, "\"cells\":[\"hello\",\"ready\",\"hi there\","), "%s", body);
+	teardown(d);
+}
