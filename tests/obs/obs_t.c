@@ -410,7 +410,7 @@ static size_t chrome_next(chrome_t *c, size_t *used, double secs)
 		*used = 0;
 	}
 	for (;;) {
-		char *z = memchr(c->buf, '\0', c->len);
+		char *z = c->len ? memchr(c->buf, '\0', c->len) : NULL;
 		if (z) {
 			*used = (size_t)(z - c->buf) + 1;
 			return *used;

@@ -53,7 +53,7 @@ static void scrape(const char *base, prom_t *p)
 	cr_assert(prom_parse(body, p), "/metrics is not the text format: %s", p->err);
 }
 
-Test(obs_http, metrics_parse_and_a_crash_looping_pods_restarts_grow, .timeout = 60)
+Test(obs_http, metrics_parse_and_a_crash_looping_pods_restarts_grow)
 {
 	char base[96];
 	d_t *d = http_daemon(base, sizeof base);
@@ -143,7 +143,7 @@ Test(obs_http, metrics_parse_and_a_crash_looping_pods_restarts_grow, .timeout = 
 	teardown(d);
 }
 
-Test(obs_http, healthz_answers_and_the_side_is_read_only, .timeout = 30)
+Test(obs_http, healthz_answers_and_the_side_is_read_only)
 {
 	char base[96], url[160], body[256];
 	d_t *d = http_daemon(base, sizeof base);
@@ -166,7 +166,7 @@ Test(obs_http, healthz_answers_and_the_side_is_read_only, .timeout = 30)
 	teardown(d);
 }
 
-Test(obs_http, events_deliver_a_new_pod_as_json, .timeout = 30)
+Test(obs_http, events_deliver_a_new_pod_as_json)
 {
 	char base[96];
 	static char got[65536];
@@ -187,7 +187,7 @@ Test(obs_http, events_deliver_a_new_pod_as_json, .timeout = 30)
 	teardown(d);
 }
 
-Test(obs_http, an_address_that_is_not_loopback_is_refused, .timeout = 30)
+Test(obs_http, an_address_that_is_not_loopback_is_refused)
 {
 	d_t *d = d_new();
 	char log[4096], path[128];
@@ -216,7 +216,7 @@ Test(obs_http, an_address_that_is_not_loopback_is_refused, .timeout = 30)
 /* The page in a real browser: it shows the pods (their containers,
  * restarts and readiness), and a pod applied after it loaded appears
  * without a reload (a mark set on the window survives). */
-Test(obs_http, the_page_shows_pods_and_updates_live_in_chromium, .timeout = 120)
+Test(obs_http, the_page_shows_pods_and_updates_live_in_chromium)
 {
 	char base[96], url[160], out[4096];
 	chrome_t c;
@@ -268,7 +268,7 @@ Test(obs_http, the_page_shows_pods_and_updates_live_in_chromium, .timeout = 120)
 /* A kind obs/ has never heard of — the test kind, Note, served by the
  * test build of tankd — is counted by phase, its events by type, and its
  * table is in /state with its own columns: nothing in obs/ names a kind. */
-Test(obs_http, a_kind_from_the_list_is_counted_without_code_for_it, .timeout = 60)
+Test(obs_http, a_kind_from_the_list_is_counted_without_code_for_it)
 {
 	static char dir[512], body[65536];
 	const char *b = getenv("TANK_BUILD_DIR");

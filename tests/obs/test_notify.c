@@ -41,7 +41,7 @@ static bool wait_dgram(int fd, char *all, size_t cap, const char *needle, int se
 	return strstr(all, needle) != NULL;
 }
 
-Test(obs_notify, ready_status_watchdog_and_stopping_reach_notify_socket, .timeout = 60)
+Test(obs_notify, ready_status_watchdog_and_stopping_reach_notify_socket)
 {
 	d_t *d = d_new();
 	struct sockaddr_un a = { .sun_family = AF_UNIX };
@@ -75,7 +75,7 @@ Test(obs_notify, ready_status_watchdog_and_stopping_reach_notify_socket, .timeou
 	teardown(d);
 }
 
-Test(obs_notify, log_lines_carry_a_priority_when_stderr_is_the_journal, .timeout = 30)
+Test(obs_notify, log_lines_carry_a_priority_when_stderr_is_the_journal)
 {
 	d_t *d = d_new();
 	char path[128], log[8192];
@@ -116,7 +116,7 @@ Test(obs_notify, log_lines_carry_a_priority_when_stderr_is_the_journal, .timeout
 
 /* s6's readiness protocol: --ready-fd N gets one newline once ready, then
  * is closed (s6-supervise reads to the end of the line). */
-Test(obs_notify, ready_fd_gets_a_newline_for_s6, .timeout = 30)
+Test(obs_notify, ready_fd_gets_a_newline_for_s6)
 {
 	d_t *d = d_new();
 	int p[2];
