@@ -17,7 +17,10 @@
 #include "reconciler/rc_loop.h"
 
 #define OBS_RECENT 32             /* events replayed to a page at connect */
-#define OBS_SNAPSHOT_MS 250       /* at most one snapshot per this */
+/* At most one snapshot per this: a snapshot is every object of every
+ * kind, so under a storm of thousands of pods a faster pace costs the
+ * loop more than a person watching the page can read. */
+#define OBS_SNAPSHOT_MS 1000
 #define OBS_HEARTBEAT_S 15.
 
 typedef struct sse sse_t;
@@ -92,7 +95,10 @@ static void sse_push(sse_t *s, const char *data, size_t n)
 {
 	if (s->cut)
 		return;
-	if (s->q.len + n > OBS_SSE_MAX_QUEUE || s->q.oom) {
+	/* The backlog before this message counts, not the message: a
+	 * snapshot of 10,000 pods is bigger than the bound, and a client
+	 * that reads gets it whole. */
+	if (s->q.len > OBS_SSE_MAX_QUEUE || s->q.oom) {
 		/* It does not read: cut rather than hold the daemon's memory. */
 		s->cut = true;
 		s->h->counts.sse_dropped++;

@@ -9,7 +9,7 @@
  *              events stream (`tankctl events`), as a JSON object;
  *              `/events?snapshot=1` adds `event: snapshot` messages
  *              (every kind's objects, see /state) at connect and at
- *              most every 250 ms after a change, and replays the last
+ *              most every second after a change, and replays the last
  *              32 events first: what the page uses
  *   /state     the snapshot as one JSON document: {at, kinds: [{name,
  *              plural, kind, cols, items: [{cells, status}]}]} — the
@@ -34,9 +34,11 @@
  * `status` does.
  *
  * SSE clients are suspended connections (MHD_suspend_connection) while
- * they have nothing to send and are resumed by obs_http_publish; each
- * holds a queue of at most OBS_SSE_MAX_QUEUE bytes, and one that lets it
- * grow past that (a client that does not read) is cut.  A comment line
+ * they have nothing to send and are resumed by obs_http_publish; one
+ * whose unread backlog passes OBS_SSE_MAX_QUEUE bytes when a message
+ * comes (a client that does not read) is cut; a message bigger than the
+ * bound (a snapshot of many pods) is queued whole for a client that
+ * keeps up.  A comment line
  * every 15 s keeps proxies from closing an idle stream and lets a gone
  * client be noticed.
  */
