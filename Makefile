@@ -67,7 +67,7 @@ DEPS_OK  = build/.deps-ok
 # Criterion options for `make test`; e.g. make test TEST_ARGS='--filter runtime/*'
 TEST_ARGS ?=
 
-.PHONY: all deps test bench install clean run fuzz soak
+.PHONY: all deps test bench install uninstall clean run fuzz soak
 # Keep objects of programs: they are not intermediate files to delete.
 .SECONDARY:
 
@@ -192,6 +192,10 @@ install: all
 	install -m 0644 docs/man/tankctl.1 $(DESTDIR)$(PREFIX)/share/man/man1/
 	install -m 0644 docs/man/tank-pod.5 $(DESTDIR)$(PREFIX)/share/man/man5/
 	install -m 0644 docs/man/tankd.8 $(DESTDIR)$(PREFIX)/share/man/man8/
+	install -d $(DESTDIR)$(PREFIX)/share/bash-completion/completions \
+		$(DESTDIR)$(PREFIX)/share/zsh/site-functions
+	$(BUILD)/bin/tankctl completion bash > $(DESTDIR)$(PREFIX)/share/bash-completion/completions/tankctl
+	$(BUILD)/bin/tankctl completion zsh > $(DESTDIR)$(PREFIX)/share/zsh/site-functions/_tankctl
 	# Service definitions (contrib/, docs/operations.md), their paths
 	# pointed at $(PREFIX)/bin: a systemd unit where systemd looks for
 	# local units, s6 and runit service directories to copy or link into
@@ -212,6 +216,20 @@ install: all
 	install -m 0644 contrib/s6/tankd/notification-fd contrib/s6/tankd/timeout-kill \
 		$(DESTDIR)$(PREFIX)/share/tank/s6/tankd/
 	install -m 0644 contrib/grafana-tank.json $(DESTDIR)$(PREFIX)/share/tank/grafana/
+
+# Removes what install put there, and nothing else (no data dir: pods'
+# state and logs are the operator's to keep or remove).
+uninstall:
+	for b in $(notdir $(CMD_BIN)); do rm -f $(DESTDIR)$(PREFIX)/bin/$$b; done
+	rm -f $(DESTDIR)$(PREFIX)/share/man/man1/tankctl.1 \
+		$(DESTDIR)$(PREFIX)/share/man/man5/tank-pod.5 \
+		$(DESTDIR)$(PREFIX)/share/man/man8/tankd.8 \
+		$(DESTDIR)$(PREFIX)/share/bash-completion/completions/tankctl \
+		$(DESTDIR)$(PREFIX)/share/zsh/site-functions/_tankctl \
+		$(DESTDIR)$(PREFIX)/lib/systemd/system/tankd.service \
+		$(DESTDIR)$(PREFIX)/share/tank/grafana/grafana-tank.json
+	rm -rf $(DESTDIR)$(PREFIX)/share/tank/s6 $(DESTDIR)$(PREFIX)/share/tank/runit
+	-rmdir $(DESTDIR)$(PREFIX)/share/tank/grafana $(DESTDIR)$(PREFIX)/share/tank 2>/dev/null
 
 clean:
 	rm -rf build

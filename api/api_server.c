@@ -25,6 +25,7 @@
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
+#include <time.h>
 #include <unistd.h>
 
 #define API__READ_CHUNK (64u << 10)
@@ -117,6 +118,10 @@ typedef struct api_server {
 	uid_t uid;
 	rt_pid_t *conns;
 	size_t nconns, capconns;
+	/* The last events, framed, for `subscribe {since}`: a ring of
+	 * nrecent entries from recent_head, bounded by count and bytes. */
+	struct api__recent { int64_t at_ms; char *frame; size_t len; } *recent;
+	size_t recent_cap, recent_head, nrecent, recent_bytes;
 } api_server_t;
 
 typedef struct api_conn {
@@ -422,6 +427,38 @@ int api_notify(rt_t *rt, api_token_t token, const char *method,
 	return api__conn_append(rt, c, true, api__pack_notify_cb, &r);
 }
 
+static int64_t api__wall_ms(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/* Keeps one framed event for replay, dropping the oldest past the
+ * bounds.  A copy that cannot be made is simply not kept. */
+static void api__recent_add(api_server_t *s, const char *frame, size_t len)
+{
+	if (!s->recent_cap || len > API_RECENT_BYTES_MAX)
+		return;
+	while (s->nrecent && (s->nrecent == s->recent_cap ||
+			      s->recent_bytes + len > API_RECENT_BYTES_MAX)) {
+		struct api__recent *old = &s->recent[s->recent_head];
+		s->recent_bytes -= old->len;
+		free(old->frame);
+		old->frame = NULL;
+		s->recent_head = (s->recent_head + 1) % s->recent_cap;
+		s->nrecent--;
+	}
+	char *copy = malloc(len);
+	if (!copy)
+		return;
+	memcpy(copy, frame, len);
+	s->recent[(s->recent_head + s->nrecent) % s->recent_cap] =
+		(struct api__recent){ api__wall_ms(), copy, len };
+	s->nrecent++;
+	s->recent_bytes += len;
+}
+
 /* Built-in `subscribe`. */
 static void api__subscribe(const api_call_t *call, const msgpack_object *params,
 			   void *ctx)
@@ -430,13 +467,42 @@ static void api__subscribe(const api_call_t *call, const msgpack_object *params,
 	tank_error_t e;
 
 	(void)ctx;
-	if (api_params_check(params, "", &e) < 0) {
+	if (api_params_check(params, "?m", &e) < 0) {
 		api_reply_error(call->rt, call->token, API_BAD_REQUEST, e.msg, NULL, NULL);
 		return;
+	}
+	int64_t since = -1;
+	if (params->via.array.size) {
+		const msgpack_object *m = &params->via.array.ptr[0];
+		for (uint32_t i = 0; i < m->via.map.size; i++) {
+			const msgpack_object *k = &m->via.map.ptr[i].key, *v = &m->via.map.ptr[i].val;
+			if (k->type == MSGPACK_OBJECT_STR && k->via.str.size == 5 &&
+			    !memcmp(k->via.str.ptr, "since", 5) &&
+			    v->type == MSGPACK_OBJECT_POSITIVE_INTEGER && v->via.u64 < (1ull << 53)) {
+				since = (int64_t)v->via.u64;
+			} else {
+				api_reply_error(call->rt, call->token, API_BAD_REQUEST,
+						"subscribe: the option is {since: milliseconds}", NULL,
+						NULL);
+				return;
+			}
+		}
 	}
 	if (c)
 		c->subscribed = true;
 	api_reply(call->rt, call->token, NULL, NULL);
+	api_server_t *s = rt_state_of(call->rt, call->server, &api__server_b);
+	if (!c || !s || since < 0)
+		return;
+	/* The replay comes after the answer and before any live event: the
+	 * connection's output is in order, and we are on the one thread. */
+	int64_t from = api__wall_ms() - since;
+	for (size_t i = 0; i < s->nrecent && c->subscribed; i++) {
+		const struct api__recent *r = &s->recent[(s->recent_head + i) % s->recent_cap];
+		api__reply_t rr = { .raw = r->frame, .len = r->len };
+		if (r->at_ms >= from)
+			(void)api__conn_append(call->rt, c, true, api__pack_rawmsg_cb, &rr);
+	}
 }
 
 static void api__conn_bad(rt_t *rt, api_conn_t *c, uint32_t msgid, int code,
@@ -936,6 +1002,9 @@ static void api__server_handle(rt_t *rt, void *state, rt_msg_t *m)
 
 static void api__server_free(api_server_t *s)
 {
+	for (size_t i = 0; i < s->nrecent; i++)
+		free(s->recent[(s->recent_head + i) % s->recent_cap].frame);
+	free(s->recent);
 	for (size_t i = 0; i < s->nmethods; i++)
 		free((char *)s->methods[i].name);
 	free(s->methods);
@@ -977,6 +1046,9 @@ static int api__server_init(rt_t *rt, void **state, void *arg)
 	s->max_frame = o->max_frame ? o->max_frame : API_MAX_FRAME_DEFAULT;
 	s->max_outbuf = o->max_outbuf ? o->max_outbuf : API_MAX_OUTBUF_DEFAULT;
 	s->max_conns = o->max_conns ? o->max_conns : API_MAX_CONNS_DEFAULT;
+	s->recent_cap = o->recent_events ? o->recent_events : API_RECENT_EVENTS_DEFAULT;
+	if (!(s->recent = calloc(s->recent_cap, sizeof *s->recent)))
+		goto nomem;
 	s->has_group = o->has_group;
 	s->group = o->group;
 	s->uid = geteuid();
@@ -1147,6 +1219,7 @@ int api_server_publish(rt_t *rt, rt_pid_t server, const void *event, size_t len)
 		return -ENOMEM;
 	}
 	api__reply_t r = { .raw = sb.data, .len = sb.size };
+	api__recent_add(s, sb.data, sb.size);
 	for (size_t i = 0; i < s->nconns; i++) {
 		api_conn_t *c = api__conn_get(rt, s->conns[i]);
 		if (c && c->subscribed &&

@@ -40,6 +40,8 @@
 #define API_MAX_FRAME_DEFAULT (16u << 20)    /* 16 MiB */
 #define API_MAX_OUTBUF_DEFAULT (4u << 20)    /* 4 MiB per connection */
 #define API_MAX_CONNS_DEFAULT 1024u
+#define API_RECENT_EVENTS_DEFAULT 1000u     /* the last events, for replay */
+#define API_RECENT_BYTES_MAX (1u << 20)     /* and at most this many bytes */
 
 /*
  * A reply token: which request of which connection.  A plain value, safe to
@@ -89,6 +91,8 @@ typedef struct api_server_opts {
 	size_t max_outbuf;        /* 0: API_MAX_OUTBUF_DEFAULT */
 	size_t max_conns;         /* 0: API_MAX_CONNS_DEFAULT; more are closed
 				   * at accept */
+	size_t recent_events;     /* events kept for `subscribe {since}`;
+				   * 0: API_RECENT_EVENTS_DEFAULT */
 	/* The method table, copied (names included).  `subscribe` is built
 	 * in; a table entry of that name overrides it. */
 	const api_method_t *methods;
@@ -163,6 +167,11 @@ int api_notify(rt_t *rt, api_token_t token, const char *method,
 /*
  * Fans an event out to every subscribed connection as
  * [2, "event", [event]].  `event` is one packed msgpack map, copied.
+ * The server keeps the last recent_events of them (and at most
+ * API_RECENT_BYTES_MAX bytes), with the wall-clock time they were
+ * published: `subscribe [{since: MS}]` first replays those of the last MS
+ * milliseconds, oldest first, then the live ones (`tankctl events
+ * --since 10m`).
  * Subscribers whose unsent output would pass max_outbuf are disconnected.
  * Returns the number of subscribers it was queued for, or -ESRCH (not a
  * running server), -ENOMEM.

@@ -31,7 +31,7 @@ static void usage(FILE *fp)
 {
 	fprintf(fp,
 		"usage: tankd [--data-dir DIR] [--socket PATH] [--socket-group GROUP]\n"
-		"             [--resync DURATION_MS] [--drain-timeout DURATION]\n"
+		"             [--resync DURATION] [--drain-timeout DURATION]\n"
 		"             [--http ADDR [--http-allow-remote]]\n"
 		"             [--cgroup-delegate auto|yes|no] [--ready-fd N]\n"
 		"Runs the tank daemon in the foreground.\n"
@@ -39,7 +39,8 @@ static void usage(FILE *fp)
 		"                      /var/lib/tank for root, else $XDG_STATE_HOME/tank)\n"
 		"  --socket PATH       RPC socket (env TANK_SOCKET; default DIR/tank.sock)\n"
 		"  --socket-group G    socket mode 0660 and group G, whose members may call\n"
-		"  --resync MS         full reconcile pass period (default 5000)\n"
+		"  --resync D          full reconcile pass period (500ms, 5s, 1m; a bare\n"
+		"                      number is milliseconds; default 5s)\n"
 		"  --drain-timeout D   at SIGTERM, how long containers may take to stop\n"
 		"                      before they are killed (250ms, 10s, 5m; default 60s)\n"
 		"  --http ADDR         serve /metrics, /healthz, /events and a live page on\n"
@@ -126,16 +127,16 @@ static int parse_flags(flags_t *f, int argc, char **argv)
 			f->o.has_socket_group = true;
 			break;
 		}
-		case 'r': {
-			char *end;
-			unsigned long long ms = strtoull(optarg, &end, 10);
-			if (!*optarg || *end || ms == 0) {
-				fatal("--resync: expected milliseconds > 0, got %s", optarg);
+		case 'r':
+			/* A duration as every other one; a bare number stays
+			 * milliseconds, as it was before. */
+			if (kit_parse_duration(optarg, strlen(optarg), &f->o.resync_ms) < 0 ||
+			    f->o.resync_ms == 0) {
+				fatal("--resync: expected a duration > 0 (500ms, 5s, 1m), got %s",
+				      optarg);
 				return -1;
 			}
-			f->o.resync_ms = ms;
 			break;
-		}
 		case 'D':
 			if (kit_parse_duration(optarg, strlen(optarg), &f->o.drain_ms) < 0 ||
 			    f->o.drain_ms == 0) {

@@ -707,7 +707,7 @@ static struct fy_node *quoted(struct ectx *c, const char *s, size_t len)
  * string, so there it is quoted instead. */
 static struct fy_node *literal(struct ectx *c, const char *s, bool key)
 {
-	if (key && c->fmt == MF_DOC_JSON)
+	if (key && c->fmt != MF_DOC_YAML)
 		return quoted(c, s, strlen(s));
 	return fy_node_create_scalar_copy(c->fyd, s, strlen(s));
 }
@@ -733,9 +733,9 @@ static struct fy_node *build(struct ectx *c, const msgpack_object *o, bool key)
 	case MSGPACK_OBJECT_FLOAT64:
 		/* JSON has no infinities or NaN. */
 		if (isnan(o->via.f64))
-			snprintf(num, sizeof num, c->fmt == MF_DOC_JSON ? "null" : ".nan");
+			snprintf(num, sizeof num, c->fmt != MF_DOC_YAML ? "null" : ".nan");
 		else if (isinf(o->via.f64))
-			snprintf(num, sizeof num, c->fmt == MF_DOC_JSON ? "null" :
+			snprintf(num, sizeof num, c->fmt != MF_DOC_YAML ? "null" :
 				 o->via.f64 < 0 ? "-.inf" : ".inf");
 		else
 			fmt_double(o->via.f64, num, sizeof num);
@@ -811,7 +811,8 @@ static enum fy_emitter_cfg_flags emit_flags(enum mf_doc_format fmt)
 {
 	return FYECF_INDENT_2 | FYECF_WIDTH_INF | FYECF_DOC_START_MARK_OFF |
 	       FYECF_DOC_END_MARK_OFF |
-	       (fmt == MF_DOC_JSON ? FYECF_MODE_JSON : FYECF_MODE_BLOCK);
+	       (fmt == MF_DOC_JSON ? FYECF_MODE_JSON :
+		fmt == MF_DOC_JSON_LINE ? FYECF_MODE_JSON_ONELINE : FYECF_MODE_BLOCK);
 }
 
 static void free_doc(struct ectx *c)

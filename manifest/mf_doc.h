@@ -66,6 +66,7 @@ void mf_docs_free(mf_docs_t *docs);
 enum mf_doc_format {
 	MF_DOC_YAML,   /* block style, 2-space indent, no document markers */
 	MF_DOC_JSON,   /* strict JSON, 2-space indent */
+	MF_DOC_JSON_LINE, /* strict JSON on one line (JSON Lines: a stream) */
 };
 
 /*

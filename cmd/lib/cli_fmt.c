@@ -4,6 +4,7 @@
 #include "cmd/lib/cli_fmt.h"
 
 #include <errno.h>
+#include <stdbool.h>
 #include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
@@ -33,6 +34,73 @@ void cli_format_time(uint64_t ms_epoch, char *buf, size_t cap)
 
 	if (!gmtime_r(&t, &tm) || !strftime(buf, cap, "%Y-%m-%dT%H:%M:%SZ", &tm))
 		snprintf(buf, cap, "%" PRIu64, ms_epoch);
+}
+
+void cli_format_time_ms(uint64_t ms_epoch, char *buf, size_t cap)
+{
+	time_t t = (time_t)(ms_epoch / 1000);
+	struct tm tm;
+	char sec[32];
+
+	if (!gmtime_r(&t, &tm) || !strftime(sec, sizeof sec, "%Y-%m-%dT%H:%M:%S", &tm)) {
+		snprintf(buf, cap, "%" PRIu64, ms_epoch);
+		return;
+	}
+	if (ms_epoch % 1000)
+		snprintf(buf, cap, "%s.%03uZ", sec, (unsigned)(ms_epoch % 1000));
+	else
+		snprintf(buf, cap, "%sZ", sec);
+}
+
+static bool cli__time_key(const msgpack_object *k)
+{
+	if (k->type != MSGPACK_OBJECT_STR)
+		return false;
+	const char *p = k->via.str.ptr;
+	size_t n = k->via.str.size;
+	return (n == 2 && !memcmp(p, "at", 2)) || (n == 5 && !memcmp(p, "since", 5)) ||
+	       (n > 3 && !memcmp(p + n - 3, "_at", 3));
+}
+
+int cli_times_to_text(const msgpack_object *in, msgpack_zone *z, msgpack_object *out)
+{
+	*out = *in;
+	if (in->type == MSGPACK_OBJECT_ARRAY && in->via.array.size) {
+		uint32_t n = in->via.array.size;
+		msgpack_object *a = msgpack_zone_malloc(z, n * sizeof *a);
+		if (!a)
+			return -ENOMEM;
+		for (uint32_t i = 0; i < n; i++)
+			if (cli_times_to_text(&in->via.array.ptr[i], z, &a[i]) < 0)
+				return -ENOMEM;
+		out->via.array.ptr = a;
+	} else if (in->type == MSGPACK_OBJECT_MAP && in->via.map.size) {
+		uint32_t n = in->via.map.size;
+		msgpack_object_kv *m = msgpack_zone_malloc(z, n * sizeof *m);
+		if (!m)
+			return -ENOMEM;
+		for (uint32_t i = 0; i < n; i++) {
+			const msgpack_object_kv *kv = &in->via.map.ptr[i];
+			m[i].key = kv->key;
+			if (cli__time_key(&kv->key) && kv->val.type == MSGPACK_OBJECT_POSITIVE_INTEGER &&
+			    kv->val.via.u64 >= 100000000000ull && kv->val.via.u64 < 100000000000000ull) {
+				char buf[40];
+				cli_format_time_ms(kv->val.via.u64, buf, sizeof buf);
+				size_t len = strlen(buf);
+				char *t = msgpack_zone_malloc(z, len);
+				if (!t)
+					return -ENOMEM;
+				memcpy(t, buf, len);
+				m[i].val.type = MSGPACK_OBJECT_STR;
+				m[i].val.via.str.ptr = t;
+				m[i].val.via.str.size = (uint32_t)len;
+			} else if (cli_times_to_text(&kv->val, z, &m[i].val) < 0) {
+				return -ENOMEM;
+			}
+		}
+		out->via.map.ptr = m;
+	}
+	return 0;
 }
 
 int cli_table_init(cli_table_t *t, size_t ncols, const char *const *headers)

@@ -19,6 +19,20 @@ void cli_format_age(uint64_t ms, char *buf, size_t cap);
 /* ms since the epoch as "2026-11-22T03:14:15Z" (UTC). */
 void cli_format_time(uint64_t ms_epoch, char *buf, size_t cap);
 
+/* ms since the epoch as RFC 3339 with milliseconds when it has any:
+ * "2026-11-22T03:14:15Z", "2026-11-22T03:14:15.250Z". */
+void cli_format_time_ms(uint64_t ms_epoch, char *buf, size_t cap);
+
+/*
+ * A deep copy of in (into zone z, which owns every byte of *out) where
+ * each time is RFC 3339 text instead of ms since the epoch, as tables
+ * print them: an integer between 1973 and 5138 under a key `at`, `since`
+ * or ending in `_at`.  What -o json|yaml prints; the times of a spec
+ * (start_at …) are RFC 3339 in a manifest too, so `get` still applies
+ * back.  0 or -ENOMEM.
+ */
+int cli_times_to_text(const msgpack_object *in, msgpack_zone *z, msgpack_object *out);
+
 /* A table of strings; every cell is copied and owned by the table. */
 typedef struct cli_table {
 	size_t ncols, nrows, caprows;

@@ -949,6 +949,56 @@ Test(api, the_connection_cap_refuses_with_a_reason_when_nothing_is_idle)
 	srv_end(&s);
 }
 
+static int pack_since(msgpack_packer *pk, void *arg)
+{
+	return msgpack_pack_array(pk, 1) || msgpack_pack_map(pk, 1) ||
+	       api_pack_cstr(pk, "since") || msgpack_pack_uint64(pk, *(uint64_t *)arg)
+	       ? -ENOMEM : 0;
+}
+
+/* `subscribe {since}` replays the recent past — the last events the
+ * server holds (recent_events), oldest first, before any live one — and
+ * a bad option is refused. */
+Test(api, subscribe_since_replays_the_last_events_then_live_ones)
+{
+	srv_t s;
+	api_server_opts_t o = { .recent_events = 50 };
+	srv_init(&s, &o);
+	srv_start(&s, &o);
+	api_client_t *pub = cli(&s), *sub = cli(&s), *bad = cli(&s);
+	api_incoming_t in;
+	tank_error_t e;
+
+	ints_t batch = { 2, { 80, 16 } };    /* seq 0..79: the ring keeps 30..79 */
+	cr_assert_eq(api_client_call(pub, "publish", pack_ints, &batch, T_TIMEOUT, &in, &e), 0);
+	api_incoming_free(&in);
+	uint64_t since = 60000;
+	cr_assert_eq(api_client_call(sub, "subscribe", pack_since, &since, T_TIMEOUT, &in, &e), 0);
+	cr_assert_eq(in.code, API_OK);
+	api_incoming_free(&in);
+	for (uint64_t want = 30; want < 80; want++) {
+		cr_assert_eq(api_client_next(sub, T_TIMEOUT, &in, &e), 0, "%s", e.msg);
+		cr_assert_eq(in.type, API_NOTIFICATION);
+		cr_assert_eq(api_map_get(&in.params->via.array.ptr[0], "seq")->via.u64, want);
+		api_incoming_free(&in);
+	}
+	/* Then the live ones. */
+	ints_t one = { 2, { 1, 16 } };
+	cr_assert_eq(api_client_call(pub, "publish", pack_ints, &one, T_TIMEOUT, &in, &e), 0);
+	api_incoming_free(&in);
+	cr_assert_eq(api_client_next(sub, T_TIMEOUT, &in, &e), 0, "%s", e.msg);
+	cr_assert_eq(api_map_get(&in.params->via.array.ptr[0], "seq")->via.u64, 0);
+	api_incoming_free(&in);
+	/* A bad option is refused. */
+	cr_assert_eq(api_client_call(bad, "subscribe", pack_ints, &batch, T_TIMEOUT, &in, &e), 0);
+	cr_assert_eq(in.code, API_BAD_REQUEST, "a list is not the option map");
+	api_incoming_free(&in);
+	api_client_close(pub);
+	api_client_close(sub);
+	api_client_close(bad);
+	srv_end(&s);
+}
+
 Test(api, slow_subscriber_is_cut_off)
 {
 	srv_t s;

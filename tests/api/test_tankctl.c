@@ -237,6 +237,35 @@ Test(api, tankctl_usage_and_connection_errors)
 	cr_assert_eq(ctl(&gone, NULL, &out, &err, "ping", (char *)NULL), 1);
 	cr_assert(strstr(err, gone.sock), "%s", err);
 	cr_assert(strstr(err, "is tankd running?"), "%s", err);
+	FREE();
+	/* The global option also after the verb (kubectl's habit): the last
+	 * --socket wins, in either spelling. */
+	cr_assert_eq(ctl(&gone, NULL, &out, &err, "ping", "--socket", e.sock, (char *)NULL), 0,
+		     "%s", err);
+	FREE();
+	cr_assert_eq(ctl(&gone, NULL, &out, &err, "ping", "--socket=x", (char *)NULL), 1);
+	cr_assert(strstr(err, "x"), "%s", err);
+	FREE();
+	/* One message for a bad option, naming it; and what lacks a value. */
+	cr_assert_eq(CTL(&e, NULL, "ps", "--bogus"), 2);
+	cr_assert(strstr(err, "unknown option '--bogus'"), "%s", err);
+	cr_assert(!strstr(err, "unrecognized"), "getopt's own message too: %s", err);
+	FREE();
+	cr_assert_eq(CTL(&e, NULL, "get", "x", "-o"), 2);
+	cr_assert(strstr(err, "option '-o' needs a value"), "%s", err);
+	FREE();
+	cr_assert_eq(CTL(&e, NULL, "ps", "-z"), 2);
+	cr_assert(strstr(err, "unknown option '-z'"), "%s", err);
+	FREE();
+	/* `help VERB` is `VERB --help`; `help` alone the verbs. */
+	cr_assert_eq(CTL(&e, NULL, "help", "logs"), 0);
+	cr_assert(strstr(out, "usage: tankctl logs NAME"), "%s", out);
+	FREE();
+	cr_assert_eq(CTL(&e, NULL, "help"), 0);
+	cr_assert(strstr(out, "verbs:"), "%s", out);
+	FREE();
+	cr_assert_eq(CTL(&e, NULL, "help", "nope"), 2);
+	cr_assert(strstr(err, "unknown verb 'nope'"), "%s", err);
 	env_down(&e);
 	free(out);
 	free(err);

@@ -56,9 +56,9 @@ Test(e2e, every_verb_against_the_real_daemon)
 	cr_assert(strstr(out, "name: hello"), "%s", out);
 	cr_assert_eq(ctl(d, out, sizeof out, "get nope"), 1);
 	cr_assert(strstr(out, "not found"), "%s", out);
-	/* Logs of both streams, with the timestamp and stream prefix. */
+	/* Logs of both streams: with -t, each line's time and stream. */
 	for (int i = 0; i < 100; i++) {
-		ctl(d, out, sizeof out, "logs hello");
+		ctl(d, out, sizeof out, "logs hello -t");
 		if (strstr(out, "hello-err"))
 			break;
 		sleep_ms(50);
@@ -189,6 +189,39 @@ Test(e2e, second_daemon_on_a_data_dir_refuses)
 	teardown(d);
 }
 
+/* tankd's durations are spelled as everywhere else (500ms, 5s); a bare
+ * number is milliseconds, as it always was; a bad one is refused with
+ * the flag named, before anything starts. */
+Test(e2e, tankd_flags_take_durations_and_name_a_bad_one)
+{
+	char cmd[512], out[1024];
+	const char *bad[] = { "5x", "0", "-1s", "" };
+
+	for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+		snprintf(cmd, sizeof cmd, "%s/tankd --data-dir /nonexistent/tank --resync '%s' 2>&1",
+			 bindir(), bad[i]);
+		FILE *p = popen(cmd, "r");
+		cr_assert(p);
+		size_t n = fread(out, 1, sizeof out - 1, p);
+		out[n] = '\0';
+		int st = pclose(p);
+		cr_assert(WIFEXITED(st) && WEXITSTATUS(st) != 0, "%s refused", bad[i]);
+		cr_assert(strstr(out, "--resync: expected a duration"), "%s: %s", bad[i], out);
+	}
+	snprintf(cmd, sizeof cmd, "%s/tankd --help", bindir());
+	FILE *p = popen(cmd, "r");
+	cr_assert(p);
+	size_t n = fread(out, 1, sizeof out - 1, p);
+	out[n] = '\0';
+	pclose(p);
+	cr_assert(strstr(out, "--resync DURATION") && strstr(out, "--resync D "), "%s", out);
+	cr_assert(!strstr(out, " MS"), "no flag in raw milliseconds: %s", out);
+	/* The daemon the other tests start takes --resync 300ms (e2e.c). */
+	d_t *d = setup();
+	cr_assert(up(d));
+	teardown(d);
+}
+
 Test(e2e, sigterm_stops_every_container_and_exits_zero)
 {
 	d_t *d = setup();
@@ -246,7 +279,7 @@ Test(e2e, logs_follow_streams_new_lines)
 	/* Follow for 1.5 s (timeout ends tankctl): the lines printed meanwhile
 	 * arrive, beyond the --tail 1 it started with. */
 	char cmd[1024];
-	snprintf(cmd, sizeof cmd, "timeout 1.5 %s/tankctl --socket %s logs ticker --tail 1 -f",
+	snprintf(cmd, sizeof cmd, "timeout 1.5 %s/tankctl --socket %s logs ticker --tail 1 -f -t",
 		 bindir(), d->sock);
 	FILE *p = popen(cmd, "r");
 	cr_assert_not_null(p);

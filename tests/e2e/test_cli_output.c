@@ -1,0 +1,192 @@
+/*
+ * What tankctl prints for programs and people (issue 36): -o json|yaml
+ * with RFC 3339 times as the tables have them, `events` as JSON Lines,
+ * quoted key=value, for one object, and replaying the recent past.
+ */
+#include <criterion/criterion.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "tests/e2e/e2e.h"
+
+/* Runs `tankctl events ARGS` for secs seconds (it never ends on its own)
+ * and returns what it printed. */
+static void events_for(d_t *d, int secs, char *out, size_t cap, const char *args)
+{
+	char cmd[1024];
+	size_t n = 0;
+
+	snprintf(cmd, sizeof cmd, "timeout %d %s/tankctl --socket %s events %s 2>&1", secs,
+		 bindir(), d->sock, args);
+	FILE *p = popen(cmd, "r");
+	cr_assert(p);
+	while (n + 1 < cap && !feof(p)) {
+		size_t k = fread(out + n, 1, cap - 1 - n, p);
+		if (!k)
+			break;
+		n += k;
+	}
+	out[n] = '\0';
+	pclose(p);
+}
+
+static int lines_with(const char *text, const char *needle)
+{
+	int n = 0;
+	for (const char *l = text; l && *l; l = strchr(l, '\n') ? strchr(l, '\n') + 1 : NULL) {
+		const char *end = strchr(l, '\n');
+		size_t len = end ? (size_t)(end - l) : strlen(l);
+		char line[4096];
+		snprintf(line, sizeof line, "%.*s", (int)(len < sizeof line ? len : sizeof line - 1), l);
+		n += strstr(line, needle) != NULL;
+	}
+	return n;
+}
+
+Test(e2e, events_replay_filter_json_lines_and_rfc3339_times)
+{
+	d_t *d = setup();
+	char out[65536], y[512];
+
+	snprintf(y, sizeof y, "name: ev-a\ncontainers: [{name: c, command: [/bin/sleep, '1061']}]\n"
+		 "---\nname: ev-b\ncontainers: [{name: c, command: [/bin/sh, -c, 'exit 3']}]\n"
+		 "backoff: {base: 50ms, cap: 100ms, max_retries: 1}\n");
+	write_file(d, "ev.yaml", y);
+	cr_assert_eq(ctl(d, out, sizeof out, "apply -f %s/ev.yaml", d->dir), 0, "%s", out);
+	cr_assert(wait_phase(d, "ev-a", "running", 20));
+	cr_assert(wait_phase(d, "ev-b", "terminal", 20));
+
+	/* --since replays what happened before the subscription. */
+	events_for(d, 2, out, sizeof out, "--since 5m");
+	cr_assert(lines_with(out, "pod=ev-a") >= 1, "ev-a's start replayed: %s", out);
+	cr_assert(lines_with(out, "pod=ev-b") >= 1, "%s", out);
+	/* Values with spaces are quoted. */
+	cr_assert(strstr(out, "reason=\"exited with code 3\""), "%s", out);
+	/* Without --since: only what comes (nothing here). */
+	events_for(d, 1, out, sizeof out, "");
+	cr_assert_eq(lines_with(out, "pod=ev-a"), 0, "live only: %s", out);
+
+	/* One object: KIND/NAME or a pod's NAME. */
+	events_for(d, 2, out, sizeof out, "pod/ev-b --since 5m");
+	cr_assert(lines_with(out, "pod=ev-b") >= 1, "%s", out);
+	cr_assert_eq(lines_with(out, "pod=ev-a"), 0, "another pod's: %s", out);
+	events_for(d, 2, out, sizeof out, "ev-a --since 5m");
+	cr_assert(lines_with(out, "pod=ev-a") >= 1 && !lines_with(out, "pod=ev-b"), "%s", out);
+	cr_assert_neq(ctl(d, out, sizeof out, "events nokind/x"), 0);
+	cr_assert(strstr(out, "unknown kind 'nokind'"), "%s", out);
+
+	/* -o json: JSON Lines, one object a line, times in RFC 3339. */
+	events_for(d, 2, out, sizeof out, "ev-a --since 5m -o json");
+	int objs = 0;
+	for (char *l = strtok(out, "\n"); l; l = strtok(NULL, "\n")) {
+		size_t n = strlen(l);
+		cr_assert(n > 2 && l[0] == '{' && l[n - 1] == '}', "one object a line: %s", l);
+		cr_assert(strstr(l, "\"at\": \"20") && strstr(l, "Z\""), "an RFC 3339 time: %s", l);
+		objs++;
+	}
+	cr_assert_geq(objs, 1);
+
+	/* status -o json and -o yaml: times as text, as in the tables. */
+	cr_assert_eq(ctl(d, out, sizeof out, "status ev-a -o json"), 0, "%s", out);
+	cr_assert(strstr(out, "\"since\": \"20"), "%s", out);
+	cr_assert_eq(ctl(d, out, sizeof out, "status ev-a"), 0, "%s", out);
+	cr_assert(strstr(out, "since: 20") || strstr(out, "since: '20") ||
+		  strstr(out, "since: \"20"), "%s", out);
+	/* Counters stay numbers. */
+	cr_assert_eq(ctl(d, out, sizeof out, "status ev-b -o json"), 0, "%s", out);
+	cr_assert(strstr(out, "\"restarts\": 1") || strstr(out, "\"restarts\": 0"), "%s", out);
+	teardown(d);
+}
+
+/* apply --dry-run says what each object would be and writes nothing;
+ * diff shows what apply would change as a unified diff and exits 1 when
+ * there is a difference, 0 when none (kubectl diff's rule). */
+Test(e2e, apply_dry_run_and_diff_write_nothing)
+{
+	d_t *d = setup();
+	char out[16384];
+
+	write_file(d, "a.yaml", "name: dr-a\ncontainers: [{name: c, command: [/bin/sleep, '1063']}]\n");
+	write_file(d, "a2.yaml", "name: dr-a\nrestart: on_failure\n"
+		   "containers: [{name: c, command: [/bin/sleep, '1063']}]\n");
+	write_file(d, "bad.yaml", "name: dr-b\ncontainers: [{name: c}]\n");
+
+	cr_assert_eq(ctl(d, out, sizeof out, "apply -f %s/a.yaml --dry-run", d->dir), 0, "%s", out);
+	cr_assert(strstr(out, "dr-a created (dry run)"), "%s", out);
+	cr_assert_eq(ctl(d, out, sizeof out, "get dr-a"), 1, "nothing was written: %s", out);
+	/* A bad manifest is refused as by apply. */
+	cr_assert_eq(ctl(d, out, sizeof out, "apply -f %s/bad.yaml --dry-run", d->dir), 1);
+	cr_assert(strstr(out, "command"), "%s", out);
+	/* diff of a new object: all added; exit 1. */
+	cr_assert_eq(ctl(d, out, sizeof out, "diff -f %s/a.yaml", d->dir), 1, "%s", out);
+	cr_assert(strstr(out, "+++ pod/dr-a (applied)") && strstr(out, "+name: dr-a"), "%s", out);
+
+	cr_assert_eq(ctl(d, out, sizeof out, "apply -f %s/a.yaml", d->dir), 0, "%s", out);
+	cr_assert(wait_phase(d, "dr-a", "running", 20));
+	long pid = status_num(d, "dr-a", "pid");
+	/* Unchanged: no diff, exit 0; dry run says unchanged. */
+	cr_assert_eq(ctl(d, out, sizeof out, "diff -f %s/a.yaml", d->dir), 0, "%s", out);
+	cr_assert_str_eq(out, "");
+	cr_assert_eq(ctl(d, out, sizeof out, "apply -f %s/a.yaml --dry-run", d->dir), 0, "%s", out);
+	cr_assert(strstr(out, "dr-a unchanged (dry run)"), "%s", out);
+	/* A change: the diff names the field; the dry run says configured
+	 * and restarts nothing. */
+	cr_assert_eq(ctl(d, out, sizeof out, "diff -f %s/a2.yaml", d->dir), 1, "%s", out);
+	cr_assert(strstr(out, "-restart: always") && strstr(out, "+restart: on_failure"), "%s", out);
+	cr_assert_eq(ctl(d, out, sizeof out, "apply -f %s/a2.yaml --dry-run", d->dir), 0, "%s", out);
+	cr_assert(strstr(out, "dr-a configured (dry run)"), "%s", out);
+	cr_assert_eq(ctl(d, out, sizeof out, "get dr-a"), 0, "%s", out);
+	cr_assert(strstr(out, "restart: always"), "the stored spec is as it was: %s", out);
+	sleep_ms(500);
+	cr_assert_eq(status_num(d, "dr-a", "pid"), pid, "the pod was not touched");
+	cr_assert_neq(ctl(d, out, sizeof out, "apply -f %s/a.yaml --dry-run --wait", d->dir), 0);
+	teardown(d);
+}
+
+/* Runs a bash completion of the words (the last one being completed)
+ * through the script `tankctl completion bash` prints, with TANK_SOCKET
+ * set to this daemon's; the candidates, one a line. */
+static void complete_words(d_t *d, const char *words, int cword, char *out, size_t cap)
+{
+	char cmd[2048];
+	snprintf(cmd, sizeof cmd,
+		 "PATH=%s:$PATH TANK_SOCKET=%s bash -c 'source <(tankctl completion bash); "
+		 "COMP_WORDS=(%s); COMP_CWORD=%d; _tankctl; printf \"%%s\\n\" \"${COMPREPLY[@]}\"' 2>&1",
+		 bindir(), d->sock, words, cword);
+	FILE *p = popen(cmd, "r");
+	cr_assert(p);
+	size_t n = fread(out, 1, cap - 1, p);
+	out[n] = '\0';
+	pclose(p);
+}
+
+/* `tankctl completion bash` completes verbs, kinds and the names tankd
+ * has; zsh's script is there too. */
+Test(e2e, shell_completion_offers_verbs_kinds_and_names)
+{
+	d_t *d = setup();
+	char out[8192];
+
+	write_file(d, "c.yaml", "name: compl-web\ncontainers: [{name: c, command: [/bin/sleep, '1064']}]\n"
+		   "---\nkind: Stack\nname: compl-st\npods: [compl-web]\n");
+	cr_assert_eq(ctl(d, out, sizeof out, "apply -f %s/c.yaml", d->dir), 0, "%s", out);
+	complete_words(d, "tankctl lo", 1, out, sizeof out);
+	cr_assert_str_eq(out, "logs\n");
+	complete_words(d, "tankctl logs compl", 2, out, sizeof out);
+	cr_assert_str_eq(out, "compl-web\n");
+	complete_words(d, "tankctl get st", 2, out, sizeof out);
+	cr_assert(strstr(out, "stack\n") && strstr(out, "stacks\n"), "%s", out);
+	complete_words(d, "tankctl get stack \"\"", 3, out, sizeof out);
+	cr_assert_str_eq(out, "compl-st\n");
+	complete_words(d, "tankctl status -o j", 3, out, sizeof out);
+	cr_assert_str_eq(out, "json\n");
+	complete_words(d, "tankctl help ver", 2, out, sizeof out);
+	cr_assert_str_eq(out, "version\n");
+	/* The hidden helper is not offered. */
+	complete_words(d, "tankctl _", 1, out, sizeof out);
+	cr_assert_str_eq(out, "\n");
+	cr_assert_eq(ctl(d, out, sizeof out, "completion zsh"), 0, "%s", out);
+	cr_assert(!strncmp(out, "#compdef tankctl\n", 17), "%s", out);
+	cr_assert_eq(ctl(d, out, sizeof out, "completion fish"), 2);
+	teardown(d);
+}
