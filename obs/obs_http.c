@@ -150,6 +150,33 @@ static void sse_free(void *cls)
 
 /* ---- the snapshot ---------------------------------------------------------------- */
 
+typedef struct snap_kind {
+	const kind_t *k;
+	obs_buf_t *b;
+	uint64_t now;
+	size_t n;
+} snap_kind_t;
+
+static int snapshot_one(void *ctx, const msgpack_object *st)
+{
+	snap_kind_t *sk = ctx;
+	obs_buf_t *b = sk->b;
+
+	obs_buf_puts(b, sk->n++ ? ",{\"cells\":[" : "{\"cells\":[");
+	for (size_t c = 0; c < sk->k->ncols; c++) {
+		char cell[256];
+		cell[0] = '\0';
+		sk->k->cols[c].cell(st, sk->now, cell, sizeof cell);
+		if (c)
+			obs_buf_puts(b, ",");
+		obs_json_str(b, cell, strlen(cell));
+	}
+	obs_buf_puts(b, "],\"status\":");
+	obs_json_write(b, st);
+	obs_buf_puts(b, "}");
+	return 0;
+}
+
 static void snapshot_json(obs_http_t *h, obs_buf_t *b)
 {
 	const kind_env_t *env = h->o.src.kinds;
@@ -158,11 +185,7 @@ static void snapshot_json(obs_http_t *h, obs_buf_t *b)
 	obs_buf_printf(b, "{\"at\":%llu,\"kinds\":[", (unsigned long long)now);
 	for (size_t i = 0; env->kinds[i]; i++) {
 		const kind_t *k = env->kinds[i];
-		msgpack_sbuffer sb;
-		msgpack_packer pk;
-		msgpack_unpacked u;
-		tank_error_t e;
-		size_t off = 0;
+		snap_kind_t sk = { .k = k, .b = b, .now = now };
 
 		obs_buf_puts(b, i ? ",{\"name\":" : "{\"name\":");
 		obs_json_str(b, k->name, strlen(k->name));
@@ -177,31 +200,7 @@ static void snapshot_json(obs_http_t *h, obs_buf_t *b)
 			obs_json_str(b, k->cols[c].header, strlen(k->cols[c].header));
 		}
 		obs_buf_puts(b, "],\"items\":[");
-		msgpack_sbuffer_init(&sb);
-		msgpack_packer_init(&pk, &sb, msgpack_sbuffer_write);
-		msgpack_unpacked_init(&u);
-		tank_error_clear(&e);
-		if (obs_statuses(env, k, &pk, &e) == 0 &&
-		    msgpack_unpack_next(&u, sb.data, sb.size, &off) == MSGPACK_UNPACK_SUCCESS &&
-		    u.data.type == MSGPACK_OBJECT_ARRAY) {
-			for (uint32_t j = 0; j < u.data.via.array.size; j++) {
-				const msgpack_object *st = &u.data.via.array.ptr[j];
-				obs_buf_puts(b, j ? ",{\"cells\":[" : "{\"cells\":[");
-				for (size_t c = 0; c < k->ncols; c++) {
-					char cell[256];
-					cell[0] = '\0';
-					k->cols[c].cell(st, now, cell, sizeof cell);
-					if (c)
-						obs_buf_puts(b, ",");
-					obs_json_str(b, cell, strlen(cell));
-				}
-				obs_buf_puts(b, "],\"status\":");
-				obs_json_write(b, st);
-				obs_buf_puts(b, "}");
-			}
-		}
-		msgpack_unpacked_destroy(&u);
-		msgpack_sbuffer_destroy(&sb);
+		(void)obs_each_status(env, k, snapshot_one, &sk);
 		obs_buf_puts(b, "]}");
 	}
 	obs_buf_puts(b, "]}");
@@ -253,6 +252,24 @@ static enum MHD_Result answer(struct MHD_Connection *c, unsigned code, const cha
 	MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE, type);
 	MHD_add_response_header(r, MHD_HTTP_HEADER_CACHE_CONTROL, "no-store");
 	ret = MHD_queue_response(c, code, r);
+	MHD_destroy_response(r);
+	return ret;
+}
+
+/* Answers with b's bytes without copying them: MHD frees them (b is
+ * left empty). */
+static enum MHD_Result answer_owned(struct MHD_Connection *c, const char *type, obs_buf_t *b)
+{
+	struct MHD_Response *r =
+		MHD_create_response_from_buffer(b->len, b->p, MHD_RESPMEM_MUST_FREE);
+	enum MHD_Result ret;
+
+	if (!r)
+		return MHD_NO;
+	*b = (obs_buf_t){ 0 };
+	MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE, type);
+	MHD_add_response_header(r, MHD_HTTP_HEADER_CACHE_CONTROL, "no-store");
+	ret = MHD_queue_response(c, MHD_HTTP_OK, r);
 	MHD_destroy_response(r);
 	return ret;
 }
@@ -321,8 +338,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
 		if (obs_metrics_write(&h->o.src, &h->counts, &b) < 0)
 			ret = text(c, MHD_HTTP_SERVICE_UNAVAILABLE, "out of memory\n");
 		else
-			ret = answer(c, MHD_HTTP_OK, "text/plain; version=0.0.4; charset=utf-8",
-				     b.p, b.len);
+			ret = answer_owned(c, "text/plain; version=0.0.4; charset=utf-8", &b);
 		obs_buf_free(&b);
 		return ret;
 	}
@@ -339,7 +355,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
 		snapshot_json(h, &b);
 		obs_buf_puts(&b, "\n");
 		ret = b.oom ? text(c, MHD_HTTP_SERVICE_UNAVAILABLE, "out of memory\n")
-			    : answer(c, MHD_HTTP_OK, "application/json", b.p, b.len);
+			    : answer_owned(c, "application/json", &b);
 		obs_buf_free(&b);
 		return ret;
 	}

@@ -12,70 +12,78 @@
 
 /* ---- every status map of a kind ------------------------------------------- */
 
-typedef struct scan {
+typedef struct each {
 	const kind_env_t *env;
 	const kind_t *k;
-	msgpack_packer pk;
-	size_t n;
-} scan_t;
-
-static int scan_one(void *ctx, const st_pod_t *p)
-{
-	scan_t *s = ctx;
-	int rc = s->k->pack_status(s->env, p, &s->pk);
-	s->n += rc == 0;
-	return rc;
-}
-
-int obs_statuses(const kind_env_t *env, const kind_t *k, msgpack_packer *pk, tank_error_t *e)
-{
 	msgpack_sbuffer sb;
-	scan_t s = { .env = env, .k = k };
-	int err;
-
-	if (k->status_all)
-		return k->status_all(env, pk, e);
-	if (!k->pack_status)
-		return msgpack_pack_array(pk, 0) ? -ENOMEM : 0;
-	msgpack_sbuffer_init(&sb);
-	msgpack_packer_init(&s.pk, &sb, msgpack_sbuffer_write);
-	if ((err = kind_scan(env, k, scan_one, &s, e)) == 0) {
-		err = msgpack_pack_array(pk, s.n) ? -ENOMEM : 0;
-		/* The maps as packed, after the array's header. */
-		if (!err && sb.size)
-			err = pk->callback(pk->data, sb.data, sb.size) ? -ENOMEM : 0;
-	}
-	msgpack_sbuffer_destroy(&sb);
-	return err;
-}
-
-/* Kind k's status maps, unpacked into *u from *sb: the strings of *u
- * point into *sb (msgpack_unpack_next copies none), so the caller
- * destroys both, u first.  0 or an error. */
-static int statuses_of(const kind_env_t *env, const kind_t *k, msgpack_sbuffer *sb,
-		       msgpack_unpacked *u)
-{
 	msgpack_packer pk;
-	tank_error_t e;
-	size_t off = 0;
-	int err;
+	msgpack_unpacked u;
+	obs_status_fn fn;
+	void *ctx;
+} each_t;
 
-	msgpack_sbuffer_init(sb);
-	msgpack_packer_init(&pk, sb, msgpack_sbuffer_write);
-	tank_error_clear(&e);
-	err = obs_statuses(env, k, &pk, &e);
-	msgpack_unpacked_init(u);
-	if (!err && msgpack_unpack_next(u, sb->data, sb->size, &off) != MSGPACK_UNPACK_SUCCESS)
-		err = -EINVAL;
-	if (!err && u->data.type != MSGPACK_OBJECT_ARRAY)
-		err = -EINVAL;
-	return err;
+static int each_one(void *arg, const st_pod_t *rec)
+{
+	each_t *e = arg;
+	size_t off = 0;
+
+	e->sb.size = 0;                 /* one buffer, reused */
+	if (e->k->pack_status(e->env, rec, &e->pk) < 0 ||
+	    msgpack_unpack_next(&e->u, e->sb.data, e->sb.size, &off) != MSGPACK_UNPACK_SUCCESS)
+		return 0;               /* one that cannot be read is skipped */
+	return e->fn(e->ctx, &e->u.data);
 }
 
-static void statuses_done(msgpack_sbuffer *sb, msgpack_unpacked *u)
+/* The elements of a packed array, one at a time (the array's header read
+ * by hand: msgpack-c unpacks whole objects only). */
+static int each_element(each_t *e)
 {
-	msgpack_unpacked_destroy(u);
-	msgpack_sbuffer_destroy(sb);
+	const unsigned char *d = (const unsigned char *)e->sb.data;
+	size_t off, n;
+	int rc;
+
+	if (e->sb.size < 1)
+		return -EINVAL;
+	if ((d[0] & 0xf0) == 0x90) {
+		n = d[0] & 0x0f;
+		off = 1;
+	} else if (d[0] == 0xdc && e->sb.size >= 3) {
+		n = (size_t)d[1] << 8 | d[2];
+		off = 3;
+	} else if (d[0] == 0xdd && e->sb.size >= 5) {
+		n = (size_t)d[1] << 24 | (size_t)d[2] << 16 | (size_t)d[3] << 8 | d[4];
+		off = 5;
+	} else {
+		return -EINVAL;
+	}
+	for (size_t i = 0; i < n; i++) {
+		if (msgpack_unpack_next(&e->u, e->sb.data, e->sb.size, &off) != MSGPACK_UNPACK_SUCCESS)
+			return -EINVAL;
+		if ((rc = e->fn(e->ctx, &e->u.data)) != 0)
+			return rc;
+	}
+	return 0;
+}
+
+int obs_each_status(const kind_env_t *env, const kind_t *k, obs_status_fn fn, void *ctx)
+{
+	each_t e = { .env = env, .k = k, .fn = fn, .ctx = ctx };
+	tank_error_t te;
+	int err;
+
+	msgpack_sbuffer_init(&e.sb);
+	msgpack_packer_init(&e.pk, &e.sb, msgpack_sbuffer_write);
+	msgpack_unpacked_init(&e.u);
+	tank_error_clear(&te);
+	if (k->pack_status)
+		err = kind_scan(env, k, each_one, &e, &te);
+	else if (k->status_all && (err = k->status_all(env, &e.pk, &te)) == 0)
+		err = each_element(&e);
+	else
+		err = k->status_all ? err : 0;
+	msgpack_unpacked_destroy(&e.u);
+	msgpack_sbuffer_destroy(&e.sb);
+	return err;
 }
 
 /* ---- phases ------------------------------------------------------------------- */
@@ -148,71 +156,71 @@ static void family(obs_buf_t *b, const char *name, const char *type, const char 
 		b->oom = true;
 }
 
+typedef struct objs {
+	const kind_t *k;
+	phases_t ph;
+	obs_buf_t ready, restarts, cready;
+} objs_t;
+
+static int object_one(void *ctx, const msgpack_object *st)
+{
+	objs_t *o = ctx;
+	const msgpack_object *v, *cs;
+	char name[128], ctr[128];
+
+	phases_add(&o->ph, st);
+	if (!kind_str(kind_map_get(st, "name"), name, sizeof name))
+		return 0;
+	if ((v = kind_map_get(st, "ready")) && v->type == MSGPACK_OBJECT_BOOLEAN)
+		obs_prom_sample(&o->ready, "tank_object_ready",
+				(const char *[]){ "kind", o->k->name, "name", name, NULL },
+				v->via.boolean);
+	if (!(cs = kind_map_get(st, "containers")) || cs->type != MSGPACK_OBJECT_ARRAY)
+		return 0;
+	for (uint32_t c = 0; c < cs->via.array.size; c++) {
+		const msgpack_object *cm = &cs->via.array.ptr[c];
+		int64_t n;
+		if (!kind_str(kind_map_get(cm, "name"), ctr, sizeof ctr))
+			continue;
+		const char *l[] = { "kind", o->k->name, "name", name, "container", ctr, NULL };
+		if (kind_int(kind_map_get(cm, "restarts"), &n))
+			obs_prom_sample(&o->restarts, "tank_container_restarts_total", l, (double)n);
+		if ((v = kind_map_get(cm, "ready")) && v->type == MSGPACK_OBJECT_BOOLEAN)
+			obs_prom_sample(&o->cready, "tank_container_ready", l, v->via.boolean);
+	}
+	return 0;
+}
+
 static void objects(const obs_src_t *s, obs_buf_t *b)
 {
-	obs_buf_t by_phase = { 0 }, totals = { 0 }, ready = { 0 }, restarts = { 0 },
-		  cready = { 0 };
+	obs_buf_t by_phase = { 0 }, totals = { 0 };
+	objs_t o = { 0 };
 
 	for (size_t i = 0; s->kinds->kinds[i]; i++) {
-		const kind_t *k = s->kinds->kinds[i];
-		msgpack_sbuffer sb;
-		msgpack_unpacked u;
-		phases_t ph = { 0 };
-		char name[128], ctr[128];
-
-		if (statuses_of(s->kinds, k, &sb, &u) == 0) {
-			for (uint32_t j = 0; j < u.data.via.array.size; j++) {
-				const msgpack_object *st = &u.data.via.array.ptr[j];
-				const msgpack_object *o;
-				phases_add(&ph, st);
-				if (!kind_str(kind_map_get(st, "name"), name, sizeof name))
-					continue;
-				if ((o = kind_map_get(st, "ready")) && o->type == MSGPACK_OBJECT_BOOLEAN)
-					obs_prom_sample(&ready, "tank_object_ready",
-							(const char *[]){ "kind", k->name, "name", name, NULL },
-							o->via.boolean);
-				const msgpack_object *cs = kind_map_get(st, "containers");
-				if (!cs || cs->type != MSGPACK_OBJECT_ARRAY)
-					continue;
-				for (uint32_t c = 0; c < cs->via.array.size; c++) {
-					const msgpack_object *cm = &cs->via.array.ptr[c];
-					int64_t n;
-					if (!kind_str(kind_map_get(cm, "name"), ctr, sizeof ctr))
-						continue;
-					const char *l[] = { "kind", k->name, "name", name,
-							    "container", ctr, NULL };
-					if (kind_int(kind_map_get(cm, "restarts"), &n))
-						obs_prom_sample(&restarts, "tank_container_restarts_total",
-								l, (double)n);
-					if ((o = kind_map_get(cm, "ready")) &&
-					    o->type == MSGPACK_OBJECT_BOOLEAN)
-						obs_prom_sample(&cready, "tank_container_ready", l,
-								o->via.boolean);
-				}
-			}
-		}
-		statuses_done(&sb, &u);
+		o.k = s->kinds->kinds[i];
+		memset(&o.ph, 0, sizeof o.ph);
+		(void)obs_each_status(s->kinds, o.k, object_one, &o);
 		obs_prom_sample(&totals, "tank_kind_objects",
-				(const char *[]){ "kind", k->name, NULL }, (double)ph.total);
-		for (size_t p = 0; p < ph.count; p++)
+				(const char *[]){ "kind", o.k->name, NULL }, (double)o.ph.total);
+		for (size_t p = 0; p < o.ph.count; p++)
 			obs_prom_sample(&by_phase, "tank_objects",
-					(const char *[]){ "kind", k->name, "phase", ph.name[p], NULL },
-					(double)ph.n[p]);
+					(const char *[]){ "kind", o.k->name, "phase", o.ph.name[p], NULL },
+					(double)o.ph.n[p]);
 	}
 	family(b, "tank_kind_objects", "gauge", "Objects stored, by kind.", &totals);
 	family(b, "tank_objects", "gauge", "Objects by kind and phase.", &by_phase);
 	family(b, "tank_object_ready", "gauge",
-	       "1 when the object is ready (kinds whose status has `ready`).", &ready);
+	       "1 when the object is ready (kinds whose status has `ready`).", &o.ready);
 	family(b, "tank_container_restarts_total", "counter",
-	       "Restarts of each container (from the status maps).", &restarts);
+	       "Restarts of each container (from the status maps).", &o.restarts);
 	family(b, "tank_container_ready", "gauge",
 	       "1 when the container is ready (its readiness probe passed, or it has none).",
-	       &cready);
+	       &o.cready);
 	obs_buf_free(&by_phase);
 	obs_buf_free(&totals);
-	obs_buf_free(&ready);
-	obs_buf_free(&restarts);
-	obs_buf_free(&cready);
+	obs_buf_free(&o.ready);
+	obs_buf_free(&o.restarts);
+	obs_buf_free(&o.cready);
 }
 
 static void one(obs_buf_t *b, const char *name, const char *type, const char *help, double v)
@@ -305,6 +313,12 @@ int obs_metrics_write(const obs_src_t *s, const obs_counts_t *c, obs_buf_t *b)
 	return b->oom ? -ENOMEM : 0;
 }
 
+static int phase_one(void *ctx, const msgpack_object *status)
+{
+	phases_add(ctx, status);
+	return 0;
+}
+
 void obs_summary(const obs_src_t *s, char *out, size_t cap)
 {
 	size_t len = 0;
@@ -312,14 +326,9 @@ void obs_summary(const obs_src_t *s, char *out, size_t cap)
 	out[0] = '\0';
 	for (size_t i = 0; s->kinds->kinds[i]; i++) {
 		const kind_t *k = s->kinds->kinds[i];
-		msgpack_sbuffer sb;
-		msgpack_unpacked u;
 		phases_t ph = { 0 };
 
-		if (statuses_of(s->kinds, k, &sb, &u) == 0)
-			for (uint32_t j = 0; j < u.data.via.array.size; j++)
-				phases_add(&ph, &u.data.via.array.ptr[j]);
-		statuses_done(&sb, &u);
+		(void)obs_each_status(s->kinds, k, phase_one, &ph);
 		int n = snprintf(out + len, cap - len, "%s%llu %s", len ? ", " : "",
 				 (unsigned long long)ph.total, ph.total == 1 ? k->name : k->plural);
 		if (n < 0 || (size_t)n >= cap - len)

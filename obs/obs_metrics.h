@@ -55,9 +55,15 @@ typedef struct obs_counts {
 /* The whole exposition into b.  0, or -ENOMEM (b->oom). */
 int obs_metrics_write(const obs_src_t *s, const obs_counts_t *c, obs_buf_t *b);
 
-/* Every status map of kind k, as one packed array, into pk.  0 or an
- * error of the kind's callbacks (in e). */
-int obs_statuses(const kind_env_t *env, const kind_t *k, msgpack_packer *pk, tank_error_t *e);
+/* Calls fn with each status map of kind k, one at a time (status borrowed
+ * for the call), until fn returns nonzero (returned).  A kind with
+ * pack_status is walked object by object through one small buffer
+ * (kind_scan): a scrape of 10,000 pods never holds all their statuses at
+ * once, which the heap would keep afterwards.  The objects are the stored
+ * ones (a pod being deleted is gone from them at once); a kind with only
+ * status_all is read from its array, element by element. */
+typedef int (*obs_status_fn)(void *ctx, const msgpack_object *status);
+int obs_each_status(const kind_env_t *env, const kind_t *k, obs_status_fn fn, void *ctx);
 
 /* A one-line summary for systemd's STATUS=: "3 pods (2 running, 1
  * failed), 1 stack (1 up)", every kind of the list. */
