@@ -5,8 +5,9 @@
  * locked and nothing is computed while nobody scrapes.
  *
  * Nothing here names a kind.  Objects by kind and phase come from walking
- * the list of kinds (kinds/kind.h) and each kind's status maps (its
- * status_all, else pack_status of each stored object): a kind added to
+ * the list of kinds (kinds/kind.h) and each kind's status maps, one at a
+ * time (obs_each_status: pack_status of each stored object, else the
+ * elements of its status_all): a kind added to
  * TANK_KIND_LIST is counted without a change here.  Per-object and
  * per-container series come from the status map's conventional keys, so
  * any kind whose status map has them gets them:
