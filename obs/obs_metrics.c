@@ -69,18 +69,19 @@ int obs_each_status(const kind_env_t *env, const kind_t *k, obs_status_fn fn, vo
 {
 	each_t e = { .env = env, .k = k, .fn = fn, .ctx = ctx };
 	tank_error_t te;
-	int err;
+	int err = 0;
 
 	msgpack_sbuffer_init(&e.sb);
 	msgpack_packer_init(&e.pk, &e.sb, msgpack_sbuffer_write);
 	msgpack_unpacked_init(&e.u);
 	tank_error_clear(&te);
-	if (k->pack_status)
+	if (k->pack_status) {
 		err = kind_scan(env, k, each_one, &e, &te);
-	else if (k->status_all && (err = k->status_all(env, &e.pk, &te)) == 0)
-		err = each_element(&e);
-	else
-		err = k->status_all ? err : 0;
+	} else if (k->status_all) {
+		err = k->status_all(env, &e.pk, &te);
+		if (err == 0)
+			err = each_element(&e);
+	}
 	msgpack_unpacked_destroy(&e.u);
 	msgpack_sbuffer_destroy(&e.sb);
 	return err;
