@@ -13,6 +13,7 @@
  * permanent one (bad flags, unknown schema), as s6 does.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <getopt.h>
 #include <grp.h>
 #include <limits.h>
@@ -24,6 +25,7 @@
 #include "daemon/dmn.h"
 #include "common/kit_units.h"
 #include "keeper/kp_keeper.h"
+#include "obs/obs_notify.h"
 
 /* What the flags set; paths point into argv or the environment. */
 typedef struct flags {
@@ -36,6 +38,8 @@ static void usage(FILE *fp)
 	fprintf(fp,
 		"usage: tankd [--keeper] [--data-dir DIR] [--socket PATH] [--socket-group GROUP]\n"
 		"             [--resync DURATION] [--drain-timeout DURATION]\n"
+		"             [--http ADDR [--http-allow-remote]]\n"
+		"             [--cgroup-delegate auto|yes|no] [--ready-fd N]\n"
 		"Runs the tank daemon in the foreground.\n"
 		"  --keeper            run a keeper that starts tankd with the other flags,\n"
 		"                      restarts it when it dies and keeps its pods' output\n"
@@ -48,6 +52,14 @@ static void usage(FILE *fp)
 		"                      number is milliseconds; default 5s)\n"
 		"  --drain-timeout D   at SIGTERM, how long containers may take to stop\n"
 		"                      before they are killed (250ms, 10s, 5m; default 60s)\n"
+		"  --http ADDR         serve /metrics, /healthz, /events and a live page on\n"
+		"                      HOST:PORT (e.g. 127.0.0.1:9180; default: off)\n"
+		"  --http-allow-remote allow an --http address that is not loopback\n"
+		"  --cgroup-delegate M place the pods' cgroups below tankd's own (v2): auto\n"
+		"                      when its group is marked delegated (systemd's\n"
+		"                      Delegate=yes; the default), yes, or no (the root)\n"
+		"  --ready-fd N        write a newline to fd N once ready (s6's\n"
+		"                      notification-fd); NOTIFY_SOCKET gets sd_notify\n"
 		"  --version, --help\n");
 }
 
@@ -85,6 +97,10 @@ static int parse_flags(flags_t *f, int argc, char **argv)
 		{ "socket-group", required_argument, NULL, 'g' },
 		{ "resync", required_argument, NULL, 'r' },
 		{ "drain-timeout", required_argument, NULL, 'D' },
+		{ "http", required_argument, NULL, 'H' },
+		{ "http-allow-remote", no_argument, NULL, 'R' },
+		{ "cgroup-delegate", required_argument, NULL, 'C' },
+		{ "ready-fd", required_argument, NULL, 'F' },
 		{ "help", no_argument, NULL, 'h' },
 		{ "version", no_argument, NULL, 'V' },
 		{ NULL, 0, NULL, 0 },
@@ -95,6 +111,8 @@ static int parse_flags(flags_t *f, int argc, char **argv)
 		f->data_dir[0] = '\0';
 	f->o.data_dir = f->data_dir;
 	f->o.socket_path = getenv("TANK_SOCKET");
+	/* Under a service manager that listens (systemd's Type=notify). */
+	f->o.notify = obs_notify_wanted();
 	while ((c = getopt_long(argc, argv, "", opts, NULL)) != -1) {
 		switch (c) {
 		case 'd':
@@ -133,6 +151,34 @@ static int parse_flags(flags_t *f, int argc, char **argv)
 			    f->o.drain_ms == 0) {
 				fatal("--drain-timeout: expected a duration > 0 (250ms, 10s, 5m), got %s",
 				      optarg);
+				return -1;
+			}
+			break;
+		case 'H':
+			f->o.http_addr = optarg;
+			break;
+		case 'R':
+			f->o.http_allow_remote = true;
+			break;
+		case 'F': {
+			char *end;
+			long fd = strtol(optarg, &end, 10);
+			if (!*optarg || *end || fd < 1 || fd > 65535) {
+				fatal("--ready-fd: expected a file descriptor > 0, got %s", optarg);
+				return -1;
+			}
+			f->o.ready_fd = (int)fd;
+			break;
+		}
+		case 'C':
+			if (!strcmp(optarg, "auto"))
+				f->o.cgroup_delegate = DMN_DELEGATE_AUTO;
+			else if (!strcmp(optarg, "yes"))
+				f->o.cgroup_delegate = DMN_DELEGATE_YES;
+			else if (!strcmp(optarg, "no"))
+				f->o.cgroup_delegate = DMN_DELEGATE_NO;
+			else {
+				fatal("--cgroup-delegate: expected auto, yes or no, got %s", optarg);
 				return -1;
 			}
 			break;
@@ -202,6 +248,11 @@ int main(int argc, char **argv)
 	f.o.argv = argv;
 	if ((rc = parse_flags(&f, argc, argv)) != 0)
 		return rc > 0 ? 0 : DMN_EXIT_PERMANENT;
+	/* The readiness fd is the supervisor's: no container inherits it. */
+	if (f.o.ready_fd > 0 && fcntl(f.o.ready_fd, F_SETFD, FD_CLOEXEC) < 0) {
+		fatal("--ready-fd: %s", strerror(errno));
+		return DMN_EXIT_PERMANENT;
+	}
 	dmn_process_setup(&f.o);
 	tank_error_clear(&e);
 	if ((rc = dmn_open(&f.o, &d, &e)) < 0) {

@@ -37,6 +37,8 @@
 #include "pod/pod_cgroup.h"
 #include "pod/pod_mgr.h"
 #include "kinds/kind.h"
+#include "obs/obs_http.h"
+#include "obs/obs_notify.h"
 #include "common/kit_units.h"
 #include "reconciler/rc_loop.h"
 #include "runtime/rt.h"
@@ -76,6 +78,14 @@ struct dmn {
 	api_method_t methods[API_NMETHODS];
 	size_t nmethods;
 	rt_pid_t root;
+	/* The web side and the service manager's notifications (obs/):
+	 * NULL unless asked for. */
+	obs_src_t obs;
+	obs_http_t *http;
+	obs_notify_t *notify;
+	bool want_notify;
+	int ready_fd;
+	bool delegated;         /* the pods' groups are below tankd's own */
 
 	/* A child's start failure, for dmn_open to return: the supervisor
 	 * passes on only the code. */
@@ -123,9 +133,18 @@ static void log_line(void (*fn)(void *, dmn_level_t, const char *), void *ctx,
 		fn(ctx, level, msg);
 		return;
 	}
+	/* Under systemd, stderr goes to the journal: a "<N>" syslog
+	 * priority in front is what journald reads (info 6, warning 4,
+	 * fatal 2).  Asked once: the stream does not change. */
+	static int journal = -1;
+	const char *prio = "";
+	if ((!fp || fp == stderr) && journal < 0)
+		journal = obs_journal_stderr();
+	if ((!fp || fp == stderr) && journal == 1)
+		prio = level == DMN_LOG_INFO ? "<6>" : level == DMN_LOG_WARNING ? "<4>" : "<2>";
 	/* One fprintf per line: a line is never interleaved with another
 	 * writer's on a shared stderr. */
-	fprintf(fp ? fp : stderr, "tankd: %s: %s\n", dmn_level_name(level), msg);
+	fprintf(fp ? fp : stderr, "%stankd: %s: %s\n", prio, dmn_level_name(level), msg);
 	fflush(fp ? fp : stderr);
 }
 
@@ -210,12 +229,17 @@ static void publish(dmn_t *d, int (*pack)(msgpack_packer *pk, const void *arg),
 	msgpack_sbuffer sb;
 	msgpack_packer pk;
 
-	if (!api)
+	if (!api && !d->http)
 		return;
 	msgpack_sbuffer_init(&sb);
 	msgpack_packer_init(&pk, &sb, msgpack_sbuffer_write);
-	if (pack(&pk, arg) == 0)
-		(void)api_server_publish(d->rt, api, sb.data, sb.size);
+	if (pack(&pk, arg) == 0) {
+		if (api)
+			(void)api_server_publish(d->rt, api, sb.data, sb.size);
+		/* The web side's /events and its counts by type. */
+		if (d->http)
+			obs_http_publish(d->http, sb.data, sb.size);
+	}
 	msgpack_sbuffer_destroy(&sb);
 }
 
@@ -465,6 +489,7 @@ void dmn_stop(dmn_t *d)
 	}
 	d->stopping = true;
 	say(d, DMN_LOG_INFO, "stopping: stopping containers");
+	obs_notify_stopping(d->notify);
 	/* Stop accepting first: an apply arriving during the drain would
 	 * race it.  The api is a permanent child, so it is terminated
 	 * through its supervisor, which then does not restart it. */
@@ -716,6 +741,40 @@ static int configure(dmn_t *d, const dmn_opts_t *o, tank_error_t *err)
 	return 0;
 }
 
+static bool http_healthy(void *ctx)
+{
+	return !((dmn_t *)ctx)->stopping;
+}
+
+/* The web side (--http) and the notifications, each only when asked for:
+ * off, neither exists and nothing of them runs (obs/obs_http.h). */
+static int open_obs(dmn_t *d, const dmn_opts_t *o, tank_error_t *err)
+{
+	int rc;
+
+	d->obs = (obs_src_t){
+		.rt = d->rt, .kinds = &d->kinds, .store = d->store,
+		.loop_name = API_RECONCILER_NAME, .api_name = "api",
+		.version = d->api.version,
+	};
+	d->want_notify = o->notify;
+	d->ready_fd = o->ready_fd;
+	if (!o->http_addr || !o->http_addr[0])
+		return 0;
+	obs_http_opts_t ho = {
+		.addr = o->http_addr, .allow_remote = o->http_allow_remote, .src = d->obs,
+		.healthy = http_healthy, .healthy_ctx = d,
+	};
+	if ((rc = obs_http_open(&ho, &d->http, err)) < 0)
+		d->http = NULL;
+	return rc;
+}
+
+const char *dmn_http_addr(const dmn_t *d)
+{
+	return d->http ? obs_http_addr(d->http) : NULL;
+}
+
 /* How long release() waits for the processes of killed containers to be
  * reaped.  SIGKILL takes effect in microseconds; the bound is for a
  * process that escaped the kill (no cgroups and a setsid'ed grandchild),
@@ -761,6 +820,9 @@ static void release(dmn_t *d)
 		ev_timer_stop(rt_loop(d->rt), &d->reexec_timer);
 	if (d->rt && ev_is_active(&d->deadline))
 		ev_timer_stop(rt_loop(d->rt), &d->deadline);
+	/* The web side's streams end and its watchers leave the loop. */
+	obs_http_close(d->http);
+	obs_notify_close(d->notify);
 	/* The actors first (runners kill their containers), then the
 	 * tracking they borrowed. */
 	rt_free(d->rt);
@@ -845,6 +907,14 @@ int dmn_open(const dmn_opts_t *opts, dmn_t **out, tank_error_t *err)
 	if (opts->cgroups == DMN_CGROUPS_AUTO &&
 	    pod_cgroup_probe(&d->cg, NULL, d->cg_root, NULL) < 0)
 		d->cg.mode = POD_CGROUP_NONE;
+	/* Under a service manager that delegated tankd's cgroup, the pods'
+	 * groups go below it (pod_cgroup.h). */
+	if (d->cg.mode == POD_CGROUP_V2 && opts->cgroup_delegate != DMN_DELEGATE_NO) {
+		tank_error_clear(&e);
+		if (pod_cgroup_delegate(&d->cg, NULL, opts->cgroup_delegate == DMN_DELEGATE_YES,
+					&d->delegated, &e) < 0)
+			say_opts(opts, DMN_LOG_WARNING, "%s (groups stay at the root)", e.msg);
+	}
 
 	if (!(d->rt = rt_new())) {
 		rc = tank_error_set(err, -EBUSY,
@@ -917,6 +987,10 @@ int dmn_open(const dmn_opts_t *opts, dmn_t **out, tank_error_t *err)
 		release(d);
 		return rc;
 	}
+	if ((rc = open_obs(d, opts, err)) < 0) {
+		release(d);
+		return rc;
+	}
 	*out = d;
 	return 0;
 }
@@ -942,9 +1016,17 @@ int dmn_run(dmn_t *d)
 		d->kp_io.data = d;
 		ev_io_start(loop, &d->kp_io);
 	}
-	say(d, DMN_LOG_INFO, "serving %s (data dir %s, cgroups %s)", d->socket_path,
+	say(d, DMN_LOG_INFO, "serving %s (data dir %s, cgroups %s%s%s)", d->socket_path,
 	    d->data_dir,
-	    d->cg.mode == POD_CGROUP_V2 ? "v2" : d->cg.mode == POD_CGROUP_V1 ? "v1" : "none");
+	    d->cg.mode == POD_CGROUP_V2 ? "v2" : d->cg.mode == POD_CGROUP_V1 ? "v1" : "none",
+	    d->delegated ? ", delegated: " : "", d->delegated ? d->cg.v2_mount : "");
+	if (d->http)
+		say(d, DMN_LOG_INFO, "serving http://%s/ (metrics, events, page)",
+		    obs_http_addr(d->http));
+	/* READY=1 follows the first pass (obs_notify.h). */
+	if ((d->want_notify || d->ready_fd > 0) && !d->notify &&
+	    obs_notify_open(&d->obs, d->ready_fd, &d->notify) < 0)
+		say(d, DMN_LOG_WARNING, "unable to notify the service manager: out of memory");
 	if (!d->stop_now)
 		rt_run(d->rt);
 	return d->exit_status;

@@ -98,6 +98,11 @@ typedef struct dmn_opts {
 	 * data dirs never share groups and a restarted one finds its
 	 * predecessor's.  Copied. */
 	const char *cgroup_root;
+	/* Delegation (pod_cgroup_delegate): AUTO places the groups below
+	 * tankd's own cgroup when that group is marked delegated (systemd's
+	 * Delegate=yes), YES whenever tankd is not in the root group, NO
+	 * never (the hierarchy's root, as before). */
+	enum { DMN_DELEGATE_AUTO = 0, DMN_DELEGATE_YES, DMN_DELEGATE_NO } cgroup_delegate;
 	uint64_t resync_ms;     /* full reconcile period; 0: 5 s */
 	uint64_t nudge_ms;      /* nudge debounce; 0: 100 ms */
 	uint64_t drain_ms;      /* drain deadline; 0: 60 s */
@@ -120,6 +125,20 @@ typedef struct dmn_opts {
 	 * dmn_t): a reexec (dmn_reexec) execs the same binary with it.
 	 * NULL: no reexec. */
 	char *const *argv;
+	/* The web side (obs/obs_http.h): "HOST:PORT" to serve /metrics,
+	 * /healthz, /events and the live page on; NULL or "": none (nothing
+	 * of it exists then).  Refused unless loopback or http_allow_remote.
+	 * Copied. */
+	const char *http_addr;
+	bool http_allow_remote;
+	/* Speak the service manager's notification protocol (sd_notify:
+	 * READY=1, STATUS=, WATCHDOG=1, STOPPING=1; obs/obs_notify.h).
+	 * tankd sets it when NOTIFY_SOCKET is set. */
+	bool notify;
+	/* s6's readiness notification (notification-fd): a newline is
+	 * written to this fd once the first pass is done, and it is closed.
+	 * 0: none. */
+	int ready_fd;
 } dmn_opts_t;
 
 typedef struct dmn dmn_t;
@@ -203,6 +222,10 @@ int dmn_reexec(dmn_t *d);
 
 /* True once dmn_stop was called (or a stop signal arrived). */
 bool dmn_stopping(const dmn_t *d);
+
+/* The address the web side serves on ("127.0.0.1:9180"), or NULL
+ * without one (borrowed, lives as long as d). */
+const char *dmn_http_addr(const dmn_t *d);
 
 /* The socket path in use (borrowed, lives as long as d). */
 const char *dmn_socket_path(const dmn_t *d);
