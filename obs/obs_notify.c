@@ -139,7 +139,15 @@ int obs_notify_open(const obs_src_t *src, int ready_fd, obs_notify_t **out)
 	n->status.data = n;
 	ev_timer_start(n->loop, &n->status);
 	ev_unref(n->loop);
-	if (sd_watchdog_enabled(0, &usec) > 0 && usec) {
+	/* Under the keeper (`tankd --keeper`, the unit's main process) the
+	 * watchdog is the keeper's pid's: WATCHDOG_PID names our parent, and
+	 * sd_watchdog_enabled says no.  tankd's loop is what must turn, so
+	 * it pings for its keeper (the unit needs NotifyAccess=all). */
+	const char *wpid = getenv("WATCHDOG_PID"), *wusec = getenv("WATCHDOG_USEC");
+	if (sd_watchdog_enabled(0, &usec) <= 0 && wpid && wusec &&
+	    strtol(wpid, NULL, 10) == (long)getppid())
+		usec = strtoull(wusec, NULL, 10);
+	if (usec) {
 		double every = (double)usec / 2e6;
 		ev_timer_init(&n->watchdog, watchdog_cb, every, every);
 		n->watchdog.data = n;

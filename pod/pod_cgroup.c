@@ -176,6 +176,12 @@ int pod_cgroup_delegate(pod_cgroup_env_t *env, const char *self, bool force,
 				      strerror(-r));
 	if (!strcmp(own, "/") || own[0] != '/' || strstr(own, "/.."))
 		return 0;
+	/* A tankd started again (by its keeper, or a reexec) is in the leaf
+	 * already: the unit's group is its parent, so that the pods' groups
+	 * keep their paths (adoption finds them by path). */
+	size_t ol = strlen(own);
+	if (ol > 11 && !strcmp(own + ol - 11, "/supervisor"))
+		own[ol - 11] = '\0';
 	r = snprintf(base, sizeof base, "%s%s", env->v2_mount, own);
 	if (r < 0 || (size_t)r + 16 >= sizeof base)
 		return tank_error_set(err, -ENAMETOOLONG, "cgroup: %s: path too long", own);
@@ -185,6 +191,20 @@ int pod_cgroup_delegate(pod_cgroup_env_t *env, const char *self, bool force,
 	if (mkdir(leaf, 0755) < 0 && errno != EEXIST)
 		return tank_error_set(err, -errno, "cgroup: unable to create %s: %s", leaf,
 				      strerror(errno));
+	/* Every process of the unit's group goes to the leaf — tankd and
+	 * its keeper, when one started it: a group with processes of its
+	 * own could not hand controllers down to the pods' groups. */
+	char procs[POD_CGROUP_PATH + 16];
+	snprintf(procs, sizeof procs, "%s/cgroup.procs", base);
+	FILE *pf = fopen(procs, "re");
+	int other;
+	while (pf && fscanf(pf, "%d", &other) == 1)
+		if (other != (int)getpid()) {
+			snprintf(pid, sizeof pid, "%d", other);
+			(void)write_str(leaf, "cgroup.procs", pid);   /* gone meanwhile: fine */
+		}
+	if (pf)
+		fclose(pf);
 	snprintf(pid, sizeof pid, "%d", (int)getpid());
 	if ((r = write_str(leaf, "cgroup.procs", pid)) < 0)
 		return tank_error_set(err, r, "cgroup: unable to move into %s: %s", leaf,

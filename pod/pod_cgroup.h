@@ -90,10 +90,13 @@ int pod_cgroup_probe(pod_cgroup_env_t *env, const char *sysfs,
  *
  * When delegated: the v2 rule "no processes in a group that hands
  * controllers down" means the daemon cannot stay in its own group, so it
- * moves itself (every thread) into the leaf SELF/supervisor, then
+ * moves itself (every thread) — and every other process of SELF, its
+ * keeper — into the leaf SELF/supervisor, then
  * env->v2_mount becomes the mount plus self: every group is then
  * SELF/<root>/<pod>/<container>.  *delegated says whether this happened.
- * Call before the process has children of its own in that group.
+ * A SELF that is that leaf already (a tankd its keeper started again, a
+ * reexec) counts as its parent.  Call before the process has children of
+ * its own in that group.
  * Errors: negative errno from cgroupfs (the process is then where it
  * was and env unchanged).
  */

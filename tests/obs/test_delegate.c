@@ -69,5 +69,14 @@ Test(obs_delegate, groups_go_below_a_delegated_own_group)
 	read_text(p, got, sizeof got);
 	snprintf(want, sizeof want, "%d", (int)getpid());
 	cr_assert_str_eq(got, want, "the daemon did not move itself into the leaf");
+	/* A tankd started again by its keeper (or a reexec) is in the leaf
+	 * already: the base stays the unit's group, so the pods' groups keep
+	 * their paths and are adopted. */
+	snprintf(env.v2_mount, sizeof env.v2_mount, "%s", dir);
+	cr_assert_eq(pod_cgroup_delegate(&env, "/system.slice/tankd.service/supervisor", true, &del,
+					 &e), 0, "%s", e.msg);
+	cr_assert(del);
+	snprintf(p, sizeof p, "%s/system.slice/tankd.service", dir);
+	cr_assert_str_eq(env.v2_mount, p, "not a supervisor below the supervisor");
 	ts_cleanup();
 }
