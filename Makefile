@@ -36,7 +36,7 @@ PKG_LIBS   = $(shell pkg-config --libs $(PKGS) 2>/dev/null)
 LIBS       = $(PKG_LIBS) -lev -lpthread -lm
 TEST_LIBS  = $(shell pkg-config --libs criterion 2>/dev/null)
 
-LAYERS   = common runtime supervisor store pod stack reconciler manifest kinds api daemon
+LAYERS   = common runtime supervisor store pod stack action reconciler manifest kinds api daemon
 LIB_SRC  = $(wildcard $(addsuffix /*.c,$(LAYERS)))
 LIB_OBJ  = $(LIB_SRC:%.c=$(BUILD)/obj/%.o)
 CMDLIB_SRC = $(wildcard cmd/lib/*.c)

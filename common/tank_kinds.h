@@ -12,9 +12,11 @@ enum tank_kind {
 	TANK_KIND_POD = 1,
 	TANK_KIND_CONTAINER = 2,
 	TANK_KIND_STACK = 3,
-	/* 4..9 are kept for the kinds of DESIGN.md §9 and §10 (action,
-	 * playbook, task, stage, workflow, job): a kind gets its id here the
-	 * day it lands, not before. */
+	TANK_KIND_ACTION = 4,
+	TANK_KIND_PLAYBOOK = 5,
+	/* 6..9 are kept for the kinds of DESIGN.md §10 (task, stage,
+	 * workflow, job): a kind gets its id here the day it lands, not
+	 * before. */
 	TANK_KIND_TEST = 30,    /* reserved for tests' own kinds */
 };
 

@@ -14,7 +14,9 @@
 
 #define TANK_KIND_LIST(X) \
 	X(pod_kind)       \
-	X(stack_kind)
+	X(stack_kind)      \
+	X(action_kind)     \
+	X(playbook_kind)
 
 #define TANK_KIND_DECLARE(k) extern const kind_t k;
 #define TANK_KIND_ENTRY(k) &k,
