@@ -733,6 +733,25 @@ static void handle(void *ctx, rc_loop_t *loop, rt_msg_t *msg)
 
 /* ---- the manager -------------------------------------------------------------------------- */
 
+/* Whether pod runs (its status's phase); a pod that does not exist is
+ * "running" for this purpose: its request then fails, naming it. */
+static bool pod_running(action_mgr_t *m, const char *pod)
+{
+	st_status_t st;
+	bool run;
+
+	if (st_status_get(m->env->store, pod, &st, NULL) < 0) {
+		st_pod_t p;
+		if (st_pod_get(m->env->store, pod, &p, NULL) < 0)
+			return true;
+		st_pod_clear(&p);
+		return false;
+	}
+	run = !strcmp(st.phase, "running");
+	st_status_clear(&st);
+	return run;
+}
+
 static int list(void *ctx, rc_loop_t *loop)
 {
 	action_mgr_t *m = ctx;
@@ -788,6 +807,12 @@ static rc_result_t reconcile(void *ctx, rc_loop_t *loop, const rc_view_t *view)
 	case ACT_NEW:
 		if (q->running || podq_head(q) != a)
 			return rc_converged();  /* the one before it finishing moves it */
+		if ((a->spec->op == ACT_OP_EXEC || a->spec->op == ACT_OP_CUSTOM) &&
+		    !pod_running(m, a->spec->pod))
+			/* A command needs a running container: its turn waits
+			 * (the pod coming up after a restart of tankd); the
+			 * loop's resync looks again. */
+			return rc_converged();
 		if (m->nlaunch == m->caplaunch) {
 			size_t nc = m->caplaunch ? m->caplaunch * 2 : 16;
 			act_t **nv = realloc(m->launch, nc * sizeof *nv);
