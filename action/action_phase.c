@@ -30,20 +30,17 @@ const rc_fsm_t action_fsm = {
 };
 
 static const char *const pb_phases[PB_PHASES] = {
-	"pending", "running", "done", "failed", "cancelled",
+	"pending", "running", "done", "failed",
 };
 static const char *const pb_events[PB_EVENTS] = {
-	"start", "succeed", "fail", "cancel", "rerun",
+	"start", "succeed", "fail", "rerun",
 };
 static const rc_fsm_edge_t pb_edges[] = {
 	{ PB_PENDING, PB_EV_START, PB_RUNNING },
 	{ PB_RUNNING, PB_EV_SUCCEED, PB_DONE },
 	{ PB_RUNNING, PB_EV_FAIL, PB_FAILED },
-	{ PB_PENDING, PB_EV_CANCEL, PB_CANCELLED },
-	{ PB_RUNNING, PB_EV_CANCEL, PB_CANCELLED },
 	{ PB_DONE, PB_EV_RERUN, PB_PENDING },
 	{ PB_FAILED, PB_EV_RERUN, PB_PENDING },
-	{ PB_CANCELLED, PB_EV_RERUN, PB_PENDING },
 };
 const rc_fsm_t playbook_fsm = {
 	.kind = "playbook", .phases = pb_phases, .nphases = PB_PHASES,

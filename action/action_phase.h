@@ -15,8 +15,7 @@
  * transition from "" (its creation).
  *
  * A playbook: pending --start--> running --succeed--> done | --fail-->
- * failed; pending | running --cancel--> cancelled; a finished one whose
- * spec changed --rerun--> pending.
+ * failed; a finished one whose spec changed --rerun--> pending.
  */
 #ifndef TANK_ACTION_PHASE_H
 #define TANK_ACTION_PHASE_H
@@ -48,9 +47,8 @@ enum act_event {
 	ACT_EVENTS
 };
 
-enum pb_phase { PB_PENDING = 0, PB_RUNNING, PB_DONE, PB_FAILED, PB_CANCELLED, PB_PHASES };
-enum pb_event { PB_EV_START = 0, PB_EV_SUCCEED, PB_EV_FAIL, PB_EV_CANCEL, PB_EV_RERUN,
-		PB_EVENTS };
+enum pb_phase { PB_PENDING = 0, PB_RUNNING, PB_DONE, PB_FAILED, PB_PHASES };
+enum pb_event { PB_EV_START = 0, PB_EV_SUCCEED, PB_EV_FAIL, PB_EV_RERUN, PB_EVENTS };
 
 extern const rc_fsm_t action_fsm;
 extern const rc_fsm_t playbook_fsm;

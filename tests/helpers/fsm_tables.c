@@ -4,6 +4,7 @@
  * regenerates the block after a table changes. */
 #include <stdio.h>
 
+#include "action/action_phase.h"
 #include "pod/pod_phase.h"
 #include "stack/stack_phase.h"
 
@@ -15,5 +16,9 @@ int main(void)
 	rc_fsm_markdown(&pod_fsm, stdout);
 	puts("\nStack:\n");
 	rc_fsm_markdown(&stack_fsm, stdout);
+	puts("\nAction:\n");
+	rc_fsm_markdown(&action_fsm, stdout);
+	puts("\nPlaybook:\n");
+	rc_fsm_markdown(&playbook_fsm, stdout);
 	return 0;
 }
