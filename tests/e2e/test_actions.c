@@ -456,3 +456,31 @@ Test(actions, a_rolling_playbook_runs_at_most_max_parallel, .timeout = 180)
 	cr_assert(!says(d, "USR2", "action ls --pod rp-3 -o yaml"), "stage 2 started");
 	teardown(d);
 }
+
+Test(actions, finished_actions_are_kept_per_pod_up_to_the_bound, .timeout = 60)
+{
+	d_t *d = d_new();
+	char ids[5][64], args[64], out[16384];
+
+	setenv("TANK_ACTIONS_KEEP", "3", 1);    /* tankd's environment (this test's process) */
+	start(d);
+	unsetenv("TANK_ACTIONS_KEEP");
+	pod(d, "web");
+	for (int i = 0; i < 5; i++) {
+		snprintf(args, sizeof args, "web exec --id k%d -- /bin/true", i);
+		run(d, ids[i], args);
+		assert_state(d, ids[i], "DONE", 10);
+	}
+	/* The oldest two are purged, record and history. */
+	cr_assert_neq(ctl(d, out, sizeof out, "action get k0"), 0);
+	cr_assert(strstr(out, "no action \"k0\""), "%s", out);
+	cr_assert_neq(ctl(d, out, sizeof out, "action get k1"), 0);
+	for (int i = 2; i < 5; i++)
+		assert_state(d, ids[i], "DONE", 1);
+	cr_assert_eq(ctl(d, out, sizeof out, "action ls --pod web"), 0);
+	int rows = 0;
+	for (const char *p = out; (p = strchr(p, '\n')); p++)
+		rows++;
+	cr_assert_eq(rows, 4, "a header and 3 rows:\n%s", out);
+	teardown(d);
+}
