@@ -484,3 +484,26 @@ Test(actions, finished_actions_are_kept_per_pod_up_to_the_bound, .timeout = 60)
 	cr_assert_eq(rows, 4, "a header and 3 rows:\n%s", out);
 	teardown(d);
 }
+
+Test(actions, declaring_actions_restarts_nothing, .timeout = 60)
+{
+	d_t *d = setup();
+	char out[4096], id[64];
+
+	write_file(d, "a.yaml", "name: web\ncontainers:\n  - name: main\n"
+		   "    command: [/bin/sleep, \"3600\"]\n");
+	cr_assert_eq(ctl(d, out, sizeof out, "apply -f %s/a.yaml", d->dir), 0, "%s", out);
+	cr_assert(wait_phase(d, "web", "running", 20));
+	long pid = status_num(d, "web", "pid");
+	cr_assert_neq(ctl(d, out, sizeof out, "action run web hello"), 0);
+	write_file(d, "a.yaml", "name: web\ncontainers:\n  - name: main\n"
+		   "    command: [/bin/sleep, \"3600\"]\n"
+		   "actions:\n  hello: {command: [/bin/echo, hello]}\n");
+	cr_assert_eq(ctl(d, out, sizeof out, "apply -f %s/a.yaml", d->dir), 0, "%s", out);
+	cr_assert(strstr(out, "configured"), "%s", out);
+	run(d, id, "web hello");
+	assert_state(d, id, "DONE", 20);
+	cr_assert_eq(status_num(d, "web", "pid"), pid, "the container was restarted");
+	cr_assert(says(d, "actions:", "get web"), "get shows the declaration");
+	teardown(d);
+}
