@@ -64,7 +64,7 @@ static void assert_state(d_t *d, const char *id, const char *state, int secs)
 	cr_assert(ok, "action %s is not %s:\n%s", id, state, ok ? "" : out);
 }
 
-Test(actions, every_state_path_with_history, .timeout = 120)
+Test(actions, every_state_path_with_history)
 {
 	d_t *d = setup();
 	char ok[64], bad[64], held[64], gone[64], queued[64], runner[64], out[8192];
@@ -117,7 +117,7 @@ Test(actions, every_state_path_with_history, .timeout = 120)
 	teardown(d);
 }
 
-Test(actions, cancel_stops_a_running_exec, .timeout = 60)
+Test(actions, cancel_stops_a_running_exec)
 {
 	d_t *d = setup();
 	char id[64], out[8192];
@@ -147,7 +147,7 @@ Test(actions, cancel_stops_a_running_exec, .timeout = 60)
 	teardown(d);
 }
 
-Test(actions, same_id_same_content_is_one_record_other_content_conflicts, .timeout = 60)
+Test(actions, same_id_same_content_is_one_record_other_content_conflicts)
 {
 	d_t *d = setup();
 	char a[64], b[64], out[4096];
@@ -168,7 +168,7 @@ Test(actions, same_id_same_content_is_one_record_other_content_conflicts, .timeo
 	teardown(d);
 }
 
-Test(actions, bad_input_is_named, .timeout = 60)
+Test(actions, bad_input_is_named)
 {
 	d_t *d = setup();
 	char out[4096];
@@ -240,7 +240,7 @@ static int ctl_as(d_t *d, uid_t uid, gid_t gid, char *out, size_t cap, const cha
 	return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
 }
 
-Test(actions, four_eyes_needs_another_uid, .timeout = 60)
+Test(actions, four_eyes_needs_another_uid)
 {
 	if (geteuid() != 0)
 		cr_skip_test("needs root to act as a second user");
@@ -297,7 +297,7 @@ Test(actions, four_eyes_needs_another_uid, .timeout = 60)
 	teardown(d);
 }
 
-Test(actions, one_at_a_time_per_pod_in_submit_order, .timeout = 120)
+Test(actions, one_at_a_time_per_pod_in_submit_order)
 {
 	d_t *d = setup();
 	char ids[6][64], out[8192], args[512], path[128], text[4096];
@@ -334,7 +334,7 @@ static bool namespaces_work(void)
 	       WEXITSTATUS(st) == 0;
 }
 
-Test(actions, exec_runs_in_the_pods_namespaces_and_rootfs, .timeout = 60)
+Test(actions, exec_runs_in_the_pods_namespaces_and_rootfs)
 {
 	if (!namespaces_work())
 		cr_skip_test("pid/mount namespaces are not available here");
@@ -375,8 +375,7 @@ Test(actions, exec_runs_in_the_pods_namespaces_and_rootfs, .timeout = 60)
 	teardown(d);
 }
 
-Test(actions, running_becomes_lost_after_kill9_and_the_queue_keeps_its_order,
-     .timeout = 120)
+Test(actions, running_becomes_lost_after_kill9_and_the_queue_keeps_its_order)
 {
 	d_t *d = setup();
 	char first[64], q[3][64], out[8192], args[512], path[128], text[1024];
@@ -404,7 +403,7 @@ Test(actions, running_becomes_lost_after_kill9_and_the_queue_keeps_its_order,
 	teardown(d);
 }
 
-Test(actions, a_rolling_playbook_runs_at_most_max_parallel, .timeout = 180)
+Test(actions, a_rolling_playbook_runs_at_most_max_parallel)
 {
 	d_t *d = setup();
 	char out[8192], yaml[2048], path[128], text[8192];
@@ -457,7 +456,7 @@ Test(actions, a_rolling_playbook_runs_at_most_max_parallel, .timeout = 180)
 	teardown(d);
 }
 
-Test(actions, finished_actions_are_kept_per_pod_up_to_the_bound, .timeout = 60)
+Test(actions, finished_actions_are_kept_per_pod_up_to_the_bound)
 {
 	d_t *d = d_new();
 	char ids[5][64], args[64], out[16384];
@@ -485,7 +484,7 @@ Test(actions, finished_actions_are_kept_per_pod_up_to_the_bound, .timeout = 60)
 	teardown(d);
 }
 
-Test(actions, declaring_actions_restarts_nothing, .timeout = 60)
+Test(actions, declaring_actions_restarts_nothing)
 {
 	d_t *d = setup();
 	char out[4096], id[64];
