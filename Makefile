@@ -171,6 +171,10 @@ install: all
 	install -m 0644 docs/man/tankctl.1 $(DESTDIR)$(PREFIX)/share/man/man1/
 	install -m 0644 docs/man/tank-pod.5 $(DESTDIR)$(PREFIX)/share/man/man5/
 	install -m 0644 docs/man/tankd.8 $(DESTDIR)$(PREFIX)/share/man/man8/
+	install -d $(DESTDIR)$(PREFIX)/share/bash-completion/completions \
+		$(DESTDIR)$(PREFIX)/share/zsh/site-functions
+	$(BUILD)/bin/tankctl completion bash > $(DESTDIR)$(PREFIX)/share/bash-completion/completions/tankctl
+	$(BUILD)/bin/tankctl completion zsh > $(DESTDIR)$(PREFIX)/share/zsh/site-functions/_tankctl
 
 # Removes what install put there, and nothing else (no data dir: pods'
 # state and logs are the operator's to keep or remove).
@@ -178,7 +182,9 @@ uninstall:
 	for b in $(notdir $(CMD_BIN)); do rm -f $(DESTDIR)$(PREFIX)/bin/$$b; done
 	rm -f $(DESTDIR)$(PREFIX)/share/man/man1/tankctl.1 \
 		$(DESTDIR)$(PREFIX)/share/man/man5/tank-pod.5 \
-		$(DESTDIR)$(PREFIX)/share/man/man8/tankd.8
+		$(DESTDIR)$(PREFIX)/share/man/man8/tankd.8 \
+		$(DESTDIR)$(PREFIX)/share/bash-completion/completions/tankctl \
+		$(DESTDIR)$(PREFIX)/share/zsh/site-functions/_tankctl
 
 clean:
 	rm -rf build

@@ -15,6 +15,7 @@
 #include <limits.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -235,14 +236,40 @@ typedef struct apply_out {
 	const kind_item_t *items;
 	const st_apply_result_t *res;
 	size_t n;
+	/* A dry run's diff: each object's stored spec (cur[i].spec, NULL when
+	 * none) and the canonical one it would get (in[i]). */
+	const st_pod_t *cur;
+	const st_pod_in_t *in;
 } apply_out_t;
+
+/* Packs canonical spec bytes as the object they are (nil when none). */
+static int pack_spec_bytes(msgpack_packer *pk, const void *spec, size_t len)
+{
+	msgpack_unpacked u;
+	size_t off = 0;
+	int rc;
+
+	if (!spec || !len)
+		return msgpack_pack_nil(pk);
+	msgpack_unpacked_init(&u);
+	rc = msgpack_unpack_next(&u, spec, len, &off) == MSGPACK_UNPACK_SUCCESS
+	     ? msgpack_pack_object(pk, u.data) : msgpack_pack_nil(pk);
+	msgpack_unpacked_destroy(&u);
+	return rc;
+}
 
 static int pack_apply(msgpack_packer *pk, void *arg)
 {
 	apply_out_t *o = arg;
 	int rc = msgpack_pack_array(pk, o->n);
 	for (size_t i = 0; i < o->n; i++) {
-		rc |= msgpack_pack_map(pk, 5);
+		rc |= msgpack_pack_map(pk, o->cur ? 7 : 5);
+		if (o->cur) {
+			rc |= pk_key(pk, "current");
+			rc |= pack_spec_bytes(pk, o->cur[i].spec, o->cur[i].spec_len);
+			rc |= pk_key(pk, "proposed");
+			rc |= pack_spec_bytes(pk, o->in[i].spec, o->in[i].spec_len);
+		}
 		rc |= pk_key(pk, "kind");
 		rc |= api_pack_cstr(pk, o->items[i].kind->name);
 		rc |= pk_key(pk, "name");
@@ -288,6 +315,8 @@ typedef struct apply_job {
 	kit_errors_t errs;
 	msgpack_zone *zone;
 	int err;                      /* a failure that is not the input's */
+	bool dry_run;                 /* check everything, say what would be, write nothing */
+	bool diff;                    /* and answer both specs (tankctl diff) */
 } apply_job_t;
 
 static void apply_job_free(apply_job_t *j)
@@ -486,13 +515,48 @@ static void apply_job_finish(rt_t *rt, apply_job_t *j)
 		ops[nops++] = (st_coll_op_t){ .c = c, .put = a.in + first, .nput = at - first,
 					      .res = a.res + first };
 	}
-	if (!nops) {
-		apply_out_t o = { NULL, NULL, 0 };
+	if (j->dry_run) {
+		/* What the commit would say, from the stored records: the same
+		 * bytes are unchanged, other bytes configured, no record
+		 * created (st_coll_put's rule). */
+		st_pod_t *cur = calloc(a.b.n + 1, sizeof *cur);
+		err = 0;
+		if (!cur) {
+			api_reply_err(rt, j->token, -ENOMEM, NULL);
+			goto out;
+		}
+		for (size_t i = 0; i < a.b.n && err >= 0; i++) {
+			err = kind_get(env, a.b.items[i].kind, a.b.items[i].name, &cur[i], NULL);
+			if (err == TANK_ENOTFOUND) {
+				a.res[i] = (st_apply_result_t){ .action = ST_CREATED, .generation = 1 };
+				err = 0;
+				continue;
+			}
+			if (err < 0)
+				break;
+			bool same = cur[i].spec_len == a.in[i].spec_len &&
+				    !memcmp(cur[i].spec, a.in[i].spec, cur[i].spec_len);
+			a.res[i] = (st_apply_result_t){
+				.action = same ? ST_UNCHANGED : ST_CONFIGURED,
+				.generation = cur[i].generation + !same };
+			snprintf(a.res[i].uid, sizeof a.res[i].uid, "%s", cur[i].uid);
+		}
+		if (err < 0) {
+			api_reply_err(rt, j->token, err, NULL);
+		} else {
+			apply_out_t o = { a.b.items, a.res, a.b.n, j->diff ? cur : NULL, a.in };
+			api_reply(rt, j->token, pack_apply, &o);
+		}
+		for (size_t i = 0; i < a.b.n; i++)
+			st_pod_clear(&cur[i]);
+		free(cur);
+	} else if (!nops) {
+		apply_out_t o = { NULL, NULL, 0, NULL, NULL };
 		api_reply(rt, j->token, pack_apply, &o);
 	} else if ((err = st_coll_commit(j->d->store, ops, nops, &e)) < 0) {
 		api_reply_err(rt, j->token, err, e.msg[0] ? e.msg : NULL);
 	} else {
-		apply_out_t o = { a.b.items, a.res, a.b.n };
+		apply_out_t o = { a.b.items, a.res, a.b.n, NULL, NULL };
 		api_reply(rt, j->token, pack_apply, &o);
 		nudge(j->d);
 	}
@@ -542,13 +606,33 @@ static void m_apply(const api_call_t *call, const msgpack_object *params, void *
 	apply_job_t *j;
 	int err;
 
-	if (api_params_check(params, "a", &e) < 0)
+	if (api_params_check(params, "a?m", &e) < 0)
 		return reply_check_error(call, &e);
 	arr = &params->via.array.ptr[0];
+	/* {dry_run: true}: everything checked, nothing written; diff: with
+	 * each object's stored and proposed spec. */
+	bool dry_run = false, diff = false;
+	if (params->via.array.size > 1) {
+		const msgpack_object *o = &params->via.array.ptr[1];
+		for (uint32_t i = 0; i < o->via.map.size; i++) {
+			const msgpack_object_kv *kv = &o->via.map.ptr[i];
+			bool dr = api_obj_streq(&kv->key, "dry_run"), df = api_obj_streq(&kv->key, "diff");
+			if ((!dr && !df) || kv->val.type != MSGPACK_OBJECT_BOOLEAN) {
+				api_reply_error(call->rt, call->token, API_BAD_REQUEST,
+						"params[1]: the options are {dry_run: bool, diff: bool}",
+						NULL, NULL);
+				return;
+			}
+			*(dr ? &dry_run : &diff) = kv->val.via.boolean;
+		}
+		dry_run |= diff;    /* a diff writes nothing either */
+	}
 	if (arr->via.array.size <= API_APPLY_CHUNK) {
 		apply_job_t job;
 		if ((err = apply_job_init(&job, d, call->token, arr->via.array.size)) == 0) {
 			job.arr = arr;
+			job.dry_run = dry_run;
+			job.diff = diff;
 			apply_job_validate(&job, job.n);
 			apply_job_finish(call->rt, &job);
 		} else {
@@ -567,6 +651,8 @@ static void m_apply(const api_call_t *call, const msgpack_object *params, void *
 	}
 	if ((err = apply_job_init(j, d, call->token, arr->via.array.size)) < 0)
 		goto fail;
+	j->dry_run = dry_run;
+	j->diff = diff;
 	msgpack_sbuffer_init(&j->copy_buf);
 	msgpack_unpacked_init(&j->copy);
 	j->copied = true;
@@ -1347,9 +1433,16 @@ static void follow_terminate(rt_t *rt, void *state, rt_reason_t reason)
 
 static const rt_behaviour_t log_follower = { "api_follow", follow_init, follow_handle, follow_terminate };
 
-/* The options of logs [name, {container?, tail?, follow?}], checked. */
-static int logs_opts(const msgpack_object *params, char *ctr, size_t cap, int64_t *tail,
-		     bool *follow, tank_error_t *e)
+/* The options of logs [name, {container?, tail?, follow?, since?,
+ * until?}], checked.  tail: -1 every line, 0 none, else the last N;
+ * since/until: ms since the epoch, the lines written in [since, until). */
+typedef struct logs_opt {
+	int64_t tail, since, until;   /* since/until -1: unbounded */
+	bool follow;
+} logs_opt_t;
+
+static int logs_opts(const msgpack_object *params, char *ctr, size_t cap, logs_opt_t *lo,
+		     tank_error_t *e)
 {
 	if (params->via.array.size < 2 || params->via.array.ptr[1].type != MSGPACK_OBJECT_MAP)
 		return 0;
@@ -1358,11 +1451,76 @@ static int logs_opts(const msgpack_object *params, char *ctr, size_t cap, int64_
 	    !api_obj_strcpy(o, ctr, cap))
 		return tank_error_set(e, -EPROTO, "params[1].container: expected string");
 	if ((o = api_map_get(opts, "follow")) && o->type == MSGPACK_OBJECT_BOOLEAN)
-		*follow = o->via.boolean;
+		lo->follow = o->via.boolean;
 	if ((o = api_map_get(opts, "tail")) && o->type != MSGPACK_OBJECT_NIL &&
-	    (!api_obj_int(o, tail) || *tail < 0 || *tail > API_LOG_TAIL_MAX))
+	    (!api_obj_int(o, &lo->tail) || lo->tail < -1 || lo->tail > API_LOG_TAIL_MAX))
 		return tank_error_set(e, -EPROTO,
-				      "params[1].tail: expected an integer from 0 to 100000");
+				      "params[1].tail: expected an integer from -1 (every line) to 100000");
+	if ((o = api_map_get(opts, "since")) && o->type != MSGPACK_OBJECT_NIL &&
+	    (!api_obj_int(o, &lo->since) || lo->since < 0))
+		return tank_error_set(e, -EPROTO, "params[1].since: expected ms since the epoch");
+	if ((o = api_map_get(opts, "until")) && o->type != MSGPACK_OBJECT_NIL &&
+	    (!api_obj_int(o, &lo->until) || lo->until < 0))
+		return tank_error_set(e, -EPROTO, "params[1].until: expected ms since the epoch");
+	return 0;
+}
+
+/* The time of a log record ("2026-11-22T03:04:05.123Z stdout …"), ms
+ * since the epoch, or -1 when it has none. */
+static int64_t log_record_ms(const char *l)
+{
+	struct tm tm;
+	int ms = 0, used = 0;
+
+	memset(&tm, 0, sizeof tm);
+	if (sscanf(l, "%4d-%2d-%2dT%2d:%2d:%2d.%3dZ%n", &tm.tm_year, &tm.tm_mon, &tm.tm_mday,
+		   &tm.tm_hour, &tm.tm_min, &tm.tm_sec, &ms, &used) < 7 || !used)
+		return -1;
+	tm.tm_year -= 1900;
+	tm.tm_mon -= 1;
+	return (int64_t)timegm(&tm) * 1000 + ms;
+}
+
+/* Keeps the lines of [since, until) (freeing the others), in place. */
+static void log_lines_window(char **l, size_t *n, const logs_opt_t *lo)
+{
+	size_t k = 0;
+
+	if (lo->since < 0 && lo->until < 0)
+		return;
+	for (size_t i = 0; i < *n; i++) {
+		int64_t at = log_record_ms(l[i]);
+		if ((lo->since >= 0 && at < lo->since) || (lo->until >= 0 && at >= lo->until))
+			free(l[i]);
+		else
+			l[k++] = l[i];
+	}
+	*n = k;
+}
+
+/* Reads one container's lines for lo: the last tail of the window. */
+static int log_lines_read(const char *dir, const char *pod, const char *ctr,
+			  const logs_opt_t *lo, char ***l, size_t *n, tank_error_t *e)
+{
+	bool window = lo->since >= 0 || lo->until >= 0;
+	int err;
+
+	*l = NULL;
+	*n = 0;
+	if (lo->tail == 0)
+		return 0;
+	/* pod_log_tail's 0 is every line: what a window must look through. */
+	err = pod_log_tail(dir, pod, ctr, window || lo->tail < 0 ? 0 : (size_t)lo->tail, l, n, e);
+	if (err < 0)
+		return err;
+	log_lines_window(*l, n, lo);
+	if (lo->tail > 0 && *n > (size_t)lo->tail) {
+		size_t skip = *n - (size_t)lo->tail;
+		for (size_t i = 0; i < skip; i++)
+			free((*l)[i]);
+		memmove(*l, *l + skip, (*n - skip) * sizeof **l);
+		*n -= skip;
+	}
 	return 0;
 }
 
@@ -1395,8 +1553,7 @@ static void m_logs(const api_call_t *call, const msgpack_object *params, void *c
 {
 	api_daemon_t *d = ctx;
 	char name[ST_NAME_MAX + 1], ctr[ST_NAME_MAX + 1] = "", msg[2 * ST_NAME_MAX + 48];
-	int64_t tail = API_LOG_TAIL_DEFAULT;
-	bool follow = false;
+	logs_opt_t lo = { .tail = API_LOG_TAIL_DEFAULT, .since = -1, .until = -1 };
 	st_status_t s;
 	tank_error_t e;
 	int err;
@@ -1404,7 +1561,7 @@ static void m_logs(const api_call_t *call, const msgpack_object *params, void *c
 	if (name_param(call, params, "s?m", name, sizeof name) < 0)
 		return;
 	tank_error_clear(&e);
-	if (logs_opts(params, ctr, sizeof ctr, &tail, &follow, &e) < 0) {
+	if (logs_opts(params, ctr, sizeof ctr, &lo, &e) < 0) {
 		api_reply_error(call->rt, call->token, API_BAD_REQUEST, e.msg, NULL, NULL);
 		return;
 	}
@@ -1436,7 +1593,7 @@ static void m_logs(const api_call_t *call, const msgpack_object *params, void *c
 	st_status_clear(&s);
 	if (nc == 1) {
 		lines_t o = { NULL, 0 };
-		err = pod_log_tail(d->log_dir, name, files[0].container, (size_t)tail, &o.l, &o.n, &e);
+		err = log_lines_read(d->log_dir, name, files[0].container, &lo, &o.l, &o.n, &e);
 		if (err < 0) {
 			free(files);
 			api_reply_err(call->rt, call->token, err, e.msg);
@@ -1449,8 +1606,8 @@ static void m_logs(const api_call_t *call, const msgpack_object *params, void *c
 		size_t *ns = calloc(nc, sizeof *ns), *at = calloc(nc, sizeof *at), total = 0;
 		err = ls && ns && at ? 0 : -ENOMEM;
 		for (size_t i = 0; i < nc && !err; i++) {
-			err = pod_log_tail(d->log_dir, name, files[i].container, (size_t)tail, &ls[i],
-					   &ns[i], &e);
+			err = log_lines_read(d->log_dir, name, files[i].container, &lo, &ls[i],
+					     &ns[i], &e);
 			total += err ? 0 : ns[i];
 		}
 		clines_t o = { calloc(total + 1, sizeof *o.l), calloc(total + 1, sizeof *o.c), 0 };
@@ -1467,7 +1624,7 @@ static void m_logs(const api_call_t *call, const msgpack_object *params, void *c
 			o.l[o.n++] = ls[best][at[best]++];
 		}
 		if (!err) {
-			size_t skip = tail > 0 && o.n > (size_t)tail ? o.n - (size_t)tail : 0;
+			size_t skip = lo.tail > 0 && o.n > (size_t)lo.tail ? o.n - (size_t)lo.tail : 0;
 			clines_t last = { o.l + skip, o.c + skip, o.n - skip };
 			api_reply(call->rt, call->token, pack_clines, &last);
 		} else {
@@ -1485,7 +1642,7 @@ static void m_logs(const api_call_t *call, const msgpack_object *params, void *c
 			return;
 		}
 	}
-	if (follow) {
+	if (lo.follow) {
 		follow_t f = { .token = call->token, .store = d->store, .files = files, .n = nc };
 		snprintf(f.pod, sizeof f.pod, "%s", name);
 		for (size_t i = 0; i < nc; i++)
@@ -1725,7 +1882,7 @@ size_t api_methods_table(api_daemon_t *d, api_method_t table[API_NMETHODS])
 int api_methods_decode(const char *method, const msgpack_object *params, tank_error_t *e)
 {
 	static const struct { const char *name, *types; } sig[] = {
-		{ "ping", "" },   { "version", "" }, { "apply", "a" }, { "delete", "a?m" },
+		{ "ping", "" },   { "version", "" }, { "apply", "a?m" }, { "delete", "a?m" },
 		{ "get", "s?m" }, { "list", "?m" },  { "status", "?sm" }, { "running", "" },
 		{ "restart", "s" }, { "nudge", "" }, { "sync", "" },   { "logs", "s?m" },
 		{ "history", "s?m" },
@@ -1774,9 +1931,8 @@ int api_methods_decode(const char *method, const msgpack_object *params, tank_er
 	}
 	if (strcmp(method, "logs") == 0) {
 		char ctr[ST_NAME_MAX + 1] = "";
-		int64_t tail = 0;
-		bool follow = false;
-		return logs_opts(params, ctr, sizeof ctr, &tail, &follow, e);
+		logs_opt_t lo = { .tail = 0, .since = -1, .until = -1 };
+		return logs_opts(params, ctr, sizeof ctr, &lo, e);
 	}
 	if (strcmp(method, "history") == 0) {
 		int64_t limit = 0;

@@ -18,11 +18,14 @@
 #include <string.h>
 #include <strings.h>
 #include <sys/random.h>
+#include <sys/wait.h>
+#include <spawn.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "api/api_client.h"
+#include "cmd/lib/cli_describe.h"
 #include "cmd/lib/cli_fmt.h"
 #include "cmd/lib/cli_paths.h"
 #include "cmd/lib/cli_wait.h"
@@ -243,7 +246,8 @@ static void ctl_sleep_ms(uint64_t ms)
 }
 
 /* Common verb options: --help, -o; returns -1 to continue parsing. */
-enum { OPT_HELP = 0x100, OPT_TAIL, OPT_WAIT, OPT_LIMIT, OPT_TIMEOUT, OPT_IGNORE_NF, OPT_SINCE };
+enum { OPT_HELP = 0x100, OPT_TAIL, OPT_WAIT, OPT_LIMIT, OPT_TIMEOUT, OPT_IGNORE_NF, OPT_SINCE,
+       OPT_DRY_RUN };
 
 static int ctl_help(const verb_t *v)
 {
@@ -1023,6 +1027,20 @@ static int pack_pods(msgpack_packer *pk, void *arg)
 	return 0;
 }
 
+/* apply's params with {dry_run: true}. */
+static int pack_pods_dry(msgpack_packer *pk, void *arg)
+{
+	const ctl_batch_t *bt = arg;
+	msgpack_pack_array(pk, 2);
+	msgpack_pack_array(pk, bt->nobjs);
+	for (size_t i = 0; i < bt->n; i++)
+		for (size_t j = 0; j < bt->ms[i]->count; j++)
+			if (msgpack_pack_object(pk, *bt->ms[i]->objs[j].raw))
+				return -ENOMEM;
+	return msgpack_pack_map(pk, 1) || api_pack_cstr(pk, "dry_run") || msgpack_pack_true(pk)
+	       ? -ENOMEM : 0;
+}
+
 /* Names the pending objects of b on stderr and ends the line: the first
  * CTL_LIST_MAX, then how many more (a batch of 10,000 would otherwise
  * print one line of half a megabyte at every pass). */
@@ -1186,10 +1204,11 @@ static int v_apply(ctl_t *x, int argc, char **argv)
 		{ "help", no_argument, NULL, OPT_HELP },
 		{ "filename", required_argument, NULL, 'f' },
 		{ "wait", no_argument, NULL, OPT_WAIT },
+		{ "dry-run", no_argument, NULL, OPT_DRY_RUN },
 		{ "timeout", required_argument, NULL, OPT_TIMEOUT }, { 0 } };
 	const char **files = calloc((size_t)argc + 1, sizeof *files);
 	size_t nfiles = 0;
-	bool wait = false;
+	bool wait = false, dry_run = false;
 	uint64_t timeout_ms = 0;
 	ctl_batch_t bt;
 	api_incoming_t in;
@@ -1207,6 +1226,8 @@ static int v_apply(ctl_t *x, int argc, char **argv)
 			files[nfiles++] = optarg;
 		} else if (o == OPT_WAIT) {
 			wait = true;
+		} else if (o == OPT_DRY_RUN) {
+			dry_run = true;
 		} else if (o == OPT_TIMEOUT) {
 			if (kit_parse_duration(optarg, strlen(optarg), &timeout_ms) < 0 || !timeout_ms) {
 				free(files);
@@ -1227,6 +1248,10 @@ static int v_apply(ctl_t *x, int argc, char **argv)
 		free(files);
 		return ctl_usage_error(x, "--timeout bounds --wait: use both");
 	}
+	if (dry_run && wait) {
+		free(files);
+		return ctl_usage_error(x, "--dry-run applies nothing: nothing to --wait for");
+	}
 	/* Every file is read and validated before anything is applied. */
 	for (size_t i = 0; i < nfiles && !r; i++)
 		r = ctl_batch_path(x, &bt, files[i]);
@@ -1236,7 +1261,8 @@ static int v_apply(ctl_t *x, int argc, char **argv)
 	x->where = ctl_batch_where;
 	x->where_arg = &bt;
 	if (!r)
-		r = ctl_call(x, "apply", pack_pods, &bt, CTL_TIMEOUT_MS, &in);
+		r = ctl_call(x, "apply", dry_run ? pack_pods_dry : pack_pods, &bt, CTL_TIMEOUT_MS,
+			     &in);
 	x->where = NULL;
 	if (r) {
 		ctl_batch_free(&bt);
@@ -1252,6 +1278,8 @@ static int v_apply(ctl_t *x, int argc, char **argv)
 				snprintf(action, sizeof action, "applied");
 			char kind[64] = "";
 			api_obj_strcpy(api_map_get(e, "kind"), kind, sizeof kind);
+			if (dry_run)
+				strncat(action, " (dry run)", sizeof action - strlen(action) - 1);
 			ctl_print_ref(kind, name, action);
 		}
 	api_incoming_free(&in);
@@ -1259,6 +1287,128 @@ static int v_apply(ctl_t *x, int argc, char **argv)
 	r = wait ? ctl_wait(x, &bt, timeout_ms) : EXIT_OK;
 	ctl_batch_free(&bt);
 	return r;
+}
+
+/* apply's params with {diff: true}: a dry run answering both specs. */
+static int pack_pods_diff(msgpack_packer *pk, void *arg)
+{
+	const ctl_batch_t *bt = arg;
+	msgpack_pack_array(pk, 2);
+	msgpack_pack_array(pk, bt->nobjs);
+	for (size_t i = 0; i < bt->n; i++)
+		for (size_t j = 0; j < bt->ms[i]->count; j++)
+			if (msgpack_pack_object(pk, *bt->ms[i]->objs[j].raw))
+				return -ENOMEM;
+	return msgpack_pack_map(pk, 1) || api_pack_cstr(pk, "diff") || msgpack_pack_true(pk)
+	       ? -ENOMEM : 0;
+}
+
+/* Writes o as YAML into a new temporary file (nil: an empty one); its
+ * path in path (cap bytes).  0 or an exit code. */
+static int ctl_yaml_tmp(ctl_t *x, const msgpack_object *o, char *path, size_t cap)
+{
+	const char *dir = getenv("TMPDIR");
+	snprintf(path, cap, "%s/tankctl-diff-XXXXXX", dir && *dir ? dir : "/tmp");
+	int fd = mkstemp(path);
+	if (fd < 0)
+		return ctl_fail(x, "cannot make a file in %s: %s", dir && *dir ? dir : "/tmp",
+				strerror(errno));
+	FILE *f = fdopen(fd, "w");
+	if (!f) {
+		close(fd);
+		unlink(path);
+		return ctl_fail(x, "out of memory");
+	}
+	int r = o && o->type != MSGPACK_OBJECT_NIL ? mf_doc_emit(o, MF_DOC_YAML, f) : 0;
+	if (fclose(f) != 0 || r < 0) {
+		unlink(path);
+		return ctl_fail(x, "cannot write %s", path);
+	}
+	return 0;
+}
+
+/* `diff -f FILE…`: what apply would change, object by object, as a
+ * unified diff of the canonical YAML (the stored spec against the one the
+ * files would give it), through diff(1) as kubectl does.  Exit 0: no
+ * difference, 1: differences, 2 and more: trouble. */
+static int v_diff(ctl_t *x, int argc, char **argv)
+{
+	static const struct option opts[] = {
+		{ "help", no_argument, NULL, OPT_HELP },
+		{ "filename", required_argument, NULL, 'f' }, { 0 } };
+	const char **files = calloc((size_t)argc + 1, sizeof *files);
+	size_t nfiles = 0;
+	ctl_batch_t bt;
+	api_incoming_t in;
+	int o, r = 0, differ = 0;
+
+	memset(&bt, 0, sizeof bt);
+	if (!files)
+		return ctl_fail(x, "out of memory");
+	while ((o = getopt_long(argc, argv, ":f:", opts, NULL)) != -1) {
+		if (o == OPT_HELP) {
+			free(files);
+			return ctl_help(ctl_find(x->verb));
+		}
+		if (o != 'f') {
+			free(files);
+			return ctl_bad_option(x, o, argv);
+		}
+		files[nfiles++] = optarg;
+	}
+	if (!nfiles || optind != argc) {
+		free(files);
+		return ctl_usage_error(x, "needs -f FILE (a file, a directory or - for stdin)");
+	}
+	for (size_t i = 0; i < nfiles && !r; i++)
+		r = ctl_batch_path(x, &bt, files[i]);
+	free(files);
+	if (!r)
+		r = ctl_batch_unique(x, &bt);
+	x->where = ctl_batch_where;
+	x->where_arg = &bt;
+	if (!r)
+		r = ctl_call(x, "apply", pack_pods_diff, &bt, CTL_TIMEOUT_MS, &in);
+	x->where = NULL;
+	ctl_batch_free(&bt);
+	if (r)
+		return r;
+	fflush(stdout);
+	const msgpack_object *res = in.result;
+	for (uint32_t i = 0; res->type == MSGPACK_OBJECT_ARRAY && i < res->via.array.size && !r;
+	     i++) {
+		const msgpack_object *e = &res->via.array.ptr[i];
+		char name[256] = "", kind[64] = "", a[PATH_MAX], b[PATH_MAX], la[400], lb[400];
+		if (api_obj_streq(api_map_get(e, "action"), "unchanged"))
+			continue;
+		api_obj_strcpy(api_map_get(e, "name"), name, sizeof name);
+		api_obj_strcpy(api_map_get(e, "kind"), kind, sizeof kind);
+		if ((r = ctl_yaml_tmp(x, api_map_get(e, "current"), a, sizeof a)) != 0)
+			break;
+		if ((r = ctl_yaml_tmp(x, api_map_get(e, "proposed"), b, sizeof b)) != 0) {
+			unlink(a);
+			break;
+		}
+		snprintf(la, sizeof la, "%s/%s (stored)", kind, name);
+		snprintf(lb, sizeof lb, "%s/%s (applied)", kind, name);
+		char *dargv[] = { "diff", "-u", "--label", la, "--label", lb, a, b, NULL };
+		pid_t pid;
+		int st = 0, se = posix_spawnp(&pid, "diff", NULL, NULL, dargv, environ);
+		if (se == 0)
+			while (waitpid(pid, &st, 0) < 0 && errno == EINTR)
+				;
+		unlink(a);
+		unlink(b);
+		if (se != 0)
+			r = ctl_fail(x, "cannot run diff(1): %s (install diffutils)", strerror(se));
+		else if (!WIFEXITED(st) || WEXITSTATUS(st) > 1)
+			r = ctl_fail(x, "diff(1) failed on %s/%s", kind, name);
+		else
+			differ |= WEXITSTATUS(st) == 1;
+	}
+	api_incoming_free(&in);
+	fflush(stdout);
+	return r ? r : differ ? EXIT_ERR : EXIT_OK;
 }
 
 typedef struct names_kind { char **names; const kind_t *kind; } names_kind_t;
@@ -1441,7 +1591,8 @@ static int v_delete(ctl_t *x, int argc, char **argv)
 
 typedef struct logs_params {
 	const char *name, *container;
-	long tail;
+	long tail;                   /* -2: tankd's default (100) */
+	int64_t since, until;        /* ms since the epoch, -1: unbounded */
 	bool follow;
 } logs_params_t;
 
@@ -1450,14 +1601,23 @@ static int pack_logs(msgpack_packer *pk, void *arg)
 	logs_params_t *p = arg;
 	msgpack_pack_array(pk, 2);
 	api_pack_cstr(pk, p->name);
-	msgpack_pack_map(pk, (p->container != NULL) + (p->tail >= 0) + p->follow);
+	msgpack_pack_map(pk, (p->container != NULL) + (p->tail >= -1) + p->follow +
+				 (p->since >= 0) + (p->until >= 0));
 	if (p->container) {
 		api_pack_cstr(pk, "container");
 		api_pack_cstr(pk, p->container);
 	}
-	if (p->tail >= 0) {
+	if (p->tail >= -1) {
 		api_pack_cstr(pk, "tail");
 		msgpack_pack_int64(pk, p->tail);
+	}
+	if (p->since >= 0) {
+		api_pack_cstr(pk, "since");
+		msgpack_pack_int64(pk, p->since);
+	}
+	if (p->until >= 0) {
+		api_pack_cstr(pk, "until");
+		msgpack_pack_int64(pk, p->until);
 	}
 	if (p->follow) {
 		api_pack_cstr(pk, "follow");
@@ -1469,15 +1629,33 @@ static int pack_logs(msgpack_packer *pk, void *arg)
 /* A log line arrives as a string or as a map with `line` (and maybe
  * `container`); with prefix, a map's line is printed after `[container] `
  * (the lines of several containers, as kubectl logs --prefix). */
-static void ctl_print_line(const msgpack_object *o, bool prefix)
+/* The text of a log record "2026-11-22T03:04:05.123Z stdout text": what
+ * follows its time and stream (the whole line when it has not that
+ * shape). */
+static const char *ctl_log_text(const char *p, size_t n, size_t *len)
+{
+	/* 24 bytes of time ("…T03:04:05.123Z"), a space, the stream. */
+	const char *sp = n > 25 && p[23] == 'Z' && p[24] == ' ' && p[10] == 'T' ?
+			 memchr(p + 25, ' ', n - 25) : NULL;
+	if (!sp) {
+		*len = n;
+		return p;
+	}
+	*len = n - (size_t)(sp + 1 - p);
+	return sp + 1;
+}
+
+static void ctl_print_line(const msgpack_object *o, bool prefix, bool timestamps)
 {
 	const msgpack_object *l = o->type == MSGPACK_OBJECT_MAP ? api_map_get(o, "line") : o;
 	const msgpack_object *c = o->type == MSGPACK_OBJECT_MAP ? api_map_get(o, "container") : NULL;
 	if (prefix && c && c->type == MSGPACK_OBJECT_STR)
 		printf("[%.*s] ", (int)c->via.str.size, c->via.str.ptr);
 	if (l && l->type == MSGPACK_OBJECT_STR) {
-		fwrite(l->via.str.ptr, 1, l->via.str.size, stdout);
-		if (!l->via.str.size || l->via.str.ptr[l->via.str.size - 1] != '\n')
+		size_t n = l->via.str.size;
+		const char *t = timestamps ? l->via.str.ptr : ctl_log_text(l->via.str.ptr, n, &n);
+		fwrite(t, 1, n, stdout);
+		if (!n || t[n - 1] != '\n')
 			fputc('\n', stdout);
 	}
 }
@@ -1499,32 +1677,103 @@ static const char *ctl_farewell(const api_incoming_t *in, char *buf, size_t cap)
 	return buf;
 }
 
+/* --previous: the window of the container's run before its current one
+ * (or of its last run, when it does not run now), from the starts in its
+ * history.  0, or an exit code (the error printed). */
+static int ctl_previous_window(ctl_t *x, logs_params_t *p)
+{
+	api_incoming_t in;
+	char key[2 * ST_NAME_MAX + 2], ctr[ST_NAME_MAX + 1] = "";
+	int64_t starts[2] = { -1, -1 }, at;
+	bool running = false;
+	int r, nctr = 0;
+
+	if ((r = ctl_call(x, "status", pack_name, (void *)p->name, CTL_TIMEOUT_MS, &in)) != 0)
+		return r;
+	const msgpack_object *cs = api_map_get(in.result, "containers");
+	for (uint32_t i = 0; cs && cs->type == MSGPACK_OBJECT_ARRAY && i < cs->via.array.size; i++) {
+		const msgpack_object *c = &cs->via.array.ptr[i], *nm = api_map_get(c, "name");
+		nctr++;
+		if (!nm || nm->type != MSGPACK_OBJECT_STR ||
+		    (p->container && !api_obj_streq(nm, p->container)))
+			continue;
+		snprintf(ctr, sizeof ctr, "%.*s", (int)nm->via.str.size, nm->via.str.ptr);
+		running = api_obj_streq(api_map_get(c, "phase"), "running");
+	}
+	api_incoming_free(&in);
+	if (!p->container && nctr > 1)
+		return ctl_usage_error(x, "--previous needs -c CONTAINER: pod %s has %d", p->name,
+				       nctr);
+	if (!ctr[0])
+		return ctl_fail(x, "pod \"%s\" has no container \"%s\"", p->name,
+				p->container ? p->container : "");
+	/* Its whole history (the default), oldest first. */
+	if ((r = ctl_call(x, "history", pack_name, (void *)p->name, CTL_TIMEOUT_MS, &in)) != 0)
+		return r;
+	snprintf(key, sizeof key, "%s/%s", p->name, ctr);
+	for (uint32_t i = 0; in.result->type == MSGPACK_OBJECT_ARRAY && i < in.result->via.array.size;
+	     i++) {
+		const msgpack_object *t = &in.result->via.array.ptr[i];
+		if (api_obj_streq(api_map_get(t, "key"), key) &&
+		    api_obj_streq(api_map_get(t, "to"), "running") &&
+		    api_obj_int(api_map_get(t, "at"), &at)) {
+			starts[0] = starts[1];
+			starts[1] = at;
+		}
+	}
+	api_incoming_free(&in);
+	if (starts[1] < 0)
+		return ctl_fail(x, "container %s of pod %s has not run yet", ctr, p->name);
+	if (running && starts[0] < 0)
+		return ctl_fail(x, "container %s of pod %s has no previous run", ctr, p->name);
+	p->since = running ? starts[0] : starts[1];
+	p->until = running ? starts[1] : -1;
+	return 0;
+}
+
 static int v_logs(ctl_t *x, int argc, char **argv)
 {
 	static const struct option opts[] = {
 		{ "help", no_argument, NULL, OPT_HELP },
 		{ "container", required_argument, NULL, 'c' },
-		{ "tail", required_argument, NULL, OPT_TAIL },
+		{ "tail", required_argument, NULL, 'n' },
+		{ "since", required_argument, NULL, OPT_SINCE },
+		{ "timestamps", no_argument, NULL, 't' },
+		{ "previous", no_argument, NULL, 'p' },
 		{ "follow", no_argument, NULL, 'f' }, { 0 } };
-	logs_params_t p = { .tail = -1 };
+	logs_params_t p = { .tail = -2, .since = -1, .until = -1 };
+	bool timestamps = false, previous = false;
 	api_incoming_t in;
 	tank_error_t e;
 	char why[256];
 	char *end;
+	uint64_t ms;
 	int o, r;
 
-	while ((o = getopt_long(argc, argv, ":c:f", opts, NULL)) != -1) {
+	while ((o = getopt_long(argc, argv, ":c:fn:tp", opts, NULL)) != -1) {
 		if (o == OPT_HELP)
 			return ctl_help(ctl_find(x->verb));
 		if (o == 'c') {
 			p.container = optarg;
 		} else if (o == 'f') {
 			p.follow = true;
-		} else if (o == OPT_TAIL) {
+		} else if (o == 't') {
+			timestamps = true;
+		} else if (o == 'p') {
+			previous = true;
+		} else if (o == 'n') {
 			errno = 0;
 			p.tail = strtol(optarg, &end, 10);
-			if (errno || *end || p.tail < 0)
-				return ctl_usage_error(x, "--tail takes a number of lines");
+			if (errno || *end || !*optarg || p.tail < -1 || p.tail > 100000)
+				return ctl_usage_error(x, "--tail takes a number of lines, 0 to 100000 "
+						       "(-1: every line)");
+		} else if (o == OPT_SINCE) {
+			if (kit_parse_duration(optarg, strlen(optarg), &ms) < 0)
+				return ctl_usage_error(x, "--since takes a duration (30s, 10m, 1h)");
+			struct timespec ts;
+			clock_gettime(CLOCK_REALTIME, &ts);
+			int64_t now = (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+			p.since = now > (int64_t)ms ? now - (int64_t)ms : 0;
 		} else {
 			return ctl_bad_option(x, o, argv);
 		}
@@ -1532,6 +1781,17 @@ static int v_logs(ctl_t *x, int argc, char **argv)
 	if (argc - optind != 1)
 		return ctl_usage_error(x, "needs one pod name");
 	p.name = argv[optind];
+	if (previous && p.follow)
+		return ctl_usage_error(x, "--previous and -f: a previous run does not grow");
+	if (previous) {
+		int64_t since = p.since;
+		if ((r = ctl_previous_window(x, &p)) != 0)
+			return r;
+		if (since > p.since)
+			p.since = since;
+		if (p.tail == -2)
+			p.tail = -1;     /* the whole previous run */
+	}
 	if ((r = ctl_call(x, "logs", pack_logs, &p, CTL_TIMEOUT_MS, &in)) != 0)
 		return r;
 	/* Without -c, a pod of several containers answers with maps: every
@@ -1541,7 +1801,7 @@ static int v_logs(ctl_t *x, int argc, char **argv)
 		for (uint32_t i = 0; i < in.result->via.array.size; i++) {
 			prefix |= !p.container &&
 				  in.result->via.array.ptr[i].type == MSGPACK_OBJECT_MAP;
-			ctl_print_line(&in.result->via.array.ptr[i], prefix);
+			ctl_print_line(&in.result->via.array.ptr[i], prefix, timestamps);
 		}
 	bool none = in.result->type != MSGPACK_OBJECT_ARRAY || !in.result->via.array.size;
 	api_incoming_free(&in);
@@ -1568,7 +1828,7 @@ static int v_logs(ctl_t *x, int argc, char **argv)
 		}
 		if (in.type == API_NOTIFICATION && strcmp(in.method, "log") == 0)
 			for (uint32_t i = 0; i < in.params->via.array.size; i++)
-				ctl_print_line(&in.params->via.array.ptr[i], prefix);
+				ctl_print_line(&in.params->via.array.ptr[i], prefix, timestamps);
 		api_incoming_free(&in);
 		fflush(stdout);
 	}
@@ -1919,10 +2179,110 @@ static int v_kind_cmd(ctl_t *x, int argc, char **argv)
 	return ctl_usage_error(x, "unknown verb '%s'", x->verb);
 }
 
+/* `describe [KIND] NAME | KIND/NAME`: a person's view of one object of
+ * any kind — its status, its spec, its last history — from `status`,
+ * `get` and `history`, laid out by cli_describe (no kind's fields here). */
+static int v_describe(ctl_t *x, int argc, char **argv)
+{
+	static const struct option opts[] = { { "help", no_argument, NULL, OPT_HELP }, { 0 } };
+	static const char *const heads[] = { "AGE", "OBJECT", "FROM", "TO", "REASON" };
+	static const char *const spec_skip[] = { "name", "kind", "status", NULL };
+	static const char *const status_skip[] = { "name", "kind", NULL };
+	api_incoming_t st, spec, hist;
+	int o, r;
+
+	while ((o = getopt_long(argc, argv, ":", opts, NULL)) != -1) {
+		if (o == OPT_HELP)
+			return ctl_help(ctl_find(x->verb));
+		return ctl_bad_option(x, o, argv);
+	}
+	const kind_t *k = ctl_kinds[0];
+	const char *slash = optind < argc ? strchr(argv[optind], '/') : NULL;
+	if (slash) {
+		k = kind_find(ctl_kinds, argv[optind], (size_t)(slash - argv[optind]));
+		if (!k)
+			return ctl_usage_error(x, "unknown kind '%.*s'", (int)(slash - argv[optind]),
+					       argv[optind]);
+	} else {
+		k = ctl_kind_word(argc, argv, 1);
+	}
+	if (argc - optind != 1 || (slash && !slash[1]))
+		return ctl_usage_error(x, "needs one object: NAME (a pod), KIND NAME or KIND/NAME");
+	name_kind_t nk = { slash ? slash + 1 : argv[optind], k };
+	if ((r = ctl_call(x, "status", pack_name_kind, &nk, CTL_TIMEOUT_MS, &st)) != 0)
+		return r;
+	if ((r = ctl_call(x, "get", pack_name_kind, &nk, CTL_TIMEOUT_MS, &spec)) != 0) {
+		api_incoming_free(&st);
+		return r;
+	}
+	hist_params_t hp = { .name = nk.name, .limit = 10, .kind = k };
+	if ((r = ctl_call(x, "history", pack_history, &hp, CTL_TIMEOUT_MS, &hist)) != 0) {
+		api_incoming_free(&st);
+		api_incoming_free(&spec);
+		return r;
+	}
+	struct timespec ts;
+	clock_gettime(CLOCK_REALTIME, &ts);
+	uint64_t now = (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+	printf("Name:    %s\nKind:    %s\n", nk.name, k->name);
+	r = cli_describe_map(stdout, st.result, 0, now, status_skip);
+	if (r == 0 && spec.result->type == MSGPACK_OBJECT_MAP) {
+		puts("Spec:");
+		r = cli_describe_map(stdout, spec.result, 2, now, spec_skip);
+	}
+	cli_table_t t;
+	if (r == 0 && hist.result->type == MSGPACK_OBJECT_ARRAY && hist.result->via.array.size) {
+		puts("Events:");
+		r = cli_table_init(&t, 5, heads);
+		for (uint32_t i = 0; i < hist.result->via.array.size && r == 0; i++) {
+			const msgpack_object *h = &hist.result->via.array.ptr[i];
+			char age[32] = "-", from[64], to[64], reason[256], kind[32], key[160], obj[200];
+			int64_t ms;
+			if (api_obj_int(api_map_get(h, "at"), &ms) && ms >= 0 && (uint64_t)ms <= now)
+				cli_format_age(now - (uint64_t)ms, age, sizeof age);
+			if (!api_obj_strcpy(api_map_get(h, "from"), from, sizeof from))
+				snprintf(from, sizeof from, "-");
+			if (!api_obj_strcpy(api_map_get(h, "to"), to, sizeof to))
+				snprintf(to, sizeof to, "-");
+			if (!api_obj_strcpy(api_map_get(h, "reason"), reason, sizeof reason) || !reason[0])
+				snprintf(reason, sizeof reason, "-");
+			if (!api_obj_strcpy(api_map_get(h, "kind"), kind, sizeof kind) ||
+			    !api_obj_strcpy(api_map_get(h, "key"), key, sizeof key))
+				snprintf(obj, sizeof obj, "-");
+			else
+				snprintf(obj, sizeof obj, "%s/%s", kind, key);
+			const char *row[] = { age, obj, from, to, reason };
+			r = cli_table_add(&t, row);
+		}
+		/* Indented by two, as the other sections. */
+		char *buf = NULL;
+		size_t len = 0;
+		FILE *mem = r == 0 ? open_memstream(&buf, &len) : NULL;
+		if (mem) {
+			r = cli_table_print(&t, mem);
+			fclose(mem);
+			for (char *l = buf; l && *l;) {
+				char *nl = strchr(l, '\n');
+				printf("  %.*s\n", (int)(nl ? nl - l : (long)strlen(l)), l);
+				l = nl ? nl + 1 : NULL;
+			}
+			free(buf);
+		}
+		cli_table_free(&t);
+	}
+	api_incoming_free(&st);
+	api_incoming_free(&spec);
+	api_incoming_free(&hist);
+	return r ? ctl_fail(x, "cannot print the description") : EXIT_OK;
+}
+
 /* --- main ------------------------------------------------------------------- */
 
+static int v_complete(ctl_t *x, int argc, char **argv);
+static int v_completion(ctl_t *x, int argc, char **argv);
+
 static const verb_t ctl_verbs[] = {
-	{ "apply", v_apply, "-f FILE|DIR|- [-f …] [--wait [--timeout DURATION]]",
+	{ "apply", v_apply, "-f FILE|DIR|- [-f …] [--dry-run | --wait [--timeout DURATION]]",
 	  "Sends the pods of every -f (files, - for stdin, directories of *.yaml,\n"
 	  "*.yml and *.json in name order) to tankd as one batch.  All are validated\n"
 	  "first: any problem is printed with its path and nothing is applied.\n"
@@ -1935,7 +2295,14 @@ static const verb_t ctl_verbs[] = {
 	  "under --timeout only when everything pending is truly stuck (a crash\n"
 	  "loop, a failed or missing dependency).  It prints re_runs_count and\n"
 	  "require_re_run; exit 1 if any object failed or did not converge (or at\n"
-	  "the --timeout)." },
+	  "the --timeout).  --dry-run: tankd checks everything as for an apply\n"
+	  "and says what each object would be (created, configured, unchanged),\n"
+	  "writing nothing." },
+	{ "diff", v_diff, "-f FILE|DIR|- [-f …]",
+	  "Shows what apply -f would change: for each object it would create or\n"
+	  "configure, a unified diff (diff -u) of its stored spec against the one\n"
+	  "the files give it, both in tank's canonical YAML.  Exit 0: no\n"
+	  "difference; 1: differences (or an error, on stderr)." },
 	{ "delete", v_delete, "[KIND] NAME... | -f FILE|DIR|- [-f …] [--ignore-not-found]",
 	  "Deletes the named pods, or the named objects of KIND (a kind's name,\n"
 	  "plural or short name) with what they own (or what the manifests of\n"
@@ -1955,22 +2322,37 @@ static const verb_t ctl_verbs[] = {
 	  "Prints the status of one pod or of all pods (with KIND: of that kind)." },
 	{ "restart", v_restart, "NAME",
 	  "Restarts a pod and resets its retries, also when it is terminal." },
-	{ "logs", v_logs, "NAME [-c CONTAINER] [--tail N] [-f]",
-	  "Prints a pod's captured output: without -c, every container's lines in\n"
-	  "time order, each prefixed with [CONTAINER] when it has several; -f keeps\n"
-	  "printing new lines until the pod has ended and its log is drained." },
+	{ "logs", v_logs,
+	  "NAME [-c CONTAINER] [-n|--tail N] [--since DURATION] [-t] [-p|--previous] [-f]",
+	  "Prints a pod's captured output, the lines as the container wrote them:\n"
+	  "without -c, every container's in time order, each prefixed with\n"
+	  "[CONTAINER] when it has several.  The last 100 lines unless --tail N\n"
+	  "(0: none, -1: all); --since 10m: only the last 10 minutes'; -t: each\n"
+	  "line with its time and stream (stdout, stderr) as tank stored it;\n"
+	  "--previous: the container's run before the current one (or its last\n"
+	  "run when it does not run now), whole unless --tail; -f keeps printing\n"
+	  "new lines until the pod has ended (or is deleted) and its log is drained." },
 	{ "events", v_events, "[KIND/NAME|NAME] [--since DURATION] [-o yaml|json]",
 	  "Prints the daemon's events as they happen (until interrupted): one per\n"
 	  "line, its time then key=value (values with spaces quoted); -o json is\n"
 	  "JSON Lines, -o yaml a document each.  KIND/NAME (or a pod's NAME): only\n"
 	  "that object's.  --since 10m first replays the last 10 minutes that tankd\n"
 	  "still holds (its last 1,000 events)." },
+	{ "describe", v_describe, "[KIND] NAME | KIND/NAME",
+	  "Describes one object for a person: its status (times as RFC 3339 with\n"
+	  "their age; a pod's containers as a table with pid, restarts, last exit,\n"
+	  "readiness and probe), its spec, and its last 10 history entries." },
 	{ "history", v_history, "[KIND] NAME [--limit N] [-o yaml|json]",
 	  "Prints a pod's (or an object of KIND's) recorded state transitions." },
 	{ "sync", v_sync, "", "Runs a full reconciliation pass and returns when it is done." },
 	{ "nudge", v_nudge, "", "Asks for a reconciliation pass soon, without waiting." },
 	{ "ping", v_ping, "", "Checks that tankd answers (prints pong)." },
 	{ "version", v_version, "", "Prints the versions of tankctl and tankd." },
+	{ "completion", v_completion, "bash|zsh",
+	  "Prints a shell completion script: verbs, kinds, -o's formats, files\n"
+	  "after -f, and the names tankd has (asked when completing).  bash:\n"
+	  "source <(tankctl completion bash); make install installs both." },
+	{ "__complete", v_complete, "WORD...", "(for the completion scripts)" },
 };
 #define CTL_NSTATIC (sizeof ctl_verbs / sizeof ctl_verbs[0])
 #define CTL_NKIND_VERBS 32
@@ -2032,6 +2414,110 @@ static void ctl_verbs_init(void)
 		}
 }
 
+/* [{kind: K}] or [] for `list`. */
+static int pack_list_kind(msgpack_packer *pk, void *arg)
+{
+	const kind_t *k = arg;
+	msgpack_pack_array(pk, ctl_is_default(k) ? 0 : 1);
+	return ctl_is_default(k) ? 0 : pack_kind_opt(pk, k, 0);
+}
+
+/* `__complete WORD…`: the candidates for the word after WORD… (the words
+ * typed so far, verb first), one per line, for the completion scripts;
+ * "__files__" asks the shell for file names.  Quiet on every error: a
+ * completion without tankd completes verbs and kinds only. */
+static int v_complete(ctl_t *x, int argc, char **argv)
+{
+	const char *prev = argc > 1 ? argv[argc - 1] : "";
+	api_incoming_t in;
+
+	if (argc <= 1) {
+		for (size_t i = 0; i < CTL_NVERBS; i++)
+			if (ctl_all[i].name[0] != '_')
+				puts(ctl_all[i].name);
+		puts("help");
+		return EXIT_OK;
+	}
+	if (!strcmp(argv[1], "help") || !strcmp(argv[1], "completion")) {
+		if (argc == 2 && !strcmp(argv[1], "help"))
+			for (size_t i = 0; i < CTL_NVERBS; i++)
+				if (ctl_all[i].name[0] != '_')
+					puts(ctl_all[i].name);
+		if (argc == 2 && !strcmp(argv[1], "completion"))
+			puts("bash\nzsh");
+		return EXIT_OK;
+	}
+	if (!strcmp(prev, "-f") || !strcmp(prev, "--filename")) {
+		puts("__files__");
+		return EXIT_OK;
+	}
+	if (!strcmp(prev, "-o") || !strcmp(prev, "--output")) {
+		puts("yaml\njson");
+		return EXIT_OK;
+	}
+	/* A kind word right after the verb lists that kind's objects; else
+	 * the kinds and the default kind's objects. */
+	const kind_t *k = argc == 3 ? kind_find(ctl_kinds, argv[2], strlen(argv[2])) : NULL;
+	if (!k) {
+		if (argc == 2)
+			for (size_t i = 0; ctl_kinds[i]; i++)
+				if (!ctl_is_default(ctl_kinds[i]))
+					printf("%s\n%s\n", ctl_kinds[i]->name, ctl_kinds[i]->plural);
+		k = ctl_kinds[0];
+	}
+	/* Not found errors and the like stay off the terminal. */
+	if (freopen("/dev/null", "w", stderr) == NULL)
+		return EXIT_OK;
+	if (ctl_call(x, "list", pack_list_kind, (void *)k, 2000, &in) != 0)
+		return EXIT_OK;
+	for (uint32_t i = 0; in.result->type == MSGPACK_OBJECT_ARRAY && i < in.result->via.array.size;
+	     i++) {
+		const msgpack_object *o = &in.result->via.array.ptr[i];
+		const msgpack_object *nm = o->type == MSGPACK_OBJECT_STR ? o : api_map_get(o, "name");
+		if (nm && nm->type == MSGPACK_OBJECT_STR)
+			printf("%.*s\n", (int)nm->via.str.size, nm->via.str.ptr);
+	}
+	api_incoming_free(&in);
+	return EXIT_OK;
+}
+
+/* `completion bash|zsh`: a script that asks `tankctl __complete`, so the
+ * verbs and kinds of this tankctl and the objects of the running tankd
+ * are what completes. */
+static int v_completion(ctl_t *x, int argc, char **argv)
+{
+	if (argc == 2 && (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h")))
+		return ctl_help(ctl_find(x->verb));
+	if (argc != 2 || (strcmp(argv[1], "bash") && strcmp(argv[1], "zsh")))
+		return ctl_usage_error(x, "takes bash or zsh");
+	if (!strcmp(argv[1], "bash")) {
+		fputs("# tankctl completion for bash: source it, or install it as\n"
+		      "# /usr/share/bash-completion/completions/tankctl (make install does).\n"
+		      "_tankctl() {\n"
+		      "\tlocal cur=${COMP_WORDS[COMP_CWORD]} IFS=$'\\n' out\n"
+		      "\tout=$(\"${COMP_WORDS[0]}\" __complete \"${COMP_WORDS[@]:1:COMP_CWORD-1}\" 2>/dev/null)\n"
+		      "\tif [ \"$out\" = __files__ ]; then\n"
+		      "\t\tCOMPREPLY=($(compgen -f -- \"$cur\"))\n"
+		      "\telse\n"
+		      "\t\tCOMPREPLY=($(compgen -W \"$out\" -- \"$cur\"))\n"
+		      "\tfi\n"
+		      "}\n"
+		      "complete -o default -F _tankctl tankctl\n", stdout);
+	} else {
+		fputs("#compdef tankctl\n"
+		      "# tankctl completion for zsh: install it as _tankctl in a directory of\n"
+		      "# $fpath (make install puts it in share/zsh/site-functions).\n"
+		      "local -a c\n"
+		      "c=(${(f)\"$(${words[1]} __complete \"${(@)words[2,CURRENT-1]}\" 2>/dev/null)\"})\n"
+		      "if [[ \"${c[1]}\" == __files__ ]]; then\n"
+		      "\t_files\n"
+		      "else\n"
+		      "\tcompadd -- $c\n"
+		      "fi\n", stdout);
+	}
+	return EXIT_OK;
+}
+
 static const verb_t *ctl_find(const char *name)
 {
 	for (size_t i = 0; i < CTL_NVERBS; i++)
@@ -2047,7 +2533,8 @@ static void ctl_main_help(FILE *fp)
 		"DATA_DIR/tank.sock (DATA_DIR: $TANK_DATA_DIR, /var/lib/tank for root,\n"
 		"$XDG_STATE_HOME/tank or ~/.local/state/tank otherwise).\n\nverbs:\n");
 	for (size_t i = 0; i < CTL_NVERBS; i++)
-		fprintf(fp, "  %-8s %s\n", ctl_all[i].name, ctl_all[i].usage);
+		if (ctl_all[i].name[0] != '_')
+			fprintf(fp, "  %-8s %s\n", ctl_all[i].name, ctl_all[i].usage);
 	fprintf(fp, "\n'tankctl VERB --help' describes a verb.  Exit status: 0 success,\n"
 		"1 error (reported by tankd, or tankd unreachable), 2 bad usage.\n");
 }

@@ -59,7 +59,8 @@ static bool cli__time_key(const msgpack_object *k)
 	const char *p = k->via.str.ptr;
 	size_t n = k->via.str.size;
 	return (n == 2 && !memcmp(p, "at", 2)) || (n == 5 && !memcmp(p, "since", 5)) ||
-	       (n > 3 && !memcmp(p + n - 3, "_at", 3));
+	       (n > 3 && !memcmp(p + n - 3, "_at", 3)) ||
+	       (n > 6 && !memcmp(p + n - 6, "_until", 6));
 }
 
 int cli_times_to_text(const msgpack_object *in, msgpack_zone *z, msgpack_object *out)

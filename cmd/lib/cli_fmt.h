@@ -27,7 +27,7 @@ void cli_format_time_ms(uint64_t ms_epoch, char *buf, size_t cap);
  * A deep copy of in (into zone z, which owns every byte of *out) where
  * each time is RFC 3339 text instead of ms since the epoch, as tables
  * print them: an integer between 1973 and 5138 under a key `at`, `since`
- * or ending in `_at`.  What -o json|yaml prints; the times of a spec
+ * or ending in `_at` or `_until`.  What -o json|yaml prints; the times of a spec
  * (start_at …) are RFC 3339 in a manifest too, so `get` still applies
  * back.  0 or -ENOMEM.
  */

@@ -193,8 +193,8 @@ Test(e2e, a_start_that_fails_says_why_in_logs_and_status)
 	cr_assert_eq(ctl(d, out, sizeof out, "apply -f %s/p.yaml", d->dir), 0, "%s", out);
 	char line[512];
 	snprintf(line, sizeof line, "stderr tank: exec %s: No such file or directory", path);
-	cr_assert(wait_says(d, 20, line, "logs broken"), "logs: %s",
-		  (ctl(d, out, sizeof out, "logs broken"), out));
+	cr_assert(wait_says(d, 20, line, "logs broken -t"), "logs: %s",
+		  (ctl(d, out, sizeof out, "logs broken -t"), out));
 	snprintf(line, sizeof line, "exec %s: No such file or directory", path);
 	cr_assert(says(d, line, "status broken"), "status: %s",
 		  (ctl(d, out, sizeof out, "status broken"), out));

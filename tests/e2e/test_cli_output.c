@@ -97,3 +97,138 @@ Test(e2e, events_replay_filter_json_lines_and_rfc3339_times)
 	cr_assert(strstr(out, "\"restarts\": 1") || strstr(out, "\"restarts\": 0"), "%s", out);
 	teardown(d);
 }
+
+/* apply --dry-run says what each object would be and writes nothing;
+ * diff shows what apply would change as a unified diff and exits 1 when
+ * there is a difference, 0 when none (kubectl diff's rule). */
+Test(e2e, apply_dry_run_and_diff_write_nothing)
+{
+	d_t *d = setup();
+	char out[16384];
+
+	write_file(d, "a.yaml", "name: dr-a\ncontainers: [{name: c, command: [/bin/sleep, '1063']}]\n");
+	write_file(d, "a2.yaml", "name: dr-a\nrestart: on_failure\n"
+		   "containers: [{name: c, command: [/bin/sleep, '1063']}]\n");
+	write_file(d, "bad.yaml", "name: dr-b\ncontainers: [{name: c}]\n");
+
+	cr_assert_eq(ctl(d, out, sizeof out, "apply -f %s/a.yaml --dry-run", d->dir), 0, "%s", out);
+	cr_assert(strstr(out, "dr-a created (dry run)"), "%s", out);
+	cr_assert_eq(ctl(d, out, sizeof out, "get dr-a"), 1, "nothing was written: %s", out);
+	/* A bad manifest is refused as by apply. */
+	cr_assert_eq(ctl(d, out, sizeof out, "apply -f %s/bad.yaml --dry-run", d->dir), 1);
+	cr_assert(strstr(out, "command"), "%s", out);
+	/* diff of a new object: all added; exit 1. */
+	cr_assert_eq(ctl(d, out, sizeof out, "diff -f %s/a.yaml", d->dir), 1, "%s", out);
+	cr_assert(strstr(out, "+++ pod/dr-a (applied)") && strstr(out, "+name: dr-a"), "%s", out);
+
+	cr_assert_eq(ctl(d, out, sizeof out, "apply -f %s/a.yaml", d->dir), 0, "%s", out);
+	cr_assert(wait_phase(d, "dr-a", "running", 20));
+	long pid = status_num(d, "dr-a", "pid");
+	/* Unchanged: no diff, exit 0; dry run says unchanged. */
+	cr_assert_eq(ctl(d, out, sizeof out, "diff -f %s/a.yaml", d->dir), 0, "%s", out);
+	cr_assert_str_eq(out, "");
+	cr_assert_eq(ctl(d, out, sizeof out, "apply -f %s/a.yaml --dry-run", d->dir), 0, "%s", out);
+	cr_assert(strstr(out, "dr-a unchanged (dry run)"), "%s", out);
+	/* A change: the diff names the field; the dry run says configured
+	 * and restarts nothing. */
+	cr_assert_eq(ctl(d, out, sizeof out, "diff -f %s/a2.yaml", d->dir), 1, "%s", out);
+	cr_assert(strstr(out, "-restart: always") && strstr(out, "+restart: on_failure"), "%s", out);
+	cr_assert_eq(ctl(d, out, sizeof out, "apply -f %s/a2.yaml --dry-run", d->dir), 0, "%s", out);
+	cr_assert(strstr(out, "dr-a configured (dry run)"), "%s", out);
+	cr_assert_eq(ctl(d, out, sizeof out, "get dr-a"), 0, "%s", out);
+	cr_assert(strstr(out, "restart: always"), "the stored spec is as it was: %s", out);
+	sleep_ms(500);
+	cr_assert_eq(status_num(d, "dr-a", "pid"), pid, "the pod was not touched");
+	cr_assert_neq(ctl(d, out, sizeof out, "apply -f %s/a.yaml --dry-run --wait", d->dir), 0);
+	teardown(d);
+}
+
+/* Runs a bash completion of the words (the last one being completed)
+ * through the script `tankctl completion bash` prints, with TANK_SOCKET
+ * set to this daemon's; the candidates, one a line. */
+static void complete_words(d_t *d, const char *words, int cword, char *out, size_t cap)
+{
+	char cmd[2048];
+	snprintf(cmd, sizeof cmd,
+		 "PATH=%s:$PATH TANK_SOCKET=%s bash -c 'source <(tankctl completion bash); "
+		 "COMP_WORDS=(%s); COMP_CWORD=%d; _tankctl; printf \"%%s\\n\" \"${COMPREPLY[@]}\"' 2>&1",
+		 bindir(), d->sock, words, cword);
+	FILE *p = popen(cmd, "r");
+	cr_assert(p);
+	size_t n = fread(out, 1, cap - 1, p);
+	out[n] = '\0';
+	pclose(p);
+}
+
+/* `tankctl completion bash` completes verbs, kinds and the names tankd
+ * has; zsh's script is there too. */
+Test(e2e, shell_completion_offers_verbs_kinds_and_names)
+{
+	d_t *d = setup();
+	char out[8192];
+
+	write_file(d, "c.yaml", "name: compl-web\ncontainers: [{name: c, command: [/bin/sleep, '1064']}]\n"
+		   "---\nkind: Stack\nname: compl-st\npods: [compl-web]\n");
+	cr_assert_eq(ctl(d, out, sizeof out, "apply -f %s/c.yaml", d->dir), 0, "%s", out);
+	complete_words(d, "tankctl lo", 1, out, sizeof out);
+	cr_assert_str_eq(out, "logs\n");
+	complete_words(d, "tankctl logs compl", 2, out, sizeof out);
+	cr_assert_str_eq(out, "compl-web\n");
+	complete_words(d, "tankctl get st", 2, out, sizeof out);
+	cr_assert(strstr(out, "stack\n") && strstr(out, "stacks\n"), "%s", out);
+	complete_words(d, "tankctl get stack \"\"", 3, out, sizeof out);
+	cr_assert_str_eq(out, "compl-st\n");
+	complete_words(d, "tankctl status -o j", 3, out, sizeof out);
+	cr_assert_str_eq(out, "json\n");
+	complete_words(d, "tankctl help ver", 2, out, sizeof out);
+	cr_assert_str_eq(out, "version\n");
+	/* The hidden helper is not offered. */
+	complete_words(d, "tankctl _", 1, out, sizeof out);
+	cr_assert_str_eq(out, "\n");
+	cr_assert_eq(ctl(d, out, sizeof out, "completion zsh"), 0, "%s", out);
+	cr_assert(!strncmp(out, "#compdef tankctl\n", 17), "%s", out);
+	cr_assert_eq(ctl(d, out, sizeof out, "completion fish"), 2);
+	teardown(d);
+}
+
+/* describe: one object for a person, for any kind — its status with
+ * times as RFC 3339 and their age, a pod's containers as a table (pid,
+ * restarts), its spec, its stack, its last history. */
+Test(e2e, describe_shows_status_spec_and_history_of_any_kind)
+{
+	d_t *d = setup();
+	char out[16384];
+
+	write_file(d, "ds.yaml",
+		   "kind: Stack\nname: ds-st\npods:\n"
+		   "  - name: ds-web\n"
+		   "    containers: [{name: httpd, command: [/bin/sleep, '1065']}]\n");
+	cr_assert_eq(ctl(d, out, sizeof out, "apply -f %s/ds.yaml --wait --timeout 30s", d->dir), 0,
+		     "%s", out);
+	long pid = status_num(d, "ds-web", "pid");
+	cr_assert_gt(pid, 1);
+	char spid[32];
+	snprintf(spid, sizeof spid, "%ld", pid);
+
+	cr_assert_eq(ctl(d, out, sizeof out, "describe ds-web"), 0, "%s", out);
+	cr_assert(!strncmp(out, "Name:    ds-web\nKind:    pod\n", 29), "%s", out);
+	cr_assert(strstr(out, "Phase:") && strstr(out, "running"), "%s", out);
+	cr_assert(strstr(out, "Stack:") && strstr(out, "ds-st"), "its stack: %s", out);
+	cr_assert(strstr(out, "ago)"), "a time with its age: %s", out);
+	cr_assert(strstr(out, "Containers:\n") && strstr(out, "PID") && strstr(out, spid),
+		  "the containers' table with the pid: %s", out);
+	cr_assert(strstr(out, "Spec:\n") && strstr(out, "/bin/sleep 1065"), "%s", out);
+	cr_assert(strstr(out, "Events:\n") && strstr(out, "container/ds-web/httpd"), "%s", out);
+	/* Another kind, either spelling. */
+	cr_assert_eq(ctl(d, out, sizeof out, "describe stack/ds-st"), 0, "%s", out);
+	cr_assert(!strncmp(out, "Name:    ds-st\nKind:    stack\n", 30), "%s", out);
+	cr_assert(strstr(out, "Pods:") && strstr(out, "ds-web"), "%s", out);
+	cr_assert(strstr(out, "stack/ds-st"), "its history: %s", out);
+	cr_assert_eq(ctl(d, out, sizeof out, "describe stack ds-st"), 0, "%s", out);
+	cr_assert(!strncmp(out, "Name:    ds-st\nKind:    stack\n", 30), "%s", out);
+	/* Unknown: exit 1, named; a bad kind: exit 2. */
+	cr_assert_eq(ctl(d, out, sizeof out, "describe nope"), 1);
+	cr_assert(strstr(out, "\"nope\" not found") || strstr(out, "nope"), "%s", out);
+	cr_assert_eq(ctl(d, out, sizeof out, "describe what/x"), 2, "%s", out);
+	teardown(d);
+}

@@ -26,10 +26,14 @@ Test(e2e, logs_of_a_pod_shows_every_container_prefixed)
 	cr_assert_eq(ctl(d, out, sizeof out, "logs two"), 0, "%s", out);
 	char *a = strstr(out, "[a] "), *b = strstr(out, "[b] ");
 	cr_assert(a && b && a < b, "both, in time order: %s", out);
-	cr_assert(strstr(a, "stdout from-a\n") && strstr(b, "stdout from-b\n"), "%s", out);
+	cr_assert(strstr(a, "[a] from-a\n") && strstr(b, "[b] from-b\n"),
+		  "the lines as written: %s", out);
+	/* -t: as tank stored them, with their time and stream. */
+	cr_assert_eq(ctl(d, out, sizeof out, "logs two -t"), 0, "%s", out);
+	cr_assert(strstr(out, "[a] 20") && strstr(out, "Z stdout from-a\n"), "%s", out);
 	/* -c: that container's, unprefixed, as before. */
 	cr_assert_eq(ctl(d, out, sizeof out, "logs two -c b"), 0, "%s", out);
-	cr_assert(strstr(out, "stdout from-b\n") && !strstr(out, "from-a") && !strstr(out, "[b]"),
+	cr_assert(!strncmp(out, "from-b\n", 7) && !strstr(out, "from-a") && !strstr(out, "[b]"),
 		  "%s", out);
 	teardown(d);
 }
@@ -49,11 +53,11 @@ Test(e2e, logs_follow_returns_once_the_pod_ended)
 	sleep_ms(300);
 	/* While it runs: -f returns after its last line. */
 	cr_assert_eq(ctl(d, out, sizeof out, "logs job -f"), 0, "%s", out);
-	cr_assert(strstr(out, "stdout one\n") && strstr(out, "stdout two\n"), "%s", out);
+	cr_assert(!strcmp(out, "one\ntwo\n"), "%s", out);
 	cr_assert(phase_is(d, "job", "terminal"));
 	/* Ended already: returns at once, with everything. */
 	cr_assert_eq(ctl(d, out, sizeof out, "logs job -f"), 0, "%s", out);
-	cr_assert(strstr(out, "stdout one\n") && strstr(out, "stdout two\n"), "%s", out);
+	cr_assert(!strcmp(out, "one\ntwo\n"), "%s", out);
 	teardown(d);
 }
 
@@ -80,5 +84,56 @@ Test(e2e, errors_from_tankd_name_the_file_and_document_once)
 	cr_assert(!strstr(out, "pods["), "%s", out);
 	char *first = strstr(out, "/nope: not found");
 	cr_assert(first && !strstr(first + 1, "/nope: not found"), "once: %s", out);
+	teardown(d);
+}
+
+/* kubectl's logs habits (issue 36): --tail 0 prints nothing and -1
+ * everything, -n is --tail, --since keeps the recent lines, --previous
+ * the run before the current one. */
+Test(e2e, logs_tail_since_and_previous)
+{
+	d_t *d = setup();
+	char out[65536], y[1024], runs[160];
+
+	/* Each run prints its number (the count of lines in runs), 150 lines
+	 * of it, then waits; run 1 exits after a second, run 2 stays. */
+	snprintf(runs, sizeof runs, "%s/runs", d->dir);
+	snprintf(y, sizeof y,
+		 "name: lg\nrestart: always\nbackoff: {base: 100ms, cap: 100ms}\n"
+		 "containers:\n  - name: c\n    command: [/bin/sh, -c, \"echo x >> %s; "
+		 "r=$(wc -l < %s); i=0; while [ $i -lt 150 ]; do echo run$r-$i; i=$((i+1)); done; "
+		 "[ $r -ge 2 ] && exec /bin/sleep 1062; sleep 1; exit 1\"]\n", runs, runs);
+	write_file(d, "lg.yaml", y);
+	cr_assert_eq(ctl(d, out, sizeof out, "apply -f %s/lg.yaml", d->dir), 0, "%s", out);
+	cr_assert(wait_says(d, 30, "run2-149", "logs lg"), "the second run logged");
+
+	/* The default: the last 100 lines. */
+	cr_assert_eq(ctl(d, out, sizeof out, "logs lg"), 0, "%s", out);
+	int n = 0;
+	for (char *q = out; (q = strchr(q, '\n')); q++)
+		n++;
+	cr_assert_eq(n, 100, "%s", out);
+	cr_assert(!strncmp(out, "run2-50\n", 8), "%s", out);
+	/* 0: nothing; -1: all (both runs, 300 lines); -n is --tail. */
+	cr_assert_eq(ctl(d, out, sizeof out, "logs lg --tail 0"), 0, "%s", out);
+	cr_assert_str_eq(out, "");
+	cr_assert_eq(ctl(d, out, sizeof out, "logs lg --tail -1"), 0);
+	cr_assert(!strncmp(out, "run1-0\n", 7) && strstr(out, "run2-149\n"), "%.200s", out);
+	cr_assert_eq(ctl(d, out, sizeof out, "logs lg -n 2"), 0, "%s", out);
+	cr_assert_str_eq(out, "run2-148\nrun2-149\n");
+	cr_assert_neq(ctl(d, out, sizeof out, "logs lg --tail -2"), 0);
+	/* --previous: the first run, whole. */
+	cr_assert_eq(ctl(d, out, sizeof out, "logs lg --previous"), 0, "%s", out);
+	cr_assert(!strncmp(out, "run1-0\n", 7) && strstr(out, "run1-149\n") &&
+		  !strstr(out, "run2-"), "%.300s", out);
+	cr_assert_eq(ctl(d, out, sizeof out, "logs lg -p -n 1"), 0, "%s", out);
+	cr_assert_str_eq(out, "run1-149\n");
+	/* --since: the lines of the last moments only (none in 1 ms, all in
+	 * a minute). */
+	sleep_ms(300);
+	cr_assert_eq(ctl(d, out, sizeof out, "logs lg --since 1ms"), 0, "%s", out);
+	cr_assert_str_eq(out, "");
+	cr_assert_eq(ctl(d, out, sizeof out, "logs lg --since 1m --tail -1"), 0, "%s", out);
+	cr_assert(strstr(out, "run1-0\n") && strstr(out, "run2-149\n"), "%.200s", out);
 	teardown(d);
 }

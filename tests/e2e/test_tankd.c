@@ -56,9 +56,9 @@ Test(e2e, every_verb_against_the_real_daemon)
 	cr_assert(strstr(out, "name: hello"), "%s", out);
 	cr_assert_eq(ctl(d, out, sizeof out, "get nope"), 1);
 	cr_assert(strstr(out, "not found"), "%s", out);
-	/* Logs of both streams, with the timestamp and stream prefix. */
+	/* Logs of both streams: with -t, each line's time and stream. */
 	for (int i = 0; i < 100; i++) {
-		ctl(d, out, sizeof out, "logs hello");
+		ctl(d, out, sizeof out, "logs hello -t");
 		if (strstr(out, "hello-err"))
 			break;
 		sleep_ms(50);
@@ -279,7 +279,7 @@ Test(e2e, logs_follow_streams_new_lines)
 	/* Follow for 1.5 s (timeout ends tankctl): the lines printed meanwhile
 	 * arrive, beyond the --tail 1 it started with. */
 	char cmd[1024];
-	snprintf(cmd, sizeof cmd, "timeout 1.5 %s/tankctl --socket %s logs ticker --tail 1 -f",
+	snprintf(cmd, sizeof cmd, "timeout 1.5 %s/tankctl --socket %s logs ticker --tail 1 -f -t",
 		 bindir(), d->sock);
 	FILE *p = popen(cmd, "r");
 	cr_assert_not_null(p);
