@@ -78,7 +78,25 @@ struct action_mgr {
 	bool launch_sent;
 	size_t keep;
 	char out_dir[4096];
+	/* The holds of `stop` actions to assert again after a restart of
+	 * tankd (pod_req.h: holds live in tankd's memory; a user re-asserts
+	 * them): "pod/container" -> hold_t, the latest DONE stop or start. */
+	tank_map_t holds;
+	struct hold **harr;         /* the stop holds, until each is taken */
+	size_t nh;
+	bool holds_listed;
 };
+
+typedef struct hold {
+	uint64_t seq;
+	bool stop;
+	bool taken;                 /* the pods' manager accepted it again */
+	char pod[POD_NAME_MAX + 1];
+	char container[POD_NAME_MAX + 1];
+} hold_t;
+
+/* Request ids of re-asserted holds (an action's are counted from 1). */
+#define HOLD_REQ_BASE (1ULL << 62)
 
 const st_coll_decl_t action_coll_decl = { .name = "actions", .noun = "action" };
 
@@ -541,6 +559,12 @@ static void on_reply(action_mgr_t *m, rc_loop_t *loop, const pod_req_reply_t *r)
 {
 	char k[24];
 
+	if (r->id >= HOLD_REQ_BASE && r->id - HOLD_REQ_BASE < m->nh) {
+		if (r->err != TANK_ENOTFOUND && r->err != -ESRCH)
+			m->harr[r->id - HOLD_REQ_BASE]->taken = true;
+		return;
+	}
+
 	snprintf(k, sizeof k, "%llu", (unsigned long long)r->id);
 	act_t *a = tank_map_get(&m->reqs, k);
 	if (!a || a->st.phase != ACT_RUNNING)
@@ -596,6 +620,63 @@ static act_t *by_msg(action_mgr_t *m, const rt_msg_t *msg)
 	return tank_map_get(&m->acts, id);
 }
 
+/* At start-up: the latest DONE stop or start of each container. */
+static void note_hold(action_mgr_t *m, const act_spec_t *s)
+{
+	char key[2 * POD_NAME_MAX + 2];
+	hold_t *h;
+
+	snprintf(key, sizeof key, "%s/%s", s->pod, s->container);
+	if ((h = tank_map_get(&m->holds, key))) {
+		if (h->seq > s->seq)
+			return;
+	} else {
+		if (!(h = calloc(1, sizeof *h)) || tank_map_put(&m->holds, key, h, NULL) < 0) {
+			free(h);
+			return;
+		}
+	}
+	h->seq = s->seq;
+	h->stop = s->op == ACT_OP_STOP;
+	snprintf(h->pod, sizeof h->pod, "%s", s->pod);
+	snprintf(h->container, sizeof h->container, "%s", s->container);
+}
+
+/* At each pass until taken: every container a `stop` action held when
+ * tankd stopped is held again.  A pod the pods' manager does not track
+ * yet (its first pass) answers not found: asked again at the next pass. */
+static void holds_assert(action_mgr_t *m, rc_loop_t *loop)
+{
+	if (!m->holds_listed) {
+		const char *k;
+		void *v;
+		size_t it = 0;
+		m->holds_listed = true;
+		m->harr = calloc(m->holds.len + 1, sizeof *m->harr);
+		while (tank_map_next(&m->holds, &it, &k, &v)) {
+			hold_t *h = v;
+			if (h->stop && m->harr)
+				m->harr[m->nh++] = h;
+			else
+				free(h);
+		}
+		tank_map_clear(&m->holds);
+	}
+	for (size_t i = 0; i < m->nh; i++) {
+		hold_t *h = m->harr[i];
+		pod_req_t r;
+		if (h->taken || proxy_ensure(m, loop) < 0)
+			continue;
+		memset(&r, 0, sizeof r);
+		r.id = HOLD_REQ_BASE + i;
+		r.op = POD_REQ_STOP;
+		snprintf(r.user, sizeof r.user, "actions");
+		snprintf(r.pod, sizeof r.pod, "%s", h->pod);
+		snprintf(r.container, sizeof r.container, "%s", h->container);
+		(void)rt_send(rc_rt(loop), m->proxy, PROXY_TAG_SEND, &r, sizeof r);
+	}
+}
+
 /* Loads a stored action into memory (submit, start-up). */
 static act_t *load(action_mgr_t *m, const st_pod_t *p)
 {
@@ -630,6 +711,8 @@ static act_t *load(action_mgr_t *m, const st_pod_t *p)
 	}
 	if (act_phase_finished(a->st.phase)) {
 		(void)podq_done_push(q, s->id);
+		if (a->st.phase == ACT_DONE && (s->op == ACT_OP_STOP || s->op == ACT_OP_START))
+			note_hold(m, s);
 	} else {
 		if (podq_add(q, a) < 0) {
 			tank_map_del(&m->acts, s->id);
@@ -733,23 +816,46 @@ static void handle(void *ctx, rc_loop_t *loop, rt_msg_t *msg)
 
 /* ---- the manager -------------------------------------------------------------------------- */
 
-/* Whether pod runs (its status's phase); a pod that does not exist is
- * "running" for this purpose: its request then fails, naming it. */
+/* Whether a command may be sent to pod now: false while it is on its
+ * way to running (pending, starting, backing off, stopping for a restart,
+ * waiting for its dependencies: the command waits its turn); true when it
+ * runs, and when it will not run by itself (terminal, deleted, no such
+ * pod): the request then fails, naming why. */
 static bool pod_running(action_mgr_t *m, const char *pod)
 {
+	static const char *const coming[] = { "pending", "starting", "backing_off", "stopping",
+					      "waiting", NULL };
 	st_status_t st;
-	bool run;
+	bool go = true;
 
 	if (st_status_get(m->env->store, pod, &st, NULL) < 0) {
 		st_pod_t p;
 		if (st_pod_get(m->env->store, pod, &p, NULL) < 0)
 			return true;
 		st_pod_clear(&p);
-		return false;
+		return false;             /* stored, not reconciled yet */
 	}
-	run = !strcmp(st.phase, "running");
+	for (size_t i = 0; coming[i]; i++)
+		if (!strcmp(st.phase, coming[i]))
+			go = false;
 	st_status_clear(&st);
-	return run;
+	return go;
+}
+
+/* The id of the stop action that holds q's pod (its latest DONE stop or
+ * start is a stop), or NULL. */
+static const char *held_by_stop(action_mgr_t *m, podq_t *q)
+{
+	for (size_t i = q->ndone; i > 0; i--) {
+		const act_t *d = tank_map_get(&m->acts, podq_done_at(q, i - 1));
+		if (!d || d->st.phase != ACT_DONE)
+			continue;
+		if (d->spec->op == ACT_OP_START)
+			return NULL;
+		if (d->spec->op == ACT_OP_STOP)
+			return d->spec->id;
+	}
+	return NULL;
 }
 
 static int list(void *ctx, rc_loop_t *loop)
@@ -759,6 +865,7 @@ static int list(void *ctx, rc_loop_t *loop)
 	void *v;
 	size_t it = 0;
 
+	holds_assert(m, loop);
 	/* Unfinished ones only: a finished action never moves again. */
 	while (tank_map_next(&m->pods, &it, &pod, &v)) {
 		podq_t *q = v;
@@ -808,11 +915,24 @@ static rc_result_t reconcile(void *ctx, rc_loop_t *loop, const rc_view_t *view)
 		if (q->running || podq_head(q) != a)
 			return rc_converged();  /* the one before it finishing moves it */
 		if ((a->spec->op == ACT_OP_EXEC || a->spec->op == ACT_OP_CUSTOM) &&
-		    !pod_running(m, a->spec->pod))
+		    !pod_running(m, a->spec->pod)) {
 			/* A command needs a running container: its turn waits
-			 * (the pod coming up after a restart of tankd); the
-			 * loop's resync looks again. */
+			 * (the pod coming up after a restart of tankd; the
+			 * loop's resync looks again) — unless a stop action
+			 * holds the pod, which only a start behind it in this
+			 * queue would end: then it fails, saying so. */
+			const char *by = held_by_stop(m, q);
+			if (!by)
+				return rc_converged();
+			char why[RC_REASON_MAX];
+			snprintf(why, sizeof why, "%.30s held stopped by action %.48s: a start ends it",
+				 a->spec->pod, by);
+			q->running = a;
+			a->started_at = (int64_t)rc_wall_ms();
+			move(m, loop, a, ACT_EV_START, "its turn on the pod");
+			fail_now(m, loop, a, TANK_ECONFLICT, why);
 			return rc_converged();
+		}
 		if (m->nlaunch == m->caplaunch) {
 			size_t nc = m->caplaunch ? m->caplaunch * 2 : 16;
 			act_t **nv = realloc(m->launch, nc * sizeof *nv);
@@ -909,6 +1029,7 @@ int action_mgr_open(kind_env_t *env, action_mgr_t **out, tank_error_t *e)
 	tank_map_init(&m->acts);
 	tank_map_init(&m->pods);
 	tank_map_init(&m->reqs);
+	tank_map_init(&m->holds);
 	snprintf(m->out_dir, sizeof m->out_dir, "%s/actions", env->log_dir ? env->log_dir : ".");
 	if (env->log_dir)
 		(void)mkdir(env->log_dir, 0700);   /* the pods' manager may not have yet */
@@ -946,6 +1067,13 @@ void action_mgr_close(action_mgr_t *m)
 	tank_map_destroy(&m->acts);
 	tank_map_destroy(&m->pods);
 	tank_map_destroy(&m->reqs);
+	it = 0;
+	while (tank_map_next(&m->holds, &it, &k, &v))
+		free(v);
+	tank_map_destroy(&m->holds);
+	for (size_t i = 0; i < m->nh; i++)
+		free(m->harr[i]);
+	free(m->harr);
 	free(m->launch);
 	free(m);
 }
