@@ -36,7 +36,7 @@ PKG_LIBS   = $(shell pkg-config --libs $(PKGS) 2>/dev/null)
 LIBS       = $(PKG_LIBS) -lev -lpthread -lm
 TEST_LIBS  = $(shell pkg-config --libs criterion 2>/dev/null)
 
-LAYERS   = common runtime supervisor store keeper pod stack workflow reconciler manifest kinds api obs daemon
+LAYERS   = common runtime supervisor store keeper pod stack action workflow reconciler manifest kinds api obs daemon
 LIB_SRC  = $(wildcard $(addsuffix /*.c,$(LAYERS)))
 # obs/page.html becomes a C string at build time (obs/obs_page.h).
 PAGE_C   = $(BUILD)/gen/obs_page_html.c

@@ -10,6 +10,7 @@
 #include "api/api_methods.h"
 
 #include <errno.h>
+#include <pwd.h>
 #include <fcntl.h>
 #include <limits.h>
 #include <sys/resource.h>
@@ -1866,6 +1867,62 @@ static void m_verb(const api_call_t *call, const msgpack_object *params, void *c
 	reply_packed_to(call, kind, "", pack_verb, &q, d);
 }
 
+/* --- the kinds' own methods --------------------------------------------------------- */
+
+static const kind_method_t *method_named(const kind_t *const *kinds, const char *name)
+{
+	for (size_t k = 0; kinds[k]; k++)
+		for (size_t m = 0; m < kinds[k]->nmethods; m++)
+			if (!strcmp(kinds[k]->methods[m].name, name))
+				return &kinds[k]->methods[m];
+	return NULL;
+}
+
+typedef struct kmethod_req {
+	const kind_env_t *env;
+	const kind_method_t *m;
+	const kind_caller_t *who;
+	const msgpack_object *params;
+} kmethod_req_t;
+
+static int pack_kmethod(void *arg, msgpack_packer *pk, tank_error_t *e)
+{
+	kmethod_req_t *q = arg;
+	return q->m->fn(q->env, q->who, q->params, pk, e);
+}
+
+/* The caller as a kind sees it: the peer's credentials and user name. */
+static void caller_of(const api_call_t *call, kind_caller_t *who)
+{
+	struct passwd pw, *res = NULL;
+	char buf[1024];
+
+	*who = (kind_caller_t){ .uid = (uint32_t)call->uid, .gid = (uint32_t)call->gid,
+				.pid = (int32_t)call->pid };
+	if (getpwuid_r(call->uid, &pw, buf, sizeof buf, &res) == 0 && res && pw.pw_name)
+		snprintf(who->user, sizeof who->user, "%s", pw.pw_name);
+	else
+		snprintf(who->user, sizeof who->user, "%u", (unsigned)call->uid);
+}
+
+static void m_kind_method(const api_call_t *call, const msgpack_object *params, void *ctx)
+{
+	api_daemon_t *d = ctx;
+	const kind_method_t *m = method_named(kinds_of(d), call->method);
+	kind_caller_t who;
+	tank_error_t e;
+
+	if (!m) {
+		api_reply_error(call->rt, call->token, API_INTERNAL, "no such method", NULL, NULL);
+		return;
+	}
+	if (api_params_check(params, m->types, &e) < 0)
+		return reply_check_error(call, &e);
+	caller_of(call, &who);
+	kmethod_req_t q = { d->kinds, m, &who, params };
+	reply_packed_to(call, NULL, NULL, pack_kmethod, &q, m->after_loop ? d : NULL);
+}
+
 size_t api_methods_table(api_daemon_t *d, api_method_t table[API_NMETHODS])
 {
 	static const struct { const char *name; api_handler_fn fn; } m[] = {
@@ -1898,6 +1955,9 @@ size_t api_methods_table(api_daemon_t *d, api_method_t table[API_NMETHODS])
 	for (size_t k = 0; kinds[k]; k++)
 		for (size_t v = 0; v < kinds[k]->nverbs && n < API_NMETHODS; v++)
 			table[n++] = (api_method_t){ kinds[k]->verbs[v].name, m_verb, d };
+	for (size_t k = 0; kinds[k]; k++)
+		for (size_t m = 0; m < kinds[k]->nmethods && n < API_NMETHODS; m++)
+			table[n++] = (api_method_t){ kinds[k]->methods[m].name, m_kind_method, d };
 	return n;
 }
 
@@ -1921,6 +1981,9 @@ int api_methods_decode(const char *method, const msgpack_object *params, tank_er
 	const kind_verb_t *verb = types ? NULL : verb_named(tank_kinds, method, &vk);
 	if (verb)
 		types = verb->types;
+	const kind_method_t *km = types ? NULL : method_named(tank_kinds, method);
+	if (km)
+		return api_params_check(params, km->types, e);
 	if (!types)
 		return tank_error_set(e, -ENOSYS, "no method %s", method);
 	if ((err = api_params_check(params, types, e)) < 0)

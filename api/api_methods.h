@@ -64,7 +64,7 @@ typedef struct api_daemon_status {
 /* Fills `table` (caller storage) with the methods, each bound to d, which
  * must outlive the server: the contract's, then each kind's verbs (a
  * method per verb); returns the number of entries. */
-#define API_NMETHODS 48
+#define API_NMETHODS 96
 size_t api_methods_table(api_daemon_t *d, api_method_t table[API_NMETHODS]);
 
 /* Checks params of `method` the way its handler does before it acts

@@ -2528,6 +2528,90 @@ static int v_history(ctl_t *x, int argc, char **argv)
 	return r ? ctl_fail(x, "cannot print the history") : EXIT_OK;
 }
 
+/* --- a kind's own commands (kind.h's kind_cmd_t) ---------------------------------- */
+
+static int kc_call(const kind_cli_t *cli, const char *method, kind_pack_fn pack, void *arg,
+		   int timeout_ms, kind_got_fn got, void *garg)
+{
+	ctl_t *x = cli->ctx;
+	api_incoming_t in;
+	int r;
+
+	if ((r = ctl_call(x, method, pack, arg,
+			  timeout_ms > 0 ? timeout_ms : CTL_TIMEOUT_MS, &in)) != 0)
+		return r;
+	r = got ? got(garg, in.result) : 0;
+	api_incoming_free(&in);
+	if (r < 0)
+		return ctl_fail(x, "%s", tank_strerror(r));
+	return r;
+}
+
+static int kc_emit(const kind_cli_t *cli, const msgpack_object *o, const char *format)
+{
+	enum mf_doc_format fmt;
+
+	if (ctl_format(format, &fmt) < 0)
+		return ctl_usage_error(cli->ctx, "-o: expected yaml or json, not '%s'", format);
+	return ctl_emit(cli->ctx, o, fmt);
+}
+
+static int kc_fail(const kind_cli_t *cli, const char *fmt, ...)
+{
+	char buf[1024];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(buf, sizeof buf, fmt, ap);
+	va_end(ap);
+	return ctl_fail(cli->ctx, "%s", buf);
+}
+
+static int kc_usage(const kind_cli_t *cli, const char *fmt, ...)
+{
+	char buf[1024];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(buf, sizeof buf, fmt, ap);
+	va_end(ap);
+	return ctl_usage_error(cli->ctx, "%s", buf);
+}
+
+static int kc_verb_run(const kind_cli_t *cli, int argc, char **argv)
+{
+	ctl_t *x = cli->ctx;
+	const verb_t *v = argc > 0 ? ctl_find(argv[0]) : NULL;
+	const char *was = x->verb;
+
+	if (!v)
+		return ctl_usage_error(x, "unknown verb '%s'", argc > 0 ? argv[0] : "");
+	x->verb = v->name;
+	optind = 0;
+	int r = v->run(x, argc, argv);
+	x->verb = was;
+	return r;
+}
+
+static int v_kind_cmd(ctl_t *x, int argc, char **argv)
+{
+	for (size_t k = 0; ctl_kinds[k]; k++)
+		for (size_t c = 0; c < ctl_kinds[k]->ncmds; c++)
+			if (!strcmp(ctl_kinds[k]->cmds[c].name, x->verb)) {
+				kind_cli_t cli = { .ctx = x, .verb = x->verb, .call = kc_call,
+						   .emit = kc_emit, .fail = kc_fail,
+						   .usage = kc_usage, .verb_run = kc_verb_run };
+				for (int i = 1; i < argc; i++) {
+					if (!strcmp(argv[i], "--"))
+						break;
+					if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h"))
+						return ctl_help(ctl_find(x->verb));
+				}
+				return ctl_kinds[k]->cmds[c].run(&cli, argc, argv);
+			}
+	return ctl_usage_error(x, "unknown verb '%s'", x->verb);
+}
+
 /* `describe [KIND] NAME | KIND/NAME`: a person's view of one object of
  * any kind — its status, its spec, its last history — from `status`,
  * `get` and `history`, laid out by cli_describe (no kind's fields here). */
@@ -2775,6 +2859,12 @@ static void ctl_verbs_init(void)
 				 sub[0] ? " " : "", sub, sub[0] ? ": " : "", kv->help);
 			ctl_all[CTL_NVERBS++] = (verb_t){ words[nk], v_kind_verb, kusage[nk], khelp[nk] };
 			nk++;
+		}
+	for (size_t k = 0; ctl_kinds[k]; k++)
+		for (size_t c = 0; c < ctl_kinds[k]->ncmds &&
+				   CTL_NVERBS < CTL_NSTATIC + CTL_NKIND_VERBS; c++) {
+			const kind_cmd_t *kc = &ctl_kinds[k]->cmds[c];
+			ctl_all[CTL_NVERBS++] = (verb_t){ kc->name, v_kind_cmd, kc->usage, kc->help };
 		}
 }
 

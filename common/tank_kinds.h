@@ -12,8 +12,8 @@ enum tank_kind {
 	TANK_KIND_POD = 1,
 	TANK_KIND_CONTAINER = 2,
 	TANK_KIND_STACK = 3,
-	/* 4, 5 are kept for the kinds of DESIGN.md §9 (action, playbook): a
-	 * kind gets its id here the day it lands, not before. */
+	TANK_KIND_ACTION = 4,
+	TANK_KIND_PLAYBOOK = 5,
 	TANK_KIND_TASK = 6,
 	TANK_KIND_STAGE = 7,
 	TANK_KIND_WORKFLOW = 8,

@@ -24,6 +24,9 @@
  *   - how `apply --wait` and its verbs' --wait observe an object (observe,
  *     from the status map);
  *   - its table for `tankctl get/ps` (cols) and any verbs of its own;
+ *   - RPC methods of its own (methods: told the caller's credentials) and
+ *     tankctl commands of its own (cmds: their own words, through
+ *     tankctl's services, kind_cli_t);
  *   - in the daemon: its managers on the loop, its instance (open/close),
  *     and its record hook for the transitions of its managers.
  *
@@ -156,6 +159,64 @@ typedef struct kind_verb {
 	size_t ncols;
 } kind_verb_t;
 
+/* Who called a kind's method: the socket peer's credentials (SO_PEERCRED,
+ * taken at accept) and the uid's user name (the number when it has none).
+ * The api fills it for every call; a kind records it (an action's
+ * requester) and decides with it (four-eyes approval). */
+typedef struct kind_caller {
+	uint32_t uid, gid;
+	int32_t pid;
+	char user[64];
+} kind_caller_t;
+
+/* An RPC method of a kind's own, richer than a verb (Action's
+ * action_submit, action_list {pod?, state?}): params of `types`
+ * (api_params_check's letters), fn told who calls.  after_loop: the
+ * answer waits until the loop has handled every message fn sent it
+ * (RC_TAG_ECHO), so what the client is told was taken is stored. */
+typedef struct kind_method {
+	const char *name;
+	const char *types;
+	int (*fn)(const kind_env_t *env, const kind_caller_t *who,
+		  const msgpack_object *params, msgpack_packer *pk, tank_error_t *e);
+	bool after_loop;
+} kind_method_t;
+
+/* tankctl's services to a kind's own command (below): given by tankctl,
+ * so a kind's command code (in the kind's folder) needs no client. */
+typedef struct kind_cli kind_cli_t;
+typedef int (*kind_pack_fn)(msgpack_packer *pk, void *arg);
+typedef int (*kind_got_fn)(void *arg, const msgpack_object *result);
+struct kind_cli {
+	void *ctx;                   /* tankctl's */
+	const char *verb;            /* the command's word */
+	/* Calls method (params packed by pack(arg), one array); got(garg,
+	 * result) sees the result while it is valid (may be NULL).  0, or
+	 * tankctl's exit code with the error printed (tankd's or got's: a
+	 * negative return of got is printed as tank_strerror). */
+	int (*call)(const kind_cli_t *cli, const char *method, kind_pack_fn pack, void *arg,
+		    int timeout_ms, kind_got_fn got, void *garg);
+	/* Prints o as `format` ("yaml" or "json"; times as RFC 3339): 0 or 1. */
+	int (*emit)(const kind_cli_t *cli, const msgpack_object *o, const char *format);
+	/* "tankctl: VERB: …" on stderr; returns 1 (fail) or 2 (usage). */
+	int (*fail)(const kind_cli_t *cli, const char *fmt, ...)
+		__attribute__((format(printf, 2, 3)));
+	int (*usage)(const kind_cli_t *cli, const char *fmt, ...)
+		__attribute__((format(printf, 2, 3)));
+	/* Runs one of tankctl's own verbs with argv (argv[0] the verb):
+	 * `playbook apply -f F` is `apply -f F`.  Its exit code. */
+	int (*verb_run)(const kind_cli_t *cli, int argc, char **argv);
+};
+
+/* A tankctl command of a kind's own, with its own words (`action run POD
+ * KIND ARG…`, `exec POD -- CMD…`): run gets the words after tankctl's
+ * global options (argv[0] = name) and returns the exit code. */
+typedef struct kind_cmd {
+	const char *name;
+	int (*run)(const kind_cli_t *cli, int argc, char **argv);
+	const char *usage, *help;
+} kind_cmd_t;
+
 struct kind {
 	uint32_t id;                 /* tank_kinds.h */
 	const char *name, *plural, *short_name;
@@ -207,6 +268,12 @@ struct kind {
 	const kind_t *adds_to;
 	const char *adds_header;
 	bool (*adds_value)(const kind_env_t *env, const char *name, char *out, size_t cap);
+	/* RPC methods and tankctl commands of its own (above); api/ and
+	 * cmd/ walk them by name.  NULL/0: none. */
+	const kind_method_t *methods;
+	size_t nmethods;
+	const kind_cmd_t *cmds;
+	size_t ncmds;
 
 	/* Daemon: the instance (inst; NULL open: none), after the pods' and
 	 * the kinds' before it in the list. */

@@ -15,6 +15,8 @@
 #define TANK_KIND_LIST(X) \
 	X(pod_kind)       \
 	X(stack_kind)     \
+	X(action_kind)    \
+	X(playbook_kind)  \
 	X(task_kind)      \
 	X(stage_kind)     \
 	X(workflow_kind)  \

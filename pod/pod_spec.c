@@ -186,7 +186,31 @@ void pod_spec_free(pod_spec_t *s)
 		free(s->params[i].value);
 	}
 	free(s->params);
+	for (i = 0; i < s->action_count; i++) {
+		pod_action_decl_t *a = &s->actions[i];
+		free(a->name);
+		for (size_t j = 0; j < a->argc; j++)
+			free(a->argv[j]);
+		free(a->argv);
+		free(a->container);
+	}
+	free(s->actions);
 	free(s);
+}
+
+static const char *const approval_names[] = { "none", "required", "other" };
+
+const char *pod_approval_name(enum pod_approval a)
+{
+	return (unsigned)a < 3 ? approval_names[a] : "?";
+}
+
+const pod_action_decl_t *pod_spec_action(const pod_spec_t *s, const char *name)
+{
+	for (size_t i = 0; s && i < s->action_count; i++)
+		if (s->actions[i].name && !strcmp(s->actions[i].name, name))
+			return &s->actions[i];
+	return NULL;
 }
 
 #define FIELD KIT_FIELD
@@ -1109,6 +1133,92 @@ static void v_params(kit_t *v, const msgpack_object *m, pod_spec_t *s)
 	}
 }
 
+/* The action kinds every pod has (action/action_spec.c runs them): a
+ * custom action may not take their names. */
+static const char *const builtin_actions[] = { "restart", "signal", "exec", "stop", "start",
+					       NULL };
+
+static void v_approval(kit_t *v, const msgpack_object *o, enum pod_approval *a)
+{
+	char b[96];
+
+	if (!kit_expect(v, o, MSGPACK_OBJECT_STR, "a string"))
+		return;
+	for (unsigned k = 0; k < 3; k++)
+		if (kit_str_eq(o, approval_names[k])) {
+			*a = (enum pod_approval)k;
+			return;
+		}
+	kit_err(v, "invalid value %s: must be one of none, required, other",
+		kit_quote(o->via.str.ptr, o->via.str.size, b));
+}
+
+/* actions: {NAME: {command: [...], approval: none|required|other,
+ * timeout: DURATION, container: NAME}} */
+static void v_actions(kit_t *v, const msgpack_object *m, pod_spec_t *s)
+{
+	static const char *const keys[] = { "command", "approval", "timeout", "container", NULL };
+	char b[96];
+
+	if (!kit_expect(v, m, MSGPACK_OBJECT_MAP, "a map"))
+		return;
+	if (m->via.map.size == 0 || !kit_within(v, m->via.map.size, POD_ACTIONS_MAX, "actions"))
+		return;
+	if (!(s->actions = calloc(m->via.map.size, sizeof *s->actions))) {
+		v->oom = true;
+		return;
+	}
+	s->action_count = m->via.map.size;
+	for (uint32_t i = 0; i < m->via.map.size; i++) {
+		const msgpack_object *k = &m->via.map.ptr[i].key, *d = &m->via.map.ptr[i].val;
+		pod_action_decl_t *a = &s->actions[i];
+		if (k->type != MSGPACK_OBJECT_STR) {
+			kit_err(v, "action names are strings, not %s", kit_type_name(k->type));
+			continue;
+		}
+		size_t sv = kit_push_keyn(v, k->via.str.ptr, k->via.str.size);
+		bool builtin = false;
+		for (size_t j = 0; builtin_actions[j]; j++)
+			builtin |= kit_str_eq(k, builtin_actions[j]);
+		if (!pod_name_valid(k->via.str.ptr, k->via.str.size) ||
+		    memchr(k->via.str.ptr, '.', k->via.str.size))
+			kit_err(v, "invalid action name %s: must match [a-z0-9][a-z0-9-_]{0,62}",
+				kit_quote(k->via.str.ptr, k->via.str.size, b));
+		else if (builtin)
+			kit_err(v, "%s is a built-in action kind (restart, signal, exec, stop, start)",
+				kit_quote(k->via.str.ptr, k->via.str.size, b));
+		else
+			a->name = kit_strdup(v, k->via.str.ptr, k->via.str.size);
+		if (kit_expect(v, d, MSGPACK_OBJECT_MAP, "a map")) {
+			kit_check_keys(v, d, keys);
+			if (!kit_lookup(d, "command")) {
+				size_t sv2 = kit_push_key(v, "command");
+				kit_err(v, "required");
+				kit_pop(v, sv2);
+			}
+			FIELD(v, d, "command", v_command(v, o, &a->argv, &a->argc));
+			FIELD(v, d, "approval", v_approval(v, o, &a->approval));
+			FIELD(v, d, "timeout", kit_get_duration(v, o, &a->timeout_ms));
+			FIELD(v, d, "container", kit_get_str(v, o, &a->container, true));
+		}
+		kit_pop(v, sv);
+	}
+}
+
+/* After containers: an action's container must be one of them. */
+static void v_actions_containers(kit_t *v, pod_spec_t *s)
+{
+	for (size_t i = 0; i < s->action_count; i++) {
+		const pod_action_decl_t *a = &s->actions[i];
+		bool found = !a->container;
+		for (size_t c = 0; !found && c < s->container_count; c++)
+			found = s->containers[c].name && !strcmp(s->containers[c].name, a->container);
+		if (!found && a->name)
+			kit_err(v, "actions: %s: container: no container \"%s\" in this pod", a->name,
+				a->container);
+	}
+}
+
 static void set_defaults(pod_spec_t *s)
 {
 	s->restart = POD_RESTART_ALWAYS;
@@ -1131,7 +1241,7 @@ int pod_spec_from_msgpack(const msgpack_object *map, pod_spec_t **out,
 	static const char *const keys[] = { "name", "restart", "backoff", "stop",
 					    "isolation", "volumes", "containers",
 					    "reconcile_wait", "depends_on",
-					    "workflow", "params",
+					    "workflow", "params", "actions",
 					    "generation", "uid", NULL };
 	kit_t v = { .pod = "spec" };
 	kit_errors_t local;
@@ -1182,6 +1292,9 @@ int pod_spec_from_msgpack(const msgpack_object *map, pod_spec_t **out,
 	FIELD(&v, map, "depends_on", v_depends_on(&v, o, s));
 	FIELD(&v, map, "workflow", v_workflow(&v, o, s));
 	FIELD(&v, map, "params", v_params(&v, o, s));
+	FIELD(&v, map, "actions", v_actions(&v, o, s));
+	if (local.count == 0)
+		v_actions_containers(&v, s);
 
 	if (local.count == 0 && !v.oom) {
 		*out = s;
@@ -1370,6 +1483,7 @@ int pod_spec_to_msgpack(const pod_spec_t *s, msgpack_packer *pk)
 	n += s->dep_count > 0;     /* only when set: older pods' bytes stay */
 	n += s->workflow != NULL;
 	n += s->param_count > 0;
+	n += s->action_count > 0;
 	e_map(&e, n);
 	e_str(&e, "name");
 	e_str(&e, s->name);
@@ -1469,6 +1583,35 @@ int pod_spec_to_msgpack(const pod_spec_t *s, msgpack_packer *pk)
 			e_str(&e, s->params[i].value);
 		}
 	}
+	if (s->action_count) {
+		/* By name: the same actions in another order are the same spec. */
+		size_t ord[POD_ACTIONS_MAX];
+		for (i = 0; i < s->action_count; i++) {
+			size_t j = i;
+			for (; j > 0 && strcmp(s->actions[ord[j - 1]].name, s->actions[i].name) > 0; j--)
+				ord[j] = ord[j - 1];
+			ord[j] = i;
+		}
+		e_str(&e, "actions");
+		e_map(&e, s->action_count);
+		for (i = 0; i < s->action_count; i++) {
+			const pod_action_decl_t *a = &s->actions[ord[i]];
+			e_str(&e, a->name);
+			e_map(&e, 2 + (a->timeout_ms != 0) + (a->container != NULL));
+			e_str(&e, "command");
+			e_arr(&e, a->argc);
+			for (size_t j = 0; j < a->argc; j++)
+				e_str(&e, a->argv[j]);
+			e_str(&e, "approval");
+			e_str(&e, pod_approval_name(a->approval));
+			if (a->timeout_ms)
+				e_duration(&e, "timeout", a->timeout_ms);
+			if (a->container) {
+				e_str(&e, "container");
+				e_str(&e, a->container);
+			}
+		}
+	}
 	return e.r ? -ENOMEM : 0;
 }
 
@@ -1527,6 +1670,8 @@ bool pod_spec_same_run(const pod_spec_t *a, const pod_spec_t *b)
 	x.workflow = a->workflow;
 	x.params = a->params;
 	x.param_count = a->param_count;
+	x.actions = a->actions;
+	x.action_count = a->action_count;
 	if (pod_spec_encode(a, &ea, &la) < 0 || pod_spec_encode(&x, &eb, &lb) < 0) {
 		free(ea);
 		return false;

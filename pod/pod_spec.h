@@ -175,6 +175,26 @@ typedef struct pod_reconcile_wait {
 	double multiplier;         /* exponential, >= 1 */
 } pod_reconcile_wait_t;
 
+/* A custom action a pod declares (`actions: {backup: {command, approval,
+ * timeout, container}}`), run by the Action kind (action/) inside the
+ * container's sandbox.  Nothing that runs reads it: changing it does not
+ * restart the pod (pod_spec_same_run). */
+#define POD_ACTIONS_MAX 64
+enum pod_approval {
+	POD_APPROVAL_NONE = 0,      /* runs when its turn comes */
+	POD_APPROVAL_REQUIRED,      /* waits for an approve, by anyone allowed */
+	POD_APPROVAL_OTHER,         /* four-eyes: approved by another uid */
+};
+
+typedef struct pod_action_decl {
+	char *name;                /* [a-z0-9][a-z0-9-_]{0,62}, no built-in kind's */
+	char **argv;               /* NULL-terminated, argc >= 1 */
+	size_t argc;
+	char *container;           /* NULL: the pod's first */
+	enum pod_approval approval;
+	uint64_t timeout_ms;       /* 0: the exec default */
+} pod_action_decl_t;
+
 typedef struct pod_spec {
 	char *name;
 	enum pod_restart restart;
@@ -213,6 +233,9 @@ typedef struct pod_spec {
 	char *workflow;
 	pod_kv_t *params;
 	size_t param_count;
+	/* Custom actions, in manifest order (sorted by name when encoded). */
+	pod_action_decl_t *actions;
+	size_t action_count;
 } pod_spec_t;
 
 /*
@@ -251,8 +274,8 @@ int pod_spec_decode(const void *buf, size_t len, pod_spec_t **out, tank_error_t 
 pod_spec_t *pod_spec_dup(const pod_spec_t *spec);
 
 /* True when a and b run the same: they differ at most in fields nothing
- * that runs reads — today only `reconcile_wait` (read by `apply --wait`,
- * a client).  A new generation that changes only those updates the
+ * that runs reads — today `reconcile_wait` (read by `apply --wait`,
+ * a client) and `actions` (read by the Action kind when one is submitted).  A new generation that changes only those updates the
  * stored spec and the containers go on (docs/manifest.md, "What an
  * apply restarts").  False on ENOMEM (a restart is the safe answer). */
 bool pod_spec_same_run(const pod_spec_t *a, const pod_spec_t *b);
@@ -266,6 +289,10 @@ bool pod_name_valid(const char *name, size_t len);
 
 /* "always", "on_failure", "never". */
 const char *pod_restart_name(enum pod_restart r);
+/* "none", "required", "other". */
+const char *pod_approval_name(enum pod_approval a);
+/* The declared action called name, or NULL. */
+const pod_action_decl_t *pod_spec_action(const pod_spec_t *s, const char *name);
 /* Deep copy of a probe into dst (its own strings): 0, or -ENOMEM with dst
  * empty.  pod_probe_clear frees what a probe owns and empties it. */
 int pod_probe_copy(pod_probe_t *dst, const pod_probe_t *src);

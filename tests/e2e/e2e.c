@@ -51,7 +51,11 @@ pid_t spawn_tankd(d_t *d, const char *log)
 			struct rlimit rl = { (rlim_t)d->nofile, (rlim_t)d->nofile };
 			setrlimit(RLIMIT_NOFILE, &rl);
 		}
-		execl(bin, "tankd", "--data-dir", d->dir, "--resync", "300ms", (char *)NULL);
+		if (d->group)
+			execl(bin, "tankd", "--data-dir", d->dir, "--resync", "300ms",
+			      "--socket-group", d->group, (char *)NULL);
+		else
+			execl(bin, "tankd", "--data-dir", d->dir, "--resync", "300ms", (char *)NULL);
 		_exit(127);
 	}
 	ts_own_pid(pid);

@@ -17,6 +17,7 @@ typedef struct d {
 	char sock[96];
 	pid_t pid;
 	long nofile;              /* RLIMIT_NOFILE (soft and hard) for tankd; 0: inherited */
+	const char *group;        /* tankd --socket-group, or NULL */
 } d_t;
 
 /* The directory of tankd and tankctl ($TANK_BUILD_DIR/bin). */

@@ -4,6 +4,7 @@
  * regenerates the block after a table changes. */
 #include <stdio.h>
 
+#include "action/action_phase.h"
 #include "pod/pod_phase.h"
 #include "stack/stack_phase.h"
 #include "workflow/wf_rules.h"
@@ -16,6 +17,10 @@ int main(void)
 	rc_fsm_markdown(&pod_fsm, stdout);
 	puts("\nStack:\n");
 	rc_fsm_markdown(&stack_fsm, stdout);
+	puts("\nAction:\n");
+	rc_fsm_markdown(&action_fsm, stdout);
+	puts("\nPlaybook:\n");
+	rc_fsm_markdown(&playbook_fsm, stdout);
 	/* docs/workflows.md holds these two. */
 	puts("\nWorkflow agent:\n");
 	rc_fsm_markdown(&wf_agent_fsm, stdout);

@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "action/action_phase.h"
 #include "pod/pod_phase.h"
 #include "reconciler/rc_fsm.h"
 #include "stack/stack_phase.h"
@@ -50,6 +51,8 @@ Test(reconciler, docs_show_the_transition_tables_of_the_code)
 	check(doc, &pod_ctr_fsm);
 	check(doc, &pod_fsm);
 	check(doc, &stack_fsm);
+	check(doc, &action_fsm);
+	check(doc, &playbook_fsm);
 	free(doc);
 }
 
@@ -57,7 +60,7 @@ Test(reconciler, docs_show_the_transition_tables_of_the_code)
  * somewhere from at least one phase: no dead rows or events. */
 Test(reconciler, tables_have_no_dead_events)
 {
-	const rc_fsm_t *t[] = { &pod_ctr_fsm, &pod_fsm, &stack_fsm };
+	const rc_fsm_t *t[] = { &pod_ctr_fsm, &pod_fsm, &stack_fsm, &action_fsm, &playbook_fsm };
 	for (size_t k = 0; k < 3; k++) {
 		for (size_t e = 0; e < t[k]->nevents; e++) {
 			bool used = false;

@@ -1,0 +1,559 @@
+/*
+ * End to end, actions and playbooks (issue 33, docs/actions.md): a real
+ * tankd, real pods, the real tankctl; each state path, the conflict rule,
+ * four-eyes approval by two real uids, FIFO one at a time, cancel of a
+ * running exec, exec inside a pod's own pid and mount namespaces, a
+ * rolling playbook, LOST after kill -9, and bad input named.
+ */
+#include <criterion/criterion.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+#include <grp.h>
+
+#include "tests/e2e/e2e.h"
+
+/* A pod that sleeps, with a custom action `backup` needing another
+ * user's approval and `fail` that exits 2. */
+static void pod(d_t *d, const char *name)
+{
+	char yaml[1024], out[4096];
+
+	snprintf(yaml, sizeof yaml,
+		 "name: %s\nstop: {grace: 1s}\ncontainers:\n  - name: main\n"
+		 "    command: [/bin/sleep, \"3600\"]\n"
+		 "actions:\n"
+		 "  backup: {command: [/bin/sh, -c, \"echo backup of $0 $1\"], approval: other}\n"
+		 "  fail: {command: [/bin/sh, -c, \"exit 2\"]}\n", name);
+	char file[96];
+	snprintf(file, sizeof file, "%s.yaml", name);
+	write_file(d, file, yaml);
+	cr_assert_eq(ctl(d, out, sizeof out, "apply -f %s/%s", d->dir, file), 0, "%s", out);
+	cr_assert(wait_phase(d, name, "running", 20), "%s is not running", name);
+}
+
+/* `action run ARGS`: its id (from "action ID STATE"). */
+static void run(d_t *d, char *id, const char *args)
+{
+	char out[4096];
+	int rc = ctl(d, out, sizeof out, "action run %s", args);
+	cr_assert_eq(rc, 0, "action run %s: %s", args, out);
+	cr_assert_eq(sscanf(out, "action %48s", id), 1, "%s", out);
+}
+
+static bool wait_state(d_t *d, const char *id, const char *state, int secs)
+{
+	char pat[64];
+	snprintf(pat, sizeof pat, "state: %s\n", state);
+	return wait_says(d, secs, pat, "action get %s", id);
+}
+
+static void assert_state(d_t *d, const char *id, const char *state, int secs)
+{
+	char out[8192];
+	bool ok = wait_state(d, id, state, secs);
+	if (!ok)
+		ctl(d, out, sizeof out, "action get %s", id);
+	cr_assert(ok, "action %s is not %s:\n%s", id, state, ok ? "" : out);
+}
+
+Test(actions, every_state_path_with_history)
+{
+	d_t *d = setup();
+	char ok[64], bad[64], held[64], gone[64], queued[64], runner[64], out[8192];
+
+	pod(d, "web");
+	/* PENDING_SCHEDULE → NEW → RUNNING → DONE */
+	run(d, ok, "web exec -- /bin/sh -c 'echo hello'");
+	assert_state(d, ok, "DONE", 20);
+	cr_assert_eq(ctl(d, out, sizeof out, "history action %s", ok), 0, "%s", out);
+	const char *seq[] = { "PENDING_SCHEDULE", "NEW", "RUNNING", "DONE" };
+	const char *at = out;
+	for (int i = 0; i < 4; i++) {
+		at = strstr(at, seq[i]);
+		cr_assert_not_null(at, "history lacks %s in order:\n%s", seq[i], out);
+	}
+	cr_assert(says(d, "hello", "exec web -- /bin/echo hello"));
+	/* → FAILED with the exit code */
+	run(d, bad, "web exec -- /bin/sh -c 'exit 3'");
+	assert_state(d, bad, "FAILED", 20);
+	cr_assert(says(d, "exit: 3", "action get %s", bad));
+	run(d, bad, "web fail");
+	assert_state(d, bad, "FAILED", 20);
+	cr_assert(says(d, "exit: 2", "action get %s", bad));
+	/* PENDING_APPROVE → approve → DONE; and → CANCELLED */
+	run(d, held, "web restart --approve-first");
+	sleep_ms(500);
+	assert_state(d, held, "PENDING_APPROVE", 1);
+	cr_assert_eq(ctl(d, out, sizeof out, "action approve %s", held), 0, "%s", out);
+	assert_state(d, held, "DONE", 20);
+	cr_assert(says(d, "approved by", "history action %s", held));
+	cr_assert(wait_phase(d, "web", "running", 20));
+	run(d, gone, "web signal HUP --approve-first");
+	cr_assert_eq(ctl(d, out, sizeof out, "action cancel %s", gone), 0, "%s", out);
+	assert_state(d, gone, "CANCELLED", 10);
+	cr_assert_neq(ctl(d, out, sizeof out, "action approve %s", gone), 0);
+	cr_assert(strstr(out, "CANCELLED"), "%s", out);
+	/* NEW (behind a running one) → CANCELLED; RUNNING → CANCELLED */
+	run(d, runner, "web exec -- /bin/sleep 30");
+	assert_state(d, runner, "RUNNING", 10);
+	run(d, queued, "web signal USR1");
+	assert_state(d, queued, "NEW", 5);
+	cr_assert_eq(ctl(d, out, sizeof out, "action cancel %s", queued), 0, "%s", out);
+	assert_state(d, queued, "CANCELLED", 10);
+	cr_assert_eq(ctl(d, out, sizeof out, "action cancel %s", runner), 0, "%s", out);
+	assert_state(d, runner, "CANCELLED", 10);
+	/* Events carry the transitions, `action ls` filters. */
+	cr_assert(says(d, runner, "action ls --state CANCELLED"));
+	cr_assert(!says(d, ok, "action ls --state CANCELLED"));
+	cr_assert(says(d, "\"state\": \"DONE\"", "action ls --pod web -o json"));
+	teardown(d);
+}
+
+Test(actions, cancel_stops_a_running_exec)
+{
+	d_t *d = setup();
+	char id[64], out[8192];
+	long pid = -1;
+
+	pod(d, "web");
+	run(d, id, "web exec -- /bin/sleep 424242");
+	assert_state(d, id, "RUNNING", 10);
+	for (int i = 0; i < 100 && pid <= 0; i++) {
+		ctl(d, out, sizeof out, "action get %s", id);
+		const char *p = strstr(out, "\npid: ");
+		if (p)
+			pid = atol(p + 6);
+		if (pid <= 0)
+			sleep_ms(50);
+	}
+	cr_assert_gt(pid, 0, "no pid:\n%s", out);
+	cr_assert_eq(kill((pid_t)pid, 0), 0, "the exec is not running");
+	cr_assert_eq(ctl(d, out, sizeof out, "action cancel %s", id), 0, "%s", out);
+	assert_state(d, id, "CANCELLED", 10);
+	/* CANCELLED is written once the process has stopped. */
+	char path[64], st[256] = "";
+	snprintf(path, sizeof path, "/proc/%ld/stat", pid);
+	read_text(path, st, sizeof st);
+	cr_assert(st[0] == '\0' || strstr(st, ") Z"), "pid %ld lives on: %s", pid, st);
+	cr_assert(says(d, "cancelled by", "history action %s", id));
+	teardown(d);
+}
+
+Test(actions, same_id_same_content_is_one_record_other_content_conflicts)
+{
+	d_t *d = setup();
+	char a[64], b[64], out[4096];
+
+	pod(d, "web");
+	run(d, a, "web signal HUP --id op-1");
+	cr_assert_str_eq(a, "op-1");
+	run(d, b, "web signal HUP --id op-1");
+	cr_assert_str_eq(b, "op-1");
+	cr_assert_eq(ctl(d, out, sizeof out, "action ls -o json"), 0);
+	const char *first = strstr(out, "\"id\": \"op-1\"");
+	cr_assert(first && !strstr(first + 4, "\"id\": \"op-1\""), "one record: %s", out);
+	cr_assert_neq(ctl(d, out, sizeof out, "action run web signal TERM --id op-1"), 0);
+	cr_assert(strstr(out, "conflict"), "%s", out);
+	cr_assert(strstr(out, "stored record wins"), "%s", out);
+	assert_state(d, "op-1", "DONE", 10);
+	cr_assert(says(d, "signal: HUP", "action get op-1"));
+	teardown(d);
+}
+
+Test(actions, bad_input_is_named)
+{
+	d_t *d = setup();
+	char out[4096];
+
+	pod(d, "web");
+	struct { const char *args, *says; } c[] = {
+		{ "web frobnicate", "kind \"frobnicate\": not an action kind of pod web" },
+		{ "nopod restart", "no pod \"nopod\"" },
+		{ "web signal banana", "args.signal: unknown signal \"banana\"" },
+		{ "web signal", "args.signal: required" },
+		{ "web restart count=3", "unknown field \"count\" for restart" },
+		{ "web exec timeout=soon -- /bin/true", "args.timeout: expected a duration" },
+		{ "web exec", "args.command: required" },
+		{ "web restart container=nope", "pod web has no container \"nope\"" },
+		{ "web restart --id 'bad id'", "id: \"bad id\" must match" },
+	};
+	for (size_t i = 0; i < sizeof c / sizeof c[0]; i++) {
+		cr_assert_neq(ctl(d, out, sizeof out, "action run %s", c[i].args), 0, "%s",
+			      c[i].args);
+		cr_assert(strstr(out, c[i].says), "%s: %s", c[i].args, out);
+	}
+	/* A custom kind another pod declares is not this pod's. */
+	write_file(d, "plain.yaml", "name: plain\ncontainers:\n  - name: m\n"
+		   "    command: [/bin/sleep, \"3600\"]\n");
+	cr_assert_eq(ctl(d, out, sizeof out, "apply -f %s/plain.yaml", d->dir), 0, "%s", out);
+	cr_assert_neq(ctl(d, out, sizeof out, "action run plain backup"), 0);
+	cr_assert(strstr(out, "it declares: none"), "%s", out);
+	/* The pod's declaration is validated at apply. */
+	write_file(d, "badact.yaml", "name: badact\ncontainers:\n  - name: m\n"
+		   "    command: [/bin/sleep, \"3600\"]\n"
+		   "actions:\n  restart: {command: [/bin/true]}\n"
+		   "  x: {command: [/bin/true], approval: maybe}\n");
+	cr_assert_neq(ctl(d, out, sizeof out, "apply -f %s/badact.yaml", d->dir), 0);
+	cr_assert(strstr(out, "built-in action kind"), "%s", out);
+	cr_assert(strstr(out, "must be one of none, required, other"), "%s", out);
+	/* Actions are submitted, not applied. */
+	write_file(d, "act.yaml", "kind: Action\nname: x\n");
+	cr_assert_neq(ctl(d, out, sizeof out, "apply -f %s/act.yaml", d->dir), 0);
+	cr_assert(strstr(out, "submitted, not applied"), "%s", out);
+	teardown(d);
+}
+
+/* Runs tankctl as uid/gid (a forked child drops root); its output in out. */
+static int ctl_as(d_t *d, uid_t uid, gid_t gid, char *out, size_t cap, const char *verb,
+		  const char *id)
+{
+	int p[2];
+	char bin[160];
+
+	snprintf(bin, sizeof bin, "%s/tankctl", d->dir);
+	cr_assert_eq(pipe(p), 0);
+	pid_t pid = fork();
+	cr_assert_geq(pid, 0);
+	if (pid == 0) {
+		dup2(p[1], 1);
+		dup2(p[1], 2);
+		close(p[0]);
+		if (setgroups(0, NULL) < 0 || setgid(gid) < 0 || setuid(uid) < 0)
+			_exit(99);
+		execl(bin, "tankctl", "--socket", d->sock, "action", verb, id, (char *)NULL);
+		_exit(98);
+	}
+	close(p[1]);
+	size_t got = 0;
+	ssize_t n;
+	while ((n = read(p[0], out + got, cap - 1 - got)) > 0 && got + (size_t)n < cap - 1)
+		got += (size_t)n;     /* to the end: a child cut off would die of SIGPIPE */
+	if (n > 0)
+		got += (size_t)n;
+	out[got] = '\0';
+	close(p[0]);
+	int st;
+	waitpid(pid, &st, 0);
+	return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+}
+
+Test(actions, four_eyes_needs_another_uid)
+{
+	if (geteuid() != 0)
+		cr_skip_test("needs root to act as a second user");
+	const uid_t other = 65534;
+	const gid_t group = 65534;
+	d_t *d = d_new();
+	char out[4096], id[64], src[700], dst[160], grp[16];
+
+	/* The socket's group lets the second uid call (tankd's peer check:
+	 * root, tankd's uid, or the socket group); it reaches the socket
+	 * through the data dir (0711) and runs its own copy of tankctl. */
+	snprintf(grp, sizeof grp, "%u", (unsigned)group);
+	d->group = grp;
+	start(d);
+	cr_assert_eq(chmod(d->dir, 0711), 0);
+	/* …and through the directories above it (the test run's own: search
+	 * permission only). */
+	char up[64];
+	snprintf(up, sizeof up, "%s", d->dir);
+	for (char *sl = strrchr(up, '/'); sl && sl != up; sl = strrchr(up, '/')) {
+		struct stat sb;
+		*sl = '\0';
+		if (stat(up, &sb) == 0 && !(sb.st_mode & S_IXOTH))
+			cr_assert_eq(chmod(up, (sb.st_mode & 07777) | 0011), 0, "%s", up);
+	}
+	snprintf(src, sizeof src, "%s/tankctl", bindir());
+	snprintf(dst, sizeof dst, "%s/tankctl", d->dir);
+	char cmd[1200];
+	snprintf(cmd, sizeof cmd, "cp %s %s && chmod 0755 %s", src, dst, dst);
+	cr_assert_eq(system(cmd), 0);
+	pod(d, "db");
+
+	run(d, id, "db backup tonight");
+	sleep_ms(500);
+	assert_state(d, id, "PENDING_APPROVE", 1);
+	/* The requester (root, uid 0) may not approve its own. */
+	cr_assert_neq(ctl(d, out, sizeof out, "action approve %s", id), 0);
+	cr_assert(strstr(out, "four-eyes"), "%s", out);
+	assert_state(d, id, "PENDING_APPROVE", 1);
+	/* A uid outside the socket's group is refused: the socket file is
+	 * 0660 (and tankd's peer check would refuse it too). */
+	int rc = ctl_as(d, other, 12345, out, sizeof out, "approve", id);
+	cr_assert(rc == 1 && (strstr(out, "Permission denied") ||
+			      strstr(out, "may not use this socket")), "%d: %s", rc, out);
+	/* Another uid in the group approves: it runs. */
+	cr_assert_eq(ctl_as(d, other, group, out, sizeof out, "approve", id), 0, "%s", out);
+	assert_state(d, id, "DONE", 20);
+	cr_assert(says(d, "uid: 65534", "action get %s", id), "approver recorded");
+	cr_assert(says(d, "uid: 0", "action get %s", id), "requester recorded");
+	/* Its output is kept with the record: the command and its args. */
+	cr_assert(says(d, "backup of tonight", "exec db -- /bin/cat %s/logs/actions/%s.out",
+		       d->dir, id) ||
+		  says(d, "bytes: ", "action get %s", id));
+	teardown(d);
+}
+
+Test(actions, one_at_a_time_per_pod_in_submit_order)
+{
+	d_t *d = setup();
+	char ids[6][64], out[8192], args[512], path[128], text[4096];
+
+	pod(d, "web");
+	snprintf(path, sizeof path, "%s/runs.txt", d->dir);
+	for (int i = 0; i < 6; i++) {
+		snprintf(args, sizeof args,
+			 "web exec -- /bin/sh -c 'echo S%d >> %s; sleep 0.2; echo E%d >> %s'",
+			 i, path, i, path);
+		run(d, ids[i], args);
+	}
+	for (int i = 0; i < 6; i++)
+		assert_state(d, ids[i], "DONE", 30);
+	read_text(path, text, sizeof text);
+	/* Each run ends before the next starts, in the order submitted. */
+	char want[256] = "";
+	for (int i = 0; i < 6; i++)
+		snprintf(want + strlen(want), sizeof want - strlen(want), "S%d\nE%d\n", i, i);
+	cr_assert_str_eq(text, want);
+	/* The records' times say the same: started_at >= the previous ended_at. */
+	cr_assert_eq(ctl(d, out, sizeof out, "action ls --pod web -o json"), 0);
+	teardown(d);
+}
+
+static bool namespaces_work(void)
+{
+	pid_t pid = fork();
+	int st;
+
+	if (pid == 0)
+		_exit(unshare(CLONE_NEWPID | CLONE_NEWNS) == 0 ? 0 : 1);
+	return pid > 0 && waitpid(pid, &st, 0) == pid && WIFEXITED(st) &&
+	       WEXITSTATUS(st) == 0;
+}
+
+Test(actions, exec_runs_in_the_pods_namespaces_and_rootfs)
+{
+	if (!namespaces_work())
+		cr_skip_test("pid/mount namespaces are not available here");
+	d_t *d = setup();
+	char cmd[1200], yaml[1024], out[8192], host_ns[128] = "", link[96];
+
+	snprintf(cmd, sizeof cmd,
+		 "mkdir -p %s/root/bin %s/root/proc %s/root/dev %s/root/tmp && "
+		 "cp /bin/busybox %s/root/bin/busybox && ln -s busybox %s/root/bin/sh && "
+		 "echo inside-the-rootfs > %s/root/marker",
+		 d->dir, d->dir, d->dir, d->dir, d->dir, d->dir, d->dir);
+	cr_assert_eq(system(cmd), 0);
+	snprintf(yaml, sizeof yaml,
+		 "name: iso\nstop: {grace: 1s}\n"
+		 "isolation: {namespaces: [pid, mount], rootfs: %s/root}\n"
+		 "containers:\n  - name: main\n    command: [/bin/busybox, sleep, \"3600\"]\n",
+		 d->dir);
+	write_file(d, "iso.yaml", yaml);
+	cr_assert_eq(ctl(d, out, sizeof out, "apply -f %s/iso.yaml", d->dir), 0, "%s", out);
+	cr_assert(wait_phase(d, "iso", "running", 20));
+	long pid = status_num(d, "iso", "pid");
+	cr_assert_gt(pid, 0);
+	snprintf(link, sizeof link, "/proc/%ld/ns/pid", pid);
+	cr_assert_gt(readlink(link, host_ns, sizeof host_ns - 1), 0);
+	int rc = ctl(d, out, sizeof out, "exec iso -- /bin/busybox sh -c "
+		     "'cat /marker; echo ns=$(readlink /proc/self/ns/pid); "
+		     "echo one=$(readlink /proc/1/ns/pid); echo me=$$; exit 7'");
+	cr_assert_eq(rc, 7, "exit status passed through: %d\n%s", rc, out);
+	cr_assert(strstr(out, "inside-the-rootfs"), "not in the pod's rootfs:\n%s", out);
+	char want[160];
+	snprintf(want, sizeof want, "ns=%s", host_ns);
+	cr_assert(strstr(out, want), "not in the container's pid namespace (%s):\n%s", host_ns,
+		  out);
+	snprintf(want, sizeof want, "one=%s", host_ns);
+	cr_assert(strstr(out, want), "pid 1 is not of the pod's namespace:\n%s", out);
+	const char *me = strstr(out, "me=");
+	cr_assert(me && atol(me + 3) < 100, "a pid of the pod's namespace is small:\n%s", out);
+	teardown(d);
+}
+
+Test(actions, running_becomes_lost_after_kill9_and_the_queue_keeps_its_order)
+{
+	d_t *d = setup();
+	char first[64], q[3][64], out[8192], args[512], path[128], text[1024];
+
+	pod(d, "web");
+	snprintf(path, sizeof path, "%s/after.txt", d->dir);
+	run(d, first, "web exec -- /bin/sleep 300");
+	assert_state(d, first, "RUNNING", 10);
+	for (int i = 0; i < 3; i++) {
+		snprintf(args, sizeof args, "web exec --id q%d -- /bin/sh -c 'echo q%d >> %s'", i, i,
+			 path);
+		run(d, q[i], args);
+	}
+	assert_state(d, "q0", "NEW", 5);
+	stop(d, SIGKILL);
+	start(d);
+	assert_state(d, first, "LOST", 20);
+	cr_assert(says(d, "could not re-adopt", "action get %s", first), "the reason says why");
+	for (int i = 0; i < 3; i++)
+		assert_state(d, q[i], "DONE", 30);
+	read_text(path, text, sizeof text);
+	cr_assert_str_eq(text, "q0\nq1\nq2\n", "never re-run, in order");
+	cr_assert(says(d, "LOST", "history action %s", first));
+	(void)out;
+	teardown(d);
+}
+
+Test(actions, a_rolling_playbook_runs_at_most_max_parallel)
+{
+	d_t *d = setup();
+	char out[8192], yaml[2048], path[128], text[8192];
+
+	for (int i = 1; i <= 6; i++) {
+		char n[16];
+		snprintf(n, sizeof n, "rp-%d", i);
+		pod(d, n);
+	}
+	snprintf(path, sizeof path, "%s/roll.txt", d->dir);
+	snprintf(yaml, sizeof yaml,
+		 "kind: Playbook\nname: roll\nstages:\n"
+		 "  - max_parallel: 2\n    actions:\n"
+		 "      - pods: [\"rp-*\"]\n        kind: exec\n"
+		 "        args: {command: [/bin/sh, -c, \"echo S >> %s; sleep 0.4; echo E >> %s\"]}\n"
+		 "  - actions:\n      - pods: [rp-1]\n        kind: exec\n"
+		 "        args: {command: [/bin/sh, -c, \"echo second >> %s\"]}\n",
+		 path, path, path);
+	write_file(d, "roll.yaml", yaml);
+	cr_assert_eq(ctl(d, out, sizeof out, "playbook apply -f %s/roll.yaml", d->dir), 0, "%s",
+		     out);
+	cr_assert(wait_says(d, 60, "done", "playbook get roll"), "playbook not done");
+	read_text(path, text, sizeof text);
+	int running = 0, most = 0, starts = 0;
+	const char *p = text;
+	for (; *p; p++) {
+		if (p[0] == 'S' && (p == text || p[-1] == '\n')) {
+			starts++;
+			if (++running > most)
+				most = running;
+		} else if (p[0] == 'E' && (p == text || p[-1] == '\n')) {
+			running--;
+		}
+	}
+	cr_assert_eq(starts, 6, "every pod's action ran:\n%s", text);
+	cr_assert_eq(most, 2, "at most 2 at once, and 2 did run together:\n%s", text);
+	cr_assert(strstr(text, "second\n") && strstr(text, "second\n")[7] == '\0',
+		  "stage 2 after all of stage 1:\n%s", text);
+	cr_assert(says(d, "roll", "playbook ls"));
+
+	/* A failure fails the playbook; the later stage never starts. */
+	write_file(d, "bad.yaml",
+		   "kind: Playbook\nname: bad\nstages:\n"
+		   "  - actions: [{pods: [rp-2], kind: fail}]\n"
+		   "  - actions: [{pods: [rp-3], kind: signal, args: {signal: USR2}}]\n");
+	cr_assert_eq(ctl(d, out, sizeof out, "apply -f %s/bad.yaml", d->dir), 0, "%s", out);
+	cr_assert(wait_says(d, 30, "phase: failed", "get playbook bad"), "not failed");
+	cr_assert(says(d, "stage 1", "get playbook bad"));
+	cr_assert(!says(d, "USR2", "action ls --pod rp-3 -o yaml"), "stage 2 started");
+	teardown(d);
+}
+
+Test(actions, finished_actions_are_kept_per_pod_up_to_the_bound)
+{
+	d_t *d = d_new();
+	char ids[5][64], args[64], out[16384];
+
+	setenv("TANK_ACTIONS_KEEP", "3", 1);    /* tankd's environment (this test's process) */
+	start(d);
+	unsetenv("TANK_ACTIONS_KEEP");
+	pod(d, "web");
+	for (int i = 0; i < 5; i++) {
+		snprintf(args, sizeof args, "web exec --id k%d -- /bin/true", i);
+		run(d, ids[i], args);
+		assert_state(d, ids[i], "DONE", 10);
+	}
+	/* The oldest two are purged, record and history. */
+	cr_assert_neq(ctl(d, out, sizeof out, "action get k0"), 0);
+	cr_assert(strstr(out, "no action \"k0\""), "%s", out);
+	cr_assert_neq(ctl(d, out, sizeof out, "action get k1"), 0);
+	for (int i = 2; i < 5; i++)
+		assert_state(d, ids[i], "DONE", 1);
+	cr_assert_eq(ctl(d, out, sizeof out, "action ls --pod web"), 0);
+	int rows = 0;
+	for (const char *p = out; (p = strchr(p, '\n')); p++)
+		rows++;
+	cr_assert_eq(rows, 4, "a header and 3 rows:\n%s", out);
+	teardown(d);
+}
+
+Test(actions, declaring_actions_restarts_nothing)
+{
+	d_t *d = setup();
+	char out[4096], id[64];
+
+	write_file(d, "a.yaml", "name: web\ncontainers:\n  - name: main\n"
+		   "    command: [/bin/sleep, \"3600\"]\n");
+	cr_assert_eq(ctl(d, out, sizeof out, "apply -f %s/a.yaml", d->dir), 0, "%s", out);
+	cr_assert(wait_phase(d, "web", "running", 20));
+	long pid = status_num(d, "web", "pid");
+	cr_assert_neq(ctl(d, out, sizeof out, "action run web hello"), 0);
+	write_file(d, "a.yaml", "name: web\ncontainers:\n  - name: main\n"
+		   "    command: [/bin/sleep, \"3600\"]\n"
+		   "actions:\n  hello: {command: [/bin/echo, hello]}\n");
+	cr_assert_eq(ctl(d, out, sizeof out, "apply -f %s/a.yaml", d->dir), 0, "%s", out);
+	cr_assert(strstr(out, "configured"), "%s", out);
+	run(d, id, "web hello");
+	assert_state(d, id, "DONE", 20);
+	cr_assert_eq(status_num(d, "web", "pid"), pid, "the container was restarted");
+	cr_assert(says(d, "actions:", "get web"), "get shows the declaration");
+	teardown(d);
+}
+
+/* Whether web's pod stays out of `running` for ms. */
+static bool stays_stopped(d_t *d, int ms)
+{
+	for (int i = 0; i < ms / 50; i++) {
+		if (phase_is(d, "web", "running"))
+			return false;
+		sleep_ms(50);
+	}
+	return true;
+}
+
+Test(actions, a_stop_holds_across_a_restart_of_tankd_until_a_start)
+{
+	d_t *d = setup();
+	char id[64], out[4096];
+
+	pod(d, "web");
+	run(d, id, "web stop");
+	assert_state(d, id, "DONE", 10);
+	bool off = false;
+	for (int i = 0; i < 100 && !off; i++) {
+		off = !phase_is(d, "web", "running");
+		sleep_ms(50);
+	}
+	cr_assert(off, "the stop did not stop web");
+	cr_assert(stays_stopped(d, 1000), "web ran again while held");
+	stop(d, SIGKILL);
+	start(d);
+	/* The hold is asserted again (at the first pass that finds the pod). */
+	off = false;
+	for (int i = 0; i < 200 && !off; i++) {
+		off = !phase_is(d, "web", "running") && stays_stopped(d, 1500);
+		if (!off)
+			sleep_ms(50);
+	}
+	cr_assert(off, "web runs after the restart although a stop action holds it");
+	/* A command cannot wait for a start queued behind it: it fails, naming the stop. */
+	cr_assert_neq(ctl(d, out, sizeof out, "exec web -- /bin/true"), 0);
+	cr_assert(strstr(out, "held stopped by action"), "%s", out);
+	run(d, id, "web start");
+	assert_state(d, id, "DONE", 10);
+	cr_assert(wait_phase(d, "web", "running", 20), "the start did not end the hold");
+	(void)out;
+	teardown(d);
+}
