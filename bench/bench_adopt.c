@@ -147,8 +147,16 @@ static int run(ctx_t *c, long n)
 	char *argv[] = { tankd, (char *)"--keeper", (char *)"--data-dir", data,
 			 (char *)"--socket", c->sock, NULL };
 	c->keeper = bench_spawn(log, argv);
-	for (int i = 0; i < 500 && call_once(c, "ping", &in, 1000) < 0; i++)
+	for (int i = 0; i < 500; i++) {
+		if (call_once(c, "ping", &in, 1000) == 0) {
+			api_incoming_free(&in);
+			break;
+		}
 		bench_sleep_ms(20);
+	}
+	/* The keeper's tankd is owned too: it goes however we end. */
+	if (status_of(c, "pid"))
+		ts_own_pid((pid_t)status_of(c, "pid"));
 	if (apply_pods(c, n) < 0) {
 		fprintf(stderr, "bench_adopt: apply of %ld pods failed (see %s)\n", n, log);
 		return -1;
