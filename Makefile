@@ -23,7 +23,7 @@ BUILD   ?= build
 SANFLAGS =
 endif
 
-PKGS     = msgpack libfyaml lmdb libcurl
+PKGS     = msgpack libfyaml lmdb libcurl libmicrohttpd libsystemd
 CC      ?= cc
 # CFLAGS/LDFLAGS are the user's (make CFLAGS='-O0 -g' works); the flags the
 # project needs are added on top and cannot be dropped by accident.
@@ -36,9 +36,11 @@ PKG_LIBS   = $(shell pkg-config --libs $(PKGS) 2>/dev/null)
 LIBS       = $(PKG_LIBS) -lev -lpthread -lm
 TEST_LIBS  = $(shell pkg-config --libs criterion 2>/dev/null)
 
-LAYERS   = common runtime supervisor store pod stack action reconciler manifest kinds api daemon
+LAYERS   = common runtime supervisor store keeper pod stack action workflow reconciler manifest kinds api obs daemon
 LIB_SRC  = $(wildcard $(addsuffix /*.c,$(LAYERS)))
-LIB_OBJ  = $(LIB_SRC:%.c=$(BUILD)/obj/%.o)
+# obs/page.html becomes a C string at build time (obs/obs_page.h).
+PAGE_C   = $(BUILD)/gen/obs_page_html.c
+LIB_OBJ  = $(LIB_SRC:%.c=$(BUILD)/obj/%.o) $(BUILD)/obj/gen/obs_page_html.o
 CMDLIB_SRC = $(wildcard cmd/lib/*.c)
 CMDLIB_OBJ = $(CMDLIB_SRC:%.c=$(BUILD)/obj/%.o)
 CMD_SRC  = $(wildcard cmd/*.c)
@@ -84,6 +86,20 @@ $(DEPS_OK): scripts/deps.sh
 	@mkdir -p $(@D) && touch $@
 
 $(BUILD)/obj/%.o: %.c | $(DEPS_OK)
+	@mkdir -p $(@D)
+	$(CC) $(ALL_CFLAGS) $(PKG_CFLAGS) -c -o $@ $<
+
+# Each line of the page becomes a string literal ("\\" and "\"" escaped).
+$(PAGE_C): obs/page.html
+	@mkdir -p $(@D)
+	{ echo '/* Generated from obs/page.html by the Makefile: do not edit. */'; \
+	  echo '#include "obs/obs_page.h"'; \
+	  echo 'const char obs_page_html[] ='; \
+	  sed -e 's/\\/\\\\/g' -e 's/"/\\"/g' -e 's/^/"/' -e 's/$$/\\n"/' $<; \
+	  echo ';'; \
+	  echo 'const size_t obs_page_html_len = sizeof obs_page_html - 1;'; } > $@.tmp && mv $@.tmp $@
+
+$(BUILD)/obj/gen/obs_page_html.o: $(PAGE_C) | $(DEPS_OK)
 	@mkdir -p $(@D)
 	$(CC) $(ALL_CFLAGS) $(PKG_CFLAGS) -c -o $@ $<
 
@@ -141,10 +157,15 @@ FUZZ_BUILD    = build/fuzz
 FUZZ_FLAGS    = -O1 -g -std=c11 -D_GNU_SOURCE -Wall -Wextra -Werror -Wno-unknown-warning-option -I. \
 		-fsanitize=address,undefined -fno-sanitize-recover=undefined \
 		-fno-omit-frame-pointer
-FUZZ_LIB_OBJ  = $(LIB_SRC:%.c=$(FUZZ_BUILD)/obj/%.o) $(FUZZ_BUILD)/obj/tests/fuzz/fuzz_targets.o
-FUZZ_TARGETS  = frame params manifest record
+FUZZ_LIB_OBJ  = $(LIB_SRC:%.c=$(FUZZ_BUILD)/obj/%.o) $(FUZZ_BUILD)/obj/tests/fuzz/fuzz_targets.o \
+		$(FUZZ_BUILD)/obj/gen/obs_page_html.o
+FUZZ_TARGETS  = frame params manifest record tmpl
 
 $(FUZZ_BUILD)/obj/%.o: %.c
+	@mkdir -p $(@D)
+	$(FUZZ_CC) $(FUZZ_FLAGS) -fsanitize=fuzzer-no-link $(PKG_CFLAGS) -c -o $@ $<
+
+$(FUZZ_BUILD)/obj/gen/obs_page_html.o: $(PAGE_C)
 	@mkdir -p $(@D)
 	$(FUZZ_CC) $(FUZZ_FLAGS) -fsanitize=fuzzer-no-link $(PKG_CFLAGS) -c -o $@ $<
 
@@ -153,7 +174,7 @@ $(FUZZ_BUILD)/fuzz-%: tests/fuzz/driver/fuzz_main.c $(FUZZ_LIB_OBJ)
 	$(FUZZ_CC) $(FUZZ_FLAGS) -fsanitize=fuzzer -DTF_TARGET=$(call fuzz_index,$*) \
 		-o $@ $< $(FUZZ_LIB_OBJ) $(LIBS)
 
-fuzz_index = $(if $(filter frame,$1),0,$(if $(filter params,$1),1,$(if $(filter manifest,$1),2,3)))
+fuzz_index = $(if $(filter frame,$1),0,$(if $(filter params,$1),1,$(if $(filter manifest,$1),2,$(if $(filter tmpl,$1),4,3))))
 
 fuzz:
 	@sh scripts/deps.sh fuzz
@@ -175,6 +196,26 @@ install: all
 		$(DESTDIR)$(PREFIX)/share/zsh/site-functions
 	$(BUILD)/bin/tankctl completion bash > $(DESTDIR)$(PREFIX)/share/bash-completion/completions/tankctl
 	$(BUILD)/bin/tankctl completion zsh > $(DESTDIR)$(PREFIX)/share/zsh/site-functions/_tankctl
+	# Service definitions (contrib/, docs/operations.md), their paths
+	# pointed at $(PREFIX)/bin: a systemd unit where systemd looks for
+	# local units, s6 and runit service directories to copy or link into
+	# a scan directory, and the Grafana dashboard.
+	install -d $(DESTDIR)$(PREFIX)/lib/systemd/system \
+		$(DESTDIR)$(PREFIX)/share/tank/s6/tankd/log \
+		$(DESTDIR)$(PREFIX)/share/tank/runit/tankd/log \
+		$(DESTDIR)$(PREFIX)/share/tank/grafana
+	sed 's|/usr/local/bin/|$(PREFIX)/bin/|g' contrib/tankd.service \
+		> $(DESTDIR)$(PREFIX)/lib/systemd/system/tankd.service
+	chmod 0644 $(DESTDIR)$(PREFIX)/lib/systemd/system/tankd.service
+	for f in s6/tankd/run s6/tankd/log/run runit/tankd/run runit/tankd/check \
+		 runit/tankd/log/run; do \
+		sed 's|/usr/local/bin/|$(PREFIX)/bin/|g' contrib/$$f \
+			> $(DESTDIR)$(PREFIX)/share/tank/$$f && \
+		chmod 0755 $(DESTDIR)$(PREFIX)/share/tank/$$f || exit 1; \
+	done
+	install -m 0644 contrib/s6/tankd/notification-fd contrib/s6/tankd/timeout-kill \
+		$(DESTDIR)$(PREFIX)/share/tank/s6/tankd/
+	install -m 0644 contrib/grafana-tank.json $(DESTDIR)$(PREFIX)/share/tank/grafana/
 
 # Removes what install put there, and nothing else (no data dir: pods'
 # state and logs are the operator's to keep or remove).
@@ -184,7 +225,11 @@ uninstall:
 		$(DESTDIR)$(PREFIX)/share/man/man5/tank-pod.5 \
 		$(DESTDIR)$(PREFIX)/share/man/man8/tankd.8 \
 		$(DESTDIR)$(PREFIX)/share/bash-completion/completions/tankctl \
-		$(DESTDIR)$(PREFIX)/share/zsh/site-functions/_tankctl
+		$(DESTDIR)$(PREFIX)/share/zsh/site-functions/_tankctl \
+		$(DESTDIR)$(PREFIX)/lib/systemd/system/tankd.service \
+		$(DESTDIR)$(PREFIX)/share/tank/grafana/grafana-tank.json
+	rm -rf $(DESTDIR)$(PREFIX)/share/tank/s6 $(DESTDIR)$(PREFIX)/share/tank/runit
+	-rmdir $(DESTDIR)$(PREFIX)/share/tank/grafana $(DESTDIR)$(PREFIX)/share/tank 2>/dev/null
 
 clean:
 	rm -rf build

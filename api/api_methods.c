@@ -88,14 +88,31 @@ static void m_ping(const api_call_t *call, const msgpack_object *params, void *c
 	api_reply(call->rt, call->token, pack_pong, NULL);
 }
 
+static void daemon_status(api_daemon_t *d, api_daemon_status_t *ds)
+{
+	memset(ds, 0, sizeof *ds);
+	ds->pid = getpid();
+	if (d->daemon_status)
+		d->daemon_status(d->daemon_ctx, ds);
+}
+
 static int pack_version(msgpack_packer *pk, void *arg)
 {
 	api_daemon_t *d = arg;
+	api_daemon_status_t ds;
 	st_usage_t u;
 	bool has_u = d->store && st_usage(d->store, &u) == 0;
-	int rc = msgpack_pack_map(pk, 3 + has_u);
+	int rc = msgpack_pack_map(pk, 5 + has_u);
+
+	daemon_status(d, &ds);
 	rc |= pk_key(pk, "version");
 	rc |= api_pack_cstr(pk, d->version);
+	/* Which process serves: operators and tests tell a reexec (same
+	 * pid) from a restart (a new one) by it. */
+	rc |= pk_key(pk, "pid");
+	rc |= msgpack_pack_int64(pk, ds.pid);
+	rc |= pk_key(pk, "keeper_pid");
+	rc |= msgpack_pack_int64(pk, ds.keeper_pid);
 	rc |= pk_key(pk, "schema");
 	rc |= msgpack_pack_uint32(pk, ST_SCHEMA_VERSION);
 	rc |= pk_key(pk, "protocol");
@@ -120,6 +137,68 @@ static void m_version(const api_call_t *call, const msgpack_object *params, void
 	if (api_params_check(params, "", &e) < 0)
 		return reply_check_error(call, &e);
 	api_reply(call->rt, call->token, pack_version, ctx);
+}
+
+/* --- daemon.status, daemon.reexec ---------------------------------------------------- */
+
+static int pack_daemon_status(msgpack_packer *pk, void *arg)
+{
+	api_daemon_t *d = arg;
+	api_daemon_status_t ds;
+	struct timespec now;
+	int64_t now_ms;
+	int rc;
+
+	daemon_status(d, &ds);
+	clock_gettime(CLOCK_REALTIME, &now);
+	now_ms = (int64_t)now.tv_sec * 1000 + now.tv_nsec / 1000000;
+	rc = msgpack_pack_map(pk, 8);
+	rc |= pk_key(pk, "version");     rc |= api_pack_cstr(pk, d->version);
+	rc |= pk_key(pk, "pid");         rc |= msgpack_pack_int64(pk, ds.pid);
+	rc |= pk_key(pk, "keeper_pid");  rc |= msgpack_pack_int64(pk, ds.keeper_pid);
+	rc |= pk_key(pk, "started_at");  rc |= msgpack_pack_int64(pk, ds.started_at);
+	rc |= pk_key(pk, "uptime_ms");
+	rc |= msgpack_pack_int64(pk, ds.started_at && now_ms > ds.started_at
+				      ? now_ms - ds.started_at : 0);
+	rc |= pk_key(pk, "reexecs");     rc |= msgpack_pack_uint32(pk, ds.reexecs);
+	rc |= pk_key(pk, "restarts");    rc |= msgpack_pack_uint32(pk, ds.lives);
+	rc |= pk_key(pk, "adopted");     rc |= msgpack_pack_uint64(pk, ds.adopted);
+	return rc ? -ENOMEM : 0;
+}
+
+static void m_daemon_status(const api_call_t *call, const msgpack_object *params, void *ctx)
+{
+	tank_error_t e;
+	if (api_params_check(params, "", &e) < 0)
+		return reply_check_error(call, &e);
+	api_reply(call->rt, call->token, pack_daemon_status, ctx);
+}
+
+static int pack_ok(msgpack_packer *pk, void *arg)
+{
+	(void)arg;
+	return api_pack_cstr(pk, "ok");
+}
+
+static void m_daemon_reexec(const api_call_t *call, const msgpack_object *params, void *ctx)
+{
+	api_daemon_t *d = ctx;
+	tank_error_t e;
+	int err;
+
+	if (api_params_check(params, "", &e) < 0)
+		return reply_check_error(call, &e);
+	if (!d->reexec) {
+		tank_error_set(&e, TANK_EUNSUPPORTED, "this daemon cannot reexec");
+		return reply_check_error(call, &e);
+	}
+	/* The reply first: the exec comes after it is out (the hook defers
+	 * it), and closes this connection. */
+	if ((err = d->reexec(d->daemon_ctx)) < 0) {
+		tank_error_set(&e, err, "cannot reexec now: %s", tank_strerror(err));
+		return reply_check_error(call, &e);
+	}
+	api_reply(call->rt, call->token, pack_ok, NULL);
 }
 
 /* --- kinds ------------------------------------------------------------------------ */
@@ -189,27 +268,11 @@ static void reply_after_loop(const api_call_t *call, api_daemon_t *d, const void
 		api_reply_raw(call->rt, call->token, result, len);
 }
 
-/* fn's result, answered after the loop; an error at once. */
-static void reply_packed_after_loop(const api_call_t *call, api_daemon_t *d,
-				    pack_into_fn fn, void *arg)
-{
-	msgpack_sbuffer sb;
-	msgpack_packer pk;
-	tank_error_t e;
-	int err;
-
-	msgpack_sbuffer_init(&sb);
-	msgpack_packer_init(&pk, &sb, msgpack_sbuffer_write);
-	tank_error_clear(&e);
-	if ((err = fn(arg, &pk, &e)) < 0)
-		api_reply_err(call->rt, call->token, err, e.msg[0] ? e.msg : NULL);
-	else
-		reply_after_loop(call, d, sb.data, sb.size);
-	msgpack_sbuffer_destroy(&sb);
-}
-
-static void reply_packed(const api_call_t *call, const kind_t *k, const char *name,
-			 pack_into_fn fn, void *arg)
+/* fn's result as the answer — once the loop has handled what fn sent it
+ * when after_loop is given (reply_after_loop), else at once; an error at
+ * once, naming the object when name is given. */
+static void reply_packed_to(const api_call_t *call, const kind_t *k, const char *name,
+			    pack_into_fn fn, void *arg, api_daemon_t *after_loop)
 {
 	msgpack_sbuffer sb;
 	msgpack_packer pk;
@@ -223,9 +286,17 @@ static void reply_packed(const api_call_t *call, const kind_t *k, const char *na
 		api_reply_object_error(call, err, k ? k->name : "object", name, &e);
 	else if (err < 0)
 		api_reply_err(call->rt, call->token, err, e.msg[0] ? e.msg : NULL);
+	else if (after_loop)
+		reply_after_loop(call, after_loop, sb.data, sb.size);
 	else
 		api_reply(call->rt, call->token, pack_buffer, &sb);
 	msgpack_sbuffer_destroy(&sb);
+}
+
+static void reply_packed(const api_call_t *call, const kind_t *k, const char *name,
+			 pack_into_fn fn, void *arg)
+{
+	reply_packed_to(call, k, name, fn, arg, NULL);
 }
 
 /* --- apply, delete ----------------------------------------------------------- */
@@ -1719,11 +1790,27 @@ static void m_history(const api_call_t *call, const msgpack_object *params, void
 	if (!kind_param(call, d, params, 1, &kind))
 		return;
 	tank_error_clear(&e);
-	if ((err = kind_get(d->kinds, kind, name, &p, &e)) < 0) {
+	if ((err = kind_get(d->kinds, kind, name, &p, &e)) == TANK_ENOTFOUND &&
+	    kind->status_one) {
+		/* A kind whose objects are not applied (jobs) exists by its
+		 * status. */
+		msgpack_sbuffer sb;
+		msgpack_packer spk;
+		msgpack_sbuffer_init(&sb);
+		msgpack_packer_init(&spk, &sb, msgpack_sbuffer_write);
+		tank_error_clear(&e);
+		err = kind->status_one(d->kinds, name, &spk, &e);
+		msgpack_sbuffer_destroy(&sb);
+		if (err < 0) {
+			api_reply_object_error(call, err, kind->name, name, &e);
+			return;
+		}
+	} else if (err < 0) {
 		api_reply_object_error(call, err, kind->name, name, &e);
 		return;
+	} else {
+		st_pod_clear(&p);
 	}
-	st_pod_clear(&p);
 	if ((err = kind_history(d->kinds, kind, name, (size_t)limit, &h.t, &h.n, &e)) < 0) {
 		api_reply_err(call->rt, call->token, err, e.msg[0] ? e.msg : NULL);
 		return;
@@ -1777,8 +1864,7 @@ static void m_verb(const api_call_t *call, const msgpack_object *params, void *c
 	verb_req_t q = { d->kinds, v, params };
 	/* A verb may send the loop a request (Stack's up lifts an abort):
 	 * the client hears of it once it is stored. */
-	(void)kind;
-	reply_packed_after_loop(call, d, pack_verb, &q);
+	reply_packed_to(call, kind, "", pack_verb, &q, d);
 }
 
 /* --- the kinds' own methods --------------------------------------------------------- */
@@ -1835,7 +1921,7 @@ static void m_kind_method(const api_call_t *call, const msgpack_object *params, 
 	caller_of(call, &who);
 	kmethod_req_t q = { d->kinds, m, &who, params };
 	if (m->after_loop)
-		reply_packed_after_loop(call, d, pack_kmethod, &q);
+		reply_packed_to(call, NULL, NULL, pack_kmethod, &q, d);
 	else
 		reply_packed(call, NULL, NULL, pack_kmethod, &q);
 }
@@ -1850,6 +1936,7 @@ size_t api_methods_table(api_daemon_t *d, api_method_t table[API_NMETHODS])
 		{ "restart", m_restart }, { "nudge", m_nudge },
 		{ "sync", m_sync },       { "logs", m_logs },
 		{ "history", m_history },
+		{ "daemon.status", m_daemon_status }, { "daemon.reexec", m_daemon_reexec },
 	};
 	size_t n = sizeof m / sizeof m[0];
 
@@ -1885,7 +1972,7 @@ int api_methods_decode(const char *method, const msgpack_object *params, tank_er
 		{ "ping", "" },   { "version", "" }, { "apply", "a?m" }, { "delete", "a?m" },
 		{ "get", "s?m" }, { "list", "?m" },  { "status", "?sm" }, { "running", "" },
 		{ "restart", "s" }, { "nudge", "" }, { "sync", "" },   { "logs", "s?m" },
-		{ "history", "s?m" },
+		{ "history", "s?m" }, { "daemon.status", "" }, { "daemon.reexec", "" },
 	};
 	const char *types = NULL;
 	const kind_t *vk;
@@ -1906,7 +1993,9 @@ int api_methods_decode(const char *method, const msgpack_object *params, tank_er
 		return err;
 	const kind_t *kind;
 	size_t kat = strcmp(method, "list") == 0 ? 0 : 1;
-	if (strchr(types, 'm') && strcmp(method, "logs") != 0 &&
+	/* A kind's verb reads its own options (kind.h); the others' map is
+	 * {kind?}. */
+	if (!verb && strchr(types, 'm') && strcmp(method, "logs") != 0 &&
 	    (err = kind_of_params(tank_kinds, params, kat, &kind, e)) < 0)
 		return err;
 	if (strcmp(method, "apply") == 0) {

@@ -23,6 +23,8 @@
 
 #define API_RECONCILER_NAME "reconciler"
 
+struct api_daemon_status;
+
 typedef struct api_daemon {
 	rt_t *rt;
 	st_t *store;            /* borrowed */
@@ -36,7 +38,28 @@ typedef struct api_daemon {
 	 * instances. */
 	kind_env_t *kinds;
 	kind_env_t own_kinds;
+	/* The serving process, for `version` and `daemon.status`; NULL: the
+	 * methods report this process's pid and nothing else. */
+	void (*daemon_status)(void *ctx, struct api_daemon_status *out);
+	/* `daemon.reexec`: re-executes the daemon in place, after the reply
+	 * is out (0, or a negative errno: not possible now).  NULL: the
+	 * method answers unsupported. */
+	int (*reexec)(void *ctx);
+	void *daemon_ctx;
 } api_daemon_t;
+
+/* What the daemon tells of itself (generic: nothing of a kind). */
+typedef struct api_daemon_status {
+	pid_t pid;               /* the process serving the socket */
+	pid_t keeper_pid;        /* its keeper (docs/operations.md), 0: none */
+	int64_t started_at;      /* ms since the epoch: the first start of this
+				  * pid (a reexec keeps it) */
+	uint32_t reexecs;        /* reexecs of this pid */
+	uint64_t adopted;        /* processes adopted since started_at (a reexec's
+				  * or a predecessor's, killed -9) */
+	uint32_t lives;          /* tankd processes before this one that the
+				  * keeper restarted (0 without a keeper) */
+} api_daemon_status_t;
 
 /* Fills `table` (caller storage) with the methods, each bound to d, which
  * must outlive the server: the contract's, then each kind's verbs (a

@@ -18,6 +18,7 @@
 
 #include <errno.h>
 #include <ev.h>
+#include <fcntl.h>
 #include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -1130,6 +1131,28 @@ int api_server_start(rt_t *rt, const api_server_opts_t *opts, rt_pid_t *out,
 				      "socket path %s is longer than %zu bytes",
 				      path, sizeof sa.sun_path - 1);
 	strcpy(sa.sun_path, path);
+	if (opts->inherit) {
+		errno = 0;
+		if (fstat(opts->listen_fd, &st) < 0 || !S_ISSOCK(st.st_mode) ||
+		    lstat(path, &st) < 0) {
+			r = errno ? -errno : -ENOTSOCK;
+			close(opts->listen_fd);
+			return tank_error_set(err, r, "cannot serve %s from fd %d: %s", path,
+					      opts->listen_fd, tank_strerror(r));
+		}
+		(void)fcntl(opts->listen_fd, F_SETFD, FD_CLOEXEC);
+		(void)fcntl(opts->listen_fd, F_SETFL,
+			    fcntl(opts->listen_fd, F_GETFL) | O_NONBLOCK);
+		a.fd = opts->listen_fd;
+		a.dev = st.st_dev;
+		a.ino = st.st_ino;
+		if ((r = rt_spawn_link(rt, &api__server_b, &a, out)) < 0) {
+			close(a.fd);
+			return tank_error_set(err, r, "cannot start the api server: %s",
+					      tank_strerror(r));
+		}
+		return 0;
+	}
 	if (lstat(path, &st) == 0) {
 		if (!S_ISSOCK(st.st_mode))
 			return tank_error_set(err, -EEXIST,
@@ -1181,6 +1204,12 @@ int api_server_stop(rt_t *rt, rt_pid_t server)
 	if (!rt_state_of(rt, server, &api__server_b))
 		return -ESRCH;
 	return rt_exit(rt, server, RT_R_SHUTDOWN);
+}
+
+int api_server_listen_fd(rt_t *rt, rt_pid_t server)
+{
+	api_server_t *s = rt_state_of(rt, server, &api__server_b);
+	return s ? s->fd : -1;
 }
 
 size_t api_server_conns(rt_t *rt, rt_pid_t server)

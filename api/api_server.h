@@ -97,6 +97,13 @@ typedef struct api_server_opts {
 	 * in; a table entry of that name overrides it. */
 	const api_method_t *methods;
 	size_t nmethods;
+	/* inherit: listen_fd is a socket already bound to socket_path and
+	 * listening (kept across a reexec of the daemon): served as it is,
+	 * with no probe, bind or chmod; connections queued on it while the
+	 * daemon exec'd are accepted as any other.  Taken by the start,
+	 * also when it fails (closed). */
+	bool inherit;
+	int listen_fd;
 } api_server_opts_t;
 
 /*
@@ -114,6 +121,9 @@ int api_server_start(rt_t *rt, const api_server_opts_t *opts, rt_pid_t *out,
 /* Stops the listener and every connection (pending replies are dropped)
  * and removes the socket file.  -ESRCH if it was not running. */
 int api_server_stop(rt_t *rt, rt_pid_t server);
+
+/* The listening socket of server (for a reexec's handover), or -1. */
+int api_server_listen_fd(rt_t *rt, rt_pid_t server);
 
 /* Number of open connections, and of subscribed ones (for tests and
  * metrics); 0 when server is not a running api server. */

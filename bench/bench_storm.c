@@ -24,6 +24,7 @@
  *     SCENARIOS  comma list of storm,memory,crashloop,latency (default all)
  *     N          storm sizes (default 100,1000,5000; QUICK=1: 50,200)
  *     PEERS      comma list of s6,runit,supervisord (default: installed)
+ *   BENCH_TANKD_HTTP=ADDR  tankd runs with --http ADDR (its cost: docs/bench.md)
  *
  * JSON lines on stdout; progress and the summary table on stderr; the
  * plots' data files into $BENCH_DATA_DIR (default bench/results).
@@ -709,8 +710,12 @@ static int tank_start(const ctx_t *c, sys_t *s)
 	char data[PATH_MAX + 8];
 	snprintf(data, sizeof data, "%s/data", s->dir);
 	snprintf(s->sock, sizeof s->sock, "%s/tank.sock", s->dir);
+	/* BENCH_TANKD_HTTP=ADDR: the same tankd with --http ADDR, to measure
+	 * what the web side costs (docs/bench.md). */
+	const char *http = getenv("BENCH_TANKD_HTTP");
 	char *argv[] = { (char *)c->tankd, (char *)"--data-dir", data, (char *)"--socket",
-			 s->sock, (char *)"--resync", (char *)"5000", NULL };
+			 s->sock, (char *)"--resync", (char *)"5000",
+			 http && *http ? (char *)"--http" : NULL, (char *)http, NULL };
 	ts_own_daemon_root(data);
 	int err = spawn_daemon(s, argv, SIGTERM);
 	if (err < 0)

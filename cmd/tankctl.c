@@ -247,7 +247,7 @@ static void ctl_sleep_ms(uint64_t ms)
 
 /* Common verb options: --help, -o; returns -1 to continue parsing. */
 enum { OPT_HELP = 0x100, OPT_TAIL, OPT_WAIT, OPT_LIMIT, OPT_TIMEOUT, OPT_IGNORE_NF, OPT_SINCE,
-       OPT_DRY_RUN };
+       OPT_DRY_RUN, OPT_NO_HEADERS };
 
 static int ctl_help(const verb_t *v)
 {
@@ -256,6 +256,13 @@ static int ctl_help(const verb_t *v)
 }
 
 /* Param packers. */
+/* [] */
+static int pack_nothing(msgpack_packer *pk, void *arg)
+{
+	(void)arg;
+	return msgpack_pack_array(pk, 0);
+}
+
 static int pack_name(msgpack_packer *pk, void *arg)
 {
 	msgpack_pack_array(pk, 1);
@@ -389,6 +396,20 @@ static int v_version(ctl_t *x, int argc, char **argv)
 	if (!api_obj_strcpy(api_map_get(in.result, "version"), v, sizeof v))
 		snprintf(v, sizeof v, "unknown");
 	printf("tankd %s\n", v);
+	{
+		/* Which process serves, and its keeper: a reexec keeps the
+		 * pid, a restart changes it. */
+		const msgpack_object *pid = api_map_get(in.result, "pid");
+		const msgpack_object *kp = api_map_get(in.result, "keeper_pid");
+		if (pid && pid->type == MSGPACK_OBJECT_POSITIVE_INTEGER) {
+			printf("pid %llu", (unsigned long long)pid->via.u64);
+			if (kp && kp->type == MSGPACK_OBJECT_POSITIVE_INTEGER && kp->via.u64)
+				printf(", keeper pid %llu", (unsigned long long)kp->via.u64);
+			else
+				printf(", no keeper");
+			printf("\n");
+		}
+	}
 	const msgpack_object *st = api_map_get(in.result, "store");
 	if (st && st->type == MSGPACK_OBJECT_MAP) {
 		/* How full the store is: what an operator sizes the data dir by. */
@@ -408,6 +429,83 @@ static int v_version(ctl_t *x, int argc, char **argv)
 			       (unsigned long long)val[4]);
 		printf("\n");
 	}
+	api_incoming_free(&in);
+	return EXIT_OK;
+}
+
+static uint64_t ctl_u64(const msgpack_object *m, const char *key)
+{
+	const msgpack_object *o = api_map_get(m, key);
+	return o && o->type == MSGPACK_OBJECT_POSITIVE_INTEGER ? o->via.u64 : 0;
+}
+
+/* `daemon status`: the serving process; `daemon reexec`: re-executes it
+ * in place (docs/operations.md, "Upgrades"). */
+static int v_daemon(ctl_t *x, int argc, char **argv)
+{
+	static const struct option opts[] = { { "help", no_argument, NULL, OPT_HELP }, { 0 } };
+	api_incoming_t in;
+	int o, r;
+
+	while ((o = getopt_long(argc, argv, "", opts, NULL)) != -1) {
+		if (o == OPT_HELP)
+			return ctl_help(ctl_find(x->verb));
+		return ctl_usage_error(x, "unknown option");
+	}
+	if (optind != argc - 1 || (strcmp(argv[optind], "status") != 0 &&
+				   strcmp(argv[optind], "reexec") != 0))
+		return ctl_usage_error(x, "expected status or reexec");
+	if (strcmp(argv[optind], "reexec") == 0) {
+		uint64_t before, after;
+		if ((r = ctl_call(x, "daemon.status", NULL, NULL, CTL_TIMEOUT_MS, &in)) != 0)
+			return r;
+		before = ctl_u64(in.result, "reexecs");
+		api_incoming_free(&in);
+		if ((r = ctl_call(x, "daemon.reexec", NULL, NULL, CTL_TIMEOUT_MS, &in)) != 0)
+			return r;
+		api_incoming_free(&in);
+		/* Done once the new image answers (its count is one up): the
+		 * connection made meanwhile waits in the socket's backlog. */
+		for (int i = 0; i < 300; i++) {
+			struct timespec ts = { 0, 20 * 1000000L };
+			tank_error_t e;
+			nanosleep(&ts, NULL);
+			/* The exec closed our connection: a new one waits in
+			 * the socket's backlog until the new image serves. */
+			api_client_close(x->c);
+			x->c = NULL;
+			if (ctl_connect(x) != 0)
+				continue;
+			memset(&in, 0, sizeof in);
+			if (api_client_call(x->c, "daemon.status", NULL, NULL, CTL_TIMEOUT_MS, &in,
+					    &e) < 0)
+				continue;
+			after = in.code == API_OK ? ctl_u64(in.result, "reexecs") : 0;
+			api_incoming_free(&in);
+			if (after > before) {
+				printf("tankd re-executed (reexec %llu)\n", (unsigned long long)after);
+				return EXIT_OK;
+			}
+		}
+		fprintf(stderr, "tankctl: tankd did not come back from its reexec\n");
+		return EXIT_ERR;
+	}
+	if ((r = ctl_call(x, "daemon.status", NULL, NULL, CTL_TIMEOUT_MS, &in)) != 0)
+		return r;
+	char v[128], up[KIT_UNIT_BUF];
+	if (!api_obj_strcpy(api_map_get(in.result, "version"), v, sizeof v))
+		snprintf(v, sizeof v, "unknown");
+	uint64_t kp = ctl_u64(in.result, "keeper_pid");
+	printf("version    %s\n", v);
+	printf("pid        %llu\n", (unsigned long long)ctl_u64(in.result, "pid"));
+	if (kp)
+		printf("keeper     %llu\n", (unsigned long long)kp);
+	else
+		printf("keeper     none\n");
+	printf("uptime     %s\n", kit_format_duration(ctl_u64(in.result, "uptime_ms"), up));
+	printf("reexecs    %llu\n", (unsigned long long)ctl_u64(in.result, "reexecs"));
+	printf("restarts   %llu\n", (unsigned long long)ctl_u64(in.result, "restarts"));
+	printf("adopted    %llu\n", (unsigned long long)ctl_u64(in.result, "adopted"));
 	api_incoming_free(&in);
 	return EXIT_OK;
 }
@@ -434,17 +532,25 @@ static int ctl_output_opts(ctl_t *x, int argc, char **argv, enum mf_doc_format *
 /* A table of one kind: its descriptor's columns, one row per status map
  * of `statuses` whose `owner` key (the name of the owning kind) is
  * `in` (NULL: in none; (char *)-1: every row), sorted by name. */
+/* `ps --no-headers`: tables print their rows only (cmd/ may keep the
+ * process's options in statics). */
+static bool ctl_no_headers;
+
 static int ctl_kind_table(const kind_t *k, const msgpack_object *statuses, const char *owner,
 			  const char *in, uint64_t now, bool print)
 {
 	const char *heads[KIND_COLS_MAX];
+	kind_col_t cols[KIND_COLS_MAX];
+	size_t ncols = kind_table_cols(ctl_kinds, k, statuses, cols);
 	cli_table_t t;
 	int bad;
 
-	for (size_t c = 0; c < k->ncols; c++)
-		heads[c] = k->cols[c].header;
-	bad = cli_table_init(&t, k->ncols, heads) < 0 ||
+	for (size_t c = 0; c < ncols; c++)
+		heads[c] = cols[c].header;
+	bad = cli_table_init(&t, ncols, heads) < 0 ||
 	      cli_kind_rows(k, statuses, owner, in, now, &t) < 0;
+	t.headless = ctl_no_headers;
+	t.colour = cli_colour_ok(stdout);
 	int rows = (int)t.nrows;
 	if (!bad && print)
 		bad |= cli_table_print(&t, stdout) < 0;
@@ -525,24 +631,219 @@ static int v_status(ctl_t *x, int argc, char **argv)
  * one row each, then a table of the children per owner, then those in
  * none: grouped as `docker compose ls` and `ps`.  The default kind's
  * table alone when no owner has any. */
+/* The maps of list `all` whose name is one of names[0..n) (zone z owns
+ * the new list): `ps NAME…`. */
+static int ctl_only_names(const msgpack_object *all, char **names, int n, msgpack_zone *z,
+			  msgpack_object *out)
+{
+	*out = *all;
+	if (all->type != MSGPACK_OBJECT_ARRAY || n <= 0)
+		return 0;
+	msgpack_object *a = msgpack_zone_malloc(z, (all->via.array.size + 1) * sizeof *a);
+	uint32_t k = 0;
+	if (!a)
+		return -ENOMEM;
+	for (uint32_t i = 0; i < all->via.array.size; i++)
+		for (int j = 0; j < n; j++)
+			if (api_obj_streq(api_map_get(&all->via.array.ptr[i], "name"), names[j])) {
+				a[k++] = all->via.array.ptr[i];
+				break;
+			}
+	out->via.array.ptr = a;
+	out->via.array.size = k;
+	return 0;
+}
+
+/* The rows `ps -w` printed last, by pod: a row is printed again only
+ * when it changed (several events of one restart give one row). */
+typedef struct ps_seen {
+	char **name, **row;
+	size_t n;
+} ps_seen_t;
+
+static void ctl_ps_row(ps_seen_t *seen, const char *name, const msgpack_object *one)
+{
+	const char *heads[KIND_COLS_MAX];
+	const kind_t *k = ctl_kinds[0];
+	cli_table_t t;
+	char *buf = NULL;
+	size_t len = 0, i;
+	FILE *mem;
+
+	for (size_t c = 0; c < k->ncols; c++)
+		heads[c] = k->cols[c].header;
+	if (cli_table_init(&t, k->ncols, heads) < 0)
+		return;
+	t.headless = true;
+	if (cli_kind_rows(k, one, NULL, (const char *)-1, ctl_now_ms(), &t) < 0 ||
+	    !(mem = open_memstream(&buf, &len))) {
+		cli_table_free(&t);
+		return;
+	}
+	(void)cli_table_print(&t, mem);
+	fclose(mem);
+	cli_table_free(&t);
+	for (i = 0; i < seen->n && strcmp(seen->name[i], name); i++)
+		;
+	if (i < seen->n && buf && !strcmp(seen->row[i], buf)) {
+		free(buf);
+		return;
+	}
+	if (buf)
+		fputs(buf, stdout);
+	if (i < seen->n) {
+		free(seen->row[i]);
+		seen->row[i] = buf;
+		return;
+	}
+	char **nn = realloc(seen->name, (seen->n + 1) * sizeof *nn);
+	if (nn)
+		seen->name = nn;
+	char **nr = nn ? realloc(seen->row, (seen->n + 1) * sizeof *nr) : NULL;
+	if (nr)
+		seen->row = nr;
+	if (!nn || !nr || !(seen->name[seen->n] = strdup(name))) {
+		free(buf);
+		return;
+	}
+	seen->row[seen->n++] = buf;
+}
+
+/* `ps -w`: after the table, one row for each pod whose news comes on the
+ * events stream (no polling), until interrupted. */
+static int ctl_ps_watch(ctl_t *x, char **names, int n)
+{
+	api_incoming_t in, st;
+	ps_seen_t seen = { NULL, NULL, 0 };
+	tank_error_t e;
+	char why[256];
+	int r;
+
+	if ((r = ctl_call(x, "subscribe", NULL, NULL, CTL_TIMEOUT_MS, &in)) != 0)
+		return r;
+	api_incoming_free(&in);
+	for (;;) {
+		if ((r = api_client_next(x->c, -1, &in, &e)) < 0)
+			break;
+		if (ctl_farewell(&in, why, sizeof why)) {
+			api_incoming_free(&in);
+			r = -EPIPE;
+			break;
+		}
+		for (uint32_t i = 0; in.type == API_NOTIFICATION && !strcmp(in.method, "event") &&
+				     i < in.params->via.array.size; i++) {
+			char name[256];
+			if (!api_obj_strcpy(api_map_get(&in.params->via.array.ptr[i], ctl_kinds[0]->name),
+					    name, sizeof name))
+				continue;
+			bool wanted = n <= 0;
+			for (int j = 0; j < n && !wanted; j++)
+				wanted = !strcmp(names[j], name);
+			if (!wanted)
+				continue;
+			/* A row of that pod as it is now, asked on a second
+			 * connection: this one carries the stream. */
+			api_client_t *stream = x->c;
+			x->c = NULL;
+			if (ctl_call(x, "status", pack_name, name, CTL_TIMEOUT_MS, &st) == 0) {
+				msgpack_object one = { .type = MSGPACK_OBJECT_ARRAY };
+				one.via.array.size = 1;
+				one.via.array.ptr = (msgpack_object *)st.result;
+				ctl_ps_row(&seen, name, &one);
+				api_incoming_free(&st);
+			}
+			api_client_close(x->c);
+			x->c = stream;
+		}
+		api_incoming_free(&in);
+		fflush(stdout);
+	}
+	for (size_t i = 0; i < seen.n; i++) {
+		free(seen.name[i]);
+		free(seen.row[i]);
+	}
+	free(seen.name);
+	free(seen.row);
+	if (r == -EPIPE)
+		return ctl_fail(x, "tankd: %s", why);
+	return ctl_fail(x, "%s", r == -ECONNRESET ? "tankd closed the connection" : e.msg);
+}
+
 static int v_ps(ctl_t *x, int argc, char **argv)
 {
-	static const struct option opts[] = { { "help", no_argument, NULL, OPT_HELP }, { 0 } };
+	static const struct option opts[] = {
+		{ "help", no_argument, NULL, OPT_HELP },
+		{ "quiet", no_argument, NULL, 'q' },
+		{ "no-headers", no_argument, NULL, OPT_NO_HEADERS },
+		{ "watch", no_argument, NULL, 'w' },
+		{ "output", required_argument, NULL, 'o' }, { 0 } };
 	int o, r = 0, bad = 0;
-	bool grouped = false;
+	bool grouped = false, quiet = false, watch = false, structured = false, as_names = false;
+	enum mf_doc_format fmt = MF_DOC_YAML;
 
-	while ((o = getopt_long(argc, argv, ":", opts, NULL)) != -1) {
+	while ((o = getopt_long(argc, argv, ":qwo:", opts, NULL)) != -1) {
 		if (o == OPT_HELP)
 			return ctl_help(ctl_find(x->verb));
-		return ctl_bad_option(x, o, argv);
+		if (o == 'q')
+			quiet = true;
+		else if (o == OPT_NO_HEADERS)
+			ctl_no_headers = true;
+		else if (o == 'w')
+			watch = true;
+		else if (o == 'o' && !strcmp(optarg, "name"))
+			as_names = true;
+		else if (o == 'o' && ctl_format(optarg, &fmt) == 0)
+			structured = true;
+		else
+			return o == 'o' ? ctl_usage_error(x, "-o takes yaml, json or name")
+					: ctl_bad_option(x, o, argv);
 	}
-	if (optind != argc)
-		return ctl_usage_error(x, "takes no arguments");
+	if (watch && (quiet || structured || as_names))
+		return ctl_usage_error(x, "-w prints the table: not with -q or -o");
+	char **names = argv + optind;
+	int nnames = argc - optind;
 	uint64_t now = ctl_now_ms();
 	api_incoming_t in, pin;
+	/* One status call for the pods: the table is one snapshot. */
 	if ((r = ctl_call(x, "status", NULL, NULL, CTL_TIMEOUT_MS, &in)) != 0)
 		return r;
-	for (size_t i = 0; ctl_kinds[i] && !bad; i++) {
+	msgpack_zone *z = msgpack_zone_new(1024);
+	msgpack_object pods;
+	if (!z || ctl_only_names(in.result, names, nnames, z, &pods) < 0) {
+		if (z)
+			msgpack_zone_free(z);
+		api_incoming_free(&in);
+		return ctl_fail(x, "out of memory");
+	}
+	for (int j = 0; j < nnames; j++) {
+		bool seen = false;
+		for (uint32_t i = 0; pods.type == MSGPACK_OBJECT_ARRAY && i < pods.via.array.size; i++)
+			seen |= api_obj_streq(api_map_get(&pods.via.array.ptr[i], "name"), names[j]);
+		if (!seen) {
+			fprintf(stderr, "tankctl: ps: %s \"%s\" not found\n", ctl_kinds[0]->name, names[j]);
+			r = EXIT_ERR;
+		}
+	}
+	if (quiet || as_names || structured) {
+		for (uint32_t i = 0; !structured && pods.type == MSGPACK_OBJECT_ARRAY &&
+				     i < pods.via.array.size; i++) {
+			const msgpack_object *nm = api_map_get(&pods.via.array.ptr[i], "name");
+			if (nm && nm->type == MSGPACK_OBJECT_STR)
+				printf("%s%s%.*s\n", as_names ? ctl_kinds[0]->name : "", as_names ? "/" : "",
+				       (int)nm->via.str.size, nm->via.str.ptr);
+		}
+		int er = structured ? ctl_emit(x, &pods, fmt) : 0;
+		msgpack_zone_free(z);
+		api_incoming_free(&in);
+		return er ? er : r;
+	}
+	/* Named pods: their rows, without the grouping by owner. */
+	if (nnames > 0 && pods.via.array.size) {
+		grouped = true;
+		bad |= ctl_kind_table(ctl_kinds[0], &pods, NULL, (const char *)-1, now, true) < 0;
+	}
+	for (size_t i = 0; ctl_kinds[i] && !bad && nnames <= 0; i++) {
+
 		const kind_t *p = ctl_kinds[i];
 		if (!p->children || p->children != ctl_kinds[0])
 			continue;
@@ -587,11 +888,15 @@ static int v_ps(ctl_t *x, int argc, char **argv)
 		}
 		api_incoming_free(&pin);
 	}
-	if (!r && !bad && !grouped)
+	if (!r && !bad && !grouped && nnames <= 0)
 		bad |= ctl_kind_table(ctl_kinds[0], in.result, NULL, (const char *)-1, now, true) < 0;
 	if (bad)
 		r = ctl_fail(x, "unexpected answer from tankd");
+	msgpack_zone_free(z);
 	api_incoming_free(&in);
+	fflush(stdout);
+	if (!r && watch)
+		r = ctl_ps_watch(x, names, nnames);
 	return r;
 }
 
@@ -746,48 +1051,182 @@ out:
 
 /* A kind's own verb (`up`, `down`): VERB NAME [--wait [--timeout D]]; with
  * --wait, the object as its kind observes it for that verb. */
+/* A document verb's result (KIND_VERB_DOC): its table when it is an
+ * array of maps and the verb has columns, else a document. */
+static int ctl_verb_doc(ctl_t *x, const kind_verb_t *kv, const msgpack_object *res,
+			enum mf_doc_format fmt, bool structured)
+{
+	if (!structured && kv->ncols && res->type == MSGPACK_OBJECT_ARRAY) {
+		const char *heads[KIND_COLS_MAX];
+		char cells[KIND_COLS_MAX][256];
+		const char *row[KIND_COLS_MAX];
+		uint64_t now = ctl_now_ms();
+		cli_table_t t;
+		int bad;
+		size_t nc = kv->ncols < KIND_COLS_MAX ? kv->ncols : KIND_COLS_MAX;
+		for (size_t c = 0; c < nc; c++)
+			heads[c] = kv->cols[c].header;
+		bad = cli_table_init(&t, nc, heads) < 0;
+		for (uint32_t i = 0; !bad && i < res->via.array.size; i++) {
+			for (size_t c = 0; c < nc; c++) {
+				kind_col_cell(&kv->cols[c], &res->via.array.ptr[i], now, cells[c],
+					      sizeof cells[c]);
+				row[c] = cells[c];
+			}
+			bad = cli_table_add(&t, row) < 0;
+		}
+		if (!bad)
+			bad = cli_table_print(&t, stdout) < 0;
+		cli_table_free(&t);
+		return bad ? ctl_fail(x, "cannot print the answer") : EXIT_OK;
+	}
+	return ctl_emit(x, res, fmt) ? EXIT_ERR : EXIT_OK;
+}
+
+typedef struct follow_arg {
+	const char *name;
+	uint64_t offset;
+} follow_arg_t;
+
+static int pack_follow_arg(msgpack_packer *pk, void *arg)
+{
+	const follow_arg_t *f = arg;
+	int rc = msgpack_pack_array(pk, 2);
+	rc |= api_pack_cstr(pk, f->name);
+	rc |= msgpack_pack_map(pk, 1);
+	rc |= api_pack_cstr(pk, "offset");
+	rc |= msgpack_pack_uint64(pk, f->offset);
+	return rc;
+}
+
+#define CTL_FOLLOW_MS 200
+
+/* A text verb (KIND_VERB_FOLLOW): {text, next, done} printed; with -f
+ * called again from `next`, every CTL_FOLLOW_MS, until done. */
+static int ctl_verb_follow(ctl_t *x, const kind_verb_t *kv, const char *name, bool follow)
+{
+	follow_arg_t f = { name, 0 };
+	api_incoming_t in;
+	int r;
+
+	for (;;) {
+		int64_t next = 0;
+		if ((r = ctl_call(x, kv->name, pack_follow_arg, &f, CTL_TIMEOUT_MS, &in)) != 0)
+			return r;
+		const msgpack_object *t = api_map_get(in.result, "text");
+		const msgpack_object *d = api_map_get(in.result, "done");
+		if (t && t->type == MSGPACK_OBJECT_STR)
+			fwrite(t->via.str.ptr, 1, t->via.str.size, stdout);
+		bool done = !d || d->type != MSGPACK_OBJECT_BOOLEAN || d->via.boolean;
+		bool moved = api_obj_int(api_map_get(in.result, "next"), &next) &&
+			     (uint64_t)next > f.offset;
+		if (moved)
+			f.offset = (uint64_t)next;
+		api_incoming_free(&in);
+		fflush(stdout);
+		if (!follow || (done && !moved))
+			return EXIT_OK;
+		if (!moved)
+			ctl_sleep_ms(CTL_FOLLOW_MS);
+	}
+}
+
+/* A kind's verb (kind.h's kind_verb_t): by its words (two words: the
+ * second picks among the verbs of the first), its flags say how its
+ * arguments are read and its result printed. */
 static int v_kind_verb(ctl_t *x, int argc, char **argv)
 {
 	static const struct option opts[] = {
 		{ "help", no_argument, NULL, OPT_HELP },
 		{ "wait", no_argument, NULL, OPT_WAIT },
-		{ "timeout", required_argument, NULL, OPT_TIMEOUT }, { 0 } };
+		{ "timeout", required_argument, NULL, OPT_TIMEOUT },
+		{ "output", required_argument, NULL, 'o' },
+		{ "follow", no_argument, NULL, 'f' }, { 0 } };
 	const kind_t *k = NULL;
-	bool wait = false;
+	const kind_verb_t *kv = NULL;
+	bool wait = false, follow = false, structured = false, grouped = false;
+	enum mf_doc_format fmt = MF_DOC_YAML;
 	uint64_t timeout_ms = 0;
 	api_incoming_t in;
-	char action[64] = "";
+	char action[64] = "", word[64];
 	int o, r;
 
-	for (size_t i = 0; ctl_kinds[i] && !k; i++)
-		for (size_t v = 0; v < ctl_kinds[i]->nverbs; v++)
-			if (!strcmp(ctl_kinds[i]->verbs[v].name, x->verb))
+	/* The verb: its first word is x->verb; a second word picks. */
+	for (size_t i = 0; ctl_kinds[i]; i++)
+		for (size_t v = 0; v < ctl_kinds[i]->nverbs; v++) {
+			const kind_verb_t *c = &ctl_kinds[i]->verbs[v];
+			if (strcmp(kind_verb_word(c, word, sizeof word), x->verb) != 0)
+				continue;
+			const char *sub = kind_verb_subword(c);
+			grouped |= sub[0] != '\0';
+			if (!sub[0] || (argc > 1 && !strcmp(argv[1], sub))) {
 				k = ctl_kinds[i];
-	while ((o = getopt_long(argc, argv, ":", opts, NULL)) != -1) {
+				kv = c;
+			}
+		}
+	if (grouped) {
+		if (!kv) {
+			if (argc > 1 && (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h")))
+				return ctl_help(ctl_find(x->verb));
+			char subs[128] = "";
+			for (size_t i = 0; ctl_kinds[i]; i++)
+				for (size_t v = 0; v < ctl_kinds[i]->nverbs; v++) {
+					const kind_verb_t *c = &ctl_kinds[i]->verbs[v];
+					size_t n = strlen(subs);
+					if (!strcmp(kind_verb_word(c, word, sizeof word), x->verb))
+						snprintf(subs + n, sizeof subs - n, "%s%s", n ? ", " : "",
+							 kind_verb_subword(c));
+				}
+			if (argc > 1)
+				return ctl_usage_error(x, "unknown word '%s' (one of: %s)", argv[1], subs);
+			return ctl_usage_error(x, "needs one of: %s", subs);
+		}
+		argc--;
+		argv++;
+	}
+	if (!kv)
+		return ctl_usage_error(x, "no such verb");
+	/* ':' first: getopt silent, ctl_bad_option names a bad option once. */
+	const char *shorts = kv->flags & KIND_VERB_FOLLOW ? ":f" : kv->flags & KIND_VERB_DOC ? ":o:" : ":";
+	while ((o = getopt_long(argc, argv, shorts, opts, NULL)) != -1) {
 		if (o == OPT_HELP)
 			return ctl_help(ctl_find(x->verb));
-		if (o == OPT_WAIT) {
+		if (o == OPT_WAIT && !(kv->flags & (KIND_VERB_DOC | KIND_VERB_FOLLOW))) {
 			wait = true;
-		} else if (o == OPT_TIMEOUT) {
+		} else if (o == OPT_TIMEOUT && !(kv->flags & (KIND_VERB_DOC | KIND_VERB_FOLLOW))) {
 			if (kit_parse_duration(optarg, strlen(optarg), &timeout_ms) < 0 || !timeout_ms)
 				return ctl_usage_error(x, "--timeout: invalid duration '%s'", optarg);
+		} else if (o == 'o' && (kv->flags & KIND_VERB_DOC)) {
+			if (ctl_format(optarg, &fmt) < 0)
+				return ctl_usage_error(x, "-o takes yaml or json");
+			structured = true;
+		} else if (o == 'f' && (kv->flags & KIND_VERB_FOLLOW)) {
+			follow = true;
 		} else {
 			return ctl_bad_option(x, o, argv);
 		}
 	}
-	if (!k || argc - optind != 1)
-		return ctl_usage_error(x, "needs one %s name", k ? k->name : "object");
+	if (argc - optind != 1 && !((kv->flags & KIND_VERB_ANY) && argc == optind))
+		return ctl_usage_error(x, "needs one %s name", k->name);
 	if (timeout_ms && !wait)
 		return ctl_usage_error(x, "--timeout bounds --wait: use both");
-	const char *name = argv[optind];
+	const char *name = optind < argc ? argv[optind] : NULL;
+	if (kv->flags & KIND_VERB_FOLLOW)
+		return ctl_verb_follow(x, kv, name, follow);
 	uint64_t t0 = ctl_now_ms();
-	if ((r = ctl_call(x, x->verb, pack_name, (void *)name, CTL_TIMEOUT_MS, &in)) != 0)
+	if ((r = ctl_call(x, kv->name, name ? pack_name : pack_nothing, (void *)name, CTL_TIMEOUT_MS,
+			  &in)) != 0)
 		return r;
+	if (kv->flags & KIND_VERB_DOC) {
+		r = ctl_verb_doc(x, kv, in.result, fmt, structured);
+		api_incoming_free(&in);
+		return r;
+	}
 	api_obj_strcpy(api_map_get(in.result, "action"), action, sizeof action);
 	ctl_print_ref(k->name, name, action[0] ? action : "done");
 	api_incoming_free(&in);
 	fflush(stdout);
-	return wait ? ctl_wait_one(x, k, name, x->verb, timeout_ms, t0,
+	return wait ? ctl_wait_one(x, k, name, kv->name, timeout_ms, t0,
 				   strcmp(action, "unchanged") != 0)
 		    : EXIT_OK;
 }
@@ -1015,30 +1454,52 @@ static bool ctl_batch_where(const void *arg, size_t at, char *buf, size_t cap)
 	return false;
 }
 
-static int pack_pods(msgpack_packer *pk, void *arg)
+/* apply's params: [objects] or, with an option (dry_run, diff), [objects,
+ * {option: true}]. */
+static int pack_pods_opt(msgpack_packer *pk, const ctl_batch_t *bt, const char *option)
 {
-	const ctl_batch_t *bt = arg;
-	msgpack_pack_array(pk, 1);
+	msgpack_pack_array(pk, option ? 2 : 1);
 	msgpack_pack_array(pk, bt->nobjs);
 	for (size_t i = 0; i < bt->n; i++)
 		for (size_t j = 0; j < bt->ms[i]->count; j++)
 			if (msgpack_pack_object(pk, *bt->ms[i]->objs[j].raw))
 				return -ENOMEM;
-	return 0;
+	if (!option)
+		return 0;
+	return msgpack_pack_map(pk, 1) || api_pack_cstr(pk, option) || msgpack_pack_true(pk)
+	       ? -ENOMEM : 0;
 }
 
-/* apply's params with {dry_run: true}. */
+static int pack_pods(msgpack_packer *pk, void *arg)
+{
+	return pack_pods_opt(pk, arg, NULL);
+}
+
 static int pack_pods_dry(msgpack_packer *pk, void *arg)
 {
-	const ctl_batch_t *bt = arg;
-	msgpack_pack_array(pk, 2);
-	msgpack_pack_array(pk, bt->nobjs);
-	for (size_t i = 0; i < bt->n; i++)
-		for (size_t j = 0; j < bt->ms[i]->count; j++)
-			if (msgpack_pack_object(pk, *bt->ms[i]->objs[j].raw))
-				return -ENOMEM;
-	return msgpack_pack_map(pk, 1) || api_pack_cstr(pk, "dry_run") || msgpack_pack_true(pk)
-	       ? -ENOMEM : 0;
+	return pack_pods_opt(pk, arg, "dry_run");
+}
+
+/* Reads and validates every file (all before anything is sent; files is
+ * freed), then calls `apply` with the params pack makes of the batch; a
+ * refusal names the file and document of each object.  0 with *in, or
+ * an exit code. */
+static int ctl_apply_files(ctl_t *x, ctl_batch_t *bt, const char **files, size_t nfiles,
+			   api_pack_fn pack, api_incoming_t *in)
+{
+	int r = 0;
+
+	for (size_t i = 0; i < nfiles && !r; i++)
+		r = ctl_batch_path(x, bt, files[i]);
+	free(files);
+	if (!r)
+		r = ctl_batch_unique(x, bt);
+	x->where = ctl_batch_where;
+	x->where_arg = bt;
+	if (!r)
+		r = ctl_call(x, "apply", pack, bt, CTL_TIMEOUT_MS, in);
+	x->where = NULL;
+	return r;
 }
 
 /* Names the pending objects of b on stderr and ends the line: the first
@@ -1252,18 +1713,7 @@ static int v_apply(ctl_t *x, int argc, char **argv)
 		free(files);
 		return ctl_usage_error(x, "--dry-run applies nothing: nothing to --wait for");
 	}
-	/* Every file is read and validated before anything is applied. */
-	for (size_t i = 0; i < nfiles && !r; i++)
-		r = ctl_batch_path(x, &bt, files[i]);
-	free(files);
-	if (!r)
-		r = ctl_batch_unique(x, &bt);
-	x->where = ctl_batch_where;
-	x->where_arg = &bt;
-	if (!r)
-		r = ctl_call(x, "apply", dry_run ? pack_pods_dry : pack_pods, &bt, CTL_TIMEOUT_MS,
-			     &in);
-	x->where = NULL;
+	r = ctl_apply_files(x, &bt, files, nfiles, dry_run ? pack_pods_dry : pack_pods, &in);
 	if (r) {
 		ctl_batch_free(&bt);
 		return r;
@@ -1292,15 +1742,7 @@ static int v_apply(ctl_t *x, int argc, char **argv)
 /* apply's params with {diff: true}: a dry run answering both specs. */
 static int pack_pods_diff(msgpack_packer *pk, void *arg)
 {
-	const ctl_batch_t *bt = arg;
-	msgpack_pack_array(pk, 2);
-	msgpack_pack_array(pk, bt->nobjs);
-	for (size_t i = 0; i < bt->n; i++)
-		for (size_t j = 0; j < bt->ms[i]->count; j++)
-			if (msgpack_pack_object(pk, *bt->ms[i]->objs[j].raw))
-				return -ENOMEM;
-	return msgpack_pack_map(pk, 1) || api_pack_cstr(pk, "diff") || msgpack_pack_true(pk)
-	       ? -ENOMEM : 0;
+	return pack_pods_opt(pk, arg, "diff");
 }
 
 /* Writes o as YAML into a new temporary file (nil: an empty one); its
@@ -1360,16 +1802,7 @@ static int v_diff(ctl_t *x, int argc, char **argv)
 		free(files);
 		return ctl_usage_error(x, "needs -f FILE (a file, a directory or - for stdin)");
 	}
-	for (size_t i = 0; i < nfiles && !r; i++)
-		r = ctl_batch_path(x, &bt, files[i]);
-	free(files);
-	if (!r)
-		r = ctl_batch_unique(x, &bt);
-	x->where = ctl_batch_where;
-	x->where_arg = &bt;
-	if (!r)
-		r = ctl_call(x, "apply", pack_pods_diff, &bt, CTL_TIMEOUT_MS, &in);
-	x->where = NULL;
+	r = ctl_apply_files(x, &bt, files, nfiles, pack_pods_diff, &in);
 	ctl_batch_free(&bt);
 	if (r)
 		return r;
@@ -2254,20 +2687,8 @@ static int v_describe(ctl_t *x, int argc, char **argv)
 			const char *row[] = { age, obj, from, to, reason };
 			r = cli_table_add(&t, row);
 		}
-		/* Indented by two, as the other sections. */
-		char *buf = NULL;
-		size_t len = 0;
-		FILE *mem = r == 0 ? open_memstream(&buf, &len) : NULL;
-		if (mem) {
-			r = cli_table_print(&t, mem);
-			fclose(mem);
-			for (char *l = buf; l && *l;) {
-				char *nl = strchr(l, '\n');
-				printf("  %.*s\n", (int)(nl ? nl - l : (long)strlen(l)), l);
-				l = nl ? nl + 1 : NULL;
-			}
-			free(buf);
-		}
+		if (r == 0)
+			r = cli_table_print_indented(&t, stdout, 2);   /* as the other sections */
 		cli_table_free(&t);
 	}
 	api_incoming_free(&st);
@@ -2314,10 +2735,14 @@ static const verb_t ctl_verbs[] = {
 	  "generation (YAML by default), and its status for kinds above pods.\n"
 	  "`get KINDS` (a kind's plural or short name, pods too): the kind's\n"
 	  "table, or with -o every object." },
-	{ "ps", v_ps, "",
+	{ "ps", v_ps, "[NAME...] [-q] [--no-headers] [-o yaml|json|name] [-w]",
 	  "Lists the objects that own pods (one table per owning kind), then the\n"
 	  "pods of each and the pods in none: NAME PHASE READY RESTARTS AGE PID\n"
-	  "REASON." },
+	  "REASON, from one status snapshot.  NAME...: those pods only (exit 1\n"
+	  "naming any that does not exist); -q: their names only; -o name:\n"
+	  "pod/NAME; -o yaml|json: their status maps; --no-headers: rows only;\n"
+	  "-w: then one row for each pod as its news comes (events, no polling),\n"
+	  "until interrupted." },
 	{ "status", v_status, "[KIND] [NAME] [-o yaml|json]",
 	  "Prints the status of one pod or of all pods (with KIND: of that kind)." },
 	{ "restart", v_restart, "NAME",
@@ -2347,7 +2772,12 @@ static const verb_t ctl_verbs[] = {
 	{ "sync", v_sync, "", "Runs a full reconciliation pass and returns when it is done." },
 	{ "nudge", v_nudge, "", "Asks for a reconciliation pass soon, without waiting." },
 	{ "ping", v_ping, "", "Checks that tankd answers (prints pong)." },
-	{ "version", v_version, "", "Prints the versions of tankctl and tankd." },
+	{ "version", v_version, "", "Prints the versions of tankctl and tankd, tankd's pid and its keeper's." },
+	{ "daemon", v_daemon, "status|reexec",
+	  "status: the serving tankd's pid, keeper, uptime, reexecs, restarts by\n"
+	  "its keeper and processes adopted.  reexec: re-executes tankd in place\n"
+	  "(an upgrade): the same pid, every pod kept running; returns once the\n"
+	  "new image answers." },
 	{ "completion", v_completion, "bash|zsh",
 	  "Prints a shell completion script: verbs, kinds, -o's formats, files\n"
 	  "after -f, and the names tankd has (asked when completing).  bash:\n"
@@ -2400,11 +2830,35 @@ static void ctl_verbs_init(void)
 		ctl_all[CTL_NVERBS++].usage = ctl_usage_kinds(ctl_verbs[i].usage, usage[i],
 							       sizeof usage[i]);
 	}
+	/* Each kind's verbs by their first word; verbs of one first word
+	 * (`workflow status`, `workflow retry`) are one verb whose usage and
+	 * help list them. */
+	static char words[CTL_NKIND_VERBS][64], kusage[CTL_NKIND_VERBS][512];
+	static char khelp[CTL_NKIND_VERBS][2048];
+	size_t nk = 0;
 	for (size_t k = 0; ctl_kinds[k]; k++)
-		for (size_t v = 0; v < ctl_kinds[k]->nverbs &&
-				   CTL_NVERBS < CTL_NSTATIC + CTL_NKIND_VERBS; v++) {
+		for (size_t v = 0; v < ctl_kinds[k]->nverbs && nk < CTL_NKIND_VERBS; v++) {
 			const kind_verb_t *kv = &ctl_kinds[k]->verbs[v];
-			ctl_all[CTL_NVERBS++] = (verb_t){ kv->name, v_kind_verb, kv->usage, kv->help };
+			const char *sub = kind_verb_subword(kv);
+			kind_verb_word(kv, words[nk], sizeof words[nk]);
+			verb_t *have = (verb_t *)ctl_find(words[nk]);
+			if (have && have->run == v_kind_verb && sub[0]) {
+				size_t i = (size_t)(have - &ctl_all[CTL_NSTATIC]);
+				size_t lu = strlen(kusage[i]), lh = strlen(khelp[i]);
+				snprintf(kusage[i] + lu, sizeof kusage[i] - lu, "\n       tankctl %s %s %s",
+					 words[i], sub, kv->usage);
+				snprintf(khelp[i] + lh, sizeof khelp[i] - lh, "\n\n%s %s: %s", words[i],
+					 sub, kv->help);
+				continue;
+			}
+			if (have)
+				continue;
+			snprintf(kusage[nk], sizeof kusage[nk], "%s%s%s", sub, sub[0] ? " " : "",
+				 kv->usage);
+			snprintf(khelp[nk], sizeof khelp[nk], "%s%s%s%s%s", sub[0] ? words[nk] : "",
+				 sub[0] ? " " : "", sub, sub[0] ? ": " : "", kv->help);
+			ctl_all[CTL_NVERBS++] = (verb_t){ words[nk], v_kind_verb, kusage[nk], khelp[nk] };
+			nk++;
 		}
 	for (size_t k = 0; ctl_kinds[k]; k++)
 		for (size_t c = 0; c < ctl_kinds[k]->ncmds &&
@@ -2446,6 +2900,22 @@ static int v_complete(ctl_t *x, int argc, char **argv)
 		if (argc == 2 && !strcmp(argv[1], "completion"))
 			puts("bash\nzsh");
 		return EXIT_OK;
+	}
+	/* A kind verb of two words (`workflow status`): its second words. */
+	if (argc == 2) {
+		char word[64];
+		bool any = false;
+		for (size_t i = 0; ctl_kinds[i]; i++)
+			for (size_t v = 0; v < ctl_kinds[i]->nverbs; v++) {
+				const kind_verb_t *c = &ctl_kinds[i]->verbs[v];
+				if (!strcmp(kind_verb_word(c, word, sizeof word), argv[1]) &&
+				    kind_verb_subword(c)[0]) {
+					puts(kind_verb_subword(c));
+					any = true;
+				}
+			}
+		if (any)
+			return EXIT_OK;
 	}
 	if (!strcmp(prev, "-f") || !strcmp(prev, "--filename")) {
 		puts("__files__");

@@ -3,11 +3,17 @@
  * then daemon/dmn.h does the rest (the supervision tree, signals, drain).
  * Nothing here decides anything a test would need to reach.
  *
+ * `tankd --keeper [FLAGS]` is the keeper instead (keeper/kp_keeper.h):
+ * it starts `tankd FLAGS` (this binary, from its path) and keeps what a
+ * tankd killed -9 would lose.  It is what a service manager should run
+ * (docs/operations.md).
+ *
  * Diagnostics: "tankd: fatal: unable to X: reason" on stderr; exit 111 for
  * a temporary failure (data dir in use, socket in use), 100 for a
  * permanent one (bad flags, unknown schema), as s6 does.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <getopt.h>
 #include <grp.h>
 #include <limits.h>
@@ -18,6 +24,8 @@
 
 #include "daemon/dmn.h"
 #include "common/kit_units.h"
+#include "keeper/kp_keeper.h"
+#include "obs/obs_notify.h"
 
 /* What the flags set; paths point into argv or the environment. */
 typedef struct flags {
@@ -28,9 +36,14 @@ typedef struct flags {
 static void usage(FILE *fp)
 {
 	fprintf(fp,
-		"usage: tankd [--data-dir DIR] [--socket PATH] [--socket-group GROUP]\n"
+		"usage: tankd [--keeper] [--data-dir DIR] [--socket PATH] [--socket-group GROUP]\n"
 		"             [--resync DURATION] [--drain-timeout DURATION]\n"
+		"             [--http ADDR [--http-allow-remote]]\n"
+		"             [--cgroup-delegate auto|yes|no] [--ready-fd N]\n"
 		"Runs the tank daemon in the foreground.\n"
+		"  --keeper            run a keeper that starts tankd with the other flags,\n"
+		"                      restarts it when it dies and keeps its pods' output\n"
+		"                      and exits meanwhile, so they are adopted, not restarted\n"
 		"  --data-dir DIR      state, logs and socket (env TANK_DATA_DIR; default\n"
 		"                      /var/lib/tank for root, else $XDG_STATE_HOME/tank)\n"
 		"  --socket PATH       RPC socket (env TANK_SOCKET; default DIR/tank.sock)\n"
@@ -39,6 +52,14 @@ static void usage(FILE *fp)
 		"                      number is milliseconds; default 5s)\n"
 		"  --drain-timeout D   at SIGTERM, how long containers may take to stop\n"
 		"                      before they are killed (250ms, 10s, 5m; default 60s)\n"
+		"  --http ADDR         serve /metrics, /healthz, /events and a live page on\n"
+		"                      HOST:PORT (e.g. 127.0.0.1:9180; default: off)\n"
+		"  --http-allow-remote allow an --http address that is not loopback\n"
+		"  --cgroup-delegate M place the pods' cgroups below tankd's own (v2): auto\n"
+		"                      when its group is marked delegated (systemd's\n"
+		"                      Delegate=yes; the default), yes, or no (the root)\n"
+		"  --ready-fd N        write a newline to fd N once ready (s6's\n"
+		"                      notification-fd); NOTIFY_SOCKET gets sd_notify\n"
 		"  --version, --help\n");
 }
 
@@ -76,6 +97,10 @@ static int parse_flags(flags_t *f, int argc, char **argv)
 		{ "socket-group", required_argument, NULL, 'g' },
 		{ "resync", required_argument, NULL, 'r' },
 		{ "drain-timeout", required_argument, NULL, 'D' },
+		{ "http", required_argument, NULL, 'H' },
+		{ "http-allow-remote", no_argument, NULL, 'R' },
+		{ "cgroup-delegate", required_argument, NULL, 'C' },
+		{ "ready-fd", required_argument, NULL, 'F' },
 		{ "help", no_argument, NULL, 'h' },
 		{ "version", no_argument, NULL, 'V' },
 		{ NULL, 0, NULL, 0 },
@@ -86,6 +111,8 @@ static int parse_flags(flags_t *f, int argc, char **argv)
 		f->data_dir[0] = '\0';
 	f->o.data_dir = f->data_dir;
 	f->o.socket_path = getenv("TANK_SOCKET");
+	/* Under a service manager that listens (systemd's Type=notify). */
+	f->o.notify = obs_notify_wanted();
 	while ((c = getopt_long(argc, argv, "", opts, NULL)) != -1) {
 		switch (c) {
 		case 'd':
@@ -127,6 +154,34 @@ static int parse_flags(flags_t *f, int argc, char **argv)
 				return -1;
 			}
 			break;
+		case 'H':
+			f->o.http_addr = optarg;
+			break;
+		case 'R':
+			f->o.http_allow_remote = true;
+			break;
+		case 'F': {
+			char *end;
+			long fd = strtol(optarg, &end, 10);
+			if (!*optarg || *end || fd < 1 || fd > 65535) {
+				fatal("--ready-fd: expected a file descriptor > 0, got %s", optarg);
+				return -1;
+			}
+			f->o.ready_fd = (int)fd;
+			break;
+		}
+		case 'C':
+			if (!strcmp(optarg, "auto"))
+				f->o.cgroup_delegate = DMN_DELEGATE_AUTO;
+			else if (!strcmp(optarg, "yes"))
+				f->o.cgroup_delegate = DMN_DELEGATE_YES;
+			else if (!strcmp(optarg, "no"))
+				f->o.cgroup_delegate = DMN_DELEGATE_NO;
+			else {
+				fatal("--cgroup-delegate: expected auto, yes or no, got %s", optarg);
+				return -1;
+			}
+			break;
 		case 'h':
 			usage(stdout);
 			return 1;
@@ -149,6 +204,37 @@ static int parse_flags(flags_t *f, int argc, char **argv)
 	return 0;
 }
 
+/* `tankd --keeper FLAGS`: the keeper, which runs `tankd FLAGS`.  The
+ * flags are checked first (a typo is said once, not at every restart). */
+static int keeper_main(int argc, char **argv)
+{
+	static flags_t f;
+	char exe[PATH_MAX];
+	char **targv = calloc((size_t)argc + 1, sizeof *targv);
+	int n = 0, rc;
+	ssize_t len;
+
+	if (!targv)
+		return DMN_EXIT_TEMPORARY;
+	for (int i = 0; i < argc; i++)
+		if (strcmp(argv[i], "--keeper") != 0)
+			targv[n++] = argv[i];
+	if ((rc = parse_flags(&f, n, targv)) != 0) {
+		free(targv);
+		return rc > 0 ? 0 : DMN_EXIT_PERMANENT;
+	}
+	if ((len = readlink("/proc/self/exe", exe, sizeof exe - 1)) <= 0) {
+		fatal("unable to find my own binary: %s", strerror(errno));
+		free(targv);
+		return DMN_EXIT_PERMANENT;
+	}
+	exe[len] = '\0';
+	kp_keeper_opts_t ko = { .exe = exe, .argv = targv };
+	rc = kp_keeper_run(&ko);
+	free(targv);
+	return rc;
+}
+
 int main(int argc, char **argv)
 {
 	static flags_t f;
@@ -156,8 +242,17 @@ int main(int argc, char **argv)
 	dmn_t *d;
 	int rc;
 
+	for (int i = 1; i < argc; i++)
+		if (strcmp(argv[i], "--keeper") == 0)
+			return keeper_main(argc, argv);
+	f.o.argv = argv;
 	if ((rc = parse_flags(&f, argc, argv)) != 0)
 		return rc > 0 ? 0 : DMN_EXIT_PERMANENT;
+	/* The readiness fd is the supervisor's: no container inherits it. */
+	if (f.o.ready_fd > 0 && fcntl(f.o.ready_fd, F_SETFD, FD_CLOEXEC) < 0) {
+		fatal("--ready-fd: %s", strerror(errno));
+		return DMN_EXIT_PERMANENT;
+	}
 	dmn_process_setup(&f.o);
 	tank_error_clear(&e);
 	if ((rc = dmn_open(&f.o, &d, &e)) < 0) {

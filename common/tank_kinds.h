@@ -14,9 +14,10 @@ enum tank_kind {
 	TANK_KIND_STACK = 3,
 	TANK_KIND_ACTION = 4,
 	TANK_KIND_PLAYBOOK = 5,
-	/* 6..9 are kept for the kinds of DESIGN.md §10 (task, stage,
-	 * workflow, job): a kind gets its id here the day it lands, not
-	 * before. */
+	TANK_KIND_TASK = 6,
+	TANK_KIND_STAGE = 7,
+	TANK_KIND_WORKFLOW = 8,
+	TANK_KIND_JOB = 9,
 	TANK_KIND_TEST = 30,    /* reserved for tests' own kinds */
 };
 

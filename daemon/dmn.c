@@ -31,9 +31,14 @@
 #include "common/tank_map.h"
 #include "daemon/dmn.h"
 #include "daemon/dmn_events.h"
+#include "daemon/dmn_handover.h"
+#include "keeper/kp_proto.h"
+#include "pod/pod_adopt.h"
 #include "pod/pod_cgroup.h"
 #include "pod/pod_mgr.h"
 #include "kinds/kind.h"
+#include "obs/obs_http.h"
+#include "obs/obs_notify.h"
 #include "common/kit_units.h"
 #include "reconciler/rc_loop.h"
 #include "runtime/rt.h"
@@ -73,6 +78,14 @@ struct dmn {
 	api_method_t methods[API_NMETHODS];
 	size_t nmethods;
 	rt_pid_t root;
+	/* The web side and the service manager's notifications (obs/):
+	 * NULL unless asked for. */
+	obs_src_t obs;
+	obs_http_t *http;
+	obs_notify_t *notify;
+	bool want_notify;
+	int ready_fd;
+	bool delegated;         /* the pods' groups are below tankd's own */
 
 	/* A child's start failure, for dmn_open to return: the supervisor
 	 * passes on only the code. */
@@ -85,7 +98,16 @@ struct dmn {
 	bool stop_now;          /* a second dmn_stop: no more waiting */
 	bool ran;               /* dmn_run was called */
 	bool signals_on;
-	ev_signal sigterm, sigint;
+	ev_signal sigterm, sigint, sigusr2;
+
+	/* Re-adoption: what a reexec or the keeper handed over, the keeper
+	 * (fd -1: none), this pid's counters. */
+	pod_adopt_t *adopt;
+	kp_client_t kp;
+	ev_io kp_io;
+	ev_timer reexec_timer;
+	char *const *argv;
+	dmn_handover_t hv;            /* listen_fd: the inherited socket, until served */
 	ev_timer deadline;
 	int exit_status;
 };
@@ -111,9 +133,18 @@ static void log_line(void (*fn)(void *, dmn_level_t, const char *), void *ctx,
 		fn(ctx, level, msg);
 		return;
 	}
+	/* Under systemd, stderr goes to the journal: a "<N>" syslog
+	 * priority in front is what journald reads (info 6, warning 4,
+	 * fatal 2).  Asked once: the stream does not change. */
+	static int journal = -1;
+	const char *prio = "";
+	if ((!fp || fp == stderr) && journal < 0)
+		journal = obs_journal_stderr();
+	if ((!fp || fp == stderr) && journal == 1)
+		prio = level == DMN_LOG_INFO ? "<6>" : level == DMN_LOG_WARNING ? "<4>" : "<2>";
 	/* One fprintf per line: a line is never interleaved with another
 	 * writer's on a shared stderr. */
-	fprintf(fp ? fp : stderr, "tankd: %s: %s\n", dmn_level_name(level), msg);
+	fprintf(fp ? fp : stderr, "%stankd: %s: %s\n", prio, dmn_level_name(level), msg);
 	fflush(fp ? fp : stderr);
 }
 
@@ -198,12 +229,17 @@ static void publish(dmn_t *d, int (*pack)(msgpack_packer *pk, const void *arg),
 	msgpack_sbuffer sb;
 	msgpack_packer pk;
 
-	if (!api)
+	if (!api && !d->http)
 		return;
 	msgpack_sbuffer_init(&sb);
 	msgpack_packer_init(&pk, &sb, msgpack_sbuffer_write);
-	if (pack(&pk, arg) == 0)
-		(void)api_server_publish(d->rt, api, sb.data, sb.size);
+	if (pack(&pk, arg) == 0) {
+		if (api)
+			(void)api_server_publish(d->rt, api, sb.data, sb.size);
+		/* The web side's /events and its counts by type. */
+		if (d->http)
+			obs_http_publish(d->http, sb.data, sb.size);
+	}
 	msgpack_sbuffer_destroy(&sb);
 }
 
@@ -313,6 +349,12 @@ static void record(void *ctx, const rc_transition_t *t)
 
 	if (k && k->record && inst)
 		k->record(inst, t);
+	/* Kinds that wait for other kinds' objects see their transitions. */
+	for (size_t i = 0; d->kinds.kinds[i] && i < KIND_MAX; i++) {
+		const kind_t *o = d->kinds.kinds[i];
+		if (o != k && o->record_other && d->kinds.inst[i])
+			o->record_other(d->kinds.inst[i], t);
+	}
 }
 
 static int start_reconciler(rt_t *rt, void *arg, void *extra, rt_pid_t *out)
@@ -355,11 +397,16 @@ static int start_api(rt_t *rt, void *arg, void *extra, rt_pid_t *out)
 		.group = d->group,
 		.methods = d->methods,
 		.nmethods = d->nmethods,
+		/* After a reexec: the socket the previous image listened on
+		 * (its backlog holds who connected meanwhile); once. */
+		.inherit = d->hv.listen_fd >= 0,
+		.listen_fd = d->hv.listen_fd,
 	};
 	tank_error_t e;
 	int err;
 
 	(void)extra;
+	d->hv.listen_fd = -1;
 	tank_error_clear(&e);
 	if ((err = api_server_start(rt, &o, out, &e)) < 0) {
 		tank_error_set(&d->start_err, err, "unable to serve %s: %s", d->socket_path,
@@ -442,6 +489,7 @@ void dmn_stop(dmn_t *d)
 	}
 	d->stopping = true;
 	say(d, DMN_LOG_INFO, "stopping: stopping containers");
+	obs_notify_stopping(d->notify);
 	/* Stop accepting first: an apply arriving during the drain would
 	 * race it.  The api is a permanent child, so it is terminated
 	 * through its supervisor, which then does not restart it. */
@@ -458,6 +506,163 @@ void dmn_stop(dmn_t *d)
 	loop = rt_whereis(d->rt, API_RECONCILER_NAME);
 	if (!loop || rt_send(d->rt, loop, POD_MGR_SHUTDOWN, NULL, 0) < 0)
 		stop_tree(d);
+}
+
+/* --- re-adoption: the keeper, reexec ----------------------------------------------- */
+
+static void kp_keep(void *ctx, const char *tag, const int *fds, unsigned n)
+{
+	dmn_t *d = ctx;
+	(void)kp_client_put(&d->kp, tag, fds, n);
+}
+
+static void kp_forget(void *ctx, const char *tag)
+{
+	dmn_t *d = ctx;
+	(void)kp_client_del(&d->kp, tag);
+}
+
+static void kp_ack(void *ctx, pid_t pid, uint64_t start)
+{
+	dmn_t *d = ctx;
+	(void)kp_client_ack(&d->kp, pid, start);
+}
+
+static void kp_entry(void *ctx, const char *tag, const int *fds, unsigned n)
+{
+	dmn_t *d = ctx;
+	(void)pod_adopt_offer_tag(d->adopt, tag, fds, n);
+}
+
+static void kp_exit(void *ctx, pid_t pid, uint64_t start, int status, int64_t at_ms)
+{
+	dmn_t *d = ctx;
+	pod_adopt_exited(d->adopt, d->rt, pid, start, status, at_ms);
+}
+
+static void kp_gone(dmn_t *d, pid_t pid)
+{
+	if (ev_is_active(&d->kp_io))
+		ev_io_stop(rt_loop(d->rt), &d->kp_io);
+	pod_adopt_set_sink(d->adopt, NULL);
+	kp_client_close(&d->kp);
+	say(d, DMN_LOG_WARNING, "the keeper (pid %d) is gone: pods keep running, but a "
+	    "kill -9 of tankd now loses their output and restarts them", (int)pid);
+}
+
+static void kp_cb(struct ev_loop *loop, ev_io *w, int revents)
+{
+	dmn_t *d = w->data;
+	pid_t pid = d->kp.pid;
+
+	(void)loop; (void)revents;
+	if (kp_client_read(&d->kp, kp_exit, d) == -EPIPE)
+		kp_gone(d, pid);
+}
+
+/* The keeper of this tankd, if it was started by one: its sink, and
+ * after a kill -9 of the previous tankd what it kept. */
+static void keeper_open(dmn_t *d, bool handed_over)
+{
+	tank_error_t e;
+	int r;
+
+	tank_error_clear(&e);
+	if (kp_client_from_env(&d->kp, &e) < 0) {
+		say(d, DMN_LOG_WARNING, "no keeper: %s", e.msg);
+		return;
+	}
+	if (d->kp.fd < 0)
+		return;
+	pod_adopt_sink_t sink = { kp_keep, kp_forget, kp_ack, d };
+	pod_adopt_set_sink(d->adopt, &sink);
+	/* A reexec brought everything along; the keeper's copies stay. */
+	if (handed_over)
+		return;
+	if ((r = kp_client_hello(&d->kp, 10000, kp_entry, kp_exit, d)) < 0) {
+		pid_t pid = d->kp.pid;
+		say(d, DMN_LOG_WARNING, "the keeper (pid %d) did not answer: %s", (int)pid,
+		    tank_strerror(r));
+		kp_gone(d, pid);
+		return;
+	}
+	if (pod_adopt_offers(d->adopt))
+		say(d, DMN_LOG_INFO, "the keeper (pid %d) kept %zu process(es) of a previous "
+		    "tankd: adopting them", (int)d->kp.pid, pod_adopt_offers(d->adopt));
+}
+
+static void reexec_cb(struct ev_loop *loop, ev_timer *w, int revents)
+{
+	dmn_t *d = w->data;
+	dmn_handover_t h = d->hv;
+	char exe[PATH_MAX];
+	tank_error_t e;
+	rt_pid_t api;
+	ssize_t n;
+
+	(void)loop; (void)revents;
+	if (d->stopping)
+		return;
+	tank_error_clear(&e);
+	if (st_flush(d->store, &e) < 0)
+		say(d, DMN_LOG_WARNING, "reexec: unable to commit status: %s", e.msg);
+	api = rt_whereis(d->rt, "api");
+	h.listen_fd = api ? api_server_listen_fd(d->rt, api) : -1;
+	h.adopted = d->hv.adopted + pod_adopt_adopted(d->adopt);
+	/* The path it was started from: an upgraded binary there is the one
+	 * that runs next ("… (deleted)" once it was replaced). */
+	if ((n = readlink("/proc/self/exe", exe, sizeof exe - 1)) <= 0) {
+		say(d, DMN_LOG_WARNING, "reexec: /proc/self/exe: %s", strerror(errno));
+		return;
+	}
+	exe[n] = '\0';
+	if (n > 10 && strcmp(exe + n - 10, " (deleted)") == 0)
+		exe[n - 10] = '\0';
+	say(d, DMN_LOG_INFO, "re-executing %s (pid %d, %zu container(s) kept)", exe,
+	    (int)getpid(), pod_mgr_nrunning(d->pods));
+	tank_error_clear(&e);
+	(void)dmn_handover_exec(&h, d->pods, d->kp.fd, exe, d->argv, &e);
+	say(d, DMN_LOG_WARNING, "reexec failed, serving on: %s", e.msg);
+}
+
+int dmn_reexec(dmn_t *d)
+{
+	if (!d->argv)
+		return TANK_EUNSUPPORTED;
+	if (d->stopping)
+		return -EBUSY;
+	if (ev_is_active(&d->reexec_timer))
+		return 0;
+	/* A moment for the reply of `daemon reexec` to go out. */
+	ev_timer_init(&d->reexec_timer, reexec_cb, 0.02, 0.);
+	d->reexec_timer.data = d;
+	ev_timer_start(rt_loop(d->rt), &d->reexec_timer);
+	return 0;
+}
+
+static int api_reexec(void *ctx)
+{
+	return dmn_reexec(ctx);
+}
+
+static void api_status(void *ctx, api_daemon_status_t *out)
+{
+	dmn_t *d = ctx;
+
+	out->pid = getpid();
+	out->keeper_pid = d->kp.fd >= 0 ? d->kp.pid : 0;
+	out->started_at = d->hv.started_at;
+	out->reexecs = d->hv.reexecs;
+	out->lives = d->hv.lives;
+	out->adopted = d->hv.adopted + pod_adopt_adopted(d->adopt);
+}
+
+static void sigusr2_cb(struct ev_loop *loop, ev_signal *w, int revents)
+{
+	dmn_t *d = w->data;
+	(void)loop; (void)revents;
+	if (dmn_reexec(d) < 0)
+		say(d, DMN_LOG_WARNING, "SIGUSR2: cannot reexec now");
 }
 
 bool dmn_stopping(const dmn_t *d)
@@ -536,6 +741,40 @@ static int configure(dmn_t *d, const dmn_opts_t *o, tank_error_t *err)
 	return 0;
 }
 
+static bool http_healthy(void *ctx)
+{
+	return !((dmn_t *)ctx)->stopping;
+}
+
+/* The web side (--http) and the notifications, each only when asked for:
+ * off, neither exists and nothing of them runs (obs/obs_http.h). */
+static int open_obs(dmn_t *d, const dmn_opts_t *o, tank_error_t *err)
+{
+	int rc;
+
+	d->obs = (obs_src_t){
+		.rt = d->rt, .kinds = &d->kinds, .store = d->store,
+		.loop_name = API_RECONCILER_NAME, .api_name = "api",
+		.version = d->api.version,
+	};
+	d->want_notify = o->notify;
+	d->ready_fd = o->ready_fd;
+	if (!o->http_addr || !o->http_addr[0])
+		return 0;
+	obs_http_opts_t ho = {
+		.addr = o->http_addr, .allow_remote = o->http_allow_remote, .src = d->obs,
+		.healthy = http_healthy, .healthy_ctx = d,
+	};
+	if ((rc = obs_http_open(&ho, &d->http, err)) < 0)
+		d->http = NULL;
+	return rc;
+}
+
+const char *dmn_http_addr(const dmn_t *d)
+{
+	return d->http ? obs_http_addr(d->http) : NULL;
+}
+
 /* How long release() waits for the processes of killed containers to be
  * reaped.  SIGKILL takes effect in microseconds; the bound is for a
  * process that escaped the kill (no cgroups and a setsid'ed grandchild),
@@ -573,9 +812,17 @@ static void release(dmn_t *d)
 	if (d->signals_on) {
 		ev_signal_stop(rt_loop(d->rt), &d->sigterm);
 		ev_signal_stop(rt_loop(d->rt), &d->sigint);
+		ev_signal_stop(rt_loop(d->rt), &d->sigusr2);
 	}
+	if (d->rt && ev_is_active(&d->kp_io))
+		ev_io_stop(rt_loop(d->rt), &d->kp_io);
+	if (d->rt && ev_is_active(&d->reexec_timer))
+		ev_timer_stop(rt_loop(d->rt), &d->reexec_timer);
 	if (d->rt && ev_is_active(&d->deadline))
 		ev_timer_stop(rt_loop(d->rt), &d->deadline);
+	/* The web side's streams end and its watchers leave the loop. */
+	obs_http_close(d->http);
+	obs_notify_close(d->notify);
 	/* The actors first (runners kill their containers), then the
 	 * tracking they borrowed. */
 	rt_free(d->rt);
@@ -589,6 +836,10 @@ static void release(dmn_t *d)
 			k->close(d->kinds.inst[d->nopen]);
 	}
 	pod_mgr_free(d->pods);
+	pod_adopt_free(d->adopt);
+	kp_client_close(&d->kp);
+	if (d->hv.listen_fd >= 0)
+		close(d->hv.listen_fd);
 	if (d->cg.mode != POD_CGROUP_NONE)
 		(void)pod_cgroup_env_cleanup(&d->cg);
 	if (d->store) {
@@ -610,9 +861,36 @@ int dmn_open(const dmn_opts_t *opts, dmn_t **out, tank_error_t *err)
 	if (!(d = calloc(1, sizeof *d)))
 		return tank_error_set(err, -ENOMEM, "out of memory");
 	d->cg.mode = POD_CGROUP_NONE;
+	d->kp.fd = -1;
+	d->hv.listen_fd = -1;
 	if ((rc = configure(d, opts, err)) < 0) {
 		free(d);
 		return rc;
+	}
+	d->argv = opts->argv;
+	if ((rc = pod_adopt_new(&d->adopt)) < 0) {
+		free(d);
+		return tank_error_set(err, rc, "out of memory");
+	}
+	/* A reexec's handover first: it holds fds nothing else may take. */
+	{
+		tank_error_t he;
+		struct timespec now;
+		tank_error_clear(&he);
+		rc = dmn_handover_read(&d->hv, d->adopt, &he);
+		if (rc < 0)
+			say(d, DMN_LOG_WARNING, "reexec: unusable handover (%s): starting afresh",
+			    he.msg);
+		if (rc <= 0) {
+			const char *lives = getenv(KP_ENV_STARTS);
+			clock_gettime(CLOCK_REALTIME, &now);
+			d->hv = (dmn_handover_t){ .listen_fd = -1,
+				.started_at = (int64_t)now.tv_sec * 1000 + now.tv_nsec / 1000000 };
+			if (lives && atoi(lives) > 1)
+				d->hv.lives = (uint32_t)atoi(lives) - 1;
+		} else {
+			d->hv.reexecs++;
+		}
 	}
 
 	tank_error_clear(&e);
@@ -629,6 +907,14 @@ int dmn_open(const dmn_opts_t *opts, dmn_t **out, tank_error_t *err)
 	if (opts->cgroups == DMN_CGROUPS_AUTO &&
 	    pod_cgroup_probe(&d->cg, NULL, d->cg_root, NULL) < 0)
 		d->cg.mode = POD_CGROUP_NONE;
+	/* Under a service manager that delegated tankd's cgroup, the pods'
+	 * groups go below it (pod_cgroup.h). */
+	if (d->cg.mode == POD_CGROUP_V2 && opts->cgroup_delegate != DMN_DELEGATE_NO) {
+		tank_error_clear(&e);
+		if (pod_cgroup_delegate(&d->cg, NULL, opts->cgroup_delegate == DMN_DELEGATE_YES,
+					&d->delegated, &e) < 0)
+			say_opts(opts, DMN_LOG_WARNING, "%s (groups stay at the root)", e.msg);
+	}
 
 	if (!(d->rt = rt_new())) {
 		rc = tank_error_set(err, -EBUSY,
@@ -637,9 +923,10 @@ int dmn_open(const dmn_opts_t *opts, dmn_t **out, tank_error_t *err)
 		release(d);
 		return rc;
 	}
+	keeper_open(d, d->hv.started_at && d->hv.reexecs > 0);
 	pod_mgr_opts_t po = {
 		.store = d->store, .log_dir = d->log_dir, .cgroups = &d->cg,
-		.launch = opts->launch,
+		.launch = opts->launch, .adopt = d->adopt,
 		.on_drained = drained, .drained_ctx = d,
 	};
 	if ((rc = pod_mgr_new(&po, &d->pods)) < 0) {
@@ -652,7 +939,7 @@ int dmn_open(const dmn_opts_t *opts, dmn_t **out, tank_error_t *err)
 	 * it: a kind above pods becomes their owner). */
 	d->kinds = (kind_env_t){
 		.rt = d->rt, .store = d->store, .log_dir = d->log_dir,
-		.loop_name = API_RECONCILER_NAME, .pods = d->pods,
+		.loop_name = API_RECONCILER_NAME, .pods = d->pods, .adopt = d->adopt,
 		.kinds = opts->kinds ? (const kind_t *const *)opts->kinds : tank_kinds,
 		.publish = publish_kind, .publish_ctx = d,
 	};
@@ -675,7 +962,9 @@ int dmn_open(const dmn_opts_t *opts, dmn_t **out, tank_error_t *err)
 	}
 	d->api = (api_daemon_t){ .rt = d->rt, .store = d->store, .log_dir = d->log_dir,
 				 .version = opts->version ? opts->version : DMN_VERSION,
-				 .pods = d->pods, .kinds = &d->kinds };
+				 .pods = d->pods, .kinds = &d->kinds,
+				 .daemon_status = api_status, .reexec = api_reexec,
+				 .daemon_ctx = d };
 	d->nmethods = api_methods_table(&d->api, d->methods);
 
 	const sup_spec_t children[] = {
@@ -698,6 +987,10 @@ int dmn_open(const dmn_opts_t *opts, dmn_t **out, tank_error_t *err)
 		release(d);
 		return rc;
 	}
+	if ((rc = open_obs(d, opts, err)) < 0) {
+		release(d);
+		return rc;
+	}
 	*out = d;
 	return 0;
 }
@@ -714,10 +1007,26 @@ int dmn_run(dmn_t *d)
 	d->sigterm.data = d->sigint.data = d;
 	ev_signal_start(loop, &d->sigterm);
 	ev_signal_start(loop, &d->sigint);
+	ev_signal_init(&d->sigusr2, sigusr2_cb, SIGUSR2);
+	d->sigusr2.data = d;
+	ev_signal_start(loop, &d->sigusr2);
 	d->signals_on = true;
-	say(d, DMN_LOG_INFO, "serving %s (data dir %s, cgroups %s)", d->socket_path,
+	if (d->kp.fd >= 0) {
+		ev_io_init(&d->kp_io, kp_cb, d->kp.fd, EV_READ);
+		d->kp_io.data = d;
+		ev_io_start(loop, &d->kp_io);
+	}
+	say(d, DMN_LOG_INFO, "serving %s (data dir %s, cgroups %s%s%s)", d->socket_path,
 	    d->data_dir,
-	    d->cg.mode == POD_CGROUP_V2 ? "v2" : d->cg.mode == POD_CGROUP_V1 ? "v1" : "none");
+	    d->cg.mode == POD_CGROUP_V2 ? "v2" : d->cg.mode == POD_CGROUP_V1 ? "v1" : "none",
+	    d->delegated ? ", delegated: " : "", d->delegated ? d->cg.v2_mount : "");
+	if (d->http)
+		say(d, DMN_LOG_INFO, "serving http://%s/ (metrics, events, page)",
+		    obs_http_addr(d->http));
+	/* READY=1 follows the first pass (obs_notify.h). */
+	if ((d->want_notify || d->ready_fd > 0) && !d->notify &&
+	    obs_notify_open(&d->obs, d->ready_fd, &d->notify) < 0)
+		say(d, DMN_LOG_WARNING, "unable to notify the service manager: out of memory");
 	if (!d->stop_now)
 		rt_run(d->rt);
 	return d->exit_status;

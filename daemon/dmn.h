@@ -18,6 +18,14 @@
  * cmd/tankd.c turns flags into a dmn_opts_t and nothing more; every
  * decision lives here so that tests reach it (tests/daemon/).
  *
+ * Live re-adoption (DESIGN.md §11): with a keeper (keeper/kp_keeper.h:
+ * TANK_KEEPER_FD in the environment) every container's pipes are kept
+ * there too, and a tankd started after one killed -9 gets them back with
+ * the exits the keeper reaped meanwhile, and adopts the containers
+ * instead of restarting them; a reexec (dmn_reexec) hands everything to
+ * the next image of the same pid.  docs/operations.md says what survives
+ * what.
+ *
  * The drain (dmn_stop, SIGTERM, SIGINT): the socket stops accepting (the
  * api child is terminated and its socket file removed), every container
  * is stopped the way its pod says (stop signal, grace, SIGKILL), then the
@@ -90,6 +98,11 @@ typedef struct dmn_opts {
 	 * data dirs never share groups and a restarted one finds its
 	 * predecessor's.  Copied. */
 	const char *cgroup_root;
+	/* Delegation (pod_cgroup_delegate): AUTO places the groups below
+	 * tankd's own cgroup when that group is marked delegated (systemd's
+	 * Delegate=yes), YES whenever tankd is not in the root group, NO
+	 * never (the hierarchy's root, as before). */
+	enum { DMN_DELEGATE_AUTO = 0, DMN_DELEGATE_YES, DMN_DELEGATE_NO } cgroup_delegate;
 	uint64_t resync_ms;     /* full reconcile period; 0: 5 s */
 	uint64_t nudge_ms;      /* nudge debounce; 0: 100 ms */
 	uint64_t drain_ms;      /* drain deadline; 0: 60 s */
@@ -108,6 +121,24 @@ typedef struct dmn_opts {
 	 * Pod kind first; NULL: the shipped list, tank_kinds.  A test build
 	 * of tankd adds its own kinds here. */
 	const struct kind *const *kinds;
+	/* The argv tankd was started with (borrowed, must outlive the
+	 * dmn_t): a reexec (dmn_reexec) execs the same binary with it.
+	 * NULL: no reexec. */
+	char *const *argv;
+	/* The web side (obs/obs_http.h): "HOST:PORT" to serve /metrics,
+	 * /healthz, /events and the live page on; NULL or "": none (nothing
+	 * of it exists then).  Refused unless loopback or http_allow_remote.
+	 * Copied. */
+	const char *http_addr;
+	bool http_allow_remote;
+	/* Speak the service manager's notification protocol (sd_notify:
+	 * READY=1, STATUS=, WATCHDOG=1, STOPPING=1; obs/obs_notify.h).
+	 * tankd sets it when NOTIFY_SOCKET is set. */
+	bool notify;
+	/* s6's readiness notification (notification-fd): a newline is
+	 * written to this fd once the first pass is done, and it is closed.
+	 * 0: none. */
+	int ready_fd;
 } dmn_opts_t;
 
 typedef struct dmn dmn_t;
@@ -176,8 +207,25 @@ int dmn_run(dmn_t *d);
  */
 void dmn_stop(dmn_t *d);
 
+/*
+ * Re-executes tankd in place (`tankctl daemon reexec`, SIGUSR2): the same
+ * pid, its containers untouched, their log pipes and the listening socket
+ * kept open across the exec, the status committed first; the next image
+ * adopts every container (daemon/dmn_handover.h, pod/pod_adopt.h).
+ * Clients see a pause: connections made meanwhile wait in the socket's
+ * backlog; open ones are closed (a subscriber reconnects).  Deferred to
+ * the next loop turn (a reply to the caller goes out first).  0, or
+ * TANK_EUNSUPPORTED (no argv in the opts), -EBUSY (stopping).  A failed
+ * exec is logged and the daemon goes on.
+ */
+int dmn_reexec(dmn_t *d);
+
 /* True once dmn_stop was called (or a stop signal arrived). */
 bool dmn_stopping(const dmn_t *d);
+
+/* The address the web side serves on ("127.0.0.1:9180"), or NULL
+ * without one (borrowed, lives as long as d). */
+const char *dmn_http_addr(const dmn_t *d);
 
 /* The socket path in use (borrowed, lives as long as d). */
 const char *dmn_socket_path(const dmn_t *d);

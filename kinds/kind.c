@@ -230,3 +230,50 @@ void kind_age(int64_t since_ms, uint64_t now_ms, char *out, size_t cap)
 	else
 		snprintf(out, cap, "%" PRIu64 "d", s / 86400);
 }
+
+size_t kind_table_cols(const kind_t *const *kinds, const kind_t *k,
+		       const msgpack_object *statuses, kind_col_t *out)
+{
+	size_t n = 0;
+
+	for (size_t c = 0; c < k->ncols && n < KIND_COLS_MAX; c++)
+		out[n++] = k->cols[c];
+	for (size_t i = 0; kinds && kinds[i] && n < KIND_COLS_MAX; i++) {
+		const kind_t *a = kinds[i];
+		bool any = false;
+		if (a->adds_to != k || !a->adds_header)
+			continue;
+		for (uint32_t r = 0; statuses && statuses->type == MSGPACK_OBJECT_ARRAY &&
+				     r < statuses->via.array.size && !any; r++) {
+			const msgpack_object *v = kit_map_get(&statuses->via.array.ptr[r], a->name);
+			any = v && v->type == MSGPACK_OBJECT_STR;
+		}
+		if (any)
+			out[n++] = (kind_col_t){ a->adds_header, NULL, a->name };
+	}
+	return n;
+}
+
+void kind_col_cell(const kind_col_t *c, const msgpack_object *s, uint64_t now_ms, char *out,
+		   size_t cap)
+{
+	out[0] = '\0';
+	if (c->cell)
+		c->cell(s, now_ms, out, cap);
+	else if (c->key)
+		kind_cell(s, c->key, out, cap, "-");
+}
+
+const char *kind_verb_word(const kind_verb_t *v, char *buf, size_t cap)
+{
+	const char *w = v->words ? v->words : v->name;
+	size_t n = strcspn(w, " ");
+	snprintf(buf, cap, "%.*s", (int)n, w);
+	return buf;
+}
+
+const char *kind_verb_subword(const kind_verb_t *v)
+{
+	const char *sp = v->words ? strchr(v->words, ' ') : NULL;
+	return sp ? sp + 1 : "";
+}

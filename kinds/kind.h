@@ -53,7 +53,7 @@
 
 #define KIND_MAX 16             /* kinds on one list */
 #define KIND_MANAGERS_MAX 2     /* managers of one kind on the loop */
-#define KIND_COLS_MAX 8
+#define KIND_COLS_MAX 10
 
 struct pod_mgr;
 typedef struct kind kind_t;
@@ -68,6 +68,11 @@ typedef struct kind_env {
 	/* Every kind runs its processes in pods: the pod manager, which the
 	 * daemon owns (it drains it at stop).  May be NULL. */
 	struct pod_mgr *pods;
+	/* Live re-adoption (pod/pod_adopt.h): a kind whose processes
+	 * (an action's step, a workflow's job) outlive a kill -9 of tankd
+	 * learns how they ended with pod_adopt_watch (pid and start time,
+	 * stored in its own status).  May be NULL. */
+	struct pod_adopt *adopt;
 	const kind_t *const *kinds;  /* the list, NULL-terminated */
 	void *inst[KIND_MAX];        /* each kind's instance, by list position */
 	/* Publishes an event on `tankctl events` (pack writes one map). */
@@ -109,22 +114,49 @@ typedef int (*kind_observe_fn)(const void *obj, const msgpack_object *status,
 			       const char *want, rc_observed_t *out);
 
 /* One column of tankctl's table of a kind: a cell of the status map s
- * (now: ms since the epoch, for ages), written into out (cap bytes). */
+ * (now: ms since the epoch, for ages), written into out (cap bytes); or,
+ * when cell is NULL, the status map's value under `key` as kind_cell
+ * shows it ("-" when absent). */
 typedef struct kind_col {
 	const char *header;
 	void (*cell)(const msgpack_object *s, uint64_t now_ms, char *out, size_t cap);
+	const char *key;
 } kind_col_t;
 
-/* A verb of a kind's own (Stack's up/down): an RPC method of that name
- * taking params of `types` (api_params_check's letters), and a tankctl
- * verb `<name> NAME [--wait [--timeout D]]`.  fn packs the result (one
- * object) or returns an error with e's message. */
+/* A verb of a kind's own: an RPC method `name` taking params of `types`
+ * (api_params_check's letters; the first is a string, the object's name
+ * or id), and a tankctl verb.  fn packs the result (one object) or
+ * returns an error with e's message.  By its flags:
+ *   0                  `<words> NAME [--wait [--timeout D]]` (Stack's
+ *                      up/down): prints "KIND NAME ACTION" (the result's
+ *                      `action`), --wait waits for the object as
+ *                      `apply --wait` does;
+ *   KIND_VERB_DOC      `<words> NAME [-o yaml|json]`: prints the result,
+ *                      as the table `cols` when it is an array of maps
+ *                      and no -o is given, else as a YAML (default) or
+ *                      JSON document;
+ *   KIND_VERB_FOLLOW   `<words> NAME [-f]`: the result is a map {text,
+ *                      next, done}: text is printed as it is; with -f the
+ *                      method is called again with params [NAME,
+ *                      {offset: next}] until done (a log that grows).
+ * `words` is the verb on tankctl's command line: one word, or two
+ * ("workflow status"): verbs of the same first word are one tankctl verb
+ * whose second word picks among them.  NULL: the method's name. */
+#define KIND_VERB_DOC    1u
+#define KIND_VERB_FOLLOW 2u
+/* With KIND_VERB_DOC: NAME may be left out (`top`: every object); the
+ * params are then [] (types "?s"). */
+#define KIND_VERB_ANY    4u
 typedef struct kind_verb {
 	const char *name;
 	const char *types;
 	int (*fn)(const kind_env_t *env, const msgpack_object *params, msgpack_packer *pk,
 		  tank_error_t *e);
-	const char *usage, *help;    /* tankctl's help */
+	const char *usage, *help;    /* tankctl's help (usage after the words) */
+	const char *words;
+	unsigned flags;
+	const kind_col_t *cols;      /* KIND_VERB_DOC: an array result's table */
+	size_t ncols;
 } kind_verb_t;
 
 /* Who called a kind's method: the socket peer's credentials (SO_PEERCRED,
@@ -234,6 +266,14 @@ struct kind {
 	size_t nmethods;
 	const kind_cmd_t *cmds;
 	size_t ncmds;
+	/* A column this kind adds to another kind's table (adds_to: `ps`
+	 * shows a pod's workflow position): each status map of that kind
+	 * gets a key named as this kind (`name`) whose value is adds_value's
+	 * text (nil when it returns false), and its table shows the column
+	 * adds_header when some row has such a value.  NULL: none. */
+	const kind_t *adds_to;
+	const char *adds_header;
+	bool (*adds_value)(const kind_env_t *env, const char *name, char *out, size_t cap);
 
 	/* Daemon: the instance (inst; NULL open: none), after the pods' and
 	 * the kinds' before it in the list. */
@@ -242,6 +282,10 @@ struct kind {
 	const rc_manager_t *managers[KIND_MANAGERS_MAX];
 	/* The loop's record hook for the transitions of its managers. */
 	void (*record)(void *inst, const rc_transition_t *t);
+	/* The same for every other kind's managers' transitions (a kind
+	 * waiting for another kind's objects to move: a workflow's agent
+	 * waiting for its pod's containers).  May be NULL. */
+	void (*record_other)(void *inst, const rc_transition_t *t);
 };
 
 /* ---- the list ------------------------------------------------------------ */
@@ -297,6 +341,19 @@ void kind_cell(const msgpack_object *s, const char *key, char *out, size_t cap,
 void kind_col_name(const msgpack_object *s, uint64_t now_ms, char *out, size_t cap);
 void kind_col_phase(const msgpack_object *s, uint64_t now_ms, char *out, size_t cap);
 void kind_col_age(const msgpack_object *s, uint64_t now_ms, char *out, size_t cap);
+/* The columns of k's table for the status maps `statuses` (an array):
+ * its own, then those other kinds add to it (adds_to) when some row has
+ * a value for them.  The number written to out (at most KIND_COLS_MAX). */
+size_t kind_table_cols(const kind_t *const *kinds, const kind_t *k,
+		       const msgpack_object *statuses, kind_col_t *out);
+/* One cell of a column (its cell function, or its key). */
+void kind_col_cell(const kind_col_t *c, const msgpack_object *s, uint64_t now_ms, char *out,
+		   size_t cap);
+/* The first word of a verb's tankctl words (its name when none), into buf. */
+const char *kind_verb_word(const kind_verb_t *v, char *buf, size_t cap);
+/* The second word ("" when it has one word). */
+const char *kind_verb_subword(const kind_verb_t *v);
+
 /* A short age ("5s", "3m", "2h", "4d") of since_ms at now_ms. */
 void kind_age(int64_t since_ms, uint64_t now_ms, char *out, size_t cap);
 

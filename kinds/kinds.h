@@ -14,9 +14,13 @@
 
 #define TANK_KIND_LIST(X) \
 	X(pod_kind)       \
-	X(stack_kind)      \
-	X(action_kind)     \
-	X(playbook_kind)
+	X(stack_kind)     \
+	X(action_kind)    \
+	X(playbook_kind)  \
+	X(task_kind)      \
+	X(stage_kind)     \
+	X(workflow_kind)  \
+	X(job_kind)
 
 #define TANK_KIND_DECLARE(k) extern const kind_t k;
 #define TANK_KIND_ENTRY(k) &k,

@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/xattr.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -123,6 +124,93 @@ int pod_cgroup_probe(pod_cgroup_env_t *env, const char *sysfs,
 	/* pids is the tracking hierarchy: without it v1 is not usable. */
 	if (env->v1_mount[POD_CG_PIDS][0])
 		env->mode = POD_CGROUP_V1;
+	return 0;
+}
+
+/* The "0::/path" line of /proc/self/cgroup (v2), into out. */
+static int self_cgroup(char *out, size_t cap)
+{
+	char buf[4096], *p;
+	int n = read_small("/proc/self", "cgroup", buf, sizeof buf);
+
+	if (n < 0)
+		return n;
+	for (p = buf; p && *p; ) {
+		if (strncmp(p, "0::", 3) == 0) {
+			size_t l = strcspn(p + 3, "\n");
+			if (l == 0 || l >= cap)
+				return -ENAMETOOLONG;
+			memcpy(out, p + 3, l);
+			out[l] = '\0';
+			return 0;
+		}
+		if ((p = strchr(p, '\n')))
+			p++;
+	}
+	return -ENOENT;
+}
+
+static bool says_delegated(const char *dir)
+{
+	char v[8];
+	ssize_t n = getxattr(dir, "trusted.delegate", v, sizeof v - 1);
+
+	if (n < 0)
+		n = getxattr(dir, "user.delegate", v, sizeof v - 1);
+	return n > 0 && v[0] == '1';
+}
+
+int pod_cgroup_delegate(pod_cgroup_env_t *env, const char *self, bool force,
+			bool *delegated, tank_error_t *err)
+{
+	char own[POD_CGROUP_PATH], base[POD_CGROUP_PATH], leaf[POD_CGROUP_PATH], pid[32];
+	int r;
+
+	*delegated = false;
+	if (env->mode != POD_CGROUP_V2)
+		return 0;
+	if (self)
+		snprintf(own, sizeof own, "%s", self);
+	else if ((r = self_cgroup(own, sizeof own)) < 0)
+		return tank_error_set(err, r, "cgroup: unable to read /proc/self/cgroup: %s",
+				      strerror(-r));
+	if (!strcmp(own, "/") || own[0] != '/' || strstr(own, "/.."))
+		return 0;
+	/* A tankd started again (by its keeper, or a reexec) is in the leaf
+	 * already: the unit's group is its parent, so that the pods' groups
+	 * keep their paths (adoption finds them by path). */
+	size_t ol = strlen(own);
+	if (ol > 11 && !strcmp(own + ol - 11, "/supervisor"))
+		own[ol - 11] = '\0';
+	r = snprintf(base, sizeof base, "%s%s", env->v2_mount, own);
+	if (r < 0 || (size_t)r + 16 >= sizeof base)
+		return tank_error_set(err, -ENAMETOOLONG, "cgroup: %s: path too long", own);
+	if (!force && !says_delegated(base))
+		return 0;
+	snprintf(leaf, sizeof leaf, "%s/supervisor", base);
+	if (mkdir(leaf, 0755) < 0 && errno != EEXIST)
+		return tank_error_set(err, -errno, "cgroup: unable to create %s: %s", leaf,
+				      strerror(errno));
+	/* Every process of the unit's group goes to the leaf — tankd and
+	 * its keeper, when one started it: a group with processes of its
+	 * own could not hand controllers down to the pods' groups. */
+	char procs[POD_CGROUP_PATH + 16];
+	snprintf(procs, sizeof procs, "%s/cgroup.procs", base);
+	FILE *pf = fopen(procs, "re");
+	int other;
+	while (pf && fscanf(pf, "%d", &other) == 1)
+		if (other != (int)getpid()) {
+			snprintf(pid, sizeof pid, "%d", other);
+			(void)write_str(leaf, "cgroup.procs", pid);   /* gone meanwhile: fine */
+		}
+	if (pf)
+		fclose(pf);
+	snprintf(pid, sizeof pid, "%d", (int)getpid());
+	if ((r = write_str(leaf, "cgroup.procs", pid)) < 0)
+		return tank_error_set(err, r, "cgroup: unable to move into %s: %s", leaf,
+				      strerror(-r));
+	snprintf(env->v2_mount, sizeof env->v2_mount, "%s", base);
+	*delegated = true;
 	return 0;
 }
 
@@ -444,6 +532,20 @@ int pod_cgroup_count(const pod_cgroup_t *cg)
 	int n = read_pids(cg, &v, &cap);
 	free(v);
 	return n;
+}
+
+bool pod_cgroup_has_pid(const pod_cgroup_t *cg, pid_t pid)
+{
+	pid_t *v = NULL;
+	size_t cap = 0;
+	bool has = false;
+	if (!cg || cg->mode == POD_CGROUP_NONE)
+		return false;
+	int n = read_pids(cg, &v, &cap);
+	for (int i = 0; i < n && !has; i++)
+		has = v[i] == pid;
+	free(v);
+	return has;
 }
 
 int pod_cgroup_kill_all(const pod_cgroup_t *cg)

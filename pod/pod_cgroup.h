@@ -74,6 +74,35 @@ typedef struct pod_cgroup {
 int pod_cgroup_probe(pod_cgroup_env_t *env, const char *sysfs,
                      const char *root, tank_error_t *err);
 
+/*
+ * Delegation (systemd's Delegate=yes, docs/operations.md): places the
+ * daemon's groups below the daemon's own cgroup instead of at the
+ * hierarchy's root, so a service manager sees the pods under the unit
+ * (`systemctl status tankd`, systemd-cgls) and its KillMode reaches them.
+ * v2 only (env->mode POD_CGROUP_V2; otherwise 0 and nothing changes).
+ *
+ * self is the process's own group ("/system.slice/tankd.service"; NULL:
+ * the "0::" line of /proc/self/cgroup).  With force false the group must
+ * say it is delegated to us — the trusted.delegate or user.delegate
+ * extended attribute systemd sets on it (since v251) — else nothing
+ * changes (a daemon started from a shell stays at the root).  A root
+ * group ("/") never changes.
+ *
+ * When delegated: the v2 rule "no processes in a group that hands
+ * controllers down" means the daemon cannot stay in its own group, so it
+ * moves itself (every thread) — and every other process of SELF, its
+ * keeper — into the leaf SELF/supervisor, then
+ * env->v2_mount becomes the mount plus self: every group is then
+ * SELF/<root>/<pod>/<container>.  *delegated says whether this happened.
+ * A SELF that is that leaf already (a tankd its keeper started again, a
+ * reexec) counts as its parent.  Call before the process has children of
+ * its own in that group.
+ * Errors: negative errno from cgroupfs (the process is then where it
+ * was and env unchanged).
+ */
+int pod_cgroup_delegate(pod_cgroup_env_t *env, const char *self, bool force,
+			bool *delegated, tank_error_t *err);
+
 /* Creates (or reuses, after a crash) the group of pod/container, applies
  * lim (NULL = none) and checks its cgroup.procs files can be opened for
  * writing (it keeps none open).  cg is caller-owned
@@ -94,6 +123,11 @@ int pod_cgroup_attach(const pod_cgroup_t *cg, pid_t pid);
 
 /* Number of processes in the group (>= 0) or a negative errno. */
 int pod_cgroup_count(const pod_cgroup_t *cg);
+
+/* True when pid is a member of the group (read from its cgroup.procs):
+ * with its start time, how an adopted process is known to be this
+ * container's (pod_adopt.h). */
+bool pod_cgroup_has_pid(const pod_cgroup_t *cg, pid_t pid);
 
 /* Sends sig to every process in the group (one read of cgroup.procs; a
  * process forked meanwhile is missed: callers that must empty the group

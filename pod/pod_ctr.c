@@ -240,12 +240,45 @@ static int pod__sandbox(pod_mgr_t *m, pod_trk_t *p, char *reason, size_t cap)
 		return rc;
 	}
 	p->has_sb = true;
+	{
+		uint64_t st;
+		if (pod_proc_start_time(p->sb.pid, &st) == 0)
+			pod_adopt_keep_sandbox(m->o.adopt, p->name, p->sb.pid, st);
+	}
 	return 0;
 }
 
-/* Starts the container; on failure fills reason and returns < 0. */
+/* An isolated pod's sandbox, handed over with its containers: taken over
+ * (its namespaces opened again) rather than made.  false: none offered,
+ * or not the one it claims to be. */
+static bool pod__sandbox_adopt(pod_mgr_t *m, pod_trk_t *p)
+{
+	char group[POD_NAME_MAX + 16];
+	tank_error_t err;
+	pid_t pid;
+	uint64_t start;
+
+	if (!pod_adopt_claim_sandbox(m->o.adopt, p->name, &pid, &start))
+		return false;
+	pod__cg_group(p, group, sizeof group);
+	pod_sandbox_opts_t o = {
+		.ns = p->spec->isolation.namespaces,
+		.cgroups = m->has_cg ? &m->cg_env : NULL, .cgroup_pod = group,
+	};
+	if (pod_sandbox_adopt(pid, start, o.ns, &o, &p->sb, &err) < 0) {
+		pod_adopt_forget_sandbox(m->o.adopt, p->name, pid, start);
+		return false;
+	}
+	p->has_sb = true;
+	return true;
+}
+
+/* Starts the container, or with adopt takes over that process of a
+ * previous life of tankd (pod_adopt.h; child: it is our child); on
+ * failure fills reason and returns < 0 (adopt's fds are the caller's
+ * again). */
 static int pod__ctr_start(pod_mgr_t *m, rc_loop_t *loop, pod_ctr_t *c,
-			  char *reason, size_t cap)
+			  const pod_proc_t *adopt, bool child, char *reason, size_t cap)
 {
 	pod_trk_t *p = c->pod;
 	const pod_container_t *pc = pod__ctr_spec(c);
@@ -283,12 +316,15 @@ static int pod__ctr_start(pod_mgr_t *m, rc_loop_t *loop, pod_ctr_t *c,
 		.proc = &c->proc, .err = &err,
 		.probes = pod_container_has_probes(pc) ? pc->probes : NULL,
 		.sandbox = p->has_sb ? &p->sb : NULL,
+		.adopt = adopt, .adopt_child = child, .adopt_started_at = c->started_at,
+		.adopter = m->o.adopt,
 	};
 	/* Until its probes speak: ready unless a startup or readiness probe
 	 * has to pass first. */
 	c->probes = ra.probes != NULL;
-	c->probe_ready = pc->probes[POD_PROBE_STARTUP].kind == POD_PROBE_NONE &&
-			 pc->probes[POD_PROBE_READINESS].kind == POD_PROBE_NONE;
+	c->probe_ready = (adopt && c->probe_ready) ||
+			 (pc->probes[POD_PROBE_STARTUP].kind == POD_PROBE_NONE &&
+			  pc->probes[POD_PROBE_READINESS].kind == POD_PROBE_NONE);
 	rc = pod_runner_start(rc_rt(loop), &ra, &c->runner);
 	pod__envp_free(envp);
 	if (rc < 0) {
@@ -304,6 +340,10 @@ static int pod__ctr_start(pod_mgr_t *m, rc_loop_t *loop, pod_ctr_t *c,
 		return -ENOMEM;
 	}
 	m->nrunning++;
+	/* Its pipes to the keeper, so that a tankd killed -9 loses no line
+	 * (an adopted one's are there already, under the same tag). */
+	if (!adopt)
+		pod_adopt_keep(m->o.adopt, c->key, &c->proc);
 	return 0;
 }
 
@@ -403,7 +443,7 @@ static rc_result_t pod__ctr_run(pod_mgr_t *m, rc_loop_t *loop, pod_ctr_t *c, int
 			return rc_failed(-ENOBUFS, NULL);
 		}
 	}
-	int err = pod__ctr_start(m, loop, c, reason, sizeof reason);
+	int err = pod__ctr_start(m, loop, c, NULL, false, reason, sizeof reason);
 	if (err < 0 && tank_err_is_resource(err)) {
 		/* tank, not the container, ran out of something: no failure
 		 * is counted against it and its policy does not apply.  The
@@ -442,6 +482,51 @@ static rc_result_t pod__ctr_run(pod_mgr_t *m, rc_loop_t *loop, pod_ctr_t *c, int
 	return rc_act();
 }
 
+/* Adopts the process a previous life of tankd left for c (c->orphan,
+ * handed over: pod_adopt.h) instead of stopping it: the same pid and
+ * start time as the stored status (pod__ctrs_build), a member of the
+ * container's cgroup when it has one, and either our child (a reexec)
+ * or reaped for us by the keeper.  It ran, or ended while nobody
+ * watched: either way a runner takes it over, and an end already known
+ * is judged at once with its real status.  false: not adoptable; the
+ * leftovers are then stopped as before. */
+static bool pod__ctr_adopt(pod_mgr_t *m, rc_loop_t *loop, pod_ctr_t *c)
+{
+	pod_trk_t *p = c->pod;
+	pod_proc_t proc;
+	char why[RC_REASON_MAX] = "";
+	bool ended = pod_adopt_ended(m->o.adopt, c->orphan, c->orphan_start, NULL);
+	bool child = false;
+
+	c->adopting = false;
+	if (!p->spec || !pod__ctr_spec(c))
+		return false;
+	if (pod__ctr_cgroup(m, c, why, sizeof why) < 0 ||
+	    (!ended && c->has_cg && !pod_cgroup_has_pid(&c->cg, c->orphan)))
+		return false;
+	if (!pod_adopt_claim(m->o.adopt, c->key, c->orphan, c->orphan_start, &proc, &child))
+		return false;
+	if ((p->spec->isolation.namespaces && !p->has_sb && !pod__sandbox_adopt(m, p)) ||
+	    (!ended && !child && !pod_adopt_has_reaper(m->o.adopt)) ||
+	    pod__ctr_start(m, loop, c, &proc, child && !ended, why, sizeof why) < 0) {
+		pod_proc_close_fds(&proc);
+		pod_adopt_forget(m->o.adopt, c->key, c->orphan, c->orphan_start);
+		return false;
+	}
+	pod__fmt(why, sizeof why, "adopted: pid %d, started by a previous tankd", (int)c->orphan);
+	c->orphan = 0;
+	c->orphan_start = 0;
+	c->cg_orphans = false;
+	c->orphans_checked = true;
+	c->once_lost = false;
+	c->stop_sent = false;
+	c->gave_up = 0;
+	pod_adopt_count(m->o.adopt);
+	pod__ctr_event(loop, c, POD_CE_STARTED, why);
+	pod__update(m, loop, p);
+	return true;
+}
+
 static rc_result_t pod__ctr_reconcile(void *ctx, rc_loop_t *loop, const rc_view_t *view)
 {
 	pod_mgr_t *m = ctx;
@@ -451,6 +536,8 @@ static rc_result_t pod__ctr_reconcile(void *ctx, rc_loop_t *loop, const rc_view_
 	int64_t now = (int64_t)rc_wall_ms();
 	char why[RC_REASON_MAX] = "";
 
+	if (c->adopting && pod__ctr_adopt(m, loop, c))
+		return rc_act();
 	if (!c->orphans_checked) {
 		c->orphans_checked = true;
 		if (pod__ctr_cgroup(m, c, why, sizeof why) == 0 && c->has_cg &&
@@ -575,6 +662,7 @@ static bool pod__ctr_parent(void *ctx, const char *key, rc_ref_t *out)
 /* The runner of c is gone (reported, or died): account for it. */
 static void pod__ctr_gone(pod_mgr_t *m, rc_loop_t *loop, pod_ctr_t *c)
 {
+	pod_adopt_forget(m->o.adopt, c->key, c->proc.pid, c->proc.start_time);
 	rc_disown(loop, c->runner);
 	c->runner = 0;
 	c->proc.pid = 0;
@@ -706,7 +794,23 @@ static void pod__ctr_handle(void *ctx, rc_loop_t *loop, rt_msg_t *msg)
 		if (ex.unhealthy[0])
 			pod__fmt(why, sizeof why, "unhealthy: %s", ex.unhealthy);
 		c->gave_up = ex.unhealthy[0] ? ex.gave_up : 0;
-		pod__ctr_exited(loop, c, &ex.exit, ex.ran_ms, ex.unhealthy[0] ? why : NULL,
+		if (!ex.unhealthy[0] && ex.kept_at > 0) {
+			/* It ended while no tankd watched: the keeper's record
+			 * says how and when. */
+			time_t t = (time_t)(ex.kept_at / 1000);
+			struct tm tm;
+			char at[32];
+			gmtime_r(&t, &tm);
+			strftime(at, sizeof at, "%Y-%m-%dT%H:%M:%SZ", &tm);
+			if (ex.exit.signal)
+				pod__fmt(why, sizeof why, "killed by signal %d at %s, while tankd "
+					 "was down", ex.exit.signal, at);
+			else
+				pod__fmt(why, sizeof why, "exited with code %d at %s, while tankd "
+					 "was down", ex.exit.code, at);
+		}
+		pod__ctr_exited(loop, c, &ex.exit, ex.ran_ms,
+				ex.unhealthy[0] || ex.kept_at > 0 ? why : NULL,
 				ex.unhealthy[0] != 0);
 		counted = true;
 	}
@@ -732,6 +836,7 @@ static void pod__ctr_stop(void *ctx, rc_loop_t *loop)
 			pod_ctr_t *c = &p->ctrs[i];
 			if (!c->runner)
 				continue;
+			pod_adopt_forget(m->o.adopt, c->key, c->proc.pid, c->proc.start_time);
 			c->runner = 0;
 			c->stop_sent = false;
 			c->proc.pid = 0;

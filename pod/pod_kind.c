@@ -2,6 +2,7 @@
  * pod_kind.c — the Pod kind's descriptor.  See pod_kind.h.
  */
 #include "pod/pod_kind.h"
+#include "pod/pod_top.h"
 
 #include <errno.h>
 #include <inttypes.h>
@@ -149,9 +150,28 @@ static size_t pod__owners(const kind_env_t *env)
 	return n;
 }
 
+/* The kinds that add a column to pods' tables (their `adds_to` is Pod). */
+static size_t pod__adders(const kind_env_t *env)
+{
+	size_t n = 0;
+	for (size_t i = 0; env && env->kinds && env->kinds[i]; i++)
+		n += env->kinds[i]->adds_to == &pod_kind && env->kinds[i]->adds_value;
+	return n;
+}
+
 int pod_kind_pack_status(const kind_env_t *env, msgpack_packer *pk, const st_status_t *s)
 {
-	int rc = msgpack_pack_map(pk, 14 + pod__owners(env));
+	int rc = msgpack_pack_map(pk, 14 + pod__owners(env) + pod__adders(env));
+	/* Each adding kind's key: its text about the pod, or nil. */
+	for (size_t i = 0; env && env->kinds && env->kinds[i]; i++) {
+		const kind_t *k = env->kinds[i];
+		char val[128];
+		if (k->adds_to != &pod_kind || !k->adds_value)
+			continue;
+		rc |= pk_key(pk, k->name);
+		rc |= k->adds_value(env, s->name, val, sizeof val) ? kind_pack_str(pk, val)
+								   : msgpack_pack_nil(pk);
+	}
 	rc |= pk_key(pk, "name");            rc |= kind_pack_str(pk, s->name);
 	/* How a terminal pod ended (decisions read this, never the reason). */
 	rc |= pk_key(pk, "outcome");
@@ -503,6 +523,62 @@ static void pod__record(void *inst, const rc_transition_t *t)
 	pod_mgr_record(inst, t);
 }
 
+/* `top`: CPU and memory of the running containers (pod/pod_top.h). */
+static int pod__v_top(const kind_env_t *env, const msgpack_object *params, msgpack_packer *pk,
+		      tank_error_t *e)
+{
+	char name[POD_NAME_MAX + 1] = "";
+	struct timespec ts;
+
+	if (!env->pods)
+		return tank_error_set(e, TANK_ENOTFOUND, "no pods here");
+	if (params->via.array.size &&
+	    !kind_str(&params->via.array.ptr[0], name, sizeof name))
+		return tank_error_set(e, TANK_EINVALID, "params[0]: expected a pod's name");
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return pod_top_pack(env->pods, name[0] ? name : NULL,
+			    (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000, pk, e);
+}
+
+static void c_cpu(const msgpack_object *s, uint64_t now_ms, char *out, size_t cap)
+{
+	const msgpack_object *v = kind_map_get(s, "cpu_percent");
+	(void)now_ms;
+	if (v && (v->type == MSGPACK_OBJECT_FLOAT64 || v->type == MSGPACK_OBJECT_FLOAT32))
+		snprintf(out, cap, "%.1f%%", v->via.f64);
+	else
+		snprintf(out, cap, "-");
+}
+
+static void c_mem(const msgpack_object *s, uint64_t now_ms, char *out, size_t cap)
+{
+	int64_t b = -1;
+	(void)now_ms;
+	if (!kind_int(kind_map_get(s, "memory"), &b) || b < 0)
+		snprintf(out, cap, "-");
+	else if (b >= 1 << 30)
+		snprintf(out, cap, "%.1fGi", (double)b / (1 << 30));
+	else if (b >= 1 << 20)
+		snprintf(out, cap, "%.1fMi", (double)b / (1 << 20));
+	else
+		snprintf(out, cap, "%.1fKi", (double)b / 1024);
+}
+
+static const kind_col_t top_cols[] = {
+	{ "POD", NULL, "pod" }, { "CONTAINER", NULL, "container" }, { "PID", NULL, "pid" },
+	{ "CPU", c_cpu, NULL }, { "MEMORY", c_mem, NULL }, { "PROCS", NULL, "procs" },
+};
+
+static const kind_verb_t pod__verbs[] = {
+	{ "top", "?s", pod__v_top, "[POD] [-o yaml|json]",
+	  "CPU and memory of the running containers (of POD, or of every pod):\n"
+	  "CPU is the container's CPU time over its time running (100% = one CPU\n"
+	  "busy since it started, as ps's %CPU), MEMORY what its cgroup is charged\n"
+	  "(or its processes' resident memory without one), from cgroups v2 or v1.",
+	  .words = "top", .flags = KIND_VERB_DOC | KIND_VERB_ANY, .cols = top_cols,
+	  .ncols = sizeof top_cols / sizeof top_cols[0] },
+};
+
 const kind_t pod_kind = {
 	.id = TANK_KIND_POD,
 	.name = "pod", .plural = "pods", .short_name = "po",
@@ -516,6 +592,8 @@ const kind_t pod_kind = {
 	.status_one = pod__status_one,
 	.status_all = pod__status_all,
 	.observe = pod__observe,
+	.verbs = pod__verbs,
+	.nverbs = sizeof pod__verbs / sizeof pod__verbs[0],
 	.cols = {
 		{ "NAME", kind_col_name }, { "PHASE", kind_col_phase }, { "READY", c_ready },
 		{ "RESTARTS", c_restarts }, { "AGE", kind_col_age }, { "PID", c_pid },

@@ -385,7 +385,7 @@ static bool pod__hold(pod_mgr_t *m, pod_trk_t *p)
 
 /* --- tracking ------------------------------------------------------------------ */
 
-static void pod__ctrs_free(pod_trk_t *p)
+static void pod__ctrs_free(pod_mgr_t *m, pod_trk_t *p)
 {
 	for (size_t i = 0; i < p->nctrs; i++) {
 		pod_ctr_t *c = &p->ctrs[i];
@@ -401,15 +401,18 @@ static void pod__ctrs_free(pod_trk_t *p)
 	p->ctrs = NULL;
 	p->nctrs = 0;
 	if (p->has_sb) {
+		uint64_t st;
+		if (pod_proc_start_time(p->sb.pid, &st) == 0)
+			pod_adopt_forget_sandbox(m->o.adopt, p->name, p->sb.pid, st);
 		pod_sandbox_destroy(&p->sb, false);
 		p->has_sb = false;
 	}
 }
 
-static void pod__trk_free(pod_trk_t *p)
+static void pod__trk_free(pod_mgr_t *m, pod_trk_t *p)
 {
 	pod__set_fail(p, NULL);
-	pod__ctrs_free(p);
+	pod__ctrs_free(m, p);
 	if (p->spec != p->want)
 		pod_spec_free(p->spec);
 	pod_spec_free(p->want);
@@ -422,7 +425,7 @@ static void pod__trk_free(pod_trk_t *p)
 
 /* Builds the containers of p->spec, taking over what the stored status
  * says about them when it is of the same generation. */
-static int pod__ctrs_build(pod_trk_t *p)
+static int pod__ctrs_build(pod_mgr_t *m, pod_trk_t *p)
 {
 	const pod_spec_t *s = p->spec;
 
@@ -444,16 +447,33 @@ static int pod__ctrs_build(pod_trk_t *p)
 				continue;
 			/* A process of a previous tankd, if still the same. */
 			uint64_t st;
+			bool same = p->saved->generation == p->generation &&
+				    (!p->saved->uid[0] || strcmp(p->saved->uid, p->uid) == 0);
 			if (cs->pid > 0 && pod_proc_start_time(cs->pid, &st) == 0 &&
 			    st == cs->pid_start_time) {
 				c->orphan = cs->pid;
 				c->orphan_start = st;
 			}
+			/* Handed over (a reexec, the keeper) and of this object
+			 * at this version: adopted, not stopped (pod_ctr.c),
+			 * even when it ended while nobody watched (its exit is
+			 * known).  An older version is stopped and started
+			 * again, as the rules for a changed spec say. */
+			if (same && cs->pid > 0 &&
+			    pod_adopt_offered(m->o.adopt, c->key, cs->pid, cs->pid_start_time) &&
+			    (c->orphan || pod_adopt_ended(m->o.adopt, cs->pid,
+							  cs->pid_start_time, NULL))) {
+				c->orphan = cs->pid;
+				c->orphan_start = cs->pid_start_time;
+				c->adopting = true;
+			}
 			/* Counts belong to this object at this version: not to
 			 * a predecessor of the same name. */
-			if (p->saved->generation != p->generation ||
-			    (p->saved->uid[0] && strcmp(p->saved->uid, p->uid) != 0))
+			if (!same)
 				break;
+			/* An adopted container keeps its readiness until its
+			 * probes (started afresh) say otherwise. */
+			c->probe_ready = c->adopting && cs->ready;
 			c->restarts = cs->restarts;
 			c->retries = cs->retries;
 			c->last_exit = cs->last_exit;
@@ -467,7 +487,8 @@ static int pod__ctrs_build(pod_trk_t *p)
 					     : cs->last_exit.present && !cs->last_exit.code &&
 					       !cs->last_exit.signal
 					     ? POD_OUT_COMPLETED : POD_OUT_FAILED;
-			} else if (s->restart == POD_RESTART_NEVER && cs->started_at > 0) {
+			} else if (s->restart == POD_RESTART_NEVER && cs->started_at > 0 &&
+				   !c->adopting) {
 				c->once_lost = true;   /* see pod__ctr_reconcile */
 			} else if (ph == POD_CP_BACKING_OFF) {
 				c->next_restart_at = p->saved->next_restart_at;
@@ -653,6 +674,23 @@ static int pod__seen_slice(void *ctx, const st_pod_t *sp)
 	return 1;
 }
 
+/* An offer (pod_adopt) still has a taker: its container is to be
+ * adopted, or its sandbox's pod has containers to adopt. */
+static bool pod__offer_wanted(void *ctx, bool sandbox, const char *name)
+{
+	pod_mgr_t *m = ctx;
+
+	if (sandbox) {
+		pod_trk_t *p = tank_map_get(&m->pods, name);
+		for (size_t i = 0; p && !p->has_sb && i < p->nctrs; i++)
+			if (p->ctrs[i].adopting)
+				return true;
+		return false;
+	}
+	pod_ctr_t *c = pod__ctr_find(m, name);
+	return c && c->adopting;
+}
+
 /* A resync of the pods, in slices of RC_LIST_SLICE_MS: tankd with
  * 100,000 stored pods decodes each spec at its first pass (start-up) and
  * reads every record at each pass, which in one go held the loop, and so
@@ -715,6 +753,13 @@ static int pod__list(void *ctx, rc_loop_t *loop)
 			}
 		}
 		m->marking = false;
+		/* By the end of the second pass every container handed over
+		 * has been looked at: what is left is nobody's. */
+		if (m->o.adopt && m->pass >= 2) {
+			pod_adopt_prune(m->o.adopt, pod__offer_wanted, m);
+			if (m->pass >= 3)
+				pod_adopt_forget_exits(m->o.adopt);
+		}
 	}
 	if (!m->has_cg || m->shutting_down)
 		return 0;
@@ -751,7 +796,7 @@ static void pod__forget(pod_mgr_t *m, rc_loop_t *loop, pod_trk_t *p)
 		rc_cancel_requeue(loop, K_CTR, p->ctrs[i].key);
 	char name[POD_NAME_MAX + 1];
 	memcpy(name, p->name, sizeof name);
-	pod__trk_free(p);               /* closes its log writers */
+	pod__trk_free(m, p);               /* closes its log writers */
 	/* The logs go with the pod (a deleted pod's directory used to stay
 	 * forever); until now `logs` could still read them. */
 	(void)pod_log_remove(m->log_dir, name);
@@ -785,7 +830,7 @@ static rc_result_t pod__reconcile(void *ctx, rc_loop_t *loop, const rc_view_t *v
 		}
 		for (size_t i = 0; i < p->nctrs; i++)
 			rc_cancel_requeue(loop, K_CTR, p->ctrs[i].key);
-		pod__ctrs_free(p);
+		pod__ctrs_free(m, p);
 		p->gated = false;
 		if (p->spec != p->want) {
 			pod__rdeps_del(m, p->name, p->spec, p->want);
@@ -799,7 +844,7 @@ static rc_result_t pod__reconcile(void *ctx, rc_loop_t *loop, const rc_view_t *v
 		p->spec = p->want;
 		p->generation = p->want_gen;
 		memcpy(p->uid, p->want_uid, sizeof p->uid);
-		if (pod__ctrs_build(p) < 0) {
+		if (pod__ctrs_build(m, p) < 0) {
 			p->spec = NULL;
 			return rc_failed(-ENOMEM, "out of memory building containers");
 		}
@@ -976,6 +1021,11 @@ bool pod_mgr_info(const pod_mgr_t *m, const char *name, pod_info_t *out)
 		return false;
 	out->exists = p->desired;
 	out->busy = pod__busy(p);
+	if (pod_adopt_offers(m->o.adopt)) {
+		out->adopting = !p->nctrs && p->saved;
+		for (size_t i = 0; i < p->nctrs && !out->adopting; i++)
+			out->adopting = p->ctrs[i].adopting;
+	}
 	out->ready = (p->cond & POD__COND_READY) != 0;
 	out->completed = (p->cond & POD__COND_COMPLETED) != 0;
 	out->failed = p->fail || (p->st.phase == POD_PP_TERMINAL && !out->completed);
@@ -1015,7 +1065,7 @@ void pod_mgr_free(pod_mgr_t *m)
 	if (!m)
 		return;
 	while (tank_map_next(&m->pods, &it, NULL, &v))
-		pod__trk_free(v);
+		pod__trk_free(m, v);
 	tank_map_destroy(&m->pods);
 	it = 0;
 	while (tank_map_next(&m->rdeps, &it, NULL, &v)) {
@@ -1111,6 +1161,27 @@ void pod_mgr_running(pod_mgr_t *m,
 				fn(ctx, name, p->ctrs[i].proc.pid);
 				break;
 			}
+	}
+}
+
+void pod_mgr_procs(pod_mgr_t *m,
+		   void (*fn)(void *ctx, bool sandbox, const char *name, const pod_proc_t *p),
+		   void *ctx)
+{
+	size_t it = 0;
+	const char *name;
+	void *v;
+
+	while (tank_map_next(&m->pods, &it, &name, &v)) {
+		pod_trk_t *p = v;
+		if (p->has_sb && p->sb.pid > 0) {
+			pod_proc_t sp = { .pid = p->sb.pid, .stdout_fd = -1, .stderr_fd = -1 };
+			if (pod_proc_start_time(sp.pid, &sp.start_time) == 0)
+				fn(ctx, true, name, &sp);
+		}
+		for (size_t i = 0; i < p->nctrs; i++)
+			if (p->ctrs[i].runner && p->ctrs[i].proc.pid > 0)
+				fn(ctx, false, p->ctrs[i].key, &p->ctrs[i].proc);
 	}
 }
 

@@ -89,6 +89,11 @@ typedef struct pod_mgr_opts {
 	/* Starts a container process: NULL = pod_launch.  Tests inject a
 	 * fake with the same contract (pod_launch.h). */
 	int (*launch)(const pod_launch_opts_t *o, pod_proc_t *out, tank_error_t *err);
+	/* Processes a previous life of tankd left (a reexec's handover or
+	 * the keeper's): adopted instead of stopped when the stored status
+	 * names the same pid and start time; also where started containers
+	 * are kept (pod_adopt_keep).  Borrowed; NULL: none. */
+	struct pod_adopt *adopt;
 	/* Called once, after the shutdown message, when no container runs. */
 	void (*on_drained)(void *ctx);
 	void *drained_ctx;
@@ -151,6 +156,14 @@ int pod_mgr_restart(pod_mgr_t *m, rt_t *rt, rt_pid_t loop, const char *name);
 void pod_mgr_running(pod_mgr_t *m,
 		     void (*fn)(void *ctx, const char *name, pid_t pid), void *ctx);
 
+/* For a reexec's handover (the daemon's): fn for each container process
+ * a runner watches now (its key, its process with the pipe fds it still
+ * has open, -1 for a closed one) and for each pod's sandbox (sandbox
+ * true, name the pod, fds -1). */
+void pod_mgr_procs(pod_mgr_t *m,
+		   void (*fn)(void *ctx, bool sandbox, const char *name, const pod_proc_t *p),
+		   void *ctx);
+
 /* Number of running container processes. */
 size_t pod_mgr_nrunning(const pod_mgr_t *m);
 
@@ -158,6 +171,9 @@ size_t pod_mgr_nrunning(const pod_mgr_t *m);
 typedef struct pod_info {
 	bool exists;             /* desired (stored) */
 	bool busy;               /* a process of it runs or is being stopped */
+	bool adopting;           /* processes a previous tankd left may still be
+				  * adopted (pod_adopt.h): what it is about to
+				  * be is not known yet */
 	bool ready;              /* running and every container ready */
 	bool completed;          /* every container finished with exit 0 */
 	bool failed;             /* terminal and not completed, or failed whole */

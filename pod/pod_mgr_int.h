@@ -31,6 +31,7 @@
 
 #include "common/tank_map.h"
 #include "common/tank_set.h"
+#include "pod/pod_adopt.h"
 #include "pod/pod_cgroup.h"
 #include "pod/pod_log.h"
 #include "pod/pod_mgr.h"
@@ -76,6 +77,7 @@ typedef struct pod_ctr {
 	/* processes left by a previous tankd */
 	bool orphans_checked;         /* its cgroup was looked at */
 	uint64_t orphan_start;        /* of orphan (cg_orphans, orphan: above) */
+	bool adopting;                /* orphan is offered (pod_adopt): adopt it */
 	bool once_lost;               /* restart: never, and it was started by a
 				       * previous tankd that did not see it end */
 	int64_t orphan_deadline;      /* 0: stop signal not sent yet */

@@ -324,8 +324,18 @@ static void req__exec(pod_mgr_t *m, rc_loop_t *loop, rt_pid_t from, const pod_re
 	tank_error_t err;
 	char **envp;
 
-	if (!c->runner) {
+	/* A container its requester holds stopped (a workflow's stopped
+	 * environment: the tasks run while the service does not) takes the
+	 * command all the same, in the pod's sandbox; one stopped for any
+	 * other reason, or held by another, does not. */
+	bool held_by_asker = c->held_by[0] && strcmp(c->held_by, q->user) == 0;
+	if (!c->runner && !held_by_asker) {
 		req__reply(loop, from, q->id, TANK_ECONFLICT, "container %s is not running", c->key);
+		return;
+	}
+	if (!c->runner && c->pod->spec->isolation.namespaces && !c->pod->has_sb) {
+		req__reply(loop, from, q->id, TANK_ECONFLICT, "container %s has never run: its pod "
+			   "has no sandbox yet", c->key);
 		return;
 	}
 	if (!q->argv_len || q->argv_len > sizeof q->argv || q->argv[q->argv_len - 1]) {

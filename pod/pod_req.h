@@ -9,7 +9,10 @@
  * one POD_REQ_REPLY message (a pod_req_reply_t with the request's id):
  *   POD_REQ_EXEC     runs argv inside the pod's sandbox (its namespaces,
  *                    the named container's cgroup, user, working dir and
- *                    environment).  The pod must have a running container.
+ *                    environment).  The container must be running, or
+ *                    held stopped by the requester itself (its `user`:
+ *                    a workflow's stopped environment), in a pod whose
+ *                    sandbox exists when it has namespaces.
  *                    stdin: in_path (a host file, opened by tankd before it
  *                    enters the sandbox) or /dev/null.  stdout and stderr,
  *                    interleaved as they arrive, go to the host file

@@ -14,6 +14,9 @@ typedef struct pod_runner {
 	rt_pid_t owner;
 	char key[RC_KEY_MAX];
 	pod_proc_t proc;
+	pod_proc_t *mirror;       /* the owner's copy (fds closed marked there) */
+	pod_adopt_t *adopter;     /* watching through the keeper, else NULL */
+	int64_t exit_at;          /* a kept exit's time (ms since the epoch), or 0 */
 	pod_cgroup_t *cgroup;
 	pod_log_t *log;
 	int stop_signal;
@@ -75,6 +78,12 @@ static void pod__runner_drain(rt_t *rt, pod_runner_t *r, pod_log_stream_t s)
 		rt_unwatch_fd(rt, *w);
 		close(*fd);
 		*fd = -1;
+		if (r->mirror) {
+			if (s == POD_LOG_STDOUT)
+				r->mirror->stdout_fd = -1;
+			else
+				r->mirror->stderr_fd = -1;
+		}
 	}
 }
 
@@ -99,6 +108,15 @@ static void pod__runner_exit(rt_t *rt, pod_runner_t *r, int status)
 	memcpy(ex.unhealthy, r->unhealthy, sizeof ex.unhealthy);
 	ex.gave_up = r->gave_up;
 	ex.ran_ms = rt_now_ms(rt) - r->started_ms;
+	ex.kept_at = r->exit_at;
+	if (r->exit_at) {
+		/* Reaped by the keeper while nobody watched: it ran until
+		 * then, not until now. */
+		int64_t late = (int64_t)rc_wall_ms() - r->exit_at;
+		if (late > 0 && (uint64_t)late < ex.ran_ms)
+			ex.ran_ms -= (uint64_t)late;
+	}
+	r->adopter = NULL;
 	memcpy(ex.key, r->key, sizeof ex.key);
 	r->exited = true;
 	rt_send(rt, r->owner, POD_RUNNER_EXITED, &ex, sizeof ex);
@@ -150,6 +168,15 @@ static void pod__runner_handle(rt_t *rt, void *state, rt_msg_t *m)
 			pod__runner_exit(rt, r, m->u.child.status);
 		return;
 	case RT_MSG_USER:
+		if (m->tag == POD_RUNNER_KEPT && m->len == sizeof(pod_adopt_exit_t) &&
+		    !r->exited) {
+			pod_adopt_exit_t x;
+			memcpy(&x, m->data, sizeof x);
+			r->adopter = NULL;      /* the watch is used up */
+			r->exit_at = x.at_ms;
+			pod__runner_exit(rt, r, x.status);
+			return;
+		}
 		break;
 	default:
 		return;
@@ -184,13 +211,40 @@ static int pod__runner_init(rt_t *rt, void **state, void *arg)
 	pod_log_drops(r->log, NULL, NULL, &r->log_dropping);
 	r->stop_signal = a->stop_signal ? a->stop_signal : SIGTERM;
 	r->grace_ms = a->grace_ms;
-	if ((err = (a->launch ? a->launch : pod_launch)(a->launch_opts, &r->proc, a->err)) < 0) {
+	r->mirror = a->proc;
+	if (a->adopt) {
+		int64_t ago = (int64_t)rc_wall_ms() - a->adopt_started_at;
+		r->proc = *a->adopt;
+		r->started_ms = rt_now_ms(rt);
+		if (a->adopt_started_at > 0 && ago > 0 && (uint64_t)ago < r->started_ms)
+			r->started_ms -= (uint64_t)ago;
+		err = 0;
+		if (a->adopt_child)
+			/* A reexec: still ours.  Its exit may already have
+			 * happened: rt_watch_child copes. */
+			err = rt_watch_child(rt, rt_self(rt), r->proc.pid, POD_CHILD, NULL);
+		else if (a->adopter && (err = pod_adopt_watch(a->adopter, rt, r->proc.pid,
+							      r->proc.start_time, rt_self(rt),
+							      POD_RUNNER_KEPT)) == 0)
+			r->adopter = a->adopter;
+		else if (!a->adopter)
+			err = -ECHILD;
+		if (err < 0) {
+			/* The fds are the caller's again on failure. */
+			free(r);
+			return tank_error_set(a->err, err, "adopt pid %d: %s", (int)a->adopt->pid,
+					      tank_strerror(err));
+		}
+	} else if ((err = (a->launch ? a->launch : pod_launch)(a->launch_opts, &r->proc,
+							       a->err)) < 0) {
 		free(r);
 		return err;
+	} else {
+		r->started_ms = rt_now_ms(rt);
 	}
-	r->started_ms = rt_now_ms(rt);
 	/* The exit may already have happened: rt_watch_child copes. */
-	if ((err = rt_watch_child(rt, rt_self(rt), r->proc.pid, POD_CHILD, NULL)) < 0 ||
+	if ((!a->adopt && (err = rt_watch_child(rt, rt_self(rt), r->proc.pid, POD_CHILD,
+						NULL)) < 0) ||
 	    (r->proc.stdout_fd >= 0 &&
 	     (err = rt_watch_fd(rt, rt_self(rt), r->proc.stdout_fd, EV_READ,
 				POD_FD_OUT, &r->out_watch)) < 0) ||
@@ -227,6 +281,8 @@ static void pod__runner_terminate(rt_t *rt, void *state, rt_reason_t reason)
 	(void)rt; (void)reason;
 	if (!r->exited)
 		pod__runner_kill_rest(r);
+	if (r->adopter)
+		pod_adopt_unwatch(r->adopter, r->proc.pid, r->proc.start_time);
 	pod_prober_free(rt, r->prober);
 	pod_proc_close_fds(&r->proc);
 	free(r);

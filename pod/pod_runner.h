@@ -12,6 +12,10 @@
  * owner their news; a liveness (or startup) probe that gives up makes it
  * stop the container as a stop would, the exit then marked unhealthy.
  *
+ * An adopted runner (args.adopt) takes over a process a previous life of
+ * tankd started (pod_adopt.h) instead of starting one; from then on it is
+ * like any other.
+ *
  * When the process has exited the runner kills whatever descendants are
  * left in its cgroup, sends its owner one POD_RUNNER_EXITED message and
  * exits normally.  If the runner is killed (daemon shutdown, crash) its
@@ -30,6 +34,7 @@
 
 #include "common/tank_err.h"
 #include "common/tank_kinds.h"
+#include "pod/pod_adopt.h"
 #include "pod/pod_cgroup.h"
 #include "pod/pod_launch.h"
 #include "pod/pod_log.h"
@@ -62,6 +67,9 @@ typedef struct pod_runner_probe {
 #define POD_RUNNER_STOP 10
 /* runner -> itself: the grace period ran out */
 #define POD_RUNNER_GRACE 11
+/* pod_adopt -> an adopted runner: its process, not our child, was reaped
+ * by the keeper; payload pod_adopt_exit_t */
+#define POD_RUNNER_KEPT 12
 
 typedef struct pod_runner_exited {
 	pod_exit_t exit;
@@ -73,6 +81,9 @@ typedef struct pod_runner_exited {
 	/* which probe gave up: enum pod_probe_role + 1, 0 = none (decisions
 	 * read this, never unhealthy's text) */
 	uint8_t gave_up;
+	/* Reaped by the keeper while no tankd watched (an adopted process):
+	 * when, ms since the epoch; 0 otherwise */
+	int64_t kept_at;
 	char key[RC_KEY_MAX];     /* "<pod>/<container>" */
 } pod_runner_exited_t;
 
@@ -90,7 +101,18 @@ typedef struct pod_runner_args {
 	uint64_t grace_ms;
 	/* The launcher: pod_launch, or a test's fake with its contract. */
 	int (*launch)(const pod_launch_opts_t *, pod_proc_t *, tank_error_t *);
-	pod_proc_t *proc;                 /* out: the started process */
+	pod_proc_t *proc;                 /* out: the started process; the runner
+					   * also marks there a pipe it closed
+					   * (fd -1), for a reexec's handover */
+	/* Adoption (pod_adopt.h): non-NULL, the process is not started but
+	 * taken over (its pid, start time and pipe fds, which the runner
+	 * then owns); it started at adopt_started_at (ms since the epoch).
+	 * Its exit is watched as a child's when it is our child, else
+	 * through adopter (the keeper reaps it). */
+	const pod_proc_t *adopt;
+	bool adopt_child;                 /* it is our child (a reexec's) */
+	int64_t adopt_started_at;
+	pod_adopt_t *adopter;
 	tank_error_t *err;                /* out: why the start failed */
 } pod_runner_args_t;
 

@@ -1,5 +1,7 @@
 #include "pod/pod_sandbox.h"
 
+#include "pod/pod_launch.h"
+
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -454,18 +456,78 @@ static const char *ns_names(unsigned ns, char *buf, size_t size)
 	return buf;
 }
 
+static const char *const ns_files[POD_SBX_NFD] = {
+	[POD_SBX_UTS] = "uts", [POD_SBX_IPC] = "ipc", [POD_SBX_NET] = "net",
+	[POD_SBX_PID] = "pid", [POD_SBX_MNT] = "mnt",
+};
+static const unsigned ns_bits[POD_SBX_NFD] = {
+	[POD_SBX_UTS] = POD_NS_UTS, [POD_SBX_IPC] = POD_NS_IPC,
+	[POD_SBX_NET] = POD_NS_NET, [POD_SBX_PID] = POD_NS_PID,
+	[POD_SBX_MNT] = POD_NS_MOUNT,
+};
+
+int pod_sandbox_adopt(pid_t pid, uint64_t start, unsigned ns,
+		      const pod_sandbox_opts_t *o, pod_sandbox_t *sb, tank_error_t *err)
+{
+	uint64_t st;
+	int r;
+
+	tank_error_clear(err);
+	memset(sb, 0, sizeof *sb);
+	sb->pid = -1;
+	sb->root_fd = -1;
+	for (int i = 0; i < POD_SBX_NFD; i++)
+		sb->ns_fd[i] = -1;
+	if (pod_proc_start_time(pid, &st) < 0 || st != start || pod_proc_dead(pid))
+		return tank_error_set(err, -ESRCH, "sandbox: pid %d is gone", (int)pid);
+	if (o && o->cgroups && o->cgroups->mode != POD_CGROUP_NONE) {
+		snprintf(sb->group, sizeof sb->group, POD_SANDBOX_GROUP_PREFIX "%d", (int)pid);
+		if ((r = pod_cgroup_create(o->cgroups, o->cgroup_pod, sb->group, NULL, &sb->cg,
+					   err)) < 0)
+			goto fail;
+		if (!pod_cgroup_has_pid(&sb->cg, pid)) {
+			r = tank_error_set(err, TANK_ECONFLICT,
+					   "sandbox: pid %d is not in its group %s", (int)pid,
+					   sb->group);
+			goto fail;
+		}
+	}
+	sb->ns = ns;
+	for (int i = 0; i < POD_SBX_NFD; i++) {
+		char path[64];
+		if (!(ns & ns_bits[i]))
+			continue;
+		snprintf(path, sizeof path, "/proc/%d/ns/%s", (int)pid, ns_files[i]);
+		if ((sb->ns_fd[i] = open(path, O_RDONLY | O_CLOEXEC)) < 0) {
+			r = tank_error_set(err, -errno, "sandbox: open %s: %s", path,
+					   strerror(errno));
+			goto fail;
+		}
+	}
+	if (ns & POD_NS_MOUNT) {
+		char path[64];
+		snprintf(path, sizeof path, "/proc/%d/root", (int)pid);
+		if ((sb->root_fd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC)) < 0) {
+			r = tank_error_set(err, -errno, "sandbox: open %s: %s", path,
+					   strerror(errno));
+			goto fail;
+		}
+	}
+	sb->pid = pid;
+	return 0;
+fail:
+	/* Leave the process alone: it is not ours after all. */
+	sb->pid = -1;
+	if (sb->cg.mode != POD_CGROUP_NONE)
+		pod_cgroup_forget(&sb->cg);
+	memset(&sb->cg, 0, sizeof sb->cg);
+	pod_sandbox_destroy(sb, false);
+	return r;
+}
+
 int pod_sandbox_create(const pod_sandbox_opts_t *o, pod_sandbox_t *sb,
                        tank_error_t *err)
 {
-	static const char *const ns_files[POD_SBX_NFD] = {
-		[POD_SBX_UTS] = "uts", [POD_SBX_IPC] = "ipc", [POD_SBX_NET] = "net",
-		[POD_SBX_PID] = "pid", [POD_SBX_MNT] = "mnt",
-	};
-	static const unsigned ns_bits[POD_SBX_NFD] = {
-		[POD_SBX_UTS] = POD_NS_UTS, [POD_SBX_IPC] = POD_NS_IPC,
-		[POD_SBX_NET] = POD_NS_NET, [POD_SBX_PID] = POD_NS_PID,
-		[POD_SBX_MNT] = POD_NS_MOUNT,
-	};
 	struct sbx_ctx c;
 	int pipefd[2] = { -1, -1 };
 	void *stack = MAP_FAILED;

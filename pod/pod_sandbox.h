@@ -30,6 +30,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 #include <sys/types.h>
 
 #include "common/tank_err.h"
@@ -88,6 +89,16 @@ typedef struct pod_sandbox {
  * otherwise.  On failure no process, fd or group is left behind. */
 int pod_sandbox_create(const pod_sandbox_opts_t *o, pod_sandbox_t *sb,
                        tank_error_t *err);
+
+/* Takes over the sandbox a previous life of the daemon made (pod_adopt.h):
+ * pid with exactly that start time, holding the namespaces ns, a member
+ * of its group "_sandbox.<pid>" under o's cgroup env and cgroup_pod when
+ * there is one (o's other fields are not used).  Opens its namespaces and
+ * root as pod_sandbox_create does.  -ESRCH when it is gone,
+ * TANK_ECONFLICT when it is not in its group, negative errno; the
+ * process is never touched on failure. */
+int pod_sandbox_adopt(pid_t pid, uint64_t start, unsigned ns,
+		      const pod_sandbox_opts_t *o, pod_sandbox_t *sb, tank_error_t *err);
 
 /* SIGKILLs the sandbox (and with it a pid namespace's processes), closes
  * the fds.  Does not reap: the caller's SIGCHLD handling does, or pass

@@ -189,6 +189,12 @@ void pod_spec_free(pod_spec_t *s)
 		free(a->container);
 	}
 	free(s->actions);
+	free(s->workflow);
+	for (i = 0; i < s->param_count; i++) {
+		free(s->params[i].key);
+		free(s->params[i].value);
+	}
+	free(s->params);
 	free(s);
 }
 
@@ -1061,6 +1067,72 @@ static void v_depends_on(kit_t *v, const msgpack_object *a, pod_spec_t *s)
 	}
 }
 
+/* workflow: NAME (a workflow's name, as a pod's) */
+static void v_workflow(kit_t *v, const msgpack_object *o, pod_spec_t *s)
+{
+	char b[96];
+
+	if (!kit_expect(v, o, MSGPACK_OBJECT_STR, "a string"))
+		return;
+	if (!pod_name_valid(o->via.str.ptr, o->via.str.size)) {
+		kit_err(v, "invalid name %s: must match [a-z0-9][a-z0-9-_.]{0,62}",
+			kit_quote(o->via.str.ptr, o->via.str.size, b));
+		return;
+	}
+	s->workflow = kit_strdup(v, o->via.str.ptr, o->via.str.size);
+}
+
+/* params: {key: "value", …}: strings, as env's (no silent coercion). */
+static void v_params(kit_t *v, const msgpack_object *m, pod_spec_t *s)
+{
+	char b[96];
+
+	if (!kit_expect(v, m, MSGPACK_OBJECT_MAP, "a map of strings"))
+		return;
+	if (m->via.map.size == 0 || !kit_within(v, m->via.map.size, POD_PARAMS_MAX, "entries"))
+		return;
+	if (!(s->params = calloc(m->via.map.size, sizeof *s->params))) {
+		v->oom = true;
+		return;
+	}
+	for (uint32_t i = 0; i < m->via.map.size; i++) {
+		const msgpack_object *k = &m->via.map.ptr[i].key;
+		const msgpack_object *val = &m->via.map.ptr[i].val;
+		bool dup = false;
+		size_t sv;
+
+		if (k->type != MSGPACK_OBJECT_STR || !k->via.str.size ||
+		    memchr(k->via.str.ptr, '\0', k->via.str.size) ||
+		    memchr(k->via.str.ptr, '"', k->via.str.size)) {
+			kit_err(v, "keys must be non-empty strings without NUL or '\"'");
+			continue;
+		}
+		sv = kit_push_keyn(v, k->via.str.ptr, k->via.str.size);
+		for (size_t j = 0; j < s->param_count; j++)
+			dup |= strlen(s->params[j].key) == k->via.str.size &&
+			       !memcmp(s->params[j].key, k->via.str.ptr, k->via.str.size);
+		if (val->type != MSGPACK_OBJECT_STR) {
+			kit_err(v, "must be a string, not %s (quote it)", kit_type_name(val->type));
+		} else if (memchr(val->via.str.ptr, '\0', val->via.str.size)) {
+			kit_err(v, "must not contain NUL bytes");
+		} else if (dup) {
+			kit_err(v, "duplicate %s", kit_quote(k->via.str.ptr, k->via.str.size, b));
+		} else {
+			pod_kv_t *kv = &s->params[s->param_count];
+			kv->key = kit_strdup(v, k->via.str.ptr, k->via.str.size);
+			kv->value = kit_strdup(v, val->via.str.ptr, val->via.str.size);
+			if (kv->key && kv->value) {
+				s->param_count++;
+			} else {
+				free(kv->key);
+				free(kv->value);
+				kv->key = kv->value = NULL;
+			}
+		}
+		kit_pop(v, sv);
+	}
+}
+
 /* The action kinds every pod has (action/action_spec.c runs them): a
  * custom action may not take their names. */
 static const char *const builtin_actions[] = { "restart", "signal", "exec", "stop", "start",
@@ -1169,6 +1241,7 @@ int pod_spec_from_msgpack(const msgpack_object *map, pod_spec_t **out,
 	static const char *const keys[] = { "name", "restart", "backoff", "stop",
 					    "isolation", "volumes", "containers",
 					    "reconcile_wait", "depends_on", "actions",
+					    "workflow", "params",
 					    "generation", "uid", NULL };
 	kit_t v = { .pod = "spec" };
 	kit_errors_t local;
@@ -1220,6 +1293,8 @@ int pod_spec_from_msgpack(const msgpack_object *map, pod_spec_t **out,
 	FIELD(&v, map, "actions", v_actions(&v, o, s));
 	if (local.count == 0)
 		v_actions_containers(&v, s);
+	FIELD(&v, map, "workflow", v_workflow(&v, o, s));
+	FIELD(&v, map, "params", v_params(&v, o, s));
 
 	if (local.count == 0 && !v.oom) {
 		*out = s;
@@ -1407,6 +1482,8 @@ int pod_spec_to_msgpack(const pod_spec_t *s, msgpack_packer *pk)
 	n += s->volume_count > 0;
 	n += s->dep_count > 0;     /* only when set: older pods' bytes stay */
 	n += s->action_count > 0;
+	n += s->workflow != NULL;
+	n += s->param_count > 0;
 	e_map(&e, n);
 	e_str(&e, "name");
 	e_str(&e, s->name);
@@ -1523,6 +1600,18 @@ int pod_spec_to_msgpack(const pod_spec_t *s, msgpack_packer *pk)
 			}
 		}
 	}
+	if (s->workflow) {
+		e_str(&e, "workflow");
+		e_str(&e, s->workflow);
+	}
+	if (s->param_count) {
+		e_str(&e, "params");
+		e_map(&e, s->param_count);
+		for (i = 0; i < s->param_count; i++) {
+			e_str(&e, s->params[i].key);
+			e_str(&e, s->params[i].value);
+		}
+	}
 	return e.r ? -ENOMEM : 0;
 }
 
@@ -1578,6 +1667,11 @@ bool pod_spec_same_run(const pod_spec_t *a, const pod_spec_t *b)
 	x.reconcile_wait = a->reconcile_wait;
 	x.actions = a->actions;
 	x.action_count = a->action_count;
+	/* The workflow and its params are read by the workflow's agent,
+	 * not by what runs: changing them restarts nothing. */
+	x.workflow = a->workflow;
+	x.params = a->params;
+	x.param_count = a->param_count;
 	if (pod_spec_encode(a, &ea, &la) < 0 || pod_spec_encode(&x, &eb, &lb) < 0) {
 		free(ea);
 		return false;

@@ -46,6 +46,7 @@
 #define POD_ARGS_MAX 4096           /* command + args per container */
 #define POD_STRING_MAX KIT_STRING_MAX /* bytes of any string value (the kit's) */
 #define POD_DEPS_MAX 64             /* depends_on entries per pod */
+#define POD_PARAMS_MAX 256          /* params entries per pod */
 
 enum pod_restart {
 	POD_RESTART_ALWAYS = 0,
@@ -227,6 +228,14 @@ typedef struct pod_spec {
 	/* Custom actions, in manifest order (sorted by name when encoded). */
 	pod_action_decl_t *actions;
 	size_t action_count;
+	/* The workflow that drives the pod (workflow/, DESIGN.md §10), a
+	 * name as a pod's, or NULL; and the params its templates read
+	 * (`{{.Param "k"}}`), string values, in manifest order.  Neither
+	 * restarts anything when changed (pod_spec_same_run): the workflow's
+	 * agent reads them, not the containers. */
+	char *workflow;
+	pod_kv_t *params;
+	size_t param_count;
 } pod_spec_t;
 
 /*

@@ -68,6 +68,7 @@ struct rc_loop {
 	struct rc_sync_wait *syncs;
 	size_t nsyncs, syncs_cap;
 	uint64_t seq;
+	uint64_t pass_t0;          /* kit_mono_ns at the start of the pass */
 	rc_stats_t stats;
 };
 
@@ -434,6 +435,7 @@ static void rc__syncs_check(rc_loop_t *loop)
 
 static void rc__pass_done(rc_loop_t *loop)
 {
+	kit_hist_observe_ns(&loop->stats.pass_seconds, kit_mono_ns() - loop->pass_t0);
 	for (size_t i = 0; i < loop->nsyncs; i++) {
 		rc_sync_wait_t *w = &loop->syncs[i];
 		if (!w->armed && w->pass <= loop->stats.passes) {
@@ -486,6 +488,7 @@ static void rc__resync(rc_loop_t *loop)
 	}
 	rc__sweep(loop);
 	loop->stats.passes++;
+	loop->pass_t0 = kit_mono_ns();
 	rc__list_slice(loop, true);
 }
 

@@ -37,6 +37,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "common/kit_hist.h"
 #include "runtime/rt.h"
 
 typedef struct rc_loop rc_loop_t;
@@ -256,6 +257,9 @@ typedef struct rc_stats {
 	uint64_t illegal;       /* transitions refused by a table */
 	uint64_t unrouted;      /* messages no manager owns (dropped) */
 	uint64_t queued;        /* rc_loop_stats only: keys queued or waiting */
+	/* How long each resync pass took, from its first list call to its
+	 * last (its slices and whatever ran between them included). */
+	kit_hist_t pass_seconds;
 } rc_stats_t;
 rc_stats_t rc_stats(rc_loop_t *loop);
 /* The same, read from outside the loop's callbacks (a test, the API):

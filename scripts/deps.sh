@@ -22,6 +22,11 @@ done
 check /usr/bin/pkg-config             pkg-config
 check /usr/bin/mdb_stat               lmdb-utils
 check /bin/busybox                    busybox-static
+# tankd --http (obs/obs_http.h) and sd_notify (obs/obs_notify.h)
+check /usr/include/microhttpd.h       libmicrohttpd-dev
+check /usr/include/systemd/sd-daemon.h libsystemd-dev
+# The web page's tests drive a real headless browser (tests/obs/).
+check /usr/bin/chromium               chromium
 # `sh scripts/deps.sh fuzz`: also what `make fuzz` needs (clang and its
 # libFuzzer runtime).
 if [ "${1:-}" = fuzz ]; then

@@ -22,7 +22,9 @@ if "$TANKCTL" ping >/dev/null 2>&1; then
 else
 	mkdir -p "$dir"
 	echo "run: starting tankd (data dir $dir, log $dir/tankd.log)"
-	nohup "$TANKD" >>"$dir/tankd.log" 2>&1 </dev/null &
+	# Under its keeper: pods survive a crash or an upgrade of tankd
+	# (docs/operations.md, "Upgrades and crashes").
+	nohup "$TANKD" --keeper >>"$dir/tankd.log" 2>&1 </dev/null &
 	i=0
 	until "$TANKCTL" ping >/dev/null 2>&1; do
 		i=$((i + 1))

@@ -307,10 +307,10 @@ static int v_down(const kind_env_t *env, const msgpack_object *params, msgpack_p
 static const kind_verb_t stack__verbs[] = {
 	{ "up", "s", v_up, "STACK [--wait [--timeout DURATION]]",
 	  "Brings a stack up (desired: up), and lifts an abort: its pods start in\n"
-	  "depends_on order.  --wait: until it is up (exit 1 if it fails)." },
+	  "depends_on order.  --wait: until it is up (exit 1 if it fails).", .flags = 0 },
 	{ "down", "s", v_down, "STACK [--wait [--timeout DURATION]]",
 	  "Brings a stack down (desired: down): its pods stop, dependents first.\n"
-	  "--wait: until it is down." },
+	  "--wait: until it is down.", .flags = 0 },
 };
 
 /* ---- daemon ----------------------------------------------------------------------------- */

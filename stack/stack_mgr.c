@@ -41,6 +41,8 @@ typedef struct stack_trk {
 	bool run;                     /* what its pods were last told */
 	char run_why[RC_REASON_MAX];  /* why not, when run is false */
 	bool told;                    /* run was told at least once */
+	uint8_t first_waits;          /* first looks put off: its pods were
+				       * being adopted (a restarted tankd) */
 	bool aborted;                 /* on_failure: abort fired for this generation */
 	char abort_why[RC_REASON_MAX];
 	char last_failure[RC_REASON_MAX];   /* on_failure: continue */
@@ -576,6 +578,26 @@ static rc_result_t stack__reconcile(void *ctx, rc_loop_t *loop, const rc_view_t 
 		(void)rc_fsm_apply(loop, K_STACK, t->name, &stack_fsm, &t->st, STACK_E_FAIL,
 				   t->bad);
 		return rc_converged();
+	}
+
+	/* A restarted tankd adopts the pods the previous one left running
+	 * (pod/pod_adopt.h): the first look waits for that (at most 10 s),
+	 * so a stack whose pods kept running stays as it was instead of
+	 * "starting (tankd restarted)". */
+	if (!t->told && t->first_waits < 100 && (t->st.phase == STACK_PP_UP ||
+						  t->st.phase == STACK_PP_DEGRADED)) {
+		bool wait = false;
+		for (size_t i = 0; i < s->npods && !wait; i++) {
+			pod_info_t pi;
+			if (pod_mgr_info(m->o.pods, s->pods[i].name, &pi))
+				wait = pi.adopting;
+			else
+				wait = stack__stored_pod(m, s->pods[i].name);
+		}
+		if (wait) {
+			t->first_waits++;
+			return rc_requeue_after(100);
+		}
 	}
 
 	/* What its pods say (status bubbles up). */

@@ -711,6 +711,8 @@ static int grow_map(st_t *st, tank_error_t *err)
 int st__write_txn(st_t *st, bool durable, const char *what, txn_fn fn,
 		     void *arg, tank_error_t *err)
 {
+	uint64_t t0 = kit_mono_ns();
+
 	tank_error_clear(err);
 	for (;;) {
 		MDB_txn *txn;
@@ -739,8 +741,11 @@ int st__write_txn(st_t *st, bool durable, const char *what, txn_fn fn,
 				return rc;
 			continue;
 		}
-		if (rc == 0)
+		if (rc == 0) {
+			kit_hist_observe_ns(durable ? &st->commit_durable : &st->commit_flush,
+					    kit_mono_ns() - t0);
 			return 0;
+		}
 		/* fn may have filled err with something better already. */
 		if (!st__is_mdb_err(rc) && rc < 0 && err && err->code == rc)
 			return rc;
@@ -951,6 +956,12 @@ void st__pending_done(st_t *st)
 }
 
 /* Pods' desired state is the pods' collection's (st_coll.c). */
+void st_commit_stats(const st_t *st, kit_hist_t *durable, kit_hist_t *flush)
+{
+	*durable = st->commit_durable;
+	*flush = st->commit_flush;
+}
+
 int st_usage(st_t *st, st_usage_t *out)
 {
 	MDB_envinfo info;

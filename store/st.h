@@ -53,6 +53,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "common/kit_hist.h"
 #include "common/tank_err.h"
 
 struct ev_loop;
@@ -387,5 +388,10 @@ typedef struct st_usage {
 	uint64_t history_dropped;
 } st_usage_t;
 int st_usage(st_t *st, st_usage_t *out);
+
+/* How long the store's write transactions took, begin to commit: the
+ * durable ones (applies and deletes, fsynced) and the group commits of
+ * observed state.  Copies; call on the thread that writes. */
+void st_commit_stats(const st_t *st, kit_hist_t *durable, kit_hist_t *flush);
 
 #endif

@@ -13,6 +13,7 @@
 #include <msgpack.h>
 #include <pthread.h>
 
+#include "common/kit_hist.h"
 #include "common/tank_map.h"
 #include "store/st.h"
 #include "store/st_coll.h"
@@ -78,6 +79,9 @@ struct st {
 	bool flush_failing;        /* the last flush failed (told once it works) */
 	uint64_t flush_failures;   /* failed flushes since the last good one */
 	uint64_t history_dropped;  /* transitions not written: store full */
+	/* Write transactions' time, begin to commit (fsyncs included for a
+	 * durable one): st_commit_stats. */
+	kit_hist_t commit_durable, commit_flush;
 	size_t write_limit;        /* st__write_pending: first N names only (0: all) */
 	uint32_t history_limit;
 	uint32_t flush_ms;

@@ -27,17 +27,6 @@ void cli_describe_title(const char *key, size_t len, char *out, size_t cap)
 	out[o] = '\0';
 }
 
-static bool desc__time_key(const msgpack_object *k)
-{
-	if (k->type != MSGPACK_OBJECT_STR)
-		return false;
-	const char *p = k->via.str.ptr;
-	size_t n = k->via.str.size;
-	return (n == 2 && !memcmp(p, "at", 2)) || (n == 5 && !memcmp(p, "since", 5)) ||
-	       (n > 3 && !memcmp(p + n - 3, "_at", 3)) ||
-	       (n > 6 && !memcmp(p + n - 6, "_until", 6));
-}
-
 /* A list of scalars, space-separated (a command line), into out. */
 static void desc__list_text(const msgpack_object *v, char *out, size_t cap)
 {
@@ -157,7 +146,7 @@ static int desc__table(FILE *fp, const msgpack_object *a, int indent, uint64_t n
 					    keys[k]->via.str.size))
 					v = &m->via.map.ptr[j].val;
 			if (v && desc__scalar(v))
-				desc__scalar_text(v, desc__time_key(keys[k]), now_ms, cells[k],
+				desc__scalar_text(v, cli_time_key(keys[k]), now_ms, cells[k],
 						  sizeof cells[k]);
 			else if (v && v->type == MSGPACK_OBJECT_ARRAY)
 				desc__list_text(v, cells[k], sizeof cells[k]);
@@ -167,22 +156,8 @@ static int desc__table(FILE *fp, const msgpack_object *a, int indent, uint64_t n
 		}
 		r = cli_table_add(&t, row);
 	}
-	/* Indented: the table is printed into memory first. */
-	char *buf = NULL;
-	size_t len = 0;
-	FILE *mem = r == 0 ? open_memstream(&buf, &len) : NULL;
-	if (mem) {
-		r = cli_table_print(&t, mem);
-		fclose(mem);
-		for (char *l = buf; r == 0 && l && *l;) {
-			char *nl = strchr(l, '\n');
-			fprintf(fp, "%*s%.*s\n", indent, "", (int)(nl ? nl - l : (long)strlen(l)), l);
-			l = nl ? nl + 1 : NULL;
-		}
-		free(buf);
-	} else if (r == 0) {
-		r = -ENOMEM;
-	}
+	if (r == 0)
+		r = cli_table_print_indented(&t, fp, indent);
 	cli_table_free(&t);
 	return r;
 }
@@ -209,7 +184,7 @@ int cli_describe_map(FILE *fp, const msgpack_object *m, int indent, uint64_t now
 		cli_describe_title(k->via.str.ptr, k->via.str.size, title, sizeof title);
 		strncat(title, ":", sizeof title - strlen(title) - 1);
 		if (desc__scalar(v)) {
-			desc__scalar_text(v, desc__time_key(k), now_ms, val, sizeof val);
+			desc__scalar_text(v, cli_time_key(k), now_ms, val, sizeof val);
 			fprintf(fp, "%*s%-*s %s\n", indent, "", (int)width + 1, title, val);
 		} else if (v->type == MSGPACK_OBJECT_MAP) {
 			fprintf(fp, "%*s%s%s\n", indent, "", title, v->via.map.size ? "" : " -");

@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "api/api_rpc.h"
 #include "kinds/kind.h"
@@ -52,7 +53,7 @@ void cli_format_time_ms(uint64_t ms_epoch, char *buf, size_t cap)
 		snprintf(buf, cap, "%sZ", sec);
 }
 
-static bool cli__time_key(const msgpack_object *k)
+bool cli_time_key(const msgpack_object *k)
 {
 	if (k->type != MSGPACK_OBJECT_STR)
 		return false;
@@ -83,7 +84,7 @@ int cli_times_to_text(const msgpack_object *in, msgpack_zone *z, msgpack_object 
 		for (uint32_t i = 0; i < n; i++) {
 			const msgpack_object_kv *kv = &in->via.map.ptr[i];
 			m[i].key = kv->key;
-			if (cli__time_key(&kv->key) && kv->val.type == MSGPACK_OBJECT_POSITIVE_INTEGER &&
+			if (cli_time_key(&kv->key) && kv->val.type == MSGPACK_OBJECT_POSITIVE_INTEGER &&
 			    kv->val.via.u64 >= 100000000000ull && kv->val.via.u64 < 100000000000000ull) {
 				char buf[40];
 				cli_format_time_ms(kv->val.via.u64, buf, sizeof buf);
@@ -139,6 +140,48 @@ int cli_table_add(cli_table_t *t, const char *const *cells)
 	return 0;
 }
 
+/* green for what is well, red for what failed, yellow for what moves. */
+static const char *cli__phase_colour(const char *p)
+{
+	static const char *const good[] = { "running", "up", "completed", "done", "finished", NULL };
+	static const char *const bad[] = { "failed", "terminal", "backing_off", "degraded", "lost",
+					   "cancelled", NULL };
+	for (size_t i = 0; good[i]; i++)
+		if (!strcmp(p, good[i]))
+			return "\033[32m";
+	for (size_t i = 0; bad[i]; i++)
+		if (!strcmp(p, bad[i]))
+			return "\033[31m";
+	return strcmp(p, "-") && *p ? "\033[33m" : NULL;
+}
+
+int cli_table_print_indented(const cli_table_t *t, FILE *fp, int indent)
+{
+	char *buf = NULL;
+	size_t len = 0;
+	FILE *mem = open_memstream(&buf, &len);
+	int r;
+
+	if (!mem)
+		return -ENOMEM;
+	r = cli_table_print(t, mem);
+	if (fclose(mem) != 0 && r == 0)
+		r = -ENOMEM;
+	for (char *l = buf; r == 0 && l && *l;) {
+		char *nl = strchr(l, '\n');
+		fprintf(fp, "%*s%.*s\n", indent, "", (int)(nl ? nl - l : (long)strlen(l)), l);
+		l = nl ? nl + 1 : NULL;
+	}
+	free(buf);
+	return r ? r : ferror(fp) ? -EIO : 0;
+}
+
+bool cli_colour_ok(FILE *fp)
+{
+	const char *nc = getenv("NO_COLOR"), *term = getenv("TERM");
+	return isatty(fileno(fp)) && !(nc && *nc) && !(term && !strcmp(term, "dumb"));
+}
+
 int cli_table_print(const cli_table_t *t, FILE *fp)
 {
 	size_t *w = calloc(t->ncols ? t->ncols : 1, sizeof *w);
@@ -147,16 +190,27 @@ int cli_table_print(const cli_table_t *t, FILE *fp)
 		free(w);
 		return -ENOMEM;
 	}
-	for (size_t r = 0; r <= t->nrows; r++)
+	for (size_t r = t->headless; r <= t->nrows; r++)
 		for (size_t c = 0; c < t->ncols; c++) {
 			size_t l = strlen(t->cells[r * t->ncols + c]);
 			if (l > w[c])
 				w[c] = l;
 		}
-	for (size_t r = 0; r <= t->nrows; r++) {
+	/* The PHASE column, coloured by what a phase means. */
+	size_t pc = t->ncols;
+	for (size_t c = 0; t->colour && c < t->ncols; c++)
+		if (!strcmp(t->cells[c], "PHASE"))
+			pc = c;
+	for (size_t r = t->headless; r <= t->nrows; r++) {
 		for (size_t c = 0; c < t->ncols; c++) {
 			const char *s = t->cells[r * t->ncols + c];
-			if (c + 1 < t->ncols)
+			const char *on = r > 0 && c == pc ? cli__phase_colour(s) : NULL;
+			bool last = c + 1 == t->ncols;
+			/* Padded on the text's width: the escapes take no column. */
+			if (on)
+				fprintf(fp, "%s%s\033[0m%*s%s", on, s, last ? 0 : (int)(w[c] - strlen(s)),
+					"", last ? "\n" : "   ");
+			else if (!last)
 				fprintf(fp, "%-*s   ", (int)w[c], s);
 			else
 				fprintf(fp, "%s\n", s);
@@ -219,10 +273,13 @@ int cli_kind_rows(const kind_t *k, const msgpack_object *statuses, const char *o
 		if (cli__in(&statuses->via.array.ptr[i], owner, in))
 			rows[m++] = &statuses->via.array.ptr[i];
 	qsort(rows, m, sizeof *rows, cli__byname);
+	/* The kind's columns and those other kinds add (kind_table_cols),
+	 * decided on every row, so that the groups of one table agree. */
+	kind_col_t cols[KIND_COLS_MAX];
+	size_t ncols = kind_table_cols(tank_kinds, k, statuses, cols);
 	for (uint32_t i = 0; i < m && r == 0; i++) {
-		for (size_t c = 0; c < k->ncols && c < KIND_COLS_MAX; c++) {
-			cells[c][0] = '\0';
-			k->cols[c].cell(rows[i], now_ms, cells[c], sizeof cells[c]);
+		for (size_t c = 0; c < ncols; c++) {
+			kind_col_cell(&cols[c], rows[i], now_ms, cells[c], sizeof cells[c]);
 			row[c] = cells[c];
 		}
 		r = cli_table_add(t, row);

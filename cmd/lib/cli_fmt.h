@@ -6,6 +6,7 @@
 #ifndef TANK_CLI_FMT_H
 #define TANK_CLI_FMT_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -33,11 +34,20 @@ void cli_format_time_ms(uint64_t ms_epoch, char *buf, size_t cap);
  */
 int cli_times_to_text(const msgpack_object *in, msgpack_zone *z, msgpack_object *out);
 
+/* Whether map key k names a time, by the rule above. */
+bool cli_time_key(const msgpack_object *k);
+
 /* A table of strings; every cell is copied and owned by the table. */
 typedef struct cli_table {
 	size_t ncols, nrows, caprows;
 	char **cells;      /* (nrows + 1) * ncols, row 0 is the header */
+	bool headless;     /* print the rows only (--no-headers) */
+	bool colour;       /* a PHASE column's cells in colour (a terminal) */
 } cli_table_t;
+
+/* Whether tables on fp may use colour: fp is a terminal and NO_COLOR is
+ * unset or empty (https://no-color.org), TERM is not "dumb". */
+bool cli_colour_ok(FILE *fp);
 
 /* 0 or -ENOMEM (then the table is empty but safe to free). */
 int cli_table_init(cli_table_t *t, size_t ncols, const char *const *headers);
@@ -46,6 +56,8 @@ int cli_table_add(cli_table_t *t, const char *const *cells);
 /* Prints the header and rows, columns padded to their widest cell and
  * separated by three spaces; the last column is not padded.  0 or -EIO. */
 int cli_table_print(const cli_table_t *t, FILE *fp);
+/* The same, each line indented by `indent` spaces.  0, -ENOMEM, -EIO. */
+int cli_table_print_indented(const cli_table_t *t, FILE *fp, int indent);
 void cli_table_free(cli_table_t *t);
 
 /* The `ps` columns (the default kind's, Pod). */

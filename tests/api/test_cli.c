@@ -8,6 +8,8 @@
  */
 #include <criterion/criterion.h>
 #include <errno.h>
+#include <fcntl.h>
+#include <unistd.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -378,4 +380,58 @@ Test(api, cli_kind_rows_use_the_descriptors_columns)
 	cli_table_free(&t);
 	msgpack_unpacked_destroy(&u);
 	msgpack_sbuffer_destroy(&sb);
+}
+
+/* Colour: the PHASE column's cells, by meaning, only when asked (a
+ * terminal without NO_COLOR), the columns still aligned on the text. */
+Test(api, cli_table_colours_the_phase_only_on_a_terminal)
+{
+	static const char *const heads[] = { "NAME", "PHASE", "AGE" };
+	cli_table_t t;
+	char *buf = NULL;
+	size_t len = 0;
+
+	cr_assert_eq(cli_table_init(&t, 3, heads), 0);
+	cr_assert_eq(cli_table_add(&t, (const char *[]){ "web", "running", "5s" }), 0);
+	cr_assert_eq(cli_table_add(&t, (const char *[]){ "db", "backing_off", "1m" }), 0);
+	FILE *f = open_memstream(&buf, &len);
+	cr_assert_eq(cli_table_print(&t, f), 0);
+	fclose(f);
+	cr_assert(!strchr(buf, '\033'), "no colour unless asked: %s", buf);
+	free(buf);
+	t.colour = true;
+	f = open_memstream(&buf, &len);
+	cr_assert_eq(cli_table_print(&t, f), 0);
+	fclose(f);
+	cr_assert(strstr(buf, "\033[32mrunning\033[0m    "), "green, padded after: %s", buf);
+	cr_assert(strstr(buf, "\033[31mbacking_off\033[0m   1m"), "red: %s", buf);
+	cr_assert(!strstr(buf, "\033[32mPHASE"), "the header stays plain");
+	free(buf);
+	cli_table_free(&t);
+
+	/* When: a pipe never; a terminal unless NO_COLOR or TERM=dumb. */
+	int p[2];
+	cr_assert_eq(pipe(p), 0);
+	FILE *pf = fdopen(p[1], "w");
+	cr_assert(!cli_colour_ok(pf));
+	fclose(pf);
+	close(p[0]);
+	int m = posix_openpt(O_RDWR | O_NOCTTY);
+	if (m < 0 || grantpt(m) || unlockpt(m)) {
+		cr_log_warn("no pseudo-terminal here: the terminal half is not checked");
+		return;
+	}
+	int sfd = open(ptsname(m), O_RDWR | O_NOCTTY);
+	cr_assert_geq(sfd, 0);
+	FILE *tf = fdopen(sfd, "w");
+	unsetenv("NO_COLOR");
+	setenv("TERM", "xterm", 1);
+	cr_assert(cli_colour_ok(tf));
+	setenv("NO_COLOR", "1", 1);
+	cr_assert(!cli_colour_ok(tf));
+	unsetenv("NO_COLOR");
+	setenv("TERM", "dumb", 1);
+	cr_assert(!cli_colour_ok(tf));
+	fclose(tf);
+	close(m);
 }

@@ -5,6 +5,7 @@
  */
 #include <criterion/criterion.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "tests/e2e/e2e.h"
@@ -230,5 +231,87 @@ Test(e2e, describe_shows_status_spec_and_history_of_any_kind)
 	cr_assert_eq(ctl(d, out, sizeof out, "describe nope"), 1);
 	cr_assert(strstr(out, "\"nope\" not found") || strstr(out, "nope"), "%s", out);
 	cr_assert_eq(ctl(d, out, sizeof out, "describe what/x"), 2, "%s", out);
+	teardown(d);
+}
+
+/* ps's everyday options: names, -q, -o name|json, --no-headers, and -w
+ * printing a row when a pod's news comes. */
+Test(e2e, ps_names_quiet_output_and_watch)
+{
+	d_t *d = setup();
+	char out[16384], cmd[1024];
+
+	write_file(d, "p.yaml", "name: ps-a\ncontainers: [{name: c, command: [/bin/sleep, '1066']}]\n"
+		   "---\nname: ps-b\ncontainers: [{name: c, command: [/bin/sleep, '1067']}]\n");
+	cr_assert_eq(ctl(d, out, sizeof out, "apply -f %s/p.yaml --wait --timeout 30s", d->dir), 0,
+		     "%s", out);
+	cr_assert_eq(ctl(d, out, sizeof out, "ps -q"), 0, "%s", out);
+	cr_assert_str_eq(out, "ps-a\nps-b\n");
+	cr_assert_eq(ctl(d, out, sizeof out, "ps -o name ps-b"), 0, "%s", out);
+	cr_assert_str_eq(out, "pod/ps-b\n");
+	cr_assert_eq(ctl(d, out, sizeof out, "ps ps-a --no-headers"), 0, "%s", out);
+	cr_assert(!strncmp(out, "ps-a ", 5) && !strstr(out, "NAME") && !strstr(out, "ps-b"), "%s",
+		  out);
+	cr_assert_eq(ctl(d, out, sizeof out, "ps ps-a -o json"), 0, "%s", out);
+	cr_assert(out[0] == '[' && strstr(out, "\"name\": \"ps-a\"") && !strstr(out, "ps-b"), "%s",
+		  out);
+	cr_assert_eq(ctl(d, out, sizeof out, "ps ps-a nope"), 1, "%s", out);
+	cr_assert(strstr(out, "pod \"nope\" not found") && strstr(out, "ps-a"), "%s", out);
+
+	/* -w: the table, then a row when ps-b is restarted (its new pid). */
+	long pid = status_num(d, "ps-b", "pid");
+	snprintf(cmd, sizeof cmd, "timeout 4 %s/tankctl --socket %s ps -w ps-b > %s/watch 2>&1 &",
+		 bindir(), d->sock, d->dir);
+	cr_assert_eq(system(cmd), 0);
+	sleep_ms(800);
+	cr_assert_eq(ctl(d, out, sizeof out, "restart ps-b"), 0, "%s", out);
+	cr_assert(wait_phase(d, "ps-b", "running", 10));
+	long pid2 = status_num(d, "ps-b", "pid");
+	cr_assert_neq(pid2, pid);
+	char path[256], spid[32];
+	snprintf(path, sizeof path, "%s/watch", d->dir);
+	snprintf(spid, sizeof spid, "%ld", pid2);
+	bool seen = false;
+	for (int i = 0; i < 100 && !seen; i++) {
+		read_text(path, out, sizeof out);
+		seen = strstr(out, spid) != NULL;
+		if (!seen)
+			sleep_ms(50);
+	}
+	cr_assert(seen, "a row with the new pid %s: %s", spid, out);
+	cr_assert(!strncmp(out, "NAME", 4), "the table first: %s", out);
+	sleep_ms(3500);   /* the watcher's timeout ends it */
+	teardown(d);
+}
+
+/* top: CPU and memory of the running containers, from their cgroups or
+ * /proc: a busy loop shows a high CPU share, a sleeper almost none. */
+Test(e2e, top_shows_cpu_and_memory_of_running_containers)
+{
+	d_t *d = setup();
+	char out[16384];
+
+	write_file(d, "t.yaml",
+		   "name: top-burn\ncontainers: [{name: c, command: [/bin/sh, -c, 'while :; do :; done']}]\n"
+		   "---\nname: top-idle\ncontainers: [{name: c, command: [/bin/sleep, '1068']}]\n");
+	cr_assert_eq(ctl(d, out, sizeof out, "apply -f %s/t.yaml --wait --timeout 30s", d->dir), 0,
+		     "%s", out);
+	sleep_ms(1500);
+	cr_assert_eq(ctl(d, out, sizeof out, "top"), 0, "%s", out);
+	cr_assert(!strncmp(out, "POD", 3) && strstr(out, "top-burn") && strstr(out, "top-idle"),
+		  "%s", out);
+	cr_assert_eq(ctl(d, out, sizeof out, "top top-burn -o json"), 0, "%s", out);
+	char *p = strstr(out, "\"cpu_percent\": ");
+	cr_assert(p, "%s", out);
+	double burn = strtod(p + 15, NULL);
+	cr_assert_gt(burn, 20.0, "a busy loop uses a CPU: %s", out);
+	p = strstr(out, "\"memory\": ");
+	cr_assert(p && strtoull(p + 10, NULL, 10) > 0, "%s", out);
+	cr_assert(!strstr(out, "top-idle"), "only the pod named: %s", out);
+	cr_assert_eq(ctl(d, out, sizeof out, "top top-idle -o json"), 0, "%s", out);
+	p = strstr(out, "\"cpu_percent\": ");
+	cr_assert(p && strtod(p + 15, NULL) < 5.0, "a sleeper uses almost nothing: %s", out);
+	cr_assert_eq(ctl(d, out, sizeof out, "top nope"), 1, "%s", out);
+	cr_assert(strstr(out, "no pod \"nope\""), "%s", out);
 	teardown(d);
 }

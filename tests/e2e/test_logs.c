@@ -46,17 +46,17 @@ Test(e2e, logs_follow_returns_once_the_pod_ended)
 	char out[8192];
 
 	write_file(d, "job.yaml",
-		   "name: job\nrestart: never\ncontainers:\n"
+		   "name: once\nrestart: never\ncontainers:\n"
 		   "  - {name: c, command: [/bin/sh, -c, 'echo one; sleep 1; echo two']}\n");
 	cr_assert_eq(ctl(d, out, sizeof out, "apply -f %s/job.yaml", d->dir), 0, "%s", out);
-	cr_assert(wait_says(d, 10, "job", "ps"));
+	cr_assert(wait_says(d, 10, "once", "ps"));
 	sleep_ms(300);
 	/* While it runs: -f returns after its last line. */
-	cr_assert_eq(ctl(d, out, sizeof out, "logs job -f"), 0, "%s", out);
+	cr_assert_eq(ctl(d, out, sizeof out, "logs once -f"), 0, "%s", out);
 	cr_assert(!strcmp(out, "one\ntwo\n"), "%s", out);
-	cr_assert(phase_is(d, "job", "terminal"));
+	cr_assert(phase_is(d, "once", "terminal"));
 	/* Ended already: returns at once, with everything. */
-	cr_assert_eq(ctl(d, out, sizeof out, "logs job -f"), 0, "%s", out);
+	cr_assert_eq(ctl(d, out, sizeof out, "logs once -f"), 0, "%s", out);
 	cr_assert(!strcmp(out, "one\ntwo\n"), "%s", out);
 	teardown(d);
 }

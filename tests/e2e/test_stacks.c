@@ -177,11 +177,11 @@ Test(stacks, start_at_starts_the_stack_on_time)
 	strftime(when, sizeof when, "%Y-%m-%dT%H:%M:%SZ", &tm);
 	snprintf(y, sizeof y,
 		 "kind: Stack\nname: later\nstart_at: %s\npods:\n"
-		 "  - name: job\n    containers: [{name: c, command: [/bin/sleep, '1002']}]\n", when);
+		 "  - name: once\n    containers: [{name: c, command: [/bin/sleep, '1002']}]\n", when);
 	write_file(d, "later.yaml", y);
 	cr_assert_eq(ctl(d, out, sizeof out, "apply -f %s/later.yaml", d->dir), 0, "%s", out);
-	cr_assert(wait_phase(d, "job", "waiting", 10));
-	cr_assert_eq(ctl(d, out, sizeof out, "status job -o json"), 0, "%s", out);
+	cr_assert(wait_phase(d, "once", "waiting", 10));
+	cr_assert_eq(ctl(d, out, sizeof out, "status once -o json"), 0, "%s", out);
 	cr_assert(strstr(out, "stack later starts at"), "%s", out);
 	cr_assert_eq(count_procs(argv), 0);
 	cr_assert(stack_phase_is(d, "later", "down"));

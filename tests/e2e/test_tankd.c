@@ -33,18 +33,18 @@ Test(e2e, every_verb_against_the_real_daemon)
 		   "name: hello\nstop: {grace: 1s}\ncontainers:\n"
 		   "  - name: main\n    command: [/bin/sh, -c, \"echo hello-out; echo hello-err >&2; exec sleep 1000\"]\n"
 		   "---\n"
-		   "name: job\nrestart: never\ncontainers:\n"
+		   "name: once\nrestart: never\ncontainers:\n"
 		   "  - name: j\n    command: [/bin/true]\n");
 	cr_assert_eq(ctl(d, out, sizeof out, "ping"), 0);
 	cr_assert(strstr(out, "pong"), "%s", out);
 	cr_assert_eq(ctl(d, out, sizeof out, "version"), 0);
 	cr_assert(strstr(out, "0.1.0"), "%s", out);
 	cr_assert_eq(ctl(d, out, sizeof out, "apply -f %s/pods.yaml", d->dir), 0, "%s", out);
-	cr_assert(strstr(out, "hello created") && strstr(out, "job created"), "%s", out);
+	cr_assert(strstr(out, "hello created") && strstr(out, "once created"), "%s", out);
 	cr_assert_eq(ctl(d, out, sizeof out, "apply -f %s/pods.yaml", d->dir), 0);
 	cr_assert(strstr(out, "hello unchanged"), "%s", out);
 	cr_assert(wait_phase(d, "hello", "running", 20));
-	cr_assert(wait_phase(d, "job", "terminal", 20));
+	cr_assert(wait_phase(d, "once", "terminal", 20));
 	cr_assert_eq(ctl(d, out, sizeof out, "sync"), 0, "%s", out);
 	cr_assert_eq(ctl(d, out, sizeof out, "nudge"), 0, "%s", out);
 	cr_assert_eq(ctl(d, out, sizeof out, "ps"), 0);
@@ -65,11 +65,11 @@ Test(e2e, every_verb_against_the_real_daemon)
 	}
 	cr_assert(strstr(out, "stdout hello-out") && strstr(out, "stderr hello-err"), "%s", out);
 	cr_assert_eq(ctl(d, out, sizeof out, "logs hello -c nope"), 1);
-	cr_assert_eq(ctl(d, out, sizeof out, "history job"), 0);
+	cr_assert_eq(ctl(d, out, sizeof out, "history once"), 0);
 	cr_assert(strstr(out, "terminal"), "%s", out);
 	/* Whose each entry is: the pod's and its container's, told apart. */
-	cr_assert(strstr(out, "OBJECT") && strstr(out, "pod/job ") &&
-		  strstr(out, "container/job/j "), "%s", out);
+	cr_assert(strstr(out, "OBJECT") && strstr(out, "pod/once ") &&
+		  strstr(out, "container/once/j "), "%s", out);
 	cr_assert_null(strstr(out, "container j:"), "%s", out);
 	/* restart: a new process, restarts unchanged, retries cleared. */
 	long pid1 = status_num(d, "hello", "pid");
@@ -91,7 +91,7 @@ Test(e2e, every_verb_against_the_real_daemon)
 	cr_assert_eq(ctl(d, out, sizeof out, "get fine"), 1);
 	/* Usage errors exit 2. */
 	cr_assert_eq(ctl(d, out, sizeof out, "frobnicate"), 2);
-	cr_assert_eq(ctl(d, out, sizeof out, "delete hello job"), 0, "%s", out);
+	cr_assert_eq(ctl(d, out, sizeof out, "delete hello once"), 0, "%s", out);
 	cr_assert_eq(ctl(d, out, sizeof out, "get hello"), 1);
 	for (int i = 0; i < 100 && ts_alive(pid2); i++)
 		sleep_ms(50);

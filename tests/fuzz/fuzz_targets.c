@@ -14,10 +14,13 @@
 #include "pod/pod_manifest.h"
 #include "stack/stack_spec.h"
 #include "store/st_codec.h"
+#include "workflow/wf_spec.h"
+#include "workflow/wf_tmpl.h"
 
 static const char *const tf_methods[] = {
 	"ping", "version", "apply", "delete", "get", "list", "status", "running",
 	"restart", "nudge", "sync", "logs", "history", "up", "down",
+	"workflow_status", "workflow_retry", "job_list", "job_log",
 };
 #define TF_NMETHODS (sizeof tf_methods / sizeof tf_methods[0])
 
@@ -81,7 +84,8 @@ int tf_params(const uint8_t *data, size_t len)
 
 int tf_manifest(const uint8_t *data, size_t len)
 {
-	static const mf_registry_t reg = { .kinds = { &pod_mf_kind, &stack_mf_kind }, .n = 2 };
+	static const mf_registry_t reg = { .kinds = { &pod_mf_kind, &stack_mf_kind, &wf_task_mf,
+						      &wf_stage_mf, &wf_workflow_mf }, .n = 5 };
 	if (len < 1)
 		return 0;
 	const char *source = data[0] & 1 ? "fuzz.json" : "fuzz.yaml";
@@ -136,9 +140,27 @@ int tf_record(const uint8_t *data, size_t len)
 	return 0;
 }
 
+int tf_tmpl(const uint8_t *data, size_t len)
+{
+	static const char *const keys[] = { "k", "db", "" };
+	static const char *const vals[] = { "v", "", "x" };
+	wf_tmpl_ctx_t c = { "web", "migrate", "backup", keys, vals, 3 };
+	tank_error_t e;
+	char *out = NULL;
+	size_t n;
+
+	if (wf_tmpl_expand((const char *)data, len, &c, &out, &n, &e) == 0 &&
+	    (strlen(out) > n || n > WF_TMPL_OUT_MAX))
+		abort();                /* the length said is the length made */
+	free(out);
+	(void)wf_tmpl_check((const char *)data, len, &e);
+	return 0;
+}
+
 const tf_target_t tf_targets[TF_NTARGETS] = {
 	{ "frame", tf_frame },
 	{ "params", tf_params },
 	{ "manifest", tf_manifest },
 	{ "record", tf_record },
+	{ "tmpl", tf_tmpl },
 };

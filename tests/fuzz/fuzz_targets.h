@@ -26,12 +26,15 @@ int tf_manifest(const uint8_t *data, size_t len);
  * schema number), the rest is the value. */
 int tf_record(const uint8_t *data, size_t len);
 
+/* A task's template: expanded for a fixed context, then checked. */
+int tf_tmpl(const uint8_t *data, size_t len);
+
 typedef struct tf_target {
 	const char *name;
 	int (*fn)(const uint8_t *data, size_t len);
 } tf_target_t;
 
-#define TF_NTARGETS 4
+#define TF_NTARGETS 5
 extern const tf_target_t tf_targets[TF_NTARGETS];
 
 #endif

@@ -7,6 +7,7 @@
 #include "action/action_phase.h"
 #include "pod/pod_phase.h"
 #include "stack/stack_phase.h"
+#include "workflow/wf_rules.h"
 
 int main(void)
 {
@@ -20,5 +21,10 @@ int main(void)
 	rc_fsm_markdown(&action_fsm, stdout);
 	puts("\nPlaybook:\n");
 	rc_fsm_markdown(&playbook_fsm, stdout);
+	/* docs/workflows.md holds these two. */
+	puts("\nWorkflow agent:\n");
+	rc_fsm_markdown(&wf_agent_fsm, stdout);
+	puts("\nJob:\n");
+	rc_fsm_markdown(&wf_job_fsm, stdout);
 	return 0;
 }

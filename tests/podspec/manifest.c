@@ -13,6 +13,7 @@
 #include "manifest/mf_doc.h"
 #include "pod/pod_manifest.h"
 #include "stack/stack_spec.h"
+#include "workflow/wf_spec.h"
 
 /* Parses text; on success returns the manifest, on failure NULL with the
  * joined errors in *why (caller frees). */
@@ -531,9 +532,10 @@ Test(podspec, every_example_parses)
 			continue;
 		snprintf(path, sizeof path, "%s/%s", dir, de->d_name);
 		kit_errors_init(&e);
-		/* Pods and stacks, as tankctl reads them. */
-		static const mf_registry_t kinds = { .kinds = { &pod_mf_kind, &stack_mf_kind },
-						     .n = 2 };
+		/* Every kind tankctl reads. */
+		static const mf_registry_t kinds = { .kinds = { &pod_mf_kind, &stack_mf_kind,
+								&wf_task_mf, &wf_stage_mf,
+								&wf_workflow_mf }, .n = 5 };
 		mf_manifest_t *m = NULL;
 		char *text = NULL;
 		size_t len = 0;
@@ -550,6 +552,8 @@ Test(podspec, every_example_parses)
 					      st->pods[1].inline_spec->dep_count == 1;
 				continue;
 			}
+			if (m->objs[i].kind != &pod_mf_kind)
+				continue;       /* the workflow kinds (workflow.yaml) */
 			const pod_spec_t *ps = m->objs[i].obj;
 			seen_web |= !strcmp(ps->name, "web");
 			seen_worker |= !strcmp(ps->name, "worker") &&

@@ -1,0 +1,28 @@
+/*
+ * obs_buf — a growable byte buffer for what obs/ writes (an exposition, a
+ * JSON snapshot, an SSE client's queue).  Out of memory is sticky: once a
+ * growth failed, `oom` is set and further writes are dropped, so writers
+ * need not check every call; the owner checks oom once at the end.
+ * Not thread-safe.
+ */
+#ifndef TANK_OBS_BUF_H
+#define TANK_OBS_BUF_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+typedef struct obs_buf {
+	char *p;
+	size_t len, cap;
+	bool oom;
+} obs_buf_t;
+
+void obs_buf_put(obs_buf_t *b, const void *s, size_t n);
+void obs_buf_puts(obs_buf_t *b, const char *s);
+void obs_buf_printf(obs_buf_t *b, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+/* Drops the first n bytes (what was sent). */
+void obs_buf_consume(obs_buf_t *b, size_t n);
+void obs_buf_free(obs_buf_t *b);
+
+#endif

@@ -1,0 +1,596 @@
+/* obs_http — the web side on the daemon's loop (contract in obs_http.h). */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <ev.h>
+#include <microhttpd.h>
+#include <netdb.h>
+#include <netinet/in.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "obs/obs_http.h"
+#include "obs/obs_json.h"
+#include "obs/obs_page.h"
+#include "reconciler/rc_loop.h"
+
+#define OBS_RECENT 32             /* events replayed to a page at connect */
+/* At most one snapshot per this: a snapshot is every object of every
+ * kind, so under a storm of thousands of pods a faster pace costs the
+ * loop more than a person watching the page can read. */
+#define OBS_SNAPSHOT_MS 1000
+#define OBS_HEARTBEAT_S 15.
+
+typedef struct sse sse_t;
+
+struct obs_http {
+	obs_http_opts_t o;
+	char addr[80];
+	struct MHD_Daemon *mhd;
+	struct ev_loop *loop;
+	ev_io io;
+	ev_timer timer;                /* MHD's timeout, and kicks */
+	ev_timer snap;                 /* the next snapshot (armed when dirty) */
+	ev_timer beat;                 /* heartbeat comments */
+	sse_t *clients;
+	size_t nsnap;                  /* clients that want snapshots */
+	bool closing;
+	obs_counts_t counts;
+	obs_buf_t recent[OBS_RECENT];  /* `data: …\n\n` of the last events */
+	size_t recent_next;
+};
+
+struct sse {
+	obs_http_t *h;
+	struct MHD_Connection *c;
+	obs_buf_t q;
+	bool suspended, snapshot, cut;
+	sse_t *next, **pprev;
+};
+
+/* ---- running MHD on the loop ------------------------------------------------ */
+
+static void rearm(obs_http_t *h)
+{
+	MHD_UNSIGNED_LONG_LONG ms;
+
+	ev_timer_stop(h->loop, &h->timer);
+	if (MHD_get_timeout(h->mhd, &ms) == MHD_YES) {
+		ev_timer_set(&h->timer, (double)ms / 1000., 0.);
+		ev_timer_start(h->loop, &h->timer);
+	}
+}
+
+static void run(obs_http_t *h)
+{
+	MHD_run(h->mhd);
+	rearm(h);
+}
+
+static void io_cb(struct ev_loop *loop, ev_io *w, int revents)
+{
+	(void)loop; (void)revents;
+	run(w->data);
+}
+
+static void timer_cb(struct ev_loop *loop, ev_timer *w, int revents)
+{
+	(void)loop; (void)revents;
+	run(w->data);
+}
+
+/* MHD must run after a resume (microhttpd.h): soon, from the loop. */
+static void kick(obs_http_t *h)
+{
+	ev_timer_stop(h->loop, &h->timer);
+	ev_timer_set(&h->timer, 0., 0.);
+	ev_timer_start(h->loop, &h->timer);
+}
+
+/* ---- server-sent events ------------------------------------------------------ */
+
+static void sse_push(sse_t *s, const char *data, size_t n)
+{
+	if (s->cut)
+		return;
+	/* The backlog before this message counts, not the message: a
+	 * snapshot of 10,000 pods is bigger than the bound, and a client
+	 * that reads gets it whole. */
+	if (s->q.len > OBS_SSE_MAX_QUEUE || s->q.oom) {
+		/* It does not read: cut rather than hold the daemon's memory. */
+		s->cut = true;
+		s->h->counts.sse_dropped++;
+		obs_buf_free(&s->q);
+	} else {
+		obs_buf_put(&s->q, data, n);
+	}
+	if (s->suspended) {
+		s->suspended = false;
+		MHD_resume_connection(s->c);
+		kick(s->h);
+	}
+}
+
+static ssize_t sse_read(void *cls, uint64_t pos, char *buf, size_t max)
+{
+	sse_t *s = cls;
+	size_t n;
+
+	(void)pos;
+	if (s->cut)
+		return MHD_CONTENT_READER_END_WITH_ERROR;
+	if (s->q.len) {
+		n = s->q.len < max ? s->q.len : max;
+		memcpy(buf, s->q.p, n);
+		obs_buf_consume(&s->q, n);
+		return (ssize_t)n;
+	}
+	if (s->h->closing)
+		return MHD_CONTENT_READER_END_OF_STREAM;
+	/* Nothing to say: off MHD's loop until obs_http_publish. */
+	s->suspended = true;
+	MHD_suspend_connection(s->c);
+	return 0;
+}
+
+static void sse_free(void *cls)
+{
+	sse_t *s = cls;
+
+	if (s->next)
+		s->next->pprev = s->pprev;
+	*s->pprev = s->next;
+	s->h->counts.sse_clients--;
+	s->h->nsnap -= s->snapshot;
+	obs_buf_free(&s->q);
+	free(s);
+}
+
+/* ---- the snapshot ---------------------------------------------------------------- */
+
+typedef struct snap_kind {
+	const kind_t *k;
+	obs_buf_t *b;
+	uint64_t now;
+	size_t n;
+} snap_kind_t;
+
+static int snapshot_one(void *ctx, const msgpack_object *st)
+{
+	snap_kind_t *sk = ctx;
+	obs_buf_t *b = sk->b;
+
+	obs_buf_puts(b, sk->n++ ? ",{\"cells\":[" : "{\"cells\":[");
+	for (size_t c = 0; c < sk->k->ncols; c++) {
+		char cell[256];
+		cell[0] = '\0';
+		sk->k->cols[c].cell(st, sk->now, cell, sizeof cell);
+		if (c)
+			obs_buf_puts(b, ",");
+		obs_json_str(b, cell, strlen(cell));
+	}
+	obs_buf_puts(b, "],\"status\":");
+	obs_json_write(b, st);
+	obs_buf_puts(b, "}");
+	return 0;
+}
+
+static void snapshot_json(obs_http_t *h, obs_buf_t *b)
+{
+	const kind_env_t *env = h->o.src.kinds;
+	uint64_t now = rc_wall_ms();
+
+	obs_buf_printf(b, "{\"at\":%llu,\"kinds\":[", (unsigned long long)now);
+	for (size_t i = 0; env->kinds[i]; i++) {
+		const kind_t *k = env->kinds[i];
+		snap_kind_t sk = { .k = k, .b = b, .now = now };
+
+		obs_buf_puts(b, i ? ",{\"name\":" : "{\"name\":");
+		obs_json_str(b, k->name, strlen(k->name));
+		obs_buf_puts(b, ",\"plural\":");
+		obs_json_str(b, k->plural, strlen(k->plural));
+		obs_buf_puts(b, ",\"kind\":");
+		obs_json_str(b, k->mf->name, strlen(k->mf->name));
+		obs_buf_puts(b, ",\"cols\":[");
+		for (size_t c = 0; c < k->ncols; c++) {
+			if (c)
+				obs_buf_puts(b, ",");
+			obs_json_str(b, k->cols[c].header, strlen(k->cols[c].header));
+		}
+		obs_buf_puts(b, "],\"items\":[");
+		(void)obs_each_status(env, k, snapshot_one, &sk);
+		obs_buf_puts(b, "]}");
+	}
+	obs_buf_puts(b, "]}");
+}
+
+static void send_snapshot(obs_http_t *h, sse_t *only)
+{
+	obs_buf_t b = { 0 };
+
+	obs_buf_puts(&b, "event: snapshot\ndata: ");
+	snapshot_json(h, &b);
+	obs_buf_puts(&b, "\n\n");
+	if (b.oom) {
+		obs_buf_free(&b);
+		return;
+	}
+	for (sse_t *s = h->clients; s; s = s->next)
+		if (s->snapshot && (!only || s == only))
+			sse_push(s, b.p, b.len);
+	obs_buf_free(&b);
+}
+
+static void snap_cb(struct ev_loop *loop, ev_timer *w, int revents)
+{
+	(void)loop; (void)revents;
+	send_snapshot(w->data, NULL);
+}
+
+static void beat_cb(struct ev_loop *loop, ev_timer *w, int revents)
+{
+	obs_http_t *h = w->data;
+
+	(void)loop; (void)revents;
+	for (sse_t *s = h->clients; s; s = s->next)
+		sse_push(s, ": ping\n\n", 8);
+}
+
+/* ---- requests ------------------------------------------------------------------ */
+
+static enum MHD_Result answer(struct MHD_Connection *c, unsigned code, const char *type,
+			      const char *body, size_t len)
+{
+	struct MHD_Response *r =
+		MHD_create_response_from_buffer(len, (void *)body, MHD_RESPMEM_MUST_COPY);
+	enum MHD_Result ret;
+
+	if (!r)
+		return MHD_NO;
+	MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE, type);
+	MHD_add_response_header(r, MHD_HTTP_HEADER_CACHE_CONTROL, "no-store");
+	ret = MHD_queue_response(c, code, r);
+	MHD_destroy_response(r);
+	return ret;
+}
+
+/* Answers with b's bytes without copying them: MHD frees them (b is
+ * left empty). */
+static enum MHD_Result answer_owned(struct MHD_Connection *c, const char *type, obs_buf_t *b)
+{
+	struct MHD_Response *r =
+		MHD_create_response_from_buffer(b->len, b->p, MHD_RESPMEM_MUST_FREE);
+	enum MHD_Result ret;
+
+	if (!r)
+		return MHD_NO;
+	*b = (obs_buf_t){ 0 };
+	MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE, type);
+	MHD_add_response_header(r, MHD_HTTP_HEADER_CACHE_CONTROL, "no-store");
+	ret = MHD_queue_response(c, MHD_HTTP_OK, r);
+	MHD_destroy_response(r);
+	return ret;
+}
+
+static enum MHD_Result text(struct MHD_Connection *c, unsigned code, const char *s)
+{
+	return answer(c, code, "text/plain; charset=utf-8", s, strlen(s));
+}
+
+static enum MHD_Result events(obs_http_t *h, struct MHD_Connection *c)
+{
+	const char *snap = MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, "snapshot");
+	struct MHD_Response *r;
+	enum MHD_Result ret;
+	sse_t *s = calloc(1, sizeof *s);
+
+	if (!s)
+		return text(c, MHD_HTTP_SERVICE_UNAVAILABLE, "out of memory\n");
+	s->h = h;
+	s->c = c;
+	s->snapshot = snap && strcmp(snap, "0") != 0;
+	r = MHD_create_response_from_callback(MHD_SIZE_UNKNOWN, 16384, sse_read, s, sse_free);
+	if (!r) {
+		free(s);
+		return MHD_NO;
+	}
+	s->next = h->clients;
+	if (s->next)
+		s->next->pprev = &s->next;
+	s->pprev = &h->clients;
+	h->clients = s;
+	h->counts.sse_clients++;
+	h->nsnap += s->snapshot;
+	/* The browser reconnects by itself after a cut; 2 s is its pace. */
+	obs_buf_puts(&s->q, "retry: 2000\n\n");
+	if (s->snapshot) {
+		for (size_t i = 0; i < OBS_RECENT; i++) {
+			obs_buf_t *e = &h->recent[(h->recent_next + i) % OBS_RECENT];
+			if (e->len)
+				obs_buf_put(&s->q, e->p, e->len);
+		}
+		send_snapshot(h, s);
+	}
+	MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE, "text/event-stream");
+	MHD_add_response_header(r, MHD_HTTP_HEADER_CACHE_CONTROL, "no-store");
+	ret = MHD_queue_response(c, MHD_HTTP_OK, r);
+	MHD_destroy_response(r);
+	return ret;
+}
+
+static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const char *url,
+				  const char *method, const char *version,
+				  const char *upload, size_t *upload_size, void **con_cls)
+{
+	obs_http_t *h = cls;
+	enum MHD_Result ret;
+
+	(void)version; (void)upload; (void)con_cls;
+	if (strcmp(method, "GET") && strcmp(method, "HEAD"))
+		return text(c, MHD_HTTP_METHOD_NOT_ALLOWED, "read-only: GET and HEAD only\n");
+	if (*upload_size)
+		return text(c, MHD_HTTP_BAD_REQUEST, "no body expected\n");
+	h->counts.requests++;
+	if (!strcmp(url, "/metrics")) {
+		obs_buf_t b = { 0 };
+		if (obs_metrics_write(&h->o.src, &h->counts, &b) < 0)
+			ret = text(c, MHD_HTTP_SERVICE_UNAVAILABLE, "out of memory\n");
+		else
+			ret = answer_owned(c, "text/plain; version=0.0.4; charset=utf-8", &b);
+		obs_buf_free(&b);
+		return ret;
+	}
+	if (!strcmp(url, "/healthz")) {
+		bool ok = rt_whereis(h->o.src.rt, h->o.src.loop_name) != RT_NOPID &&
+			  (!h->o.healthy || h->o.healthy(h->o.healthy_ctx));
+		return ok ? text(c, MHD_HTTP_OK, "ok\n")
+			  : text(c, MHD_HTTP_SERVICE_UNAVAILABLE, "reconcile loop not running\n");
+	}
+	if (!strcmp(url, "/events"))
+		return events(h, c);
+	if (!strcmp(url, "/state")) {
+		obs_buf_t b = { 0 };
+		snapshot_json(h, &b);
+		obs_buf_puts(&b, "\n");
+		ret = b.oom ? text(c, MHD_HTTP_SERVICE_UNAVAILABLE, "out of memory\n")
+			    : answer_owned(c, "application/json", &b);
+		obs_buf_free(&b);
+		return ret;
+	}
+	if (!strcmp(url, "/"))
+		return answer(c, MHD_HTTP_OK, "text/html; charset=utf-8", obs_page_html,
+			      obs_page_html_len);
+	return text(c, MHD_HTTP_NOT_FOUND, "not found\n");
+}
+
+/* ---- publishing ---------------------------------------------------------------- */
+
+static void count_type(obs_counts_t *c, const msgpack_object *ev)
+{
+	char type[sizeof c->type[0]];
+
+	if (!kind_str(kind_map_get(ev, "type"), type, sizeof type))
+		snprintf(type, sizeof type, "unknown");
+	for (size_t i = 0; i < c->ntypes; i++)
+		if (!strcmp(c->type[i], type)) {
+			c->events[i]++;
+			return;
+		}
+	if (c->ntypes == OBS_EVENT_TYPES) {
+		c->events_other++;
+		return;
+	}
+	memcpy(c->type[c->ntypes], type, sizeof type);
+	c->events[c->ntypes++] = 1;
+}
+
+void obs_http_publish(obs_http_t *h, const char *event, size_t len)
+{
+	msgpack_unpacked u;
+	size_t off = 0;
+	obs_buf_t *line;
+
+	if (!h || h->closing)
+		return;
+	msgpack_unpacked_init(&u);
+	if (msgpack_unpack_next(&u, event, len, &off) != MSGPACK_UNPACK_SUCCESS) {
+		msgpack_unpacked_destroy(&u);
+		return;
+	}
+	count_type(&h->counts, &u.data);
+	/* Nobody listens: counted, nothing else (the recent events are for
+	 * a page, and cost a JSON conversion each). */
+	if (!h->clients) {
+		msgpack_unpacked_destroy(&u);
+		return;
+	}
+	line = &h->recent[h->recent_next];
+	h->recent_next = (h->recent_next + 1) % OBS_RECENT;
+	line->len = 0;
+	line->oom = false;
+	obs_buf_puts(line, "data: ");
+	obs_json_write(line, &u.data);
+	obs_buf_puts(line, "\n\n");
+	msgpack_unpacked_destroy(&u);
+	if (line->oom) {
+		obs_buf_free(line);
+		return;
+	}
+	for (sse_t *s = h->clients; s; s = s->next)
+		sse_push(s, line->p, line->len);
+	if (h->nsnap && !ev_is_active(&h->snap)) {
+		ev_timer_set(&h->snap, OBS_SNAPSHOT_MS / 1000., 0.);
+		ev_timer_start(h->loop, &h->snap);
+	}
+}
+
+/* ---- open, close ------------------------------------------------------------------- */
+
+static bool is_loopback(const struct sockaddr *sa)
+{
+	if (sa->sa_family == AF_INET) {
+		const struct sockaddr_in *in = (const void *)sa;
+		return (ntohl(in->sin_addr.s_addr) >> 24) == 127;
+	}
+	if (sa->sa_family == AF_INET6) {
+		const struct sockaddr_in6 *in6 = (const void *)sa;
+		if (IN6_IS_ADDR_LOOPBACK(&in6->sin6_addr))
+			return true;
+		if (IN6_IS_ADDR_V4MAPPED(&in6->sin6_addr))
+			return in6->sin6_addr.s6_addr[12] == 127;
+	}
+	return false;
+}
+
+/* Splits "HOST:PORT" / "[V6]:PORT" and binds a listening socket. */
+static int listen_on(const char *addr, bool allow_remote, char *bound, size_t cap,
+		     tank_error_t *err)
+{
+	char host[256];
+	const char *port, *colon = strrchr(addr, ':');
+	struct addrinfo hints = { .ai_socktype = SOCK_STREAM, .ai_flags = AI_PASSIVE }, *ai;
+	size_t hl;
+	int fd, rc, one = 1;
+
+	if (!colon || !colon[1])
+		return tank_error_set(err, TANK_EINVALID,
+				      "--http %s: expected HOST:PORT (127.0.0.1:9180)", addr);
+	port = colon + 1;
+	hl = (size_t)(colon - addr);
+	if (hl >= 2 && addr[0] == '[' && addr[hl - 1] == ']') {
+		addr++;
+		hl -= 2;
+	}
+	if (hl == 0 || hl >= sizeof host)
+		return tank_error_set(err, TANK_EINVALID,
+				      "--http %s: expected HOST:PORT (127.0.0.1:9180)", addr);
+	memcpy(host, addr, hl);
+	host[hl] = '\0';
+	if ((rc = getaddrinfo(host, port, &hints, &ai)) != 0)
+		return tank_error_set(err, TANK_EINVALID, "--http %s:%s: %s", host, port,
+				      gai_strerror(rc));
+	if (!allow_remote && !is_loopback(ai->ai_addr)) {
+		freeaddrinfo(ai);
+		return tank_error_set(err, TANK_EINVALID,
+				      "--http %s:%s: not a loopback address (the page and the "
+				      "metrics name every object; add --http-allow-remote to "
+				      "serve them beyond this machine)", host, port);
+	}
+	fd = socket(ai->ai_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+	if (fd < 0) {
+		rc = -errno;
+		freeaddrinfo(ai);
+		return tank_error_set(err, rc, "--http: socket: %s", strerror(-rc));
+	}
+	(void)setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+	if (bind(fd, ai->ai_addr, ai->ai_addrlen) < 0 || listen(fd, 64) < 0) {
+		rc = -errno;
+		close(fd);
+		freeaddrinfo(ai);
+		return tank_error_set(err, rc, "unable to serve http on %s:%s: %s", host, port,
+				      strerror(-rc));
+	}
+	freeaddrinfo(ai);
+	struct sockaddr_storage ss;
+	socklen_t sl = sizeof ss;
+	char h[INET6_ADDRSTRLEN] = "?";
+	unsigned p = 0;
+	if (getsockname(fd, (struct sockaddr *)&ss, &sl) == 0) {
+		if (ss.ss_family == AF_INET) {
+			struct sockaddr_in *in = (void *)&ss;
+			inet_ntop(AF_INET, &in->sin_addr, h, sizeof h);
+			p = ntohs(in->sin_port);
+			snprintf(bound, cap, "%s:%u", h, p);
+		} else {
+			struct sockaddr_in6 *in6 = (void *)&ss;
+			inet_ntop(AF_INET6, &in6->sin6_addr, h, sizeof h);
+			p = ntohs(in6->sin6_port);
+			snprintf(bound, cap, "[%s]:%u", h, p);
+		}
+	}
+	return fd;
+}
+
+int obs_http_open(const obs_http_opts_t *o, obs_http_t **out, tank_error_t *err)
+{
+	obs_http_t *h;
+	const union MHD_DaemonInfo *info;
+	int fd;
+
+	*out = NULL;
+	if (!o->addr || !o->addr[0])
+		return tank_error_set(err, TANK_EINVALID, "--http: an address is required");
+	if (!(h = calloc(1, sizeof *h)))
+		return tank_error_set(err, -ENOMEM, "out of memory");
+	h->o = *o;
+	h->o.addr = NULL;
+	h->loop = rt_loop(o->src.rt);
+	if ((fd = listen_on(o->addr, o->allow_remote, h->addr, sizeof h->addr, err)) < 0) {
+		free(h);
+		return fd;
+	}
+	h->mhd = MHD_start_daemon(MHD_USE_EPOLL | MHD_ALLOW_SUSPEND_RESUME, 0, NULL, NULL,
+				  on_request, h,
+				  MHD_OPTION_LISTEN_SOCKET, fd,
+				  MHD_OPTION_CONNECTION_LIMIT, (unsigned)OBS_HTTP_MAX_CONNS,
+				  MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)60,
+				  MHD_OPTION_END);
+	if (!h->mhd || !(info = MHD_get_daemon_info(h->mhd, MHD_DAEMON_INFO_EPOLL_FD))) {
+		if (h->mhd)
+			MHD_stop_daemon(h->mhd);
+		close(fd);
+		free(h);
+		return tank_error_set(err, -ENOMEM, "unable to serve http on %s: libmicrohttpd "
+				      "did not start", o->addr);
+	}
+	ev_io_init(&h->io, io_cb, info->epoll_fd, EV_READ);
+	h->io.data = h;
+	ev_io_start(h->loop, &h->io);
+	ev_init(&h->timer, timer_cb);
+	h->timer.data = h;
+	ev_init(&h->snap, snap_cb);
+	h->snap.data = h;
+	ev_timer_init(&h->beat, beat_cb, OBS_HEARTBEAT_S, OBS_HEARTBEAT_S);
+	h->beat.data = h;
+	ev_timer_start(h->loop, &h->beat);
+	/* The heartbeat must not keep a loop alive that has nothing else. */
+	ev_unref(h->loop);
+	ev_unref(h->loop);
+	rearm(h);
+	*out = h;
+	return 0;
+}
+
+const char *obs_http_addr(const obs_http_t *h)
+{
+	return h->addr;
+}
+
+void obs_http_close(obs_http_t *h)
+{
+	if (!h)
+		return;
+	/* Every stream ends: resumed, its reader says end of stream at the
+	 * next MHD_run.  MHD must not be stopped with a suspended
+	 * connection (microhttpd.h). */
+	h->closing = true;
+	for (sse_t *s = h->clients; s; s = s->next)
+		if (s->suspended) {
+			s->suspended = false;
+			MHD_resume_connection(s->c);
+		}
+	for (int i = 0; i < 3; i++)
+		MHD_run(h->mhd);
+	ev_ref(h->loop);
+	ev_ref(h->loop);
+	ev_io_stop(h->loop, &h->io);
+	ev_timer_stop(h->loop, &h->timer);
+	ev_timer_stop(h->loop, &h->snap);
+	ev_timer_stop(h->loop, &h->beat);
+	MHD_stop_daemon(h->mhd);
+	for (size_t i = 0; i < OBS_RECENT; i++)
+		obs_buf_free(&h->recent[i]);
+	free(h);
+}

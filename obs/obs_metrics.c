@@ -1,0 +1,352 @@
+/* obs_metrics — the Prometheus exposition of tankd (contract in obs_metrics.h). */
+#include <dirent.h>
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <unistd.h>
+
+#include "obs/obs_metrics.h"
+#include "obs/obs_prom.h"
+#include "api/api_server.h"
+
+/* ---- every status map of a kind ------------------------------------------- */
+
+typedef struct each {
+	const kind_env_t *env;
+	const kind_t *k;
+	msgpack_sbuffer sb;
+	msgpack_packer pk;
+	msgpack_unpacked u;
+	obs_status_fn fn;
+	void *ctx;
+} each_t;
+
+static int each_one(void *arg, const st_pod_t *rec)
+{
+	each_t *e = arg;
+	size_t off = 0;
+
+	e->sb.size = 0;                 /* one buffer, reused */
+	if (e->k->pack_status(e->env, rec, &e->pk) < 0 ||
+	    msgpack_unpack_next(&e->u, e->sb.data, e->sb.size, &off) != MSGPACK_UNPACK_SUCCESS)
+		return 0;               /* one that cannot be read is skipped */
+	return e->fn(e->ctx, &e->u.data);
+}
+
+/* The elements of a packed array, one at a time (the array's header read
+ * by hand: msgpack-c unpacks whole objects only). */
+static int each_element(each_t *e)
+{
+	const unsigned char *d = (const unsigned char *)e->sb.data;
+	size_t off, n;
+	int rc;
+
+	if (e->sb.size < 1)
+		return -EINVAL;
+	if ((d[0] & 0xf0) == 0x90) {
+		n = d[0] & 0x0f;
+		off = 1;
+	} else if (d[0] == 0xdc && e->sb.size >= 3) {
+		n = (size_t)d[1] << 8 | d[2];
+		off = 3;
+	} else if (d[0] == 0xdd && e->sb.size >= 5) {
+		n = (size_t)d[1] << 24 | (size_t)d[2] << 16 | (size_t)d[3] << 8 | d[4];
+		off = 5;
+	} else {
+		return -EINVAL;
+	}
+	for (size_t i = 0; i < n; i++) {
+		if (msgpack_unpack_next(&e->u, e->sb.data, e->sb.size, &off) != MSGPACK_UNPACK_SUCCESS)
+			return -EINVAL;
+		if ((rc = e->fn(e->ctx, &e->u.data)) != 0)
+			return rc;
+	}
+	return 0;
+}
+
+int obs_each_status(const kind_env_t *env, const kind_t *k, obs_status_fn fn, void *ctx)
+{
+	each_t e = { .env = env, .k = k, .fn = fn, .ctx = ctx };
+	tank_error_t te;
+	int err = 0;
+
+	msgpack_sbuffer_init(&e.sb);
+	msgpack_packer_init(&e.pk, &e.sb, msgpack_sbuffer_write);
+	msgpack_unpacked_init(&e.u);
+	tank_error_clear(&te);
+	if (k->pack_status) {
+		err = kind_scan(env, k, each_one, &e, &te);
+	} else if (k->status_all) {
+		err = k->status_all(env, &e.pk, &te);
+		if (err == 0)
+			err = each_element(&e);
+	}
+	msgpack_unpacked_destroy(&e.u);
+	msgpack_sbuffer_destroy(&e.sb);
+	return err;
+}
+
+/* ---- phases ------------------------------------------------------------------- */
+
+#define OBS_PHASES 24
+
+typedef struct phases {
+	char name[OBS_PHASES][32];
+	uint64_t n[OBS_PHASES];
+	size_t count;
+	uint64_t total;
+} phases_t;
+
+static void phases_add(phases_t *p, const msgpack_object *status)
+{
+	char ph[32];
+
+	p->total++;
+	if (!kind_str(kind_map_get(status, "phase"), ph, sizeof ph) || !ph[0])
+		snprintf(ph, sizeof ph, "unknown");
+	for (size_t i = 0; i < p->count; i++)
+		if (!strcmp(p->name[i], ph)) {
+			p->n[i]++;
+			return;
+		}
+	if (p->count == OBS_PHASES)
+		return;
+	snprintf(p->name[p->count], sizeof p->name[0], "%s", ph);
+	p->n[p->count++] = 1;
+}
+
+/* ---- the process ---------------------------------------------------------------- */
+
+static double rss_bytes(void)
+{
+	unsigned long size = 0, rss = 0;
+	FILE *f = fopen("/proc/self/statm", "re");
+
+	if (!f)
+		return 0;
+	if (fscanf(f, "%lu %lu", &size, &rss) != 2)
+		rss = 0;
+	fclose(f);
+	return (double)rss * (double)sysconf(_SC_PAGESIZE);
+}
+
+static double open_fds(void)
+{
+	DIR *d = opendir("/proc/self/fd");
+	struct dirent *de;
+	double n = 0;
+
+	if (!d)
+		return 0;
+	while ((de = readdir(d)))
+		n += de->d_name[0] != '.';
+	closedir(d);
+	return n - 1;     /* the directory's own fd */
+}
+
+/* ---- the exposition ---------------------------------------------------------------- */
+
+static void family(obs_buf_t *b, const char *name, const char *type, const char *help,
+		   const obs_buf_t *samples)
+{
+	obs_prom_head(b, name, type, help);
+	if (samples->len)
+		obs_buf_put(b, samples->p, samples->len);
+	if (samples->oom)
+		b->oom = true;
+}
+
+typedef struct objs {
+	const kind_t *k;
+	phases_t ph;
+	obs_buf_t ready, restarts, cready;
+} objs_t;
+
+static int object_one(void *ctx, const msgpack_object *st)
+{
+	objs_t *o = ctx;
+	const msgpack_object *v, *cs;
+	char name[128], ctr[128];
+
+	phases_add(&o->ph, st);
+	if (!kind_str(kind_map_get(st, "name"), name, sizeof name))
+		return 0;
+	if ((v = kind_map_get(st, "ready")) && v->type == MSGPACK_OBJECT_BOOLEAN)
+		obs_prom_sample(&o->ready, "tank_object_ready",
+				(const char *[]){ "kind", o->k->name, "name", name, NULL },
+				v->via.boolean);
+	if (!(cs = kind_map_get(st, "containers")) || cs->type != MSGPACK_OBJECT_ARRAY)
+		return 0;
+	for (uint32_t c = 0; c < cs->via.array.size; c++) {
+		const msgpack_object *cm = &cs->via.array.ptr[c];
+		int64_t n;
+		if (!kind_str(kind_map_get(cm, "name"), ctr, sizeof ctr))
+			continue;
+		const char *l[] = { "kind", o->k->name, "name", name, "container", ctr, NULL };
+		if (kind_int(kind_map_get(cm, "restarts"), &n))
+			obs_prom_sample(&o->restarts, "tank_container_restarts_total", l, (double)n);
+		if ((v = kind_map_get(cm, "ready")) && v->type == MSGPACK_OBJECT_BOOLEAN)
+			obs_prom_sample(&o->cready, "tank_container_ready", l, v->via.boolean);
+	}
+	return 0;
+}
+
+static void objects(const obs_src_t *s, obs_buf_t *b)
+{
+	obs_buf_t by_phase = { 0 }, totals = { 0 };
+	objs_t o = { 0 };
+
+	for (size_t i = 0; s->kinds->kinds[i]; i++) {
+		o.k = s->kinds->kinds[i];
+		memset(&o.ph, 0, sizeof o.ph);
+		(void)obs_each_status(s->kinds, o.k, object_one, &o);
+		obs_prom_sample(&totals, "tank_kind_objects",
+				(const char *[]){ "kind", o.k->name, NULL }, (double)o.ph.total);
+		for (size_t p = 0; p < o.ph.count; p++)
+			obs_prom_sample(&by_phase, "tank_objects",
+					(const char *[]){ "kind", o.k->name, "phase", o.ph.name[p], NULL },
+					(double)o.ph.n[p]);
+	}
+	family(b, "tank_kind_objects", "gauge", "Objects stored, by kind.", &totals);
+	family(b, "tank_objects", "gauge", "Objects by kind and phase.", &by_phase);
+	family(b, "tank_object_ready", "gauge",
+	       "1 when the object is ready (kinds whose status has `ready`).", &o.ready);
+	family(b, "tank_container_restarts_total", "counter",
+	       "Restarts of each container (from the status maps).", &o.restarts);
+	family(b, "tank_container_ready", "gauge",
+	       "1 when the container is ready (its readiness probe passed, or it has none).",
+	       &o.cready);
+	obs_buf_free(&by_phase);
+	obs_buf_free(&totals);
+	obs_buf_free(&o.ready);
+	obs_buf_free(&o.restarts);
+	obs_buf_free(&o.cready);
+}
+
+static void one(obs_buf_t *b, const char *name, const char *type, const char *help, double v)
+{
+	obs_prom_head(b, name, type, help);
+	obs_prom_sample(b, name, NULL, v);
+}
+
+int obs_metrics_write(const obs_src_t *s, const obs_counts_t *c, obs_buf_t *b)
+{
+	rt_pid_t loop = rt_whereis(s->rt, s->loop_name);
+	rt_pid_t api = rt_whereis(s->rt, s->api_name);
+	rc_stats_t rs;
+	st_usage_t su;
+	kit_hist_t durable, flush;
+	struct rusage ru;
+
+	obs_prom_head(b, "tank_build_info", "gauge", "tankd's version, as a label.");
+	obs_prom_sample(b, "tank_build_info",
+			(const char *[]){ "version", s->version ? s->version : "", NULL }, 1);
+	objects(s, b);
+
+	memset(&rs, 0, sizeof rs);
+	if (!loop || rc_loop_stats(s->rt, loop, &rs) < 0)
+		memset(&rs, 0, sizeof rs);
+	one(b, "tank_reconcile_passes_total", "counter", "Resync passes started.",
+	    (double)rs.passes);
+	one(b, "tank_reconciles_total", "counter", "reconcile() calls of every kind.",
+	    (double)rs.reconciles);
+	one(b, "tank_reconcile_failures_total", "counter", "reconcile() calls that failed.",
+	    (double)rs.failures);
+	one(b, "tank_reconcile_escalations_total", "counter",
+	    "Keys whose retries ran out.", (double)rs.escalations);
+	one(b, "tank_reconcile_queue", "gauge", "Keys queued or waiting for a requeue.",
+	    (double)rs.queued);
+	obs_prom_head(b, "tank_reconcile_pass_seconds", "histogram",
+		      "How long each resync pass took, first list call to last.");
+	obs_prom_hist(b, "tank_reconcile_pass_seconds", NULL, &rs.pass_seconds);
+
+	st_commit_stats(s->store, &durable, &flush);
+	obs_prom_head(b, "tank_store_commit_seconds", "histogram",
+		      "Store write transactions, begin to commit: durable (applies, deletes; "
+		      "fsynced) and flush (group commits of observed state).");
+	obs_prom_hist(b, "tank_store_commit_seconds", (const char *[]){ "type", "durable", NULL },
+		      &durable);
+	obs_prom_hist(b, "tank_store_commit_seconds", (const char *[]){ "type", "flush", NULL },
+		      &flush);
+	if (st_usage(s->store, &su) == 0) {
+		one(b, "tank_store_used_bytes", "gauge", "Store pages in use, in bytes.",
+		    (double)su.used);
+		one(b, "tank_store_map_bytes", "gauge", "The store's map size (grows on demand).",
+		    (double)su.total);
+		one(b, "tank_store_reserve_bytes", "gauge",
+		    "Room kept for status changes and deletes.", (double)su.reserve);
+		one(b, "tank_store_flush_failures", "gauge",
+		    "Status flushes failed since the last good one.", (double)su.flush_failures);
+		one(b, "tank_store_history_dropped_total", "counter",
+		    "Transitions not written because the store was full.",
+		    (double)su.history_dropped);
+	}
+	one(b, "tank_store_pending", "gauge", "Status changes queued for the next commit.",
+	    (double)st_pending(s->store));
+
+	one(b, "tank_api_connections", "gauge", "Open connections on the RPC socket.",
+	    api ? (double)api_server_conns(s->rt, api) : 0);
+	one(b, "tank_api_subscribers", "gauge", "RPC connections subscribed to events.",
+	    api ? (double)api_server_subscribers(s->rt, api) : 0);
+
+	obs_prom_head(b, "tank_events_total", "counter", "Events published, by type.");
+	for (size_t i = 0; i < c->ntypes; i++)
+		obs_prom_sample(b, "tank_events_total",
+				(const char *[]){ "type", c->type[i], NULL }, (double)c->events[i]);
+	if (c->events_other)
+		obs_prom_sample(b, "tank_events_total", (const char *[]){ "type", "other", NULL },
+				(double)c->events_other);
+	one(b, "tank_http_requests_total", "counter", "HTTP requests answered.",
+	    (double)c->requests);
+	one(b, "tank_http_sse_clients", "gauge", "Clients on /events.", (double)c->sse_clients);
+	one(b, "tank_http_sse_dropped_total", "counter",
+	    "/events clients cut for falling behind.", (double)c->sse_dropped);
+
+	one(b, "process_resident_memory_bytes", "gauge", "Resident memory size in bytes.",
+	    rss_bytes());
+	one(b, "process_open_fds", "gauge", "Number of open file descriptors.", open_fds());
+	if (getrusage(RUSAGE_SELF, &ru) == 0)
+		one(b, "process_cpu_seconds_total", "counter",
+		    "User and system CPU time spent in seconds.",
+		    (double)ru.ru_utime.tv_sec + (double)ru.ru_utime.tv_usec / 1e6 +
+		    (double)ru.ru_stime.tv_sec + (double)ru.ru_stime.tv_usec / 1e6);
+	return b->oom ? -ENOMEM : 0;
+}
+
+static int phase_one(void *ctx, const msgpack_object *status)
+{
+	phases_add(ctx, status);
+	return 0;
+}
+
+void obs_summary(const obs_src_t *s, char *out, size_t cap)
+{
+	size_t len = 0;
+
+	out[0] = '\0';
+	for (size_t i = 0; s->kinds->kinds[i]; i++) {
+		const kind_t *k = s->kinds->kinds[i];
+		phases_t ph = { 0 };
+
+		(void)obs_each_status(s->kinds, k, phase_one, &ph);
+		int n = snprintf(out + len, cap - len, "%s%llu %s", len ? ", " : "",
+				 (unsigned long long)ph.total, ph.total == 1 ? k->name : k->plural);
+		if (n < 0 || (size_t)n >= cap - len)
+			return;
+		len += (size_t)n;
+		for (size_t p = 0; p < ph.count; p++) {
+			n = snprintf(out + len, cap - len, "%s%llu %s", p ? ", " : " (",
+				     (unsigned long long)ph.n[p], ph.name[p]);
+			if (n < 0 || (size_t)n >= cap - len)
+				return;
+			len += (size_t)n;
+		}
+		if (ph.count) {
+			if (len + 2 > cap)
+				return;
+			out[len++] = ')';
+			out[len] = '\0';
+		}
+	}
+}

@@ -1,0 +1,412 @@
+/*
+ * pod_adopt.c — offers, exits and watches of adopted processes (contract
+ * in pod_adopt.h).  Three string-keyed maps: offers by name, exits and
+ * watches by "<pid>.<start>".
+ */
+#include "pod/pod_adopt.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "common/tank_err.h"
+#include "common/tank_map.h"
+
+typedef struct pod_offer {
+	bool sandbox;
+	bool child;
+	pid_t pid;
+	uint64_t start;
+	int out_fd, err_fd;
+} pod_offer_t;
+
+typedef struct pod_watch {
+	rt_pid_t owner;
+	uint32_t tag;
+} pod_watch_t;
+
+struct pod_adopt {
+	tank_map_t offers;            /* "c <key>" / "s <pod>" -> pod_offer_t */
+	tank_map_t exits;             /* "<pid>.<start>" -> pod_adopt_exit_t */
+	tank_map_t watches;           /* "<pid>.<start>" -> pod_watch_t */
+	pod_adopt_sink_t sink;
+	bool has_sink;
+	uint64_t adopted;
+};
+
+int pod_adopt_new(pod_adopt_t **out)
+{
+	pod_adopt_t *a = calloc(1, sizeof *a);
+
+	if (!(*out = a))
+		return -ENOMEM;
+	tank_map_init(&a->offers);
+	tank_map_init(&a->exits);
+	tank_map_init(&a->watches);
+	return 0;
+}
+
+static void pod__offer_free(pod_offer_t *o)
+{
+	if (!o)
+		return;
+	if (o->out_fd >= 0)
+		close(o->out_fd);
+	if (o->err_fd >= 0)
+		close(o->err_fd);
+	free(o);
+}
+
+static void pod__map_free(tank_map_t *m, bool offers)
+{
+	size_t it = 0;
+	void *v;
+
+	while (tank_map_next(m, &it, NULL, &v))
+		offers ? pod__offer_free(v) : free(v);
+	tank_map_destroy(m);
+}
+
+void pod_adopt_free(pod_adopt_t *a)
+{
+	if (!a)
+		return;
+	pod__map_free(&a->offers, true);
+	pod__map_free(&a->exits, false);
+	pod__map_free(&a->watches, false);
+	free(a);
+}
+
+void pod_adopt_set_sink(pod_adopt_t *a, const pod_adopt_sink_t *sink)
+{
+	a->has_sink = sink != NULL;
+	a->sink = sink ? *sink : (pod_adopt_sink_t){ 0 };
+}
+
+bool pod_adopt_has_reaper(const pod_adopt_t *a)
+{
+	return a && a->has_sink;
+}
+
+/* --- offers ------------------------------------------------------------------ */
+
+static void pod__offer_key(char *buf, size_t cap, bool sandbox, const char *name)
+{
+	snprintf(buf, cap, "%c %s", sandbox ? 's' : 'c', name);
+}
+
+static void pod__tag(char *buf, size_t cap, bool sandbox, const char *name, pid_t pid,
+		     uint64_t start)
+{
+	snprintf(buf, cap, "%c %s %d %" PRIu64, sandbox ? 's' : 'c', name, (int)pid, start);
+}
+
+int pod_adopt_offer(pod_adopt_t *a, bool sandbox, const char *name, pid_t pid,
+		    uint64_t start, int out_fd, int err_fd, bool child)
+{
+	pod_offer_t *o = calloc(1, sizeof *o);
+	char key[256];
+	void *old = NULL;
+
+	if (!o) {
+		if (out_fd >= 0)
+			close(out_fd);
+		if (err_fd >= 0)
+			close(err_fd);
+		return -ENOMEM;
+	}
+	*o = (pod_offer_t){ sandbox, child, pid, start, out_fd, err_fd };
+	/* Ours now, and not for the containers we start. */
+	if (out_fd >= 0)
+		(void)fcntl(out_fd, F_SETFD, FD_CLOEXEC);
+	if (err_fd >= 0)
+		(void)fcntl(err_fd, F_SETFD, FD_CLOEXEC);
+	pod__offer_key(key, sizeof key, sandbox, name);
+	if (tank_map_put(&a->offers, key, o, &old) < 0) {
+		pod__offer_free(o);
+		return -ENOMEM;
+	}
+	pod__offer_free(old);
+	return 0;
+}
+
+int pod_adopt_offer_tag(pod_adopt_t *a, const char *tag, const int *fds, unsigned n)
+{
+	char kind, name[200];
+	int pid;
+	uint64_t start;
+
+	if (sscanf(tag, "%c %199s %d %" SCNu64, &kind, name, &pid, &start) != 4 ||
+	    (kind != 'c' && kind != 's') || pid <= 0) {
+		for (unsigned i = 0; i < n; i++)
+			close(fds[i]);
+		return TANK_EINVALID;
+	}
+	for (unsigned i = 2; i < n; i++)
+		close(fds[i]);
+	return pod_adopt_offer(a, kind == 's', name, pid, start, n > 0 ? fds[0] : -1,
+			       n > 1 ? fds[1] : -1, false);
+}
+
+bool pod_adopt_claim(pod_adopt_t *a, const char *key, pid_t pid, uint64_t start,
+		     pod_proc_t *out, bool *child)
+{
+	char k[256];
+	pod_offer_t *o;
+
+	if (!a)
+		return false;
+	pod__offer_key(k, sizeof k, false, key);
+	if (!(o = tank_map_get(&a->offers, k)) || o->pid != pid || o->start != start)
+		return false;
+	tank_map_del(&a->offers, k);
+	*out = (pod_proc_t){ .pid = pid, .start_time = start, .stdout_fd = o->out_fd,
+			     .stderr_fd = o->err_fd, .own_pgrp = true };
+	*child = o->child;
+	free(o);
+	return true;
+}
+
+bool pod_adopt_offered(const pod_adopt_t *a, const char *key, pid_t pid, uint64_t start)
+{
+	char k[256];
+	const pod_offer_t *o;
+
+	if (!a || !a->offers.len)
+		return false;
+	pod__offer_key(k, sizeof k, false, key);
+	return (o = tank_map_get(&a->offers, k)) && o->pid == pid && o->start == start;
+}
+
+bool pod_adopt_claim_sandbox(pod_adopt_t *a, const char *pod, pid_t *pid, uint64_t *start)
+{
+	char k[256];
+	pod_offer_t *o;
+
+	if (!a)
+		return false;
+	pod__offer_key(k, sizeof k, true, pod);
+	if (!(o = tank_map_del(&a->offers, k)))
+		return false;
+	*pid = o->pid;
+	*start = o->start;
+	pod__offer_free(o);
+	return true;
+}
+
+size_t pod_adopt_offers(const pod_adopt_t *a)
+{
+	return a ? a->offers.len : 0;
+}
+
+void pod_adopt_prune(pod_adopt_t *a,
+		     bool (*wanted)(void *ctx, bool sandbox, const char *name), void *ctx)
+{
+	char **drop;
+	size_t nd = 0, it = 0;
+	const char *k;
+	void *v;
+
+	if (!a || !a->offers.len || !(drop = calloc(a->offers.len, sizeof *drop)))
+		return;
+	while (tank_map_next(&a->offers, &it, &k, &v)) {
+		const pod_offer_t *o = v;
+		if (!wanted(ctx, o->sandbox, k + 2))
+			drop[nd++] = strdup(k);
+	}
+	for (size_t i = 0; i < nd; i++) {
+		pod_offer_t *o;
+		char tag[300];
+		if (!drop[i] || !(o = tank_map_del(&a->offers, drop[i]))) {
+			free(drop[i]);
+			continue;
+		}
+		pod__tag(tag, sizeof tag, o->sandbox, drop[i] + 2, o->pid, o->start);
+		if (a->sink.forget)
+			a->sink.forget(a->sink.ctx, tag);
+		pod__offer_free(o);
+		free(drop[i]);
+	}
+	free(drop);
+}
+
+void pod_adopt_count(pod_adopt_t *a)
+{
+	if (a)
+		a->adopted++;
+}
+
+uint64_t pod_adopt_adopted(const pod_adopt_t *a)
+{
+	return a ? a->adopted : 0;
+}
+
+/* --- exits --------------------------------------------------------------------- */
+
+static void pod__pkey(char *buf, size_t cap, pid_t pid, uint64_t start)
+{
+	snprintf(buf, cap, "%d.%" PRIu64, (int)pid, start);
+}
+
+void pod_adopt_exited(pod_adopt_t *a, rt_t *rt, pid_t pid, uint64_t start, int status,
+		      int64_t at_ms)
+{
+	pod_adopt_exit_t x = { pid, start, status, at_ms }, *kept;
+	pod_watch_t *w;
+	char k[48];
+
+	pod__pkey(k, sizeof k, pid, start);
+	if ((w = tank_map_del(&a->watches, k))) {
+		(void)rt_send(rt, w->owner, w->tag, &x, sizeof x);
+		free(w);
+	} else if ((kept = malloc(sizeof *kept))) {
+		void *old = NULL;
+		*kept = x;
+		if (tank_map_put(&a->exits, k, kept, &old) < 0)
+			free(kept);
+		free(old);
+	}
+	/* Recorded here: a tankd killed before it is stored loses it, as
+	 * it would lose any status of the group commit's last moments. */
+	if (a->sink.ack)
+		a->sink.ack(a->sink.ctx, pid, start);
+}
+
+bool pod_adopt_ended(const pod_adopt_t *a, pid_t pid, uint64_t start, pod_adopt_exit_t *out)
+{
+	char k[48];
+	const pod_adopt_exit_t *x;
+
+	if (!a)
+		return false;
+	pod__pkey(k, sizeof k, pid, start);
+	if (!(x = tank_map_get(&a->exits, k)))
+		return false;
+	if (out)
+		*out = *x;
+	return true;
+}
+
+int pod_adopt_watch(pod_adopt_t *a, rt_t *rt, pid_t pid, uint64_t start, rt_pid_t owner,
+		    uint32_t tag)
+{
+	char k[48];
+	pod_adopt_exit_t *x;
+	pod_watch_t *w;
+
+	pod__pkey(k, sizeof k, pid, start);
+	if ((x = tank_map_del(&a->exits, k))) {
+		int r = rt_send(rt, owner, tag, x, sizeof *x);
+		free(x);
+		return r;
+	}
+	if (tank_map_get(&a->watches, k))
+		return -EEXIST;
+	if (!(w = malloc(sizeof *w)))
+		return -ENOMEM;
+	*w = (pod_watch_t){ owner, tag };
+	if (tank_map_put(&a->watches, k, w, NULL) < 0) {
+		free(w);
+		return -ENOMEM;
+	}
+	return 0;
+}
+
+void pod_adopt_unwatch(pod_adopt_t *a, pid_t pid, uint64_t start)
+{
+	char k[48];
+
+	if (!a)
+		return;
+	pod__pkey(k, sizeof k, pid, start);
+	free(tank_map_del(&a->watches, k));
+}
+
+void pod_adopt_forget_exits(pod_adopt_t *a)
+{
+	size_t it = 0;
+	void *v;
+
+	if (!a || !a->exits.len)
+		return;
+	while (tank_map_next(&a->exits, &it, NULL, &v))
+		free(v);
+	tank_map_clear(&a->exits);
+}
+
+/* --- keeping --------------------------------------------------------------------- */
+
+void pod_adopt_keep(pod_adopt_t *a, const char *key, const pod_proc_t *p)
+{
+	char tag[300];
+	int fds[2];
+	unsigned n = 0;
+
+	if (!a || !a->sink.keep)
+		return;
+	/* Right after the start both pipes are open; the offer reads the
+	 * first fd as stdout, the second as stderr, so a lone stderr is not
+	 * sent (never the case for a container tankd started). */
+	if (p->stdout_fd >= 0) {
+		fds[n++] = p->stdout_fd;
+		if (p->stderr_fd >= 0)
+			fds[n++] = p->stderr_fd;
+	}
+	pod__tag(tag, sizeof tag, false, key, p->pid, p->start_time);
+	a->sink.keep(a->sink.ctx, tag, fds, n);
+}
+
+void pod_adopt_forget(pod_adopt_t *a, const char *key, pid_t pid, uint64_t start)
+{
+	char tag[300];
+
+	if (!a || !a->sink.forget || pid <= 0)
+		return;
+	pod__tag(tag, sizeof tag, false, key, pid, start);
+	a->sink.forget(a->sink.ctx, tag);
+}
+
+void pod_adopt_keep_sandbox(pod_adopt_t *a, const char *pod, pid_t pid, uint64_t start)
+{
+	char tag[300];
+
+	if (!a || !a->sink.keep || pid <= 0)
+		return;
+	pod__tag(tag, sizeof tag, true, pod, pid, start);
+	a->sink.keep(a->sink.ctx, tag, NULL, 0);
+}
+
+void pod_adopt_forget_sandbox(pod_adopt_t *a, const char *pod, pid_t pid, uint64_t start)
+{
+	char tag[300];
+
+	if (!a || !a->sink.forget || pid <= 0)
+		return;
+	pod__tag(tag, sizeof tag, true, pod, pid, start);
+	a->sink.forget(a->sink.ctx, tag);
+}
+
+bool pod_adopt_is_child(pid_t pid)
+{
+	char path[64], buf[512], *p;
+	ssize_t n;
+	int fd, ppid = 0;
+
+	snprintf(path, sizeof path, "/proc/%d/stat", (int)pid);
+	if ((fd = open(path, O_RDONLY | O_CLOEXEC)) < 0)
+		return false;
+	n = read(fd, buf, sizeof buf - 1);
+	close(fd);
+	if (n <= 0)
+		return false;
+	buf[n] = '\0';
+	/* "pid (comm) state ppid …": comm may hold anything, so from its
+	 * last ')'. */
+	if (!(p = strrchr(buf, ')')) || sscanf(p + 1, " %*c %d", &ppid) != 1)
+		return false;
+	return ppid == getpid();
+}

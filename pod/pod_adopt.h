@@ -1,0 +1,139 @@
+/*
+ * pod_adopt — the processes a previous life of tankd left running, handed
+ * to this one so that it adopts them instead of restarting them
+ * (DESIGN.md §11), and the exits that happened while nobody watched.
+ *
+ * Where a handover comes from is the daemon's business: a reexec writes it
+ * (same pid: the processes are still our children, their log pipes kept
+ * open across the exec), or, after tankd was killed -9, the keeper gives
+ * back the pipes it holds and the exits it reaped (keeper/kp_proto.h).
+ * Either way each process is an *offer*: a name ("<pod>/<container>" for a
+ * container, the pod's name for an isolated pod's sandbox), its pid and
+ * start time (/proc/PID/stat field 22: never the pid alone), and for a
+ * container the read ends of its stdout and stderr pipes.  The container
+ * manager claims an offer when the stored status names the same pid and
+ * start time (and the process is in the container's cgroup); offers
+ * nobody claims are pruned (their fds closed, the keeper told).
+ *
+ * Exits: a process that is not our child (re-parented to the keeper) is
+ * reaped by the keeper, which tells us (pod_adopt_exited).  Whoever
+ * watches that process (pod_adopt_watch: an adopted container's runner,
+ * or any kind's actor for a process tank started) gets one message,
+ * payload pod_adopt_exit_t; an exit that came before the watch is kept
+ * and delivered at the watch.  This is the adoption API other kinds use:
+ * "pid P with start time T ended with status S at time X".
+ *
+ * Keeping: while a keeper is there (pod_adopt_set_sink), every container
+ * started is handed to it (pod_adopt_keep: its pipes, under a tag naming
+ * it) and forgotten when it ended (pod_adopt_forget).
+ *
+ * Everything runs on the loop's thread; nothing blocks but the keeper's
+ * sends.  Owned by the daemon; outlives the loop.
+ */
+#ifndef TANK_POD_ADOPT_H
+#define TANK_POD_ADOPT_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "pod/pod_launch.h"
+#include "runtime/rt.h"
+
+typedef struct pod_adopt pod_adopt_t;
+
+/* What a watcher receives (pod_adopt_watch's tag). */
+typedef struct pod_adopt_exit {
+	pid_t pid;
+	uint64_t start;
+	int status;              /* a wait status (rt_decode_status) */
+	int64_t at_ms;           /* when it was reaped, ms since the epoch */
+} pod_adopt_exit_t;
+
+/* Where kept processes go (a keeper); every hook may be NULL. */
+typedef struct pod_adopt_sink {
+	void (*keep)(void *ctx, const char *tag, const int *fds, unsigned n);
+	void (*forget)(void *ctx, const char *tag);
+	void (*ack)(void *ctx, pid_t pid, uint64_t start);
+	void *ctx;
+} pod_adopt_sink_t;
+
+/* -ENOMEM. */
+int pod_adopt_new(pod_adopt_t **out);
+/* Closes the fds of offers never claimed; NULL is fine. */
+void pod_adopt_free(pod_adopt_t *a);
+
+/* A keeper holds our processes' pipes and reaps the ones that are not our
+ * children (sink copied; NULL: none any more). */
+void pod_adopt_set_sink(pod_adopt_t *a, const pod_adopt_sink_t *sink);
+/* True while a keeper reaps for us: a process that is not our child can
+ * be adopted (its exit will be told). */
+bool pod_adopt_has_reaper(const pod_adopt_t *a);
+
+/* --- offers -------------------------------------------------------------------- */
+
+/* A container (key "<pod>/<container>") or a sandbox (sandbox true, name
+ * the pod) offered with its pid and start time; fds (out, err: -1 for
+ * none) are taken, closed on failure.  child: it is a child of this
+ * process (a reexec's), whose exit the runtime reaps; else the keeper
+ * does.  -ENOMEM. */
+int pod_adopt_offer(pod_adopt_t *a, bool sandbox, const char *name, pid_t pid,
+		    uint64_t start, int out_fd, int err_fd, bool child);
+/* The same, from a keeper's tag (pod_adopt_keep's) and its fds.
+ * TANK_EINVALID for a tag that is not ours (its fds closed). */
+int pod_adopt_offer_tag(pod_adopt_t *a, const char *tag, const int *fds, unsigned n);
+/* The offer for key with exactly pid and start, taken: true with *out
+ * filled (pid, start_time, its fds now the caller's, own_pgrp) and
+ * *child (see pod_adopt_offer).  false
+ * when there is none or it names another process. */
+bool pod_adopt_claim(pod_adopt_t *a, const char *key, pid_t pid, uint64_t start,
+		     pod_proc_t *out, bool *child);
+/* Whether key is offered with exactly pid and start (not taken). */
+bool pod_adopt_offered(const pod_adopt_t *a, const char *key, pid_t pid, uint64_t start);
+/* A sandbox's offer for pod, taken: true with its pid and start. */
+bool pod_adopt_claim_sandbox(pod_adopt_t *a, const char *pod, pid_t *pid,
+			     uint64_t *start);
+/* Offers left. */
+size_t pod_adopt_offers(const pod_adopt_t *a);
+/* Drops every offer wanted(ctx, sandbox, name) says no to: its fds
+ * closed, the keeper told to forget it. */
+void pod_adopt_prune(pod_adopt_t *a,
+		     bool (*wanted)(void *ctx, bool sandbox, const char *name), void *ctx);
+/* Counts one adoption (pod_adopt_adopted reports them). */
+void pod_adopt_count(pod_adopt_t *a);
+uint64_t pod_adopt_adopted(const pod_adopt_t *a);
+
+/* --- exits ---------------------------------------------------------------------- */
+
+/* The keeper reaped pid (start) with status at at_ms: told to its watcher,
+ * or kept for the watch to come, and acked to the keeper. */
+void pod_adopt_exited(pod_adopt_t *a, rt_t *rt, pid_t pid, uint64_t start, int status,
+		      int64_t at_ms);
+/* True when pid (start) is known to have ended (and how, into *out). */
+bool pod_adopt_ended(const pod_adopt_t *a, pid_t pid, uint64_t start,
+		     pod_adopt_exit_t *out);
+/* owner gets one message (tag, payload pod_adopt_exit_t) when pid (start)
+ * is reaped by the keeper; at once when it was already.  One watch per
+ * process (-EEXIST); -ENOMEM. */
+int pod_adopt_watch(pod_adopt_t *a, rt_t *rt, pid_t pid, uint64_t start, rt_pid_t owner,
+		    uint32_t tag);
+void pod_adopt_unwatch(pod_adopt_t *a, pid_t pid, uint64_t start);
+/* Forgets exits nobody claimed (after the first passes). */
+void pod_adopt_forget_exits(pod_adopt_t *a);
+
+/* --- keeping --------------------------------------------------------------------- */
+
+/* A container started (key, its process): its pipes to the keeper. */
+void pod_adopt_keep(pod_adopt_t *a, const char *key, const pod_proc_t *p);
+/* It ended: the keeper forgets them. */
+void pod_adopt_forget(pod_adopt_t *a, const char *key, pid_t pid, uint64_t start);
+/* A sandbox made / destroyed (no fds: its namespaces are found again by
+ * its pid). */
+void pod_adopt_keep_sandbox(pod_adopt_t *a, const char *pod, pid_t pid, uint64_t start);
+void pod_adopt_forget_sandbox(pod_adopt_t *a, const char *pod, pid_t pid, uint64_t start);
+
+/* True when pid is a child of this process (read from /proc). */
+bool pod_adopt_is_child(pid_t pid);
+
+#endif

@@ -1,0 +1,220 @@
+/*
+ * pod_top.c — containers' CPU and memory use (pod_top.h).
+ */
+#include "pod/pod_top.h"
+#include "pod/pod_mgr_int.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+/* The first number of file dir/name (after `key ` when key is given). */
+static int top__num(const char *dir, const char *name, const char *key, uint64_t *out)
+{
+	char path[POD_CGROUP_PATH + 64], line[256];
+	size_t kl = key ? strlen(key) : 0;
+	int rc = -ENOENT;
+
+	snprintf(path, sizeof path, "%s/%s", dir, name);
+	FILE *f = fopen(path, "re");
+	if (!f)
+		return -errno;
+	while (rc < 0 && fgets(line, sizeof line, f))
+		if (!key || (!strncmp(line, key, kl) && line[kl] == ' '))
+			rc = sscanf(line + (key ? kl + 1 : 0), "%" SCNu64, out) == 1 ? 0 : -EINVAL;
+	fclose(f);
+	return rc;
+}
+
+/* utime + stime (µs) and resident bytes of one process; false if gone. */
+static bool top__proc(pid_t pid, uint64_t *cpu_usec, uint64_t *rss)
+{
+	char path[64], buf[1024];
+	unsigned long long ut = 0, st = 0, pages = 0;
+	long tick = sysconf(_SC_CLK_TCK), page = sysconf(_SC_PAGESIZE);
+
+	snprintf(path, sizeof path, "/proc/%d/stat", (int)pid);
+	FILE *f = fopen(path, "re");
+	if (!f)
+		return false;
+	size_t n = fread(buf, 1, sizeof buf - 1, f);
+	fclose(f);
+	buf[n] = '\0';
+	/* After the command's closing parenthesis: field 3 on; utime and
+	 * stime are fields 14 and 15. */
+	char *p = strrchr(buf, ')');
+	if (!p || sscanf(p + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %llu %llu", &ut,
+			 &st) != 2)
+		return false;
+	snprintf(path, sizeof path, "/proc/%d/statm", (int)pid);
+	if ((f = fopen(path, "re"))) {
+		if (fscanf(f, "%*u %llu", &pages) != 1)
+			pages = 0;
+		fclose(f);
+	}
+	*cpu_usec += (ut + st) * 1000000ull / (unsigned long long)(tick > 0 ? tick : 100);
+	*rss += pages * (unsigned long long)(page > 0 ? page : 4096);
+	return true;
+}
+
+/* Sums /proc over the processes listed in dir/cgroup.procs. */
+static int top__procs_of(const char *dir, pod_usage_t *u)
+{
+	char path[POD_CGROUP_PATH + 32];
+	int pid;
+
+	snprintf(path, sizeof path, "%s/cgroup.procs", dir);
+	FILE *f = fopen(path, "re");
+	if (!f)
+		return -errno;
+	while (fscanf(f, "%d", &pid) == 1)
+		u->procs += top__proc(pid, &u->cpu_usec, &u->mem_bytes);
+	fclose(f);
+	return 0;
+}
+
+int pod_usage_read(const pod_cgroup_t *cg, pid_t pid, pod_usage_t *u)
+{
+	memset(u, 0, sizeof *u);
+	if (cg && cg->mode == POD_CGROUP_V2 && cg->dir[0] && cg->dir[0][0]) {
+		uint64_t cpu = 0, mem = 0;
+		if (top__num(cg->dir[0], "cpu.stat", "usage_usec", &cpu) == 0 &&
+		    top__num(cg->dir[0], "memory.current", NULL, &mem) == 0) {
+			pod_usage_t p = { 0 };
+			(void)top__procs_of(cg->dir[0], &p);
+			*u = (pod_usage_t){ cpu, mem, p.procs, true };
+			return 0;
+		}
+		return top__procs_of(cg->dir[0], u);
+	}
+	if (cg && cg->mode == POD_CGROUP_V1) {
+		uint64_t cpu_ns = 0, mem = 0;
+		const char *cpu = cg->dir[POD_CG_CPU], *memd = cg->dir[POD_CG_MEMORY];
+		const char *pids = cg->dir[POD_CG_PIDS];
+		pod_usage_t p = { 0 };
+		int rc = pids && pids[0] ? top__procs_of(pids, &p) : -ENOENT;
+		if (cpu && cpu[0] && memd && memd[0] &&
+		    top__num(cpu, "cpuacct.usage", NULL, &cpu_ns) == 0 &&
+		    top__num(memd, "memory.usage_in_bytes", NULL, &mem) == 0) {
+			*u = (pod_usage_t){ cpu_ns / 1000, mem, p.procs, true };
+			return 0;
+		}
+		if (rc == 0) {
+			*u = p;
+			return 0;
+		}
+	}
+	if (pid > 0 && top__proc(pid, &u->cpu_usec, &u->mem_bytes)) {
+		u->procs = 1;
+		return 0;
+	}
+	return -ENOENT;
+}
+
+static int top__cmp(const void *a, const void *b)
+{
+	return strcmp(*(const char *const *)a, *(const char *const *)b);
+}
+
+typedef struct top_row {
+	const char *pod, *container;   /* borrowed from the manager's map */
+	pid_t pid;
+	pod_usage_t u;
+	double pct;
+} top_row_t;
+
+typedef struct top_rows {
+	top_row_t *r;
+	size_t n, cap;
+} top_rows_t;
+
+/* Reads each running container of p once into rows. */
+static int top__collect(const pod_trk_t *p, uint64_t now_ms, top_rows_t *rows)
+{
+	for (size_t i = 0; i < p->nctrs; i++) {
+		const pod_ctr_t *c = &p->ctrs[i];
+		pod_usage_t u;
+		if (!c->runner || c->proc.pid <= 0 ||
+		    pod_usage_read(c->has_cg ? &c->cg : NULL, c->proc.pid, &u) < 0)
+			continue;
+		if (rows->n == rows->cap) {
+			size_t cap = rows->cap ? rows->cap * 2 : 16;
+			top_row_t *nr = realloc(rows->r, cap * sizeof *nr);
+			if (!nr)
+				return -ENOMEM;
+			rows->r = nr;
+			rows->cap = cap;
+		}
+		uint64_t ran_ms = c->started_at > 0 && now_ms > (uint64_t)c->started_at
+				  ? now_ms - (uint64_t)c->started_at : 0;
+		rows->r[rows->n++] = (top_row_t){
+			p->name, c->name, c->proc.pid, u,
+			ran_ms ? (double)u.cpu_usec / 10.0 / (double)ran_ms : 0.0 };
+	}
+	return 0;
+}
+
+static int top__pack_rows(const top_rows_t *rows, msgpack_packer *pk)
+{
+	int rc = msgpack_pack_array(pk, rows->n);
+	for (size_t i = 0; i < rows->n; i++) {
+		const top_row_t *r = &rows->r[i];
+		rc |= msgpack_pack_map(pk, 8);
+		rc |= msgpack_pack_str_with_body(pk, "pod", 3);
+		rc |= msgpack_pack_str_with_body(pk, r->pod, strlen(r->pod));
+		rc |= msgpack_pack_str_with_body(pk, "container", 9);
+		rc |= msgpack_pack_str_with_body(pk, r->container, strlen(r->container));
+		rc |= msgpack_pack_str_with_body(pk, "pid", 3);
+		rc |= msgpack_pack_int32(pk, r->pid);
+		rc |= msgpack_pack_str_with_body(pk, "cpu_usec", 8);
+		rc |= msgpack_pack_uint64(pk, r->u.cpu_usec);
+		rc |= msgpack_pack_str_with_body(pk, "cpu_percent", 11);
+		rc |= msgpack_pack_double(pk, r->pct);
+		rc |= msgpack_pack_str_with_body(pk, "memory", 6);
+		rc |= msgpack_pack_uint64(pk, r->u.mem_bytes);
+		rc |= msgpack_pack_str_with_body(pk, "procs", 5);
+		rc |= msgpack_pack_uint32(pk, r->u.procs);
+		rc |= msgpack_pack_str_with_body(pk, "source", 6);
+		rc |= msgpack_pack_str_with_body(pk, r->u.from_cgroup ? "cgroup" : "proc",
+						 r->u.from_cgroup ? 6 : 4);
+	}
+	return rc ? -ENOMEM : 0;
+}
+
+int pod_top_pack(struct pod_mgr *m, const char *only, uint64_t now_ms, msgpack_packer *pk,
+		 tank_error_t *e)
+{
+	top_rows_t rows = { NULL, 0, 0 };
+	size_t np = 0, it = 0;
+	const char *name;
+	void *v;
+	int rc = 0;
+
+	if (only) {
+		const pod_trk_t *one = tank_map_get(&m->pods, only);
+		if (!one || !one->desired)
+			return tank_error_set(e, TANK_ENOTFOUND, "no pod \"%s\"", only);
+		rc = top__collect(one, now_ms, &rows);
+	} else {
+		/* Every pod, by name. */
+		while (tank_map_next(&m->pods, &it, &name, &v))
+			np++;
+		const char **names = calloc(np + 1, sizeof *names);
+		if (!names)
+			return -ENOMEM;
+		np = 0;
+		for (it = 0; tank_map_next(&m->pods, &it, &name, &v);)
+			names[np++] = name;
+		qsort(names, np, sizeof *names, top__cmp);
+		for (size_t i = 0; i < np && !rc; i++)
+			rc = top__collect(tank_map_get(&m->pods, names[i]), now_ms, &rows);
+		free(names);
+	}
+	if (!rc)
+		rc = top__pack_rows(&rows, pk);
+	free(rows.r);
+	return rc;
+}

@@ -1,0 +1,49 @@
+/*
+ * pod_top — what the containers use now (`tankctl top`): CPU time and
+ * memory from each container's cgroup — v2 cpu.stat's usage_usec and
+ * memory.current; v1 cpuacct.usage and memory.usage_in_bytes where the
+ * container has those groups — or, where it has none (v1 without limits,
+ * no cgroups at all), the sum over /proc of the processes of its group
+ * (or of its process): utime + stime and resident memory.
+ *
+ * Reads small files under /sys/fs/cgroup and /proc: blocks only on
+ * those.  Runs on the loop's thread (the pod manager's map is read, never
+ * written).
+ */
+#ifndef TANK_POD_TOP_H
+#define TANK_POD_TOP_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include <msgpack.h>
+
+#include "common/tank_err.h"
+#include "pod/pod_cgroup.h"
+
+struct pod_mgr;
+
+typedef struct pod_usage {
+	uint64_t cpu_usec;       /* CPU time used, all its processes */
+	uint64_t mem_bytes;      /* memory charged (cgroup) or resident (/proc) */
+	uint32_t procs;          /* processes in its group (1 without one) */
+	bool from_cgroup;        /* both figures are the cgroup's */
+} pod_usage_t;
+
+/* One container's use: cg may be NULL (no group), pid its main process.
+ * 0, or -ENOENT when neither the group nor the process can be read. */
+int pod_usage_read(const pod_cgroup_t *cg, pid_t pid, pod_usage_t *u);
+
+/*
+ * Packs one map per running container — of pod `only`, or of every pod
+ * when only is NULL — in pod then container order:
+ *   {pod, container, pid, cpu_usec, cpu_percent, memory, procs, source}
+ * cpu_percent is its CPU time over its time running (ps's %CPU: 100 is
+ * one CPU busy since it started); source "cgroup" or "proc".  An array.
+ * TANK_ENOTFOUND (no such pod), -ENOMEM.
+ */
+int pod_top_pack(struct pod_mgr *m, const char *only, uint64_t now_ms, msgpack_packer *pk,
+		 tank_error_t *e);
+
+#endif

@@ -1,0 +1,400 @@
+/*
+ * End to end, live re-adoption (issue 35, DESIGN.md §11): pods survive a
+ * kill -9 of tankd under its keeper (`tankd --keeper`) and a `daemon
+ * reexec`, with the same pids and restart counts, every line written
+ * meanwhile in `logs`, and an exit that happened while no tankd watched
+ * recorded with its real status.  Real processes throughout: the keeper,
+ * tankd, the containers, /proc.
+ */
+#include <criterion/criterion.h>
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "tests/e2e/e2e.h"
+
+#define NTICK 4
+
+/* The keeper (d->pid) on d's data dir: it starts tankd itself. */
+static d_t *setup_keeper(void)
+{
+	d_t *d = d_new();
+	char bin[600], logp[128];
+	pid_t pid;
+
+	snprintf(bin, sizeof bin, "%s/tankd", bindir());
+	snprintf(logp, sizeof logp, "%s/tankd.log", d->dir);
+	ts_own_daemon_root(d->dir);
+	pid = fork();
+	cr_assert_geq(pid, 0);
+	if (pid == 0) {
+		prctl(PR_SET_PDEATHSIG, SIGKILL);
+		int fd = open(logp, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+		dup2(fd, 1);
+		dup2(fd, 2);
+		execl(bin, "tankd", "--keeper", "--data-dir", d->dir, "--resync", "300",
+		      (char *)NULL);
+		_exit(127);
+	}
+	ts_own_pid(pid);
+	d->pid = pid;
+	for (int i = 0; i < 200 && !up(d); i++)
+		sleep_ms(50);
+	cr_assert(up(d), "tankd under its keeper did not come up");
+	return d;
+}
+
+/* The pid serving d's socket (from `version`), owned so that it goes
+ * whatever way the test ends; 0 when none answers. */
+static pid_t serving(d_t *d, pid_t *keeper)
+{
+	char out[4096], *p;
+	long pid = 0, kp = 0;
+
+	if (ctl(d, out, sizeof out, "version") != 0 || !(p = strstr(out, "\npid ")))
+		return 0;
+	pid = strtol(p + 5, NULL, 10);
+	if ((p = strstr(out, "keeper pid ")))
+		kp = strtol(p + 11, NULL, 10);
+	if (keeper)
+		*keeper = (pid_t)kp;
+	if (pid > 0)
+		ts_own_pid((pid_t)pid);
+	return (pid_t)pid;
+}
+
+/* Waits until a tankd other than old serves d (up to secs). */
+static pid_t wait_new_tankd(d_t *d, pid_t old, int secs)
+{
+	for (int i = 0; i < secs * 20; i++) {
+		pid_t now = serving(d, NULL);
+		if (now > 0 && now != old)
+			return now;
+		sleep_ms(50);
+	}
+	return 0;
+}
+
+static int count_fds(pid_t pid)
+{
+	char path[64];
+	struct dirent *e;
+	DIR *dir;
+	int n = 0;
+
+	snprintf(path, sizeof path, "/proc/%d/fd", (int)pid);
+	if (!(dir = opendir(path)))
+		return -1;
+	while ((e = readdir(dir)))
+		if (e->d_name[0] != '.')
+			n++;
+	closedir(dir);
+	return n;
+}
+
+/* Children of pid (from /proc/PID/task/PID/children). */
+static int count_children(pid_t pid)
+{
+	char path[96], buf[8192];
+	int fd, n = 0;
+	ssize_t r;
+
+	snprintf(path, sizeof path, "/proc/%d/task/%d/children", (int)pid, (int)pid);
+	if ((fd = open(path, O_RDONLY | O_CLOEXEC)) < 0)
+		return -1;
+	r = read(fd, buf, sizeof buf - 1);
+	close(fd);
+	if (r < 0)
+		return -1;
+	buf[r] = '\0';
+	for (char *t = strtok(buf, " \n"); t; t = strtok(NULL, " \n"))
+		n++;
+	return n;
+}
+
+/* A zombie (or gone): dead even while its parent is stopped. */
+static bool dead(pid_t pid)
+{
+	char path[64], buf[512], *p;
+	int fd;
+	ssize_t r;
+
+	snprintf(path, sizeof path, "/proc/%d/stat", (int)pid);
+	if ((fd = open(path, O_RDONLY | O_CLOEXEC)) < 0)
+		return true;
+	r = read(fd, buf, sizeof buf - 1);
+	close(fd);
+	if (r <= 0)
+		return true;
+	buf[r] = '\0';
+	return (p = strrchr(buf, ')')) && (p[2] == 'Z' || p[2] == 'X');
+}
+
+/* Every "line N" of a ticker's log is there, from 1 to the last, once:
+ * nothing lost, nothing twice.  Returns the last N. */
+static long check_lines(d_t *d, const char *pod)
+{
+	static char out[1 << 20];
+	long want = 1;
+	char *p = out;
+
+	cr_assert_eq(ctl(d, out, sizeof out, "logs %s -t --tail -1", pod), 0, "%s", out);
+	while ((p = strstr(p, "stdout line "))) {
+		long n = strtol(p + 12, &p, 10);
+		cr_assert_eq(n, want, "%s: line %ld where line %ld was due (lost or twice)",
+			     pod, n, want);
+		want++;
+	}
+	return want - 1;
+}
+
+static void write_pods(d_t *d, bool never)
+{
+	char manifest[4096];
+	size_t at = 0;
+
+	for (int i = 0; i < NTICK; i++)
+		at += (size_t)snprintf(manifest + at, sizeof manifest - at,
+			"name: tick%d\ncontainers:\n  - name: t\n"
+			"    command: [/bin/sh, -c, 'i=0; while :; do i=$((i+1)); "
+			"echo \"line $i\"; sleep 0.05; done']\n---\n", i);
+	/* Waits for a file, says so, and exits 7: it ends during the gap. */
+	if (never)
+		at += (size_t)snprintf(manifest + at, sizeof manifest - at,
+			"name: seven\nrestart: never\ncontainers:\n  - name: s\n"
+			"    command: [/bin/sh, -c, 'echo waiting; while [ ! -e %s/go ]; do "
+			"sleep 0.05; done; echo gap-line; exit 7']\n", d->dir);
+	write_file(d, "pods.yaml", manifest);
+}
+
+static void pids_of(d_t *d, long pids[NTICK])
+{
+	char name[32];
+	for (int i = 0; i < NTICK; i++) {
+		snprintf(name, sizeof name, "tick%d", i);
+		cr_assert(wait_phase(d, name, "running", 20));
+		pids[i] = status_num(d, name, "pid");
+		cr_assert_gt(pids[i], 0);
+	}
+}
+
+static void same_pids(d_t *d, const long pids[NTICK], const char *when)
+{
+	char name[32];
+	for (int i = 0; i < NTICK; i++) {
+		snprintf(name, sizeof name, "tick%d", i);
+		cr_assert(wait_phase(d, name, "running", 20), "%s: %s not running", when, name);
+		long now = status_num(d, name, "pid");
+		cr_assert_eq(now, pids[i], "%s: %s's pid %ld became %ld (restarted)", when, name,
+			     pids[i], now);
+		cr_assert_eq(status_num(d, name, "restarts"), 0, "%s: %s restarted", when, name);
+	}
+}
+
+Test(adopt, kill9_under_the_keeper_adopts_every_pod_with_its_output_and_exits)
+{
+	d_t *d = setup_keeper();
+	char out[8192], path[128];
+	long pids[NTICK];
+	pid_t keeper = 0, old = serving(d, &keeper);
+
+	cr_assert_eq(keeper, d->pid, "version names the keeper (%d, not %d)", (int)keeper,
+		     (int)d->pid);
+	write_pods(d, true);
+	cr_assert_eq(ctl(d, out, sizeof out, "apply -f %s/pods.yaml", d->dir), 0, "%s", out);
+	pids_of(d, pids);
+	cr_assert(wait_phase(d, "seven", "running", 20));
+	long seven = status_num(d, "seven", "pid");
+	cr_assert(wait_says(d, 10, "waiting", "logs seven"));
+	sleep_ms(300);   /* the group commit reaches the disk */
+
+	/* The gap: the keeper held still (so the restart waits), tankd
+	 * killed; the tickers go on writing into their pipes, seven ends. */
+	cr_assert_eq(kill(keeper, SIGSTOP), 0);
+	cr_assert_eq(kill(old, SIGKILL), 0);
+	snprintf(path, sizeof path, "%s/go", d->dir);
+	write_file(d, "go", "");
+	for (int i = 0; i < 200 && !dead((pid_t)seven); i++)
+		sleep_ms(20);
+	cr_assert(dead((pid_t)seven), "seven did not end in the gap");
+	sleep_ms(500);   /* lines written while no tankd reads */
+	cr_assert_eq(kill(keeper, SIGCONT), 0);
+
+	pid_t now = wait_new_tankd(d, old, 20);
+	cr_assert_gt(now, 0, "the keeper did not start a new tankd");
+	same_pids(d, pids, "after kill -9");
+	/* The exit of the gap, with its real status. */
+	cr_assert(wait_phase(d, "seven", "terminal", 20));
+	cr_assert(says(d, "\"code\": 7", "status seven -o json"));
+	cr_assert(says(d, "while tankd was down", "history seven"));
+	cr_assert(says(d, "gap-line", "logs seven"));
+	/* Every ticker line, the gap's included, once. */
+	sleep_ms(300);
+	for (int i = 0; i < NTICK; i++) {
+		char name[32];
+		snprintf(name, sizeof name, "tick%d", i);
+		cr_assert_gt(check_lines(d, name), 20);
+	}
+	cr_assert(says(d, "restarts   1", "daemon status"));
+	cr_assert(says(d, "adopted    ", "daemon status"));
+
+	/* Again, 20 times in a row: nothing piles up in the keeper or tankd. */
+	sleep_ms(300);
+	int kfds = count_fds(keeper), tfds = count_fds(now);
+	for (int round = 0; round < 20; round++) {
+		old = now;
+		cr_assert_eq(kill(old, SIGKILL), 0);
+		now = wait_new_tankd(d, old, 20);
+		cr_assert_gt(now, 0, "round %d: no new tankd", round);
+		same_pids(d, pids, "after another kill -9");
+	}
+	for (int i = 0; i < 100 && (count_fds(keeper) > kfds || count_fds(now) > tfds); i++)
+		sleep_ms(20);
+	cr_assert_leq(count_fds(keeper), kfds, "keeper fds %d -> %d", kfds, count_fds(keeper));
+	cr_assert_leq(count_fds(now), tfds, "tankd fds %d -> %d", tfds, count_fds(now));
+	for (int i = 0; i < NTICK; i++) {
+		char name[32];
+		snprintf(name, sizeof name, "tick%d", i);
+		check_lines(d, name);
+	}
+
+	/* A graceful stop still stops the pods, and the keeper with it. */
+	int st = stop(d, SIGTERM);
+	cr_assert(WIFEXITED(st) && WEXITSTATUS(st) == 0, "keeper status %d", st);
+	for (int i = 0; i < NTICK; i++)
+		cr_assert_not(ts_alive((pid_t)pids[i]), "pod %d outlived a graceful stop", i);
+	teardown(d);
+}
+
+Test(adopt, reexec_twenty_times_keeps_pods_pids_output_and_no_leak)
+{
+	d_t *d = setup();
+	char out[8192];
+	long pids[NTICK];
+	pid_t pid = serving(d, NULL);
+
+	cr_assert_eq(pid, d->pid);
+	write_pods(d, false);
+	cr_assert_eq(ctl(d, out, sizeof out, "apply -f %s/pods.yaml", d->dir), 0, "%s", out);
+	pids_of(d, pids);
+	sleep_ms(300);
+	/* The first reexec settles what a first start leaves open (the
+	 * slots, the store's files); from there nothing may grow. */
+	cr_assert_eq(ctl(d, out, sizeof out, "daemon reexec"), 0, "%s", out);
+	same_pids(d, pids, "after the first reexec");
+	sleep_ms(300);
+	int fds = count_fds(pid), kids = count_children(pid);
+	cr_assert_gt(fds, 0);
+	cr_assert_eq(kids, NTICK, "tankd has %d children", kids);
+	for (int round = 0; round < 20; round++) {
+		cr_assert_eq(ctl(d, out, sizeof out, "daemon reexec"), 0, "round %d: %s", round,
+			     out);
+		cr_assert_eq(serving(d, NULL), pid, "round %d: another pid serves", round);
+	}
+	same_pids(d, pids, "after 20 reexecs");
+	cr_assert(says(d, "reexecs    21", "daemon status"));
+	/* A connection of the last call may still be closing on tankd's
+	 * side: wait for it, then nothing may be left over. */
+	for (int i = 0; i < 100 && count_fds(pid) > fds; i++)
+		sleep_ms(20);
+	cr_assert_leq(count_fds(pid), fds, "fds %d -> %d", fds, count_fds(pid));
+	cr_assert_eq(count_children(pid), kids, "children %d -> %d", kids,
+		     count_children(pid));
+	for (int i = 0; i < NTICK; i++) {
+		char name[32];
+		snprintf(name, sizeof name, "tick%d", i);
+		cr_assert_gt(check_lines(d, name), 20);
+	}
+	/* SIGUSR2 is the same. */
+	cr_assert_eq(kill(pid, SIGUSR2), 0);
+	cr_assert(wait_says(d, 10, "reexecs    22", "daemon status"));
+	same_pids(d, pids, "after SIGUSR2");
+	/* And a graceful stop still stops them. */
+	int st = stop(d, SIGTERM);
+	cr_assert(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+	for (int i = 0; i < NTICK; i++)
+		cr_assert_not(ts_alive((pid_t)pids[i]));
+	teardown(d);
+}
+
+Test(adopt, a_never_pod_running_at_a_reexec_records_its_real_exit)
+{
+	d_t *d = setup();
+	char out[4096], manifest[512];
+
+	snprintf(manifest, sizeof manifest,
+		 "name: once\nrestart: never\ncontainers:\n  - name: o\n"
+		 "    command: [/bin/sh, -c, 'while [ ! -e %s/go ]; do sleep 0.05; done; "
+		 "echo done; exit 3']\n", d->dir);
+	write_file(d, "once.yaml", manifest);
+	cr_assert_eq(ctl(d, out, sizeof out, "apply -f %s/once.yaml", d->dir), 0, "%s", out);
+	cr_assert(wait_phase(d, "once", "running", 20));
+	long pid = status_num(d, "once", "pid");
+	cr_assert_eq(ctl(d, out, sizeof out, "daemon reexec"), 0, "%s", out);
+	cr_assert(wait_phase(d, "once", "running", 10));
+	cr_assert_eq(status_num(d, "once", "pid"), pid);
+	write_file(d, "go", "");
+	cr_assert(wait_phase(d, "once", "terminal", 20));
+	cr_assert(says(d, "\"code\": 3", "status once -o json"));
+	cr_assert(says(d, "done", "logs once"));
+	cr_assert_not(says(d, "not run again", "history once"));
+	teardown(d);
+}
+
+/* Whether this process may make pid, uts and ipc namespaces. */
+static bool namespaces_work(void)
+{
+	pid_t pid = fork();
+	int st;
+
+	if (pid == 0)
+		_exit(unshare(CLONE_NEWPID | CLONE_NEWUTS | CLONE_NEWIPC) == 0 ? 0 : 1);
+	return pid > 0 && waitpid(pid, &st, 0) == pid && WIFEXITED(st) &&
+	       WEXITSTATUS(st) == 0;
+}
+
+Test(adopt, isolated_pods_are_adopted_with_their_sandbox)
+{
+	if (!namespaces_work())
+		cr_skip_test("no pid namespaces here");
+	d_t *d = setup_keeper();
+	char out[8192];
+	pid_t old = serving(d, NULL);
+
+	write_file(d, "iso.yaml",
+		   "name: iso\nisolation: {namespaces: [pid, uts, ipc], hostname: boxed}\n"
+		   "containers:\n  - name: c\n    command: [/bin/sh, -c, 'i=0; while :; do "
+		   "i=$((i+1)); echo \"line $i\"; sleep 0.05; done']\n");
+	cr_assert_eq(ctl(d, out, sizeof out, "apply -f %s/iso.yaml", d->dir), 0, "%s", out);
+	cr_assert(wait_phase(d, "iso", "running", 20));
+	long pid = status_num(d, "iso", "pid");
+	cr_assert_gt(pid, 0);
+	sleep_ms(300);
+	cr_assert_eq(kill(old, SIGKILL), 0);
+	pid_t now = wait_new_tankd(d, old, 20);
+	cr_assert_gt(now, 0);
+	cr_assert(wait_phase(d, "iso", "running", 20));
+	cr_assert_eq(status_num(d, "iso", "pid"), pid, "kill -9: the isolated pod restarted");
+	cr_assert(says(d, "adopted", "history iso"));
+	cr_assert_eq(ctl(d, out, sizeof out, "daemon reexec"), 0, "%s", out);
+	cr_assert(wait_phase(d, "iso", "running", 20));
+	cr_assert_eq(status_num(d, "iso", "pid"), pid, "reexec: the isolated pod restarted");
+	sleep_ms(300);
+	cr_assert_gt(check_lines(d, "iso"), 10);
+	/* Its sandbox is still the pod's: a restart by hand starts the
+	 * container in it again. */
+	cr_assert_eq(ctl(d, out, sizeof out, "restart iso"), 0, "%s", out);
+	for (int i = 0; i < 100 && status_num(d, "iso", "pid") == pid; i++)
+		sleep_ms(50);
+	cr_assert(wait_phase(d, "iso", "running", 20));
+	cr_assert_neq(status_num(d, "iso", "pid"), pid);
+	teardown(d);
+}

@@ -1,0 +1,302 @@
+/*
+ * tankd --http end to end (obs/obs_http.h): a real tankd serving on a
+ * free loopback port, real pods, real HTTP clients — /metrics through a
+ * Prometheus text parser, /events through a raw socket, /healthz, the
+ * bind refusal, and the live page in a real headless Chromium driven over
+ * the DevTools protocol.
+ */
+#include <criterion/criterion.h>
+#include <math.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "tests/obs/obs_t.h"
+
+static d_t *http_daemon(char *base, size_t cap)
+{
+	static char addr[64];
+	d_t *d = d_new();
+	int port = obs_free_port();
+
+	snprintf(addr, sizeof addr, "127.0.0.1:%d", port);
+	snprintf(base, cap, "http://%s", addr);
+	obs_tankd(d, (const char *const[]){ "--http", addr, NULL }, NULL);
+	for (int i = 0; i < 200 && !up(d); i++)
+		sleep_ms(25);
+	cr_assert(up(d), "tankd did not come up");
+	return d;
+}
+
+static int port_of(const char *base)
+{
+	return atoi(strrchr(base, ':') + 1);
+}
+
+static void apply(d_t *d, const char *file, const char *yaml)
+{
+	char out[4096];
+	write_file(d, file, yaml);
+	cr_assert_eq(ctl(d, out, sizeof out, "apply -f %s/%s", d->dir, file), 0, "%s", out);
+}
+
+static void scrape(const char *base, prom_t *p)
+{
+	static char body[1 << 20];
+	char url[128];
+
+	snprintf(url, sizeof url, "%s/metrics", base);
+	cr_assert_eq(obs_get(url, body, sizeof body), 200);
+	cr_assert(prom_parse(body, p), "/metrics is not the text format: %s", p->err);
+}
+
+Test(obs_http, metrics_parse_and_a_crash_looping_pods_restarts_grow)
+{
+	char base[96];
+	d_t *d = http_daemon(base, sizeof base);
+	prom_t p;
+	const char *const crash[] = { "kind", "pod", "name", "crash", "container", "c", NULL };
+
+	apply(d, "crash.yaml", "name: crash\nbackoff: {base: 50ms, cap: 100ms}\ncontainers:\n"
+		  "  - name: c\n    command: [/bin/sh, -c, \"exit 1\"]\n");
+	double first = NAN;
+	for (int i = 0; i < 100 && !(first >= 1); i++) {
+		scrape(base, &p);
+		first = prom_get(&p, "tank_container_restarts_total", crash);
+		prom_free(&p);
+		sleep_ms(100);
+	}
+	cr_assert_geq(first, 1, "no restart counted for crash/c (%g)", first);
+	double later = first;
+	for (int i = 0; i < 100 && later <= first; i++) {
+		sleep_ms(100);
+		scrape(base, &p);
+		later = prom_get(&p, "tank_container_restarts_total", crash);
+		prom_free(&p);
+	}
+	cr_assert_gt(later, first, "restarts did not grow: %g then %g", first, later);
+
+	/* The rest of what the page's operators rely on is there. */
+	scrape(base, &p);
+	cr_assert_eq(prom_get(&p, "tank_kind_objects", (const char *const[]){ "kind", "pod", NULL }), 1);
+	cr_assert_eq(prom_get(&p, "tank_kind_objects", (const char *const[]){ "kind", "stack", NULL }), 0);
+	/* 0 or 1 depending on the moment: it runs for an instant each time. */
+	cr_assert_not(isnan(prom_get(&p, "tank_container_ready", crash)));
+	cr_assert_geq(prom_get(&p, "tank_reconcile_passes_total", NULL), 1);
+	cr_assert_geq(prom_get(&p, "tank_reconcile_pass_seconds_count", NULL), 1);
+	cr_assert_eq(prom_get(&p, "tank_reconcile_pass_seconds_bucket",
+			      (const char *const[]){ "le", "+Inf", NULL }),
+		     prom_get(&p, "tank_reconcile_pass_seconds_count", NULL));
+	cr_assert_geq(prom_get(&p, "tank_store_commit_seconds_count",
+			       (const char *const[]){ "type", "durable", NULL }), 1);
+	cr_assert_gt(prom_get(&p, "tank_store_map_bytes", NULL), 0);
+	cr_assert_gt(prom_get(&p, "process_resident_memory_bytes", NULL), 1 << 20);
+	cr_assert_gt(prom_get(&p, "process_open_fds", NULL), 3);
+	cr_assert_geq(prom_get(&p, "tank_events_total",
+			       (const char *const[]){ "type", "transition", NULL }), 2);
+	double phases = 0;
+	for (size_t i = 0; i < p.n; i++)
+		if (!strcmp(p.s[i].name, "tank_objects") && strstr(p.s[i].labels, "kind=\"pod\""))
+			phases += p.s[i].value;
+	cr_assert_eq(phases, 1, "tank_objects{kind=pod} sums to %g", phases);
+
+	/* docs/observability.md lists every family tankd exposes, and the
+	 * Grafana dashboard asks only for families that exist. */
+	static char doc[65536], dash[131072];
+	char path[600];
+	const char *src = getenv("TANK_SRC_DIR") ? getenv("TANK_SRC_DIR") : ".";
+	snprintf(path, sizeof path, "%s/docs/observability.md", src);
+	read_text(path, doc, sizeof doc);
+	snprintf(path, sizeof path, "%s/contrib/grafana-tank.json", src);
+	read_text(path, dash, sizeof dash);
+	cr_assert(doc[0] && dash[0]);
+	for (size_t i = 0; i < p.n; i++) {
+		char fam[128], want[140];
+		/* A histogram's series belong to its family. */
+		static const char *const sfx[] = { "_bucket", "_sum", "_count" };
+		snprintf(fam, sizeof fam, "%s", p.s[i].name);
+		for (size_t k = 0; k < 3; k++) {
+			size_t l = strlen(fam), sl = strlen(sfx[k]);
+			if (l > sl + 8 && !strcmp(fam + l - sl, sfx[k]) &&
+			    !strncmp(fam + l - sl - 8, "_seconds", 8))
+				fam[l - sl] = '\0';
+		}
+		snprintf(want, sizeof want, "`%s`", fam);
+		cr_assert(strstr(doc, want), "%s is not in docs/observability.md", fam);
+	}
+	for (const char *q = dash; (q = strstr(q, "tank_")) != NULL; q++) {
+		char name[128];
+		size_t n = strspn(q, "abcdefghijklmnopqrstuvwxyz_");
+		snprintf(name, sizeof name, "%.*s", (int)n, q);
+		if (!strcmp(name, "tank_") || strstr(name, "tank_overview") || n < 8)
+			continue;
+		bool found = false;
+		for (size_t i = 0; i < p.n && !found; i++)
+			found = !strcmp(p.s[i].name, name);
+		cr_assert(found, "the dashboard asks for %s, which tankd does not expose", name);
+		q += n - 1;
+	}
+	prom_free(&p);
+	teardown(d);
+}
+
+Test(obs_http, healthz_answers_and_the_side_is_read_only)
+{
+	char base[96], url[160], body[256];
+	d_t *d = http_daemon(base, sizeof base);
+
+	snprintf(url, sizeof url, "%s/healthz", base);
+	cr_assert_eq(obs_get(url, body, sizeof body), 200);
+	cr_assert_str_eq(body, "ok\n");
+	snprintf(url, sizeof url, "%s/nope", base);
+	cr_assert_eq(obs_get(url, NULL, 0), 404);
+	/* A POST is refused: changes go through the socket. */
+	snprintf(url, sizeof url, "%s/metrics", base);
+	cr_assert_eq(obs_post(url), 405);
+	/* The page is one document with no external asset. */
+	static char page[1 << 17];
+	snprintf(url, sizeof url, "%s/", base);
+	cr_assert_eq(obs_get(url, page, sizeof page), 200);
+	cr_assert(strstr(page, "EventSource"));
+	cr_assert_null(strstr(page, "src=\"http"));
+	cr_assert_null(strstr(page, "href=\"http"));
+	teardown(d);
+}
+
+Test(obs_http, events_deliver_a_new_pod_as_json)
+{
+	char base[96];
+	static char got[65536];
+	d_t *d = http_daemon(base, sizeof base);
+	int fd = obs_sse_open(port_of(base), "/events");
+
+	got[0] = '\0';
+	cr_assert(obs_sse_wait(fd, got, sizeof got, "retry: 2000", 5), "no stream: %s", got);
+	cr_assert(strstr(got, "Content-Type: text/event-stream"), "%s", got);
+	apply(d, "fresh.yaml", "name: fresh\ncontainers:\n"
+		  "  - name: s\n    command: [/bin/sleep, \"1000\"]\n");
+	cr_assert(obs_sse_wait(fd, got, sizeof got, "\"to\":\"running\"", 10),
+		  "no event for the new pod: %s", got);
+	const char *ev = strstr(got, "data: {\"type\":\"transition\",\"pod\":\"fresh\"");
+	cr_assert_not_null(ev, "%s", got);
+	cr_assert(strstr(ev, "}\n\n"), "an event is one line of JSON then a blank line: %s", ev);
+	close(fd);
+	teardown(d);
+}
+
+Test(obs_http, an_address_that_is_not_loopback_is_refused)
+{
+	d_t *d = d_new();
+	char log[4096], path[128];
+	int st;
+
+	obs_tankd(d, (const char *const[]){ "--http", "0.0.0.0:0", NULL }, NULL);
+	waitpid(d->pid, &st, 0);
+	d->pid = 0;
+	cr_assert(WIFEXITED(st) && WEXITSTATUS(st) == 100, "status %d", st);
+	snprintf(path, sizeof path, "%s/tankd.log", d->dir);
+	read_text(path, log, sizeof log);
+	cr_assert(strstr(log, "not a loopback address"), "%s", log);
+	cr_assert(strstr(log, "--http-allow-remote"), "%s", log);
+
+	/* With the flag it serves (on every address: port 0 picks one). */
+	obs_tankd(d, (const char *const[]){ "--http", "0.0.0.0:0", "--http-allow-remote", NULL },
+		  NULL);
+	for (int i = 0; i < 200 && !up(d); i++)
+		sleep_ms(25);
+	cr_assert(up(d));
+	read_text(path, log, sizeof log);
+	cr_assert(strstr(log, "serving http://0.0.0.0:"), "%s", log);
+	teardown(d);
+}
+
+/* The page in a real browser: it shows the pods (their containers,
+ * restarts and readiness), and a pod applied after it loaded appears
+ * without a reload (a mark set on the window survives). */
+Test(obs_http, the_page_shows_pods_and_updates_live_in_chromium)
+{
+	char base[96], url[160], out[4096];
+	chrome_t c;
+	d_t *d;
+
+	if (!chrome_path())
+		cr_skip_test("chromium is not installed (scripts/deps.sh installs it)");
+	d = http_daemon(base, sizeof base);
+	apply(d, "alpha.yaml", "name: alpha\ncontainers:\n"
+		  "  - name: main\n    command: [/bin/sleep, \"1000\"]\n");
+	cr_assert(wait_phase(d, "alpha", "running", 20));
+	snprintf(url, sizeof url, "%s/", base);
+	chrome_open(&c, d->dir, url);
+	cr_assert(chrome_wait(&c,
+			      "(function(){var r=document.getElementById('pod-alpha');"
+			      "return r&&r.textContent.indexOf('running')>=0?'yes':'no'})()",
+			      "yes", 30, out, sizeof out),
+		  "the page does not show alpha running: %s", out);
+	/* The container, with its restarts and readiness, in the nested table. */
+	cr_assert(chrome_eval(&c, "document.getElementById('kind-pod').innerText", out,
+			      sizeof out));
+	cr_assert(strstr(out, "main"), "%s", out);
+	cr_assert(strstr(out, "restarts"), "%s", out);
+	cr_assert(strstr(out, "ready"), "%s", out);
+	cr_assert(chrome_eval(&c, "document.getElementById('conn').textContent", out, sizeof out));
+	cr_assert_str_eq(out, "live");
+	cr_assert(chrome_eval(&c, "(window.tankMark='kept','set')", out, sizeof out));
+
+	apply(d, "beta.yaml", "name: beta\ncontainers:\n"
+		  "  - name: side\n    command: [/bin/sleep, \"1000\"]\n");
+	cr_assert(chrome_wait(&c,
+			      "(function(){var r=document.getElementById('pod-beta');"
+			      "return r&&r.textContent.indexOf('running')>=0?'yes':'no'})()",
+			      "yes", 30, out, sizeof out),
+		  "beta did not appear without a reload: %s", out);
+	cr_assert(chrome_eval(&c, "String(window.tankMark)", out, sizeof out));
+	cr_assert_str_eq(out, "kept", "the page was reloaded");
+	/* The events list got beta's start, through the same stream. */
+	cr_assert(chrome_eval(&c, "document.getElementById('events').innerText", out, sizeof out));
+	cr_assert(strstr(out, "beta"), "%s", out);
+	/* Every kind gets its section, stacks included, with no code for it. */
+	cr_assert(chrome_eval(&c, "document.getElementById('kind-stack')?'yes':'no'", out,
+			      sizeof out));
+	cr_assert_str_eq(out, "yes");
+	chrome_close(&c);
+	teardown(d);
+}
+
+/* A kind obs/ has never heard of — the test kind, Note, served by the
+ * test build of tankd — is counted by phase, its events by type, and its
+ * table is in /state with its own columns: nothing in obs/ names a kind. */
+Test(obs_http, a_kind_from_the_list_is_counted_without_code_for_it)
+{
+	static char dir[512], body[65536];
+	const char *b = getenv("TANK_BUILD_DIR");
+	char base[96], url[160], out[4096];
+	prom_t p;
+	d_t *d;
+
+	snprintf(dir, sizeof dir, "%s/tests/kinds", b ? b : "build");
+	setenv("TANK_BUILD_DIR", dir, 1);
+	d = http_daemon(base, sizeof base);
+	write_file(d, "n.yaml", "kind: Note\nname: hello\ntext: hi there\n");
+	cr_assert_eq(ctl(d, out, sizeof out, "apply -f %s/n.yaml --wait --timeout 20s", d->dir), 0,
+		     "%s", out);
+	scrape(base, &p);
+	if (prom_get(&p, "tank_objects",
+		     (const char *const[]){ "kind", "note", "phase", "ready", NULL }) != 1) {
+		static char all[1 << 20];
+		snprintf(url, sizeof url, "%s/metrics", base);
+		obs_get(url, all, sizeof all);
+		cr_assert_fail("no note ready in:\n%.3000s", strstr(all, "tank_kind_objects"));
+	}
+	cr_assert_eq(prom_get(&p, "tank_kind_objects", (const char *const[]){ "kind", "note", NULL }), 1);
+	cr_assert_geq(prom_get(&p, "tank_events_total", (const char *const[]){ "type", "note", NULL }), 1);
+	prom_free(&p);
+	snprintf(url, sizeof url, "%s/state", base);
+	cr_assert_eq(obs_get(url, body, sizeof body), 200);
+	cr_assert(strstr(body, "\"name\":\"note\",\"plural\":\"notes\",\"kind\":\"Note\","
+			       "\"cols\":[\"NAME\",\"PHASE\",\"TEXT\",\"AGE\"]"), "%s", body);
+	cr_assert(strstr(body, "\"cells\":[\"hello\",\"ready\",\"hi there\","), "%s", body);
+	teardown(d);
+}

@@ -1,0 +1,142 @@
+/*
+ * tankd under a service manager (obs/obs_notify.h): the sd_notify
+ * datagrams a real tankd sends to NOTIFY_SOCKET (READY=1 after its first
+ * pass, STATUS=, WATCHDOG=1 with WATCHDOG_USEC, STOPPING=1 at SIGTERM),
+ * read from a datagram socket the test binds; and the journal's
+ * priorities on stderr when JOURNAL_STREAM names it.
+ */
+#include <criterion/criterion.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "tests/obs/obs_t.h"
+
+/* Reads datagrams into all (appended, one per line) until needle is in
+ * one or secs pass. */
+static bool wait_dgram(int fd, char *all, size_t cap, const char *needle, int secs)
+{
+	for (int i = 0; i < secs * 20; i++) {
+		struct pollfd p = { .fd = fd, .events = POLLIN };
+		if (poll(&p, 1, 50) <= 0)
+			continue;
+		char buf[1024];
+		ssize_t n = recv(fd, buf, sizeof buf - 1, 0);
+		if (n <= 0)
+			continue;
+		buf[n] = '\0';
+		size_t l = strlen(all);
+		snprintf(all + l, cap - l, "%s\n", buf);
+		if (strstr(buf, needle))
+			return true;
+	}
+	return strstr(all, needle) != NULL;
+}
+
+Test(obs_notify, ready_status_watchdog_and_stopping_reach_notify_socket)
+{
+	d_t *d = d_new();
+	struct sockaddr_un a = { .sun_family = AF_UNIX };
+	static char env_sock[200], all[16384];
+	char out[4096];
+	int fd, st;
+
+	snprintf(a.sun_path, sizeof a.sun_path, "%s/notify", d->dir);
+	fd = socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+	cr_assert_geq(fd, 0);
+	cr_assert_eq(bind(fd, (struct sockaddr *)&a, sizeof a), 0);
+	snprintf(env_sock, sizeof env_sock, "NOTIFY_SOCKET=%s", a.sun_path);
+	/* A stored pod first: READY=1 comes once the first pass saw it. */
+	obs_tankd(d, NULL, (const char *const[]){ env_sock, "WATCHDOG_USEC=400000", NULL });
+	all[0] = '\0';
+	cr_assert(wait_dgram(fd, all, sizeof all, "READY=1", 20), "no READY=1: %s", all);
+	cr_assert(strstr(all, "STATUS=0 pods"), "no STATUS before READY: %s", all);
+	cr_assert(wait_dgram(fd, all, sizeof all, "WATCHDOG=1", 5), "no WATCHDOG=1: %s", all);
+	/* The socket answers by then: READY means served. */
+	cr_assert(up(d));
+	write_file(d, "p.yaml", "name: p\ncontainers:\n  - name: s\n    command: [/bin/sleep, \"1000\"]\n");
+	cr_assert_eq(ctl(d, out, sizeof out, "apply -f %s/p.yaml", d->dir), 0, "%s", out);
+	cr_assert(wait_dgram(fd, all, sizeof all, "STATUS=1 pod (1 running)", 15),
+		  "the summary did not follow: %s", all);
+	kill(d->pid, SIGTERM);
+	cr_assert(wait_dgram(fd, all, sizeof all, "STOPPING=1", 10), "no STOPPING=1: %s", all);
+	waitpid(d->pid, &st, 0);
+	d->pid = 0;
+	cr_assert(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+	close(fd);
+	teardown(d);
+}
+
+Test(obs_notify, log_lines_carry_a_priority_when_stderr_is_the_journal)
+{
+	d_t *d = d_new();
+	char path[128], log[8192];
+	static char env_js[128];
+	struct stat sb;
+	int fd;
+
+	/* The log file is stderr: JOURNAL_STREAM names its device and inode,
+	 * as systemd does for the journal's stream. */
+	snprintf(path, sizeof path, "%s/tankd.log", d->dir);
+	fd = open(path, O_WRONLY | O_CREAT | O_CLOEXEC, 0644);
+	cr_assert_geq(fd, 0);
+	cr_assert_eq(fstat(fd, &sb), 0);
+	close(fd);
+	snprintf(env_js, sizeof env_js, "JOURNAL_STREAM=%llu:%llu",
+		 (unsigned long long)sb.st_dev, (unsigned long long)sb.st_ino);
+	obs_tankd(d, NULL, (const char *const[]){ env_js, NULL });
+	for (int i = 0; i < 200 && !up(d); i++)
+		sleep_ms(25);
+	cr_assert(up(d));
+	stop(d, SIGTERM);
+	read_text(path, log, sizeof log);
+	cr_assert(strstr(log, "<6>tankd: info: serving "), "%s", log);
+	cr_assert(strstr(log, "<6>tankd: info: stopped"), "%s", log);
+
+	/* Without it (or naming another file), no prefix. */
+	snprintf(env_js, sizeof env_js, "JOURNAL_STREAM=1:1");
+	unlink(path);
+	obs_tankd(d, NULL, (const char *const[]){ env_js, NULL });
+	for (int i = 0; i < 200 && !up(d); i++)
+		sleep_ms(25);
+	stop(d, SIGTERM);
+	read_text(path, log, sizeof log);
+	cr_assert(strstr(log, "tankd: info: serving "), "%s", log);
+	cr_assert_null(strstr(log, "<6>"), "%s", log);
+	teardown(d);
+}
+
+/* s6's readiness protocol: --ready-fd N gets one newline once ready, then
+ * is closed (s6-supervise reads to the end of the line). */
+Test(obs_notify, ready_fd_gets_a_newline_for_s6)
+{
+	d_t *d = d_new();
+	int p[2];
+	char fdarg[16], buf[16];
+	ssize_t n, total = 0;
+
+	cr_assert_eq(pipe(p), 0);
+	/* The write end as fd 5 in tankd: obs_tankd's child keeps every fd
+	 * without close-on-exec. */
+	snprintf(fdarg, sizeof fdarg, "%d", p[1]);
+	fcntl(p[0], F_SETFD, FD_CLOEXEC);
+	obs_tankd(d, (const char *const[]){ "--ready-fd", fdarg, NULL }, NULL);
+	close(p[1]);
+	while ((n = read(p[0], buf + total, sizeof buf - 1 - (size_t)total)) > 0)
+		total += n;
+	buf[total] = '\0';
+	/* EOF came: tankd wrote its line and closed the fd (no container
+	 * holds it). */
+	cr_assert_str_eq(buf, "\n");
+	cr_assert(up(d), "ready before the socket answers");
+	close(p[0]);
+	teardown(d);
+}
