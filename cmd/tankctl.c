@@ -447,10 +447,10 @@ static int v_daemon(ctl_t *x, int argc, char **argv)
 	api_incoming_t in;
 	int o, r;
 
-	while ((o = getopt_long(argc, argv, "", opts, NULL)) != -1) {
+	while ((o = getopt_long(argc, argv, ":", opts, NULL)) != -1) {
 		if (o == OPT_HELP)
 			return ctl_help(ctl_find(x->verb));
-		return ctl_usage_error(x, "unknown option");
+		return ctl_bad_option(x, o, argv);
 	}
 	if (optind != argc - 1 || (strcmp(argv[optind], "status") != 0 &&
 				   strcmp(argv[optind], "reexec") != 0))
@@ -2135,10 +2135,10 @@ static int ctl_previous_window(ctl_t *x, logs_params_t *p)
 	}
 	api_incoming_free(&in);
 	if (!p->container && nctr > 1)
-		return ctl_usage_error(x, "--previous needs -c CONTAINER: pod %s has %d", p->name,
-				       nctr);
+		return ctl_usage_error(x, "--previous needs -c CONTAINER: %s %s has %d",
+				       ctl_kinds[0]->name, p->name, nctr);
 	if (!ctr[0])
-		return ctl_fail(x, "pod \"%s\" has no container \"%s\"", p->name,
+		return ctl_fail(x, "%s \"%s\" has no container \"%s\"", ctl_kinds[0]->name, p->name,
 				p->container ? p->container : "");
 	/* Its whole history (the default), oldest first. */
 	if ((r = ctl_call(x, "history", pack_name, (void *)p->name, CTL_TIMEOUT_MS, &in)) != 0)
@@ -2156,9 +2156,11 @@ static int ctl_previous_window(ctl_t *x, logs_params_t *p)
 	}
 	api_incoming_free(&in);
 	if (starts[1] < 0)
-		return ctl_fail(x, "container %s of pod %s has not run yet", ctr, p->name);
+		return ctl_fail(x, "container %s of %s %s has not run yet", ctr, ctl_kinds[0]->name,
+				p->name);
 	if (running && starts[0] < 0)
-		return ctl_fail(x, "container %s of pod %s has no previous run", ctr, p->name);
+		return ctl_fail(x, "container %s of %s %s has no previous run", ctr,
+				ctl_kinds[0]->name, p->name);
 	p->since = running ? starts[0] : starts[1];
 	p->until = running ? starts[1] : -1;
 	return 0;
