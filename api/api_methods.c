@@ -1093,6 +1093,18 @@ static int pack_one(void *arg, msgpack_packer *pk, tank_error_t *e)
 	return err;
 }
 
+typedef struct status_req {
+	const kind_env_t *env;
+	const kind_t *kind;
+	const char *name;
+} status_req_t;
+
+static int pack_status_one(void *arg, msgpack_packer *pk, tank_error_t *e)
+{
+	status_req_t *q = arg;
+	return q->kind->status_one(q->env, q->name, pk, e);
+}
+
 static void m_get(const api_call_t *call, const msgpack_object *params, void *ctx)
 {
 	api_daemon_t *d = ctx;
@@ -1102,7 +1114,12 @@ static void m_get(const api_call_t *call, const msgpack_object *params, void *ct
 	if (name_param(call, params, "s?m", name, sizeof name) < 0 ||
 	    !kind_param(call, d, params, 1, &kind))
 		return;
-	one_req_t q = { d->kinds, kind, name, false };
+	if (kind->status_is_object && kind->status_one) {
+		status_req_t sq = { d->kinds, kind, name };
+		reply_packed(call, kind, name, pack_status_one, &sq);
+		return;
+	}
+	one_req_t q = { d->kinds, kind, name, kind->status_is_object };
 	reply_packed(call, kind, name, pack_one, &q);
 }
 
@@ -1151,23 +1168,11 @@ static void m_list(const api_call_t *call, const msgpack_object *params, void *c
 		return reply_check_error(call, &e);
 	if (!kind_param(call, d, params, 0, &kind))
 		return;
-	all_req_t a = { .env = d->kinds, .kind = kind, .status = false };
+	all_req_t a = { .env = d->kinds, .kind = kind, .status = kind->status_is_object };
 	reply_packed(call, kind, "", pack_all, &a);
 }
 
 /* --- status ------------------------------------------------------------------- */
-
-typedef struct status_req {
-	const kind_env_t *env;
-	const kind_t *kind;
-	const char *name;
-} status_req_t;
-
-static int pack_status_one(void *arg, msgpack_packer *pk, tank_error_t *e)
-{
-	status_req_t *q = arg;
-	return q->kind->status_one(q->env, q->name, pk, e);
-}
 
 static void m_status(const api_call_t *call, const msgpack_object *params, void *ctx)
 {

@@ -239,6 +239,10 @@ struct kind {
 
 	/* `get` adds `kind: <mf->name>` and `status` to the stored spec. */
 	bool get_with_status;
+	/* Its objects are records its manager writes, with no spec of their
+	 * own (a workflow's jobs): `get` and `list` answer their status maps
+	 * (status_one / status_all), as `status` does. */
+	bool status_is_object;
 	/* The status map of a stored object (pending when not reconciled). */
 	int (*pack_status)(const kind_env_t *env, const st_pod_t *rec, msgpack_packer *pk);
 	/* The status map of name, by a path of the kind's own (NULL:

@@ -439,6 +439,7 @@ const kind_t job_kind = {
 	.name = "job", .plural = "jobs", .short_name = "jb",
 	.mf = &job_mf,
 	.coll = &wf_jobs_coll,
+	.status_is_object = true,
 	.pack_status = job__pack_status,
 	.status_one = job__status_one,
 	.status_all = job__status_all,

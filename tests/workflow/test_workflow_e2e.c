@@ -79,6 +79,7 @@ Test(workflow, three_stages_run_in_order_with_params_and_files)
 		 "  - name: conf\n    path: \"%s/{{.Pod.Name}}/{{.Stage}}.conf\"\n"
 		 "    contents: \"db={{.Param \\\"db\\\"}}\\n{{if .Param \\\"fast\\\"}}fast{{else}}slow{{end}}\\n\"\n"
 		 "  - name: run\n    contents: |\n      echo \"{{.Task}}@{{.Stage}} db={{.Param \"db\"}}\" >> %s/order.log\n"
+		 "      echo migrating\n"
 		 "---\nkind: Task\nname: smoke\ntemplates:\n"
 		 "  - name: check\n    contents: |\n"
 		 "      for i in 1 2 3 4 5 6 7 8 9 10; do kill -0 $(cat %s/app.pid) 2>/dev/null && break; sleep 0.2; done\n"
@@ -122,8 +123,15 @@ Test(workflow, three_stages_run_in_order_with_params_and_files)
 	cr_assert(says(d, "running", "status web"));
 	cr_assert(says(d, "current: 7", "workflow status web"));
 	cr_assert(says(d, "\"task_count\": 3", "workflow status web -o json"));
-	cr_assert(says(d, "migrating", "job log web/4") || true);
-	cr_assert_eq(ctl(d, out, sizeof out, "job log web/4"), 0, "%s", out);
+	cr_assert(says(d, "migrating", "job log web/4"), "the job's output is its log");
+	/* A job is an object like any other: get and describe find it by id. */
+	cr_assert_eq(ctl(d, out, sizeof out, "get job web/4"), 0, "%s", out);
+	cr_assert(strstr(out, "task: migrate") && strstr(out, "state: finished"), "%s", out);
+	cr_assert_eq(ctl(d, out, sizeof out, "get jobs -o json"), 0, "%s", out);
+	cr_assert(strstr(out, "\"id\": \"web/7\"") && strstr(out, "\"task\": \"smoke\""), "%s", out);
+	cr_assert(says(d, "Task:", "describe job/web/4"));
+	cr_assert_eq(ctl(d, out, sizeof out, "get job web/99"), 1, "%s", out);
+	cr_assert(strstr(out, "job \"web/99\" not found"), "%s", out);
 	cr_assert(says(d, "stage:maintenance", "history job web"), "stage changes recorded");
 	teardown(d);
 }
