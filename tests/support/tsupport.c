@@ -498,6 +498,16 @@ static void ts__start_guard(void)
 		if (fork() == 0) {
 			int nul = open("/dev/null", O_RDWR);
 			close(sv[0]);
+			/* Out of the test's process group and deaf to what ends
+			 * it: `timeout` signals the whole group, ^C the whole
+			 * foreground group, and a guardian killed with its test
+			 * cleans nothing (it ends at the socket's EOF anyway).
+			 * Ignored signals stay ignored across the exec. */
+			(void)setsid();
+			signal(SIGTERM, SIG_IGN);
+			signal(SIGINT, SIG_IGN);
+			signal(SIGHUP, SIG_IGN);
+			signal(SIGQUIT, SIG_IGN);
 			if (nul >= 0) {
 				dup2(nul, 0);
 				dup2(nul, 1);
