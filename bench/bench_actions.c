@@ -49,29 +49,7 @@ typedef struct bench {
 	long p, n;
 } bench_t;
 
-static void note(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-static void note(const char *fmt, ...)
-{
-	va_list ap;
-	va_start(ap, fmt);
-	fputs("bench_actions: ", stderr);
-	vfprintf(stderr, fmt, ap);
-	fputc('\n', stderr);
-	va_end(ap);
-}
-
-static void emit(const char *metric, double value, const char *unit, long n)
-{
-	printf("{\"bench\": \"actions\", \"metric\": \"%s\", \"value\": %.3f, \"unit\": \"%s\", "
-	       "\"n\": %ld}\n", metric, value, unit, n);
-	fflush(stdout);
-}
-
-static int call(api_client_t *c, const char *method, api_pack_fn fn, void *arg,
-		api_incoming_t *out)
-{
-	return bench_call("actions", c, method, fn, arg, 600000, out);
-}
+BENCH_IO("actions")
 
 static int pack_apply(msgpack_packer *pk, void *arg)
 {
@@ -330,7 +308,6 @@ out:
 int main(void)
 {
 	bench_t b;
-	const char *build = getenv("BUILD") ? getenv("BUILD") : "build";
 	bool quick = getenv("QUICK") && atoi(getenv("QUICK"));
 
 	memset(&b, 0, sizeof b);
@@ -344,13 +321,7 @@ int main(void)
 		note("ACTIONS_P 1..99999, ACTIONS_N >= 1");
 		return 1;
 	}
-	if (!realpath(build, b.tankd)) {
-		note("no build dir %s", build);
-		return 1;
-	}
-	strncat(b.tankd, "/bin/tankd", sizeof b.tankd - strlen(b.tankd) - 1);
-	snprintf(b.top, sizeof b.top, "/tmp/tank-bench-actions-XXXXXX");
-	if (!ts_mkdtemp_at(b.top))
+	if (bench_setup("actions", b.tankd, b.top) < 0)
 		return 1;
 	note("%ld exec actions over %ld pods", b.n, b.p);
 	int rc = run(&b);

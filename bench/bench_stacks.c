@@ -49,29 +49,7 @@ typedef struct bench {
 	uint64_t last_ping;
 } bench_t;
 
-static void note(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-static void note(const char *fmt, ...)
-{
-	va_list ap;
-	va_start(ap, fmt);
-	fputs("bench_stacks: ", stderr);
-	vfprintf(stderr, fmt, ap);
-	fputc('\n', stderr);
-	va_end(ap);
-}
-
-static void emit(const char *metric, double value, const char *unit, long n)
-{
-	printf("{\"bench\": \"stacks\", \"metric\": \"%s\", \"value\": %.3f, \"unit\": \"%s\", "
-	       "\"n\": %ld}\n", metric, value, unit, n);
-	fflush(stdout);
-}
-
-static int call(api_client_t *c, const char *method, api_pack_fn fn, void *arg,
-		api_incoming_t *out)
-{
-	return bench_call("stacks", c, method, fn, arg, 600000, out);
-}
+BENCH_IO("stacks")
 
 static int pack_pod(msgpack_packer *pk, const char *name, const char *dep)
 {
@@ -236,7 +214,6 @@ out:
 int main(void)
 {
 	bench_t b;
-	const char *build = getenv("BUILD") ? getenv("BUILD") : "build";
 	bool quick = getenv("QUICK") && atoi(getenv("QUICK"));
 	double plain[3] = { 0 }, st[3] = { 0 };
 
@@ -251,13 +228,7 @@ int main(void)
 		note("STACKS_S 1..999, STACKS_P 1..256");
 		return 1;
 	}
-	if (!realpath(build, b.tankd)) {
-		note("no build dir %s", build);
-		return 1;
-	}
-	strncat(b.tankd, "/bin/tankd", sizeof b.tankd - strlen(b.tankd) - 1);
-	snprintf(b.top, sizeof b.top, "/tmp/tank-bench-stacks-XXXXXX");
-	if (!ts_mkdtemp_at(b.top))
+	if (bench_setup("stacks", b.tankd, b.top) < 0)
 		return 1;
 	b.caplat = 1u << 20;
 	if (!(b.lat = calloc(b.caplat, sizeof *b.lat)))

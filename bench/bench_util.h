@@ -15,9 +15,12 @@
 #define TANK_BENCH_UTIL_H
 
 #include <errno.h>
+#include <stdlib.h>
+#include <limits.h>
 #include <fcntl.h>
 #include <ftw.h>
 #include <signal.h>
+#include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <string.h>
@@ -30,6 +33,23 @@
 #include "api/api_client.h"
 #include "api/api_rpc.h"
 #include "tests/support/tsupport.h"   /* leaving nothing behind */
+
+/* Progress on stderr and JSON lines on stdout, each bench named by its
+ * `who` ("actions": `bench_actions: …` and {"bench": "actions", …}). */
+static inline void bench_vnote(const char *who, const char *fmt, va_list ap)
+{
+	fprintf(stderr, "bench_%s: ", who);
+	vfprintf(stderr, fmt, ap);
+	fputc('\n', stderr);
+}
+
+static inline void bench_emit(const char *who, const char *metric, double value,
+			      const char *unit, long n)
+{
+	printf("{\"bench\": \"%s\", \"metric\": \"%s\", \"value\": %.3f, \"unit\": \"%s\", "
+	       "\"n\": %ld}\n", who, metric, value, unit, n);
+	fflush(stdout);
+}
 
 static inline uint64_t bench_now_ns(void)
 {
@@ -156,5 +176,42 @@ static inline int bench_u64_cmp(const void *a, const void *b)
 	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
 	return x < y ? -1 : x > y;
 }
+
+/* The tankd a bench drives (BUILD's bin/tankd, absolute, in tankd[PATH_MAX])
+ * and its own temp dir (/tmp/tank-bench-WHO-XXXXXX, owned: it goes however
+ * the bench ends, in top[256]).  -1, said on stderr, when either fails. */
+static inline int bench_setup(const char *who, char *tankd, char *top)
+{
+	const char *build = getenv("BUILD") ? getenv("BUILD") : "build";
+	if (!realpath(build, tankd)) {
+		fprintf(stderr, "bench_%s: no build dir %s\n", who, build);
+		return -1;
+	}
+	strncat(tankd, "/bin/tankd", PATH_MAX - strlen(tankd) - 1);
+	snprintf(top, 256, "/tmp/tank-bench-%s-XXXXXX", who);
+	return ts_mkdtemp_at(top) ? 0 : -1;
+}
+
+/* note(fmt, …), emit(metric, value, unit, n) and call(c, method, fn, arg,
+ * out) (a 600 s deadline) for a bench named who: the three every bench
+ * driving a tankd over its socket writes the same way. */
+#define BENCH_IO(who)                                                                      \
+	static void note(const char *fmt, ...) __attribute__((format(printf, 1, 2)));      \
+	static void note(const char *fmt, ...)                                             \
+	{                                                                                  \
+		va_list ap;                                                                \
+		va_start(ap, fmt);                                                         \
+		bench_vnote(who, fmt, ap);                                                 \
+		va_end(ap);                                                                \
+	}                                                                                  \
+	static void emit(const char *metric, double value, const char *unit, long n)      \
+	{                                                                                  \
+		bench_emit(who, metric, value, unit, n);                                   \
+	}                                                                                  \
+	static int call(api_client_t *c, const char *method, api_pack_fn fn, void *arg,    \
+			api_incoming_t *out)                                               \
+	{                                                                                  \
+		return bench_call(who, c, method, fn, arg, 600000, out);                   \
+	}
 
 #endif

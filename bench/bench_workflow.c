@@ -53,29 +53,7 @@ typedef struct bench {
 	bool with_workflow;
 } bench_t;
 
-static void note(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-static void note(const char *fmt, ...)
-{
-	va_list ap;
-	va_start(ap, fmt);
-	fputs("bench_workflow: ", stderr);
-	vfprintf(stderr, fmt, ap);
-	fputc('\n', stderr);
-	va_end(ap);
-}
-
-static void emit(const char *metric, double value, const char *unit, long n)
-{
-	printf("{\"bench\": \"workflow\", \"metric\": \"%s\", \"value\": %.3f, \"unit\": \"%s\", "
-	       "\"n\": %ld}\n", metric, value, unit, n);
-	fflush(stdout);
-}
-
-static int call(api_client_t *c, const char *method, api_pack_fn fn, void *arg,
-		api_incoming_t *out)
-{
-	return bench_call("workflow", c, method, fn, arg, 600000, out);
-}
+BENCH_IO("workflow")
 
 /* n spawns of /bin/sh -c : with at most k unreaped: seconds, or -1. */
 static double raw_spawns(long n, long k)
@@ -219,7 +197,6 @@ static double until(api_client_t *c, bool want_done, long want, uint64_t t0)
 int main(void)
 {
 	bench_t b;
-	const char *build = getenv("BUILD") ? getenv("BUILD") : "build";
 	bool quick = getenv("QUICK") && atoi(getenv("QUICK"));
 	api_client_t *c = NULL;
 	tank_error_t e;
@@ -235,13 +212,7 @@ int main(void)
 		note("WORKFLOW_P 1..99999");
 		return 1;
 	}
-	if (!realpath(build, b.tankd)) {
-		note("no build dir %s", build);
-		return 1;
-	}
-	strncat(b.tankd, "/bin/tankd", sizeof b.tankd - strlen(b.tankd) - 1);
-	snprintf(b.top, sizeof b.top, "/tmp/tank-bench-workflow-XXXXXX");
-	if (!ts_mkdtemp_at(b.top))
+	if (bench_setup("workflow", b.tankd, b.top) < 0)
 		return 1;
 	long jobs = b.p * NTASKS;
 	note("raw: %ld spawns of /bin/sh -c :, 16 in flight", jobs);
