@@ -977,7 +977,7 @@ static long tank_base_pss(ctx_t *c)
 {
 	sys_t s = { .kind = SYS_TANK };
 	long v = -1;
-	snprintf(s.dir, sizeof s.dir, "%s/tank-base%s", c->top, c->http ? "-http" : "");
+	snprintf(s.dir, sizeof s.dir, "%s/tank-base-%d", c->top, c->seq++);
 	if (mkdir(s.dir, 0755) == 0 && tank_start(c, &s) == 0) {
 		bench_sleep_ms(200);
 		v = pss_kib(s.pid);
@@ -1146,10 +1146,12 @@ static void obs_cost(ctx_t *c, long n, int rounds)
 			for (int k = 0; k < FIG; k++)
 				v[m][k][got[m]] = f[k];
 			got[m]++;
+			char client[48] = "";
+			if (m == ON)
+				snprintf(client, sizeof client, " (%d whole scrapes)", scrapes);
 			note("obs: round %d, --http %s: recover %.3f s, confirm %.3f s, %.2f KiB/pod, "
-			     "%.3f ms CPU/restart%s%d%s", r + 1, m == ON ? "on" : "off", res.recover_s,
-			     res.confirm_s, res.pss_per_svc_kib, res.cpu_ms_per_restart,
-			     m == ON ? " (" : "", m == ON ? scrapes : 0, m == ON ? " scrapes)" : "");
+			     "%.3f ms CPU/restart%s", r + 1, m == ON ? "on" : "off", res.recover_s,
+			     res.confirm_s, res.pss_per_svc_kib, res.cpu_ms_per_restart, client);
 		}
 	}
 	if (!got[OFF] || !got[ON]) {
