@@ -90,9 +90,12 @@ Test(obs_delegate, groups_go_below_a_delegated_own_group)
 
 /* ---- on the machine's own cgroup v2 hierarchy -------------------------------- */
 
-/* The unit's group this test made (as systemd makes a Delegate=yes
- * unit's), removed by deleg_fini even when an assertion failed. */
-static char g_unit[POD_CGROUP_PATH + 64];
+/* The units' groups this test made (as systemd makes a Delegate=yes
+ * unit's, afresh at each start), removed by deleg_fini even when an
+ * assertion failed; g_unit is the current one. */
+static char g_units[2][POD_CGROUP_PATH + 64];
+#define g_unit g_units[g_run]
+static int g_run;
 
 /* Kills what is left in dir and below, then removes the groups, deepest
  * first. */
@@ -123,8 +126,9 @@ static void cg_remove(const char *dir)
 static void deleg_fini(void)
 {
 	ts_cleanup();
-	if (g_unit[0])
-		cg_remove(g_unit);
+	for (int i = 0; i < 2; i++)
+		if (g_units[i][0])
+			cg_remove(g_units[i]);
 }
 
 /* The "0::/path" line of /proc/PID/cgroup, into out ("" when none). */
@@ -231,15 +235,28 @@ Test(obs_delegate, on_the_real_v2_hierarchy_pods_go_below_tankds_own_group,
 	if (pod_cgroup_probe(&env, NULL, "tank-deleg", &e) < 0 || env.mode != POD_CGROUP_V2)
 		cr_skip_test("tankd does not use cgroup v2 here (no unified hierarchy offering "
 			     "memory, pids and cpu: v1 or hybrid host), so it delegates nothing");
-	/* Where systemd would put a unit: a group of the hierarchy's root,
-	 * the controllers handed down to it. */
-	snprintf(rel, sizeof rel, "/tank-deleg-%d", (int)getpid());
-	snprintf(g_unit, sizeof g_unit, "%s%s", env.v2_mount, rel);
-	if (mkdir(g_unit, 0755) < 0) {
-		int err = errno;
-		g_unit[0] = '\0';
-		cr_skip_test("cgroup v2 at %s is not writable: %s", env.v2_mount, strerror(err));
+	/* The controllers handed down to the units, as systemd does (set
+	 * already on a systemd host). */
+	char sub[POD_CGROUP_PATH + 32];
+	snprintf(sub, sizeof sub, "%s/cgroup.subtree_control", env.v2_mount);
+	FILE *f = fopen(sub, "we");
+	if (f) {
+		fputs("+memory +pids +cpu", f);
+		fclose(f);
 	}
-	deleg_run(rel, NULL);
-	deleg_run(rel, "--keeper");
+	/* Where systemd would put a unit: a group of the hierarchy's root,
+	 * made afresh for each start (a group that handed controllers down
+	 * takes no process: the keeper's run needs its own). */
+	static const char *const extra[2] = { NULL, "--keeper" };
+	for (g_run = 0; g_run < 2; g_run++) {
+		snprintf(rel, sizeof rel, "/tank-deleg-%d-%d", (int)getpid(), g_run);
+		snprintf(g_unit, sizeof g_unit, "%s%s", env.v2_mount, rel);
+		if (mkdir(g_unit, 0755) < 0) {
+			int err = errno;
+			g_unit[0] = '\0';
+			cr_skip_test("cgroup v2 at %s is not writable: %s", env.v2_mount,
+				     strerror(err));
+		}
+		deleg_run(rel, extra[g_run]);
+	}
 }
