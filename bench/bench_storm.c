@@ -13,6 +13,12 @@
  *   crashloop N pods exiting 1 at once (backoff base 0): restarts/s, tankd
  *            CPU/restart, and ping p50/p99/max while they crash-loop
  *   latency   one pod: container exit -> replacement's exec, p50/p99
+ *   obs       what `tankd --http` costs (issue 37: "< 5 %"): the storm at
+ *             each N (default 1000; QUICK=1: 200) and tankd's PSS per pod,
+ *             with --http off and with --http on while a client scrapes
+ *             /metrics every second and keeps /events open, the two
+ *             alternated for -r ROUNDS (default 5; QUICK=1: 3) and their
+ *             medians' ratio on/off reported.  Not in the default list.
  *
  * How "running again" is seen: each workload reports "S pid t" (t its
  * CLOCK_MONOTONIC exec-time stamp) on a datagram socket; the storm is over
@@ -20,8 +26,8 @@
  * says so (`running` lists every pod with its new pid), which adds the
  * RPC and the status bookkeeping on top.
  *
- *   bench_storm [-s SCENARIOS] [-n N,N,...] [-p PEERS] [-c CRASHLOOP_N]
- *     SCENARIOS  comma list of storm,memory,crashloop,latency (default all)
+ *   bench_storm [-s SCENARIOS] [-n N,N,...] [-p PEERS] [-c CRASHLOOP_N] [-r ROUNDS]
+ *     SCENARIOS  comma list of storm,memory,crashloop,latency (default) and obs
  *     N          storm sizes (default 100,1000,5000; QUICK=1: 50,200)
  *     PEERS      comma list of s6,runit,supervisord (default: installed)
  *   BENCH_TANKD_HTTP=ADDR  tankd runs with --http ADDR (its cost: docs/bench.md)
@@ -36,6 +42,7 @@
 #include <fcntl.h>
 #include <ftw.h>
 #include <limits.h>
+#include <netinet/in.h>
 #include <poll.h>
 #include <signal.h>
 #include <stdarg.h>
@@ -502,6 +509,7 @@ typedef struct ctx {
 #define TANK_FDS_PER_POD 3   /* a running container: its two pipe read ends and its log file */
 	int seq;                  /* numbers the daemons' dirs */
 	notes_t notes;
+	const char *http;         /* obs: tankd's --http ADDR (NULL: BENCH_TANKD_HTTP) */
 } ctx_t;
 
 typedef struct sys {
@@ -712,7 +720,7 @@ static int tank_start(const ctx_t *c, sys_t *s)
 	snprintf(s->sock, sizeof s->sock, "%s/tank.sock", s->dir);
 	/* BENCH_TANKD_HTTP=ADDR: the same tankd with --http ADDR, to measure
 	 * what the web side costs (docs/bench.md). */
-	const char *http = getenv("BENCH_TANKD_HTTP");
+	const char *http = c->http ? c->http : getenv("BENCH_TANKD_HTTP");
 	char *argv[] = { (char *)c->tankd, (char *)"--data-dir", data, (char *)"--socket",
 			 s->sock, (char *)"--resync", (char *)"5000",
 			 http && *http ? (char *)"--http" : NULL, (char *)http, NULL };
@@ -969,13 +977,204 @@ static long tank_base_pss(ctx_t *c)
 {
 	sys_t s = { .kind = SYS_TANK };
 	long v = -1;
-	snprintf(s.dir, sizeof s.dir, "%s/tank-base", c->top);
+	snprintf(s.dir, sizeof s.dir, "%s/tank-base-%d", c->top, c->seq++);
 	if (mkdir(s.dir, 0755) == 0 && tank_start(c, &s) == 0) {
 		bench_sleep_ms(200);
 		v = pss_kib(s.pid);
 	}
 	sys_stop(&s);
 	return v;
+}
+
+/* --- obs: what --http costs ---------------------------------------------- */
+
+/* GET path from 127.0.0.1:port: the connected fd with the request sent,
+ * or -1 (nobody listens yet: tankd is starting). */
+static int http_get_open(int port, const char *path)
+{
+	struct sockaddr_in a = { .sin_family = AF_INET, .sin_port = htons((uint16_t)port),
+				 .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+	char req[256];
+	int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	int n = snprintf(req, sizeof req, "GET %s HTTP/1.1\r\nHost: 127.0.0.1\r\n"
+			 "Connection: close\r\n\r\n", path);
+
+	if (fd < 0)
+		return -1;
+	if (connect(fd, (struct sockaddr *)&a, sizeof a) < 0 || write(fd, req, (size_t)n) != n) {
+		close(fd);
+		return -1;
+	}
+	return fd;
+}
+
+static volatile sig_atomic_t g_client_stop;
+
+static void client_on_term(int sig)
+{
+	(void)sig;
+	g_client_stop = 1;
+}
+
+/* The client of an --http run, in a child process (its CPU is not
+ * tankd's): /events kept open and read as it comes (reopened when tankd
+ * restarts between runs), /metrics read whole every second.  Exits with
+ * the number of whole scrapes (at most 255) at SIGTERM. */
+static pid_t obs_client_start(int port)
+{
+	pid_t pid = fork();
+
+	if (pid != 0)
+		return pid;
+	prctl(PR_SET_PDEATHSIG, SIGKILL);
+	signal(SIGTERM, client_on_term);
+	static char buf[1 << 16];
+	int ev = -1, scrapes = 0;
+	uint64_t next = 0;
+	while (!g_client_stop) {
+		if (ev < 0)
+			ev = http_get_open(port, "/events");
+		if (bench_now_ns() >= next) {
+			int fd = http_get_open(port, "/metrics");
+			bool whole = false;
+			next = bench_now_ns() + 1000000000ull;
+			while (fd >= 0 && !g_client_stop) {
+				struct pollfd p = { .fd = fd, .events = POLLIN };
+				if (poll(&p, 1, 5000) <= 0)
+					break;
+				ssize_t n = read(fd, buf, sizeof buf);
+				if (n <= 0) {
+					whole = n == 0;
+					break;
+				}
+			}
+			if (fd >= 0)
+				close(fd);
+			scrapes += whole;
+		}
+		struct pollfd p = { .fd = ev, .events = POLLIN };
+		if (poll(&p, 1, 100) > 0 && ev >= 0) {
+			ssize_t n = read(ev, buf, sizeof buf);
+			if (n <= 0) {
+				close(ev);
+				ev = -1;
+			}
+		}
+	}
+	_exit(scrapes > 255 ? 255 : scrapes);
+}
+
+static int obs_client_stop(pid_t pid)
+{
+	int st = 0;
+	if (pid <= 0)
+		return 0;
+	kill(pid, SIGTERM);
+	if (waitpid(pid, &st, 0) != pid || !WIFEXITED(st))
+		return -1;
+	return WEXITSTATUS(st);
+}
+
+static int free_port(void)
+{
+	struct sockaddr_in a = { .sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+	socklen_t l = sizeof a;
+	int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0), port = -1;
+
+	if (fd >= 0 && bind(fd, (struct sockaddr *)&a, sizeof a) == 0 &&
+	    getsockname(fd, (struct sockaddr *)&a, &l) == 0)
+		port = ntohs(a.sin_port);
+	if (fd >= 0)
+		close(fd);
+	return port;
+}
+
+static int dbl_cmp(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+	return (x > y) - (x < y);
+}
+
+static double median(double *v, int n)
+{
+	if (n <= 0)
+		return 0;
+	qsort(v, (size_t)n, sizeof *v, dbl_cmp);
+	return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+}
+
+/* The storm at n, --http off and on in turn (the order swapped every
+ * round, so a machine getting busier or quieter weighs on both alike);
+ * the medians of each and on/off. */
+static void obs_cost(ctx_t *c, long n, int rounds)
+{
+	enum { OFF, ON, FIG = 4 };
+	static const char *const fig_name[FIG] = { "recover", "confirm", "pss_per_pod", "cpu_per_restart" };
+	static const char *const fig_unit[FIG] = { "s", "s", "KiB", "ms" };
+	double v[2][FIG][32];
+	int got[2] = { 0, 0 }, port = free_port();
+	long base[2];
+	char addr[32];
+
+	if (rounds > 32)
+		rounds = 32;
+	if (port < 0) {
+		note("obs: no free port");
+		return;
+	}
+	snprintf(addr, sizeof addr, "127.0.0.1:%d", port);
+	c->http = NULL;
+	base[OFF] = tank_base_pss(c);
+	c->http = addr;
+	base[ON] = tank_base_pss(c);
+	emit("obs_pss_empty_daemon_http_off", (double)base[OFF], "KiB", "tank", 0);
+	emit("obs_pss_empty_daemon_http_on", (double)base[ON], "KiB", "tank", 0);
+	for (int r = 0; r < rounds && !g_interrupted; r++) {
+		for (int i = 0; i < 2 && !g_interrupted; i++) {
+			int m = (r % 2) ? 1 - i : i;
+			pid_t cl = 0;
+			c->http = m == ON ? addr : NULL;
+			if (m == ON && (cl = obs_client_start(port)) < 0)
+				cl = 0;
+			storm_res_t res = storm_one(c, SYS_TANK, n, base[m] > 0 ? base[m] : 0);
+			int scrapes = obs_client_stop(cl);
+			c->http = NULL;
+			if (!res.ok)
+				continue;
+			double f[FIG] = { res.recover_s, res.confirm_s, res.pss_per_svc_kib,
+					  res.cpu_ms_per_restart };
+			for (int k = 0; k < FIG; k++)
+				v[m][k][got[m]] = f[k];
+			got[m]++;
+			char client[48] = "";
+			if (m == ON)
+				snprintf(client, sizeof client, " (%d whole scrapes)", scrapes);
+			note("obs: round %d, --http %s: recover %.3f s, confirm %.3f s, %.2f KiB/pod, "
+			     "%.3f ms CPU/restart%s", r + 1, m == ON ? "on" : "off", res.recover_s,
+			     res.confirm_s, res.pss_per_svc_kib, res.cpu_ms_per_restart, client);
+		}
+	}
+	if (!got[OFF] || !got[ON]) {
+		note("obs: no complete pair of runs");
+		return;
+	}
+	fprintf(stderr, "\n--http cost at N = %ld, medians of %d off and %d on runs "
+		"(on: /metrics scraped every second, /events open)\n", n, got[OFF], got[ON]);
+	fprintf(stderr, "%-18s %12s %12s %8s\n", "figure", "off", "on", "on/off");
+	for (int k = 0; k < FIG; k++) {
+		char name[64];
+		double off = median(v[OFF][k], got[OFF]), on = median(v[ON][k], got[ON]);
+		double ratio = off > 0 ? on / off : 0;
+		fprintf(stderr, "%-18s %10.3f %s %10.3f %s %7.3fx\n", fig_name[k], off, fig_unit[k],
+			on, fig_unit[k], ratio);
+		snprintf(name, sizeof name, "obs_%s_http_off", fig_name[k]);
+		emit(name, off, fig_unit[k], "tank", n);
+		snprintf(name, sizeof name, "obs_%s_http_on", fig_name[k]);
+		emit(name, on, fig_unit[k], "tank", n);
+		snprintf(name, sizeof name, "obs_%s_ratio", fig_name[k]);
+		emit(name, ratio, "x", "tank", n);
+	}
+	fputc('\n', stderr);
 }
 
 typedef struct table_row {
@@ -1332,16 +1531,18 @@ int main(int argc, char **argv)
 	memset(&c, 0, sizeof c);
 	c.notes.fd = -1;
 	c.quick = getenv("QUICK") && strcmp(getenv("QUICK"), "0");
-	long crash_n = 0;
-	while ((opt = getopt(argc, argv, "s:n:p:c:")) != -1) {
+	long crash_n = 0, rounds = 0;
+	bool n_given = false;
+	while ((opt = getopt(argc, argv, "s:n:p:c:r:")) != -1) {
 		switch (opt) {
 		case 's': scen = optarg; break;
-		case 'n': nn = parse_list(optarg, ns, 8); break;
+		case 'n': nn = parse_list(optarg, ns, 8); n_given = nn > 0; break;
+		case 'r': rounds = strtol(optarg, NULL, 10); break;
 		case 'p': peer_list = optarg; break;
 		case 'c': crash_n = strtol(optarg, NULL, 10); break;
 		default:
-			fprintf(stderr, "usage: bench_storm [-s storm,memory,crashloop,latency] [-n N,...] "
-				"[-p s6,runit,supervisord] [-c CRASHLOOP_N]\n");
+			fprintf(stderr, "usage: bench_storm [-s storm,memory,crashloop,latency,obs] [-n N,...] "
+				"[-p s6,runit,supervisord] [-c CRASHLOOP_N] [-r OBS_ROUNDS]\n");
 			return 2;
 		}
 	}
@@ -1419,6 +1620,10 @@ int main(int argc, char **argv)
 		crashloop(&c, crash_n > 0 ? crash_n : c.quick ? 20 : 100, c.quick ? 2000 : 5000);
 	if (has_word(scen, "latency") && !g_interrupted)
 		latency(&c, c.quick ? 100 : 1000);
+	if (has_word(scen, "obs"))
+		for (size_t i = 0; i < (n_given ? nn : 1) && !g_interrupted; i++)
+			obs_cost(&c, n_given ? ns[i] : c.quick ? 200 : 1000,
+				 rounds > 0 ? (int)rounds : c.quick ? 3 : 5);
 	if (has_word(scen, "storm"))
 		print_table(rows, nn);
 

@@ -229,7 +229,7 @@ static int keeper_main(int argc, char **argv)
 		return DMN_EXIT_PERMANENT;
 	}
 	exe[len] = '\0';
-	kp_keeper_opts_t ko = { .exe = exe, .argv = targv };
+	kp_keeper_opts_t ko = { .exe = exe, .argv = targv, .journal = obs_journal_stderr() };
 	rc = kp_keeper_run(&ko);
 	free(targv);
 	return rc;

@@ -71,7 +71,11 @@ static void kp__say(const kp_keeper_t *k, const char *level, const char *fmt, ..
 	va_start(ap, fmt);
 	vsnprintf(msg, sizeof msg, fmt, ap);
 	va_end(ap);
-	fprintf(fp, "tankd-keeper: %s: %s\n", level, msg);
+	/* Under systemd the keeper is the unit's main process: its warnings
+	 * (tankd died, restarting it) must reach the journal as warnings. */
+	const char *prio = !k->o->journal ? "" : !strcmp(level, "info") ? "<6>"
+			   : !strcmp(level, "warning") ? "<4>" : "<2>";
+	fprintf(fp, "%stankd-keeper: %s: %s\n", prio, level, msg);
 	fflush(fp);
 }
 

@@ -24,6 +24,7 @@
 #ifndef TANK_KP_KEEPER_H
 #define TANK_KP_KEEPER_H
 
+#include <stdbool.h>
 #include <stdio.h>
 
 #define KP_EXITS_MAX 65536
@@ -32,6 +33,10 @@ typedef struct kp_keeper_opts {
 	const char *exe;           /* tankd's path, exec'd at each start */
 	char *const *argv;         /* its argv (argv[0] included) */
 	FILE *log;                 /* NULL: stderr */
+	/* The log is the journal's stream (obs_journal_stderr: under
+	 * systemd): each line starts with its syslog priority, "<6>" info,
+	 * "<4>" warning, "<2>" fatal, as tankd's own lines do. */
+	bool journal;
 } kp_keeper_opts_t;
 
 /* Runs the keeper until tankd stops for good; returns the exit status. */

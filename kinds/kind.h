@@ -28,7 +28,9 @@
  *     tankctl commands of its own (cmds: their own words, through
  *     tankctl's services, kind_cli_t);
  *   - in the daemon: its managers on the loop, its instance (open/close),
- *     and its record hook for the transitions of its managers.
+ *     and its record hook for the transitions of its managers;
+ *   - metrics of its own for /metrics (a pod's probes' results), beside
+ *     what every kind gets from its status maps (obs/obs_metrics.h).
  *
  * Every callback runs on the runtime's thread; those given an env may
  * read the store (memory-mapped) and the kinds' instances.  Only what the
@@ -44,6 +46,7 @@
 #include <msgpack.h>
 
 #include "common/kit_errors.h"
+#include "common/kit_hist.h"
 #include "common/tank_err.h"
 #include "manifest/mf.h"
 #include "reconciler/rc_converge.h"
@@ -217,6 +220,19 @@ typedef struct kind_cmd {
 	const char *usage, *help;
 } kind_cmd_t;
 
+/* Where a kind writes metrics of its own (kind_t.metrics): the
+ * Prometheus text format's families, written by obs/ (obs_prom.h).
+ * family() once per family, before its samples; type "counter", "gauge"
+ * or "histogram"; labels NULL-terminated name, value pairs (NULL: none).
+ * Names and label names are the kind's constants, tank_-prefixed. */
+typedef struct kind_metrics {
+	void *ctx;
+	void (*family)(void *ctx, const char *name, const char *type, const char *help);
+	void (*sample)(void *ctx, const char *name, const char *const *labels, double v);
+	void (*hist)(void *ctx, const char *name, const char *const *labels,
+		     const kit_hist_t *h);
+} kind_metrics_t;
+
 struct kind {
 	uint32_t id;                 /* tank_kinds.h */
 	const char *name, *plural, *short_name;
@@ -278,6 +294,11 @@ struct kind {
 	size_t nmethods;
 	const kind_cmd_t *cmds;
 	size_t ncmds;
+
+	/* Metrics of its own, written at each scrape on the runtime's thread
+	 * (read, never change, what it reads; copy counters as rc_loop_stats
+	 * does).  NULL: none. */
+	void (*metrics)(const kind_env_t *env, const kind_metrics_t *w);
 
 	/* Daemon: the instance (inst; NULL open: none), after the pods' and
 	 * the kinds' before it in the list. */

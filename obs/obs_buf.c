@@ -62,10 +62,21 @@ void obs_buf_printf(obs_buf_t *b, const char *fmt, ...)
 	b->len += (size_t)n;
 }
 
+/* The capacity an emptied buffer keeps; more is given back. */
+#define OBS_BUF_KEEP 16384
+
 void obs_buf_consume(obs_buf_t *b, size_t n)
 {
 	if (n >= b->len) {
 		b->len = 0;
+		/* Emptied after a burst (an /events client's queue after a
+		 * thousand pods' transitions): not kept for the next few
+		 * bytes, it would stay in tankd's memory for the client's
+		 * whole life. */
+		if (b->cap > OBS_BUF_KEEP) {
+			obs_buf_free(b);
+			return;
+		}
 	} else {
 		memmove(b->p, b->p + n, b->len - n);
 		b->len -= n;

@@ -21,7 +21,8 @@ void obs_buf_put(obs_buf_t *b, const void *s, size_t n);
 void obs_buf_puts(obs_buf_t *b, const char *s);
 void obs_buf_printf(obs_buf_t *b, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));
-/* Drops the first n bytes (what was sent). */
+/* Drops the first n bytes (what was sent); a buffer emptied so frees
+ * its memory when it holds more than 16 KiB (a burst's). */
 void obs_buf_consume(obs_buf_t *b, size_t n);
 void obs_buf_free(obs_buf_t *b);
 

@@ -224,6 +224,33 @@ static void objects(const obs_src_t *s, obs_buf_t *b)
 	obs_buf_free(&o.cready);
 }
 
+/* ---- the kinds' own (kind_t.metrics) --------------------------------------------- */
+
+static void km_family(void *ctx, const char *name, const char *type, const char *help)
+{
+	obs_prom_head(ctx, name, type, help);
+}
+
+static void km_sample(void *ctx, const char *name, const char *const *labels, double v)
+{
+	obs_prom_sample(ctx, name, labels, v);
+}
+
+static void km_hist(void *ctx, const char *name, const char *const *labels, const kit_hist_t *h)
+{
+	obs_prom_hist(ctx, name, labels, h);
+}
+
+static void kinds_own(const obs_src_t *s, obs_buf_t *b)
+{
+	const kind_metrics_t w = { .ctx = b, .family = km_family, .sample = km_sample,
+				   .hist = km_hist };
+
+	for (size_t i = 0; s->kinds->kinds[i]; i++)
+		if (s->kinds->kinds[i]->metrics)
+			s->kinds->kinds[i]->metrics(s->kinds, &w);
+}
+
 static void one(obs_buf_t *b, const char *name, const char *type, const char *help, double v)
 {
 	obs_prom_head(b, name, type, help);
@@ -243,6 +270,7 @@ int obs_metrics_write(const obs_src_t *s, const obs_counts_t *c, obs_buf_t *b)
 	obs_prom_sample(b, "tank_build_info",
 			(const char *[]){ "version", s->version ? s->version : "", NULL }, 1);
 	objects(s, b);
+	kinds_own(s, b);
 
 	memset(&rs, 0, sizeof rs);
 	if (!loop || rc_loop_stats(s->rt, loop, &rs) < 0)

@@ -15,6 +15,9 @@
  *   `containers` (array of maps with `name`):
  *     `restarts` (int)           tank_container_restarts_total{kind,name,container}
  *     `ready` (bool)             tank_container_ready{kind,name,container}
+ * A kind's metrics of its own (a pod's probes: tank_probe_total …) come
+ * from its descriptor's metrics hook (kind_t.metrics), written after the
+ * objects' families.
  *
  * Everything here runs on the runtime's thread (the kinds' callbacks
  * require it).

@@ -19,6 +19,7 @@
 #include "pod/pod_mgr.h"
 #include "pod/pod_observe.h"
 #include "pod/pod_phase.h"
+#include "pod/pod_probe.h"
 #include "pod/pod_spec.h"
 
 static const char *pod__name_of(const void *obj)
@@ -579,6 +580,31 @@ static const kind_verb_t pod__verbs[] = {
 	  .ncols = sizeof top_cols / sizeof top_cols[0] },
 };
 
+/* The probes' results and durations by probe kind (pod_probe_stats):
+ * every kind of probe and result is written, zeros included, so a rate()
+ * has a series from the first scrape. */
+static void pod__metrics(const kind_env_t *env, const kind_metrics_t *w)
+{
+	pod_probe_stats_t st;
+
+	(void)env;
+	pod_probe_stats(&st);
+	w->family(w->ctx, "tank_probe_total", "counter",
+		  "Probe runs ended, by probe kind (exec, tcp, http) and result.");
+	for (unsigned k = POD_PROBE_EXEC; k < POD_PROBE_KINDS; k++)
+		for (unsigned r = 0; r < POD_PROBE_RESULTS; r++)
+			w->sample(w->ctx, "tank_probe_total", (const char *const[]){
+					  "probe", pod_probe_kind_word(k),
+					  "result", pod_probe_result_word(r), NULL },
+				  (double)st.runs[k][r]);
+	w->family(w->ctx, "tank_probe_duration_seconds", "histogram",
+		  "How long each probe run took, start to result, by probe kind.");
+	for (unsigned k = POD_PROBE_EXEC; k < POD_PROBE_KINDS; k++)
+		w->hist(w->ctx, "tank_probe_duration_seconds",
+			(const char *const[]){ "probe", pod_probe_kind_word(k), NULL },
+			&st.seconds[k]);
+}
+
 const kind_t pod_kind = {
 	.id = TANK_KIND_POD,
 	.name = "pod", .plural = "pods", .short_name = "po",
@@ -600,6 +626,7 @@ const kind_t pod_kind = {
 		{ "REASON", c_reason },
 	},
 	.ncols = 7,
+	.metrics = pod__metrics,
 	.open = pod__open,
 	.managers = { &pod_manager, &pod_ctr_manager },
 	.record = pod__record,

@@ -37,6 +37,7 @@ typedef struct probe_run {
 	rt_ref_t fd_ref;
 	CURL *easy;                   /* http */
 	rt_ref_t tick_timer, timeout_timer;
+	uint64_t started_ns;          /* this run's start (kit_mono_ns) */
 	uint32_t succ, fail;          /* in a row */
 	int last;                     /* -1 none yet, 0 failed, 1 passed */
 } probe_run_t;
@@ -56,6 +57,33 @@ struct pod_prober {
 	rt_ref_t curl_timer;
 	bool curl_timer_set;
 };
+
+/* Every run's result and duration (pod_probe.h says why process-wide). */
+static pod_probe_stats_t probe__stats;
+
+void pod_probe_stats(pod_probe_stats_t *out)
+{
+	*out = probe__stats;
+}
+
+const char *pod_probe_kind_word(enum pod_probe_kind k)
+{
+	switch (k) {
+	case POD_PROBE_EXEC: return "exec";
+	case POD_PROBE_TCP: return "tcp";
+	case POD_PROBE_HTTP: return "http";
+	default: return "none";
+	}
+}
+
+const char *pod_probe_result_word(enum pod_probe_result r)
+{
+	switch (r) {
+	case POD_PROBE_PASSED: return "success";
+	case POD_PROBE_FAILED: return "failure";
+	default: return "timeout";
+	}
+}
 
 /* A libcurl socket's watch (curl_multi_assign). */
 typedef struct curl_watch {
@@ -139,13 +167,16 @@ static void probe__activate(pod_prober_t *p, enum pod_probe_role role)
 }
 
 /* A run ended: counts, thresholds, and what the owner should hear. */
-static void probe__finish(pod_prober_t *p, probe_run_t *r, bool ok, const char *why,
-			  pod_probe_report_t *rep, bool *has)
+static void probe__finish(pod_prober_t *p, probe_run_t *r, enum pod_probe_result res,
+			  const char *why, pod_probe_report_t *rep, bool *has)
 {
 	const char *role = pod_probe_role_name(r->role);
-	bool was_ready = p->ready, unhealthy = false;
+	bool was_ready = p->ready, unhealthy = false, ok = res == POD_PROBE_PASSED;
 	int prev = r->last;
+	unsigned k = (unsigned)r->spec.kind < POD_PROBE_KINDS ? (unsigned)r->spec.kind : 0;
 
+	probe__stats.runs[k][res]++;
+	kit_hist_observe_ns(&probe__stats.seconds[k], kit_mono_ns() - r->started_ns);
 	probe__abandon(p, r);
 	r->last = ok;
 	if (ok) {
@@ -422,7 +453,9 @@ static void probe__curl_done(pod_prober_t *p, pod_probe_report_t *rep, bool *has
 				 ? "timeout" : curl_easy_strerror(res));
 		else
 			snprintf(why, sizeof why, "HTTP %ld", code);
-		probe__finish(p, r, res == CURLE_OK && code >= 200 && code < 400, why, rep, has);
+		probe__finish(p, r, res == CURLE_OK && code >= 200 && code < 400 ? POD_PROBE_PASSED
+				  : res == CURLE_OPERATION_TIMEDOUT ? POD_PROBE_TIMED_OUT
+				  : POD_PROBE_FAILED, why, rep, has);
 	}
 }
 
@@ -435,6 +468,7 @@ static void probe__start(pod_prober_t *p, probe_run_t *r, pod_probe_report_t *re
 
 	r->inflight = true;
 	r->run_seq++;
+	r->started_ns = kit_mono_ns();
 	switch (r->spec.kind) {
 	case POD_PROBE_EXEC:
 		rc = probe__exec(p, r, why, sizeof why);
@@ -447,7 +481,7 @@ static void probe__start(pod_prober_t *p, probe_run_t *r, pod_probe_report_t *re
 		break;
 	}
 	if (rc != 0) {
-		probe__finish(p, r, rc > 0, why, rep, has);
+		probe__finish(p, r, rc > 0 ? POD_PROBE_PASSED : POD_PROBE_FAILED, why, rep, has);
 		return;
 	}
 	(void)rt_send_after(p->rt, rt_self(p->rt), r->spec.timeout_ms, TAG_TIMEOUT(r->role),
@@ -563,7 +597,7 @@ bool pod_prober_handle(rt_t *rt, pod_prober_t *p, const rt_msg_t *m,
 			return true;
 		snprintf(why, sizeof why, "timeout after %llums",
 			 (unsigned long long)r->spec.timeout_ms);
-		probe__finish(p, r, false, why, rep, has);
+		probe__finish(p, r, POD_PROBE_TIMED_OUT, why, rep, has);
 		return true;
 	}
 	case 2: {       /* exec probe ended */
@@ -575,7 +609,8 @@ bool pod_prober_handle(rt_t *rt, pod_prober_t *p, const rt_msg_t *m,
 			snprintf(why, sizeof why, "killed by signal %d", m->u.child.signal);
 		else
 			snprintf(why, sizeof why, "exit code %d", m->u.child.code);
-		probe__finish(p, r, m->u.child.signal == 0 && m->u.child.code == 0, why, rep, has);
+		probe__finish(p, r, m->u.child.signal == 0 && m->u.child.code == 0
+				  ? POD_PROBE_PASSED : POD_PROBE_FAILED, why, rep, has);
 		return true;
 	}
 	case 3: {       /* tcp connect done */
@@ -587,7 +622,7 @@ bool pod_prober_handle(rt_t *rt, pod_prober_t *p, const rt_msg_t *m,
 		if (getsockopt(r->fd, SOL_SOCKET, SO_ERROR, &soerr, &sl) < 0)
 			soerr = errno;
 		snprintf(why, sizeof why, "connect: %s", strerror(soerr));
-		probe__finish(p, r, soerr == 0, why, rep, has);
+		probe__finish(p, r, soerr == 0 ? POD_PROBE_PASSED : POD_PROBE_FAILED, why, rep, has);
 		return true;
 	}
 	default:

@@ -33,6 +33,7 @@
 
 #include <stdbool.h>
 
+#include "common/kit_hist.h"
 #include "common/tank_err.h"
 #include "pod/pod_cgroup.h"
 #include "pod/pod_sandbox.h"
@@ -77,6 +78,36 @@ bool pod_prober_ready(const pod_prober_t *p);
  * *has_report set. */
 bool pod_prober_handle(rt_t *rt, pod_prober_t *p, const rt_msg_t *m,
 		       pod_probe_report_t *report, bool *has_report);
+
+/* What every probe run came to, since tankd started, by probe kind
+ * (enum pod_probe_kind: exec, tcp, http; index 0, none, stays empty) —
+ * for /metrics (tank_probe_total, tank_probe_duration_seconds, through
+ * the Pod kind's metrics hook).  A run counts once it ends: passed,
+ * failed, or timed out (its timeout ran out, or libcurl's did); a run
+ * abandoned because its container stopped does not count.  Its duration
+ * is from its start to that end.
+ *
+ * Process-wide counters, not the prober's or the pod manager's: the
+ * probers live in the runners' actors and die with each container and
+ * each life of the loop, and a counter must not go back while tankd
+ * runs.  tankd is one thread (the runtime's), so plain counters. */
+enum pod_probe_result {
+	POD_PROBE_PASSED = 0,
+	POD_PROBE_FAILED,
+	POD_PROBE_TIMED_OUT,
+	POD_PROBE_RESULTS
+};
+#define POD_PROBE_KINDS 4        /* enum pod_probe_kind, NONE included */
+typedef struct pod_probe_stats {
+	uint64_t runs[POD_PROBE_KINDS][POD_PROBE_RESULTS];
+	kit_hist_t seconds[POD_PROBE_KINDS];
+} pod_probe_stats_t;
+
+/* A copy of the counters. */
+void pod_probe_stats(pod_probe_stats_t *out);
+/* "exec", "tcp", "http" ("none" for 0); "success", "failure", "timeout". */
+const char *pod_probe_kind_word(enum pod_probe_kind k);
+const char *pod_probe_result_word(enum pod_probe_result r);
 
 /* Stops every probe: runs in flight are abandoned (an exec probe's
  * process is killed), timers and watches go.  NULL is fine. */

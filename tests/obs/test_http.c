@@ -300,3 +300,105 @@ Test(obs_http, a_kind_from_the_list_is_counted_without_code_for_it)
 	cr_assert(strstr(body, "\"cells\":[\"hello\",\"ready\",\"hi there\","), "%s", body);
 	teardown(d);
 }
+
+/* The probes' results by probe kind (the Pod kind's metrics hook,
+ * pod_probe_stats): a tcp probe on a port nobody listens on fails, an
+ * exec probe that exits 0 passes, one that outlives its timeout times out;
+ * each kind's duration histogram is cumulative and counts every run once.
+ * Actions and jobs (every kind of the list) are counted by state. */
+Test(obs_http, probe_results_and_latency_by_probe_kind)
+{
+	char base[96], yaml[1024];
+	d_t *d = http_daemon(base, sizeof base);
+	prom_t p;
+	int closed = obs_free_port();     /* bound, read back and closed: nobody listens */
+	const char *const tcp_fail[] = { "probe", "tcp", "result", "failure", NULL };
+	const char *const exec_ok[] = { "probe", "exec", "result", "success", NULL };
+	const char *const exec_to[] = { "probe", "exec", "result", "timeout", NULL };
+
+	snprintf(yaml, sizeof yaml,
+		 "name: probed\ncontainers:\n"
+		 "  - name: t\n    command: [/bin/sleep, \"600\"]\n"
+		 "    readiness: {tcp: {port: %d}, period: 50ms}\n"
+		 "  - name: e\n    command: [/bin/sleep, \"600\"]\n"
+		 "    readiness: {exec: [/bin/true], period: 100ms}\n"
+		 "  - name: s\n    command: [/bin/sleep, \"600\"]\n"
+		 "    readiness: {exec: [/bin/sleep, \"5\"], period: 100ms, timeout: 20ms}\n",
+		 closed);
+	apply(d, "probed.yaml", yaml);
+
+	double first = NAN;
+	for (int i = 0; i < 100 && !(first >= 2); i++) {
+		sleep_ms(100);
+		scrape(base, &p);
+		first = prom_get(&p, "tank_probe_total", tcp_fail);
+		prom_free(&p);
+	}
+	cr_assert_geq(first, 2, "tcp failures not counted (%g)", first);
+	double later = first, ok = 0, to = 0;
+	for (int i = 0; i < 100 && (later <= first || !(ok >= 1) || !(to >= 1)); i++) {
+		sleep_ms(100);
+		scrape(base, &p);
+		later = prom_get(&p, "tank_probe_total", tcp_fail);
+		ok = prom_get(&p, "tank_probe_total", exec_ok);
+		to = prom_get(&p, "tank_probe_total", exec_to);
+		prom_free(&p);
+	}
+	cr_assert_gt(later, first, "the tcp failure counter did not grow: %g then %g", first, later);
+	cr_assert_geq(ok, 1, "exec successes not counted (%g)", ok);
+	cr_assert_geq(to, 1, "exec timeouts not counted (%g)", to);
+
+	scrape(base, &p);
+	/* Nothing ran an http probe: its series are there, at zero. */
+	cr_assert_eq(prom_get(&p, "tank_probe_total",
+			      (const char *const[]){ "probe", "http", "result", "success", NULL }), 0);
+	cr_assert_eq(prom_get(&p, "tank_probe_duration_seconds_count",
+			      (const char *const[]){ "probe", "http", NULL }), 0);
+	static const char *const kinds[] = { "exec", "tcp", "http" };
+	for (size_t k = 0; k < 3; k++) {
+		char want[32];
+		double prev = 0, inf = NAN, runs = 0;
+		size_t nb = 0;
+		snprintf(want, sizeof want, "probe=\"%s\"", kinds[k]);
+		for (size_t i = 0; i < p.n; i++) {
+			if (!strstr(p.s[i].labels, want))
+				continue;
+			if (!strcmp(p.s[i].name, "tank_probe_total"))
+				runs += p.s[i].value;
+			if (strcmp(p.s[i].name, "tank_probe_duration_seconds_bucket"))
+				continue;
+			cr_assert_geq(p.s[i].value, prev, "%s buckets not cumulative at {%s}",
+				      kinds[k], p.s[i].labels);
+			prev = p.s[i].value;
+			nb++;
+			if (strstr(p.s[i].labels, "le=\"+Inf\""))
+				inf = p.s[i].value;
+		}
+		cr_assert_eq(nb, 16, "%s: %zu buckets", kinds[k], nb);
+		double count = prom_get(&p, "tank_probe_duration_seconds_count",
+					(const char *const[]){ "probe", kinds[k], NULL });
+		cr_assert_eq(inf, count, "%s: +Inf %g, _count %g", kinds[k], inf, count);
+		/* Every run that ended is in both, once (one scrape is one
+		 * moment: tankd is one thread). */
+		cr_assert_eq(count, runs, "%s: _count %g, runs %g", kinds[k], count, runs);
+		cr_assert_not(isnan(prom_get(&p, "tank_probe_duration_seconds_sum",
+					     (const char *const[]){ "probe", kinds[k], NULL })));
+	}
+	/* Runs took time.  (Not "at least the timeout" each: the timeout is
+	 * a loop timer, armed from the loop's time of the turn, which a busy
+	 * turn leaves behind the clock the run's start is read from.) */
+	cr_assert_gt(prom_get(&p, "tank_probe_duration_seconds_sum",
+			      (const char *const[]){ "probe", "exec", NULL }), 0);
+	cr_assert_gt(prom_get(&p, "tank_probe_duration_seconds_sum",
+			      (const char *const[]){ "probe", "tcp", NULL }), 0);
+	/* Every kind of the list is counted, actions and jobs included. */
+	static const char *const shipped[] = { "pod", "stack", "action", "playbook", "task",
+					       "stage", "workflow", "job" };
+	for (size_t i = 0; i < sizeof shipped / sizeof shipped[0]; i++)
+		cr_assert_not(isnan(prom_get(&p, "tank_kind_objects",
+					     (const char *const[]){ "kind", shipped[i], NULL })),
+			      "no tank_kind_objects{kind=\"%s\"}", shipped[i]);
+	cr_assert_gt(prom_get(&p, "tank_api_connections", NULL), -1);
+	prom_free(&p);
+	teardown(d);
+}

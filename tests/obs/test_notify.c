@@ -114,6 +114,67 @@ Test(obs_notify, log_lines_carry_a_priority_when_stderr_is_the_journal)
 	teardown(d);
 }
 
+/* The pid serving d (from `version`), owned by the test run; 0 when none. */
+static pid_t serving_pid(d_t *d)
+{
+	char out[4096], *p;
+	long pid = 0;
+
+	if (ctl(d, out, sizeof out, "version") == 0 && (p = strstr(out, "\npid ")))
+		pid = strtol(p + 5, NULL, 10);
+	if (pid > 0)
+		ts_own_pid((pid_t)pid);
+	return (pid_t)pid;
+}
+
+/* Under systemd the unit's main process is the keeper (contrib/
+ * tankd.service): its lines and its tankd's reach the journal with their
+ * priorities, a warning as a warning — the keeper's "tankd killed by
+ * signal 9" above all. */
+Test(obs_notify, the_keeper_and_its_tankd_log_with_priorities_for_the_journal)
+{
+	d_t *d = d_new();
+	char path[128];
+	static char env_js[128], log[65536];
+	struct stat sb;
+	pid_t first, second = 0;
+	int fd;
+
+	snprintf(path, sizeof path, "%s/tankd.log", d->dir);
+	fd = open(path, O_WRONLY | O_CREAT | O_CLOEXEC, 0644);
+	cr_assert_geq(fd, 0);
+	cr_assert_eq(fstat(fd, &sb), 0);
+	close(fd);
+	snprintf(env_js, sizeof env_js, "JOURNAL_STREAM=%llu:%llu",
+		 (unsigned long long)sb.st_dev, (unsigned long long)sb.st_ino);
+	obs_tankd(d, (const char *const[]){ "--keeper", NULL }, (const char *const[]){ env_js, NULL });
+	for (int i = 0; i < 200 && !up(d); i++)
+		sleep_ms(50);
+	cr_assert(up(d), "tankd under its keeper did not come up");
+	first = serving_pid(d);
+	cr_assert_gt(first, 0);
+	cr_assert_neq(first, d->pid, "the keeper serves the socket itself");
+	cr_assert_eq(kill(first, SIGKILL), 0);
+	for (int i = 0; i < 400 && (second <= 0 || second == first); i++) {
+		sleep_ms(50);
+		second = serving_pid(d);
+	}
+	cr_assert(second > 0 && second != first, "the keeper did not start tankd again");
+	stop(d, SIGTERM);     /* the keeper: tankd drains, then the keeper exits */
+	read_text(path, log, sizeof log);
+	cr_assert(strstr(log, "<6>tankd-keeper: info: started tankd"), "%s", log);
+	cr_assert(strstr(log, "<4>tankd-keeper: warning: tankd killed by signal 9"), "%s", log);
+	cr_assert(strstr(log, "<6>tankd: info: serving "), "%s", log);
+	/* Every line has its priority: none reaches the journal bare. */
+	for (char *l = log; *l; ) {
+		size_t n = strcspn(l, "\n");
+		cr_assert(n == 0 || (l[0] == '<' && l[2] == '>' && l[1] >= '0' && l[1] <= '7'),
+			  "a line without a priority: %.*s", (int)n, l);
+		l += n + (l[n] == '\n');
+	}
+	teardown(d);
+}
+
 /* s6's readiness protocol: --ready-fd N gets one newline once ready, then
  * is closed (s6-supervise reads to the end of the line). */
 Test(obs_notify, ready_fd_gets_a_newline_for_s6)

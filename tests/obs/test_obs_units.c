@@ -100,3 +100,30 @@ Test(obs_units, msgpack_becomes_json)
 	obs_buf_free(&b);
 	msgpack_sbuffer_destroy(&sb);
 }
+
+/* An emptied buffer gives a burst's memory back (an /events client's
+ * queue after a storm of transitions) and keeps a small one. */
+Test(obs_units, an_emptied_buffer_gives_a_bursts_memory_back)
+{
+	obs_buf_t b = { 0 };
+	static char big[65536];
+
+	memset(big, 'x', sizeof big);
+	obs_buf_put(&b, big, sizeof big);
+	cr_assert_geq(b.cap, sizeof big);
+	obs_buf_consume(&b, 1000);
+	cr_assert_eq(b.len, sizeof big - 1000);
+	cr_assert_eq(b.p[0], 'x');
+	obs_buf_consume(&b, b.len);
+	cr_assert_eq(b.len, 0);
+	cr_assert_eq(b.cap, 0, "a 64 KiB buffer was kept empty");
+	cr_assert_null(b.p);
+	obs_buf_puts(&b, "data: {}\n\n");
+	obs_buf_consume(&b, 4);
+	cr_assert_str_eq(b.p, ": {}\n\n");
+	obs_buf_consume(&b, 100);
+	cr_assert_eq(b.len, 0);
+	cr_assert_not_null(b.p, "a small buffer is kept for the next message");
+	cr_assert_eq(b.p[0], '\0');
+	obs_buf_free(&b);
+}
