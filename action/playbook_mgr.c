@@ -84,7 +84,7 @@ static bool name_ok(const char *s)
 
 int pb_spec_from(const msgpack_object *o, pb_spec_t **out, kit_errors_t *errs)
 {
-	static const char *const k_top[] = { "name", "stages", "generation", "uid", "status",
+	static const char *const k_top[] = { "name", "stages", "generation", "uid", "created_at", "status",
 					     NULL };
 	static const char *const k_stage[] = { "actions", "max_parallel", NULL };
 	static const char *const k_t[] = { "pods", "kind", "args", NULL };

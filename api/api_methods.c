@@ -22,6 +22,7 @@
 #include <string.h>
 
 #include "common/kit_errors.h"
+#include "common/tank_map.h"
 #include "pod/pod_deps.h"
 #include "pod/pod_log.h"
 #include "pod/pod_spec.h"
@@ -1018,7 +1019,7 @@ int api_pack_record(msgpack_packer *pk, const st_pod_t *p, const char *kind,
 		return TANK_ECORRUPT;
 	}
 	const msgpack_object_map *m = &u.data.via.map;
-	rc |= msgpack_pack_map(pk, m->size + 2 + (kind ? 1 : 0) + nextra);
+	rc |= msgpack_pack_map(pk, m->size + 3 + (kind ? 1 : 0) + nextra);
 	if (kind) {
 		rc |= pk_key(pk, "kind");
 		rc |= api_pack_cstr(pk, kind);
@@ -1031,6 +1032,8 @@ int api_pack_record(msgpack_packer *pk, const st_pod_t *p, const char *kind,
 	rc |= msgpack_pack_uint64(pk, p->generation);
 	rc |= pk_key(pk, "uid");
 	rc |= api_pack_cstr(pk, p->uid);
+	rc |= pk_key(pk, "created_at");
+	rc |= msgpack_pack_int64(pk, p->created_at);
 	if (!rc && extra)
 		rc = extra(pk, arg);
 	msgpack_unpacked_destroy(&u);
@@ -1174,6 +1177,120 @@ static void m_list(const api_call_t *call, const msgpack_object *params, void *c
 
 /* --- status ------------------------------------------------------------------- */
 
+/* Every kind's status map gets the object's `created_at` (ms; the store
+ * keeps it for every kind: set when created, kept across a re-apply of a
+ * changed spec, new when deleted and applied again), added here so that
+ * no kind packs it and `ps` shows the object's age.  A map that has one
+ * already keeps its own. */
+typedef struct created_req {
+	const kind_env_t *env;
+	const kind_t *kind;
+	const char *name;            /* one object's status ("": a list) */
+	pack_into_fn fn;
+	void *arg;
+	tank_map_t idx;              /* name -> 1 + its position in at[] */
+	int64_t *at;
+	size_t n, cap;
+} created_req_t;
+
+static int created_one(void *ctx, const st_pod_t *p)
+{
+	created_req_t *c = ctx;
+	if (c->n == c->cap) {
+		size_t cap = c->cap ? c->cap * 2 : 64;
+		int64_t *at = realloc(c->at, cap * sizeof *at);
+		if (!at)
+			return -ENOMEM;
+		c->at = at;
+		c->cap = cap;
+	}
+	c->at[c->n] = p->created_at;
+	if (tank_map_put(&c->idx, p->name, (void *)(uintptr_t)(c->n + 1), NULL) < 0)
+		return -ENOMEM;
+	c->n++;
+	return 0;
+}
+
+static int pack_with_created(msgpack_packer *pk, const msgpack_object *o, int64_t at)
+{
+	int rc;
+	if (o->type != MSGPACK_OBJECT_MAP || at <= 0 || api_map_get(o, "created_at"))
+		return msgpack_pack_object(pk, *o) ? -ENOMEM : 0;
+	rc = msgpack_pack_map(pk, o->via.map.size + 1);
+	for (uint32_t i = 0; i < o->via.map.size; i++) {
+		rc |= msgpack_pack_object(pk, o->via.map.ptr[i].key);
+		rc |= msgpack_pack_object(pk, o->via.map.ptr[i].val);
+	}
+	rc |= pk_key(pk, "created_at");
+	rc |= msgpack_pack_int64(pk, at);
+	return rc ? -ENOMEM : 0;
+}
+
+static int64_t created_of(created_req_t *c, const msgpack_object *status)
+{
+	char name[ST_NAME_MAX + 1];
+	if (!api_obj_strcpy(api_map_get(status, "name"), name, sizeof name))
+		return 0;
+	uintptr_t i = (uintptr_t)tank_map_get(&c->idx, name);
+	return i ? c->at[i - 1] : 0;
+}
+
+static int pack_created(void *arg, msgpack_packer *pk, tank_error_t *e)
+{
+	created_req_t *c = arg;
+	msgpack_sbuffer sb;
+	msgpack_packer ipk;
+	msgpack_unpacked u;
+	size_t off = 0;
+	int err;
+
+	msgpack_sbuffer_init(&sb);
+	msgpack_packer_init(&ipk, &sb, msgpack_sbuffer_write);
+	msgpack_unpacked_init(&u);
+	tank_map_init(&c->idx);
+	if ((err = c->fn(c->arg, &ipk, e)) < 0)
+		goto out;
+	if (msgpack_unpack_next(&u, sb.data, sb.size, &off) != MSGPACK_UNPACK_SUCCESS) {
+		err = -EPROTO;
+		goto out;
+	}
+	/* One look at the store for the whole answer (a scan, for a list). */
+	if (c->name[0]) {
+		st_pod_t p;
+		if (kind_get(c->env, c->kind, c->name, &p, NULL) == 0) {
+			err = created_one(c, &p);
+			st_pod_clear(&p);
+		}
+	} else {
+		err = kind_scan(c->env, c->kind, created_one, c, e);
+	}
+	if (err < 0)
+		goto out;
+	if (u.data.type == MSGPACK_OBJECT_ARRAY) {
+		const msgpack_object_array *a = &u.data.via.array;
+		err = msgpack_pack_array(pk, a->size) ? -ENOMEM : 0;
+		for (uint32_t i = 0; i < a->size && !err; i++)
+			err = pack_with_created(pk, &a->ptr[i], created_of(c, &a->ptr[i]));
+	} else {
+		err = pack_with_created(pk, &u.data, created_of(c, &u.data));
+	}
+out:
+	msgpack_unpacked_destroy(&u);
+	msgpack_sbuffer_destroy(&sb);
+	tank_map_destroy(&c->idx);
+	free(c->at);
+	c->at = NULL;
+	c->n = c->cap = 0;
+	return err;
+}
+
+static void reply_status(const api_call_t *call, const kind_env_t *env, const kind_t *kind,
+			 const char *name, pack_into_fn fn, void *arg)
+{
+	created_req_t c = { .env = env, .kind = kind, .name = name, .fn = fn, .arg = arg };
+	reply_packed(call, kind, name, pack_created, &c);
+}
+
 static void m_status(const api_call_t *call, const msgpack_object *params, void *ctx)
 {
 	api_daemon_t *d = ctx;
@@ -1194,15 +1311,15 @@ static void m_status(const api_call_t *call, const msgpack_object *params, void 
 		api_obj_strcpy(&params->via.array.ptr[0], name, sizeof name);
 		if (kind->status_one) {
 			status_req_t sq = { d->kinds, kind, name };
-			reply_packed(call, kind, name, pack_status_one, &sq);
+			reply_status(call, d->kinds, kind, name, pack_status_one, &sq);
 			return;
 		}
 		one_req_t q = { d->kinds, kind, name, true };
-		reply_packed(call, kind, name, pack_one, &q);
+		reply_status(call, d->kinds, kind, name, pack_one, &q);
 		return;
 	}
 	all_req_t a = { .env = d->kinds, .kind = kind, .status = true };
-	reply_packed(call, kind, "", pack_all, &a);
+	reply_status(call, d->kinds, kind, "", pack_all, &a);
 }
 
 /* --- running, restart, nudge, sync ---------------------------------------------- */
@@ -1866,6 +1983,35 @@ static void m_verb(const api_call_t *call, const msgpack_object *params, void *c
 	}
 	if (api_params_check(params, v->types, &e) < 0)
 		return reply_check_error(call, &e);
+	if ((v->flags & KIND_VERB_KINDED) && params->via.array.size > 1 &&
+	    params->via.array.ptr[1].type == MSGPACK_OBJECT_MAP &&
+	    api_map_get(&params->via.array.ptr[1], "kind")) {
+		/* A verb several kinds have: the one of the kind named. */
+		const kind_t *const *kinds = kinds_of(d);
+		const kind_t *want;
+		char have[128] = "";
+		if (!kind_param(call, d, params, 1, &want))
+			return;
+		v = NULL;
+		for (size_t k = 0; kinds[k]; k++)
+			for (size_t i = 0; i < kinds[k]->nverbs; i++) {
+				if (strcmp(kinds[k]->verbs[i].name, call->method) != 0)
+					continue;
+				size_t n = strlen(have);
+				snprintf(have + n, sizeof have - n, "%s%s", n ? ", " : "", kinds[k]->name);
+				if (kinds[k] == want) {
+					v = &kinds[k]->verbs[i];
+					kind = want;
+				}
+			}
+		if (!v) {
+			char msg[256];
+			snprintf(msg, sizeof msg, "%s: the %s kind has no %s (it is for: %s)",
+				 call->method, want->name, call->method, have);
+			api_reply_error(call->rt, call->token, API_BAD_REQUEST, msg, NULL, NULL);
+			return;
+		}
+	}
 	verb_req_t q = { d->kinds, v, params };
 	/* A verb may send the loop a request (Stack's up lifts an abort):
 	 * the client hears of it once it is stored. */
@@ -1958,8 +2104,14 @@ size_t api_methods_table(api_daemon_t *d, api_method_t table[API_NMETHODS])
 	}
 	const kind_t *const *kinds = kinds_of(d);
 	for (size_t k = 0; kinds[k]; k++)
-		for (size_t v = 0; v < kinds[k]->nverbs && n < API_NMETHODS; v++)
+		for (size_t v = 0; v < kinds[k]->nverbs && n < API_NMETHODS; v++) {
+			/* A verb of several kinds (KIND_VERB_KINDED) is one method. */
+			const kind_t *first = NULL;
+			if (verb_named(kinds, kinds[k]->verbs[v].name, &first) &&
+			    first != kinds[k])
+				continue;
 			table[n++] = (api_method_t){ kinds[k]->verbs[v].name, m_verb, d };
+		}
 	for (size_t k = 0; kinds[k]; k++)
 		for (size_t m = 0; m < kinds[k]->nmethods && n < API_NMETHODS; m++)
 			table[n++] = (api_method_t){ kinds[k]->methods[m].name, m_kind_method, d };

@@ -1206,16 +1206,59 @@ static int v_kind_verb(ctl_t *x, int argc, char **argv)
 			return ctl_bad_option(x, o, argv);
 		}
 	}
-	if (argc - optind != 1 && !((kv->flags & KIND_VERB_ANY) && argc == optind))
+	name_kind_t nk = { NULL, NULL };
+	if (kv->flags & KIND_VERB_KINDED) {
+		/* [KIND] NAME | KIND/NAME: the verb of that kind (kind.h). */
+		const char *slash = optind < argc ? strchr(argv[optind], '/') : NULL;
+		const kind_t *want = NULL;
+		if (slash) {
+			want = kind_find(ctl_kinds, argv[optind], (size_t)(slash - argv[optind]));
+			if (!want)
+				return ctl_usage_error(x, "unknown kind '%.*s'",
+						       (int)(slash - argv[optind]), argv[optind]);
+		} else if (argc - optind >= 2) {
+			want = kind_find(ctl_kinds, argv[optind], strlen(argv[optind]));
+			if (!want)
+				return ctl_usage_error(x, "unknown kind '%s'", argv[optind]);
+			optind++;
+		}
+		if (argc - optind != 1 || (slash && !slash[1]))
+			return ctl_usage_error(x, "needs one object: NAME (a %s), KIND NAME or "
+					       "KIND/NAME", ctl_kinds[0]->name);
+		char have[128] = "";
+		k = NULL;
+		kv = NULL;
+		for (size_t i = 0; ctl_kinds[i]; i++)
+			for (size_t v = 0; v < ctl_kinds[i]->nverbs; v++) {
+				const kind_verb_t *c = &ctl_kinds[i]->verbs[v];
+				if (strcmp(kind_verb_word(c, word, sizeof word), x->verb) != 0)
+					continue;
+				size_t n = strlen(have);
+				snprintf(have + n, sizeof have - n, "%s%s", n ? ", " : "",
+					 ctl_kinds[i]->name);
+				if (!kv && (!want || want == ctl_kinds[i])) {
+					k = ctl_kinds[i];
+					kv = c;
+				}
+			}
+		if (!kv)
+			return ctl_fail(x, "the %s kind has no %s (it is for: %s)", want->name,
+					x->verb, have);
+		nk = (name_kind_t){ slash ? slash + 1 : argv[optind], k };
+	} else if (argc - optind != 1 && !((kv->flags & KIND_VERB_ANY) && argc == optind))
 		return ctl_usage_error(x, "needs one %s name", k->name);
 	if (timeout_ms && !wait)
 		return ctl_usage_error(x, "--timeout bounds --wait: use both");
-	const char *name = optind < argc ? argv[optind] : NULL;
+	const char *name = nk.name ? nk.name : optind < argc ? argv[optind] : NULL;
 	if (kv->flags & KIND_VERB_FOLLOW)
 		return ctl_verb_follow(x, kv, name, follow);
 	uint64_t t0 = ctl_now_ms();
-	if ((r = ctl_call(x, kv->name, name ? pack_name : pack_nothing, (void *)name, CTL_TIMEOUT_MS,
-			  &in)) != 0)
+	if (nk.name)
+		r = ctl_call(x, kv->name, pack_name_kind, &nk, CTL_TIMEOUT_MS, &in);
+	else
+		r = ctl_call(x, kv->name, name ? pack_name : pack_nothing, (void *)name,
+			     CTL_TIMEOUT_MS, &in);
+	if (r != 0)
 		return r;
 	if (kv->flags & KIND_VERB_DOC) {
 		r = ctl_verb_doc(x, kv, in.result, fmt, structured);
@@ -2851,6 +2894,13 @@ static void ctl_verbs_init(void)
 					 words[i], sub, kv->usage);
 				snprintf(khelp[i] + lh, sizeof khelp[i] - lh, "\n\n%s %s: %s", words[i],
 					 sub, kv->help);
+				continue;
+			}
+			if (have && have->run == v_kind_verb && (kv->flags & KIND_VERB_KINDED)) {
+				/* The same verb of another kind: its help added. */
+				size_t i = (size_t)(have - &ctl_all[CTL_NSTATIC]);
+				size_t lh = strlen(khelp[i]);
+				snprintf(khelp[i] + lh, sizeof khelp[i] - lh, "\n%s", kv->help);
 				continue;
 			}
 			if (have)

@@ -210,7 +210,10 @@ void kind_col_phase(const msgpack_object *s, uint64_t now_ms, char *out, size_t 
 void kind_col_age(const msgpack_object *s, uint64_t now_ms, char *out, size_t cap)
 {
 	int64_t since = 0;
-	kit_get_int(kit_map_get(s, "since"), &since);
+	/* The object's age: its created_at (api/ adds it to every status
+	 * map), the time in its phase only for a map without one. */
+	if (!kit_get_int(kit_map_get(s, "created_at"), &since) || since <= 0)
+		kit_get_int(kit_map_get(s, "since"), &since);
 	kind_age(since, now_ms, out, cap);
 }
 

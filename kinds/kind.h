@@ -150,6 +150,14 @@ typedef struct kind_col {
 /* With KIND_VERB_DOC: NAME may be left out (`top`: every object); the
  * params are then [] (types "?s"). */
 #define KIND_VERB_ANY    4u
+/* `<words> [KIND] NAME | KIND/NAME [--wait [--timeout D]]` (stop, start):
+ * a verb several kinds may have under one name.  Its RPC method is one
+ * (`stop`), its params [NAME, {kind?}] (types "s?m"): the api calls the
+ * verb of the kind named (none: the first kind of the list that has the
+ * verb) and answers a kind without it with an error naming the kind and
+ * those that have it.  Otherwise as flags 0.  Each kind's verb of that
+ * name must have this flag. */
+#define KIND_VERB_KINDED 8u
 typedef struct kind_verb {
 	const char *name;
 	const char *types;
@@ -362,7 +370,8 @@ int kind_pack_str(msgpack_packer *pk, const char *s);
 void kind_cell(const msgpack_object *s, const char *key, char *out, size_t cap,
 	       const char *dflt);
 /* The columns every kind's table has, as kind_col_t cells: the status
- * map's name and phase ("-" when absent), and the age of its `since`. */
+ * map's name and phase ("-" when absent), and the object's age: of its
+ * `created_at` (every status answer has it), else of its `since`. */
 void kind_col_name(const msgpack_object *s, uint64_t now_ms, char *out, size_t cap);
 void kind_col_phase(const msgpack_object *s, uint64_t now_ms, char *out, size_t cap);
 void kind_col_age(const msgpack_object *s, uint64_t now_ms, char *out, size_t cap);

@@ -13,6 +13,7 @@
 #include <time.h>
 
 #include "common/tank_kinds.h"
+#include "common/tank_map.h"
 #include "pod/pod_deps.h"
 #include "pod/pod_host.h"
 #include "pod/pod_manifest.h"
@@ -20,6 +21,7 @@
 #include "pod/pod_observe.h"
 #include "pod/pod_phase.h"
 #include "pod/pod_probe.h"
+#include "pod/pod_req.h"
 #include "pod/pod_spec.h"
 
 static const char *pod__name_of(const void *obj)
@@ -162,7 +164,7 @@ static size_t pod__adders(const kind_env_t *env)
 
 int pod_kind_pack_status(const kind_env_t *env, msgpack_packer *pk, const st_status_t *s)
 {
-	int rc = msgpack_pack_map(pk, 14 + pod__owners(env) + pod__adders(env));
+	int rc = msgpack_pack_map(pk, 15 + pod__owners(env) + pod__adders(env));
 	/* Each adding kind's key: its text about the pod, or nil. */
 	for (size_t i = 0; env && env->kinds && env->kinds[i]; i++) {
 		const kind_t *k = env->kinds[i];
@@ -192,6 +194,8 @@ int pod_kind_pack_status(const kind_env_t *env, msgpack_packer *pk, const st_sta
 	/* Its owner does not let it run (a stack that is down): nothing
 	 * of it should run, and a wait takes that as converged. */
 	rc |= pk_key(pk, "held");            rc |= s->held ? msgpack_pack_true(pk) : msgpack_pack_false(pk);
+	/* The operator stopped it (tankctl stop): kept until started. */
+	rc |= pk_key(pk, "stopped");         rc |= s->stopped ? msgpack_pack_true(pk) : msgpack_pack_false(pk);
 	rc |= pk_key(pk, "uid");             rc |= kind_pack_str(pk, s->uid);
 	rc |= pk_key(pk, "phase");           rc |= kind_pack_str(pk, s->phase);
 	rc |= pk_key(pk, "reason");          rc |= kind_pack_str(pk, s->reason);
@@ -362,8 +366,22 @@ static int pod__observe(const void *obj, const msgpack_object *s, const char *wa
 	struct timespec ts;
 	int err;
 
-	(void)want;
 	clock_gettime(CLOCK_REALTIME, &ts);
+	if (want && !strcmp(want, "stop")) {
+		/* Done when nothing of it runs: phase stopped. */
+		char ph[32] = "", why[160] = "";
+		memset(out, 0, sizeof *out);
+		if (!s || s->type != MSGPACK_OBJECT_MAP)
+			return -EINVAL;
+		kind_str(kind_map_get(s, "phase"), ph, sizeof ph);
+		kind_str(kind_map_get(s, "reason"), why, sizeof why);
+		int p = rc_fsm_phase_of(&pod_fsm, ph);
+		out->state = p == POD_PP_STOPPED ? RC_OBS_DONE : RC_OBS_PENDING;
+		out->moving = p == POD_PP_STOPPING;
+		out->progress = tank_hash64(ph, strlen(ph)) ^ tank_hash64(why, strlen(why));
+		snprintf(out->why, sizeof out->why, "%s%s%s", ph, why[0] ? ": " : "", why);
+		return 0;
+	}
 	if ((err = pod_observe_status_at(s, (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000,
 					 out)) < 0)
 		return err;
@@ -570,7 +588,60 @@ static const kind_col_t top_cols[] = {
 	{ "CPU", c_cpu, NULL }, { "MEMORY", c_mem, NULL }, { "PROCS", NULL, "procs" },
 };
 
+/* ---- verbs: stop, start ------------------------------------------------------ */
+
+/* The operator's stop or start: a request to the loop (pod_req.h), which
+ * stores it in the pod's status; the api answers behind an echo of the
+ * loop (kind_verb_t), so the answer tells of a stored stop. */
+static int pod__stopstart(const kind_env_t *env, const msgpack_object *params,
+			  msgpack_packer *pk, tank_error_t *e, bool stop)
+{
+	pod_req_t q;
+	st_pod_t p;
+	int err;
+
+	memset(&q, 0, sizeof q);
+	kind_str(&params->via.array.ptr[0], q.pod, sizeof q.pod);
+	if ((err = kind_get(env, &pod_kind, q.pod, &p, e)) < 0)
+		return err == TANK_ENOTFOUND
+		       ? tank_error_set(e, err, "pod \"%s\" not found", q.pod) : err;
+	st_pod_clear(&p);
+	rt_pid_t loop = rt_whereis(env->rt, env->loop_name);
+	if (!loop)
+		return tank_error_set(e, -ESRCH, "reconciler is not running");
+	q.op = stop ? POD_REQ_STOP_POD : POD_REQ_START_POD;
+	snprintf(q.user, sizeof q.user, "tankctl %s", stop ? "stop" : "start");
+	if ((err = pod_req_send(env->rt, loop, &q)) < 0)
+		return tank_error_set(e, err, "cannot reach the reconciler: %s", tank_strerror(err));
+	int rc = msgpack_pack_map(pk, 3);
+	rc |= kind_pack_str(pk, "kind");   rc |= kind_pack_str(pk, "pod");
+	rc |= kind_pack_str(pk, "name");   rc |= kind_pack_str(pk, q.pod);
+	rc |= kind_pack_str(pk, "action"); rc |= kind_pack_str(pk, stop ? "stopped" : "started");
+	return rc ? -ENOMEM : 0;
+}
+
+static int pod__v_stop(const kind_env_t *env, const msgpack_object *params, msgpack_packer *pk,
+		       tank_error_t *e)
+{
+	return pod__stopstart(env, params, pk, e, true);
+}
+
+static int pod__v_start(const kind_env_t *env, const msgpack_object *params, msgpack_packer *pk,
+			tank_error_t *e)
+{
+	return pod__stopstart(env, params, pk, e, false);
+}
+
 static const kind_verb_t pod__verbs[] = {
+	{ "stop", "s?m", pod__v_stop, "[KIND] NAME | KIND/NAME [--wait [--timeout DURATION]]",
+	  "Stops a pod without deleting it: its containers stop (stop signal, then\n"
+	  "SIGKILL after their grace) and stay stopped, its phase is `stopped`.  It\n"
+	  "is kept in the store: a restart of tankd and a re-apply of its manifest\n"
+	  "leave it stopped (systemctl's stopped unit) until `start` (or `restart`).\n"
+	  "--wait: until nothing of it runs.", .flags = KIND_VERB_KINDED },
+	{ "start", "s?m", pod__v_start, "[KIND] NAME | KIND/NAME [--wait [--timeout DURATION]]",
+	  "Starts a pod stopped by `stop` (its containers run again, with their\n"
+	  "restart counts kept).  --wait: as apply --wait.", .flags = KIND_VERB_KINDED },
 	{ "top", "?s", pod__v_top, "[POD] [-o yaml|json]",
 	  "CPU and memory of the running containers (of POD, or of every pod):\n"
 	  "CPU is the container's CPU time over its time running (100% = one CPU\n"

@@ -88,7 +88,7 @@ bool pod__ctr_want(const pod_mgr_t *m, const pod_ctr_t *c)
 {
 	const pod_trk_t *p = c->pod;
 	return !m->shutting_down && p->desired && pod__current(p) &&
-	       !p->restart_req && !p->fail && !p->held && !c->held_by[0];
+	       !p->restart_req && !p->fail && !p->held && !c->held_by[0] && !p->stopped;
 }
 
 bool pod__busy(const pod_trk_t *p)
@@ -153,6 +153,7 @@ static uint64_t pod__status_sig(const pod_trk_t *p)
 	h = pod__sig_mix(h, p->outcome);
 	h = pod__sig_mix(h, p->restart_req);
 	h = pod__sig_mix(h, p->held);
+	h = pod__sig_mix(h, p->stopped);
 	h = pod__sig_mix(h, p->cond);
 	return h;
 }
@@ -236,6 +237,7 @@ void pod__persist(pod_mgr_t *m, pod_trk_t *p)
 	s.outcome = p->st.phase == POD_PP_TERMINAL ? p->outcome : POD_OUT_NONE;
 	s.restart = p->restart_req;
 	s.held = p->held;
+	s.stopped = p->stopped;
 	s.containers = cs;
 	s.n_containers = p->nctrs;
 	/* Queued and group-committed. */
@@ -253,6 +255,7 @@ void pod__update(pod_mgr_t *m, rc_loop_t *loop, pod_trk_t *p)
 		.want = p->nctrs && pod__ctr_want(m, &p->ctrs[0]), .desired = p->desired,
 		.restart = p->restart_req, .shutting_down = m->shutting_down,
 		.fail = p->fail != NULL, .held = p->held, .gated = p->gated,
+		.stopped = p->stopped,
 		.stale = p->spec && !pod__current(p),
 	};
 	char detail[RC_REASON_MAX] = "", reason[RC_REASON_MAX] = "";
@@ -307,6 +310,7 @@ void pod__update(pod_mgr_t *m, rc_loop_t *loop, pod_trk_t *p)
 	case POD_WHY_FAIL:         pod__copy(reason, sizeof reason, p->fail); break;
 	case POD_WHY_HELD:         pod__copy(reason, sizeof reason, p->held_why); break;
 	case POD_WHY_SPEC_CHANGED: pod__copy(reason, sizeof reason, "spec changed"); break;
+	case POD_WHY_STOPPED:      pod__copy(reason, sizeof reason, "stopped by tankctl stop"); break;
 	case POD_WHY_LEFTOVERS:
 		pod__copy(reason, sizeof reason, "stopping what a previous tankd left running");
 		break;
@@ -568,8 +572,16 @@ static pod_trk_t *pod__seen(pod_mgr_t *m, const st_pod_t *sp)
 			 * (pod__restart_req stored it). */
 			if (p->saved->restart)
 				p->restart_req = true;
+			/* Stopped by the operator: stays stopped across a
+			 * restart of tankd (systemd's stopped unit). */
+			if (p->saved->stopped)
+				p->stopped = true;
 		}
 	}
+	/* Another object under the same name (deleted and applied again):
+	 * the operator's stop was the old one's. */
+	if (p->want_uid[0] && strcmp(p->want_uid, sp->uid) != 0)
+		p->stopped = false;
 	if (p->want_gen != sp->generation || strcmp(p->want_uid, sp->uid) != 0 ||
 	    (!p->want && !p->fail)) {
 		pod_spec_t *ns = NULL;
@@ -931,11 +943,34 @@ static void pod__restart_req(pod_mgr_t *m, rc_loop_t *loop, const rt_msg_t *msg)
 		return;
 	p->restart_req = true;
 	p->restart_noted = false;
+	p->stopped = false;     /* a restart of a stopped pod starts it (systemctl's) */
 	pod__deps_notify(m, loop, p, 0);        /* its last run's conditions are stale */
 	pod__persist(m, p);
 	/* A commit, no fsync: tankd's death does not lose the page cache. */
 	(void)st_flush(m->o.store, NULL);
 	rc_enqueue(loop, K_POD, p->name);
+}
+
+int pod__set_stopped(pod_mgr_t *m, rc_loop_t *loop, const char *name, bool stopped,
+		     const char *user)
+{
+	char why[RC_REASON_MAX];
+	pod_trk_t *p = pod__track(m, name);
+
+	if (!p)
+		return -ENOMEM;
+	if (p->stopped != stopped) {
+		p->stopped = stopped;
+		pod__fmt(why, sizeof why, "%s asked by %s", stopped ? "stop" : "start", user);
+		(void)rc_fsm_apply(loop, K_POD, p->name, &pod_fsm, &p->st, POD_PE_NOTE, why);
+	}
+	pod__persist(m, p);
+	/* A commit, no fsync, as a restart's: tankd's death does not lose
+	 * the page cache, and the answer waits for this (RC_TAG_ECHO). */
+	(void)st_flush(m->o.store, NULL);
+	pod__enqueue_ctrs(loop, p);
+	rc_enqueue(loop, K_POD, p->name);
+	return 0;
 }
 
 static void pod__handle(void *ctx, rc_loop_t *loop, rt_msg_t *msg)
@@ -1048,6 +1083,7 @@ void pod_mgr_rearm(pod_mgr_t *m, rc_loop_t *loop, const char *name)
 		return;
 	p->restart_req = true;
 	p->restart_noted = false;
+	p->stopped = false;     /* a restart of a stopped pod starts it (systemctl's) */
 	/* Its last run's conditions are stale from now on, before any
 	 * dependent of it is looked at (the stack queues them all at once). */
 	pod__deps_notify(m, loop, p, 0);

@@ -100,6 +100,8 @@ struct pod_trk {
 	 * before these, a pass over 10,000 converged pods touched seven
 	 * lines a pod and took a fifth longer. */
 	bool restart_req;
+	bool stopped;                 /* the operator stopped it (tankctl stop,
+				       * POD_REQ_STOP_POD): stored in its status */
 	bool restart_noted;           /* the request is in the history */
 	bool fail_spec;               /* that failure is its stored spec's */
 	bool restored;                /* stored status was read */
@@ -228,6 +230,13 @@ int pod__sweep_slice(pod_mgr_t *m, rc_loop_t *loop);
 
 /* A POD_REQ message (pod_req.h): acts on it and replies to its sender. */
 void pod__req_handle(pod_mgr_t *m, rc_loop_t *loop, const rt_msg_t *msg);
+/* The operator's stop (stopped) or start of the pod called name
+ * (POD_REQ_STOP_POD/START_POD): kept on its tracking (tracked now when
+ * the loop has not seen it yet: applied a moment ago), stored in its
+ * status before the loop moves on, and queued.  user names who asked, for
+ * the history.  0, or -ENOMEM. */
+int pod__set_stopped(pod_mgr_t *m, rc_loop_t *loop, const char *name, bool stopped,
+		     const char *user);
 
 /* --- pod_deps.c: depends_on at run time -------------------------------------------- */
 

@@ -69,6 +69,7 @@ static const char *const pod__phases[POD_PP_COUNT] = {
 	[POD_PP_RUNNING] = "running", [POD_PP_BACKING_OFF] = "backing_off",
 	[POD_PP_STOPPING] = "stopping", [POD_PP_TERMINAL] = "terminal",
 	[POD_PP_DELETED] = "deleted", [POD_PP_WAITING] = "waiting",
+	[POD_PP_STOPPED] = "stopped",
 };
 
 static const char *const pod__events[POD_PE_COUNT] = {
@@ -77,6 +78,7 @@ static const char *const pod__events[POD_PE_COUNT] = {
 	[POD_PE_STOP] = "stop", [POD_PE_ALL_DONE] = "all_done",
 	[POD_PE_DELETE] = "delete", [POD_PE_NOTE] = "note",
 	[POD_PE_DEPS] = "deps",
+	[POD_PE_PARK] = "park",
 };
 
 /* Every live phase may go to every derived condition, except that
@@ -88,14 +90,16 @@ static const char *const pod__events[POD_PE_COUNT] = {
 	P(f, WAIT, PENDING), P(f, SOME_RUNNING, STARTING), \
 	P(f, ALL_RUNNING, RUNNING), P(f, BACKOFF, BACKING_OFF), \
 	P(f, STOP, STOPPING), P(f, ALL_DONE, TERMINAL), \
-	P(f, DELETE, DELETED), P(f, NOTE, f), P(f, DEPS, WAITING)
+	P(f, DELETE, DELETED), P(f, NOTE, f), P(f, DEPS, WAITING), \
+	P(f, PARK, STOPPED)
 static const rc_fsm_edge_t pod__edges[] = {
 	LIVE(PENDING), LIVE(STARTING), LIVE(RUNNING), LIVE(BACKING_OFF),
-	LIVE(STOPPING), LIVE(WAITING),
+	LIVE(STOPPING), LIVE(WAITING), LIVE(STOPPED),
 	P(TERMINAL, WAIT, PENDING), P(TERMINAL, STOP, STOPPING),
 	P(TERMINAL, DEPS, WAITING),     /* restarted, and its dependencies are not there */
 	P(TERMINAL, ALL_DONE, TERMINAL), P(TERMINAL, DELETE, DELETED),
 	P(TERMINAL, NOTE, TERMINAL),
+	P(TERMINAL, PARK, STOPPED),     /* a completed pod stopped: kept so */
 };
 #undef LIVE
 #undef P
@@ -132,11 +136,16 @@ pod_step_t pod_derive(const pod_obs_t *o)
 		return (pod_step_t){ POD_PE_STOP, !o->desired ? POD_WHY_DELETED
 				     : o->restart ? POD_WHY_RESTART
 				     : o->shutting_down ? POD_WHY_SHUTDOWN
+				     : o->stopped ? POD_WHY_STOPPED
 				     : o->fail ? POD_WHY_FAIL
 				     : o->held ? POD_WHY_HELD
 				     : o->stale ? POD_WHY_SPEC_CHANGED
 				     : o->leftovers ? POD_WHY_LEFTOVERS : POD_WHY_STOPPING,
 				     POD_OUT_NONE };
+	/* Stopped by the operator, and nothing of it runs any more: it stays
+	 * so (kept, not deleted) until started again. */
+	if (o->stopped && o->desired)
+		return (pod_step_t){ POD_PE_PARK, POD_WHY_STOPPED, POD_OUT_NONE };
 	if (o->fail)
 		return (pod_step_t){ POD_PE_ALL_DONE, POD_WHY_FAIL, POD_OUT_FAILED };
 	if (o->nctrs && o->nterm == o->nctrs)

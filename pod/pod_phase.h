@@ -55,6 +55,7 @@ enum pod_phase {
 	POD_PP_TERMINAL,        /* every container terminal: completed or failed */
 	POD_PP_DELETED,         /* final: the record goes with it */
 	POD_PP_WAITING,         /* nothing runs: a dependency is not there yet */
+	POD_PP_STOPPED,         /* stopped by the operator (`tankctl stop`), kept */
 	POD_PP_COUNT
 };
 
@@ -70,6 +71,7 @@ enum pod_pevent {
 	POD_PE_DELETE,
 	POD_PE_NOTE,
 	POD_PE_DEPS,            /* nothing runs, and a start waits for depends_on */
+	POD_PE_PARK,            /* nothing runs, and the operator stopped it */
 	POD_PE_COUNT
 };
 
@@ -110,6 +112,7 @@ typedef struct pod_obs {
 	bool shutting_down;     /* tankd is stopping */
 	bool fail;              /* failed as a whole */
 	bool held;              /* its owner does not let it run */
+	bool stopped;           /* the operator stopped it (tankctl stop; stored) */
 	bool gated;             /* a start waits for depends_on */
 	bool stale;             /* its containers run another version than the
 				 * desired one (a new spec) */
@@ -136,6 +139,7 @@ enum pod_why {
 	POD_WHY_STOPPING,       /* a container stops for a reason of its own
 				 * (a user's stop): "c: stop" */
 	POD_WHY_GAVE_UP,        /* "container c failed: gave up after N …" */
+	POD_WHY_STOPPED,        /* "stopped by the operator" */
 };
 
 typedef struct pod_step {

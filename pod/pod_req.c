@@ -425,6 +425,15 @@ void pod__req_handle(pod_mgr_t *m, rc_loop_t *loop, const rt_msg_t *msg)
 		req__reply(loop, msg->from, q.id, TANK_EINVALID, "a request names its user");
 		return;
 	}
+	if (q.op == POD_REQ_STOP_POD || q.op == POD_REQ_START_POD) {
+		/* Whole-pod, and possibly of a pod the loop has not seen yet
+		 * (the requester checked the store). */
+		bool stop = q.op == POD_REQ_STOP_POD;
+		int err = q.pod[0] ? pod__set_stopped(m, loop, q.pod, stop, q.user) : TANK_EINVALID;
+		req__reply(loop, msg->from, q.id, err, "%s %s", q.pod,
+			   err ? "not changed" : stop ? "stopping" : "may run");
+		return;
+	}
 	if (!(p = tank_map_get(&m->pods, q.pod)) || !p->desired) {
 		req__reply(loop, msg->from, q.id, TANK_ENOTFOUND, "no pod \"%s\"", q.pod);
 		return;

@@ -38,6 +38,20 @@
  *                    its pod wants it;
  *   POD_REQ_RESTART  stops the container and starts it again (retries,
  *                    backoff and a terminal state cleared).
+ *   POD_REQ_STOP_POD the operator's stop of the whole pod (`tankctl stop`;
+ *                    container ignored): its desired state is down, kept
+ *                    in the store (the pod's status says `stopped`, and a
+ *                    restart of tankd keeps it) until POD_REQ_START_POD.
+ *                    Its containers stop (stop signal, grace) and its
+ *                    phase becomes `stopped`.  It composes with the users'
+ *                    holds: a container runs only while neither the
+ *                    operator's stop nor any hold asks it to stop.  A
+ *                    re-apply of the pod, even of a changed spec, does not
+ *                    start it; a delete forgets it.
+ *   POD_REQ_START_POD ends the operator's stop (a user's hold stays).
+ *                    Both are stored before the loop handles its next
+ *                    message, so an answer sent behind an RC_TAG_ECHO
+ *                    tells of a stored request.
  * Stop, start and restart are replied once accepted; their effect shows in
  * the pod's status and history (the reason names the user).
  *
@@ -79,6 +93,8 @@ enum pod_req_op {
 	POD_REQ_STOP,
 	POD_REQ_START,
 	POD_REQ_RESTART,
+	POD_REQ_STOP_POD,
+	POD_REQ_START_POD,
 };
 
 #define POD_REQ_USER_MAX 63

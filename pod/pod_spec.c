@@ -1242,7 +1242,7 @@ int pod_spec_from_msgpack(const msgpack_object *map, pod_spec_t **out,
 					    "isolation", "volumes", "containers",
 					    "reconcile_wait", "depends_on",
 					    "workflow", "params", "actions",
-					    "generation", "uid", NULL };
+					    "generation", "uid", "created_at", NULL };
 	kit_t v = { .pod = "spec" };
 	kit_errors_t local;
 	const msgpack_object *name;

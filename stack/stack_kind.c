@@ -200,7 +200,8 @@ static int stack__observe(const void *obj, const msgpack_object *s, const char *
 	kind_str(kind_map_get(s, "reason"), reason, sizeof reason);
 	/* An applied stack is waited for as it is desired (up, or down); the
 	 * phase is decided on as the table's enum, never as text. */
-	bool down = want ? !strcmp(want, "down") : (spec && spec->desired == STACK_DOWN);
+	bool down = want ? !strcmp(want, "down") || !strcmp(want, "stop")
+			 : (spec && spec->desired == STACK_DOWN);
 	int ph = rc_fsm_phase_of(&stack_fsm, phase);
 	out->progress = tank_hash64(phase, strlen(phase)) ^ tank_hash64(reason, strlen(reason));
 	int64_t since = 0;
@@ -311,6 +312,11 @@ static const kind_verb_t stack__verbs[] = {
 	{ "down", "s", v_down, "STACK [--wait [--timeout DURATION]]",
 	  "Brings a stack down (desired: down): its pods stop, dependents first.\n"
 	  "--wait: until it is down.", .flags = 0 },
+	/* tankctl stop/start of a stack: its down/up (Pod's are its own). */
+	{ "stop", "s?m", v_down, "[KIND] NAME | KIND/NAME [--wait [--timeout DURATION]]",
+	  "stack: the same as `down`.", .flags = KIND_VERB_KINDED },
+	{ "start", "s?m", v_up, "[KIND] NAME | KIND/NAME [--wait [--timeout DURATION]]",
+	  "stack: the same as `up`.", .flags = KIND_VERB_KINDED },
 };
 
 /* ---- daemon ----------------------------------------------------------------------------- */
@@ -399,7 +405,7 @@ const kind_t stack_kind = {
 	},
 	.ncols = 5,
 	.verbs = stack__verbs,
-	.nverbs = 2,
+	.nverbs = sizeof stack__verbs / sizeof stack__verbs[0],
 	.open = stack__open,
 	.close = stack__close,
 	.managers = { &stack_manager },

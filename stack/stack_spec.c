@@ -249,7 +249,7 @@ int stack_spec_from_msgpack(const msgpack_object *map, stack_spec_t **out,
 {
 	static const char *const keys[] = { "name", "pods", "owns", "desired", "on_failure",
 					    "start_at", "stop_at", "deadline",
-					    "generation", "uid", "status", NULL };
+					    "generation", "uid", "created_at", "status", NULL };
 	kit_t v = { .pod = "spec" };
 	kit_errors_t local;
 	stack_spec_t *s = NULL;

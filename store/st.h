@@ -274,6 +274,7 @@ typedef struct st_status {
 	uint8_t outcome;             /* how it ended when terminal (the kind's enum; 0 = none) */
 	bool restart;                /* a restart by hand is asked and not done yet */
 	bool held;                   /* its owner (a stack) does not let it run */
+	bool stopped;                /* the operator stopped it (tankctl stop) */
 	st_container_status_t *containers;
 	size_t n_containers;
 } st_status_t;

@@ -632,12 +632,13 @@ int st__enc_status(msgpack_sbuffer *b, const st_status_t *s)
 {
 	msgpack_packer pk;
 	msgpack_packer_init(&pk, b, msgpack_sbuffer_write);
-	/* outcome, restart and held only when set (records of before stay as
+	/* outcome, restart, held and stopped only when set (records of before stay as
 	 * they were). */
 	if (msgpack_pack_map(&pk, (s->uid[0] ? 11 : 10) + s->ready + (s->outcome != 0) +
-				  s->restart + s->held) ||
+				  s->restart + s->held + s->stopped) ||
 	    (s->outcome && pk_u64(&pk, "outcome", s->outcome)) ||
 	    (s->held && pk_true(&pk, "held")) ||
+	    (s->stopped && pk_true(&pk, "stopped")) ||
 	    (s->restart && pk_true(&pk, "restart")) ||
 	    (s->uid[0] && pk_str(&pk, "uid", s->uid)) || pk_str(&pk, "name", s->name) ||
 	    (s->ready && pk_true(&pk, "ready")) ||
@@ -786,6 +787,9 @@ int st__dec_status(const void *buf, size_t len, const char *key,
 		} else if (key_is(k, kl, "held")) {
 			if (rd_bool(&r, &out->held))
 				bad = "held";
+		} else if (key_is(k, kl, "stopped")) {
+			if (rd_bool(&r, &out->stopped))
+				bad = "stopped";
 		} else if (key_is(k, kl, "last_exit")) {
 			if (rd_exit(&r, &out->last_exit))
 				bad = "last_exit";

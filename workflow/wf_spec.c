@@ -194,10 +194,10 @@ static void v_refs(const msgpack_object *a, const char *field, wf_spec_t *s,
 int wf_spec_from_msgpack(wf_what_t what, const msgpack_object *o, wf_spec_t **out,
 			 kit_errors_t *errs)
 {
-	static const char *const known[3][7] = {
-		{ "name", "templates", "generation", "uid", "status", NULL },
-		{ "name", "tasks", "environment", "generation", "uid", "status", NULL },
-		{ "name", "stages", "generation", "uid", "status", NULL },
+	static const char *const known[3][8] = {
+		{ "name", "templates", "generation", "uid", "created_at", "status", NULL },
+		{ "name", "tasks", "environment", "generation", "uid", "created_at", "status", NULL },
+		{ "name", "stages", "generation", "uid", "created_at", "status", NULL },
 	};
 	size_t before = errs ? errs->count : 0;
 	kit_errors_t local;

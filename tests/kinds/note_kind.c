@@ -83,7 +83,7 @@ static int note_from(const msgpack_object *o, note_t **out, kit_errors_t *errs)
 	for (uint32_t i = 0; i < o->via.map.size; i++) {
 		const msgpack_object *k = &o->via.map.ptr[i].key;
 		static const char *const known[] = { "name", "text", "fail", "generation", "uid",
-						     "status", NULL };
+						     "created_at", "status", NULL };
 		bool ok = false;
 		for (size_t j = 0; known[j] && k->type == MSGPACK_OBJECT_STR; j++)
 			ok |= k->via.str.size == strlen(known[j]) &&

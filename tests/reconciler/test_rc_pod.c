@@ -1316,3 +1316,67 @@ Test(reconciler, exec_reads_a_file_writes_its_output_and_can_be_cancelled)
 	cr_assert(strstr(r.msg, "no/such/dir/out"), "%s", r.msg);
 	teardown(h);
 }
+
+/* The operator's stop (tankctl stop: POD_REQ_STOP_POD, stored) and a
+ * user's hold (a workflow's stopped environment: POD_REQ_STOP) compose:
+ * the container runs only while neither asks it to stop, whichever ends
+ * first. */
+Test(reconciler, an_operators_stop_and_a_users_hold_compose)
+{
+	h_t *h = setup(false);
+	const char *y = "name: svc\nrestart: always\nstop: {grace: 1s}\n"
+			"containers:\n  - name: c\n    command: [/bin/sleep, \"1000\"]\n";
+	req_user_t u = { 0 };
+	rt_pid_t user;
+	pod_req_t q, op;
+	pod_req_reply_t r;
+	st_status_t s;
+
+	apply_yaml(h, y);
+	cr_assert(wait_for(h, "svc", running_pid, NULL, 10));
+	u.loop = h->loop;
+	cr_assert_eq(rt_spawn(h->rt, &ru_behaviour, &u, &user), 0);
+	memset(&q, 0, sizeof q);
+	snprintf(q.user, sizeof q.user, "workflow w");
+	snprintf(q.pod, sizeof q.pod, "svc");
+	op = q;
+	snprintf(op.user, sizeof op.user, "tankctl stop");
+
+	/* The user holds it, then the operator stops it: stopped, stored. */
+	q.op = POD_REQ_STOP;
+	r = ask(h, user, &u, &q);
+	cr_assert_eq(r.err, 0, "%s", r.msg);
+	op.op = POD_REQ_STOP_POD;
+	r = ask(h, user, &u, &op);
+	cr_assert_eq(r.err, 0, "%s", r.msg);
+	cr_assert(wait_for(h, "svc", phase_is, "stopped", 10));
+	cr_assert(status(h, "svc", &s));
+	cr_assert(s.stopped, "the operator's stop is in the stored status");
+	st_status_clear(&s);
+	/* The user lets go: the operator's stop still holds. */
+	q.op = POD_REQ_START;
+	r = ask(h, user, &u, &q);
+	cr_assert_eq(r.err, 0, "%s", r.msg);
+	run_for(h, 0.5);
+	cr_assert_eq(first_pid(h, "svc"), 0, "stopped wins while the operator asks");
+	cr_assert(phase_is(h, "svc", "stopped"));
+	/* The other order: the user holds again, the operator starts it:
+	 * still not running until the user lets go too. */
+	q.op = POD_REQ_STOP;
+	r = ask(h, user, &u, &q);
+	cr_assert_eq(r.err, 0, "%s", r.msg);
+	op.op = POD_REQ_START_POD;
+	r = ask(h, user, &u, &op);
+	cr_assert_eq(r.err, 0, "%s", r.msg);
+	run_for(h, 0.5);
+	cr_assert_eq(first_pid(h, "svc"), 0, "the user's hold still stops it");
+	cr_assert(status(h, "svc", &s));
+	cr_assert(!s.stopped, "the operator's stop is lifted in the store");
+	st_status_clear(&s);
+	q.op = POD_REQ_START;
+	r = ask(h, user, &u, &q);
+	cr_assert_eq(r.err, 0, "%s", r.msg);
+	cr_assert(wait_for(h, "svc", running_pid, NULL, 10));
+	cr_assert(wait_for(h, "svc", phase_is, "running", 10));
+	teardown(h);
+}

@@ -1,0 +1,156 @@
+/*
+ * `tankctl stop` / `tankctl start` (issue 36 item 2) against a real
+ * tankd: a pod's desired state down and up again without deleting it —
+ * stored, so a kill -9 of tankd and a re-apply of its manifest leave it
+ * stopped —, a stack's down/up, and a clear error for a kind that has no
+ * such verb.  Also the object's age (created_at) in -o json and in ps.
+ */
+#include <criterion/criterion.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "tests/e2e/e2e.h"
+
+static int lines_of(const char *path)
+{
+	char buf[4096];
+	int n = 0;
+
+	read_text(path, buf, sizeof buf);
+	for (const char *p = buf; *p; p++)
+		n += *p == '\n';
+	return n;
+}
+
+/* The status's created_at as -o json prints it (RFC 3339), into buf. */
+static const char *created_of(d_t *d, const char *name, char *buf, size_t cap)
+{
+	char out[16384];
+	const char *p, *q;
+
+	buf[0] = '\0';
+	if (ctl(d, out, sizeof out, "status %s -o json", name) != 0 ||
+	    !(p = strstr(out, "\"created_at\": \"")))
+		return buf;
+	p += strlen("\"created_at\": \"");
+	if ((q = strchr(p, '"')))
+		snprintf(buf, cap, "%.*s", (int)(q - p), p);
+	return buf;
+}
+
+Test(e2e, stop_keeps_a_pod_stopped_across_kill_9_and_apply_until_start)
+{
+	d_t *d = setup();
+	char runs[160], y[600], out[16384], mark[32];
+
+	snprintf(runs, sizeof runs, "%s/runs", d->dir);
+	snprintf(mark, sizeof mark, "9500.%d", (int)getpid());
+	snprintf(y, sizeof y, "name: sp\nstop: {grace: 5s}\n"
+		 "containers: [{name: c, command: [/bin/sh, -c, "
+		 "\"echo x >> %s; exec /bin/sleep %s\"]}]\n", runs, mark);
+	write_file(d, "sp.yaml", y);
+	cr_assert_eq(ctl(d, out, sizeof out, "apply -f %s/sp.yaml", d->dir), 0, "%s", out);
+	cr_assert(wait_phase(d, "sp", "running", 20));
+	const char *argv[] = { "/bin/sleep", mark, NULL };
+	cr_assert_eq(count_procs(argv), 1);
+	char created[64], now[64];
+	created_of(d, "sp", created, sizeof created);
+	cr_assert(strlen(created) >= 20 && created[4] == '-' && created[10] == 'T',
+		  "RFC 3339: '%s'", created);
+
+	cr_assert_eq(ctl(d, out, sizeof out, "stop sp"), 0, "%s", out);
+	cr_assert(strstr(out, "sp stopped"), "%s", out);
+	/* Killed the moment `stop` answered: the answer comes once the stop
+	 * is stored, so the next tankd keeps it. */
+	stop(d, SIGKILL);
+	start(d);
+	cr_assert(wait_phase(d, "sp", "stopped", 20), "stopped after the restart");
+	for (int t = 0; t < 300 && count_procs(argv); t++)
+		sleep_ms(20);
+	cr_assert_eq(count_procs(argv), 0, "its container is stopped");
+	/* Shown as stopped, kept in the store. */
+	cr_assert_eq(ctl(d, out, sizeof out, "ps"), 0, "%s", out);
+	cr_assert(strstr(out, "stopped"), "%s", out);
+	cr_assert_eq(ctl(d, out, sizeof out, "status sp -o json"), 0, "%s", out);
+	cr_assert(strstr(out, "\"stopped\": true"), "%s", out);
+	cr_assert_eq(ctl(d, out, sizeof out, "describe sp"), 0, "%s", out);
+	cr_assert(strstr(out, "stopped"), "%s", out);
+	cr_assert_eq(ctl(d, out, sizeof out, "get sp"), 0, "still stored: %s", out);
+
+	/* A re-apply of the same manifest does not start it (systemd's
+	 * stopped unit), nor does one more kill -9. */
+	cr_assert_eq(ctl(d, out, sizeof out, "apply -f %s/sp.yaml", d->dir), 0, "%s", out);
+	stop(d, SIGKILL);
+	start(d);
+	sleep_ms(1500);
+	cr_assert(phase_is(d, "sp", "stopped"));
+	cr_assert_eq(count_procs(argv), 0);
+	cr_assert_eq(lines_of(runs), 1, "not run again");
+	cr_assert_str_eq(created_of(d, "sp", now, sizeof now), created, "the same object's age");
+
+	/* start: runs again; a stop is not a crash, so no restart counted. */
+	cr_assert_eq(ctl(d, out, sizeof out, "start pod/sp --wait --timeout 20s"), 0, "%s", out);
+	cr_assert(wait_phase(d, "sp", "running", 20));
+	cr_assert_eq(lines_of(runs), 2);
+	cr_assert_eq(count_procs(argv), 1);
+	long restarts = status_num(d, "sp", "restarts");
+	cr_assert(restarts >= 0 && restarts <= 1, "restarts %ld", restarts);
+	cr_assert_eq(ctl(d, out, sizeof out, "status sp -o json"), 0, "%s", out);
+	cr_assert(strstr(out, "\"stopped\": false"), "%s", out);
+
+	/* KIND NAME form, and --wait until nothing of it runs. */
+	cr_assert_eq(ctl(d, out, sizeof out, "stop pod sp --wait --timeout 20s"), 0, "%s", out);
+	cr_assert(phase_is(d, "sp", "stopped"));
+	cr_assert_eq(count_procs(argv), 0);
+	cr_assert_eq(ctl(d, out, sizeof out, "start sp"), 0, "%s", out);
+	cr_assert(wait_phase(d, "sp", "running", 20));
+
+	/* Deleted and applied again: a new object, not stopped, younger. */
+	cr_assert_eq(ctl(d, out, sizeof out, "stop sp"), 0, "%s", out);
+	cr_assert_eq(ctl(d, out, sizeof out, "delete sp"), 0, "%s", out);
+	for (int t = 0; t < 300 && count_procs(argv); t++)
+		sleep_ms(20);
+	sleep_ms(1100);             /* a later second, whatever the precision */
+	cr_assert_eq(ctl(d, out, sizeof out, "apply -f %s/sp.yaml", d->dir), 0, "%s", out);
+	cr_assert(wait_phase(d, "sp", "running", 20), "a new pod runs");
+	cr_assert_gt(strcmp(created_of(d, "sp", now, sizeof now), created), 0, "%s after %s",
+		     now, created);
+
+	/* Nothing to stop: the errors name the pod and the kind. */
+	cr_assert_eq(ctl(d, out, sizeof out, "stop nosuch"), 1, "%s", out);
+	cr_assert(strstr(out, "nosuch"), "%s", out);
+	cr_assert_eq(ctl(d, out, sizeof out, "stop action/x"), 1, "%s", out);
+	cr_assert(strstr(out, "the action kind has no stop (it is for: pod, stack)"), "%s", out);
+	cr_assert_eq(ctl(d, out, sizeof out, "stop bogus/x"), 2, "%s", out);
+	teardown(d);
+}
+
+Test(e2e, stop_and_start_of_a_stack_are_its_down_and_up)
+{
+	d_t *d = setup();
+	char y[600], out[16384];
+
+	snprintf(y, sizeof y, "kind: Stack\nname: shop\npods:\n"
+		 "  - name: shop-a\n"
+		 "    containers: [{name: c, command: [/bin/sleep, '1002']}]\n");
+	write_file(d, "shop.yaml", y);
+	cr_assert_eq(ctl(d, out, sizeof out, "apply -f %s/shop.yaml --wait --timeout 20s", d->dir),
+		     0, "%s", out);
+	cr_assert_eq(ctl(d, out, sizeof out, "stop stack/shop --wait --timeout 20s"), 0, "%s", out);
+	cr_assert(strstr(out, "stack/shop"), "%s", out);
+	cr_assert_eq(ctl(d, out, sizeof out, "status stack shop -o json"), 0, "%s", out);
+	cr_assert(strstr(out, "\"phase\": \"down\""), "%s", out);
+	cr_assert(strstr(out, "\"created_at\": \""), "RFC 3339: %s", out);
+	cr_assert(!phase_is(d, "shop-a", "running"));
+	cr_assert_eq(ctl(d, out, sizeof out, "start stack shop --wait --timeout 20s"), 0, "%s", out);
+	cr_assert_eq(ctl(d, out, sizeof out, "status stack shop -o json"), 0, "%s", out);
+	cr_assert(strstr(out, "\"phase\": \"up\""), "%s", out);
+	cr_assert(wait_phase(d, "shop-a", "running", 20));
+	/* The stack's table shows its age from created_at. */
+	cr_assert_eq(ctl(d, out, sizeof out, "get stacks"), 0, "%s", out);
+	cr_assert(strstr(out, "AGE"), "%s", out);
+	teardown(d);
+}
