@@ -161,17 +161,21 @@ static long proc_fds(pid_t pid)
 	return n;
 }
 
-static long proc_rss_kb(pid_t pid)
+/* A line of /proc/PID/status ("VmRSS:", "RssAnon:", "RssFile:"), in kB.
+ * The anonymous part is the heap a leak grows; the file part is mostly
+ * the store's pages, mapped (LMDB), which grow with its records. */
+static long proc_status_kb(pid_t pid, const char *field)
 {
 	char path[64], line[256];
 	long kb = -1;
+	size_t fl = strlen(field);
 	FILE *f;
 
 	snprintf(path, sizeof path, "/proc/%d/status", (int)pid);
 	if (!(f = fopen(path, "r")))
 		return -1;
 	while (fgets(line, sizeof line, f))
-		if (sscanf(line, "VmRSS: %ld", &kb) == 1)
+		if (!strncmp(line, field, fl) && sscanf(line + fl, " %ld", &kb) == 1)
 			break;
 	fclose(f);
 	return kb;
@@ -205,9 +209,12 @@ static void snapshot(ctx_t *c, const char *when, long n)
 
 	printf("{\"bench\": \"adopt\", \"metric\": \"resources_%s\", \"n\": %ld, "
 	       "\"tankd_fds\": %ld, \"keeper_fds\": %ld, \"tankd_rss_kb\": %ld, "
+	       "\"tankd_rss_anon_kb\": %ld, \"tankd_rss_file_kb\": %ld, "
 	       "\"keeper_rss_kb\": %ld, \"processes\": %ld}\n", when, n,
-	       proc_fds(tankd), proc_fds(c->keeper), proc_rss_kb(tankd),
-	       proc_rss_kb(c->keeper), proc_children(c->keeper) + proc_children(tankd));
+	       proc_fds(tankd), proc_fds(c->keeper), proc_status_kb(tankd, "VmRSS:"),
+	       proc_status_kb(tankd, "RssAnon:"), proc_status_kb(tankd, "RssFile:"),
+	       proc_status_kb(c->keeper, "VmRSS:"),
+	       proc_children(c->keeper) + proc_children(tankd));
 	fflush(stdout);
 }
 

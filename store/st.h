@@ -2,7 +2,8 @@
  * st — tank's durable state: one LMDB environment under <data_dir>/store/.
  *
  * Named databases (schema in docs/store.md):
- *   pods          name -> {uid, name, spec (bin), generation, hash, created_at, updated_at}
+ *   pods          name -> {uid, name, spec (bin), generation, hash, created_at, updated_at,
+ *                          prev_generation, prev_spec (bin): the version a changed spec replaced}
  *   pods.status   name -> status map (st_status_t)
  *   pods.history  name \0 seq(8 bytes, big-endian) ->
  *                 {seq, at, kind, key, uid, from, to, reason}
