@@ -895,6 +895,12 @@ int dmn_open(const dmn_opts_t *opts, dmn_t **out, tank_error_t *err)
 
 	tank_error_clear(&e);
 	st_options_t so = { .on_flush_error = flush_error, .on_flush_error_ctx = d };
+	/* The group commit's period (docs/operations.md): a longer one widens
+	 * the window in which a status lives only in memory, which the tests
+	 * of what must be committed before it is acted on use. */
+	const char *gc = getenv("TANK_GROUP_COMMIT_MS");
+	if (gc && *gc)
+		so.flush_interval_ms = (uint32_t)strtoul(gc, NULL, 10);
 	if ((rc = st_open(d->data_dir, &so, &d->store, &e)) < 0) {
 		d->store = NULL;
 		tank_error_set(err, rc, "unable to open the store in %s: %s", d->data_dir,

@@ -18,7 +18,9 @@
  *     KP_PUT   tag + 0..2 fds: keep them under tag (replacing the tag's)
  *     KP_DEL   tag: close and forget them
  *     KP_HELLO a new tankd: send me every tag and every exit kept
- *     KP_ACK   pid + start: that exit is recorded, forget it
+ *     KP_ACK   pid + start: that exit is recorded, forget it (sent only
+ *              once the status recording it is committed: until then a
+ *              new tankd gets it again at its HELLO; pod_adopt_ack)
  *   keeper -> tankd
  *     KP_ENTRY tag + its fds (answers HELLO)
  *     KP_EXIT  pid, start, wait status, time: a process the keeper reaped

@@ -74,7 +74,9 @@ typedef struct kind_env {
 	/* Live re-adoption (pod/pod_adopt.h): a kind whose processes
 	 * (an action's step, a workflow's job) outlive a kill -9 of tankd
 	 * learns how they ended with pod_adopt_watch (pid and start time,
-	 * stored in its own status).  May be NULL. */
+	 * stored in its own status), and once it has committed what that
+	 * exit means, says so with pod_adopt_ack (the keeper keeps the exit
+	 * until then).  May be NULL. */
 	struct pod_adopt *adopt;
 	const kind_t *const *kinds;  /* the list, NULL-terminated */
 	void *inst[KIND_MAX];        /* each kind's instance, by list position */

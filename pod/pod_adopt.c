@@ -270,9 +270,13 @@ void pod_adopt_exited(pod_adopt_t *a, rt_t *rt, pid_t pid, uint64_t start, int s
 			free(kept);
 		free(old);
 	}
-	/* Recorded here: a tankd killed before it is stored loses it, as
-	 * it would lose any status of the group commit's last moments. */
-	if (a->sink.ack)
+	/* Not acked here: the keeper forgets it only once it is stored
+	 * (pod_adopt_ack, after the watcher's commit). */
+}
+
+void pod_adopt_ack(pod_adopt_t *a, pid_t pid, uint64_t start)
+{
+	if (a && a->sink.ack && pid > 0)
 		a->sink.ack(a->sink.ctx, pid, start);
 }
 
@@ -333,8 +337,11 @@ void pod_adopt_forget_exits(pod_adopt_t *a)
 
 	if (!a || !a->exits.len)
 		return;
-	while (tank_map_next(&a->exits, &it, NULL, &v))
+	while (tank_map_next(&a->exits, &it, NULL, &v)) {
+		const pod_adopt_exit_t *x = v;
+		pod_adopt_ack(a, x->pid, x->start);
 		free(v);
+	}
 	tank_map_clear(&a->exits);
 }
 

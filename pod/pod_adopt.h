@@ -107,9 +107,20 @@ uint64_t pod_adopt_adopted(const pod_adopt_t *a);
 /* --- exits ---------------------------------------------------------------------- */
 
 /* The keeper reaped pid (start) with status at at_ms: told to its watcher,
- * or kept for the watch to come, and acked to the keeper. */
+ * or kept for the watch to come.  Not acked: the keeper keeps the exit
+ * until pod_adopt_ack says it is stored. */
 void pod_adopt_exited(pod_adopt_t *a, rt_t *rt, pid_t pid, uint64_t start, int status,
 		      int64_t at_ms);
+/* The exit of pid (start) that the keeper told is recorded: what it means
+ * is in the store, COMMITTED (st_flush returned 0; no fsync needed, a
+ * tankd's death does not lose the page cache), so the keeper may forget
+ * it.  Whoever watched the process calls this after that commit, and only
+ * then forgets the process's tag (pod_adopt_forget): a tankd killed -9
+ * between the exit and the commit gets both the exit and the offer again
+ * from the keeper, and records the exit then.  An exit no watcher claims
+ * is acked when it is forgotten (pod_adopt_forget_exits).  No keeper: a
+ * no-op. */
+void pod_adopt_ack(pod_adopt_t *a, pid_t pid, uint64_t start);
 /* True when pid (start) is known to have ended (and how, into *out). */
 bool pod_adopt_ended(const pod_adopt_t *a, pid_t pid, uint64_t start,
 		     pod_adopt_exit_t *out);
@@ -119,7 +130,8 @@ bool pod_adopt_ended(const pod_adopt_t *a, pid_t pid, uint64_t start,
 int pod_adopt_watch(pod_adopt_t *a, rt_t *rt, pid_t pid, uint64_t start, rt_pid_t owner,
 		    uint32_t tag);
 void pod_adopt_unwatch(pod_adopt_t *a, pid_t pid, uint64_t start);
-/* Forgets exits nobody claimed (after the first passes). */
+/* Forgets exits nobody claimed (after the first passes), acking them:
+ * nothing will ever record them. */
 void pod_adopt_forget_exits(pod_adopt_t *a);
 
 /* --- keeping --------------------------------------------------------------------- */

@@ -420,6 +420,20 @@ static void pod__exit_commit(pod_mgr_t *m, pod_ctr_t *c)
 		(void)st_flush(m->o.store, NULL);
 }
 
+/* An exit the keeper reaped while it held the process for us: the keeper
+ * forgets it, and the pipes it holds, only once the status recording it
+ * is committed (pod_adopt_ack).  A kill -9 of tankd before that finds
+ * both at the keeper again, and the next tankd records the exit.  A
+ * commit that fails acks nothing: the group commit retries it, and the
+ * keeper's copy goes once a later tankd finds nobody to claim it. */
+static void pod__kept_commit(pod_mgr_t *m, const pod_ctr_t *c, pid_t pid, uint64_t start)
+{
+	if (st_flush(m->o.store, NULL) < 0)
+		return;
+	pod_adopt_ack(m->o.adopt, pid, start);
+	pod_adopt_forget(m->o.adopt, c->key, pid, start);
+}
+
 /* Starts c (the decision said so): a run-once start is on disk first. */
 static rc_result_t pod__ctr_run(pod_mgr_t *m, rc_loop_t *loop, pod_ctr_t *c, int64_t now)
 {
@@ -659,10 +673,13 @@ static bool pod__ctr_parent(void *ctx, const char *key, rc_ref_t *out)
 	return true;
 }
 
-/* The runner of c is gone (reported, or died): account for it. */
-static void pod__ctr_gone(pod_mgr_t *m, rc_loop_t *loop, pod_ctr_t *c)
+/* The runner of c is gone (reported, or died): account for it.  forget:
+ * the keeper forgets its pipes now (else the caller does, after its
+ * commit: pod__kept_commit). */
+static void pod__ctr_gone(pod_mgr_t *m, rc_loop_t *loop, pod_ctr_t *c, bool forget)
 {
-	pod_adopt_forget(m->o.adopt, c->key, c->proc.pid, c->proc.start_time);
+	if (forget)
+		pod_adopt_forget(m->o.adopt, c->key, c->proc.pid, c->proc.start_time);
 	rc_disown(loop, c->runner);
 	c->runner = 0;
 	c->proc.pid = 0;
@@ -743,7 +760,7 @@ static void pod__ctr_handle(void *ctx, rc_loop_t *loop, rt_msg_t *msg)
 					continue;
 				pod_exit_t e = { .code = -1, .signal = SIGKILL };
 				c = &p->ctrs[i];
-				pod__ctr_gone(m, loop, c);
+				pod__ctr_gone(m, loop, c, true);
 				bool counted = pod__ctr_want(m, c);
 				if (counted)
 					pod__ctr_exited(loop, c, &e, 0, "runner died", false);
@@ -776,9 +793,12 @@ static void pod__ctr_handle(void *ctx, rc_loop_t *loop, rt_msg_t *msg)
 	if (!(c = pod__ctr_find(m, ex.key)) || !c->runner)
 		return;
 	/* The runner is exiting normally; forget its link so its EXIT is not
-	 * mistaken for a crash. */
+	 * mistaken for a crash.  An exit the keeper reaped (an adopted
+	 * process's) stays the keeper's, pipes and all, until it is stored. */
+	pid_t kept_pid = ex.kept_at > 0 ? c->proc.pid : 0;
+	uint64_t kept_start = c->proc.start_time;
 	rt_unlink(rc_rt(loop), c->runner);
-	pod__ctr_gone(m, loop, c);
+	pod__ctr_gone(m, loop, c, !kept_pid);
 	if (!pod__ctr_want(m, c) || ex.stopped) {
 		c->last_exit.present = true;
 		c->last_exit.code = ex.exit.code;
@@ -815,7 +835,9 @@ static void pod__ctr_handle(void *ctx, rc_loop_t *loop, rt_msg_t *msg)
 		counted = true;
 	}
 	pod__update(m, loop, c->pod);
-	if (counted)
+	if (kept_pid)
+		pod__kept_commit(m, c, kept_pid, kept_start);
+	else if (counted)
 		pod__exit_commit(m, c);
 	rc_enqueue(loop, K_POD, c->pod->name);
 	pod__drained_check(m, loop);

@@ -461,8 +461,10 @@ static int pod__ctrs_build(pod_mgr_t *m, pod_trk_t *p)
 			/* Handed over (a reexec, the keeper) and of this object
 			 * at this version: adopted, not stopped (pod_ctr.c),
 			 * even when it ended while nobody watched (its exit is
-			 * known).  An older version is stopped and started
-			 * again, as the rules for a changed spec say. */
+			 * known).  An older version is adopted too when its
+			 * spec is known (pod__adopt_prev built these
+			 * containers from it), then replaced by the rules for
+			 * a changed spec; otherwise it is stopped. */
 			if (same && cs->pid > 0 &&
 			    pod_adopt_offered(m->o.adopt, c->key, cs->pid, cs->pid_start_time) &&
 			    (c->orphan || pod_adopt_ended(m->o.adopt, cs->pid,
@@ -546,6 +548,52 @@ static void pod__adopt(pod_mgr_t *m, pod_trk_t *p)
 	pod__persist(m, p);
 }
 
+/* The stored status says the containers ran an older generation of this
+ * object than the desired one (a replace a previous tankd had not
+ * finished: a stop grace under way, a stop held for dependents, or an
+ * apply just before its death), and a process of theirs is handed over
+ * (pod_adopt.h).  The containers are then built from that generation's
+ * spec, which the store keeps beside the new one (st_pod_t.prev_spec), so
+ * that they are adopted as they are, same pid, recorded at their own
+ * generation; pod__reconcile then replaces them as it replaces any
+ * container of a changed spec, as if tankd had never gone away.  Any other
+ * case (two applies since, nothing handed over, a spec that does not
+ * load) keeps the old way: what is left is stopped as leftovers. */
+static void pod__adopt_prev(pod_mgr_t *m, pod_trk_t *p, const st_pod_t *sp)
+{
+	const st_status_t *s = p->saved;
+	pod_spec_t *old = NULL;
+	tank_error_t err;
+	bool offered = false;
+
+	if (!s || p->spec || !p->want || !sp->prev_spec || !sp->prev_generation ||
+	    s->generation != sp->prev_generation || s->generation == p->want_gen ||
+	    strcmp(s->uid, p->want_uid) != 0 || !pod_adopt_offers(m->o.adopt))
+		return;
+	for (size_t j = 0; j < s->n_containers && !offered; j++) {
+		const st_container_status_t *cs = &s->containers[j];
+		char key[RC_KEY_MAX];
+		pod__fmt(key, sizeof key, "%s/%s", p->name, cs->name);
+		offered = cs->pid > 0 && pod_adopt_offered(m->o.adopt, key, cs->pid,
+							   cs->pid_start_time);
+	}
+	tank_error_clear(&err);
+	if (!offered || pod_spec_decode(sp->prev_spec, sp->prev_spec_len, &old, &err) < 0)
+		return;
+	p->spec = old;
+	p->generation = s->generation;
+	memcpy(p->uid, p->want_uid, sizeof p->uid);
+	pod__rdeps_add(m, p->name, old);
+	if (pod__ctrs_build(m, p) < 0) {
+		/* Out of memory: the old way (its leftovers stopped). */
+		pod__rdeps_del(m, p->name, old, p->want);
+		pod_spec_free(old);
+		p->spec = NULL;
+		p->generation = 0;
+		p->uid[0] = '\0';
+	}
+}
+
 /* One stored pod, seen by a resync: track it, decode its spec only when
  * its generation moved (a resync over 10,000 unchanged pods decodes
  * nothing and copies nothing).  Returns its tracking, NULL when it could
@@ -609,6 +657,8 @@ static pod_trk_t *pod__seen(pod_mgr_t *m, const st_pod_t *sp)
 		pod__copy(p->want_uid, sizeof p->want_uid, sp->uid);
 		if (p->fail_spec)
 			pod__set_fail(p, NULL);
+		if (p->saved && !p->spec)
+			pod__adopt_prev(m, p, sp);
 		pod__adopt(m, p);
 	}
 	p->desired = true;

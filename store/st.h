@@ -2,7 +2,8 @@
  * st — tank's durable state: one LMDB environment under <data_dir>/store/.
  *
  * Named databases (schema in docs/store.md):
- *   pods          name -> {uid, name, spec (bin), generation, hash, created_at, updated_at}
+ *   pods          name -> {uid, name, spec (bin), generation, hash, created_at, updated_at,
+ *                          prev_generation, prev_spec (bin): the version a changed spec replaced}
  *   pods.status   name -> status map (st_status_t)
  *   pods.history  name \0 seq(8 bytes, big-endian) ->
  *                 {seq, at, kind, key, uid, from, to, reason}
@@ -161,6 +162,16 @@ typedef struct st_pod {
 	uint64_t hash;               /* st_hash64 of the spec bytes */
 	int64_t created_at;          /* ms since the epoch */
 	int64_t updated_at;          /* last created/configured, ms */
+	/* The generation before the last put that changed the spec, and its
+	 * spec bytes, kept until the next such put: a process a previous
+	 * tankd left running at that generation is taken over as it is and
+	 * then replaced by the usual rules, not stopped as a stranger
+	 * (DESIGN.md §11).  0 / NULL when the object never changed.  Filled
+	 * by the scans (st_pod_foreach*, st_coll_scan*) only, borrowed as
+	 * spec is there; NULL in a record from a get or a list. */
+	uint64_t prev_generation;
+	const void *prev_spec;
+	size_t prev_spec_len;
 } st_pod_t;
 
 /* Writes a fresh random UUIDv4 (36 characters and a NUL) into out.

@@ -523,7 +523,8 @@ int st__enc_pod(msgpack_sbuffer *b, const st_pod_t *p)
 {
 	msgpack_packer pk;
 	msgpack_packer_init(&pk, b, msgpack_sbuffer_write);
-	if (msgpack_pack_map(&pk, p->uid[0] ? 7 : 6) ||
+	bool prev = p->prev_generation && p->prev_spec;
+	if (msgpack_pack_map(&pk, (p->uid[0] ? 7 : 6) + (prev ? 2 : 0)) ||
 	    (p->uid[0] && pk_str(&pk, "uid", p->uid)) || pk_str(&pk, "name", p->name) ||
 	    pk_key(&pk, "spec") || msgpack_pack_bin(&pk, p->spec_len) ||
 	    msgpack_pack_bin_body(&pk, p->spec, p->spec_len) ||
@@ -531,6 +532,10 @@ int st__enc_pod(msgpack_sbuffer *b, const st_pod_t *p)
 	    pk_u64(&pk, "hash", p->hash) ||
 	    pk_i64(&pk, "created_at", p->created_at) ||
 	    pk_i64(&pk, "updated_at", p->updated_at))
+		return -ENOMEM;
+	if (prev && (pk_u64(&pk, "prev_generation", p->prev_generation) ||
+		     pk_key(&pk, "prev_spec") || msgpack_pack_bin(&pk, p->prev_spec_len) ||
+		     msgpack_pack_bin_body(&pk, p->prev_spec, p->prev_spec_len)))
 		return -ENOMEM;
 	return 0;
 }
@@ -545,8 +550,8 @@ int st__dec_pod_ex(const void *buf, size_t len, const char *key, size_t keylen,
 		   st_pod_t *out, bool borrow, tank_error_t *err)
 {
 	mp_t r;
-	uint32_t n, kl, sl = 0;
-	const char *k, *spec = NULL, *bad = NULL;
+	uint32_t n, kl, sl = 0, pl = 0;
+	const char *k, *spec = NULL, *pspec = NULL, *bad = NULL;
 	memset(out, 0, sizeof *out);
 	if (keylen > ST_NAME_MAX)
 		return corrupt(err, "pod", key, keylen, "key too long");
@@ -578,6 +583,12 @@ int st__dec_pod_ex(const void *buf, size_t len, const char *key, size_t keylen,
 		} else if (key_is(k, kl, "updated_at")) {
 			if (rd_i64(&r, &out->updated_at))
 				bad = "updated_at";
+		} else if (key_is(k, kl, "prev_generation")) {
+			if (rd_u64(&r, &out->prev_generation))
+				bad = "prev_generation";
+		} else if (key_is(k, kl, "prev_spec")) {
+			if (mp_type(&r) != MP_BIN || mp_bytes(&r, false, &pspec, &pl))
+				bad = "prev_spec";
 		} else if (mp_skip(&r, 1)) {
 			bad = "?";
 		}
@@ -589,8 +600,16 @@ int st__dec_pod_ex(const void *buf, size_t len, const char *key, size_t keylen,
 	if (borrow) {
 		out->spec = (void *)spec;
 		out->spec_len = sl;
+		if (pspec && out->prev_generation) {
+			out->prev_spec = pspec;
+			out->prev_spec_len = pl;
+		} else {
+			out->prev_generation = 0;
+		}
 		return 0;
 	}
+	/* A copy holds the spec only (st_pod_clear frees that alone). */
+	out->prev_generation = 0;
 	/* One extra byte, a NUL: an empty spec still yields a non-NULL
 	 * pointer, and a text spec reads as a string without running past
 	 * its end (a test once parsed "c=1" as "c=16" from the byte after). */

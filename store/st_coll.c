@@ -216,6 +216,7 @@ static int coll__put_in(st_t *st, MDB_txn *txn, coll_put_t *a, tank_error_t *err
 		size_t len = strlen(in->name);
 		MDB_val k = { len, (void *)in->name }, v;
 		st_pod_t cur;
+		void *old_spec = NULL;
 		rc = mdb_get(txn, a->c->db_obj, &k, &v);
 		if (rc == MDB_NOTFOUND) {
 			memset(&cur, 0, sizeof cur);
@@ -233,14 +234,20 @@ static int coll__put_in(st_t *st, MDB_txn *txn, coll_put_t *a, tank_error_t *err
 				    (!in->spec_len || !memcmp(cur.spec, in->spec, in->spec_len));
 			if (!same)
 				rc = coll__index(a->c, txn, in->name, cur.spec, cur.spec_len, false);
-			free(cur.spec);
 			if (same) {
+				free(cur.spec);
 				a->res[i].action = ST_UNCHANGED;
 				a->res[i].generation = cur.generation;
 				memcpy(a->res[i].uid, cur.uid, sizeof cur.uid);
 				continue;
 			}
 			a->res[i].action = ST_CONFIGURED;
+			/* The version replaced is kept beside the new one (st.h,
+			 * st_pod_t.prev_spec); freed below, once encoded. */
+			old_spec = cur.spec;
+			cur.prev_spec = cur.spec;
+			cur.prev_spec_len = cur.spec_len;
+			cur.prev_generation = cur.generation;
 			cur.generation++;
 		}
 		memcpy(cur.name, in->name, len + 1);
@@ -255,6 +262,8 @@ static int coll__put_in(st_t *st, MDB_txn *txn, coll_put_t *a, tank_error_t *err
 			rc = st__put_buf(st, txn, a->c->db_obj, in->name, len);
 		if (!rc)
 			rc = coll__index(a->c, txn, in->name, cur.spec, cur.spec_len, true);
+		free(old_spec);
+		old_spec = NULL;
 	}
 	return rc;
 }

@@ -7,7 +7,9 @@
  * A kind declares its collection with a static st_coll_decl_t and opens it
  * once per store (st_coll_open).  LMDB databases derive from the name:
  *   <name>             key -> {uid, name, spec (bin), generation, hash,
- *                             created_at, updated_at}  (as pods' records)
+ *                             created_at, updated_at, and after a changed
+ *                             spec prev_generation, prev_spec: the version
+ *                             it replaced}  (as pods' records, st.h)
  *   <name>.status      key -> the kind's status record (its own msgpack)
  *   <name>.history     key \0 seq(8, big-endian) ->
  *                      {seq, at, kind, key, uid, from, to, reason}

@@ -398,3 +398,193 @@ Test(adopt, isolated_pods_are_adopted_with_their_sandbox)
 	cr_assert_neq(status_num(d, "iso", "pid"), pid);
 	teardown(d);
 }
+
+/* Issue 35 item 5: a container still running an older generation of its
+ * pod (the pod was applied again, and the old container's stop grace is
+ * under way) when tankd re-executes or is killed -9 is adopted as it is
+ * (same pid, its own generation) and then replaced by the usual rule, as
+ * if tankd had never gone away: not stopped as a stranger. */
+Test(adopt, an_older_generation_still_running_is_adopted_then_replaced)
+{
+	d_t *d = setup_keeper();
+	char out[16384], v[1024];
+	pid_t old = serving(d, NULL);
+
+	/* v1 ignores its stop signal and ends when told (a file): its stop
+	 * grace outlasts the reexec and the kill -9 below. */
+	snprintf(v, sizeof v,
+		 "name: gen\nstop: {grace: 120s}\ncontainers:\n  - name: c\n"
+		 "    command: [/bin/sh, -c, 'trap \"\" TERM; i=0; while [ ! -e %s/go ]; do "
+		 "i=$((i+1)); echo \"v1 $i\"; sleep 0.05; done; echo v1-end; exit 5']\n", d->dir);
+	write_file(d, "v1.yaml", v);
+	write_file(d, "v2.yaml",
+		   "name: gen\nstop: {grace: 120s}\ncontainers:\n  - name: c\n"
+		   "    command: [/bin/sh, -c, 'while :; do echo v2; sleep 0.05; done']\n");
+	cr_assert_eq(ctl(d, out, sizeof out, "apply -f %s/v1.yaml", d->dir), 0, "%s", out);
+	cr_assert(wait_phase(d, "gen", "running", 20));
+	long pid = status_num(d, "gen", "pid");
+	cr_assert_gt(pid, 0);
+	cr_assert_eq(ctl(d, out, sizeof out, "apply -f %s/v2.yaml", d->dir), 0, "%s", out);
+	/* The replace began: v1 is being stopped, still at generation 1. */
+	cr_assert(wait_says(d, 20, "\"phase\": \"stopping\"", "status gen -o json"));
+	cr_assert_eq(status_num(d, "gen", "generation"), 1);
+	sleep_ms(300);   /* the group commit reaches the disk */
+
+	/* A reexec: the same process, adopted as it is. */
+	cr_assert_eq(ctl(d, out, sizeof out, "daemon reexec"), 0, "%s", out);
+	char adopted[64];
+	snprintf(adopted, sizeof adopted, "adopted: pid %ld", pid);
+	cr_assert(wait_says(d, 20, adopted, "history gen"), "reexec: pid %ld not adopted", pid);
+	cr_assert_eq(status_num(d, "gen", "pid"), pid);
+	cr_assert_eq(status_num(d, "gen", "generation"), 1, "adopted at its own generation");
+	cr_assert_not(says(d, "left by a previous tankd", "history gen"));
+
+	/* A kill -9: the keeper's next tankd adopts it again. */
+	sleep_ms(300);
+	cr_assert_eq(kill(old, SIGKILL), 0);
+	pid_t now = wait_new_tankd(d, old, 20);
+	cr_assert_gt(now, 0, "the keeper did not start a new tankd");
+	for (int i = 0; i < 200; i++) {
+		cr_assert_eq(ctl(d, out, sizeof out, "history gen"), 0, "%s", out);
+		char *first = strstr(out, adopted);
+		if (first && strstr(first + 1, adopted))
+			break;
+		sleep_ms(50);
+	}
+	{
+		char *first = strstr(out, adopted);
+		cr_assert(first && strstr(first + 1, adopted), "kill -9: not adopted again: %s",
+			  out);
+	}
+	cr_assert_eq(status_num(d, "gen", "pid"), pid);
+	cr_assert_eq(status_num(d, "gen", "generation"), 1);
+	cr_assert(ts_alive((pid_t)pid));
+	cr_assert_not(says(d, "left by a previous tankd", "history gen"));
+
+	/* Then the usual rule: once v1 ends, v2 runs in its place. */
+	write_file(d, "go", "");
+	for (int i = 0; i < 400 && status_num(d, "gen", "generation") != 2; i++)
+		sleep_ms(50);
+	cr_assert(wait_phase(d, "gen", "running", 20));
+	cr_assert_eq(status_num(d, "gen", "generation"), 2);
+	long pid2 = status_num(d, "gen", "pid");
+	cr_assert_gt(pid2, 0);
+	cr_assert_neq(pid2, pid, "v2 runs in a new process");
+	cr_assert(wait_says(d, 10, "v2", "logs gen --tail 5"));
+	/* v1's last words, written after the adoption, are in its log. */
+	cr_assert(says(d, "v1-end", "logs gen --tail -1"));
+	teardown(d);
+}
+
+/* The keeper forgets an exit only once tankd has STORED it: tankd killed
+ * -9 after it heard of the exit but before its group commit loses
+ * nothing.  The group commit is stretched to 30 s (TANK_GROUP_COMMIT_MS)
+ * so that the kill -9 lands in that window every time: before the ack
+ * came after the commit, the keeper had forgotten the exit by then and
+ * the next tankd reported the pod "not run again, exit status unknown". */
+Test(adopt, an_exit_heard_but_not_yet_stored_survives_a_kill_9)
+{
+	setenv("TANK_GROUP_COMMIT_MS", "30000", 1);
+	d_t *d = setup_keeper();
+	unsetenv("TANK_GROUP_COMMIT_MS");
+	char out[8192], m[512];
+	pid_t old = serving(d, NULL);
+
+	snprintf(m, sizeof m,
+		 "name: seven\nrestart: never\ncontainers:\n  - name: s\n"
+		 "    command: [/bin/sh, -c, 'while [ ! -e %s/go ]; do sleep 0.05; done; "
+		 "echo gone; exit 7']\n", d->dir);
+	write_file(d, "seven.yaml", m);
+	cr_assert_eq(ctl(d, out, sizeof out, "apply -f %s/seven.yaml", d->dir), 0, "%s", out);
+	cr_assert(wait_phase(d, "seven", "running", 20));
+	long pid = status_num(d, "seven", "pid");
+	/* A reexec commits what is queued (its pid), then a kill -9 makes the
+	 * container the keeper's child: its exit is the keeper's to reap. */
+	cr_assert_eq(ctl(d, out, sizeof out, "daemon reexec"), 0, "%s", out);
+	cr_assert(wait_phase(d, "seven", "running", 20));
+	cr_assert_eq(kill(old, SIGKILL), 0);
+	pid_t now = wait_new_tankd(d, old, 20);
+	cr_assert_gt(now, 0);
+	cr_assert(wait_says(d, 20, "adopted", "history seven"));
+	cr_assert_eq(status_num(d, "seven", "pid"), pid);
+
+	/* It ends; tankd hears of it (its status says so) and dies at once,
+	 * well inside the 30 s before its group commit. */
+	write_file(d, "go", "");
+	cr_assert(wait_says(d, 20, "\"code\": 7", "status seven -o json"));
+	cr_assert_eq(kill(now, SIGKILL), 0);
+	pid_t next = wait_new_tankd(d, now, 20);
+	cr_assert_gt(next, 0);
+	cr_assert(wait_phase(d, "seven", "terminal", 20));
+	cr_assert(says(d, "\"code\": 7", "status seven -o json"),
+		  "the exit was lost by the kill -9");
+	cr_assert_not(says(d, "not run again", "history seven"));
+	teardown(d);
+}
+
+/* Issue 35 item 6: a stack whose pods are adopted stays `up` through a
+ * kill -9 of tankd and a reexec (never `starting`, never down), and a
+ * graceful stop of tankd under its keeper still stops the pods and the
+ * keeper. */
+Test(adopt, a_stack_stays_up_through_kill_9_and_reexec)
+{
+	d_t *d = setup_keeper();
+	char out[16384];
+	pid_t keeper = 0, old = serving(d, &keeper);
+
+	write_file(d, "shop.yaml",
+		   "kind: Stack\nname: shop\npods:\n"
+		   "  - name: db\n    containers: [{name: c, command: [/bin/sleep, '1001']}]\n"
+		   "  - name: web\n    depends_on: [{pod: db}]\n"
+		   "    containers: [{name: c, command: [/bin/sleep, '1002']}]\n");
+	cr_assert_eq(ctl(d, out, sizeof out, "apply -f %s/shop.yaml", d->dir), 0, "%s", out);
+	cr_assert_eq(ctl(d, out, sizeof out, "up shop --wait --timeout 30s"), 0, "%s", out);
+	cr_assert(wait_says(d, 20, "\"phase\": \"up\"", "status stack shop -o json"));
+	cr_assert(wait_phase(d, "web", "running", 20));
+	long db = status_num(d, "db", "pid"), web = status_num(d, "web", "pid");
+	sleep_ms(300);
+	cr_assert_eq(ctl(d, out, sizeof out, "history stack shop"), 0, "%s", out);
+	size_t hist = strlen(out);
+
+	for (int round = 0; round < 2; round++) {
+		if (round == 0) {
+			cr_assert_eq(kill(old, SIGKILL), 0);
+		} else {
+			cr_assert_eq(ctl(d, out, sizeof out, "daemon reexec"), 0, "%s", out);
+		}
+		/* Every answer meanwhile says up (none while nobody serves). */
+		for (int i = 0; i < 60; i++) {
+			if (ctl(d, out, sizeof out, "status stack shop -o json") == 0)
+				cr_assert(strstr(out, "\"phase\": \"up\""), "round %d: %s", round,
+					  out);
+			sleep_ms(50);
+		}
+		if (round == 0)
+			cr_assert_gt(wait_new_tankd(d, old, 20), 0);
+		cr_assert_eq(status_num(d, "db", "pid"), db, "round %d: db restarted", round);
+		cr_assert_eq(status_num(d, "web", "pid"), web, "round %d: web restarted", round);
+		cr_assert_eq(ctl(d, out, sizeof out, "history stack shop"), 0, "%s", out);
+		cr_assert_eq(strlen(out), hist, "round %d: the stack moved: %s", round, out);
+		cr_assert_null(strstr(out, "tankd restarted"), "%s", out);
+	}
+
+	/* A graceful stop of tankd itself (not of the keeper): the pods stop,
+	 * and the keeper, seeing a clean stop, exits 0 instead of restarting
+	 * it. */
+	pid_t cur = serving(d, NULL);
+	cr_assert_gt(cur, 0);
+	cr_assert_eq(kill(cur, SIGTERM), 0);
+	int st = -1;
+	for (int i = 0; i < 400; i++) {
+		pid_t w = waitpid(keeper, &st, WNOHANG);
+		if (w == keeper)
+			break;
+		st = -1;
+		sleep_ms(50);
+	}
+	cr_assert(st != -1 && WIFEXITED(st) && WEXITSTATUS(st) == 0, "keeper status %d", st);
+	d->pid = 0;
+	cr_assert_not(ts_alive((pid_t)db), "db outlived a graceful stop");
+	cr_assert_not(ts_alive((pid_t)web), "web outlived a graceful stop");
+	teardown(d);
+}

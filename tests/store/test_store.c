@@ -832,3 +832,56 @@ Test(store, a_big_queue_is_committed_in_slices_and_all_of_it_lands, .init = setu
 	}
 	cr_assert_eq(st_close(st, &e), 0, "%s", e.msg);
 }
+
+/* A put that changes the spec keeps the version it replaced (one), for
+ * adopting a process still running that version: the scans see it, an
+ * unchanged put keeps it, the next change moves it on. */
+typedef struct prev_seen {
+	uint64_t gen, prev_gen;
+	char prev[32];
+} prev_seen_t;
+
+static int prev_fn(void *ctx, const st_pod_t *p)
+{
+	prev_seen_t *s = ctx;
+	s->gen = p->generation;
+	s->prev_gen = p->prev_generation;
+	snprintf(s->prev, sizeof s->prev, "%.*s", p->prev_spec ? (int)p->prev_spec_len : 0,
+		 p->prev_spec ? (const char *)p->prev_spec : "");
+	return 0;
+}
+
+Test(store, a_changed_spec_keeps_the_one_it_replaced, .init = setup, .fini = teardown)
+{
+	st_t *st = stu_open(g_dir, NULL);
+	prev_seen_t s;
+	st_pod_t got;
+
+	apply1(st, "web", "spec-1");
+	memset(&s, 0, sizeof s);
+	cr_assert_eq(st_pod_foreach(st, prev_fn, &s, NULL), 0);
+	cr_assert_eq(s.gen, 1);
+	cr_assert_eq(s.prev_gen, 0, "a new object has no previous version");
+	apply1(st, "web", "spec-2");
+	apply1(st, "web", "spec-2");     /* unchanged: kept as it was */
+	memset(&s, 0, sizeof s);
+	cr_assert_eq(st_pod_foreach(st, prev_fn, &s, NULL), 0);
+	cr_assert_eq(s.gen, 2);
+	cr_assert_eq(s.prev_gen, 1);
+	cr_assert_str_eq(s.prev, "spec-1");
+	apply1(st, "web", "spec-3");
+	cr_assert_eq(st_close(st, NULL), 0);
+	st = stu_open(g_dir, NULL);      /* and it is durable */
+	memset(&s, 0, sizeof s);
+	cr_assert_eq(st_pod_foreach_from(st, NULL, prev_fn, &s, NULL), 0);
+	cr_assert_eq(s.gen, 3);
+	cr_assert_eq(s.prev_gen, 2);
+	cr_assert_str_eq(s.prev, "spec-2");
+	/* A get hands out the spec alone (its copy frees nothing else). */
+	cr_assert_eq(st_pod_get(st, "web", &got, NULL), 0);
+	cr_assert_eq(got.prev_generation, 0);
+	cr_assert_null(got.prev_spec);
+	cr_assert_eq(got.spec_len, 6);
+	st_pod_clear(&got);
+	cr_assert_eq(st_close(st, NULL), 0);
+}
