@@ -17,6 +17,10 @@
 #include <unistd.h>
 
 #include "pod/pod_launch.h"
+#include "pod/pod_log.h"
+
+/* The open log files are part of tankd's own reserve. */
+_Static_assert(POD_LOG_OPEN_MAX * 2 <= POD_HOST_FD_RESERVE, "log files fit the reserve");
 
 /* Where the container's paths are looked up. */
 typedef struct view {

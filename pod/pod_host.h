@@ -76,10 +76,12 @@ size_t pod_host_check(const pod_spec_t *s, kit_errors_t *errs);
  */
 
 /* Descriptors tankd holds for one live container: the read ends of its
- * stdout and stderr pipes, and its log file while it writes (an idle
- * container holds the two pipes only; docs/bench.md "Descriptors"). */
-#define POD_HOST_FDS_PER_CONTAINER 3
-/* Descriptors tankd keeps for itself: store, socket, clients, signals. */
+ * stdout and stderr pipes.  Its log file is open only while it writes,
+ * and at most POD_LOG_OPEN_MAX log files are open at once (pod_log.h):
+ * those are in the reserve (docs/bench.md "Descriptors"). */
+#define POD_HOST_FDS_PER_CONTAINER 2
+/* Descriptors tankd keeps for itself: store, socket, clients, signals,
+ * the open log files. */
 #define POD_HOST_FD_RESERVE 256
 /* Pids left for the rest of the machine. */
 #define POD_HOST_PID_RESERVE 512

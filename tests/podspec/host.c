@@ -128,19 +128,19 @@ Test(podspec, host_limits_raise_what_tankd_may_and_refuse_the_rest_with_figures)
 	cr_assert_eq(plan.nofile_cur, 0);
 	cr_assert_eq(plan.pid_max, 0);
 
-	/* 10,000 containers: 256 + 3 x 10,000 = 30,256 descriptors, past the
-	 * hard limit: soft and hard go to 32,768 (4,096 steps); 10,000 new
-	 * processes + 900 running + 512 kept pass pid_max 32,768?  No: fit. */
+	/* 10,000 containers: 256 + 2 x 10,000 = 20,256 descriptors, past the
+	 * hard limit: soft and hard go to 20,480 (4,096 steps); 10,000 new
+	 * processes + 900 running + 512 kept fit pid_max 32,768. */
 	cr_assert_eq(pod_host_plan(&l, 10000, 10000, &plan, &e), 0, "%s", e.msg);
-	cr_assert_eq(plan.nofile_cur, 32768);
-	cr_assert_eq(plan.nofile_max, 32768);
+	cr_assert_eq(plan.nofile_cur, 20480);
+	cr_assert_eq(plan.nofile_max, 20480);
 	cr_assert_eq(plan.pid_max, 0);
 
 	/* 40,000 new ones: pid_max goes up to 45,056 (900 + 40,000 + 512, in
 	 * 4,096 steps). */
 	cr_assert_eq(pod_host_plan(&l, 40000, 40000, &plan, &e), 0, "%s", e.msg);
 	cr_assert_eq(plan.pid_max, 45056);
-	cr_assert_eq(plan.nofile_cur, 122880);
+	cr_assert_eq(plan.nofile_cur, 81920);
 
 	/* A soft limit below the hard one is raised alone. */
 	pod_host_limits_t soft = l;
@@ -152,11 +152,11 @@ Test(podspec, host_limits_raise_what_tankd_may_and_refuse_the_rest_with_figures)
 	/* fs.nr_open bounds it: refused, saying how many it can hold. */
 	pod_host_limits_t small = l;
 	small.nr_open = 65536;
-	cr_assert_eq(pod_host_plan(&small, 30000, 30000, &plan, &e), TANK_ELIMIT);
-	cr_assert(strstr(e.msg, "30000 containers would need 90256 descriptors in tankd, "
+	cr_assert_eq(pod_host_plan(&small, 40000, 40000, &plan, &e), TANK_ELIMIT);
+	cr_assert(strstr(e.msg, "40000 containers would need 80256 descriptors in tankd, "
 			 "its limit is 20000 and fs.nr_open caps it at 65536, so it can hold "
-			 "21760 containers"), "%s", e.msg);
-	cr_assert(strstr(e.msg, "sysctl -w fs.nr_open=94208"), "%s", e.msg);
+			 "32640 containers"), "%s", e.msg);
+	cr_assert(strstr(e.msg, "sysctl -w fs.nr_open=81920"), "%s", e.msg);
 
 	/* threads-max: checked only. */
 	pod_host_limits_t thr = l;
