@@ -523,7 +523,7 @@ int pod_host_fit(size_t live, size_t new_procs, const char *pids_group, tank_err
 			/* The soft limit alone may still go up to the hard one. */
 			return tank_error_set(e, TANK_ELIMIT,
 				"%zu containers would need %llu descriptors in tankd, its limit is %llu "
-				"and it cannot raise its hard limit (%s: not root?), so it can hold "
+				"and it cannot raise its hard limit (%s: it needs root with CAP_SYS_RESOURCE), so it can hold "
 				"%llu containers (%d per container and %d for tankd; raise the limit, "
 				"e.g. LimitNOFILE=%llu under systemd or ulimit -Hn)",
 				live, (unsigned long long)need, (unsigned long long)l.nofile_cur,
