@@ -10,6 +10,7 @@
 #include "api/api_methods.h"
 
 #include <errno.h>
+#include <malloc.h>
 #include <pwd.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -664,6 +665,11 @@ static void apply_worker_terminate(rt_t *rt, void *state, rt_reason_t reason)
 	(void)rt; (void)reason;
 	apply_job_free(state);
 	free(state);
+	/* The job's copy of the batch and its decoded objects (megabytes for
+	 * 10,000) are free now, scattered among what stays: give their whole
+	 * pages back, or tankd's PSS keeps the peak of its biggest apply
+	 * (docs/bench.md, issue 38).  Once per bulk job, a few ms. */
+	malloc_trim(0);
 }
 
 static const rt_behaviour_t apply_worker_b = {
@@ -927,6 +933,7 @@ static void bulk_delete_terminate(rt_t *rt, void *state, rt_reason_t reason)
 {
 	(void)rt; (void)reason;
 	bulk_delete_free(state);
+	malloc_trim(0);         /* as after a bulk apply */
 }
 
 static const rt_behaviour_t bulk_delete_b = {

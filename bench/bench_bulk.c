@@ -47,6 +47,7 @@
 #include <msgpack.h>
 
 #include "bench/bench_util.h"
+#include "pod/pod_host.h"
 #include "api/api_client.h"
 #include "api/api_rpc.h"
 
@@ -324,8 +325,10 @@ int main(void)
 		setrlimit(RLIMIT_NOFILE, &rl);
 	}
 	getrlimit(RLIMIT_NOFILE, &rl);
-	if (rl.rlim_cur != RLIM_INFINITY && (long)rl.rlim_cur < 3 * apply_n + 512) {
-		apply_n = ((long)rl.rlim_cur - 512) / 3;
+	/* tankd's own count (pod/pod_host.h), less a margin for the bench. */
+	if (rl.rlim_cur != RLIM_INFINITY &&
+	    (long)rl.rlim_cur < POD_HOST_FDS_PER_CONTAINER * apply_n + 512) {
+		apply_n = ((long)rl.rlim_cur - 512) / POD_HOST_FDS_PER_CONTAINER;
 		note("descriptor limit %llu: apply size lowered to %ld",
 		     (unsigned long long)rl.rlim_cur, apply_n);
 	}

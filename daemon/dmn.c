@@ -13,6 +13,7 @@
  * differs, so there is one path to test.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <ev.h>
 #include <limits.h>
 #include <signal.h>
@@ -171,6 +172,28 @@ static void say_opts(const dmn_opts_t *o, dmn_level_t level, const char *fmt, ..
 
 /* --- process set-up ----------------------------------------------------- */
 
+static void dmn__nofile_ceiling(const dmn_opts_t *opts)
+{
+	char buf[32];
+	int fd = open("/proc/sys/fs/nr_open", O_RDONLY | O_CLOEXEC);
+	ssize_t n = fd >= 0 ? read(fd, buf, sizeof buf - 1) : -1;
+	struct rlimit rl;
+
+	if (fd >= 0)
+		close(fd);
+	if (n <= 0 || getrlimit(RLIMIT_NOFILE, &rl) < 0)
+		return;
+	buf[n] = '\0';
+	rlim_t to = (rlim_t)strtoull(buf, NULL, 10);
+	if (rl.rlim_max != RLIM_INFINITY && rl.rlim_max >= to)
+		return;
+	rl.rlim_cur = rl.rlim_max = to;
+	if (setrlimit(RLIMIT_NOFILE, &rl) < 0)
+		say_opts(opts, DMN_LOG_INFO,
+			 "keeping the open-file limit: %s (a handover past it is cut short)",
+			 strerror(errno));
+}
+
 void dmn_process_setup(const dmn_opts_t *opts)
 {
 	struct rlimit nofile;
@@ -193,6 +216,13 @@ void dmn_process_setup(const dmn_opts_t *opts)
 		say_opts(opts, DMN_LOG_WARNING,
 			 "unable to reserve launcher fds: %s (spawns copy the fd table)",
 			 tank_strerror(err));
+	/* After the launcher recorded the limit its children start with: a
+	 * tankd the keeper (re)starts is handed back every pipe the keeper
+	 * holds, up to fs.nr_open of them (the keeper's own limit), before
+	 * anything is applied; take that ceiling (as root) so the handover
+	 * cannot be cut short by EMFILE. */
+	if (getenv(KP_ENV_FD))
+		dmn__nofile_ceiling(opts);
 }
 
 int dmn_exit_status(int err)

@@ -51,6 +51,8 @@ typedef struct kp_keeper {
 	bool stopping;
 	int status;
 	unsigned starts;          /* tankd started so far */               /* to exit with, once stopping */
+	struct rlimit nofile;     /* RLIMIT_NOFILE the keeper was given: tankd's */
+	bool nofile_set;
 } kp_keeper_t;
 
 static int64_t kp__now_ms(int clock)
@@ -86,6 +88,35 @@ static void kp__entry_free(kp_entry_t *e)
 	free(e);
 }
 
+/* Raises RLIMIT_NOFILE (*cur, the limit now) to fs.nr_open, soft and
+ * hard; where that is refused (not root), the soft limit to the hard. */
+static void kp__raise_nofile(const struct rlimit *cur)
+{
+	char buf[32];
+	unsigned long long nr_open = 0;
+	int fd = open("/proc/sys/fs/nr_open", O_RDONLY | O_CLOEXEC);
+
+	if (fd >= 0) {
+		ssize_t n = read(fd, buf, sizeof buf - 1);
+		close(fd);
+		if (n > 0) {
+			buf[n] = '\0';
+			nr_open = strtoull(buf, NULL, 10);
+		}
+	}
+	struct rlimit rl = *cur;
+	if (nr_open && (rl.rlim_max == RLIM_INFINITY || nr_open > rl.rlim_max)) {
+		rl.rlim_cur = rl.rlim_max = (rlim_t)nr_open;
+		if (setrlimit(RLIMIT_NOFILE, &rl) == 0)
+			return;
+		rl = *cur;
+	}
+	if (rl.rlim_cur < rl.rlim_max) {
+		rl.rlim_cur = rl.rlim_max;
+		(void)setrlimit(RLIMIT_NOFILE, &rl);
+	}
+}
+
 static int kp__start(kp_keeper_t *k, const sigset_t *mask)
 {
 	int sv[2];
@@ -113,6 +144,8 @@ static int kp__start(kp_keeper_t *k, const sigset_t *mask)
 		setenv(KP_ENV_FD, fdbuf, 1);
 		setenv(KP_ENV_PID, pidbuf, 1);
 		setenv(KP_ENV_STARTS, startsbuf, 1);
+		if (k->nofile_set)
+			(void)setrlimit(RLIMIT_NOFILE, &k->nofile);    /* lowering */
 		execv(k->o->exe, k->o->argv);
 		_exit(111);
 	}
@@ -319,10 +352,16 @@ int kp_keeper_run(const kp_keeper_opts_t *o)
 	if (prctl(PR_SET_CHILD_SUBREAPER, 1) < 0)
 		kp__say(&k, "warning", "unable to become a child subreaper: %s",
 			strerror(errno));
-	/* It holds two fds per container. */
-	if (getrlimit(RLIMIT_NOFILE, &nofile) == 0 && nofile.rlim_cur < nofile.rlim_max) {
-		nofile.rlim_cur = nofile.rlim_max;
-		(void)setrlimit(RLIMIT_NOFILE, &nofile);
+	/* It holds two fds per container (their log pipes), as many as
+	 * tankd may ever hand it: tankd raises its own limit at each apply,
+	 * up to fs.nr_open (pod/pod_host.h), so the keeper takes that
+	 * ceiling at once (as root; the limit costs nothing until fds are
+	 * open), else its hard limit.  tankd starts with the limits the
+	 * keeper was given (kp__start). */
+	if (getrlimit(RLIMIT_NOFILE, &nofile) == 0) {
+		k.nofile = nofile;
+		k.nofile_set = true;
+		kp__raise_nofile(&nofile);
 	}
 	signal(SIGPIPE, SIG_IGN);
 	sigemptyset(&mask);

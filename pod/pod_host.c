@@ -10,12 +10,17 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/statvfs.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
 #include "pod/pod_launch.h"
+#include "pod/pod_log.h"
+
+/* The open log files are part of tankd's own reserve. */
+_Static_assert(POD_LOG_OPEN_MAX * 2 <= POD_HOST_FD_RESERVE, "log files fit the reserve");
 
 /* Where the container's paths are looked up. */
 typedef struct view {
@@ -328,4 +333,222 @@ size_t pod_host_check(const pod_spec_t *s, kit_errors_t *errs)
 	if (v.root >= 0)
 		close(v.root);
 	return v.n;
+}
+
+/* ---- host limits ------------------------------------------------------------------ */
+
+static uint64_t up_to(uint64_t v, uint64_t step)
+{
+	return (v + step - 1) / step * step;
+}
+
+static uint64_t sat_sub(uint64_t a, uint64_t b)
+{
+	return a > b ? a - b : 0;
+}
+
+int pod_host_plan(const pod_host_limits_t *l, size_t live, size_t new_procs,
+		  pod_host_plan_t *plan, tank_error_t *e)
+{
+	uint64_t need = POD_HOST_FD_RESERVE + (uint64_t)POD_HOST_FDS_PER_CONTAINER * live;
+
+	*plan = (pod_host_plan_t){ 0 };
+	if (need > l->nofile_cur) {
+		/* What the kernel lets any process reach: nr_open (also the
+		 * ceiling of a hard limit we do not have to raise). */
+		uint64_t cap = l->nr_open ? l->nr_open : l->nofile_max;
+		if (need > cap) {
+			uint64_t can = sat_sub(cap, POD_HOST_FD_RESERVE) / POD_HOST_FDS_PER_CONTAINER;
+			return tank_error_set(e, TANK_ELIMIT,
+				"%zu containers would need %llu descriptors in tankd, its limit is %llu "
+				"and fs.nr_open caps it at %llu, so it can hold %llu containers "
+				"(%d per container and %d for tankd; raise fs.nr_open, "
+				"e.g. sysctl -w fs.nr_open=%llu)",
+				live, (unsigned long long)need, (unsigned long long)l->nofile_cur,
+				(unsigned long long)cap, (unsigned long long)can,
+				POD_HOST_FDS_PER_CONTAINER, POD_HOST_FD_RESERVE,
+				(unsigned long long)up_to(need, 4096));
+		}
+		/* Rounded up so that the next applies seldom raise again. */
+		uint64_t to = up_to(need, 4096);
+		if (to > cap)
+			to = cap;
+		plan->nofile_cur = to;
+		plan->nofile_max = l->nofile_max >= to ? l->nofile_max : to;
+	}
+	if (!new_procs)
+		return 0;
+	uint64_t procs = l->tasks + new_procs + POD_HOST_PID_RESERVE;
+	if (l->pid_max && procs > l->pid_max) {
+		if (procs > POD_HOST_PID_MAX_LIMIT) {
+			uint64_t can = sat_sub(POD_HOST_PID_MAX_LIMIT, l->tasks + POD_HOST_PID_RESERVE);
+			return tank_error_set(e, TANK_ELIMIT,
+				"%zu more containers would need %zu more processes; %llu threads run "
+				"and the kernel allows at most %u pids, so it can start %llu more "
+				"(%d kept for the rest of the machine)",
+				new_procs, new_procs, (unsigned long long)l->tasks,
+				POD_HOST_PID_MAX_LIMIT, (unsigned long long)can, POD_HOST_PID_RESERVE);
+		}
+		plan->pid_max = up_to(procs, 4096);
+		if (plan->pid_max > POD_HOST_PID_MAX_LIMIT)
+			plan->pid_max = POD_HOST_PID_MAX_LIMIT;
+	}
+	if (l->threads_max && procs > l->threads_max) {
+		uint64_t can = sat_sub(l->threads_max, l->tasks + POD_HOST_PID_RESERVE);
+		return tank_error_set(e, TANK_ELIMIT,
+			"%zu more containers would need %zu more processes; %llu threads run and "
+			"kernel.threads-max is %llu, so it can start %llu more (%d kept for the rest "
+			"of the machine; raise it, e.g. sysctl -w kernel.threads-max=%llu)",
+			new_procs, new_procs, (unsigned long long)l->tasks,
+			(unsigned long long)l->threads_max, (unsigned long long)can,
+			POD_HOST_PID_RESERVE, (unsigned long long)up_to(procs, 4096));
+	}
+	if (l->cg_max && l->cg_cur + new_procs > l->cg_max) {
+		uint64_t can = sat_sub(l->cg_max, l->cg_cur);
+		return tank_error_set(e, TANK_ELIMIT,
+			"%zu more containers would need %zu more processes; the cgroup %s allows "
+			"%llu (pids.max) and holds %llu, so it can start %llu more (raise its "
+			"pids.max, e.g. TasksMax= under systemd)",
+			new_procs, new_procs, l->cg_path, (unsigned long long)l->cg_max,
+			(unsigned long long)l->cg_cur, (unsigned long long)can);
+	}
+	return 0;
+}
+
+/* A number from a /proc or cgroupfs file; 0 when absent, unreadable or
+ * "max". */
+static uint64_t read_u64(const char *path)
+{
+	char buf[64];
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	ssize_t n;
+
+	if (fd < 0)
+		return 0;
+	n = read(fd, buf, sizeof buf - 1);
+	close(fd);
+	if (n <= 0)
+		return 0;
+	buf[n] = '\0';
+	return strtoull(buf, NULL, 10);
+}
+
+/* The tightest pids.max from dir up to its hierarchy's root: every
+ * directory that is a cgroup (has cgroup.procs) counts; one that does not
+ * exist yet (the pods' group before the first pod) is passed over; the
+ * first existing directory that is no cgroup is above the mount. */
+static void read_cgroup(pod_host_limits_t *l, const char *dir)
+{
+	char path[512], file[600];
+	uint64_t best = UINT64_MAX;
+	struct stat st;
+
+	snprintf(path, sizeof path, "%s", dir);
+	for (;;) {
+		size_t n = strlen(path);
+		while (n > 1 && path[n - 1] == '/')
+			path[--n] = '\0';
+		if (stat(path, &st) == 0) {
+			snprintf(file, sizeof file, "%s/cgroup.procs", path);
+			if (stat(file, &st) < 0)
+				break;
+			snprintf(file, sizeof file, "%s/pids.max", path);
+			uint64_t max = read_u64(file);      /* 0: none, or "max" */
+			if (max) {
+				snprintf(file, sizeof file, "%s/pids.current", path);
+				uint64_t cur = read_u64(file);
+				if (sat_sub(max, cur) < best) {
+					best = sat_sub(max, cur);
+					l->cg_max = max;
+					l->cg_cur = cur;
+					snprintf(l->cg_path, sizeof l->cg_path, "%s", path);
+				}
+			}
+		}
+		char *slash = strrchr(path, '/');
+		if (!slash || slash == path)
+			break;
+		*slash = '\0';
+	}
+}
+
+void pod_host_read(pod_host_limits_t *l, const char *pids_group)
+{
+	struct rlimit rl;
+	char buf[128];
+	int fd;
+
+	*l = (pod_host_limits_t){ 0 };
+	if (getrlimit(RLIMIT_NOFILE, &rl) == 0) {
+		l->nofile_cur = rl.rlim_cur == RLIM_INFINITY ? UINT64_MAX : rl.rlim_cur;
+		l->nofile_max = rl.rlim_max == RLIM_INFINITY ? UINT64_MAX : rl.rlim_max;
+	} else {
+		l->nofile_cur = l->nofile_max = UINT64_MAX;
+	}
+	l->nr_open = read_u64("/proc/sys/fs/nr_open");
+	l->pid_max = read_u64("/proc/sys/kernel/pid_max");
+	l->threads_max = read_u64("/proc/sys/kernel/threads-max");
+	/* "0.01 0.02 0.00 3/412 1234": the fourth field is runnable/threads. */
+	if ((fd = open("/proc/loadavg", O_RDONLY | O_CLOEXEC)) >= 0) {
+		ssize_t n = read(fd, buf, sizeof buf - 1);
+		close(fd);
+		if (n > 0) {
+			buf[n] = '\0';
+			const char *s = strchr(buf, '/');
+			if (s)
+				l->tasks = strtoull(s + 1, NULL, 10);
+		}
+	}
+	if (pids_group && *pids_group)
+		read_cgroup(l, pids_group);
+}
+
+int pod_host_fit(size_t live, size_t new_procs, const char *pids_group, tank_error_t *e)
+{
+	pod_host_limits_t l;
+	pod_host_plan_t plan;
+	int err;
+
+	pod_host_read(&l, pids_group);
+	if ((err = pod_host_plan(&l, live, new_procs, &plan, e)) < 0)
+		return err;
+	if (plan.nofile_cur) {
+		struct rlimit rl = { .rlim_cur = plan.nofile_cur, .rlim_max = plan.nofile_max };
+		if (setrlimit(RLIMIT_NOFILE, &rl) < 0) {
+			int en = errno;
+			uint64_t need = POD_HOST_FD_RESERVE +
+					(uint64_t)POD_HOST_FDS_PER_CONTAINER * live;
+			uint64_t can = sat_sub(l.nofile_max, POD_HOST_FD_RESERVE) /
+				       POD_HOST_FDS_PER_CONTAINER;
+			/* The soft limit alone may still go up to the hard one. */
+			return tank_error_set(e, TANK_ELIMIT,
+				"%zu containers would need %llu descriptors in tankd, its limit is %llu "
+				"and it cannot raise its hard limit (%s: it needs root with CAP_SYS_RESOURCE), so it can hold "
+				"%llu containers (%d per container and %d for tankd; raise the limit, "
+				"e.g. LimitNOFILE=%llu under systemd or ulimit -Hn)",
+				live, (unsigned long long)need, (unsigned long long)l.nofile_cur,
+				strerror(en), (unsigned long long)can, POD_HOST_FDS_PER_CONTAINER,
+				POD_HOST_FD_RESERVE, (unsigned long long)up_to(need, 4096));
+		}
+	}
+	if (plan.pid_max) {
+		char v[32];
+		int n = snprintf(v, sizeof v, "%llu\n", (unsigned long long)plan.pid_max);
+		int fd = open("/proc/sys/kernel/pid_max", O_WRONLY | O_CLOEXEC);
+		int en = fd < 0 ? errno : (write(fd, v, (size_t)n) == n ? 0 : errno);
+		if (fd >= 0)
+			close(fd);
+		if (en) {
+			uint64_t can = sat_sub(l.pid_max, l.tasks + POD_HOST_PID_RESERVE);
+			return tank_error_set(e, TANK_ELIMIT,
+				"%zu more containers would need %zu more processes; %llu threads run "
+				"and kernel.pid_max is %llu, which tankd cannot raise (%s), so it can "
+				"start %llu more (%d kept for the rest of the machine; raise it, "
+				"e.g. sysctl -w kernel.pid_max=%llu)",
+				new_procs, new_procs, (unsigned long long)l.tasks,
+				(unsigned long long)l.pid_max, strerror(en), (unsigned long long)can,
+				POD_HOST_PID_RESERVE, (unsigned long long)plan.pid_max);
+		}
+	}
+	return 0;
 }

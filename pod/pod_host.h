@@ -36,7 +36,11 @@
 #ifndef TANK_POD_HOST_H
 #define TANK_POD_HOST_H
 
+#include <stddef.h>
+#include <stdint.h>
+
 #include "common/kit_errors.h"
+#include "common/tank_err.h"
 #include "pod/pod_spec.h"
 
 /* Appends each problem of s (borrowed) to errs as validation does,
@@ -45,5 +49,75 @@
  *   web: volumes[0].host_path: /srv/data: No such file or directory
  * Returns the number of problems found (0: nothing to refuse). */
 size_t pod_host_check(const pod_spec_t *s, kit_errors_t *errs);
+
+/*
+ * Host limits: what tankd needs to hold its containers, checked (and
+ * raised where tankd may) before an apply is stored, so that an apply is
+ * refused whole instead of failing starts half-way with EMFILE or EAGAIN.
+ *
+ *   - RLIMIT_NOFILE: POD_HOST_FDS_PER_CONTAINER for each live container
+ *     plus POD_HOST_FD_RESERVE for tankd itself.  Raised at apply time to
+ *     what is needed (rounded up to 4,096), the hard limit too when the
+ *     soft cannot reach it (root, CAP_SYS_RESOURCE), up to fs.nr_open.
+ *   - kernel.pid_max: the threads on the machine now (/proc/loadavg) plus
+ *     the new containers plus POD_HOST_PID_RESERVE for everything else.
+ *     Raised by writing /proc/sys/kernel/pid_max (root, as systemd does at
+ *     boot), up to the kernel's 4,194,304.
+ *   - kernel.threads-max: the same count; checked only (it is sized from
+ *     the machine's memory).
+ *   - pids.max of the pods' cgroup and every ancestor (v2, or the v1 pids
+ *     hierarchy): the new containers must fit under the tightest
+ *     (pids.max - pids.current).  Checked only: it is the administrator's
+ *     (TasksMax= under systemd).
+ * A refusal says what would be needed, the limit, how many containers it
+ * can hold, and how to raise it.  pod_host_plan is the decision alone
+ * (no I/O: unit-tested with any numbers); pod_host_fit reads the host,
+ * plans, and raises.
+ */
+
+/* Descriptors tankd holds for one live container: the read ends of its
+ * stdout and stderr pipes.  Its log file is open only while it writes,
+ * and at most POD_LOG_OPEN_MAX log files are open at once (pod_log.h):
+ * those are in the reserve (docs/bench.md "Descriptors"). */
+#define POD_HOST_FDS_PER_CONTAINER 2
+/* Descriptors tankd keeps for itself: store, socket, clients, signals,
+ * the open log files. */
+#define POD_HOST_FD_RESERVE 256
+/* Pids left for the rest of the machine. */
+#define POD_HOST_PID_RESERVE 512
+/* The kernel's PID_MAX_LIMIT on 64-bit. */
+#define POD_HOST_PID_MAX_LIMIT 4194304u
+
+typedef struct pod_host_limits {
+	uint64_t nofile_cur, nofile_max; /* RLIMIT_NOFILE; UINT64_MAX: unlimited */
+	uint64_t nr_open;                /* fs.nr_open; 0: unknown */
+	uint64_t pid_max, threads_max;   /* 0: unknown */
+	uint64_t tasks;                  /* threads on the machine now */
+	/* The tightest pids.max over the pods' cgroup and its ancestors
+	 * (cg_max 0: none), its pids.current and where it is. */
+	uint64_t cg_max, cg_cur;
+	char cg_path[256];
+} pod_host_limits_t;
+
+typedef struct pod_host_plan {
+	uint64_t nofile_cur, nofile_max; /* new RLIMIT_NOFILE; 0: leave it */
+	uint64_t pid_max;                /* write kernel.pid_max; 0: leave it */
+} pod_host_plan_t;
+
+/* Decides, for live containers after the apply (their descriptors) of
+ * which new_procs are new processes, what to raise in *plan (zeroed
+ * first), or refuses: TANK_ELIMIT with the figures in e.  Does no I/O. */
+int pod_host_plan(const pod_host_limits_t *l, size_t live, size_t new_procs,
+		  pod_host_plan_t *plan, tank_error_t *e);
+
+/* Reads the limits above; pids_group is the pods' cgroup directory in
+ * the pids (v1) or unified (v2) hierarchy, NULL or "" for none (it need
+ * not exist yet: its ancestors count). */
+void pod_host_read(pod_host_limits_t *l, const char *pids_group);
+
+/* pod_host_read + pod_host_plan + the raises.  A raise the kernel refuses
+ * (EPERM: not root) is a TANK_ELIMIT refusal naming the limit, how many
+ * containers it can hold and how to raise it.  Blocks on /proc reads. */
+int pod_host_fit(size_t live, size_t new_procs, const char *pids_group, tank_error_t *e);
 
 #endif

@@ -83,40 +83,36 @@ static int pod__check(const kind_env_t *env, const kind_batch_t *b, kit_errors_t
 	return err;
 }
 
-/* Descriptors tankd keeps for itself: store, socket, clients, signals. */
-#define POD_FD_RESERVE 256
-
-/* Running out of descriptors is tankd's problem, not its containers': an
- * apply whose pods would need more than RLIMIT_NOFILE allows is refused
- * with both figures, instead of accepted and then failing starts with
- * EMFILE.  Counted against the pods tracked now (a pod the batch
- * replaces counts once, with its new containers). */
+/* Running out of descriptors or pids is tankd's problem, not its
+ * containers': an apply whose pods would need more than the host allows
+ * tankd is refused whole with the figures (pod_host_fit raises what tankd
+ * may raise first), instead of accepted and then failing starts with
+ * EMFILE or EAGAIN.  Counted against the pods tracked now: a pod the
+ * batch replaces counts once, with its new containers; new processes are
+ * the containers added beyond the ones replaced. */
 static int pod__admit(const kind_env_t *env, const kind_batch_t *b, tank_error_t *e)
 {
-	struct rlimit rl;
-	size_t ctrs, replaced = 0;
+	size_t now, ctrs, replaced = 0, added = 0;
+	char group[512];
 
-	if (!env->pods || getrlimit(RLIMIT_NOFILE, &rl) < 0 || rl.rlim_cur == RLIM_INFINITY)
+	if (!env->pods)
 		return 0;
-	ctrs = pod_mgr_ncontainers(env->pods, NULL);
+	now = ctrs = pod_mgr_ncontainers(env->pods, NULL);
 	for (size_t i = 0; i < b->n; i++) {
 		if (b->items[i].kind != &pod_kind)
 			continue;
 		const pod_spec_t *s = b->items[i].obj;
+		size_t old = pod_mgr_ncontainers(env->pods, s->name);
 		ctrs += s->container_count;
-		replaced += pod_mgr_ncontainers(env->pods, s->name);
+		replaced += old;
+		added += s->container_count > old ? s->container_count - old : 0;
 	}
 	/* A name twice in the batch (refused earlier) must not wrap around. */
 	ctrs = replaced < ctrs ? ctrs - replaced : 0;
-	size_t need = POD_FD_RESERVE + POD_FDS_PER_CONTAINER * ctrs;
-	if (need <= rl.rlim_cur)
+	if (ctrs <= now && !added)
 		return 0;
-	return tank_error_set(e, TANK_ELIMIT,
-			      "%zu containers would need %zu descriptors in tankd, its limit is %llu "
-			      "(RLIMIT_NOFILE: %d per container and %d for tankd; raise the limit, "
-			      "e.g. LimitNOFILE= under systemd)",
-			      ctrs, need, (unsigned long long)rl.rlim_cur, POD_FDS_PER_CONTAINER,
-			      POD_FD_RESERVE);
+	pod_mgr_pids_group(env->pods, group, sizeof group);
+	return pod_host_fit(ctrs, added, group, e);
 }
 
 /* ---- status ---------------------------------------------------------------------- */

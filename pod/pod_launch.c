@@ -57,6 +57,11 @@ static const char *const step_names[] = {
 
 /* Everything the child needs, prepared by the parent.  The child shares
  * this memory (CLONE_VM) and writes only step/err. */
+/* RLIMIT_NOFILE every child starts with (pod_launch_reserve's first
+ * call): written once, before any launch, then only read. */
+static struct rlimit child_nofile;
+static bool child_nofile_set;
+
 struct child_ctx {
 	char *const *argv;
 	char *const *envp;
@@ -138,6 +143,8 @@ static int child_main(void *arg)
 	for (int i = 0; i < 3; i++)
 		if (dup2(c->stdio[i], i) < 0)
 			child_fail(c, STEP_STDIO, errno);
+	if (child_nofile_set)
+		(void)setrlimit(RLIMIT_NOFILE, &child_nofile);   /* lowering: cannot fail */
 	for (size_t i = 0; i < c->n_rlimits; i++) {
 		struct rlimit rl = { .rlim_cur = c->rlimits[i].soft,
 		                     .rlim_max = c->rlimits[i].hard };
@@ -462,6 +469,8 @@ int pod_launch_reserve(void)
 	pthread_mutex_lock(&s->mu);
 	if (s->state == 0)
 		slots_reserve(s);
+	if (!child_nofile_set && getrlimit(RLIMIT_NOFILE, &child_nofile) == 0)
+		child_nofile_set = true;
 	int r = s->state == 1 ? 0 : -EMFILE;
 	pthread_mutex_unlock(&s->mu);
 	return r;

@@ -122,7 +122,12 @@ int pod_launch(const pod_launch_opts_t *o, pod_proc_t *out,
  * calls it early, while its lowest fds are free, so the child's private
  * table stays small (K is the highest slot + 1).  Idempotent, thread-safe.
  * Returns 0, or -EMFILE when they could not be reserved (pod_launch still
- * works, copying the fd table). */
+ * works, copying the fd table).
+ * Its first call also records the process's RLIMIT_NOFILE as the one
+ * every child starts with (before o->rlimits): a daemon that raises its
+ * own limit later for its containers' pipes (pod_host_fit, up to
+ * fs.nr_open) does not hand that to the containers, whose programs may
+ * loop over every possible fd or use select(). */
 int pod_launch_reserve(void);
 
 /* Start time (clock ticks since boot, /proc/PID/stat field 22) of pid:

@@ -47,7 +47,52 @@ struct pod_log {
 	uint64_t dropped_lines, dropped_bytes;
 	uint64_t drop_from;   /* dropped_lines when the episode began */
 	bool dropping;        /* the last write failed */
+	/* In the list of open files while fd >= 0, most recently used first. */
+	pod_log_t *lru_prev, *lru_next;
 };
+
+/* The writers holding their file open (POD_LOG_OPEN_MAX at most): one
+ * list per process, touched from the daemon's loop only. */
+static struct {
+	pod_log_t *first, *last;
+	size_t n;
+} open_files;
+
+static void lru_unlink(pod_log_t *w)
+{
+	if (w->lru_prev)
+		w->lru_prev->lru_next = w->lru_next;
+	else
+		open_files.first = w->lru_next;
+	if (w->lru_next)
+		w->lru_next->lru_prev = w->lru_prev;
+	else
+		open_files.last = w->lru_prev;
+	w->lru_prev = w->lru_next = NULL;
+	open_files.n--;
+}
+
+static void lru_push(pod_log_t *w)
+{
+	w->lru_prev = NULL;
+	w->lru_next = open_files.first;
+	if (open_files.first)
+		open_files.first->lru_prev = w;
+	else
+		open_files.last = w;
+	open_files.first = w;
+	open_files.n++;
+}
+
+/* Closes w's file (it reopens at its next record). */
+static void file_close(pod_log_t *w)
+{
+	if (w->fd < 0)
+		return;
+	close(w->fd);
+	w->fd = -1;
+	lru_unlink(w);
+}
 
 static void mark_dropped(pod_log_t *w, uint64_t lines, uint64_t bytes)
 {
@@ -85,9 +130,12 @@ static int log_path(char *buf, size_t size, const char *dir, const char *pod,
 
 static int open_current(pod_log_t *w)
 {
+	if (open_files.n >= POD_LOG_OPEN_MAX && open_files.last)
+		file_close(open_files.last);
 	w->fd = open(w->path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0640);
 	if (w->fd < 0)
 		return -errno;
+	lru_push(w);
 	struct stat st;
 	w->size = fstat(w->fd, &st) == 0 ? (uint64_t)st.st_size : 0;
 	return 0;
@@ -95,7 +143,13 @@ static int open_current(pod_log_t *w)
 
 static int ensure_open(pod_log_t *w)
 {
-	return w->fd >= 0 ? 0 : open_current(w);
+	if (w->fd < 0)
+		return open_current(w);
+	if (open_files.first != w) {      /* the most recently used now */
+		lru_unlink(w);
+		lru_push(w);
+	}
+	return 0;
 }
 
 int pod_log_open(const pod_log_opts_t *o, pod_log_t **out, tank_error_t *err)
@@ -138,8 +192,7 @@ int pod_log_open(const pod_log_opts_t *o, pod_log_t **out, tank_error_t *err)
 		tank_error_set(err, r, "log: open %s: %s", w->path, strerror(-r));
 		goto fail;
 	}
-	close(w->fd);
-	w->fd = -1;
+	file_close(w);
 	*out = w;
 	return 0;
 fail:
@@ -216,8 +269,7 @@ static int rotate(pod_log_t *w, struct out *o)
 	char from[PATH_MAX + 16], to[PATH_MAX + 16];
 	int r = out_flush(w, o);
 	if (w->fd >= 0)
-		close(w->fd);
-	w->fd = -1;
+		file_close(w);
 	for (int i = w->keep; i >= 1; i--) {
 		snprintf(from, sizeof from, i > 1 ? "%s.%d" : "%s", w->path, i - 1);
 		snprintf(to, sizeof to, "%s.%d", w->path, i);
@@ -374,10 +426,8 @@ static int flush_stream(pod_log_t *w, struct out *o, pod_log_stream_t s)
 		line_drop(l);
 	}
 	int f = out_flush(w, o);
-	if (w->line[!s].len == 0 && w->fd >= 0) {
-		close(w->fd);
-		w->fd = -1;
-	}
+	if (w->line[!s].len == 0)
+		file_close(w);
 	return r ? r : f;
 }
 
@@ -453,8 +503,7 @@ void pod_log_close(pod_log_t *w)
 		(void)flush_stream(w, &o, POD_LOG_STDOUT);
 		(void)flush_stream(w, &o, POD_LOG_STDERR);
 	}
-	if (w->fd >= 0)
-		close(w->fd);
+	file_close(w);
 	line_drop(&w->line[0]);
 	line_drop(&w->line[1]);
 	free(w->path);

@@ -21,6 +21,14 @@
  * (EOF) with nothing pending on the other; a partial line is buffered in
  * memory that grows with it (up to max_line) and is freed once the line is
  * written; records are batched on the stack of each call.
+ *
+ * Open files are bounded process-wide: at most POD_LOG_OPEN_MAX writers
+ * hold their file at once; opening one more closes the file of the one
+ * written least recently (it reopens, O_APPEND, at its next record).  So
+ * a container costs its daemon two descriptors (its pipes), not three,
+ * however many of them write at once.  The writers of a process are
+ * therefore used from one thread (the daemon's loop), not only each
+ * writer on its own.
  */
 #ifndef TANK_POD_LOG_H
 #define TANK_POD_LOG_H
@@ -32,6 +40,7 @@
 #include "common/tank_err.h"
 
 #define POD_LOG_MAX_BYTES (10u << 20)
+#define POD_LOG_OPEN_MAX 64      /* log files open at once, per process */
 #define POD_LOG_KEEP 5
 #define POD_LOG_MAX_LINE (16u << 10)
 #define POD_LOG_MAX_LINE_LIMIT (16u << 20)   /* larger max_line is capped */

@@ -1285,6 +1285,19 @@ static size_t pod__live_ctrs(const pod_trk_t *p)
 	return p->st.phase == POD_PP_TERMINAL ? 0 : p->nctrs;
 }
 
+void pod_mgr_pids_group(const pod_mgr_t *m, char *buf, size_t cap)
+{
+	const pod_cgroup_env_t *g = &m->cg_env;
+
+	buf[0] = '\0';
+	if (!m->has_cg)
+		return;
+	if (g->mode == POD_CGROUP_V2 && g->v2_mount[0])
+		snprintf(buf, cap, "%s/%s", g->v2_mount, g->root);
+	else if (g->mode == POD_CGROUP_V1 && g->v1_mount[POD_CG_PIDS][0])
+		snprintf(buf, cap, "%s/%s", g->v1_mount[POD_CG_PIDS], g->root);
+}
+
 size_t pod_mgr_ncontainers(const pod_mgr_t *m, const char *name)
 {
 	size_t it = 0, n = 0;

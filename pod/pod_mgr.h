@@ -195,15 +195,16 @@ bool pod_mgr_info(const pod_mgr_t *m, const char *name, pod_info_t *out);
  * pod's status; the caller commits it (st_flush) before it goes on. */
 void pod_mgr_rearm(pod_mgr_t *m, rc_loop_t *loop, const char *name);
 
-/* Descriptors tankd holds for one running container: the read ends of its
- * stdout and stderr pipes and its log file. */
-#define POD_FDS_PER_CONTAINER 3
-
 /* Containers of the pods tracked now that are not terminal (deleted ones
  * still stopping included; a pod whose containers all finished for good
  * holds no descriptor), or of the one pod `name` (0 when it is not
  * tracked or terminal); what an apply adds to tankd's descriptors is
  * measured against these. */
 size_t pod_mgr_ncontainers(const pod_mgr_t *m, const char *name);
+
+/* The directory of the pods' cgroup root in the hierarchy that counts
+ * their processes (v2: the unified one; v1: pids), written into buf; ""
+ * without cgroups.  For the host-limits check (pod_host.h). */
+void pod_mgr_pids_group(const pod_mgr_t *m, char *buf, size_t cap);
 
 #endif

@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <linux/capability.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/wait.h>
@@ -51,6 +52,8 @@ pid_t spawn_tankd(d_t *d, const char *log)
 			struct rlimit rl = { (rlim_t)d->nofile, (rlim_t)d->nofile };
 			setrlimit(RLIMIT_NOFILE, &rl);
 		}
+		if (d->no_raise && prctl(PR_CAPBSET_DROP, CAP_SYS_RESOURCE, 0, 0, 0) < 0)
+			_exit(126);
 		if (d->group)
 			execl(bin, "tankd", "--data-dir", d->dir, "--resync", "300ms",
 			      "--socket-group", d->group, (char *)NULL);

@@ -17,6 +17,9 @@ typedef struct d {
 	char sock[96];
 	pid_t pid;
 	long nofile;              /* RLIMIT_NOFILE (soft and hard) for tankd; 0: inherited */
+	/* tankd without CAP_SYS_RESOURCE (dropped from its bounding set):
+	 * root that may not raise a hard limit. */
+	bool no_raise;
 	const char *group;        /* tankd --socket-group, or NULL */
 } d_t;
 

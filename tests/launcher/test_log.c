@@ -241,6 +241,58 @@ Test(launcher, log_idle_writer_is_small_and_holds_no_fd)
 	lt_rmrf(dir);
 }
 
+/* However many containers write at once, their daemon holds at most
+ * POD_LOG_OPEN_MAX log files open: the writer written least recently
+ * gives its file up and reopens it (appending) at its next record, and
+ * every record still lands in its own file, in order. */
+Test(launcher, log_files_open_at_once_are_bounded_and_nothing_is_lost)
+{
+	enum { N = POD_LOG_OPEN_MAX * 3 };
+	char dir[] = "/tmp/tank-log-XXXXXX";
+	cr_assert(mkdtemp(dir));
+	ts_own_dir(dir);
+	static pod_log_t *w[N];
+	static char names[N][16];
+	tank_error_t err;
+	int fds = log_fds_open();
+
+	for (int i = 0; i < N; i++) {
+		snprintf(names[i], sizeof names[i], "c%03d", i);
+		pod_log_opts_t lo = { .dir = dir, .pod = "p", .container = names[i] };
+		cr_assert_eq(pod_log_open(&lo, &w[i], &err), 0, "%s", err.msg);
+	}
+	/* A partial line on stderr keeps a writer's file open after each
+	 * stdout record (flush_stream closes only with nothing pending). */
+	for (int round = 0; round < 3; round++)
+		for (int i = 0; i < N; i++) {
+			char line[32];
+			int n = snprintf(line, sizeof line, "r%d %.15s\n", round, names[i]);
+			cr_assert_eq(pod_log_feed(w[i], POD_LOG_STDOUT, line, (size_t)n), 0);
+			cr_assert_eq(pod_log_feed(w[i], POD_LOG_STDERR, "part", 4), 0);
+			cr_assert_leq(log_fds_open(), fds + POD_LOG_OPEN_MAX,
+				      "round %d writer %d: %d fds open", round, i,
+				      log_fds_open() - fds);
+		}
+	cr_assert_eq(log_fds_open(), fds + POD_LOG_OPEN_MAX);
+	for (int i = 0; i < N; i++)
+		pod_log_close(w[i]);
+	cr_assert_eq(log_fds_open(), fds, "every file closed");
+	for (int i = 0; i < N; i += 37) {
+		char **lines;
+		size_t n;
+		cr_assert_eq(pod_log_tail(dir, "p", names[i], 0, &lines, &n, &err), 0);
+		cr_assert_eq(n, 4, "%s: %zu lines", names[i], n);
+		for (int r = 0; r < 3; r++) {
+			char want[32];
+			snprintf(want, sizeof want, "r%d %.15s", r, names[i]);
+			cr_expect(record_ok(lines[r], "stdout", want), "%s", lines[r]);
+		}
+		cr_expect(record_ok(lines[3], "stderr", "partpartpart"), "%s", lines[3]);
+		pod_log_lines_free(lines, n);
+	}
+	lt_rmrf(dir);
+}
+
 /* A max_line above the stack batch: records bigger than the batch are
  * written whole, between the batched ones, in order. */
 Test(launcher, log_record_bigger_than_batch_is_whole_and_in_order)

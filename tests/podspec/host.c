@@ -113,3 +113,70 @@ Test(podspec, host_check_refuses_only_what_is_certain)
 			 "directory"), "%s", out);
 	free(out);
 }
+
+/* The host-limits plan (pod_host_plan): what tankd raises for an apply,
+ * and what it refuses with the figures, from numbers alone. */
+Test(podspec, host_limits_raise_what_tankd_may_and_refuse_the_rest_with_figures)
+{
+	pod_host_limits_t l = { .nofile_cur = 20000, .nofile_max = 20000, .nr_open = 1048576,
+				.pid_max = 32768, .threads_max = 192730, .tasks = 900 };
+	pod_host_plan_t plan;
+	tank_error_t e = { 0 };
+
+	/* Fits: nothing to raise. */
+	cr_assert_eq(pod_host_plan(&l, 1000, 1000, &plan, &e), 0);
+	cr_assert_eq(plan.nofile_cur, 0);
+	cr_assert_eq(plan.pid_max, 0);
+
+	/* 10,000 containers: 256 + 2 x 10,000 = 20,256 descriptors, past the
+	 * hard limit: soft and hard go to 20,480 (4,096 steps); 10,000 new
+	 * processes + 900 running + 512 kept fit pid_max 32,768. */
+	cr_assert_eq(pod_host_plan(&l, 10000, 10000, &plan, &e), 0, "%s", e.msg);
+	cr_assert_eq(plan.nofile_cur, 20480);
+	cr_assert_eq(plan.nofile_max, 20480);
+	cr_assert_eq(plan.pid_max, 0);
+
+	/* 40,000 new ones: pid_max goes up to 45,056 (900 + 40,000 + 512, in
+	 * 4,096 steps). */
+	cr_assert_eq(pod_host_plan(&l, 40000, 40000, &plan, &e), 0, "%s", e.msg);
+	cr_assert_eq(plan.pid_max, 45056);
+	cr_assert_eq(plan.nofile_cur, 81920);
+
+	/* A soft limit below the hard one is raised alone. */
+	pod_host_limits_t soft = l;
+	soft.nofile_cur = 1024;
+	cr_assert_eq(pod_host_plan(&soft, 1000, 0, &plan, &e), 0);
+	cr_assert_eq(plan.nofile_cur, 4096);
+	cr_assert_eq(plan.nofile_max, 20000);
+
+	/* fs.nr_open bounds it: refused, saying how many it can hold. */
+	pod_host_limits_t small = l;
+	small.nr_open = 65536;
+	cr_assert_eq(pod_host_plan(&small, 40000, 40000, &plan, &e), TANK_ELIMIT);
+	cr_assert(strstr(e.msg, "40000 containers would need 80256 descriptors in tankd, "
+			 "its limit is 20000 and fs.nr_open caps it at 65536, so it can hold "
+			 "32640 containers"), "%s", e.msg);
+	cr_assert(strstr(e.msg, "sysctl -w fs.nr_open=81920"), "%s", e.msg);
+
+	/* threads-max: checked only. */
+	pod_host_limits_t thr = l;
+	thr.threads_max = 20000;
+	cr_assert_eq(pod_host_plan(&thr, 25000, 25000, &plan, &e), TANK_ELIMIT);
+	cr_assert(strstr(e.msg, "kernel.threads-max is 20000, so it can start 18588 more"),
+		  "%s", e.msg);
+
+	/* The tightest pids.max on the pods' cgroup path. */
+	pod_host_limits_t cg = l;
+	cg.cg_max = 4915;
+	cg.cg_cur = 15;
+	snprintf(cg.cg_path, sizeof cg.cg_path, "/sys/fs/cgroup/system.slice/tank.service");
+	cr_assert_eq(pod_host_plan(&cg, 5000, 5000, &plan, &e), TANK_ELIMIT);
+	cr_assert(strstr(e.msg, "the cgroup /sys/fs/cgroup/system.slice/tank.service allows "
+			 "4915 (pids.max) and holds 15, so it can start 4900 more"), "%s", e.msg);
+	cr_assert_eq(pod_host_plan(&cg, 5000, 4900, &plan, &e), 0, "%s", e.msg);
+
+	/* Past the kernel's own pid ceiling. */
+	cr_assert_eq(pod_host_plan(&l, 10, 5000000, &plan, &e), TANK_ELIMIT);
+	cr_assert(strstr(e.msg, "allows at most 4194304 pids, so it can start 4192892 more"),
+		  "%s", e.msg);
+}
