@@ -543,6 +543,16 @@ int pod_adopt_offer_exec(pod_adopt_t *a, const char *key, pid_t pid, uint64_t st
 	return 0;
 }
 
+bool pod_adopt_exec_offered(const pod_adopt_t *a, pid_t pid, uint64_t start)
+{
+	char k[64];
+
+	if (!a || !a->offers.len)
+		return false;
+	snprintf(k, sizeof k, "x %d.%" PRIu64, (int)pid, start);
+	return tank_map_get(&a->offers, k) != NULL;
+}
+
 bool pod_adopt_claim_exec(pod_adopt_t *a, const char *key, pid_t pid, uint64_t start,
 			  int *rd, bool *child)
 {

@@ -160,6 +160,8 @@ void pod_adopt_execs(const pod_adopt_t *a,
  * child: see pod_adopt_offer).  -ENOMEM. */
 int pod_adopt_offer_exec(pod_adopt_t *a, const char *key, pid_t pid, uint64_t start, int rd,
 			 bool child);
+/* Whether an exec of exactly pid and start is offered (not taken). */
+bool pod_adopt_exec_offered(const pod_adopt_t *a, pid_t pid, uint64_t start);
 /* The exec offer for exactly pid and start, of container key, taken: true
  * with *rd (the caller's now, -1: none) and *child.  false when none. */
 bool pod_adopt_claim_exec(pod_adopt_t *a, const char *key, pid_t pid, uint64_t start,

@@ -606,10 +606,19 @@ void pod__req_handle(pod_mgr_t *m, rc_loop_t *loop, const rt_msg_t *msg)
 	}
 	if (!(p = tank_map_get(&m->pods, q.pod)) || !p->desired) {
 		/* Right after a start the first pass may not have reached
-		 * the pod yet: an adoption asks again. */
-		bool early = q.op == POD_REQ_EXEC_ADOPT && m->pass < 2;
+		 * the pod yet: an adoption of a process handed over asks
+		 * again. */
+		bool early = q.op == POD_REQ_EXEC_ADOPT && m->pass < 2 &&
+			     pod_adopt_exec_offered(m->o.adopt, q.pid, q.pid_start);
 		req__reply(loop, msg->from, q.id, early ? -EAGAIN : TANK_ENOTFOUND,
 			   "no pod \"%s\"", q.pod);
+		return;
+	}
+	/* Nothing of that process was handed over: no use waiting. */
+	if (q.op == POD_REQ_EXEC_ADOPT && !pod_adopt_exec_offered(m->o.adopt, q.pid, q.pid_start)) {
+		req__reply(loop, msg->from, q.id, TANK_ENOTFOUND, "adopt: pid %d (start %llu) was "
+			   "not handed over (no keeper kept it, or it is another process)",
+			   (int)q.pid, (unsigned long long)q.pid_start);
 		return;
 	}
 	if (q.op == POD_REQ_EXEC_ADOPT && !p->nctrs) {

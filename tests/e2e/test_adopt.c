@@ -629,12 +629,12 @@ Test(adopt, an_adopted_action_can_be_cancelled)
 	teardown(d);
 }
 
-/* A workflow job running at a kill -9 under the keeper: its process goes
- * on, the job ends finished, the workflow goes on to the next task, and
- * no new job is made for the task that ran. */
-Test(adopt, a_running_workflow_job_survives_a_kill9_under_the_keeper)
+/* A workflow job running at a kill -9 under the keeper (or a reexec):
+ * its process goes on, the job ends finished, the workflow goes on to the
+ * next task, and no new job is made for the task that ran. */
+static void job_across(bool reexec)
 {
-	d_t *d = setup_keeper();
+	d_t *d = reexec ? setup() : setup_keeper();
 	char y[2048], out[8192], path[256], text[4096];
 	pid_t old = serving(d, NULL);
 
@@ -663,8 +663,13 @@ Test(adopt, a_running_workflow_job_survives_a_kill9_under_the_keeper)
 		sleep_ms(50);
 	}
 	sleep_ms(300);                  /* the job's pid committed */
-	cr_assert_eq(kill(old, SIGKILL), 0);
-	cr_assert_gt(wait_new_tankd(d, old, 20), 0, "no new tankd");
+	if (reexec) {
+		cr_assert_eq(ctl(d, out, sizeof out, "daemon reexec"), 0, "%s", out);
+		cr_assert(wait_says(d, 20, "reexecs    1", "daemon status"), "no reexec");
+	} else {
+		cr_assert_eq(kill(old, SIGKILL), 0);
+		cr_assert_gt(wait_new_tankd(d, old, 20), 0, "no new tankd");
+	}
 	cr_assert(wait_says(d, 20, "state: finished", "status job web/2"),
 		  "the adopted job did not finish");
 	cr_assert(wait_says(d, 20, "state: finished", "status job web/3"), "the next task");
@@ -679,4 +684,14 @@ Test(adopt, a_running_workflow_job_survives_a_kill9_under_the_keeper)
 	cr_assert(says(d, "job-second", "job log web/2"),
 		  "the job's output after the gap is in its log");
 	teardown(d);
+}
+
+Test(adopt, a_running_workflow_job_survives_a_kill9_under_the_keeper)
+{
+	job_across(false);
+}
+
+Test(adopt, a_running_workflow_job_survives_a_reexec)
+{
+	job_across(true);
 }
