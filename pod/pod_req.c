@@ -9,6 +9,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <ev.h>
@@ -124,24 +125,18 @@ static void exec__close(rt_t *rt, pod_exec_t *x)
 	}
 }
 
-/* When a process of start time `ticks` (/proc/PID/stat field 22: clock
- * ticks since boot) started, in ms since the epoch; 0 when unknown. */
-static int64_t exec__started_ms(uint64_t ticks)
+/* How long ago a process of start time `ticks` (/proc/PID/stat field 22:
+ * clock ticks since boot, boot time included) started, in ms; -1 when
+ * unknown.  Measured on the same clock, never on btime (whole seconds). */
+static int64_t exec__age_ms(uint64_t ticks)
 {
-	char line[256];
-	long long btime = -1;
+	struct timespec ts;
 	long hz = sysconf(_SC_CLK_TCK);
-	FILE *fp = fopen("/proc/stat", "re");
 
-	if (!fp)
-		return 0;
-	while (fgets(line, sizeof line, fp))
-		if (sscanf(line, "btime %lld", &btime) == 1)
-			break;
-	fclose(fp);
-	if (btime < 0 || hz <= 0)
-		return 0;
-	return (int64_t)btime * 1000 + (int64_t)(ticks * 1000 / (uint64_t)hz);
+	if (hz <= 0 || clock_gettime(CLOCK_BOOTTIME, &ts) < 0)
+		return -1;
+	int64_t now = (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+	return now - (int64_t)(ticks * 1000 / (uint64_t)hz);
 }
 
 /* Starts the command, synchronously inside rt_spawn: the sandbox and the
@@ -177,7 +172,7 @@ static int exec__init(rt_t *rt, void **state, void *arg)
 		x->out_bytes = a->out_bytes;
 		x->out_cut = a->out_bytes > x->out_max;
 		/* Its timeout counts from its own start, not from ours. */
-		int64_t ran = (int64_t)rc_wall_ms() - exec__started_ms(a->adopt_start);
+		int64_t ran = exec__age_ms(a->adopt_start);
 		left = ran <= 0 ? left : (uint64_t)ran >= left ? 1 : left - (uint64_t)ran;
 		if (a->adopt_child)
 			rc = rt_watch_child(rt, rt_self(rt), proc.pid, EXEC_CHILD, NULL);

@@ -695,3 +695,29 @@ Test(adopt, a_running_workflow_job_survives_a_reexec)
 {
 	job_across(true);
 }
+
+/* An adopted command's timeout counts from its start, not from the
+ * adoption: killed at 3 s of its own life although tankd died at 1.5 s. */
+Test(adopt, an_adopted_action_keeps_its_timeout_from_its_start)
+{
+	d_t *d = setup_keeper();
+	char id[64], out[4096], started[64], ended[64];
+	pid_t old = serving(d, NULL);
+
+	exec_pod(d);
+	cr_assert_eq(ctl(d, out, sizeof out, "action run web exec timeout=3s -- /bin/sh -c "
+			 "'echo t; exec /bin/sleep 300'"), 0, "%s", out);
+	cr_assert_eq(sscanf(out, "action %48s", id), 1, "%s", out);
+	act_assert_state(d, id, "RUNNING", 10);
+	cr_assert(act_output_has(d, id, "t", 10));
+	sleep_ms(1500);
+	cr_assert_eq(kill(old, SIGKILL), 0);
+	cr_assert_gt(wait_new_tankd(d, old, 20), 0, "no new tankd");
+	act_assert_state(d, id, "FAILED", 20);
+	cr_assert(says(d, "timeout", "action get %s", id), "killed at its timeout");
+	cr_assert(act_field(d, id, "started_at", started, sizeof started));
+	cr_assert(act_field(d, id, "ended_at", ended, sizeof ended));
+	int64_t ran = rfc3339_ms(ended) - rfc3339_ms(started);
+	cr_assert(ran >= 2900 && ran < 4300, "ran %lld ms, not its 3 s timeout", (long long)ran);
+	teardown(d);
+}
