@@ -14,6 +14,7 @@
 #include "action/action_phase.h"
 #include "common/tank_kinds.h"
 #include "common/tank_map.h"
+#include "pod/pod_adopt.h"
 #include "pod/pod_req.h"
 #include "reconciler/rc_fsm.h"
 
@@ -22,9 +23,13 @@
 #define ACT_TAG_CANCEL    RC_TAG_KIND(TANK_KIND_ACTION, 3)
 #define ACT_TAG_LAUNCH    RC_TAG_KIND(TANK_KIND_ACTION, 4)
 #define ACT_TAG_REPLY     RC_TAG_KIND(TANK_KIND_ACTION, 5)
+#define ACT_TAG_READOPT   RC_TAG_KIND(TANK_KIND_ACTION, 6)
 #define PROXY_TAG_SEND    1
-
-action_mgr_adopt_fn action_mgr_adopt = NULL;
+/* An adoption the pods' manager cannot answer yet (its first pass after
+ * a start has not reached the pod) is asked again, this often, for at
+ * most this long. */
+#define ACT_READOPT_MS    100
+#define ACT_READOPT_TRIES 100
 
 typedef struct podq podq_t;
 
@@ -45,6 +50,9 @@ typedef struct act {
 	uint64_t pid_start;
 	uint64_t req;               /* the pod_req id in flight, 0 none */
 	bool lost_pending;          /* found RUNNING at start: LOST or adopted */
+	bool adopting;              /* its adoption asked, not started yet */
+	bool adopted;               /* its process taken over from a previous tankd */
+	uint32_t adopt_tries;
 	bool cancel_pending;        /* cancel asked while RUNNING */
 	bool sent;                  /* its request went out */
 	podq_t *q;
@@ -467,14 +475,28 @@ static void send_launch(action_mgr_t *m, rc_loop_t *loop)
 		m->launch_sent = true;
 }
 
+/* A RUNNING action found at start whose process cannot be followed:
+ * LOST, never run again (its process is gone, or was never kept). */
+static void lose(action_mgr_t *m, rc_loop_t *loop, act_t *a, const char *why)
+{
+	a->adopting = false;
+	snprintf(a->error, sizeof a->error, "tankd stopped while it ran (pid %d) and could not "
+		 "re-adopt it%s%.150s", (int)a->pid, why && why[0] ? ": " : "", why ? why : "");
+	move(m, loop, a, ACT_EV_LOSE, a->error);
+	finished(m, loop, a);
+}
+
 static void fail_now(action_mgr_t *m, rc_loop_t *loop, act_t *a, int err, const char *msg)
 {
+	if (a->adopting)
+		return lose(m, loop, a, msg && msg[0] ? msg : tank_strerror(err));
 	snprintf(a->error, sizeof a->error, "%s", msg && msg[0] ? msg : tank_strerror(err));
 	move(m, loop, a, ACT_EV_FAIL, a->error);
 	finished(m, loop, a);
 }
 
-/* Sends a's request (RUNNING is committed already). */
+/* Sends a's request (RUNNING is committed already); an adopting one's
+ * asks the pods' manager to take its process over (POD_REQ_EXEC_ADOPT). */
 static void launch(action_mgr_t *m, rc_loop_t *loop, act_t *a)
 {
 	static const uint32_t ops[] = { POD_REQ_RESTART, POD_REQ_SIGNAL, POD_REQ_EXEC,
@@ -488,13 +510,18 @@ static void launch(action_mgr_t *m, rc_loop_t *loop, act_t *a)
 		return fail_now(m, loop, a, -ENOMEM, NULL);
 	r->id = ++m->next_req;
 	r->op = ops[s->op];
+	if (a->adopting) {
+		r->op = POD_REQ_EXEC_ADOPT;
+		r->pid = a->pid;
+		r->pid_start = a->pid_start;
+	}
 	r->signal = s->signal;
 	/* One user for every action: a `start` action ends the hold of a
 	 * `stop` action, whoever submitted them. */
 	snprintf(r->user, sizeof r->user, "actions");
 	snprintf(r->pod, sizeof r->pod, "%s", s->pod);
 	snprintf(r->container, sizeof r->container, "%s", s->container);
-	if (r->op == POD_REQ_EXEC) {
+	if (r->op == POD_REQ_EXEC || r->op == POD_REQ_EXEC_ADOPT) {
 		r->timeout_ms = s->timeout_ms > UINT32_MAX ? UINT32_MAX : (uint32_t)s->timeout_ms;
 		if ((err = pod_req_set_argv(r, (const char *const *)s->argv)) < 0) {
 			free(r);
@@ -569,7 +596,24 @@ static void on_reply(action_mgr_t *m, rc_loop_t *loop, const pod_req_reply_t *r)
 	act_t *a = tank_map_get(&m->reqs, k);
 	if (!a || a->st.phase != ACT_RUNNING)
 		return;
+	if (a->adopting && !r->started) {
+		tank_map_del(&m->reqs, k);
+		a->req = 0;
+		a->sent = false;
+		if (r->err == -EAGAIN && ++a->adopt_tries < ACT_READOPT_TRIES) {
+			act_msg_t x;
+			memset(&x, 0, sizeof x);
+			snprintf(x.id, sizeof x.id, "%s", a->spec->id);
+			if (rt_send_after(rc_rt(loop), rc_pid(loop), ACT_READOPT_MS, ACT_TAG_READOPT,
+					  &x, sizeof x, NULL) == 0)
+				return;
+		}
+		lose(m, loop, a, r->msg);
+		return;
+	}
 	if (r->started) {
+		a->adopted = a->adopting;
+		a->adopting = false;     /* taken over: its end comes as a fresh one's */
 		a->exec = r->exec;
 		a->pid = r->pid;
 		a->pid_start = r->pid_start;
@@ -580,7 +624,7 @@ static void on_reply(action_mgr_t *m, rc_loop_t *loop, const pod_req_reply_t *r)
 	}
 	tank_map_del(&m->reqs, k);
 	a->req = 0;
-	a->ended_at = (int64_t)rc_wall_ms();
+	a->ended_at = r->ended_at ? r->ended_at : (int64_t)rc_wall_ms();
 	bool exec = a->spec->op == ACT_OP_EXEC || a->spec->op == ACT_OP_CUSTOM;
 	if (exec && r->err != TANK_ENOTFOUND && r->err != TANK_ECONFLICT && r->err != TANK_EINVALID) {
 		a->has_exit = r->err == 0 || r->err == -ETIMEDOUT || r->err == -ECANCELED;
@@ -607,7 +651,16 @@ static void on_reply(action_mgr_t *m, rc_loop_t *loop, const pod_req_reply_t *r)
 		snprintf(a->error, sizeof a->error, "%s", why);
 		move(m, loop, a, ACT_EV_FAIL, why);
 	}
+	/* An adopted process's exit may be the keeper's: it keeps it until
+	 * the record saying how it ended is on disk (pod_adopt_ack), so a
+	 * kill -9 before this commit finds it again.  (finished may free a.) */
+	bool ack = a->adopted;
+	pid_t pid = (pid_t)a->pid;
+	uint64_t pid_start = a->pid_start;
+	a->adopted = false;
 	finished(m, loop, a);
+	if (ack && st_flush(m->env->store, NULL) == 0)
+		pod_adopt_ack(m->env->adopt, pid, pid_start);
 }
 
 static act_t *by_msg(action_mgr_t *m, const rt_msg_t *msg)
@@ -805,6 +858,12 @@ static void handle(void *ctx, rc_loop_t *loop, rt_msg_t *msg)
 	case ACT_TAG_LAUNCH:
 		launch_all(m, loop);
 		break;
+	case ACT_TAG_READOPT: {
+		act_t *a = by_msg(m, msg);
+		if (a && a->adopting && a->st.phase == ACT_RUNNING && !a->sent)
+			launch(m, loop, a);
+		break;
+	}
 	case ACT_TAG_REPLY:
 		if (msg->len == sizeof(pod_req_reply_t))
 			on_reply(m, loop, msg->data);
@@ -896,13 +955,18 @@ static rc_result_t reconcile(void *ctx, rc_loop_t *loop, const rc_view_t *view)
 	if (act_phase_finished(a->st.phase) || !q)
 		return rc_converged();
 	if (a->lost_pending) {
+		/* Found RUNNING at start.  A command whose process a keeper
+		 * or a reexec handed over is taken over (its end, output and
+		 * timeout go on); anything else is LOST, never run again. */
 		a->lost_pending = false;
-		if (action_mgr_adopt && a->pid && action_mgr_adopt(a->spec, a->pid, a->pid_start))
+		bool exec = a->spec->op == ACT_OP_EXEC || a->spec->op == ACT_OP_CUSTOM;
+		if (exec && a->pid > 0 && a->pid_start) {
+			a->adopting = true;
+			a->adopt_tries = 0;
+			launch(m, loop, a);     /* LOST there if it cannot be sent */
 			return rc_converged();
-		snprintf(a->error, sizeof a->error, "tankd stopped while it ran (pid %d) and "
-			 "could not re-adopt it", (int)a->pid);
-		move(m, loop, a, ACT_EV_LOSE, a->error);
-		finished(m, loop, a);
+		}
+		lose(m, loop, a, exec ? "its process was never started" : NULL);
 		return rc_converged();
 	}
 	switch (a->st.phase) {

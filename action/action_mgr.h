@@ -16,8 +16,13 @@
  * Durability: the spec is stored (fsync) before submit answers; RUNNING
  * is committed (one st_flush for every action that starts in the same
  * turn) BEFORE its request is sent, so a kill -9 never re-runs it: after a
- * restart it is re-adopted (action_mgr_adopt_fn, the live re-adoption
- * hook; none yet) or LOST with the reason.  Approvals and cancels are
+ * restart a RUNNING command (exec, custom) whose pid and start time were
+ * stored (the exec's first reply) is taken over through pod_req.h's
+ * POD_REQ_EXEC_ADOPT — its process kept running under the keeper or
+ * through a reexec, its output still going to its file, its timeout
+ * counted from its start, its real end recorded — and anything else (no
+ * keeper kept it, its process gone with no kept exit, a restart/signal/
+ * stop/start) is LOST with the reason.  Approvals and cancels are
  * committed before their callers hear back (the api's echo).
  *
  * Requests go out through a small proxy actor of the manager (replies of
@@ -59,13 +64,6 @@ int action_mgr_open(kind_env_t *env, action_mgr_t **out, tank_error_t *e);
 void action_mgr_close(action_mgr_t *m);
 /* The loop's record hook for actions: history and event. */
 void action_mgr_record(action_mgr_t *m, const rc_transition_t *t);
-
-/* Live re-adoption (DESIGN.md §11) plugs in here: given a RUNNING action's
- * pod, pid and start time after a restart, true when it took the process
- * over (then its end is reported as a POD_REQ_REPLY would be).  NULL
- * today: every RUNNING action found at start is LOST. */
-typedef bool (*action_mgr_adopt_fn)(const act_spec_t *s, int32_t pid, uint64_t pid_start);
-extern action_mgr_adopt_fn action_mgr_adopt;
 
 /* Submits s (taken, freed here): the conflict rule, then stored and sent
  * to the loop.  Packs the record (as action_mgr_get).  *created false when

@@ -651,7 +651,7 @@ static void reexec_cb(struct ev_loop *loop, ev_timer *w, int revents)
 	say(d, DMN_LOG_INFO, "re-executing %s (pid %d, %zu container(s) kept)", exe,
 	    (int)getpid(), pod_mgr_nrunning(d->pods));
 	tank_error_clear(&e);
-	(void)dmn_handover_exec(&h, d->pods, d->kp.fd, exe, d->argv, &e);
+	(void)dmn_handover_exec(&h, d->pods, d->adopt, d->kp.fd, exe, d->argv, &e);
 	say(d, DMN_LOG_WARNING, "reexec failed, serving on: %s", e.msg);
 }
 

@@ -65,7 +65,23 @@ static void hv_proc(void *ctx, bool sandbox, const char *name, const pod_proc_t 
 		p->stdout_fd, p->stderr_fd, pod_adopt_is_child(p->pid) ? 1 : 0);
 }
 
-int dmn_handover_exec(const dmn_handover_t *h, pod_mgr_t *pods, int keep_fd,
+/* A running exec (pod_req.h): its output pipe's read end, kept open. */
+static void hv_exec(void *ctx, const char *key, pid_t pid, uint64_t start, int rd)
+{
+	hv_walk_t *w = ctx;
+	int r;
+
+	if (w->err)
+		return;
+	if ((r = hv_keep(w->fds, rd)) < 0) {
+		w->err = r;
+		return;
+	}
+	fprintf(w->fp, "x %s %d %" PRIu64 " %d %d\n", key, (int)pid, start, rd,
+		pod_adopt_is_child(pid) ? 1 : 0);
+}
+
+int dmn_handover_exec(const dmn_handover_t *h, pod_mgr_t *pods, pod_adopt_t *adopt, int keep_fd,
 		      const char *exe, char *const *argv, tank_error_t *err)
 {
 	hv_fds_t fds = { 0 };
@@ -87,6 +103,7 @@ int dmn_handover_exec(const dmn_handover_t *h, pod_mgr_t *pods, int keep_fd,
 	if ((r = hv_keep(&fds, h->listen_fd)) < 0 || (r = hv_keep(&fds, keep_fd)) < 0)
 		w.err = r;
 	pod_mgr_procs(pods, hv_proc, &w);
+	pod_adopt_execs(adopt, hv_exec, &w);
 	if (fclose(w.fp) != 0 && !w.err)
 		w.err = -errno;
 	if (w.err) {
@@ -142,6 +159,10 @@ int dmn_handover_read(dmn_handover_t *h, pod_adopt_t *a, tank_error_t *err)
 		if (sscanf(line, "c %255s %d %" SCNu64 " %d %d %d", name, &pid, &start, &out,
 			   &errfd, &child) == 6) {
 			if (pod_adopt_offer(a, false, name, pid, start, out, errfd, child != 0) < 0)
+				r = tank_error_set(err, -ENOMEM, "handover: out of memory");
+		} else if (sscanf(line, "x %255s %d %" SCNu64 " %d %d", name, &pid, &start, &out,
+				  &child) == 5) {
+			if (pod_adopt_offer_exec(a, name, pid, start, out, child != 0) < 0)
 				r = tank_error_set(err, -ENOMEM, "handover: out of memory");
 		} else if (sscanf(line, "s %255s %d %" SCNu64, name, &pid, &start) == 3) {
 			(void)pod_adopt_offer(a, true, name, pid, start, -1, -1, true);

@@ -6,7 +6,8 @@
  * TANK_HANDOVER_FD, its own counters and one line per process its pods
  * run (pod_mgr_procs): a container's key, pid, start time and the read
  * ends of its stdout/stderr pipes, or a sandbox's pod, pid and start
- * time.  It clears close-on-exec on those fds, the listening socket and
+ * time, or a running exec's container, pid, start time and the read end
+ * of its output pipe (pod_adopt_execs).  It clears close-on-exec on those fds, the listening socket and
  * the keeper's socket, unblocks every signal and execs the binary it was
  * started from (its path again: an upgraded binary there is the one that
  * runs).  Nothing is torn down: the containers stay its children, their
@@ -22,6 +23,7 @@
  *   listen FD | started_at MS | reexecs N | lives N | adopted N
  *   c KEY PID START OUTFD ERRFD CHILD
  *   s POD PID START
+ *   x KEY PID START RDFD CHILD   (a running exec of container KEY, pod_req.h)
  * Not thread-safe; blocks on nothing but the memfd's writes.
  */
 #ifndef TANK_DMN_HANDOVER_H
@@ -48,7 +50,7 @@ typedef struct dmn_handover {
  * environment.  Returns only on failure: a negative errno with err
  * saying which step, every fd's close-on-exec restored, the memfd gone;
  * the daemon goes on as before. */
-int dmn_handover_exec(const dmn_handover_t *h, pod_mgr_t *pods, int keep_fd,
+int dmn_handover_exec(const dmn_handover_t *h, pod_mgr_t *pods, pod_adopt_t *adopt, int keep_fd,
 		      const char *exe, char *const *argv, tank_error_t *err);
 
 /* Reads the handover named by the environment, if any, and removes the

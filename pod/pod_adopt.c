@@ -17,6 +17,8 @@
 #include "common/tank_map.h"
 
 typedef struct pod_offer {
+	char kind;                    /* 'c' container, 's' sandbox, 'x' exec */
+	char *key;                    /* 'x': its container's key */
 	bool sandbox;
 	bool child;
 	pid_t pid;
@@ -29,10 +31,18 @@ typedef struct pod_watch {
 	uint32_t tag;
 } pod_watch_t;
 
+typedef struct pod_exec_reg {
+	char *key;
+	pid_t pid;
+	uint64_t start;
+	int rd;                       /* borrowed: the exec actor's */
+} pod_exec_reg_t;
+
 struct pod_adopt {
 	tank_map_t offers;            /* "c <key>" / "s <pod>" -> pod_offer_t */
 	tank_map_t exits;             /* "<pid>.<start>" -> pod_adopt_exit_t */
 	tank_map_t watches;           /* "<pid>.<start>" -> pod_watch_t */
+	tank_map_t execs;             /* "<pid>.<start>" -> pod_exec_reg_t: running now */
 	pod_adopt_sink_t sink;
 	bool has_sink;
 	uint64_t adopted;
@@ -47,6 +57,7 @@ int pod_adopt_new(pod_adopt_t **out)
 	tank_map_init(&a->offers);
 	tank_map_init(&a->exits);
 	tank_map_init(&a->watches);
+	tank_map_init(&a->execs);
 	return 0;
 }
 
@@ -58,7 +69,15 @@ static void pod__offer_free(pod_offer_t *o)
 		close(o->out_fd);
 	if (o->err_fd >= 0)
 		close(o->err_fd);
+	free(o->key);
 	free(o);
+}
+
+static void pod__reg_free(pod_exec_reg_t *r)
+{
+	if (r)
+		free(r->key);
+	free(r);
 }
 
 static void pod__map_free(tank_map_t *m, bool offers)
@@ -78,6 +97,11 @@ void pod_adopt_free(pod_adopt_t *a)
 	pod__map_free(&a->offers, true);
 	pod__map_free(&a->exits, false);
 	pod__map_free(&a->watches, false);
+	size_t it = 0;
+	void *v;
+	while (tank_map_next(&a->execs, &it, NULL, &v))
+		pod__reg_free(v);
+	tank_map_destroy(&a->execs);
 	free(a);
 }
 
@@ -99,10 +123,10 @@ static void pod__offer_key(char *buf, size_t cap, bool sandbox, const char *name
 	snprintf(buf, cap, "%c %s", sandbox ? 's' : 'c', name);
 }
 
-static void pod__tag(char *buf, size_t cap, bool sandbox, const char *name, pid_t pid,
+static void pod__tag(char *buf, size_t cap, char kind, const char *name, pid_t pid,
 		     uint64_t start)
 {
-	snprintf(buf, cap, "%c %s %d %" PRIu64, sandbox ? 's' : 'c', name, (int)pid, start);
+	snprintf(buf, cap, "%c %s %d %" PRIu64, kind, name, (int)pid, start);
 }
 
 int pod_adopt_offer(pod_adopt_t *a, bool sandbox, const char *name, pid_t pid,
@@ -119,7 +143,8 @@ int pod_adopt_offer(pod_adopt_t *a, bool sandbox, const char *name, pid_t pid,
 			close(err_fd);
 		return -ENOMEM;
 	}
-	*o = (pod_offer_t){ sandbox, child, pid, start, out_fd, err_fd };
+	*o = (pod_offer_t){ sandbox ? 's' : 'c', NULL, sandbox, child, pid, start, out_fd,
+			    err_fd };
 	/* Ours now, and not for the containers we start. */
 	if (out_fd >= 0)
 		(void)fcntl(out_fd, F_SETFD, FD_CLOEXEC);
@@ -141,10 +166,15 @@ int pod_adopt_offer_tag(pod_adopt_t *a, const char *tag, const int *fds, unsigne
 	uint64_t start;
 
 	if (sscanf(tag, "%c %199s %d %" SCNu64, &kind, name, &pid, &start) != 4 ||
-	    (kind != 'c' && kind != 's') || pid <= 0) {
+	    (kind != 'c' && kind != 's' && kind != 'x') || pid <= 0) {
 		for (unsigned i = 0; i < n; i++)
 			close(fds[i]);
 		return TANK_EINVALID;
+	}
+	if (kind == 'x') {
+		for (unsigned i = 1; i < n; i++)
+			close(fds[i]);
+		return pod_adopt_offer_exec(a, name, pid, start, n > 0 ? fds[0] : -1, false);
 	}
 	for (unsigned i = 2; i < n; i++)
 		close(fds[i]);
@@ -215,7 +245,9 @@ void pod_adopt_prune(pod_adopt_t *a,
 		return;
 	while (tank_map_next(&a->offers, &it, &k, &v)) {
 		const pod_offer_t *o = v;
-		if (!wanted(ctx, o->sandbox, k + 2))
+		/* Execs are their requesters' to claim: dropped with the
+		 * unclaimed exits (pod_adopt_forget_exits). */
+		if (o->kind != 'x' && !wanted(ctx, o->sandbox, k + 2))
 			drop[nd++] = strdup(k);
 	}
 	for (size_t i = 0; i < nd; i++) {
@@ -225,7 +257,7 @@ void pod_adopt_prune(pod_adopt_t *a,
 			free(drop[i]);
 			continue;
 		}
-		pod__tag(tag, sizeof tag, o->sandbox, drop[i] + 2, o->pid, o->start);
+		pod__tag(tag, sizeof tag, o->kind, drop[i] + 2, o->pid, o->start);
 		if (a->sink.forget)
 			a->sink.forget(a->sink.ctx, tag);
 		pod__offer_free(o);
@@ -330,12 +362,41 @@ void pod_adopt_unwatch(pod_adopt_t *a, pid_t pid, uint64_t start)
 	free(tank_map_del(&a->watches, k));
 }
 
+static void pod__drop_execs(pod_adopt_t *a)
+{
+	char **drop;
+	size_t nd = 0, it = 0;
+	const char *k;
+	void *v;
+
+	if (!a->offers.len || !(drop = calloc(a->offers.len, sizeof *drop)))
+		return;
+	while (tank_map_next(&a->offers, &it, &k, &v))
+		if (((const pod_offer_t *)v)->kind == 'x')
+			drop[nd++] = strdup(k);
+	for (size_t i = 0; i < nd; i++) {
+		pod_offer_t *o = drop[i] ? tank_map_del(&a->offers, drop[i]) : NULL;
+		char tag[300];
+		if (o) {
+			pod__tag(tag, sizeof tag, 'x', o->key, o->pid, o->start);
+			if (a->sink.forget)
+				a->sink.forget(a->sink.ctx, tag);
+			pod__offer_free(o);
+		}
+		free(drop[i]);
+	}
+	free(drop);
+}
+
 void pod_adopt_forget_exits(pod_adopt_t *a)
 {
 	size_t it = 0;
 	void *v;
 
-	if (!a || !a->exits.len)
+	if (!a)
+		return;
+	pod__drop_execs(a);
+	if (!a->exits.len)
 		return;
 	while (tank_map_next(&a->exits, &it, NULL, &v)) {
 		const pod_adopt_exit_t *x = v;
@@ -363,7 +424,7 @@ void pod_adopt_keep(pod_adopt_t *a, const char *key, const pod_proc_t *p)
 		if (p->stderr_fd >= 0)
 			fds[n++] = p->stderr_fd;
 	}
-	pod__tag(tag, sizeof tag, false, key, p->pid, p->start_time);
+	pod__tag(tag, sizeof tag, 'c', key, p->pid, p->start_time);
 	a->sink.keep(a->sink.ctx, tag, fds, n);
 }
 
@@ -373,7 +434,7 @@ void pod_adopt_forget(pod_adopt_t *a, const char *key, pid_t pid, uint64_t start
 
 	if (!a || !a->sink.forget || pid <= 0)
 		return;
-	pod__tag(tag, sizeof tag, false, key, pid, start);
+	pod__tag(tag, sizeof tag, 'c', key, pid, start);
 	a->sink.forget(a->sink.ctx, tag);
 }
 
@@ -383,7 +444,7 @@ void pod_adopt_keep_sandbox(pod_adopt_t *a, const char *pod, pid_t pid, uint64_t
 
 	if (!a || !a->sink.keep || pid <= 0)
 		return;
-	pod__tag(tag, sizeof tag, true, pod, pid, start);
+	pod__tag(tag, sizeof tag, 's', pod, pid, start);
 	a->sink.keep(a->sink.ctx, tag, NULL, 0);
 }
 
@@ -393,8 +454,129 @@ void pod_adopt_forget_sandbox(pod_adopt_t *a, const char *pod, pid_t pid, uint64
 
 	if (!a || !a->sink.forget || pid <= 0)
 		return;
-	pod__tag(tag, sizeof tag, true, pod, pid, start);
+	pod__tag(tag, sizeof tag, 's', pod, pid, start);
 	a->sink.forget(a->sink.ctx, tag);
+}
+
+/* --- execs ------------------------------------------------------------------------ */
+
+int pod_adopt_exec_keep(pod_adopt_t *a, const char *key, pid_t pid, uint64_t start, int rd)
+{
+	pod_exec_reg_t *r;
+	char k[48], tag[300];
+	void *old = NULL;
+
+	if (!a || pid <= 0)
+		return 0;
+	pod__pkey(k, sizeof k, pid, start);
+	if (!(r = calloc(1, sizeof *r)) || !(r->key = strdup(key))) {
+		free(r);
+		return -ENOMEM;
+	}
+	r->pid = pid;
+	r->start = start;
+	r->rd = rd;
+	if (tank_map_put(&a->execs, k, r, &old) < 0) {
+		pod__reg_free(r);
+		return -ENOMEM;
+	}
+	pod__reg_free(old);
+	if (a->sink.keep) {
+		pod__tag(tag, sizeof tag, 'x', key, pid, start);
+		a->sink.keep(a->sink.ctx, tag, &rd, rd >= 0 ? 1 : 0);
+	}
+	return 0;
+}
+
+void pod_adopt_exec_forget(pod_adopt_t *a, pid_t pid, uint64_t start)
+{
+	pod_exec_reg_t *r;
+	char k[48], tag[300];
+
+	if (!a || pid <= 0)
+		return;
+	pod__pkey(k, sizeof k, pid, start);
+	if (!(r = tank_map_del(&a->execs, k)))
+		return;
+	if (a->sink.forget) {
+		pod__tag(tag, sizeof tag, 'x', r->key, pid, start);
+		a->sink.forget(a->sink.ctx, tag);
+	}
+	pod__reg_free(r);
+}
+
+void pod_adopt_execs(const pod_adopt_t *a,
+		     void (*fn)(void *ctx, const char *key, pid_t pid, uint64_t start, int rd),
+		     void *ctx)
+{
+	size_t it = 0;
+	void *v;
+
+	if (!a)
+		return;
+	while (tank_map_next(&a->execs, &it, NULL, &v)) {
+		const pod_exec_reg_t *r = v;
+		fn(ctx, r->key, r->pid, r->start, r->rd);
+	}
+}
+
+int pod_adopt_offer_exec(pod_adopt_t *a, const char *key, pid_t pid, uint64_t start, int rd,
+			 bool child)
+{
+	pod_offer_t *o = calloc(1, sizeof *o);
+	char k[64];
+	void *old = NULL;
+
+	if (!o || !(o->key = strdup(key))) {
+		free(o);
+		if (rd >= 0)
+			close(rd);
+		return -ENOMEM;
+	}
+	o->kind = 'x';
+	o->child = child;
+	o->pid = pid;
+	o->start = start;
+	o->out_fd = rd;
+	o->err_fd = -1;
+	if (rd >= 0)
+		(void)fcntl(rd, F_SETFD, FD_CLOEXEC);
+	snprintf(k, sizeof k, "x %d.%" PRIu64, (int)pid, start);
+	if (tank_map_put(&a->offers, k, o, &old) < 0) {
+		pod__offer_free(o);
+		return -ENOMEM;
+	}
+	pod__offer_free(old);
+	return 0;
+}
+
+bool pod_adopt_exec_offered(const pod_adopt_t *a, pid_t pid, uint64_t start)
+{
+	char k[64];
+
+	if (!a || !a->offers.len)
+		return false;
+	snprintf(k, sizeof k, "x %d.%" PRIu64, (int)pid, start);
+	return tank_map_get(&a->offers, k) != NULL;
+}
+
+bool pod_adopt_claim_exec(pod_adopt_t *a, const char *key, pid_t pid, uint64_t start,
+			  int *rd, bool *child)
+{
+	char k[64];
+	pod_offer_t *o;
+
+	if (!a)
+		return false;
+	snprintf(k, sizeof k, "x %d.%" PRIu64, (int)pid, start);
+	if (!(o = tank_map_get(&a->offers, k)) || strcmp(o->key, key) != 0)
+		return false;
+	tank_map_del(&a->offers, k);
+	*rd = o->out_fd;
+	*child = o->child;
+	o->out_fd = -1;
+	pod__offer_free(o);
+	return true;
 }
 
 bool pod_adopt_is_child(pid_t pid)

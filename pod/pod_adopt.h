@@ -27,6 +27,16 @@
  * started is handed to it (pod_adopt_keep: its pipes, under a tag naming
  * it) and forgotten when it ended (pod_adopt_forget).
  *
+ * Execs (pod_req.h's POD_REQ_EXEC: an action's command, a workflow job's
+ * template) are kept the same way, but live in no container's record: the
+ * exec actor registers its process and the read end of its output pipe
+ * while it runs (pod_adopt_exec_keep / _forget), which hands the pipe to
+ * the keeper (tag "x <container key> <pid> <start>") and lets a reexec's
+ * handover list it (pod_adopt_execs).  The next life finds them as exec
+ * offers, keyed by pid and start time, which a POD_REQ_EXEC_ADOPT claims
+ * (pod_adopt_claim_exec); those nobody claims by the third pass are
+ * dropped with the unclaimed exits (pod_adopt_forget_exits).
+ *
  * Everything runs on the loop's thread; nothing blocks but the keeper's
  * sends.  Owned by the daemon; outlives the loop.
  */
@@ -130,8 +140,9 @@ bool pod_adopt_ended(const pod_adopt_t *a, pid_t pid, uint64_t start,
 int pod_adopt_watch(pod_adopt_t *a, rt_t *rt, pid_t pid, uint64_t start, rt_pid_t owner,
 		    uint32_t tag);
 void pod_adopt_unwatch(pod_adopt_t *a, pid_t pid, uint64_t start);
-/* Forgets exits nobody claimed (after the first passes), acking them:
- * nothing will ever record them. */
+/* Forgets exits nobody claimed (after the first passes), acking them
+ * (nothing will ever record them), and drops the exec offers nobody
+ * claimed (their pipes closed, the keeper told). */
 void pod_adopt_forget_exits(pod_adopt_t *a);
 
 /* --- keeping --------------------------------------------------------------------- */
@@ -144,6 +155,29 @@ void pod_adopt_forget(pod_adopt_t *a, const char *key, pid_t pid, uint64_t start
  * its pid). */
 void pod_adopt_keep_sandbox(pod_adopt_t *a, const char *pod, pid_t pid, uint64_t start);
 void pod_adopt_forget_sandbox(pod_adopt_t *a, const char *pod, pid_t pid, uint64_t start);
+
+/* --- execs ------------------------------------------------------------------------ */
+
+/* A running exec of container key: its process and its output pipe's read
+ * end (-1: none, or read to its end), registered (replacing the same
+ * process's entry) and handed to the keeper.  -ENOMEM. */
+int pod_adopt_exec_keep(pod_adopt_t *a, const char *key, pid_t pid, uint64_t start, int rd);
+/* It ended: unregistered, the keeper forgets its pipe. */
+void pod_adopt_exec_forget(pod_adopt_t *a, pid_t pid, uint64_t start);
+/* fn for each registered exec (a reexec's handover). */
+void pod_adopt_execs(const pod_adopt_t *a,
+		     void (*fn)(void *ctx, const char *key, pid_t pid, uint64_t start, int rd),
+		     void *ctx);
+/* An exec of container key handed over (rd taken, closed on failure;
+ * child: see pod_adopt_offer).  -ENOMEM. */
+int pod_adopt_offer_exec(pod_adopt_t *a, const char *key, pid_t pid, uint64_t start, int rd,
+			 bool child);
+/* Whether an exec of exactly pid and start is offered (not taken). */
+bool pod_adopt_exec_offered(const pod_adopt_t *a, pid_t pid, uint64_t start);
+/* The exec offer for exactly pid and start, of container key, taken: true
+ * with *rd (the caller's now, -1: none) and *child.  false when none. */
+bool pod_adopt_claim_exec(pod_adopt_t *a, const char *key, pid_t pid, uint64_t start,
+			  int *rd, bool *child);
 
 /* True when pid is a child of this process (read from /proc). */
 bool pod_adopt_is_child(pid_t pid);

@@ -8,6 +8,8 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <ev.h>
@@ -55,7 +57,9 @@ int pod_req_send(rt_t *rt, rt_pid_t loop, const pod_req_t *req)
 #define EXEC_OUT     3
 #define EXEC_KILL    4
 #define EXEC_DRAIN   5
+#define EXEC_KEPT    6            /* an adopted one's end, reaped by the keeper */
 #define POD_EXEC_DRAIN_MS 2000
+#define POD_ADOPT_KEY_MAX (2 * POD_NAME_MAX + 2)
 
 typedef struct pod_exec {
 	rt_pid_t reply_to;
@@ -72,6 +76,13 @@ typedef struct pod_exec {
 	uint32_t out_max;
 	bool out_cut;
 	int32_t code, signal;         /* once exited */
+	int64_t ended_at;             /* when it exited (ms since the epoch) */
+	/* Kept for a next life (pod_adopt.h) while it runs. */
+	pod_adopt_t *adopt;
+	char key[POD_ADOPT_KEY_MAX];  /* its container's */
+	pid_t reg_pid;                /* as registered (pid is 0 once it ended) */
+	uint64_t pid_start;
+	bool kept_watch;              /* an end to come from the keeper */
 } pod_exec_t;
 
 typedef struct pod_exec_arg {
@@ -82,6 +93,13 @@ typedef struct pod_exec_arg {
 	uint32_t timeout_ms;
 	int rd, out;                  /* given to the actor (closed on failure) */
 	uint32_t out_max;
+	pod_adopt_t *adopt;           /* NULL: none */
+	const char *key;              /* the container's */
+	/* POD_REQ_EXEC_ADOPT: the process to take over, not to launch. */
+	pid_t adopt_pid;
+	uint64_t adopt_start;
+	bool adopt_child;             /* still our child (a reexec) */
+	uint64_t out_bytes;           /* in the output file already */
 	tank_error_t *err;            /* init's failure */
 } pod_exec_arg_t;
 
@@ -107,6 +125,20 @@ static void exec__close(rt_t *rt, pod_exec_t *x)
 	}
 }
 
+/* How long ago a process of start time `ticks` (/proc/PID/stat field 22:
+ * clock ticks since boot, boot time included) started, in ms; -1 when
+ * unknown.  Measured on the same clock, never on btime (whole seconds). */
+static int64_t exec__age_ms(uint64_t ticks)
+{
+	struct timespec ts;
+	long hz = sysconf(_SC_CLK_TCK);
+
+	if (hz <= 0 || clock_gettime(CLOCK_BOOTTIME, &ts) < 0)
+		return -1;
+	int64_t now = (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+	return now - (int64_t)(ticks * 1000 / (uint64_t)hz);
+}
+
 /* Starts the command, synchronously inside rt_spawn: the sandbox and the
  * cgroup it joins are borrowed from the pod for that moment only. */
 static int exec__init(rt_t *rt, void **state, void *arg)
@@ -129,17 +161,47 @@ static int exec__init(rt_t *rt, void **state, void *arg)
 	x->rd = a->rd;
 	x->out = a->out;
 	x->out_max = a->out_max;
-	if ((rc = a->launch(a->lo, &proc, a->err)) < 0) {
-		exec__close(rt, x);
-		free(x);
-		return rc;
+	x->adopt = a->adopt;
+	snprintf(x->key, sizeof x->key, "%s", a->key ? a->key : "");
+	uint64_t left = x->timeout_ms;
+	if (a->adopt_pid > 0) {
+		/* Taken over: it runs (or ran) already. */
+		proc = (pod_proc_t){ .pid = a->adopt_pid, .start_time = a->adopt_start,
+				     .stdout_fd = -1, .stderr_fd = -1,
+				     .own_pgrp = getpgid(a->adopt_pid) == a->adopt_pid };
+		x->out_bytes = a->out_bytes;
+		x->out_cut = a->out_bytes > x->out_max;
+		/* Its timeout counts from its own start, not from ours. */
+		int64_t ran = exec__age_ms(a->adopt_start);
+		left = ran <= 0 ? left : (uint64_t)ran >= left ? 1 : left - (uint64_t)ran;
+		if (a->adopt_child)
+			rc = rt_watch_child(rt, rt_self(rt), proc.pid, EXEC_CHILD, NULL);
+		else if (!a->adopt)
+			rc = -ECHILD;
+		else if ((rc = pod_adopt_watch(a->adopt, rt, proc.pid, proc.start_time,
+					       rt_self(rt), EXEC_KEPT)) == 0)
+			x->kept_watch = true;
+		if (rc < 0) {
+			exec__close(rt, x);
+			free(x);
+			return tank_error_set(a->err, rc, "adopt pid %d: %s", (int)a->adopt_pid,
+					      tank_strerror(rc));
+		}
+	} else {
+		if ((rc = a->launch(a->lo, &proc, a->err)) < 0) {
+			exec__close(rt, x);
+			free(x);
+			return rc;
+		}
+		pod_proc_close_fds(&proc);
+		rc = rt_watch_child(rt, rt_self(rt), proc.pid, EXEC_CHILD, NULL);
 	}
-	pod_proc_close_fds(&proc);
-	x->pid = proc.pid;
+	x->pid = x->reg_pid = proc.pid;
+	x->pid_start = proc.start_time;
 	x->own_pgrp = proc.own_pgrp;
 	x->pgrp = proc.own_pgrp ? proc.pid : 0;
-	if ((rc = rt_watch_child(rt, rt_self(rt), proc.pid, EXEC_CHILD, NULL)) < 0 ||
-	    (rc = rt_send_after(rt, rt_self(rt), x->timeout_ms, EXEC_TIMEOUT, NULL, 0,
+	if (rc < 0 ||
+	    (rc = rt_send_after(rt, rt_self(rt), left, EXEC_TIMEOUT, NULL, 0,
 				NULL)) < 0 ||
 	    (x->rd >= 0 &&
 	     (rc = rt_watch_fd(rt, rt_self(rt), x->rd, EV_READ, EXEC_OUT, &x->rd_watch)) < 0)) {
@@ -150,9 +212,14 @@ static int exec__init(rt_t *rt, void **state, void *arg)
 			x->rd = -1;
 		}
 		exec__close(rt, x);
+		if (x->kept_watch)
+			pod_adopt_unwatch(x->adopt, x->reg_pid, x->pid_start);
 		free(x);
 		return tank_error_set(a->err, rc, "exec: watch: %s", tank_strerror(rc));
 	}
+	/* Its pipe survives a kill -9 of tankd (the keeper's copy) and a
+	 * reexec (the handover lists it). */
+	(void)pod_adopt_exec_keep(x->adopt, x->key, x->pid, x->pid_start, x->rd);
 
 	pod_req_reply_t r = { .id = x->id, .started = 1, .exec = rt_self(rt), .pid = proc.pid,
 			      .pid_start = proc.start_time };
@@ -205,11 +272,14 @@ static bool exec__read(pod_exec_t *x)
 static void exec__finish(rt_t *rt, pod_exec_t *x)
 {
 	pod_req_reply_t r = { .id = x->id, .exit_code = x->code, .exit_signal = x->signal,
-			      .out_bytes = x->out_bytes, .out_cut = x->out_cut };
+			      .ended_at = x->ended_at ? x->ended_at : (int64_t)rc_wall_ms() };
 
 	if (x->rd >= 0)
 		(void)exec__read(x);    /* what is left, once more */
+	r.out_bytes = x->out_bytes;
+	r.out_cut = x->out_cut;
 	exec__close(rt, x);
+	pod_adopt_exec_forget(x->adopt, x->reg_pid, x->pid_start);
 	if (x->cancelled) {
 		r.err = -ECANCELED;
 		snprintf(r.msg, sizeof r.msg, "cancelled");
@@ -226,6 +296,21 @@ static void exec__finish(rt_t *rt, pod_exec_t *x)
 	rt_exit_self(rt, RT_R_NORMAL);
 }
 
+/* Its process ended (reaped by the runtime, or by the keeper at at_ms). */
+static void exec__exited(rt_t *rt, pod_exec_t *x, int code, int sig, int64_t at_ms)
+{
+	x->exited = true;
+	x->code = code;
+	x->signal = sig;
+	x->ended_at = at_ms ? at_ms : (int64_t)rc_wall_ms();
+	x->pid = 0;                     /* reaped */
+	if (x->rd < 0)
+		exec__finish(rt, x);
+	else
+		(void)rt_send_after(rt, rt_self(rt), POD_EXEC_DRAIN_MS, EXEC_DRAIN, NULL, 0,
+				    NULL);
+}
+
 static void exec__handle(rt_t *rt, void *state, rt_msg_t *msg)
 {
 	pod_exec_t *x = state;
@@ -235,6 +320,9 @@ static void exec__handle(rt_t *rt, void *state, rt_msg_t *msg)
 			(void)rt_unwatch_fd(rt, x->rd_watch);
 			close(x->rd);
 			x->rd = -1;
+			if (!x->exited)      /* nothing of it to keep now */
+				(void)pod_adopt_exec_keep(x->adopt, x->key, x->reg_pid,
+							  x->pid_start, -1);
 			if (x->exited)
 				exec__finish(rt, x);
 		}
@@ -259,6 +347,18 @@ static void exec__handle(rt_t *rt, void *state, rt_msg_t *msg)
 		case EXEC_KILL:
 			exec__signal(x, SIGKILL);
 			return;
+		case EXEC_KEPT: {
+			pod_adopt_exit_t k;
+			int code, sig;
+			bool core;
+			if (x->exited || msg->len != sizeof k)
+				return;
+			memcpy(&k, msg->data, sizeof k);
+			x->kept_watch = false;      /* the watch is used up */
+			rt_decode_status(k.status, &code, &sig, &core);
+			exec__exited(rt, x, code, sig, k.at_ms);
+			return;
+		}
 		case EXEC_DRAIN:
 			/* The command ended, yet something it started still holds
 			 * the pipe: its process group goes, and so do we. */
@@ -271,15 +371,7 @@ static void exec__handle(rt_t *rt, void *state, rt_msg_t *msg)
 	}
 	if (msg->type != RT_MSG_CHILD || msg->u.child.pid != x->pid)
 		return;
-	x->exited = true;
-	x->code = msg->u.child.code;
-	x->signal = msg->u.child.signal;
-	x->pid = 0;                     /* reaped by the runtime */
-	if (x->rd < 0)
-		exec__finish(rt, x);
-	else
-		(void)rt_send_after(rt, rt_self(rt), POD_EXEC_DRAIN_MS, EXEC_DRAIN, NULL, 0,
-				    NULL);
+	exec__exited(rt, x, msg->u.child.code, msg->u.child.signal, 0);
 }
 
 static void exec__terminate(rt_t *rt, void *state, rt_reason_t reason)
@@ -289,6 +381,9 @@ static void exec__terminate(rt_t *rt, void *state, rt_reason_t reason)
 	(void)reason;
 	exec__signal(x, SIGKILL);       /* never outlives its actor */
 	exec__close(rt, x);
+	if (x->kept_watch)
+		pod_adopt_unwatch(x->adopt, x->reg_pid, x->pid_start);
+	pod_adopt_exec_forget(x->adopt, x->reg_pid, x->pid_start);
 	free(x);
 }
 
@@ -392,6 +487,7 @@ static void req__exec(pod_mgr_t *m, rc_loop_t *loop, rt_pid_t from, const pod_re
 		.timeout_ms = q->timeout_ms ? q->timeout_ms : POD_REQ_EXEC_TIMEOUT_MS,
 		.rd = pipefd[0], .out = out,
 		.out_max = q->out_max ? q->out_max : POD_REQ_OUT_MAX,
+		.adopt = m->o.adopt, .key = c->key,
 		.err = &err,
 	};
 	tank_error_clear(&err);
@@ -405,6 +501,84 @@ static void req__exec(pod_mgr_t *m, rc_loop_t *loop, rt_pid_t from, const pod_re
 	if (rc < 0)
 		req__reply(loop, from, q->id, rc, "exec: %s", err.msg[0] ? err.msg : tank_strerror(rc));
 	/* Else the exec actor replies when the command ended. */
+}
+
+/* POD_REQ_EXEC_ADOPT: an exec of a previous life of tankd, taken over by
+ * a new exec actor (pod_req.h). */
+static void req__exec_adopt(pod_mgr_t *m, rc_loop_t *loop, rt_pid_t from, const pod_req_t *q,
+			    pod_ctr_t *c)
+{
+	pid_t pid = q->pid;
+	uint64_t start = q->pid_start, now_start;
+	bool child = false;
+	int rd = -1, out = -1;
+	tank_error_t err;
+	struct stat sb;
+
+	if (pid <= 0 || !start) {
+		req__reply(loop, from, q->id, TANK_EINVALID, "adopt: no pid and start time");
+		return;
+	}
+	/* Its container's group, when it has one, is known once the
+	 * container itself was adopted or started: until then, ask again. */
+	if (c->adopting || (m->has_cg && !c->has_cg && !c->runner && c->orphan)) {
+		req__reply(loop, from, q->id, -EAGAIN, "adopt: container %s not settled yet",
+			   c->key);
+		return;
+	}
+	bool alive = pod_proc_start_time(pid, &now_start) == 0 && now_start == start;
+	bool ended = pod_adopt_ended(m->o.adopt, pid, start, NULL);
+	if (alive && !ended && c->has_cg && !pod_cgroup_has_pid(&c->cg, pid)) {
+		req__reply(loop, from, q->id, TANK_ENOTFOUND, "adopt: pid %d is not in container "
+			   "%s's group", (int)pid, c->key);
+		return;
+	}
+	if (!pod_adopt_claim_exec(m->o.adopt, c->key, pid, start, &rd, &child)) {
+		req__reply(loop, from, q->id, TANK_ENOTFOUND, "adopt: pid %d (start %llu) was not "
+			   "handed over (no keeper kept it, or it is another process)", (int)pid,
+			   (unsigned long long)start);
+		return;
+	}
+	/* Not our child and nobody to tell its end: it cannot be followed. */
+	if (!child && !ended && !pod_adopt_has_reaper(m->o.adopt)) {
+		if (rd >= 0)
+			close(rd);
+		req__reply(loop, from, q->id, TANK_ENOTFOUND, "adopt: pid %d: no keeper reaps it",
+			   (int)pid);
+		return;
+	}
+	if (q->out_path[0] &&
+	    (out = open(q->out_path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC | O_NOFOLLOW |
+			O_NOCTTY, 0600)) < 0) {
+		int e = -errno;
+		if (rd >= 0)
+			close(rd);
+		req__reply(loop, from, q->id, e, "adopt: %s: %s", q->out_path, tank_strerror(e));
+		return;
+	}
+	if (out < 0 && rd >= 0) {
+		close(rd);               /* its output is dropped: read by nobody */
+		rd = -1;
+	}
+	if (rd >= 0)
+		(void)fcntl(rd, F_SETFL, O_NONBLOCK);
+	pod_exec_arg_t a = {
+		.reply_to = from, .id = q->id,
+		.timeout_ms = q->timeout_ms ? q->timeout_ms : POD_REQ_EXEC_TIMEOUT_MS,
+		.rd = rd, .out = out,
+		.out_max = q->out_max ? q->out_max : POD_REQ_OUT_MAX,
+		.adopt = m->o.adopt, .key = c->key,
+		.adopt_pid = pid, .adopt_start = start, .adopt_child = child,
+		.out_bytes = out >= 0 && fstat(out, &sb) == 0 ? (uint64_t)sb.st_size : 0,
+		.err = &err,
+	};
+	tank_error_clear(&err);
+	int rc = rt_spawn(rc_rt(loop), &pod__exec_behaviour, &a, NULL);
+	if (rc < 0)
+		req__reply(loop, from, q->id, rc, "adopt: %s", err.msg[0] ? err.msg
+							      : tank_strerror(rc));
+	else
+		pod_adopt_count(m->o.adopt);
 }
 
 void pod__req_handle(pod_mgr_t *m, rc_loop_t *loop, const rt_msg_t *msg)
@@ -435,7 +609,24 @@ void pod__req_handle(pod_mgr_t *m, rc_loop_t *loop, const rt_msg_t *msg)
 		return;
 	}
 	if (!(p = tank_map_get(&m->pods, q.pod)) || !p->desired) {
-		req__reply(loop, msg->from, q.id, TANK_ENOTFOUND, "no pod \"%s\"", q.pod);
+		/* Right after a start the first pass may not have reached
+		 * the pod yet: an adoption of a process handed over asks
+		 * again. */
+		bool early = q.op == POD_REQ_EXEC_ADOPT && m->pass < 2 &&
+			     pod_adopt_exec_offered(m->o.adopt, q.pid, q.pid_start);
+		req__reply(loop, msg->from, q.id, early ? -EAGAIN : TANK_ENOTFOUND,
+			   "no pod \"%s\"", q.pod);
+		return;
+	}
+	/* Nothing of that process was handed over: no use waiting. */
+	if (q.op == POD_REQ_EXEC_ADOPT && !pod_adopt_exec_offered(m->o.adopt, q.pid, q.pid_start)) {
+		req__reply(loop, msg->from, q.id, TANK_ENOTFOUND, "adopt: pid %d (start %llu) was "
+			   "not handed over (no keeper kept it, or it is another process)",
+			   (int)q.pid, (unsigned long long)q.pid_start);
+		return;
+	}
+	if (q.op == POD_REQ_EXEC_ADOPT && !p->nctrs) {
+		req__reply(loop, msg->from, q.id, -EAGAIN, "pod %s not settled yet", q.pod);
 		return;
 	}
 	for (size_t i = 0; i < p->nctrs && !c; i++)
@@ -450,6 +641,9 @@ void pod__req_handle(pod_mgr_t *m, rc_loop_t *loop, const rt_msg_t *msg)
 	switch (q.op) {
 	case POD_REQ_EXEC:
 		req__exec(m, loop, msg->from, &q, c);
+		return;
+	case POD_REQ_EXEC_ADOPT:
+		req__exec_adopt(m, loop, msg->from, &q, c);
 		return;
 	case POD_REQ_SIGNAL:
 		if (!c->runner || c->proc.pid <= 0) {

@@ -30,6 +30,31 @@
  *                    Cancel: POD_EXEC_CANCEL (no payload) sent to `exec`:
  *                    SIGTERM to the command's process group, SIGKILL after
  *                    POD_REQ_CANCEL_GRACE_MS.  Harmless once it ended.
+ *                    While it runs, its process and the read end of its
+ *                    output pipe are kept for a next life of tankd
+ *                    (pod_adopt.h: the keeper's fd store, a reexec's
+ *                    handover), so that it can be adopted.
+ *   POD_REQ_EXEC_ADOPT takes over a command that a previous life of tankd
+ *                    started with POD_REQ_EXEC (killed -9 under a keeper,
+ *                    or re-executed): `pid` and `pid_start` as its first
+ *                    reply gave them (the requester stores them), the same
+ *                    pod and container, out_path, out_max and timeout_ms.
+ *                    It is found by pid plus start time among the
+ *                    processes handed over, never by pid alone, and when
+ *                    still running it must be in the container's cgroup
+ *                    (if it has one).  The output file is opened to append:
+ *                    out_max counts what it holds already, and what the
+ *                    command wrote in the gap waited in its pipe.  The
+ *                    timeout counts from the process's own start.  Replied
+ *                    as an exec: started (the same pid), then ended with
+ *                    its real status and ended_at — an end the keeper
+ *                    reaped in the gap is replied at once, with its time.
+ *                    Cancel as for an exec.  TANK_ENOTFOUND: nothing of
+ *                    that pid and start time was handed over (gone with no
+ *                    kept exit, no keeper, another process); -EAGAIN: the
+ *                    pod or its container is not known yet (first pass
+ *                    after a start): ask again shortly.  The container
+ *                    need not be running.
  *   POD_REQ_SIGNAL   sends `signal` to the container (its whole cgroup when
  *                    it has one); replied at once.
  *   POD_REQ_STOP     the container is stopped (stop signal, grace) and held
@@ -95,6 +120,7 @@ enum pod_req_op {
 	POD_REQ_RESTART,
 	POD_REQ_STOP_POD,
 	POD_REQ_START_POD,
+	POD_REQ_EXEC_ADOPT,
 };
 
 #define POD_REQ_USER_MAX 63
@@ -117,6 +143,8 @@ typedef struct pod_req {
 	char in_path[POD_REQ_PATH_MAX + 1];  /* POD_REQ_EXEC: stdin, "": /dev/null */
 	char out_path[POD_REQ_PATH_MAX + 1]; /* POD_REQ_EXEC: output, "": dropped */
 	uint32_t out_max;                   /* 0: POD_REQ_OUT_MAX */
+	int32_t pid;                        /* POD_REQ_EXEC_ADOPT: the process */
+	uint64_t pid_start;                 /* POD_REQ_EXEC_ADOPT: its start time */
 } pod_req_t;
 
 typedef struct pod_req_reply {
@@ -132,6 +160,7 @@ typedef struct pod_req_reply {
 	uint64_t pid_start;                 /* its start time (/proc stat 22) */
 	uint64_t out_bytes;                 /* bytes written to out_path */
 	uint32_t out_cut;                   /* 1: out_max cut it */
+	int64_t ended_at;                   /* when it ended, ms since the epoch */
 } pod_req_reply_t;
 
 /* Packs argv (NULL-terminated) into req for POD_REQ_EXEC.  TANK_ETOOBIG

@@ -43,6 +43,7 @@ typedef struct wf_job {
 	bool cut;
 	int32_t pid;                     /* the running part's process (re-adoption) */
 	uint64_t pid_start;
+	uint32_t step;                   /* which part runs (re-adoption) */
 	rt_pid_t exec;                   /* its exec actor, to cancel */
 	char error[RC_REASON_MAX];
 } wf_job_t;
@@ -199,15 +200,15 @@ static bool entry_parse(const char *s, size_t n, wf_entry_t *e)
 }
 
 /* A job record: {id, pod, task, stage, state, exit, signal, created_at,
- * started_at, ended_at, parts, log_cut, error, pid, pid_start, since,
- * reason} */
+ * started_at, ended_at, parts, log_cut, error, pid, pid_start, step,
+ * since, reason} */
 static int job_pack(msgpack_packer *pk, const char *pod, const wf_job_t *j)
 {
 	char id[POD_NAME_MAX + 24];
 	int rc;
 
 	agent__job_key(pod, j->seq, id, sizeof id);
-	rc = msgpack_pack_map(pk, 17);
+	rc = msgpack_pack_map(pk, 18);
 	rc |= pk_str(pk, "id");         rc |= pk_str(pk, id);
 	rc |= pk_str(pk, "pod");        rc |= pk_str(pk, pod);
 	rc |= pk_str(pk, "task");       rc |= pk_str(pk, j->task);
@@ -224,6 +225,7 @@ static int job_pack(msgpack_packer *pk, const char *pod, const wf_job_t *j)
 	rc |= pk_str(pk, "error");      rc |= pk_str(pk, j->error);
 	rc |= pk_str(pk, "pid");        rc |= j->pid > 0 ? msgpack_pack_int32(pk, j->pid) : msgpack_pack_nil(pk);
 	rc |= pk_str(pk, "pid_start");  rc |= msgpack_pack_uint64(pk, j->pid_start);
+	rc |= pk_str(pk, "step");       rc |= msgpack_pack_uint32(pk, j->step);
 	rc |= pk_str(pk, "since");      rc |= msgpack_pack_int64(pk, j->st.since);
 	rc |= pk_str(pk, "reason");     rc |= pk_str(pk, j->st.reason);
 	return rc ? -ENOMEM : 0;
@@ -256,6 +258,7 @@ static void job_unpack(const msgpack_object *o, wf_job_t *j)
 	j->cut = mbool(o, "log_cut");
 	j->pid = (int32_t)mint(o, "pid", 0);
 	j->pid_start = (uint64_t)mint(o, "pid_start", 0);
+	j->step = (uint32_t)mint(o, "step", 0);
 	mstr(o, "error", j->error, sizeof j->error);
 }
 
@@ -494,6 +497,8 @@ typedef struct wf_done {
 	int32_t err;                   /* a request refused or failed to start */
 	int32_t exit_code, exit_signal;
 	bool cut;
+	bool adopt_failed;             /* its running part could not be taken over */
+	int64_t ended_at;              /* when its last part ended (0: now) */
 	char msg[RC_REASON_MAX];
 } wf_done_t;
 
@@ -502,8 +507,13 @@ typedef struct worker {
 	wf_done_t d;
 	pod_req_t *reqs;
 	uint32_t n, at;
+	uint32_t tries;                /* an adoption asked again (-EAGAIN) */
 	bool sent_done;
 } worker_t;
+
+#define WORKER_RETRY 1                 /* a tag to itself: ask again */
+#define WORKER_RETRY_MS 100
+#define WORKER_RETRY_TRIES 100
 
 typedef struct worker_arg {
 	rt_pid_t loop;
@@ -511,6 +521,7 @@ typedef struct worker_arg {
 	uint64_t seq;
 	pod_req_t *reqs;               /* taken */
 	uint32_t n;
+	uint32_t first;                /* the request to start with (an adopted part) */
 } worker_arg_t;
 
 static void worker__finish(rt_t *rt, worker_t *w)
@@ -550,6 +561,7 @@ static int worker__init(rt_t *rt, void **state, void *arg)
 	w->d.seq = a->seq;
 	w->reqs = a->reqs;
 	w->n = a->n;
+	w->at = a->first;
 	a->reqs = NULL;
 	*state = w;
 	worker__next(rt, w);
@@ -561,6 +573,10 @@ static void worker__handle(rt_t *rt, void *state, rt_msg_t *msg)
 	worker_t *w = state;
 	pod_req_reply_t r;
 
+	if (msg->type == RT_MSG_USER && msg->tag == WORKER_RETRY && w->at < w->n) {
+		worker__next(rt, w);
+		return;
+	}
 	if (msg->type != RT_MSG_USER || msg->tag != POD_REQ_REPLY || msg->len != sizeof r)
 		return;
 	memcpy(&r, msg->data, sizeof r);
@@ -568,7 +584,21 @@ static void worker__handle(rt_t *rt, void *state, rt_msg_t *msg)
 		return;
 	r.msg[sizeof r.msg - 1] = '\0';
 	const pod_req_t *q = &w->reqs[w->at];
-	if (q->op == POD_REQ_EXEC && r.started) {
+	if (q->op == POD_REQ_EXEC_ADOPT && !r.started && r.err) {
+		/* The pods' manager has not seen the pod yet (right after a
+		 * start): asked again; else its process cannot be followed. */
+		if (r.err == -EAGAIN && ++w->tries < WORKER_RETRY_TRIES &&
+		    rt_send_after(rt, rt_self(rt), WORKER_RETRY_MS, WORKER_RETRY, NULL, 0,
+				  NULL) == 0)
+			return;
+		w->d.steps = w->at + 1;
+		w->d.err = r.err;
+		w->d.adopt_failed = true;
+		wfmt(w->d.msg, sizeof w->d.msg, "%s", r.msg[0] ? r.msg : tank_strerror(r.err));
+		worker__finish(rt, w);
+		return;
+	}
+	if ((q->op == POD_REQ_EXEC || q->op == POD_REQ_EXEC_ADOPT) && r.started) {
 		wf_started_t s = { .seq = w->d.seq, .step = w->at, .pid = r.pid,
 				   .pid_start = r.pid_start, .exec = r.exec };
 		wfmt(s.pod, sizeof s.pod, "%s", w->d.pod);
@@ -576,14 +606,17 @@ static void worker__handle(rt_t *rt, void *state, rt_msg_t *msg)
 		return;
 	}
 	w->d.steps = w->at + 1;
-	w->d.cut |= q->op == POD_REQ_EXEC && r.out_cut;
+	bool exec = q->op == POD_REQ_EXEC || q->op == POD_REQ_EXEC_ADOPT;
+	w->d.cut |= exec && r.out_cut;
+	if (exec)
+		w->d.ended_at = r.ended_at;
 	if (r.err) {
 		w->d.err = r.err;
 		wfmt(w->d.msg, sizeof w->d.msg, "%s", r.msg[0] ? r.msg : tank_strerror(r.err));
 		worker__finish(rt, w);
 		return;
 	}
-	if (q->op == POD_REQ_EXEC) {
+	if (exec) {
 		w->d.exit_code = r.exit_code;
 		w->d.exit_signal = r.exit_signal;
 		/* A template that did not exit 0 ends the job: its code is
@@ -615,9 +648,10 @@ static const rt_behaviour_t worker_behaviour = {
 	.terminate = worker__terminate,
 };
 
-static int agent__spawn(wf_agent_t *m, wf_pod_t *p, uint64_t seq, pod_req_t *reqs, uint32_t n)
+static int agent__spawn(wf_agent_t *m, wf_pod_t *p, uint64_t seq, pod_req_t *reqs, uint32_t n,
+			uint32_t first)
 {
-	worker_arg_t a = { rc_pid(m->loop), p->name, seq, reqs, n };
+	worker_arg_t a = { rc_pid(m->loop), p->name, seq, reqs, n, first };
 	int rc = rt_spawn(rc_rt(m->loop), &worker_behaviour, &a, NULL);
 	free(a.reqs);                  /* still ours when init did not run */
 	if (rc == 0)
@@ -835,9 +869,12 @@ static void agent__new_job(wf_agent_t *m, wf_pod_t *p, const wf_entry_t *e,
 }
 
 /* The requests of the current job's templates: each expanded into a
- * host file fed to the sandbox's /bin/sh.  0, or an error said in the
- * job's log (then the job fails). */
-static int agent__job_reqs(wf_agent_t *m, wf_pod_t *p, pod_req_t **out, uint32_t *nout)
+ * host file fed to the sandbox's /bin/sh (from `from` on: the files of
+ * the parts before it are not written again — an adopted part's shell
+ * still reads its own).  0, or an error said in the job's log (then the
+ * job fails). */
+static int agent__job_reqs(wf_agent_t *m, wf_pod_t *p, uint32_t from, pod_req_t **out,
+			   uint32_t *nout)
 {
 	static const char *const write_cmd = "mkdir -p \"$(dirname \"$1\")\" && cat > \"$1\"";
 	st_pod_t rec;
@@ -903,10 +940,13 @@ static int agent__job_reqs(wf_agent_t *m, wf_pod_t *p, pod_req_t **out, uint32_t
 			break;
 		}
 		agent__part_path(m, p->name, p->job.seq, (uint32_t)i, "in", path, sizeof path);
-		int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
-		bool ok = fd >= 0 && write(fd, body, blen) == (ssize_t)blen;
-		if (fd >= 0)
-			close(fd);
+		bool ok = i < from;
+		if (!ok) {
+			int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+			ok = fd >= 0 && write(fd, body, blen) == (ssize_t)blen;
+			if (fd >= 0)
+				close(fd);
+		}
 		pod_req_t *q = &reqs[i];
 		q->op = POD_REQ_EXEC;
 		q->timeout_ms = WF_JOB_TIMEOUT_MS;
@@ -991,19 +1031,34 @@ static int agent__env_send(wf_agent_t *m, wf_pod_t *p, wf_env_t env)
 	p->env_t0 = rc_wall_ms();
 	p->env_sent = true;
 	p->env_acked = false;
-	return agent__spawn(m, p, 0, reqs, (uint32_t)p->nctrs);
+	return agent__spawn(m, p, 0, reqs, (uint32_t)p->nctrs, 0);
 }
 
 /* ---- the agent's steps (§25.8.2.1) ---------------------------------------------------------- */
 
-/* Where live re-adoption (issue 35) will look at a job whose record says
- * created or running after tankd restarted: true when its process is
- * still there and adopted.  Until then the seed's rule: its process is
- * gone with the tankd that ran it. */
+/* A job whose record says running after tankd restarted: its running
+ * part (step, pid and start time, stored from the exec's first reply) is
+ * asked to be taken over (pod_req.h's POD_REQ_EXEC_ADOPT), and the parts
+ * after it run as they would have.  true when the worker is on its way;
+ * whether the process could be followed comes as its report (a part that
+ * cannot be: the seed's rule, the job failed as lost).  false when there
+ * is nothing to adopt: no part had started. */
 static bool agent__readopt(wf_agent_t *m, wf_pod_t *p)
 {
-	(void)m; (void)p;
-	return false;
+	pod_req_t *reqs = NULL;
+	uint32_t n = 0;
+
+	if (p->job.st.phase != WF_JOB_RUNNING || p->job.pid <= 0 || !p->job.pid_start)
+		return false;
+	if (agent__job_reqs(m, p, p->job.step + 1, &reqs, &n) < 0 || p->job.step >= n) {
+		free(reqs);
+		return false;
+	}
+	pod_req_t *q = &reqs[p->job.step];
+	q->op = POD_REQ_EXEC_ADOPT;
+	q->pid = p->job.pid;
+	q->pid_start = p->job.pid_start;
+	return agent__spawn(m, p, p->job.seq, reqs, n, p->job.step) == 0;
 }
 
 static void agent__snapshot(wf_pod_t *p)
@@ -1027,20 +1082,27 @@ static bool agent__changed(const wf_pod_t *p)
  * and then clears it out." */
 static void agent__init(wf_agent_t *m, wf_pod_t *p)
 {
-	if (p->job.seq && (p->job.st.phase == WF_JOB_CREATED || p->job.st.phase == WF_JOB_RUNNING) &&
-	    !p->busy && !agent__readopt(m, p)) {
-		agent__jobev(m, p, WF_JE_LOST, "its process is gone (tankd restarted under it)");
-		p->job.ended_at = (int64_t)rc_wall_ms();
-		p->runnable = false;      /* a failed job makes the pod not runnable */
-	}
+	bool unfinished = p->job.seq && !p->busy &&
+			  (p->job.st.phase == WF_JOB_CREATED || p->job.st.phase == WF_JOB_RUNNING);
+	bool adopted = false;
+
 	p->error[0] = '\0';
-	/* Holds live in tankd's memory: a stopped environment is held again. */
+	/* Holds live in tankd's memory: a stopped environment is held again
+	 * (before an adopted part goes on in it). */
 	if (p->env_actual == WF_ENV_STOPPED && p->nctrs && !p->busy) {
 		p->reboot_asked = false;
 		(void)agent__env_send(m, p, WF_ENV_STOPPED);
 		p->env_sent = false;     /* not waited for: WAIT_FOR_RUNNABLE checks */
 	}
+	if (unfinished && !(adopted = agent__readopt(m, p))) {
+		agent__jobev(m, p, WF_JE_LOST, "its process is gone (tankd restarted under it)");
+		p->job.ended_at = (int64_t)rc_wall_ms();
+		p->runnable = false;      /* a failed job makes the pod not runnable */
+	}
 	agent__ag(m, p, WF_AE_READY, "initialised");
+	/* The adopted job runs on: the agent is where it was, running it. */
+	if (adopted)
+		agent__ag(m, p, WF_AE_RUNNABLE, "its running job adopted (tankd restarted)");
 }
 
 /* The job ended (a worker's report): its state from the exit code, the
@@ -1055,11 +1117,19 @@ static void agent__job_done(wf_agent_t *m, wf_pod_t *p, const wf_done_t *d)
 		agent__part_path(m, p->name, p->job.seq, i, "in", path, sizeof path);
 		unlink(path);
 	}
-	p->job.ended_at = (int64_t)rc_wall_ms();
+	p->job.ended_at = d->ended_at ? d->ended_at : (int64_t)rc_wall_ms();
 	p->job.cut |= d->cut;
 	p->job.pid = 0;
 	p->job.exec = RT_NOPID;
-	if (d->err) {
+	if (d->adopt_failed) {
+		/* The seed's rule after a restart: its process is gone. */
+		wfmt(p->job.error, sizeof p->job.error, "%s", d->msg);
+		wfmt(why, sizeof why, "its process is gone (tankd restarted under it): %.100s",
+		     d->msg);
+		agent__jobev(m, p, WF_JE_LOST, why);
+		p->runnable = false;
+		next = WF_AE_JOB_DONE;
+	} else if (d->err) {
 		/* "If there was an error executing the Job, the agent will
 		 * transition back to AGENT_INIT." — the job failed. */
 		wfmt(p->job.error, sizeof p->job.error, "%s", d->msg);
@@ -1133,7 +1203,7 @@ static void agent__run_task(wf_agent_t *m, wf_pod_t *p)
 	case WF_NEXT_SAME:
 		break;                 /* the incomplete job again */
 	}
-	if (agent__job_reqs(m, p, &reqs, &n) < 0) {
+	if (agent__job_reqs(m, p, 0, &reqs, &n) < 0) {
 		/* DESIGN §10: an unknown name fails the job, logged in it. */
 		p->job.ended_at = (int64_t)rc_wall_ms();
 		agent__jobev(m, p, WF_JE_FAIL, p->job.error);
@@ -1146,7 +1216,7 @@ static void agent__run_task(wf_agent_t *m, wf_pod_t *p)
 	p->job.cut = false;
 	p->job.error[0] = '\0';
 	agent__jobev(m, p, WF_JE_START, "running");
-	int rc = agent__spawn(m, p, p->job.seq, reqs, n);
+	int rc = agent__spawn(m, p, p->job.seq, reqs, n, 0);
 	if (rc < 0) {
 		wf_done_t d = { .err = rc };
 		wfmt(d.msg, sizeof d.msg, "cannot start its worker: %s", tank_strerror(rc));
@@ -1433,6 +1503,7 @@ static void agent__handle(void *ctx, rc_loop_t *loop, rt_msg_t *msg)
 		if (p && p->job.seq == s.seq) {
 			p->job.pid = s.pid;
 			p->job.pid_start = s.pid_start;
+			p->job.step = s.step;
 			p->job.exec = s.exec;
 			(void)agent__put(m, p);
 			if (p->gone)

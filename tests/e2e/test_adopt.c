@@ -17,6 +17,7 @@
 #include <string.h>
 #include <sys/prctl.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "tests/e2e/e2e.h"
@@ -586,5 +587,325 @@ Test(adopt, a_stack_stays_up_through_kill_9_and_reexec)
 	d->pid = 0;
 	cr_assert_not(ts_alive((pid_t)db), "db outlived a graceful stop");
 	cr_assert_not(ts_alive((pid_t)web), "web outlived a graceful stop");
+
+/* --- running actions and workflow jobs (issues 33 item 7, 34 item 7, 35 item 4) --- */
+
+static int64_t wall_ms(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/* "2026-11-26T02:30:24.597Z" in ms since the epoch (0 when not that). */
+static int64_t rfc3339_ms(const char *s)
+{
+	struct tm tm;
+	int ms = 0;
+	const char *p;
+
+	memset(&tm, 0, sizeof tm);
+	if (!(p = strptime(s, "%Y-%m-%dT%H:%M:%S", &tm)))
+		return 0;
+	if (*p == '.')
+		ms = atoi(p + 1);
+	return (int64_t)timegm(&tm) * 1000 + ms;
+}
+
+/* A pod to run commands in. */
+static void exec_pod(d_t *d)
+{
+	char out[4096];
+
+	write_file(d, "web.yaml", "name: web\nstop: {grace: 1s}\ncontainers:\n  - name: main\n"
+		   "    command: [/bin/sleep, \"3600\"]\n");
+	cr_assert_eq(ctl(d, out, sizeof out, "apply -f %s/web.yaml", d->dir), 0, "%s", out);
+	cr_assert(wait_phase(d, "web", "running", 20));
+}
+
+/* `action run web exec -- /bin/sh -c SCRIPT`: its id. */
+static void exec_run(d_t *d, char *id, const char *script)
+{
+	char out[4096];
+
+	cr_assert_eq(ctl(d, out, sizeof out, "action run web exec -- /bin/sh -c '%s'", script), 0,
+		     "%s", out);
+	cr_assert_eq(sscanf(out, "action %48s", id), 1, "%s", out);
+}
+
+/* A field of `action get ID` ("  key: value" lines), into out. */
+static bool act_field(d_t *d, const char *id, const char *key, char *val, size_t cap)
+{
+	char out[8192], pat[64], *p;
+
+	if (ctl(d, out, sizeof out, "action get %s", id) != 0)
+		return false;
+	snprintf(pat, sizeof pat, "%s: ", key);
+	if (!(p = strstr(out, pat)))
+		return false;
+	p += strlen(pat);
+	size_t n = strcspn(p, "\n");
+	if (n >= cap)
+		n = cap - 1;
+	memcpy(val, p, n);
+	val[n] = '\0';
+	return true;
+}
+
+static void act_assert_state(d_t *d, const char *id, const char *state, int secs)
+{
+	char pat[64], out[8192];
+
+	snprintf(pat, sizeof pat, "state: %s\n", state);
+	bool ok = wait_says(d, secs, pat, "action get %s", id);
+	if (!ok)
+		ctl(d, out, sizeof out, "action get %s", id);
+	cr_assert(ok, "action %s is not %s:\n%s", id, state, ok ? "" : out);
+}
+
+/* The output file an action's record names. */
+static void act_output(d_t *d, const char *id, char *text, size_t cap)
+{
+	char path[512];
+
+	cr_assert(act_field(d, id, "path", path, sizeof path), "no output path");
+	read_text(path, text, cap);
+}
+
+/* Waits until the action's output holds needle. */
+static bool act_output_has(d_t *d, const char *id, const char *needle, int secs)
+{
+	char text[8192];
+
+	for (int i = 0; i < secs * 20; i++) {
+		act_output(d, id, text, sizeof text);
+		if (strstr(text, needle))
+			return true;
+		sleep_ms(50);
+	}
+	return false;
+}
+
+/* Kill -9 of the serving tankd under its keeper, then the keeper's next
+ * one: the exec keeps running (same pid), its output keeps going to its
+ * file, its real exit (3: FAILED, as the seed's rules say) is recorded,
+ * never LOST. */
+Test(adopt, a_running_action_survives_a_kill9_under_the_keeper)
+{
+	d_t *d = setup_keeper();
+	char id[64], text[8192], pid[32], pid2[32], out[8192];
+	pid_t old = serving(d, NULL);
+
+	exec_pod(d);
+	exec_run(d, id, "echo first-line; /bin/sleep 2; echo second-line; exit 3");
+	act_assert_state(d, id, "RUNNING", 10);
+	cr_assert(act_output_has(d, id, "first-line", 10), "no first line");
+	cr_assert(act_field(d, id, "pid", pid, sizeof pid));
+	sleep_ms(200);                  /* its pid is committed */
+	cr_assert_eq(kill(old, SIGKILL), 0);
+	pid_t now = wait_new_tankd(d, old, 20);
+	cr_assert_gt(now, 0, "the keeper did not start a new tankd");
+	act_assert_state(d, id, "FAILED", 20);
+	cr_assert(says(d, "exit: 3", "action get %s", id));
+	cr_assert(act_field(d, id, "pid", pid2, sizeof pid2));
+	cr_assert_str_eq(pid, pid2, "the same process, not run again");
+	act_output(d, id, text, sizeof text);
+	cr_assert(strstr(text, "first-line\n") && strstr(text, "second-line\n"),
+		  "both lines in its output:\n%s", text);
+	cr_assert_eq(ctl(d, out, sizeof out, "history action %s", id), 0, "%s", out);
+	cr_assert_null(strstr(out, "LOST"), "never LOST:\n%s", out);
+	cr_assert(says(d, "adopted    ", "daemon status"));
+	teardown(d);
+}
+
+/* The same through `tankctl daemon reexec` (no keeper needed: the same
+ * pid, the exec still its child, the pipe handed over). */
+Test(adopt, a_running_action_survives_a_reexec)
+{
+	d_t *d = setup();
+	char id[64], text[8192], out[8192];
+
+	exec_pod(d);
+	exec_run(d, id, "echo first-line; /bin/sleep 2; echo second-line; exit 3");
+	act_assert_state(d, id, "RUNNING", 10);
+	cr_assert(act_output_has(d, id, "first-line", 10), "no first line");
+	sleep_ms(200);
+	cr_assert_eq(ctl(d, out, sizeof out, "daemon reexec"), 0, "%s", out);
+	cr_assert(wait_says(d, 20, "reexecs    1", "daemon status"), "no reexec");
+	act_assert_state(d, id, "FAILED", 20);
+	cr_assert(says(d, "exit: 3", "action get %s", id));
+	act_output(d, id, text, sizeof text);
+	cr_assert(strstr(text, "first-line\n") && strstr(text, "second-line\n"),
+		  "both lines in its output:\n%s", text);
+	cr_assert_eq(ctl(d, out, sizeof out, "history action %s", id), 0, "%s", out);
+	cr_assert_null(strstr(out, "LOST"), "never LOST:\n%s", out);
+	teardown(d);
+}
+
+/* A command that ends while no tankd runs: the keeper reaped it, its
+ * real exit and time are recorded, and what it wrote in the gap (it
+ * waited in the pipe the keeper held) is in its output. */
+Test(adopt, an_action_that_ends_in_the_gap_keeps_its_real_exit_and_output)
+{
+	d_t *d = setup_keeper();
+	char id[64], text[8192], pid[32], script[512], ended[64];
+	pid_t keeper = 0, old = serving(d, &keeper);
+
+	exec_pod(d);
+	snprintf(script, sizeof script, "echo first-line; while [ ! -e %s/go ]; do /bin/sleep "
+		 "0.05; done; echo gap-line; exit 3", d->dir);
+	exec_run(d, id, script);
+	act_assert_state(d, id, "RUNNING", 10);
+	cr_assert(act_output_has(d, id, "first-line", 10), "no first line");
+	cr_assert(act_field(d, id, "pid", pid, sizeof pid));
+	sleep_ms(200);
+	cr_assert_eq(kill(keeper, SIGSTOP), 0);
+	cr_assert_eq(kill(old, SIGKILL), 0);
+	write_file(d, "go", "");
+	for (int i = 0; i < 200 && !dead((pid_t)atol(pid)); i++)
+		sleep_ms(20);
+	cr_assert(dead((pid_t)atol(pid)), "the command did not end in the gap");
+	int64_t died = wall_ms();
+	sleep_ms(500);
+	cr_assert_eq(kill(keeper, SIGCONT), 0);    /* it reaps the command now */
+	cr_assert_gt(wait_new_tankd(d, old, 20), 0, "no new tankd");
+	int64_t back = wall_ms();
+	act_assert_state(d, id, "FAILED", 20);
+	cr_assert(says(d, "exit: 3", "action get %s", id));
+	act_output(d, id, text, sizeof text);
+	cr_assert(strstr(text, "first-line\n") && strstr(text, "gap-line\n"),
+		  "the gap's line in its output:\n%s", text);
+	/* Its time is the end's, not the new tankd's look at it. */
+	cr_assert(act_field(d, id, "ended_at", ended, sizeof ended));
+	int64_t at = rfc3339_ms(ended);
+	/* (the keeper, held still, reaped it once continued: before the
+	 * new tankd came, not when that one looked) */
+	cr_assert(at > died - 1000 && at < back, "ended_at %s is not when it ended "
+		  "(%lld ms after it died, %lld ms before the new tankd)", ended,
+		  (long long)(at - died), (long long)(back - at));
+	char hist[8192];
+	cr_assert_eq(ctl(d, hist, sizeof hist, "history action %s -o json", id), 0, "%s", hist);
+	cr_assert_null(strstr(hist, "LOST"), "never LOST:\n%s", hist);
+	teardown(d);
+}
+
+/* Cancel of an adopted running action stops its process. */
+Test(adopt, an_adopted_action_can_be_cancelled)
+{
+	d_t *d = setup_keeper();
+	char id[64], pid[32], out[4096];
+	pid_t old = serving(d, NULL);
+
+	exec_pod(d);
+	exec_run(d, id, "echo started; exec /bin/sleep 300");
+	act_assert_state(d, id, "RUNNING", 10);
+	cr_assert(act_output_has(d, id, "started", 10));
+	cr_assert(act_field(d, id, "pid", pid, sizeof pid));
+	sleep_ms(200);
+	cr_assert_eq(kill(old, SIGKILL), 0);
+	cr_assert_gt(wait_new_tankd(d, old, 20), 0, "no new tankd");
+	/* Adopted: still RUNNING, the same process alive. */
+	cr_assert(wait_says(d, 10, "adopted    ", "daemon status"));
+	sleep_ms(500);
+	act_assert_state(d, id, "RUNNING", 1);
+	cr_assert(ts_alive((pid_t)atol(pid)), "the command died with tankd");
+	cr_assert_eq(ctl(d, out, sizeof out, "action cancel %s", id), 0, "%s", out);
+	act_assert_state(d, id, "CANCELLED", 20);
+	for (int i = 0; i < 200 && !dead((pid_t)atol(pid)); i++)
+		sleep_ms(20);
+	cr_assert(dead((pid_t)atol(pid)), "cancel did not stop the adopted process");
+	teardown(d);
+}
+
+/* A workflow job running at a kill -9 under the keeper (or a reexec):
+ * its process goes on, the job ends finished, the workflow goes on to the
+ * next task, and no new job is made for the task that ran. */
+static void job_across(bool reexec)
+{
+	d_t *d = reexec ? setup() : setup_keeper();
+	char y[2048], out[8192], path[256], text[4096];
+	pid_t old = serving(d, NULL);
+
+	snprintf(y, sizeof y,
+		 "kind: Task\nname: long\ntemplates:\n"
+		 "  - name: s\n    contents: |\n"
+		 "      echo run >> %s/long.log\n"
+		 "      echo job-first\n"
+		 "      /bin/sleep 2\n"
+		 "      echo job-second\n"
+		 "---\nkind: Task\nname: after\ntemplates:\n"
+		 "  - name: s\n    contents: echo ran >> %s/after.log\n"
+		 "---\nkind: Stage\nname: one\ntasks: [long, after]\n"
+		 "---\nkind: Workflow\nname: w\nstages: [one]\n"
+		 "---\nname: web\nworkflow: w\ncontainers:\n  - name: app\n"
+		 "    command: [/bin/sleep, \"3600\"]\n",
+		 d->dir, d->dir);
+	write_file(d, "wf.yaml", y);
+	cr_assert_eq(ctl(d, out, sizeof out, "apply -f %s/wf.yaml", d->dir), 0, "%s", out);
+	cr_assert(wait_says(d, 20, "state: running", "status job web/2"));
+	snprintf(path, sizeof path, "%s/long.log", d->dir);
+	for (int i = 0; i < 100; i++) {
+		read_text(path, text, sizeof text);
+		if (strstr(text, "run"))
+			break;
+		sleep_ms(50);
+	}
+	sleep_ms(300);                  /* the job's pid committed */
+	if (reexec) {
+		cr_assert_eq(ctl(d, out, sizeof out, "daemon reexec"), 0, "%s", out);
+		cr_assert(wait_says(d, 20, "reexecs    1", "daemon status"), "no reexec");
+	} else {
+		cr_assert_eq(kill(old, SIGKILL), 0);
+		cr_assert_gt(wait_new_tankd(d, old, 20), 0, "no new tankd");
+	}
+	cr_assert(wait_says(d, 20, "state: finished", "status job web/2"),
+		  "the adopted job did not finish");
+	cr_assert(wait_says(d, 20, "state: finished", "status job web/3"), "the next task");
+	snprintf(path, sizeof path, "%s/after.log", d->dir);
+	read_text(path, text, sizeof text);
+	cr_assert_str_eq(text, "ran\n");
+	snprintf(path, sizeof path, "%s/long.log", d->dir);
+	read_text(path, text, sizeof text);
+	cr_assert_str_eq(text, "run\n", "the task ran once, not again");
+	cr_assert_neq(ctl(d, out, sizeof out, "status job web/4"), 0,
+		      "no job beyond the two tasks' (and the stage's):\n%s", out);
+	cr_assert(says(d, "job-second", "job log web/2"),
+		  "the job's output after the gap is in its log");
+	teardown(d);
+}
+
+Test(adopt, a_running_workflow_job_survives_a_kill9_under_the_keeper)
+{
+	job_across(false);
+}
+
+Test(adopt, a_running_workflow_job_survives_a_reexec)
+{
+	job_across(true);
+}
+
+/* An adopted command's timeout counts from its start, not from the
+ * adoption: killed at 3 s of its own life although tankd died at 1.5 s. */
+Test(adopt, an_adopted_action_keeps_its_timeout_from_its_start)
+{
+	d_t *d = setup_keeper();
+	char id[64], out[4096], started[64], ended[64];
+	pid_t old = serving(d, NULL);
+
+	exec_pod(d);
+	cr_assert_eq(ctl(d, out, sizeof out, "action run web exec timeout=3s -- /bin/sh -c "
+			 "'echo t; exec /bin/sleep 300'"), 0, "%s", out);
+	cr_assert_eq(sscanf(out, "action %48s", id), 1, "%s", out);
+	act_assert_state(d, id, "RUNNING", 10);
+	cr_assert(act_output_has(d, id, "t", 10));
+	sleep_ms(1500);
+	cr_assert_eq(kill(old, SIGKILL), 0);
+	cr_assert_gt(wait_new_tankd(d, old, 20), 0, "no new tankd");
+	act_assert_state(d, id, "FAILED", 20);
+	cr_assert(says(d, "timeout", "action get %s", id), "killed at its timeout");
+	cr_assert(act_field(d, id, "started_at", started, sizeof started));
+	cr_assert(act_field(d, id, "ended_at", ended, sizeof ended));
+	int64_t ran = rfc3339_ms(ended) - rfc3339_ms(started);
+	cr_assert(ran >= 2900 && ran < 4300, "ran %lld ms, not its 3 s timeout", (long long)ran);
 	teardown(d);
 }
