@@ -587,6 +587,8 @@ Test(adopt, a_stack_stays_up_through_kill_9_and_reexec)
 	d->pid = 0;
 	cr_assert_not(ts_alive((pid_t)db), "db outlived a graceful stop");
 	cr_assert_not(ts_alive((pid_t)web), "web outlived a graceful stop");
+	teardown(d);
+}
 
 /* --- running actions and workflow jobs (issues 33 item 7, 34 item 7, 35 item 4) --- */
 
