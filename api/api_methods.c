@@ -28,6 +28,7 @@
 #include "pod/pod_spec.h"
 #include "reconciler/rc_loop.h"
 #include "manifest/mf.h"
+#include "manifest/mf_labels.h"
 #include "pod/pod_mgr.h"
 #include "kinds/kind.h"
 
@@ -447,6 +448,11 @@ static void apply_job_validate(apply_job_t *j, size_t max)
 		if (!(mk = mf_kind_of(&j->reg, &j->arr->via.array.ptr[i], j->zone, &rest, prefix,
 				      &j->errs)))
 			continue;
+		/* Every kind's labels, taken out and checked once here
+		 * (manifest/mf_labels.h); the kind validates the rest. */
+		msgpack_object labels;
+		if (mf_labels_take(&rest, j->zone, &labels, prefix, &j->errs) == -ENOMEM)
+			j->err = -ENOMEM;
 		kit_errors_init(&one);
 		int err = mk->validate(&rest, &obj, &name, &one);
 		if (err == -ENOMEM)
@@ -457,10 +463,10 @@ static void apply_job_validate(apply_job_t *j, size_t max)
 			continue;
 		kind_item_t *it = &j->items[i];
 		*it = (kind_item_t){ .kind = kind_of_mf(j->kinds, mk), .obj = obj, .name = name,
-				     .at = i };
+				     .at = i, .labels = labels };
 		/* Encoded now, so the commit is only the transaction. */
 		if (!j->errs.count && !j->err &&
-		    (err = it->kind->encode(obj, &it->buf, &it->len)) < 0)
+		    (err = kind_encode(it->kind, obj, &it->labels, &it->buf, &it->len)) < 0)
 			j->err = err;
 	}
 }
@@ -501,7 +507,8 @@ static int apply_all_build(apply_job_t *j, apply_all_t *a)
 		for (size_t i = 0; i < j->n; i++)
 			if (j->items[i].kind == kind) {
 				kind_item_t *it = &j->items[i];
-				if (!it->buf && (err = kind->encode(it->obj, &it->buf, &it->len)) < 0)
+				if (!it->buf && (err = kind_encode(kind, it->obj, &it->labels,
+								   &it->buf, &it->len)) < 0)
 					return err;
 				a->b.items[a->b.n++] = *it;
 			}
