@@ -28,6 +28,7 @@
 #include "cmd/lib/cli_describe.h"
 #include "cmd/lib/cli_fmt.h"
 #include "cmd/lib/cli_paths.h"
+#include "cmd/lib/cli_select.h"
 #include "cmd/lib/cli_wait.h"
 #include "manifest/mf_doc.h"
 #include "manifest/mf.h"
@@ -512,16 +513,22 @@ static int v_daemon(ctl_t *x, int argc, char **argv)
 
 /* Options of the verbs that print a document: --help and -o yaml|json.
  * Returns -1 to go on, or the exit status to return (help, usage). */
-static int ctl_output_opts(ctl_t *x, int argc, char **argv, enum mf_doc_format *fmt)
+static int ctl_output_opts(ctl_t *x, int argc, char **argv, enum mf_doc_format *fmt,
+			   const char **selector)
 {
 	static const struct option opts[] = {
 		{ "help", no_argument, NULL, OPT_HELP },
+		{ "selector", required_argument, NULL, 'l' },
 		{ "output", required_argument, NULL, 'o' }, { 0 } };
 	int o;
 
-	while ((o = getopt_long(argc, argv, ":o:", opts, NULL)) != -1) {
+	while ((o = getopt_long(argc, argv, ":o:l:", opts, NULL)) != -1) {
 		if (o == OPT_HELP)
 			return ctl_help(ctl_find(x->verb));
+		if (o == 'l' && selector) {
+			*selector = optarg;
+			continue;
+		}
 		if (o == 'o' && ctl_format(optarg, fmt) == 0)
 			continue;
 		return o == 'o' ? ctl_usage_error(x, "-o takes yaml or json") : ctl_bad_option(x, o, argv);
@@ -558,6 +565,19 @@ static int ctl_kind_table(const kind_t *k, const msgpack_object *statuses, const
 	return bad ? -1 : rows;
 }
 
+/* `-l SELECTOR` (cmd/lib/cli_select.h): 0 with *s parsed, or exit 2
+ * with a message naming it. */
+static int ctl_selector(ctl_t *x, const char *text, cli_sel_t *s)
+{
+	char why[512];
+	int err = cli_sel_parse(text, s, why, sizeof why);
+	if (err == -ENOMEM)
+		return ctl_fail(x, "out of memory");
+	if (err < 0)
+		return ctl_usage_error(x, "bad selector \"%s\": %s", text, why);
+	return 0;
+}
+
 /* One-name verbs with -o: get, status NAME. */
 static int v_get(ctl_t *x, int argc, char **argv)
 {
@@ -570,28 +590,46 @@ static int v_get(ctl_t *x, int argc, char **argv)
 	for (int i = 1; i < argc; i++)
 		structured |= !strcmp(argv[i], "-o") || !strncmp(argv[i], "-o", 2) ||
 			      !strncmp(argv[i], "--output", 8);
-	if ((r = ctl_output_opts(x, argc, argv, &fmt)) >= 0)
+	const char *selector = NULL;
+	if ((r = ctl_output_opts(x, argc, argv, &fmt, &selector)) >= 0)
 		return r;
 	if (argc - optind == 1 && (k = kind_find(ctl_kinds, argv[optind], strlen(argv[optind]))) &&
 	    strcasecmp(argv[optind], k->name) != 0) {
 		/* Every object of a kind (kubectl's `get KIND`): its table,
-		 * or with -o its objects, spec and status. */
-		if (!structured && k->ncols) {
-			if ((r = ctl_call(x, "status", ctl_is_default(k) ? NULL : pack_name_kind,
-					  &(name_kind_t){ NULL, k }, CTL_TIMEOUT_MS, &in)) != 0)
-				return r;
-			if (ctl_kind_table(k, in.result, NULL, (const char *)-1, ctl_now_ms(),
-					   true) < 0)
-				r = ctl_fail(x, "unexpected answer from tankd");
-			api_incoming_free(&in);
+		 * or with -o its objects, spec and status; with -l those
+		 * whose labels match. */
+		cli_sel_t sel = { 0 };
+		msgpack_object all;
+		msgpack_zone *z;
+		if (selector && (r = ctl_selector(x, selector, &sel)) != 0)
+			return r;
+		if (!structured && k->ncols)
+			r = ctl_call(x, "status", ctl_is_default(k) ? NULL : pack_name_kind,
+				     &(name_kind_t){ NULL, k }, CTL_TIMEOUT_MS, &in);
+		else
+			r = ctl_call(x, "list", pack_kind_only, (void *)k, CTL_TIMEOUT_MS, &in);
+		if (r) {
+			cli_sel_free(&sel);
 			return r;
 		}
-		if ((r = ctl_call(x, "list", pack_kind_only, (void *)k, CTL_TIMEOUT_MS, &in)) != 0)
-			return r;
-		r = ctl_emit(x, in.result, fmt);
+		if (!(z = msgpack_zone_new(1024)) || cli_sel_filter(&sel, in.result, z, &all) < 0)
+			r = ctl_fail(x, "out of memory");
+		else if (selector && all.type == MSGPACK_OBJECT_ARRAY && !all.via.array.size &&
+			 !structured)
+			fprintf(stderr, "No resources found\n");
+		else if (!structured && k->ncols)
+			r = ctl_kind_table(k, &all, NULL, (const char *)-1, ctl_now_ms(), true) < 0
+				? ctl_fail(x, "unexpected answer from tankd") : 0;
+		else
+			r = ctl_emit(x, &all, fmt);
+		if (z)
+			msgpack_zone_free(z);
+		cli_sel_free(&sel);
 		api_incoming_free(&in);
 		return r;
 	}
+	if (selector)
+		return ctl_usage_error(x, "-l takes a kind's plural (get pods -l app=web), not a name");
 	if (argc - optind == 1 && (k = kind_find(ctl_kinds, argv[optind], strlen(argv[optind]))))
 		return ctl_usage_error(x, "needs a %s name (an object named %s: get %s %s)",
 				       k->name, k->name, ctl_kinds[0]->name, k->name);
@@ -612,7 +650,7 @@ static int v_status(ctl_t *x, int argc, char **argv)
 	api_incoming_t in;
 	int r;
 
-	if ((r = ctl_output_opts(x, argc, argv, &fmt)) >= 0)
+	if ((r = ctl_output_opts(x, argc, argv, &fmt, NULL)) >= 0)
 		return r;
 	const kind_t *k = ctl_kind_word(argc, argv, 0);
 	if (argc - optind > 1)
@@ -776,12 +814,15 @@ static int v_ps(ctl_t *x, int argc, char **argv)
 		{ "quiet", no_argument, NULL, 'q' },
 		{ "no-headers", no_argument, NULL, OPT_NO_HEADERS },
 		{ "watch", no_argument, NULL, 'w' },
+		{ "selector", required_argument, NULL, 'l' },
 		{ "output", required_argument, NULL, 'o' }, { 0 } };
 	int o, r = 0, bad = 0;
 	bool grouped = false, quiet = false, watch = false, structured = false, as_names = false;
 	enum mf_doc_format fmt = MF_DOC_YAML;
+	const char *selector = NULL;
+	cli_sel_t sel = { 0 };
 
-	while ((o = getopt_long(argc, argv, ":qwo:", opts, NULL)) != -1) {
+	while ((o = getopt_long(argc, argv, ":qwo:l:", opts, NULL)) != -1) {
 		if (o == OPT_HELP)
 			return ctl_help(ctl_find(x->verb));
 		if (o == 'q')
@@ -790,6 +831,8 @@ static int v_ps(ctl_t *x, int argc, char **argv)
 			ctl_no_headers = true;
 		else if (o == 'w')
 			watch = true;
+		else if (o == 'l')
+			selector = optarg;
 		else if (o == 'o' && !strcmp(optarg, "name"))
 			as_names = true;
 		else if (o == 'o' && ctl_format(optarg, &fmt) == 0)
@@ -800,21 +843,32 @@ static int v_ps(ctl_t *x, int argc, char **argv)
 	}
 	if (watch && (quiet || structured || as_names))
 		return ctl_usage_error(x, "-w prints the table: not with -q or -o");
+	if (watch && selector)
+		return ctl_usage_error(x, "-w is not yet with -l");
+	if (selector && (r = ctl_selector(x, selector, &sel)) != 0)
+		return r;
 	char **names = argv + optind;
 	int nnames = argc - optind;
 	uint64_t now = ctl_now_ms();
 	api_incoming_t in, pin;
 	/* One status call for the pods: the table is one snapshot. */
-	if ((r = ctl_call(x, "status", NULL, NULL, CTL_TIMEOUT_MS, &in)) != 0)
+	if ((r = ctl_call(x, "status", NULL, NULL, CTL_TIMEOUT_MS, &in)) != 0) {
+		cli_sel_free(&sel);
 		return r;
+	}
 	msgpack_zone *z = msgpack_zone_new(1024);
-	msgpack_object pods;
-	if (!z || ctl_only_names(in.result, names, nnames, z, &pods) < 0) {
+	msgpack_object pods, all;
+	/* -l: the pods whose labels match, shown as named ones are (no
+	 * grouping by owner). */
+	if (!z || cli_sel_filter(&sel, in.result, z, &all) < 0 ||
+	    ctl_only_names(&all, names, nnames, z, &pods) < 0) {
 		if (z)
 			msgpack_zone_free(z);
 		api_incoming_free(&in);
+		cli_sel_free(&sel);
 		return ctl_fail(x, "out of memory");
 	}
+	cli_sel_free(&sel);
 	for (int j = 0; j < nnames; j++) {
 		bool seen = false;
 		for (uint32_t i = 0; pods.type == MSGPACK_OBJECT_ARRAY && i < pods.via.array.size; i++)
@@ -837,12 +891,20 @@ static int v_ps(ctl_t *x, int argc, char **argv)
 		api_incoming_free(&in);
 		return er ? er : r;
 	}
-	/* Named pods: their rows, without the grouping by owner. */
+	/* Named or selected pods: their rows, without the grouping by owner. */
+	if (selector && !nnames) {
+		grouped = true;
+		if (pods.via.array.size)
+			bad |= ctl_kind_table(ctl_kinds[0], &pods, NULL, (const char *)-1, now,
+					      true) < 0;
+		else
+			fprintf(stderr, "No resources found\n");
+	}
 	if (nnames > 0 && pods.via.array.size) {
 		grouped = true;
 		bad |= ctl_kind_table(ctl_kinds[0], &pods, NULL, (const char *)-1, now, true) < 0;
 	}
-	for (size_t i = 0; ctl_kinds[i] && !bad && nnames <= 0; i++) {
+	for (size_t i = 0; ctl_kinds[i] && !bad && nnames <= 0 && !selector; i++) {
 
 		const kind_t *p = ctl_kinds[i];
 		if (!p->children || p->children != ctl_kinds[0])
@@ -888,7 +950,7 @@ static int v_ps(ctl_t *x, int argc, char **argv)
 		}
 		api_incoming_free(&pin);
 	}
-	if (!r && !bad && !grouped && nnames <= 0)
+	if (!r && !bad && !grouped && nnames <= 0 && !selector)
 		bad |= ctl_kind_table(ctl_kinds[0], in.result, NULL, (const char *)-1, now, true) < 0;
 	if (bad)
 		r = ctl_fail(x, "unexpected answer from tankd");
