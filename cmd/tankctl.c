@@ -578,6 +578,56 @@ static int ctl_selector(ctl_t *x, const char *text, cli_sel_t *s)
 	return 0;
 }
 
+/* The names of k's objects whose labels match `selector` (one list
+ * call), as a NULL-terminated array in *out (ctl_names_free).  0, or the
+ * exit code with the error printed (a bad selector: 2). */
+static int ctl_selected(ctl_t *x, const kind_t *k, const char *selector, char ***out)
+{
+	api_incoming_t in;
+	cli_sel_t sel;
+	char **names = NULL;
+	size_t n = 0;
+	int r;
+
+	*out = NULL;
+	if ((r = ctl_selector(x, selector, &sel)) != 0)
+		return r;
+	if ((r = ctl_call(x, "list", pack_kind_only, (void *)k, CTL_TIMEOUT_MS, &in)) != 0) {
+		cli_sel_free(&sel);
+		return r;
+	}
+	const msgpack_object *all = in.result;
+	uint32_t cap = all->type == MSGPACK_OBJECT_ARRAY ? all->via.array.size : 0;
+	if (!(names = calloc(cap + 1, sizeof *names)))
+		r = ctl_fail(x, "out of memory");
+	for (uint32_t i = 0; !r && i < cap; i++) {
+		const msgpack_object *o = &all->via.array.ptr[i];
+		char nm[256];
+		if (!cli_sel_match_obj(&sel, o) || !api_obj_strcpy(api_map_get(o, "name"), nm, sizeof nm))
+			continue;
+		if (!(names[n++] = strdup(nm)))
+			r = ctl_fail(x, "out of memory");
+	}
+	cli_sel_free(&sel);
+	api_incoming_free(&in);
+	if (r) {
+		for (size_t i = 0; names && i < n; i++)
+			free(names[i]);
+		free(names);
+		return r;
+	}
+	qsort(names, n, sizeof *names, ctl_cmp_str);
+	*out = names;
+	return 0;
+}
+
+static void ctl_names_free(char **names)
+{
+	for (size_t i = 0; names && names[i]; i++)
+		free(names[i]);
+	free(names);
+}
+
 /* One-name verbs with -o: get, status NAME. */
 static int v_get(ctl_t *x, int argc, char **argv)
 {
@@ -1338,14 +1388,41 @@ static int v_kind_verb(ctl_t *x, int argc, char **argv)
 
 static int v_restart(ctl_t *x, int argc, char **argv)
 {
-	static const struct option opts[] = { { "help", no_argument, NULL, OPT_HELP }, { 0 } };
+	static const struct option opts[] = { { "help", no_argument, NULL, OPT_HELP },
+		{ "selector", required_argument, NULL, 'l' }, { 0 } };
 	api_incoming_t in;
+	const char *selector = NULL;
 	int o, r;
 
-	while ((o = getopt_long(argc, argv, ":", opts, NULL)) != -1) {
+	while ((o = getopt_long(argc, argv, ":l:", opts, NULL)) != -1) {
 		if (o == OPT_HELP)
 			return ctl_help(ctl_find(x->verb));
+		if (o == 'l') {
+			selector = optarg;
+			continue;
+		}
 		return ctl_bad_option(x, o, argv);
+	}
+	if (selector) {
+		/* Every pod whose labels match, one restart each. */
+		char **names;
+		if (argc != optind)
+			return ctl_usage_error(x, "takes a pod name or -l SELECTOR, not both");
+		if ((r = ctl_selected(x, ctl_kinds[0], selector, &names)) != 0)
+			return r;
+		if (!names[0])
+			fprintf(stderr, "No resources found\n");
+		for (size_t i = 0; names[i]; i++) {
+			int r2 = ctl_call(x, "restart", pack_name, names[i], CTL_TIMEOUT_MS, &in);
+			if (r2 == 0) {
+				printf("%s restarted\n", names[i]);
+				api_incoming_free(&in);
+			} else if (!r) {
+				r = r2;
+			}
+		}
+		ctl_names_free(names);
+		return r;
 	}
 	if (argc - optind != 1)
 		return ctl_usage_error(x, "needs one pod name");
@@ -2048,8 +2125,10 @@ static int v_delete(ctl_t *x, int argc, char **argv)
 	static const struct option opts[] = {
 		{ "help", no_argument, NULL, OPT_HELP },
 		{ "filename", required_argument, NULL, 'f' },
-		{ "ignore-not-found", no_argument, NULL, OPT_IGNORE_NF }, { 0 } };
+		{ "ignore-not-found", no_argument, NULL, OPT_IGNORE_NF },
+		{ "selector", required_argument, NULL, 'l' }, { 0 } };
 	const char **files = calloc((size_t)argc + 1, sizeof *files);
+	const char *selector = NULL;
 	size_t nfiles = 0;
 	ctl_batch_t bt;
 	ctl_gone_t gone = { 0 };
@@ -2059,12 +2138,14 @@ static int v_delete(ctl_t *x, int argc, char **argv)
 	memset(&bt, 0, sizeof bt);
 	if (!files)
 		return ctl_fail(x, "out of memory");
-	while ((o = getopt_long(argc, argv, ":f:", opts, NULL)) != -1) {
+	while ((o = getopt_long(argc, argv, ":f:l:", opts, NULL)) != -1) {
 		if (o == OPT_HELP) {
 			free(files);
 			return ctl_help(ctl_find(x->verb));
 		}
-		if (o == 'f') {
+		if (o == 'l') {
+			selector = optarg;
+		} else if (o == 'f') {
 			files[nfiles++] = optarg;
 		} else if (o == OPT_IGNORE_NF) {
 			ignore_nf = true;
@@ -2072,6 +2153,25 @@ static int v_delete(ctl_t *x, int argc, char **argv)
 			free(files);
 			return ctl_bad_option(x, o, argv);
 		}
+	}
+	if (selector) {
+		/* `delete [KIND] -l SELECTOR`: every object of the kind whose
+		 * labels match (none: kubectl's "No resources found", 0). */
+		const kind_t *k = ctl_kinds[0];
+		char **names;
+		free(files);
+		if (nfiles || argc - optind > 1 ||
+		    (argc - optind == 1 && !(k = kind_find(ctl_kinds, argv[optind],
+							   strlen(argv[optind])))))
+			return ctl_usage_error(x, "-l takes at most a kind, no names and no -f");
+		if ((r = ctl_selected(x, k, selector, &names)) != 0)
+			return r;
+		if (!names[0])
+			fprintf(stderr, "No resources found\n");
+		else
+			r = ctl_delete(x, names, k, true, NULL);
+		ctl_names_free(names);
+		return r;
 	}
 	if (!nfiles == (optind == argc)) {
 		free(files);
