@@ -2371,6 +2371,46 @@ static int ctl_previous_window(ctl_t *x, logs_params_t *p)
 	return 0;
 }
 
+/* `logs -l SELECTOR`: the logs of every pod whose labels match, one pod
+ * after the other (sorted by name), each line prefixed with `[NAME] `
+ * (kubectl's --prefix) and, in a pod of several containers, its
+ * container's name.  Not with -f (one stream per call). */
+static int ctl_logs_selected(ctl_t *x, int argc, const char *selector,
+			     logs_params_t *p, bool timestamps, bool previous)
+{
+	api_incoming_t in;
+	char **names;
+	int r;
+
+	if (argc != optind)
+		return ctl_usage_error(x, "takes a pod name or -l SELECTOR, not both");
+	if (p->follow || previous)
+		return ctl_usage_error(x, "-l is not with -f or --previous");
+	if ((r = ctl_selected(x, ctl_kinds[0], selector, &names)) != 0)
+		return r;
+	if (!names[0])
+		fprintf(stderr, "No resources found\n");
+	for (size_t i = 0; names[i]; i++) {
+		p->name = names[i];
+		int r2 = ctl_call(x, "logs", pack_logs, p, CTL_TIMEOUT_MS, &in);
+		if (r2) {
+			r = r ? r : r2;
+			continue;
+		}
+		if (in.result->type == MSGPACK_OBJECT_ARRAY)
+			for (uint32_t j = 0; j < in.result->via.array.size; j++) {
+				const msgpack_object *l = &in.result->via.array.ptr[j];
+				printf("[%s] ", names[i]);
+				ctl_print_line(l, !p->container && l->type == MSGPACK_OBJECT_MAP,
+					       timestamps);
+			}
+		api_incoming_free(&in);
+	}
+	ctl_names_free(names);
+	fflush(stdout);
+	return r;
+}
+
 static int v_logs(ctl_t *x, int argc, char **argv)
 {
 	static const struct option opts[] = {
@@ -2380,6 +2420,7 @@ static int v_logs(ctl_t *x, int argc, char **argv)
 		{ "since", required_argument, NULL, OPT_SINCE },
 		{ "timestamps", no_argument, NULL, 't' },
 		{ "previous", no_argument, NULL, 'p' },
+		{ "selector", required_argument, NULL, 'l' },
 		{ "follow", no_argument, NULL, 'f' }, { 0 } };
 	logs_params_t p = { .tail = -2, .since = -1, .until = -1 };
 	bool timestamps = false, previous = false;
@@ -2388,9 +2429,10 @@ static int v_logs(ctl_t *x, int argc, char **argv)
 	char why[256];
 	char *end;
 	uint64_t ms;
+	const char *selector = NULL;
 	int o, r;
 
-	while ((o = getopt_long(argc, argv, ":c:fn:tp", opts, NULL)) != -1) {
+	while ((o = getopt_long(argc, argv, ":c:fn:tpl:", opts, NULL)) != -1) {
 		if (o == OPT_HELP)
 			return ctl_help(ctl_find(x->verb));
 		if (o == 'c') {
@@ -2401,6 +2443,8 @@ static int v_logs(ctl_t *x, int argc, char **argv)
 			timestamps = true;
 		} else if (o == 'p') {
 			previous = true;
+		} else if (o == 'l') {
+			selector = optarg;
 		} else if (o == 'n') {
 			errno = 0;
 			p.tail = strtol(optarg, &end, 10);
@@ -2418,6 +2462,8 @@ static int v_logs(ctl_t *x, int argc, char **argv)
 			return ctl_bad_option(x, o, argv);
 		}
 	}
+	if (selector)
+		return ctl_logs_selected(x, argc, selector, &p, timestamps, previous);
 	if (argc - optind != 1)
 		return ctl_usage_error(x, "needs one pod name");
 	p.name = argv[optind];
