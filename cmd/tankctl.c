@@ -581,15 +581,35 @@ static int ctl_selector(ctl_t *x, const char *text, cli_sel_t *s)
 /* The names of k's objects whose labels match `selector` (one list
  * call), as a NULL-terminated array in *out (ctl_names_free).  0, or the
  * exit code with the error printed (a bad selector: 2). */
+static void ctl_names_free(char **names)
+{
+	for (size_t i = 0; names && names[i]; i++)
+		free(names[i]);
+	free(names);
+}
+
+static int ctl_selected_all(ctl_t *x, const kind_t *k, const char *selector, char ***out,
+			    char ***every);
+
 static int ctl_selected(ctl_t *x, const kind_t *k, const char *selector, char ***out)
+{
+	return ctl_selected_all(x, k, selector, out, NULL);
+}
+
+/* ctl_selected, and when every is not NULL every name of the kind too
+ * (matching or not), the same way. */
+static int ctl_selected_all(ctl_t *x, const kind_t *k, const char *selector, char ***out,
+			    char ***every)
 {
 	api_incoming_t in;
 	cli_sel_t sel;
-	char **names = NULL;
-	size_t n = 0;
+	char **names = NULL, **evn = NULL;
+	size_t n = 0, ne = 0;
 	int r;
 
 	*out = NULL;
+	if (every)
+		*every = NULL;
 	if ((r = ctl_selector(x, selector, &sel)) != 0)
 		return r;
 	if ((r = ctl_call(x, "list", pack_kind_only, (void *)k, CTL_TIMEOUT_MS, &in)) != 0) {
@@ -598,12 +618,17 @@ static int ctl_selected(ctl_t *x, const kind_t *k, const char *selector, char **
 	}
 	const msgpack_object *all = in.result;
 	uint32_t cap = all->type == MSGPACK_OBJECT_ARRAY ? all->via.array.size : 0;
-	if (!(names = calloc(cap + 1, sizeof *names)))
+	if (!(names = calloc(cap + 1, sizeof *names)) ||
+	    (every && !(evn = calloc(cap + 1, sizeof *evn))))
 		r = ctl_fail(x, "out of memory");
 	for (uint32_t i = 0; !r && i < cap; i++) {
 		const msgpack_object *o = &all->via.array.ptr[i];
 		char nm[256];
-		if (!cli_sel_match_obj(&sel, o) || !api_obj_strcpy(api_map_get(o, "name"), nm, sizeof nm))
+		if (!api_obj_strcpy(api_map_get(o, "name"), nm, sizeof nm))
+			continue;
+		if (evn && !(evn[ne++] = strdup(nm)))
+			r = ctl_fail(x, "out of memory");
+		if (r || !cli_sel_match_obj(&sel, o))
 			continue;
 		if (!(names[n++] = strdup(nm)))
 			r = ctl_fail(x, "out of memory");
@@ -611,21 +636,15 @@ static int ctl_selected(ctl_t *x, const kind_t *k, const char *selector, char **
 	cli_sel_free(&sel);
 	api_incoming_free(&in);
 	if (r) {
-		for (size_t i = 0; names && i < n; i++)
-			free(names[i]);
-		free(names);
+		ctl_names_free(names);
+		ctl_names_free(evn);
 		return r;
 	}
 	qsort(names, n, sizeof *names, ctl_cmp_str);
 	*out = names;
+	if (every)
+		*every = evn;
 	return 0;
-}
-
-static void ctl_names_free(char **names)
-{
-	for (size_t i = 0; names && names[i]; i++)
-		free(names[i]);
-	free(names);
 }
 
 /* One-name verbs with -o: get, status NAME. */
@@ -2615,11 +2634,70 @@ static bool ctl_event_of(const msgpack_object *ev, const kind_t *k, const char *
 	return !k || api_obj_streq(api_map_get(ev, k->name), name);
 }
 
+/* `events -l`: per kind, the names whose labels match and every name,
+ * from one list call each at the start; an object named by an event and
+ * in neither (made since) has its kind listed again, on a second
+ * connection (the first carries the stream). */
+typedef struct ev_sel {
+	const char *selector;
+	char **match[KIND_MAX], **every[KIND_MAX];
+} ev_sel_t;
+
+static bool ctl_in_names(char **names, const char *name)
+{
+	for (size_t i = 0; names && names[i]; i++)
+		if (!strcmp(names[i], name))
+			return true;
+	return false;
+}
+
+static int ctl_ev_sel_load(ctl_t *x, ev_sel_t *es, size_t ki)
+{
+	char **m, **ev;
+	int r = ctl_selected_all(x, ctl_kinds[ki], es->selector, &m, &ev);
+	if (r)
+		return r;
+	ctl_names_free(es->match[ki]);
+	ctl_names_free(es->every[ki]);
+	es->match[ki] = m;
+	es->every[ki] = ev;
+	return 0;
+}
+
+static void ctl_ev_sel_free(ev_sel_t *es)
+{
+	for (size_t i = 0; i < KIND_MAX; i++) {
+		ctl_names_free(es->match[i]);
+		ctl_names_free(es->every[i]);
+	}
+}
+
+/* Whether an object the event names (under its kind's name) matches. */
+static bool ctl_ev_sel_match(ctl_t *x, ev_sel_t *es, const msgpack_object *ev)
+{
+	for (size_t ki = 0; ctl_kinds[ki] && ki < KIND_MAX; ki++) {
+		char name[256];
+		if (!api_obj_strcpy(api_map_get(ev, ctl_kinds[ki]->name), name, sizeof name))
+			continue;
+		if (!ctl_in_names(es->every[ki], name)) {
+			api_client_t *stream = x->c;
+			x->c = NULL;
+			(void)ctl_ev_sel_load(x, es, ki);
+			api_client_close(x->c);
+			x->c = stream;
+		}
+		if (ctl_in_names(es->match[ki], name))
+			return true;
+	}
+	return false;
+}
+
 static int v_events(ctl_t *x, int argc, char **argv)
 {
 	static const struct option opts[] = {
 		{ "help", no_argument, NULL, OPT_HELP },
 		{ "since", required_argument, NULL, OPT_SINCE },
+		{ "selector", required_argument, NULL, 'l' },
 		{ "output", required_argument, NULL, 'o' }, { 0 } };
 	enum mf_doc_format fmt = MF_DOC_YAML;
 	bool structured = false;
@@ -2630,11 +2708,16 @@ static int v_events(ctl_t *x, int argc, char **argv)
 	tank_error_t e;
 	char why[256];
 	uint64_t ms;
+	ev_sel_t es = { 0 };
 	int o, r;
 
-	while ((o = getopt_long(argc, argv, ":o:", opts, NULL)) != -1) {
+	while ((o = getopt_long(argc, argv, ":o:l:", opts, NULL)) != -1) {
 		if (o == OPT_HELP)
 			return ctl_help(ctl_find(x->verb));
+		if (o == 'l') {
+			es.selector = optarg;
+			continue;
+		}
 		if (o == 'o' && ctl_format(optarg, &fmt) == 0) {
 			structured = true;
 			continue;
@@ -2663,28 +2746,41 @@ static int v_events(ctl_t *x, int argc, char **argv)
 	 * read line by line. */
 	if (structured && fmt == MF_DOC_JSON)
 		fmt = MF_DOC_JSON_LINE;
-	if ((r = ctl_call(x, "subscribe", pack_subscribe, &p, CTL_TIMEOUT_MS, &in)) != 0)
+	/* -l: the objects' labels, looked up before the stream starts. */
+	for (size_t ki = 0; es.selector && ctl_kinds[ki] && ki < KIND_MAX; ki++)
+		if ((r = ctl_ev_sel_load(x, &es, ki)) != 0) {
+			ctl_ev_sel_free(&es);
+			return r;
+		}
+	if ((r = ctl_call(x, "subscribe", pack_subscribe, &p, CTL_TIMEOUT_MS, &in)) != 0) {
+		ctl_ev_sel_free(&es);
 		return r;
+	}
 	api_incoming_free(&in);
 	for (;;) {
-		if ((r = api_client_next(x->c, -1, &in, &e)) < 0)
+		if ((r = api_client_next(x->c, -1, &in, &e)) < 0) {
+			ctl_ev_sel_free(&es);
 			return r == -ECONNRESET ? ctl_fail(x, "tankd closed the connection")
 						: ctl_fail(x, "%s", e.msg);
+		}
 		if (ctl_farewell(&in, why, sizeof why)) {
 			api_incoming_free(&in);
+			ctl_ev_sel_free(&es);
 			fflush(stdout);
 			return ctl_fail(x, "tankd: %s", why);
 		}
 		if (in.type == API_NOTIFICATION && strcmp(in.method, "event") == 0)
 			for (uint32_t i = 0; i < in.params->via.array.size; i++) {
 				const msgpack_object *ev = &in.params->via.array.ptr[i];
-				if (!ctl_event_of(ev, k, name))
+				if (!ctl_event_of(ev, k, name) ||
+				    (es.selector && !ctl_ev_sel_match(x, &es, ev)))
 					continue;
 				if (structured) {
 					if (fmt == MF_DOC_YAML)
 						fputs("---\n", stdout);
 					if ((r = ctl_emit(x, ev, fmt)) != 0) {
 						api_incoming_free(&in);
+						ctl_ev_sel_free(&es);
 						return r;
 					}
 				} else {
