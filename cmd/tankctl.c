@@ -2968,8 +2968,8 @@ static int v_describe(ctl_t *x, int argc, char **argv)
 {
 	static const struct option opts[] = { { "help", no_argument, NULL, OPT_HELP }, { 0 } };
 	static const char *const heads[] = { "AGE", "OBJECT", "FROM", "TO", "REASON" };
-	static const char *const spec_skip[] = { "name", "kind", "status", NULL };
-	static const char *const status_skip[] = { "name", "kind", NULL };
+	static const char *const spec_skip[] = { "name", "kind", "status", "labels", NULL };
+	static const char *const status_skip[] = { "name", "kind", "labels", NULL };
 	api_incoming_t st, spec, hist;
 	int o, r;
 
@@ -3007,6 +3007,19 @@ static int v_describe(ctl_t *x, int argc, char **argv)
 	clock_gettime(CLOCK_REALTIME, &ts);
 	uint64_t now = (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
 	printf("Name:    %s\nKind:    %s\n", nk.name, k->name);
+	/* Labels as kubectl shows them: k=v, one a line, <none> when none. */
+	const msgpack_object *lb = api_map_get(spec.result, "labels");
+	if (!lb || lb->type != MSGPACK_OBJECT_MAP || !lb->via.map.size) {
+		puts("Labels:  <none>");
+	} else {
+		for (uint32_t i = 0; i < lb->via.map.size; i++) {
+			const msgpack_object *lk = &lb->via.map.ptr[i].key, *lv = &lb->via.map.ptr[i].val;
+			if (lk->type != MSGPACK_OBJECT_STR || lv->type != MSGPACK_OBJECT_STR)
+				continue;
+			printf("%s%.*s=%.*s\n", i ? "         " : "Labels:  ", (int)lk->via.str.size,
+			       lk->via.str.ptr, (int)lv->via.str.size, lv->via.str.ptr);
+		}
+	}
 	r = cli_describe_map(stdout, st.result, 0, now, status_skip);
 	if (r == 0 && spec.result->type == MSGPACK_OBJECT_MAP) {
 		puts("Spec:");
