@@ -3086,31 +3086,36 @@ static const verb_t ctl_verbs[] = {
 	  "configure, a unified diff (diff -u) of its stored spec against the one\n"
 	  "the files give it, both in tank's canonical YAML.  Exit 0: no\n"
 	  "difference; 1: differences (or an error, on stderr)." },
-	{ "delete", v_delete, "[KIND] NAME... | -f FILE|DIR|- [-f …] [--ignore-not-found]",
+	{ "delete", v_delete,
+	  "[KIND] NAME... | -f FILE|DIR|- [-f …] | [KIND] -l SELECTOR [--ignore-not-found]",
 	  "Deletes the named pods, or the named objects of KIND (a kind's name,\n"
 	  "plural or short name) with what they own (or what the manifests of\n"
 	  "every -f hold, read as apply reads them); their containers are\n"
 	  "stopped.  A name that names nothing is an error (exit 1) unless\n"
-	  "--ignore-not-found; what went with its owner is not looked for again." },
-	{ "get", v_get, "[KIND] NAME | KINDS [-o yaml|json]",
+	  "--ignore-not-found; what went with its owner is not looked for again.\n"
+	  "-l SELECTOR: every object of KIND (pods by default) whose labels match\n"
+	  "(none: \"No resources found\", exit 0)." },
+	{ "get", v_get, "[KIND] NAME | KINDS [-l SELECTOR] [-o yaml|json]",
 	  "Prints a pod's (or an object of KIND's) desired spec with its\n"
 	  "generation (YAML by default), and its status for kinds above pods.\n"
 	  "`get KINDS` (a kind's plural or short name, pods too): the kind's\n"
-	  "table, or with -o every object." },
-	{ "ps", v_ps, "[NAME...] [-q] [--no-headers] [-o yaml|json|name] [-w]",
+	  "table, or with -o every object; -l: those whose labels match." },
+	{ "ps", v_ps, "[NAME...] [-l SELECTOR] [-q] [--no-headers] [-o yaml|json|name] [-w]",
 	  "Lists the objects that own pods (one table per owning kind), then the\n"
 	  "pods of each and the pods in none: NAME PHASE READY RESTARTS AGE PID\n"
 	  "REASON, from one status snapshot.  NAME...: those pods only (exit 1\n"
 	  "naming any that does not exist); -q: their names only; -o name:\n"
 	  "pod/NAME; -o yaml|json: their status maps; --no-headers: rows only;\n"
 	  "-w: then one row for each pod as its news comes (events, no polling),\n"
-	  "until interrupted." },
+	  "until interrupted.  -l SELECTOR: the pods whose labels match, in one\n"
+	  "table (k=v, k==v, k!=v, k, !k; a comma is AND)." },
 	{ "status", v_status, "[KIND] [NAME] [-o yaml|json]",
 	  "Prints the status of one pod or of all pods (with KIND: of that kind)." },
-	{ "restart", v_restart, "NAME",
-	  "Restarts a pod and resets its retries, also when it is terminal." },
+	{ "restart", v_restart, "NAME | -l SELECTOR",
+	  "Restarts a pod and resets its retries, also when it is terminal.\n"
+	  "-l SELECTOR: every pod whose labels match." },
 	{ "logs", v_logs,
-	  "NAME [-c CONTAINER] [-n|--tail N] [--since DURATION] [-t] [-p|--previous] [-f]",
+	  "NAME|-l SELECTOR [-c CONTAINER] [-n|--tail N] [--since DURATION] [-t] [-p|--previous] [-f]",
 	  "Prints a pod's captured output, the lines as the container wrote them:\n"
 	  "without -c, every container's in time order, each prefixed with\n"
 	  "[CONTAINER] when it has several.  The last 100 lines unless --tail N\n"
@@ -3118,13 +3123,16 @@ static const verb_t ctl_verbs[] = {
 	  "line with its time and stream (stdout, stderr) as tank stored it;\n"
 	  "--previous: the container's run before the current one (or its last\n"
 	  "run when it does not run now), whole unless --tail; -f keeps printing\n"
-	  "new lines until the pod has ended (or is deleted) and its log is drained." },
-	{ "events", v_events, "[KIND/NAME|NAME] [--since DURATION] [-o yaml|json]",
+	  "new lines until the pod has ended (or is deleted) and its log is drained.\n"
+	  "-l SELECTOR (not with -f, -p): every matching pod's, pod by pod, each\n"
+	  "line prefixed with [POD]." },
+	{ "events", v_events, "[KIND/NAME|NAME] [-l SELECTOR] [--since DURATION] [-o yaml|json]",
 	  "Prints the daemon's events as they happen (until interrupted): one per\n"
 	  "line, its time then key=value (values with spaces quoted); -o json is\n"
 	  "JSON Lines, -o yaml a document each.  KIND/NAME (or a pod's NAME): only\n"
 	  "that object's.  --since 10m first replays the last 10 minutes that tankd\n"
-	  "still holds (its last 1,000 events)." },
+	  "still holds (its last 1,000 events).  -l SELECTOR: only the events of\n"
+	  "objects whose labels match." },
 	{ "describe", v_describe, "[KIND] NAME | KIND/NAME",
 	  "Describes one object for a person: its status (times as RFC 3339 with\n"
 	  "their age; a pod's containers as a table with pid, restarts, last exit,\n"
