@@ -66,7 +66,7 @@ int mf_labels_take(msgpack_object *map, msgpack_zone *zone, msgpack_object *labe
 		   const char *prefix, kit_errors_t *errs)
 {
 	msgpack_object_map *m;
-	size_t before = errs->count;
+	bool bad = false;        /* errs may be NULL: counted here */
 	char q[96];
 
 	labels->type = MSGPACK_OBJECT_NIL;
@@ -98,41 +98,41 @@ int mf_labels_take(msgpack_object *map, msgpack_zone *zone, msgpack_object *labe
 	if (labels->type == MSGPACK_OBJECT_NIL)
 		return 0;
 	if (labels->type != MSGPACK_OBJECT_MAP) {
-		kit_errors_add(errs, "%slabels: must be a map of strings to strings, not %s",
+		bad = true, kit_errors_add(errs, "%slabels: must be a map of strings to strings, not %s",
 			       prefix, kit_type_name(labels->type));
 		return TANK_EINVALID;
 	}
 	if (labels->via.map.size > MF_LABELS_MAX)
-		kit_errors_add(errs, "%slabels: %u labels, at most %u", prefix,
+		bad = true, kit_errors_add(errs, "%slabels: %u labels, at most %u", prefix,
 			       labels->via.map.size, MF_LABELS_MAX);
 	for (uint32_t i = 0; i < labels->via.map.size; i++) {
 		const msgpack_object *k = &labels->via.map.ptr[i].key;
 		const msgpack_object *v = &labels->via.map.ptr[i].val;
 		if (k->type != MSGPACK_OBJECT_STR) {
-			kit_errors_add(errs, "%slabels: keys must be strings, not %s", prefix,
+			bad = true, kit_errors_add(errs, "%slabels: keys must be strings, not %s", prefix,
 				       kit_type_name(k->type));
 			continue;
 		}
 		kit_quote(k->via.str.ptr, k->via.str.size, q);
 		if (!mf_label_key_ok(k->via.str.ptr, k->via.str.size))
-			kit_errors_add(errs, "%slabels[%s]: a key is an optional DNS-subdomain "
+			bad = true, kit_errors_add(errs, "%slabels[%s]: a key is an optional DNS-subdomain "
 				       "prefix and '/', then a name of %s", prefix, q, MF__NAME_RULE);
 		for (uint32_t j = 0; j < i; j++) {
 			const msgpack_object *k2 = &labels->via.map.ptr[j].key;
 			if (k2->type == MSGPACK_OBJECT_STR && k2->via.str.size == k->via.str.size &&
 			    !memcmp(k2->via.str.ptr, k->via.str.ptr, k->via.str.size)) {
-				kit_errors_add(errs, "%slabels[%s]: given twice", prefix, q);
+				bad = true, kit_errors_add(errs, "%slabels[%s]: given twice", prefix, q);
 				break;
 			}
 		}
 		if (v->type != MSGPACK_OBJECT_STR)
-			kit_errors_add(errs, "%slabels[%s]: the value must be a string, not %s "
+			bad = true, kit_errors_add(errs, "%slabels[%s]: the value must be a string, not %s "
 				       "(quote it)", prefix, q, kit_type_name(v->type));
 		else if (!mf_label_value_ok(v->via.str.ptr, v->via.str.size))
-			kit_errors_add(errs, "%slabels[%s]: a value is empty or %s", prefix, q,
+			bad = true, kit_errors_add(errs, "%slabels[%s]: a value is empty or %s", prefix, q,
 				       MF__NAME_RULE);
 	}
-	return errs->count > before ? TANK_EINVALID : 0;
+	return bad ? TANK_EINVALID : 0;
 }
 
 static int mf__key_cmp(const void *a, const void *b)

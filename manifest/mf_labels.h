@@ -37,7 +37,8 @@
 /* Takes `labels` out of map: *map becomes a copy without it (its entries
  * allocated in zone, its values shared) and *labels its value (nil when
  * absent).  Problems are appended to errs, prefixed by prefix, as
- * `labels["bad key"]: <rule>`.  0, TANK_EINVALID, or -ENOMEM.  A non-map
+ * `labels["bad key"]: <rule>` (errs may be NULL).  0, TANK_EINVALID, or
+ * -ENOMEM.  A non-map
  * is left alone (0). */
 int mf_labels_take(msgpack_object *map, msgpack_zone *zone, msgpack_object *labels,
 		   const char *prefix, kit_errors_t *errs);
