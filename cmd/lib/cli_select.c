@@ -20,7 +20,7 @@ static char *cli__strndup_trim(const char *s, size_t len)
 
 static int cli__term(const char *s, size_t len, cli_sel_term_t *t, char *why, size_t cap)
 {
-	char *term = cli__strndup_trim(s, len), *op;
+	char *term = cli__strndup_trim(s, len), *op = NULL;
 	size_t klen = 0, skip = 0;
 
 	if (!term)
