@@ -252,3 +252,42 @@ Test(e2e, a_malformed_selector_exits_2_naming_it)
 	cr_assert(says(d, "web", "ps"));
 	teardown(d);
 }
+
+Test(e2e, events_l_shows_only_the_matching_objects_also_those_made_since)
+{
+	d_t *d = setup();
+	char out[65536], cmd[1024];
+	size_t n = 0;
+
+	write_file(d, "a.yaml", "name: eva\nlabels: {app: ev}\n"
+		   "containers: [{name: c, command: [/bin/sleep, '7331']}]\n"
+		   "---\nname: evb\ncontainers: [{name: c, command: [/bin/sleep, '7332']}]\n");
+	write_file(d, "b.yaml", "name: evc\nlabels: {app: ev}\n"
+		   "containers: [{name: c, command: [/bin/sleep, '7333']}]\n"
+		   "---\nname: evd\nlabels: {app: other}\n"
+		   "containers: [{name: c, command: [/bin/sleep, '7334']}]\n");
+	cr_assert_eq(ctl(d, out, sizeof out, "apply -f %s/a.yaml", d->dir), 0, "%s", out);
+	cr_assert(wait_phase(d, "eva", "running", 20));
+	cr_assert(wait_phase(d, "evb", "running", 20));
+	/* The replay (objects known at the start), then evc and evd, made
+	 * while the stream runs (looked up when their first event comes). */
+	snprintf(cmd, sizeof cmd, "timeout 4 %s/tankctl --socket %s events -l app=ev --since 5m 2>&1",
+		 bindir(), d->sock);
+	FILE *p = popen(cmd, "r");
+	cr_assert(p);
+	sleep_ms(1000);
+	cr_assert_eq(ctl(d, NULL, 0, "apply -f %s/b.yaml", d->dir), 0);
+	while (n + 1 < sizeof out) {
+		size_t k = fread(out + n, 1, sizeof out - 1 - n, p);
+		if (!k)
+			break;
+		n += k;
+	}
+	out[n] = '\0';
+	pclose(p);
+	cr_assert(strstr(out, "pod=eva "), "%s", out);
+	cr_assert(strstr(out, "pod=evc "), "made since: %s", out);
+	cr_assert(!strstr(out, "pod=evb "), "no labels: %s", out);
+	cr_assert(!strstr(out, "pod=evd "), "another value: %s", out);
+	teardown(d);
+}
