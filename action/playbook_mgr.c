@@ -16,6 +16,7 @@
 #include "common/tank_kinds.h"
 #include "common/tank_map.h"
 #include "reconciler/rc_fsm.h"
+#include "manifest/mf_labels.h"
 
 const st_coll_decl_t playbook_coll_decl = { .name = "playbooks", .noun = "playbook" };
 
@@ -267,8 +268,11 @@ static int pb_decode(const st_pod_t *p, pb_spec_t **out)
 	*out = NULL;
 	kit_errors_init(&errs);
 	msgpack_unpacked_init(&u);
-	if (msgpack_unpack_next(&u, p->spec, p->spec_len, &off) == MSGPACK_UNPACK_SUCCESS)
+	if (msgpack_unpack_next(&u, p->spec, p->spec_len, &off) == MSGPACK_UNPACK_SUCCESS) {
+		/* The labels every kind stores are not the kind's to read. */
+		mf_labels_drop(&u.data);
 		err = pb_spec_from(&u.data, out, &errs);
+	}
 	msgpack_unpacked_destroy(&u);
 	kit_errors_free(&errs);
 	return err;

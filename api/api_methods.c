@@ -29,6 +29,7 @@
 #include "pod/pod_spec.h"
 #include "reconciler/rc_loop.h"
 #include "manifest/mf.h"
+#include "manifest/mf_labels.h"
 #include "pod/pod_mgr.h"
 #include "kinds/kind.h"
 
@@ -448,6 +449,11 @@ static void apply_job_validate(apply_job_t *j, size_t max)
 		if (!(mk = mf_kind_of(&j->reg, &j->arr->via.array.ptr[i], j->zone, &rest, prefix,
 				      &j->errs)))
 			continue;
+		/* Every kind's labels, taken out and checked once here
+		 * (manifest/mf_labels.h); the kind validates the rest. */
+		msgpack_object labels;
+		if (mf_labels_take(&rest, j->zone, &labels, prefix, &j->errs) == -ENOMEM)
+			j->err = -ENOMEM;
 		kit_errors_init(&one);
 		int err = mk->validate(&rest, &obj, &name, &one);
 		if (err == -ENOMEM)
@@ -458,10 +464,10 @@ static void apply_job_validate(apply_job_t *j, size_t max)
 			continue;
 		kind_item_t *it = &j->items[i];
 		*it = (kind_item_t){ .kind = kind_of_mf(j->kinds, mk), .obj = obj, .name = name,
-				     .at = i };
+				     .at = i, .labels = labels };
 		/* Encoded now, so the commit is only the transaction. */
 		if (!j->errs.count && !j->err &&
-		    (err = it->kind->encode(obj, &it->buf, &it->len)) < 0)
+		    (err = kind_encode(it->kind, obj, &it->labels, &it->buf, &it->len)) < 0)
 			j->err = err;
 	}
 }
@@ -502,7 +508,8 @@ static int apply_all_build(apply_job_t *j, apply_all_t *a)
 		for (size_t i = 0; i < j->n; i++)
 			if (j->items[i].kind == kind) {
 				kind_item_t *it = &j->items[i];
-				if (!it->buf && (err = kind->encode(it->obj, &it->buf, &it->len)) < 0)
+				if (!it->buf && (err = kind_encode(kind, it->obj, &it->labels,
+								   &it->buf, &it->len)) < 0)
 					return err;
 				a->b.items[a->b.n++] = *it;
 			}
@@ -1188,7 +1195,9 @@ static void m_list(const api_call_t *call, const msgpack_object *params, void *c
  * keeps it for every kind: set when created, kept across a re-apply of a
  * changed spec, new when deleted and applied again), added here so that
  * no kind packs it and `ps` shows the object's age.  A map that has one
- * already keeps its own. */
+ * already keeps its own.  Likewise its `labels` (manifest/mf_labels.h:
+ * every kind's, in the stored spec), so that tankctl's `-l` selectors
+ * filter any kind's statuses. */
 typedef struct created_req {
 	const kind_env_t *env;
 	const kind_t *kind;
@@ -1197,8 +1206,43 @@ typedef struct created_req {
 	void *arg;
 	tank_map_t idx;              /* name -> 1 + its position in at[] */
 	int64_t *at;
+	char **lbl;                  /* [i]: its labels map packed, or NULL */
+	size_t *lbl_len;
 	size_t n, cap;
 } created_req_t;
+
+/* The labels of a stored spec, packed (NULL when none). */
+static int labels_packed(const st_pod_t *p, char **out, size_t *outlen)
+{
+	msgpack_unpacked u;
+	size_t off = 0;
+	int err = 0;
+
+	*out = NULL;
+	*outlen = 0;
+	/* Most objects have none: no unpacking for them. */
+	if (!p->spec || !memmem(p->spec, p->spec_len, "\xa6labels", 7))
+		return 0;
+	msgpack_unpacked_init(&u);
+	if (msgpack_unpack_next(&u, p->spec, p->spec_len, &off) == MSGPACK_UNPACK_SUCCESS) {
+		const msgpack_object *l = mf_labels_of(&u.data);
+		if (l) {
+			msgpack_sbuffer sb;
+			msgpack_packer pk;
+			msgpack_sbuffer_init(&sb);
+			msgpack_packer_init(&pk, &sb, msgpack_sbuffer_write);
+			if (msgpack_pack_object(&pk, *l)) {
+				msgpack_sbuffer_destroy(&sb);
+				err = -ENOMEM;
+			} else {
+				*out = sb.data;
+				*outlen = sb.size;
+			}
+		}
+	}
+	msgpack_unpacked_destroy(&u);
+	return err;
+}
 
 static int created_one(void *ctx, const st_pod_t *p)
 {
@@ -1209,37 +1253,60 @@ static int created_one(void *ctx, const st_pod_t *p)
 		if (!at)
 			return -ENOMEM;
 		c->at = at;
+		char **lbl = realloc(c->lbl, cap * sizeof *lbl);
+		if (!lbl)
+			return -ENOMEM;
+		c->lbl = lbl;
+		size_t *ll = realloc(c->lbl_len, cap * sizeof *ll);
+		if (!ll)
+			return -ENOMEM;
+		c->lbl_len = ll;
 		c->cap = cap;
 	}
 	c->at[c->n] = p->created_at;
-	if (tank_map_put(&c->idx, p->name, (void *)(uintptr_t)(c->n + 1), NULL) < 0)
+	if (labels_packed(p, &c->lbl[c->n], &c->lbl_len[c->n]) < 0)
 		return -ENOMEM;
 	c->n++;
+	if (tank_map_put(&c->idx, p->name, (void *)(uintptr_t)c->n, NULL) < 0)
+		return -ENOMEM;
 	return 0;
 }
 
-static int pack_with_created(msgpack_packer *pk, const msgpack_object *o, int64_t at)
+static int pack_with_created(msgpack_packer *pk, const msgpack_object *o, created_req_t *c,
+			     size_t i)
 {
+	int64_t at = i ? c->at[i - 1] : 0;
+	const char *lbl = i ? c->lbl[i - 1] : NULL;
 	int rc;
-	if (o->type != MSGPACK_OBJECT_MAP || at <= 0 || api_map_get(o, "created_at"))
+	if (o->type != MSGPACK_OBJECT_MAP)
 		return msgpack_pack_object(pk, *o) ? -ENOMEM : 0;
-	rc = msgpack_pack_map(pk, o->via.map.size + 1);
-	for (uint32_t i = 0; i < o->via.map.size; i++) {
-		rc |= msgpack_pack_object(pk, o->via.map.ptr[i].key);
-		rc |= msgpack_pack_object(pk, o->via.map.ptr[i].val);
+	bool add_at = at > 0 && !api_map_get(o, "created_at");
+	bool add_lbl = lbl && !api_map_get(o, "labels");
+	if (!add_at && !add_lbl)
+		return msgpack_pack_object(pk, *o) ? -ENOMEM : 0;
+	rc = msgpack_pack_map(pk, o->via.map.size + add_at + add_lbl);
+	for (uint32_t k = 0; k < o->via.map.size; k++) {
+		rc |= msgpack_pack_object(pk, o->via.map.ptr[k].key);
+		rc |= msgpack_pack_object(pk, o->via.map.ptr[k].val);
 	}
-	rc |= pk_key(pk, "created_at");
-	rc |= msgpack_pack_int64(pk, at);
+	if (add_at) {
+		rc |= pk_key(pk, "created_at");
+		rc |= msgpack_pack_int64(pk, at);
+	}
+	if (add_lbl) {
+		rc |= pk_key(pk, "labels");
+		rc |= pk->callback(pk->data, lbl, c->lbl_len[i - 1]);  /* packed already */
+	}
 	return rc ? -ENOMEM : 0;
 }
 
-static int64_t created_of(created_req_t *c, const msgpack_object *status)
+/* 1 + the position of status's object in the arrays, or 0. */
+static size_t created_of(created_req_t *c, const msgpack_object *status)
 {
 	char name[ST_NAME_MAX + 1];
 	if (!api_obj_strcpy(api_map_get(status, "name"), name, sizeof name))
 		return 0;
-	uintptr_t i = (uintptr_t)tank_map_get(&c->idx, name);
-	return i ? c->at[i - 1] : 0;
+	return (uintptr_t)tank_map_get(&c->idx, name);
 }
 
 static int pack_created(void *arg, msgpack_packer *pk, tank_error_t *e)
@@ -1277,14 +1344,20 @@ static int pack_created(void *arg, msgpack_packer *pk, tank_error_t *e)
 		const msgpack_object_array *a = &u.data.via.array;
 		err = msgpack_pack_array(pk, a->size) ? -ENOMEM : 0;
 		for (uint32_t i = 0; i < a->size && !err; i++)
-			err = pack_with_created(pk, &a->ptr[i], created_of(c, &a->ptr[i]));
+			err = pack_with_created(pk, &a->ptr[i], c, created_of(c, &a->ptr[i]));
 	} else {
-		err = pack_with_created(pk, &u.data, created_of(c, &u.data));
+		err = pack_with_created(pk, &u.data, c, created_of(c, &u.data));
 	}
 out:
 	msgpack_unpacked_destroy(&u);
 	msgpack_sbuffer_destroy(&sb);
 	tank_map_destroy(&c->idx);
+	for (size_t i = 0; i < c->n; i++)
+		free(c->lbl[i]);
+	free(c->lbl);
+	free(c->lbl_len);
+	c->lbl = NULL;
+	c->lbl_len = NULL;
 	free(c->at);
 	c->at = NULL;
 	c->n = c->cap = 0;

@@ -28,6 +28,7 @@
 #include "cmd/lib/cli_describe.h"
 #include "cmd/lib/cli_fmt.h"
 #include "cmd/lib/cli_paths.h"
+#include "cmd/lib/cli_select.h"
 #include "cmd/lib/cli_wait.h"
 #include "manifest/mf_doc.h"
 #include "manifest/mf.h"
@@ -512,16 +513,22 @@ static int v_daemon(ctl_t *x, int argc, char **argv)
 
 /* Options of the verbs that print a document: --help and -o yaml|json.
  * Returns -1 to go on, or the exit status to return (help, usage). */
-static int ctl_output_opts(ctl_t *x, int argc, char **argv, enum mf_doc_format *fmt)
+static int ctl_output_opts(ctl_t *x, int argc, char **argv, enum mf_doc_format *fmt,
+			   const char **selector)
 {
 	static const struct option opts[] = {
 		{ "help", no_argument, NULL, OPT_HELP },
+		{ "selector", required_argument, NULL, 'l' },
 		{ "output", required_argument, NULL, 'o' }, { 0 } };
 	int o;
 
-	while ((o = getopt_long(argc, argv, ":o:", opts, NULL)) != -1) {
+	while ((o = getopt_long(argc, argv, ":o:l:", opts, NULL)) != -1) {
 		if (o == OPT_HELP)
 			return ctl_help(ctl_find(x->verb));
+		if (o == 'l' && selector) {
+			*selector = optarg;
+			continue;
+		}
 		if (o == 'o' && ctl_format(optarg, fmt) == 0)
 			continue;
 		return o == 'o' ? ctl_usage_error(x, "-o takes yaml or json") : ctl_bad_option(x, o, argv);
@@ -558,6 +565,88 @@ static int ctl_kind_table(const kind_t *k, const msgpack_object *statuses, const
 	return bad ? -1 : rows;
 }
 
+/* `-l SELECTOR` (cmd/lib/cli_select.h): 0 with *s parsed, or exit 2
+ * with a message naming it. */
+static int ctl_selector(ctl_t *x, const char *text, cli_sel_t *s)
+{
+	char why[512];
+	int err = cli_sel_parse(text, s, why, sizeof why);
+	if (err == -ENOMEM)
+		return ctl_fail(x, "out of memory");
+	if (err < 0)
+		return ctl_usage_error(x, "bad selector \"%s\": %s", text, why);
+	return 0;
+}
+
+/* The names of k's objects whose labels match `selector` (one list
+ * call), as a NULL-terminated array in *out (ctl_names_free).  0, or the
+ * exit code with the error printed (a bad selector: 2). */
+static void ctl_names_free(char **names)
+{
+	for (size_t i = 0; names && names[i]; i++)
+		free(names[i]);
+	free(names);
+}
+
+static int ctl_selected_all(ctl_t *x, const kind_t *k, const char *selector, char ***out,
+			    char ***every);
+
+static int ctl_selected(ctl_t *x, const kind_t *k, const char *selector, char ***out)
+{
+	return ctl_selected_all(x, k, selector, out, NULL);
+}
+
+/* ctl_selected, and when every is not NULL every name of the kind too
+ * (matching or not), the same way. */
+static int ctl_selected_all(ctl_t *x, const kind_t *k, const char *selector, char ***out,
+			    char ***every)
+{
+	api_incoming_t in;
+	cli_sel_t sel;
+	char **names = NULL, **evn = NULL;
+	size_t n = 0, ne = 0;
+	int r;
+
+	*out = NULL;
+	if (every)
+		*every = NULL;
+	if ((r = ctl_selector(x, selector, &sel)) != 0)
+		return r;
+	if ((r = ctl_call(x, "list", pack_kind_only, (void *)k, CTL_TIMEOUT_MS, &in)) != 0) {
+		cli_sel_free(&sel);
+		return r;
+	}
+	const msgpack_object *all = in.result;
+	uint32_t cap = all->type == MSGPACK_OBJECT_ARRAY ? all->via.array.size : 0;
+	if (!(names = calloc(cap + 1, sizeof *names)) ||
+	    (every && !(evn = calloc(cap + 1, sizeof *evn))))
+		r = ctl_fail(x, "out of memory");
+	for (uint32_t i = 0; !r && i < cap; i++) {
+		const msgpack_object *o = &all->via.array.ptr[i];
+		char nm[256];
+		if (!api_obj_strcpy(api_map_get(o, "name"), nm, sizeof nm))
+			continue;
+		if (evn && !(evn[ne++] = strdup(nm)))
+			r = ctl_fail(x, "out of memory");
+		if (r || !cli_sel_match_obj(&sel, o))
+			continue;
+		if (!(names[n++] = strdup(nm)))
+			r = ctl_fail(x, "out of memory");
+	}
+	cli_sel_free(&sel);
+	api_incoming_free(&in);
+	if (r) {
+		ctl_names_free(names);
+		ctl_names_free(evn);
+		return r;
+	}
+	qsort(names, n, sizeof *names, ctl_cmp_str);
+	*out = names;
+	if (every)
+		*every = evn;
+	return 0;
+}
+
 /* One-name verbs with -o: get, status NAME. */
 static int v_get(ctl_t *x, int argc, char **argv)
 {
@@ -570,28 +659,46 @@ static int v_get(ctl_t *x, int argc, char **argv)
 	for (int i = 1; i < argc; i++)
 		structured |= !strcmp(argv[i], "-o") || !strncmp(argv[i], "-o", 2) ||
 			      !strncmp(argv[i], "--output", 8);
-	if ((r = ctl_output_opts(x, argc, argv, &fmt)) >= 0)
+	const char *selector = NULL;
+	if ((r = ctl_output_opts(x, argc, argv, &fmt, &selector)) >= 0)
 		return r;
 	if (argc - optind == 1 && (k = kind_find(ctl_kinds, argv[optind], strlen(argv[optind]))) &&
 	    strcasecmp(argv[optind], k->name) != 0) {
 		/* Every object of a kind (kubectl's `get KIND`): its table,
-		 * or with -o its objects, spec and status. */
-		if (!structured && k->ncols) {
-			if ((r = ctl_call(x, "status", ctl_is_default(k) ? NULL : pack_name_kind,
-					  &(name_kind_t){ NULL, k }, CTL_TIMEOUT_MS, &in)) != 0)
-				return r;
-			if (ctl_kind_table(k, in.result, NULL, (const char *)-1, ctl_now_ms(),
-					   true) < 0)
-				r = ctl_fail(x, "unexpected answer from tankd");
-			api_incoming_free(&in);
+		 * or with -o its objects, spec and status; with -l those
+		 * whose labels match. */
+		cli_sel_t sel = { 0 };
+		msgpack_object all;
+		msgpack_zone *z;
+		if (selector && (r = ctl_selector(x, selector, &sel)) != 0)
+			return r;
+		if (!structured && k->ncols)
+			r = ctl_call(x, "status", ctl_is_default(k) ? NULL : pack_name_kind,
+				     &(name_kind_t){ NULL, k }, CTL_TIMEOUT_MS, &in);
+		else
+			r = ctl_call(x, "list", pack_kind_only, (void *)k, CTL_TIMEOUT_MS, &in);
+		if (r) {
+			cli_sel_free(&sel);
 			return r;
 		}
-		if ((r = ctl_call(x, "list", pack_kind_only, (void *)k, CTL_TIMEOUT_MS, &in)) != 0)
-			return r;
-		r = ctl_emit(x, in.result, fmt);
+		if (!(z = msgpack_zone_new(1024)) || cli_sel_filter(&sel, in.result, z, &all) < 0)
+			r = ctl_fail(x, "out of memory");
+		else if (selector && all.type == MSGPACK_OBJECT_ARRAY && !all.via.array.size &&
+			 !structured)
+			fprintf(stderr, "No resources found\n");
+		else if (!structured && k->ncols)
+			r = ctl_kind_table(k, &all, NULL, (const char *)-1, ctl_now_ms(), true) < 0
+				? ctl_fail(x, "unexpected answer from tankd") : 0;
+		else
+			r = ctl_emit(x, &all, fmt);
+		if (z)
+			msgpack_zone_free(z);
+		cli_sel_free(&sel);
 		api_incoming_free(&in);
 		return r;
 	}
+	if (selector)
+		return ctl_usage_error(x, "-l takes a kind's plural (get pods -l app=web), not a name");
 	if (argc - optind == 1 && (k = kind_find(ctl_kinds, argv[optind], strlen(argv[optind]))))
 		return ctl_usage_error(x, "needs a %s name (an object named %s: get %s %s)",
 				       k->name, k->name, ctl_kinds[0]->name, k->name);
@@ -612,7 +719,7 @@ static int v_status(ctl_t *x, int argc, char **argv)
 	api_incoming_t in;
 	int r;
 
-	if ((r = ctl_output_opts(x, argc, argv, &fmt)) >= 0)
+	if ((r = ctl_output_opts(x, argc, argv, &fmt, NULL)) >= 0)
 		return r;
 	const kind_t *k = ctl_kind_word(argc, argv, 0);
 	if (argc - optind > 1)
@@ -776,12 +883,15 @@ static int v_ps(ctl_t *x, int argc, char **argv)
 		{ "quiet", no_argument, NULL, 'q' },
 		{ "no-headers", no_argument, NULL, OPT_NO_HEADERS },
 		{ "watch", no_argument, NULL, 'w' },
+		{ "selector", required_argument, NULL, 'l' },
 		{ "output", required_argument, NULL, 'o' }, { 0 } };
 	int o, r = 0, bad = 0;
 	bool grouped = false, quiet = false, watch = false, structured = false, as_names = false;
 	enum mf_doc_format fmt = MF_DOC_YAML;
+	const char *selector = NULL;
+	cli_sel_t sel = { 0 };
 
-	while ((o = getopt_long(argc, argv, ":qwo:", opts, NULL)) != -1) {
+	while ((o = getopt_long(argc, argv, ":qwo:l:", opts, NULL)) != -1) {
 		if (o == OPT_HELP)
 			return ctl_help(ctl_find(x->verb));
 		if (o == 'q')
@@ -790,6 +900,8 @@ static int v_ps(ctl_t *x, int argc, char **argv)
 			ctl_no_headers = true;
 		else if (o == 'w')
 			watch = true;
+		else if (o == 'l')
+			selector = optarg;
 		else if (o == 'o' && !strcmp(optarg, "name"))
 			as_names = true;
 		else if (o == 'o' && ctl_format(optarg, &fmt) == 0)
@@ -800,21 +912,32 @@ static int v_ps(ctl_t *x, int argc, char **argv)
 	}
 	if (watch && (quiet || structured || as_names))
 		return ctl_usage_error(x, "-w prints the table: not with -q or -o");
+	if (watch && selector)
+		return ctl_usage_error(x, "-w is not yet with -l");
+	if (selector && (r = ctl_selector(x, selector, &sel)) != 0)
+		return r;
 	char **names = argv + optind;
 	int nnames = argc - optind;
 	uint64_t now = ctl_now_ms();
 	api_incoming_t in, pin;
 	/* One status call for the pods: the table is one snapshot. */
-	if ((r = ctl_call(x, "status", NULL, NULL, CTL_TIMEOUT_MS, &in)) != 0)
+	if ((r = ctl_call(x, "status", NULL, NULL, CTL_TIMEOUT_MS, &in)) != 0) {
+		cli_sel_free(&sel);
 		return r;
+	}
 	msgpack_zone *z = msgpack_zone_new(1024);
-	msgpack_object pods;
-	if (!z || ctl_only_names(in.result, names, nnames, z, &pods) < 0) {
+	msgpack_object pods, all;
+	/* -l: the pods whose labels match, shown as named ones are (no
+	 * grouping by owner). */
+	if (!z || cli_sel_filter(&sel, in.result, z, &all) < 0 ||
+	    ctl_only_names(&all, names, nnames, z, &pods) < 0) {
 		if (z)
 			msgpack_zone_free(z);
 		api_incoming_free(&in);
+		cli_sel_free(&sel);
 		return ctl_fail(x, "out of memory");
 	}
+	cli_sel_free(&sel);
 	for (int j = 0; j < nnames; j++) {
 		bool seen = false;
 		for (uint32_t i = 0; pods.type == MSGPACK_OBJECT_ARRAY && i < pods.via.array.size; i++)
@@ -837,12 +960,20 @@ static int v_ps(ctl_t *x, int argc, char **argv)
 		api_incoming_free(&in);
 		return er ? er : r;
 	}
-	/* Named pods: their rows, without the grouping by owner. */
+	/* Named or selected pods: their rows, without the grouping by owner. */
+	if (selector && !nnames) {
+		grouped = true;
+		if (pods.via.array.size)
+			bad |= ctl_kind_table(ctl_kinds[0], &pods, NULL, (const char *)-1, now,
+					      true) < 0;
+		else
+			fprintf(stderr, "No resources found\n");
+	}
 	if (nnames > 0 && pods.via.array.size) {
 		grouped = true;
 		bad |= ctl_kind_table(ctl_kinds[0], &pods, NULL, (const char *)-1, now, true) < 0;
 	}
-	for (size_t i = 0; ctl_kinds[i] && !bad && nnames <= 0; i++) {
+	for (size_t i = 0; ctl_kinds[i] && !bad && nnames <= 0 && !selector; i++) {
 
 		const kind_t *p = ctl_kinds[i];
 		if (!p->children || p->children != ctl_kinds[0])
@@ -888,7 +1019,7 @@ static int v_ps(ctl_t *x, int argc, char **argv)
 		}
 		api_incoming_free(&pin);
 	}
-	if (!r && !bad && !grouped && nnames <= 0)
+	if (!r && !bad && !grouped && nnames <= 0 && !selector)
 		bad |= ctl_kind_table(ctl_kinds[0], in.result, NULL, (const char *)-1, now, true) < 0;
 	if (bad)
 		r = ctl_fail(x, "unexpected answer from tankd");
@@ -1276,14 +1407,41 @@ static int v_kind_verb(ctl_t *x, int argc, char **argv)
 
 static int v_restart(ctl_t *x, int argc, char **argv)
 {
-	static const struct option opts[] = { { "help", no_argument, NULL, OPT_HELP }, { 0 } };
+	static const struct option opts[] = { { "help", no_argument, NULL, OPT_HELP },
+		{ "selector", required_argument, NULL, 'l' }, { 0 } };
 	api_incoming_t in;
+	const char *selector = NULL;
 	int o, r;
 
-	while ((o = getopt_long(argc, argv, ":", opts, NULL)) != -1) {
+	while ((o = getopt_long(argc, argv, ":l:", opts, NULL)) != -1) {
 		if (o == OPT_HELP)
 			return ctl_help(ctl_find(x->verb));
+		if (o == 'l') {
+			selector = optarg;
+			continue;
+		}
 		return ctl_bad_option(x, o, argv);
+	}
+	if (selector) {
+		/* Every pod whose labels match, one restart each. */
+		char **names;
+		if (argc != optind)
+			return ctl_usage_error(x, "takes a pod name or -l SELECTOR, not both");
+		if ((r = ctl_selected(x, ctl_kinds[0], selector, &names)) != 0)
+			return r;
+		if (!names[0])
+			fprintf(stderr, "No resources found\n");
+		for (size_t i = 0; names[i]; i++) {
+			int r2 = ctl_call(x, "restart", pack_name, names[i], CTL_TIMEOUT_MS, &in);
+			if (r2 == 0) {
+				printf("%s restarted\n", names[i]);
+				api_incoming_free(&in);
+			} else if (!r) {
+				r = r2;
+			}
+		}
+		ctl_names_free(names);
+		return r;
 	}
 	if (argc - optind != 1)
 		return ctl_usage_error(x, "needs one pod name");
@@ -1986,8 +2144,10 @@ static int v_delete(ctl_t *x, int argc, char **argv)
 	static const struct option opts[] = {
 		{ "help", no_argument, NULL, OPT_HELP },
 		{ "filename", required_argument, NULL, 'f' },
-		{ "ignore-not-found", no_argument, NULL, OPT_IGNORE_NF }, { 0 } };
+		{ "ignore-not-found", no_argument, NULL, OPT_IGNORE_NF },
+		{ "selector", required_argument, NULL, 'l' }, { 0 } };
 	const char **files = calloc((size_t)argc + 1, sizeof *files);
+	const char *selector = NULL;
 	size_t nfiles = 0;
 	ctl_batch_t bt;
 	ctl_gone_t gone = { 0 };
@@ -1997,12 +2157,14 @@ static int v_delete(ctl_t *x, int argc, char **argv)
 	memset(&bt, 0, sizeof bt);
 	if (!files)
 		return ctl_fail(x, "out of memory");
-	while ((o = getopt_long(argc, argv, ":f:", opts, NULL)) != -1) {
+	while ((o = getopt_long(argc, argv, ":f:l:", opts, NULL)) != -1) {
 		if (o == OPT_HELP) {
 			free(files);
 			return ctl_help(ctl_find(x->verb));
 		}
-		if (o == 'f') {
+		if (o == 'l') {
+			selector = optarg;
+		} else if (o == 'f') {
 			files[nfiles++] = optarg;
 		} else if (o == OPT_IGNORE_NF) {
 			ignore_nf = true;
@@ -2010,6 +2172,25 @@ static int v_delete(ctl_t *x, int argc, char **argv)
 			free(files);
 			return ctl_bad_option(x, o, argv);
 		}
+	}
+	if (selector) {
+		/* `delete [KIND] -l SELECTOR`: every object of the kind whose
+		 * labels match (none: kubectl's "No resources found", 0). */
+		const kind_t *k = ctl_kinds[0];
+		char **names;
+		free(files);
+		if (nfiles || argc - optind > 1 ||
+		    (argc - optind == 1 && !(k = kind_find(ctl_kinds, argv[optind],
+							   strlen(argv[optind])))))
+			return ctl_usage_error(x, "-l takes at most a kind, no names and no -f");
+		if ((r = ctl_selected(x, k, selector, &names)) != 0)
+			return r;
+		if (!names[0])
+			fprintf(stderr, "No resources found\n");
+		else
+			r = ctl_delete(x, names, k, true, NULL);
+		ctl_names_free(names);
+		return r;
 	}
 	if (!nfiles == (optind == argc)) {
 		free(files);
@@ -2209,6 +2390,46 @@ static int ctl_previous_window(ctl_t *x, logs_params_t *p)
 	return 0;
 }
 
+/* `logs -l SELECTOR`: the logs of every pod whose labels match, one pod
+ * after the other (sorted by name), each line prefixed with `[NAME] `
+ * (kubectl's --prefix) and, in a pod of several containers, its
+ * container's name.  Not with -f (one stream per call). */
+static int ctl_logs_selected(ctl_t *x, int argc, const char *selector,
+			     logs_params_t *p, bool timestamps, bool previous)
+{
+	api_incoming_t in;
+	char **names;
+	int r;
+
+	if (argc != optind)
+		return ctl_usage_error(x, "takes a pod name or -l SELECTOR, not both");
+	if (p->follow || previous)
+		return ctl_usage_error(x, "-l is not with -f or --previous");
+	if ((r = ctl_selected(x, ctl_kinds[0], selector, &names)) != 0)
+		return r;
+	if (!names[0])
+		fprintf(stderr, "No resources found\n");
+	for (size_t i = 0; names[i]; i++) {
+		p->name = names[i];
+		int r2 = ctl_call(x, "logs", pack_logs, p, CTL_TIMEOUT_MS, &in);
+		if (r2) {
+			r = r ? r : r2;
+			continue;
+		}
+		if (in.result->type == MSGPACK_OBJECT_ARRAY)
+			for (uint32_t j = 0; j < in.result->via.array.size; j++) {
+				const msgpack_object *l = &in.result->via.array.ptr[j];
+				printf("[%s] ", names[i]);
+				ctl_print_line(l, !p->container && l->type == MSGPACK_OBJECT_MAP,
+					       timestamps);
+			}
+		api_incoming_free(&in);
+	}
+	ctl_names_free(names);
+	fflush(stdout);
+	return r;
+}
+
 static int v_logs(ctl_t *x, int argc, char **argv)
 {
 	static const struct option opts[] = {
@@ -2218,6 +2439,7 @@ static int v_logs(ctl_t *x, int argc, char **argv)
 		{ "since", required_argument, NULL, OPT_SINCE },
 		{ "timestamps", no_argument, NULL, 't' },
 		{ "previous", no_argument, NULL, 'p' },
+		{ "selector", required_argument, NULL, 'l' },
 		{ "follow", no_argument, NULL, 'f' }, { 0 } };
 	logs_params_t p = { .tail = -2, .since = -1, .until = -1 };
 	bool timestamps = false, previous = false;
@@ -2226,9 +2448,10 @@ static int v_logs(ctl_t *x, int argc, char **argv)
 	char why[256];
 	char *end;
 	uint64_t ms;
+	const char *selector = NULL;
 	int o, r;
 
-	while ((o = getopt_long(argc, argv, ":c:fn:tp", opts, NULL)) != -1) {
+	while ((o = getopt_long(argc, argv, ":c:fn:tpl:", opts, NULL)) != -1) {
 		if (o == OPT_HELP)
 			return ctl_help(ctl_find(x->verb));
 		if (o == 'c') {
@@ -2239,6 +2462,8 @@ static int v_logs(ctl_t *x, int argc, char **argv)
 			timestamps = true;
 		} else if (o == 'p') {
 			previous = true;
+		} else if (o == 'l') {
+			selector = optarg;
 		} else if (o == 'n') {
 			errno = 0;
 			p.tail = strtol(optarg, &end, 10);
@@ -2256,6 +2481,8 @@ static int v_logs(ctl_t *x, int argc, char **argv)
 			return ctl_bad_option(x, o, argv);
 		}
 	}
+	if (selector)
+		return ctl_logs_selected(x, argc, selector, &p, timestamps, previous);
 	if (argc - optind != 1)
 		return ctl_usage_error(x, "needs one pod name");
 	p.name = argv[optind];
@@ -2407,11 +2634,70 @@ static bool ctl_event_of(const msgpack_object *ev, const kind_t *k, const char *
 	return !k || api_obj_streq(api_map_get(ev, k->name), name);
 }
 
+/* `events -l`: per kind, the names whose labels match and every name,
+ * from one list call each at the start; an object named by an event and
+ * in neither (made since) has its kind listed again, on a second
+ * connection (the first carries the stream). */
+typedef struct ev_sel {
+	const char *selector;
+	char **match[KIND_MAX], **every[KIND_MAX];
+} ev_sel_t;
+
+static bool ctl_in_names(char **names, const char *name)
+{
+	for (size_t i = 0; names && names[i]; i++)
+		if (!strcmp(names[i], name))
+			return true;
+	return false;
+}
+
+static int ctl_ev_sel_load(ctl_t *x, ev_sel_t *es, size_t ki)
+{
+	char **m, **ev;
+	int r = ctl_selected_all(x, ctl_kinds[ki], es->selector, &m, &ev);
+	if (r)
+		return r;
+	ctl_names_free(es->match[ki]);
+	ctl_names_free(es->every[ki]);
+	es->match[ki] = m;
+	es->every[ki] = ev;
+	return 0;
+}
+
+static void ctl_ev_sel_free(ev_sel_t *es)
+{
+	for (size_t i = 0; i < KIND_MAX; i++) {
+		ctl_names_free(es->match[i]);
+		ctl_names_free(es->every[i]);
+	}
+}
+
+/* Whether an object the event names (under its kind's name) matches. */
+static bool ctl_ev_sel_match(ctl_t *x, ev_sel_t *es, const msgpack_object *ev)
+{
+	for (size_t ki = 0; ctl_kinds[ki] && ki < KIND_MAX; ki++) {
+		char name[256];
+		if (!api_obj_strcpy(api_map_get(ev, ctl_kinds[ki]->name), name, sizeof name))
+			continue;
+		if (!ctl_in_names(es->every[ki], name)) {
+			api_client_t *stream = x->c;
+			x->c = NULL;
+			(void)ctl_ev_sel_load(x, es, ki);
+			api_client_close(x->c);
+			x->c = stream;
+		}
+		if (ctl_in_names(es->match[ki], name))
+			return true;
+	}
+	return false;
+}
+
 static int v_events(ctl_t *x, int argc, char **argv)
 {
 	static const struct option opts[] = {
 		{ "help", no_argument, NULL, OPT_HELP },
 		{ "since", required_argument, NULL, OPT_SINCE },
+		{ "selector", required_argument, NULL, 'l' },
 		{ "output", required_argument, NULL, 'o' }, { 0 } };
 	enum mf_doc_format fmt = MF_DOC_YAML;
 	bool structured = false;
@@ -2422,11 +2708,16 @@ static int v_events(ctl_t *x, int argc, char **argv)
 	tank_error_t e;
 	char why[256];
 	uint64_t ms;
+	ev_sel_t es = { 0 };
 	int o, r;
 
-	while ((o = getopt_long(argc, argv, ":o:", opts, NULL)) != -1) {
+	while ((o = getopt_long(argc, argv, ":o:l:", opts, NULL)) != -1) {
 		if (o == OPT_HELP)
 			return ctl_help(ctl_find(x->verb));
+		if (o == 'l') {
+			es.selector = optarg;
+			continue;
+		}
 		if (o == 'o' && ctl_format(optarg, &fmt) == 0) {
 			structured = true;
 			continue;
@@ -2455,28 +2746,41 @@ static int v_events(ctl_t *x, int argc, char **argv)
 	 * read line by line. */
 	if (structured && fmt == MF_DOC_JSON)
 		fmt = MF_DOC_JSON_LINE;
-	if ((r = ctl_call(x, "subscribe", pack_subscribe, &p, CTL_TIMEOUT_MS, &in)) != 0)
+	/* -l: the objects' labels, looked up before the stream starts. */
+	for (size_t ki = 0; es.selector && ctl_kinds[ki] && ki < KIND_MAX; ki++)
+		if ((r = ctl_ev_sel_load(x, &es, ki)) != 0) {
+			ctl_ev_sel_free(&es);
+			return r;
+		}
+	if ((r = ctl_call(x, "subscribe", pack_subscribe, &p, CTL_TIMEOUT_MS, &in)) != 0) {
+		ctl_ev_sel_free(&es);
 		return r;
+	}
 	api_incoming_free(&in);
 	for (;;) {
-		if ((r = api_client_next(x->c, -1, &in, &e)) < 0)
+		if ((r = api_client_next(x->c, -1, &in, &e)) < 0) {
+			ctl_ev_sel_free(&es);
 			return r == -ECONNRESET ? ctl_fail(x, "tankd closed the connection")
 						: ctl_fail(x, "%s", e.msg);
+		}
 		if (ctl_farewell(&in, why, sizeof why)) {
 			api_incoming_free(&in);
+			ctl_ev_sel_free(&es);
 			fflush(stdout);
 			return ctl_fail(x, "tankd: %s", why);
 		}
 		if (in.type == API_NOTIFICATION && strcmp(in.method, "event") == 0)
 			for (uint32_t i = 0; i < in.params->via.array.size; i++) {
 				const msgpack_object *ev = &in.params->via.array.ptr[i];
-				if (!ctl_event_of(ev, k, name))
+				if (!ctl_event_of(ev, k, name) ||
+				    (es.selector && !ctl_ev_sel_match(x, &es, ev)))
 					continue;
 				if (structured) {
 					if (fmt == MF_DOC_YAML)
 						fputs("---\n", stdout);
 					if ((r = ctl_emit(x, ev, fmt)) != 0) {
 						api_incoming_free(&in);
+						ctl_ev_sel_free(&es);
 						return r;
 					}
 				} else {
@@ -2664,8 +2968,8 @@ static int v_describe(ctl_t *x, int argc, char **argv)
 {
 	static const struct option opts[] = { { "help", no_argument, NULL, OPT_HELP }, { 0 } };
 	static const char *const heads[] = { "AGE", "OBJECT", "FROM", "TO", "REASON" };
-	static const char *const spec_skip[] = { "name", "kind", "status", NULL };
-	static const char *const status_skip[] = { "name", "kind", NULL };
+	static const char *const spec_skip[] = { "name", "kind", "status", "labels", NULL };
+	static const char *const status_skip[] = { "name", "kind", "labels", NULL };
 	api_incoming_t st, spec, hist;
 	int o, r;
 
@@ -2703,6 +3007,19 @@ static int v_describe(ctl_t *x, int argc, char **argv)
 	clock_gettime(CLOCK_REALTIME, &ts);
 	uint64_t now = (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
 	printf("Name:    %s\nKind:    %s\n", nk.name, k->name);
+	/* Labels as kubectl shows them: k=v, one a line, <none> when none. */
+	const msgpack_object *lb = api_map_get(spec.result, "labels");
+	if (!lb || lb->type != MSGPACK_OBJECT_MAP || !lb->via.map.size) {
+		puts("Labels:  <none>");
+	} else {
+		for (uint32_t i = 0; i < lb->via.map.size; i++) {
+			const msgpack_object *lk = &lb->via.map.ptr[i].key, *lv = &lb->via.map.ptr[i].val;
+			if (lk->type != MSGPACK_OBJECT_STR || lv->type != MSGPACK_OBJECT_STR)
+				continue;
+			printf("%s%.*s=%.*s\n", i ? "         " : "Labels:  ", (int)lk->via.str.size,
+			       lk->via.str.ptr, (int)lv->via.str.size, lv->via.str.ptr);
+		}
+	}
 	r = cli_describe_map(stdout, st.result, 0, now, status_skip);
 	if (r == 0 && spec.result->type == MSGPACK_OBJECT_MAP) {
 		puts("Spec:");
@@ -2769,31 +3086,36 @@ static const verb_t ctl_verbs[] = {
 	  "configure, a unified diff (diff -u) of its stored spec against the one\n"
 	  "the files give it, both in tank's canonical YAML.  Exit 0: no\n"
 	  "difference; 1: differences (or an error, on stderr)." },
-	{ "delete", v_delete, "[KIND] NAME... | -f FILE|DIR|- [-f …] [--ignore-not-found]",
+	{ "delete", v_delete,
+	  "[KIND] NAME... | -f FILE|DIR|- [-f …] | [KIND] -l SELECTOR [--ignore-not-found]",
 	  "Deletes the named pods, or the named objects of KIND (a kind's name,\n"
 	  "plural or short name) with what they own (or what the manifests of\n"
 	  "every -f hold, read as apply reads them); their containers are\n"
 	  "stopped.  A name that names nothing is an error (exit 1) unless\n"
-	  "--ignore-not-found; what went with its owner is not looked for again." },
-	{ "get", v_get, "[KIND] NAME | KINDS [-o yaml|json]",
+	  "--ignore-not-found; what went with its owner is not looked for again.\n"
+	  "-l SELECTOR: every object of KIND (pods by default) whose labels match\n"
+	  "(none: \"No resources found\", exit 0)." },
+	{ "get", v_get, "[KIND] NAME | KINDS [-l SELECTOR] [-o yaml|json]",
 	  "Prints a pod's (or an object of KIND's) desired spec with its\n"
 	  "generation (YAML by default), and its status for kinds above pods.\n"
 	  "`get KINDS` (a kind's plural or short name, pods too): the kind's\n"
-	  "table, or with -o every object." },
-	{ "ps", v_ps, "[NAME...] [-q] [--no-headers] [-o yaml|json|name] [-w]",
+	  "table, or with -o every object; -l: those whose labels match." },
+	{ "ps", v_ps, "[NAME...] [-l SELECTOR] [-q] [--no-headers] [-o yaml|json|name] [-w]",
 	  "Lists the objects that own pods (one table per owning kind), then the\n"
 	  "pods of each and the pods in none: NAME PHASE READY RESTARTS AGE PID\n"
 	  "REASON, from one status snapshot.  NAME...: those pods only (exit 1\n"
 	  "naming any that does not exist); -q: their names only; -o name:\n"
 	  "pod/NAME; -o yaml|json: their status maps; --no-headers: rows only;\n"
 	  "-w: then one row for each pod as its news comes (events, no polling),\n"
-	  "until interrupted." },
+	  "until interrupted.  -l SELECTOR: the pods whose labels match, in one\n"
+	  "table (k=v, k==v, k!=v, k, !k; a comma is AND)." },
 	{ "status", v_status, "[KIND] [NAME] [-o yaml|json]",
 	  "Prints the status of one pod or of all pods (with KIND: of that kind)." },
-	{ "restart", v_restart, "NAME",
-	  "Restarts a pod and resets its retries, also when it is terminal." },
+	{ "restart", v_restart, "NAME | -l SELECTOR",
+	  "Restarts a pod and resets its retries, also when it is terminal.\n"
+	  "-l SELECTOR: every pod whose labels match." },
 	{ "logs", v_logs,
-	  "NAME [-c CONTAINER] [-n|--tail N] [--since DURATION] [-t] [-p|--previous] [-f]",
+	  "NAME|-l SELECTOR [-c CONTAINER] [-n|--tail N] [--since DURATION] [-t] [-p|--previous] [-f]",
 	  "Prints a pod's captured output, the lines as the container wrote them:\n"
 	  "without -c, every container's in time order, each prefixed with\n"
 	  "[CONTAINER] when it has several.  The last 100 lines unless --tail N\n"
@@ -2801,13 +3123,16 @@ static const verb_t ctl_verbs[] = {
 	  "line with its time and stream (stdout, stderr) as tank stored it;\n"
 	  "--previous: the container's run before the current one (or its last\n"
 	  "run when it does not run now), whole unless --tail; -f keeps printing\n"
-	  "new lines until the pod has ended (or is deleted) and its log is drained." },
-	{ "events", v_events, "[KIND/NAME|NAME] [--since DURATION] [-o yaml|json]",
+	  "new lines until the pod has ended (or is deleted) and its log is drained.\n"
+	  "-l SELECTOR (not with -f, -p): every matching pod's, pod by pod, each\n"
+	  "line prefixed with [POD]." },
+	{ "events", v_events, "[KIND/NAME|NAME] [-l SELECTOR] [--since DURATION] [-o yaml|json]",
 	  "Prints the daemon's events as they happen (until interrupted): one per\n"
 	  "line, its time then key=value (values with spaces quoted); -o json is\n"
 	  "JSON Lines, -o yaml a document each.  KIND/NAME (or a pod's NAME): only\n"
 	  "that object's.  --since 10m first replays the last 10 minutes that tankd\n"
-	  "still holds (its last 1,000 events)." },
+	  "still holds (its last 1,000 events).  -l SELECTOR: only the events of\n"
+	  "objects whose labels match." },
 	{ "describe", v_describe, "[KIND] NAME | KIND/NAME",
 	  "Describes one object for a person: its status (times as RFC 3339 with\n"
 	  "their age; a pod's containers as a table with pid, restarts, last exit,\n"

@@ -12,6 +12,7 @@
 #include <strings.h>
 
 #include "common/kit.h"
+#include "manifest/mf_labels.h"
 
 static bool word_is(const char *name, const char *word, size_t len)
 {
@@ -67,6 +68,27 @@ void kind_registry(const kind_t *const *kinds, mf_registry_t *r)
 	for (size_t i = 0; kinds && kinds[i]; i++)
 		if (kinds[i]->mf)
 			(void)mf_register(r, kinds[i]->mf);
+}
+
+int kind_encode(const kind_t *k, const void *obj, const msgpack_object *labels, char **buf,
+		size_t *len)
+{
+	char *raw = NULL;
+	size_t rlen = 0;
+	int err;
+
+	*buf = NULL;
+	*len = 0;
+	if ((err = k->encode(obj, &raw, &rlen)) < 0)
+		return err;
+	if (!labels || labels->type != MSGPACK_OBJECT_MAP || !labels->via.map.size) {
+		*buf = raw;
+		*len = rlen;
+		return 0;
+	}
+	err = mf_labels_append(raw, rlen, labels, buf, len);
+	free(raw);
+	return err;
 }
 
 const char *kind_names_list(const kind_t *const *kinds, char *buf, size_t cap)

@@ -94,8 +94,11 @@ typedef struct kind_item {
 	const char *name;            /* borrowed from obj */
 	size_t at;
 	bool is_inline;
-	char *buf;                   /* canonical encoding (owned) */
+	char *buf;                   /* canonical encoding (owned), its labels
+				      * included (kind_encode) */
 	size_t len;
+	msgpack_object labels;       /* checked `labels` (nil: none), borrowed
+				      * from the request (manifest/mf_labels.h) */
 } kind_item_t;
 
 typedef struct kind_batch {
@@ -344,6 +347,11 @@ void *kind_inst(const kind_env_t *env, const kind_t *k);
 void kind_registry(const kind_t *const *kinds, mf_registry_t *r);
 /* "pod", "stack" …: the names, quoted and comma-separated, into buf. */
 const char *kind_names_list(const kind_t *const *kinds, char *buf, size_t cap);
+
+/* The canonical bytes of obj (k->encode) with the object's labels (nil:
+ * none) added as every kind's stored metadata (mf_labels_append). */
+int kind_encode(const kind_t *k, const void *obj, const msgpack_object *labels, char **buf,
+		size_t *len);
 
 /* ---- the store, for any kind ---------------------------------------------- */
 

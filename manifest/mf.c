@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "common/tank_err.h"
+#include "manifest/mf_labels.h"
 
 int mf_register(mf_registry_t *r, const mf_kind_t *k)
 {
@@ -176,6 +177,12 @@ int mf_parse(const mf_registry_t *r, const char *text, size_t len,
 			invalid = true;
 			continue;
 		}
+		/* Labels are every kind's: taken out and checked here, so no
+		 * kind's validator knows them (mf_labels.h). */
+		rc = mf_labels_take(&rest, m->docs->zone, &ob->labels, pfx, errs);
+		if (rc == -ENOMEM)
+			goto fail;
+		bool bad_labels = rc < 0;
 		kit_errors_init(&local);
 		rc = ob->kind->validate(&rest, &ob->obj, &ob->name, &local);
 		kit_errors_move(errs, &local, pfx);
@@ -187,6 +194,8 @@ int mf_parse(const mf_registry_t *r, const char *text, size_t len,
 			invalid = true;
 			continue;
 		}
+		if (bad_labels)
+			invalid = true;
 		for (size_t j = 0; j < i; j++) {
 			const mf_object_t *o2 = &m->objs[j];
 			if (o2->obj && o2->kind == ob->kind && strcmp(o2->name, ob->name) == 0) {

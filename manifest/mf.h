@@ -6,8 +6,8 @@
  * manifest/ validates no field itself.  A kind registers an mf_kind_t (its
  * name and validator) in an mf_registry_t; mf_parse() reads YAML or JSON
  * text (mf_doc), flattens documents and list documents into objects,
- * reads and strips each object's `kind`, and calls that kind's validator
- * on the rest.  An unknown kind is an error naming the document; names
+ * reads and strips each object's `kind` and `labels` (checked for every
+ * kind by mf_labels.h), and calls that kind's validator on the rest.  An unknown kind is an error naming the document; names
  * must be unique per kind.
  *
  * All or nothing: a manifest with any invalid object, a syntax error, an
@@ -72,6 +72,8 @@ typedef struct mf_object {
 	const char *name;            /* borrowed from obj */
 	const msgpack_object *raw;   /* as written, `kind` included (borrowed
 				      * from docs) */
+	msgpack_object labels;       /* its `labels` (checked; nil when none;
+				      * mf_labels.h), borrowed from docs */
 } mf_object_t;
 
 typedef struct mf_manifest {

@@ -13,6 +13,7 @@
 #include "common/kit.h"
 #include "common/kit_frame.h"
 #include "common/kit_units.h"
+#include "manifest/mf_labels.h"
 
 /* ---- names ------------------------------------------------------------ */
 
@@ -1648,6 +1649,8 @@ int pod_spec_decode(const void *buf, size_t len, pod_spec_t **out, tank_error_t 
 		msgpack_unpacked_destroy(&u);
 		return tank_error_set(err, TANK_ECORRUPT, "corrupt msgpack");
 	}
+	/* The labels every kind stores are not the kind's to read. */
+	mf_labels_drop(&u.data);
 	rc = pod_spec_from_msgpack(&u.data, out, NULL);
 	if (rc < 0)
 		tank_error_set(err, rc, "%s", tank_strerror(rc));

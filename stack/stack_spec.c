@@ -12,6 +12,7 @@
 
 #include "common/kit.h"
 #include "common/kit_frame.h"
+#include "manifest/mf_labels.h"
 
 static const char *const desired_names[] = { [STACK_UP] = "up", [STACK_DOWN] = "down" };
 static const char *const on_failure_names[] = {
@@ -384,6 +385,8 @@ int stack_spec_decode(const void *buf, size_t len, stack_spec_t **out, tank_erro
 		return tank_error_set(err, TANK_ECORRUPT, "corrupt msgpack");
 	}
 	kit_errors_init(&errs);
+	/* The labels every kind stores are not the kind's to read. */
+	mf_labels_drop(&u.data);
 	rc = stack_spec_from_msgpack(&u.data, out, &errs);
 	if (rc < 0)
 		tank_error_set(err, rc, "%s", errs.count && errs.stored ? errs.msgs[0]

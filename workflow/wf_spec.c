@@ -11,6 +11,7 @@
 #include "common/kit.h"
 #include "common/kit_frame.h"
 #include "workflow/wf_tmpl.h"
+#include "manifest/mf_labels.h"
 
 static const char *const what_names[] = { "task", "stage", "workflow" };
 
@@ -334,6 +335,8 @@ int wf_spec_decode(wf_what_t what, const void *buf, size_t len, wf_spec_t **out,
 	}
 	kit_errors_t errs;
 	kit_errors_init(&errs);
+	/* The labels every kind stores are not the kind's to read. */
+	mf_labels_drop(&u.data);
 	rc = wf_spec_from_msgpack(what, &u.data, out, &errs);
 	if (rc < 0)
 		tank_error_set(e, rc == TANK_EINVALID ? TANK_ECORRUPT : rc, "stored %s: %s",
