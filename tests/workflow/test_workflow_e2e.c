@@ -171,7 +171,7 @@ Test(workflow, exit_0_finishes_and_the_next_task_runs)
 	d_t *d = exit_setup(0);
 	char p[256];
 	path_of(d, "second.log", p, sizeof p);
-	cr_assert(wait_lines(p, 1, 20));
+	cr_assert(wait_lines(p, 1, 60));
 	cr_assert(says(d, "finished", "jobs web"));
 	path_of(d, "first.log", p, sizeof p);
 	cr_assert_eq(lines(p), 1, "run once");
@@ -182,7 +182,7 @@ Test(workflow, exit_16_stops_the_agent_and_leaves_the_pod_as_it_is)
 {
 	d_t *d = exit_setup(16);
 	char p[256];
-	cr_assert(wait_says(d, 20, "task 1/2 stopped", "ps"));
+	cr_assert(wait_says(d, 60, "task 1/2 stopped", "ps"));
 	long pid = app_pid(d);
 	sleep_ms(1000);
 	path_of(d, "second.log", p, sizeof p);
@@ -192,7 +192,7 @@ Test(workflow, exit_16_stops_the_agent_and_leaves_the_pod_as_it_is)
 	cr_assert(says(d, "agent: exit", "workflow status web"));
 	/* retry starts the agent again: the next task. */
 	cr_assert_eq(ctl(d, NULL, 0, "workflow retry web"), 0);
-	cr_assert(wait_lines(p, 1, 20));
+	cr_assert(wait_lines(p, 1, 60));
 	teardown(d);
 }
 
@@ -200,15 +200,15 @@ Test(workflow, exit_32_powers_the_pod_off)
 {
 	d_t *d = exit_setup(32);
 	char p[256];
-	cr_assert(wait_says(d, 20, "poweroff", "ps"));
-	cr_assert(wait_says(d, 20, "pid: null", "status web"), "the container is stopped");
+	cr_assert(wait_says(d, 60, "poweroff", "ps"));
+	cr_assert(wait_says(d, 60, "pid: null", "status web"), "the container is stopped");
 	path_of(d, "second.log", p, sizeof p);
 	cr_assert_eq(lines(p), 0);
 	/* retry powers it on: the containers start, the next task runs. */
 	cr_assert_eq(ctl(d, NULL, 0, "workflow retry web"), 0);
-	cr_assert(wait_lines(p, 1, 20));
+	cr_assert(wait_lines(p, 1, 60));
 	path_of(d, "starts.log", p, sizeof p);
-	cr_assert(wait_lines(p, 2, 10), "started again");
+	cr_assert(wait_lines(p, 2, 30), "started again");
 	teardown(d);
 }
 
@@ -218,9 +218,9 @@ Test(workflow, exit_64_reboots_then_runs_the_next_task)
 	char p[256];
 	long a, b;
 	path_of(d, "second.log", p, sizeof p);
-	cr_assert(wait_lines(p, 1, 20), "the next task after the reboot");
+	cr_assert(wait_lines(p, 1, 60), "the next task after the reboot");
 	path_of(d, "starts.log", p, sizeof p);
-	cr_assert(wait_lines(p, 2, 10), "the containers restarted");
+	cr_assert(wait_lines(p, 2, 30), "the containers restarted");
 	start_pids(d, &a, &b);
 	cr_assert(a > 1 && b > 1 && a != b, "a new pid: %ld, then %ld", a, b);
 	path_of(d, "first.log", p, sizeof p);
@@ -233,7 +233,7 @@ Test(workflow, exit_128_runs_the_same_task_again)
 	d_t *d = exit_setup(128);
 	char p[256];
 	path_of(d, "second.log", p, sizeof p);
-	cr_assert(wait_lines(p, 1, 20));
+	cr_assert(wait_lines(p, 1, 60));
 	path_of(d, "first.log", p, sizeof p);
 	cr_assert_eq(lines(p), 2, "run twice: incomplete, then finished");
 	path_of(d, "starts.log", p, sizeof p);
@@ -249,11 +249,11 @@ Test(workflow, exit_192_is_incomplete_and_reboot)
 	char p[256];
 	long a, b;
 	path_of(d, "second.log", p, sizeof p);
-	cr_assert(wait_lines(p, 1, 20));
+	cr_assert(wait_lines(p, 1, 60));
 	path_of(d, "first.log", p, sizeof p);
 	cr_assert_eq(lines(p), 2, "re-run after the reboot");
 	path_of(d, "starts.log", p, sizeof p);
-	cr_assert(wait_lines(p, 2, 10), "rebooted");
+	cr_assert(wait_lines(p, 2, 30), "rebooted");
 	start_pids(d, &a, &b);
 	cr_assert(a > 1 && b > 1 && a != b, "a new pid: %ld, then %ld", a, b);
 	teardown(d);
@@ -263,12 +263,12 @@ Test(workflow, exit_160_is_incomplete_and_poweroff)
 {
 	d_t *d = exit_setup(160);
 	char p[256];
-	cr_assert(wait_says(d, 20, "poweroff", "ps"));
-	cr_assert(wait_says(d, 20, "pid: null", "status web"), "stopped");
+	cr_assert(wait_says(d, 60, "poweroff", "ps"));
+	cr_assert(wait_says(d, 60, "pid: null", "status web"), "stopped");
 	cr_assert(says(d, "incomplete", "jobs web"));
 	cr_assert_eq(ctl(d, NULL, 0, "workflow retry web"), 0);
 	path_of(d, "second.log", p, sizeof p);
-	cr_assert(wait_lines(p, 1, 20));
+	cr_assert(wait_lines(p, 1, 60));
 	path_of(d, "first.log", p, sizeof p);
 	cr_assert_eq(lines(p), 2, "the same task again once powered on");
 	teardown(d);
@@ -278,7 +278,7 @@ Test(workflow, another_code_fails_and_blocks_until_retry)
 {
 	d_t *d = exit_setup(3);
 	char p[256], out[4096];
-	cr_assert(wait_says(d, 20, "failed", "jobs web"));
+	cr_assert(wait_says(d, 60, "failed", "jobs web"));
 	cr_assert(says(d, "task 1/2 failed", "ps"));
 	sleep_ms(1000);
 	path_of(d, "second.log", p, sizeof p);
@@ -286,7 +286,7 @@ Test(workflow, another_code_fails_and_blocks_until_retry)
 	cr_assert(says(d, "runnable: false", "workflow status web"));
 	cr_assert_eq(ctl(d, out, sizeof out, "workflow retry web"), 0, "%s", out);
 	cr_assert(strstr(out, "a new job for task first"), "%s", out);
-	cr_assert(wait_lines(p, 1, 20));
+	cr_assert(wait_lines(p, 1, 60));
 	/* A new job for the same task: web/2 failed, web/3 finished (the
 	 * env:running entry was skipped: the pod is in it, §25.8.2.2.1 step 6). */
 	cr_assert_eq(ctl(d, out, sizeof out, "jobs web -o json"), 0, "%s", out);
@@ -313,19 +313,19 @@ Test(workflow, a_kill_9_under_a_running_job_fails_it_and_retry_makes_a_new_one)
 	pod_yaml(d, pod, sizeof pod, "w", "");
 	write_file(d, "web.yaml", pod);
 	cr_assert_eq(ctl(d, out, sizeof out, "apply -f %s/web.yaml", d->dir), 0, "%s", out);
-	cr_assert(wait_says(d, 20, "state: running", "status job web/2"));
+	cr_assert(wait_says(d, 60, "state: running", "status job web/2"));
 	sleep_ms(300);                 /* the running job's record committed */
 	stop(d, SIGKILL);
 	start(d);
 	/* AGENT_INIT: the job tankd died under is failed, the pod not
 	 * runnable; the task does not run again by itself. */
-	cr_assert(wait_says(d, 20, "state: failed", "status job web/2"));
+	cr_assert(wait_says(d, 60, "state: failed", "status job web/2"));
 	cr_assert(says(d, "process is gone", "history job web/2"));
 	cr_assert(says(d, "runnable: false", "workflow status web"));
 	path_of(d, "long.log", p, sizeof p);
 	cr_assert_eq(lines(p), 1);
 	cr_assert_eq(ctl(d, out, sizeof out, "workflow retry web"), 0, "%s", out);
-	cr_assert(wait_says(d, 20, "state: finished", "status job web/3"), "a new job for the same task");
+	cr_assert(wait_says(d, 60, "state: finished", "status job web/3"), "a new job for the same task");
 	cr_assert_eq(lines(p), 2);
 	cr_assert(says(d, "task 1/1 done", "ps"));
 	const char *argv[] = { "/bin/sleep", NULL, NULL };
@@ -367,7 +367,7 @@ Test(workflow, bad_input_is_refused_naming_what_is_wrong)
 	pod_yaml(d, pod, sizeof pod, "w", "");
 	write_file(d, "web.yaml", pod);
 	cr_assert_eq(ctl(d, out, sizeof out, "apply -f %s/web.yaml", d->dir), 0, "%s", out);
-	cr_assert(wait_says(d, 20, "failed", "jobs web"));
+	cr_assert(wait_says(d, 60, "failed", "jobs web"));
 	cr_assert_eq(ctl(d, out, sizeof out, "job log web/2"), 0, "%s", out);
 	cr_assert(strstr(out, "param \"db\" is not set"), "%s", out);
 	cr_assert_eq(ctl(d, out, sizeof out, "job log nosuch/1"), 1, "%s", out);
@@ -385,7 +385,7 @@ Test(workflow, removing_the_workflow_empties_the_list_and_a_deleted_pod_forgets_
 	d_t *d = exit_setup(0);
 	char p[256], pod[1024], out[4096];
 	path_of(d, "second.log", p, sizeof p);
-	cr_assert(wait_lines(p, 1, 20));
+	cr_assert(wait_lines(p, 1, 60));
 	long pid = app_pid(d);
 	snprintf(pod, sizeof pod,
 		 "name: web\ncontainers:\n  - name: app\n    command: [/bin/sh, -c, "
@@ -428,7 +428,7 @@ Test(workflow, job_log_follows_a_running_job_to_its_end)
 	pod_yaml(d, pod, sizeof pod, "w", "");
 	write_file(d, "web.yaml", pod);
 	cr_assert_eq(ctl(d, out, sizeof out, "apply -f %s/web.yaml", d->dir), 0, "%s", out);
-	cr_assert(wait_says(d, 20, "state: running", "status job web/2"));
+	cr_assert(wait_says(d, 60, "state: running", "status job web/2"));
 	cr_assert_eq(ctl(d, out, sizeof out, "job log web/2 -f"), 0, "%s", out);
 	cr_assert_str_eq(out, "first line\nlast line\n");
 	cr_assert(says(d, "state: finished", "status job web/2"), "-f returned once it ended");
@@ -453,7 +453,7 @@ Test(workflow, jobs_stages_and_the_agent_publish_events)
 	d_t *d = exit_setup(0);
 	char p[256];
 	path_of(d, "second.log", p, sizeof p);
-	cr_assert(wait_lines(p, 1, 20));
+	cr_assert(wait_lines(p, 1, 60));
 	cr_assert(wait_says(d, 10, "task 2/2 done", "ps"));
 
 	api_client_t *c = NULL;
@@ -510,6 +510,6 @@ Test(workflow, a_workflow_missing_a_stage_waits_for_it)
 	cr_assert(wait_says(d, 10, "stage \\\"s\\\" not found", "workflow status web"));
 	cr_assert_eq(ctl(d, out, sizeof out, "apply -f %s/wf.yaml", d->dir), 0, "%s", out);
 	path_of(d, "second.log", p, sizeof p);
-	cr_assert(wait_lines(p, 1, 20), "expanded and run once the stage is back");
+	cr_assert(wait_lines(p, 1, 60), "expanded and run once the stage is back");
 	teardown(d);
 }
