@@ -240,12 +240,12 @@ static int m_output(const kind_env_t *env, const kind_caller_t *who,
 }
 
 static const kind_method_t act_methods[] = {
-	{ "action_submit", "m", m_submit, true },
-	{ "action_approve", "s", m_approve, true },
-	{ "action_cancel", "s", m_cancel, true },
-	{ "action_get", "s", m_get, false },
-	{ "action_list", "?m", m_list, false },
-	{ "action_output", "s?m", m_output, false },
+	{ .name = "action_submit", .types = "m", .fn = m_submit, .after_loop = true },
+	{ .name = "action_approve", .types = "s", .fn = m_approve, .after_loop = true },
+	{ .name = "action_cancel", .types = "s", .fn = m_cancel, .after_loop = true },
+	{ .name = "action_get", .types = "s", .fn = m_get, .after_loop = false },
+	{ .name = "action_list", .types = "?m", .fn = m_list, .after_loop = false },
+	{ .name = "action_output", .types = "s?m", .fn = m_output, .after_loop = false },
 };
 
 /* ---- the descriptor ------------------------------------------------------------------------ */

@@ -166,9 +166,9 @@ static int m_list(const kind_env_t *env, const kind_caller_t *who,
 }
 
 static const kind_method_t pb_methods[] = {
-	{ "playbook_apply", "m", m_apply, false },
-	{ "playbook_get", "s", m_get, false },
-	{ "playbook_list", "", m_list, false },
+	{ .name = "playbook_apply", .types = "m", .fn = m_apply, .after_loop = false },
+	{ .name = "playbook_get", .types = "s", .fn = m_get, .after_loop = false },
+	{ .name = "playbook_list", .types = "", .fn = m_list, .after_loop = false },
 };
 
 /* ---- descriptor -------------------------------------------------------------------------------- */

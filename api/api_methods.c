@@ -25,16 +25,12 @@
 #include "common/kit_errors.h"
 #include "common/tank_map.h"
 #include "pod/pod_deps.h"
-#include "pod/pod_log.h"
 #include "pod/pod_spec.h"
 #include "reconciler/rc_loop.h"
 #include "manifest/mf.h"
 #include "manifest/mf_labels.h"
 #include "pod/pod_mgr.h"
 #include "kinds/kind.h"
-
-#define API_LOG_TAIL_DEFAULT 100
-#define API_LOG_TAIL_MAX 100000
 
 static int pk_key(msgpack_packer *pk, const char *k)
 {
@@ -59,12 +55,6 @@ void api_reply_object_error(const api_call_t *call, int err, const char *noun,
 	} else {
 		api_reply_err(call->rt, call->token, err, e && e->msg[0] ? e->msg : NULL);
 	}
-}
-
-static void reply_pod_error(const api_call_t *call, int err, const char *name,
-			    const tank_error_t *e)
-{
-	api_reply_object_error(call, err, "pod", name, e);
 }
 
 static void nudge(api_daemon_t *d)
@@ -274,8 +264,9 @@ static void reply_after_loop(const api_call_t *call, api_daemon_t *d, const void
 /* fn's result as the answer — once the loop has handled what fn sent it
  * when after_loop is given (reply_after_loop), else at once; an error at
  * once, naming the object when name is given. */
-static void reply_packed_to(const api_call_t *call, const kind_t *k, const char *name,
-			    pack_into_fn fn, void *arg, api_daemon_t *after_loop)
+/* 0 when the answer is fn's result, -1 when it is an error. */
+static int reply_packed_to(const api_call_t *call, const kind_t *k, const char *name,
+			   pack_into_fn fn, void *arg, api_daemon_t *after_loop)
 {
 	msgpack_sbuffer sb;
 	msgpack_packer pk;
@@ -294,12 +285,13 @@ static void reply_packed_to(const api_call_t *call, const kind_t *k, const char 
 	else
 		api_reply(call->rt, call->token, pack_buffer, &sb);
 	msgpack_sbuffer_destroy(&sb);
+	return err < 0 ? -1 : 0;
 }
 
 static void reply_packed(const api_call_t *call, const kind_t *k, const char *name,
 			 pack_into_fn fn, void *arg)
 {
-	reply_packed_to(call, k, name, fn, arg, NULL);
+	(void)reply_packed_to(call, k, name, fn, arg, NULL);
 }
 
 /* --- apply, delete ----------------------------------------------------------- */
@@ -1402,63 +1394,7 @@ static void m_status(const api_call_t *call, const msgpack_object *params, void 
 	reply_status(call, d->kinds, kind, "", pack_all, &a);
 }
 
-/* --- running, restart, nudge, sync ---------------------------------------------- */
-
-typedef struct running_acc { msgpack_packer *pk; size_t n; int rc; } running_acc_t;
-
-static void count_running(void *ctx, const char *name, pid_t pid)
-{
-	(void)name; (void)pid;
-	((running_acc_t *)ctx)->n++;
-}
-
-static void pack_one_running(void *ctx, const char *name, pid_t pid)
-{
-	running_acc_t *a = ctx;
-	a->rc |= api_pack_cstr(a->pk, name);
-	a->rc |= msgpack_pack_int32(a->pk, pid);
-}
-
-static int pack_running(msgpack_packer *pk, void *arg)
-{
-	pod_mgr_t *pods = arg;
-	running_acc_t a = { pk, 0, 0 };
-	if (pods)
-		pod_mgr_running(pods, count_running, &a);
-	a.rc |= msgpack_pack_map(pk, a.n);
-	if (pods)
-		pod_mgr_running(pods, pack_one_running, &a);
-	return a.rc ? -ENOMEM : 0;
-}
-
-static void m_running(const api_call_t *call, const msgpack_object *params, void *ctx)
-{
-	api_daemon_t *d = ctx;
-	tank_error_t e;
-	if (api_params_check(params, "", &e) < 0)
-		return reply_check_error(call, &e);
-	api_reply(call->rt, call->token, pack_running, d->pods);
-}
-
-static void m_restart(const api_call_t *call, const msgpack_object *params, void *ctx)
-{
-	api_daemon_t *d = ctx;
-	rt_pid_t loop = rt_whereis(d->rt, API_RECONCILER_NAME);
-	char name[ST_NAME_MAX + 1];
-	int err;
-
-	if (name_param(call, params, "s", name, sizeof name) < 0)
-		return;
-	if (!loop || !d->pods) {
-		api_reply_error(call->rt, call->token, API_INTERNAL, "reconciler is not running", NULL, NULL);
-		return;
-	}
-	if ((err = pod_mgr_restart(d->pods, d->rt, loop, name)) < 0) {
-		reply_pod_error(call, err, name, NULL);
-		return;
-	}
-	reply_after_loop(call, d, NULL, 0);   /* once the manager stored it */
-}
+/* --- nudge, sync ---------------------------------------------- */
 
 static void m_nudge(const api_call_t *call, const msgpack_object *params, void *ctx)
 {
@@ -1522,412 +1458,7 @@ static void m_sync(const api_call_t *call, const msgpack_object *params, void *c
 				"reconciler is not running", NULL, NULL);
 }
 
-/* --- logs, history ----------------------------------------------------------------- */
-
-typedef struct lines { char **l; size_t n; } lines_t;
-
-static int pack_lines(msgpack_packer *pk, void *arg)
-{
-	lines_t *o = arg;
-	int rc = msgpack_pack_array(pk, o->n);
-	for (size_t i = 0; i < o->n; i++)
-		rc |= api_pack_cstr(pk, o->l[i]);
-	return rc ? -ENOMEM : 0;
-}
-
-/* `logs` with follow: an actor that polls the log files of the pod's
- * containers followed and sends new lines to the connection as
- * [2, "log", [{container, line}…]] notifications, until the connection
- * goes away, or until the pod has ended (its status has an outcome: it is
- * terminal) or is gone and a tick found nothing new in any file: then
- * [2, "log_end", []] and the actor ends (the log is drained).  Polling
- * (every 250 ms) rather than inotify keeps it to one small file read per
- * tick and container, and it notices rotation by the file shrinking or
- * changing inode. */
-#define API_FOLLOW_MS 250
-#define API_FOLLOW_CHUNK (64u << 10)
-
-typedef struct follow_file {
-	char path[PATH_MAX];
-	char container[ST_NAME_MAX + 1];
-	off_t off;
-	ino_t ino;
-	char part[4096];          /* a partial last line, kept for the next tick */
-	size_t npart;
-} follow_file_t;
-
-typedef struct follow {
-	api_token_t token;
-	st_t *store;              /* borrowed: the pod's status says when it ended */
-	char pod[ST_NAME_MAX + 1];
-	follow_file_t *files;     /* owned */
-	size_t n;
-} follow_t;
-
-typedef struct follow_batch {
-	const follow_file_t *f;
-	char *lines[256];
-	size_t n;
-} follow_batch_t;
-
-static int pack_follow(msgpack_packer *pk, void *arg)
-{
-	follow_batch_t *b = arg;
-	int rc = msgpack_pack_array(pk, b->n);
-	for (size_t i = 0; i < b->n; i++) {
-		rc |= msgpack_pack_map(pk, 2);
-		rc |= pk_key(pk, "container");
-		rc |= api_pack_cstr(pk, b->f->container);
-		rc |= pk_key(pk, "line");
-		rc |= api_pack_cstr(pk, b->lines[i]);
-	}
-	return rc ? -ENOMEM : 0;
-}
-
-static int pack_none(msgpack_packer *pk, void *arg)
-{
-	(void)arg;
-	return msgpack_pack_array(pk, 0) ? -ENOMEM : 0;
-}
-
-/* One file's new lines; *got when there were some. */
-static int follow_tick(rt_t *rt, const follow_t *fl, follow_file_t *f, bool *got)
-{
-	struct stat st;
-	char *buf;
-	ssize_t n;
-	int fd, err = 0;
-
-	if (stat(f->path, &st) < 0)
-		return 0;                 /* not yet created, or mid-rotation */
-	if (st.st_ino != f->ino || st.st_size < f->off) {
-		f->ino = st.st_ino;       /* rotated: the new file from its start */
-		f->off = 0;
-		f->npart = 0;
-	}
-	if (st.st_size == f->off)
-		return 0;
-	if ((fd = open(f->path, O_RDONLY | O_CLOEXEC)) < 0)
-		return 0;
-	if (!(buf = malloc(API_FOLLOW_CHUNK + sizeof f->part + 1))) {
-		close(fd);
-		return 0;
-	}
-	memcpy(buf, f->part, f->npart);
-	n = pread(fd, buf + f->npart, API_FOLLOW_CHUNK, f->off);
-	close(fd);
-	if (n > 0) {
-		follow_batch_t b = { .f = f, .n = 0 };
-		size_t len = f->npart + (size_t)n, start = 0;
-		*got = true;
-		f->off += n;
-		for (size_t i = 0; i < len; i++) {
-			if (buf[i] != '\n')
-				continue;
-			buf[i] = '\0';
-			b.lines[b.n++] = buf + start;
-			start = i + 1;
-			if (b.n == 256) {
-				err = api_notify(rt, fl->token, "log", pack_follow, &b);
-				b.n = 0;
-				if (err == -ESRCH)
-					break;
-			}
-		}
-		if (b.n && err != -ESRCH)
-			err = api_notify(rt, fl->token, "log", pack_follow, &b);
-		f->npart = len - start < sizeof f->part ? len - start : 0;
-		memmove(f->part, buf + start, f->npart);
-	}
-	free(buf);
-	return err == -ESRCH ? -ESRCH : 0;
-}
-
-/* Every file once; 1 when the pod has ended and its log is drained. */
-static int follow_ticks(rt_t *rt, follow_t *fl)
-{
-	bool got = false;
-	st_status_t s;
-
-	for (size_t i = 0; i < fl->n; i++)
-		if (follow_tick(rt, fl, &fl->files[i], &got) < 0)
-			return -ESRCH;
-	if (got || !fl->store)
-		return 0;
-	memset(&s, 0, sizeof s);
-	int rc = st_status_get(fl->store, fl->pod, &s, NULL);
-	bool ended = rc == TANK_ENOTFOUND || (rc == 0 && s.outcome != 0);
-	if (rc == 0)
-		st_status_clear(&s);
-	return ended ? 1 : 0;
-}
-
-static int follow_init(rt_t *rt, void **state, void *arg)
-{
-	follow_t *f = malloc(sizeof *f);
-	struct stat st;
-	int err;
-
-	if (!f)
-		return -ENOMEM;
-	*f = *(follow_t *)arg;     /* takes files, once it started */
-	for (size_t i = 0; i < f->n; i++)
-		if (stat(f->files[i].path, &st) == 0) {
-			f->files[i].off = st.st_size;
-			f->files[i].ino = st.st_ino;
-		}
-	if ((err = rt_monitor(rt, f->token.conn, NULL)) < 0 ||
-	    (err = rt_send_after(rt, rt_self(rt), API_FOLLOW_MS, 1, NULL, 0, NULL)) < 0) {
-		free(f);                /* files stay the spawner's */
-		return err;
-	}
-	*state = f;
-	return 0;
-}
-
-static void follow_handle(rt_t *rt, void *state, rt_msg_t *m)
-{
-	follow_t *f = state;
-	int r = m->type == RT_MSG_DOWN ? -ESRCH : follow_ticks(rt, f);
-
-	if (r == 1)
-		(void)api_notify(rt, f->token, "log_end", pack_none, NULL);
-	if (r != 0 || rt_send_after(rt, rt_self(rt), API_FOLLOW_MS, 1, NULL, 0, NULL) < 0)
-		rt_exit_self(rt, RT_R_NORMAL);
-}
-
-static void follow_terminate(rt_t *rt, void *state, rt_reason_t reason)
-{
-	follow_t *f = state;
-	(void)rt; (void)reason;
-	free(f->files);
-	free(f);
-}
-
-static const rt_behaviour_t log_follower = { "api_follow", follow_init, follow_handle, follow_terminate };
-
-/* The options of logs [name, {container?, tail?, follow?, since?,
- * until?}], checked.  tail: -1 every line, 0 none, else the last N;
- * since/until: ms since the epoch, the lines written in [since, until). */
-typedef struct logs_opt {
-	int64_t tail, since, until;   /* since/until -1: unbounded */
-	bool follow;
-} logs_opt_t;
-
-static int logs_opts(const msgpack_object *params, char *ctr, size_t cap, logs_opt_t *lo,
-		     tank_error_t *e)
-{
-	if (params->via.array.size < 2 || params->via.array.ptr[1].type != MSGPACK_OBJECT_MAP)
-		return 0;
-	const msgpack_object *opts = &params->via.array.ptr[1], *o;
-	if ((o = api_map_get(opts, "container")) && o->type != MSGPACK_OBJECT_NIL &&
-	    !api_obj_strcpy(o, ctr, cap))
-		return tank_error_set(e, -EPROTO, "params[1].container: expected string");
-	if ((o = api_map_get(opts, "follow")) && o->type == MSGPACK_OBJECT_BOOLEAN)
-		lo->follow = o->via.boolean;
-	if ((o = api_map_get(opts, "tail")) && o->type != MSGPACK_OBJECT_NIL &&
-	    (!api_obj_int(o, &lo->tail) || lo->tail < -1 || lo->tail > API_LOG_TAIL_MAX))
-		return tank_error_set(e, -EPROTO,
-				      "params[1].tail: expected an integer from -1 (every line) to 100000");
-	if ((o = api_map_get(opts, "since")) && o->type != MSGPACK_OBJECT_NIL &&
-	    (!api_obj_int(o, &lo->since) || lo->since < 0))
-		return tank_error_set(e, -EPROTO, "params[1].since: expected ms since the epoch");
-	if ((o = api_map_get(opts, "until")) && o->type != MSGPACK_OBJECT_NIL &&
-	    (!api_obj_int(o, &lo->until) || lo->until < 0))
-		return tank_error_set(e, -EPROTO, "params[1].until: expected ms since the epoch");
-	return 0;
-}
-
-/* The time of a log record ("2026-11-22T03:04:05.123Z stdout …"), ms
- * since the epoch, or -1 when it has none. */
-static int64_t log_record_ms(const char *l)
-{
-	struct tm tm;
-	int ms = 0, used = 0;
-
-	memset(&tm, 0, sizeof tm);
-	if (sscanf(l, "%4d-%2d-%2dT%2d:%2d:%2d.%3dZ%n", &tm.tm_year, &tm.tm_mon, &tm.tm_mday,
-		   &tm.tm_hour, &tm.tm_min, &tm.tm_sec, &ms, &used) < 7 || !used)
-		return -1;
-	tm.tm_year -= 1900;
-	tm.tm_mon -= 1;
-	return (int64_t)timegm(&tm) * 1000 + ms;
-}
-
-/* Keeps the lines of [since, until) (freeing the others), in place. */
-static void log_lines_window(char **l, size_t *n, const logs_opt_t *lo)
-{
-	size_t k = 0;
-
-	if (lo->since < 0 && lo->until < 0)
-		return;
-	for (size_t i = 0; i < *n; i++) {
-		int64_t at = log_record_ms(l[i]);
-		if ((lo->since >= 0 && at < lo->since) || (lo->until >= 0 && at >= lo->until))
-			free(l[i]);
-		else
-			l[k++] = l[i];
-	}
-	*n = k;
-}
-
-/* Reads one container's lines for lo: the last tail of the window. */
-static int log_lines_read(const char *dir, const char *pod, const char *ctr,
-			  const logs_opt_t *lo, char ***l, size_t *n, tank_error_t *e)
-{
-	bool window = lo->since >= 0 || lo->until >= 0;
-	int err;
-
-	*l = NULL;
-	*n = 0;
-	if (lo->tail == 0)
-		return 0;
-	/* pod_log_tail's 0 is every line: what a window must look through. */
-	err = pod_log_tail(dir, pod, ctr, window || lo->tail < 0 ? 0 : (size_t)lo->tail, l, n, e);
-	if (err < 0)
-		return err;
-	log_lines_window(*l, n, lo);
-	if (lo->tail > 0 && *n > (size_t)lo->tail) {
-		size_t skip = *n - (size_t)lo->tail;
-		for (size_t i = 0; i < skip; i++)
-			free((*l)[i]);
-		memmove(*l, *l + skip, (*n - skip) * sizeof **l);
-		*n -= skip;
-	}
-	return 0;
-}
-
-/* Lines of several containers: {container, line} maps, in time order. */
-typedef struct clines {
-	char **l;
-	const char **c;
-	size_t n;
-} clines_t;
-
-static int pack_clines(msgpack_packer *pk, void *arg)
-{
-	clines_t *o = arg;
-	int rc = msgpack_pack_array(pk, o->n);
-	for (size_t i = 0; i < o->n; i++) {
-		rc |= msgpack_pack_map(pk, 2);
-		rc |= pk_key(pk, "container");
-		rc |= api_pack_cstr(pk, o->c[i]);
-		rc |= pk_key(pk, "line");
-		rc |= api_pack_cstr(pk, o->l[i]);
-	}
-	return rc ? -ENOMEM : 0;
-}
-
-/* `logs` of a pod: one container's lines (strings), or, without a
- * container named and with several, every container's, merged by their
- * time stamps (each record starts with its RFC 3339 time, so text order
- * is time order) as {container, line} maps, the last `tail` of them. */
-static void m_logs(const api_call_t *call, const msgpack_object *params, void *ctx)
-{
-	api_daemon_t *d = ctx;
-	char name[ST_NAME_MAX + 1], ctr[ST_NAME_MAX + 1] = "", msg[2 * ST_NAME_MAX + 48];
-	logs_opt_t lo = { .tail = API_LOG_TAIL_DEFAULT, .since = -1, .until = -1 };
-	st_status_t s;
-	tank_error_t e;
-	int err;
-
-	if (name_param(call, params, "s?m", name, sizeof name) < 0)
-		return;
-	tank_error_clear(&e);
-	if (logs_opts(params, ctr, sizeof ctr, &lo, &e) < 0) {
-		api_reply_error(call->rt, call->token, API_BAD_REQUEST, e.msg, NULL, NULL);
-		return;
-	}
-	memset(&s, 0, sizeof s);
-	tank_error_clear(&e);
-	if ((err = st_status_get(d->store, name, &s, &e)) < 0) {
-		reply_pod_error(call, err, name, &e);
-		return;
-	}
-	bool found = !ctr[0] && s.n_containers;
-	for (size_t i = 0; i < s.n_containers && ctr[0]; i++)
-		found |= strcmp(s.containers[i].name, ctr) == 0;
-	if (!found) {
-		st_status_clear(&s);
-		snprintf(msg, sizeof msg, "pod \"%s\" has no container \"%s\"", name, ctr);
-		api_reply_error(call->rt, call->token, API_NOT_FOUND, msg, NULL, NULL);
-		return;
-	}
-	size_t nc = ctr[0] ? 1 : s.n_containers;
-	follow_file_t *files = calloc(nc, sizeof *files);
-	if (!files) {
-		st_status_clear(&s);
-		api_reply_err(call->rt, call->token, -ENOMEM, "out of memory");
-		return;
-	}
-	for (size_t i = 0; i < nc; i++)
-		snprintf(files[i].container, sizeof files[i].container, "%s",
-			 ctr[0] ? ctr : s.containers[i].name);
-	st_status_clear(&s);
-	if (nc == 1) {
-		lines_t o = { NULL, 0 };
-		err = log_lines_read(d->log_dir, name, files[0].container, &lo, &o.l, &o.n, &e);
-		if (err < 0) {
-			free(files);
-			api_reply_err(call->rt, call->token, err, e.msg);
-			return;
-		}
-		api_reply(call->rt, call->token, pack_lines, &o);
-		pod_log_lines_free(o.l, o.n);
-	} else {
-		char ***ls = calloc(nc, sizeof *ls);
-		size_t *ns = calloc(nc, sizeof *ns), *at = calloc(nc, sizeof *at), total = 0;
-		err = ls && ns && at ? 0 : -ENOMEM;
-		for (size_t i = 0; i < nc && !err; i++) {
-			err = log_lines_read(d->log_dir, name, files[i].container, &lo, &ls[i],
-					     &ns[i], &e);
-			total += err ? 0 : ns[i];
-		}
-		clines_t o = { calloc(total + 1, sizeof *o.l), calloc(total + 1, sizeof *o.c), 0 };
-		if (!err && (!o.l || !o.c))
-			err = -ENOMEM;
-		/* Merge: the oldest head first; equal times keep container order. */
-		while (!err && o.n < total) {
-			size_t best = nc;
-			for (size_t i = 0; i < nc; i++)
-				if (at[i] < ns[i] &&
-				    (best == nc || strcmp(ls[i][at[i]], ls[best][at[best]]) < 0))
-					best = i;
-			o.c[o.n] = files[best].container;
-			o.l[o.n++] = ls[best][at[best]++];
-		}
-		if (!err) {
-			size_t skip = lo.tail > 0 && o.n > (size_t)lo.tail ? o.n - (size_t)lo.tail : 0;
-			clines_t last = { o.l + skip, o.c + skip, o.n - skip };
-			api_reply(call->rt, call->token, pack_clines, &last);
-		} else {
-			api_reply_err(call->rt, call->token, err, err == -ENOMEM ? "out of memory" : e.msg);
-		}
-		for (size_t i = 0; ls && ns && i < nc; i++)
-			pod_log_lines_free(ls[i], ns[i]);
-		free(o.l);
-		free(o.c);
-		free(ls);
-		free(ns);
-		free(at);
-		if (err) {
-			free(files);
-			return;
-		}
-	}
-	if (lo.follow) {
-		follow_t f = { .token = call->token, .store = d->store, .files = files, .n = nc };
-		snprintf(f.pod, sizeof f.pod, "%s", name);
-		for (size_t i = 0; i < nc; i++)
-			snprintf(files[i].path, sizeof files[i].path, "%s/%s/%s.log", d->log_dir, name,
-				 files[i].container);
-		/* Without memory the follow just ends: the client sees EOF. */
-		if (rt_spawn(d->rt, &log_follower, &f, NULL) < 0)
-			free(files);
-	} else {
-		free(files);
-	}
-}
+/* --- history ----------------------------------------------------------------- */
 
 typedef struct hist { st_transition_t *t; size_t n; } hist_t;
 
@@ -2095,7 +1626,7 @@ static void m_verb(const api_call_t *call, const msgpack_object *params, void *c
 	verb_req_t q = { d->kinds, v, params };
 	/* A verb may send the loop a request (Stack's up lifts an abort):
 	 * the client hears of it once it is stored. */
-	reply_packed_to(call, kind, "", pack_verb, &q, d);
+	(void)reply_packed_to(call, kind, "", pack_verb, &q, d);
 }
 
 /* --- the kinds' own methods --------------------------------------------------------- */
@@ -2136,6 +1667,13 @@ static void caller_of(const api_call_t *call, kind_caller_t *who)
 		snprintf(who->user, sizeof who->user, "%u", (unsigned)call->uid);
 }
 
+/* kind_stream_t's notify: the api's, on the call's token. */
+static int stream_notify(rt_t *rt, const kind_stream_t *s, const char *event, kind_pack_fn pack,
+			 void *arg)
+{
+	return api_notify(rt, (api_token_t){ s->conn, s->msgid }, event, pack, arg);
+}
+
 static void m_kind_method(const api_call_t *call, const msgpack_object *params, void *ctx)
 {
 	api_daemon_t *d = ctx;
@@ -2147,11 +1685,15 @@ static void m_kind_method(const api_call_t *call, const msgpack_object *params, 
 		api_reply_error(call->rt, call->token, API_INTERNAL, "no such method", NULL, NULL);
 		return;
 	}
-	if (api_params_check(params, m->types, &e) < 0)
+	if (api_params_check(params, m->types, &e) < 0 || (m->check && m->check(params, &e) < 0))
 		return reply_check_error(call, &e);
 	caller_of(call, &who);
 	kmethod_req_t q = { d->kinds, m, &who, params };
-	reply_packed_to(call, NULL, NULL, pack_kmethod, &q, m->after_loop ? d : NULL);
+	if (reply_packed_to(call, NULL, NULL, pack_kmethod, &q, m->after_loop ? d : NULL) == 0 &&
+	    m->follow) {
+		kind_stream_t st = { call->token.conn, call->token.msgid, stream_notify };
+		m->follow(d->kinds, &st, params);
+	}
 }
 
 size_t api_methods_table(api_daemon_t *d, api_method_t table[API_NMETHODS])
@@ -2160,9 +1702,8 @@ size_t api_methods_table(api_daemon_t *d, api_method_t table[API_NMETHODS])
 		{ "ping", m_ping },       { "version", m_version },
 		{ "apply", m_apply },     { "delete", m_delete },
 		{ "get", m_get },         { "list", m_list },
-		{ "status", m_status },   { "running", m_running },
-		{ "restart", m_restart }, { "nudge", m_nudge },
-		{ "sync", m_sync },       { "logs", m_logs },
+		{ "status", m_status },   { "nudge", m_nudge },
+		{ "sync", m_sync },
 		{ "history", m_history },
 		{ "daemon.status", m_daemon_status }, { "daemon.reexec", m_daemon_reexec },
 	};
@@ -2204,8 +1745,8 @@ int api_methods_decode(const char *method, const msgpack_object *params, tank_er
 {
 	static const struct { const char *name, *types; } sig[] = {
 		{ "ping", "" },   { "version", "" }, { "apply", "a?m" }, { "delete", "a?m" },
-		{ "get", "s?m" }, { "list", "?m" },  { "status", "?sm" }, { "running", "" },
-		{ "restart", "s" }, { "nudge", "" }, { "sync", "" },   { "logs", "s?m" },
+		{ "get", "s?m" }, { "list", "?m" },  { "status", "?sm" },
+		{ "nudge", "" }, { "sync", "" },
 		{ "history", "s?m" }, { "daemon.status", "" }, { "daemon.reexec", "" },
 	};
 	const char *types = NULL;
@@ -2220,7 +1761,8 @@ int api_methods_decode(const char *method, const msgpack_object *params, tank_er
 		types = verb->types;
 	const kind_method_t *km = types ? NULL : method_named(tank_kinds, method);
 	if (km)
-		return api_params_check(params, km->types, e);
+		return (err = api_params_check(params, km->types, e)) < 0 ? err
+		       : km->check ? km->check(params, e) : 0;
 	if (!types)
 		return tank_error_set(e, -ENOSYS, "no method %s", method);
 	if ((err = api_params_check(params, types, e)) < 0)
@@ -2229,7 +1771,7 @@ int api_methods_decode(const char *method, const msgpack_object *params, tank_er
 	size_t kat = strcmp(method, "list") == 0 ? 0 : 1;
 	/* A kind's verb reads its own options (kind.h); the others' map is
 	 * {kind?}. */
-	if (!verb && strchr(types, 'm') && strcmp(method, "logs") != 0 &&
+	if (!verb && strchr(types, 'm') &&
 	    (err = kind_of_params(tank_kinds, params, kat, &kind, e)) < 0)
 		return err;
 	if (strcmp(method, "apply") == 0) {
@@ -2251,11 +1793,6 @@ int api_methods_decode(const char *method, const msgpack_object *params, tank_er
 			if (arr->via.array.ptr[i].type != MSGPACK_OBJECT_STR)
 				return tank_error_set(e, -EPROTO, "params[0][%u]: expected string", i);
 		return 0;
-	}
-	if (strcmp(method, "logs") == 0) {
-		char ctr[ST_NAME_MAX + 1] = "";
-		logs_opt_t lo = { .tail = 0, .since = -1, .until = -1 };
-		return logs_opts(params, ctr, sizeof ctr, &lo, e);
 	}
 	if (strcmp(method, "history") == 0) {
 		int64_t limit = 0;

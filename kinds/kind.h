@@ -190,18 +190,41 @@ typedef struct kind_caller {
  * (api_params_check's letters), fn told who calls.  after_loop: the
  * answer waits until the loop has handled every message fn sent it
  * (RC_TAG_ECHO), so what the client is told was taken is stored. */
+typedef int (*kind_pack_fn)(msgpack_packer *pk, void *arg);
+
+/* Where a method's answer may be followed by notifications
+ * ([2, event, params]; `logs` with follow): the call's connection, copied
+ * by value into the actor that sends them.  conn is the connection's
+ * actor: rt_monitor it, RT_MSG_DOWN says the client went.  notify packs
+ * the params with pack(pk, arg); -ESRCH once the connection is gone. */
+typedef struct kind_stream {
+	rt_pid_t conn;
+	uint32_t msgid;
+	int (*notify)(rt_t *rt, const struct kind_stream *s, const char *event,
+		      kind_pack_fn pack, void *arg);
+} kind_stream_t;
+
 typedef struct kind_method {
 	const char *name;
 	const char *types;
 	int (*fn)(const kind_env_t *env, const kind_caller_t *who,
 		  const msgpack_object *params, msgpack_packer *pk, tank_error_t *e);
 	bool after_loop;
+	/* Checks of params beyond their types (an option map's values), run
+	 * before fn and by api_methods_decode: TANK_EINVALID or -EPROTO with
+	 * the message the client gets (bad_request).  NULL: none. */
+	int (*check)(const msgpack_object *params, tank_error_t *e);
+	/* Once fn's answer is queued: may start what notifies on s (copy
+	 * it); not with after_loop (a notification could overtake the
+	 * answer waiting on the loop).  NULL: none.  A failure is not reported: the client's stream ends
+	 * (it sees the end it asked for, or the connection's). */
+	void (*follow)(const kind_env_t *env, const kind_stream_t *s,
+		       const msgpack_object *params);
 } kind_method_t;
 
 /* tankctl's services to a kind's own command (below): given by tankctl,
  * so a kind's command code (in the kind's folder) needs no client. */
 typedef struct kind_cli kind_cli_t;
-typedef int (*kind_pack_fn)(msgpack_packer *pk, void *arg);
 typedef int (*kind_got_fn)(void *arg, const msgpack_object *result);
 struct kind_cli {
 	void *ctx;                   /* tankctl's */

@@ -2,6 +2,7 @@
  * pod_kind.c — the Pod kind's descriptor.  See pod_kind.h.
  */
 #include "pod/pod_kind.h"
+#include "pod/pod_methods.h"
 #include "pod/pod_top.h"
 
 #include <errno.h>
@@ -687,6 +688,8 @@ const kind_t pod_kind = {
 	.observe = pod__observe,
 	.verbs = pod__verbs,
 	.nverbs = sizeof pod__verbs / sizeof pod__verbs[0],
+	.methods = pod_methods,
+	.nmethods = POD_NMETHODS,
 	.cols = {
 		{ "NAME", kind_col_name }, { "PHASE", kind_col_phase }, { "READY", c_ready },
 		{ "RESTARTS", c_restarts }, { "AGE", kind_col_age }, { "PID", c_pid },
