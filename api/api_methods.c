@@ -24,12 +24,9 @@
 
 #include "common/kit_errors.h"
 #include "common/tank_map.h"
-#include "pod/pod_deps.h"
-#include "pod/pod_spec.h"
 #include "reconciler/rc_loop.h"
 #include "manifest/mf.h"
 #include "manifest/mf_labels.h"
-#include "pod/pod_mgr.h"
 #include "kinds/kind.h"
 
 static int pk_key(msgpack_packer *pk, const char *k)

@@ -30,8 +30,8 @@ typedef struct api_daemon {
 	st_t *store;            /* borrowed */
 	const char *log_dir;    /* borrowed */
 	const char *version;    /* borrowed, e.g. "0.1.0" */
-	/* The pod kind's public queries (restart, running); borrowed, may be
-	 * NULL (those methods then answer internal). */
+	/* The process layer every kind runs in (kind_env_t.pods), handed to
+	 * the kinds' methods; borrowed, may be NULL (no pods run). */
 	struct pod_mgr *pods;
 	/* The kinds (kinds/kind.h) with their instances; borrowed.  NULL:
 	 * api_methods_table fills own_kinds with the shipped list and no
