@@ -33,7 +33,6 @@
 #include "manifest/mf_doc.h"
 #include "manifest/mf.h"
 #include "kinds/kind.h"
-#include "pod/pod_spec.h"
 #include "common/kit_units.h"
 
 #define CTL_VERSION "0.1.0"
@@ -1735,7 +1734,7 @@ static int ctl_wait(ctl_t *x, const ctl_batch_t *bt, uint64_t timeout_ms)
 {
 	size_t cap = bt->nobjs + bt->npods + 1;
 	const char **names = calloc(cap, sizeof *names);
-	const pod_reconcile_wait_t **waits = calloc(cap, sizeof *waits);
+	const rc_wait_t **waits = calloc(cap, sizeof *waits);
 	const kind_t **kinds = calloc(cap, sizeof *kinds);
 	const void **objs = calloc(cap, sizeof *objs);
 	uint64_t deadline = timeout_ms ? ctl_now_ms() + timeout_ms : 0;
@@ -1760,8 +1759,7 @@ static int ctl_wait(ctl_t *x, const ctl_batch_t *bt, uint64_t timeout_ms)
 			names[k] = o->name;
 			kinds[k] = ok;
 			objs[k] = o->obj;
-			waits[k++] = ctl_is_default(ok) ? &((const pod_spec_t *)o->obj)->reconcile_wait
-						       : NULL;
+			waits[k++] = ok->reconcile_wait ? ok->reconcile_wait(o->obj) : NULL;
 			size_t ni = ok->ninline ? ok->ninline(o->obj) : 0;
 			for (size_t m = 0; m < ni && k < cap; m++) {
 				const kind_t *ck = NULL;
@@ -1771,8 +1769,7 @@ static int ctl_wait(ctl_t *x, const ctl_batch_t *bt, uint64_t timeout_ms)
 				names[k] = ck->name_of(co);
 				kinds[k] = ck;
 				objs[k] = co;
-				waits[k++] = ctl_is_default(ck)
-					     ? &((const pod_spec_t *)co)->reconcile_wait : NULL;
+				waits[k++] = ck->reconcile_wait ? ck->reconcile_wait(co) : NULL;
 			}
 		}
 	if (cli_batch_init(&b, k, names, waits) < 0) {

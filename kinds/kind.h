@@ -307,6 +307,10 @@ struct kind {
 	int (*cascade)(const kind_env_t *env, const st_pod_t *rec, kind_names_t *out);
 
 	kind_observe_fn observe;     /* NULL: done once stored */
+	/* How long `apply --wait` waits between passes for obj (a validated
+	 * object of this kind; borrowed from it).  NULL, or NULL returned:
+	 * RC_WAIT_DEFAULT_MS. */
+	const rc_wait_t *(*reconcile_wait)(const void *obj);
 	/* The objects this one is the parent of, named in a child's status
 	 * map under this kind's name (`ps` groups them): NULL when none. */
 	const kind_t *children;

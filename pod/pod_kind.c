@@ -673,6 +673,11 @@ static void pod__metrics(const kind_env_t *env, const kind_metrics_t *w)
 			&st.seconds[k]);
 }
 
+static const rc_wait_t *pod__reconcile_wait(const void *obj)
+{
+	return &((const pod_spec_t *)obj)->reconcile_wait;
+}
+
 const kind_t pod_kind = {
 	.id = TANK_KIND_POD,
 	.name = "pod", .plural = "pods", .short_name = "po",
@@ -686,6 +691,7 @@ const kind_t pod_kind = {
 	.status_one = pod__status_one,
 	.status_all = pod__status_all,
 	.observe = pod__observe,
+	.reconcile_wait = pod__reconcile_wait,
 	.verbs = pod__verbs,
 	.nverbs = sizeof pod__verbs / sizeof pod__verbs[0],
 	.methods = pod_methods,

@@ -938,7 +938,7 @@ static void v_reconcile_wait(kit_t *v, const msgpack_object *m, pod_spec_t *s)
 	static const char *const keys[] = { "static", "random", "exponential", NULL };
 	static const char *const rkeys[] = { "min", "max", NULL };
 	static const char *const ekeys[] = { "wait", "multiplier", NULL };
-	pod_reconcile_wait_t *w = &s->reconcile_wait;
+	rc_wait_t *w = &s->reconcile_wait;
 	unsigned kinds = 0;
 	uint32_t i;
 
@@ -959,11 +959,11 @@ static void v_reconcile_wait(kit_t *v, const msgpack_object *m, pod_spec_t *s)
 		return;
 	}
 	FIELD(v, m, "static", {
-		w->kind = POD_WAIT_STATIC;
+		w->kind = RC_WAIT_STATIC;
 		kit_get_duration(v, o, &w->wait_ms);
 	});
 	FIELD(v, m, "random", {
-		w->kind = POD_WAIT_RANDOM;
+		w->kind = RC_WAIT_RANDOM;
 		w->wait_ms = 0;
 		if (kit_expect(v, o, MSGPACK_OBJECT_MAP, "a map")) {
 			bool min_ok = false, max_ok = false;
@@ -983,7 +983,7 @@ static void v_reconcile_wait(kit_t *v, const msgpack_object *m, pod_spec_t *s)
 		}
 	});
 	FIELD(v, m, "exponential", {
-		w->kind = POD_WAIT_EXPONENTIAL;
+		w->kind = RC_WAIT_EXPONENTIAL;
 		if (kit_expect(v, o, MSGPACK_OBJECT_MAP, "a map")) {
 			kit_check_keys(v, o, ekeys);
 			if (!kit_lookup(o, "wait")) {
@@ -1228,8 +1228,8 @@ static void set_defaults(pod_spec_t *s)
 	s->backoff.stable_window_ms = POD_DEFAULT_STABLE_WINDOW_MS;
 	s->stop.signal = SIGTERM;
 	s->stop.grace_ms = POD_DEFAULT_STOP_GRACE_MS;
-	s->reconcile_wait.kind = POD_WAIT_STATIC;
-	s->reconcile_wait.wait_ms = POD_DEFAULT_RECONCILE_WAIT_MS;
+	s->reconcile_wait.kind = RC_WAIT_STATIC;
+	s->reconcile_wait.wait_ms = RC_WAIT_DEFAULT_MS;
 	s->reconcile_wait.multiplier = 2.0;
 }
 
@@ -1544,13 +1544,13 @@ int pod_spec_to_msgpack(const pod_spec_t *s, msgpack_packer *pk)
 	e_str(&e, "reconcile_wait");
 	e_map(&e, 1);
 	switch (s->reconcile_wait.kind) {
-	case POD_WAIT_RANDOM:
+	case RC_WAIT_RANDOM:
 		e_str(&e, "random");
 		e_map(&e, 2);
 		e_duration(&e, "min", s->reconcile_wait.min_ms);
 		e_duration(&e, "max", s->reconcile_wait.max_ms);
 		break;
-	case POD_WAIT_EXPONENTIAL:
+	case RC_WAIT_EXPONENTIAL:
 		e_str(&e, "exponential");
 		e_map(&e, 2);
 		e_duration(&e, "wait", s->reconcile_wait.wait_ms);

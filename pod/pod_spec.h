@@ -33,6 +33,7 @@
 #include "common/kit_errors.h"
 #include "common/tank_err.h"
 #include "pod/pod_ns.h"
+#include "reconciler/rc_converge.h"
 
 #define POD_NAME_MAX 63    /* [a-z0-9][a-z0-9-_.]{0,62} */
 
@@ -56,19 +57,12 @@ enum pod_restart {
 
 #define POD_NS_ALL 0x1fu
 
-enum pod_wait_kind {
-	POD_WAIT_STATIC = 0,
-	POD_WAIT_RANDOM,
-	POD_WAIT_EXPONENTIAL,
-};
-
 /* Defaults (DESIGN.md §3, §4). */
 #define POD_DEFAULT_BACKOFF_BASE_MS     (10u * 1000)
 #define POD_DEFAULT_BACKOFF_CAP_MS      (300u * 1000)
 #define POD_DEFAULT_STABLE_WINDOW_MS    (10u * 60 * 1000)
 #define POD_DEFAULT_STOP_GRACE_MS       (10u * 1000)
 #define POD_MAX_RETRIES_LIMIT           1000000u   /* backoff.max_retries */
-#define POD_DEFAULT_RECONCILE_WAIT_MS   (3u * 1000)
 /* stop.signal defaults to SIGTERM. */
 
 /* What a dependency must reach before the pod that names it starts
@@ -168,12 +162,6 @@ typedef struct pod_container {
 	pod_probe_t probes[POD_PROBE_ROLES];   /* by enum pod_probe_role */
 } pod_container_t;
 
-typedef struct pod_reconcile_wait {
-	enum pod_wait_kind kind;
-	uint64_t wait_ms;          /* static; exponential: the first wait */
-	uint64_t min_ms, max_ms;   /* random, min <= max */
-	double multiplier;         /* exponential, >= 1 */
-} pod_reconcile_wait_t;
 
 /* A custom action a pod declares (`actions: {backup: {command, approval,
  * timeout, container}}`), run by the Action kind (action/) inside the
@@ -218,7 +206,7 @@ typedef struct pod_spec {
 	size_t volume_count;
 	pod_container_t *containers;   /* at least one */
 	size_t container_count;
-	pod_reconcile_wait_t reconcile_wait;
+	rc_wait_t reconcile_wait;
 	/* Pods this one starts after and stops before, in manifest order,
 	 * names unique and not its own.  Whether they exist and form no
 	 * cycle is the apply's check (it sees the other pods; a spec alone

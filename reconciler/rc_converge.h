@@ -46,6 +46,24 @@
 #define RC_CONV_PATIENCE 3
 #define RC_CONV_WHY 256
 
+/* How long the batch loop waits between passes (idem's reconcile_wait,
+ * DESIGN.md §4): a kind's object may say (kind_t.reconcile_wait), else
+ * RC_WAIT_DEFAULT_MS.  The loop computes the wait (cmd/lib/cli_wait.h). */
+typedef enum rc_wait_kind {
+	RC_WAIT_STATIC = 0,
+	RC_WAIT_RANDOM,
+	RC_WAIT_EXPONENTIAL,
+} rc_wait_kind_t;
+
+#define RC_WAIT_DEFAULT_MS (3u * 1000)
+
+typedef struct rc_wait {
+	rc_wait_kind_t kind;
+	uint64_t wait_ms;          /* static; exponential: the first wait */
+	uint64_t min_ms, max_ms;   /* random, min <= max */
+	double multiplier;         /* exponential, >= 1 */
+} rc_wait_t;
+
 typedef enum rc_obs_state {
 	RC_OBS_PENDING = 0,     /* not there yet (starting, backing off, …) */
 	RC_OBS_READY,           /* what should run runs, now */

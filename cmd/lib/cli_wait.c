@@ -13,18 +13,18 @@
 #include "api/api_rpc.h"
 #include "kinds/kind.h"
 
-uint64_t cli_reconcile_wait_ms(const pod_reconcile_wait_t *w, unsigned run,
+uint64_t cli_reconcile_wait_ms(const rc_wait_t *w, unsigned run,
 			       uint64_t rnd)
 {
 	if (!w)
-		return POD_DEFAULT_RECONCILE_WAIT_MS;
+		return RC_WAIT_DEFAULT_MS;
 	switch (w->kind) {
-	case POD_WAIT_RANDOM: {
+	case RC_WAIT_RANDOM: {
 		uint64_t lo = w->min_ms, hi = w->max_ms >= w->min_ms ? w->max_ms : w->min_ms;
 		uint64_t span = hi - lo + 1;
 		return span ? lo + rnd % span : lo;   /* span 0: the full range */
 	}
-	case POD_WAIT_EXPONENTIAL: {
+	case RC_WAIT_EXPONENTIAL: {
 		/* Computed in floating point so a large run count saturates
 		 * at the cap instead of overflowing. */
 		double v = (double)w->wait_ms * pow(w->multiplier, (double)run);
@@ -37,7 +37,7 @@ uint64_t cli_reconcile_wait_ms(const pod_reconcile_wait_t *w, unsigned run,
 }
 
 int cli_batch_init(cli_batch_t *b, size_t n, const char *const *names,
-		   const pod_reconcile_wait_t *const *waits)
+		   const rc_wait_t *const *waits)
 {
 	memset(b, 0, sizeof *b);
 	b->n = n;

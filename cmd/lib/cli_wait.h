@@ -16,7 +16,7 @@
 
 #include <msgpack.h>
 
-#include "pod/pod_spec.h"
+#include "reconciler/rc_converge.h"
 #include "reconciler/rc_converge.h"
 
 #define CLI_WAIT_MAX_MS (24ull * 3600 * 1000)   /* exponential waits stop here */
@@ -28,7 +28,7 @@
  * capped at CLI_WAIT_MAX_MS.  NULL w means the default, static 3 s.
  * `rnd` is a random value supplied by the caller (tests pass fixed ones).
  */
-uint64_t cli_reconcile_wait_ms(const pod_reconcile_wait_t *w, unsigned run,
+uint64_t cli_reconcile_wait_ms(const rc_wait_t *w, unsigned run,
 			       uint64_t rnd);
 
 struct kind;
@@ -69,7 +69,7 @@ typedef struct cli_batch {
 	const char *const *names;            /* borrowed, n */
 	const struct kind *const *kinds;     /* borrowed, n; NULL: the default kind */
 	const void *const *objs;             /* borrowed, n; NULL: none */
-	const pod_reconcile_wait_t *const *waits; /* borrowed, n; NULL entries
+	const rc_wait_t *const *waits; /* borrowed, n; NULL entries
 						 * (or NULL array) = default */
 	rc_conv_t conv;                      /* verdicts, progress, re_runs */
 	rc_observed_t *obs;                  /* owned, n: the last pass */
@@ -79,7 +79,7 @@ typedef struct cli_batch {
 
 /* 0 or -ENOMEM.  names/waits must outlive b. */
 int cli_batch_init(cli_batch_t *b, size_t n, const char *const *names,
-		   const pod_reconcile_wait_t *const *waits);
+		   const rc_wait_t *const *waits);
 void cli_batch_free(cli_batch_t *b);
 
 /* Objects of several kinds: kinds[i], and objs[i] the applied object

@@ -17,6 +17,7 @@
 #include "cmd/lib/cli_fmt.c"
 #include "cmd/lib/cli_paths.c"
 #include "cmd/lib/cli_wait.c"
+#include "pod/pod_spec.h"
 
 Test(api, cli_socket_path_rule)
 {
@@ -150,9 +151,9 @@ Test(api, cli_ps_table_aligned)
 
 Test(api, cli_reconcile_wait_kinds)
 {
-	pod_reconcile_wait_t st = { .kind = POD_WAIT_STATIC, .wait_ms = 3000 };
-	pod_reconcile_wait_t rnd = { .kind = POD_WAIT_RANDOM, .min_ms = 1000, .max_ms = 10000 };
-	pod_reconcile_wait_t ex = { .kind = POD_WAIT_EXPONENTIAL, .wait_ms = 2000, .multiplier = 10 };
+	rc_wait_t st = { .kind = RC_WAIT_STATIC, .wait_ms = 3000 };
+	rc_wait_t rnd = { .kind = RC_WAIT_RANDOM, .min_ms = 1000, .max_ms = 10000 };
+	rc_wait_t ex = { .kind = RC_WAIT_EXPONENTIAL, .wait_ms = 2000, .multiplier = 10 };
 
 	cr_assert_eq(cli_reconcile_wait_ms(NULL, 5, 0), 3000);
 	cr_assert_eq(cli_reconcile_wait_ms(&st, 0, 77), 3000);
@@ -175,8 +176,8 @@ Test(api, cli_reconcile_wait_kinds)
 Test(api, cli_batch_converges_only_after_two_equal_running_passes)
 {
 	const char *names[] = { "a", "b" };
-	pod_reconcile_wait_t slow = { .kind = POD_WAIT_STATIC, .wait_ms = 7000 };
-	const pod_reconcile_wait_t *waits[] = { NULL, &slow };
+	rc_wait_t slow = { .kind = RC_WAIT_STATIC, .wait_ms = 7000 };
+	const rc_wait_t *waits[] = { NULL, &slow };
 	cli_batch_t b;
 	msgpack_unpacked up;
 	cr_assert_eq(cli_batch_init(&b, 2, names, waits), 0);
@@ -226,7 +227,7 @@ Test(api, cli_batch_gives_up_on_a_crash_loop_after_three_passes)
 	cr_assert_eq(v[2], RC_CONV_AGAIN);      /* stale 2: another pid is not progress */
 	cr_assert_eq(v[3], RC_CONV_STUCK, "three passes without progress");
 	cr_assert(cli_batch_pending(&b, 0));
-	cr_assert_eq(cli_batch_wait_ms(&b, 0), POD_DEFAULT_RECONCILE_WAIT_MS);
+	cr_assert_eq(cli_batch_wait_ms(&b, 0), RC_WAIT_DEFAULT_MS);
 	cli_batch_free(&b);
 }
 

@@ -78,7 +78,7 @@ Test(podspec, defaults)
 	cr_assert_null(s->isolation.hostname);
 	cr_assert_null(s->isolation.rootfs);
 	cr_assert_eq(s->volume_count, 0);
-	cr_assert_eq(s->reconcile_wait.kind, POD_WAIT_STATIC);
+	cr_assert_eq(s->reconcile_wait.kind, RC_WAIT_STATIC);
 	cr_assert_eq(s->reconcile_wait.wait_ms, 3000);
 	cr_assert_eq(s->container_count, 1);
 	c = &s->containers[0];
@@ -157,7 +157,7 @@ Test(podspec, full_spec_fields)
 	cr_assert_str_eq(c->user, "www");
 	cr_assert(!c->has_uid && !c->has_gid);
 	cr_assert_eq(c->limits.cpu_millis, 250);
-	cr_assert_eq(s->reconcile_wait.kind, POD_WAIT_EXPONENTIAL);
+	cr_assert_eq(s->reconcile_wait.kind, RC_WAIT_EXPONENTIAL);
 	cr_assert_eq(s->reconcile_wait.wait_ms, 2000);
 	cr_assert_float_eq(s->reconcile_wait.multiplier, 10.0, 1e-12);
 	pod_spec_free(s);
@@ -390,12 +390,12 @@ Test(podspec, reconcile_wait_forms)
 	pod_spec_t *s = NULL;
 
 	cr_assert_null(check("name: web\nreconcile_wait: {random: {min: 1s, max: 10s}}\n" C0, &s));
-	cr_assert_eq(s->reconcile_wait.kind, POD_WAIT_RANDOM);
+	cr_assert_eq(s->reconcile_wait.kind, RC_WAIT_RANDOM);
 	cr_assert_eq(s->reconcile_wait.min_ms, 1000);
 	cr_assert_eq(s->reconcile_wait.max_ms, 10000);
 	pod_spec_free(s);
 	cr_assert_null(check("name: web\nreconcile_wait: {static: 500ms}\n" C0, &s));
-	cr_assert_eq(s->reconcile_wait.kind, POD_WAIT_STATIC);
+	cr_assert_eq(s->reconcile_wait.kind, RC_WAIT_STATIC);
 	cr_assert_eq(s->reconcile_wait.wait_ms, 500);
 	pod_spec_free(s);
 	cr_assert_null(check("name: web\nreconcile_wait: 5s\n" C0, &s));
