@@ -1404,53 +1404,6 @@ static int v_kind_verb(ctl_t *x, int argc, char **argv)
 		    : EXIT_OK;
 }
 
-static int v_restart(ctl_t *x, int argc, char **argv)
-{
-	static const struct option opts[] = { { "help", no_argument, NULL, OPT_HELP },
-		{ "selector", required_argument, NULL, 'l' }, { 0 } };
-	api_incoming_t in;
-	const char *selector = NULL;
-	int o, r;
-
-	while ((o = getopt_long(argc, argv, ":l:", opts, NULL)) != -1) {
-		if (o == OPT_HELP)
-			return ctl_help(ctl_find(x->verb));
-		if (o == 'l') {
-			selector = optarg;
-			continue;
-		}
-		return ctl_bad_option(x, o, argv);
-	}
-	if (selector) {
-		/* Every pod whose labels match, one restart each. */
-		char **names;
-		if (argc != optind)
-			return ctl_usage_error(x, "takes a pod name or -l SELECTOR, not both");
-		if ((r = ctl_selected(x, ctl_kinds[0], selector, &names)) != 0)
-			return r;
-		if (!names[0])
-			fprintf(stderr, "No resources found\n");
-		for (size_t i = 0; names[i]; i++) {
-			int r2 = ctl_call(x, "restart", pack_name, names[i], CTL_TIMEOUT_MS, &in);
-			if (r2 == 0) {
-				printf("%s restarted\n", names[i]);
-				api_incoming_free(&in);
-			} else if (!r) {
-				r = r2;
-			}
-		}
-		ctl_names_free(names);
-		return r;
-	}
-	if (argc - optind != 1)
-		return ctl_usage_error(x, "needs one pod name");
-	if ((r = ctl_call(x, "restart", pack_name, argv[optind], CTL_TIMEOUT_MS, &in)) != 0)
-		return r;
-	printf("%s restarted\n", argv[optind]);
-	api_incoming_free(&in);
-	return EXIT_OK;
-}
-
 /* Loads a manifest of objects of any kind of the list, printing every
  * problem.  0 or EXIT_ERR. */
 static int ctl_load(ctl_t *x, const char *path, mf_manifest_t **m)
@@ -2243,77 +2196,6 @@ static int v_delete(ctl_t *x, int argc, char **argv)
 	return r;
 }
 
-typedef struct logs_params {
-	const char *name, *container;
-	long tail;                   /* -2: tankd's default (100) */
-	int64_t since, until;        /* ms since the epoch, -1: unbounded */
-	bool follow;
-} logs_params_t;
-
-static int pack_logs(msgpack_packer *pk, void *arg)
-{
-	logs_params_t *p = arg;
-	msgpack_pack_array(pk, 2);
-	api_pack_cstr(pk, p->name);
-	msgpack_pack_map(pk, (p->container != NULL) + (p->tail >= -1) + p->follow +
-				 (p->since >= 0) + (p->until >= 0));
-	if (p->container) {
-		api_pack_cstr(pk, "container");
-		api_pack_cstr(pk, p->container);
-	}
-	if (p->tail >= -1) {
-		api_pack_cstr(pk, "tail");
-		msgpack_pack_int64(pk, p->tail);
-	}
-	if (p->since >= 0) {
-		api_pack_cstr(pk, "since");
-		msgpack_pack_int64(pk, p->since);
-	}
-	if (p->until >= 0) {
-		api_pack_cstr(pk, "until");
-		msgpack_pack_int64(pk, p->until);
-	}
-	if (p->follow) {
-		api_pack_cstr(pk, "follow");
-		msgpack_pack_true(pk);
-	}
-	return 0;
-}
-
-/* A log line arrives as a string or as a map with `line` (and maybe
- * `container`); with prefix, a map's line is printed after `[container] `
- * (the lines of several containers, as kubectl logs --prefix). */
-/* The text of a log record "2026-11-22T03:04:05.123Z stdout text": what
- * follows its time and stream (the whole line when it has not that
- * shape). */
-static const char *ctl_log_text(const char *p, size_t n, size_t *len)
-{
-	/* 24 bytes of time ("…T03:04:05.123Z"), a space, the stream. */
-	const char *sp = n > 25 && p[23] == 'Z' && p[24] == ' ' && p[10] == 'T' ?
-			 memchr(p + 25, ' ', n - 25) : NULL;
-	if (!sp) {
-		*len = n;
-		return p;
-	}
-	*len = n - (size_t)(sp + 1 - p);
-	return sp + 1;
-}
-
-static void ctl_print_line(const msgpack_object *o, bool prefix, bool timestamps)
-{
-	const msgpack_object *l = o->type == MSGPACK_OBJECT_MAP ? api_map_get(o, "line") : o;
-	const msgpack_object *c = o->type == MSGPACK_OBJECT_MAP ? api_map_get(o, "container") : NULL;
-	if (prefix && c && c->type == MSGPACK_OBJECT_STR)
-		printf("[%.*s] ", (int)c->via.str.size, c->via.str.ptr);
-	if (l && l->type == MSGPACK_OBJECT_STR) {
-		size_t n = l->via.str.size;
-		const char *t = timestamps ? l->via.str.ptr : ctl_log_text(l->via.str.ptr, n, &n);
-		fwrite(t, 1, n, stdout);
-		if (!n || t[n - 1] != '\n')
-			fputc('\n', stdout);
-	}
-}
-
 /* An "error" notification: tankd says why it is closing this connection
  * (a subscriber that read too slowly, the connection cap).  Returns the
  * message, or NULL for any other message. */
@@ -2329,213 +2211,6 @@ static const char *ctl_farewell(const api_incoming_t *in, char *buf, size_t cap)
 	else
 		snprintf(buf, cap, "closed by tankd");
 	return buf;
-}
-
-/* --previous: the window of the container's run before its current one
- * (or of its last run, when it does not run now), from the starts in its
- * history.  0, or an exit code (the error printed). */
-static int ctl_previous_window(ctl_t *x, logs_params_t *p)
-{
-	api_incoming_t in;
-	char key[2 * ST_NAME_MAX + 2], ctr[ST_NAME_MAX + 1] = "";
-	int64_t starts[2] = { -1, -1 }, at;
-	bool running = false;
-	int r, nctr = 0;
-
-	if ((r = ctl_call(x, "status", pack_name, (void *)p->name, CTL_TIMEOUT_MS, &in)) != 0)
-		return r;
-	const msgpack_object *cs = api_map_get(in.result, "containers");
-	for (uint32_t i = 0; cs && cs->type == MSGPACK_OBJECT_ARRAY && i < cs->via.array.size; i++) {
-		const msgpack_object *c = &cs->via.array.ptr[i], *nm = api_map_get(c, "name");
-		nctr++;
-		if (!nm || nm->type != MSGPACK_OBJECT_STR ||
-		    (p->container && !api_obj_streq(nm, p->container)))
-			continue;
-		snprintf(ctr, sizeof ctr, "%.*s", (int)nm->via.str.size, nm->via.str.ptr);
-		running = api_obj_streq(api_map_get(c, "phase"), "running");
-	}
-	api_incoming_free(&in);
-	if (!p->container && nctr > 1)
-		return ctl_usage_error(x, "--previous needs -c CONTAINER: %s %s has %d",
-				       ctl_kinds[0]->name, p->name, nctr);
-	if (!ctr[0])
-		return ctl_fail(x, "%s \"%s\" has no container \"%s\"", ctl_kinds[0]->name, p->name,
-				p->container ? p->container : "");
-	/* Its whole history (the default), oldest first. */
-	if ((r = ctl_call(x, "history", pack_name, (void *)p->name, CTL_TIMEOUT_MS, &in)) != 0)
-		return r;
-	snprintf(key, sizeof key, "%s/%s", p->name, ctr);
-	for (uint32_t i = 0; in.result->type == MSGPACK_OBJECT_ARRAY && i < in.result->via.array.size;
-	     i++) {
-		const msgpack_object *t = &in.result->via.array.ptr[i];
-		if (api_obj_streq(api_map_get(t, "key"), key) &&
-		    api_obj_streq(api_map_get(t, "to"), "running") &&
-		    api_obj_int(api_map_get(t, "at"), &at)) {
-			starts[0] = starts[1];
-			starts[1] = at;
-		}
-	}
-	api_incoming_free(&in);
-	if (starts[1] < 0)
-		return ctl_fail(x, "container %s of %s %s has not run yet", ctr, ctl_kinds[0]->name,
-				p->name);
-	if (running && starts[0] < 0)
-		return ctl_fail(x, "container %s of %s %s has no previous run", ctr,
-				ctl_kinds[0]->name, p->name);
-	p->since = running ? starts[0] : starts[1];
-	p->until = running ? starts[1] : -1;
-	return 0;
-}
-
-/* `logs -l SELECTOR`: the logs of every pod whose labels match, one pod
- * after the other (sorted by name), each line prefixed with `[NAME] `
- * (kubectl's --prefix) and, in a pod of several containers, its
- * container's name.  Not with -f (one stream per call). */
-static int ctl_logs_selected(ctl_t *x, int argc, const char *selector,
-			     logs_params_t *p, bool timestamps, bool previous)
-{
-	api_incoming_t in;
-	char **names;
-	int r;
-
-	if (argc != optind)
-		return ctl_usage_error(x, "takes a pod name or -l SELECTOR, not both");
-	if (p->follow || previous)
-		return ctl_usage_error(x, "-l is not with -f or --previous");
-	if ((r = ctl_selected(x, ctl_kinds[0], selector, &names)) != 0)
-		return r;
-	if (!names[0])
-		fprintf(stderr, "No resources found\n");
-	for (size_t i = 0; names[i]; i++) {
-		p->name = names[i];
-		int r2 = ctl_call(x, "logs", pack_logs, p, CTL_TIMEOUT_MS, &in);
-		if (r2) {
-			r = r ? r : r2;
-			continue;
-		}
-		if (in.result->type == MSGPACK_OBJECT_ARRAY)
-			for (uint32_t j = 0; j < in.result->via.array.size; j++) {
-				const msgpack_object *l = &in.result->via.array.ptr[j];
-				printf("[%s] ", names[i]);
-				ctl_print_line(l, !p->container && l->type == MSGPACK_OBJECT_MAP,
-					       timestamps);
-			}
-		api_incoming_free(&in);
-	}
-	ctl_names_free(names);
-	fflush(stdout);
-	return r;
-}
-
-static int v_logs(ctl_t *x, int argc, char **argv)
-{
-	static const struct option opts[] = {
-		{ "help", no_argument, NULL, OPT_HELP },
-		{ "container", required_argument, NULL, 'c' },
-		{ "tail", required_argument, NULL, 'n' },
-		{ "since", required_argument, NULL, OPT_SINCE },
-		{ "timestamps", no_argument, NULL, 't' },
-		{ "previous", no_argument, NULL, 'p' },
-		{ "selector", required_argument, NULL, 'l' },
-		{ "follow", no_argument, NULL, 'f' }, { 0 } };
-	logs_params_t p = { .tail = -2, .since = -1, .until = -1 };
-	bool timestamps = false, previous = false;
-	api_incoming_t in;
-	tank_error_t e;
-	char why[256];
-	char *end;
-	uint64_t ms;
-	const char *selector = NULL;
-	int o, r;
-
-	while ((o = getopt_long(argc, argv, ":c:fn:tpl:", opts, NULL)) != -1) {
-		if (o == OPT_HELP)
-			return ctl_help(ctl_find(x->verb));
-		if (o == 'c') {
-			p.container = optarg;
-		} else if (o == 'f') {
-			p.follow = true;
-		} else if (o == 't') {
-			timestamps = true;
-		} else if (o == 'p') {
-			previous = true;
-		} else if (o == 'l') {
-			selector = optarg;
-		} else if (o == 'n') {
-			errno = 0;
-			p.tail = strtol(optarg, &end, 10);
-			if (errno || *end || !*optarg || p.tail < -1 || p.tail > 100000)
-				return ctl_usage_error(x, "--tail takes a number of lines, 0 to 100000 "
-						       "(-1: every line)");
-		} else if (o == OPT_SINCE) {
-			if (kit_parse_duration(optarg, strlen(optarg), &ms) < 0)
-				return ctl_usage_error(x, "--since takes a duration (30s, 10m, 1h)");
-			struct timespec ts;
-			clock_gettime(CLOCK_REALTIME, &ts);
-			int64_t now = (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-			p.since = now > (int64_t)ms ? now - (int64_t)ms : 0;
-		} else {
-			return ctl_bad_option(x, o, argv);
-		}
-	}
-	if (selector)
-		return ctl_logs_selected(x, argc, selector, &p, timestamps, previous);
-	if (argc - optind != 1)
-		return ctl_usage_error(x, "needs one pod name");
-	p.name = argv[optind];
-	if (previous && p.follow)
-		return ctl_usage_error(x, "--previous and -f: a previous run does not grow");
-	if (previous) {
-		int64_t since = p.since;
-		if ((r = ctl_previous_window(x, &p)) != 0)
-			return r;
-		if (since > p.since)
-			p.since = since;
-		if (p.tail == -2)
-			p.tail = -1;     /* the whole previous run */
-	}
-	if ((r = ctl_call(x, "logs", pack_logs, &p, CTL_TIMEOUT_MS, &in)) != 0)
-		return r;
-	/* Without -c, a pod of several containers answers with maps: every
-	 * container's lines, each prefixed with its container's name. */
-	bool prefix = false;
-	if (in.result->type == MSGPACK_OBJECT_ARRAY)
-		for (uint32_t i = 0; i < in.result->via.array.size; i++) {
-			prefix |= !p.container &&
-				  in.result->via.array.ptr[i].type == MSGPACK_OBJECT_MAP;
-			ctl_print_line(&in.result->via.array.ptr[i], prefix, timestamps);
-		}
-	bool none = in.result->type != MSGPACK_OBJECT_ARRAY || !in.result->via.array.size;
-	api_incoming_free(&in);
-	fflush(stdout);
-	if (p.follow && !p.container && none &&
-	    ctl_call(x, "status", pack_name, (void *)p.name, CTL_TIMEOUT_MS, &in) == 0) {
-		/* Nothing logged yet: its status says whether it has several. */
-		const msgpack_object *c = api_map_get(in.result, "containers");
-		prefix = c && c->type == MSGPACK_OBJECT_ARRAY && c->via.array.size > 1;
-		api_incoming_free(&in);
-	}
-	while (p.follow) {
-		if ((r = api_client_next(x->c, -1, &in, &e)) < 0)
-			return r == -ECONNRESET ? EXIT_OK : ctl_fail(x, "%s", e.msg);
-		if (ctl_farewell(&in, why, sizeof why)) {
-			api_incoming_free(&in);
-			fflush(stdout);
-			return ctl_fail(x, "tankd: %s", why);
-		}
-		/* The pod ended and its log is drained. */
-		if (in.type == API_NOTIFICATION && strcmp(in.method, "log_end") == 0) {
-			api_incoming_free(&in);
-			break;
-		}
-		if (in.type == API_NOTIFICATION && strcmp(in.method, "log") == 0)
-			for (uint32_t i = 0; i < in.params->via.array.size; i++)
-				ctl_print_line(&in.params->via.array.ptr[i], prefix, timestamps);
-		api_incoming_free(&in);
-		fflush(stdout);
-	}
-	fflush(stdout);
-	return EXIT_OK;
 }
 
 /* A value of key=value (logfmt's rule): as it is when it is one plain
@@ -2939,6 +2614,41 @@ static int kc_verb_run(const kind_cli_t *cli, int argc, char **argv)
 	return r;
 }
 
+static int kc_selected(const kind_cli_t *cli, const kind_t *k, const char *selector,
+		       char ***names)
+{
+	return ctl_selected(cli->ctx, k, selector, names);
+}
+
+static int kc_follow(const kind_cli_t *cli,
+		     int (*note)(void *arg, const char *event, const msgpack_object *params),
+		     void *arg)
+{
+	ctl_t *x = cli->ctx;
+	api_incoming_t in;
+	tank_error_t e;
+	char why[256];
+	int r;
+
+	for (;;) {
+		fflush(stdout);
+		if ((r = api_client_next(x->c, -1, &in, &e)) < 0)
+			return r == -ECONNRESET ? EXIT_OK : ctl_fail(x, "%s", e.msg);
+		if (ctl_farewell(&in, why, sizeof why)) {
+			api_incoming_free(&in);
+			return ctl_fail(x, "tankd: %s", why);
+		}
+		r = in.type == API_NOTIFICATION ? note(arg, in.method, in.params) : 0;
+		api_incoming_free(&in);
+		if (r < 0)
+			return ctl_fail(x, "%s", tank_strerror(r));
+		if (r > 0) {
+			fflush(stdout);
+			return EXIT_OK;
+		}
+	}
+}
+
 static int v_kind_cmd(ctl_t *x, int argc, char **argv)
 {
 	for (size_t k = 0; ctl_kinds[k]; k++)
@@ -2946,7 +2656,8 @@ static int v_kind_cmd(ctl_t *x, int argc, char **argv)
 			if (!strcmp(ctl_kinds[k]->cmds[c].name, x->verb)) {
 				kind_cli_t cli = { .ctx = x, .verb = x->verb, .call = kc_call,
 						   .emit = kc_emit, .fail = kc_fail,
-						   .usage = kc_usage, .verb_run = kc_verb_run };
+						   .usage = kc_usage, .verb_run = kc_verb_run,
+						   .selected = kc_selected, .follow = kc_follow };
 				for (int i = 1; i < argc; i++) {
 					if (!strcmp(argv[i], "--"))
 						break;
@@ -3108,21 +2819,6 @@ static const verb_t ctl_verbs[] = {
 	  "table (k=v, k==v, k!=v, k, !k; a comma is AND)." },
 	{ "status", v_status, "[KIND] [NAME] [-o yaml|json]",
 	  "Prints the status of one pod or of all pods (with KIND: of that kind)." },
-	{ "restart", v_restart, "NAME | -l SELECTOR",
-	  "Restarts a pod and resets its retries, also when it is terminal.\n"
-	  "-l SELECTOR: every pod whose labels match." },
-	{ "logs", v_logs,
-	  "NAME|-l SELECTOR [-c CONTAINER] [-n|--tail N] [--since DURATION] [-t] [-p|--previous] [-f]",
-	  "Prints a pod's captured output, the lines as the container wrote them:\n"
-	  "without -c, every container's in time order, each prefixed with\n"
-	  "[CONTAINER] when it has several.  The last 100 lines unless --tail N\n"
-	  "(0: none, -1: all); --since 10m: only the last 10 minutes'; -t: each\n"
-	  "line with its time and stream (stdout, stderr) as tank stored it;\n"
-	  "--previous: the container's run before the current one (or its last\n"
-	  "run when it does not run now), whole unless --tail; -f keeps printing\n"
-	  "new lines until the pod has ended (or is deleted) and its log is drained.\n"
-	  "-l SELECTOR (not with -f, -p): every matching pod's, pod by pod, each\n"
-	  "line prefixed with [POD]." },
 	{ "events", v_events, "[KIND/NAME|NAME] [-l SELECTOR] [--since DURATION] [-o yaml|json]",
 	  "Prints the daemon's events as they happen (until interrupted): one per\n"
 	  "line, its time then key=value (values with spaces quoted); -o json is\n"

@@ -245,6 +245,20 @@ struct kind_cli {
 	/* Runs one of tankctl's own verbs with argv (argv[0] the verb):
 	 * `playbook apply -f F` is `apply -f F`.  Its exit code. */
 	int (*verb_run)(const kind_cli_t *cli, int argc, char **argv);
+	/* The names of k's objects whose labels match selector (`-l`'s
+	 * syntax, docs/cli.md), sorted, in a NULL-terminated array; it and
+	 * each name are malloc'd, the caller's (free each, then it).  0, or
+	 * the exit code with the error printed (a malformed selector: 2). */
+	int (*selected)(const kind_cli_t *cli, const kind_t *k, const char *selector,
+			char ***names);
+	/* After a call whose answer a method follows with notifications
+	 * (kind_method_t.follow): reads them, calling note(arg, event,
+	 * params) for each, until note returns 1 (the end), the connection
+	 * closes (0), or tankd says why it closes it (printed; 1).  A
+	 * negative note return is printed as tank_strerror (1). */
+	int (*follow)(const kind_cli_t *cli,
+		      int (*note)(void *arg, const char *event, const msgpack_object *params),
+		      void *arg);
 };
 
 /* A tankctl command of a kind's own, with its own words (`action run POD

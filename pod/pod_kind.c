@@ -696,6 +696,8 @@ const kind_t pod_kind = {
 	.nverbs = sizeof pod__verbs / sizeof pod__verbs[0],
 	.methods = pod_methods,
 	.nmethods = POD_NMETHODS,
+	.cmds = pod_cmds,
+	.ncmds = POD_NCMDS,
 	.cols = {
 		{ "NAME", kind_col_name }, { "PHASE", kind_col_phase }, { "READY", c_ready },
 		{ "RESTARTS", c_restarts }, { "AGE", kind_col_age }, { "PID", c_pid },

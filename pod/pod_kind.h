@@ -17,6 +17,10 @@
 
 extern const kind_t pod_kind;
 
+/* tankctl's commands of the Pod kind (pod_cli.c): restart, logs. */
+#define POD_NCMDS 2
+extern const kind_cmd_t pod_cmds[POD_NCMDS];
+
 /* Packs one status record as the contract's status map; the owners of
  * the pod (each kind whose `children` is Pod names its key, or nil) are
  * asked through env (may be NULL: no owner keys). */
