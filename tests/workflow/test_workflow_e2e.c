@@ -253,7 +253,7 @@ Test(workflow, exit_192_is_incomplete_and_reboot)
 	path_of(d, "first.log", p, sizeof p);
 	cr_assert_eq(lines(p), 2, "re-run after the reboot");
 	path_of(d, "starts.log", p, sizeof p);
-	cr_assert(wait_lines(p, 2, 30), "rebooted");
+	cr_assert(wait_lines(p, 2, 60), "rebooted");
 	start_pids(d, &a, &b);
 	cr_assert(a > 1 && b > 1 && a != b, "a new pid: %ld, then %ld", a, b);
 	teardown(d);
