@@ -208,7 +208,7 @@ Test(workflow, exit_32_powers_the_pod_off)
 	cr_assert_eq(ctl(d, NULL, 0, "workflow retry web"), 0);
 	cr_assert(wait_lines(p, 1, 60));
 	path_of(d, "starts.log", p, sizeof p);
-	cr_assert(wait_lines(p, 2, 30), "started again");
+	cr_assert(wait_lines(p, 2, 60), "started again");
 	teardown(d);
 }
 
@@ -220,7 +220,7 @@ Test(workflow, exit_64_reboots_then_runs_the_next_task)
 	path_of(d, "second.log", p, sizeof p);
 	cr_assert(wait_lines(p, 1, 60), "the next task after the reboot");
 	path_of(d, "starts.log", p, sizeof p);
-	cr_assert(wait_lines(p, 2, 30), "the containers restarted");
+	cr_assert(wait_lines(p, 2, 60), "the containers restarted");
 	start_pids(d, &a, &b);
 	cr_assert(a > 1 && b > 1 && a != b, "a new pid: %ld, then %ld", a, b);
 	path_of(d, "first.log", p, sizeof p);
