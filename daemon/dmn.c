@@ -685,6 +685,21 @@ static void api_status(void *ctx, api_daemon_status_t *out)
 	out->reexecs = d->hv.reexecs;
 	out->lives = d->hv.lives;
 	out->adopted = d->hv.adopted + pod_adopt_adopted(d->adopt);
+	/* What the keeper holds, asked now (a round trip to a process that
+	 * always reads at once; `daemon status` is rare). */
+	out->keeper_tags = out->keeper_exits = -1;
+	if (out->ask_keeper && d->kp.fd >= 0) {
+		uint64_t tags = 0, exits = 0;
+		pid_t kpid = d->kp.pid;
+		int r = kp_client_stat(&d->kp, 1000, kp_exit, d, &tags, &exits);
+		if (r == 0) {
+			out->keeper_tags = (int64_t)tags;
+			out->keeper_exits = (int64_t)exits;
+		} else if (r == -EPIPE) {
+			kp_gone(d, kpid);
+			out->keeper_pid = 0;
+		}
+	}
 }
 
 static void sigusr2_cb(struct ev_loop *loop, ev_signal *w, int revents)

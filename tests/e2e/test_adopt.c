@@ -717,6 +717,9 @@ Test(adopt, a_running_action_survives_a_kill9_under_the_keeper)
 	cr_assert_eq(ctl(d, out, sizeof out, "history action %s", id), 0, "%s", out);
 	cr_assert_null(strstr(out, "LOST"), "never LOST:\n%s", out);
 	cr_assert(says(d, "adopted    ", "daemon status"));
+	/* Its exit, reaped by the keeper, is acked once stored. */
+	cr_assert(wait_says(d, 10, ", 0 exits", "daemon status"),
+		  "the keeper still holds the action's exit");
 	teardown(d);
 }
 
@@ -873,6 +876,12 @@ static void job_across(bool reexec)
 		      "no job beyond the two tasks' (and the stage's):\n%s", out);
 	cr_assert(says(d, "job-second", "job log web/2"),
 		  "the job's output after the gap is in its log");
+	/* The keeper reaped the adopted part's process: the agent acks its
+	 * exit once the job's record is committed, so the keeper holds it
+	 * no longer (before, it held it until the next tankd). */
+	if (!reexec)
+		cr_assert(wait_says(d, 10, ", 0 exits", "daemon status"),
+			  "the keeper still holds the adopted job's exit");
 	teardown(d);
 }
 
