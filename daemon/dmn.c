@@ -574,10 +574,18 @@ static void kp_gone(dmn_t *d, pid_t pid)
 {
 	if (ev_is_active(&d->kp_io))
 		ev_io_stop(rt_loop(d->rt), &d->kp_io);
+	/* The processes it reaped for us are followed by pidfds now
+	 * (pod_adopt.h "Orphans"). */
 	pod_adopt_set_sink(d->adopt, NULL);
 	kp_client_close(&d->kp);
-	say(d, DMN_LOG_WARNING, "the keeper (pid %d) is gone: pods keep running, but a "
-	    "kill -9 of tankd now loses their output and restarts them", (int)pid);
+	/* Nothing names a keeper any more: a reexec must not take the fd
+	 * number (reused by then) for its socket. */
+	unsetenv(KP_ENV_FD);
+	unsetenv(KP_ENV_PID);
+	say(d, DMN_LOG_WARNING, "the keeper (pid %d) is gone: pods keep running (the "
+	    "processes it reaped for tankd are followed by pidfds, their exit status "
+	    "unknown), but nothing restarts tankd, and a kill -9 of tankd now loses their "
+	    "output and restarts them", (int)pid);
 }
 
 static void kp_cb(struct ev_loop *loop, ev_io *w, int revents)

@@ -502,6 +502,7 @@ typedef struct wf_done {
 	int32_t exit_code, exit_signal;
 	bool cut;
 	bool adopt_failed;             /* its running part could not be taken over */
+	bool lost;                     /* an adopted part ended, no keeper held its status */
 	int64_t ended_at;              /* when its last part ended (0: now) */
 	char msg[RC_REASON_MAX];
 	/* As wf_started_t's: an adopted part's exit not acked yet. */
@@ -635,6 +636,7 @@ static void worker__handle(rt_t *rt, void *state, rt_msg_t *msg)
 		w->d.ended_at = r.ended_at;
 	if (r.err) {
 		w->d.err = r.err;
+		w->d.lost = r.lost != 0;
 		wfmt(w->d.msg, sizeof w->d.msg, "%s", r.msg[0] ? r.msg : tank_strerror(r.err));
 		worker__finish(rt, w);
 		return;
@@ -1150,6 +1152,17 @@ static void agent__job_done(wf_agent_t *m, wf_pod_t *p, const wf_done_t *d)
 		wfmt(why, sizeof why, "its process is gone (tankd restarted under it): %.100s",
 		     d->msg);
 		agent__jobev(m, p, WF_JE_LOST, why);
+		p->runnable = false;
+		next = WF_AE_JOB_DONE;
+	} else if (d->lost) {
+		/* Adopted, then its keeper was killed: the part ended and
+		 * nobody could tell how.  The job failed (its exit unknown). */
+		wfmt(p->job.error, sizeof p->job.error, "%s", d->msg);
+		wfmt(why, sizeof why, "%s", d->msg);
+		agent__log_note(m, p, d->steps ? d->steps - 1 : 0, why);
+		if (d->steps > p->job.parts)
+			p->job.parts = d->steps;
+		agent__jobev(m, p, WF_JE_FAIL, why);
 		p->runnable = false;
 		next = WF_AE_JOB_DONE;
 	} else if (d->err) {

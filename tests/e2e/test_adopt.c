@@ -920,3 +920,142 @@ Test(adopt, an_adopted_action_keeps_its_timeout_from_its_start)
 	cr_assert(ran >= 2900 && ran < 4300, "ran %lld ms, not its 3 s timeout", (long long)ran);
 	teardown(d);
 }
+
+/* Descriptors of pid that are pidfds. */
+static int count_pidfds(pid_t pid)
+{
+	char path[64], link[400], target[64];
+	struct dirent *e;
+	DIR *dir;
+	int n = 0;
+
+	snprintf(path, sizeof path, "/proc/%d/fd", (int)pid);
+	if (!(dir = opendir(path)))
+		return -1;
+	while ((e = readdir(dir))) {
+		if (e->d_name[0] == '.')
+			continue;
+		snprintf(link, sizeof link, "%s/%s", path, e->d_name);
+		ssize_t r = readlink(link, target, sizeof target - 1);
+		if (r > 0) {
+			target[r] = '\0';
+			n += strstr(target, "pidfd") != NULL;
+		}
+	}
+	closedir(dir);
+	return n;
+}
+
+/* Gone for good: no /proc entry (a zombie still has one). */
+static bool reaped(pid_t pid)
+{
+	char path[64];
+	snprintf(path, sizeof path, "/proc/%d", (int)pid);
+	return access(path, F_OK) < 0;
+}
+
+/* The keeper killed -9 while processes it reaps for tankd run (adopted
+ * after a kill -9 of tankd, so the keeper's children): they are
+ * re-parented to a subreaper above (here the test runner's) or init, so
+ * neither tankd nor a next keeper can wait(2) for them.  tankd follows
+ * each one with a pidfd from the keeper's loss, and records its end when
+ * it comes, its status unknown: a container restarts by its policy (an
+ * `always` one runs again, a `never` one is failed with the reason), an
+ * action is LOST with the reason.  Nothing is left: no zombie, no pidfd,
+ * the descriptors back to their count; a graceful stop of tankd then
+ * still stops the orphan still running. */
+Test(adopt, a_keeper_killed_9_leaves_no_adopted_end_unrecorded)
+{
+	d_t *d = setup_keeper();
+	char out[16384], y[2048], id[64], pid[32], script[512];
+	pid_t keeper = 0, old = serving(d, &keeper);
+
+	snprintf(y, sizeof y,
+		 "name: again\nrestart: always\ncontainers:\n  - name: c\n"
+		 "    command: [/bin/sh, -c, 'echo up; while [ ! -e %s/go1 ]; do sleep 0.05; "
+		 "done; rm -f %s/go1; exit 3']\n---\n"
+		 "name: once\nrestart: never\ncontainers:\n  - name: c\n"
+		 "    command: [/bin/sh, -c, 'while [ ! -e %s/go2 ]; do sleep 0.05; done; "
+		 "exit 0']\n", d->dir, d->dir, d->dir);
+	write_file(d, "pods.yaml", y);
+	cr_assert_eq(ctl(d, out, sizeof out, "apply -f %s/pods.yaml", d->dir), 0, "%s", out);
+	exec_pod(d);
+	cr_assert(wait_phase(d, "again", "running", 20));
+	cr_assert(wait_phase(d, "once", "running", 20));
+	long again = status_num(d, "again", "pid"), once = status_num(d, "once", "pid");
+	long web = status_num(d, "web", "pid");
+	snprintf(script, sizeof script, "echo first-line; while [ ! -e %s/go3 ]; do "
+		 "/bin/sleep 0.05; done; exit 0", d->dir);
+	exec_run(d, id, script);
+	act_assert_state(d, id, "RUNNING", 10);
+	cr_assert(act_output_has(d, id, "first-line", 10), "no first line");
+	cr_assert(act_field(d, id, "pid", pid, sizeof pid));
+	long act = atol(pid);
+	sleep_ms(300);                  /* the group commit reaches the disk */
+
+	/* A kill -9 of tankd: everything is adopted, the keeper's children. */
+	cr_assert_eq(kill(old, SIGKILL), 0);
+	pid_t now = wait_new_tankd(d, old, 20);
+	cr_assert_gt(now, 0, "the keeper did not start a new tankd");
+	cr_assert(wait_says(d, 20, "adopted    4", "daemon status"), "not all adopted");
+	cr_assert_eq(status_num(d, "again", "pid"), again);
+	cr_assert_eq(status_num(d, "once", "pid"), once);
+	act_assert_state(d, id, "RUNNING", 1);
+	cr_assert_eq(count_pidfds(now), 0, "pidfds while a keeper reaps");
+
+	/* The keeper killed -9: tankd runs on, keeper-less, and follows the
+	 * four processes with pidfds. */
+	cr_assert_eq(kill(keeper, SIGKILL), 0);
+	cr_assert_eq(waitpid(keeper, NULL, 0), keeper);
+	d->pid = 0;
+	cr_assert(wait_says(d, 10, "keeper     none", "daemon status"),
+		  "tankd did not notice its keeper's end");
+	for (int i = 0; i < 100 && count_pidfds(now) != 4; i++)
+		sleep_ms(50);
+	cr_assert_eq(count_pidfds(now), 4, "one pidfd per adopted process");
+	int fds = count_fds(now);
+
+	/* They end now, with nobody to wait(2) for them but the subreaper. */
+	write_file(d, "go1", "");
+	write_file(d, "go2", "");
+	write_file(d, "go3", "");
+	cr_assert(wait_says(d, 20, "ended while no keeper held its status", "history again"),
+		  "again's end was not recorded");
+	cr_assert(wait_phase(d, "again", "running", 20), "again did not run again");
+	for (int i = 0; i < 200 && status_num(d, "again", "pid") == again; i++)
+		sleep_ms(50);
+	cr_assert_neq(status_num(d, "again", "pid"), again, "again was not restarted");
+	cr_assert_eq(status_num(d, "again", "restarts"), 1);
+	cr_assert(wait_phase(d, "once", "terminal", 20), "once's end was not recorded");
+	cr_assert(says(d, "ended while no keeper held its status", "history once"));
+	cr_assert(says(d, "\"outcome\": \"failed\"", "status once -o json"),
+		  "a never pod whose end is unknown is failed");
+	act_assert_state(d, id, "LOST", 20);
+	cr_assert(says(d, "ended while no keeper held its status", "action get %s", id));
+
+	/* Nothing left: no zombie, no pidfd but web's (still running), the
+	 * descriptors back to their count (the three pidfds gone; again's
+	 * new pipes take its old ones' place). */
+	for (int i = 0; i < 200 && !(reaped((pid_t)again) && reaped((pid_t)once) &&
+				     reaped((pid_t)act)); i++)
+		sleep_ms(20);
+	cr_assert(reaped((pid_t)again) && reaped((pid_t)once) && reaped((pid_t)act),
+		  "an ended process is left (a zombie?)");
+	for (int i = 0; i < 100 && count_pidfds(now) != 1; i++)
+		sleep_ms(50);
+	cr_assert_eq(count_pidfds(now), 1, "web's pidfd only");
+	for (int i = 0; i < 100 && count_fds(now) > fds - 3; i++)
+		sleep_ms(50);
+	cr_assert_leq(count_fds(now), fds - 3, "fds %d -> %d", fds, count_fds(now));
+
+	/* A graceful stop of tankd stops the orphan too. */
+	cr_assert(ts_alive((pid_t)web));
+	cr_assert_eq(kill(now, SIGTERM), 0);
+	for (int i = 0; i < 400 && !reaped(now); i++)
+		sleep_ms(50);
+	cr_assert(reaped(now), "tankd did not stop");
+	for (int i = 0; i < 100 && !reaped((pid_t)web); i++)
+		sleep_ms(50);
+	cr_assert(reaped((pid_t)web), "web's container outlived tankd's graceful stop");
+	teardown(d);
+}
