@@ -1013,6 +1013,20 @@ Test(adopt, a_keeper_killed_9_leaves_no_adopted_end_unrecorded)
 	for (int i = 0; i < 100 && count_pidfds(now) != 4; i++)
 		sleep_ms(50);
 	cr_assert_eq(count_pidfds(now), 4, "one pidfd per adopted process");
+	/* A reexec now (no keeper: nothing may take the stale keeper fd
+	 * number for one) hands them over as not its children: the new
+	 * image follows them with pidfds again. */
+	cr_assert_eq(ctl(d, out, sizeof out, "daemon reexec"), 0, "%s", out);
+	cr_assert(wait_says(d, 20, "reexecs    1", "daemon status"), "no reexec");
+	cr_assert_eq(serving(d, NULL), now);
+	cr_assert(says(d, "keeper     none", "daemon status"));
+	for (int i = 0; i < 100 && count_pidfds(now) != 4; i++)
+		sleep_ms(50);
+	cr_assert_eq(count_pidfds(now), 4, "one pidfd per adopted process after the reexec");
+	act_assert_state(d, id, "RUNNING", 10);
+	cr_assert_eq(status_num(d, "again", "pid"), again);
+	cr_assert_eq(status_num(d, "once", "pid"), once);
+	sleep_ms(300);
 	int fds = count_fds(now);
 
 	/* They end now, with nobody to wait(2) for them but the subreaper. */
