@@ -34,7 +34,9 @@
  * before the start time is checked, so it never names a later holder of
  * the pid; a process already gone is lost at once.  Without pidfds
  * (ENOSYS, or no descriptor left) the process is looked at in /proc once
- * a second (pid and start time), the reason logged once.  A pidfd is one
+ * a second (pid and start time), the reason logged once
+ * (TANK_NO_PIDFD=1 in the environment makes that the way always: the
+ * tests of the fallback).  A pidfd is one
  * descriptor for as long as the watch lasts: pod_adopt_pidfds says how
  * many are held, which the descriptor budget counts (pod_host.h).
  *
