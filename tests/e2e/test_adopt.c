@@ -1096,3 +1096,55 @@ Test(adopt, a_keeper_killed_9_without_pidfds_polls_proc)
 {
 	keeper_killed(true);
 }
+
+/* A workflow job adopted after a kill -9 of tankd, whose keeper is then
+ * killed -9: its template ends with nobody to wait(2) for it, and the job
+ * is failed with the reason (its exit unknown). */
+Test(adopt, a_job_adopted_then_left_by_its_keeper_is_failed_with_the_reason)
+{
+	d_t *d = setup_keeper();
+	char y[2048], out[8192];
+	pid_t keeper = 0, old = serving(d, &keeper);
+
+	snprintf(y, sizeof y,
+		 "kind: Task\nname: long\ntemplates:\n"
+		 "  - name: s\n    contents: |\n"
+		 "      echo job-first\n"
+		 "      while [ ! -e %s/go ]; do /bin/sleep 0.05; done\n"
+		 "      exit 0\n"
+		 "---\nkind: Stage\nname: one\ntasks: [long]\n"
+		 "---\nkind: Workflow\nname: w\nstages: [one]\n"
+		 "---\nname: web\nworkflow: w\ncontainers:\n  - name: app\n"
+		 "    command: [/bin/sleep, \"3600\"]\n", d->dir);
+	write_file(d, "wf.yaml", y);
+	cr_assert_eq(ctl(d, out, sizeof out, "apply -f %s/wf.yaml", d->dir), 0, "%s", out);
+	cr_assert(wait_says(d, 20, "state: running", "status job web/2"));
+	cr_assert(wait_says(d, 20, "job-first", "job log web/2"));
+	sleep_ms(300);                  /* the job's pid committed */
+	cr_assert_eq(kill(old, SIGKILL), 0);
+	pid_t now = wait_new_tankd(d, old, 20);
+	cr_assert_gt(now, 0, "no new tankd");
+	cr_assert(wait_says(d, 20, "adopted    2", "daemon status"), "the job was not adopted");
+	cr_assert(says(d, "state: running", "status job web/2"));
+
+	cr_assert_eq(kill(keeper, SIGKILL), 0);
+	cr_assert_eq(waitpid(keeper, NULL, 0), keeper);
+	d->pid = 0;
+	cr_assert(wait_says(d, 10, "keeper     none", "daemon status"));
+	for (int i = 0; i < 100 && count_pidfds(now) != 2; i++)
+		sleep_ms(50);
+	cr_assert_eq(count_pidfds(now), 2, "the container's and the job's pidfds");
+	write_file(d, "go", "");
+	cr_assert(wait_says(d, 20, "state: failed", "status job web/2"),
+		  "the job's end was not recorded");
+	cr_assert(says(d, "ended while no keeper held its status", "status job web/2"));
+	for (int i = 0; i < 100 && count_pidfds(now) != 1; i++)
+		sleep_ms(50);
+	cr_assert_eq(count_pidfds(now), 1, "the job's pidfd is closed");
+	/* tankd is nobody's child now: stopped by hand (the test's cleanup
+	 * would too). */
+	cr_assert_eq(kill(now, SIGTERM), 0);
+	for (int i = 0; i < 400 && !reaped(now); i++)
+		sleep_ms(50);
+	teardown(d);
+}
