@@ -699,7 +699,7 @@ static void api_status(void *ctx, api_daemon_status_t *out)
 	if (out->ask_keeper && d->kp.fd >= 0) {
 		uint64_t tags = 0, exits = 0;
 		pid_t kpid = d->kp.pid;
-		int r = kp_client_stat(&d->kp, 1000, kp_exit, d, &tags, &exits);
+		int r = kp_client_stat(&d->kp, 250, kp_exit, d, &tags, &exits);
 		if (r == 0) {
 			out->keeper_tags = (int64_t)tags;
 			out->keeper_exits = (int64_t)exits;

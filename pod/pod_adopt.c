@@ -32,8 +32,7 @@ typedef struct pod_offer {
 	int out_fd, err_fd;
 } pod_offer_t;
 
-typedef struct pod_adopt_w pod_watch_t;
-struct pod_adopt_w {
+typedef struct pod_watch {
 	rt_pid_t owner;
 	uint32_t tag;
 	pid_t pid;
@@ -44,7 +43,7 @@ struct pod_adopt_w {
 	bool polled;
 	ev_io io;
 	pod_adopt_t *a;
-};
+} pod_watch_t;
 
 typedef struct pod_exec_reg {
 	char *key;
