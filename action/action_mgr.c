@@ -636,6 +636,13 @@ static void on_reply(action_mgr_t *m, rc_loop_t *loop, const pod_req_reply_t *r)
 	if (a->cancel_pending && (r->err == -ECANCELED || !exec)) {
 		snprintf(a->error, sizeof a->error, "cancelled");
 		move(m, loop, a, ACT_EV_CANCEL, a->cancelled_by[0] ? a->cancelled_by : "cancelled");
+	} else if (r->lost) {
+		/* Adopted, then its keeper was killed: it ended and nobody
+		 * could tell how (pod_req.h).  Not FAILED: its outcome is
+		 * unknown, as a process tankd never saw end. */
+		a->has_exit = false;
+		snprintf(a->error, sizeof a->error, "%s", r->msg);
+		move(m, loop, a, ACT_EV_LOSE, a->error);
 	} else if (r->err == 0 && (!exec || (r->exit_code == 0 && r->exit_signal == 0))) {
 		move(m, loop, a, ACT_EV_SUCCEED, exec ? "exited 0" : r->msg[0] ? r->msg : "done");
 	} else {

@@ -78,10 +78,11 @@ static void m_ping(const api_call_t *call, const msgpack_object *params, void *c
 	api_reply(call->rt, call->token, pack_pong, NULL);
 }
 
-static void daemon_status(api_daemon_t *d, api_daemon_status_t *ds)
+static void daemon_status(api_daemon_t *d, api_daemon_status_t *ds, bool ask_keeper)
 {
 	memset(ds, 0, sizeof *ds);
 	ds->pid = getpid();
+	ds->ask_keeper = ask_keeper;
 	if (d->daemon_status)
 		d->daemon_status(d->daemon_ctx, ds);
 }
@@ -94,7 +95,7 @@ static int pack_version(msgpack_packer *pk, void *arg)
 	bool has_u = d->store && st_usage(d->store, &u) == 0;
 	int rc = msgpack_pack_map(pk, 5 + has_u);
 
-	daemon_status(d, &ds);
+	daemon_status(d, &ds, false);
 	rc |= pk_key(pk, "version");
 	rc |= api_pack_cstr(pk, d->version);
 	/* Which process serves: operators and tests tell a reexec (same
@@ -139,10 +140,11 @@ static int pack_daemon_status(msgpack_packer *pk, void *arg)
 	int64_t now_ms;
 	int rc;
 
-	daemon_status(d, &ds);
+	daemon_status(d, &ds, true);
 	clock_gettime(CLOCK_REALTIME, &now);
 	now_ms = (int64_t)now.tv_sec * 1000 + now.tv_nsec / 1000000;
-	rc = msgpack_pack_map(pk, 8);
+	bool kept = ds.keeper_pid && ds.keeper_tags >= 0;
+	rc = msgpack_pack_map(pk, 8 + (kept ? 2 : 0));
 	rc |= pk_key(pk, "version");     rc |= api_pack_cstr(pk, d->version);
 	rc |= pk_key(pk, "pid");         rc |= msgpack_pack_int64(pk, ds.pid);
 	rc |= pk_key(pk, "keeper_pid");  rc |= msgpack_pack_int64(pk, ds.keeper_pid);
@@ -153,6 +155,12 @@ static int pack_daemon_status(msgpack_packer *pk, void *arg)
 	rc |= pk_key(pk, "reexecs");     rc |= msgpack_pack_uint32(pk, ds.reexecs);
 	rc |= pk_key(pk, "restarts");    rc |= msgpack_pack_uint32(pk, ds.lives);
 	rc |= pk_key(pk, "adopted");     rc |= msgpack_pack_uint64(pk, ds.adopted);
+	if (kept) {
+		rc |= pk_key(pk, "keeper_held");
+		rc |= msgpack_pack_uint64(pk, (uint64_t)ds.keeper_tags);
+		rc |= pk_key(pk, "keeper_exits");
+		rc |= msgpack_pack_uint64(pk, (uint64_t)ds.keeper_exits);
+	}
 	return rc ? -ENOMEM : 0;
 }
 

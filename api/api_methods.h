@@ -59,6 +59,13 @@ typedef struct api_daemon_status {
 				  * or a predecessor's, killed -9) */
 	uint32_t lives;          /* tankd processes before this one that the
 				  * keeper restarted (0 without a keeper) */
+	/* What the keeper holds: processes whose pipes it keeps (tags) and
+	 * exits it reaped that tankd has not acked yet; -1: unknown (no
+	 * keeper, or it did not answer).  Asked of the keeper (a round trip)
+	 * only when ask_keeper is set (in: daemon.status sets it, version
+	 * does not). */
+	bool ask_keeper;
+	int64_t keeper_tags, keeper_exits;
 } api_daemon_status_t;
 
 /* Fills `table` (caller storage) with the methods, each bound to d, which

@@ -15,7 +15,8 @@
  * and RSS of tankd and of the keeper and the processes under the keeper
  * (a leak grows them), and the spread of the pause and adoption times.
  * N = 1000 (QUICK=1), else 1000 and 10000 (BENCH_N=a,b overrides).  tankd
- * holds 3 fds a pod and the keeper 2: the bench raises its descriptor
+ * holds 2 fds a pod and 256 for itself (pod/pod_host.h, the figure its
+ * apply checks), the keeper 2 a pod: the bench raises its descriptor
  * limit, hard limit included, up to fs.nr_open where it may (root with
  * CAP_SYS_RESOURCE), and tankd and the keeper inherit it; an N the limit
  * cannot take is skipped with the reason.  JSON lines on stdout, notes
@@ -33,6 +34,13 @@
 #include <unistd.h>
 
 #include "bench/bench_util.h"
+#include "pod/pod_host.h"
+
+/* What tankd's apply needs for n pods of one container (pod_host_plan). */
+static long fds_needed(long n)
+{
+	return (long)POD_HOST_FDS_PER_CONTAINER * n + POD_HOST_FD_RESERVE;
+}
 
 typedef struct ctx {
 	char build[PATH_MAX];
@@ -439,11 +447,11 @@ int main(void)
 		return 1;
 	}
 	for (size_t i = 0; i < nsizes; i++) {
-		/* tankd holds 3 fds a pod, its keeper 2: root may raise the
+		/* tankd holds 2 fds a pod, its keeper 2: root may raise the
 		 * hard limit for them, up to fs.nr_open (they inherit it). */
 		const char *why = "";
-		if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && (long)rl.rlim_cur < 3 * sizes[i] + 512) {
-			long want = 3 * sizes[i] + 1024, cap = nr_open();
+		if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && (long)rl.rlim_cur < fds_needed(sizes[i])) {
+			long want = fds_needed(sizes[i]) + 512, cap = nr_open();
 			struct rlimit up = { (rlim_t)(want < cap ? want : cap),
 					     (rlim_t)(want < cap ? want : cap) };
 			if (up.rlim_max < rl.rlim_max)
@@ -454,9 +462,9 @@ int main(void)
 				why = errno == EPERM ? " (raising it was refused: no "
 						       "CAP_SYS_RESOURCE here)" : strerror(errno);
 		}
-		if ((long)rl.rlim_cur < 3 * sizes[i] + 512) {
+		if ((long)rl.rlim_cur < fds_needed(sizes[i])) {
 			fprintf(stderr, "bench_adopt: n=%ld skipped: it needs %ld fds, the limit "
-				"is %ld%s\n", sizes[i], 3 * sizes[i] + 512, (long)rl.rlim_cur, why);
+				"is %ld%s\n", sizes[i], fds_needed(sizes[i]), (long)rl.rlim_cur, why);
 			printf("{\"bench\": \"adopt\", \"metric\": \"skipped\", \"n\": %ld, "
 			       "\"fd_limit\": %ld}\n", sizes[i], (long)rl.rlim_cur);
 			continue;

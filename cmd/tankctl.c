@@ -506,6 +506,10 @@ static int v_daemon(ctl_t *x, int argc, char **argv)
 	printf("reexecs    %llu\n", (unsigned long long)ctl_u64(in.result, "reexecs"));
 	printf("restarts   %llu\n", (unsigned long long)ctl_u64(in.result, "restarts"));
 	printf("adopted    %llu\n", (unsigned long long)ctl_u64(in.result, "adopted"));
+	if (kp && api_map_get(in.result, "keeper_exits"))
+		printf("kept       %llu processes' pipes, %llu exits not yet stored\n",
+		       (unsigned long long)ctl_u64(in.result, "keeper_held"),
+		       (unsigned long long)ctl_u64(in.result, "keeper_exits"));
 	api_incoming_free(&in);
 	return EXIT_OK;
 }

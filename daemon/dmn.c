@@ -574,10 +574,18 @@ static void kp_gone(dmn_t *d, pid_t pid)
 {
 	if (ev_is_active(&d->kp_io))
 		ev_io_stop(rt_loop(d->rt), &d->kp_io);
+	/* The processes it reaped for us are followed by pidfds now
+	 * (pod_adopt.h "Orphans"). */
 	pod_adopt_set_sink(d->adopt, NULL);
 	kp_client_close(&d->kp);
-	say(d, DMN_LOG_WARNING, "the keeper (pid %d) is gone: pods keep running, but a "
-	    "kill -9 of tankd now loses their output and restarts them", (int)pid);
+	/* Nothing names a keeper any more: a reexec must not take the fd
+	 * number (reused by then) for its socket. */
+	unsetenv(KP_ENV_FD);
+	unsetenv(KP_ENV_PID);
+	say(d, DMN_LOG_WARNING, "the keeper (pid %d) is gone: pods keep running (the "
+	    "processes it reaped for tankd are followed by pidfds, their exit status "
+	    "unknown), but nothing restarts tankd, and a kill -9 of tankd now loses their "
+	    "output and restarts them", (int)pid);
 }
 
 static void kp_cb(struct ev_loop *loop, ev_io *w, int revents)
@@ -685,6 +693,21 @@ static void api_status(void *ctx, api_daemon_status_t *out)
 	out->reexecs = d->hv.reexecs;
 	out->lives = d->hv.lives;
 	out->adopted = d->hv.adopted + pod_adopt_adopted(d->adopt);
+	/* What the keeper holds, asked now (a round trip to a process that
+	 * always reads at once; `daemon status` is rare). */
+	out->keeper_tags = out->keeper_exits = -1;
+	if (out->ask_keeper && d->kp.fd >= 0) {
+		uint64_t tags = 0, exits = 0;
+		pid_t kpid = d->kp.pid;
+		int r = kp_client_stat(&d->kp, 250, kp_exit, d, &tags, &exits);
+		if (r == 0) {
+			out->keeper_tags = (int64_t)tags;
+			out->keeper_exits = (int64_t)exits;
+		} else if (r == -EPIPE) {
+			kp_gone(d, kpid);
+			out->keeper_pid = 0;
+		}
+	}
 }
 
 static void sigusr2_cb(struct ev_loop *loop, ev_signal *w, int revents)

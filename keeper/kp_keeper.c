@@ -311,6 +311,12 @@ static void kp__read(kp_keeper_t *k)
 		case KP_HELLO:
 			kp__hello(k);
 			break;
+		case KP_STAT: {
+			kp_msg_t a = { .op = KP_STAT, .start = k->entries.len,
+				       .at_ms = (int64_t)k->nexits };
+			(void)kp_send(k->sock, &a, NULL, 0, false);
+			break;
+		}
 		default:
 			break;
 		}

@@ -14,6 +14,7 @@
  *     connected at the time (at most KP_EXITS_MAX kept, oldest dropped);
  *   - keeps the fds tankd hands it under their tags until tankd forgets
  *     them, and gives them all to a new tankd that asks;
+ *   - says how many tags and exits it holds when asked (KP_STAT);
  *   - passes SIGTERM, SIGINT and SIGHUP on to tankd and then exits with
  *     tankd's status once it has stopped (a graceful stop stops the pods:
  *     it is tankd's own); passes SIGUSR2 (reexec) on.

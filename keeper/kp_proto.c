@@ -202,6 +202,44 @@ int kp_client_hello(kp_client_t *c, int timeout_ms,
 	}
 }
 
+int kp_client_stat(kp_client_t *c, int timeout_ms,
+		   void (*exit)(void *ctx, pid_t pid, uint64_t start, int status,
+				int64_t at_ms),
+		   void *ctx, uint64_t *tags, uint64_t *exits)
+{
+	kp_msg_t m = { .op = KP_STAT };
+	int fds[KP_MAX_FDS], r;
+
+	if (c->fd < 0)
+		return -EPIPE;
+	if ((r = kp__client_send(c, &m, NULL, 0)) < 0)
+		return r;
+	for (;;) {
+		struct pollfd pf = { c->fd, POLLIN, 0 };
+		r = kp_recv(c->fd, &m, fds);
+		if (r == -EAGAIN) {
+			if ((r = poll(&pf, 1, timeout_ms)) < 0 && errno == EINTR)
+				continue;
+			if (r <= 0)
+				return r < 0 ? -errno : -ETIMEDOUT;
+			continue;
+		}
+		if (r <= 0) {
+			kp_client_close(c);
+			return -EPIPE;
+		}
+		for (unsigned i = 0; i < m.nfds; i++)
+			close(fds[i]);
+		if (m.op == KP_EXIT)
+			exit(ctx, m.pid, m.start, m.status, m.at_ms);
+		else if (m.op == KP_STAT) {
+			*tags = m.start;
+			*exits = (uint64_t)m.at_ms;
+			return 0;
+		}
+	}
+}
+
 int kp_client_read(kp_client_t *c,
 		   void (*exit)(void *ctx, pid_t pid, uint64_t start, int status,
 				int64_t at_ms),

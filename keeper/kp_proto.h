@@ -21,11 +21,14 @@
  *     KP_ACK   pid + start: that exit is recorded, forget it (sent only
  *              once the status recording it is committed: until then a
  *              new tankd gets it again at its HELLO; pod_adopt_ack)
+ *     KP_STAT  how much do you hold? (`tankctl daemon status`)
  *   keeper -> tankd
  *     KP_ENTRY tag + its fds (answers HELLO)
  *     KP_EXIT  pid, start, wait status, time: a process the keeper reaped
  *              (pushed as it happens, and in answer to HELLO)
  *     KP_END   end of the answer to HELLO
+ *     KP_STAT  the answer to KP_STAT: `start` the tags held (a process's
+ *              pipes each), `at_ms` the exits kept, not acked yet
  *
  * The keeper never interprets a tag.  A process is named by its pid and
  * its start time (/proc/PID/stat field 22), never by its pid alone.
@@ -52,6 +55,7 @@
 enum kp_op {
 	KP_PUT = 1, KP_DEL, KP_HELLO, KP_ACK,
 	KP_ENTRY, KP_EXIT, KP_END,
+	KP_STAT,
 };
 
 typedef struct kp_msg {
@@ -91,6 +95,14 @@ int kp_client_hello(kp_client_t *c, int timeout_ms,
 		    void (*exit)(void *ctx, pid_t pid, uint64_t start, int status,
 				 int64_t at_ms),
 		    void *ctx);
+/* What the keeper holds now: *tags (processes whose pipes it keeps) and
+ * *exits (reaped, not acked yet).  exit() for each KP_EXIT that comes
+ * first (as kp_client_read).  Waits at most timeout_ms.  0 or negative
+ * errno (-EPIPE: the keeper is gone; the client is then closed). */
+int kp_client_stat(kp_client_t *c, int timeout_ms,
+		   void (*exit)(void *ctx, pid_t pid, uint64_t start, int status,
+				int64_t at_ms),
+		   void *ctx, uint64_t *tags, uint64_t *exits);
 /* Keeps fds under tag, forgets a tag, acks an exit.  No keeper: 0, nothing
  * done.  Each blocks until the keeper takes it, 2 s at most; a failure
  * (the keeper gone or stuck) shuts the link down, which the next

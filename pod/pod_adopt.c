@@ -1,7 +1,9 @@
 /*
  * pod_adopt.c — offers, exits and watches of adopted processes (contract
- * in pod_adopt.h).  Three string-keyed maps: offers by name, exits and
- * watches by "<pid>.<start>".
+ * in pod_adopt.h).  String-keyed maps: offers by name, exits, watches and
+ * execs by "<pid>.<start>".  A watch with no keeper to report its end
+ * holds a pidfd on the loop (or, without pidfds, is looked at in /proc
+ * once a second).
  */
 #include "pod/pod_adopt.h"
 
@@ -11,7 +13,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/syscall.h>
+#include <time.h>
 #include <unistd.h>
+
+#include <ev.h>
 
 #include "common/tank_err.h"
 #include "common/tank_map.h"
@@ -29,6 +35,14 @@ typedef struct pod_offer {
 typedef struct pod_watch {
 	rt_pid_t owner;
 	uint32_t tag;
+	pid_t pid;
+	uint64_t start;
+	/* No keeper will tell its end (pod__orphan): a pidfd on the loop,
+	 * or, where there is none, polled (looked at in /proc each second). */
+	int pidfd;                    /* -1: none */
+	bool polled;
+	ev_io io;
+	pod_adopt_t *a;
 } pod_watch_t;
 
 typedef struct pod_exec_reg {
@@ -46,6 +60,11 @@ struct pod_adopt {
 	pod_adopt_sink_t sink;
 	bool has_sink;
 	uint64_t adopted;
+	rt_t *rt;                     /* the loop's runtime, from the first watch */
+	size_t npidfds, npolled;      /* orphan watches holding a pidfd / polled */
+	ev_timer poll;                /* the polled ones' look, while any */
+	bool said_nopidfd;            /* the fallback's reason was logged */
+	bool no_pidfd;                /* TANK_NO_PIDFD=1: the fallback, always */
 };
 
 int pod_adopt_new(pod_adopt_t **out)
@@ -58,6 +77,9 @@ int pod_adopt_new(pod_adopt_t **out)
 	tank_map_init(&a->exits);
 	tank_map_init(&a->watches);
 	tank_map_init(&a->execs);
+	/* The fallback of kernels without pidfds, on this one (tests). */
+	const char *np = getenv("TANK_NO_PIDFD");
+	a->no_pidfd = np && !strcmp(np, "1");
 	return 0;
 }
 
@@ -96,7 +118,19 @@ void pod_adopt_free(pod_adopt_t *a)
 		return;
 	pod__map_free(&a->offers, true);
 	pod__map_free(&a->exits, false);
-	pod__map_free(&a->watches, false);
+	/* The loop is gone (pod_adopt.h): its watchers are not stopped,
+	 * their pidfds only closed. */
+	{
+		size_t it = 0;
+		void *v;
+		while (tank_map_next(&a->watches, &it, NULL, &v)) {
+			pod_watch_t *w = v;
+			if (w->pidfd >= 0)
+				close(w->pidfd);
+			free(w);
+		}
+		tank_map_destroy(&a->watches);
+	}
 	size_t it = 0;
 	void *v;
 	while (tank_map_next(&a->execs, &it, NULL, &v))
@@ -105,10 +139,34 @@ void pod_adopt_free(pod_adopt_t *a)
 	free(a);
 }
 
+static void pod__orphan(pod_adopt_t *a, pod_watch_t *w);
+
 void pod_adopt_set_sink(pod_adopt_t *a, const pod_adopt_sink_t *sink)
 {
+	bool lost = a->has_sink && !sink;
+
 	a->has_sink = sink != NULL;
 	a->sink = sink ? *sink : (pod_adopt_sink_t){ 0 };
+	if (!lost || !a->watches.len)
+		return;
+	/* The keeper is gone: the processes it reaped for us are init's (or
+	 * another subreaper's) now, and nobody will tell their ends.  Each
+	 * watched one is followed by a pidfd from here on.  (Their keys
+	 * first: pod__orphan may end a watch at once.) */
+	char **keys = calloc(a->watches.len, sizeof *keys);
+	size_t n = 0, it = 0;
+	const char *k;
+	if (!keys)
+		return;
+	while (tank_map_next(&a->watches, &it, &k, NULL))
+		keys[n++] = strdup(k);
+	for (size_t i = 0; i < n; i++) {
+		pod_watch_t *w = keys[i] ? tank_map_get(&a->watches, keys[i]) : NULL;
+		if (w && w->pidfd < 0 && !w->polled)
+			pod__orphan(a, w);
+		free(keys[i]);
+	}
+	free(keys);
 }
 
 bool pod_adopt_has_reaper(const pod_adopt_t *a)
@@ -284,17 +342,143 @@ static void pod__pkey(char *buf, size_t cap, pid_t pid, uint64_t start)
 	snprintf(buf, cap, "%d.%" PRIu64, (int)pid, start);
 }
 
+/* --- orphans: processes no keeper reaps for us ------------------------------------ */
+
+static int64_t pod__wall_ms(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/* Stops what w holds on the loop (its pidfd, its place among the polled)
+ * and frees it; w is out of the map already. */
+static void pod__watch_free(pod_adopt_t *a, pod_watch_t *w)
+{
+	if (!w)
+		return;
+	if (w->pidfd >= 0) {
+		ev_io_stop(rt_loop(a->rt), &w->io);
+		close(w->pidfd);
+		a->npidfds--;
+	}
+	if (w->polled && --a->npolled == 0)
+		ev_timer_stop(rt_loop(a->rt), &a->poll);
+	free(w);
+}
+
+/* w's process ended and no keeper held its status: its watcher is told
+ * so (lost, status unknown, noticed now). */
+static void pod__lost(pod_adopt_t *a, pod_watch_t *w)
+{
+	pod_adopt_exit_t x = { .pid = w->pid, .start = w->start, .at_ms = pod__wall_ms(),
+			       .lost = true };
+	char k[48];
+
+	pod__pkey(k, sizeof k, w->pid, w->start);
+	tank_map_del(&a->watches, k);
+	(void)rt_send(a->rt, w->owner, w->tag, &x, sizeof x);
+	pod__watch_free(a, w);
+}
+
+static void pod__pidfd_cb(struct ev_loop *loop, ev_io *io, int revents)
+{
+	pod_watch_t *w = io->data;
+
+	(void)loop; (void)revents;
+	pod__lost(w->a, w);       /* readable: it exited */
+}
+
+/* Whether pid still names the process that started at start. */
+static bool pod__same(pid_t pid, uint64_t start)
+{
+	uint64_t now;
+	return pod_proc_start_time(pid, &now) == 0 && now == start;
+}
+
+static void pod__poll_cb(struct ev_loop *loop, ev_timer *t, int revents)
+{
+	pod_adopt_t *a = t->data;
+	char **gone;
+	size_t n = 0, it = 0;
+	const char *k;
+	void *v;
+
+	(void)loop; (void)revents;
+	if (!(gone = calloc(a->watches.len ? a->watches.len : 1, sizeof *gone)))
+		return;
+	while (tank_map_next(&a->watches, &it, &k, &v)) {
+		const pod_watch_t *w = v;
+		if (w->polled && !pod__same(w->pid, w->start))
+			gone[n++] = strdup(k);
+	}
+	for (size_t i = 0; i < n; i++) {
+		pod_watch_t *w = gone[i] ? tank_map_get(&a->watches, gone[i]) : NULL;
+		if (w)
+			pod__lost(a, w);
+		free(gone[i]);
+	}
+	free(gone);
+}
+
+/* No keeper will report w's end: a pidfd tells it (Linux >= 5.3).  The
+ * pidfd is opened first and the start time read after, so that it names
+ * our process and no later holder of its pid: a process already gone, or
+ * a pid that names another, is lost at once.  Without pidfds (ENOSYS, or
+ * out of descriptors) it is looked at in /proc each second, the reason
+ * logged once. */
+static void pod__orphan(pod_adopt_t *a, pod_watch_t *w)
+{
+	int fd = a->no_pidfd ? -1 : (int)syscall(SYS_pidfd_open, w->pid, 0);
+	int en = a->no_pidfd ? ENOSYS : errno;
+
+	if (fd >= 0 && !pod__same(w->pid, w->start)) {
+		close(fd);
+		fd = -1;
+		en = ESRCH;
+	}
+	if (fd >= 0) {
+		(void)fcntl(fd, F_SETFD, FD_CLOEXEC);
+		w->pidfd = fd;
+		a->npidfds++;
+		ev_io_init(&w->io, pod__pidfd_cb, fd, EV_READ);
+		w->io.data = w;
+		ev_io_start(rt_loop(a->rt), &w->io);
+		return;
+	}
+	if (en == ESRCH) {
+		pod__lost(a, w);
+		return;
+	}
+	if (!a->said_nopidfd) {
+		a->said_nopidfd = true;
+		fprintf(stderr, "tankd: warning: pidfd_open: %s: processes adopted without a "
+			"keeper are looked at in /proc once a second instead\n", strerror(en));
+	}
+	w->polled = true;
+	if (a->npolled++ == 0) {
+		ev_timer_init(&a->poll, pod__poll_cb, 1., 1.);
+		a->poll.data = a;
+		ev_timer_start(rt_loop(a->rt), &a->poll);
+	}
+}
+
+size_t pod_adopt_pidfds(const pod_adopt_t *a)
+{
+	return a ? a->npidfds : 0;
+}
+
 void pod_adopt_exited(pod_adopt_t *a, rt_t *rt, pid_t pid, uint64_t start, int status,
 		      int64_t at_ms)
 {
-	pod_adopt_exit_t x = { pid, start, status, at_ms }, *kept;
+	pod_adopt_exit_t x = { pid, start, status, at_ms, false }, *kept;
 	pod_watch_t *w;
 	char k[48];
 
 	pod__pkey(k, sizeof k, pid, start);
 	if ((w = tank_map_del(&a->watches, k))) {
 		(void)rt_send(rt, w->owner, w->tag, &x, sizeof x);
-		free(w);
+		pod__watch_free(a, w);
 	} else if ((kept = malloc(sizeof *kept))) {
 		void *old = NULL;
 		*kept = x;
@@ -342,13 +526,17 @@ int pod_adopt_watch(pod_adopt_t *a, rt_t *rt, pid_t pid, uint64_t start, rt_pid_
 	}
 	if (tank_map_get(&a->watches, k))
 		return -EEXIST;
-	if (!(w = malloc(sizeof *w)))
+	if (!(w = calloc(1, sizeof *w)))
 		return -ENOMEM;
-	*w = (pod_watch_t){ owner, tag };
+	*w = (pod_watch_t){ .owner = owner, .tag = tag, .pid = pid, .start = start,
+			    .pidfd = -1, .a = a };
 	if (tank_map_put(&a->watches, k, w, NULL) < 0) {
 		free(w);
 		return -ENOMEM;
 	}
+	a->rt = rt;
+	if (!a->has_sink)
+		pod__orphan(a, w);
 	return 0;
 }
 
@@ -359,7 +547,7 @@ void pod_adopt_unwatch(pod_adopt_t *a, pid_t pid, uint64_t start)
 	if (!a)
 		return;
 	pod__pkey(k, sizeof k, pid, start);
-	free(tank_map_del(&a->watches, k));
+	pod__watch_free(a, tank_map_del(&a->watches, k));
 }
 
 static void pod__drop_execs(pod_adopt_t *a)

@@ -23,6 +23,23 @@
  * and delivered at the watch.  This is the adoption API other kinds use:
  * "pid P with start time T ended with status S at time X".
  *
+ * Orphans: when no keeper reaps for us (it was killed -9: the processes
+ * it held are re-parented to init or another subreaper, which neither we
+ * nor a next keeper can wait(2) for), every watched process is followed
+ * by a pidfd (pidfd_open, Linux >= 5.3) on the loop instead: from the
+ * keeper's loss (pod_adopt_set_sink(NULL)) for the watches there are,
+ * and at the watch for later ones (a handover's process that is not our
+ * child).  Its end then comes as an exit with `lost` set: it ended while
+ * no keeper held its status, which is unknown.  The pidfd is opened
+ * before the start time is checked, so it never names a later holder of
+ * the pid; a process already gone is lost at once.  Without pidfds
+ * (ENOSYS, or no descriptor left) the process is looked at in /proc once
+ * a second (pid and start time), the reason logged once
+ * (TANK_NO_PIDFD=1 in the environment makes that the way always: the
+ * tests of the fallback).  A pidfd is one
+ * descriptor for as long as the watch lasts: pod_adopt_pidfds says how
+ * many are held, which the descriptor budget counts (pod_host.h).
+ *
  * Keeping: while a keeper is there (pod_adopt_set_sink), every container
  * started is handed to it (pod_adopt_keep: its pipes, under a tag naming
  * it) and forgotten when it ended (pod_adopt_forget).
@@ -38,7 +55,9 @@
  * dropped with the unclaimed exits (pod_adopt_forget_exits).
  *
  * Everything runs on the loop's thread; nothing blocks but the keeper's
- * sends.  Owned by the daemon; outlives the loop.
+ * sends.  Owned by the daemon; outlives the loop: the watches' owners
+ * (actors) unwatch in their terminate, and what is left at
+ * pod_adopt_free is closed without touching the loop.
  */
 #ifndef TANK_POD_ADOPT_H
 #define TANK_POD_ADOPT_H
@@ -59,6 +78,9 @@ typedef struct pod_adopt_exit {
 	uint64_t start;
 	int status;              /* a wait status (rt_decode_status) */
 	int64_t at_ms;           /* when it was reaped, ms since the epoch */
+	/* It ended while no keeper held its status (the keeper was killed):
+	 * status is unknown (0), at_ms when the end was noticed. */
+	bool lost;
 } pod_adopt_exit_t;
 
 /* Where kept processes go (a keeper); every hook may be NULL. */
@@ -75,11 +97,15 @@ int pod_adopt_new(pod_adopt_t **out);
 void pod_adopt_free(pod_adopt_t *a);
 
 /* A keeper holds our processes' pipes and reaps the ones that are not our
- * children (sink copied; NULL: none any more). */
+ * children (sink copied; NULL: none any more, and the watches there are
+ * are followed by pidfds from now on, see "Orphans"). */
 void pod_adopt_set_sink(pod_adopt_t *a, const pod_adopt_sink_t *sink);
-/* True while a keeper reaps for us: a process that is not our child can
- * be adopted (its exit will be told). */
+/* True while a keeper reaps for us: a process that is not our child has
+ * its real exit status told.  (Without one it can still be adopted: its
+ * end is noticed, its status lost.) */
 bool pod_adopt_has_reaper(const pod_adopt_t *a);
+/* pidfds held now for orphans (descriptors, for the budget). */
+size_t pod_adopt_pidfds(const pod_adopt_t *a);
 
 /* --- offers -------------------------------------------------------------------- */
 
@@ -135,8 +161,10 @@ void pod_adopt_ack(pod_adopt_t *a, pid_t pid, uint64_t start);
 bool pod_adopt_ended(const pod_adopt_t *a, pid_t pid, uint64_t start,
 		     pod_adopt_exit_t *out);
 /* owner gets one message (tag, payload pod_adopt_exit_t) when pid (start)
- * is reaped by the keeper; at once when it was already.  One watch per
- * process (-EEXIST); -ENOMEM. */
+ * is reaped by the keeper; at once when it was already.  Without a keeper
+ * (or once it is gone) the end is followed by a pidfd and told `lost`;
+ * at once when the process is gone already.  rt is kept (the loop the
+ * pidfds go on).  One watch per process (-EEXIST); -ENOMEM. */
 int pod_adopt_watch(pod_adopt_t *a, rt_t *rt, pid_t pid, uint64_t start, rt_pid_t owner,
 		    uint32_t tag);
 void pod_adopt_unwatch(pod_adopt_t *a, pid_t pid, uint64_t start);

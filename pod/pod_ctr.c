@@ -500,7 +500,8 @@ static rc_result_t pod__ctr_run(pod_mgr_t *m, rc_loop_t *loop, pod_ctr_t *c, int
  * handed over: pod_adopt.h) instead of stopping it: the same pid and
  * start time as the stored status (pod__ctrs_build), a member of the
  * container's cgroup when it has one, and either our child (a reexec)
- * or reaped for us by the keeper.  It ran, or ended while nobody
+ * or reaped for us by the keeper (else followed by a pidfd, its status
+ * then lost).  It ran, or ended while nobody
  * watched: either way a runner takes it over, and an end already known
  * is judged at once with its real status.  false: not adoptable; the
  * leftovers are then stopped as before. */
@@ -520,8 +521,9 @@ static bool pod__ctr_adopt(pod_mgr_t *m, rc_loop_t *loop, pod_ctr_t *c)
 		return false;
 	if (!pod_adopt_claim(m->o.adopt, c->key, c->orphan, c->orphan_start, &proc, &child))
 		return false;
+	/* A process that is not our child is followed without a keeper too
+	 * (a pidfd: pod_adopt.h "Orphans"), its end then told lost. */
 	if ((p->spec->isolation.namespaces && !p->has_sb && !pod__sandbox_adopt(m, p)) ||
-	    (!ended && !child && !pod_adopt_has_reaper(m->o.adopt)) ||
 	    pod__ctr_start(m, loop, c, &proc, child && !ended, why, sizeof why) < 0) {
 		pod_proc_close_fds(&proc);
 		pod_adopt_forget(m->o.adopt, c->key, c->orphan, c->orphan_start);
@@ -795,7 +797,7 @@ static void pod__ctr_handle(void *ctx, rc_loop_t *loop, rt_msg_t *msg)
 	/* The runner is exiting normally; forget its link so its EXIT is not
 	 * mistaken for a crash.  An exit the keeper reaped (an adopted
 	 * process's) stays the keeper's, pipes and all, until it is stored. */
-	pid_t kept_pid = ex.kept_at > 0 ? c->proc.pid : 0;
+	pid_t kept_pid = ex.kept_at > 0 ? c->proc.pid : 0, ran_pid = c->proc.pid;
 	uint64_t kept_start = c->proc.start_time;
 	rt_unlink(rc_rt(loop), c->runner);
 	pod__ctr_gone(m, loop, c, !kept_pid);
@@ -814,7 +816,12 @@ static void pod__ctr_handle(void *ctx, rc_loop_t *loop, rt_msg_t *msg)
 		if (ex.unhealthy[0])
 			pod__fmt(why, sizeof why, "unhealthy: %s", ex.unhealthy);
 		c->gave_up = ex.unhealthy[0] ? ex.gave_up : 0;
-		if (!ex.unhealthy[0] && ex.kept_at > 0) {
+		if (!ex.unhealthy[0] && ex.lost) {
+			/* Its keeper was killed while it ran: nobody could
+			 * wait(2) for it, its pidfd said it ended. */
+			pod__fmt(why, sizeof why, "ended while no keeper held its status "
+				 "(pid %d, exit status unknown)", (int)ran_pid);
+		} else if (!ex.unhealthy[0] && ex.kept_at > 0) {
 			/* It ended while no tankd watched: the keeper's record
 			 * says how and when. */
 			time_t t = (time_t)(ex.kept_at / 1000);
@@ -830,7 +837,7 @@ static void pod__ctr_handle(void *ctx, rc_loop_t *loop, rt_msg_t *msg)
 					 "was down", ex.exit.code, at);
 		}
 		pod__ctr_exited(loop, c, &ex.exit, ex.ran_ms,
-				ex.unhealthy[0] || ex.kept_at > 0 ? why : NULL,
+				ex.unhealthy[0] || ex.kept_at > 0 || ex.lost ? why : NULL,
 				ex.unhealthy[0] != 0);
 		counted = true;
 	}

@@ -350,7 +350,8 @@ static uint64_t sat_sub(uint64_t a, uint64_t b)
 int pod_host_plan(const pod_host_limits_t *l, size_t live, size_t new_procs,
 		  pod_host_plan_t *plan, tank_error_t *e)
 {
-	uint64_t need = POD_HOST_FD_RESERVE + (uint64_t)POD_HOST_FDS_PER_CONTAINER * live;
+	uint64_t need = POD_HOST_FD_RESERVE + l->held_fds +
+			(uint64_t)POD_HOST_FDS_PER_CONTAINER * live;
 
 	*plan = (pod_host_plan_t){ 0 };
 	if (need > l->nofile_cur) {
@@ -358,7 +359,8 @@ int pod_host_plan(const pod_host_limits_t *l, size_t live, size_t new_procs,
 		 * ceiling of a hard limit we do not have to raise). */
 		uint64_t cap = l->nr_open ? l->nr_open : l->nofile_max;
 		if (need > cap) {
-			uint64_t can = sat_sub(cap, POD_HOST_FD_RESERVE) / POD_HOST_FDS_PER_CONTAINER;
+			uint64_t can = sat_sub(cap, POD_HOST_FD_RESERVE + l->held_fds) /
+				       POD_HOST_FDS_PER_CONTAINER;
 			return tank_error_set(e, TANK_ELIMIT,
 				"%zu containers would need %llu descriptors in tankd, its limit is %llu "
 				"and fs.nr_open caps it at %llu, so it can hold %llu containers "
@@ -503,22 +505,24 @@ void pod_host_read(pod_host_limits_t *l, const char *pids_group)
 		read_cgroup(l, pids_group);
 }
 
-int pod_host_fit(size_t live, size_t new_procs, const char *pids_group, tank_error_t *e)
+int pod_host_fit(size_t live, size_t new_procs, size_t held_fds, const char *pids_group,
+		 tank_error_t *e)
 {
 	pod_host_limits_t l;
 	pod_host_plan_t plan;
 	int err;
 
 	pod_host_read(&l, pids_group);
+	l.held_fds = held_fds;
 	if ((err = pod_host_plan(&l, live, new_procs, &plan, e)) < 0)
 		return err;
 	if (plan.nofile_cur) {
 		struct rlimit rl = { .rlim_cur = plan.nofile_cur, .rlim_max = plan.nofile_max };
 		if (setrlimit(RLIMIT_NOFILE, &rl) < 0) {
 			int en = errno;
-			uint64_t need = POD_HOST_FD_RESERVE +
+			uint64_t need = POD_HOST_FD_RESERVE + l.held_fds +
 					(uint64_t)POD_HOST_FDS_PER_CONTAINER * live;
-			uint64_t can = sat_sub(l.nofile_max, POD_HOST_FD_RESERVE) /
+			uint64_t can = sat_sub(l.nofile_max, POD_HOST_FD_RESERVE + l.held_fds) /
 				       POD_HOST_FDS_PER_CONTAINER;
 			/* The soft limit alone may still go up to the hard one. */
 			return tank_error_set(e, TANK_ELIMIT,

@@ -56,7 +56,9 @@ size_t pod_host_check(const pod_spec_t *s, kit_errors_t *errs);
  * refused whole instead of failing starts half-way with EMFILE or EAGAIN.
  *
  *   - RLIMIT_NOFILE: POD_HOST_FDS_PER_CONTAINER for each live container
- *     plus POD_HOST_FD_RESERVE for tankd itself.  Raised at apply time to
+ *     plus POD_HOST_FD_RESERVE for tankd itself, plus the pidfds held now
+ *     (held_fds: one per adopted process that no keeper reaps any more,
+ *     pod_adopt.h "Orphans"; counted only while held, they are rare).  Raised at apply time to
  *     what is needed (rounded up to 4,096), the hard limit too when the
  *     soft cannot reach it (root, CAP_SYS_RESOURCE), up to fs.nr_open.
  *   - kernel.pid_max: the threads on the machine now (/proc/loadavg) plus
@@ -97,6 +99,10 @@ typedef struct pod_host_limits {
 	 * (cg_max 0: none), its pids.current and where it is. */
 	uint64_t cg_max, cg_cur;
 	char cg_path[256];
+	/* Descriptors tankd holds now beyond its containers' and its
+	 * reserve: pidfds of orphans (pod_adopt_pidfds).  Not read by
+	 * pod_host_read: the caller's. */
+	uint64_t held_fds;
 } pod_host_limits_t;
 
 typedef struct pod_host_plan {
@@ -115,9 +121,11 @@ int pod_host_plan(const pod_host_limits_t *l, size_t live, size_t new_procs,
  * not exist yet: its ancestors count). */
 void pod_host_read(pod_host_limits_t *l, const char *pids_group);
 
-/* pod_host_read + pod_host_plan + the raises.  A raise the kernel refuses
- * (EPERM: not root) is a TANK_ELIMIT refusal naming the limit, how many
- * containers it can hold and how to raise it.  Blocks on /proc reads. */
-int pod_host_fit(size_t live, size_t new_procs, const char *pids_group, tank_error_t *e);
+/* pod_host_read + pod_host_plan + the raises, held_fds as in
+ * pod_host_limits_t.  A raise the kernel refuses (EPERM: not root) is a
+ * TANK_ELIMIT refusal naming the limit, how many containers it can hold
+ * and how to raise it.  Blocks on /proc reads. */
+int pod_host_fit(size_t live, size_t new_procs, size_t held_fds, const char *pids_group,
+		 tank_error_t *e);
 
 #endif

@@ -15,6 +15,7 @@
 
 #include "common/tank_kinds.h"
 #include "common/tank_map.h"
+#include "pod/pod_adopt.h"
 #include "pod/pod_deps.h"
 #include "pod/pod_host.h"
 #include "pod/pod_manifest.h"
@@ -113,7 +114,8 @@ static int pod__admit(const kind_env_t *env, const kind_batch_t *b, tank_error_t
 	if (ctrs <= now && !added)
 		return 0;
 	pod_mgr_pids_group(env->pods, group, sizeof group);
-	return pod_host_fit(ctrs, added, group, e);
+	/* The pidfds held for orphans count while they are held. */
+	return pod_host_fit(ctrs, added, pod_adopt_pidfds(env->adopt), group, e);
 }
 
 /* ---- status ---------------------------------------------------------------------- */

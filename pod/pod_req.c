@@ -68,6 +68,7 @@ typedef struct pod_exec {
 	bool own_pgrp;
 	pid_t pgrp;                   /* its process group (kept after exit), or 0 */
 	bool timed_out, cancelled, exited;
+	bool lost;                    /* ended, no keeper held its status */
 	uint32_t timeout_ms;
 	int rd;                       /* output pipe's read end, or -1 */
 	rt_ref_t rd_watch;
@@ -280,6 +281,7 @@ static void exec__finish(rt_t *rt, pod_exec_t *x)
 	r.out_cut = x->out_cut;
 	exec__close(rt, x);
 	pod_adopt_exec_forget(x->adopt, x->reg_pid, x->pid_start);
+	/* Cancelled or timed out: we killed it, whatever else is known. */
 	if (x->cancelled) {
 		r.err = -ECANCELED;
 		snprintf(r.msg, sizeof r.msg, "cancelled");
@@ -287,6 +289,12 @@ static void exec__finish(rt_t *rt, pod_exec_t *x)
 		r.err = -ETIMEDOUT;
 		snprintf(r.msg, sizeof r.msg, "killed after %ums (timeout)",
 			 (unsigned)x->timeout_ms);
+	} else if (x->lost) {
+		r.err = -ECHILD;
+		r.lost = 1;
+		r.exit_code = -1;
+		snprintf(r.msg, sizeof r.msg, "ended while no keeper held its status (pid %d, "
+			 "exit status unknown)", (int)x->reg_pid);
 	} else if (r.exit_signal) {
 		snprintf(r.msg, sizeof r.msg, "killed by signal %d", r.exit_signal);
 	} else {
@@ -355,6 +363,13 @@ static void exec__handle(rt_t *rt, void *state, rt_msg_t *msg)
 				return;
 			memcpy(&k, msg->data, sizeof k);
 			x->kept_watch = false;      /* the watch is used up */
+			if (k.lost) {
+				/* Nobody could wait(2) for it: how it ended is
+				 * unknown, when is now. */
+				x->lost = true;
+				exec__exited(rt, x, -1, 0, 0);
+				return;
+			}
 			rt_decode_status(k.status, &code, &sig, &core);
 			exec__exited(rt, x, code, sig, k.at_ms);
 			return;
@@ -539,14 +554,8 @@ static void req__exec_adopt(pod_mgr_t *m, rc_loop_t *loop, rt_pid_t from, const 
 			   (unsigned long long)start);
 		return;
 	}
-	/* Not our child and nobody to tell its end: it cannot be followed. */
-	if (!child && !ended && !pod_adopt_has_reaper(m->o.adopt)) {
-		if (rd >= 0)
-			close(rd);
-		req__reply(loop, from, q->id, TANK_ENOTFOUND, "adopt: pid %d: no keeper reaps it",
-			   (int)pid);
-		return;
-	}
+	/* Not our child and no keeper to reap it (it was killed): followed by
+	 * a pidfd, its end replied lost (pod_adopt.h "Orphans"). */
 	if (q->out_path[0] &&
 	    (out = open(q->out_path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC | O_NOFOLLOW |
 			O_NOCTTY, 0600)) < 0) {

@@ -49,7 +49,10 @@
  *                    as an exec: started (the same pid), then ended with
  *                    its real status and ended_at — an end the keeper
  *                    reaped in the gap is replied at once, with its time.
- *                    Cancel as for an exec.  TANK_ENOTFOUND: nothing of
+ *                    Cancel as for an exec.  A process that is not our
+ *                    child and that no keeper reaps (the keeper was killed)
+ *                    is followed by a pidfd: its end is replied `lost`
+ *                    (status unknown).  TANK_ENOTFOUND: nothing of
  *                    that pid and start time was handed over (gone with no
  *                    kept exit, no keeper, another process); -EAGAIN: the
  *                    pod or its container is not known yet (first pass
@@ -161,6 +164,10 @@ typedef struct pod_req_reply {
 	uint64_t out_bytes;                 /* bytes written to out_path */
 	uint32_t out_cut;                   /* 1: out_max cut it */
 	int64_t ended_at;                   /* when it ended, ms since the epoch */
+	/* 1: an adopted command that ended while no keeper held its status
+	 * (the keeper was killed; pod_adopt.h "Orphans"): its exit is
+	 * unknown; err -ECHILD, msg says so, ended_at when it was noticed */
+	uint32_t lost;
 } pod_req_reply_t;
 
 /* Packs argv (NULL-terminated) into req for POD_REQ_EXEC.  TANK_ETOOBIG

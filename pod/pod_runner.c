@@ -93,14 +93,20 @@ static void pod__runner_kill_rest(pod_runner_t *r)
 	(void)pod_proc_kill_all(&r->proc, r->cgroup);
 }
 
-static void pod__runner_exit(rt_t *rt, pod_runner_t *r, int status)
+/* lost: it ended and nobody could wait(2) for it (pod_adopt.h
+ * "Orphans"): status means nothing. */
+static void pod__runner_exit(rt_t *rt, pod_runner_t *r, int status, bool lost)
 {
 	pod_runner_exited_t ex;
 
 	memset(&ex, 0, sizeof ex);
 	pod__runner_drain(rt, r, POD_LOG_STDOUT);
 	pod__runner_drain(rt, r, POD_LOG_STDERR);
-	pod_exit_from_status(status, r->cgroup, &ex.exit);
+	if (lost)
+		ex.exit = (pod_exit_t){ .code = -1 };
+	else
+		pod_exit_from_status(status, r->cgroup, &ex.exit);
+	ex.lost = lost;
 	pod__runner_kill_rest(r);
 	pod_prober_free(rt, r->prober);   /* before the cgroup is the owner's again */
 	r->prober = NULL;
@@ -165,7 +171,7 @@ static void pod__runner_handle(rt_t *rt, void *state, rt_msg_t *m)
 		return;
 	case RT_MSG_CHILD:
 		if (m->tag == POD_CHILD)
-			pod__runner_exit(rt, r, m->u.child.status);
+			pod__runner_exit(rt, r, m->u.child.status, false);
 		return;
 	case RT_MSG_USER:
 		if (m->tag == POD_RUNNER_KEPT && m->len == sizeof(pod_adopt_exit_t) &&
@@ -173,8 +179,8 @@ static void pod__runner_handle(rt_t *rt, void *state, rt_msg_t *m)
 			pod_adopt_exit_t x;
 			memcpy(&x, m->data, sizeof x);
 			r->adopter = NULL;      /* the watch is used up */
-			r->exit_at = x.at_ms;
-			pod__runner_exit(rt, r, x.status);
+			r->exit_at = x.lost ? 0 : x.at_ms;
+			pod__runner_exit(rt, r, x.status, x.lost);
 			return;
 		}
 		break;

@@ -68,7 +68,8 @@ typedef struct pod_runner_probe {
 /* runner -> itself: the grace period ran out */
 #define POD_RUNNER_GRACE 11
 /* pod_adopt -> an adopted runner: its process, not our child, was reaped
- * by the keeper; payload pod_adopt_exit_t */
+ * by the keeper (or ended with no keeper to tell how: lost); payload
+ * pod_adopt_exit_t */
 #define POD_RUNNER_KEPT 12
 
 typedef struct pod_runner_exited {
@@ -84,6 +85,9 @@ typedef struct pod_runner_exited {
 	/* Reaped by the keeper while no tankd watched (an adopted process):
 	 * when, ms since the epoch; 0 otherwise */
 	int64_t kept_at;
+	/* An adopted process that ended while no keeper held its status (the
+	 * keeper was killed; pod_adopt.h "Orphans"): exit unknown (code -1) */
+	bool lost;
 	char key[RC_KEY_MAX];     /* "<pod>/<container>" */
 } pod_runner_exited_t;
 

@@ -488,6 +488,10 @@ typedef struct wf_started {
 	int32_t pid;
 	uint64_t pid_start;
 	rt_pid_t exec;
+	/* An adopted part that ended before this one started: its exit is
+	 * acked to the keeper once this record is committed (0: none). */
+	int32_t ack_pid;
+	uint64_t ack_start;
 } wf_started_t;
 
 typedef struct wf_done {
@@ -498,8 +502,12 @@ typedef struct wf_done {
 	int32_t exit_code, exit_signal;
 	bool cut;
 	bool adopt_failed;             /* its running part could not be taken over */
+	bool lost;                     /* an adopted part ended, no keeper held its status */
 	int64_t ended_at;              /* when its last part ended (0: now) */
 	char msg[RC_REASON_MAX];
+	/* As wf_started_t's: an adopted part's exit not acked yet. */
+	int32_t ack_pid;
+	uint64_t ack_start;
 } wf_done_t;
 
 typedef struct worker {
@@ -509,6 +517,8 @@ typedef struct worker {
 	uint32_t n, at;
 	uint32_t tries;                /* an adoption asked again (-EAGAIN) */
 	bool sent_done;
+	int32_t adopted_pid;           /* the adopted part's process, once started */
+	uint64_t adopted_start;
 } worker_t;
 
 #define WORKER_RETRY 1                 /* a tag to itself: ask again */
@@ -600,18 +610,33 @@ static void worker__handle(rt_t *rt, void *state, rt_msg_t *msg)
 	}
 	if ((q->op == POD_REQ_EXEC || q->op == POD_REQ_EXEC_ADOPT) && r.started) {
 		wf_started_t s = { .seq = w->d.seq, .step = w->at, .pid = r.pid,
-				   .pid_start = r.pid_start, .exec = r.exec };
+				   .pid_start = r.pid_start, .exec = r.exec,
+				   .ack_pid = w->d.ack_pid, .ack_start = w->d.ack_start };
 		wfmt(s.pod, sizeof s.pod, "%s", w->d.pod);
 		(void)rt_send(rt, w->loop, WF_TAG_STARTED, &s, sizeof s);
+		w->d.ack_pid = 0;       /* the agent acks it with this record */
+		w->d.ack_start = 0;
+		if (q->op == POD_REQ_EXEC_ADOPT) {
+			w->adopted_pid = r.pid;
+			w->adopted_start = r.pid_start;
+		}
 		return;
 	}
 	w->d.steps = w->at + 1;
 	bool exec = q->op == POD_REQ_EXEC || q->op == POD_REQ_EXEC_ADOPT;
+	/* An adopted part's end: its exit may be the keeper's, kept until
+	 * the record moving past it is committed (the next part's start,
+	 * or the job's end). */
+	if (q->op == POD_REQ_EXEC_ADOPT && w->adopted_pid > 0) {
+		w->d.ack_pid = w->adopted_pid;
+		w->d.ack_start = w->adopted_start;
+	}
 	w->d.cut |= exec && r.out_cut;
 	if (exec)
 		w->d.ended_at = r.ended_at;
 	if (r.err) {
 		w->d.err = r.err;
+		w->d.lost = r.lost != 0;
 		wfmt(w->d.msg, sizeof w->d.msg, "%s", r.msg[0] ? r.msg : tank_strerror(r.err));
 		worker__finish(rt, w);
 		return;
@@ -1129,6 +1154,17 @@ static void agent__job_done(wf_agent_t *m, wf_pod_t *p, const wf_done_t *d)
 		agent__jobev(m, p, WF_JE_LOST, why);
 		p->runnable = false;
 		next = WF_AE_JOB_DONE;
+	} else if (d->lost) {
+		/* Adopted, then its keeper was killed: the part ended and
+		 * nobody could tell how.  The job failed (its exit unknown). */
+		wfmt(p->job.error, sizeof p->job.error, "%s", d->msg);
+		wfmt(why, sizeof why, "%s", d->msg);
+		agent__log_note(m, p, d->steps ? d->steps - 1 : 0, why);
+		if (d->steps > p->job.parts)
+			p->job.parts = d->steps;
+		agent__jobev(m, p, WF_JE_FAIL, why);
+		p->runnable = false;
+		next = WF_AE_JOB_DONE;
 	} else if (d->err) {
 		/* "If there was an error executing the Job, the agent will
 		 * transition back to AGENT_INIT." — the job failed. */
@@ -1487,6 +1523,20 @@ out:
 	return p->busy ? rc_act() : res;
 }
 
+/* An adopted part's exit, which the keeper may hold (it reaped the
+ * process while no tankd, or this one, watched): acked once the record
+ * saying the job moved past it is committed (pod_adopt_ack), so that a
+ * kill -9 before the commit finds it again at the keeper, and the keeper
+ * holds it no longer than that.  A commit that fails acks nothing: the
+ * next tankd finds the exit nobody's and drops it. */
+static void agent__ack(wf_agent_t *m, int32_t pid, uint64_t start)
+{
+	if (pid <= 0 || !m->o.adopt)
+		return;
+	if (st_flush(m->o.store, NULL) == 0)
+		pod_adopt_ack(m->o.adopt, (pid_t)pid, start);
+}
+
 static void agent__handle(void *ctx, rc_loop_t *loop, rt_msg_t *msg)
 {
 	wf_agent_t *m = ctx;
@@ -1509,6 +1559,7 @@ static void agent__handle(void *ctx, rc_loop_t *loop, rt_msg_t *msg)
 			if (p->gone)
 				(void)rt_send(rc_rt(loop), s.exec, POD_EXEC_CANCEL, NULL, 0);
 		}
+		agent__ack(m, s.ack_pid, s.ack_start);
 		return;
 	}
 	if (msg->tag == WF_TAG_DONE && msg->len == sizeof(wf_done_t)) {
@@ -1524,6 +1575,7 @@ static void agent__handle(void *ctx, rc_loop_t *loop, rt_msg_t *msg)
 		if (p->gone) {
 			if (!p->busy)
 				agent__forget(m, p);
+			agent__ack(m, d.ack_pid, d.ack_start);   /* nothing will record it */
 			return;
 		}
 		if (d.seq && d.seq == p->job.seq && p->job.st.phase == WF_JOB_RUNNING) {
@@ -1538,6 +1590,7 @@ static void agent__handle(void *ctx, rc_loop_t *loop, rt_msg_t *msg)
 			}
 		}
 		(void)agent__put(m, p);
+		agent__ack(m, d.ack_pid, d.ack_start);
 		rc_enqueue(loop, K_JOB, p->name);
 		return;
 	}

@@ -34,9 +34,14 @@
  *
  * At start every stored state is loaded and its agent restarts at INIT
  * (the seed's agent "always starts in the AGENT_INIT state"): a job still
- * created or running is marked failed, its process being gone
- * (wf_agent.c: agent__readopt is the hook where live re-adoption, issue
- * 35, will adopt a job whose process still runs instead).  Holds are in
+ * running whose part's process was kept (a keeper, a reexec) is adopted
+ * (agent__readopt: POD_REQ_EXEC_ADOPT) and runs on; one whose process is
+ * gone, or was never kept, is marked failed.  The exit of an adopted
+ * part is acked to the keeper (pod_adopt_ack) once the record that moved
+ * past it (the next part started, or the job ended) is committed, so the
+ * keeper keeps it no longer than that.  A part whose end no keeper could
+ * tell (the keeper was killed) ends the job failed, "ended while no
+ * keeper held its status".  Holds are in
  * tankd's memory: INIT asserts them again for a pod whose environment is
  * stopped.
  *
@@ -54,6 +59,7 @@
 
 #include "common/tank_err.h"
 #include "common/tank_kinds.h"
+#include "pod/pod_adopt.h"
 #include "reconciler/rc_loop.h"
 #include "store/st_coll.h"
 
@@ -81,6 +87,10 @@ typedef struct wf_agent_opts {
 	void (*publish)(void *ctx, int (*pack)(msgpack_packer *pk, const void *arg),
 			const void *arg);
 	void *publish_ctx;
+	/* Adoption (pod/pod_adopt.h): an adopted part's exit is acked to
+	 * the keeper once the job record that says it ended is committed.
+	 * NULL: none. */
+	pod_adopt_t *adopt;
 } wf_agent_opts_t;
 
 int wf_agent_new(const wf_agent_opts_t *o, wf_agent_t **out, tank_error_t *e);

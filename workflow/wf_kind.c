@@ -361,6 +361,7 @@ static int job__open(kind_env_t *env, void **inst, tank_error_t *e)
 	wf_agent_opts_t o = {
 		.store = env->store, .log_dir = env->log_dir,
 		.publish = env->publish, .publish_ctx = env->publish_ctx,
+		.adopt = env->adopt,
 	};
 	wf_agent_t *a = NULL;
 	int err;

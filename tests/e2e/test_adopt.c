@@ -717,6 +717,9 @@ Test(adopt, a_running_action_survives_a_kill9_under_the_keeper)
 	cr_assert_eq(ctl(d, out, sizeof out, "history action %s", id), 0, "%s", out);
 	cr_assert_null(strstr(out, "LOST"), "never LOST:\n%s", out);
 	cr_assert(says(d, "adopted    ", "daemon status"));
+	/* Its exit, reaped by the keeper, is acked once stored. */
+	cr_assert(wait_says(d, 10, ", 0 exits", "daemon status"),
+		  "the keeper still holds the action's exit");
 	teardown(d);
 }
 
@@ -873,6 +876,12 @@ static void job_across(bool reexec)
 		      "no job beyond the two tasks' (and the stage's):\n%s", out);
 	cr_assert(says(d, "job-second", "job log web/2"),
 		  "the job's output after the gap is in its log");
+	/* The keeper reaped the adopted part's process: the agent acks its
+	 * exit once the job's record is committed, so the keeper holds it
+	 * no longer (before, it held it until the next tankd). */
+	if (!reexec)
+		cr_assert(wait_says(d, 10, ", 0 exits", "daemon status"),
+			  "the keeper still holds the adopted job's exit");
 	teardown(d);
 }
 
@@ -909,5 +918,233 @@ Test(adopt, an_adopted_action_keeps_its_timeout_from_its_start)
 	cr_assert(act_field(d, id, "ended_at", ended, sizeof ended));
 	int64_t ran = rfc3339_ms(ended) - rfc3339_ms(started);
 	cr_assert(ran >= 2900 && ran < 4300, "ran %lld ms, not its 3 s timeout", (long long)ran);
+	teardown(d);
+}
+
+/* Descriptors of pid that are pidfds. */
+static int count_pidfds(pid_t pid)
+{
+	char path[64], link[400], target[64];
+	struct dirent *e;
+	DIR *dir;
+	int n = 0;
+
+	snprintf(path, sizeof path, "/proc/%d/fd", (int)pid);
+	if (!(dir = opendir(path)))
+		return -1;
+	while ((e = readdir(dir))) {
+		if (e->d_name[0] == '.')
+			continue;
+		snprintf(link, sizeof link, "%s/%s", path, e->d_name);
+		ssize_t r = readlink(link, target, sizeof target - 1);
+		if (r > 0) {
+			target[r] = '\0';
+			n += strstr(target, "pidfd") != NULL;
+		}
+	}
+	closedir(dir);
+	return n;
+}
+
+/* Gone for good: no /proc entry (a zombie still has one). */
+static bool reaped(pid_t pid)
+{
+	char path[64];
+	snprintf(path, sizeof path, "/proc/%d", (int)pid);
+	return access(path, F_OK) < 0;
+}
+
+/* The keeper killed -9 while processes it reaps for tankd run (adopted
+ * after a kill -9 of tankd, so the keeper's children): they are
+ * re-parented to a subreaper above (here the test runner's) or init, so
+ * neither tankd nor a next keeper can wait(2) for them.  tankd follows
+ * each one with a pidfd from the keeper's loss, and records its end when
+ * it comes, its status unknown: a container restarts by its policy (an
+ * `always` one runs again, a `never` one is failed with the reason), an
+ * action is LOST with the reason.  Nothing is left: no zombie, no pidfd,
+ * the descriptors back to their count; a graceful stop of tankd then
+ * still stops the orphan still running. */
+static void keeper_killed(bool fallback)
+{
+	if (fallback)
+		setenv("TANK_NO_PIDFD", "1", 1);
+	d_t *d = setup_keeper();
+	unsetenv("TANK_NO_PIDFD");
+	int want = fallback ? 0 : 4;   /* pidfds: none in the /proc fallback */
+	char out[16384], y[2048], id[64], pid[32], script[512];
+	pid_t keeper = 0, old = serving(d, &keeper);
+
+	snprintf(y, sizeof y,
+		 "name: again\nrestart: always\ncontainers:\n  - name: c\n"
+		 "    command: [/bin/sh, -c, 'echo up; while [ ! -e %s/go1 ]; do sleep 0.05; "
+		 "done; rm -f %s/go1; exit 3']\n---\n"
+		 "name: once\nrestart: never\ncontainers:\n  - name: c\n"
+		 "    command: [/bin/sh, -c, 'while [ ! -e %s/go2 ]; do sleep 0.05; done; "
+		 "exit 0']\n", d->dir, d->dir, d->dir);
+	write_file(d, "pods.yaml", y);
+	cr_assert_eq(ctl(d, out, sizeof out, "apply -f %s/pods.yaml", d->dir), 0, "%s", out);
+	exec_pod(d);
+	cr_assert(wait_phase(d, "again", "running", 20));
+	cr_assert(wait_phase(d, "once", "running", 20));
+	long again = status_num(d, "again", "pid"), once = status_num(d, "once", "pid");
+	long web = status_num(d, "web", "pid");
+	snprintf(script, sizeof script, "echo first-line; while [ ! -e %s/go3 ]; do "
+		 "/bin/sleep 0.05; done; exit 0", d->dir);
+	exec_run(d, id, script);
+	act_assert_state(d, id, "RUNNING", 10);
+	cr_assert(act_output_has(d, id, "first-line", 10), "no first line");
+	cr_assert(act_field(d, id, "pid", pid, sizeof pid));
+	long act = atol(pid);
+	sleep_ms(300);                  /* the group commit reaches the disk */
+
+	/* A kill -9 of tankd: everything is adopted, the keeper's children. */
+	cr_assert_eq(kill(old, SIGKILL), 0);
+	pid_t now = wait_new_tankd(d, old, 20);
+	cr_assert_gt(now, 0, "the keeper did not start a new tankd");
+	cr_assert(wait_says(d, 20, "adopted    4", "daemon status"), "not all adopted");
+	cr_assert_eq(status_num(d, "again", "pid"), again);
+	cr_assert_eq(status_num(d, "once", "pid"), once);
+	act_assert_state(d, id, "RUNNING", 1);
+	cr_assert_eq(count_pidfds(now), 0, "pidfds while a keeper reaps");
+
+	/* The keeper killed -9: tankd runs on, keeper-less, and follows the
+	 * four processes with pidfds. */
+	cr_assert_eq(kill(keeper, SIGKILL), 0);
+	cr_assert_eq(waitpid(keeper, NULL, 0), keeper);
+	d->pid = 0;
+	cr_assert(wait_says(d, 10, "keeper     none", "daemon status"),
+		  "tankd did not notice its keeper's end");
+	for (int i = 0; i < 100 && count_pidfds(now) != want; i++)
+		sleep_ms(50);
+	cr_assert_eq(count_pidfds(now), want, "one pidfd per adopted process");
+	if (fallback) {
+		static char log[1 << 16];
+		char lp[160];
+		snprintf(lp, sizeof lp, "%s/tankd.log", d->dir);
+		read_text(lp, log, sizeof log);
+		cr_assert(strstr(log, "looked at in /proc once a second"),
+			  "the fallback's reason is not logged:\n%s", log);
+	}
+	/* A reexec now (no keeper: nothing may take the stale keeper fd
+	 * number for one) hands them over as not its children: the new
+	 * image follows them with pidfds again. */
+	cr_assert_eq(ctl(d, out, sizeof out, "daemon reexec"), 0, "%s", out);
+	cr_assert(wait_says(d, 20, "reexecs    1", "daemon status"), "no reexec");
+	cr_assert_eq(serving(d, NULL), now);
+	cr_assert(says(d, "keeper     none", "daemon status"));
+	for (int i = 0; i < 100 && count_pidfds(now) != want; i++)
+		sleep_ms(50);
+	cr_assert_eq(count_pidfds(now), want, "one pidfd per adopted process after the reexec");
+	act_assert_state(d, id, "RUNNING", 10);
+	cr_assert_eq(status_num(d, "again", "pid"), again);
+	cr_assert_eq(status_num(d, "once", "pid"), once);
+	sleep_ms(300);
+	int fds = count_fds(now);
+
+	/* They end now, with nobody to wait(2) for them but the subreaper. */
+	write_file(d, "go1", "");
+	write_file(d, "go2", "");
+	write_file(d, "go3", "");
+	cr_assert(wait_says(d, 20, "ended while no keeper held its status", "history again"),
+		  "again's end was not recorded");
+	cr_assert(wait_phase(d, "again", "running", 20), "again did not run again");
+	for (int i = 0; i < 200 && status_num(d, "again", "pid") == again; i++)
+		sleep_ms(50);
+	cr_assert_neq(status_num(d, "again", "pid"), again, "again was not restarted");
+	cr_assert_eq(status_num(d, "again", "restarts"), 1);
+	cr_assert(wait_phase(d, "once", "terminal", 20), "once's end was not recorded");
+	cr_assert(says(d, "ended while no keeper held its status", "history once"));
+	cr_assert(says(d, "\"outcome\": \"failed\"", "status once -o json"),
+		  "a never pod whose end is unknown is failed");
+	act_assert_state(d, id, "LOST", 20);
+	cr_assert(says(d, "ended while no keeper held its status", "action get %s", id));
+
+	/* Nothing left: no zombie, no pidfd but web's (still running), the
+	 * descriptors back to their count (the three pidfds gone; again's
+	 * new pipes take its old ones' place). */
+	for (int i = 0; i < 200 && !(reaped((pid_t)again) && reaped((pid_t)once) &&
+				     reaped((pid_t)act)); i++)
+		sleep_ms(20);
+	cr_assert(reaped((pid_t)again) && reaped((pid_t)once) && reaped((pid_t)act),
+		  "an ended process is left (a zombie?)");
+	for (int i = 0; i < 100 && count_pidfds(now) != want / 4; i++)
+		sleep_ms(50);
+	cr_assert_eq(count_pidfds(now), want / 4, "web's pidfd only");
+	for (int i = 0; i < 100 && count_fds(now) > fds - want * 3 / 4; i++)
+		sleep_ms(50);
+	cr_assert_leq(count_fds(now), fds - want * 3 / 4, "fds %d -> %d", fds, count_fds(now));
+
+	/* A graceful stop of tankd stops the orphan too. */
+	cr_assert(ts_alive((pid_t)web));
+	cr_assert_eq(kill(now, SIGTERM), 0);
+	for (int i = 0; i < 400 && !reaped(now); i++)
+		sleep_ms(50);
+	cr_assert(reaped(now), "tankd did not stop");
+	for (int i = 0; i < 100 && !reaped((pid_t)web); i++)
+		sleep_ms(50);
+	cr_assert(reaped((pid_t)web), "web's container outlived tankd's graceful stop");
+	teardown(d);
+}
+
+Test(adopt, a_keeper_killed_9_leaves_no_adopted_end_unrecorded)
+{
+	keeper_killed(false);
+}
+
+/* The same without pidfds (a kernel before 5.3): /proc once a second. */
+Test(adopt, a_keeper_killed_9_without_pidfds_polls_proc)
+{
+	keeper_killed(true);
+}
+
+/* A workflow job adopted after a kill -9 of tankd, whose keeper is then
+ * killed -9: its template ends with nobody to wait(2) for it, and the job
+ * is failed with the reason (its exit unknown). */
+Test(adopt, a_job_adopted_then_left_by_its_keeper_is_failed_with_the_reason)
+{
+	d_t *d = setup_keeper();
+	char y[2048], out[8192];
+	pid_t keeper = 0, old = serving(d, &keeper);
+
+	snprintf(y, sizeof y,
+		 "kind: Task\nname: long\ntemplates:\n"
+		 "  - name: s\n    contents: |\n"
+		 "      echo job-first\n"
+		 "      while [ ! -e %s/go ]; do /bin/sleep 0.05; done\n"
+		 "      exit 0\n"
+		 "---\nkind: Stage\nname: one\ntasks: [long]\n"
+		 "---\nkind: Workflow\nname: w\nstages: [one]\n"
+		 "---\nname: web\nworkflow: w\ncontainers:\n  - name: app\n"
+		 "    command: [/bin/sleep, \"3600\"]\n", d->dir);
+	write_file(d, "wf.yaml", y);
+	cr_assert_eq(ctl(d, out, sizeof out, "apply -f %s/wf.yaml", d->dir), 0, "%s", out);
+	cr_assert(wait_says(d, 20, "state: running", "status job web/2"));
+	cr_assert(wait_says(d, 20, "job-first", "job log web/2"));
+	sleep_ms(300);                  /* the job's pid committed */
+	cr_assert_eq(kill(old, SIGKILL), 0);
+	pid_t now = wait_new_tankd(d, old, 20);
+	cr_assert_gt(now, 0, "no new tankd");
+	cr_assert(wait_says(d, 20, "adopted    2", "daemon status"), "the job was not adopted");
+	cr_assert(says(d, "state: running", "status job web/2"));
+
+	cr_assert_eq(kill(keeper, SIGKILL), 0);
+	cr_assert_eq(waitpid(keeper, NULL, 0), keeper);
+	d->pid = 0;
+	cr_assert(wait_says(d, 10, "keeper     none", "daemon status"));
+	for (int i = 0; i < 100 && count_pidfds(now) != 2; i++)
+		sleep_ms(50);
+	cr_assert_eq(count_pidfds(now), 2, "the container's and the job's pidfds");
+	write_file(d, "go", "");
+	cr_assert(wait_says(d, 20, "state: failed", "status job web/2"),
+		  "the job's end was not recorded");
+	cr_assert(says(d, "ended while no keeper held its status", "status job web/2"));
+	for (int i = 0; i < 100 && count_pidfds(now) != 1; i++)
+		sleep_ms(50);
+	cr_assert_eq(count_pidfds(now), 1, "the job's pidfd is closed");
+	/* tankd is nobody's child now: stopped by hand (the test's cleanup
+	 * would too). */
+	cr_assert_eq(kill(now, SIGTERM), 0);
+	for (int i = 0; i < 400 && !reaped(now); i++)
+		sleep_ms(50);
 	teardown(d);
 }

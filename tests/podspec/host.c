@@ -142,6 +142,18 @@ Test(podspec, host_limits_raise_what_tankd_may_and_refuse_the_rest_with_figures)
 	cr_assert_eq(plan.pid_max, 45056);
 	cr_assert_eq(plan.nofile_cur, 81920);
 
+	/* pidfds held for orphaned adopted processes count while held: 9,872
+	 * containers fit 20,000 (256 + 19,744), not with 100 pidfds more. */
+	cr_assert_eq(pod_host_plan(&l, 9872, 0, &plan, &e), 0, "%s", e.msg);
+	cr_assert_eq(plan.nofile_cur, 0);
+	pod_host_limits_t held = l;
+	held.held_fds = 100;
+	cr_assert_eq(pod_host_plan(&held, 9872, 0, &plan, &e), 0, "%s", e.msg);
+	cr_assert_eq(plan.nofile_cur, 20480, "the pidfds are in the need");
+	held.nr_open = 20000;
+	cr_assert_eq(pod_host_plan(&held, 9872, 0, &plan, &e), TANK_ELIMIT);
+	cr_assert(strstr(e.msg, "so it can hold 9822 containers"), "%s", e.msg);
+
 	/* A soft limit below the hard one is raised alone. */
 	pod_host_limits_t soft = l;
 	soft.nofile_cur = 1024;
