@@ -200,8 +200,8 @@ static double until(bench_t *b, api_client_t *c, const char *phase, long want, u
 {
 	long n;
 	while ((n = count(b, c, phase)) >= 0 && n < want) {
-		if (bench_now_ns() - t0 > 600ull * 1000000000u) {
-			note("%ld of %ld %s after 600 s", n, want, phase);
+		if (bench_now_ns() - t0 > 1800ull * 1000000000u) {
+			note("%ld of %ld %s after 1800 s", n, want, phase);
 			return -1;
 		}
 		bench_sleep_ms(5 + b->s / 10);
