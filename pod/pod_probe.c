@@ -28,6 +28,7 @@ typedef struct probe_run {
 	pod_probe_t spec;             /* copy; argv, host and path owned */
 	enum pod_probe_role role;
 	bool active;                  /* scheduled (readiness, liveness: after startup) */
+	bool phased;                  /* its runs are on their own phase (probe__phase_ms) */
 	bool inflight;
 	uint32_t tick_seq, run_seq;   /* a timer message must match to count */
 	pid_t pid;                    /* exec */
@@ -101,11 +102,48 @@ static char *probe__strdup(const char *s, bool *oom)
 	return d;
 }
 
+/* How long after its first run a probe runs the second time: a fraction
+ * of its period, different for each probe started, so that runs spread
+ * over the period instead of firing together every period.  Probes start
+ * when their containers do, and those start in bursts (an apply of 10,000
+ * pods takes a few seconds; a mass restart less): left on their start's
+ * phase, all their runs would come in the same burst every period, each
+ * burst a stall of the loop and a wave of connects at the targets.
+ *
+ * The n-th probe activated since tankd started takes the fraction
+ * frac(n / φ) of the period (Fibonacci hashing, 2^32 / φ = 2654435769):
+ * any run of consecutive n is spread evenly over the period (the
+ * three-gap theorem: k of them leave gaps of at most about 2.6 / k of
+ * it), whatever the order or the names.  Shorter than the period, never
+ * longer: no failure is seen later than the spec's period says.  The
+ * first run keeps initial_delay (readiness as soon as asked). */
+static uint32_t probe__nth;
+
+static uint64_t probe__phase_ms(uint64_t period_ms)
+{
+	uint32_t f = ++probe__nth * 2654435769u;
+	uint64_t ms = ((uint64_t)f * period_ms) >> 32;
+	return ms ? ms : period_ms;
+}
+
 static void probe__schedule(pod_prober_t *p, probe_run_t *r, uint64_t ms)
 {
 	uint32_t seq = ++r->tick_seq;
 	(void)rt_send_after(p->rt, rt_self(p->rt), ms, TAG_TICK(r->role), &seq, sizeof seq,
 			    &r->tick_timer);
+}
+
+/* A probe's socket closes with a reset (SO_LINGER 0), not the orderly
+ * close: the prober is the side that closes first and so would keep each
+ * connection 60 s in TIME_WAIT — at 10,000 probes every 10 s, 60,000
+ * sockets, more local ports than the ephemeral range has (28,232 by
+ * default).  The reset is also less work for the kernel than the FIN
+ * exchange.  For tcp and http (libcurl's sockets are made by
+ * probe__socket too). */
+static void probe__linger0(int fd)
+{
+	struct linger l = { .l_onoff = 1, .l_linger = 0 };
+	(void)setsockopt(fd, SOL_SOCKET, SO_LINGER, &l, sizeof l);
 }
 
 /* A socket for tcp and http, made inside the pod's network namespace when
@@ -125,6 +163,8 @@ static int probe__socket(const pod_prober_t *p, int family)
 	}
 	fd = socket(family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
 	err = fd < 0 ? -errno : 0;
+	if (fd >= 0)
+		probe__linger0(fd);
 	if (self >= 0) {
 		/* Back home: tankd's own socket and its clients live here. */
 		(void)setns(self, CLONE_NEWNET);
@@ -163,6 +203,7 @@ static void probe__activate(pod_prober_t *p, enum pod_probe_role role)
 	if (r->spec.kind == POD_PROBE_NONE || r->active)
 		return;
 	r->active = true;
+	r->phased = false;
 	probe__schedule(p, r, r->spec.initial_delay_ms);
 }
 
@@ -587,7 +628,9 @@ bool pod_prober_handle(rt_t *rt, pod_prober_t *p, const rt_msg_t *m,
 	case 0:         /* due */
 		if (m->type != RT_MSG_USER || seq != r->tick_seq || !r->active)
 			return true;
-		probe__schedule(p, r, r->spec.period_ms);
+		probe__schedule(p, r, r->phased ? r->spec.period_ms
+					     : probe__phase_ms(r->spec.period_ms));
+		r->phased = true;
 		if (!r->inflight)
 			probe__start(p, r, rep, has);
 		return true;

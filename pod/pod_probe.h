@@ -16,6 +16,10 @@
  * A run still going at its timeout fails ("timeout after 1s"); an exec
  * probe's process is killed then.  Runs start every period, first after
  * initial_delay; a run still in flight when the next is due is skipped.
+ * The second run comes a fraction of the period after the first, a
+ * different one for each probe started (pod_probe.c, probe__phase_ms), so
+ * probes whose containers started together do not run together every
+ * period after.
  *
  * Semantics as Kubernetes: startup runs alone until it passes once, then
  * readiness and liveness start; readiness passing success_threshold times

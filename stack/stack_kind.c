@@ -285,8 +285,13 @@ static int updown(const kind_env_t *env, const msgpack_object *params, msgpack_p
 	rc |= pk_key(pk, "action");     rc |= kind_pack_str(pk, actions[res.action]);
 	rc |= pk_key(pk, "generation"); rc |= msgpack_pack_uint64(pk, res.generation);
 	err = rc ? -ENOMEM : 0;
+	/* The stack itself is looked at, not every object: a nudge runs a
+	 * resync pass (every stored pod read, every cgroup swept), and an
+	 * `up` of each of 1,000 stacks made it run a pass after nearly each
+	 * one.  The watch has reloaded the stack (its commit above); its
+	 * reconcile tells its pods. */
 	if (loop)
-		rc_nudge(env->rt, loop);
+		(void)rc_enqueue_from(env->rt, loop, TANK_KIND_STACK, name);
 out:
 	free(buf);
 	stack_spec_free(s);

@@ -402,3 +402,45 @@ Test(obs_http, probe_results_and_latency_by_probe_kind)
 	prom_free(&p);
 	teardown(d);
 }
+
+/* `up` and `down` of a stack look at that stack, not at everything: no
+ * resync pass runs for them (issue 38 item 7: with 1,000 stacks, an `up`
+ * of each ran a pass — every stored pod read, every cgroup swept — after
+ * nearly each one).  tankd's own resync is an hour away, so
+ * tank_reconcile_passes_total moves only if a verb asks for a pass. */
+Test(obs_http, stack_up_and_down_run_no_resync_pass)
+{
+	char addr[64], base[96], out[4096];
+	d_t *d = d_new();
+	prom_t p;
+	int port = obs_free_port();
+
+	snprintf(addr, sizeof addr, "127.0.0.1:%d", port);
+	snprintf(base, sizeof base, "http://%s", addr);
+	obs_tankd(d, (const char *const[]){ "--http", addr, "--resync", "1h", NULL }, NULL);
+	for (int i = 0; i < 200 && !up(d); i++)
+		sleep_ms(25);
+	cr_assert(up(d), "tankd did not come up");
+	apply(d, "st.yaml", "kind: Stack\nname: st\npods:\n"
+	      "  - name: a\n    containers: [{name: c, command: [sleep, '100']}]\n"
+	      "  - name: b\n    depends_on: [{pod: a, condition: started}]\n"
+	      "    containers: [{name: c, command: [sleep, '100']}]\n");
+	cr_assert(wait_says(d, 20, "\"phase\": \"up\"", "status stack st -o json"));
+	scrape(base, &p);
+	double before = prom_get(&p, "tank_reconcile_passes_total", NULL);
+	prom_free(&p);
+
+	cr_assert_eq(ctl(d, out, sizeof out, "down st"), 0, "%s", out);
+	cr_assert(wait_says(d, 20, "\"phase\": \"down\"", "status stack st -o json"));
+	cr_assert(wait_phase(d, "b", "waiting", 20), "its pods stopped");
+	cr_assert_eq(ctl(d, out, sizeof out, "up st"), 0, "%s", out);
+	cr_assert(wait_says(d, 20, "\"phase\": \"up\"", "status stack st -o json"));
+	cr_assert(wait_phase(d, "b", "running", 20), "its pods run again");
+
+	scrape(base, &p);
+	double after = prom_get(&p, "tank_reconcile_passes_total", NULL);
+	prom_free(&p);
+	cr_assert(before >= 1 && after == before,
+		  "down and up ran no pass: %.0f passes before, %.0f after", before, after);
+	teardown(d);
+}
