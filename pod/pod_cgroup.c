@@ -747,22 +747,31 @@ static int sweep_pod(const pod_cgroup_env_t *env, const char *root, const char *
 	struct dirent *ce;
 	DIR *pd;
 	int total = 0;
+	bool kept = false;
 
 	snprintf(pdir, sizeof pdir, "%s/%s", root, pod);
 	if (!(pd = opendir(pdir)))
 		return 0;
 	total += sweep_one(env, pod, pod, "", false, found, ctx);
 	while ((ce = readdir(pd))) {
-		if (ce->d_type != DT_DIR || ce->d_name[0] == '.' ||
-		    owned(ctx, pod, ce->d_name))
+		if (ce->d_type != DT_DIR || ce->d_name[0] == '.')
 			continue;
+		if (owned(ctx, pod, ce->d_name)) {
+			kept = true;
+			continue;
+		}
 		snprintf(rel, sizeof rel, "%s/%s", pod, ce->d_name);
 		total += sweep_one(env, rel, pod, ce->d_name, true, found, ctx);
 	}
 	closedir(pd);
 	/* A pod group left empty goes too (rmdir fails while it has a
-	 * container group or a process). */
-	rmdir_all(env, pod);
+	 * container group or a process).  Not tried while an owned
+	 * container group stays: it would fail, and each try takes the
+	 * kernel's cgroup mutex, which a migration holds across an RCU
+	 * grace period (3 rmdirs per running pod per resync, milliseconds
+	 * each here while containers were being started). */
+	if (!kept)
+		rmdir_all(env, pod);
 	return total;
 }
 

@@ -322,6 +322,9 @@ static struct launch_slots {
 	int fd[N_SLOTS];      /* O_CLOEXEC; /dev/null when idle */
 	int below;            /* highest slot + 1 */
 	dev_t null_rdev;
+	/* The child's stack (POD_CHILD_STACK), mapped at the first launch
+	 * and kept: one child at a time uses it, under mu. */
+	void *stack;
 } launch_slots = { .mu = PTHREAD_MUTEX_INITIALIZER };
 
 /* Reserves the lowest free fds >= 3 (low, so the child's table is small).
@@ -606,18 +609,25 @@ int pod_launch(const pod_launch_opts_t *o, pod_proc_t *out,
 		}
 	}
 
-	stack = mmap(NULL, POD_CHILD_STACK, PROT_READ | PROT_WRITE,
-	             MAP_PRIVATE | MAP_ANONYMOUS | MAP_STACK, -1, 0);
-	if (stack == MAP_FAILED) {
-		r = tank_error_set(err, -errno, "launch: stack: %s",
-		                   strerror(errno));
-		goto fail;
-	}
-
 	struct launch_slots *sl = &launch_slots;
 	bool used[N_SLOTS] = { false };
 	int clone_errno = 0;
 	pthread_mutex_lock(&sl->mu);
+	if (!sl->stack) {
+		/* Once, then reused: a map per launch also cost its unmap
+		 * (a TLB shootdown in a threaded tankd) and the child's page
+		 * faults on fresh pages, in every restart of a storm. */
+		void *st = mmap(NULL, POD_CHILD_STACK, PROT_READ | PROT_WRITE,
+		                MAP_PRIVATE | MAP_ANONYMOUS | MAP_STACK, -1, 0);
+		if (st == MAP_FAILED) {
+			r = tank_error_set(err, -errno, "launch: stack: %s",
+			                   strerror(errno));
+			pthread_mutex_unlock(&sl->mu);
+			goto fail;
+		}
+		sl->stack = st;
+	}
+	stack = sl->stack;
 	if (sl->state == 0)
 		slots_reserve(sl);
 	if (sl->state == 1 && !slots_intact(sl))
@@ -696,7 +706,6 @@ int pod_launch(const pod_launch_opts_t *o, pod_proc_t *out,
 		goto fail;
 	}
 
-	munmap(stack, POD_CHILD_STACK);
 	close_fd(&self_pidns);
 	close_fd(&out_own);
 	close_fd(&err_own);
@@ -713,8 +722,6 @@ int pod_launch(const pod_launch_opts_t *o, pod_proc_t *out,
 	return 0;
 
 fail:
-	if (stack != MAP_FAILED)
-		munmap(stack, POD_CHILD_STACK);
 	if (self_pidns >= 0 && pid < 0)
 		(void)setns(self_pidns, CLONE_NEWPID);
 	close_fd(&self_pidns);
