@@ -430,7 +430,9 @@ static unsigned long long cpu_ticks(pid_t pid)
  * for the profile wherever tank misses a target.  With BENCH_PERF_SYSCALLS
  * set too, `perf stat` counts tankd's system calls by name instead
  * (DIR/perf-NAME.syscalls); with BENCH_PERF_SYSCALLS=time, `perf trace -s`
- * sums each call's time as well (the vfork window shows as clone's).  Returns perf's pid or 0. */
+ * sums each call's time as well (the vfork window shows as clone's); with
+ * BENCH_PERF_DWARF, tankd's own threads are sampled with DWARF call
+ * chains (through libc, which has no frame pointers).  Returns perf's pid or 0. */
 static pid_t perf_start(pid_t target, const char *name)
 {
 	const char *dir = getenv("BENCH_PERF");
@@ -461,6 +463,11 @@ static pid_t perf_start(pid_t target, const char *name)
 			 * DIR/perf-NAME.syscalls. */
 			execl("/usr/bin/perf", "perf", "stat", "--no-inherit", "-e",
 			      "syscalls:sys_enter_*", "-p", tgt, "-o", out, (char *)NULL);
+		else if (getenv("BENCH_PERF_DWARF"))
+			/* Call chains through libc too (it has no frame
+			 * pointers): what each system call was made for. */
+			execl("/usr/bin/perf", "perf", "record", "-q", "--call-graph", "dwarf,16384",
+			      "-F", "1000", "--no-inherit", "-p", tgt, "-o", out, (char *)NULL);
 		else
 			execl("/usr/bin/perf", "perf", "record", "-q", "-g", "-F", "4000", "-p", tgt,
 			      "-o", out, (char *)NULL);
