@@ -467,7 +467,7 @@ static pid_t perf_start(pid_t target, const char *name)
 			/* Call chains through libc too (it has no frame
 			 * pointers): what each system call was made for. */
 			execl("/usr/bin/perf", "perf", "record", "-q", "--call-graph", "dwarf,16384",
-			      "-F", "1000", "--no-inherit", "-p", tgt, "-o", out, (char *)NULL);
+			      "-F", "4000", "--no-inherit", "-p", tgt, "-o", out, (char *)NULL);
 		else
 			execl("/usr/bin/perf", "perf", "record", "-q", "-g", "-F", "4000", "-p", tgt,
 			      "-o", out, (char *)NULL);
