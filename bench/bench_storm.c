@@ -430,7 +430,8 @@ static unsigned long long cpu_ticks(pid_t pid)
  * for the profile wherever tank misses a target.  With BENCH_PERF_SYSCALLS
  * set too, `perf stat` counts tankd's system calls by name instead
  * (DIR/perf-NAME.syscalls); with BENCH_PERF_SYSCALLS=time, `perf trace -s`
- * sums each call's time as well (the vfork window shows as clone's); with
+ * sums each call's time as well (the vfork window shows as clone's;
+ * BENCH_PERF_SYSCALLS=time:clone,epoll_wait only those calls); with
  * BENCH_PERF_DWARF, tankd's own threads are sampled with DWARF call
  * chains (through libc, which has no frame pointers).  Returns perf's pid or 0. */
 static pid_t perf_start(pid_t target, const char *name)
@@ -457,6 +458,12 @@ static pid_t perf_start(pid_t target, const char *name)
 			 * count and time, clone's vfork window included. */
 			execl("/usr/bin/perf", "perf", "trace", "-s", "--no-inherit", "-p", tgt,
 			      "-o", out, (char *)NULL);
+		else if (sc && strncmp(sc, "time:", 5) == 0)
+			/* The same for the listed calls only (less overhead),
+			 * e.g. time:clone,epoll_wait: the vfork windows and
+			 * the idle time of tankd's loop. */
+			execl("/usr/bin/perf", "perf", "trace", "-s", "--no-inherit", "-e", sc + 5,
+			      "-p", tgt, "-o", out, (char *)NULL);
 		else if (sc)
 			/* Deterministic: how many of each system call tankd's
 			 * own threads make (not its children), into
