@@ -11,9 +11,12 @@
  *            uordblks + hblkhd, before the apply vs all running);
  *   status   `status []` (the whole list) and `status [name]` latency,
  *            p50/p99, from a client thread while the loop runs here;
- *   apply    N real plain pods (the real launcher, cgroups as tankd
+ *   apply    1,000 real plain pods (the real launcher, cgroups as tankd
  *            probes them) from st_apply + nudge to all running, as a
- *            ratio to the raw posix_spawn rate measured in the same run.
+ *            ratio to the raw posix_spawn rate measured in the same run,
+ *            just before and just after; in full mode then the largest
+ *            N the fd limit allows (BENCH_REAL_N=a,b sets the list;
+ *            BENCH_ONLY=real runs this scenario alone).
  *
  * The first three use a FAKE launcher: it forks nothing and hands out
  * pids above pid_max, which never exist, so no child watch fires and a
