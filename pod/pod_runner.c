@@ -104,10 +104,11 @@ static void pod__runner_drain(rt_t *rt, pod_runner_t *r, pod_log_stream_t s)
 		while ((n = read(*fd, buf, sizeof buf)) > 0 && !(log = pod__runner_log(r)))
 			;
 		if (log) {
-			rc = pod_log_feed(log, s, buf, (size_t)n);
-			if (rc == 0)
-				rc = pod_log_drain_fd(log, s, *fd);
-			pod__runner_logdrop(rt, r, rc);
+			/* A write error loses those bytes but keeps the
+			 * stream (as below): the rest is drained anyway. */
+			int fr = pod_log_feed(log, s, buf, (size_t)n);
+			rc = pod_log_drain_fd(log, s, *fd);
+			pod__runner_logdrop(rt, r, fr < 0 && rc >= 0 ? fr : rc);
 		} else {
 			rc = n == 0 ? 1 : 0;
 		}
