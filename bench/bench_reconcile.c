@@ -11,9 +11,12 @@
  *            uordblks + hblkhd, before the apply vs all running);
  *   status   `status []` (the whole list) and `status [name]` latency,
  *            p50/p99, from a client thread while the loop runs here;
- *   apply    N real plain pods (the real launcher, cgroups as tankd
+ *   apply    1,000 real plain pods (the real launcher, cgroups as tankd
  *            probes them) from st_apply + nudge to all running, as a
- *            ratio to the raw posix_spawn rate measured in the same run.
+ *            ratio to the raw posix_spawn rate measured in the same run,
+ *            just before and just after; in full mode then the largest
+ *            N the fd limit allows (BENCH_REAL_N=a,b sets the list;
+ *            BENCH_ONLY=real runs this scenario alone).
  *
  * The first three use a FAKE launcher: it forks nothing and hands out
  * pids above pid_max, which never exist, so no child watch fires and a
@@ -634,48 +637,48 @@ static double raw_spawn_rate(const char *path, char *const argv[], long n, long 
 	return (double)n / (now_s() - t0);
 }
 
-static void bench_real(const char *tmp, long n_want)
+/* The raw rate of n spawns of the no-op workload (or /bin/sleep 0). */
+static double raw_rate(const char *wl, bool have_wl, long n)
 {
-	char wl[PATH_MAX], cmd[PATH_MAX + 32];
-	struct rlimit rl;
+	if (have_wl) {
+		char *argv[] = { (char *)"workload", (char *)"noop", NULL };
+		return raw_spawn_rate(wl, argv, n, RAW_K);
+	}
+	char *argv[] = { (char *)"sleep", (char *)"0", NULL };
+	return raw_spawn_rate("/bin/sleep", argv, n, RAW_K);
+}
+
+/* One apply of n real pods until all run, between two raw spawn runs of
+ * n processes (the ratio is against their mean, so a machine getting
+ * busier or quieter during the apply weighs on both sides alike).  The
+ * figures carry n: "apply 1,000 pods" is the n = 1000 line. */
+static void bench_real_one(const char *tmp, long n, const char *wl, bool have_wl,
+			   const struct rlimit *rl)
+{
+	char cmd[PATH_MAX + 32], sub[32];
 	pod_manifest_t *m = NULL;
 	pod_spec_t *tmpl;
 	daemon_t d;
-	long n;
-	double raw, t0, t1;
-	bool have_wl = workload_path(wl, sizeof wl);
-
-	getrlimit(RLIMIT_NOFILE, &rl);
-	n = rl.rlim_max == RLIM_INFINITY ? n_want : ((long)rl.rlim_max - 200) / 4;
-	if (n > n_want)
-		n = n_want;
-	if (n < 1) {
-		fprintf(stderr, "bench_reconcile: warning: fd limit too low for real pods\n");
-		return;
-	}
+	double raw0, raw1, raw, t0, t1;
 
 	/* The raw rate first, while no runtime owns SIGCHLD. */
-	if (have_wl) {
-		char *argv[] = { (char *)"workload", (char *)"noop", NULL };
-		raw_spawn_rate(wl, argv, 200, 16);      /* warm up */
-		raw = raw_spawn_rate(wl, argv, n, RAW_K);
+	raw_rate(wl, have_wl, 200);      /* warm up */
+	raw0 = raw_rate(wl, have_wl, n);
+	if (have_wl)
 		snprintf(cmd, sizeof cmd, "\"%s\", sleep", wl);
-	} else {
-		char *argv[] = { (char *)"sleep", (char *)"0", NULL };
-		raw_spawn_rate("/bin/sleep", argv, 200, 16);
-		raw = raw_spawn_rate("/bin/sleep", argv, n, RAW_K);
+	else
 		snprintf(cmd, sizeof cmd, "/bin/sleep, \"1000\"");
-	}
-	if (raw <= 0) {
-		fprintf(stderr, "bench_reconcile: warning: raw spawn failed: %s\n", strerror((int)-raw));
+	if (raw0 <= 0) {
+		fprintf(stderr, "bench_reconcile: warning: raw spawn failed: %s\n", strerror((int)-raw0));
 		return;
 	}
 	tmpl = parse_template(&m, cmd);
 
 	memset(&d, 0, sizeof d);
-	daemon_start(&d, tmp, "real", false, true);
+	snprintf(sub, sizeof sub, "real-%ld", n);
+	daemon_start(&d, tmp, sub, false, true);
 	fprintf(stderr, "bench_reconcile: real pods: n=%ld (fd hard limit %llu), cgroups %s, %s\n",
-		n, (unsigned long long)rl.rlim_max,
+		n, (unsigned long long)rl->rlim_max,
 		d.cg.mode == POD_CGROUP_V2 ? "v2" : d.cg.mode == POD_CGROUP_V1 ? "v1" : "none",
 		have_wl ? "workload sleep" : "/bin/sleep 1000");
 	long fds0 = count_fds();
@@ -688,16 +691,6 @@ static void bench_real(const char *tmp, long n_want)
 	if (!ok)
 		fprintf(stderr, "bench_reconcile: warning: only %zu of %ld real pods running after %.1f s\n",
 			pod_mgr_nrunning(d.pods), n, t1 - t0);
-	else {
-		double rate = (double)n / (t1 - t0);
-		fprintf(stderr, "bench_reconcile: %ld real pods running after %.2f s (%.0f/s; raw %.0f/s); "
-			"%.1f fds per container\n", n, t1 - t0, rate, raw,
-			(double)(fds1 - fds0) / (double)n);
-		emit("raw_spawns_per_s", raw, "1/s", n);
-		emit("apply_to_running_s", t1 - t0, "s", n);
-		emit("apply_pods_per_s", rate, "1/s", n);
-		emit("apply_vs_raw_spawn", rate / raw, "ratio", n);
-	}
 
 	/* Delete them all and let the reconciler stop them (stop signal,
 	 * grace, kill) and tear the pods down. */
@@ -715,6 +708,54 @@ static void bench_real(const char *tmp, long n_want)
 	while (waitpid(-1, NULL, WNOHANG) > 0)
 		;
 	pod_manifest_free(m);
+
+	/* The raw rate again, now that the runtime is gone. */
+	raw1 = raw_rate(wl, have_wl, n);
+	raw = raw1 > 0 ? (raw0 + raw1) / 2 : raw0;
+	if (ok) {
+		double rate = (double)n / (t1 - t0);
+		fprintf(stderr, "bench_reconcile: apply %ld pods: all running after %.2f s (%.0f/s; "
+			"raw %.0f/s before, %.0f/s after): %.2f of the raw rate; %.1f fds per container\n",
+			n, t1 - t0, rate, raw0, raw1, rate / raw,
+			(double)(fds1 - fds0) / (double)n);
+		emit("raw_spawns_per_s", raw, "1/s", n);
+		emit("apply_to_running_s", t1 - t0, "s", n);
+		emit("apply_pods_per_s", rate, "1/s", n);
+		emit("apply_vs_raw_spawn", rate / raw, "ratio", n);
+	}
+}
+
+/* Exactly 1,000 pods (issue 38, item 4), then, in full mode, as many as
+ * the fd limit allows up to n_want (BENCH_REAL_N overrides both: a
+ * comma-separated list). */
+static void bench_real(const char *tmp, long n_want, bool quick)
+{
+	char wl[PATH_MAX];
+	struct rlimit rl;
+	bool have_wl = workload_path(wl, sizeof wl);
+	long ns[8];
+	size_t nn = 0;
+	const char *env = getenv("BENCH_REAL_N");
+
+	getrlimit(RLIMIT_NOFILE, &rl);
+	long cap = rl.rlim_max == RLIM_INFINITY ? n_want : ((long)rl.rlim_max - 200) / 4;
+	if (env && *env) {
+		for (char *p = (char *)env, *e; *p && nn < 8; p = *e ? e + 1 : e) {
+			long v = strtol(p, &e, 10);
+			if (e == p)
+				break;
+			if (v > 0)
+				ns[nn++] = v < cap ? v : cap;
+		}
+	} else {
+		ns[nn++] = 1000 < cap ? 1000 : cap;
+		long big = n_want < cap ? n_want : cap;
+		if (!quick && big > 1000)
+			ns[nn++] = big;
+	}
+	for (size_t i = 0; i < nn; i++)
+		if (ns[i] > 0)
+			bench_real_one(tmp, ns[i], wl, have_wl, &rl);
 }
 
 int main(void)
@@ -734,11 +775,13 @@ int main(void)
 	if (!ts_mkdtemp_at(tmp))
 		die("make a temp dir", strerror(errno));
 	/* BENCH_ONLY=fake: the fake-launcher scenarios only (sync, heap,
-	 * status), for a quick before/after of the loop's own cost. */
+	 * status), for a quick before/after of the loop's own cost;
+	 * BENCH_ONLY=real: the real apply only. */
 	const char *only = getenv("BENCH_ONLY");
-	bench_fake(tmp, n);
+	if (!only || strcmp(only, "real") != 0)
+		bench_fake(tmp, n);
 	if (!only || strcmp(only, "fake") != 0)
-		bench_real(tmp, n);
+		bench_real(tmp, n, quick);
 	bench_rm_rf(tmp);
 	return 0;
 }

@@ -427,14 +427,21 @@ static unsigned long long cpu_ticks(pid_t pid)
 
 /* With BENCH_PERF=DIR, `perf record -g` samples tankd around a scenario
  * into DIR/perf-NAME.data (read it with `perf report -i`); the issue asks
- * for the profile wherever tank misses a target.  Returns perf's pid or 0. */
+ * for the profile wherever tank misses a target.  With BENCH_PERF_SYSCALLS
+ * set too, `perf stat` counts tankd's system calls by name instead
+ * (DIR/perf-NAME.syscalls); with BENCH_PERF_SYSCALLS=time, `perf trace -s`
+ * sums each call's time as well (the vfork window shows as clone's;
+ * BENCH_PERF_SYSCALLS=time:clone,epoll_wait only those calls); with
+ * BENCH_PERF_DWARF, tankd's own threads are sampled with DWARF call
+ * chains (through libc, which has no frame pointers).  Returns perf's pid or 0. */
 static pid_t perf_start(pid_t target, const char *name)
 {
 	const char *dir = getenv("BENCH_PERF");
 	char out[PATH_MAX], tgt[16];
 	if (!dir || !*dir || access("/usr/bin/perf", X_OK) < 0)
 		return 0;
-	snprintf(out, sizeof out, "%s/perf-%s.data", dir, name);
+	snprintf(out, sizeof out, "%s/perf-%s.%s", dir, name,
+		 getenv("BENCH_PERF_SYSCALLS") ? "syscalls" : "data");
 	snprintf(tgt, sizeof tgt, "%d", (int)target);
 	pid_t pid = fork();
 	if (pid == 0) {
@@ -445,8 +452,32 @@ static pid_t perf_start(pid_t target, const char *name)
 		}
 		setpgid(0, 0);
 		prctl(PR_SET_PDEATHSIG, SIGINT);
-		execl("/usr/bin/perf", "perf", "record", "-q", "-g", "-F", "4000", "-p", tgt,
-		      "-o", out, (char *)NULL);
+		const char *sc = getenv("BENCH_PERF_SYSCALLS");
+		if (sc && strcmp(sc, "time") == 0)
+			/* Where tankd's own threads wait: each system call's
+			 * count and time, clone's vfork window included. */
+			execl("/usr/bin/perf", "perf", "trace", "-s", "--no-inherit", "-p", tgt,
+			      "-o", out, (char *)NULL);
+		else if (sc && strncmp(sc, "time:", 5) == 0)
+			/* The same for the listed calls only (less overhead),
+			 * e.g. time:clone,epoll_wait: the vfork windows and
+			 * the idle time of tankd's loop. */
+			execl("/usr/bin/perf", "perf", "trace", "-s", "--no-inherit", "-e", sc + 5,
+			      "-p", tgt, "-o", out, (char *)NULL);
+		else if (sc)
+			/* Deterministic: how many of each system call tankd's
+			 * own threads make (not its children), into
+			 * DIR/perf-NAME.syscalls. */
+			execl("/usr/bin/perf", "perf", "stat", "--no-inherit", "-e",
+			      "syscalls:sys_enter_*", "-p", tgt, "-o", out, (char *)NULL);
+		else if (getenv("BENCH_PERF_DWARF"))
+			/* Call chains through libc too (it has no frame
+			 * pointers): what each system call was made for. */
+			execl("/usr/bin/perf", "perf", "record", "-q", "--call-graph", "dwarf,16384",
+			      "-F", "4000", "--no-inherit", "-p", tgt, "-o", out, (char *)NULL);
+		else
+			execl("/usr/bin/perf", "perf", "record", "-q", "-g", "-F", "4000", "-p", tgt,
+			      "-o", out, (char *)NULL);
 		_exit(127);
 	}
 	if (pid > 0)

@@ -481,31 +481,51 @@ static const char *track_dir(const pod_cgroup_t *cg)
 	return cg->mode == POD_CGROUP_V2 ? cg->dir[0] : cg->dir[POD_CG_PIDS];
 }
 
-/* Reads the pids of the group into *v (malloc'd, grown as needed). */
+static int push_pid(pid_t **v, size_t *cap, size_t *n, long p)
+{
+	if (*n == *cap) {
+		size_t nc = *cap ? *cap * 2 : 64;
+		pid_t *nv = realloc(*v, nc * sizeof **v);
+		if (!nv)
+			return -ENOMEM;
+		*v = nv;
+		*cap = nc;
+	}
+	(*v)[(*n)++] = (pid_t)p;
+	return 0;
+}
+
+/* Reads the pids of the group into *v (malloc'd, grown as needed).  Plain
+ * reads, no stdio: every exit of a container reads its group (an empty
+ * one, nearly always), and stdio added an fstat and a buffer to each. */
 static int read_pids(const pod_cgroup_t *cg, pid_t **v, size_t *cap)
 {
-	char path[POD_CGROUP_PATH + 16];
+	char path[POD_CGROUP_PATH + 16], buf[4096];
 	snprintf(path, sizeof path, "%s/cgroup.procs", track_dir(cg));
-	FILE *f = fopen(path, "re");
-	if (!f)
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
 		return -errno;
 	size_t n = 0;
-	long p;
-	while (fscanf(f, "%ld", &p) == 1) {
-		if (n == *cap) {
-			size_t nc = *cap ? *cap * 2 : 64;
-			pid_t *nv = realloc(*v, nc * sizeof **v);
-			if (!nv) {
-				fclose(f);
-				return -ENOMEM;
+	long p = -1;             /* the number being read, across reads */
+	ssize_t got;
+	int r = 0;
+	while (r == 0 && ((got = read(fd, buf, sizeof buf)) > 0 ||
+			  (got < 0 && errno == EINTR))) {
+		for (ssize_t i = 0; i < got && r == 0; i++) {
+			if (buf[i] >= '0' && buf[i] <= '9')
+				p = (p < 0 ? 0 : p * 10) + (buf[i] - '0');
+			else if (p >= 0) {
+				r = push_pid(v, cap, &n, p);
+				p = -1;
 			}
-			*v = nv;
-			*cap = nc;
 		}
-		(*v)[n++] = (pid_t)p;
 	}
-	fclose(f);
-	return (int)n;
+	if (r == 0 && got < 0)
+		r = -errno;
+	if (r == 0 && p >= 0)
+		r = push_pid(v, cap, &n, p);
+	close(fd);
+	return r < 0 ? r : (int)n;
 }
 
 int pod_cgroup_attach(const pod_cgroup_t *cg, pid_t pid)
@@ -675,9 +695,11 @@ bool pod_cgroup_exists(const pod_cgroup_t *cg)
 
 /* A pod_cgroup_t for an existing group <root>/<rel> (rel "" = the root,
  * "pod" or "pod/container"), with a path for each hierarchy where the
- * directory exists. */
+ * directory exists; with track_only, the tracking hierarchy's path alone,
+ * unchecked (enough to count and kill; a missing group then counts as an
+ * error): a sweep looks at every pod's own group at each resync. */
 static int open_existing(const pod_cgroup_env_t *env, const char *rel,
-			 pod_cgroup_t *cg)
+			 pod_cgroup_t *cg, bool track_only)
 {
 	char tmp[POD_CG_N][POD_CGROUP_PATH] = { "" };
 
@@ -688,8 +710,13 @@ static int open_existing(const pod_cgroup_env_t *env, const char *rel,
 			 rel[0] ? "/" : "", rel);
 	} else {
 		for (int i = 0; i < POD_CG_N; i++) {
-			if (!env->v1_mount[i][0])
+			if (!env->v1_mount[i][0] || (track_only && i != POD_CG_PIDS))
 				continue;
+			if (track_only) {
+				snprintf(tmp[i], sizeof tmp[i], "%s/%s%s%s", env->v1_mount[i],
+					 env->root, rel[0] ? "/" : "", rel);
+				continue;
+			}
 			snprintf(tmp[i], sizeof tmp[i], "%s/%s%s%s", env->v1_mount[i],
 				 env->root, rel[0] ? "/" : "", rel);
 			if (access(tmp[i], F_OK) < 0)
@@ -707,7 +734,7 @@ static int sweep_one(const pod_cgroup_env_t *env, const char *rel,
 	pod_cgroup_t cg;
 	int n;
 
-	if (open_existing(env, rel, &cg) < 0)
+	if (open_existing(env, rel, &cg, !remove) < 0)
 		return 0;
 	n = pod_cgroup_count(&cg);
 	if (n > 0) {
@@ -747,22 +774,31 @@ static int sweep_pod(const pod_cgroup_env_t *env, const char *root, const char *
 	struct dirent *ce;
 	DIR *pd;
 	int total = 0;
+	bool kept = false;
 
 	snprintf(pdir, sizeof pdir, "%s/%s", root, pod);
 	if (!(pd = opendir(pdir)))
 		return 0;
 	total += sweep_one(env, pod, pod, "", false, found, ctx);
 	while ((ce = readdir(pd))) {
-		if (ce->d_type != DT_DIR || ce->d_name[0] == '.' ||
-		    owned(ctx, pod, ce->d_name))
+		if (ce->d_type != DT_DIR || ce->d_name[0] == '.')
 			continue;
+		if (owned(ctx, pod, ce->d_name)) {
+			kept = true;
+			continue;
+		}
 		snprintf(rel, sizeof rel, "%s/%s", pod, ce->d_name);
 		total += sweep_one(env, rel, pod, ce->d_name, true, found, ctx);
 	}
 	closedir(pd);
 	/* A pod group left empty goes too (rmdir fails while it has a
-	 * container group or a process). */
-	rmdir_all(env, pod);
+	 * container group or a process).  Not tried while an owned
+	 * container group stays: it would fail, and each try takes the
+	 * kernel's cgroup mutex, which a migration holds across an RCU
+	 * grace period (3 rmdirs per running pod per resync, milliseconds
+	 * each here while containers were being started). */
+	if (!kept)
+		rmdir_all(env, pod);
 	return total;
 }
 

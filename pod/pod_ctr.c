@@ -289,11 +289,6 @@ static int pod__ctr_start(pod_mgr_t *m, rc_loop_t *loop, pod_ctr_t *c,
 	if (!pc)
 		return -ENOENT;
 	tank_error_clear(&err);
-	if (!c->log) {
-		pod_log_opts_t lo = { .dir = m->log_dir, .pod = p->name, .container = c->name };
-		/* Without a log the container still runs; output is dropped. */
-		(void)pod_log_open(&lo, &c->log, NULL);
-	}
 	if ((rc = pod__sandbox(m, p, reason, cap)) < 0 ||
 	    (rc = pod__ctr_cgroup(m, c, reason, cap)) < 0)
 		return rc;
@@ -311,7 +306,10 @@ static int pod__ctr_start(pod_mgr_t *m, rc_loop_t *loop, pod_ctr_t *c,
 	pod_runner_args_t ra = {
 		.owner = rc_pid(loop), .key = c->key, .launch_opts = &lo,
 		.launch = m->o.launch,
+		/* The log is made at the first output (pod_runner.h);
+		 * without one the container still runs, output dropped. */
 		.cgroup = c->has_cg ? &c->cg : NULL, .log = c->log,
+		.log_slot = &c->log, .log_dir = m->log_dir,
 		.stop_signal = p->spec->stop.signal, .grace_ms = p->spec->stop.grace_ms,
 		.proc = &c->proc, .err = &err,
 		.probes = pod_container_has_probes(pc) ? pc->probes : NULL,
@@ -481,7 +479,13 @@ static rc_result_t pod__ctr_run(pod_mgr_t *m, rc_loop_t *loop, pod_ctr_t *c, int
 		 * shell reports "command not found"), so policy and backoff
 		 * apply and a broken command cannot spin. */
 		pod_exit_t ex = { .code = 127 };
-		/* `logs` says why too: the container wrote nothing. */
+		/* `logs` says why too: the container wrote nothing (so
+		 * its log may not exist yet). */
+		if (!c->log) {
+			pod_log_opts_t lo = { .dir = m->log_dir, .pod = c->pod->name,
+					      .container = c->name };
+			(void)pod_log_open(&lo, &c->log, NULL);
+		}
 		(void)pod_log_note(c->log, reason);
 		pod__ctr_exited(loop, c, &ex, 0, reason, false);
 		pod__update(m, loop, c->pod);

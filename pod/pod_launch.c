@@ -16,6 +16,7 @@
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 /* Under ASan the vfork child's frames poison shadow memory of a stack that
@@ -63,6 +64,9 @@ static struct rlimit child_nofile;
 static bool child_nofile_set;
 
 struct child_ctx {
+	/* CLOCK_BOOTTIME (ns) read by the child first thing: the kernel
+	 * stamped its start before it ran (see start_tick). */
+	uint64_t born_hi;
 	char *const *argv;
 	char *const *envp;
 	char **cands;          /* exec candidates (PATH expanded) */
@@ -108,6 +112,10 @@ static _Noreturn void child_fail(struct child_ctx *c, int step, int e)
 static int child_main(void *arg)
 {
 	struct child_ctx *c = arg;
+	struct timespec now;
+	/* The vDSO's clock: no system call, safe here. */
+	if (clock_gettime(CLOCK_BOOTTIME, &now) == 0)
+		c->born_hi = (uint64_t)now.tv_sec * 1000000000u + (uint64_t)now.tv_nsec;
 	/* First, before any fd is touched: the table is still the parent's.
 	 * The kernel copies only [0, unshare_below) into the new table, so
 	 * this costs O(slots), not O(fds of the daemon). */
@@ -322,6 +330,9 @@ static struct launch_slots {
 	int fd[N_SLOTS];      /* O_CLOEXEC; /dev/null when idle */
 	int below;            /* highest slot + 1 */
 	dev_t null_rdev;
+	/* The child's stack (POD_CHILD_STACK), mapped at the first launch
+	 * and kept: one child at a time uses it, under mu. */
+	void *stack;
 } launch_slots = { .mu = PTHREAD_MUTEX_INITIALIZER };
 
 /* Reserves the lowest free fds >= 3 (low, so the child's table is small).
@@ -527,6 +538,36 @@ static int direct_wire(struct child_ctx *c, int in_src, int out_src,
 	return 0;
 }
 
+static uint64_t boot_ns(void)
+{
+	struct timespec ts;
+	if (clock_gettime(CLOCK_BOOTTIME, &ts) < 0)
+		return 0;
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+/* A child's start time (/proc/PID/stat field 22) without reading /proc:
+ * the kernel stamps the child with CLOCK_BOOTTIME during the clone and
+ * shows that stamp in clock ticks, rounded down.  When the clone began
+ * and returned within one tick, away from its edges by a margin far above
+ * any skew between the vDSO's clock and the kernel's, that tick is the
+ * child's.  Else false: read /proc (a restart storm spent an eighth of
+ * tankd's time in that read, done once per start). */
+static bool start_tick(uint64_t lo, uint64_t hi, uint64_t *out)
+{
+	long hz = sysconf(_SC_CLK_TCK);
+	const uint64_t margin = 50000;          /* ns */
+
+	if (hz <= 0 || 1000000000L % hz || !lo || hi < lo)
+		return false;
+	uint64_t tick = 1000000000u / (uint64_t)hz;
+	if (lo / tick != hi / tick || lo % tick < margin ||
+	    tick - hi % tick < margin)
+		return false;
+	*out = lo / tick;
+	return true;
+}
+
 int pod_launch(const pod_launch_opts_t *o, pod_proc_t *out,
                tank_error_t *err)
 {
@@ -537,6 +578,7 @@ int pod_launch(const pod_launch_opts_t *o, pod_proc_t *out,
 	int out_own = -1, err_own = -1, self_pidns = -1;
 	void *stack = MAP_FAILED;
 	pid_t pid = -1;
+	uint64_t born_lo = 0, born_hi = 0;   /* the clone's bounds */
 	int r;
 
 	tank_error_clear(err);
@@ -606,18 +648,25 @@ int pod_launch(const pod_launch_opts_t *o, pod_proc_t *out,
 		}
 	}
 
-	stack = mmap(NULL, POD_CHILD_STACK, PROT_READ | PROT_WRITE,
-	             MAP_PRIVATE | MAP_ANONYMOUS | MAP_STACK, -1, 0);
-	if (stack == MAP_FAILED) {
-		r = tank_error_set(err, -errno, "launch: stack: %s",
-		                   strerror(errno));
-		goto fail;
-	}
-
 	struct launch_slots *sl = &launch_slots;
 	bool used[N_SLOTS] = { false };
 	int clone_errno = 0;
 	pthread_mutex_lock(&sl->mu);
+	if (!sl->stack) {
+		/* Once, then reused: a map per launch also cost its unmap
+		 * (a TLB shootdown in a threaded tankd) and the child's page
+		 * faults on fresh pages, in every restart of a storm. */
+		void *st = mmap(NULL, POD_CHILD_STACK, PROT_READ | PROT_WRITE,
+		                MAP_PRIVATE | MAP_ANONYMOUS | MAP_STACK, -1, 0);
+		if (st == MAP_FAILED) {
+			r = tank_error_set(err, -errno, "launch: stack: %s",
+			                   strerror(errno));
+			pthread_mutex_unlock(&sl->mu);
+			goto fail;
+		}
+		sl->stack = st;
+	}
+	stack = sl->stack;
 	if (sl->state == 0)
 		slots_reserve(sl);
 	if (sl->state == 1 && !slots_intact(sl))
@@ -637,10 +686,15 @@ int pod_launch(const pod_launch_opts_t *o, pod_proc_t *out,
 		sigset_t all, old;
 		sigfillset(&all);
 		pthread_sigmask(SIG_SETMASK, &all, &old);
+		c.born_hi = 0;
+		born_lo = boot_ns();
 		pid = clone(child_main, (char *)stack + POD_CHILD_STACK,
 		            CLONE_VM | CLONE_VFORK | SIGCHLD |
 		            (unshare ? CLONE_FILES : 0), &c);
 		clone_errno = errno;
+		/* The child's own reading bounds its start more tightly
+		 * than ours after its exec (the vfork window). */
+		born_hi = c.born_hi ? c.born_hi : boot_ns();
 		POD_UNPOISON(stack, POD_CHILD_STACK);
 		pthread_sigmask(SIG_SETMASK, &old, NULL);
 		slots_restore(sl, used);
@@ -696,7 +750,6 @@ int pod_launch(const pod_launch_opts_t *o, pod_proc_t *out,
 		goto fail;
 	}
 
-	munmap(stack, POD_CHILD_STACK);
 	close_fd(&self_pidns);
 	close_fd(&out_own);
 	close_fd(&err_own);
@@ -708,13 +761,12 @@ int pod_launch(const pod_launch_opts_t *o, pod_proc_t *out,
 	out->own_pgrp = c.setsid;
 	out->start_time = 0;
 	/* The child has exec'd and is not reaped by anyone yet (the caller
-	 * reaps), so /proc/PID is there. */
-	(void)pod_proc_start_time(pid, &out->start_time);
+	 * reaps), so /proc/PID is there when the clock cannot say. */
+	if (!start_tick(born_lo, born_hi, &out->start_time))
+		(void)pod_proc_start_time(pid, &out->start_time);
 	return 0;
 
 fail:
-	if (stack != MAP_FAILED)
-		munmap(stack, POD_CHILD_STACK);
 	if (self_pidns >= 0 && pid < 0)
 		(void)setns(self_pidns, CLONE_NEWPID);
 	close_fd(&self_pidns);

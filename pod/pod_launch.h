@@ -23,7 +23,8 @@
  * it puts /dev/null back.  The child opens the cgroup.procs files itself.
  * On a kernel without CLOSE_RANGE_UNSHARE (< 5.9), or when a slot was
  * closed behind the launcher's back, it falls back to copying the table.
- * The slots are the only process-wide state of the launcher; a mutex
+ * The slots and the child's stack (mapped at the first launch, then
+ * reused) are the only process-wide state of the launcher; a mutex
  * serialises launches of several threads.  Other threads must not close
  * or dup2 onto fds they do not own (the slots).
  *

@@ -19,6 +19,9 @@ typedef struct pod_runner {
 	int64_t exit_at;          /* a kept exit's time (ms since the epoch), or 0 */
 	pod_cgroup_t *cgroup;
 	pod_log_t *log;
+	pod_log_t **log_slot;     /* the owner's: a log opened at the first output */
+	const char *log_dir;      /* borrowed from the owner */
+	bool log_failed;          /* that open failed: not retried by this runner */
 	int stop_signal;
 	uint64_t grace_ms;
 	uint64_t started_ms;
@@ -54,6 +57,33 @@ static void pod__runner_logdrop(rt_t *rt, pod_runner_t *r, int rc)
 	(void)rt_send(rt, r->owner, POD_RUNNER_LOGDROP, &ld, sizeof ld);
 }
 
+/* The container's log, made at its first output (args.log_slot): into
+ * the owner's slot, which owns it from then on.  NULL if it cannot be
+ * made (that output is dropped, as with no log; not retried by this
+ * runner, so a broken directory costs one attempt per start). */
+static pod_log_t *pod__runner_log(pod_runner_t *r)
+{
+	char pod[RC_KEY_MAX];
+	const char *slash = strchr(r->key, '/');
+
+	if (r->log || !r->log_slot || r->log_failed || !slash)
+		return r->log;
+	if (*r->log_slot) {
+		r->log = *r->log_slot;
+		return r->log;
+	}
+	memcpy(pod, r->key, (size_t)(slash - r->key));
+	pod[slash - r->key] = '\0';
+	pod_log_opts_t lo = { .dir = r->log_dir, .pod = pod, .container = slash + 1 };
+	if (pod_log_open(&lo, r->log_slot, NULL) < 0) {
+		*r->log_slot = NULL;
+		r->log_failed = true;
+		return NULL;
+	}
+	r->log = *r->log_slot;
+	return r->log;
+}
+
 static void pod__runner_drain(rt_t *rt, pod_runner_t *r, pod_log_stream_t s)
 {
 	int *fd = s == POD_LOG_STDOUT ? &r->proc.stdout_fd : &r->proc.stderr_fd;
@@ -66,11 +96,22 @@ static void pod__runner_drain(rt_t *rt, pod_runner_t *r, pod_log_stream_t s)
 		rc = pod_log_drain_fd(r->log, s, *fd);
 		pod__runner_logdrop(rt, r, rc);
 	} else {
+		/* No log yet: the first bytes read make it (then it reads
+		 * the rest); EOF before any output makes nothing. */
 		char buf[4096];
 		ssize_t n;
-		while ((n = read(*fd, buf, sizeof buf)) > 0)
+		pod_log_t *log = NULL;
+		while ((n = read(*fd, buf, sizeof buf)) > 0 && !(log = pod__runner_log(r)))
 			;
-		rc = n == 0 ? 1 : 0;
+		if (log) {
+			/* A write error loses those bytes but keeps the
+			 * stream (as below): the rest is drained anyway. */
+			int fr = pod_log_feed(log, s, buf, (size_t)n);
+			rc = pod_log_drain_fd(log, s, *fd);
+			pod__runner_logdrop(rt, r, fr < 0 && rc >= 0 ? fr : rc);
+		} else {
+			rc = n == 0 ? 1 : 0;
+		}
 	}
 	/* EOF or a read error: this stream is done.  A write error (full
 	 * disk) loses those bytes but keeps the stream. */
@@ -214,6 +255,8 @@ static int pod__runner_init(rt_t *rt, void **state, void *arg)
 	snprintf(r->key, sizeof r->key, "%s", a->key);
 	r->cgroup = a->cgroup;
 	r->log = a->log;
+	r->log_slot = a->log ? NULL : a->log_slot;
+	r->log_dir = a->log_dir;
 	pod_log_drops(r->log, NULL, NULL, &r->log_dropping);
 	r->stop_signal = a->stop_signal ? a->stop_signal : SIGTERM;
 	r->grace_ms = a->grace_ms;

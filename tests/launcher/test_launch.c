@@ -166,6 +166,31 @@ Test(launcher, setsid_rlimits_and_start_time)
 	free(out);
 }
 
+/* The start time a launch reports is the kernel's (/proc/PID/stat field
+ * 22: what adoption compares after a restart of tankd), whether the
+ * launcher knew it from the clock around the clone or read /proc: 300
+ * launches in a row, some of them across a clock tick. */
+Test(launcher, start_time_is_the_kernels_for_every_launch)
+{
+	char *argv[] = { "sleep", "30", NULL };
+	pod_launch_opts_t o = { .file = "/bin/sleep", .argv = argv,
+	                        .stdout_mode = POD_STDIO_NULL,
+	                        .stderr_mode = POD_STDIO_NULL };
+	for (int i = 0; i < 300; i++) {
+		pod_proc_t p;
+		tank_error_t err;
+		uint64_t st = 0;
+		cr_assert_eq(pod_launch(&o, &p, &err), 0, "%s", err.msg);
+		int r = pod_proc_start_time(p.pid, &st);
+		kill(p.pid, SIGKILL);
+		lt_wait(p.pid, 10);
+		cr_assert_eq(r, 0);
+		cr_assert_gt(p.start_time, 0);
+		cr_assert_eq(p.start_time, st, "launch %d: reported %llu, /proc says %llu", i,
+			     (unsigned long long)p.start_time, (unsigned long long)st);
+	}
+}
+
 Test(launcher, stdout_into_given_fd_and_exit_decoding)
 {
 	char path[] = "/tmp/tank-launch-out-XXXXXX";

@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include "pod/pod_manifest.h"
+#include "pod/pod_log.h"
 #include "pod/pod_mgr.h"
 #include "pod/pod_req.h"
 #include "store/st.h"
@@ -986,6 +987,72 @@ Test(reconciler, delete_removes_the_pod_logs)
 	for (int i = 0; i < 100 && stat(logs, &sb) == 0; i++)
 		run_for(h, 0.02);
 	cr_assert_neq(stat(logs, &sb), 0, "%s left behind", logs);
+	teardown(h);
+}
+
+/* The lines of pod/c's log (logs/<pod>/c.log and its rotations). */
+static size_t log_lines(h_t *h, const char *pod, const char *want, bool *found)
+{
+	char logs[160], **lines = NULL;
+	size_t n = 0;
+	tank_error_t e;
+
+	snprintf(logs, sizeof logs, "%s/logs", h->dir);
+	*found = false;
+	if (pod_log_tail(logs, pod, "c", 0, &lines, &n, &e) < 0)
+		return 0;
+	for (size_t i = 0; i < n; i++)
+		if (strstr(lines[i], want))
+			*found = true;
+	pod_log_lines_free(lines, n);
+	return n;
+}
+
+/* A container's log is made at its first output, not at its start
+ * (creating a directory and a file cost more than the spawn on a busy
+ * disk): a container that never writes has neither, across restarts
+ * too; one that writes later has every line; a start that fails still
+ * says why in the log. */
+Test(reconciler, a_log_is_made_at_the_first_output_not_at_the_start)
+{
+	h_t *h = setup(false);
+	char quiet[160], late[160];
+	struct stat sb;
+	bool found = false;
+
+	apply_yaml(h, "name: quiet\nbackoff: {base: 0}\ncontainers:\n"
+		      "  - name: c\n    command: [/bin/sleep, \"1000\"]\n");
+	apply_yaml(h, "name: late\ncontainers:\n"
+		      "  - name: c\n    command: [/bin/sh, -c, "
+		      "\"sleep 0.3; echo late-line; echo err-line >&2; exec sleep 1000\"]\n");
+	cr_assert(wait_for(h, "quiet", running_pid, NULL, 10));
+	cr_assert(wait_for(h, "late", phase_is, "running", 10));
+	snprintf(quiet, sizeof quiet, "%s/logs/quiet", h->dir);
+	snprintf(late, sizeof late, "%s/logs/late/c.log", h->dir);
+	/* Started, silent so far: nothing on disk for either. */
+	cr_assert_neq(stat(quiet, &sb), 0, "%s made before any output", quiet);
+
+	pid_t p1 = first_pid(h, "quiet");
+	cr_assert_eq(kill(p1, SIGKILL), 0);
+	cr_assert(wait_for(h, "quiet", pid_changed, &p1, 10));
+
+	for (int i = 0; i < 1000 && log_lines(h, "late", "err-line", &found) < 2; i++)
+		run_for(h, 0.02);
+	cr_assert_eq(log_lines(h, "late", "late-line", &found), 2);
+	cr_assert(found, "late-line not in %s", late);
+	cr_assert_eq(stat(late, &sb), 0, "%s", late);
+	/* Well after the other's output, the silent one (restarted once)
+	 * still has no directory. */
+	cr_assert_neq(stat(quiet, &sb), 0, "%s made for a silent container", quiet);
+
+	/* A failed start writes tank's note, which makes the log. */
+	char buf[512];
+	uint32_t one = 1;
+	apply_yaml(h, pod_yaml(buf, sizeof buf, "bad", "always", "fail-me",
+			       "{base: 10ms, cap: 50ms}"));
+	cr_assert(wait_for(h, "bad", restarts_at_least, &one, 10));
+	cr_assert_geq(log_lines(h, "bad", "tank: ", &found), 1);
+	cr_assert(found, "no note of the failed start in bad's log");
 	teardown(h);
 }
 
