@@ -294,6 +294,14 @@ static int pod__ctr_start(pod_mgr_t *m, rc_loop_t *loop, pod_ctr_t *c,
 		/* Without a log the container still runs; output is dropped. */
 		(void)pod_log_open(&lo, &c->log, NULL);
 	}
+	if (!adopt) {
+		/* A new process: a partial line its predecessor left in the
+		 * spool (one that died with a tankd that was not kept, or
+		 * whose pipe closed without its EOF drained) is a record of
+		 * its own, not the start of this one's first line. */
+		(void)pod_log_flush(c->log, POD_LOG_STDOUT);
+		(void)pod_log_flush(c->log, POD_LOG_STDERR);
+	}
 	if ((rc = pod__sandbox(m, p, reason, cap)) < 0 ||
 	    (rc = pod__ctr_cgroup(m, c, reason, cap)) < 0)
 		return rc;
