@@ -17,11 +17,13 @@
 /* Records are gathered in a buffer on the caller's stack and written
  * with one write(2) per batch, not one per line.  Not in pod_log_t: an
  * idle writer must cost next to nothing (thousands of containers each
- * own one), and a batch never outlives a call. */
-#define OUT_BUF (16u << 10)
+ * own one), and a batch never outlives a call.  128 KiB: what a full
+ * pipe (64 KiB) becomes as records, so a drain commits once per splice
+ * (each commit costs two header writes besides its write). */
+#define OUT_BUF (128u << 10)
 /* Spool bytes read per pread while formatting (on the stack too; a
  * max_line that does not fit gets a buffer of its own for the call). */
-#define IN_BUF (32u << 10)
+#define IN_BUF (64u << 10)
 #define HDR_MAX 48          /* "2026-11-22T03:04:05.123Z stdout " + slack */
 #define MAX_ROTATED 1000    /* tail stops looking for .log.N here */
 #define SPLICE_MAX (1u << 20)   /* per splice(2): what the pipe holds, at most */
@@ -541,8 +543,9 @@ static void spool_shrink(pod_log_t *w, pod_log_stream_t s, uint64_t done_before,
 }
 
 /* Formats the spool's complete lines from done on (eof: the partial
- * one too) into records, committed batch by batch. */
-static int format(pod_log_t *w, pod_log_stream_t s, bool eof)
+ * one too) into records, committed batch by batch; then shrinks the
+ * spool (unless keep). */
+static int format_k(pod_log_t *w, pod_log_stream_t s, bool eof, bool keep)
 {
 	struct pod_stream *st = &w->st[s];
 	char sbuf[IN_BUF], *buf = sbuf;
@@ -608,8 +611,14 @@ static int format(pod_log_t *w, pod_log_stream_t s, bool eof)
 	if (buf != sbuf)
 		free(buf);
 out:
-	spool_shrink(w, s, done_before, eof);
+	if (!keep)
+		spool_shrink(w, s, done_before, eof);
 	return r;
+}
+
+static int format(pod_log_t *w, pod_log_stream_t s, bool eof)
+{
+	return format_k(w, s, eof, false);
 }
 
 /* Reads a stream's spool as a previous life left it (fd: open on it)
@@ -833,7 +842,10 @@ static int drop_fd(pod_log_t *w, pod_log_stream_t s, int fd, int err)
 	uint64_t lines = 0, bytes = 0;
 	ssize_t n;
 
-	(void)format(w, s, true);
+	/* Not shrunk here: the blocks it would free on a full disk would
+	 * let the next splice or record in, and the episode would flap
+	 * between dropping and writing at every drain. */
+	(void)format_k(w, s, true, true);
 	for (;;) {
 		n = read(fd, buf, sizeof buf);
 		if (n > 0) {
@@ -982,6 +994,7 @@ int pod_log_tail(const char *dir, const char *pod, const char *container,
 {
 	char path[PATH_MAX];
 	char **v = NULL;   /* newest first while collecting */
+	bool gap = false;
 	size_t cnt = 0, cap = 0;
 	int r = 0;
 	*lines = NULL;
@@ -997,10 +1010,17 @@ int pod_log_tail(const char *dir, const char *pod, const char *container,
 		r = read_file(path, &data, &len);
 		if (r == -ENOENT) {
 			r = 0;
-			if (gen == 0)
-				continue;   /* rotated just now, or never written */
+			/* gen 0: rotated just now, or never written; one
+			 * missing in the middle: a rotation stopped halfway
+			 * (a kill -9 between two renames) left a gap that
+			 * moves up with each rotation */
+			if (gen == 0 || !gap) {
+				gap = gen > 0;
+				continue;
+			}
 			break;
 		}
+		gap = false;
 		if (r < 0)
 			break;
 		/* walk lines backwards; a torn last line counts as a line */

@@ -301,11 +301,11 @@ Test(launcher, log_record_bigger_than_batch_is_whole_and_in_order)
 	cr_assert(mkdtemp(dir));
 	ts_own_dir(dir);       /* goes on every path (tsupport.h) */
 	pod_log_opts_t lo = { .dir = dir, .pod = "p", .container = "c",
-	                      .max_line = 100000 };
+	                      .max_line = 300000 };
 	pod_log_t *w;
 	tank_error_t err;
 	cr_assert_eq(pod_log_open(&lo, &w, &err), 0, "%s", err.msg);
-	size_t big = 40000;
+	size_t big = 200000;
 	char *in = malloc(big + 16);
 	memcpy(in, "a\n", 2);
 	memset(in + 2, 'b', big);
