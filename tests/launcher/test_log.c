@@ -637,3 +637,31 @@ Test(launcher, log_spool_shrinks_back)
 	             "every record written");
 	lt_rmrf(dir);
 }
+
+/* A rotation stopped between two renames (a kill -9) leaves one
+ * generation missing; tail reads across that gap, and stops at two. */
+Test(launcher, log_tail_reads_across_a_gap_a_halted_rotation_left)
+{
+	char dir[] = "/tmp/tank-log-XXXXXX", p[160];
+	cr_assert(mkdtemp(dir));
+	ts_own_dir(dir);
+	snprintf(p, sizeof p, "%s/p", dir);
+	cr_assert_eq(mkdir(p, 0750), 0);
+	static const char *const files[] = { "c.log", "c.log.1", "c.log.3", "c.log.6" };
+	for (int i = 0; i < 4; i++) {
+		snprintf(p, sizeof p, "%s/p/%s", dir, files[i]);
+		FILE *f = fopen(p, "w");
+		cr_assert_not_null(f);
+		fprintf(f, "2026-11-22T03:04:05.123Z stdout %s\n", files[i]);
+		fclose(f);
+	}
+	char **lines;
+	size_t n;
+	tank_error_t err;
+	cr_assert_eq(pod_log_tail(dir, "p", "c", 0, &lines, &n, &err), 0);
+	cr_assert_eq(n, 3, "got %zu records", n);
+	cr_expect(record_ok(lines[0], "stdout", "c.log.3"), "%s", lines[0]);
+	cr_expect(record_ok(lines[2], "stdout", "c.log"), "%s", lines[2]);
+	pod_log_lines_free(lines, n);
+	lt_rmrf(dir);
+}
