@@ -314,13 +314,18 @@ static void spooled(pod_log_t *w, pod_log_stream_t s, uint64_t n, int64_t t)
 	st->end += n;
 }
 
-/* Writes iov whole (*wrote gets what went, also on failure).  With the
- * test hook set, in two writes with the torn step between. */
-static int write_iov(int fd, struct iovec *iov, int n, size_t total, size_t *wrote)
+/* Writes iov (n <= 3 entries, left as they are) whole; *wrote gets what
+ * went, also on failure.  With the test hook set, in two writes with the
+ * torn step between. */
+static int write_iov(int fd, const struct iovec *in, int n, size_t total, size_t *wrote)
 {
 	size_t d = 0, stop = pod_log_step_hook && total > 1 ? total / 2 : total;
+	struct iovec cur[3], *iov = cur;
 	int r = 0;
 	*wrote = 0;
+	if (n > 3)
+		return -EINVAL;
+	memcpy(cur, in, (size_t)n * sizeof *in);
 	while (n > 0) {
 		struct iovec v[3];
 		int k = 0;

@@ -322,7 +322,9 @@ Test(adopt, a_chatty_container_loses_no_line_and_doubles_none_across_kill9s, .ti
 	cr_assert_eq(ctl(d, out, sizeof out, "apply -f %s/fast.yaml", d->dir), 0, "%s", out);
 	cr_assert(wait_phase(d, "fast", "running", 20));
 	long pid = status_num(d, "fast", "pid");
-	cr_assert(wait_says(d, 20, "line 500", "logs fast"), "no output");
+	/* the last records only: at this pace line N scrolls out at once */
+	cr_assert(wait_says(d, 60, "stdout line ", "logs fast -t --tail 3"), "no output");
+	sleep_ms(500);
 	for (int round = 0; round < 8; round++) {
 		sleep_ms(100 + (round * 137) % 400);
 		cr_assert_eq(kill(old, SIGKILL), 0);
@@ -334,7 +336,7 @@ Test(adopt, a_chatty_container_loses_no_line_and_doubles_none_across_kill9s, .ti
 	}
 	sleep_ms(500);
 	long last = check_many_lines(d, "fast");
-	cr_assert_gt(last, 1000, "only %ld lines", last);
+	cr_assert_gt(last, 200, "only %ld lines", last);
 	/* after a graceful stop too (the partial line at the end included) */
 	int st = stop(d, SIGTERM);
 	cr_assert(WIFEXITED(st) && WEXITSTATUS(st) == 0, "keeper status %d", st);
