@@ -653,6 +653,7 @@ static void settle_fd(pod_log_t *w, pod_log_stream_t s, int fd)
 		return;
 	while ((n = pread(fd, &h, sizeof h, 0)) < 0 && errno == EINTR)
 		;
+	bool same = false;
 	if (n != (ssize_t)sizeof h || (uint64_t)sb.st_size < SPOOL_HDR ||
 	    memcmp(h.magic, SPOOL_MAGIC, sizeof h.magic) != 0) {
 		if (ftruncate(fd, 0) < 0)
@@ -675,9 +676,12 @@ static void settle_fd(pod_log_t *w, pod_log_stream_t s, int fd)
 						 : st->done;
 		if (st->done < st->cur_from && h.t0_ms > 0)
 			st->t_done = h.t0_ms;
+		/* nothing to settle: no write (a tankd starting with
+		 * thousands of containers would write each header) */
+		same = h.intent == h.done && h.done == st->done;
 	}
 	hdr_fill(w, s, &h);
-	if (hdr_write(fd, &h) == 0)
+	if (same || hdr_write(fd, &h) == 0)
 		st->exists = true;
 }
 
