@@ -372,7 +372,7 @@ static int write_iov(int fd, const struct iovec *in, int n, size_t total, size_t
  *   2. the records, one write;
  *   3. done = to, in the header.
  * pod_log_open settles an intent found != done by the log's size
- * (pod_log_settle).  Records that cannot be written are counted as
+ * (settle_fd).  Records that cannot be written are counted as
  * dropped and passed (done moves on: never retried). */
 static int commit_iov(pod_log_t *w, pod_log_stream_t s, struct iovec *iov, int n,
                       size_t total, uint64_t to)
