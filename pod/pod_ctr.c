@@ -289,6 +289,15 @@ static int pod__ctr_start(pod_mgr_t *m, rc_loop_t *loop, pod_ctr_t *c,
 	if (!pc)
 		return -ENOENT;
 	tank_error_clear(&err);
+	if (!adopt && c->log) {
+		/* A new process: a partial line its predecessor left in the
+		 * spool (one whose pipe closed without its EOF drained) is a
+		 * record of its own, not the start of this one's first line.
+		 * A log not made yet is flushed so when the runner makes it
+		 * (pod_runner.c, at the first output). */
+		(void)pod_log_flush(c->log, POD_LOG_STDOUT);
+		(void)pod_log_flush(c->log, POD_LOG_STDERR);
+	}
 	if ((rc = pod__sandbox(m, p, reason, cap)) < 0 ||
 	    (rc = pod__ctr_cgroup(m, c, reason, cap)) < 0)
 		return rc;

@@ -3,6 +3,7 @@
 #include <errno.h>
 #include <ev.h>
 #include <signal.h>
+#include <sys/ioctl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -22,6 +23,7 @@ typedef struct pod_runner {
 	pod_log_t **log_slot;     /* the owner's: a log opened at the first output */
 	const char *log_dir;      /* borrowed from the owner */
 	bool log_failed;          /* that open failed: not retried by this runner */
+	bool fresh;               /* started by this runner, not adopted */
 	int stop_signal;
 	uint64_t grace_ms;
 	uint64_t started_ms;
@@ -81,6 +83,13 @@ static pod_log_t *pod__runner_log(pod_runner_t *r)
 		return NULL;
 	}
 	r->log = *r->log_slot;
+	if (r->fresh) {
+		/* A partial line a predecessor left in the spool (its
+		 * tankd killed before its EOF was drained) ends there: this
+		 * process's first line is a record of its own. */
+		(void)pod_log_flush(r->log, POD_LOG_STDOUT);
+		(void)pod_log_flush(r->log, POD_LOG_STDERR);
+	}
 	return r->log;
 }
 
@@ -96,20 +105,33 @@ static void pod__runner_drain(rt_t *rt, pod_runner_t *r, pod_log_stream_t s)
 		rc = pod_log_drain_fd(r->log, s, *fd);
 		pod__runner_logdrop(rt, r, rc);
 	} else {
-		/* No log yet: the first bytes read make it (then it reads
-		 * the rest); EOF before any output makes nothing. */
+		/* No log yet: bytes waiting in the pipe make it, then the
+		 * writer splices them (they are not read into memory first:
+		 * a kill -9 here loses nothing, pod_log.h); EOF before any
+		 * output makes nothing.  Without a log (it could not be
+		 * made) the output is read and dropped. */
 		char buf[4096];
-		ssize_t n;
+		ssize_t n = 0;
+		int avail = 0;
 		pod_log_t *log = NULL;
-		while ((n = read(*fd, buf, sizeof buf)) > 0 && !(log = pod__runner_log(r)))
-			;
+
+		if (ioctl(*fd, FIONREAD, &avail) < 0)
+			avail = 1;        /* cannot tell: as if bytes waited */
+		if (avail > 0)
+			log = pod__runner_log(r);
+		else if ((n = read(*fd, buf, sizeof buf)) > 0)
+			/* Readable with nothing waiting is EOF, unless bytes
+			 * came just now: those few were read, so are fed. */
+			log = pod__runner_log(r);
 		if (log) {
-			/* A write error loses those bytes but keeps the
-			 * stream (as below): the rest is drained anyway. */
-			int fr = pod_log_feed(log, s, buf, (size_t)n);
+			int fr = n > 0 ? pod_log_feed(log, s, buf, (size_t)n) : 0;
 			rc = pod_log_drain_fd(log, s, *fd);
 			pod__runner_logdrop(rt, r, fr < 0 && rc >= 0 ? fr : rc);
+		} else if (n == 0 && avail == 0) {
+			rc = 1;
 		} else {
+			while ((n = read(*fd, buf, sizeof buf)) > 0)
+				;
 			rc = n == 0 ? 1 : 0;
 		}
 	}
@@ -256,6 +278,7 @@ static int pod__runner_init(rt_t *rt, void **state, void *arg)
 	r->cgroup = a->cgroup;
 	r->log = a->log;
 	r->log_slot = a->log ? NULL : a->log_slot;
+	r->fresh = !a->adopt;
 	r->log_dir = a->log_dir;
 	pod_log_drops(r->log, NULL, NULL, &r->log_dropping);
 	r->stop_signal = a->stop_signal ? a->stop_signal : SIGTERM;

@@ -275,6 +275,74 @@ Test(adopt, kill9_under_the_keeper_adopts_every_pod_with_its_output_and_exits)
 	teardown(d);
 }
 
+/* Every "line N" of pod's log from 1 to the last, once, with a buffer
+ * for a chatty pod; returns the last N. */
+static long check_many_lines(d_t *d, const char *pod)
+{
+	size_t cap = 64u << 20;
+	char *out = malloc(cap), *p = out;
+	long want = 1;
+
+	cr_assert_not_null(out);
+	cr_assert_eq(ctl(d, out, cap, "logs %s -t --tail -1", pod), 0, "%.4000s", out);
+	cr_assert_lt(strlen(out), cap - 1, "logs did not fit the buffer");
+	while ((p = strstr(p, "stdout line "))) {
+		long n = strtol(p + 12, &p, 10);
+		if (n != want) {
+			char ctx[400];
+			const char *from = p - 200 > out ? p - 200 : out;
+			snprintf(ctx, sizeof ctx, "%.300s", from);
+			free(out);
+			cr_assert_fail("%s: line %ld where line %ld was due (lost or twice), near:\n%s",
+				       pod, n, want, ctx);
+		}
+		want++;
+	}
+	free(out);
+	return want - 1;
+}
+
+/* The gap the spool closes (docs/operations.md, "Logs across a crash"):
+ * a container writing fast, every 50th line in two writes 20 ms apart
+ * (a partial line is pending most of the time), and tankd killed -9
+ * under the keeper again and again at staggered moments.  Every line is
+ * in `logs` once: with the writer that read the pipe into memory, a
+ * partial line (or a read not yet written) died with tankd. */
+Test(adopt, a_chatty_container_loses_no_line_and_doubles_none_across_kill9s, .timeout = 180)
+{
+	d_t *d = setup_keeper();
+	char out[8192];
+	pid_t old = serving(d, NULL);
+
+	write_file(d, "fast.yaml",
+		   "name: fast\ncontainers:\n  - name: t\n"
+		   "    command: [/bin/sh, -c, 'i=0; while :; do i=$((i+1)); "
+		   "if [ $((i % 50)) = 0 ]; then printf \"line $i\"; sleep 0.02; echo; "
+		   "else echo \"line $i\"; fi; done']\n");
+	cr_assert_eq(ctl(d, out, sizeof out, "apply -f %s/fast.yaml", d->dir), 0, "%s", out);
+	cr_assert(wait_phase(d, "fast", "running", 20));
+	long pid = status_num(d, "fast", "pid");
+	/* the last records only: at this pace line N scrolls out at once */
+	cr_assert(wait_says(d, 60, "stdout line ", "logs fast -t --tail 3"), "no output");
+	sleep_ms(500);
+	for (int round = 0; round < 8; round++) {
+		sleep_ms(100 + (round * 137) % 400);
+		cr_assert_eq(kill(old, SIGKILL), 0);
+		pid_t now = wait_new_tankd(d, old, 30);
+		cr_assert_gt(now, 0, "round %d: no new tankd", round);
+		old = now;
+		cr_assert(wait_phase(d, "fast", "running", 20));
+		cr_assert_eq(status_num(d, "fast", "pid"), pid, "round %d: restarted", round);
+	}
+	sleep_ms(500);
+	long last = check_many_lines(d, "fast");
+	cr_assert_gt(last, 200, "only %ld lines", last);
+	/* after a graceful stop too (the partial line at the end included) */
+	int st = stop(d, SIGTERM);
+	cr_assert(WIFEXITED(st) && WEXITSTATUS(st) == 0, "keeper status %d", st);
+	teardown(d);
+}
+
 Test(adopt, reexec_twenty_times_keeps_pods_pids_output_and_no_leak)
 {
 	d_t *d = setup();
