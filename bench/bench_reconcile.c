@@ -574,6 +574,11 @@ static void bench_fake(const char *tmp, long n)
 	emit("heap_per_pod_excl_log_buffers",
 	     (double)((long)h1 - (long)h0) / (double)n - (double)logw, "B", n);
 	emit("pss_per_pod", (double)((long)p1 - (long)p0) / (double)n, "B", n);
+	/* BENCH_HEAP_EXIT=1: stop here, with every pod's memory still held,
+	 * so that a heap profiler's "leaked at exit" (heaptrack, massif) is
+	 * the per-pod breakdown by call site (docs/bench.md, issue 38 item 2). */
+	if (getenv("BENCH_HEAP_EXIT") && strcmp(getenv("BENCH_HEAP_EXIT"), "0"))
+		exit(0);
 
 	bench_sync(&d, n);
 	bench_status(&d, n);
