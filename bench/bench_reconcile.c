@@ -538,30 +538,6 @@ static void bench_status(daemon_t *d, long n)
 
 /* --- scenarios 1-3: the fake launcher -------------------------------------------- */
 
-/* The mappings that hold more than 256 KiB of PSS, on stderr: where
- * the PSS that is not malloc'ed goes (LMDB's map, libraries). */
-static void smaps_top(void)
-{
-	FILE *f = fopen("/proc/self/smaps", "re");
-	char line[512], name[512] = "";
-	long kb;
-
-	if (!f)
-		return;
-	while (fgets(line, sizeof line, f)) {
-		char *sp;
-		if (sscanf(line, "Pss: %ld kB", &kb) == 1) {
-			if (kb > 256)
-				fprintf(stderr, "bench_reconcile: smaps: %8ld KiB PSS  %s", kb, name);
-		} else if ((sp = strchr(line, ' ')) && strchr(line, '-') && strchr(line, '-') < sp) {
-			/* a mapping's first line: "start-end perms off dev inode [path]" */
-			char *path = strchr(line, '/');
-			snprintf(name, sizeof name, "%s", path ? path : strstr(line, "[") ? strstr(line, "[") : "(anon)\n");
-		}
-	}
-	fclose(f);
-}
-
 static void bench_fake(const char *tmp, long n)
 {
 	pod_manifest_t *m = NULL;
@@ -607,7 +583,7 @@ static void bench_fake(const char *tmp, long n)
 	 * so that a heap profiler's "leaked at exit" (heaptrack, massif) is
 	 * the per-pod breakdown by call site (docs/bench.md, issue 38 item 2). */
 	if (getenv("BENCH_HEAP_EXIT") && strcmp(getenv("BENCH_HEAP_EXIT"), "0")) {
-		smaps_top();
+		bench_smaps_top("bench_reconcile", 0, 256);
 		exit(0);
 	}
 

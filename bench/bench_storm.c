@@ -35,6 +35,7 @@
  *                   keeper's PSS too (issue 38 item 2)
  *   BENCH_MEM_N=N   the memory scenario at N pods instead of the most the
  *                   fd limit allows (up to 10,000); also with QUICK=1
+ *   BENCH_SMAPS=1   memory lists tankd's mappings above 256 KiB of PSS
  *
  * JSON lines on stdout; progress and the summary table on stderr; the
  * plots' data files into $BENCH_DATA_DIR (default bench/results).
@@ -1342,6 +1343,8 @@ static void memory_big(ctx_t *c, long n, long base_pss)
 	note("memory: tank N=%ld: PSS %ld KiB (anonymous %ld), %.2f KiB/pod above the "
 	     "empty daemon's %ld KiB", n, pss, anon, (double)(pss - base_pss) / (double)n,
 	     base_pss);
+	if (getenv("BENCH_SMAPS") && strcmp(getenv("BENCH_SMAPS"), "0"))
+		bench_smaps_top("bench_storm: tankd", tank_daemon_pid(c, &s), 256);
 	if (c->keeper) {
 		/* Issue 38 item 2 counts the keeper's memory too. */
 		long kanon = 0, kpss = pss_kib2(s.pid, &kanon);
