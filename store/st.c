@@ -107,6 +107,10 @@ static void pend_maps_clear(st_t *st)
 		tank_map_clear(&st->colls[i]->pend);
 }
 
+/* Queue entries (names, transitions) whose room a flush keeps for the
+ * next one; above, it is given back (pend_clear). */
+#define ST_QUEUE_KEEP 1024
+
 static void pend_clear(st_t *st)
 {
 	for (size_t i = 0; i < st->n_pend; i++)
@@ -114,11 +118,26 @@ static void pend_clear(st_t *st)
 	st->n_pend = 0;
 	st->n_trs = 0;
 	pend_maps_clear(st);
-	/* A burst should not pin its peak memory forever. */
-	if (st->cap_trs > 65536) {
+	/* A burst should not pin its peak memory forever: the start of
+	 * 10,000 pods queues ~60,000 transitions (392 B each) and 10,000
+	 * names, and capacities of 65,536 kept ~25 MB, 2.5 KiB a pod, for
+	 * as long as tankd ran (issue 38 item 2).  Past ST_QUEUE_KEEP
+	 * entries the arrays go, and the next burst grows them again
+	 * (doubling: a few reallocs). */
+	if (st->cap_trs > ST_QUEUE_KEEP) {
 		free(st->trs);
 		st->trs = NULL;
 		st->cap_trs = 0;
+	}
+	if (st->cap_pend > ST_QUEUE_KEEP) {
+		free(st->pend);
+		st->pend = NULL;
+		st->cap_pend = 0;
+		for (size_t i = 0; i < st->n_colls; i++)
+			if (st->colls[i]->pend.cap > ST_QUEUE_KEEP) {
+				tank_map_destroy(&st->colls[i]->pend);
+				tank_map_init(&st->colls[i]->pend);
+			}
 	}
 }
 

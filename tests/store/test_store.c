@@ -3,6 +3,7 @@
 #include <errno.h>
 #include <ev.h>
 #include <fcntl.h>
+#include <malloc.h>
 #include <msgpack.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -1027,5 +1028,46 @@ Test(store, the_packed_status_cache_keeps_every_field, .init = setup, .fini = te
 	cr_assert_eq(st_close(st, NULL), 0);
 	st = stu_open(g_dir, NULL);
 	pk_check_all(st, &s);
+	st_close(st, NULL);
+}
+
+/* malloc'ed bytes in use, mmap'ed chunks (big arrays) included. */
+static size_t heap_in_use(void)
+{
+	struct mallinfo2 mi = mallinfo2();
+	return mi.uordblks + mi.hblkhd;
+}
+
+/* Issue 38 item 2: a burst's queue is given back once flushed.  A
+ * status put for each of 10,000 names queues 10,000 entries (~180 bytes
+ * each, and their map's slots): once flushed, what stays is the status
+ * cache (~250 bytes a name) and LMDB's own reuse list of dirty pages,
+ * not the queue's room as well (~330 bytes a name more while the queue
+ * kept its capacity up to 65,536 entries). */
+Test(store, a_flushed_burst_gives_its_queue_back, .init = setup, .fini = teardown)
+{
+	st_t *st = stu_open(g_dir, NULL);
+	const int n = 10000;
+	char name[32];
+	size_t a, b;
+
+	cr_assert_eq(st_flush(st, NULL), 0);
+	a = heap_in_use();
+	for (int i = 0; i < n; i++) {
+		st_status_t s;
+		snprintf(name, sizeof name, "burst-%05d", i);
+		stu_status(&s, name, "running", 0);
+		cr_assert_eq(st_status_put(st, &s), 0);
+	}
+	cr_assert_eq(st_pending(st), (size_t)n);
+	cr_assert_eq(st_flush(st, NULL), 0);
+	cr_assert_eq(st_pending(st), 0);
+	b = heap_in_use();
+	cr_assert_lt(b - a, (size_t)n * 450, "after the flush %zu bytes a name stay",
+		     (b - a) / n);
+	st_status_t g;
+	cr_assert_eq(st_status_get(st, "burst-09999", &g, NULL), 0);
+	cr_assert_str_eq(g.phase, "running");
+	st_status_clear(&g);
 	st_close(st, NULL);
 }
