@@ -1326,7 +1326,9 @@ static void memory_big(ctx_t *c, long n, long base_pss)
 		goto out;
 	emit("apply_call", (double)(bench_now_ns() - t0) / 1e9, "s", "tank", n);
 	api_incoming_free(&in);
-	if (wait_starts(c, n, t0, NULL, &seen, (30ull + (uint64_t)n / 200) * 1000000000u, &last) < n) {
+	/* 79 s was too short for 9,872 on this machine under a load of 40
+	 * (3,212 started); the figure is memory, not time. */
+	if (wait_starts(c, n, t0, NULL, &seen, (60ull + (uint64_t)n / 50) * 1000000000u, &last) < n) {
 		note("memory: only %zu of %ld pods started", seen.n, n);
 		goto out;
 	}
