@@ -36,6 +36,8 @@
  *   BENCH_MEM_N=N   the memory scenario at N pods instead of the most the
  *                   fd limit allows (up to 10,000); also with QUICK=1
  *   BENCH_SMAPS=1   memory lists tankd's mappings above 256 KiB of PSS
+ *   BENCH_MEM_WAIT_S=S  how long memory waits for the starts (default
+ *                   60 + N/50)
  *
  * JSON lines on stdout; progress and the summary table on stderr; the
  * plots' data files into $BENCH_DATA_DIR (default bench/results).
@@ -1328,7 +1330,9 @@ static void memory_big(ctx_t *c, long n, long base_pss)
 	api_incoming_free(&in);
 	/* 79 s was too short for 9,872 on this machine under a load of 40
 	 * (3,212 started); the figure is memory, not time. */
-	if (wait_starts(c, n, t0, NULL, &seen, (60ull + (uint64_t)n / 50) * 1000000000u, &last) < n) {
+	uint64_t wait_s = getenv("BENCH_MEM_WAIT_S") ? strtoull(getenv("BENCH_MEM_WAIT_S"), NULL, 10)
+						      : 60ull + (uint64_t)n / 50;
+	if (wait_starts(c, n, t0, NULL, &seen, wait_s * 1000000000u, &last) < n) {
 		note("memory: only %zu of %ld pods started", seen.n, n);
 		goto out;
 	}
