@@ -8,7 +8,11 @@
  *   sync     a resync pass (rc_sync round trip) over N converged pods:
  *            p50 and mean of SYNC_PASSES passes;
  *   heap     malloc'ed bytes per pod in reconciler + store (mallinfo2
- *            uordblks + hblkhd, before the apply vs all running);
+ *            uordblks + hblkhd, before the apply vs all running), the
+ *            PSS per pod, and the PSS after malloc_trim(0);
+ *            BENCH_HEAP_EXIT=1 exits right after, every pod's memory
+ *            held (for heaptrack/massif), listing the mappings that
+ *            hold the PSS;
  *   status   `status []` (the whole list) and `status [name]` latency,
  *            p50/p99, from a client thread while the loop runs here;
  *   apply    N real plain pods (the real launcher, cgroups as tankd
