@@ -8,7 +8,11 @@
  *   sync     a resync pass (rc_sync round trip) over N converged pods:
  *            p50 and mean of SYNC_PASSES passes;
  *   heap     malloc'ed bytes per pod in reconciler + store (mallinfo2
- *            uordblks + hblkhd, before the apply vs all running);
+ *            uordblks + hblkhd, before the apply vs all running), the
+ *            PSS per pod, and the PSS after malloc_trim(0);
+ *            BENCH_HEAP_EXIT=1 exits right after, every pod's memory
+ *            held (for heaptrack/massif), listing the mappings that
+ *            hold the PSS;
  *   status   `status []` (the whole list) and `status [name]` latency,
  *            p50/p99, from a client thread while the loop runs here;
  *   apply    1,000 real plain pods (the real launcher, cgroups as tankd
@@ -577,6 +581,18 @@ static void bench_fake(const char *tmp, long n)
 	emit("heap_per_pod_excl_log_buffers",
 	     (double)((long)h1 - (long)h0) / (double)n - (double)logw, "B", n);
 	emit("pss_per_pod", (double)((long)p1 - (long)p0) / (double)n, "B", n);
+	/* What the allocator holds of the apply's freed transients (the
+	 * batch, the queue, messages): the same after giving back what it
+	 * can (tankd trims after a bulk batch: api_methods.c). */
+	malloc_trim(0);
+	emit("pss_per_pod_trimmed", (double)((long)pss_bytes() - (long)p0) / (double)n, "B", n);
+	/* BENCH_HEAP_EXIT=1: stop here, with every pod's memory still held,
+	 * so that a heap profiler's "leaked at exit" (heaptrack, massif) is
+	 * the per-pod breakdown by call site (docs/bench.md, issue 38 item 2). */
+	if (getenv("BENCH_HEAP_EXIT") && strcmp(getenv("BENCH_HEAP_EXIT"), "0")) {
+		bench_smaps_top("bench_reconcile", 0, 256);
+		exit(0);
+	}
 
 	bench_sync(&d, n);
 	bench_status(&d, n);

@@ -171,6 +171,34 @@ static inline int bench_call(const char *who, api_client_t *c, const char *metho
 }
 
 /* qsort comparator for latencies. */
+/* The mappings of pid (0: this process) that hold more than min_kib of
+ * PSS, one line each on stderr: where the memory that a PSS total counts
+ * sits (the heap, thread arenas, LMDB's map, libraries). */
+static inline void bench_smaps_top(const char *who, pid_t pid, long min_kib)
+{
+	char path[64], line[512], name[512] = "(anon)\n";
+	FILE *f;
+	long kb;
+
+	snprintf(path, sizeof path, pid ? "/proc/%d/smaps" : "/proc/self/smaps", (int)pid);
+	if (!(f = fopen(path, "re")))
+		return;
+	while (fgets(line, sizeof line, f)) {
+		char *sp = strchr(line, ' '), *dash = strchr(line, '-');
+		if (sscanf(line, "Pss: %ld kB", &kb) == 1) {
+			if (kb > min_kib)
+				fprintf(stderr, "%s: smaps: %8ld KiB PSS  %s", who, kb, name);
+		} else if (sp && dash && dash < sp && line[0] != ' ') {
+			/* "start-end perms offset dev inode [path]" */
+			char *at = strchr(line, '/');
+			if (!at)
+				at = strchr(line, '[');
+			snprintf(name, sizeof name, "%s", at ? at : "(anon)\n");
+		}
+	}
+	fclose(f);
+}
+
 static inline int bench_u64_cmp(const void *a, const void *b)
 {
 	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;

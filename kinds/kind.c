@@ -81,6 +81,14 @@ int kind_encode(const kind_t *k, const void *obj, const msgpack_object *labels, 
 	*len = 0;
 	if ((err = k->encode(obj, &raw, &rlen)) < 0)
 		return err;
+	/* An apply holds every object's encoding until its commit: at its
+	 * size, not the encoder's buffer's (msgpack's sbuffer starts at
+	 * 8 KiB, for records of a few hundred bytes). */
+	if (raw && rlen) {
+		char *fit = realloc(raw, rlen);
+		if (fit)
+			raw = fit;
+	}
 	if (!labels || labels->type != MSGPACK_OBJECT_MAP || !labels->via.map.size) {
 		*buf = raw;
 		*len = rlen;

@@ -738,10 +738,10 @@ static void pod__ctr_probe(pod_mgr_t *m, rc_loop_t *loop, rt_pid_t from, const v
 	if (!(c = pod__ctr_find(m, pr.key)) || c->runner != from)
 		return;         /* a runner that is gone already */
 	c->probe_ready = pr.report.ready;
-	pod__copy(c->probe, sizeof c->probe, pr.report.text);
+	(void)pod__ostr_set(&c->probe, pr.report.text, ST_PROBE_MAX + 1);
 	if (m->o.on_event) {
 		pod_event_t ev = {
-			.pod = c->pod->name, .container = c->name, .probe = c->probe,
+			.pod = c->pod->name, .container = c->name, .probe = pod__ostr(c->probe),
 			.ready = pr.report.ready, .at = (int64_t)rc_wall_ms(),
 			.generation = c->pod->generation, .uid = c->pod->uid,
 		};

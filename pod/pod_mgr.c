@@ -41,6 +41,17 @@ void pod__copy(char *dst, size_t cap, const char *src)
 	pod__fmt(dst, cap, "%s", src ? src : "");
 }
 
+int pod__ostr_set(char **dst, const char *src, size_t cap)
+{
+	if (*dst && src && strcmp(*dst, src) == 0)
+		return 0;
+	free(*dst);
+	*dst = NULL;
+	if (!src || !src[0] || !cap)
+		return 0;
+	return (*dst = strndup(src, cap - 1)) ? 0 : -ENOMEM;
+}
+
 /* Marks p failed as a whole with reason (NULL clears it).  Failure is rare:
  * the reason lives on the heap, not in every pod's record.  On -ENOMEM the
  * pod is still marked failed, with a generic reason. */
@@ -88,7 +99,7 @@ bool pod__ctr_want(const pod_mgr_t *m, const pod_ctr_t *c)
 {
 	const pod_trk_t *p = c->pod;
 	return !m->shutting_down && p->desired && pod__current(p) &&
-	       !p->restart_req && !p->fail && !p->held && !c->held_by[0] && !p->stopped;
+	       !p->restart_req && !p->fail && !p->held && !c->held_by && !p->stopped;
 }
 
 bool pod__busy(const pod_trk_t *p)
@@ -147,7 +158,7 @@ static uint64_t pod__status_sig(const pod_trk_t *p)
 		h = pod__sig_mix(h, (uint64_t)c->next_restart_at);
 		h = pod__sig_mix(h, c->log_dropped);
 		h = pod__sig_mix(h, c->ready);
-		h = pod__sig_str(h, c->probe);
+		h = pod__sig_str(h, pod__ostr(c->probe));
 		h = pod__sig_mix(h, c->outcome);
 	}
 	h = pod__sig_mix(h, p->outcome);
@@ -380,10 +391,10 @@ static bool pod__hold(pod_mgr_t *m, pod_trk_t *p)
 	char why[RC_REASON_MAX] = "";
 	bool held = m->owner.allows && !m->owner.allows(m->owner.ctx, p->name, why,
 							 sizeof why);
-	bool changed = held != p->held || (held && strcmp(why, p->held_why) != 0);
+	bool changed = held != p->held || (held && strcmp(why, pod__ostr(p->held_why)) != 0);
 
 	p->held = held;
-	pod__copy(p->held_why, sizeof p->held_why, held ? why : "");
+	(void)pod__ostr_set(&p->held_why, held ? why : NULL, RC_REASON_MAX);
 	return changed;
 }
 
@@ -400,6 +411,8 @@ static void pod__ctrs_free(pod_mgr_t *m, pod_trk_t *p)
 			pod_cgroup_forget(&c->cg);
 		}
 		pod_log_close(c->log);
+		free(c->probe);
+		free(c->held_by);
 	}
 	free(p->ctrs);
 	p->ctrs = NULL;
@@ -417,6 +430,7 @@ static void pod__trk_free(pod_mgr_t *m, pod_trk_t *p)
 {
 	pod__set_fail(p, NULL);
 	pod__ctrs_free(m, p);
+	free(p->held_why);
 	if (p->spec != p->want)
 		pod_spec_free(p->spec);
 	pod_spec_free(p->want);
@@ -433,13 +447,26 @@ static int pod__ctrs_build(pod_mgr_t *m, pod_trk_t *p)
 {
 	const pod_spec_t *s = p->spec;
 
-	if (!(p->ctrs = calloc(s->container_count ? s->container_count : 1, sizeof *p->ctrs)))
+	size_t n = s->container_count, keys = 0, nl = strlen(p->name);
+	char *at;
+
+	for (size_t i = 0; i < n; i++) {
+		size_t kl = nl + 1 + strlen(s->containers[i].name);
+		keys += (kl < RC_KEY_MAX ? kl : RC_KEY_MAX - 1) + 1;
+	}
+	/* One block: the containers, then their keys. */
+	if (!(p->ctrs = calloc(1, (n ? n : 1) * sizeof *p->ctrs + keys)))
 		return -ENOMEM;
-	p->nctrs = s->container_count;
+	p->nctrs = n;
+	at = (char *)(p->ctrs + (n ? n : 1));
 	for (size_t i = 0; i < p->nctrs; i++) {
 		pod_ctr_t *c = &p->ctrs[i];
+		size_t kl = nl + 1 + strlen(s->containers[i].name);
+		kl = kl < RC_KEY_MAX ? kl : RC_KEY_MAX - 1;
 		c->pod = p;
-		pod__fmt(c->key, sizeof c->key, "%s/%s", p->name, s->containers[i].name);
+		c->key = at;
+		pod__fmt(c->key, kl + 1, "%s/%s", p->name, s->containers[i].name);
+		at += kl + 1;
 		c->name = strchr(c->key, '/') + 1;
 		rc_fsm_restore(&c->st, POD_CP_PENDING, 0, "");
 		c->proc.stdout_fd = c->proc.stderr_fd = -1;

@@ -50,7 +50,10 @@ typedef struct pod_trk pod_trk_t;
 
 typedef struct pod_ctr {
 	pod_trk_t *pod;
-	char key[RC_KEY_MAX];         /* "<pod>/<container>" */
+	/* "<pod>/<container>" (at most RC_KEY_MAX - 1 bytes): in the block
+	 * of its pod's ctrs array, after the containers, each as long as
+	 * it is (a fixed buffer cost every container 160 bytes). */
+	char *key;
 	const char *name;             /* into key */
 	/* A resync's pod__settled reads these and st's phase: next to each
 	 * other (see pod_trk). */
@@ -71,7 +74,10 @@ typedef struct pod_ctr {
 	bool ready;                   /* running, and ready (no readiness probe: running) */
 	bool probes;                  /* it has probes: its runner says when it is ready */
 	bool probe_ready;             /* what the runner's probes said last */
-	char probe[ST_PROBE_MAX + 1]; /* the last probe news ("" = none) */
+	/* The last probe news, at most ST_PROBE_MAX bytes, owned; NULL =
+	 * none.  On the heap only while there is news: a fixed buffer cost
+	 * every container 64 bytes (issue 38, item 2). */
+	char *probe;
 	uint8_t gave_up;              /* the probe that stopped its last run:
 				       * enum pod_probe_role + 1, 0 = none */
 	/* processes left by a previous tankd */
@@ -81,7 +87,9 @@ typedef struct pod_ctr {
 	bool once_lost;               /* restart: never, and it was started by a
 				       * previous tankd that did not see it end */
 	int64_t orphan_deadline;      /* 0: stop signal not sent yet */
-	char held_by[POD_REQ_USER_MAX + 1];  /* a user's stop holds it ("" = none; pod_req.h) */
+	char *held_by;                /* the user whose stop holds it (at most
+				       * POD_REQ_USER_MAX bytes, owned; NULL = none;
+				       * pod_req.h) */
 } pod_ctr_t;
 
 struct pod_trk {
@@ -120,7 +128,7 @@ struct pod_trk {
 	bool was_busy;                /* pod__busy at the last update */
 	uint8_t cond;                 /* POD__COND_* that held at the last update */
 	bool held;                    /* its owner (a stack) does not let it run */
-	char held_why[RC_REASON_MAX];
+	char *held_why;               /* why, while held (owned; NULL = none) */
 	/* While pod__update applies an event whose reason is a container's
 	 * (POD_WHY_DETAIL): that container, so that pod_mgr_record points
 	 * the pod's history entry at the container's instead of repeating
@@ -181,6 +189,15 @@ struct pod_mgr {
 void pod__fmt(char *dst, size_t cap, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
 void pod__copy(char *dst, size_t cap, const char *src);
+/* An optional string owned by a tracking (pod_ctr_t.probe, .held_by,
+ * pod_trk_t.held_why): *dst becomes a copy of src cut to cap - 1 bytes,
+ * or NULL when src is NULL or "" (the old one freed).  -ENOMEM leaves
+ * NULL.  pod__ostr reads one: "" for NULL. */
+int pod__ostr_set(char **dst, const char *src, size_t cap);
+static inline const char *pod__ostr(const char *s)
+{
+	return s ? s : "";
+}
 /* The container of key "<pod>/<container>", or NULL. */
 pod_ctr_t *pod__ctr_find(pod_mgr_t *m, const char *key);
 /* Whether c's pod wants it to run: desired at the running version, no

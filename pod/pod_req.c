@@ -438,7 +438,7 @@ static void req__exec(pod_mgr_t *m, rc_loop_t *loop, rt_pid_t from, const pod_re
 	 * environment: the tasks run while the service does not) takes the
 	 * command all the same, in the pod's sandbox; one stopped for any
 	 * other reason, or held by another, does not. */
-	bool held_by_asker = c->held_by[0] && strcmp(c->held_by, q->user) == 0;
+	bool held_by_asker = c->held_by && strcmp(c->held_by, q->user) == 0;
 	if (!c->runner && !held_by_asker) {
 		req__reply(loop, from, q->id, TANK_ECONFLICT, "container %s is not running", c->key);
 		return;
@@ -671,25 +671,28 @@ void pod__req_handle(pod_mgr_t *m, rc_loop_t *loop, const rt_msg_t *msg)
 		req__reply(loop, msg->from, q.id, 0, "signal %d sent to %s", q.signal, c->key);
 		return;
 	case POD_REQ_STOP:
-		if (c->held_by[0] && strcmp(c->held_by, q.user) != 0) {
+		if (c->held_by && strcmp(c->held_by, q.user) != 0) {
 			req__reply(loop, msg->from, q.id, TANK_ECONFLICT,
 				   "container %s is held stopped by %s", c->key, c->held_by);
 			return;
 		}
-		pod__copy(c->held_by, sizeof c->held_by, q.user);
+		if (pod__ostr_set(&c->held_by, q.user, POD_REQ_USER_MAX + 1) < 0) {
+			req__reply(loop, msg->from, q.id, -ENOMEM, "out of memory");
+			return;
+		}
 		pod__fmt(why, sizeof why, "stop asked by %s", q.user);
 		(void)rc_fsm_apply(loop, K_POD, p->name, &pod_fsm, &p->st, POD_PE_NOTE, why);
 		rc_enqueue(loop, K_CTR, c->key);
 		req__reply(loop, msg->from, q.id, 0, "%s stopping", c->key);
 		return;
 	case POD_REQ_START:
-		if (c->held_by[0] && strcmp(c->held_by, q.user) != 0) {
+		if (c->held_by && strcmp(c->held_by, q.user) != 0) {
 			req__reply(loop, msg->from, q.id, TANK_ECONFLICT,
 				   "container %s is held stopped by %s", c->key, c->held_by);
 			return;
 		}
-		if (c->held_by[0]) {
-			c->held_by[0] = '\0';
+		if (c->held_by) {
+			pod__ostr_set(&c->held_by, NULL, 0);
 			pod__fmt(why, sizeof why, "start asked by %s", q.user);
 			(void)rc_fsm_apply(loop, K_POD, p->name, &pod_fsm, &p->st, POD_PE_NOTE, why);
 		}
@@ -698,12 +701,12 @@ void pod__req_handle(pod_mgr_t *m, rc_loop_t *loop, const rt_msg_t *msg)
 		req__reply(loop, msg->from, q.id, 0, "%s may run", c->key);
 		return;
 	case POD_REQ_RESTART:
-		if (c->held_by[0] && strcmp(c->held_by, q.user) != 0) {
+		if (c->held_by && strcmp(c->held_by, q.user) != 0) {
 			req__reply(loop, msg->from, q.id, TANK_ECONFLICT,
 				   "container %s is held stopped by %s", c->key, c->held_by);
 			return;
 		}
-		c->held_by[0] = '\0';
+		pod__ostr_set(&c->held_by, NULL, 0);
 		c->retries = 0;
 		c->next_restart_at = 0;
 		c->once_lost = false;

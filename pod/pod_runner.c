@@ -13,7 +13,6 @@ enum { POD_FD_OUT = 1, POD_FD_ERR = 2, POD_CHILD = 3 };
 
 typedef struct pod_runner {
 	rt_pid_t owner;
-	char key[RC_KEY_MAX];
 	pod_proc_t proc;
 	pod_proc_t *mirror;       /* the owner's copy (fds closed marked there) */
 	pod_adopt_t *adopter;     /* watching through the keeper, else NULL */
@@ -36,6 +35,9 @@ typedef struct pod_runner {
 	bool log_dropping;        /* as last told to the owner (or as the log
 				   * was when this runner began: an episode
 				   * spans restarts and is told once) */
+	/* Its container's key, as long as it is (at most RC_KEY_MAX - 1
+	 * bytes): a fixed buffer cost every container 160 bytes more. */
+	char key[];
 } pod_runner_t;
 
 /* Tells the owner when the log starts or stops losing lines: once each
@@ -55,7 +57,7 @@ static void pod__runner_logdrop(rt_t *rt, pod_runner_t *r, int rc)
 		snprintf(ld.error, sizeof ld.error, "%s", strerror(rc < 0 ? -rc : EIO));
 	else
 		ld.episode = pod_log_drop_episode(r->log);
-	memcpy(ld.key, r->key, sizeof ld.key);
+	snprintf(ld.key, sizeof ld.key, "%s", r->key);
 	(void)rt_send(rt, r->owner, POD_RUNNER_LOGDROP, &ld, sizeof ld);
 }
 
@@ -186,7 +188,7 @@ static void pod__runner_exit(rt_t *rt, pod_runner_t *r, int status, bool lost)
 			ex.ran_ms -= (uint64_t)late;
 	}
 	r->adopter = NULL;
-	memcpy(ex.key, r->key, sizeof ex.key);
+	snprintf(ex.key, sizeof ex.key, "%s", r->key);
 	r->exited = true;
 	rt_send(rt, r->owner, POD_RUNNER_EXITED, &ex, sizeof ex);
 	rt_exit_self(rt, RT_R_NORMAL);
@@ -207,7 +209,7 @@ static void pod__runner_probe(rt_t *rt, pod_runner_t *r, const pod_probe_report_
 
 	memset(&pr, 0, sizeof pr);
 	pr.report = *rep;
-	memcpy(pr.key, r->key, sizeof pr.key);
+	snprintf(pr.key, sizeof pr.key, "%s", r->key);
 	(void)rt_send(rt, r->owner, POD_RUNNER_PROBE, &pr, sizeof pr);
 	if (rep->unhealthy && !r->stopping && !r->exited && !r->unhealthy[0]) {
 		snprintf(r->unhealthy, sizeof r->unhealthy, "%s", rep->text);
@@ -268,13 +270,14 @@ static void pod__runner_handle(rt_t *rt, void *state, rt_msg_t *m)
 static int pod__runner_init(rt_t *rt, void **state, void *arg)
 {
 	pod_runner_args_t *a = arg;
-	pod_runner_t *r = calloc(1, sizeof *r);
+	size_t kl = strnlen(a->key, RC_KEY_MAX - 1);
+	pod_runner_t *r = calloc(1, sizeof *r + kl + 1);
 	int err;
 
 	if (!r)
 		return tank_error_set(a->err, -ENOMEM, "out of memory");
 	r->owner = a->owner;
-	snprintf(r->key, sizeof r->key, "%s", a->key);
+	memcpy(r->key, a->key, kl);
 	r->cgroup = a->cgroup;
 	r->log = a->log;
 	r->log_slot = a->log ? NULL : a->log_slot;

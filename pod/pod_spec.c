@@ -1634,6 +1634,13 @@ int pod_spec_encode(const pod_spec_t *spec, char **buf, size_t *len)
 		 * empty, so this is only reached on a failed write. */
 		return -ENOMEM;
 	}
+	/* The sbuffer starts at 8 KiB and a spec is a few hundred bytes: an
+	 * apply of 10,000 pods held 80 MB of slack until its commit, and the
+	 * heap kept the holes (issue 38 item 2).  Shrinking never fails
+	 * worse than keeping the buffer. */
+	char *fit = realloc(*buf, *len);
+	if (fit)
+		*buf = fit;
 	return 0;
 }
 

@@ -107,6 +107,10 @@ static void pend_maps_clear(st_t *st)
 		tank_map_clear(&st->colls[i]->pend);
 }
 
+/* Queue entries (names, transitions) whose room a flush keeps for the
+ * next one; above, it is given back (pend_clear). */
+#define ST_QUEUE_KEEP 1024
+
 static void pend_clear(st_t *st)
 {
 	for (size_t i = 0; i < st->n_pend; i++)
@@ -114,11 +118,26 @@ static void pend_clear(st_t *st)
 	st->n_pend = 0;
 	st->n_trs = 0;
 	pend_maps_clear(st);
-	/* A burst should not pin its peak memory forever. */
-	if (st->cap_trs > 65536) {
+	/* A burst should not pin its peak memory forever: the start of
+	 * 10,000 pods queues ~60,000 transitions (392 B each) and 10,000
+	 * names, and capacities of 65,536 kept ~25 MB, 2.5 KiB a pod, for
+	 * as long as tankd ran (issue 38 item 2).  Past ST_QUEUE_KEEP
+	 * entries the arrays go, and the next burst grows them again
+	 * (doubling: a few reallocs). */
+	if (st->cap_trs > ST_QUEUE_KEEP) {
 		free(st->trs);
 		st->trs = NULL;
 		st->cap_trs = 0;
+	}
+	if (st->cap_pend > ST_QUEUE_KEEP) {
+		free(st->pend);
+		st->pend = NULL;
+		st->cap_pend = 0;
+		for (size_t i = 0; i < st->n_colls; i++)
+			if (st->colls[i]->pend.cap > ST_QUEUE_KEEP) {
+				tank_map_destroy(&st->colls[i]->pend);
+				tank_map_init(&st->colls[i]->pend);
+			}
 	}
 }
 
@@ -132,6 +151,167 @@ size_t st_pending(const st_t *st)
 
 /* ---- the typed status cache ---------------------------------------------- */
 
+static void status_sanitize(st_status_t *s);
+
+/* The packed record (cent_t.rec): rec_head, then nctrs rec_ctr, then the
+ * strings uid, phase, reason and, per container, name, phase, reason,
+ * probe: each NUL-terminated, as long as it is.  Copied in and out with
+ * memcpy (rec is not aligned past the head). */
+typedef struct rec_head {
+	uint64_t generation;
+	int64_t since, next_restart_at;
+	uint32_t retries, restarts;
+	st_exit_t last_exit;
+	bool ready, restart, held, stopped;
+	uint8_t outcome;
+} rec_head_t;
+
+typedef struct rec_ctr {
+	uint64_t pid_start_time, log_dropped;
+	int64_t started_at, probe_until;
+	int32_t pid;
+	uint32_t restarts, retries;
+	st_exit_t last_exit;
+	bool ready;
+	uint8_t outcome, gave_up;
+} rec_ctr_t;
+
+static size_t rec_str(unsigned char *dst, const char *s)
+{
+	size_t n = strlen(s) + 1;
+	if (dst)
+		memcpy(dst, s, n);
+	return n;
+}
+
+/* Packs s (sanitized: every string ends within its buffer) into dst, or
+ * only counts when dst is NULL.  Returns the size. */
+static size_t rec_pack(unsigned char *dst, const st_status_t *s)
+{
+	size_t at = sizeof(rec_head_t) + s->n_containers * sizeof(rec_ctr_t);
+	if (dst) {
+		rec_head_t h = {
+			.generation = s->generation, .since = s->since,
+			.next_restart_at = s->next_restart_at, .retries = s->retries,
+			.restarts = s->restarts, .last_exit = s->last_exit,
+			.ready = s->ready, .restart = s->restart, .held = s->held,
+			.stopped = s->stopped, .outcome = s->outcome,
+		};
+		memcpy(dst, &h, sizeof h);
+		for (size_t i = 0; i < s->n_containers; i++) {
+			const st_container_status_t *c = &s->containers[i];
+			rec_ctr_t r = {
+				.pid_start_time = c->pid_start_time,
+				.log_dropped = c->log_dropped, .started_at = c->started_at,
+				.probe_until = c->probe_until, .pid = c->pid,
+				.restarts = c->restarts, .retries = c->retries,
+				.last_exit = c->last_exit, .ready = c->ready,
+				.outcome = c->outcome, .gave_up = c->gave_up,
+			};
+			memcpy(dst + sizeof h + i * sizeof r, &r, sizeof r);
+		}
+	}
+	at += rec_str(dst ? dst + at : NULL, s->uid);
+	at += rec_str(dst ? dst + at : NULL, s->phase);
+	at += rec_str(dst ? dst + at : NULL, s->reason);
+	for (size_t i = 0; i < s->n_containers; i++) {
+		const st_container_status_t *c = &s->containers[i];
+		at += rec_str(dst ? dst + at : NULL, c->name);
+		at += rec_str(dst ? dst + at : NULL, c->phase);
+		at += rec_str(dst ? dst + at : NULL, c->reason);
+		at += rec_str(dst ? dst + at : NULL, c->probe);
+	}
+	return at;
+}
+
+/* Copies the string at *src into dst (it fits: it was packed from a
+ * buffer of the same size) and steps past it. */
+static void rec_unstr(char *dst, size_t cap, const unsigned char **src)
+{
+	size_t n = strnlen((const char *)*src, cap - 1);
+	memcpy(dst, *src, n);
+	dst[n] = '\0';
+	*src += n + 1;
+}
+
+/* Unpacks e (not corrupt) into out; its containers go to cs, which has
+ * room for e->nctrs. */
+static void rec_unpack(const cent_t *e, st_status_t *out, st_container_status_t *cs)
+{
+	const unsigned char *r = e->rec;
+	rec_head_t h;
+	memcpy(&h, r, sizeof h);
+	memset(out, 0, sizeof *out);
+	memcpy(out->name, e->name, (size_t)e->namelen + 1);
+	out->generation = h.generation;
+	out->since = h.since;
+	out->next_restart_at = h.next_restart_at;
+	out->retries = h.retries;
+	out->restarts = h.restarts;
+	out->last_exit = h.last_exit;
+	out->ready = h.ready;
+	out->restart = h.restart;
+	out->held = h.held;
+	out->stopped = h.stopped;
+	out->outcome = h.outcome;
+	out->containers = e->nctrs ? cs : NULL;
+	out->n_containers = e->nctrs;
+	for (uint32_t i = 0; i < e->nctrs; i++) {
+		rec_ctr_t c;
+		memcpy(&c, r + sizeof h + i * sizeof c, sizeof c);
+		memset(&cs[i], 0, sizeof cs[i]);
+		cs[i].pid_start_time = c.pid_start_time;
+		cs[i].log_dropped = c.log_dropped;
+		cs[i].started_at = c.started_at;
+		cs[i].probe_until = c.probe_until;
+		cs[i].pid = c.pid;
+		cs[i].restarts = c.restarts;
+		cs[i].retries = c.retries;
+		cs[i].last_exit = c.last_exit;
+		cs[i].ready = c.ready;
+		cs[i].outcome = c.outcome;
+		cs[i].gave_up = c.gave_up;
+	}
+	r += sizeof h + e->nctrs * sizeof(rec_ctr_t);
+	rec_unstr(out->uid, sizeof out->uid, &r);
+	rec_unstr(out->phase, sizeof out->phase, &r);
+	rec_unstr(out->reason, sizeof out->reason, &r);
+	for (uint32_t i = 0; i < e->nctrs; i++) {
+		rec_unstr(cs[i].name, sizeof cs[i].name, &r);
+		rec_unstr(cs[i].phase, sizeof cs[i].phase, &r);
+		rec_unstr(cs[i].reason, sizeof cs[i].reason, &r);
+		rec_unstr(cs[i].probe, sizeof cs[i].probe, &r);
+	}
+}
+
+/* Unpacks e (not corrupt) into out with its own containers array, as
+ * st_status_copy would (free with st_status_clear).  -ENOMEM. */
+static int rec_get(const cent_t *e, st_status_t *out)
+{
+	st_container_status_t *cs = NULL;
+	if (e->nctrs && !(cs = malloc(e->nctrs * sizeof *cs)))
+		return -ENOMEM;
+	rec_unpack(e, out, cs);
+	return 0;
+}
+
+/* Packs s (sanitized) as e's record, replacing the one it had.  -ENOMEM
+ * leaves e as it was. */
+static int rec_set(cent_t *e, const st_status_t *s)
+{
+	size_t len = rec_pack(NULL, s);
+	unsigned char *r = malloc(len);
+	if (!r)
+		return -ENOMEM;
+	rec_pack(r, s);
+	free(e->rec);
+	e->rec = r;
+	e->nctrs = (uint32_t)s->n_containers;
+	free(e->corrupt);
+	e->corrupt = NULL;
+	return 0;
+}
+
 static cent_t *cache_find(st_coll_t *c, const char *name)
 {
 	return c->n_cache ? tank_map_get(&c->cache_by_name, name) : NULL;
@@ -142,7 +322,14 @@ const cent_t *st__cache_find(st_coll_t *c, const char *name)
 	return cache_find(c, name);
 }
 
-/* Finds or adds the entry of name (already validated); NULL on -ENOMEM. */
+int st__cache_status(const cent_t *e, st_status_t *out)
+{
+	return rec_get(e, out);
+}
+
+/* Finds or adds the entry of name (already validated; len ≤ ST_NAME_MAX);
+ * NULL on -ENOMEM.  A new entry has no record yet (rec NULL): the caller
+ * sets one or a corrupt message. */
 static cent_t *cache_get(st_coll_t *co, const char *name, size_t len)
 {
 	cent_t *c = cache_find(co, name);
@@ -156,16 +343,16 @@ static cent_t *cache_get(st_coll_t *co, const char *name, size_t len)
 		co->cache = n;
 		co->cap_cache = cap;
 	}
-	if (!(c = calloc(1, sizeof *c)))
+	if (!(c = calloc(1, sizeof *c + len + 1)))
 		return NULL;
-	memcpy(c->s.name, name, len);
-	c->s.name[len] = '\0';
-	c->namelen = len;
-	if (tank_map_put(&co->cache_by_name, c->s.name, c, NULL) < 0) {
+	memcpy(c->name, name, len);
+	c->name[len] = '\0';
+	c->namelen = (uint16_t)len;
+	if (tank_map_put(&co->cache_by_name, c->name, c, NULL) < 0) {
 		free(c);
 		return NULL;
 	}
-	c->idx = co->n_cache;
+	c->idx = (uint32_t)co->n_cache;
 	co->cache[co->n_cache++] = c;
 	co->order_ok = false;
 	return c;
@@ -173,7 +360,7 @@ static cent_t *cache_get(st_coll_t *co, const char *name, size_t len)
 
 static void cent_free(cent_t *c)
 {
-	st_status_clear(&c->s);
+	free(c->rec);
 	free(c->corrupt);
 	free(c);
 }
@@ -189,7 +376,7 @@ void st__cache_del(st_coll_t *co, const char *const *names, size_t n)
 		cent_t *c = cache_find(co, names[i]);
 		if (!c)
 			continue;
-		tank_map_del(&co->cache_by_name, c->s.name);
+		tank_map_del(&co->cache_by_name, c->name);
 		cent_t *last = co->cache[--co->n_cache];
 		co->cache[c->idx] = last;
 		last->idx = c->idx;
@@ -200,8 +387,8 @@ void st__cache_del(st_coll_t *co, const char *const *names, size_t n)
 
 static int cmp_cent(const void *a, const void *b)
 {
-	return strcmp((*(cent_t *const *)a)->s.name,
-		      (*(cent_t *const *)b)->s.name);
+	return strcmp((*(cent_t *const *)a)->name,
+		      (*(cent_t *const *)b)->name);
 }
 
 static int cache_order(st_coll_t *c)
@@ -267,8 +454,10 @@ int st__cache_load(st_coll_t *co, tank_error_t *err)
 		int drc = st__dec_status(v.mv_data, v.mv_size, k.mv_data,
 					 k.mv_size, &s, &de);
 		if (drc == 0) {
-			memcpy(s.name, e->s.name, sizeof s.name);
-			e->s = s;
+			status_sanitize(&s);
+			if (rec_set(e, &s))
+				rc = tank_error_set(err, -ENOMEM, "out of memory");
+			st_status_clear(&s);
 		} else if (drc == TANK_ECORRUPT) {
 			if (!(e->corrupt = strdup(de.msg)))
 				rc = tank_error_set(err, -ENOMEM, "out of memory");
@@ -351,14 +540,16 @@ int st_coll_status_put_typed(st_coll_t *co, const st_status_t *s)
 	size_t len = strlen(copy.name);
 	pend_t *p = st__pend_get(co, copy.name);
 	cent_t *c = p ? cache_get(co, copy.name, len) : NULL;
-	if (!c) {
-		st_status_clear(&copy);
+	int rc = c ? rec_set(c, &copy) : -ENOMEM;
+	st_status_clear(&copy);
+	if (rc) {
+		/* A new entry without a record would read as nothing. */
+		if (c && !c->rec && !c->corrupt) {
+			const char *nm = copy.name;
+			st__cache_del(co, &nm, 1);
+		}
 		return -ENOMEM;
 	}
-	st_status_clear(&c->s);
-	c->s = copy;
-	free(c->corrupt);
-	c->corrupt = NULL;
 	p->has_status = true;
 	st__arm_timer(co->st);
 	return 0;
@@ -557,8 +748,11 @@ void st__obj_uid(st_coll_t *c, MDB_txn *txn, const char *key, char uid[ST_UID_LE
 	}
 	if (c->decl->typed_status) {
 		const cent_t *e = cache_find(c, key);
-		if (e && !e->corrupt)
-			memcpy(uid, e->s.uid, ST_UID_LEN + 1);
+		st_status_t s;
+		if (e && e->rec && rec_get(e, &s) == 0) {
+			memcpy(uid, s.uid, ST_UID_LEN + 1);
+			st_status_clear(&s);
+		}
 	}
 }
 
@@ -609,11 +803,17 @@ int st__write_pending(st_t *st, MDB_txn *txn)
 			continue;
 		if (c->decl->typed_status) {
 			cent_t *ce = cache_find(c, p->name);
-			if (!ce)
+			st_status_t s;
+			if (!ce || !ce->rec)
 				continue;
+			if (rec_get(ce, &s)) {
+				rc = ENOMEM;
+				break;
+			}
 			st->buf.size = 0;
-			if (!(rc = st__enc_status(&st->buf, &ce->s)))
+			if (!(rc = st__enc_status(&st->buf, &s)))
 				rc = st__put_buf(st, txn, c->db_status, p->name, p->namelen);
+			st_status_clear(&s);
 		} else {
 			MDB_val k = { p->namelen, p->name }, v = { p->len, p->val };
 			rc = mdb_put(txn, c->db_status, &k, &v, 0);
@@ -1155,7 +1355,7 @@ int st_coll_status_get_typed(st_coll_t *co, const char *name, st_status_t *out,
 				      name ? name : "");
 	if (c->corrupt)
 		return tank_error_set(err, TANK_ECORRUPT, "%s", c->corrupt);
-	if (st_status_copy(out, &c->s))
+	if (rec_get(c, out))
 		return tank_error_set(err, -ENOMEM, "out of memory");
 	return 0;
 }
@@ -1183,9 +1383,30 @@ static int walk_begin(st_coll_t *c, tank_error_t *err)
 
 int st_coll_status_foreach(st_coll_t *c, st_status_fn fn, void *ctx, tank_error_t *err)
 {
+	/* One unpacked record at a time, its containers in a buffer kept
+	 * for the walk. */
+	st_container_status_t one[4], *cs = one;
+	size_t cap = sizeof one / sizeof one[0];
 	int rc = walk_begin(c, err);
-	for (size_t i = 0; i < c->n_cache && !rc; i++)
-		rc = fn(ctx, &c->order[i]->s);
+	for (size_t i = 0; i < c->n_cache && !rc; i++) {
+		const cent_t *e = c->order[i];
+		st_status_t s;
+		if (e->nctrs > cap) {
+			st_container_status_t *n = malloc(e->nctrs * sizeof *n);
+			if (!n) {
+				rc = tank_error_set(err, -ENOMEM, "out of memory");
+				break;
+			}
+			if (cs != one)
+				free(cs);
+			cs = n;
+			cap = e->nctrs;
+		}
+		rec_unpack(e, &s, cs);
+		rc = fn(ctx, &s);
+	}
+	if (cs != one)
+		free(cs);
 	return rc;
 }
 
@@ -1207,22 +1428,15 @@ int st_coll_status_list(st_coll_t *c, st_status_t **out, size_t *n, tank_error_t
 	 * list cost 1 to 5 ms. */
 	size_t nc = 0;
 	for (size_t i = 0; i < c->n_cache; i++)
-		nc += c->order[i]->s.n_containers;
+		nc += c->order[i]->nctrs;
 	st_status_t *arr = malloc(c->n_cache * sizeof *arr +
 				  nc * sizeof(st_container_status_t));
 	if (!arr)
 		return tank_error_set(err, -ENOMEM, "out of memory");
 	st_container_status_t *cs = (st_container_status_t *)(arr + c->n_cache);
 	for (size_t i = 0; i < c->n_cache; i++) {
-		const st_status_t *src = &c->order[i]->s;
-		arr[i] = *src;
-		arr[i].containers = NULL;
-		if (src->n_containers) {
-			arr[i].containers = cs;
-			memcpy(cs, src->containers,
-			       src->n_containers * sizeof *cs);
-			cs += src->n_containers;
-		}
+		rec_unpack(c->order[i], &arr[i], cs);
+		cs += c->order[i]->nctrs;
 	}
 	*out = arr;
 	*n = c->n_cache;

@@ -556,8 +556,13 @@ int st_coll_status_get(st_coll_t *c, const char *key, void **bytes, size_t *len,
 					      c->decl->name, key);
 		if (e->corrupt)
 			return tank_error_set(err, TANK_ECORRUPT, "%s", e->corrupt);
+		st_status_t s;
+		if (st__cache_status(e, &s))
+			return tank_error_set(err, -ENOMEM, "out of memory");
 		msgpack_sbuffer_init(&b);
-		if (st__enc_status(&b, &e->s)) {
+		rc = st__enc_status(&b, &s);
+		st_status_clear(&s);
+		if (rc) {
 			msgpack_sbuffer_destroy(&b);
 			return tank_error_set(err, -ENOMEM, "out of memory");
 		}

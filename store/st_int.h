@@ -46,13 +46,20 @@ typedef struct pend_tr {
 	st_transition_t t;
 } pend_tr_t;
 
-/* A cached status.  corrupt != NULL marks a stored record that could not
- * be decoded: reads report that message instead of dropping the pod. */
+/* A cached status, packed (st.c "the typed status cache"): the fixed
+ * fields of the record and of each container, then its strings, each as
+ * long as it is, NUL-terminated.  A st_status_t with one container is
+ * ~840 bytes of fixed buffers (reason 128, probe 64 …); packed it is
+ * ~200, and a read unpacks it with a few copies.  corrupt != NULL marks
+ * a stored record that could not be decoded: reads report that message
+ * instead of dropping the pod (rec is then NULL). */
 typedef struct cent {
-	st_status_t s;             /* s.containers owned */
-	size_t namelen;
+	unsigned char *rec;        /* owned: the packed status, or NULL */
 	char *corrupt;             /* owned message, or NULL */
-	size_t idx;                /* its place in c->cache (swap-removal) */
+	uint32_t idx;              /* its place in c->cache (swap-removal) */
+	uint32_t nctrs;            /* containers in rec */
+	uint16_t namelen;
+	char name[];               /* the key, NUL-terminated */
 } cent_t;
 
 typedef struct sub {
@@ -130,8 +137,8 @@ struct st_coll {
 	tank_map_t pend;           /* key -> st->pend index + 1 */
 	MDB_cursor *cur;           /* on db_hist, while a flush writes */
 
-	/* typed_status: every status, decoded: loaded at open, written
-	 * through by puts.  Status reads never touch LMDB: they are the
+	/* typed_status: every status, packed (cent_t): loaded at open,
+	 * written through by puts.  Status reads never touch LMDB: they are the
 	 * reconciler's hot path and a list of 10,000 must take a few
 	 * milliseconds, while decoding them costs about half a microsecond
 	 * each.  The store is the only writer of its environment (flock),
@@ -152,13 +159,16 @@ typedef int (*txn_fn)(st_t *st, MDB_txn *txn, void *arg, tank_error_t *err);
 int st__write_txn(st_t *st, bool durable, const char *what, txn_fn fn, void *arg,
 		  tank_error_t *err);
 int st__read_begin(st_t *st, MDB_txn **txn, tank_error_t *err);
-/* Pods' room for puts (st.c), and the decoded status cache (st.c) of a
+/* Pods' room for puts (st.c), and the packed status cache (st.c) of a
  * typed collection: loaded at open, entries of deleted keys dropped. */
 int st__headroom(st_t *st, const st_pod_in_t *pods, size_t n, tank_error_t *err);
 int st__cache_load(st_coll_t *c, tank_error_t *err);
 void st__cache_del(st_coll_t *c, const char *const *names, size_t n);
 void st__cache_free(st_coll_t *c);
 const cent_t *st__cache_find(st_coll_t *c, const char *name);
+/* e's status (e not corrupt), unpacked with its own containers array
+ * (free with st_status_clear).  -ENOMEM. */
+int st__cache_status(const cent_t *e, st_status_t *out);
 /* The queue entry of (c, key), found or created (key already valid);
  * NULL on -ENOMEM. */
 pend_t *st__pend_find(st_coll_t *c, const char *key);

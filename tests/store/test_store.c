@@ -3,6 +3,7 @@
 #include <errno.h>
 #include <ev.h>
 #include <fcntl.h>
+#include <malloc.h>
 #include <msgpack.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -884,4 +885,189 @@ Test(store, a_changed_spec_keeps_the_one_it_replaced, .init = setup, .fini = tea
 	cr_assert_eq(got.spec_len, 6);
 	st_pod_clear(&got);
 	cr_assert_eq(st_close(st, NULL), 0);
+}
+
+/* Issue 38 item 2: the status cache keeps each record packed (strings as
+ * long as they are).  Every field, strings at their longest and empty,
+ * and more containers than foreach's buffer holds, read back the same
+ * through get, list and foreach, queued, flushed and reopened. */
+#define PK_N 6
+static void pk_fill(st_status_t *s, st_container_status_t *c)
+{
+	memset(s, 0, sizeof *s);
+	memset(c, 0, PK_N * sizeof *c);
+	memset(s->name, 'n', ST_NAME_MAX);
+	memset(s->uid, 'u', ST_UID_LEN);
+	snprintf(s->phase, sizeof s->phase, "running");
+	memset(s->reason, 'r', ST_REASON_MAX);
+	s->retries = 0xfffffffe;
+	s->restarts = 77;
+	s->generation = UINT64_MAX - 1;
+	s->since = -5;
+	s->next_restart_at = INT64_MAX;
+	s->last_exit = (st_exit_t){ true, -2, 15 };
+	s->ready = s->restart = s->held = s->stopped = true;
+	s->outcome = 200;
+	for (int i = 0; i < PK_N; i++) {
+		snprintf(c[i].name, sizeof c[i].name, "c%d", i);
+		if (i == 1)
+			memset(c[i].name, 'x', ST_NAME_MAX);
+		snprintf(c[i].phase, sizeof c[i].phase, i % 2 ? "exited" : "");
+		if (i == 2)
+			memset(c[i].reason, 'y', ST_REASON_MAX);
+		if (i == 3)
+			memset(c[i].probe, 'p', ST_PROBE_MAX);
+		c[i].pid = -i - 1;
+		c[i].pid_start_time = UINT64_MAX - (uint64_t)i;
+		c[i].restarts = (uint32_t)i * 3;
+		c[i].retries = (uint32_t)i * 5;
+		c[i].last_exit = i % 2 ? (st_exit_t){ 0 } : (st_exit_t){ true, i, 9 - i };
+		c[i].started_at = INT64_MIN + i;
+		c[i].log_dropped = (uint64_t)i << 40;
+		c[i].ready = i % 3 == 0;
+		c[i].outcome = (uint8_t)(i + 1);
+		c[i].probe_until = (int64_t)i * 1000;
+		c[i].gave_up = (uint8_t)(i % 4);
+	}
+	s->containers = c;
+	s->n_containers = PK_N;
+}
+
+static void pk_assert(const st_status_t *a, const st_status_t *b)
+{
+	cr_assert_str_eq(a->name, b->name);
+	cr_assert_str_eq(a->uid, b->uid);
+	cr_assert_str_eq(a->phase, b->phase);
+	cr_assert_str_eq(a->reason, b->reason);
+	cr_assert_eq(a->retries, b->retries);
+	cr_assert_eq(a->restarts, b->restarts);
+	cr_assert_eq(a->generation, b->generation);
+	cr_assert_eq(a->since, b->since);
+	cr_assert_eq(a->next_restart_at, b->next_restart_at);
+	cr_assert_eq(a->last_exit.present, b->last_exit.present);
+	cr_assert_eq(a->last_exit.code, b->last_exit.code);
+	cr_assert_eq(a->last_exit.signal, b->last_exit.signal);
+	cr_assert_eq(a->ready, b->ready);
+	cr_assert_eq(a->outcome, b->outcome);
+	cr_assert_eq(a->restart, b->restart);
+	cr_assert_eq(a->held, b->held);
+	cr_assert_eq(a->stopped, b->stopped);
+	cr_assert_eq(a->n_containers, b->n_containers);
+	for (size_t i = 0; i < a->n_containers; i++) {
+		const st_container_status_t *x = &a->containers[i], *y = &b->containers[i];
+		cr_assert_str_eq(x->name, y->name);
+		cr_assert_str_eq(x->phase, y->phase);
+		cr_assert_str_eq(x->reason, y->reason);
+		cr_assert_str_eq(x->probe, y->probe);
+		cr_assert_eq(x->pid, y->pid);
+		cr_assert_eq(x->pid_start_time, y->pid_start_time);
+		cr_assert_eq(x->restarts, y->restarts);
+		cr_assert_eq(x->retries, y->retries);
+		cr_assert_eq(x->last_exit.present, y->last_exit.present);
+		cr_assert_eq(x->last_exit.code, y->last_exit.code);
+		cr_assert_eq(x->last_exit.signal, y->last_exit.signal);
+		cr_assert_eq(x->started_at, y->started_at);
+		cr_assert_eq(x->log_dropped, y->log_dropped);
+		cr_assert_eq(x->ready, y->ready);
+		cr_assert_eq(x->outcome, y->outcome);
+		cr_assert_eq(x->probe_until, y->probe_until);
+		cr_assert_eq(x->gave_up, y->gave_up);
+	}
+}
+
+struct pk_walk { const st_status_t *want; int seen; };
+
+static int pk_walk_cb(void *ctx, const st_status_t *s)
+{
+	struct pk_walk *w = ctx;
+	if (strcmp(s->name, w->want->name) == 0) {
+		pk_assert(s, w->want);
+		w->seen++;
+	}
+	return 0;
+}
+
+static void pk_check_all(st_t *st, const st_status_t *want)
+{
+	st_status_t g, *l;
+	size_t n;
+	struct pk_walk w = { want, 0 };
+	cr_assert_eq(st_status_get(st, want->name, &g, NULL), 0);
+	pk_assert(&g, want);
+	st_status_clear(&g);
+	cr_assert_eq(st_status_list(st, &l, &n, NULL), 0);
+	cr_assert_eq(n, 2);
+	pk_assert(&l[1], want);     /* "a" sorts first */
+	cr_assert_str_eq(l[0].name, "a");
+	cr_assert_eq(l[0].n_containers, 0);
+	cr_assert_null(l[0].containers);
+	st_status_list_free(l, n);
+	cr_assert_eq(st_status_foreach(st, pk_walk_cb, &w, NULL), 0);
+	cr_assert_eq(w.seen, 1);
+}
+
+Test(store, the_packed_status_cache_keeps_every_field, .init = setup, .fini = teardown)
+{
+	st_t *st = stu_open(g_dir, NULL);
+	st_status_t s, a;
+	st_container_status_t c[PK_N];
+	pk_fill(&s, c);
+	stu_status(&a, "a", "pending", 0);
+	cr_assert_eq(st_status_put(st, &a), 0);
+	cr_assert_eq(st_status_put(st, &s), 0);
+	pk_check_all(st, &s);
+	cr_assert_eq(st_flush(st, NULL), 0);
+	pk_check_all(st, &s);
+	/* A put replaces the record whole: fewer containers, shorter strings. */
+	st_status_t s2 = s;
+	s2.n_containers = 1;
+	snprintf(s2.reason, sizeof s2.reason, "short");
+	cr_assert_eq(st_status_put(st, &s2), 0);
+	pk_check_all(st, &s2);
+	cr_assert_eq(st_status_put(st, &s), 0);
+	cr_assert_eq(st_close(st, NULL), 0);
+	st = stu_open(g_dir, NULL);
+	pk_check_all(st, &s);
+	st_close(st, NULL);
+}
+
+/* malloc'ed bytes in use, mmap'ed chunks (big arrays) included. */
+static size_t heap_in_use(void)
+{
+	struct mallinfo2 mi = mallinfo2();
+	return mi.uordblks + mi.hblkhd;
+}
+
+/* Issue 38 item 2: a burst's queue is given back once flushed.  A
+ * status put for each of 10,000 names queues 10,000 entries (~180 bytes
+ * each, and their map's slots): once flushed, what stays is the status
+ * cache (~250 bytes a name) and LMDB's own reuse list of dirty pages,
+ * not the queue's room as well (~330 bytes a name more while the queue
+ * kept its capacity up to 65,536 entries). */
+Test(store, a_flushed_burst_gives_its_queue_back, .init = setup, .fini = teardown)
+{
+	st_t *st = stu_open(g_dir, NULL);
+	const int n = 10000;
+	char name[32];
+	size_t a, b;
+
+	cr_assert_eq(st_flush(st, NULL), 0);
+	a = heap_in_use();
+	for (int i = 0; i < n; i++) {
+		st_status_t s;
+		snprintf(name, sizeof name, "burst-%05d", i);
+		stu_status(&s, name, "running", 0);
+		cr_assert_eq(st_status_put(st, &s), 0);
+	}
+	cr_assert_eq(st_pending(st), (size_t)n);
+	cr_assert_eq(st_flush(st, NULL), 0);
+	cr_assert_eq(st_pending(st), 0);
+	b = heap_in_use();
+	cr_assert_lt(b - a, (size_t)n * 450, "after the flush %zu bytes a name stay",
+		     (b - a) / n);
+	st_status_t g;
+	cr_assert_eq(st_status_get(st, "burst-09999", &g, NULL), 0);
+	cr_assert_str_eq(g.phase, "running");
+	st_status_clear(&g);
+	st_close(st, NULL);
 }
