@@ -163,8 +163,16 @@ struct pod_mgr {
 	pod_cgroup_sweep_t sweep;
 	bool marking;                 /* the pass's end: unseen pods are gone */
 	size_t mark_it;               /* where the marking goes on (map slot) */
-	bool ctr_listing;             /* the containers' list, in slices */
-	size_t ctr_it;
+	/* A pass whose store has not changed since a whole walk (its
+	 * st_coll_changes is the one that walk started at) walks the
+	 * tracked pods instead of the store: every stored pod is tracked,
+	 * at the generation it has, and none tracked as desired is gone. */
+	bool fast;                    /* this pass walks the map */
+	bool missed;                  /* this walk could not track a pod */
+	bool clean;                   /* clean_changes is valid */
+	uint64_t walk_changes;        /* st_coll_changes when this walk began */
+	uint64_t clean_changes;       /* ... when the last whole walk began */
+	size_t fast_it;               /* where the map walk goes on */
 	/* depends_on backwards: pod name -> tank_set_t of pod_rdep_t, the
 	 * pods whose desired or running spec names it (a superset: entries
 	 * are checked against the spec when used, and go with the

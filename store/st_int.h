@@ -129,6 +129,7 @@ struct st_coll {
 	int next_sub_id;
 	tank_map_t pend;           /* key -> st->pend index + 1 */
 	MDB_cursor *cur;           /* on db_hist, while a flush writes */
+	uint64_t changes;          /* st_coll_changes */
 
 	/* typed_status: every status, decoded: loaded at open, written
 	 * through by puts.  Status reads never touch LMDB: they are the
