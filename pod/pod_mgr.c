@@ -127,7 +127,7 @@ static uint64_t pod__sig_str(uint64_t h, const char *str)
 	return pod__sig_mix(h, tank_hash64(str, strlen(str)));
 }
 
-static uint64_t pod__status_sig(const pod_trk_t *p)
+uint64_t pod__status_sig(const pod_trk_t *p)
 {
 	uint64_t h = pod__sig_mix(p->st.phase, (uint64_t)p->st.since);
 

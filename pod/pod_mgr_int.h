@@ -116,6 +116,11 @@ struct pod_trk {
 				       * on the heap, for the first pass only
 				       * (a ~450 B record per pod otherwise) */
 	uint64_t persisted_sig;       /* pod__status_sig of the last status queued */
+	/* The resync's sweep skips the groups of a settled pod it already
+	 * swept in the same state (pod__status_sig): its sig then, and the
+	 * pass (pod_sweep.c). */
+	uint64_t swept_sig;
+	uint64_t swept_pass;
 	bool gated;                   /* a start waits for depends_on (phase waiting) */
 	bool was_busy;                /* pod__busy at the last update */
 	uint8_t cond;                 /* POD__COND_* that held at the last update */
@@ -226,6 +231,11 @@ void pod__ctr_finish(rc_loop_t *loop, pod_ctr_t *c, uint8_t outcome, const char 
  * with pod__envp_free.  NULL: out of memory. */
 char **pod__envp(const pod_container_t *pc);
 void pod__envp_free(char **envp);
+
+/* A signature of the fields a status shows (phase, reason, each
+ * container's phase, pid, start time, restarts, ...): equal signatures,
+ * nothing to write (and, for the sweep, nothing happened). */
+uint64_t pod__status_sig(const pod_trk_t *p);
 
 /* --- pod_sweep.c: untracked processes ---------------------------------------------- */
 
