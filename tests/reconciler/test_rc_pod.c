@@ -931,6 +931,54 @@ Test(reconciler, sweep_stops_untracked_processes_in_tank_cgroups)
 	teardown(h);
 }
 
+/* The resync's sweep does not read the groups of a pod settled in the
+ * state it was last swept in (issue 38: that was most of an idle tankd's
+ * CPU), but reads them again within 60 passes: a process planted by hand
+ * in a running pod's own group is found then, not at the next pass (the
+ * loop resyncs every 200 ms here: 12 s).  A state change (a restart) has
+ * its groups read at the next pass. */
+Test(reconciler, a_settled_pods_groups_are_swept_again_within_sixty_passes, .timeout = 90)
+{
+	h_t *h = setup(true);
+	char buf[512], own[64];
+	st_pod_t sp;
+
+	if (h->cg.mode == POD_CGROUP_NONE) {
+		teardown(h);
+		cr_skip_test("no cgroup hierarchy here: the sweep has nothing to walk");
+	}
+	apply_yaml(h, pod_yaml(buf, sizeof buf, "calm", "always", "sleep", "{base: 0s}"));
+	cr_assert(wait_for(h, "calm", phase_is, "running", 10));
+	cr_assert_eq(st_pod_get(h->st, "calm", &sp, NULL), 0);
+	snprintf(own, sizeof own, "calm.%.8s", sp.uid);
+	st_pod_clear(&sp);
+	run_for(h, 1.0);                 /* swept once while settled */
+	pid_t stowaway = plant(h, own);
+	run_for(h, 2.0);                 /* ~10 passes */
+	cr_assert(!reaped(stowaway), "a settled pod's groups were read at every pass");
+	bool gone_ = false;
+	for (int i = 0; i < 2000 && !gone_; i++) {
+		run_for(h, 0.02);
+		gone_ = reaped(stowaway);
+	}
+	cr_assert(gone_, "not found within 60 passes");
+	cr_assert(phase_is(h, "calm", "running"));
+
+	/* Settled again: a new stowaway waits, until a restart moves it. */
+	run_for(h, 1.0);
+	stowaway = plant(h, own);
+	run_for(h, 1.0);
+	cr_assert(!reaped(stowaway));
+	cr_assert_eq(pod_mgr_restart(h->pods, h->rt, h->loop, "calm"), 0);
+	gone_ = false;
+	for (int i = 0; i < 250 && !gone_; i++) {
+		run_for(h, 0.02);
+		gone_ = reaped(stowaway);
+	}
+	cr_assert(gone_, "a restart did not have its groups read at the next pass");
+	teardown(h);
+}
+
 /* --- identity ---------------------------------------------------------------- */
 
 /* Processes whose argv[1] is `marker` (the sleeps below). */
