@@ -673,7 +673,7 @@ int st_coll_history(st_coll_t *c, const char *key, size_t limit,
 		uint32_t ent = (uint32_t)(p - c->st->pend);
 		for (size_t i = 0; i < c->st->n_trs && !rc; i++) {
 			st_transition_t t;
-			if (c->st->trs[i].ent != ent)
+			if (c->st->trs[i].ent != ent || !st__tr_live(c->st->pend, &c->st->trs[i]))
 				continue;
 			t = c->st->trs[i].t;
 			st__tr_fill(c, key, next++, uid, &t);
