@@ -19,6 +19,10 @@
  *             /metrics every second and keeps /events open, the two
  *             alternated for -r ROUNDS (default 5; QUICK=1: 3) and their
  *             medians' ratio on/off reported.  Not in the default list.
+ *   idle      tankd's CPU (utime+stime, % of a core) with -i N idle pods
+ *             (default 1000; QUICK=1: 200) over -w SECONDS (60; QUICK=1:
+ *             10) once all run and a resync period passed (issue 38).
+ *             In the default list of the full mode, not of QUICK=1.
  *
  * How "running again" is seen: each workload reports "S pid t" (t its
  * CLOCK_MONOTONIC exec-time stamp) on a datagram socket; the storm is over
@@ -27,7 +31,8 @@
  * RPC and the status bookkeeping on top.
  *
  *   bench_storm [-s SCENARIOS] [-n N,N,...] [-p PEERS] [-c CRASHLOOP_N] [-r ROUNDS]
- *     SCENARIOS  comma list of storm,memory,crashloop,latency (default) and obs
+ *               [-i IDLE_N] [-w IDLE_WINDOW_S]
+ *     SCENARIOS  comma list of storm,memory,crashloop,latency,idle (default) and obs
  *     N          storm sizes (default 100,1000,5000; QUICK=1: 50,200)
  *     PEERS      comma list of s6,runit,supervisord (default: installed)
  *   BENCH_TANKD_HTTP=ADDR  tankd runs with --http ADDR (its cost: docs/bench.md)
@@ -1400,6 +1405,71 @@ out:
 	pidset_free(&seen);
 }
 
+/* --- scenario: idle (issue 38, item 5) ------------------------------------ */
+
+/* tankd's CPU with N idle pods (workload sleep: no output, no exit), once
+ * all run and one resync period (5 s) has passed: utime+stime from
+ * /proc/PID/stat over window_s, as a share of one core (target: at most
+ * 1 % at 10,000 pods).  What it pays for is the resync every 5 s (its
+ * walk and the cgroup sweep) and the store's timers; nothing else should
+ * run. */
+static void idle_cpu(ctx_t *c, long n, long window_s)
+{
+	sys_t s = { .kind = SYS_TANK };
+	pidset_t seen = { 0 };
+	uint64_t last, t0;
+	api_incoming_t in;
+
+	note("idle: tank, N = %ld, window %ld s", n, window_s);
+	notes_drain(&c->notes);
+	if (pidset_init(&seen, (size_t)n) < 0)
+		return;
+	s.n = n;
+	snprintf(s.dir, sizeof s.dir, "%s/tank-idle-%ld-%d", c->top, n, c->seq++);
+	if (mkdir(s.dir, 0755) < 0)
+		goto out;
+	setenv("BENCH_NOTIFY", c->notes.path, 1);
+	setenv("BENCH_MODE", "sleep", 1);
+	if (tank_start(c, &s) < 0)
+		goto out;
+	pods_arg_t a = { c, 0, n, "sleep" };
+	t0 = bench_now_ns();
+	if (tank_call(&s, "apply", pack_pods, &a, &in) < 0)
+		goto out;
+	api_incoming_free(&in);
+	/* No hurry here (the CPU is measured after): a loaded machine took
+	 * more than 80 s to start 9,872. */
+	if (wait_starts(c, n, t0, NULL, &seen, (60ull + (uint64_t)n / 25) * 1000000000u, &last) < n) {
+		note("idle: only %zu of %ld pods started", seen.n, n);
+		goto out;
+	}
+	if (tank_confirm(&s, n, &seen, bench_now_ns() + 60ull * 1000000000u) < 0)
+		goto out;
+	/* Past the resync period, so the passes measured are steady ones. */
+	bench_sleep_ms(6000);
+	pid_t perf = perf_start(s.pid, "idle");
+	unsigned long long k0 = cpu_ticks(s.pid);
+	uint64_t c0 = cpu_ns(s.pid), w0 = bench_now_ns();
+	for (long i = 0; i < window_s * 10 && !g_interrupted; i++)
+		bench_sleep_ms(100);
+	unsigned long long k1 = cpu_ticks(s.pid);
+	uint64_t c1 = cpu_ns(s.pid), w1 = bench_now_ns();
+	perf_stop(perf);
+	if (g_interrupted)
+		goto out;
+	double secs = (double)(w1 - w0) / 1e9;
+	long hz = sysconf(_SC_CLK_TCK);
+	double ticks_share = (double)(k1 - k0) / (double)hz / secs;
+	double ns_share = (double)(c1 - c0) / 1e9 / secs;
+	emit("idle_cpu_share", ticks_share * 100, "%core", "tank", n);
+	emit("idle_cpu_share_schedstat", ns_share * 100, "%core", "tank", n);
+	note("idle: tank N=%ld: %.3f %% of a core over %.0f s (utime+stime %llu ticks; "
+	     "schedstat %.3f %%)", n, ticks_share * 100, secs, k1 - k0, ns_share * 100);
+out:
+	sys_stop(&s);
+	pidset_free(&seen);
+}
+
 /* --- scenario: crash loop ------------------------------------------------- */
 
 static long sum_restarts(sys_t *s)
@@ -1643,7 +1713,8 @@ static void print_table(const table_row_t *rows, size_t nn)
 int main(int argc, char **argv)
 {
 	ctx_t c;
-	const char *scen = "storm,memory,crashloop,latency", *peer_list = NULL;
+	const char *scen = "storm,memory,crashloop,latency,idle", *peer_list = NULL;
+	bool scen_given = false;
 	long ns[8];
 	size_t nn = 0;
 	bool peers[SYS_COUNT] = { 0 };
@@ -1652,18 +1723,21 @@ int main(int argc, char **argv)
 	memset(&c, 0, sizeof c);
 	c.notes.fd = -1;
 	c.quick = getenv("QUICK") && strcmp(getenv("QUICK"), "0");
-	long crash_n = 0, rounds = 0;
+	long crash_n = 0, rounds = 0, idle_n = 0, idle_window = 0;
 	bool n_given = false;
-	while ((opt = getopt(argc, argv, "s:n:p:c:r:")) != -1) {
+	while ((opt = getopt(argc, argv, "s:n:p:c:r:i:w:")) != -1) {
 		switch (opt) {
-		case 's': scen = optarg; break;
+		case 's': scen = optarg; scen_given = true; break;
 		case 'n': nn = parse_list(optarg, ns, 8); n_given = nn > 0; break;
 		case 'r': rounds = strtol(optarg, NULL, 10); break;
 		case 'p': peer_list = optarg; break;
 		case 'c': crash_n = strtol(optarg, NULL, 10); break;
+		case 'i': idle_n = strtol(optarg, NULL, 10); break;
+		case 'w': idle_window = strtol(optarg, NULL, 10); break;
 		default:
-			fprintf(stderr, "usage: bench_storm [-s storm,memory,crashloop,latency,obs] [-n N,...] "
-				"[-p s6,runit,supervisord] [-c CRASHLOOP_N] [-r OBS_ROUNDS]\n");
+			fprintf(stderr, "usage: bench_storm [-s storm,memory,crashloop,latency,obs,idle] [-n N,...] "
+				"[-p s6,runit,supervisord] [-c CRASHLOOP_N] [-r OBS_ROUNDS] [-i IDLE_N] "
+				"[-w IDLE_WINDOW_S]\n");
 			return 2;
 		}
 	}
@@ -1745,6 +1819,12 @@ int main(int argc, char **argv)
 			mn = c.mem_n;
 		if (mn > 0)
 			memory_big(&c, mn, base_pss > 0 ? base_pss : 0);
+	}
+	if (has_word(scen, "idle") && (!c.quick || scen_given) && !g_interrupted) {
+		long want = idle_n > 0 ? idle_n : c.quick ? 200 : 1000;
+		if (want > c.tank_max_pods)
+			want = c.tank_max_pods;
+		idle_cpu(&c, want, idle_window > 0 ? idle_window : c.quick ? 10 : 60);
 	}
 	if (has_word(scen, "crashloop") && !g_interrupted)
 		crashloop(&c, crash_n > 0 ? crash_n : c.quick ? 20 : 100, c.quick ? 2000 : 5000);

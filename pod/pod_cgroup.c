@@ -776,6 +776,8 @@ static int sweep_pod(const pod_cgroup_env_t *env, const char *root, const char *
 	int total = 0;
 	bool kept = false;
 
+	if (owned(ctx, pod, NULL))
+		return 0;               /* known clean: not read at this sweep */
 	snprintf(pdir, sizeof pdir, "%s/%s", root, pod);
 	if (!(pd = opendir(pdir)))
 		return 0;

@@ -22,33 +22,11 @@
 
 /* --- container manager ----------------------------------------------------------- */
 
-static int pod__ctr_list(void *ctx, rc_loop_t *loop)
-{
-	pod_mgr_t *m = ctx;
-	uint64_t end = pod__coarse_ns() + RC_LIST_SLICE_MS * 1000000ull;
-	size_t it = m->ctr_listing ? m->ctr_it : 0;
-	unsigned n = 0;
-	void *v;
-
-	/* The containers of every pod that is not settled (see
-	 * pod__settled): the others have nothing to converge.  In slices,
-	 * as the pods' walk (100,000 pods took tens of milliseconds); a pod
-	 * missed because the map changed between slices is listed by the
-	 * next pass, and anything that happens to it queues it anyway. */
-	m->ctr_listing = true;
-	while (tank_map_next(&m->pods, &it, NULL, &v)) {
-		pod_trk_t *p = v;
-		if (!pod__settled(rc_rt(loop), p))
-			for (size_t i = 0; i < p->nctrs; i++)
-				rc_enqueue(loop, K_CTR, p->ctrs[i].key);
-		if ((++n & 63) == 0 && pod__coarse_ns() > end) {
-			m->ctr_it = it;
-			return RC_LIST_MORE;
-		}
-	}
-	m->ctr_listing = false;
-	return 0;
-}
+/* The container manager lists nothing of its own: the pods' resync queues
+ * the containers of every pod it finds not settled together with the pod
+ * (pod__list), so a pass walks the tracked pods once, not twice (a second
+ * walk over 10,000 pods, each checked again, was half of a pass; issue
+ * 38). */
 
 void pod__drained_check(pod_mgr_t *m, rc_loop_t *loop)
 {
@@ -891,7 +869,6 @@ static void pod__ctr_stop(void *ctx, rc_loop_t *loop)
 const rc_manager_t pod_ctr_manager = {
 	.kind = TANK_KIND_CONTAINER,
 	.name = "container",
-	.list = pod__ctr_list,
 	.observe = pod__ctr_observe,
 	.reconcile = pod__ctr_reconcile,
 	.mark_failed = pod__ctr_mark_failed,

@@ -124,6 +124,11 @@ struct pod_trk {
 				       * on the heap, for the first pass only
 				       * (a ~450 B record per pod otherwise) */
 	uint64_t persisted_sig;       /* pod__status_sig of the last status queued */
+	/* The resync's sweep skips the groups of a settled pod it already
+	 * swept in the same state (pod__status_sig): its sig then, and the
+	 * pass (pod_sweep.c). */
+	uint64_t swept_sig;
+	uint64_t swept_pass;
 	bool gated;                   /* a start waits for depends_on (phase waiting) */
 	bool was_busy;                /* pod__busy at the last update */
 	uint8_t cond;                 /* POD__COND_* that held at the last update */
@@ -171,8 +176,16 @@ struct pod_mgr {
 	pod_cgroup_sweep_t sweep;
 	bool marking;                 /* the pass's end: unseen pods are gone */
 	size_t mark_it;               /* where the marking goes on (map slot) */
-	bool ctr_listing;             /* the containers' list, in slices */
-	size_t ctr_it;
+	/* A pass whose store has not changed since a whole walk (its
+	 * st_coll_changes is the one that walk started at) walks the
+	 * tracked pods instead of the store: every stored pod is tracked,
+	 * at the generation it has, and none tracked as desired is gone. */
+	bool fast;                    /* this pass walks the map */
+	bool missed;                  /* this walk could not track a pod */
+	bool clean;                   /* clean_changes is valid */
+	uint64_t walk_changes;        /* st_coll_changes when this walk began */
+	uint64_t clean_changes;       /* ... when the last whole walk began */
+	size_t fast_it;               /* where the map walk goes on */
 	/* depends_on backwards: pod name -> tank_set_t of pod_rdep_t, the
 	 * pods whose desired or running spec names it (a superset: entries
 	 * are checked against the spec when used, and go with the
@@ -235,6 +248,11 @@ void pod__ctr_finish(rc_loop_t *loop, pod_ctr_t *c, uint8_t outcome, const char 
  * with pod__envp_free.  NULL: out of memory. */
 char **pod__envp(const pod_container_t *pc);
 void pod__envp_free(char **envp);
+
+/* A signature of the fields a status shows (phase, reason, each
+ * container's phase, pid, start time, restarts, ...): equal signatures,
+ * nothing to write (and, for the sweep, nothing happened). */
+uint64_t pod__status_sig(const pod_trk_t *p);
 
 /* --- pod_sweep.c: untracked processes ---------------------------------------------- */
 

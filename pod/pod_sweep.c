@@ -40,10 +40,36 @@ typedef struct pod_sweep {
 	bool all;                     /* shutting down: nothing is owned */
 } pod_sweep_t;
 
+/* A settled pod's groups swept once in a state are skipped at the next
+ * sweeps until that state changes (a start, an exit, a restart, a stop,
+ * a new spec: its status signature moves, or it is not settled), and read
+ * again at least every POD_SWEEP_FULL_PASSES passes (5 minutes at the
+ * default resync of 5 s): what tank itself does to a pod changes its
+ * state, so only a process planted by hand in a settled pod's own group
+ * (or a container group made by hand in it) waits that long. */
+#define POD_SWEEP_FULL_PASSES 60
+
+static bool pod__cg_skip(const pod_sweep_t *sw, pod_trk_t *p)
+{
+	pod_mgr_t *m = sw->m;
+	uint64_t sig;
+
+	if (!pod__settled(rc_rt(sw->loop), p))
+		return false;
+	sig = pod__status_sig(p);
+	if (p->swept_sig == sig && m->pass - p->swept_pass < POD_SWEEP_FULL_PASSES)
+		return true;
+	/* Swept now, in this state: pod__cg_found forgets it if this
+	 * sweep finds anything. */
+	p->swept_sig = sig;
+	p->swept_pass = m->pass;
+	return false;
+}
+
 static bool pod__cg_owned(void *ctx, const char *pod, const char *container)
 {
 	const pod_sweep_t *sw = ctx;
-	const pod_trk_t *p;
+	pod_trk_t *p;
 	const char *dot = strrchr(pod, '.');
 	char name[POD_NAME_MAX + 1], group[POD_NAME_MAX + 16];
 
@@ -56,6 +82,8 @@ static bool pod__cg_owned(void *ctx, const char *pod, const char *container)
 	pod__cg_group(p, group, sizeof group);
 	if (strcmp(group, pod) != 0)
 		return false;           /* a predecessor's group */
+	if (!container)
+		return pod__cg_skip(sw, p);
 	if (pod_sandbox_is_group(container))
 		return pod__sb_owned(p, container);
 	/* Containers not built yet (the first pass after a restart of
@@ -90,6 +118,8 @@ static void pod__cg_found(void *ctx, const char *pod, const char *container, int
 	p = name[0] ? tank_map_get(&sw->m->pods, name) : NULL;
 	if (p && p->has_sb && strcmp(p->sb.group, container) == 0)
 		return;                 /* its own sandbox, at tankd's stop */
+	if (p)
+		p->swept_sig = 0;       /* not clean: read again next time */
 
 	if (pod_sandbox_is_group(container))
 		pod__fmt(what, sizeof what, "stopped a sandbox no container runs in any more "

@@ -595,6 +595,7 @@ int st__hist_add(st_coll_t *c, const char *name, const st_transition_t *t)
 		return -ENOMEM;
 	pend_tr_t *tr = &st->trs[st->n_trs++];
 	tr->ent = (uint32_t)(p - st->pend);
+	tr->qseq = st->tr_qseq++;
 	tr->t = *t;
 	tr->t.seq = 0;
 	tr->t.legacy = false;
@@ -618,12 +619,9 @@ int st_coll_status_forget(st_coll_t *c, const char *name)
 	pend_t *p = st__pend_get(c, name);
 	if (!p)
 		return -ENOMEM;
-	uint32_t ent = (uint32_t)(p - st->pend);
-	size_t o = 0;
-	for (size_t i = 0; i < st->n_trs; i++)
-		if (st->trs[i].ent != ent)
-			st->trs[o++] = st->trs[i];
-	st->n_trs = o;
+	/* Its transitions queued so far go with it: skipped when written
+	 * or read (st__tr_live), in O(1) here. */
+	p->drop_below = st->tr_qseq;
 	if (c->decl->typed_status)
 		st__cache_del(c, &name, 1);
 	free(p->val);
@@ -820,7 +818,7 @@ int st__write_pending(st_t *st, MDB_txn *txn)
 		}
 	}
 	for (size_t i = 0; i < st->n_trs && !rc; i++) {
-		if (st->trs[i].ent >= np)
+		if (st->trs[i].ent >= np || !st__tr_live(st->pend, &st->trs[i]))
 			continue;
 		pend_t *p = &st->pend[st->trs[i].ent];
 		st_coll_t *c = p->c;

@@ -279,6 +279,7 @@ static void coll__notify(st_coll_t *c, const char *const *keys, size_t n)
 {
 	if (n == 0)
 		return;
+	c->changes++;
 	for (size_t i = 0; i < c->n_subs; i++)
 		c->subs[i].fn(c->subs[i].ctx, keys, n);
 }
@@ -466,6 +467,11 @@ int st_coll_scan_from(st_coll_t *c, const char *after, st_pod_fn fn, void *ctx,
 	mdb_cursor_close(cur);
 	mdb_txn_abort(txn);
 	return rc;
+}
+
+uint64_t st_coll_changes(const st_coll_t *c)
+{
+	return c->changes;
 }
 
 int st_coll_watch(st_coll_t *c, st_subscriber_fn fn, void *ctx)
@@ -672,7 +678,7 @@ int st_coll_history(st_coll_t *c, const char *key, size_t limit,
 		uint32_t ent = (uint32_t)(p - c->st->pend);
 		for (size_t i = 0; i < c->st->n_trs && !rc; i++) {
 			st_transition_t t;
-			if (c->st->trs[i].ent != ent)
+			if (c->st->trs[i].ent != ent || !st__tr_live(c->st->pend, &c->st->trs[i]))
 				continue;
 			t = c->st->trs[i].t;
 			st__tr_fill(c, key, next++, uid, &t);
@@ -779,8 +785,10 @@ int st_coll_commit(st_t *st, const st_coll_op_t *ops, size_t n, tank_error_t *er
 			const char **keys = cap ? malloc(cap * sizeof *keys) : NULL;
 			if (op->c->decl->typed_status && op->ndel)
 				st__cache_del(op->c, op->del, op->ndel);
-			if (!keys)
+			if (!keys) {
+				op->c->changes += cap > 0;   /* not notified, still changed */
 				continue;
+			}
 			for (size_t k = 0; k < op->nput; k++)
 				if (op->res[k].action != ST_UNCHANGED)
 					keys[m++] = op->put[k].name;

@@ -93,6 +93,13 @@ int st_coll_scan(st_coll_t *c, st_pod_fn fn, void *ctx, tank_error_t *err);
 /* The same from the first key after `after` (NULL or "": from the start). */
 int st_coll_scan_from(st_coll_t *c, const char *after, st_pod_fn fn, void *ctx,
 		      tank_error_t *err);
+/* How many committed writes changed the collection's objects (a put that
+ * created or configured one, a delete that removed one) since open.  Equal
+ * values mean the same stored objects: a resync that has walked them all
+ * once need not read them again until this moves (the pod manager's
+ * resync, pod/pod_mgr.c).  It may move without a change, never the
+ * other way. */
+uint64_t st_coll_changes(const st_coll_t *c);
 /* Subscribers told the keys created, configured or deleted, after the
  * commit (as st_subscribe).  Returns an id > 0 or -ENOMEM. */
 int st_coll_watch(st_coll_t *c, st_subscriber_fn fn, void *ctx);

@@ -39,10 +39,16 @@ typedef struct pend {
 	uint64_t next_seq;
 	bool uid_done;             /* uid looked up (while writing) */
 	char uid[ST_UID_LEN + 1];
+	/* Queued transitions of this name numbered below this were
+	 * forgotten (st_coll_status_forget) and are skipped, not removed:
+	 * removing them scanned the whole queue for each name, and a delete
+	 * of 100,000 pods forgets 100,000 names (issue 38). */
+	uint64_t drop_below;
 } pend_t;
 
 typedef struct pend_tr {
 	uint32_t ent;              /* index into st->pend */
+	uint64_t qseq;             /* st->tr_qseq when queued */
 	st_transition_t t;
 } pend_tr_t;
 
@@ -103,6 +109,7 @@ struct st {
 	size_t n_pend, cap_pend;
 	pend_tr_t *trs;
 	size_t n_trs, cap_trs;
+	uint64_t tr_qseq;          /* numbers the queued transitions */
 
 	struct st_coll *pods;      /* the pods' collection */
 	struct st_coll **colls;    /* every open collection, pods first */
@@ -136,6 +143,7 @@ struct st_coll {
 	int next_sub_id;
 	tank_map_t pend;           /* key -> st->pend index + 1 */
 	MDB_cursor *cur;           /* on db_hist, while a flush writes */
+	uint64_t changes;          /* st_coll_changes */
 
 	/* typed_status: every status, packed (cent_t): loaded at open,
 	 * written through by puts.  Status reads never touch LMDB: they are the
@@ -171,6 +179,11 @@ const cent_t *st__cache_find(st_coll_t *c, const char *name);
 int st__cache_status(const cent_t *e, st_status_t *out);
 /* The queue entry of (c, key), found or created (key already valid);
  * NULL on -ENOMEM. */
+/* A queued transition not forgotten since (pend_t.drop_below). */
+static inline bool st__tr_live(const pend_t *pend, const pend_tr_t *tr)
+{
+	return tr->qseq >= pend[tr->ent].drop_below;
+}
 pend_t *st__pend_find(st_coll_t *c, const char *key);
 pend_t *st__pend_get(st_coll_t *c, const char *key);
 /* Queues one transition (the ST_FLUSH_BATCH and ST_PENDING_MAX rules). */

@@ -20,6 +20,7 @@
 #include "pod/pod_mgr.h"
 #include "pod/pod_req.h"
 #include "store/st.h"
+#include "store/st_coll.h"
 #include "tests/support/tsupport.h"
 
 typedef struct h {
@@ -161,7 +162,8 @@ static void run_for(h_t *h, double s)
 	ts_run_for(h->rt, s);
 }
 
-static void apply_yaml(h_t *h, const char *yaml)
+/* Stores the pods of yaml without telling the loop (no nudge). */
+static void store_yaml(h_t *h, const char *yaml)
 {
 	pod_manifest_t *m = NULL;
 	kit_errors_t errs;
@@ -184,6 +186,11 @@ static void apply_yaml(h_t *h, const char *yaml)
 		free(bufs[i]);
 	pod_manifest_free(m);
 	kit_errors_free(&errs);
+}
+
+static void apply_yaml(h_t *h, const char *yaml)
+{
+	store_yaml(h, yaml);
 	rc_nudge(h->rt, h->loop);
 }
 
@@ -561,6 +568,57 @@ Test(reconciler, delete_during_backoff_cancels_restart)
 	teardown(h);
 }
 
+static bool generation_is(h_t *h, const char *name, const void *arg)
+{
+	st_status_t s;
+	bool ok = status(h, name, &s) && s.generation == *(const uint64_t *)arg &&
+		  strcmp(s.phase, "running") == 0;
+	st_status_clear(&s);
+	return ok;
+}
+
+/* A resync over a store that did not change walks the tracked pods, not
+ * the stored records (issue 38): what it must still see is any change
+ * made behind its back.  Here the store is changed without a nudge, so
+ * only the resync tick (200 ms) can find it. */
+Test(reconciler, a_resync_over_an_unchanged_store_still_sees_every_change)
+{
+	h_t *h = setup(true);
+	char buf[512];
+	st_coll_t *pods = st_pods(h->st);
+
+	apply_yaml(h, pod_yaml(buf, sizeof buf, "a", "always", "sleep", "{base: 0s}"));
+	apply_yaml(h, pod_yaml(buf, sizeof buf, "b", "always", "sleep", "{base: 0s}"));
+	cr_assert(wait_for(h, "a", phase_is, "running", 10));
+	cr_assert(wait_for(h, "b", phase_is, "running", 10));
+
+	/* Idle passes: status is written, the objects are not; nothing starts. */
+	uint64_t c0 = st_coll_changes(pods);
+	int launches = h->launches;
+	run_for(h, 1.0);
+	cr_assert_eq(st_coll_changes(pods), c0, "no object changed");
+	cr_assert_eq(h->launches, launches, "a settled pod is left alone");
+	/* The same bytes again change nothing either. */
+	store_yaml(h, pod_yaml(buf, sizeof buf, "a", "always", "sleep", "{base: 0s}"));
+	cr_assert_eq(st_coll_changes(pods), c0);
+
+	/* A new spec, no nudge: the next tick decodes it and restarts. */
+	store_yaml(h, pod_yaml(buf, sizeof buf, "a", "always", "sleep", "{base: 1s}"));
+	cr_assert_gt(st_coll_changes(pods), c0);
+	uint64_t two = 2;
+	cr_assert(wait_for(h, "a", generation_is, &two, 10), "the tick saw the new spec");
+	cr_assert_eq(h->launches, launches + 1);
+
+	/* A delete, no nudge: the next tick stops and forgets it. */
+	const char *names[] = { "b" };
+	uint64_t c1 = st_coll_changes(pods);
+	cr_assert_eq(st_delete(h->st, names, 1, NULL, NULL), 0);
+	cr_assert_gt(st_coll_changes(pods), c1);
+	cr_assert(wait_for(h, "b", gone, NULL, 10), "the tick saw the delete");
+	cr_assert(phase_is(h, "a", "running"));
+	teardown(h);
+}
+
 /* --- terminal and restart by hand ----------------------------------------------- */
 
 Test(reconciler, terminal_stays_until_restart_by_hand)
@@ -871,6 +929,54 @@ Test(reconciler, sweep_stops_untracked_processes_in_tank_cgroups)
 	free(t);
 	cr_assert(noted, "no history entry names what the sweep found");
 	cr_assert(!phase_is(h, "own", "terminal"));
+	teardown(h);
+}
+
+/* The resync's sweep does not read the groups of a pod settled in the
+ * state it was last swept in (issue 38: that was most of an idle tankd's
+ * CPU), but reads them again within 60 passes: a process planted by hand
+ * in a running pod's own group is found then, not at the next pass (the
+ * loop resyncs every 200 ms here: 12 s).  A state change (a restart) has
+ * its groups read at the next pass. */
+Test(reconciler, a_settled_pods_groups_are_swept_again_within_sixty_passes, .timeout = 90)
+{
+	h_t *h = setup(true);
+	char buf[512], own[64];
+	st_pod_t sp;
+
+	if (h->cg.mode == POD_CGROUP_NONE) {
+		teardown(h);
+		cr_skip_test("no cgroup hierarchy here: the sweep has nothing to walk");
+	}
+	apply_yaml(h, pod_yaml(buf, sizeof buf, "calm", "always", "sleep", "{base: 0s}"));
+	cr_assert(wait_for(h, "calm", phase_is, "running", 10));
+	cr_assert_eq(st_pod_get(h->st, "calm", &sp, NULL), 0);
+	snprintf(own, sizeof own, "calm.%.8s", sp.uid);
+	st_pod_clear(&sp);
+	run_for(h, 1.0);                 /* swept once while settled */
+	pid_t stowaway = plant(h, own);
+	run_for(h, 2.0);                 /* ~10 passes */
+	cr_assert(!reaped(stowaway), "a settled pod's groups were read at every pass");
+	bool gone_ = false;
+	for (int i = 0; i < 2000 && !gone_; i++) {
+		run_for(h, 0.02);
+		gone_ = reaped(stowaway);
+	}
+	cr_assert(gone_, "not found within 60 passes");
+	cr_assert(phase_is(h, "calm", "running"));
+
+	/* Settled again: a new stowaway waits, until a restart moves it. */
+	run_for(h, 1.0);
+	stowaway = plant(h, own);
+	run_for(h, 1.0);
+	cr_assert(!reaped(stowaway));
+	cr_assert_eq(pod_mgr_restart(h->pods, h->rt, h->loop, "calm"), 0);
+	gone_ = false;
+	for (int i = 0; i < 250 && !gone_; i++) {
+		run_for(h, 0.02);
+		gone_ = reaped(stowaway);
+	}
+	cr_assert(gone_, "a restart did not have its groups read at the next pass");
 	teardown(h);
 }
 

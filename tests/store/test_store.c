@@ -531,6 +531,48 @@ Test(store, delete_drops_status_and_history, .init = setup, .fini = teardown)
 	st_close(st, NULL);
 }
 
+/* Forgetting a name drops its queued transitions and no other name's,
+ * queued before and after it, read before and after the flush (the queue
+ * skips what was forgotten rather than compacting itself per name). */
+Test(store, forget_drops_only_that_names_queued_transitions, .init = setup, .fini = teardown)
+{
+	st_t *st = stu_open(g_dir, NULL);
+	char name[16];
+	st_transition_t *h;
+	size_t n;
+
+	for (int i = 0; i < 300; i++) {
+		snprintf(name, sizeof name, "p%03d", i);
+		add_tr(st, name, 1);
+		add_tr(st, name, 2);
+	}
+	for (int i = 0; i < 300; i += 3) {
+		snprintf(name, sizeof name, "p%03d", i);
+		cr_assert_eq(st_status_forget(st, name), 0);
+	}
+	snprintf(name, sizeof name, "p%03d", 0);
+	add_tr(st, name, 7);                 /* after its forget: kept */
+	for (int pass = 0; pass < 2; pass++) {
+		for (int i = 0; i < 300; i++) {
+			snprintf(name, sizeof name, "p%03d", i);
+			cr_assert_eq(st_history(st, name, 0, &h, &n, NULL), 0);
+			if (i == 0) {
+				cr_assert_eq(n, 1, "%s", name);
+				cr_assert_eq(h[0].at, 7);
+			} else if (i % 3 == 0) {
+				cr_assert_eq(n, 0, "%s", name);
+			} else {
+				cr_assert_eq(n, 2, "%s", name);
+				cr_assert_eq(h[0].at, 1);
+				cr_assert_eq(h[1].at, 2);
+			}
+			free(h);
+		}
+		cr_assert_eq(st_flush(st, NULL), 0);
+	}
+	st_close(st, NULL);
+}
+
 Test(store, forget_then_put_keeps_the_later_put, .init = setup, .fini = teardown)
 {
 	st_t *st = stu_open(g_dir, NULL);
