@@ -162,6 +162,28 @@ int kp_client_ack(kp_client_t *c, pid_t pid, uint64_t start)
 	return kp__client_send(c, &m, NULL, 0);
 }
 
+/* The next message of an answer, waiting for it up to timeout_ms each
+ * time the socket is empty.  > 0: m and fds are filled.  A wait that
+ * failed: -ETIMEDOUT or the poll's error, the connection kept.  The
+ * connection's end (kp_recv's 0 or error): it is closed here (c->fd < 0)
+ * and that value returned. */
+static int kp__client_next(kp_client_t *c, int timeout_ms, kp_msg_t *m, int *fds)
+{
+	for (;;) {
+		struct pollfd pf = { c->fd, POLLIN, 0 };
+		int r = kp_recv(c->fd, m, fds);
+		if (r != -EAGAIN) {
+			if (r <= 0)
+				kp_client_close(c);
+			return r;
+		}
+		if ((r = poll(&pf, 1, timeout_ms)) < 0 && errno == EINTR)
+			continue;
+		if (r <= 0)
+			return r < 0 ? -errno : -ETIMEDOUT;
+	}
+}
+
 int kp_client_hello(kp_client_t *c, int timeout_ms,
 		    void (*entry)(void *ctx, const char *tag, const int *fds, unsigned n),
 		    void (*exit)(void *ctx, pid_t pid, uint64_t start, int status,
@@ -176,19 +198,8 @@ int kp_client_hello(kp_client_t *c, int timeout_ms,
 	if ((r = kp__client_send(c, &m, NULL, 0)) < 0)
 		return r;
 	for (;;) {
-		struct pollfd pf = { c->fd, POLLIN, 0 };
-		r = kp_recv(c->fd, &m, fds);
-		if (r == -EAGAIN) {
-			if ((r = poll(&pf, 1, timeout_ms)) < 0 && errno == EINTR)
-				continue;
-			if (r <= 0)
-				return r < 0 ? -errno : -ETIMEDOUT;
-			continue;
-		}
-		if (r <= 0) {
-			kp_client_close(c);
-			return r < 0 ? r : -EPIPE;
-		}
+		if ((r = kp__client_next(c, timeout_ms, &m, fds)) <= 0)
+			return c->fd >= 0 || r < 0 ? r : -EPIPE;
 		if (m.op == KP_END)
 			return 0;
 		if (m.op == KP_ENTRY)
@@ -215,19 +226,8 @@ int kp_client_stat(kp_client_t *c, int timeout_ms,
 	if ((r = kp__client_send(c, &m, NULL, 0)) < 0)
 		return r;
 	for (;;) {
-		struct pollfd pf = { c->fd, POLLIN, 0 };
-		r = kp_recv(c->fd, &m, fds);
-		if (r == -EAGAIN) {
-			if ((r = poll(&pf, 1, timeout_ms)) < 0 && errno == EINTR)
-				continue;
-			if (r <= 0)
-				return r < 0 ? -errno : -ETIMEDOUT;
-			continue;
-		}
-		if (r <= 0) {
-			kp_client_close(c);
-			return -EPIPE;
-		}
+		if ((r = kp__client_next(c, timeout_ms, &m, fds)) <= 0)
+			return c->fd >= 0 ? r : -EPIPE;
 		for (unsigned i = 0; i < m.nfds; i++)
 			close(fds[i]);
 		if (m.op == KP_EXIT)
