@@ -347,17 +347,29 @@ static void ctl_print_ref(const char *kind, const char *name, const char *what)
 
 /* --- verbs ------------------------------------------------------------------ */
 
-static int v_simple(ctl_t *x, int argc, char **argv, const char *method, int timeout)
+/* Parses the options of a verb whose only option is --help: -1 to go on
+ * (optind at the first argument), else the verb's exit code (its help
+ * printed, or a bad option named). */
+static int ctl_only_help(ctl_t *x, int argc, char **argv)
 {
 	static const struct option opts[] = { { "help", no_argument, NULL, OPT_HELP }, { 0 } };
-	api_incoming_t in;
-	int o, r;
+	int o;
 
 	while ((o = getopt_long(argc, argv, ":", opts, NULL)) != -1) {
 		if (o == OPT_HELP)
 			return ctl_help(ctl_find(x->verb));
 		return ctl_bad_option(x, o, argv);
 	}
+	return -1;
+}
+
+static int v_simple(ctl_t *x, int argc, char **argv, const char *method, int timeout)
+{
+	api_incoming_t in;
+	int r;
+
+	if ((r = ctl_only_help(x, argc, argv)) >= 0)
+		return r;
 	if (optind != argc)
 		return ctl_usage_error(x, "takes no arguments");
 	if ((r = ctl_call(x, method, NULL, NULL, timeout, &in)) != 0)
@@ -377,15 +389,11 @@ static int v_sync(ctl_t *x, int argc, char **argv) { return v_simple(x, argc, ar
 
 static int v_version(ctl_t *x, int argc, char **argv)
 {
-	static const struct option opts[] = { { "help", no_argument, NULL, OPT_HELP }, { 0 } };
 	api_incoming_t in;
-	int o, r;
+	int r;
 
-	while ((o = getopt_long(argc, argv, ":", opts, NULL)) != -1) {
-		if (o == OPT_HELP)
-			return ctl_help(ctl_find(x->verb));
-		return ctl_bad_option(x, o, argv);
-	}
+	if ((r = ctl_only_help(x, argc, argv)) >= 0)
+		return r;
 	if (optind != argc)
 		return ctl_usage_error(x, "takes no arguments");
 	printf("tankctl %s\n", CTL_VERSION);
@@ -443,15 +451,11 @@ static uint64_t ctl_u64(const msgpack_object *m, const char *key)
  * in place (docs/operations.md, "Upgrades"). */
 static int v_daemon(ctl_t *x, int argc, char **argv)
 {
-	static const struct option opts[] = { { "help", no_argument, NULL, OPT_HELP }, { 0 } };
 	api_incoming_t in;
-	int o, r;
+	int r;
 
-	while ((o = getopt_long(argc, argv, ":", opts, NULL)) != -1) {
-		if (o == OPT_HELP)
-			return ctl_help(ctl_find(x->verb));
-		return ctl_bad_option(x, o, argv);
-	}
+	if ((r = ctl_only_help(x, argc, argv)) >= 0)
+		return r;
 	if (optind != argc - 1 || (strcmp(argv[optind], "status") != 0 &&
 				   strcmp(argv[optind], "reexec") != 0))
 		return ctl_usage_error(x, "expected status or reexec");
@@ -2603,6 +2607,11 @@ static int kc_usage(const kind_cli_t *cli, const char *fmt, ...)
 	return ctl_usage_error(cli->ctx, "%s", buf);
 }
 
+static int kc_bad_option(const kind_cli_t *cli, int o, char **argv)
+{
+	return ctl_bad_option(cli->ctx, o, argv);
+}
+
 static int kc_verb_run(const kind_cli_t *cli, int argc, char **argv)
 {
 	ctl_t *x = cli->ctx;
@@ -2660,7 +2669,8 @@ static int v_kind_cmd(ctl_t *x, int argc, char **argv)
 			if (!strcmp(ctl_kinds[k]->cmds[c].name, x->verb)) {
 				kind_cli_t cli = { .ctx = x, .verb = x->verb, .call = kc_call,
 						   .emit = kc_emit, .fail = kc_fail,
-						   .usage = kc_usage, .verb_run = kc_verb_run,
+						   .usage = kc_usage, .bad_option = kc_bad_option,
+						   .verb_run = kc_verb_run,
 						   .selected = kc_selected, .follow = kc_follow };
 				for (int i = 1; i < argc; i++) {
 					if (!strcmp(argv[i], "--"))
@@ -2678,18 +2688,14 @@ static int v_kind_cmd(ctl_t *x, int argc, char **argv)
  * `get` and `history`, laid out by cli_describe (no kind's fields here). */
 static int v_describe(ctl_t *x, int argc, char **argv)
 {
-	static const struct option opts[] = { { "help", no_argument, NULL, OPT_HELP }, { 0 } };
 	static const char *const heads[] = { "AGE", "OBJECT", "FROM", "TO", "REASON" };
 	static const char *const spec_skip[] = { "name", "kind", "status", "labels", NULL };
 	static const char *const status_skip[] = { "name", "kind", "labels", NULL };
 	api_incoming_t st, spec, hist;
-	int o, r;
+	int r;
 
-	while ((o = getopt_long(argc, argv, ":", opts, NULL)) != -1) {
-		if (o == OPT_HELP)
-			return ctl_help(ctl_find(x->verb));
-		return ctl_bad_option(x, o, argv);
-	}
+	if ((r = ctl_only_help(x, argc, argv)) >= 0)
+		return r;
 	const kind_t *k = ctl_kinds[0];
 	const char *slash = optind < argc ? strchr(argv[optind], '/') : NULL;
 	if (slash) {

@@ -257,6 +257,26 @@ Test(api, tankctl_usage_and_connection_errors)
 	cr_assert_eq(CTL(&e, NULL, "ps", "-z"), 2);
 	cr_assert(strstr(err, "unknown option '-z'"), "%s", err);
 	FREE();
+	/* The same words from a kind's own commands (pod_cli.c, through
+	 * kind_cli_t.bad_option) and from the verbs that take only --help. */
+	cr_assert_eq(CTL(&e, NULL, "logs", "x", "--bogus"), 2);
+	cr_assert(strstr(err, "logs: unknown option '--bogus'"), "%s", err);
+	FREE();
+	cr_assert_eq(CTL(&e, NULL, "restart", "-z", "x"), 2);
+	cr_assert(strstr(err, "restart: unknown option '-z'"), "%s", err);
+	FREE();
+	cr_assert_eq(CTL(&e, NULL, "logs", "x", "--since"), 2);
+	cr_assert(strstr(err, "option '--since' needs a value"), "%s", err);
+	FREE();
+	cr_assert_eq(CTL(&e, NULL, "describe", "--bogus", "x"), 2);
+	cr_assert(strstr(err, "describe: unknown option '--bogus'"), "%s", err);
+	FREE();
+	cr_assert_eq(CTL(&e, NULL, "ping", "extra"), 2);
+	cr_assert(strstr(err, "takes no arguments"), "%s", err);
+	FREE();
+	cr_assert_eq(CTL(&e, NULL, "version", "--help"), 0);
+	cr_assert(strstr(out, "usage: tankctl version"), "%s", out);
+	FREE();
 	/* `help VERB` is `VERB --help`; `help` alone the verbs. */
 	cr_assert_eq(CTL(&e, NULL, "help", "logs"), 0);
 	cr_assert(strstr(out, "usage: tankctl logs NAME"), "%s", out);
