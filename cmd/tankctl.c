@@ -3082,9 +3082,29 @@ static void ctl_main_help(FILE *fp)
 		"Talks to tankd over its socket: --socket PATH, else $TANK_SOCKET, else\n"
 		"DATA_DIR/tank.sock (DATA_DIR: $TANK_DATA_DIR, /var/lib/tank for root,\n"
 		"$XDG_STATE_HOME/tank or ~/.local/state/tank otherwise).\n\nverbs:\n");
-	for (size_t i = 0; i < CTL_NVERBS; i++)
-		if (ctl_all[i].name[0] != '_')
-			fprintf(fp, "  %-8s %s\n", ctl_all[i].name, ctl_all[i].usage);
+	for (size_t i = 0; i < CTL_NVERBS; i++) {
+		const char *u = ctl_all[i].usage, *nl;
+		if (ctl_all[i].name[0] == '_')
+			continue;
+		/* A verb of several forms (`workflow status`, `workflow retry`)
+		 * has its usage's other lines as "\n       tankctl VERB …", for
+		 * its own help: here each is a line of the list. */
+		do {
+			nl = strchr(u, '\n');
+			int len = nl ? (int)(nl - u) : (int)strlen(u);
+			if (len)
+				fprintf(fp, "  %-8s %.*s\n", ctl_all[i].name, len, u);
+			else
+				fprintf(fp, "  %s\n", ctl_all[i].name);
+			if (nl) {
+				u = nl + 1 + strspn(nl + 1, " ");
+				if (strncmp(u, "tankctl ", 8) == 0)
+					u += 8;
+				if (strncmp(u, ctl_all[i].name, strlen(ctl_all[i].name)) == 0)
+					u += strlen(ctl_all[i].name) + (u[strlen(ctl_all[i].name)] == ' ');
+			}
+		} while (nl);
+	}
 	fprintf(fp, "\n'tankctl VERB --help' describes a verb.  Exit status: 0 success,\n"
 		"1 error (reported by tankd, or tankd unreachable), 2 bad usage.\n");
 }

@@ -274,6 +274,14 @@ Test(api, tankctl_usage_and_connection_errors)
 	cr_assert_eq(CTL(&e, NULL, "ping", "extra"), 2);
 	cr_assert(strstr(err, "takes no arguments"), "%s", err);
 	FREE();
+	/* The verb list: one line per form, no trailing blanks. */
+	cr_assert_eq(CTL(&e, NULL, "help"), 0);
+	cr_assert(strstr(out, "\n  workflow status POD"), "%s", out);
+	cr_assert(strstr(out, "\n  workflow retry POD"), "%s", out);
+	cr_assert(!strstr(out, "       tankctl"), "a form's line kept its own-help indent: %s", out);
+	cr_assert(strstr(out, "\n  ping\n"), "%s", out);
+	cr_assert(!strstr(out, " \n"), "a line ends in a blank: %s", out);
+	FREE();
 	cr_assert_eq(CTL(&e, NULL, "version", "--help"), 0);
 	cr_assert(strstr(out, "usage: tankctl version"), "%s", out);
 	FREE();
