@@ -308,8 +308,8 @@ static int pod__ctr_start(pod_mgr_t *m, rc_loop_t *loop, pod_ctr_t *c,
 	 * has to pass first. */
 	c->probes = ra.probes != NULL;
 	c->probe_ready = (adopt && c->probe_ready) ||
-			 (pc->probes[POD_PROBE_STARTUP].kind == POD_PROBE_NONE &&
-			  pc->probes[POD_PROBE_READINESS].kind == POD_PROBE_NONE);
+			 (pod_container_probe(pc, POD_PROBE_STARTUP)->kind == POD_PROBE_NONE &&
+			  pod_container_probe(pc, POD_PROBE_READINESS)->kind == POD_PROBE_NONE);
 	rc = pod_runner_start(rc_rt(loop), &ra, &c->runner);
 	pod__envp_free(envp);
 	if (rc < 0) {

@@ -187,7 +187,7 @@ static int64_t pod__probe_until(const pod_ctr_t *c)
 	if (!pc)
 		return 0;
 	for (int r = 0; r < 2; r++) {
-		const pod_probe_t *pr = &pc->probes[r ? POD_PROBE_READINESS : POD_PROBE_STARTUP];
+		const pod_probe_t *pr = pod_container_probe(pc, r ? POD_PROBE_READINESS : POD_PROBE_STARTUP);
 		if (pr->kind != POD_PROBE_NONE)
 			w += pr->initial_delay_ms + (uint64_t)pr->failure_threshold * pr->period_ms;
 	}
