@@ -65,7 +65,7 @@ static uint64_t pod__orphan_step(rc_loop_t *loop, pod_ctr_t *c)
 		c->orphan_deadline = 0;
 		pod__ctr_event(loop, c, POD_CE_STOPPED,
 			       c->st.phase == POD_CP_STOPPING
-			       ? "processes of a previous tankd stopped" : c->st.reason);
+			       ? "processes of a previous tankd stopped" : rc_fsm_reason(&c->st));
 		return 0;
 	}
 	if (!c->orphan_deadline) {

@@ -8,6 +8,7 @@
 #include <criterion/criterion.h>
 #include <ev.h>
 #include <errno.h>
+#include <malloc.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -366,7 +367,7 @@ Test(reconciler, failures_retry_with_backoff_then_escalate_to_parent)
 	}
 	cr_assert_eq(bad->marked_failed, 1);
 	cr_assert_eq(bad->st.phase, PH_FAILED);
-	cr_assert(strstr(bad->st.reason, "disk on fire"), "%s", bad->st.reason);
+	cr_assert(strstr(rc_fsm_reason(&bad->st), "disk on fire"), "%s", rc_fsm_reason(&bad->st));
 	cr_assert_str_eq(box.objs[0].child_failed,
 			 "item b/bad: reconcile failed 4 times: disk on fire");
 	cr_assert_gt(box.objs[0].calls, box_calls);   /* the parent was queued */
@@ -464,13 +465,15 @@ Test(reconciler, transition_table_applies_records_and_refuses)
 	cr_assert_eq(fsm_case.results[2], TANK_EILLEGAL);   /* reset from working */
 	cr_assert_eq(fsm_case.results[3], 1);               /* working -> failed */
 	cr_assert_eq(fsm_case.st.phase, PH_FAILED);
-	cr_assert_str_eq(fsm_case.st.reason, "boom");
+	cr_assert_str_eq(rc_fsm_reason(&fsm_case.st), "boom");
 	cr_assert_gt(fsm_case.st.since, 1);
 	cr_assert_eq(records, 2);
 	cr_assert_str_eq(last_record, "box x working->failed boom");
 	cr_assert_eq(stats(rt, pid).illegal, 1);
 	cr_assert_eq(rc_fsm_phase_of(&test_fsm, "failed"), PH_FAILED);
 	cr_assert_eq(rc_fsm_phase_of(&test_fsm, "nope"), -1);
+	rc_fsm_clear(&fsm_case.st);
+	cr_assert_str_eq(rc_fsm_reason(&fsm_case.st), "", "cleared: \"\"");
 	rt_free(rt);
 }
 
@@ -792,4 +795,34 @@ Test(reconciler, a_pass_in_slices_lets_others_run_and_sync_waits_for_its_end)
 	for (int i = 0; i < 8; i++)
 		cr_assert_geq(s.f.objs[i].calls, 1, "key %d reconciled", i);
 	rt_free(rt);
+}
+
+/* A state's reason is owned at its length (issue 38, item 2), cut at
+ * RC_REASON_MAX - 1 bytes as the fixed buffer cut it; "" holds nothing;
+ * restoring a state from its own reason keeps it. */
+Test(reconciler, fsm_reason_is_owned_and_cut)
+{
+	rc_fsm_state_t st;
+	char longr[300];
+
+	memset(&st, 0, sizeof st);
+	cr_assert_str_eq(rc_fsm_reason(&st), "", "a zeroed state reads \"\"");
+	memset(longr, 'r', sizeof longr - 1);
+	longr[sizeof longr - 1] = 0;
+	rc_fsm_restore(&st, PH_IDLE, 1, longr);
+	cr_assert_eq(strlen(rc_fsm_reason(&st)), RC_REASON_MAX - 1);
+	cr_assert_eq(strncmp(rc_fsm_reason(&st), longr, RC_REASON_MAX - 1), 0);
+	rc_fsm_restore(&st, PH_WORKING, 2, rc_fsm_reason(&st));
+	cr_assert_eq(strlen(rc_fsm_reason(&st)), RC_REASON_MAX - 1);
+	cr_assert_eq(st.phase, PH_WORKING);
+	rc_fsm_restore(&st, PH_IDLE, 3, "short");
+	cr_assert_str_eq(rc_fsm_reason(&st), "short");
+	cr_assert_eq(malloc_usable_size(st.reason) < 64, 1, "held at its size");
+	rc_fsm_restore(&st, PH_IDLE, 3, "");
+	cr_assert_null(st.reason);
+	rc_fsm_restore(&st, PH_IDLE, 3, NULL);
+	cr_assert_str_eq(rc_fsm_reason(&st), "");
+	rc_fsm_restore(&st, PH_IDLE, 3, "x");
+	rc_fsm_clear(&st);
+	cr_assert_null(st.reason);
 }
