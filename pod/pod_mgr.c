@@ -419,12 +419,13 @@ static void pod__ctrs_free(pod_mgr_t *m, pod_trk_t *p)
 	free(p->ctrs);
 	p->ctrs = NULL;
 	p->nctrs = 0;
-	if (p->has_sb) {
+	if (p->sb) {
 		uint64_t st;
-		if (pod_proc_start_time(p->sb.pid, &st) == 0)
-			pod_adopt_forget_sandbox(m->o.adopt, p->name, p->sb.pid, st);
-		pod_sandbox_destroy(&p->sb, false);
-		p->has_sb = false;
+		if (pod_proc_start_time(p->sb->pid, &st) == 0)
+			pod_adopt_forget_sandbox(m->o.adopt, p->name, p->sb->pid, st);
+		pod_sandbox_destroy(p->sb, false);
+		free(p->sb);
+		p->sb = NULL;
 	}
 }
 
@@ -809,7 +810,7 @@ static bool pod__offer_wanted(void *ctx, bool sandbox, const char *name)
 
 	if (sandbox) {
 		pod_trk_t *p = tank_map_get(&m->pods, name);
-		for (size_t i = 0; p && !p->has_sb && i < p->nctrs; i++)
+		for (size_t i = 0; p && !p->sb && i < p->nctrs; i++)
 			if (p->ctrs[i].adopting)
 				return true;
 		return false;
@@ -1345,8 +1346,8 @@ void pod_mgr_procs(pod_mgr_t *m,
 
 	while (tank_map_next(&m->pods, &it, &name, &v)) {
 		pod_trk_t *p = v;
-		if (p->has_sb && p->sb.pid > 0) {
-			pod_proc_t sp = { .pid = p->sb.pid, .stdout_fd = -1, .stderr_fd = -1 };
+		if (p->sb && p->sb->pid > 0) {
+			pod_proc_t sp = { .pid = p->sb->pid, .stdout_fd = -1, .stderr_fd = -1 };
 			if (pod_proc_start_time(sp.pid, &sp.start_time) == 0)
 				fn(ctx, true, name, &sp);
 		}
