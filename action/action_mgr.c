@@ -249,6 +249,7 @@ static void act_free(act_t *a)
 	if (!a)
 		return;
 	action_spec_free(a->spec);
+	rc_fsm_clear(&a->st);
 	free(a);
 }
 
@@ -298,7 +299,7 @@ static int pack_act(const action_mgr_t *m, const act_t *a, msgpack_packer *pk)
 	rc |= pk_key(pk, "phase");       rc |= kind_pack_str(pk, state);
 	rc |= pk_key(pk, "state_at");    rc |= msgpack_pack_int64(pk, a->st.since);
 	rc |= pk_key(pk, "since");       rc |= msgpack_pack_int64(pk, a->st.since);
-	rc |= pk_key(pk, "reason");      rc |= kind_pack_str(pk, a->st.reason);
+	rc |= pk_key(pk, "reason");      rc |= kind_pack_str(pk, rc_fsm_reason(&a->st));
 	rc |= pk_key(pk, "result");
 	rc |= msgpack_pack_map(pk, 3);
 	rc |= pk_key(pk, "exit");
@@ -803,7 +804,7 @@ static void on_submitted(action_mgr_t *m, rc_loop_t *loop, const rt_msg_t *msg)
 	if (!a)
 		return;
 	rc_record(loop, TANK_KIND_ACTION, id, "", rc_fsm_phase_name(&action_fsm, a->st.phase),
-		  a->st.phase, a->st.reason);
+		  a->st.phase, rc_fsm_reason(&a->st));
 	(void)put_status(m, a);
 	rc_enqueue(loop, TANK_KIND_ACTION, id);
 }
@@ -1189,6 +1190,7 @@ static int pack_stored(action_mgr_t *m, const char *id, msgpack_packer *pk, tank
 							       : ACT_PENDING_SCHEDULE,
 		       s->created_at, "submitted");
 	err = pack_act(m, &a, pk);
+	rc_fsm_clear(&a.st);
 	action_spec_free(s);
 	return err;
 }
@@ -1248,6 +1250,7 @@ int action_mgr_submit(action_mgr_t *m, act_spec_t *s, msgpack_packer *pk, bool *
 								       : ACT_PENDING_SCHEDULE,
 			       s->created_at, "submitted");
 		err = pack_act(m, &a, pk);
+		rc_fsm_clear(&a.st);
 	}
 	action_spec_free(s);
 	return err;

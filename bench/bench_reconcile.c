@@ -9,7 +9,8 @@
  *            p50 and mean of SYNC_PASSES passes;
  *   heap     malloc'ed bytes per pod in reconciler + store (mallinfo2
  *            uordblks + hblkhd, before the apply vs all running), the
- *            PSS per pod, and the PSS after malloc_trim(0);
+ *            PSS per pod, the PSS after malloc_trim(0), and after 5 s
+ *            more (pss_per_pod_settled: the store gave its map back);
  *            BENCH_HEAP_EXIT=1 exits right after, every pod's memory
  *            held (for heaptrack/massif), listing the mappings that
  *            hold the PSS;
@@ -599,6 +600,10 @@ static void bench_fake(const char *tmp, long n)
 	 * can (tankd trims after a bulk batch: api_methods.c). */
 	malloc_trim(0);
 	emit("pss_per_pod_trimmed", (double)((long)pss_bytes() - (long)p0) / (double)n, "B", n);
+	/* Once the store has been quiet for 2 s it gives the map's pages
+	 * back (st.c, trim_cb): the steady state of pods that run. */
+	run_for(d.rt, 5.0);
+	emit("pss_per_pod_settled", (double)((long)pss_bytes() - (long)p0) / (double)n, "B", n);
 	/* BENCH_HEAP_EXIT=1: stop here, with every pod's memory still held,
 	 * so that a heap profiler's "leaked at exit" (heaptrack, massif) is
 	 * the per-pod breakdown by call site (docs/bench.md, issue 38 item 2). */

@@ -41,6 +41,7 @@
  *   BENCH_MEM_N=N   the memory scenario at N pods instead of the most the
  *                   fd limit allows (up to 10,000); also with QUICK=1
  *   BENCH_SMAPS=1   memory lists tankd's mappings above 256 KiB of PSS
+ *   BENCH_MEM_SETTLE_S=S  memory measures tankd again S s later (6; 0: not)
  *   BENCH_MEM_WAIT_S=S  how long memory waits for the starts (default
  *                   60 + N/50)
  *
@@ -1387,6 +1388,21 @@ static void memory_big(ctx_t *c, long n, long base_pss)
 	     base_pss);
 	if (getenv("BENCH_SMAPS") && strcmp(getenv("BENCH_SMAPS"), "0"))
 		bench_smaps_top("bench_storm: tankd", tank_daemon_pid(c, &s), 256);
+	/* The same some seconds later (BENCH_MEM_SETTLE_S, 6): a store quiet
+	 * for 2 s gives its map's pages back (store/st.c, trim_cb), so this
+	 * is what pods that just run cost. */
+	long settle_s = getenv("BENCH_MEM_SETTLE_S") ? atol(getenv("BENCH_MEM_SETTLE_S")) : 6;
+	long spss = pss, sanon = anon;
+	if (settle_s > 0) {
+		bench_sleep_ms((unsigned)settle_s * 1000u);
+		spss = pss_kib2(tank_daemon_pid(c, &s), &sanon);
+		emit("pss_settled_total", (double)spss, "KiB", "tank", n);
+		emit("pss_per_service_settled", (double)(spss - base_pss) / (double)n, "KiB", "tank", n);
+		note("memory: tank N=%ld, %ld s later: PSS %ld KiB (anonymous %ld), %.2f KiB/pod",
+		     n, settle_s, spss, sanon, (double)(spss - base_pss) / (double)n);
+		if (getenv("BENCH_SMAPS") && strcmp(getenv("BENCH_SMAPS"), "0"))
+			bench_smaps_top("bench_storm: tankd settled", tank_daemon_pid(c, &s), 256);
+	}
 	if (c->keeper) {
 		/* Issue 38 item 2 counts the keeper's memory too. */
 		long kanon = 0, kpss = pss_kib2(s.pid, &kanon);
@@ -1399,6 +1415,12 @@ static void memory_big(ctx_t *c, long n, long base_pss)
 		note("memory: keeper N=%ld: PSS %ld KiB (anonymous %ld), %.2f KiB/pod above the "
 		     "empty keeper's %ld KiB; tankd + keeper %.2f KiB/pod", n, kpss, kanon, kper,
 		     c->keeper_base_pss, (double)(pss - base_pss) / (double)n + kper);
+		if (settle_s > 0) {
+			emit("pss_per_service_with_keeper_settled",
+			     (double)(spss - base_pss) / (double)n + kper, "KiB", "tank", n);
+			note("memory: tankd (%ld s later) + keeper %.2f KiB/pod", settle_s,
+			     (double)(spss - base_pss) / (double)n + kper);
+		}
 	}
 out:
 	sys_stop(&s);

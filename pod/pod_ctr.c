@@ -65,7 +65,7 @@ static uint64_t pod__orphan_step(rc_loop_t *loop, pod_ctr_t *c)
 		c->orphan_deadline = 0;
 		pod__ctr_event(loop, c, POD_CE_STOPPED,
 			       c->st.phase == POD_CP_STOPPING
-			       ? "processes of a previous tankd stopped" : c->st.reason);
+			       ? "processes of a previous tankd stopped" : rc_fsm_reason(&c->st));
 		return 0;
 	}
 	if (!c->orphan_deadline) {
@@ -182,7 +182,7 @@ static int pod__sandbox(pod_mgr_t *m, pod_trk_t *p, char *reason, size_t cap)
 	tank_error_t err;
 	int rc;
 
-	if (!s->isolation.namespaces || p->has_sb)
+	if (!s->isolation.namespaces || p->sb)
 		return 0;
 	for (size_t i = 0; i < s->container_count; i++)
 		total += s->containers[i].mount_count;
@@ -208,20 +208,27 @@ static int pod__sandbox(pod_mgr_t *m, pod_trk_t *p, char *reason, size_t cap)
 		.name = p->name, .cgroups = m->has_cg ? &m->cg_env : NULL,
 		.cgroup_pod = group,
 	};
+	pod_sandbox_t *sb = calloc(1, sizeof *sb);
+	if (!sb) {
+		free(mounts);
+		pod__fmt(reason, cap, "sandbox: out of memory");
+		return -ENOMEM;
+	}
 	tank_error_clear(&err);
-	rc = pod_sandbox_create(&o, &p->sb, &err);
+	rc = pod_sandbox_create(&o, sb, &err);
 	free(mounts);
 	if (rc < 0) {
+		free(sb);
 		/* The sandbox's messages already start with "sandbox:". */
 		pod__fmt(reason, cap, "%s%s",
 			 strncmp(err.msg, "sandbox", 7) == 0 ? "" : "sandbox: ", err.msg);
 		return rc;
 	}
-	p->has_sb = true;
+	p->sb = sb;
 	{
 		uint64_t st;
-		if (pod_proc_start_time(p->sb.pid, &st) == 0)
-			pod_adopt_keep_sandbox(m->o.adopt, p->name, p->sb.pid, st);
+		if (pod_proc_start_time(p->sb->pid, &st) == 0)
+			pod_adopt_keep_sandbox(m->o.adopt, p->name, p->sb->pid, st);
 	}
 	return 0;
 }
@@ -243,11 +250,13 @@ static bool pod__sandbox_adopt(pod_mgr_t *m, pod_trk_t *p)
 		.ns = p->spec->isolation.namespaces,
 		.cgroups = m->has_cg ? &m->cg_env : NULL, .cgroup_pod = group,
 	};
-	if (pod_sandbox_adopt(pid, start, o.ns, &o, &p->sb, &err) < 0) {
+	pod_sandbox_t *sb = calloc(1, sizeof *sb);
+	if (!sb || pod_sandbox_adopt(pid, start, o.ns, &o, sb, &err) < 0) {
+		free(sb);
 		pod_adopt_forget_sandbox(m->o.adopt, p->name, pid, start);
 		return false;
 	}
-	p->has_sb = true;
+	p->sb = sb;
 	return true;
 }
 
@@ -288,7 +297,7 @@ static int pod__ctr_start(pod_mgr_t *m, rc_loop_t *loop, pod_ctr_t *c,
 		.cwd = pc->working_dir, .user = pc->user,
 		.stdout_mode = POD_STDIO_PIPE, .stderr_mode = POD_STDIO_PIPE,
 		.cgroup = c->has_cg ? &c->cg : NULL,
-		.sandbox = p->has_sb ? &p->sb : NULL,
+		.sandbox = p->sb,
 	};
 	pod_runner_args_t ra = {
 		.owner = rc_pid(loop), .key = c->key, .launch_opts = &lo,
@@ -300,7 +309,7 @@ static int pod__ctr_start(pod_mgr_t *m, rc_loop_t *loop, pod_ctr_t *c,
 		.stop_signal = p->spec->stop.signal, .grace_ms = p->spec->stop.grace_ms,
 		.proc = &c->proc, .err = &err,
 		.probes = pod_container_has_probes(pc) ? pc->probes : NULL,
-		.sandbox = p->has_sb ? &p->sb : NULL,
+		.sandbox = p->sb,
 		.adopt = adopt, .adopt_child = child, .adopt_started_at = c->started_at,
 		.adopter = m->o.adopt,
 	};
@@ -308,8 +317,8 @@ static int pod__ctr_start(pod_mgr_t *m, rc_loop_t *loop, pod_ctr_t *c,
 	 * has to pass first. */
 	c->probes = ra.probes != NULL;
 	c->probe_ready = (adopt && c->probe_ready) ||
-			 (pc->probes[POD_PROBE_STARTUP].kind == POD_PROBE_NONE &&
-			  pc->probes[POD_PROBE_READINESS].kind == POD_PROBE_NONE);
+			 (pod_container_probe(pc, POD_PROBE_STARTUP)->kind == POD_PROBE_NONE &&
+			  pod_container_probe(pc, POD_PROBE_READINESS)->kind == POD_PROBE_NONE);
 	rc = pod_runner_start(rc_rt(loop), &ra, &c->runner);
 	pod__envp_free(envp);
 	if (rc < 0) {
@@ -514,7 +523,7 @@ static bool pod__ctr_adopt(pod_mgr_t *m, rc_loop_t *loop, pod_ctr_t *c)
 		return false;
 	/* A process that is not our child is followed without a keeper too
 	 * (a pidfd: pod_adopt.h "Orphans"), its end then told lost. */
-	if ((p->spec->isolation.namespaces && !p->has_sb && !pod__sandbox_adopt(m, p)) ||
+	if ((p->spec->isolation.namespaces && !p->sb && !pod__sandbox_adopt(m, p)) ||
 	    pod__ctr_start(m, loop, c, &proc, child && !ended, why, sizeof why) < 0) {
 		pod_proc_close_fds(&proc);
 		pod_adopt_forget(m->o.adopt, c->key, c->orphan, c->orphan_start);

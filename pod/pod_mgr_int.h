@@ -116,8 +116,10 @@ struct pod_trk {
 	char *fail;                   /* non-NULL: failed as a whole (escalated, or
 				       * its stored spec cannot be loaded); owned */
 	uint64_t seen_pass;           /* the last pass of pod__list that saw it stored */
-	bool has_sb;
-	pod_sandbox_t sb;
+	/* Its sandbox (owned), while it has one: NULL for a pod without
+	 * isolation, most of them (inline, it cost every pod 120 bytes;
+	 * issue 38, item 2). */
+	pod_sandbox_t *sb;
 	rc_fsm_state_t st;
 	uint8_t outcome;              /* enum pod_outcome, when terminal */
 	st_status_t *saved;           /* stored status, until containers exist:

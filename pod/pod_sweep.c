@@ -26,7 +26,7 @@
  * pid namespace's init would kill them at once. */
 static bool pod__sb_owned(const pod_trk_t *p, const char *group)
 {
-	if (p->has_sb && strcmp(p->sb.group, group) == 0)
+	if (p->sb && strcmp(p->sb->group, group) == 0)
 		return true;
 	for (size_t i = 0; i < p->nctrs; i++)
 		if (!p->ctrs[i].orphans_checked || p->ctrs[i].orphan || p->ctrs[i].cg_orphans)
@@ -116,7 +116,7 @@ static void pod__cg_found(void *ctx, const char *pod, const char *container, int
 	 * predecessor's. */
 	pod__fmt(name, sizeof name, "%.*s", dot ? (int)(dot - pod) : (int)strlen(pod), pod);
 	p = name[0] ? tank_map_get(&sw->m->pods, name) : NULL;
-	if (p && p->has_sb && strcmp(p->sb.group, container) == 0)
+	if (p && p->sb && strcmp(p->sb->group, container) == 0)
 		return;                 /* its own sandbox, at tankd's stop */
 	if (p)
 		p->swept_sig = 0;       /* not clean: read again next time */

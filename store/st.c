@@ -12,7 +12,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/file.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
+#include <sys/sysmacros.h>
 #include <sys/statvfs.h>
 #include <time.h>
 #include <unistd.h>
@@ -475,6 +477,83 @@ int st__cache_load(st_coll_t *co, tank_error_t *err)
 static void timer_cb(struct ev_loop *loop, ev_timer *w, int revents);
 static void flush_failed(st_t *st, const tank_error_t *e);
 
+/* The trim timer never keeps the loop alive (ev_unref after each start,
+ * ev_ref before each stop and when it has fired: libev stopped it). */
+static void trim_arm(st_t *st)
+{
+	ev_timer_set(&st->trim, ST_TRIM_QUIET_MS / 1000.0, 0.);
+	ev_timer_start(st->loop, &st->trim);
+	ev_unref(st->loop);
+}
+
+/* Every transaction says so: the trim timer runs only while there is
+ * something it may give back (no wake-up on a store nobody touches). */
+static void st__touch(st_t *st)
+{
+	st->touched = true;
+	if (st->loop && !ev_is_active(&st->trim))
+		trim_arm(st);
+}
+
+/* The store was touched during the last period: wait another.  Else
+ * nothing touched it for a whole period: its pages go out of this
+ * process's page tables.  They stay in the page cache (the file is
+ * unchanged: without MDB_WRITEMAP the map is read-only, written with
+ * pwrite), so the next read takes a minor fault per page, not a disk
+ * read.  Without this, every page a resync, an apply or a commit ever
+ * read stays in tankd's PSS: at 10,000 pods 12 MB, 1.2 KiB a pod. */
+/* madvise(MADV_DONTNEED) over this process's mappings of the store's
+ * data file, found by device and inode in /proc/self/maps: LMDB does not
+ * say where its map is (mdb_env_info's me_mapaddr is set only with
+ * MDB_FIXEDMAP).  Read once per trim, seconds apart.  The number of
+ * ranges given back, or -errno. */
+static int map_give_back(st_t *st)
+{
+	struct stat sb;
+	mdb_filehandle_t fd;
+	char line[512];
+	int n = 0;
+
+	if (mdb_env_get_fd(st->env, &fd) || fstat(fd, &sb) < 0)
+		return -EIO;
+	FILE *f = fopen("/proc/self/maps", "re");
+	if (!f)
+		return -errno;
+	while (fgets(line, sizeof line, f)) {
+		unsigned long lo, hi, ino;
+		unsigned maj, mnr;
+		if (sscanf(line, "%lx-%lx %*s %*s %x:%x %lu", &lo, &hi, &maj, &mnr, &ino) != 5 ||
+		    ino != (unsigned long)sb.st_ino || makedev(maj, mnr) != sb.st_dev)
+			continue;
+		if (madvise((void *)lo, hi - lo, MADV_DONTNEED) == 0)
+			n++;
+	}
+	fclose(f);
+	return n;
+}
+
+/* The store was touched during the last period: wait another.  Else
+ * nothing touched it for a whole period: its pages go out of this
+ * process's page tables.  They stay in the page cache (the file is
+ * unchanged: without MDB_WRITEMAP the map is read-only, written with
+ * pwrite), so the next read takes a minor fault per page, not a disk
+ * read.  Without this, every page a resync, an apply or a commit ever
+ * read stays in tankd's PSS: at 10,000 pods 12 MB, 1.2 KiB a pod. */
+static void trim_cb(struct ev_loop *loop, ev_timer *w, int revents)
+{
+	st_t *st = w->data;
+	(void)revents;
+
+	ev_ref(loop);
+	if (st->touched) {
+		st->touched = false;
+		trim_arm(st);
+		return;
+	}
+	if (map_give_back(st) > 0)
+		st->trims++;
+}
+
 void st__arm_timer(st_t *st)
 {
 	if (st->loop && !ev_is_active(&st->timer)) {
@@ -912,6 +991,7 @@ int st__write_txn(st_t *st, bool durable, const char *what, txn_fn fn,
 	uint64_t t0 = kit_mono_ns();
 
 	tank_error_clear(err);
+	st__touch(st);
 	for (;;) {
 		MDB_txn *txn;
 		int rc = mdb_txn_begin(st->env, NULL, 0, &txn);
@@ -1098,6 +1178,9 @@ int st_attach_loop(st_t *st, struct ev_loop *loop)
 	st->loop = loop;
 	ev_timer_init(&st->timer, timer_cb, 0., 0.);
 	st->timer.data = st;
+	ev_timer_init(&st->trim, trim_cb, 0., 0.);
+	st->trim.data = st;
+	st__touch(st);             /* what the open and the cache load read */
 	if (st->n_pend || st->n_trs)
 		st__arm_timer(st);
 	return 0;
@@ -1108,6 +1191,10 @@ void st_detach_loop(st_t *st)
 	if (!st->loop)
 		return;
 	ev_timer_stop(st->loop, &st->timer);
+	if (ev_is_active(&st->trim)) {
+		ev_ref(st->loop);
+		ev_timer_stop(st->loop, &st->trim);
+	}
 	st->loop = NULL;
 }
 
@@ -1175,6 +1262,7 @@ int st_usage(st_t *st, st_usage_t *out)
 		return -EIO;
 	/* Pages freed by earlier commits are reused first: they count as
 	 * room.  The free list is database 0. */
+	st__touch(st);
 	if (mdb_txn_begin(st->env, NULL, MDB_RDONLY, &txn) == 0) {
 		if (mdb_cursor_open(txn, 0, &cur) == 0) {
 			for (int op = MDB_FIRST; mdb_cursor_get(cur, &k, &v, op) == 0; op = MDB_NEXT)
@@ -1191,6 +1279,7 @@ int st_usage(st_t *st, st_usage_t *out)
 	out->reserve = st__reserve(st->map_size);
 	out->flush_failures = st->flush_failures;
 	out->history_dropped = st->history_dropped;
+	out->map_trims = st->trims;
 	return 0;
 }
 
@@ -1256,6 +1345,7 @@ int st_unsubscribe(st_t *st, int id)
 
 int st__read_begin(st_t *st, MDB_txn **txn, tank_error_t *err)
 {
+	st__touch(st);
 	int rc = mdb_txn_begin(st->env, NULL, MDB_RDONLY, txn);
 	if (rc == MDB_MAP_RESIZED) {
 		/* Only another process could have grown it; adopt its size. */

@@ -398,6 +398,13 @@ typedef struct st_usage {
 	size_t high_water;           /* the file's pages in use or free, bytes */
 	uint64_t flush_failures;
 	uint64_t history_dropped;
+	/* Times the map's pages were given back to the page cache: with a
+	 * loop attached, once the store went ST_TRIM_QUIET_MS (2 s, st_int.h)
+	 * without a transaction, the pages this process touched are unmapped
+	 * (MADV_DONTNEED; they stay in the page cache, the next read takes a
+	 * minor fault) so that tankd's PSS does not keep every page it ever
+	 * read. */
+	uint64_t map_trims;
 } st_usage_t;
 int st_usage(st_t *st, st_usage_t *out);
 

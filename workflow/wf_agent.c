@@ -227,7 +227,7 @@ static int job_pack(msgpack_packer *pk, const char *pod, const wf_job_t *j)
 	rc |= pk_str(pk, "pid_start");  rc |= msgpack_pack_uint64(pk, j->pid_start);
 	rc |= pk_str(pk, "step");       rc |= msgpack_pack_uint32(pk, j->step);
 	rc |= pk_str(pk, "since");      rc |= msgpack_pack_int64(pk, j->st.since);
-	rc |= pk_str(pk, "reason");     rc |= pk_str(pk, j->st.reason);
+	rc |= pk_str(pk, "reason");     rc |= pk_str(pk, rc_fsm_reason(&j->st));
 	return rc ? -ENOMEM : 0;
 }
 
@@ -236,6 +236,7 @@ static void job_unpack(const msgpack_object *o, wf_job_t *j)
 	char state[32], reason[RC_REASON_MAX];
 	const msgpack_object *x;
 
+	rc_fsm_clear(&j->st);          /* j is zeroed or a job read before */
 	memset(j, 0, sizeof *j);
 	mstr(o, "id", state, sizeof state);
 	const char *slash = strrchr(state, '/');
@@ -282,7 +283,7 @@ static int state_pack(msgpack_packer *pk, const wf_pod_t *p)
 	rc |= pk_str(pk, "first_seq");  rc |= msgpack_pack_uint64(pk, p->first_seq);
 	rc |= pk_str(pk, "agent");      rc |= pk_str(pk, rc_fsm_phase_name(&wf_agent_fsm, p->ag.phase));
 	rc |= pk_str(pk, "since");      rc |= msgpack_pack_int64(pk, p->ag.since);
-	rc |= pk_str(pk, "reason");     rc |= pk_str(pk, p->ag.reason);
+	rc |= pk_str(pk, "reason");     rc |= pk_str(pk, rc_fsm_reason(&p->ag));
 	rc |= pk_str(pk, "error");      rc |= pk_str(pk, p->error);
 	rc |= pk_str(pk, "job");
 	rc |= p->job.seq ? job_pack(pk, p->name, &p->job) : msgpack_pack_nil(pk);
@@ -700,6 +701,8 @@ static void agent__params_free(wf_pod_t *p)
 static void agent__pod_free(wf_pod_t *p)
 {
 	agent__params_free(p);
+	rc_fsm_clear(&p->ag);
+	rc_fsm_clear(&p->job.st);
 	free(p->tasks);
 	free(p);
 }
@@ -875,6 +878,7 @@ static void agent__new_job(wf_agent_t *m, wf_pod_t *p, const wf_entry_t *e,
 {
 	char buf[POD_NAME_MAX + 16];
 
+	rc_fsm_clear(&p->job.st);
 	memset(&p->job, 0, sizeof p->job);
 	p->job.seq = p->next_seq++;
 	wf_entry_text(e, p->job.task, sizeof p->job.task);
@@ -887,7 +891,7 @@ static void agent__new_job(wf_agent_t *m, wf_pod_t *p, const wf_entry_t *e,
 	char key[POD_NAME_MAX + 24];
 	agent__job_key(p->name, p->job.seq, key, sizeof key);
 	rc_record(m->loop, K_JOB, key, "", rc_fsm_phase_name(&wf_job_fsm, p->job.st.phase),
-		  p->job.st.phase, p->job.st.reason);
+		  p->job.st.phase, rc_fsm_reason(&p->job.st));
 	/* The chain is bounded: the oldest jobs go. */
 	while (p->next_seq - p->first_seq > WF_JOBS_KEPT)
 		agent__forget_job(m, p->name, p->first_seq++);

@@ -1113,3 +1113,90 @@ Test(store, a_flushed_burst_gives_its_queue_back, .init = setup, .fini = teardow
 	st_status_clear(&g);
 	st_close(st, NULL);
 }
+
+/* Rss, in KiB, of this process's mappings of dir's data.mdb. */
+static long map_rss_kib(const char *dir)
+{
+	char line[1024];
+	long rss = 0;
+	bool in = false;
+	FILE *f = fopen("/proc/self/smaps", "re");
+	cr_assert_not_null(f);
+	while (fgets(line, sizeof line, f)) {
+		long v;
+		/* A mapping's header begins with its address (lower-case
+		 * hex); its fields with a capitalised name. */
+		if ((line[0] >= '0' && line[0] <= '9') || (line[0] >= 'a' && line[0] <= 'f'))
+			in = strstr(line, dir) && strstr(line, "/data.mdb");
+		if (in && sscanf(line, "Rss: %ld kB", &v) == 1)
+			rss += v;
+	}
+	fclose(f);
+	return rss;
+}
+
+static void tick_cb(struct ev_loop *loop, ev_timer *w, int revents)
+{
+	(void)loop;
+	(void)w;
+	(void)revents;
+}
+
+/* Issue 38, item 2: the map's pages a process read stay in its PSS until
+ * given back.  With a loop attached, once the store has gone 2 s
+ * untouched its pages leave this process (MADV_DONTNEED), and a read
+ * after that still sees every record (they come back from the page
+ * cache).  The timer never keeps the loop alive. */
+Test(store, a_quiet_store_gives_its_map_pages_back, .init = setup, .fini = teardown)
+{
+	struct ev_loop *loop = ev_loop_new(EVFLAG_AUTO);
+	cr_assert_not_null(loop);
+	st_t *st = stu_open(g_dir, NULL);
+	cr_assert_eq(st_attach_loop(st, loop), 0);
+	char spec[600];
+	memset(spec, 's', sizeof spec - 1);
+	spec[sizeof spec - 1] = 0;
+	for (int i = 0; i < 400; i++) {
+		char nm[16];
+		snprintf(nm, sizeof nm, "p%03d", i);
+		spec[0] = (char)('a' + i % 26);
+		apply1(st, nm, spec);
+	}
+	st_pod_t *all = NULL;
+	size_t n = 0;
+	cr_assert_eq(st_pod_list(st, &all, &n, NULL), 0);
+	cr_assert_eq(n, 400);
+	st_pod_list_free(all, n);
+	long before = map_rss_kib(g_dir);
+	cr_assert_geq(before, 200, "the list read ~240 KiB of the map: %ld KiB mapped", before);
+
+	ev_timer tick;
+	ev_timer_init(&tick, tick_cb, 0.1, 0.1);
+	ev_timer_start(loop, &tick);
+	int64_t t0 = stu_now_ms(), deadline = t0 + 15000;
+	long now = before;
+	while ((now = map_rss_kib(g_dir)) > 16 && stu_now_ms() < deadline)
+		ev_run(loop, EVRUN_ONCE);
+	int64_t took = stu_now_ms() - t0;
+	ev_timer_stop(loop, &tick);
+	cr_assert_leq(now, 16, "still %ld KiB of the map mapped after %lld ms (was %ld)", now,
+		      (long long)took, before);
+	cr_assert_geq(took, 1500, "given back after %lld ms: before 2 s of quiet",
+		      (long long)took);
+	st_usage_t u;
+	cr_assert_eq(st_usage(st, &u), 0);
+	cr_assert_eq(u.map_trims, 1);
+
+	/* Every record reads back, from the page cache. */
+	st_pod_t p;
+	cr_assert_eq(st_pod_get(st, "p399", &p, NULL), 0);
+	cr_assert_eq(p.spec_len, sizeof spec - 1);
+	cr_assert_eq(((const char *)p.spec)[0], 'a' + 399 % 26);
+	cr_assert_eq(((const char *)p.spec)[1], 's');
+	st_pod_clear(&p);
+	cr_assert_gt(map_rss_kib(g_dir), 0, "the read mapped its pages again");
+	/* Only the trim timer is left: it does not keep the loop running. */
+	cr_assert_eq(ev_run(loop, EVRUN_NOWAIT), 0);
+	st_close(st, NULL);
+	ev_loop_destroy(loop);
+}
