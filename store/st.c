@@ -1587,6 +1587,19 @@ int st_coll_status_list(st_coll_t *c, st_status_t **out, size_t *n, tank_error_t
 	return 0;
 }
 
+size_t st_status_count(st_t *st, tank_error_t *err)
+{
+	if (st__cache_complete(st->pods, err))
+		return 0;
+	return st->pods->n_cache;
+}
+
+bool st_status_has(st_t *st, const char *name)
+{
+	int rc;
+	return name_ok(name) && cache_lookup(st->pods, name, NULL, &rc, NULL) != NULL;
+}
+
 int st_status_list(st_t *st, st_status_t **out, size_t *n, tank_error_t *err)
 {
 	return st_coll_status_list(st->pods, out, n, err);

@@ -376,6 +376,11 @@ int st_status_list(st_t *st, st_status_t **out, size_t *n, tank_error_t *err);
  * TANK_ECORRUPT / -ENOMEM as st_status_list (then fn was not called). */
 typedef int (*st_status_fn)(void *ctx, const st_status_t *s);
 int st_status_foreach(st_t *st, st_status_fn fn, void *ctx, tank_error_t *err);
+/* How many statuses st_status_foreach would walk now (the cache loaded
+ * first; 0 with err set when that fails), and whether name has a status
+ * (no copy made): to stream a list without holding it whole. */
+size_t st_status_count(st_t *st, tank_error_t *err);
+bool st_status_has(st_t *st, const char *name);
 /* Frees what st_status_get / st_status_copy allocated in s. */
 void st_status_clear(st_status_t *s);
 /* Frees a st_status_list result (n is the count it returned). */
