@@ -171,6 +171,18 @@ static int pod__ctr_cgroup(pod_mgr_t *m, pod_ctr_t *c, char *reason, size_t cap)
 	return 0;
 }
 
+/* Whether the container's group exists (a previous tankd's), without
+ * making it. */
+static bool pod__ctr_cg_present(pod_mgr_t *m, pod_ctr_t *c)
+{
+	char group[POD_NAME_MAX + 16];
+
+	if (!m->has_cg)
+		return false;
+	pod__cg_group(c->pod, group, sizeof group);
+	return pod_cgroup_present(&m->cg_env, group, c->name);
+}
+
 /* The pod's sandbox, made by the first container that starts.  A failure
  * is that container's failed start (policy and backoff apply, and the
  * next start tries again), not a permanent state of the pod. */
@@ -336,6 +348,12 @@ void pod__ctr_finish(rc_loop_t *loop, pod_ctr_t *c, uint8_t outcome, const char 
 {
 	c->outcome = outcome;
 	pod__ctr_event(loop, c, POD_CE_FINISHED, reason);
+	/* Ended for good: its group goes now (a restart asked later makes
+	 * one again).  Kept until tankd's stop, 100,000 completed pods'
+	 * groups took that stop 58 s to remove (issue 38).  A group still
+	 * busy (a descendant left behind) stays, for the sweeps. */
+	if (c->has_cg && !c->runner && pod_cgroup_destroy(&c->cg) == 0)
+		c->has_cg = false;
 }
 
 /* Applies the restart policy to an exit (or a failed start).  A restart
@@ -546,10 +564,18 @@ static rc_result_t pod__ctr_reconcile(void *ctx, rc_loop_t *loop, const rc_view_
 	if (c->adopting && pod__ctr_adopt(m, loop, c))
 		return rc_act();
 	if (!c->orphans_checked) {
+		/* A container that ended for good has no group (pod__ctr_finish
+		 * removed it): one a previous tankd left is looked into, and
+		 * removed when empty, but none is made just to count nothing
+		 * in it (two mkdirs a pod at every start, then kept). */
+		bool ended = c->st.phase == POD_CP_TERMINAL && !c->orphan && !c->runner;
 		c->orphans_checked = true;
-		if (pod__ctr_cgroup(m, c, why, sizeof why) == 0 && c->has_cg &&
+		if ((!ended || pod__ctr_cg_present(m, c)) &&
+		    pod__ctr_cgroup(m, c, why, sizeof why) == 0 && c->has_cg &&
 		    pod_cgroup_count(&c->cg) > 0)
 			c->cg_orphans = true;
+		else if (ended && c->has_cg && pod_cgroup_destroy(&c->cg) == 0)
+			c->has_cg = false;
 	}
 	/* Leftovers of a previous tankd are stopped before anything else. */
 	if ((c->orphan || c->cg_orphans) && (wait = pod__orphan_step(loop, c))) {
