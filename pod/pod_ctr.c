@@ -348,12 +348,19 @@ void pod__ctr_finish(rc_loop_t *loop, pod_ctr_t *c, uint8_t outcome, const char 
 {
 	c->outcome = outcome;
 	pod__ctr_event(loop, c, POD_CE_FINISHED, reason);
-	/* Ended for good: its group goes now (a restart asked later makes
-	 * one again).  Kept until tankd's stop, 100,000 completed pods'
-	 * groups took that stop 58 s to remove (issue 38).  A group still
-	 * busy (a descendant left behind) stays, for the sweeps. */
-	if (c->has_cg && !c->runner && pod_cgroup_destroy(&c->cg) == 0)
+	/* Ended for good: its group is no longer its own, and the next
+	 * resync's sweep removes it (and kills what a descendant left in
+	 * it), in the sweep's slices; a restart asked later makes one
+	 * again.  Kept until tankd's stop, 100,000 completed pods' groups
+	 * took that stop 58 s to remove (issue 38).  Not removed here: an
+	 * rmdir waits for the kernel's cgroup mutex, which each start's
+	 * migration holds across an RCU grace period, and during an apply
+	 * of 9,744 one-shot pods the rmdirs at their ends held the loop for
+	 * seconds. */
+	if (c->has_cg && !c->runner) {
+		pod_cgroup_forget(&c->cg);
 		c->has_cg = false;
+	}
 }
 
 /* Applies the restart policy to an exit (or a failed start).  A restart
