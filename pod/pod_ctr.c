@@ -572,17 +572,21 @@ static rc_result_t pod__ctr_reconcile(void *ctx, rc_loop_t *loop, const rc_view_
 		return rc_act();
 	if (!c->orphans_checked) {
 		/* A container that ended for good has no group (pod__ctr_finish
-		 * removed it): one a previous tankd left is looked into, and
-		 * removed when empty, but none is made just to count nothing
-		 * in it (two mkdirs a pod at every start, then kept). */
+		 * gave it up to the sweep): one a previous tankd left is looked
+		 * into, and given up to the sweep when empty, but none is made
+		 * just to count nothing in it (two mkdirs a pod at every start,
+		 * then kept). */
 		bool ended = c->st.phase == POD_CP_TERMINAL && !c->orphan && !c->runner;
 		c->orphans_checked = true;
 		if ((!ended || pod__ctr_cg_present(m, c)) &&
 		    pod__ctr_cgroup(m, c, why, sizeof why) == 0 && c->has_cg &&
 		    pod_cgroup_count(&c->cg) > 0)
 			c->cg_orphans = true;
-		else if (ended && c->has_cg && pod_cgroup_destroy(&c->cg) == 0)
+		else if (ended && c->has_cg) {
+			/* Empty: given up to the sweep, as at its end. */
+			pod_cgroup_forget(&c->cg);
 			c->has_cg = false;
+		}
 	}
 	/* Leftovers of a previous tankd are stopped before anything else. */
 	if ((c->orphan || c->cg_orphans) && (wait = pod__orphan_step(loop, c))) {
