@@ -97,9 +97,12 @@ static bool pod__cg_owned(void *ctx, const char *pod, const char *container)
 				return true;
 		return false;
 	}
+	/* A container that ended for good gave its group up
+	 * (pod__ctr_finish): the sweep removes it. */
 	for (size_t i = 0; i < p->nctrs; i++)
 		if (strcmp(p->ctrs[i].name, container) == 0)
-			return true;
+			return p->ctrs[i].has_cg || p->ctrs[i].runner ||
+			       p->ctrs[i].st.phase != POD_CP_TERMINAL;
 	return false;
 }
 

@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "common/kit_frame.h"
+#include "common/kit_hist.h"
 #include "common/tank_map.h"
 #include "pod/pod_req.h"
 #include "pod/pod_spec.h"
@@ -92,6 +93,8 @@ struct wf_agent {
 	tank_map_t dirty;                /* pods changed since the last list */
 	int watch;
 	bool scanned;
+	bool scanning;                   /* the first scan, in slices: scan_at is where it is */
+	char scan_at[POD_NAME_MAX + 1];
 	rc_loop_t *loop;                 /* seen in list/observe */
 	char jobs_dir[4096];
 };
@@ -1367,9 +1370,21 @@ static void agent__watch(void *ctx, const char *const *keys, size_t n)
 		(void)tank_map_put(&m->dirty, keys[i], (void *)1, NULL);
 }
 
+typedef struct agent_scan {
+	wf_agent_t *m;
+	rc_loop_t *loop;
+	uint64_t end_ns;
+} agent_scan_t;
+
 static int agent__enqueue_stored(void *ctx, const st_pod_t *p)
 {
-	return rc_enqueue(ctx, K_JOB, p->name) < 0 ? -ENOMEM : 0;
+	agent_scan_t *sc = ctx;
+	if (rc_enqueue(sc->loop, K_JOB, p->name) < 0)
+		return -ENOMEM;
+	if (kit_mono_ns() <= sc->end_ns)
+		return 0;
+	wfmt(sc->m->scan_at, sizeof sc->m->scan_at, "%s", p->name);
+	return 1;     /* the slice is up: the next one goes on after p */
 }
 
 static int agent__list(void *ctx, rc_loop_t *loop)
@@ -1381,10 +1396,24 @@ static int agent__list(void *ctx, rc_loop_t *loop)
 	m->loop = loop;
 	if (!m->scanned) {
 		/* Once: every pod (those with a workflow or a stored state
-		 * get an agent); afterwards only the pods applied since. */
+		 * get an agent); afterwards only the pods applied since (a pod
+		 * applied during the scan is seen by it or is dirty).  In
+		 * slices: 100,000 stored pods in one turn held the loop for
+		 * half a second at tankd's start, before its first ping was
+		 * answered (issue 38). */
+		if (!m->scanning) {
+			m->scanning = true;
+			m->scan_at[0] = '\0';
+			tank_map_clear(&m->dirty);
+		}
+		agent_scan_t sc = { m, loop, kit_mono_ns() + RC_LIST_SLICE_MS * 1000000ull };
+		int rc = st_pod_foreach_from(m->o.store, m->scan_at, agent__enqueue_stored, &sc,
+					     NULL);
+		if (rc == 1)
+			return RC_LIST_MORE;
+		m->scanning = false;
 		m->scanned = true;
-		tank_map_clear(&m->dirty);
-		return st_pod_foreach(m->o.store, agent__enqueue_stored, loop, NULL);
+		return rc;
 	}
 	while (tank_map_next(&m->pods, &it, &name, NULL))
 		rc_enqueue(loop, K_JOB, name);

@@ -754,6 +754,64 @@ Test(reconciler, cgroup_removed_by_hand_is_made_again)
 	teardown(h);
 }
 
+/* A container that ended for good gives its group up at its end, and the
+ * next sweep removes it and the pod's group: they were kept until tankd's
+ * stop, which then removed 100,000 completed pods' groups in 58 s (issue
+ * 38).  A restart asked by hand makes them again. */
+static bool cg_dir_of(h_t *h, const char *name, char *dir, size_t cap)
+{
+	st_pod_t sp;
+	const char *base = h->cg.mode == POD_CGROUP_V2 ? h->cg.v2_mount
+						       : h->cg.v1_mount[POD_CG_PIDS];
+	if (st_pod_get(h->st, name, &sp, NULL) < 0)
+		return false;
+	snprintf(dir, cap, "%s/%s/%s.%.8s", base, h->cg.root, name, sp.uid);
+	st_pod_clear(&sp);
+	return true;
+}
+
+static bool has_pid(h_t *h, const char *name, const void *arg)
+{
+	st_status_t s;
+	bool ok = status(h, name, &s) && s.n_containers == 1 && s.containers[0].pid > 0;
+	(void)arg;
+	if (s.containers)
+		st_status_clear(&s);
+	return ok;
+}
+
+Test(reconciler, a_container_that_ended_for_good_gives_its_group_back)
+{
+	h_t *h = setup(false);
+	char dir[600], ctr[700];
+	if (h->cg.mode == POD_CGROUP_NONE) {
+		teardown(h);
+		cr_skip_test("needs a cgroup hierarchy tank may write");
+	}
+	/* Runs 0.3 s: its group is seen while it runs. */
+	apply_yaml(h, "name: once\nrestart: never\ncontainers:\n"
+		      "  - name: c\n    command: [/bin/sleep, \"0.3\"]\n");
+	cr_assert(wait_for(h, "once", has_pid, NULL, 10));
+	cr_assert(cg_dir_of(h, "once", dir, sizeof dir));
+	snprintf(ctr, sizeof ctr, "%s/c", dir);
+	cr_assert_eq(access(ctr, F_OK), 0, "no group while it runs: %s", ctr);
+	cr_assert(wait_for(h, "once", phase_is, "terminal", 10));
+	/* Removed by the next resync's sweep (every 200 ms here). */
+	for (int i = 0; i < 250 && access(dir, F_OK) == 0; i++)
+		run_for(h, 0.02);
+	cr_assert_neq(access(ctr, F_OK), 0, "the group of a completed container stays: %s", ctr);
+	cr_assert_neq(access(dir, F_OK), 0, "the pod's group stays: %s", dir);
+	/* A restart by hand runs it in a group again. */
+	cr_assert_eq(pod_mgr_restart(h->pods, h->rt, h->loop, "once"), 0);
+	cr_assert(wait_for(h, "once", has_pid, NULL, 10));
+	cr_assert_eq(access(ctr, F_OK), 0, "no group after the restart: %s", ctr);
+	cr_assert(wait_for(h, "once", phase_is, "terminal", 10));
+	for (int i = 0; i < 250 && access(ctr, F_OK) == 0; i++)
+		run_for(h, 0.02);
+	cr_assert_neq(access(ctr, F_OK), 0, "%s", ctr);
+	teardown(h);
+}
+
 /* --- damaged records, sandboxes, partly running pods ---------------------------- */
 
 /* A stored spec that cannot be decoded (a damaged store) fails that pod,

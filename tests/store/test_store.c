@@ -1200,3 +1200,87 @@ Test(store, a_quiet_store_gives_its_map_pages_back, .init = setup, .fini = teard
 	st_close(st, NULL);
 	ev_loop_destroy(loop);
 }
+
+/* The status cache is not read at open (issue 38: 1.4 µs a record before
+ * tankd could answer): it loads a slice per loop turn, and until it is
+ * whole a read of one name reads the stored record, a list loads the
+ * rest first, a put or a forget made meanwhile is not undone by the
+ * load. */
+static int count_restarts(void *ctx, const st_status_t *s)
+{
+	long *sum = ctx;
+	*sum += s->restarts;
+	return 0;
+}
+
+Test(store, the_status_cache_loads_in_slices_and_answers_whole_meanwhile, .init = setup,
+     .fini = teardown)
+{
+	enum { N = 7000 };
+	tank_error_t e;
+	st_status_t s, g;
+	st_t *st = stu_open(g_dir, NULL);
+	for (int i = 0; i < N; i++) {
+		memset(&s, 0, sizeof s);
+		snprintf(s.name, sizeof s.name, "p%05d", i);
+		snprintf(s.phase, sizeof s.phase, "running");
+		s.restarts = (uint32_t)i;
+		cr_assert_eq(st_status_put(st, &s), 0);
+	}
+	cr_assert_eq(st_close(st, &e), 0, "%s", e.msg);
+
+	/* No loop: nothing is loaded, one name is read from LMDB. */
+	st = stu_open(g_dir, NULL);
+	cr_assert_not(st_loaded(st), "a store of %d statuses is loaded at open", N);
+	cr_assert_eq(st_status_get(st, "p00010", &g, &e), 0, "%s", e.msg);
+	cr_assert_eq(g.restarts, 10);
+	st_status_clear(&g);
+	cr_assert_eq(st_status_get(st, "nope", &g, &e), TANK_ENOTFOUND);
+	/* A forget and a put before the load reaches them. */
+	cr_assert_eq(st_status_forget(st, "p06500"), 0);
+	cr_assert_eq(st_status_get(st, "p06500", &g, &e), TANK_ENOTFOUND,
+		     "a forgotten status read back from LMDB");
+	memset(&s, 0, sizeof s);
+	snprintf(s.name, sizeof s.name, "p06999");
+	snprintf(s.phase, sizeof s.phase, "failed");
+	s.restarts = 1000000;
+	cr_assert_eq(st_status_put(st, &s), 0);
+
+	/* The loop loads it a slice per turn. */
+	struct ev_loop *loop = ev_loop_new(EVFLAG_AUTO);
+	cr_assert_eq(st_attach_loop(st, loop), 0);
+	ev_run(loop, EVRUN_ONCE);
+	cr_assert_not(st_loaded(st), "%d statuses loaded in one turn", N);
+	int turns = 1;
+	for (; turns < 1000 && !st_loaded(st); turns++)
+		ev_run(loop, EVRUN_ONCE);
+	cr_assert(st_loaded(st), "not loaded after %d turns", turns);
+	cr_assert_eq(st_status_get(st, "p06500", &g, &e), TANK_ENOTFOUND,
+		     "the load brought a forgotten status back");
+	cr_assert_eq(st_status_get(st, "p06999", &g, &e), 0, "%s", e.msg);
+	cr_assert_eq(g.restarts, 1000000, "the load replaced a later put");
+	cr_assert_str_eq(g.phase, "failed");
+	st_status_clear(&g);
+	st_status_t *l = NULL;
+	size_t n = 0;
+	cr_assert_eq(st_status_list(st, &l, &n, &e), 0, "%s", e.msg);
+	cr_assert_eq(n, N - 1);
+	for (size_t i = 0; i < n; i++)
+		cr_assert(strcmp(l[i].name, "p06500") != 0);
+	st_status_list_free(l, n);
+	st_detach_loop(st);
+	ev_loop_destroy(loop);
+	cr_assert_eq(st_close(st, &e), 0, "%s", e.msg);
+
+	/* A walk before the load has begun loads the rest first: every
+	 * status, the put and the forget committed. */
+	st = stu_open(g_dir, NULL);
+	cr_assert_eq(st_status_get(st, "p00100", &g, &e), 0, "%s", e.msg);
+	st_status_clear(&g);
+	long sum = 0;
+	cr_assert_eq(st_status_foreach(st, count_restarts, &sum, &e), 0, "%s", e.msg);
+	long want = (long)N * (N - 1) / 2 - 6500 - 6999 + 1000000;
+	cr_assert_eq(sum, want, "restarts summed %ld, want %ld", sum, want);
+	cr_assert(st_loaded(st));
+	cr_assert_eq(st_close(st, &e), 0, "%s", e.msg);
+}
