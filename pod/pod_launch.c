@@ -688,8 +688,15 @@ int pod_launch(const pod_launch_opts_t *o, pod_proc_t *out,
 		pthread_sigmask(SIG_SETMASK, &all, &old);
 		c.born_hi = 0;
 		born_lo = boot_ns();
+		/* No exit signal: until its exec the child is a "clone"
+		 * child that waitpid(-1) without __WCLONE does not see, so
+		 * a child failing before exec is reaped here (__WCLONE)
+		 * and never by the daemon's SIGCHLD handler on another
+		 * thread (pod_launcher.h launches off the loop thread).
+		 * The kernel makes its exit signal SIGCHLD at exec
+		 * (de_thread): a running container is an ordinary child. */
 		pid = clone(child_main, (char *)stack + POD_CHILD_STACK,
-		            CLONE_VM | CLONE_VFORK | SIGCHLD |
+		            CLONE_VM | CLONE_VFORK |
 		            (unshare ? CLONE_FILES : 0), &c);
 		clone_errno = errno;
 		/* The child's own reading bounds its start more tightly
@@ -702,7 +709,7 @@ int pod_launch(const pod_launch_opts_t *o, pod_proc_t *out,
 		    (c.err == EINVAL || c.err == ENOSYS)) {
 			/* A kernel before 5.9: the child touched nothing of
 			 * the shared table.  Copy the table from now on. */
-			while (waitpid(pid, NULL, 0) < 0 && errno == EINTR)
+			while (waitpid(pid, NULL, __WCLONE) < 0 && errno == EINTR)
 				;
 			pid = -1;
 			c.step = STEP_NONE;
@@ -735,7 +742,7 @@ int pod_launch(const pod_launch_opts_t *o, pod_proc_t *out,
 		goto fail;
 	}
 	if (c.step != STEP_NONE) {
-		while (waitpid(pid, NULL, 0) < 0 && errno == EINTR)
+		while (waitpid(pid, NULL, __WCLONE) < 0 && errno == EINTR)
 			;
 		r = -c.err;
 		if (c.step == STEP_EXEC)

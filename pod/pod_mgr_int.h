@@ -33,6 +33,7 @@
 #include "common/tank_set.h"
 #include "pod/pod_adopt.h"
 #include "pod/pod_cgroup.h"
+#include "pod/pod_launcher.h"
 #include "pod/pod_log.h"
 #include "pod/pod_mgr.h"
 #include "pod/pod_phase.h"
@@ -194,7 +195,15 @@ struct pod_mgr {
 	 * is stopping too still runs. */
 	tank_map_t rdeps;
 	pod_owner_t owner;            /* .allows NULL: no owner */
+	/* The launcher thread containers start on (pod_launcher.h), made
+	 * at the first start that uses it (none with a fake launch); its
+	 * eventfd is watched by the loop actor while launcher_watched. */
+	pod_launcher_t *launcher;
+	bool launcher_watched;
 };
+
+/* The launcher's eventfd is readable (RT_MSG_FD to the loop actor). */
+#define POD__LAUNCHER_READY RC_TAG_KIND(TANK_KIND_CONTAINER, 5)
 
 /* --- pod_mgr.c: helpers, status, phase, tracking ----------------------------- */
 
