@@ -363,6 +363,10 @@ static int pod__ctr_start(pod_mgr_t *m, rc_loop_t *loop, pod_ctr_t *c,
 		return -ENOMEM;
 	}
 	m->nrunning++;
+	if (async && !c->proc.pid) {
+		c->launching = true;
+		m->nlaunching++;
+	}
 	/* Its pipes to the keeper, so that a tankd killed -9 loses no line
 	 * (an adopted one's are there already, under the same tag; a
 	 * launch under way gives them at POD_RUNNER_STARTED). */
@@ -558,6 +562,10 @@ static void pod__ctr_started(pod_mgr_t *m, rc_loop_t *loop, rt_pid_t from, const
 	st.error[sizeof st.error - 1] = '\0';
 	if (!(c = pod__ctr_find(m, st.key)) || !c->runner || c->runner != from)
 		return;
+	if (c->launching) {
+		c->launching = false;
+		m->nlaunching--;
+	}
 	if (st.rc == 0) {
 		pod_adopt_keep(m->o.adopt, c->key, &c->proc);
 		/* A stop asked meanwhile is under way (the runner carries
@@ -772,6 +780,10 @@ static void pod__ctr_gone(pod_mgr_t *m, rc_loop_t *loop, pod_ctr_t *c, bool forg
 	c->runner = 0;
 	c->proc.pid = 0;
 	m->nrunning--;
+	if (c->launching) {
+		c->launching = false;
+		m->nlaunching--;
+	}
 }
 
 /* A container's log started or stopped losing lines (a full log disk):
@@ -963,11 +975,13 @@ static void pod__ctr_stop(void *ctx, rc_loop_t *loop)
 			pod_adopt_forget(m->o.adopt, c->key, c->proc.pid, c->proc.start_time);
 			c->runner = 0;
 			c->stop_sent = false;
+			c->launching = false;
 			c->proc.pid = 0;
 			pod__ctr_event(loop, c, POD_CE_LOST, "reconciler stopped");
 		}
 	}
 	m->nrunning = 0;
+	m->nlaunching = 0;
 	/* The launcher's watch was the loop actor's: a new loop watches
 	 * again at its first start.  Launches under way were abandoned by
 	 * their runners, which died with the loop. */

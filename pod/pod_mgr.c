@@ -1363,7 +1363,8 @@ void pod_mgr_procs(pod_mgr_t *m,
 
 size_t pod_mgr_nrunning(const pod_mgr_t *m)
 {
-	return m->nrunning;
+	/* A launch under way is no running process yet. */
+	return m->nrunning - m->nlaunching;
 }
 
 /* Containers that hold or may take descriptors: a pod whose containers

@@ -61,6 +61,8 @@ typedef struct pod_ctr {
 	rt_pid_t runner;
 	bool stop_sent;
 	bool cg_orphans;              /* its cgroup held processes (a previous tankd's) */
+	bool launching;               /* its runner's launch is under way
+				       * (pod_launcher.h): proc.pid still 0 */
 	pid_t orphan;                 /* a process a previous tankd left */
 	rc_fsm_state_t st;            /* phase, since, reason */
 	uint8_t outcome;              /* enum pod_outcome: how it ended, when terminal */
@@ -165,7 +167,8 @@ struct pod_mgr {
 	pod_cgroup_env_t cg_env;
 	bool has_cg;
 	tank_map_t pods;              /* name -> pod_trk_t */
-	size_t nrunning;
+	size_t nrunning;              /* runners, launching ones included */
+	size_t nlaunching;            /* runners whose launch is under way */
 	bool shutting_down;
 	bool drained_told;
 	/* The resync's walk over the stored pods, in slices (pod__list):
