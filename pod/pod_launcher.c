@@ -4,6 +4,7 @@
 #include <fcntl.h>
 #include <pthread.h>
 #include <signal.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/eventfd.h>
@@ -21,13 +22,18 @@ struct pod_launch_job {
 	bool taken;                 /* the result is the caller's */
 	bool killed;                /* settle killed its child */
 	uint64_t cookie;
-	/* The copied options: their pointers lead into arena, cg and sb. */
+	/* The copied options: their pointers lead into arena (which also
+	 * holds the cgroup's and the sandbox's copies, when given). */
 	pod_launch_opts_t o;
-	pod_cgroup_t cg;
-	pod_sandbox_t sb;
+	pod_cgroup_t *cg;
+	pod_sandbox_t *sb;
 	char *arena;
 	int rc;
-	tank_error_t err;
+	/* Why it failed, cut to POD_LAUNCH_ERR_MAX - 1 bytes: a start's
+	 * reason is at most that long where it is shown (a status), and a
+	 * job is held by every launch queued in a storm (a full
+	 * tank_error_t made it three times bigger). */
+	char errmsg[POD_LAUNCH_ERR_MAX];
 	pod_proc_t proc;
 };
 
@@ -60,9 +66,11 @@ static void job_close_inputs(pod_launch_job_t *j)
 		close_fd(&j->o.stdout_fd);
 	if (j->o.stderr_mode == POD_STDIO_FD)
 		close_fd(&j->o.stderr_fd);
-	for (int i = 0; i < POD_SBX_NFD; i++)
-		close_fd(&j->sb.ns_fd[i]);
-	close_fd(&j->sb.root_fd);
+	if (j->sb) {
+		for (int i = 0; i < POD_SBX_NFD; i++)
+			close_fd(&j->sb->ns_fd[i]);
+		close_fd(&j->sb->root_fd);
+	}
 }
 
 /* A launched child nobody will watch: killed (the runtime reaps it as an
@@ -126,7 +134,16 @@ static void *launcher_main(void *arg)
 		l->busy = true;
 		pthread_mutex_unlock(&l->mu);
 
-		j->rc = pod_launch(&j->o, &j->proc, &j->err);
+		{
+			tank_error_t err;
+			j->rc = pod_launch(&j->o, &j->proc, &err);
+			if (j->rc < 0) {
+				/* Cut, by design (see errmsg). */
+				size_t n = strnlen(err.msg, sizeof j->errmsg - 1);
+				memcpy(j->errmsg, err.msg, n);
+				j->errmsg[n] = '\0';
+			}
+		}
 		job_close_inputs(j);
 
 		pthread_mutex_lock(&l->mu);
@@ -284,11 +301,9 @@ int pod_launch_submit(pod_launcher_t *l, const pod_launch_opts_t *o,
 	j->cookie = cookie;
 	j->o = *o;
 	j->proc.stdout_fd = j->proc.stderr_fd = -1;
-	j->sb.root_fd = -1;
-	for (int i = 0; i < POD_SBX_NFD; i++)
-		j->sb.ns_fd[i] = -1;
-	/* Everything the options point to, in one allocation: pointer
-	 * arrays first (aligned), then rlimits, then the strings. */
+	/* Everything the options point to, in one allocation: the
+	 * sandbox's and cgroup's copies and the pointer arrays first
+	 * (aligned), then rlimits, then the strings. */
 	strs += vec_size(o->argv, &na);
 	strs += vec_size(o->envp, &ne);
 	strs += strlen(o->file) + 1;
@@ -297,14 +312,30 @@ int pod_launch_submit(pod_launcher_t *l, const pod_launch_opts_t *o,
 	for (int i = 0; o->cgroup && i < POD_CG_N; i++)
 		strs += o->cgroup->dir[i] ? strlen(o->cgroup->dir[i]) + 1 : 0;
 	ptrs = (o->argv ? na + 1 : 0) + (o->envp ? ne + 1 : 0);
-	j->arena = malloc(ptrs * sizeof(char *) +
+	size_t objs = (o->sandbox ? sizeof(pod_sandbox_t) : 0) +
+	              (o->cgroup ? sizeof(pod_cgroup_t) : 0);
+	j->arena = malloc(objs + ptrs * sizeof(char *) +
 	                  o->n_rlimits * sizeof(pod_rlimit_t) + strs + 1);
 	if (!j->arena) {
 		free(j);
 		return tank_error_set(err, -ENOMEM, "launch: out of memory");
 	}
 	{
-		char **vp = (char **)j->arena;
+		char *op = j->arena;
+		if (o->sandbox) {
+			j->sb = (pod_sandbox_t *)op;
+			memset(j->sb, 0, sizeof *j->sb);
+			j->sb->root_fd = -1;
+			for (int i = 0; i < POD_SBX_NFD; i++)
+				j->sb->ns_fd[i] = -1;
+			op += sizeof(pod_sandbox_t);
+		}
+		if (o->cgroup) {
+			j->cg = (pod_cgroup_t *)op;
+			memset(j->cg, 0, sizeof *j->cg);
+			op += sizeof(pod_cgroup_t);
+		}
+		char **vp = (char **)op;
 		pod_rlimit_t *rl = (pod_rlimit_t *)(vp + ptrs);
 		char *sp = (char *)(rl + o->n_rlimits);
 		j->o.argv = o->argv ? vec_copy(o->argv, na, &vp, &sp) : NULL;
@@ -317,11 +348,11 @@ int pod_launch_submit(pod_launcher_t *l, const pod_launch_opts_t *o,
 		j->o.rlimits = o->n_rlimits ? rl : NULL;
 		if (o->cgroup) {
 			/* Only the paths are read by the launch. */
-			j->cg.mode = o->cgroup->mode;
+			j->cg->mode = o->cgroup->mode;
 			for (int i = 0; i < POD_CG_N; i++)
-				j->cg.dir[i] = o->cgroup->dir[i]
-				               ? str_copy(o->cgroup->dir[i], &sp) : NULL;
-			j->o.cgroup = &j->cg;
+				j->cg->dir[i] = o->cgroup->dir[i]
+				                ? str_copy(o->cgroup->dir[i], &sp) : NULL;
+			j->o.cgroup = j->cg;
 		}
 	}
 	/* The caller's fds may be closed the moment we return (a sandbox
@@ -335,13 +366,13 @@ int pod_launch_submit(pod_launcher_t *l, const pod_launch_opts_t *o,
 	if (rc == 0 && o->stderr_mode == POD_STDIO_FD)
 		rc = dup_high(o->stderr_fd, &j->o.stderr_fd);
 	if (o->sandbox) {
-		j->sb.pid = o->sandbox->pid;
-		j->sb.ns = o->sandbox->ns;
+		j->sb->pid = o->sandbox->pid;
+		j->sb->ns = o->sandbox->ns;
 		for (int i = 0; rc == 0 && i < POD_SBX_NFD; i++)
-			rc = dup_high(o->sandbox->ns_fd[i], &j->sb.ns_fd[i]);
+			rc = dup_high(o->sandbox->ns_fd[i], &j->sb->ns_fd[i]);
 		if (rc == 0)
-			rc = dup_high(o->sandbox->root_fd, &j->sb.root_fd);
-		j->o.sandbox = &j->sb;
+			rc = dup_high(o->sandbox->root_fd, &j->sb->root_fd);
+		j->o.sandbox = j->sb;
 	}
 	if (rc < 0) {
 		job_close_inputs(j);
@@ -403,8 +434,9 @@ int pod_launch_job_take(pod_launch_job_t *j, pod_proc_t *out, tank_error_t *err)
 {
 	if (j->taken)
 		return tank_error_set(err, TANK_EINVALID, "launch: result taken");
-	if (err)
-		*err = j->err;
+	tank_error_clear(err);
+	if (j->rc < 0)
+		tank_error_set(err, j->rc, "%s", j->errmsg);
 	if (j->rc == 0) {
 		*out = j->proc;
 		j->taken = true;
@@ -475,7 +507,8 @@ void pod_launcher_settle(pod_launcher_t *l)
 		l->qhead = j->qnext;
 		j->qnext = NULL;
 		j->state = J_DONE;
-		j->rc = tank_error_set(&j->err, -ECANCELED, "launch: cancelled");
+		j->rc = -ECANCELED;
+		snprintf(j->errmsg, sizeof j->errmsg, "launch: cancelled");
 		job_close_inputs(j);
 		if (l->dtail)
 			l->dtail->qnext = j;

@@ -58,6 +58,10 @@
 #include "common/tank_err.h"
 #include "pod/pod_launch.h"
 
+/* A job's error message is cut to this (NUL included): what a start's
+ * reason can show (RC_REASON_MAX). */
+#define POD_LAUNCH_ERR_MAX 128
+
 typedef struct pod_launcher pod_launcher_t;
 typedef struct pod_launch_job pod_launch_job_t;
 
@@ -89,7 +93,8 @@ uint64_t pod_launch_job_cookie(const pod_launch_job_t *j);
 
 /* The launch's result, exactly pod_launch's: 0 with *out filled (the
  * pid to reap, the pipes' read ends now the caller's), or its error with
- * err filled.  Once per job. */
+ * err filled (the message cut to POD_LAUNCH_ERR_MAX - 1 bytes).  Once
+ * per job. */
 int pod_launch_job_take(pod_launch_job_t *j, pod_proc_t *out,
                         tank_error_t *err);
 

@@ -264,8 +264,11 @@ static void pod__runner_launched(rt_t *rt, pod_runner_t *r, pod_launch_job_t *j)
 	if (st.rc == 0 && (st.rc = pod__runner_watch(rt, r, true)) < 0)
 		tank_error_set(&err, st.rc, "watch container: %s", tank_strerror(st.rc));
 	if (st.rc < 0) {
-		snprintf(st.error, sizeof st.error, "%s",
-			 err.msg[0] ? err.msg : tank_strerror(st.rc));
+		/* Cut to what a status shows, by design. */
+		const char *why = err.msg[0] ? err.msg : tank_strerror(st.rc);
+		size_t n = strnlen(why, sizeof st.error - 1);
+		memcpy(st.error, why, n);
+		st.error[n] = '\0';
 		r->proc = (pod_proc_t){ .stdout_fd = -1, .stderr_fd = -1 };
 		r->exited = true;      /* nothing to kill */
 		(void)rt_send(rt, r->owner, POD_RUNNER_STARTED, &st, sizeof st);

@@ -71,7 +71,7 @@ typedef struct pod_runner_probe {
 #define POD_RUNNER_STARTED RC_TAG_KIND(TANK_KIND_CONTAINER, 4)
 typedef struct pod_runner_started {
 	int rc;
-	char error[TANK_ERROR_MSG];
+	char error[POD_LAUNCH_ERR_MAX];   /* what a status shows of it */
 	char key[RC_KEY_MAX];
 } pod_runner_started_t;
 /* owner -> runner: starts the stop sequence (idempotent).  Payload none,
