@@ -12,6 +12,10 @@
 
 enum { J_QUEUED = 0, J_RUNNING, J_DONE };
 
+/* Each thread in its window holds a set of slots; one is left for the
+ * loop thread's own launches (exec requests, a fallback). */
+_Static_assert(POD_LAUNCHER_THREADS < POD_LAUNCH_SETS, "a set per thread and one more");
+
 struct pod_launch_job {
 	pod_launcher_t *l;          /* NULL once the launcher is freed */
 	struct pod_launch_job *prev, *next;   /* the launcher's live list */
@@ -41,8 +45,10 @@ struct pod_launcher {
 	pthread_mutex_t mu;
 	pthread_cond_t work;        /* queue non-empty, or stop */
 	pthread_cond_t idle;        /* the launch under way returned */
-	pthread_t thr;
-	bool stop, busy, paused;
+	pthread_t thr[POD_LAUNCHER_THREADS];
+	int nthr;
+	int busy;                   /* threads in a launch */
+	bool stop, paused;
 	pod_launch_job_t *qhead, *qtail;      /* queued, in order */
 	pod_launch_job_t *dhead, *dtail;      /* done, not handed out */
 	pod_launch_job_t *live;     /* every job not freed */
@@ -131,7 +137,7 @@ static void *launcher_main(void *arg)
 			l->qtail = NULL;
 		j->qnext = NULL;
 		j->state = J_RUNNING;
-		l->busy = true;
+		l->busy++;
 		pthread_mutex_unlock(&l->mu);
 
 		{
@@ -147,7 +153,7 @@ static void *launcher_main(void *arg)
 		job_close_inputs(j);
 
 		pthread_mutex_lock(&l->mu);
-		l->busy = false;
+		l->busy--;
 		j->state = J_DONE;
 		pthread_cond_broadcast(&l->idle);
 		if (j->abandoned) {
@@ -190,9 +196,12 @@ int pod_launcher_new(pod_launcher_t **out)
 	 * watchers, SIGCHLD among them, expect them on the loop thread). */
 	sigfillset(&all);
 	pthread_sigmask(SIG_SETMASK, &all, &old);
-	rc = -pthread_create(&l->thr, NULL, launcher_main, l);
+	rc = 0;
+	while (l->nthr < POD_LAUNCHER_THREADS &&
+	       (rc = -pthread_create(&l->thr[l->nthr], NULL, launcher_main, l)) == 0)
+		l->nthr++;
 	pthread_sigmask(SIG_SETMASK, &old, NULL);
-	if (rc < 0) {
+	if (l->nthr == 0) {
 		pthread_cond_destroy(&l->idle);
 		pthread_cond_destroy(&l->work);
 		pthread_mutex_destroy(&l->mu);
@@ -200,6 +209,7 @@ int pod_launcher_new(pod_launcher_t **out)
 		free(l);
 		return rc;
 	}
+	/* One thread is enough to work (slower): not an error. */
 	*out = l;
 	return 0;
 }
@@ -214,7 +224,8 @@ void pod_launcher_free(pod_launcher_t *l)
 	l->stop = true;
 	pthread_cond_broadcast(&l->work);
 	pthread_mutex_unlock(&l->mu);
-	pthread_join(l->thr, NULL);
+	for (int i = 0; i < l->nthr; i++)
+		pthread_join(l->thr[i], NULL);
 	/* Queued and done-not-handed jobs are ours; handed ones stay their
 	 * holders', who free them without us from now on. */
 	for (j = l->live; j; j = next) {

@@ -5,10 +5,13 @@
  * Why: pod_launch blocks its caller for the vfork window (clone until the
  * child's exec: the cgroup join, setsid, the signal reset, exec itself),
  * which is most of a restart's cost.  CLONE_VFORK suspends only the
- * calling thread: with the clones on this thread, the loop reaps,
+ * calling thread: with the clones on these threads, the loop reaps,
  * records and commits the restarts meanwhile, and a restart costs about
- * max(window, the loop's work) instead of their sum (docs/bench.md,
- * "Issue 38, items 3 and 4, round 2").
+ * max(window, the loop's work) instead of their sum.  Two threads, each
+ * launching with its own set of slots and child stack (pod_launch.h),
+ * keep two windows going at once: a storm's launches are then bounded by
+ * the machine's two cores rather than by one thread's serial windows
+ * (docs/bench.md, "Issue 38, items 3 and 4, round 2").
  *
  * The launched child's parent is still the daemon's process (threads
  * share it): SIGCHLD and reaping are the runtime's as before.  A child
@@ -21,7 +24,8 @@
  *                               the owner watches it
  *   pod_launch_submit           queues a launch, returns its job
  *   pod_launcher_next_done      after the fd was readable: done jobs, in
- *                               the order they were launched
+ *                               the order they finished (two threads:
+ *                               not always the order of the submits)
  *   pod_launch_job_take         the result (pod_launch's), once
  *   pod_launch_job_free         frees a job the caller holds
  *   pod_launch_job_abandon      the requester is gone: whatever the job
@@ -62,12 +66,15 @@
  * reason can show (RC_REASON_MAX). */
 #define POD_LAUNCH_ERR_MAX 128
 
+/* Launching threads (each takes one of pod_launch's POD_LAUNCH_SETS). */
+#define POD_LAUNCHER_THREADS 2
+
 typedef struct pod_launcher pod_launcher_t;
 typedef struct pod_launch_job pod_launch_job_t;
 
-/* Starts the launcher's thread (all signals blocked in it: they are the
- * loop thread's).  Returns 0, -ENOMEM, -EMFILE or pthread_create's
- * error. */
+/* Starts the launcher's threads (all signals blocked in them: they are
+ * the loop thread's; one is enough if the second cannot be made).
+ * Returns 0, -ENOMEM, -EMFILE or pthread_create's error. */
 int pod_launcher_new(pod_launcher_t **out);
 
 /* Settles (as pod_launcher_settle), stops and joins the thread, kills
