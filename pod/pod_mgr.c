@@ -10,6 +10,7 @@
  * tick, an apply — just queues the key and the same code decides.
  */
 #include "pod/pod_mgr_int.h"
+#include "pod/pod_launcher.h"
 #include "store/st_coll.h"
 
 #include <errno.h>
@@ -1246,6 +1247,7 @@ void pod_mgr_free(pod_mgr_t *m)
 	}
 	tank_map_destroy(&m->rdeps);
 	pod_cgroup_sweep_abort(&m->sweep);
+	pod_launcher_free(m->launcher);
 	free(m->log_dir);
 	free(m);
 }
@@ -1344,6 +1346,11 @@ void pod_mgr_procs(pod_mgr_t *m,
 	const char *name;
 	void *v;
 
+	/* Nothing half launched while the image is replaced: a child the
+	 * launcher thread clones now, or one whose runner has not taken it
+	 * yet, would be in no list and run untracked (it is killed; the
+	 * next image starts the container again). */
+	pod_launcher_settle(m->launcher);
 	while (tank_map_next(&m->pods, &it, &name, &v)) {
 		pod_trk_t *p = v;
 		if (p->sb && p->sb->pid > 0) {
@@ -1359,7 +1366,8 @@ void pod_mgr_procs(pod_mgr_t *m,
 
 size_t pod_mgr_nrunning(const pod_mgr_t *m)
 {
-	return m->nrunning;
+	/* A launch under way is no running process yet. */
+	return m->nrunning - m->nlaunching;
 }
 
 /* Containers that hold or may take descriptors: a pod whose containers

@@ -33,6 +33,7 @@
 #include "common/tank_set.h"
 #include "pod/pod_adopt.h"
 #include "pod/pod_cgroup.h"
+#include "pod/pod_launcher.h"
 #include "pod/pod_log.h"
 #include "pod/pod_mgr.h"
 #include "pod/pod_phase.h"
@@ -60,6 +61,8 @@ typedef struct pod_ctr {
 	rt_pid_t runner;
 	bool stop_sent;
 	bool cg_orphans;              /* its cgroup held processes (a previous tankd's) */
+	bool launching;               /* its runner's launch is under way
+				       * (pod_launcher.h): proc.pid still 0 */
 	pid_t orphan;                 /* a process a previous tankd left */
 	rc_fsm_state_t st;            /* phase, since, reason */
 	uint8_t outcome;              /* enum pod_outcome: how it ended, when terminal */
@@ -166,7 +169,8 @@ struct pod_mgr {
 	pod_cgroup_env_t cg_env;
 	bool has_cg;
 	tank_map_t pods;              /* name -> pod_trk_t */
-	size_t nrunning;
+	size_t nrunning;              /* runners, launching ones included */
+	size_t nlaunching;            /* runners whose launch is under way */
 	bool shutting_down;
 	bool drained_told;
 	/* The resync's walk over the stored pods, in slices (pod__list):
@@ -196,7 +200,15 @@ struct pod_mgr {
 	 * is stopping too still runs. */
 	tank_map_t rdeps;
 	pod_owner_t owner;            /* .allows NULL: no owner */
+	/* The launcher thread containers start on (pod_launcher.h), made
+	 * at the first start that uses it (none with a fake launch); its
+	 * eventfd is watched by the loop actor while launcher_watched. */
+	pod_launcher_t *launcher;
+	bool launcher_watched;
 };
+
+/* The launcher's eventfd is readable (RT_MSG_FD to the loop actor). */
+#define POD__LAUNCHER_READY RC_TAG_KIND(TANK_KIND_CONTAINER, 5)
 
 /* --- pod_mgr.c: helpers, status, phase, tracking ----------------------------- */
 

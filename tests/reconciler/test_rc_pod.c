@@ -727,6 +727,66 @@ Test(reconciler, thousand_pods_converge_and_go)
 	teardown(h);
 }
 
+static bool untracked(h_t *h, const char *name, const void *arg)
+{
+	pod_info_t info;
+	(void)arg;
+	return !pod_mgr_info(h->pods, name, &info);
+}
+
+/* Pods deleted while their containers are being launched (on the
+ * launcher thread: the runner knows no pid yet): each stop is carried out
+ * once its process exists, and nothing that was started is left running
+ * — every process that got as far as running its command wrote its pid. */
+Test(reconciler, deleted_while_launching_leaves_no_process)
+{
+	enum { N = 16 };
+	h_t *h = setup(false);
+	char yaml[16384], pids[128], *names[N];
+	size_t off = 0;
+
+	snprintf(pids, sizeof pids, "%s/pids", h->dir);
+	for (int i = 0; i < N; i++) {
+		names[i] = malloc(16);
+		snprintf(names[i], 16, "l%02d", i);
+		off += (size_t)snprintf(yaml + off, sizeof yaml - off,
+					"%sname: %s\nstop: {grace: 5s}\ncontainers:\n"
+					"  - name: c\n    command: [/bin/sh, -c, "
+					"\"echo $$ >> %s; exec /bin/sleep 1000\"]\n",
+					i ? "---\n" : "", names[i], pids);
+	}
+	apply_yaml(h, yaml);
+	/* Long enough for the loop to submit the starts, not for all of
+	 * them to be done. */
+	run_for(h, 0.02);
+	cr_assert_eq(st_delete(h->st, (const char *const *)names, N, NULL, NULL), 0);
+	rc_nudge(h->rt, h->loop);
+	/* Gone from the manager, not only from the store: a pod whose
+	 * start is under way may have no status yet. */
+	for (int i = 0; i < N; i++)
+		cr_assert(wait_for(h, names[i], untracked, NULL, 20), "%s still tracked",
+			  names[i]);
+	cr_assert_eq(pod_mgr_nrunning(h->pods), 0);
+	for (int i = 0; i < N; i++)
+		cr_assert(gone(h, names[i], NULL));
+	run_for(h, 0.1);
+	FILE *f = fopen(pids, "re");
+	char line[32];
+	int seen = 0;
+	while (f && fgets(line, sizeof line, f)) {
+		pid_t pid = (pid_t)atoi(line);
+		cr_expect(!ts_alive(pid), "process %d still runs", (int)pid);
+		seen++;
+	}
+	if (f)
+		fclose(f);
+	cr_log_info("%d of %d containers ran before their stop", seen, N);
+	unlink(pids);
+	for (int i = 0; i < N; i++)
+		free(names[i]);
+	teardown(h);
+}
+
 Test(reconciler, cgroup_removed_by_hand_is_made_again)
 {
 	h_t *h = setup(false);
