@@ -45,6 +45,8 @@
  *                   30 + N/100); the storm reports the time until 50, 90,
  *                   99 and 100 % of N ran again, and how many did within
  *                   the budget when not all
+ *   BENCH_KEEP=DIR  each daemon's log is copied into DIR when it stops
+ *                   (DIR/<its run's name>.log: what tankd said in a storm)
  *   BENCH_MEM_WAIT_S=S  how long memory waits for the starts (default
  *                   60 + N/50)
  *
@@ -610,6 +612,32 @@ static int spawn_daemon(sys_t *s, char *const argv[], int deathsig)
 
 static void tank_cgroups_cleanup(const sys_t *s);
 
+/* BENCH_KEEP=DIR: the daemon's log outlives the temp dir, as
+ * DIR/<the run's dir name>.log. */
+static void keep_log(const sys_t *s)
+{
+	const char *keep = getenv("BENCH_KEEP");
+	char from[PATH_MAX + 16], to[PATH_MAX + 16], buf[65536];
+	const char *base = strrchr(s->dir, '/');
+	ssize_t n;
+	int in, out;
+
+	if (!keep || !*keep)
+		return;
+	snprintf(from, sizeof from, "%s/daemon.log", s->dir);
+	snprintf(to, sizeof to, "%s/%s.log", keep, base ? base + 1 : s->dir);
+	if ((in = open(from, O_RDONLY | O_CLOEXEC)) < 0)
+		return;
+	if ((out = open(to, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644)) >= 0) {
+		while ((n = read(in, buf, sizeof buf)) > 0)
+			if (write(out, buf, (size_t)n) != n)
+				break;
+		close(out);
+		note("kept %s", to);
+	}
+	close(in);
+}
+
 /* Stops the daemon the way its manual says, waits, then SIGKILLs whatever
  * of its tree is left (recorded before the stop, re-checked by comm). */
 static void sys_stop(sys_t *s)
@@ -665,6 +693,7 @@ static void sys_stop(sys_t *s)
 	if (!gone && s->kind == SYS_TANK)
 		tank_cgroups_cleanup(s);
 	s->pid = 0;
+	keep_log(s);
 }
 
 /* Kills what is still in one cgroup (a container tankd spawned after
@@ -910,6 +939,10 @@ static int sys_start(ctx_t *c, sys_t *s, long n, const char *mode)
 	}
 }
 
+/* tankd's pid while a storm of 2,000 or more recovers: wait_starts_at
+ * notes its progress every 5 s. */
+static pid_t g_progress_pid;
+
 /* Waits for n starts from pids not in `old`, newer than t0; fills `fresh`
  * and *last (the latest start stamp).  Returns the count seen. */
 static long wait_starts_at(ctx_t *c, long n, uint64_t t0, const pidset_t *old,
@@ -928,11 +961,22 @@ static long wait_starts_at(ctx_t *c, long n, uint64_t t0, const pidset_t *old,
 			   pidset_t *fresh, uint64_t timeout_ns, uint64_t *last,
 			   uint64_t *stamps)
 {
-	uint64_t deadline = bench_now_ns() + timeout_ns;
+	uint64_t deadline = bench_now_ns() + timeout_ns, tick = bench_now_ns();
+	unsigned long long cpu0 = g_progress_pid > 0 ? cpu_ticks(g_progress_pid) : 0;
 	note_msg_t m;
 	*last = 0;
 	while ((long)fresh->n < n) {
-		int r = notes_next(&c->notes, deadline, &m);
+		if (g_progress_pid > 0 && bench_now_ns() >= tick + 5000000000ull) {
+			/* A long storm's curve: a stall and a slow pace look
+			 * different here, and the same at the end. */
+			tick = bench_now_ns();
+			note("  +%.0f s: %zu of %ld back, tankd %.2f CPU s", (double)(tick - t0) / 1e9,
+			     fresh->n, n, (double)(cpu_ticks(g_progress_pid) - cpu0) / 100.0);
+		}
+		int r = notes_next(&c->notes, tick + 5000000000ull < deadline
+				   && g_progress_pid > 0 ? tick + 5000000000ull : deadline, &m);
+		if (r == 0 && bench_now_ns() < deadline)
+			continue;
 		if (r <= 0)
 			break;
 		if (m.kind != 'S' || m.t < t0 || (old && pidset_has(old, m.pid)))
@@ -1066,12 +1110,15 @@ static storm_res_t storm_one(ctx_t *c, sys_kind_t kind, long n, long base_pss)
 	char pname[32];
 	snprintf(pname, sizeof pname, "storm-%ld", n);
 	perf = kind == SYS_TANK ? perf_start(s.pid, pname) : 0;
+	note("storm: %s, N = %ld: all running, killing them", SYS_NAME[kind], n);
 	t0 = bench_now_ns();
 	for (size_t i = 0; i < first.cap; i++)
 		if (first.slot[i])
 			kill(first.slot[i], SIGKILL);
 	uint64_t rbudget = storm_budget_ns(n);
+	g_progress_pid = kind == SYS_TANK && n >= 2000 ? tank_daemon_pid(c, &s) : 0;
 	long got = wait_starts_at(c, n, t0, &first, &fresh, rbudget, &last, stamps);
+	g_progress_pid = 0;
 	storm_tail(&res, stamps, got, n, t0);
 	if (got < n) {
 		side_t part = supervisor_side(s.pid);
