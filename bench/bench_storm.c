@@ -268,6 +268,7 @@ static void notes_drain(notes_t *ns)
 typedef struct proc {
 	pid_t pid, ppid;
 	char comm[32];
+	char state;               /* R, S, Z (read_stat then says -ESRCH), ... */
 } proc_t;
 
 static int read_stat(pid_t pid, proc_t *p)
@@ -296,6 +297,7 @@ static int read_stat(pid_t pid, proc_t *p)
 	if (sscanf(close_p + 2, "%c %d", &state, &ppid) != 2)
 		return -EIO;
 	p->ppid = ppid;
+	p->state = state;
 	return state == 'Z' ? -ESRCH : 0;
 }
 
@@ -1019,6 +1021,70 @@ static int tank_confirm(sys_t *s, long n, const pidset_t *fresh, uint64_t deadli
 
 /* --- scenario: storm (+ memory at the same size) --------------------------- */
 
+/* A storm that did not come back within its budget: what tankd says of
+ * the pods not seen back (`running`: their pid now), what the kernel says
+ * of that pid (a zombie nobody reaped, a process whose start report never
+ * came), and the history of the first few, on stderr. */
+static void storm_stuck(const ctx_t *c, sys_t *s, const pidset_t *old, const pidset_t *fresh)
+{
+	api_incoming_t in;
+	long back = 0, same = 0, none = 0, other = 0, shown = 0;
+	char names[3][64] = { "", "", "" };
+
+	if (tank_call(s, "running", NULL, NULL, &in) < 0)
+		return;
+	if (in.result && in.result->type == MSGPACK_OBJECT_MAP) {
+		const msgpack_object_map *m = &in.result->via.map;
+		for (uint32_t i = 0; i < m->size; i++) {
+			const msgpack_object *k = &m->ptr[i].key, *v = &m->ptr[i].val;
+			pid_t pid = v->type == MSGPACK_OBJECT_POSITIVE_INTEGER ? (pid_t)v->via.u64 : 0;
+			if (pid && pidset_has(fresh, pid)) {
+				back++;
+				continue;
+			}
+			char state = '-';
+			if (pid) {
+				proc_t pr;
+				int rs = read_stat(pid, &pr);
+				state = rs == 0 || rs == -ESRCH ? pr.state : 'x';
+			}
+			if (!pid)
+				none++;
+			else if (pidset_has(old, pid))
+				same++;
+			else
+				other++;
+			if (shown < 3 && k->type == MSGPACK_OBJECT_STR) {
+				snprintf(names[shown], sizeof names[shown], "%.*s",
+					 (int)k->via.str.size, k->via.str.ptr);
+				note("  not back: %s, pid %d (%s), kernel state %c", names[shown],
+				     (int)pid, !pid ? "none" : pidset_has(old, pid) ? "the killed one"
+				     : "new, its start not reported", state);
+				shown++;
+			}
+		}
+	}
+	api_incoming_free(&in);
+	note("  tankd's view: %ld back, %ld still at the killed pid, %ld with no pid, "
+	     "%ld at a pid whose start was not reported", back, same, none, other);
+	char ctl[PATH_MAX + 64], cmd[2 * PATH_MAX + 256], line[512];
+	snprintf(ctl, sizeof ctl, "%s", c->tankd);
+	char *slash = strrchr(ctl, '/');
+	if (!slash)
+		return;
+	snprintf(slash + 1, sizeof ctl - (size_t)(slash + 1 - ctl), "tankctl");
+	for (long i = 0; i < shown; i++) {
+		snprintf(cmd, sizeof cmd, "'%s' --socket '%s' history '%s' --limit 8 2>&1", ctl,
+			 s->sock, names[i]);
+		FILE *p = popen(cmd, "re");
+		if (!p)
+			continue;
+		while (fgets(line, sizeof line, p))
+			note("    %s", strtok(line, "\n") ? line : "");
+		pclose(p);
+	}
+}
+
 typedef struct storm_res {
 	bool ok;
 	double start_s, recover_s, confirm_s, cpu_ms_per_restart, pss_per_svc_kib;
@@ -1127,6 +1193,8 @@ static storm_res_t storm_one(ctx_t *c, sys_kind_t kind, long n, long base_pss)
 		     SYS_NAME[kind], got, n, (double)rbudget / 1e9,
 		     g_interrupted ? " (interrupted)" : "", res.at_pct[0], res.at_pct[1],
 		     res.at_pct[2], got ? (double)(part.cpu - before.cpu) / 1e6 / (double)got : 0.0);
+		if (kind == SYS_TANK && !g_interrupted)
+			storm_stuck(c, &s, &first, &fresh);
 		goto out;
 	}
 	res.recover_s = (double)(last - t0) / 1e9;
