@@ -1204,6 +1204,12 @@ static storm_res_t storm_one(ctx_t *c, sys_kind_t kind, long n, long base_pss)
 		goto out;
 	}
 	res.recover_s = (double)(last - t0) / 1e9;
+	long reused = 0;
+	for (size_t i = 0; i < fresh.cap; i++)
+		reused += fresh.slot[i] && pidset_has(&first, fresh.slot[i]);
+	if (reused)
+		note("storm: %s, N = %ld: %ld replacements got the pid of a killed one "
+		     "(the kernel's pids wrapped)", SYS_NAME[kind], n, reused);
 	if (kind == SYS_TANK) {
 		int cerr = tank_confirm(&s, n, &fresh, bench_now_ns() + rbudget);
 		res.confirm_s = (double)(bench_now_ns() - t0) / 1e9;
