@@ -721,6 +721,26 @@ bool pod__settled(rt_t *rt, const pod_trk_t *p)
 	return true;
 }
 
+bool pod__restarting(rt_t *rt, const pod_trk_t *p)
+{
+	bool backing_off = false;
+
+	if (!p->desired || !pod__current(p) ||
+	    p->restart_req || p->fail || !p->nctrs)
+		return false;
+	for (size_t i = 0; i < p->nctrs; i++) {
+		const pod_ctr_t *c = &p->ctrs[i];
+		if (c->orphan || c->cg_orphans || c->stop_sent)
+			return false;
+		if (c->st.phase == POD_CP_BACKING_OFF && !c->runner)
+			backing_off = true;
+		else if (c->st.phase != POD_CP_TERMINAL &&
+			 (c->st.phase != POD_CP_RUNNING || !c->runner || !rt_alive(rt, c->runner)))
+			return false;
+	}
+	return backing_off;
+}
+
 /* The pod's cgroup: "<name>.<first 8 hex digits of its uid>".  Tied to
  * the object, not the name: the group of a deleted pod is never the group
  * of its successor of the same name, so leftovers of the old object are

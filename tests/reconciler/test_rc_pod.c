@@ -1098,6 +1098,48 @@ Test(reconciler, a_settled_pods_groups_are_swept_again_within_sixty_passes, .tim
 	teardown(h);
 }
 
+/* A pod only waiting for its container's restart (backing off after an
+ * exit) is not swept at each pass either, once a sweep found it clean
+ * (issue 38: in a storm of 10,000 restarts every pod is that at each pass
+ * until its turn); it is swept at the first pass after it runs again.  A
+ * process planted in its own group meanwhile is found then. */
+Test(reconciler, a_pod_backing_off_is_swept_once_it_runs_again, .timeout = 90)
+{
+	h_t *h = setup(true);
+	char buf[512], own[64];
+	st_pod_t sp;
+	st_status_t s;
+
+	if (h->cg.mode == POD_CGROUP_NONE) {
+		teardown(h);
+		cr_skip_test("no cgroup hierarchy here: the sweep has nothing to walk");
+	}
+	apply_yaml(h, pod_yaml(buf, sizeof buf, "wait", "always", "sleep", "{base: 4s, cap: 4s}"));
+	cr_assert(wait_for(h, "wait", phase_is, "running", 10));
+	cr_assert_eq(st_pod_get(h->st, "wait", &sp, NULL), 0);
+	snprintf(own, sizeof own, "wait.%.8s", sp.uid);
+	st_pod_clear(&sp);
+	run_for(h, 1.0);                 /* swept once while settled */
+	cr_assert(status(h, "wait", &s));
+	pid_t pid = s.containers[0].pid;
+	st_status_clear(&s);
+	cr_assert_gt(pid, 0);
+	kill(pid, SIGKILL);
+	cr_assert(wait_for(h, "wait", phase_is, "backing_off", 10));
+	pid_t stowaway = plant(h, own);
+	run_for(h, 2.0);                 /* ~10 passes, still backing off */
+	cr_assert(phase_is(h, "wait", "backing_off"), "restarted before the check");
+	cr_assert(!reaped(stowaway), "a pod backing off had its groups read at a pass");
+	cr_assert(wait_for(h, "wait", phase_is, "running", 10));
+	bool gone_ = false;
+	for (int i = 0; i < 250 && !gone_; i++) {
+		run_for(h, 0.02);
+		gone_ = reaped(stowaway);
+	}
+	cr_assert(gone_, "not swept at the first passes after it ran again");
+	teardown(h);
+}
+
 /* --- identity ---------------------------------------------------------------- */
 
 /* Processes whose argv[1] is `marker` (the sleeps below). */
