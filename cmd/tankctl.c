@@ -506,7 +506,16 @@ static int v_daemon(ctl_t *x, int argc, char **argv)
 		printf("keeper     %llu\n", (unsigned long long)kp);
 	else
 		printf("keeper     none\n");
-	printf("uptime     %s\n", kit_format_duration(ctl_u64(in.result, "uptime_ms"), up));
+	/* As systemctl status: how long, and since when (it printed the
+	 * raw duration, "1342497ms"). */
+	uint64_t up_ms = ctl_u64(in.result, "uptime_ms");
+	struct timespec now;
+	char since[40];
+	clock_gettime(CLOCK_REALTIME, &now);
+	uint64_t now_ms = (uint64_t)now.tv_sec * 1000 + (uint64_t)now.tv_nsec / 1000000;
+	cli_format_age(up_ms, up, sizeof up);
+	cli_format_time(now_ms > up_ms ? now_ms - up_ms : 0, since, sizeof since);
+	printf("uptime     %s (since %s)\n", up, since);
 	printf("reexecs    %llu\n", (unsigned long long)ctl_u64(in.result, "reexecs"));
 	printf("restarts   %llu\n", (unsigned long long)ctl_u64(in.result, "restarts"));
 	printf("adopted    %llu\n", (unsigned long long)ctl_u64(in.result, "adopted"));
