@@ -281,7 +281,12 @@ static int pack_act(const action_mgr_t *m, const act_t *a, msgpack_packer *pk)
 	bool exec = s->op == ACT_OP_EXEC || s->op == ACT_OP_CUSTOM;
 
 	out_path(m, s->id, path, sizeof path);
-	int rc = msgpack_pack_map(pk, 22);
+	/* A custom action's args are folded into its resolved run when it is
+	 * submitted (action_spec.h), so `args` is {} for it: `run` says what
+	 * will run — the declared command and the words given — which an
+	 * approver must see before approving. */
+	bool custom = s->op == ACT_OP_CUSTOM;
+	int rc = msgpack_pack_map(pk, 22 + custom);
 	rc |= pk_key(pk, "name");        rc |= kind_pack_str(pk, s->id);
 	rc |= pk_key(pk, "id");          rc |= kind_pack_str(pk, s->id);
 	rc |= pk_key(pk, "kind");        rc |= kind_pack_str(pk, "action");
@@ -325,6 +330,20 @@ static int pack_act(const action_mgr_t *m, const act_t *a, msgpack_packer *pk)
 	rc |= a->ended_at ? msgpack_pack_int64(pk, a->ended_at) : msgpack_pack_nil(pk);
 	rc |= pk_key(pk, "pid");
 	rc |= a->pid ? msgpack_pack_int32(pk, a->pid) : msgpack_pack_nil(pk);
+	if (custom) {
+		rc |= pk_key(pk, "run");
+		rc |= msgpack_pack_map(pk, 2 + (s->timeout_ms != 0));
+		rc |= pk_key(pk, "command");
+		rc |= msgpack_pack_array(pk, s->argc);
+		for (size_t i = 0; i < s->argc; i++)
+			rc |= kind_pack_str(pk, s->argv[i]);
+		rc |= pk_key(pk, "container");
+		rc |= s->container[0] ? kind_pack_str(pk, s->container) : msgpack_pack_nil(pk);
+		if (s->timeout_ms) {
+			rc |= pk_key(pk, "timeout_ms");
+			rc |= msgpack_pack_uint64(pk, s->timeout_ms);
+		}
+	}
 	return rc ? -ENOMEM : 0;
 }
 

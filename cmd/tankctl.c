@@ -92,7 +92,8 @@ static int ctl_usage_error(ctl_t *x, const char *fmt, ...)
 	vfprintf(stderr, fmt, ap);
 	va_end(ap);
 	if (v)
-		fprintf(stderr, "\nusage: tankctl %s %s\n", v->name, v->usage);
+		fprintf(stderr, "\nusage: tankctl %s%s%s\n", v->name, v->usage[0] ? " " : "",
+			v->usage);
 	else
 		fprintf(stderr, "\nrun 'tankctl --help' for the verbs\n");
 	return EXIT_USAGE;
@@ -251,7 +252,8 @@ enum { OPT_HELP = 0x100, OPT_TAIL, OPT_WAIT, OPT_LIMIT, OPT_TIMEOUT, OPT_IGNORE_
 
 static int ctl_help(const verb_t *v)
 {
-	printf("usage: tankctl %s %s\n\n%s\n", v->name, v->usage, v->help);
+	printf("usage: tankctl %s%s%s\n\n%s\n", v->name, v->usage[0] ? " " : "", v->usage,
+	       v->help);
 	return EXIT_OK;
 }
 
@@ -456,9 +458,14 @@ static int v_daemon(ctl_t *x, int argc, char **argv)
 
 	if ((r = ctl_only_help(x, argc, argv)) >= 0)
 		return r;
-	if (optind != argc - 1 || (strcmp(argv[optind], "status") != 0 &&
-				   strcmp(argv[optind], "reexec") != 0))
+	if (optind == argc)
 		return ctl_usage_error(x, "expected status or reexec");
+	if (strcmp(argv[optind], "status") != 0 && strcmp(argv[optind], "reexec") != 0)
+		return ctl_usage_error(x, "unknown subcommand '%s': expected status or reexec",
+				       argv[optind]);
+	if (optind != argc - 1)
+		return ctl_usage_error(x, "unexpected '%s' after %s", argv[optind + 1],
+				       argv[optind]);
 	if (strcmp(argv[optind], "reexec") == 0) {
 		uint64_t before, after;
 		if ((r = ctl_call(x, "daemon.status", NULL, NULL, CTL_TIMEOUT_MS, &in)) != 0)
@@ -506,7 +513,16 @@ static int v_daemon(ctl_t *x, int argc, char **argv)
 		printf("keeper     %llu\n", (unsigned long long)kp);
 	else
 		printf("keeper     none\n");
-	printf("uptime     %s\n", kit_format_duration(ctl_u64(in.result, "uptime_ms"), up));
+	/* As systemctl status: how long, and since when (it printed the
+	 * raw duration, "1342497ms"). */
+	uint64_t up_ms = ctl_u64(in.result, "uptime_ms");
+	struct timespec now;
+	char since[40];
+	clock_gettime(CLOCK_REALTIME, &now);
+	uint64_t now_ms = (uint64_t)now.tv_sec * 1000 + (uint64_t)now.tv_nsec / 1000000;
+	cli_format_age(up_ms, up, sizeof up);
+	cli_format_time(now_ms > up_ms ? now_ms - up_ms : 0, since, sizeof since);
+	printf("uptime     %s (since %s)\n", up, since);
 	printf("reexecs    %llu\n", (unsigned long long)ctl_u64(in.result, "reexecs"));
 	printf("restarts   %llu\n", (unsigned long long)ctl_u64(in.result, "restarts"));
 	printf("adopted    %llu\n", (unsigned long long)ctl_u64(in.result, "adopted"));

@@ -1931,12 +1931,13 @@ int wf_agent_retry_says(st_t *st, const char *pod, char *out, size_t cap, tank_e
 		mstr(j, "state", state, sizeof state);
 		mstr(j, "task", task, sizeof task);
 	}
+	rc = 1;
 	if (!mbool(&u.data, "runnable") && !strcmp(state, "failed"))
 		wfmt(out, cap, "a new job for task %s", task);
 	else if (!strcmp(agent, "exit") || !strcmp(agent, "poweroff"))
 		wfmt(out, cap, "the agent starts again (it was in %s)", agent);
 	else
-		wfmt(out, cap, "nothing to retry (agent %s)", agent);
+		wfmt(out, cap, "nothing to retry (agent %s)", agent), rc = 0;
 	rec_free(&u);
-	return 0;
+	return rc;
 }

@@ -226,6 +226,20 @@ Test(api, tankctl_usage_and_connection_errors)
 	cr_assert_eq(CTL(&e, NULL, "logs", "--help"), 0);
 	cr_assert(strstr(out, "usage: tankctl logs NAME"));
 	FREE();
+	/* A wrong word is named; a verb without arguments has no trailing
+	 * blank in its usage line. */
+	cr_assert_eq(CTL(&e, NULL, "daemon", "bogus"), 2);
+	cr_assert(strstr(err, "unknown subcommand 'bogus'"), "%s", err);
+	FREE();
+	cr_assert_eq(CTL(&e, NULL, "daemon", "status", "extra"), 2);
+	cr_assert(strstr(err, "unexpected 'extra' after status"), "%s", err);
+	FREE();
+	cr_assert_eq(CTL(&e, NULL, "version", "-x"), 2);
+	cr_assert(strstr(err, "usage: tankctl version\n"), "%s", err);
+	FREE();
+	cr_assert_eq(CTL(&e, NULL, "version", "--help"), 0);
+	cr_assert(strstr(out, "usage: tankctl version\n"), "%s", out);
+	FREE();
 	/* Validation: every problem with its path, nothing sent. */
 	cr_assert_eq(CTL(&e, "name: Bad!\ncontainers: [{name: a}]\n", "apply", "-f", "-"), 1);
 	cr_assert(strstr(err, "containers[0].command: required"), "%s", err);
