@@ -263,6 +263,16 @@ void pod__persist(pod_mgr_t *m, pod_trk_t *p)
  * pod_phase.h) and applies it through the pod table. */
 void pod__update(pod_mgr_t *m, rc_loop_t *loop, pod_trk_t *p)
 {
+	/* A container a previous tankd left is being adopted (a reexec, a
+	 * kill -9 under the keeper): until its reconcile adopts it or stops
+	 * it, the pod keeps the phase its stored status has (restored in
+	 * pod__seen).  Derived now, with that container neither running nor
+	 * anything else yet, it would read pending, and every upgrade would
+	 * write running -> pending -> running into each pod's history and
+	 * events; the adoption's own transition says what happened. */
+	for (size_t i = 0; i < p->nctrs; i++)
+		if (p->ctrs[i].adopting)
+			return;
 	pod_obs_t o = {
 		.nctrs = p->nctrs, .failed_as = POD_OUT_FAILED, .busy = pod__busy(p),
 		.want = p->nctrs && pod__ctr_want(m, &p->ctrs[0]), .desired = p->desired,

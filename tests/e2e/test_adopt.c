@@ -314,6 +314,18 @@ static long check_many_lines(d_t *d, const char *pod)
 	return want - 1;
 }
 
+/* How many times what occurs in the output of the tankctl command. */
+static int count_in(d_t *d, const char *what, const char *cmd)
+{
+	static char out[262144];
+	int n = 0;
+
+	cr_assert_eq(ctl(d, out, sizeof out, "%s", cmd), 0, "%s: %s", cmd, out);
+	for (const char *p = out; (p = strstr(p, what)); p += strlen(what))
+		n++;
+	return n;
+}
+
 /* The gap the spool closes (docs/operations.md, "Logs across a crash"):
  * a container writing fast, every 50th line in two writes 20 ms apart
  * (a partial line is pending most of the time), and tankd killed -9
@@ -367,6 +379,7 @@ Test(adopt, reexec_twenty_times_keeps_pods_pids_output_and_no_leak)
 	cr_assert_eq(ctl(d, out, sizeof out, "apply -f %s/pods.yaml", d->dir), 0, "%s", out);
 	pids_of(d, pids);
 	sleep_ms(300);
+	int pendings = count_in(d, "\"to\": \"pending\"", "history tick0 -o json");
 	/* The first reexec settles what a first start leaves open (the
 	 * slots, the store's files); from there nothing may grow. */
 	cr_assert_eq(ctl(d, out, sizeof out, "daemon reexec"), 0, "%s", out);
@@ -381,6 +394,11 @@ Test(adopt, reexec_twenty_times_keeps_pods_pids_output_and_no_leak)
 		cr_assert_eq(serving(d, NULL), pid, "round %d: another pid serves", round);
 	}
 	same_pids(d, pids, "after 20 reexecs");
+	/* An adoption is no phase change: no running -> pending -> running
+	 * in the pod's history (its events) at each upgrade. */
+	cr_assert(says(d, "adopted", "history tick0"));
+	cr_assert_eq(count_in(d, "\"to\": \"pending\"", "history tick0 -o json"), pendings,
+		     "the pod went back to pending at a reexec");
 	cr_assert(says(d, "reexecs    21", "daemon status"));
 	/* A connection of the last call may still be closing on tankd's
 	 * side: wait for it, then nothing may be left over. */
