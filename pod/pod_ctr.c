@@ -384,6 +384,7 @@ static int pod__ctr_start(pod_mgr_t *m, rc_loop_t *loop, pod_ctr_t *c,
 		return -ENOMEM;
 	}
 	m->nrunning++;
+	m->nstarts++;
 	if (async && !c->proc.pid) {
 		c->launching = true;
 		m->nlaunching++;

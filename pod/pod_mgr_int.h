@@ -171,6 +171,12 @@ struct pod_mgr {
 	tank_map_t pods;              /* name -> pod_trk_t */
 	size_t nrunning;              /* runners, launching ones included */
 	size_t nlaunching;            /* runners whose launch is under way */
+	/* Starts, counted, and their count when the last resync's sweep
+	 * ended: an ended container's group is left to a sweep with no
+	 * start since the last one (pod_sweep.c, pod__cg_owned), at most
+	 * POD_SWEEP_DEFER_MAX sweeps in a row (sweep_deferred). */
+	uint64_t nstarts, swept_starts;
+	unsigned sweep_deferred;
 	bool shutting_down;
 	bool drained_told;
 	/* The resync's walk over the stored pods, in slices (pod__list):

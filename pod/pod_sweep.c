@@ -38,7 +38,17 @@ typedef struct pod_sweep {
 	pod_mgr_t *m;
 	rc_loop_t *loop;
 	bool all;                     /* shutting down: nothing is owned */
+	bool starting;                /* containers started since the last sweep */
 } pod_sweep_t;
+
+/* An ended container's group is removed by a sweep that no start
+ * preceded since the last one: an rmdir waits for the kernel's cgroup
+ * mutex, which each start's migration holds across an RCU grace period,
+ * so during an apply of thousands of one-shot pods their removals made
+ * every start (and the loop) wait; they go once the starts are over, in
+ * the sweep's slices.  Not forever: past this many sweeps in a row (a
+ * crash loop somewhere starts something at every pass) they go anyway. */
+#define POD_SWEEP_DEFER_MAX 12
 
 /* A settled pod's groups swept once in a state are skipped at the next
  * sweeps until that state changes (a start, an exit, a restart, a stop,
@@ -109,9 +119,16 @@ static bool pod__cg_owned(void *ctx, const char *pod, const char *container)
 	/* A container that ended for good gave its group up
 	 * (pod__ctr_finish): the sweep removes it. */
 	for (size_t i = 0; i < p->nctrs; i++)
-		if (strcmp(p->ctrs[i].name, container) == 0)
-			return p->ctrs[i].has_cg || p->ctrs[i].runner ||
-			       p->ctrs[i].st.phase != POD_CP_TERMINAL;
+		if (strcmp(p->ctrs[i].name, container) == 0) {
+			if (p->ctrs[i].has_cg || p->ctrs[i].runner ||
+			    p->ctrs[i].st.phase != POD_CP_TERMINAL)
+				return true;
+			/* Deferred: read again by the next sweep, not skipped
+			 * as swept in this state (pod__cg_skip). */
+			if (sw->starting)
+				p->swept_sig = 0;
+			return sw->starting;
+		}
 	return false;
 }
 
@@ -162,7 +179,7 @@ static void pod__cg_found(void *ctx, const char *pod, const char *container, int
  * (pod_cgroup_sweep_step). */
 void pod__sweep_all(pod_mgr_t *m, rc_loop_t *loop)
 {
-	pod_sweep_t sw = { m, loop, true };
+	pod_sweep_t sw = { m, loop, true, false };
 
 	if (!m->has_cg)
 		return;
@@ -187,8 +204,15 @@ void pod__sweep_all(pod_mgr_t *m, rc_loop_t *loop)
  * remains, 0 when done, < 0 on error. */
 int pod__sweep_slice(pod_mgr_t *m, rc_loop_t *loop)
 {
-	pod_sweep_t sw = { m, loop, false };
+	bool starting = (m->nlaunching || m->nstarts != m->swept_starts) &&
+			m->sweep_deferred < POD_SWEEP_DEFER_MAX;
+	pod_sweep_t sw = { m, loop, false, starting };
+	int r = pod_cgroup_sweep_step(&m->cg_env, &m->sweep, pod__cg_owned, pod__cg_found,
+				      &sw, RC_LIST_SLICE_MS);
 
-	return pod_cgroup_sweep_step(&m->cg_env, &m->sweep, pod__cg_owned, pod__cg_found,
-				     &sw, RC_LIST_SLICE_MS);
+	if (r <= 0) {
+		m->sweep_deferred = starting ? m->sweep_deferred + 1 : 0;
+		m->swept_starts = m->nstarts;
+	}
+	return r;
 }

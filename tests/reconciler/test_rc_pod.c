@@ -872,6 +872,37 @@ Test(reconciler, a_container_that_ended_for_good_gives_its_group_back)
 	teardown(h);
 }
 
+/* While containers are being started, an ended container's group waits:
+ * its rmdir would wait on the kernel's cgroup mutex that every start's
+ * migration takes (an apply of thousands of one-shot pods slowed 3.6x).
+ * A crash loop starts something at every pass here: the group stays a
+ * few sweeps, then goes anyway (POD_SWEEP_DEFER_MAX). */
+Test(reconciler, an_ended_containers_group_waits_while_starts_go_on)
+{
+	h_t *h = setup(false);
+	char dir[600], ctr[700];
+	if (h->cg.mode == POD_CGROUP_NONE) {
+		teardown(h);
+		cr_skip_test("needs a cgroup hierarchy tank may write");
+	}
+	apply_yaml(h, "name: busy\nrestart: always\nbackoff: {base: 0}\ncontainers:\n"
+		      "  - name: c\n    command: [/bin/sh, -c, \"sleep 0.05\"]\n");
+	apply_yaml(h, "name: once\nrestart: never\ncontainers:\n"
+		      "  - name: c\n    command: [/bin/sleep, \"0.3\"]\n");
+	cr_assert(wait_for(h, "once", has_pid, NULL, 10));
+	cr_assert(cg_dir_of(h, "once", dir, sizeof dir));
+	snprintf(ctr, sizeof ctr, "%s/c", dir);
+	cr_assert(wait_for(h, "once", phase_is, "terminal", 10));
+	/* Four passes (200 ms each here) while busy restarts: kept. */
+	run_for(h, 0.8);
+	cr_assert_eq(access(ctr, F_OK), 0, "removed while starts go on: %s", ctr);
+	/* Twelve sweeps deferred at most: then it goes. */
+	for (int i = 0; i < 1000 && access(ctr, F_OK) == 0; i++)
+		run_for(h, 0.02);
+	cr_assert_neq(access(ctr, F_OK), 0, "never removed: %s", ctr);
+	teardown(h);
+}
+
 /* --- damaged records, sandboxes, partly running pods ---------------------------- */
 
 /* A stored spec that cannot be decoded (a damaged store) fails that pod,
