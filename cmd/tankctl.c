@@ -3102,9 +3102,9 @@ static void ctl_main_help(FILE *fp)
 		const char *u = ctl_all[i].usage, *nl;
 		if (ctl_all[i].name[0] == '_')
 			continue;
-		/* A verb of several forms (`workflow status`, `workflow retry`)
-		 * has its usage's other lines as "\n       tankctl VERB …", for
-		 * its own help: here each is a line of the list. */
+		/* A verb of several forms (a kind's verbs of one first word,
+		 * above) has its usage's other lines as "\n       tankctl VERB
+		 * …", for its own help: here each is a line of the list. */
 		do {
 			nl = strchr(u, '\n');
 			int len = nl ? (int)(nl - u) : (int)strlen(u);

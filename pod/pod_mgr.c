@@ -716,39 +716,34 @@ static pod_trk_t *pod__seen(pod_mgr_t *m, const st_pod_t *sp)
  * converged pods then reads the store and checks flags, nothing more. */
 bool pod__settled(rt_t *rt, const pod_trk_t *p)
 {
-	if (!p->desired || !pod__current(p) ||
-	    p->restart_req || p->fail || !p->nctrs)
-		return false;
-	for (size_t i = 0; i < p->nctrs; i++) {
-		const pod_ctr_t *c = &p->ctrs[i];
-		if (c->orphan || c->cg_orphans || c->stop_sent)
-			return false;
-		if (c->st.phase == POD_CP_TERMINAL)
-			continue;
-		if (c->st.phase != POD_CP_RUNNING || !c->runner || !rt_alive(rt, c->runner))
-			return false;
-	}
-	return true;
+	return pod__calm(rt, p) == POD_CALM_SETTLED;
 }
 
-bool pod__restarting(rt_t *rt, const pod_trk_t *p)
+/* What a pass could change of p: nothing (POD_CALM_SETTLED, above),
+ * nothing but its containers' restarts, which tank itself times
+ * (POD_CALM_RESTARTING: every container terminal, running under a live
+ * runner, or backing off without one, and at least one backing off), or
+ * more (POD_CALM_NO).  One walk for both: the sweep asks both of every
+ * pod. */
+pod_calm_t pod__calm(rt_t *rt, const pod_trk_t *p)
 {
-	bool backing_off = false;
+	pod_calm_t calm = POD_CALM_SETTLED;
 
 	if (!p->desired || !pod__current(p) ||
 	    p->restart_req || p->fail || !p->nctrs)
-		return false;
+		return POD_CALM_NO;
 	for (size_t i = 0; i < p->nctrs; i++) {
 		const pod_ctr_t *c = &p->ctrs[i];
 		if (c->orphan || c->cg_orphans || c->stop_sent)
-			return false;
+			return POD_CALM_NO;
+		if (c->st.phase == POD_CP_TERMINAL)
+			continue;
 		if (c->st.phase == POD_CP_BACKING_OFF && !c->runner)
-			backing_off = true;
-		else if (c->st.phase != POD_CP_TERMINAL &&
-			 (c->st.phase != POD_CP_RUNNING || !c->runner || !rt_alive(rt, c->runner)))
-			return false;
+			calm = POD_CALM_RESTARTING;
+		else if (c->st.phase != POD_CP_RUNNING || !c->runner || !rt_alive(rt, c->runner))
+			return POD_CALM_NO;
 	}
-	return backing_off;
+	return calm;
 }
 
 /* The pod's cgroup: "<name>.<first 8 hex digits of its uid>".  Tied to

@@ -252,10 +252,11 @@ void pod__persist(pod_mgr_t *m, pod_trk_t *p);
 void pod__update(pod_mgr_t *m, rc_loop_t *loop, pod_trk_t *p);
 /* Nothing a resync pass could change for p (it may skip it). */
 bool pod__settled(rt_t *rt, const pod_trk_t *p);
-/* Settled but for containers backing off before a restart of their own
- * policy (their process reaped, nothing else amiss): what a restart storm
- * makes of every pod (pod_sweep.c). */
-bool pod__restarting(rt_t *rt, const pod_trk_t *p);
+/* pod__settled, or settled but for containers backing off before a
+ * restart of their own policy (their process reaped, nothing else amiss:
+ * what a restart storm makes of every pod, pod_sweep.c), or neither. */
+typedef enum { POD_CALM_NO, POD_CALM_SETTLED, POD_CALM_RESTARTING } pod_calm_t;
+pod_calm_t pod__calm(rt_t *rt, const pod_trk_t *p);
 /* p's cgroup name, "<name>.<8 hex of its uid>". */
 void pod__cg_group(const pod_trk_t *p, char *buf, size_t cap);
 /* CLOCK_MONOTONIC_COARSE in ns: where a slice of work ends. */

@@ -59,7 +59,7 @@ typedef struct pod_sweep {
  * (or a container group made by hand in it) waits that long. */
 #define POD_SWEEP_FULL_PASSES 60
 
-/* A pod only waiting for its containers' restarts (pod__restarting) is
+/* A pod only waiting for its containers' restarts (POD_CALM_RESTARTING) is
  * skipped too, when its last sweep found it clean within the same 60
  * passes, without counting as a state swept: tank is the one acting on
  * it, the runner killed what its container left at the exit, and it is
@@ -70,11 +70,12 @@ typedef struct pod_sweep {
 static bool pod__cg_skip(const pod_sweep_t *sw, pod_trk_t *p)
 {
 	pod_mgr_t *m = sw->m;
+	pod_calm_t calm = pod__calm(rc_rt(sw->loop), p);
 	uint64_t sig;
 
-	if (!pod__settled(rc_rt(sw->loop), p))
-		return p->swept_sig && m->pass - p->swept_pass < POD_SWEEP_FULL_PASSES &&
-		       pod__restarting(rc_rt(sw->loop), p);
+	if (calm != POD_CALM_SETTLED)
+		return calm == POD_CALM_RESTARTING && p->swept_sig &&
+		       m->pass - p->swept_pass < POD_SWEEP_FULL_PASSES;
 	sig = pod__status_sig(p);
 	if (p->swept_sig == sig && m->pass - p->swept_pass < POD_SWEEP_FULL_PASSES)
 		return true;

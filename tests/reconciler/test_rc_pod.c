@@ -840,20 +840,35 @@ static bool has_pid(h_t *h, const char *name, const void *arg)
 	return ok;
 }
 
-Test(reconciler, a_container_that_ended_for_good_gives_its_group_back)
+/* A harness with cgroups (the test skipped without), or NULL. */
+static h_t *setup_cg(void)
 {
 	h_t *h = setup(false);
-	char dir[600], ctr[700];
 	if (h->cg.mode == POD_CGROUP_NONE) {
 		teardown(h);
 		cr_skip_test("needs a cgroup hierarchy tank may write");
+		return NULL;
 	}
-	/* Runs 0.3 s: its group is seen while it runs. */
+	return h;
+}
+
+/* Applies "once", a run-once pod of one container that runs 0.3 s, and
+ * waits for its process: dir is the pod's group, ctr its container's. */
+static void apply_once(h_t *h, char *dir, size_t dcap, char *ctr, size_t ccap)
+{
 	apply_yaml(h, "name: once\nrestart: never\ncontainers:\n"
 		      "  - name: c\n    command: [/bin/sleep, \"0.3\"]\n");
 	cr_assert(wait_for(h, "once", has_pid, NULL, 10));
-	cr_assert(cg_dir_of(h, "once", dir, sizeof dir));
-	snprintf(ctr, sizeof ctr, "%s/c", dir);
+	cr_assert(cg_dir_of(h, "once", dir, dcap));
+	snprintf(ctr, ccap, "%s/c", dir);
+}
+
+Test(reconciler, a_container_that_ended_for_good_gives_its_group_back)
+{
+	h_t *h = setup_cg();
+	char dir[600], ctr[700];
+	/* Runs 0.3 s: its group is seen while it runs. */
+	apply_once(h, dir, sizeof dir, ctr, sizeof ctr);
 	cr_assert_eq(access(ctr, F_OK), 0, "no group while it runs: %s", ctr);
 	cr_assert(wait_for(h, "once", phase_is, "terminal", 10));
 	/* Removed by the next resync's sweep (every 200 ms here). */
@@ -879,19 +894,11 @@ Test(reconciler, a_container_that_ended_for_good_gives_its_group_back)
  * few sweeps, then goes anyway (POD_SWEEP_DEFER_MAX). */
 Test(reconciler, an_ended_containers_group_waits_while_starts_go_on)
 {
-	h_t *h = setup(false);
+	h_t *h = setup_cg();
 	char dir[600], ctr[700];
-	if (h->cg.mode == POD_CGROUP_NONE) {
-		teardown(h);
-		cr_skip_test("needs a cgroup hierarchy tank may write");
-	}
 	apply_yaml(h, "name: busy\nrestart: always\nbackoff: {base: 0}\ncontainers:\n"
 		      "  - name: c\n    command: [/bin/sh, -c, \"sleep 0.05\"]\n");
-	apply_yaml(h, "name: once\nrestart: never\ncontainers:\n"
-		      "  - name: c\n    command: [/bin/sleep, \"0.3\"]\n");
-	cr_assert(wait_for(h, "once", has_pid, NULL, 10));
-	cr_assert(cg_dir_of(h, "once", dir, sizeof dir));
-	snprintf(ctr, sizeof ctr, "%s/c", dir);
+	apply_once(h, dir, sizeof dir, ctr, sizeof ctr);
 	cr_assert(wait_for(h, "once", phase_is, "terminal", 10));
 	/* Four passes (200 ms each here) while busy restarts: kept. */
 	run_for(h, 0.8);
