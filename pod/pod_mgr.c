@@ -1015,6 +1015,12 @@ static rc_result_t pod__reconcile(void *ctx, rc_loop_t *loop, const rc_view_t *v
 			pod__set_fail(p, NULL);  /* a new spec starts afresh */
 	}
 	if (!p->spec && p->want) {
+		/* Another object under the same name (deleted and created
+		 * again before the old one was forgotten): it starts with an
+		 * empty log, as a new container of kubectl or compose does;
+		 * the old one's writers were closed with its containers. */
+		if (p->uid[0] && strcmp(p->uid, p->want_uid) != 0)
+			(void)pod_log_remove(m->log_dir, p->name);
 		p->spec = p->want;
 		p->generation = p->want_gen;
 		memcpy(p->uid, p->want_uid, sizeof p->uid);

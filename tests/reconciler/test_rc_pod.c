@@ -1312,6 +1312,46 @@ static size_t log_lines(h_t *h, const char *pod, const char *want, bool *found)
 	return n;
 }
 
+/* A pod deleted and created again before the old one was forgotten is
+ * another object (another uid): its log starts empty, the old lines do
+ * not show under the new pod (a user's finding: `logs` showed both). */
+Test(reconciler, a_pod_created_again_under_its_name_starts_with_an_empty_log)
+{
+	h_t *h = setup(false);
+	const char *names[] = { "talk" };
+	bool found = false;
+
+	apply_yaml(h, "name: talk\nrestart: never\ncontainers:\n"
+		      "  - name: c\n    command: [/bin/sh, -c, \"echo old-line; exec sleep 1000\"]\n");
+	cr_assert(wait_for(h, "talk", phase_is, "running", 10));
+	for (int i = 0; i < 500 && !found; i++) {
+		run_for(h, 0.02);
+		(void)log_lines(h, "talk", "old-line", &found);
+	}
+	cr_assert(found, "the first object's line never reached its log");
+	st_pod_t old;
+	cr_assert_eq(st_pod_get(h->st, "talk", &old, NULL), 0);
+	/* Delete and create again before the loop sees either. */
+	cr_assert_eq(st_delete(h->st, names, 1, NULL, NULL), 0);
+	apply_yaml(h, "name: talk\nrestart: never\ncontainers:\n"
+		      "  - name: c\n    command: [/bin/sh, -c, \"echo new-line; exec sleep 1000\"]\n");
+	st_pod_t now;
+	cr_assert_eq(st_pod_get(h->st, "talk", &now, NULL), 0);
+	cr_assert_str_neq(old.uid, now.uid, "the re-created pod kept its uid");
+	st_pod_clear(&old);
+	st_pod_clear(&now);
+	rc_nudge(h->rt, h->loop);
+	bool fresh = false;
+	for (int i = 0; i < 500 && !fresh; i++) {
+		run_for(h, 0.02);
+		(void)log_lines(h, "talk", "new-line", &fresh);
+	}
+	cr_assert(fresh, "the new object's line never reached its log");
+	(void)log_lines(h, "talk", "old-line", &found);
+	cr_assert_not(found, "the old object's line shows under the new pod");
+	teardown(h);
+}
+
 /* A container's log is made at its first output, not at its start
  * (creating a directory and a file cost more than the spawn on a busy
  * disk): a container that never writes has neither, across restarts
