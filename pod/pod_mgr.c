@@ -527,6 +527,16 @@ static int pod__ctrs_build(pod_mgr_t *m, pod_trk_t *p)
 			c->last_exit = cs->last_exit;
 			c->started_at = cs->started_at;
 			int ph = rc_fsm_phase_of(&pod_ctr_fsm, cs->phase);
+			/* It had a process nobody handed over (tankd killed
+			 * without its keeper, the machine restarted): that
+			 * process is stopped if still there and the container
+			 * starts again, which is a restart, as Kubernetes
+			 * counts one after its node's restart.  (RESTARTS
+			 * stayed 0 and only the pid told.)  restart: never
+			 * does not run again (once_lost below). */
+			if (cs->pid > 0 && !c->adopting && ph != POD_CP_TERMINAL &&
+			    s->restart != POD_RESTART_NEVER)
+				c->restarts++;
 			if (ph == POD_CP_TERMINAL) {
 				rc_fsm_restore(&c->st, POD_CP_TERMINAL, 0, cs->reason);
 				/* Stored since the outcome was; before, a clean

@@ -149,12 +149,23 @@ Test(e2e, kill9_restart_keeps_counts_no_orphan_no_duplicate)
 		cr_assert(now > 0 && now != old, "round %d: pid %ld -> %ld", round, old, now);
 		cr_assert_not(ts_alive(old), "orphan %ld still runs", old);
 		cr_assert_eq(count_procs(sleeper), 1);
+		/* Its process replaced is a restart, counted (it stayed 0). */
+		cr_assert_eq(status_num(d, "long", "restarts"), round + 1,
+			     "round %d: long restarted %ld times", round,
+			     status_num(d, "long", "restarts"));
 		old = now;
 		long r2 = status_num(d, "crash", "restarts");
 		cr_assert_geq(r2, restarts, "restart count lost: %ld < %ld", r2, restarts);
 		restarts = r2;
 		cr_assert(phase_is(d, "once", "terminal"));
 	}
+	/* A graceful stop stops the container itself: starting it with the
+	 * next tankd is no restart. */
+	stop(d, SIGTERM);
+	cr_assert_eq(count_procs(sleeper), 0, "a graceful stop left its container");
+	start(d);
+	cr_assert(wait_phase(d, "long", "running", 20));
+	cr_assert_eq(status_num(d, "long", "restarts"), 3, "a graceful stop counted as a restart");
 	/* The `never` pod ran exactly once across three daemon deaths. */
 	char path[128], buf[256];
 	snprintf(path, sizeof path, "%s/once.out", d->dir);
