@@ -534,10 +534,11 @@ static int v_daemon(ctl_t *x, int argc, char **argv)
 	return EXIT_OK;
 }
 
-/* Options of the verbs that print a document: --help and -o yaml|json.
+/* Options of the verbs that print a document: --help and -o yaml|json
+ * (and -o name where as_names is not NULL: KIND/NAME lines, as kubectl).
  * Returns -1 to go on, or the exit status to return (help, usage). */
 static int ctl_output_opts(ctl_t *x, int argc, char **argv, enum mf_doc_format *fmt,
-			   const char **selector)
+			   const char **selector, bool *as_names)
 {
 	static const struct option opts[] = {
 		{ "help", no_argument, NULL, OPT_HELP },
@@ -554,9 +555,30 @@ static int ctl_output_opts(ctl_t *x, int argc, char **argv, enum mf_doc_format *
 		}
 		if (o == 'o' && ctl_format(optarg, fmt) == 0)
 			continue;
-		return o == 'o' ? ctl_usage_error(x, "-o takes yaml or json") : ctl_bad_option(x, o, argv);
+		if (o == 'o' && as_names && !strcmp(optarg, "name")) {
+			*as_names = true;
+			continue;
+		}
+		if (o == 'o')
+			return ctl_usage_error(x, as_names ? "-o takes yaml, json or name"
+						       : "-o takes yaml or json");
+		return ctl_bad_option(x, o, argv);
 	}
 	return -1;
+}
+
+/* `-o name`: a KIND/NAME line for each map of list `all` (or for the one
+ * map `all`). */
+static void ctl_print_names(const kind_t *k, const msgpack_object *all)
+{
+	uint32_t n = all->type == MSGPACK_OBJECT_ARRAY ? all->via.array.size : 1;
+	for (uint32_t i = 0; i < n; i++) {
+		const msgpack_object *o = all->type == MSGPACK_OBJECT_ARRAY
+					  ? &all->via.array.ptr[i] : all;
+		const msgpack_object *nm = api_map_get(o, "name");
+		if (nm && nm->type == MSGPACK_OBJECT_STR)
+			printf("%s/%.*s\n", k->name, (int)nm->via.str.size, nm->via.str.ptr);
+	}
 }
 
 /* A table of one kind: its descriptor's columns, one row per status map
@@ -683,8 +705,10 @@ static int v_get(ctl_t *x, int argc, char **argv)
 		structured |= !strcmp(argv[i], "-o") || !strncmp(argv[i], "-o", 2) ||
 			      !strncmp(argv[i], "--output", 8);
 	const char *selector = NULL;
-	if ((r = ctl_output_opts(x, argc, argv, &fmt, &selector)) >= 0)
+	bool as_names = false;
+	if ((r = ctl_output_opts(x, argc, argv, &fmt, &selector, &as_names)) >= 0)
 		return r;
+	structured &= !as_names;
 	if (argc - optind == 1 && (k = kind_find(ctl_kinds, argv[optind], strlen(argv[optind]))) &&
 	    strcasecmp(argv[optind], k->name) != 0) {
 		/* Every object of a kind (kubectl's `get KIND`): its table,
@@ -695,7 +719,7 @@ static int v_get(ctl_t *x, int argc, char **argv)
 		msgpack_zone *z;
 		if (selector && (r = ctl_selector(x, selector, &sel)) != 0)
 			return r;
-		if (!structured && k->ncols)
+		if (!structured && !as_names && k->ncols)
 			r = ctl_call(x, "status", ctl_is_default(k) ? NULL : pack_name_kind,
 				     &(name_kind_t){ NULL, k }, CTL_TIMEOUT_MS, &in);
 		else
@@ -709,6 +733,8 @@ static int v_get(ctl_t *x, int argc, char **argv)
 		else if (selector && all.type == MSGPACK_OBJECT_ARRAY && !all.via.array.size &&
 			 !structured)
 			fprintf(stderr, "No resources found\n");
+		else if (as_names)
+			ctl_print_names(k, &all);
 		else if (!structured && k->ncols)
 			r = ctl_kind_table(k, &all, NULL, (const char *)-1, ctl_now_ms(), true) < 0
 				? ctl_fail(x, "unexpected answer from tankd") : 0;
@@ -731,7 +757,10 @@ static int v_get(ctl_t *x, int argc, char **argv)
 	name_kind_t nk = { argv[optind], k };
 	if ((r = ctl_call(x, "get", pack_name_kind, &nk, CTL_TIMEOUT_MS, &in)) != 0)
 		return r;
-	r = ctl_emit(x, in.result, fmt);
+	if (as_names)
+		printf("%s/%s\n", k->name, argv[optind]);
+	else
+		r = ctl_emit(x, in.result, fmt);
 	api_incoming_free(&in);
 	return r;
 }
@@ -742,7 +771,7 @@ static int v_status(ctl_t *x, int argc, char **argv)
 	api_incoming_t in;
 	int r;
 
-	if ((r = ctl_output_opts(x, argc, argv, &fmt, NULL)) >= 0)
+	if ((r = ctl_output_opts(x, argc, argv, &fmt, NULL, NULL)) >= 0)
 		return r;
 	const kind_t *k = ctl_kind_word(argc, argv, 0);
 	if (argc - optind > 1)
@@ -2829,7 +2858,7 @@ static const verb_t ctl_verbs[] = {
 	  "--ignore-not-found; what went with its owner is not looked for again.\n"
 	  "-l SELECTOR: every object of KIND (pods by default) whose labels match\n"
 	  "(none: \"No resources found\", exit 0)." },
-	{ "get", v_get, "[KIND] NAME | KINDS [-l SELECTOR] [-o yaml|json]",
+	{ "get", v_get, "[KIND] NAME | KINDS [-l SELECTOR] [-o yaml|json|name]",
 	  "Prints a pod's (or an object of KIND's) desired spec with its\n"
 	  "generation (YAML by default), and its status for kinds above pods.\n"
 	  "`get KINDS` (a kind's plural or short name, pods too): the kind's\n"

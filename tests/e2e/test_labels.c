@@ -180,6 +180,16 @@ Test(e2e, each_selector_form_picks_its_pods_on_ps_and_get)
 		  !strstr(out, "\"name\": \"plain\""), "%s", out);
 	cr_assert_eq(ctl(d, out, sizeof out, "ps -q -l tier=back"), 0, "%s", out);
 	cr_assert_str_eq(out, "db\n");
+	/* -o name: KIND/NAME lines, as kubectl's (it was refused). */
+	cr_assert_eq(ctl(d, out, sizeof out, "get pods -l app -o name"), 0, "%s", out);
+	cr_assert_str_eq(out, "pod/db\npod/web\n");
+	cr_assert_eq(ctl(d, out, sizeof out, "get pods -o name"), 0, "%s", out);
+	cr_assert_str_eq(out, "pod/db\npod/plain\npod/web\n");
+	cr_assert_eq(ctl(d, out, sizeof out, "get web -oname"), 0, "%s", out);
+	cr_assert_str_eq(out, "pod/web\n");
+	cr_assert_eq(ctl(d, out, sizeof out, "get nosuch -o name"), 1, "%s", out);
+	cr_assert_eq(ctl(d, out, sizeof out, "get pods -o wide"), 2, "%s", out);
+	cr_assert(strstr(out, "-o takes yaml, json or name"), "%s", out);
 	teardown(d);
 }
 
