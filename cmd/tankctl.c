@@ -1140,7 +1140,7 @@ static int ctl_children_moved(ctl_t *x, const kind_t *k, const char *name, cli_w
  * than the verb (its `since` before it, when the verb changed something)
  * is not one: that is the state the verb was asked to change. */
 static int ctl_wait_one(ctl_t *x, const kind_t *k, const char *name, const char *want,
-			uint64_t timeout_ms, uint64_t t0, bool changed)
+			uint64_t timeout_ms, uint64_t t0, bool changed, const char *said)
 {
 	uint64_t deadline = timeout_ms ? ctl_now_ms() + timeout_ms : 0;
 	name_kind_t nk = { name, k };
@@ -1187,7 +1187,10 @@ static int ctl_wait_one(ctl_t *x, const kind_t *k, const char *name, const char 
 			rc_conv_verdict_t v = rc_conv_pass(&conv, have);
 			if (conv.objs[0].verdict == RC_CONV_OBJ_CONVERGED ||
 			    (v == RC_CONV_DONE && !rc_conv_any_failed(&conv))) {
-				ctl_print_ref(k->name, name, phase[0] ? phase : "done");
+				/* The verb's own line said it already ("web
+				 * stopped" twice): only news is printed. */
+				if (!said || strcmp(said, phase[0] ? phase : "done") != 0)
+					ctl_print_ref(k->name, name, phase[0] ? phase : "done");
 				r = EXIT_OK;
 				goto out;
 			}
@@ -1453,7 +1456,7 @@ static int v_kind_verb(ctl_t *x, int argc, char **argv)
 	api_incoming_free(&in);
 	fflush(stdout);
 	return wait ? ctl_wait_one(x, k, name, kv->name, timeout_ms, t0,
-				   strcmp(action, "unchanged") != 0)
+				   strcmp(action, "unchanged") != 0, action[0] ? action : "done")
 		    : EXIT_OK;
 }
 

@@ -103,6 +103,9 @@ Test(e2e, stop_keeps_a_pod_stopped_across_kill_9_and_apply_until_start)
 
 	/* KIND NAME form, and --wait until nothing of it runs. */
 	cr_assert_eq(ctl(d, out, sizeof out, "stop pod sp --wait --timeout 20s"), 0, "%s", out);
+	/* Said once: the wait's verdict repeats the verb's line only when
+	 * it is news ("sp stopped" came twice). */
+	cr_assert_str_eq(out, "sp stopped\n");
 	cr_assert(phase_is(d, "sp", "stopped"));
 	cr_assert_eq(count_procs(argv), 0);
 	cr_assert_eq(ctl(d, out, sizeof out, "start sp"), 0, "%s", out);
