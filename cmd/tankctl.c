@@ -1317,6 +1317,38 @@ static int ctl_verb_follow(ctl_t *x, const kind_verb_t *kv, const char *name, bo
 	}
 }
 
+/* Whether an object `name` of kind k exists, asked without printing
+ * anything (a `get`). */
+static bool ctl_exists_quietly(ctl_t *x, const kind_t *k, const char *name)
+{
+	name_kind_t nk = { name, k };
+	api_incoming_t in;
+	tank_error_t e;
+
+	memset(&in, 0, sizeof in);
+	if (!x->c || api_client_call(x->c, "get", pack_name_kind, &nk, CTL_TIMEOUT_MS, &in, &e) < 0)
+		return false;
+	bool found = in.code == API_OK;
+	api_incoming_free(&in);
+	return found;
+}
+
+/* After a kind's verb failed on `name`: when no object of that kind has
+ * the name but one of another kind has, says so (`up web` of a pod said
+ * only `stack "web" not found`). */
+static void ctl_hint_other_kind(ctl_t *x, const kind_t *k, const char *name)
+{
+	if (!name || ctl_exists_quietly(x, k, name))
+		return;
+	for (size_t i = 0; ctl_kinds[i]; i++)
+		if (ctl_kinds[i] != k && ctl_exists_quietly(x, ctl_kinds[i], name)) {
+			fprintf(stderr, "tankctl: %s: %s is %s %s; %s acts on %ss\n", x->verb, name,
+				strchr("aeiou", ctl_kinds[i]->name[0]) ? "an" : "a",
+				ctl_kinds[i]->name, x->verb, k->name);
+			return;
+		}
+}
+
 /* A kind's verb (kind.h's kind_verb_t): by its words (two words: the
  * second picks among the verbs of the first), its flags say how its
  * arguments are read and its result printed. */
@@ -1444,6 +1476,8 @@ static int v_kind_verb(ctl_t *x, int argc, char **argv)
 	else
 		r = ctl_call(x, kv->name, name ? pack_name : pack_nothing, (void *)name,
 			     CTL_TIMEOUT_MS, &in);
+	if (r == EXIT_ERR && !nk.name && x->c)
+		ctl_hint_other_kind(x, k, name);
 	if (r != 0)
 		return r;
 	if (kv->flags & KIND_VERB_DOC) {

@@ -103,6 +103,11 @@ Test(waits, up_and_down_wait_follow_the_events)
 	/* An unknown stack: named, exit 1, no wait. */
 	cr_assert_eq(ctl(d, out, sizeof out, "up nope --wait"), 1, "%s", out);
 	cr_assert(strstr(out, "stack \"nope\" not found"), "%s", out);
+	cr_assert_null(strstr(out, " is a "), "no other kind has it: %s", out);
+	/* A pod's name: the message says what it is (it said only not found). */
+	cr_assert_eq(ctl(d, out, sizeof out, "down svc"), 1, "%s", out);
+	cr_assert(strstr(out, "stack \"svc\" not found\ntankctl: down: svc is a pod; "
+			 "down acts on stacks\n"), "%s", out);
 	teardown(d);
 }
 
