@@ -198,6 +198,16 @@ int pod_top_pack(struct pod_mgr *m, const char *only, uint64_t now_ms, msgpack_p
 		if (!one || !one->desired)
 			return tank_error_set(e, TANK_ENOTFOUND, "no pod \"%s\"", only);
 		rc = top__collect(one, now_ms, &rows);
+		/* Nothing of it runs: say why, as kubectl top does for a pod
+		 * without metrics (a bare header, exit 0, told nothing). */
+		if (!rc && !rows.n) {
+			free(rows.r);
+			const char *why = rc_fsm_reason(&one->st);
+			return tank_error_set(e, TANK_ECONFLICT, "pod \"%s\" has no running container "
+					      "(it is %s%s%s)", only,
+					      rc_fsm_phase_name(&pod_fsm, one->st.phase),
+					      why && why[0] ? ": " : "", why ? why : "");
+		}
 	} else {
 		/* Every pod, by name. */
 		while (tank_map_next(&m->pods, &it, &name, &v))

@@ -313,6 +313,11 @@ Test(e2e, top_shows_cpu_and_memory_of_running_containers)
 	cr_assert(p && strtod(p + 15, NULL) < 5.0, "a sleeper uses almost nothing: %s", out);
 	cr_assert_eq(ctl(d, out, sizeof out, "top nope"), 1, "%s", out);
 	cr_assert(strstr(out, "no pod \"nope\""), "%s", out);
+	/* A pod with nothing running says why (it printed a bare header). */
+	cr_assert_eq(ctl(d, out, sizeof out, "stop top-idle --wait --timeout 20s"), 0, "%s", out);
+	cr_assert_eq(ctl(d, out, sizeof out, "top top-idle"), 1, "%s", out);
+	cr_assert(strstr(out, "pod \"top-idle\" has no running container (it is stopped"),
+		  "%s", out);
 	teardown(d);
 }
 
