@@ -428,11 +428,46 @@ static int got_out(void *arg, const msgpack_object *o)
 	return 0;
 }
 
-/* Follows an action's output to its end: what tankctl exec streams. */
-static int follow(const kind_cli_t *cli, const char *id)
+typedef struct pod_look {
+	char phase[32], reason[160];
+} pod_look_t;
+
+static int got_pod_look(void *arg, const msgpack_object *o)
+{
+	pod_look_t *l = arg;
+	if (o && o->type == MSGPACK_OBJECT_MAP) {
+		kind_str(kind_map_get(o, "phase"), l->phase, sizeof l->phase);
+		kind_str(kind_map_get(o, "reason"), l->reason, sizeof l->reason);
+	}
+	return 0;
+}
+
+/* An exec still queued after its first second says why on stderr, once
+ * (it waited silently on a crash-looping pod): its pod's phase, and that
+ * an interrupt leaves it queued. */
+static void say_queued(const kind_cli_t *cli, const char *id, const char *pod)
+{
+	rec_t rec = { .cli = cli };
+	pod_look_t look = { "", "" };
+
+	if (cli->call(cli, "action_get", pack_id, (void *)id, 0, got_rec, &rec) != 0 ||
+	    !strcmp(rec.state, "RUNNING") || finished(rec.state))
+		return;
+	(void)cli->call(cli, "status", pack_id, (void *)pod, 0, got_pod_look, &look);
+	fprintf(stderr, "tankctl: %s: waiting: action %s is %s, queued on pod %s%s%s%s%s%s; "
+		"it runs once a container of it runs (an interrupt leaves it queued: "
+		"tankctl action cancel %s)\n", cli->verb, id, rec.state, pod,
+		look.phase[0] ? " (" : "", look.phase, look.reason[0] ? ": " : "", look.reason,
+		look.phase[0] ? ")" : "", id);
+}
+
+/* Follows an action's output to its end: what tankctl exec streams.
+ * pod: the exec's pod, told about if the action waits in its queue. */
+static int follow(const kind_cli_t *cli, const char *id, const char *pod)
 {
 	out_req_t q = { id, 0 };
 	out_got_t g = { 0 };
+	unsigned quiet = 0;
 	int rc;
 
 	for (;;) {
@@ -441,6 +476,10 @@ static int follow(const kind_cli_t *cli, const char *id)
 		q.offset = g.next;
 		if (g.eof)
 			return 0;
+		if (g.n || q.offset)
+			quiet = UINT32_MAX;       /* it runs: nothing to say */
+		else if (quiet < UINT32_MAX && ++quiet == 1000 / WAIT_POLL_MS && pod)
+			say_queued(cli, id, pod);
 		if (!g.n)
 			sleep_ms(WAIT_POLL_MS);
 	}
@@ -487,7 +526,7 @@ static int c_exec(const kind_cli_t *cli, int argc, char **argv)
 	rec_t rec = { .cli = cli };
 	if ((rc = cli->call(cli, "action_submit", pack_run, &r, 0, got_rec, &rec)) != 0)
 		return rc;
-	if ((rc = follow(cli, rec.id)) != 0)
+	if ((rc = follow(cli, rec.id, r.pod)) != 0)
 		return rc;
 	if ((rc = cli->call(cli, "action_get", pack_id, rec.id, 0, got_rec, &rec)) != 0)
 		return rc;
