@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #include "common/tank_err.h"
 #include "manifest/mf_labels.h"
@@ -67,10 +68,22 @@ const mf_kind_t *mf_kind_of(const mf_registry_t *r, const msgpack_object *o,
 	} else
 		k = mf_lookup(r, kv->via.str.ptr, kv->via.str.size);
 	if (!k) {
+		/* Kinds are case-sensitive, as Kubernetes' are; a spelling in
+		 * another case is named (`kind: stack` said only "unknown"). */
+		const mf_kind_t *like = NULL;
+		for (size_t i = 0; kv && i < r->n && !like; i++)
+			if (strlen(r->kinds[i]->name) == kv->via.str.size &&
+			    strncasecmp(r->kinds[i]->name, kv->via.str.ptr, kv->via.str.size) == 0)
+				like = r->kinds[i];
 		mf__known(r, known, sizeof known);
-		kit_errors_add(errs, "%sunknown kind \"%.*s\" (known: %s)", prefix,
-			       kv ? (int)kv->via.str.size : 3, kv ? kv->via.str.ptr : "Pod",
-			       known);
+		if (like)
+			kit_errors_add(errs, "%sunknown kind \"%.*s\": did you mean \"%s\"? (kinds are "
+				       "case-sensitive)", prefix, (int)kv->via.str.size,
+				       kv->via.str.ptr, like->name);
+		else
+			kit_errors_add(errs, "%sunknown kind \"%.*s\" (known: %s)", prefix,
+				       kv ? (int)kv->via.str.size : 3, kv ? kv->via.str.ptr : "Pod",
+				       known);
 		return NULL;
 	}
 	if (kv) {

@@ -115,6 +115,14 @@ Test(manifest, unknown_kind_and_duplicates_refuse_the_whole_file)
 	cr_assert_eq(pod_manifest_parse(w, sizeof w - 1, "w.yaml", &pm, &errs), TANK_EINVALID);
 	cr_assert_str_eq(errs.msgs[0], "w.yaml: document 1: unknown kind \"Widget\" (known: Pod)");
 	kit_errors_free(&errs);
+
+	/* A kind in another case is named, not just unknown. */
+	static const char lc[] = "kind: widget\nname: a\n";
+	kit_errors_init(&errs);
+	cr_assert_eq(mf_parse(&r, lc, sizeof lc - 1, "lc.yaml", &m, &errs), TANK_EINVALID);
+	cr_assert_str_eq(errs.msgs[0], "lc.yaml: document 1: unknown kind \"widget\": did you mean "
+			 "\"Widget\"? (kinds are case-sensitive)");
+	kit_errors_free(&errs);
 }
 
 /* A manifest is UTF-8 text: malformed bytes are refused naming the line,
