@@ -414,10 +414,30 @@ static void c_restarts(const msgpack_object *s, uint64_t now, char *out, size_t 
 	kind_cell(s, "restarts", out, cap, "0");
 }
 
+/* The pod's reason; a running pod that is not ready and says nothing
+ * else shows its first unready container's probe result ("c: readiness:
+ * failed: HTTP 404"), which only `describe` showed. */
 static void c_reason(const msgpack_object *s, uint64_t now, char *out, size_t cap)
 {
+	const msgpack_object *cs = kind_map_get(s, "containers");
+	const msgpack_object *rd = kind_map_get(s, "ready");
+	char name[POD_NAME_MAX + 1], probe[160];
+
 	(void)now;
 	kind_cell(s, "reason", out, cap, "");
+	if (out[0] || !rd || rd->type != MSGPACK_OBJECT_BOOLEAN || rd->via.boolean || !cs ||
+	    cs->type != MSGPACK_OBJECT_ARRAY)
+		return;
+	for (uint32_t k = 0; k < cs->via.array.size; k++) {
+		const msgpack_object *c = &cs->via.array.ptr[k];
+		const msgpack_object *cr = kind_map_get(c, "ready");
+		if (cr && cr->type == MSGPACK_OBJECT_BOOLEAN && !cr->via.boolean &&
+		    kind_str(kind_map_get(c, "probe"), probe, sizeof probe) && probe[0] &&
+		    kind_str(kind_map_get(c, "name"), name, sizeof name)) {
+			snprintf(out, cap, "%s: %s", name, probe);
+			return;
+		}
+	}
 }
 
 /* READY counts containers whose `ready` is true: running and past their

@@ -128,6 +128,10 @@ Test(waits, a_pod_whose_readiness_never_passes_does_not_converge)
 	cr_assert(strstr(out, "require_re_run: true"), "%s", out);
 	cr_assert(strstr(out, "not converged: nr (running, not ready: c: readiness: failed"),
 		  "%s", out);
+	/* ps's REASON says why READY is 0/1 (it was empty; only describe
+	 * showed the probe). */
+	cr_assert_eq(ctl(d, out, sizeof out, "ps nr"), 0, "%s", out);
+	cr_assert(strstr(out, "0/1") && strstr(out, "c: readiness: failed: exit code 1"), "%s", out);
 	teardown(d);
 }
 
