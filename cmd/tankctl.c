@@ -1780,6 +1780,7 @@ static int ctl_wait(ctl_t *x, const ctl_batch_t *bt, uint64_t timeout_ms)
 	const rc_wait_t **waits = calloc(cap, sizeof *waits);
 	const kind_t **kinds = calloc(cap, sizeof *kinds);
 	const void **objs = calloc(cap, sizeof *objs);
+	long *owners = calloc(cap, sizeof *owners);
 	uint64_t deadline = timeout_ms ? ctl_now_ms() + timeout_ms : 0;
 	cli_batch_t b;
 	rc_conv_verdict_t verdict = RC_CONV_AGAIN;
@@ -1788,7 +1789,7 @@ static int ctl_wait(ctl_t *x, const ctl_batch_t *bt, uint64_t timeout_ms)
 	size_t k = 0;
 
 	memset(&b, 0, sizeof b);
-	if (!names || !waits || !kinds || !objs) {
+	if (!names || !waits || !kinds || !objs || !owners) {
 		r = ctl_fail(x, "out of memory");
 		goto out;
 	}
@@ -1802,6 +1803,8 @@ static int ctl_wait(ctl_t *x, const ctl_batch_t *bt, uint64_t timeout_ms)
 			names[k] = o->name;
 			kinds[k] = ok;
 			objs[k] = o->obj;
+			owners[k] = -1;
+			long self = (long)k;
 			waits[k++] = ok->reconcile_wait ? ok->reconcile_wait(o->obj) : NULL;
 			size_t ni = ok->ninline ? ok->ninline(o->obj) : 0;
 			for (size_t m = 0; m < ni && k < cap; m++) {
@@ -1809,6 +1812,7 @@ static int ctl_wait(ctl_t *x, const ctl_batch_t *bt, uint64_t timeout_ms)
 				const void *co = ok->inline_at(o->obj, m, &ck);
 				if (!co || !ck)
 					continue;
+				owners[k] = self;
 				names[k] = ck->name_of(co);
 				kinds[k] = ck;
 				objs[k] = co;
@@ -1820,6 +1824,7 @@ static int ctl_wait(ctl_t *x, const ctl_batch_t *bt, uint64_t timeout_ms)
 		goto out;
 	}
 	cli_batch_kinds(&b, kinds, objs);
+	cli_batch_owners(&b, owners);
 	/* The user's deadline bounds the wait: only what is truly stuck ends
 	 * it before (rc_converge.h). */
 	b.conv.bounded = deadline != 0;
@@ -1897,6 +1902,7 @@ out:
 	free(waits);
 	free(kinds);
 	free(objs);
+	free(owners);
 	return r;
 }
 

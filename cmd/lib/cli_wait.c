@@ -118,8 +118,10 @@ static const msgpack_object *cli__find(const msgpack_object *statuses, const cha
 }
 
 /* A dependant's dependencies (ob->waits_on, of kind k): moving when one
- * moved (became ready, or progresses), blocked when one failed or is
- * missing. */
+ * moved (became ready, or progresses), blocked when one failed, is
+ * missing, or is itself truly stuck: it crash-loops back to the same
+ * failure, or is blocked (transitively, a pass later per link) — a
+ * dependant of a crash loop waited for the whole --timeout. */
 static void cli__resolve(cli_batch_t *b, const kind_t *k, const msgpack_object *statuses,
 			 rc_observed_t *ob)
 {
@@ -152,9 +154,10 @@ static void cli__resolve(cli_batch_t *b, const kind_t *k, const msgpack_object *
 			moved = rc_conv_moved(before, dob, &looped);
 		else
 			moved = cli_watch_moved(&b->deps, k, dep, b->conv.passes, dob, &looped);
-		if (dob->state == RC_OBS_FAILED)
+		if (dob->state == RC_OBS_FAILED || looped || dob->blocked ||
+		    (before && before->stuck && !moved))
 			blocked = true;
-		else if (moved && !looped)
+		else if (moved)
 			moving = true;  /* ready for a while is not progress: moving is */
 	}
 	ob->blocked = blocked;
@@ -194,8 +197,26 @@ void cli_batch_see(cli_batch_t *b, const struct kind *k, const msgpack_object *s
 			cli__resolve(b, k, statuses, &b->obs[i]);
 }
 
+void cli_batch_owners(cli_batch_t *b, const long *owner)
+{
+	b->owner = owner;
+}
+
 rc_conv_verdict_t cli_batch_pass(cli_batch_t *b)
 {
+	/* An owner waits on its parts: one stuck at the last pass (or
+	 * failed now) leaves it blocked, as a dependency does a dependant. */
+	for (size_t i = 0; b->owner && i < b->n; i++) {
+		long o = b->owner[i];
+		if (o < 0 || (size_t)o >= b->n || !b->have[o] || b->obs[o].state != RC_OBS_PENDING)
+			continue;
+		const rc_conv_obj_t *part = &b->conv.objs[i];
+		if ((part->verdict == RC_CONV_OBJ_PENDING && part->stuck) ||
+		    (b->have[i] && b->have[i]->state == RC_OBS_FAILED)) {
+			b->obs[o].blocked = true;
+			b->obs[o].moving = false;
+		}
+	}
 	return rc_conv_pass(&b->conv, b->have);
 }
 

@@ -71,6 +71,10 @@ typedef struct cli_batch {
 	const void *const *objs;             /* borrowed, n; NULL: none */
 	const rc_wait_t *const *waits; /* borrowed, n; NULL entries
 						 * (or NULL array) = default */
+	const long *owner;                   /* borrowed, n; the index of the
+					      * object that applied it inline
+					      * (a stack's pod), -1: none;
+					      * NULL: no owners */
 	rc_conv_t conv;                      /* verdicts, progress, re_runs */
 	rc_observed_t *obs;                  /* owned, n: the last pass */
 	const rc_observed_t **have;          /* owned, n: obs[i] or NULL */
@@ -87,6 +91,11 @@ void cli_batch_free(cli_batch_t *b);
  * object).  Borrowed; call after init. */
 void cli_batch_kinds(cli_batch_t *b, const struct kind *const *kinds,
 		     const void *const *objs);
+/* owner[i]: the index of the object whose inline part object i is, or
+ * -1.  A pending owner is blocked (truly stuck) while one of its parts
+ * is stuck or failed: a stack whose member crash-loops waited for the
+ * whole --timeout.  Borrowed; call after init. */
+void cli_batch_owners(cli_batch_t *b, const long *owner);
 /* One kind's part of a pass: `statuses` is that kind's list of status
  * maps (extra objects are ignored; an applied one missing from it is
  * pending).  What a pending object waits on (waits_on) is resolved here:

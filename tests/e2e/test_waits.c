@@ -366,3 +366,35 @@ Test(waits, up_wait_of_a_stack_degraded_for_good_ends)
 	cr_assert_lt(now_ms() - t0, 60000, "long before the timeout");
 	teardown(d);
 }
+
+/* A crash loop is truly stuck, and so is what waits on it: a dependant
+ * waiting for it and a stack it is a member of end a bounded wait before
+ * the deadline ("no progress"), where they waited the whole --timeout. */
+Test(waits, what_waits_on_a_crash_loop_is_stuck_too)
+{
+	d_t *d = setup();
+	char out[16384];
+
+	write_file(d, "dep.yaml",
+		   "name: cl-db\nbackoff: {base: 100ms, cap: 200ms}\nreconcile_wait: {static: 300ms}\n"
+		   "containers:\n  - name: c\n    command: [/bin/sh, -c, 'exit 4']\n"
+		   "    readiness: {exec: [/bin/false], period: 1s}\n"
+		   "---\nname: cl-api\nreconcile_wait: {static: 300ms}\n"
+		   "depends_on: [{pod: cl-db, condition: ready}]\n"
+		   "containers: [{name: c, command: [/bin/sleep, '1031']}]\n");
+	cr_assert_eq(ctl(d, out, sizeof out, "apply -f %s/dep.yaml --wait --timeout 120s", d->dir),
+		     1, "%s", out);
+	cr_assert(strstr(out, "no progress in 3 passes"), "ended by the deadline: %s", out);
+	cr_assert(strstr(out, "cl-api (waiting: waiting for cl-db"), "%s", out);
+
+	write_file(d, "st.yaml",
+		   "kind: Stack\nname: cl\npods:\n"
+		   "  - name: cl-s-db\n    backoff: {base: 100ms, cap: 200ms}\n"
+		   "    containers: [{name: c, command: [/bin/sh, -c, 'exit 4']}]\n"
+		   "  - name: cl-s-web\n    containers: [{name: c, command: [/bin/sleep, '1032']}]\n");
+	cr_assert_eq(ctl(d, out, sizeof out, "apply -f %s/st.yaml --wait --timeout 120s", d->dir),
+		     1, "%s", out);
+	cr_assert(strstr(out, "no progress in 3 passes"), "ended by the deadline: %s", out);
+	cr_assert(strstr(out, "not converged: cl (degraded"), "%s", out);
+	teardown(d);
+}
