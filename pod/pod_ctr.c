@@ -757,8 +757,14 @@ static rc_result_t pod__ctr_reconcile(void *ctx, rc_loop_t *loop, const rc_view_
 		pod__drained_check(m, loop);
 		return rc_converged();
 	case POD_CA_BACKOFF:
-		if (c->st.phase != POD_CP_BACKING_OFF)
-			pod__ctr_event(loop, c, POD_CE_BACKOFF, "restoring backoff");
+		if (c->st.phase != POD_CP_BACKING_OFF) {
+			/* Restored after a restart of tankd: the reason read
+			 * back (its last exit) says more than the restoring. */
+			char why[RC_REASON_MAX];
+			pod__fmt(why, sizeof why, "%s", rc_fsm_reason(&c->st)[0]
+				 ? rc_fsm_reason(&c->st) : "restoring backoff");
+			pod__ctr_event(loop, c, POD_CE_BACKOFF, why);
+		}
 		pod__update(m, loop, p);
 		return rc_requeue_after((uint64_t)(c->next_restart_at - now));
 	case POD_CA_WAIT_DEPS:

@@ -550,6 +550,9 @@ static int pod__ctrs_build(pod_mgr_t *m, pod_trk_t *p)
 				c->once_lost = true;   /* see pod__ctr_reconcile */
 			} else if (ph == POD_CP_BACKING_OFF) {
 				c->next_restart_at = p->saved->next_restart_at;
+				/* Why it backs off (its last exit) stays its
+				 * reason once the backoff is restored. */
+				rc_fsm_restore(&c->st, POD_CP_PENDING, 0, cs->reason);
 			}
 		}
 	}

@@ -1147,3 +1147,26 @@ Test(e2e, a_pod_past_its_max_retries_is_failed_and_restart_gives_it_more)
 	unlink(runs);
 	teardown(d);
 }
+
+/* A pod backing off when tankd restarts keeps saying why (its last
+ * exit): it said "c: restoring backoff" after every restart. */
+Test(e2e, a_backoff_restored_after_a_restart_keeps_its_reason)
+{
+	d_t *d = setup();
+	char out[8192];
+
+	write_file(d, "bo.yaml", "name: bo\nbackoff: {base: 60s, cap: 60s}\n"
+		   "containers: [{name: c, command: [/bin/sh, -c, 'exit 3']}]\n");
+	cr_assert_eq(ctl(d, out, sizeof out, "apply -f %s/bo.yaml", d->dir), 0, "%s", out);
+	cr_assert(wait_says(d, 20, "\"reason\": \"c: exited with code 3\"", "status bo -o json"),
+		  "backing off with its exit");
+	sleep_ms(300);   /* the group commit */
+	stop(d, SIGKILL);
+	start(d);
+	cr_assert_eq(ctl(d, out, sizeof out, "sync"), 0, "%s", out);
+	cr_assert(wait_phase(d, "bo", "backing_off", 20));
+	cr_assert_eq(ctl(d, out, sizeof out, "status bo -o json"), 0, "%s", out);
+	cr_assert(strstr(out, "\"reason\": \"c: exited with code 3\""), "%s", out);
+	cr_assert_null(strstr(out, "restoring"), "%s", out);
+	teardown(d);
+}
