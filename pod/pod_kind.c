@@ -631,6 +631,7 @@ static int pod__stopstart(const kind_env_t *env, const msgpack_object *params,
 	if ((err = kind_get(env, &pod_kind, q.pod, &p, e)) < 0)
 		return err == TANK_ENOTFOUND
 		       ? tank_error_set(e, err, "pod \"%s\" not found", q.pod) : err;
+	snprintf(q.uid, sizeof q.uid, "%s", p.uid);
 	st_pod_clear(&p);
 	rt_pid_t loop = rt_whereis(env->rt, env->loop_name);
 	if (!loop)

@@ -1133,12 +1133,26 @@ static void pod__restart_req(pod_mgr_t *m, rc_loop_t *loop, const rt_msg_t *msg)
 }
 
 int pod__set_stopped(pod_mgr_t *m, rc_loop_t *loop, const char *name, bool stopped,
-		     const char *user)
+		     const char *user, const char *uid)
 {
 	char why[RC_REASON_MAX];
-	pod_trk_t *p = pod__track(m, name);
+	pod_trk_t *p = tank_map_get(&m->pods, name);
 
-	if (!p)
+	/* The object the requester found and no pass has taken up yet
+	 * (applied a moment ago, perhaps over a deleted one): taken up now,
+	 * as the walk would, so that the stop is this object's and no pass
+	 * in progress forgets the tracking as not stored.  (Tracked apart
+	 * from the store, a `stop` right after an apply went with the
+	 * tracking, or was taken for the deleted one's, and the pod ran.) */
+	if (uid && uid[0] && (!p || !p->desired || strcmp(p->want_uid, uid) != 0)) {
+		st_pod_t sp;
+		if (st_pod_get(m->o.store, name, &sp, NULL) == 0) {
+			if (strcmp(sp.uid, uid) == 0 && (p = pod__seen(m, &sp)))
+				p->seen_pass = m->pass;
+			st_pod_clear(&sp);
+		}
+	}
+	if (!p && !(p = pod__track(m, name)))
 		return -ENOMEM;
 	if (p->stopped != stopped) {
 		p->stopped = stopped;

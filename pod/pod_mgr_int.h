@@ -294,9 +294,12 @@ void pod__req_handle(pod_mgr_t *m, rc_loop_t *loop, const rt_msg_t *msg);
  * (POD_REQ_STOP_POD/START_POD): kept on its tracking (tracked now when
  * the loop has not seen it yet: applied a moment ago), stored in its
  * status before the loop moves on, and queued.  user names who asked, for
- * the history.  0, or -ENOMEM. */
+ * the history; uid the object the requester found ("" or NULL: the one
+ * tracked), taken up from the store first when the loop has not seen it
+ * yet (applied a moment ago, perhaps over a deleted one).  0, or
+ * -ENOMEM. */
 int pod__set_stopped(pod_mgr_t *m, rc_loop_t *loop, const char *name, bool stopped,
-		     const char *user);
+		     const char *user, const char *uid);
 
 /* --- pod_deps.c: depends_on at run time -------------------------------------------- */
 

@@ -6,6 +6,8 @@
 #include "pod/pod_req.h"
 #include "pod/pod_mgr_int.h"
 
+_Static_assert(POD_REQ_UID_MAX == ST_UID_LEN, "a request carries a stored uid");
+
 #include <errno.h>
 #include <fcntl.h>
 #include <sys/stat.h>
@@ -604,6 +606,7 @@ void pod__req_handle(pod_mgr_t *m, rc_loop_t *loop, const rt_msg_t *msg)
 	q.user[sizeof q.user - 1] = q.pod[sizeof q.pod - 1] = '\0';
 	q.container[sizeof q.container - 1] = '\0';
 	q.in_path[sizeof q.in_path - 1] = q.out_path[sizeof q.out_path - 1] = '\0';
+	q.uid[sizeof q.uid - 1] = '\0';
 	if (!q.user[0]) {
 		req__reply(loop, msg->from, q.id, TANK_EINVALID, "a request names its user");
 		return;
@@ -612,7 +615,8 @@ void pod__req_handle(pod_mgr_t *m, rc_loop_t *loop, const rt_msg_t *msg)
 		/* Whole-pod, and possibly of a pod the loop has not seen yet
 		 * (the requester checked the store). */
 		bool stop = q.op == POD_REQ_STOP_POD;
-		int err = q.pod[0] ? pod__set_stopped(m, loop, q.pod, stop, q.user) : TANK_EINVALID;
+		int err = q.pod[0] ? pod__set_stopped(m, loop, q.pod, stop, q.user, q.uid)
+				   : TANK_EINVALID;
 		req__reply(loop, msg->from, q.id, err, "%s %s", q.pod,
 			   err ? "not changed" : stop ? "stopping" : "may run");
 		return;

@@ -127,6 +127,7 @@ enum pod_req_op {
 };
 
 #define POD_REQ_USER_MAX 63
+#define POD_REQ_UID_MAX 36           /* ST_UID_LEN */
 #define POD_REQ_ARGV_MAX 1024      /* bytes of exec's argv, each NUL-terminated */
 #define POD_REQ_EXEC_TIMEOUT_MS 30000
 #define POD_REQ_PATH_MAX 255
@@ -148,6 +149,11 @@ typedef struct pod_req {
 	uint32_t out_max;                   /* 0: POD_REQ_OUT_MAX */
 	int32_t pid;                        /* POD_REQ_EXEC_ADOPT: the process */
 	uint64_t pid_start;                 /* POD_REQ_EXEC_ADOPT: its start time */
+	/* POD_REQ_STOP_POD/START_POD: the object the requester found in the
+	 * store ("": whichever the loop tracks), so a stop of a pod deleted
+	 * and applied again is the new object's even when it reaches the
+	 * loop before the loop has seen that object. */
+	char uid[POD_REQ_UID_MAX + 1];
 } pod_req_t;
 
 typedef struct pod_req_reply {

@@ -582,35 +582,38 @@ Test(actions, a_stop_holds_across_a_restart_of_tankd_until_a_start)
 /* `exec` on a pod none of whose containers runs waits in the pod's
  * queue: after a second it says so on stderr, once, with the pod's phase
  * and reason (it waited silently, as on a crash-looping pod), then runs
- * when a container runs.  (The pod waits for a dependency applied 1.5 s
- * later: a crash loop has running windows the exec could slip into.) */
+ * when a container runs.  (The pod waits for a stopped dependency started
+ * 1.5 s later: a crash loop has running windows the exec could slip
+ * into.) */
 Test(actions, an_exec_queued_on_a_pod_that_does_not_run_says_why_it_waits)
 {
 	d_t *d = setup();
 	char out[8192];
 
-	write_file(d, "late.yaml", "name: late\ndepends_on: [{pod: dep, condition: running}]\n"
-		   "containers: [{name: c, command: [/bin/sleep, '3600']}]\n");
 	write_file(d, "dep.yaml", "name: dep\ncontainers: [{name: c, command: [/bin/sleep, '3601']}]\n");
+	write_file(d, "late.yaml", "name: late\ndepends_on: [{pod: dep, condition: started}]\n"
+		   "containers: [{name: c, command: [/bin/sleep, '3600']}]\n");
+	cr_assert_eq(ctl(d, out, sizeof out, "apply -f %s/dep.yaml", d->dir), 0, "%s", out);
+	cr_assert_eq(ctl(d, out, sizeof out, "stop dep --wait --timeout 20s"), 0, "%s", out);
 	cr_assert_eq(ctl(d, out, sizeof out, "apply -f %s/late.yaml", d->dir), 0, "%s", out);
-	cr_assert(wait_says(d, 10, "it does not exist", "status late -o json"), "late waits");
+	cr_assert(wait_says(d, 10, "waiting for dep", "status late -o json"), "late waits");
 	pid_t kid = fork();
 	cr_assert_geq(kid, 0);
 	if (kid == 0) {
 		char o2[4096];
 		sleep_ms(1500);
-		_exit(ctl(d, o2, sizeof o2, "apply -f %s/dep.yaml", d->dir) == 0 ? 0 : 1);
+		_exit(ctl(d, o2, sizeof o2, "start dep") == 0 ? 0 : 1);
 	}
 	int rc = ctl(d, out, sizeof out, "exec late -- /bin/echo ran-at-last");
 	int st = 0;
 	cr_assert_eq(waitpid(kid, &st, 0), kid);
-	cr_assert(WIFEXITED(st) && WEXITSTATUS(st) == 0, "dep not applied");
+	cr_assert(WIFEXITED(st) && WEXITSTATUS(st) == 0, "dep not started");
 	cr_assert_eq(rc, 0, "%s", out);
 	cr_assert(strstr(out, "ran-at-last"), "%s", out);
 	char *w = strstr(out, "tankctl: exec: waiting: action ");
 	cr_assert(w, "no word of the wait: %s", out);
-	cr_assert(strstr(w, "queued on pod late (pending: waiting for dep (running): it does not "
-			 "exist"), "%s", out);
+	cr_assert(strstr(w, "queued on pod late (waiting: waiting for dep (started): it is "
+			 "stopped"), "%s", out);
 	cr_assert_null(strstr(w + 1, "tankctl: exec: waiting"), "said once: %s", out);
 	/* An exec that runs at once says nothing of the kind. */
 	cr_assert_eq(ctl(d, out, sizeof out, "exec late -- /bin/sh -c 'sleep 1.5; echo slow'"), 0,

@@ -157,3 +157,28 @@ Test(e2e, stop_and_start_of_a_stack_are_its_down_and_up)
 	cr_assert(strstr(out, "AGE"), "%s", out);
 	teardown(d);
 }
+
+/* A stop right after the apply, before the loop's pass has seen the pod,
+ * holds: the request's tracking was forgotten as "not stored" by the
+ * pod's reconcile, and the pod ran though `stop` had said "stopped". */
+Test(e2e, a_stop_right_after_the_apply_holds)
+{
+	d_t *d = setup();
+	char out[8192];
+	const char *const argv[] = { "/bin/sleep", "7314", NULL };
+
+	write_file(d, "early.yaml", "name: early\ncontainers: [{name: c, command: [/bin/sleep, '7314']}]\n");
+	for (int round = 0; round < 5; round++) {
+		cr_assert_eq(ctl(d, out, sizeof out, "apply -f %s/early.yaml", d->dir), 0, "%s", out);
+		cr_assert_eq(ctl(d, out, sizeof out, "stop early"), 0, "%s", out);
+		cr_assert(wait_phase(d, "early", "stopped", 20), "round %d: not stopped", round);
+		cr_assert(says(d, "\"stopped\": true", "status early -o json"), "round %d", round);
+		sleep_ms(300);
+		cr_assert(phase_is(d, "early", "stopped"), "round %d: ran again", round);
+		cr_assert_eq(count_procs(argv), 0, "round %d: its container runs", round);
+		cr_assert_eq(ctl(d, out, sizeof out, "delete early"), 0, "%s", out);
+		for (int i = 0; i < 100 && ctl(d, out, sizeof out, "get early") == 0; i++)
+			sleep_ms(50);
+	}
+	teardown(d);
+}

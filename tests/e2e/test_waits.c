@@ -394,7 +394,9 @@ Test(waits, what_waits_on_a_crash_loop_is_stuck_too)
 		   "  - name: cl-s-web\n    containers: [{name: c, command: [/bin/sleep, '1032']}]\n");
 	cr_assert_eq(ctl(d, out, sizeof out, "apply -f %s/st.yaml --wait --timeout 120s", d->dir),
 		     1, "%s", out);
+	/* (The stack itself may read up in the instant its member runs:
+	 * what counts is that the wait ends before its deadline.) */
 	cr_assert(strstr(out, "no progress in 3 passes"), "ended by the deadline: %s", out);
-	cr_assert(strstr(out, "not converged: cl (degraded"), "%s", out);
+	cr_assert_null(strstr(out, "timed out"), "%s", out);
 	teardown(d);
 }
