@@ -1253,8 +1253,12 @@ Test(reconciler, delete_and_reapply_of_a_name_is_a_new_object)
 	}
 	cr_assert(ok, "%d processes of the last spec, %d of earlier ones",
 		  count_marked(mb), count_marked(ma));
+	/* Its process is there before its launch reports back to the loop
+	 * (the launching threads): the status says running a moment later. */
 	st_status_t s;
 	st_pod_t p;
+	for (int t = 0; t < 500 && !wait_for(h, "same", phase_is, "running", 0.02); t++)
+		;
 	cr_assert(status(h, "same", &s));
 	cr_assert_eq(st_pod_get(h->st, "same", &p, NULL), 0);
 	cr_assert_str_eq(s.uid, p.uid, "status of another object: %s vs %s", s.uid, p.uid);
