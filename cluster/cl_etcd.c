@@ -468,7 +468,20 @@ static void jrange_end(obs_buf_t *b, const char *prefix)
 
 /* --- kv ------------------------------------------------------------------ */
 
-static int range(cl_etcd_t *e, const char *key, bool prefix, int64_t rev, cl_kvs_t *out)
+/* The end of a read or a watch: none (one key), a prefix's, or given. */
+static void jend(obs_buf_t *b, const char *key, bool prefix, const char *end)
+{
+	if (end) {
+		obs_buf_puts(b, ",");
+		jkey(b, "range_end", end, strlen(end));
+	} else if (prefix) {
+		obs_buf_puts(b, ",");
+		jrange_end(b, key);
+	}
+}
+
+static int range(cl_etcd_t *e, const char *key, bool prefix, const char *end, int64_t rev,
+		 cl_kvs_t *out)
 {
 	obs_buf_t b = { 0 };
 	struct fy_document *d;
@@ -478,10 +491,7 @@ static int range(cl_etcd_t *e, const char *key, bool prefix, int64_t rev, cl_kvs
 	memset(out, 0, sizeof *out);
 	obs_buf_puts(&b, "{");
 	jkey(&b, "key", key, strlen(key));
-	if (prefix) {
-		obs_buf_puts(&b, ",");
-		jrange_end(&b, key);
-	}
+	jend(&b, key, prefix, end);
 	if (rev > 0)
 		obs_buf_printf(&b, ",\"revision\":\"%" PRId64 "\"", rev);
 	obs_buf_puts(&b, "}");
@@ -502,12 +512,18 @@ static int range(cl_etcd_t *e, const char *key, bool prefix, int64_t rev, cl_kvs
 
 int cl_etcd_get(cl_etcd_t *e, const char *key, cl_kvs_t *out)
 {
-	return range(e, key, false, 0, out);
+	return range(e, key, false, NULL, 0, out);
 }
 
 int cl_etcd_get_prefix(cl_etcd_t *e, const char *prefix, int64_t rev, cl_kvs_t *out)
 {
-	return range(e, prefix, true, rev, out);
+	return range(e, prefix, true, NULL, rev, out);
+}
+
+int cl_etcd_get_range(cl_etcd_t *e, const char *key, const char *end, int64_t rev,
+		      cl_kvs_t *out)
+{
+	return range(e, key, false, end, rev, out);
 }
 
 int cl_etcd_put(cl_etcd_t *e, const char *key, const void *value, size_t len,
@@ -751,6 +767,11 @@ static int watch_message(cl_etcd_t *e, const char *s, size_t n)
 		return e->wstop = rc;
 	}
 	revision = jint(jget(res, "header"), "revision");
+	if (jbool(res, "created")) {
+		rc = e->wfn(e->wud, NULL, 0, revision);
+		fy_document_destroy(d);
+		return e->wstop = rc;
+	}
 	evs = jget(res, "events");
 	if (evs && fy_node_is_sequence(evs) && (cnt = fy_node_sequence_item_count(evs)) > 0) {
 		if (!(ev = calloc((size_t)cnt, sizeof *ev))) {
@@ -800,8 +821,8 @@ static size_t on_watch_body(char *p, size_t sz, size_t nm, void *ud)
 	return sz * nm;
 }
 
-int cl_etcd_watch(cl_etcd_t *e, const char *key, bool prefix, int64_t start_rev,
-		  cl_watch_fn fn, void *ud, int64_t *compacted)
+static int watch(cl_etcd_t *e, const char *key, bool prefix, const char *end, int64_t start_rev,
+		 cl_watch_fn fn, void *ud, int64_t *compacted)
 {
 	char url[512];
 	obs_buf_t b = { 0 };
@@ -814,10 +835,7 @@ int cl_etcd_watch(cl_etcd_t *e, const char *key, bool prefix, int64_t start_rev,
 		return fail(e, -ECANCELED, "etcd /v3/watch: aborted");
 	obs_buf_puts(&b, "{\"create_request\":{");
 	jkey(&b, "key", key, strlen(key));
-	if (prefix) {
-		obs_buf_puts(&b, ",");
-		jrange_end(&b, key);
-	}
+	jend(&b, key, prefix, end);
 	if (start_rev > 0)
 		obs_buf_printf(&b, ",\"start_revision\":\"%" PRId64 "\"", start_rev);
 	obs_buf_puts(&b, "}}");
@@ -846,4 +864,16 @@ int cl_etcd_watch(cl_etcd_t *e, const char *key, bool prefix, int64_t start_rev,
 		return curl_errno(e, cc, "/v3/watch");
 	rc = fail(e, -ECONNRESET, "etcd %s/v3/watch: the stream ended", e->base);
 	return rc;
+}
+
+int cl_etcd_watch(cl_etcd_t *e, const char *key, bool prefix, int64_t start_rev,
+		  cl_watch_fn fn, void *ud, int64_t *compacted)
+{
+	return watch(e, key, prefix, NULL, start_rev, fn, ud, compacted);
+}
+
+int cl_etcd_watch_range(cl_etcd_t *e, const char *key, const char *end, int64_t start_rev,
+			cl_watch_fn fn, void *ud, int64_t *compacted)
+{
+	return watch(e, key, false, end, start_rev, fn, ud, compacted);
 }

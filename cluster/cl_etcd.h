@@ -83,6 +83,9 @@ int cl_etcd_get(cl_etcd_t *e, const char *key, cl_kvs_t *out);
 /* Every key starting with prefix, at revision rev (0: the latest); a
  * compacted rev fails with -ERANGE. */
 int cl_etcd_get_prefix(cl_etcd_t *e, const char *prefix, int64_t rev, cl_kvs_t *out);
+/* Every key in [key, end) at revision rev (0: the latest). */
+int cl_etcd_get_range(cl_etcd_t *e, const char *key, const char *end, int64_t rev,
+		      cl_kvs_t *out);
 /* Puts key = value (len bytes), attached to lease (0: none).  *rev (may be
  * NULL) is the revision of the write. */
 int cl_etcd_put(cl_etcd_t *e, const char *key, const void *value, size_t len,
@@ -155,11 +158,14 @@ typedef struct cl_event {
 	cl_kv_t kv;   /* a DELETE carries the key and mod_rev only */
 } cl_event_t;
 
-/* Called for each batch of events (one revision's, in order), on the
- * watching thread; ev and its strings are borrowed for the call.
- * `revision` is the batch's header revision: after it returns, a watch
- * resumed from revision + 1 misses nothing.  Nonzero stops the watch
- * (cl_etcd_watch returns that value). */
+/* Called for each batch of events (in revision order), on the watching
+ * thread; ev and its strings are borrowed for the call.  `revision` is
+ * the batch's header revision: after it returns, a watch resumed from
+ * revision + 1 misses nothing.  Called once first with n == 0 (ev NULL)
+ * when etcd has created the watch, `revision` then being the store's
+ * revision at that time: once the events up to it have come, the
+ * watcher is in sync.  Nonzero stops the watch (cl_etcd_watch returns
+ * that value). */
 typedef int (*cl_watch_fn)(void *ud, const cl_event_t *ev, size_t n, int64_t revision);
 
 /* Watches key (or everything under it when prefix) from start_rev (0:
@@ -170,5 +176,9 @@ typedef int (*cl_watch_fn)(void *ud, const cl_event_t *ev, size_t n, int64_t rev
  * from the list's revision + 1. */
 int cl_etcd_watch(cl_etcd_t *e, const char *key, bool prefix, int64_t start_rev,
 		  cl_watch_fn fn, void *ud, int64_t *compacted);
+
+/* The same over the keys in [key, end). */
+int cl_etcd_watch_range(cl_etcd_t *e, const char *key, const char *end, int64_t start_rev,
+			cl_watch_fn fn, void *ud, int64_t *compacted);
 
 #endif

@@ -270,6 +270,7 @@ struct seen {
 	int batches, events;
 	int64_t last_rev;
 	int stop_after;   /* events */
+	int64_t created_rev;
 };
 
 static int on_events(void *ud, const cl_event_t *ev, size_t n, int64_t rev)
@@ -277,6 +278,10 @@ static int on_events(void *ud, const cl_event_t *ev, size_t n, int64_t rev)
 	struct seen *s = ud;
 	size_t len = strlen(s->log);
 
+	if (n == 0) {
+		s->created_rev = rev;
+		return 0;
+	}
 	for (size_t i = 0; i < n; i++) {
 		snprintf(s->log + len, sizeof s->log - len, "%s %s=%s;",
 			 ev[i].type == CL_EV_PUT ? "put" : "del", ev[i].kv.key,
@@ -306,6 +311,7 @@ Test(etcd, a_watch_from_a_revision_sees_every_change_in_order)
 	cr_assert_str_eq(s.log, "put /w/a=1;put /w/b=2;put /w/a=3;del /w/b=;");
 	cr_assert_eq(compacted, 0);
 	cr_assert_eq(s.last_rev, r0 + 4);
+	cr_assert_eq(s.created_rev, r0 + 4, "created at the store's revision");
 }
 
 struct live {
@@ -335,6 +341,8 @@ static int on_live(void *ud, const cl_event_t *ev, size_t n, int64_t rev)
 
 	(void)ev;
 	(void)rev;
+	if (n == 0)
+		s->batches++;
 	s->events += (int)n;
 	return s->events >= 2 ? 1 : 0;
 }
@@ -352,6 +360,27 @@ Test(etcd, a_watch_from_now_sees_live_writes)
 		     cl_etcd_errmsg(c));
 	pthread_join(th, NULL);
 	cr_assert_eq(s.events, 2);
+	cr_assert_eq(s.batches, 1, "one created notice");
+}
+
+Test(etcd, a_range_read_and_watch_cover_their_range_only)
+{
+	NEED_ETCD();
+	cl_kvs_t r;
+	struct seen s = { .stop_after = 2 };
+	int64_t r0;
+
+	cr_assert_eq(cl_etcd_put(c, "/tank/assign/a", "n1", 2, 0, &r0), 0);
+	cr_assert_eq(cl_etcd_put(c, "/tank/nodes/n1", "{}", 2, 0, NULL), 0);
+	cr_assert_eq(cl_etcd_put(c, "/tank/pods/a", "{}", 2, 0, NULL), 0);
+	cr_assert_eq(cl_etcd_put(c, "/tank/status/a", "{}", 2, 0, NULL), 0);
+	cr_assert_eq(cl_etcd_get_range(c, "/tank/assign/", "/tank/nodes0", 0, &r), 0);
+	cr_assert_eq(r.n, 2);
+	cr_assert_str_eq(r.kv[1].key, "/tank/nodes/n1");
+	cl_kvs_free(&r);
+	cr_assert_eq(cl_etcd_watch_range(c, "/tank/nodes/", "/tank/status/", r0, on_events, &s, NULL),
+		     7);
+	cr_assert_str_eq(s.log, "put /tank/nodes/n1={};put /tank/pods/a={};");
 }
 
 static void *aborter(void *arg)
