@@ -61,6 +61,7 @@ struct cl_node {
 	size_t nlabels;
 	int ttl_s;
 	uint64_t capacity;
+	uint64_t share_wait_ms;
 	FILE *log;
 
 	atomic_int stop;
@@ -366,9 +367,14 @@ static void *lease_main(void *arg)
 		pthread_mutex_unlock(&n->mu);
 		/* The record's counts, at most once a second. */
 		if (dirty && t >= next_record) {
-			if (put_record(n, lease) == 0) {
+			/* Cleared before the put reads the counts: a change
+			 * made meanwhile sets it again and is not lost. */
+			pthread_mutex_lock(&n->mu);
+			n->record_dirty = false;
+			pthread_mutex_unlock(&n->mu);
+			if (put_record(n, lease) != 0) {
 				pthread_mutex_lock(&n->mu);
-				n->record_dirty = false;
+				n->record_dirty = true;
 				pthread_mutex_unlock(&n->mu);
 			}
 			next_record = t + 1000;
@@ -609,9 +615,9 @@ static void schedule(cl_node_t *n)
 		if (!p->waiting_since)
 			p->waiting_since = t;
 		if (!cl_sched_mine(k, n->name, names, n->nnodes) &&
-		    t - p->waiting_since < CL_NODE_SHARE_WAIT_MS)
+		    t - p->waiting_since < n->share_wait_ms)
 			continue;
-		if ((at = cl_sched_pick(sn, n->nnodes, p->sel, p->nsel)) < 0)
+		if ((at = cl_sched_pick(sn, n->nnodes, k, p->sel, p->nsel)) < 0)
 			continue;
 		sn[at].load++;
 		snprintf(b->key[b->n], sizeof b->key[b->n], CL_PREFIX_ASSIGN "%s", k);
@@ -1116,6 +1122,10 @@ int cl_node_start(const cl_node_opts_t *o, cl_node_t **out, tank_error_t *e)
 	n->ttl_s = o->ttl_s > 0 ? o->ttl_s : CL_NODE_TTL_DEFAULT;
 	n->capacity = o->capacity ? o->capacity : host_capacity();
 	n->log = o->log;
+	/* A test's knob (tests/cluster/): 0 makes every scheduler go for
+	 * every pod at once, the race the transactions must settle. */
+	const char *sw = getenv("TANK_CLUSTER_SHARE_WAIT_MS");
+	n->share_wait_ms = sw && *sw ? strtoull(sw, NULL, 10) : CL_NODE_SHARE_WAIT_MS;
 	r = cl_labels_parse(o->labels, n->labels_buf, sizeof n->labels_buf, n->labels, LABELS_MAX, e);
 	n->nlabels = r > 0 ? (size_t)r : 0;
 	if (!(n->url = strdup(o->url)) || !(n->name = strdup(o->node)) ||

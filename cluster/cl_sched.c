@@ -1,6 +1,7 @@
 /* cl_sched — see cl_sched.h. */
 #include "cluster/cl_sched.h"
 
+#include <stdio.h>
 #include <string.h>
 
 #include "common/tank_map.h"
@@ -19,18 +20,32 @@ bool cl_sched_fits(const cl_sched_node_t *node, const cl_label_t *sel, size_t ns
 	return true;
 }
 
-int cl_sched_pick(const cl_sched_node_t *nodes, size_t n, const cl_label_t *sel, size_t nsel)
+static uint64_t tie(const char *pod, const char *node)
+{
+	char buf[512];
+	int len = snprintf(buf, sizeof buf, "%s\n%s", pod, node);
+
+	return tank_hash64(buf, len < 0 ? 0 : (size_t)len < sizeof buf ? (size_t)len : sizeof buf - 1);
+}
+
+int cl_sched_pick(const cl_sched_node_t *nodes, size_t n, const char *pod,
+		  const cl_label_t *sel, size_t nsel)
 {
 	int best = -1;
+	uint64_t best_tie = 0;
 
 	for (size_t i = 0; i < n; i++) {
 		const cl_sched_node_t *c = &nodes[i];
 
 		if (c->load >= c->capacity || !cl_sched_fits(c, sel, nsel))
 			continue;
+		uint64_t t = tie(pod, c->name);
 		if (best < 0 || c->load < nodes[best].load ||
-		    (c->load == nodes[best].load && strcmp(c->name, nodes[best].name) < 0))
+		    (c->load == nodes[best].load &&
+		     (t < best_tie || (t == best_tie && strcmp(c->name, nodes[best].name) < 0)))) {
 			best = (int)i;
+			best_tie = t;
+		}
 	}
 	return best;
 }

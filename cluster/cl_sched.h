@@ -7,8 +7,11 @@
  *
  * The rule (docs/cluster.md): among the live nodes whose labels match
  * every pair of the pod's node_selector and that hold fewer pods than
- * their capacity, the least loaded; ties go to the smaller name, so every
- * scheduler given the same view picks the same node.
+ * their capacity, the least loaded.  Ties are broken by a hash of the
+ * pod's and the node's names: every scheduler given the same view picks
+ * the same node, and schedulers deciding at once from the same stale
+ * view (each its own share of the pods) do not all pile onto one node,
+ * as a tie broken by the node's name alone would have them do.
  *
  * Nothing here allocates, blocks or fails.
  */
@@ -36,7 +39,8 @@ bool cl_sched_fits(const cl_sched_node_t *node, const cl_label_t *sel, size_t ns
 
 /* Index in nodes[0..n) of the node for a pod with selector sel, or -1
  * when none fits (none matches, or all matching are full). */
-int cl_sched_pick(const cl_sched_node_t *nodes, size_t n, const cl_label_t *sel, size_t nsel);
+int cl_sched_pick(const cl_sched_node_t *nodes, size_t n, const char *pod,
+		  const cl_label_t *sel, size_t nsel);
 
 /* Whether the scheduler on node `me` takes pod first: every scheduler
  * may assign any pod, but each starts with its own share (a hash of the
