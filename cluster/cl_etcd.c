@@ -715,6 +715,29 @@ int cl_etcd_lease_keepalive(cl_etcd_t *e, int64_t id, int64_t *ttl)
 	return 0;
 }
 
+int cl_etcd_lease_ttl(cl_etcd_t *e, int64_t id, int64_t *left, int64_t *granted)
+{
+	obs_buf_t b = { 0 };
+	struct fy_document *d;
+	int64_t l;
+	int rc;
+
+	obs_buf_printf(&b, "{\"ID\":\"%" PRId64 "\"}", id);
+	rc = request(e, "/v3/lease/timetolive", &b, &d);
+	obs_buf_free(&b);
+	if (rc)
+		return rc;
+	l = jint(fy_document_root(d), "TTL");
+	if (granted)
+		*granted = jint(fy_document_root(d), "grantedTTL");
+	fy_document_destroy(d);
+	*left = l;
+	/* A lease that is gone answers TTL -1. */
+	if (l < 0)
+		return fail(e, TANK_ENOTFOUND, "etcd lease %" PRIx64 ": gone", (uint64_t)id);
+	return 0;
+}
+
 int cl_etcd_lease_revoke(cl_etcd_t *e, int64_t id)
 {
 	obs_buf_t b = { 0 };

@@ -145,6 +145,9 @@ int cl_etcd_lease_grant(cl_etcd_t *e, int64_t ttl, int64_t *id, int64_t *granted
 /* One keep-alive: *ttl (may be NULL) is the lease's TTL again.
  * TANK_ENOTFOUND when the lease expired or was revoked. */
 int cl_etcd_lease_keepalive(cl_etcd_t *e, int64_t id, int64_t *ttl);
+/* The seconds the lease has left (*left) and was granted (*granted, may
+ * be NULL).  TANK_ENOTFOUND when it is gone. */
+int cl_etcd_lease_ttl(cl_etcd_t *e, int64_t id, int64_t *left, int64_t *granted);
 /* Revokes the lease: every key attached to it goes.  TANK_ENOTFOUND when
  * it was already gone. */
 int cl_etcd_lease_revoke(cl_etcd_t *e, int64_t id);

@@ -584,3 +584,98 @@ Test(cluster, concurrent_schedulers_never_double_assign)
 		cr_assert_eq(total, 20, "round %d: %d runs of 20 pods", round, total);
 	}
 }
+
+/* --- tankctl --cluster ------------------------------------------------------ */
+
+/* tankctl --cluster URL ARGS; exit status, output in out. */
+static int cctl(char *out, size_t cap, const char *fmt, ...)
+{
+	char args[1024], cmd[2048];
+	va_list ap;
+	FILE *p;
+	size_t len;
+	int st;
+
+	va_start(ap, fmt);
+	vsnprintf(args, sizeof args, fmt, ap);
+	va_end(ap);
+	snprintf(cmd, sizeof cmd, "%s/tankctl --cluster %s %s 2>&1", bindir(), etcd.url, args);
+	cr_assert_not_null(p = popen(cmd, "r"));
+	len = fread(out, 1, cap - 1, p);
+	out[len] = '\0';
+	st = pclose(p);
+	return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+}
+
+Test(cluster, tankctl_applies_lists_and_deletes_across_nodes)
+{
+	NEED_ETCD();
+	char out[16384], path[PATH_MAX + 16];
+	FILE *f;
+
+	node_start(&nodes[0], "n1", "zone=a");
+	node_start(&nodes[1], "n2", "zone=b");
+	cr_assert(wait_registered(2, 15));
+	snprintf(path, sizeof path, "%s/pods.yaml", nodes[0].dir);
+	cr_assert_not_null(f = fopen(path, "w"));
+	fputs("name: c0\nnode_selector: {zone: b}\nlabels: {app: web}\n"
+	      "containers:\n  - name: m\n    command: [/bin/sleep, \"1000\"]\n---\n"
+	      "kind: Pod\nname: c1\nnode_selector: {zone: a}\n"
+	      "containers:\n  - name: m\n    command: [/bin/sleep, \"1000\"]\n", f);
+	fclose(f);
+	cr_assert_eq(cctl(out, sizeof out, "apply -f %s", path), 0, "%s", out);
+	cr_assert_str_eq(out, "pod c0 created\npod c1 created\n");
+	cr_assert_eq(cctl(out, sizeof out, "apply -f %s", path), 0, "%s", out);
+	cr_assert_str_eq(out, "pod c0 unchanged\npod c1 unchanged\n");
+	cr_assert(wait_all_running("c", 2, 20));
+	/* ps: each pod with its node. */
+	cr_assert_eq(cctl(out, sizeof out, "ps"), 0, "%s", out);
+	cr_assert(strstr(out, "NAME   NODE   PHASE     READY"), "%s", out);
+	cr_assert(strstr(out, "\nc0     n2     running   yes"), "%s", out);
+	cr_assert(strstr(out, "\nc1     n1     running   yes"), "%s", out);
+	/* nodes: lease, labels, load. */
+	cr_assert_eq(cctl(out, sizeof out, "nodes"), 0, "%s", out);
+	cr_assert(strstr(out, "NAME   LEASE"), "%s", out);
+	cr_assert(strstr(out, "\nn1     alive "), "%s", out);
+	cr_assert(strstr(out, "zone=a"), "%s", out);
+	cr_assert(strstr(out, "zone=b"), "%s", out);
+	/* get: spec as written, node and status. */
+	cr_assert_eq(cctl(out, sizeof out, "get c0 -o json"), 0, "%s", out);
+	cr_assert(strstr(out, "\"node_selector\": {\n    \"zone\": \"b\"\n  }"), "%s", out);
+	cr_assert(strstr(out, "\"node\": \"n2\""), "%s", out);
+	cr_assert(strstr(out, "\"phase\": \"running\""), "%s", out);
+	/* Refusals name the document and the problem, and write nothing. */
+	snprintf(path, sizeof path, "%s/bad.yaml", nodes[0].dir);
+	cr_assert_not_null(f = fopen(path, "w"));
+	fputs("name: ok1\ncontainers:\n  - name: m\n    command: [/bin/sleep, \"1\"]\n---\n"
+	      "name: bad\ncontainers: 3\n---\nkind: Stack\nname: s\n---\n"
+	      "name: sel\nnode_selector: {zone: [1]}\n"
+	      "containers:\n  - name: m\n    command: [/bin/sleep, \"1\"]\n", f);
+	fclose(f);
+	cr_assert_eq(cctl(out, sizeof out, "apply -f %s", path), 1, "%s", out);
+	cr_assert(strstr(out, "document 2: bad: containers"), "%s", out);
+	cr_assert(strstr(out, "document 3: kind Stack: only pods go to a cluster"), "%s", out);
+	cr_assert(strstr(out, "document 4.node_selector[\"zone\"]: expected a label value"), "%s", out);
+	cr_assert_eq(cctl(out, sizeof out, "get ok1"), 1, "%s", out);
+	cr_assert(strstr(out, "pod ok1: not found"), "%s", out);
+	cr_assert_eq(cctl(out, sizeof out, "frobnicate"), 2, "%s", out);
+	/* delete: the node stops it. */
+	cr_assert_eq(cctl(out, sizeof out, "delete c0 nope"), 1, "%s", out);
+	cr_assert(strstr(out, "pod c0 deleted"), "%s", out);
+	cr_assert(strstr(out, "pod nope: not found"), "%s", out);
+	bool gone = false;
+	for (double end = now_s() + 10; now_s() < end && !gone; sleep_ms(200))
+		gone = nctl(&nodes[1], out, sizeof out, "get c0") != 0;
+	cr_assert(gone, "c0 still on n2");
+	cr_assert_eq(cctl(out, sizeof out, "ps"), 0);
+	cr_assert_null(strstr(out, "c0"), "%s", out);
+	/* A tankd's own apply (with --cluster or not) refuses node_selector,
+	 * naming it: it is the scheduler's field, read from etcd only. */
+	snprintf(path, sizeof path, "%s/sel.yaml", nodes[0].dir);
+	cr_assert_not_null(f = fopen(path, "w"));
+	fputs("name: s1\nnode_selector: {zone: a}\n"
+	      "containers:\n  - name: m\n    command: [/bin/sleep, \"1\"]\n", f);
+	fclose(f);
+	cr_assert_eq(nctl(&nodes[0], out, sizeof out, "apply -f %s", path), 1, "%s", out);
+	cr_assert(strstr(out, "unknown key \"node_selector\""), "%s", out);
+}

@@ -240,7 +240,12 @@ Test(etcd, a_lease_keeps_its_keys_until_revoked_and_expires_unkept)
 	cr_assert_eq(r.n, 1);
 	cr_assert_eq(r.kv[0].lease, id);
 	cl_kvs_free(&r);
+	int64_t g = 0;
+	cr_assert_eq(cl_etcd_lease_ttl(c, id, &left, &g), 0, "%s", cl_etcd_errmsg(c));
+	cr_assert(left >= 9 && left <= 10, "%lld s left", (long long)left);
+	cr_assert_eq(g, 10);
 	cr_assert_eq(cl_etcd_lease_revoke(c, id), 0);
+	cr_assert_eq(cl_etcd_lease_ttl(c, id, &left, NULL), TANK_ENOTFOUND);
 	cr_assert_eq(cl_etcd_get(c, "/l/k", &r), 0);
 	cr_assert_eq(r.n, 0, "the lease's key went with it");
 	cl_kvs_free(&r);
