@@ -25,6 +25,8 @@
 #define EXIT_FAIL_ 1
 #define EXIT_USAGE_ 2
 #define NAME_CAP 256
+/* etcd refuses a transaction of more than 128 operations (--max-txn-ops). */
+#define TXN_OPS 64
 
 typedef struct cli {
 	const char *verb;
@@ -163,6 +165,8 @@ static int load_pods(cli_t *c, const char *path, pod_in_t **pods, size_t *n)
 	kind_registry(tank_kinds, &reg);
 	podk = mf_lookup(&reg, "Pod", 3);
 	kit_errors_init(&errs);
+	tank_map_t seen;
+	tank_map_init(&seen);
 	if (mf_read_file(path, &text, &len, &errs) != 0 ||
 	    mf_docs_load(text, len, path, &docs, &errs) != 0)
 		goto said;
@@ -204,6 +208,12 @@ static int load_pods(cli_t *c, const char *path, pod_in_t **pods, size_t *n)
 			continue;
 		}
 		kit_errors_free(&perr);
+		if (tank_map_get(&seen, name)) {
+			kit_errors_add(&errs, "%s: pod %s is named twice in the manifest", at, name);
+			k->free_obj(obj);
+			continue;
+		}
+		tank_map_put(&seen, name, (void *)1, NULL);
 		snprintf((*pods)[*n].name, NAME_CAP, "%s", name);
 		k->free_obj(obj);
 		/* Stored as written (kind, labels and node_selector included),
@@ -220,7 +230,13 @@ said:
 	for (size_t i = 0; i < errs.stored; i++)
 		fprintf(c->err, "tankctl: %s: %s\n", c->verb, errs.msgs[i]);
 	rc = EXIT_FAIL_;
+	for (size_t i = 0; *pods && i < *n; i++)
+		free((*pods)[i].json);
+	free(*pods);
+	*pods = NULL;
+	*n = 0;
 out:
+	tank_map_destroy(&seen);
 	kit_errors_free(&errs);
 	mf_docs_free(docs);
 	free(text);
@@ -251,29 +267,57 @@ static int do_apply(cli_t *c, int argc, char **argv)
 		return fail(c, EXIT_USAGE_, "-f FILE is required");
 	if ((rc = load_pods(c, file, &pods, &n)) != EXIT_OK_)
 		return rc;
-	for (size_t i = 0; i < n && rc == EXIT_OK_; i++) {
-		char key[NAME_CAP + 32];
-		const char *what;
-		cl_kvs_t r;
+	/* What is there now, in one read; then the changes in transactions
+	 * of TXN_OPS puts (an apply of 3,000 pods is 47 requests, not 6,000). */
+	cl_kvs_t now;
+	tank_map_t had;
+	const char **what = calloc(n + 1, sizeof *what);
+	char (*keys)[NAME_CAP + 32] = calloc(n + 1, sizeof *keys);
+	cl_op_t *ops = calloc(n + 1, sizeof *ops);
+	size_t nops = 0;
 
-		snprintf(key, sizeof key, CL_PREFIX_PODS "%s", pods[i].name);
-		if (cl_etcd_get(c->e, key, &r) != 0) {
-			rc = etcd_fail(c);
-			break;
-		}
-		if (r.n && r.kv[0].value_len == pods[i].len &&
-		    memcmp(r.kv[0].value, pods[i].json, pods[i].len) == 0) {
-			what = "unchanged";
-		} else if (cl_etcd_put(c->e, key, pods[i].json, pods[i].len, 0, NULL) != 0) {
-			cl_kvs_free(&r);
-			rc = etcd_fail(c);
-			break;
-		} else {
-			what = r.n ? "configured" : "created";
-		}
-		cl_kvs_free(&r);
-		fprintf(c->out, "pod %s %s\n", pods[i].name, what);
+	tank_map_init(&had);
+	if (!what || !keys || !ops) {
+		rc = fail(c, EXIT_FAIL_, "out of memory");
+		goto out;
 	}
+	if (cl_etcd_get_prefix(c->e, CL_PREFIX_PODS, 0, &now) != 0) {
+		rc = etcd_fail(c);
+		goto out;
+	}
+	for (size_t i = 0; i < now.n; i++)
+		tank_map_put(&had, now.kv[i].key + strlen(CL_PREFIX_PODS), &now.kv[i], NULL);
+	for (size_t i = 0; i < n; i++) {
+		cl_kv_t *kv = tank_map_get(&had, pods[i].name);
+
+		if (kv && kv->value_len == pods[i].len && memcmp(kv->value, pods[i].json, pods[i].len) == 0) {
+			what[i] = "unchanged";
+			continue;
+		}
+		what[i] = kv ? "configured" : "created";
+		snprintf(keys[nops], sizeof keys[nops], CL_PREFIX_PODS "%s", pods[i].name);
+		ops[nops] = (cl_op_t){ .kind = CL_OP_PUT, .key = keys[nops], .value = pods[i].json,
+				       .value_len = pods[i].len };
+		nops++;
+	}
+	for (size_t i = 0; i < nops; i += TXN_OPS) {
+		bool ok;
+
+		if (cl_etcd_txn(c->e, NULL, 0, ops + i, nops - i < TXN_OPS ? nops - i : TXN_OPS, NULL, 0,
+				&ok, NULL, NULL) != 0) {
+			rc = etcd_fail(c);
+			break;
+		}
+	}
+	if (rc == EXIT_OK_)
+		for (size_t i = 0; i < n; i++)
+			fprintf(c->out, "pod %s %s\n", pods[i].name, what[i]);
+	cl_kvs_free(&now);
+out:
+	tank_map_destroy(&had);
+	free(what);
+	free(keys);
+	free(ops);
 	pods_free(pods, n);
 	return rc;
 }
