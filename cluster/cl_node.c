@@ -854,7 +854,10 @@ static void sync_local(cl_node_t *n)
 			p->failed_apply = true;
 			continue;
 		}
-		if (p->applied_rev != p->spec_rev || !tank_map_get(&ours, k))
+		/* Again when its spec moved, or when it went from the local
+		 * store (a local delete); a spec tankd refused waits for a
+		 * new spec. */
+		if (p->applied_rev != p->spec_rev || (!p->failed_apply && !tank_map_get(&ours, k)))
 			todo[ntodo++] = p;
 	}
 	for (size_t i = 0; tank_map_next(&ours, &i, &k, &v);) {

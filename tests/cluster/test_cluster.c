@@ -679,3 +679,30 @@ Test(cluster, tankctl_applies_lists_and_deletes_across_nodes)
 	cr_assert_eq(nctl(&nodes[0], out, sizeof out, "apply -f %s", path), 1, "%s", out);
 	cr_assert(strstr(out, "unknown key \"node_selector\""), "%s", out);
 }
+
+Test(cluster, a_pod_its_node_refuses_is_failed_in_etcd_with_the_reason)
+{
+	NEED_ETCD();
+	const char *bad = "{\"name\":\"bad\",\"containers\":3}";
+
+	node_start(&nodes[0], "n1", "zone=a");
+	cr_assert(wait_registered(1, 15));
+	/* Written by hand (tankctl --cluster would have refused it). */
+	cr_assert_eq(cl_etcd_put(c, "/tank/pods/bad", bad, strlen(bad), 0, NULL), 0);
+	put_pod("good", NULL);
+	bool said = false;
+	for (double end = now_s() + 15; now_s() < end && !said; sleep_ms(200))
+		said = status_says("bad", "\"phase\":\"failed\"") && status_says("bad", "containers");
+	cr_assert(said, "bad's status never said why");
+	/* The refusal of one pod holds none of the others. */
+	bool good = false;
+	for (double end = now_s() + 10; now_s() < end && !good; sleep_ms(200))
+		good = status_says("good", "\"phase\":\"running\"");
+	cr_assert(good);
+	/* Fixed in etcd: applied and run. */
+	put_pod("bad", NULL);
+	bool fixed = false;
+	for (double end = now_s() + 10; now_s() < end && !fixed; sleep_ms(200))
+		fixed = status_says("bad", "\"phase\":\"running\"");
+	cr_assert(fixed, "bad fixed but not run");
+}

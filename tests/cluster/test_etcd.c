@@ -475,3 +475,63 @@ Test(etcd, a_watch_ends_with_an_error_when_etcd_dies)
 	pthread_join(th, NULL);
 	cr_assert(rc == -ECONNRESET || rc == -EIO, "rc %d: %s", rc, cl_etcd_errmsg(c));
 }
+
+/* --- cl_mirror: list, watch, resume ---------------------------------------- */
+
+#include "cluster/cl_mirror.h"
+
+static bool mirror_has(cl_mirror_t *m, const char *key, const char *value, bool synced)
+{
+	bool ok;
+
+	cl_mirror_lock(m);
+	cl_entry_t *e = tank_map_get(cl_mirror_map(m), key);
+	ok = (value ? e && strcmp(e->value, value) == 0 : !e) &&
+	     (!synced || cl_mirror_synced(m));
+	cl_mirror_unlock(m);
+	return ok;
+}
+
+static bool mirror_wait(cl_mirror_t *m, const char *key, const char *value, int secs)
+{
+	uint64_t g = 0;
+
+	for (int i = 0; i < secs * 10; i++) {
+		if (mirror_has(m, key, value, true))
+			return true;
+		g = cl_mirror_wait(m, g, 100);
+	}
+	return mirror_has(m, key, value, true);
+}
+
+Test(etcd, a_mirror_lists_watches_and_resumes_after_etcd_restarts)
+{
+	NEED_ETCD();
+	cl_mirror_t *m;
+
+	cr_assert_eq(cl_etcd_put(c, "/m/a", "1", 1, 0, NULL), 0);
+	cr_assert_eq(cl_etcd_put(c, "/n/out", "x", 1, 0, NULL), 0);
+	cr_assert_eq(cl_mirror_start(etcd.url, "/m/", "/m0", &m), 0);
+	cr_assert(mirror_wait(m, "/m/a", "1", 10), "never listed");
+	cr_assert(mirror_has(m, "/n/out", NULL, false), "outside its range");
+	cr_assert_eq(cl_etcd_put(c, "/m/b", "2", 1, 0, NULL), 0);
+	cr_assert_eq(cl_etcd_delete(c, "/m/a", false, NULL), 0);
+	cr_assert(mirror_wait(m, "/m/b", "2", 10));
+	cr_assert(mirror_wait(m, "/m/a", NULL, 10), "a delete not mirrored");
+	/* etcd goes: the mirror is out of sync, keeps what it had. */
+	ts_etcd_stop(&etcd, true);
+	bool unsynced = false;
+	for (int i = 0; i < 50 && !unsynced; i++) {
+		cl_mirror_lock(m);
+		unsynced = !cl_mirror_synced(m);
+		cl_mirror_unlock(m);
+		usleep(100 * 1000);
+	}
+	cr_assert(unsynced, "still synced with etcd dead");
+	cr_assert(mirror_has(m, "/m/b", "2", false));
+	cr_assert_eq(ts_etcd_restart(&etcd), 0);
+	cr_assert_eq(cl_etcd_put(c, "/m/c", "3", 1, 0, NULL), 0);
+	cr_assert(mirror_wait(m, "/m/c", "3", 15), "not back in sync after etcd came back");
+	cr_assert_eq(cl_mirror_lists(m), 1, "the watch was resumed, not listed again");
+	cl_mirror_stop(m);
+}
