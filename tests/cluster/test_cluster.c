@@ -706,3 +706,33 @@ Test(cluster, a_pod_its_node_refuses_is_failed_in_etcd_with_the_reason)
 		fixed = status_says("bad", "\"phase\":\"running\"");
 	cr_assert(fixed, "bad fixed but not run");
 }
+
+/* tankd's cluster flags are checked before anything starts (exit 100,
+ * one message naming the flag). */
+Test(cluster, tankd_refuses_bad_cluster_flags_naming_them)
+{
+	struct {
+		const char *args, *says;
+	} bad[] = {
+		{ "--node n1", "--node and --labels go with --cluster URL" },
+		{ "--cluster ftp://x --node n1", "--cluster: expected http://HOST:PORT" },
+		{ "--cluster http://127.0.0.1:1", "--node: required with --cluster" },
+		{ "--cluster http://127.0.0.1:1 --node -x-", "--node: \"-x-\"" },
+		{ "--cluster http://127.0.0.1:1 --node n1 --labels zone", "--labels: expected KEY=VALUE" },
+		{ "--cluster http://127.0.0.1:1 --node n1 --labels zone=a/b", "breaks the label rules" },
+	};
+	char cmd[1024], out[2048];
+
+	for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+		snprintf(cmd, sizeof cmd, "%s/tankd --data-dir /nonexistent/tank %s 2>&1", bindir(),
+			 bad[i].args);
+		FILE *p = popen(cmd, "r");
+		cr_assert_not_null(p);
+		size_t n = fread(out, 1, sizeof out - 1, p);
+		out[n] = '\0';
+		int st = pclose(p);
+		cr_assert(WIFEXITED(st) && WEXITSTATUS(st) == 100, "%s: exit %d: %s", bad[i].args,
+			  WEXITSTATUS(st), out);
+		cr_assert(strstr(out, bad[i].says), "%s: %s", bad[i].args, out);
+	}
+}
