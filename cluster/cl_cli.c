@@ -76,7 +76,8 @@ static void str_copy(const msgpack_object *o, char *buf, size_t cap)
 	if (!o || o->type != MSGPACK_OBJECT_STR)
 		return;
 	n = o->via.str.size < cap - 1 ? o->via.str.size : cap - 1;
-	memcpy(buf, o->via.str.ptr, n);
+	if (n) /* an empty string's ptr may be NULL */
+		memcpy(buf, o->via.str.ptr, n);
 	buf[n] = '\0';
 }
 

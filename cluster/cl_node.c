@@ -225,7 +225,8 @@ static void str_copy(const msgpack_object *o, char *buf, size_t cap)
 	if (!o || o->type != MSGPACK_OBJECT_STR)
 		return;
 	n = o->via.str.size < cap - 1 ? o->via.str.size : cap - 1;
-	memcpy(buf, o->via.str.ptr, n);
+	if (n) /* an empty string's ptr may be NULL */
+		memcpy(buf, o->via.str.ptr, n);
 	buf[n] = '\0';
 }
 
@@ -248,9 +249,11 @@ static size_t labels_of(const msgpack_object *m, msgpack_zone *z, cl_label_t *ou
 		vs = msgpack_zone_malloc(z, v->via.str.size + 1);
 		if (!ks || !vs)
 			break;
-		memcpy(ks, k->via.str.ptr, k->via.str.size);
+		if (k->via.str.size)
+			memcpy(ks, k->via.str.ptr, k->via.str.size);
 		ks[k->via.str.size] = '\0';
-		memcpy(vs, v->via.str.ptr, v->via.str.size);
+		if (v->via.str.size) /* an empty value's ptr may be NULL */
+			memcpy(vs, v->via.str.ptr, v->via.str.size);
 		vs[v->via.str.size] = '\0';
 		out[n].key = ks;
 		out[n].value = vs;
@@ -507,7 +510,8 @@ static bool snapshot(cl_node_t *n)
 		p->assign_create = e->create_rev;
 	}
 	cl_mirror_unlock(n->mirror);
-	qsort(n->nodes, n->nnodes, sizeof *n->nodes, cmp_node);
+	if (n->nnodes > 1)
+		qsort(n->nodes, n->nnodes, sizeof *n->nodes, cmp_node);
 	/* Pods gone from etcd are forgotten (the local side deletes them). */
 	for (size_t i = 0; tank_map_next(&n->pods, &i, &k, &v);) {
 		pod_c *p = v;
