@@ -249,6 +249,7 @@ static void act_free(act_t *a)
 	if (!a)
 		return;
 	action_spec_free(a->spec);
+	rc_fsm_clear(&a->st);
 	free(a);
 }
 
@@ -280,7 +281,12 @@ static int pack_act(const action_mgr_t *m, const act_t *a, msgpack_packer *pk)
 	bool exec = s->op == ACT_OP_EXEC || s->op == ACT_OP_CUSTOM;
 
 	out_path(m, s->id, path, sizeof path);
-	int rc = msgpack_pack_map(pk, 22);
+	/* A custom action's args are folded into its resolved run when it is
+	 * submitted (action_spec.h), so `args` is {} for it: `run` says what
+	 * will run — the declared command and the words given — which an
+	 * approver must see before approving. */
+	bool custom = s->op == ACT_OP_CUSTOM;
+	int rc = msgpack_pack_map(pk, 22 + custom);
 	rc |= pk_key(pk, "name");        rc |= kind_pack_str(pk, s->id);
 	rc |= pk_key(pk, "id");          rc |= kind_pack_str(pk, s->id);
 	rc |= pk_key(pk, "kind");        rc |= kind_pack_str(pk, "action");
@@ -298,7 +304,7 @@ static int pack_act(const action_mgr_t *m, const act_t *a, msgpack_packer *pk)
 	rc |= pk_key(pk, "phase");       rc |= kind_pack_str(pk, state);
 	rc |= pk_key(pk, "state_at");    rc |= msgpack_pack_int64(pk, a->st.since);
 	rc |= pk_key(pk, "since");       rc |= msgpack_pack_int64(pk, a->st.since);
-	rc |= pk_key(pk, "reason");      rc |= kind_pack_str(pk, a->st.reason);
+	rc |= pk_key(pk, "reason");      rc |= kind_pack_str(pk, rc_fsm_reason(&a->st));
 	rc |= pk_key(pk, "result");
 	rc |= msgpack_pack_map(pk, 3);
 	rc |= pk_key(pk, "exit");
@@ -324,6 +330,20 @@ static int pack_act(const action_mgr_t *m, const act_t *a, msgpack_packer *pk)
 	rc |= a->ended_at ? msgpack_pack_int64(pk, a->ended_at) : msgpack_pack_nil(pk);
 	rc |= pk_key(pk, "pid");
 	rc |= a->pid ? msgpack_pack_int32(pk, a->pid) : msgpack_pack_nil(pk);
+	if (custom) {
+		rc |= pk_key(pk, "run");
+		rc |= msgpack_pack_map(pk, 2 + (s->timeout_ms != 0));
+		rc |= pk_key(pk, "command");
+		rc |= msgpack_pack_array(pk, s->argc);
+		for (size_t i = 0; i < s->argc; i++)
+			rc |= kind_pack_str(pk, s->argv[i]);
+		rc |= pk_key(pk, "container");
+		rc |= s->container[0] ? kind_pack_str(pk, s->container) : msgpack_pack_nil(pk);
+		if (s->timeout_ms) {
+			rc |= pk_key(pk, "timeout_ms");
+			rc |= msgpack_pack_uint64(pk, s->timeout_ms);
+		}
+	}
 	return rc ? -ENOMEM : 0;
 }
 
@@ -803,7 +823,7 @@ static void on_submitted(action_mgr_t *m, rc_loop_t *loop, const rt_msg_t *msg)
 	if (!a)
 		return;
 	rc_record(loop, TANK_KIND_ACTION, id, "", rc_fsm_phase_name(&action_fsm, a->st.phase),
-		  a->st.phase, a->st.reason);
+		  a->st.phase, rc_fsm_reason(&a->st));
 	(void)put_status(m, a);
 	rc_enqueue(loop, TANK_KIND_ACTION, id);
 }
@@ -1189,6 +1209,7 @@ static int pack_stored(action_mgr_t *m, const char *id, msgpack_packer *pk, tank
 							       : ACT_PENDING_SCHEDULE,
 		       s->created_at, "submitted");
 	err = pack_act(m, &a, pk);
+	rc_fsm_clear(&a.st);
 	action_spec_free(s);
 	return err;
 }
@@ -1248,6 +1269,7 @@ int action_mgr_submit(action_mgr_t *m, act_spec_t *s, msgpack_packer *pk, bool *
 								       : ACT_PENDING_SCHEDULE,
 			       s->created_at, "submitted");
 		err = pack_act(m, &a, pk);
+		rc_fsm_clear(&a.st);
 	}
 	action_spec_free(s);
 	return err;

@@ -324,6 +324,7 @@ static void trk_free(pb_trk_t *t)
 {
 	pb_spec_free(t->spec);
 	free(t->items);
+	rc_fsm_clear(&t->st);
 	free(t);
 }
 
@@ -664,7 +665,7 @@ static int pack_trk(playbook_mgr_t *m, const pb_trk_t *t, msgpack_packer *pk)
 	rc |= kind_pack_str(pk, "name");       rc |= kind_pack_str(pk, t->name);
 	rc |= kind_pack_str(pk, "kind");       rc |= kind_pack_str(pk, "playbook");
 	rc |= kind_pack_str(pk, "phase");      rc |= kind_pack_str(pk, pb_phase(t));
-	rc |= kind_pack_str(pk, "reason");     rc |= kind_pack_str(pk, t->st.reason);
+	rc |= kind_pack_str(pk, "reason");     rc |= kind_pack_str(pk, rc_fsm_reason(&t->st));
 	rc |= kind_pack_str(pk, "since");      rc |= msgpack_pack_int64(pk, t->st.since);
 	rc |= kind_pack_str(pk, "stage");      rc |= msgpack_pack_uint32(pk, t->stage);
 	rc |= kind_pack_str(pk, "stages");

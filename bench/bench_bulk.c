@@ -20,6 +20,14 @@
  *   bench_bulk            STORE_N 100,000, APPLY_N 10,000
  *   QUICK=1 bench_bulk    STORE_N 10,000, APPLY_N 2,000
  *   BULK_STORE_N / BULK_APPLY_N override either.
+ *   BULK_TOP=DIR          work in DIR (made if missing) instead of a temp
+ *                         dir; when DIR already holds a store (a run with
+ *                         BULK_KEEP=1 left it), idle, apply and fill are
+ *                         skipped: tankd starts on it, then stop, start
+ *                         and delete are measured as usual (for iterating
+ *                         on the start and the stop without the fill's
+ *                         100,000 processes)
+ *   BULK_KEEP=1           no delete phase, and the dir is kept
  *
  * JSON lines on stdout, progress on stderr.  tankd gets a parent-death
  * signal, so nothing outlives this program.
@@ -332,10 +340,25 @@ int main(void)
 		note("descriptor limit %llu: apply size lowered to %ld",
 		     (unsigned long long)rl.rlim_cur, apply_n);
 	}
-	snprintf(b.top, sizeof b.top, "/tmp/tank-bulk-XXXXXX");
-	if (!ts_mkdtemp_at(b.top)) {
-		perror("bench_bulk: mkdtemp");
-		return 111;
+	const char *top = getenv("BULK_TOP");
+	bool keep = getenv("BULK_KEEP") && strcmp(getenv("BULK_KEEP"), "1") == 0;
+	bool reuse = false;
+	if (top && *top) {
+		char st[PATH_MAX + 32];
+		snprintf(b.top, sizeof b.top, "%s", top);
+		if (mkdir(b.top, 0700) < 0 && errno != EEXIST) {
+			perror("bench_bulk: mkdir BULK_TOP");
+			return 111;
+		}
+		snprintf(st, sizeof st, "%s/data/store", b.top);
+		reuse = access(st, F_OK) == 0;
+		keep = keep || reuse;
+	} else {
+		snprintf(b.top, sizeof b.top, "/tmp/tank-bulk-XXXXXX");
+		if (!ts_mkdtemp_at(b.top)) {
+			perror("bench_bulk: mkdtemp");
+			return 111;
+		}
 	}
 	snprintf(b.data, sizeof b.data, "%s/data", b.top);
 	snprintf(b.sock, sizeof b.sock, "%s/tank.sock", b.top);
@@ -347,6 +370,13 @@ int main(void)
 		goto out;
 	if (pthread_create(&b.th, NULL, pinger, &b) != 0)
 		goto out;
+	if (reuse) {
+		note("reusing the store in %s (idle, apply and fill skipped)", b.top);
+		set_phase(&b, PH_FILL);
+		if (call(b.cli, "sync", NULL, NULL) < 0)
+			goto out;
+		goto stop;
+	}
 	/* idle: the baseline, tankd with nothing to do. */
 	t0 = bench_now_ns();
 	bench_sleep_ms(500);
@@ -371,6 +401,12 @@ int main(void)
 		range_t f = { from, from + 1000 < store_n ? from + 1000 : store_n };
 		if (call(b.cli, "apply", pack_pods, &f) < 0)
 			goto out;
+		/* Each batch run to its end before the next: tankd refuses an
+		 * apply whose containers, with those still running, would
+		 * pass its descriptor limit (the apply above may have used it
+		 * nearly all). */
+		if (call(b.cli, "sync", NULL, NULL) < 0)
+			goto out;
 		if ((from / 1000) % 10 == 0)
 			note("fill: %ld pods stored", f.to);
 	}
@@ -378,11 +414,15 @@ int main(void)
 		goto out;
 	note("fill: %ld pods stored and seen in %.1f s", store_n, (bench_now_ns() - t0) / 1e9);
 
+stop:
 	/* start: stop tankd and start it on the full store. */
 	atomic_store(&b.daemon_down, true);
 	api_client_close(b.cli);
 	b.cli = NULL;
+	t0 = bench_now_ns();
 	daemon_stop(&b);
+	emit("stop_seconds", (bench_now_ns() - t0) / 1e9, "s", store_n);
+	note("stop: tankd gone %.2f s after SIGTERM", (bench_now_ns() - t0) / 1e9);
 	set_phase(&b, PH_START);
 	t0 = bench_now_ns();
 	if (daemon_start(&b) < 0)
@@ -395,6 +435,10 @@ int main(void)
 	note("start: first ping answered %.2f ms after exec", first / 1e6);
 	phase_report(&b, PH_START, store_n, bench_now_ns() - t0);
 
+	if (keep) {
+		rc = 0;
+		goto out;
+	}
 	/* delete: every name in one call. */
 	set_phase(&b, PH_DELETE);
 	t0 = bench_now_ns();
@@ -416,6 +460,8 @@ out:
 	daemon_stop(&b);
 	if (rc)
 		note("failed; tankd's log: %s/tankd.log", b.top);
+	else if (keep)
+		note("kept: %s", b.top);
 	else
 		bench_rm_rf(b.top);
 	for (int i = 0; i < PH_COUNT; i++)

@@ -9,12 +9,14 @@
  *            p50 and mean of SYNC_PASSES passes;
  *   heap     malloc'ed bytes per pod in reconciler + store (mallinfo2
  *            uordblks + hblkhd, before the apply vs all running), the
- *            PSS per pod, and the PSS after malloc_trim(0);
+ *            PSS per pod, the PSS after malloc_trim(0), and after 5 s
+ *            more (pss_per_pod_settled: the store gave its map back);
  *            BENCH_HEAP_EXIT=1 exits right after, every pod's memory
  *            held (for heaptrack/massif), listing the mappings that
  *            hold the PSS;
  *   status   `status []` (the whole list) and `status [name]` latency,
- *            p50/p99, from a client thread while the loop runs here;
+ *            p50/p99, from a client thread while the loop runs here, and
+ *            the loop's CPU per `status []` (status_all_loop_cpu_ms);
  *   apply    1,000 real plain pods (the real launcher, cgroups as tankd
  *            probes them) from st_apply + nudge to all running, as a
  *            ratio to the raw posix_spawn rate measured in the same run,
@@ -455,6 +457,7 @@ typedef struct client_job {
 	size_t nall, none;
 	size_t list_size;       /* elements of the last `status []` */
 	char err[TANK_ERROR_MSG + 128];
+	atomic_bool all_done;   /* the `status []` calls are over */
 	atomic_bool done;
 } client_job_t;
 
@@ -490,6 +493,7 @@ static void *client_main(void *arg)
 			j->list_size = in.result->via.array.size;
 		api_incoming_free(&in);
 	}
+	atomic_store(&j->all_done, true);
 	for (size_t i = 0; i < STATUS_ONE_CALLS; i++) {
 		char name[32];
 		pod_name(name, sizeof name, (long)(rand_r(&seed) % (unsigned)j->n));
@@ -534,10 +538,18 @@ static void bench_status(daemon_t *d, long n)
 	j.sock = sock;
 	j.n = n;
 	atomic_init(&j.done, false);
+	atomic_init(&j.all_done, false);
+	/* The loop's CPU while the `status []` calls run (this thread runs
+	 * the loop): what an answer costs tankd, which waiting for a core
+	 * on a loaded machine does not inflate. */
+	double cpu0 = thread_cpu_s(), cpu_all = -1;
 	if ((err = pthread_create(&th, NULL, client_main, &j)) != 0)
 		die("start the client thread", strerror(err));
-	while (!atomic_load(&j.done))
+	while (!atomic_load(&j.done)) {
 		run_for(d->rt, 0.02);
+		if (cpu_all < 0 && atomic_load(&j.all_done))
+			cpu_all = thread_cpu_s() - cpu0;
+	}
 	pthread_join(th, NULL);
 	api_server_stop(d->rt, server);
 	run_for(d->rt, 0.01);
@@ -549,6 +561,8 @@ static void bench_status(daemon_t *d, long n)
 	if (j.nall) {
 		emit("status_all_p50_ms", pct(j.all, j.nall, 0.5) * 1e3, "ms", n);
 		emit("status_all_p99_ms", pct(j.all, j.nall, 0.99) * 1e3, "ms", n);
+		if (cpu_all >= 0)
+			emit("status_all_loop_cpu_ms", cpu_all / (double)j.nall * 1e3, "ms", n);
 	}
 	if (j.none) {
 		emit("status_one_p50_us", pct(j.one, j.none, 0.5) * 1e6, "us", n);
@@ -599,6 +613,10 @@ static void bench_fake(const char *tmp, long n)
 	 * can (tankd trims after a bulk batch: api_methods.c). */
 	malloc_trim(0);
 	emit("pss_per_pod_trimmed", (double)((long)pss_bytes() - (long)p0) / (double)n, "B", n);
+	/* Once the store has been quiet for 2 s it gives the map's pages
+	 * back (st.c, trim_cb): the steady state of pods that run. */
+	run_for(d.rt, 5.0);
+	emit("pss_per_pod_settled", (double)((long)pss_bytes() - (long)p0) / (double)n, "B", n);
 	/* BENCH_HEAP_EXIT=1: stop here, with every pod's memory still held,
 	 * so that a heap profiler's "leaked at exit" (heaptrack, massif) is
 	 * the per-pod breakdown by call site (docs/bench.md, issue 38 item 2). */

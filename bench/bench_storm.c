@@ -41,6 +41,13 @@
  *   BENCH_MEM_N=N   the memory scenario at N pods instead of the most the
  *                   fd limit allows (up to 10,000); also with QUICK=1
  *   BENCH_SMAPS=1   memory lists tankd's mappings above 256 KiB of PSS
+ *   BENCH_MEM_SETTLE_S=S  memory measures tankd again S s later (6; 0: not)
+ *   BENCH_STORM_BUDGET_S=S  how long a storm may take to recover (default
+ *                   30 + N/100); the storm reports the time until 50, 90,
+ *                   99 and 100 % of N ran again, and how many did within
+ *                   the budget when not all
+ *   BENCH_KEEP=DIR  each daemon's log is copied into DIR when it stops
+ *                   (DIR/<its run's name>.log: what tankd said in a storm)
  *   BENCH_MEM_WAIT_S=S  how long memory waits for the starts (default
  *                   60 + N/50)
  *
@@ -262,6 +269,7 @@ static void notes_drain(notes_t *ns)
 typedef struct proc {
 	pid_t pid, ppid;
 	char comm[32];
+	char state;               /* R, S, Z (read_stat then says -ESRCH), ... */
 } proc_t;
 
 static int read_stat(pid_t pid, proc_t *p)
@@ -290,6 +298,7 @@ static int read_stat(pid_t pid, proc_t *p)
 	if (sscanf(close_p + 2, "%c %d", &state, &ppid) != 2)
 		return -EIO;
 	p->ppid = ppid;
+	p->state = state;
 	return state == 'Z' ? -ESRCH : 0;
 }
 
@@ -606,6 +615,32 @@ static int spawn_daemon(sys_t *s, char *const argv[], int deathsig)
 
 static void tank_cgroups_cleanup(const sys_t *s);
 
+/* BENCH_KEEP=DIR: the daemon's log outlives the temp dir, as
+ * DIR/<the run's dir name>.log. */
+static void keep_log(const sys_t *s)
+{
+	const char *keep = getenv("BENCH_KEEP");
+	char from[PATH_MAX + 16], to[PATH_MAX + 16], buf[65536];
+	const char *base = strrchr(s->dir, '/');
+	ssize_t n;
+	int in, out;
+
+	if (!keep || !*keep)
+		return;
+	snprintf(from, sizeof from, "%s/daemon.log", s->dir);
+	snprintf(to, sizeof to, "%s/%s.log", keep, base ? base + 1 : s->dir);
+	if ((in = open(from, O_RDONLY | O_CLOEXEC)) < 0)
+		return;
+	if ((out = open(to, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644)) >= 0) {
+		while ((n = read(in, buf, sizeof buf)) > 0)
+			if (write(out, buf, (size_t)n) != n)
+				break;
+		close(out);
+		note("kept %s", to);
+	}
+	close(in);
+}
+
 /* Stops the daemon the way its manual says, waits, then SIGKILLs whatever
  * of its tree is left (recorded before the stop, re-checked by comm). */
 static void sys_stop(sys_t *s)
@@ -661,6 +696,7 @@ static void sys_stop(sys_t *s)
 	if (!gone && s->kind == SYS_TANK)
 		tank_cgroups_cleanup(s);
 	s->pid = 0;
+	keep_log(s);
 }
 
 /* Kills what is still in one cgroup (a container tankd spawned after
@@ -906,21 +942,53 @@ static int sys_start(ctx_t *c, sys_t *s, long n, const char *mode)
 	}
 }
 
+/* tankd's pid while a storm of 2,000 or more recovers: wait_starts_at
+ * notes its progress every 5 s. */
+static pid_t g_progress_pid;
+
 /* Waits for n starts from pids not in `old`, newer than t0; fills `fresh`
  * and *last (the latest start stamp).  Returns the count seen. */
+static long wait_starts_at(ctx_t *c, long n, uint64_t t0, const pidset_t *old,
+			   pidset_t *fresh, uint64_t timeout_ns, uint64_t *last,
+			   uint64_t *stamps);
+
 static long wait_starts(ctx_t *c, long n, uint64_t t0, const pidset_t *old,
 			pidset_t *fresh, uint64_t timeout_ns, uint64_t *last)
 {
-	uint64_t deadline = bench_now_ns() + timeout_ns;
+	return wait_starts_at(c, n, t0, old, fresh, timeout_ns, last, NULL);
+}
+
+/* The same, and each new start's stamp into stamps[] (room for n), in the
+ * order seen: the storm's tail (time to 50/90/99/100 %) is read from it. */
+static long wait_starts_at(ctx_t *c, long n, uint64_t t0, const pidset_t *old,
+			   pidset_t *fresh, uint64_t timeout_ns, uint64_t *last,
+			   uint64_t *stamps)
+{
+	uint64_t deadline = bench_now_ns() + timeout_ns, tick = bench_now_ns();
+	unsigned long long cpu0 = g_progress_pid > 0 ? cpu_ticks(g_progress_pid) : 0;
 	note_msg_t m;
 	*last = 0;
 	while ((long)fresh->n < n) {
-		int r = notes_next(&c->notes, deadline, &m);
+		if (g_progress_pid > 0 && bench_now_ns() >= tick + 5000000000ull) {
+			/* A long storm's curve: a stall and a slow pace look
+			 * different here, and the same at the end. */
+			tick = bench_now_ns();
+			note("  +%.0f s: %zu of %ld back, tankd %.2f CPU s", (double)(tick - t0) / 1e9,
+			     fresh->n, n, (double)(cpu_ticks(g_progress_pid) - cpu0) / 100.0);
+		}
+		int r = notes_next(&c->notes, tick + 5000000000ull < deadline
+				   && g_progress_pid > 0 ? tick + 5000000000ull : deadline, &m);
+		if (r == 0 && bench_now_ns() < deadline)
+			continue;
 		if (r <= 0)
 			break;
 		if (m.kind != 'S' || m.t < t0 || (old && pidset_has(old, m.pid)))
 			continue;
-		if (pidset_add(fresh, m.pid) && m.t > *last)
+		if (!pidset_add(fresh, m.pid))
+			continue;
+		if (stamps)
+			stamps[fresh->n - 1] = m.t;
+		if (m.t > *last)
 			*last = m.t;
 	}
 	return (long)fresh->n;
@@ -954,24 +1022,132 @@ static int tank_confirm(sys_t *s, long n, const pidset_t *fresh, uint64_t deadli
 
 /* --- scenario: storm (+ memory at the same size) --------------------------- */
 
+/* A storm that did not come back within its budget: what tankd says of
+ * the pods not seen back (`running`: their pid now), what the kernel says
+ * of that pid (a zombie nobody reaped, a process whose start report never
+ * came), and the history of the first few, on stderr. */
+static void storm_stuck(const ctx_t *c, sys_t *s, const pidset_t *old, const pidset_t *fresh)
+{
+	api_incoming_t in;
+	long back = 0, same = 0, none = 0, other = 0, shown = 0;
+	char names[3][64] = { "", "", "" };
+
+	if (tank_call(s, "running", NULL, NULL, &in) < 0)
+		return;
+	if (in.result && in.result->type == MSGPACK_OBJECT_MAP) {
+		const msgpack_object_map *m = &in.result->via.map;
+		for (uint32_t i = 0; i < m->size; i++) {
+			const msgpack_object *k = &m->ptr[i].key, *v = &m->ptr[i].val;
+			pid_t pid = v->type == MSGPACK_OBJECT_POSITIVE_INTEGER ? (pid_t)v->via.u64 : 0;
+			if (pid && pidset_has(fresh, pid)) {
+				back++;
+				continue;
+			}
+			char state = '-';
+			if (pid) {
+				proc_t pr;
+				int rs = read_stat(pid, &pr);
+				state = rs == 0 || rs == -ESRCH ? pr.state : 'x';
+			}
+			if (!pid)
+				none++;
+			else if (pidset_has(old, pid))
+				same++;
+			else
+				other++;
+			if (shown < 3 && k->type == MSGPACK_OBJECT_STR) {
+				snprintf(names[shown], sizeof names[shown], "%.*s",
+					 (int)k->via.str.size, k->via.str.ptr);
+				note("  not back: %s, pid %d (%s), kernel state %c", names[shown],
+				     (int)pid, !pid ? "none" : pidset_has(old, pid)
+				     ? "a killed one's: itself, or reused" : "new, its start not reported",
+				     state);
+				shown++;
+			}
+		}
+	}
+	api_incoming_free(&in);
+	note("  tankd's view: %ld back, %ld at a killed one's pid, %ld with no pid, "
+	     "%ld at a pid whose start was not reported", back, same, none, other);
+	char ctl[PATH_MAX + 64], cmd[2 * PATH_MAX + 256], line[512];
+	snprintf(ctl, sizeof ctl, "%s", c->tankd);
+	char *slash = strrchr(ctl, '/');
+	if (!slash)
+		return;
+	snprintf(slash + 1, sizeof ctl - (size_t)(slash + 1 - ctl), "tankctl");
+	for (long i = 0; i < shown; i++) {
+		snprintf(cmd, sizeof cmd, "'%s' --socket '%s' history '%s' --limit 8 2>&1", ctl,
+			 s->sock, names[i]);
+		FILE *p = popen(cmd, "re");
+		if (!p)
+			continue;
+		while (fgets(line, sizeof line, p))
+			note("    %s", strtok(line, "\n") ? line : "");
+		pclose(p);
+	}
+}
+
 typedef struct storm_res {
 	bool ok;
 	double start_s, recover_s, confirm_s, cpu_ms_per_restart, pss_per_svc_kib;
 	long pss_total_kib, anon_total_kib;
+	/* The recovery's tail: seconds from the kill until 50, 90, 99 and
+	 * 100 % of the N had started again (-1: not reached in the budget),
+	 * and how many had when it ran out (== N when ok). */
+	double at_pct[4];
+	long back;
 } storm_res_t;
+
+static const double STORM_PCT[4] = { 0.50, 0.90, 0.99, 1.00 };
+
+/* How long a storm may take to recover: BENCH_STORM_BUDGET_S, else
+ * 30 s + N / 100 s (128 s at 9,872: the previous 20 + N / 200 cut the
+ * 9,872-pod storm off before its tail could be seen). */
+static uint64_t storm_budget_ns(long n)
+{
+	const char *e = getenv("BENCH_STORM_BUDGET_S");
+	long v = e && *e ? strtol(e, NULL, 10) : 0;
+	if (v <= 0)
+		v = 30 + n / 100;
+	return (uint64_t)v * 1000000000u;
+}
+
+static int cmp_u64(const void *a, const void *b)
+{
+	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+	return x < y ? -1 : x > y;
+}
+
+/* Fills at_pct[] from the first `got` of n start stamps (sorted here). */
+static void storm_tail(storm_res_t *res, uint64_t *stamps, long got, long n, uint64_t t0)
+{
+	qsort(stamps, (size_t)got, sizeof *stamps, cmp_u64);
+	for (int i = 0; i < 4; i++) {
+		long k = (long)(STORM_PCT[i] * (double)n + 0.999999);  /* ceil */
+		if (k < 1)
+			k = 1;
+		res->at_pct[i] = k <= got && stamps[k - 1] > t0
+			? (double)(stamps[k - 1] - t0) / 1e9 : -1;
+	}
+	res->back = got;
+}
 
 static storm_res_t storm_one(ctx_t *c, sys_kind_t kind, long n, long base_pss)
 {
 	storm_res_t res = { 0 };
 	sys_t s = { .kind = kind };
 	pidset_t first = { 0 }, fresh = { 0 };
-	uint64_t last, t0;
+	uint64_t last, t0, *stamps = NULL;
+	side_t before = { 0 };
 	pid_t perf = 0;
 	int err;
 
+	for (int i = 0; i < 4; i++)
+		res.at_pct[i] = -1;
 	note("storm: %s, N = %ld: starting", SYS_NAME[kind], n);
 	notes_drain(&c->notes);
-	if (pidset_init(&first, (size_t)n) < 0 || pidset_init(&fresh, (size_t)n) < 0)
+	if (pidset_init(&first, (size_t)n) < 0 || pidset_init(&fresh, (size_t)n) < 0 ||
+	    !(stamps = calloc((size_t)n, sizeof *stamps)))
 		goto out;
 	t0 = bench_now_ns();
 	if ((err = sys_start(c, &s, n, "sleep")) < 0) {
@@ -993,7 +1169,7 @@ static storm_res_t storm_one(ctx_t *c, sys_kind_t kind, long n, long base_pss)
 	 * guard.  Every service has run well over a second before the kill. */
 	bench_sleep_ms(1100);
 	notes_drain(&c->notes);
-	side_t before = supervisor_side(s.pid);
+	before = supervisor_side(s.pid);
 	res.pss_total_kib = before.pss_kib;
 	res.anon_total_kib = before.anon_kib;
 	res.pss_per_svc_kib = (double)(before.pss_kib - base_pss) / (double)n;
@@ -1002,17 +1178,39 @@ static storm_res_t storm_one(ctx_t *c, sys_kind_t kind, long n, long base_pss)
 	char pname[32];
 	snprintf(pname, sizeof pname, "storm-%ld", n);
 	perf = kind == SYS_TANK ? perf_start(s.pid, pname) : 0;
+	note("storm: %s, N = %ld: all running, killing them", SYS_NAME[kind], n);
 	t0 = bench_now_ns();
 	for (size_t i = 0; i < first.cap; i++)
 		if (first.slot[i])
 			kill(first.slot[i], SIGKILL);
-	uint64_t rbudget = (20ull + (uint64_t)n / 200) * 1000000000u;
-	if (wait_starts(c, n, t0, &first, &fresh, rbudget, &last) < n) {
-		note("storm: %s: only %zu of %ld services came back%s", SYS_NAME[kind], fresh.n, n,
-		     g_interrupted ? " (interrupted)" : "");
+	uint64_t rbudget = storm_budget_ns(n);
+	g_progress_pid = kind == SYS_TANK && n >= 2000 ? tank_daemon_pid(c, &s) : 0;
+	/* A start stamped after the kill is a replacement whatever its pid:
+	 * at 9,872 pods the kernel's pids (pid_max 32,768 here) wrap during
+	 * the storm and replacements get pids of the killed, which an
+	 * "is it an old pid" filter took for late reports of the killed
+	 * ones, so the storm never seemed to end (a sixth of the pods). */
+	long got = wait_starts_at(c, n, t0, NULL, &fresh, rbudget, &last, stamps);
+	g_progress_pid = 0;
+	storm_tail(&res, stamps, got, n, t0);
+	if (got < n) {
+		side_t part = supervisor_side(s.pid);
+		note("storm: %s: only %ld of %ld services came back in %.0f s%s "
+		     "(50 %%: %.2f s, 90 %%: %.2f s, 99 %%: %.2f s; %.3f ms CPU per restart seen)",
+		     SYS_NAME[kind], got, n, (double)rbudget / 1e9,
+		     g_interrupted ? " (interrupted)" : "", res.at_pct[0], res.at_pct[1],
+		     res.at_pct[2], got ? (double)(part.cpu - before.cpu) / 1e6 / (double)got : 0.0);
+		if (kind == SYS_TANK && !g_interrupted)
+			storm_stuck(c, &s, &first, &fresh);
 		goto out;
 	}
 	res.recover_s = (double)(last - t0) / 1e9;
+	long reused = 0;
+	for (size_t i = 0; i < fresh.cap; i++)
+		reused += fresh.slot[i] && pidset_has(&first, fresh.slot[i]);
+	if (reused)
+		note("storm: %s, N = %ld: %ld replacements got the pid of a killed one "
+		     "(the kernel's pids wrapped)", SYS_NAME[kind], n, reused);
 	if (kind == SYS_TANK) {
 		int cerr = tank_confirm(&s, n, &fresh, bench_now_ns() + rbudget);
 		res.confirm_s = (double)(bench_now_ns() - t0) / 1e9;
@@ -1029,6 +1227,7 @@ out:
 	sys_stop(&s);
 	pidset_free(&first);
 	pidset_free(&fresh);
+	free(stamps);
 	return res;
 }
 
@@ -1294,10 +1493,20 @@ static void storm_all(ctx_t *c, const long *ns, size_t nn, const bool *peers, lo
 			}
 			storm_res_t r = storm_one(c, (sys_kind_t)k, n, k == SYS_TANK ? base_pss : 0);
 			rows[i].r[k] = r;
+			const char *sys = SYS_NAME[k];
+			/* The tail, also of a storm that did not finish in its
+			 * budget (then the percentages it did not reach are
+			 * missing and recovered_count < n says how far it got). */
+			emit("recovered_count", (double)r.back, "pods", sys, n);
+			for (int q = 0; q < 4; q++) {
+				static const char *const qn[4] = { "recovery_time_p50", "recovery_time_p90",
+								   "recovery_time_p99", "recovery_time_p100" };
+				if (r.at_pct[q] >= 0)
+					emit(qn[q], r.at_pct[q], "s", sys, n);
+			}
 			if (!r.ok)
 				continue;
 			char m[64];
-			const char *sys = SYS_NAME[k];
 			emit("start_time", r.start_s, "s", sys, n);
 			emit("recovery_time", r.recover_s, "s", sys, n);
 			if (rows[i].phys > 0)
@@ -1309,10 +1518,11 @@ static void storm_all(ctx_t *c, const long *ns, size_t nn, const bool *peers, lo
 			emit("pss_per_service", r.pss_per_svc_kib, "KiB", sys, n);
 			emit("pss_anon_total", (double)r.anon_total_kib, "KiB", sys, n);
 			(void)m;
-			note("storm: %s N=%ld: up %.3f s, recovered %.3f s (%.2fx physical %.3f s), "
-			     "%.3f ms CPU/restart, PSS %.1f KiB/service",
+			note("storm: %s N=%ld: up %.3f s, recovered %.3f s (%.2fx physical %.3f s; "
+			     "50/90/99 %% at %.3f/%.3f/%.3f s), %.3f ms CPU/restart, PSS %.1f KiB/service",
 			     sys, n, r.start_s, r.recover_s, rows[i].phys > 0 ? r.recover_s / rows[i].phys : 0,
-			     rows[i].phys, r.cpu_ms_per_restart, r.pss_per_svc_kib);
+			     rows[i].phys, r.at_pct[0], r.at_pct[1], r.at_pct[2], r.cpu_ms_per_restart,
+			     r.pss_per_svc_kib);
 		}
 		if (rows[i].r[SYS_TANK].ok)
 			for (int k = 1; k < SYS_COUNT; k++)
@@ -1387,6 +1597,21 @@ static void memory_big(ctx_t *c, long n, long base_pss)
 	     base_pss);
 	if (getenv("BENCH_SMAPS") && strcmp(getenv("BENCH_SMAPS"), "0"))
 		bench_smaps_top("bench_storm: tankd", tank_daemon_pid(c, &s), 256);
+	/* The same some seconds later (BENCH_MEM_SETTLE_S, 6): a store quiet
+	 * for 2 s gives its map's pages back (store/st.c, trim_cb), so this
+	 * is what pods that just run cost. */
+	long settle_s = getenv("BENCH_MEM_SETTLE_S") ? atol(getenv("BENCH_MEM_SETTLE_S")) : 6;
+	long spss = pss, sanon = anon;
+	if (settle_s > 0) {
+		bench_sleep_ms((unsigned)settle_s * 1000u);
+		spss = pss_kib2(tank_daemon_pid(c, &s), &sanon);
+		emit("pss_settled_total", (double)spss, "KiB", "tank", n);
+		emit("pss_per_service_settled", (double)(spss - base_pss) / (double)n, "KiB", "tank", n);
+		note("memory: tank N=%ld, %ld s later: PSS %ld KiB (anonymous %ld), %.2f KiB/pod",
+		     n, settle_s, spss, sanon, (double)(spss - base_pss) / (double)n);
+		if (getenv("BENCH_SMAPS") && strcmp(getenv("BENCH_SMAPS"), "0"))
+			bench_smaps_top("bench_storm: tankd settled", tank_daemon_pid(c, &s), 256);
+	}
 	if (c->keeper) {
 		/* Issue 38 item 2 counts the keeper's memory too. */
 		long kanon = 0, kpss = pss_kib2(s.pid, &kanon);
@@ -1399,6 +1624,12 @@ static void memory_big(ctx_t *c, long n, long base_pss)
 		note("memory: keeper N=%ld: PSS %ld KiB (anonymous %ld), %.2f KiB/pod above the "
 		     "empty keeper's %ld KiB; tankd + keeper %.2f KiB/pod", n, kpss, kanon, kper,
 		     c->keeper_base_pss, (double)(pss - base_pss) / (double)n + kper);
+		if (settle_s > 0) {
+			emit("pss_per_service_with_keeper_settled",
+			     (double)(spss - base_pss) / (double)n + kper, "KiB", "tank", n);
+			note("memory: tankd (%ld s later) + keeper %.2f KiB/pod", settle_s,
+			     (double)(spss - base_pss) / (double)n + kper);
+		}
 	}
 out:
 	sys_stop(&s);
@@ -1581,12 +1812,6 @@ out:
 }
 
 /* --- scenario: restart latency ---------------------------------------------- */
-
-static int cmp_u64(const void *a, const void *b)
-{
-	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
-	return x < y ? -1 : x > y;
-}
 
 static void latency(ctx_t *c, long want)
 {

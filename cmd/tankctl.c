@@ -93,7 +93,8 @@ static int ctl_usage_error(ctl_t *x, const char *fmt, ...)
 	vfprintf(stderr, fmt, ap);
 	va_end(ap);
 	if (v)
-		fprintf(stderr, "\nusage: tankctl %s %s\n", v->name, v->usage);
+		fprintf(stderr, "\nusage: tankctl %s%s%s\n", v->name, v->usage[0] ? " " : "",
+			v->usage);
 	else
 		fprintf(stderr, "\nrun 'tankctl --help' for the verbs\n");
 	return EXIT_USAGE;
@@ -252,7 +253,8 @@ enum { OPT_HELP = 0x100, OPT_TAIL, OPT_WAIT, OPT_LIMIT, OPT_TIMEOUT, OPT_IGNORE_
 
 static int ctl_help(const verb_t *v)
 {
-	printf("usage: tankctl %s %s\n\n%s\n", v->name, v->usage, v->help);
+	printf("usage: tankctl %s%s%s\n\n%s\n", v->name, v->usage[0] ? " " : "", v->usage,
+	       v->help);
 	return EXIT_OK;
 }
 
@@ -348,17 +350,29 @@ static void ctl_print_ref(const char *kind, const char *name, const char *what)
 
 /* --- verbs ------------------------------------------------------------------ */
 
-static int v_simple(ctl_t *x, int argc, char **argv, const char *method, int timeout)
+/* Parses the options of a verb whose only option is --help: -1 to go on
+ * (optind at the first argument), else the verb's exit code (its help
+ * printed, or a bad option named). */
+static int ctl_only_help(ctl_t *x, int argc, char **argv)
 {
 	static const struct option opts[] = { { "help", no_argument, NULL, OPT_HELP }, { 0 } };
-	api_incoming_t in;
-	int o, r;
+	int o;
 
 	while ((o = getopt_long(argc, argv, ":", opts, NULL)) != -1) {
 		if (o == OPT_HELP)
 			return ctl_help(ctl_find(x->verb));
 		return ctl_bad_option(x, o, argv);
 	}
+	return -1;
+}
+
+static int v_simple(ctl_t *x, int argc, char **argv, const char *method, int timeout)
+{
+	api_incoming_t in;
+	int r;
+
+	if ((r = ctl_only_help(x, argc, argv)) >= 0)
+		return r;
 	if (optind != argc)
 		return ctl_usage_error(x, "takes no arguments");
 	if ((r = ctl_call(x, method, NULL, NULL, timeout, &in)) != 0)
@@ -378,15 +392,11 @@ static int v_sync(ctl_t *x, int argc, char **argv) { return v_simple(x, argc, ar
 
 static int v_version(ctl_t *x, int argc, char **argv)
 {
-	static const struct option opts[] = { { "help", no_argument, NULL, OPT_HELP }, { 0 } };
 	api_incoming_t in;
-	int o, r;
+	int r;
 
-	while ((o = getopt_long(argc, argv, ":", opts, NULL)) != -1) {
-		if (o == OPT_HELP)
-			return ctl_help(ctl_find(x->verb));
-		return ctl_bad_option(x, o, argv);
-	}
+	if ((r = ctl_only_help(x, argc, argv)) >= 0)
+		return r;
 	if (optind != argc)
 		return ctl_usage_error(x, "takes no arguments");
 	printf("tankctl %s\n", CTL_VERSION);
@@ -444,18 +454,19 @@ static uint64_t ctl_u64(const msgpack_object *m, const char *key)
  * in place (docs/operations.md, "Upgrades"). */
 static int v_daemon(ctl_t *x, int argc, char **argv)
 {
-	static const struct option opts[] = { { "help", no_argument, NULL, OPT_HELP }, { 0 } };
 	api_incoming_t in;
-	int o, r;
+	int r;
 
-	while ((o = getopt_long(argc, argv, ":", opts, NULL)) != -1) {
-		if (o == OPT_HELP)
-			return ctl_help(ctl_find(x->verb));
-		return ctl_bad_option(x, o, argv);
-	}
-	if (optind != argc - 1 || (strcmp(argv[optind], "status") != 0 &&
-				   strcmp(argv[optind], "reexec") != 0))
+	if ((r = ctl_only_help(x, argc, argv)) >= 0)
+		return r;
+	if (optind == argc)
 		return ctl_usage_error(x, "expected status or reexec");
+	if (strcmp(argv[optind], "status") != 0 && strcmp(argv[optind], "reexec") != 0)
+		return ctl_usage_error(x, "unknown subcommand '%s': expected status or reexec",
+				       argv[optind]);
+	if (optind != argc - 1)
+		return ctl_usage_error(x, "unexpected '%s' after %s", argv[optind + 1],
+				       argv[optind]);
 	if (strcmp(argv[optind], "reexec") == 0) {
 		uint64_t before, after;
 		if ((r = ctl_call(x, "daemon.status", NULL, NULL, CTL_TIMEOUT_MS, &in)) != 0)
@@ -503,7 +514,16 @@ static int v_daemon(ctl_t *x, int argc, char **argv)
 		printf("keeper     %llu\n", (unsigned long long)kp);
 	else
 		printf("keeper     none\n");
-	printf("uptime     %s\n", kit_format_duration(ctl_u64(in.result, "uptime_ms"), up));
+	/* As systemctl status: how long, and since when (it printed the
+	 * raw duration, "1342497ms"). */
+	uint64_t up_ms = ctl_u64(in.result, "uptime_ms");
+	struct timespec now;
+	char since[40];
+	clock_gettime(CLOCK_REALTIME, &now);
+	uint64_t now_ms = (uint64_t)now.tv_sec * 1000 + (uint64_t)now.tv_nsec / 1000000;
+	cli_format_age(up_ms, up, sizeof up);
+	cli_format_time(now_ms > up_ms ? now_ms - up_ms : 0, since, sizeof since);
+	printf("uptime     %s (since %s)\n", up, since);
 	printf("reexecs    %llu\n", (unsigned long long)ctl_u64(in.result, "reexecs"));
 	printf("restarts   %llu\n", (unsigned long long)ctl_u64(in.result, "restarts"));
 	printf("adopted    %llu\n", (unsigned long long)ctl_u64(in.result, "adopted"));
@@ -2604,6 +2624,11 @@ static int kc_usage(const kind_cli_t *cli, const char *fmt, ...)
 	return ctl_usage_error(cli->ctx, "%s", buf);
 }
 
+static int kc_bad_option(const kind_cli_t *cli, int o, char **argv)
+{
+	return ctl_bad_option(cli->ctx, o, argv);
+}
+
 static int kc_verb_run(const kind_cli_t *cli, int argc, char **argv)
 {
 	ctl_t *x = cli->ctx;
@@ -2661,7 +2686,8 @@ static int v_kind_cmd(ctl_t *x, int argc, char **argv)
 			if (!strcmp(ctl_kinds[k]->cmds[c].name, x->verb)) {
 				kind_cli_t cli = { .ctx = x, .verb = x->verb, .call = kc_call,
 						   .emit = kc_emit, .fail = kc_fail,
-						   .usage = kc_usage, .verb_run = kc_verb_run,
+						   .usage = kc_usage, .bad_option = kc_bad_option,
+						   .verb_run = kc_verb_run,
 						   .selected = kc_selected, .follow = kc_follow };
 				for (int i = 1; i < argc; i++) {
 					if (!strcmp(argv[i], "--"))
@@ -2679,18 +2705,14 @@ static int v_kind_cmd(ctl_t *x, int argc, char **argv)
  * `get` and `history`, laid out by cli_describe (no kind's fields here). */
 static int v_describe(ctl_t *x, int argc, char **argv)
 {
-	static const struct option opts[] = { { "help", no_argument, NULL, OPT_HELP }, { 0 } };
 	static const char *const heads[] = { "AGE", "OBJECT", "FROM", "TO", "REASON" };
 	static const char *const spec_skip[] = { "name", "kind", "status", "labels", NULL };
 	static const char *const status_skip[] = { "name", "kind", "labels", NULL };
 	api_incoming_t st, spec, hist;
-	int o, r;
+	int r;
 
-	while ((o = getopt_long(argc, argv, ":", opts, NULL)) != -1) {
-		if (o == OPT_HELP)
-			return ctl_help(ctl_find(x->verb));
-		return ctl_bad_option(x, o, argv);
-	}
+	if ((r = ctl_only_help(x, argc, argv)) >= 0)
+		return r;
 	const kind_t *k = ctl_kinds[0];
 	const char *slash = optind < argc ? strchr(argv[optind], '/') : NULL;
 	if (slash) {
@@ -3078,9 +3100,29 @@ static void ctl_main_help(FILE *fp)
 		"Talks to tankd over its socket: --socket PATH, else $TANK_SOCKET, else\n"
 		"DATA_DIR/tank.sock (DATA_DIR: $TANK_DATA_DIR, /var/lib/tank for root,\n"
 		"$XDG_STATE_HOME/tank or ~/.local/state/tank otherwise).\n\nverbs:\n");
-	for (size_t i = 0; i < CTL_NVERBS; i++)
-		if (ctl_all[i].name[0] != '_')
-			fprintf(fp, "  %-8s %s\n", ctl_all[i].name, ctl_all[i].usage);
+	for (size_t i = 0; i < CTL_NVERBS; i++) {
+		const char *u = ctl_all[i].usage, *nl;
+		if (ctl_all[i].name[0] == '_')
+			continue;
+		/* A verb of several forms (a kind's verbs of one first word,
+		 * above) has its usage's other lines as "\n       tankctl VERB
+		 * …", for its own help: here each is a line of the list. */
+		do {
+			nl = strchr(u, '\n');
+			int len = nl ? (int)(nl - u) : (int)strlen(u);
+			if (len)
+				fprintf(fp, "  %-8s %.*s\n", ctl_all[i].name, len, u);
+			else
+				fprintf(fp, "  %s\n", ctl_all[i].name);
+			if (nl) {
+				u = nl + 1 + strspn(nl + 1, " ");
+				if (strncmp(u, "tankctl ", 8) == 0)
+					u += 8;
+				if (strncmp(u, ctl_all[i].name, strlen(ctl_all[i].name)) == 0)
+					u += strlen(ctl_all[i].name) + (u[strlen(ctl_all[i].name)] == ' ');
+			}
+		} while (nl);
+	}
 	fprintf(fp, "\n'tankctl VERB --help' describes a verb.  Exit status: 0 success,\n"
 		"1 error (reported by tankd, or tankd unreachable), 2 bad usage.\n");
 }

@@ -242,6 +242,10 @@ struct kind_cli {
 		__attribute__((format(printf, 2, 3)));
 	int (*usage)(const kind_cli_t *cli, const char *fmt, ...)
 		__attribute__((format(printf, 2, 3)));
+	/* After getopt_long returned o, no option of the command (':' for a
+	 * missing value, '?' for an unknown one): prints tankctl's usage
+	 * error naming the option, as tankctl's own verbs do.  Returns 2. */
+	int (*bad_option)(const kind_cli_t *cli, int o, char **argv);
 	/* Runs one of tankctl's own verbs with argv (argv[0] the verb):
 	 * `playbook apply -f F` is `apply -f F`.  Its exit code. */
 	int (*verb_run)(const kind_cli_t *cli, int argc, char **argv);

@@ -631,6 +631,20 @@ int pod_cgroup_oom_killed(const pod_cgroup_t *cg)
 	return n > cg->oom_base;
 }
 
+bool pod_cgroup_present(const pod_cgroup_env_t *env, const char *pod, const char *container)
+{
+	char path[POD_CGROUP_PATH * 2];
+	const char *base;
+
+	if (!env || env->mode == POD_CGROUP_NONE)
+		return false;
+	base = env->mode == POD_CGROUP_V2 ? env->v2_mount : env->v1_mount[POD_CG_PIDS];
+	if (!base[0])
+		return false;
+	snprintf(path, sizeof path, "%s/%s/%s/%s", base, env->root, pod, container);
+	return access(path, F_OK) == 0;
+}
+
 int pod_cgroup_destroy(pod_cgroup_t *cg)
 {
 	if (!cg || cg->mode == POD_CGROUP_NONE)

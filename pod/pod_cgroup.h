@@ -150,6 +150,10 @@ int pod_cgroup_kill_all(const pod_cgroup_t *cg);
  * created, 0 if not (or no memory group), negative errno on error. */
 int pod_cgroup_oom_killed(const pod_cgroup_t *cg);
 
+/* Whether <root>/<pod>/<container> exists (the pids hierarchy under v1),
+ * without making it. */
+bool pod_cgroup_present(const pod_cgroup_env_t *env, const char *pod, const char *container);
+
 /* Removes the container's directories (and the pod's directory when it
  * became empty).  Returns -EBUSY, leaving the group in place and cg valid,
  * while processes remain (kill them, reap, retry). */

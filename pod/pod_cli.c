@@ -23,17 +23,6 @@
 
 enum { OPT_HELP = 0x100, OPT_SINCE };
 
-static int bad_option(const kind_cli_t *cli, int o, char **argv)
-{
-	const char *arg = optind > 0 ? argv[optind - 1] : "";
-
-	if (o == ':')
-		return cli->usage(cli, "option '%s' needs a value", arg);
-	if (optopt)
-		return cli->usage(cli, "unknown option '-%c'", optopt);
-	return cli->usage(cli, "unknown option '%s'", arg);
-}
-
 static void names_free(char **names)
 {
 	for (size_t i = 0; names && names[i]; i++)
@@ -78,7 +67,7 @@ static int cmd_restart(const kind_cli_t *cli, int argc, char **argv)
 			selector = optarg;
 			continue;
 		}
-		return bad_option(cli, o, argv);
+		return cli->bad_option(cli, o, argv);
 	}
 	if (!selector) {
 		if (argc - optind != 1)
@@ -353,7 +342,7 @@ static int cmd_logs(const kind_cli_t *cli, int argc, char **argv)
 			int64_t now = (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 			p.since = now > (int64_t)ms ? now - (int64_t)ms : 0;
 		} else {
-			return bad_option(cli, o, argv);
+			return cli->bad_option(cli, o, argv);
 		}
 	}
 	if (selector) {

@@ -8,6 +8,7 @@
 #include "pod/pod_mgr_int.h"
 
 #include <errno.h>
+#include <ev.h>
 #include <stddef.h>
 #include <stdarg.h>
 #include <signal.h>
@@ -19,6 +20,7 @@
 
 #include "common/tank_backoff.h"
 #include "pod/pod_launch.h"
+#include "pod/pod_launcher.h"
 
 /* --- container manager ----------------------------------------------------------- */
 
@@ -65,7 +67,7 @@ static uint64_t pod__orphan_step(rc_loop_t *loop, pod_ctr_t *c)
 		c->orphan_deadline = 0;
 		pod__ctr_event(loop, c, POD_CE_STOPPED,
 			       c->st.phase == POD_CP_STOPPING
-			       ? "processes of a previous tankd stopped" : c->st.reason);
+			       ? "processes of a previous tankd stopped" : rc_fsm_reason(&c->st));
 		return 0;
 	}
 	if (!c->orphan_deadline) {
@@ -171,6 +173,18 @@ static int pod__ctr_cgroup(pod_mgr_t *m, pod_ctr_t *c, char *reason, size_t cap)
 	return 0;
 }
 
+/* Whether the container's group exists (a previous tankd's), without
+ * making it. */
+static bool pod__ctr_cg_present(pod_mgr_t *m, pod_ctr_t *c)
+{
+	char group[POD_NAME_MAX + 16];
+
+	if (!m->has_cg)
+		return false;
+	pod__cg_group(c->pod, group, sizeof group);
+	return pod_cgroup_present(&m->cg_env, group, c->name);
+}
+
 /* The pod's sandbox, made by the first container that starts.  A failure
  * is that container's failed start (policy and backoff apply, and the
  * next start tries again), not a permanent state of the pod. */
@@ -182,7 +196,7 @@ static int pod__sandbox(pod_mgr_t *m, pod_trk_t *p, char *reason, size_t cap)
 	tank_error_t err;
 	int rc;
 
-	if (!s->isolation.namespaces || p->has_sb)
+	if (!s->isolation.namespaces || p->sb)
 		return 0;
 	for (size_t i = 0; i < s->container_count; i++)
 		total += s->containers[i].mount_count;
@@ -208,20 +222,27 @@ static int pod__sandbox(pod_mgr_t *m, pod_trk_t *p, char *reason, size_t cap)
 		.name = p->name, .cgroups = m->has_cg ? &m->cg_env : NULL,
 		.cgroup_pod = group,
 	};
+	pod_sandbox_t *sb = calloc(1, sizeof *sb);
+	if (!sb) {
+		free(mounts);
+		pod__fmt(reason, cap, "sandbox: out of memory");
+		return -ENOMEM;
+	}
 	tank_error_clear(&err);
-	rc = pod_sandbox_create(&o, &p->sb, &err);
+	rc = pod_sandbox_create(&o, sb, &err);
 	free(mounts);
 	if (rc < 0) {
+		free(sb);
 		/* The sandbox's messages already start with "sandbox:". */
 		pod__fmt(reason, cap, "%s%s",
 			 strncmp(err.msg, "sandbox", 7) == 0 ? "" : "sandbox: ", err.msg);
 		return rc;
 	}
-	p->has_sb = true;
+	p->sb = sb;
 	{
 		uint64_t st;
-		if (pod_proc_start_time(p->sb.pid, &st) == 0)
-			pod_adopt_keep_sandbox(m->o.adopt, p->name, p->sb.pid, st);
+		if (pod_proc_start_time(p->sb->pid, &st) == 0)
+			pod_adopt_keep_sandbox(m->o.adopt, p->name, p->sb->pid, st);
 	}
 	return 0;
 }
@@ -243,12 +264,49 @@ static bool pod__sandbox_adopt(pod_mgr_t *m, pod_trk_t *p)
 		.ns = p->spec->isolation.namespaces,
 		.cgroups = m->has_cg ? &m->cg_env : NULL, .cgroup_pod = group,
 	};
-	if (pod_sandbox_adopt(pid, start, o.ns, &o, &p->sb, &err) < 0) {
+	pod_sandbox_t *sb = calloc(1, sizeof *sb);
+	if (!sb || pod_sandbox_adopt(pid, start, o.ns, &o, sb, &err) < 0) {
+		free(sb);
 		pod_adopt_forget_sandbox(m->o.adopt, p->name, pid, start);
 		return false;
 	}
-	p->has_sb = true;
+	p->sb = sb;
 	return true;
+}
+
+/* The launcher containers start on, made and watched at the first use;
+ * NULL (start on the loop thread, as with no launcher) when it cannot be
+ * made or watched. */
+static pod_launcher_t *pod__launcher(pod_mgr_t *m, rc_loop_t *loop)
+{
+	if (m->o.launch)
+		return NULL;            /* a test's fake: synchronous */
+	if (!m->launcher && pod_launcher_new(&m->launcher) < 0)
+		return NULL;
+	if (!m->launcher_watched &&
+	    rt_watch_fd(rc_rt(loop), rc_pid(loop), pod_launcher_fd(m->launcher), EV_READ,
+			POD__LAUNCHER_READY, NULL) < 0)
+		return NULL;
+	m->launcher_watched = true;
+	return m->launcher;
+}
+
+/* Hands every done launch to its runner (POD_RUNNER_LAUNCHED). */
+static void pod__launcher_ready(pod_mgr_t *m, rc_loop_t *loop)
+{
+	pod_launch_job_t *j;
+
+	if (!m->launcher)
+		return;
+	while ((j = pod_launcher_next_done(m->launcher))) {
+		rt_pid_t to = (rt_pid_t)pod_launch_job_cookie(j);
+		/* A runner that died abandoned its job, which is then
+		 * never handed out: this one lives.  One that cannot be
+		 * told is ended; its terminate abandons the job (the
+		 * process killed), and its exit is a crash here. */
+		if (rt_send(rc_rt(loop), to, POD_RUNNER_LAUNCHED, &j, sizeof j) < 0)
+			(void)rt_exit(rc_rt(loop), to, RT_R_KILL);
+	}
 }
 
 /* Starts the container, or with adopt takes over that process of a
@@ -288,11 +346,12 @@ static int pod__ctr_start(pod_mgr_t *m, rc_loop_t *loop, pod_ctr_t *c,
 		.cwd = pc->working_dir, .user = pc->user,
 		.stdout_mode = POD_STDIO_PIPE, .stderr_mode = POD_STDIO_PIPE,
 		.cgroup = c->has_cg ? &c->cg : NULL,
-		.sandbox = p->has_sb ? &p->sb : NULL,
+		.sandbox = p->sb,
 	};
+	pod_launcher_t *async = adopt ? NULL : pod__launcher(m, loop);
 	pod_runner_args_t ra = {
 		.owner = rc_pid(loop), .key = c->key, .launch_opts = &lo,
-		.launch = m->o.launch,
+		.launch = m->o.launch, .launcher = async,
 		/* The log is made at the first output (pod_runner.h);
 		 * without one the container still runs, output dropped. */
 		.cgroup = c->has_cg ? &c->cg : NULL, .log = c->log,
@@ -300,7 +359,7 @@ static int pod__ctr_start(pod_mgr_t *m, rc_loop_t *loop, pod_ctr_t *c,
 		.stop_signal = p->spec->stop.signal, .grace_ms = p->spec->stop.grace_ms,
 		.proc = &c->proc, .err = &err,
 		.probes = pod_container_has_probes(pc) ? pc->probes : NULL,
-		.sandbox = p->has_sb ? &p->sb : NULL,
+		.sandbox = p->sb,
 		.adopt = adopt, .adopt_child = child, .adopt_started_at = c->started_at,
 		.adopter = m->o.adopt,
 	};
@@ -308,8 +367,8 @@ static int pod__ctr_start(pod_mgr_t *m, rc_loop_t *loop, pod_ctr_t *c,
 	 * has to pass first. */
 	c->probes = ra.probes != NULL;
 	c->probe_ready = (adopt && c->probe_ready) ||
-			 (pc->probes[POD_PROBE_STARTUP].kind == POD_PROBE_NONE &&
-			  pc->probes[POD_PROBE_READINESS].kind == POD_PROBE_NONE);
+			 (pod_container_probe(pc, POD_PROBE_STARTUP)->kind == POD_PROBE_NONE &&
+			  pod_container_probe(pc, POD_PROBE_READINESS)->kind == POD_PROBE_NONE);
 	rc = pod_runner_start(rc_rt(loop), &ra, &c->runner);
 	pod__envp_free(envp);
 	if (rc < 0) {
@@ -325,9 +384,15 @@ static int pod__ctr_start(pod_mgr_t *m, rc_loop_t *loop, pod_ctr_t *c,
 		return -ENOMEM;
 	}
 	m->nrunning++;
+	m->nstarts++;
+	if (async && !c->proc.pid) {
+		c->launching = true;
+		m->nlaunching++;
+	}
 	/* Its pipes to the keeper, so that a tankd killed -9 loses no line
-	 * (an adopted one's are there already, under the same tag). */
-	if (!adopt)
+	 * (an adopted one's are there already, under the same tag; a
+	 * launch under way gives them at POD_RUNNER_STARTED). */
+	if (!adopt && !async)
 		pod_adopt_keep(m->o.adopt, c->key, &c->proc);
 	return 0;
 }
@@ -336,6 +401,19 @@ void pod__ctr_finish(rc_loop_t *loop, pod_ctr_t *c, uint8_t outcome, const char 
 {
 	c->outcome = outcome;
 	pod__ctr_event(loop, c, POD_CE_FINISHED, reason);
+	/* Ended for good: its group is no longer its own, and the next
+	 * resync's sweep removes it (and kills what a descendant left in
+	 * it), in the sweep's slices; a restart asked later makes one
+	 * again.  Kept until tankd's stop, 100,000 completed pods' groups
+	 * took that stop 58 s to remove (issue 38).  Not removed here: an
+	 * rmdir waits for the kernel's cgroup mutex, which each start's
+	 * migration holds across an RCU grace period, and during an apply
+	 * of 9,744 one-shot pods the rmdirs at their ends held the loop for
+	 * seconds. */
+	if (c->has_cg && !c->runner) {
+		pod_cgroup_forget(&c->cg);
+		c->has_cg = false;
+	}
 }
 
 /* Applies the restart policy to an exit (or a failed start).  A restart
@@ -419,6 +497,53 @@ static void pod__kept_commit(pod_mgr_t *m, const pod_ctr_t *c, pid_t pid, uint64
 	pod_adopt_forget(m->o.adopt, c->key, pid, start);
 }
 
+/* c's start failed with err (reason says why), at once (pod__ctr_run)
+ * or on the launcher thread (async: POD_RUNNER_STARTED). */
+static rc_result_t pod__ctr_start_failed(pod_mgr_t *m, rc_loop_t *loop, pod_ctr_t *c,
+					 int err, const char *reason, int64_t now, bool async)
+{
+	if (tank_err_is_resource(err)) {
+		/* tank, not the container, ran out of something: no failure
+		 * is counted against it and its policy does not apply.  The
+		 * loop retries with its own backoff and, past its bound,
+		 * fails the container (mark_failed) and tells the pod.  A
+		 * launch that failed on the launcher thread has no reconcile
+		 * to fail: it is tried again in a second. */
+		char why[RC_REASON_MAX];
+		pod__fmt(why, sizeof why, "waiting for resources: %s", reason);
+		if (c->pod->spec->restart == POD_RESTART_NEVER && c->started_at) {
+			/* Not started after all: a restart of tankd now must
+			 * not take it for one that ran (see once_lost). */
+			c->started_at = 0;
+			pod__persist(m, c->pod);
+			(void)st_flush(m->o.store, NULL);
+		}
+		pod__ctr_event(loop, c, POD_CE_WAIT, why);
+		if (async) {
+			c->next_restart_at = now + 1000;
+			rc_enqueue(loop, K_CTR, c->key);
+		}
+		pod__update(m, loop, c->pod);
+		return rc_failed(err, NULL);
+	}
+	/* A start that fails counts as a failed run (exit 127, as a
+	 * shell reports "command not found"), so policy and backoff
+	 * apply and a broken command cannot spin. */
+	pod_exit_t ex = { .code = 127 };
+	/* `logs` says why too: the container wrote nothing (so
+	 * its log may not exist yet). */
+	if (!c->log) {
+		pod_log_opts_t lo = { .dir = m->log_dir, .pod = c->pod->name,
+				      .container = c->name };
+		(void)pod_log_open(&lo, &c->log, NULL);
+	}
+	(void)pod_log_note(c->log, reason);
+	pod__ctr_exited(loop, c, &ex, 0, reason, false);
+	pod__update(m, loop, c->pod);
+	pod__exit_commit(m, c);
+	return rc_converged();  /* the exit queued the key again */
+}
+
 /* Starts c (the decision said so): a run-once start is on disk first. */
 static rc_result_t pod__ctr_run(pod_mgr_t *m, rc_loop_t *loop, pod_ctr_t *c, int64_t now)
 {
@@ -443,48 +568,61 @@ static rc_result_t pod__ctr_run(pod_mgr_t *m, rc_loop_t *loop, pod_ctr_t *c, int
 		}
 	}
 	int err = pod__ctr_start(m, loop, c, NULL, false, reason, sizeof reason);
-	if (err < 0 && tank_err_is_resource(err)) {
-		/* tank, not the container, ran out of something: no failure
-		 * is counted against it and its policy does not apply.  The
-		 * loop retries with its own backoff and, past its bound,
-		 * fails the container (mark_failed) and tells the pod. */
-		char why[RC_REASON_MAX];
-		pod__fmt(why, sizeof why, "waiting for resources: %s", reason);
-		if (c->pod->spec->restart == POD_RESTART_NEVER && c->started_at == now) {
-			/* Not started after all: a restart of tankd now must
-			 * not take it for one that ran (see once_lost). */
-			c->started_at = 0;
-			pod__persist(m, c->pod);
-			(void)st_flush(m->o.store, NULL);
-		}
-		pod__ctr_event(loop, c, POD_CE_WAIT, why);
-		pod__update(m, loop, c->pod);
-		return rc_failed(err, NULL);
-	}
-	if (err < 0) {
-		/* A start that fails counts as a failed run (exit 127, as a
-		 * shell reports "command not found"), so policy and backoff
-		 * apply and a broken command cannot spin. */
-		pod_exit_t ex = { .code = 127 };
-		/* `logs` says why too: the container wrote nothing (so
-		 * its log may not exist yet). */
-		if (!c->log) {
-			pod_log_opts_t lo = { .dir = m->log_dir, .pod = c->pod->name,
-					      .container = c->name };
-			(void)pod_log_open(&lo, &c->log, NULL);
-		}
-		(void)pod_log_note(c->log, reason);
-		pod__ctr_exited(loop, c, &ex, 0, reason, false);
-		pod__update(m, loop, c->pod);
-		pod__exit_commit(m, c);
-		return rc_converged();  /* the exit queued the key again */
-	}
+	if (err < 0)
+		return pod__ctr_start_failed(m, loop, c, err, reason, now, false);
 	c->stop_sent = false;
 	c->gave_up = 0;
 	c->started_at = now;
+	if (!c->proc.pid) {
+		/* On the launcher thread: started (or failed) when it says
+		 * so, POD_RUNNER_STARTED; until then the runner holds the
+		 * key (the decision waits) and the phase stays. */
+		return rc_act();
+	}
 	pod__ctr_event(loop, c, POD_CE_STARTED, "started");
 	pod__update(m, loop, c->pod);
 	return rc_act();
+}
+
+static void pod__ctr_gone(pod_mgr_t *m, rc_loop_t *loop, pod_ctr_t *c, bool forget);
+
+/* A launch under way is over (POD_RUNNER_STARTED from c's runner). */
+static void pod__ctr_started(pod_mgr_t *m, rc_loop_t *loop, rt_pid_t from, const void *data)
+{
+	pod_runner_started_t st;
+	pod_ctr_t *c;
+
+	memcpy(&st, data, sizeof st);
+	st.key[sizeof st.key - 1] = '\0';
+	st.error[sizeof st.error - 1] = '\0';
+	if (!(c = pod__ctr_find(m, st.key)) || !c->runner || c->runner != from)
+		return;
+	if (c->launching) {
+		c->launching = false;
+		m->nlaunching--;
+	}
+	if (st.rc == 0) {
+		pod_adopt_keep(m->o.adopt, c->key, &c->proc);
+		/* A stop asked meanwhile is under way (the runner carries
+		 * it out): the container is stopping, not started. */
+		if (!c->stop_sent)
+			pod__ctr_event(loop, c, POD_CE_STARTED, "started");
+		pod__update(m, loop, c->pod);
+		return;
+	}
+	/* It did not start; its runner has exited (normally). */
+	rt_unlink(rc_rt(loop), c->runner);
+	pod__ctr_gone(m, loop, c, false);
+	if (c->stop_sent || !pod__ctr_want(m, c)) {
+		pod__ctr_event(loop, c, POD_CE_STOPPED, "stopped");
+		pod__update(m, loop, c->pod);
+		rc_enqueue(loop, K_CTR, c->key);
+	} else {
+		(void)pod__ctr_start_failed(m, loop, c, st.rc, st.error, (int64_t)rc_wall_ms(),
+					    true);
+	}
+	rc_enqueue(loop, K_POD, c->pod->name);
+	pod__drained_check(m, loop);
 }
 
 /* Adopts the process a previous life of tankd left for c (c->orphan,
@@ -514,7 +652,7 @@ static bool pod__ctr_adopt(pod_mgr_t *m, rc_loop_t *loop, pod_ctr_t *c)
 		return false;
 	/* A process that is not our child is followed without a keeper too
 	 * (a pidfd: pod_adopt.h "Orphans"), its end then told lost. */
-	if ((p->spec->isolation.namespaces && !p->has_sb && !pod__sandbox_adopt(m, p)) ||
+	if ((p->spec->isolation.namespaces && !p->sb && !pod__sandbox_adopt(m, p)) ||
 	    pod__ctr_start(m, loop, c, &proc, child && !ended, why, sizeof why) < 0) {
 		pod_proc_close_fds(&proc);
 		pod_adopt_forget(m->o.adopt, c->key, c->orphan, c->orphan_start);
@@ -546,10 +684,22 @@ static rc_result_t pod__ctr_reconcile(void *ctx, rc_loop_t *loop, const rc_view_
 	if (c->adopting && pod__ctr_adopt(m, loop, c))
 		return rc_act();
 	if (!c->orphans_checked) {
+		/* A container that ended for good has no group (pod__ctr_finish
+		 * gave it up to the sweep): one a previous tankd left is looked
+		 * into, and given up to the sweep when empty, but none is made
+		 * just to count nothing in it (two mkdirs a pod at every start,
+		 * then kept). */
+		bool ended = c->st.phase == POD_CP_TERMINAL && !c->orphan && !c->runner;
 		c->orphans_checked = true;
-		if (pod__ctr_cgroup(m, c, why, sizeof why) == 0 && c->has_cg &&
+		if ((!ended || pod__ctr_cg_present(m, c)) &&
+		    pod__ctr_cgroup(m, c, why, sizeof why) == 0 && c->has_cg &&
 		    pod_cgroup_count(&c->cg) > 0)
 			c->cg_orphans = true;
+		else if (ended && c->has_cg) {
+			/* Empty: given up to the sweep, as at its end. */
+			pod_cgroup_forget(&c->cg);
+			c->has_cg = false;
+		}
 	}
 	/* Leftovers of a previous tankd are stopped before anything else. */
 	if ((c->orphan || c->cg_orphans) && (wait = pod__orphan_step(loop, c))) {
@@ -677,6 +827,10 @@ static void pod__ctr_gone(pod_mgr_t *m, rc_loop_t *loop, pod_ctr_t *c, bool forg
 	c->runner = 0;
 	c->proc.pid = 0;
 	m->nrunning--;
+	if (c->launching) {
+		c->launching = false;
+		m->nlaunching--;
+	}
 }
 
 /* A container's log started or stopped losing lines (a full log disk):
@@ -769,6 +923,15 @@ static void pod__ctr_handle(void *ctx, rc_loop_t *loop, rt_msg_t *msg)
 		}
 		return;
 	}
+	if (msg->type == RT_MSG_FD && msg->tag == POD__LAUNCHER_READY) {
+		pod__launcher_ready(m, loop);
+		return;
+	}
+	if (msg->type == RT_MSG_USER && msg->tag == POD_RUNNER_STARTED &&
+	    msg->len == sizeof(pod_runner_started_t)) {
+		pod__ctr_started(m, loop, msg->from, msg->data);
+		return;
+	}
 	if (msg->type == RT_MSG_USER && msg->tag == POD_RUNNER_LOGDROP &&
 	    msg->len == sizeof(pod_runner_logdrop_t)) {
 		pod__ctr_logdrop(m, loop, msg->data);
@@ -799,6 +962,12 @@ static void pod__ctr_handle(void *ctx, rc_loop_t *loop, rt_msg_t *msg)
 		pod__ctr_event(loop, c, POD_CE_STOPPED, "stopped");
 		if (ex.stopped && pod__ctr_want(m, c))
 			rc_enqueue(loop, K_CTR, c->key);
+		/* At tankd's stop its group goes as it ends, while the
+		 * others' grace runs, not all in the final sweep after the
+		 * last one (about 0.4 ms a pod of rmdirs here: 0.4 s of a
+		 * 0.9 s stop at 1,000 pods). */
+		else if (m->shutting_down && c->has_cg && pod_cgroup_destroy(&c->cg) == 0)
+			c->has_cg = false;
 	} else {
 		char why[RC_REASON_MAX];
 		ex.unhealthy[sizeof ex.unhealthy - 1] = '\0';
@@ -859,11 +1028,17 @@ static void pod__ctr_stop(void *ctx, rc_loop_t *loop)
 			pod_adopt_forget(m->o.adopt, c->key, c->proc.pid, c->proc.start_time);
 			c->runner = 0;
 			c->stop_sent = false;
+			c->launching = false;
 			c->proc.pid = 0;
 			pod__ctr_event(loop, c, POD_CE_LOST, "reconciler stopped");
 		}
 	}
 	m->nrunning = 0;
+	m->nlaunching = 0;
+	/* The launcher's watch was the loop actor's: a new loop watches
+	 * again at its first start.  Launches under way were abandoned by
+	 * their runners, which died with the loop. */
+	m->launcher_watched = false;
 }
 
 const rc_manager_t pod_ctr_manager = {

@@ -311,9 +311,9 @@ static bool pod__dep_met(const pod_mgr_t *m, const char *name,
 		return true;
 	if (d->st.phase == POD_PP_RUNNING)
 		pod__fmt(why, cap, "it is running, not %s yet", pod_dep_condition_name(cond));
-	else if (d->st.reason[0])
+	else if (rc_fsm_reason(&d->st)[0])
 		pod__fmt(why, cap, "it is %s: %s", rc_fsm_phase_name(&pod_fsm, d->st.phase),
-			 d->st.reason);
+			 rc_fsm_reason(&d->st));
 	else
 		pod__fmt(why, cap, "it is %s", rc_fsm_phase_name(&pod_fsm, d->st.phase));
 	return false;

@@ -260,7 +260,7 @@ static void check_container(view_t *v, size_t i)
 	snprintf(field, sizeof field, "containers[%zu].command[0]", i);
 	check_exec(v, c, field, c->argv[0]);
 	for (unsigned r = 0; r < POD_PROBE_ROLES; r++) {
-		const pod_probe_t *p = &c->probes[r];
+		const pod_probe_t *p = pod_container_probe(c, (enum pod_probe_role)r);
 		if (p->kind != POD_PROBE_EXEC || !p->argc)
 			continue;
 		snprintf(field, sizeof field, "containers[%zu].%s.exec[0]", i,

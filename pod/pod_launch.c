@@ -319,11 +319,17 @@ static int resolve_user(const char *user, struct child_ctx *c,
 enum { SLOT_NULL = 0, SLOT_OUT, SLOT_ERR, SLOT_IN, SLOT_NS,
        SLOT_ROOT = SLOT_NS + POD_SBX_NFD, N_SLOTS };
 
-/* The launcher's one piece of process-wide state.  It cannot live in a
- * caller's object: the fd table it reserves from is process-wide, and a
- * second set per launcher would only cost fds.  The mutex keeps two
- * threads from filling the same slots; it is held across the vfork
- * window only by the launching thread. */
+/* The launcher's one piece of process-wide state: POD_LAUNCH_SETS sets
+ * of slots, each with its own child stack and mutex, so that as many
+ * threads can be in their vfork windows at once (pod_launcher.h runs two
+ * launching threads, the loop thread may launch too).  They cannot live in
+ * a caller's object: the fd table they reserve from is process-wide.  A
+ * set's mutex keeps two threads from filling the same slots; it is held
+ * across the vfork window only by the launching thread.  A child keeps
+ * the fds below its set's end when it unshares the table, which may
+ * include a lower set's slots filled for another launch at that moment:
+ * it closes them (every fd above 2) before its exec, as it closes the
+ * daemon's low fds. */
 static struct launch_slots {
 	pthread_mutex_t mu;
 	int state;            /* 0 not reserved yet, 1 usable, -1 unusable */
@@ -333,7 +339,21 @@ static struct launch_slots {
 	/* The child's stack (POD_CHILD_STACK), mapped at the first launch
 	 * and kept: one child at a time uses it, under mu. */
 	void *stack;
-} launch_slots = { .mu = PTHREAD_MUTEX_INITIALIZER };
+} launch_sets[POD_LAUNCH_SETS] = {
+	{ .mu = PTHREAD_MUTEX_INITIALIZER }, { .mu = PTHREAD_MUTEX_INITIALIZER },
+	{ .mu = PTHREAD_MUTEX_INITIALIZER },
+};
+_Static_assert(POD_LAUNCH_SETS == 3, "launch_sets' initialiser lists 3 sets");
+
+/* A free set, locked; else (all in use) waits for the first. */
+static struct launch_slots *sets_take(void)
+{
+	for (int i = 0; i < POD_LAUNCH_SETS; i++)
+		if (pthread_mutex_trylock(&launch_sets[i].mu) == 0)
+			return &launch_sets[i];
+	pthread_mutex_lock(&launch_sets[0].mu);
+	return &launch_sets[0];
+}
 
 /* Reserves the lowest free fds >= 3 (low, so the child's table is small).
  * Called once, with mu held. */
@@ -476,14 +496,20 @@ static int wire_stdio(pod_stdio_t mode, int given, int devnull, int *rd,
 
 int pod_launch_reserve(void)
 {
-	struct launch_slots *s = &launch_slots;
-	pthread_mutex_lock(&s->mu);
-	if (s->state == 0)
-		slots_reserve(s);
-	if (!child_nofile_set && getrlimit(RLIMIT_NOFILE, &child_nofile) == 0)
-		child_nofile_set = true;
-	int r = s->state == 1 ? 0 : -EMFILE;
-	pthread_mutex_unlock(&s->mu);
+	int r = 0;
+	/* Every set now, in order: together they take the lowest fds. */
+	for (int i = 0; i < POD_LAUNCH_SETS; i++) {
+		struct launch_slots *s = &launch_sets[i];
+		pthread_mutex_lock(&s->mu);
+		if (s->state == 0)
+			slots_reserve(s);
+		if (i == 0 && !child_nofile_set &&
+		    getrlimit(RLIMIT_NOFILE, &child_nofile) == 0)
+			child_nofile_set = true;
+		if (s->state != 1)
+			r = -EMFILE;
+		pthread_mutex_unlock(&s->mu);
+	}
 	return r;
 }
 
@@ -648,10 +674,9 @@ int pod_launch(const pod_launch_opts_t *o, pod_proc_t *out,
 		}
 	}
 
-	struct launch_slots *sl = &launch_slots;
 	bool used[N_SLOTS] = { false };
 	int clone_errno = 0;
-	pthread_mutex_lock(&sl->mu);
+	struct launch_slots *sl = sets_take();
 	if (!sl->stack) {
 		/* Once, then reused: a map per launch also cost its unmap
 		 * (a TLB shootdown in a threaded tankd) and the child's page
@@ -688,8 +713,15 @@ int pod_launch(const pod_launch_opts_t *o, pod_proc_t *out,
 		pthread_sigmask(SIG_SETMASK, &all, &old);
 		c.born_hi = 0;
 		born_lo = boot_ns();
+		/* No exit signal: until its exec the child is a "clone"
+		 * child that waitpid(-1) without __WCLONE does not see, so
+		 * a child failing before exec is reaped here (__WCLONE)
+		 * and never by the daemon's SIGCHLD handler on another
+		 * thread (pod_launcher.h launches off the loop thread).
+		 * The kernel makes its exit signal SIGCHLD at exec
+		 * (de_thread): a running container is an ordinary child. */
 		pid = clone(child_main, (char *)stack + POD_CHILD_STACK,
-		            CLONE_VM | CLONE_VFORK | SIGCHLD |
+		            CLONE_VM | CLONE_VFORK |
 		            (unshare ? CLONE_FILES : 0), &c);
 		clone_errno = errno;
 		/* The child's own reading bounds its start more tightly
@@ -702,7 +734,7 @@ int pod_launch(const pod_launch_opts_t *o, pod_proc_t *out,
 		    (c.err == EINVAL || c.err == ENOSYS)) {
 			/* A kernel before 5.9: the child touched nothing of
 			 * the shared table.  Copy the table from now on. */
-			while (waitpid(pid, NULL, 0) < 0 && errno == EINTR)
+			while (waitpid(pid, NULL, __WCLONE) < 0 && errno == EINTR)
 				;
 			pid = -1;
 			c.step = STEP_NONE;
@@ -735,7 +767,7 @@ int pod_launch(const pod_launch_opts_t *o, pod_proc_t *out,
 		goto fail;
 	}
 	if (c.step != STEP_NONE) {
-		while (waitpid(pid, NULL, 0) < 0 && errno == EINTR)
+		while (waitpid(pid, NULL, __WCLONE) < 0 && errno == EINTR)
 			;
 		r = -c.err;
 		if (c.step == STEP_EXEC)

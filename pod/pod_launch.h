@@ -24,9 +24,10 @@
  * On a kernel without CLOSE_RANGE_UNSHARE (< 5.9), or when a slot was
  * closed behind the launcher's back, it falls back to copying the table.
  * The slots and the child's stack (mapped at the first launch, then
- * reused) are the only process-wide state of the launcher; a mutex
- * serialises launches of several threads.  Other threads must not close
- * or dup2 onto fds they do not own (the slots).
+ * reused) are the only process-wide state of the launcher, in
+ * POD_LAUNCH_SETS sets: up to that many threads launch at once, more
+ * wait for a set.  Other threads must not close or dup2 onto fds they do
+ * not own (the slots).
  *
  * In the child, in order: its private fd table, all signal dispositions
  * reset to default and the mask cleared (at exec), setsid(), cgroup
@@ -116,12 +117,17 @@ typedef struct pod_proc {
 int pod_launch(const pod_launch_opts_t *o, pod_proc_t *out,
                tank_error_t *err);
 
-/* Slot fds the launcher keeps open for the life of the process. */
+/* Slot fds the launcher keeps open for the life of the process, per set,
+ * and its sets: as many launches can be in their vfork windows at once
+ * (the launcher thread's two, pod_launcher.h, and one of the loop's). */
 #define POD_LAUNCH_RESERVED_FDS 10
+#define POD_LAUNCH_SETS 3
 
-/* Reserves the slot fds now rather than at the first launch: a daemon
+/* Reserves the slot fds (every set's: POD_LAUNCH_SETS ×
+ * POD_LAUNCH_RESERVED_FDS) now rather than at the first launch: a daemon
  * calls it early, while its lowest fds are free, so the child's private
- * table stays small (K is the highest slot + 1).  Idempotent, thread-safe.
+ * table stays small (K is the highest slot of its set + 1).  Idempotent,
+ * thread-safe.
  * Returns 0, or -EMFILE when they could not be reserved (pod_launch still
  * works, copying the fd table).
  * Its first call also records the process's RLIMIT_NOFILE as the one

@@ -10,6 +10,7 @@
  * tick, an apply — just queues the key and the same code decides.
  */
 #include "pod/pod_mgr_int.h"
+#include "pod/pod_launcher.h"
 #include "store/st_coll.h"
 
 #include <errno.h>
@@ -142,13 +143,13 @@ uint64_t pod__status_sig(const pod_trk_t *p)
 {
 	uint64_t h = pod__sig_mix(p->st.phase, (uint64_t)p->st.since);
 
-	h = pod__sig_str(h, p->st.reason);
+	h = pod__sig_str(h, rc_fsm_reason(&p->st));
 	h = pod__sig_mix(h, p->generation ? p->generation : p->want_gen);
 	h = pod__sig_mix(h, p->nctrs);
 	for (size_t i = 0; i < p->nctrs; i++) {
 		const pod_ctr_t *c = &p->ctrs[i];
 		h = pod__sig_mix(h, c->st.phase);
-		h = pod__sig_str(h, c->st.reason);
+		h = pod__sig_str(h, rc_fsm_reason(&c->st));
 		h = pod__sig_mix(h, (uint64_t)(c->runner ? c->proc.pid : c->orphan));
 		h = pod__sig_mix(h, c->runner ? c->proc.start_time : c->orphan_start);
 		h = pod__sig_mix(h, (uint64_t)c->restarts << 32 | c->retries);
@@ -187,7 +188,7 @@ static int64_t pod__probe_until(const pod_ctr_t *c)
 	if (!pc)
 		return 0;
 	for (int r = 0; r < 2; r++) {
-		const pod_probe_t *pr = &pc->probes[r ? POD_PROBE_READINESS : POD_PROBE_STARTUP];
+		const pod_probe_t *pr = pod_container_probe(pc, r ? POD_PROBE_READINESS : POD_PROBE_STARTUP);
 		if (pr->kind != POD_PROBE_NONE)
 			w += pr->initial_delay_ms + (uint64_t)pr->failure_threshold * pr->period_ms;
 	}
@@ -212,7 +213,7 @@ void pod__persist(pod_mgr_t *m, pod_trk_t *p)
 	memset(&s, 0, sizeof s);
 	pod__copy(s.name, sizeof s.name, p->name);
 	pod__copy(s.phase, sizeof s.phase, rc_fsm_phase_name(&pod_fsm, p->st.phase));
-	pod__copy(s.reason, sizeof s.reason, p->st.reason);
+	pod__copy(s.reason, sizeof s.reason, rc_fsm_reason(&p->st));
 	s.generation = p->generation ? p->generation : p->want_gen;
 	pod__copy(s.uid, sizeof s.uid, p->spec ? p->uid : p->want_uid);
 	s.since = p->st.since;
@@ -221,7 +222,7 @@ void pod__persist(pod_mgr_t *m, pod_trk_t *p)
 		pod__copy(cs[i].name, sizeof cs[i].name, c->name);
 		pod__copy(cs[i].phase, sizeof cs[i].phase,
 			  rc_fsm_phase_name(&pod_ctr_fsm, c->st.phase));
-		pod__copy(cs[i].reason, sizeof cs[i].reason, c->st.reason);
+		pod__copy(cs[i].reason, sizeof cs[i].reason, rc_fsm_reason(&c->st));
 		cs[i].pid = c->runner ? c->proc.pid : c->orphan;
 		cs[i].pid_start_time = c->runner ? c->proc.start_time : c->orphan_start;
 		cs[i].restarts = c->restarts;
@@ -262,6 +263,16 @@ void pod__persist(pod_mgr_t *m, pod_trk_t *p)
  * pod_phase.h) and applies it through the pod table. */
 void pod__update(pod_mgr_t *m, rc_loop_t *loop, pod_trk_t *p)
 {
+	/* A container a previous tankd left is being adopted (a reexec, a
+	 * kill -9 under the keeper): until its reconcile adopts it or stops
+	 * it, the pod keeps the phase its stored status has (restored in
+	 * pod__seen).  Derived now, with that container neither running nor
+	 * anything else yet, it would read pending, and every upgrade would
+	 * write running -> pending -> running into each pod's history and
+	 * events; the adoption's own transition says what happened. */
+	for (size_t i = 0; i < p->nctrs; i++)
+		if (p->ctrs[i].adopting)
+			return;
 	pod_obs_t o = {
 		.nctrs = p->nctrs, .failed_as = POD_OUT_FAILED, .busy = pod__busy(p),
 		.want = p->nctrs && pod__ctr_want(m, &p->ctrs[0]), .desired = p->desired,
@@ -285,7 +296,7 @@ void pod__update(pod_mgr_t *m, rc_loop_t *loop, pod_trk_t *p)
 				o.nfail++;
 				o.failed_as = c->outcome == POD_OUT_OOM_KILLED
 					      ? POD_OUT_OOM_KILLED : POD_OUT_FAILED;
-				pod__copy(detail, sizeof detail, c->st.reason);
+				pod__copy(detail, sizeof detail, rc_fsm_reason(&c->st));
 				cause = c;
 				/* The outcome is stored with the status: it
 				 * survives a restart of tankd. */
@@ -299,7 +310,7 @@ void pod__update(pod_mgr_t *m, rc_loop_t *loop, pod_trk_t *p)
 		case POD_CP_BACKING_OFF:
 			o.nback++;
 			if (!detail[0]) {
-				pod__fmt(detail, sizeof detail, "%s: %s", c->name, c->st.reason);
+				pod__fmt(detail, sizeof detail, "%s: %s", c->name, rc_fsm_reason(&c->st));
 				cause = c;
 			}
 			break;
@@ -329,11 +340,11 @@ void pod__update(pod_mgr_t *m, rc_loop_t *loop, pod_trk_t *p)
 	case POD_WHY_STOPPING:
 		if (stopping)
 			pod__fmt(reason, sizeof reason, "%s: %s", stopping->name,
-				 stopping->st.reason);
+				 rc_fsm_reason(&stopping->st));
 		break;
 	case POD_WHY_GAVE_UP:
 		pod__fmt(reason, sizeof reason, "container %s failed: %s", gave_up->name,
-			 gave_up->st.reason);
+			 rc_fsm_reason(&gave_up->st));
 		break;
 	case POD_WHY_OUTCOME:
 		pod__copy(reason, sizeof reason, pod_outcome_name(step.outcome));
@@ -343,7 +354,7 @@ void pod__update(pod_mgr_t *m, rc_loop_t *loop, pod_trk_t *p)
 		pod__copy(reason, sizeof reason, detail);
 		for (size_t i = 0; i < p->nctrs && !reason[0]; i++)
 			if (p->ctrs[i].st.phase == POD_CP_PENDING)
-				pod__copy(reason, sizeof reason, p->ctrs[i].st.reason);
+				pod__copy(reason, sizeof reason, rc_fsm_reason(&p->ctrs[i].st));
 		break;
 	}
 	p->cause = step.why == POD_WHY_DETAIL ? cause : NULL;
@@ -414,16 +425,18 @@ static void pod__ctrs_free(pod_mgr_t *m, pod_trk_t *p)
 		pod_log_close(c->log);
 		free(c->probe);
 		free(c->held_by);
+		rc_fsm_clear(&c->st);
 	}
 	free(p->ctrs);
 	p->ctrs = NULL;
 	p->nctrs = 0;
-	if (p->has_sb) {
+	if (p->sb) {
 		uint64_t st;
-		if (pod_proc_start_time(p->sb.pid, &st) == 0)
-			pod_adopt_forget_sandbox(m->o.adopt, p->name, p->sb.pid, st);
-		pod_sandbox_destroy(&p->sb, false);
-		p->has_sb = false;
+		if (pod_proc_start_time(p->sb->pid, &st) == 0)
+			pod_adopt_forget_sandbox(m->o.adopt, p->name, p->sb->pid, st);
+		pod_sandbox_destroy(p->sb, false);
+		free(p->sb);
+		p->sb = NULL;
 	}
 }
 
@@ -432,6 +445,7 @@ static void pod__trk_free(pod_mgr_t *m, pod_trk_t *p)
 	pod__set_fail(p, NULL);
 	pod__ctrs_free(m, p);
 	free(p->held_why);
+	rc_fsm_clear(&p->st);
 	if (p->spec != p->want)
 		pod_spec_free(p->spec);
 	pod_spec_free(p->want);
@@ -702,19 +716,34 @@ static pod_trk_t *pod__seen(pod_mgr_t *m, const st_pod_t *sp)
  * converged pods then reads the store and checks flags, nothing more. */
 bool pod__settled(rt_t *rt, const pod_trk_t *p)
 {
+	return pod__calm(rt, p) == POD_CALM_SETTLED;
+}
+
+/* What a pass could change of p: nothing (POD_CALM_SETTLED, above),
+ * nothing but its containers' restarts, which tank itself times
+ * (POD_CALM_RESTARTING: every container terminal, running under a live
+ * runner, or backing off without one, and at least one backing off), or
+ * more (POD_CALM_NO).  One walk for both: the sweep asks both of every
+ * pod. */
+pod_calm_t pod__calm(rt_t *rt, const pod_trk_t *p)
+{
+	pod_calm_t calm = POD_CALM_SETTLED;
+
 	if (!p->desired || !pod__current(p) ||
 	    p->restart_req || p->fail || !p->nctrs)
-		return false;
+		return POD_CALM_NO;
 	for (size_t i = 0; i < p->nctrs; i++) {
 		const pod_ctr_t *c = &p->ctrs[i];
 		if (c->orphan || c->cg_orphans || c->stop_sent)
-			return false;
+			return POD_CALM_NO;
 		if (c->st.phase == POD_CP_TERMINAL)
 			continue;
-		if (c->st.phase != POD_CP_RUNNING || !c->runner || !rt_alive(rt, c->runner))
-			return false;
+		if (c->st.phase == POD_CP_BACKING_OFF && !c->runner)
+			calm = POD_CALM_RESTARTING;
+		else if (c->st.phase != POD_CP_RUNNING || !c->runner || !rt_alive(rt, c->runner))
+			return POD_CALM_NO;
 	}
-	return true;
+	return calm;
 }
 
 /* The pod's cgroup: "<name>.<first 8 hex digits of its uid>".  Tied to
@@ -807,7 +836,7 @@ static bool pod__offer_wanted(void *ctx, bool sandbox, const char *name)
 
 	if (sandbox) {
 		pod_trk_t *p = tank_map_get(&m->pods, name);
-		for (size_t i = 0; p && !p->has_sb && i < p->nctrs; i++)
+		for (size_t i = 0; p && !p->sb && i < p->nctrs; i++)
 			if (p->ctrs[i].adopting)
 				return true;
 		return false;
@@ -1200,7 +1229,7 @@ bool pod_mgr_info(const pod_mgr_t *m, const char *name, pod_info_t *out)
 	out->phase = (enum pod_phase)p->st.phase;
 	out->outcome = p->st.phase == POD_PP_TERMINAL ? (enum pod_outcome)p->outcome
 						       : POD_OUT_NONE;
-	out->reason = p->st.reason;
+	out->reason = rc_fsm_reason(&p->st);
 	const pod_spec_t *s = p->want ? p->want : p->spec;
 	out->grace_ms = s ? s->stop.grace_ms : 0;
 	out->deps = s ? s->deps : NULL;
@@ -1243,6 +1272,7 @@ void pod_mgr_free(pod_mgr_t *m)
 	}
 	tank_map_destroy(&m->rdeps);
 	pod_cgroup_sweep_abort(&m->sweep);
+	pod_launcher_free(m->launcher);
 	free(m->log_dir);
 	free(m);
 }
@@ -1341,10 +1371,15 @@ void pod_mgr_procs(pod_mgr_t *m,
 	const char *name;
 	void *v;
 
+	/* Nothing half launched while the image is replaced: a child the
+	 * launcher thread clones now, or one whose runner has not taken it
+	 * yet, would be in no list and run untracked (it is killed; the
+	 * next image starts the container again). */
+	pod_launcher_settle(m->launcher);
 	while (tank_map_next(&m->pods, &it, &name, &v)) {
 		pod_trk_t *p = v;
-		if (p->has_sb && p->sb.pid > 0) {
-			pod_proc_t sp = { .pid = p->sb.pid, .stdout_fd = -1, .stderr_fd = -1 };
+		if (p->sb && p->sb->pid > 0) {
+			pod_proc_t sp = { .pid = p->sb->pid, .stdout_fd = -1, .stderr_fd = -1 };
 			if (pod_proc_start_time(sp.pid, &sp.start_time) == 0)
 				fn(ctx, true, name, &sp);
 		}
@@ -1356,7 +1391,8 @@ void pod_mgr_procs(pod_mgr_t *m,
 
 size_t pod_mgr_nrunning(const pod_mgr_t *m)
 {
-	return m->nrunning;
+	/* A launch under way is no running process yet. */
+	return m->nrunning - m->nlaunching;
 }
 
 /* Containers that hold or may take descriptors: a pod whose containers

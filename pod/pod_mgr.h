@@ -165,7 +165,7 @@ void pod_mgr_procs(pod_mgr_t *m,
 		   void *ctx);
 
 /* Number of running container processes. */
-size_t pod_mgr_nrunning(const pod_mgr_t *m);
+size_t pod_mgr_nrunning(const pod_mgr_t *m);   /* launches under way not counted */
 
 /* What a parent derives its status from, for one pod. */
 typedef struct pod_info {

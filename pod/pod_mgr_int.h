@@ -33,6 +33,7 @@
 #include "common/tank_set.h"
 #include "pod/pod_adopt.h"
 #include "pod/pod_cgroup.h"
+#include "pod/pod_launcher.h"
 #include "pod/pod_log.h"
 #include "pod/pod_mgr.h"
 #include "pod/pod_phase.h"
@@ -60,6 +61,8 @@ typedef struct pod_ctr {
 	rt_pid_t runner;
 	bool stop_sent;
 	bool cg_orphans;              /* its cgroup held processes (a previous tankd's) */
+	bool launching;               /* its runner's launch is under way
+				       * (pod_launcher.h): proc.pid still 0 */
 	pid_t orphan;                 /* a process a previous tankd left */
 	rc_fsm_state_t st;            /* phase, since, reason */
 	uint8_t outcome;              /* enum pod_outcome: how it ended, when terminal */
@@ -116,8 +119,10 @@ struct pod_trk {
 	char *fail;                   /* non-NULL: failed as a whole (escalated, or
 				       * its stored spec cannot be loaded); owned */
 	uint64_t seen_pass;           /* the last pass of pod__list that saw it stored */
-	bool has_sb;
-	pod_sandbox_t sb;
+	/* Its sandbox (owned), while it has one: NULL for a pod without
+	 * isolation, most of them (inline, it cost every pod 120 bytes;
+	 * issue 38, item 2). */
+	pod_sandbox_t *sb;
 	rc_fsm_state_t st;
 	uint8_t outcome;              /* enum pod_outcome, when terminal */
 	st_status_t *saved;           /* stored status, until containers exist:
@@ -164,7 +169,14 @@ struct pod_mgr {
 	pod_cgroup_env_t cg_env;
 	bool has_cg;
 	tank_map_t pods;              /* name -> pod_trk_t */
-	size_t nrunning;
+	size_t nrunning;              /* runners, launching ones included */
+	size_t nlaunching;            /* runners whose launch is under way */
+	/* Starts, counted, and their count when the last resync's sweep
+	 * ended: an ended container's group is left to a sweep with no
+	 * start since the last one (pod_sweep.c, pod__cg_owned), at most
+	 * POD_SWEEP_DEFER_MAX sweeps in a row (sweep_deferred). */
+	uint64_t nstarts, swept_starts;
+	unsigned sweep_deferred;
 	bool shutting_down;
 	bool drained_told;
 	/* The resync's walk over the stored pods, in slices (pod__list):
@@ -194,7 +206,15 @@ struct pod_mgr {
 	 * is stopping too still runs. */
 	tank_map_t rdeps;
 	pod_owner_t owner;            /* .allows NULL: no owner */
+	/* The launcher thread containers start on (pod_launcher.h), made
+	 * at the first start that uses it (none with a fake launch); its
+	 * eventfd is watched by the loop actor while launcher_watched. */
+	pod_launcher_t *launcher;
+	bool launcher_watched;
 };
+
+/* The launcher's eventfd is readable (RT_MSG_FD to the loop actor). */
+#define POD__LAUNCHER_READY RC_TAG_KIND(TANK_KIND_CONTAINER, 5)
 
 /* --- pod_mgr.c: helpers, status, phase, tracking ----------------------------- */
 
@@ -232,6 +252,11 @@ void pod__persist(pod_mgr_t *m, pod_trk_t *p);
 void pod__update(pod_mgr_t *m, rc_loop_t *loop, pod_trk_t *p);
 /* Nothing a resync pass could change for p (it may skip it). */
 bool pod__settled(rt_t *rt, const pod_trk_t *p);
+/* pod__settled, or settled but for containers backing off before a
+ * restart of their own policy (their process reaped, nothing else amiss:
+ * what a restart storm makes of every pod, pod_sweep.c), or neither. */
+typedef enum { POD_CALM_NO, POD_CALM_SETTLED, POD_CALM_RESTARTING } pod_calm_t;
+pod_calm_t pod__calm(rt_t *rt, const pod_trk_t *p);
 /* p's cgroup name, "<name>.<8 hex of its uid>". */
 void pod__cg_group(const pod_trk_t *p, char *buf, size_t cap);
 /* CLOCK_MONOTONIC_COARSE in ns: where a slice of work ends. */

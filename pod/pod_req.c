@@ -443,7 +443,7 @@ static void req__exec(pod_mgr_t *m, rc_loop_t *loop, rt_pid_t from, const pod_re
 		req__reply(loop, from, q->id, TANK_ECONFLICT, "container %s is not running", c->key);
 		return;
 	}
-	if (!c->runner && c->pod->spec->isolation.namespaces && !c->pod->has_sb) {
+	if (!c->runner && c->pod->spec->isolation.namespaces && !c->pod->sb) {
 		req__reply(loop, from, q->id, TANK_ECONFLICT, "container %s has never run: its pod "
 			   "has no sandbox yet", c->key);
 		return;
@@ -494,7 +494,7 @@ static void req__exec(pod_mgr_t *m, rc_loop_t *loop, rt_pid_t from, const pod_re
 		.stdout_mode = out >= 0 ? POD_STDIO_FD : POD_STDIO_NULL, .stdout_fd = pipefd[1],
 		.stderr_mode = out >= 0 ? POD_STDIO_FD : POD_STDIO_NULL, .stderr_fd = pipefd[1],
 		.cgroup = c->has_cg ? &c->cg : NULL,
-		.sandbox = c->pod->has_sb ? &c->pod->sb : NULL,
+		.sandbox = c->pod->sb,
 	};
 	pod_exec_arg_t a = {
 		.lo = &lo, .launch = m->o.launch ? m->o.launch : pod_launch,

@@ -29,6 +29,10 @@ typedef struct pod_runner {
 	rt_ref_t out_watch, err_watch;
 	bool stopping;
 	bool exited;
+	/* An asynchronous start under way (args.launcher): the job, until
+	 * POD_RUNNER_LAUNCHED; abandoned if the runner dies first. */
+	pod_launcher_t *launcher;
+	pod_launch_job_t *job;
 	pod_prober_t *prober;     /* NULL: no probes */
 	char unhealthy[ST_PROBE_MAX + 1];
 	uint8_t gave_up;            /* enum pod_probe_role + 1, 0 = none */
@@ -194,9 +198,12 @@ static void pod__runner_exit(rt_t *rt, pod_runner_t *r, int status, bool lost)
 	rt_exit_self(rt, RT_R_NORMAL);
 }
 
-/* The stop signal, then SIGKILL after the grace period. */
+/* The stop signal, then SIGKILL after the grace period.  While the
+ * launch is under way: when the process exists (pod__runner_launched). */
 static void pod__runner_stop(rt_t *rt, pod_runner_t *r)
 {
+	if (r->job)
+		return;
 	if (pod_proc_signal(&r->proc, r->stop_signal) < 0 || r->grace_ms == 0)
 		pod__runner_kill_rest(r);
 	else
@@ -216,6 +223,65 @@ static void pod__runner_probe(rt_t *rt, pod_runner_t *r, const pod_probe_report_
 		r->gave_up = (uint8_t)(rep->role + 1);
 		pod__runner_stop(rt, r);
 	}
+}
+
+/* Watches the started process's exit and pipes.  On failure the
+ * process is killed (the runtime reaps it as an unclaimed child) and its
+ * pipes closed. */
+static int pod__runner_watch(rt_t *rt, pod_runner_t *r, bool child)
+{
+	int err = 0;
+
+	/* The exit may already have happened: rt_watch_child copes. */
+	if ((child && (err = rt_watch_child(rt, rt_self(rt), r->proc.pid, POD_CHILD,
+					    NULL)) < 0) ||
+	    (r->proc.stdout_fd >= 0 &&
+	     (err = rt_watch_fd(rt, rt_self(rt), r->proc.stdout_fd, EV_READ,
+				POD_FD_OUT, &r->out_watch)) < 0) ||
+	    (r->proc.stderr_fd >= 0 &&
+	     (err = rt_watch_fd(rt, rt_self(rt), r->proc.stderr_fd, EV_READ,
+				POD_FD_ERR, &r->err_watch)) < 0)) {
+		pod_proc_kill_all(&r->proc, r->cgroup);
+		pod_proc_close_fds(&r->proc);
+		return err;
+	}
+	return 0;
+}
+
+/* The asynchronous launch is over: the process is watched and the owner
+ * told (POD_RUNNER_STARTED); a failed one ends the runner. */
+static void pod__runner_launched(rt_t *rt, pod_runner_t *r, pod_launch_job_t *j)
+{
+	pod_runner_started_t st;
+	tank_error_t err;
+
+	memset(&st, 0, sizeof st);
+	snprintf(st.key, sizeof st.key, "%s", r->key);
+	tank_error_clear(&err);
+	r->job = NULL;
+	st.rc = pod_launch_job_take(j, &r->proc, &err);
+	pod_launch_job_free(j);
+	if (st.rc == 0 && (st.rc = pod__runner_watch(rt, r, true)) < 0)
+		tank_error_set(&err, st.rc, "watch container: %s", tank_strerror(st.rc));
+	if (st.rc < 0) {
+		/* Cut to what a status shows, by design. */
+		const char *why = err.msg[0] ? err.msg : tank_strerror(st.rc);
+		size_t n = strnlen(why, sizeof st.error - 1);
+		memcpy(st.error, why, n);
+		st.error[n] = '\0';
+		r->proc = (pod_proc_t){ .stdout_fd = -1, .stderr_fd = -1 };
+		r->exited = true;      /* nothing to kill */
+		(void)rt_send(rt, r->owner, POD_RUNNER_STARTED, &st, sizeof st);
+		rt_exit_self(rt, RT_R_NORMAL);
+		return;
+	}
+	r->started_ms = rt_now_ms(rt);
+	if (r->mirror)
+		*r->mirror = r->proc;
+	(void)rt_send(rt, r->owner, POD_RUNNER_STARTED, &st, sizeof st);
+	/* Asked to stop meanwhile (or a probe gave up on it early). */
+	if (r->stopping || r->unhealthy[0])
+		pod__runner_stop(rt, r);
 }
 
 static void pod__runner_handle(rt_t *rt, void *state, rt_msg_t *m)
@@ -239,6 +305,13 @@ static void pod__runner_handle(rt_t *rt, void *state, rt_msg_t *m)
 			pod__runner_exit(rt, r, m->u.child.status, false);
 		return;
 	case RT_MSG_USER:
+		if (m->tag == POD_RUNNER_LAUNCHED && m->len == sizeof(pod_launch_job_t *)) {
+			pod_launch_job_t *j;
+			memcpy(&j, m->data, sizeof j);
+			if (j == r->job)
+				pod__runner_launched(rt, r, j);
+			return;
+		}
 		if (m->tag == POD_RUNNER_KEPT && m->len == sizeof(pod_adopt_exit_t) &&
 		    !r->exited) {
 			pod_adopt_exit_t x;
@@ -310,6 +383,15 @@ static int pod__runner_init(rt_t *rt, void **state, void *arg)
 			return tank_error_set(a->err, err, "adopt pid %d: %s", (int)a->adopt->pid,
 					      tank_strerror(err));
 		}
+	} else if (a->launcher && !a->launch) {
+		/* Asynchronous: the process exists at POD_RUNNER_LAUNCHED. */
+		r->proc = (pod_proc_t){ .stdout_fd = -1, .stderr_fd = -1 };
+		if ((err = pod_launch_submit(a->launcher, a->launch_opts, rt_self(rt),
+					     &r->job, a->err)) < 0) {
+			free(r);
+			return err;
+		}
+		r->launcher = a->launcher;
 	} else if ((err = (a->launch ? a->launch : pod_launch)(a->launch_opts, &r->proc,
 							       a->err)) < 0) {
 		free(r);
@@ -317,19 +399,8 @@ static int pod__runner_init(rt_t *rt, void **state, void *arg)
 	} else {
 		r->started_ms = rt_now_ms(rt);
 	}
-	/* The exit may already have happened: rt_watch_child copes. */
-	if ((!a->adopt && (err = rt_watch_child(rt, rt_self(rt), r->proc.pid, POD_CHILD,
-						NULL)) < 0) ||
-	    (r->proc.stdout_fd >= 0 &&
-	     (err = rt_watch_fd(rt, rt_self(rt), r->proc.stdout_fd, EV_READ,
-				POD_FD_OUT, &r->out_watch)) < 0) ||
-	    (r->proc.stderr_fd >= 0 &&
-	     (err = rt_watch_fd(rt, rt_self(rt), r->proc.stderr_fd, EV_READ,
-				POD_FD_ERR, &r->err_watch)) < 0)) {
-		/* Cannot supervise it: do not leave it running.  The
-		 * runtime reaps it as an unclaimed child. */
-		pod_proc_kill_all(&r->proc, r->cgroup);
-		pod_proc_close_fds(&r->proc);
+	/* Cannot supervise it: do not leave it running. */
+	if (!r->job && (err = pod__runner_watch(rt, r, !a->adopt)) < 0) {
 		free(r);
 		return tank_error_set(a->err, err, "watch container: %s",
 				      tank_strerror(err));
@@ -354,7 +425,11 @@ static void pod__runner_terminate(rt_t *rt, void *state, rt_reason_t reason)
 	pod_runner_t *r = state;
 
 	(void)rt; (void)reason;
-	if (!r->exited)
+	if (r->job)
+		/* Dies before its launch was done: the launcher kills
+		 * what it started.  Nothing of ours runs yet. */
+		pod_launch_job_abandon(r->launcher, r->job);
+	else if (!r->exited)
 		pod__runner_kill_rest(r);
 	if (r->adopter)
 		pod_adopt_unwatch(r->adopter, r->proc.pid, r->proc.start_time);

@@ -39,6 +39,7 @@
 #include "pod/pod_adopt.h"
 #include "pod/pod_cgroup.h"
 #include "pod/pod_launch.h"
+#include "pod/pod_launcher.h"
 #include "pod/pod_log.h"
 #include "pod/pod_probe.h"
 #include "reconciler/rc_loop.h"
@@ -63,12 +64,25 @@ typedef struct pod_runner_probe {
 	pod_probe_report_t report;
 	char key[RC_KEY_MAX];
 } pod_runner_probe_t;
+/* runner -> owner: an asynchronous start (args.launcher) is over; payload
+ * pod_runner_started_t.  rc 0: the process runs, args.proc is filled (the
+ * container is started from now on); else it did not start (error says
+ * why) and the runner has exited normally, with no POD_RUNNER_EXITED. */
+#define POD_RUNNER_STARTED RC_TAG_KIND(TANK_KIND_CONTAINER, 4)
+typedef struct pod_runner_started {
+	int rc;
+	char error[POD_LAUNCH_ERR_MAX];   /* what a status shows of it */
+	char key[RC_KEY_MAX];
+} pod_runner_started_t;
 /* owner -> runner: starts the stop sequence (idempotent).  Payload none,
  * or a uint64_t: the longest grace this stop may take (ms), when it is
  * shorter than the spec's (an owner's deadline is nearer than the grace). */
 #define POD_RUNNER_STOP 10
 /* runner -> itself: the grace period ran out */
 #define POD_RUNNER_GRACE 11
+/* the launcher's owner -> runner: its launch is done; payload the
+ * pod_launch_job_t * (pod_launcher.h), the runner's from then on */
+#define POD_RUNNER_LAUNCHED 13
 /* pod_adopt -> an adopted runner: its process, not our child, was reaped
  * by the keeper (or ended with no keeper to tell how: lost); payload
  * pod_adopt_exit_t */
@@ -115,6 +129,15 @@ typedef struct pod_runner_args {
 	uint64_t grace_ms;
 	/* The launcher: pod_launch, or a test's fake with its contract. */
 	int (*launch)(const pod_launch_opts_t *, pod_proc_t *, tank_error_t *);
+	/* Non-NULL (and launch NULL, no adopt): the start is asynchronous.
+	 * pod_runner_start submits the launch to this launcher thread
+	 * (pod_launcher.h) and returns at once with args->proc's pid 0; the
+	 * launcher's owner hands the done job to the runner
+	 * (POD_RUNNER_LAUNCHED), which then tells its owner
+	 * POD_RUNNER_STARTED.  A stop asked meanwhile is carried out as soon
+	 * as the process exists; a runner killed meanwhile abandons the job
+	 * (the process, if any, is killed).  Borrowed: outlives the runner. */
+	pod_launcher_t *launcher;
 	pod_proc_t *proc;                 /* out: the started process; the runner
 					   * also marks there a pipe it closed
 					   * (fd -1), for a reexec's handover */
@@ -133,7 +156,10 @@ typedef struct pod_runner_args {
 /* Spawns a runner linked to the caller and starts the process in its
  * init.  Returns 0 with args->proc filled, or the launch error (args->err
  * says what failed: "exec /nope: No such file or directory"); no actor
- * then exists.  Blocks for the launcher's vfork window only. */
+ * then exists.  Blocks for the launcher's vfork window only.  With
+ * args->launcher: returns once the launch is queued (args->proc's pid
+ * 0), the outcome comes as POD_RUNNER_STARTED; errors are then only the
+ * runner's own (memory, a dup). */
 int pod_runner_start(rt_t *rt, pod_runner_args_t *args, rt_pid_t *out);
 
 #endif

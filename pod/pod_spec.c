@@ -68,10 +68,14 @@ int pod_probe_role_of(const char *name)
 
 bool pod_container_has_probes(const pod_container_t *c)
 {
-	for (unsigned r = 0; r < POD_PROBE_ROLES; r++)
-		if (c->probes[r].kind != POD_PROBE_NONE)
-			return true;
-	return false;
+	return c->probes != NULL;
+}
+
+const pod_probe_t *pod_container_probe(const pod_container_t *c, enum pod_probe_role r)
+{
+	static const pod_probe_t none;   /* kind NONE */
+
+	return c->probes && r < POD_PROBE_ROLES ? &c->probes[r] : &none;
 }
 
 static const char *const dep_condition_names[] = {
@@ -157,8 +161,9 @@ static void container_free(pod_container_t *c)
 		free(c->mounts[i].path);
 	}
 	free(c->mounts);
-	for (unsigned r = 0; r < POD_PROBE_ROLES; r++)
+	for (unsigned r = 0; c->probes && r < POD_PROBE_ROLES; r++)
 		pod_probe_clear(&c->probes[r]);
+	free(c->probes);
 }
 
 void pod_spec_free(pod_spec_t *s)
@@ -842,6 +847,37 @@ static void v_probe(kit_t *v, const msgpack_object *m, pod_probe_t *p, enum pod_
 	FIELD(v, m, "failure_threshold", v_threshold(v, o, &p->failure_threshold));
 }
 
+/* startup, readiness, liveness: the array only for a container that has
+ * one (pod_container_t.probes). */
+static void v_probes(kit_t *v, const msgpack_object *m, pod_container_t *c)
+{
+	bool any = false;
+
+	for (unsigned r = 0; r < POD_PROBE_ROLES; r++)
+		any |= kit_lookup(m, probe_role_names[r]) != NULL;
+	if (!any)
+		return;
+	c->probes = calloc(POD_PROBE_ROLES, sizeof *c->probes);
+	if (!c->probes) {
+		v->oom = true;
+		return;
+	}
+	for (unsigned r = 0; r < POD_PROBE_ROLES; r++)
+		FIELD(v, m, probe_role_names[r],
+		      v_probe(v, o, &c->probes[r], (enum pod_probe_role)r));
+	/* A probe given as a wrong type keeps kind NONE (an error is
+	 * reported): the spec is refused, but keep the invariant anyway. */
+	any = false;
+	for (unsigned r = 0; r < POD_PROBE_ROLES; r++)
+		any |= c->probes[r].kind != POD_PROBE_NONE;
+	if (!any) {
+		for (unsigned r = 0; r < POD_PROBE_ROLES; r++)
+			pod_probe_clear(&c->probes[r]);
+		free(c->probes);
+		c->probes = NULL;
+	}
+}
+
 static void v_containers(kit_t *v, const msgpack_object *a, pod_spec_t *s)
 {
 	static const char *const keys[] = { "name", "command", "env", "working_dir",
@@ -904,9 +940,7 @@ static void v_containers(kit_t *v, const msgpack_object *a, pod_spec_t *s)
 			FIELD(v, m, "user", v_user(v, o, c));
 			FIELD(v, m, "limits", v_limits(v, o, c));
 			FIELD(v, m, "mounts", v_mounts(v, o, c, s));
-			for (unsigned r = 0; r < POD_PROBE_ROLES; r++)
-				FIELD(v, m, probe_role_names[r],
-				      v_probe(v, o, &c->probes[r], (enum pod_probe_role)r));
+			v_probes(v, m, c);
 		}
 		kit_pop(v, sv);
 	}
@@ -1411,7 +1445,7 @@ static void e_container(struct enc *e, const pod_container_t *c)
 	     (c->limits.cpu_millis > 0);
 	n += nl > 0;
 	n += c->mount_count > 0;
-	for (unsigned r = 0; r < POD_PROBE_ROLES; r++)
+	for (unsigned r = 0; c->probes && r < POD_PROBE_ROLES; r++)
 		n += c->probes[r].kind != POD_PROBE_NONE;
 	e_map(e, n);
 	e_str(e, "name");
@@ -1466,7 +1500,7 @@ static void e_container(struct enc *e, const pod_container_t *c)
 							 msgpack_pack_false(e->pk);
 		}
 	}
-	for (unsigned r = 0; r < POD_PROBE_ROLES; r++)
+	for (unsigned r = 0; c->probes && r < POD_PROBE_ROLES; r++)
 		if (c->probes[r].kind != POD_PROBE_NONE)
 			e_probe(e, probe_role_names[r], &c->probes[r]);
 }

@@ -26,7 +26,7 @@
  * pid namespace's init would kill them at once. */
 static bool pod__sb_owned(const pod_trk_t *p, const char *group)
 {
-	if (p->has_sb && strcmp(p->sb.group, group) == 0)
+	if (p->sb && strcmp(p->sb->group, group) == 0)
 		return true;
 	for (size_t i = 0; i < p->nctrs; i++)
 		if (!p->ctrs[i].orphans_checked || p->ctrs[i].orphan || p->ctrs[i].cg_orphans)
@@ -38,7 +38,17 @@ typedef struct pod_sweep {
 	pod_mgr_t *m;
 	rc_loop_t *loop;
 	bool all;                     /* shutting down: nothing is owned */
+	bool starting;                /* containers started since the last sweep */
 } pod_sweep_t;
+
+/* An ended container's group is removed by a sweep that no start
+ * preceded since the last one: an rmdir waits for the kernel's cgroup
+ * mutex, which each start's migration holds across an RCU grace period,
+ * so during an apply of thousands of one-shot pods their removals made
+ * every start (and the loop) wait; they go once the starts are over, in
+ * the sweep's slices.  Not forever: past this many sweeps in a row (a
+ * crash loop somewhere starts something at every pass) they go anyway. */
+#define POD_SWEEP_DEFER_MAX 12
 
 /* A settled pod's groups swept once in a state are skipped at the next
  * sweeps until that state changes (a start, an exit, a restart, a stop,
@@ -49,13 +59,23 @@ typedef struct pod_sweep {
  * (or a container group made by hand in it) waits that long. */
 #define POD_SWEEP_FULL_PASSES 60
 
+/* A pod only waiting for its containers' restarts (POD_CALM_RESTARTING) is
+ * skipped too, when its last sweep found it clean within the same 60
+ * passes, without counting as a state swept: tank is the one acting on
+ * it, the runner killed what its container left at the exit, and it is
+ * read at the first sweep after it runs again (its signature moved).  A
+ * storm of 10,000 restarts made every pod this at each pass until its
+ * turn, and reading each one's groups (~55 us a pod) at every pass was
+ * most of tankd's system time in the storm. */
 static bool pod__cg_skip(const pod_sweep_t *sw, pod_trk_t *p)
 {
 	pod_mgr_t *m = sw->m;
+	pod_calm_t calm = pod__calm(rc_rt(sw->loop), p);
 	uint64_t sig;
 
-	if (!pod__settled(rc_rt(sw->loop), p))
-		return false;
+	if (calm != POD_CALM_SETTLED)
+		return calm == POD_CALM_RESTARTING && p->swept_sig &&
+		       m->pass - p->swept_pass < POD_SWEEP_FULL_PASSES;
 	sig = pod__status_sig(p);
 	if (p->swept_sig == sig && m->pass - p->swept_pass < POD_SWEEP_FULL_PASSES)
 		return true;
@@ -97,9 +117,19 @@ static bool pod__cg_owned(void *ctx, const char *pod, const char *container)
 				return true;
 		return false;
 	}
+	/* A container that ended for good gave its group up
+	 * (pod__ctr_finish): the sweep removes it. */
 	for (size_t i = 0; i < p->nctrs; i++)
-		if (strcmp(p->ctrs[i].name, container) == 0)
-			return true;
+		if (strcmp(p->ctrs[i].name, container) == 0) {
+			if (p->ctrs[i].has_cg || p->ctrs[i].runner ||
+			    p->ctrs[i].st.phase != POD_CP_TERMINAL)
+				return true;
+			/* Deferred: read again by the next sweep, not skipped
+			 * as swept in this state (pod__cg_skip). */
+			if (sw->starting)
+				p->swept_sig = 0;
+			return sw->starting;
+		}
 	return false;
 }
 
@@ -116,7 +146,7 @@ static void pod__cg_found(void *ctx, const char *pod, const char *container, int
 	 * predecessor's. */
 	pod__fmt(name, sizeof name, "%.*s", dot ? (int)(dot - pod) : (int)strlen(pod), pod);
 	p = name[0] ? tank_map_get(&sw->m->pods, name) : NULL;
-	if (p && p->has_sb && strcmp(p->sb.group, container) == 0)
+	if (p && p->sb && strcmp(p->sb->group, container) == 0)
 		return;                 /* its own sandbox, at tankd's stop */
 	if (p)
 		p->swept_sig = 0;       /* not clean: read again next time */
@@ -150,7 +180,7 @@ static void pod__cg_found(void *ctx, const char *pod, const char *container, int
  * (pod_cgroup_sweep_step). */
 void pod__sweep_all(pod_mgr_t *m, rc_loop_t *loop)
 {
-	pod_sweep_t sw = { m, loop, true };
+	pod_sweep_t sw = { m, loop, true, false };
 
 	if (!m->has_cg)
 		return;
@@ -175,8 +205,15 @@ void pod__sweep_all(pod_mgr_t *m, rc_loop_t *loop)
  * remains, 0 when done, < 0 on error. */
 int pod__sweep_slice(pod_mgr_t *m, rc_loop_t *loop)
 {
-	pod_sweep_t sw = { m, loop, false };
+	bool starting = (m->nlaunching || m->nstarts != m->swept_starts) &&
+			m->sweep_deferred < POD_SWEEP_DEFER_MAX;
+	pod_sweep_t sw = { m, loop, false, starting };
+	int r = pod_cgroup_sweep_step(&m->cg_env, &m->sweep, pod__cg_owned, pod__cg_found,
+				      &sw, RC_LIST_SLICE_MS);
 
-	return pod_cgroup_sweep_step(&m->cg_env, &m->sweep, pod__cg_owned, pod__cg_found,
-				     &sw, RC_LIST_SLICE_MS);
+	if (r <= 0) {
+		m->sweep_deferred = starting ? m->sweep_deferred + 1 : 0;
+		m->swept_starts = m->nstarts;
+	}
+	return r;
 }

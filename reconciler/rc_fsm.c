@@ -8,6 +8,7 @@
 #include "reconciler/rc_fsm.h"
 
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "common/tank_err.h"
@@ -38,10 +39,29 @@ static const char *rc__event_name(const rc_fsm_t *fsm, uint8_t ev)
 	return ev < fsm->nevents ? fsm->events[ev] : "?";
 }
 
-static void rc__set_reason(rc_fsm_state_t *st, const char *reason)
+/* Reasons are bounded: a longer one is cut, by design.  n: its length,
+ * already cut.  reason may be st's own (copied before the old is freed). */
+static void rc__set_reason(rc_fsm_state_t *st, const char *reason, size_t n)
 {
-	/* Reasons are bounded; a longer one is cut, by design. */
-	snprintf(st->reason, sizeof st->reason, "%s", reason ? reason : "");
+	char *r = NULL;
+
+	if (n && (r = malloc(n + 1))) {
+		memcpy(r, reason, n);
+		r[n] = 0;
+	}
+	free(st->reason);
+	st->reason = r;
+}
+
+static size_t rc__reason_len(const char *reason)
+{
+	return reason ? strnlen(reason, RC_REASON_MAX - 1) : 0;
+}
+
+void rc_fsm_clear(rc_fsm_state_t *st)
+{
+	free(st->reason);
+	st->reason = NULL;
 }
 
 void rc_fsm_restore(rc_fsm_state_t *st, uint8_t phase, int64_t since,
@@ -49,7 +69,7 @@ void rc_fsm_restore(rc_fsm_state_t *st, uint8_t phase, int64_t since,
 {
 	st->phase = phase;
 	st->since = since ? since : (int64_t)rc_wall_ms();
-	rc__set_reason(st, reason);
+	rc__set_reason(st, reason, rc__reason_len(reason));
 }
 
 int rc_fsm_apply(rc_loop_t *loop, uint32_t kind_id, const char *key,
@@ -58,6 +78,7 @@ int rc_fsm_apply(rc_loop_t *loop, uint32_t kind_id, const char *key,
 {
 	int to = rc_fsm_next(fsm, st->phase, event);
 	char cut[RC_REASON_MAX];
+	size_t n;
 
 	if (to < 0) {
 		rc__count_illegal(loop);
@@ -67,15 +88,17 @@ int rc_fsm_apply(rc_loop_t *loop, uint32_t kind_id, const char *key,
 			rc_fsm_phase_name(fsm, st->phase));
 		return TANK_EILLEGAL;
 	}
-	snprintf(cut, sizeof cut, "%s", reason ? reason : "");
-	if ((uint8_t)to == st->phase && strcmp(cut, st->reason) == 0)
+	n = rc__reason_len(reason);
+	memcpy(cut, reason ? reason : "", n);
+	cut[n] = 0;
+	if ((uint8_t)to == st->phase && strcmp(cut, rc_fsm_reason(st)) == 0)
 		return 0;
 	rc_record(loop, kind_id, key, rc_fsm_phase_name(fsm, st->phase),
 		  rc_fsm_phase_name(fsm, (uint8_t)to), to, cut);
 	if ((uint8_t)to != st->phase)
 		st->since = (int64_t)rc_wall_ms();
 	st->phase = (uint8_t)to;
-	memcpy(st->reason, cut, sizeof cut);
+	rc__set_reason(st, cut, n);
 	return 1;
 }
 

@@ -24,7 +24,10 @@
  * rc_fsm_markdown() prints one as a Markdown table; a test checks that
  * docs/reconciler.md holds exactly what it prints (the docs cannot drift).
  *
- * Nothing here allocates or blocks.  Strings in rc_fsm_t are static.
+ * Nothing here blocks.  Strings in rc_fsm_t are static; the one thing
+ * allocated is a state's reason (rc_fsm_state_t), freed by
+ * rc_fsm_clear().  Out of memory, a reason is lost ("") and the phase
+ * still changes: the phase is the state, the reason is for people.
  */
 #ifndef TANK_RC_FSM_H
 #define TANK_RC_FSM_H
@@ -54,12 +57,27 @@ typedef struct rc_fsm {
 	size_t nedges;
 } rc_fsm_t;
 
-/* The phase part of an object's state, embedded in the kind's own struct. */
+/* The phase part of an object's state, embedded in the kind's own struct.
+ * The reason is owned, as long as it is (at most RC_REASON_MAX - 1 bytes;
+ * NULL = ""): a fixed buffer cost every object 128 bytes, and a pod of
+ * one container has two (issue 38, item 2).  Read it with
+ * rc_fsm_reason(); a kind frees it with rc_fsm_clear() where it frees the
+ * object.  A zeroed state is valid (phase 0, reason ""). */
 typedef struct rc_fsm_state {
 	uint8_t phase;
 	int64_t since;                  /* ms since the epoch, entered `phase` */
-	char reason[RC_REASON_MAX];
+	char *reason;                   /* owned; NULL = "" */
 } rc_fsm_state_t;
+
+/* st's reason, never NULL; valid until st's next apply, restore or clear. */
+static inline const char *rc_fsm_reason(const rc_fsm_state_t *st)
+{
+	return st->reason ? st->reason : "";
+}
+
+/* Frees what st owns (its reason): "" after.  Every kind calls it where
+ * it frees an object; st stays usable. */
+void rc_fsm_clear(rc_fsm_state_t *st);
 
 /* Where `event` leads from `from`, or -1 when the table does not allow it. */
 int rc_fsm_next(const rc_fsm_t *fsm, uint8_t from, uint8_t event);
@@ -73,7 +91,8 @@ int rc_fsm_apply(rc_loop_t *loop, uint32_t kind_id, const char *key,
 		 const char *reason);
 
 /* Initialises st to `phase` without recording a transition (creation, or
- * restoring a stored status; see above).  since 0 = now. */
+ * restoring a stored status; see above).  since 0 = now.  st is zeroed or
+ * a state set before (its old reason is freed). */
 void rc_fsm_restore(rc_fsm_state_t *st, uint8_t phase, int64_t since,
 		    const char *reason);
 

@@ -504,7 +504,10 @@ static void rc__route(rc_loop_t *loop, rt_msg_t *msg)
 		rc_owned_t o;
 		kind = tank_set_del(&loop->owned, sizeof o, msg->u.exit.from, &o)
 			? o.kind : RC_MAX_KIND_ID + 1;
-	} else if (msg->type == RT_MSG_USER && msg->tag >= RC_TAG_USER) {
+	} else if ((msg->type == RT_MSG_USER || msg->type == RT_MSG_FD) &&
+		   msg->tag >= RC_TAG_USER) {
+		/* A kind's fd watched by the loop actor under one of its
+		 * tags (the pod kind's launcher) is the kind's too. */
 		kind = (msg->tag - RC_TAG_USER) / RC_TAGS_PER_KIND;
 	} else {
 		kind = RC_MAX_KIND_ID + 1;

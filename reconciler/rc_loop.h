@@ -132,8 +132,10 @@ typedef struct rc_manager {
 	void (*child_failed)(void *ctx, rc_loop_t *loop, const char *key,
 			     const char *child_kind, const char *child_key,
 			     const char *reason);
-	/* A message routed to this kind (a tag in its RC_TAG_KIND range, or
-	 * the EXIT of an actor it registered with rc_own).  May be NULL. */
+	/* A message routed to this kind (a tag in its RC_TAG_KIND range —
+	 * a user message, or the RT_MSG_FD of an fd the kind watches with
+	 * rt_watch_fd(rt, rc_pid(loop), …, tag) — or the EXIT of an actor
+	 * it registered with rc_own).  May be NULL. */
 	void (*handle)(void *ctx, rc_loop_t *loop, rt_msg_t *msg);
 	/* The loop is going away (actor death or teardown).  May be NULL. */
 	void (*stop)(void *ctx, rc_loop_t *loop);

@@ -297,6 +297,14 @@ int rt_watch_child(rt_t *rt, rt_pid_t owner, pid_t pid, uint32_t tag,
 		   rt_ref_t *ref);
 int rt_unwatch_child(rt_t *rt, rt_ref_t ref);
 
+/* Reaping is spaced by its own cost (each reap walks every child of the
+ * process in the kernel): a SIGCHLD that comes less than 32 times the last
+ * reap's CPU time after it (at most 20 ms) is served by one reap at the
+ * end of that gap, with every exit of the meantime.  How many reaps ran,
+ * and how many SIGCHLDs were put off to a later one (for tests and
+ * benchmarks; either pointer may be NULL). */
+void rt_reap_stats(rt_t *rt, uint64_t *reaps, uint64_t *put_off);
+
 /* Decodes a raw wait status into code / signal / core dumped. */
 void rt_decode_status(int status, int *code, int *signal, bool *core);
 

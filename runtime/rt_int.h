@@ -78,6 +78,12 @@ struct rt {
 	ev_idle idle;                    /* keeps polling non-blocking */
 	ev_check check;                  /* runs actors after each poll */
 	ev_signal sigchld;
+	/* Reaps spaced by their own cost (rt_io.c rt__reap): when the last
+	 * ended (CLOCK_MONOTONIC ns), the gap the next keeps, the timer of
+	 * a reap put off to then. */
+	ev_timer reap_timer;
+	uint64_t reaped_at, reap_gap;
+	uint64_t nreaps, nreaps_put_off;   /* rt_reap_stats */
 	/* names: a small array; registrations are rare and few */
 	struct { char *name; rt_pid_t pid; } *names;
 	uint32_t nnames, capnames;

@@ -53,7 +53,7 @@ echo
 echo "worker's log:"
 "$TANKCTL" logs worker --tail 3
 echo
-echo "actions (docs/actions.md): $TANKCTL action run db backup nightly  # then another"
-echo "user approves it: $TANKCTL action approve ID; $TANKCTL exec db -- /bin/ls /"
+echo "actions (docs/actions.md): $TANKCTL action run ledger backup nightly  # then another"
+echo "user approves it: $TANKCTL action approve ID; $TANKCTL exec ledger -- /bin/ls /"
 echo "tankctl: $TANKCTL (TANK_SOCKET=$TANK_SOCKET)"
 echo "stop tankd and its pods: kill \$(cat $dir/lock)"

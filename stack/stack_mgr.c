@@ -287,7 +287,7 @@ static void stack__persist(stack_mgr_t *m, stack_trk_t *t, size_t ready, int64_t
 	     pk_str(&pk, "name") || pk_str(&pk, t->name) ||
 	     pk_str(&pk, "kind") || pk_str(&pk, "stack") ||
 	     pk_str(&pk, "phase") || pk_str(&pk, rc_fsm_phase_name(&stack_fsm, t->st.phase)) ||
-	     pk_str(&pk, "reason") || pk_str(&pk, t->st.reason) ||
+	     pk_str(&pk, "reason") || pk_str(&pk, rc_fsm_reason(&t->st)) ||
 	     pk_str(&pk, "since") || msgpack_pack_int64(&pk, t->st.since) ||
 	     pk_str(&pk, "generation") || msgpack_pack_uint64(&pk, t->generation) ||
 	     pk_str(&pk, "uid") || pk_str(&pk, t->uid) ||
@@ -553,6 +553,7 @@ static void stack__forget(stack_mgr_t *m, rc_loop_t *loop, stack_trk_t *t)
 	tank_map_del(&m->stacks, t->name);
 	free(t->told_pods);
 	free(t->bad);
+	rc_fsm_clear(&t->st);
 	free(t);
 }
 
@@ -679,11 +680,11 @@ static rc_result_t stack__reconcile(void *ctx, rc_loop_t *loop, const rc_view_t 
 		case STACK_WHY_RESTARTED:    r = "starting (tankd restarted)"; break;
 		case STACK_WHY_FIRST:        r = first; break;
 		case STACK_WHY_LAST_FAILURE: r = t->last_failure; break;
-		case STACK_WHY_KEEP:         r = t->st.reason; break;
+		case STACK_WHY_KEEP:         r = rc_fsm_reason(&t->st); break;
 		case STACK_WHY_STOP:         r = why; break;
 		}
 		char cut[RC_REASON_MAX];
-		snprintf(cut, sizeof cut, "%s", r);     /* r may be t->st.reason */
+		snprintf(cut, sizeof cut, "%s", r);     /* r may be rc_fsm_reason(&t->st) */
 		stack__event(loop, t, steps[i].ev, cut);
 	}
 
@@ -830,6 +831,7 @@ void stack_mgr_free(stack_mgr_t *m)
 		stack_spec_free(t->spec);
 		free(t->told_pods);
 		free(t->bad);
+		rc_fsm_clear(&t->st);
 		free(t);
 	}
 	tank_map_destroy(&m->stacks);

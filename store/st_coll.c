@@ -110,14 +110,15 @@ int st_coll_open(st_t *st, const st_coll_decl_t *decl, st_coll_t **out,
 	c->history_limit = decl->history_limit ? decl->history_limit : st->history_limit;
 	c->noun = coll__noun(c);
 	c->noun_len = strlen(c->noun);
-	if ((rc = st__write_txn(st, true, "open collection", coll__open_fn, c, err)) ||
-	    (decl->typed_status && (rc = st__cache_load(c, err)))) {
-		st__cache_free(c);
+	if ((rc = st__write_txn(st, true, "open collection", coll__open_fn, c, err))) {
 		free(c);
 		return rc;
 	}
 	c->idx = st->n_colls;
 	st->colls[st->n_colls++] = c;
+	c->loaded = true;
+	if (decl->typed_status)
+		st__cache_begin(c);
 	*out = c;
 	return 0;
 }
@@ -554,9 +555,12 @@ int st_coll_status_get(st_coll_t *c, const char *key, void **bytes, size_t *len,
 	if (!coll__key_ok(key))
 		return tank_error_set(err, TANK_ENOTFOUND, "no status");
 	if (c->decl->typed_status) {
-		/* The cache has every status of the collection. */
-		const cent_t *e = st__cache_find(c, key);
+		/* The cache, or the stored record while it loads. */
+		int lrc;
+		const cent_t *e = st__cache_lookup(c, key, &lrc, err);
 		msgpack_sbuffer b;
+		if (lrc)
+			return lrc;
 		if (!e)
 			return tank_error_set(err, TANK_ENOTFOUND, "%s \"%s\": no status",
 					      c->decl->name, key);

@@ -22,6 +22,8 @@
 #define META_SCHEMA_KEY "schema_version"
 #define SEQ_LEN 8
 #define ST_FLUSH_SLICE 4096        /* names per timer flush (flush_some) */
+#define ST_TRIM_QUIET_MS 2000      /* the map is given back after this long untouched */
+#define ST_LOAD_SLICE 2048         /* status records per turn of the cache's load (~3 ms) */
 
 /* One queued key of a collection: whether its status must be written
  * and/or its status and history deleted first, plus the sequence and uid
@@ -117,6 +119,14 @@ struct st {
 
 	struct ev_loop *loop;
 	ev_timer timer;
+	/* The map's pages this process touched stay mapped (file-backed, in
+	 * its PSS: 1.2 KiB a pod at 10,000) until given back: once the store
+	 * has gone a whole ST_TRIM_QUIET_MS untouched (no transaction), the
+	 * trim timer drops them with MADV_DONTNEED (st__touch, trim_cb). */
+	ev_timer trim;
+	bool touched;              /* a transaction since the trim timer started */
+	uint64_t trims;            /* times the map was given back */
+	ev_timer load_timer;       /* the caches' load, a slice per turn */
 
 	/* Sync thread.  q_mu guards the request flags; env_mu is held around
 	 * every mdb_env_sync, every NOSYNC flag toggle and every resize so the
@@ -157,6 +167,11 @@ struct st_coll {
 	cent_t **order;            /* cache sorted by key, valid if order_ok */
 	size_t cap_order;
 	bool order_ok;
+	/* The load (st.c "the cache's load, in slices"): loaded once every
+	 * stored record was read; load_key is the last key read. */
+	bool loaded;
+	size_t load_keylen;
+	unsigned char load_key[512];
 };
 
 int64_t st__now_ms(void);
@@ -168,9 +183,17 @@ int st__write_txn(st_t *st, bool durable, const char *what, txn_fn fn, void *arg
 		  tank_error_t *err);
 int st__read_begin(st_t *st, MDB_txn **txn, tank_error_t *err);
 /* Pods' room for puts (st.c), and the packed status cache (st.c) of a
- * typed collection: loaded at open, entries of deleted keys dropped. */
+ * typed collection: loaded in slices after open, entries of deleted keys
+ * dropped. */
 int st__headroom(st_t *st, const st_pod_in_t *pods, size_t n, tank_error_t *err);
-int st__cache_load(st_coll_t *c, tank_error_t *err);
+/* Marks c's cache not loaded; its load runs in slices on the loop. */
+void st__cache_begin(st_coll_t *c);
+void st__arm_load(st_t *st);
+/* Loads what is left of c's cache now (readers of every status). */
+int st__cache_complete(st_coll_t *c, tank_error_t *err);
+/* key's entry, read from LMDB into the cache when the load has not
+ * reached it; NULL with *rc 0 when key has no status. */
+const cent_t *st__cache_lookup(st_coll_t *c, const char *key, int *rc, tank_error_t *err);
 void st__cache_del(st_coll_t *c, const char *const *names, size_t n);
 void st__cache_free(st_coll_t *c);
 const cent_t *st__cache_find(st_coll_t *c, const char *name);

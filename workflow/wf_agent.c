@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "common/kit_frame.h"
+#include "common/kit_hist.h"
 #include "common/tank_map.h"
 #include "pod/pod_req.h"
 #include "pod/pod_spec.h"
@@ -92,6 +93,8 @@ struct wf_agent {
 	tank_map_t dirty;                /* pods changed since the last list */
 	int watch;
 	bool scanned;
+	bool scanning;                   /* the first scan, in slices: scan_at is where it is */
+	char scan_at[POD_NAME_MAX + 1];
 	rc_loop_t *loop;                 /* seen in list/observe */
 	char jobs_dir[4096];
 };
@@ -227,7 +230,7 @@ static int job_pack(msgpack_packer *pk, const char *pod, const wf_job_t *j)
 	rc |= pk_str(pk, "pid_start");  rc |= msgpack_pack_uint64(pk, j->pid_start);
 	rc |= pk_str(pk, "step");       rc |= msgpack_pack_uint32(pk, j->step);
 	rc |= pk_str(pk, "since");      rc |= msgpack_pack_int64(pk, j->st.since);
-	rc |= pk_str(pk, "reason");     rc |= pk_str(pk, j->st.reason);
+	rc |= pk_str(pk, "reason");     rc |= pk_str(pk, rc_fsm_reason(&j->st));
 	return rc ? -ENOMEM : 0;
 }
 
@@ -236,6 +239,7 @@ static void job_unpack(const msgpack_object *o, wf_job_t *j)
 	char state[32], reason[RC_REASON_MAX];
 	const msgpack_object *x;
 
+	rc_fsm_clear(&j->st);          /* j is zeroed or a job read before */
 	memset(j, 0, sizeof *j);
 	mstr(o, "id", state, sizeof state);
 	const char *slash = strrchr(state, '/');
@@ -282,7 +286,7 @@ static int state_pack(msgpack_packer *pk, const wf_pod_t *p)
 	rc |= pk_str(pk, "first_seq");  rc |= msgpack_pack_uint64(pk, p->first_seq);
 	rc |= pk_str(pk, "agent");      rc |= pk_str(pk, rc_fsm_phase_name(&wf_agent_fsm, p->ag.phase));
 	rc |= pk_str(pk, "since");      rc |= msgpack_pack_int64(pk, p->ag.since);
-	rc |= pk_str(pk, "reason");     rc |= pk_str(pk, p->ag.reason);
+	rc |= pk_str(pk, "reason");     rc |= pk_str(pk, rc_fsm_reason(&p->ag));
 	rc |= pk_str(pk, "error");      rc |= pk_str(pk, p->error);
 	rc |= pk_str(pk, "job");
 	rc |= p->job.seq ? job_pack(pk, p->name, &p->job) : msgpack_pack_nil(pk);
@@ -700,6 +704,8 @@ static void agent__params_free(wf_pod_t *p)
 static void agent__pod_free(wf_pod_t *p)
 {
 	agent__params_free(p);
+	rc_fsm_clear(&p->ag);
+	rc_fsm_clear(&p->job.st);
 	free(p->tasks);
 	free(p);
 }
@@ -875,6 +881,7 @@ static void agent__new_job(wf_agent_t *m, wf_pod_t *p, const wf_entry_t *e,
 {
 	char buf[POD_NAME_MAX + 16];
 
+	rc_fsm_clear(&p->job.st);
 	memset(&p->job, 0, sizeof p->job);
 	p->job.seq = p->next_seq++;
 	wf_entry_text(e, p->job.task, sizeof p->job.task);
@@ -887,7 +894,7 @@ static void agent__new_job(wf_agent_t *m, wf_pod_t *p, const wf_entry_t *e,
 	char key[POD_NAME_MAX + 24];
 	agent__job_key(p->name, p->job.seq, key, sizeof key);
 	rc_record(m->loop, K_JOB, key, "", rc_fsm_phase_name(&wf_job_fsm, p->job.st.phase),
-		  p->job.st.phase, p->job.st.reason);
+		  p->job.st.phase, rc_fsm_reason(&p->job.st));
 	/* The chain is bounded: the oldest jobs go. */
 	while (p->next_seq - p->first_seq > WF_JOBS_KEPT)
 		agent__forget_job(m, p->name, p->first_seq++);
@@ -1363,9 +1370,21 @@ static void agent__watch(void *ctx, const char *const *keys, size_t n)
 		(void)tank_map_put(&m->dirty, keys[i], (void *)1, NULL);
 }
 
+typedef struct agent_scan {
+	wf_agent_t *m;
+	rc_loop_t *loop;
+	uint64_t end_ns;
+} agent_scan_t;
+
 static int agent__enqueue_stored(void *ctx, const st_pod_t *p)
 {
-	return rc_enqueue(ctx, K_JOB, p->name) < 0 ? -ENOMEM : 0;
+	agent_scan_t *sc = ctx;
+	if (rc_enqueue(sc->loop, K_JOB, p->name) < 0)
+		return -ENOMEM;
+	if (kit_mono_ns() <= sc->end_ns)
+		return 0;
+	wfmt(sc->m->scan_at, sizeof sc->m->scan_at, "%s", p->name);
+	return 1;     /* the slice is up: the next one goes on after p */
 }
 
 static int agent__list(void *ctx, rc_loop_t *loop)
@@ -1377,10 +1396,24 @@ static int agent__list(void *ctx, rc_loop_t *loop)
 	m->loop = loop;
 	if (!m->scanned) {
 		/* Once: every pod (those with a workflow or a stored state
-		 * get an agent); afterwards only the pods applied since. */
+		 * get an agent); afterwards only the pods applied since (a pod
+		 * applied during the scan is seen by it or is dirty).  In
+		 * slices: 100,000 stored pods in one turn held the loop for
+		 * half a second at tankd's start, before its first ping was
+		 * answered (issue 38). */
+		if (!m->scanning) {
+			m->scanning = true;
+			m->scan_at[0] = '\0';
+			tank_map_clear(&m->dirty);
+		}
+		agent_scan_t sc = { m, loop, kit_mono_ns() + RC_LIST_SLICE_MS * 1000000ull };
+		int rc = st_pod_foreach_from(m->o.store, m->scan_at, agent__enqueue_stored, &sc,
+					     NULL);
+		if (rc == 1)
+			return RC_LIST_MORE;
+		m->scanning = false;
 		m->scanned = true;
-		tank_map_clear(&m->dirty);
-		return st_pod_foreach(m->o.store, agent__enqueue_stored, loop, NULL);
+		return rc;
 	}
 	while (tank_map_next(&m->pods, &it, &name, NULL))
 		rc_enqueue(loop, K_JOB, name);
@@ -1898,12 +1931,13 @@ int wf_agent_retry_says(st_t *st, const char *pod, char *out, size_t cap, tank_e
 		mstr(j, "state", state, sizeof state);
 		mstr(j, "task", task, sizeof task);
 	}
+	rc = 1;
 	if (!mbool(&u.data, "runnable") && !strcmp(state, "failed"))
 		wfmt(out, cap, "a new job for task %s", task);
 	else if (!strcmp(agent, "exit") || !strcmp(agent, "poweroff"))
 		wfmt(out, cap, "the agent starts again (it was in %s)", agent);
 	else
-		wfmt(out, cap, "nothing to retry (agent %s)", agent);
+		wfmt(out, cap, "nothing to retry (agent %s)", agent), rc = 0;
 	rec_free(&u);
-	return 0;
+	return rc;
 }

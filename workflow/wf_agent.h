@@ -116,8 +116,9 @@ int wf_agent_pack_jobs(st_t *st, const char *pod, msgpack_packer *pk, tank_error
 int wf_agent_pack_log(st_t *st, const char *log_dir, const char *id, uint64_t offset,
 		      msgpack_packer *pk, tank_error_t *e);
 /* What a retry will do, for its answer: TANK_ENOTFOUND (no workflow
- * state), else 0 and what in out ("a new job for task T", "started
- * again", "nothing to retry"). */
+ * state), else what in out and 1 when it acts ("a new job for task T",
+ * "the agent starts again …"), 0 when there is nothing to retry
+ * ("nothing to retry (agent A)"). */
 int wf_agent_retry_says(st_t *st, const char *pod, char *out, size_t cap, tank_error_t *e);
 
 #endif

@@ -154,8 +154,9 @@ static int v_retry(const kind_env_t *env, const msgpack_object *params, msgpack_
 	int err;
 
 	verb_name(params, pod, sizeof pod);
-	if ((err = wf_agent_retry_says(env->store, pod, says, sizeof says, e)) < 0)
-		return err;
+	int acts = wf_agent_retry_says(env->store, pod, says, sizeof says, e);
+	if (acts < 0)
+		return acts;
 	/* The agent acts on the loop; the api answers once the loop took
 	 * the message (its verbs are answered after an echo). */
 	rt_pid_t loop = rt_whereis(env->rt, env->loop_name);
@@ -163,7 +164,10 @@ static int v_retry(const kind_env_t *env, const msgpack_object *params, msgpack_
 		return tank_error_set(e, loop ? err : TANK_ECONFLICT, "the reconciler is not running");
 	int rc = msgpack_pack_map(pk, 3);
 	rc |= kind_pack_str(pk, "pod");    rc |= kind_pack_str(pk, pod);
-	rc |= kind_pack_str(pk, "action"); rc |= kind_pack_str(pk, "retried");
+	/* "retried" only when something was; else "unchanged", as apply
+	 * says of an object it left alone.  The loop is told either way: it
+	 * reads the state again, which may have moved since. */
+	rc |= kind_pack_str(pk, "action"); rc |= kind_pack_str(pk, acts ? "retried" : "unchanged");
 	rc |= kind_pack_str(pk, "retry");  rc |= kind_pack_str(pk, says);
 	return rc ? -ENOMEM : 0;
 }

@@ -62,14 +62,19 @@ static int cli__term(const char *s, size_t len, cli_sel_term_t *t, char *why, si
 		free(term);
 		return -ENOMEM;
 	}
+	/* why names what is wrong once: the term only when it is more than
+	 * the key (cli_sel_parse adds the term's place when there are
+	 * several, tankctl the whole selector). */
 	int err = 0;
 	if (!mf_label_key_ok(t->key, strlen(t->key))) {
-		snprintf(why, cap, "\"%s\": \"%s\" is not a label key (a name of at most 63 "
-			 "letters, digits, '-', '_', '.', optionally prefix/)", term, t->key);
+		snprintf(why, cap, "\"%s\" is not a label key (a name of at most 63 "
+			 "letters, digits, '-', '_', '.', optionally prefix/)", t->key);
 		err = -EINVAL;
 	} else if (t->value && (!mf_label_value_ok(t->value, strlen(t->value)) ||
 				strpbrk(t->value, "=!"))) {
-		snprintf(why, cap, "\"%s\": \"%s\" is not a label value", term, t->value);
+		snprintf(why, cap, "\"%s\" is not a label value (at most 63 letters, digits, "
+			 "'-', '_', '.', beginning and ending with a letter or digit, or empty)",
+			 t->value);
 		err = -EINVAL;
 	}
 	free(term);
@@ -82,6 +87,13 @@ int cli_sel_parse(const char *text, cli_sel_t *s, char *why, size_t cap)
 	int err = 0;
 
 	memset(s, 0, sizeof *s);
+	if (strchr(text, '(')) {
+		/* Kubernetes' set-based form, which a kubectl user tries first;
+		 * its commas are inside the parentheses, so it is seen whole. */
+		snprintf(why, cap, "set-based terms (k in (…), k notin (…)) are not supported: "
+			 "use k=v, k!=v, k or !k, joined by ','");
+		return -EINVAL;
+	}
 	for (;;) {
 		const char *comma = strchr(p, ',');
 		size_t len = comma ? (size_t)(comma - p) : strlen(p);
@@ -93,6 +105,14 @@ int cli_sel_parse(const char *text, cli_sel_t *s, char *why, size_t cap)
 		s->t = nt;
 		err = cli__term(p, len, &s->t[s->n], why, cap);
 		s->n++;
+		if (err == -EINVAL && (comma || s->n > 1) && cap) {
+			/* Several terms: say which one. */
+			char *w = strdup(why);
+			if (w) {
+				snprintf(why, cap, "term %zu \"%.*s\": %s", s->n, (int)len, p, w);
+				free(w);
+			}
+		}
 		if (err < 0 || !comma)
 			break;
 		p = comma + 1;

@@ -226,6 +226,20 @@ Test(api, tankctl_usage_and_connection_errors)
 	cr_assert_eq(CTL(&e, NULL, "logs", "--help"), 0);
 	cr_assert(strstr(out, "usage: tankctl logs NAME"));
 	FREE();
+	/* A wrong word is named; a verb without arguments has no trailing
+	 * blank in its usage line. */
+	cr_assert_eq(CTL(&e, NULL, "daemon", "bogus"), 2);
+	cr_assert(strstr(err, "unknown subcommand 'bogus'"), "%s", err);
+	FREE();
+	cr_assert_eq(CTL(&e, NULL, "daemon", "status", "extra"), 2);
+	cr_assert(strstr(err, "unexpected 'extra' after status"), "%s", err);
+	FREE();
+	cr_assert_eq(CTL(&e, NULL, "version", "-x"), 2);
+	cr_assert(strstr(err, "usage: tankctl version\n"), "%s", err);
+	FREE();
+	cr_assert_eq(CTL(&e, NULL, "version", "--help"), 0);
+	cr_assert(strstr(out, "usage: tankctl version\n"), "%s", out);
+	FREE();
 	/* Validation: every problem with its path, nothing sent. */
 	cr_assert_eq(CTL(&e, "name: Bad!\ncontainers: [{name: a}]\n", "apply", "-f", "-"), 1);
 	cr_assert(strstr(err, "containers[0].command: required"), "%s", err);
@@ -256,6 +270,34 @@ Test(api, tankctl_usage_and_connection_errors)
 	FREE();
 	cr_assert_eq(CTL(&e, NULL, "ps", "-z"), 2);
 	cr_assert(strstr(err, "unknown option '-z'"), "%s", err);
+	FREE();
+	/* The same words from a kind's own commands (pod_cli.c, through
+	 * kind_cli_t.bad_option) and from the verbs that take only --help. */
+	cr_assert_eq(CTL(&e, NULL, "logs", "x", "--bogus"), 2);
+	cr_assert(strstr(err, "logs: unknown option '--bogus'"), "%s", err);
+	FREE();
+	cr_assert_eq(CTL(&e, NULL, "restart", "-z", "x"), 2);
+	cr_assert(strstr(err, "restart: unknown option '-z'"), "%s", err);
+	FREE();
+	cr_assert_eq(CTL(&e, NULL, "logs", "x", "--since"), 2);
+	cr_assert(strstr(err, "option '--since' needs a value"), "%s", err);
+	FREE();
+	cr_assert_eq(CTL(&e, NULL, "describe", "--bogus", "x"), 2);
+	cr_assert(strstr(err, "describe: unknown option '--bogus'"), "%s", err);
+	FREE();
+	cr_assert_eq(CTL(&e, NULL, "ping", "extra"), 2);
+	cr_assert(strstr(err, "takes no arguments"), "%s", err);
+	FREE();
+	/* The verb list: one line per form, no trailing blanks. */
+	cr_assert_eq(CTL(&e, NULL, "help"), 0);
+	cr_assert(strstr(out, "\n  workflow status POD"), "%s", out);
+	cr_assert(strstr(out, "\n  workflow retry POD"), "%s", out);
+	cr_assert(!strstr(out, "       tankctl"), "a form's line kept its own-help indent: %s", out);
+	cr_assert(strstr(out, "\n  ping\n"), "%s", out);
+	cr_assert(!strstr(out, " \n"), "a line ends in a blank: %s", out);
+	FREE();
+	cr_assert_eq(CTL(&e, NULL, "version", "--help"), 0);
+	cr_assert(strstr(out, "usage: tankctl version"), "%s", out);
 	FREE();
 	/* `help VERB` is `VERB --help`; `help` alone the verbs. */
 	cr_assert_eq(CTL(&e, NULL, "help", "logs"), 0);

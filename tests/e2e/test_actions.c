@@ -302,6 +302,27 @@ Test(actions, four_eyes_needs_another_uid)
 	teardown(d);
 }
 
+/* An approver sees what they approve: a custom action's record shows its
+ * resolved run (the declared command, then the words given), not only
+ * `args: {}` (its args are folded into the run at submit). */
+Test(actions, a_pending_custom_action_shows_what_will_run)
+{
+	d_t *d = setup();
+	char out[8192], id[64];
+
+	pod(d, "db");
+	run(d, id, "db backup tonight");
+	assert_state(d, id, "PENDING_APPROVE", 5);
+	cr_assert_eq(ctl(d, out, sizeof out, "action get %s -o json", id), 0, "%s", out);
+	const char *run = strstr(out, "\"run\"");
+	cr_assert(run, "no run in the record:\n%s", out);
+	cr_assert(strstr(run, "\"/bin/sh\"") && strstr(run, "\"echo backup of $0 $1\"") &&
+		  strstr(run, "\"tonight\""), "the run is not the declared command + tonight:\n%s",
+		  out);
+	cr_assert_eq(ctl(d, out, sizeof out, "action cancel %s", id), 0, "%s", out);
+	teardown(d);
+}
+
 Test(actions, one_at_a_time_per_pod_in_submit_order)
 {
 	d_t *d = setup();

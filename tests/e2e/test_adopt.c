@@ -101,23 +101,35 @@ static int count_fds(pid_t pid)
 	return n;
 }
 
-/* Children of pid (from /proc/PID/task/PID/children). */
+/* Children of pid, whichever of its threads made them (the launcher's
+ * threads clone the containers): /proc/PID/task/TID/children of each. */
 static int count_children(pid_t pid)
 {
-	char path[96], buf[8192];
+	char path[96], buf[16384];
 	int fd, n = 0;
 	ssize_t r;
+	DIR *dir;
+	struct dirent *e;
 
-	snprintf(path, sizeof path, "/proc/%d/task/%d/children", (int)pid, (int)pid);
-	if ((fd = open(path, O_RDONLY | O_CLOEXEC)) < 0)
+	snprintf(path, sizeof path, "/proc/%d/task", (int)pid);
+	if (!(dir = opendir(path)))
 		return -1;
-	r = read(fd, buf, sizeof buf - 1);
-	close(fd);
-	if (r < 0)
-		return -1;
-	buf[r] = '\0';
-	for (char *t = strtok(buf, " \n"); t; t = strtok(NULL, " \n"))
-		n++;
+	while ((e = readdir(dir))) {
+		if (e->d_name[0] == '.')
+			continue;
+		snprintf(path, sizeof path, "/proc/%d/task/%d/children", (int)pid,
+			 atoi(e->d_name));
+		if ((fd = open(path, O_RDONLY | O_CLOEXEC)) < 0)
+			continue;         /* a thread that just ended */
+		r = read(fd, buf, sizeof buf - 1);
+		close(fd);
+		if (r < 0)
+			continue;
+		buf[r] = '\0';
+		for (char *t = strtok(buf, " \n"); t; t = strtok(NULL, " \n"))
+			n++;
+	}
+	closedir(dir);
 	return n;
 }
 
@@ -302,6 +314,18 @@ static long check_many_lines(d_t *d, const char *pod)
 	return want - 1;
 }
 
+/* How many times what occurs in the output of the tankctl command. */
+static int count_in(d_t *d, const char *what, const char *cmd)
+{
+	static char out[262144];
+	int n = 0;
+
+	cr_assert_eq(ctl(d, out, sizeof out, "%s", cmd), 0, "%s: %s", cmd, out);
+	for (const char *p = out; (p = strstr(p, what)); p += strlen(what))
+		n++;
+	return n;
+}
+
 /* The gap the spool closes (docs/operations.md, "Logs across a crash"):
  * a container writing fast, every 50th line in two writes 20 ms apart
  * (a partial line is pending most of the time), and tankd killed -9
@@ -355,6 +379,7 @@ Test(adopt, reexec_twenty_times_keeps_pods_pids_output_and_no_leak)
 	cr_assert_eq(ctl(d, out, sizeof out, "apply -f %s/pods.yaml", d->dir), 0, "%s", out);
 	pids_of(d, pids);
 	sleep_ms(300);
+	int pendings = count_in(d, "\"to\": \"pending\"", "history tick0 -o json");
 	/* The first reexec settles what a first start leaves open (the
 	 * slots, the store's files); from there nothing may grow. */
 	cr_assert_eq(ctl(d, out, sizeof out, "daemon reexec"), 0, "%s", out);
@@ -369,6 +394,11 @@ Test(adopt, reexec_twenty_times_keeps_pods_pids_output_and_no_leak)
 		cr_assert_eq(serving(d, NULL), pid, "round %d: another pid serves", round);
 	}
 	same_pids(d, pids, "after 20 reexecs");
+	/* An adoption is no phase change: no running -> pending -> running
+	 * in the pod's history (its events) at each upgrade. */
+	cr_assert(says(d, "adopted", "history tick0"));
+	cr_assert_eq(count_in(d, "\"to\": \"pending\"", "history tick0 -o json"), pendings,
+		     "the pod went back to pending at a reexec");
 	cr_assert(says(d, "reexecs    21", "daemon status"));
 	/* A connection of the last call may still be closing on tankd's
 	 * side: wait for it, then nothing may be left over. */
@@ -391,6 +421,48 @@ Test(adopt, reexec_twenty_times_keeps_pods_pids_output_and_no_leak)
 	cr_assert(WIFEXITED(st) && WEXITSTATUS(st) == 0);
 	for (int i = 0; i < NTICK; i++)
 		cr_assert_not(ts_alive((pid_t)pids[i]));
+	teardown(d);
+}
+
+/* A reexec while the launcher threads are starting containers (an apply
+ * of 40 pods, the reexec right behind it): a child cloned then is in no
+ * list the reexec hands over, so it is killed (pod_launcher_settle), not
+ * left to run untracked beside the one the new image starts.  Every pod
+ * ends with exactly one process, a child of tankd. */
+Test(adopt, a_reexec_while_containers_are_being_launched_leaves_no_stranger)
+{
+	enum { N = 40 };
+	d_t *d = setup();
+	char out[8192], manifest[8192], name[32];
+	size_t at = 0;
+	pid_t pid = serving(d, NULL);
+
+	for (int i = 0; i < N; i++)
+		at += (size_t)snprintf(manifest + at, sizeof manifest - at,
+				       "name: l%02d\ncontainers:\n  - name: c\n"
+				       "    command: [/bin/sleep, \"1000\"]\n---\n", i);
+	write_file(d, "pods.yaml", manifest);
+	cr_assert_eq(ctl(d, out, sizeof out, "apply -f %s/pods.yaml", d->dir), 0, "%s", out);
+	cr_assert_eq(kill(pid, SIGUSR2), 0);
+	cr_assert(wait_says(d, 20, "reexecs    1", "daemon status"));
+	cr_assert_eq(serving(d, NULL), pid);
+	for (int i = 0; i < N; i++) {
+		snprintf(name, sizeof name, "l%02d", i);
+		cr_assert(wait_phase(d, name, "running", 30), "%s not running", name);
+	}
+	/* Killed strangers are reaped by the new image: wait for that. */
+	int kids = -1;
+	for (int t = 0; t < 250 && (kids = count_children(pid)) != N; t++)
+		sleep_ms(20);
+	cr_assert_eq(kids, N, "tankd has %d children for %d pods", kids, N);
+	for (int i = 0; i < N; i++) {
+		snprintf(name, sizeof name, "l%02d", i);
+		long p = status_num(d, name, "pid");
+		cr_assert_gt(p, 0, "%s has no pid", name);
+		cr_assert_not(dead((pid_t)p), "%s: pid %ld is not running", name, p);
+	}
+	int st = stop(d, SIGTERM);
+	cr_assert(WIFEXITED(st) && WEXITSTATUS(st) == 0);
 	teardown(d);
 }
 

@@ -93,3 +93,18 @@ Test(e2e, every_example_in_docs_cli_md_exits_as_documented)
 	free(run);
 	teardown(d);
 }
+
+/* `make run` applies examples/ as ONE batch (scripts/run.sh): a name two
+ * files give the same kind is refused there, and make run stops before it
+ * shows anything.  Each file parsing alone (podspec::every_example_parses)
+ * does not catch that; the batch, as run.sh sends it, does. */
+Test(e2e, examples_dir_applies_as_one_batch_as_make_run_does)
+{
+	d_t *d = setup();
+	char out[16384];
+
+	cr_assert_eq(ctl(d, out, sizeof out, "apply --dry-run -f %s/examples", src_dir()), 0,
+		     "tankctl apply --dry-run -f examples:\n%s", out);
+	cr_assert(strstr(out, "created"), "%s", out);
+	teardown(d);
+}

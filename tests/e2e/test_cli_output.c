@@ -315,3 +315,22 @@ Test(e2e, top_shows_cpu_and_memory_of_running_containers)
 	cr_assert(strstr(out, "no pod \"nope\""), "%s", out);
 	teardown(d);
 }
+
+/* `daemon status` says the uptime as people read it, as systemctl does
+ * (how long, since when); it printed the raw duration ("1342497ms"). */
+Test(e2e, daemon_status_uptime_reads_as_an_age_and_a_time)
+{
+	d_t *d = setup();
+	char out[4096];
+
+	cr_assert_eq(ctl(d, out, sizeof out, "daemon status"), 0, "%s", out);
+	const char *u = strstr(out, "uptime     ");
+	cr_assert(u, "%s", out);
+	unsigned n;
+	char unit, y[5];
+	cr_assert_eq(sscanf(u, "uptime     %u%c (since %4[0-9]-", &n, &unit, y), 3,
+		     "uptime is not 'AGE (since TIME)':\n%s", out);
+	cr_assert(unit == 's' && n < 60 && !strncmp(y, "20", 2), "%s", out);
+	cr_assert_null(strstr(u, "ms"), "%s", out);
+	teardown(d);
+}

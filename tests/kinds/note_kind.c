@@ -213,6 +213,7 @@ static void note_forget(note_mgr_t *m, note_trk_t *t)
 {
 	tank_map_del(&m->notes, t->name);
 	free(t->spec);
+	rc_fsm_clear(&t->st);
 	free(t);
 }
 
@@ -267,7 +268,7 @@ static int note_put_status(note_mgr_t *m, const note_trk_t *t)
 	rc |= kind_pack_str(&pk, "kind");       rc |= kind_pack_str(&pk, "note");
 	rc |= kind_pack_str(&pk, "phase");
 	rc |= kind_pack_str(&pk, rc_fsm_phase_name(&note_fsm, t->st.phase));
-	rc |= kind_pack_str(&pk, "reason");     rc |= kind_pack_str(&pk, t->st.reason);
+	rc |= kind_pack_str(&pk, "reason");     rc |= kind_pack_str(&pk, rc_fsm_reason(&t->st));
 	rc |= kind_pack_str(&pk, "text");
 	rc |= kind_pack_str(&pk, t->spec ? t->spec->text : "");
 	rc |= kind_pack_str(&pk, "generation"); rc |= msgpack_pack_uint64(&pk, t->generation);
@@ -372,6 +373,7 @@ static void note_close(void *inst)
 	while (tank_map_next(&m->notes, &it, &name, &v)) {
 		note_trk_t *t = v;
 		free(t->spec);
+		rc_fsm_clear(&t->st);
 		free(t);
 	}
 	tank_map_destroy(&m->notes);

@@ -159,15 +159,15 @@ Test(launcher, clobbered_slots_are_left_alone)
 	int before = fds_count();
 	cr_assert_eq(pod_launch_reserve(), 0);
 	/* find the slots: the fds that appeared with the reservation */
-	int slots[POD_LAUNCH_RESERVED_FDS], n = 0;
-	for (int fd = 3; fd < 1024 && n < POD_LAUNCH_RESERVED_FDS; fd++)
+	int slots[POD_LAUNCH_RESERVED_FDS * POD_LAUNCH_SETS], n = 0;
+	for (int fd = 3; fd < 1024 && n < POD_LAUNCH_RESERVED_FDS * POD_LAUNCH_SETS; fd++)
 		if (!was_null[fd] && is_dev_null(fd))
 			slots[n++] = fd;
 	cr_assert_eq(n, fds_count() - before, "slots not found");
 	char dir[] = "/tmp/tank-fds-XXXXXX";
 	cr_assert(mkdtemp(dir));
 	ts_own_dir(dir);       /* goes on every path (tsupport.h) */
-	struct stat want[POD_LAUNCH_RESERVED_FDS];
+	struct stat want[POD_LAUNCH_RESERVED_FDS * POD_LAUNCH_SETS];
 	for (int i = 0; i < n; i++) {
 		close(slots[i]);
 		int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);

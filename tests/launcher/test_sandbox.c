@@ -237,7 +237,7 @@ Test(launcher, no_fd_leaks_in_the_caller)
 	int unreserved = count_fds();
 	cr_assert_eq(pod_launch_reserve(), 0);
 	int before = count_fds();
-	cr_expect(before - unreserved <= POD_LAUNCH_RESERVED_FDS);
+	cr_expect(before - unreserved <= POD_LAUNCH_RESERVED_FDS * POD_LAUNCH_SETS);
 	cr_assert_eq(pod_launch_reserve(), 0);
 	cr_expect_eq(count_fds(), before);
 	tank_error_t err;

@@ -159,6 +159,32 @@ static bool sel(const char *s, const msgpack_object *l)
 	return m;
 }
 
+/* A bad selector's why names what is wrong once, and which term of
+ * several; a set-based term says it is unsupported, not "not a label key". */
+Test(api, a_bad_selector_says_what_is_wrong_once)
+{
+	static const struct { const char *text, *why; } cases[] = {
+		{ "tier in (front)", "set-based terms (k in (…), k notin (…)) are not supported: "
+				     "use k=v, k!=v, k or !k, joined by ','" },
+		{ "tier notin (a,b)", "set-based terms (k in (…), k notin (…)) are not supported: "
+				      "use k=v, k!=v, k or !k, joined by ','" },
+		{ "a b", "\"a b\" is not a label key (a name of at most 63 letters, digits, "
+			 "'-', '_', '.', optionally prefix/)" },
+		{ "app=web,a b=c", "term 2 \"a b=c\": \"a b\" is not a label key (a name of at "
+				   "most 63 letters, digits, '-', '_', '.', optionally prefix/)" },
+		{ "app=-x", "\"-x\" is not a label value (at most 63 letters, digits, '-', '_', "
+			    "'.', beginning and ending with a letter or digit, or empty)" },
+		{ "a,", "term 2 \"\": an empty term" },
+	};
+	for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+		cli_sel_t q;
+		char why[256] = "";
+		cr_assert_eq(cli_sel_parse(cases[i].text, &q, why, sizeof why), -EINVAL, "'%s'",
+			     cases[i].text);
+		cr_assert_str_eq(why, cases[i].why, "'%s'", cases[i].text);
+	}
+}
+
 Test(api, selectors_parse_and_match_every_form)
 {
 	msgpack_zone *z = msgpack_zone_new(1024);

@@ -580,7 +580,7 @@ Test(podspec, probes)
 			  "    liveness: {tcp: {port: 8080, host: 10.0.0.1}, period: 5s}\n"
 			  "    startup: {exec: [test, -f, /up], failure_threshold: 30}\n", &s);
 	cr_assert_null(err, "%s", err);
-	const pod_probe_t *r = &s->containers[0].probes[POD_PROBE_READINESS];
+	const pod_probe_t *r = pod_container_probe(&s->containers[0], POD_PROBE_READINESS);
 	cr_assert_eq(r->kind, POD_PROBE_HTTP);
 	cr_assert_eq(r->port, 8080);
 	cr_assert_str_eq(r->path, "/healthz");
@@ -590,11 +590,11 @@ Test(podspec, probes)
 	cr_assert_eq(r->initial_delay_ms, 0);
 	cr_assert_eq(r->success_threshold, 1);
 	cr_assert_eq(r->failure_threshold, 3);
-	const pod_probe_t *l = &s->containers[0].probes[POD_PROBE_LIVENESS];
+	const pod_probe_t *l = pod_container_probe(&s->containers[0], POD_PROBE_LIVENESS);
 	cr_assert_eq(l->kind, POD_PROBE_TCP);
 	cr_assert_str_eq(l->host, "10.0.0.1");
 	cr_assert_eq(l->period_ms, 5000);
-	const pod_probe_t *st = &s->containers[0].probes[POD_PROBE_STARTUP];
+	const pod_probe_t *st = pod_container_probe(&s->containers[0], POD_PROBE_STARTUP);
 	cr_assert_eq(st->kind, POD_PROBE_EXEC);
 	cr_assert_eq(st->argc, 3);
 	cr_assert_eq(st->failure_threshold, 30);
@@ -626,4 +626,43 @@ Test(podspec, probes)
 	       "web: containers[0].readiness.timeout: must be at least 1ms");
 	reject(P("health: {tcp: {port: 80}}"), "web: containers[0]: unknown key \"health\"");
 #undef P
+}
+
+/* A container without probes holds no probe array (issue 38, item 2: the
+ * three inline cost every container 240 bytes); one with a probe holds
+ * all three, and both read the same through pod_container_probe and
+ * survive the canonical bytes (pod_spec_dup goes through them). */
+Test(podspec, probes_only_where_declared)
+{
+	pod_spec_t *s = NULL, *d = NULL;
+	char *err = check("name: web\ncontainers:\n  - name: a\n    command: [x]\n"
+			  "  - name: b\n    command: [x]\n    readiness: null\n"
+			  "  - name: c\n    command: [x]\n"
+			  "    liveness: {tcp: {port: 80}, period: 5s}\n", &s);
+	cr_assert_null(err, "%s", err);
+	for (int k = 0; k < 2; k++) {
+		const pod_spec_t *x = k ? d : s;
+		cr_assert_eq(x->container_count, 3);
+		for (unsigned i = 0; i < 2; i++) {
+			cr_assert_null(x->containers[i].probes, "container %u: no array", i);
+			cr_assert_not(pod_container_has_probes(&x->containers[i]));
+			for (int r = 0; r < POD_PROBE_ROLES; r++)
+				cr_assert_eq(pod_container_probe(&x->containers[i],
+								 (enum pod_probe_role)r)->kind,
+					     POD_PROBE_NONE);
+		}
+		const pod_container_t *c = &x->containers[2];
+		cr_assert(pod_container_has_probes(c));
+		cr_assert_eq(pod_container_probe(c, POD_PROBE_LIVENESS)->kind, POD_PROBE_TCP);
+		cr_assert_eq(pod_container_probe(c, POD_PROBE_LIVENESS)->period_ms, 5000);
+		cr_assert_eq(pod_container_probe(c, POD_PROBE_LIVENESS)->port, 80);
+		cr_assert_eq(pod_container_probe(c, POD_PROBE_READINESS)->kind, POD_PROBE_NONE);
+		cr_assert_eq(pod_container_probe(c, POD_PROBE_STARTUP)->kind, POD_PROBE_NONE);
+		if (!k) {
+			d = pod_spec_dup(s);
+			cr_assert_not_null(d);
+		}
+	}
+	pod_spec_free(d);
+	pod_spec_free(s);
 }

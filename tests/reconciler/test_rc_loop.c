@@ -8,6 +8,7 @@
 #include <criterion/criterion.h>
 #include <ev.h>
 #include <errno.h>
+#include <malloc.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -226,8 +227,32 @@ static void driver_handle(rt_t *rt, void *state, rt_msg_t *m)
 
 static const rt_behaviour_t driver_b = { "driver", driver_init, driver_handle, NULL };
 
+/* The fakes of the test under way: their objects' reasons are owned
+ * (rc_fsm_clear), freed by fakes_fini once the loop is gone. */
+static fake_t *g_fakes[8];
+static int g_nfakes;
+
+static void fakes_fini(void)
+{
+	for (int i = 0; i < g_nfakes; i++)
+		for (int j = 0; j < NOBJ; j++)
+			rc_fsm_clear(&g_fakes[i]->objs[j].st);
+	g_nfakes = 0;
+}
+
 static void fake_init(fake_t *f, uint32_t kind, const char *const *keys, int n)
 {
+	int i;
+
+	for (i = 0; i < g_nfakes && g_fakes[i] != f; i++)
+		;
+	if (i == g_nfakes) {
+		cr_assert_lt(g_nfakes, 8);
+		g_fakes[g_nfakes++] = f;
+	} else {
+		for (int j = 0; j < NOBJ; j++)
+			rc_fsm_clear(&f->objs[j].st);
+	}
 	memset(f, 0, sizeof *f);
 	f->kind = kind;
 	f->fail_idx = f->reenqueue_idx = f->requeue_idx = -1;
@@ -282,6 +307,7 @@ Test(reconciler, sync_runs_every_key_once_and_replies)
 	cr_assert_eq(records, 3);
 	cr_assert_eq(item.bad_enqueue, -EINVAL);   /* kind 7 is not on this loop */
 	rt_free(rt);
+	fakes_fini();
 }
 
 Test(reconciler, loop_refuses_bad_kind_ids)
@@ -294,6 +320,7 @@ Test(reconciler, loop_refuses_bad_kind_ids)
 	rt_pid_t pid;
 	cr_assert_eq(rc_loop_start(rt, &o, &pid), -EINVAL);   /* same id twice */
 	rt_free(rt);
+	fakes_fini();
 }
 
 Test(reconciler, key_queued_many_times_runs_once)
@@ -310,6 +337,7 @@ Test(reconciler, key_queued_many_times_runs_once)
 	ts_run_for(rt, 0.1);
 	cr_assert_eq(box.objs[0].calls, before + 1);
 	rt_free(rt);
+	fakes_fini();
 }
 
 Test(reconciler, enqueue_while_running_reruns_after_not_inside)
@@ -324,6 +352,7 @@ Test(reconciler, enqueue_while_running_reruns_after_not_inside)
 	cr_assert_eq(box.objs[0].calls, 2);
 	cr_assert_eq(box.max_depth, 1);
 	rt_free(rt);
+	fakes_fini();
 }
 
 Test(reconciler, requeue_after_is_a_result_and_fires_once)
@@ -340,6 +369,7 @@ Test(reconciler, requeue_after_is_a_result_and_fires_once)
 	cr_assert(gap >= 0.019 && gap < 0.25, "requeue after 20 ms came after %.3f s", gap);
 	cr_assert_eq(stats(rt, loop).queued, 0);
 	rt_free(rt);
+	fakes_fini();
 }
 
 /* A child that keeps failing is retried with the loop's backoff
@@ -366,7 +396,7 @@ Test(reconciler, failures_retry_with_backoff_then_escalate_to_parent)
 	}
 	cr_assert_eq(bad->marked_failed, 1);
 	cr_assert_eq(bad->st.phase, PH_FAILED);
-	cr_assert(strstr(bad->st.reason, "disk on fire"), "%s", bad->st.reason);
+	cr_assert(strstr(rc_fsm_reason(&bad->st), "disk on fire"), "%s", rc_fsm_reason(&bad->st));
 	cr_assert_str_eq(box.objs[0].child_failed,
 			 "item b/bad: reconcile failed 4 times: disk on fire");
 	cr_assert_gt(box.objs[0].calls, box_calls);   /* the parent was queued */
@@ -376,6 +406,7 @@ Test(reconciler, failures_retry_with_backoff_then_escalate_to_parent)
 	cr_assert_eq(s.escalations, 1);
 	cr_assert_eq(s.illegal, 0);
 	rt_free(rt);
+	fakes_fini();
 }
 
 /* Messages reach the kind that owns them and no other. */
@@ -399,6 +430,7 @@ Test(reconciler, messages_are_routed_to_their_kind_only)
 	cr_assert_eq(item.exits, 1);
 	cr_assert_eq(stats(rt, loop).unrouted, 1);
 	rt_free(rt);
+	fakes_fini();
 }
 
 Test(reconciler, nudges_are_debounced_and_ticks_resync)
@@ -415,6 +447,7 @@ Test(reconciler, nudges_are_debounced_and_ticks_resync)
 	ts_run_for(rt, 0.5);
 	cr_assert_eq(stats(rt, loop).passes, p0 + 1);
 	rt_free(rt);
+	fakes_fini();
 
 	/* A short resync period runs passes by itself. */
 	rt = rt_new();
@@ -424,6 +457,7 @@ Test(reconciler, nudges_are_debounced_and_ticks_resync)
 	cr_assert_geq(stats(rt, loop).passes, 5);
 	cr_assert_geq(box.objs[0].calls, 5);
 	rt_free(rt);
+	fakes_fini();
 }
 
 /* --- transition tables ------------------------------------------------------- */
@@ -464,14 +498,17 @@ Test(reconciler, transition_table_applies_records_and_refuses)
 	cr_assert_eq(fsm_case.results[2], TANK_EILLEGAL);   /* reset from working */
 	cr_assert_eq(fsm_case.results[3], 1);               /* working -> failed */
 	cr_assert_eq(fsm_case.st.phase, PH_FAILED);
-	cr_assert_str_eq(fsm_case.st.reason, "boom");
+	cr_assert_str_eq(rc_fsm_reason(&fsm_case.st), "boom");
 	cr_assert_gt(fsm_case.st.since, 1);
 	cr_assert_eq(records, 2);
 	cr_assert_str_eq(last_record, "box x working->failed boom");
 	cr_assert_eq(stats(rt, pid).illegal, 1);
 	cr_assert_eq(rc_fsm_phase_of(&test_fsm, "failed"), PH_FAILED);
 	cr_assert_eq(rc_fsm_phase_of(&test_fsm, "nope"), -1);
+	rc_fsm_clear(&fsm_case.st);
+	cr_assert_str_eq(rc_fsm_reason(&fsm_case.st), "", "cleared: \"\"");
 	rt_free(rt);
+	fakes_fini();
 }
 
 /* --- the convergence rule, kind-free ------------------------------------------ */
@@ -689,6 +726,9 @@ Test(reconciler, a_test_kind_is_a_manager_a_table_and_a_collection)
 	cr_assert_eq(s.escalations, 1);
 	cr_assert_eq(s.illegal, 0);
 	rt_free(rt);
+	fakes_fini();
+	for (int i = 0; i < g.n; i++)
+		rc_fsm_clear(&g.objs[i].st);
 
 	/* History and status, from the collection. */
 	st_transition_t *h;
@@ -792,4 +832,35 @@ Test(reconciler, a_pass_in_slices_lets_others_run_and_sync_waits_for_its_end)
 	for (int i = 0; i < 8; i++)
 		cr_assert_geq(s.f.objs[i].calls, 1, "key %d reconciled", i);
 	rt_free(rt);
+	fakes_fini();
+}
+
+/* A state's reason is owned at its length (issue 38, item 2), cut at
+ * RC_REASON_MAX - 1 bytes as the fixed buffer cut it; "" holds nothing;
+ * restoring a state from its own reason keeps it. */
+Test(reconciler, fsm_reason_is_owned_and_cut)
+{
+	rc_fsm_state_t st;
+	char longr[300];
+
+	memset(&st, 0, sizeof st);
+	cr_assert_str_eq(rc_fsm_reason(&st), "", "a zeroed state reads \"\"");
+	memset(longr, 'r', sizeof longr - 1);
+	longr[sizeof longr - 1] = 0;
+	rc_fsm_restore(&st, PH_IDLE, 1, longr);
+	cr_assert_eq(strlen(rc_fsm_reason(&st)), RC_REASON_MAX - 1);
+	cr_assert_eq(strncmp(rc_fsm_reason(&st), longr, RC_REASON_MAX - 1), 0);
+	rc_fsm_restore(&st, PH_WORKING, 2, rc_fsm_reason(&st));
+	cr_assert_eq(strlen(rc_fsm_reason(&st)), RC_REASON_MAX - 1);
+	cr_assert_eq(st.phase, PH_WORKING);
+	rc_fsm_restore(&st, PH_IDLE, 3, "short");
+	cr_assert_str_eq(rc_fsm_reason(&st), "short");
+	cr_assert_eq(malloc_usable_size(st.reason) < 64, 1, "held at its size");
+	rc_fsm_restore(&st, PH_IDLE, 3, "");
+	cr_assert_null(st.reason);
+	rc_fsm_restore(&st, PH_IDLE, 3, NULL);
+	cr_assert_str_eq(rc_fsm_reason(&st), "");
+	rc_fsm_restore(&st, PH_IDLE, 3, "x");
+	rc_fsm_clear(&st);
+	cr_assert_null(st.reason);
 }

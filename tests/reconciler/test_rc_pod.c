@@ -727,6 +727,66 @@ Test(reconciler, thousand_pods_converge_and_go)
 	teardown(h);
 }
 
+static bool untracked(h_t *h, const char *name, const void *arg)
+{
+	pod_info_t info;
+	(void)arg;
+	return !pod_mgr_info(h->pods, name, &info);
+}
+
+/* Pods deleted while their containers are being launched (on the
+ * launcher thread: the runner knows no pid yet): each stop is carried out
+ * once its process exists, and nothing that was started is left running
+ * — every process that got as far as running its command wrote its pid. */
+Test(reconciler, deleted_while_launching_leaves_no_process)
+{
+	enum { N = 16 };
+	h_t *h = setup(false);
+	char yaml[16384], pids[128], *names[N];
+	size_t off = 0;
+
+	snprintf(pids, sizeof pids, "%s/pids", h->dir);
+	for (int i = 0; i < N; i++) {
+		names[i] = malloc(16);
+		snprintf(names[i], 16, "l%02d", i);
+		off += (size_t)snprintf(yaml + off, sizeof yaml - off,
+					"%sname: %s\nstop: {grace: 5s}\ncontainers:\n"
+					"  - name: c\n    command: [/bin/sh, -c, "
+					"\"echo $$ >> %s; exec /bin/sleep 1000\"]\n",
+					i ? "---\n" : "", names[i], pids);
+	}
+	apply_yaml(h, yaml);
+	/* Long enough for the loop to submit the starts, not for all of
+	 * them to be done. */
+	run_for(h, 0.02);
+	cr_assert_eq(st_delete(h->st, (const char *const *)names, N, NULL, NULL), 0);
+	rc_nudge(h->rt, h->loop);
+	/* Gone from the manager, not only from the store: a pod whose
+	 * start is under way may have no status yet. */
+	for (int i = 0; i < N; i++)
+		cr_assert(wait_for(h, names[i], untracked, NULL, 20), "%s still tracked",
+			  names[i]);
+	cr_assert_eq(pod_mgr_nrunning(h->pods), 0);
+	for (int i = 0; i < N; i++)
+		cr_assert(gone(h, names[i], NULL));
+	run_for(h, 0.1);
+	FILE *f = fopen(pids, "re");
+	char line[32];
+	int seen = 0;
+	while (f && fgets(line, sizeof line, f)) {
+		pid_t pid = (pid_t)atoi(line);
+		cr_expect(!ts_alive(pid), "process %d still runs", (int)pid);
+		seen++;
+	}
+	if (f)
+		fclose(f);
+	cr_log_info("%d of %d containers ran before their stop", seen, N);
+	unlink(pids);
+	for (int i = 0; i < N; i++)
+		free(names[i]);
+	teardown(h);
+}
+
 Test(reconciler, cgroup_removed_by_hand_is_made_again)
 {
 	h_t *h = setup(false);
@@ -751,6 +811,102 @@ Test(reconciler, cgroup_removed_by_hand_is_made_again)
 	cr_assert_eq(rmdir(dir), 0, "rmdir %s: %s", dir, strerror(errno));
 	cr_assert(wait_for(h, "cg", pid_changed, &p1, 10));
 	cr_assert_eq(access(dir, F_OK), 0, "group not made again");
+	teardown(h);
+}
+
+/* A container that ended for good gives its group up at its end, and the
+ * next sweep removes it and the pod's group: they were kept until tankd's
+ * stop, which then removed 100,000 completed pods' groups in 58 s (issue
+ * 38).  A restart asked by hand makes them again. */
+static bool cg_dir_of(h_t *h, const char *name, char *dir, size_t cap)
+{
+	st_pod_t sp;
+	const char *base = h->cg.mode == POD_CGROUP_V2 ? h->cg.v2_mount
+						       : h->cg.v1_mount[POD_CG_PIDS];
+	if (st_pod_get(h->st, name, &sp, NULL) < 0)
+		return false;
+	snprintf(dir, cap, "%s/%s/%s.%.8s", base, h->cg.root, name, sp.uid);
+	st_pod_clear(&sp);
+	return true;
+}
+
+static bool has_pid(h_t *h, const char *name, const void *arg)
+{
+	st_status_t s;
+	bool ok = status(h, name, &s) && s.n_containers == 1 && s.containers[0].pid > 0;
+	(void)arg;
+	if (s.containers)
+		st_status_clear(&s);
+	return ok;
+}
+
+/* A harness with cgroups (the test skipped without), or NULL. */
+static h_t *setup_cg(void)
+{
+	h_t *h = setup(false);
+	if (h->cg.mode == POD_CGROUP_NONE) {
+		teardown(h);
+		cr_skip_test("needs a cgroup hierarchy tank may write");
+		return NULL;
+	}
+	return h;
+}
+
+/* Applies "once", a run-once pod of one container that runs 0.3 s, and
+ * waits for its process: dir is the pod's group, ctr its container's. */
+static void apply_once(h_t *h, char *dir, size_t dcap, char *ctr, size_t ccap)
+{
+	apply_yaml(h, "name: once\nrestart: never\ncontainers:\n"
+		      "  - name: c\n    command: [/bin/sleep, \"0.3\"]\n");
+	cr_assert(wait_for(h, "once", has_pid, NULL, 10));
+	cr_assert(cg_dir_of(h, "once", dir, dcap));
+	snprintf(ctr, ccap, "%s/c", dir);
+}
+
+Test(reconciler, a_container_that_ended_for_good_gives_its_group_back)
+{
+	h_t *h = setup_cg();
+	char dir[600], ctr[700];
+	/* Runs 0.3 s: its group is seen while it runs. */
+	apply_once(h, dir, sizeof dir, ctr, sizeof ctr);
+	cr_assert_eq(access(ctr, F_OK), 0, "no group while it runs: %s", ctr);
+	cr_assert(wait_for(h, "once", phase_is, "terminal", 10));
+	/* Removed by the next resync's sweep (every 200 ms here). */
+	for (int i = 0; i < 250 && access(dir, F_OK) == 0; i++)
+		run_for(h, 0.02);
+	cr_assert_neq(access(ctr, F_OK), 0, "the group of a completed container stays: %s", ctr);
+	cr_assert_neq(access(dir, F_OK), 0, "the pod's group stays: %s", dir);
+	/* A restart by hand runs it in a group again. */
+	cr_assert_eq(pod_mgr_restart(h->pods, h->rt, h->loop, "once"), 0);
+	cr_assert(wait_for(h, "once", has_pid, NULL, 10));
+	cr_assert_eq(access(ctr, F_OK), 0, "no group after the restart: %s", ctr);
+	cr_assert(wait_for(h, "once", phase_is, "terminal", 10));
+	for (int i = 0; i < 250 && access(ctr, F_OK) == 0; i++)
+		run_for(h, 0.02);
+	cr_assert_neq(access(ctr, F_OK), 0, "%s", ctr);
+	teardown(h);
+}
+
+/* While containers are being started, an ended container's group waits:
+ * its rmdir would wait on the kernel's cgroup mutex that every start's
+ * migration takes (an apply of thousands of one-shot pods slowed 3.6x).
+ * A crash loop starts something at every pass here: the group stays a
+ * few sweeps, then goes anyway (POD_SWEEP_DEFER_MAX). */
+Test(reconciler, an_ended_containers_group_waits_while_starts_go_on)
+{
+	h_t *h = setup_cg();
+	char dir[600], ctr[700];
+	apply_yaml(h, "name: busy\nrestart: always\nbackoff: {base: 0}\ncontainers:\n"
+		      "  - name: c\n    command: [/bin/sh, -c, \"sleep 0.05\"]\n");
+	apply_once(h, dir, sizeof dir, ctr, sizeof ctr);
+	cr_assert(wait_for(h, "once", phase_is, "terminal", 10));
+	/* Four passes (200 ms each here) while busy restarts: kept. */
+	run_for(h, 0.8);
+	cr_assert_eq(access(ctr, F_OK), 0, "removed while starts go on: %s", ctr);
+	/* Twelve sweeps deferred at most: then it goes. */
+	for (int i = 0; i < 1000 && access(ctr, F_OK) == 0; i++)
+		run_for(h, 0.02);
+	cr_assert_neq(access(ctr, F_OK), 0, "never removed: %s", ctr);
 	teardown(h);
 }
 
@@ -977,6 +1133,48 @@ Test(reconciler, a_settled_pods_groups_are_swept_again_within_sixty_passes, .tim
 		gone_ = reaped(stowaway);
 	}
 	cr_assert(gone_, "a restart did not have its groups read at the next pass");
+	teardown(h);
+}
+
+/* A pod only waiting for its container's restart (backing off after an
+ * exit) is not swept at each pass either, once a sweep found it clean
+ * (issue 38: in a storm of 10,000 restarts every pod is that at each pass
+ * until its turn); it is swept at the first pass after it runs again.  A
+ * process planted in its own group meanwhile is found then. */
+Test(reconciler, a_pod_backing_off_is_swept_once_it_runs_again, .timeout = 90)
+{
+	h_t *h = setup(true);
+	char buf[512], own[64];
+	st_pod_t sp;
+	st_status_t s;
+
+	if (h->cg.mode == POD_CGROUP_NONE) {
+		teardown(h);
+		cr_skip_test("no cgroup hierarchy here: the sweep has nothing to walk");
+	}
+	apply_yaml(h, pod_yaml(buf, sizeof buf, "wait", "always", "sleep", "{base: 4s, cap: 4s}"));
+	cr_assert(wait_for(h, "wait", phase_is, "running", 10));
+	cr_assert_eq(st_pod_get(h->st, "wait", &sp, NULL), 0);
+	snprintf(own, sizeof own, "wait.%.8s", sp.uid);
+	st_pod_clear(&sp);
+	run_for(h, 1.0);                 /* swept once while settled */
+	cr_assert(status(h, "wait", &s));
+	pid_t pid = s.containers[0].pid;
+	st_status_clear(&s);
+	cr_assert_gt(pid, 0);
+	kill(pid, SIGKILL);
+	cr_assert(wait_for(h, "wait", phase_is, "backing_off", 10));
+	pid_t stowaway = plant(h, own);
+	run_for(h, 2.0);                 /* ~10 passes, still backing off */
+	cr_assert(phase_is(h, "wait", "backing_off"), "restarted before the check");
+	cr_assert(!reaped(stowaway), "a pod backing off had its groups read at a pass");
+	cr_assert(wait_for(h, "wait", phase_is, "running", 10));
+	bool gone_ = false;
+	for (int i = 0; i < 250 && !gone_; i++) {
+		run_for(h, 0.02);
+		gone_ = reaped(stowaway);
+	}
+	cr_assert(gone_, "not swept at the first passes after it ran again");
 	teardown(h);
 }
 

@@ -6,6 +6,7 @@
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -719,6 +720,77 @@ Test(runtime, child_reaped_before_watch_is_kept)
 	cr_assert_eq(s.ngot, 1);
 	cr_assert_eq(s.got[0].u.child.code, 3);
 	rt_free(rt);
+}
+
+/* Reaps are spaced by their own cost (rt_reap_stats): a chain of
+ * children, each forked when its predecessor's exit is delivered and
+ * exiting at once, among 1,000 idle children that make each reap's walk
+ * of the children long.  Most exits then come within the gap the previous
+ * reap set, so their SIGCHLD is put off to a timed reap, and the last
+ * one's with no SIGCHLD after it: every exit must still be delivered,
+ * once, to its watcher, with its own status, and no zombie stay. */
+#define CHAIN_IDLE 1000
+#define CHAIN_LEN 200
+
+typedef struct chain { int left, got, bad; pid_t cur; } chain_t;
+
+static int chain_init(rt_t *rt, void **state, void *arg)
+{
+	chain_t *c = arg;
+	*state = c;
+	c->cur = fork_exit(c->left % 100);
+	return rt_watch_child(rt, rt_self(rt), c->cur, 7, NULL);
+}
+
+static void chain_handle(rt_t *rt, void *state, rt_msg_t *m)
+{
+	chain_t *c = state;
+	if (m->type != RT_MSG_CHILD || m->tag != 7 || m->u.child.pid != c->cur ||
+	    m->u.child.code != c->left % 100)
+		c->bad++;
+	c->got++;
+	if (--c->left == 0) {
+		rt_stop(rt);
+		return;
+	}
+	c->cur = fork_exit(c->left % 100);
+	if (rt_watch_child(rt, rt_self(rt), c->cur, 7, NULL) < 0)
+		c->bad++;
+}
+
+static const rt_behaviour_t chain_b = { "chain", chain_init, chain_handle, NULL };
+
+Test(runtime, exits_in_a_stream_are_reaped_together_and_none_is_lost, .timeout = 120)
+{
+	static pid_t idle[CHAIN_IDLE];
+	rt_t *rt = new_rt();
+	for (int i = 0; i < CHAIN_IDLE; i++) {
+		idle[i] = fork();
+		cr_assert_geq(idle[i], 0);
+		if (idle[i] == 0) {
+			prctl(PR_SET_PDEATHSIG, SIGKILL);
+			for (;;)
+				pause();
+		}
+	}
+	chain_t c = { .left = CHAIN_LEN };
+	rt_pid_t a;
+	cr_assert_eq(rt_spawn(rt, &chain_b, &c, &a), 0);
+	ts_run_for(rt, 60);
+	uint64_t reaps = 0, put_off = 0;
+	rt_reap_stats(rt, &reaps, &put_off);
+	for (int i = 0; i < CHAIN_IDLE; i++)
+		kill(idle[i], SIGKILL);
+	rt_free(rt);
+	for (int i = 0; i < CHAIN_IDLE; i++)
+		cr_assert_eq(waitpid(idle[i], NULL, 0), idle[i]);
+	cr_assert_eq(c.got, CHAIN_LEN, "%d of %d exits delivered", c.got, CHAIN_LEN);
+	cr_assert_eq(c.bad, 0);
+	/* The spaced path was taken (else this test proves nothing about
+	 * it), and no child is left to reap. */
+	cr_assert_gt(put_off, 0, "%llu reaps, none put off", (unsigned long long)reaps);
+	cr_assert_eq(waitpid(-1, NULL, WNOHANG), -1);
+	cr_assert_eq(errno, ECHILD);
 }
 
 /* Fairness: an actor flooding itself cannot starve a ping-pong pair nor a

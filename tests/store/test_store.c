@@ -1113,3 +1113,174 @@ Test(store, a_flushed_burst_gives_its_queue_back, .init = setup, .fini = teardow
 	st_status_clear(&g);
 	st_close(st, NULL);
 }
+
+/* Rss, in KiB, of this process's mappings of dir's data.mdb. */
+static long map_rss_kib(const char *dir)
+{
+	char line[1024];
+	long rss = 0;
+	bool in = false;
+	FILE *f = fopen("/proc/self/smaps", "re");
+	cr_assert_not_null(f);
+	while (fgets(line, sizeof line, f)) {
+		long v;
+		/* A mapping's header begins with its address (lower-case
+		 * hex); its fields with a capitalised name. */
+		if ((line[0] >= '0' && line[0] <= '9') || (line[0] >= 'a' && line[0] <= 'f'))
+			in = strstr(line, dir) && strstr(line, "/data.mdb");
+		if (in && sscanf(line, "Rss: %ld kB", &v) == 1)
+			rss += v;
+	}
+	fclose(f);
+	return rss;
+}
+
+static void tick_cb(struct ev_loop *loop, ev_timer *w, int revents)
+{
+	(void)loop;
+	(void)w;
+	(void)revents;
+}
+
+/* Issue 38, item 2: the map's pages a process read stay in its PSS until
+ * given back.  With a loop attached, once the store has gone 2 s
+ * untouched its pages leave this process (MADV_DONTNEED), and a read
+ * after that still sees every record (they come back from the page
+ * cache).  The timer never keeps the loop alive. */
+Test(store, a_quiet_store_gives_its_map_pages_back, .init = setup, .fini = teardown)
+{
+	struct ev_loop *loop = ev_loop_new(EVFLAG_AUTO);
+	cr_assert_not_null(loop);
+	st_t *st = stu_open(g_dir, NULL);
+	cr_assert_eq(st_attach_loop(st, loop), 0);
+	char spec[600];
+	memset(spec, 's', sizeof spec - 1);
+	spec[sizeof spec - 1] = 0;
+	for (int i = 0; i < 400; i++) {
+		char nm[16];
+		snprintf(nm, sizeof nm, "p%03d", i);
+		spec[0] = (char)('a' + i % 26);
+		apply1(st, nm, spec);
+	}
+	st_pod_t *all = NULL;
+	size_t n = 0;
+	cr_assert_eq(st_pod_list(st, &all, &n, NULL), 0);
+	cr_assert_eq(n, 400);
+	st_pod_list_free(all, n);
+	long before = map_rss_kib(g_dir);
+	cr_assert_geq(before, 200, "the list read ~240 KiB of the map: %ld KiB mapped", before);
+
+	ev_timer tick;
+	ev_timer_init(&tick, tick_cb, 0.1, 0.1);
+	ev_timer_start(loop, &tick);
+	int64_t t0 = stu_now_ms(), deadline = t0 + 15000;
+	long now = before;
+	while ((now = map_rss_kib(g_dir)) > 16 && stu_now_ms() < deadline)
+		ev_run(loop, EVRUN_ONCE);
+	int64_t took = stu_now_ms() - t0;
+	ev_timer_stop(loop, &tick);
+	cr_assert_leq(now, 16, "still %ld KiB of the map mapped after %lld ms (was %ld)", now,
+		      (long long)took, before);
+	cr_assert_geq(took, 1500, "given back after %lld ms: before 2 s of quiet",
+		      (long long)took);
+	st_usage_t u;
+	cr_assert_eq(st_usage(st, &u), 0);
+	cr_assert_eq(u.map_trims, 1);
+
+	/* Every record reads back, from the page cache. */
+	st_pod_t p;
+	cr_assert_eq(st_pod_get(st, "p399", &p, NULL), 0);
+	cr_assert_eq(p.spec_len, sizeof spec - 1);
+	cr_assert_eq(((const char *)p.spec)[0], 'a' + 399 % 26);
+	cr_assert_eq(((const char *)p.spec)[1], 's');
+	st_pod_clear(&p);
+	cr_assert_gt(map_rss_kib(g_dir), 0, "the read mapped its pages again");
+	/* Only the trim timer is left: it does not keep the loop running. */
+	cr_assert_eq(ev_run(loop, EVRUN_NOWAIT), 0);
+	st_close(st, NULL);
+	ev_loop_destroy(loop);
+}
+
+/* The status cache is not read at open (issue 38: 1.4 µs a record before
+ * tankd could answer): it loads a slice per loop turn, and until it is
+ * whole a read of one name reads the stored record, a list loads the
+ * rest first, a put or a forget made meanwhile is not undone by the
+ * load. */
+static int count_restarts(void *ctx, const st_status_t *s)
+{
+	long *sum = ctx;
+	*sum += s->restarts;
+	return 0;
+}
+
+Test(store, the_status_cache_loads_in_slices_and_answers_whole_meanwhile, .init = setup,
+     .fini = teardown)
+{
+	enum { N = 7000 };
+	tank_error_t e;
+	st_status_t s, g;
+	st_t *st = stu_open(g_dir, NULL);
+	for (int i = 0; i < N; i++) {
+		memset(&s, 0, sizeof s);
+		snprintf(s.name, sizeof s.name, "p%05d", i);
+		snprintf(s.phase, sizeof s.phase, "running");
+		s.restarts = (uint32_t)i;
+		cr_assert_eq(st_status_put(st, &s), 0);
+	}
+	cr_assert_eq(st_close(st, &e), 0, "%s", e.msg);
+
+	/* No loop: nothing is loaded, one name is read from LMDB. */
+	st = stu_open(g_dir, NULL);
+	cr_assert_not(st_loaded(st), "a store of %d statuses is loaded at open", N);
+	cr_assert_eq(st_status_get(st, "p00010", &g, &e), 0, "%s", e.msg);
+	cr_assert_eq(g.restarts, 10);
+	st_status_clear(&g);
+	cr_assert_eq(st_status_get(st, "nope", &g, &e), TANK_ENOTFOUND);
+	/* A forget and a put before the load reaches them. */
+	cr_assert_eq(st_status_forget(st, "p06500"), 0);
+	cr_assert_eq(st_status_get(st, "p06500", &g, &e), TANK_ENOTFOUND,
+		     "a forgotten status read back from LMDB");
+	memset(&s, 0, sizeof s);
+	snprintf(s.name, sizeof s.name, "p06999");
+	snprintf(s.phase, sizeof s.phase, "failed");
+	s.restarts = 1000000;
+	cr_assert_eq(st_status_put(st, &s), 0);
+
+	/* The loop loads it a slice per turn. */
+	struct ev_loop *loop = ev_loop_new(EVFLAG_AUTO);
+	cr_assert_eq(st_attach_loop(st, loop), 0);
+	ev_run(loop, EVRUN_ONCE);
+	cr_assert_not(st_loaded(st), "%d statuses loaded in one turn", N);
+	int turns = 1;
+	for (; turns < 1000 && !st_loaded(st); turns++)
+		ev_run(loop, EVRUN_ONCE);
+	cr_assert(st_loaded(st), "not loaded after %d turns", turns);
+	cr_assert_eq(st_status_get(st, "p06500", &g, &e), TANK_ENOTFOUND,
+		     "the load brought a forgotten status back");
+	cr_assert_eq(st_status_get(st, "p06999", &g, &e), 0, "%s", e.msg);
+	cr_assert_eq(g.restarts, 1000000, "the load replaced a later put");
+	cr_assert_str_eq(g.phase, "failed");
+	st_status_clear(&g);
+	st_status_t *l = NULL;
+	size_t n = 0;
+	cr_assert_eq(st_status_list(st, &l, &n, &e), 0, "%s", e.msg);
+	cr_assert_eq(n, N - 1);
+	for (size_t i = 0; i < n; i++)
+		cr_assert(strcmp(l[i].name, "p06500") != 0);
+	st_status_list_free(l, n);
+	st_detach_loop(st);
+	ev_loop_destroy(loop);
+	cr_assert_eq(st_close(st, &e), 0, "%s", e.msg);
+
+	/* A walk before the load has begun loads the rest first: every
+	 * status, the put and the forget committed. */
+	st = stu_open(g_dir, NULL);
+	cr_assert_eq(st_status_get(st, "p00100", &g, &e), 0, "%s", e.msg);
+	st_status_clear(&g);
+	long sum = 0;
+	cr_assert_eq(st_status_foreach(st, count_restarts, &sum, &e), 0, "%s", e.msg);
+	long want = (long)N * (N - 1) / 2 - 6500 - 6999 + 1000000;
+	cr_assert_eq(sum, want, "restarts summed %ld, want %ld", sum, want);
+	cr_assert(st_loaded(st));
+	cr_assert_eq(st_close(st, &e), 0, "%s", e.msg);
+}

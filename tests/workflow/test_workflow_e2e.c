@@ -175,6 +175,11 @@ Test(workflow, exit_0_finishes_and_the_next_task_runs)
 	cr_assert(says(d, "finished", "jobs web"));
 	path_of(d, "first.log", p, sizeof p);
 	cr_assert_eq(lines(p), 1, "run once");
+	/* Nothing failed or stopped: a retry says so, and not "retried". */
+	char out[4096];
+	cr_assert(wait_says(d, 60, "no more tasks", "workflow status web"));
+	cr_assert_eq(ctl(d, out, sizeof out, "workflow retry web"), 0, "%s", out);
+	cr_assert(strstr(out, "action: unchanged") && strstr(out, "nothing to retry"), "%s", out);
 	teardown(d);
 }
 
@@ -285,7 +290,8 @@ Test(workflow, another_code_fails_and_blocks_until_retry)
 	cr_assert_eq(lines(p), 0, "the workflow stops at the failed task");
 	cr_assert(says(d, "runnable: false", "workflow status web"));
 	cr_assert_eq(ctl(d, out, sizeof out, "workflow retry web"), 0, "%s", out);
-	cr_assert(strstr(out, "a new job for task first"), "%s", out);
+	cr_assert(strstr(out, "a new job for task first") && strstr(out, "action: retried"), "%s",
+		  out);
 	cr_assert(wait_lines(p, 1, 60));
 	/* A new job for the same task: web/2 failed, web/3 finished (the
 	 * env:running entry was skipped: the pod is in it, §25.8.2.2.1 step 6). */
