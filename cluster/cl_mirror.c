@@ -13,6 +13,7 @@
 
 struct cl_mirror {
 	char *key, *end;
+	char *skip;              /* a prefix not kept (NULL: none) */
 	cl_etcd_t *etcd;
 	pthread_t thr;
 	atomic_int stop;
@@ -85,6 +86,11 @@ static void set_synced(cl_mirror_t *m, bool s)
 	pthread_mutex_unlock(&m->mu);
 }
 
+static bool skipped(const cl_mirror_t *m, const char *key)
+{
+	return m->skip && strncmp(key, m->skip, strlen(m->skip)) == 0;
+}
+
 /* A fresh list replaces the map: what was deleted while we were away
  * goes too. */
 static int relist(cl_mirror_t *m)
@@ -97,7 +103,8 @@ static int relist(cl_mirror_t *m)
 		return rc;
 	tank_map_init(&fresh);
 	for (size_t i = 0; i < r.n && rc == 0; i++)
-		rc = map_set(&fresh, &r.kv[i]);
+		if (!skipped(m, r.kv[i].key))
+			rc = map_set(&fresh, &r.kv[i]);
 	if (rc) {
 		map_clear(&fresh);
 		cl_kvs_free(&r);
@@ -118,12 +125,21 @@ static int on_events(void *ud, const cl_event_t *ev, size_t n, int64_t revision)
 {
 	cl_mirror_t *m = ud;
 	int rc = 0;
+	bool was, kept = false;
 
 	pthread_mutex_lock(&m->mu);
+	was = m->synced;
 	if (n == 0) {
 		m->created_rev = revision;
 	}
 	for (size_t i = 0; i < n && rc == 0; i++) {
+		if (ev[i].kv.mod_rev > m->rev)
+			m->rev = ev[i].kv.mod_rev;
+		/* A skipped key still moves the revision (it is what lets a
+		 * quiet range see it has caught up), but wakes no reader. */
+		if (skipped(m, ev[i].kv.key))
+			continue;
+		kept = true;
 		if (ev[i].type == CL_EV_DELETE)
 			entry_free(tank_map_del(&m->map, ev[i].kv.key));
 		else
@@ -135,7 +151,8 @@ static int on_events(void *ud, const cl_event_t *ev, size_t n, int64_t revision)
 		m->rev = revision;
 	if (!m->synced && m->rev >= m->created_rev)
 		m->synced = true;
-	bump(m);
+	if (kept || was != m->synced || n == 0)
+		bump(m);
 	pthread_mutex_unlock(&m->mu);
 	/* Out of memory: end the watch; the thread lists again. */
 	return rc ? rc : atomic_load(&m->stop) ? 1 : 0;
@@ -185,11 +202,21 @@ static void *run(void *arg)
 
 int cl_mirror_start(const char *url, const char *key, const char *end, cl_mirror_t **out)
 {
+	return cl_mirror_start_skip(url, key, end, NULL, out);
+}
+
+int cl_mirror_start_skip(const char *url, const char *key, const char *end, const char *skip,
+			 cl_mirror_t **out)
+{
 	cl_mirror_t *m = calloc(1, sizeof *m);
 	int rc;
 
 	if (!m)
 		return -ENOMEM;
+	if (skip && !(m->skip = strdup(skip))) {
+		free(m);
+		return -ENOMEM;
+	}
 	if ((rc = cl_etcd_open(url, &m->etcd)) != 0) {
 		free(m);
 		return rc;
@@ -213,6 +240,7 @@ fail:
 	cl_etcd_close(m->etcd);
 	free(m->key);
 	free(m->end);
+	free(m->skip);
 	free(m);
 	return rc;
 }
@@ -231,6 +259,7 @@ void cl_mirror_stop(cl_mirror_t *m)
 	cl_etcd_close(m->etcd);
 	free(m->key);
 	free(m->end);
+	free(m->skip);
 	free(m);
 }
 

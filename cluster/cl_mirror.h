@@ -40,6 +40,12 @@ typedef struct cl_entry {
  * 0, -EINVAL (url), -ENOMEM, or a pthread error (negative).  Never waits
  * for etcd: the mirror is unsynced until the first list succeeds. */
 int cl_mirror_start(const char *url, const char *key, const char *end, cl_mirror_t **out);
+/* The same, keeping no key that starts with skip (NULL: keeps all): a
+ * range whose middle is written often and read by no one here (the
+ * nodes' status keys).  Their events still move the mirror's revision
+ * (so it knows it has caught up), but do not bump the counter. */
+int cl_mirror_start_skip(const char *url, const char *key, const char *end, const char *skip,
+			 cl_mirror_t **out);
 /* Stops the thread and frees everything.  NULL is a no-op. */
 void cl_mirror_stop(cl_mirror_t *m);
 

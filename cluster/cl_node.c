@@ -13,10 +13,12 @@
 #include <msgpack.h>
 
 #include "api/api_client.h"
+#include "api/api_rpc.h"
 #include "cluster/cl_etcd.h"
 #include "cluster/cl_mirror.h"
 #include "cluster/cl_sched.h"
 #include "common/tank_map.h"
+#include "kinds/kind.h"
 #include "manifest/mf_doc.h"
 #include "manifest/mf_labels.h"
 #include "obs/obs_buf.h"
@@ -29,11 +31,15 @@
 #define APPLY_BATCH 200
 #define TXN_BATCH 64
 
-/* What the worker keeps of one pod of /tank/pods/ (its thread only). */
+/* What the worker keeps of one object of /tank/<plural>/ (its thread
+ * only), keyed by its id (cl_obj_id).  Named pod_c for the pods it first
+ * held; any kind's object is one. */
 typedef struct pod_c {
+	const kind_t *kind;
+	char name[NAME_MAX_];
 	int64_t spec_rev;        /* mod_revision of the spec parsed */
 	mf_docs_t *doc;          /* the spec; NULL when it did not parse */
-	char err[160];           /* why, then */
+	char err[400];           /* why, then */
 	cl_label_t sel[SEL_MAX]; /* node_selector, borrowed from doc */
 	size_t nsel;
 	bool seen;               /* in the last snapshot */
@@ -45,6 +51,14 @@ typedef struct pod_c {
 	uint64_t waiting_since;  /* unassigned since (ms), 0 not waiting */
 	bool failed_apply;
 } pod_c;
+
+/* A request to this node (/tank/req/NODE/ID, cl_cli's routed calls),
+ * copied out of the mirror. */
+typedef struct req_c {
+	char id[96];
+	char *value;
+	size_t len;
+} req_c;
 
 typedef struct node_c {
 	char name[NAME_MAX_];
@@ -65,6 +79,9 @@ struct cl_node {
 	FILE *log;
 
 	atomic_int stop;
+	/* [/tank/assign/, /tank0): assignments, nodes, requests and every
+	 * kind's objects; /tank/status/ in its middle is skipped (the nodes
+	 * write it, none reads it). */
 	cl_mirror_t *mirror;
 	pthread_t lease_thr, work_thr;
 	bool lease_started, work_started;
@@ -83,6 +100,9 @@ struct cl_node {
 	api_client_t *api;
 	uint64_t last_local_ms;
 	uint64_t last_gen;
+	req_c *reqs;                  /* this pass's requests */
+	size_t nreqs, reqcap;
+	tank_map_t served;            /* ids answered, until their key goes */
 };
 
 static uint64_t now_ms(void)
@@ -278,6 +298,66 @@ static mf_docs_t *parse_json(const char *s, size_t len, char *err, size_t cap)
 	return d;
 }
 
+/* --- keys ----------------------------------------------------------------- */
+
+int cl_obj_id(const kind_t *k, const char *name, char *buf, size_t cap)
+{
+	int w = k == tank_kinds[0] ? snprintf(buf, cap, "%s", name)
+		: snprintf(buf, cap, "%s/%s", k->plural, name);
+
+	return w < 0 || (size_t)w >= cap ? -ENAMETOOLONG : 0;
+}
+
+int cl_spec_key(const kind_t *k, const char *name, char *buf, size_t cap)
+{
+	int w = snprintf(buf, cap, "/tank/%s/%s", k->plural, name);
+
+	return w < 0 || (size_t)w >= cap ? -ENAMETOOLONG : 0;
+}
+
+static const kind_t *placed_kind(const char *plural, size_t len)
+{
+	for (size_t i = 0; tank_kinds[i]; i++) {
+		const kind_t *k = tank_kinds[i];
+
+		if (k->cluster_place != KIND_PLACE_NONE && strlen(k->plural) == len &&
+		    memcmp(k->plural, plural, len) == 0)
+			return k;
+	}
+	return NULL;
+}
+
+const kind_t *cl_spec_kind(const char *key, const char **name)
+{
+	const char *p, *slash;
+	const kind_t *k;
+
+	if (strncmp(key, "/tank/", 6) != 0)
+		return NULL;
+	p = key + 6;
+	if (!(slash = strchr(p, '/')) || !slash[1] || strchr(slash + 1, '/'))
+		return NULL;
+	if (!(k = placed_kind(p, (size_t)(slash - p))))
+		return NULL;
+	*name = slash + 1;
+	return k;
+}
+
+const kind_t *cl_id_kind(const char *id, const char **name)
+{
+	const char *slash = strchr(id, '/');
+	const kind_t *k;
+
+	if (!slash) {
+		*name = id;
+		return tank_kinds[0];
+	}
+	if (!slash[1] || strchr(slash + 1, '/') || !(k = placed_kind(id, (size_t)(slash - id))))
+		return NULL;
+	*name = slash + 1;
+	return k;
+}
+
 /* --- the node record and the lease ---------------------------------------- */
 
 static void record_json(cl_node_t *n, obs_buf_t *b)
@@ -427,38 +507,59 @@ static int cmp_node(const void *a, const void *b)
 	return strcmp(((const node_c *)a)->name, ((const node_c *)b)->name);
 }
 
-/* Copies what the worker needs out of the mirror: every pod's spec
- * (parsed again only when its revision moved), assignment, and the live
- * nodes.  Returns whether the mirror is in sync (nothing to act on when
- * not). */
-static bool snapshot(cl_node_t *n)
+static void req_reset(cl_node_t *n)
 {
-	const tank_map_t *m;
+	for (size_t i = 0; i < n->nreqs; i++)
+		free(n->reqs[i].value);
+	n->nreqs = 0;
+}
+
+static void req_note(cl_node_t *n, const char *id, const cl_entry_t *e)
+{
+	req_c *r;
+
+	if (strlen(id) >= sizeof r->id)
+		return;
+	if (n->nreqs == n->reqcap) {
+		size_t cap = n->reqcap ? n->reqcap * 2 : 8;
+		req_c *g = realloc(n->reqs, cap * sizeof *g);
+
+		if (!g)
+			return;
+		n->reqs = g;
+		n->reqcap = cap;
+	}
+	r = &n->reqs[n->nreqs];
+	if (!(r->value = malloc(e->len + 1)))
+		return;
+	memcpy(r->value, e->value, e->len);
+	r->value[e->len] = '\0';
+	r->len = e->len;
+	snprintf(r->id, sizeof r->id, "%s", id);
+	n->nreqs++;
+}
+
+/* One mirror's keys into the worker's view: specs (parsed again only
+ * when their revision moved) and live nodes.  Under its lock. */
+static void snap_specs(cl_node_t *n, const tank_map_t *m, size_t *cap)
+{
 	const char *k;
 	void *v;
-	size_t cap = 0;
-	bool synced;
 
-	for (size_t i = 0; tank_map_next(&n->pods, &i, &k, &v);) {
-		pod_c *p = v;
-
-		p->seen = false;
-		p->assigned[0] = '\0';
-		p->assign_mod = p->assign_create = 0;
-	}
-	nodes_free(n);
-	cl_mirror_lock(n->mirror);
-	synced = cl_mirror_synced(n->mirror);
-	m = cl_mirror_map(n->mirror);
 	for (size_t i = 0; tank_map_next(m, &i, &k, &v);) {
 		const cl_entry_t *e = v;
+		const kind_t *kind;
+		const char *name;
 
-		if (strncmp(k, CL_PREFIX_PODS, strlen(CL_PREFIX_PODS)) == 0) {
-			pod_c *p = pod_of(n, k + strlen(CL_PREFIX_PODS));
+		if ((kind = cl_spec_kind(k, &name))) {
+			char id[2 * NAME_MAX_];
+			pod_c *p;
 
-			if (!p)
+			if (cl_obj_id(kind, name, id, sizeof id) != 0 || !(p = pod_of(n, id)))
 				continue;
 			p->seen = true;
+			p->kind = kind;
+			snprintf(p->name, sizeof p->name, "%s", name);
 			if (p->spec_rev != e->mod_rev) {
 				mf_docs_free(p->doc);
 				p->err[0] = '\0';
@@ -471,14 +572,14 @@ static bool snapshot(cl_node_t *n)
 		} else if (strncmp(k, CL_PREFIX_NODES, strlen(CL_PREFIX_NODES)) == 0) {
 			node_c *nc;
 
-			if (n->nnodes == cap) {
-				size_t nc2 = cap ? cap * 2 : 8;
+			if (n->nnodes == *cap) {
+				size_t nc2 = *cap ? *cap * 2 : 8;
 				node_c *g = realloc(n->nodes, nc2 * sizeof *g);
 
 				if (!g)
 					continue;
 				n->nodes = g;
-				cap = nc2;
+				*cap = nc2;
 			}
 			nc = &n->nodes[n->nnodes];
 			memset(nc, 0, sizeof *nc);
@@ -497,10 +598,25 @@ static bool snapshot(cl_node_t *n)
 			n->nnodes++;
 		}
 	}
+}
+
+/* The assignments (in the first range) onto the objects, and the
+ * requests to this node (cl_node_serve). */
+static void snap_assign(cl_node_t *n, const tank_map_t *m)
+{
+	char reqp[sizeof CL_PREFIX_REQ + NAME_MAX_ + 1];
+	const char *k;
+	void *v;
+
+	snprintf(reqp, sizeof reqp, CL_PREFIX_REQ "%s/", n->name);
 	for (size_t i = 0; tank_map_next(m, &i, &k, &v);) {
 		const cl_entry_t *e = v;
 		pod_c *p;
 
+		if (strncmp(k, reqp, strlen(reqp)) == 0) {
+			req_note(n, k + strlen(reqp), e);
+			continue;
+		}
 		if (strncmp(k, CL_PREFIX_ASSIGN, strlen(CL_PREFIX_ASSIGN)) != 0)
 			continue;
 		if (!(p = tank_map_get(&n->pods, k + strlen(CL_PREFIX_ASSIGN))))
@@ -509,10 +625,35 @@ static bool snapshot(cl_node_t *n)
 		p->assign_mod = e->mod_rev;
 		p->assign_create = e->create_rev;
 	}
+}
+
+/* Copies what the worker needs out of the mirrors: every object's spec,
+ * assignment, the live nodes and this node's requests.  Returns whether
+ * both mirrors are in sync (nothing to act on when not). */
+static bool snapshot(cl_node_t *n)
+{
+	const char *k;
+	void *v;
+	size_t cap = 0;
+	bool synced;
+
+	for (size_t i = 0; tank_map_next(&n->pods, &i, &k, &v);) {
+		pod_c *p = v;
+
+		p->seen = false;
+		p->assigned[0] = '\0';
+		p->assign_mod = p->assign_create = 0;
+	}
+	nodes_free(n);
+	req_reset(n);
+	cl_mirror_lock(n->mirror);
+	synced = cl_mirror_synced(n->mirror);
+	snap_specs(n, cl_mirror_map(n->mirror), &cap);
+	snap_assign(n, cl_mirror_map(n->mirror));
 	cl_mirror_unlock(n->mirror);
 	if (n->nnodes > 1)
 		qsort(n->nodes, n->nnodes, sizeof *n->nodes, cmp_node);
-	/* Pods gone from etcd are forgotten (the local side deletes them). */
+	/* Objects gone from etcd are forgotten (the local side deletes them). */
 	for (size_t i = 0; tank_map_next(&n->pods, &i, &k, &v);) {
 		pod_c *p = v;
 
@@ -610,7 +751,7 @@ static void schedule(cl_node_t *n)
 		pod_c *p = v;
 		int at;
 
-		if (!p->seen || !p->doc)
+		if (!p->seen || !p->doc || p->kind->cluster_place != KIND_PLACE_UNIT)
 			continue;
 		if (p->assigned[0] && node_at(n, p->assigned) >= 0) {
 			p->waiting_since = 0;
@@ -666,9 +807,10 @@ typedef struct apply_arg {
 	pod_c **pods;
 	const char **names;
 	size_t count;
+	const kind_t *kind;      /* delete, list, status: the kind asked */
 } apply_arg_t;
 
-/* One pod as applied here: its manifest without node_selector (the
+/* One object as applied here: its manifest without node_selector (the
  * scheduler's, not the node's), its labels with CL_NODE_LABEL added. */
 static int pack_pod(msgpack_packer *pk, const msgpack_object *spec, const char *me)
 {
@@ -720,23 +862,52 @@ static int pack_apply(msgpack_packer *pk, void *arg)
 	return rc;
 }
 
+/* {kind: K}: the option every generic method takes. */
+static int pack_kind_opt(msgpack_packer *pk, const kind_t *k)
+{
+	int rc = msgpack_pack_map(pk, 1);
+
+	rc |= msgpack_pack_str_with_body(pk, "kind", 4);
+	rc |= msgpack_pack_str_with_body(pk, k->name, strlen(k->name));
+	return rc;
+}
+
 static int pack_delete(msgpack_packer *pk, void *arg)
 {
 	apply_arg_t *a = arg;
-	int rc = msgpack_pack_array(pk, 1);
+	int rc = msgpack_pack_array(pk, 2);
 
 	rc |= msgpack_pack_array(pk, a->count);
 	for (size_t i = 0; i < a->count; i++)
 		rc |= msgpack_pack_str_with_body(pk, a->names[i], strlen(a->names[i]));
+	rc |= pack_kind_opt(pk, a->kind);
 	return rc;
 }
 
+static int pack_list(msgpack_packer *pk, void *arg)
+{
+	apply_arg_t *a = arg;
+	int rc = msgpack_pack_array(pk, 1);
+
+	return rc | pack_kind_opt(pk, a->kind);
+}
+
+static int pack_status(msgpack_packer *pk, void *arg)
+{
+	apply_arg_t *a = arg;
+	int rc = msgpack_pack_array(pk, 2);
+
+	rc |= msgpack_pack_nil(pk);
+	return rc | pack_kind_opt(pk, a->kind);
+}
+
 /* Applies a batch; false when the daemon could not be reached.  A batch
- * refused is applied pod by pod, so one bad pod does not hold the rest:
- * each refusal is kept as its pod's error (its status says it). */
+ * refused is applied object by object, so one bad object does not hold
+ * the rest: each refusal is kept as its object's error (its status says
+ * it). */
 static bool apply_batch(cl_node_t *n, pod_c **pods, size_t count)
 {
-	apply_arg_t a = { n, pods, NULL, count };
+	apply_arg_t a = { n, pods, NULL, count, NULL };
 	api_incoming_t in;
 	tank_error_t e;
 
@@ -768,9 +939,9 @@ static bool apply_batch(cl_node_t *n, pod_c **pods, size_t count)
 	return true;
 }
 
-static bool delete_batch(cl_node_t *n, const char **names, size_t count)
+static bool delete_batch(cl_node_t *n, const kind_t *k, const char **names, size_t count)
 {
-	apply_arg_t a = { n, NULL, names, count };
+	apply_arg_t a = { n, NULL, names, count, k };
 	api_incoming_t in;
 	tank_error_t e;
 
@@ -786,43 +957,84 @@ static bool delete_batch(cl_node_t *n, const char **names, size_t count)
 	return true;
 }
 
-/* The local pods: every name into all, the cluster's (labelled) into
- * mine.  false when the daemon could not be asked. */
+/* The local objects of every kind a cluster places, by id: every one
+ * into all, the cluster's (labelled) into ours.  false when the daemon
+ * could not be asked. */
 static bool local_list(cl_node_t *n, tank_map_t *all, tank_map_t *ours)
 {
-	api_incoming_t in;
-	tank_error_t e;
-	char name[NAME_MAX_];
+	for (size_t ki = 0; tank_kinds[ki]; ki++) {
+		const kind_t *k = tank_kinds[ki];
+		apply_arg_t a = { n, NULL, NULL, 0, k };
+		api_incoming_t in;
+		tank_error_t e;
+		char name[NAME_MAX_], id[2 * NAME_MAX_];
 
-	memset(&in, 0, sizeof in);
-	if (api_client_call(n->api, "list", NULL, NULL, 60000, &in, &e) != 0) {
-		say(n, "list: %s", e.msg);
-		api_drop(n);
-		return false;
-	}
-	if (in.code != API_OK || !in.result || in.result->type != MSGPACK_OBJECT_ARRAY) {
-		say(n, "list: %s", in.message);
-		api_incoming_free(&in);
-		return false;
-	}
-	for (uint32_t i = 0; i < in.result->via.array.size; i++) {
-		const msgpack_object *s = &in.result->via.array.ptr[i];
-		const msgpack_object *l = map_get(map_get(s, "labels"), CL_NODE_LABEL);
-
-		str_copy(map_get(s, "name"), name, sizeof name);
-		if (!name[0])
+		if (k->cluster_place == KIND_PLACE_NONE)
 			continue;
-		tank_map_put(all, name, (void *)1, NULL);
-		if (l && l->type == MSGPACK_OBJECT_STR)
-			tank_map_put(ours, name, (void *)1, NULL);
+		memset(&in, 0, sizeof in);
+		if (api_client_call(n->api, "list", pack_list, &a, 60000, &in, &e) != 0) {
+			say(n, "list: %s", e.msg);
+			api_drop(n);
+			return false;
+		}
+		if (in.code != API_OK || !in.result || in.result->type != MSGPACK_OBJECT_ARRAY) {
+			say(n, "list: %s", in.message);
+			api_incoming_free(&in);
+			return false;
+		}
+		for (uint32_t i = 0; i < in.result->via.array.size; i++) {
+			const msgpack_object *s = &in.result->via.array.ptr[i];
+			const msgpack_object *l = map_get(map_get(s, "labels"), CL_NODE_LABEL);
+
+			str_copy(map_get(s, "name"), name, sizeof name);
+			if (!name[0] || cl_obj_id(k, name, id, sizeof id) != 0)
+				continue;
+			tank_map_put(all, id, (void *)1, NULL);
+			if (l && l->type == MSGPACK_OBJECT_STR)
+				tank_map_put(ours, id, (void *)1, NULL);
+		}
+		api_incoming_free(&in);
 	}
-	api_incoming_free(&in);
 	return true;
 }
 
+/* Whether this node should hold p: a unit assigned here, or a
+ * definition every node holds. */
 static bool assigned_here(const cl_node_t *n, const pod_c *p)
 {
-	return p->seen && p->doc && strcmp(p->assigned, n->name) == 0;
+	if (!p->seen || !p->doc || !p->kind)
+		return false;
+	if (p->kind->cluster_place == KIND_PLACE_EVERY)
+		return true;
+	return p->kind->cluster_place == KIND_PLACE_UNIT && strcmp(p->assigned, n->name) == 0;
+}
+
+/* Deletes the ids in gone (of kinds whose place is `place`), grouped by
+ * kind. */
+static bool delete_gone(cl_node_t *n, const char **gone, size_t ngone, unsigned place)
+{
+	const char **names = calloc(ngone + 1, sizeof *names);
+	bool ok = true;
+
+	if (!names)
+		return false;
+	for (size_t ki = 0; ok && tank_kinds[ki]; ki++) {
+		const kind_t *k = tank_kinds[ki];
+		size_t cnt = 0;
+
+		if (k->cluster_place != place)
+			continue;
+		for (size_t i = 0; i < ngone; i++) {
+			const char *name;
+
+			if (cl_id_kind(gone[i], &name) == k)
+				names[cnt++] = name;
+		}
+		for (size_t i = 0; ok && i < cnt; i += APPLY_BATCH)
+			ok = delete_batch(n, k, names + i, cnt - i < APPLY_BATCH ? cnt - i : APPLY_BATCH);
+	}
+	free(names);
+	return ok;
 }
 
 /* Makes the local store match what etcd assigns to this node. */
@@ -844,25 +1056,35 @@ static void sync_local(cl_node_t *n)
 	gone = calloc(cap, sizeof *gone);
 	if (!todo || !gone)
 		goto out;
-	for (size_t i = 0; tank_map_next(&n->pods, &i, &k, &v);) {
-		pod_c *p = v;
+	/* Definitions first: the units applied after them refer to them
+	 * (a pod's workflow). */
+	for (unsigned place = KIND_PLACE_EVERY;; place = KIND_PLACE_UNIT) {
+		for (size_t i = 0; tank_map_next(&n->pods, &i, &k, &v);) {
+			pod_c *p = v;
 
-		if (!assigned_here(n, p)) {
-			p->applied_rev = 0;
-			continue;
+			if (!p->kind || p->kind->cluster_place != place)
+				continue;
+			if (!assigned_here(n, p)) {
+				p->applied_rev = 0;
+				continue;
+			}
+			if (tank_map_get(&all, k) && !tank_map_get(&ours, k)) {
+				/* An object applied here by hand: not ours to replace. */
+				snprintf(p->err, sizeof p->err,
+					 "a local %s named %s, not the cluster's, is in the way",
+					 p->kind->name, p->name);
+				p->failed_apply = true;
+				continue;
+			}
+			/* Again when its spec moved, or when it went from the
+			 * local store (a local delete); a spec tankd refused
+			 * waits for a new spec. */
+			if (p->applied_rev != p->spec_rev ||
+			    (!p->failed_apply && !tank_map_get(&ours, k)))
+				todo[ntodo++] = p;
 		}
-		if (tank_map_get(&all, k) && !tank_map_get(&ours, k)) {
-			/* A pod applied here by hand: not ours to replace. */
-			snprintf(p->err, sizeof p->err,
-				 "a local pod named %s, not the cluster's, is in the way", k);
-			p->failed_apply = true;
-			continue;
-		}
-		/* Again when its spec moved, or when it went from the local
-		 * store (a local delete); a spec tankd refused waits for a
-		 * new spec. */
-		if (p->applied_rev != p->spec_rev || (!p->failed_apply && !tank_map_get(&ours, k)))
-			todo[ntodo++] = p;
+		if (place == KIND_PLACE_UNIT)
+			break;
 	}
 	for (size_t i = 0; tank_map_next(&ours, &i, &k, &v);) {
 		pod_c *p = tank_map_get(&n->pods, k);
@@ -870,14 +1092,15 @@ static void sync_local(cl_node_t *n)
 		if (!p || !assigned_here(n, p))
 			gone[ngone++] = k;
 	}
-	/* Stop first what is no longer ours, then start what is. */
-	for (size_t i = 0; i < ngone; i += APPLY_BATCH)
-		if (!delete_batch(n, gone + i, ngone - i < APPLY_BATCH ? ngone - i : APPLY_BATCH))
-			goto out;
+	/* Stop first what is no longer ours (units, then the definitions
+	 * they may use), then start what is. */
+	if (!delete_gone(n, gone, ngone, KIND_PLACE_UNIT) ||
+	    !delete_gone(n, gone, ngone, KIND_PLACE_EVERY))
+		goto out;
 	for (size_t i = 0; i < ntodo; i += APPLY_BATCH)
 		if (!apply_batch(n, todo + i, ntodo - i < APPLY_BATCH ? ntodo - i : APPLY_BATCH))
 			goto out;
-	/* Forget pods deleted from etcd once deleted here. */
+	/* Forget objects deleted from etcd once deleted here. */
 	for (size_t i = 0; tank_map_next(&n->pods, &i, &k, &v);) {
 		pod_c *p = v;
 
@@ -896,10 +1119,21 @@ out:
 
 /* --- the worker: status back to etcd ---------------------------------------- */
 
+/* A status map's `ready`: a pod's boolean, or a count (a stack's). */
+static void json_ready(obs_buf_t *b, const msgpack_object *ready)
+{
+	if (ready && ready->type == MSGPACK_OBJECT_POSITIVE_INTEGER)
+		obs_buf_printf(b, "%" PRIu64, ready->via.u64);
+	else
+		obs_buf_puts(b, ready && ready->type == MSGPACK_OBJECT_BOOLEAN && ready->via.boolean
+			     ? "true" : "false");
+}
+
 static void summary(cl_node_t *n, const pod_c *p, const msgpack_object *s, obs_buf_t *b)
 {
-	char phase[32], reason[160];
-	const msgpack_object *ready = map_get(s, "ready"), *restarts = map_get(s, "restarts");
+	char phase[32], reason[400];
+	const msgpack_object *ready = map_get(s, "ready"), *restarts = map_get(s, "restarts"),
+			     *total = map_get(s, "total");
 
 	if (p->failed_apply) {
 		snprintf(phase, sizeof phase, "failed");
@@ -916,17 +1150,66 @@ static void summary(cl_node_t *n, const pod_c *p, const msgpack_object *s, obs_b
 	obs_json_str(b, phase, strlen(phase));
 	obs_buf_puts(b, ",\"reason\":");
 	obs_json_str(b, reason, strlen(reason));
-	obs_buf_printf(b, ",\"ready\":%s,\"restarts\":%" PRIu64 "}",
-		       ready && ready->type == MSGPACK_OBJECT_BOOLEAN && ready->via.boolean ? "true" : "false",
+	obs_buf_puts(b, ",\"ready\":");
+	json_ready(b, ready);
+	obs_buf_printf(b, ",\"restarts\":%" PRIu64,
 		       restarts && restarts->type == MSGPACK_OBJECT_POSITIVE_INTEGER ? restarts->via.u64 : 0);
+	if (total && total->type == MSGPACK_OBJECT_POSITIVE_INTEGER)
+		obs_buf_printf(b, ",\"total\":%" PRIu64, total->via.u64);
+	/* What other kinds add to this kind's status (a pod's workflow
+	 * position: kind_t.adds_to), under their names. */
+	for (size_t i = 0; tank_kinds[i]; i++) {
+		const kind_t *o = tank_kinds[i];
+		const msgpack_object *x;
+
+		if (o->adds_to != p->kind || !(x = map_get(s, o->name)) ||
+		    x->type != MSGPACK_OBJECT_STR)
+			continue;
+		obs_buf_puts(b, ",");
+		obs_json_str(b, o->name, strlen(o->name));
+		obs_buf_puts(b, ":");
+		obs_json_str(b, x->via.str.ptr, x->via.str.size);
+	}
+	obs_buf_puts(b, "}");
+}
+
+/* Every status map of the kinds placed as units, by id, into st; the
+ * answers kept in ins (freed by the caller).  false when the daemon
+ * could not be asked. */
+static bool local_status(cl_node_t *n, tank_map_t *st, api_incoming_t *ins)
+{
+	char name[NAME_MAX_], id[2 * NAME_MAX_];
+
+	for (size_t ki = 0; tank_kinds[ki]; ki++) {
+		const kind_t *k = tank_kinds[ki];
+		apply_arg_t a = { n, NULL, NULL, 0, k };
+		api_incoming_t *in = &ins[ki];
+		tank_error_t e;
+
+		if (k->cluster_place != KIND_PLACE_UNIT)
+			continue;
+		if (api_client_call(n->api, "status", pack_status, &a, 60000, in, &e) != 0) {
+			say(n, "status: %s", e.msg);
+			api_drop(n);
+			return false;
+		}
+		if (in->code != API_OK || !in->result || in->result->type != MSGPACK_OBJECT_ARRAY)
+			continue;
+		for (uint32_t i = 0; i < in->result->via.array.size; i++) {
+			const msgpack_object *s = &in->result->via.array.ptr[i];
+
+			str_copy(map_get(s, "name"), name, sizeof name);
+			if (name[0] && cl_obj_id(k, name, id, sizeof id) == 0)
+				tank_map_put(st, id, (void *)s, NULL);
+		}
+	}
+	return true;
 }
 
 static void push_status(cl_node_t *n)
 {
-	api_incoming_t in;
-	tank_error_t e;
+	api_incoming_t ins[KIND_MAX + 1];
 	tank_map_t st;
-	char name[NAME_MAX_];
 	cl_op_t *ops = NULL;
 	char **keys = NULL;
 	obs_buf_t *vals = NULL;
@@ -936,22 +1219,10 @@ static void push_status(cl_node_t *n)
 	const char *k;
 	void *v;
 
-	memset(&in, 0, sizeof in);
+	memset(ins, 0, sizeof ins);
 	tank_map_init(&st);
-	if (api_client_call(n->api, "status", NULL, NULL, 60000, &in, &e) != 0) {
-		say(n, "status: %s", e.msg);
-		api_drop(n);
+	if (!local_status(n, &st, ins))
 		goto out;
-	}
-	if (in.code != API_OK || !in.result || in.result->type != MSGPACK_OBJECT_ARRAY)
-		goto out;
-	for (uint32_t i = 0; i < in.result->via.array.size; i++) {
-		const msgpack_object *s = &in.result->via.array.ptr[i];
-
-		str_copy(map_get(s, "name"), name, sizeof name);
-		if (name[0])
-			tank_map_put(&st, name, (void *)s, NULL);
-	}
 	ops = calloc(cap, sizeof *ops);
 	keys = calloc(cap, sizeof *keys);
 	vals = calloc(cap, sizeof *vals);
@@ -962,12 +1233,14 @@ static void push_status(cl_node_t *n)
 		pod_c *p = v;
 		const msgpack_object *s;
 
-		if (!assigned_here(n, p))
+		if (!assigned_here(n, p) || p->kind->cluster_place != KIND_PLACE_UNIT)
 			continue;
-		assigned++;
 		s = tank_map_get(&st, k);
-		if (s && str_is(map_get(s, "phase"), "running"))
-			running++;
+		if (p->kind == tank_kinds[0]) {
+			assigned++;
+			if (s && str_is(map_get(s, "phase"), "running"))
+				running++;
+		}
 		summary(n, p, s, &vals[nops]);
 		if (vals[nops].oom)
 			continue;
@@ -1025,7 +1298,128 @@ out:
 	free(vals);
 	free(who);
 	tank_map_destroy(&st);
+	for (size_t i = 0; i <= KIND_MAX; i++)
+		api_incoming_free(&ins[i]);
+}
+
+/* --- the worker: calls routed to this node -------------------------------- */
+
+static int pack_params(msgpack_packer *pk, void *arg)
+{
+	return msgpack_pack_object(pk, *(const msgpack_object *)arg);
+}
+
+/* The answer to a request: {code, message, result, details} as JSON, the
+ * code a wire name ("" for success). */
+static char *answer_json(int code, const char *message, const msgpack_object *result,
+			 const msgpack_object *details, size_t *len)
+{
+	msgpack_sbuffer sb;
+	msgpack_packer pk;
+	msgpack_unpacked up;
+	char *json = NULL;
+	const char *cn = code == API_OK ? "" : api_code_name(code);
+
+	msgpack_sbuffer_init(&sb);
+	msgpack_packer_init(&pk, &sb, msgpack_sbuffer_write);
+	msgpack_pack_map(&pk, 4);
+	msgpack_pack_str_with_body(&pk, "code", 4);
+	msgpack_pack_str_with_body(&pk, cn, strlen(cn));
+	msgpack_pack_str_with_body(&pk, "message", 7);
+	msgpack_pack_str_with_body(&pk, message, strlen(message));
+	msgpack_pack_str_with_body(&pk, "result", 6);
+	if (result)
+		msgpack_pack_object(&pk, *result);
+	else
+		msgpack_pack_nil(&pk);
+	msgpack_pack_str_with_body(&pk, "details", 7);
+	if (details)
+		msgpack_pack_object(&pk, *details);
+	else
+		msgpack_pack_nil(&pk);
+	msgpack_unpacked_init(&up);
+	if (msgpack_unpack_next(&up, sb.data, sb.size, NULL) == MSGPACK_UNPACK_SUCCESS &&
+	    mf_doc_emit_string(&up.data, MF_DOC_JSON_LINE, &json, len) != 0)
+		json = NULL;
+	msgpack_unpacked_destroy(&up);
+	msgpack_sbuffer_destroy(&sb);
+	return json;
+}
+
+/* Runs one request {method, params} on this node's tankd (through its
+ * socket, as tankctl would) and puts the answer at /tank/ans/ID, deleting
+ * the request in the same transaction.  false when tankd could not be
+ * reached (the request stays for the next pass). */
+static bool serve_one(cl_node_t *n, const req_c *r, int64_t lease)
+{
+	char err[160] = "", method[64], key[sizeof CL_PREFIX_ANS + sizeof r->id],
+	     rkey[sizeof CL_PREFIX_REQ + NAME_MAX_ + sizeof r->id];
+	mf_docs_t *d = parse_json(r->value, r->len, err, sizeof err);
+	const msgpack_object *params = d ? map_get(&d->docs[0], "params") : NULL;
+	api_incoming_t in;
+	tank_error_t e;
+	char *json;
+	size_t len = 0;
+	bool ok;
+
+	memset(&in, 0, sizeof in);
+	str_copy(d ? map_get(&d->docs[0], "method") : NULL, method, sizeof method);
+	if (!d || !method[0] || !params || params->type != MSGPACK_OBJECT_ARRAY) {
+		json = answer_json(API_BAD_REQUEST, d ? "expected {method, params: [...]}" : err,
+				   NULL, NULL, &len);
+	} else if (api_client_call(n->api, method, pack_params, (void *)params, 60000, &in, &e) != 0) {
+		say(n, "%s: %s", method, e.msg);
+		api_drop(n);
+		mf_docs_free(d);
+		return false;
+	} else {
+		json = answer_json(in.code, in.message, in.result, in.details, &len);
+	}
+	snprintf(key, sizeof key, CL_PREFIX_ANS "%s", r->id);
+	snprintf(rkey, sizeof rkey, CL_PREFIX_REQ "%s/%s", n->name, r->id);
+	if (json) {
+		/* Under the node's lease: an answer nobody read goes with its
+		 * node at the latest. */
+		cl_op_t ops[2] = { { .kind = CL_OP_PUT, .key = key, .value = json, .value_len = len,
+				     .lease = lease },
+				   { .kind = CL_OP_DELETE, .key = rkey } };
+
+		if (cl_etcd_txn(n->work_etcd, NULL, 0, ops, 2, NULL, 0, &ok, NULL, NULL) != 0)
+			say(n, "answer: %s", cl_etcd_errmsg(n->work_etcd));
+		else
+			tank_map_put(&n->served, r->id, (void *)1, NULL);
+	}
+	free(json);
 	api_incoming_free(&in);
+	mf_docs_free(d);
+	return true;
+}
+
+static void serve_requests(cl_node_t *n)
+{
+	int64_t lease;
+	const char *k;
+	void *v;
+	tank_map_t now;
+
+	pthread_mutex_lock(&n->mu);
+	lease = n->lease;
+	pthread_mutex_unlock(&n->mu);
+	tank_map_init(&now);
+	for (size_t i = 0; i < n->nreqs; i++) {
+		tank_map_put(&now, n->reqs[i].id, (void *)1, NULL);
+		if (tank_map_get(&n->served, n->reqs[i].id))
+			continue;   /* answered; the mirror has not seen its delete yet */
+		if (!n->api || !serve_one(n, &n->reqs[i], lease))
+			break;
+	}
+	/* Ids whose request key is gone need no memory. */
+	for (size_t i = 0; tank_map_next(&n->served, &i, &k, &v);)
+		if (!tank_map_get(&now, k)) {
+			tank_map_del(&n->served, k);
+			i = 0;
+		}
+	tank_map_destroy(&now);
 }
 
 static void *work_main(void *arg)
@@ -1052,6 +1446,8 @@ static void *work_main(void *arg)
 			sync_local(n);
 			n->last_local_ms = t;
 		}
+		if (n->api)
+			serve_requests(n);
 		if (n->api)
 			push_status(n);
 	}
@@ -1091,6 +1487,9 @@ void cl_node_stop(cl_node_t *n, bool revoke)
 	if (n->lease_started)
 		pthread_join(n->lease_thr, NULL);
 	cl_mirror_stop(n->mirror);
+	req_reset(n);
+	free(n->reqs);
+	tank_map_destroy(&n->served);
 	if (revoke && n->lease && n->lease_etcd) {
 		cl_etcd_rearm(n->lease_etcd);
 		cl_etcd_set_timeout(n->lease_etcd, 2000);
@@ -1126,6 +1525,7 @@ int cl_node_start(const cl_node_opts_t *o, cl_node_t **out, tank_error_t *e)
 		return tank_error_set(e, -ENOMEM, "cluster: out of memory");
 	pthread_mutex_init(&n->mu, NULL);
 	tank_map_init(&n->pods);
+	tank_map_init(&n->served);
 	n->ttl_s = o->ttl_s > 0 ? o->ttl_s : CL_NODE_TTL_DEFAULT;
 	n->capacity = o->capacity ? o->capacity : host_capacity();
 	n->log = o->log;
@@ -1142,7 +1542,8 @@ int cl_node_start(const cl_node_opts_t *o, cl_node_t **out, tank_error_t *e)
 	}
 	if ((rc = cl_etcd_open(n->url, &n->lease_etcd)) != 0 ||
 	    (rc = cl_etcd_open(n->url, &n->work_etcd)) != 0 ||
-	    (rc = cl_mirror_start(n->url, CL_PREFIX_ASSIGN, "/tank/pods0", &n->mirror)) != 0) {
+	    (rc = cl_mirror_start_skip(n->url, CL_PREFIX_ASSIGN, "/tank0", CL_PREFIX_STATUS,
+					&n->mirror)) != 0) {
 		tank_error_set(e, rc, "cluster: %s", tank_strerror(rc));
 		goto fail;
 	}

@@ -52,6 +52,8 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include <stddef.h>
+
 #include "common/tank_err.h"
 
 #define CL_NODE_LABEL "tank-cluster/node"
@@ -65,6 +67,27 @@
 #define CL_PREFIX_ASSIGN "/tank/assign/"
 #define CL_PREFIX_NODES "/tank/nodes/"
 #define CL_PREFIX_STATUS "/tank/status/"
+
+#define CL_PREFIX_REQ "/tank/req/"
+#define CL_PREFIX_ANS "/tank/ans/"
+
+/* --- keys of any kind's objects (docs/cluster.md "Keys") ------------------
+ *
+ * A kind's object lives at /tank/<plural>/NAME (pods: /tank/pods/NAME).
+ * Its assignment and status are under /tank/assign/ and /tank/status/ +
+ * its id: NAME for the list's first kind (pods, as before other kinds came
+ * to the cluster: a pod's name has no '/'), <plural>/NAME for every other.
+ * Only kinds whose cluster_place is not KIND_PLACE_NONE have keys. */
+struct kind;
+/* The id of k's object name into buf: 0, or -ENAMETOOLONG. */
+int cl_obj_id(const struct kind *k, const char *name, char *buf, size_t cap);
+/* The spec key of k's object name into buf. */
+int cl_spec_key(const struct kind *k, const char *name, char *buf, size_t cap);
+/* The kind of a spec key (/tank/<plural>/NAME) and *name (points into
+ * key), or NULL when key is no kind's spec. */
+const struct kind *cl_spec_kind(const char *key, const char **name);
+/* The kind of an id (as cl_obj_id writes it) and *name, or NULL. */
+const struct kind *cl_id_kind(const char *id, const char **name);
 
 typedef struct cl_node_opts {
 	const char *url;       /* etcd: http://HOST:PORT */

@@ -650,12 +650,15 @@ Test(cluster, tankctl_applies_lists_and_deletes_across_nodes)
 	fputs("name: ok1\ncontainers:\n  - name: m\n    command: [/bin/sleep, \"1\"]\n---\n"
 	      "name: bad\ncontainers: 3\n---\nkind: Stack\nname: s\n---\n"
 	      "name: sel\nnode_selector: {zone: [1]}\n"
-	      "containers:\n  - name: m\n    command: [/bin/sleep, \"1\"]\n", f);
+	      "containers:\n  - name: m\n    command: [/bin/sleep, \"1\"]\n---\n"
+	      "kind: Job\nname: j\n---\nkind: Workflow\nname: w\nstages: [x]\nnode_selector: {a: b}\n", f);
 	fclose(f);
 	cr_assert_eq(cctl(out, sizeof out, "apply -f %s", path), 1, "%s", out);
 	cr_assert(strstr(out, "document 2: bad: containers"), "%s", out);
-	cr_assert(strstr(out, "document 3: kind Stack: only pods go to a cluster"), "%s", out);
+	cr_assert(strstr(out, "document 3: s:"), "%s", out);
 	cr_assert(strstr(out, "document 4.node_selector[\"zone\"]: expected a label value"), "%s", out);
+	cr_assert(strstr(out, "document 5: kind Job: not applied to a cluster"), "%s", out);
+	cr_assert(strstr(out, "document 6: node_selector: a workflow is on every node"), "%s", out);
 	cr_assert_eq(cctl(out, sizeof out, "get ok1"), 1, "%s", out);
 	cr_assert(strstr(out, "pod ok1: not found"), "%s", out);
 	cr_assert_eq(cctl(out, sizeof out, "frobnicate"), 2, "%s", out);
@@ -735,4 +738,228 @@ Test(cluster, tankd_refuses_bad_cluster_flags_naming_them)
 			  WEXITSTATUS(st), out);
 		cr_assert(strstr(out, bad[i].says), "%s: %s", bad[i].args, out);
 	}
+}
+
+/* --- every kind on a cluster (issue 39 item 5) ------------------------------ */
+
+/* The index in nodes[] of the node named, or -1. */
+static int node_index(const char *name)
+{
+	for (int i = 0; i < 3; i++)
+		if (strcmp(nodes[i].name, name) == 0)
+			return i;
+	return -1;
+}
+
+static bool wait_status(const char *id, const char *needle, int secs)
+{
+	for (double end = now_s() + secs; now_s() < end; sleep_ms(200))
+		if (status_says(id, needle))
+			return true;
+	return false;
+}
+
+static void write_file(const char *path, const char *text)
+{
+	FILE *f = fopen(path, "w");
+
+	cr_assert_not_null(f, "%s", path);
+	fputs(text, f);
+	fclose(f);
+}
+
+Test(cluster, a_stack_runs_on_one_node_in_its_order_its_verbs_routed_and_moves_whole)
+{
+	NEED_ETCD();
+	char out[16384], path[PATH_MAX + 16], order[PATH_MAX + 16], yaml[32768], node[64];
+
+	three_nodes();
+	snprintf(order, sizeof order, "%s/order", nodes[0].dir);
+	snprintf(path, sizeof path, "%s/stack.yaml", nodes[0].dir);
+	/* Each pod writes its name, and is ready once it has: b waits for a
+	 * to be ready, c for b, so the file says the order they started in. */
+	snprintf(yaml, sizeof yaml,
+		 "kind: Stack\nname: st\npods:\n"
+		 "  - name: st-a\n    containers: [{name: m, command: [/bin/sh, -c, \"echo a >> %s; exec /bin/sleep 1000\"],"
+		 " readiness: {exec: [/bin/sh, -c, \"grep -qx a %s\"], period: 200ms}}]\n"
+		 "  - name: st-b\n    depends_on: [{pod: st-a, condition: ready}]\n"
+		 "    containers: [{name: m, command: [/bin/sh, -c, \"echo b >> %s; exec /bin/sleep 1000\"],"
+		 " readiness: {exec: [/bin/sh, -c, \"grep -qx b %s\"], period: 200ms}}]\n"
+		 "  - name: st-c\n    depends_on: [{pod: st-b, condition: ready}]\n"
+		 "    containers: [{name: m, command: [/bin/sh, -c, \"echo c >> %s; exec /bin/sleep 1000\"]}]\n",
+		 order, order, order, order, order);
+	write_file(path, yaml);
+	cr_assert_eq(cctl(out, sizeof out, "apply -f %s", path), 0, "%s", out);
+	cr_assert_str_eq(out, "stack st created\n");
+	/* Stored as a stack, its pods inside it (not under /tank/pods/). */
+	get_val("/tank/stacks/st", yaml, sizeof yaml);
+	cr_assert(strstr(yaml, "\"st-c\""), "%s", yaml);
+	get_val("/tank/pods/st-a", out, sizeof out);
+	cr_assert_str_empty(out);
+	cr_assert(wait_status("stacks/st", "\"phase\":\"up\"", 30), "the stack never came up");
+	assigned_to("stacks/st", node, sizeof node);
+	int at = node_index(node);
+	cr_assert_geq(at, 0, "assigned to '%s'", node);
+	/* All three on that node, none elsewhere, in their order. */
+	cr_assert_eq(nctl(&nodes[at], out, sizeof out, "ps"), 0, "%s", out);
+	cr_assert(strstr(out, "st-a") && strstr(out, "st-b") && strstr(out, "st-c"), "%s", out);
+	for (int i = 0; i < 3; i++)
+		if (i != at) {
+			cr_assert_eq(nctl(&nodes[i], out, sizeof out, "ps"), 0, "%s", out);
+			cr_assert_null(strstr(out, "st-"), "on %s too: %s", nodes[i].name, out);
+		}
+	FILE *f = fopen(order, "r");
+	cr_assert_not_null(f);
+	size_t len = fread(out, 1, sizeof out - 1, f);
+	out[len] = '\0';
+	fclose(f);
+	cr_assert_str_eq(out, "a\nb\nc\n");
+	/* ps shows it with its node and its ready count. */
+	cr_assert_eq(cctl(yaml, sizeof yaml, "ps"), 0, "%s", yaml);
+	cr_assert(strstr(yaml, "stack/st"), "%s", yaml);
+	cr_assert(strstr(yaml, "3/3"), "%s", yaml);
+	/* Its verbs go to its node through etcd. */
+	cr_assert_eq(cctl(out, sizeof out, "down st"), 0, "%s", out);
+	cr_assert_str_eq(out, "stack st configured\n");
+	cr_assert(wait_status("stacks/st", "\"phase\":\"down\"", 30), "the stack never went down");
+	cr_assert_eq(cctl(out, sizeof out, "up st"), 0, "%s", out);
+	cr_assert(wait_status("stacks/st", "\"phase\":\"up\"", 30), "the stack never came up again");
+	cr_assert_eq(cctl(out, sizeof out, "get stack st -o json"), 0, "%s", out);
+	cr_assert(strstr(out, "\"kind\": \"Stack\""), "%s", out);
+	char want[96];
+	snprintf(want, sizeof want, "\"node\": \"%s\"", node);
+	cr_assert(strstr(out, want), "%s", out);
+	/* Its node dies: the stack moves whole, and starts again in order. */
+	unlink(order);
+	node_kill(&nodes[at]);
+	double t0 = now_s();
+	bool moved = false;
+	char now_on[64] = "";
+	for (; now_s() < t0 + 10 + 15 && !moved; sleep_ms(200)) {
+		assigned_to("stacks/st", now_on, sizeof now_on);
+		moved = now_on[0] && strcmp(now_on, node) != 0 &&
+			status_says("stacks/st", "\"phase\":\"up\"") &&
+			status_says("stacks/st", now_on);
+	}
+	cr_assert(moved, "the stack is not up elsewhere %.1f s after its node died", now_s() - t0);
+	int to = node_index(now_on);
+	cr_assert_eq(nctl(&nodes[to], out, sizeof out, "ps"), 0, "%s", out);
+	cr_assert(strstr(out, "st-a") && strstr(out, "st-b") && strstr(out, "st-c"), "%s", out);
+	cr_assert_not_null(f = fopen(order, "r"));
+	len = fread(out, 1, sizeof out - 1, f);
+	out[len] = '\0';
+	fclose(f);
+	cr_assert_str_eq(out, "a\nb\nc\n");
+	/* Deleted from the cluster: its node deletes it with its pods. */
+	cr_assert_eq(cctl(out, sizeof out, "delete stack/st"), 0, "%s", out);
+	cr_assert_str_eq(out, "stack st deleted\n");
+	bool gone = false;
+	for (double end = now_s() + 10; now_s() < end && !gone; sleep_ms(200))
+		gone = nctl(&nodes[to], out, sizeof out, "get st-a") != 0;
+	cr_assert(gone, "the stack's pods are still on %s", now_on);
+}
+
+Test(cluster, an_action_runs_on_its_pods_node_and_is_approved_there)
+{
+	NEED_ETCD();
+	char out[16384], path[PATH_MAX + 16], mark[PATH_MAX + 16], yaml[8192], node[64], id[64];
+
+	three_nodes();
+	snprintf(mark, sizeof mark, "%s/acted", nodes[0].dir);
+	snprintf(path, sizeof path, "%s/pod.yaml", nodes[0].dir);
+	snprintf(yaml, sizeof yaml,
+		 "name: led\nnode_selector: {zone: b}\ncontainers: [{name: m, command: [/bin/sleep, \"1000\"]}]\n"
+		 "actions:\n  mark:\n    command: [/bin/sh, -c, \"echo $0 > %s\"]\n    approval: required\n",
+		 mark);
+	write_file(path, yaml);
+	cr_assert_eq(cctl(out, sizeof out, "apply -f %s", path), 0, "%s", out);
+	bool running = false;
+	for (double end = now_s() + 30; now_s() < end && !running; sleep_ms(200)) {
+		assigned_to("led", node, sizeof node);
+		char want[96];
+		snprintf(want, sizeof want, "\"node\":\"%s\",\"phase\":\"running\"", node);
+		running = node[0] && status_says("led", want);
+	}
+	cr_assert(running, "led never ran");
+	int at = node_index(node);
+	cr_assert(at == 1 || at == 2, "led on %s (zone=b is n2 or n3)", node);
+	/* Submitted through etcd: its pod's node queues it for approval. */
+	cr_assert_eq(cctl(out, sizeof out, "action run led mark hello"), 0, "%s", out);
+	cr_assert(sscanf(out, "action %63s PENDING_APPROVE", id) == 1, "%s", out);
+	cr_assert_eq(nctl(&nodes[at], out, sizeof out, "action get %s", id), 0, "%s", out);
+	cr_assert_neq(nctl(&nodes[0], out, sizeof out, "action get %s", id), 0, "%s", out);
+	cr_assert_eq(access(mark, F_OK), -1, "ran before its approval");
+	/* Approved by its id alone: the nodes are asked in turn, the one
+	 * that holds it runs it. */
+	cr_assert_eq(cctl(out, sizeof out, "action approve %s", id), 0, "%s", out);
+	bool done = false;
+	for (double end = now_s() + 20; now_s() < end && !done; sleep_ms(200))
+		done = access(mark, F_OK) == 0;
+	cr_assert(done, "the approved action never ran");
+	FILE *f = fopen(mark, "r");
+	cr_assert_not_null(f);
+	size_t len = fread(out, 1, sizeof out - 1, f);
+	out[len] = '\0';
+	fclose(f);
+	cr_assert_str_eq(out, "hello\n");
+	cr_assert_eq(cctl(out, sizeof out, "action get %s", id), 0, "%s", out);
+	cr_assert(strstr(out, "state: DONE"), "%s", out);
+	/* An id no node holds. */
+	cr_assert_eq(cctl(out, sizeof out, "action approve 00000000-0000-4000-8000-000000000000"), 1,
+		     "%s", out);
+}
+
+Test(cluster, a_workflow_runs_on_its_pods_node_and_its_result_is_seen_through_etcd)
+{
+	NEED_ETCD();
+	char out[16384], path[PATH_MAX + 16], node[64];
+
+	three_nodes();
+	snprintf(path, sizeof path, "%s/wf.yaml", nodes[0].dir);
+	write_file(path,
+		   "kind: Task\nname: hello\ntemplates:\n  - name: run\n"
+		   "    contents: |\n      echo hello from {{.Pod.Name}}\n---\n"
+		   "kind: Stage\nname: once\nenvironment: running\ntasks: [hello]\n---\n"
+		   "kind: Workflow\nname: greet\nstages: [once]\n---\n"
+		   "name: wp\nworkflow: greet\ncontainers: [{name: m, command: [/bin/sleep, \"1000\"]}]\n");
+	cr_assert_eq(cctl(out, sizeof out, "apply -f %s", path), 0, "%s", out);
+	cr_assert(strstr(out, "task hello created\nstage once created\nworkflow greet created\n"
+			      "pod wp created\n"), "%s", out);
+	/* The definitions are on every node; the pod on one. */
+	for (int i = 0; i < 3; i++) {
+		bool there = false;
+
+		for (double end = now_s() + 20; now_s() < end && !there; sleep_ms(200))
+			there = nctl(&nodes[i], out, sizeof out, "get workflow greet") == 0;
+		cr_assert(there, "workflow greet never reached %s", nodes[i].name);
+	}
+	bool finished = false;
+	for (double end = now_s() + 30; now_s() < end && !finished; sleep_ms(300)) {
+		cctl(out, sizeof out, "workflow status wp");
+		finished = strstr(out, "reason: no more tasks") && strstr(out, "state: finished");
+	}
+	cr_assert(finished, "%s", out);
+	char job[64];
+	char *jid = strstr(out, "id: wp/");
+	cr_assert_not_null(jid, "%s", out);
+	cr_assert_eq(sscanf(jid, "id: %63s", job), 1);
+	assigned_to("wp", node, sizeof node);
+	int at = node_index(node);
+	cr_assert_geq(at, 0);
+	/* Its jobs and their log, from the pod's node. */
+	cr_assert_eq(cctl(out, sizeof out, "jobs wp"), 0, "%s", out);
+	cr_assert(strstr(out, "finished"), "%s", out);
+	cr_assert_eq(cctl(out, sizeof out, "job log %s", job), 0, "%s", out);
+	cr_assert(strstr(out, "hello from wp"), "%s", out);
+	/* The pod's status in etcd says where its workflow is. */
+	bool seen = false;
+	for (double end = now_s() + 10; now_s() < end && !seen; sleep_ms(200)) {
+		cctl(out, sizeof out, "get wp -o json");
+		seen = strstr(out, "\"workflow\": \"") != NULL;
+	}
+	cr_assert(seen, "%s", out);
+	/* Only its node has jobs for it. */
+	for (int i = 0; i < 3; i++)
+		if (i != at)
+			cr_assert_neq(nctl(&nodes[i], out, sizeof out, "jobs wp"), 0, "%s", out);
 }
