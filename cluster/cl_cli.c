@@ -1324,11 +1324,15 @@ static void help(FILE *fp)
 		"usage: tankctl --cluster URL VERB [ARGS...]\n\n"
 		"Talks to the cluster's etcd at URL (http://HOST:2379), not to a tankd\n"
 		"(docs/cluster.md):\n"
-		"  apply -f FILE|-          write the manifest's pods to the cluster\n"
-		"  delete NAME...|-f FILE   delete pods from the cluster\n"
-		"  get NAME [-o yaml|json]  a pod's spec, node and status\n"
-		"  ps                       every pod with its node and phase\n"
-		"  nodes                    the live nodes: lease, labels, load\n");
+		"  apply -f FILE|-          write the manifest's objects to the cluster\n"
+		"  delete [KIND] NAME...|KIND/NAME...|-f FILE\n"
+		"                           delete objects from the cluster\n"
+		"  get [KIND] NAME|KIND/NAME [-o yaml|json]\n"
+		"                           an object's spec, node and status\n"
+		"  ps                       every object with its node and phase\n"
+		"  nodes                    the live nodes: lease, labels, load\n"
+		"  VERB ...                 a kind's verb or command (up, down, action run,\n"
+		"                           workflow status, ...), run by the object's node\n");
 }
 
 int cl_cli_main(const char *url, int argc, char **argv, FILE *out, FILE *err)
@@ -1366,7 +1370,8 @@ int cl_cli_main(const char *url, int argc, char **argv, FILE *out, FILE *err)
 		rc = run_verb(&c, vk, vv, vat, argc, argv);
 	else
 		rc = fail(&c, EXIT_USAGE_,
-			  "not a cluster verb (apply, delete, get, ps, nodes; docs/cluster.md)");
+			  "not a cluster verb (apply, delete, get, ps, nodes, or a kind's verb; "
+			  "docs/cluster.md)");
 	cl_etcd_close(c.e);
 	fflush(out);
 	return rc;

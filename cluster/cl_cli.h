@@ -4,19 +4,26 @@
  * its words over when --cluster is given, and knows nothing more.
  *
  * Verbs (docs/cli.md, docs/cluster.md):
- *   apply -f FILE|-        validates every pod of the manifest (the Pod
- *                          kind's validator, node_selector apart) and
- *                          writes each to /tank/pods/NAME; one line per
- *                          pod: "pod NAME created|configured|unchanged"
- *   delete NAME…|-f FILE   deletes the pods' keys (spec, assignment,
+ *   apply -f FILE|-        validates every object with its kind's
+ *                          validator (node_selector apart) and writes
+ *                          each to /tank/<plural>/NAME; one line per
+ *                          object: "KIND NAME created|configured|unchanged"
+ *   delete [KIND] NAME…|KIND/NAME…|-f FILE
+ *                          deletes the objects' keys (spec, assignment,
  *                          status): their nodes stop them
- *   get NAME [-o yaml|json]  the spec as stored, with `node` and `status`
+ *   get [KIND] NAME|KIND/NAME [-o yaml|json]
+ *                          the spec as stored, with `node` and `status`
  *   ps                     NAME NODE PHASE READY RESTARTS REASON
  *   nodes                  NAME LEASE LABELS CAPACITY ASSIGNED RUNNING
+ *   a kind's verb or command (kinds/kind.h: verbs, cmds), each call
+ *                          routed to the node that holds its object: a
+ *                          request at /tank/req/NODE/ID that the node
+ *                          answers at /tank/ans/ID (cl_node.h)
  *
- * Only pods go to a cluster in this round: another kind in a manifest is
- * refused, naming it.  Exit codes as tankctl's: 0, 1 (an error: etcd
- * unreachable, not found, a refused manifest), 2 (usage).
+ * A kind whose cluster_place is KIND_PLACE_NONE is refused in a
+ * manifest, naming it.  Exit codes as tankctl's: 0, 1 (an error: etcd
+ * unreachable, not found, a refused manifest, a node's error answer), 2
+ * (usage).
  *
  * Blocks on etcd (each request bounded by cl_etcd's timeout).  Output on
  * out, diagnostics "tankctl: VERB: …" on err.

@@ -3,6 +3,7 @@
 
 #include <errno.h>
 #include <inttypes.h>
+#include <poll.h>
 #include <pthread.h>
 #include <stdarg.h>
 #include <stdatomic.h>
@@ -29,6 +30,13 @@
 #define SEL_MAX 32
 #define NAME_MAX_ 254
 #define APPLY_BATCH 200
+/* The full looks at the local side (every object listed, every status
+ * asked), between which the worker goes by its own changes and tankd's
+ * events only. */
+#define CL_NODE_FULL_MS 5000
+/* After a wake, the worker waits this long for more (a burst of
+ * assignments comes in transactions of 64): one pass, not dozens. */
+#define CL_NODE_DEBOUNCE_MS 50
 #define TXN_BATCH 64
 
 /* What the worker keeps of one object of /tank/<plural>/ (its thread
@@ -50,6 +58,7 @@ typedef struct pod_c {
 	uint64_t status_at;
 	uint64_t waiting_since;  /* unassigned since (ms), 0 not waiting */
 	bool failed_apply;
+	bool running;            /* its phase, as last asked (pods) */
 } pod_c;
 
 /* A request to this node (/tank/req/NODE/ID, cl_cli's routed calls),
@@ -100,6 +109,21 @@ struct cl_node {
 	api_client_t *api;
 	uint64_t last_local_ms;
 	uint64_t last_gen;
+	/* What changed locally (docs/cluster.md "Incremental"): tankd's
+	 * events, on a connection of their own, name the objects whose
+	 * status moved; only those are asked again.  all_dirty: ask every
+	 * status (at start, after the stream broke, every
+	 * CL_NODE_FULL_MS). */
+	api_client_t *ev;
+	tank_map_t dirty;             /* ids */
+	bool all_dirty;
+	uint64_t last_full_ms;
+	/* The local objects as the last full look saw them, kept up to
+	 * date with what the worker itself applied and deleted, so that a
+	 * pass applies only what changed (a full look, `list` of each kind,
+	 * every CL_NODE_FULL_MS and after tankd was reached again). */
+	tank_map_t local_all, local_ours;
+	bool local_known;
 	req_c *reqs;                  /* this pass's requests */
 	size_t nreqs, reqcap;
 	tank_map_t served;            /* ids answered, until their key goes */
@@ -800,6 +824,76 @@ static void api_drop(cl_node_t *n)
 {
 	api_client_close(n->api);
 	n->api = NULL;
+	/* What tankd holds may have changed while it was out of reach. */
+	api_client_close(n->ev);
+	n->ev = NULL;
+	n->local_known = false;
+	n->all_dirty = true;
+}
+
+static void mark_dirty(cl_node_t *n, const kind_t *k, const msgpack_object *name)
+{
+	char nm[NAME_MAX_], id[2 * NAME_MAX_];
+
+	str_copy(name, nm, sizeof nm);
+	if (k && nm[0] && cl_obj_id(k, nm, id, sizeof id) == 0)
+		tank_map_put(&n->dirty, id, (void *)1, NULL);
+}
+
+/* tankd's events since the last pass: the objects they name are dirty
+ * (their status is asked again).  An event names a pod (`pod`: a
+ * transition, a probe, a workflow's step) and/or an object of the kind
+ * its `type` names (`{type: "stack", stack: NAME}`).  A broken stream
+ * makes everything dirty, and is subscribed again. */
+static void drain_events(cl_node_t *n)
+{
+	tank_error_t e;
+
+	if (!n->ev) {
+		api_incoming_t in;
+
+		memset(&in, 0, sizeof in);
+		if (api_client_connect(n->socket, &n->ev, &e) != 0) {
+			n->ev = NULL;
+			return;
+		}
+		if (api_client_call(n->ev, "subscribe", NULL, NULL, 10000, &in, &e) != 0 ||
+		    in.code != API_OK) {
+			api_client_close(n->ev);
+			n->ev = NULL;
+		}
+		api_incoming_free(&in);
+		n->all_dirty = true;   /* what happened before the subscription */
+		return;
+	}
+	for (;;) {
+		struct pollfd pf = { .fd = api_client_fd(n->ev), .events = POLLIN };
+		api_incoming_t in;
+
+		if (poll(&pf, 1, 0) <= 0)
+			break;
+		memset(&in, 0, sizeof in);
+		/* A frame has begun: it is whole within the second. */
+		if (api_client_next(n->ev, 1000, &in, &e) != 0) {
+			api_client_close(n->ev);
+			n->ev = NULL;
+			n->all_dirty = true;
+			break;
+		}
+		if (in.type == API_NOTIFICATION && in.params &&
+		    in.params->type == MSGPACK_OBJECT_ARRAY) {
+			for (uint32_t i = 0; i < in.params->via.array.size; i++) {
+				const msgpack_object *ev = &in.params->via.array.ptr[i], *ty;
+				const kind_t *k;
+
+				mark_dirty(n, tank_kinds[0], map_get(ev, "pod"));
+				if ((ty = map_get(ev, "type")) && ty->type == MSGPACK_OBJECT_STR &&
+				    (k = kind_find(tank_kinds, ty->via.str.ptr, ty->via.str.size)))
+					mark_dirty(n, k, map_get(ev, k->name));
+			}
+		}
+		api_incoming_free(&in);
+	}
 }
 
 typedef struct apply_arg {
@@ -1037,8 +1131,10 @@ static bool delete_gone(cl_node_t *n, const char **gone, size_t ngone, unsigned 
 	return ok;
 }
 
-/* Makes the local store match what etcd assigns to this node. */
-static void sync_local(cl_node_t *n)
+/* Makes the local store match what etcd assigns to this node: with a
+ * full look at the local objects (full, or none kept), else from what
+ * the last look saw and the worker did since. */
+static void sync_local(cl_node_t *n, bool full)
 {
 	tank_map_t all, ours;
 	pod_c **todo = NULL;
@@ -1049,8 +1145,20 @@ static void sync_local(cl_node_t *n)
 
 	tank_map_init(&all);
 	tank_map_init(&ours);
-	if (!local_list(n, &all, &ours))
-		goto out;
+	if (full || !n->local_known) {
+		if (!local_list(n, &all, &ours))
+			goto out;
+		tank_map_destroy(&n->local_all);
+		tank_map_destroy(&n->local_ours);
+		n->local_all = all;
+		n->local_ours = ours;
+		n->local_known = true;
+		tank_map_init(&all);
+		tank_map_init(&ours);
+	}
+	/* The kept look, by name, from here on. */
+#define all (n->local_all)
+#define ours (n->local_ours)
 	cap = n->pods.len + ours.len + 1;
 	todo = calloc(cap, sizeof *todo);
 	gone = calloc(cap, sizeof *gone);
@@ -1097,9 +1205,30 @@ static void sync_local(cl_node_t *n)
 	if (!delete_gone(n, gone, ngone, KIND_PLACE_UNIT) ||
 	    !delete_gone(n, gone, ngone, KIND_PLACE_EVERY))
 		goto out;
+	for (size_t i = 0; i < ngone; i++) {
+		/* gone[] points at keys of ours: copy before deleting. */
+		char id[2 * NAME_MAX_];
+
+		snprintf(id, sizeof id, "%s", gone[i]);
+		tank_map_del(&all, id);
+		tank_map_del(&ours, id);
+	}
 	for (size_t i = 0; i < ntodo; i += APPLY_BATCH)
 		if (!apply_batch(n, todo + i, ntodo - i < APPLY_BATCH ? ntodo - i : APPLY_BATCH))
 			goto out;
+	for (size_t i = 0; i < ntodo; i++) {
+		char id[2 * NAME_MAX_];
+
+		/* Applied (or refused: its status says so): stored here
+		 * as the cluster's, and its status to be asked. */
+		if (cl_obj_id(todo[i]->kind, todo[i]->name, id, sizeof id) != 0)
+			continue;
+		if (!todo[i]->failed_apply) {
+			tank_map_put(&all, id, (void *)1, NULL);
+			tank_map_put(&ours, id, (void *)1, NULL);
+		}
+		tank_map_put(&n->dirty, id, (void *)1, NULL);
+	}
 	/* Forget objects deleted from etcd once deleted here. */
 	for (size_t i = 0; tank_map_next(&n->pods, &i, &k, &v);) {
 		pod_c *p = v;
@@ -1110,6 +1239,8 @@ static void sync_local(cl_node_t *n)
 			i = 0;
 		}
 	}
+#undef all
+#undef ours
 out:
 	free(todo);
 	free(gone);
@@ -1206,22 +1337,69 @@ static bool local_status(cl_node_t *n, tank_map_t *st, api_incoming_t *ins)
 	return true;
 }
 
+static int pack_status_one(msgpack_packer *pk, void *arg)
+{
+	const pod_c *p = arg;
+	int rc = msgpack_pack_array(pk, 2);
+
+	rc |= msgpack_pack_str_with_body(pk, p->name, strlen(p->name));
+	return rc | pack_kind_opt(pk, p->kind);
+}
+
+/* The dirty objects' status maps, one call each, into st (answers kept
+ * in *ins, *nins of them).  false when the daemon could not be asked. */
+static bool dirty_status(cl_node_t *n, tank_map_t *st, api_incoming_t **ins, size_t *nins)
+{
+	const char *k;
+	void *v;
+
+	*ins = calloc(n->dirty.len + 1, sizeof **ins);
+	*nins = 0;
+	if (!*ins)
+		return false;
+	for (size_t i = 0; tank_map_next(&n->dirty, &i, &k, &v);) {
+		pod_c *p = tank_map_get(&n->pods, k);
+		api_incoming_t *in = &(*ins)[*nins];
+		tank_error_t e;
+
+		if (!p || !assigned_here(n, p) || p->kind->cluster_place != KIND_PLACE_UNIT)
+			continue;
+		if (api_client_call(n->api, "status", pack_status_one, p, 60000, in, &e) != 0) {
+			say(n, "status: %s", e.msg);
+			api_drop(n);
+			return false;
+		}
+		(*nins)++;
+		if (in->code == API_OK && in->result && in->result->type == MSGPACK_OBJECT_MAP)
+			tank_map_put(st, k, (void *)in->result, NULL);
+	}
+	return true;
+}
+
+/* Writes back the status of this node's objects that changed: all of
+ * them after a full look (at start, every CL_NODE_FULL_MS, after the
+ * event stream broke), else only those tankd's events named. */
 static void push_status(cl_node_t *n)
 {
-	api_incoming_t ins[KIND_MAX + 1];
-	tank_map_t st;
+	api_incoming_t ins[KIND_MAX + 1], *dins = NULL;
+	size_t ndins = 0;
+	tank_map_t st, keep;
 	cl_op_t *ops = NULL;
 	char **keys = NULL;
 	obs_buf_t *vals = NULL;
 	pod_c **who = NULL;
 	size_t nops = 0, cap = n->pods.len + 1;
 	uint64_t t = now_ms(), running = 0, assigned = 0;
+	bool full = n->all_dirty || !n->ev || t - n->last_full_ms >= CL_NODE_FULL_MS;
 	const char *k;
 	void *v;
 
 	memset(ins, 0, sizeof ins);
 	tank_map_init(&st);
-	if (!local_status(n, &st, ins))
+	tank_map_init(&keep);
+	if (!full && n->dirty.len > 4 * TXN_BATCH)
+		full = true;   /* a burst: one call per kind costs less */
+	if (full ? !local_status(n, &st, ins) : !dirty_status(n, &st, &dins, &ndins))
 		goto out;
 	ops = calloc(cap, sizeof *ops);
 	keys = calloc(cap, sizeof *keys);
@@ -1233,28 +1411,39 @@ static void push_status(cl_node_t *n)
 		pod_c *p = v;
 		const msgpack_object *s;
 
-		if (!assigned_here(n, p) || p->kind->cluster_place != KIND_PLACE_UNIT)
+		if (!assigned_here(n, p) || p->kind->cluster_place != KIND_PLACE_UNIT) {
+			p->running = false;
 			continue;
-		s = tank_map_get(&st, k);
-		if (p->kind == tank_kinds[0]) {
-			assigned++;
-			if (s && str_is(map_get(s, "phase"), "running"))
-				running++;
 		}
+		if (p->kind == tank_kinds[0])
+			assigned++;
+		if (!full && !tank_map_get(&n->dirty, k)) {
+			running += p->kind == tank_kinds[0] && p->running;
+			continue;   /* nothing said it changed */
+		}
+		s = tank_map_get(&st, k);
+		p->running = s && str_is(map_get(s, "phase"), "running");
+		if (p->kind == tank_kinds[0])
+			running += p->running;
 		summary(n, p, s, &vals[nops]);
-		if (vals[nops].oom)
+		if (vals[nops].oom) {
+			tank_map_put(&keep, k, (void *)1, NULL);
 			continue;
+		}
 		if (p->status && strlen(p->status) == vals[nops].len &&
 		    memcmp(p->status, vals[nops].p, vals[nops].len) == 0) {
 			obs_buf_free(&vals[nops]);
 			continue;
 		}
 		if (t - p->status_at < CL_NODE_STATUS_MIN_MS) {
+			/* Written too lately: again at a later pass. */
+			tank_map_put(&keep, k, (void *)1, NULL);
 			obs_buf_free(&vals[nops]);
 			continue;
 		}
 		if (asprintf(&keys[nops], CL_PREFIX_STATUS "%s", k) < 0) {
 			keys[nops] = NULL;
+			tank_map_put(&keep, k, (void *)1, NULL);
 			obs_buf_free(&vals[nops]);
 			continue;
 		}
@@ -1269,6 +1458,8 @@ static void push_status(cl_node_t *n)
 
 		if (cl_etcd_txn(n->work_etcd, NULL, 0, ops + i, cnt, NULL, 0, &ok, NULL, NULL) != 0) {
 			say(n, "status: %s", cl_etcd_errmsg(n->work_etcd));
+			for (size_t j = i; j < nops; j++)
+				tank_map_put(&keep, keys[j] + strlen(CL_PREFIX_STATUS), (void *)1, NULL);
 			break;
 		}
 		for (size_t j = i; j < i + cnt; j++) {
@@ -1280,6 +1471,15 @@ static void push_status(cl_node_t *n)
 				who[j]->status_at = t;
 			}
 		}
+	}
+	/* What was written (or found unchanged) is clean; what waits on
+	 * the rate or on etcd stays dirty. */
+	tank_map_destroy(&n->dirty);
+	n->dirty = keep;
+	tank_map_init(&keep);
+	if (full) {
+		n->all_dirty = false;
+		n->last_full_ms = t;
 	}
 	pthread_mutex_lock(&n->mu);
 	if (n->running != running || n->assigned != assigned) {
@@ -1298,8 +1498,12 @@ out:
 	free(vals);
 	free(who);
 	tank_map_destroy(&st);
+	tank_map_destroy(&keep);
 	for (size_t i = 0; i <= KIND_MAX; i++)
 		api_incoming_free(&ins[i]);
+	for (size_t i = 0; i < ndins; i++)
+		api_incoming_free(&dins[i]);
+	free(dins);
 }
 
 /* --- the worker: calls routed to this node -------------------------------- */
@@ -1435,6 +1639,12 @@ static void *work_main(void *arg)
 		gen = g;
 		if (atomic_load(&n->stop))
 			break;
+		/* A burst (assignments come in transactions of 64) is one
+		 * pass, not one per transaction. */
+		if (changed) {
+			nap(n, CL_NODE_DEBOUNCE_MS);
+			gen = cl_mirror_gen(n->mirror);
+		}
 		if (!snapshot(n))
 			continue;   /* out of step with etcd: change nothing */
 		schedule(n);
@@ -1442,12 +1652,17 @@ static void *work_main(void *arg)
 			nap(n, 500);
 			continue;
 		}
-		if (changed || t - n->last_local_ms >= 5000) {
-			sync_local(n);
-			n->last_local_ms = t;
+		if (changed || t - n->last_local_ms >= CL_NODE_FULL_MS) {
+			bool full = t - n->last_local_ms >= CL_NODE_FULL_MS;
+
+			sync_local(n, full);
+			if (full)
+				n->last_local_ms = t;
 		}
 		if (n->api)
 			serve_requests(n);
+		if (n->api)
+			drain_events(n);
 		if (n->api)
 			push_status(n);
 	}
@@ -1496,6 +1711,10 @@ void cl_node_stop(cl_node_t *n, bool revoke)
 		cl_etcd_lease_revoke(n->lease_etcd, n->lease);
 	}
 	api_client_close(n->api);
+	api_client_close(n->ev);
+	tank_map_destroy(&n->dirty);
+	tank_map_destroy(&n->local_all);
+	tank_map_destroy(&n->local_ours);
 	{
 		const char *k;
 		void *v;
@@ -1526,6 +1745,10 @@ int cl_node_start(const cl_node_opts_t *o, cl_node_t **out, tank_error_t *e)
 	pthread_mutex_init(&n->mu, NULL);
 	tank_map_init(&n->pods);
 	tank_map_init(&n->served);
+	tank_map_init(&n->dirty);
+	tank_map_init(&n->local_all);
+	tank_map_init(&n->local_ours);
+	n->all_dirty = true;
 	n->ttl_s = o->ttl_s > 0 ? o->ttl_s : CL_NODE_TTL_DEFAULT;
 	n->capacity = o->capacity ? o->capacity : host_capacity();
 	n->log = o->log;

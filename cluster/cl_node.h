@@ -2,18 +2,27 @@
  * cl_node — the node agent: what `tankd --cluster URL --node NAME` adds to
  * a tankd (DESIGN.md §14, docs/cluster.md).
  *
- * Keys in etcd (values JSON):
- *   /tank/pods/NAME     a pod's manifest, as `tankctl --cluster apply` put it
- *   /tank/assign/NAME   the node that runs it (its name, plain text)
+ * Keys in etcd (values JSON; ID is an object's id, cl_obj_id below):
+ *   /tank/<plural>/NAME an object's manifest, as `tankctl --cluster apply`
+ *                       put it (/tank/pods/NAME, /tank/stacks/NAME …)
+ *   /tank/assign/ID     the node that runs it (its name, plain text)
  *   /tank/nodes/NAME    a live node: {name, labels, capacity, running},
  *                       attached to the node's lease (TTL 10 s, kept alive)
- *   /tank/status/NAME   the pod's status as its node last wrote it:
- *                       {node, phase, reason, ready, restarts, since}
+ *   /tank/status/ID     the object's status as its node last wrote it:
+ *                       {node, phase, reason, ready, restarts, …}
+ *   /tank/req/NODE/RID  a call routed to NODE's tankd: {method, params}
+ *   /tank/ans/RID       its answer {code, message, result, details},
+ *                       under the node's lease
+ *
+ * Which objects a node holds is the kind's cluster_place (kinds/kind.h):
+ * a unit (pods, stacks with their inline pods) on the node it is assigned
+ * to, a definition (workflows, their stages and tasks, playbooks) on every
+ * node.  This module reads nothing else of a kind.
  *
  * Three threads, none of them the loop's, so tankd's loop never waits on
  * etcd:
- *   - the mirror (cl_mirror.h) lists and watches /tank/assign/,
- *     /tank/nodes/ and /tank/pods/;
+ *   - the mirror (cl_mirror.h) lists and watches [/tank/assign/,
+ *     /tank0), skipping /tank/status/;
  *   - the lease thread registers the node (grant, then the node record
  *     put under the lease) and keeps the lease alive every TTL/3; when
  *     etcd says it expired it registers again.  It talks only to etcd, so
@@ -22,8 +31,11 @@
  *     is in sync with etcd: schedules (cl_sched.h; every node does, each
  *     assignment a transaction comparing the assign key's revision, so
  *     two schedulers never both win), then makes the local store match
- *     what is assigned to this node, then writes back the status of its
- *     pods.
+ *     what is assigned to this node, answers the requests to it, then
+ *     writes back the status of its objects.  Incrementally: it applies
+ *     what moved since its last pass and asks the status of what tankd's
+ *     events (`subscribe`, a connection of its own) named, with a full
+ *     look at both every CL_NODE_FULL_MS (cl_node.c).
  *
  * The worker reaches tankd the way tankctl does: as a client of its
  * socket.  An assigned pod is applied with the `apply` method, so it is
