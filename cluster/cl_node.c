@@ -3,7 +3,6 @@
 
 #include <errno.h>
 #include <inttypes.h>
-#include <poll.h>
 #include <pthread.h>
 #include <stdarg.h>
 #include <stdatomic.h>
@@ -867,14 +866,15 @@ static void drain_events(cl_node_t *n)
 		return;
 	}
 	for (;;) {
-		struct pollfd pf = { .fd = api_client_fd(n->ev), .events = POLLIN };
 		api_incoming_t in;
+		int rc;
 
-		if (poll(&pf, 1, 0) <= 0)
-			break;
 		memset(&in, 0, sizeof in);
-		/* A frame has begun: it is whole within the second. */
-		if (api_client_next(n->ev, 1000, &in, &e) != 0) {
+		/* What is queued or buffered first, then the socket without
+		 * waiting; a frame cut short stays buffered (api_client.c). */
+		if ((rc = api_client_next(n->ev, 0, &in, &e)) == -ETIMEDOUT)
+			break;
+		if (rc != 0) {
 			api_client_close(n->ev);
 			n->ev = NULL;
 			n->all_dirty = true;
@@ -1629,10 +1629,14 @@ static void serve_requests(cl_node_t *n)
 static void *work_main(void *arg)
 {
 	cl_node_t *n = arg;
-	uint64_t gen = 0;
+	uint64_t gen = 0, last_snap = 0;
+	bool synced = false;
 
 	while (!atomic_load(&n->stop)) {
-		uint64_t g = cl_mirror_wait(n->mirror, gen, 1000);
+		/* Woken by the mirror; else every 100 ms for tankd's events
+		 * (their connection is read here, without waiting), the
+		 * whole view looked at again every second. */
+		uint64_t g = cl_mirror_wait(n->mirror, gen, 100);
 		bool changed = g != gen;
 		uint64_t t = now_ms();
 
@@ -1645,24 +1649,28 @@ static void *work_main(void *arg)
 			nap(n, CL_NODE_DEBOUNCE_MS);
 			gen = cl_mirror_gen(n->mirror);
 		}
-		if (!snapshot(n))
-			continue;   /* out of step with etcd: change nothing */
-		schedule(n);
-		if (!api_ready(n)) {
-			nap(n, 500);
-			continue;
-		}
-		if (changed || t - n->last_local_ms >= CL_NODE_FULL_MS) {
-			bool full = t - n->last_local_ms >= CL_NODE_FULL_MS;
+		if (changed || t - last_snap >= 1000) {
+			last_snap = t;
+			if (!(synced = snapshot(n)))
+				continue;   /* out of step with etcd: change nothing */
+			schedule(n);
+			if (!api_ready(n)) {
+				nap(n, 500);
+				continue;
+			}
+			if (changed || t - n->last_local_ms >= CL_NODE_FULL_MS) {
+				bool full = t - n->last_local_ms >= CL_NODE_FULL_MS;
 
-			sync_local(n, full);
-			if (full)
-				n->last_local_ms = t;
+				sync_local(n, full);
+				if (full)
+					n->last_local_ms = t;
+			}
+			if (n->api)
+				serve_requests(n);
 		}
-		if (n->api)
-			serve_requests(n);
-		if (n->api)
-			drain_events(n);
+		if (!synced || !n->api)
+			continue;
+		drain_events(n);
 		if (n->api)
 			push_status(n);
 	}
