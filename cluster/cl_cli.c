@@ -17,6 +17,7 @@
 #include "cluster/cl_etcd.h"
 #include "cluster/cl_node.h"
 #include "common/kit_errors.h"
+#include "common/kit_units.h"
 #include "common/tank_err.h"
 #include "common/tank_map.h"
 #include "kinds/kind.h"
@@ -148,6 +149,7 @@ static void check_selector(const msgpack_object *sel, const char *at, kit_errors
 
 typedef struct pod_in {
 	const kind_t *kind;
+	void *obj;              /* validated (apply --wait observes with it) */
 	char name[NAME_CAP];
 	char *json;
 	size_t len;
@@ -240,13 +242,14 @@ static int load_pods(cli_t *c, const char *path, pod_in_t **pods, size_t *n)
 		tank_map_put(&seen, id, (void *)1, NULL);
 		(*pods)[*n].kind = kk;
 		snprintf((*pods)[*n].name, NAME_CAP, "%s", name);
-		k->free_obj(obj);
 		/* Stored as written (kind, labels and node_selector included),
 		 * on one line of JSON. */
 		if (mf_doc_emit_string(o, MF_DOC_JSON_LINE, &(*pods)[*n].json, &(*pods)[*n].len) != 0) {
 			kit_errors_add(&errs, "%s: cannot be written as JSON", at);
+			k->free_obj(obj);
 			continue;
 		}
+		(*pods)[*n].obj = obj;
 		(*n)++;
 	}
 	if (errs.count == 0)
@@ -255,8 +258,10 @@ said:
 	for (size_t i = 0; i < errs.stored; i++)
 		fprintf(c->err, "tankctl: %s: %s\n", c->verb, errs.msgs[i]);
 	rc = EXIT_FAIL_;
-	for (size_t i = 0; *pods && i < *n; i++)
+	for (size_t i = 0; *pods && i < *n; i++) {
 		free((*pods)[i].json);
+		(*pods)[i].kind->mf->free_obj((*pods)[i].obj);
+	}
 	free(*pods);
 	*pods = NULL;
 	*n = 0;
@@ -270,10 +275,14 @@ out:
 
 static void pods_free(pod_in_t *p, size_t n)
 {
-	for (size_t i = 0; i < n; i++)
+	for (size_t i = 0; i < n; i++) {
 		free(p[i].json);
+		p[i].kind->mf->free_obj(p[i].obj);
+	}
 	free(p);
 }
+
+static int apply_wait(cli_t *c, const pod_in_t *pods, size_t n, uint64_t timeout_ms);
 
 static int do_apply(cli_t *c, int argc, char **argv)
 {
@@ -281,12 +290,23 @@ static int do_apply(cli_t *c, int argc, char **argv)
 	pod_in_t *pods;
 	size_t n;
 	int rc;
+	bool wait = false;
+	uint64_t timeout_ms = 60000;
 
 	for (int i = 1; i < argc; i++) {
 		if ((strcmp(argv[i], "-f") == 0 || strcmp(argv[i], "--filename") == 0) && i + 1 < argc)
 			file = argv[++i];
-		else
-			return fail(c, EXIT_USAGE_, "unexpected '%s' (usage: apply -f FILE|-)", argv[i]);
+		else if (strcmp(argv[i], "--wait") == 0)
+			wait = true;
+		else if (strcmp(argv[i], "--timeout") == 0 && i + 1 < argc) {
+			if (kit_parse_duration(argv[i + 1], strlen(argv[i + 1]), &timeout_ms) != 0)
+				return fail(c, EXIT_USAGE_, "--timeout: expected a duration (30s, 2m), got %s",
+					    argv[i + 1]);
+			i++;
+		} else
+			return fail(c, EXIT_USAGE_,
+				    "unexpected '%s' (usage: apply -f FILE|- [--wait [--timeout D]])",
+				    argv[i]);
 	}
 	if (!file)
 		return fail(c, EXIT_USAGE_, "-f FILE is required");
@@ -350,6 +370,10 @@ static int do_apply(cli_t *c, int argc, char **argv)
 	if (rc == EXIT_OK_)
 		for (size_t i = 0; i < n; i++)
 			fprintf(c->out, "%s %s %s\n", pods[i].kind->name, pods[i].name, what[i]);
+	if (rc == EXIT_OK_ && wait) {
+		fflush(c->out);
+		rc = apply_wait(c, pods, n, timeout_ms);
+	}
 out:
 	for (size_t i = 0; i <= KIND_MAX; i++)
 		cl_kvs_free(&now[i]);
@@ -954,6 +978,8 @@ static int node_call(cli_t *c, const char *node, const char *method,
 		waited += 50;
 	}
 out:
+	if (rc != EXIT_OK_)
+		answer_free(a);
 	free(json);
 	msgpack_unpacked_destroy(&up);
 	msgpack_sbuffer_destroy(&sb);
@@ -1037,6 +1063,8 @@ static int cluster_call(cli_t *c, const kind_t *k, const char *target, const cha
 		break;
 	}
 	cl_kvs_free(&nodes);
+	if (rc != EXIT_OK_)
+		answer_free(a);
 	return rc;
 }
 
@@ -1137,6 +1165,186 @@ static int run_verb(cli_t *c, const kind_t *k, const kind_verb_t *v, int at, int
 out:
 	msgpack_unpacked_destroy(&up);
 	msgpack_sbuffer_destroy(&sb);
+	return rc;
+}
+
+/* params [name, {kind: k}] (status, the generic methods' shape). */
+static int pack_named(msgpack_sbuffer *sb, const kind_t *k, const char *name,
+		      msgpack_unpacked *up)
+{
+	msgpack_packer pk;
+
+	msgpack_packer_init(&pk, sb, msgpack_sbuffer_write);
+	msgpack_pack_array(&pk, 2);
+	msgpack_pack_str_with_body(&pk, name, strlen(name));
+	msgpack_pack_map(&pk, 1);
+	msgpack_pack_str_with_body(&pk, "kind", 4);
+	msgpack_pack_str_with_body(&pk, k->name, strlen(k->name));
+	msgpack_unpacked_init(up);
+	return msgpack_unpack_next(up, sb->data, sb->size, NULL) == MSGPACK_UNPACK_SUCCESS ? 0
+	       : -ENOMEM;
+}
+
+/* `status [KIND] NAME|KIND/NAME [-o yaml|json]`: the object's whole
+ * status map, from its node's tankd. */
+static int do_status(cli_t *c, int argc, char **argv)
+{
+	const char *name = NULL, *fmt = "yaml";
+	int at = 1, rc;
+	const kind_t *k = kind_word(argc, argv, &at);
+	msgpack_sbuffer sb;
+	msgpack_unpacked up;
+	answer_t a;
+
+	for (int i = at; i < argc; i++) {
+		if (strcmp(argv[i], "-o") == 0 && i + 1 < argc)
+			fmt = argv[++i];
+		else if (argv[i][0] != '-' && !name)
+			name = argv[i];
+		else
+			return fail(c, EXIT_USAGE_,
+				    "unexpected '%s' (usage: status [KIND] NAME|KIND/NAME [-o yaml|json])",
+				    argv[i]);
+	}
+	if (!name)
+		return fail(c, EXIT_USAGE_, "usage: status [KIND] NAME|KIND/NAME [-o yaml|json]");
+	if (strcmp(fmt, "yaml") != 0 && strcmp(fmt, "json") != 0)
+		return fail(c, EXIT_USAGE_, "-o: expected yaml or json, got %s", fmt);
+	if (!(k = named(c, name, k, &name)))
+		return EXIT_USAGE_;
+	msgpack_sbuffer_init(&sb);
+	if (pack_named(&sb, k, name, &up) != 0) {
+		rc = fail(c, EXIT_FAIL_, "out of memory");
+		goto out;
+	}
+	if ((rc = cluster_call(c, k, name, "status", &up.data, 30000, &a)) != EXIT_OK_)
+		goto out;
+	if (a.code[0])
+		rc = answer_fail(c, &a);
+	else if (!a.result || mf_doc_emit(a.result, strcmp(fmt, "json") == 0 ? MF_DOC_JSON
+					  : MF_DOC_YAML, c->out) != 0)
+		rc = fail(c, EXIT_FAIL_, "cannot print the answer");
+	answer_free(&a);
+out:
+	msgpack_unpacked_destroy(&up);
+	msgpack_sbuffer_destroy(&sb);
+	return rc;
+}
+
+/* Whether node wrote k's object name as failed (a spec its tankd
+ * refused: docs/cluster.md), with its reason into why. */
+static bool refused_on(cli_t *c, const kind_t *k, const char *name, const char *node,
+		       char *why, size_t cap)
+{
+	char id[NAME_CAP + 32], key[NAME_CAP + 64], who[NAME_CAP], phase[32];
+	cl_kvs_t r;
+	mf_docs_t *d = NULL;
+	bool refused = false;
+
+	if (cl_obj_id(k, name, id, sizeof id) != 0)
+		return false;
+	snprintf(key, sizeof key, CL_PREFIX_STATUS "%s", id);
+	if (cl_etcd_get(c->e, key, &r) != 0)
+		return false;
+	if (r.n && (d = json_doc(r.kv[0].value, r.kv[0].value_len))) {
+		str_copy(map_get(&d->docs[0], "node"), who, sizeof who);
+		str_copy(map_get(&d->docs[0], "phase"), phase, sizeof phase);
+		if (strcmp(who, node) == 0 && strcmp(phase, "failed") == 0) {
+			str_copy(map_get(&d->docs[0], "reason"), why, cap);
+			refused = true;
+		}
+	}
+	mf_docs_free(d);
+	cl_kvs_free(&r);
+	return refused;
+}
+
+/* `apply --wait`: each object placed on a node is asked for its status
+ * on its node (routed, as `status`) every 500 ms until its kind's observe
+ * says it is there (ready, or done), or failed, or the timeout.  A
+ * definition is there once written.  One routed call per object not yet
+ * there, each round: meant for the few objects of a manifest, not for
+ * thousands. */
+static int apply_wait(cli_t *c, const pod_in_t *pods, size_t n, uint64_t timeout_ms)
+{
+	bool *done = calloc(n + 1, sizeof *done);
+	char (*why)[RC_CONV_WHY] = calloc(n + 1, sizeof *why);
+	struct timespec t0, t;
+	size_t left = 0;
+	int rc = EXIT_OK_;
+
+	if (!done || !why) {
+		free(done);
+		free(why);
+		return fail(c, EXIT_FAIL_, "out of memory");
+	}
+	for (size_t i = 0; i < n; i++) {
+		done[i] = pods[i].kind->cluster_place != KIND_PLACE_UNIT || !pods[i].kind->observe;
+		left += !done[i];
+		snprintf(why[i], sizeof why[i], "not assigned to a node yet");
+	}
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	while (left && rc == EXIT_OK_) {
+		for (size_t i = 0; i < n && rc == EXIT_OK_; i++) {
+			const kind_t *k = pods[i].kind;
+			char node[NAME_CAP];
+			msgpack_sbuffer sb;
+			msgpack_unpacked up;
+			answer_t a;
+			rc_observed_t ob;
+
+			if (done[i] || !node_of(c, k, pods[i].name, node, sizeof node))
+				continue;
+			msgpack_sbuffer_init(&sb);
+			if (pack_named(&sb, k, pods[i].name, &up) != 0 ||
+			    node_call(c, node, "status", &up.data, 30000, &a) != EXIT_OK_) {
+				/* Said; the node may be moving it: again next round. */
+				msgpack_unpacked_destroy(&up);
+				msgpack_sbuffer_destroy(&sb);
+				continue;
+			}
+			/* The cluster's copy (its label names the node), not a
+			 * local object of that name. */
+			char mark[NAME_CAP];
+			str_copy(map_get(map_get(a.result, "labels"), CL_NODE_LABEL), mark, sizeof mark);
+			if (!a.code[0] && strcmp(mark, node) != 0)
+				snprintf(a.code, sizeof a.code, "not_yet");
+			if (a.code[0] && refused_on(c, k, pods[i].name, node, why[i], sizeof why[i])) {
+				/* Not there because its node refused it. */
+				rc = fail(c, EXIT_FAIL_, "%s %s failed on %s: %s", k->name,
+					  pods[i].name, node, why[i]);
+			} else if (!a.code[0] && a.result &&
+				   k->observe(pods[i].obj, a.result, NULL, &ob) == 0) {
+				snprintf(why[i], sizeof why[i], "%s", ob.why);
+				if (ob.state == RC_OBS_READY || ob.state == RC_OBS_DONE) {
+					done[i] = true;
+					left--;
+				} else if (ob.state == RC_OBS_FAILED) {
+					rc = fail(c, EXIT_FAIL_, "%s %s failed on %s: %s", k->name,
+						  pods[i].name, node, ob.why);
+				}
+			}
+			answer_free(&a);
+			msgpack_unpacked_destroy(&up);
+			msgpack_sbuffer_destroy(&sb);
+		}
+		if (!left || rc != EXIT_OK_)
+			break;
+		clock_gettime(CLOCK_MONOTONIC, &t);
+		if ((uint64_t)((t.tv_sec - t0.tv_sec) * 1000 + (t.tv_nsec - t0.tv_nsec) / 1000000) >=
+		    timeout_ms) {
+			for (size_t i = 0; i < n; i++)
+				if (!done[i])
+					fprintf(c->err, "tankctl: %s: %s %s: not ready after %" PRIu64
+						" ms: %s\n", c->verb, pods[i].kind->name, pods[i].name,
+						timeout_ms, why[i]);
+			rc = EXIT_FAIL_;
+			break;
+		}
+		sleep_ms(500);
+	}
+	free(done);
+	free(why);
 	return rc;
 }
 
@@ -1364,6 +1572,8 @@ int cl_cli_main(const char *url, int argc, char **argv, FILE *out, FILE *err)
 		rc = do_ps(&c, argc, argv);
 	else if (strcmp(argv[0], "nodes") == 0)
 		rc = do_nodes(&c, argc, argv);
+	else if (strcmp(argv[0], "status") == 0)
+		rc = do_status(&c, argc, argv);
 	else if ((cmd = find_cmd(argv[0])))
 		rc = run_cmd(&c, cmd, argc, argv);
 	else if (find_verb(argc, argv, &vk, &vv, &vat) == 0)

@@ -1145,6 +1145,16 @@ static void sync_local(cl_node_t *n, bool full)
 
 	tank_map_init(&all);
 	tank_map_init(&ours);
+	/* An object new to this node is applied only after a fresh look: a
+	 * local object of its name, applied since the last look, must be
+	 * seen (and left alone), not replaced. */
+	for (size_t i = 0; !full && n->local_known && tank_map_next(&n->pods, &i, &k, &v);) {
+		pod_c *p = v;
+
+		if (assigned_here(n, p) && p->applied_rev != p->spec_rev &&
+		    !tank_map_get(&n->local_ours, k))
+			full = true;
+	}
 	if (full || !n->local_known) {
 		if (!local_list(n, &all, &ours))
 			goto out;
@@ -1566,19 +1576,35 @@ static bool serve_one(cl_node_t *n, const req_c *r, int64_t lease)
 	size_t len = 0;
 	bool ok;
 
+	api_client_t *via = n->api, *own = NULL;
+
 	memset(&in, 0, sizeof in);
 	str_copy(d ? map_get(&d->docs[0], "method") : NULL, method, sizeof method);
+	/* A method whose answer may be followed by notifications (a log
+	 * followed: kind_method_t.follow) gets a connection of its own,
+	 * closed after its answer, which ends what it started: the routed
+	 * call answers once, and the worker's connection carries nothing
+	 * it did not ask for. */
+	for (size_t ki = 0; tank_kinds[ki] && method[0]; ki++)
+		for (size_t i = 0; i < tank_kinds[ki]->nmethods; i++)
+			if (strcmp(tank_kinds[ki]->methods[i].name, method) == 0 &&
+			    tank_kinds[ki]->methods[i].follow &&
+			    api_client_connect(n->socket, &own, &e) == 0)
+				via = own;
 	if (!d || !method[0] || !params || params->type != MSGPACK_OBJECT_ARRAY) {
 		json = answer_json(API_BAD_REQUEST, d ? "expected {method, params: [...]}" : err,
 				   NULL, NULL, &len);
-	} else if (api_client_call(n->api, method, pack_params, (void *)params, 60000, &in, &e) != 0) {
+	} else if (api_client_call(via, method, pack_params, (void *)params, 60000, &in, &e) != 0) {
 		say(n, "%s: %s", method, e.msg);
-		api_drop(n);
+		if (via == n->api)
+			api_drop(n);
+		api_client_close(own);
 		mf_docs_free(d);
 		return false;
 	} else {
 		json = answer_json(in.code, in.message, in.result, in.details, &len);
 	}
+	api_client_close(own);
 	snprintf(key, sizeof key, CL_PREFIX_ANS "%s", r->id);
 	snprintf(rkey, sizeof rkey, CL_PREFIX_REQ "%s/%s", n->name, r->id);
 	if (json) {

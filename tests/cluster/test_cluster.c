@@ -588,6 +588,15 @@ Test(cluster, concurrent_schedulers_never_double_assign)
 /* --- tankctl --cluster ------------------------------------------------------ */
 
 /* tankctl --cluster URL ARGS; exit status, output in out. */
+static void write_file(const char *path, const char *text)
+{
+	FILE *f = fopen(path, "w");
+
+	cr_assert_not_null(f, "%s", path);
+	fputs(text, f);
+	fclose(f);
+}
+
 static int cctl(char *out, size_t cap, const char *fmt, ...)
 {
 	char args[1024], cmd[2048];
@@ -708,6 +717,15 @@ Test(cluster, a_pod_its_node_refuses_is_failed_in_etcd_with_the_reason)
 	for (double end = now_s() + 10; now_s() < end && !fixed; sleep_ms(200))
 		fixed = status_says("bad", "\"phase\":\"running\"");
 	cr_assert(fixed, "bad fixed but not run");
+	/* apply --wait says a refusal on the node, with its reason: here a
+	 * local pod of the same name in the way. */
+	char out[8192], path[PATH_MAX + 16];
+	snprintf(path, sizeof path, "%s/clash.yaml", nodes[0].dir);
+	write_file(path, "name: clash\ncontainers: [{name: m, command: [/bin/sleep, \"1000\"]}]\n");
+	cr_assert_eq(nctl(&nodes[0], out, sizeof out, "apply -f %s", path), 0, "%s", out);
+	cr_assert_eq(cctl(out, sizeof out, "apply -f %s --wait --timeout 30s", path), 1, "%s", out);
+	cr_assert(strstr(out, "pod clash failed on n1: a local pod named clash, not the cluster's, "
+			      "is in the way"), "%s", out);
 }
 
 /* tankd's cluster flags are checked before anything starts (exit 100,
@@ -759,15 +777,6 @@ static bool wait_status(const char *id, const char *needle, int secs)
 	return false;
 }
 
-static void write_file(const char *path, const char *text)
-{
-	FILE *f = fopen(path, "w");
-
-	cr_assert_not_null(f, "%s", path);
-	fputs(text, f);
-	fclose(f);
-}
-
 Test(cluster, a_stack_runs_on_one_node_in_its_order_its_verbs_routed_and_moves_whole)
 {
 	NEED_ETCD();
@@ -789,17 +798,21 @@ Test(cluster, a_stack_runs_on_one_node_in_its_order_its_verbs_routed_and_moves_w
 		 "    containers: [{name: m, command: [/bin/sh, -c, \"echo c >> %s; exec /bin/sleep 1000\"]}]\n",
 		 order, order, order, order, order);
 	write_file(path, yaml);
-	cr_assert_eq(cctl(out, sizeof out, "apply -f %s", path), 0, "%s", out);
+	/* --wait: each object's status asked on its node until its kind's
+	 * observe says it is there (a stack: up). */
+	cr_assert_eq(cctl(out, sizeof out, "apply -f %s --wait --timeout 60s", path), 0, "%s", out);
 	cr_assert_str_eq(out, "stack st created\n");
 	/* Stored as a stack, its pods inside it (not under /tank/pods/). */
 	get_val("/tank/stacks/st", yaml, sizeof yaml);
 	cr_assert(strstr(yaml, "\"st-c\""), "%s", yaml);
 	get_val("/tank/pods/st-a", out, sizeof out);
 	cr_assert_str_empty(out);
-	cr_assert(wait_status("stacks/st", "\"phase\":\"up\"", 30), "the stack never came up");
 	assigned_to("stacks/st", node, sizeof node);
 	int at = node_index(node);
 	cr_assert_geq(at, 0, "assigned to '%s'", node);
+	cr_assert_eq(nctl(&nodes[at], out, sizeof out, "status stack st"), 0, "%s", out);
+	cr_assert(strstr(out, "up"), "apply --wait returned before the stack was up: %s", out);
+	cr_assert(wait_status("stacks/st", "\"phase\":\"up\"", 30), "the stack's status never said up");
 	/* All three on that node, none elsewhere, in their order. */
 	cr_assert_eq(nctl(&nodes[at], out, sizeof out, "ps"), 0, "%s", out);
 	cr_assert(strstr(out, "st-a") && strstr(out, "st-b") && strstr(out, "st-c"), "%s", out);
@@ -921,7 +934,8 @@ Test(cluster, a_workflow_runs_on_its_pods_node_and_its_result_is_seen_through_et
 		   "    contents: |\n      echo hello from {{.Pod.Name}}\n---\n"
 		   "kind: Stage\nname: once\nenvironment: running\ntasks: [hello]\n---\n"
 		   "kind: Workflow\nname: greet\nstages: [once]\n---\n"
-		   "name: wp\nworkflow: greet\ncontainers: [{name: m, command: [/bin/sleep, \"1000\"]}]\n");
+		   "name: wp\nworkflow: greet\n"
+		   "containers: [{name: m, command: [/bin/sh, -c, \"echo wp says hi; exec /bin/sleep 1000\"]}]\n");
 	cr_assert_eq(cctl(out, sizeof out, "apply -f %s", path), 0, "%s", out);
 	cr_assert(strstr(out, "task hello created\nstage once created\nworkflow greet created\n"
 			      "pod wp created\n"), "%s", out);
@@ -958,6 +972,16 @@ Test(cluster, a_workflow_runs_on_its_pods_node_and_its_result_is_seen_through_et
 		seen = strstr(out, "\"workflow\": \"") != NULL;
 	}
 	cr_assert(seen, "%s", out);
+	/* Its whole status and its logs, from its node. */
+	cr_assert_eq(cctl(out, sizeof out, "status wp -o json"), 0, "%s", out);
+	cr_assert(strstr(out, "\"phase\": \"running\""), "%s", out);
+	bool said = false;
+	for (double end = now_s() + 10; now_s() < end && !said; sleep_ms(200)) {
+		cctl(out, sizeof out, "logs wp");
+		said = strstr(out, "wp says hi") != NULL;
+	}
+	cr_assert(said, "%s", out);
+	cr_assert_eq(cctl(out, sizeof out, "logs wp -f"), 1, "following is not routed: %s", out);
 	/* Only its node has jobs for it. */
 	for (int i = 0; i < 3; i++)
 		if (i != at)
