@@ -3096,7 +3096,7 @@ static const verb_t *ctl_find(const char *name)
 static void ctl_main_help(FILE *fp)
 {
 	fprintf(fp, "usage: tankctl [--socket PATH] VERB [ARGS...]\n"
-		"       tankctl --cluster URL apply|delete|get|ps|nodes [ARGS...]  (docs/cluster.md)\n\n"
+		"   or: tankctl --cluster URL VERB [ARGS...]  (a cluster's etcd: docs/cluster.md)\n\n"
 		"Talks to tankd over its socket: --socket PATH, else $TANK_SOCKET, else\n"
 		"DATA_DIR/tank.sock (DATA_DIR: $TANK_DATA_DIR, /var/lib/tank for root,\n"
 		"$XDG_STATE_HOME/tank or ~/.local/state/tank otherwise).\n\nverbs:\n");
