@@ -1131,6 +1131,54 @@ static bool delete_gone(cl_node_t *n, const char **gone, size_t ngone, unsigned 
 	return ok;
 }
 
+static int pack_status_one(msgpack_packer *pk, void *arg);
+
+/* The objects new to this node (to be applied, not the cluster's here
+ * yet), looked up one by one with `get` (a few: cheaper than a list of
+ * everything) into the kept look.  false when there are more than a
+ * batch of them (a full look is cheaper) or tankd could not be asked. */
+static bool look_new(cl_node_t *n)
+{
+	pod_c *fresh[TXN_BATCH];
+	size_t nf = 0;
+	const char *k;
+	void *v;
+
+	for (size_t i = 0; tank_map_next(&n->pods, &i, &k, &v);) {
+		pod_c *p = v;
+
+		if (!assigned_here(n, p) || p->applied_rev == p->spec_rev ||
+		    tank_map_get(&n->local_ours, k))
+			continue;
+		if (nf == TXN_BATCH)
+			return false;
+		fresh[nf++] = p;
+	}
+	for (size_t i = 0; i < nf; i++) {
+		api_incoming_t in;
+		tank_error_t e;
+		char id[2 * NAME_MAX_];
+		const msgpack_object *l;
+
+		if (cl_obj_id(fresh[i]->kind, fresh[i]->name, id, sizeof id) != 0)
+			continue;
+		memset(&in, 0, sizeof in);
+		if (api_client_call(n->api, "status", pack_status_one, fresh[i], 60000, &in, &e) != 0) {
+			say(n, "status: %s", e.msg);
+			api_drop(n);
+			return false;
+		}
+		if (in.code == API_OK) {
+			tank_map_put(&n->local_all, id, (void *)1, NULL);
+			l = map_get(map_get(in.result, "labels"), CL_NODE_LABEL);
+			if (l && l->type == MSGPACK_OBJECT_STR)
+				tank_map_put(&n->local_ours, id, (void *)1, NULL);
+		}
+		api_incoming_free(&in);
+	}
+	return true;
+}
+
 /* Makes the local store match what etcd assigns to this node: with a
  * full look at the local objects (full, or none kept), else from what
  * the last look saw and the worker did since. */
@@ -1148,13 +1196,10 @@ static void sync_local(cl_node_t *n, bool full)
 	/* An object new to this node is applied only after a fresh look: a
 	 * local object of its name, applied since the last look, must be
 	 * seen (and left alone), not replaced. */
-	for (size_t i = 0; !full && n->local_known && tank_map_next(&n->pods, &i, &k, &v);) {
-		pod_c *p = v;
-
-		if (assigned_here(n, p) && p->applied_rev != p->spec_rev &&
-		    !tank_map_get(&n->local_ours, k))
-			full = true;
-	}
+	if (!full && n->local_known && !look_new(n))
+		full = true;
+	if (!n->api)
+		goto out;   /* tankd went away meanwhile */
 	if (full || !n->local_known) {
 		if (!local_list(n, &all, &ours))
 			goto out;
