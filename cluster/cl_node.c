@@ -1632,7 +1632,7 @@ static bool serve_one(cl_node_t *n, const req_c *r, int64_t lease)
 	 * it did not ask for. */
 	for (size_t ki = 0; tank_kinds[ki] && method[0]; ki++)
 		for (size_t i = 0; i < tank_kinds[ki]->nmethods; i++)
-			if (strcmp(tank_kinds[ki]->methods[i].name, method) == 0 &&
+			if (!own && strcmp(tank_kinds[ki]->methods[i].name, method) == 0 &&
 			    tank_kinds[ki]->methods[i].follow &&
 			    api_client_connect(n->socket, &own, &e) == 0)
 				via = own;
