@@ -3,6 +3,8 @@
  *   - apply → all running: `tankctl --cluster apply` of N pods (one
  *     /bin/sleep each), until every pod's status in etcd says running,
  *     written by the node it is assigned to;
+ *   - the nodes' CPU (their tankd, agents included) for that apply, and
+ *     per second over 10 s of quiet once all runs;
  *   - a node's death → its pods running elsewhere: tankd of one node
  *     killed -9 with its containers, until every pod runs again.  The
  *     lease TTL (10 s) is most of it.
@@ -79,6 +81,37 @@ static int node_start(node_t *n, const char *name, const char *url)
 	}
 	ts_own_pid(n->pid);
 	return 0;
+}
+
+/* CPU seconds (user + system) the live nodes' tankd used so far, their
+ * threads' (the node agent's among them) included: /proc/PID/stat. */
+static double nodes_cpu_s(const node_t *nodes, int count)
+{
+	double ticks = 0;
+	long hz = sysconf(_SC_CLK_TCK);
+
+	for (int i = 0; i < count; i++) {
+		char path[64], buf[1024], *p;
+		unsigned long ut = 0, st = 0;
+		FILE *f;
+		size_t len;
+
+		if (nodes[i].pid <= 0)
+			continue;
+		snprintf(path, sizeof path, "/proc/%d/stat", (int)nodes[i].pid);
+		if (!(f = fopen(path, "r")))
+			continue;
+		len = fread(buf, 1, sizeof buf - 1, f);
+		fclose(f);
+		buf[len] = '\0';
+		/* After the command's closing parenthesis: state is field 3,
+		 * utime and stime fields 14 and 15. */
+		if (!(p = strrchr(buf, ')')) ||
+		    sscanf(p + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %lu %lu", &ut, &st) != 2)
+			continue;
+		ticks += (double)(ut + st);
+	}
+	return hz > 0 ? ticks / (double)hz : 0;
 }
 
 static size_t count_prefix(cl_etcd_t *c, const char *prefix)
@@ -176,6 +209,7 @@ int main(void)
 	bench_note(WHO, "%ld pods on 3 nodes", n);
 	snprintf(cmd, sizeof cmd, "%s/tankctl --cluster %s apply -f %s > /dev/null", bindir(), etcd.url,
 		 path);
+	double cpu0 = nodes_cpu_s(nodes, 3);
 	t0 = bench_now_ns();
 	if (system(cmd) != 0) {
 		bench_note(WHO, "apply failed");
@@ -193,6 +227,17 @@ int main(void)
 	bench_note(WHO, "apply %.2f s, all running %.2f s", apply_s, all_s);
 	bench_emit(WHO, "apply_written_s", apply_s, "s", n);
 	bench_emit(WHO, "apply_to_all_running_s", all_s, "s", n);
+	/* What the nodes spent on it (their tankd, agents included), and
+	 * what they spend once all runs and nothing changes: the agent's
+	 * cost per second of quiet (a pass that looks at everything shows
+	 * here). */
+	double cpu1 = nodes_cpu_s(nodes, 3);
+	bench_sleep_ms(10000);
+	double cpu2 = nodes_cpu_s(nodes, 3);
+	bench_note(WHO, "nodes' cpu: %.2f s for the apply, %.1f ms a second when quiet",
+		   cpu1 - cpu0, (cpu2 - cpu1) * 100);
+	bench_emit(WHO, "nodes_cpu_apply_s", cpu1 - cpu0, "s", n);
+	bench_emit(WHO, "nodes_cpu_quiet_ms_per_s", (cpu2 - cpu1) * 100, "ms", n);
 
 	running(c, "n2", &had);
 	kill(nodes[1].pid, SIGKILL);

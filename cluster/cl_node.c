@@ -36,6 +36,10 @@
 /* After a wake, the worker waits this long for more (a burst of
  * assignments comes in transactions of 64): one pass, not dozens. */
 #define CL_NODE_DEBOUNCE_MS 50
+/* Up to this many objects are asked one call each (`status NAME`);
+ * more, and one call for the whole kind costs tankd less (measured with
+ * bench_cluster's nodes_cpu_apply_s at 3,000 pods: docs/bench.md). */
+#define CL_NODE_ONE_BY_ONE 16
 #define TXN_BATCH 64
 
 /* What the worker keeps of one object of /tank/<plural>/ (its thread
@@ -1139,7 +1143,7 @@ static int pack_status_one(msgpack_packer *pk, void *arg);
  * batch of them (a full look is cheaper) or tankd could not be asked. */
 static bool look_new(cl_node_t *n)
 {
-	pod_c *fresh[TXN_BATCH];
+	pod_c *fresh[CL_NODE_ONE_BY_ONE];
 	size_t nf = 0;
 	const char *k;
 	void *v;
@@ -1150,7 +1154,7 @@ static bool look_new(cl_node_t *n)
 		if (!assigned_here(n, p) || p->applied_rev == p->spec_rev ||
 		    tank_map_get(&n->local_ours, k))
 			continue;
-		if (nf == TXN_BATCH)
+		if (nf == CL_NODE_ONE_BY_ONE)
 			return false;
 		fresh[nf++] = p;
 	}
@@ -1452,7 +1456,7 @@ static void push_status(cl_node_t *n)
 	memset(ins, 0, sizeof ins);
 	tank_map_init(&st);
 	tank_map_init(&keep);
-	if (!full && n->dirty.len > 4 * TXN_BATCH)
+	if (!full && n->dirty.len > CL_NODE_ONE_BY_ONE)
 		full = true;   /* a burst: one call per kind costs less */
 	if (full ? !local_status(n, &st, ins) : !dirty_status(n, &st, &dins, &ndins))
 		goto out;
