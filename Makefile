@@ -36,7 +36,7 @@ PKG_LIBS   = $(shell pkg-config --libs $(PKGS) 2>/dev/null)
 LIBS       = $(PKG_LIBS) -lev -lpthread -lm
 TEST_LIBS  = $(shell pkg-config --libs criterion 2>/dev/null)
 
-LAYERS   = common runtime supervisor store keeper pod stack action workflow reconciler manifest kinds api obs daemon
+LAYERS   = common runtime supervisor store keeper pod stack action workflow reconciler manifest kinds api obs cluster daemon
 LIB_SRC  = $(wildcard $(addsuffix /*.c,$(LAYERS)))
 # obs/page.html becomes a C string at build time (obs/obs_page.h).
 PAGE_C   = $(BUILD)/gen/obs_page_html.c
@@ -60,7 +60,7 @@ BENCH_BIN = $(BENCH_SRC:bench/%.c=$(BUILD)/bench/%)
 LIBTANK  = $(BUILD)/libtank.a
 # tests/support: linked into the test binary (it is in TEST_SRC), and into
 # the helpers, the soak and the benchmarks for the leftovers machinery.
-TSUP_OBJ = $(BUILD)/obj/tests/support/tsupport.o
+TSUP_OBJ = $(BUILD)/obj/tests/support/tsupport.o $(BUILD)/obj/tests/support/ts_etcd.o
 TESTBIN  = $(BUILD)/tests/tank-tests
 DEPS_OK  = build/.deps-ok
 

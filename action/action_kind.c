@@ -240,11 +240,13 @@ static int m_output(const kind_env_t *env, const kind_caller_t *who,
 }
 
 static const kind_method_t act_methods[] = {
-	{ .name = "action_submit", .types = "m", .fn = m_submit, .after_loop = true },
+	{ .name = "action_submit", .types = "m", .fn = m_submit, .after_loop = true,
+	  .route = kind_route_pod_key },
 	{ .name = "action_approve", .types = "s", .fn = m_approve, .after_loop = true },
 	{ .name = "action_cancel", .types = "s", .fn = m_cancel, .after_loop = true },
 	{ .name = "action_get", .types = "s", .fn = m_get, .after_loop = false },
-	{ .name = "action_list", .types = "?m", .fn = m_list, .after_loop = false },
+	{ .name = "action_list", .types = "?m", .fn = m_list, .after_loop = false,
+	  .route = kind_route_pod_key },
 	{ .name = "action_output", .types = "s?m", .fn = m_output, .after_loop = false },
 };
 
@@ -270,6 +272,7 @@ static void act_record(void *inst, const rc_transition_t *t)
 }
 
 const kind_t action_kind = {
+	.cluster_place = KIND_PLACE_NONE,
 	.id = TANK_KIND_ACTION,
 	.name = "action", .plural = "actions", .short_name = "act",
 	.mf = &act_mf,

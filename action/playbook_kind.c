@@ -193,6 +193,7 @@ static void pb_record(void *inst, const rc_transition_t *t)
 }
 
 const kind_t playbook_kind = {
+	.cluster_place = KIND_PLACE_EVERY,
 	.id = TANK_KIND_PLAYBOOK,
 	.name = "playbook", .plural = "playbooks", .short_name = "pb",
 	.mf = &playbook_mf,

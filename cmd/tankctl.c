@@ -24,6 +24,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "cluster/cl_cli.h"
 #include "api/api_client.h"
 #include "cmd/lib/cli_describe.h"
 #include "cmd/lib/cli_fmt.h"
@@ -3166,7 +3167,8 @@ static const verb_t *ctl_find(const char *name)
 
 static void ctl_main_help(FILE *fp)
 {
-	fprintf(fp, "usage: tankctl [--socket PATH] VERB [ARGS...]\n\n"
+	fprintf(fp, "usage: tankctl [--socket PATH] VERB [ARGS...]\n"
+		"   or: tankctl --cluster URL VERB [ARGS...]  (a cluster's etcd: docs/cluster.md)\n\n"
 		"Talks to tankd over its socket: --socket PATH, else $TANK_SOCKET, else\n"
 		"DATA_DIR/tank.sock (DATA_DIR: $TANK_DATA_DIR, /var/lib/tank for root,\n"
 		"$XDG_STATE_HOME/tank or ~/.local/state/tank otherwise).\n\nverbs:\n");
@@ -3214,6 +3216,12 @@ int main(int argc, char **argv)
 			printf("tankctl %s\n", CTL_VERSION);
 			return EXIT_OK;
 		}
+		/* The cluster's verbs talk to etcd, not to a tankd: all of
+		 * them are cluster/'s (cl_cli.h). */
+		if (strcmp(argv[i], "--cluster") == 0 && i + 1 < argc)
+			return cl_cli_main(argv[i + 1], argc - i - 2, argv + i + 2, stdout, stderr);
+		if (strncmp(argv[i], "--cluster=", 10) == 0)
+			return cl_cli_main(argv[i] + 10, argc - i - 1, argv + i + 1, stdout, stderr);
 		if (strcmp(argv[i], "--socket") == 0 && i + 1 < argc) {
 			x.socket_flag = argv[i + 1];
 			i += 2;

@@ -22,6 +22,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "cluster/cl_node.h"
 #include "daemon/dmn.h"
 #include "common/kit_units.h"
 #include "keeper/kp_keeper.h"
@@ -31,6 +32,8 @@
 typedef struct flags {
 	char data_dir[PATH_MAX];
 	dmn_opts_t o;
+	/* --cluster: the node agent (cluster/cl_node.h); url NULL: none. */
+	cl_node_opts_t cl;
 } flags_t;
 
 static void usage(FILE *fp)
@@ -40,6 +43,7 @@ static void usage(FILE *fp)
 		"             [--resync DURATION] [--drain-timeout DURATION]\n"
 		"             [--http ADDR [--http-allow-remote]]\n"
 		"             [--cgroup-delegate auto|yes|no] [--ready-fd N]\n"
+		"             [--cluster URL --node NAME [--labels K=V,...]]\n"
 		"Runs the tank daemon in the foreground.\n"
 		"  --keeper            run a keeper that starts tankd with the other flags,\n"
 		"                      restarts it when it dies and keeps its pods' output\n"
@@ -60,6 +64,12 @@ static void usage(FILE *fp)
 		"                      Delegate=yes; the default), yes, or no (the root)\n"
 		"  --ready-fd N        write a newline to fd N once ready (s6's\n"
 		"                      notification-fd); NOTIFY_SOCKET gets sd_notify\n"
+		"  --cluster URL       join the cluster whose etcd answers at URL\n"
+		"                      (http://HOST:2379): run the pods etcd assigns to\n"
+		"                      this node and write their status back\n"
+		"                      (docs/cluster.md)\n"
+		"  --node NAME         this node's name in the cluster\n"
+		"  --labels K=V,...    this node's labels, for pods' node_selector\n"
 		"  --version, --help\n");
 }
 
@@ -101,6 +111,9 @@ static int parse_flags(flags_t *f, int argc, char **argv)
 		{ "http-allow-remote", no_argument, NULL, 'R' },
 		{ "cgroup-delegate", required_argument, NULL, 'C' },
 		{ "ready-fd", required_argument, NULL, 'F' },
+		{ "cluster", required_argument, NULL, 'U' },
+		{ "node", required_argument, NULL, 'N' },
+		{ "labels", required_argument, NULL, 'L' },
 		{ "help", no_argument, NULL, 'h' },
 		{ "version", no_argument, NULL, 'V' },
 		{ NULL, 0, NULL, 0 },
@@ -117,6 +130,15 @@ static int parse_flags(flags_t *f, int argc, char **argv)
 		switch (c) {
 		case 'd':
 			f->o.data_dir = optarg;
+			break;
+		case 'U':
+			f->cl.url = optarg;
+			break;
+		case 'N':
+			f->cl.node = optarg;
+			break;
+		case 'L':
+			f->cl.labels = optarg;
 			break;
 		case 's':
 			f->o.socket_path = optarg;
@@ -201,6 +223,21 @@ static int parse_flags(flags_t *f, int argc, char **argv)
 		fatal("no data dir: set --data-dir, TANK_DATA_DIR or HOME%s", "");
 		return -1;
 	}
+	if ((f->cl.node || f->cl.labels) && !f->cl.url) {
+		fatal("--node and --labels go with --cluster URL%s", "");
+		return -1;
+	}
+	if (f->cl.url) {
+		tank_error_t e;
+
+		tank_error_clear(&e);
+		/* The socket is known once the daemon is open: checked then. */
+		f->cl.socket = "-";
+		if (cl_node_check(&f->cl, &e) != 0) {
+			fatal("%s", e.msg);
+			return -1;
+		}
+	}
 	return 0;
 }
 
@@ -259,7 +296,21 @@ int main(int argc, char **argv)
 		fatal("%s", e.msg[0] ? e.msg : tank_strerror(rc));
 		return dmn_exit_status(rc);
 	}
+	/* The node agent runs beside the daemon, on threads of its own, and
+	 * talks to it through its socket as any client (cluster/cl_node.h). */
+	cl_node_t *node = NULL;
+	if (f.cl.url) {
+		f.cl.socket = dmn_socket_path(d);
+		if ((rc = cl_node_start(&f.cl, &node, &e)) != 0) {
+			fatal("%s", e.msg);
+			dmn_close(d);
+			return DMN_EXIT_TEMPORARY;
+		}
+	}
 	rc = dmn_run(d);
+	/* Stopped: its pods are stopped too, so the lease goes at once and
+	 * the other nodes take them without waiting for the TTL. */
+	cl_node_stop(node, true);
 	dmn_close(d);
 	return rc;
 }

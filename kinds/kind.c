@@ -199,6 +199,18 @@ bool kind_str(const msgpack_object *o, char *buf, size_t cap)
 	return kit_copy_str(o, buf, cap);
 }
 
+bool kind_route_first(const msgpack_object *params, char *pod, size_t cap)
+{
+	return params && params->type == MSGPACK_OBJECT_ARRAY && params->via.array.size &&
+	       kind_str(&params->via.array.ptr[0], pod, cap) && pod[0];
+}
+
+bool kind_route_pod_key(const msgpack_object *params, char *pod, size_t cap)
+{
+	return params && params->type == MSGPACK_OBJECT_ARRAY && params->via.array.size &&
+	       kind_str(kind_map_get(&params->via.array.ptr[0], "pod"), pod, cap) && pod[0];
+}
+
 bool kind_int(const msgpack_object *o, int64_t *v)
 {
 	return kit_get_int(o, v);

@@ -220,6 +220,12 @@ typedef struct kind_method {
 	 * (it sees the end it asked for, or the connection's). */
 	void (*follow)(const kind_env_t *env, const kind_stream_t *s,
 		       const msgpack_object *params);
+	/* In a cluster (docs/cluster.md "Verbs on a cluster"): the pod whose
+	 * node serves this call, from its params, into pod (cap bytes):
+	 * true.  false (or NULL): the params name no pod (an object's id),
+	 * and the call is asked of every live node in turn, the first
+	 * answer other than not_found being the answer. */
+	bool (*route)(const msgpack_object *params, char *pod, size_t cap);
 } kind_method_t;
 
 /* tankctl's services to a kind's own command (below): given by tankctl,
@@ -287,6 +293,10 @@ typedef struct kind_metrics {
 		     const kit_hist_t *h);
 } kind_metrics_t;
 
+#define KIND_PLACE_UNIT  0u
+#define KIND_PLACE_EVERY 1u
+#define KIND_PLACE_NONE  2u
+
 struct kind {
 	uint32_t id;                 /* tank_kinds.h */
 	const char *name, *plural, *short_name;
@@ -353,6 +363,16 @@ struct kind {
 	const kind_cmd_t *cmds;
 	size_t ncmds;
 
+	/* In a cluster (docs/cluster.md "Every kind on a cluster"): how an
+	 * object of this kind applied with `tankctl --cluster` is placed.
+	 * KIND_PLACE_UNIT (0, the default): on one node, as a unit with what
+	 * it brings inline (a stack's pods go with their stack: its order
+	 * and probes are local).  KIND_PLACE_EVERY: a definition others
+	 * refer to by name (a workflow, its stages and tasks, a playbook):
+	 * on every node, never scheduled.  KIND_PLACE_NONE: not applied to
+	 * a cluster (records its manager writes, objects that are
+	 * submitted).  cluster/ reads only this, never a kind's name. */
+	unsigned cluster_place;
 	/* Metrics of its own, written at each scrape on the runtime's thread
 	 * (read, never change, what it reads; copy counters as rc_loop_stats
 	 * does).  NULL: none. */
@@ -442,6 +462,12 @@ void kind_col_cell(const kind_col_t *c, const msgpack_object *s, uint64_t now_ms
 const char *kind_verb_word(const kind_verb_t *v, char *buf, size_t cap);
 /* The second word ("" when it has one word). */
 const char *kind_verb_subword(const kind_verb_t *v);
+
+/* kind_method_t.route for a method whose first param is the pod's name
+ * (`logs NAME`), and for one whose first param is a map with a `pod`
+ * (`action_submit {pod, kind}`; a map without one routes nowhere). */
+bool kind_route_first(const msgpack_object *params, char *pod, size_t cap);
+bool kind_route_pod_key(const msgpack_object *params, char *pod, size_t cap);
 
 /* A short age ("5s", "3m", "2h", "4d") of since_ms at now_ms. */
 void kind_age(int64_t since_ms, uint64_t now_ms, char *out, size_t cap);

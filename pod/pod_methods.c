@@ -507,7 +507,7 @@ static void logs_follow(const kind_env_t *env, const kind_stream_t *s,
 }
 
 const kind_method_t pod_methods[POD_NMETHODS] = {
-	{ "running", "", m_running, false, NULL, NULL },
-	{ "restart", "s", m_restart, true, NULL, NULL },
-	{ "logs", "s?m", m_logs, false, logs_check, logs_follow },
+	{ "running", "", m_running, false, NULL, NULL, NULL },
+	{ "restart", "s", m_restart, true, NULL, NULL, kind_route_first },
+	{ "logs", "s?m", m_logs, false, logs_check, logs_follow, kind_route_first },
 };

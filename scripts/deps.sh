@@ -25,6 +25,8 @@ check /bin/busybox                    busybox-static
 # tankd --http (obs/obs_http.h) and sd_notify (obs/obs_notify.h)
 check /usr/include/microhttpd.h       libmicrohttpd-dev
 check /usr/include/systemd/sd-daemon.h libsystemd-dev
+# The cluster's tests (tests/cluster/, docs/cluster.md) start a real etcd.
+check /usr/bin/etcd                   etcd-server
 # The web page's tests drive a real headless browser (tests/obs/).
 check /usr/bin/chromium               chromium
 # `sh scripts/deps.sh fuzz`: also what `make fuzz` needs (clang and its

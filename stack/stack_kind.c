@@ -11,6 +11,7 @@
 
 #include "common/tank_kinds.h"
 #include "common/tank_map.h"
+#include "manifest/mf_labels.h"
 #include "pod/pod_kind.h"
 #include "stack/stack_mgr.h"
 #include "stack/stack_phase.h"
@@ -259,14 +260,36 @@ static int updown(const kind_env_t *env, const msgpack_object *params, msgpack_p
 		return err == TANK_ENOTFOUND
 		       ? tank_error_set(e, err, "stack \"%s\" not found", name) : err;
 	err = stack_spec_decode(p.spec, p.spec_len, &s, e);
-	st_pod_clear(&p);
-	if (err < 0)
+	if (err < 0) {
+		st_pod_clear(&p);
 		return err;
+	}
 	s->desired = want;
 	st_pod_in_t in;
 	memset(&res, 0, sizeof res);
-	if ((err = stack_spec_encode(s, &buf, &len)) < 0)
+	if ((err = stack_spec_encode(s, &buf, &len)) < 0) {
+		st_pod_clear(&p);
 		goto out;
+	}
+	/* The stored labels stay: they are the object's, not the spec's
+	 * (a cluster's node finds its stacks by them). */
+	{
+		msgpack_unpacked up;
+		const msgpack_object *labels;
+		char *with = NULL;
+		size_t wlen = 0;
+
+		msgpack_unpacked_init(&up);
+		if (msgpack_unpack_next(&up, p.spec, p.spec_len, NULL) == MSGPACK_UNPACK_SUCCESS &&
+		    (labels = mf_labels_of(&up.data)) &&
+		    mf_labels_append(buf, len, labels, &with, &wlen) == 0) {
+			free(buf);
+			buf = with;
+			len = wlen;
+		}
+		msgpack_unpacked_destroy(&up);
+	}
+	st_pod_clear(&p);
 	in = (st_pod_in_t){ name, buf, len };
 	if ((err = st_coll_put(c, &in, 1, &res, e)) < 0)
 		goto out;

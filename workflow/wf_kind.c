@@ -395,6 +395,7 @@ static void job__record_other(void *inst, const rc_transition_t *t)
 /* ---- the descriptors -------------------------------------------------------------------------- */
 
 const kind_t task_kind = {
+	.cluster_place = KIND_PLACE_EVERY,
 	.id = TANK_KIND_TASK,
 	.name = "task", .plural = "tasks", .short_name = "tk",
 	.mf = &wf_task_mf,
@@ -408,6 +409,7 @@ const kind_t task_kind = {
 };
 
 const kind_t stage_kind = {
+	.cluster_place = KIND_PLACE_EVERY,
 	.id = TANK_KIND_STAGE,
 	.name = "stage", .plural = "stages", .short_name = "sg",
 	.mf = &wf_stage_mf,
@@ -421,6 +423,7 @@ const kind_t stage_kind = {
 };
 
 const kind_t workflow_kind = {
+	.cluster_place = KIND_PLACE_EVERY,
 	.id = TANK_KIND_WORKFLOW,
 	.name = "workflow", .plural = "workflows", .short_name = "wf",
 	.mf = &wf_workflow_mf,
@@ -440,6 +443,7 @@ const kind_t workflow_kind = {
 };
 
 const kind_t job_kind = {
+	.cluster_place = KIND_PLACE_NONE,
 	.id = TANK_KIND_JOB,
 	.name = "job", .plural = "jobs", .short_name = "jb",
 	.mf = &job_mf,
