@@ -74,6 +74,11 @@ enum pod_launch_flags {
 	/* Keep the caller's session and process group (default: setsid, so
 	 * pod_proc_kill_all can kill the group when there is no cgroup). */
 	POD_LAUNCH_NO_SETSID = 1u << 0,
+	/* Clone with clone(2) as on a kernel (< 5.7) or architecture (other
+	 * than x86-64) without clone3: the child resets every signal itself
+	 * and joins every group by writing cgroup.procs.  For the tests of
+	 * that path; the launcher falls back to it on its own otherwise. */
+	POD_LAUNCH_NO_CLONE3 = 1u << 1,
 };
 
 /* Caller-owned options; every pointer is borrowed for the call only. */
@@ -105,6 +110,11 @@ typedef struct pod_proc {
 	int stdout_fd, stderr_fd;  /* O_CLOEXEC|O_NONBLOCK read ends, or -1;
 	                            * owned by the caller, who closes them */
 	bool own_pgrp;             /* pid is a process group leader */
+	/* Created in its v2 group by the kernel (clone3 CLONE_INTO_CGROUP):
+	 * in it from its first instruction, no cgroup.procs write in the
+	 * vfork window.  False: it joined by that write (v1, or clone(2)),
+	 * or has no group. */
+	bool cloned_into_cgroup;
 } pod_proc_t;
 
 /* Starts the process.  On success fills out; the caller owns the pipe fds
