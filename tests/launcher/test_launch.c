@@ -267,4 +267,36 @@ static void lt_suite_init(void)
 	ts_own_children();
 }
 
+static void on_usr1(int sig)
+{
+	(void)sig;
+}
+
+/* The child resets every ignored signal on both clone paths: clone3
+ * (the kernel resets handlers, CLONE_CLEAR_SIGHAND; the child asks which
+ * are ignored) and clone(2) (the child resets all of them). */
+Test(launcher, ignored_signals_are_reset_on_both_clone_paths)
+{
+	signal(SIGPIPE, SIG_IGN);
+	signal(SIGUSR2, SIG_IGN);
+	signal(SIGRTMIN + 3, SIG_IGN);
+	signal(SIGUSR1, on_usr1);
+	unsigned fl[2] = { 0, POD_LAUNCH_NO_CLONE3 };
+	for (int i = 0; i < 2; i++) {
+		char *argv[] = { "probe", NULL };
+		pod_launch_opts_t o = { .file = lt_probe(), .argv = argv,
+		                        .stderr_mode = POD_STDIO_NULL, .flags = fl[i] };
+		int st;
+		char *out = lt_run(&o, &st);
+		cr_assert(WIFEXITED(st) && WEXITSTATUS(st) == 0, "%s", out);
+		cr_expect(strstr(out, "\nsignondefault none\n"), "flags %u: %s", fl[i], out);
+		cr_expect(strstr(out, "\nsigmask empty\n"), "flags %u: %s", fl[i], out);
+		free(out);
+	}
+	signal(SIGPIPE, SIG_DFL);
+	signal(SIGUSR2, SIG_DFL);
+	signal(SIGRTMIN + 3, SIG_DFL);
+	signal(SIGUSR1, SIG_DFL);
+}
+
 TestSuite(launcher, .init = lt_suite_init);
