@@ -4,7 +4,10 @@
  * pod_launch() is what a runtime actor calls to run a container.  It does
  * all the preparation in the caller (argv/envp arrays, the PATH candidates,
  * the user lookup, the cgroup paths) and then spawns with
- * clone(CLONE_VM|CLONE_VFORK|CLONE_FILES): the child shares our memory and
+ * clone3(CLONE_VM|CLONE_VFORK|CLONE_FILES|CLONE_CLEAR_SIGHAND), plus
+ * CLONE_INTO_CGROUP for a v2 group (x86-64; clone(2) without those flags
+ * elsewhere, on a kernel that refuses them, or with POD_LAUNCH_NO_CLONE3;
+ * docs/launcher.md "clone3"): the child shares our memory and
  * our fd table until it execs, so it only makes async-signal-safe system
  * calls, never allocates, and reports a failure by writing (step, errno)
  * into the parent's stack before _exit(127).  The parent reaps such a
@@ -30,8 +33,10 @@
  * not own (the slots).
  *
  * In the child, in order: its private fd table, all signal dispositions
- * reset to default and the mask cleared (at exec), setsid(), cgroup
- * membership (before exec: no window where the process runs unlimited),
+ * reset to default (after CLONE_CLEAR_SIGHAND only the ignored ones are
+ * left to reset) and the mask cleared (at exec), setsid(), cgroup
+ * membership (before exec: no window where the process runs unlimited;
+ * a v2 group it was created in is not written),
  * setns into the pod's sandbox, stdin from /dev/null (or a given fd) and stdout/stderr
  * onto pipes or the given fds, rlimits, groups/gid/uid, chdir, every fd
  * above 2 closed (or marked close-on-exec on the copying path), execve.
