@@ -11,7 +11,9 @@
  * Then the memory and fds a daemon keeps per idle container in the
  * launcher's objects: N log writers that each wrote a line and saw EOF
  * (heap by mallinfo2, RSS by /proc/self/statm, fds counted), and sizeof
- * pod_cgroup_t (embedded in the caller's container record).
+ * pod_cgroup_t (embedded in the caller's container record).  Each
+ * scenario also reports its CPU per launch (ours and the reaped child's,
+ * getrusage), which the load moves less than the times.
  * QUICK=1 uses small counts.  Prints JSON lines on stdout; reports, never
  * asserts.
  */
@@ -23,7 +25,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <linux/magic.h>
 #include <sys/resource.h>
+#include <sys/stat.h>
+#include <sys/statfs.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -37,10 +42,16 @@
 extern char **environ;
 
 enum { RAW, PLAIN, PIPES, CGROUP, CGROUP_REUSE, SANDBOX, RAW_FDS,
-       PLAIN_FDS, N_SCEN };
+       PLAIN_FDS, PLAIN_CLONE2, V2_INTO, V2_WRITE, N_SCEN };
 static const char *const scen_names[N_SCEN] = {
 	"posix_spawn", "plain", "plain_pipes", "cgroup", "cgroup_reused",
 	"sandbox_pid_mnt_uts_ipc", "posix_spawn_5000fds", "plain_5000fds",
+	/* plain through clone(2) (POD_LAUNCH_NO_CLONE3: the child resets
+	 * every signal), and into one v2 group kept across launches, created
+	 * in it by clone3 (CLONE_INTO_CGROUP) or joining it by writing
+	 * cgroup.procs in the vfork window (clone(2)); a hybrid host's
+	 * unified hierarchy will do (groups without controllers). */
+	"plain_clone2", "cgroup_v2_into", "cgroup_v2_write",
 };
 
 #define EXTRA_FDS 5000
@@ -51,7 +62,11 @@ struct bench {
 	pod_cgroup_t cg_kept;   /* one group across restarts */
 	pod_sandbox_t sb;
 	bool have_sb;
+	pod_cgroup_t cg_v2;     /* made by hand on a cgroup2 mount */
+	char v2_dir[256], v2_top[192];
+	bool have_v2;
 	double total[N_SCEN];   /* seconds spent, launch to reaped */
+	double cpu[N_SCEN];     /* CPU seconds, ours and the child's */
 	double spawn[N_SCEN];   /* seconds inside the spawn call */
 	long n[N_SCEN];
 	long fails[N_SCEN];
@@ -86,6 +101,8 @@ static bool scen_ok(const struct bench *b, int s)
 		return false;
 	if (s == SANDBOX && !b->have_sb)
 		return false;
+	if ((s == V2_INTO || s == V2_WRITE) && !b->have_v2)
+		return false;
 	if ((s == RAW_FDS || s == PLAIN_FDS) && b->n_extra < EXTRA_FDS)
 		return false;
 	return true;
@@ -109,10 +126,23 @@ static void reap(pid_t pid)
 		;
 }
 
+/* CPU seconds of this process and of its reaped children. */
+static double cpu_now(void)
+{
+	struct rusage s, c;
+	getrusage(RUSAGE_SELF, &s);
+	getrusage(RUSAGE_CHILDREN, &c);
+	return (double)(s.ru_utime.tv_sec + s.ru_stime.tv_sec + c.ru_utime.tv_sec +
+	                c.ru_stime.tv_sec) +
+	       (double)(s.ru_utime.tv_usec + s.ru_stime.tv_usec + c.ru_utime.tv_usec +
+	                c.ru_stime.tv_usec) / 1e6;
+}
+
 static int one(struct bench *b, int scen)
 {
 	static char *argv[] = { "true", NULL };
 	static char *envp[] = { "PATH=/usr/bin:/bin", NULL };
+	double c0 = cpu_now();
 	double t0 = now(), t1;
 	if (scen == RAW || scen == RAW_FDS) {
 		pid_t pid;
@@ -134,6 +164,10 @@ static int one(struct bench *b, int scen)
 			o.sandbox = &b->sb;
 		if (scen == CGROUP_REUSE)
 			o.cgroup = &b->cg_kept;
+		if (scen == V2_INTO || scen == V2_WRITE)
+			o.cgroup = &b->cg_v2;
+		if (scen == PLAIN_CLONE2 || scen == V2_WRITE)
+			o.flags |= POD_LAUNCH_NO_CLONE3;
 		if (scen == CGROUP) {
 			if (pod_cgroup_create(&b->cg_env, "bench", "c", NULL, &cg,
 			                      &err) < 0)
@@ -156,6 +190,7 @@ static int one(struct bench *b, int scen)
 		}
 	}
 	double t2 = now();
+	b->cpu[scen] += cpu_now() - c0;
 	b->spawn[scen] += t1 - t0;
 	b->total[scen] += t2 - t0;
 	b->n[scen]++;
@@ -271,6 +306,22 @@ int main(void)
 		rl.rlim_cur = EXTRA_FDS + 256;
 		(void)setrlimit(RLIMIT_NOFILE, &rl);
 	}
+	/* The v2 group: on /sys/fs/cgroup (v2 host) or its unified/ (hybrid). */
+	static const char *const v2m[] = { "/sys/fs/cgroup", "/sys/fs/cgroup/unified" };
+	for (size_t i = 0; i < 2 && !b.have_v2; i++) {
+		struct statfs sf;
+		if (statfs(v2m[i], &sf) < 0 || sf.f_type != CGROUP2_SUPER_MAGIC)
+			continue;
+		snprintf(b.v2_top, sizeof b.v2_top, "%s/%s", v2m[i], root);
+		snprintf(b.v2_dir, sizeof b.v2_dir, "%s/v2", b.v2_top);
+		if ((mkdir(b.v2_top, 0755) == 0 || errno == EEXIST) &&
+		    mkdir(b.v2_dir, 0755) == 0) {
+			b.cg_v2.mode = POD_CGROUP_V2;
+			b.cg_v2.dir[0] = b.v2_dir;
+			b.cg_v2.dir[1] = b.cg_v2.dir[2] = "";
+			b.have_v2 = true;
+		}
+	}
 	hold_fds(&b, true);
 	bool fds_ok = b.n_extra == EXTRA_FDS;
 	if (!fds_ok)
@@ -288,6 +339,7 @@ int main(void)
 	memset(b.total, 0, sizeof b.total);
 	memset(b.spawn, 0, sizeof b.spawn);
 	memset(b.n, 0, sizeof b.n);
+	memset(b.cpu, 0, sizeof b.cpu);
 	for (long done = 0; done < total; done += block)
 		for (int s = 0; s < N_SCEN; s++) {
 			if (scen_fds(s) && fds_ok)
@@ -308,6 +360,8 @@ int main(void)
 		emit(m, rate, "1/s");
 		snprintf(m, sizeof m, "%s_spawn_to_exec_us", scen_names[s]);
 		emit(m, b.spawn[s] / (double)b.n[s] * 1e6, "us");
+		snprintf(m, sizeof m, "%s_cpu_us", scen_names[s]);
+		emit(m, b.cpu[s] / (double)b.n[s] * 1e6, "us");
 		if (s != RAW) {
 			snprintf(m, sizeof m, "%s_ratio_to_posix_spawn", scen_names[s]);
 			emit(m, rate / raw_rate, "ratio");
@@ -322,6 +376,10 @@ int main(void)
 	if (b.have_cg) {
 		pod_cgroup_destroy(&b.cg_kept);
 		pod_cgroup_env_cleanup(&b.cg_env);
+	}
+	if (b.have_v2) {
+		rmdir(b.v2_dir);
+		rmdir(b.v2_top);
 	}
 	return 0;
 }

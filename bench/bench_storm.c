@@ -1090,6 +1090,14 @@ static void storm_stuck(const ctx_t *c, sys_t *s, const pidset_t *old, const pid
 typedef struct storm_res {
 	bool ok;
 	double start_s, recover_s, confirm_s, cpu_ms_per_restart, pss_per_svc_kib;
+	/* CPU of the replacements themselves, per restart (schedstat of each
+	 * new workload once all run: its time before its exec, on the
+	 * supervisor's behalf, and its exec and start).  With the
+	 * supervisor's cpu_ms_per_restart, the whole CPU a restart cost the
+	 * machine (but the killed ones' exits), to hold against the raw
+	 * spawn's own (physical_cpu_per_spawn), which the load moves far
+	 * less than the times. */
+	double child_cpu_ms;
 	long pss_total_kib, anon_total_kib;
 	/* The recovery's tail: seconds from the kill until 50, 90, 99 and
 	 * 100 % of the N had started again (-1: not reached in the budget),
@@ -1205,6 +1213,11 @@ static storm_res_t storm_one(ctx_t *c, sys_kind_t kind, long n, long base_pss)
 		goto out;
 	}
 	res.recover_s = (double)(last - t0) / 1e9;
+	uint64_t child_ns = 0;
+	for (size_t i = 0; i < fresh.cap; i++)
+		if (fresh.slot[i])
+			child_ns += cpu_ns(fresh.slot[i]);
+	res.child_cpu_ms = (double)child_ns / 1e6 / (double)n;
 	long reused = 0;
 	for (size_t i = 0; i < fresh.cap; i++)
 		reused += fresh.slot[i] && pidset_has(&first, fresh.slot[i]);
@@ -1231,11 +1244,16 @@ out:
 	return res;
 }
 
-/* bench_spawn -n N -k K, run now: the physical time for N spawns. */
-static double physical(const ctx_t *c, long n, long k)
+/* bench_spawn -n N -k K, run now: the physical time for N spawns, and
+ * in *cpu_ms the CPU per spawn of the spawner and its children (all
+ * waited for, so in our RUSAGE_CHILDREN: the spawn, the workload's exec,
+ * start and exit). */
+static double physical(const ctx_t *c, long n, long k, double *cpu_ms)
 {
 	char cmd[PATH_MAX + 128], line[512];
 	double v = -1;
+	struct rusage r0, r1;
+	getrusage(RUSAGE_CHILDREN, &r0);
 	snprintf(cmd, sizeof cmd, "'%s' -n %ld -k %ld", c->spawn, n, k);
 	FILE *p = popen(cmd, "re");
 	if (!p)
@@ -1246,6 +1264,14 @@ static double physical(const ctx_t *c, long n, long k)
 			v = strtod(at + 9, NULL);
 	}
 	pclose(p);
+	getrusage(RUSAGE_CHILDREN, &r1);
+	if (cpu_ms) {
+		double us = (double)(r1.ru_utime.tv_sec - r0.ru_utime.tv_sec +
+				     r1.ru_stime.tv_sec - r0.ru_stime.tv_sec) * 1e6 +
+			    (double)(r1.ru_utime.tv_usec - r0.ru_utime.tv_usec +
+				     r1.ru_stime.tv_usec - r0.ru_stime.tv_usec);
+		*cpu_ms = us / 1e3 / (double)n;
+	}
 	return v;
 }
 
@@ -1458,7 +1484,7 @@ static void obs_cost(ctx_t *c, long n, int rounds)
 
 typedef struct table_row {
 	long n;
-	double phys;
+	double phys, phys_cpu_ms;
 	storm_res_t r[SYS_COUNT];
 } table_row_t;
 
@@ -1468,8 +1494,11 @@ static void storm_all(ctx_t *c, const long *ns, size_t nn, const bool *peers, lo
 	for (size_t i = 0; i < nn && !g_interrupted; i++) {
 		long n = ns[i];
 		rows[i].n = n;
-		rows[i].phys = physical(c, n, n);
+		rows[i].phys = physical(c, n, n, &rows[i].phys_cpu_ms);
 		emit("physical_time", rows[i].phys, "s", "spawn", n);
+		emit("physical_cpu_per_spawn", rows[i].phys_cpu_ms, "ms", "spawn", n);
+		note("storm: raw spawn of %ld: %.3f s, %.3f ms CPU per spawn (spawner and child)",
+		     n, rows[i].phys, rows[i].phys_cpu_ms);
 		for (int k = 0; k < SYS_COUNT && !g_interrupted; k++) {
 			if (k != SYS_TANK && !peers[k])
 				continue;
@@ -1514,15 +1543,18 @@ static void storm_all(ctx_t *c, const long *ns, size_t nn, const bool *peers, lo
 			if (k == SYS_TANK)
 				emit("recovery_confirmed_time", r.confirm_s, "s", sys, n);
 			emit("cpu_per_restart", r.cpu_ms_per_restart, "ms", sys, n);
+			emit("workload_cpu_per_start", r.child_cpu_ms, "ms", sys, n);
+			emit("total_cpu_per_restart", r.cpu_ms_per_restart + r.child_cpu_ms, "ms", sys, n);
 			emit("pss_total", (double)r.pss_total_kib, "KiB", sys, n);
 			emit("pss_per_service", r.pss_per_svc_kib, "KiB", sys, n);
 			emit("pss_anon_total", (double)r.anon_total_kib, "KiB", sys, n);
 			(void)m;
 			note("storm: %s N=%ld: up %.3f s, recovered %.3f s (%.2fx physical %.3f s; "
-			     "50/90/99 %% at %.3f/%.3f/%.3f s), %.3f ms CPU/restart, PSS %.1f KiB/service",
+			     "50/90/99 %% at %.3f/%.3f/%.3f s), %.3f ms CPU/restart (+ %.3f ms each "
+			     "new workload's), PSS %.1f KiB/service",
 			     sys, n, r.start_s, r.recover_s, rows[i].phys > 0 ? r.recover_s / rows[i].phys : 0,
 			     rows[i].phys, r.at_pct[0], r.at_pct[1], r.at_pct[2], r.cpu_ms_per_restart,
-			     r.pss_per_svc_kib);
+			     r.child_cpu_ms, r.pss_per_svc_kib);
 		}
 		if (rows[i].r[SYS_TANK].ok)
 			for (int k = 1; k < SYS_COUNT; k++)
@@ -1799,7 +1831,7 @@ static void crashloop(ctx_t *c, long n, long window_ms)
 	sys_stop(&s);
 	/* The floor, right after: the same number of spawns, N in flight. */
 	long total = (long)rate * 2 > 1000 ? (long)rate * 2 : 1000;
-	double ph = physical(c, total, n);
+	double ph = physical(c, total, n, NULL);
 	if (ph > 0) {
 		emit("crashloop_physical_per_s", (double)total / ph, "1/s", "spawn", n);
 		emit("crashloop_vs_physical", rate / ((double)total / ph), "x", "tank", n);

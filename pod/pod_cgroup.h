@@ -10,7 +10,8 @@
  * limits, which keeps a restart storm of unlimited containers cheap.
  *
  * The launcher puts the child into the group before it execs: the child
- * opens <dir>/cgroup.procs and writes "0".  No fd is held per container
+ * opens <dir>/cgroup.procs and writes "0" (v2: the kernel creates it in
+ * the group instead, clone3 CLONE_INTO_CGROUP, when it can).  No fd is held per container
  * between launches (they were: up to three per container, which ran a
  * daemon with thousands of pods into EMFILE).
  *

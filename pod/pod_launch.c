@@ -7,6 +7,7 @@
 #include <pthread.h>
 #include <pwd.h>
 #include <sched.h>
+#include <stdatomic.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -33,6 +34,13 @@
 #endif
 #ifndef CLOSE_RANGE_CLOEXEC
 #define CLOSE_RANGE_CLOEXEC (1U << 2)
+#endif
+
+#ifndef CLONE_CLEAR_SIGHAND
+#define CLONE_CLEAR_SIGHAND 0x100000000ULL
+#endif
+#ifndef CLONE_INTO_CGROUP
+#define CLONE_INTO_CGROUP 0x200000000ULL
 #endif
 
 #define POD_CHILD_STACK (64 * 1024)
@@ -77,6 +85,11 @@ struct child_ctx {
 	 * parent, and the child's private table has room for it. */
 	char cg_path[POD_CG_N][POD_CGROUP_PATH + 16];
 	size_t n_cg;
+	/* Set when the child was cloned by clone3 (see clone3_run): the
+	 * kernel reset every handler at the clone (CLONE_CLEAR_SIGHAND),
+	 * and with into_cgroup it created the child in cg_path[0]'s group
+	 * (CLONE_INTO_CGROUP, v2), which the child then does not write. */
+	bool cleared_sighand, into_cgroup;
 	int ns_fd[POD_SBX_NFD];  /* joined in the child (pid is not: parent) */
 	int root_fd;
 	const pod_rlimit_t *rlimits;
@@ -123,18 +136,28 @@ static int child_main(void *arg)
 	    syscall(SYS_close_range, (unsigned)c->unshare_below, ~0U,
 	            CLOSE_RANGE_UNSHARE) < 0)
 		child_fail(c, STEP_UNSHARE, errno);
-	struct sigaction dfl;
+	struct sigaction dfl, cur;
 	memset(&dfl, 0, sizeof dfl);
 	dfl.sa_handler = SIG_DFL;
 	/* Handlers of the parent would run on the parent's data; ignored
-	 * signals (SIGPIPE in a daemon) must not leak into the container. */
-	for (int s = 1; s < _NSIG; s++)
-		if (s != SIGKILL && s != SIGSTOP)
-			(void)sigaction(s, &dfl, NULL);
+	 * signals (SIGPIPE in a daemon) must not leak into the container.
+	 * After CLONE_CLEAR_SIGHAND only SIG_IGN can be left: asking is
+	 * cheaper than setting (no pending-signal flush), and only the
+	 * ignored ones are set.  The parent cannot tell us which they are
+	 * without asking as often: another thread may ignore a signal at
+	 * any time, up to the clone, which copies the table. */
+	for (int s = 1; s < _NSIG; s++) {
+		if (s == SIGKILL || s == SIGSTOP)
+			continue;
+		if (c->cleared_sighand &&
+		    (sigaction(s, NULL, &cur) < 0 || cur.sa_handler != SIG_IGN))
+			continue;
+		(void)sigaction(s, &dfl, NULL);
+	}
 
 	if (c->setsid && setsid() < 0)
 		child_fail(c, STEP_SETSID, errno);
-	for (size_t i = 0; i < c->n_cg; i++) {
+	for (size_t i = c->into_cgroup ? 1 : 0; i < c->n_cg; i++) {
 		int fd = open(c->cg_path[i], O_WRONLY | O_CLOEXEC);
 		if (fd < 0)
 			child_fail(c, STEP_CGROUP, errno);
@@ -594,6 +617,59 @@ static bool start_tick(uint64_t lo, uint64_t hi, uint64_t *out)
 	return true;
 }
 
+/* clone3 is used when the kernel has it (5.7 for CLONE_INTO_CGROUP):
+ * 1 until a clone3 says the kernel lacks it (ENOSYS, E2BIG, EINVAL),
+ * then 0 for the rest of the process, which clones with clone(2) as
+ * before.  Like the slots' state, a fact about the kernel, learnt once. */
+static atomic_int clone3_usable = 1;
+
+/* struct clone_args of <linux/sched.h> up to `cgroup` (CLONE_ARGS_SIZE_VER2):
+ * its own copy, so the build needs no kernel headers of 5.7 or later. */
+struct clone3_args {
+	uint64_t flags, pidfd, child_tid, parent_tid, exit_signal;
+	uint64_t stack, stack_size, tls, set_tid, set_tid_size, cgroup;
+};
+
+#if defined(__x86_64__) && defined(SYS_clone3)
+#define POD_HAVE_CLONE3 1
+/* clone3 running fn(arg) on a->stack in the child, which never returns
+ * here (fn execs or _exits; if it returned, the child exits with its
+ * value).  glibc has no clone3 wrapper that takes a function, and with
+ * CLONE_VM the child cannot return through C code on the parent's
+ * stack, so the switch is done here: after the system call the child
+ * is on its new stack (the kernel set sp = stack + stack_size, 16-byte
+ * aligned here), and the call pushes the return address fn expects.
+ * Registers other than rax, rcx and r11 are the parent's in the child,
+ * so fn and arg travel in r12 and r13.  Returns the child's pid, or
+ * -errno in the parent. */
+static long clone3_run(struct clone3_args *a, int (*fn)(void *), void *arg)
+{
+	register long rax __asm__("rax") = SYS_clone3;
+	register struct clone3_args *rdi __asm__("rdi") = a;
+	register unsigned long rsi __asm__("rsi") = sizeof *a;
+	register int (*r12)(void *) __asm__("r12") = fn;
+	register void *r13 __asm__("r13") = arg;
+	__asm__ volatile(
+		"syscall\n\t"
+		"testq %%rax, %%rax\n\t"
+		"jnz 1f\n\t"
+		"xorl %%ebp, %%ebp\n\t"
+		"movq %%r13, %%rdi\n\t"
+		"callq *%%r12\n\t"
+		"movl %%eax, %%edi\n\t"
+		"movl $60, %%eax\n\t"          /* SYS_exit */
+		"syscall\n\t"
+		"ud2\n"
+		"1:"
+		: "+r"(rax)
+		: "r"(rdi), "r"(rsi), "r"(r12), "r"(r13)
+		: "rcx", "r11", "memory", "cc");
+	return rax;
+}
+#else
+#define POD_HAVE_CLONE3 0
+#endif
+
 int pod_launch(const pod_launch_opts_t *o, pod_proc_t *out,
                tank_error_t *err)
 {
@@ -601,7 +677,7 @@ int pod_launch(const pod_launch_opts_t *o, pod_proc_t *out,
 	char *argv0[2];
 	char *empty_env[1] = { NULL };
 	int devnull = -1, out_rd = -1, err_rd = -1;
-	int out_own = -1, err_own = -1, self_pidns = -1;
+	int out_own = -1, err_own = -1, self_pidns = -1, cg_fd = -1;
 	void *stack = MAP_FAILED;
 	pid_t pid = -1;
 	uint64_t born_lo = 0, born_hi = 0;   /* the clone's bounds */
@@ -647,6 +723,22 @@ int pod_launch(const pod_launch_opts_t *o, pod_proc_t *out,
 			if (o->cgroup->dir[i][0])
 				snprintf(c.cg_path[c.n_cg++], sizeof c.cg_path[0],
 				         "%s/cgroup.procs", o->cgroup->dir[i]);
+		/* v2: the child is created in its group (CLONE_INTO_CGROUP)
+		 * rather than writing cgroup.procs in its vfork window.  The
+		 * group's fd is opened per launch and closed after the clone:
+		 * a container's group holds no fd (see pod_cgroup.h). */
+		if (POD_HAVE_CLONE3 && o->cgroup->mode == POD_CGROUP_V2 &&
+		    c.n_cg == 1 && !(o->flags & POD_LAUNCH_NO_CLONE3) &&
+		    atomic_load_explicit(&clone3_usable, memory_order_relaxed)) {
+			cg_fd = open(o->cgroup->dir[0],
+			             O_PATH | O_DIRECTORY | O_CLOEXEC);
+			if (cg_fd < 0) {
+				r = tank_error_set(err, -errno, "%s: %s",
+				                   step_names[STEP_CGROUP],
+				                   strerror(errno));
+				goto fail;
+			}
+		}
 	}
 	if (o->sandbox) {
 		const pod_sandbox_t *sb = o->sandbox;
@@ -698,6 +790,8 @@ int pod_launch(const pod_launch_opts_t *o, pod_proc_t *out,
 		sl->state = -1;
 	for (;;) {
 		bool unshare = sl->state == 1;
+		bool use3 = POD_HAVE_CLONE3 && !(o->flags & POD_LAUNCH_NO_CLONE3) &&
+		            atomic_load_explicit(&clone3_usable, memory_order_relaxed);
 		r = unshare ? slots_wire(sl, &c, in_src, out_src, err_src,
 		                         o->sandbox, used)
 		            : direct_wire(&c, in_src, out_src, err_src,
@@ -720,10 +814,40 @@ int pod_launch(const pod_launch_opts_t *o, pod_proc_t *out,
 		 * thread (pod_launcher.h launches off the loop thread).
 		 * The kernel makes its exit signal SIGCHLD at exec
 		 * (de_thread): a running container is an ordinary child. */
-		pid = clone(child_main, (char *)stack + POD_CHILD_STACK,
-		            CLONE_VM | CLONE_VFORK |
-		            (unshare ? CLONE_FILES : 0), &c);
-		clone_errno = errno;
+		c.cleared_sighand = use3;
+		c.into_cgroup = use3 && cg_fd >= 0;
+		pid = -1;
+#if POD_HAVE_CLONE3
+		if (use3) {
+			struct clone3_args a = {
+				.flags = CLONE_VM | CLONE_VFORK | CLONE_CLEAR_SIGHAND |
+				         (unshare ? CLONE_FILES : 0) |
+				         (c.into_cgroup ? CLONE_INTO_CGROUP : 0),
+				.exit_signal = 0,
+				.stack = (uint64_t)(uintptr_t)stack,
+				.stack_size = POD_CHILD_STACK,
+				.cgroup = c.into_cgroup ? (uint64_t)cg_fd : 0,
+			};
+			long rc = clone3_run(&a, child_main, &c);
+			pid = rc < 0 ? -1 : (pid_t)rc;
+			clone_errno = rc < 0 ? (int)-rc : 0;
+			if (rc == -ENOSYS || rc == -E2BIG || rc == -EINVAL) {
+				/* A kernel without clone3 or one of its flags:
+				 * nothing was created; clone(2) from now on. */
+				atomic_store(&clone3_usable, 0);
+				pthread_sigmask(SIG_SETMASK, &old, NULL);
+				slots_restore(sl, used);
+				close_fd(&cg_fd);
+				continue;
+			}
+		} else
+#endif
+		{
+			pid = clone(child_main, (char *)stack + POD_CHILD_STACK,
+			            CLONE_VM | CLONE_VFORK |
+			            (unshare ? CLONE_FILES : 0), &c);
+			clone_errno = errno;
+		}
 		/* The child's own reading bounds its start more tightly
 		 * than ours after its exec (the vfork window). */
 		born_hi = c.born_hi ? c.born_hi : boot_ns();
@@ -745,6 +869,7 @@ int pod_launch(const pod_launch_opts_t *o, pod_proc_t *out,
 		break;
 	}
 	pthread_mutex_unlock(&sl->mu);
+	close_fd(&cg_fd);
 	if (self_pidns >= 0 && setns(self_pidns, CLONE_NEWPID) < 0) {
 		/* Cannot happen for our own namespace; say it loudly if it
 		 * does, since later children would land in the pod. */
@@ -761,6 +886,14 @@ int pod_launch(const pod_launch_opts_t *o, pod_proc_t *out,
 		if (o->sandbox && clone_errno == ENOMEM)
 			r = tank_error_set(err, TANK_ECONFLICT,
 			                   "sandbox: its pid namespace is gone");
+		else if (c.into_cgroup && clone_errno != ENOMEM &&
+		         clone_errno != EAGAIN)
+			/* The kernel's checks of the group (removed: ENODEV,
+			 * not a leaf: EBUSY, permissions), the same a write
+			 * to cgroup.procs would have failed. */
+			r = tank_error_set(err, -clone_errno, "%s: %s",
+			                   step_names[STEP_CGROUP],
+			                   strerror(clone_errno));
 		else
 			r = tank_error_set(err, -clone_errno, "clone: %s",
 			                   strerror(clone_errno));
@@ -791,6 +924,7 @@ int pod_launch(const pod_launch_opts_t *o, pod_proc_t *out,
 	out->stdout_fd = out_rd;
 	out->stderr_fd = err_rd;
 	out->own_pgrp = c.setsid;
+	out->cloned_into_cgroup = c.into_cgroup;
 	out->start_time = 0;
 	/* The child has exec'd and is not reaped by anyone yet (the caller
 	 * reaps), so /proc/PID is there when the clock cannot say. */
@@ -801,6 +935,7 @@ int pod_launch(const pod_launch_opts_t *o, pod_proc_t *out,
 fail:
 	if (self_pidns >= 0 && pid < 0)
 		(void)setns(self_pidns, CLONE_NEWPID);
+	close_fd(&cg_fd);
 	close_fd(&self_pidns);
 	close_fd(&out_rd);
 	close_fd(&err_rd);

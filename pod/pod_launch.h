@@ -4,7 +4,10 @@
  * pod_launch() is what a runtime actor calls to run a container.  It does
  * all the preparation in the caller (argv/envp arrays, the PATH candidates,
  * the user lookup, the cgroup paths) and then spawns with
- * clone(CLONE_VM|CLONE_VFORK|CLONE_FILES): the child shares our memory and
+ * clone3(CLONE_VM|CLONE_VFORK|CLONE_FILES|CLONE_CLEAR_SIGHAND), plus
+ * CLONE_INTO_CGROUP for a v2 group (x86-64; clone(2) without those flags
+ * elsewhere, on a kernel that refuses them, or with POD_LAUNCH_NO_CLONE3;
+ * docs/launcher.md "clone3"): the child shares our memory and
  * our fd table until it execs, so it only makes async-signal-safe system
  * calls, never allocates, and reports a failure by writing (step, errno)
  * into the parent's stack before _exit(127).  The parent reaps such a
@@ -30,8 +33,10 @@
  * not own (the slots).
  *
  * In the child, in order: its private fd table, all signal dispositions
- * reset to default and the mask cleared (at exec), setsid(), cgroup
- * membership (before exec: no window where the process runs unlimited),
+ * reset to default (after CLONE_CLEAR_SIGHAND only the ignored ones are
+ * left to reset) and the mask cleared (at exec), setsid(), cgroup
+ * membership (before exec: no window where the process runs unlimited;
+ * a v2 group it was created in is not written),
  * setns into the pod's sandbox, stdin from /dev/null (or a given fd) and stdout/stderr
  * onto pipes or the given fds, rlimits, groups/gid/uid, chdir, every fd
  * above 2 closed (or marked close-on-exec on the copying path), execve.
@@ -74,6 +79,11 @@ enum pod_launch_flags {
 	/* Keep the caller's session and process group (default: setsid, so
 	 * pod_proc_kill_all can kill the group when there is no cgroup). */
 	POD_LAUNCH_NO_SETSID = 1u << 0,
+	/* Clone with clone(2) as on a kernel (< 5.7) or architecture (other
+	 * than x86-64) without clone3: the child resets every signal itself
+	 * and joins every group by writing cgroup.procs.  For the tests of
+	 * that path; the launcher falls back to it on its own otherwise. */
+	POD_LAUNCH_NO_CLONE3 = 1u << 1,
 };
 
 /* Caller-owned options; every pointer is borrowed for the call only. */
@@ -105,6 +115,11 @@ typedef struct pod_proc {
 	int stdout_fd, stderr_fd;  /* O_CLOEXEC|O_NONBLOCK read ends, or -1;
 	                            * owned by the caller, who closes them */
 	bool own_pgrp;             /* pid is a process group leader */
+	/* Created in its v2 group by the kernel (clone3 CLONE_INTO_CGROUP):
+	 * in it from its first instruction, no cgroup.procs write in the
+	 * vfork window.  False: it joined by that write (v1, or clone(2)),
+	 * or has no group. */
+	bool cloned_into_cgroup;
 } pod_proc_t;
 
 /* Starts the process.  On success fills out; the caller owns the pipe fds

@@ -163,13 +163,20 @@ static void *launcher_main(void *arg)
 			pthread_mutex_lock(&l->mu);
 			continue;
 		}
+		/* Only the job that makes the done list non-empty writes
+		 * the eventfd: the owner drains the list until it is empty
+		 * before it clears the fd (pod_launcher_next_done), so the
+		 * jobs behind it are seen too.  A storm's burst of launches
+		 * made one write (and an epoll callback) per job. */
+		bool first = !l->dhead;
 		if (l->dtail)
 			l->dtail->qnext = j;
 		else
 			l->dhead = j;
 		l->dtail = j;
 		pthread_mutex_unlock(&l->mu);
-		wake(l);
+		if (first)
+			wake(l);
 		pthread_mutex_lock(&l->mu);
 	}
 	pthread_mutex_unlock(&l->mu);

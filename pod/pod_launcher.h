@@ -25,7 +25,9 @@
  *   pod_launch_submit           queues a launch, returns its job
  *   pod_launcher_next_done      after the fd was readable: done jobs, in
  *                               the order they finished (two threads:
- *                               not always the order of the submits)
+ *                               not always the order of the submits);
+ *                               call it until NULL: the fd is written
+ *                               only when the done list was empty
  *   pod_launch_job_take         the result (pod_launch's), once
  *   pod_launch_job_free         frees a job the caller holds
  *   pod_launch_job_abandon      the requester is gone: whatever the job

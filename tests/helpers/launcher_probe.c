@@ -46,6 +46,17 @@ static int info(void)
 	struct sigaction sa;
 	sigaction(SIGPIPE, NULL, &sa);
 	printf("sigpipe %s\n", sa.sa_handler == SIG_IGN ? "ignored" : "default");
+	/* Every signal not at its default disposition (none expected: the
+	 * launcher resets ignored ones; handlers end at exec anyway). */
+	printf("signondefault");
+	int nd = 0;
+	for (int s = 1; s < NSIG; s++)
+		if (s != SIGKILL && s != SIGSTOP && sigaction(s, NULL, &sa) == 0 &&
+		    sa.sa_handler != SIG_DFL) {
+			printf(" %d", s);
+			nd++;
+		}
+	printf("%s\n", nd ? "" : " none");
 	sigset_t mask;
 	sigprocmask(SIG_SETMASK, NULL, &mask);
 	printf("sigmask %s\n", sigismember(&mask, SIGTERM) ? "blocked" : "empty");

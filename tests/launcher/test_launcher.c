@@ -105,6 +105,63 @@ Test(launcher, thread_launches_each_once_with_pod_launchs_results)
 	pod_launcher_free(l);
 }
 
+/* Launches done while the owner is not looking wake it once: the first
+ * makes the done list non-empty and writes the eventfd, the others find
+ * it non-empty (one write per job made a storm's burst cost a write and
+ * an epoll callback each).  Every job is still handed out, once. */
+Test(launcher, a_burst_of_done_launches_wakes_the_owner_once)
+{
+	enum { N = 8 };
+	pod_launcher_t *l;
+	pod_launch_job_t *j;
+	tank_error_t err;
+	int out[2];
+
+	cr_assert_eq(pipe2(out, O_CLOEXEC | O_NONBLOCK), 0);
+	cr_assert_eq(pod_launcher_new(&l), 0);
+	for (int i = 0; i < N; i++) {
+		char *argv[] = { "sh", "-c", "echo x", NULL };
+		char *envp[] = { "PATH=/bin:/usr/bin", NULL };
+		pod_launch_opts_t o = { .file = "/bin/sh", .argv = argv, .envp = envp,
+		                        .stdout_mode = POD_STDIO_FD, .stdout_fd = out[1],
+		                        .stderr_mode = POD_STDIO_NULL };
+		cr_assert_eq(pod_launch_submit(l, &o, (uint64_t)i, &j, &err), 0, "%s", err.msg);
+	}
+	close(out[1]);
+	/* Every child has exec'd and written (its job is done, or a few
+	 * instructions from it), and nobody has drained the list. */
+	int lines = 0;
+	double end = lt_now() + 20;
+	while (lines < N && lt_now() < end) {
+		char c;
+		struct pollfd p = { .fd = out[0], .events = POLLIN };
+		(void)poll(&p, 1, 100);
+		while (read(out[0], &c, 1) == 1)
+			lines += c == '\n';
+	}
+	cr_assert_eq(lines, N);
+	usleep(200000);
+	uint64_t writes = 0;
+	cr_assert_eq(read(pod_launcher_fd(l), &writes, sizeof writes), (ssize_t)sizeof writes);
+	cr_expect_eq(writes, 1, "%d done launches wrote the eventfd %llu times", N,
+	             (unsigned long long)writes);
+	bool seen[N] = { false };
+	for (int n = 0; n < N; n++) {
+		pod_proc_t p;
+		cr_assert(j = next_done(l, 20), "only %d jobs done", n);
+		uint64_t i = pod_launch_job_cookie(j);
+		cr_assert(i < N && !seen[i]);
+		seen[i] = true;
+		cr_assert_eq(pod_launch_job_take(j, &p, &err), 0, "%s", err.msg);
+		pod_launch_job_free(j);
+		cr_expect(reap(p.pid, 10) != -1);
+		pod_proc_close_fds(&p);
+	}
+	cr_expect_null(pod_launcher_next_done(l));
+	close(out[0]);
+	pod_launcher_free(l);
+}
+
 /* A requester that goes away leaves nothing: a job abandoned while
  * queued never runs, one abandoned while running or done is killed, and
  * a result freed without being taken is killed too.  Every fd a job
