@@ -861,14 +861,21 @@ static int delete_batch(const kind_env_t *env, const kind_t *k, char **names, si
 	return err;
 }
 
-/* A delete of more than API_DELETE_CHUNK names of a kind without cascade
- * goes in transactions of that many, one per turn of a worker actor, with
- * the socket served in between: 100,000 names in one transaction held
- * every client for half a second.  Each chunk is atomic; the whole is not
- * (a crash in the middle leaves the names of the chunks done deleted, and
- * the caller, who got no answer, deletes again).  The reply is the same
- * either way. */
+/* A delete of names of a kind without cascade goes in transactions of
+ * API_DELETE_CHUNK names, one per turn of a worker actor, with the socket
+ * served in between: 100,000 names in one transaction held every client
+ * for half a second.  The chunks commit without an fsync on the loop
+ * (st_coll_commit_nosync: an fsync a chunk made 40-70 ms turns); once the
+ * last is committed the worker asks the store for one fsync covering
+ * them all (st_durable, on the store's sync thread) and answers only when
+ * it is done: a client told "deleted" finds the names deleted whatever
+ * happens next, an OS crash included.  Each chunk is atomic; the whole
+ * is not (a crash in the middle leaves the names of some chunks deleted,
+ * and the caller, who got no answer, deletes again).  An error part way
+ * is answered likewise after the fsync of the chunks before it. */
 #define API_DELETE_CHUNK 1000
+
+enum { BULK_TAG_CHUNK = 1, BULK_TAG_DURABLE = 2 };
 
 typedef struct bulk_delete {
 	api_daemon_t *d;
@@ -877,7 +884,16 @@ typedef struct bulk_delete {
 	char **names;
 	bool *deleted;
 	size_t n, at;
+	int err;                        /* a chunk failed: answered once durable */
+	char msg[TANK_ERROR_MSG];
 } bulk_delete_t;
+
+/* What the store's durable callback needs to reach the worker: it runs
+ * outside any turn, maybe after the worker died. */
+typedef struct bulk_wake {
+	rt_t *rt;
+	rt_pid_t pid;
+} bulk_wake_t;
 
 static void bulk_delete_free(bulk_delete_t *b)
 {
@@ -891,7 +907,46 @@ static void bulk_delete_free(bulk_delete_t *b)
 static int bulk_delete_init(rt_t *rt, void **state, void *arg)
 {
 	*state = arg;
-	return rt_send(rt, rt_self(rt), 1, NULL, 0);
+	return rt_send(rt, rt_self(rt), BULK_TAG_CHUNK, NULL, 0);
+}
+
+static void bulk_durable(void *ctx, int rc)
+{
+	bulk_wake_t *w = ctx;
+	if (rc != -ECANCELED)
+		(void)rt_send(w->rt, w->pid, BULK_TAG_DURABLE, &rc, sizeof rc);
+	free(w);
+}
+
+/* Every chunk is committed (or one failed): one fsync for them all. */
+static void bulk_delete_sync(rt_t *rt, bulk_delete_t *b)
+{
+	bulk_wake_t *w = malloc(sizeof *w);
+	if (w) {
+		*w = (bulk_wake_t){ rt, rt_self(rt) };
+		if (st_durable(b->d->store, bulk_durable, w) == 0)
+			return;
+		free(w);
+	}
+	api_reply_err(rt, b->token, -ENOMEM, "out of memory");
+	rt_exit_self(rt, RT_R_NORMAL);
+}
+
+static void bulk_delete_answer(rt_t *rt, bulk_delete_t *b, int rc)
+{
+	if (b->err) {
+		api_reply_err(rt, b->token, b->err, b->msg);
+	} else if (rc < 0) {
+		char msg[TANK_ERROR_MSG];
+		snprintf(msg, sizeof msg, "deleted %zu names, but the store's fsync failed: %s",
+			 b->n, strerror(-rc));
+		api_reply_err(rt, b->token, rc, msg);
+	} else {
+		delete_out_t o = { b->kind, (const char *const *)b->names, b->deleted, b->n,
+				   NULL, NULL };
+		api_reply(rt, b->token, pack_delete, &o);
+	}
+	rt_exit_self(rt, RT_R_NORMAL);
 }
 
 static void bulk_delete_handle(rt_t *rt, void *state, rt_msg_t *m)
@@ -902,42 +957,49 @@ static void bulk_delete_handle(rt_t *rt, void *state, rt_msg_t *m)
 	st_coll_t *c = NULL;
 	int err;
 
-	(void)m;
+	if (m->tag == BULK_TAG_DURABLE) {
+		int rc = 0;
+		if (m->len == sizeof rc)
+			memcpy(&rc, m->data, sizeof rc);
+		bulk_delete_answer(rt, b, rc);
+		return;
+	}
 	tank_error_clear(&e);
 	if ((err = kind_coll(b->d->kinds, b->kind, &c, &e)) == 0) {
 		st_coll_op_t op = { .c = c, .del = (const char *const *)b->names + b->at,
 				    .ndel = k, .deleted = b->deleted + b->at };
-		err = st_coll_commit(b->d->store, &op, 1, &e);
+		err = st_coll_commit_nosync(b->d->store, &op, 1, &e);
 	}
 	if (err < 0) {
-		char msg[TANK_ERROR_MSG];
-		snprintf(msg, sizeof msg, "deleted the first %zu of %zu names, then: %.400s", b->at,
-			 b->n, e.msg[0] ? e.msg : tank_strerror(err));
-		api_reply_err(rt, b->token, err, msg);
+		b->err = err;
+		snprintf(b->msg, sizeof b->msg, "deleted the first %zu of %zu names, then: %.400s",
+			 b->at, b->n, e.msg[0] ? e.msg : tank_strerror(err));
 		nudge(b->d);
-		rt_exit_self(rt, RT_R_NORMAL);
+		bulk_delete_sync(rt, b);
 		return;
 	}
 	b->at += k;
 	nudge(b->d);            /* the reconciler may start stopping them */
 	rt_slice_used(rt);
 	if (b->at < b->n) {
-		if (rt_send(rt, rt_self(rt), 1, NULL, 0) < 0) {
+		if (rt_send(rt, rt_self(rt), BULK_TAG_CHUNK, NULL, 0) < 0) {
 			api_reply_err(rt, b->token, -ENOMEM, "out of memory");
 			rt_exit_self(rt, RT_R_NORMAL);
 		}
 		return;
 	}
-	delete_out_t o = { b->kind, (const char *const *)b->names, b->deleted, b->n, NULL, NULL };
-	api_reply(rt, b->token, pack_delete, &o);
-	rt_exit_self(rt, RT_R_NORMAL);
+	bulk_delete_sync(rt, b);
 }
 
 static void bulk_delete_terminate(rt_t *rt, void *state, rt_reason_t reason)
 {
+	bulk_delete_t *b = state;
+	bool big = b->n > API_DELETE_CHUNK;
+
 	(void)rt; (void)reason;
-	bulk_delete_free(state);
-	malloc_trim(0);         /* as after a bulk apply */
+	bulk_delete_free(b);
+	if (big)
+		malloc_trim(0);         /* as after a bulk apply */
 }
 
 static const rt_behaviour_t bulk_delete_b = {
@@ -978,13 +1040,16 @@ static void m_delete(const api_call_t *call, const msgpack_object *params, void 
 			goto out;
 		}
 	}
-	if (n > API_DELETE_CHUNK && !kind->cascade) {
+	if (!kind->cascade) {
+		/* Also a small one: its answer waits for the fsync on the
+		 * store's thread, not on the loop. */
 		bulk_delete_t *b = calloc(1, sizeof *b);
 		if (!b) {
 			err = -ENOMEM;
 			goto out;
 		}
-		*b = (bulk_delete_t){ d, kind, call->token, names, deleted, n, 0 };
+		*b = (bulk_delete_t){ .d = d, .kind = kind, .token = call->token, .names = names,
+				      .deleted = deleted, .n = n };
 		if ((err = rt_spawn(call->rt, &bulk_delete_b, b, NULL)) < 0) {
 			free(b);
 			goto out;

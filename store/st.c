@@ -1306,6 +1306,86 @@ static void timer_cb(struct ev_loop *loop, ev_timer *w, int revents)
 	}
 }
 
+/* Tells the waiters whose number a finished fsync covers (or a failed
+ * one was to cover).  Callers are collected first: a callback may call
+ * st_durable again. */
+static void durable_tell(st_t *st)
+{
+	uint64_t done, fail;
+	int fail_rc;
+
+	pthread_mutex_lock(&st->q_mu);
+	done = st->dur_done;
+	fail = st->dur_fail;
+	fail_rc = st->dur_fail_rc;
+	st->dur_fail = 0;
+	pthread_mutex_unlock(&st->q_mu);
+	size_t n = 0, k = 0;
+	st_waiter_t *told = NULL;
+	for (size_t i = 0; i < st->n_waiters; i++)
+		n += st->waiters[i].seq <= done || st->waiters[i].seq <= fail;
+	if (!n)
+		return;
+	if (!(told = malloc(n * sizeof *told)))
+		return;         /* told at the next wake-up or at the detach */
+	for (size_t i = 0, j = 0; i < st->n_waiters; i++) {
+		st_waiter_t w = st->waiters[i];
+		if (w.seq <= done || w.seq <= fail)
+			told[k++] = w;
+		else
+			st->waiters[j++] = w;
+	}
+	st->n_waiters -= k;
+	for (size_t i = 0; i < k; i++)
+		told[i].fn(told[i].ctx, told[i].seq <= done ? 0 : -fail_rc);
+	free(told);
+}
+
+static void durable_cb(struct ev_loop *loop, ev_async *w, int revents)
+{
+	(void)loop;
+	(void)revents;
+	durable_tell(w->data);
+}
+
+/* Waiters left when the loop goes: told -ECANCELED (they only free what
+ * they hold; nobody is left to answer). */
+static void durable_cancel(st_t *st)
+{
+	while (st->n_waiters) {
+		st_waiter_t w = st->waiters[--st->n_waiters];
+		w.fn(w.ctx, -ECANCELED);
+	}
+}
+
+int st_durable(st_t *st, void (*fn)(void *ctx, int rc), void *ctx)
+{
+	if (!st->loop) {
+		/* No loop to be woken on: the sync is the caller's. */
+		pthread_mutex_lock(&st->env_mu);
+		int rc = mdb_env_sync(st->env, 1);
+		pthread_mutex_unlock(&st->env_mu);
+		fn(ctx, rc ? -rc : 0);
+		return 0;
+	}
+	if (st->n_waiters == st->cap_waiters) {
+		size_t cap = st->cap_waiters ? st->cap_waiters * 2 : 8;
+		st_waiter_t *w = realloc(st->waiters, cap * sizeof *w);
+		if (!w)
+			return -ENOMEM;
+		st->waiters = w;
+		st->cap_waiters = cap;
+	}
+	uint64_t seq = ++st->dur_seq;
+	st->waiters[st->n_waiters++] = (st_waiter_t){ seq, fn, ctx };
+	pthread_mutex_lock(&st->q_mu);
+	st->dur_want = seq;
+	st->sync_req = true;
+	pthread_cond_signal(&st->q_cv);
+	pthread_mutex_unlock(&st->q_mu);
+	return 0;
+}
+
 int st_attach_loop(st_t *st, struct ev_loop *loop)
 {
 	if (st->loop)
@@ -1322,6 +1402,15 @@ int st_attach_loop(st_t *st, struct ev_loop *loop)
 		st__arm_timer(st);
 	if (!st_loaded(st))
 		st__arm_load(st);
+	ev_async_init(&st->dur_async, durable_cb);
+	st->dur_async.data = st;
+	ev_async_start(loop, &st->dur_async);
+	/* The watcher keeps no loop alive by itself (rt_run ends when
+	 * nothing else is left). */
+	ev_unref(loop);
+	pthread_mutex_lock(&st->q_mu);
+	st->dur_on = true;
+	pthread_mutex_unlock(&st->q_mu);
 	return 0;
 }
 
@@ -1335,6 +1424,15 @@ void st_detach_loop(st_t *st)
 		ev_timer_stop(st->loop, &st->trim);
 	}
 	ev_timer_stop(st->loop, &st->load_timer);
+	pthread_mutex_lock(&st->q_mu);
+	st->dur_on = false;
+	pthread_mutex_unlock(&st->q_mu);
+	ev_ref(st->loop);
+	ev_async_stop(st->loop, &st->dur_async);
+	/* Whoever is still waiting is told what an fsync covered so far,
+	 * the rest that it is cancelled. */
+	durable_tell(st);
+	durable_cancel(st);
 	st->loop = NULL;
 }
 
@@ -1997,13 +2095,25 @@ static void *sync_main(void *arg)
 		if (!st->sync_req)
 			break;
 		st->sync_req = false;
+		/* Everything committed before this point is covered by the
+		 * sync that follows: the numbers asked for so far. */
+		uint64_t want = st->dur_want;
 		pthread_mutex_unlock(&st->q_mu);
 		pthread_mutex_lock(&st->env_mu);
 		int rc = mdb_env_sync(st->env, 1);
 		pthread_mutex_unlock(&st->env_mu);
 		pthread_mutex_lock(&st->q_mu);
-		if (rc)
+		if (rc) {
 			st->sync_err = rc;
+			if (want > st->dur_done) {
+				st->dur_fail = want;
+				st->dur_fail_rc = rc;
+			}
+		} else if (want > st->dur_done) {
+			st->dur_done = want;
+		}
+		if (want && st->dur_on)
+			ev_async_send(st->loop, &st->dur_async);
 	}
 	pthread_mutex_unlock(&st->q_mu);
 	return NULL;
@@ -2037,6 +2147,8 @@ static void st_free(st_t *st)
 		mdb_env_close(st->env);
 	if (st->lock_fd >= 0)
 		close(st->lock_fd);
+	durable_cancel(st);
+	free(st->waiters);
 	pend_clear(st);
 	st__coll_free_all(st);
 	free(st->pend);

@@ -84,6 +84,13 @@ static inline size_t st__reserve(size_t map_size)
 	return r < (256u << 10) ? (256u << 10) : r;
 }
 
+/* An st_durable caller waiting for the fsync that covers seq. */
+typedef struct st_waiter {
+	uint64_t seq;
+	void (*fn)(void *ctx, int rc);
+	void *ctx;
+} st_waiter_t;
+
 struct st {
 	char *dir;                 /* <data_dir> */
 	char *path;                /* <data_dir>/store */
@@ -137,6 +144,19 @@ struct st {
 	pthread_cond_t q_cv;
 	bool sync_req, sync_stop;
 	int sync_err;              /* last background sync failure, LMDB rc */
+	/* st_durable: each call numbers "everything committed so far"
+	 * (dur_seq, loop thread).  Under q_mu: the highest number asked for
+	 * (dur_want), the highest a finished fsync covers (dur_done), and
+	 * the highest a failed one was to cover with its error (dur_fail,
+	 * dur_fail_rc, LMDB rc).  The sync thread wakes the loop through
+	 * dur_async once an fsync that covers a number is done (dur_on:
+	 * the watcher is started, under q_mu). */
+	uint64_t dur_seq, dur_want, dur_done, dur_fail;
+	int dur_fail_rc;
+	bool dur_on;
+	ev_async dur_async;
+	struct st_waiter *waiters; /* st_durable callers not told yet */
+	size_t n_waiters, cap_waiters;
 };
 
 struct st_coll {
