@@ -5,7 +5,9 @@
  * when it starts again.  A real tankd, real processes.
  */
 #include <criterion/criterion.h>
+#include <signal.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 
@@ -88,5 +90,52 @@ Test(e2e, a_restart_after_its_dependency_was_deleted_waits)
 	sleep_ms(1000);
 	cr_assert(phase_is(d, "dweb", "waiting"), "still waiting");
 	cr_assert_eq(count_procs(argv), 0, "not started");
+	teardown(d);
+}
+
+/* A delete is answered once one fsync covers it (its chunks commit
+ * without one, the fsync runs on the store's thread): a client told
+ * "deleted" finds the names deleted after a kill -9 right after the
+ * answer.  1,200 names go through the bulk path (chunks of 1,000), one
+ * through the small one.  The pods wait for one that never completes:
+ * one process is started, not 1,200. */
+Test(e2e, a_delete_answered_survives_a_kill9_right_after_the_answer)
+{
+	d_t *d = setup();
+	enum { N = 1200 };
+	size_t cap = (size_t)N * 256 + 512;
+	char *text = malloc(cap), out[8192];
+	size_t at = 0;
+
+	cr_assert_not_null(text);
+	for (int i = 0; i < N; i++)
+		at += (size_t)snprintf(text + at, cap - at,
+				       "name: k9-%04d\nlabels: {grp: k9}\n"
+				       "depends_on: [{pod: k9-dep, condition: completed}]\n"
+				       "containers: [{name: c, command: [/bin/true]}]\n---\n", i);
+	at += (size_t)snprintf(text + at, cap - at,
+			       "name: k9-one\ndepends_on: [{pod: k9-dep, condition: completed}]\n"
+			       "containers: [{name: c, command: [/bin/true]}]\n---\n"
+			       "name: k9-dep\ncontainers: [{name: c, command: [/bin/sleep, '1046']}]\n");
+	write_file(d, "k9.yaml", text);
+	free(text);
+	cr_assert_eq(ctl(d, out, sizeof out, "apply -f %s/k9.yaml", d->dir), 0, "%s", out);
+	cr_assert(says(d, "k9-1199", "get pods k9-1199"), "applied");
+
+	/* The bulk delete's answer, then kill -9 at once. */
+	cr_assert_eq(ctl(d, out, sizeof out, "delete -l grp=k9"), 0, "%s", out);
+	stop(d, SIGKILL);
+	start(d);
+	cr_assert_eq(ctl(d, out, sizeof out, "get pods -l grp=k9"), 0, "%s", out);
+	cr_assert(!strstr(out, "k9-0"), "no deleted name came back:\n%.400s", out);
+	cr_assert(says(d, "k9-one", "get pods k9-one"), "the other pod is kept");
+
+	/* The small one likewise. */
+	cr_assert_eq(ctl(d, out, sizeof out, "delete k9-one"), 0, "%s", out);
+	cr_assert(strstr(out, "k9-one deleted"), "%s", out);
+	stop(d, SIGKILL);
+	start(d);
+	cr_assert_eq(ctl(d, out, sizeof out, "get pods k9-one"), 1, "%s", out);
+	cr_assert(strstr(out, "not found"), "%s", out);
 	teardown(d);
 }

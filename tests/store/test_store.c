@@ -9,6 +9,7 @@
 #include <sys/wait.h>
 
 #include "store/st.h"
+#include "store/st_coll.h"
 #include "tests/store/store_util.h"
 
 static char g_dir[256];
@@ -1283,4 +1284,87 @@ Test(store, the_status_cache_loads_in_slices_and_answers_whole_meanwhile, .init 
 	cr_assert_eq(sum, want, "restarts summed %ld, want %ld", sum, want);
 	cr_assert(st_loaded(st));
 	cr_assert_eq(st_close(st, &e), 0, "%s", e.msg);
+}
+
+/* st_coll_commit_nosync + st_durable (a delete answered once durable,
+ * docs/store.md "Durability contract"): the commit is seen at once by
+ * every reader, another process's included; with a loop the callback
+ * comes later on the loop, once, with 0, and may ask again; without a
+ * loop it comes within the call; a detach tells a waiter once. */
+typedef struct dur_seen {
+	int calls, rc;
+	st_t *st;
+	bool again;             /* ask once more from the callback */
+	int *second;
+} dur_seen_t;
+
+static void dur_cb(void *ctx, int rc)
+{
+	dur_seen_t *s = ctx;
+	s->calls++;
+	s->rc = rc;
+	if (s->again) {
+		s->again = false;
+		cr_assert_eq(st_durable(s->st, dur_cb, s), 0);
+	}
+}
+
+Test(store, a_commit_without_fsync_is_answered_once_durable, .init = setup, .fini = teardown)
+{
+	st_t *st = stu_open(g_dir, NULL);
+	apply1(st, "a", "1");
+	apply1(st, "b", "1");
+	apply1(st, "c", "1");
+
+	/* No loop: the fsync is the caller's, the callback comes at once. */
+	const char *na[] = { "a" };
+	bool del = false;
+	st_coll_op_t op = { .c = NULL, .del = na, .ndel = 1, .deleted = &del };
+	cr_assert_eq(st_coll_commit_nosync(st, &op, 1, NULL), 0);
+	cr_assert(del);
+	cr_assert_eq(stu_mdb_entries(g_dir, "pods"), 2, "committed: another reader sees it");
+	dur_seen_t s = { .st = st };
+	cr_assert_eq(st_durable(st, dur_cb, &s), 0);
+	cr_assert_eq(s.calls, 1);
+	cr_assert_eq(s.rc, 0);
+
+	/* With a loop: later, on the loop, once; a callback may ask again. */
+	struct ev_loop *loop = ev_loop_new(EVFLAG_AUTO);
+	cr_assert_not_null(loop);
+	cr_assert_eq(st_attach_loop(st, loop), 0);
+	const char *nb[] = { "b" };
+	op = (st_coll_op_t){ .c = NULL, .del = nb, .ndel = 1, .deleted = &del };
+	cr_assert_eq(st_coll_commit_nosync(st, &op, 1, NULL), 0);
+	st_pod_t p;
+	cr_assert_eq(st_pod_get(st, "b", &p, NULL), TANK_ENOTFOUND, "read before the fsync");
+	s = (dur_seen_t){ .st = st, .again = true };
+	cr_assert_eq(st_durable(st, dur_cb, &s), 0);
+	cr_assert_eq(s.calls, 0, "not within the call");
+	int64_t deadline = stu_now_ms() + 10000;
+	while (s.calls < 2 && stu_now_ms() < deadline)
+		ev_run(loop, EVRUN_ONCE);
+	cr_assert_eq(s.calls, 2, "told once per call");
+	cr_assert_eq(s.rc, 0);
+	for (int i = 0; i < 5; i++)
+		ev_run(loop, EVRUN_NOWAIT);
+	cr_assert_eq(s.calls, 2, "and never again");
+
+	/* A detach before the fsync is told: tells the waiter exactly once,
+	 * 0 when an fsync covered it already, else -ECANCELED. */
+	s = (dur_seen_t){ .st = st };
+	cr_assert_eq(st_durable(st, dur_cb, &s), 0);
+	st_detach_loop(st);
+	cr_assert_eq(s.calls, 1);
+	cr_assert(s.rc == 0 || s.rc == -ECANCELED, "rc %d", s.rc);
+	st_close(st, NULL);
+	cr_assert_eq(s.calls, 1);
+	ev_loop_destroy(loop);
+
+	/* What was acknowledged is there after a reopen. */
+	st = stu_open(g_dir, NULL);
+	cr_assert_eq(st_pod_get(st, "a", &p, NULL), TANK_ENOTFOUND);
+	cr_assert_eq(st_pod_get(st, "b", &p, NULL), TANK_ENOTFOUND);
+	cr_assert_eq(st_pod_get(st, "c", &p, NULL), 0);
+	st_pod_clear(&p);
+	st_close(st, NULL);
 }
