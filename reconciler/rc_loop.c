@@ -63,6 +63,7 @@ struct rc_loop {
 	 * RC_LIST_MORE, and whether another pass was asked for meanwhile
 	 * (a tick, a nudge, a sync: it starts when this one ends). */
 	uint32_t listing;
+	uint32_t unlisted;         /* kinds not called yet in the pass under way */
 	bool pass_again;
 	uint64_t ran;              /* keys run so far (rc__run_one calls) */
 	struct rc_sync_wait *syncs;
@@ -380,26 +381,19 @@ static void rc__run_one(rc_loop_t *loop, rc_entry_t *e)
 	}
 }
 
-/* The coarse clock: a few nanoseconds (no syscall, no TSC read), and
- * its millisecond-ish resolution is plenty for a 5 ms budget; the precise
- * one, read at every turn, cost a third of the message rate. */
-static uint64_t rc__mono_ns(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC_COARSE, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
-
 /* Runs up to `budget` queued keys (0 = until the queue is empty), and for
  * at most RC_SLICE_MS when budgeted: a reconcile that starts a process
  * costs about a millisecond, and 256 of them in one turn would hold every
  * other actor (the api server among them) for a quarter of a second. */
 static void rc__drain(rc_loop_t *loop, size_t budget)
 {
-	uint64_t t0 = budget ? rc__mono_ns() : 0;
+	/* The precise clock, once a key (about 25 ns; a key is microseconds
+	 * to a millisecond): the coarse one's 4 ms steps let a 5 ms budget
+	 * run for up to 9 ms. */
+	uint64_t t0 = budget ? kit_mono_ns() : 0;
 
 	for (size_t n = 0; loop->q_head && (!budget || n < budget); n++) {
-		if (budget && n && rc__mono_ns() - t0 > (uint64_t)RC_SLICE_MS * 1000000u) {
+		if (budget && n && kit_mono_ns() - t0 > (uint64_t)RC_SLICE_MS * 1000000u) {
 			rt_slice_used(loop->rt);   /* let libev poll before more turns */
 			break;
 		}
@@ -452,37 +446,47 @@ static void rc__pass_done(rc_loop_t *loop)
 	}
 }
 
-/* One slice of the pass for every kind still listing (`fresh`: a new
- * pass, every kind lists from its start). */
+/* One kind's slice of the pass per turn (`fresh`: a new pass, every kind
+ * is to list from its start): the kinds still listing, or not called yet
+ * in this pass, in order, until one says its slice was up.  One slice per
+ * turn, not one per kind: each kind's slice is a few milliseconds, and
+ * every kind's in one turn kept the socket waiting for their sum. */
 static void rc__list_slice(rc_loop_t *loop, bool fresh)
 {
+	if (fresh) {
+		loop->unlisted = 0;
+		for (uint32_t k = 0; k < loop->o.nkinds; k++)
+			if (loop->o.managers[k]->list)
+				loop->unlisted |= 1u << k;
+	}
 	for (uint32_t k = 0; k < loop->o.nkinds; k++) {
 		const rc_manager_t *m = loop->o.managers[k];
 		uint32_t bit = 1u << k;
-		if (!m->list || (!fresh && !(loop->listing & bit)))
+		if (!((loop->listing | loop->unlisted) & bit))
 			continue;
+		loop->unlisted &= ~bit;
 		/* A failing list leaves this kind for the next tick; the
 		 * other kinds still run. */
 		if (m->list(loop->o.ctx[k], loop) == RC_LIST_MORE) {
 			loop->listing |= bit;
 			rt_slice_used(loop->rt);   /* it stopped because its slice was up */
+			break;
 		}
-		else
-			loop->listing &= ~bit;
+		loop->listing &= ~bit;
 	}
-	if (loop->listing) {
+	if (loop->listing || loop->unlisted) {
 		/* The rest of the pass waits its turn behind what is queued
 		 * (the api server among it). */
 		if (rt_send(loop->rt, loop->self, RC_TAG_LIST_MORE, NULL, 0) < 0)
-			loop->listing = 0;     /* out of memory: the next tick lists again */
+			loop->listing = loop->unlisted = 0;  /* out of memory: the next tick lists again */
 	}
-	if (!loop->listing)
+	if (!loop->listing && !loop->unlisted)
 		rc__pass_done(loop);
 }
 
 static void rc__resync(rc_loop_t *loop)
 {
-	if (loop->listing) {
+	if (loop->listing || loop->unlisted) {
 		loop->pass_again = true;   /* after the one under way */
 		return;
 	}
@@ -577,7 +581,7 @@ static void rc__handle(rt_t *rt, void *state, rt_msg_t *msg)
 		break;
 	}
 	case RC_TAG_LIST_MORE:
-		if (loop->listing)
+		if (loop->listing || loop->unlisted)
 			rc__list_slice(loop, false);
 		break;
 	case RC_TAG_PASS:

@@ -835,6 +835,71 @@ Test(reconciler, a_pass_in_slices_lets_others_run_and_sync_waits_for_its_end)
 	fakes_fini();
 }
 
+/* Two kinds listing in slices: one kind's slice per turn, the other
+ * actors (the api's connections) run between any slice that said
+ * RC_LIST_MORE and the next list call (every kind's slice in one turn
+ * kept the socket waiting for their sum), and both kinds' passes end. */
+typedef struct slice_log {
+	int spin[64];
+	bool more[64];
+	int n;
+} slice_log_t;
+
+static slice_log_t g_slice_log;
+
+static int logged_list(void *ctx, rc_loop_t *loop)
+{
+	slicer_t *s = (slicer_t *)ctx;
+	int r = slicer_list(ctx, loop);
+	if (g_slice_log.n < 64) {
+		g_slice_log.spin[g_slice_log.n] = *s->spin;
+		g_slice_log.more[g_slice_log.n++] = r == RC_LIST_MORE;
+	}
+	return r;
+}
+
+#define K_BOX2 (TANK_KIND_TEST + 1)
+
+static const rc_manager_t logged_mgr = {
+	.kind = K_BOX, .name = "box", .list = logged_list, .observe = fake_observe,
+	.reconcile = fake_reconcile,
+};
+static const rc_manager_t logged_mgr2 = {
+	.kind = K_BOX2, .name = "box2", .list = logged_list, .observe = fake_observe,
+	.reconcile = fake_reconcile,
+};
+
+Test(reconciler, one_kinds_slice_a_turn_and_others_run_between)
+{
+	static const char *const keys[] = { "k0", "k1", "k2", "k3" };
+	rt_t *rt = rt_new();
+	slicer_t a, b;
+	int spun = 0;
+	memset(&a, 0, sizeof a);
+	memset(&b, 0, sizeof b);
+	memset(&g_slice_log, 0, sizeof g_slice_log);
+	fake_init(&a.f, K_BOX, keys, 4);
+	fake_init(&b.f, K_BOX2, keys, 4);
+	a.spin = b.spin = &spun;
+	cr_assert_eq(rt_spawn(rt, &spin_b, &spun, NULL), 0);
+	rc_loop_opts_t o = { .resync_ms = 60000, .managers = { &logged_mgr, &logged_mgr2 },
+			     .ctx = { &a.f, &b.f }, .nkinds = 2 };
+	rt_pid_t loop;
+	cr_assert_eq(rc_loop_start(rt, &o, &loop), 0);
+	ts_run_for(rt, 1);
+	cr_assert_eq(a.passes, 1, "%d passes", a.passes);
+	cr_assert_eq(b.passes, 1, "%d passes", b.passes);
+	cr_assert_eq(g_slice_log.n, 8);
+	for (int i = 0; i + 1 < g_slice_log.n; i++)
+		if (g_slice_log.more[i])
+			cr_assert_gt(g_slice_log.spin[i + 1], g_slice_log.spin[i],
+				     "list call %d followed slice %d in the same turn", i + 1, i);
+	for (int i = 0; i < 4; i++)
+		cr_assert_geq(a.f.objs[i].calls + b.f.objs[i].calls, 2, "key %d reconciled", i);
+	rt_free(rt);
+	fakes_fini();
+}
+
 /* A state's reason is owned at its length (issue 38, item 2), cut at
  * RC_REASON_MAX - 1 bytes as the fixed buffer cut it; "" holds nothing;
  * restoring a state from its own reason keeps it. */
