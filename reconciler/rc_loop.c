@@ -29,6 +29,7 @@
 
 #define RC_SLICE 256
 #define RC_SWEEP_MAX 4096       /* idle entries freed per pass, at most */
+#define RC_SWEEP_LOOK 16384     /* map slots looked at per pass, at most */
 #define RC_SLICE_MS 5
 #define RC_RETRY_CAP_MS 30000
 
@@ -64,6 +65,7 @@ struct rc_loop {
 	 * (a tick, a nudge, a sync: it starts when this one ends). */
 	uint32_t listing;
 	uint32_t unlisted;         /* kinds not called yet in the pass under way */
+	size_t sweep_it;           /* rc__sweep goes on from this slot of entries */
 	bool pass_again;
 	uint64_t ran;              /* keys run so far (rc__run_one calls) */
 	struct rc_sync_wait *syncs;
@@ -176,20 +178,31 @@ static rc_entry_t *rc__entry(rc_loop_t *loop, uint32_t kind, const char *key,
  * per pass cost more than the pass itself. */
 static void rc__sweep(rc_loop_t *loop)
 {
-	size_t it = 0, n = 0;
+	size_t it = loop->sweep_it, n = 0;
 	void *v;
 	rc_entry_t **dead;
 
 	if (!loop->entries.len || !(dead = malloc(RC_SWEEP_MAX * sizeof *dead)))
 		return;
-	/* At most RC_SWEEP_MAX per pass: after a delete of 100,000 pods,
-	 * freeing every entry at once held the loop for 50 ms; the rest
-	 * goes at the next passes (an idle entry costs a few dozen bytes). */
-	while (n < RC_SWEEP_MAX && tank_map_next(&loop->entries, &it, NULL, &v)) {
+	/* At most RC_SWEEP_MAX freed per pass: after a delete of 100,000
+	 * pods, freeing every entry at once held the loop for 50 ms; the
+	 * rest goes at the next passes (an idle entry costs a few dozen
+	 * bytes).  And at most RC_SWEEP_LOOK slots of the map looked at, from
+	 * where the last pass stopped: a walk of all 100,000 entries (and
+	 * of the map's empty slots, which stay after a delete) at every
+	 * pass took 13 ms of a turn while the pods of a delete were
+	 * forgotten.  Entries freed move others back behind the cursor: one
+	 * missed is freed by a later pass. */
+	while (n < RC_SWEEP_MAX && it - loop->sweep_it < RC_SWEEP_LOOK) {
+		if (!tank_map_next(&loop->entries, &it, NULL, &v)) {
+			it = 0;         /* the end: the next pass starts over */
+			break;
+		}
 		rc_entry_t *e = v;
 		if (rc__entry_idle(e) && e->seen_pass + 2 <= loop->stats.passes)
 			dead[n++] = e;
 	}
+	loop->sweep_it = it;
 	for (size_t i = 0; i < n; i++) {
 		tank_map_del(&loop->entries, dead[i]->mkey);
 		free(dead[i]);
@@ -453,6 +466,8 @@ static void rc__pass_done(rc_loop_t *loop)
  * every kind's in one turn kept the socket waiting for their sum. */
 static void rc__list_slice(rc_loop_t *loop, bool fresh)
 {
+	uint64_t t0 = kit_mono_ns();
+
 	if (fresh) {
 		loop->unlisted = 0;
 		for (uint32_t k = 0; k < loop->o.nkinds; k++)
@@ -473,6 +488,12 @@ static void rc__list_slice(rc_loop_t *loop, bool fresh)
 			break;
 		}
 		loop->listing &= ~bit;
+		/* A kind that finished its pass late in its slice: the next
+		 * kind's slice goes in a turn of its own too. */
+		if (loop->unlisted && kit_mono_ns() - t0 > RC_LIST_SLICE_MS * 1000000ull / 4) {
+			rt_slice_used(loop->rt);
+			break;
+		}
 	}
 	if (loop->listing || loop->unlisted) {
 		/* The rest of the pass waits its turn behind what is queued
@@ -711,6 +732,7 @@ int rc_loop_stats(rt_t *rt, rt_pid_t pid, rc_stats_t *out)
 		return TANK_ENOTFOUND;
 	*out = loop->stats;
 	out->queued = rc_queued(loop);
+	out->entries = loop->entries.len;
 	return 0;
 }
 
