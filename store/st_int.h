@@ -105,7 +105,7 @@ struct st {
 	/* Write transactions' time, begin to commit (fsyncs included for a
 	 * durable one): st_commit_stats. */
 	kit_hist_t commit_durable, commit_flush;
-	size_t write_limit;        /* st__write_pending: first N names only (0: all) */
+	size_t write_from;         /* st__write_pending: names from this one on only (0: all) */
 	uint32_t history_limit;
 	uint32_t flush_ms;
 	void (*on_flush_error)(void *, const tank_error_t *);

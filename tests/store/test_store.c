@@ -854,6 +854,21 @@ Test(store, a_big_queue_is_committed_in_slices_and_all_of_it_lands, .init = setu
 	cr_assert_eq(st_status_get(st, "p09999", &g, &e), 0, "%s", e.msg);
 	cr_assert_eq(g.restarts, 9999);
 	st_status_clear(&g);
+	/* Written again between slices: a name still queued (the slices
+	 * take the queue's last names, the first stay where they are) and
+	 * one already committed; each keeps its own entry and history. */
+	for (int i = 0; i < 2; i++) {
+		st_status_t s;
+		memset(&s, 0, sizeof s);
+		snprintf(s.name, sizeof s.name, "%s", i ? "p09999" : "p00000");
+		snprintf(s.phase, sizeof s.phase, "backing_off");
+		s.restarts = 50000u + (uint32_t)i;
+		cr_assert_eq(st_status_put(st, &s), 0);
+		st_transition_t t = { .at = 20000 + i };
+		snprintf(t.from, sizeof t.from, "running");
+		snprintf(t.to, sizeof t.to, "backing_off");
+		cr_assert_eq(st_transition_add(st, s.name, &t), 0);
+	}
 	for (int i = 0; i < 10000 && st_pending(st); i++)
 		ev_run(loop, EVRUN_ONCE);
 	cr_assert_eq(st_pending(st), 0);
@@ -866,14 +881,24 @@ Test(store, a_big_queue_is_committed_in_slices_and_all_of_it_lands, .init = setu
 		char name[16];
 		snprintf(name, sizeof name, "p%05d", i);
 		cr_assert_eq(st_status_get(st, name, &g, &e), 0, "%s: %s", name, e.msg);
-		cr_assert_eq(g.restarts, (uint32_t)i);
+		cr_assert_eq(g.restarts, i ? (uint32_t)i : 50000u);
 		st_status_clear(&g);
 		st_transition_t *h = NULL;
 		size_t n = 0;
 		cr_assert_eq(st_history(st, name, 0, &h, &n, &e), 0, "%s", e.msg);
-		cr_assert_eq(n, 1, "%s: %zu transitions", name, n);
+		cr_assert_eq(n, i ? 1u : 2u, "%s: %zu transitions", name, n);
 		free(h);
 	}
+	cr_assert_eq(st_status_get(st, "p09999", &g, &e), 0, "%s", e.msg);
+	cr_assert_eq(g.restarts, 50001u);
+	cr_assert_str_eq(g.phase, "backing_off");
+	st_status_clear(&g);
+	st_transition_t *h2 = NULL;
+	size_t n2 = 0;
+	cr_assert_eq(st_history(st, "p09999", 0, &h2, &n2, &e), 0, "%s", e.msg);
+	cr_assert_eq(n2, 2u);
+	cr_assert_str_eq(h2[1].to, "backing_off", "in order");
+	free(h2);
 	cr_assert_eq(st_close(st, &e), 0, "%s", e.msg);
 }
 
