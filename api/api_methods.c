@@ -872,8 +872,10 @@ static int delete_batch(const kind_env_t *env, const kind_t *k, char **names, si
  * happens next, an OS crash included.  Each chunk is atomic; the whole
  * is not (a crash in the middle leaves the names of some chunks deleted,
  * and the caller, who got no answer, deletes again).  An error part way
- * is answered likewise after the fsync of the chunks before it. */
-#define API_DELETE_CHUNK 1000
+ * is answered likewise after the fsync of the chunks before it.  500
+ * names a chunk: a chunk's commit and its watchers' work took 3-5 ms of
+ * a turn at 1,000. */
+#define API_DELETE_CHUNK 500
 
 enum { BULK_TAG_CHUNK = 1, BULK_TAG_DURABLE = 2 };
 
@@ -886,6 +888,12 @@ typedef struct bulk_delete {
 	size_t n, at;
 	int err;                        /* a chunk failed: answered once durable */
 	char msg[TANK_ERROR_MSG];
+	/* The answer, packed a chunk at a time as the chunks commit (the
+	 * whole of it for 100,000 names at the end took 26 ms of a turn):
+	 * the array's header, then each name's {kind, name, deleted}. */
+	msgpack_sbuffer out;
+	msgpack_packer pk;
+	int pack_err;
 } bulk_delete_t;
 
 /* What the store's durable callback needs to reach the worker: it runs
@@ -901,13 +909,42 @@ static void bulk_delete_free(bulk_delete_t *b)
 		free(b->names[i]);
 	free(b->names);
 	free(b->deleted);
+	msgpack_sbuffer_destroy(&b->out);
 	free(b);
 }
 
 static int bulk_delete_init(rt_t *rt, void **state, void *arg)
 {
+	bulk_delete_t *b = arg;
+
 	*state = arg;
-	return rt_send(rt, rt_self(rt), BULK_TAG_CHUNK, NULL, 0);
+	msgpack_sbuffer_init(&b->out);
+	msgpack_packer_init(&b->pk, &b->out, msgpack_sbuffer_write);
+	b->pack_err = msgpack_pack_array(&b->pk, b->n);
+	int err = rt_send(rt, rt_self(rt), BULK_TAG_CHUNK, NULL, 0);
+	if (err < 0) {
+		msgpack_sbuffer_destroy(&b->out);
+		msgpack_sbuffer_init(&b->out);  /* the caller frees b, not this */
+	}
+	return err;
+}
+
+/* The answer's entries of names [from, from + k): as pack_delete's. */
+static void bulk_delete_pack(bulk_delete_t *b, size_t from, size_t k)
+{
+	msgpack_packer *pk = &b->pk;
+	int rc = 0;
+
+	for (size_t i = from; i < from + k; i++) {
+		rc |= msgpack_pack_map(pk, 3);
+		rc |= pk_key(pk, "kind");
+		rc |= api_pack_cstr(pk, b->kind->name);
+		rc |= pk_key(pk, "name");
+		rc |= api_pack_cstr(pk, b->names[i]);
+		rc |= pk_key(pk, "deleted");
+		rc |= b->deleted[i] ? msgpack_pack_true(pk) : msgpack_pack_false(pk);
+	}
+	b->pack_err |= rc;
 }
 
 static void bulk_durable(void *ctx, int rc)
@@ -941,10 +978,10 @@ static void bulk_delete_answer(rt_t *rt, bulk_delete_t *b, int rc)
 		snprintf(msg, sizeof msg, "deleted %zu names, but the store's fsync failed: %s",
 			 b->n, strerror(-rc));
 		api_reply_err(rt, b->token, rc, msg);
+	} else if (b->pack_err) {
+		api_reply_err(rt, b->token, -ENOMEM, "deleted, but the answer could not be encoded");
 	} else {
-		delete_out_t o = { b->kind, (const char *const *)b->names, b->deleted, b->n,
-				   NULL, NULL };
-		api_reply(rt, b->token, pack_delete, &o);
+		api_reply_raw(rt, b->token, b->out.data, b->out.size);
 	}
 	rt_exit_self(rt, RT_R_NORMAL);
 }
@@ -978,6 +1015,7 @@ static void bulk_delete_handle(rt_t *rt, void *state, rt_msg_t *m)
 		bulk_delete_sync(rt, b);
 		return;
 	}
+	bulk_delete_pack(b, b->at, k);
 	b->at += k;
 	nudge(b->d);            /* the reconciler may start stopping them */
 	rt_slice_used(rt);
