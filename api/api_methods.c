@@ -913,22 +913,6 @@ static void bulk_delete_free(bulk_delete_t *b)
 	free(b);
 }
 
-static int bulk_delete_init(rt_t *rt, void **state, void *arg)
-{
-	bulk_delete_t *b = arg;
-
-	*state = arg;
-	msgpack_sbuffer_init(&b->out);
-	msgpack_packer_init(&b->pk, &b->out, msgpack_sbuffer_write);
-	b->pack_err = msgpack_pack_array(&b->pk, b->n);
-	int err = rt_send(rt, rt_self(rt), BULK_TAG_CHUNK, NULL, 0);
-	if (err < 0) {
-		msgpack_sbuffer_destroy(&b->out);
-		msgpack_sbuffer_init(&b->out);  /* the caller frees b, not this */
-	}
-	return err;
-}
-
 /* The answer's entries of names [from, from + k): as pack_delete's. */
 static void bulk_delete_pack(bulk_delete_t *b, size_t from, size_t k)
 {
@@ -945,6 +929,58 @@ static void bulk_delete_pack(bulk_delete_t *b, size_t from, size_t k)
 		rc |= b->deleted[i] ? msgpack_pack_true(pk) : msgpack_pack_false(pk);
 	}
 	b->pack_err |= rc;
+}
+
+/* Commits the next chunk (nosync) and packs its part of the answer; a
+ * failure is kept in b->err, to be answered once what went before is
+ * durable. */
+static void bulk_delete_chunk(bulk_delete_t *b)
+{
+	size_t k = b->n - b->at < API_DELETE_CHUNK ? b->n - b->at : API_DELETE_CHUNK;
+	tank_error_t e;
+	st_coll_t *c = NULL;
+	int err;
+
+	tank_error_clear(&e);
+	if ((err = kind_coll(b->d->kinds, b->kind, &c, &e)) == 0) {
+		st_coll_op_t op = { .c = c, .del = (const char *const *)b->names + b->at,
+				    .ndel = k, .deleted = b->deleted + b->at };
+		err = st_coll_commit_nosync(b->d->store, &op, 1, &e);
+	}
+	if (err < 0) {
+		b->err = err;
+		if (b->at)
+			snprintf(b->msg, sizeof b->msg, "deleted the first %zu of %zu names, then: %.400s",
+				 b->at, b->n, e.msg[0] ? e.msg : tank_strerror(err));
+		else
+			snprintf(b->msg, sizeof b->msg, "%s", e.msg[0] ? e.msg : tank_strerror(err));
+	} else {
+		bulk_delete_pack(b, b->at, k);
+		b->at += k;
+	}
+	nudge(b->d);            /* the reconciler may start stopping them */
+}
+
+/* The first chunk (all of a delete of up to API_DELETE_CHUNK names) is
+ * committed here, within the call, as before the worker: a request the
+ * same client sent after it already reads it deleted.  The rest, and
+ * the wait for the fsync, go in the worker's turns. */
+static int bulk_delete_init(rt_t *rt, void **state, void *arg)
+{
+	bulk_delete_t *b = arg;
+
+	*state = arg;
+	msgpack_sbuffer_init(&b->out);
+	msgpack_packer_init(&b->pk, &b->out, msgpack_sbuffer_write);
+	b->pack_err = msgpack_pack_array(&b->pk, b->n);
+	int err = rt_send(rt, rt_self(rt), BULK_TAG_CHUNK, NULL, 0);
+	if (err < 0) {
+		msgpack_sbuffer_destroy(&b->out);
+		msgpack_sbuffer_init(&b->out);  /* the caller frees b, not this */
+		return err;
+	}
+	bulk_delete_chunk(b);
+	return 0;
 }
 
 static void bulk_durable(void *ctx, int rc)
@@ -989,10 +1025,6 @@ static void bulk_delete_answer(rt_t *rt, bulk_delete_t *b, int rc)
 static void bulk_delete_handle(rt_t *rt, void *state, rt_msg_t *m)
 {
 	bulk_delete_t *b = state;
-	size_t k = b->n - b->at < API_DELETE_CHUNK ? b->n - b->at : API_DELETE_CHUNK;
-	tank_error_t e;
-	st_coll_t *c = NULL;
-	int err;
 
 	if (m->tag == BULK_TAG_DURABLE) {
 		int rc = 0;
@@ -1001,32 +1033,19 @@ static void bulk_delete_handle(rt_t *rt, void *state, rt_msg_t *m)
 		bulk_delete_answer(rt, b, rc);
 		return;
 	}
-	tank_error_clear(&e);
-	if ((err = kind_coll(b->d->kinds, b->kind, &c, &e)) == 0) {
-		st_coll_op_t op = { .c = c, .del = (const char *const *)b->names + b->at,
-				    .ndel = k, .deleted = b->deleted + b->at };
-		err = st_coll_commit_nosync(b->d->store, &op, 1, &e);
+	/* The first chunk went in init; this turn takes the next. */
+	if (!b->err && b->at < b->n && b->at) {
+		bulk_delete_chunk(b);
+		rt_slice_used(rt);
 	}
-	if (err < 0) {
-		b->err = err;
-		snprintf(b->msg, sizeof b->msg, "deleted the first %zu of %zu names, then: %.400s",
-			 b->at, b->n, e.msg[0] ? e.msg : tank_strerror(err));
-		nudge(b->d);
+	if (b->err || b->at == b->n) {
 		bulk_delete_sync(rt, b);
 		return;
 	}
-	bulk_delete_pack(b, b->at, k);
-	b->at += k;
-	nudge(b->d);            /* the reconciler may start stopping them */
-	rt_slice_used(rt);
-	if (b->at < b->n) {
-		if (rt_send(rt, rt_self(rt), BULK_TAG_CHUNK, NULL, 0) < 0) {
-			api_reply_err(rt, b->token, -ENOMEM, "out of memory");
-			rt_exit_self(rt, RT_R_NORMAL);
-		}
-		return;
+	if (rt_send(rt, rt_self(rt), BULK_TAG_CHUNK, NULL, 0) < 0) {
+		api_reply_err(rt, b->token, -ENOMEM, "out of memory");
+		rt_exit_self(rt, RT_R_NORMAL);
 	}
-	bulk_delete_sync(rt, b);
 }
 
 static void bulk_delete_terminate(rt_t *rt, void *state, rt_reason_t reason)

@@ -11,6 +11,10 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include <msgpack.h>
+
+#include "api/api_client.h"
+#include "api/api_rpc.h"
 #include "tests/e2e/e2e.h"
 
 /* `delete -f a -f b` deleted only b and exited 0; `delete -f DIR` failed. */
@@ -146,5 +150,49 @@ Test(e2e, a_delete_answered_survives_a_kill9_right_after_the_answer)
 	start(d);
 	cr_assert_eq(ctl(d, out, sizeof out, "get pods k9-one"), 1, "%s", out);
 	cr_assert(strstr(out, "not found"), "%s", out);
+	teardown(d);
+}
+
+static int pack_one_name_list(msgpack_packer *pk, void *arg)
+{
+	int rc = msgpack_pack_array(pk, 1);
+	rc |= msgpack_pack_array(pk, 1);
+	return rc | api_pack_cstr(pk, arg);
+}
+
+static int pack_one_name(msgpack_packer *pk, void *arg)
+{
+	return msgpack_pack_array(pk, 1) | api_pack_cstr(pk, arg);
+}
+
+/* A delete waits for its fsync before it answers, but it is committed in
+ * the call (its first chunk: all of a small one): a `get` the same client
+ * sends right behind it, without waiting for the answer, finds the pod
+ * gone; the delete's answer says it was deleted. */
+Test(e2e, a_request_sent_behind_a_delete_reads_it_deleted)
+{
+	d_t *d = setup();
+	char out[4096];
+	api_client_t *c = NULL;
+	api_incoming_t in;
+	tank_error_t e;
+	uint32_t del_id, get_id;
+
+	write_file(d, "p.yaml", "name: pipe-a\ncontainers: [{name: c, command: [/bin/sleep, '1047']}]\n");
+	cr_assert_eq(ctl(d, out, sizeof out, "apply -f %s/p.yaml", d->dir), 0, "%s", out);
+	cr_assert_eq(api_client_connect(d->sock, &c, &e), 0, "%s", e.msg);
+	cr_assert_eq(api_client_send(c, "delete", pack_one_name_list, "pipe-a", 2000, &del_id, &e),
+		     0, "%s", e.msg);
+	cr_assert_eq(api_client_send(c, "get", pack_one_name, "pipe-a", 2000, &get_id, &e), 0,
+		     "%s", e.msg);
+	memset(&in, 0, sizeof in);
+	cr_assert_eq(api_client_wait(c, get_id, 5000, &in, &e), 0, "%s", e.msg);
+	cr_assert_eq(in.code, API_NOT_FOUND, "get answered %d", in.code);
+	api_incoming_free(&in);
+	memset(&in, 0, sizeof in);
+	cr_assert_eq(api_client_wait(c, del_id, 5000, &in, &e), 0, "%s", e.msg);
+	cr_assert_eq(in.code, API_OK, "delete answered %d", in.code);
+	api_incoming_free(&in);
+	api_client_close(c);
 	teardown(d);
 }
