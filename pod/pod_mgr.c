@@ -776,13 +776,13 @@ void pod__cg_group(const pod_trk_t *p, char *buf, size_t cap)
 typedef struct pod_walk {
 	pod_mgr_t *m;
 	rc_loop_t *loop;
-	uint64_t end_ns;              /* coarse clock: the slice ends here */
+	uint64_t end_ns;              /* pod__slice_ns: the slice ends here */
 } pod_walk_t;
 
-uint64_t pod__coarse_ns(void)
+uint64_t pod__slice_ns(void)
 {
 	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC_COARSE, &ts);
+	clock_gettime(CLOCK_MONOTONIC, &ts);
 	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
 
@@ -808,7 +808,7 @@ static int pod__seen_slice(void *ctx, const st_pod_t *sp)
 	} else {
 		m->missed = true;       /* this walk cannot stand for the store */
 	}
-	if (pod__coarse_ns() <= w->end_ns)
+	if (pod__slice_ns() <= w->end_ns)
 		return 0;
 	/* The next slice goes on after this name.  Copied only when the
 	 * slice stops: a formatted copy for each of 10,000 pods was a fifth
@@ -833,7 +833,7 @@ static int pod__fast_slice(pod_mgr_t *m, rc_loop_t *loop, uint64_t end_ns)
 			p->seen_pass = m->pass;
 		if (!pod__settled(rc_rt(loop), p))
 			pod__resync_one(loop, p);
-		if ((++n & 63) == 0 && pod__coarse_ns() > end_ns) {
+		if ((++n & 63) == 0 && pod__slice_ns() > end_ns) {
 			m->fast_it = it;
 			return 1;
 		}
@@ -869,7 +869,7 @@ static bool pod__offer_wanted(void *ctx, bool sandbox, const char *name)
 static int pod__list(void *ctx, rc_loop_t *loop)
 {
 	pod_mgr_t *m = ctx;
-	pod_walk_t w = { m, loop, pod__coarse_ns() + RC_LIST_SLICE_MS * 1000000ull };
+	pod_walk_t w = { m, loop, pod__slice_ns() + RC_LIST_SLICE_MS * 1000000ull };
 	size_t it = 0;
 	const char *name;
 	void *v;
@@ -934,7 +934,7 @@ static int pod__list(void *ctx, rc_loop_t *loop)
 				if (!pod__settled(rc_rt(loop), p))
 					pod__resync_one(loop, p);
 			}
-			if ((++n & 63) == 0 && pod__coarse_ns() > w.end_ns) {
+			if ((++n & 63) == 0 && pod__slice_ns() > w.end_ns) {
 				m->mark_it = it;
 				return RC_LIST_MORE;
 			}

@@ -29,6 +29,7 @@
 
 #define RC_SLICE 256
 #define RC_SWEEP_MAX 4096       /* idle entries freed per pass, at most */
+#define RC_SWEEP_LOOK 16384     /* map slots looked at per pass, at most */
 #define RC_SLICE_MS 5
 #define RC_RETRY_CAP_MS 30000
 
@@ -63,6 +64,8 @@ struct rc_loop {
 	 * RC_LIST_MORE, and whether another pass was asked for meanwhile
 	 * (a tick, a nudge, a sync: it starts when this one ends). */
 	uint32_t listing;
+	uint32_t unlisted;         /* kinds not called yet in the pass under way */
+	size_t sweep_it;           /* rc__sweep goes on from this slot of entries */
 	bool pass_again;
 	uint64_t ran;              /* keys run so far (rc__run_one calls) */
 	struct rc_sync_wait *syncs;
@@ -175,20 +178,31 @@ static rc_entry_t *rc__entry(rc_loop_t *loop, uint32_t kind, const char *key,
  * per pass cost more than the pass itself. */
 static void rc__sweep(rc_loop_t *loop)
 {
-	size_t it = 0, n = 0;
+	size_t it = loop->sweep_it, n = 0;
 	void *v;
 	rc_entry_t **dead;
 
 	if (!loop->entries.len || !(dead = malloc(RC_SWEEP_MAX * sizeof *dead)))
 		return;
-	/* At most RC_SWEEP_MAX per pass: after a delete of 100,000 pods,
-	 * freeing every entry at once held the loop for 50 ms; the rest
-	 * goes at the next passes (an idle entry costs a few dozen bytes). */
-	while (n < RC_SWEEP_MAX && tank_map_next(&loop->entries, &it, NULL, &v)) {
+	/* At most RC_SWEEP_MAX freed per pass: after a delete of 100,000
+	 * pods, freeing every entry at once held the loop for 50 ms; the
+	 * rest goes at the next passes (an idle entry costs a few dozen
+	 * bytes).  And at most RC_SWEEP_LOOK slots of the map looked at, from
+	 * where the last pass stopped: a walk of all 100,000 entries (and
+	 * of the map's empty slots, which stay after a delete) at every
+	 * pass took 13 ms of a turn while the pods of a delete were
+	 * forgotten.  Entries freed move others back behind the cursor: one
+	 * missed is freed by a later pass. */
+	while (n < RC_SWEEP_MAX && it - loop->sweep_it < RC_SWEEP_LOOK) {
+		if (!tank_map_next(&loop->entries, &it, NULL, &v)) {
+			it = 0;         /* the end: the next pass starts over */
+			break;
+		}
 		rc_entry_t *e = v;
 		if (rc__entry_idle(e) && e->seen_pass + 2 <= loop->stats.passes)
 			dead[n++] = e;
 	}
+	loop->sweep_it = it;
 	for (size_t i = 0; i < n; i++) {
 		tank_map_del(&loop->entries, dead[i]->mkey);
 		free(dead[i]);
@@ -380,26 +394,19 @@ static void rc__run_one(rc_loop_t *loop, rc_entry_t *e)
 	}
 }
 
-/* The coarse clock: a few nanoseconds (no syscall, no TSC read), and
- * its millisecond-ish resolution is plenty for a 5 ms budget; the precise
- * one, read at every turn, cost a third of the message rate. */
-static uint64_t rc__mono_ns(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC_COARSE, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
-
 /* Runs up to `budget` queued keys (0 = until the queue is empty), and for
  * at most RC_SLICE_MS when budgeted: a reconcile that starts a process
  * costs about a millisecond, and 256 of them in one turn would hold every
  * other actor (the api server among them) for a quarter of a second. */
 static void rc__drain(rc_loop_t *loop, size_t budget)
 {
-	uint64_t t0 = budget ? rc__mono_ns() : 0;
+	/* The precise clock, once a key (about 25 ns; a key is microseconds
+	 * to a millisecond): the coarse one's 4 ms steps let a 5 ms budget
+	 * run for up to 9 ms. */
+	uint64_t t0 = budget ? kit_mono_ns() : 0;
 
 	for (size_t n = 0; loop->q_head && (!budget || n < budget); n++) {
-		if (budget && n && rc__mono_ns() - t0 > (uint64_t)RC_SLICE_MS * 1000000u) {
+		if (budget && n && kit_mono_ns() - t0 > (uint64_t)RC_SLICE_MS * 1000000u) {
 			rt_slice_used(loop->rt);   /* let libev poll before more turns */
 			break;
 		}
@@ -409,6 +416,12 @@ static void rc__drain(rc_loop_t *loop, size_t budget)
 			loop->q_tail = NULL;
 		rc__run_one(loop, e);
 	}
+	/* The queue ran dry after a good part of the budget: the turn ends
+	 * anyway.  The runtime handles up to RT_BATCH messages a turn, and
+	 * the next was often a pass's slice: 5 + 4 ms (9 ms of CPU a turn
+	 * while the pods of a delete of 100,000 were forgotten). */
+	if (budget && kit_mono_ns() - t0 > (uint64_t)RC_SLICE_MS * 1000000u / 4)
+		rt_slice_used(loop->rt);
 }
 
 /* Answers the callers of rc_sync whose wait is over. */
@@ -452,37 +465,57 @@ static void rc__pass_done(rc_loop_t *loop)
 	}
 }
 
-/* One slice of the pass for every kind still listing (`fresh`: a new
- * pass, every kind lists from its start). */
+/* One kind's slice of the pass per turn (`fresh`: a new pass, every kind
+ * is to list from its start): the kinds still listing, or not called yet
+ * in this pass, in order, until one says its slice was up.  One slice per
+ * turn, not one per kind: each kind's slice is a few milliseconds, and
+ * every kind's in one turn kept the socket waiting for their sum. */
 static void rc__list_slice(rc_loop_t *loop, bool fresh)
 {
+	uint64_t t0 = kit_mono_ns();
+
+	if (fresh) {
+		loop->unlisted = 0;
+		for (uint32_t k = 0; k < loop->o.nkinds; k++)
+			if (loop->o.managers[k]->list)
+				loop->unlisted |= 1u << k;
+	}
 	for (uint32_t k = 0; k < loop->o.nkinds; k++) {
 		const rc_manager_t *m = loop->o.managers[k];
 		uint32_t bit = 1u << k;
-		if (!m->list || (!fresh && !(loop->listing & bit)))
+		if (!((loop->listing | loop->unlisted) & bit))
 			continue;
+		loop->unlisted &= ~bit;
 		/* A failing list leaves this kind for the next tick; the
 		 * other kinds still run. */
 		if (m->list(loop->o.ctx[k], loop) == RC_LIST_MORE) {
 			loop->listing |= bit;
 			rt_slice_used(loop->rt);   /* it stopped because its slice was up */
+			break;
 		}
-		else
-			loop->listing &= ~bit;
+		loop->listing &= ~bit;
+		/* A kind that finished its pass late in its slice: the turn
+		 * ends here too (the runtime would otherwise handle the
+		 * loop's next message, a queue's 5 ms, in the same turn), and
+		 * the next kind's slice goes in a turn of its own. */
+		if (kit_mono_ns() - t0 > RC_LIST_SLICE_MS * 1000000ull / 4) {
+			rt_slice_used(loop->rt);
+			break;
+		}
 	}
-	if (loop->listing) {
+	if (loop->listing || loop->unlisted) {
 		/* The rest of the pass waits its turn behind what is queued
 		 * (the api server among it). */
 		if (rt_send(loop->rt, loop->self, RC_TAG_LIST_MORE, NULL, 0) < 0)
-			loop->listing = 0;     /* out of memory: the next tick lists again */
+			loop->listing = loop->unlisted = 0;  /* out of memory: the next tick lists again */
 	}
-	if (!loop->listing)
+	if (!loop->listing && !loop->unlisted)
 		rc__pass_done(loop);
 }
 
 static void rc__resync(rc_loop_t *loop)
 {
-	if (loop->listing) {
+	if (loop->listing || loop->unlisted) {
 		loop->pass_again = true;   /* after the one under way */
 		return;
 	}
@@ -522,9 +555,24 @@ static void rc__route(rc_loop_t *loop, rt_msg_t *msg)
 	m->handle(ctx, loop, msg);
 }
 
+static void rc__handle_one(rt_t *rt, rc_loop_t *loop, rt_msg_t *msg);
+
+/* Every message of the loop: one that took a good part of a slice ends
+ * the turn (the runtime would otherwise handle up to RT_BATCH of them in
+ * a row: a pass's start, its first slice, a queue's drain and a kind's
+ * own messages made 16-32 ms turns after a delete of 100,000 pods).
+ * Two reads of the precise clock a message, about 50 ns. */
 static void rc__handle(rt_t *rt, void *state, rt_msg_t *msg)
 {
-	rc_loop_t *loop = state;
+	uint64_t t0 = kit_mono_ns();
+
+	rc__handle_one(rt, state, msg);
+	if (kit_mono_ns() - t0 > (uint64_t)RC_SLICE_MS * 1000000u / 4)
+		rt_slice_used(rt);
+}
+
+static void rc__handle_one(rt_t *rt, rc_loop_t *loop, rt_msg_t *msg)
+{
 
 	/* We trap exits to hear about owned actors; an exit signal from the
 	 * parent (a supervisor's shutdown) still means stop, as for an OTP
@@ -577,7 +625,7 @@ static void rc__handle(rt_t *rt, void *state, rt_msg_t *msg)
 		break;
 	}
 	case RC_TAG_LIST_MORE:
-		if (loop->listing)
+		if (loop->listing || loop->unlisted)
 			rc__list_slice(loop, false);
 		break;
 	case RC_TAG_PASS:
@@ -707,6 +755,7 @@ int rc_loop_stats(rt_t *rt, rt_pid_t pid, rc_stats_t *out)
 		return TANK_ENOTFOUND;
 	*out = loop->stats;
 	out->queued = rc_queued(loop);
+	out->entries = loop->entries.len;
 	return 0;
 }
 

@@ -259,6 +259,8 @@ typedef struct rc_stats {
 	uint64_t illegal;       /* transitions refused by a table */
 	uint64_t unrouted;      /* messages no manager owns (dropped) */
 	uint64_t queued;        /* rc_loop_stats only: keys queued or waiting */
+	uint64_t entries;       /* rc_loop_stats only: keys the loop keeps state for
+				 * (idle ones are freed a few thousand a pass) */
 	/* How long each resync pass took, from its first list call to its
 	 * last (its slices and whatever ran between them included). */
 	kit_hist_t pass_seconds;

@@ -422,6 +422,17 @@ typedef struct st_usage {
 } st_usage_t;
 int st_usage(st_t *st, st_usage_t *out);
 
+/* Calls fn(ctx, rc) once everything committed before this call is on
+ * disk: one fsync, on the store's sync thread, covers every call made
+ * before it started.  With a loop attached fn runs later, on the loop
+ * thread (outside any actor's turn), with rc 0, or a negative errno when
+ * the fsync failed (what was committed may then be lost at an OS crash);
+ * when the loop is detached (st_detach_loop, st_close) before the fsync
+ * is done, with -ECANCELED, and fn must then only release ctx.  Without
+ * a loop the fsync runs in the call and fn is called before it returns.
+ * Returns 0 (fn will be called exactly once) or -ENOMEM (it will not). */
+int st_durable(st_t *st, void (*fn)(void *ctx, int rc), void *ctx);
+
 /* How long the store's write transactions took, begin to commit: the
  * durable ones (applies and deletes, fsynced) and the group commits of
  * observed state.  Copies; call on the thread that writes. */

@@ -737,7 +737,8 @@ static int coll__multi_fn(st_t *st, MDB_txn *txn, void *arg, tank_error_t *err)
 	return rc;
 }
 
-int st_coll_commit(st_t *st, const st_coll_op_t *ops, size_t n, tank_error_t *err)
+static int coll__commit(st_t *st, const st_coll_op_t *ops, size_t n, bool durable,
+			tank_error_t *err)
 {
 	st_coll_op_t *own;
 	bool **dflt;
@@ -779,7 +780,8 @@ int st_coll_commit(st_t *st, const st_coll_op_t *ops, size_t n, tank_error_t *er
 	}
 	if (!rc) {
 		coll_multi_t a = { own, n, st__now_ms() };
-		rc = st__write_txn(st, true, "apply", coll__multi_fn, &a, err);
+		rc = st__write_txn(st, durable, durable ? "apply" : "commit", coll__multi_fn, &a,
+				   err);
 	}
 	if (!rc) {
 		st__pending_done(st);
@@ -808,4 +810,14 @@ int st_coll_commit(st_t *st, const st_coll_op_t *ops, size_t n, tank_error_t *er
 	free(dflt);
 	free(own);
 	return rc;
+}
+
+int st_coll_commit(st_t *st, const st_coll_op_t *ops, size_t n, tank_error_t *err)
+{
+	return coll__commit(st, ops, n, true, err);
+}
+
+int st_coll_commit_nosync(st_t *st, const st_coll_op_t *ops, size_t n, tank_error_t *err)
+{
+	return coll__commit(st, ops, n, false, err);
 }

@@ -23,7 +23,8 @@
 #define SEQ_LEN 8
 #define ST_FLUSH_SLICE 4096        /* names per timer flush (flush_some) */
 #define ST_TRIM_QUIET_MS 2000      /* the map is given back after this long untouched */
-#define ST_LOAD_SLICE 2048         /* status records per turn of the cache's load (~3 ms) */
+#define ST_LOAD_SLICE 2048         /* status records per turn of the cache's load, at most */
+#define ST_LOAD_SLICE_US 2000      /* ... and for this long, at most (precise clock) */
 
 /* One queued key of a collection: whether its status must be written
  * and/or its status and history deleted first, plus the sequence and uid
@@ -84,6 +85,13 @@ static inline size_t st__reserve(size_t map_size)
 	return r < (256u << 10) ? (256u << 10) : r;
 }
 
+/* An st_durable caller waiting for the fsync that covers seq. */
+typedef struct st_waiter {
+	uint64_t seq;
+	void (*fn)(void *ctx, int rc);
+	void *ctx;
+} st_waiter_t;
+
 struct st {
 	char *dir;                 /* <data_dir> */
 	char *path;                /* <data_dir>/store */
@@ -97,7 +105,7 @@ struct st {
 	/* Write transactions' time, begin to commit (fsyncs included for a
 	 * durable one): st_commit_stats. */
 	kit_hist_t commit_durable, commit_flush;
-	size_t write_limit;        /* st__write_pending: first N names only (0: all) */
+	size_t write_from;         /* st__write_pending: names from this one on only (0: all) */
 	uint32_t history_limit;
 	uint32_t flush_ms;
 	void (*on_flush_error)(void *, const tank_error_t *);
@@ -137,6 +145,19 @@ struct st {
 	pthread_cond_t q_cv;
 	bool sync_req, sync_stop;
 	int sync_err;              /* last background sync failure, LMDB rc */
+	/* st_durable: each call numbers "everything committed so far"
+	 * (dur_seq, loop thread).  Under q_mu: the highest number asked for
+	 * (dur_want), the highest a finished fsync covers (dur_done), and
+	 * the highest a failed one was to cover with its error (dur_fail,
+	 * dur_fail_rc, LMDB rc).  The sync thread wakes the loop through
+	 * dur_async once an fsync that covers a number is done (dur_on:
+	 * the watcher is started, under q_mu). */
+	uint64_t dur_seq, dur_want, dur_done, dur_fail;
+	int dur_fail_rc;
+	bool dur_on;
+	ev_async dur_async;
+	struct st_waiter *waiters; /* st_durable callers not told yet */
+	size_t n_waiters, cap_waiters;
 };
 
 struct st_coll {

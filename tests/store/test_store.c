@@ -9,6 +9,7 @@
 #include <sys/wait.h>
 
 #include "store/st.h"
+#include "store/st_coll.h"
 #include "tests/store/store_util.h"
 
 static char g_dir[256];
@@ -853,6 +854,21 @@ Test(store, a_big_queue_is_committed_in_slices_and_all_of_it_lands, .init = setu
 	cr_assert_eq(st_status_get(st, "p09999", &g, &e), 0, "%s", e.msg);
 	cr_assert_eq(g.restarts, 9999);
 	st_status_clear(&g);
+	/* Written again between slices: a name still queued (the slices
+	 * take the queue's last names, the first stay where they are) and
+	 * one already committed; each keeps its own entry and history. */
+	for (int i = 0; i < 2; i++) {
+		st_status_t s;
+		memset(&s, 0, sizeof s);
+		snprintf(s.name, sizeof s.name, "%s", i ? "p09999" : "p00000");
+		snprintf(s.phase, sizeof s.phase, "backing_off");
+		s.restarts = 50000u + (uint32_t)i;
+		cr_assert_eq(st_status_put(st, &s), 0);
+		st_transition_t t = { .at = 20000 + i };
+		snprintf(t.from, sizeof t.from, "running");
+		snprintf(t.to, sizeof t.to, "backing_off");
+		cr_assert_eq(st_transition_add(st, s.name, &t), 0);
+	}
 	for (int i = 0; i < 10000 && st_pending(st); i++)
 		ev_run(loop, EVRUN_ONCE);
 	cr_assert_eq(st_pending(st), 0);
@@ -865,14 +881,24 @@ Test(store, a_big_queue_is_committed_in_slices_and_all_of_it_lands, .init = setu
 		char name[16];
 		snprintf(name, sizeof name, "p%05d", i);
 		cr_assert_eq(st_status_get(st, name, &g, &e), 0, "%s: %s", name, e.msg);
-		cr_assert_eq(g.restarts, (uint32_t)i);
+		cr_assert_eq(g.restarts, i ? (uint32_t)i : 50000u);
 		st_status_clear(&g);
 		st_transition_t *h = NULL;
 		size_t n = 0;
 		cr_assert_eq(st_history(st, name, 0, &h, &n, &e), 0, "%s", e.msg);
-		cr_assert_eq(n, 1, "%s: %zu transitions", name, n);
+		cr_assert_eq(n, i ? 1u : 2u, "%s: %zu transitions", name, n);
 		free(h);
 	}
+	cr_assert_eq(st_status_get(st, "p09999", &g, &e), 0, "%s", e.msg);
+	cr_assert_eq(g.restarts, 50001u);
+	cr_assert_str_eq(g.phase, "backing_off");
+	st_status_clear(&g);
+	st_transition_t *h2 = NULL;
+	size_t n2 = 0;
+	cr_assert_eq(st_history(st, "p09999", 0, &h2, &n2, &e), 0, "%s", e.msg);
+	cr_assert_eq(n2, 2u);
+	cr_assert_str_eq(h2[1].to, "backing_off", "in order");
+	free(h2);
 	cr_assert_eq(st_close(st, &e), 0, "%s", e.msg);
 }
 
@@ -1283,4 +1309,87 @@ Test(store, the_status_cache_loads_in_slices_and_answers_whole_meanwhile, .init 
 	cr_assert_eq(sum, want, "restarts summed %ld, want %ld", sum, want);
 	cr_assert(st_loaded(st));
 	cr_assert_eq(st_close(st, &e), 0, "%s", e.msg);
+}
+
+/* st_coll_commit_nosync + st_durable (a delete answered once durable,
+ * docs/store.md "Durability contract"): the commit is seen at once by
+ * every reader, another process's included; with a loop the callback
+ * comes later on the loop, once, with 0, and may ask again; without a
+ * loop it comes within the call; a detach tells a waiter once. */
+typedef struct dur_seen {
+	int calls, rc;
+	st_t *st;
+	bool again;             /* ask once more from the callback */
+	int *second;
+} dur_seen_t;
+
+static void dur_cb(void *ctx, int rc)
+{
+	dur_seen_t *s = ctx;
+	s->calls++;
+	s->rc = rc;
+	if (s->again) {
+		s->again = false;
+		cr_assert_eq(st_durable(s->st, dur_cb, s), 0);
+	}
+}
+
+Test(store, a_commit_without_fsync_is_answered_once_durable, .init = setup, .fini = teardown)
+{
+	st_t *st = stu_open(g_dir, NULL);
+	apply1(st, "a", "1");
+	apply1(st, "b", "1");
+	apply1(st, "c", "1");
+
+	/* No loop: the fsync is the caller's, the callback comes at once. */
+	const char *na[] = { "a" };
+	bool del = false;
+	st_coll_op_t op = { .c = NULL, .del = na, .ndel = 1, .deleted = &del };
+	cr_assert_eq(st_coll_commit_nosync(st, &op, 1, NULL), 0);
+	cr_assert(del);
+	cr_assert_eq(stu_mdb_entries(g_dir, "pods"), 2, "committed: another reader sees it");
+	dur_seen_t s = { .st = st };
+	cr_assert_eq(st_durable(st, dur_cb, &s), 0);
+	cr_assert_eq(s.calls, 1);
+	cr_assert_eq(s.rc, 0);
+
+	/* With a loop: later, on the loop, once; a callback may ask again. */
+	struct ev_loop *loop = ev_loop_new(EVFLAG_AUTO);
+	cr_assert_not_null(loop);
+	cr_assert_eq(st_attach_loop(st, loop), 0);
+	const char *nb[] = { "b" };
+	op = (st_coll_op_t){ .c = NULL, .del = nb, .ndel = 1, .deleted = &del };
+	cr_assert_eq(st_coll_commit_nosync(st, &op, 1, NULL), 0);
+	st_pod_t p;
+	cr_assert_eq(st_pod_get(st, "b", &p, NULL), TANK_ENOTFOUND, "read before the fsync");
+	s = (dur_seen_t){ .st = st, .again = true };
+	cr_assert_eq(st_durable(st, dur_cb, &s), 0);
+	cr_assert_eq(s.calls, 0, "not within the call");
+	int64_t deadline = stu_now_ms() + 10000;
+	while (s.calls < 2 && stu_now_ms() < deadline)
+		ev_run(loop, EVRUN_ONCE);
+	cr_assert_eq(s.calls, 2, "told once per call");
+	cr_assert_eq(s.rc, 0);
+	for (int i = 0; i < 5; i++)
+		ev_run(loop, EVRUN_NOWAIT);
+	cr_assert_eq(s.calls, 2, "and never again");
+
+	/* A detach before the fsync is told: tells the waiter exactly once,
+	 * 0 when an fsync covered it already, else -ECANCELED. */
+	s = (dur_seen_t){ .st = st };
+	cr_assert_eq(st_durable(st, dur_cb, &s), 0);
+	st_detach_loop(st);
+	cr_assert_eq(s.calls, 1);
+	cr_assert(s.rc == 0 || s.rc == -ECANCELED, "rc %d", s.rc);
+	st_close(st, NULL);
+	cr_assert_eq(s.calls, 1);
+	ev_loop_destroy(loop);
+
+	/* What was acknowledged is there after a reopen. */
+	st = stu_open(g_dir, NULL);
+	cr_assert_eq(st_pod_get(st, "a", &p, NULL), TANK_ENOTFOUND);
+	cr_assert_eq(st_pod_get(st, "b", &p, NULL), TANK_ENOTFOUND);
+	cr_assert_eq(st_pod_get(st, "c", &p, NULL), 0);
+	st_pod_clear(&p);
+	st_close(st, NULL);
 }
