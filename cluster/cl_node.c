@@ -19,6 +19,7 @@
 #include "cluster/cl_sched.h"
 #include "common/tank_map.h"
 #include "kinds/kind.h"
+#include "manifest/mf.h"
 #include "manifest/mf_doc.h"
 #include "manifest/mf_labels.h"
 #include "obs/obs_buf.h"
@@ -62,6 +63,7 @@ typedef struct pod_c {
 	uint64_t waiting_since;  /* unassigned since (ms), 0 not waiting */
 	bool failed_apply;
 	bool running;            /* its phase, as last asked (pods) */
+	uint32_t weight;         /* the pods it brings: 1 + its inline ones */
 } pod_c;
 
 /* A request to this node (/tank/req/NODE/ID, cl_cli's routed calls),
@@ -307,6 +309,46 @@ static size_t labels_of(const msgpack_object *m, msgpack_zone *z, cl_label_t *ou
 		n++;
 	}
 	return n;
+}
+
+/* The pods an object brings to the node it is placed on: 1, plus those
+ * its kind applies inline with it (a stack's), read through the kind's
+ * own manifest reader.  The scheduler weighs nodes by these, so a node
+ * holding a stack of ten is not as loaded as one holding a single pod. */
+static uint32_t weight_of(const kind_t *k, const mf_docs_t *doc)
+{
+	const msgpack_object *o = doc ? &doc->docs[0] : NULL;
+	mf_registry_t reg;
+	mf_manifest_t *m = NULL;
+	kit_errors_t errs;
+	char *json = NULL;
+	size_t len = 0;
+	uint32_t w = 1;
+
+	if (!k || !k->ninline || !o || o->type != MSGPACK_OBJECT_MAP)
+		return 1;
+	/* As the node applies it: node_selector is the scheduler's. */
+	msgpack_object kept = *o;
+	msgpack_object_kv kv[64];
+	uint32_t n = 0;
+	for (uint32_t i = 0; i < o->via.map.size && n < 64; i++)
+		if (!str_is(&o->via.map.ptr[i].key, "node_selector"))
+			kv[n++] = o->via.map.ptr[i];
+	if (n < o->via.map.size - (map_get(o, "node_selector") ? 1u : 0u))
+		return 1;       /* more keys than any kind has */
+	kept.via.map.ptr = kv;
+	kept.via.map.size = n;
+	if (mf_doc_emit_string(&kept, MF_DOC_JSON_LINE, &json, &len) != 0)
+		return 1;
+	kind_registry(tank_kinds, &reg);
+	kit_errors_init(&errs);
+	if (mf_parse(&reg, json, len, "cluster.json", &m, &errs) == 0 && m->count == 1 &&
+	    m->objs[0].kind == k->mf && m->objs[0].obj)
+		w += (uint32_t)k->ninline(m->objs[0].obj);
+	kit_errors_free(&errs);
+	mf_free(m);
+	free(json);
+	return w;
 }
 
 static mf_docs_t *parse_json(const char *s, size_t len, char *err, size_t cap)
@@ -595,6 +637,7 @@ static void snap_specs(cl_node_t *n, const tank_map_t *m, size_t *cap)
 				if ((p->doc = parse_json(e->value, e->len, p->err, sizeof p->err)))
 					p->nsel = labels_of(map_get(&p->doc->docs[0], "node_selector"),
 							    p->doc->zone, p->sel, SEL_MAX);
+				p->weight = weight_of(kind, p->doc);
 			}
 		} else if (strncmp(k, CL_PREFIX_NODES, strlen(CL_PREFIX_NODES)) == 0) {
 			node_c *nc;
@@ -772,7 +815,7 @@ static void schedule(cl_node_t *n)
 		int at;
 
 		if (p->seen && p->assigned[0] && (at = node_at(n, p->assigned)) >= 0)
-			sn[at].load++;
+			sn[at].load += p->weight ? p->weight : 1;
 	}
 	for (size_t i = 0; tank_map_next(&n->pods, &i, &k, &v);) {
 		pod_c *p = v;
@@ -791,7 +834,7 @@ static void schedule(cl_node_t *n)
 			continue;
 		if ((at = cl_sched_pick(sn, n->nnodes, k, p->sel, p->nsel)) < 0)
 			continue;
-		sn[at].load++;
+		sn[at].load += p->weight ? p->weight : 1;
 		snprintf(b->key[b->n], sizeof b->key[b->n], CL_PREFIX_ASSIGN "%s", k);
 		b->node[b->n] = n->nodes[at].name;
 		/* Moving it from a node that is gone: only if no one moved it

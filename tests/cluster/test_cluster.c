@@ -987,3 +987,33 @@ Test(cluster, a_workflow_runs_on_its_pods_node_and_its_result_is_seen_through_et
 		if (i != at)
 			cr_assert_neq(nctl(&nodes[i], out, sizeof out, "jobs wp"), 0, "%s", out);
 }
+
+/* The scheduler weighs a node by the pods it holds, a stack's inline
+ * pods included: with a stack of four on one node, three single pods go
+ * to the two others (counted as one object, the stack's node looked as
+ * loaded as a node with one pod, and the third pod could land there). */
+Test(cluster, a_stacks_pods_weigh_on_its_nodes_load)
+{
+	NEED_ETCD();
+	char out[16384], path[PATH_MAX + 16], node[64];
+
+	three_nodes();
+	snprintf(path, sizeof path, "%s/big.yaml", nodes[0].dir);
+	write_file(path, "kind: Stack\nname: big\npods:\n"
+		   "  - {name: big-a, containers: [{name: m, command: [/bin/sleep, '1000']}]}\n"
+		   "  - {name: big-b, containers: [{name: m, command: [/bin/sleep, '1000']}]}\n"
+		   "  - {name: big-c, containers: [{name: m, command: [/bin/sleep, '1000']}]}\n"
+		   "  - {name: big-d, containers: [{name: m, command: [/bin/sleep, '1000']}]}\n");
+	cr_assert_eq(cctl(out, sizeof out, "apply -f %s", path), 0, "%s", out);
+	cr_assert(wait_status("stacks/big", "\"phase\":\"up\"", 30), "the stack never came up");
+	assigned_to("stacks/big", node, sizeof node);
+	cr_assert(node[0], "the stack has no node");
+	for (int i = 0; i < 3; i++) {
+		char name[16];
+		snprintf(name, sizeof name, "lw%d", i);
+		put_pod(name, NULL);
+	}
+	cr_assert(wait_all_running("lw", 3, 30), "the 3 pods never all ran");
+	cr_assert_eq(count_on("lw", 3, node), 0, "a pod went to %s, which holds the stack's four",
+		     node);
+}
