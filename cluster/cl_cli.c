@@ -4,6 +4,7 @@
 #include <errno.h>
 #include <getopt.h>
 #include <inttypes.h>
+#include <pthread.h>
 #include <stdarg.h>
 #include <stdbool.h>
 #include <stdlib.h>
@@ -904,9 +905,99 @@ static bool node_live(cli_t *c, const char *node)
 	return live;
 }
 
+/* The wait for a routed call's answer: a watch of /tank/ans/ID from the
+ * request's revision on, on a thread of its own with a handle of its own
+ * (a watch blocks its caller); the caller waits on the condition and may
+ * end the watch with cl_etcd_abort (its deadline, the node gone). */
+typedef struct ans_wait {
+	cl_etcd_t *e;               /* owned: the watch's handle */
+	char key[160];
+	int64_t from;               /* the request's revision + 1 */
+	pthread_mutex_t mu;
+	pthread_cond_t cv;
+	bool done;                  /* the watch returned */
+	char *value;                /* the answer, malloc'd; NULL: none */
+	size_t len;
+} ans_wait_t;
+
+static int ans_seen(void *ud, const cl_event_t *ev, size_t n, int64_t rev)
+{
+	ans_wait_t *w = ud;
+
+	(void)rev;
+	for (size_t i = 0; i < n; i++)
+		if (ev[i].type == CL_EV_PUT && (w->value = malloc(ev[i].kv.value_len + 1))) {
+			memcpy(w->value, ev[i].kv.value, ev[i].kv.value_len);
+			w->value[ev[i].kv.value_len] = '\0';
+			w->len = ev[i].kv.value_len;
+			return 1;
+		}
+	return 0;
+}
+
+static void *ans_watch(void *arg)
+{
+	ans_wait_t *w = arg;
+
+	(void)cl_etcd_watch(w->e, w->key, false, w->from, ans_seen, w, NULL);
+	pthread_mutex_lock(&w->mu);
+	w->done = true;
+	pthread_cond_signal(&w->cv);
+	pthread_mutex_unlock(&w->mu);
+	return NULL;
+}
+
+/* Waits up to timeout_ms for the answer at akey written after revision
+ * rev, asking every second whether node still lives.  1 with the answer
+ * in *value (malloc'd), 0 when none came (*gone says the node went),
+ * -1 when the watch could not be set up (the caller reads the key). */
+static int ans_wait(cli_t *c, const char *node, const char *akey, int64_t rev, int timeout_ms,
+		    char **value, size_t *len, bool *gone)
+{
+	ans_wait_t w = { .from = rev + 1 };
+	pthread_t t;
+	int waited = 0;
+
+	*value = NULL;
+	*gone = false;
+	snprintf(w.key, sizeof w.key, "%s", akey);
+	if (cl_etcd_open(c->url, &w.e) != 0)
+		return -1;
+	pthread_mutex_init(&w.mu, NULL);
+	pthread_cond_init(&w.cv, NULL);
+	if (pthread_create(&t, NULL, ans_watch, &w) != 0) {
+		pthread_cond_destroy(&w.cv);
+		pthread_mutex_destroy(&w.mu);
+		cl_etcd_close(w.e);
+		return -1;
+	}
+	pthread_mutex_lock(&w.mu);
+	while (!w.done && waited < timeout_ms && !*gone) {
+		struct timespec dl;
+		clock_gettime(CLOCK_REALTIME, &dl);
+		dl.tv_sec += 1;
+		(void)pthread_cond_timedwait(&w.cv, &w.mu, &dl);
+		waited += 1000;
+		if (!w.done) {
+			pthread_mutex_unlock(&w.mu);
+			*gone = !node_live(c, node);
+			pthread_mutex_lock(&w.mu);
+		}
+	}
+	pthread_mutex_unlock(&w.mu);
+	cl_etcd_abort(w.e);             /* a watch still waiting ends */
+	pthread_join(t, NULL);
+	pthread_cond_destroy(&w.cv);
+	pthread_mutex_destroy(&w.mu);
+	cl_etcd_close(w.e);
+	*value = w.value;
+	*len = w.len;
+	return w.value ? 1 : 0;
+}
+
 /* Asks node to call method with params (an array) on its tankd: the
- * request at /tank/req/NODE/ID, the answer read back from /tank/ans/ID
- * (and deleted).  0 with *a filled, or the exit code (said). */
+ * request at /tank/req/NODE/ID, the answer watched for at /tank/ans/ID
+ * (then deleted).  0 with *a filled, or the exit code (said). */
 static int node_call(cli_t *c, const char *node, const char *method,
 		     const msgpack_object *params, int timeout_ms, answer_t *a)
 {
@@ -918,7 +1009,7 @@ static int node_call(cli_t *c, const char *node, const char *method,
 	char *json = NULL;
 	size_t len = 0;
 	struct timespec ts;
-	int rc = EXIT_OK_, waited = 0;
+	int rc = EXIT_OK_;
 
 	memset(a, 0, sizeof *a);
 	clock_gettime(CLOCK_REALTIME, &ts);
@@ -939,44 +1030,49 @@ static int node_call(cli_t *c, const char *node, const char *method,
 		rc = fail(c, EXIT_FAIL_, "out of memory");
 		goto out;
 	}
-	if (cl_etcd_put(c->e, rkey, json, len, 0, NULL) != 0) {
+	int64_t put_rev = 0;
+	if (cl_etcd_put(c->e, rkey, json, len, 0, &put_rev) != 0) {
 		rc = etcd_fail(c);
 		goto out;
 	}
 	/* The node's worker answers at its next pass (it is woken by the
-	 * request's put); a short poll of one key, bounded. */
-	for (;;) {
+	 * request's put): watched for from the request's revision on, so an
+	 * answer that came before the watch began is seen too. */
+	char *val = NULL;
+	size_t vlen = 0;
+	bool gone = false;
+	int got = ans_wait(c, node, akey, put_rev, timeout_ms, &val, &vlen, &gone);
+	if (got <= 0) {
+		/* No watch (or it ended without the answer): one read. */
 		cl_kvs_t r;
-
 		if (cl_etcd_get(c->e, akey, &r) != 0) {
 			rc = etcd_fail(c);
 			goto out;
 		}
-		if (r.n) {
-			a->d = json_doc(r.kv[0].value, r.kv[0].value_len);
-			cl_kvs_free(&r);
-			cl_etcd_delete(c->e, akey, false, NULL);
-			if (!a->d || a->d->docs[0].type != MSGPACK_OBJECT_MAP) {
-				rc = fail(c, EXIT_FAIL_, "node %s: an answer that is not JSON", node);
-				goto out;
-			}
-			str_copy(map_get(&a->d->docs[0], "code"), a->code, sizeof a->code);
-			str_copy(map_get(&a->d->docs[0], "message"), a->message, sizeof a->message);
-			a->result = map_get(&a->d->docs[0], "result");
-			a->details = map_get(&a->d->docs[0], "details");
-			goto out;
+		if (r.n && (val = malloc(r.kv[0].value_len + 1))) {
+			memcpy(val, r.kv[0].value, r.kv[0].value_len);
+			val[r.kv[0].value_len] = '\0';
+			vlen = r.kv[0].value_len;
 		}
 		cl_kvs_free(&r);
-		if (waited >= timeout_ms || (waited % 1000 == 0 && waited && !node_live(c, node))) {
-			cl_etcd_delete(c->e, rkey, false, NULL);
-			rc = fail(c, EXIT_FAIL_, waited >= timeout_ms
-				  ? "node %s did not answer within %d ms" : "node %s is gone",
-				  node, timeout_ms);
-			goto out;
-		}
-		sleep_ms(50);
-		waited += 50;
 	}
+	if (!val) {
+		cl_etcd_delete(c->e, rkey, false, NULL);
+		rc = fail(c, EXIT_FAIL_, gone ? "node %s is gone" : "node %s did not answer within %d ms",
+			  node, timeout_ms);
+		goto out;
+	}
+	a->d = json_doc(val, vlen);
+	free(val);
+	cl_etcd_delete(c->e, akey, false, NULL);
+	if (!a->d || a->d->docs[0].type != MSGPACK_OBJECT_MAP) {
+		rc = fail(c, EXIT_FAIL_, "node %s: an answer that is not JSON", node);
+		goto out;
+	}
+	str_copy(map_get(&a->d->docs[0], "code"), a->code, sizeof a->code);
+	str_copy(map_get(&a->d->docs[0], "message"), a->message, sizeof a->message);
+	a->result = map_get(&a->d->docs[0], "result");
+	a->details = map_get(&a->d->docs[0], "details");
 out:
 	if (rc != EXIT_OK_)
 		answer_free(a);
