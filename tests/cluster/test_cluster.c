@@ -449,8 +449,14 @@ Test(cluster, pods_spread_by_load_and_by_selector)
 	}
 	cr_assert(wait_all_running("z", 6, 30));
 	cr_assert_eq(count_on("z", 6, "n1"), 0, "n1 is zone=a");
-	cr_assert_geq(count_on("z", 6, "n2"), 2);
-	cr_assert_geq(count_on("z", 6, "n3"), 2);
+	/* Least loaded first: they even out n2's and n3's loads (the 12
+	 * before may have left them apart: "2 on each" failed for a 2/7/3
+	 * spread, where 1 and 5 is the right answer).  Schedulers that
+	 * decide at once may both pick one node: a little slack. */
+	int z2 = count_on("z", 6, "n2"), z3 = count_on("z", 6, "n3");
+	cr_assert_eq(z2 + z3, 6);
+	cr_assert(abs((b + z2) - (d + z3)) <= 3, "not the least loaded first: n2 %d+%d, n3 %d+%d",
+		  b, z2, d, z3);
 	/* Each runs on one node only. */
 	int total = 0;
 	for (int i = 0; i < 3; i++)
