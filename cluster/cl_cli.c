@@ -4,7 +4,6 @@
 #include <errno.h>
 #include <getopt.h>
 #include <inttypes.h>
-#include <pthread.h>
 #include <stdarg.h>
 #include <stdbool.h>
 #include <stdlib.h>
@@ -16,6 +15,7 @@
 
 #include "api/api_rpc.h"
 #include "cluster/cl_etcd.h"
+#include "cluster/cl_mirror.h"
 #include "cluster/cl_node.h"
 #include "common/kit_errors.h"
 #include "common/kit_units.h"
@@ -905,94 +905,44 @@ static bool node_live(cli_t *c, const char *node)
 	return live;
 }
 
-/* The wait for a routed call's answer: a watch of /tank/ans/ID from the
- * request's revision on, on a thread of its own with a handle of its own
- * (a watch blocks its caller); the caller waits on the condition and may
- * end the watch with cl_etcd_abort (its deadline, the node gone). */
-typedef struct ans_wait {
-	cl_etcd_t *e;               /* owned: the watch's handle */
-	char key[160];
-	int64_t from;               /* the request's revision + 1 */
-	pthread_mutex_t mu;
-	pthread_cond_t cv;
-	bool done;                  /* the watch returned */
-	char *value;                /* the answer, malloc'd; NULL: none */
-	size_t len;
-} ans_wait_t;
-
-static int ans_seen(void *ud, const cl_event_t *ev, size_t n, int64_t rev)
-{
-	ans_wait_t *w = ud;
-
-	(void)rev;
-	for (size_t i = 0; i < n; i++)
-		if (ev[i].type == CL_EV_PUT && (w->value = malloc(ev[i].kv.value_len + 1))) {
-			memcpy(w->value, ev[i].kv.value, ev[i].kv.value_len);
-			w->value[ev[i].kv.value_len] = '\0';
-			w->len = ev[i].kv.value_len;
-			return 1;
-		}
-	return 0;
-}
-
-static void *ans_watch(void *arg)
-{
-	ans_wait_t *w = arg;
-
-	(void)cl_etcd_watch(w->e, w->key, false, w->from, ans_seen, w, NULL);
-	pthread_mutex_lock(&w->mu);
-	w->done = true;
-	pthread_cond_signal(&w->cv);
-	pthread_mutex_unlock(&w->mu);
-	return NULL;
-}
-
-/* Waits up to timeout_ms for the answer at akey written after revision
- * rev, asking every second whether node still lives.  1 with the answer
- * in *value (malloc'd), 0 when none came (*gone says the node went),
- * -1 when the watch could not be set up (the caller reads the key). */
-static int ans_wait(cli_t *c, const char *node, const char *akey, int64_t rev, int timeout_ms,
+/* Waits up to timeout_ms for the answer at akey, through a mirror of
+ * that one key (cl_mirror: a list, then a watch, on its own thread, so an
+ * answer written before the watch began is seen too), asking every second
+ * whether node still lives.  1 with the answer in *value (malloc'd), 0
+ * when none came (*gone says the node went), -1 when the mirror could not
+ * be started (the caller reads the key). */
+static int ans_wait(cli_t *c, const char *node, const char *akey, int timeout_ms,
 		    char **value, size_t *len, bool *gone)
 {
-	ans_wait_t w = { .from = rev + 1 };
-	pthread_t t;
-	int waited = 0;
+	char end[192];
+	cl_mirror_t *m;
+	uint64_t gen = 0;
+	struct timespec t0, now;
 
 	*value = NULL;
 	*gone = false;
-	snprintf(w.key, sizeof w.key, "%s", akey);
-	if (cl_etcd_open(c->url, &w.e) != 0)
+	/* [akey, akey "~"): the key, and none but keys it is a prefix of
+	 * (ids are hex digits and dashes, all below '~'). */
+	snprintf(end, sizeof end, "%s~", akey);
+	if (cl_mirror_start(c->url, akey, end, &m) != 0)
 		return -1;
-	pthread_mutex_init(&w.mu, NULL);
-	pthread_cond_init(&w.cv, NULL);
-	if (pthread_create(&t, NULL, ans_watch, &w) != 0) {
-		pthread_cond_destroy(&w.cv);
-		pthread_mutex_destroy(&w.mu);
-		cl_etcd_close(w.e);
-		return -1;
-	}
-	pthread_mutex_lock(&w.mu);
-	while (!w.done && waited < timeout_ms && !*gone) {
-		struct timespec dl;
-		clock_gettime(CLOCK_REALTIME, &dl);
-		dl.tv_sec += 1;
-		(void)pthread_cond_timedwait(&w.cv, &w.mu, &dl);
-		waited += 1000;
-		if (!w.done) {
-			pthread_mutex_unlock(&w.mu);
-			*gone = !node_live(c, node);
-			pthread_mutex_lock(&w.mu);
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	for (;;) {
+		cl_mirror_lock(m);
+		const cl_entry_t *e = tank_map_get(cl_mirror_map(m), akey);
+		if (e && (*value = malloc(e->len + 1))) {
+			memcpy(*value, e->value, e->len + 1);
+			*len = e->len;
 		}
+		cl_mirror_unlock(m);
+		clock_gettime(CLOCK_MONOTONIC, &now);
+		long waited = (now.tv_sec - t0.tv_sec) * 1000 + (now.tv_nsec - t0.tv_nsec) / 1000000;
+		if (*value || waited >= timeout_ms || (*gone = !node_live(c, node)))
+			break;
+		gen = cl_mirror_wait(m, gen, 1000);
 	}
-	pthread_mutex_unlock(&w.mu);
-	cl_etcd_abort(w.e);             /* a watch still waiting ends */
-	pthread_join(t, NULL);
-	pthread_cond_destroy(&w.cv);
-	pthread_mutex_destroy(&w.mu);
-	cl_etcd_close(w.e);
-	*value = w.value;
-	*len = w.len;
-	return w.value ? 1 : 0;
+	cl_mirror_stop(m);
+	return *value ? 1 : 0;
 }
 
 /* Asks node to call method with params (an array) on its tankd: the
@@ -1030,18 +980,16 @@ static int node_call(cli_t *c, const char *node, const char *method,
 		rc = fail(c, EXIT_FAIL_, "out of memory");
 		goto out;
 	}
-	int64_t put_rev = 0;
-	if (cl_etcd_put(c->e, rkey, json, len, 0, &put_rev) != 0) {
+	if (cl_etcd_put(c->e, rkey, json, len, 0, NULL) != 0) {
 		rc = etcd_fail(c);
 		goto out;
 	}
 	/* The node's worker answers at its next pass (it is woken by the
-	 * request's put): watched for from the request's revision on, so an
-	 * answer that came before the watch began is seen too. */
+	 * request's put): watched for, not polled. */
 	char *val = NULL;
 	size_t vlen = 0;
 	bool gone = false;
-	int got = ans_wait(c, node, akey, put_rev, timeout_ms, &val, &vlen, &gone);
+	int got = ans_wait(c, node, akey, timeout_ms, &val, &vlen, &gone);
 	if (got <= 0) {
 		/* No watch (or it ended without the answer): one read. */
 		cl_kvs_t r;
