@@ -312,42 +312,38 @@ static size_t labels_of(const msgpack_object *m, msgpack_zone *z, cl_label_t *ou
 }
 
 /* The pods an object brings to the node it is placed on: 1, plus those
- * its kind applies inline with it (a stack's), read through the kind's
- * own manifest reader.  The scheduler weighs nodes by these, so a node
- * holding a stack of ten is not as loaded as one holding a single pod. */
-static uint32_t weight_of(const kind_t *k, const mf_docs_t *doc)
+ * its kind applies inline with it (a stack's), read by the kind's own
+ * validator from the map as the node applies it (no `kind`, `labels` or
+ * `node_selector`: the manifest layer's and the scheduler's).  The
+ * scheduler weighs nodes by these, so a node holding a stack of ten is
+ * not as loaded as one holding a single pod. */
+static uint32_t weight_of(const kind_t *k, mf_docs_t *doc)
 {
-	const msgpack_object *o = doc ? &doc->docs[0] : NULL;
-	mf_registry_t reg;
-	mf_manifest_t *m = NULL;
+	const msgpack_object *o = doc && doc->count ? &doc->docs[0] : NULL;
+	msgpack_object rest;
 	kit_errors_t errs;
-	char *json = NULL;
-	size_t len = 0;
+	void *obj = NULL;
+	const char *name;
 	uint32_t w = 1;
 
-	if (!k || !k->ninline || !o || o->type != MSGPACK_OBJECT_MAP)
+	if (!k || !k->ninline || !k->mf || !o || o->type != MSGPACK_OBJECT_MAP)
 		return 1;
-	/* As the node applies it: node_selector is the scheduler's. */
-	msgpack_object kept = *o;
-	msgpack_object_kv kv[64];
-	uint32_t n = 0;
-	for (uint32_t i = 0; i < o->via.map.size && n < 64; i++)
-		if (!str_is(&o->via.map.ptr[i].key, "node_selector"))
-			kv[n++] = o->via.map.ptr[i];
-	if (n < o->via.map.size - (map_get(o, "node_selector") ? 1u : 0u))
-		return 1;       /* more keys than any kind has */
-	kept.via.map.ptr = kv;
-	kept.via.map.size = n;
-	if (mf_doc_emit_string(&kept, MF_DOC_JSON_LINE, &json, &len) != 0)
+	rest = *o;
+	rest.via.map.size = 0;
+	if (!(rest.via.map.ptr = msgpack_zone_malloc(doc->zone, (o->via.map.size + 1) *
+								 sizeof *rest.via.map.ptr)))
 		return 1;
-	kind_registry(tank_kinds, &reg);
+	for (uint32_t i = 0; i < o->via.map.size; i++) {
+		const msgpack_object *key = &o->via.map.ptr[i].key;
+		if (!str_is(key, "kind") && !str_is(key, "labels") && !str_is(key, "node_selector"))
+			rest.via.map.ptr[rest.via.map.size++] = o->via.map.ptr[i];
+	}
 	kit_errors_init(&errs);
-	if (mf_parse(&reg, json, len, "cluster.json", &m, &errs) == 0 && m->count == 1 &&
-	    m->objs[0].kind == k->mf && m->objs[0].obj)
-		w += (uint32_t)k->ninline(m->objs[0].obj);
+	if (k->mf->validate(&rest, &obj, &name, &errs) == 0) {
+		w += (uint32_t)k->ninline(obj);
+		k->mf->free_obj(obj);
+	}
 	kit_errors_free(&errs);
-	mf_free(m);
-	free(json);
 	return w;
 }
 
