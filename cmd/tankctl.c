@@ -569,7 +569,7 @@ static int ctl_output_opts(ctl_t *x, int argc, char **argv, enum mf_doc_format *
 }
 
 /* `-o name`: a KIND/NAME line for each map of list `all` (or for the one
- * map `all`). */
+ * map `all`); k NULL: the bare names (`ps -q`). */
 static void ctl_print_names(const kind_t *k, const msgpack_object *all)
 {
 	uint32_t n = all->type == MSGPACK_OBJECT_ARRAY ? all->via.array.size : 1;
@@ -578,7 +578,8 @@ static void ctl_print_names(const kind_t *k, const msgpack_object *all)
 					  ? &all->via.array.ptr[i] : all;
 		const msgpack_object *nm = api_map_get(o, "name");
 		if (nm && nm->type == MSGPACK_OBJECT_STR)
-			printf("%s/%.*s\n", k->name, (int)nm->via.str.size, nm->via.str.ptr);
+			printf("%s%s%.*s\n", k ? k->name : "", k ? "/" : "",
+			       (int)nm->via.str.size, nm->via.str.ptr);
 	}
 }
 
@@ -1001,13 +1002,8 @@ static int v_ps(ctl_t *x, int argc, char **argv)
 		}
 	}
 	if (quiet || as_names || structured) {
-		for (uint32_t i = 0; !structured && pods.type == MSGPACK_OBJECT_ARRAY &&
-				     i < pods.via.array.size; i++) {
-			const msgpack_object *nm = api_map_get(&pods.via.array.ptr[i], "name");
-			if (nm && nm->type == MSGPACK_OBJECT_STR)
-				printf("%s%s%.*s\n", as_names ? ctl_kinds[0]->name : "", as_names ? "/" : "",
-				       (int)nm->via.str.size, nm->via.str.ptr);
-		}
+		if (!structured && pods.type == MSGPACK_OBJECT_ARRAY)
+			ctl_print_names(as_names ? ctl_kinds[0] : NULL, &pods);
 		int er = structured ? ctl_emit(x, &pods, fmt) : 0;
 		msgpack_zone_free(z);
 		api_incoming_free(&in);
@@ -1335,8 +1331,8 @@ static bool ctl_exists_quietly(ctl_t *x, const kind_t *k, const char *name)
 }
 
 /* After a kind's verb failed on `name`: when no object of that kind has
- * the name but one of another kind has, says so (`up web` of a pod said
- * only `stack "web" not found`). */
+ * the name but one of another kind has, says so (the verb said only that
+ * its kind had no such object). */
 static void ctl_hint_other_kind(ctl_t *x, const kind_t *k, const char *name)
 {
 	if (!name || ctl_exists_quietly(x, k, name))
