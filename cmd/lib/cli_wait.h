@@ -73,7 +73,7 @@ typedef struct cli_batch {
 						 * (or NULL array) = default */
 	const long *owner;                   /* borrowed, n; the index of the
 					      * object that applied it inline
-					      * (a stack's pod), -1: none;
+					      * (kind_t.inline_at), -1: none;
 					      * NULL: no owners */
 	rc_conv_t conv;                      /* verdicts, progress, re_runs */
 	rc_observed_t *obs;                  /* owned, n: the last pass */
@@ -93,7 +93,7 @@ void cli_batch_kinds(cli_batch_t *b, const struct kind *const *kinds,
 		     const void *const *objs);
 /* owner[i]: the index of the object whose inline part object i is, or
  * -1.  A pending owner is blocked (truly stuck) while one of its parts
- * is stuck or failed: a stack whose member crash-loops waited for the
+ * is stuck or failed: an owner whose part crash-loops waited for the
  * whole --timeout.  Borrowed; call after init. */
 void cli_batch_owners(cli_batch_t *b, const long *owner);
 /* One kind's part of a pass: `statuses` is that kind's list of status
