@@ -145,6 +145,10 @@ struct pod_trk {
 	 * its event.  NULL otherwise. */
 	const pod_ctr_t *cause;
 	uint32_t told_sig;            /* what the owner was last told changed */
+	/* Its containers' restarts summed at the sweep that set swept_sig:
+	 * a state moved only by restarts is swept once the starts are over
+	 * (pod_sweep.c).  In the tail padding after told_sig. */
+	uint32_t swept_restarts;
 };
 
 /* How the reason of a container given up (backoff.max_retries) begins;

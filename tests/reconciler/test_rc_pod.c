@@ -1178,6 +1178,76 @@ Test(reconciler, a_pod_backing_off_is_swept_once_it_runs_again, .timeout = 90)
 	teardown(h);
 }
 
+/* A pod that ran again after its container's restart is swept once the
+ * starts are over, not while other containers are still being started
+ * (issue 38 item 3: after a mass kill, each pod that ran again was read at
+ * the next pass while the rest of the storm waited for the loop); and not
+ * later than 12 sweeps in a row of starts (POD_SWEEP_DEFER_MAX). */
+Test(reconciler, a_restarted_pod_is_swept_once_the_starts_are_over, .timeout = 90)
+{
+	h_t *h = setup(true);
+	char buf[512], own[64];
+	const char *names[] = { "loop" };
+	st_pod_t sp;
+	st_status_t s;
+
+	if (h->cg.mode == POD_CGROUP_NONE) {
+		teardown(h);
+		cr_skip_test("no cgroup hierarchy here: the sweep has nothing to walk");
+	}
+	apply_yaml(h, pod_yaml(buf, sizeof buf, "again", "always", "sleep", "{base: 0s}"));
+	cr_assert(wait_for(h, "again", phase_is, "running", 10));
+	cr_assert_eq(st_pod_get(h->st, "again", &sp, NULL), 0);
+	snprintf(own, sizeof own, "again.%.8s", sp.uid);
+	st_pod_clear(&sp);
+	run_for(h, 1.0);                 /* swept once while settled */
+	/* A crash loop: a start at every pass from now on. */
+	apply_yaml(h, pod_yaml(buf, sizeof buf, "loop", "always", "exit:1",
+			       "{base: 10ms, cap: 20ms}"));
+	run_for(h, 0.5);
+
+	for (int round = 0; round < 2; round++) {
+		/* Round 1: the sweep that found round 0's stowaway counts
+		 * as not clean; the next one reads the pod clean again. */
+		if (round == 1)
+			run_for(h, 0.5);
+		pid_t stowaway = plant(h, own);
+		cr_assert(status(h, "again", &s));
+		pid_t pid = s.containers[0].pid;
+		st_status_clear(&s);
+		cr_assert_gt(pid, 0);
+		kill(pid, SIGKILL);
+		bool back = false;
+		for (int i = 0; i < 500 && !back; i++) {
+			run_for(h, 0.02);
+			if (status(h, "again", &s)) {
+				back = s.containers[0].pid > 0 && s.containers[0].pid != pid &&
+				       phase_is(h, "again", "running");
+				st_status_clear(&s);
+			}
+		}
+		cr_assert(back, "not running again after the kill");
+		run_for(h, 1.0);         /* ~5 passes, each after starts of "loop" */
+		cr_assert(!reaped(stowaway), "round %d: swept while containers were being started", round);
+		if (round == 1) {
+			/* The starts are over: the next passes read it. */
+			cr_assert_eq(st_delete(h->st, names, 1, NULL, NULL), 0);
+			cr_assert(wait_for(h, "loop", gone, NULL, 10));
+		}
+		/* Round 0: the crash loop goes on; the sweep is put off at
+		 * most 12 passes in a row (2.4 s here). */
+		bool gone_ = false;
+		for (int i = 0; i < 1000 && !gone_; i++) {
+			run_for(h, 0.02);
+			gone_ = reaped(stowaway);
+		}
+		cr_assert(gone_, "round %d: not swept %s", round,
+			  round ? "once the starts were over" : "within 12 passes of starts");
+		cr_assert(phase_is(h, "again", "running"));
+	}
+	teardown(h);
+}
+
 /* --- identity ---------------------------------------------------------------- */
 
 /* Processes whose argv[1] is `marker` (the sleeps below). */
