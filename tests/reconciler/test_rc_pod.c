@@ -910,6 +910,94 @@ Test(reconciler, an_ended_containers_group_waits_while_starts_go_on)
 	teardown(h);
 }
 
+/* Whether pid runs in the group whose path ends in tail. */
+static bool runs_in(pid_t pid, const char *tail)
+{
+	char path[64], line[1024];
+	bool in = false;
+	snprintf(path, sizeof path, "/proc/%d/cgroup", (int)pid);
+	FILE *f = fopen(path, "re");
+	if (!f)
+		return false;
+	while (!in && fgets(line, sizeof line, f)) {
+		line[strcspn(line, "\n")] = '\0';
+		size_t l = strlen(line), t = strlen(tail);
+		in = l >= t && strcmp(line + l - t, tail) == 0;
+	}
+	fclose(f);
+	return in;
+}
+
+/* Kills c's process and waits for it to run again under a new pid. */
+static pid_t kill_and_wait_back(h_t *h, const char *name)
+{
+	st_status_t s;
+	cr_assert(status(h, name, &s));
+	pid_t old = s.containers[0].pid, now = 0;
+	st_status_clear(&s);
+	cr_assert_gt(old, 0);
+	kill(old, SIGKILL);
+	for (int i = 0; i < 500 && (now <= 0 || now == old); i++) {
+		run_for(h, 0.02);
+		if (status(h, name, &s)) {
+			now = phase_is(h, name, "running") ? s.containers[0].pid : 0;
+			st_status_clear(&s);
+		}
+	}
+	cr_assert(now > 0 && now != old, "%s did not run again", name);
+	return now;
+}
+
+/* A container's group removed by hand while it backs off is made again
+ * at its restart; a restart due at once trusts the exit's look at the
+ * group instead of looking again (issue 38 item 3: one path walk on
+ * cgroupfs per restart), and only then: both run in their groups. */
+Test(reconciler, a_group_removed_while_backing_off_is_made_again)
+{
+	h_t *h = setup_cg();
+	char dir[600], ctr[700], tail[128];
+
+	apply_yaml(h, "name: slow\nrestart: always\nbackoff: {base: 1s, cap: 1s}\n"
+		      "containers:\n  - name: c\n    command: [/bin/sleep, \"60\"]\n");
+	apply_yaml(h, "name: fast\nrestart: always\nbackoff: {base: 0s}\n"
+		      "containers:\n  - name: c\n    command: [/bin/sleep, \"60\"]\n");
+	cr_assert(wait_for(h, "slow", phase_is, "running", 10));
+	cr_assert(wait_for(h, "fast", phase_is, "running", 10));
+
+	/* A restart due at once: in its group, twice in a row. */
+	cr_assert(cg_dir_of(h, "fast", dir, sizeof dir));
+	snprintf(tail, sizeof tail, "%s/c", strrchr(dir, '/'));
+	for (int i = 0; i < 2; i++)
+		cr_assert(runs_in(kill_and_wait_back(h, "fast"), tail), "not in %s", tail);
+
+	/* Removed by hand during the backoff: made again. */
+	cr_assert(cg_dir_of(h, "slow", dir, sizeof dir));
+	snprintf(ctr, sizeof ctr, "%s/c", dir);
+	snprintf(tail, sizeof tail, "%s/c", strrchr(dir, '/'));
+	st_status_t s;
+	cr_assert(status(h, "slow", &s));
+	pid_t old = s.containers[0].pid;
+	st_status_clear(&s);
+	kill(old, SIGKILL);
+	cr_assert(wait_for(h, "slow", phase_is, "backing_off", 10));
+	int rc = -1;
+	for (int i = 0; i < 100 && (rc = rmdir(ctr)) < 0; i++)
+		run_for(h, 0.01);
+	cr_assert_eq(rc, 0, "rmdir %s: %s", ctr, strerror(errno));
+	pid_t now = 0;
+	for (int i = 0; i < 500 && (now <= 0 || now == old); i++) {
+		run_for(h, 0.02);
+		if (status(h, "slow", &s)) {
+			now = phase_is(h, "slow", "running") ? s.containers[0].pid : 0;
+			st_status_clear(&s);
+		}
+	}
+	cr_assert(now > 0 && now != old, "did not run again after its group was removed");
+	cr_assert_eq(access(ctr, F_OK), 0, "its group was not made again: %s", ctr);
+	cr_assert(runs_in(now, tail), "not in %s", tail);
+	teardown(h);
+}
+
 /* --- damaged records, sandboxes, partly running pods ---------------------------- */
 
 /* A stored spec that cannot be decoded (a damaged store) fails that pod,
