@@ -143,8 +143,7 @@ static int pod__ctr_cgroup(pod_mgr_t *m, pod_ctr_t *c, char *reason, size_t cap)
 		 * ago): one path walk on cgroupfs less per restart in a mass
 		 * kill.  Removed by hand in that moment, the launch fails at
 		 * the join, and the next start, which looks, makes it again. */
-		bool seen = c->cg_seen &&
-			    (int64_t)rc_wall_ms() - c->next_restart_at < 1000;
+		bool seen = c->cg_seen;
 		c->cg_seen = false;
 		if (seen || pod_cgroup_exists(&c->cg))
 			return 0;
@@ -796,6 +795,10 @@ static rc_result_t pod__ctr_reconcile(void *ctx, rc_loop_t *loop, const rc_view_
 		pod__update(m, loop, p);
 		return rc_converged();
 	case POD_CA_START:
+		/* The exit's look at the group holds for a restart it was
+		 * due for at once, under a second ago (pod__ctr_cgroup). */
+		c->cg_seen = c->cg_seen && c->next_restart_at &&
+			     now - c->next_restart_at < 1000;
 		c->next_restart_at = 0;
 		p->gated = false;
 		return pod__ctr_run(m, loop, c, now);
