@@ -50,6 +50,9 @@
  *                   (DIR/<its run's name>.log: what tankd said in a storm)
  *   BENCH_MEM_WAIT_S=S  how long memory waits for the starts (default
  *                   60 + N/50)
+ *   BENCH_RUNIT_GROUP=K  services per runsvdir (default and most 1,000,
+ *                   Debian's limit): runit at N > K runs ceil(N/K)
+ *                   runsvdirs side by side under one shell
  *
  * JSON lines on stdout; progress and the summary table on stderr; the
  * plots' data files into $BENCH_DATA_DIR (default bench/results).
@@ -871,6 +874,18 @@ static int tank_apply(const ctx_t *c, sys_t *s, long n, const char *mode)
 	return 0;
 }
 
+/* How many services one runsvdir supervises here: Debian's stops at
+ * 1,000 (its MAXSERVICES; it logs "too many services" past that), so a
+ * larger storm runs ceil(N / 1000) of them side by side, each on its own
+ * share of the service dirs.  BENCH_RUNIT_GROUP=K makes groups of K (to
+ * try the split at a small N). */
+static long runit_group(void)
+{
+	const char *e = getenv("BENCH_RUNIT_GROUP");
+	long g = e ? atol(e) : 0;
+	return g > 0 && g <= 1000 ? g : 1000;
+}
+
 /* Service dirs for s6 and runit: N dirs whose `run` is the workload. */
 static int make_svdirs(const ctx_t *c, const char *root, long n)
 {
@@ -913,9 +928,34 @@ static int sys_start(ctx_t *c, sys_t *s, long n, const char *mode)
 	}
 	case SYS_RUNIT: {
 		snprintf(scan, sizeof scan, "%s/scan", s->dir);
-		if ((err = make_svdirs(c, scan, n)) < 0)
+		long g = runit_group();
+		if (n <= g) {
+			if ((err = make_svdirs(c, scan, n)) < 0)
+				return err;
+			char *argv[] = { (char *)"/usr/bin/runsvdir", (char *)"-P", scan, NULL };
+			return spawn_daemon(s, argv, SIGHUP);
+		}
+		/* More than one runsvdir supervises (Debian's stops at 1,000
+		 * services): scan/gNNN of at most g services each, one
+		 * runsvdir per group, under a shell that passes our SIGHUP
+		 * (sys_stop's, or the parent-death signal) on to each. */
+		if (mkdir(scan, 0755) < 0)
+			return -errno;
+		for (long i = 0, k = 0; i < n; i += g, k++) {
+			char gd[sizeof scan + 32];
+			snprintf(gd, sizeof gd, "%s/g%03ld", scan, k);
+			if ((err = make_svdirs(c, gd, n - i < g ? n - i : g)) < 0)
+				return err;
+		}
+		snprintf(conf, sizeof conf, "%s/runsvdirs.sh", s->dir);
+		snprintf(text, sizeof text,
+			 "pids=\n"
+			 "for d in %s/g*; do /usr/bin/runsvdir -P \"$d\" & pids=\"$pids $!\"; done\n"
+			 "trap 'kill -HUP $pids; wait' HUP TERM\n"
+			 "wait\n", scan);
+		if ((err = write_file(conf, text, 0644)) < 0)
 			return err;
-		char *argv[] = { (char *)"/usr/bin/runsvdir", (char *)"-P", scan, NULL };
+		char *argv[] = { (char *)"/bin/sh", conf, NULL };
 		return spawn_daemon(s, argv, SIGHUP);
 	}
 	case SYS_SUPERVISORD: {
@@ -1514,12 +1554,8 @@ static void storm_all(ctx_t *c, const long *ns, size_t nn, const bool *peers, lo
 			/* supervisord at 5,000 would take minutes of the 10. */
 			if (k == SYS_SUPERVISORD && n > 1000)
 				continue;
-			/* Debian's runsvdir supervises at most 1,000 services (its
-			 * MAXSERVICES; it logs "too many services" past that). */
-			if (k == SYS_RUNIT && n > 1000) {
-				note("storm: runit, N = %ld: skipped, runsvdir stops at 1000 services", n);
-				continue;
-			}
+			/* runit past 1,000 services: one runsvdir per 1,000
+			 * (runit_group). */
 			storm_res_t r = storm_one(c, (sys_kind_t)k, n, k == SYS_TANK ? base_pss : 0);
 			rows[i].r[k] = r;
 			const char *sys = SYS_NAME[k];

@@ -137,8 +137,15 @@ static int pod__ctr_cgroup(pod_mgr_t *m, pod_ctr_t *c, char *reason, size_t cap)
 
 	if (c->has_cg) {
 		/* Drift: a group removed by hand is made again (the launcher
-		 * would fail to join it, and every restart with it). */
-		if (pod_cgroup_exists(&c->cg))
+		 * would fail to join it, and every restart with it).  Not
+		 * looked for again when the exit this start follows at once
+		 * found it (its runner read its cgroup.procs, under a second
+		 * ago): one path walk on cgroupfs less per restart in a mass
+		 * kill.  Removed by hand in that moment, the launch fails at
+		 * the join, and the next start, which looks, makes it again. */
+		bool seen = c->cg_seen;
+		c->cg_seen = false;
+		if (seen || pod_cgroup_exists(&c->cg))
 			return 0;
 		if (pod_cgroup_destroy(&c->cg) < 0)
 			pod_cgroup_forget(&c->cg);
@@ -788,6 +795,10 @@ static rc_result_t pod__ctr_reconcile(void *ctx, rc_loop_t *loop, const rc_view_
 		pod__update(m, loop, p);
 		return rc_converged();
 	case POD_CA_START:
+		/* The exit's look at the group holds for a restart it was
+		 * due for at once, under a second ago (pod__ctr_cgroup). */
+		c->cg_seen = c->cg_seen && c->next_restart_at &&
+			     now - c->next_restart_at < 1000;
 		c->next_restart_at = 0;
 		p->gated = false;
 		return pod__ctr_run(m, loop, c, now);
@@ -1005,6 +1016,11 @@ static void pod__ctr_handle(void *ctx, rc_loop_t *loop, rt_msg_t *msg)
 		pod__ctr_exited(loop, c, &ex.exit, ex.ran_ms,
 				ex.unhealthy[0] || ex.kept_at > 0 || ex.lost ? why : NULL,
 				ex.unhealthy[0] != 0);
+		/* A restart due at once: its start trusts this exit's look
+		 * at the group (pod__ctr_cgroup). */
+		c->cg_seen = ex.cg_read && c->has_cg && c->runner == 0 &&
+			     c->st.phase == POD_CP_BACKING_OFF &&
+			     c->next_restart_at <= (int64_t)rc_wall_ms();
 		counted = true;
 	}
 	pod__update(m, loop, c->pod);

@@ -735,9 +735,11 @@ bool pod__settled(rt_t *rt, const pod_trk_t *p)
 /* What a pass could change of p: nothing (POD_CALM_SETTLED, above),
  * nothing but its containers' restarts, which tank itself times
  * (POD_CALM_RESTARTING: every container terminal, running under a live
- * runner, or backing off without one, and at least one backing off), or
- * more (POD_CALM_NO).  One walk for both: the sweep asks both of every
- * pod. */
+ * runner, or backing off without one or with its restart's launch under
+ * way, and at least one backing off), or more (POD_CALM_NO).  One walk
+ * for both: the sweep asks both of every pod.  A restart's launch waits
+ * in the launcher's queue for seconds in a storm of 10,000: those pods
+ * were read by every sweep meanwhile. */
 pod_calm_t pod__calm(rt_t *rt, const pod_trk_t *p)
 {
 	pod_calm_t calm = POD_CALM_SETTLED;
@@ -751,7 +753,8 @@ pod_calm_t pod__calm(rt_t *rt, const pod_trk_t *p)
 			return POD_CALM_NO;
 		if (c->st.phase == POD_CP_TERMINAL)
 			continue;
-		if (c->st.phase == POD_CP_BACKING_OFF && !c->runner)
+		if (c->st.phase == POD_CP_BACKING_OFF &&
+		    (!c->runner || (c->launching && rt_alive(rt, c->runner))))
 			calm = POD_CALM_RESTARTING;
 		else if (c->st.phase != POD_CP_RUNNING || !c->runner || !rt_alive(rt, c->runner))
 			return POD_CALM_NO;

@@ -71,6 +71,10 @@ typedef struct pod_ctr {
 	st_exit_t last_exit;
 	int64_t started_at, next_restart_at;
 	bool has_cg;
+	/* Its runner read cg at the exit whose restart is due at once
+	 * (pod_runner_exited_t.cg_read): that start skips the drift check
+	 * (pod__ctr_cgroup).  In the padding after has_cg. */
+	bool cg_seen;
 	pod_cgroup_t cg;
 	pod_log_t *log;
 	uint64_t log_dropped;         /* lines its log lost, as last reported */
@@ -145,6 +149,10 @@ struct pod_trk {
 	 * its event.  NULL otherwise. */
 	const pod_ctr_t *cause;
 	uint32_t told_sig;            /* what the owner was last told changed */
+	/* Its containers' restarts summed at the sweep that set swept_sig:
+	 * a state moved only by restarts is swept once the starts are over
+	 * (pod_sweep.c).  In the tail padding after told_sig. */
+	uint32_t swept_restarts;
 };
 
 /* How the reason of a container given up (backoff.max_retries) begins;

@@ -156,10 +156,10 @@ static void pod__runner_drain(rt_t *rt, pod_runner_t *r, pod_log_stream_t s)
 	}
 }
 
-static void pod__runner_kill_rest(pod_runner_t *r)
+static int pod__runner_kill_rest(pod_runner_t *r)
 {
 	/* Descendants that outlived the main process die with it. */
-	(void)pod_proc_kill_all(&r->proc, r->cgroup);
+	return pod_proc_kill_all(&r->proc, r->cgroup);
 }
 
 /* lost: it ended and nobody could wait(2) for it (pod_adopt.h
@@ -176,7 +176,8 @@ static void pod__runner_exit(rt_t *rt, pod_runner_t *r, int status, bool lost)
 	else
 		pod_exit_from_status(status, r->cgroup, &ex.exit);
 	ex.lost = lost;
-	pod__runner_kill_rest(r);
+	ex.cg_read = pod__runner_kill_rest(r) == 0 && r->cgroup &&
+		     r->cgroup->mode != POD_CGROUP_NONE;
 	pod_prober_free(rt, r->prober);   /* before the cgroup is the owner's again */
 	r->prober = NULL;
 	ex.stopped = r->stopping;
@@ -205,7 +206,7 @@ static void pod__runner_stop(rt_t *rt, pod_runner_t *r)
 	if (r->job)
 		return;
 	if (pod_proc_signal(&r->proc, r->stop_signal) < 0 || r->grace_ms == 0)
-		pod__runner_kill_rest(r);
+		(void)pod__runner_kill_rest(r);
 	else
 		rt_send_after(rt, rt_self(rt), r->grace_ms, POD_RUNNER_GRACE, NULL, 0, NULL);
 }

@@ -104,6 +104,9 @@ typedef struct pod_runner_exited {
 	/* An adopted process that ended while no keeper held its status (the
 	 * keeper was killed; pod_adopt.h "Orphans"): exit unknown (code -1) */
 	bool lost;
+	/* Its cgroup was read (or killed through, v2) at the exit and found
+	 * there: the owner's restart at once need not look for it again. */
+	bool cg_read;
 	char key[RC_KEY_MAX];     /* "<pod>/<container>" */
 } pod_runner_exited_t;
 

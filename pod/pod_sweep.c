@@ -67,11 +67,35 @@ typedef struct pod_sweep {
  * storm of 10,000 restarts made every pod this at each pass until its
  * turn, and reading each one's groups (~55 us a pod) at every pass was
  * most of tankd's system time in the storm. */
+/* Its containers' restarts, summed (wraps; only compared for equality). */
+static uint32_t pod__restarts(const pod_trk_t *p)
+{
+	uint32_t n = 0;
+
+	for (size_t i = 0; i < p->nctrs; i++)
+		n += p->ctrs[i].restarts;
+	return n;
+}
+
+/* A settled pod whose state moved since its last clean sweep, and whose
+ * containers restarted meanwhile, is put off while containers are being
+ * started (sw->starting: at most POD_SWEEP_DEFER_MAX sweeps in a row),
+ * without counting as a state swept: it is read at the first sweep that
+ * no start preceded.  After a mass kill, every pod that ran again was
+ * read at the next pass (opendir, getdents, the pod group's
+ * cgroup.procs: ~5 system calls, two path walks on cgroupfs) while the
+ * storm's other restarts waited for the loop: ~10 % of the loop's CPU in
+ * a storm of 1,000 that a pass fell into, a pass every 5 s through a
+ * storm of 10,000.  Each of those exits had its container's group read
+ * and emptied by its runner already (pod__runner_kill_rest); what waits
+ * is only a process planted by hand in the pod's own group, as for a
+ * settled pod. */
 static bool pod__cg_skip(const pod_sweep_t *sw, pod_trk_t *p)
 {
 	pod_mgr_t *m = sw->m;
 	pod_calm_t calm = pod__calm(rc_rt(sw->loop), p);
 	uint64_t sig;
+	uint32_t restarts;
 
 	if (calm != POD_CALM_SETTLED)
 		return calm == POD_CALM_RESTARTING && p->swept_sig &&
@@ -79,10 +103,15 @@ static bool pod__cg_skip(const pod_sweep_t *sw, pod_trk_t *p)
 	sig = pod__status_sig(p);
 	if (p->swept_sig == sig && m->pass - p->swept_pass < POD_SWEEP_FULL_PASSES)
 		return true;
+	restarts = pod__restarts(p);
+	if (sw->starting && p->swept_sig && restarts != p->swept_restarts &&
+	    m->pass - p->swept_pass < POD_SWEEP_FULL_PASSES)
+		return true;
 	/* Swept now, in this state: pod__cg_found forgets it if this
 	 * sweep finds anything. */
 	p->swept_sig = sig;
 	p->swept_pass = m->pass;
+	p->swept_restarts = restarts;
 	return false;
 }
 

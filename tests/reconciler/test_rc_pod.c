@@ -910,6 +910,94 @@ Test(reconciler, an_ended_containers_group_waits_while_starts_go_on)
 	teardown(h);
 }
 
+/* Whether pid runs in the group whose path ends in tail. */
+static bool runs_in(pid_t pid, const char *tail)
+{
+	char path[64], line[1024];
+	bool in = false;
+	snprintf(path, sizeof path, "/proc/%d/cgroup", (int)pid);
+	FILE *f = fopen(path, "re");
+	if (!f)
+		return false;
+	while (!in && fgets(line, sizeof line, f)) {
+		line[strcspn(line, "\n")] = '\0';
+		size_t l = strlen(line), t = strlen(tail);
+		in = l >= t && strcmp(line + l - t, tail) == 0;
+	}
+	fclose(f);
+	return in;
+}
+
+/* Kills c's process and waits for it to run again under a new pid. */
+static pid_t kill_and_wait_back(h_t *h, const char *name)
+{
+	st_status_t s;
+	cr_assert(status(h, name, &s));
+	pid_t old = s.containers[0].pid, now = 0;
+	st_status_clear(&s);
+	cr_assert_gt(old, 0);
+	kill(old, SIGKILL);
+	for (int i = 0; i < 500 && (now <= 0 || now == old); i++) {
+		run_for(h, 0.02);
+		if (status(h, name, &s)) {
+			now = phase_is(h, name, "running") ? s.containers[0].pid : 0;
+			st_status_clear(&s);
+		}
+	}
+	cr_assert(now > 0 && now != old, "%s did not run again", name);
+	return now;
+}
+
+/* A container's group removed by hand while it backs off is made again
+ * at its restart; a restart due at once trusts the exit's look at the
+ * group instead of looking again (issue 38 item 3: one path walk on
+ * cgroupfs per restart), and only then: both run in their groups. */
+Test(reconciler, a_group_removed_while_backing_off_is_made_again)
+{
+	h_t *h = setup_cg();
+	char dir[600], ctr[700], tail[128];
+
+	apply_yaml(h, "name: slow\nrestart: always\nbackoff: {base: 1s, cap: 1s}\n"
+		      "containers:\n  - name: c\n    command: [/bin/sleep, \"60\"]\n");
+	apply_yaml(h, "name: fast\nrestart: always\nbackoff: {base: 0s}\n"
+		      "containers:\n  - name: c\n    command: [/bin/sleep, \"60\"]\n");
+	cr_assert(wait_for(h, "slow", phase_is, "running", 10));
+	cr_assert(wait_for(h, "fast", phase_is, "running", 10));
+
+	/* A restart due at once: in its group, twice in a row. */
+	cr_assert(cg_dir_of(h, "fast", dir, sizeof dir));
+	snprintf(tail, sizeof tail, "%s/c", strrchr(dir, '/'));
+	for (int i = 0; i < 2; i++)
+		cr_assert(runs_in(kill_and_wait_back(h, "fast"), tail), "not in %s", tail);
+
+	/* Removed by hand during the backoff: made again. */
+	cr_assert(cg_dir_of(h, "slow", dir, sizeof dir));
+	snprintf(ctr, sizeof ctr, "%s/c", dir);
+	snprintf(tail, sizeof tail, "%s/c", strrchr(dir, '/'));
+	st_status_t s;
+	cr_assert(status(h, "slow", &s));
+	pid_t old = s.containers[0].pid;
+	st_status_clear(&s);
+	kill(old, SIGKILL);
+	cr_assert(wait_for(h, "slow", phase_is, "backing_off", 10));
+	int rc = -1;
+	for (int i = 0; i < 100 && (rc = rmdir(ctr)) < 0; i++)
+		run_for(h, 0.01);
+	cr_assert_eq(rc, 0, "rmdir %s: %s", ctr, strerror(errno));
+	pid_t now = 0;
+	for (int i = 0; i < 500 && (now <= 0 || now == old); i++) {
+		run_for(h, 0.02);
+		if (status(h, "slow", &s)) {
+			now = phase_is(h, "slow", "running") ? s.containers[0].pid : 0;
+			st_status_clear(&s);
+		}
+	}
+	cr_assert(now > 0 && now != old, "did not run again after its group was removed");
+	cr_assert_eq(access(ctr, F_OK), 0, "its group was not made again: %s", ctr);
+	cr_assert(runs_in(now, tail), "not in %s", tail);
+	teardown(h);
+}
+
 /* --- damaged records, sandboxes, partly running pods ---------------------------- */
 
 /* A stored spec that cannot be decoded (a damaged store) fails that pod,
@@ -1175,6 +1263,76 @@ Test(reconciler, a_pod_backing_off_is_swept_once_it_runs_again, .timeout = 90)
 		gone_ = reaped(stowaway);
 	}
 	cr_assert(gone_, "not swept at the first passes after it ran again");
+	teardown(h);
+}
+
+/* A pod that ran again after its container's restart is swept once the
+ * starts are over, not while other containers are still being started
+ * (issue 38 item 3: after a mass kill, each pod that ran again was read at
+ * the next pass while the rest of the storm waited for the loop); and not
+ * later than 12 sweeps in a row of starts (POD_SWEEP_DEFER_MAX). */
+Test(reconciler, a_restarted_pod_is_swept_once_the_starts_are_over, .timeout = 90)
+{
+	h_t *h = setup(true);
+	char buf[512], own[64];
+	const char *names[] = { "loop" };
+	st_pod_t sp;
+	st_status_t s;
+
+	if (h->cg.mode == POD_CGROUP_NONE) {
+		teardown(h);
+		cr_skip_test("no cgroup hierarchy here: the sweep has nothing to walk");
+	}
+	apply_yaml(h, pod_yaml(buf, sizeof buf, "again", "always", "sleep", "{base: 0s}"));
+	cr_assert(wait_for(h, "again", phase_is, "running", 10));
+	cr_assert_eq(st_pod_get(h->st, "again", &sp, NULL), 0);
+	snprintf(own, sizeof own, "again.%.8s", sp.uid);
+	st_pod_clear(&sp);
+	run_for(h, 1.0);                 /* swept once while settled */
+	/* A crash loop: a start at every pass from now on. */
+	apply_yaml(h, pod_yaml(buf, sizeof buf, "loop", "always", "exit:1",
+			       "{base: 10ms, cap: 20ms}"));
+	run_for(h, 0.5);
+
+	for (int round = 0; round < 2; round++) {
+		/* Round 1: the sweep that found round 0's stowaway counts
+		 * as not clean; the next one reads the pod clean again. */
+		if (round == 1)
+			run_for(h, 0.5);
+		pid_t stowaway = plant(h, own);
+		cr_assert(status(h, "again", &s));
+		pid_t pid = s.containers[0].pid;
+		st_status_clear(&s);
+		cr_assert_gt(pid, 0);
+		kill(pid, SIGKILL);
+		bool back = false;
+		for (int i = 0; i < 500 && !back; i++) {
+			run_for(h, 0.02);
+			if (status(h, "again", &s)) {
+				back = s.containers[0].pid > 0 && s.containers[0].pid != pid &&
+				       phase_is(h, "again", "running");
+				st_status_clear(&s);
+			}
+		}
+		cr_assert(back, "not running again after the kill");
+		run_for(h, 1.0);         /* ~5 passes, each after starts of "loop" */
+		cr_assert(!reaped(stowaway), "round %d: swept while containers were being started", round);
+		if (round == 1) {
+			/* The starts are over: the next passes read it. */
+			cr_assert_eq(st_delete(h->st, names, 1, NULL, NULL), 0);
+			cr_assert(wait_for(h, "loop", gone, NULL, 10));
+		}
+		/* Round 0: the crash loop goes on; the sweep is put off at
+		 * most 12 passes in a row (2.4 s here). */
+		bool gone_ = false;
+		for (int i = 0; i < 1000 && !gone_; i++) {
+			run_for(h, 0.02);
+			gone_ = reaped(stowaway);
+		}
+		cr_assert(gone_, "round %d: not swept %s", round,
+			  round ? "once the starts were over" : "within 12 passes of starts");
+		cr_assert(phase_is(h, "again", "running"));
+	}
 	teardown(h);
 }
 
