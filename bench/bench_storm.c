@@ -33,6 +33,7 @@
  *             of the grace (issue 38, item 6 (c)), beside the machine's
  *             floor: N workloads started and sent SIGTERM by the bench
  *             itself, until all are reaped.  Not in the default list.
+ *             BENCH_STOP_RUNS=physical,idle,deaf,chain3 picks the runs.
  *
  * How "running again" is seen: each workload reports "S pid t" (t its
  * CLOCK_MONOTONIC exec-time stamp) on a datagram socket; the storm is over
@@ -588,6 +589,7 @@ typedef struct sys {
 	char sock[PATH_MAX + 16]; /* tank's RPC socket */
 	api_client_t *cli;
 	long n;
+	double stop_cpu_s;        /* sys_stop: the daemon's CPU time during its stop (< 0: unknown) */
 } sys_t;
 
 /* fork + exec with stdio to dir/daemon.log, its own process group (our
@@ -671,10 +673,18 @@ static double sys_stop(sys_t *s)
 	if (s->pid <= 0)
 		return -1;
 	tree = descendants(s->pid, &n);
+	unsigned long long k0 = cpu_ticks(s->pid);
 	uint64_t t0 = bench_now_ns(), deadline = t0 + 60ull * 1000000000u;
 	kill(s->pid, stop_sig[s->kind]);
 	bool gone = false;
+	s->stop_cpu_s = -1;
 	while (bench_now_ns() < deadline) {
+		/* Exited, not reaped yet (WNOWAIT): its CPU time is still in
+		 * /proc, the stop's share of it read before the reap. */
+		siginfo_t si = { 0 };
+		if (waitid(P_PID, (id_t)s->pid, &si, WEXITED | WNOHANG | WNOWAIT) == 0 &&
+		    si.si_pid == s->pid)
+			s->stop_cpu_s = (double)(cpu_ticks(s->pid) - k0) / (double)sysconf(_SC_CLK_TCK);
 		pid_t r = waitpid(s->pid, &st, WNOHANG);
 		if (r == s->pid || (r < 0 && errno == ECHILD)) {
 			gone = true;
@@ -1767,6 +1777,8 @@ out:
 
 /* --- scenario: stop (issue 38, item 6 (c)) --------------------------------- */
 
+static bool has_word(const char *list, const char *w);
+
 /* tankd's graceful stop with n pods of workload mode (sleep: they end on
  * their SIGTERM; deaf: they ignore it, SIGKILL after grace_ms), in
  * `levels` levels of depends_on (0 or 1: none): the time from the SIGTERM
@@ -1818,8 +1830,10 @@ static double stop_run(ctx_t *c, long n, const char *what, const char *mode, lon
 		snprintf(label, sizeof label, "tank-%s", what);
 		emit("stop_s", took, "s", label, n);
 		emit("stop_graces", took / ((double)grace_ms / 1000.), "x", label, n);
-		note("stop: %s, N=%ld: %.3f s (%.2f x the grace of %ld ms)", what, n, took,
-		     took / ((double)grace_ms / 1000.), grace_ms);
+		if (s.stop_cpu_s >= 0)
+			emit("stop_cpu_s", s.stop_cpu_s, "s", label, n);
+		note("stop: %s, N=%ld: %.3f s (%.2f x the grace of %ld ms), tankd's CPU %.2f s",
+		     what, n, took, took / ((double)grace_ms / 1000.), grace_ms, s.stop_cpu_s);
 	}
 out:
 	if (s.pid > 0)
@@ -1877,14 +1891,22 @@ out:
 	return took;
 }
 
+/* BENCH_STOP_RUNS (comma list of physical,idle,deaf,chain3; default all)
+ * picks the runs: at 9,872 pods each is that many processes, under the
+ * machine's lock. */
 static void stop_all(ctx_t *c, long n, long grace_ms)
 {
-	stop_physical(c, n);
-	if (!g_interrupted)
+	const char *runs = getenv("BENCH_STOP_RUNS");
+
+	if (!runs || !*runs)
+		runs = "physical,idle,deaf,chain3";
+	if (has_word(runs, "physical"))
+		stop_physical(c, n);
+	if (!g_interrupted && has_word(runs, "idle"))
 		stop_run(c, n, "idle", "sleep", grace_ms, 0);
-	if (!g_interrupted)
+	if (!g_interrupted && has_word(runs, "deaf"))
 		stop_run(c, n, "deaf", "deaf", grace_ms, 0);
-	if (!g_interrupted)
+	if (!g_interrupted && has_word(runs, "chain3"))
 		stop_run(c, n - n % 3, "chain3", "deaf", grace_ms, 3);
 }
 
