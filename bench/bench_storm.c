@@ -23,6 +23,17 @@
  *             (default 1000; QUICK=1: 200) over -w SECONDS (60; QUICK=1:
  *             10) once all run and a resync period passed (issue 38).
  *             In the default list of the full mode, not of QUICK=1.
+ *   stop      tankd's graceful stop (SIGTERM to tankd until it exited)
+ *             with -i N pods (default 1000; QUICK=1: 200), three runs:
+ *             "idle" pods that end on their SIGTERM, "deaf" pods that
+ *             ignore it (ended by SIGKILL after a grace of -g MS, default
+ *             2000; QUICK=1: 1000), and "chain": the deaf pods in three
+ *             levels of depends_on (N/3 chains a <- b <- c), whose stop
+ *             goes level by level.  Reported as seconds and as multiples
+ *             of the grace (issue 38, item 6 (c)), beside the machine's
+ *             floor: N workloads started and sent SIGTERM by the bench
+ *             itself, until all are reaped.  Not in the default list.
+ *             BENCH_STOP_RUNS=physical,idle,deaf,chain3 picks the runs.
  *
  * How "running again" is seen: each workload reports "S pid t" (t its
  * CLOCK_MONOTONIC exec-time stamp) on a datagram socket; the storm is over
@@ -31,8 +42,9 @@
  * RPC and the status bookkeeping on top.
  *
  *   bench_storm [-s SCENARIOS] [-n N,N,...] [-p PEERS] [-c CRASHLOOP_N] [-r ROUNDS]
- *               [-i IDLE_N] [-w IDLE_WINDOW_S]
- *     SCENARIOS  comma list of storm,memory,crashloop,latency,idle (default) and obs
+ *               [-i IDLE_N] [-w IDLE_WINDOW_S] [-g STOP_GRACE_MS]
+ *     SCENARIOS  comma list of storm,memory,crashloop,latency,idle (default),
+ *                obs and stop
  *     N          storm sizes (default 100,1000,5000; QUICK=1: 50,200)
  *     PEERS      comma list of s6,runit,supervisord (default: installed)
  *   BENCH_TANKD_HTTP=ADDR  tankd runs with --http ADDR (its cost: docs/bench.md)
@@ -580,6 +592,7 @@ typedef struct sys {
 	char sock[PATH_MAX + 16]; /* tank's RPC socket */
 	api_client_t *cli;
 	long n;
+	double stop_cpu_s;        /* sys_stop: the daemon's CPU time during its stop (< 0: unknown) */
 } sys_t;
 
 /* fork + exec with stdio to dir/daemon.log, its own process group (our
@@ -645,9 +658,12 @@ static void keep_log(const sys_t *s)
 }
 
 /* Stops the daemon the way its manual says, waits, then SIGKILLs whatever
- * of its tree is left (recorded before the stop, re-checked by comm). */
-static void sys_stop(sys_t *s)
+ * of its tree is left (recorded before the stop, re-checked by comm).
+ * Returns how long the daemon took to exit, in seconds (< 0: it did not
+ * within 60 s, or there was none). */
+static double sys_stop(sys_t *s)
 {
+	double took = -1;
 	static const int stop_sig[SYS_COUNT] = { SIGTERM, SIGTERM, SIGHUP, SIGTERM };
 	size_t n = 0;
 	proc_t *tree;
@@ -658,23 +674,31 @@ static void sys_stop(sys_t *s)
 		s->cli = NULL;
 	}
 	if (s->pid <= 0)
-		return;
+		return -1;
 	tree = descendants(s->pid, &n);
+	unsigned long long k0 = cpu_ticks(s->pid);
 	uint64_t t0 = bench_now_ns(), deadline = t0 + 60ull * 1000000000u;
 	kill(s->pid, stop_sig[s->kind]);
 	bool gone = false;
+	s->stop_cpu_s = -1;
 	while (bench_now_ns() < deadline) {
+		/* Exited, not reaped yet (WNOWAIT): its CPU time is still in
+		 * /proc, the stop's share of it read before the reap. */
+		siginfo_t si = { 0 };
+		if (waitid(P_PID, (id_t)s->pid, &si, WEXITED | WNOHANG | WNOWAIT) == 0 &&
+		    si.si_pid == s->pid)
+			s->stop_cpu_s = (double)(cpu_ticks(s->pid) - k0) / (double)sysconf(_SC_CLK_TCK);
 		pid_t r = waitpid(s->pid, &st, WNOHANG);
 		if (r == s->pid || (r < 0 && errno == ECHILD)) {
 			gone = true;
 			break;
 		}
-		bench_sleep_ms(20);
+		bench_sleep_ms(5);
 	}
-	if (gone)
-		note("%s with %ld services stopped in %.3f s", SYS_NAME[s->kind], s->n,
-		     (double)(bench_now_ns() - t0) / 1e9);
-	else {
+	if (gone) {
+		took = (double)(bench_now_ns() - t0) / 1e9;
+		note("%s with %ld services stopped in %.3f s", SYS_NAME[s->kind], s->n, took);
+	} else {
 		note("%s did not stop within 60 s: killing it", SYS_NAME[s->kind]);
 		kill(s->pid, SIGKILL);
 		waitpid(s->pid, &st, 0);
@@ -700,6 +724,7 @@ static void sys_stop(sys_t *s)
 		tank_cgroups_cleanup(s);
 	s->pid = 0;
 	keep_log(s);
+	return took;
 }
 
 /* Kills what is still in one cgroup (a container tankd spawned after
@@ -748,6 +773,11 @@ typedef struct pods_arg {
 	const ctx_t *c;
 	long from, to;
 	const char *mode;
+	long grace_ms;            /* stop.grace (0: 2000) */
+	/* > 1: the pods in that many levels of depends_on, (to - from) /
+	 * levels a level: pod i of a level above the first depends on pod i
+	 * of the level below (condition started). */
+	long levels;
 } pods_arg_t;
 
 static int pack_pods(msgpack_packer *pk, void *arg)
@@ -757,8 +787,10 @@ static int pack_pods(msgpack_packer *pk, void *arg)
 	int rc = msgpack_pack_array(pk, 1);
 	rc |= msgpack_pack_array(pk, (size_t)(a->to - a->from));
 	for (long i = a->from; i < a->to; i++) {
+		long per = a->levels > 1 ? (a->to - a->from) / a->levels : 0;
+		bool dep = per > 0 && i - a->from >= per && i - a->from < per * a->levels;
 		snprintf(name, sizeof name, "p%05ld", i);
-		rc |= msgpack_pack_map(pk, 5);
+		rc |= msgpack_pack_map(pk, dep ? 6 : 5);
 		rc |= api_pack_cstr(pk, "name");       rc |= api_pack_cstr(pk, name);
 		rc |= api_pack_cstr(pk, "restart");    rc |= api_pack_cstr(pk, "always");
 		rc |= api_pack_cstr(pk, "backoff");
@@ -768,7 +800,17 @@ static int pack_pods(msgpack_packer *pk, void *arg)
 		rc |= api_pack_cstr(pk, "stop");
 		rc |= msgpack_pack_map(pk, 2);
 		rc |= api_pack_cstr(pk, "signal");     rc |= api_pack_cstr(pk, "TERM");
-		rc |= api_pack_cstr(pk, "grace");      rc |= msgpack_pack_int(pk, 2000);
+		rc |= api_pack_cstr(pk, "grace");
+		rc |= msgpack_pack_long(pk, a->grace_ms > 0 ? a->grace_ms : 2000);
+		if (dep) {
+			char below[32];
+			snprintf(below, sizeof below, "p%05ld", i - per);
+			rc |= api_pack_cstr(pk, "depends_on");
+			rc |= msgpack_pack_array(pk, 1);
+			rc |= msgpack_pack_map(pk, 2);
+			rc |= api_pack_cstr(pk, "pod");        rc |= api_pack_cstr(pk, below);
+			rc |= api_pack_cstr(pk, "condition");  rc |= api_pack_cstr(pk, "started");
+		}
 		rc |= api_pack_cstr(pk, "containers");
 		rc |= msgpack_pack_array(pk, 1);
 		rc |= msgpack_pack_map(pk, 2);
@@ -864,7 +906,7 @@ static pid_t tank_daemon_pid(const ctx_t *c, sys_t *s)
 static int tank_apply(const ctx_t *c, sys_t *s, long n, const char *mode)
 {
 	for (long from = 0; from < n; from += 500) {
-		pods_arg_t a = { c, from, from + 500 < n ? from + 500 : n, mode };
+		pods_arg_t a = { c, from, from + 500 < n ? from + 500 : n, mode, 0, 0 };
 		api_incoming_t in;
 		int err = tank_call(s, "apply", pack_pods, &a, &in);
 		if (err < 0)
@@ -1629,14 +1671,14 @@ static void memory_big(ctx_t *c, long n, long base_pss)
 	}
 	api_incoming_t in;
 	if (n < 10000 && n == c->tank_max_pods) {
-		pods_arg_t all = { c, 0, 10000, "sleep" };
+		pods_arg_t all = { c, 0, 10000, "sleep", 0, 0 };
 		if (tank_call(&s, "apply", pack_pods, &all, &in) == 0) {
 			note("memory: 10,000 pods were accepted past the limit");
 			api_incoming_free(&in);
 			goto out;
 		}
 	}
-	pods_arg_t a = { c, 0, n, "sleep" };
+	pods_arg_t a = { c, 0, n, "sleep", 0, 0 };
 	t0 = bench_now_ns();
 	if ((err = tank_call(&s, "apply", pack_pods, &a, &in)) < 0)
 		goto out;
@@ -1731,7 +1773,7 @@ static void idle_cpu(ctx_t *c, long n, long window_s)
 	setenv("BENCH_MODE", "sleep", 1);
 	if (tank_start(c, &s) < 0)
 		goto out;
-	pods_arg_t a = { c, 0, n, "sleep" };
+	pods_arg_t a = { c, 0, n, "sleep", 0, 0 };
 	t0 = bench_now_ns();
 	if (tank_call(&s, "apply", pack_pods, &a, &in) < 0)
 		goto out;
@@ -1767,6 +1809,141 @@ static void idle_cpu(ctx_t *c, long n, long window_s)
 out:
 	sys_stop(&s);
 	pidset_free(&seen);
+}
+
+/* --- scenario: stop (issue 38, item 6 (c)) --------------------------------- */
+
+static bool has_word(const char *list, const char *w);
+
+/* tankd's graceful stop with n pods of workload mode (sleep: they end on
+ * their SIGTERM; deaf: they ignore it, SIGKILL after grace_ms), in
+ * `levels` levels of depends_on (0 or 1: none): the time from the SIGTERM
+ * to tankd until it exited, emitted as stop_s and as stop_graces (that
+ * time over the grace: a stop bounded by the grace is about levels of
+ * it for deaf pods).  Returns the seconds, < 0 on failure. */
+static double stop_run(ctx_t *c, long n, const char *what, const char *mode, long grace_ms,
+		       long levels)
+{
+	sys_t s = { .kind = SYS_TANK };
+	pidset_t seen = { 0 };
+	uint64_t last, t0;
+	api_incoming_t in;
+	double took = -1;
+	char label[64];
+
+	note("stop: %s, N = %ld, grace %ld ms, %ld level(s)", what, n, grace_ms,
+	     levels > 1 ? levels : 1);
+	notes_drain(&c->notes);
+	if (pidset_init(&seen, (size_t)n) < 0)
+		return -1;
+	s.n = n;
+	snprintf(s.dir, sizeof s.dir, "%s/tank-stop-%s-%ld-%d", c->top, what, n, c->seq++);
+	if (mkdir(s.dir, 0755) < 0)
+		goto out;
+	setenv("BENCH_NOTIFY", c->notes.path, 1);
+	setenv("BENCH_MODE", mode, 1);
+	if (tank_start(c, &s) < 0)
+		goto out;
+	pods_arg_t a = { c, 0, n, mode, grace_ms, levels };
+	t0 = bench_now_ns();
+	if (tank_call(&s, "apply", pack_pods, &a, &in) < 0)
+		goto out;
+	api_incoming_free(&in);
+	if (wait_starts(c, n, t0, NULL, &seen, (60ull + (uint64_t)n / 25) * 1000000000u, &last) < n) {
+		note("stop: only %zu of %ld pods started", seen.n, n);
+		goto out;
+	}
+	if (tank_confirm(&s, n, &seen, bench_now_ns() + 60ull * 1000000000u) < 0)
+		goto out;
+	/* The starts' aftermath (status commits, the first resync) is not
+	 * the stop's. */
+	bench_sleep_ms(1000);
+	snprintf(label, sizeof label, "stop-%s", what);
+	pid_t perf = perf_start(s.pid, label);
+	took = sys_stop(&s);
+	perf_stop(perf);
+	if (took >= 0) {
+		snprintf(label, sizeof label, "tank-%s", what);
+		emit("stop_s", took, "s", label, n);
+		emit("stop_graces", took / ((double)grace_ms / 1000.), "x", label, n);
+		if (s.stop_cpu_s >= 0)
+			emit("stop_cpu_s", s.stop_cpu_s, "s", label, n);
+		note("stop: %s, N=%ld: %.3f s (%.2f x the grace of %ld ms), tankd's CPU %.2f s",
+		     what, n, took, took / ((double)grace_ms / 1000.), grace_ms, s.stop_cpu_s);
+	}
+out:
+	if (s.pid > 0)
+		sys_stop(&s);
+	pidset_free(&seen);
+	return took;
+}
+
+/* The machine's floor for the same stop: n workloads started here
+ * directly, each sent SIGTERM in one loop, then every one waited for:
+ * what ending n processes costs whoever ends them (their exits are
+ * scheduled on the same two cores).  Seconds, < 0 on failure. */
+static double stop_physical(ctx_t *c, long n)
+{
+	pidset_t seen = { 0 };
+	pid_t *pids = calloc((size_t)n, sizeof *pids);
+	uint64_t last, t0;
+	long started = 0;
+	double took = -1;
+
+	notes_drain(&c->notes);
+	if (!pids || pidset_init(&seen, (size_t)n) < 0)
+		goto out;
+	t0 = bench_now_ns();
+	for (; started < n; started++) {
+		pid_t pid = fork();
+		if (pid < 0)
+			break;
+		if (pid == 0) {
+			prctl(PR_SET_PDEATHSIG, SIGKILL);
+			execl(c->workload, "workload", "sleep", c->notes.path, (char *)NULL);
+			_exit(127);
+		}
+		pids[started] = pid;
+	}
+	if (started == n && wait_starts(c, n, t0, NULL, &seen, 60ull * 1000000000u, &last) == n) {
+		t0 = bench_now_ns();
+		for (long i = 0; i < n; i++)
+			kill(pids[i], SIGTERM);
+		for (long i = 0; i < n; i++)
+			while (waitpid(pids[i], NULL, 0) < 0 && errno == EINTR)
+				;
+		took = (double)(bench_now_ns() - t0) / 1e9;
+		started = 0;
+		emit("stop_physical_s", took, "s", NULL, n);
+		note("stop: physical, N=%ld: %.3f s to SIGTERM and reap them", n, took);
+	}
+	for (long i = 0; i < started; i++) {
+		kill(pids[i], SIGKILL);
+		waitpid(pids[i], NULL, 0);
+	}
+out:
+	pidset_free(&seen);
+	free(pids);
+	return took;
+}
+
+/* BENCH_STOP_RUNS (comma list of physical,idle,deaf,chain3; default all)
+ * picks the runs: at 9,872 pods each is that many processes, under the
+ * machine's lock. */
+static void stop_all(ctx_t *c, long n, long grace_ms)
+{
+	const char *runs = getenv("BENCH_STOP_RUNS");
+
+	if (!runs || !*runs)
+		runs = "physical,idle,deaf,chain3";
+	if (has_word(runs, "physical"))
+		stop_physical(c, n);
+	if (!g_interrupted && has_word(runs, "idle"))
+		stop_run(c, n, "idle", "sleep", grace_ms, 0);
+	if (!g_interrupted && has_word(runs, "deaf"))
+		stop_run(c, n, "deaf", "deaf", grace_ms, 0);
+	if (!g_interrupted && has_word(runs, "chain3"))
+		stop_run(c, n - n % 3, "chain3", "deaf", grace_ms, 3);
 }
 
 /* --- scenario: crash loop ------------------------------------------------- */
@@ -2016,9 +2193,9 @@ int main(int argc, char **argv)
 	memset(&c, 0, sizeof c);
 	c.notes.fd = -1;
 	c.quick = getenv("QUICK") && strcmp(getenv("QUICK"), "0");
-	long crash_n = 0, rounds = 0, idle_n = 0, idle_window = 0;
+	long crash_n = 0, rounds = 0, idle_n = 0, idle_window = 0, stop_grace = 0;
 	bool n_given = false;
-	while ((opt = getopt(argc, argv, "s:n:p:c:r:i:w:")) != -1) {
+	while ((opt = getopt(argc, argv, "s:n:p:c:r:i:w:g:")) != -1) {
 		switch (opt) {
 		case 's': scen = optarg; scen_given = true; break;
 		case 'n': nn = parse_list(optarg, ns, 8); n_given = nn > 0; break;
@@ -2027,10 +2204,11 @@ int main(int argc, char **argv)
 		case 'c': crash_n = strtol(optarg, NULL, 10); break;
 		case 'i': idle_n = strtol(optarg, NULL, 10); break;
 		case 'w': idle_window = strtol(optarg, NULL, 10); break;
+		case 'g': stop_grace = strtol(optarg, NULL, 10); break;
 		default:
-			fprintf(stderr, "usage: bench_storm [-s storm,memory,crashloop,latency,obs,idle] [-n N,...] "
-				"[-p s6,runit,supervisord] [-c CRASHLOOP_N] [-r OBS_ROUNDS] [-i IDLE_N] "
-				"[-w IDLE_WINDOW_S]\n");
+			fprintf(stderr, "usage: bench_storm [-s storm,memory,crashloop,latency,obs,idle,stop] "
+				"[-n N,...] [-p s6,runit,supervisord] [-c CRASHLOOP_N] [-r OBS_ROUNDS] "
+				"[-i IDLE_N] [-w IDLE_WINDOW_S] [-g STOP_GRACE_MS]\n");
 			return 2;
 		}
 	}
@@ -2118,6 +2296,12 @@ int main(int argc, char **argv)
 		if (want > c.tank_max_pods)
 			want = c.tank_max_pods;
 		idle_cpu(&c, want, idle_window > 0 ? idle_window : c.quick ? 10 : 60);
+	}
+	if (has_word(scen, "stop") && !g_interrupted) {
+		long want = idle_n > 0 ? idle_n : c.quick ? 200 : 1000;
+		if (want > c.tank_max_pods)
+			want = c.tank_max_pods;
+		stop_all(&c, want, stop_grace > 0 ? stop_grace : c.quick ? 1000 : 2000);
 	}
 	if (has_word(scen, "crashloop") && !g_interrupted)
 		crashloop(&c, crash_n > 0 ? crash_n : c.quick ? 20 : 100, c.quick ? 2000 : 5000);

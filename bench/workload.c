@@ -7,6 +7,9 @@
  *   workload exit1           exits 1 at once (the crash loop)
  *   workload sleep [SOCK]    reports "S pid t" to SOCK, then blocks forever
  *   workload stamp [SOCK]    reports "S pid t", then "E pid t", exits 1
+ *   workload deaf [SOCK]     as sleep, but ignores SIGTERM (a stop ends it
+ *                            only by SIGKILL after its grace: bench_storm's
+ *                            stop scenario)
  *
  * t is CLOCK_MONOTONIC in nanoseconds, so the bench (same boot, same clock)
  * can subtract its own stamps.  SOCK is a Unix datagram socket the bench
@@ -106,7 +109,9 @@ int main(int argc, char **argv)
 		report(fd, &sa, 'E', now_ns());
 		_exit(1);
 	}
-	if (!strcmp(mode, "sleep")) {
+	if (!strcmp(mode, "deaf"))
+		signal(SIGTERM, SIG_IGN);
+	if (!strcmp(mode, "sleep") || !strcmp(mode, "deaf")) {
 		report(fd, &sa, 'S', t0);
 		if (fd >= 0)
 			close(fd);

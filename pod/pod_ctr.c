@@ -679,6 +679,57 @@ static bool pod__ctr_adopt(pod_mgr_t *m, rc_loop_t *loop, pod_ctr_t *c)
 	return true;
 }
 
+/* Tells c's runner to stop it (stop signal, SIGKILL after the grace:
+ * pod_runner.h); the caller updates the pod. */
+static void pod__ctr_send_stop(pod_mgr_t *m, rc_loop_t *loop, pod_ctr_t *c, int64_t now)
+{
+	pod_trk_t *p = c->pod;
+	/* An owner's deadline bounds the stop, grace included: what is left
+	 * of it is the longest the grace may last. */
+	bool rushed = false;
+	int64_t by = p->held && m->owner.stop_by
+		     ? m->owner.stop_by(m->owner.ctx, p->name, &rushed) : 0;
+	uint64_t cap = by > now ? (uint64_t)(by - now) : 0;
+
+	if (by)
+		rt_send(rc_rt(loop), c->runner, POD_RUNNER_STOP, &cap, sizeof cap);
+	else
+		rt_send(rc_rt(loop), c->runner, POD_RUNNER_STOP, NULL, 0);
+	c->stop_sent = true;
+	pod__ctr_event(loop, c, POD_CE_STOP, p->desired ? "stop" : "deleted");
+}
+
+void pod__shutdown_stop(pod_mgr_t *m, rc_loop_t *loop, pod_trk_t *p)
+{
+	int64_t now = (int64_t)rc_wall_ms();
+	bool sent = false, other = false, held = false, asked = false;
+
+	for (size_t i = 0; i < p->nctrs; i++) {
+		pod_ctr_t *c = &p->ctrs[i];
+		if (!c->runner || c->stop_sent) {
+			/* Leftovers of a previous tankd are stopped by the
+			 * reconcile (pod__orphan_step); a container with
+			 * nothing running has nothing to stop. */
+			other = other || c->orphan || c->cg_orphans || !c->orphans_checked;
+			continue;
+		}
+		/* Asked once a pod: its dependents are the same for each
+		 * of its containers. */
+		if (!asked) {
+			held = pod__stop_held(m, p);
+			asked = true;
+		}
+		if (held)
+			break;
+		pod__ctr_send_stop(m, loop, c, now);
+		sent = true;
+	}
+	if (sent)
+		pod__update(m, loop, p);
+	for (size_t i = 0; other && i < p->nctrs; i++)
+		rc_enqueue(loop, K_CTR, p->ctrs[i].key);
+}
+
 static rc_result_t pod__ctr_reconcile(void *ctx, rc_loop_t *loop, const rc_view_t *view)
 {
 	pod_mgr_t *m = ctx;
@@ -739,22 +790,10 @@ static rc_result_t pod__ctr_reconcile(void *ctx, rc_loop_t *loop, const rc_view_
 		/* Its dependents go first; the last of them to stop queues
 		 * this pod again (pod__deps_notify). */
 		return rc_converged();
-	case POD_CA_STOP: {
-		/* An owner's deadline bounds the stop, grace included: what
-		 * is left of it is the longest the grace may last. */
-		bool rushed = false;
-		int64_t by = p->held && m->owner.stop_by
-			     ? m->owner.stop_by(m->owner.ctx, p->name, &rushed) : 0;
-		uint64_t cap = by > now ? (uint64_t)(by - now) : 0;
-		if (by)
-			rt_send(rc_rt(loop), c->runner, POD_RUNNER_STOP, &cap, sizeof cap);
-		else
-			rt_send(rc_rt(loop), c->runner, POD_RUNNER_STOP, NULL, 0);
-		c->stop_sent = true;
-		pod__ctr_event(loop, c, POD_CE_STOP, p->desired ? "stop" : "deleted");
+	case POD_CA_STOP:
+		pod__ctr_send_stop(m, loop, c, now);
 		pod__update(m, loop, p);
 		return rc_act();
-	}
 	case POD_CA_RELEASED:
 		/* Only a pod that waits for its containers to stop needs
 		 * telling; waking any other pod would ping-pong forever (its

@@ -418,9 +418,18 @@ void pod__deps_notify(pod_mgr_t *m, rc_loop_t *loop, pod_trk_t *p, uint8_t cond)
 	if (p->was_busy && !busy) {
 		const pod_spec_t *specs[2] = { p->spec, p->want };
 		for (size_t k = 0; k < 2; k++)
-			for (size_t i = 0; specs[k] && i < specs[k]->dep_count; i++)
-				if (tank_map_get(&m->pods, specs[k]->deps[i].pod))
-					rc_enqueue(loop, K_POD, specs[k]->deps[i].pod);
+			for (size_t i = 0; specs[k] && i < specs[k]->dep_count; i++) {
+				pod_trk_t *d = tank_map_get(&m->pods, specs[k]->deps[i].pod);
+				if (!d)
+					continue;
+				/* tankd's stop: the dependency's stop goes now if
+				 * p was the last dependent holding it, not after a
+				 * turn of the queue for it and one for each of its
+				 * containers. */
+				if (m->shutting_down)
+					pod__shutdown_stop(m, loop, d);
+				rc_enqueue(loop, K_POD, d->name);
+			}
 	}
 	p->was_busy = busy;
 }

@@ -1188,8 +1188,14 @@ static void pod__handle(void *ctx, rc_loop_t *loop, rt_msg_t *msg)
 	if (msg->type != RT_MSG_USER || msg->tag != POD_MGR_SHUTDOWN)
 		return;
 	m->shutting_down = true;
+	/* Every stop that may go goes now, in this one pass (a stop is a
+	 * message to a runner, microseconds): the graces then run at once,
+	 * and tankd's stop lasts about the longest grace a level of
+	 * depends_on, not a drain of the queue a container at a time
+	 * (issue 38, item 6 (c)).  A pod whose dependents still run is
+	 * stopped when the last of them ends (pod__deps_notify). */
 	while (tank_map_next(&m->pods, &it, NULL, &v))
-		pod__enqueue_ctrs(loop, v);
+		pod__shutdown_stop(m, loop, v);
 	pod__drained_check(m, loop);
 }
 

@@ -56,7 +56,10 @@ extern const rc_manager_t pod_manager;          /* TANK_KIND_POD */
 extern const rc_manager_t pod_ctr_manager;      /* TANK_KIND_CONTAINER */
 
 /* Message to the loop actor, routed to the pod manager: stop every
- * container (the daemon's drain).  No payload. */
+ * container (the daemon's drain).  No payload.  Every stop that may go
+ * is sent while handling it, the rest (a pod whose dependents still run)
+ * as soon as the last of those dependents ends: the graces run at once,
+ * level by level of depends_on. */
 #define POD_MGR_SHUTDOWN RC_TAG_KIND(TANK_KIND_POD, 1)
 /* Message to the loop actor, routed to the pod manager: restart the pod
  * named by the payload (its name, NUL included) by hand.  See

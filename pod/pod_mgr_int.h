@@ -277,6 +277,15 @@ uint64_t pod__slice_ns(void);
 
 /* Once tankd drains and no container runs: the final sweep, on_drained. */
 void pod__drained_check(pod_mgr_t *m, rc_loop_t *loop);
+/* tankd's stop (POD_MGR_SHUTDOWN), for one pod: its containers' runners
+ * are told to stop now, unless a dependent that runs holds its stop
+ * (pod__stop_held: then the last of them to end calls this again,
+ * pod__deps_notify).  No reconcile, no queue: the drain sends every stop
+ * it may in one pass over the pods, the next level of depends_on as soon
+ * as the level above it is gone.  When some container of p has something
+ * only its reconcile does (leftovers of a previous tankd to stop, a group
+ * not looked into yet), p's containers are queued as before. */
+void pod__shutdown_stop(pod_mgr_t *m, rc_loop_t *loop, pod_trk_t *p);
 /* c ends for good (terminal) with outcome (enum pod_outcome) and reason. */
 void pod__ctr_finish(rc_loop_t *loop, pod_ctr_t *c, uint8_t outcome, const char *reason);
 /* A container's environment as "KEY=value" strings, NULL-terminated, for

@@ -78,7 +78,9 @@ typedef struct pod_runner_started {
  * or a uint64_t: the longest grace this stop may take (ms), when it is
  * shorter than the spec's (an owner's deadline is nearer than the grace). */
 #define POD_RUNNER_STOP 10
-/* runner -> itself: the grace period ran out */
+/* runner -> itself: the grace period ran out: SIGKILL to the process and
+ * to its group's members as read once; the exit that follows kills what
+ * a fork slipped past that read (the full kill of any exit) */
 #define POD_RUNNER_GRACE 11
 /* the launcher's owner -> runner: its launch is done; payload the
  * pod_launch_job_t * (pod_launcher.h), the runner's from then on */
