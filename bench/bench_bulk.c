@@ -462,7 +462,8 @@ stop:
 	if (!first || call(b.cli, "sync", NULL, NULL) < 0)
 		goto out;
 	emit("start_first_ping", first / 1e6, "ms", store_n);
-	note("start: first ping answered %.2f ms after exec", first / 1e6);
+	note("start: first ping answered %.2f ms after exec (spawned at %llu ns, "
+	     "CLOCK_MONOTONIC)", first / 1e6, (unsigned long long)t0);
 	phase_report(&b, PH_START, store_n, bench_now_ns() - t0);
 
 	if (keep) {
