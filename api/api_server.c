@@ -46,6 +46,7 @@ enum {
 	API__TAG_WRITE,
 	API__TAG_LINGER,
 	API__TAG_ECHOED,        /* a barrier's echo: answer now (api_reply_after) */
+	API__TAG_FIRST_READ,    /* a new connection reads before its fd is polled */
 };
 
 /* --- byte buffer ------------------------------------------------------- */
@@ -796,6 +797,8 @@ static void api__conn_handle(rt_t *rt, void *state, rt_msg_t *m)
 		api__conn_die(rt, c);
 	else if (m->type == RT_MSG_USER && m->tag == API__TAG_ECHOED)
 		api__conn_echoed(rt, c, m);
+	else if (m->type == RT_MSG_USER && m->tag == API__TAG_FIRST_READ && !c->closing)
+		api__conn_read(rt, c);
 }
 
 typedef struct api__conn_arg {
@@ -831,6 +834,15 @@ static int api__conn_init(rt_t *rt, void **state, void *arg)
 		free(c);
 		return -ENOMEM;
 	}
+	/* A client sends its request as soon as it is connected, so it is
+	 * usually there already: read it in this drain (the connection is
+	 * a high-priority actor, it runs right after the accept), not after
+	 * the loop's next poll.  An fd seen readable by a poll is handled in
+	 * the next iteration's drain, behind that iteration's slices (the
+	 * store's cache load, a pass): the accept and then the read each
+	 * waited one whole iteration, 7 ms apiece in a tankd starting on
+	 * 100,000 pods.  Nothing there yet: EAGAIN, and the watch reads it. */
+	(void)rt_send(rt, c->self, API__TAG_FIRST_READ, NULL, 0);
 	*state = c;
 	return 0;
 }
