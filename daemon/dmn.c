@@ -16,6 +16,7 @@
 #include <fcntl.h>
 #include <ev.h>
 #include <limits.h>
+#include <malloc.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -209,6 +210,16 @@ void dmn_process_setup(const dmn_opts_t *opts)
 			 "unable to become a child subreaper: %s (orphans go to init)",
 			 strerror(errno));
 	signal(SIGPIPE, SIG_IGN);
+	/* glibc keeps freed small blocks in fast bins, and any allocation of
+	 * 1 KiB or more first consolidates them (malloc_consolidate): after
+	 * a delete of 100,000 pods freed their tracking, the loop's 8 KiB
+	 * buffers (a decoded request's zone, an encoded status) each paid
+	 * for thousands of them, 201,190 consolidations in one bench_bulk
+	 * run, in 18-33 ms turns.  Without fast bins the per-thread cache
+	 * still takes the small frees; that run's CPU did not grow (10.9 s
+	 * against 11.2 s) and it consolidated once (docs/bench.md, issue 38
+	 * item 6, round 4).  Best effort: another allocator ignores it. */
+	(void)mallopt(M_MXFAST, 0);
 	if (getrlimit(RLIMIT_NOFILE, &nofile) == 0 && nofile.rlim_cur < nofile.rlim_max) {
 		nofile.rlim_cur = nofile.rlim_max;
 		if (setrlimit(RLIMIT_NOFILE, &nofile) < 0)
