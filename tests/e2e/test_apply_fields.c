@@ -249,8 +249,9 @@ Test(e2e, a_big_apply_refuses_what_the_host_shows_wrong_in_any_slice)
 	nope = strstr(yaml, "/nope-4249");
 	memcpy(nope, "/bin/true ", 10);
 	write_file(d, "big.yaml", yaml);
-	cr_assert_eq(ctl(d, out, sizeof out, "apply --dry-run -f %s/big.yaml", d->dir), 0,
-		     "%s", out);
+	/* Its 1,200 lines are drained, not kept: a tankctl whose reader
+	 * stopped at the buffer's end would die of SIGPIPE. */
+	cr_assert_eq(ctl(d, NULL, 0, "apply --dry-run -f %s/big.yaml", d->dir), 0);
 	free(yaml);
 	teardown(d);
 }
