@@ -575,21 +575,33 @@ static void apply_job_finish(rt_t *rt, apply_job_t *j)
 	tank_error_clear(&e);
 	if (!j->err && !j->errs.count && (err = apply_all_build(j, &a)) < 0)
 		j->err = err;
-	/* What the host said of each object comes before the kinds' checks
-	 * of the batch, and only for a batch whose objects are all valid. */
-	if (!j->err && !j->errs.count)
-		kit_errors_move(&j->errs, &j->host, "");
 	/* Each kind's checks of the whole batch (membership rules, pods'
 	 * depends_on) in the same turn as the commit, so no other apply
 	 * comes between. */
-	for (size_t k = 0; j->kinds[k] && !j->err && !j->errs.count; k++) {
+	/* What the host said of the objects (check_item, gathered as they
+	 * were validated) counts as their kind's check and comes before it:
+	 * a kind whose checks found something ends the checks, as when the
+	 * host's were part of them.  Only for a batch whose objects are all
+	 * valid. */
+	kit_errors_t chk;
+	kit_errors_init(&chk);
+	for (size_t k = 0; j->kinds[k] && !j->err && !j->errs.count && !chk.count; k++) {
+		if (j->kinds[k]->check_item)
+			kit_errors_move(&chk, &j->host, "");
 		if (!j->kinds[k]->check)
 			continue;
-		if ((err = j->kinds[k]->check(env, &a.b, &j->errs, &e)) < 0) {
+		if ((err = j->kinds[k]->check(env, &a.b, &chk, &e)) < 0) {
 			api_reply_err(rt, j->token, err, e.msg[0] ? e.msg : NULL);
+			kit_errors_free(&chk);
 			goto out;
 		}
 	}
+	if (!j->err && !j->errs.count) {
+		if (!chk.count)
+			kit_errors_move(&chk, &j->host, "");
+		kit_errors_move(&j->errs, &chk, "");
+	}
+	kit_errors_free(&chk);
 	if (j->errs.count) {
 		char msg[TANK_ERROR_MSG];
 		snprintf(msg, sizeof msg, "%zu error%s: %s", j->errs.count,
