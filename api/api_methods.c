@@ -441,11 +441,14 @@ static const kind_t *kind_of_mf(const kind_t *const *kinds, const mf_kind_t *mf)
  * check_item), for it and what it brings inline, as it is validated. */
 static void apply_item_host(apply_job_t *j, const kind_item_t *it)
 {
-	const kind_env_t *env = j->d->kinds;
-	size_t ni = it->kind && it->kind->ninline ? it->kind->ninline(it->obj) : 0;
+	const kind_env_t *env;
+	size_t ni;
 
-	if (!it->kind)
+	/* No daemon (api_methods_decode: the shapes only): no host. */
+	if (!j->d || !it->kind)
 		return;
+	env = j->d->kinds;
+	ni = it->kind->ninline ? it->kind->ninline(it->obj) : 0;
 	if (it->kind->check_item)
 		it->kind->check_item(env, it, &j->host);
 	for (size_t c = 0; c < ni; c++) {
