@@ -434,9 +434,6 @@ static const kind_t *kind_of_mf(const kind_t *const *kinds, const mf_kind_t *mf)
 	return NULL;
 }
 
-/* Validates up to `max` more objects.  Each object may say its `kind`
- * (absent: the list's first), as in a manifest; a kind not on the list is
- * refused naming the item. */
 /* The kinds' checks of one object against the host (kind_t's
  * check_item), for it and what it brings inline, as it is validated. */
 static void apply_item_host(apply_job_t *j, const kind_item_t *it)
@@ -462,6 +459,9 @@ static void apply_item_host(apply_job_t *j, const kind_item_t *it)
 	}
 }
 
+/* Validates up to `max` more objects.  Each object may say its `kind`
+ * (absent: the list's first), as in a manifest; a kind not on the list is
+ * refused naming the item. */
 static void apply_job_validate(apply_job_t *j, size_t max)
 {
 	for (size_t end = j->at + max < j->n ? j->at + max : j->n; j->at < end; j->at++) {
@@ -580,12 +580,11 @@ static void apply_job_finish(rt_t *rt, apply_job_t *j)
 		j->err = err;
 	/* Each kind's checks of the whole batch (membership rules, pods'
 	 * depends_on) in the same turn as the commit, so no other apply
-	 * comes between. */
-	/* What the host said of the objects (check_item, gathered as they
-	 * were validated) counts as their kind's check and comes before it:
-	 * a kind whose checks found something ends the checks, as when the
-	 * host's were part of them.  Only for a batch whose objects are all
-	 * valid. */
+	 * comes between.  What the host said of the objects (check_item,
+	 * gathered as they were validated) counts as their kind's check and
+	 * comes before it: a kind whose checks found something ends the
+	 * checks, as when the host's were part of them.  Only for a batch
+	 * whose objects are all valid. */
 	kit_errors_t chk;
 	kit_errors_init(&chk);
 	for (size_t k = 0; j->kinds[k] && !j->err && !j->errs.count && !chk.count; k++) {
