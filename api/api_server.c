@@ -1258,11 +1258,10 @@ int api_server_publish(rt_t *rt, rt_pid_t server, const void *event, size_t len)
 	if (!s)
 		return -ESRCH;
 	/* Frame once, copy the bytes into each subscriber.  The buffer is
-	 * the server's, reused: msgpack's sbuffer starts at 8 KiB, and an
-	 * allocation that size, made after thousands of small blocks were
-	 * freed (a delete of 100,000 pods forgets each one's tracking),
-	 * makes glibc consolidate its fast bins first: 18-33 ms turns of
-	 * the loop during that delete were in it. */
+	 * the server's, reused: msgpack's sbuffer starts at 8 KiB, an
+	 * allocation per event for a few hundred bytes (and, with glibc's
+	 * fast bins on, one that consolidated them first: tankd turns them
+	 * off, daemon/dmn.c dmn_process_setup). */
 	sb = &s->ev;
 	sb->size = 0;
 	msgpack_packer_init(&pk, sb, msgpack_sbuffer_write);

@@ -278,10 +278,9 @@ static void publish(dmn_t *d, int (*pack)(msgpack_packer *pk, const void *arg),
 	if (!api && !d->http)
 		return;
 	/* The daemon's buffer, reused: a fresh one is an 8 KiB malloc
-	 * (msgpack's first size) per event, and one that size after
-	 * thousands of small frees (a delete of 100,000 forgets each pod's
-	 * tracking) makes glibc consolidate its fast bins first: 18-33 ms
-	 * turns of the loop during that delete were in it. */
+	 * (msgpack's first size) per event, for a few hundred bytes, and
+	 * one of the allocations that made glibc consolidate its fast bins
+	 * after a delete of 100,000 (see dmn_process_setup). */
 	sb->size = 0;
 	msgpack_packer_init(&pk, sb, msgpack_sbuffer_write);
 	if (pack(&pk, arg) == 0) {
