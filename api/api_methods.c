@@ -381,9 +381,12 @@ typedef struct apply_job {
 	msgpack_unpacked copy;        /* a worker's own copy of them; its strings */
 	msgpack_sbuffer copy_buf;     /* point into this buffer */
 	bool copied;
+	bool finished;                /* answered: the worker's next turn frees it */
 	size_t n, at;
 	kind_item_t *items;           /* [i]: object i (kind NULL while invalid) */
 	kit_errors_t errs;
+	kit_errors_t host;            /* the kinds' check_item, said only when
+				       * every object is valid (as check's) */
 	msgpack_zone *zone;
 	int err;                      /* a failure that is not the input's */
 	bool dry_run;                 /* check everything, say what would be, write nothing */
@@ -405,6 +408,7 @@ static void apply_job_free(apply_job_t *j)
 		msgpack_sbuffer_destroy(&j->copy_buf);
 	}
 	kit_errors_free(&j->errs);
+	kit_errors_free(&j->host);
 }
 
 static int apply_job_init(apply_job_t *j, api_daemon_t *d, api_token_t token, size_t n)
@@ -416,6 +420,7 @@ static int apply_job_init(apply_job_t *j, api_daemon_t *d, api_token_t token, si
 	j->token = token;
 	j->n = n;
 	kit_errors_init(&j->errs);
+	kit_errors_init(&j->host);
 	if (!(j->items = calloc(n + 1, sizeof *j->items)) || !(j->zone = msgpack_zone_new(1024)))
 		return -ENOMEM;
 	return 0;
@@ -427,6 +432,31 @@ static const kind_t *kind_of_mf(const kind_t *const *kinds, const mf_kind_t *mf)
 		if (kinds[i]->mf == mf)
 			return kinds[i];
 	return NULL;
+}
+
+/* The kinds' checks of one object against the host (kind_t's
+ * check_item), for it and what it brings inline, as it is validated. */
+static void apply_item_host(apply_job_t *j, const kind_item_t *it)
+{
+	const kind_env_t *env;
+	size_t ni;
+
+	/* No daemon (api_methods_decode: the shapes only): no host. */
+	if (!j->d || !it->kind)
+		return;
+	env = j->d->kinds;
+	ni = it->kind->ninline ? it->kind->ninline(it->obj) : 0;
+	if (it->kind->check_item)
+		it->kind->check_item(env, it, &j->host);
+	for (size_t c = 0; c < ni; c++) {
+		const kind_t *ck = NULL;
+		void *obj = it->kind->inline_at(it->obj, c, &ck);
+		if (!obj || !ck || !ck->check_item)
+			continue;
+		kind_item_t in = { .kind = ck, .obj = obj, .at = it->at, .is_inline = true,
+				   .name = ck->name_of(obj) };
+		ck->check_item(env, &in, &j->host);
+	}
 }
 
 /* Validates up to `max` more objects.  Each object may say its `kind`
@@ -462,6 +492,8 @@ static void apply_job_validate(apply_job_t *j, size_t max)
 		kind_item_t *it = &j->items[i];
 		*it = (kind_item_t){ .kind = kind_of_mf(j->kinds, mk), .obj = obj, .name = name,
 				     .at = i, .labels = labels };
+		if (!j->errs.count)     /* else never said: skip the syscalls */
+			apply_item_host(j, it);
 		/* Encoded now, so the commit is only the transaction. */
 		if (!j->errs.count && !j->err &&
 		    (err = kind_encode(it->kind, obj, &it->labels, &it->buf, &it->len)) < 0)
@@ -548,15 +580,30 @@ static void apply_job_finish(rt_t *rt, apply_job_t *j)
 		j->err = err;
 	/* Each kind's checks of the whole batch (membership rules, pods'
 	 * depends_on) in the same turn as the commit, so no other apply
-	 * comes between. */
-	for (size_t k = 0; j->kinds[k] && !j->err && !j->errs.count; k++) {
+	 * comes between.  What the host said of the objects (check_item,
+	 * gathered as they were validated) counts as their kind's check and
+	 * comes before it: a kind whose checks found something ends the
+	 * checks, as when the host's were part of them.  Only for a batch
+	 * whose objects are all valid. */
+	kit_errors_t chk;
+	kit_errors_init(&chk);
+	for (size_t k = 0; j->kinds[k] && !j->err && !j->errs.count && !chk.count; k++) {
+		if (j->kinds[k]->check_item)
+			kit_errors_move(&chk, &j->host, "");
 		if (!j->kinds[k]->check)
 			continue;
-		if ((err = j->kinds[k]->check(env, &a.b, &j->errs, &e)) < 0) {
+		if ((err = j->kinds[k]->check(env, &a.b, &chk, &e)) < 0) {
 			api_reply_err(rt, j->token, err, e.msg[0] ? e.msg : NULL);
+			kit_errors_free(&chk);
 			goto out;
 		}
 	}
+	if (!j->err && !j->errs.count) {
+		if (!chk.count)
+			kit_errors_move(&chk, &j->host, "");
+		kit_errors_move(&j->errs, &chk, "");
+	}
+	kit_errors_free(&chk);
 	if (j->errs.count) {
 		char msg[TANK_ERROR_MSG];
 		snprintf(msg, sizeof msg, "%zu error%s: %s", j->errs.count,
@@ -652,6 +699,10 @@ static void apply_worker_handle(rt_t *rt, void *state, rt_msg_t *m)
 	apply_job_t *j = state;
 
 	(void)m;
+	if (j->finished) {
+		rt_exit_self(rt, RT_R_NORMAL);  /* the free, in a turn of its own */
+		return;
+	}
 	apply_job_validate(j, API_APPLY_CHUNK);
 	if (j->at < j->n) {
 		rt_slice_used(rt);
@@ -659,7 +710,14 @@ static void apply_worker_handle(rt_t *rt, void *state, rt_msg_t *m)
 			return;
 		api_reply_err(rt, j->token, -ENOMEM, "out of memory");
 	} else {
+		/* The commit's turn is the longest of the job (31 ms of CPU
+		 * for 9,744 pods here); the free of its objects and the trim
+		 * (4-5 ms more) wait for the next. */
 		apply_job_finish(rt, j);
+		j->finished = true;
+		rt_slice_used(rt);
+		if (rt_send(rt, rt_self(rt), 1, NULL, 0) == 0)
+			return;
 	}
 	rt_exit_self(rt, RT_R_NORMAL);
 }

@@ -16,6 +16,7 @@
 #include <fcntl.h>
 #include <ev.h>
 #include <limits.h>
+#include <malloc.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -54,6 +55,8 @@ static const sup_flags_t dmn_root_flags = { SUP_ONE_FOR_ONE, 3, 10000, SUP_AUTO_
  * takes milliseconds.  Bounded so that a wedged child cannot hold the
  * daemon's exit hostage. */
 #define DMN_CHILD_SHUTDOWN_MS 5000
+/* publish's buffer is kept between events up to this size. */
+#define DMN_EV_BUF_KEEP (64u << 10)
 
 struct dmn {
 	char data_dir[PATH_MAX];
@@ -91,6 +94,9 @@ struct dmn {
 	/* A child's start failure, for dmn_open to return: the supervisor
 	 * passes on only the code. */
 	tank_error_t start_err;
+
+	/* publish's buffer, reused from one event to the next. */
+	msgpack_sbuffer ev;
 
 	/* Failing status flushes (flush_error): how many, and when to say so. */
 	uint64_t flush_fails, flush_quiet, flush_next_say, flush_gap_ms;
@@ -204,6 +210,16 @@ void dmn_process_setup(const dmn_opts_t *opts)
 			 "unable to become a child subreaper: %s (orphans go to init)",
 			 strerror(errno));
 	signal(SIGPIPE, SIG_IGN);
+	/* glibc keeps freed small blocks in fast bins, and any allocation of
+	 * 1 KiB or more first consolidates them (malloc_consolidate): after
+	 * a delete of 100,000 pods freed their tracking, the loop's 8 KiB
+	 * buffers (a decoded request's zone, an encoded status) each paid
+	 * for thousands of them, 201,190 consolidations in one bench_bulk
+	 * run, in 18-33 ms turns.  Without fast bins the per-thread cache
+	 * still takes the small frees; that run's CPU did not grow (10.9 s
+	 * against 11.2 s) and it consolidated once (docs/bench.md, issue 38
+	 * item 6, round 4).  Best effort: another allocator ignores it. */
+	(void)mallopt(M_MXFAST, 0);
 	if (getrlimit(RLIMIT_NOFILE, &nofile) == 0 && nofile.rlim_cur < nofile.rlim_max) {
 		nofile.rlim_cur = nofile.rlim_max;
 		if (setrlimit(RLIMIT_NOFILE, &nofile) < 0)
@@ -256,21 +272,29 @@ static void publish(dmn_t *d, int (*pack)(msgpack_packer *pk, const void *arg),
 		    const void *arg)
 {
 	rt_pid_t api = rt_whereis(d->rt, "api");
-	msgpack_sbuffer sb;
+	msgpack_sbuffer *sb = &d->ev;
 	msgpack_packer pk;
 
 	if (!api && !d->http)
 		return;
-	msgpack_sbuffer_init(&sb);
-	msgpack_packer_init(&pk, &sb, msgpack_sbuffer_write);
+	/* The daemon's buffer, reused: a fresh one is an 8 KiB malloc
+	 * (msgpack's first size) per event, for a few hundred bytes, and
+	 * one of the allocations that made glibc consolidate its fast bins
+	 * after a delete of 100,000 (see dmn_process_setup). */
+	sb->size = 0;
+	msgpack_packer_init(&pk, sb, msgpack_sbuffer_write);
 	if (pack(&pk, arg) == 0) {
 		if (api)
-			(void)api_server_publish(d->rt, api, sb.data, sb.size);
+			(void)api_server_publish(d->rt, api, sb->data, sb->size);
 		/* The web side's /events and its counts by type. */
 		if (d->http)
-			obs_http_publish(d->http, sb.data, sb.size);
+			obs_http_publish(d->http, sb->data, sb->size);
 	}
-	msgpack_sbuffer_destroy(&sb);
+	/* Events are a few hundred bytes: a rare big one is not kept. */
+	if (sb->alloc > DMN_EV_BUF_KEEP) {
+		msgpack_sbuffer_destroy(sb);
+		msgpack_sbuffer_init(sb);
+	}
 }
 
 typedef struct store_ev { bool failing; const char *reason; uint64_t failures; } store_ev_t;
@@ -889,6 +913,7 @@ static void release(dmn_t *d)
 			k->close(d->kinds.inst[d->nopen]);
 	}
 	pod_mgr_free(d->pods);
+	msgpack_sbuffer_destroy(&d->ev);
 	pod_adopt_free(d->adopt);
 	kp_client_close(&d->kp);
 	if (d->hv.listen_fd >= 0)

@@ -153,7 +153,10 @@ typedef struct dmn dmn_t;
  *   - raise RLIMIT_NOFILE's soft limit to the hard one (each container
  *     holds a few fds), as s6-svscan and systemd do;
  *   - reserve the launcher's slot fds while the lowest fds are free
- *     (docs/launcher.md).
+ *     (docs/launcher.md);
+ *   - turn glibc's fast bins off (M_MXFAST 0): small blocks still go
+ *     through its per-thread cache, and no allocation of 1 KiB or more
+ *     stops to consolidate thousands of freed ones first.
  * Each step is best effort: the daemon works without it.  Failures are
  * logged as warnings through opts' logger (opts may be NULL: stderr).
  * Never blocks.

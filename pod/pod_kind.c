@@ -51,21 +51,17 @@ static pod_spec_t **pod__specs(const kind_batch_t *b, size_t *n)
  * pod_host.h), given or brought inline, as "pods[<at>]: <pod>: …".  Here,
  * in tankd, not in the manifest's validation: tankctl validates the same
  * manifest on any machine. */
-static int pod__host_check(const kind_batch_t *b, kit_errors_t *errs)
+static void pod__check_item(const kind_env_t *env, const kind_item_t *it, kit_errors_t *errs)
 {
-	for (size_t i = 0; i < b->n; i++) {
-		const kind_item_t *it = &b->items[i];
-		kit_errors_t one;
-		char prefix[32];
-		if (it->kind != &pod_kind)
-			continue;
-		kit_errors_init(&one);
-		snprintf(prefix, sizeof prefix, "pods[%zu]: ", it->at);
-		if (pod_host_check(it->obj, &one))
-			kit_errors_move(errs, &one, prefix);
-		kit_errors_free(&one);
-	}
-	return 0;
+	kit_errors_t one;
+	char prefix[32];
+
+	(void)env;
+	kit_errors_init(&one);
+	snprintf(prefix, sizeof prefix, "pods[%zu]: ", it->at);
+	if (pod_host_check(it->obj, &one))
+		kit_errors_move(errs, &one, prefix);
+	kit_errors_free(&one);
 }
 
 /* depends_on needs the whole batch and the store: checked in the same
@@ -79,7 +75,6 @@ static int pod__check(const kind_env_t *env, const kind_batch_t *b, kit_errors_t
 
 	if (!s)
 		return -ENOMEM;
-	pod__host_check(b, errs);
 	err = pod_deps_check(s, n, env->store, errs, e);
 	free(s);
 	return err;
@@ -716,6 +711,7 @@ const kind_t pod_kind = {
 	.encode = pod__encode,
 	.name_of = pod__name_of,
 	.check = pod__check,
+	.check_item = pod__check_item,
 	.admit = pod__admit,
 	.pack_status = pod__pack_status,
 	.status_one = pod__status_one,

@@ -872,7 +872,10 @@ static bool pod__offer_wanted(void *ctx, bool sandbox, const char *name)
 static int pod__list(void *ctx, rc_loop_t *loop)
 {
 	pod_mgr_t *m = ctx;
-	pod_walk_t w = { m, loop, pod__slice_ns() + RC_LIST_SLICE_MS * 1000000ull };
+	/* Short slices while the store still loads its cache (the start):
+	 * the first answers of the socket wait for the iterations. */
+	uint64_t slice_ms = st_loaded(m->o.store) ? RC_LIST_SLICE_MS : RC_LIST_SLICE_START_MS;
+	pod_walk_t w = { m, loop, pod__slice_ns() + slice_ms * 1000000ull };
 	size_t it = 0;
 	const char *name;
 	void *v;

@@ -47,6 +47,10 @@ typedef struct rc_loop rc_loop_t;
 #define RC_KEY_MAX 160          /* bytes of a key, NUL included */
 #define RC_LIST_MORE 1          /* from a manager's list: call me again */
 #define RC_LIST_SLICE_MS 4      /* what one call of list should take, at most */
+#define RC_LIST_SLICE_START_MS 1 /* ... while the store's cache still loads (a start):
+				  * each loop iteration then also runs a load slice,
+				  * and a client's accept and its read each wait for
+				  * one iteration */
 #define RC_TAGS_PER_KIND 64
 
 /* --- results --------------------------------------------------------------- */

@@ -24,7 +24,9 @@
 #define ST_FLUSH_SLICE 4096        /* names per timer flush (flush_some) */
 #define ST_TRIM_QUIET_MS 2000      /* the map is given back after this long untouched */
 #define ST_LOAD_SLICE 2048         /* status records per turn of the cache's load, at most */
-#define ST_LOAD_SLICE_US 2000      /* ... and for this long, at most (precise clock) */
+#define ST_LOAD_SLICE_US 1000      /* ... and for this long, at most (precise clock): it runs
+				    * before the loop's drain in each iteration, so every
+				    * answer during a start waits for one */
 
 /* One queued key of a collection: whether its status must be written
  * and/or its status and history deleted first, plus the sequence and uid

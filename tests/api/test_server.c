@@ -10,7 +10,10 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <grp.h>
+#include <ev.h>
 #include <pthread.h>
+#include <semaphore.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -38,6 +41,13 @@ typedef struct srv {
 	int last_late_rc;     /* api_reply's return for the last deferred reply */
 	rt_pid_t barrier;       /* handles `after`'s request slowly, echoes */
 	volatile int handled;   /* requests the barrier finished */
+	/* `hold` keeps the loop in its handler until `release` is posted;
+	 * `mark` notes the loop's iteration (counted by `iters`). */
+	sem_t release;
+	atomic_int holding;
+	atomic_long iters;
+	long marked;
+	ev_prepare count;
 } srv_t;
 
 static int helper_init(rt_t *rt, void **state, void *arg)
@@ -146,6 +156,37 @@ static void m_publish(const api_call_t *call, const msgpack_object *params, void
 	api_reply(call->rt, call->token, pack_u64, &reached);
 }
 
+static void m_hold(const api_call_t *call, const msgpack_object *params, void *ctx)
+{
+	srv_t *s = ctx;
+	struct timespec until;
+	uint64_t one = 1;
+
+	(void)params;
+	atomic_store(&s->holding, 1);
+	clock_gettime(CLOCK_REALTIME, &until);
+	until.tv_sec += 30;             /* a test that never posts does not hang */
+	(void)sem_timedwait(&s->release, &until);
+	api_reply(call->rt, call->token, pack_u64, &one);
+}
+
+static void m_mark(const api_call_t *call, const msgpack_object *params, void *ctx)
+{
+	srv_t *s = ctx;
+	uint64_t one = 1;
+
+	(void)params;
+	s->marked = atomic_load(&s->iters);
+	api_reply(call->rt, call->token, pack_u64, &one);
+}
+
+static void count_iter(struct ev_loop *loop, ev_prepare *w, int revents)
+{
+	srv_t *s = w->data;
+	(void)loop; (void)revents;
+	atomic_fetch_add(&s->iters, 1);
+}
+
 static void m_stats(const api_call_t *call, const msgpack_object *params, void *ctx)
 {
 	srv_t *s = ctx;
@@ -219,8 +260,9 @@ static void *srv_thread(void *arg)
 
 static void srv_init(srv_t *s, api_server_opts_t *o)
 {
-	static api_method_t methods[7];
+	static api_method_t methods[9];
 	memset(s, 0, sizeof *s);
+	sem_init(&s->release, 0, 0);
 	snprintf(s->dir, sizeof s->dir, "/tmp/tank-api-XXXXXX");
 	cr_assert_not_null(mkdtemp(s->dir));
 	snprintf(s->path, sizeof s->path, "%s/tank.sock", s->dir);
@@ -235,9 +277,16 @@ static void srv_init(srv_t *s, api_server_opts_t *o)
 	methods[4] = (api_method_t){ "stats", m_stats, s };
 	methods[5] = (api_method_t){ "quit", m_quit, s };
 	methods[6] = (api_method_t){ "after", m_after, s };
+	methods[7] = (api_method_t){ "hold", m_hold, s };
+	methods[8] = (api_method_t){ "mark", m_mark, s };
 	o->socket_path = s->path;
 	o->methods = methods;
-	o->nmethods = 7;
+	o->nmethods = 9;
+	/* Every loop iteration counted (from before the thread runs it). */
+	ev_prepare_init(&s->count, count_iter);
+	s->count.data = s;
+	ev_prepare_start(rt_loop(s->rt), &s->count);
+	ev_unref(rt_loop(s->rt));
 }
 
 static void srv_start(srv_t *s, api_server_opts_t *o)
@@ -996,6 +1045,90 @@ Test(api, subscribe_since_replays_the_last_events_then_live_ones)
 	api_client_close(pub);
 	api_client_close(sub);
 	api_client_close(bad);
+	srv_end(&s);
+}
+
+/* The server frames each event in one buffer it keeps from one event to
+ * the next (an 8 KiB malloc per event made glibc consolidate its heap
+ * during a delete of 100,000 pods), and drops it past 64 KiB: events of
+ * any size in a row each arrive whole, with nothing of the one before. */
+Test(api, events_of_any_size_in_a_row_each_arrive_whole)
+{
+	srv_t s;
+	api_server_opts_t o = { 0 };
+	srv_init(&s, &o);
+	srv_start(&s, &o);
+	api_client_t *pub = cli(&s), *sub = cli(&s);
+	api_incoming_t in;
+	tank_error_t e;
+
+	cr_assert_eq(api_client_call(sub, "subscribe", NULL, NULL, T_TIMEOUT, &in, &e), 0);
+	api_incoming_free(&in);
+	/* Big after small after big: the buffer grows, is dropped, and a
+	 * small one after it is not padded with the big one's bytes. */
+	const ints_t batches[] = { { 2, { 3, 16 } }, { 2, { 1, 100000 } }, { 2, { 2, 9000 } },
+				   { 2, { 3, 8 } } };
+	for (size_t b = 0; b < sizeof batches / sizeof batches[0]; b++) {
+		ints_t batch = batches[b];
+		cr_assert_eq(api_client_call(pub, "publish", pack_ints, &batch, T_TIMEOUT, &in, &e),
+			     0, "%s", e.msg);
+		api_incoming_free(&in);
+		for (uint64_t seq = 0; seq < batch.v[0]; seq++) {
+			cr_assert_eq(api_client_next(sub, T_TIMEOUT, &in, &e), 0, "%s", e.msg);
+			cr_assert_eq(in.type, API_NOTIFICATION);
+			const msgpack_object *ev = &in.params->via.array.ptr[0];
+			cr_assert_eq(ev->type, MSGPACK_OBJECT_MAP);
+			cr_assert_eq(ev->via.map.size, 2, "an event of 2 keys");
+			cr_assert_eq(api_map_get(ev, "seq")->via.u64, seq);
+			const msgpack_object *pad = api_map_get(ev, "pad");
+			cr_assert_eq(pad->via.str.size, batch.v[1], "batch %zu: pad of %u bytes",
+				     b, pad->via.str.size);
+			for (uint32_t k = 0; k < pad->via.str.size; k++)
+				cr_assert_eq(pad->via.str.ptr[k], 'x');
+			api_incoming_free(&in);
+		}
+	}
+	api_client_close(pub);
+	api_client_close(sub);
+	srv_end(&s);
+}
+
+/* A new connection reads its first request in the drain that accepted
+ * it: a client sends its request as soon as it is connected, and waiting
+ * for the loop's next poll to see it cost a whole iteration (7 ms each in
+ * a tankd starting on 100,000 pods).  The loop is held while the client
+ * connects and sends, so both are there at its next poll: the answer
+ * comes from the iteration after the hold, not the one after that. */
+Test(api, a_new_connection_is_answered_in_the_iteration_that_accepts_it)
+{
+	srv_t s;
+	api_server_opts_t o = { 0 };
+	srv_init(&s, &o);
+	srv_start(&s, &o);
+	api_client_t *a = cli(&s), *b;
+	api_incoming_t in;
+	tank_error_t e;
+	uint32_t hold_id, mark_id;
+
+	cr_assert_eq(api_client_send(a, "hold", NULL, NULL, T_TIMEOUT, &hold_id, &e), 0, "%s",
+		     e.msg);
+	for (int i = 0; i < 3000 && !atomic_load(&s.holding); i++)
+		usleep(1000);
+	cr_assert(atomic_load(&s.holding), "the loop never got to the hold");
+	b = cli(&s);
+	cr_assert_eq(api_client_send(b, "mark", NULL, NULL, T_TIMEOUT, &mark_id, &e), 0, "%s",
+		     e.msg);
+	long held_at = atomic_load(&s.iters);
+	sem_post(&s.release);
+	cr_assert_eq(api_client_wait(a, hold_id, T_TIMEOUT, &in, &e), 0, "%s", e.msg);
+	api_incoming_free(&in);
+	cr_assert_eq(api_client_wait(b, mark_id, T_TIMEOUT, &in, &e), 0, "%s", e.msg);
+	api_incoming_free(&in);
+	cr_assert_eq(s.marked - held_at, 1,
+		     "answered %ld iterations after the hold (1: in the accept's)",
+		     s.marked - held_at);
+	api_client_close(a);
+	api_client_close(b);
 	srv_end(&s);
 }
 
