@@ -634,13 +634,6 @@ static void st__touch(st_t *st)
 		trim_arm(st);
 }
 
-/* The store was touched during the last period: wait another.  Else
- * nothing touched it for a whole period: its pages go out of this
- * process's page tables.  They stay in the page cache (the file is
- * unchanged: without MDB_WRITEMAP the map is read-only, written with
- * pwrite), so the next read takes a minor fault per page, not a disk
- * read.  Without this, every page a resync, an apply or a commit ever
- * read stays in tankd's PSS: at 10,000 pods 12 MB, 1.2 KiB a pod. */
 /* madvise(MADV_DONTNEED) over this process's mappings of the store's
  * data file, found by device and inode in /proc/self/maps: LMDB does not
  * say where its map is (mdb_env_info's me_mapaddr is set only with
