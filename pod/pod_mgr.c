@@ -790,7 +790,14 @@ uint64_t pod__slice_ns(void)
 }
 
 /* A pod a resync found not settled: it and its containers are queued
- * (the container manager lists nothing itself, pod_ctr.c). */
+ * (the container manager lists nothing itself, pod_ctr.c).  A pod only
+ * waiting for its containers' restarts (POD_CALM_RESTARTING) is left
+ * alone, as the sweep leaves it: each backing-off container has its own
+ * requeue at its restart time (pod__ctr_reconcile), and one whose launch
+ * is under way hears from the launcher.  In a storm of 9,872 nearly every
+ * pod is such a pod, and each pass queued and reconciled them all for
+ * nothing: O(N) a pass, O(N^2) a storm (docs/bench.md, issue 38 item 3,
+ * round 4). */
 static void pod__resync_one(rc_loop_t *loop, pod_trk_t *p)
 {
 	rc_enqueue(loop, K_POD, p->name);
@@ -806,7 +813,7 @@ static int pod__seen_slice(void *ctx, const st_pod_t *sp)
 
 	if ((p = pod__seen(m, sp))) {
 		p->seen_pass = m->pass;
-		if (!pod__settled(rc_rt(w->loop), p))
+		if (pod__calm(rc_rt(w->loop), p) == POD_CALM_NO)
 			pod__resync_one(w->loop, p);
 	} else {
 		m->missed = true;       /* this walk cannot stand for the store */
@@ -834,7 +841,7 @@ static int pod__fast_slice(pod_mgr_t *m, rc_loop_t *loop, uint64_t end_ns)
 		pod_trk_t *p = v;
 		if (p->desired)
 			p->seen_pass = m->pass;
-		if (!pod__settled(rc_rt(loop), p))
+		if (pod__calm(rc_rt(loop), p) == POD_CALM_NO)
 			pod__resync_one(loop, p);
 		if ((++n & 63) == 0 && pod__slice_ns() > end_ns) {
 			m->fast_it = it;

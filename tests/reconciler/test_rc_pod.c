@@ -1953,3 +1953,45 @@ Test(reconciler, an_operators_stop_and_a_users_hold_compose)
 	cr_assert(wait_for(h, "svc", phase_is, "running", 10));
 	teardown(h);
 }
+
+/* A resync leaves alone a pod only waiting for its containers' restarts
+ * (POD_CALM_RESTARTING): each backing-off container is queued again at
+ * its own restart time.  In a storm of 9,872 every pass queued and
+ * reconciled nearly every pod for nothing (docs/bench.md, issue 38 item
+ * 3, round 4).  The restart still comes at its time, and a pod that is
+ * not only waiting (here: deleted) is still the pass's. */
+Test(reconciler, a_resync_leaves_a_pod_waiting_for_its_restart_alone)
+{
+	h_t *h = setup(true);
+	char buf[512];
+	const char *names[] = { "wait" };
+	rc_stats_t a, b;
+
+	apply_yaml(h, pod_yaml(buf, sizeof buf, "wait", "always", "exit:1",
+			       "{base: 3s, cap: 3s}"));
+	cr_assert(wait_for(h, "wait", phase_is, "backing_off", 10));
+	int launches = h->launches;
+	run_for(h, 0.1);             /* the exit's own reconciles are done */
+	cr_assert_eq(rc_loop_stats(h->rt, h->loop, &a), 0);
+	run_for(h, 1.0);             /* 5 resyncs (every 200 ms here) */
+	cr_assert_eq(rc_loop_stats(h->rt, h->loop, &b), 0);
+	cr_assert_geq(b.passes - a.passes, 3, "%llu passes",
+		      (unsigned long long)(b.passes - a.passes));
+	cr_assert_eq(b.reconciles, a.reconciles,
+		     "%llu reconciles in %llu passes of a pod waiting for its restart",
+		     (unsigned long long)(b.reconciles - a.reconciles),
+		     (unsigned long long)(b.passes - a.passes));
+	cr_assert_eq(h->launches, launches);
+	/* Its restart comes at its time all the same. */
+	bool again = false;
+	for (int i = 0; i < 500 && !again; i++) {
+		run_for(h, 0.02);
+		again = h->launches > launches;
+	}
+	cr_assert(again, "not restarted after its backoff");
+	/* Deleted while backing off: the pass (no nudge here) ends it. */
+	cr_assert(wait_for(h, "wait", phase_is, "backing_off", 10));
+	cr_assert_eq(st_delete(h->st, names, 1, NULL, NULL), 0);
+	cr_assert(wait_for(h, "wait", gone, NULL, 10));
+	teardown(h);
+}
