@@ -440,14 +440,19 @@ Test(cluster, pods_spread_by_load_and_by_selector)
 	int a = count_on("s", 12, "n1"), b = count_on("s", 12, "n2"), d = count_on("s", 12, "n3");
 	cr_assert_eq(a + b + d, 12);
 	cr_assert(a >= 2 && b >= 2 && d >= 2, "spread %d/%d/%d", a, b, d);
-	/* Pinned pods go where their selector says, least loaded first. */
+	/* Pinned pods go where their selector says, least loaded first.
+	 * One at a time, each running before the next: a scheduler counts
+	 * its own assignments once its watch brings them back, so pods put
+	 * in one burst may all land on the node that was least loaded when
+	 * the burst began (docs/cluster.md "Not done"; under SAN that gave
+	 * n2 3+6, n3 5+0). */
 	for (int i = 0; i < 6; i++) {
 		char name[16];
 
 		snprintf(name, sizeof name, "z%d", i);
 		put_pod(name, "{\"zone\":\"b\"}");
+		cr_assert(wait_all_running("z", i + 1, 30), "z%d never ran", i);
 	}
-	cr_assert(wait_all_running("z", 6, 30));
 	cr_assert_eq(count_on("z", 6, "n1"), 0, "n1 is zone=a");
 	/* Least loaded first: they even out n2's and n3's loads (the 12
 	 * before may have left them apart: "2 on each" failed for a 2/7/3
