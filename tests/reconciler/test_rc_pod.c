@@ -162,6 +162,17 @@ static void run_for(h_t *h, double s)
 	ts_run_for(h->rt, s);
 }
 
+/* The name of stored pod name's own cgroup (pod__cg_group: the name and
+ * the first 8 hex digits of its uid) into out. */
+static void pod_group_of(h_t *h, const char *name, char *out, size_t cap)
+{
+	st_pod_t sp;
+
+	cr_assert_eq(st_pod_get(h->st, name, &sp, NULL), 0);
+	snprintf(out, cap, "%s.%.8s", name, sp.uid);
+	st_pod_clear(&sp);
+}
+
 /* Stores the pods of yaml without telling the loop (no nudge). */
 static void store_yaml(h_t *h, const char *yaml)
 {
@@ -1144,11 +1155,8 @@ Test(reconciler, sweep_stops_untracked_processes_in_tank_cgroups)
 	}
 	apply_yaml(h, pod_yaml(buf, sizeof buf, "own", "always", "exit:0", "{base: 1s}"));
 	cr_assert(wait_for(h, "own", phase_is, "backing_off", 10));
-	st_pod_t sp;
 	char own[64];
-	cr_assert_eq(st_pod_get(h->st, "own", &sp, NULL), 0);
-	snprintf(own, sizeof own, "own.%.8s", sp.uid);     /* the pod's own group */
-	st_pod_clear(&sp);
+	pod_group_of(h, "own", own, sizeof own);     /* the pod's own group */
 	pid_t ghost = plant(h, "ghost/c");
 	pid_t stowaway = plant(h, own);
 	/* A group of the same name but another object (a predecessor's). */
@@ -1186,7 +1194,6 @@ Test(reconciler, a_settled_pods_groups_are_swept_again_within_sixty_passes, .tim
 {
 	h_t *h = setup(true);
 	char buf[512], own[64];
-	st_pod_t sp;
 
 	if (h->cg.mode == POD_CGROUP_NONE) {
 		teardown(h);
@@ -1194,9 +1201,7 @@ Test(reconciler, a_settled_pods_groups_are_swept_again_within_sixty_passes, .tim
 	}
 	apply_yaml(h, pod_yaml(buf, sizeof buf, "calm", "always", "sleep", "{base: 0s}"));
 	cr_assert(wait_for(h, "calm", phase_is, "running", 10));
-	cr_assert_eq(st_pod_get(h->st, "calm", &sp, NULL), 0);
-	snprintf(own, sizeof own, "calm.%.8s", sp.uid);
-	st_pod_clear(&sp);
+	pod_group_of(h, "calm", own, sizeof own);
 	run_for(h, 1.0);                 /* swept once while settled */
 	pid_t stowaway = plant(h, own);
 	run_for(h, 2.0);                 /* ~10 passes */
@@ -1233,7 +1238,6 @@ Test(reconciler, a_pod_backing_off_is_swept_once_it_runs_again, .timeout = 90)
 {
 	h_t *h = setup(true);
 	char buf[512], own[64];
-	st_pod_t sp;
 	st_status_t s;
 
 	if (h->cg.mode == POD_CGROUP_NONE) {
@@ -1242,9 +1246,7 @@ Test(reconciler, a_pod_backing_off_is_swept_once_it_runs_again, .timeout = 90)
 	}
 	apply_yaml(h, pod_yaml(buf, sizeof buf, "wait", "always", "sleep", "{base: 4s, cap: 4s}"));
 	cr_assert(wait_for(h, "wait", phase_is, "running", 10));
-	cr_assert_eq(st_pod_get(h->st, "wait", &sp, NULL), 0);
-	snprintf(own, sizeof own, "wait.%.8s", sp.uid);
-	st_pod_clear(&sp);
+	pod_group_of(h, "wait", own, sizeof own);
 	run_for(h, 1.0);                 /* swept once while settled */
 	cr_assert(status(h, "wait", &s));
 	pid_t pid = s.containers[0].pid;
@@ -1276,7 +1278,6 @@ Test(reconciler, a_restarted_pod_is_swept_once_the_starts_are_over, .timeout = 9
 	h_t *h = setup(true);
 	char buf[512], own[64];
 	const char *names[] = { "loop" };
-	st_pod_t sp;
 	st_status_t s;
 
 	if (h->cg.mode == POD_CGROUP_NONE) {
@@ -1285,9 +1286,7 @@ Test(reconciler, a_restarted_pod_is_swept_once_the_starts_are_over, .timeout = 9
 	}
 	apply_yaml(h, pod_yaml(buf, sizeof buf, "again", "always", "sleep", "{base: 0s}"));
 	cr_assert(wait_for(h, "again", phase_is, "running", 10));
-	cr_assert_eq(st_pod_get(h->st, "again", &sp, NULL), 0);
-	snprintf(own, sizeof own, "again.%.8s", sp.uid);
-	st_pod_clear(&sp);
+	pod_group_of(h, "again", own, sizeof own);
 	run_for(h, 1.0);                 /* swept once while settled */
 	/* A crash loop: a start at every pass from now on. */
 	apply_yaml(h, pod_yaml(buf, sizeof buf, "loop", "always", "exit:1",
