@@ -61,6 +61,10 @@ typedef struct pod_c {
 	char *status;            /* the summary last written */
 	uint64_t status_at;
 	uint64_t waiting_since;  /* unassigned since (ms), 0 not waiting */
+	/* An assignment this scheduler won that its watch has not brought
+	 * back yet (kept across snapshots; the rule: cl_sched_counted). */
+	char inflight[NAME_MAX_];
+	uint64_t inflight_at;
 	bool failed_apply;
 	bool running;            /* its phase, as last asked (pods) */
 	uint32_t weight;         /* the pods it brings: 1 + its inline ones */
@@ -746,8 +750,16 @@ typedef struct assign_batch {
 	char key[TXN_BATCH][sizeof CL_PREFIX_ASSIGN + NAME_MAX_];
 	const char *node[TXN_BATCH];
 	int64_t mod[TXN_BATCH];  /* 0: must not exist */
+	pod_c *pod[TXN_BATCH];   /* whose assignment (the worker's map) */
 	size_t n;
 } assign_batch_t;
+
+/* Notes an assignment won, until the watch brings it back. */
+static void assign_won(pod_c *p, const char *node, uint64_t t)
+{
+	snprintf(p->inflight, sizeof p->inflight, "%s", node);
+	p->inflight_at = t;
+}
 
 static int assign_one(cl_node_t *n, const char *key, const char *node, int64_t mod, bool *won)
 {
@@ -776,14 +788,34 @@ static void assign_flush(cl_node_t *n, assign_batch_t *b)
 				   .value_len = strlen(b->node[i]) };
 	}
 	rc = cl_etcd_txn(n->work_etcd, c, b->n, op, b->n, NULL, 0, &won, NULL, NULL);
-	if (rc == 0 && !won && b->n > 1) {
+	if (rc == 0 && won) {
 		for (size_t i = 0; i < b->n; i++)
+			assign_won(b->pod[i], b->node[i], now_ms());
+	} else if (rc == 0 && b->n > 1) {
+		for (size_t i = 0; i < b->n; i++) {
 			if (assign_one(n, b->key[i], b->node[i], b->mod[i], &won) != 0)
 				break;
+			if (won)
+				assign_won(b->pod[i], b->node[i], now_ms());
+		}
 	} else if (rc) {
 		say(n, "scheduling: %s", cl_etcd_errmsg(n->work_etcd));
 	}
 	b->n = 0;
+}
+
+/* The live node p counts on, or -1 (cl_sched_counted); an in-flight
+ * assignment that no longer counts is forgotten. */
+static int placed_at(cl_node_t *n, pod_c *p, uint64_t t)
+{
+	int assigned = p->assigned[0] ? node_at(n, p->assigned) : -1;
+	int inflight = p->inflight[0] ? node_at(n, p->inflight) : -1;
+	int at = cl_sched_counted(assigned, inflight,
+				  t > p->inflight_at ? t - p->inflight_at : 0);
+
+	if (at < 0 || at == assigned)
+		p->inflight[0] = '\0';
+	return at;
 }
 
 static void schedule(cl_node_t *n)
@@ -810,7 +842,7 @@ static void schedule(cl_node_t *n)
 		pod_c *p = v;
 		int at;
 
-		if (p->seen && p->assigned[0] && (at = node_at(n, p->assigned)) >= 0)
+		if (p->seen && (at = placed_at(n, p, t)) >= 0)
 			sn[at].load += p->weight ? p->weight : 1;
 	}
 	for (size_t i = 0; tank_map_next(&n->pods, &i, &k, &v);) {
@@ -819,7 +851,7 @@ static void schedule(cl_node_t *n)
 
 		if (!p->seen || !p->doc || p->kind->cluster_place != KIND_PLACE_UNIT)
 			continue;
-		if (p->assigned[0] && node_at(n, p->assigned) >= 0) {
+		if (placed_at(n, p, t) >= 0) {
 			p->waiting_since = 0;
 			continue;
 		}
@@ -836,6 +868,7 @@ static void schedule(cl_node_t *n)
 		/* Moving it from a node that is gone: only if no one moved it
 		 * since we read it. */
 		b->mod[b->n] = p->assign_create ? p->assign_mod : 0;
+		b->pod[b->n] = p;
 		if (++b->n == TXN_BATCH)
 			assign_flush(n, b);
 	}

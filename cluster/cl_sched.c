@@ -57,3 +57,12 @@ bool cl_sched_mine(const char *pod, const char *me, const char *const *names, si
 	size_t at = (size_t)(tank_hash64(pod, strlen(pod)) % n);
 	return strcmp(names[at], me) == 0;
 }
+
+int cl_sched_counted(int assigned_at, int inflight_at, uint64_t inflight_age_ms)
+{
+	if (assigned_at >= 0)
+		return assigned_at;
+	if (inflight_at >= 0 && inflight_age_ms < CL_SCHED_INFLIGHT_MS)
+		return inflight_at;
+	return -1;
+}

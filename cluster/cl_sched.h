@@ -42,6 +42,24 @@ bool cl_sched_fits(const cl_sched_node_t *node, const cl_label_t *sel, size_t ns
 int cl_sched_pick(const cl_sched_node_t *nodes, size_t n, const char *pod,
 		  const cl_label_t *sel, size_t nsel);
 
+/* How long an assignment a scheduler won is counted before its watch
+ * shows it: far longer than the watch's usual lag (milliseconds), short
+ * enough that a lost event costs one late decision, not a wrong load for
+ * good. */
+#define CL_SCHED_INFLIGHT_MS 10000
+
+/* Where a pod counts in the nodes' loads, and whether it is placed:
+ * assigned_at is the index of its assigned node in the live nodes (-1
+ * none, or a dead node), inflight_at that of the node this scheduler
+ * assigned it to in a transaction it won but its watch has not brought
+ * back (-1 none), inflight_age_ms how long ago.  A live assignment in the
+ * mirror wins (ours came back, or another scheduler's); an in-flight one
+ * counts until it is CL_SCHED_INFLIGHT_MS old.  Returns the index, or -1:
+ * not placed, to be decided.  Without the in-flight count the passes
+ * over one burst (each takes what the watch has delivered so far) would
+ * each see the loads of before the burst, and all choose one node. */
+int cl_sched_counted(int assigned_at, int inflight_at, uint64_t inflight_age_ms);
+
 /* Whether the scheduler on node `me` takes pod first: every scheduler
  * may assign any pod, but each starts with its own share (a hash of the
  * pod's name over the live nodes' names, sorted), so that schedulers
