@@ -62,6 +62,10 @@
  *                   (DIR/<its run's name>.log: what tankd said in a storm)
  *   BENCH_MEM_WAIT_S=S  how long memory waits for the starts (default
  *                   60 + N/50)
+ *   BENCH_DIR=DIR   where the run's temp dir goes (default /tmp): tank's
+ *                   data dir and the peers' service dirs alike, e.g.
+ *                   /dev/shm to put every supervisor's state on tmpfs, as
+ *                   Debian's runit keeps its supervise/ dirs under /run
  *   BENCH_RUNIT_GROUP=K  services per runsvdir (default and most 1,000,
  *                   Debian's limit): runit at N > K runs ceil(N/K)
  *                   runsvdirs side by side under one shell
@@ -2256,7 +2260,14 @@ int main(int argc, char **argv)
 	sigaction(SIGHUP, &sa, NULL);
 	signal(SIGPIPE, SIG_IGN);
 
-	strcpy(c.top, "/tmp/tank-bench-XXXXXX");
+	const char *bdir = getenv("BENCH_DIR");
+	if (!bdir || !*bdir)
+		bdir = "/tmp";
+	if ((size_t)snprintf(c.top, sizeof c.top, "%s/tank-bench-XXXXXX", bdir) >= sizeof c.top) {
+		fprintf(stderr, "bench_storm: fatal: BENCH_DIR %s: too long (%zu bytes at most)\n",
+			bdir, sizeof c.top - sizeof "/tank-bench-XXXXXX");
+		return 111;
+	}
 	if (!ts_mkdtemp_at(c.top)) {
 		fprintf(stderr, "bench_storm: fatal: unable to make a temp dir: %s\n", strerror(errno));
 		return 111;
