@@ -98,6 +98,11 @@ typedef struct st_options {
 	 * flush works again after failing. */
 	void (*on_flush_error)(void *ctx, const tank_error_t *err);
 	void *on_flush_error_ctx;
+	/* Tests: called on the store's thread before each async commit's
+	 * transaction begins (st_coll_commit_async), so a test can hold the
+	 * commit there and see what the loop does meanwhile.  NULL: none. */
+	void (*commit_gate)(void *ctx);
+	void *commit_gate_ctx;
 } st_options_t;
 
 /* Opens (creating as needed, mode 0700) <data_dir> and <data_dir>/store/,
@@ -419,6 +424,11 @@ typedef struct st_usage {
 	 * minor fault) so that tankd's PSS does not keep every page it ever
 	 * read. */
 	uint64_t map_trims;
+	/* Times a write on the loop (a flush, a put or delete, a grown map)
+	 * had to wait for an async commit on the store's thread to end
+	 * (st_coll_commit_async), and the time those waits held the loop. */
+	uint64_t commit_waits;
+	uint64_t commit_wait_ns;
 } st_usage_t;
 int st_usage(st_t *st, st_usage_t *out);
 
