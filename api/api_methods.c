@@ -110,14 +110,26 @@ static int pack_version(msgpack_packer *pk, void *arg)
 	rc |= api_pack_cstr(pk, "msgpack-rpc");
 	if (has_u) {
 		/* How full the store is, and whether its writes fail. */
+		kit_hist_t dur, fl;
+		st_commit_stats(d->store, &dur, &fl);
 		rc |= pk_key(pk, "store");
-		rc |= msgpack_pack_map(pk, 6);
+		rc |= msgpack_pack_map(pk, 10);
 		rc |= pk_key(pk, "used");            rc |= msgpack_pack_uint64(pk, u.used);
 		rc |= pk_key(pk, "total");           rc |= msgpack_pack_uint64(pk, u.total);
 		rc |= pk_key(pk, "file");            rc |= msgpack_pack_uint64(pk, u.high_water);
 		rc |= pk_key(pk, "reserve");         rc |= msgpack_pack_uint64(pk, u.reserve);
 		rc |= pk_key(pk, "flush_failures");  rc |= msgpack_pack_uint64(pk, u.flush_failures);
 		rc |= pk_key(pk, "history_dropped"); rc |= msgpack_pack_uint64(pk, u.history_dropped);
+		/* The durable commits (applies, deletes) so far and their
+		 * time, begin to commit; and how often and how long a write
+		 * on the loop waited for an apply's commit on the store's
+		 * thread (docs/store.md "Threads"). */
+		rc |= pk_key(pk, "durable_commits");   rc |= msgpack_pack_uint64(pk, dur.count);
+		rc |= pk_key(pk, "durable_commit_ms");
+		rc |= msgpack_pack_double(pk, (double)dur.sum_ns / 1e6);
+		rc |= pk_key(pk, "commit_waits");      rc |= msgpack_pack_uint64(pk, u.commit_waits);
+		rc |= pk_key(pk, "commit_wait_ms");
+		rc |= msgpack_pack_double(pk, (double)u.commit_wait_ns / 1e6);
 	}
 	return rc ? -ENOMEM : 0;
 }

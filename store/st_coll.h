@@ -33,7 +33,8 @@
  * status reads of 10,000 pods are the reconciler's hot path; its status
  * bytes are then st_status_t's encoding, whichever call wrote them.
  *
- * One thread, as st.h.  Errors as st.h.
+ * One thread, as st.h (an async commit's transaction aside: st_coll_commit_async).
+ * Errors as st.h.
  */
 #ifndef TANK_ST_COLL_H
 #define TANK_ST_COLL_H
