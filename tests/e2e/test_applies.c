@@ -152,3 +152,33 @@ Test(e2e, a_big_apply_killed_at_any_point_is_all_or_nothing)
 	cr_log_info("all-or-nothing: %d rounds whole, %d none", whole, none);
 	teardown(d);
 }
+
+/* A client that leaves before its big apply is answered: the apply is
+ * still committed whole (nothing half-done, nobody to answer), and tankd
+ * goes on serving. */
+Test(e2e, a_big_apply_whose_client_left_is_committed_whole)
+{
+	d_t *d = setup();
+	api_client_t *c = NULL;
+	tank_error_t e;
+	uint32_t id;
+	char out[4096];
+	batch_t b = { "apl", BATCH };
+
+	apply_dep(d);
+	cr_assert_eq(api_client_connect(d->sock, &c, &e), 0, "%s", e.msg);
+	cr_assert_eq(api_client_send(c, "apply", pack_batch, &b, 30000, &id, &e), 0, "%s", e.msg);
+	api_client_close(c);
+	/* Stored whole (polled: nobody is told when), then tankd goes on. */
+	bool whole = false;
+	for (int i = 0; i < 200 && !whole; i++) {
+		whole = count_group(d, "apl") == BATCH;
+		if (!whole)
+			sleep_ms(50);
+	}
+	cr_assert(whole, "the batch was not committed whole");
+	cr_assert_eq(ctl(d, out, sizeof out, "delete apl-0000"), 0, "%s", out);
+	cr_assert(strstr(out, "apl-0000 deleted"), "%s", out);
+	cr_assert_eq(count_group(d, "apl"), BATCH - 1);
+	teardown(d);
+}
