@@ -993,6 +993,10 @@ static void m_apply(const api_call_t *call, const msgpack_object *params, void *
 	j->arr = &j->copy.data;
 	if ((err = rt_spawn(call->rt, &apply_worker_b, j, NULL)) < 0)
 		goto fail;
+	/* This turn read and copied the whole batch (about 10 ms for 9,744
+	 * pods): the worker's first slice waits for the next iteration,
+	 * after the loop has polled (they made one 16 ms iteration). */
+	rt_slice_used(call->rt);
 	return;
 fail:
 	api_reply_err(call->rt, call->token, err, NULL);
