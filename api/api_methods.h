@@ -46,6 +46,11 @@ typedef struct api_daemon {
 	 * method answers unsupported. */
 	int (*reexec)(void *ctx);
 	void *daemon_ctx;
+	/* The applies waiting for their turn to check and commit, oldest
+	 * first (api_methods.c "apply"): one at a time, the first's commit
+	 * perhaps in flight on the store's thread.  Zero-initialised; owned
+	 * by the methods. */
+	struct apply_job *apply_head, *apply_tail;
 } api_daemon_t;
 
 /* What the daemon tells of itself (generic: nothing of a kind). */

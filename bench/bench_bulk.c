@@ -60,8 +60,11 @@
 #include "api/api_client.h"
 #include "api/api_rpc.h"
 
-enum { PH_IDLE, PH_APPLY, PH_FILL, PH_START, PH_DELETE, PH_COUNT };
-static const char *const PH_NAME[PH_COUNT] = { "idle", "apply", "fill", "start", "delete" };
+/* apply_call: the pings of the apply phase asked before the apply's
+ * answer (its validation and its commit, not its pods' runs). */
+enum { PH_IDLE, PH_APPLY, PH_FILL, PH_START, PH_DELETE, PH_APPLY_CALL, PH_COUNT };
+static const char *const PH_NAME[PH_COUNT] = { "idle", "apply", "fill", "start", "delete",
+					       "apply_call" };
 
 typedef struct lat {
 	uint64_t *v;
@@ -80,6 +83,7 @@ typedef struct bench {
 	/* The pinger's side. */
 	pthread_t th;
 	atomic_int phase;
+	atomic_bool in_call;       /* the apply's call is not answered yet */
 	atomic_bool stop;
 	atomic_bool daemon_down;   /* set while tankd is being restarted */
 	pthread_mutex_t mu;
@@ -164,6 +168,36 @@ static void daemon_stop(bench_t *b)
 static int call(api_client_t *c, const char *method, api_pack_fn fn, void *arg)
 {
 	return bench_call("bulk", c, method, fn, arg, 1200000, NULL);
+}
+
+/* tankd's store counters (`version`'s store map): the durable commits
+ * and their time, and the loop's waits for a commit on the store's
+ * thread.  Absent (an older tankd): all -1. */
+typedef struct commits { double n, ms, waits, wait_ms; } commits_t;
+
+static double map_num(const msgpack_object *m, const char *key)
+{
+	const msgpack_object *o = m ? api_map_get(m, key) : NULL;
+	if (!o)
+		return -1;
+	if (o->type == MSGPACK_OBJECT_POSITIVE_INTEGER)
+		return (double)o->via.u64;
+	if (o->type == MSGPACK_OBJECT_FLOAT64 || o->type == MSGPACK_OBJECT_FLOAT32)
+		return o->via.f64;
+	return -1;
+}
+
+static commits_t commits_of(api_client_t *c)
+{
+	commits_t r = { -1, -1, -1, -1 };
+	api_incoming_t in;
+	if (bench_call("bulk", c, "version", NULL, NULL, 600000, &in) < 0)
+		return r;
+	const msgpack_object *st = api_map_get(in.result, "store");
+	r = (commits_t){ map_num(st, "durable_commits"), map_num(st, "durable_commit_ms"),
+			 map_num(st, "commit_waits"), map_num(st, "commit_wait_ms") };
+	api_incoming_free(&in);
+	return r;
 }
 
 /* --- requests --------------------------------------------------------------- */
@@ -276,6 +310,7 @@ static void *pinger(void *arg)
 		api_incoming_t in;
 		uint64_t t0 = bench_now_ns();
 		int ph = atomic_load(&b->phase);
+		bool in_call = atomic_load(&b->in_call);
 		if (api_client_call(c, "ping", NULL, NULL, 600000, &in, &e) < 0) {
 			api_client_close(c);
 			c = NULL;
@@ -287,6 +322,8 @@ static void *pinger(void *arg)
 		 * it was asked in. */
 		pthread_mutex_lock(&b->mu);
 		lat_add(&b->lat[ph], t1 - t0, t1);
+		if (ph == PH_APPLY && in_call)
+			lat_add(&b->lat[PH_APPLY_CALL], t1 - t0, t1);
 		pthread_mutex_unlock(&b->mu);
 		bench_sleep_ms(5);
 	}
@@ -416,13 +453,32 @@ int main(void)
 	t0 = bench_now_ns();
 	set_phase(&b, PH_APPLY);
 	range_t r = { 0, apply_n };
+	commits_t c0 = commits_of(b.cli);
+	atomic_store(&b.in_call, true);
 	if (call(b.cli, "apply", pack_pods, &r) < 0)
 		goto out;
-	emit("apply_ack", (bench_now_ns() - t0) / 1e6, "ms", apply_n);
-	note("apply: acknowledged after %.2f ms", (bench_now_ns() - t0) / 1e6);
+	atomic_store(&b.in_call, false);
+	uint64_t ack_ns = bench_now_ns() - t0;
+	emit("apply_ack", ack_ns / 1e6, "ms", apply_n);
+	note("apply: acknowledged after %.2f ms", ack_ns / 1e6);
+	phase_report(&b, PH_APPLY_CALL, apply_n, ack_ns);
+	commits_t c1 = commits_of(b.cli);
+	if (c0.n >= 0 && c1.n >= 0) {
+		/* The apply's commit: the durable commits between the two. */
+		emit("apply_commit_ms", c1.ms - c0.ms, "ms", apply_n);
+		emit("apply_loop_waits", c1.waits - c0.waits, "count", apply_n);
+		emit("apply_loop_wait_ms", c1.wait_ms - c0.wait_ms, "ms", apply_n);
+		note("apply: %.0f durable commit(s), %.2f ms begin to commit; the loop waited "
+		     "for it %.0f time(s), %.2f ms", c1.n - c0.n, c1.ms - c0.ms,
+		     c1.waits - c0.waits, c1.wait_ms - c0.wait_ms);
+	}
 	if (call(b.cli, "sync", NULL, NULL) < 0)
 		goto out;
 	phase_report(&b, PH_APPLY, apply_n, bench_now_ns() - t0);
+	commits_t c2 = commits_of(b.cli);
+	if (c1.n >= 0 && c2.n >= 0)
+		note("apply: until sync, the loop waited for a commit %.0f more time(s), %.2f ms",
+		     c2.waits - c1.waits, c2.wait_ms - c1.wait_ms);
 
 	/* fill: up to STORE_N, in batches, not reported. */
 	set_phase(&b, PH_FILL);

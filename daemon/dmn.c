@@ -972,7 +972,9 @@ int dmn_open(const dmn_opts_t *opts, dmn_t **out, tank_error_t *err)
 	}
 
 	tank_error_clear(&e);
-	st_options_t so = { .on_flush_error = flush_error, .on_flush_error_ctx = d };
+	st_options_t so = { .on_flush_error = flush_error, .on_flush_error_ctx = d,
+			    .commit_gate = opts->store_commit_gate,
+			    .commit_gate_ctx = opts->store_commit_gate_ctx };
 	/* The group commit's period (docs/operations.md): a longer one widens
 	 * the window in which a status lives only in memory, which the tests
 	 * of what must be committed before it is acted on use. */

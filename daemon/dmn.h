@@ -117,6 +117,11 @@ typedef struct dmn_opts {
 	/* Test hook: starts a container process; NULL = pod_launch.  Same
 	 * contract as pod_launch (pod_launch.h). */
 	int (*launch)(const pod_launch_opts_t *o, pod_proc_t *out, tank_error_t *err);
+	/* Test hook: the store's st_options_t.commit_gate (called on the
+	 * store's thread before each async commit, an apply's: a test holds
+	 * the commit there).  NULL: none. */
+	void (*store_commit_gate)(void *ctx);
+	void *store_commit_gate_ctx;
 	/* The kinds this daemon serves (kinds/kind.h), NULL-terminated, the
 	 * Pod kind first; NULL: the shipped list, tank_kinds.  A test build
 	 * of tankd adds its own kinds here. */

@@ -309,6 +309,11 @@ int obs_metrics_write(const obs_src_t *s, const obs_counts_t *c, obs_buf_t *b)
 		one(b, "tank_store_history_dropped_total", "counter",
 		    "Transitions not written because the store was full.",
 		    (double)su.history_dropped);
+		one(b, "tank_store_commit_waits_total", "counter",
+		    "Writes on the loop that waited for an apply's commit on the store's thread.",
+		    (double)su.commit_waits);
+		one(b, "tank_store_commit_wait_seconds_total", "counter",
+		    "Time those writes held the loop.", (double)su.commit_wait_ns / 1e9);
 	}
 	one(b, "tank_store_pending", "gauge", "Status changes queued for the next commit.",
 	    (double)st_pending(s->store));

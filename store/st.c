@@ -677,7 +677,7 @@ static void trim_cb(struct ev_loop *loop, ev_timer *w, int revents)
 	(void)revents;
 
 	ev_ref(loop);
-	if (st->touched) {
+	if (st->touched || st->ac) {
 		st->touched = false;
 		trim_arm(st);
 		return;
@@ -1096,6 +1096,10 @@ static int prealloc(st_t *st, size_t size)
 static int grow_map(st_t *st, tank_error_t *err)
 {
 	size_t want = st->map_size * 2;
+
+	/* mdb_env_set_mapsize wants no transaction open in the process:
+	 * not while the store's thread has one. */
+	st__ac_wait(st);
 	if (want > MAP_SIZE_MAX)
 		return tank_error_set(err, TANK_ESTOREFULL,
 				      "store %s: map size limit reached",
@@ -1115,14 +1119,24 @@ static int grow_map(st_t *st, tank_error_t *err)
 	return 0;
 }
 
+int st__grow_map(st_t *st, tank_error_t *err)
+{
+	return grow_map(st, err);
+}
+
 /* Runs fn in a write transaction and commits it; durable commits fsync
  * (data pages, then the meta page) before returning.  MDB_MAP_FULL at any
  * point aborts, doubles the map and runs fn again from scratch. */
 int st__write_txn(st_t *st, bool durable, const char *what, txn_fn fn,
 		     void *arg, tank_error_t *err)
 {
-	uint64_t t0 = kit_mono_ns();
+	uint64_t t0;
 
+	/* No write transaction begins on the loop while the store's thread
+	 * commits one (LMDB has one writer: it would block in
+	 * mdb_txn_begin anyway; here the wait is counted). */
+	st__ac_wait(st);
+	t0 = kit_mono_ns();
 	tank_error_clear(err);
 	st__touch(st);
 	for (;;) {
@@ -1157,15 +1171,20 @@ int st__write_txn(st_t *st, bool durable, const char *what, txn_fn fn,
 					    kit_mono_ns() - t0);
 			return 0;
 		}
-		/* fn may have filled err with something better already. */
-		if (!st__is_mdb_err(rc) && rc < 0 && err && err->code == rc)
-			return rc;
-		char w[200];
-		snprintf(w, sizeof w, "store %s: %s", st->path, what);
-		if (rc == EIO && disk_full(st))
-			rc = ENOSPC;
-		return st__mdb_fail(err, rc, w);
+		return st__write_fail(st, rc, what, err);
 	}
+}
+
+int st__write_fail(st_t *st, int rc, const char *what, tank_error_t *err)
+{
+	/* fn may have filled err with something better already. */
+	if (!st__is_mdb_err(rc) && rc < 0 && err && err->code == rc)
+		return rc;
+	char w[200];
+	snprintf(w, sizeof w, "store %s: %s", st->path, what);
+	if (rc == EIO && disk_full(st))
+		rc = ENOSPC;
+	return st__mdb_fail(err, rc, w);
 }
 
 static void wake_sync(st_t *st)
@@ -1293,6 +1312,10 @@ static void timer_cb(struct ev_loop *loop, ev_timer *w, int revents)
 	tank_error_t e;
 	(void)loop;
 	(void)revents;
+	/* The store's thread commits: the slice would wait for it (one
+	 * writer).  The completion arms the timer again. */
+	if (st->ac)
+		return;
 	tank_error_clear(&e);
 	if (flush_some(st, &e)) {
 		flush_failed(st, &e);
@@ -1341,11 +1364,170 @@ static void durable_tell(st_t *st)
 	free(told);
 }
 
+static void ac_complete(st_t *st);
+
 static void durable_cb(struct ev_loop *loop, ev_async *w, int revents)
 {
+	st_t *st = w->data;
 	(void)loop;
 	(void)revents;
-	durable_tell(w->data);
+	if (st->ac) {
+		pthread_mutex_lock(&st->q_mu);
+		bool done = st->ac_state == ST_AC_DONE;
+		pthread_mutex_unlock(&st->q_mu);
+		if (done)
+			ac_complete(st);
+	}
+	durable_tell(st);
+}
+
+/* ---- async commits (st_coll_commit_async) ------------------------------------
+ *
+ * The loop prepares the commit (checks, room, the inputs copied: st_coll.c)
+ * and hands it to the store's thread, which runs the whole write
+ * transaction, its commit and fsync, touching nothing of st_t but the
+ * environment and the collections' fixed handles.  The loop keeps
+ * turning; its readers see the old snapshot until the commit.  The thread
+ * says done (ac_state, ac_cv, and the loop's async watcher), and the
+ * loop does the rest: a map too small is grown there (no transaction may
+ * be open in the process meanwhile, which only the loop can see to) and
+ * the transaction run again; then the results are copied out, the
+ * watchers told, the caller's fn called. */
+
+void st__ac_wait(st_t *st)
+{
+	if (!st->ac)
+		return;
+	pthread_mutex_lock(&st->q_mu);
+	if (st->ac_state == ST_AC_QUEUED || st->ac_state == ST_AC_RUNNING) {
+		uint64_t t0 = kit_mono_ns();
+		while (st->ac_state == ST_AC_QUEUED || st->ac_state == ST_AC_RUNNING)
+			pthread_cond_wait(&st->ac_cv, &st->q_mu);
+		st->ac_waits++;
+		st->ac_wait_ns += kit_mono_ns() - t0;
+	}
+	pthread_mutex_unlock(&st->q_mu);
+}
+
+/* On the store's thread. */
+static void ac_run(st_t *st, st_acommit_t *a)
+{
+	uint64_t t0;
+	MDB_txn *txn;
+	int rc;
+
+	if (st->commit_gate)
+		st->commit_gate(st->commit_gate_ctx);
+	t0 = kit_mono_ns();
+	tank_error_clear(&a->err);
+	if ((rc = mdb_txn_begin(st->env, NULL, 0, &txn)) == 0) {
+		for (size_t i = 0; i < a->n && !rc; i++)
+			if (a->ops[i].nput)
+				rc = st__coll_puts(&a->buf, txn, a->ops[i].c, a->ops[i].put,
+						   a->ops[i].nput, a->ops[i].res, a->now, &a->err);
+		if (rc) {
+			mdb_txn_abort(txn);
+		} else {
+			/* Durable, as st__write_txn's: LMDB orders its fsyncs. */
+			pthread_mutex_lock(&st->env_mu);
+			mdb_env_set_flags(st->env, MDB_NOSYNC, 0);
+			rc = mdb_txn_commit(txn);
+			mdb_env_set_flags(st->env, MDB_NOSYNC, 1);
+			pthread_mutex_unlock(&st->env_mu);
+		}
+	}
+	a->rc = rc;
+	a->ns += kit_mono_ns() - t0;
+}
+
+void st__ac_free(st_acommit_t *a)
+{
+	if (!a)
+		return;
+	free(a->ops);
+	free(a->in);
+	free(a->res);
+	free(a->arena);
+	free(a->user_res);
+	msgpack_sbuffer_destroy(&a->buf);
+	free(a);
+}
+
+void st__ac_submit(st_t *st, st_acommit_t *a)
+{
+	st__touch(st);
+	ev_ref(st->loop);          /* the loop lives until the completion */
+	pthread_mutex_lock(&st->q_mu);
+	st->ac = a;
+	st->ac_state = ST_AC_QUEUED;
+	pthread_cond_signal(&st->q_cv);
+	pthread_mutex_unlock(&st->q_mu);
+}
+
+/* On the loop, once the thread said done. */
+static void ac_complete(st_t *st)
+{
+	st_acommit_t *a = st->ac;
+	tank_error_t e = a->err;
+	int rc = a->rc;
+
+	if (rc == MDB_MAP_FULL) {
+		/* Nothing was written (aborted): a bigger map, and again. */
+		pthread_mutex_lock(&st->q_mu);
+		st->ac_state = ST_AC_NONE;
+		pthread_mutex_unlock(&st->q_mu);
+		if ((rc = grow_map(st, &e)) == 0) {
+			pthread_mutex_lock(&st->q_mu);
+			st->ac_state = ST_AC_QUEUED;
+			pthread_cond_signal(&st->q_cv);
+			pthread_mutex_unlock(&st->q_mu);
+			return;
+		}
+	} else if (rc) {
+		rc = st__write_fail(st, rc, "apply", &e);
+	}
+	pthread_mutex_lock(&st->q_mu);
+	st->ac = NULL;
+	st->ac_state = ST_AC_NONE;
+	pthread_mutex_unlock(&st->q_mu);
+	ev_unref(st->loop);
+	if (!rc) {
+		kit_hist_observe_ns(&st->commit_durable, a->ns);
+		for (size_t i = 0; i < a->n; i++) {
+			st_coll_op_t *op = &a->ops[i];
+			size_t m = 0;
+			const char **keys = op->nput ? malloc(op->nput * sizeof *keys) : NULL;
+			if (op->nput)
+				memcpy(a->user_res[i], op->res, op->nput * sizeof *op->res);
+			if (!keys) {
+				op->c->changes += op->nput > 0;   /* not told, still changed */
+				continue;
+			}
+			for (size_t k = 0; k < op->nput; k++)
+				if (op->res[k].action != ST_UNCHANGED)
+					keys[m++] = op->put[k].name;
+			st__coll_notify(op->c, keys, m);
+			free(keys);
+		}
+	}
+	a->fn(a->ctx, rc, rc ? &e : NULL);
+	st__ac_free(a);
+	/* The queue waited for it (timer_cb). */
+	if (st->n_pend || st->n_trs)
+		st__arm_timer(st);
+}
+
+bool st_commit_busy(const st_t *st)
+{
+	return st->ac != NULL;
+}
+
+void st_settle(st_t *st)
+{
+	while (st->ac) {
+		st__ac_wait(st);
+		ac_complete(st);
+	}
 }
 
 /* Waiters left when the loop goes: told -ECANCELED (they only free what
@@ -1418,6 +1600,9 @@ void st_detach_loop(st_t *st)
 {
 	if (!st->loop)
 		return;
+	/* A commit on the store's thread ends first, and its caller hears
+	 * how it went (nothing torn, nothing left to the thread). */
+	st_settle(st);
 	ev_timer_stop(st->loop, &st->timer);
 	if (ev_is_active(&st->trim)) {
 		ev_ref(st->loop);
@@ -1518,6 +1703,8 @@ int st_usage(st_t *st, st_usage_t *out)
 	out->flush_failures = st->flush_failures;
 	out->history_dropped = st->history_dropped;
 	out->map_trims = st->trims;
+	out->commit_waits = st->ac_waits;
+	out->commit_wait_ns = st->ac_wait_ns;
 	return 0;
 }
 
@@ -1917,7 +2104,7 @@ void st_uid_new(char out[ST_UID_LEN + 1])
 	if (got < sizeof r) {
 		/* No getrandom: a uid still must differ from the last one of
 		 * the name; time and a counter do that on one machine. */
-		static uint64_t seq;
+		static _Atomic uint64_t seq;    /* the loop and the store's thread */
 		uint64_t a = (uint64_t)st__now_ms(), b = ++seq ^ (uint64_t)getpid() << 32;
 		memcpy(r, &a, 8);
 		memcpy(r + 8, &b, 8);
@@ -2090,8 +2277,22 @@ static void *sync_main(void *arg)
 	st_t *st = arg;
 	pthread_mutex_lock(&st->q_mu);
 	for (;;) {
-		while (!st->sync_req && !st->sync_stop)
+		while (!st->sync_req && !st->sync_stop && st->ac_state != ST_AC_QUEUED)
 			pthread_cond_wait(&st->q_cv, &st->q_mu);
+		if (st->ac_state == ST_AC_QUEUED) {
+			/* An async commit: its transaction, commit and fsync
+			 * here; the loop completes it (ac_complete). */
+			st_acommit_t *a = st->ac;
+			st->ac_state = ST_AC_RUNNING;
+			pthread_mutex_unlock(&st->q_mu);
+			ac_run(st, a);
+			pthread_mutex_lock(&st->q_mu);
+			st->ac_state = ST_AC_DONE;
+			pthread_cond_broadcast(&st->ac_cv);
+			if (st->dur_on)
+				ev_async_send(st->loop, &st->dur_async);
+			continue;
+		}
 		if (!st->sync_req)
 			break;
 		st->sync_req = false;
@@ -2157,6 +2358,7 @@ static void st_free(st_t *st)
 	pthread_mutex_destroy(&st->q_mu);
 	pthread_mutex_destroy(&st->env_mu);
 	pthread_cond_destroy(&st->q_cv);
+	pthread_cond_destroy(&st->ac_cv);
 	free(st->dir);
 	free(st->path);
 	free(st);
@@ -2179,6 +2381,7 @@ int st_open(const char *data_dir, const st_options_t *opts, st_t **out,
 	pthread_mutex_init(&st->q_mu, NULL);
 	pthread_mutex_init(&st->env_mu, NULL);
 	pthread_cond_init(&st->q_cv, NULL);
+	pthread_cond_init(&st->ac_cv, NULL);
 	msgpack_sbuffer_init(&st->buf);
 	st->history_limit = o.history_limit ? o.history_limit : ST_HISTORY_DEFAULT;
 	st->flush_ms = o.flush_interval_ms ? o.flush_interval_ms
@@ -2186,6 +2389,8 @@ int st_open(const char *data_dir, const st_options_t *opts, st_t **out,
 	st->map_size = o.map_size ? o.map_size : ST_MAP_SIZE_DEFAULT;
 	st->on_flush_error = o.on_flush_error;
 	st->on_flush_error_ctx = o.on_flush_error_ctx;
+	st->commit_gate = o.commit_gate;
+	st->commit_gate_ctx = o.commit_gate_ctx;
 	st->dir = strdup(data_dir);
 	if (st->dir && asprintf(&st->path, "%s/store", data_dir) < 0)
 		st->path = NULL;

@@ -21,7 +21,8 @@
  * Two durability classes.
  *   Desired state (st_apply, st_delete) is fsync-durable before the call
  *   returns; a call is one write transaction, all or nothing.  These calls
- *   BLOCK for one fsync.
+ *   BLOCK for one fsync.  (st_coll_commit_async: the same transaction run
+ *   on the store's thread, durable before its callback is called.)
  *   Observed state (st_status_put, st_transition_add, st_status_forget) is
  *   queued in memory and returns at once; st_flush() commits the whole queue
  *   in one write transaction without fsync, and a small internal thread
@@ -40,11 +41,18 @@
  * list or walk of every status loads the rest first, on the caller's turn.
  *
  * Threading.  An st_t is used from ONE thread (the daemon's loop thread):
- * no function here is thread-safe.  The internal sync thread only calls
- * mdb_env_sync().  Pod and history reads use LMDB read transactions, which
- * never wait for writers (so mdb_stat / mdb_dump may read a live store);
- * status reads use the cache.  Subscriber callbacks run on the calling thread, after the
- * commit, outside any transaction.
+ * no function here is thread-safe.  The store's own thread calls
+ * mdb_env_sync() after group commits and for st_durable, and runs the
+ * write transaction of an async commit (st_coll.h st_coll_commit_async:
+ * an apply's puts, commit and fsync, on inputs copied for it; its
+ * completion, watchers and callback are the loop's).  While such a
+ * commit is in flight every write transaction the loop would begin waits
+ * for it first (one LMDB writer; counted in st_usage), and the group
+ * commit's timer lets it be (docs/store.md "Threads").  Pod and history
+ * reads use LMDB read transactions, which never wait for writers (so
+ * mdb_stat / mdb_dump may read a live store, and the loop reads on while
+ * the thread writes); status reads use the cache.  Subscriber callbacks
+ * run on the loop thread, after the commit, outside any transaction.
  *
  * Errors.  Functions return 0, a negative errno (-ENOMEM, -ENOSPC, -EROFS,
  * -EIO …) or a TANK_E* code; where a tank_error_t is taken it is filled
@@ -98,6 +106,11 @@ typedef struct st_options {
 	 * flush works again after failing. */
 	void (*on_flush_error)(void *ctx, const tank_error_t *err);
 	void *on_flush_error_ctx;
+	/* Tests: called on the store's thread before each async commit's
+	 * transaction begins (st_coll_commit_async), so a test can hold the
+	 * commit there and see what the loop does meanwhile.  NULL: none. */
+	void (*commit_gate)(void *ctx);
+	void *commit_gate_ctx;
 } st_options_t;
 
 /* Opens (creating as needed, mode 0700) <data_dir> and <data_dir>/store/,
@@ -419,6 +432,11 @@ typedef struct st_usage {
 	 * minor fault) so that tankd's PSS does not keep every page it ever
 	 * read. */
 	uint64_t map_trims;
+	/* Times a write on the loop (a flush, a put or delete, a grown map)
+	 * had to wait for an async commit on the store's thread to end
+	 * (st_coll_commit_async), and the time those waits held the loop. */
+	uint64_t commit_waits;
+	uint64_t commit_wait_ns;
 } st_usage_t;
 int st_usage(st_t *st, st_usage_t *out);
 

@@ -207,8 +207,11 @@ typedef struct coll_put {
 	int64_t now;
 } coll_put_t;
 
-/* The puts of one collection, in the caller's transaction. */
-static int coll__put_in(st_t *st, MDB_txn *txn, coll_put_t *a, tank_error_t *err)
+/* The puts of one collection, in the caller's transaction, encoding in
+ * buf.  Touches nothing of st_t but the collection's database handles and
+ * its declaration (fixed once open): the store's thread runs it for an
+ * async commit (st_coll_commit_async) while the loop goes on. */
+static int coll__put_in(msgpack_sbuffer *buf, MDB_txn *txn, coll_put_t *a, tank_error_t *err)
 {
 	int rc = 0;
 
@@ -258,9 +261,11 @@ static int coll__put_in(st_t *st, MDB_txn *txn, coll_put_t *a, tank_error_t *err
 		cur.updated_at = a->now;
 		a->res[i].generation = cur.generation;
 		memcpy(a->res[i].uid, cur.uid, sizeof cur.uid);
-		st->buf.size = 0;
-		if (!rc && !(rc = st__enc_pod(&st->buf, &cur)))
-			rc = st__put_buf(st, txn, a->c->db_obj, in->name, len);
+		buf->size = 0;
+		if (!rc && !(rc = st__enc_pod(buf, &cur))) {
+			MDB_val bv = { buf->size, buf->data };
+			rc = mdb_put(txn, a->c->db_obj, &k, &bv, 0);
+		}
 		if (!rc)
 			rc = coll__index(a->c, txn, in->name, cur.spec, cur.spec_len, true);
 		free(old_spec);
@@ -273,10 +278,17 @@ static int coll__put_fn(st_t *st, MDB_txn *txn, void *arg, tank_error_t *err)
 {
 	/* What is queued commits first, in the same transaction. */
 	int rc = st__write_pending(st, txn);
-	return rc ? rc : coll__put_in(st, txn, arg, err);
+	return rc ? rc : coll__put_in(&st->buf, txn, arg, err);
 }
 
-static void coll__notify(st_coll_t *c, const char *const *keys, size_t n)
+int st__coll_puts(msgpack_sbuffer *buf, MDB_txn *txn, st_coll_t *c, const st_pod_in_t *in,
+		  size_t n, st_apply_result_t *res, int64_t now, tank_error_t *err)
+{
+	coll_put_t a = { c, in, n, res, now };
+	return coll__put_in(buf, txn, &a, err);
+}
+
+void st__coll_notify(st_coll_t *c, const char *const *keys, size_t n)
 {
 	if (n == 0)
 		return;
@@ -312,7 +324,7 @@ int st_coll_put(st_coll_t *c, const st_pod_in_t *in, size_t n,
 		for (size_t i = 0; i < n; i++)
 			if (res[i].action != ST_UNCHANGED)
 				keys[m++] = in[i].name;
-		coll__notify(c, keys, m);
+		st__coll_notify(c, keys, m);
 	}
 	free(keys);
 	return rc;
@@ -397,7 +409,7 @@ int st_coll_delete(st_coll_t *c, const char *const *keys, size_t n,
 		for (size_t i = 0; i < n; i++)
 			if (d[i])
 				changed[m++] = keys[i];
-		coll__notify(c, changed, m);
+		st__coll_notify(c, changed, m);
 	}
 	if (!deleted)
 		free(d);
@@ -726,7 +738,7 @@ static int coll__multi_fn(st_t *st, MDB_txn *txn, void *arg, tank_error_t *err)
 		const st_coll_op_t *op = &a->ops[i];
 		coll_put_t p = { op->c, op->put, op->nput, op->res, a->now };
 		if (op->nput)
-			rc = coll__put_in(st, txn, &p, err);
+			rc = coll__put_in(&st->buf, txn, &p, err);
 	}
 	for (size_t i = 0; i < a->n && !rc; i++) {
 		const st_coll_op_t *op = &a->ops[i];
@@ -801,7 +813,7 @@ static int coll__commit(st_t *st, const st_coll_op_t *ops, size_t n, bool durabl
 			for (size_t k = 0; k < op->ndel; k++)
 				if (op->deleted[k])
 					keys[m++] = op->del[k];
-			coll__notify(op->c, keys, m);
+			st__coll_notify(op->c, keys, m);
 			free(keys);
 		}
 	}
@@ -810,6 +822,81 @@ static int coll__commit(st_t *st, const st_coll_op_t *ops, size_t n, bool durabl
 	free(dflt);
 	free(own);
 	return rc;
+}
+
+/* ---- a commit on the store's thread (st.c "async commits") ---------------- */
+
+int st_coll_commit_async(st_t *st, const st_coll_op_t *ops, size_t n, st_commit_fn fn,
+			 void *ctx, tank_error_t *err)
+{
+	size_t nin = 0, bytes = 0;
+	st_acommit_t *a;
+	int rc = 0;
+
+	tank_error_clear(err);
+	/* One at a time: a commit still in flight ends first. */
+	st_settle(st);
+	for (size_t i = 0; i < n; i++) {
+		if (ops[i].ndel)
+			return tank_error_set(err, TANK_EINVALID,
+					      "store: an async commit puts, it does not delete");
+		st_coll_t *c = ops[i].c ? ops[i].c : st_pods(st);
+		if (ops[i].nput && c == st_pods(st) &&
+		    (rc = st__headroom(st, ops[i].put, ops[i].nput, err)))
+			return rc;
+		for (size_t k = 0; k < ops[i].nput; k++) {
+			const st_pod_in_t *in = &ops[i].put[k];
+			if (!in->name || (in->spec_len && !in->spec))
+				return tank_error_set(err, TANK_EINVALID, "apply: %s: no spec",
+						      coll__noun(c));
+			if ((rc = st__check_names(&in->name, 1, "apply", err)))
+				return rc;
+			bytes += strlen(in->name) + 1 + in->spec_len;
+		}
+		nin += ops[i].nput;
+	}
+	if (!st->loop || !nin) {
+		/* No loop to hear the thread (or nothing to write): here. */
+		rc = coll__commit(st, ops, n, true, err);
+		fn(ctx, rc, rc ? err : NULL);
+		return 0;
+	}
+	/* Everything the thread reads is copied: the caller's buffers may
+	 * go (an apply whose client left) before the commit is done. */
+	if (!(a = calloc(1, sizeof *a)) || !(a->ops = calloc(n, sizeof *a->ops)) ||
+	    !(a->in = calloc(nin, sizeof *a->in)) || !(a->res = calloc(nin, sizeof *a->res)) ||
+	    !(a->user_res = calloc(n, sizeof *a->user_res)) || !(a->arena = malloc(bytes + 1))) {
+		st__ac_free(a);
+		return tank_error_set(err, -ENOMEM, "out of memory");
+	}
+	msgpack_sbuffer_init(&a->buf);
+	a->n = n;
+	a->nin = nin;
+	a->now = st__now_ms();
+	a->fn = fn;
+	a->ctx = ctx;
+	char *at = a->arena;
+	size_t j = 0;
+	for (size_t i = 0; i < n; i++) {
+		a->ops[i] = (st_coll_op_t){ .c = ops[i].c ? ops[i].c : st_pods(st),
+					    .put = a->in + j, .nput = ops[i].nput,
+					    .res = a->res + j };
+		a->user_res[i] = ops[i].res;
+		for (size_t k = 0; k < ops[i].nput; k++, j++) {
+			const st_pod_in_t *in = &ops[i].put[k];
+			size_t nl = strlen(in->name) + 1;
+			memcpy(at, in->name, nl);
+			a->in[j].name = at;
+			at += nl;
+			if (in->spec_len)
+				memcpy(at, in->spec, in->spec_len);
+			a->in[j].spec = at;
+			a->in[j].spec_len = in->spec_len;
+			at += in->spec_len;
+		}
+	}
+	st__ac_submit(st, a);
+	return 0;
 }
 
 int st_coll_commit(st_t *st, const st_coll_op_t *ops, size_t n, tank_error_t *err)

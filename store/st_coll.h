@@ -33,7 +33,8 @@
  * status reads of 10,000 pods are the reconciler's hot path; its status
  * bytes are then st_status_t's encoding, whichever call wrote them.
  *
- * One thread, as st.h.  Errors as st.h.
+ * One thread, as st.h (an async commit's transaction aside: st_coll_commit_async).
+ * Errors as st.h.
  */
 #ifndef TANK_ST_COLL_H
 #define TANK_ST_COLL_H
@@ -136,6 +137,39 @@ int st_coll_commit(st_t *st, const st_coll_op_t *ops, size_t n, tank_error_t *er
  * meanwhile (a delete of 100,000 names in chunks of 1,000: 40-70 ms a
  * chunk with its fsync on the loop).  Errors as st_coll_commit. */
 int st_coll_commit_nosync(st_t *st, const st_coll_op_t *ops, size_t n, tank_error_t *err);
+
+/* The same durable commit (puts only), run on the store's thread while
+ * the loop goes on: the whole write transaction, its commit and its
+ * fsync (tens of ms for 10,000 records, which held every client when it
+ * ran on the loop).  The checks (names, room) are made here and an error
+ * is returned at once (fn not called).  Otherwise the inputs are copied
+ * (the caller's buffers may go), 0 is returned and fn(ctx, rc, err) is
+ * called exactly once, on the loop thread, outside the call (with no
+ * loop attached, or nothing to put, before it returns): rc 0 with every
+ * op's res filled and the watchers told first, or the error st_coll_commit
+ * would give (err borrowed for the call; nothing applied).  The caller's
+ * res arrays must stay valid until fn is called.
+ * What runs where: the loop checks, copies, later grows the map when the
+ * transaction found it full (and hands it over again), fills res, tells
+ * the watchers; the store's thread runs only the transaction.  Readers
+ * see the old records until the thread commits, the new ones from then
+ * on (possibly before fn).  Queued status changes are not part of it (the
+ * group commit writes them after).  While it is in flight every other
+ * write of the store waits for it: the group commit's timer lets it be,
+ * a write called on the loop (st_flush, st_coll_put …) blocks until the
+ * thread's commit is done (st_usage's commit_waits count those).  One at
+ * a time: a second call settles the first.  st_detach_loop and st_close
+ * settle what is in flight. */
+typedef void (*st_commit_fn)(void *ctx, int rc, const tank_error_t *err);
+int st_coll_commit_async(st_t *st, const st_coll_op_t *ops, size_t n, st_commit_fn fn,
+			 void *ctx, tank_error_t *err);
+/* Whether an async commit is in flight (until its fn has been called). */
+bool st_commit_busy(const st_t *st);
+/* Waits (blocking the loop) for the async commit in flight, if any, and
+ * completes it now: its fn is called from here.  For a caller that must
+ * read its outcome before going on (a desired-state write that checks
+ * stored objects first). */
+void st_settle(st_t *st);
 
 /* ---- observed state ------------------------------------------------------ */
 

@@ -87,6 +87,30 @@ static inline size_t st__reserve(size_t map_size)
 	return r < (256u << 10) ? (256u << 10) : r;
 }
 
+/* An async commit (st_coll_commit_async) handed to the store's thread:
+ * everything its transaction reads is here, owned (the inputs copied
+ * into arena), so the thread touches no other in-memory part of st_t.
+ * The loop fills it and reads the outcome only once the thread has said
+ * done (ac_state, under q_mu). */
+typedef struct st_acommit {
+	st_coll_op_t *ops;         /* the ops, put arrays pointing into in[] */
+	size_t n;
+	st_pod_in_t *in;           /* every op's puts, in op order */
+	st_apply_result_t *res;    /* their results, filled by the thread */
+	size_t nin;
+	char *arena;               /* names and specs, copied */
+	st_apply_result_t **user_res; /* the caller's res array of each op */
+	int64_t now;
+	msgpack_sbuffer buf;       /* the thread's encode scratch */
+	tank_error_t err;          /* what the thread's txn said */
+	int rc;                    /* 0, an LMDB code or a negative errno */
+	uint64_t ns;               /* begin to commit, on the thread */
+	void (*fn)(void *ctx, int rc, const tank_error_t *err);
+	void *ctx;
+} st_acommit_t;
+
+enum { ST_AC_NONE = 0, ST_AC_QUEUED, ST_AC_RUNNING, ST_AC_DONE };
+
 /* An st_durable caller waiting for the fsync that covers seq. */
 typedef struct st_waiter {
 	uint64_t seq;
@@ -160,6 +184,20 @@ struct st {
 	ev_async dur_async;
 	struct st_waiter *waiters; /* st_durable callers not told yet */
 	size_t n_waiters, cap_waiters;
+
+	/* The async commit in flight (at most one; loop-owned pointer, NULL
+	 * when none): from st_coll_commit_async until its completion ran on
+	 * the loop.  ac_state (under q_mu) says where the thread is with it;
+	 * ac_cv is signalled when it is done.  While it is in flight no
+	 * write transaction begins on the loop: a loop write waits on ac_cv
+	 * first (counted in ac_waits / ac_wait_ns), the flush timer and the
+	 * trim wait for the completion instead. */
+	st_acommit_t *ac;
+	int ac_state;
+	pthread_cond_t ac_cv;
+	uint64_t ac_waits, ac_wait_ns;
+	void (*commit_gate)(void *ctx);
+	void *commit_gate_ctx;
 };
 
 struct st_coll {
@@ -204,6 +242,27 @@ int st__put_buf(st_t *st, MDB_txn *txn, MDB_dbi db, const void *key, size_t klen
 typedef int (*txn_fn)(st_t *st, MDB_txn *txn, void *arg, tank_error_t *err);
 int st__write_txn(st_t *st, bool durable, const char *what, txn_fn fn, void *arg,
 		  tank_error_t *err);
+/* The error of a failed write transaction, as callers see it ("store
+ * <path>: <what>: …"; EIO on a full disk said as ENOSPC); rc as the
+ * transaction returned it, err possibly filled by its fn already. */
+int st__write_fail(st_t *st, int rc, const char *what, tank_error_t *err);
+/* Grows the map (x2) when the disk can hold it; on the loop, with no
+ * transaction open in the process. */
+int st__grow_map(st_t *st, tank_error_t *err);
+/* Blocks until the async commit in flight, if any, is done on the
+ * store's thread (its completion is left for the loop): what every
+ * write transaction on the loop does first. */
+void st__ac_wait(st_t *st);
+/* Hands a prepared async commit to the store's thread (a loop attached,
+ * none in flight); frees one (its copies and itself). */
+void st__ac_submit(st_t *st, st_acommit_t *a);
+void st__ac_free(st_acommit_t *a);
+/* The puts of one collection in a transaction, with an encode buffer of
+ * the caller's (st_coll.c; the thread's own for an async commit). */
+int st__coll_puts(msgpack_sbuffer *buf, MDB_txn *txn, st_coll_t *c, const st_pod_in_t *in,
+		  size_t n, st_apply_result_t *res, int64_t now, tank_error_t *err);
+/* Tells c's watchers these keys changed (and counts the change). */
+void st__coll_notify(st_coll_t *c, const char *const *keys, size_t n);
 int st__read_begin(st_t *st, MDB_txn **txn, tank_error_t *err);
 /* Pods' room for puts (st.c), and the packed status cache (st.c) of a
  * typed collection: loaded in slices after open, entries of deleted keys

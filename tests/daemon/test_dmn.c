@@ -12,6 +12,8 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <malloc.h>
+#include <pthread.h>
+#include <semaphore.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -29,6 +31,7 @@
 #endif
 
 #include "api/api_client.h"
+#include "api/api_rpc.h"
 #include "common/tank_map.h"
 #include "daemon/dmn.h"
 #include "tests/support/tsupport.h"
@@ -845,4 +848,151 @@ Test(daemon, store_events_are_the_documented_maps)
 	cr_assert_eq(off, sb.size);
 	msgpack_unpacked_destroy(&up);
 	msgpack_sbuffer_destroy(&sb);
+}
+
+/* --- an apply's commit on the store's thread -------------------------------- */
+
+/* The store's test gate (dmn_opts_t.store_commit_gate): the thread says
+ * it holds an apply's commit, then waits to be let go. */
+static sem_t gate_in, gate_go;
+static int gate_passes;
+
+static void hold_commit(void *ctx)
+{
+	(void)ctx;
+	gate_passes++;
+	sem_post(&gate_in);
+	while (sem_wait(&gate_go) < 0 && errno == EINTR)
+		;
+}
+
+/* No process in this test: every start fails (and is told so). */
+static int no_launch(const pod_launch_opts_t *o, pod_proc_t *out, tank_error_t *err)
+{
+	(void)o; (void)out;
+	return tank_error_set(err, -ENOEXEC, "no processes in this test");
+}
+
+enum { GATE_N = 1100 };        /* past API_APPLY_CHUNK: the worker's path */
+
+static int pack_gate_batch(msgpack_packer *pk, void *arg)
+{
+	char name[32];
+	int rc = msgpack_pack_array(pk, 1);
+	(void)arg;
+	rc |= msgpack_pack_array(pk, GATE_N);
+	for (int i = 0; i < GATE_N; i++) {
+		snprintf(name, sizeof name, "g%04d", i);
+		rc |= msgpack_pack_map(pk, 3);
+		rc |= api_pack_cstr(pk, "name");       rc |= api_pack_cstr(pk, name);
+		rc |= api_pack_cstr(pk, "restart");    rc |= api_pack_cstr(pk, "never");
+		rc |= api_pack_cstr(pk, "containers");
+		rc |= msgpack_pack_array(pk, 1);
+		rc |= msgpack_pack_map(pk, 2);
+		rc |= api_pack_cstr(pk, "name");       rc |= api_pack_cstr(pk, "c");
+		rc |= api_pack_cstr(pk, "command");
+		rc |= msgpack_pack_array(pk, 1);
+		rc |= api_pack_cstr(pk, "/bin/true");
+	}
+	return rc ? -ENOMEM : 0;
+}
+
+typedef struct gate_client {
+	const char *sock;
+	bool pinged;            /* a ping answered while the commit was held */
+	bool early;             /* the apply answered before the gate let go */
+	int apply_code;
+	char why[256];
+} gate_client_t;
+
+static void *gate_client(void *arg)
+{
+	gate_client_t *g = arg;
+	api_client_t *c = NULL, *p = NULL;
+	api_incoming_t in;
+	tank_error_t e;
+	uint32_t id;
+	sigset_t all;
+	struct timespec ts;
+
+	/* The daemon's signals are the loop's. */
+	sigfillset(&all);
+	pthread_sigmask(SIG_BLOCK, &all, NULL);
+	g->apply_code = -1;
+	for (int i = 0; i < 400 && api_client_connect(g->sock, &c, &e) < 0; i++)
+		sleep_ms(25);
+	if (!c || api_client_send(c, "apply", pack_gate_batch, NULL, 30000, &id, &e) < 0) {
+		snprintf(g->why, sizeof g->why, "apply not sent: %.200s", e.msg);
+		goto out;
+	}
+	clock_gettime(CLOCK_REALTIME, &ts);
+	ts.tv_sec += 60;
+	if (sem_timedwait(&gate_in, &ts) < 0) {
+		snprintf(g->why, sizeof g->why, "the commit never reached the store's thread");
+		goto out;
+	}
+	/* The commit is held on the store's thread: the loop answers. */
+	memset(&in, 0, sizeof in);
+	if (api_client_connect(g->sock, &p, &e) == 0 &&
+	    api_client_call(p, "ping", NULL, NULL, 10000, &in, &e) == 0 && in.code == API_OK)
+		g->pinged = true;
+	else
+		snprintf(g->why, sizeof g->why, "no ping answer while the commit ran: %.180s", e.msg);
+	api_incoming_free(&in);
+	memset(&in, 0, sizeof in);
+	g->early = api_client_wait(c, id, 50, &in, &e) == 0;
+	api_incoming_free(&in);
+out:
+	sem_post(&gate_go);
+	memset(&in, 0, sizeof in);
+	if (c && api_client_wait(c, id, 60000, &in, &e) == 0)
+		g->apply_code = in.code;
+	api_incoming_free(&in);
+	if (c)
+		api_client_close(c);
+	if (p)
+		api_client_close(p);
+	kill(getpid(), SIGTERM);
+	return NULL;
+}
+
+/* A big apply's commit runs on the store's thread (docs/store.md
+ * "Threads"): held there at the store's test gate, the loop still answers
+ * a ping on another connection, the apply is not answered until the
+ * commit is let go, and then it is (its pods stored). */
+Test(daemon, a_ping_is_answered_while_an_applys_commit_runs_on_the_stores_thread)
+{
+	t_t *t = setup();
+	lines_t l = { "" };
+	gate_client_t g = { .sock = t->sock };
+	dmn_opts_t o = { .data_dir = t->dir, .socket_path = t->sock, .log = capture, .log_ctx = &l,
+			 .cgroups = DMN_CGROUPS_OFF, .launch = no_launch,
+			 .store_commit_gate = hold_commit };
+	tank_error_t e;
+	pthread_t th;
+	dmn_t *d;
+
+	sem_init(&gate_in, 0, 0);
+	sem_init(&gate_go, 0, 0);
+	gate_passes = 0;
+	cr_assert_eq(dmn_open(&o, &d, &e), 0, "%s", e.msg);
+	cr_assert_eq(pthread_create(&th, NULL, gate_client, &g), 0);
+	(void)dmn_run(d);
+	pthread_join(th, NULL);
+	dmn_close(d);
+	cr_assert(g.pinged, "%s", g.why);
+	cr_assert(!g.early, "the apply was answered before its commit was let go");
+	cr_assert_eq(g.apply_code, API_OK, "apply answered %d (%s)\n%s", g.apply_code, g.why,
+		     l.text);
+	cr_assert_eq(gate_passes, 1);
+
+	st_t *st;
+	st_pod_t p;
+	cr_assert_eq(st_open(t->dir, NULL, &st, &e), 0, "%s", e.msg);
+	cr_assert_eq(st_pod_get(st, "g1099", &p, &e), 0, "%s", e.msg);
+	st_pod_clear(&p);
+	st_close(st, NULL);
+	sem_destroy(&gate_in);
+	sem_destroy(&gate_go);
+	teardown(t);
 }
