@@ -10,7 +10,10 @@
  *         output discarded; exit 0 is a success;
  *   tcp   a non-blocking connect to host:port;
  *   http  a GET through libcurl's multi interface, its sockets and timer
- *         on the runner's watches; 2xx and 3xx are a success.
+ *         on the runner's watches; 2xx and 3xx are a success.  libcurl
+ *         is loaded by the first http run (common/tank_dl.h); when it
+ *         cannot be, every http run fails with "cannot load
+ *         libcurl.so.4" and tankd's log says why once.
  * tcp and http sockets are made inside the pod's network namespace when
  * it has one (setns there and back around socket(): tankd is one thread).
  * A run still going at its timeout fails ("timeout after 1s"); an exec
