@@ -50,6 +50,7 @@ struct pod_prober {
 	char *cwd, *user;
 	const pod_cgroup_t *cgroup;
 	const pod_sandbox_t *sandbox;
+	const char *key;              /* borrowed from the runner */
 	int netns_fd;                 /* the pod's network namespace, or -1 */
 	bool started;                 /* startup passed, or there is none */
 	bool ready;
@@ -447,8 +448,8 @@ static int probe__curl_load(pod_prober_t *p, char *why, size_t cap)
 		return 0;
 	if (!said) {
 		said = true;
-		fprintf(stderr, "tankd: error: http probes: %s (every http probe fails "
-			"until tankd is started with it)\n", msg);
+		fprintf(stderr, "tankd: error: http probe of %s: %s (every http probe "
+			"fails until tankd is started with it)\n", p->key ? p->key : "?", msg);
 	}
 	/* The status keeps 63 characters: "cannot load NAME", tank_dl's
 	 * message up to its detail. */
@@ -579,6 +580,7 @@ int pod_prober_new(rt_t *rt, const pod_prober_opts_t *o, pod_prober_t **out)
 	p->netns_fd = -1;
 	p->cgroup = o->cgroup;
 	p->sandbox = o->sandbox;
+	p->key = o->key;
 	for (unsigned i = 0; i < POD_PROBE_ROLES; i++) {
 		p->run[i].role = (enum pod_probe_role)i;
 		p->run[i].fd = -1;

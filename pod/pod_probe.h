@@ -59,6 +59,8 @@ typedef struct pod_prober_opts {
 	const char *cwd, *user;           /* copied; may be NULL */
 	const pod_cgroup_t *cgroup;       /* borrowed; may be NULL */
 	const pod_sandbox_t *sandbox;     /* borrowed; may be NULL */
+	const char *key;                  /* "<pod>/<container>", for tankd's
+					   * log; borrowed like the cgroup */
 } pod_prober_opts_t;
 
 /* What a probe run changed, for the runner to tell its owner. */
