@@ -1,7 +1,8 @@
 /*
  * tank_dl — the libraries tank uses only for some features, loaded with
  * dlopen when a feature first needs them, never at a program's start:
- *   libcurl        an http probe (pod/pod_probe.c), cluster mode
+ *   libcurl        an http probe (its apply's host check, pod/pod_host.c,
+ *                  and its runs, pod/pod_probe.c), cluster mode
  *                  (cluster/cl_etcd.c: `tankd --cluster`, `tankctl
  *                  --cluster`);
  *   libmicrohttpd  `tankd --http` (obs/obs_http.c).
