@@ -283,7 +283,7 @@ const char *cl_etcd_strerror(int rc)
 
 	if (rc == -ELIBACC)
 		(void)tank_curl_load(NULL, &why);
-	return why ? why : tank_strerror(rc);
+	return why && *why ? why : tank_strerror(rc);
 }
 
 void cl_etcd_close(cl_etcd_t *e)
