@@ -34,8 +34,8 @@
  * threads start, tankctl on its only one; whoever comes first loads, the
  * others wait for that load.  The outcome is kept for the process's
  * life, a failure too (one dlopen attempt: a library installed later is
- * used from tankd's next start, which keeps the pods); the library is
- * never unloaded.  Later calls cost one pthread_once check.
+ * used from tankd's next start or `tankctl daemon reexec`, which keeps
+ * the pods); the library is never unloaded.  Later calls cost one pthread_once check.
  *
  * Errors: 0 and *out, the table (static, valid for the process's life);
  * or -ELIBACC and *why, "cannot load libcurl.so.4: <dlerror's text>"
