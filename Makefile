@@ -23,7 +23,12 @@ BUILD   ?= build
 SANFLAGS =
 endif
 
-PKGS     = msgpack libfyaml lmdb libcurl libmicrohttpd libsystemd
+# Linked: what every tankd and tankctl needs at start.  Loaded with dlopen
+# when a feature first needs it (common/tank_dl.h): libcurl (http probes,
+# cluster mode) and libmicrohttpd (--http); their headers are needed to
+# build, their libraries are not linked.
+PKGS     = msgpack libfyaml lmdb
+DL_PKGS  = libcurl libmicrohttpd
 CC      ?= cc
 # CFLAGS/LDFLAGS are the user's (make CFLAGS='-O0 -g' works); the flags the
 # project needs are added on top and cannot be dropped by accident.
@@ -31,10 +36,17 @@ CFLAGS  ?= -O2 -g
 ALL_CFLAGS = $(CFLAGS) -std=c11 -D_GNU_SOURCE -Wall -Wextra -Werror -MMD -MP -I. $(SANFLAGS)
 ALL_LDFLAGS = $(LDFLAGS) $(SANFLAGS)
 # pkg-config is only asked once the deps are installed (see deps below).
-PKG_CFLAGS = $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
+PKG_CFLAGS = $(shell pkg-config --cflags $(PKGS) $(DL_PKGS) 2>/dev/null)
 PKG_LIBS   = $(shell pkg-config --libs $(PKGS) 2>/dev/null)
 LIBS       = $(PKG_LIBS) -lev -lpthread -lm
-TEST_LIBS  = $(shell pkg-config --libs criterion 2>/dev/null)
+# The test binary's own http client (tests/obs/obs_t.c) links libcurl.
+TEST_LIBS  = $(shell pkg-config --libs criterion libcurl 2>/dev/null)
+# The name tank_dl loads each library by: the SONAME of the dev package's
+# library (the one the headers describe), read when tank_dl.c is compiled.
+dl_soname  = $(shell readelf -d $(shell pkg-config --variable=libdir $(1) 2>/dev/null)/$(1).so 2>/dev/null | \
+		sed -n 's/.*Library soname: \[\(.*\)\]/\1/p')
+DL_DEFS    = -DTANK_DL_CURL_SONAME='"$(call dl_soname,libcurl)"' \
+	     -DTANK_DL_MHD_SONAME='"$(call dl_soname,libmicrohttpd)"'
 
 LAYERS   = common runtime supervisor store keeper pod stack action workflow reconciler manifest kinds api obs cluster daemon
 LIB_SRC  = $(wildcard $(addsuffix /*.c,$(LAYERS)))
@@ -88,6 +100,8 @@ $(DEPS_OK): scripts/deps.sh
 $(BUILD)/obj/%.o: %.c | $(DEPS_OK)
 	@mkdir -p $(@D)
 	$(CC) $(ALL_CFLAGS) $(PKG_CFLAGS) -c -o $@ $<
+
+$(BUILD)/obj/common/tank_dl.o: ALL_CFLAGS += $(DL_DEFS)
 
 # Each line of the page becomes a string literal ("\\" and "\"" escaped).
 $(PAGE_C): obs/page.html
@@ -172,6 +186,8 @@ FUZZ_TARGETS  = frame params manifest record tmpl
 $(FUZZ_BUILD)/obj/%.o: %.c
 	@mkdir -p $(@D)
 	$(FUZZ_CC) $(FUZZ_FLAGS) -fsanitize=fuzzer-no-link $(PKG_CFLAGS) -c -o $@ $<
+
+$(FUZZ_BUILD)/obj/common/tank_dl.o: FUZZ_FLAGS += $(DL_DEFS)
 
 $(FUZZ_BUILD)/obj/gen/obs_page_html.o: $(PAGE_C)
 	@mkdir -p $(@D)

@@ -1604,8 +1604,10 @@ int cl_cli_main(const char *url, int argc, char **argv, FILE *out, FILE *err)
 		help(out);
 		return EXIT_OK_;
 	}
-	if (cl_etcd_open(url, &c.e) != 0)
+	if ((rc = cl_etcd_open(url, &c.e)) == -EINVAL)
 		return fail(&c, EXIT_USAGE_, "--cluster: expected http://HOST:PORT, got \"%s\"", url);
+	if (rc != 0)
+		return fail(&c, EXIT_FAIL_, "--cluster: %s", cl_etcd_strerror(rc));
 	if (strcmp(argv[0], "apply") == 0)
 		rc = do_apply(&c, argc, argv);
 	else if (strcmp(argv[0], "delete") == 0)

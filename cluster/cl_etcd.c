@@ -5,7 +5,6 @@
  */
 #include "cluster/cl_etcd.h"
 
-#include <curl/curl.h>
 #include <errno.h>
 #include <inttypes.h>
 #include <libfyaml.h>
@@ -16,11 +15,13 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/tank_dl.h"
 #include "common/tank_err.h"
 #include "obs/obs_buf.h"
 
 struct cl_etcd {
 	char *base;            /* "http://host:port", no trailing slash */
+	const tank_curl_t *cu; /* libcurl (common/tank_dl.h) */
 	CURL *h;
 	long timeout_ms;
 	atomic_int aborted;
@@ -249,23 +250,21 @@ static int kvs_append(struct fy_node *m, cl_kvs_t *out)
 
 /* --- transport ---------------------------------------------------------- */
 
-static pthread_once_t curl_once = PTHREAD_ONCE_INIT;
-static void curl_init_once(void)
-{
-	curl_global_init(CURL_GLOBAL_DEFAULT);
-}
-
 int cl_etcd_open(const char *url, cl_etcd_t **out)
 {
 	cl_etcd_t *e;
+	const tank_curl_t *cu;
 	size_t n;
+	int rc;
 
 	if (!url || strncmp(url, "http://", 7) != 0 || !url[7])
 		return -EINVAL;
-	pthread_once(&curl_once, curl_init_once);
+	if ((rc = tank_curl_load(&cu, NULL)) < 0)
+		return rc;
 	if (!(e = calloc(1, sizeof *e)))
 		return -ENOMEM;
-	if (!(e->base = strdup(url)) || !(e->h = curl_easy_init())) {
+	e->cu = cu;
+	if (!(e->base = strdup(url)) || !(e->h = cu->easy_init())) {
 		free(e->base);
 		free(e);
 		return -ENOMEM;
@@ -278,11 +277,20 @@ int cl_etcd_open(const char *url, cl_etcd_t **out)
 	return 0;
 }
 
+const char *cl_etcd_strerror(int rc)
+{
+	const char *why = NULL;
+
+	if (rc == -ELIBACC)
+		(void)tank_curl_load(NULL, &why);
+	return why && *why ? why : tank_strerror(rc);
+}
+
 void cl_etcd_close(cl_etcd_t *e)
 {
 	if (!e)
 		return;
-	curl_easy_cleanup(e->h);
+	e->cu->easy_cleanup(e->h);
 	obs_buf_free(&e->in);
 	free(e->base);
 	free(e);
@@ -345,31 +353,31 @@ static int curl_errno(cl_etcd_t *e, CURLcode cc, const char *what)
 	default:
 		rc = -ECONNRESET;
 	}
-	return fail(e, rc, "etcd %s%s: %s", e->base, what, curl_easy_strerror(cc));
+	return fail(e, rc, "etcd %s%s: %s", e->base, what, e->cu->easy_strerror(cc));
 }
 
 /* Sets up one POST of body to path; the answer goes through wfn. */
 static void setup(cl_etcd_t *e, const char *url, const obs_buf_t *body,
 		  curl_write_callback wfn, long timeout_ms, struct curl_slist *hdr)
 {
-	curl_easy_reset(e->h);
-	curl_easy_setopt(e->h, CURLOPT_URL, url);
-	curl_easy_setopt(e->h, CURLOPT_POST, 1L);
-	curl_easy_setopt(e->h, CURLOPT_POSTFIELDS, body->p ? body->p : "");
-	curl_easy_setopt(e->h, CURLOPT_POSTFIELDSIZE, (long)body->len);
-	curl_easy_setopt(e->h, CURLOPT_HTTPHEADER, hdr);
-	curl_easy_setopt(e->h, CURLOPT_WRITEFUNCTION, wfn);
-	curl_easy_setopt(e->h, CURLOPT_WRITEDATA, e);
-	curl_easy_setopt(e->h, CURLOPT_NOPROGRESS, 0L);
-	curl_easy_setopt(e->h, CURLOPT_XFERINFOFUNCTION, on_progress);
-	curl_easy_setopt(e->h, CURLOPT_XFERINFODATA, e);
+	e->cu->easy_reset(e->h);
+	e->cu->easy_setopt(e->h, CURLOPT_URL, url);
+	e->cu->easy_setopt(e->h, CURLOPT_POST, 1L);
+	e->cu->easy_setopt(e->h, CURLOPT_POSTFIELDS, body->p ? body->p : "");
+	e->cu->easy_setopt(e->h, CURLOPT_POSTFIELDSIZE, (long)body->len);
+	e->cu->easy_setopt(e->h, CURLOPT_HTTPHEADER, hdr);
+	e->cu->easy_setopt(e->h, CURLOPT_WRITEFUNCTION, wfn);
+	e->cu->easy_setopt(e->h, CURLOPT_WRITEDATA, e);
+	e->cu->easy_setopt(e->h, CURLOPT_NOPROGRESS, 0L);
+	e->cu->easy_setopt(e->h, CURLOPT_XFERINFOFUNCTION, on_progress);
+	e->cu->easy_setopt(e->h, CURLOPT_XFERINFODATA, e);
 	/* Threads: no SIGALRM for timeouts. */
-	curl_easy_setopt(e->h, CURLOPT_NOSIGNAL, 1L);
-	curl_easy_setopt(e->h, CURLOPT_CONNECTTIMEOUT_MS, e->timeout_ms < 3000 ? e->timeout_ms : 3000L);
-	curl_easy_setopt(e->h, CURLOPT_TIMEOUT_MS, timeout_ms);
-	curl_easy_setopt(e->h, CURLOPT_TCP_KEEPALIVE, 1L);
-	curl_easy_setopt(e->h, CURLOPT_TCP_KEEPIDLE, 5L);
-	curl_easy_setopt(e->h, CURLOPT_TCP_KEEPINTVL, 2L);
+	e->cu->easy_setopt(e->h, CURLOPT_NOSIGNAL, 1L);
+	e->cu->easy_setopt(e->h, CURLOPT_CONNECTTIMEOUT_MS, e->timeout_ms < 3000 ? e->timeout_ms : 3000L);
+	e->cu->easy_setopt(e->h, CURLOPT_TIMEOUT_MS, timeout_ms);
+	e->cu->easy_setopt(e->h, CURLOPT_TCP_KEEPALIVE, 1L);
+	e->cu->easy_setopt(e->h, CURLOPT_TCP_KEEPIDLE, 5L);
+	e->cu->easy_setopt(e->h, CURLOPT_TCP_KEEPINTVL, 2L);
 }
 
 /* The error an answer carries ({"error", "message", "code"}), as a value:
@@ -411,13 +419,13 @@ static int request(cl_etcd_t *e, const char *path, obs_buf_t *body, struct fy_do
 	snprintf(url, sizeof url, "%s%s", e->base, path);
 	e->in.len = 0;
 	e->in.oom = false;
-	hdr = curl_slist_append(NULL, "Content-Type: application/json");
+	hdr = e->cu->slist_append(NULL, "Content-Type: application/json");
 	setup(e, url, body, on_body, e->timeout_ms, hdr);
-	cc = curl_easy_perform(e->h);
-	curl_slist_free_all(hdr);
+	cc = e->cu->easy_perform(e->h);
+	e->cu->slist_free_all(hdr);
 	if (cc != CURLE_OK)
 		return curl_errno(e, cc, path);
-	curl_easy_getinfo(e->h, CURLINFO_RESPONSE_CODE, &status);
+	e->cu->easy_getinfo(e->h, CURLINFO_RESPONSE_CODE, &status);
 	if (e->in.oom)
 		return fail(e, -ENOMEM, "etcd %s: out of memory", path);
 	if (!(*doc = jparse(e->in.p ? e->in.p : "", e->in.len)))
@@ -873,10 +881,10 @@ static int watch(cl_etcd_t *e, const char *key, bool prefix, const char *end, in
 	e->wud = ud;
 	e->wstop = 0;
 	e->wcompacted = 0;
-	hdr = curl_slist_append(NULL, "Content-Type: application/json");
+	hdr = e->cu->slist_append(NULL, "Content-Type: application/json");
 	setup(e, url, &b, on_watch_body, 0L, hdr);
-	cc = curl_easy_perform(e->h);
-	curl_slist_free_all(hdr);
+	cc = e->cu->easy_perform(e->h);
+	e->cu->slist_free_all(hdr);
 	obs_buf_free(&b);
 	e->in.len = 0;
 	if (compacted)

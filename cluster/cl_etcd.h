@@ -66,8 +66,14 @@ void cl_kvs_free(cl_kvs_t *r);
 
 /* Connects lazily: url is "http://HOST:PORT" (a trailing slash is
  * accepted).  Only checks the URL's shape: -EINVAL when it is not http://,
- * -ENOMEM.  *out is owned by the caller (cl_etcd_close). */
+ * -ENOMEM; and loads libcurl, the first time (common/tank_dl.h: only a
+ * program that talks to etcd loads it): -ELIBACC when it cannot be
+ * loaded.  *out is owned by the caller (cl_etcd_close). */
 int cl_etcd_open(const char *url, cl_etcd_t **out);
+/* The text of an error cl_etcd_open returned: for -ELIBACC, which library
+ * could not be loaded and why ("cannot load libcurl.so.4: …"), else
+ * tank_strerror's.  Static. */
+const char *cl_etcd_strerror(int rc);
 void cl_etcd_close(cl_etcd_t *e);
 /* The bound on one request (not on a watch), in ms; default 5000. */
 void cl_etcd_set_timeout(cl_etcd_t *e, long ms);

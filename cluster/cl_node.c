@@ -1922,7 +1922,7 @@ int cl_node_start(const cl_node_opts_t *o, cl_node_t **out, tank_error_t *e)
 	    (rc = cl_etcd_open(n->url, &n->work_etcd)) != 0 ||
 	    (rc = cl_mirror_start_skip(n->url, CL_PREFIX_ASSIGN, "/tank0", CL_PREFIX_STATUS,
 					&n->mirror)) != 0) {
-		tank_error_set(e, rc, "cluster: %s", tank_strerror(rc));
+		tank_error_set(e, rc, "cluster: %s", cl_etcd_strerror(rc));
 		goto fail;
 	}
 	/* The keep-alive must never wait behind a slow request of its own. */

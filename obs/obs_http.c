@@ -12,6 +12,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include "common/tank_dl.h"
 #include "obs/obs_http.h"
 #include "obs/obs_json.h"
 #include "obs/obs_page.h"
@@ -23,6 +24,10 @@
  * loop more than a person watching the page can read. */
 #define OBS_SNAPSHOT_MS 1000
 #define OBS_HEARTBEAT_S 15.
+
+/* libmicrohttpd's functions (common/tank_dl.h): loaded by the first
+ * obs_http_open, the same for every server after. */
+static const tank_mhd_t *mhd_fn;
 
 typedef struct sse sse_t;
 
@@ -58,7 +63,7 @@ static void rearm(obs_http_t *h)
 	MHD_UNSIGNED_LONG_LONG ms;
 
 	ev_timer_stop(h->loop, &h->timer);
-	if (MHD_get_timeout(h->mhd, &ms) == MHD_YES) {
+	if (mhd_fn->get_timeout(h->mhd, &ms) == MHD_YES) {
 		ev_timer_set(&h->timer, (double)ms / 1000., 0.);
 		ev_timer_start(h->loop, &h->timer);
 	}
@@ -66,7 +71,7 @@ static void rearm(obs_http_t *h)
 
 static void run(obs_http_t *h)
 {
-	MHD_run(h->mhd);
+	mhd_fn->run(h->mhd);
 	rearm(h);
 }
 
@@ -109,7 +114,7 @@ static void sse_push(sse_t *s, const char *data, size_t n)
 	}
 	if (s->suspended) {
 		s->suspended = false;
-		MHD_resume_connection(s->c);
+		mhd_fn->resume_connection(s->c);
 		kick(s->h);
 	}
 }
@@ -132,7 +137,7 @@ static ssize_t sse_read(void *cls, uint64_t pos, char *buf, size_t max)
 		return MHD_CONTENT_READER_END_OF_STREAM;
 	/* Nothing to say: off MHD's loop until obs_http_publish. */
 	s->suspended = true;
-	MHD_suspend_connection(s->c);
+	mhd_fn->suspend_connection(s->c);
 	return 0;
 }
 
@@ -245,15 +250,15 @@ static enum MHD_Result answer(struct MHD_Connection *c, unsigned code, const cha
 			      const char *body, size_t len)
 {
 	struct MHD_Response *r =
-		MHD_create_response_from_buffer(len, (void *)body, MHD_RESPMEM_MUST_COPY);
+		mhd_fn->create_response_from_buffer(len, (void *)body, MHD_RESPMEM_MUST_COPY);
 	enum MHD_Result ret;
 
 	if (!r)
 		return MHD_NO;
-	MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE, type);
-	MHD_add_response_header(r, MHD_HTTP_HEADER_CACHE_CONTROL, "no-store");
-	ret = MHD_queue_response(c, code, r);
-	MHD_destroy_response(r);
+	mhd_fn->add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE, type);
+	mhd_fn->add_response_header(r, MHD_HTTP_HEADER_CACHE_CONTROL, "no-store");
+	ret = mhd_fn->queue_response(c, code, r);
+	mhd_fn->destroy_response(r);
 	return ret;
 }
 
@@ -262,16 +267,16 @@ static enum MHD_Result answer(struct MHD_Connection *c, unsigned code, const cha
 static enum MHD_Result answer_owned(struct MHD_Connection *c, const char *type, obs_buf_t *b)
 {
 	struct MHD_Response *r =
-		MHD_create_response_from_buffer(b->len, b->p, MHD_RESPMEM_MUST_FREE);
+		mhd_fn->create_response_from_buffer(b->len, b->p, MHD_RESPMEM_MUST_FREE);
 	enum MHD_Result ret;
 
 	if (!r)
 		return MHD_NO;
 	*b = (obs_buf_t){ 0 };
-	MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE, type);
-	MHD_add_response_header(r, MHD_HTTP_HEADER_CACHE_CONTROL, "no-store");
-	ret = MHD_queue_response(c, MHD_HTTP_OK, r);
-	MHD_destroy_response(r);
+	mhd_fn->add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE, type);
+	mhd_fn->add_response_header(r, MHD_HTTP_HEADER_CACHE_CONTROL, "no-store");
+	ret = mhd_fn->queue_response(c, MHD_HTTP_OK, r);
+	mhd_fn->destroy_response(r);
 	return ret;
 }
 
@@ -282,7 +287,7 @@ static enum MHD_Result text(struct MHD_Connection *c, unsigned code, const char 
 
 static enum MHD_Result events(obs_http_t *h, struct MHD_Connection *c)
 {
-	const char *snap = MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, "snapshot");
+	const char *snap = mhd_fn->lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, "snapshot");
 	struct MHD_Response *r;
 	enum MHD_Result ret;
 	sse_t *s = calloc(1, sizeof *s);
@@ -292,7 +297,7 @@ static enum MHD_Result events(obs_http_t *h, struct MHD_Connection *c)
 	s->h = h;
 	s->c = c;
 	s->snapshot = snap && strcmp(snap, "0") != 0;
-	r = MHD_create_response_from_callback(MHD_SIZE_UNKNOWN, 16384, sse_read, s, sse_free);
+	r = mhd_fn->create_response_from_callback(MHD_SIZE_UNKNOWN, 16384, sse_read, s, sse_free);
 	if (!r) {
 		free(s);
 		return MHD_NO;
@@ -314,10 +319,10 @@ static enum MHD_Result events(obs_http_t *h, struct MHD_Connection *c)
 		}
 		send_snapshot(h, s);
 	}
-	MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE, "text/event-stream");
-	MHD_add_response_header(r, MHD_HTTP_HEADER_CACHE_CONTROL, "no-store");
-	ret = MHD_queue_response(c, MHD_HTTP_OK, r);
-	MHD_destroy_response(r);
+	mhd_fn->add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE, "text/event-stream");
+	mhd_fn->add_response_header(r, MHD_HTTP_HEADER_CACHE_CONTROL, "no-store");
+	ret = mhd_fn->queue_response(c, MHD_HTTP_OK, r);
+	mhd_fn->destroy_response(r);
 	return ret;
 }
 
@@ -536,6 +541,12 @@ int obs_http_open(const obs_http_opts_t *o, obs_http_t **out, tank_error_t *err)
 	*out = NULL;
 	if (!o->addr || !o->addr[0])
 		return tank_error_set(err, TANK_EINVALID, "--http: an address is required");
+	if (!mhd_fn) {
+		const char *why;
+		int rc = tank_mhd_load(&mhd_fn, &why);
+		if (rc < 0)
+			return tank_error_set(err, rc, "--http: %s", why);
+	}
 	if (!(h = calloc(1, sizeof *h)))
 		return tank_error_set(err, -ENOMEM, "out of memory");
 	h->o = *o;
@@ -545,16 +556,16 @@ int obs_http_open(const obs_http_opts_t *o, obs_http_t **out, tank_error_t *err)
 		free(h);
 		return fd;
 	}
-	h->mhd = MHD_start_daemon(MHD_USE_EPOLL | MHD_ALLOW_SUSPEND_RESUME, 0, NULL, NULL,
+	h->mhd = mhd_fn->start_daemon(MHD_USE_EPOLL | MHD_ALLOW_SUSPEND_RESUME, 0, NULL, NULL,
 				  on_request, h,
 				  MHD_OPTION_LISTEN_SOCKET, fd,
 				  MHD_OPTION_CONNECTION_LIMIT, (unsigned)OBS_HTTP_MAX_CONNS,
 				  MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)60,
 				  MHD_OPTION_NOTIFY_COMPLETED, on_completed, (void *)NULL,
 				  MHD_OPTION_END);
-	if (!h->mhd || !(info = MHD_get_daemon_info(h->mhd, MHD_DAEMON_INFO_EPOLL_FD))) {
+	if (!h->mhd || !(info = mhd_fn->get_daemon_info(h->mhd, MHD_DAEMON_INFO_EPOLL_FD))) {
 		if (h->mhd)
-			MHD_stop_daemon(h->mhd);
+			mhd_fn->stop_daemon(h->mhd);
 		close(fd);
 		free(h);
 		return tank_error_set(err, -ENOMEM, "unable to serve http on %s: libmicrohttpd "
@@ -594,17 +605,17 @@ void obs_http_close(obs_http_t *h)
 	for (sse_t *s = h->clients; s; s = s->next)
 		if (s->suspended) {
 			s->suspended = false;
-			MHD_resume_connection(s->c);
+			mhd_fn->resume_connection(s->c);
 		}
 	for (int i = 0; i < 3; i++)
-		MHD_run(h->mhd);
+		mhd_fn->run(h->mhd);
 	ev_ref(h->loop);
 	ev_ref(h->loop);
 	ev_io_stop(h->loop, &h->io);
 	ev_timer_stop(h->loop, &h->timer);
 	ev_timer_stop(h->loop, &h->snap);
 	ev_timer_stop(h->loop, &h->beat);
-	MHD_stop_daemon(h->mhd);
+	mhd_fn->stop_daemon(h->mhd);
 	for (size_t i = 0; i < OBS_RECENT; i++)
 		obs_buf_free(&h->recent[i]);
 	free(h);

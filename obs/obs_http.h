@@ -71,9 +71,13 @@ typedef struct obs_http_opts {
 } obs_http_opts_t;
 
 /*
- * Binds addr and starts serving on rt's loop.  Errors, with err naming
- * the address: TANK_EINVALID (not HOST:PORT, or not loopback without
- * allow_remote), -EADDRINUSE and other bind errors, -ENOMEM.
+ * Binds addr and starts serving on rt's loop.  The first call loads
+ * libmicrohttpd (common/tank_dl.h: tankd without --http never does).
+ * Errors, with err naming the address: TANK_EINVALID (not HOST:PORT, or
+ * not loopback without allow_remote), -EADDRINUSE and other bind errors,
+ * -ENOMEM; -ELIBACC when libmicrohttpd cannot be loaded ("--http: cannot
+ * load libmicrohttpd.so.12: …", before anything is bound).  Call on the
+ * daemon's thread.
  */
 int obs_http_open(const obs_http_opts_t *o, obs_http_t **out, tank_error_t *err);
 

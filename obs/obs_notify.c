@@ -1,12 +1,15 @@
 /* obs_notify — sd_notify and the journal's priorities (contract in obs_notify.h). */
 #include <errno.h>
 #include <ev.h>
+#include <inttypes.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/un.h>
 #include <unistd.h>
-#include <systemd/sd-daemon.h>
 
 #include "obs/obs_notify.h"
 #include "reconciler/rc_loop.h"
@@ -34,12 +37,77 @@ bool obs_notify_wanted(void)
 	return s && *s;
 }
 
+/* ---- the notification protocol (sd_notify(3)), without libsystemd ---------- */
+
+/* Sends state, one datagram, to the socket $NOTIFY_SOCKET names: a path,
+ * or an abstract name when it starts with '@' (the '@' stands for the
+ * leading NUL).  1 sent, 0 no manager listens, or a negative errno — as
+ * sd_notify(0, state) returns.  The environment is left as it is (the
+ * unset_environment 0 tank always passed).
+ *
+ * A socket per call and a blocking send, as libsystemd does: these come
+ * every few seconds at most, and the manager reads its socket at once.
+ * No credentials are attached: the kernel gives the receiver ours when it
+ * asks (SO_PASSCRED), as libsystemd relies on for its own pid. */
+static int notify_send(const char *state)
+{
+	const char *e = getenv("NOTIFY_SOCKET");
+	struct sockaddr_un a = { .sun_family = AF_UNIX };
+	size_t n;
+	socklen_t len;
+	int fd, rc = 1;
+
+	if (!e || !*e)
+		return 0;
+	n = strlen(e);
+	if ((e[0] != '/' && e[0] != '@') || n < 2 || n >= sizeof a.sun_path)
+		return -EINVAL;
+	memcpy(a.sun_path, e, n);
+	if (e[0] == '@') {
+		a.sun_path[0] = '\0';
+		len = (socklen_t)(offsetof(struct sockaddr_un, sun_path) + n);
+	} else {
+		len = (socklen_t)(offsetof(struct sockaddr_un, sun_path) + n + 1);
+	}
+	if ((fd = socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0)) < 0)
+		return -errno;
+	if (sendto(fd, state, strlen(state), MSG_NOSIGNAL, (struct sockaddr *)&a, len) < 0)
+		rc = -errno;
+	close(fd);
+	return rc;
+}
+
+/* The watchdog's period the manager asked of this process, in µs, or 0:
+ * $WATCHDOG_USEC when $WATCHDOG_PID is unset or names us
+ * (sd_watchdog_enabled(3)); 0 too when either does not parse. */
+static uint64_t watchdog_usec(const char *pid_s, const char *usec_s, pid_t self)
+{
+	char *end;
+	unsigned long long usec;
+	long pid;
+
+	if (!usec_s || !*usec_s)
+		return 0;
+	errno = 0;
+	usec = strtoull(usec_s, &end, 10);
+	if (errno || *end || usec == 0 || usec_s[0] == '-')
+		return 0;
+	if (pid_s && *pid_s) {
+		errno = 0;
+		pid = strtol(pid_s, &end, 10);
+		if (errno || *end || pid <= 0 || pid != (long)self)
+			return 0;
+	}
+	return (uint64_t)usec;
+}
+
 static void send_status(obs_notify_t *n)
 {
-	char sum[400];
+	char sum[400], msg[420];
 
 	obs_summary(&n->src, sum, sizeof sum);
-	sd_notifyf(0, "STATUS=%s", sum[0] ? sum : "running");
+	snprintf(msg, sizeof msg, "STATUS=%s", sum[0] ? sum : "running");
+	(void)notify_send(msg);
 }
 
 static void status_cb(struct ev_loop *loop, ev_timer *w, int revents)
@@ -51,7 +119,7 @@ static void status_cb(struct ev_loop *loop, ev_timer *w, int revents)
 static void watchdog_cb(struct ev_loop *loop, ev_timer *w, int revents)
 {
 	(void)loop; (void)revents; (void)w;
-	sd_notify(0, "WATCHDOG=1");
+	(void)notify_send("WATCHDOG=1");
 }
 
 /* ---- the READY wait: an actor that asks the loop for a sync ----------------- */
@@ -95,7 +163,7 @@ static void waiter_handle(rt_t *rt, void *state, rt_msg_t *m)
 	if (!obs_notify_wanted())
 		return (void)rt_exit_self(rt, RT_R_NORMAL);
 	send_status(n);
-	sd_notify(0, "READY=1");
+	(void)notify_send("READY=1");
 	(void)rt_exit_self(rt, RT_R_NORMAL);
 }
 
@@ -144,9 +212,8 @@ int obs_notify_open(const obs_src_t *src, int ready_fd, obs_notify_t **out)
 	 * sd_watchdog_enabled says no.  tankd's loop is what must turn, so
 	 * it pings for its keeper (the unit needs NotifyAccess=all). */
 	const char *wpid = getenv("WATCHDOG_PID"), *wusec = getenv("WATCHDOG_USEC");
-	if (sd_watchdog_enabled(0, &usec) <= 0 && wpid && wusec &&
-	    strtol(wpid, NULL, 10) == (long)getppid())
-		usec = strtoull(wusec, NULL, 10);
+	if (!(usec = watchdog_usec(wpid, wusec, getpid())) && wpid && *wpid)
+		usec = watchdog_usec(wpid, wusec, getppid());
 	if (usec) {
 		double every = (double)usec / 2e6;
 		ev_timer_init(&n->watchdog, watchdog_cb, every, every);
@@ -162,7 +229,7 @@ void obs_notify_stopping(obs_notify_t *n)
 {
 	if (!n || !obs_notify_wanted())
 		return;
-	sd_notify(0, "STOPPING=1\nSTATUS=stopping: draining containers");
+	(void)notify_send("STOPPING=1\nSTATUS=stopping: draining containers");
 }
 
 void obs_notify_close(obs_notify_t *n)

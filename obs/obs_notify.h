@@ -1,8 +1,14 @@
 /*
  * obs_notify — tankd under a service manager: systemd's notification
- * protocol through libsystemd's sd_notify (sd_notify(3)), which s6's
- * notification-fd and others speak too, and the journal's priorities on
- * stderr.
+ * protocol (sd_notify(3)), which s6's notification-fd and others speak
+ * too, and the journal's priorities on stderr.
+ *
+ * The protocol is written here, not taken from libsystemd: it is one
+ * datagram of "KEY=value" lines to the AF_UNIX socket $NOTIFY_SOCKET
+ * names (a path, or an abstract name written "@name"), and linking
+ * libsystemd made every tankd and keeper start load it and its five
+ * compression and crypto libraries for that (docs/bench.md, "Issue 38,
+ * items 6 (a) and 2, round 5").
  *
  * With NOTIFY_SOCKET set (systemd's Type=notify; the daemon asks
  * obs_notify_wanted), tankd sends:
@@ -12,14 +18,18 @@
  *   STATUS=…     a one-line summary (obs_summary: "3 pods (2 running,
  *                1 failed), 1 stack (1 up)"), again every 5 s;
  *   WATCHDOG=1   every WatchdogSec/2 when the manager set WATCHDOG_USEC
- *                (sd_watchdog_enabled), from a timer on the loop: a loop
- *                that is wedged stops petting and gets restarted;
+ *                for this process (WATCHDOG_PID unset or ours, as
+ *                sd_watchdog_enabled(3) reads them; or our parent's, the
+ *                keeper's), from a timer on the loop: a loop that is
+ *                wedged stops petting and gets restarted;
  *   STOPPING=1   when the drain begins.
  * Without NOTIFY_SOCKET none of this exists (obs_notify_open is not
  * called), so it costs nothing.
  *
- * Everything runs on the runtime's thread; sd_notify is one datagram
- * (non-blocking on a datagram socket the manager reads).
+ * Everything runs on the runtime's thread; each notification is one
+ * datagram on a socket of its own, sent as libsystemd sends it (a
+ * blocking send the manager's reading ends at once; a NOTIFY_SOCKET that
+ * is neither a path nor "@name", or too long, is ignored).
  */
 #ifndef TANK_OBS_NOTIFY_H
 #define TANK_OBS_NOTIFY_H

@@ -16,6 +16,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include "common/tank_dl.h"
 #include "pod/pod_launch.h"
 #include "pod/pod_log.h"
 
@@ -266,6 +267,14 @@ static void check_container(view_t *v, size_t i)
 		snprintf(field, sizeof field, "containers[%zu].%s.exec[0]", i,
 			 pod_probe_role_name((enum pod_probe_role)r));
 		check_exec(v, c, field, p->argv[0]);
+	}
+	for (unsigned r = 0; r < POD_PROBE_ROLES; r++) {
+		const char *why;
+		if (pod_container_probe(c, (enum pod_probe_role)r)->kind != POD_PROBE_HTTP ||
+		    tank_curl_load(NULL, &why) == 0)
+			continue;
+		problem(v, "containers[%zu].%s.http: %s (http probes need it)", i,
+			pod_probe_role_name((enum pod_probe_role)r), why);
 	}
 	if (c->working_dir) {
 		int r = look(v, c->working_dir, &st);

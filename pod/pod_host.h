@@ -19,7 +19,9 @@
  *   - working_dir is a directory;
  *   - user's and group's names exist in the host's passwd/group (numeric
  *     ids need no entry; names are resolved on the host, as the launcher
- *     does).
+ *     does);
+ *   - a pod with an http probe can have it run: libcurl loads (the check
+ *     loads it, common/tank_dl.h; a pod without one never does).
  *
  * Paths are looked up as the container will see them: inside the rootfs
  * when the pod has one (openat2 RESOLVE_IN_ROOT, so its absolute symlinks

@@ -1,7 +1,6 @@
 #include "pod/pod_probe.h"
 
 #include <arpa/inet.h>
-#include <curl/curl.h>
 #include <errno.h>
 #include <ev.h>
 #include <fcntl.h>
@@ -14,6 +13,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include "common/tank_dl.h"
 #include "pod/pod_launch.h"
 
 /* Tags, per role r (0..2). */
@@ -50,9 +50,11 @@ struct pod_prober {
 	char *cwd, *user;
 	const pod_cgroup_t *cgroup;
 	const pod_sandbox_t *sandbox;
+	const char *key;              /* borrowed from the runner */
 	int netns_fd;                 /* the pod's network namespace, or -1 */
 	bool started;                 /* startup passed, or there is none */
 	bool ready;
+	const tank_curl_t *cu;        /* libcurl, from the first http run on */
 	CURLM *multi;
 	uint32_t curl_timer_seq;
 	rt_ref_t curl_timer;
@@ -188,8 +190,8 @@ static void probe__abandon(pod_prober_t *p, probe_run_t *r)
 		r->fd = -1;
 	}
 	if (r->easy) {
-		curl_multi_remove_handle(p->multi, r->easy);
-		curl_easy_cleanup(r->easy);
+		p->cu->multi_remove_handle(p->multi, r->easy);
+		p->cu->easy_cleanup(r->easy);
 		r->easy = NULL;
 	}
 	if (r->inflight)
@@ -379,7 +381,7 @@ static int probe__curl_socket(CURL *easy, curl_socket_t s, int what, void *userp
 		if (w) {
 			(void)rt_unwatch_fd(p->rt, w->ref);
 			free(w);
-			curl_multi_assign(p->multi, s, NULL);
+			p->cu->multi_assign(p->multi, s, NULL);
 		}
 		return 0;
 	}
@@ -392,10 +394,10 @@ static int probe__curl_socket(CURL *easy, curl_socket_t s, int what, void *userp
 	w->events = events;
 	if (rt_watch_fd(p->rt, rt_self(p->rt), s, events, TAG_CURL_FD, &w->ref) < 0) {
 		free(w);
-		curl_multi_assign(p->multi, s, NULL);
+		p->cu->multi_assign(p->multi, s, NULL);
 		return -1;
 	}
-	curl_multi_assign(p->multi, s, w);
+	p->cu->multi_assign(p->multi, s, w);
 	return 0;
 }
 
@@ -431,40 +433,67 @@ static size_t probe__curl_discard(char *ptr, size_t size, size_t n, void *ud)
 	return size * n;
 }
 
+/* libcurl for this prober, loaded by the first http run of any
+ * (common/tank_dl.h; a tankd without http probes never loads it).  When
+ * it cannot be loaded, every http run fails saying so in the container's
+ * probe result ("readiness: failed: cannot load libcurl.so.4"), and
+ * tankd's log says why once, in full. */
+static int probe__curl_load(pod_prober_t *p, char *why, size_t cap)
+{
+	static bool said;
+	const char *msg;
+	int rc;
+
+	if ((rc = tank_curl_load(&p->cu, &msg)) == 0)
+		return 0;
+	if (!said) {
+		said = true;
+		fprintf(stderr, "tankd: error: http probe of %s: %s (every http probe "
+			"fails until tankd is started with it)\n", p->key ? p->key : "?", msg);
+	}
+	/* The status keeps 63 characters: "cannot load NAME", tank_dl's
+	 * message up to its detail. */
+	const char *detail = strncmp(msg, "cannot load ", 12) == 0 ? strchr(msg + 12, ':') : NULL;
+	snprintf(why, cap, "%.*s", detail ? (int)(detail - msg) : (int)strlen(msg), msg);
+	return rc;
+}
+
 static int probe__http(pod_prober_t *p, probe_run_t *r, char *why, size_t cap)
 {
 	char url[512];
 	const char *host = r->spec.host ? r->spec.host : "127.0.0.1";
 
+	if (!p->cu && probe__curl_load(p, why, cap) < 0)
+		return -ELIBACC;
 	if (!p->multi) {
-		if (!(p->multi = curl_multi_init())) {
+		if (!(p->multi = p->cu->multi_init())) {
 			snprintf(why, cap, "out of memory");
 			return -ENOMEM;
 		}
-		curl_multi_setopt(p->multi, CURLMOPT_SOCKETFUNCTION, probe__curl_socket);
-		curl_multi_setopt(p->multi, CURLMOPT_SOCKETDATA, p);
-		curl_multi_setopt(p->multi, CURLMOPT_TIMERFUNCTION, probe__curl_timer);
-		curl_multi_setopt(p->multi, CURLMOPT_TIMERDATA, p);
+		p->cu->multi_setopt(p->multi, CURLMOPT_SOCKETFUNCTION, probe__curl_socket);
+		p->cu->multi_setopt(p->multi, CURLMOPT_SOCKETDATA, p);
+		p->cu->multi_setopt(p->multi, CURLMOPT_TIMERFUNCTION, probe__curl_timer);
+		p->cu->multi_setopt(p->multi, CURLMOPT_TIMERDATA, p);
 	}
 	snprintf(url, sizeof url, strchr(host, ':') ? "http://[%s]:%u%s" : "http://%s:%u%s",
 		 host, (unsigned)r->spec.port, r->spec.path ? r->spec.path : "/");
-	if (!(r->easy = curl_easy_init())) {
+	if (!(r->easy = p->cu->easy_init())) {
 		snprintf(why, cap, "out of memory");
 		return -ENOMEM;
 	}
-	curl_easy_setopt(r->easy, CURLOPT_URL, url);
-	curl_easy_setopt(r->easy, CURLOPT_NOSIGNAL, 1L);
-	curl_easy_setopt(r->easy, CURLOPT_TIMEOUT_MS, (long)r->spec.timeout_ms);
-	curl_easy_setopt(r->easy, CURLOPT_FOLLOWLOCATION, 0L);
-	curl_easy_setopt(r->easy, CURLOPT_PROTOCOLS_STR, "http");
-	curl_easy_setopt(r->easy, CURLOPT_USERAGENT, "tank-probe/1");
-	curl_easy_setopt(r->easy, CURLOPT_WRITEFUNCTION, probe__curl_discard);
-	curl_easy_setopt(r->easy, CURLOPT_PRIVATE, r);
-	curl_easy_setopt(r->easy, CURLOPT_FORBID_REUSE, 1L);
-	curl_easy_setopt(r->easy, CURLOPT_OPENSOCKETFUNCTION, probe__curl_open);
-	curl_easy_setopt(r->easy, CURLOPT_OPENSOCKETDATA, p);
-	if (curl_multi_add_handle(p->multi, r->easy) != CURLM_OK) {
-		curl_easy_cleanup(r->easy);
+	p->cu->easy_setopt(r->easy, CURLOPT_URL, url);
+	p->cu->easy_setopt(r->easy, CURLOPT_NOSIGNAL, 1L);
+	p->cu->easy_setopt(r->easy, CURLOPT_TIMEOUT_MS, (long)r->spec.timeout_ms);
+	p->cu->easy_setopt(r->easy, CURLOPT_FOLLOWLOCATION, 0L);
+	p->cu->easy_setopt(r->easy, CURLOPT_PROTOCOLS_STR, "http");
+	p->cu->easy_setopt(r->easy, CURLOPT_USERAGENT, "tank-probe/1");
+	p->cu->easy_setopt(r->easy, CURLOPT_WRITEFUNCTION, probe__curl_discard);
+	p->cu->easy_setopt(r->easy, CURLOPT_PRIVATE, r);
+	p->cu->easy_setopt(r->easy, CURLOPT_FORBID_REUSE, 1L);
+	p->cu->easy_setopt(r->easy, CURLOPT_OPENSOCKETFUNCTION, probe__curl_open);
+	p->cu->easy_setopt(r->easy, CURLOPT_OPENSOCKETDATA, p);
+	if (p->cu->multi_add_handle(p->multi, r->easy) != CURLM_OK) {
+		p->cu->easy_cleanup(r->easy);
 		r->easy = NULL;
 		snprintf(why, cap, "curl: cannot add the request");
 		return -ENOMEM;
@@ -478,20 +507,20 @@ static void probe__curl_done(pod_prober_t *p, pod_probe_report_t *rep, bool *has
 	CURLMsg *msg;
 	int left;
 
-	while ((msg = curl_multi_info_read(p->multi, &left))) {
+	while ((msg = p->cu->multi_info_read(p->multi, &left))) {
 		probe_run_t *r = NULL;
 		long code = 0;
 		char why[96];
 		if (msg->msg != CURLMSG_DONE)
 			continue;
-		curl_easy_getinfo(msg->easy_handle, CURLINFO_PRIVATE, (char **)&r);
+		p->cu->easy_getinfo(msg->easy_handle, CURLINFO_PRIVATE, (char **)&r);
 		if (!r || r->easy != msg->easy_handle)
 			continue;
 		CURLcode res = msg->data.result;
-		curl_easy_getinfo(r->easy, CURLINFO_RESPONSE_CODE, &code);
+		p->cu->easy_getinfo(r->easy, CURLINFO_RESPONSE_CODE, &code);
 		if (res != CURLE_OK)
 			snprintf(why, sizeof why, "%s", res == CURLE_OPERATION_TIMEDOUT
-				 ? "timeout" : curl_easy_strerror(res));
+				 ? "timeout" : p->cu->easy_strerror(res));
 		else
 			snprintf(why, sizeof why, "HTTP %ld", code);
 		probe__finish(p, r, res == CURLE_OK && code >= 200 && code < 400 ? POD_PROBE_PASSED
@@ -529,7 +558,7 @@ static void probe__start(pod_prober_t *p, probe_run_t *r, pod_probe_report_t *re
 			    &r->run_seq, sizeof r->run_seq, &r->timeout_timer);
 	if (r->easy) {
 		int running;
-		curl_multi_socket_action(p->multi, CURL_SOCKET_TIMEOUT, 0, &running);
+		p->cu->multi_socket_action(p->multi, CURL_SOCKET_TIMEOUT, 0, &running);
 		probe__curl_done(p, rep, has);
 	}
 }
@@ -551,6 +580,7 @@ int pod_prober_new(rt_t *rt, const pod_prober_opts_t *o, pod_prober_t **out)
 	p->netns_fd = -1;
 	p->cgroup = o->cgroup;
 	p->sandbox = o->sandbox;
+	p->key = o->key;
 	for (unsigned i = 0; i < POD_PROBE_ROLES; i++) {
 		p->run[i].role = (enum pod_probe_role)i;
 		p->run[i].fd = -1;
@@ -607,7 +637,7 @@ bool pod_prober_handle(rt_t *rt, pod_prober_t *p, const rt_msg_t *m,
 		if (seq != p->curl_timer_seq || !p->multi)
 			return true;
 		p->curl_timer_set = false;
-		curl_multi_socket_action(p->multi, CURL_SOCKET_TIMEOUT, 0, &running);
+		p->cu->multi_socket_action(p->multi, CURL_SOCKET_TIMEOUT, 0, &running);
 		probe__curl_done(p, rep, has);
 		return true;
 	}
@@ -615,7 +645,7 @@ bool pod_prober_handle(rt_t *rt, pod_prober_t *p, const rt_msg_t *m,
 		int running, ev = (m->u.fd.revents & EV_READ ? CURL_CSELECT_IN : 0) |
 				  (m->u.fd.revents & EV_WRITE ? CURL_CSELECT_OUT : 0);
 		if (p->multi) {
-			curl_multi_socket_action(p->multi, m->u.fd.fd, ev, &running);
+			p->cu->multi_socket_action(p->multi, m->u.fd.fd, ev, &running);
 			probe__curl_done(p, rep, has);
 		}
 		return true;
@@ -686,7 +716,7 @@ void pod_prober_free(rt_t *rt, pod_prober_t *p)
 	if (p->multi) {
 		if (p->curl_timer_set)
 			(void)rt_cancel_timer(p->rt, p->curl_timer);
-		curl_multi_cleanup(p->multi);
+		p->cu->multi_cleanup(p->multi);
 	}
 	for (size_t i = 0; p->envp && p->envp[i]; i++)
 		free(p->envp[i]);

@@ -10,7 +10,10 @@
  *         output discarded; exit 0 is a success;
  *   tcp   a non-blocking connect to host:port;
  *   http  a GET through libcurl's multi interface, its sockets and timer
- *         on the runner's watches; 2xx and 3xx are a success.
+ *         on the runner's watches; 2xx and 3xx are a success.  libcurl
+ *         is loaded by the first http run (common/tank_dl.h); when it
+ *         cannot be, every http run fails with "cannot load
+ *         libcurl.so.4" and tankd's log says why once.
  * tcp and http sockets are made inside the pod's network namespace when
  * it has one (setns there and back around socket(): tankd is one thread).
  * A run still going at its timeout fails ("timeout after 1s"); an exec
@@ -56,6 +59,8 @@ typedef struct pod_prober_opts {
 	const char *cwd, *user;           /* copied; may be NULL */
 	const pod_cgroup_t *cgroup;       /* borrowed; may be NULL */
 	const pod_sandbox_t *sandbox;     /* borrowed; may be NULL */
+	const char *key;                  /* "<pod>/<container>", for tankd's
+					   * log; borrowed like the cgroup */
 } pod_prober_opts_t;
 
 /* What a probe run changed, for the runner to tell its owner. */

@@ -427,7 +427,7 @@ static int pod__runner_init(rt_t *rt, void **state, void *arg)
 		pod_prober_opts_t po = {
 			.probes = a->probes, .envp = a->launch_opts->envp,
 			.cwd = a->launch_opts->cwd, .user = a->launch_opts->user,
-			.cgroup = a->cgroup, .sandbox = a->sandbox,
+			.cgroup = a->cgroup, .sandbox = a->sandbox, .key = r->key,
 		};
 		/* Without memory for its probes the container still runs,
 		 * unprobed: ready as if it had none. */

@@ -22,9 +22,10 @@ done
 check /usr/bin/pkg-config             pkg-config
 check /usr/bin/mdb_stat               lmdb-utils
 check /bin/busybox                    busybox-static
-# tankd --http (obs/obs_http.h) and sd_notify (obs/obs_notify.h)
+# tankd --http (obs/obs_http.h).  It and libcurl are loaded when first
+# used (common/tank_dl.h): their -dev packages bring the headers the build
+# needs and the libraries tankd loads.
 check /usr/include/microhttpd.h       libmicrohttpd-dev
-check /usr/include/systemd/sd-daemon.h libsystemd-dev
 # The cluster's tests (tests/cluster/, docs/cluster.md) start a real etcd.
 check /usr/bin/etcd                   etcd-server
 # The web page's tests drive a real headless browser (tests/obs/).

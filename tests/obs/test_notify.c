@@ -6,6 +6,7 @@
  * priorities on stderr when JOURNAL_STREAM names it.
  */
 #include <criterion/criterion.h>
+#include <stddef.h>
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
@@ -73,6 +74,72 @@ Test(obs_notify, ready_status_watchdog_and_stopping_reach_notify_socket)
 	cr_assert(WIFEXITED(st) && WEXITSTATUS(st) == 0);
 	close(fd);
 	teardown(d);
+}
+
+/* NOTIFY_SOCKET "@name": the abstract socket "\0name" (sd_notify(3)),
+ * written by tank itself since libsystemd is not linked. */
+Test(obs_notify, an_abstract_notify_socket_gets_ready_and_stopping)
+{
+	d_t *d = d_new();
+	struct sockaddr_un a = { .sun_family = AF_UNIX };
+	static char env_sock[200], all[16384];
+	char name[64];
+	int fd, st, n;
+
+	n = snprintf(name, sizeof name, "tank-test-notify-%d", (int)getpid());
+	memcpy(a.sun_path + 1, name, (size_t)n);        /* sun_path[0] = '\0' */
+	fd = socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+	cr_assert_geq(fd, 0);
+	cr_assert_eq(bind(fd, (struct sockaddr *)&a,
+			  (socklen_t)(offsetof(struct sockaddr_un, sun_path) + 1 + (size_t)n)), 0);
+	snprintf(env_sock, sizeof env_sock, "NOTIFY_SOCKET=@%s", name);
+	obs_tankd(d, NULL, (const char *const[]){ env_sock, NULL });
+	all[0] = '\0';
+	cr_assert(wait_dgram(fd, all, sizeof all, "READY=1", 20), "no READY=1: %s", all);
+	cr_assert(strstr(all, "STATUS=0 pods"), "%s", all);
+	kill(d->pid, SIGTERM);
+	cr_assert(wait_dgram(fd, all, sizeof all, "STOPPING=1", 10), "no STOPPING=1: %s", all);
+	waitpid(d->pid, &st, 0);
+	d->pid = 0;
+	cr_assert(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+	close(fd);
+	teardown(d);
+}
+
+/* WATCHDOG_PID says whose watchdog WATCHDOG_USEC is (sd_watchdog_enabled
+ * (3)): another process's is not petted; our parent's is (the keeper's,
+ * which runs tankd as its child: here the test is the parent). */
+Test(obs_notify, the_watchdog_is_petted_only_for_tankd_or_its_parent)
+{
+	static char env_sock[200], env_pid[64], all[16384];
+	struct sockaddr_un a = { .sun_family = AF_UNIX };
+	const long pids[2] = { 1, (long)getpid() };
+	int fd, st;
+
+	for (int i = 0; i < 2; i++) {
+		d_t *d = d_new();
+		snprintf(a.sun_path, sizeof a.sun_path, "%s/notify", d->dir);
+		fd = socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+		cr_assert_geq(fd, 0);
+		cr_assert_eq(bind(fd, (struct sockaddr *)&a, sizeof a), 0);
+		snprintf(env_sock, sizeof env_sock, "NOTIFY_SOCKET=%s", a.sun_path);
+		snprintf(env_pid, sizeof env_pid, "WATCHDOG_PID=%ld", pids[i]);
+		obs_tankd(d, NULL, (const char *const[]){ env_sock, env_pid,
+							  "WATCHDOG_USEC=200000", NULL });
+		all[0] = '\0';
+		cr_assert(wait_dgram(fd, all, sizeof all, "READY=1", 20), "no READY=1: %s", all);
+		/* Ten periods of 100 ms. */
+		bool petted = wait_dgram(fd, all, sizeof all, "WATCHDOG=1", 1);
+		if (i == 0)
+			cr_assert_not(petted, "petted for pid 1: %s", all);
+		else
+			cr_assert(petted, "not petted for its parent: %s", all);
+		kill(d->pid, SIGTERM);
+		waitpid(d->pid, &st, 0);
+		d->pid = 0;
+		close(fd);
+		teardown(d);
+	}
 }
 
 Test(obs_notify, log_lines_carry_a_priority_when_stderr_is_the_journal)
