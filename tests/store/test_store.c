@@ -1168,6 +1168,16 @@ static void tick_cb(struct ev_loop *loop, ev_timer *w, int revents)
 	(void)revents;
 }
 
+/* An unreferenced guard: it fires only while something else keeps the
+ * loop running, and turns a loop kept alive for good into a failure that
+ * says so instead of a test hung until the runner's timeout. */
+static void guard_cb(struct ev_loop *loop, ev_timer *w, int revents)
+{
+	(void)revents;
+	*(bool *)w->data = true;
+	ev_break(loop, EVBREAK_ALL);
+}
+
 /* Issue 38, item 2: the map's pages a process read stay in its PSS until
  * given back.  With a loop attached, once the store has gone 2 s
  * untouched its pages leave this process (MADV_DONTNEED), and a read
@@ -1226,7 +1236,16 @@ Test(store, a_quiet_store_gives_its_map_pages_back, .init = setup, .fini = teard
 	 * flush timer or its fsync's answer may still be due on a loaded
 	 * machine: counting active watchers at once failed then), without
 	 * waiting a quiet period for a second trim. */
+	bool kept = false;
+	ev_timer guard;
+	ev_timer_init(&guard, guard_cb, 20., 0.);
+	guard.data = &kept;
+	ev_timer_start(loop, &guard);
+	ev_unref(loop);
 	ev_run(loop, 0);
+	ev_ref(loop);
+	ev_timer_stop(loop, &guard);
+	cr_assert_not(kept, "the loop still ran 20 s later: a watcher of the store kept it alive");
 	cr_assert_eq(st_usage(st, &u), 0);
 	cr_assert_eq(u.map_trims, 1, "the loop ran until a second trim: the trim timer kept it alive");
 	st_close(st, NULL);
