@@ -4,7 +4,9 @@
 #include <errno.h>
 #include <ev.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <lmdb.h>
+#include <malloc.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
@@ -615,6 +617,7 @@ void st__arm_load(st_t *st)
 
 static void timer_cb(struct ev_loop *loop, ev_timer *w, int revents);
 static void flush_failed(st_t *st, const tank_error_t *e);
+static bool env_reopen(st_t *st);
 
 /* The trim timer never keeps the loop alive (ev_unref after each start,
  * ev_ref before each stop and when it has fired: libev stopped it). */
@@ -646,7 +649,7 @@ static int map_give_back(st_t *st)
 	char line[512];
 	int n = 0;
 
-	if (mdb_env_get_fd(st->env, &fd) || fstat(fd, &sb) < 0)
+	if (!st->env || mdb_env_get_fd(st->env, &fd) || fstat(fd, &sb) < 0)
 		return -EIO;
 	FILE *f = fopen("/proc/self/maps", "re");
 	if (!f)
@@ -682,6 +685,9 @@ static void trim_cb(struct ev_loop *loop, ev_timer *w, int revents)
 		trim_arm(st);
 		return;
 	}
+	/* A reopen gives the map back too: it goes with the environment. */
+	if (st->max_txn_writes >= ST_REOPEN_WRITES && env_reopen(st))
+		return;
 	if (map_give_back(st) > 0)
 		st->trims++;
 }
@@ -938,6 +944,7 @@ int st__put_buf(st_t *st, MDB_txn *txn, MDB_dbi db, const void *key,
 {
 	MDB_val k = { keylen, (void *)key };
 	MDB_val v = { st->buf.size, st->buf.data };
+	st__wrote(st);
 	return mdb_put(txn, db, &k, &v, 0);
 }
 
@@ -1001,6 +1008,7 @@ int st__write_pending(st_t *st, MDB_txn *txn)
 			break;
 		if (p->forget) {
 			MDB_val k = { p->namelen, p->name };
+			st__wrote(st);
 			rc = mdb_del(txn, c->db_status, &k, NULL);
 			if (rc == MDB_NOTFOUND)
 				rc = 0;
@@ -1026,6 +1034,7 @@ int st__write_pending(st_t *st, MDB_txn *txn)
 			st_status_clear(&s);
 		} else {
 			MDB_val k = { p->namelen, p->name }, v = { p->len, p->val };
+			st__wrote(st);
 			rc = mdb_put(txn, c->db_status, &k, &v, 0);
 		}
 	}
@@ -1138,9 +1147,12 @@ int st__write_txn(st_t *st, bool durable, const char *what, txn_fn fn,
 	st__ac_wait(st);
 	t0 = kit_mono_ns();
 	tank_error_clear(err);
+	if (st__env_ok(st, err))
+		return err->code;
 	st__touch(st);
 	for (;;) {
 		MDB_txn *txn;
+		st->txn_writes = 0;
 		int rc = mdb_txn_begin(st->env, NULL, 0, &txn);
 		if (rc)
 			return st__mdb_fail(err, rc, what);
@@ -1169,6 +1181,8 @@ int st__write_txn(st_t *st, bool durable, const char *what, txn_fn fn,
 		if (rc == 0) {
 			kit_hist_observe_ns(durable ? &st->commit_durable : &st->commit_flush,
 					    kit_mono_ns() - t0);
+			if (st->txn_writes > st->max_txn_writes)
+				st->max_txn_writes = st->txn_writes;
 			return 0;
 		}
 		return st__write_fail(st, rc, what, err);
@@ -1213,7 +1227,7 @@ static bool history_over_mark(st_t *st)
 	 * pages at the end of the file while older freed ones wait (seen:
 	 * 180 KiB free and the end reached), and the end is what makes a
 	 * commit fail. */
-	if (mdb_env_info(st->env, &info) || mdb_env_stat(st->env, &ms) ||
+	if (!st->env || mdb_env_info(st->env, &info) || mdb_env_stat(st->env, &ms) ||
 	    (info.me_last_pgno + 1) * ms.ms_psize + reserve / 2 <= st->map_size)
 		return false;
 	tank_error_t g;
@@ -1420,6 +1434,7 @@ static void ac_run(st_t *st, st_acommit_t *a)
 		st->commit_gate(st->commit_gate_ctx);
 	t0 = kit_mono_ns();
 	tank_error_clear(&a->err);
+	st->txn_writes = 0;        /* the loop writes nothing meanwhile */
 	if ((rc = mdb_txn_begin(st->env, NULL, 0, &txn)) == 0) {
 		for (size_t i = 0; i < a->n && !rc; i++)
 			if (a->ops[i].nput)
@@ -1493,6 +1508,8 @@ static void ac_complete(st_t *st)
 	ev_unref(st->loop);
 	if (!rc) {
 		kit_hist_observe_ns(&st->commit_durable, a->ns);
+		if (st->txn_writes > st->max_txn_writes)
+			st->max_txn_writes = st->txn_writes;
 		for (size_t i = 0; i < a->n; i++) {
 			st_coll_op_t *op = &a->ops[i];
 			size_t m = 0;
@@ -1544,8 +1561,11 @@ int st_durable(st_t *st, void (*fn)(void *ctx, int rc), void *ctx)
 {
 	if (!st->loop) {
 		/* No loop to be woken on: the sync is the caller's. */
+		tank_error_t e;
+		int rc = st__env_ok(st, &e) ? EIO : 0;
 		pthread_mutex_lock(&st->env_mu);
-		int rc = mdb_env_sync(st->env, 1);
+		if (!rc)
+			rc = mdb_env_sync(st->env, 1);
 		pthread_mutex_unlock(&st->env_mu);
 		fn(ctx, rc ? -rc : 0);
 		return 0;
@@ -1681,7 +1701,9 @@ int st_usage(st_t *st, st_usage_t *out)
 	int rc;
 
 	memset(out, 0, sizeof *out);
-	if ((rc = mdb_env_info(st->env, &info)) || (rc = mdb_env_stat(st->env, &ms)))
+	tank_error_t e;
+	if (st__env_ok(st, &e) || (rc = mdb_env_info(st->env, &info)) ||
+	    (rc = mdb_env_stat(st->env, &ms)))
 		return -EIO;
 	/* Pages freed by earlier commits are reused first: they count as
 	 * room.  The free list is database 0. */
@@ -1703,6 +1725,7 @@ int st_usage(st_t *st, st_usage_t *out)
 	out->flush_failures = st->flush_failures;
 	out->history_dropped = st->history_dropped;
 	out->map_trims = st->trims;
+	out->env_reopens = st->reopens;
 	out->commit_waits = st->ac_waits;
 	out->commit_wait_ns = st->ac_wait_ns;
 	return 0;
@@ -1770,6 +1793,8 @@ int st_unsubscribe(st_t *st, int id)
 
 int st__read_begin(st_t *st, MDB_txn **txn, tank_error_t *err)
 {
+	if (st__env_ok(st, err))
+		return err->code;
 	st__touch(st);
 	int rc = mdb_txn_begin(st->env, NULL, MDB_RDONLY, txn);
 	if (rc == MDB_MAP_RESIZED) {
@@ -2272,6 +2297,133 @@ static int open_fn(st_t *st, MDB_txn *txn, void *arg, tank_error_t *err)
 	return 0;
 }
 
+/* Creates and opens st->env on st->path at st->map_size (st->env NULL
+ * on failure, with why in err). */
+static int env_open(st_t *st, tank_error_t *err)
+{
+	int rc;
+	if ((rc = mdb_env_create(&st->env))) {
+		st->env = NULL;
+		return st__mdb_fail(err, rc, "store: mdb_env_create");
+	}
+	/* Four for pods and meta, and room for every kind's collection
+	 * (st_coll.h: three databases each, plus its indexes). */
+	mdb_env_set_maxdbs(st->env, 128);
+	mdb_env_set_mapsize(st->env, st->map_size);
+	/* NOTLS: read txns are not tied to threads.  NOSYNC: group commits
+	 * do not fsync; durable commits turn it off around themselves (see
+	 * st__write_txn) and the sync thread covers the rest. */
+	rc = mdb_env_open(st->env, st->path, MDB_NOTLS | MDB_NOSYNC, 0600);
+	if (rc) {
+		char w[200];
+		mdb_env_close(st->env);
+		st->env = NULL;
+		snprintf(w, sizeof w, "cannot open store %s", st->path);
+		return st__mdb_fail(err, rc, w);
+	}
+	return 0;
+}
+
+/* The handles of every open database, in a fresh environment: a reopened
+ * environment numbers its handles anew (the migrations' ones are gone),
+ * so each is looked up by name again.  Without MDB_CREATE: they all
+ * exist, nothing is written, and a file that is not the store's any
+ * more fails (MDB_NOTFOUND) instead of being filled with empty ones. */
+static int dbis_reopen(st_t *st, tank_error_t *err)
+{
+	MDB_txn *txn;
+	int rc = mdb_txn_begin(st->env, NULL, 0, &txn);
+	if (rc)
+		return st__mdb_fail(err, rc, "store: reopen");
+	rc = mdb_dbi_open(txn, "meta", 0, &st->db_meta);
+	for (size_t i = 0; i < st->n_colls && !rc; i++)
+		rc = st__coll_dbis_open(st->colls[i], txn, 0);
+	if (rc) {
+		mdb_txn_abort(txn);
+		return st__mdb_fail(err, rc, "store: reopen");
+	}
+	if ((rc = mdb_txn_commit(txn)))
+		return st__mdb_fail(err, rc, "store: reopen");
+	return 0;
+}
+
+/* Opens the environment again after env_reopen closed it (and its open
+ * failed).  The data fd is the only one LMDB opens without O_CLOEXEC
+ * (its lock file and its O_DSYNC fd have it); containers close every
+ * fd above 2 before exec anyway. */
+static int env_open_again(st_t *st, tank_error_t *err)
+{
+	mdb_filehandle_t fd;
+	int rc = env_open(st, err);
+	if (!rc && mdb_env_get_fd(st->env, &fd) == 0) {
+		int fl = fcntl(fd, F_GETFD);
+		if (fl >= 0 && !(fl & FD_CLOEXEC))
+			fcntl(fd, F_SETFD, fl | FD_CLOEXEC);
+	}
+	if (!rc && (rc = dbis_reopen(st, err))) {
+		mdb_env_close(st->env);
+		st->env = NULL;
+	}
+	return rc;
+}
+
+int st__env_ok(st_t *st, tank_error_t *err)
+{
+	if (st->env)
+		return 0;
+	pthread_mutex_lock(&st->env_mu);
+	int rc = env_open_again(st, err);
+	pthread_mutex_unlock(&st->env_mu);
+	if (rc)
+		return rc;
+	return 0;
+}
+
+/* env_reopen: LMDB gives the pages a write transaction dirtied back to
+ * a list of its environment, not to malloc, and frees that list only in
+ * mdb_env_close; the list keeps as many pages as the largest write
+ * transaction since the open dirtied.  An apply of 10,000 pods is one
+ * transaction (the contract: all or nothing): 12 MB that tankd held
+ * until it exited, 1.2 KiB a pod.  So once the store is quiet (the trim
+ * timer, no transaction for ST_TRIM_QUIET_MS, no commit on the thread)
+ * and a transaction wrote ST_REOPEN_WRITES records or more since the
+ * open, the environment is closed and opened again, and malloc gives
+ * the freed pages back to the system.  Closing commits nothing and
+ * loses nothing: every commit is already in the file (pwrite; the page
+ * cache holds what is not fsynced yet, and the sync thread's next fsync
+ * covers it through the new environment's fd).  No read transaction
+ * lives across turns (they begin and end in one call), and env_mu,
+ * held throughout, keeps the sync thread's fsync out.  A failed open
+ * leaves env NULL: every entry point tries again (st__env_ok) and fails
+ * with why until it works; nothing is lost, the data file is untouched. */
+static bool env_reopen(st_t *st)
+{
+	tank_error_t e;
+	struct stat open_sb, path_sb;
+	mdb_filehandle_t fd;
+	char data[PATH_MAX];
+
+	/* Only if the path still names the file open: a data file removed
+	 * or replaced under tankd would be opened empty, and tankd would
+	 * then stop what runs.  The open one stays, as before. */
+	snprintf(data, sizeof data, "%s/data.mdb", st->path);
+	if (mdb_env_get_fd(st->env, &fd) || fstat(fd, &open_sb) ||
+	    stat(data, &path_sb) || open_sb.st_ino != path_sb.st_ino ||
+	    open_sb.st_dev != path_sb.st_dev)
+		return false;
+	pthread_mutex_lock(&st->env_mu);
+	mdb_env_close(st->env);
+	st->env = NULL;
+	/* Before the open: it mallocs 3 MB of lists (mostly never touched),
+	 * which would otherwise take the freed pages, still resident. */
+	malloc_trim(0);
+	(void)env_open_again(st, &e);
+	pthread_mutex_unlock(&st->env_mu);
+	st->max_txn_writes = 0;
+	st->reopens++;
+	return true;
+}
+
 static void *sync_main(void *arg)
 {
 	st_t *st = arg;
@@ -2301,7 +2453,9 @@ static void *sync_main(void *arg)
 		uint64_t want = st->dur_want;
 		pthread_mutex_unlock(&st->q_mu);
 		pthread_mutex_lock(&st->env_mu);
-		int rc = mdb_env_sync(st->env, 1);
+		/* No environment: its reopen failed (env_reopen), and what
+		 * was committed before is not known to be on disk. */
+		int rc = st->env ? mdb_env_sync(st->env, 1) : EIO;
 		pthread_mutex_unlock(&st->env_mu);
 		pthread_mutex_lock(&st->q_mu);
 		if (rc) {
@@ -2405,25 +2559,8 @@ int st_open(const char *data_dir, const st_options_t *opts, st_t **out,
 	}
 	if ((rc = take_lock(st, err)))
 		goto fail;
-	if ((rc = mdb_env_create(&st->env))) {
-		st->env = NULL;
-		rc = st__mdb_fail(err, rc, "store: mdb_env_create");
+	if ((rc = env_open(st, err)))
 		goto fail;
-	}
-	/* Four for pods and meta, and room for every kind's collection
-	 * (st_coll.h: three databases each, plus its indexes). */
-	mdb_env_set_maxdbs(st->env, 128);
-	mdb_env_set_mapsize(st->env, st->map_size);
-	/* NOTLS: read txns are not tied to threads.  NOSYNC: group commits
-	 * do not fsync; durable commits turn it off around themselves (see
-	 * st__write_txn) and the sync thread covers the rest. */
-	rc = mdb_env_open(st->env, st->path, MDB_NOTLS | MDB_NOSYNC, 0600);
-	if (rc) {
-		char w[200];
-		snprintf(w, sizeof w, "cannot open store %s", st->path);
-		rc = st__mdb_fail(err, rc, w);
-		goto fail;
-	}
 	cloexec_store_fds(st);
 	/* A previous owner killed with SIGKILL leaves reader slots behind. */
 	int dead;
@@ -2470,7 +2607,7 @@ int st_close(st_t *st, tank_error_t *err)
 	st_detach_loop(st);
 	int rc = st_flush(st, err);
 	pthread_mutex_lock(&st->env_mu);
-	int src = mdb_env_sync(st->env, 1);
+	int src = st->env ? mdb_env_sync(st->env, 1) : EIO;
 	pthread_mutex_unlock(&st->env_mu);
 	if (!rc && src)
 		rc = st__mdb_fail(err, src, "store: final fsync");

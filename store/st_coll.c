@@ -39,28 +39,32 @@ static const char *coll__noun(const st_coll_t *c)
 	return c->decl->noun ? c->decl->noun : c->decl->name;
 }
 
-static int coll__open_fn(st_t *st, MDB_txn *txn, void *arg, tank_error_t *err)
+int st__coll_dbis_open(st_coll_t *c, MDB_txn *txn, unsigned flags)
 {
-	st_coll_t *c = arg;
 	const st_coll_decl_t *d = c->decl;
 	char db[ST_COLL_NAME_MAX * 2 + 16];
 	int rc;
 
-	(void)st; (void)err;
-	if ((rc = mdb_dbi_open(txn, d->name, MDB_CREATE, &c->db_obj)))
+	if ((rc = mdb_dbi_open(txn, d->name, flags, &c->db_obj)))
 		return rc;
 	snprintf(db, sizeof db, "%s.status", d->name);
-	if ((rc = mdb_dbi_open(txn, db, MDB_CREATE, &c->db_status)))
+	if ((rc = mdb_dbi_open(txn, db, flags, &c->db_status)))
 		return rc;
 	snprintf(db, sizeof db, "%s.history", d->name);
-	if ((rc = mdb_dbi_open(txn, db, MDB_CREATE, &c->db_hist)))
+	if ((rc = mdb_dbi_open(txn, db, flags, &c->db_hist)))
 		return rc;
 	for (size_t i = 0; i < d->nindexes; i++) {
 		snprintf(db, sizeof db, "%s.idx.%s", d->name, d->indexes[i].name);
-		if ((rc = mdb_dbi_open(txn, db, MDB_CREATE, &c->db_idx[i])))
+		if ((rc = mdb_dbi_open(txn, db, flags, &c->db_idx[i])))
 			return rc;
 	}
 	return 0;
+}
+
+static int coll__open_fn(st_t *st, MDB_txn *txn, void *arg, tank_error_t *err)
+{
+	(void)st; (void)err;
+	return st__coll_dbis_open(arg, txn, MDB_CREATE);
 }
 
 /* The pods' collection: named like any other since schema 3 (their status
@@ -264,6 +268,7 @@ static int coll__put_in(msgpack_sbuffer *buf, MDB_txn *txn, coll_put_t *a, tank_
 		buf->size = 0;
 		if (!rc && !(rc = st__enc_pod(buf, &cur))) {
 			MDB_val bv = { buf->size, buf->data };
+			st__wrote(a->c->st);
 			rc = mdb_put(txn, a->c->db_obj, &k, &bv, 0);
 		}
 		if (!rc)
@@ -359,6 +364,7 @@ static int coll__del_in(MDB_txn *txn, coll_del_t *a, tank_error_t *err)
 						 false);
 				free(old.spec);
 			}
+			st__wrote(a->c->st);
 			if (!rc && !(rc = mdb_del(txn, a->c->db_obj, &k, NULL)))
 				a->deleted[i] = true;
 		} else if (rc == MDB_NOTFOUND) {
@@ -836,6 +842,8 @@ int st_coll_commit_async(st_t *st, const st_coll_op_t *ops, size_t n, st_commit_
 	tank_error_clear(err);
 	/* One at a time: a commit still in flight ends first. */
 	st_settle(st);
+	if ((rc = st__env_ok(st, err)))
+		return rc;
 	for (size_t i = 0; i < n; i++) {
 		if (ops[i].ndel)
 			return tank_error_set(err, TANK_EINVALID,

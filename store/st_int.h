@@ -23,6 +23,8 @@
 #define SEQ_LEN 8
 #define ST_FLUSH_SLICE 4096        /* names per timer flush (flush_some) */
 #define ST_TRIM_QUIET_MS 2000      /* the map is given back after this long untouched */
+#define ST_REOPEN_WRITES 1024      /* records in one write txn past which a quiet store
+				    * reopens its environment (st.c "env_reopen") */
 #define ST_LOAD_SLICE 2048         /* status records per turn of the cache's load, at most */
 #define ST_LOAD_SLICE_US 1000      /* ... and for this long, at most (precise clock): it runs
 				    * before the loop's drain in each iteration, so every
@@ -160,6 +162,17 @@ struct st {
 	ev_timer trim;
 	bool touched;              /* a transaction since the trim timer started */
 	uint64_t trims;            /* times the map was given back */
+	/* LMDB keeps the pages a write transaction dirtied, malloc'ed, on a
+	 * list of its environment for the next ones, and frees that list
+	 * only at mdb_env_close: one apply of 10,000 pods left 12 MB in
+	 * tankd for good.  Every record a write transaction puts or deletes
+	 * counts in txn_writes (reset at each begin; the store's thread
+	 * counts its commit's, the loop writes nothing meanwhile); the most
+	 * of one transaction since the environment was opened is
+	 * max_txn_writes.  Past ST_REOPEN_WRITES, the quiet store's trim
+	 * closes and reopens its environment (env_reopen) instead. */
+	size_t txn_writes, max_txn_writes;
+	uint64_t reopens;          /* times the environment was reopened */
 	ev_timer load_timer;       /* the caches' load, a slice per turn */
 
 	/* Sync thread.  q_mu guards the request flags; env_mu is held around
@@ -236,6 +249,15 @@ struct st_coll {
 };
 
 int64_t st__now_ms(void);
+/* A write transaction put or deleted a record (see txn_writes). */
+static inline void st__wrote(st_t *st) { st->txn_writes++; }
+/* 0 when the environment is open; else it tries to open it again (a
+ * reopen failed: env_reopen) and fails with why. */
+int st__env_ok(st_t *st, tank_error_t *err);
+/* Opens every database of c in txn with flags (MDB_CREATE at the
+ * collection's open, 0 after the environment's reopen), setting its
+ * handles.  An LMDB code. */
+int st__coll_dbis_open(struct st_coll *c, MDB_txn *txn, unsigned flags);
 bool st__is_mdb_err(int rc);
 int st__mdb_fail(tank_error_t *err, int rc, const char *what);
 int st__put_buf(st_t *st, MDB_txn *txn, MDB_dbi db, const void *key, size_t klen);

@@ -104,6 +104,27 @@ static inline void stu_status(st_status_t *s, const char *name, const char *phas
 	s->restarts = restarts;
 }
 
+/* Rss, in KiB, of this process's mappings of dir's data.mdb. */
+static inline long stu_map_rss_kib(const char *dir)
+{
+	char line[1024];
+	long rss = 0;
+	bool in = false;
+	FILE *f = fopen("/proc/self/smaps", "re");
+	cr_assert_not_null(f);
+	while (fgets(line, sizeof line, f)) {
+		long v;
+		/* A mapping's header begins with its address (lower-case
+		 * hex); its fields with a capitalised name. */
+		if ((line[0] >= '0' && line[0] <= '9') || (line[0] >= 'a' && line[0] <= 'f'))
+			in = strstr(line, dir) && strstr(line, "/data.mdb");
+		if (in && sscanf(line, "Rss: %ld kB", &v) == 1)
+			rss += v;
+	}
+	fclose(f);
+	return rss;
+}
+
 /* Path of a helper program built from tests/helpers/NAME.c. */
 static inline void stu_helper(char *buf, size_t cap, const char *name)
 {

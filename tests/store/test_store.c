@@ -1140,27 +1140,6 @@ Test(store, a_flushed_burst_gives_its_queue_back, .init = setup, .fini = teardow
 	st_close(st, NULL);
 }
 
-/* Rss, in KiB, of this process's mappings of dir's data.mdb. */
-static long map_rss_kib(const char *dir)
-{
-	char line[1024];
-	long rss = 0;
-	bool in = false;
-	FILE *f = fopen("/proc/self/smaps", "re");
-	cr_assert_not_null(f);
-	while (fgets(line, sizeof line, f)) {
-		long v;
-		/* A mapping's header begins with its address (lower-case
-		 * hex); its fields with a capitalised name. */
-		if ((line[0] >= '0' && line[0] <= '9') || (line[0] >= 'a' && line[0] <= 'f'))
-			in = strstr(line, dir) && strstr(line, "/data.mdb");
-		if (in && sscanf(line, "Rss: %ld kB", &v) == 1)
-			rss += v;
-	}
-	fclose(f);
-	return rss;
-}
-
 static void tick_cb(struct ev_loop *loop, ev_timer *w, int revents)
 {
 	(void)loop;
@@ -1203,7 +1182,7 @@ Test(store, a_quiet_store_gives_its_map_pages_back, .init = setup, .fini = teard
 	cr_assert_eq(st_pod_list(st, &all, &n, NULL), 0);
 	cr_assert_eq(n, 400);
 	st_pod_list_free(all, n);
-	long before = map_rss_kib(g_dir);
+	long before = stu_map_rss_kib(g_dir);
 	cr_assert_geq(before, 200, "the list read ~240 KiB of the map: %ld KiB mapped", before);
 
 	ev_timer tick;
@@ -1211,7 +1190,7 @@ Test(store, a_quiet_store_gives_its_map_pages_back, .init = setup, .fini = teard
 	ev_timer_start(loop, &tick);
 	int64_t t0 = stu_now_ms(), deadline = t0 + 15000;
 	long now = before;
-	while ((now = map_rss_kib(g_dir)) > 16 && stu_now_ms() < deadline)
+	while ((now = stu_map_rss_kib(g_dir)) > 16 && stu_now_ms() < deadline)
 		ev_run(loop, EVRUN_ONCE);
 	int64_t took = stu_now_ms() - t0;
 	ev_timer_stop(loop, &tick);
@@ -1230,7 +1209,7 @@ Test(store, a_quiet_store_gives_its_map_pages_back, .init = setup, .fini = teard
 	cr_assert_eq(((const char *)p.spec)[0], 'a' + 399 % 26);
 	cr_assert_eq(((const char *)p.spec)[1], 's');
 	st_pod_clear(&p);
-	cr_assert_gt(map_rss_kib(g_dir), 0, "the read mapped its pages again");
+	cr_assert_gt(stu_map_rss_kib(g_dir), 0, "the read mapped its pages again");
 	/* The trim timer, armed again by that read, does not keep the loop
 	 * running: ev_run returns once the store's other work is done (a
 	 * flush timer or its fsync's answer may still be due on a loaded
