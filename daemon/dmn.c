@@ -220,6 +220,15 @@ void dmn_process_setup(const dmn_opts_t *opts)
 	 * against 11.2 s) and it consolidated once (docs/bench.md, issue 38
 	 * item 6, round 4).  Best effort: another allocator ignores it. */
 	(void)mallopt(M_MXFAST, 0);
+	/* And glibc's thresholds fixed at their defaults (128 KiB), which
+	 * turns their "dynamic" growth off: freeing an mmap'ed block (LMDB's
+	 * 2 MB lists at each environment close, store/st.c env_reopen; a
+	 * big list's buffer) raised the trim threshold to twice that block,
+	 * and a thread's arena then kept its free top for good: 4 MB of
+	 * the store thread's, all free and resident, at 9,872 pods (issue
+	 * 38 item 2, docs/bench.md round 6). */
+	(void)mallopt(M_TRIM_THRESHOLD, 128 * 1024);
+	(void)mallopt(M_MMAP_THRESHOLD, 128 * 1024);
 	if (getrlimit(RLIMIT_NOFILE, &nofile) == 0 && nofile.rlim_cur < nofile.rlim_max) {
 		nofile.rlim_cur = nofile.rlim_max;
 		if (setrlimit(RLIMIT_NOFILE, &nofile) < 0)
