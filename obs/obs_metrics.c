@@ -314,6 +314,11 @@ int obs_metrics_write(const obs_src_t *s, const obs_counts_t *c, obs_buf_t *b)
 		    (double)su.commit_waits);
 		one(b, "tank_store_commit_wait_seconds_total", "counter",
 		    "Time those writes held the loop.", (double)su.commit_wait_ns / 1e9);
+		one(b, "tank_store_map_trims_total", "counter",
+		    "Times the quiet store gave its map's pages back.", (double)su.map_trims);
+		one(b, "tank_store_env_reopens_total", "counter",
+		    "Times the quiet store reopened its environment to free LMDB's kept pages.",
+		    (double)su.env_reopens);
 	}
 	one(b, "tank_store_pending", "gauge", "Status changes queued for the next commit.",
 	    (double)st_pending(s->store));
