@@ -291,6 +291,20 @@ static void reopen_tick(struct ev_loop *loop, ev_timer *w, int revents)
 	(void)loop; (void)w; (void)revents;
 }
 
+/* Runs the loop until the store's map left this process (a trim or a
+ * reopen ended a quiet period), or 15 s.  st_usage would read the store
+ * and so end the quiet: the map's Rss tells instead. */
+static void run_until_quiet(struct ev_loop *loop, const char *dir)
+{
+	ev_timer tick;
+	ev_timer_init(&tick, reopen_tick, 0.1, 0.1);
+	ev_timer_start(loop, &tick);
+	for (int64_t end = stu_now_ms() + 15000;
+	     stu_map_rss_kib(dir) > 16 && stu_now_ms() < end;)
+		ev_run(loop, EVRUN_ONCE);
+	ev_timer_stop(loop, &tick);
+}
+
 /* LMDB frees the pages its write transactions dirtied only when its
  * environment closes: after one big transaction the quiet store closes
  * and reopens it (st.c env_reopen), and malloc has those pages back.
@@ -330,13 +344,7 @@ Test(store, a_quiet_store_reopens_after_a_big_write_and_frees_its_dirty_pages,
 		in[i] = (st_pod_in_t){ .name = names[i], .spec = spec, .spec_len = sizeof spec };
 	}
 	cr_assert_eq(st_apply(st, in, 10, res, &e), 0, "%s", e.msg);
-	ev_timer tick;
-	ev_timer_init(&tick, reopen_tick, 0.1, 0.1);
-	ev_timer_start(loop, &tick);
-	/* st_usage reads the store: the map's Rss says when it was trimmed. */
-	for (int64_t end = stu_now_ms() + 15000;
-	     stu_map_rss_kib(dir) > 16 && stu_now_ms() < end;)
-		ev_run(loop, EVRUN_ONCE);
+	run_until_quiet(loop, dir);
 	cr_assert_eq(st_usage(st, &u), 0);
 	cr_assert_eq(u.map_trims, 1, "the small write's quiet period ended in no trim");
 	cr_assert_eq(u.env_reopens, 0, "a write of 10 records reopened the environment");
@@ -344,11 +352,8 @@ Test(store, a_quiet_store_reopens_after_a_big_write_and_frees_its_dirty_pages,
 	/* One write of N records: reopened once quiet, its pages freed. */
 	cr_assert_eq(st_apply(st, in, N, res, &e), 0, "%s", e.msg);
 	long rss0 = rss_anon_kib();
-	for (int64_t end = stu_now_ms() + 15000;
-	     stu_map_rss_kib(dir) > 16 && stu_now_ms() < end;)
-		ev_run(loop, EVRUN_ONCE);
+	run_until_quiet(loop, dir);
 	long rss1 = rss_anon_kib();
-	ev_timer_stop(loop, &tick);
 	cr_assert_eq(st_usage(st, &u), 0);
 	cr_assert_eq(u.env_reopens, 1, "the store was not reopened after a write of %d records",
 		     N);
@@ -437,13 +442,7 @@ Test(store, a_store_whose_file_was_moved_away_is_not_reopened, .fini = rdir_clea
 	snprintf(from, sizeof from, "%s/store/data.mdb", dir);
 	snprintf(to, sizeof to, "%s/store/data.mdb.moved", dir);
 	cr_assert_eq(rename(from, to), 0);
-	ev_timer tick;
-	ev_timer_init(&tick, reopen_tick, 0.1, 0.1);
-	ev_timer_start(loop, &tick);
-	for (int64_t end = stu_now_ms() + 15000;
-	     stu_map_rss_kib(dir) > 16 && stu_now_ms() < end;)
-		ev_run(loop, EVRUN_ONCE);
-	ev_timer_stop(loop, &tick);
+	run_until_quiet(loop, dir);
 	cr_assert_eq(st_usage(st, &u), 0);
 	cr_assert_eq(u.env_reopens, 0, "reopened on a path that names no store");
 	cr_assert_eq(u.map_trims, 1);
