@@ -153,6 +153,13 @@ static void pod__runner_drain(rt_t *rt, pod_runner_t *r, pod_log_stream_t s)
 			else
 				r->mirror->stderr_fd = -1;
 		}
+		/* Both streams ended: the process is ending (a process's
+		 * descriptors close just before it is a zombie), unless a
+		 * descendant closed them.  Reaped by its pid, not by a walk
+		 * of tankd's children (rt_child_exiting); a process that is
+		 * not ending is only remembered, and its exit comes as any. */
+		if (r->proc.stdout_fd < 0 && r->proc.stderr_fd < 0 && r->proc.pid > 0)
+			(void)rt_child_exiting(rt, r->proc.pid);
 	}
 }
 

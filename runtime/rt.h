@@ -305,6 +305,20 @@ int rt_unwatch_child(rt_t *rt, rt_ref_t ref);
  * benchmarks; either pointer may be NULL). */
 void rt_reap_stats(rt_t *rt, uint64_t *reaps, uint64_t *put_off);
 
+/* The owner of a watched child knows it is ending (its output pipes
+ * reached EOF: a process's descriptors close just before it becomes a
+ * zombie): it is reaped by its pid, at once if it is a zombie already
+ * (its exit delivered as with a SIGCHLD; returns 1), else by the next
+ * reap before any walk (returns 0).  A reap by pid looks at that child
+ * only, where waitpid(-1) walks the list of children from its head to
+ * the first zombie each time: with thousands of children dying at once
+ * that walk was a third of tankd's CPU.  -ENOENT when pid is not a
+ * watched child.  Never blocks. */
+int rt_child_exiting(rt_t *rt, pid_t pid);
+/* Children reaped by their pid so far (rt_child_exiting, and each
+ * rt_watch_child's look at its own child), for tests and benchmarks. */
+uint64_t rt_reaped_by_pid(rt_t *rt);
+
 /* Decodes a raw wait status into code / signal / core dumped. */
 void rt_decode_status(int status, int *code, int *signal, bool *core);
 

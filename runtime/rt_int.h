@@ -59,6 +59,12 @@ typedef struct rt_actor {
 	rt_reason_t reason;              /* exit reason once EXITING */
 } rt_actor_t;
 
+/* A child said to be ending (rt_child_exiting), waited for by pid. */
+typedef struct rt_suspect {
+	pid_t pid;
+	uint32_t tries;            /* reaps that found it still running */
+} rt_suspect_t;
+
 struct rt {
 	struct ev_loop *loop;
 	rt_tab_t actors;                 /* pid -> rt_actor_t */
@@ -84,6 +90,11 @@ struct rt {
 	ev_timer reap_timer;
 	uint64_t reaped_at, reap_gap;
 	uint64_t nreaps, nreaps_put_off;   /* rt_reap_stats */
+	/* Children said to be ending (rt_child_exiting) but not yet zombies:
+	 * the next reap waits for them by pid before it walks. */
+	rt_suspect_t *suspects;
+	uint32_t nsuspects, cap_suspects;
+	uint64_t nreaped_by_pid;          /* rt_reaped_by_pid */
 	/* names: a small array; registrations are rare and few */
 	struct { char *name; rt_pid_t pid; } *names;
 	uint32_t nnames, capnames;

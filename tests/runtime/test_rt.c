@@ -722,6 +722,73 @@ Test(runtime, child_reaped_before_watch_is_kept)
 	rt_free(rt);
 }
 
+/* A child said to be ending (rt_child_exiting: its pipes reached EOF) is
+ * reaped by its pid, not by a walk of every child: at once when it is a
+ * zombie already, else by the next reap before it walks.  Its exit is
+ * delivered as any other. */
+static pid_t fork_exit_on_eof(int *wfd)
+{
+	int p[2];
+	cr_assert_eq(pipe2(p, O_CLOEXEC), 0);
+	pid_t pid = fork();
+	cr_assert_geq(pid, 0);
+	if (pid == 0) {
+		char c;
+		/* Only its own read end: an earlier child's write end,
+		 * inherited, would keep that child's pipe open. */
+		for (int fd = 3; fd < 1024; fd++)
+			if (fd != p[0])
+				close(fd);
+		while (read(p[0], &c, 1) > 0)
+			;
+		_exit(5);
+	}
+	close(p[0]);
+	*wfd = p[1];
+	return pid;
+}
+
+static bool is_zombie(pid_t pid)
+{
+	siginfo_t si = { 0 };
+	return waitid(P_PID, (id_t)pid, &si, WEXITED | WNOHANG | WNOWAIT) == 0 &&
+	       si.si_pid == pid;
+}
+
+Test(runtime, a_child_said_to_be_ending_is_reaped_by_its_pid)
+{
+	rt_t *rt = new_rt();
+	int wa, wb;
+	pid_t a = fork_exit_on_eof(&wa), b = fork_exit_on_eof(&wb);
+	childst_t s = { .pids = { a, b }, .n = 2 };
+	rt_pid_t actor;
+	cr_assert_eq(rt_spawn(rt, &child_b, &s, &actor), 0);
+	cr_assert_eq(rt_reaped_by_pid(rt), 0, "both still run");
+	cr_assert_eq(rt_child_exiting(rt, getpid()), -ENOENT, "not a watched child");
+
+	/* a is a zombie when it is said to be ending: reaped in the call. */
+	close(wa);
+	for (int i = 0; i < 1000 && !is_zombie(a); i++)
+		usleep(1000);
+	cr_assert(is_zombie(a));
+	cr_assert_eq(rt_child_exiting(rt, a), 1);
+	cr_assert_eq(rt_reaped_by_pid(rt), 1);
+	cr_assert_not(is_zombie(a), "reaped");
+
+	/* b still runs when said to be ending: the next reap takes it by
+	 * its pid before it walks. */
+	cr_assert_eq(rt_child_exiting(rt, b), 0);
+	close(wb);
+	ts_run_for(rt, 10);
+	cr_assert_eq(s.ngot, 2);
+	cr_assert_eq(find_child(&s, a)->u.child.code, 5);
+	cr_assert_eq(find_child(&s, b)->u.child.code, 5);
+	cr_assert_eq(rt_reaped_by_pid(rt), 2, "b was reaped by its pid, not by the walk");
+	cr_assert_eq(rt_child_exiting(rt, b), -ENOENT, "its watch is gone with its exit");
+	cr_assert_eq(waitpid(-1, NULL, WNOHANG), -1);
+	rt_free(rt);
+}
+
 /* Reaps are spaced by their own cost (rt_reap_stats): a chain of
  * children, each forked when its predecessor's exit is delivered and
  * exiting at once, among 1,000 idle children that make each reap's walk
