@@ -153,13 +153,6 @@ static void pod__runner_drain(rt_t *rt, pod_runner_t *r, pod_log_stream_t s)
 			else
 				r->mirror->stderr_fd = -1;
 		}
-		/* Both streams ended: the process is ending (a process's
-		 * descriptors close just before it is a zombie), unless a
-		 * descendant closed them.  Reaped by its pid, not by a walk
-		 * of tankd's children (rt_child_exiting); a process that is
-		 * not ending is only remembered, and its exit comes as any. */
-		if (r->proc.stdout_fd < 0 && r->proc.stderr_fd < 0 && r->proc.pid > 0)
-			(void)rt_child_exiting(rt, r->proc.pid);
 	}
 }
 
@@ -270,6 +263,11 @@ static int pod__runner_watch(rt_t *rt, pod_runner_t *r, bool child)
 		pod_proc_close_fds(&r->proc);
 		return err;
 	}
+	/* Its stdout's end is the sign of its exit, before the SIGCHLD:
+	 * the runtime then reaps it by pid instead of walking every child
+	 * of tankd (rt_child_exiting; issue 38 item 6 (c)). */
+	if (child && r->proc.stdout_fd >= 0)
+		(void)rt_fd_ends_with_child(rt, r->out_watch, r->proc.pid);
 	return 0;
 }
 

@@ -515,6 +515,7 @@ static void rt__check_cb(struct ev_loop *loop, ev_check *w, int revents)
 {
 	(void)loop; (void)revents;
 	rt__drain(w->data);
+	rt__io_after_drain(w->data);
 }
 
 static void rt__idle_cb(struct ev_loop *loop, ev_idle *w, int revents)

@@ -287,6 +287,12 @@ int rt_cancel_timer(rt_t *rt, rt_ref_t ref);
 int rt_watch_fd(rt_t *rt, rt_pid_t owner, int fd, int events, uint32_t tag,
 		rt_ref_t *ref);
 int rt_unwatch_fd(rt_t *rt, rt_ref_t ref);
+/* The watched fd is a pipe written by the watched child pid (its stdout,
+ * say): when it is readable and all its writers are gone (POLLHUP, one
+ * poll(2) at each readiness), the child is said to be ending
+ * (rt_child_exiting) before the owner hears of the readiness.  The
+ * message comes as before.  -ENOENT for an unknown watch. */
+int rt_fd_ends_with_child(rt_t *rt, rt_ref_t ref, pid_t pid);
 
 /* Delivers one RT_MSG_CHILD to `owner` when child process `pid` exits (or
  * is killed).  The runtime reaps all children itself: an exit that happened
@@ -305,9 +311,9 @@ int rt_unwatch_child(rt_t *rt, rt_ref_t ref);
  * benchmarks; either pointer may be NULL). */
 void rt_reap_stats(rt_t *rt, uint64_t *reaps, uint64_t *put_off);
 
-/* The owner of a watched child knows it is ending (its output pipes
- * reached EOF: a process's descriptors close just before it becomes a
- * zombie): it is reaped by its pid, at once if it is a zombie already
+/* A watched child is known to be ending (its output pipes' writers are
+ * gone, rt_fd_ends_with_child: a process's descriptors close just before
+ * it becomes a zombie): it is reaped by its pid, at once if it is a zombie already
  * (its exit delivered as with a SIGCHLD; returns 1), else by the next
  * reap before any walk (returns 0).  A reap by pid looks at that child
  * only, where waitpid(-1) walks the list of children from its head to

@@ -95,6 +95,8 @@ struct rt {
 	rt_suspect_t *suspects;
 	uint32_t nsuspects, cap_suspects;
 	uint64_t nreaped_by_pid;          /* rt_reaped_by_pid */
+	bool reap_due;             /* a SIGCHLD came: reap after the drain */
+	uint64_t sigchld_at;       /* when the first SIGCHLD of reap_due came */
 	/* names: a small array; registrations are rare and few */
 	struct { char *name; rt_pid_t pid; } *names;
 	uint32_t nnames, capnames;
@@ -116,6 +118,9 @@ void rt__res_attach(rt_actor_t *a, rt_res_t *r);
 void rt__res_detach(rt_actor_t *a, rt_res_t *r);
 
 /* rt_io.c */
+/* After each drain of the run queues (rt.c's check watcher): the reap a
+ * SIGCHLD made due, if no turn is left or it waited long enough. */
+void rt__io_after_drain(rt_t *rt);
 int rt__io_init(rt_t *rt);
 void rt__io_destroy(rt_t *rt);
 /* Frees a resource (stops its watcher); does not touch the owner list. */

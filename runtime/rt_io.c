@@ -14,6 +14,7 @@
 #include "runtime/rt_int.h"
 
 #include <errno.h>
+#include <poll.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
@@ -33,6 +34,7 @@ typedef struct rt_fdw {
 	rt_res_t res;
 	ev_io w;
 	rt_t *rt;
+	pid_t child;               /* rt_fd_ends_with_child, or 0 */
 } rt_fdw_t;
 
 typedef struct rt_childw {
@@ -198,6 +200,18 @@ static void rt__fd_cb(struct ev_loop *loop, ev_io *w, int revents)
 			ev_io_start(loop, w);
 		return;
 	}
+	/* A pipe whose writers are all gone (POLLHUP) is the sign that its
+	 * process is ending: reaped by pid now, before the SIGCHLD's reap
+	 * walks (which waits for the owners' turns, and they come after a
+	 * queue of other messages in a storm). */
+	if (f->child > 0 && (revents & EV_READ)) {
+		struct pollfd pf = { .fd = w->fd, .events = POLLIN };
+		if (poll(&pf, 1, 0) == 1 && (pf.revents & POLLHUP)) {
+			pid_t pid = f->child;
+			f->child = 0;
+			(void)rt_child_exiting(rt, pid);
+		}
+	}
 	m->type = RT_MSG_FD;
 	m->tag = f->res.tag;
 	m->u.fd.ref = f->res.ref;
@@ -233,6 +247,16 @@ int rt_watch_fd(rt_t *rt, rt_pid_t owner, int fd, int events, uint32_t tag,
 	ev_io_start(rt->loop, &f->w);
 	if (ref)
 		*ref = f->res.ref;
+	return 0;
+}
+
+int rt_fd_ends_with_child(rt_t *rt, rt_ref_t ref, pid_t pid)
+{
+	rt_fdw_t *f = (rt_fdw_t *)rt__res_get(rt, ref, RT__RES_FD);
+
+	if (!f)
+		return -ENOENT;
+	f->child = pid > 0 ? pid : 0;
 	return 0;
 }
 
@@ -313,6 +337,7 @@ static uint64_t rt__clock_ns(clockid_t id)
 #define RT__REAP_SPACING 32u
 #define RT__REAP_GAP_MAX_NS (20u * 1000000u)
 #define RT__SUSPECT_TRIES 4u
+#define RT__REAP_DEFER_MAX_NS (20u * 1000000u)
 
 /* A child reaped: to its watch, or kept as an orphan for a later one. */
 static void rt__reaped(rt_t *rt, pid_t pid, int status)
@@ -380,24 +405,42 @@ static void rt__reap_cb(struct ev_loop *loop, ev_timer *w, int revents)
 	rt__reap(w->data);
 }
 
+/* A SIGCHLD only marks a reap as due: it runs after the actors' turns of
+ * this loop iteration (rt__io_after_drain), so that the exits whose
+ * runners see their pipes' EOF in those turns are reaped by pid
+ * (rt_child_exiting) and the walk finds only the others. */
 static void rt__sigchld_cb(struct ev_loop *loop, ev_signal *w, int revents)
 {
 	rt_t *rt = w->data;
+
+	(void)loop; (void)revents;
+	if (ev_is_active(&rt->reap_timer) || rt->reap_due) {
+		rt->nreaps_put_off++;
+		return;                 /* a reap is due: it takes this one */
+	}
+	rt->reap_due = true;
+	rt->sigchld_at = rt__clock_ns(CLOCK_MONOTONIC);
+}
+
+void rt__io_after_drain(rt_t *rt)
+{
 	uint64_t now;
 
-	(void)revents;
-	if (ev_is_active(&rt->reap_timer)) {
-		rt->nreaps_put_off++;
-		return;                 /* a spaced reap is due: it takes this one */
-	}
+	if (!rt->reap_due)
+		return;
 	now = rt__clock_ns(CLOCK_MONOTONIC);
+	/* Turns still queued (the drain's slice ended): they may hold the
+	 * EOFs of these exits; at most RT__REAP_DEFER_MAX_NS. */
+	if ((rt->rq_head || rt->hq_head) && now - rt->sigchld_at < RT__REAP_DEFER_MAX_NS)
+		return;
+	rt->reap_due = false;
 	if (now - rt->reaped_at >= rt->reap_gap) {
 		rt__reap(rt);
 		return;
 	}
 	ev_timer_set(&rt->reap_timer,
 		     (double)(rt->reap_gap - (now - rt->reaped_at)) / 1e9, 0.);
-	ev_timer_start(loop, &rt->reap_timer);
+	ev_timer_start(rt->loop, &rt->reap_timer);
 	rt->nreaps_put_off++;
 }
 

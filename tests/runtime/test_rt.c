@@ -789,6 +789,70 @@ Test(runtime, a_child_said_to_be_ending_is_reaped_by_its_pid)
 	rt_free(rt);
 }
 
+/* A child whose stdout is a watched pipe linked to it
+ * (rt_fd_ends_with_child): the pipe's hang-up says it is ending, and it is
+ * reaped by its pid, not by the SIGCHLD's walk. */
+typedef struct hupst { int fd; pid_t pid; rt_ref_t ref; bool exited; int code; } hupst_t;
+
+static int hup_init(rt_t *rt, void **state, void *arg)
+{
+	hupst_t *s = arg;
+	int err;
+	*state = s;
+	if ((err = rt_watch_child(rt, rt_self(rt), s->pid, 1, NULL)) < 0 ||
+	    (err = rt_watch_fd(rt, rt_self(rt), s->fd, EV_READ, 2, &s->ref)) < 0)
+		return err;
+	return rt_fd_ends_with_child(rt, s->ref, s->pid);
+}
+
+static void hup_handle(rt_t *rt, void *state, rt_msg_t *m)
+{
+	hupst_t *s = state;
+	if (m->type == RT_MSG_FD) {
+		char buf[64];
+		if (read(s->fd, buf, sizeof buf) == 0)
+			rt_unwatch_fd(rt, s->ref);
+		return;
+	}
+	cr_assert_eq(m->type, RT_MSG_CHILD);
+	s->exited = true;
+	s->code = m->u.child.code;
+	rt_stop(rt);
+}
+
+static const rt_behaviour_t hup_b = { "hup", hup_init, hup_handle, NULL };
+
+Test(runtime, a_pipe_hang_up_reaps_its_child_by_pid)
+{
+	rt_t *rt = new_rt();
+	int go[2], out[2];
+	cr_assert_eq(pipe2(go, O_CLOEXEC), 0);
+	cr_assert_eq(pipe2(out, O_CLOEXEC | O_NONBLOCK), 0);
+	pid_t pid = fork();
+	cr_assert_geq(pid, 0);
+	if (pid == 0) {
+		char c;
+		close(go[1]);
+		close(out[0]);
+		(void)!read(go[0], &c, 1);   /* until the parent says go */
+		_exit(9);
+	}
+	close(go[0]);
+	close(out[1]);
+	hupst_t s = { .fd = out[0], .pid = pid };
+	rt_pid_t a;
+	cr_assert_eq(rt_spawn(rt, &hup_b, &s, &a), 0);
+	cr_assert_eq(rt_fd_ends_with_child(rt, 12345, pid), -ENOENT);
+	close(go[1]);                    /* it exits */
+	ts_run_for(rt, 10);
+	cr_assert(s.exited);
+	cr_assert_eq(s.code, 9);
+	cr_assert_eq(rt_reaped_by_pid(rt), 1, "reaped by the walk, not by its pid");
+	cr_assert_eq(waitpid(-1, NULL, WNOHANG), -1);
+	rt_free(rt);
+	close(out[0]);
+}
+
 /* Reaps are spaced by their own cost (rt_reap_stats): a chain of
  * children, each forked when its predecessor's exit is delivered and
  * exiting at once, among 1,000 idle children that make each reap's walk
