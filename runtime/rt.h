@@ -306,7 +306,10 @@ int rt_unwatch_child(rt_t *rt, rt_ref_t ref);
 /* Reaping is spaced by its own cost (each reap walks every child of the
  * process in the kernel): a SIGCHLD that comes less than 32 times the last
  * reap's CPU time after it (at most 20 ms) is served by one reap at the
- * end of that gap, with every exit of the meantime.  How many reaps ran,
+ * end of that gap, with every exit of the meantime.  A SIGCHLD's reap
+ * also waits for the actors' turns of its loop iteration (at most 20 ms
+ * while turns remain), so that children known to be ending in those
+ * turns are reaped by pid (rt_child_exiting) and the walk finds fewer.  How many reaps ran,
  * and how many SIGCHLDs were put off to a later one (for tests and
  * benchmarks; either pointer may be NULL). */
 void rt_reap_stats(rt_t *rt, uint64_t *reaps, uint64_t *put_off);
