@@ -308,17 +308,18 @@ int rt_unwatch_child(rt_t *rt, rt_ref_t ref);
  * reap's CPU time after it (at most 20 ms) is served by one reap at the
  * end of that gap, with every exit of the meantime.  A SIGCHLD's reap
  * also waits for the actors' turns of its loop iteration (at most 20 ms
- * while turns remain), so that children known to be ending in those
- * turns are reaped by pid (rt_child_exiting) and the walk finds fewer.  How many reaps ran,
- * and how many SIGCHLDs were put off to a later one (for tests and
- * benchmarks; either pointer may be NULL). */
+ * while turns remain), so that children known to be ending meanwhile
+ * are reaped by pid (rt_child_exiting) and the walk finds fewer.  How
+ * many reaps ran, and how many SIGCHLDs were put off to a later one (for
+ * tests and benchmarks; either pointer may be NULL). */
 void rt_reap_stats(rt_t *rt, uint64_t *reaps, uint64_t *put_off);
 
-/* A watched child is known to be ending (its output pipes' writers are
- * gone, rt_fd_ends_with_child: a process's descriptors close just before
- * it becomes a zombie): it is reaped by its pid, at once if it is a zombie already
- * (its exit delivered as with a SIGCHLD; returns 1), else by the next
- * reap before any walk (returns 0).  A reap by pid looks at that child
+/* A watched child is known to be ending (its output pipe's writers are
+ * gone, rt_fd_ends_with_child: a process's descriptors close just
+ * before it becomes a zombie): it is reaped by its pid, at once if it is
+ * a zombie already (its exit delivered as with a SIGCHLD; returns 1),
+ * else by the next reap before any walk (returns 0; given up after four
+ * reaps that found it running).  A reap by pid looks at that child
  * only, where waitpid(-1) walks the list of children from its head to
  * the first zombie each time: with thousands of children dying at once
  * that walk was a third of tankd's CPU.  -ENOENT when pid is not a

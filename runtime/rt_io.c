@@ -406,9 +406,10 @@ static void rt__reap_cb(struct ev_loop *loop, ev_timer *w, int revents)
 }
 
 /* A SIGCHLD only marks a reap as due: it runs after the actors' turns of
- * this loop iteration (rt__io_after_drain), so that the exits whose
- * runners see their pipes' EOF in those turns are reaped by pid
- * (rt_child_exiting) and the walk finds only the others. */
+ * this loop iteration (rt__io_after_drain), so that the exits made known
+ * meanwhile (a linked pipe's hang-up, rt_fd_ends_with_child; an owner's
+ * rt_child_exiting) are reaped by pid and the walk finds only the
+ * others. */
 static void rt__sigchld_cb(struct ev_loop *loop, ev_signal *w, int revents)
 {
 	rt_t *rt = w->data;
