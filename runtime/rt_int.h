@@ -95,6 +95,12 @@ struct rt {
 	rt_suspect_t *suspects;
 	uint32_t nsuspects, cap_suspects;
 	uint64_t nreaped_by_pid;          /* rt_reaped_by_pid */
+	/* The watches linked to a child (rt_fd_ends_with_child), by ref: a
+	 * reap about to walk polls them all for a hang-up first (rt_io.c
+	 * rt__reap_hung_up).  Stale refs stay until the next compaction. */
+	rt_ref_t *linked;
+	uint32_t nlinked, cap_linked;
+	struct pollfd *linked_pfd;        /* scratch, cap_linked entries */
 	bool reap_due;             /* a SIGCHLD came: reap after the drain */
 	uint64_t sigchld_at;       /* when the first SIGCHLD of reap_due came */
 	/* names: a small array; registrations are rare and few */

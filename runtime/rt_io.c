@@ -250,13 +250,46 @@ int rt_watch_fd(rt_t *rt, rt_pid_t owner, int fd, int events, uint32_t tag,
 	return 0;
 }
 
+/* Drops from rt->linked the refs whose watch is gone or no longer
+ * linked (its hang-up was seen); keeps the order. */
+static void rt__linked_compact(rt_t *rt)
+{
+	uint32_t n = 0;
+	for (uint32_t i = 0; i < rt->nlinked; i++) {
+		rt_fdw_t *f = (rt_fdw_t *)rt__res_get(rt, rt->linked[i], RT__RES_FD);
+		if (f && f->child > 0)
+			rt->linked[n++] = rt->linked[i];
+	}
+	rt->nlinked = n;
+}
+
 int rt_fd_ends_with_child(rt_t *rt, rt_ref_t ref, pid_t pid)
 {
 	rt_fdw_t *f = (rt_fdw_t *)rt__res_get(rt, ref, RT__RES_FD);
+	bool was = f && f->child > 0;
 
 	if (!f)
 		return -ENOENT;
 	f->child = pid > 0 ? pid : 0;
+	if (was || !f->child)
+		return 0;
+	/* Listed for the reap's poll of hang-ups; without memory it is only
+	 * left to its own readiness (and to the walk). */
+	if (rt->nlinked == rt->cap_linked)
+		rt__linked_compact(rt);
+	if (rt->nlinked == rt->cap_linked) {
+		uint32_t cap = rt->cap_linked ? rt->cap_linked * 2 : 64;
+		rt_ref_t *l = realloc(rt->linked, cap * sizeof *l);
+		if (!l)
+			return 0;
+		rt->linked = l;
+		struct pollfd *pf = realloc(rt->linked_pfd, cap * sizeof *pf);
+		if (!pf)
+			return 0;
+		rt->linked_pfd = pf;
+		rt->cap_linked = cap;
+	}
+	rt->linked[rt->nlinked++] = ref;
 	return 0;
 }
 
@@ -336,8 +369,17 @@ static uint64_t rt__clock_ns(clockid_t id)
  * with few children the gap is microseconds. */
 #define RT__REAP_SPACING 32u
 #define RT__REAP_GAP_MAX_NS (20u * 1000000u)
-#define RT__SUSPECT_TRIES 4u
+/* Reaps a suspect is waited for by pid.  Not 4: in tankd's stop at 9,872
+ * pods the dying processes share two cores, and one can take many reaps
+ * (of 20 ms) from closing its pipes to being a zombie; dropped sooner, the
+ * walk took it at 184 us.  A try costs 3 us. */
+#define RT__SUSPECT_TRIES 64u
 #define RT__REAP_DEFER_MAX_NS (20u * 1000000u)
+/* Linked watches from which a reap polls for hang-ups before it walks:
+ * below that the walk is cheap (microseconds). */
+#define RT__HUP_POLL_MIN 256u
+/* Children a walk reaps at most while others are reaped by pid. */
+#define RT__WALK_MAX_BUSY 8u
 
 /* A child reaped: to its watch, or kept as an orphan for a later one. */
 static void rt__reaped(rt_t *rt, pid_t pid, int status)
@@ -368,6 +410,41 @@ static bool rt__reap_pid(rt_t *rt, pid_t pid)
 	return r < 0;
 }
 
+/* Before a walk: one poll(2) of every linked watch (rt_fd_ends_with_child)
+ * finds the children whose pipes hung up, and they are reaped by pid.  A
+ * process closes its descriptors before it becomes a zombie, so every
+ * linked child whose SIGCHLD came is found, also when its watch's
+ * readiness still waits in the loop behind a storm: in tankd's stop at
+ * 9,872 pods the walk reaped 56 % of the exits (187 us each, about
+ * 1 s of tankd's CPU) because their hang-ups had not been seen yet.
+ * The poll costs about 0.1 us a watch. */
+static void rt__reap_hung_up(rt_t *rt)
+{
+	uint32_t n = 0;
+
+	rt__linked_compact(rt);
+	if (rt->nlinked < RT__HUP_POLL_MIN)
+		return;
+	for (uint32_t i = 0; i < rt->nlinked; i++) {
+		rt_fdw_t *f = (rt_fdw_t *)rt__res_get(rt, rt->linked[i], RT__RES_FD);
+		rt->linked_pfd[n++] = (struct pollfd){ .fd = f->w.fd, .events = POLLIN };
+	}
+	if (poll(rt->linked_pfd, n, 0) <= 0)
+		return;
+	/* By ref again: a reap below fires a child watch, which queues a
+	 * message and frees nothing of the fd watches. */
+	for (uint32_t i = 0; i < n; i++) {
+		if (!(rt->linked_pfd[i].revents & POLLHUP))
+			continue;
+		rt_fdw_t *f = (rt_fdw_t *)rt__res_get(rt, rt->linked[i], RT__RES_FD);
+		if (!f || f->child <= 0)
+			continue;
+		pid_t pid = f->child;
+		f->child = 0;
+		(void)rt_child_exiting(rt, pid);
+	}
+}
+
 /* Why waitpid(-1) must not take every exit when many children die at
  * once: each call walks the list of children from its head to the first
  * zombie, so a reap of Z zombies scattered among N children walks about
@@ -389,14 +466,32 @@ static void rt__reap(rt_t *rt)
 		else
 			i++;
 	}
-	while ((pid = waitpid(-1, &status, WNOHANG)) > 0)
+	uint64_t by_pid = rt->nreaped_by_pid;
+	rt__reap_hung_up(rt);
+	/* While children known to be ending are reaped by pid, the walk is
+	 * cut short: each of its calls costs a walk of the children (184 us
+	 * at 9,872), and in a storm new zombies come as fast as it reaps
+	 * them, so an unbounded walk took half of tankd's stop's exits.  The
+	 * rest are reaped by pid at their hang-up; a reap follows after the
+	 * gap for the unlinked ones. */
+	bool busy = rt->nsuspects > 0 || rt->nreaped_by_pid != by_pid;
+	uint32_t walked = 0;
+	while ((!busy || walked < RT__WALK_MAX_BUSY) &&
+	       (pid = waitpid(-1, &status, WNOHANG)) > 0) {
 		rt__reaped(rt, pid, status);
+		walked++;
+	}
 	/* CPU time, not wall time: a reap preempted on a busy machine did
 	 * not cost more, and must not space the next one further. */
 	gap = (rt__clock_ns(CLOCK_THREAD_CPUTIME_ID) - cpu0) * RT__REAP_SPACING;
 	rt->reap_gap = gap < RT__REAP_GAP_MAX_NS ? gap : RT__REAP_GAP_MAX_NS;
 	rt->reaped_at = rt__clock_ns(CLOCK_MONOTONIC);
 	rt->nreaps++;
+	/* Cut short: no SIGCHLD may come for the zombies left. */
+	if (busy && walked >= RT__WALK_MAX_BUSY && !ev_is_active(&rt->reap_timer)) {
+		ev_timer_set(&rt->reap_timer, (double)rt->reap_gap / 1e9, 0.);
+		ev_timer_start(rt->loop, &rt->reap_timer);
+	}
 }
 
 static void rt__reap_cb(struct ev_loop *loop, ev_timer *w, int revents)
@@ -555,6 +650,11 @@ void rt__io_destroy(rt_t *rt)
 	tank_set_free(&rt->cmap);
 	free(rt->orphans);
 	free(rt->suspects);
+	free(rt->linked);
+	free(rt->linked_pfd);
+	rt->linked = NULL;
+	rt->linked_pfd = NULL;
+	rt->nlinked = rt->cap_linked = 0;
 	rt->orphans = NULL;
 	rt->norphans = 0;
 }
