@@ -853,6 +853,93 @@ Test(runtime, a_pipe_hang_up_reaps_its_child_by_pid)
 	close(out[0]);
 }
 
+/* A reap's walk is cut short (8 zombies) while a child known to be
+ * ending waits to be reaped by pid (rt_io.c rt__reap): the zombies it
+ * left must still be taken, by the reap it arms, with no SIGCHLD after
+ * them.  S closed its stdout and still runs (a suspect for 64 reaps);
+ * 20 unlinked children exit at once. */
+#define CUT_N 20
+
+typedef struct cutst { pid_t pids[CUT_N]; int got, bad; } cutst_t;
+
+static int cut_init(rt_t *rt, void **state, void *arg)
+{
+	cutst_t *c = arg;
+	*state = c;
+	for (int i = 0; i < CUT_N; i++) {
+		int err = rt_watch_child(rt, rt_self(rt), c->pids[i], 3, NULL);
+		if (err < 0)
+			return err;
+	}
+	return 0;
+}
+
+static void cut_handle(rt_t *rt, void *state, rt_msg_t *m)
+{
+	cutst_t *c = state;
+	if (m->type != RT_MSG_CHILD || m->tag != 3)
+		c->bad++;
+	else if (++c->got == CUT_N)
+		rt_stop(rt);
+}
+
+static const rt_behaviour_t cut_b = { "cut", cut_init, cut_handle, NULL };
+
+Test(runtime, a_walk_cut_short_still_reaps_every_exit)
+{
+	rt_t *rt = new_rt();
+	int go[2], out[2], go2[2];
+	cr_assert_eq(pipe2(go, O_CLOEXEC), 0);
+	cr_assert_eq(pipe2(out, O_CLOEXEC | O_NONBLOCK), 0);
+	pid_t spid = fork();
+	cr_assert_geq(spid, 0);
+	if (spid == 0) {
+		char c;
+		close(go[1]);
+		close(out[0]);
+		close(out[1]);                  /* hangs up, runs on */
+		(void)!read(go[0], &c, 1);
+		_exit(0);
+	}
+	close(go[0]);
+	close(out[1]);
+	hupst_t s = { .fd = out[0], .pid = spid };
+	rt_pid_t a;
+	cr_assert_eq(rt_spawn(rt, &hup_b, &s, &a), 0);
+	ts_run_for(rt, 0.3);                    /* its hang-up: a suspect */
+	cr_assert(!s.exited);
+
+	cr_assert_eq(pipe2(go2, O_CLOEXEC), 0);
+	cutst_t c = { .got = 0 };
+	for (int i = 0; i < CUT_N; i++) {
+		c.pids[i] = fork();
+		cr_assert_geq(c.pids[i], 0);
+		if (c.pids[i] == 0) {
+			char ch;
+			close(go[1]);
+			close(go2[1]);
+			(void)!read(go2[0], &ch, 1);
+			_exit(i);
+		}
+	}
+	close(go2[0]);
+	cr_assert_eq(rt_spawn(rt, &cut_b, &c, &a), 0);
+	ts_run_for(rt, 0.1);
+	close(go2[1]);                          /* all exit at once */
+	usleep(200 * 1000);                     /* zombies before the reap */
+	ts_run_for(rt, 20);
+	cr_assert_eq(c.got, CUT_N, "%d of %d exits delivered", c.got, CUT_N);
+	cr_assert_eq(c.bad, 0);
+	cr_assert_eq(waitpid(-1, NULL, WNOHANG), 0, "only S is left, running");
+
+	close(go[1]);                           /* S exits */
+	ts_run_for(rt, 20);
+	cr_assert(s.exited);
+	cr_assert_eq(waitpid(-1, NULL, WNOHANG), -1);
+	rt_free(rt);
+	close(out[0]);
+}
+
 /* Reaps are spaced by their own cost (rt_reap_stats): a chain of
  * children, each forked when its predecessor's exit is delivered and
  * exiting at once, among 1,000 idle children that make each reap's walk
