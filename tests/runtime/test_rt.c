@@ -926,7 +926,12 @@ Test(runtime, a_walk_cut_short_still_reaps_every_exit)
 	cr_assert_eq(rt_spawn(rt, &cut_b, &c, &a), 0);
 	ts_run_for(rt, 0.1);
 	close(go2[1]);                          /* all exit at once */
-	usleep(200 * 1000);                     /* zombies before the reap */
+	for (int i = 0; i < CUT_N; i++) {       /* all zombies before the reap */
+		siginfo_t si;
+		while (waitid(P_PID, (id_t)c.pids[i], &si, WEXITED | WNOWAIT) < 0 &&
+		       errno == EINTR)
+			;
+	}
 	ts_run_for(rt, 20);
 	cr_assert_eq(c.got, CUT_N, "%d of %d exits delivered", c.got, CUT_N);
 	cr_assert_eq(c.bad, 0);
