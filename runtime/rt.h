@@ -318,7 +318,7 @@ void rt_reap_stats(rt_t *rt, uint64_t *reaps, uint64_t *put_off);
  * gone, rt_fd_ends_with_child: a process's descriptors close just
  * before it becomes a zombie): it is reaped by its pid, at once if it is
  * a zombie already (its exit delivered as with a SIGCHLD; returns 1),
-  * else by the next reap before any walk (returns 0; given up after 64
+ * else by the next reap before any walk (returns 0; given up after 64
  * reaps that found it running).  A reap about to walk also polls every
  * linked watch for a hang-up, and cuts its walk short (8 children) while
  * others are reaped by pid.  A reap by pid looks at that child
