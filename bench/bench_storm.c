@@ -31,9 +31,13 @@
  *             levels of depends_on (N/3 chains a <- b <- c), whose stop
  *             goes level by level.  Reported as seconds and as multiples
  *             of the grace (issue 38, item 6 (c)), beside the machine's
- *             floor: N workloads started and sent SIGTERM by the bench
- *             itself, until all are reaped.  Not in the default list.
- *             BENCH_STOP_RUNS=physical,idle,deaf,chain3 picks the runs.
+ *             floors: N workloads started and sent SIGTERM by the bench
+ *             itself, until all are reaped ("physical"), and the same
+ *             with each in a cgroup of its own laid out as tankd's, until
+ *             all are reaped and their groups removed ("physical_cg").
+ *             Not in the default list.  BENCH_STOP_RUNS=physical,
+ *             physical_cg,idle,deaf,chain3 picks the runs;
+ *             BENCH_STOP_TRACE=1 prints tankd's stop every 100 ms.
  *
  * How "running again" is seen: each workload reports "S pid t" (t its
  * CLOCK_MONOTONIC exec-time stamp) on a datagram socket; the storm is over
@@ -101,6 +105,7 @@
 #include <msgpack.h>
 
 #include "bench/bench_util.h"
+#include "pod/pod_cgroup.h"
 #include "pod/pod_host.h"
 #include "api/api_client.h"
 #include "api/api_rpc.h"
@@ -661,6 +666,104 @@ static void keep_log(const sys_t *s)
 	close(in);
 }
 
+/* With BENCH_STOP_TRACE=1, sys_stop prints a line every 100 ms of the
+ * stop: tankd's main thread's CPU and its wait for a CPU (schedstat: run
+ * and run-queue ns), its other threads' CPU, the machine's idle CPU time
+ * (all CPUs, 10 ms ticks), and how many children tankd still has (its main thread's /proc children list, zombies included).
+ * Where the main thread neither runs nor waits for a CPU, the stop
+ * waits on something else (a timer, a sync, a lock). */
+typedef struct stop_trace {
+	uint64_t t0, last_ns, run, wait, all, idle;
+	bool on;
+} stop_trace_t;
+
+/* The machine's idle time, all CPUs, in ms (/proc/stat: idle + iowait). */
+static uint64_t machine_idle_ms(void)
+{
+	unsigned long long v[5] = { 0 };
+	FILE *fp = fopen("/proc/stat", "re");
+	if (!fp)
+		return 0;
+	if (fscanf(fp, "cpu %llu %llu %llu %llu %llu", &v[0], &v[1], &v[2], &v[3], &v[4]) != 5)
+		v[3] = v[4] = 0;
+	fclose(fp);
+	return (uint64_t)(v[3] + v[4]) * 1000u / (uint64_t)sysconf(_SC_CLK_TCK);
+}
+
+static void schedstat_of(pid_t pid, pid_t tid, uint64_t *run, uint64_t *wait)
+{
+	char path[96];
+	unsigned long long r = 0, w = 0;
+	snprintf(path, sizeof path, "/proc/%d/task/%d/schedstat", (int)pid, (int)tid);
+	FILE *fp = fopen(path, "re");
+	if (fp) {
+		if (fscanf(fp, "%llu %llu", &r, &w) != 2)
+			r = w = 0;
+		fclose(fp);
+	}
+	*run = r;
+	*wait = w;
+}
+
+/* Children of every thread of pid (each thread's /proc children list,
+ * zombies included): the launcher may fork from a thread of its own. */
+static long children_of(pid_t pid)
+{
+	char path[96];
+	long n = 0;
+	int c, in = 0;
+	snprintf(path, sizeof path, "/proc/%d/task", (int)pid);
+	DIR *d = opendir(path);
+	struct dirent *de;
+	if (!d)
+		return -1;
+	while ((de = readdir(d))) {
+		if (de->d_name[0] == '.')
+			continue;
+		char f[sizeof path + 300];
+		snprintf(f, sizeof f, "%s/%s/children", path, de->d_name);
+		FILE *fp = fopen(f, "re");
+		if (!fp)
+			continue;
+		while ((c = getc(fp)) != EOF) {
+			if (c >= '0' && c <= '9') {
+				if (!in)
+					n++;
+				in = 1;
+			} else {
+				in = 0;
+			}
+		}
+		in = 0;
+		fclose(fp);
+	}
+	closedir(d);
+	return n;
+}
+
+static void stop_trace_tick(stop_trace_t *tr, pid_t pid, bool force)
+{
+	uint64_t now = bench_now_ns(), run, wait, all, idle;
+	if (!tr->on || (!force && now - tr->last_ns < 100000000u))
+		return;
+	schedstat_of(pid, pid, &run, &wait);
+	all = cpu_ns(pid);
+	idle = machine_idle_ms();
+	if (tr->last_ns)
+		fprintf(stderr, "  stop+%6.3f s: main ran %3.0f ms, waited for a CPU %3.0f ms, "
+			"other threads %3.0f ms; CPUs idle %3u ms; %ld children\n",
+			(double)(now - tr->t0) / 1e9, (double)(run - tr->run) / 1e6,
+			(double)(wait - tr->wait) / 1e6,
+			all - tr->all > run - tr->run ?
+			(double)((all - tr->all) - (run - tr->run)) / 1e6 : 0.,
+			(unsigned)(idle - tr->idle), children_of(pid));
+	tr->last_ns = now;
+	tr->run = run;
+	tr->wait = wait;
+	tr->all = all;
+	tr->idle = idle;
+}
+
 /* Stops the daemon the way its manual says, waits, then SIGKILLs whatever
  * of its tree is left (recorded before the stop, re-checked by comm).
  * Returns how long the daemon took to exit, in seconds (< 0: it did not
@@ -682,6 +785,11 @@ static double sys_stop(sys_t *s)
 	tree = descendants(s->pid, &n);
 	unsigned long long k0 = cpu_ticks(s->pid);
 	uint64_t t0 = bench_now_ns(), deadline = t0 + 60ull * 1000000000u;
+	const char *trace = getenv("BENCH_STOP_TRACE");
+	stop_trace_t tr = { .t0 = t0, .on = s->kind == SYS_TANK && trace && *trace == '1' };
+	stop_trace_tick(&tr, s->pid, true);
+	if (tr.on)
+		fprintf(stderr, "  stop at CLOCK_MONOTONIC %.3f s (perf's --time)\n", (double)t0 / 1e9);
 	kill(s->pid, stop_sig[s->kind]);
 	bool gone = false;
 	s->stop_cpu_s = -1;
@@ -692,6 +800,8 @@ static double sys_stop(sys_t *s)
 		if (waitid(P_PID, (id_t)s->pid, &si, WEXITED | WNOHANG | WNOWAIT) == 0 &&
 		    si.si_pid == s->pid)
 			s->stop_cpu_s = (double)(cpu_ticks(s->pid) - k0) / (double)sysconf(_SC_CLK_TCK);
+		else
+			stop_trace_tick(&tr, s->pid, false);
 		pid_t r = waitpid(s->pid, &st, WNOHANG);
 		if (r == s->pid || (r < 0 && errno == ECHILD)) {
 			gone = true;
@@ -1931,7 +2041,85 @@ out:
 	return took;
 }
 
-/* BENCH_STOP_RUNS (comma list of physical,idle,deaf,chain3; default all)
+/* The floor with cgroups: as stop_physical, each workload moved into a
+ * group of its own laid out as tankd's (ROOT/pN/c, the pids hierarchy
+ * only, as a pod without limits on v1), and timed until every one is
+ * reaped and its two groups removed, one after the other, on this one
+ * thread.  What ending n cgroup-isolated processes costs whoever ends
+ * them, before any bookkeeping: the kernel's part of tankd's stop
+ * (issue 38, item 6 (c)).  Seconds, < 0 on failure or without cgroups. */
+static double stop_physical_cg(ctx_t *c, long n)
+{
+	pidset_t seen = { 0 };
+	pid_t *pids = calloc((size_t)n, sizeof *pids);
+	pod_cgroup_t *cg = calloc((size_t)n, sizeof *cg);
+	pod_cgroup_env_t env;
+	tank_error_t err;
+	char root[64], pod[32];
+	uint64_t last, t0;
+	long started = 0, made = 0;
+	double took = -1;
+
+	notes_drain(&c->notes);
+	snprintf(root, sizeof root, "tank-bench-floor-%d", (int)getpid());
+	if (!pids || !cg || pidset_init(&seen, (size_t)n) < 0 ||
+	    pod_cgroup_probe(&env, NULL, root, &err) < 0 || env.mode == POD_CGROUP_NONE) {
+		note("stop: physical_cg: no cgroups here, skipped");
+		goto out;
+	}
+	for (; made < n; made++) {
+		snprintf(pod, sizeof pod, "p%ld", made);
+		if (pod_cgroup_create(&env, pod, "c", NULL, &cg[made], &err) < 0) {
+			note("stop: physical_cg: %s", err.msg);
+			goto out;
+		}
+	}
+	t0 = bench_now_ns();
+	for (; started < n; started++) {
+		pid_t pid = fork();
+		if (pid < 0)
+			break;
+		if (pid == 0) {
+			prctl(PR_SET_PDEATHSIG, SIGKILL);
+			execl(c->workload, "workload", "sleep", c->notes.path, (char *)NULL);
+			_exit(127);
+		}
+		pids[started] = pid;
+		(void)pod_cgroup_attach(&cg[started], pid);
+	}
+	if (started == n && wait_starts(c, n, t0, NULL, &seen, 60ull * 1000000000u, &last) == n) {
+		t0 = bench_now_ns();
+		for (long i = 0; i < n; i++)
+			kill(pids[i], SIGTERM);
+		for (long i = 0; i < n; i++) {
+			while (waitpid(pids[i], NULL, 0) < 0 && errno == EINTR)
+				;
+			(void)pod_cgroup_destroy(&cg[i]);
+		}
+		took = (double)(bench_now_ns() - t0) / 1e9;
+		started = 0;
+		emit("stop_physical_cg_s", took, "s", NULL, n);
+		note("stop: physical with a cgroup each, N=%ld: %.3f s to SIGTERM, reap them "
+		     "and remove their groups", n, took);
+	}
+	for (long i = 0; i < started; i++) {
+		kill(pids[i], SIGKILL);
+		waitpid(pids[i], NULL, 0);
+	}
+out:
+	for (long i = 0; i < made; i++)
+		if (cg[i].mode != POD_CGROUP_NONE)
+			(void)pod_cgroup_destroy(&cg[i]);
+	if (made)
+		(void)pod_cgroup_env_cleanup(&env);
+	pidset_free(&seen);
+	free(cg);
+	free(pids);
+	return took;
+}
+
+/* BENCH_STOP_RUNS (comma list of physical,physical_cg,idle,deaf,chain3;
+ * default all)
  * picks the runs: at 9,872 pods each is that many processes, under the
  * machine's lock. */
 static void stop_all(ctx_t *c, long n, long grace_ms)
@@ -1939,9 +2127,11 @@ static void stop_all(ctx_t *c, long n, long grace_ms)
 	const char *runs = getenv("BENCH_STOP_RUNS");
 
 	if (!runs || !*runs)
-		runs = "physical,idle,deaf,chain3";
+		runs = "physical,physical_cg,idle,deaf,chain3";
 	if (has_word(runs, "physical"))
 		stop_physical(c, n);
+	if (!g_interrupted && has_word(runs, "physical_cg"))
+		stop_physical_cg(c, n);
 	if (!g_interrupted && has_word(runs, "idle"))
 		stop_run(c, n, "idle", "sleep", grace_ms, 0);
 	if (!g_interrupted && has_word(runs, "deaf"))
