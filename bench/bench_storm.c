@@ -2088,6 +2088,8 @@ static double stop_physical_cg(ctx_t *c, long n)
 		(void)pod_cgroup_attach(&cg[started], pid);
 	}
 	if (started == n && wait_starts(c, n, t0, NULL, &seen, 60ull * 1000000000u, &last) == n) {
+		struct rusage ru0, ru1;
+		getrusage(RUSAGE_THREAD, &ru0);
 		t0 = bench_now_ns();
 		for (long i = 0; i < n; i++)
 			kill(pids[i], SIGTERM);
@@ -2097,10 +2099,17 @@ static double stop_physical_cg(ctx_t *c, long n)
 			(void)pod_cgroup_destroy(&cg[i]);
 		}
 		took = (double)(bench_now_ns() - t0) / 1e9;
+		getrusage(RUSAGE_THREAD, &ru1);
+		double cpu = (double)(ru1.ru_utime.tv_sec - ru0.ru_utime.tv_sec +
+				      ru1.ru_stime.tv_sec - ru0.ru_stime.tv_sec) +
+			     (double)(ru1.ru_utime.tv_usec - ru0.ru_utime.tv_usec +
+				      ru1.ru_stime.tv_usec - ru0.ru_stime.tv_usec) / 1e6;
 		started = 0;
 		emit("stop_physical_cg_s", took, "s", NULL, n);
+		emit("stop_physical_cg_cpu_s", cpu, "s", NULL, n);
 		note("stop: physical with a cgroup each, N=%ld: %.3f s to SIGTERM, reap them "
-		     "and remove their groups", n, took);
+		     "and remove their groups; the bench's CPU %.2f s (%.0f us an exit)",
+		     n, took, cpu, cpu * 1e6 / (double)n);
 	}
 	for (long i = 0; i < started; i++) {
 		kill(pids[i], SIGKILL);
