@@ -183,6 +183,18 @@ int rt_cancel_timer(rt_t *rt, rt_ref_t ref)
 
 /* --- fds -------------------------------------------------------------------- */
 
+/* A linked watch's pipe hung up: its child is ending.  The link is
+ * used once (the watch leaves rt->linked at the next compaction), and
+ * the child is reaped by pid now or, still exiting, by the next reap
+ * before it walks. */
+static void rt__fd_hung_up(rt_t *rt, rt_fdw_t *f)
+{
+	pid_t pid = f->child;
+
+	f->child = 0;
+	(void)rt_child_exiting(rt, pid);
+}
+
 static void rt__fd_cb(struct ev_loop *loop, ev_io *w, int revents)
 {
 	rt_fdw_t *f = w->data;
@@ -206,11 +218,8 @@ static void rt__fd_cb(struct ev_loop *loop, ev_io *w, int revents)
 	 * queue of other messages in a storm). */
 	if (f->child > 0 && (revents & EV_READ)) {
 		struct pollfd pf = { .fd = w->fd, .events = POLLIN };
-		if (poll(&pf, 1, 0) == 1 && (pf.revents & POLLHUP)) {
-			pid_t pid = f->child;
-			f->child = 0;
-			(void)rt_child_exiting(rt, pid);
-		}
+		if (poll(&pf, 1, 0) == 1 && (pf.revents & POLLHUP))
+			rt__fd_hung_up(rt, f);
 	}
 	m->type = RT_MSG_FD;
 	m->tag = f->res.tag;
@@ -437,11 +446,8 @@ static void rt__reap_hung_up(rt_t *rt)
 		if (!(rt->linked_pfd[i].revents & POLLHUP))
 			continue;
 		rt_fdw_t *f = (rt_fdw_t *)rt__res_get(rt, rt->linked[i], RT__RES_FD);
-		if (!f || f->child <= 0)
-			continue;
-		pid_t pid = f->child;
-		f->child = 0;
-		(void)rt_child_exiting(rt, pid);
+		if (f && f->child > 0)
+			rt__fd_hung_up(rt, f);
 	}
 }
 

@@ -726,23 +726,33 @@ Test(runtime, child_reaped_before_watch_is_kept)
  * reaped by its pid, not by a walk of every child: at once when it is a
  * zombie already, else by the next reap before it walks.  Its exit is
  * delivered as any other. */
-static pid_t fork_exit_on_eof(int *wfd)
+/* Forks a child that runs until EOF on go_rd (the parent closes the
+ * write end), then exits with code.  It keeps only go_rd and, if out_w
+ * >= 0, that write end as its output pipe; with hang_up it closes that
+ * one too at once, so its reader sees the hang-up while it still runs.
+ * Everything else it inherited is closed: an earlier child's write end
+ * would keep that child's pipe open. */
+static pid_t fork_on_go(int go_rd, int out_w, bool hang_up, int code)
 {
-	int p[2];
-	cr_assert_eq(pipe2(p, O_CLOEXEC), 0);
 	pid_t pid = fork();
 	cr_assert_geq(pid, 0);
 	if (pid == 0) {
 		char c;
-		/* Only its own read end: an earlier child's write end,
-		 * inherited, would keep that child's pipe open. */
 		for (int fd = 3; fd < 1024; fd++)
-			if (fd != p[0])
+			if (fd != go_rd && (fd != out_w || hang_up))
 				close(fd);
-		while (read(p[0], &c, 1) > 0)
+		while (read(go_rd, &c, 1) > 0)
 			;
-		_exit(5);
+		_exit(code);
 	}
+	return pid;
+}
+
+static pid_t fork_exit_on_eof(int *wfd)
+{
+	int p[2];
+	cr_assert_eq(pipe2(p, O_CLOEXEC), 0);
+	pid_t pid = fork_on_go(p[0], -1, false, 5);
 	close(p[0]);
 	*wfd = p[1];
 	return pid;
@@ -828,15 +838,7 @@ Test(runtime, a_pipe_hang_up_reaps_its_child_by_pid)
 	int go[2], out[2];
 	cr_assert_eq(pipe2(go, O_CLOEXEC), 0);
 	cr_assert_eq(pipe2(out, O_CLOEXEC | O_NONBLOCK), 0);
-	pid_t pid = fork();
-	cr_assert_geq(pid, 0);
-	if (pid == 0) {
-		char c;
-		close(go[1]);
-		close(out[0]);
-		(void)!read(go[0], &c, 1);   /* until the parent says go */
-		_exit(9);
-	}
+	pid_t pid = fork_on_go(go[0], out[1], false, 9);   /* until the parent says go */
 	close(go[0]);
 	close(out[1]);
 	hupst_t s = { .fd = out[0], .pid = pid };
@@ -891,16 +893,7 @@ Test(runtime, a_walk_cut_short_still_reaps_every_exit)
 	int go[2], out[2], go2[2];
 	cr_assert_eq(pipe2(go, O_CLOEXEC), 0);
 	cr_assert_eq(pipe2(out, O_CLOEXEC | O_NONBLOCK), 0);
-	pid_t spid = fork();
-	cr_assert_geq(spid, 0);
-	if (spid == 0) {
-		char c;
-		close(go[1]);
-		close(out[0]);
-		close(out[1]);                  /* hangs up, runs on */
-		(void)!read(go[0], &c, 1);
-		_exit(0);
-	}
+	pid_t spid = fork_on_go(go[0], out[1], true, 0);   /* hangs up, runs on */
 	close(go[0]);
 	close(out[1]);
 	hupst_t s = { .fd = out[0], .pid = spid };
@@ -911,17 +904,8 @@ Test(runtime, a_walk_cut_short_still_reaps_every_exit)
 
 	cr_assert_eq(pipe2(go2, O_CLOEXEC), 0);
 	cutst_t c = { .got = 0 };
-	for (int i = 0; i < CUT_N; i++) {
-		c.pids[i] = fork();
-		cr_assert_geq(c.pids[i], 0);
-		if (c.pids[i] == 0) {
-			char ch;
-			close(go[1]);
-			close(go2[1]);
-			(void)!read(go2[0], &ch, 1);
-			_exit(i);
-		}
-	}
+	for (int i = 0; i < CUT_N; i++)
+		c.pids[i] = fork_on_go(go2[0], -1, false, i);
 	close(go2[0]);
 	cr_assert_eq(rt_spawn(rt, &cut_b, &c, &a), 0);
 	ts_run_for(rt, 0.1);
