@@ -13,6 +13,16 @@
 #include "store/st_coll.h"
 #include "store_util.h"
 
+/* Each test's data dir (g_rdir): removed by rdir_clean, the tests' .fini,
+ * whatever the test's end (a failed assertion included). */
+static char g_rdir[64];
+
+static void rdir_clean(void)
+{
+	if (g_rdir[0])
+		stu_rmrf(g_rdir);
+}
+
 static void unpack_fixture(char *dir, size_t cap)
 {
 	const char *src = getenv("TANK_SRC_DIR");
@@ -46,16 +56,16 @@ static size_t history_len(st_t *st, const char *name)
 	return n;
 }
 
-Test(store, schema1_data_dir_opens_after_upgrade_with_everything_kept)
+Test(store, schema1_data_dir_opens_after_upgrade_with_everything_kept, .fini = rdir_clean)
 {
-	char dir[64], cmd[128], uids[3][ST_UID_LEN + 1];
+	char *dir = g_rdir, uids[3][ST_UID_LEN + 1];
 	static const char *const names[] = { "crash", "done", "sleeper" };
 	tank_error_t e;
 	st_t *st;
 	st_pod_t *pods;
 	size_t n;
 
-	unpack_fixture(dir, sizeof dir);
+	unpack_fixture(dir, sizeof g_rdir);
 	for (int round = 0; round < 2; round++) {
 		cr_assert_eq(st_open(dir, NULL, &st, &e), 0, "%s", e.msg);
 		cr_assert_eq(st_pod_list(st, &pods, &n, &e), 0, "%s", e.msg);
@@ -92,22 +102,20 @@ Test(store, schema1_data_dir_opens_after_upgrade_with_everything_kept)
 		cr_assert_eq(history_len(st, "sleeper"), 7);
 		cr_assert_eq(st_close(st, &e), 0, "%s", e.msg);
 	}
-	snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
-	cr_assert_eq(system(cmd), 0);
 }
 
 /* Identity: re-applying an object keeps its uid; deleting and creating
  * the same name gives a new uid and generation 1 again. */
-Test(store, delete_then_create_is_a_new_object)
+Test(store, delete_then_create_is_a_new_object, .fini = rdir_clean)
 {
-	char dir[64] = "/tmp/tank-uid-XXXXXX", cmd[96];
+	char *dir = g_rdir;
 	tank_error_t e;
 	st_t *st;
 	st_apply_result_t r1, r2, r3, r4;
 	st_pod_in_t a = { "web", "\x81\xa1x\x01", 4 }, b = { "web", "\x81\xa1x\x02", 4 };
 	const char *names[] = { "web" };
 
-	cr_assert_not_null(mkdtemp(dir));
+	stu_tmpdir(dir, sizeof g_rdir);
 	cr_assert_eq(st_open(dir, NULL, &st, &e), 0, "%s", e.msg);
 	cr_assert_eq(st_apply(st, &a, 1, &r1, &e), 0, "%s", e.msg);
 	cr_assert_eq(st_apply(st, &b, 1, &r2, &e), 0, "%s", e.msg);
@@ -127,8 +135,6 @@ Test(store, delete_then_create_is_a_new_object)
 	cr_assert_str_eq(p.uid, r4.uid);
 	st_pod_clear(&p);
 	st_close(st, NULL);
-	snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
-	cr_assert_eq(system(cmd), 0);
 }
 
 /* ---- schema 2 (with stacks) → 3 ------------------------------------------ */
@@ -167,17 +173,18 @@ static void check_legacy(const st_transition_t *t, size_t n, const char *kind,
  * status and its history where they were, the stack's collection
  * untouched, the pods' old databases gone, and the history readable in
  * the new shape (old entries legacy, new ones chained after them). */
-Test(store, schema2_data_dir_with_stacks_opens_after_upgrade_with_everything_kept)
+Test(store, schema2_data_dir_with_stacks_opens_after_upgrade_with_everything_kept,
+     .fini = rdir_clean)
 {
 	static const char *const names[] = { "batch", "crashloop", "shop-db", "shop-web", "web" };
 	static const size_t hist[] = { 4, 80, 6, 8, 6 };
-	char dir[64], cmd[128], uids[5][ST_UID_LEN + 1], suid[ST_UID_LEN + 1];
+	char *dir = g_rdir, uids[5][ST_UID_LEN + 1], suid[ST_UID_LEN + 1];
 	tank_error_t e;
 	st_t *st;
 	st_pod_t *pods;
 	size_t n;
 
-	unpack("v2-stacks-datadir.tar.gz", dir, sizeof dir);
+	unpack("v2-stacks-datadir.tar.gz", dir, sizeof g_rdir);
 	for (int round = 0; round < 2; round++) {
 		st_coll_t *stacks;
 		st_transition_t *t;
@@ -257,8 +264,6 @@ Test(store, schema2_data_dir_with_stacks_opens_after_upgrade_with_everything_kep
 		cr_assert_eq(stu_mdb_entries(dir, "transitions"), -1);
 		cr_assert_eq(stu_mdb_entries(dir, "pods.status"), 5);
 	}
-	snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
-	cr_assert_eq(system(cmd), 0);
 }
 
 /* ---- the environment's reopen once quiet (issue 38, item 2) ------------- */
@@ -274,16 +279,6 @@ static long rss_anon_kib(void)
 			break;
 	fclose(f);
 	return kib;
-}
-
-/* The data dir of the test below: removed whatever the test's end (a
- * failed assertion included). */
-static char g_rdir[64];
-
-static void rdir_clean(void)
-{
-	if (g_rdir[0])
-		stu_rmrf(g_rdir);
 }
 
 static void reopen_tick(struct ev_loop *loop, ev_timer *w, int revents)
