@@ -1992,23 +1992,15 @@ out:
 	return took;
 }
 
-/* The machine's floor for the same stop: n workloads started here
- * directly, each sent SIGTERM in one loop, then every one waited for:
- * what ending n processes costs whoever ends them (their exits are
- * scheduled on the same two cores).  Seconds, < 0 on failure. */
-static double stop_physical(ctx_t *c, long n)
+/* Starts n workloads of the bench's own (each moved into cg[i] when cg is
+ * not NULL), into pids; *started says how many were forked.  True when
+ * all n were and all said they started, within 60 s. */
+static bool floor_start(ctx_t *c, long n, pid_t *pids, pod_cgroup_t *cg, pidset_t *seen,
+			long *started)
 {
-	pidset_t seen = { 0 };
-	pid_t *pids = calloc((size_t)n, sizeof *pids);
-	uint64_t last, t0;
-	long started = 0;
-	double took = -1;
+	uint64_t last, t0 = bench_now_ns();
 
-	notes_drain(&c->notes);
-	if (!pids || pidset_init(&seen, (size_t)n) < 0)
-		goto out;
-	t0 = bench_now_ns();
-	for (; started < n; started++) {
+	for (*started = 0; *started < n; (*started)++) {
 		pid_t pid = fork();
 		if (pid < 0)
 			break;
@@ -2017,9 +2009,38 @@ static double stop_physical(ctx_t *c, long n)
 			execl(c->workload, "workload", "sleep", c->notes.path, (char *)NULL);
 			_exit(127);
 		}
-		pids[started] = pid;
+		pids[*started] = pid;
+		if (cg)
+			(void)pod_cgroup_attach(&cg[*started], pid);
 	}
-	if (started == n && wait_starts(c, n, t0, NULL, &seen, 60ull * 1000000000u, &last) == n) {
+	return *started == n && wait_starts(c, n, t0, NULL, seen, 60ull * 1000000000u, &last) == n;
+}
+
+/* What floor_start started and the floor did not reap: killed, reaped. */
+static void floor_kill(const pid_t *pids, long started)
+{
+	for (long i = 0; i < started; i++) {
+		kill(pids[i], SIGKILL);
+		waitpid(pids[i], NULL, 0);
+	}
+}
+
+/* The machine's floor for the same stop: n workloads started here
+ * directly, each sent SIGTERM in one loop, then every one waited for:
+ * what ending n processes costs whoever ends them (their exits are
+ * scheduled on the same two cores).  Seconds, < 0 on failure. */
+static double stop_physical(ctx_t *c, long n)
+{
+	pidset_t seen = { 0 };
+	pid_t *pids = calloc((size_t)n, sizeof *pids);
+	uint64_t t0;
+	long started = 0;
+	double took = -1;
+
+	notes_drain(&c->notes);
+	if (!pids || pidset_init(&seen, (size_t)n) < 0)
+		goto out;
+	if (floor_start(c, n, pids, NULL, &seen, &started)) {
 		t0 = bench_now_ns();
 		for (long i = 0; i < n; i++)
 			kill(pids[i], SIGTERM);
@@ -2031,10 +2052,7 @@ static double stop_physical(ctx_t *c, long n)
 		emit("stop_physical_s", took, "s", NULL, n);
 		note("stop: physical, N=%ld: %.3f s to SIGTERM and reap them", n, took);
 	}
-	for (long i = 0; i < started; i++) {
-		kill(pids[i], SIGKILL);
-		waitpid(pids[i], NULL, 0);
-	}
+	floor_kill(pids, started);
 out:
 	pidset_free(&seen);
 	free(pids);
@@ -2056,7 +2074,7 @@ static double stop_physical_cg(ctx_t *c, long n)
 	pod_cgroup_env_t env;
 	tank_error_t err;
 	char root[64], pod[32];
-	uint64_t last, t0;
+	uint64_t t0;
 	long started = 0, made = 0;
 	double took = -1;
 
@@ -2074,20 +2092,7 @@ static double stop_physical_cg(ctx_t *c, long n)
 			goto out;
 		}
 	}
-	t0 = bench_now_ns();
-	for (; started < n; started++) {
-		pid_t pid = fork();
-		if (pid < 0)
-			break;
-		if (pid == 0) {
-			prctl(PR_SET_PDEATHSIG, SIGKILL);
-			execl(c->workload, "workload", "sleep", c->notes.path, (char *)NULL);
-			_exit(127);
-		}
-		pids[started] = pid;
-		(void)pod_cgroup_attach(&cg[started], pid);
-	}
-	if (started == n && wait_starts(c, n, t0, NULL, &seen, 60ull * 1000000000u, &last) == n) {
+	if (floor_start(c, n, pids, cg, &seen, &started)) {
 		struct rusage ru0, ru1;
 		getrusage(RUSAGE_THREAD, &ru0);
 		t0 = bench_now_ns();
@@ -2111,10 +2116,7 @@ static double stop_physical_cg(ctx_t *c, long n)
 		     "and remove their groups; the bench's CPU %.2f s (%.0f us an exit)",
 		     n, took, cpu, cpu * 1e6 / (double)n);
 	}
-	for (long i = 0; i < started; i++) {
-		kill(pids[i], SIGKILL);
-		waitpid(pids[i], NULL, 0);
-	}
+	floor_kill(pids, started);
 out:
 	for (long i = 0; i < made; i++)
 		if (cg[i].mode != POD_CGROUP_NONE)
