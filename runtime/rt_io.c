@@ -260,14 +260,19 @@ int rt_watch_fd(rt_t *rt, rt_pid_t owner, int fd, int events, uint32_t tag,
 }
 
 /* Drops from rt->linked the refs whose watch is gone or no longer
- * linked (its hang-up was seen); keeps the order. */
-static void rt__linked_compact(rt_t *rt)
+ * linked (its hang-up was seen); keeps the order.  With pfd, also fills
+ * pfd[i] with the i-th kept watch's fd (the reap's poll), in the same
+ * pass: each ref is looked up once. */
+static void rt__linked_compact(rt_t *rt, struct pollfd *pfd)
 {
 	uint32_t n = 0;
 	for (uint32_t i = 0; i < rt->nlinked; i++) {
 		rt_fdw_t *f = (rt_fdw_t *)rt__res_get(rt, rt->linked[i], RT__RES_FD);
-		if (f && f->child > 0)
-			rt->linked[n++] = rt->linked[i];
+		if (!f || f->child <= 0)
+			continue;
+		if (pfd)
+			pfd[n] = (struct pollfd){ .fd = f->w.fd, .events = POLLIN };
+		rt->linked[n++] = rt->linked[i];
 	}
 	rt->nlinked = n;
 }
@@ -285,7 +290,7 @@ int rt_fd_ends_with_child(rt_t *rt, rt_ref_t ref, pid_t pid)
 	/* Listed for the reap's poll of hang-ups; without memory it is only
 	 * left to its own readiness (and to the walk). */
 	if (rt->nlinked == rt->cap_linked)
-		rt__linked_compact(rt);
+		rt__linked_compact(rt, NULL);
 	if (rt->nlinked == rt->cap_linked) {
 		uint32_t cap = rt->cap_linked ? rt->cap_linked * 2 : 64;
 		rt_ref_t *l = realloc(rt->linked, cap * sizeof *l);
@@ -429,15 +434,11 @@ static bool rt__reap_pid(rt_t *rt, pid_t pid)
  * The poll costs about 0.1 us a watch. */
 static void rt__reap_hung_up(rt_t *rt)
 {
-	uint32_t n = 0;
+	uint32_t n;
 
-	rt__linked_compact(rt);
-	if (rt->nlinked < RT__HUP_POLL_MIN)
+	rt__linked_compact(rt, rt->linked_pfd);
+	if ((n = rt->nlinked) < RT__HUP_POLL_MIN)
 		return;
-	for (uint32_t i = 0; i < rt->nlinked; i++) {
-		rt_fdw_t *f = (rt_fdw_t *)rt__res_get(rt, rt->linked[i], RT__RES_FD);
-		rt->linked_pfd[n++] = (struct pollfd){ .fd = f->w.fd, .events = POLLIN };
-	}
 	if (poll(rt->linked_pfd, n, 0) <= 0)
 		return;
 	/* By ref again: a reap below fires a child watch, which queues a
