@@ -669,9 +669,10 @@ static void keep_log(const sys_t *s)
 /* With BENCH_STOP_TRACE=1, sys_stop prints a line every 100 ms of the
  * stop: tankd's main thread's CPU and its wait for a CPU (schedstat: run
  * and run-queue ns), its other threads' CPU, the machine's idle CPU time
- * (all CPUs, 10 ms ticks), and how many children tankd still has (its main thread's /proc children list, zombies included).
- * Where the main thread neither runs nor waits for a CPU, the stop
- * waits on something else (a timer, a sync, a lock). */
+ * (all CPUs, 10 ms ticks), and how many children tankd still has
+ * (children_of: zombies included).  Where the main thread neither runs
+ * nor waits for a CPU, the stop waits on something else (a timer, a
+ * sync, a lock). */
 typedef struct stop_trace {
 	uint64_t t0, last_ns, run, wait, all, idle;
 	bool on;
@@ -2093,8 +2094,8 @@ static double stop_physical_cg(ctx_t *c, long n)
 		}
 	}
 	if (floor_start(c, n, pids, cg, &seen, &started)) {
-		struct rusage ru0, ru1;
-		getrusage(RUSAGE_THREAD, &ru0);
+		struct timespec c0, c1;
+		clock_gettime(CLOCK_THREAD_CPUTIME_ID, &c0);
 		t0 = bench_now_ns();
 		for (long i = 0; i < n; i++)
 			kill(pids[i], SIGTERM);
@@ -2104,11 +2105,8 @@ static double stop_physical_cg(ctx_t *c, long n)
 			(void)pod_cgroup_destroy(&cg[i]);
 		}
 		took = (double)(bench_now_ns() - t0) / 1e9;
-		getrusage(RUSAGE_THREAD, &ru1);
-		double cpu = (double)(ru1.ru_utime.tv_sec - ru0.ru_utime.tv_sec +
-				      ru1.ru_stime.tv_sec - ru0.ru_stime.tv_sec) +
-			     (double)(ru1.ru_utime.tv_usec - ru0.ru_utime.tv_usec +
-				      ru1.ru_stime.tv_usec - ru0.ru_stime.tv_usec) / 1e6;
+		clock_gettime(CLOCK_THREAD_CPUTIME_ID, &c1);
+		double cpu = (double)(c1.tv_sec - c0.tv_sec) + (double)(c1.tv_nsec - c0.tv_nsec) / 1e9;
 		started = 0;
 		emit("stop_physical_cg_s", took, "s", NULL, n);
 		emit("stop_physical_cg_cpu_s", cpu, "s", NULL, n);
