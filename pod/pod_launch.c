@@ -412,22 +412,27 @@ static void slots_reserve(struct launch_slots *s)
 	s->state = 1;
 }
 
-/* Still our /dev/null fds?  Code that closed a slot behind our back (a
+/* Still our /dev/null?  Code that closed a slot behind our back (a
  * close-everything loop) must not have its reused fd clobbered; such a
- * process gets the copying path from then on. */
-static bool slots_intact(const struct launch_slots *s)
+ * process gets the copying path from then on.  Only the slots a launch
+ * writes are looked at, each before its first write (one fstat, not one
+ * per slot of the set: 10 a launch were 4 % of a restart's system calls
+ * in a storm); a slot the launch does not write is the child's copy
+ * only, closed before its exec. */
+#define SLOTS_CLOBBERED (-ESTALE)   /* never one of dup3's errors */
+static bool slot_intact(const struct launch_slots *s, int i)
 {
 	struct stat st;
-	for (int i = 0; i < N_SLOTS; i++)
-		if (fstat(s->fd[i], &st) < 0 || !S_ISCHR(st.st_mode) ||
-		    st.st_rdev != s->null_rdev)
-			return false;
-	return true;
+	return fstat(s->fd[i], &st) == 0 && S_ISCHR(st.st_mode) &&
+	       st.st_rdev == s->null_rdev;
 }
 
-/* Points slot i at src for the next clone (used[i] remembers to undo). */
+/* Points slot i at src for the next clone (used[i] remembers to undo).
+ * SLOTS_CLOBBERED when the slot is not ours any more. */
 static int slot_fill(struct launch_slots *s, int i, int src, bool *used)
 {
+	if (!slot_intact(s, i))
+		return SLOTS_CLOBBERED;
 	if (dup3(src, s->fd[i], O_CLOEXEC) < 0)
 		return -errno;
 	used[i] = true;
@@ -544,6 +549,11 @@ static int slots_wire(struct launch_slots *s, struct child_ctx *c,
 	const int src[3] = { in_src, out_src, err_src };
 	/* Slot of each stdio fd: stdin cannot share SLOT_NULL's index. */
 	static const int slot[3] = { SLOT_IN, SLOT_OUT, SLOT_ERR };
+
+	/* SLOT_NULL is the child's for what it is not given, and the
+	 * source slots_restore puts back. */
+	if (!slot_intact(s, SLOT_NULL))
+		return SLOTS_CLOBBERED;
 	for (int i = 0; i < 3; i++) {
 		c->stdio[i] = src[i] < 0 ? s->fd[SLOT_NULL]
 		                         : slot_fill(s, slot[i], src[i], used);
@@ -786,8 +796,6 @@ int pod_launch(const pod_launch_opts_t *o, pod_proc_t *out,
 	stack = sl->stack;
 	if (sl->state == 0)
 		slots_reserve(sl);
-	if (sl->state == 1 && !slots_intact(sl))
-		sl->state = -1;
 	for (;;) {
 		bool unshare = sl->state == 1;
 		bool use3 = POD_HAVE_CLONE3 && !(o->flags & POD_LAUNCH_NO_CLONE3) &&
@@ -796,6 +804,12 @@ int pod_launch(const pod_launch_opts_t *o, pod_proc_t *out,
 		                         o->sandbox, used)
 		            : direct_wire(&c, in_src, out_src, err_src,
 		                          o->sandbox, &devnull);
+		if (r == SLOTS_CLOBBERED) {
+			/* Those checked are ours: /dev/null goes back. */
+			slots_restore(sl, used);
+			sl->state = -1;
+			continue;
+		}
 		if (r < 0) {
 			slots_restore(sl, used);
 			pthread_mutex_unlock(&sl->mu);
