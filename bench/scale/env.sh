@@ -19,12 +19,8 @@ scale_stop() {
 	[ -f "$SCALE_DIR/tankd.pid" ] && kill "$(cat "$SCALE_DIR/tankd.pid")" 2>/dev/null
 	while [ -f "$SCALE_DIR/tankd.pid" ] && kill -0 "$(cat "$SCALE_DIR/tankd.pid")" 2>/dev/null; do sleep 0.2; done
 }
-# processes whose argv is busybox sleep 100000 (the pods' containers)
+# the pods' processes, groups, duplicates and orphans (count.py)
 scale_count() {
-	n=0
-	for d in /proc/[0-9]*; do
-		c=$(tr '\0' ' ' <"$d/cmdline" 2>/dev/null) || continue
-		case "$c" in "/bin/busybox sleep 100000 ") n=$((n+1));; esac
-	done
-	echo "$n"
+	python3 "$(dirname "$0")/count.py" ${SCALE_HASH:-} 2>/dev/null ||
+		python3 bench/scale/count.py ${SCALE_HASH:-}
 }
