@@ -161,7 +161,8 @@ typedef struct kind_col {
  * verb of the kind named (none: the first kind of the list that has the
  * verb) and answers a kind without it with an error naming the kind and
  * those that have it.  Otherwise as flags 0.  Each kind's verb of that
- * name must have this flag. */
+ * name must have this flag.  tankctl also takes `<words> [KIND] -l
+ * SELECTOR`: the verb once for each object of KIND whose labels match. */
 #define KIND_VERB_KINDED 8u
 typedef struct kind_verb {
 	const char *name;

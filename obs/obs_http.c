@@ -52,7 +52,11 @@ struct sse {
 	obs_http_t *h;
 	struct MHD_Connection *c;
 	obs_buf_t q;
+	/* Bytes of q that are snapshot (counted as consumed first): the
+	 * bound is for what is behind it. */
+	size_t snap_left;
 	bool suspended, snapshot, cut;
+	bool snap_owed;                /* a snapshot skipped while it read one */
 	sse_t *next, **pprev;
 };
 
@@ -97,20 +101,25 @@ static void kick(obs_http_t *h)
 
 /* ---- server-sent events ------------------------------------------------------ */
 
-static void sse_push(sse_t *s, const char *data, size_t n)
+static void sse_push_as(sse_t *s, const char *data, size_t n, bool snap)
 {
 	if (s->cut)
 		return;
-	/* The backlog before this message counts, not the message: a
-	 * snapshot of 10,000 pods is bigger than the bound, and a client
-	 * that reads gets it whole. */
-	if (s->q.len > OBS_SSE_MAX_QUEUE || s->q.oom) {
+	/* The backlog before this message counts, not the message, and not
+	 * the snapshot in it: a snapshot of 10,000 pods (5.7 MB) is bigger
+	 * than the bound, a client that reads gets it whole, and the events
+	 * behind it are bounded.  (Counting the snapshot cut every page of
+	 * thousands of pods at the first event while it read.) */
+	if ((s->q.len > s->snap_left && s->q.len - s->snap_left > OBS_SSE_MAX_QUEUE) || s->q.oom) {
 		/* It does not read: cut rather than hold the daemon's memory. */
 		s->cut = true;
 		s->h->counts.sse_dropped++;
 		obs_buf_free(&s->q);
+		s->snap_left = 0;
 	} else {
 		obs_buf_put(&s->q, data, n);
+		if (snap)
+			s->snap_left += n;
 	}
 	if (s->suspended) {
 		s->suspended = false;
@@ -118,6 +127,13 @@ static void sse_push(sse_t *s, const char *data, size_t n)
 		kick(s->h);
 	}
 }
+
+static void sse_push(sse_t *s, const char *data, size_t n)
+{
+	sse_push_as(s, data, n, false);
+}
+
+static void send_snapshot(obs_http_t *h, sse_t *only);
 
 static ssize_t sse_read(void *cls, uint64_t pos, char *buf, size_t max)
 {
@@ -127,10 +143,16 @@ static ssize_t sse_read(void *cls, uint64_t pos, char *buf, size_t max)
 	(void)pos;
 	if (s->cut)
 		return MHD_CONTENT_READER_END_WITH_ERROR;
+	if (!s->q.len && s->snap_owed) {
+		/* It has read what it had: the state now, once. */
+		s->snap_owed = false;
+		send_snapshot(s->h, s);
+	}
 	if (s->q.len) {
 		n = s->q.len < max ? s->q.len : max;
 		memcpy(buf, s->q.p, n);
 		obs_buf_consume(&s->q, n);
+		s->snap_left -= n < s->snap_left ? n : s->snap_left;
 		return (ssize_t)n;
 	}
 	if (s->h->closing)
@@ -223,9 +245,17 @@ static void send_snapshot(obs_http_t *h, sse_t *only)
 		obs_buf_free(&b);
 		return;
 	}
-	for (sse_t *s = h->clients; s; s = s->next)
-		if (s->snapshot && (!only || s == only))
-			sse_push(s, b.p, b.len);
+	for (sse_t *s = h->clients; s; s = s->next) {
+		if (!s->snapshot || (only && s != only))
+			continue;
+		if (!only && s->snap_left) {
+			/* Still reading the last one: this one would only
+			 * queue behind it; it gets the state when done. */
+			s->snap_owed = true;
+			continue;
+		}
+		sse_push_as(s, b.p, b.len, true);
+	}
 	obs_buf_free(&b);
 }
 

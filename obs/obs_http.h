@@ -35,10 +35,12 @@
  *
  * SSE clients are suspended connections (MHD_suspend_connection) while
  * they have nothing to send and are resumed by obs_http_publish; one
- * whose unread backlog passes OBS_SSE_MAX_QUEUE bytes when a message
- * comes (a client that does not read) is cut; a message bigger than the
- * bound (a snapshot of many pods) is queued whole for a client that
- * keeps up.  A comment line
+ * whose unread backlog of events passes OBS_SSE_MAX_QUEUE bytes when a
+ * message comes (a client that does not read) is cut; a snapshot is not
+ * counted in it (one of 10,000 pods is 5.7 MB: queued whole for a client
+ * that reads), and a client still reading one is sent no other until it
+ * has read it, then the state of that moment: its memory is bounded by
+ * one snapshot and the bound.  A comment line
  * every 15 s keeps proxies from closing an idle stream and lets a gone
  * client be noticed.
  */

@@ -84,16 +84,19 @@ static int pod__check(const kind_env_t *env, const kind_batch_t *b, kit_errors_t
  * containers': an apply whose pods would need more than the host allows
  * tankd is refused whole with the figures (pod_host_fit raises what tankd
  * may raise first), instead of accepted and then failing starts with
- * EMFILE or EAGAIN.  Counted against the pods tracked now: a pod the
- * batch replaces counts once, with its new containers; new processes are
- * the containers added beyond the ones replaced. */
+ * EMFILE or EAGAIN.  Counted against the pods tracked now and the ones
+ * stored that the loop has not taken up yet (pod_mgr_ncontainers_ahead):
+ * a pod the batch replaces counts once, with its new containers; new
+ * processes are the containers added beyond the ones replaced. */
 static int pod__admit(const kind_env_t *env, const kind_batch_t *b, tank_error_t *e)
 {
 	size_t now, ctrs, replaced = 0, added = 0;
 	char group[512];
+	tank_map_t names;
 
 	if (!env->pods)
 		return 0;
+	tank_map_init(&names);
 	now = ctrs = pod_mgr_ncontainers(env->pods, NULL);
 	for (size_t i = 0; i < b->n; i++) {
 		if (b->items[i].kind != &pod_kind)
@@ -103,11 +106,21 @@ static int pod__admit(const kind_env_t *env, const kind_batch_t *b, tank_error_t
 		ctrs += s->container_count;
 		replaced += old;
 		added += s->container_count > old ? s->container_count - old : 0;
+		if (tank_map_put(&names, s->name, (void *)s, NULL) < 0) {
+			tank_map_destroy(&names);
+			return -ENOMEM;
+		}
 	}
 	/* A name twice in the batch (refused earlier) must not wrap around. */
 	ctrs = replaced < ctrs ? ctrs - replaced : 0;
-	if (ctrs <= now && !added)
+	if (ctrs <= now && !added) {
+		tank_map_destroy(&names);
 		return 0;
+	}
+	/* What earlier applies stored and the loop has not taken up yet
+	 * (an apply right after another): needed as much as what runs. */
+	ctrs += pod_mgr_ncontainers_ahead(env->pods, &names);
+	tank_map_destroy(&names);
 	pod_mgr_pids_group(env->pods, group, sizeof group);
 	/* The pidfds held for orphans count while they are held. */
 	return pod_host_fit(ctrs, added, pod_adopt_pidfds(env->adopt), group, e);
@@ -655,15 +668,17 @@ static int pod__v_start(const kind_env_t *env, const msgpack_object *params, msg
 }
 
 static const kind_verb_t pod__verbs[] = {
-	{ "stop", "s?m", pod__v_stop, "[KIND] NAME | KIND/NAME [--wait [--timeout DURATION]]",
+	{ "stop", "s?m", pod__v_stop, "[KIND] NAME | KIND/NAME [--wait [--timeout DURATION]] | [KIND] -l SELECTOR",
 	  "Stops a pod without deleting it: its containers stop (stop signal, then\n"
 	  "SIGKILL after their grace) and stay stopped, its phase is `stopped`.  It\n"
 	  "is kept in the store: a restart of tankd and a re-apply of its manifest\n"
 	  "leave it stopped (systemctl's stopped unit) until `start` (or `restart`).\n"
-	  "--wait: until nothing of it runs.", .flags = KIND_VERB_KINDED },
-	{ "start", "s?m", pod__v_start, "[KIND] NAME | KIND/NAME [--wait [--timeout DURATION]]",
+	  "--wait: until nothing of it runs.  -l SELECTOR: every pod whose labels\n"
+	  "match, one stop each (not with --wait).", .flags = KIND_VERB_KINDED },
+	{ "start", "s?m", pod__v_start, "[KIND] NAME | KIND/NAME [--wait [--timeout DURATION]] | [KIND] -l SELECTOR",
 	  "Starts a pod stopped by `stop` (its containers run again, with their\n"
-	  "restart counts kept).  --wait: as apply --wait.", .flags = KIND_VERB_KINDED },
+	  "restart counts kept).  --wait: as apply --wait.  -l SELECTOR: every pod\n"
+	  "whose labels match, one start each (not with --wait).", .flags = KIND_VERB_KINDED },
 	{ "top", "?s", pod__v_top, "[POD] [-o yaml|json]",
 	  "CPU and memory of the running containers (of POD, or of every pod):\n"
 	  "CPU is the container's CPU time over its time running (100% = one CPU\n"

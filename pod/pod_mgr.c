@@ -1453,7 +1453,15 @@ size_t pod_mgr_nrunning(const pod_mgr_t *m)
  * apply of one more. */
 static size_t pod__live_ctrs(const pod_trk_t *p)
 {
-	return p->st.phase == POD_PP_TERMINAL ? 0 : p->nctrs;
+	size_t n = p->nctrs;
+
+	/* Seen but not taken up yet (its containers are built when it
+	 * starts): it will hold its wanted spec's. */
+	if (p->want && p->want->container_count > n)
+		n = p->want->container_count;
+	if (p->st.phase == POD_PP_TERMINAL && !(p->want && p->want != p->spec))
+		return 0;
+	return n;
 }
 
 void pod_mgr_pids_group(const pod_mgr_t *m, char *buf, size_t cap)
@@ -1467,6 +1475,44 @@ void pod_mgr_pids_group(const pod_mgr_t *m, char *buf, size_t cap)
 		snprintf(buf, cap, "%s/%s", g->v2_mount, g->root);
 	else if (g->mode == POD_CGROUP_V1 && g->v1_mount[POD_CG_PIDS][0])
 		snprintf(buf, cap, "%s/%s", g->v1_mount[POD_CG_PIDS], g->root);
+}
+
+typedef struct pod_ahead {
+	pod_mgr_t *m;
+	const tank_map_t *skip;
+	size_t n;
+} pod_ahead_t;
+
+static int pod__ahead_one(void *ctx, const st_pod_t *sp)
+{
+	pod_ahead_t *a = ctx;
+	const pod_trk_t *p = tank_map_get(&a->m->pods, sp->name);
+	pod_spec_t *s = NULL;
+	tank_error_t e;
+	size_t have;
+
+	if (a->skip && tank_map_get(a->skip, sp->name))
+		return 0;
+	/* Seen by the loop: pod__live_ctrs counts it. */
+	if (p && p->want_gen == sp->generation && strcmp(p->want_uid, sp->uid) == 0)
+		return 0;
+	tank_error_clear(&e);
+	if (pod_spec_decode(sp->spec, sp->spec_len, &s, &e) < 0)
+		return 0;
+	have = p ? pod__live_ctrs(p) : 0;
+	a->n += s->container_count > have ? s->container_count - have : 0;
+	pod_spec_free(s);
+	return 0;
+}
+
+size_t pod_mgr_ncontainers_ahead(pod_mgr_t *m, const tank_map_t *skip)
+{
+	pod_ahead_t a = { m, skip, 0 };
+	tank_error_t e;
+
+	tank_error_clear(&e);
+	(void)st_pod_foreach(m->o.store, pod__ahead_one, &a, &e);
+	return a.n;
 }
 
 size_t pod_mgr_ncontainers(const pod_mgr_t *m, const char *name)

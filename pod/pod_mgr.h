@@ -46,6 +46,7 @@
 #include <sys/types.h>
 
 #include "common/tank_kinds.h"
+#include "common/tank_map.h"
 #include "pod/pod_cgroup.h"
 #include "pod/pod_launch.h"
 #include "pod/pod_phase.h"
@@ -204,6 +205,17 @@ void pod_mgr_rearm(pod_mgr_t *m, rc_loop_t *loop, const char *name);
  * tracked or terminal); what an apply adds to tankd's descriptors is
  * measured against these. */
 size_t pod_mgr_ncontainers(const pod_mgr_t *m, const char *name);
+/* Containers of the pods stored that the loop has not taken up yet: a
+ * name not tracked, or stored under another uid or generation than the
+ * tracking has seen (applied a moment ago, while the loop still works
+ * through an earlier batch), each counted for what its stored spec adds
+ * to pod_mgr_ncontainers(name).  Names in `skip` (the batch being
+ * admitted, which replaces them; may be NULL) are left out.  Without it
+ * an apply right after another was measured without the other's pods
+ * (docs/bench.md, issue 38 round 8).  Walks the store (decodes only the
+ * specs not taken up); an unreadable spec counts as none (it never
+ * runs). */
+size_t pod_mgr_ncontainers_ahead(pod_mgr_t *m, const tank_map_t *skip);
 
 /* The directory of the pods' cgroup root in the hierarchy that counts
  * their processes (v2: the unified one; v1: pids), written into buf; ""

@@ -182,3 +182,39 @@ Test(e2e, a_stop_right_after_the_apply_holds)
 	}
 	teardown(d);
 }
+
+/* stop and start take -l SELECTOR as restart does: every pod whose labels
+ * match, one call each, in name order; the others are left alone.  At
+ * 9,000 pods there was no way but 9,000 tankctl processes (docs/bench.md,
+ * issue 38 round 8). */
+Test(e2e, stop_and_start_by_selector_act_on_the_matching_pods_only)
+{
+	d_t *d = setup();
+	char y[1024], out[16384];
+
+	snprintf(y, sizeof y,
+		 "name: sa\nlabels: {tier: x}\ncontainers: [{name: c, command: [/bin/sleep, '1003']}]\n"
+		 "---\nname: sb\nlabels: {tier: x}\ncontainers: [{name: c, command: [/bin/sleep, '1003']}]\n"
+		 "---\nname: sc\nlabels: {tier: y}\ncontainers: [{name: c, command: [/bin/sleep, '1003']}]\n");
+	write_file(d, "three.yaml", y);
+	cr_assert_eq(ctl(d, out, sizeof out, "apply -f %s/three.yaml --wait --timeout 20s", d->dir),
+		     0, "%s", out);
+	cr_assert_eq(ctl(d, out, sizeof out, "stop -l tier=x"), 0, "%s", out);
+	cr_assert_str_eq(out, "sa stopped\nsb stopped\n");
+	cr_assert(wait_phase(d, "sa", "stopped", 20));
+	cr_assert(wait_phase(d, "sb", "stopped", 20));
+	cr_assert(phase_is(d, "sc", "running"), "sc does not match");
+	cr_assert_eq(ctl(d, out, sizeof out, "start pod -l tier=x"), 0, "%s", out);
+	cr_assert_str_eq(out, "sa started\nsb started\n");
+	cr_assert(wait_phase(d, "sa", "running", 20));
+	cr_assert(wait_phase(d, "sb", "running", 20));
+	/* None: kubectl's words, exit 0. */
+	cr_assert_eq(ctl(d, out, sizeof out, "stop -l tier=z"), 0, "%s", out);
+	cr_assert(strstr(out, "No resources found"), "%s", out);
+	/* A wait watches one object; names and -l do not mix. */
+	cr_assert_eq(ctl(d, out, sizeof out, "stop -l tier=x --wait"), 2, "%s", out);
+	cr_assert(strstr(out, "-l does not take --wait"), "%s", out);
+	cr_assert_eq(ctl(d, out, sizeof out, "stop sa -l tier=x"), 2, "%s", out);
+	cr_assert(phase_is(d, "sa", "running"), "a refused stop stops nothing");
+	teardown(d);
+}

@@ -1,0 +1,26 @@
+# env.sh: sourced by the scale attack's steps (issue 38 round 8).
+# A private tankd: its own data dir (so its own cgroup root tank-XXXXXXXX,
+# derived from the path), socket and http port; never another's.
+# Usage: . bench/scale/env.sh; scale_start [extra tankd flags]; ...; scale_stop
+: "${SCALE_DIR:=/tmp/scale10}"
+: "${SCALE_HTTP:=127.0.0.1:19410}"
+B=${B:-$(pwd)/build/bin}
+export TANK_SOCKET="$SCALE_DIR/tank.sock"
+T() { "$B/tankctl" --socket "$TANK_SOCKET" "$@"; }
+scale_start() {
+	mkdir -p "$SCALE_DIR"
+	"$B/tankd" --data-dir "$SCALE_DIR" --socket "$TANK_SOCKET" \
+		--http "$SCALE_HTTP" "$@" 2>>"$SCALE_DIR/tankd.err" &
+	SCALE_PID=$!
+	echo "$SCALE_PID" >"$SCALE_DIR/tankd.pid"
+	i=0; while ! T ping >/dev/null 2>&1 && [ $i -lt 300 ]; do sleep 0.1; i=$((i+1)); done
+}
+scale_stop() {
+	[ -f "$SCALE_DIR/tankd.pid" ] && kill "$(cat "$SCALE_DIR/tankd.pid")" 2>/dev/null
+	while [ -f "$SCALE_DIR/tankd.pid" ] && kill -0 "$(cat "$SCALE_DIR/tankd.pid")" 2>/dev/null; do sleep 0.2; done
+}
+# the pods' processes, groups, duplicates and orphans (count.py)
+scale_count() {
+	python3 "$(dirname "$0")/count.py" ${SCALE_HASH:-} 2>/dev/null ||
+		python3 bench/scale/count.py ${SCALE_HASH:-}
+}
