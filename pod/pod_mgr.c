@@ -1505,6 +1505,11 @@ static int pod__ahead_one(void *ctx, const st_pod_t *sp)
 	return 0;
 }
 
+bool pod_mgr_caught_up(const pod_mgr_t *m)
+{
+	return m->clean && st_coll_changes(st_pods(m->o.store)) == m->clean_changes;
+}
+
 size_t pod_mgr_ncontainers_ahead(pod_mgr_t *m, const tank_map_t *skip)
 {
 	pod_ahead_t a = { m, skip, 0 };

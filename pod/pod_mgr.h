@@ -216,6 +216,11 @@ size_t pod_mgr_ncontainers(const pod_mgr_t *m, const char *name);
  * specs not taken up); an unreadable spec counts as none (it never
  * runs). */
 size_t pod_mgr_ncontainers_ahead(pod_mgr_t *m, const tank_map_t *skip);
+/* True when the loop has taken up every stored pod: a whole walk of the
+ * store (the resync's) saw them all and no commit changed the pods since
+ * (st_coll_changes).  pod_mgr_ncontainers_ahead is 0 then, without its
+ * walk.  False also before the first whole walk (tankd's start). */
+bool pod_mgr_caught_up(const pod_mgr_t *m);
 
 /* The directory of the pods' cgroup root in the hierarchy that counts
  * their processes (v2: the unified one; v1: pids), written into buf; ""
