@@ -387,6 +387,29 @@ static int coll__del_fn(st_t *st, MDB_txn *txn, void *arg, tank_error_t *err)
 	return rc ? rc : coll__del_in(txn, arg, err);
 }
 
+static int coll__del_only_fn(st_t *st, MDB_txn *txn, void *arg, tank_error_t *err)
+{
+	(void)st;
+	return coll__del_in(txn, arg, err);
+}
+
+/* The keys' queued status and history are dropped, as by
+ * st_coll_status_forget but without its own delete (the delete's
+ * transaction removes what is stored): they must not land after it. */
+static void coll__drop_queued(st_coll_t *c, const char *const *keys, size_t n)
+{
+	for (size_t i = 0; i < n; i++) {
+		pend_t *p = st__pend_find(c, keys[i]);
+		if (!p)
+			continue;
+		p->drop_below = c->st->tr_qseq;
+		free(p->val);
+		p->val = NULL;
+		p->len = 0;
+		p->has_status = false;
+	}
+}
+
 int st_coll_delete(st_coll_t *c, const char *const *keys, size_t n,
 		   bool *deleted, tank_error_t *err)
 {
@@ -407,9 +430,23 @@ int st_coll_delete(st_coll_t *c, const char *const *keys, size_t n,
 		return tank_error_set(err, -ENOMEM, "out of memory");
 	}
 	coll_del_t a = { c, keys, n, d };
-	if (!(rc = st__write_txn(c->st, true, "delete", coll__del_fn, &a, err))) {
+	bool queue_written = true;
+	rc = st__write_txn(c->st, true, "delete", coll__del_fn, &a, err);
+	if (rc == TANK_ESTOREFULL && c->st->n_pend) {
+		/* The queue does not fit (a store that cannot grow, statuses
+		 * of thousands of pods): the delete, the operator's way to make
+		 * room, commits without it.  The rest of the queue waits for
+		 * the next flush; these keys' part of it goes. */
+		memset(d, 0, n * sizeof *d);
+		coll__drop_queued(c, keys, n);
+		tank_error_clear(err);
+		rc = st__write_txn(c->st, true, "delete", coll__del_only_fn, &a, err);
+		queue_written = false;
+	}
+	if (!rc) {
 		size_t m = 0;
-		st__pending_done(c->st);
+		if (queue_written)
+			st__pending_done(c->st);
 		if (c->decl->typed_status)
 			st__cache_del(c, keys, n);
 		for (size_t i = 0; i < n; i++)
