@@ -211,7 +211,10 @@ int st_apply(st_t *st, const st_pod_in_t *pods, size_t n,
 /* Deletes n desired pods, with their status and their history (a deleted
  * pod's name starts afresh if applied again), in one fsync'ed transaction.
  * Queued status changes of these names are dropped; other queued changes
- * commit with it.  deleted (caller-owned, n entries, may be NULL) says
+ * commit with it, or, when they do not fit with it (a store that cannot
+ * grow), stay queued for the next flush while the delete commits alone:
+ * a full disk never refuses the delete that makes room.  deleted
+ * (caller-owned, n entries, may be NULL) says
  * which names existed.  Subscribers are told the deleted names.  Blocks;
  * errors as st_apply. */
 int st_delete(st_t *st, const char *const *names, size_t n, bool *deleted,
