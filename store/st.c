@@ -1216,8 +1216,8 @@ static int flush_fn(st_t *st, MDB_txn *txn, void *arg, tank_error_t *err)
 	return st__write_pending(st, txn);
 }
 
-/* Above total - reserve/2 and unable to grow. */
-static bool history_over_mark(st_t *st)
+/* The file's end above total - reserve/div, and unable to grow. */
+static bool over_mark(st_t *st, size_t div)
 {
 	MDB_envinfo info;
 	MDB_stat ms;
@@ -1228,10 +1228,30 @@ static bool history_over_mark(st_t *st)
 	 * 180 KiB free and the end reached), and the end is what makes a
 	 * commit fail. */
 	if (!st->env || mdb_env_info(st->env, &info) || mdb_env_stat(st->env, &ms) ||
-	    (info.me_last_pgno + 1) * ms.ms_psize + reserve / 2 <= st->map_size)
+	    (info.me_last_pgno + 1) * ms.ms_psize + reserve / div <= st->map_size)
 		return false;
 	tank_error_t g;
 	return grow_map(st, &g) != 0;
+}
+
+/* History waits past half the reserve. */
+static bool history_over_mark(st_t *st)
+{
+	return over_mark(st, 2);
+}
+
+/* Statuses wait past three quarters of it: the last quarter is the
+ * deletes', the operator's way to make room.  Statuses of thousands of
+ * pods took it all on an 8 MiB disk, and then even a delete of one pod
+ * found no page at the file's end (docs/bench.md, issue 38 round 8). */
+static bool status_over_mark(st_t *st)
+{
+	return over_mark(st, 4);
+}
+
+bool st__status_waits(st_t *st)
+{
+	return st->n_pend && status_over_mark(st);
 }
 
 int st_flush(st_t *st, tank_error_t *err)
@@ -1247,6 +1267,14 @@ int st_flush(st_t *st, tank_error_t *err)
 		 * reserve that status changes and deletes need.  Counted. */
 		st->history_dropped += st->n_trs;
 		st->n_trs = 0;
+	}
+	if (st__status_waits(st)) {
+		st->flush_failing = true;
+		st->flush_failures++;
+		return tank_error_set(err, TANK_ESTOREFULL,
+				      "store %s: full: status changes wait (the last %zu bytes "
+				      "are kept for deletes) until room is made", st->path,
+				      st__reserve(st->map_size) / 4);
 	}
 	if (st->n_pend || st->n_trs) {
 		int rc = st__write_txn(st, false, "flush", flush_fn, NULL, err);
@@ -1297,8 +1325,8 @@ static int flush_some(st_t *st, tank_error_t *err)
 	size_t k = ST_FLUSH_SLICE;
 	int rc;
 
-	if (st->n_pend <= k)
-		return st_flush(st, err);
+	if (st->n_pend <= k || st__status_waits(st))
+		return st_flush(st, err);   /* which says why statuses wait */
 	size_t lo = st->n_pend - k;
 	st->write_from = lo;
 	rc = st__write_txn(st, false, "flush", flush_fn, NULL, err);

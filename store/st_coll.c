@@ -410,6 +410,40 @@ static void coll__drop_queued(st_coll_t *c, const char *const *keys, size_t n)
 	}
 }
 
+/* The delete without the queue (coll__del_only_fn), when the queue did
+ * not fit with it: a store that cannot grow, the statuses of thousands of
+ * pods waiting.  The keys' queued status and history go once their
+ * delete commits (nothing writes the queue in between: this thread's
+ * transactions only, after st__ac_wait).  A delete that does not fit
+ * alone either (the room at the file's end is what the statuses left)
+ * is cut in halves, each its own transaction, so that what fits goes
+ * and frees room for the rest; d says which keys went, also when a part
+ * failed.  Deleting is the operator's way to make room: on a full disk it
+ * must not need the room it would free. */
+static int coll__del_alone(st_coll_t *c, const char *const *keys, size_t n, bool *d,
+			   tank_error_t *err)
+{
+	coll_del_t a = { c, keys, n, d };
+	int rc;
+
+	memset(d, 0, n * sizeof *d);
+	tank_error_clear(err);
+	rc = st__write_txn(c->st, true, "delete", coll__del_only_fn, &a, err);
+	if (!rc) {
+		coll__drop_queued(c, keys, n);
+		if (c->decl->typed_status)
+			st__cache_del(c, keys, n);
+		return 0;
+	}
+	memset(d, 0, n * sizeof *d);     /* the aborted transaction's */
+	if (rc != TANK_ESTOREFULL || n == 1)
+		return rc;
+	size_t h = n / 2;
+	if ((rc = coll__del_alone(c, keys, h, d, err)))
+		return rc;
+	return coll__del_alone(c, keys + h, n - h, d + h, err);
+}
+
 int st_coll_delete(st_coll_t *c, const char *const *keys, size_t n,
 		   bool *deleted, tank_error_t *err)
 {
@@ -430,30 +464,24 @@ int st_coll_delete(st_coll_t *c, const char *const *keys, size_t n,
 		return tank_error_set(err, -ENOMEM, "out of memory");
 	}
 	coll_del_t a = { c, keys, n, d };
-	bool queue_written = true;
-	rc = st__write_txn(c->st, true, "delete", coll__del_fn, &a, err);
-	if (rc == TANK_ESTOREFULL && c->st->n_pend) {
-		/* The queue does not fit (a store that cannot grow, statuses
-		 * of thousands of pods): the delete, the operator's way to make
-		 * room, commits without it.  The rest of the queue waits for
-		 * the next flush; these keys' part of it goes. */
-		memset(d, 0, n * sizeof *d);
-		coll__drop_queued(c, keys, n);
-		tank_error_clear(err);
-		rc = st__write_txn(c->st, true, "delete", coll__del_only_fn, &a, err);
-		queue_written = false;
-	}
+	size_t m = 0;
+	/* Statuses waiting for room would take the deletes' part of it. */
+	rc = st__status_waits(c->st) ? TANK_ESTOREFULL
+		: st__write_txn(c->st, true, "delete", coll__del_fn, &a, err);
 	if (!rc) {
-		size_t m = 0;
-		if (queue_written)
-			st__pending_done(c->st);
+		st__pending_done(c->st);
 		if (c->decl->typed_status)
 			st__cache_del(c, keys, n);
-		for (size_t i = 0; i < n; i++)
-			if (d[i])
-				changed[m++] = keys[i];
-		st__coll_notify(c, changed, m);
+	} else if (rc == TANK_ESTOREFULL) {
+		/* Partly done on failure: the subscribers hear what went. */
+		rc = coll__del_alone(c, keys, n, d, err);
+	} else {
+		memset(d, 0, n * sizeof *d);
 	}
+	for (size_t i = 0; i < n; i++)
+		if (d[i])
+			changed[m++] = keys[i];
+	st__coll_notify(c, changed, m);
 	if (!deleted)
 		free(d);
 	free(changed);
@@ -833,18 +861,35 @@ static int coll__commit(st_t *st, const st_coll_op_t *ops, size_t n, bool durabl
 			own[i].deleted = dflt[i];
 		}
 	}
+	/* Deletes only, on a store that cannot grow: as st_coll_delete, they
+	 * do not wait for the room the queued statuses lack (each
+	 * collection's its own transaction then, cut in halves if need be). */
+	bool dels_only = true, alone = false;
+	for (size_t i = 0; i < n; i++)
+		dels_only = dels_only && !own[i].nput;
 	if (!rc) {
 		coll_multi_t a = { own, n, st__now_ms() };
-		rc = st__write_txn(st, durable, durable ? "apply" : "commit", coll__multi_fn, &a,
-				   err);
+		rc = dels_only && st__status_waits(st) ? TANK_ESTOREFULL
+			: st__write_txn(st, durable, durable ? "apply" : "commit",
+					coll__multi_fn, &a, err);
+		if (rc == TANK_ESTOREFULL && dels_only) {
+			alone = true;
+			rc = 0;
+			for (size_t i = 0; i < n; i++) {
+				int r = own[i].ndel ? coll__del_alone(own[i].c, own[i].del, own[i].ndel,
+								      own[i].deleted, err) : 0;
+				rc = rc ? rc : r;
+			}
+		}
 	}
-	if (!rc) {
-		st__pending_done(st);
+	if (!rc || alone) {
+		if (!alone)
+			st__pending_done(st);
 		for (size_t i = 0; i < n; i++) {
 			const st_coll_op_t *op = &own[i];
 			size_t cap = op->nput + op->ndel, m = 0;
 			const char **keys = cap ? malloc(cap * sizeof *keys) : NULL;
-			if (op->c->decl->typed_status && op->ndel)
+			if (!alone && op->c->decl->typed_status && op->ndel)
 				st__cache_del(op->c, op->del, op->ndel);
 			if (!keys) {
 				op->c->changes += cap > 0;   /* not notified, still changed */

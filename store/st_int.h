@@ -311,6 +311,10 @@ static inline bool st__tr_live(const pend_t *pend, const pend_tr_t *tr)
 {
 	return tr->qseq >= pend[tr->ent].drop_below;
 }
+/* True when queued status changes wait for room (the file's end is in
+ * the last quarter of the reserve, kept for deletes, and the map cannot
+ * grow): a flush refuses them, a delete commits without them. */
+bool st__status_waits(st_t *st);
 pend_t *st__pend_find(st_coll_t *c, const char *key);
 pend_t *st__pend_get(st_coll_t *c, const char *key);
 /* Queues one transition (the ST_FLUSH_BATCH and ST_PENDING_MAX rules). */
