@@ -212,8 +212,10 @@ int st_apply(st_t *st, const st_pod_in_t *pods, size_t n,
  * pod's name starts afresh if applied again), in one fsync'ed transaction.
  * Queued status changes of these names are dropped; other queued changes
  * commit with it, or, when they do not fit with it (a store that cannot
- * grow), stay queued for the next flush while the delete commits alone:
- * a full disk never refuses the delete that makes room.  deleted
+ * grow), stay queued for the next flush while the delete commits alone,
+ * in halves if it does not fit whole (then one transaction each, and on
+ * an error deleted says which went): a full disk does not refuse the
+ * delete that makes room.  deleted
  * (caller-owned, n entries, may be NULL) says
  * which names existed.  Subscribers are told the deleted names.  Blocks;
  * errors as st_apply. */

@@ -119,7 +119,12 @@ int st_coll_index_scan(st_coll_t *c, const char *index, const char *ikey,
  * delete (deleted: ndel entries, may be NULL).  Puts of every op come
  * first, then deletes, all in one durable write transaction; then every
  * collection's watchers are told, op by op.  Errors as st_coll_put; on
- * error nothing is written.  Blocks for one fsync. */
+ * error nothing is written.  Blocks for one fsync.  One exception, a
+ * store that cannot grow: a commit of deletes only that does not fit
+ * with the queued statuses deletes as st_coll_delete does then (each op
+ * alone, in halves if need be, one transaction each), and on an error
+ * the deleted arrays say which keys went (and the watchers heard of
+ * them). */
 typedef struct st_coll_op {
 	st_coll_t *c;
 	const st_pod_in_t *put;
