@@ -828,6 +828,17 @@ int st_transition_add(st_t *st, const char *name, const st_transition_t *t)
 	return st__hist_add(st->pods, name, t);
 }
 
+void st__pend_drop(st_t *st, pend_t *p)
+{
+	/* Its transitions queued so far go with it: skipped when written
+	 * or read (st__tr_live), in O(1) here. */
+	p->drop_below = st->tr_qseq;
+	free(p->val);
+	p->val = NULL;
+	p->len = 0;
+	p->has_status = false;
+}
+
 int st_coll_status_forget(st_coll_t *c, const char *name)
 {
 	st_t *st = c->st;
@@ -836,15 +847,9 @@ int st_coll_status_forget(st_coll_t *c, const char *name)
 	pend_t *p = st__pend_get(c, name);
 	if (!p)
 		return -ENOMEM;
-	/* Its transitions queued so far go with it: skipped when written
-	 * or read (st__tr_live), in O(1) here. */
-	p->drop_below = st->tr_qseq;
+	st__pend_drop(st, p);
 	if (c->decl->typed_status)
 		st__cache_del(c, &name, 1);
-	free(p->val);
-	p->val = NULL;
-	p->len = 0;
-	p->has_status = false;
 	p->forget = true;
 	st__arm_timer(st);
 	return 0;

@@ -379,14 +379,6 @@ static int coll__del_in(MDB_txn *txn, coll_del_t *a, tank_error_t *err)
 	return rc;
 }
 
-static int coll__del_fn(st_t *st, MDB_txn *txn, void *arg, tank_error_t *err)
-{
-	/* Queued writes of these keys must not land after the delete: the
-	 * queue commits first, in the same transaction. */
-	int rc = st__write_pending(st, txn);
-	return rc ? rc : coll__del_in(txn, arg, err);
-}
-
 static int coll__del_only_fn(st_t *st, MDB_txn *txn, void *arg, tank_error_t *err)
 {
 	(void)st;
@@ -400,13 +392,8 @@ static void coll__drop_queued(st_coll_t *c, const char *const *keys, size_t n)
 {
 	for (size_t i = 0; i < n; i++) {
 		pend_t *p = st__pend_find(c, keys[i]);
-		if (!p)
-			continue;
-		p->drop_below = c->st->tr_qseq;
-		free(p->val);
-		p->val = NULL;
-		p->len = 0;
-		p->has_status = false;
+		if (p)
+			st__pend_drop(c->st, p);
 	}
 }
 
@@ -444,48 +431,17 @@ static int coll__del_alone(st_coll_t *c, const char *const *keys, size_t n, bool
 	return coll__del_alone(c, keys + h, n - h, d + h, err);
 }
 
+static int coll__commit(st_t *st, const st_coll_op_t *ops, size_t n, bool durable,
+			const char *what, tank_error_t *err);
+
+/* One op of deletes: the queue commits first, in the same transaction
+ * (coll__multi_fn), so that no queued write of these keys lands after
+ * the delete. */
 int st_coll_delete(st_coll_t *c, const char *const *keys, size_t n,
 		   bool *deleted, tank_error_t *err)
 {
-	bool *d;
-	const char **changed;
-	int rc;
-
-	if (!n)
-		return 0;
-	if ((rc = st__check_names(keys, n, "delete", err)))
-		return rc;
-	d = deleted ? deleted : calloc(n, sizeof *d);
-	changed = malloc(n * sizeof *changed);
-	if (!d || !changed) {
-		if (!deleted)
-			free(d);
-		free(changed);
-		return tank_error_set(err, -ENOMEM, "out of memory");
-	}
-	coll_del_t a = { c, keys, n, d };
-	size_t m = 0;
-	/* Statuses waiting for room would take the deletes' part of it. */
-	rc = st__status_waits(c->st) ? TANK_ESTOREFULL
-		: st__write_txn(c->st, true, "delete", coll__del_fn, &a, err);
-	if (!rc) {
-		st__pending_done(c->st);
-		if (c->decl->typed_status)
-			st__cache_del(c, keys, n);
-	} else if (rc == TANK_ESTOREFULL) {
-		/* Partly done on failure: the subscribers hear what went. */
-		rc = coll__del_alone(c, keys, n, d, err);
-	} else {
-		memset(d, 0, n * sizeof *d);
-	}
-	for (size_t i = 0; i < n; i++)
-		if (d[i])
-			changed[m++] = keys[i];
-	st__coll_notify(c, changed, m);
-	if (!deleted)
-		free(d);
-	free(changed);
-	return rc;
+	st_coll_op_t op = { .c = c, .del = keys, .ndel = n, .deleted = deleted };
+	return coll__commit(c->st, &op, 1, true, "delete", err);
 }
 
 int st_coll_get(st_coll_t *c, const char *key, st_pod_t *out, tank_error_t *err)
@@ -821,7 +777,7 @@ static int coll__multi_fn(st_t *st, MDB_txn *txn, void *arg, tank_error_t *err)
 }
 
 static int coll__commit(st_t *st, const st_coll_op_t *ops, size_t n, bool durable,
-			tank_error_t *err)
+			const char *what, tank_error_t *err)
 {
 	st_coll_op_t *own;
 	bool **dflt;
@@ -861,17 +817,17 @@ static int coll__commit(st_t *st, const st_coll_op_t *ops, size_t n, bool durabl
 			own[i].deleted = dflt[i];
 		}
 	}
-	/* Deletes only, on a store that cannot grow: as st_coll_delete, they
-	 * do not wait for the room the queued statuses lack (each
-	 * collection's its own transaction then, cut in halves if need be). */
+	/* Deletes only (st_coll_delete's among them), on a store that cannot
+	 * grow: they do not wait for the room the queued statuses lack (each
+	 * collection's its own transaction then, cut in halves if need be:
+	 * coll__del_alone). */
 	bool dels_only = true, alone = false;
 	for (size_t i = 0; i < n; i++)
 		dels_only = dels_only && !own[i].nput;
 	if (!rc) {
 		coll_multi_t a = { own, n, st__now_ms() };
 		rc = dels_only && st__status_waits(st) ? TANK_ESTOREFULL
-			: st__write_txn(st, durable, durable ? "apply" : "commit",
-					coll__multi_fn, &a, err);
+			: st__write_txn(st, durable, what, coll__multi_fn, &a, err);
 		if (rc == TANK_ESTOREFULL && dels_only) {
 			alone = true;
 			rc = 0;
@@ -882,6 +838,10 @@ static int coll__commit(st_t *st, const st_coll_op_t *ops, size_t n, bool durabl
 			}
 		}
 	}
+	if (rc && !alone)
+		for (size_t i = 0; i < n; i++)   /* the aborted transaction's */
+			if (own[i].ndel)
+				memset(own[i].deleted, 0, own[i].ndel * sizeof *own[i].deleted);
 	if (!rc || alone) {
 		if (!alone)
 			st__pending_done(st);
@@ -947,7 +907,7 @@ int st_coll_commit_async(st_t *st, const st_coll_op_t *ops, size_t n, st_commit_
 	}
 	if (!st->loop || !nin) {
 		/* No loop to hear the thread (or nothing to write): here. */
-		rc = coll__commit(st, ops, n, true, err);
+		rc = coll__commit(st, ops, n, true, "apply", err);
 		fn(ctx, rc, rc ? err : NULL);
 		return 0;
 	}
@@ -991,10 +951,10 @@ int st_coll_commit_async(st_t *st, const st_coll_op_t *ops, size_t n, st_commit_
 
 int st_coll_commit(st_t *st, const st_coll_op_t *ops, size_t n, tank_error_t *err)
 {
-	return coll__commit(st, ops, n, true, err);
+	return coll__commit(st, ops, n, true, "apply", err);
 }
 
 int st_coll_commit_nosync(st_t *st, const st_coll_op_t *ops, size_t n, tank_error_t *err)
 {
-	return coll__commit(st, ops, n, false, err);
+	return coll__commit(st, ops, n, false, "commit", err);
 }

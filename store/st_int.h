@@ -316,6 +316,9 @@ static inline bool st__tr_live(const pend_t *pend, const pend_tr_t *tr)
  * grow): a flush refuses them, a delete commits without them. */
 bool st__status_waits(st_t *st);
 pend_t *st__pend_find(st_coll_t *c, const char *key);
+/* Drops p's queued status and the transitions queued for its name so far
+ * (its drop_below mark); a later put queues afresh. */
+void st__pend_drop(st_t *st, pend_t *p);
 pend_t *st__pend_get(st_coll_t *c, const char *key);
 /* Queues one transition (the ST_FLUSH_BATCH and ST_PENDING_MAX rules). */
 int st__hist_add(st_coll_t *c, const char *key, const st_transition_t *t);
