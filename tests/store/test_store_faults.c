@@ -193,6 +193,19 @@ Test(store, read_only_data_dir_is_a_clear_error, .init = f_setup,
 
 /* --- a full disk ---------------------------------------------------------------- */
 
+/* A fresh dir with a 1.5 MiB tmpfs mounted on it (unmounted by the test);
+ * false, nothing left, where tmpfs cannot be mounted (not root). */
+static bool small_tmpfs(char *dir, size_t cap)
+{
+	char cmd[160];
+	stu_tmpdir(dir, cap);
+	snprintf(cmd, sizeof cmd, "mount -t tmpfs -o size=1536k tmpfs %s 2>/dev/null", dir);
+	if (system(cmd) == 0)
+		return true;
+	rmdir(dir);
+	return false;
+}
+
 /* The store on a 1.5 MiB tmpfs: its 1 MiB map is allocated on disk at
  * open and cannot grow.  Applies stop at the high-water mark with
  * TANK_ESTOREFULL naming used and total bytes; status changes still
@@ -201,12 +214,8 @@ Test(store, read_only_data_dir_is_a_clear_error, .init = f_setup,
 Test(store_faults, a_full_disk_refuses_applies_and_keeps_status_and_deletes_working)
 {
 	char dir[64], cmd[160];
-	stu_tmpdir(dir, sizeof dir);
-	snprintf(cmd, sizeof cmd, "mount -t tmpfs -o size=1536k tmpfs %s 2>/dev/null", dir);
-	if (system(cmd) != 0) {
-		rmdir(dir);
+	if (!small_tmpfs(dir, sizeof dir))
 		cr_skip_test("cannot mount a tmpfs here (needs root): full disks are not tested");
-	}
 	st_t *st = stu_open(dir, NULL);
 	static char spec[8192];
 	memset(spec, 'x', sizeof spec);
@@ -296,12 +305,8 @@ Test(store_faults, a_full_disk_refuses_applies_and_keeps_status_and_deletes_work
 Test(store_faults, a_delete_goes_through_when_the_queued_statuses_do_not_fit)
 {
 	char dir[64], cmd[160];
-	stu_tmpdir(dir, sizeof dir);
-	snprintf(cmd, sizeof cmd, "mount -t tmpfs -o size=1536k tmpfs %s 2>/dev/null", dir);
-	if (system(cmd) != 0) {
-		rmdir(dir);
+	if (!small_tmpfs(dir, sizeof dir))
 		cr_skip_test("cannot mount a tmpfs here (needs root): full disks are not tested");
-	}
 	st_t *st = stu_open(dir, NULL);
 	static char spec[64];
 	memset(spec, 'x', sizeof spec);
