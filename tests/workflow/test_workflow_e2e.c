@@ -137,7 +137,10 @@ Test(workflow, three_stages_run_in_order_with_params_and_files)
 }
 
 /* One stage (running) of two tasks: `first` exits `code` on its first
- * run and 0 after, `second` records that it ran. */
+ * run and 0 after, `second` records that it ran.  `first` waits for the
+ * app's shell to have recorded its start: the job may run as soon as the
+ * container is spawned, and a reboot that killed the shell before its
+ * echo would leave one line in starts.log where the test counts two. */
 static d_t *exit_setup(int code)
 {
 	d_t *d = setup();
@@ -147,12 +150,13 @@ static d_t *exit_setup(int code)
 		 "kind: Task\nname: first\ntemplates:\n"
 		 "  - name: s\n    contents: |\n"
 		 "      echo run >> %s/first.log\n"
+		 "      for i in $(seq 200); do [ -s %s/starts.log ] && break; sleep 0.05; done\n"
 		 "      if [ $(wc -l < %s/first.log) -eq 1 ]; then exit %d; fi\n"
 		 "---\nkind: Task\nname: second\ntemplates:\n"
 		 "  - name: s\n    contents: echo ran >> %s/second.log\n"
 		 "---\nkind: Stage\nname: one\ntasks: [first, second]\n"
 		 "---\nkind: Workflow\nname: w\nstages: [one]\n",
-		 d->dir, d->dir, code, d->dir);
+		 d->dir, d->dir, d->dir, code, d->dir);
 	write_file(d, "wf.yaml", y);
 	cr_assert_eq(ctl(d, out, sizeof out, "apply -f %s/wf.yaml", d->dir), 0, "%s", out);
 	pod_yaml(d, pod, sizeof pod, "w", "");
