@@ -805,6 +805,48 @@ static void pod__resync_one(rc_loop_t *loop, pod_trk_t *p)
 		rc_enqueue(loop, K_CTR, p->ctrs[i].key);
 }
 
+/* The store's watch (st_subscribe): the names an apply or a delete
+ * changed, kept until a whole walk that began after them ends.  A call
+ * not wholly kept (no memory) is not counted: pod__ahead_whole is false
+ * until the next whole walk. */
+static void pod__ahead_told(void *ctx, const char *const *names, size_t n)
+{
+	pod_mgr_t *m = ctx;
+	void *call = (void *)(uintptr_t)(m->told + 1);
+
+	for (size_t i = 0; i < n; i++)
+		if (tank_map_put(&m->ahead, names[i], call, NULL) < 0)
+			return;
+	m->told++;
+}
+
+/* A whole walk ended: the names told before it began were taken up by it
+ * and leave (all of them when none came since: the map's memory goes). */
+static void pod__ahead_prune(pod_mgr_t *m)
+{
+	size_t it = 0;
+	const char *name;
+	void *v;
+	tank_map_t keep;
+
+	if (m->told == m->walk_told) {
+		tank_map_destroy(&m->ahead);
+		tank_map_init(&m->ahead);
+		return;
+	}
+	tank_map_init(&keep);
+	while (tank_map_next(&m->ahead, &it, &name, &v)) {
+		if ((uintptr_t)v <= m->walk_told)
+			continue;
+		if (tank_map_put(&keep, name, v, NULL) < 0) {
+			tank_map_destroy(&keep);
+			return;         /* kept as it is: a superset is still right */
+		}
+	}
+	tank_map_destroy(&m->ahead);
+	m->ahead = keep;
+}
+
 static int pod__seen_slice(void *ctx, const st_pod_t *sp)
 {
 	pod_walk_t *w = ctx;
@@ -903,6 +945,7 @@ static int pod__list(void *ctx, rc_loop_t *loop)
 		m->fast_it = 0;
 		m->missed = false;
 		m->walk_changes = st_coll_changes(st_pods(m->o.store));
+		m->walk_told = m->told;
 		m->fast = m->clean && m->walk_changes == m->clean_changes;
 
 	}
@@ -927,6 +970,8 @@ static int pod__list(void *ctx, rc_loop_t *loop)
 		if (!m->missed) {
 			m->clean = true;
 			m->clean_changes = m->walk_changes;
+			m->clean_told = m->walk_told;
+			pod__ahead_prune(m);
 		}
 		m->marking = true;
 		m->mark_it = 0;
@@ -1240,6 +1285,16 @@ int pod_mgr_new(const pod_mgr_opts_t *o, pod_mgr_t **out)
 	}
 	tank_map_init(&m->pods);
 	tank_map_init(&m->rdeps);
+	tank_map_init(&m->ahead);
+	if (o->store && (m->watch = st_subscribe(o->store, pod__ahead_told, m)) < 0) {
+		int rc = m->watch;
+		tank_map_destroy(&m->ahead);
+		tank_map_destroy(&m->rdeps);
+		tank_map_destroy(&m->pods);
+		free(m->log_dir);
+		free(m);
+		return rc;
+	}
 	*out = m;
 	return 0;
 }
@@ -1323,6 +1378,9 @@ void pod_mgr_free(pod_mgr_t *m)
 		free(v);
 	}
 	tank_map_destroy(&m->rdeps);
+	if (m->watch > 0)
+		(void)st_unsubscribe(m->o.store, m->watch);
+	tank_map_destroy(&m->ahead);
 	pod_cgroup_sweep_abort(&m->sweep);
 	pod_launcher_free(m->launcher);
 	free(m->log_dir);
@@ -1510,13 +1568,38 @@ bool pod_mgr_caught_up(const pod_mgr_t *m)
 	return m->clean && st_coll_changes(st_pods(m->o.store)) == m->clean_changes;
 }
 
+/* Every name the store changed since the last whole walk began is in
+ * m->ahead (pod_mgr_int.h). */
+static bool pod__ahead_whole(const pod_mgr_t *m)
+{
+	return m->clean && m->watch > 0 &&
+	       st_coll_changes(st_pods(m->o.store)) - m->clean_changes == m->told - m->clean_told;
+}
+
 size_t pod_mgr_ncontainers_ahead(pod_mgr_t *m, const tank_map_t *skip)
 {
 	pod_ahead_t a = { m, skip, 0 };
 	tank_error_t e;
+	size_t it = 0;
+	const char *name;
 
 	tank_error_clear(&e);
-	(void)st_pod_foreach(m->o.store, pod__ahead_one, &a, &e);
+	if (!pod__ahead_whole(m)) {
+		/* tankd's start (no whole walk yet), or a change the watch
+		 * could not keep: the store itself. */
+		(void)st_pod_foreach(m->o.store, pod__ahead_one, &a, &e);
+		return a.n;
+	}
+	/* Only the names changed since: with 100,000 pods stored the walk
+	 * held the loop for each apply that came right after another. */
+	while (tank_map_next(&m->ahead, &it, &name, NULL)) {
+		st_pod_t sp;
+		memset(&sp, 0, sizeof sp);
+		if (st_pod_get(m->o.store, name, &sp, &e) < 0)
+			continue;       /* deleted since: nothing ahead */
+		(void)pod__ahead_one(&a, &sp);
+		st_pod_clear(&sp);
+	}
 	return a.n;
 }
 

@@ -212,8 +212,11 @@ size_t pod_mgr_ncontainers(const pod_mgr_t *m, const char *name);
  * to pod_mgr_ncontainers(name).  Names in `skip` (the batch being
  * admitted, which replaces them; may be NULL) are left out.  Without it
  * an apply right after another was measured without the other's pods
- * (docs/bench.md, issue 38 round 8).  Walks the store (decodes only the
- * specs not taken up); an unreadable spec counts as none (it never
+ * (docs/bench.md, issue 38 round 8).  Reads only the names the store's
+ * watch told changed since the last whole walk began (kept by the
+ * manager, which subscribes at pod_mgr_new); before the first whole walk,
+ * or when a change was not told, walks the store.  Decodes only the
+ * specs not taken up; an unreadable spec counts as none (it never
  * runs). */
 size_t pod_mgr_ncontainers_ahead(pod_mgr_t *m, const tank_map_t *skip);
 /* True when the loop has taken up every stored pod: a whole walk of the

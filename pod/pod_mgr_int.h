@@ -205,6 +205,21 @@ struct pod_mgr {
 	bool clean;                   /* clean_changes is valid */
 	uint64_t walk_changes;        /* st_coll_changes when this walk began */
 	uint64_t clean_changes;       /* ... when the last whole walk began */
+	/* The names the store's watch told changed (created, configured or
+	 * deleted), each with the number of the call that told it (a
+	 * uintptr_t, from 1): what pod_mgr_ncontainers_ahead reads instead
+	 * of the whole store.  Names told before the last whole walk began
+	 * were taken up by it and leave at its end (pod__ahead_prune).
+	 * Complete when every call since that walk began was kept: told -
+	 * clean_told equals the store's changes since clean_changes (each
+	 * notification moves st_coll_changes once; a change not told, or a
+	 * name not kept for want of memory, makes them differ, and the
+	 * store is walked until a whole walk begins again). */
+	int watch;                    /* st_subscribe id; 0 without a store */
+	tank_map_t ahead;             /* name -> (void *)(uintptr_t)call */
+	uint64_t told;                /* watch calls whose names were all kept */
+	uint64_t walk_told;           /* told when this walk began */
+	uint64_t clean_told;          /* ... when the last whole walk began */
 	size_t fast_it;               /* where the map walk goes on */
 	/* depends_on backwards: pod name -> tank_set_t of pod_rdep_t, the
 	 * pods whose desired or running spec names it (a superset: entries

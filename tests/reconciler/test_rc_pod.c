@@ -630,6 +630,63 @@ Test(reconciler, a_resync_over_an_unchanged_store_still_sees_every_change)
 	teardown(h);
 }
 
+/* What an apply right after another must count (pod__admit): the stored
+ * pods the loop has not taken up.  Once a whole walk has seen the store,
+ * they come from the names the store's watch told, not from a walk of
+ * every stored pod, and the figures are the same: new pods, a pod
+ * configured with more containers (the ones beyond its live ones), a
+ * deleted name (nothing), a name the batch replaces (skip). */
+Test(reconciler, the_pods_ahead_of_the_loop_are_the_ones_told_since_its_last_walk)
+{
+	h_t *h = setup(true);
+	char buf[512];
+	const char *two_ctrs =
+		"name: %s\nrestart: always\ncontainers:\n"
+		"  - {name: c, command: [sleep]}\n  - {name: d, command: [sleep]}\n";
+
+	store_yaml(h, pod_yaml(buf, sizeof buf, "a", "always", "sleep", "{base: 0s}"));
+	store_yaml(h, pod_yaml(buf, sizeof buf, "b", "always", "sleep", "{base: 0s}"));
+	/* Before the first whole walk (tankd's start): the store is walked. */
+	cr_assert_not(pod_mgr_caught_up(h->pods));
+	cr_assert_eq(pod_mgr_ncontainers_ahead(h->pods, NULL), 2);
+	rc_nudge(h->rt, h->loop);
+	cr_assert(wait_for(h, "a", phase_is, "running", 10));
+	cr_assert(wait_for(h, "b", phase_is, "running", 10));
+	for (int i = 0; i < 100 && !pod_mgr_caught_up(h->pods); i++)
+		run_for(h, 0.1);
+	cr_assert(pod_mgr_caught_up(h->pods));
+	cr_assert_eq(pod_mgr_ncontainers_ahead(h->pods, NULL), 0);
+
+	/* Stored without telling the loop. */
+	snprintf(buf, sizeof buf, two_ctrs, "d");
+	store_yaml(h, buf);
+	store_yaml(h, pod_yaml(buf, sizeof buf, "e", "always", "sleep", "{base: 0s}"));
+	cr_assert_not(pod_mgr_caught_up(h->pods));
+	cr_assert_eq(pod_mgr_ncontainers_ahead(h->pods, NULL), 3, "d's two, e's one");
+	tank_map_t skip;
+	tank_map_init(&skip);
+	cr_assert_eq(tank_map_put(&skip, "d", &skip, NULL), 0);
+	cr_assert_eq(pod_mgr_ncontainers_ahead(h->pods, &skip), 1, "d is the batch's own");
+	tank_map_destroy(&skip);
+	const char *names[] = { "e" };
+	cr_assert_eq(st_delete(h->st, names, 1, NULL, NULL), 0);
+	cr_assert_eq(pod_mgr_ncontainers_ahead(h->pods, NULL), 2, "e deleted: nothing ahead");
+	/* a, running one container, now with two: one more. */
+	snprintf(buf, sizeof buf, two_ctrs, "a");
+	store_yaml(h, buf);
+	cr_assert_eq(pod_mgr_ncontainers_ahead(h->pods, NULL), 3);
+
+	/* The loop takes them up: nothing ahead, from the told names too. */
+	rc_nudge(h->rt, h->loop);
+	cr_assert(wait_for(h, "d", phase_is, "running", 10));
+	for (int i = 0; i < 100 && !pod_mgr_caught_up(h->pods); i++)
+		run_for(h, 0.1);
+	cr_assert(pod_mgr_caught_up(h->pods));
+	cr_assert_eq(pod_mgr_ncontainers_ahead(h->pods, NULL), 0);
+	cr_assert_eq(pod_mgr_ncontainers(h->pods, NULL), 5, "a's two, b's one, d's two");
+	teardown(h);
+}
+
 /* --- terminal and restart by hand ----------------------------------------------- */
 
 Test(reconciler, terminal_stays_until_restart_by_hand)
