@@ -6,7 +6,6 @@
 # Issue 38 round 9 (docs/bench.md).  The store is built once in
 # $AHEAD_DIR (/tmp/ahead-store) and reused, so two builds can be
 # compared on the same store: s7_ahead.sh OLD/build/bin; s7_ahead.sh build/bin.
-# apply right after another (the loop not caught up), 10 times.
 BIN=${1:?usage: s7_ahead.sh BIN [N]}; N=${2:-30000}; D=${AHEAD_DIR:-/tmp/ahead-store}
 S=$D/tank.sock
 T() { "$BIN/tankctl" --socket "$S" "$@"; }
