@@ -160,6 +160,42 @@ Test(launcher, kill_all_reaches_grandchildren_in_cgroup)
 	cg_teardown(&env, &cg);
 }
 
+/* The exit's kill of what is left (pod__runner_kill_rest): a process the
+ * main one left behind in its group is found and killed; an empty group
+ * is nothing to do, and no error. */
+Test(launcher, kill_all_after_the_exit_finds_what_was_left_and_passes_an_empty_group)
+{
+	pod_cgroup_env_t env;
+	pod_cgroup_t cg;
+	tank_error_t err;
+	char tag[64];
+	cg_env(&env);
+	cr_assert_eq(pod_cgroup_create(&env, "left", "behind", NULL, &cg, &err), 0, "%s",
+		     err.msg);
+	snprintf(tag, sizeof tag, "/bin/sleep 9702.%d </dev/null >/dev/null 2>&1 & exit 0",
+		 (int)getpid());
+	char *argv[] = { "sh", "-c", tag, NULL };
+	pod_launch_opts_t o = { .file = "/bin/sh", .argv = argv, .cgroup = &cg,
+				.stderr_mode = POD_STDIO_NULL };
+	pod_proc_t p;
+	cr_assert_eq(pod_launch(&o, &p, &err), 0, "%s", err.msg);
+	int st = lt_wait(p.pid, 10);
+	cr_assert(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+	cr_assert_eq(pod_cgroup_count(&cg), 1, "the sleep outlived its shell");
+	cr_expect_eq(pod_proc_kill_all(&p, &cg), 0);
+	double end = lt_now() + 10;
+	while (pod_cgroup_count(&cg) > 0 && lt_now() < end) {
+		while (waitpid(-1, NULL, WNOHANG) > 0)
+			;       /* ours to reap if this process is a subreaper */
+		usleep(2000);
+	}
+	cr_expect_eq(pod_cgroup_count(&cg), 0, "the process left behind survived");
+	/* Empty now: nothing to do, and no error. */
+	cr_expect_eq(pod_cgroup_kill_all(&cg), 0);
+	pod_proc_close_fds(&p);
+	cg_teardown(&env, &cg);
+}
+
 Test(launcher, cgroup_rejects_bad_names_and_busy_destroy)
 {
 	pod_cgroup_env_t env;
