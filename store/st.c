@@ -1259,21 +1259,26 @@ bool st__status_waits(st_t *st)
 	return st->n_pend && status_over_mark(st);
 }
 
-int st_flush(st_t *st, tank_error_t *err)
+/* st_flush, with st__status_waits already asked (waits): each asking
+ * tries to grow a full file (grow_map), so flush_some asks once. */
+static int flush_all(st_t *st, bool waits, tank_error_t *err)
 {
 	int serr;
 	pthread_mutex_lock(&st->q_mu);
 	serr = st->sync_err;
 	st->sync_err = 0;
 	pthread_mutex_unlock(&st->q_mu);
-	if (st->n_trs && history_over_mark(st)) {
+	/* Statuses waiting means past the history's mark too (a quarter of
+	 * the reserve is less than half), and the file just failed to grow:
+	 * not asked again. */
+	if (st->n_trs && (waits || history_over_mark(st))) {
 		/* History is the one observed thing that can wait: on a store
 		 * that cannot grow, it is not allowed to eat the half of the
 		 * reserve that status changes and deletes need.  Counted. */
 		st->history_dropped += st->n_trs;
 		st->n_trs = 0;
 	}
-	if (st__status_waits(st)) {
+	if (waits) {
 		st->flush_failing = true;
 		st->flush_failures++;
 		return tank_error_set(err, TANK_ESTOREFULL,
@@ -1312,6 +1317,11 @@ int st_flush(st_t *st, tank_error_t *err)
 	return 0;
 }
 
+int st_flush(st_t *st, tank_error_t *err)
+{
+	return flush_all(st, st__status_waits(st), err);
+}
+
 /* The timer's flush commits at most ST_FLUSH_SLICE names (and their
  * transitions) per loop iteration: a delete of 100,000 pods queued that
  * many status removals, and committing them in one transaction held
@@ -1330,8 +1340,10 @@ static int flush_some(st_t *st, tank_error_t *err)
 	size_t k = ST_FLUSH_SLICE;
 	int rc;
 
-	if (st->n_pend <= k || st__status_waits(st))
-		return st_flush(st, err);   /* which says why statuses wait */
+	bool waits = st__status_waits(st);
+
+	if (st->n_pend <= k || waits)
+		return flush_all(st, waits, err);   /* which says why statuses wait */
 	size_t lo = st->n_pend - k;
 	st->write_from = lo;
 	rc = st__write_txn(st, false, "flush", flush_fn, NULL, err);
