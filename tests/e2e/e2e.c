@@ -185,6 +185,16 @@ int count_procs(const char *const *argv)
 	return n;
 }
 
+int wait_procs(const char *const *argv, int n, int secs)
+{
+	int got = count_procs(argv);
+	for (int i = 0; i < secs * 50 && got != n; i++) {
+		sleep_ms(20);
+		got = count_procs(argv);
+	}
+	return got;
+}
+
 /* A field of `tankctl status NAME -o json`, crudely: the text after
  * "key": up to the next comma. */
 long status_num(d_t *d, const char *name, const char *key)

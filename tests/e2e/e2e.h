@@ -47,6 +47,11 @@ void write_file(d_t *d, const char *name, const char *text);
 /* Processes whose command line is exactly argv, of this test (in its
  * tankd's cgroup root, or its descendants: tsupport's ts_mine). */
 int count_procs(const char *const *argv);
+/* count_procs until it is n or secs have passed; the last count.  A
+ * process that is running for tankd may not show its command line yet
+ * (between its exec's switch of memory and the arguments' setup; seen
+ * in CI on a loaded machine), so a check for n > 0 waits. */
+int wait_procs(const char *const *argv, int n, int secs);
 /* A number field of `status NAME -o json`, or -1. */
 long status_num(d_t *d, const char *name, const char *key);
 /* Whether tankctl, run with the printf-formatted arguments, succeeds and

@@ -63,7 +63,7 @@ Test(e2e, a_restart_by_hand_survives_a_kill_9_of_tankd)
 	cr_assert(wait_phase(d, "again", "running", 10));
 	long pid2 = status_num(d, "again", "pid");
 	cr_assert(pid2 > 1 && pid2 != pid, "a new process: %ld, was %ld", pid2, pid);
-	cr_assert_eq(count_procs(argv), 1, "the old run is gone, the new one runs");
+	cr_assert_eq(wait_procs(argv, 1, 10), 1, "the old run is gone, the new one runs");
 	/* The request is done, and stays done: a later start of tankd does
 	 * not restart the pod for it again. */
 	sleep_ms(300);

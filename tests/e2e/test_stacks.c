@@ -157,7 +157,7 @@ Test(stacks, abort_brings_the_stack_down_and_continue_degrades_it)
 			cr_assert(strstr(out, "pod bad"), "%s", out);
 			sleep_ms(300);
 			cr_assert(phase_is(d, "ok", "running"), "continue leaves the rest running");
-			cr_assert_eq(count_procs(ok_argv), 1);
+			cr_assert_eq(wait_procs(ok_argv, 1, 10), 1);
 		}
 	}
 	teardown(d);
@@ -187,7 +187,7 @@ Test(stacks, start_at_starts_the_stack_on_time)
 	cr_assert(stack_phase_is(d, "later", "down"));
 	cr_assert(wait_stack(d, "later", "up", 20), "up after start_at");
 	cr_assert(time(NULL) >= at, "not before start_at");
-	cr_assert_eq(count_procs(argv), 1);
+	cr_assert_eq(wait_procs(argv, 1, 10), 1);
 	teardown(d);
 }
 
@@ -253,7 +253,7 @@ Test(stacks, delete_takes_the_owned_pods_and_releases_the_named)
 		sleep_ms(50);
 	cr_assert_eq(count_procs(own_argv), 0, "the owned pod is gone");
 	cr_assert(phase_is(d, "named", "running"), "the named one stays");
-	cr_assert_eq(count_procs(named_argv), 1);
+	cr_assert_eq(wait_procs(named_argv, 1, 10), 1);
 	cr_assert_eq(ctl(d, out, sizeof out, "status named -o json"), 0, "%s", out);
 	cr_assert(strstr(out, "\"stack\": null"), "released: %s", out);
 
@@ -264,7 +264,7 @@ Test(stacks, delete_takes_the_owned_pods_and_releases_the_named)
 	cr_assert_eq(ctl(d, out, sizeof out, "delete stack grp"), 0, "%s", out);
 	cr_assert_eq(ctl(d, out, sizeof out, "apply -f %s/all.yaml", d->dir), 0, "%s", out);
 	cr_assert(wait_stack(d, "grp", "up", 20));
-	cr_assert_eq(count_procs(own_argv), 1, "one, not two");
+	cr_assert_eq(wait_procs(own_argv, 1, 10), 1, "one, not two");
 	cr_assert_eq(ctl(d, out, sizeof out, "history stack grp"), 0, "%s", out);
 	cr_assert_null(strstr(out, "deleted"), "the history is the new object's: %s", out);
 	teardown(d);
