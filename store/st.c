@@ -1221,37 +1221,86 @@ static int flush_fn(st_t *st, MDB_txn *txn, void *arg, tank_error_t *err)
 	return st__write_pending(st, txn);
 }
 
-/* The file's end above total - reserve/div, and unable to grow. */
-static bool over_mark(st_t *st, size_t div)
+/* The free list (LMDB's database 0, keyed by the id of the transaction
+ * that freed the pages): how many pages are free in all, and how many of
+ * them the next write transaction can take.  LMDB reuses the pages freed
+ * by transactions older than its oldest reader; tankd's readers are
+ * short, so that is every transaction before the last one (the pages
+ * the last freed wait one more commit).  0 and 0 when it cannot read. */
+static void free_pages(st_t *st, size_t last_txnid, size_t *all, size_t *reusable)
+{
+	MDB_txn *txn;
+	MDB_cursor *cur;
+	MDB_val k, v;
+
+	*all = *reusable = 0;
+	st__touch(st);
+	if (mdb_txn_begin(st->env, NULL, MDB_RDONLY, &txn) != 0)
+		return;
+	if (mdb_cursor_open(txn, 0, &cur) == 0) {
+		for (int op = MDB_FIRST; mdb_cursor_get(cur, &k, &v, op) == 0; op = MDB_NEXT) {
+			size_t n = 0, id = 0;
+			if (v.mv_size >= sizeof n)
+				memcpy(&n, v.mv_data, sizeof n);
+			if (k.mv_size == sizeof id)
+				memcpy(&id, k.mv_data, sizeof id);
+			*all += n;
+			if (id && id < last_txnid)
+				*reusable += n;
+		}
+		mdb_cursor_close(cur);
+	}
+	mdb_txn_abort(txn);
+}
+
+/* The file's end above total - reserve/div, and unable to grow.  With
+ * reuse, free pages a write will take first count as room at the end. */
+static bool over_mark(st_t *st, size_t div, bool reuse)
 {
 	MDB_envinfo info;
 	MDB_stat ms;
-	size_t reserve = st__reserve(st->map_size);
+	size_t reserve = st__reserve(st->map_size), all, reusable, end;
 
 	/* The file's high-water mark, not the live data: LMDB takes new
-	 * pages at the end of the file while older freed ones wait (seen:
-	 * 180 KiB free and the end reached), and the end is what makes a
-	 * commit fail. */
-	if (!st->env || mdb_env_info(st->env, &info) || mdb_env_stat(st->env, &ms) ||
-	    (info.me_last_pgno + 1) * ms.ms_psize + reserve / div <= st->map_size)
+	 * pages at the end of the file while recently freed ones wait
+	 * (seen: 180 KiB free and the end reached), and the end is what
+	 * makes a commit fail. */
+	if (!st->env || mdb_env_info(st->env, &info) || mdb_env_stat(st->env, &ms))
 		return false;
+	end = (info.me_last_pgno + 1) * ms.ms_psize;
+	if (end + reserve / div <= st->map_size)
+		return false;
+	if (reuse) {
+		/* Past the mark: the pages deletes freed are room too (the
+		 * end never comes down, so without them statuses would wait
+		 * for good once they had reached it, whatever was deleted). */
+		free_pages(st, info.me_last_txnid, &all, &reusable);
+		reusable *= ms.ms_psize;
+		if (end - (reusable < end ? reusable : end) + reserve / div <= st->map_size)
+			return false;
+	}
 	tank_error_t g;
 	return grow_map(st, &g) != 0;
 }
 
-/* History waits past half the reserve. */
+/* History waits past half the reserve, measured at the file's end
+ * alone: history is live data that only grows, and counting the pages a
+ * commit frees and the next reuses (their number swings from one commit
+ * to the next) let it grow until statuses found no room (round 9). */
 static bool history_over_mark(st_t *st)
 {
-	return over_mark(st, 2);
+	return over_mark(st, 2, false);
 }
 
 /* Statuses wait past three quarters of it: the last quarter is the
  * deletes', the operator's way to make room.  Statuses of thousands of
  * pods took it all on an 8 MiB disk, and then even a delete of one pod
- * found no page at the file's end (docs/bench.md, issue 38 round 8). */
+ * found no page at the file's end (docs/bench.md, issue 38 round 8).
+ * Free pages the next commit can take count as room: statuses rewrite
+ * what is there, and after a delete they go on. */
 static bool status_over_mark(st_t *st)
 {
-	return over_mark(st, 4);
+	return over_mark(st, 4, true);
 }
 
 bool st__status_waits(st_t *st)
@@ -1739,10 +1788,7 @@ int st_usage(st_t *st, st_usage_t *out)
 {
 	MDB_envinfo info;
 	MDB_stat ms;
-	MDB_txn *txn;
-	MDB_cursor *cur;
-	MDB_val k, v;
-	size_t free_pages = 0;
+	size_t nfree, nreuse;
 	int rc;
 
 	memset(out, 0, sizeof *out);
@@ -1751,21 +1797,13 @@ int st_usage(st_t *st, st_usage_t *out)
 	    (rc = mdb_env_stat(st->env, &ms)))
 		return -EIO;
 	/* Pages freed by earlier commits are reused first: they count as
-	 * room.  The free list is database 0. */
-	st__touch(st);
-	if (mdb_txn_begin(st->env, NULL, MDB_RDONLY, &txn) == 0) {
-		if (mdb_cursor_open(txn, 0, &cur) == 0) {
-			for (int op = MDB_FIRST; mdb_cursor_get(cur, &k, &v, op) == 0; op = MDB_NEXT)
-				if (v.mv_size >= sizeof(size_t))
-					free_pages += *(const size_t *)v.mv_data;
-			mdb_cursor_close(cur);
-		}
-		mdb_txn_abort(txn);
-	}
+	 * room. */
+	free_pages(st, info.me_last_txnid, &nfree, &nreuse);
 	size_t pages = info.me_last_pgno + 1;
 	out->total = st->map_size;
 	out->high_water = pages * ms.ms_psize;
-	out->used = (pages > free_pages ? pages - free_pages : 0) * ms.ms_psize;
+	out->used = (pages > nfree ? pages - nfree : 0) * ms.ms_psize;
+	out->reusable = (nreuse < pages ? nreuse : pages) * ms.ms_psize;
 	out->reserve = st__reserve(st->map_size);
 	out->flush_failures = st->flush_failures;
 	out->history_dropped = st->history_dropped;
@@ -1790,9 +1828,10 @@ int st__headroom(st_t *st, const st_pod_in_t *pods, size_t n, tank_error_t *err)
 		if (st_usage(st, &u) < 0)
 			return 0;               /* cannot tell: let LMDB say */
 		/* Room in the live data, and the file's end far enough that
-		 * history and status keep their half of the reserve. */
+		 * history and status keep their half of the reserve (pages a
+		 * write reuses before the end count as room there). */
 		if (u.used + need + u.reserve <= u.total &&
-		    u.high_water + need + u.reserve / 2 <= u.total)
+		    u.high_water - u.reusable + need + u.reserve / 2 <= u.total)
 			return 0;
 		tank_error_t g;
 		int rc = grow_map(st, &g);

@@ -428,6 +428,12 @@ size_t st_map_size(const st_t *st);
 typedef struct st_usage {
 	size_t used, total, reserve;
 	size_t high_water;           /* the file's pages in use or free, bytes */
+	/* Of high_water, the free pages the next write can take (freed by
+	 * commits before the last; LMDB reuses them before it takes pages at
+	 * the file's end, which never comes down): room at the end as much
+	 * as what lies past it.  Without them, statuses that had taken the
+	 * end into the reserve kept every apply out after any delete. */
+	size_t reusable;
 	uint64_t flush_failures;
 	uint64_t history_dropped;
 	/* Times the map's pages were given back to the page cache: with a

@@ -274,12 +274,20 @@ Test(store_faults, a_full_disk_refuses_applies_and_keeps_status_and_deletes_work
 	bool deleted[8];
 	cr_assert_eq(st_delete(st, del, 8, deleted, &e), 0, "%s", e.msg);
 	cr_assert(deleted[0] && deleted[7]);
-	/* Room on the disk again: the map grows and applies work. */
-	snprintf(cmd, sizeof cmd, "mount -o remount,size=8m %s", dir);
-	cr_assert_eq(system(cmd), 0);
+	/* The delete made room: an apply works, on the same map. */
 	st_pod_in_t again = { "again", spec, sizeof spec };
 	cr_assert_eq(st_apply(st, &again, 1, &res, &e), 0, "%s", e.msg);
 	cr_assert_eq(st_usage(st, &u), 0);
+	cr_assert_eq(u.total, 1048576);
+	/* Room on the disk again: the map grows as applies need it. */
+	snprintf(cmd, sizeof cmd, "mount -o remount,size=8m %s", dir);
+	cr_assert_eq(system(cmd), 0);
+	for (int i = 0; i < 200 && u.total == 1048576; i++) {
+		snprintf(name, sizeof name, "more%03d", i);
+		st_pod_in_t in = { name, spec, sizeof spec };
+		cr_assert_eq(st_apply(st, &in, 1, &res, &e), 0, "%s", e.msg);
+		cr_assert_eq(st_usage(st, &u), 0);
+	}
 	cr_assert_gt(u.total, 1048576, "the map grew");
 	cr_assert_eq(st_close(st, &e), 0, "%s", e.msg);
 
@@ -288,6 +296,88 @@ Test(store_faults, a_full_disk_refuses_applies_and_keeps_status_and_deletes_work
 	st_pod_t p;
 	cr_assert_eq(st_pod_get(st, "again", &p, &e), 0, "%s", e.msg);
 	st_pod_clear(&p);
+	cr_assert_eq(st_close(st, &e), 0, "%s", e.msg);
+	snprintf(cmd, sizeof cmd, "umount -l %s", dir);
+	cr_assert_eq(system(cmd), 0);
+	rmdir(dir);
+}
+
+/* The error's advice, "delete pods", makes room for applies: on a full
+ * disk that cannot grow the map, pods applied up to the mark, half of
+ * them deleted, and applies of as many again as fit in the room freed go
+ * through; the mark still holds after them, and statuses still commit. */
+Test(store_faults, deleting_pods_on_a_full_disk_makes_room_for_applies)
+{
+	char dir[64], cmd[160];
+	if (!small_tmpfs(dir, sizeof dir))
+		cr_skip_test("cannot mount a tmpfs here (needs root): full disks are not tested");
+	st_t *st = stu_open(dir, NULL);
+	static char spec[8192];
+	memset(spec, 'y', sizeof spec);
+	char name[32];
+	tank_error_t e;
+	st_apply_result_t res;
+	int applied = 0, rc = 0;
+	for (; applied < 1000; applied++) {
+		snprintf(name, sizeof name, "p%04d", applied);
+		st_pod_in_t in = { name, spec, sizeof spec };
+		if ((rc = st_apply(st, &in, 1, &res, &e)) != 0)
+			break;
+	}
+	cr_assert_eq(rc, TANK_ESTOREFULL, "rc %d: %s", rc, e.msg);
+	cr_assert_gt(applied, 10);
+	/* Their statuses and history take the file's end into the reserve
+	 * (its high-water mark never comes down). */
+	for (int round = 0; round < 200; round++) {
+		for (int i = 0; i < applied; i++) {
+			st_status_t s;
+			memset(&s, 0, sizeof s);
+			snprintf(s.name, sizeof s.name, "p%04d", i);
+			snprintf(s.phase, sizeof s.phase, round % 2 ? "running" : "backing_off");
+			s.restarts = (uint32_t)round;
+			cr_assert_eq(st_status_put(st, &s), 0);
+			st_transition_t t = { .at = round };
+			snprintf(t.from, sizeof t.from, "a");
+			snprintf(t.to, sizeof t.to, "b");
+			snprintf(t.reason, sizeof t.reason, "round %d of a long story", round);
+			cr_assert_eq(st_transition_add(st, s.name, &t), 0);
+		}
+		(void)st_flush(st, &e);
+	}
+	st_usage_t u0;
+	cr_assert_eq(st_usage(st, &u0), 0);
+	/* Half of them deleted, one at a time as an operator would. */
+	for (int i = 0; i < applied; i += 2) {
+		snprintf(name, sizeof name, "p%04d", i);
+		const char *del[1] = { name };
+		cr_assert_eq(st_delete(st, del, 1, NULL, &e), 0, "%s", e.msg);
+	}
+	/* A few commits later LMDB reuses the pages those deletes freed. */
+	int again = 0;
+	for (; again < applied; again++) {
+		snprintf(name, sizeof name, "q%04d", again);
+		st_pod_in_t in = { name, spec, sizeof spec };
+		if ((rc = st_apply(st, &in, 1, &res, &e)) != 0)
+			break;
+	}
+	cr_assert_geq(again, applied / 4, "after deleting %d of %d, %d applied again: %s",
+		      (applied + 1) / 2, applied, again, e.msg);
+	cr_assert_eq(rc, TANK_ESTOREFULL, "and the mark still stops them: %d", rc);
+	st_usage_t u;
+	cr_assert_eq(st_usage(st, &u), 0);
+	cr_assert_eq(u.total, 1048576, "the map did not grow");
+	/* The reserve is still there: statuses commit. */
+	for (int round = 0; round < 20; round++) {
+		for (int i = 1; i < applied; i += 2) {
+			st_status_t s;
+			memset(&s, 0, sizeof s);
+			snprintf(s.name, sizeof s.name, "p%04d", i);
+			snprintf(s.phase, sizeof s.phase, round % 2 ? "running" : "backing_off");
+			s.restarts = (uint32_t)round;
+			cr_assert_eq(st_status_put(st, &s), 0);
+		}
+		cr_assert_eq(st_flush(st, &e), 0, "round %d: %s", round, e.msg);
+	}
 	cr_assert_eq(st_close(st, &e), 0, "%s", e.msg);
 	snprintf(cmd, sizeof cmd, "umount -l %s", dir);
 	cr_assert_eq(system(cmd), 0);
