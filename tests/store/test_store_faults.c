@@ -206,6 +206,47 @@ static bool small_tmpfs(char *dir, size_t cap)
 	return false;
 }
 
+/* Pods of 8 KiB specs named PREFIX0000, PREFIX0001 … applied one at a
+ * time until the store refuses one (or max went in): how many went in;
+ * *rc and *e are the last apply's. */
+static int apply_until_full(st_t *st, const char *prefix, int max, int *rc, tank_error_t *e)
+{
+	static char spec[8192];
+	char name[32];
+	st_apply_result_t res;
+	int n = 0;
+
+	memset(spec, 'x', sizeof spec);
+	for (*rc = 0; n < max; n++) {
+		snprintf(name, sizeof name, "%s%04d", prefix, n);
+		st_pod_in_t in = { name, spec, sizeof spec };
+		if ((*rc = st_apply(st, &in, 1, &res, e)) != 0)
+			break;
+	}
+	return n;
+}
+
+/* One round of status changes for the pods p<first>, p<first+step> …
+ * below p<n>, with a transition each when history; not flushed. */
+static void status_round(st_t *st, int first, int n, int step, int round, bool history)
+{
+	for (int i = first; i < n; i += step) {
+		st_status_t s;
+		memset(&s, 0, sizeof s);
+		snprintf(s.name, sizeof s.name, "p%04d", i);
+		snprintf(s.phase, sizeof s.phase, round % 2 ? "running" : "backing_off");
+		s.restarts = (uint32_t)round;
+		cr_assert_eq(st_status_put(st, &s), 0);
+		if (!history)
+			continue;
+		st_transition_t t = { .at = round };
+		snprintf(t.from, sizeof t.from, "a");
+		snprintf(t.to, sizeof t.to, "b");
+		snprintf(t.reason, sizeof t.reason, "round %d of a long story", round);
+		cr_assert_eq(st_transition_add(st, s.name, &t), 0);
+	}
+}
+
 /* The store on a 1.5 MiB tmpfs: its 1 MiB map is allocated on disk at
  * open and cannot grow.  Applies stop at the high-water mark with
  * TANK_ESTOREFULL naming used and total bytes; status changes still
@@ -222,13 +263,8 @@ Test(store_faults, a_full_disk_refuses_applies_and_keeps_status_and_deletes_work
 	char name[32];
 	tank_error_t e;
 	st_apply_result_t res;
-	int applied = 0, rc = 0;
-	for (; applied < 1000; applied++) {
-		snprintf(name, sizeof name, "p%04d", applied);
-		st_pod_in_t in = { name, spec, sizeof spec };
-		if ((rc = st_apply(st, &in, 1, &res, &e)) != 0)
-			break;
-	}
+	int rc;
+	int applied = apply_until_full(st, "p", 1000, &rc, &e);
 	cr_assert_eq(rc, TANK_ESTOREFULL, "rc %d: %s", rc, e.msg);
 	cr_assert_gt(applied, 10);
 	cr_assert(strstr(e.msg, "bytes in use") && strstr(e.msg, "of 1048576"), "%s", e.msg);
@@ -241,19 +277,7 @@ Test(store_faults, a_full_disk_refuses_applies_and_keeps_status_and_deletes_work
 	/* Status changes commit, round after round; history waits once the
 	 * file's end is near. */
 	for (int round = 0; round < 200; round++) {
-		for (int i = 0; i < applied; i += 3) {
-			st_status_t s;
-			memset(&s, 0, sizeof s);
-			snprintf(s.name, sizeof s.name, "p%04d", i);
-			snprintf(s.phase, sizeof s.phase, round % 2 ? "running" : "backing_off");
-			s.restarts = (uint32_t)round;
-			cr_assert_eq(st_status_put(st, &s), 0);
-			st_transition_t t = { .at = round };
-			snprintf(t.from, sizeof t.from, "a");
-			snprintf(t.to, sizeof t.to, "b");
-			snprintf(t.reason, sizeof t.reason, "round %d of a long story", round);
-			cr_assert_eq(st_transition_add(st, s.name, &t), 0);
-		}
+		status_round(st, 0, applied, 3, round, true);
 		int frc = st_flush(st, &e);
 		cr_assert_eq(frc, 0, "round %d: %s", round, e.msg);
 	}
@@ -312,36 +336,16 @@ Test(store_faults, deleting_pods_on_a_full_disk_makes_room_for_applies)
 	if (!small_tmpfs(dir, sizeof dir))
 		cr_skip_test("cannot mount a tmpfs here (needs root): full disks are not tested");
 	st_t *st = stu_open(dir, NULL);
-	static char spec[8192];
-	memset(spec, 'y', sizeof spec);
 	char name[32];
 	tank_error_t e;
-	st_apply_result_t res;
-	int applied = 0, rc = 0;
-	for (; applied < 1000; applied++) {
-		snprintf(name, sizeof name, "p%04d", applied);
-		st_pod_in_t in = { name, spec, sizeof spec };
-		if ((rc = st_apply(st, &in, 1, &res, &e)) != 0)
-			break;
-	}
+	int rc;
+	int applied = apply_until_full(st, "p", 1000, &rc, &e);
 	cr_assert_eq(rc, TANK_ESTOREFULL, "rc %d: %s", rc, e.msg);
 	cr_assert_gt(applied, 10);
 	/* Their statuses and history take the file's end into the reserve
 	 * (its high-water mark never comes down). */
 	for (int round = 0; round < 200; round++) {
-		for (int i = 0; i < applied; i++) {
-			st_status_t s;
-			memset(&s, 0, sizeof s);
-			snprintf(s.name, sizeof s.name, "p%04d", i);
-			snprintf(s.phase, sizeof s.phase, round % 2 ? "running" : "backing_off");
-			s.restarts = (uint32_t)round;
-			cr_assert_eq(st_status_put(st, &s), 0);
-			st_transition_t t = { .at = round };
-			snprintf(t.from, sizeof t.from, "a");
-			snprintf(t.to, sizeof t.to, "b");
-			snprintf(t.reason, sizeof t.reason, "round %d of a long story", round);
-			cr_assert_eq(st_transition_add(st, s.name, &t), 0);
-		}
+		status_round(st, 0, applied, 1, round, true);
 		(void)st_flush(st, &e);
 	}
 	st_usage_t u0;
@@ -353,13 +357,7 @@ Test(store_faults, deleting_pods_on_a_full_disk_makes_room_for_applies)
 		cr_assert_eq(st_delete(st, del, 1, NULL, &e), 0, "%s", e.msg);
 	}
 	/* A few commits later LMDB reuses the pages those deletes freed. */
-	int again = 0;
-	for (; again < applied; again++) {
-		snprintf(name, sizeof name, "q%04d", again);
-		st_pod_in_t in = { name, spec, sizeof spec };
-		if ((rc = st_apply(st, &in, 1, &res, &e)) != 0)
-			break;
-	}
+	int again = apply_until_full(st, "q", applied, &rc, &e);
 	cr_assert_geq(again, applied / 4, "after deleting %d of %d, %d applied again: %s",
 		      (applied + 1) / 2, applied, again, e.msg);
 	cr_assert_eq(rc, TANK_ESTOREFULL, "and the mark still stops them: %d", rc);
@@ -368,14 +366,7 @@ Test(store_faults, deleting_pods_on_a_full_disk_makes_room_for_applies)
 	cr_assert_eq(u.total, 1048576, "the map did not grow");
 	/* The reserve is still there: statuses commit. */
 	for (int round = 0; round < 20; round++) {
-		for (int i = 1; i < applied; i += 2) {
-			st_status_t s;
-			memset(&s, 0, sizeof s);
-			snprintf(s.name, sizeof s.name, "p%04d", i);
-			snprintf(s.phase, sizeof s.phase, round % 2 ? "running" : "backing_off");
-			s.restarts = (uint32_t)round;
-			cr_assert_eq(st_status_put(st, &s), 0);
-		}
+		status_round(st, 1, applied, 2, round, false);
 		cr_assert_eq(st_flush(st, &e), 0, "round %d: %s", round, e.msg);
 	}
 	cr_assert_eq(st_close(st, &e), 0, "%s", e.msg);
