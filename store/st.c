@@ -1107,9 +1107,33 @@ static int prealloc(st_t *st, size_t size)
 	return rc == EOPNOTSUPP || rc == EINVAL ? 0 : -rc;
 }
 
+/* The largest map the disk can take now: the file (allocated up to the
+ * map, so not in the free count) plus what the disk has free for tankd,
+ * less what is left to the rest of the data dir (a sixteenth of the two,
+ * between 256 KiB and 64 MiB), on 64 KiB.  SIZE_MAX when the file system
+ * does not say. */
+static size_t disk_fit(st_t *st)
+{
+	mdb_filehandle_t fd;
+	struct statvfs sv;
+	if (mdb_env_get_fd(st->env, &fd) || fstatvfs(fd, &sv) || !sv.f_frsize)
+		return SIZE_MAX;
+	size_t avail = (size_t)sv.f_bavail * sv.f_frsize;
+	size_t keep = (st->map_size + avail) / 16;
+	keep = keep < (256u << 10) ? (256u << 10) : keep > ((size_t)64 << 20) ? (size_t)64 << 20 : keep;
+	if (avail <= keep)
+		return st->map_size;
+	return (st->map_size + avail - keep) & ~(size_t)((64u << 10) - 1);
+}
+
+/* Doubles the map, or takes what the disk has when that is less (but a
+ * step worth a remap: a sixteenth of the map, at least 64 KiB).  Before
+ * round 10 of issue 38 only doubling was tried: a 4 MiB store on an
+ * 8 MiB disk with 4 MiB free said "the disk has no room to grow it". */
 static int grow_map(st_t *st, tank_error_t *err)
 {
 	size_t want = st->map_size * 2;
+	size_t step = st->map_size / 16 < (64u << 10) ? 64u << 10 : st->map_size / 16;
 
 	/* mdb_env_set_mapsize wants no transaction open in the process:
 	 * not while the store's thread has one. */
@@ -1118,12 +1142,17 @@ static int grow_map(st_t *st, tank_error_t *err)
 		return tank_error_set(err, TANK_ESTOREFULL,
 				      "store %s: map size limit reached",
 				      st->path);
-	int prc = prealloc(st, want);
+	/* Asked before the allocation: a failed one may leave blocks
+	 * allocated past the file's end on some file systems. */
+	size_t fit = disk_fit(st);
+	if (fit < want)
+		want = fit;
+	int prc = want < st->map_size + step ? -ENOSPC : prealloc(st, want);
 	if (prc < 0)
 		return tank_error_set(err, prc == -ENOSPC ? TANK_ESTOREFULL : prc,
-				      "store %s: full: %zu bytes in use and the disk has no "
-				      "room to grow it to %zu: %s", st->path, st->map_size, want,
-				      strerror(-prc));
+				      "store %s: full: its map of %zu bytes is taken and the "
+				      "disk has no room to grow it by %zu: %s", st->path,
+				      st->map_size, step, strerror(-prc));
 	pthread_mutex_lock(&st->env_mu);
 	int rc = mdb_env_set_mapsize(st->env, want);
 	pthread_mutex_unlock(&st->env_mu);
@@ -1814,6 +1843,43 @@ int st_usage(st_t *st, st_usage_t *out)
 	return 0;
 }
 
+/* What a status takes on its pages before any is stored: a pod's with
+ * one container and short reasons, with the slack of LMDB's pages. */
+#define ST_STATUS_GUESS 384
+
+/* The room the statuses the stored objects have not written yet will
+ * take: for every collection, its objects less its statuses, each at
+ * the size a stored status takes on its pages (ST_STATUS_GUESS while
+ * none is stored); that size for the pods' in *pod_each.  The pods of
+ * an apply run long before all their statuses land; without this, an
+ * apply right after another was let in on the statuses already
+ * written, and on a full disk the store then held pods whose statuses
+ * had no room (s5_full.sh, issue 38 round 10).  mdb_stat's counts: no
+ * walk. */
+static size_t statuses_to_come(st_t *st, size_t *pod_each)
+{
+	MDB_txn *txn;
+	size_t sum = 0;
+	*pod_each = ST_STATUS_GUESS;
+	if (mdb_txn_begin(st->env, NULL, MDB_RDONLY, &txn))
+		return 0;
+	for (size_t i = 0; i < st->n_colls; i++) {
+		MDB_stat o, s;
+		st_coll_t *c = st->colls[i];
+		if (mdb_stat(txn, c->db_obj, &o) || mdb_stat(txn, c->db_status, &s))
+			continue;
+		size_t each = s.ms_entries ? (s.ms_leaf_pages + s.ms_overflow_pages) *
+					     s.ms_psize / s.ms_entries
+					   : ST_STATUS_GUESS;
+		if (c == st->pods)
+			*pod_each = each;
+		if (o.ms_entries > s.ms_entries)
+			sum += (o.ms_entries - s.ms_entries) * each;
+	}
+	mdb_txn_abort(txn);
+	return sum;
+}
+
 /* Applies stop where the reserve begins: what is left is for what must
  * always succeed (status changes, deletes).  A batch that would pass the
  * mark first tries to grow the map (room asked of the disk, see
@@ -1822,16 +1888,21 @@ int st__headroom(st_t *st, const st_pod_in_t *pods, size_t n, tank_error_t *err)
 {
 	size_t need = 0;
 	st_usage_t u;
+	/* A pod's record twice (copy on write: the pages it replaces are
+	 * free only after the next commit). */
 	for (size_t i = 0; i < n; i++)
-		need += 2 * (pods[i].spec_len + strlen(pods[i].name) + 128);   /* copy on write */
+		need += 2 * (pods[i].spec_len + strlen(pods[i].name) + 128);
 	for (;;) {
 		if (st_usage(st, &u) < 0)
 			return 0;               /* cannot tell: let LMDB say */
+		/* The statuses still to come: the stored pods' and the
+		 * batch's (counted for every pod of it: most are new). */
+		size_t each, later = statuses_to_come(st, &each) + n * each;
 		/* Room in the live data, and the file's end far enough that
 		 * history and status keep their half of the reserve (pages a
 		 * write reuses before the end count as room there). */
-		if (u.used + need + u.reserve <= u.total &&
-		    u.high_water - u.reusable + need + u.reserve / 2 <= u.total)
+		if (u.used + later + need + u.reserve <= u.total &&
+		    u.high_water - u.reusable + later + need + u.reserve / 2 <= u.total)
 			return 0;
 		tank_error_t g;
 		int rc = grow_map(st, &g);
@@ -1839,9 +1910,10 @@ int st__headroom(st_t *st, const st_pod_in_t *pods, size_t n, tank_error_t *err)
 			continue;
 		return tank_error_set(err, TANK_ESTOREFULL,
 				      "store full: %zu of %zu bytes in use (%zu of the file "
-				      "taken), %zu are kept for status changes and deletes, and "
-				      "the disk has no room to grow it; free disk space (or "
-				      "delete pods)", u.used, u.total, u.high_water, u.reserve);
+				      "taken, %zu more for statuses not written yet), %zu are "
+				      "kept for status changes and deletes, and the disk has no "
+				      "room to grow it; free disk space (or delete pods)",
+				      u.used, u.total, u.high_water, later, u.reserve);
 	}
 }
 
