@@ -113,13 +113,14 @@ static int pack_version(msgpack_packer *pk, void *arg)
 		kit_hist_t dur, fl;
 		st_commit_stats(d->store, &dur, &fl);
 		rc |= pk_key(pk, "store");
-		rc |= msgpack_pack_map(pk, 12);
+		rc |= msgpack_pack_map(pk, 13);
 		rc |= pk_key(pk, "used");            rc |= msgpack_pack_uint64(pk, u.used);
 		rc |= pk_key(pk, "total");           rc |= msgpack_pack_uint64(pk, u.total);
 		rc |= pk_key(pk, "file");            rc |= msgpack_pack_uint64(pk, u.high_water);
 		rc |= pk_key(pk, "reserve");         rc |= msgpack_pack_uint64(pk, u.reserve);
 		rc |= pk_key(pk, "flush_failures");  rc |= msgpack_pack_uint64(pk, u.flush_failures);
 		rc |= pk_key(pk, "history_dropped"); rc |= msgpack_pack_uint64(pk, u.history_dropped);
+		rc |= pk_key(pk, "history_trimmed"); rc |= msgpack_pack_uint64(pk, u.history_trimmed);
 		/* The durable commits (applies, deletes) so far and their
 		 * time, begin to commit; and how often and how long a write
 		 * on the loop waited for an apply's commit on the store's

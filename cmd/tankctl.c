@@ -424,9 +424,10 @@ static int v_version(ctl_t *x, int argc, char **argv)
 	const msgpack_object *st = api_map_get(in.result, "store");
 	if (st && st->type == MSGPACK_OBJECT_MAP) {
 		/* How full the store is: what an operator sizes the data dir by. */
-		const char *keys[] = { "used", "total", "reserve", "flush_failures", "history_dropped" };
-		uint64_t val[5] = { 0 };
-		for (int i = 0; i < 5; i++) {
+		const char *keys[] = { "used", "total", "reserve", "flush_failures",
+				       "history_dropped", "history_trimmed" };
+		uint64_t val[6] = { 0 };
+		for (int i = 0; i < 6; i++) {
 			const msgpack_object *o = api_map_get(st, keys[i]);
 			if (o && o->type == MSGPACK_OBJECT_POSITIVE_INTEGER)
 				val[i] = o->via.u64;
@@ -438,6 +439,9 @@ static int v_version(ctl_t *x, int argc, char **argv)
 		if (val[4])
 			printf(", %llu history entries not written (store full)",
 			       (unsigned long long)val[4]);
+		if (val[5])
+			printf(", %llu history entries trimmed for applies",
+			       (unsigned long long)val[5]);
 		printf("\n");
 	}
 	api_incoming_free(&in);

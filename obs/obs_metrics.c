@@ -309,6 +309,9 @@ int obs_metrics_write(const obs_src_t *s, const obs_counts_t *c, obs_buf_t *b)
 		one(b, "tank_store_history_dropped_total", "counter",
 		    "Transitions not written because the store was full.",
 		    (double)su.history_dropped);
+		one(b, "tank_store_history_trimmed_total", "counter",
+		    "History entries deleted to let an apply in on a full disk.",
+		    (double)su.history_trimmed);
 		one(b, "tank_store_commit_waits_total", "counter",
 		    "Writes on the loop that waited for an apply's commit on the store's thread.",
 		    (double)su.commit_waits);

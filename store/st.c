@@ -1064,6 +1064,7 @@ int st__write_pending(st_t *st, MDB_txn *txn)
 			break;
 		st__tr_key(kb, p->name, p->namelen, p->next_seq++);
 		rc = st__put_buf(st, txn, c->db_hist, kb, p->namelen + 1 + SEQ_LEN);
+		st->hist_writes++;
 	}
 	for (size_t i = lo; i < np && !rc; i++) {
 		pend_t *p = &st->pend[i];
@@ -1836,11 +1837,111 @@ int st_usage(st_t *st, st_usage_t *out)
 	out->reserve = st__reserve(st->map_size);
 	out->flush_failures = st->flush_failures;
 	out->history_dropped = st->history_dropped;
+	out->history_trimmed = st->history_trimmed;
 	out->map_trims = st->trims;
 	out->env_reopens = st->reopens;
 	out->commit_waits = st->ac_waits;
 	out->commit_wait_ns = st->ac_wait_ns;
 	return 0;
+}
+
+/* ---- history trimmed for an apply --------------------------------------- */
+
+#define ST_TRIM_NAMES 64           /* histories a trim's transaction goes through */
+
+typedef struct trim_arg {
+	st_coll_t *c;
+	uint64_t keep;             /* newest entries kept in each history */
+	char from[ST_NAME_MAX + 1]; /* the first history of this transaction ("": the first) */
+	char next[ST_NAME_MAX + 1]; /* out: the next transaction's from */
+	bool done;                 /* out: no history after this transaction's */
+	uint64_t dropped;          /* out: entries this transaction deleted */
+} trim_arg_t;
+
+/* One transaction of a trim: up to ST_TRIM_NAMES histories from a->from,
+ * each cut to its newest a->keep entries (delete_front keeps them
+ * contiguous and numbered on).  Re-runnable: only out fields change. */
+static int trim_fn(st_t *st, MDB_txn *txn, void *arg, tank_error_t *err)
+{
+	trim_arg_t *a = arg;
+	MDB_cursor *cur;
+	MDB_val k, v;
+	unsigned char kb[ST_NAME_MAX + 1 + SEQ_LEN];
+	char name[ST_NAME_MAX + 1];
+	size_t len = strlen(a->from), names = 0;
+	int rc;
+
+	(void)st;
+	a->dropped = 0;
+	a->done = false;
+	if ((rc = mdb_cursor_open(txn, a->c->db_hist, &cur)))
+		return st__mdb_fail(err, rc, "store: history trim");
+	st__tr_key(kb, a->from, len, 0);
+	k = (MDB_val){ len + 1 + SEQ_LEN, kb };
+	rc = len ? mdb_cursor_get(cur, &k, &v, MDB_SET_RANGE) : mdb_cursor_get(cur, &k, &v, MDB_FIRST);
+	for (; rc == 0; names++) {
+		if (k.mv_size < 2 + SEQ_LEN || k.mv_size - 1 - SEQ_LEN > ST_NAME_MAX) {
+			rc = MDB_CORRUPTED;     /* not a history key */
+			break;
+		}
+		len = k.mv_size - 1 - SEQ_LEN;
+		memcpy(name, k.mv_data, len);
+		name[len] = '\0';
+		if (names == ST_TRIM_NAMES) {
+			memcpy(a->next, name, len + 1);
+			break;
+		}
+		uint64_t first, next;
+		if ((rc = st__tr_range(cur, name, len, &first, &next)))
+			break;
+		if (next - first > a->keep) {
+			if ((rc = st__tr_delete_front(cur, name, len, next - first - a->keep)))
+				break;
+			a->dropped += next - first - a->keep;
+		}
+		/* On to the next history: past this one's last possible key. */
+		st__tr_key(kb, name, len, UINT64_MAX);
+		k = (MDB_val){ len + 1 + SEQ_LEN, kb };
+		rc = mdb_cursor_get(cur, &k, &v, MDB_SET_RANGE);
+	}
+	mdb_cursor_close(cur);
+	if (rc == MDB_NOTFOUND) {
+		a->done = true;
+		rc = 0;
+	}
+	return rc ? st__mdb_fail(err, rc, "store: history trim") : 0;
+}
+
+/* Cuts every history of every collection to its newest keep entries,
+ * ST_TRIM_NAMES histories a transaction (each commit frees pages the
+ * next can take: one transaction for all could not find the pages its
+ * copies need on a full disk).  History is what the store keeps last:
+ * an apply refused for room on a disk that cannot grow the map trims it
+ * before it says no (st__headroom).  Blocks the caller for the walk
+ * (only on a full disk).  Returns the entries deleted; what is trimmed
+ * when a transaction fails stays trimmed. */
+static uint64_t history_trim(st_t *st, uint64_t keep)
+{
+	uint64_t dropped = 0;
+	for (size_t i = 0; i < st->n_colls; i++) {
+		trim_arg_t *a = calloc(1, sizeof *a);
+		if (!a)
+			break;
+		a->c = st->colls[i];
+		a->keep = keep;
+		for (;;) {
+			tank_error_t e;
+			if (st__write_txn(st, false, "store: history trim", trim_fn, a, &e))
+				break;
+			dropped += a->dropped;
+			if (a->done)
+				break;
+			memcpy(a->from, a->next, sizeof a->from);
+		}
+		free(a);
+	}
+	st->history_trimmed += dropped;
+	return dropped;
 }
 
 /* What a status takes on its pages before any is stored: a pod's with
@@ -1887,6 +1988,7 @@ static size_t statuses_to_come(st_t *st, size_t *pod_each)
 int st__headroom(st_t *st, const st_pod_in_t *pods, size_t n, tank_error_t *err)
 {
 	size_t need = 0;
+	int trims = 0;
 	st_usage_t u;
 	/* A pod's record twice (copy on write: the pages it replaces are
 	 * free only after the next commit). */
@@ -1908,6 +2010,16 @@ int st__headroom(st_t *st, const st_pod_in_t *pods, size_t n, tank_error_t *err)
 		int rc = grow_map(st, &g);
 		if (rc == 0)
 			continue;
+		/* History gives way before the apply is refused: cut to its
+		 * newest 16 entries an object, then to the last one (its
+		 * numbering goes on).  Not again while no history was
+		 * written since the last trim. */
+		if (trims < 2 && st->hist_writes != st->hist_writes_trimmed) {
+			history_trim(st, trims++ ? 1 : 16);
+			if (trims == 2)
+				st->hist_writes_trimmed = st->hist_writes;
+			continue;
+		}
 		return tank_error_set(err, TANK_ESTOREFULL,
 				      "store full: %zu of %zu bytes in use (%zu of the file "
 				      "taken, %zu more for statuses not written yet), %zu are "

@@ -417,14 +417,19 @@ size_t st_map_size(const st_t *st);
 
 /* Room in the store.  The LMDB data file is allocated on disk up to the
  * map size before the map uses it, so writes inside the map never meet a
- * full disk; the map grows (x2) only when the disk can hold it.  Applies
- * stop at total - reserve (TANK_ESTOREFULL naming used and total bytes):
+ * full disk; the map grows (x2, or into what the disk has less a
+ * sixteenth kept for the data dir) only when the disk can hold it.
+ * Applies stop at total - reserve, counting the statuses the stored
+ * pods have not written yet (TANK_ESTOREFULL naming used and total bytes):
  * the reserve is for what must always succeed, status changes and
  * deletes.  used counts pages in use (freed pages are room).
  * flush_failures: status flushes failed since the last good one.
  * history_dropped: transitions not written because the store was past
  * total - reserve/2 and could not grow (history waits; status changes
- * and deletes keep the rest of the reserve). */
+ * and deletes keep the rest of the reserve).
+ * history_trimmed: history entries deleted to let an apply in: on a
+ * disk that cannot grow the map, an apply past the mark first cuts every
+ * object's history to its newest 16 entries, then to its last one. */
 typedef struct st_usage {
 	size_t used, total, reserve;
 	size_t high_water;           /* the file's pages in use or free, bytes */
@@ -436,6 +441,7 @@ typedef struct st_usage {
 	size_t reusable;
 	uint64_t flush_failures;
 	uint64_t history_dropped;
+	uint64_t history_trimmed;
 	/* Times the map's pages were given back to the page cache: with a
 	 * loop attached, once the store went ST_TRIM_QUIET_MS (2 s, st_int.h)
 	 * without a transaction, the pages this process touched are unmapped

@@ -130,6 +130,9 @@ struct st {
 	bool flush_failing;        /* the last flush failed (told once it works) */
 	uint64_t flush_failures;   /* failed flushes since the last good one */
 	uint64_t history_dropped;  /* transitions not written: store full */
+	uint64_t history_trimmed;  /* entries deleted for an apply (history_trim) */
+	uint64_t hist_writes;      /* history entries put (retried ones again) */
+	uint64_t hist_writes_trimmed; /* hist_writes at the last trim to one */
 	/* Write transactions' time, begin to commit (fsyncs included for a
 	 * durable one): st_commit_stats. */
 	kit_hist_t commit_durable, commit_flush;

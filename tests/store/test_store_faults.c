@@ -535,3 +535,71 @@ Test(store_faults, every_pod_let_in_has_room_for_its_status)
 	cr_assert_eq(system(cmd), 0);
 	rmdir(dir);
 }
+
+/* History gives way to applies: pods with long histories fill the store
+ * on a full disk (past the history's mark, so history waits); an apply
+ * that does not fit then cuts every history to its newest 16 entries
+ * and goes through.  What is kept is the newest, numbered on. */
+Test(store_faults, an_apply_on_a_full_disk_trims_history_first)
+{
+	char dir[64], cmd[160];
+	if (!small_tmpfs(dir, sizeof dir))
+		cr_skip_test("cannot mount a tmpfs here (needs root): full disks are not tested");
+	st_t *st = stu_open(dir, NULL);
+	static char spec[2048];
+	memset(spec, 'x', sizeof spec);
+	tank_error_t e;
+	st_apply_result_t res;
+	char name[32];
+	for (int i = 0; i < 20; i++) {
+		snprintf(name, sizeof name, "p%04d", i);
+		st_pod_in_t in = { name, spec, 64 };
+		cr_assert_eq(st_apply(st, &in, 1, &res, &e), 0, "%s", e.msg);
+	}
+	/* Histories until they wait (the history's mark reached). */
+	st_usage_t u;
+	int round = 0;
+	for (; round < 5000; round++) {
+		status_round(st, 0, 20, 1, round, true);
+		if (round % 10 == 9) {
+			cr_assert_eq(st_flush(st, &e), 0, "round %d: %s", round, e.msg);
+			cr_assert_eq(st_usage(st, &u), 0);
+			if (u.history_dropped)
+				break;
+		}
+	}
+	cr_assert_gt(u.history_dropped, 0, "history never filled the store");
+	st_transition_t *h;
+	size_t nh;
+	cr_assert_eq(st_history(st, "p0003", 0, &h, &nh, &e), 0, "%s", e.msg);
+	cr_assert_gt(nh, 100, "%zu entries", nh);
+	uint64_t last = h[nh - 1].seq;
+	free(h);
+	/* Applies of 2 KiB pods: most of the room is history's. */
+	int applied = 0, rc = 0;
+	for (; applied < 400; applied++) {
+		snprintf(name, sizeof name, "q%04d", applied);
+		st_pod_in_t in = { name, spec, sizeof spec };
+		if ((rc = st_apply(st, &in, 1, &res, &e)) != 0)
+			break;
+	}
+	cr_assert_eq(st_usage(st, &u), 0);
+	cr_assert_gt(u.history_trimmed, 0, "no history trimmed (%d applied: %s)", applied, e.msg);
+	cr_assert_geq(applied, 100, "only %d applied after the trim: %s", applied, e.msg);
+	cr_assert_eq(st_history(st, "p0003", 0, &h, &nh, &e), 0, "%s", e.msg);
+	cr_assert(nh >= 1 && nh <= 16, "%zu entries kept", nh);
+	cr_assert_eq(h[nh - 1].seq, last, "the newest kept");
+	cr_assert_eq(h[0].seq, last - nh + 1, "and the ones before it, in order");
+	free(h);
+	/* New entries are numbered on. */
+	status_round(st, 3, 4, 1, round + 1, true);
+	(void)st_flush(st, &e);
+	cr_assert_eq(st_history(st, "p0003", 0, &h, &nh, &e), 0, "%s", e.msg);
+	cr_assert(h[nh - 1].seq >= last, "numbering went on: %llu after %llu",
+		  (unsigned long long)h[nh - 1].seq, (unsigned long long)last);
+	free(h);
+	cr_assert_eq(st_close(st, &e), 0, "%s", e.msg);
+	snprintf(cmd, sizeof cmd, "umount -l %s", dir);
+	cr_assert_eq(system(cmd), 0);
+	rmdir(dir);
+}
