@@ -1949,9 +1949,10 @@ static uint64_t history_trim(st_t *st, uint64_t keep)
 #define ST_STATUS_GUESS 384
 
 /* The room the statuses the stored objects have not written yet will
- * take: for every collection, its objects less its statuses, each at
- * the size a stored status takes on its pages (ST_STATUS_GUESS while
- * none is stored); that size for the pods' in *pod_each.  The pods of
+ * take: for every collection that stores statuses (and the pods'), its
+ * objects less its statuses, each at the size a stored status takes on
+ * its pages (ST_STATUS_GUESS while none is stored); that size for the
+ * pods' in *pod_each.  The pods of
  * an apply run long before all their statuses land; without this, an
  * apply right after another was let in on the statuses already
  * written, and on a full disk the store then held pods whose statuses
@@ -1968,6 +1969,10 @@ static size_t statuses_to_come(st_t *st, size_t *pod_each)
 		MDB_stat o, s;
 		st_coll_t *c = st->colls[i];
 		if (mdb_stat(txn, c->db_obj, &o) || mdb_stat(txn, c->db_status, &s))
+			continue;
+		/* A kind whose objects keep no status (tasks are templates):
+		 * none to come.  Pods always write one. */
+		if (!s.ms_entries && c != st->pods)
 			continue;
 		size_t each = s.ms_entries ? (s.ms_leaf_pages + s.ms_overflow_pages) *
 					     s.ms_psize / s.ms_entries
