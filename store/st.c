@@ -1986,31 +1986,74 @@ static size_t statuses_to_come(st_t *st, size_t *pod_each)
 	return sum;
 }
 
+/* What the batch takes, looked up pod by pod: *need its records (twice,
+ * copy on write) but for the pods stored with the same spec (a re-apply
+ * writes nothing for them), *fresh the pods with no status stored
+ * (whose statuses are still to come).  Asked only of a batch that does
+ * not fit by the first count, which takes every pod as new. */
+static void batch_cost(st_t *st, const st_pod_in_t *pods, size_t n, size_t *need,
+		       size_t *fresh)
+{
+	MDB_txn *txn;
+	if (mdb_txn_begin(st->env, NULL, MDB_RDONLY, &txn))
+		return;
+	*need = *fresh = 0;
+	for (size_t i = 0; i < n; i++) {
+		size_t kl = strlen(pods[i].name);
+		MDB_val k = { kl, (void *)pods[i].name }, v;
+		st_pod_t p;
+		*fresh += mdb_get(txn, st->pods->db_status, &k, &v) != 0;
+		if (mdb_get(txn, st->pods->db_obj, &k, &v) == 0 &&
+		    st__dec_pod_ex(v.mv_data, v.mv_size, pods[i].name, kl, &p, true, NULL) == 0 &&
+		    p.spec_len == pods[i].spec_len &&
+		    memcmp(p.spec, pods[i].spec, p.spec_len) == 0)
+			continue;
+		*need += 2 * (pods[i].spec_len + kl + 128);
+	}
+	mdb_txn_abort(txn);
+}
+
 /* Applies stop where the reserve begins: what is left is for what must
  * always succeed (status changes, deletes).  A batch that would pass the
  * mark first tries to grow the map (room asked of the disk, see
  * prealloc); if the disk has none, the apply is refused. */
 int st__headroom(st_t *st, const st_pod_in_t *pods, size_t n, tank_error_t *err)
 {
-	size_t need = 0;
+	size_t need = 0, fresh = n;
 	int trims = 0;
+	bool counted = false;
 	st_usage_t u;
 	/* A pod's record twice (copy on write: the pages it replaces are
-	 * free only after the next commit). */
+	 * free only after the next commit); batch_cost counts again, if
+	 * need be, without the pods stored as they are. */
 	for (size_t i = 0; i < n; i++)
 		need += 2 * (pods[i].spec_len + strlen(pods[i].name) + 128);
 	for (;;) {
 		if (st_usage(st, &u) < 0)
 			return 0;               /* cannot tell: let LMDB say */
 		/* The statuses still to come: the stored pods' and the
-		 * batch's (counted for every pod of it: most are new). */
-		size_t each, later = statuses_to_come(st, &each) + n * each;
-		/* Room in the live data, and the file's end far enough that
-		 * history and status keep their half of the reserve (pages a
-		 * write reuses before the end count as room there). */
-		if (u.used + later + need + u.reserve <= u.total &&
-		    u.high_water - u.reusable + later + need + u.reserve / 2 <= u.total)
-			return 0;
+		 * batch's (at first every pod of it, then, if that does not
+		 * fit, the ones with no status stored: batch_cost). */
+		size_t each, stored = statuses_to_come(st, &each), later;
+		for (;;) {
+			later = stored + fresh * each;
+			/* Room in the live data, and the file's end far
+			 * enough that history and status keep their half of
+			 * the reserve (pages a write reuses before the end
+			 * count as room there). */
+			if (u.used + later + need + u.reserve <= u.total &&
+			    u.high_water - u.reusable + later + need + u.reserve / 2 <= u.total)
+				return 0;
+			if (counted)
+				break;
+			batch_cost(st, pods, n, &need, &fresh);
+			counted = true;
+			/* Nothing to write (every pod stored as it is, with
+			 * its status): nothing to refuse, over the mark or
+			 * not. */
+			if (!need && !fresh)
+				return 0;
+		}
 		tank_error_t g;
 		int rc = grow_map(st, &g);
 		if (rc == 0)
@@ -2814,6 +2857,9 @@ int st_open(const char *data_dir, const st_options_t *opts, st_t **out,
 	st->flush_ms = o.flush_interval_ms ? o.flush_interval_ms
 					   : ST_FLUSH_INTERVAL_DEFAULT;
 	st->map_size = o.map_size ? o.map_size : ST_MAP_SIZE_DEFAULT;
+	/* History may be on disk already: an apply on a full disk may trim
+	 * it before this process writes any (st__headroom). */
+	st->hist_writes = 1;
 	st->on_flush_error = o.on_flush_error;
 	st->on_flush_error_ctx = o.on_flush_error_ctx;
 	st->commit_gate = o.commit_gate;

@@ -479,7 +479,8 @@ Test(store_faults, a_delete_goes_through_when_the_queued_statuses_do_not_fit)
 /* An apply counts the statuses its pods and the pods before it have not
  * written yet: small pods applied until the store on a full disk refuses
  * one, none with a status yet (a reconciler has not caught up), then a
- * status for every pod let in: they all commit.  Before round 10 of
+ * status for every pod let in: they all commit; and a re-apply of them
+ * as they are still goes through.  Before round 10 of
  * issue 38 the applies counted only what was written, and on an 8 MiB
  * disk 1,500 of 4,500 running pods' statuses found no room
  * (bench/scale/s5_full.sh). */
@@ -530,6 +531,24 @@ Test(store_faults, every_pod_let_in_has_room_for_its_status)
 	cr_assert_eq(st_status_get(st, names[applied - 1], &got, &e), 0, "%s", e.msg);
 	cr_assert_eq(got.containers[0].pid, 1000 + applied - 1);
 	st_status_clear(&got);
+	/* At the mark, a re-apply of pods as they are stored writes
+	 * nothing, and is not refused for room it does not take. */
+	st_pod_in_t same[50];
+	st_apply_result_t r50[50];
+	static char more[2000][16];
+	int extra = 0;
+	for (; extra < 2000; extra++) {
+		snprintf(more[extra], sizeof more[0], "r%05d", extra);
+		same[0] = (st_pod_in_t){ more[extra], spec, sizeof spec };
+		if ((rc = st_apply(st, same, 1, r50, &e)) != 0)
+			break;
+	}
+	cr_assert_eq(rc, TANK_ESTOREFULL, "rc %d after %d more: %s", rc, extra, e.msg);
+	for (int k = 0; k < 50; k++)
+		same[k] = (st_pod_in_t){ names[k], spec, sizeof spec };
+	cr_assert_eq(st_apply(st, same, 50, r50, &e), 0, "%s", e.msg);
+	cr_assert_eq(r50[0].action, ST_UNCHANGED);
+	cr_assert_eq(r50[49].action, ST_UNCHANGED);
 	cr_assert_eq(st_close(st, &e), 0, "%s", e.msg);
 	snprintf(cmd, sizeof cmd, "umount -l %s", dir);
 	cr_assert_eq(system(cmd), 0);
