@@ -15,6 +15,7 @@ scale_start
 n=0; b=0
 while [ $n -lt "$MAX" ]; do
 	bench/scale/gen_pods.sh "$STEP" "b${b}-" >"$OUT/batch.yaml"
+	[ $b = 0 ] && cp "$OUT/batch.yaml" "$OUT/batch0.yaml"
 	if ! T apply -f "$OUT/batch.yaml" >"$OUT/apply.out" 2>"$OUT/apply.err"; then
 		echo "batch $b refused at $n pods: $(cat "$OUT/apply.err")"
 		echo "  of the refused batch: $(T ps -q | grep -c "^b${b}-") stored"
@@ -25,6 +26,8 @@ while [ $n -lt "$MAX" ]; do
 done
 sleep 5
 echo "tankd answers: $(T ping) ; $(T version | tail -2 | tr '\n' ' ')"
+# The first batch again, as it is: nothing to write, so not refused.
+T apply -f "$OUT/batch0.yaml" | tail -1; echo "re-apply of batch 0 rc=${PIPESTATUS[0]}"
 echo "running $(T ps --no-headers | grep -c ' running ') of $(T ps -q | wc -l); $(python3 bench/scale/count.py)"
 T stop b0-00001 && T start b0-00001; echo "stop/start rc=$?"
 T delete b0-00002; echo "delete one rc=$?"
