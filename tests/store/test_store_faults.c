@@ -206,6 +206,26 @@ static bool small_tmpfs(char *dir, size_t cap)
 	return false;
 }
 
+/* The store opened on a fresh small_tmpfs; skips the test where tmpfs
+ * cannot be mounted. */
+static st_t *open_on_small_tmpfs(char *dir, size_t cap)
+{
+	if (!small_tmpfs(dir, cap))
+		cr_skip_test("cannot mount a tmpfs here (needs root): full disks are not tested");
+	return stu_open(dir, NULL);
+}
+
+/* Closes the store (it must close cleanly), unmounts and removes dir. */
+static void close_small_tmpfs(st_t *st, const char *dir)
+{
+	char cmd[160];
+	tank_error_t e;
+	cr_assert_eq(st_close(st, &e), 0, "%s", e.msg);
+	snprintf(cmd, sizeof cmd, "umount -l %s", dir);
+	cr_assert_eq(system(cmd), 0);
+	rmdir(dir);
+}
+
 /* Pods of 8 KiB specs named PREFIX0000, PREFIX0001 … applied one at a
  * time until the store refuses one (or max went in): how many went in;
  * *rc and *e are the last apply's. */
@@ -224,6 +244,29 @@ static int apply_until_full(st_t *st, const char *prefix, int max, int *rc, tank
 			break;
 	}
 	return n;
+}
+
+/* Pods named p00000, p00001 … (into names) with the spec given, applied
+ * 50 at a time until the store refuses a batch (or SMALL_MAX went in):
+ * how many went in; *rc and *e are the last apply's. */
+#define SMALL_MAX 20000
+static int apply_small_until_full(st_t *st, char (*names)[16], const char *spec,
+				  size_t spec_len, int *rc, tank_error_t *e)
+{
+	int applied = 0;
+	for (*rc = 0; applied < SMALL_MAX;) {
+		st_pod_in_t in[50];
+		st_apply_result_t r50[50];
+		int k = 0;
+		for (; k < 50 && applied + k < SMALL_MAX; k++) {
+			snprintf(names[applied + k], 16, "p%05d", applied + k);
+			in[k] = (st_pod_in_t){ names[applied + k], spec, spec_len };
+		}
+		if ((*rc = st_apply(st, in, (size_t)k, r50, e)) != 0)
+			break;
+		applied += k;
+	}
+	return applied;
 }
 
 /* One round of status changes for the pods p<first>, p<first+step> …
@@ -257,9 +300,7 @@ static void status_round(st_t *st, int first, int n, int step, int round, bool h
 Test(store_faults, a_full_disk_refuses_applies_and_keeps_status_and_deletes_working)
 {
 	char dir[64], cmd[160];
-	if (!small_tmpfs(dir, sizeof dir))
-		cr_skip_test("cannot mount a tmpfs here (needs root): full disks are not tested");
-	st_t *st = stu_open(dir, NULL);
+	st_t *st = open_on_small_tmpfs(dir, sizeof dir);
 	static char spec[8192];
 	memset(spec, 'x', sizeof spec);
 	char name[32];
@@ -325,10 +366,7 @@ Test(store_faults, a_full_disk_refuses_applies_and_keeps_status_and_deletes_work
 	st_pod_t p;
 	cr_assert_eq(st_pod_get(st, "again", &p, &e), 0, "%s", e.msg);
 	st_pod_clear(&p);
-	cr_assert_eq(st_close(st, &e), 0, "%s", e.msg);
-	snprintf(cmd, sizeof cmd, "umount -l %s", dir);
-	cr_assert_eq(system(cmd), 0);
-	rmdir(dir);
+	close_small_tmpfs(st, dir);
 }
 
 /* The error's advice, "delete pods", makes room for applies: on a full
@@ -337,10 +375,8 @@ Test(store_faults, a_full_disk_refuses_applies_and_keeps_status_and_deletes_work
  * through; the mark still holds after them, and statuses still commit. */
 Test(store_faults, deleting_pods_on_a_full_disk_makes_room_for_applies)
 {
-	char dir[64], cmd[160];
-	if (!small_tmpfs(dir, sizeof dir))
-		cr_skip_test("cannot mount a tmpfs here (needs root): full disks are not tested");
-	st_t *st = stu_open(dir, NULL);
+	char dir[64];
+	st_t *st = open_on_small_tmpfs(dir, sizeof dir);
 	char name[32];
 	tank_error_t e;
 	int rc;
@@ -374,10 +410,7 @@ Test(store_faults, deleting_pods_on_a_full_disk_makes_room_for_applies)
 		status_round(st, 1, applied, 2, round, false);
 		cr_assert_eq(st_flush(st, &e), 0, "round %d: %s", round, e.msg);
 	}
-	cr_assert_eq(st_close(st, &e), 0, "%s", e.msg);
-	snprintf(cmd, sizeof cmd, "umount -l %s", dir);
-	cr_assert_eq(system(cmd), 0);
-	rmdir(dir);
+	close_small_tmpfs(st, dir);
 }
 
 /* Thousands of small pods fill the store on a tmpfs that cannot grow it,
@@ -391,27 +424,13 @@ Test(store_faults, deleting_pods_on_a_full_disk_makes_room_for_applies)
 Test(store_faults, a_delete_goes_through_when_the_queued_statuses_do_not_fit)
 {
 	char dir[64], cmd[160];
-	if (!small_tmpfs(dir, sizeof dir))
-		cr_skip_test("cannot mount a tmpfs here (needs root): full disks are not tested");
-	st_t *st = stu_open(dir, NULL);
+	st_t *st = open_on_small_tmpfs(dir, sizeof dir);
 	static char spec[64];
 	memset(spec, 'x', sizeof spec);
-	static char names[20000][16];
+	static char names[SMALL_MAX][16];
 	tank_error_t e;
 	st_apply_result_t res;
-	int applied = 0, rc = 0;
-	while (applied < 20000) {
-		st_pod_in_t in[50];
-		st_apply_result_t r50[50];
-		int k = 0;
-		for (; k < 50 && applied + k < 20000; k++) {
-			snprintf(names[applied + k], sizeof names[0], "p%05d", applied + k);
-			in[k] = (st_pod_in_t){ names[applied + k], spec, sizeof spec };
-		}
-		if ((rc = st_apply(st, in, (size_t)k, r50, &e)) != 0)
-			break;
-		applied += k;
-	}
+	int rc, applied = apply_small_until_full(st, names, spec, sizeof spec, &rc, &e);
 	(void)res;
 	cr_assert_eq(rc, TANK_ESTOREFULL, "rc %d: %s", rc, e.msg);
 	/* Every pod's status, with long reasons and four containers: more
@@ -470,10 +489,7 @@ Test(store_faults, a_delete_goes_through_when_the_queued_statuses_do_not_fit)
 	st_status_clear(&got);
 	st_pod_t p;
 	cr_assert_neq(st_pod_get(st, names[0], &p, &e), 0);
-	cr_assert_eq(st_close(st, &e), 0, "%s", e.msg);
-	snprintf(cmd, sizeof cmd, "umount -l %s", dir);
-	cr_assert_eq(system(cmd), 0);
-	rmdir(dir);
+	close_small_tmpfs(st, dir);
 }
 
 /* An apply counts the statuses its pods and the pods before it have not
@@ -486,27 +502,13 @@ Test(store_faults, a_delete_goes_through_when_the_queued_statuses_do_not_fit)
  * (bench/scale/s5_full.sh). */
 Test(store_faults, every_pod_let_in_has_room_for_its_status)
 {
-	char dir[64], cmd[160];
-	if (!small_tmpfs(dir, sizeof dir))
-		cr_skip_test("cannot mount a tmpfs here (needs root): full disks are not tested");
-	st_t *st = stu_open(dir, NULL);
+	char dir[64];
+	st_t *st = open_on_small_tmpfs(dir, sizeof dir);
 	static char spec[64];
 	memset(spec, 'x', sizeof spec);
-	static char names[20000][16];
+	static char names[SMALL_MAX][16];
 	tank_error_t e;
-	int applied = 0, rc = 0;
-	while (applied < 20000) {
-		st_pod_in_t in[50];
-		st_apply_result_t r50[50];
-		int k = 0;
-		for (; k < 50 && applied + k < 20000; k++) {
-			snprintf(names[applied + k], sizeof names[0], "p%05d", applied + k);
-			in[k] = (st_pod_in_t){ names[applied + k], spec, sizeof spec };
-		}
-		if ((rc = st_apply(st, in, (size_t)k, r50, &e)) != 0)
-			break;
-		applied += k;
-	}
+	int rc, applied = apply_small_until_full(st, names, spec, sizeof spec, &rc, &e);
 	cr_assert_eq(rc, TANK_ESTOREFULL, "rc %d: %s", rc, e.msg);
 	cr_assert(strstr(e.msg, "more for statuses not written yet"), "%s", e.msg);
 	cr_assert_gt(applied, 500);
@@ -549,10 +551,7 @@ Test(store_faults, every_pod_let_in_has_room_for_its_status)
 	cr_assert_eq(st_apply(st, same, 50, r50, &e), 0, "%s", e.msg);
 	cr_assert_eq(r50[0].action, ST_UNCHANGED);
 	cr_assert_eq(r50[49].action, ST_UNCHANGED);
-	cr_assert_eq(st_close(st, &e), 0, "%s", e.msg);
-	snprintf(cmd, sizeof cmd, "umount -l %s", dir);
-	cr_assert_eq(system(cmd), 0);
-	rmdir(dir);
+	close_small_tmpfs(st, dir);
 }
 
 /* History gives way to applies: pods with long histories fill the store
@@ -561,10 +560,8 @@ Test(store_faults, every_pod_let_in_has_room_for_its_status)
  * and goes through.  What is kept is the newest, numbered on. */
 Test(store_faults, an_apply_on_a_full_disk_trims_history_first)
 {
-	char dir[64], cmd[160];
-	if (!small_tmpfs(dir, sizeof dir))
-		cr_skip_test("cannot mount a tmpfs here (needs root): full disks are not tested");
-	st_t *st = stu_open(dir, NULL);
+	char dir[64];
+	st_t *st = open_on_small_tmpfs(dir, sizeof dir);
 	static char spec[2048];
 	memset(spec, 'x', sizeof spec);
 	tank_error_t e;
@@ -617,8 +614,5 @@ Test(store_faults, an_apply_on_a_full_disk_trims_history_first)
 	cr_assert(h[nh - 1].seq >= last, "numbering went on: %llu after %llu",
 		  (unsigned long long)h[nh - 1].seq, (unsigned long long)last);
 	free(h);
-	cr_assert_eq(st_close(st, &e), 0, "%s", e.msg);
-	snprintf(cmd, sizeof cmd, "umount -l %s", dir);
-	cr_assert_eq(system(cmd), 0);
-	rmdir(dir);
+	close_small_tmpfs(st, dir);
 }
