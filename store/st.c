@@ -1944,6 +1944,36 @@ static uint64_t history_trim(st_t *st, uint64_t keep)
 	return dropped;
 }
 
+/* An apply's transaction commits the queue first (coll__put_fn): the
+ * history queued past its mark is dropped (counted) before, as a flush
+ * drops it (flush_all), so that an apply does not write it into the
+ * part of the reserve kept for statuses and deletes. */
+static void queue_keeps_marks(st_t *st)
+{
+	if (st->n_trs && history_over_mark(st)) {
+		st->history_dropped += st->n_trs;
+		st->n_trs = 0;
+	}
+}
+
+/* The bytes every collection's history takes on its pages (mdb_stat's
+ * counts, no walk): the most a cut could free. */
+static size_t history_bytes(st_t *st)
+{
+	MDB_txn *txn;
+	size_t bytes = 0;
+	if (mdb_txn_begin(st->env, NULL, MDB_RDONLY, &txn))
+		return 0;
+	for (size_t i = 0; i < st->n_colls; i++) {
+		MDB_stat h;
+		if (mdb_stat(txn, st->colls[i]->db_hist, &h) == 0)
+			bytes += (h.ms_leaf_pages + h.ms_branch_pages + h.ms_overflow_pages) *
+				 h.ms_psize;
+	}
+	mdb_txn_abort(txn);
+	return bytes;
+}
+
 /* What a status takes on its pages before any is stored: a pod's with
  * one container and short reasons, with the slack of LMDB's pages. */
 #define ST_STATUS_GUESS 384
@@ -1989,8 +2019,10 @@ static size_t statuses_to_come(st_t *st, size_t *pod_each)
 /* What the batch takes, looked up pod by pod: *need its records (twice,
  * copy on write) but for the pods stored with the same spec (a re-apply
  * writes nothing for them), *fresh the pods with no status stored
- * (whose statuses are still to come).  Asked only of a batch that does
- * not fit by the first count, which takes every pod as new. */
+ * and no object stored (whose statuses are still to come; a stored
+ * pod's are counted by statuses_to_come).  Asked only of a batch that
+ * does not fit by the first count, which takes every pod as new.  The
+ * batch is not validated yet: a spec may be NULL. */
 static void batch_cost(st_t *st, const st_pod_in_t *pods, size_t n, size_t *need,
 		       size_t *fresh)
 {
@@ -2002,11 +2034,14 @@ static void batch_cost(st_t *st, const st_pod_in_t *pods, size_t n, size_t *need
 		size_t kl = strlen(pods[i].name);
 		MDB_val k = { kl, (void *)pods[i].name }, v;
 		st_pod_t p;
-		*fresh += mdb_get(txn, st->pods->db_status, &k, &v) != 0;
-		if (mdb_get(txn, st->pods->db_obj, &k, &v) == 0 &&
+		bool stored = mdb_get(txn, st->pods->db_obj, &k, &v) == 0;
+		/* A stored pod without a status is statuses_to_come's. */
+		if (!stored && mdb_get(txn, st->pods->db_status, &k, &v) != 0)
+			(*fresh)++;
+		if (stored &&
 		    st__dec_pod_ex(v.mv_data, v.mv_size, pods[i].name, kl, &p, true, NULL) == 0 &&
 		    p.spec_len == pods[i].spec_len &&
-		    memcmp(p.spec, pods[i].spec, p.spec_len) == 0)
+		    (!p.spec_len || (pods[i].spec && memcmp(p.spec, pods[i].spec, p.spec_len) == 0)))
 			continue;
 		*need += 2 * (pods[i].spec_len + kl + 128);
 	}
@@ -2043,16 +2078,18 @@ int st__headroom(st_t *st, const st_pod_in_t *pods, size_t n, tank_error_t *err)
 			 * count as room there). */
 			if (u.used + later + need + u.reserve <= u.total &&
 			    u.high_water - u.reusable + later + need + u.reserve / 2 <= u.total)
-				return 0;
+				return queue_keeps_marks(st), 0;
 			if (counted)
 				break;
 			batch_cost(st, pods, n, &need, &fresh);
 			counted = true;
-			/* Nothing to write (every pod stored as it is, with
-			 * its status): nothing to refuse, over the mark or
-			 * not. */
-			if (!need && !fresh)
-				return 0;
+			/* Nothing of its own to write (every pod stored as it
+			 * is): not refused over the mark, as long as the queue
+			 * its transaction commits first keeps the marks a
+			 * flush keeps (history past its mark dropped,
+			 * statuses not waiting). */
+			if (!need && !fresh && !st__status_waits(st))
+				return queue_keeps_marks(st), 0;
 		}
 		tank_error_t g;
 		int rc = grow_map(st, &g);
@@ -2060,14 +2097,21 @@ int st__headroom(st_t *st, const st_pod_in_t *pods, size_t n, tank_error_t *err)
 			continue;
 		/* History gives way before the apply is refused: cut to its
 		 * newest 16 entries an object, then to the last one (its
-		 * numbering goes on).  Not again while no history was
-		 * written since the last trim. */
-		if (trims < 2 && st->hist_writes != st->hist_writes_trimmed) {
-			history_trim(st, trims++ ? 1 : 16);
+		 * numbering goes on).  Only where it can make the room (an
+		 * apply that would not fit with no history at all keeps
+		 * it), and not again once cut to one while no history was
+		 * written since. */
+		bool cut = false;
+		size_t hist = history_bytes(st);
+		if (st->hist_writes != st->hist_writes_trimmed &&
+		    u.used - (hist < u.used ? hist : u.used) + later + need + u.reserve <= u.total) {
+			while (!cut && trims < 2)
+				cut = history_trim(st, trims++ ? 1 : 16) > 0;
 			if (trims == 2)
 				st->hist_writes_trimmed = st->hist_writes;
-			continue;
 		}
+		if (cut)
+			continue;
 		return tank_error_set(err, TANK_ESTOREFULL,
 				      "store full: %zu of %zu bytes in use (%zu of the file "
 				      "taken, %zu more for statuses not written yet), %zu are "

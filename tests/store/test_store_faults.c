@@ -546,6 +546,19 @@ Test(store_faults, every_pod_let_in_has_room_for_its_status)
 			break;
 	}
 	cr_assert_eq(rc, TANK_ESTOREFULL, "rc %d after %d more: %s", rc, extra, e.msg);
+	cr_assert_geq(extra, 50);
+	/* A batch with a pod of no spec at all, checked for room before it
+	 * is validated: an answer, not a crash. */
+	same[0] = (st_pod_in_t){ "nospec", NULL, 0 };
+	for (int k = 1; k < 50; k++)
+		same[k] = (st_pod_in_t){ names[k], spec, sizeof spec };
+	rc = st_apply(st, same, 50, r50, &e);
+	cr_assert(rc == 0 || rc == TANK_ESTOREFULL || rc == TANK_EINVALID, "rc %d: %s", rc, e.msg);
+	/* The last 50 of those have no status yet: as they are, again. */
+	for (int k = 0; k < 50; k++)
+		same[k] = (st_pod_in_t){ more[extra - 50 + k], spec, sizeof spec };
+	cr_assert_eq(st_apply(st, same, 50, r50, &e), 0, "%s", e.msg);
+	cr_assert_eq(r50[0].action, ST_UNCHANGED);
 	for (int k = 0; k < 50; k++)
 		same[k] = (st_pod_in_t){ names[k], spec, sizeof spec };
 	cr_assert_eq(st_apply(st, same, 50, r50, &e), 0, "%s", e.msg);
@@ -554,16 +567,34 @@ Test(store_faults, every_pod_let_in_has_room_for_its_status)
 	close_small_tmpfs(st, dir);
 }
 
+/* p0003's history: how many entries, its first and last numbers. */
+static size_t history_of_p3(st_t *st, uint64_t *first, uint64_t *last)
+{
+	st_transition_t *h;
+	size_t nh;
+	tank_error_t e;
+	cr_assert_eq(st_history(st, "p0003", 0, &h, &nh, &e), 0, "%s", e.msg);
+	cr_assert_gt(nh, 0);
+	*first = h[0].seq;
+	*last = h[nh - 1].seq;
+	free(h);
+	return nh;
+}
+
 /* History gives way to applies: pods with long histories fill the store
- * on a full disk (past the history's mark, so history waits); an apply
- * that does not fit then cuts every history to its newest 16 entries
- * and goes through.  What is kept is the newest, numbered on. */
+ * on a full disk (past the history's mark, so history waits).  An apply
+ * that would not fit even with every history cut keeps them; the first
+ * one that fits once they are cut to their newest 16 entries cuts them to
+ * 16 and goes through; later ones cut them to the last one, then are
+ * refused.  What is kept is the newest, and once the disk has room the
+ * numbering goes on from it. */
 Test(store_faults, an_apply_on_a_full_disk_trims_history_first)
 {
-	char dir[64];
+	char dir[64], cmd[160];
 	st_t *st = open_on_small_tmpfs(dir, sizeof dir);
-	static char spec[2048];
+	static char spec[2048], big[1 << 20];
 	memset(spec, 'x', sizeof spec);
+	memset(big, 'b', sizeof big);
 	tank_error_t e;
 	st_apply_result_t res;
 	char name[32];
@@ -585,34 +616,63 @@ Test(store_faults, an_apply_on_a_full_disk_trims_history_first)
 		}
 	}
 	cr_assert_gt(u.history_dropped, 0, "history never filled the store");
-	st_transition_t *h;
-	size_t nh;
-	cr_assert_eq(st_history(st, "p0003", 0, &h, &nh, &e), 0, "%s", e.msg);
+	uint64_t first, last, f2, l2;
+	size_t nh = history_of_p3(st, &first, &last);
 	cr_assert_gt(nh, 100, "%zu entries", nh);
-	uint64_t last = h[nh - 1].seq;
-	free(h);
-	/* Applies of 2 KiB pods: most of the room is history's. */
-	int applied = 0, rc = 0;
+	/* History queued past its mark, then a re-apply of the 20 pods as
+	 * they are: it goes through, and the queue its transaction
+	 * commits keeps a flush's marks (the history dropped, not written
+	 * into the quarter kept for deletes). */
+	for (int r = 0; r < 40; r++)
+		status_round(st, 0, 20, 1, round + 1 + r, true);
+	uint64_t dropped = u.history_dropped;
+	st_pod_in_t again[20];
+	st_apply_result_t r20[20];
+	char again_names[20][16];
+	for (int i = 0; i < 20; i++) {
+		snprintf(again_names[i], sizeof again_names[i], "p%04d", i);
+		again[i] = (st_pod_in_t){ again_names[i], spec, 64 };
+	}
+	cr_assert_eq(st_apply(st, again, 20, r20, &e), 0, "%s", e.msg);
+	cr_assert_eq(r20[0].action, ST_UNCHANGED);
+	cr_assert_eq(st_usage(st, &u), 0);
+	cr_assert_eq(u.history_dropped, dropped + 40 * 20, "the queued history dropped");
+	cr_assert_leq(u.high_water - u.reusable + u.reserve / 4, u.total,
+		      "the statuses' mark kept: file %zu reusable %zu", u.high_water, u.reusable);
+	cr_assert_eq(history_of_p3(st, &f2, &l2), nh);
+	/* A pod bigger than the whole map: refused, no history cut. */
+	st_pod_in_t huge = { "huge", big, sizeof big };
+	cr_assert_eq(st_apply(st, &huge, 1, &res, &e), TANK_ESTOREFULL, "%s", e.msg);
+	cr_assert_eq(st_usage(st, &u), 0);
+	cr_assert_eq(u.history_trimmed, 0, "history cut for an apply that cannot fit");
+	cr_assert_eq(history_of_p3(st, &f2, &l2), nh);
+	/* Applies of 2 KiB pods, one at a time. */
+	int applied = 0, rc = 0, at_cut = -1;
 	for (; applied < 400; applied++) {
 		snprintf(name, sizeof name, "q%04d", applied);
 		st_pod_in_t in = { name, spec, sizeof spec };
 		if ((rc = st_apply(st, &in, 1, &res, &e)) != 0)
 			break;
+		cr_assert_eq(st_usage(st, &u), 0);
+		if (at_cut < 0 && u.history_trimmed) {
+			at_cut = applied;
+			cr_assert_eq(history_of_p3(st, &f2, &l2), 16, "cut to 16 first");
+			cr_assert_eq(l2, last, "the newest kept");
+			cr_assert_eq(f2, last - 15, "and the 15 before it");
+		}
 	}
-	cr_assert_eq(st_usage(st, &u), 0);
-	cr_assert_gt(u.history_trimmed, 0, "no history trimmed (%d applied: %s)", applied, e.msg);
-	cr_assert_geq(applied, 100, "only %d applied after the trim: %s", applied, e.msg);
-	cr_assert_eq(st_history(st, "p0003", 0, &h, &nh, &e), 0, "%s", e.msg);
-	cr_assert(nh >= 1 && nh <= 16, "%zu entries kept", nh);
-	cr_assert_eq(h[nh - 1].seq, last, "the newest kept");
-	cr_assert_eq(h[0].seq, last - nh + 1, "and the ones before it, in order");
-	free(h);
-	/* New entries are numbered on. */
+	cr_assert_eq(rc, TANK_ESTOREFULL, "%d applied: %s", applied, e.msg);
+	cr_assert_geq(at_cut, 0, "no history cut (%d applied)", applied);
+	cr_assert_geq(applied - at_cut, 20, "only %d applied after the cut", applied - at_cut);
+	cr_assert_eq(history_of_p3(st, &f2, &l2), 1, "then to the last one");
+	cr_assert_eq(l2, last);
+	/* Room on the disk: the map grows, history is written again, and
+	 * numbered on from the entry kept. */
+	snprintf(cmd, sizeof cmd, "mount -o remount,size=8m %s", dir);
+	cr_assert_eq(system(cmd), 0);
 	status_round(st, 3, 4, 1, round + 1, true);
-	(void)st_flush(st, &e);
-	cr_assert_eq(st_history(st, "p0003", 0, &h, &nh, &e), 0, "%s", e.msg);
-	cr_assert(h[nh - 1].seq >= last, "numbering went on: %llu after %llu",
-		  (unsigned long long)h[nh - 1].seq, (unsigned long long)last);
-	free(h);
+	cr_assert_eq(st_flush(st, &e), 0, "%s", e.msg);
+	cr_assert_eq(history_of_p3(st, &f2, &l2), 2, "the new entry written");
+	cr_assert_eq(l2, last + 1, "numbered on");
 	close_small_tmpfs(st, dir);
 }
