@@ -1658,6 +1658,15 @@ static void ac_complete(st_t *st)
 		st__arm_timer(st);
 }
 
+unsigned st_loop_holds(const st_t *st)
+{
+	if (!st->loop)
+		return 0;
+	return (ev_is_active(&st->timer) ? ST_HOLD_FLUSH : 0) |
+	       (ev_is_active(&st->load_timer) ? ST_HOLD_LOAD : 0) |
+	       (st->ac ? ST_HOLD_COMMIT : 0);
+}
+
 bool st_commit_busy(const st_t *st)
 {
 	return st->ac != NULL;

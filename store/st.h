@@ -375,6 +375,15 @@ void st_detach_loop(st_t *st);
 /* Whether every typed collection's status cache is loaded (see "Status
  * cache" above): tests, and what `daemon status` may say. */
 bool st_loaded(const st_t *st);
+/* Which of the store's watchers keep its loop alive now, as flags:
+ * ST_HOLD_FLUSH (a flush is due), ST_HOLD_LOAD (the status cache is
+ * still loading), ST_HOLD_COMMIT (a commit runs on the store's thread);
+ * the trim timer and the fsync's answer never do.  0: the store alone
+ * does not keep ev_run from returning.  For tests and diagnostics. */
+#define ST_HOLD_FLUSH 1u
+#define ST_HOLD_LOAD 2u
+#define ST_HOLD_COMMIT 4u
+unsigned st_loop_holds(const st_t *st);
 
 /* One pod's status, queued changes included.  *out is caller-owned
  * (st_status_clear).  TANK_ENOTFOUND, TANK_ECORRUPT, -ENOMEM. */
