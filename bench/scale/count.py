@@ -47,8 +47,11 @@ for t in os.listdir(root):
         procs = 0
         for dp, dn, fn in os.walk(d):
             if 'cgroup.procs' in fn:
-                with open(f'{dp}/cgroup.procs') as f:
-                    procs += len(f.read().split())
+                try:
+                    with open(f'{dp}/cgroup.procs') as f:
+                        procs += len(f.read().split())
+                except OSError:
+                    pass    # removed while walked (its tankd deleting it)
         if procs == 0:
             empty += 1
 print(f'procs={total} in_tank_groups={ingroup} outside={outside} '
