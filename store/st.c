@@ -1333,6 +1333,23 @@ static bool status_over_mark(st_t *st)
 	return over_mark(st, 4, true);
 }
 
+/* The pages statuses may still take before their mark: what lies
+ * between the file's end (less the pages the next commit can reuse) and
+ * total - reserve/4.  0 when past it or when it cannot tell. */
+static size_t status_room_pages(st_t *st)
+{
+	MDB_envinfo info;
+	MDB_stat ms;
+	size_t all, reusable, mark = st->map_size - st__reserve(st->map_size) / 4;
+	if (!st->env || mdb_env_info(st->env, &info) || mdb_env_stat(st->env, &ms) ||
+	    !ms.ms_psize)
+		return 0;
+	free_pages(st, info.me_last_txnid, &all, &reusable);
+	size_t used = info.me_last_pgno + 1;
+	used -= reusable < used ? reusable : used;
+	return used * ms.ms_psize < mark ? mark / ms.ms_psize - used : 0;
+}
+
 bool st__status_waits(st_t *st)
 {
 	return st->n_pend && status_over_mark(st);
@@ -1340,6 +1357,69 @@ bool st__status_waits(st_t *st)
 
 /* st_flush, with st__status_waits already asked (waits): each asking
  * tries to grow a full file (grow_map), so flush_some asks once. */
+/* Commits the queue's last k names (their statuses and transitions)
+ * and takes them out of it.  The rest stays queued, its indexes right
+ * (see flush_some).  Nothing leaves the queue when the commit fails. */
+static int flush_slice(st_t *st, size_t k, tank_error_t *err)
+{
+	size_t lo = st->n_pend - k;
+	st->write_from = lo;
+	int rc = st__write_txn(st, false, "flush", flush_fn, NULL, err);
+	st->write_from = 0;
+	if (rc)
+		return rc;
+	for (size_t i = lo; i < st->n_pend; i++) {
+		free(st->pend[i].val);
+		tank_map_del(&st->pend[i].c->pend, st->pend[i].name);
+	}
+	st->n_pend = lo;
+	size_t j = 0;
+	for (size_t i = 0; i < st->n_trs; i++)
+		if (st->trs[i].ent < lo)
+			st->trs[j++] = st->trs[i];
+	st->n_trs = j;
+	wake_sync(st);
+	return 0;
+}
+
+/* A queue that does not fit in one transaction on a store that cannot
+ * grow: the statuses of thousands of pods changed at once, as at tankd's
+ * stop on a full disk (bench/scale/s5_full.sh said "unable to commit
+ * status at stop"), whose one transaction needs room for a copy of every
+ * page it changes.  In parts it often fits, each commit freeing the pages
+ * its copies replaced for a later one.  Each part is bounded by the room
+ * below the statuses' mark, at two pages a name (its leaf's copy, and a
+ * split) and ST_SLICE_SPARE pages for the branches and the free list, so
+ * that no part takes the file's end into the quarter kept for deletes
+ * (halving from the whole queue did: round 10, not kept).  A part that
+ * still does not fit is halved.  0 once the queue is empty; else what
+ * went stays gone from the queue, the rest waits. */
+#define ST_SLICE_SPARE 8
+static int flush_in_slices(st_t *st, tank_error_t *err)
+{
+	size_t cap = st->n_pend;
+	int rc = 0;
+	while (st->n_pend) {
+		size_t room = status_room_pages(st);
+		size_t k = room > ST_SLICE_SPARE ? (room - ST_SLICE_SPARE) / 2 : 0;
+		if (k > cap)
+			k = cap;
+		if (k > st->n_pend)
+			k = st->n_pend;
+		if (!k)
+			return tank_error_set(err, TANK_ESTOREFULL,
+					      "store %s: full: status changes wait (the last %zu "
+					      "bytes are kept for deletes) until room is made",
+					      st->path, st__reserve(st->map_size) / 4);
+		rc = flush_slice(st, k, err);
+		if (rc == TANK_ESTOREFULL)
+			cap = k / 2;
+		else if (rc)
+			return rc;
+	}
+	return 0;
+}
+
 static int flush_all(st_t *st, bool waits, tank_error_t *err)
 {
 	int serr;
@@ -1374,6 +1454,8 @@ static int flush_all(st_t *st, bool waits, tank_error_t *err)
 			st->n_trs = 0;
 			rc = st__write_txn(st, false, "flush", flush_fn, NULL, err);
 		}
+		if (rc == TANK_ESTOREFULL && st->n_pend > 1)
+			rc = flush_in_slices(st, err);
 		if (rc) {
 			st->flush_failing = true;
 			st->flush_failures++;
@@ -1423,24 +1505,8 @@ static int flush_some(st_t *st, tank_error_t *err)
 
 	if (st->n_pend <= k || waits)
 		return flush_all(st, waits, err);   /* which says why statuses wait */
-	size_t lo = st->n_pend - k;
-	st->write_from = lo;
-	rc = st__write_txn(st, false, "flush", flush_fn, NULL, err);
-	st->write_from = 0;
-	if (rc)
+	if ((rc = flush_slice(st, k, err)))
 		return st_flush(st, err);   /* a failure is handled (and told) there */
-	/* The last k names are on disk: they leave the queue. */
-	for (size_t i = lo; i < st->n_pend; i++) {
-		free(st->pend[i].val);
-		tank_map_del(&st->pend[i].c->pend, st->pend[i].name);
-	}
-	st->n_pend = lo;
-	size_t j = 0;
-	for (size_t i = 0; i < st->n_trs; i++)
-		if (st->trs[i].ent < lo)
-			st->trs[j++] = st->trs[i];
-	st->n_trs = j;
-	wake_sync(st);
 	return 0;
 }
 

@@ -547,6 +547,30 @@ Test(store_faults, every_pod_let_in_has_room_for_its_status)
 	}
 	cr_assert_eq(rc, TANK_ESTOREFULL, "rc %d after %d more: %s", rc, extra, e.msg);
 	cr_assert_geq(extra, 50);
+	/* Every status changed at once (the pods' stop): more than one
+	 * transaction finds room for at the mark, but a flush commits it in
+	 * parts, each freeing the pages the next takes, none past the
+	 * statuses' mark. */
+	for (int i = 0; i < applied; i++) {
+		st_status_t s;
+		memset(&s, 0, sizeof s);
+		memcpy(s.name, names[i], strlen(names[i]) + 1);
+		snprintf(s.phase, sizeof s.phase, "terminal");
+		snprintf(s.reason, sizeof s.reason, "stopped by tankd at its stop");
+		ctr.pid = 0;
+		s.containers = &ctr;
+		s.n_containers = 1;
+		cr_assert_eq(st_status_put(st, &s), 0);
+	}
+	cr_assert_eq(st_flush(st, &e), 0, "the stop's statuses of %d pods: %s", applied, e.msg);
+	cr_assert_eq(st_pending(st), 0);
+	cr_assert_eq(st_status_get(st, names[applied / 2], &got, &e), 0, "%s", e.msg);
+	cr_assert_str_eq(got.phase, "terminal");
+	st_status_clear(&got);
+	st_usage_t u;
+	cr_assert_eq(st_usage(st, &u), 0);
+	cr_assert_leq(u.high_water - u.reusable + u.reserve / 4, u.total,
+		      "the deletes' quarter kept: file %zu reusable %zu", u.high_water, u.reusable);
 	/* A batch with a pod of no spec at all, checked for room before it
 	 * is validated: an answer, not a crash. */
 	same[0] = (st_pod_in_t){ "nospec", NULL, 0 };
