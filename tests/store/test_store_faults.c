@@ -269,6 +269,24 @@ static int apply_small_until_full(st_t *st, char (*names)[16], const char *spec,
 	return applied;
 }
 
+/* A status for each of the first n names, in phase with reason, with
+ * the one container ctr (its pid pid0 + i, or 0 when pid0 is 0). */
+static void put_statuses(st_t *st, char (*names)[16], int n, const char *phase,
+			 const char *reason, st_container_status_t *ctr, int pid0)
+{
+	for (int i = 0; i < n; i++) {
+		st_status_t s;
+		memset(&s, 0, sizeof s);
+		memcpy(s.name, names[i], strlen(names[i]) + 1);
+		snprintf(s.phase, sizeof s.phase, "%s", phase);
+		snprintf(s.reason, sizeof s.reason, "%s", reason);
+		ctr->pid = pid0 ? pid0 + i : 0;
+		s.containers = ctr;
+		s.n_containers = 1;
+		cr_assert_eq(st_status_put(st, &s), 0);
+	}
+}
+
 /* One round of status changes for the pods p<first>, p<first+step> …
  * below p<n>, with a transition each when history; not flushed. */
 static void status_round(st_t *st, int first, int n, int step, int round, bool history)
@@ -517,17 +535,7 @@ Test(store_faults, every_pod_let_in_has_room_for_its_status)
 	snprintf(ctr.name, sizeof ctr.name, "main");
 	snprintf(ctr.phase, sizeof ctr.phase, "running");
 	snprintf(ctr.reason, sizeof ctr.reason, "started");
-	for (int i = 0; i < applied; i++) {
-		st_status_t s;
-		memset(&s, 0, sizeof s);
-		memcpy(s.name, names[i], strlen(names[i]) + 1);
-		snprintf(s.phase, sizeof s.phase, "running");
-		snprintf(s.reason, sizeof s.reason, "all containers running");
-		ctr.pid = 1000 + i;
-		s.containers = &ctr;
-		s.n_containers = 1;
-		cr_assert_eq(st_status_put(st, &s), 0);
-	}
+	put_statuses(st, names, applied, "running", "all containers running", &ctr, 1000);
 	cr_assert_eq(st_flush(st, &e), 0, "the statuses of %d pods: %s", applied, e.msg);
 	st_status_t got;
 	cr_assert_eq(st_status_get(st, names[applied - 1], &got, &e), 0, "%s", e.msg);
@@ -551,17 +559,7 @@ Test(store_faults, every_pod_let_in_has_room_for_its_status)
 	 * transaction finds room for at the mark, but a flush commits it in
 	 * parts, each freeing the pages the next takes, none past the
 	 * statuses' mark. */
-	for (int i = 0; i < applied; i++) {
-		st_status_t s;
-		memset(&s, 0, sizeof s);
-		memcpy(s.name, names[i], strlen(names[i]) + 1);
-		snprintf(s.phase, sizeof s.phase, "terminal");
-		snprintf(s.reason, sizeof s.reason, "stopped by tankd at its stop");
-		ctr.pid = 0;
-		s.containers = &ctr;
-		s.n_containers = 1;
-		cr_assert_eq(st_status_put(st, &s), 0);
-	}
+	put_statuses(st, names, applied, "terminal", "stopped by tankd at its stop", &ctr, 0);
 	cr_assert_eq(st_flush(st, &e), 0, "the stop's statuses of %d pods: %s", applied, e.msg);
 	cr_assert_eq(st_pending(st), 0);
 	cr_assert_eq(st_status_get(st, names[applied / 2], &got, &e), 0, "%s", e.msg);
