@@ -1283,32 +1283,44 @@ static void free_pages(st_t *st, size_t last_txnid, size_t *all, size_t *reusabl
 	mdb_txn_abort(txn);
 }
 
+/* The file's end against the mark total - reserve/div, in pages: 1 with
+ * *room the pages left below it (0 at it), 0 when past it, -1 when it
+ * cannot tell.  The end, not the live data: LMDB takes new pages at the
+ * end of the file while recently freed ones wait (seen: 180 KiB free and
+ * the end reached), and the end is what makes a commit fail.  With
+ * reuse, the free pages the next commit can take count as room at the
+ * end (the end never comes down, so without them statuses would wait for
+ * good once they had reached it, whatever was deleted): the free list is
+ * walked once the end alone is past the mark, or always with
+ * END_ROOM_ALL, for who needs the whole room and not just the side. */
+enum { END_ROOM_END, END_ROOM_REUSE, END_ROOM_ALL };
+static int end_room(st_t *st, size_t div, int reuse, size_t *room)
+{
+	MDB_envinfo info;
+	MDB_stat ms;
+	size_t all, reusable, used, mark = st->map_size - st__reserve(st->map_size) / div;
+
+	if (!st->env || mdb_env_info(st->env, &info) || mdb_env_stat(st->env, &ms) ||
+	    !ms.ms_psize)
+		return -1;
+	used = info.me_last_pgno + 1;
+	if (reuse == END_ROOM_ALL || (reuse && used * ms.ms_psize > mark)) {
+		free_pages(st, info.me_last_txnid, &all, &reusable);
+		used -= reusable < used ? reusable : used;
+	}
+	if (used * ms.ms_psize > mark)
+		return 0;
+	*room = mark / ms.ms_psize - used;
+	return 1;
+}
+
 /* The file's end above total - reserve/div, and unable to grow.  With
  * reuse, free pages a write will take first count as room at the end. */
 static bool over_mark(st_t *st, size_t div, bool reuse)
 {
-	MDB_envinfo info;
-	MDB_stat ms;
-	size_t reserve = st__reserve(st->map_size), all, reusable, end;
-
-	/* The file's high-water mark, not the live data: LMDB takes new
-	 * pages at the end of the file while recently freed ones wait
-	 * (seen: 180 KiB free and the end reached), and the end is what
-	 * makes a commit fail. */
-	if (!st->env || mdb_env_info(st->env, &info) || mdb_env_stat(st->env, &ms))
+	size_t room;
+	if (end_room(st, div, reuse ? END_ROOM_REUSE : END_ROOM_END, &room) != 0)
 		return false;
-	end = (info.me_last_pgno + 1) * ms.ms_psize;
-	if (end + reserve / div <= st->map_size)
-		return false;
-	if (reuse) {
-		/* Past the mark: the pages deletes freed are room too (the
-		 * end never comes down, so without them statuses would wait
-		 * for good once they had reached it, whatever was deleted). */
-		free_pages(st, info.me_last_txnid, &all, &reusable);
-		reusable *= ms.ms_psize;
-		if (end - (reusable < end ? reusable : end) + reserve / div <= st->map_size)
-			return false;
-	}
 	tank_error_t g;
 	return grow_map(st, &g) != 0;
 }
@@ -1338,16 +1350,8 @@ static bool status_over_mark(st_t *st)
  * total - reserve/4.  0 when past it or when it cannot tell. */
 static size_t status_room_pages(st_t *st)
 {
-	MDB_envinfo info;
-	MDB_stat ms;
-	size_t all, reusable, mark = st->map_size - st__reserve(st->map_size) / 4;
-	if (!st->env || mdb_env_info(st->env, &info) || mdb_env_stat(st->env, &ms) ||
-	    !ms.ms_psize)
-		return 0;
-	free_pages(st, info.me_last_txnid, &all, &reusable);
-	size_t used = info.me_last_pgno + 1;
-	used -= reusable < used ? reusable : used;
-	return used * ms.ms_psize < mark ? mark / ms.ms_psize - used : 0;
+	size_t room;
+	return end_room(st, 4, END_ROOM_ALL, &room) == 1 ? room : 0;
 }
 
 bool st__status_waits(st_t *st)
@@ -1355,8 +1359,6 @@ bool st__status_waits(st_t *st)
 	return st->n_pend && status_over_mark(st);
 }
 
-/* st_flush, with st__status_waits already asked (waits): each asking
- * tries to grow a full file (grow_map), so flush_some asks once. */
 /* Commits the queue's last k names (their statuses and transitions)
  * and takes them out of it.  The rest stays queued, its indexes right
  * (see flush_some).  Nothing leaves the queue when the commit fails. */
@@ -1420,6 +1422,8 @@ static int flush_in_slices(st_t *st, tank_error_t *err)
 	return 0;
 }
 
+/* st_flush, with st__status_waits already asked (waits): each asking
+ * tries to grow a full file (grow_map), so flush_some asks once. */
 static int flush_all(st_t *st, bool waits, tank_error_t *err)
 {
 	int serr;
@@ -2091,6 +2095,13 @@ static size_t statuses_to_come(st_t *st, size_t *pod_each)
 	return sum;
 }
 
+/* What a pod's put takes: its record twice (copy on write: the pages it
+ * replaces are free only after the next commit). */
+static size_t put_cost(const st_pod_in_t *p)
+{
+	return 2 * (p->spec_len + strlen(p->name) + 128);
+}
+
 /* What the batch takes, looked up pod by pod: *need its records (twice,
  * copy on write) but for the pods stored with the same spec (a re-apply
  * writes nothing for them), *fresh the pods with no status stored
@@ -2115,10 +2126,9 @@ static void batch_cost(st_t *st, const st_pod_in_t *pods, size_t n, size_t *need
 			(*fresh)++;
 		if (stored &&
 		    st__dec_pod_ex(v.mv_data, v.mv_size, pods[i].name, kl, &p, true, NULL) == 0 &&
-		    p.spec_len == pods[i].spec_len &&
-		    (!p.spec_len || (pods[i].spec && memcmp(p.spec, pods[i].spec, p.spec_len) == 0)))
+		    st__spec_same(&p, &pods[i]))
 			continue;
-		*need += 2 * (pods[i].spec_len + kl + 128);
+		*need += put_cost(&pods[i]);
 	}
 	mdb_txn_abort(txn);
 }
@@ -2133,11 +2143,10 @@ int st__headroom(st_t *st, const st_pod_in_t *pods, size_t n, tank_error_t *err)
 	int trims = 0;
 	bool counted = false;
 	st_usage_t u;
-	/* A pod's record twice (copy on write: the pages it replaces are
-	 * free only after the next commit); batch_cost counts again, if
-	 * need be, without the pods stored as they are. */
+	/* Every pod's put (batch_cost counts again, if need be, without
+	 * the pods stored as they are). */
 	for (size_t i = 0; i < n; i++)
-		need += 2 * (pods[i].spec_len + strlen(pods[i].name) + 128);
+		need += put_cost(&pods[i]);
 	for (;;) {
 		if (st_usage(st, &u) < 0)
 			return 0;               /* cannot tell: let LMDB say */

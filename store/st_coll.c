@@ -238,8 +238,7 @@ static int coll__put_in(msgpack_sbuffer *buf, MDB_txn *txn, coll_put_t *a, tank_
 		} else {
 			if ((rc = st__dec_pod(v.mv_data, v.mv_size, in->name, len, &cur, err)))
 				break;
-			bool same = cur.spec_len == in->spec_len &&
-				    (!in->spec_len || !memcmp(cur.spec, in->spec, in->spec_len));
+			bool same = st__spec_same(&cur, in);
 			if (!same)
 				rc = coll__index(a->c, txn, in->name, cur.spec, cur.spec_len, false);
 			if (same) {

@@ -81,6 +81,15 @@ typedef struct sub {
 	void *ctx;
 } sub_t;
 
+/* Whether an apply's input is the stored object's spec byte for byte (a
+ * put of it then writes nothing).  in->spec may be NULL, as it is before
+ * the batch is validated. */
+static inline bool st__spec_same(const st_pod_t *cur, const st_pod_in_t *in)
+{
+	return cur->spec_len == in->spec_len &&
+	       (!in->spec_len || (in->spec && !memcmp(cur->spec, in->spec, in->spec_len)));
+}
+
 /* The part of the map that applies leave free for status changes and
  * deletes: a quarter of it, at least 256 KiB. */
 static inline size_t st__reserve(size_t map_size)
