@@ -2,17 +2,19 @@
 # gen_pods.sh N [PREFIX] [FIRST]: N pod documents on stdout, one container
 # each running an idle static process (busybox sleep 100000; SCALE_CMD
 # replaces "/bin/busybox, sleep"), labelled
-# app=scale and shard=N%10 so selectors pick all or a tenth.
+# app=scale and shard=N%10 so selectors pick all or a tenth.  SCALE_BACKOFF
+# (a duration) sets the pods' backoff.base.
 # Used by bench/scale/scale_attack.sh (issue 38 round 8: tank as a user
 # meets it at 9,000 pods).
 n=${1:?usage: gen_pods.sh N [PREFIX] [FIRST]}
 prefix=${2:-p}
 first=${3:-0}
 cmd=${SCALE_CMD:-/bin/busybox, sleep}
-awk -v n="$n" -v p="$prefix" -v f="$first" -v cmd="$cmd" 'BEGIN {
+awk -v n="$n" -v p="$prefix" -v f="$first" -v cmd="$cmd" -v bo="${SCALE_BACKOFF:-}" 'BEGIN {
 	for (i = f; i < f + n; i++) {
 		printf "---\nname: %s%05d\nlabels: {app: scale, shard: \"s%d\"}\n", p, i, i % 10
 		printf "restart: always\nstop: {signal: TERM, grace: 2s}\n"
+		if (bo != "") printf "backoff: {base: %s}\n", bo
 		printf "containers:\n  - name: c\n    command: [%s, \"100000\"]\n", cmd
 	}
 }'
