@@ -278,6 +278,52 @@ int api_client_next(api_client_t *c, int timeout_ms, api_incoming_t *out,
 			     out, err);
 }
 
+/* A server that closes a connection it will not serve says why first, in
+ * an "error" notification (at its connection cap: docs/rpc.md "Limits").
+ * Its message is added to err's "closed the connection", so the user sees
+ * the reason.  api__why: whether in is that notification. */
+static bool api__why(const api_client_t *c, const api_incoming_t *in, tank_error_t *err)
+{
+	const msgpack_object *p = in->params, *m;
+
+	if (in->type != API_NOTIFICATION || strcmp(in->method, "error") ||
+	    !p || p->type != MSGPACK_OBJECT_ARRAY || p->via.array.size < 1 ||
+	    !(m = api_map_get(&p->via.array.ptr[0], "message")) ||
+	    m->type != MSGPACK_OBJECT_STR)
+		return false;
+	tank_error_set(err, -ECONNRESET, "tankd closed the connection on %s: %.*s",
+		       c->path, (int)m->via.str.size, m->via.str.ptr);
+	return true;
+}
+
+/* Closed while waiting: the notification was queued. */
+static void api__closed_why(api_client_t *c, tank_error_t *err)
+{
+	for (api_qnode_t *n = c->qhead; n; n = n->next)
+		if (api__why(c, &n->in, err))
+			return;
+}
+
+/* Closed before the request was sent (refused at accept): the
+ * notification waits in the socket, read within a short bound. */
+static void api__refused_why(api_client_t *c, tank_error_t *err)
+{
+	int64_t deadline = api__now_ms() + 200;
+	api_incoming_t in;
+	tank_error_t e;
+
+	api__closed_why(c, err);
+	for (int i = 0; i < 16; i++) {
+		memset(&in, 0, sizeof in);
+		if (api__read_one(c, deadline, &in, &e) < 0)
+			return;
+		bool found = api__why(c, &in, err);
+		api_incoming_free(&in);
+		if (found)
+			return;
+	}
+}
+
 int api_client_wait(api_client_t *c, uint32_t msgid, int timeout_ms,
 		    api_incoming_t *out, tank_error_t *err)
 {
@@ -299,8 +345,11 @@ int api_client_wait(api_client_t *c, uint32_t msgid, int timeout_ms,
 		}
 	}
 	for (;;) {
-		if ((r = api__read_one(c, deadline, out, err)) < 0)
+		if ((r = api__read_one(c, deadline, out, err)) < 0) {
+			if (r == -ECONNRESET)
+				api__closed_why(c, err);
 			return r;
+		}
 		if (out->type == API_RESPONSE && out->msgid == msgid)
 			return 0;
 		api_qnode_t *n = malloc(sizeof *n);
@@ -327,7 +376,10 @@ int api_client_call(api_client_t *c, const char *method, api_pack_fn params,
 	int r;
 
 	memset(out, 0, sizeof *out);
-	if ((r = api_client_send(c, method, params, arg, timeout_ms, &id, err)) < 0)
+	if ((r = api_client_send(c, method, params, arg, timeout_ms, &id, err)) < 0) {
+		if (r == -ECONNRESET)
+			api__refused_why(c, err);
 		return r;
+	}
 	return api_client_wait(c, id, timeout_ms, out, err);
 }

@@ -979,6 +979,12 @@ Test(api, the_connection_cap_refuses_with_a_reason_when_nothing_is_idle)
 	api_client_t *c = cli(&s);   /* the kernel accepts; tankd refuses */
 	expect_farewell(c, "too many connections");
 	api_client_close(c);
+	/* A caller (tankctl) is told the reason, not only "closed". */
+	c = cli(&s);
+	cr_assert_eq(api_client_call(c, "echo", pack_str1, "x", T_TIMEOUT, &in, &e), -ECONNRESET);
+	cr_assert(strstr(e.msg, "closed the connection") && strstr(e.msg, "too many connections"),
+		  "%s", e.msg);
+	api_client_close(c);
 	/* Both subscribers still work. */
 	api_client_close(b);
 	c = cli(&s);                 /* b's slot, once its actor is gone */
@@ -995,6 +1001,83 @@ Test(api, the_connection_cap_refuses_with_a_reason_when_nothing_is_idle)
 	expect_echo(c, "served once a slot is free");
 	api_client_close(a);
 	api_client_close(c);
+	srv_end(&s);
+}
+
+static size_t room_of(void *ctx)
+{
+	return *(const size_t *)ctx;
+}
+
+/* The cap follows the descriptors (api_server_opts_t.conn_room): with
+ * room for 10 connections and max_conns at its default, the eleventh
+ * client is served by closing the longest idle, as at max_conns.  Seen
+ * at scale: 900 clients took tankd's last descriptors at 9,700 pods,
+ * `tankctl` waited in the backlog and crashed containers could not start
+ * again (docs/bench.md, issue 38 round 11). */
+Test(api, the_descriptor_room_caps_the_connections_below_max_conns)
+{
+	srv_t s;
+	size_t room = 10;
+	api_server_opts_t o = { .conn_room = room_of, .conn_room_ctx = &room };
+	api_client_t *c[11];
+	srv_init(&s, &o);
+	srv_start(&s, &o);
+	for (int i = 0; i < 10; i++) {
+		c[i] = cli(&s);
+		expect_echo(c[i], "served");
+		usleep(5000);
+	}
+	c[10] = cli(&s);
+	expect_echo(c[10], "the eleventh client is served at the room's cap");
+	expect_farewell(c[0], "at most 10 connections now and this one was the longest idle");
+	for (int i = 1; i < 11; i++) {
+		expect_echo(c[i], "the others are untouched");
+		api_client_close(c[i]);
+	}
+	api_client_close(c[0]);
+	srv_end(&s);
+}
+
+/* At the cap with nothing idle, a connection stalled for stall_ms goes
+ * for a new client: one that sent half a request and stopped (told why),
+ * one whose answer waits unread (closed: it does not read).  A busy one,
+ * a request in flight, stays.  Before: the new client was refused for as
+ * long as they stayed, at scale for good. */
+Test(api, stalled_connections_make_room_at_the_cap)
+{
+	srv_t s;
+	api_server_opts_t o = { .max_conns = 2, .stall_ms = 200 };
+	api_incoming_t in;
+	tank_error_t e;
+	uint32_t id;
+	size_t big = 3u << 20;   /* its echo outgrows the socket's buffers */
+	srv_init(&s, &o);
+	srv_start(&s, &o);
+
+	api_client_t *half = cli(&s), *deaf = cli(&s);
+	/* [0, 10, "echo", [str32 ...: the header of a str32 cut short. */
+	cr_assert_eq(api_client_send_raw(half, "\x94\x00\x0a\xa4" "echo" "\x91\xdb\x00", 11,
+					 T_TIMEOUT, &e), 0);
+	cr_assert_eq(api_client_send(deaf, "echo", pack_big, &big, T_TIMEOUT, &id, &e), 0,
+		     "%s", e.msg);
+	usleep(400000);          /* both stall past stall_ms (200 ms) */
+
+	api_client_t *c = cli(&s);
+	expect_echo(c, "a new client is served: a stalled one made room");
+	api_client_t *d = cli(&s);
+	expect_echo(d, "and another: the second stalled one made room");
+	expect_farewell(half, "sent part of a request and stopped");
+	/* The deaf one was closed without a word: what it reads now ends
+	 * before its answer does. */
+	int r;
+	while ((r = api_client_next(deaf, T_TIMEOUT, &in, &e)) == 0)
+		api_incoming_free(&in);
+	cr_assert_neq(r, 0);
+	api_client_close(half);
+	api_client_close(deaf);
+	api_client_close(c);
+	api_client_close(d);
 	srv_end(&s);
 }
 
