@@ -116,6 +116,9 @@ typedef struct api_server {
 	api_method_t *methods;      /* owned, names owned */
 	size_t nmethods;
 	size_t max_frame, max_outbuf, max_conns;
+	size_t (*conn_room)(void *ctx);
+	void *conn_room_ctx;
+	uint64_t stall_ms;
 	bool has_group;
 	gid_t group;
 	uid_t uid;
@@ -147,6 +150,8 @@ typedef struct api_conn {
 	bool subscribed;
 	uint64_t last_active_ms;    /* last request or answer (rt_now_ms): the
 				     * longest idle goes first at the cap */
+	uint64_t last_io_ms;        /* last byte received or sent: a stalled
+				     * one goes next (api__server_evict) */
 	bool closing;               /* no more input; die once flushed */
 	bool dead;                  /* exit requested: ignore everything */
 } api_conn_t;
@@ -214,6 +219,7 @@ static void api__conn_flush(rt_t *rt, api_conn_t *c)
 			return;
 		}
 		api__buf_consume(&c->out, (size_t)n);
+		c->last_io_ms = rt_now_ms(rt);
 	}
 	if (c->dead)
 		return;
@@ -779,6 +785,7 @@ static void api__conn_read(rt_t *rt, api_conn_t *c)
 		return;
 	}
 	c->in.len += (size_t)n;
+	c->last_io_ms = rt_now_ms(rt);
 	api__conn_frames(rt, c);
 	api__conn_flush(rt, c);
 }
@@ -820,7 +827,7 @@ static int api__conn_init(rt_t *rt, void **state, void *arg)
 	/* Short turns, and the one thing a user waits on: served ahead of a
 	 * restart storm's slow turns (hardening issue, item 8). */
 	(void)rt_set_priority(rt, RT_PRIO_HIGH);
-	c->last_active_ms = rt_now_ms(rt);
+	c->last_active_ms = c->last_io_ms = rt_now_ms(rt);
 	c->server = a->server;
 	c->fd = a->fd;
 	c->uid = a->cred.uid;
@@ -883,33 +890,64 @@ static bool api__in_group(int fd, gid_t group)
 	return false;
 }
 
-/* At the connection cap: makes room by closing the connection idle the
- * longest (no request in flight, nothing buffered either way, not a
- * subscriber), which is told why.  Thousands of idle connections thus
- * cannot lock out a new client, while busy ones are never cut.  The
- * evicted connection still counts until its actor is gone, so the cap can
- * be passed by the connections being closed; each of those is bounded by
- * its linger.  O(connections), only at the cap.  Returns whether one
- * was closed. */
-static bool api__server_evict_idle(rt_t *rt, api_server_t *s)
+/* At the connection cap, or out of descriptors: makes room by closing
+ * one connection.  First the one idle the longest (no request in flight,
+ * nothing buffered either way, not a subscriber), which is told why.
+ * Else the one stalled the longest: no request in flight, not a
+ * subscriber, but half a frame in or unsent output, and no byte moved
+ * either way for stall_ms (a client that sent part of a request and
+ * stopped, or asked and never reads the answer).  One stalled on its
+ * output does not read: it is closed at once; one stalled on its input
+ * gets the notice.  Thousands of idle or stuck connections thus cannot
+ * lock out a new client, while busy ones are never cut.  An evicted
+ * connection still counts until its actor is gone, so the cap can be
+ * passed by the connections being closed; each of those is bounded by
+ * its linger.  O(connections), only at the cap.  Returns whether one was
+ * closed. */
+static bool api__server_evict(rt_t *rt, api_server_t *s, size_t cap)
 {
-	api_conn_t *victim = NULL;
+	api_conn_t *idle = NULL, *stalled = NULL;
+	uint64_t now = rt_now_ms(rt);
 
 	for (size_t i = 0; i < s->nconns; i++) {
 		api_conn_t *c = api__conn_get(rt, s->conns[i]);
-		if (!c || c->closing || c->subscribed || c->pending || c->in.len ||
-		    c->out.len)
+		if (!c || c->closing || c->subscribed || c->pending)
 			continue;
-		if (!victim || c->last_active_ms < victim->last_active_ms)
-			victim = c;
+		if (!c->in.len && !c->out.len) {
+			if (!idle || c->last_active_ms < idle->last_active_ms)
+				idle = c;
+		} else if (now - c->last_io_ms >= s->stall_ms &&
+			   (!stalled || c->last_io_ms < stalled->last_io_ms)) {
+			stalled = c;
+		}
 	}
-	if (!victim)
+	char msg[200];
+	if (idle) {
+		snprintf(msg, sizeof msg, "connection closed: tankd serves at most %zu "
+			 "connections now and this one was the longest idle", cap);
+		api__conn_farewell(rt, idle, API_RESOURCE_LIMIT, msg);
+		return true;
+	}
+	if (!stalled)
 		return false;
-	char msg[160];
+	if (stalled->out.len) {
+		api__conn_die(rt, stalled);
+		return true;
+	}
 	snprintf(msg, sizeof msg, "connection closed: tankd serves at most %zu "
-		 "connections and this one was the longest idle", s->max_conns);
-	api__conn_farewell(rt, victim, API_RESOURCE_LIMIT, msg);
+		 "connections now and this one sent part of a request and stopped",
+		 cap);
+	api__conn_farewell(rt, stalled, API_RESOURCE_LIMIT, msg);
 	return true;
+}
+
+/* The cap now: max_conns, or less when the descriptors say so. */
+static size_t api__server_cap(api_server_t *s)
+{
+	if (!s->conn_room || s->nconns < API_ROOM_FROM)
+		return s->max_conns;
+	size_t room = s->conn_room(s->conn_room_ctx);
+	return room < s->max_conns ? room : s->max_conns;
 }
 
 /* Past the cap with nothing idle to close: the new client is told why in
@@ -917,12 +955,13 @@ static bool api__server_evict_idle(rt_t *rt, api_server_t *s)
  * buffer takes it whole, or the client gets the bare close). */
 static void api__refuse_fd(int fd, size_t max_conns)
 {
-	char msg[160];
+	char msg[200];
 	msgpack_sbuffer sb;
 	msgpack_packer pk;
 
 	snprintf(msg, sizeof msg, "too many connections: tankd serves at most %zu "
-		 "at once, all busy; try again later", max_conns);
+		 "at once (fewer when its descriptors are short), all busy; try "
+		 "again later", max_conns);
 	api__reply_t r = { .method = "error", .fn = api__pack_frame_error,
 			   .code = API_RESOURCE_LIMIT, .message = msg };
 	r.arg = &r;
@@ -939,6 +978,8 @@ static void api__refuse_fd(int fd, size_t max_conns)
 
 static void api__server_accept(rt_t *rt, api_server_t *s)
 {
+	size_t cap = api__server_cap(s);
+
 	for (int i = 0; i < API__ACCEPT_BATCH; i++) {
 		int fd = accept4(s->fd, NULL, NULL, SOCK_CLOEXEC | SOCK_NONBLOCK);
 		if (fd < 0) {
@@ -947,7 +988,11 @@ static void api__server_accept(rt_t *rt, api_server_t *s)
 			if (errno == EMFILE || errno == ENFILE || errno == ENOBUFS ||
 			    errno == ENOMEM) {
 				/* The pending connection stays queued; level-
-				 * triggered readiness would spin, so pause. */
+				 * triggered readiness would spin, so pause.
+				 * Meanwhile an idle or stalled connection gives
+				 * its descriptor back: a client waiting in the
+				 * backlog gets in (docs/rpc.md "Limits"). */
+				(void)api__server_evict(rt, s, s->nconns);
 				rt_unwatch_fd(rt, s->aref);
 				s->aref = 0;
 				rt_send_after(rt, s->self, API__ACCEPT_PAUSE_MS,
@@ -963,8 +1008,8 @@ static void api__server_accept(rt_t *rt, api_server_t *s)
 			close(fd);
 			continue;
 		}
-		if (s->nconns >= s->max_conns && !api__server_evict_idle(rt, s)) {
-			api__refuse_fd(fd, s->max_conns);
+		if (s->nconns >= cap && !api__server_evict(rt, s, cap)) {
+			api__refuse_fd(fd, cap);
 			close(fd);
 			continue;
 		}
@@ -1064,6 +1109,9 @@ static int api__server_init(rt_t *rt, void **state, void *arg)
 	s->max_frame = o->max_frame ? o->max_frame : API_MAX_FRAME_DEFAULT;
 	s->max_outbuf = o->max_outbuf ? o->max_outbuf : API_MAX_OUTBUF_DEFAULT;
 	s->max_conns = o->max_conns ? o->max_conns : API_MAX_CONNS_DEFAULT;
+	s->conn_room = o->conn_room;
+	s->conn_room_ctx = o->conn_room_ctx;
+	s->stall_ms = o->stall_ms ? o->stall_ms : API_STALL_MS_DEFAULT;
 	s->recent_cap = o->recent_events ? o->recent_events : API_RECENT_EVENTS_DEFAULT;
 	if (!(s->recent = calloc(s->recent_cap, sizeof *s->recent)))
 		goto nomem;

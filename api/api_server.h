@@ -40,6 +40,8 @@
 #define API_MAX_FRAME_DEFAULT (16u << 20)    /* 16 MiB */
 #define API_MAX_OUTBUF_DEFAULT (4u << 20)    /* 4 MiB per connection */
 #define API_MAX_CONNS_DEFAULT 1024u
+#define API_ROOM_FROM 8u                   /* conn_room asked from this many */
+#define API_STALL_MS_DEFAULT 10000u         /* see api_server_opts_t.stall_ms */
 #define API_RECENT_EVENTS_DEFAULT 1000u     /* the last events, for replay */
 #define API_RECENT_BYTES_MAX (1u << 20)     /* and at most this many bytes */
 
@@ -91,6 +93,20 @@ typedef struct api_server_opts {
 	size_t max_outbuf;        /* 0: API_MAX_OUTBUF_DEFAULT */
 	size_t max_conns;         /* 0: API_MAX_CONNS_DEFAULT; more are closed
 				   * at accept */
+	/* The connections the process's descriptors leave room for now, or
+	 * NULL (max_conns alone).  Asked at an accept once API_ROOM_FROM
+	 * connections are open (so a quiet daemon never pays for it); the
+	 * cap is then the smaller of the two.  The daemon's counts what its
+	 * containers were promised (pod_host_conn_room): clients must not
+	 * take the descriptors a crashed container needs to start again
+	 * (docs/rpc.md "Limits"). */
+	size_t (*conn_room)(void *ctx);
+	void *conn_room_ctx;
+	/* A connection that holds half a frame or unsent output and has
+	 * moved no byte either way for this long is "stalled": at the cap it
+	 * may be closed for a new client, after the idle ones.  0:
+	 * API_STALL_MS_DEFAULT. */
+	uint64_t stall_ms;
 	size_t recent_events;     /* events kept for `subscribe {since}`;
 				   * 0: API_RECENT_EVENTS_DEFAULT */
 	/* The method table, copied (names included).  `subscribe` is built

@@ -37,6 +37,7 @@
 #include "keeper/kp_proto.h"
 #include "pod/pod_adopt.h"
 #include "pod/pod_cgroup.h"
+#include "pod/pod_host.h"
 #include "pod/pod_mgr.h"
 #include "kinds/kind.h"
 #include "obs/obs_http.h"
@@ -451,6 +452,20 @@ static int start_reconciler(rt_t *rt, void *arg, void *extra, rt_pid_t *out)
 
 /* --- the api ---------------------------------------------------------------- */
 
+/* How many clients the descriptors leave room for: never the ones the
+ * containers were promised (pod/pod_host.h, POD_HOST_CONN_FDS).  On the
+ * loop's thread, at an accept once a few connections are open: a walk of
+ * the tracked pods (about 0.1 ms at 10,000). */
+static size_t conn_room(void *ctx)
+{
+	dmn_t *d = ctx;
+
+	if (!d->pods)
+		return SIZE_MAX;
+	return pod_host_conn_room(pod_mgr_ncontainers(d->pods, NULL),
+				  pod_adopt_pidfds(d->adopt));
+}
+
 static int start_api(rt_t *rt, void *arg, void *extra, rt_pid_t *out)
 {
 	dmn_t *d = arg;
@@ -460,6 +475,8 @@ static int start_api(rt_t *rt, void *arg, void *extra, rt_pid_t *out)
 		.group = d->group,
 		.methods = d->methods,
 		.nmethods = d->nmethods,
+		.conn_room = conn_room,
+		.conn_room_ctx = d,
 		/* After a reexec: the socket the previous image listened on
 		 * (its backlog holds who connected meanwhile); once. */
 		.inherit = d->hv.listen_fd >= 0,

@@ -22,6 +22,10 @@
 
 /* The open log files are part of tankd's own reserve. */
 _Static_assert(POD_LOG_OPEN_MAX * 2 <= POD_HOST_FD_RESERVE, "log files fit the reserve");
+/* and so do the clients' share, leaving half for the rest (store,
+ * signals, launcher, probes, --http). */
+_Static_assert(POD_LOG_OPEN_MAX + POD_HOST_CONN_FDS <= POD_HOST_FD_RESERVE / 2,
+	       "log files and clients fit half the reserve");
 
 /* Where the container's paths are looked up. */
 typedef struct view {
@@ -354,6 +358,29 @@ static uint64_t up_to(uint64_t v, uint64_t step)
 static uint64_t sat_sub(uint64_t a, uint64_t b)
 {
 	return a > b ? a - b : 0;
+}
+
+size_t pod_host_conn_room_plan(uint64_t nofile_cur, size_t live, size_t held_fds)
+{
+	uint64_t need = POD_HOST_FD_RESERVE + (uint64_t)held_fds +
+			(uint64_t)POD_HOST_FDS_PER_CONTAINER * live;
+
+	if (nofile_cur == UINT64_MAX)
+		return SIZE_MAX;
+	uint64_t room = sat_sub(nofile_cur + POD_HOST_CONN_FDS, need);
+	if (room < POD_HOST_CONN_MIN)
+		return POD_HOST_CONN_MIN;
+	return room > SIZE_MAX ? SIZE_MAX : (size_t)room;
+}
+
+size_t pod_host_conn_room(size_t live, size_t held_fds)
+{
+	struct rlimit rl;
+
+	if (getrlimit(RLIMIT_NOFILE, &rl) < 0)
+		return SIZE_MAX;
+	return pod_host_conn_room_plan(rl.rlim_cur == RLIM_INFINITY ? UINT64_MAX :
+				       (uint64_t)rl.rlim_cur, live, held_fds);
 }
 
 int pod_host_plan(const pod_host_limits_t *l, size_t live, size_t new_procs,

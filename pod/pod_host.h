@@ -87,6 +87,17 @@ size_t pod_host_check(const pod_spec_t *s, kit_errors_t *errs);
 /* Descriptors tankd keeps for itself: store, socket, clients, signals,
  * the open log files. */
 #define POD_HOST_FD_RESERVE 256
+/* Client connections (the socket's, api_server.h): their share of the
+ * reserve.  They may also take what the limit holds beyond everything
+ * counted (the containers' two each, the reserve, held_fds), never the
+ * containers' own: at 9,700 containers and a limit of 20,000, 900 clients
+ * that connected and stalled took the last descriptors, and a container
+ * killed meanwhile could not start again (no pipe) while `tankctl`
+ * waited in the socket's backlog (docs/bench.md, issue 38 round 11). */
+#define POD_HOST_CONN_FDS 64
+/* Connections served whatever the count says (a limit lowered under
+ * tankd): an operator can still connect and delete. */
+#define POD_HOST_CONN_MIN 8
 /* Pids left for the rest of the machine. */
 #define POD_HOST_PID_RESERVE 512
 /* The kernel's PID_MAX_LIMIT on 64-bit. */
@@ -117,6 +128,15 @@ typedef struct pod_host_plan {
  * first), or refuses: TANK_ELIMIT with the figures in e.  Does no I/O. */
 int pod_host_plan(const pod_host_limits_t *l, size_t live, size_t new_procs,
 		  pod_host_plan_t *plan, tank_error_t *e);
+
+/* How many client connections the descriptors leave room for, with a
+ * soft RLIMIT_NOFILE of nofile_cur (UINT64_MAX: unlimited), live
+ * containers and held_fds as above: POD_HOST_CONN_FDS plus what the
+ * limit holds beyond 2 x live + held_fds + POD_HOST_FD_RESERVE, at least
+ * POD_HOST_CONN_MIN.  No I/O.  pod_host_conn_room reads the limit now
+ * (one getrlimit): the daemon's api_server_opts_t.conn_room. */
+size_t pod_host_conn_room_plan(uint64_t nofile_cur, size_t live, size_t held_fds);
+size_t pod_host_conn_room(size_t live, size_t held_fds);
 
 /* Reads the limits above; pids_group is the pods' cgroup directory in
  * the pids (v1) or unified (v2) hierarchy, NULL or "" for none (it need

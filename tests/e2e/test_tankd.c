@@ -1213,3 +1213,77 @@ Test(e2e, a_backoff_restored_after_a_restart_keeps_its_reason)
 	cr_assert_null(strstr(out, "restoring"), "%s", out);
 	teardown(d);
 }
+
+/* Descriptors at the edge: clients that connect and stall must not take
+ * what the containers were promised.  tankd at 512 descriptors (root
+ * without CAP_SYS_RESOURCE) holds 120 pods (256 + 2 x 120 = 496), then
+ * 300 clients connect at once, 200 saying nothing and 100 sending half a
+ * request.  tankctl still answers (refused, saying why, until the half
+ * requests count as stalled), a container killed -9 meanwhile starts
+ * again, and tankd stays below its limit.  Before: tankd accepted until
+ * EMFILE, the container could not get its pipes back (it stayed down
+ * while the clients stayed), and tankctl waited in the socket's backlog;
+ * at scale, 900 clients at 9,700 pods (docs/bench.md, issue 38 round 11). */
+Test(e2e, clients_that_connect_and_stall_leave_the_containers_their_descriptors)
+{
+	d_t *d = d_new();
+	static char yaml[120 * 160], out[1 << 16];
+	size_t off = 0;
+	int fds[300];
+
+	d->nofile = 512;
+	d->no_raise = true;
+	start(d);
+	for (int i = 0; i < 120; i++)
+		off += (size_t)snprintf(yaml + off, sizeof yaml - off,
+					"---\nname: f%03d\nbackoff: {base: 100ms}\n"
+					"containers: [{name: c, command: [/bin/sleep, \"1000\"]}]\n", i);
+	write_file(d, "pods.yaml", yaml);
+	cr_assert_eq(ctl(d, out, sizeof out, "apply -f %s/pods.yaml --wait --timeout 60s", d->dir),
+		     0, "%.2000s", out);
+	for (int i = 0; i < 300; i++) {
+		struct sockaddr_un sa = { .sun_family = AF_UNIX };
+		snprintf(sa.sun_path, sizeof sa.sun_path, "%s", d->sock);
+		fds[i] = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+		cr_assert_geq(fds[i], 0, "the test's own limit: %s", strerror(errno));
+		cr_assert_eq(connect(fds[i], (struct sockaddr *)&sa, sizeof sa), 0, "%s",
+			     strerror(errno));
+		/* [0, 1, "status", [ ...: half of a request. */
+		if (i >= 200)
+			cr_assert_eq(write(fds[i], "\x94\x00\x01\xa6sta", 7), 7);
+	}
+	/* Until the half requests count as stalled (10 s), a new client may
+	 * be refused, with the reason; then it is served. */
+	int rc = -1;
+	for (int t = 0; t < 300 && rc != 0; t++)
+		if ((rc = ctl(d, out, sizeof out, "status f000")) != 0) {
+			cr_assert(strstr(out, "too many connections"), "%.2000s", out);
+			sleep_ms(100);
+		}
+	cr_assert_eq(rc, 0, "%.2000s", out);
+	long pid = status_num(d, "f000", "pid");
+	cr_assert_gt(pid, 0);
+	cr_assert_eq(kill((pid_t)pid, SIGKILL), 0);
+	bool back = false;
+	for (int t = 0; t < 300 && !back; t++) {
+		long now = status_num(d, "f000", "pid");
+		back = now > 0 && now != pid && phase_is(d, "f000", "running");
+		if (!back)
+			sleep_ms(100);
+	}
+	cr_assert(back, "the killed container started again while the clients stayed");
+	cr_assert_eq(ctl(d, out, sizeof out, "get pods"), 0, "%.2000s", out);
+	cr_assert(strstr(out, "f119"), "%.2000s", out);
+	char path[64];
+	snprintf(path, sizeof path, "/proc/%d/fd", d->pid);
+	int n = 0;
+	DIR *dir = opendir(path);
+	cr_assert_not_null(dir);
+	while (readdir(dir))
+		n++;
+	closedir(dir);
+	cr_assert_lt(n - 2, 512, "tankd below its limit: %d descriptors", n - 2);
+	for (int i = 0; i < 300; i++)
+		close(fds[i]);
+	teardown(d);
+}

@@ -192,3 +192,21 @@ Test(podspec, host_limits_raise_what_tankd_may_and_refuse_the_rest_with_figures)
 	cr_assert(strstr(e.msg, "allows at most 4194304 pids, so it can start 4192892 more"),
 		  "%s", e.msg);
 }
+
+/* The clients' room (pod_host_conn_room_plan): their share of the reserve
+ * plus what the limit holds beyond the containers' two each, the held
+ * pidfds and the reserve; never less than the floor. */
+Test(podspec, client_connections_get_their_share_and_the_slack_never_the_containers_fds)
+{
+	/* 9,700 containers at 20,000: 20,000 + 64 - (19,400 + 256) = 408. */
+	cr_assert_eq(pod_host_conn_room_plan(20000, 9700, 0), 408);
+	/* 9,872 (the most that fit): the share alone, 64 - (19,744 + 256 - 20,000). */
+	cr_assert_eq(pod_host_conn_room_plan(20000, 9872, 0), 64);
+	/* Held pidfds count. */
+	cr_assert_eq(pod_host_conn_room_plan(20000, 9700, 8), 400);
+	/* Past the budget (a limit lowered under tankd): the floor. */
+	cr_assert_eq(pod_host_conn_room_plan(512, 300, 0), POD_HOST_CONN_MIN);
+	/* Few containers: plenty (the server's max_conns caps it). */
+	cr_assert_eq(pod_host_conn_room_plan(20000, 10, 0), 20000 + 64 - 276);
+	cr_assert_eq(pod_host_conn_room_plan(UINT64_MAX, 10, 0), SIZE_MAX);
+}
