@@ -7,6 +7,7 @@ only (the machine has no procps).
   outside()         pids of busybox sleep processes in no tank group
   fds(pid)          descriptors open in pid
   cpu_ticks(pid)    utime + stime of pid (clock ticks)
+  rss_mb(pid)       resident memory of pid (MiB)
   zombies(ppid)     pids in state Z whose parent is ppid
   state(pid)        the state letter of pid
 """
@@ -47,6 +48,13 @@ def fds(pid):
         return len(os.listdir(f'/proc/{pid}/fd'))
     except OSError:
         return None
+
+
+def rss_mb(pid):
+    for line in (_read(f'/proc/{pid}/status') or '').splitlines():
+        if line.startswith('VmRSS:'):
+            return int(line.split()[1]) // 1024
+    return None
 
 
 def zombies(ppid):

@@ -41,7 +41,7 @@ def sample(tag):
     c, t = procs.cpu_ticks(tpid), time.time()
     cpu = (c - last[0]) / procs.TICK / (t - last[1]) * 100 if c is not None else -1
     last[0], last[1] = c, t
-    print(f'[{tag}] fds={procs.fds(tpid)} cpu={cpu:.0f}% load={load()} {getpods()}', flush=True)
+    print(f'[{tag}] fds={procs.fds(tpid)} rss={procs.rss_mb(tpid)}M cpu={cpu:.0f}% load={load()} {getpods()}', flush=True)
 
 
 conns = []
@@ -104,7 +104,7 @@ while time.time() < end:
     if victims:
         now = procs.pods(h)
         back = 'restarted %d/%d' % (len([p for p in victims if now.get(p) and set(now[p]).isdisjoint(victims[p])]), len(victims))
-    print(f'   [{t - t0:5.1f}s] fds={procs.fds(tpid)} cpu={cpu:.0f}% load={load()} {back}', flush=True)
+    print(f'   [{t - t0:5.1f}s] fds={procs.fds(tpid)} rss={procs.rss_mb(tpid)}M cpu={cpu:.0f}% load={load()} {back}', flush=True)
     i += 1
     time.sleep(1)
 stop_probe[0] = True
