@@ -527,6 +527,10 @@ static int pod__ctrs_build(pod_mgr_t *m, pod_trk_t *p)
 			c->last_exit = cs->last_exit;
 			c->started_at = cs->started_at;
 			int ph = rc_fsm_phase_of(&pod_ctr_fsm, cs->phase);
+			/* Restored as pending, whatever it was: its next
+			 * transition says from what (pod_mgr_record). */
+			if (ph > POD_CP_PENDING && ph != POD_CP_TERMINAL)
+				c->restored_from = (uint8_t)(ph + 1);
 			/* It had a process nobody handed over (tankd killed
 			 * without its keeper, the machine restarted): that
 			 * process is stopped if still there and the container
@@ -1397,9 +1401,22 @@ void pod_mgr_record(void *ctx, const rc_transition_t *t)
 
 	/* Each entry says whose it is (kind, key "web" or "web/httpd"); the
 	 * store files a container's entries in its pod's history. */
+	/* A container's first transition after a restart of tankd goes from
+	 * the phase its stored status had (running, stopping, backing_off),
+	 * not from the pending it was restored as: its history chains
+	 * (docs/store.md), as its pod's does (restored at its phase). */
+	const char *from = t->from;
+	if (t->kind_id == K_CTR) {
+		pod_ctr_t *c = pod__ctr_find(m, t->key);
+		if (c && c->restored_from) {
+			if (strcmp(from, rc_fsm_phase_name(&pod_ctr_fsm, POD_CP_PENDING)) == 0)
+				from = rc_fsm_phase_name(&pod_ctr_fsm, (uint8_t)(c->restored_from - 1));
+			c->restored_from = 0;
+		}
+	}
 	memset(&tr, 0, sizeof tr);
 	tr.at = (int64_t)t->at_ms;
-	pod__copy(tr.from, sizeof tr.from, t->from);
+	pod__copy(tr.from, sizeof tr.from, from);
 	pod__copy(tr.to, sizeof tr.to, t->to);
 	pod__copy(tr.kind, sizeof tr.kind, t->kind);
 	pod__copy(tr.key, sizeof tr.key, t->key);
@@ -1429,7 +1446,7 @@ void pod_mgr_record(void *ctx, const rc_transition_t *t)
 		(void)st_transition_add(m->o.store, pod, &tr);
 	if (m->o.on_event) {
 		pod_event_t ev = {
-			.pod = pod, .container = container, .from = t->from,
+			.pod = pod, .container = container, .from = from,
 			.to = t->to, .reason = t->reason, .at = tr.at,
 			.generation = p ? p->generation : 0,
 			.uid = p ? (p->spec ? p->uid : p->want_uid) : "",

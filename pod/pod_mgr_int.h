@@ -91,6 +91,11 @@ typedef struct pod_ctr {
 	bool orphans_checked;         /* its cgroup was looked at */
 	uint64_t orphan_start;        /* of orphan (cg_orphans, orphan: above) */
 	bool adopting;                /* orphan is offered (pod_adopt): adopt it */
+	/* The phase its stored status had, + 1, when this tankd took it up
+	 * and restored it as pending (0: none, or its first transition is
+	 * recorded): that first transition's `from`, so that its history
+	 * chains across a restart of tankd (pod_mgr_record). */
+	uint8_t restored_from;
 	bool once_lost;               /* restart: never, and it was started by a
 				       * previous tankd that did not see it end */
 	int64_t orphan_deadline;      /* 0: stop signal not sent yet */

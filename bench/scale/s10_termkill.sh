@@ -19,6 +19,14 @@ h=$(python3 bench/scale/procs.py hash "$tpid"); echo "groups tank-$h"
 kill -TERM "$tpid"; sleep "$DELAY"; kill -9 "$tpid"
 while kill -0 "$tpid" 2>/dev/null; do sleep 0.1; done
 echo "killed -9 ${DELAY}s into the stop: $(python3 bench/scale/count.py "$h")"
+# a pod the stop had ended before the kill, and one it had not
+gone=$(python3 -c "
+import sys; sys.path.insert(0, 'bench/scale'); import procs
+alive = procs.pods('$h')
+names = ['p%05d' % i for i in range($N)]
+print(next((n for n in names if n not in alive), ''), next((n for n in names if n in alive), ''))")
+set -- $gone; stopped=${1:-}; alive=${2:-}
+echo "ended by the stop before the kill: $stopped; still running at the kill: $alive"
 sleep 1
 scale_start
 tpid=$(cat "$SCALE_DIR/lock")
@@ -29,7 +37,7 @@ echo "ps: $(T ps --no-headers | awk '{print $2 " restarts=" $4}' | sort | uniq -
 python3 -c "
 import sys; sys.path.insert(0, 'bench/scale'); import procs
 print('outside any tank group:', len(procs.outside()), ' zombies of tankd:', len(procs.zombies($tpid)))"
-T history p00007 | tail -5
+for p in $stopped $alive; do echo "$p: restarts $(T ps --no-headers | awk -v p=$p '$1 == p {print $4}')"; T history "$p" | tail -7; done
 scale_stop
 echo "after a clean stop: $(python3 bench/scale/count.py "$h")"
 scale_start

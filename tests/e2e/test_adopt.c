@@ -1288,3 +1288,88 @@ Test(adopt, a_job_adopted_then_left_by_its_keeper_is_failed_with_the_reason)
 		sleep_ms(50);
 	teardown(d);
 }
+
+/* Asserts that every object's entries in NAME's history chain: each
+ * FROM is the previous TO of the same OBJECT (docs/store.md). */
+static void expect_chained(d_t *d, const char *name)
+{
+	static char out[1 << 16];
+	char objs[8][96], tos[8][32];
+	int nobj = 0;
+
+	cr_assert_eq(ctl(d, out, sizeof out, "history %s", name), 0, "%s", out);
+	for (char *line = strtok(out, "\n"); line; line = strtok(NULL, "\n")) {
+		char at[64], obj[96], from[32], to[32];
+		if (sscanf(line, "%63s %95s %31s %31s", at, obj, from, to) != 4 ||
+		    strcmp(at, "AT") == 0)
+			continue;
+		int i = 0;
+		while (i < nobj && strcmp(objs[i], obj))
+			i++;
+		if (i == nobj) {
+			cr_assert_lt(nobj, 8);
+			snprintf(objs[nobj++], sizeof objs[0], "%s", obj);
+		} else {
+			cr_assert_str_eq(from, tos[i], "%s: from %s, its last entry went to %s:\n%s",
+					 obj, from, tos[i], line);
+		}
+		snprintf(tos[i], sizeof tos[0], "%s", to);
+	}
+	cr_assert_gt(nobj, 0);
+}
+
+/* A container's history chains across a restart of tankd: the next
+ * tankd's first entry for it starts from the phase the stored status
+ * had, not from pending (before: `running -> stopping (stop)`, then
+ * `pending -> running (started)`; and under the keeper `pending ->
+ * running (started)` then `pending -> running (adopted …)`; seen at
+ * 5,000 pods, docs/bench.md issue 38 round 11).  Three ways: a kill -9
+ * under the keeper (adopted), a reexec (adopted), a kill -9 without one
+ * (the process stopped and started again), and a kill -9 in the middle
+ * of a graceful stop (a process ignoring SIGTERM still stopping). */
+Test(adopt, a_containers_history_chains_across_restarts_of_tankd)
+{
+	d_t *d = setup_keeper();
+	char out[8192];
+	pid_t old = serving(d, NULL);
+
+	write_file(d, "p.yaml", "name: hc\ncontainers: [{name: c, command: [/bin/sleep, \"1000\"]}]\n");
+	cr_assert_eq(ctl(d, out, sizeof out, "apply -f %s/p.yaml", d->dir), 0, "%s", out);
+	cr_assert(wait_phase(d, "hc", "running", 20));
+	sleep_ms(300);   /* the group commit */
+	cr_assert_eq(kill(old, SIGKILL), 0);
+	pid_t now = wait_new_tankd(d, old, 30);
+	cr_assert_gt(now, 0);
+	cr_assert(wait_says(d, 20, "adopted", "history hc"));
+	expect_chained(d, "hc");
+	cr_assert_eq(ctl(d, out, sizeof out, "daemon reexec"), 0, "%s", out);
+	for (int i = 0; i < 100 && ctl(d, out, sizeof out, "ping") != 0; i++)
+		sleep_ms(50);
+	cr_assert(wait_phase(d, "hc", "running", 20));
+	expect_chained(d, "hc");
+	teardown(d);
+
+	/* Without a keeper: the process left is stopped, then started again. */
+	d = setup();
+	write_file(d, "p.yaml", "name: hc\nstop: {grace: 10s}\ncontainers: [{name: c, command: "
+		   "[/bin/sh, -c, \"trap '' TERM; while :; do sleep 1; done\"]}]\n");
+	cr_assert_eq(ctl(d, out, sizeof out, "apply -f %s/p.yaml", d->dir), 0, "%s", out);
+	cr_assert(wait_phase(d, "hc", "running", 20));
+	sleep_ms(300);
+	cr_assert_eq(kill(d->pid, SIGKILL), 0);
+	waitpid(d->pid, NULL, 0);
+	start(d);
+	cr_assert(wait_says(d, 30, "started", "history hc"));
+	cr_assert(wait_phase(d, "hc", "running", 30));
+	expect_chained(d, "hc");
+	/* Killed -9 while its graceful stop waits for the container, which
+	 * ignores SIGTERM: its stored phase is stopping. */
+	cr_assert_eq(kill(d->pid, SIGTERM), 0);
+	sleep_ms(500);
+	cr_assert_eq(kill(d->pid, SIGKILL), 0);
+	waitpid(d->pid, NULL, 0);
+	start(d);
+	cr_assert(wait_phase(d, "hc", "running", 30));
+	expect_chained(d, "hc");
+	teardown(d);
+}
