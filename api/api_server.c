@@ -978,9 +978,15 @@ static void api__refuse_fd(int fd, size_t max_conns)
 
 static void api__server_accept(rt_t *rt, api_server_t *s)
 {
-	size_t cap = api__server_cap(s);
+	/* Asked once a batch, from when it counts (API_ROOM_FROM). */
+	size_t cap = s->max_conns;
+	bool asked = false;
 
 	for (int i = 0; i < API__ACCEPT_BATCH; i++) {
+		if (!asked && s->nconns >= API_ROOM_FROM) {
+			cap = api__server_cap(s);
+			asked = true;
+		}
 		int fd = accept4(s->fd, NULL, NULL, SOCK_CLOEXEC | SOCK_NONBLOCK);
 		if (fd < 0) {
 			if (errno == EINTR || errno == ECONNABORTED)
