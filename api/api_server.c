@@ -902,9 +902,12 @@ static bool api__in_group(int fd, gid_t group)
  * lock out a new client, while busy ones are never cut.  An evicted
  * connection still counts until its actor is gone, so the cap can be
  * passed by the connections being closed; each of those is bounded by
- * its linger.  O(connections), only at the cap.  Returns whether one was
+ * its linger.  O(connections), only at the cap.  min_idle_ms: how long an
+ * idle one must have been (0 at the cap; out of descriptors, stall_ms:
+ * a client accepted a moment ago has not sent its request yet, and
+ * closing it would only trade it for the next).  Returns whether one was
  * closed. */
-static bool api__server_evict(rt_t *rt, api_server_t *s, size_t cap)
+static bool api__server_evict(rt_t *rt, api_server_t *s, size_t cap, uint64_t min_idle_ms)
 {
 	api_conn_t *idle = NULL, *stalled = NULL;
 	uint64_t now = rt_now_ms(rt);
@@ -914,7 +917,8 @@ static bool api__server_evict(rt_t *rt, api_server_t *s, size_t cap)
 		if (!c || c->closing || c->subscribed || c->pending)
 			continue;
 		if (!c->in.len && !c->out.len) {
-			if (!idle || c->last_active_ms < idle->last_active_ms)
+			if (now - c->last_active_ms >= min_idle_ms &&
+			    (!idle || c->last_active_ms < idle->last_active_ms))
 				idle = c;
 		} else if (now - c->last_io_ms >= s->stall_ms &&
 			   (!stalled || c->last_io_ms < stalled->last_io_ms)) {
@@ -998,7 +1002,7 @@ static void api__server_accept(rt_t *rt, api_server_t *s)
 				 * Meanwhile an idle or stalled connection gives
 				 * its descriptor back: a client waiting in the
 				 * backlog gets in (docs/rpc.md "Limits"). */
-				(void)api__server_evict(rt, s, s->nconns);
+				(void)api__server_evict(rt, s, s->nconns, s->stall_ms);
 				rt_unwatch_fd(rt, s->aref);
 				s->aref = 0;
 				rt_send_after(rt, s->self, API__ACCEPT_PAUSE_MS,
@@ -1014,7 +1018,7 @@ static void api__server_accept(rt_t *rt, api_server_t *s)
 			close(fd);
 			continue;
 		}
-		if (s->nconns >= cap && !api__server_evict(rt, s, cap)) {
+		if (s->nconns >= cap && !api__server_evict(rt, s, cap, 0)) {
 			api__refuse_fd(fd, cap);
 			close(fd);
 			continue;
