@@ -19,13 +19,16 @@
 #include "common/tank_dl.h"
 #include "pod/pod_launch.h"
 #include "pod/pod_log.h"
+#include "pod/pod_probe.h"
 
 /* The open log files are part of tankd's own reserve. */
 _Static_assert(POD_LOG_OPEN_MAX * 2 <= POD_HOST_FD_RESERVE, "log files fit the reserve");
-/* and so do the clients' share, leaving half for the rest (store,
- * signals, launcher, probes, --http). */
-_Static_assert(POD_LOG_OPEN_MAX + POD_HOST_CONN_FDS <= POD_HOST_FD_RESERVE / 2,
-	       "log files and clients fit half the reserve");
+/* and so do the clients' share, the probes' sockets and --http's 64
+ * connections (OBS_HTTP_MAX_CONNS), leaving 32 for the rest (store,
+ * signals, the loop, the launcher's eventfds, the listening sockets, the
+ * keeper's). */
+_Static_assert(POD_LOG_OPEN_MAX + POD_HOST_CONN_FDS + POD_PROBE_SOCKETS_MAX + 64 <=
+	       POD_HOST_FD_RESERVE - 32, "log files, clients and probes fit the reserve");
 
 /* Where the container's paths are looked up. */
 typedef struct view {

@@ -30,6 +30,7 @@ typedef struct probe_run {
 	bool active;                  /* scheduled (readiness, liveness: after startup) */
 	bool phased;                  /* its runs are on their own phase (probe__phase_ms) */
 	bool inflight;
+	bool holds_socket;            /* counted in probe__sockets */
 	uint32_t tick_seq, run_seq;   /* a timer message must match to count */
 	pid_t pid;                    /* exec */
 	bool own_pgrp;
@@ -63,6 +64,11 @@ struct pod_prober {
 
 /* Every run's result and duration (pod_probe.h says why process-wide). */
 static pod_probe_stats_t probe__stats;
+
+/* tcp and http runs in flight, each holding a socket: at most
+ * POD_PROBE_SOCKETS_MAX (pod_probe.h says why).  Process-wide for the
+ * same reason as the counters; one thread. */
+static size_t probe__sockets;
 
 void pod_probe_stats(pod_probe_stats_t *out)
 {
@@ -197,6 +203,10 @@ static void probe__abandon(pod_prober_t *p, probe_run_t *r)
 	if (r->inflight)
 		(void)rt_cancel_timer(p->rt, r->timeout_timer);
 	r->inflight = false;
+	if (r->holds_socket) {
+		probe__sockets--;
+		r->holds_socket = false;
+	}
 }
 
 static void probe__activate(pod_prober_t *p, enum pod_probe_role role)
@@ -536,6 +546,16 @@ static void probe__start(pod_prober_t *p, probe_run_t *r, pod_probe_report_t *re
 	char why[96] = "";
 	int rc;
 
+	/* A run that would hold one socket more than tankd keeps for probes
+	 * is skipped, as one still in flight at its next period is: no
+	 * result, the next period tries again (targets that do not answer
+	 * hold a socket each for their whole timeout). */
+	if (r->spec.kind == POD_PROBE_TCP || r->spec.kind == POD_PROBE_HTTP) {
+		if (probe__sockets >= POD_PROBE_SOCKETS_MAX)
+			return;
+		probe__sockets++;
+		r->holds_socket = true;
+	}
 	r->inflight = true;
 	r->run_seq++;
 	r->started_ns = kit_mono_ns();
