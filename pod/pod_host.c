@@ -23,12 +23,12 @@
 
 /* The open log files are part of tankd's own reserve. */
 _Static_assert(POD_LOG_OPEN_MAX * 2 <= POD_HOST_FD_RESERVE, "log files fit the reserve");
-/* and so do the clients' share, the probes' sockets and --http's 64
- * connections (OBS_HTTP_MAX_CONNS), leaving 32 for the rest (store,
+/* and so do the clients' share, the probes' runs in flight and --http's
+ * 64 connections (OBS_HTTP_MAX_CONNS), leaving 16 for the rest (store,
  * signals, the loop, the launcher's eventfds, the listening sockets, the
  * keeper's). */
-_Static_assert(POD_LOG_OPEN_MAX + POD_HOST_CONN_FDS + POD_PROBE_SOCKETS_MAX + 64 <=
-	       POD_HOST_FD_RESERVE - 32, "log files, clients and probes fit the reserve");
+_Static_assert(POD_LOG_OPEN_MAX + POD_HOST_CONN_FDS + POD_PROBE_FDS_MAX + 64 <=
+	       POD_HOST_FD_RESERVE - 16, "log files, clients and probes fit the reserve");
 
 /* Where the container's paths are looked up. */
 typedef struct view {

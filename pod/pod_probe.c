@@ -30,7 +30,7 @@ typedef struct probe_run {
 	bool active;                  /* scheduled (readiness, liveness: after startup) */
 	bool phased;                  /* its runs are on their own phase (probe__phase_ms) */
 	bool inflight;
-	bool holds_socket;            /* counted in probe__sockets */
+	unsigned holds_fds;           /* counted in probe__fds */
 	uint32_t tick_seq, run_seq;   /* a timer message must match to count */
 	pid_t pid;                    /* exec */
 	bool own_pgrp;
@@ -60,15 +60,16 @@ struct pod_prober {
 	uint32_t curl_timer_seq;
 	rt_ref_t curl_timer;
 	bool curl_timer_set;
+	bool in_curl_done;            /* probe__curl_done's loop reads multi */
 };
 
 /* Every run's result and duration (pod_probe.h says why process-wide). */
 static pod_probe_stats_t probe__stats;
 
-/* tcp and http runs in flight, each holding a socket: at most
- * POD_PROBE_SOCKETS_MAX (pod_probe.h says why).  Process-wide for the
- * same reason as the counters; one thread. */
-static size_t probe__sockets;
+/* Descriptors the tcp and http runs in flight hold: at most
+ * POD_PROBE_FDS_MAX (pod_probe.h says why).  Process-wide for the same
+ * reason as the counters; one thread. */
+static size_t probe__fds;
 
 void pod_probe_stats(pod_probe_stats_t *out)
 {
@@ -181,6 +182,28 @@ static int probe__socket(const pod_prober_t *p, int family)
 	return fd < 0 ? err : fd;
 }
 
+/* The multi handle exists only while an http run is in flight: libcurl
+ * gives each one a socketpair (its wakeup), two descriptors for as long
+ * as it lives.  Kept for the container's life, that was 2 more
+ * descriptors for every container with an http probe, outside the 2 its
+ * pipes are counted for (at 9,000 such pods, 18,000).  Released once no
+ * run of this prober uses it; made again by the next run (a socketpair
+ * and its close: nothing next to a probe's connect). */
+static void probe__curl_release_idle(pod_prober_t *p)
+{
+	if (!p->multi || p->in_curl_done)
+		return;
+	for (unsigned i = 0; i < POD_PROBE_ROLES; i++)
+		if (p->run[i].easy)
+			return;
+	if (p->curl_timer_set)
+		(void)rt_cancel_timer(p->rt, p->curl_timer);
+	p->curl_timer_set = false;
+	p->curl_timer_seq++;
+	p->cu->multi_cleanup(p->multi);
+	p->multi = NULL;
+}
+
 /* Ends whatever the run has in flight, without a result. */
 static void probe__abandon(pod_prober_t *p, probe_run_t *r)
 {
@@ -199,14 +222,13 @@ static void probe__abandon(pod_prober_t *p, probe_run_t *r)
 		p->cu->multi_remove_handle(p->multi, r->easy);
 		p->cu->easy_cleanup(r->easy);
 		r->easy = NULL;
+		probe__curl_release_idle(p);
 	}
 	if (r->inflight)
 		(void)rt_cancel_timer(p->rt, r->timeout_timer);
 	r->inflight = false;
-	if (r->holds_socket) {
-		probe__sockets--;
-		r->holds_socket = false;
-	}
+	probe__fds -= r->holds_fds;
+	r->holds_fds = 0;
 }
 
 static void probe__activate(pod_prober_t *p, enum pod_probe_role role)
@@ -517,6 +539,7 @@ static void probe__curl_done(pod_prober_t *p, pod_probe_report_t *rep, bool *has
 	CURLMsg *msg;
 	int left;
 
+	p->in_curl_done = true;
 	while ((msg = p->cu->multi_info_read(p->multi, &left))) {
 		probe_run_t *r = NULL;
 		long code = 0;
@@ -537,6 +560,8 @@ static void probe__curl_done(pod_prober_t *p, pod_probe_report_t *rep, bool *has
 				  : res == CURLE_OPERATION_TIMEDOUT ? POD_PROBE_TIMED_OUT
 				  : POD_PROBE_FAILED, why, rep, has);
 	}
+	p->in_curl_done = false;
+	probe__curl_release_idle(p);
 }
 
 /* --- runs ------------------------------------------------------------------ */
@@ -546,16 +571,16 @@ static void probe__start(pod_prober_t *p, probe_run_t *r, pod_probe_report_t *re
 	char why[96] = "";
 	int rc;
 
-	/* A run that would hold one socket more than tankd keeps for probes
+	/* A run that would hold more descriptors than tankd keeps for probes
 	 * is skipped, as one still in flight at its next period is: no
 	 * result, the next period tries again (targets that do not answer
 	 * hold a socket each for their whole timeout). */
-	if (r->spec.kind == POD_PROBE_TCP || r->spec.kind == POD_PROBE_HTTP) {
-		if (probe__sockets >= POD_PROBE_SOCKETS_MAX)
-			return;
-		probe__sockets++;
-		r->holds_socket = true;
-	}
+	unsigned fds = r->spec.kind == POD_PROBE_TCP ? POD_PROBE_FDS_TCP
+		       : r->spec.kind == POD_PROBE_HTTP ? POD_PROBE_FDS_HTTP : 0;
+	if (fds && probe__fds + fds > POD_PROBE_FDS_MAX)
+		return;
+	probe__fds += fds;
+	r->holds_fds = fds;
 	r->inflight = true;
 	r->run_seq++;
 	r->started_ns = kit_mono_ns();

@@ -88,18 +88,22 @@ bool pod_prober_ready(const pod_prober_t *p);
 bool pod_prober_handle(rt_t *rt, pod_prober_t *p, const rt_msg_t *m,
 		       pod_probe_report_t *report, bool *has_report);
 
-/* tcp and http probe runs in flight at once, in the whole process: each
- * holds a socket until it connects or answers, or its timeout (1 s by
- * default) runs out.  Those descriptors come from the 256 tankd keeps for
- * itself (pod_host.h), not from the two each container was promised: at
- * 9,000 pods whose tcp probes met a listener that never accepted, 9,000
+/* Descriptors the tcp and http probe runs in flight hold at once, in the
+ * whole process: a tcp run its socket (1), an http run its socket and
+ * libcurl's wakeup socketpair (3; the multi handle lives only while a run
+ * is in flight), until it connects or answers, or its timeout (1 s by
+ * default) runs out.  They come from the 256 tankd keeps for itself
+ * (pod_host.h), not from the two each container was promised: at 9,000
+ * pods whose tcp probes met a listener that never accepted, 9,000
  * sockets were in flight, tankd sat at its limit of 20,000, 1,050
  * containers could not start and a killed one never came back
- * (docs/bench.md, issue 38 round 11).  A run due while the bound is
- * reached is skipped (no result; the next period tries again).  Against
- * targets that answer, a run holds its socket for well under a
- * millisecond: 32 in flight is tens of thousands of runs a second. */
-#define POD_PROBE_SOCKETS_MAX 32
+ * (docs/bench.md, issue 38 round 11).  A run due while it would pass
+ * the bound is skipped (no result; the next period tries again).
+ * Against targets that answer, a run holds them for well under a
+ * millisecond: 48 is tens of thousands of runs a second. */
+#define POD_PROBE_FDS_MAX 48
+#define POD_PROBE_FDS_TCP 1
+#define POD_PROBE_FDS_HTTP 3
 
 /* What every probe run came to, since tankd started, by probe kind
  * (enum pod_probe_kind: exec, tcp, http; index 0, none, stays empty) —
