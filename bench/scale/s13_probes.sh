@@ -2,7 +2,8 @@
 # s13_probes.sh N [PERIOD]: round 11, scenario 5: N pods whose readiness
 # probe connects (tcp) to a listener that never accepts (its backlog
 # full: SYNs dropped, each connect waits for the probe's timeout), so
-# every probe holds a socket in tankd for its whole timeout.  Then:
+# every probe holds a socket in tankd for its whole timeout.  PROBE=http:
+# an http probe of a server that answers (python's http.server) instead.  Then:
 # tankd's descriptors, what the probes say, 5 containers killed -9 (do
 # they start again?), `tankctl get pods`.  Under flock when N > 2000.
 set -u
@@ -13,16 +14,22 @@ export SCALE_HTTP=${SCALE_HTTP:-127.0.0.1:19516}
 PORT=${PORT:-19598}
 . bench/scale/env.sh
 rm -rf "$SCALE_DIR"; mkdir -p "$SCALE_DIR"
-python3 -c "
+if [ "${PROBE:-tcp}" = http ]; then
+	(cd /tmp && exec python3 -m http.server "$PORT" --bind 127.0.0.1 >/dev/null 2>&1) &
+	PSPEC="{http: {port: $PORT, path: /}, period: $PERIOD, timeout: 1s}"
+else
+	python3 -c "
 import socket, time
 s = socket.socket(); s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
 s.bind(('127.0.0.1', $PORT)); s.listen(0)
 time.sleep(100000)" &
+	PSPEC="{tcp: {port: $PORT}, period: $PERIOD, timeout: 1s}"
+fi
 lpid=$!
 scale_start
 tpid=$(cat "$SCALE_DIR/lock")
-bench/scale/gen_pods.sh "$N" | awk -v port="$PORT" -v period="$PERIOD" '
-	{ print } /^    command:/ { printf "    readiness: {tcp: {port: %s}, period: %s, timeout: 1s}\n", port, period }' |
+bench/scale/gen_pods.sh "$N" | awk -v spec="$PSPEC" '
+	{ print } /^    command:/ { printf "    readiness: %s\n", spec }' |
 	T apply -f - >/dev/null || { echo apply failed; kill $lpid; scale_stop; exit 1; }
 h=""
 for i in $(seq 1 40); do
