@@ -1399,8 +1399,6 @@ void pod_mgr_record(void *ctx, const rc_transition_t *t)
 	st_transition_t tr;
 	pod_trk_t *p;
 
-	/* Each entry says whose it is (kind, key "web" or "web/httpd"); the
-	 * store files a container's entries in its pod's history. */
 	/* A container's first transition after a restart of tankd goes from
 	 * the phase its stored status had (running, stopping, backing_off),
 	 * not from the pending it was restored as: its history chains
@@ -1414,6 +1412,8 @@ void pod_mgr_record(void *ctx, const rc_transition_t *t)
 			c->restored_from = 0;
 		}
 	}
+	/* Each entry says whose it is (kind, key "web" or "web/httpd"); the
+	 * store files a container's entries in its pod's history. */
 	memset(&tr, 0, sizeof tr);
 	tr.at = (int64_t)t->at_ms;
 	pod__copy(tr.from, sizeof tr.from, from);
