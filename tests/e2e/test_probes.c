@@ -408,7 +408,7 @@ Test(probes, at_a_target_that_never_answers_they_leave_the_containers_their_desc
  * container is counted for: at 9,000 pods with http probes, 18,000
  * descriptors more than the apply's check counted.  Now the handle lives
  * only while a run is in flight: 40 pods probed every 100 ms leave
- * tankd with far fewer sockets than pods (before: 2 a pod, 80). */
+ * tankd with the runs in flight's sockets (before: 2 a pod more, 81). */
 Test(probes, http_probes_hold_no_socket_between_runs)
 {
 	d_t *d = setup();
@@ -449,7 +449,9 @@ Test(probes, http_probes_hold_no_socket_between_runs)
 			}
 		}
 		closedir(dir);
-		cr_assert_lt(sockets, 40, "tankd holds %d sockets for 40 pods' http probes", sockets);
+		/* At most POD_PROBE_FDS_MAX (48) for runs in flight and a few
+		 * of tankd's own; before, 2 a pod besides: past 80. */
+		cr_assert_lt(sockets, 64, "tankd holds %d sockets for 40 pods' http probes", sockets);
 		sleep_ms(100);
 	}
 	teardown(d);
