@@ -281,8 +281,12 @@ Test(launcher, ignored_signals_are_reset_on_both_clone_paths)
 	signal(SIGUSR2, SIG_IGN);
 	signal(SIGRTMIN + 3, SIG_IGN);
 	signal(SIGUSR1, on_usr1);
-	unsigned fl[2] = { 0, POD_LAUNCH_NO_CLONE3 };
-	for (int i = 0; i < 2; i++) {
+	/* The third: clone3 again, told which are ignored
+	 * (pod_launch_signals_changed) instead of asking. */
+	unsigned fl[3] = { 0, POD_LAUNCH_NO_CLONE3, 0 };
+	for (int i = 0; i < 3; i++) {
+		if (i == 2)
+			pod_launch_signals_changed();
 		char *argv[] = { "probe", NULL };
 		pod_launch_opts_t o = { .file = lt_probe(), .argv = argv,
 		                        .stderr_mode = POD_STDIO_NULL, .flags = fl[i] };
@@ -309,6 +313,47 @@ Test(launcher, ignored_signals_are_reset_on_both_clone_paths)
 	signal(SIGUSR2, SIG_DFL);
 	signal(SIGRTMIN + 3, SIG_DFL);
 	signal(SIGUSR1, SIG_DFL);
+}
+
+/* Which signals are left ignored in a child: the "signondefault" line
+ * of the probe, as " 1 2 3 ". */
+static bool lt_child_ignores(int sig)
+{
+	char *argv[] = { "probe", NULL };
+	pod_launch_opts_t o = { .file = lt_probe(), .argv = argv,
+	                        .stderr_mode = POD_STDIO_NULL };
+	int st;
+	char *out = lt_run(&o, &st);
+	cr_assert(WIFEXITED(st) && WEXITSTATUS(st) == 0, "%s", out);
+	const char *l = strstr(out, "\nsignondefault ");
+	cr_assert(l, "%s", out);
+	char line[256], w[16];
+	snprintf(line, sizeof line, " %.*s ", (int)strcspn(l + 15, "\n"), l + 15);
+	snprintf(w, sizeof w, " %d ", sig);
+	free(out);
+	return strstr(line, w) != NULL;
+}
+
+/* Told which signals the process ignores, a child resets those and
+ * asks no more: a signal ignored after that is left ignored until the
+ * process says so again (the contract of pod_launch_signals_changed),
+ * but SIGPIPE, which libraries ignore for a while, is reset anyway. */
+Test(launcher, a_child_resets_the_ignored_signals_it_was_told_of)
+{
+	signal(SIGUSR2, SIG_IGN);
+	pod_launch_signals_changed();
+	cr_expect_not(lt_child_ignores(SIGUSR2), "told: reset");
+	signal(SIGRTMIN + 2, SIG_IGN);
+	signal(SIGPIPE, SIG_IGN);
+	cr_expect(lt_child_ignores(SIGRTMIN + 2),
+		  "not told of it: the child did not ask the kernel, so it kept it");
+	cr_expect_not(lt_child_ignores(SIGPIPE), "SIGPIPE is reset whatever it was told");
+	cr_expect_not(lt_child_ignores(SIGUSR2));
+	pod_launch_signals_changed();
+	cr_expect_not(lt_child_ignores(SIGRTMIN + 2), "told again: reset");
+	signal(SIGUSR2, SIG_DFL);
+	signal(SIGRTMIN + 2, SIG_DFL);
+	signal(SIGPIPE, SIG_DFL);
 }
 
 TestSuite(launcher, .init = lt_suite_init);
