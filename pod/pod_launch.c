@@ -71,6 +71,16 @@ static const char *const step_names[] = {
 static struct rlimit child_nofile;
 static bool child_nofile_set;
 
+/* The signals this process ignores, bit s - 1 for signal s, read by
+ * pod_launch_reserve's first call or the first launch, and by
+ * pod_launch_signals_changed; 0 in ignored_known until then.  A child cloned with CLONE_CLEAR_SIGHAND has
+ * only those left to reset: knowing them spares it a query of each of
+ * the 62 signals (21.7 us a launch here; issue 38, round 11). */
+static _Atomic uint64_t ignored_sigs;
+static atomic_bool ignored_known;
+
+#define SIG_BIT(s) ((uint64_t)1 << ((s) - 1))
+
 struct child_ctx {
 	/* CLOCK_BOOTTIME (ns) read by the child first thing: the kernel
 	 * stamped its start before it ran (see start_tick). */
@@ -90,6 +100,10 @@ struct child_ctx {
 	 * and with into_cgroup it created the child in cg_path[0]'s group
 	 * (CLONE_INTO_CGROUP, v2), which the child then does not write. */
 	bool cleared_sighand, into_cgroup;
+	/* With cleared_sighand: ignored is the set to reset (ignored_sigs,
+	 * SIGPIPE always) when ign_known, else the child asks. */
+	bool ign_known;
+	uint64_t ignored;
 	int ns_fd[POD_SBX_NFD];  /* joined in the child (pid is not: parent) */
 	int root_fd;
 	const pod_rlimit_t *rlimits;
@@ -144,14 +158,19 @@ static int child_main(void *arg)
 	 * After CLONE_CLEAR_SIGHAND only SIG_IGN can be left: asking is
 	 * cheaper than setting (no pending-signal flush), and only the
 	 * ignored ones are set.  The parent cannot tell us which they are
-	 * without asking as often: another thread may ignore a signal at
-	 * any time, up to the clone, which copies the table. */
+	 * without asking as often, unless it was told which it ignores
+	 * (pod_launch_signals_changed: a set read once, and SIGPIPE, which
+	 * a library may ignore for a while at any time). */
 	for (int s = 1; s < _NSIG; s++) {
 		if (s == SIGKILL || s == SIGSTOP)
 			continue;
-		if (c->cleared_sighand &&
-		    (sigaction(s, NULL, &cur) < 0 || cur.sa_handler != SIG_IGN))
+		if (c->cleared_sighand && c->ign_known) {
+			if (!(c->ignored & SIG_BIT(s)))
+				continue;
+		} else if (c->cleared_sighand &&
+			   (sigaction(s, NULL, &cur) < 0 || cur.sa_handler != SIG_IGN)) {
 			continue;
+		}
 		(void)sigaction(s, &dfl, NULL);
 	}
 
@@ -522,9 +541,25 @@ static int wire_stdio(pod_stdio_t mode, int given, int devnull, int *rd,
 	return -EINVAL;
 }
 
+void pod_launch_signals_changed(void)
+{
+	struct sigaction cur;
+	uint64_t ign = 0;
+
+	for (int s = 1; s < _NSIG && s <= 64; s++)
+		if (s != SIGKILL && s != SIGSTOP && sigaction(s, NULL, &cur) == 0 &&
+		    cur.sa_handler == SIG_IGN)
+			ign |= SIG_BIT(s);
+	atomic_store(&ignored_sigs, ign);
+	atomic_store(&ignored_known, true);
+}
+
 int pod_launch_reserve(void)
 {
 	int r = 0;
+
+	if (!atomic_load(&ignored_known))
+		pod_launch_signals_changed();
 	/* Every set now, in order: together they take the lowest fds. */
 	for (int i = 0; i < POD_LAUNCH_SETS; i++) {
 		struct launch_slots *s = &launch_sets[i];
@@ -829,6 +864,10 @@ int pod_launch(const pod_launch_opts_t *o, pod_proc_t *out,
 		 * The kernel makes its exit signal SIGCHLD at exec
 		 * (de_thread): a running container is an ordinary child. */
 		c.cleared_sighand = use3;
+		if (use3 && !atomic_load(&ignored_known))
+			pod_launch_signals_changed();   /* the first launch */
+		c.ign_known = atomic_load(&ignored_known);
+		c.ignored = atomic_load(&ignored_sigs) | SIG_BIT(SIGPIPE);
 		c.into_cgroup = use3 && cg_fd >= 0;
 		pid = -1;
 #if POD_HAVE_CLONE3

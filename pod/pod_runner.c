@@ -4,6 +4,7 @@
 #include <ev.h>
 #include <signal.h>
 #include <sys/ioctl.h>
+#include <sys/stat.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -243,10 +244,23 @@ static void pod__runner_probe(rt_t *rt, pod_runner_t *r, const pod_probe_report_
 	}
 }
 
+/* RT_FD_PIPE for an output fd that is a pipe's read end: always for
+ * pod_launch's (it makes them), checked for one handed over at an
+ * adoption or made by a caller's own launch function.  It spares an epoll_ctl a pipe at each exit (rt.h). */
+static int pod__out_events(int fd, bool launched)
+{
+	struct stat sb;
+
+	if (launched || (fstat(fd, &sb) == 0 && S_ISFIFO(sb.st_mode)))
+		return EV_READ | RT_FD_PIPE;
+	return EV_READ;
+}
+
 /* Watches the started process's exit and pipes.  On failure the
  * process is killed (the runtime reaps it as an unclaimed child) and its
- * pipes closed. */
-static int pod__runner_watch(rt_t *rt, pod_runner_t *r, bool child)
+ * pipes closed.  launched: the process and its pipes are a launch's,
+ * not an adoption's. */
+static int pod__runner_watch(rt_t *rt, pod_runner_t *r, bool child, bool launched)
 {
 	int err = 0;
 
@@ -254,10 +268,12 @@ static int pod__runner_watch(rt_t *rt, pod_runner_t *r, bool child)
 	if ((child && (err = rt_watch_child(rt, rt_self(rt), r->proc.pid, POD_CHILD,
 					    NULL)) < 0) ||
 	    (r->proc.stdout_fd >= 0 &&
-	     (err = rt_watch_fd(rt, rt_self(rt), r->proc.stdout_fd, EV_READ,
+	     (err = rt_watch_fd(rt, rt_self(rt), r->proc.stdout_fd,
+				pod__out_events(r->proc.stdout_fd, launched),
 				POD_FD_OUT, &r->out_watch)) < 0) ||
 	    (r->proc.stderr_fd >= 0 &&
-	     (err = rt_watch_fd(rt, rt_self(rt), r->proc.stderr_fd, EV_READ,
+	     (err = rt_watch_fd(rt, rt_self(rt), r->proc.stderr_fd,
+				pod__out_events(r->proc.stderr_fd, launched),
 				POD_FD_ERR, &r->err_watch)) < 0)) {
 		pod_proc_kill_all(&r->proc, r->cgroup);
 		pod_proc_close_fds(&r->proc);
@@ -284,7 +300,7 @@ static void pod__runner_launched(rt_t *rt, pod_runner_t *r, pod_launch_job_t *j)
 	r->job = NULL;
 	st.rc = pod_launch_job_take(j, &r->proc, &err);
 	pod_launch_job_free(j);
-	if (st.rc == 0 && (st.rc = pod__runner_watch(rt, r, true)) < 0)
+	if (st.rc == 0 && (st.rc = pod__runner_watch(rt, r, true, true)) < 0)
 		tank_error_set(&err, st.rc, "watch container: %s", tank_strerror(st.rc));
 	if (st.rc < 0) {
 		/* Cut to what a status shows, by design. */
@@ -423,7 +439,7 @@ static int pod__runner_init(rt_t *rt, void **state, void *arg)
 		r->started_ms = rt_now_ms(rt);
 	}
 	/* Cannot supervise it: do not leave it running. */
-	if (!r->job && (err = pod__runner_watch(rt, r, !a->adopt)) < 0) {
+	if (!r->job && (err = pod__runner_watch(rt, r, !a->adopt, !a->adopt && !a->launch)) < 0) {
 		free(r);
 		return tank_error_set(a->err, err, "watch container: %s",
 				      tank_strerror(err));

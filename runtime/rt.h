@@ -286,10 +286,19 @@ int rt_cancel_timer(rt_t *rt, rt_ref_t ref);
  * caller's; remove the watch before closing it.  Dies with the owner. */
 int rt_watch_fd(rt_t *rt, rt_pid_t owner, int fd, int events, uint32_t tag,
 		rt_ref_t *ref);
+/* Or'ed into rt_watch_fd's events with EV_READ: fd is the read end of a
+ * pipe.  Such an end is never writable, so the watch asks the kernel for
+ * writability too: a hang-up, which epoll reports as both, then matches
+ * what is registered.  A watch for reading only makes libev re-register
+ * the fd (epoll_ctl MOD) at each hang-up, one system call a pipe and an
+ * exit (issue 38).  The owner still hears EV_READ only.  Anything but a
+ * pipe's read end (a socket is writable at once) must not say it. */
+#define RT_FD_PIPE 0x100
 int rt_unwatch_fd(rt_t *rt, rt_ref_t ref);
 /* The watched fd is a pipe written by the watched child pid (its stdout,
- * say): when it is readable and all its writers are gone (POLLHUP, one
- * poll(2) at each readiness), the child is said to be ending
+ * say): when it is readable and all its writers are gone (POLLHUP: for a
+ * watch made with RT_FD_PIPE, the writability a hang-up brings; for
+ * another, one poll(2) at each readiness), the child is said to be ending
  * (rt_child_exiting) before the owner hears of the readiness.  The
  * message comes as before.  -ENOENT for an unknown watch. */
 int rt_fd_ends_with_child(rt_t *rt, rt_ref_t ref, pid_t pid);

@@ -35,6 +35,8 @@ typedef struct rt_fdw {
 	ev_io w;
 	rt_t *rt;
 	pid_t child;               /* rt_fd_ends_with_child, or 0 */
+	uint8_t asked;             /* EV_READ/EV_WRITE the owner hears */
+	bool pipe;                 /* RT_FD_PIPE: EV_WRITE is its hang-up */
 } rt_fdw_t;
 
 typedef struct rt_childw {
@@ -216,7 +218,10 @@ static void rt__fd_cb(struct ev_loop *loop, ev_io *w, int revents)
 	 * process is ending: reaped by pid now, before the SIGCHLD's reap
 	 * walks (which waits for the owners' turns, and they come after a
 	 * queue of other messages in a storm). */
-	if (f->child > 0 && (revents & EV_READ)) {
+	if (f->child > 0 && f->pipe) {
+		if (revents & EV_WRITE)
+			rt__fd_hung_up(rt, f);
+	} else if (f->child > 0 && (revents & EV_READ)) {
 		struct pollfd pf = { .fd = w->fd, .events = POLLIN };
 		if (poll(&pf, 1, 0) == 1 && (pf.revents & POLLHUP))
 			rt__fd_hung_up(rt, f);
@@ -225,7 +230,8 @@ static void rt__fd_cb(struct ev_loop *loop, ev_io *w, int revents)
 	m->tag = f->res.tag;
 	m->u.fd.ref = f->res.ref;
 	m->u.fd.fd = w->fd;
-	m->u.fd.revents = revents & (EV_READ | EV_WRITE);
+	/* A pipe's hang-up comes as EV_READ: what is left, then its end. */
+	m->u.fd.revents = f->pipe ? EV_READ : revents & f->asked;
 	rt__deliver(rt, owner, m);
 }
 
@@ -246,12 +252,15 @@ int rt_watch_fd(rt_t *rt, rt_pid_t owner, int fd, int events, uint32_t tag,
 
 	if (!a || (a->flags & RT__A_DEAD))
 		return -ESRCH;
-	if (fd < 0 || !(events & (EV_READ | EV_WRITE)))
+	if (fd < 0 || !(events & (EV_READ | EV_WRITE)) ||
+	    ((events & RT_FD_PIPE) && (events & (EV_READ | EV_WRITE)) != EV_READ))
 		return -EINVAL;
 	if ((err = rt__res_new(rt, sizeof *f, RT__RES_FD, a, tag, (rt_res_t **)&f)) < 0)
 		return err;
 	f->rt = rt;
-	ev_io_init(&f->w, rt__fd_cb, fd, events & (EV_READ | EV_WRITE));
+	f->asked = (uint8_t)(events & (EV_READ | EV_WRITE));
+	f->pipe = (events & RT_FD_PIPE) != 0;
+	ev_io_init(&f->w, rt__fd_cb, fd, f->pipe ? EV_READ | EV_WRITE : f->asked);
 	f->w.data = f;
 	ev_io_start(rt->loop, &f->w);
 	if (ref)

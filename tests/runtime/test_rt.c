@@ -802,7 +802,12 @@ Test(runtime, a_child_said_to_be_ending_is_reaped_by_its_pid)
 /* A child whose stdout is a watched pipe linked to it
  * (rt_fd_ends_with_child): the pipe's hang-up says it is ending, and it is
  * reaped by its pid, not by the SIGCHLD's walk. */
-typedef struct hupst { int fd; pid_t pid; rt_ref_t ref; bool exited; int code; } hupst_t;
+typedef struct hupst {
+	int fd; pid_t pid; rt_ref_t ref; bool exited; int code;
+	int events;          /* rt_watch_fd's: EV_READ when 0 */
+	int revents_seen;    /* every RT_MSG_FD's revents, or'ed */
+	size_t bytes;        /* read from the pipe */
+} hupst_t;
 
 static int hup_init(rt_t *rt, void **state, void *arg)
 {
@@ -810,7 +815,8 @@ static int hup_init(rt_t *rt, void **state, void *arg)
 	int err;
 	*state = s;
 	if ((err = rt_watch_child(rt, rt_self(rt), s->pid, 1, NULL)) < 0 ||
-	    (err = rt_watch_fd(rt, rt_self(rt), s->fd, EV_READ, 2, &s->ref)) < 0)
+	    (err = rt_watch_fd(rt, rt_self(rt), s->fd, s->events ? s->events : EV_READ, 2,
+			       &s->ref)) < 0)
 		return err;
 	return rt_fd_ends_with_child(rt, s->ref, s->pid);
 }
@@ -820,7 +826,11 @@ static void hup_handle(rt_t *rt, void *state, rt_msg_t *m)
 	hupst_t *s = state;
 	if (m->type == RT_MSG_FD) {
 		char buf[64];
-		if (read(s->fd, buf, sizeof buf) == 0)
+		ssize_t n = read(s->fd, buf, sizeof buf);
+		s->revents_seen |= m->u.fd.revents;
+		if (n > 0)
+			s->bytes += (size_t)n;
+		if (n == 0)
 			rt_unwatch_fd(rt, s->ref);
 		return;
 	}
@@ -851,6 +861,43 @@ Test(runtime, a_pipe_hang_up_reaps_its_child_by_pid)
 	cr_assert_eq(s.code, 9);
 	cr_assert_eq(rt_reaped_by_pid(rt), 1, "reaped by the walk, not by its pid");
 	cr_assert_eq(waitpid(-1, NULL, WNOHANG), -1);
+	rt_free(rt);
+	close(out[0]);
+}
+
+/* The same with the watch made for a pipe (RT_FD_PIPE): the hang-up
+ * comes as the writability a pipe's read end never has otherwise, and is
+ * still seen as the child's end (reaped by pid); the owner hears EV_READ
+ * only, data first.  While the child runs, its data is no hang-up. */
+Test(runtime, a_pipe_watch_takes_its_hang_up_from_writability)
+{
+	rt_t *rt = new_rt();
+	int go[2], out[2];
+	cr_assert_eq(pipe2(go, O_CLOEXEC), 0);
+	cr_assert_eq(pipe2(out, O_CLOEXEC | O_NONBLOCK), 0);
+	pid_t pid = fork_on_go(go[0], out[1], false, 7);
+	close(go[0]);
+	cr_assert_eq(write(out[1], "hello", 5), 5);   /* data before the end */
+	close(out[1]);
+	hupst_t s = { .fd = out[0], .pid = pid, .events = EV_READ | RT_FD_PIPE };
+	rt_pid_t a;
+	cr_assert_eq(rt_spawn(rt, &hup_b, &s, &a), 0);
+	ts_run_for(rt, 0.3);
+	cr_assert_eq(s.bytes, 5, "the data was read");
+	cr_assert_not(s.exited, "the child still runs");
+	cr_assert_eq(rt_reaped_by_pid(rt), 0);
+	close(go[1]);                    /* it exits */
+	ts_run_for(rt, 10);
+	cr_assert(s.exited);
+	cr_assert_eq(s.code, 7);
+	cr_assert_eq(s.revents_seen, EV_READ, "the owner hears reading only, saw %d",
+		     s.revents_seen);
+	cr_assert_eq(rt_reaped_by_pid(rt), 1, "reaped by the walk, not by its pid");
+	cr_assert_eq(waitpid(-1, NULL, WNOHANG), -1);
+	/* Only a reading watch can say it is a pipe's. */
+	cr_assert_eq(rt_watch_fd(rt, a, out[0], EV_WRITE | RT_FD_PIPE, 2, NULL), -EINVAL);
+	cr_assert_eq(rt_watch_fd(rt, a, out[0], EV_READ | EV_WRITE | RT_FD_PIPE, 2, NULL),
+		     -EINVAL);
 	rt_free(rt);
 	close(out[0]);
 }
