@@ -543,15 +543,19 @@ static int wire_stdio(pod_stdio_t mode, int given, int devnull, int *rd,
 
 void pod_launch_signals_changed(void)
 {
+	/* Two callers at once must not store an older reading last. */
+	static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
 	struct sigaction cur;
 	uint64_t ign = 0;
 
+	pthread_mutex_lock(&mu);
 	for (int s = 1; s < _NSIG && s <= 64; s++)
 		if (s != SIGKILL && s != SIGSTOP && sigaction(s, NULL, &cur) == 0 &&
 		    cur.sa_handler == SIG_IGN)
 			ign |= SIG_BIT(s);
 	atomic_store(&ignored_sigs, ign);
 	atomic_store(&ignored_known, true);
+	pthread_mutex_unlock(&mu);
 }
 
 int pod_launch_reserve(void)

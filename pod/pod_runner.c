@@ -1,6 +1,7 @@
 #include "pod/pod_runner.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <ev.h>
 #include <signal.h>
 #include <sys/ioctl.h>
@@ -250,8 +251,12 @@ static void pod__runner_probe(rt_t *rt, pod_runner_t *r, const pod_probe_report_
 static int pod__out_events(int fd, bool launched)
 {
 	struct stat sb;
+	int fl;
 
-	if (launched || (fstat(fd, &sb) == 0 && S_ISFIFO(sb.st_mode)))
+	/* A FIFO's write end, or one opened for both, is writable: only a
+	 * read end may say RT_FD_PIPE, or its watch would fire forever. */
+	if (launched || (fstat(fd, &sb) == 0 && S_ISFIFO(sb.st_mode) &&
+			 (fl = fcntl(fd, F_GETFL)) >= 0 && (fl & O_ACCMODE) == O_RDONLY))
 		return EV_READ | RT_FD_PIPE;
 	return EV_READ;
 }
