@@ -710,6 +710,13 @@ static void pod__metrics(const kind_env_t *env, const kind_metrics_t *w)
 					  "probe", pod_probe_kind_word(k),
 					  "result", pod_probe_result_word(r), NULL },
 				  (double)st.runs[k][r]);
+	w->family(w->ctx, "tank_probe_skipped_total", "counter",
+		  "Probe runs not started when due: the descriptors tankd keeps for "
+		  "probe runs in flight were all taken (targets that do not answer).");
+	for (unsigned k = POD_PROBE_TCP; k < POD_PROBE_KINDS; k++)
+		w->sample(w->ctx, "tank_probe_skipped_total", (const char *const[]){
+				  "probe", pod_probe_kind_word(k), NULL },
+			  (double)st.skipped[k]);
 	w->family(w->ctx, "tank_probe_duration_seconds", "histogram",
 		  "How long each probe run took, start to result, by probe kind.");
 	for (unsigned k = POD_PROBE_EXEC; k < POD_PROBE_KINDS; k++)

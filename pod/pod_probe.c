@@ -510,6 +510,7 @@ static int probe__http(pod_prober_t *p, probe_run_t *r, char *why, size_t cap)
 	snprintf(url, sizeof url, strchr(host, ':') ? "http://[%s]:%u%s" : "http://%s:%u%s",
 		 host, (unsigned)r->spec.port, r->spec.path ? r->spec.path : "/");
 	if (!(r->easy = p->cu->easy_init())) {
+		probe__curl_release_idle(p);
 		snprintf(why, cap, "out of memory");
 		return -ENOMEM;
 	}
@@ -527,6 +528,7 @@ static int probe__http(pod_prober_t *p, probe_run_t *r, char *why, size_t cap)
 	if (p->cu->multi_add_handle(p->multi, r->easy) != CURLM_OK) {
 		p->cu->easy_cleanup(r->easy);
 		r->easy = NULL;
+		probe__curl_release_idle(p);
 		snprintf(why, cap, "curl: cannot add the request");
 		return -ENOMEM;
 	}
@@ -577,8 +579,10 @@ static void probe__start(pod_prober_t *p, probe_run_t *r, pod_probe_report_t *re
 	 * hold a socket each for their whole timeout). */
 	unsigned fds = r->spec.kind == POD_PROBE_TCP ? POD_PROBE_FDS_TCP
 		       : r->spec.kind == POD_PROBE_HTTP ? POD_PROBE_FDS_HTTP : 0;
-	if (fds && probe__fds + fds > POD_PROBE_FDS_MAX)
+	if (fds && probe__fds + fds > POD_PROBE_FDS_MAX) {
+		probe__stats.skipped[r->spec.kind]++;
 		return;
+	}
 	probe__fds += fds;
 	r->holds_fds = fds;
 	r->inflight = true;

@@ -98,7 +98,8 @@ bool pod_prober_handle(rt_t *rt, pod_prober_t *p, const rt_msg_t *m,
  * sockets were in flight, tankd sat at its limit of 20,000, 1,050
  * containers could not start and a killed one never came back
  * (docs/bench.md, issue 38 round 11).  A run due while it would pass
- * the bound is skipped (no result; the next period tries again).
+ * the bound is skipped (no result; the next period tries again), and
+ * counted (pod_probe_stats_t.skipped, tank_probe_skipped_total).
  * Against targets that answer, a run holds them for well under a
  * millisecond: 48 is tens of thousands of runs a second. */
 #define POD_PROBE_FDS_MAX 48
@@ -127,6 +128,9 @@ enum pod_probe_result {
 typedef struct pod_probe_stats {
 	uint64_t runs[POD_PROBE_KINDS][POD_PROBE_RESULTS];
 	kit_hist_t seconds[POD_PROBE_KINDS];
+	/* Runs not started: the descriptors for runs in flight were all
+	 * taken (POD_PROBE_FDS_MAX) when they were due. */
+	uint64_t skipped[POD_PROBE_KINDS];
 } pod_probe_stats_t;
 
 /* A copy of the counters. */

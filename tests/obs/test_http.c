@@ -6,7 +6,10 @@
  * the DevTools protocol.
  */
 #include <criterion/criterion.h>
+#include <arpa/inet.h>
 #include <math.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -299,6 +302,52 @@ Test(obs_http, a_kind_from_the_list_is_counted_without_code_for_it)
 			       "\"cols\":[\"NAME\",\"PHASE\",\"TEXT\",\"AGE\"]"), "%s", body);
 	cr_assert(strstr(body, "\"cells\":[\"hello\",\"ready\",\"hi there\","), "%s", body);
 	teardown(d);
+}
+
+/* Probe runs skipped because the descriptors tankd keeps for runs in
+ * flight (POD_PROBE_FDS_MAX, 48) were all taken are counted, not
+ * silent: 60 tcp probes every 100 ms at a listener that never accepts
+ * (its backlog full, each connect waits out its 1 s timeout) cannot all
+ * be in flight, and tank_probe_skipped_total{probe="tcp"} grows. */
+Test(obs_http, probe_runs_skipped_for_descriptors_are_counted)
+{
+	char base[96];
+	static char yaml[16384];
+	d_t *d = http_daemon(base, sizeof base);
+	prom_t p;
+	struct sockaddr_in sa = { .sin_family = AF_INET };
+	socklen_t sl = sizeof sa;
+	int lfd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	const char *const tcp[] = { "probe", "tcp", NULL };
+	size_t off = 0;
+
+	cr_assert_geq(lfd, 0);
+	sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	cr_assert_eq(bind(lfd, (struct sockaddr *)&sa, sizeof sa), 0);
+	cr_assert_eq(listen(lfd, 0), 0);
+	cr_assert_eq(getsockname(lfd, (struct sockaddr *)&sa, &sl), 0);
+	scrape(base, &p);
+	cr_assert_eq(prom_get(&p, "tank_probe_skipped_total", tcp), 0, "a series from the start");
+	prom_free(&p);
+	for (int i = 0; i < 30; i++)
+		off += (size_t)snprintf(yaml + off, sizeof yaml - off,
+			"---\nname: s%02d\ncontainers:\n"
+			"  - name: c\n    command: [/bin/sleep, \"600\"]\n"
+			"    readiness: {tcp: {port: %d}, period: 100ms, timeout: 1s}\n"
+			"    liveness: {tcp: {port: %d}, period: 100ms, timeout: 1s, "
+			"failure_threshold: 1000}\n",
+			i, ntohs(sa.sin_port), ntohs(sa.sin_port));
+	apply(d, "skipped.yaml", yaml);
+	double skipped = 0;
+	for (int i = 0; i < 300 && !(skipped >= 1); i++) {
+		sleep_ms(100);
+		scrape(base, &p);
+		skipped = prom_get(&p, "tank_probe_skipped_total", tcp);
+		prom_free(&p);
+	}
+	cr_assert_geq(skipped, 1, "no skipped run counted (%g)", skipped);
+	teardown(d);
+	close(lfd);
 }
 
 /* The probes' results by probe kind (the Pod kind's metrics hook,
