@@ -24,3 +24,16 @@ scale_count() {
 	python3 "$(dirname "$0")/count.py" ${SCALE_HASH:-} 2>/dev/null ||
 		python3 bench/scale/count.py ${SCALE_HASH:-}
 }
+
+# Applies N generated pods (gen_pods.sh) and waits up to 180 s until all
+# run; says how many and the load.  Returns 1 (tankd stopped) when the
+# apply is refused.
+scale_apply_running() {
+	local n=$1 i=0
+	bench/scale/gen_pods.sh "$n" | T apply -f - >/dev/null ||
+		{ echo apply failed; scale_stop; return 1; }
+	while [ "$(T ps --no-headers | grep -c ' running ')" -lt "$n" ] && [ $i -lt 180 ]; do
+		sleep 1; i=$((i+1))
+	done
+	echo "$(T ps --no-headers | grep -c ' running ') running after ${i}s, load $(cat /proc/loadavg)"
+}

@@ -11,9 +11,7 @@ export SCALE_HTTP=${SCALE_HTTP:-127.0.0.1:19512}
 . bench/scale/env.sh
 rm -rf "$SCALE_DIR"; scale_start
 tpid=$(cat "$SCALE_DIR/lock")
-bench/scale/gen_pods.sh "$N" | T apply -f - >/dev/null || { echo apply failed; scale_stop; exit 1; }
-i=0; while [ "$(T ps --no-headers | grep -c ' running ')" -lt "$N" ] && [ $i -lt 180 ]; do sleep 1; i=$((i+1)); done
-echo "$(T ps --no-headers | grep -c ' running ') running after ${i}s, load $(cat /proc/loadavg)"
+scale_apply_running "$N" || exit 1
 h=$(python3 bench/scale/procs.py hash "$tpid"); echo "groups tank-$h"
 kill -STOP "$tpid"; echo "tankd $tpid stopped"
 python3 - "$tpid" <<'PY'
