@@ -152,8 +152,6 @@ typedef struct api_conn {
 				     * longest idle goes first at the cap */
 	uint64_t last_io_ms;        /* last byte received or sent: a stalled
 				     * one goes next (api__server_evict) */
-	bool dispatched;            /* a request or notification was taken:
-				     * no longer "just accepted" */
 	bool closing;               /* no more input; die once flushed */
 	bool dead;                  /* exit requested: ignore everything */
 } api_conn_t;
@@ -597,7 +595,6 @@ static void api__conn_dispatch(rt_t *rt, api_conn_t *c, const msgpack_object *o)
 	if (m.type == API_REQUEST)
 		c->pending++;
 	c->last_active_ms = rt_now_ms(rt);
-	c->dispatched = true;
 	fn(&call, m.params, ctx);
 }
 
@@ -900,9 +897,7 @@ static bool api__in_group(int fd, gid_t group)
 
 /* At the connection cap, or out of descriptors: makes room by closing
  * one connection.  First the one idle the longest (no request in flight,
- * nothing buffered either way, not a subscriber, and not one that has
- * sent nothing since its accept less than stall_ms ago), which is told
- * why.
+ * nothing buffered either way, not a subscriber), which is told why.
  * Else the one stalled the longest: no request in flight, not a
  * subscriber, but half a frame in or unsent output, and no byte moved
  * either way for stall_ms (a client that sent part of a request and
@@ -927,12 +922,6 @@ static bool api__server_evict(rt_t *rt, api_server_t *s, size_t cap, uint64_t mi
 		if (!c || c->closing || c->subscribed || c->pending)
 			continue;
 		if (!c->in.len && !c->out.len) {
-			/* Nothing taken from it since its accept, less
-			 * than stall_ms ago (its request may wait in the
-			 * socket): not idle yet, or a burst of clients at
-			 * the cap would close each other in turn. */
-			if (!c->dispatched && now - c->last_active_ms < s->stall_ms)
-				continue;
 			if (now - c->last_active_ms >= min_idle_ms &&
 			    (!idle || c->last_active_ms < idle->last_active_ms))
 				idle = c;

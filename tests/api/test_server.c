@@ -962,34 +962,6 @@ Test(api, the_connection_cap_closes_the_longest_idle_connection)
 	srv_end(&s);
 }
 
-/* At the cap, clients accepted a moment ago that have sent nothing yet
- * are not "idle": their request may still wait in the socket.  Closing
- * the longest idle of them for each newcomer made a burst of clients at
- * the cap close each other in turn, each served only if it was the last
- * (seen in review, round 11).  The newcomer is refused instead, and the
- * two are served. */
-Test(api, the_connection_cap_does_not_close_a_client_accepted_a_moment_ago)
-{
-	srv_t s;
-	api_server_opts_t o = { .max_conns = 2 };
-	srv_init(&s, &o);
-	srv_start(&s, &o);
-	api_client_t *a = cli(&s), *b = cli(&s);
-	api_incoming_t in;
-	tank_error_t e;
-
-	api_client_t *c = cli(&s);
-	cr_assert_eq(api_client_call(c, "echo", pack_str1, "c", T_TIMEOUT, &in, &e), -ECONNRESET,
-		     "the third client was served: a or b was closed for it");
-	cr_assert(strstr(e.msg, "too many connections"), "%s", e.msg);
-	api_client_close(c);
-	expect_echo(a, "a was not closed");
-	expect_echo(b, "b was not closed");
-	api_client_close(a);
-	api_client_close(b);
-	srv_end(&s);
-}
-
 Test(api, the_connection_cap_refuses_with_a_reason_when_nothing_is_idle)
 {
 	srv_t s;
