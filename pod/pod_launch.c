@@ -72,8 +72,9 @@ static struct rlimit child_nofile;
 static bool child_nofile_set;
 
 /* The signals this process ignores, bit s - 1 for signal s, read by
- * pod_launch_reserve's first call or the first launch, and by
- * pod_launch_signals_changed; 0 in ignored_known until then.  A child cloned with CLONE_CLEAR_SIGHAND has
+ * pod_launch_reserve's first call or the first clone3 launch, and by
+ * pod_launch_signals_changed; 0 in ignored_known until then.  A child
+ * cloned with CLONE_CLEAR_SIGHAND has
  * only those left to reset: knowing them spares it a query of each of
  * the 62 signals (21.7 us a launch here; issue 38, round 11). */
 static _Atomic uint64_t ignored_sigs;
@@ -100,9 +101,8 @@ struct child_ctx {
 	 * and with into_cgroup it created the child in cg_path[0]'s group
 	 * (CLONE_INTO_CGROUP, v2), which the child then does not write. */
 	bool cleared_sighand, into_cgroup;
-	/* With cleared_sighand: ignored is the set to reset (ignored_sigs,
-	 * SIGPIPE always) when ign_known, else the child asks. */
-	bool ign_known;
+	/* With cleared_sighand: the set to reset (ignored_sigs, SIGPIPE
+	 * always). */
 	uint64_t ignored;
 	int ns_fd[POD_SBX_NFD];  /* joined in the child (pid is not: parent) */
 	int root_fd;
@@ -150,27 +150,20 @@ static int child_main(void *arg)
 	    syscall(SYS_close_range, (unsigned)c->unshare_below, ~0U,
 	            CLOSE_RANGE_UNSHARE) < 0)
 		child_fail(c, STEP_UNSHARE, errno);
-	struct sigaction dfl, cur;
+	struct sigaction dfl;
 	memset(&dfl, 0, sizeof dfl);
 	dfl.sa_handler = SIG_DFL;
 	/* Handlers of the parent would run on the parent's data; ignored
 	 * signals (SIGPIPE in a daemon) must not leak into the container.
-	 * After CLONE_CLEAR_SIGHAND only SIG_IGN can be left: asking is
-	 * cheaper than setting (no pending-signal flush), and only the
-	 * ignored ones are set.  The parent cannot tell us which they are
-	 * without asking as often, unless it was told which it ignores
-	 * (pod_launch_signals_changed: a set read once, and SIGPIPE, which
-	 * a library may ignore for a while at any time). */
+	 * After CLONE_CLEAR_SIGHAND only SIG_IGN can be left: only those
+	 * the launcher read (pod_launch_signals_changed) are set, and
+	 * SIGPIPE always, which a library may ignore for a while at any
+	 * time; nothing is asked.  Without it every one is set. */
 	for (int s = 1; s < _NSIG; s++) {
 		if (s == SIGKILL || s == SIGSTOP)
 			continue;
-		if (c->cleared_sighand && c->ign_known) {
-			if (!(c->ignored & SIG_BIT(s)))
-				continue;
-		} else if (c->cleared_sighand &&
-			   (sigaction(s, NULL, &cur) < 0 || cur.sa_handler != SIG_IGN)) {
+		if (c->cleared_sighand && !(c->ignored & SIG_BIT(s)))
 			continue;
-		}
 		(void)sigaction(s, &dfl, NULL);
 	}
 
@@ -870,7 +863,6 @@ int pod_launch(const pod_launch_opts_t *o, pod_proc_t *out,
 		c.cleared_sighand = use3;
 		if (use3 && !atomic_load(&ignored_known))
 			pod_launch_signals_changed();   /* the first launch */
-		c.ign_known = atomic_load(&ignored_known);
 		c.ignored = atomic_load(&ignored_sigs) | SIG_BIT(SIGPIPE);
 		c.into_cgroup = use3 && cg_fd >= 0;
 		pid = -1;

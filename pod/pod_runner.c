@@ -247,7 +247,8 @@ static void pod__runner_probe(rt_t *rt, pod_runner_t *r, const pod_probe_report_
 
 /* RT_FD_PIPE for an output fd that is a pipe's read end: always for
  * pod_launch's (it makes them), checked for one handed over at an
- * adoption or made by a caller's own launch function.  It spares an epoll_ctl a pipe at each exit (rt.h). */
+ * adoption or made by a caller's own launch function.  It spares an
+ * epoll_ctl a pipe at each exit (rt.h). */
 static int pod__out_events(int fd, bool launched)
 {
 	struct stat sb;

@@ -35,7 +35,6 @@ typedef struct rt_fdw {
 	ev_io w;
 	rt_t *rt;
 	pid_t child;               /* rt_fd_ends_with_child, or 0 */
-	uint8_t asked;             /* EV_READ/EV_WRITE the owner hears */
 	bool pipe;                 /* RT_FD_PIPE: EV_WRITE is its hang-up */
 } rt_fdw_t;
 
@@ -231,7 +230,7 @@ static void rt__fd_cb(struct ev_loop *loop, ev_io *w, int revents)
 	m->u.fd.ref = f->res.ref;
 	m->u.fd.fd = w->fd;
 	/* A pipe's hang-up comes as EV_READ: what is left, then its end. */
-	m->u.fd.revents = f->pipe ? EV_READ : revents & f->asked;
+	m->u.fd.revents = f->pipe ? EV_READ : revents & (EV_READ | EV_WRITE);
 	rt__deliver(rt, owner, m);
 }
 
@@ -258,9 +257,8 @@ int rt_watch_fd(rt_t *rt, rt_pid_t owner, int fd, int events, uint32_t tag,
 	if ((err = rt__res_new(rt, sizeof *f, RT__RES_FD, a, tag, (rt_res_t **)&f)) < 0)
 		return err;
 	f->rt = rt;
-	f->asked = (uint8_t)(events & (EV_READ | EV_WRITE));
 	f->pipe = (events & RT_FD_PIPE) != 0;
-	ev_io_init(&f->w, rt__fd_cb, fd, f->pipe ? EV_READ | EV_WRITE : f->asked);
+	ev_io_init(&f->w, rt__fd_cb, fd, f->pipe ? EV_READ | EV_WRITE : events & (EV_READ | EV_WRITE));
 	f->w.data = f;
 	ev_io_start(rt->loop, &f->w);
 	if (ref)
