@@ -145,6 +145,10 @@ uint64_t pod__status_sig(const pod_trk_t *p)
 
 	h = pod__sig_str(h, rc_fsm_reason(&p->st));
 	h = pod__sig_mix(h, p->generation ? p->generation : p->want_gen);
+	/* The object it is of: a pod deleted and applied again is another
+	 * object at the same generation, whose status must say so even
+	 * when nothing else in it has moved yet. */
+	h = pod__sig_str(h, p->spec ? p->uid : p->want_uid);
 	h = pod__sig_mix(h, p->nctrs);
 	for (size_t i = 0; i < p->nctrs; i++) {
 		const pod_ctr_t *c = &p->ctrs[i];
