@@ -152,6 +152,9 @@ typedef struct api_conn {
 				     * longest idle goes first at the cap */
 	uint64_t last_io_ms;        /* last byte received or sent: a stalled
 				     * one goes next (api__server_evict) */
+	bool unread;                /* accepted, not read yet: its request may
+				     * wait in its socket, so it is neither
+				     * idle nor stalled (api__server_evict) */
 	bool closing;               /* no more input; die once flushed */
 	bool dead;                  /* exit requested: ignore everything */
 } api_conn_t;
@@ -762,6 +765,7 @@ static void api__conn_read(rt_t *rt, api_conn_t *c)
 {
 	ssize_t n;
 
+	c->unread = false;
 	if (api__buf_reserve(&c->in, API__READ_CHUNK) < 0) {
 		api__conn_die(rt, c);
 		return;
@@ -833,6 +837,7 @@ static int api__conn_init(rt_t *rt, void **state, void *arg)
 	 * restart storm's slow turns (hardening issue, item 8). */
 	(void)rt_set_priority(rt, RT_PRIO_HIGH);
 	c->last_active_ms = c->last_io_ms = rt_now_ms(rt);
+	c->unread = true;
 	c->server = a->server;
 	c->fd = a->fd;
 	c->uid = a->cred.uid;
@@ -904,7 +909,10 @@ static bool api__in_group(int fd, gid_t group)
  * stopped, or asked and never reads the answer).  One stalled on its
  * output does not read: it is closed at once; one stalled on its input
  * gets the notice.  Thousands of idle or stuck connections thus cannot
- * lock out a new client, while busy ones are never cut.  An evicted
+ * lock out a new client, while busy ones are never cut.  Nor is one
+ * accepted earlier in the same batch and not read yet: its request may
+ * be waiting in its socket, and a burst of clients at the cap would
+ * otherwise close each other in turn (the newest is refused instead).  An evicted
  * connection still counts until its actor is gone, so the cap can be
  * passed by the connections being closed; each of those is bounded by
  * its linger.  O(connections), only at the cap.  min_idle_ms: how long an
@@ -919,7 +927,7 @@ static bool api__server_evict(rt_t *rt, api_server_t *s, size_t cap, uint64_t mi
 
 	for (size_t i = 0; i < s->nconns; i++) {
 		api_conn_t *c = api__conn_get(rt, s->conns[i]);
-		if (!c || c->closing || c->subscribed || c->pending)
+		if (!c || c->closing || c->subscribed || c->pending || c->unread)
 			continue;
 		if (!c->in.len && !c->out.len) {
 			if (now - c->last_active_ms >= min_idle_ms &&

@@ -1005,6 +1005,51 @@ Test(api, the_connection_cap_refuses_with_a_reason_when_nothing_is_idle)
 	srv_end(&s);
 }
 
+/* A burst of clients at the cap: one accept takes a and b, both with
+ * their request already sent.  a, accepted first and not read yet, is
+ * not "the longest idle" for b: b is refused with the reason and a is
+ * answered.  Before, b closed a (and a third would have closed b), so a
+ * burst at the cap could serve none of its clients (issue 38 round 11's
+ * review). */
+Test(api, a_burst_at_the_cap_does_not_close_its_own_members)
+{
+	srv_t s;
+	api_server_opts_t o = { .max_conns = 2 };
+	api_incoming_t in;
+	tank_error_t e;
+	uint32_t hold_id, ida, idb;
+
+	srv_init(&s, &o);
+	srv_start(&s, &o);
+	api_client_t *sub = cli(&s), *h = cli(&s), *a, *b;
+	cr_assert_eq(api_client_call(sub, "subscribe", NULL, NULL, T_TIMEOUT, &in, &e), 0);
+	api_incoming_free(&in);
+	/* The loop held: a and b wait in the backlog with their requests. */
+	cr_assert_eq(api_client_send(h, "hold", NULL, NULL, T_TIMEOUT, &hold_id, &e), 0, "%s",
+		     e.msg);
+	for (int i = 0; i < 3000 && !atomic_load(&s.holding); i++)
+		usleep(1000);
+	cr_assert(atomic_load(&s.holding), "the loop never got to the hold");
+	a = cli(&s);
+	b = cli(&s);
+	cr_assert_eq(api_client_send(a, "echo", pack_str1, "a", T_TIMEOUT, &ida, &e), 0);
+	cr_assert_eq(api_client_send(b, "echo", pack_str1, "b", T_TIMEOUT, &idb, &e), 0);
+	sem_post(&s.release);
+	cr_assert_eq(api_client_wait(h, hold_id, T_TIMEOUT, &in, &e), 0, "%s", e.msg);
+	api_incoming_free(&in);
+	/* h, answered, was the longest idle: it made room for a. */
+	cr_assert_eq(api_client_wait(a, ida, T_TIMEOUT, &in, &e), 0,
+		     "a, accepted in the same batch as b, was closed for it: %s", e.msg);
+	cr_assert(api_obj_streq(in.result, "a"));
+	api_incoming_free(&in);
+	expect_farewell(b, "too many connections");
+	api_client_close(a);
+	api_client_close(b);
+	api_client_close(h);
+	api_client_close(sub);
+	srv_end(&s);
+}
+
 /* Out of descriptors at accept (EMFILE), the server makes room by closing
  * a connection idle for stall_ms, never one accepted a moment ago that has
  * not sent its request yet.  Seen at 9,000 pods whose probes held the
