@@ -38,6 +38,8 @@
 #define API__ACCEPT_PAUSE_MS 100u   /* after EMFILE: retry later, not spin */
 #define API__METHOD_MAX 128
 #define API__EV_BUF_KEEP (64u << 10) /* publish's buffer kept up to this size */
+#define API__SHED_STALL_MS 1000u    /* past max_unsent, output unmoved this
+				     * long is shed (api__server_shed) */
 
 enum {
 	API__TAG_ACCEPT = 1,
@@ -116,6 +118,9 @@ typedef struct api_server {
 	api_method_t *methods;      /* owned, names owned */
 	size_t nmethods;
 	size_t max_frame, max_outbuf, max_conns;
+	size_t max_unsent;          /* bound on `unsent` (api__server_shed) */
+	size_t unsent;              /* output queued unsent, all connections */
+	uint64_t shed;              /* connections closed for it */
 	size_t (*conn_room)(void *ctx);
 	void *conn_room_ctx;
 	uint64_t stall_ms;
@@ -141,6 +146,7 @@ typedef struct api_conn {
 				     * in.head */
 	kit_frame_scan_t scan;      /* how far in the frame at in.head */
 	api_buf_t out;
+	size_t counted;             /* out.len as the server's `unsent` has it */
 	size_t max_frame, max_outbuf;
 	size_t pending;             /* requests dispatched, not yet answered */
 	uid_t uid;
@@ -184,6 +190,25 @@ static void api__conn_watch_write(rt_t *rt, api_conn_t *c)
 	}
 }
 
+static void api__server_shed(rt_t *rt, api_server_t *s);
+
+/* Brings the server's count of unsent output up to date with c's (after
+ * its output grew or drained, or with 0 when it dies); past max_unsent,
+ * sheds what is not being read.  The server is gone only at shutdown. */
+static void api__conn_account(rt_t *rt, api_conn_t *c, size_t now_len)
+{
+	api_server_t *s = rt_state_of(rt, c->server, &api__server_b);
+
+	if (c->dead)
+		now_len = 0;    /* going: its output is not waited for */
+	if (s) {
+		s->unsent = s->unsent - c->counted + now_len;
+		if (now_len > c->counted && s->unsent > s->max_unsent)
+			api__server_shed(rt, s);
+	}
+	c->counted = now_len;
+}
+
 /* Reads while there is room: not closing, output below its bound, not too
  * many requests in flight (backpressure on a client that does not read). */
 static void api__conn_update_read(rt_t *rt, api_conn_t *c)
@@ -224,6 +249,7 @@ static void api__conn_flush(rt_t *rt, api_conn_t *c)
 		api__buf_consume(&c->out, (size_t)n);
 		c->last_io_ms = rt_now_ms(rt);
 	}
+	api__conn_account(rt, c, c->out.len);
 	if (c->dead)
 		return;
 	if (c->out.len) {
@@ -281,6 +307,9 @@ static int api__conn_append(rt_t *rt, api_conn_t *c, bool bounded,
 		api__conn_farewell(rt, c, API_RESOURCE_LIMIT, msg);
 		return -ENOBUFS;
 	}
+	api__conn_account(rt, c, c->out.len);
+	if (c->dead)
+		return 0;       /* shed itself: what it was not reading */
 	/* Inside the connection's own turn the read path flushes at its end;
 	 * from elsewhere, let EV_WRITE readiness batch the bytes. */
 	if (rt_self(rt) != c->self)
@@ -868,7 +897,8 @@ static void api__conn_terminate(rt_t *rt, void *state, rt_reason_t reason)
 {
 	api_conn_t *c = state;
 
-	(void)rt; (void)reason;
+	(void)reason;
+	api__conn_account(rt, c, 0);
 	/* The runtime stops our fd watches right after terminate, before the
 	 * loop polls again; rt_unwatch_fd cannot be used here (our pid is
 	 * already invalid, see docs/rpc.md "Notes for the runtime"). */
@@ -956,6 +986,37 @@ static bool api__server_evict(rt_t *rt, api_server_t *s, size_t cap, uint64_t mi
 		 cap);
 	api__conn_farewell(rt, stalled, API_RESOURCE_LIMIT, msg);
 	return true;
+}
+
+/* Past max_unsent bytes queued unsent across all connections, closes the
+ * connections whose output has not moved for API__SHED_STALL_MS, the
+ * longest unmoved first, until the total is under the bound again (as
+ * Redis's client-output-buffer-limit; seen: 400 clients that each asked
+ * the status of 9,700 pods and never read held 1.2 GB).  A client that
+ * reads moves bytes and keeps its connection however big its answer; one
+ * that does not read had its answer's first bytes and gets EOF.  A closed
+ * one stops counting at once (api__conn_account: a dying connection's
+ * output is not waited for).  O(connections) per one closed, only past
+ * the bound. */
+static void api__server_shed(rt_t *rt, api_server_t *s)
+{
+	uint64_t now = rt_now_ms(rt);
+
+	while (s->unsent > s->max_unsent) {
+		api_conn_t *worst = NULL;
+		for (size_t i = 0; i < s->nconns; i++) {
+			api_conn_t *c = api__conn_get(rt, s->conns[i]);
+			if (c && c->out.len && now - c->last_io_ms >= API__SHED_STALL_MS &&
+			    (!worst || c->last_io_ms < worst->last_io_ms))
+				worst = c;
+		}
+		if (!worst)
+			return;
+		api__conn_die(rt, worst);
+		s->unsent -= worst->counted;
+		worst->counted = 0;
+		s->shed++;
+	}
 }
 
 /* The cap now: max_conns, or less when the descriptors say so. */
@@ -1135,6 +1196,7 @@ static int api__server_init(rt_t *rt, void **state, void *arg)
 	s->conn_room = o->conn_room;
 	s->conn_room_ctx = o->conn_room_ctx;
 	s->stall_ms = o->stall_ms ? o->stall_ms : API_STALL_MS_DEFAULT;
+	s->max_unsent = o->max_unsent ? o->max_unsent : API_MAX_UNSENT_DEFAULT;
 	s->recent_cap = o->recent_events ? o->recent_events : API_RECENT_EVENTS_DEFAULT;
 	if (!(s->recent = calloc(s->recent_cap, sizeof *s->recent)))
 		goto nomem;
@@ -1317,6 +1379,15 @@ size_t api_server_subscribers(rt_t *rt, rt_pid_t server)
 			n += c && c->subscribed;
 		}
 	return n;
+}
+
+size_t api_server_unsent(rt_t *rt, rt_pid_t server, uint64_t *shed)
+{
+	api_server_t *s = rt_state_of(rt, server, &api__server_b);
+
+	if (shed)
+		*shed = s ? s->shed : 0;
+	return s ? s->unsent : 0;
 }
 
 int api_server_publish(rt_t *rt, rt_pid_t server, const void *event, size_t len)

@@ -16,7 +16,9 @@
  * KIT_FRAME_MAX_DEPTH (kit_frame.h) is answered with an error and skipped, the
  * connection going on; a connection whose
  * unsent output passes max_outbuf stops being read until it drains, and a
- * subscriber that lets its output pass max_outbuf is disconnected.
+ * subscriber that lets its output pass max_outbuf is disconnected; past
+ * max_unsent bytes unsent across all connections, those whose output has
+ * not moved for a second are closed, the longest unmoved first.
  *
  * Access: each connection's peer credentials (SO_PEERCRED) are taken at
  * accept.  Root, the daemon's effective uid and, when a socket group is
@@ -39,6 +41,7 @@
 
 #define API_MAX_FRAME_DEFAULT (16u << 20)    /* 16 MiB */
 #define API_MAX_OUTBUF_DEFAULT (4u << 20)    /* 4 MiB per connection */
+#define API_MAX_UNSENT_DEFAULT (64u << 20)   /* 64 MiB across connections */
 #define API_MAX_CONNS_DEFAULT 1024u
 #define API_ROOM_FROM 8u                   /* conn_room asked from this many */
 #define API_STALL_MS_DEFAULT 10000u         /* see api_server_opts_t.stall_ms */
@@ -91,6 +94,10 @@ typedef struct api_server_opts {
 	gid_t group;              /* whose members may then call; else 0600 */
 	size_t max_frame;         /* 0: API_MAX_FRAME_DEFAULT */
 	size_t max_outbuf;        /* 0: API_MAX_OUTBUF_DEFAULT */
+	size_t max_unsent;        /* answers and events queued unsent across
+				   * all connections, past which the ones not
+				   * read for a second are closed;
+				   * 0: API_MAX_UNSENT_DEFAULT */
 	size_t max_conns;         /* 0: API_MAX_CONNS_DEFAULT; more are closed
 				   * at accept */
 	/* The connections the process's descriptors leave room for now, or
@@ -145,6 +152,9 @@ int api_server_listen_fd(rt_t *rt, rt_pid_t server);
  * metrics); 0 when server is not a running api server. */
 size_t api_server_conns(rt_t *rt, rt_pid_t server);
 size_t api_server_subscribers(rt_t *rt, rt_pid_t server);
+/* Bytes of output queued unsent across its connections, and (*shed, when
+ * not NULL) how many connections were closed for passing max_unsent. */
+size_t api_server_unsent(rt_t *rt, rt_pid_t server, uint64_t *shed);
 
 /*
  * Answers a request: [1, msgid, nil, result] with result packed by fn

@@ -330,6 +330,14 @@ int obs_metrics_write(const obs_src_t *s, const obs_counts_t *c, obs_buf_t *b)
 	    api ? (double)api_server_conns(s->rt, api) : 0);
 	one(b, "tank_api_subscribers", "gauge", "RPC connections subscribed to events.",
 	    api ? (double)api_server_subscribers(s->rt, api) : 0);
+	uint64_t shed = 0;
+	size_t unsent = api ? api_server_unsent(s->rt, api, &shed) : 0;
+	one(b, "tank_api_unsent_bytes", "gauge",
+	    "Answers and events queued unsent on the RPC socket, all connections.",
+	    (double)unsent);
+	one(b, "tank_api_shed_total", "counter",
+	    "RPC connections closed for not reading while unsent output passed its bound.",
+	    (double)shed);
 
 	obs_prom_head(b, "tank_events_total", "counter", "Events published, by type.");
 	for (size_t i = 0; i < c->ntypes; i++)
