@@ -173,6 +173,11 @@ typedef struct api_conn {
 	bool subscribed;
 	uint64_t last_active_ms;    /* last request or answer (rt_now_ms): the
 				     * longest idle goes first at the cap */
+	uint64_t out_moved_ms;      /* output queued to an empty buffer, or
+				     * bytes of it sent (api__server_shed:
+				     * input does not count, or a client
+				     * sending a byte a second would keep
+				     * answers it never reads) */
 	uint64_t last_io_ms;        /* last byte received or sent: a stalled
 				     * one goes next (api__server_evict) */
 	bool unread;                /* accepted, not read yet: its request may
@@ -187,11 +192,16 @@ static const rt_behaviour_t api__conn_b;
 
 /* --- connection -------------------------------------------------------- */
 
+static void api__conn_account(rt_t *rt, api_conn_t *c, size_t now_len);
+
+/* Its output stops counting toward max_unsent at once: it is not waited
+ * for, and a shed must not close more than it takes. */
 static void api__conn_die(rt_t *rt, api_conn_t *c)
 {
 	if (c->dead)
 		return;
 	c->dead = true;
+	api__conn_account(rt, c, 0);
 	if (rt_self(rt) == c->self)
 		rt_exit_self(rt, RT_R_SHUTDOWN);
 	else
@@ -216,14 +226,17 @@ static void api__conn_account(rt_t *rt, api_conn_t *c, size_t now_len)
 {
 	api_server_t *s = rt_state_of(rt, c->server, &api__server_b);
 
+	size_t was = c->counted;
+
 	if (c->dead)
 		now_len = 0;    /* going: its output is not waited for */
+	/* Recorded before the shed, which may pick c itself and zero it. */
+	c->counted = now_len;
 	if (s) {
-		s->unsent = s->unsent - c->counted + now_len;
-		if (now_len > c->counted && s->unsent > s->max_unsent)
+		s->unsent = s->unsent - was + now_len;
+		if (now_len > was && s->unsent > s->max_unsent)
 			api__server_shed(rt, s);
 	}
-	c->counted = now_len;
 }
 
 /* Reads while there is room: not closing, output below its bound, not too
@@ -264,7 +277,7 @@ static void api__conn_flush(rt_t *rt, api_conn_t *c)
 			return;
 		}
 		api__buf_consume(&c->out, (size_t)n);
-		c->last_io_ms = rt_now_ms(rt);
+		c->last_io_ms = c->out_moved_ms = rt_now_ms(rt);
 	}
 	api__conn_account(rt, c, c->out.len);
 	if (c->dead)
@@ -313,7 +326,7 @@ static int api__conn_append(rt_t *rt, api_conn_t *c, bool bounded,
 	 * here (or the last byte sent), not from the request it answers,
 	 * which may have taken longer than stall_ms. */
 	if (before == 0)
-		c->last_io_ms = rt_now_ms(rt);
+		c->last_io_ms = c->out_moved_ms = rt_now_ms(rt);
 	if (bounded && c->out.len > c->max_outbuf) {
 		char msg[160];
 		c->out.len = before;
@@ -907,7 +920,8 @@ static int api__conn_init(rt_t *rt, void **state, void *arg)
 	 * store's cache load, a pass): the accept and then the read each
 	 * waited one whole iteration, 7 ms apiece in a tankd starting on
 	 * 100,000 pods.  Nothing there yet: EAGAIN, and the watch reads it. */
-	(void)rt_send(rt, c->self, API__TAG_FIRST_READ, NULL, 0);
+	if (rt_send(rt, c->self, API__TAG_FIRST_READ, NULL, 0) < 0)
+		c->unread = false;      /* the watch reads it; evictable meanwhile */
 	*state = c;
 	return 0;
 }
@@ -1013,10 +1027,10 @@ static bool api__server_evict(rt_t *rt, api_server_t *s, size_t cap, uint64_t mi
  * Redis's client-output-buffer-limit; seen: 400 clients that each asked
  * the status of 9,700 pods and never read held 1.2 GB).  A client that
  * reads moves bytes and keeps its connection however big its answer; one
- * that does not read had its answer's first bytes and gets EOF.  A closed
- * one stops counting at once (api__conn_account: a dying connection's
- * output is not waited for).  O(connections) per one closed, only past
- * the bound. */
+ * that does not read had its answer's first bytes and gets EOF; one
+ * that sends without reading does not escape it (out_moved_ms).  A closed
+ * one stops counting at once (api__conn_die).  O(connections) per one
+ * closed, only past the bound. */
 static void api__server_shed(rt_t *rt, api_server_t *s)
 {
 	uint64_t now = rt_now_ms(rt);
@@ -1025,15 +1039,13 @@ static void api__server_shed(rt_t *rt, api_server_t *s)
 		api_conn_t *worst = NULL;
 		for (size_t i = 0; i < s->nconns; i++) {
 			api_conn_t *c = api__conn_get(rt, s->conns[i]);
-			if (c && c->out.len && now - c->last_io_ms >= API__SHED_STALL_MS &&
-			    (!worst || c->last_io_ms < worst->last_io_ms))
+			if (c && c->out.len && now - c->out_moved_ms >= API__SHED_STALL_MS &&
+			    (!worst || c->out_moved_ms < worst->out_moved_ms))
 				worst = c;
 		}
 		if (!worst)
 			return;
-		api__conn_die(rt, worst);
-		s->unsent -= worst->counted;
-		worst->counted = 0;
+		api__conn_die(rt, worst);       /* and takes it off `unsent` */
 		s->shed++;
 	}
 }
@@ -1433,8 +1445,8 @@ int api_server_publish(rt_t *rt, rt_pid_t server, const void *event, size_t len)
 	for (size_t i = 0; i < s->nconns; i++) {
 		api_conn_t *c = api__conn_get(rt, s->conns[i]);
 		if (c && c->subscribed &&
-		    api__conn_append(rt, c, true, api__pack_rawmsg_cb, &r) == 0)
-			n++;
+		    api__conn_append(rt, c, true, api__pack_rawmsg_cb, &r) == 0 && !c->dead)
+			n++;    /* not one the event's bytes had it shed */
 	}
 	/* An event is a few hundred bytes; one that grew the buffer past
 	 * this is not kept for the next. */

@@ -466,8 +466,9 @@ static void rt__run_actor(rt_t *rt, rt_actor_t *a, uint64_t slice_end)
 }
 
 /* Whether the next turn is a normal actor's.  High ones go first, but
- * after RT_PRIO_RUN high turns or RT_SLICE_MS of them, counted across
- * drains, normal actors get as long as those took, for an even share.  A drain
+ * after RT_PRIO_RUN high turns or RT_SLICE_MS of them while a normal one
+ * waited, counted across drains, normal actors get as long as those
+ * took (one turn at least), for an even share.  A drain
  * ends within its slice, so counted per drain, high turns slower than a
  * slice (400 clients each asking the status of 9,700 pods, 75 ms apiece)
  * never let a normal actor run, and containers killed meanwhile waited
@@ -479,19 +480,22 @@ static bool rt__normal_turn(rt_t *rt)
 	const uint64_t slice = (uint64_t)RT_SLICE_MS * 1000000u;
 	uint64_t now;
 
-	if (!rt->rq_head)
+	if (!rt->rq_head) {
+		rt->high_run = 0;       /* only high turns a normal one waited
+					 * for count */
 		return false;
+	}
 	if (!rt->hq_head)
 		return true;
 	now = rt__mono_ns();
 	if (now < rt->normal_until)
 		return true;
 	if (rt->high_run >= RT_PRIO_RUN || (rt->high_run && now - rt->high_t0 >= slice)) {
-		/* As long as the high ones just had (at least a slice, at
-		 * most RT_PRIO_SHARE_MS): an even share when both queues
-		 * stay full, whatever the length of a high turn. */
+		/* As long as the high ones just had (at most
+		 * RT_PRIO_SHARE_MS; one turn at least): an even share when
+		 * both queues stay full, whatever the length of a turn. */
 		uint64_t had = now - rt->high_t0, most = (uint64_t)RT_PRIO_SHARE_MS * 1000000u;
-		rt->normal_until = now + (had < slice ? slice : had > most ? most : had);
+		rt->normal_until = now + (had > most ? most : had);
 		return true;
 	}
 	return false;

@@ -163,12 +163,12 @@ uint64_t rt_now_ms(rt_t *rt);
  * so that a restart storm filling the run queue with slow turns (a spawn
  * costs a millisecond) cannot keep `ping` waiting behind it.  Give it
  * only to actors whose turns are short.  A normal actor still gets a
- * turn after every RT_PRIO_RUN high turns or RT_SLICE_MS of them
- * (counted across loop iterations), and then as long as those took
- * (between RT_SLICE_MS and RT_PRIO_SHARE_MS): a flood of high-priority
- * work, even of slow turns, gets half of the time and cannot starve the
- * rest.  Returns 0, or -EINVAL for an unknown priority or outside an
- * actor. */
+ * turn after every RT_PRIO_RUN high turns or RT_SLICE_MS of them that it
+ * waited for (counted across loop iterations), and then as long as those
+ * took (one turn at least, RT_PRIO_SHARE_MS at most): a flood of
+ * high-priority work, even of slow turns, gets half of the time and
+ * cannot starve the rest.  Returns 0, or -EINVAL for an unknown priority
+ * or outside an actor. */
 enum { RT_PRIO_NORMAL = 0, RT_PRIO_HIGH = 1 };
 #define RT_PRIO_RUN 16
 #define RT_PRIO_SHARE_MS 100        /* the longest share of normal ones */

@@ -1420,6 +1420,97 @@ Test(api, unread_answers_past_the_bound_close_the_longest_unmoved)
 	srv_end(&s);
 }
 
+/* A subscriber that does not read is shed by the very event that takes
+ * the unsent output past the bound (its own output, unmoved for over a
+ * second, is the longest unmoved): the count stays true and comes back
+ * to 0 once everything is closed.  It once wrapped below 0 (counted
+ * twice), and every later answer then shed whoever had not read for a
+ * second (found by review, issue 38 round 12). */
+Test(api, a_connection_shed_by_its_own_output_leaves_the_count_true)
+{
+	srv_t s;
+	api_server_opts_t o = { .max_unsent = 1u << 20 };
+	api_incoming_t in;
+	tank_error_t e;
+
+	srv_init(&s, &o);
+	srv_start(&s, &o);
+	api_client_t *sub = cli(&s), *pub = cli(&s);
+	cr_assert_eq(api_client_call(sub, "subscribe", NULL, NULL, T_TIMEOUT, &in, &e), 0);
+	api_incoming_free(&in);
+	ints_t batch = { 2, { 8, 64 << 10 } };          /* 512 KiB, under the bound */
+	cr_assert_eq(api_client_call(pub, "publish", pack_ints, &batch, T_TIMEOUT, &in, &e), 0);
+	api_incoming_free(&in);
+	usleep(1300 * 1000);
+	ints_t batch2 = { 2, { 16, 64 << 10 } };        /* 1 MiB more: past it */
+	cr_assert_eq(api_client_call(pub, "publish", pack_ints, &batch2, T_TIMEOUT, &in, &e), 0);
+	api_incoming_free(&in);
+	cr_assert(stat_becomes(&s, 4, 1), "the subscriber was shed (%lld)",
+		  (long long)stat_of(&s, 4));
+	cr_assert(stat_becomes(&s, 3, 0), "unsent %lld once it is gone",
+		  (long long)stat_of(&s, 3));
+	api_client_close(sub);
+	api_client_close(pub);
+	srv_end(&s);
+}
+
+/* Sending without reading does not escape the bound: two clients that
+ * never read their 2 MiB answers but send a small request every 100 ms
+ * (each byte received used to count as the connection moving) are still
+ * the longest unmoved when a third answer passes 4 MiB (found by review,
+ * issue 38 round 12). */
+Test(api, sending_without_reading_does_not_escape_the_bound)
+{
+	srv_t s;
+	api_server_opts_t o = { .max_unsent = 4u << 20 };
+	enum { BIG = 2u << 20 };
+	char *big = malloc(BIG + 1);
+	api_incoming_t in;
+	tank_error_t e;
+	uint32_t id, id2;
+	api_client_t *h[3];
+
+	cr_assert_not_null(big);
+	memset(big, 'x', BIG);
+	big[BIG] = '\0';
+	srv_init(&s, &o);
+	srv_start(&s, &o);
+	for (int i = 0; i < 2; i++) {
+		h[i] = cli(&s);
+		cr_assert_eq(api_client_send(h[i], "echo", pack_str1, big, T_TIMEOUT, &id, &e), 0);
+	}
+	for (int t = 0; t < 500 && stat_of(&s, 3) < BIG; t++)
+		usleep(10000);
+	for (int t = 0; t < 15; t++) {
+		usleep(100 * 1000);
+		for (int i = 0; i < 2; i++)
+			cr_assert_eq(api_client_send(h[i], "echo", pack_str1, "x", T_TIMEOUT, &id,
+						     &e), 0);
+	}
+	h[2] = cli(&s);
+	cr_assert_eq(api_client_send(h[2], "echo", pack_str1, big, T_TIMEOUT, &id2, &e), 0);
+	/* They go on sending meanwhile (a send to the one shed fails). */
+	for (int t = 0; t < 50 && stat_of(&s, 4) < 1; t++) {
+		usleep(100 * 1000);
+		for (int i = 0; i < 2; i++)
+			(void)api_client_send(h[i], "echo", pack_str1, "x", T_TIMEOUT, &id, &e);
+	}
+	cr_assert_geq(stat_of(&s, 4), 1, "nothing shed, unsent %lld (bound %u)",
+		      (long long)stat_of(&s, 3), 4u << 20);
+	int64_t unsent = stat_of(&s, 3);
+	cr_assert(unsent <= 4 << 20, "unsent %lld past the bound", (long long)unsent);
+	/* The one shed was one of those that never read, not the third,
+	 * whose answer was the newest: it reads it whole. */
+	cr_assert_eq(api_client_wait(h[2], id2, T_TIMEOUT, &in, &e), 0,
+		     "the newest answer was shed: %s", e.msg);
+	cr_assert_eq(in.result->via.str.size, BIG);
+	api_incoming_free(&in);
+	for (int i = 0; i < 3; i++)
+		api_client_close(h[i]);
+	free(big);
+	srv_end(&s);
+}
+
 /* Runs a client as another uid in a child; writes its error code (or a
  * negative transport error) to a pipe.  The runtime thread reaps the
  * child, so the test reads the pipe instead of waiting. */
