@@ -1028,7 +1028,8 @@ static bool api__server_evict(rt_t *rt, api_server_t *s, size_t cap, uint64_t mi
  * the status of 9,700 pods and never read held 1.2 GB).  A client that
  * reads moves bytes and keeps its connection however big its answer; one
  * that does not read had its answer's first bytes and gets EOF; one
- * that sends without reading does not escape it (out_moved_ms).  A closed
+ * that sends without reading does not escape it (out_moved_ms), and one
+ * whose bytes were not offered for a while is offered them first.  A closed
  * one stops counting at once (api__conn_die).  O(connections) per one
  * closed, only past the bound. */
 static void api__server_shed(rt_t *rt, api_server_t *s)
@@ -1045,6 +1046,15 @@ static void api__server_shed(rt_t *rt, api_server_t *s)
 		}
 		if (!worst)
 			return;
+		/* Unmoved may mean not offered: its turn to write can wait
+		 * behind heavy ones (a subscriber's events, queued while 400
+		 * answers of 9,700 statuses were built, were shed unsent).
+		 * A send says whether it reads: bytes taken move it, a full
+		 * socket sheds it, a gone peer closes it. */
+		size_t had = worst->out.len;
+		api__conn_flush(rt, worst);
+		if (worst->dead || worst->out.len < had)
+			continue;
 		api__conn_die(rt, worst);       /* and takes it off `unsent` */
 		s->shed++;
 	}

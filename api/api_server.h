@@ -18,7 +18,8 @@
  * unsent output passes max_outbuf stops being read until it drains, and a
  * subscriber that lets its output pass max_outbuf is disconnected; past
  * max_unsent bytes unsent across all connections, those whose output has
- * not moved for a second are closed, the longest unmoved first.
+ * not moved for a second and whose socket is full are closed, the
+ * longest unmoved first.
  *
  * Access: each connection's peer credentials (SO_PEERCRED) are taken at
  * accept.  Root, the daemon's effective uid and, when a socket group is

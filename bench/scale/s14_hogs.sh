@@ -2,8 +2,8 @@
 # s14_hogs.sh [N HOGS]: round 12 (issue 38): N pods at backoff.base 100ms,
 # then HOGS clients that each ask `status` of every pod and never read;
 # 2 s in, the process of pod p00000 is killed -9.  Prints that pod's
-# events (`tankctl events -o json`): their `at` says when tankd saw the
-# exit and when it started the container again.  Under flock
+# events (`tankctl events -o json`): their `at`, from the kill, says when
+# tankd saw the exit and when it started the container again.  Under flock
 # /work/bench.lock when N > 2000.  SRC: the tree whose build/bin to run
 # (default: this one), to compare two builds.
 set -u
@@ -33,6 +33,7 @@ for p in os.listdir('/proc'):
         if p.isdigit() and '/p00000.' in open(f'/proc/{p}/cgroup').read() and \
            b'sleep' in open(f'/proc/{p}/cmdline', 'rb').read():
             os.kill(int(p), 9)
+            open(os.environ['SCALE_DIR'] + '/killed_at', 'w').write(repr(time.time()))
             print(f'killed -9 {p}, {hogs} clients asking status', flush=True)
             break
     except OSError:
@@ -41,12 +42,16 @@ time.sleep(3)
 for s in cs:
     s.close()
 PY
-sleep 2
+# Until the container started again (its event comes behind the answers
+# queued before it), at most 90 s.
+i=0; while ! grep -q '"reason": "started"' "$SCALE_DIR/events" && [ $i -lt 450 ]; do
+	sleep 0.2; i=$((i+1))
+done
 kill "$ev" 2>/dev/null
 python3 -c '
 import json, sys
 from datetime import datetime
-seen = None
+seen = float(open(sys.argv[2]).read())
 for l in open(sys.argv[1]):
     if not l.startswith("{"):
         continue
@@ -54,9 +59,8 @@ for l in open(sys.argv[1]):
     if e.get("container") is None:
         continue
     at = datetime.fromisoformat(e["at"].replace("Z", "+00:00")).timestamp()
-    print(f"{e[\"from\"]} -> {e[\"to\"]} ({e[\"reason\"]})" + (f" {at - seen:.3f}s after the exit" if seen else ""))
-    if e["to"] == "backing_off" and seen is None:
-        seen = at
-' "$SCALE_DIR/events"
+    line = "%s -> %s (%s)" % (e["from"], e["to"], e["reason"])
+    print(line + " %.3fs after the kill" % (at - seen))
+' "$SCALE_DIR/events" "$SCALE_DIR/killed_at"
 T delete -l app=scale >/dev/null; sleep 2
 scale_stop
