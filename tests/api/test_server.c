@@ -1363,6 +1363,18 @@ Test(api, slow_subscriber_is_cut_off)
 	srv_end(&s);
 }
 
+/* n bytes of 'x' and a NUL, malloc'd: an echo's answer that far outgrows
+ * a socket's buffer. */
+static char *big_str(size_t n)
+{
+	char *b = malloc(n + 1);
+
+	cr_assert_not_null(b);
+	memset(b, 'x', n);
+	b[n] = '\0';
+	return b;
+}
+
 /* Answers queued unsent across all connections are bounded: past
  * max_unsent, the connections whose output has not moved for a second
  * are closed, the longest unmoved first, and only as many as it takes.
@@ -1376,15 +1388,12 @@ Test(api, unread_answers_past_the_bound_close_the_longest_unmoved)
 	srv_t s;
 	api_server_opts_t o = { .max_unsent = 4u << 20 };
 	enum { BIG = 2u << 20 };
-	char *big = malloc(BIG + 1);
+	char *big = big_str(BIG);
 	api_incoming_t in;
 	tank_error_t e;
 	uint32_t id[3];
 	api_client_t *h[3];
 
-	cr_assert_not_null(big);
-	memset(big, 'x', BIG);
-	big[BIG] = '\0';
 	srv_init(&s, &o);
 	srv_start(&s, &o);
 	for (int i = 0; i < 3; i++) {
@@ -1464,15 +1473,12 @@ Test(api, sending_without_reading_does_not_escape_the_bound)
 	srv_t s;
 	api_server_opts_t o = { .max_unsent = 4u << 20 };
 	enum { BIG = 2u << 20 };
-	char *big = malloc(BIG + 1);
+	char *big = big_str(BIG);
 	api_incoming_t in;
 	tank_error_t e;
 	uint32_t id, id2;
 	api_client_t *h[3];
 
-	cr_assert_not_null(big);
-	memset(big, 'x', BIG);
-	big[BIG] = '\0';
 	srv_init(&s, &o);
 	srv_start(&s, &o);
 	for (int i = 0; i < 2; i++) {
