@@ -2612,10 +2612,6 @@ static int v_events(ctl_t *x, int argc, char **argv)
 					ctl_print_event(ev);
 				}
 			}
-		/* Each batch as it comes, also into a pipe or a file (`tankctl
-		 * events | grep`, `> log`), as `kubectl get -w` and `journalctl
-		 * -f` do: stdio would hold 4 KiB of them, or until the exit. */
-		fflush(stdout);
 		api_incoming_free(&in);
 		fflush(stdout);
 	}
