@@ -467,14 +467,14 @@ static void rt__run_actor(rt_t *rt, rt_actor_t *a, uint64_t slice_end)
 
 /* Whether the next turn is a normal actor's.  High ones go first, but
  * after RT_PRIO_RUN high turns or RT_SLICE_MS of them while a normal one
- * waited, counted across drains, normal actors get as long as those
- * took (one turn at least), for an even share.  A drain
- * ends within its slice, so counted per drain, high turns slower than a
- * slice (400 clients each asking the status of 9,700 pods, 75 ms apiece)
- * never let a normal actor run, and containers killed meanwhile waited
- * for the reconciler until the clients left; one normal turn per high
- * run let them back after 13 s.  The coarse clock is read only while
- * both queues hold actors. */
+ * waited, counted across drains, normal actors get as long as those took
+ * (one turn at least), for an even share.  A drain ends within its slice,
+ * so counted per drain, high turns slower than a slice (400 clients each
+ * asking the status of 9,700 pods, 75 ms apiece) never let a normal actor
+ * run, and containers killed meanwhile waited for the reconciler until
+ * the clients left; one normal turn per high run let them back after
+ * 13 s.  The coarse clock is read only while both queues hold actors:
+ * the first high turn a normal one waits for starts the count here. */
 static bool rt__normal_turn(rt_t *rt)
 {
 	const uint64_t slice = (uint64_t)RT_SLICE_MS * 1000000u;
@@ -490,7 +490,9 @@ static bool rt__normal_turn(rt_t *rt)
 	now = rt__mono_ns();
 	if (now < rt->normal_until)
 		return true;
-	if (rt->high_run >= RT_PRIO_RUN || (rt->high_run && now - rt->high_t0 >= slice)) {
+	if (!rt->high_run)
+		rt->high_t0 = now;
+	else if (rt->high_run >= RT_PRIO_RUN || now - rt->high_t0 >= slice) {
 		/* As long as the high ones just had (at most
 		 * RT_PRIO_SHARE_MS; one turn at least): an even share when
 		 * both queues stay full, whatever the length of a turn. */
@@ -526,8 +528,7 @@ static void rt__drain(rt_t *rt)
 			a = rt->hq_head;
 			if (!(rt->hq_head = a->rq_next))
 				rt->hq_tail = NULL;
-			if (!rt->high_run++)
-				rt->high_t0 = rt__mono_ns();
+			rt->high_run++;
 			rt->normal_until = 0;
 		} else {
 			a = rt->rq_head;

@@ -73,8 +73,8 @@ struct rt {
 	rt_actor_t *hq_head, *hq_tail;   /* run queue of RT_PRIO_HIGH actors */
 	int high_run;                    /* high turns since the last normal
 					  * one (across drains) */
-	uint64_t high_t0;                /* when the first of them began
-					  * (coarse clock, ns) */
+	uint64_t high_t0;                /* when the first of them was
+					  * chosen (coarse clock, ns) */
 	uint64_t normal_until;           /* normal turns go first until then
 					  * (rt__normal_turn) */
 	rt_actor_t *all;                 /* newest first */
