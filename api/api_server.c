@@ -225,7 +225,6 @@ static void api__server_shed(rt_t *rt, api_server_t *s);
 static void api__conn_account(rt_t *rt, api_conn_t *c, size_t now_len)
 {
 	api_server_t *s = rt_state_of(rt, c->server, &api__server_b);
-
 	size_t was = c->counted;
 
 	if (c->dead)
@@ -975,14 +974,14 @@ static bool api__in_group(int fd, gid_t group)
  * lock out a new client, while busy ones are never cut.  Nor is one
  * accepted earlier in the same batch and not read yet: its request may
  * be waiting in its socket, and a burst of clients at the cap would
- * otherwise close each other in turn (the newest is refused instead).  An evicted
- * connection still counts until its actor is gone, so the cap can be
- * passed by the connections being closed; each of those is bounded by
- * its linger.  O(connections), only at the cap.  min_idle_ms: how long an
- * idle one must have been (0 at the cap; out of descriptors, stall_ms:
- * a client accepted a moment ago has not sent its request yet, and
- * closing it would only trade it for the next).  Returns whether one was
- * closed. */
+ * otherwise close each other in turn (the newest is refused instead).
+ * An evicted connection still counts until its actor is gone, so the
+ * cap can be passed by the connections being closed; each of those is
+ * bounded by its linger.  O(connections), only at the cap.  min_idle_ms:
+ * how long an idle one must have been (0 at the cap; out of descriptors,
+ * stall_ms: a client accepted a moment ago has not sent its request yet,
+ * and closing it would only trade it for the next).  Returns whether one
+ * was closed. */
 static bool api__server_evict(rt_t *rt, api_server_t *s, size_t cap, uint64_t min_idle_ms)
 {
 	api_conn_t *idle = NULL, *stalled = NULL;

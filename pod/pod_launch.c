@@ -74,9 +74,9 @@ static bool child_nofile_set;
 /* The signals this process ignores, bit s - 1 for signal s, read by
  * pod_launch_reserve's first call or the first clone3 launch, and by
  * pod_launch_signals_changed; 0 in ignored_known until then.  A child
- * cloned with CLONE_CLEAR_SIGHAND has
- * only those left to reset: knowing them spares it a query of each of
- * the 62 signals (21.7 us a launch here; issue 38, round 11). */
+ * cloned with CLONE_CLEAR_SIGHAND has only those left to reset: knowing
+ * them spares it a query of each of the 62 signals (21.7 us a launch
+ * here; issue 38, round 11). */
 static _Atomic uint64_t ignored_sigs;
 static atomic_bool ignored_known;
 
