@@ -215,19 +215,15 @@ Test(probes, probes_of_pods_started_together_spread_over_the_period)
 	uint64_t at[256];
 	size_t n = 0;
 
-	int lfd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
-	struct sockaddr_in sa = { .sin_family = AF_INET, .sin_port = 0,
-				  .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
-	socklen_t sl = sizeof sa;
-	cr_assert_eq(bind(lfd, (struct sockaddr *)&sa, sizeof sa), 0);
-	cr_assert_eq(listen(lfd, 128), 0);
-	cr_assert_eq(getsockname(lfd, (struct sockaddr *)&sa, &sl), 0);
+	unsigned port;
+	int lfd = ts_listen_loopback(SOCK_NONBLOCK, 128, &port);
+	cr_assert_geq(lfd, 0, "listen: %s", strerror(-lfd));
 	for (int i = 0; i < PODS; i++)
 		len += (size_t)snprintf(y + len, sizeof y - len,
 					"%sname: sp%d\ncontainers:\n  - name: main\n"
 					"    command: [sleep, '100']\n"
 					"    readiness: {tcp: {port: %u}, period: 2s}\n",
-					i ? "---\n" : "", i, (unsigned)ntohs(sa.sin_port));
+					i ? "---\n" : "", i, port);
 	write_file(d, "spread.yaml", y);
 	cr_assert_eq(ctl(d, out, sizeof out, "apply -f %s/spread.yaml", d->dir), 0, "%s", out);
 
@@ -278,14 +274,9 @@ Test(probes, a_tcp_probe_closes_with_a_reset_and_leaves_no_time_wait)
 	char y[1024], out[8192], line[512];
 	int conns[8], nconn = 0, resets = 0, eofs = 0;
 
-	int lfd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-	struct sockaddr_in sa = { .sin_family = AF_INET, .sin_port = 0,
-				  .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
-	socklen_t sl = sizeof sa;
-	cr_assert_eq(bind(lfd, (struct sockaddr *)&sa, sizeof sa), 0);
-	cr_assert_eq(listen(lfd, 16), 0);
-	cr_assert_eq(getsockname(lfd, (struct sockaddr *)&sa, &sl), 0);
-	unsigned port = ntohs(sa.sin_port);
+	unsigned port;
+	int lfd = ts_listen_loopback(0, 16, &port);
+	cr_assert_geq(lfd, 0, "listen: %s", strerror(-lfd));
 	snprintf(y, sizeof y, "name: tw\ncontainers:\n  - name: main\n"
 		 "    command: [sleep, '100']\n"
 		 "    readiness: {tcp: {port: %u}, period: 100ms}\n", port);
@@ -346,16 +337,11 @@ Test(probes, at_a_target_that_never_answers_they_leave_the_containers_their_desc
 {
 	d_t *d = d_new();
 	static char yaml[125 * 400], out[1 << 16];
-	struct sockaddr_in sa = { .sin_family = AF_INET };
-	socklen_t sl = sizeof sa;
 	size_t off = 0;
-	int lfd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	unsigned port;
+	int lfd = ts_listen_loopback(0, 0, &port);
 
-	cr_assert_geq(lfd, 0);
-	sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-	cr_assert_eq(bind(lfd, (struct sockaddr *)&sa, sizeof sa), 0);
-	cr_assert_eq(listen(lfd, 0), 0);
-	cr_assert_eq(getsockname(lfd, (struct sockaddr *)&sa, &sl), 0);
+	cr_assert_geq(lfd, 0, "listen: %s", strerror(-lfd));
 	d->nofile = 512;
 	d->no_raise = true;
 	start(d);
@@ -363,9 +349,9 @@ Test(probes, at_a_target_that_never_answers_they_leave_the_containers_their_desc
 		off += (size_t)snprintf(yaml + off, sizeof yaml - off,
 			"---\nname: t%03d\nbackoff: {base: 100ms}\ncontainers:\n"
 			"  - name: c\n    command: [/bin/sleep, \"1000\"]\n"
-			"    readiness: {tcp: {port: %d}, period: 200ms, timeout: 1s}\n"
-			"    liveness: {tcp: {port: %d}, period: 200ms, timeout: 1s, failure_threshold: 1000}\n",
-			i, ntohs(sa.sin_port), ntohs(sa.sin_port));
+			"    readiness: {tcp: {port: %u}, period: 200ms, timeout: 1s}\n"
+			"    liveness: {tcp: {port: %u}, period: 200ms, timeout: 1s, failure_threshold: 1000}\n",
+			i, port, port);
 	write_file(d, "pods.yaml", yaml);
 	cr_assert_eq(ctl(d, out, sizeof out, "apply -f %s/pods.yaml", d->dir), 0, "%.2000s", out);
 	for (int i = 0; i < 125; i++) {

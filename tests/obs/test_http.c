@@ -6,9 +6,7 @@
  * the DevTools protocol.
  */
 #include <criterion/criterion.h>
-#include <arpa/inet.h>
 #include <math.h>
-#include <netinet/in.h>
 #include <sys/socket.h>
 #include <signal.h>
 #include <stdio.h>
@@ -315,17 +313,12 @@ Test(obs_http, probe_runs_skipped_for_descriptors_are_counted)
 	static char yaml[16384];
 	d_t *d = http_daemon(base, sizeof base);
 	prom_t p;
-	struct sockaddr_in sa = { .sin_family = AF_INET };
-	socklen_t sl = sizeof sa;
-	int lfd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	unsigned port;
+	int lfd = ts_listen_loopback(0, 0, &port);
 	const char *const tcp[] = { "probe", "tcp", NULL };
 	size_t off = 0;
 
-	cr_assert_geq(lfd, 0);
-	sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-	cr_assert_eq(bind(lfd, (struct sockaddr *)&sa, sizeof sa), 0);
-	cr_assert_eq(listen(lfd, 0), 0);
-	cr_assert_eq(getsockname(lfd, (struct sockaddr *)&sa, &sl), 0);
+	cr_assert_geq(lfd, 0, "listen: %s", strerror(-lfd));
 	scrape(base, &p);
 	cr_assert_eq(prom_get(&p, "tank_probe_skipped_total", tcp), 0, "a series from the start");
 	prom_free(&p);
@@ -333,10 +326,10 @@ Test(obs_http, probe_runs_skipped_for_descriptors_are_counted)
 		off += (size_t)snprintf(yaml + off, sizeof yaml - off,
 			"---\nname: s%02d\ncontainers:\n"
 			"  - name: c\n    command: [/bin/sleep, \"600\"]\n"
-			"    readiness: {tcp: {port: %d}, period: 100ms, timeout: 1s}\n"
-			"    liveness: {tcp: {port: %d}, period: 100ms, timeout: 1s, "
+			"    readiness: {tcp: {port: %u}, period: 100ms, timeout: 1s}\n"
+			"    liveness: {tcp: {port: %u}, period: 100ms, timeout: 1s, "
 			"failure_threshold: 1000}\n",
-			i, ntohs(sa.sin_port), ntohs(sa.sin_port));
+			i, port, port);
 	apply(d, "skipped.yaml", yaml);
 	double skipped = 0;
 	for (int i = 0; i < 300 && !(skipped >= 1); i++) {

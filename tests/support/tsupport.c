@@ -11,8 +11,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <netinet/in.h>
 #include <sys/mount.h>
 #include <sys/prctl.h>
+#include <arpa/inet.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -869,4 +871,23 @@ int ts_leftovers(const char *run_dir, FILE *say)
 	if (ts_rm_rf(run_dir) < 0)
 		fprintf(say, "leftovers: %s could not be removed\n", run_dir);
 	return left;
+}
+
+int ts_listen_loopback(int type_flags, int backlog, unsigned *port)
+{
+	struct sockaddr_in sa = { .sin_family = AF_INET,
+				  .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+	socklen_t sl = sizeof sa;
+	int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC | type_flags, 0), err;
+
+	if (fd < 0)
+		return -errno;
+	if (bind(fd, (struct sockaddr *)&sa, sizeof sa) < 0 || listen(fd, backlog) < 0 ||
+	    getsockname(fd, (struct sockaddr *)&sa, &sl) < 0) {
+		err = -errno;
+		close(fd);
+		return err;
+	}
+	*port = ntohs(sa.sin_port);
+	return fd;
 }

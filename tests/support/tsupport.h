@@ -111,6 +111,13 @@ bool ts_cgroot_exists(const char *root, char *where, size_t cap);
 int ts_rm_rf(const char *dir);
 /* The process's command line, spaces between arguments, into buf. */
 void ts_cmdline(pid_t pid, char *buf, size_t cap);
+/* A TCP socket listening on 127.0.0.1 at a port the kernel picks (its
+ * number in *port), close-on-exec, with socket(2)'s extra type flags
+ * (SOCK_NONBLOCK, or 0) and `backlog`: 0 makes a listener that never
+ * accepts once one connection waits (SYNs dropped: a probe's connect
+ * waits out its timeout).  The probes' tests' target.  Returns the fd,
+ * or -errno. */
+int ts_listen_loopback(int type_flags, int backlog, unsigned *port);
 
 /* The check leftovers makes once its command ended: says each thing the
  * run left to `say` (processes that descend from the calling process,
