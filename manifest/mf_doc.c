@@ -611,25 +611,32 @@ done:
 /* ---- emitting ---------------------------------------------------------- */
 
 /*
- * Output builds an fy_document and lets libfyaml's emitter write it in
- * block YAML or JSON mode, so escaping, line breaking and JSON syntax are
- * the library's.  (The streaming event emitter was tried first: in 0.7.12
- * it wraps a block sequence of mappings in flow brackets.)
+ * Output is written straight from the msgpack tree, one pass, into a
+ * buffer that is handed to the FILE every EMIT_CHUNK bytes: no document
+ * is built.  (Until round 13 of issue 38 it built an fy_document and let
+ * libfyaml's emitter write it; at 9,700 pods `tankctl status` then spent
+ * 3.3 s and 440 MB on 5.8 MB of YAML, now a few per cent of that:
+ * docs/bench.md.)  The layout is the one libfyaml's block and JSON modes
+ * wrote, byte for byte, so nothing a reader or a script saw changes:
  *
- * What a created node cannot say is how its string must be spelled: the
- * 0.7.12 emitter writes a created scalar plain whatever it holds, so
- * "- x", "#c" or " lead" would come back changed, and "8080" would come
- * back as an integer.  So only strings that are safe as plain scalars
- * (conservative test below) are created plain; every other string is
- * built by libfyaml's own parser from its double-quoted spelling, which
- * the emitter then writes quoted (YAML) or as a JSON string.
+ *  - YAML: block style, 2 spaces a level, a sequence inside a mapping at
+ *    the mapping's own indentation ("key:\n- a"), a collection inside a
+ *    sequence item starting on the dash's line ("- name: c\n  ready: x"),
+ *    empty collections as `{}` and `[]`;
+ *  - JSON: 2 spaces a level, one member or item a line, ", " between the
+ *    members of the one-line form (JSON Lines);
+ *  - a string is written plain only when it reads back as the same string
+ *    (plain_safe), else double-quoted with escapes, as is every JSON
+ *    string; a map key that is not a string is a JSON string in JSON.
  */
+#define EMIT_CHUNK (64u << 10)
+
 struct ectx {
-	struct fy_document *fyd;
 	enum mf_doc_format fmt;
-	/* fy_node_build_from_string keeps a reference to its text (no
-	 * copy), so quoted spellings live here until the document is gone. */
-	msgpack_zone *texts;
+	char *buf;
+	size_t len, cap;
+	FILE *fp;       /* NULL: everything stays in buf (emit_string) */
+	int err;        /* the first failure: -ENOMEM or -EIO */
 };
 
 static void fmt_double(double x, char *buf, size_t n)
@@ -671,111 +678,274 @@ static bool plain_safe(const char *s, size_t len)
 	return true;
 }
 
-/* A string node built from its double-quoted spelling.  The spelling is
- * only libfyaml's parser input: `\\`, `"` and control characters are
- * escaped, UTF-8 passes through (invalid UTF-8 makes the parse fail). */
-static struct fy_node *quoted(struct ectx *c, const char *s, size_t len)
+/* Room for n more bytes; hands the buffer to the FILE first when it
+ * writes to one.  false after any failure (c->err says which). */
+static bool room(struct ectx *c, size_t n)
 {
-	char *buf, *p;
-	size_t i;
+	if (c->err)
+		return false;
+	if (c->fp && c->len && c->len + n > EMIT_CHUNK) {
+		if (fwrite(c->buf, 1, c->len, c->fp) != c->len) {
+			c->err = -EIO;
+			return false;
+		}
+		c->len = 0;
+	}
+	if (c->len + n <= c->cap)
+		return true;
+	size_t cap = c->cap ? c->cap : 4096;
+	while (cap < c->len + n)
+		cap *= 2;
+	char *b = realloc(c->buf, cap);
+	if (!b) {
+		c->err = -ENOMEM;
+		return false;
+	}
+	c->buf = b;
+	c->cap = cap;
+	return true;
+}
 
-	buf = msgpack_zone_malloc(c->texts, len * 4 + 3);
-	if (!buf)
+static void put(struct ectx *c, const char *s, size_t n)
+{
+	if (room(c, n)) {
+		memcpy(c->buf + c->len, s, n);
+		c->len += n;
+	}
+}
+
+static void puts_(struct ectx *c, const char *s)
+{
+	put(c, s, strlen(s));
+}
+
+static void indent(struct ectx *c, unsigned n)
+{
+	if (room(c, n)) {
+		memset(c->buf + c->len, ' ', n);
+		c->len += n;
+	}
+}
+
+/* The escape of the character at u (`left` bytes from there) inside a
+ * double-quoted string, or NULL when it is written as it is; *width is
+ * the character's bytes.  Escaped: the quote and backslash, C0 and C1
+ * controls and DEL, Unicode's line breaks (NEL, LS, PS) and the byte order
+ * mark, which a reader may fold or drop when they are raw. */
+static const char *escape_of(const unsigned char *u, size_t left, bool json, char esc[8],
+			     size_t *width)
+{
+	unsigned cp = u[0];
+
+	*width = 1;
+	if (u[0] == 0xc2 && left > 1 && u[1] >= 0x80 && u[1] <= 0x9f)
+		cp = u[1], *width = 2;
+	else if (u[0] == 0xe2 && left > 2 && u[1] == 0x80 && (u[2] == 0xa8 || u[2] == 0xa9))
+		cp = u[2] == 0xa8 ? 0x2028 : 0x2029, *width = 3;
+	else if (u[0] == 0xef && left > 2 && u[1] == 0xbb && u[2] == 0xbf)
+		cp = 0xfeff, *width = 3;
+	else if (u[0] >= 0x20 && u[0] != '"' && u[0] != '\\' && u[0] != 0x7f)
 		return NULL;
-	p = buf;
-	*p++ = '"';
-	for (i = 0; i < len; i++) {
-		unsigned char ch = (unsigned char)s[i];
-		if (ch == '"' || ch == '\\') {
-			*p++ = '\\';
-			*p++ = (char)ch;
-		} else if (ch == '\n') {
-			*p++ = '\\';
-			*p++ = 'n';
-		} else if (ch < 0x20 || ch == 0x7f) {
-			p += sprintf(p, "\\x%02x", ch);
-		} else {
-			*p++ = (char)ch;
+	switch (cp) {
+	case '"': return "\\\"";
+	case '\\': return "\\\\";
+	case '\n': return "\\n";
+	case '\t': return "\\t";
+	case '\r': return "\\r";
+	case '\b': return "\\b";
+	case '\f': return "\\f";
+	}
+	if (!json) {   /* YAML's own short forms */
+		switch (cp) {
+		case '\a': return "\\a";
+		case '\v': return "\\v";
+		case 0x1b: return "\\e";
+		case 0x85: return "\\N";
+		case 0x2028: return "\\L";
+		case 0x2029: return "\\P";
 		}
 	}
-	*p++ = '"';
-	*p = '\0';
-	return fy_node_build_from_string(c->fyd, buf, (size_t)(p - buf));
+	snprintf(esc, 8, json || cp > 0xff ? "\\u%04X" : "\\x%02X", cp);
+	return esc;
 }
 
-/* A plain scalar for a number, bool or null; in JSON a map key must be a
- * string, so there it is quoted instead. */
-static struct fy_node *literal(struct ectx *c, const char *s, bool key)
+/* A double-quoted string, escaped for the output's language (UTF-8 passes
+ * through: emittable() checked it). */
+static void quoted(struct ectx *c, const char *s, size_t len)
 {
-	if (key && c->fmt != MF_DOC_YAML)
-		return quoted(c, s, strlen(s));
-	return fy_node_create_scalar_copy(c->fyd, s, strlen(s));
+	bool json = c->fmt != MF_DOC_YAML;
+	size_t i, from = 0, w;
+	char esc[8];
+
+	put(c, "\"", 1);
+	for (i = 0; i < len; i += w) {
+		const char *e = escape_of((const unsigned char *)s + i, len - i, json, esc, &w);
+		if (!e)
+			continue;
+		put(c, s + from, i - from);
+		puts_(c, e);
+		from = i + w;
+	}
+	put(c, s + from, len - from);
+	put(c, "\"", 1);
 }
 
-static struct fy_node *build(struct ectx *c, const msgpack_object *o, bool key)
+/* A scalar: numbers, booleans and null as literals (a JSON key quoted),
+ * strings plain when that reads back the same, else quoted. */
+static void scalar(struct ectx *c, const msgpack_object *o, bool key)
 {
-	struct fy_node *n, *k, *v;
 	char num[64];
-	uint32_t i;
+	const char *lit = num;
 
 	switch (o->type) {
+	case MSGPACK_OBJECT_STR:
+		if (c->fmt == MF_DOC_YAML && plain_safe(o->via.str.ptr, o->via.str.size))
+			put(c, o->via.str.ptr, o->via.str.size);
+		else
+			quoted(c, o->via.str.ptr, o->via.str.size);
+		return;
 	case MSGPACK_OBJECT_NIL:
-		return literal(c, "null", key);
+		lit = "null";
+		break;
 	case MSGPACK_OBJECT_BOOLEAN:
-		return literal(c, o->via.boolean ? "true" : "false", key);
+		lit = o->via.boolean ? "true" : "false";
+		break;
 	case MSGPACK_OBJECT_POSITIVE_INTEGER:
 		snprintf(num, sizeof num, "%llu", (unsigned long long)o->via.u64);
-		return literal(c, num, key);
+		break;
 	case MSGPACK_OBJECT_NEGATIVE_INTEGER:
 		snprintf(num, sizeof num, "%lld", (long long)o->via.i64);
-		return literal(c, num, key);
-	case MSGPACK_OBJECT_FLOAT32:
-	case MSGPACK_OBJECT_FLOAT64:
-		/* JSON has no infinities or NaN. */
+		break;
+	default:   /* FLOAT32, FLOAT64; JSON has no infinities or NaN */
 		if (isnan(o->via.f64))
-			snprintf(num, sizeof num, c->fmt != MF_DOC_YAML ? "null" : ".nan");
+			lit = c->fmt != MF_DOC_YAML ? "null" : ".nan";
 		else if (isinf(o->via.f64))
-			snprintf(num, sizeof num, c->fmt != MF_DOC_YAML ? "null" :
-				 o->via.f64 < 0 ? "-.inf" : ".inf");
+			lit = c->fmt != MF_DOC_YAML ? "null" : o->via.f64 < 0 ? "-.inf" : ".inf";
 		else
 			fmt_double(o->via.f64, num, sizeof num);
-		return literal(c, num, key);
-	case MSGPACK_OBJECT_STR:
-		if (!plain_safe(o->via.str.ptr, o->via.str.size))
-			return quoted(c, o->via.str.ptr, o->via.str.size);
-		return fy_node_create_scalar_copy(c->fyd, o->via.str.ptr,
-						  o->via.str.size);
-	case MSGPACK_OBJECT_ARRAY:
-		n = fy_node_create_sequence(c->fyd);
-		for (i = 0; n && i < o->via.array.size; i++) {
-			v = build(c, &o->via.array.ptr[i], false);
-			if (!v || fy_node_sequence_append(n, v) != 0) {
-				fy_node_free(v);
-				fy_node_free(n);
-				return NULL;
+		break;
+	}
+	if (key && c->fmt != MF_DOC_YAML)
+		quoted(c, lit, strlen(lit));
+	else
+		puts_(c, lit);
+}
+
+/* Whether o is written on one line: a scalar or an empty collection. */
+static bool is_flat(const msgpack_object *o)
+{
+	return o->type == MSGPACK_OBJECT_MAP ? o->via.map.size == 0 :
+	       o->type == MSGPACK_OBJECT_ARRAY ? o->via.array.size == 0 : true;
+}
+
+static void flat(struct ectx *c, const msgpack_object *o)
+{
+	if (o->type == MSGPACK_OBJECT_MAP)
+		put(c, "{}", 2);
+	else if (o->type == MSGPACK_OBJECT_ARRAY)
+		put(c, "[]", 2);
+	else
+		scalar(c, o, false);
+}
+
+/* Whether a key holds a line feed or carriage return, which a simple key
+ * may not span even quoted (libfyaml's rule: NEL, LS and PS are escaped
+ * like other characters and keep a key simple). */
+static bool breaks_line(const msgpack_object *k)
+{
+	const char *s = k->via.str.ptr;
+	size_t n = k->via.str.size;
+
+	if (k->type != MSGPACK_OBJECT_STR)
+		return false;
+	return memchr(s, '\n', n) || memchr(s, '\r', n);
+}
+
+/* YAML block style.  `at` is the column of o's lines; `inline_first`:
+ * the first line's indentation is written already (after "- "). */
+static void yaml(struct ectx *c, const msgpack_object *o, unsigned at, bool inline_first)
+{
+	uint32_t i;
+
+	if (is_flat(o)) {
+		flat(c, o);
+		put(c, "\n", 1);
+		return;
+	}
+	if (o->type == MSGPACK_OBJECT_MAP) {
+		for (i = 0; i < o->via.map.size && !c->err; i++) {
+			const msgpack_object *v = &o->via.map.ptr[i].val;
+			if (i || !inline_first)
+				indent(c, at);
+			if (breaks_line(&o->via.map.ptr[i].key)) {
+				/* not a simple key: "? key" and ": value" */
+				put(c, "? ", 2);
+				scalar(c, &o->via.map.ptr[i].key, true);
+				put(c, "\n", 1);
+				indent(c, at);
+				put(c, ": ", 2);
+				yaml(c, v, at + 2, true);
+				continue;
+			}
+			scalar(c, &o->via.map.ptr[i].key, true);
+			if (is_flat(v)) {
+				put(c, ": ", 2);
+				flat(c, v);
+				put(c, "\n", 1);
+			} else {
+				put(c, ":\n", 2);
+				/* a sequence at its mapping's indentation */
+				yaml(c, v, v->type == MSGPACK_OBJECT_MAP ? at + 2 : at, false);
 			}
 		}
-		return n;
-	case MSGPACK_OBJECT_MAP:
-		n = fy_node_create_mapping(c->fyd);
-		for (i = 0; n && i < o->via.map.size; i++) {
-			k = build(c, &o->via.map.ptr[i].key, true);
-			v = build(c, &o->via.map.ptr[i].val, false);
-			if (!k || !v || fy_node_mapping_append(n, k, v) != 0) {
-				fy_node_free(k);
-				fy_node_free(v);
-				fy_node_free(n);
-				return NULL;
-			}
-		}
-		return n;
-	default:
-		return NULL;
+		return;
+	}
+	for (i = 0; i < o->via.array.size && !c->err; i++) {
+		if (i || !inline_first)
+			indent(c, at);
+		put(c, "- ", 2);
+		yaml(c, &o->via.array.ptr[i], at + 2, true);
 	}
 }
 
-/* Rejects what has no YAML/JSON form, so that a NULL from build() can
- * only mean ENOMEM. */
+/* JSON; `at` is the column of o's closing bracket (pretty form). */
+static void json(struct ectx *c, const msgpack_object *o, unsigned at)
+{
+	bool one_line = c->fmt == MF_DOC_JSON_LINE;
+	bool map = o->type == MSGPACK_OBJECT_MAP;
+	uint32_t i, n;
+
+	if (is_flat(o)) {
+		flat(c, o);
+		return;
+	}
+	n = map ? o->via.map.size : o->via.array.size;
+	put(c, map ? "{" : "[", 1);
+	for (i = 0; i < n && !c->err; i++) {
+		if (one_line) {
+			if (i)
+				put(c, ", ", 2);
+		} else {
+			put(c, i ? ",\n" : "\n", i ? 2 : 1);
+			indent(c, at + 2);
+		}
+		if (map) {
+			scalar(c, &o->via.map.ptr[i].key, true);
+			put(c, ": ", 2);
+			json(c, &o->via.map.ptr[i].val, at + 2);
+		} else {
+			json(c, &o->via.array.ptr[i], at + 2);
+		}
+	}
+	if (!one_line) {
+		put(c, "\n", 1);
+		indent(c, at);
+	}
+	put(c, map ? "}" : "]", 1);
+}
+
+/* Rejects what has no YAML/JSON form, so that emitting can fail only for
+ * want of memory or a failed write. */
 static bool emittable(const msgpack_object *o, bool key)
 {
 	uint32_t i;
@@ -797,8 +967,10 @@ static bool emittable(const msgpack_object *o, bool key)
 				return false;
 		return true;
 	case MSGPACK_OBJECT_STR:
-		/* A NUL byte cannot be created through a C-string API. */
-		return memchr(o->via.str.ptr, '\0', o->via.str.size) == NULL;
+		/* Text only: no NUL byte (what a loader's C strings would cut
+		 * short) and well-formed UTF-8 (what JSON and YAML are). */
+		return memchr(o->via.str.ptr, '\0', o->via.str.size) == NULL &&
+		       utf8_bad_at(o->via.str.ptr, o->via.str.size) == o->via.str.size;
 	case MSGPACK_OBJECT_BIN:
 	case MSGPACK_OBJECT_EXT:
 		return false;
@@ -807,80 +979,50 @@ static bool emittable(const msgpack_object *o, bool key)
 	}
 }
 
-static enum fy_emitter_cfg_flags emit_flags(enum mf_doc_format fmt)
+/* The whole document into c: into c->buf, handed to c->fp in chunks when
+ * there is one.  0, -EINVAL, -ENOMEM or -EIO. */
+static int emit(struct ectx *c, const msgpack_object *obj)
 {
-	return FYECF_INDENT_2 | FYECF_WIDTH_INF | FYECF_DOC_START_MARK_OFF |
-	       FYECF_DOC_END_MARK_OFF |
-	       (fmt == MF_DOC_JSON ? FYECF_MODE_JSON :
-		fmt == MF_DOC_JSON_LINE ? FYECF_MODE_JSON_ONELINE : FYECF_MODE_BLOCK);
-}
-
-static void free_doc(struct ectx *c)
-{
-	if (c->fyd)
-		fy_document_destroy(c->fyd);
-	if (c->texts)
-		msgpack_zone_free(c->texts);
-	c->fyd = NULL;
-	c->texts = NULL;
-}
-
-/* Builds the document for obj; 0, -EINVAL or -ENOMEM. */
-static int make_doc(struct ectx *c, const msgpack_object *obj)
-{
-	struct fy_node *root;
-
 	if (!emittable(obj, false))
 		return -EINVAL;
-	c->texts = msgpack_zone_new(1024);
-	c->fyd = c->texts ? fy_document_create(NULL) : NULL;
-	if (!c->fyd)
-		goto nomem;
-	root = build(c, obj, false);
-	if (!root || fy_document_set_root(c->fyd, root) != 0) {
-		fy_node_free(root);
-		goto nomem;
+	if (c->fmt == MF_DOC_YAML) {
+		yaml(c, obj, 0, false);
+	} else {
+		json(c, obj, 0);
+		put(c, "\n", 1);
 	}
-	return 0;
-nomem:
-	free_doc(c);
-	return -ENOMEM;
+	if (!c->err && c->fp && c->len && fwrite(c->buf, 1, c->len, c->fp) != c->len)
+		c->err = -EIO;
+	return c->err;
 }
 
 int mf_doc_emit_string(const msgpack_object *obj, enum mf_doc_format fmt,
 			char **out, size_t *len)
 {
 	struct ectx c = { .fmt = fmt };
-	char *s;
 	int r;
 
 	*out = NULL;
-	r = make_doc(&c, obj);
-	if (r < 0)
+	r = emit(&c, obj);
+	if (r == 0 && room(&c, 1))
+		c.buf[c.len] = '\0';
+	if (r < 0 || (r = c.err) < 0) {
+		free(c.buf);
 		return r;
-	s = fy_emit_document_to_string(c.fyd, emit_flags(fmt));
-	free_doc(&c);
-	if (!s)
-		return -ENOMEM;
-	*out = s;
+	}
+	*out = c.buf;
 	if (len)
-		*len = strlen(s);
+		*len = c.len;
 	return 0;
 }
 
 int mf_doc_emit(const msgpack_object *obj, enum mf_doc_format fmt, FILE *fp)
 {
-	char *s = NULL;
-	size_t len = 0;
-	int r;
+	struct ectx c = { .fmt = fmt, .fp = fp };
+	int r = emit(&c, obj);
 
-	/* Through a string rather than fy_emit_document_to_fp so that a
-	 * failed build writes nothing and a short write is detected. */
-	r = mf_doc_emit_string(obj, fmt, &s, &len);
-	if (r < 0)
-		return r;
-	if (fwrite(s, 1, len, fp) != len || fflush(fp) != 0)
+	free(c.buf);
+	if (r == 0 && fflush(fp) != 0)
 		r = -EIO;
-	free(s);
 	return r;
 }

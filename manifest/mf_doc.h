@@ -1,5 +1,7 @@
 /*
- * mf_doc — YAML/JSON text ⇄ generic msgpack object trees, via libfyaml.
+ * mf_doc — YAML/JSON text ⇄ generic msgpack object trees: read through
+ * libfyaml, written by a streaming emitter of its own (one pass, no
+ * document built).
  *
  * This module knows nothing about pods: it turns documents into msgpack
  * objects (the RPC wire shape) and back, so that manifests and RPC params
@@ -76,10 +78,15 @@ enum mf_doc_format {
  * has no infinities or NaN: they are written as null.  Map keys that are
  * not strings are written as strings in JSON.
  *
+ * Every character a reader could fold or drop (C0 and C1 controls, DEL,
+ * NEL, LS, PS, the byte order mark) is escaped.  The output goes to fp in
+ * pieces of 64 KiB as it is written, so memory stays one piece whatever
+ * the document's size; obj is checked whole before the first byte.
+ *
  * Returns 0, -EINVAL when obj holds something that has no YAML/JSON form
- * (binary or ext data, a map or list used as a key), -EIO when the FILE
- * write failed, -ENOMEM.  After an error part of the output may have been
- * written.
+ * (binary or ext data, a map or list used as a key, a string that is not
+ * UTF-8 or holds a NUL byte), -EIO when the FILE write failed, -ENOMEM.
+ * After -EIO or -ENOMEM part of the output may have been written.
  */
 int mf_doc_emit(const msgpack_object *obj, enum mf_doc_format fmt, FILE *fp);
 

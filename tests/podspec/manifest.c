@@ -481,6 +481,199 @@ Test(podspec, emit_to_file_and_rejects_binary)
 	cr_assert_eq(mf_doc_emit_string(&badkey, MF_DOC_JSON, &text, NULL), -EINVAL);
 }
 
+/* Loads one YAML document for the emit tests (the caller frees d). */
+static const msgpack_object *load_one(const char *y, mf_docs_t **d)
+{
+	kit_errors_t e;
+
+	kit_errors_init(&e);
+	cr_assert_eq(mf_docs_load(y, strlen(y), "in.yaml", d, &e), 0, "%s",
+		     e.stored ? e.msgs[0] : "");
+	kit_errors_free(&e);
+	cr_assert_eq((*d)->count, 1);
+	return &(*d)->docs[0];
+}
+
+static void assert_emits(const msgpack_object *o, enum mf_doc_format fmt, const char *want)
+{
+	char *text = NULL;
+	size_t len = 0;
+
+	cr_assert_eq(mf_doc_emit_string(o, fmt, &text, &len), 0);
+	cr_assert_str_eq(text, want);
+	cr_assert_eq(len, strlen(want));
+	free(text);
+}
+
+/* The layout scripts read: the one libfyaml's emitter wrote until it was
+ * replaced (a sequence at its mapping's indentation, a sequence item's
+ * map on the dash's line, empty collections in flow, a key holding a
+ * line break as an explicit "? key"). */
+Test(podspec, emit_layout_is_block_yaml_and_indented_json)
+{
+	mf_docs_t *d = NULL;
+	const msgpack_object *o = load_one(
+		"name: web\n"
+		"list: [a, {b: 1, c: [x, y]}, [1, [2]], [], {}]\n"
+		"map: {k: {deep: true}, e: {}, l: [], n: null}\n"
+		"\"two\\nlines\": [z]\n"
+		"port: \"8080\"\n", &d);
+
+	assert_emits(o, MF_DOC_YAML,
+		     "name: web\n"
+		     "list:\n"
+		     "- a\n"
+		     "- b: 1\n"
+		     "  c:\n"
+		     "  - x\n"
+		     "  - y\n"
+		     "- - 1\n"
+		     "  - - 2\n"
+		     "- []\n"
+		     "- {}\n"
+		     "map:\n"
+		     "  k:\n"
+		     "    deep: true\n"
+		     "  e: {}\n"
+		     "  l: []\n"
+		     "  n: null\n"
+		     "? \"two\\nlines\"\n"
+		     ": - z\n"
+		     "port: \"8080\"\n");
+	assert_emits(o, MF_DOC_JSON,
+		     "{\n"
+		     "  \"name\": \"web\",\n"
+		     "  \"list\": [\n"
+		     "    \"a\",\n"
+		     "    {\n"
+		     "      \"b\": 1,\n"
+		     "      \"c\": [\n"
+		     "        \"x\",\n"
+		     "        \"y\"\n"
+		     "      ]\n"
+		     "    },\n"
+		     "    [\n"
+		     "      1,\n"
+		     "      [\n"
+		     "        2\n"
+		     "      ]\n"
+		     "    ],\n"
+		     "    [],\n"
+		     "    {}\n"
+		     "  ],\n"
+		     "  \"map\": {\n"
+		     "    \"k\": {\n"
+		     "      \"deep\": true\n"
+		     "    },\n"
+		     "    \"e\": {},\n"
+		     "    \"l\": [],\n"
+		     "    \"n\": null\n"
+		     "  },\n"
+		     "  \"two\\nlines\": [\n"
+		     "    \"z\"\n"
+		     "  ],\n"
+		     "  \"port\": \"8080\"\n"
+		     "}\n");
+	assert_emits(o, MF_DOC_JSON_LINE,
+		     "{\"name\": \"web\", \"list\": [\"a\", {\"b\": 1, \"c\": [\"x\", \"y\"]}, "
+		     "[1, [2]], [], {}], \"map\": {\"k\": {\"deep\": true}, \"e\": {}, "
+		     "\"l\": [], \"n\": null}, \"two\\nlines\": [\"z\"], \"port\": \"8080\"}\n");
+	emit_and_reload(o, MF_DOC_YAML, "out.yaml");
+	emit_and_reload(o, MF_DOC_JSON, "out.json");
+	mf_docs_free(d);
+}
+
+/* Every character a reader could fold, drop or choke on comes back: C0
+ * and C1 controls, DEL, NEL, LS, PS, the byte order mark, in keys and
+ * values; JSON output holds none of them raw.  Text that is not UTF-8,
+ * or holds a NUL, has no YAML or JSON form and is refused. */
+Test(podspec, emit_escapes_what_a_reader_would_change)
+{
+	char s[512];
+	size_t n = 0;
+	for (int ch = 1; ch < 0x20; ch++)
+		s[n++] = (char)ch;
+	const char *more = "\x7f \xc2\x80\xc2\x85\xc2\x9f \xe2\x80\xa8\xe2\x80\xa9 \xef\xbb\xbf"
+			   "unicod\xc3\xa9 \xe2\x9c\x93 \"q\" \\b\\";
+	memcpy(s + n, more, strlen(more));
+	n += strlen(more);
+	msgpack_object str = { .type = MSGPACK_OBJECT_STR, .via.str = { (uint32_t)n, s } };
+	msgpack_object_kv kv[2] = { { .key = str, .val = str },
+				    { .key = { .type = MSGPACK_OBJECT_STR,
+					       .via.str = { 1, "k" } }, .val = str } };
+	msgpack_object map = { .type = MSGPACK_OBJECT_MAP, .via.map = { 2, kv } };
+	char *text = NULL;
+	size_t len;
+
+	emit_and_reload(&map, MF_DOC_YAML, "out.yaml");
+	emit_and_reload(&map, MF_DOC_JSON, "out.json");
+	emit_and_reload(&map, MF_DOC_JSON_LINE, "out.json");
+	cr_assert_eq(mf_doc_emit_string(&map, MF_DOC_JSON_LINE, &text, &len), 0);
+	for (size_t i = 0; i + 1 < len; i++)
+		cr_assert((unsigned char)text[i] >= 0x20 && text[i] != 0x7f,
+			  "raw control byte 0x%02x at %zu: %s", text[i], i, text);
+	cr_assert_null(memmem(text, len, "\xe2\x80\xa8", 3), "%s", text);
+	cr_assert_null(memmem(text, len, "\xc2\x85", 2), "%s", text);
+	cr_assert_not_null(strstr(text, "\\u2028\\u2029"), "%s", text);
+	free(text);
+	cr_assert_eq(mf_doc_emit_string(&map, MF_DOC_YAML, &text, &len), 0);
+	cr_assert_not_null(strstr(text, "\\x80\\N\\x9F \\L\\P \\uFEFF"), "%s", text);
+	free(text);
+
+	msgpack_object bad = { .type = MSGPACK_OBJECT_STR, .via.str = { 3, "a\xc3(" } };
+	text = (char *)1;
+	cr_assert_eq(mf_doc_emit_string(&bad, MF_DOC_JSON, &text, NULL), -EINVAL);
+	cr_assert_null(text);
+	msgpack_object nul = { .type = MSGPACK_OBJECT_STR, .via.str = { 3, "a\0b" } };
+	cr_assert_eq(mf_doc_emit_string(&nul, MF_DOC_YAML, &text, NULL), -EINVAL);
+}
+
+/* A document past the emitter's chunk goes to the FILE in pieces: the
+ * file holds exactly what the string form holds. */
+Test(podspec, emit_to_file_in_chunks_equals_the_string)
+{
+	enum { N = 20000 };
+	msgpack_zone *z = msgpack_zone_new(1 << 16);
+	msgpack_object list = { .type = MSGPACK_OBJECT_ARRAY };
+	char *text = NULL, *back;
+	size_t len = 0;
+	FILE *f = tmpfile();
+
+	cr_assert_not_null(z);
+	cr_assert_not_null(f);
+	list.via.array.size = N;
+	list.via.array.ptr = msgpack_zone_malloc(z, N * sizeof(msgpack_object));
+	for (int i = 0; i < N; i++) {
+		msgpack_object_kv *kv = msgpack_zone_malloc(z, 2 * sizeof *kv);
+		char *name = msgpack_zone_malloc(z, 16);
+		int nl = snprintf(name, 16, "p%05d", i);
+		kv[0].key = (msgpack_object){ .type = MSGPACK_OBJECT_STR, .via.str = { 4, "name" } };
+		kv[0].val = (msgpack_object){ .type = MSGPACK_OBJECT_STR,
+					      .via.str = { (uint32_t)nl, name } };
+		kv[1].key = (msgpack_object){ .type = MSGPACK_OBJECT_STR, .via.str = { 3, "pid" } };
+		kv[1].val = (msgpack_object){ .type = MSGPACK_OBJECT_POSITIVE_INTEGER,
+					      .via.u64 = (uint64_t)i * 7 };
+		list.via.array.ptr[i] = (msgpack_object){ .type = MSGPACK_OBJECT_MAP,
+							  .via.map = { 2, kv } };
+	}
+	for (int fmt = MF_DOC_YAML; fmt <= MF_DOC_JSON_LINE; fmt++) {
+		cr_assert_eq(mf_doc_emit_string(&list, fmt, &text, &len), 0);
+		cr_assert_gt(len, 256u << 10, "the document should span several chunks");
+		cr_assert_eq(ftruncate(fileno(f), 0), 0);
+		rewind(f);
+		cr_assert_eq(mf_doc_emit(&list, fmt, f), 0);
+		cr_assert_eq((size_t)ftell(f), len);
+		rewind(f);
+		back = malloc(len);
+		cr_assert_eq(fread(back, 1, len, f), len);
+		cr_assert(memcmp(back, text, len) == 0, "format %d differs", fmt);
+		free(back);
+		free(text);
+	}
+	fclose(f);
+	msgpack_zone_free(z);
+}
+
 /* examples/ is found from the working directory (make test runs at the
  * repository root) or, failing that, above $TANK_BUILD_DIR. */
 static int find_examples(char *out, size_t n)
