@@ -12,6 +12,18 @@
 
 #include "api/api_rpc.h"
 #include "kinds/kind.h"
+#include "store/st.h"
+
+/* The key of object (k, name) in the lookups: a kind's objects have a
+ * namespace of their own (a pod and a stack may both be "web").  false
+ * when the name is too long to be an object's. */
+static bool cli__key(const struct kind *k, const char *name, char *key, size_t cap)
+{
+	int n = snprintf(key, cap, "%p/%s", (const void *)k, name);
+	return n > 0 && (size_t)n < cap;
+}
+
+#define CLI__KEY_MAX (ST_NAME_MAX + 32)
 
 uint64_t cli_reconcile_wait_ms(const rc_wait_t *w, unsigned run,
 			       uint64_t rnd)
@@ -56,8 +68,13 @@ bool cli_watch_moved(cli_watch_t *w, const struct kind *k, const char *name, uns
 		     const rc_observed_t *ob, bool *looped)
 {
 	struct cli_watched *e = NULL;
+	char key[CLI__KEY_MAX];
+	bool keyed = cli__key(k, name, key, sizeof key);
+	size_t at = keyed ? (uintptr_t)tank_map_get(&w->at, key) : 0;
 
-	for (size_t i = 0; i < w->n && !e; i++)
+	if (at)
+		e = &w->v[at - 1];
+	for (size_t i = 0; i < w->n && !e && !keyed; i++)
 		if (w->v[i].kind == k && !strcmp(w->v[i].name, name))
 			e = &w->v[i];
 	if (!e) {
@@ -73,6 +90,10 @@ bool cli_watch_moved(cli_watch_t *w, const struct kind *k, const char *name, uns
 		memset(e, 0, sizeof *e);
 		if (!(e->name = strdup(name)))
 			return true;
+		if (keyed && tank_map_put(&w->at, key, (void *)(uintptr_t)(w->n + 1), NULL) < 0) {
+			free(e->name);
+			return true;
+		}
 		e->kind = k;
 		e->pass = pass - 1;
 		w->n++;
@@ -93,20 +114,76 @@ void cli_watch_free(cli_watch_t *w)
 	for (size_t i = 0; i < w->n; i++)
 		free(w->v[i].name);
 	free(w->v);
+	tank_map_destroy(&w->at);
 	memset(w, 0, sizeof *w);
 }
 
 void cli_batch_free(cli_batch_t *b)
 {
 	cli_watch_free(&b->deps);
+	tank_map_destroy(&b->at);
+	tank_map_destroy(&b->seen);
 	rc_conv_free(&b->conv);
 	free(b->obs);
 	free(b->have);
 	memset(b, 0, sizeof *b);
 }
 
-static const msgpack_object *cli__find(const msgpack_object *statuses, const char *name)
+/* The batch's index of object (k, name), or -1. */
+static long cli__at(cli_batch_t *b, const struct kind *k, const char *name)
 {
+	char key[CLI__KEY_MAX];
+
+	if (!b->at_built) {
+		b->at_built = true;
+		b->at_ok = true;
+		for (size_t j = 0; j < b->n && b->at_ok; j++) {
+			const kind_t *kj = b->kinds && b->kinds[j] ? b->kinds[j] : tank_kinds[0];
+			/* the first of a name, as a scan finds it */
+			if (cli__key(kj, b->names[j], key, sizeof key) &&
+			    !tank_map_get(&b->at, key) &&
+			    tank_map_put(&b->at, key, (void *)(uintptr_t)(j + 1), NULL) < 0)
+				b->at_ok = false;
+		}
+	}
+	if (b->at_ok && cli__key(k, name, key, sizeof key))
+		return (long)(uintptr_t)tank_map_get(&b->at, key) - 1;
+	for (size_t j = 0; j < b->n; j++)
+		if ((b->kinds && b->kinds[j] ? b->kinds[j] : tank_kinds[0]) == k &&
+		    !strcmp(b->names[j], name))
+			return (long)j;
+	return -1;
+}
+
+/* Indexes the statuses of one see by name (the first of a name wins, as
+ * a scan finds it); a map without a usable name is left out, as no name
+ * of the batch can match it. */
+static void cli__index(cli_batch_t *b, const msgpack_object *statuses)
+{
+	char name[ST_NAME_MAX + 1];
+
+	tank_map_clear(&b->seen);
+	b->seen_ok = true;
+	if (!statuses || statuses->type != MSGPACK_OBJECT_ARRAY)
+		return;
+	for (uint32_t i = 0; i < statuses->via.array.size; i++) {
+		const msgpack_object *s = &statuses->via.array.ptr[i];
+		const msgpack_object *n = api_map_get(s, "name");
+		if (!api_obj_strcpy(n, name, sizeof name) || strlen(name) != n->via.str.size ||
+		    tank_map_get(&b->seen, name))
+			continue;
+		if (tank_map_put(&b->seen, name, (void *)s, NULL) < 0) {
+			b->seen_ok = false;
+			return;
+		}
+	}
+}
+
+static const msgpack_object *cli__find(const cli_batch_t *b, const msgpack_object *statuses,
+				       const char *name)
+{
+	if (b->seen_ok)
+		return tank_map_get(&b->seen, name);
 	if (!statuses || statuses->type != MSGPACK_OBJECT_ARRAY)
 		return NULL;
 	for (uint32_t i = 0; i < statuses->via.array.size; i++) {
@@ -132,16 +209,12 @@ static void cli__resolve(cli_batch_t *b, const kind_t *k, const msgpack_object *
 		const rc_observed_t *dob = NULL;
 		const rc_conv_obj_t *before = NULL;
 		rc_observed_t tmp;
-		size_t j;
-		for (j = 0; j < b->n; j++)
-			if ((b->kinds && b->kinds[j] ? b->kinds[j] : tank_kinds[0]) == k &&
-			    !strcmp(b->names[j], dep))
-				break;
-		if (j < b->n) {
+		long j = cli__at(b, k, dep);
+		if (j >= 0) {
 			dob = b->have[j];
 			before = &b->conv.objs[j];
 		} else {
-			const msgpack_object *s = cli__find(statuses, dep);
+			const msgpack_object *s = cli__find(b, statuses, dep);
 			if (s && k->observe && k->observe(NULL, s, NULL, &tmp) == 0)
 				dob = &tmp;
 		}
@@ -173,11 +246,12 @@ void cli_batch_kinds(cli_batch_t *b, const struct kind *const *kinds,
 
 void cli_batch_see(cli_batch_t *b, const struct kind *k, const msgpack_object *statuses)
 {
+	cli__index(b, statuses);
 	for (size_t i = 0; i < b->n; i++) {
 		const kind_t *ki = b->kinds && b->kinds[i] ? b->kinds[i] : tank_kinds[0];
 		if (ki != k)
 			continue;
-		const msgpack_object *s = cli__find(statuses, b->names[i]);
+		const msgpack_object *s = cli__find(b, statuses, b->names[i]);
 		const void *obj = b->objs ? b->objs[i] : NULL;
 		b->have[i] = NULL;
 		if (!s)

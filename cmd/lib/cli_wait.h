@@ -16,7 +16,7 @@
 
 #include <msgpack.h>
 
-#include "reconciler/rc_converge.h"
+#include "common/tank_map.h"
 #include "reconciler/rc_converge.h"
 
 #define CLI_WAIT_MAX_MS (24ull * 3600 * 1000)   /* exponential waits stop here */
@@ -47,6 +47,7 @@ typedef struct cli_watch {
 		unsigned pass;               /* the look `moved` is of */
 		bool moved, looped;
 	} *v;
+	tank_map_t at;                       /* cli__key(kind, name) -> 1 + index */
 } cli_watch_t;
 
 /* Whether object (k, name), observed as ob at look number `pass`, moved
@@ -79,6 +80,13 @@ typedef struct cli_batch {
 	rc_observed_t *obs;                  /* owned, n: the last pass */
 	const rc_observed_t **have;          /* owned, n: obs[i] or NULL */
 	cli_watch_t deps;                    /* dependencies outside the batch */
+	/* Lookups by name, so that a pass over 10,000 objects is not
+	 * 10,000 scans of 10,000 statuses: `at` (cli__key(kind, name) ->
+	 * 1 + index in the batch) is built at the first pass; `seen` (name
+	 * -> its status map in the list a see was given) at each see.  When
+	 * building one fails for want of memory, the lookups scan. */
+	tank_map_t at, seen;
+	bool at_built, at_ok, seen_ok;
 } cli_batch_t;
 
 /* 0 or -ENOMEM.  names/waits must outlive b. */
