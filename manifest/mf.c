@@ -10,6 +10,7 @@
 #include <strings.h>
 
 #include "common/tank_err.h"
+#include "common/tank_map.h"
 #include "manifest/mf_labels.h"
 
 int mf_register(mf_registry_t *r, const mf_kind_t *k)
@@ -129,6 +130,8 @@ static void mf__where(const struct mf_where *w, char *buf, size_t n)
 		snprintf(buf, n, "document %u", w->doc);
 }
 
+#define MF__KEY_MAX 320
+
 int mf_parse(const mf_registry_t *r, const char *text, size_t len,
 	     const char *source, mf_manifest_t **out, kit_errors_t *errs)
 {
@@ -138,7 +141,9 @@ int mf_parse(const mf_registry_t *r, const char *text, size_t len,
 	bool invalid = false;
 	int rc;
 	char pfx[320], at[64];
+	tank_map_t names;       /* "kind/name" -> 1 + the first object's index */
 
+	tank_map_init(&names);
 	*out = NULL;
 	if (!source)
 		source = "-";
@@ -209,21 +214,32 @@ int mf_parse(const mf_registry_t *r, const char *text, size_t len,
 		}
 		if (bad_labels)
 			invalid = true;
-		for (size_t j = 0; j < i; j++) {
-			const mf_object_t *o2 = &m->objs[j];
-			if (o2->obj && o2->kind == ob->kind && strcmp(o2->name, ob->name) == 0) {
-				char first[64], kind[32];
-				size_t kl = 0;
-				mf__where(&where[j], first, sizeof first);
-				/* "duplicate pod name": the kind as a word */
-				for (; ob->kind->name[kl] && kl < sizeof kind - 1; kl++)
-					kind[kl] = (char)tolower((unsigned char)ob->kind->name[kl]);
-				kind[kl] = '\0';
-				kit_errors_add(errs, "%s%s: duplicate %s name (first in %s)",
-					       pfx, ob->name, kind, first);
-				invalid = true;
-				break;
-			}
+		/* One look in a map, not a scan of the objects before: a file
+		 * of 9,700 pods was 47 million compares (0.4 s of tankctl). */
+		char key[MF__KEY_MAX];
+		void *prev = NULL;
+		int kn = snprintf(key, sizeof key, "%s/%s", ob->kind->name, ob->name);
+		if (kn < 0 || (size_t)kn >= sizeof key) {
+			for (size_t j = 0; j < i && !prev; j++)   /* no object's name */
+				if (m->objs[j].obj && m->objs[j].kind == ob->kind &&
+				    !strcmp(m->objs[j].name, ob->name))
+					prev = (void *)(uintptr_t)(j + 1);
+		} else if ((prev = tank_map_get(&names, key)) == NULL &&
+			   tank_map_put(&names, key, (void *)(uintptr_t)(i + 1), NULL) < 0) {
+			rc = -ENOMEM;
+			goto fail;
+		}
+		if (prev) {
+			char first[64], kind[32];
+			size_t kl = 0;
+			mf__where(&where[(uintptr_t)prev - 1], first, sizeof first);
+			/* "duplicate pod name": the kind as a word */
+			for (; ob->kind->name[kl] && kl < sizeof kind - 1; kl++)
+				kind[kl] = (char)tolower((unsigned char)ob->kind->name[kl]);
+			kind[kl] = '\0';
+			kit_errors_add(errs, "%s%s: duplicate %s name (first in %s)",
+				       pfx, ob->name, kind, first);
+			invalid = true;
 		}
 	}
 	if (invalid) {
@@ -231,10 +247,12 @@ int mf_parse(const mf_registry_t *r, const char *text, size_t len,
 		goto fail;
 	}
 	free(where);
+	tank_map_destroy(&names);
 	*out = m;
 	return 0;
 fail:
 	free(where);
+	tank_map_destroy(&names);
 	mf_free(m);
 	return rc < 0 ? rc : TANK_EINVALID;
 }
