@@ -708,7 +708,7 @@ static bool room(struct ectx *c, size_t n)
 
 static void put(struct ectx *c, const char *s, size_t n)
 {
-	if (room(c, n)) {
+	if (n && room(c, n)) {
 		memcpy(c->buf + c->len, s, n);
 		c->len += n;
 	}
@@ -721,7 +721,7 @@ static void puts_(struct ectx *c, const char *s)
 
 static void indent(struct ectx *c, unsigned n)
 {
-	if (room(c, n)) {
+	if (n && room(c, n)) {
 		memset(c->buf + c->len, ' ', n);
 		c->len += n;
 	}
