@@ -15,7 +15,10 @@
  * error and the connection closed; a frame nested deeper than
  * KIT_FRAME_MAX_DEPTH (kit_frame.h) is answered with an error and skipped, the
  * connection going on; a connection whose
- * unsent output passes max_outbuf stops being read until it drains, and a
+ * unsent output passes max_outbuf stops being read, and the requests it
+ * sent already wait unserved, until it drains; a connection's turn serves
+ * its requests for 5 ms at most (one at least), the rest in later turns,
+ * so one client's pipelined flood does not keep the others waiting; a
  * subscriber that lets its output pass max_outbuf is disconnected; past
  * max_unsent bytes unsent across all connections, those whose output has
  * not moved for a second and whose socket is full are closed, the
