@@ -1,0 +1,50 @@
+#!/bin/bash
+# s15_pipeline.sh [N K]: round 13 (issue 38): N pods, then one client
+# writes K `status` requests in one send and never reads, while another
+# connects and pings 20 times, 250 ms apart.  Prints each ping's time and
+# tankd's RSS, then the worst ping.  Under flock /work/bench.lock when
+# N > 2000.  B: the build/bin whose tankd to run (default: this tree's).
+set -u
+N=${1:-9700}; K=${2:-5000}
+cd "$(dirname "$0")/../.."
+export SCALE_DIR=${SCALE_DIR:-/tmp/scale-pipe} SCALE_HTTP=${SCALE_HTTP:-127.0.0.1:19614}
+. bench/scale/env.sh
+rm -rf "$SCALE_DIR"; scale_start
+scale_apply_running "$N" >/dev/null || exit 1
+sleep 2
+python3 - "$TANK_SOCKET" "$K" "$SCALE_PID" <<'PY'
+import socket, struct, sys, time
+sock, k, pid = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
+def req(i, m, params=b'\x90'):
+    return bytes([0x94, 0x00, 0xce]) + struct.pack('>I', i) + bytes([0xa0 | len(m)]) + m + params
+def rss():
+    for l in open(f'/proc/{pid}/status'):
+        if l.startswith('VmRSS'):
+            return l.split()[1]
+payload = b''.join(req(i, b'status') for i in range(k))
+h = socket.socket(socket.AF_UNIX)
+h.connect(sock)
+h.setblocking(False)
+try:
+    sent = h.send(payload)
+except BlockingIOError:
+    sent = 0
+print(f'sent {sent} bytes of {len(payload)} ({k} status requests, never read)', flush=True)
+worst = 0
+for j in range(20):
+    p = socket.socket(socket.AF_UNIX)
+    p.connect(sock)
+    p.settimeout(900)
+    a = time.time()
+    p.sendall(req(1, b'ping'))
+    p.recv(100)
+    b = time.time()
+    p.close()
+    worst = max(worst, b - a)
+    print(f'ping {j}: {1000 * (b - a):.1f} ms, tankd RSS {rss()} kB', flush=True)
+    time.sleep(0.25)
+print(f'worst ping {1000 * worst:.0f} ms')
+h.close()
+PY
+scale_stop
+rm -rf "$SCALE_DIR"
