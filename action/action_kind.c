@@ -48,22 +48,30 @@ static action_mgr_t *mgr_of(const kind_env_t *env, tank_error_t *e)
 	return m;
 }
 
-static int act_pack_status(const kind_env_t *env, const st_pod_t *p, msgpack_packer *pk)
+/* An action's map has its own created_at, and actions are submitted,
+ * never applied, so their stored records have no labels: nothing of
+ * KIND_STATUS_META to add (flags unused). */
+static int act_pack_status(const kind_env_t *env, const st_pod_t *p, msgpack_packer *pk,
+			   unsigned flags)
 {
 	action_mgr_t *m = kind_inst(env, &action_kind);
+	(void)flags;
 	return m ? action_mgr_get(m, p->name, pk, NULL) : -ESRCH;
 }
 
-static int act_status_all(const kind_env_t *env, msgpack_packer *pk, tank_error_t *e)
+static int act_status_all(const kind_env_t *env, msgpack_packer *pk, unsigned flags,
+			  tank_error_t *e)
 {
 	action_mgr_t *m = mgr_of(env, e);
+	(void)flags;
 	return m ? action_mgr_list(m, "", "", pk, e) : -ESRCH;
 }
 
 static int act_status_one(const kind_env_t *env, const char *name, msgpack_packer *pk,
-			  tank_error_t *e)
+			  unsigned flags, tank_error_t *e)
 {
 	action_mgr_t *m = mgr_of(env, e);
+	(void)flags;
 	return m ? action_mgr_get(m, name, pk, e) : -ESRCH;
 }
 

@@ -18,10 +18,13 @@ static const char *pb_name_of(const void *obj)
 	return ((const pb_spec_t *)obj)->name;
 }
 
-static int pb_pack_status(const kind_env_t *env, const st_pod_t *p, msgpack_packer *pk)
+static int pb_pack_status(const kind_env_t *env, const st_pod_t *p, msgpack_packer *pk,
+			  unsigned flags)
 {
 	playbook_mgr_t *m = kind_inst(env, &playbook_kind);
-	return m ? playbook_mgr_status(m, p->name, pk, NULL) : -ESRCH;
+	kind_meta_t meta;
+	kind_meta_of(p, flags, &meta);
+	return m ? playbook_mgr_status(m, p->name, &meta, pk, NULL) : -ESRCH;
 }
 
 static int pb_observe_wait(const void *obj, const msgpack_object *s, const char *want,
@@ -120,7 +123,7 @@ static int m_get(const kind_env_t *env, const kind_caller_t *who,
 	if (!m)
 		return tank_error_set(e, -ESRCH, "playbooks are not served by this daemon");
 	kind_str(&params->via.array.ptr[0], name, sizeof name);
-	return playbook_mgr_status(m, name, pk, e);
+	return playbook_mgr_status(m, name, NULL, pk, e);
 }
 
 typedef struct list_ctx {
@@ -160,7 +163,7 @@ static int m_list(const kind_env_t *env, const kind_caller_t *who,
 	}
 	err = msgpack_pack_array(pk, l.n) ? -ENOMEM : 0;
 	for (size_t i = 0; i < l.n && !err; i++)
-		err = playbook_mgr_status(m, l.names[i], pk, e);
+		err = playbook_mgr_status(m, l.names[i], NULL, pk, e);
 	free(l.names);
 	return err;
 }

@@ -658,10 +658,11 @@ static const char *pb_phase(const pb_trk_t *t)
 	return rc_fsm_phase_name(&playbook_fsm, t->st.phase);
 }
 
-static int pack_trk(playbook_mgr_t *m, const pb_trk_t *t, msgpack_packer *pk)
+static int pack_trk(playbook_mgr_t *m, const pb_trk_t *t, const kind_meta_t *meta,
+		    msgpack_packer *pk)
 {
 	action_mgr_t *am = kind_inst(m->env, &action_kind);
-	int rc = msgpack_pack_map(pk, 11);
+	int rc = msgpack_pack_map(pk, 11 + kind_meta_n(meta));
 	rc |= kind_pack_str(pk, "name");       rc |= kind_pack_str(pk, t->name);
 	rc |= kind_pack_str(pk, "kind");       rc |= kind_pack_str(pk, "playbook");
 	rc |= kind_pack_str(pk, "phase");      rc |= kind_pack_str(pk, pb_phase(t));
@@ -684,7 +685,7 @@ static int pack_trk(playbook_mgr_t *m, const pb_trk_t *t, msgpack_packer *pk)
 		rc |= kind_pack_str(pk, ph >= 0 ? rc_fsm_phase_name(&action_fsm, (uint8_t)ph)
 						: "not submitted");
 	}
-	return rc ? -ENOMEM : 0;
+	return rc ? -ENOMEM : kind_meta_pack(pk, meta);
 }
 
 static int put_status(playbook_mgr_t *m, const pb_trk_t *t)
@@ -694,7 +695,7 @@ static int put_status(playbook_mgr_t *m, const pb_trk_t *t)
 
 	msgpack_sbuffer_init(&sb);
 	msgpack_packer_init(&pk, &sb, msgpack_sbuffer_write);
-	int rc = pack_trk(m, t, &pk);
+	int rc = pack_trk(m, t, NULL, &pk);
 	if (!rc)
 		rc = st_coll_status_put(m->coll, t->name, sb.data, sb.size);
 	msgpack_sbuffer_destroy(&sb);
@@ -736,31 +737,31 @@ void playbook_mgr_record(playbook_mgr_t *m, const rc_transition_t *t)
 		m->env->publish(m->env->publish_ctx, pack_event, t);
 }
 
-int playbook_mgr_status(playbook_mgr_t *m, const char *name, msgpack_packer *pk,
-			tank_error_t *e)
+int playbook_mgr_status(playbook_mgr_t *m, const char *name, const kind_meta_t *meta,
+			msgpack_packer *pk, tank_error_t *e)
 {
 	pb_trk_t *t = tank_map_get(&m->pbs, name);
 	void *buf;
 	size_t len;
 
 	if (t)
-		return pack_trk(m, t, pk);
+		return pack_trk(m, t, meta, pk);
 	if (st_coll_status_get(m->coll, name, &buf, &len, NULL) == 0) {
-		int rc = pk->callback(pk->data, buf, len);
+		int rc = kind_meta_pack_raw(pk, buf, len, meta);
 		free(buf);
-		return rc ? -ENOMEM : 0;
+		return rc;
 	}
 	st_pod_t p;
 	if (st_coll_get(m->coll, name, &p, NULL) < 0)
 		return tank_error_set(e, TANK_ENOTFOUND, "no playbook \"%s\"", name);
-	int rc = msgpack_pack_map(pk, 5);
+	int rc = msgpack_pack_map(pk, 5 + kind_meta_n(meta));
 	rc |= kind_pack_str(pk, "name");       rc |= kind_pack_str(pk, name);
 	rc |= kind_pack_str(pk, "kind");       rc |= kind_pack_str(pk, "playbook");
 	rc |= kind_pack_str(pk, "phase");      rc |= kind_pack_str(pk, "pending");
 	rc |= kind_pack_str(pk, "reason");     rc |= kind_pack_str(pk, "not started yet");
 	rc |= kind_pack_str(pk, "generation"); rc |= msgpack_pack_uint64(pk, p.generation);
 	st_pod_clear(&p);
-	return rc ? -ENOMEM : 0;
+	return rc ? -ENOMEM : kind_meta_pack(pk, meta);
 }
 
 int playbook_mgr_open(kind_env_t *env, playbook_mgr_t **out, tank_error_t *e)

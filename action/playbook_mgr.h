@@ -69,8 +69,9 @@ void pb_spec_free(void *obj);
 int playbook_mgr_open(kind_env_t *env, playbook_mgr_t **out, tank_error_t *e);
 void playbook_mgr_close(playbook_mgr_t *m);
 void playbook_mgr_record(playbook_mgr_t *m, const rc_transition_t *t);
-/* The status map of name (pending when not reconciled yet). */
-int playbook_mgr_status(playbook_mgr_t *m, const char *name, msgpack_packer *pk,
-			tank_error_t *e);
+/* The status map of name (pending when not reconciled yet), meta's keys
+ * added (kind_meta_pack; NULL: none). */
+int playbook_mgr_status(playbook_mgr_t *m, const char *name, const kind_meta_t *meta,
+			msgpack_packer *pk, tank_error_t *e);
 
 #endif

@@ -23,7 +23,6 @@
 #include <string.h>
 
 #include "common/kit_errors.h"
-#include "common/tank_map.h"
 #include "reconciler/rc_loop.h"
 #include "manifest/mf.h"
 #include "manifest/mf_labels.h"
@@ -1438,7 +1437,7 @@ static int pack_status_kv(msgpack_packer *pk, void *arg)
 {
 	rec_ctx_t *r = arg;
 	int rc = pk_key(pk, "status");
-	return rc ? -ENOMEM : r->kind->pack_status(r->env, r->p, pk);
+	return rc ? -ENOMEM : r->kind->pack_status(r->env, r->p, pk, 0);
 }
 
 /* The stored canonical spec map with `generation` and `uid` added (and
@@ -1469,6 +1468,7 @@ typedef struct one_req {
 	const kind_t *kind;
 	const char *name;
 	bool status;
+	unsigned flags;              /* the status packer's */
 } one_req_t;
 
 static int pack_one(void *arg, msgpack_packer *pk, tank_error_t *e)
@@ -1479,7 +1479,8 @@ static int pack_one(void *arg, msgpack_packer *pk, tank_error_t *e)
 
 	if ((err = kind_get(q->env, q->kind, q->name, &p, e)) < 0)
 		return err;
-	err = q->status ? q->kind->pack_status(q->env, &p, pk) : pack_object(q->env, q->kind, &p, pk);
+	err = q->status ? q->kind->pack_status(q->env, &p, pk, q->flags)
+			: pack_object(q->env, q->kind, &p, pk);
 	st_pod_clear(&p);
 	return err;
 }
@@ -1488,12 +1489,13 @@ typedef struct status_req {
 	const kind_env_t *env;
 	const kind_t *kind;
 	const char *name;
+	unsigned flags;
 } status_req_t;
 
 static int pack_status_one(void *arg, msgpack_packer *pk, tank_error_t *e)
 {
 	status_req_t *q = arg;
-	return q->kind->status_one(q->env, q->name, pk, e);
+	return q->kind->status_one(q->env, q->name, pk, q->flags, e);
 }
 
 static void m_get(const api_call_t *call, const msgpack_object *params, void *ctx)
@@ -1506,11 +1508,11 @@ static void m_get(const api_call_t *call, const msgpack_object *params, void *ct
 	    !kind_param(call, d, params, 1, &kind))
 		return;
 	if (kind->status_is_object && kind->status_one) {
-		status_req_t sq = { d->kinds, kind, name };
+		status_req_t sq = { d->kinds, kind, name, 0 };
 		reply_packed(call, kind, name, pack_status_one, &sq);
 		return;
 	}
-	one_req_t q = { d->kinds, kind, name, kind->status_is_object };
+	one_req_t q = { d->kinds, kind, name, kind->status_is_object, 0 };
 	reply_packed(call, kind, name, pack_one, &q);
 }
 
@@ -1520,6 +1522,7 @@ typedef struct all_req {
 	const kind_env_t *env;
 	const kind_t *kind;
 	bool status;
+	unsigned flags;              /* the status packers' */
 	msgpack_sbuffer sb;
 	msgpack_packer pk;
 	size_t n;
@@ -1528,7 +1531,7 @@ typedef struct all_req {
 static int all_one(void *ctx, const st_pod_t *p)
 {
 	all_req_t *a = ctx;
-	int rc = a->status ? a->kind->pack_status(a->env, p, &a->pk)
+	int rc = a->status ? a->kind->pack_status(a->env, p, &a->pk, a->flags)
 			   : pack_object(a->env, a->kind, p, &a->pk);
 	a->n += rc == 0;
 	return rc;
@@ -1540,7 +1543,7 @@ static int pack_all(void *arg, msgpack_packer *pk, tank_error_t *e)
 	int err;
 
 	if (a->status && a->kind->status_all)
-		return a->kind->status_all(a->env, pk, e);
+		return a->kind->status_all(a->env, pk, a->flags, e);
 	msgpack_sbuffer_init(&a->sb);
 	msgpack_packer_init(&a->pk, &a->sb, msgpack_sbuffer_write);
 	if ((err = kind_scan(a->env, a->kind, all_one, a, e)) == 0)
@@ -1565,186 +1568,9 @@ static void m_list(const api_call_t *call, const msgpack_object *params, void *c
 
 /* --- status ------------------------------------------------------------------- */
 
-/* Every kind's status map gets the object's `created_at` (ms; the store
- * keeps it for every kind: set when created, kept across a re-apply of a
- * changed spec, new when deleted and applied again), added here so that
- * no kind packs it and `ps` shows the object's age.  A map that has one
- * already keeps its own.  Likewise its `labels` (manifest/mf_labels.h:
- * every kind's, in the stored spec), so that tankctl's `-l` selectors
- * filter any kind's statuses. */
-typedef struct created_req {
-	const kind_env_t *env;
-	const kind_t *kind;
-	const char *name;            /* one object's status ("": a list) */
-	pack_into_fn fn;
-	void *arg;
-	tank_map_t idx;              /* name -> 1 + its position in at[] */
-	int64_t *at;
-	char **lbl;                  /* [i]: its labels map packed, or NULL */
-	size_t *lbl_len;
-	size_t n, cap;
-} created_req_t;
-
-/* The labels of a stored spec, packed (NULL when none). */
-static int labels_packed(const st_pod_t *p, char **out, size_t *outlen)
-{
-	msgpack_unpacked u;
-	size_t off = 0;
-	int err = 0;
-
-	*out = NULL;
-	*outlen = 0;
-	/* Most objects have none: no unpacking for them. */
-	if (!p->spec || !memmem(p->spec, p->spec_len, "\xa6labels", 7))
-		return 0;
-	msgpack_unpacked_init(&u);
-	if (msgpack_unpack_next(&u, p->spec, p->spec_len, &off) == MSGPACK_UNPACK_SUCCESS) {
-		const msgpack_object *l = mf_labels_of(&u.data);
-		if (l) {
-			msgpack_sbuffer sb;
-			msgpack_packer pk;
-			msgpack_sbuffer_init(&sb);
-			msgpack_packer_init(&pk, &sb, msgpack_sbuffer_write);
-			if (msgpack_pack_object(&pk, *l)) {
-				msgpack_sbuffer_destroy(&sb);
-				err = -ENOMEM;
-			} else {
-				*out = sb.data;
-				*outlen = sb.size;
-			}
-		}
-	}
-	msgpack_unpacked_destroy(&u);
-	return err;
-}
-
-static int created_one(void *ctx, const st_pod_t *p)
-{
-	created_req_t *c = ctx;
-	if (c->n == c->cap) {
-		size_t cap = c->cap ? c->cap * 2 : 64;
-		int64_t *at = realloc(c->at, cap * sizeof *at);
-		if (!at)
-			return -ENOMEM;
-		c->at = at;
-		char **lbl = realloc(c->lbl, cap * sizeof *lbl);
-		if (!lbl)
-			return -ENOMEM;
-		c->lbl = lbl;
-		size_t *ll = realloc(c->lbl_len, cap * sizeof *ll);
-		if (!ll)
-			return -ENOMEM;
-		c->lbl_len = ll;
-		c->cap = cap;
-	}
-	c->at[c->n] = p->created_at;
-	if (labels_packed(p, &c->lbl[c->n], &c->lbl_len[c->n]) < 0)
-		return -ENOMEM;
-	c->n++;
-	if (tank_map_put(&c->idx, p->name, (void *)(uintptr_t)c->n, NULL) < 0)
-		return -ENOMEM;
-	return 0;
-}
-
-static int pack_with_created(msgpack_packer *pk, const msgpack_object *o, created_req_t *c,
-			     size_t i)
-{
-	int64_t at = i ? c->at[i - 1] : 0;
-	const char *lbl = i ? c->lbl[i - 1] : NULL;
-	int rc;
-	if (o->type != MSGPACK_OBJECT_MAP)
-		return msgpack_pack_object(pk, *o) ? -ENOMEM : 0;
-	bool add_at = at > 0 && !api_map_get(o, "created_at");
-	bool add_lbl = lbl && !api_map_get(o, "labels");
-	if (!add_at && !add_lbl)
-		return msgpack_pack_object(pk, *o) ? -ENOMEM : 0;
-	rc = msgpack_pack_map(pk, o->via.map.size + add_at + add_lbl);
-	for (uint32_t k = 0; k < o->via.map.size; k++) {
-		rc |= msgpack_pack_object(pk, o->via.map.ptr[k].key);
-		rc |= msgpack_pack_object(pk, o->via.map.ptr[k].val);
-	}
-	if (add_at) {
-		rc |= pk_key(pk, "created_at");
-		rc |= msgpack_pack_int64(pk, at);
-	}
-	if (add_lbl) {
-		rc |= pk_key(pk, "labels");
-		rc |= pk->callback(pk->data, lbl, c->lbl_len[i - 1]);  /* packed already */
-	}
-	return rc ? -ENOMEM : 0;
-}
-
-/* 1 + the position of status's object in the arrays, or 0. */
-static size_t created_of(created_req_t *c, const msgpack_object *status)
-{
-	char name[ST_NAME_MAX + 1];
-	if (!api_obj_strcpy(api_map_get(status, "name"), name, sizeof name))
-		return 0;
-	return (uintptr_t)tank_map_get(&c->idx, name);
-}
-
-static int pack_created(void *arg, msgpack_packer *pk, tank_error_t *e)
-{
-	created_req_t *c = arg;
-	msgpack_sbuffer sb;
-	msgpack_packer ipk;
-	msgpack_unpacked u;
-	size_t off = 0;
-	int err;
-
-	msgpack_sbuffer_init(&sb);
-	msgpack_packer_init(&ipk, &sb, msgpack_sbuffer_write);
-	msgpack_unpacked_init(&u);
-	tank_map_init(&c->idx);
-	if ((err = c->fn(c->arg, &ipk, e)) < 0)
-		goto out;
-	if (msgpack_unpack_next(&u, sb.data, sb.size, &off) != MSGPACK_UNPACK_SUCCESS) {
-		err = -EPROTO;
-		goto out;
-	}
-	/* One look at the store for the whole answer (a scan, for a list). */
-	if (c->name[0]) {
-		st_pod_t p;
-		if (kind_get(c->env, c->kind, c->name, &p, NULL) == 0) {
-			err = created_one(c, &p);
-			st_pod_clear(&p);
-		}
-	} else {
-		err = kind_scan(c->env, c->kind, created_one, c, e);
-	}
-	if (err < 0)
-		goto out;
-	if (u.data.type == MSGPACK_OBJECT_ARRAY) {
-		const msgpack_object_array *a = &u.data.via.array;
-		err = msgpack_pack_array(pk, a->size) ? -ENOMEM : 0;
-		for (uint32_t i = 0; i < a->size && !err; i++)
-			err = pack_with_created(pk, &a->ptr[i], c, created_of(c, &a->ptr[i]));
-	} else {
-		err = pack_with_created(pk, &u.data, c, created_of(c, &u.data));
-	}
-out:
-	msgpack_unpacked_destroy(&u);
-	msgpack_sbuffer_destroy(&sb);
-	tank_map_destroy(&c->idx);
-	for (size_t i = 0; i < c->n; i++)
-		free(c->lbl[i]);
-	free(c->lbl);
-	free(c->lbl_len);
-	c->lbl = NULL;
-	c->lbl_len = NULL;
-	free(c->at);
-	c->at = NULL;
-	c->n = c->cap = 0;
-	return err;
-}
-
-static void reply_status(const api_call_t *call, const kind_env_t *env, const kind_t *kind,
-			 const char *name, pack_into_fn fn, void *arg)
-{
-	created_req_t c = { .env = env, .kind = kind, .name = name, .fn = fn, .arg = arg };
-	reply_packed(call, kind, name, pack_created, &c);
-}
-
+/* Every kind's status map carries the object's `created_at` and `labels`:
+ * the kind's packer adds them (KIND_STATUS_META, kinds/kind.h), so the
+ * answer is packed once from one walk of the store. */
 static void m_status(const api_call_t *call, const msgpack_object *params, void *ctx)
 {
 	api_daemon_t *d = ctx;
@@ -1764,16 +1590,16 @@ static void m_status(const api_call_t *call, const msgpack_object *params, void 
 		char name[ST_NAME_MAX + 1];
 		api_obj_strcpy(&params->via.array.ptr[0], name, sizeof name);
 		if (kind->status_one) {
-			status_req_t sq = { d->kinds, kind, name };
-			reply_status(call, d->kinds, kind, name, pack_status_one, &sq);
+			status_req_t sq = { d->kinds, kind, name, KIND_STATUS_META };
+			reply_packed(call, kind, name, pack_status_one, &sq);
 			return;
 		}
-		one_req_t q = { d->kinds, kind, name, true };
-		reply_status(call, d->kinds, kind, name, pack_one, &q);
+		one_req_t q = { d->kinds, kind, name, true, KIND_STATUS_META };
+		reply_packed(call, kind, name, pack_one, &q);
 		return;
 	}
-	all_req_t a = { .env = d->kinds, .kind = kind, .status = true };
-	reply_status(call, d->kinds, kind, "", pack_all, &a);
+	all_req_t a = { .env = d->kinds, .kind = kind, .status = true, .flags = KIND_STATUS_META };
+	reply_packed(call, kind, "", pack_all, &a);
 }
 
 /* --- nudge, sync ---------------------------------------------- */
@@ -1914,7 +1740,7 @@ static void m_history(const api_call_t *call, const msgpack_object *params, void
 		msgpack_sbuffer_init(&sb);
 		msgpack_packer_init(&spk, &sb, msgpack_sbuffer_write);
 		tank_error_clear(&e);
-		err = kind->status_one(d->kinds, name, &spk, &e);
+		err = kind->status_one(d->kinds, name, &spk, 0, &e);
 		msgpack_sbuffer_destroy(&sb);
 		if (err < 0) {
 			api_reply_object_error(call, err, kind->name, name, &e);

@@ -190,3 +190,68 @@ int kit_frame_unpack(const void *buf, size_t len, msgpack_unpacked *u)
 		return -EPROTO;
 	return 0;
 }
+
+/* ---- a map's entries, walked ------------------------------------------------------ */
+
+/* The size of the one object at p[0..len), or 0 when it is not whole. */
+static size_t kit_frame__obj_len(const unsigned char *p, size_t len)
+{
+	kit_frame__hdr_t h;
+	kit_frame_scan_t s;
+	size_t n = 0;
+
+	if (!len || !(h.size = kit_frame__hdr_size(p[0])) || h.size > len)
+		return 0;
+	kit_frame__hdr_read(p, &h);
+	/* A scalar or a string is its header and payload: the scanner's
+	 * state only for a container. */
+	if (!h.container)
+		return h.payload <= len - h.size ? h.size + (size_t)h.payload : 0;
+	kit_frame_scan_init(&s, len, KIT_FRAME_STACK);
+	return kit_frame_scan(&s, p, len, &n) == KIT_FRAME_DONE ? n : 0;
+}
+
+bool kit_frame_map_init(kit_frame_map_t *w, const void *buf, size_t len)
+{
+	const unsigned char *p = buf;
+	kit_frame__hdr_t h;
+
+	memset(w, 0, sizeof *w);
+	w->p = p;
+	w->len = len;
+	if (!len || !((p[0] >= 0x80 && p[0] <= 0x8f) || p[0] == 0xde || p[0] == 0xdf))
+		return false;
+	if ((h.size = kit_frame__hdr_size(p[0])) > len)
+		return false;
+	kit_frame__hdr_read(p, &h);
+	w->body = w->off = h.size;
+	w->n = w->left = h.elems / 2;
+	return true;
+}
+
+bool kit_frame_map_next(kit_frame_map_t *w, const char **key, size_t *klen, const void **val,
+			size_t *vlen)
+{
+	if (!w->left || w->bad)
+		return false;
+	const unsigned char *k = w->p + w->off;
+	size_t rest = w->len - w->off;
+	size_t kn = kit_frame__obj_len(k, rest);
+	size_t vn = kn ? kit_frame__obj_len(k + kn, rest - kn) : 0;
+	if (!vn) {
+		w->bad = true;
+		return false;
+	}
+	*key = NULL;
+	*klen = 0;
+	if ((k[0] >= 0xa0 && k[0] <= 0xbf) || k[0] == 0xd9 || k[0] == 0xda || k[0] == 0xdb) {
+		size_t hs = kit_frame__hdr_size(k[0]);
+		*key = (const char *)k + hs;
+		*klen = kn - hs;
+	}
+	*val = k + kn;
+	*vlen = vn;
+	w->off += kn + vn;
+	w->left--;
+	return true;
+}

@@ -104,4 +104,31 @@ int kit_frame_check(const void *buf, size_t len);
  * -EPROTO. */
 int kit_frame_unpack(const void *buf, size_t len, msgpack_unpacked *u);
 
+/* A walk of one packed map's entries without decoding them (stored
+ * bytes read often: a spec's `labels`, a status stored in its answer's
+ * shape), so that a caller copies the bytes it wants as they are.
+ * Borrows buf for the walk. */
+typedef struct kit_frame_map {
+	const unsigned char *p;
+	size_t len;
+	size_t body;          /* where the entries start (after the header) */
+	size_t off;           /* where the next entry starts */
+	uint64_t n;           /* entries declared */
+	uint64_t left;        /* entries not walked yet */
+	bool bad;             /* an entry was not whole within len */
+} kit_frame_map_t;
+
+/* Starts a walk of the map at the start of buf[0..len): false when buf
+ * does not start with a map header. */
+bool kit_frame_map_init(kit_frame_map_t *w, const void *buf, size_t len);
+
+/* The next entry: its key's string bytes in *key and *klen (*key NULL
+ * for a key that is not a string) and its value's packed bytes in *val
+ * and *vlen, all borrowed from buf.  false at the end, or when an entry
+ * is not whole within len (w->bad set; nested past KIT_FRAME_STACK
+ * counts as not whole).  After the last entry, w->off is the map's
+ * size. */
+bool kit_frame_map_next(kit_frame_map_t *w, const char **key, size_t *klen, const void **val,
+			size_t *vlen);
+
 #endif

@@ -12,6 +12,7 @@
 #include <strings.h>
 
 #include "common/kit.h"
+#include "common/kit_frame.h"
 #include "manifest/mf_labels.h"
 
 static bool word_is(const char *name, const char *word, size_t len)
@@ -187,6 +188,69 @@ void kind_names_free(kind_names_t *l)
 	memset(l, 0, sizeof *l);
 }
 
+/* ---- what `status` adds ---------------------------------------------------------- */
+
+size_t kind_meta_of(const st_pod_t *rec, unsigned flags, kind_meta_t *m)
+{
+	memset(m, 0, sizeof *m);
+	if (!rec || !(flags & KIND_STATUS_META))
+		return 0;
+	m->created_at = rec->created_at;
+	if (!mf_labels_raw(rec->spec, rec->spec_len, &m->labels, &m->labels_len))
+		m->labels = NULL;
+	return kind_meta_n(m);
+}
+
+size_t kind_meta_n(const kind_meta_t *m)
+{
+	return m ? (size_t)(m->created_at > 0) + (m->labels != NULL) : 0;
+}
+
+static int kind__meta_keys(msgpack_packer *pk, const kind_meta_t *m, bool at, bool lbl)
+{
+	int rc = 0;
+	if (at) {
+		rc |= kind_pack_str(pk, "created_at");
+		rc |= msgpack_pack_int64(pk, m->created_at);
+	}
+	if (lbl) {
+		rc |= kind_pack_str(pk, "labels");
+		rc |= pk->callback(pk->data, m->labels, m->labels_len);   /* packed already */
+	}
+	return rc ? -ENOMEM : 0;
+}
+
+int kind_meta_pack(msgpack_packer *pk, const kind_meta_t *m)
+{
+	return m ? kind__meta_keys(pk, m, m->created_at > 0, m->labels != NULL) : 0;
+}
+
+int kind_meta_pack_raw(msgpack_packer *pk, const void *buf, size_t len, const kind_meta_t *m)
+{
+	kit_frame_map_t w;
+	const char *k;
+	const void *v;
+	size_t klen, vlen;
+	bool at = m && m->created_at > 0, lbl = m && m->labels;
+
+	if (!(at || lbl) || !kit_frame_map_init(&w, buf, len))
+		return pk->callback(pk->data, buf, len) ? -ENOMEM : 0;
+	/* Its own keys win; one walk of the keys finds them. */
+	while (kit_frame_map_next(&w, &k, &klen, &v, &vlen)) {
+		if (k && klen == 10 && !memcmp(k, "created_at", 10))
+			at = false;
+		else if (k && klen == 6 && !memcmp(k, "labels", 6))
+			lbl = false;
+	}
+	if (w.bad || w.n > UINT32_MAX - 2 || !(at || lbl))
+		return pk->callback(pk->data, buf, len) ? -ENOMEM : 0;
+	/* A new header (it may grow: a fixmap of 15 becomes a map16), the
+	 * entries as they are, then the keys added. */
+	int rc = msgpack_pack_map(pk, (uint32_t)w.n + at + lbl);
+	rc |= pk->callback(pk->data, (const char *)buf + w.body, w.off - w.body);
+	return rc ? -ENOMEM : kind__meta_keys(pk, m, at, lbl);
+}
+
 /* ---- msgpack helpers ----------------------------------------------------------- */
 
 const msgpack_object *kind_map_get(const msgpack_object *map, const char *key)
@@ -252,8 +316,9 @@ void kind_col_phase(const msgpack_object *s, uint64_t now_ms, char *out, size_t 
 void kind_col_age(const msgpack_object *s, uint64_t now_ms, char *out, size_t cap)
 {
 	int64_t since = 0;
-	/* The object's age: its created_at (api/ adds it to every status
-	 * map), the time in its phase only for a map without one. */
+	/* The object's age: its created_at (every `status` answer's map has
+	 * it, KIND_STATUS_META), the time in its phase only for a map
+	 * without one. */
 	if (!kit_get_int(kit_map_get(s, "created_at"), &since) || since <= 0)
 		kit_get_int(kit_map_get(s, "since"), &since);
 	kind_age(since, now_ms, out, cap);

@@ -333,14 +333,17 @@ struct kind {
 	 * own (a workflow's jobs): `get` and `list` answer their status maps
 	 * (status_one / status_all), as `status` does. */
 	bool status_is_object;
-	/* The status map of a stored object (pending when not reconciled). */
-	int (*pack_status)(const kind_env_t *env, const st_pod_t *rec, msgpack_packer *pk);
+	/* The status map of a stored object (pending when not reconciled).
+	 * flags: KIND_STATUS_META (below) or 0. */
+	int (*pack_status)(const kind_env_t *env, const st_pod_t *rec, msgpack_packer *pk,
+			   unsigned flags);
 	/* The status map of name, by a path of the kind's own (NULL:
 	 * pack_status of the stored object).  TANK_ENOTFOUND when none. */
 	int (*status_one)(const kind_env_t *env, const char *name, msgpack_packer *pk,
-			  tank_error_t *e);
+			  unsigned flags, tank_error_t *e);
 	/* Every status map, as an array; NULL: each stored object's. */
-	int (*status_all)(const kind_env_t *env, msgpack_packer *pk, tank_error_t *e);
+	int (*status_all)(const kind_env_t *env, msgpack_packer *pk, unsigned flags,
+			  tank_error_t *e);
 	/* What deleting rec takes with it (kind_names_add).  May be NULL. */
 	int (*cascade)(const kind_env_t *env, const st_pod_t *rec, kind_names_t *out);
 
@@ -400,6 +403,46 @@ struct kind {
 	 * waiting for its pod's containers).  May be NULL. */
 	void (*record_other)(void *inst, const rc_transition_t *t);
 };
+
+/* ---- what `status` adds to every kind's map -------------------------------- */
+
+/* The flag `status` (the RPC) gives the status packers above: each map
+ * of a stored object ends with that object's `created_at` (ms; the store
+ * keeps it for every kind: set when created, kept across a re-apply of a
+ * changed spec, new when deleted and applied again), so that `ps` shows
+ * its age, and its `labels` (the stored spec's, manifest/mf_labels.h),
+ * so that tankctl's `-l` filters any kind's statuses.  A kind adds them
+ * with kind_meta_of and kind_meta_pack (kind_meta_pack_raw for a map it
+ * stored packed), counted in its map's header: each map is packed once,
+ * with its final size.  A map that has a `created_at` or `labels` of its
+ * own keeps it (an action's, a job's: records with no stored spec, never
+ * labelled, add nothing).  Without the flag (get's nested status,
+ * /metrics, the dashboard) the map is the kind's alone, as it was when
+ * api/ added the keys by unpacking and packing every answer again (75 to
+ * 150 ms of the loop for `status` of 9,700 pods; docs/bench.md, "Issue
+ * 38, round 13"). */
+#define KIND_STATUS_META 1u
+
+typedef struct kind_meta {
+	int64_t created_at;          /* > 0: added as `created_at` */
+	const void *labels;          /* the labels map, packed; NULL: none */
+	size_t labels_len;
+} kind_meta_t;
+
+/* *m for rec (NULL: nothing to add), when flags has KIND_STATUS_META
+ * (else nothing); labels borrowed from rec->spec, so m lives no longer
+ * than rec.  Returns kind_meta_n(m). */
+size_t kind_meta_of(const st_pod_t *rec, unsigned flags, kind_meta_t *m);
+/* How many keys kind_meta_pack adds (0, 1 or 2; m NULL: 0): a map's
+ * header counts them. */
+size_t kind_meta_n(const kind_meta_t *m);
+/* Packs m's keys (m NULL: none): `created_at`, then `labels`, the order
+ * `status` has always had them in, last in the map.  0 or -ENOMEM. */
+int kind_meta_pack(msgpack_packer *pk, const kind_meta_t *m);
+/* The packed object buf[0..len) (a status a kind stored in its answer's
+ * shape) with m's keys added when it is a map, each only when the map
+ * has no such key of its own; anything else as it is.  0 or -ENOMEM. */
+int kind_meta_pack_raw(msgpack_packer *pk, const void *buf, size_t len, const kind_meta_t *m);
 
 /* ---- the list ------------------------------------------------------------ */
 

@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "common/kit.h"
+#include "common/kit_frame.h"
 #include "common/tank_err.h"
 
 static bool mf__alnum(char c)
@@ -227,4 +228,24 @@ const msgpack_object *mf_labels_of(const msgpack_object *spec)
 		    spec->via.map.ptr[i].val.type == MSGPACK_OBJECT_MAP)
 			return &spec->via.map.ptr[i].val;
 	return NULL;
+}
+
+bool mf_labels_raw(const void *spec, size_t len, const void **labels, size_t *n)
+{
+	kit_frame_map_t w, l;
+	const char *k;
+	const void *v;
+	size_t klen, vlen;
+
+	/* Most objects have none: no walk for them.  mf_labels_append
+	 * packs the key as msgpack-c does, a fixstr. */
+	if (!spec || !memmem(spec, len, "\xa6labels", 7) || !kit_frame_map_init(&w, spec, len))
+		return false;
+	while (kit_frame_map_next(&w, &k, &klen, &v, &vlen))
+		if (k && klen == 6 && !memcmp(k, "labels", 6) && kit_frame_map_init(&l, v, vlen)) {
+			*labels = v;
+			*n = vlen;
+			return true;
+		}
+	return false;
 }

@@ -61,4 +61,11 @@ void mf_labels_drop(msgpack_object *map);
 /* The labels map of a spec map (stored bytes, unpacked), or NULL. */
 const msgpack_object *mf_labels_of(const msgpack_object *spec);
 
+/* The same read from the stored bytes spec[0..len) without unpacking
+ * them: the packed labels map in *labels and *n (borrowed from spec) and
+ * true, or false when the spec has none.  For what reads every object's
+ * labels at once (`status` of every object): a spec without the key
+ * `labels` costs one memmem. */
+bool mf_labels_raw(const void *spec, size_t len, const void **labels, size_t *n);
+
 #endif

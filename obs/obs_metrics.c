@@ -28,7 +28,7 @@ static int each_one(void *arg, const st_pod_t *rec)
 	size_t off = 0;
 
 	e->sb.size = 0;                 /* one buffer, reused */
-	if (e->k->pack_status(e->env, rec, &e->pk) < 0 ||
+	if (e->k->pack_status(e->env, rec, &e->pk, 0) < 0 ||
 	    msgpack_unpack_next(&e->u, e->sb.data, e->sb.size, &off) != MSGPACK_UNPACK_SUCCESS)
 		return 0;               /* one that cannot be read is skipped */
 	return e->fn(e->ctx, &e->u.data);
@@ -78,7 +78,7 @@ int obs_each_status(const kind_env_t *env, const kind_t *k, obs_status_fn fn, vo
 	if (k->pack_status) {
 		err = kind_scan(env, k, each_one, &e, &te);
 	} else if (k->status_all) {
-		err = k->status_all(env, &e.pk, &te);
+		err = k->status_all(env, &e.pk, 0, &te);
 		if (err == 0)
 			err = each_element(&e);
 	}

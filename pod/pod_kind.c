@@ -174,9 +174,10 @@ static size_t pod__adders(const kind_env_t *env)
 	return n;
 }
 
-int pod_kind_pack_status(const kind_env_t *env, msgpack_packer *pk, const st_status_t *s)
+int pod_kind_pack_status(const kind_env_t *env, msgpack_packer *pk, const st_status_t *s,
+			 const kind_meta_t *meta)
 {
-	int rc = msgpack_pack_map(pk, 15 + pod__owners(env) + pod__adders(env));
+	int rc = msgpack_pack_map(pk, 15 + pod__owners(env) + pod__adders(env) + kind_meta_n(meta));
 	/* Each adding kind's key: its text about the pod, or nil. */
 	for (size_t i = 0; env && env->kinds && env->kinds[i]; i++) {
 		const kind_t *k = env->kinds[i];
@@ -243,7 +244,7 @@ int pod_kind_pack_status(const kind_env_t *env, msgpack_packer *pk, const st_sta
 		      ? kind_pack_str(pk, pod_probe_role_name((enum pod_probe_role)(c->gave_up - 1)))
 		      : msgpack_pack_nil(pk);
 	}
-	return rc ? -ENOMEM : 0;
+	return rc ? -ENOMEM : kind_meta_pack(pk, meta);
 }
 
 /* The status of a pod that is stored but has none yet. */
@@ -258,8 +259,10 @@ static void pending_status(st_status_t *s, const st_pod_t *p)
 	s->since = p->updated_at;
 }
 
-static int pod__pack_status(const kind_env_t *env, const st_pod_t *rec, msgpack_packer *pk)
+static int pod__pack_status(const kind_env_t *env, const st_pod_t *rec, msgpack_packer *pk,
+			    unsigned flags)
 {
+	kind_meta_t meta;
 	st_status_t s;
 	int err;
 
@@ -268,31 +271,38 @@ static int pod__pack_status(const kind_env_t *env, const st_pod_t *rec, msgpack_
 		pending_status(&s, rec);        /* stored, not reconciled yet */
 	else if (err < 0)
 		return err;
-	err = pod_kind_pack_status(env, pk, &s);
+	kind_meta_of(rec, flags, &meta);
+	err = pod_kind_pack_status(env, pk, &s, &meta);
 	st_status_clear(&s);
 	return err;
 }
 
 /* A pod's status, also while it is being deleted (no longer stored, its
- * status not yet forgotten); pending when stored but not reconciled. */
+ * status not yet forgotten: nothing to add then); pending when stored
+ * but not reconciled. */
 static int pod__status_one(const kind_env_t *env, const char *name, msgpack_packer *pk,
-			   tank_error_t *e)
+			   unsigned flags, tank_error_t *e)
 {
+	kind_meta_t meta;
 	st_status_t s;
+	st_pod_t p;
 	int err;
 
 	memset(&s, 0, sizeof s);
+	memset(&p, 0, sizeof p);
 	if ((err = st_status_get(env->store, name, &s, e)) == TANK_ENOTFOUND) {
-		st_pod_t p;
-		if ((err = st_pod_get(env->store, name, &p, e)) == 0) {
+		if ((err = st_pod_get(env->store, name, &p, e)) == 0)
 			pending_status(&s, &p);
-			st_pod_clear(&p);
-		}
+	} else if (err == 0 && (flags & KIND_STATUS_META) &&
+		   st_pod_get(env->store, name, &p, NULL) < 0) {
+		memset(&p, 0, sizeof p);
 	}
 	if (err < 0)
 		return err;
-	err = pod_kind_pack_status(env, pk, &s);
+	kind_meta_of(p.name[0] ? &p : NULL, flags, &meta);
+	err = pod_kind_pack_status(env, pk, &s, &meta);
 	st_status_clear(&s);
+	st_pod_clear(&p);
 	return err;
 }
 
@@ -301,21 +311,62 @@ static int pod__status_one(const kind_env_t *env, const char *name, msgpack_pack
  * name order as the store walks them, one unpacked at a time, with the
  * pending ones merged in at their place.  It unpacked every status into
  * one array first (1.2 KB a pod: 1.2 MB at 1,000, fresh pages at each
- * call, 120 MB at 100,000). */
+ * call, 120 MB at 100,000).
+ *
+ * With KIND_STATUS_META the walk of the stored pods, which that merge
+ * takes anyway, also keeps each pod's created_at and labels (the labels'
+ * bytes, rarely any, copied: the walk borrows the records for its
+ * callback only) in name order, so that each status finds its own by
+ * stepping along, not by a lookup: a status with no stored pod (being
+ * deleted) is passed by, as the pending ones are packed. */
+#define MERGE_HAS_STATUS SIZE_MAX
+
+typedef struct merge_pod {
+	size_t name;            /* offset in merge_t.text */
+	size_t labels, labels_len;   /* in text; labels_len 0: none */
+	int64_t created_at;
+	size_t pend;            /* index in merge_t.pend; MERGE_HAS_STATUS: none */
+} merge_pod_t;
+
 typedef struct merge {
 	const kind_env_t *env;
 	msgpack_packer *pk;
+	unsigned flags;
 	st_status_t *pend;      /* sorted: the pods walk in name order */
-	size_t npend, cap, at;
+	size_t npend, cap;
+	merge_pod_t *pods;      /* the pending, and with META every stored pod */
+	size_t npods, cap_pods, at;
+	char *text;             /* names and labels */
+	size_t ntext, cap_text;
 } merge_t;
+
+/* Appends len bytes to m->text: their offset, or (size_t)-1 on -ENOMEM. */
+static size_t merge_text(merge_t *m, const void *b, size_t len)
+{
+	if (m->cap_text - m->ntext < len) {
+		size_t nc = m->cap_text ? m->cap_text : 4096;
+		while (nc - m->ntext < len)
+			nc *= 2;
+		char *t = realloc(m->text, nc);
+		if (!t)
+			return (size_t)-1;
+		m->text = t;
+		m->cap_text = nc;
+	}
+	memcpy(m->text + m->ntext, b, len);
+	m->ntext += len;
+	return m->ntext - len;
+}
 
 static int merge_pending(void *ctx, const st_pod_t *p)
 {
 	merge_t *m = ctx;
+	bool has = st_status_has(m->env->store, p->name);
+	kind_meta_t meta;
 
-	if (st_status_has(m->env->store, p->name))
+	if (has && !(m->flags & KIND_STATUS_META))
 		return 0;
-	if (m->npend == m->cap) {
+	if (!has && m->npend == m->cap) {
 		size_t nc = m->cap ? m->cap * 2 : 16;
 		st_status_t *no = realloc(m->pend, nc * sizeof *no);
 		if (!no)
@@ -323,33 +374,82 @@ static int merge_pending(void *ctx, const st_pod_t *p)
 		m->pend = no;
 		m->cap = nc;
 	}
-	pending_status(&m->pend[m->npend++], p);
+	if (m->npods == m->cap_pods) {
+		size_t nc = m->cap_pods ? m->cap_pods * 2 : 16;
+		merge_pod_t *np = realloc(m->pods, nc * sizeof *np);
+		if (!np)
+			return -ENOMEM;
+		m->pods = np;
+		m->cap_pods = nc;
+	}
+	merge_pod_t *mp = &m->pods[m->npods];
+	kind_meta_of(p, m->flags, &meta);
+	memset(mp, 0, sizeof *mp);
+	mp->created_at = meta.created_at;
+	mp->pend = has ? MERGE_HAS_STATUS : m->npend;
+	if ((mp->name = merge_text(m, p->name, strlen(p->name) + 1)) == (size_t)-1)
+		return -ENOMEM;
+	if (meta.labels) {
+		if ((mp->labels = merge_text(m, meta.labels, meta.labels_len)) == (size_t)-1)
+			return -ENOMEM;
+		mp->labels_len = meta.labels_len;
+	}
+	if (!has)
+		pending_status(&m->pend[m->npend++], p);
+	m->npods++;
 	return 0;
 }
 
-/* Packs the pending pods named before `before` (NULL: all that are left). */
+static void merge_meta(const merge_t *m, const merge_pod_t *mp, kind_meta_t *meta)
+{
+	memset(meta, 0, sizeof *meta);
+	if (!(m->flags & KIND_STATUS_META))
+		return;
+	meta->created_at = mp->created_at;
+	if (mp->labels_len) {
+		meta->labels = m->text + mp->labels;
+		meta->labels_len = mp->labels_len;
+	}
+}
+
+/* Packs the pending pods named before `before` (NULL: all that are
+ * left), passing those that have a status. */
 static int merge_flush(merge_t *m, const char *before)
 {
+	kind_meta_t meta;
 	int rc = 0;
-	while (!rc && m->at < m->npend &&
-	       (!before || strcmp(m->pend[m->at].name, before) < 0))
-		rc = pod_kind_pack_status(m->env, m->pk, &m->pend[m->at++]);
+
+	while (!rc && m->at < m->npods &&
+	       (!before || strcmp(m->text + m->pods[m->at].name, before) < 0)) {
+		const merge_pod_t *mp = &m->pods[m->at++];
+		if (mp->pend == MERGE_HAS_STATUS)
+			continue;
+		merge_meta(m, mp, &meta);
+		rc = pod_kind_pack_status(m->env, m->pk, &m->pend[mp->pend], &meta);
+	}
 	return rc;
 }
 
 static int merge_status(void *ctx, const st_status_t *s)
 {
 	merge_t *m = ctx;
+	kind_meta_t meta = { 0 };
 	int rc = merge_flush(m, s->name);
-	return rc ? rc : pod_kind_pack_status(m->env, m->pk, s);
+
+	if (rc)
+		return rc;
+	if (m->at < m->npods && !strcmp(m->text + m->pods[m->at].name, s->name))
+		merge_meta(m, &m->pods[m->at++], &meta);
+	return pod_kind_pack_status(m->env, m->pk, s, &meta);
 }
 
 /* Every stored pod is listed: those the reconciler has not reached yet
  * (right after an apply) as pending, and those being deleted while they
  * still have a status. */
-static int pod__status_all(const kind_env_t *env, msgpack_packer *pk, tank_error_t *e)
+static int pod__status_all(const kind_env_t *env, msgpack_packer *pk, unsigned flags,
+			   tank_error_t *e)
 {
-	merge_t m = { .env = env, .pk = pk };
+	merge_t m = { .env = env, .pk = pk, .flags = flags };
 	tank_error_t ce;
 	int rc;
 
@@ -364,6 +464,8 @@ static int pod__status_all(const kind_env_t *env, msgpack_packer *pk, tank_error
 	if (rc == 0)
 		rc = merge_flush(&m, NULL);
 	free(m.pend);
+	free(m.pods);
+	free(m.text);
 	return rc;
 }
 

@@ -23,8 +23,10 @@ extern const kind_cmd_t pod_cmds[POD_NCMDS];
 
 /* Packs one status record as the contract's status map; the owners of
  * the pod (each kind whose `children` is Pod names its key, or nil) are
- * asked through env (may be NULL: no owner keys). */
-int pod_kind_pack_status(const kind_env_t *env, msgpack_packer *pk, const st_status_t *s);
+ * asked through env (may be NULL: no owner keys); meta's keys last
+ * (kind_meta_pack; NULL: none). */
+int pod_kind_pack_status(const kind_env_t *env, msgpack_packer *pk, const st_status_t *s,
+			 const kind_meta_t *meta);
 
 /* Number of keys in a transition event map. */
 #define POD_EVENT_TRANSITION_KEYS 9

@@ -144,8 +144,10 @@ static int stack__check(const kind_env_t *env, const kind_batch_t *b, kit_errors
 
 /* The status map of a stack: the stored one (already in the contract's
  * shape), or pending when the reconciler has not reached it yet. */
-static int stack__pack_status(const kind_env_t *env, const st_pod_t *p, msgpack_packer *pk)
+static int stack__pack_status(const kind_env_t *env, const st_pod_t *p, msgpack_packer *pk,
+			      unsigned flags)
 {
+	kind_meta_t meta;
 	st_coll_t *c;
 	void *buf;
 	size_t len;
@@ -153,19 +155,20 @@ static int stack__pack_status(const kind_env_t *env, const st_pod_t *p, msgpack_
 
 	if ((rc = kind_coll(env, &stack_kind, &c, NULL)) < 0)
 		return rc;
+	size_t nmeta = kind_meta_of(p, flags, &meta);
 	if (st_coll_status_get(c, p->name, &buf, &len, NULL) == 0) {
-		rc = pk->callback(pk->data, buf, len);    /* stored in the answer's shape */
+		rc = kind_meta_pack_raw(pk, buf, len, &meta);    /* stored in the answer's shape */
 		free(buf);
-		return rc ? -ENOMEM : 0;
+		return rc;
 	}
-	rc = msgpack_pack_map(pk, 6);
+	rc = msgpack_pack_map(pk, 6 + nmeta);
 	rc |= pk_key(pk, "name");       rc |= kind_pack_str(pk, p->name);
 	rc |= pk_key(pk, "kind");       rc |= kind_pack_str(pk, "stack");
 	rc |= pk_key(pk, "phase");      rc |= kind_pack_str(pk, "pending");
 	rc |= pk_key(pk, "reason");     rc |= kind_pack_str(pk, "not reconciled yet");
 	rc |= pk_key(pk, "generation"); rc |= msgpack_pack_uint64(pk, p->generation);
 	rc |= pk_key(pk, "uid");        rc |= kind_pack_str(pk, p->uid);
-	return rc ? -ENOMEM : 0;
+	return rc ? -ENOMEM : kind_meta_pack(pk, &meta);
 }
 
 /* The pods a stack owns go with it, in the same transaction. */

@@ -83,15 +83,16 @@ static int wf__check(const kind_env_t *env, const kind_batch_t *b, kit_errors_t 
 /* ---- status and table of the plain collections ----------------------------------------- */
 
 static int wf__pack_status(const kind_env_t *env, const st_pod_t *p, msgpack_packer *pk,
-			   wf_what_t what, const char *kind)
+			   unsigned flags, wf_what_t what, const char *kind)
 {
+	kind_meta_t meta;
 	wf_spec_t *s = NULL;
 	size_t n = 0;
 
 	(void)env;
 	if (wf_spec_decode(what, p->spec, p->spec_len, &s, NULL) == 0)
 		n = what == WF_TASK ? s->ntmpl : s->nrefs;
-	int rc = msgpack_pack_map(pk, 8);
+	int rc = msgpack_pack_map(pk, 8 + kind_meta_of(p, flags, &meta));
 	rc |= kind_pack_str(pk, "name");       rc |= kind_pack_str(pk, p->name);
 	rc |= kind_pack_str(pk, "kind");       rc |= kind_pack_str(pk, kind);
 	rc |= kind_pack_str(pk, "phase");      rc |= kind_pack_str(pk, s ? "stored" : "unreadable");
@@ -102,22 +103,25 @@ static int wf__pack_status(const kind_env_t *env, const st_pod_t *p, msgpack_pac
 	rc |= kind_pack_str(pk, "uid");        rc |= kind_pack_str(pk, p->uid);
 	rc |= kind_pack_str(pk, "since");      rc |= msgpack_pack_int64(pk, p->updated_at);
 	wf_spec_free(s);
-	return rc ? -ENOMEM : 0;
+	return rc ? -ENOMEM : kind_meta_pack(pk, &meta);
 }
 
-static int task__pack_status(const kind_env_t *env, const st_pod_t *p, msgpack_packer *pk)
+static int task__pack_status(const kind_env_t *env, const st_pod_t *p, msgpack_packer *pk,
+			       unsigned flags)
 {
-	return wf__pack_status(env, p, pk, WF_TASK, "task");
+	return wf__pack_status(env, p, pk, flags, WF_TASK, "task");
 }
 
-static int stage__pack_status(const kind_env_t *env, const st_pod_t *p, msgpack_packer *pk)
+static int stage__pack_status(const kind_env_t *env, const st_pod_t *p, msgpack_packer *pk,
+			       unsigned flags)
 {
-	return wf__pack_status(env, p, pk, WF_STAGE, "stage");
+	return wf__pack_status(env, p, pk, flags, WF_STAGE, "stage");
 }
 
-static int workflow__pack_status(const kind_env_t *env, const st_pod_t *p, msgpack_packer *pk)
+static int workflow__pack_status(const kind_env_t *env, const st_pod_t *p, msgpack_packer *pk,
+			       unsigned flags)
 {
-	return wf__pack_status(env, p, pk, WF_WORKFLOW, "workflow");
+	return wf__pack_status(env, p, pk, flags, WF_WORKFLOW, "workflow");
 }
 
 static void c_count(const msgpack_object *s, uint64_t now, char *out, size_t cap)
@@ -203,8 +207,11 @@ static int job__refuse(const msgpack_object *o, void **obj, const char **name,
 
 static const mf_kind_t job_mf = { .name = "Job", .validate = job__refuse, .free_obj = free };
 
+/* A job's map has its own created_at (nil until it has one), and jobs
+ * are records the agent writes, not applied, with no labels: nothing of
+ * KIND_STATUS_META to add (flags unused). */
 static int job__status_one(const kind_env_t *env, const char *name, msgpack_packer *pk,
-			   tank_error_t *e)
+			   unsigned flags, tank_error_t *e)
 {
 	st_coll_t *c;
 	void *buf;
@@ -213,6 +220,7 @@ static int job__status_one(const kind_env_t *env, const char *name, msgpack_pack
 
 	/* POD/N: a job; POD: that pod's workflow state (its agent's
 	 * history is under the pod's name). */
+	(void)flags;
 	if ((rc = kind_coll(env, &job_kind, &c, e)) < 0)
 		return rc;
 	if ((rc = st_coll_status_get(c, name, &buf, &len, NULL)) < 0)
@@ -253,10 +261,13 @@ static int job__collect(void *ctx, const st_pod_t *p)
 }
 
 /* Every pod's jobs, by pod then by number. */
-static int job__status_all(const kind_env_t *env, msgpack_packer *pk, tank_error_t *e)
+static int job__status_all(const kind_env_t *env, msgpack_packer *pk, unsigned flags,
+			   tank_error_t *e)
 {
 	all_jobs_t a = { .store = env->store };
 	int rc;
+
+	(void)flags;                /* as job__status_one */
 
 	msgpack_sbuffer_init(&a.sb);
 	msgpack_packer_init(&a.pk, &a.sb, msgpack_sbuffer_write);
@@ -269,9 +280,10 @@ static int job__status_all(const kind_env_t *env, msgpack_packer *pk, tank_error
 	return rc;
 }
 
-static int job__pack_status(const kind_env_t *env, const st_pod_t *p, msgpack_packer *pk)
+static int job__pack_status(const kind_env_t *env, const st_pod_t *p, msgpack_packer *pk,
+			    unsigned flags)
 {
-	return job__status_one(env, p->name, pk, NULL);
+	return job__status_one(env, p->name, pk, flags, NULL);
 }
 
 static void c_id(const msgpack_object *s, uint64_t now, char *out, size_t cap)

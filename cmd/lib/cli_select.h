@@ -1,8 +1,8 @@
 /*
  * cli_select — tankctl's `-l SELECTOR` (issue 36 item 4): Kubernetes'
  * equality-based label selectors, matched against the `labels` map every
- * status and list answer carries (api/ adds it for every kind; the rules
- * of a label are manifest/mf_labels.h's).
+ * status and list answer carries (every kind packs it: kinds/kind.h,
+ * KIND_STATUS_META; the rules of a label are manifest/mf_labels.h's).
  *
  * Syntax: terms joined by ',' (all must hold): `k=v` and `k==v` (the
  * label is there with that value), `k!=v` (it is not: absent, or another

@@ -313,3 +313,70 @@ Test(kit_frame, agrees_with_msgpack_c_on_random_bytes)
 	msgpack_unpacked_destroy(&up);
 	free(s);
 }
+
+/* The map walk gives each entry's key and value bytes exactly as
+ * msgpack-c decodes them (each value unpacked again from its bytes), the
+ * map's size after the last entry, and stops on bytes cut short. */
+Test(kit_frame, map_walk_gives_each_entry_as_packed)
+{
+	uint32_t st = 4242;
+	msgpack_sbuffer sb;
+	msgpack_packer pk;
+	msgpack_unpacked u, v;
+
+	msgpack_sbuffer_init(&sb);
+	msgpack_packer_init(&pk, &sb, msgpack_sbuffer_write);
+	msgpack_unpacked_init(&u);
+	msgpack_unpacked_init(&v);
+	for (int i = 0; i < 200; i++) {
+		uint32_t n = i < 10 ? (uint32_t)i * 7 : rnd(&st) % 20;
+		sb.size = 0;
+		msgpack_pack_map(&pk, n);
+		for (uint32_t j = 0; j < n; j++) {
+			if (j % 5 == 4)
+				msgpack_pack_int(&pk, (int)j);      /* a key that is no string */
+			else {
+				char k[40];
+				int kl = snprintf(k, sizeof k, "key-%u-%s", j, j % 3 ? "" :
+						  "long enough to need a str8 header");
+				msgpack_pack_str_with_body(&pk, k, (size_t)kl);
+			}
+			pack_random(&pk, &st, 1);
+		}
+		size_t off = 0;
+		cr_assert_eq(msgpack_unpack_next(&u, sb.data, sb.size, &off), MSGPACK_UNPACK_SUCCESS);
+		kit_frame_map_t w;
+		cr_assert(kit_frame_map_init(&w, sb.data, sb.size));
+		cr_assert_eq(w.n, n);
+		const char *key;
+		const void *val;
+		size_t klen, vlen;
+		uint32_t j = 0;
+		while (kit_frame_map_next(&w, &key, &klen, &val, &vlen)) {
+			const msgpack_object_kv *kv = &u.data.via.map.ptr[j++];
+			if (kv->key.type == MSGPACK_OBJECT_STR) {
+				cr_assert(key && klen == kv->key.via.str.size &&
+					  !memcmp(key, kv->key.via.str.ptr, klen));
+			} else {
+				cr_assert_null(key);
+			}
+			size_t voff = 0;
+			cr_assert_eq(msgpack_unpack_next(&v, val, vlen, &voff), MSGPACK_UNPACK_SUCCESS);
+			cr_assert_eq(voff, vlen);
+			cr_assert(msgpack_object_equal(v.data, kv->val));
+		}
+		cr_assert_eq(j, n);
+		cr_assert(!w.bad);
+		cr_assert_eq(w.off, sb.size);
+		if (n) {
+			cr_assert(kit_frame_map_init(&w, sb.data, sb.size - 1));
+			while (kit_frame_map_next(&w, &key, &klen, &val, &vlen))
+				;
+			cr_assert(w.bad, "a map cut short must not be walked to its end");
+		}
+	}
+	cr_assert_not(kit_frame_map_init(&(kit_frame_map_t){ 0 }, "\x91\x80", 2));
+	msgpack_unpacked_destroy(&v);
+	msgpack_unpacked_destroy(&u);
+	msgpack_sbuffer_destroy(&sb);
+}

@@ -4,13 +4,19 @@
  * the rule), stored with the spec (get -o yaml shows them and applies
  * back unchanged), a labels-only change is "configured" but restarts no
  * container, and each selector form picks exactly its objects on ps,
- * get, delete, restart and logs; a malformed selector exits 2.
+ * get, delete, restart and logs; a malformed selector exits 2.  Every
+ * kind's `status` map, of all and of one, carries created_at and labels.
  */
 #include <criterion/criterion.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
+#include <msgpack.h>
+
+#include "api/api_client.h"
+#include "api/api_rpc.h"
 #include "tests/e2e/e2e.h"
 
 /* The first container's pid of pod name, from `status -o json`. */
@@ -110,7 +116,7 @@ Test(e2e, labels_round_trip_and_a_labels_only_change_restarts_nothing)
 	write_file(d, "back.yaml", out);
 	cr_assert_eq(ctl(d, out, sizeof out, "apply -f %s/back.yaml", d->dir), 0, "%s", out);
 	cr_assert(strstr(out, "lp unchanged"), "%s", out);
-	/* In the status map too (every kind's, added by the api). */
+	/* In the status map too (every kind's, packed by its kind). */
 	cr_assert_eq(ctl(d, out, sizeof out, "status lp -o json"), 0, "%s", out);
 	cr_assert(strstr(out, "\"labels\": {"), "%s", out);
 	cr_assert_eq(ctl(d, out, sizeof out, "describe lp"), 0, "%s", out);
@@ -308,5 +314,143 @@ Test(e2e, events_l_shows_only_the_matching_objects_also_those_made_since)
 	cr_assert(strstr(out, "pod=evc "), "made since: %s", out);
 	cr_assert(!strstr(out, "pod=evb "), "no labels: %s", out);
 	cr_assert(!strstr(out, "pod=evd "), "another value: %s", out);
+	teardown(d);
+}
+
+/* ---- `status` answers: created_at and labels in every kind's map ---- */
+
+typedef struct st_q { const char *name, *kind; } st_q_t;
+
+/* [name|nil, {kind}] ([] for neither). */
+static int pack_status_q(msgpack_packer *pk, void *arg)
+{
+	const st_q_t *q = arg;
+	if (!q->name && !q->kind)
+		return msgpack_pack_array(pk, 0);
+	int rc = msgpack_pack_array(pk, 2);
+	rc |= q->name ? api_pack_cstr(pk, q->name) : msgpack_pack_nil(pk);
+	rc |= msgpack_pack_map(pk, 1);
+	rc |= api_pack_cstr(pk, "kind");
+	rc |= api_pack_cstr(pk, q->kind ? q->kind : "pod");
+	return rc;
+}
+
+static const msgpack_object *key_of(const msgpack_object *m, const char *key, uint32_t *at)
+{
+	for (uint32_t i = 0; m->type == MSGPACK_OBJECT_MAP && i < m->via.map.size; i++) {
+		const msgpack_object *k = &m->via.map.ptr[i].key;
+		if (k->type == MSGPACK_OBJECT_STR && k->via.str.size == strlen(key) &&
+		    !memcmp(k->via.str.ptr, key, k->via.str.size)) {
+			if (at)
+				*at = i;
+			return &m->via.map.ptr[i].val;
+		}
+	}
+	return NULL;
+}
+
+/* Status map m of an object created after t0 (ms): its created_at and,
+ * when label is "k=v", that one label, both last and in that order;
+ * label NULL: created_at last and no labels. */
+static void meta_is(const msgpack_object *m, int64_t t0, const char *label)
+{
+	uint32_t at_i = 0, l_i = 0, n = m->via.map.size;
+	const msgpack_object *at = key_of(m, "created_at", &at_i), *l = key_of(m, "labels", &l_i);
+	cr_assert(at && at->type == MSGPACK_OBJECT_POSITIVE_INTEGER &&
+		  (int64_t)at->via.u64 >= t0 && (int64_t)at->via.u64 < t0 + 600000,
+		  "created_at: the object's creation");
+	if (!label) {
+		cr_assert_null(l, "an object without labels has no key");
+		cr_assert_eq(at_i, n - 1, "created_at last");
+		return;
+	}
+	cr_assert(l && l->type == MSGPACK_OBJECT_MAP && l->via.map.size == 1, "its labels");
+	cr_assert(at_i == n - 2 && l_i == n - 1, "created_at, then labels, last");
+	const char *eq = strchr(label, '=');
+	char k[32];
+	snprintf(k, sizeof k, "%.*s", (int)(eq - label), label);
+	const msgpack_object *v = key_of(l, k, NULL);
+	cr_assert(v && v->type == MSGPACK_OBJECT_STR && v->via.str.size == strlen(eq + 1) &&
+		  !memcmp(v->via.str.ptr, eq + 1, v->via.str.size), "label %s", label);
+}
+
+/* The map named name in an array of status maps. */
+static const msgpack_object *named(const msgpack_object *a, const char *name)
+{
+	cr_assert_eq(a->type, MSGPACK_OBJECT_ARRAY);
+	for (uint32_t i = 0; i < a->via.array.size; i++) {
+		const msgpack_object *n = key_of(&a->via.array.ptr[i], "name", NULL);
+		if (n && n->type == MSGPACK_OBJECT_STR && n->via.str.size == strlen(name) &&
+		    !memcmp(n->via.str.ptr, name, n->via.str.size))
+			return &a->via.array.ptr[i];
+	}
+	cr_assert_fail("no status map named %s", name);
+	return NULL;
+}
+
+static void ask(api_client_t *c, const char *method, st_q_t q, api_incoming_t *in)
+{
+	tank_error_t e;
+	api_incoming_free(in);
+	memset(in, 0, sizeof *in);
+	cr_assert_eq(api_client_call(c, method, pack_status_q, &q, 10000, in, &e), 0, "%s", e.msg);
+	cr_assert_eq(in->code, API_OK, "%s %s: %s", method, q.name ? q.name : "[]", in->message);
+}
+
+/* Every kind's status map, of `status` all and `status NAME`, carries
+ * the object's created_at and labels (its kind packs them, once); the
+ * status nested in `get` of a stack does not (it never did). */
+Test(e2e, status_all_and_one_carry_created_at_and_labels_for_every_kind)
+{
+	d_t *d = setup();
+	char out[4096];
+	api_client_t *c = NULL;
+	api_incoming_t in = { 0 };
+	tank_error_t e;
+	struct timespec ts;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	int64_t t0 = (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000 - 1000;
+	write_file(d, "m.yaml",
+		   "name: sm-l\nlabels: {app: sm}\n"
+		   "containers: [{name: c, command: [/bin/sleep, '7321']}]\n"
+		   "---\nname: sm-n\n"
+		   "containers: [{name: c, command: [/bin/sleep, '7322']}]\n"
+		   "---\nkind: Stack\nname: sm-st\nlabels: {team: b}\n"
+		   "pods: [{name: sm-sp, containers: [{name: c, command: [/bin/sleep, '7323']}]}]\n"
+		   "---\nkind: Task\nname: sm-t\nlabels: {step: one}\n"
+		   "templates:\n  - name: x\n    contents: \"true\\n\"\n");
+	cr_assert_eq(ctl(d, out, sizeof out, "apply -f %s/m.yaml", d->dir), 0, "%s", out);
+	cr_assert(wait_phase(d, "sm-l", "running", 20));
+	cr_assert(wait_phase(d, "sm-n", "running", 20));
+	cr_assert(wait_says(d, 20, "sm-st", "get stacks"));
+	cr_assert_eq(api_client_connect(d->sock, &c, &e), 0, "%s", e.msg);
+
+	ask(c, "status", (st_q_t){ NULL, NULL }, &in);
+	meta_is(named(in.result, "sm-l"), t0, "app=sm");
+	meta_is(named(in.result, "sm-n"), t0, NULL);
+	meta_is(named(in.result, "sm-sp"), t0, NULL);
+	ask(c, "status", (st_q_t){ "sm-l", NULL }, &in);
+	meta_is(in.result, t0, "app=sm");
+	ask(c, "status", (st_q_t){ "sm-n", NULL }, &in);
+	meta_is(in.result, t0, NULL);
+
+	ask(c, "status", (st_q_t){ NULL, "stack" }, &in);
+	meta_is(named(in.result, "sm-st"), t0, "team=b");
+	ask(c, "status", (st_q_t){ "sm-st", "stack" }, &in);
+	meta_is(in.result, t0, "team=b");
+	ask(c, "get", (st_q_t){ "sm-st", "stack" }, &in);
+	const msgpack_object *nested = key_of(in.result, "status", NULL);
+	cr_assert(nested && nested->type == MSGPACK_OBJECT_MAP);
+	cr_assert(!key_of(nested, "created_at", NULL) && !key_of(nested, "labels", NULL),
+		  "get's nested status is the kind's map alone");
+
+	ask(c, "status", (st_q_t){ NULL, "task" }, &in);
+	meta_is(named(in.result, "sm-t"), t0, "step=one");
+	ask(c, "status", (st_q_t){ "sm-t", "task" }, &in);
+	meta_is(in.result, t0, "step=one");
+
+	api_incoming_free(&in);
+	api_client_close(c);
 	teardown(d);
 }

@@ -382,8 +382,10 @@ static void note_close(void *inst)
 
 /* ---- reading: status, table, waits ------------------------------------------------- */
 
-static int note_pack_status(const kind_env_t *env, const st_pod_t *p, msgpack_packer *pk)
+static int note_pack_status(const kind_env_t *env, const st_pod_t *p, msgpack_packer *pk,
+			    unsigned flags)
 {
+	kind_meta_t meta;
 	st_coll_t *c;
 	void *buf;
 	size_t len;
@@ -391,18 +393,20 @@ static int note_pack_status(const kind_env_t *env, const st_pod_t *p, msgpack_pa
 
 	if ((rc = kind_coll(env, &note_kind, &c, NULL)) < 0)
 		return rc;
+	/* `status` wants the object's created_at and labels in its map. */
+	size_t nmeta = kind_meta_of(p, flags, &meta);
 	if (st_coll_status_get(c, p->name, &buf, &len, NULL) == 0) {
-		rc = pk->callback(pk->data, buf, len);
+		rc = kind_meta_pack_raw(pk, buf, len, &meta);
 		free(buf);
-		return rc ? -ENOMEM : 0;
+		return rc;
 	}
-	rc = msgpack_pack_map(pk, 5);
+	rc = msgpack_pack_map(pk, 5 + nmeta);
 	rc |= kind_pack_str(pk, "name");       rc |= kind_pack_str(pk, p->name);
 	rc |= kind_pack_str(pk, "kind");       rc |= kind_pack_str(pk, "note");
 	rc |= kind_pack_str(pk, "phase");      rc |= kind_pack_str(pk, "pending");
 	rc |= kind_pack_str(pk, "reason");     rc |= kind_pack_str(pk, "not reconciled yet");
 	rc |= kind_pack_str(pk, "generation"); rc |= msgpack_pack_uint64(pk, p->generation);
-	return rc ? -ENOMEM : 0;
+	return rc ? -ENOMEM : kind_meta_pack(pk, &meta);
 }
 
 static int note_observe_wait(const void *obj, const msgpack_object *s, const char *want,

@@ -98,6 +98,20 @@ Test(manifest, labels_are_taken_appended_sorted_and_dropped)
 	cr_assert_not_null(l);
 	cr_assert_eq(l->via.map.ptr[0].key.via.str.ptr[0], 'a');
 	cr_assert_eq(l->via.map.ptr[1].key.via.str.ptr[0], 'z');
+	/* Read from the bytes: the same map, packed as it is stored. */
+	const void *raw;
+	size_t rawlen;
+	msgpack_sbuffer lb;
+	msgpack_packer lpk;
+	msgpack_sbuffer_init(&lb);
+	msgpack_packer_init(&lpk, &lb, msgpack_sbuffer_write);
+	msgpack_pack_object(&lpk, *l);
+	cr_assert(mf_labels_raw(out, len, &raw, &rawlen));
+	cr_assert(rawlen == lb.size && !memcmp(raw, lb.data, rawlen));
+	cr_assert(raw > (const void *)out && (const char *)raw + rawlen == out + len,
+		  "borrowed from the spec, its last key");
+	msgpack_sbuffer_destroy(&lb);
+	cr_assert_not(mf_labels_raw(base.data, base.size, &raw, &rawlen), "none: false");
 	mf_labels_drop(&v.data);
 	cr_assert_eq(v.data.via.map.size, 2);
 	cr_assert_null(mf_labels_of(&v.data));
