@@ -5,74 +5,106 @@
 #include "pod/pod_mgr_int.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
+/* Reads file path into buf (cap - 1 bytes at most, NUL-terminated):
+ * its length, or -errno.  No stdio: at 9,700 containers `top` opens
+ * 19,400 files in one turn of the loop, and each FILE was a 4 KiB
+ * buffer allocated and freed. */
+static ssize_t top__read(const char *path, char *buf, size_t cap)
+{
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	ssize_t n, len = 0;
+
+	if (fd < 0)
+		return -errno;
+	while ((size_t)len < cap - 1 &&
+	       ((n = read(fd, buf + len, cap - 1 - (size_t)len)) > 0 || (n < 0 && errno == EINTR)))
+		if (n > 0)
+			len += n;
+	close(fd);
+	buf[len] = '\0';
+	return len;
+}
+
 /* The first number of file dir/name (after `key ` when key is given). */
 static int top__num(const char *dir, const char *name, const char *key, uint64_t *out)
 {
-	char path[POD_CGROUP_PATH + 64], line[256];
+	char path[POD_CGROUP_PATH + 64], buf[4096];
 	size_t kl = key ? strlen(key) : 0;
-	int rc = -ENOENT;
+	ssize_t n;
 
 	snprintf(path, sizeof path, "%s/%s", dir, name);
-	FILE *f = fopen(path, "re");
-	if (!f)
-		return -errno;
-	while (rc < 0 && fgets(line, sizeof line, f))
+	if ((n = top__read(path, buf, sizeof buf)) < 0)
+		return (int)n;
+	for (char *line = buf; line && *line; line = strchr(line, '\n') ? strchr(line, '\n') + 1 : NULL)
 		if (!key || (!strncmp(line, key, kl) && line[kl] == ' '))
-			rc = sscanf(line + (key ? kl + 1 : 0), "%" SCNu64, out) == 1 ? 0 : -EINVAL;
-	fclose(f);
-	return rc;
+			return sscanf(line + (key ? kl + 1 : 0), "%" SCNu64, out) == 1 ? 0 : -EINVAL;
+	return -ENOENT;
 }
 
-/* utime + stime (µs) and resident bytes of one process; false if gone. */
-static bool top__proc(pid_t pid, uint64_t *cpu_usec, uint64_t *rss)
+/* utime + stime (µs) and resident bytes of one process; false if gone.
+ * One file: /proc/PID/stat has both (fields 14, 15 and 24, rss). */
+static bool top__proc(pid_t pid, long tick, long page, uint64_t *cpu_usec, uint64_t *rss)
 {
 	char path[64], buf[1024];
-	unsigned long long ut = 0, st = 0, pages = 0;
-	long tick = sysconf(_SC_CLK_TCK), page = sysconf(_SC_PAGESIZE);
+	unsigned long long ut = 0, st = 0;
+	long long pages = 0;
 
 	snprintf(path, sizeof path, "/proc/%d/stat", (int)pid);
-	FILE *f = fopen(path, "re");
-	if (!f)
+	if (top__read(path, buf, sizeof buf) <= 0)
 		return false;
-	size_t n = fread(buf, 1, sizeof buf - 1, f);
-	fclose(f);
-	buf[n] = '\0';
-	/* After the command's closing parenthesis: field 3 on; utime and
-	 * stime are fields 14 and 15. */
+	/* After the command's closing parenthesis: field 3 on. */
 	char *p = strrchr(buf, ')');
-	if (!p || sscanf(p + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %llu %llu", &ut,
-			 &st) != 2)
+	if (!p || sscanf(p + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %llu %llu"
+			 " %*d %*d %*d %*d %*d %*d %*u %*u %lld", &ut, &st, &pages) != 3)
 		return false;
-	snprintf(path, sizeof path, "/proc/%d/statm", (int)pid);
-	if ((f = fopen(path, "re"))) {
-		if (fscanf(f, "%*u %llu", &pages) != 1)
-			pages = 0;
-		fclose(f);
-	}
-	*cpu_usec += (ut + st) * 1000000ull / (unsigned long long)(tick > 0 ? tick : 100);
-	*rss += pages * (unsigned long long)(page > 0 ? page : 4096);
+	*cpu_usec += (ut + st) * 1000000ull / (unsigned long long)tick;
+	*rss += (unsigned long long)(pages > 0 ? pages : 0) * (unsigned long long)page;
 	return true;
 }
 
-/* Sums /proc over the processes listed in dir/cgroup.procs. */
+/* Sums /proc over the processes listed in dir/cgroup.procs, read a
+ * piece at a time (a group may hold thousands). */
 static int top__procs_of(const char *dir, pod_usage_t *u)
 {
-	char path[POD_CGROUP_PATH + 32];
-	int pid;
+	char path[POD_CGROUP_PATH + 32], buf[4096];
+	long tick = sysconf(_SC_CLK_TCK), page = sysconf(_SC_PAGESIZE);
+	size_t keep = 0;
+	ssize_t n;
+	int fd;
 
 	snprintf(path, sizeof path, "%s/cgroup.procs", dir);
-	FILE *f = fopen(path, "re");
-	if (!f)
+	if ((fd = open(path, O_RDONLY | O_CLOEXEC)) < 0)
 		return -errno;
-	while (fscanf(f, "%d", &pid) == 1)
-		u->procs += top__proc(pid, &u->cpu_usec, &u->mem_bytes);
-	fclose(f);
+	do {
+		n = read(fd, buf + keep, sizeof buf - 1 - keep);
+		if (n < 0 && errno == EINTR)
+			continue;
+		size_t len = keep + (n > 0 ? (size_t)n : 0);
+		buf[len] = '\0';
+		/* Whole lines now; at the end, whatever is left. */
+		char *last = n > 0 ? memrchr(buf, '\n', len) : buf + len;
+		if (!last)
+			last = buf + len;       /* no line in 4 KiB: not a pid list */
+		for (char *q = buf, *end; q < last; q = end) {
+			long pid = strtol(q, &end, 10);
+			if (end == q)
+				break;
+			if (pid > 0)
+				u->procs += top__proc((pid_t)pid, tick > 0 ? tick : 100,
+						      page > 0 ? page : 4096, &u->cpu_usec,
+						      &u->mem_bytes);
+		}
+		keep = last < buf + len ? len - (size_t)(last - buf) : 0;
+		memmove(buf, last, keep);
+	} while (n > 0 || (n < 0 && errno == EINTR));
+	close(fd);
 	return 0;
 }
 
@@ -107,7 +139,9 @@ int pod_usage_read(const pod_cgroup_t *cg, pid_t pid, pod_usage_t *u)
 			return 0;
 		}
 	}
-	if (pid > 0 && top__proc(pid, &u->cpu_usec, &u->mem_bytes)) {
+	long tick = sysconf(_SC_CLK_TCK), page = sysconf(_SC_PAGESIZE);
+	if (pid > 0 && top__proc(pid, tick > 0 ? tick : 100, page > 0 ? page : 4096,
+				 &u->cpu_usec, &u->mem_bytes)) {
 		u->procs = 1;
 		return 0;
 	}

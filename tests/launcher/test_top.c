@@ -74,3 +74,44 @@ Test(launcher, usage_from_v2_and_v1_groups_and_from_proc)
 	snprintf(cmd, sizeof cmd, "rm -rf %s", root);
 	cr_assert_eq(system(cmd), 0);
 }
+
+/* A group of thousands of processes: its cgroup.procs is read a piece
+ * at a time, a pid cut by a piece's end read whole (here: this process,
+ * listed 3,000 times, 20 KB).  The resident memory comes from
+ * /proc/PID/stat's rss, the figure /proc/PID/statm gives. */
+Test(launcher, usage_of_a_big_group_and_rss_from_stat)
+{
+	char root[] = "/tmp/tank-top-XXXXXX", me[32];
+	pod_usage_t u;
+	enum { N = 3000 };
+
+	cr_assert(mkdtemp(root));
+	int ml = snprintf(me, sizeof me, "%d\n", (int)getpid());
+	char *list = malloc((size_t)ml * N + 1);
+	cr_assert_not_null(list);
+	for (int i = 0; i < N; i++)
+		memcpy(list + (size_t)i * (size_t)ml, me, (size_t)ml);
+	list[(size_t)ml * N] = '\0';
+	put(root, "cgroup.procs", list);
+	free(list);
+	pod_cgroup_t cg1 = { .mode = POD_CGROUP_V1 };
+	cg1.dir[POD_CG_CPU] = "";
+	cg1.dir[POD_CG_MEMORY] = "";
+	cg1.dir[POD_CG_PIDS] = root;
+	cr_assert_eq(pod_usage_read(&cg1, getpid(), &u), 0);
+	cr_assert(!u.from_cgroup);
+	cr_assert_eq(u.procs, N);
+
+	unsigned long long pages = 0;
+	FILE *f = fopen("/proc/self/statm", "r");
+	cr_assert_not_null(f);
+	cr_assert_eq(fscanf(f, "%*u %llu", &pages), 1);
+	fclose(f);
+	cr_assert_eq(pod_usage_read(NULL, getpid(), &u), 0);
+	double statm = (double)pages * (double)sysconf(_SC_PAGESIZE);
+	cr_assert(u.mem_bytes > 0.8 * statm && u.mem_bytes < 1.25 * statm,
+		  "rss %llu bytes from stat, %.0f from statm", (unsigned long long)u.mem_bytes, statm);
+	char cmd[700];
+	snprintf(cmd, sizeof cmd, "rm -rf %s", root);
+	cr_assert_eq(system(cmd), 0);
+}
