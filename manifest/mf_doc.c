@@ -617,7 +617,13 @@ done:
  * libfyaml's emitter write it; at 9,700 pods `tankctl status` then spent
  * 3.3 s and 440 MB on 5.8 MB of YAML, now a few per cent of that:
  * docs/bench.md.)  The layout is the one libfyaml's block and JSON modes
- * wrote, byte for byte, so nothing a reader or a script saw changes:
+ * wrote, byte for byte for the text tank's answers hold (names, paths,
+ * commands, times, numbers).  It differs where libfyaml's was wrong or
+ * odd: the characters escaped below (it wrote C1 controls, NEL, LS, PS
+ * and the BOM raw, and some came back changed), a string starting with
+ * "..." (now quoted), a character past U+FFFF in JSON (raw UTF-8, where
+ * it wrote a surrogate pair), and the value of an explicit "? key" (on
+ * the ":" line).  The layout:
  *
  *  - YAML: block style, 2 spaces a level, a sequence inside a mapping at
  *    the mapping's own indentation ("key:\n- a"), a collection inside a
@@ -667,6 +673,10 @@ static bool plain_safe(const char *s, size_t len)
 	      s[0] == '.'))
 		return false;
 	if (s[len - 1] == ' ' || s[len - 1] == ':')
+		return false;
+	/* "..." at a line's start ends the document (a top-level key or
+	 * string is written at column 0). */
+	if (len >= 3 && memcmp(s, "...", 3) == 0)
 		return false;
 	for (i = 0; i < len; i++) {
 		unsigned char ch = (unsigned char)s[i];

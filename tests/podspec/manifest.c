@@ -581,6 +581,13 @@ Test(podspec, emit_layout_is_block_yaml_and_indented_json)
 	emit_and_reload(o, MF_DOC_YAML, "out.yaml");
 	emit_and_reload(o, MF_DOC_JSON, "out.json");
 	mf_docs_free(d);
+	/* "..." at column 0 would end the document: a top-level string or
+	 * key starting so is quoted (found by review) */
+	o = load_one("\"... a\": \"...\"\n...b: x\n", &d);
+	assert_emits(o, MF_DOC_YAML, "\"... a\": \"...\"\n\"...b\": x\n");
+	emit_and_reload(o, MF_DOC_YAML, "out.yaml");
+	emit_and_reload(&o->via.map.ptr[0].val, MF_DOC_YAML, "out.yaml");
+	mf_docs_free(d);
 }
 
 /* Every character a reader could fold, drop or choke on comes back: C0
