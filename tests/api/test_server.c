@@ -26,6 +26,7 @@
 #include "api/api_client.h"
 #include "common/kit_frame.h"
 #include "api/api_server.h"
+#include "tests/support/tsupport.h"
 
 #define T_TIMEOUT 10000
 
@@ -298,7 +299,7 @@ static void srv_init(srv_t *s, api_server_opts_t *o)
 	memset(s, 0, sizeof *s);
 	sem_init(&s->release, 0, 0);
 	snprintf(s->dir, sizeof s->dir, "/tmp/tank-api-XXXXXX");
-	cr_assert_not_null(mkdtemp(s->dir));
+	cr_assert_not_null(ts_mkdtemp_at(s->dir));
 	snprintf(s->path, sizeof s->path, "%s/tank.sock", s->dir);
 	s->rt = rt_new();
 	cr_assert_not_null(s->rt);

@@ -6,6 +6,7 @@
 #include <sys/statfs.h>
 
 #include "pod/pod_cgroup.h"
+#include "tests/support/tsupport.h"
 
 /* Each test gets its own root group so parallel tests never collide. */
 static void cg_env(pod_cgroup_env_t *env)
@@ -242,8 +243,7 @@ static void sub(const char *dir, const char *rel)
 Test(launcher, cgroup_probe_prefers_a_complete_v2_then_v1)
 {
 	char dir[] = "/tmp/tank-cgfs-XXXXXX";
-	cr_assert(mkdtemp(dir));
-	ts_own_dir(dir);       /* goes on every path (tsupport.h) */
+	cr_assert(ts_mkdtemp_at(dir));
 	pod_cgroup_env_t env;
 	tank_error_t err;
 	/* hybrid host: unified present but without the controllers → v1 */
@@ -270,8 +270,7 @@ Test(launcher, cgroup_probe_prefers_a_complete_v2_then_v1)
 	cr_expect(strstr(env.v2_mount, "/unified"));
 	/* nothing usable: NONE, and create says why */
 	lt_rmrf(dir);
-	cr_assert(mkdtemp(strcpy(dir, "/tmp/tank-cgfs-XXXXXX")));
-	ts_own_dir(dir);
+	cr_assert(ts_mkdtemp_at(strcpy(dir, "/tmp/tank-cgfs-XXXXXX")));
 	cr_assert_eq(pod_cgroup_probe(&env, dir, "tank", &err), 0);
 	cr_expect_eq(env.mode, POD_CGROUP_NONE);
 	cr_expect_eq(pod_cgroup_create(&env, "p", "c", NULL, &cg, &err),

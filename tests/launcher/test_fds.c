@@ -7,6 +7,7 @@
 #include <sys/stat.h>
 
 #include "tests/launcher/launcher_util.h"
+#include "tests/support/tsupport.h"
 
 #define MANY 5000
 
@@ -165,8 +166,7 @@ Test(launcher, clobbered_slots_are_left_alone)
 			slots[n++] = fd;
 	cr_assert_eq(n, fds_count() - before, "slots not found");
 	char dir[] = "/tmp/tank-fds-XXXXXX";
-	cr_assert(mkdtemp(dir));
-	ts_own_dir(dir);       /* goes on every path (tsupport.h) */
+	cr_assert(ts_mkdtemp_at(dir));
 	struct stat want[POD_LAUNCH_RESERVED_FDS * POD_LAUNCH_SETS];
 	for (int i = 0; i < n; i++) {
 		close(slots[i]);

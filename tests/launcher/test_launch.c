@@ -1,4 +1,5 @@
 #include "tests/launcher/launcher_util.h"
+#include "tests/support/tsupport.h"
 
 #include <fcntl.h>
 #include <sys/resource.h>
@@ -6,8 +7,7 @@
 Test(launcher, env_cwd_applied_and_parent_env_not_leaked)
 {
 	char dir[] = "/tmp/tank-launch-XXXXXX";
-	cr_assert(mkdtemp(dir));
-	ts_own_dir(dir);       /* goes on every path (tsupport.h) */
+	cr_assert(ts_mkdtemp_at(dir));
 	setenv("TANK_SECRET_LEAK", "1", 1);
 	char *argv[] = { "probe", "info", NULL };
 	char *envp[] = { "FOO=bar baz", "PATH=/usr/bin:/bin", NULL };
@@ -67,8 +67,7 @@ static const char *public_probe(char *dir, size_t cap)
 	char cmd[1024];
 
 	snprintf(dir, cap, "/tmp/tank-probe-XXXXXX");
-	cr_assert_not_null(mkdtemp(dir));
-	ts_own_dir(dir);
+	cr_assert_not_null(ts_mkdtemp_at(dir));
 	cr_assert_eq(chmod(dir, 0755), 0);
 	snprintf(path, sizeof path, "%s/probe", dir);
 	snprintf(cmd, sizeof cmd, "cp %s %s && chmod 755 %s", lt_probe(), path, path);

@@ -5,6 +5,7 @@
 #include <sys/stat.h>
 
 #include "pod/pod_log.h"
+#include "tests/support/tsupport.h"
 
 static bool record_ok(const char *line, const char *stream, const char *text)
 {
@@ -22,8 +23,7 @@ static bool record_ok(const char *line, const char *stream, const char *text)
 Test(launcher, log_capture_of_a_container_with_prefixes)
 {
 	char dir[] = "/tmp/tank-log-XXXXXX";
-	cr_assert(mkdtemp(dir));
-	ts_own_dir(dir);       /* goes on every path (tsupport.h) */
+	cr_assert(ts_mkdtemp_at(dir));
 	pod_log_opts_t lo = { .dir = dir, .pod = "web", .container = "app" };
 	pod_log_t *w;
 	tank_error_t err;
@@ -76,8 +76,7 @@ Test(launcher, log_capture_of_a_container_with_prefixes)
 Test(launcher, log_partial_and_overlong_lines)
 {
 	char dir[] = "/tmp/tank-log-XXXXXX";
-	cr_assert(mkdtemp(dir));
-	ts_own_dir(dir);       /* goes on every path (tsupport.h) */
+	cr_assert(ts_mkdtemp_at(dir));
 	pod_log_opts_t lo = { .dir = dir, .pod = "p", .container = "c",
 	                      .max_line = 10 };
 	pod_log_t *w;
@@ -110,8 +109,7 @@ Test(launcher, log_partial_and_overlong_lines)
 Test(launcher, log_rotation_keeps_n_files_and_tail_spans_them)
 {
 	char dir[] = "/tmp/tank-log-XXXXXX";
-	cr_assert(mkdtemp(dir));
-	ts_own_dir(dir);       /* goes on every path (tsupport.h) */
+	cr_assert(ts_mkdtemp_at(dir));
 	pod_log_opts_t lo = { .dir = dir, .pod = "rot", .container = "c",
 	                      .max_bytes = 1000, .keep = 3 };
 	pod_log_t *w;
@@ -157,8 +155,7 @@ Test(launcher, log_rotation_keeps_n_files_and_tail_spans_them)
 Test(launcher, log_tail_of_unknown_container_and_bad_names)
 {
 	char dir[] = "/tmp/tank-log-XXXXXX";
-	cr_assert(mkdtemp(dir));
-	ts_own_dir(dir);       /* goes on every path (tsupport.h) */
+	cr_assert(ts_mkdtemp_at(dir));
 	char **lines;
 	size_t n = 9;
 	tank_error_t err;
@@ -198,8 +195,7 @@ static int log_fds_open(void)
 Test(launcher, log_idle_writer_is_small_and_holds_no_fd)
 {
 	char dir[] = "/tmp/tank-log-XXXXXX";
-	cr_assert(mkdtemp(dir));
-	ts_own_dir(dir);       /* goes on every path (tsupport.h) */
+	cr_assert(ts_mkdtemp_at(dir));
 	pod_log_opts_t lo = { .dir = dir, .pod = "p", .container = "c" };
 	pod_log_t *w;
 	tank_error_t err;
@@ -249,8 +245,7 @@ Test(launcher, log_files_open_at_once_are_bounded_and_nothing_is_lost)
 {
 	enum { N = POD_LOG_OPEN_MAX * 3 };
 	char dir[] = "/tmp/tank-log-XXXXXX";
-	cr_assert(mkdtemp(dir));
-	ts_own_dir(dir);
+	cr_assert(ts_mkdtemp_at(dir));
 	static pod_log_t *w[N];
 	static char names[N][16];
 	tank_error_t err;
@@ -298,8 +293,7 @@ Test(launcher, log_files_open_at_once_are_bounded_and_nothing_is_lost)
 Test(launcher, log_record_bigger_than_batch_is_whole_and_in_order)
 {
 	char dir[] = "/tmp/tank-log-XXXXXX";
-	cr_assert(mkdtemp(dir));
-	ts_own_dir(dir);       /* goes on every path (tsupport.h) */
+	cr_assert(ts_mkdtemp_at(dir));
 	pod_log_opts_t lo = { .dir = dir, .pod = "p", .container = "c",
 	                      .max_line = 300000 };
 	pod_log_t *w;
@@ -333,8 +327,7 @@ Test(launcher, log_record_bigger_than_batch_is_whole_and_in_order)
 Test(launcher, log_lines_lost_on_a_full_disk_are_counted)
 {
 	char dir[] = "/tmp/tank-log-XXXXXX", pdir[64], file[96];
-	cr_assert(mkdtemp(dir));
-	ts_own_dir(dir);       /* goes on every path (tsupport.h) */
+	cr_assert(ts_mkdtemp_at(dir));
 	pod_log_opts_t lo = { .dir = dir, .pod = "p", .container = "c" };
 	pod_log_t *w;
 	tank_error_t err;
@@ -486,8 +479,7 @@ Test(launcher, log_every_line_once_across_a_kill_at_each_step, .timeout = 240)
 	enum { N = 1500 };
 	static const int nth[] = { 1, 4, 19 };
 	char dir[] = "/tmp/tank-log-XXXXXX";
-	cr_assert(mkdtemp(dir));
-	ts_own_dir(dir);
+	cr_assert(ts_mkdtemp_at(dir));
 	int runs = 0;
 	for (int k = 0; k < POD_LOG_STEP_N; k++)
 		for (size_t j = 0; j < sizeof nth / sizeof nth[0]; j++) {
@@ -551,8 +543,7 @@ Test(launcher, log_every_line_once_across_a_kill_at_each_step, .timeout = 240)
 Test(launcher, log_partial_line_across_a_kill_is_one_record)
 {
 	char dir[] = "/tmp/tank-log-XXXXXX";
-	cr_assert(mkdtemp(dir));
-	ts_own_dir(dir);
+	cr_assert(ts_mkdtemp_at(dir));
 	pod_log_opts_t lo = { .dir = dir, .pod = "p", .container = "c" };
 	int po[2];
 	cr_assert_eq(pipe2(po, O_CLOEXEC | O_NONBLOCK), 0);
@@ -599,8 +590,7 @@ Test(launcher, log_partial_line_across_a_kill_is_one_record)
 Test(launcher, log_spool_shrinks_back)
 {
 	char dir[] = "/tmp/tank-log-XXXXXX", sp[128];
-	cr_assert(mkdtemp(dir));
-	ts_own_dir(dir);
+	cr_assert(ts_mkdtemp_at(dir));
 	pod_log_opts_t lo = { .dir = dir, .pod = "p", .container = "c", .max_bytes = 64 << 20 };
 	pod_log_t *w;
 	tank_error_t err;
@@ -643,8 +633,7 @@ Test(launcher, log_spool_shrinks_back)
 Test(launcher, log_tail_reads_across_a_gap_a_halted_rotation_left)
 {
 	char dir[] = "/tmp/tank-log-XXXXXX", p[160];
-	cr_assert(mkdtemp(dir));
-	ts_own_dir(dir);
+	cr_assert(ts_mkdtemp_at(dir));
 	snprintf(p, sizeof p, "%s/p", dir);
 	cr_assert_eq(mkdir(p, 0750), 0);
 	static const char *const files[] = { "c.log", "c.log.1", "c.log.3", "c.log.6" };

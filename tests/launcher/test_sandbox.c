@@ -4,6 +4,7 @@
 #include <sys/stat.h>
 
 #include "pod/pod_sandbox.h"
+#include "tests/support/tsupport.h"
 
 static void need_root(void)
 {
@@ -122,8 +123,7 @@ Test(launcher, sandbox_busybox_rootfs_with_volumes)
 	if (access("/bin/busybox", X_OK) < 0)
 		cr_skip_test("busybox-static not installed");
 	char tmp[] = "/tmp/tank-rootfs-XXXXXX";
-	cr_assert(mkdtemp(tmp));
-	ts_own_dir(tmp);       /* goes on every path (tsupport.h) */
+	cr_assert(ts_mkdtemp_at(tmp));
 	char root[512], path[600], ro[512], rw[512];
 	snprintf(root, sizeof root, "%s/root", tmp);
 	snprintf(ro, sizeof ro, "%s/ro", tmp);
@@ -272,8 +272,7 @@ Test(launcher, sandbox_setup_failure_names_the_step_and_leaves_nothing)
 {
 	need_root();
 	char tmp[] = "/tmp/tank-rootfs-XXXXXX";
-	cr_assert(mkdtemp(tmp));
-	ts_own_dir(tmp);       /* goes on every path (tsupport.h) */
+	cr_assert(ts_mkdtemp_at(tmp));
 	char path[600];
 	snprintf(path, sizeof path, "%s/etc", tmp);
 	cr_assert_eq(mkdir(path, 0755), 0);

@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "pod/pod_top.h"
+#include "tests/support/tsupport.h"
 
 static void put(const char *dir, const char *name, const char *text)
 {
@@ -27,7 +28,7 @@ Test(launcher, usage_from_v2_and_v1_groups_and_from_proc)
 	char root[] = "/tmp/tank-top-XXXXXX", v1cpu[600], v1mem[600], v1pids[600], me[32];
 	pod_usage_t u;
 
-	cr_assert(mkdtemp(root));
+	cr_assert(ts_mkdtemp_at(root));
 	snprintf(me, sizeof me, "%d\n", (int)getpid());
 	/* v2: one directory. */
 	put(root, "cpu.stat", "usage_usec 1234\nuser_usec 1000\nsystem_usec 234\n");
@@ -85,7 +86,7 @@ Test(launcher, usage_of_a_big_group_and_rss_from_stat)
 	pod_usage_t u;
 	enum { N = 3000 };
 
-	cr_assert(mkdtemp(root));
+	cr_assert(ts_mkdtemp_at(root));
 	int ml = snprintf(me, sizeof me, "%d\n", (int)getpid());
 	char *list = malloc((size_t)ml * N + 1);
 	cr_assert_not_null(list);

@@ -14,6 +14,7 @@
 #include "pod/pod_manifest.h"
 #include "stack/stack_spec.h"
 #include "workflow/wf_spec.h"
+#include "tests/support/tsupport.h"
 
 /* Parses text; on success returns the manifest, on failure NULL with the
  * joined errors in *why (caller frees). */
@@ -779,7 +780,7 @@ Test(podspec, load_file_errors)
 	kit_errors_t e;
 	FILE *f;
 
-	cr_assert_not_null(mkdtemp(tmpl));
+	cr_assert_not_null(ts_mkdtemp_at(tmpl));
 	snprintf(path, sizeof path, "%s/missing.yaml", tmpl);
 	kit_errors_init(&e);
 	cr_assert_eq(pod_manifest_load_file(path, &m, &e), -ENOENT);

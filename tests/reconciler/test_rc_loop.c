@@ -707,7 +707,7 @@ Test(reconciler, a_test_kind_is_a_manager_a_table_and_a_collection)
 	st_apply_result_t r[2];
 	rt_pid_t pid;
 
-	cr_assert_not_null(mkdtemp(dir));
+	cr_assert_not_null(ts_mkdtemp_at(dir));
 	cr_assert_eq(st_open(dir, NULL, &g.st, &e), 0, "%s", e.msg);
 	cr_assert_eq(st_coll_open(g.st, &gadgets, &g.coll, &e), 0, "%s", e.msg);
 	st_pod_in_t in[2] = { { "good", "ok", 2 }, { "broken", "bad", 3 } };

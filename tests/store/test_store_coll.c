@@ -8,6 +8,7 @@
 
 #include "store/st.h"
 #include "store/st_coll.h"
+#include "tests/support/tsupport.h"
 
 /* The widget's "spec" is "<color>:<rest>"; the index is by color. */
 static size_t by_color(const void *spec, size_t len, char *out, size_t cap)
@@ -57,7 +58,7 @@ Test(store, a_declared_collection_gets_every_operation)
 	st_apply_result_t r[2];
 	seen_t w = { .n = 0 };
 
-	cr_assert_not_null(mkdtemp(dir));
+	cr_assert_not_null(ts_mkdtemp_at(dir));
 	cr_assert_eq(st_open(dir, NULL, &st, &e), 0, "%s", e.msg);
 	cr_assert_eq(st_coll_open(st, &widgets, &c, &e), 0, "%s", e.msg);
 	cr_assert_eq(st_coll_open(st, &widgets, &again, &e), 0);
@@ -174,7 +175,7 @@ Test(store, a_delete_wins_over_writes_queued_before_it)
 	size_t bl, hn;
 	st_transition_t *h, t = { .at = 1, .from = "a", .to = "b" };
 
-	cr_assert_not_null(mkdtemp(dir));
+	cr_assert_not_null(ts_mkdtemp_at(dir));
 	cr_assert_eq(st_open(dir, NULL, &st, &e), 0, "%s", e.msg);
 	cr_assert_eq(st_coll_open(st, &widgets, &c, &e), 0, "%s", e.msg);
 	st_pod_in_t in = { "w", "red:a", 5 };
@@ -221,7 +222,7 @@ Test(store, a_commit_over_collections_is_all_or_nothing)
 	seen_t w = { .n = 0 }, pods = { .n = 0 };
 	st_pod_t p;
 
-	cr_assert_not_null(mkdtemp(dir));
+	cr_assert_not_null(ts_mkdtemp_at(dir));
 	cr_assert_eq(st_open(dir, NULL, &st, &e), 0, "%s", e.msg);
 	cr_assert_eq(st_coll_open(st, &widgets, &c, &e), 0, "%s", e.msg);
 	cr_assert_gt(st_coll_watch(c, on_change, &w), 0);
@@ -317,7 +318,7 @@ Test(store, history_entries_say_whose_they_are_numbered_queued_or_stored)
 	st_pod_in_t pod = { "web", "\x81\xa1x\x01", 4 }, wid = { "w", "red:1", 5 };
 	const char *del[] = { "web" };
 
-	cr_assert_not_null(mkdtemp(dir));
+	cr_assert_not_null(ts_mkdtemp_at(dir));
 	cr_assert_eq(st_open(dir, NULL, &st, &e), 0, "%s", e.msg);
 	cr_assert_eq(st_coll_open(st, &widgets, &w, &e), 0, "%s", e.msg);
 	cr_assert_eq(st_apply(st, &pod, 1, &r, &e), 0, "%s", e.msg);

@@ -12,6 +12,7 @@
 #include "store/st.h"
 #include "store/st_coll.h"
 #include "store_util.h"
+#include "tests/support/tsupport.h"
 
 /* Each test's data dir (g_rdir): removed by rdir_clean, the tests' .fini,
  * whatever the test's end (a failed assertion included). */
@@ -29,7 +30,7 @@ static void unpack_fixture(char *dir, size_t cap)
 	char cmd[1024];
 
 	snprintf(dir, cap, "/tmp/tank-mig-XXXXXX");
-	cr_assert_not_null(mkdtemp(dir));
+	cr_assert_not_null(ts_mkdtemp_at(dir));
 	snprintf(cmd, sizeof cmd, "tar xzf %s/tests/store/fixtures/v1-datadir.tar.gz -C %s",
 		 src ? src : ".", dir);
 	cr_assert_eq(system(cmd), 0, "%s", cmd);
@@ -147,7 +148,7 @@ static void unpack(const char *archive, char *dir, size_t cap)
 	char cmd[1024];
 
 	snprintf(dir, cap, "/tmp/tank-mig-XXXXXX");
-	cr_assert_not_null(mkdtemp(dir));
+	cr_assert_not_null(ts_mkdtemp_at(dir));
 	snprintf(cmd, sizeof cmd, "tar xzf %s/tests/store/fixtures/%s -C %s",
 		 src ? src : ".", archive, dir);
 	cr_assert_eq(system(cmd), 0, "%s", cmd);
