@@ -41,15 +41,16 @@ static bool good_name(const char *s, bool allow_slash)
 	return true;
 }
 
-static int read_small(const char *dir, const char *name, char *buf,
-                      size_t size)
+int pod_cgroup_read(const char *dir, const char *name, char *buf, size_t size)
 {
 	char path[POD_CGROUP_PATH + 32];
 	snprintf(path, sizeof path, "%s/%s", dir, name);
 	int fd = open(path, O_RDONLY | O_CLOEXEC);
 	if (fd < 0)
 		return -errno;
-	ssize_t n = read(fd, buf, size - 1);
+	ssize_t n;
+	while ((n = read(fd, buf, size - 1)) < 0 && errno == EINTR)
+		;
 	int e = errno;
 	close(fd);
 	if (n < 0)
@@ -105,7 +106,7 @@ int pod_cgroup_probe(pod_cgroup_env_t *env, const char *sysfs,
 	const char *v2c[2] = { "", "/unified" };
 	for (int i = 0; i < 2; i++) {
 		snprintf(path, sizeof path, "%s%s", sysfs, v2c[i]);
-		if (read_small(path, "cgroup.controllers", buf, sizeof buf) < 0)
+		if (pod_cgroup_read(path, "cgroup.controllers", buf, sizeof buf) < 0)
 			continue;
 		if (has_word(buf, "memory") && has_word(buf, "pids") &&
 		    has_word(buf, "cpu")) {
@@ -117,7 +118,7 @@ int pod_cgroup_probe(pod_cgroup_env_t *env, const char *sysfs,
 	for (int i = 0; i < POD_CG_N; i++) {
 		snprintf(path, sizeof path, "%s/%s", sysfs, v1_names[i]);
 		if (is_dir(path) &&
-		    read_small(path, "cgroup.procs", buf, 2) >= 0)
+		    pod_cgroup_read(path, "cgroup.procs", buf, 2) >= 0)
 			snprintf(env->v1_mount[i], sizeof env->v1_mount[i], "%s",
 			         path);
 	}
@@ -131,7 +132,7 @@ int pod_cgroup_probe(pod_cgroup_env_t *env, const char *sysfs,
 static int self_cgroup(char *out, size_t cap)
 {
 	char buf[4096], *p;
-	int n = read_small("/proc/self", "cgroup", buf, sizeof buf);
+	int n = pod_cgroup_read("/proc/self", "cgroup", buf, sizeof buf);
 
 	if (n < 0)
 		return n;
@@ -253,25 +254,41 @@ static void rmdir_up(const char *dir, int levels, bool gone)
 	}
 }
 
-static int read_counter(const char *dir, const char *file, const char *key,
-                        uint64_t *out)
+int pod_cgroup_read_num(const char *dir, const char *name, const char *key, uint64_t *out)
 {
-	char buf[2048];
-	int r = read_small(dir, file, buf, sizeof buf);
+	char buf[4096];
+	int r = pod_cgroup_read(dir, name, buf, sizeof buf);
 	if (r < 0)
 		return r;
-	size_t kl = strlen(key);
+	size_t kl = key ? strlen(key) : 0;
 	for (char *line = buf; line && *line; ) {
-		if (strncmp(line, key, kl) == 0 && line[kl] == ' ') {
-			*out = strtoull(line + kl + 1, NULL, 10);
+		if (!key || (strncmp(line, key, kl) == 0 && line[kl] == ' ')) {
+			char *at = line + (key ? kl + 1 : 0), *end;
+			errno = 0;
+			unsigned long long v = strtoull(at, &end, 10);
+			if (end == at || errno)
+				return -EINVAL;
+			*out = v;
 			return 0;
 		}
 		line = strchr(line, '\n');
 		if (line)
 			line++;
 	}
-	*out = 0;   /* kernels before 4.13 lack the counter */
-	return 0;
+	return -ENODATA;
+}
+
+/* A counter of the memory group's events; 0 where the kernel lacks it
+ * (oom_kill came in 4.13). */
+static int read_counter(const char *dir, const char *file, const char *key,
+                        uint64_t *out)
+{
+	int r = pod_cgroup_read_num(dir, file, key, out);
+	if (r == -ENODATA || r == -EINVAL) {
+		*out = 0;
+		return 0;
+	}
+	return r;
 }
 
 static const char *memory_dir(const pod_cgroup_t *cg)
@@ -492,31 +509,14 @@ static const char *track_dir(const pod_cgroup_t *cg)
 	return cg->mode == POD_CGROUP_V2 ? cg->dir[0] : cg->dir[POD_CG_PIDS];
 }
 
-static int push_pid(pid_t **v, size_t *cap, size_t *n, long p)
-{
-	if (*n == *cap) {
-		size_t nc = *cap ? *cap * 2 : 64;
-		pid_t *nv = realloc(*v, nc * sizeof **v);
-		if (!nv)
-			return -ENOMEM;
-		*v = nv;
-		*cap = nc;
-	}
-	(*v)[(*n)++] = (pid_t)p;
-	return 0;
-}
-
-/* Reads the pids of the group into *v (malloc'd, grown as needed).  Plain
- * reads, no stdio: every exit of a container reads its group (an empty
- * one, nearly always), and stdio added an fstat and a buffer to each. */
-static int read_pids(const pod_cgroup_t *cg, pid_t **v, size_t *cap)
+int pod_cgroup_each_pid(const char *dir, pod_cgroup_pid_fn fn, void *arg)
 {
 	char path[POD_CGROUP_PATH + 16], buf[4096];
-	snprintf(path, sizeof path, "%s/cgroup.procs", track_dir(cg));
+	snprintf(path, sizeof path, "%s/cgroup.procs", dir);
 	int fd = open(path, O_RDONLY | O_CLOEXEC);
 	if (fd < 0)
 		return -errno;
-	size_t n = 0;
+	int n = 0;
 	long p = -1;             /* the number being read, across reads */
 	ssize_t got;
 	int r = 0;
@@ -526,17 +526,49 @@ static int read_pids(const pod_cgroup_t *cg, pid_t **v, size_t *cap)
 			if (buf[i] >= '0' && buf[i] <= '9')
 				p = (p < 0 ? 0 : p * 10) + (buf[i] - '0');
 			else if (p >= 0) {
-				r = push_pid(v, cap, &n, p);
+				r = fn((pid_t)p, arg);
+				n++;
 				p = -1;
 			}
 		}
 	}
 	if (r == 0 && got < 0)
 		r = -errno;
-	if (r == 0 && p >= 0)
-		r = push_pid(v, cap, &n, p);
+	if (r == 0 && p >= 0) {
+		r = fn((pid_t)p, arg);
+		n++;
+	}
 	close(fd);
-	return r < 0 ? r : (int)n;
+	return r < 0 ? r : n;
+}
+
+typedef struct pid_vec {
+	pid_t **v;
+	size_t *cap, n;
+} pid_vec_t;
+
+static int push_pid(pid_t pid, void *arg)
+{
+	pid_vec_t *pv = arg;
+	if (pv->n == *pv->cap) {
+		size_t nc = *pv->cap ? *pv->cap * 2 : 64;
+		pid_t *nv = realloc(*pv->v, nc * sizeof **pv->v);
+		if (!nv)
+			return -ENOMEM;
+		*pv->v = nv;
+		*pv->cap = nc;
+	}
+	(*pv->v)[pv->n++] = pid;
+	return 0;
+}
+
+/* Reads the pids of the group into *v (malloc'd, grown as needed).  Plain
+ * reads, no stdio: every exit of a container reads its group (an empty
+ * one, nearly always), and stdio added an fstat and a buffer to each. */
+static int read_pids(const pod_cgroup_t *cg, pid_t **v, size_t *cap)
+{
+	pid_vec_t pv = { v, cap, 0 };
+	return pod_cgroup_each_pid(track_dir(cg), push_pid, &pv);
 }
 
 int pod_cgroup_attach(const pod_cgroup_t *cg, pid_t pid)

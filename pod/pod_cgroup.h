@@ -122,6 +122,26 @@ int pod_cgroup_create(const pod_cgroup_env_t *env, const char *pod,
  * errno. */
 int pod_cgroup_attach(const pod_cgroup_t *cg, pid_t pid);
 
+/* Reads file dir/name into buf with one plain read (size - 1 bytes at
+ * most, NUL-terminated): the small files of cgroupfs and procfs, which
+ * the kernel hands over whole.  Its length, or a negative errno (-ENOENT:
+ * no such file).  No stdio: the loop reads one at each exit, and `top`
+ * two a container. */
+int pod_cgroup_read(const char *dir, const char *name, char *buf, size_t size);
+
+/* The number after `key ` on a line of dir/name (key NULL: the file's
+ * first number), read with pod_cgroup_read (4 KiB at most).  0, or
+ * -ENODATA when no line has the key, -EINVAL when no number follows it,
+ * a negative errno from the read. */
+int pod_cgroup_read_num(const char *dir, const char *name, const char *key, uint64_t *out);
+
+/* Calls fn(pid, arg) for each pid listed in dir/cgroup.procs, in the
+ * file's order, read 4 KiB at a time (a group may hold thousands: no list
+ * is built).  A negative return from fn stops the walk and is returned.
+ * The number of pids seen, or a negative errno (-ENOENT: no such group). */
+typedef int (*pod_cgroup_pid_fn)(pid_t pid, void *arg);
+int pod_cgroup_each_pid(const char *dir, pod_cgroup_pid_fn fn, void *arg);
+
 /* Number of processes in the group (>= 0) or a negative errno. */
 int pod_cgroup_count(const pod_cgroup_t *cg);
 

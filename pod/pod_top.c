@@ -12,53 +12,16 @@
 #include <string.h>
 #include <unistd.h>
 
-/* Reads file path into buf (cap - 1 bytes at most, NUL-terminated):
- * its length (what was read before a read error, if one came), or -errno
- * when it cannot be opened.  No stdio: at 9,700 containers `top` opens
- * 19,400 files in one turn of the loop, and each FILE was a 4 KiB
- * buffer allocated and freed. */
-static ssize_t top__read(const char *path, char *buf, size_t cap)
-{
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
-	ssize_t n, len = 0;
-
-	if (fd < 0)
-		return -errno;
-	while ((size_t)len < cap - 1 &&
-	       ((n = read(fd, buf + len, cap - 1 - (size_t)len)) > 0 || (n < 0 && errno == EINTR)))
-		if (n > 0)
-			len += n;
-	close(fd);
-	buf[len] = '\0';
-	return len;
-}
-
-/* The first number of file dir/name (after `key ` when key is given). */
-static int top__num(const char *dir, const char *name, const char *key, uint64_t *out)
-{
-	char path[POD_CGROUP_PATH + 64], buf[4096];
-	size_t kl = key ? strlen(key) : 0;
-	ssize_t n;
-
-	snprintf(path, sizeof path, "%s/%s", dir, name);
-	if ((n = top__read(path, buf, sizeof buf)) < 0)
-		return (int)n;
-	for (char *line = buf; line && *line; line = strchr(line, '\n') ? strchr(line, '\n') + 1 : NULL)
-		if (!key || (!strncmp(line, key, kl) && line[kl] == ' '))
-			return sscanf(line + (key ? kl + 1 : 0), "%" SCNu64, out) == 1 ? 0 : -EINVAL;
-	return -ENOENT;
-}
-
 /* utime + stime (µs) and resident bytes of one process; false if gone.
  * One file: /proc/PID/stat has both (fields 14, 15 and 24, rss). */
 static bool top__proc(pid_t pid, long tick, long page, uint64_t *cpu_usec, uint64_t *rss)
 {
-	char path[64], buf[1024];
+	char dir[32], buf[1024];
 	unsigned long long ut = 0, st = 0;
 	long long pages = 0;
 
-	snprintf(path, sizeof path, "/proc/%d/stat", (int)pid);
-	if (top__read(path, buf, sizeof buf) <= 0)
+	snprintf(dir, sizeof dir, "/proc/%d", (int)pid);
+	if (pod_cgroup_read(dir, "stat", buf, sizeof buf) <= 0)
 		return false;
 	/* After the command's closing parenthesis: field 3 on. */
 	char *p = strrchr(buf, ')');
@@ -70,46 +33,28 @@ static bool top__proc(pid_t pid, long tick, long page, uint64_t *cpu_usec, uint6
 	return true;
 }
 
-/* Sums /proc over the processes listed in dir/cgroup.procs, read a
- * piece at a time (a group may hold thousands). */
+typedef struct top_sum {
+	pod_usage_t *u;
+	long tick, page;
+} top_sum_t;
+
+static int top__add(pid_t pid, void *arg)
+{
+	top_sum_t *t = arg;
+	if (pid > 0)
+		t->u->procs += top__proc(pid, t->tick, t->page, &t->u->cpu_usec,
+					 &t->u->mem_bytes);
+	return 0;
+}
+
+/* Sums /proc over the processes listed in dir/cgroup.procs (a group may
+ * hold thousands: pod_cgroup_each_pid reads the list a piece at a time). */
 static int top__procs_of(const char *dir, pod_usage_t *u)
 {
-	char path[POD_CGROUP_PATH + 32], buf[4096];
 	long tick = sysconf(_SC_CLK_TCK), page = sysconf(_SC_PAGESIZE);
-	size_t keep = 0;
-	ssize_t n;
-	int fd;
-
-	snprintf(path, sizeof path, "%s/cgroup.procs", dir);
-	if ((fd = open(path, O_RDONLY | O_CLOEXEC)) < 0)
-		return -errno;
-	do {
-		n = read(fd, buf + keep, sizeof buf - 1 - keep);
-		if (n < 0 && errno == EINTR)
-			continue;
-		size_t len = keep + (n > 0 ? (size_t)n : 0);
-		buf[len] = '\0';
-		/* Whole lines now; at the end, whatever is left. */
-		char *last = n > 0 ? memrchr(buf, '\n', len) : buf + len;
-		if (!last)
-			last = buf + len;       /* no line in 4 KiB: not a pid list */
-		char cut = *last;
-		*last = '\0';                  /* no pid is read past it */
-		for (char *q = buf, *end; q < last; q = end) {
-			long pid = strtol(q, &end, 10);
-			if (end == q)
-				break;
-			if (pid > 0)
-				u->procs += top__proc((pid_t)pid, tick > 0 ? tick : 100,
-						      page > 0 ? page : 4096, &u->cpu_usec,
-						      &u->mem_bytes);
-		}
-		*last = cut;
-		keep = last < buf + len ? len - (size_t)(last - buf) : 0;
-		memmove(buf, last, keep);
-	} while (n > 0 || (n < 0 && errno == EINTR));
-	close(fd);
-	return 0;
+	top_sum_t t = { u, tick > 0 ? tick : 100, page > 0 ? page : 4096 };
+	int n = pod_cgroup_each_pid(dir, top__add, &t);
+	return n < 0 ? n : 0;
 }
 
 int pod_usage_read(const pod_cgroup_t *cg, pid_t pid, pod_usage_t *u)
@@ -117,8 +62,8 @@ int pod_usage_read(const pod_cgroup_t *cg, pid_t pid, pod_usage_t *u)
 	memset(u, 0, sizeof *u);
 	if (cg && cg->mode == POD_CGROUP_V2 && cg->dir[0] && cg->dir[0][0]) {
 		uint64_t cpu = 0, mem = 0;
-		if (top__num(cg->dir[0], "cpu.stat", "usage_usec", &cpu) == 0 &&
-		    top__num(cg->dir[0], "memory.current", NULL, &mem) == 0) {
+		if (pod_cgroup_read_num(cg->dir[0], "cpu.stat", "usage_usec", &cpu) == 0 &&
+		    pod_cgroup_read_num(cg->dir[0], "memory.current", NULL, &mem) == 0) {
 			pod_usage_t p = { 0 };
 			(void)top__procs_of(cg->dir[0], &p);
 			*u = (pod_usage_t){ cpu, mem, p.procs, true };
@@ -133,8 +78,8 @@ int pod_usage_read(const pod_cgroup_t *cg, pid_t pid, pod_usage_t *u)
 		pod_usage_t p = { 0 };
 		int rc = pids && pids[0] ? top__procs_of(pids, &p) : -ENOENT;
 		if (cpu && cpu[0] && memd && memd[0] &&
-		    top__num(cpu, "cpuacct.usage", NULL, &cpu_ns) == 0 &&
-		    top__num(memd, "memory.usage_in_bytes", NULL, &mem) == 0) {
+		    pod_cgroup_read_num(cpu, "cpuacct.usage", NULL, &cpu_ns) == 0 &&
+		    pod_cgroup_read_num(memd, "memory.usage_in_bytes", NULL, &mem) == 0) {
 			*u = (pod_usage_t){ cpu_ns / 1000, mem, p.procs, true };
 			return 0;
 		}
