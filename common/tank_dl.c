@@ -137,6 +137,7 @@ static void mhd__load(void)
 	DL_SYM(l, t, MHD_suspend_connection, suspend_connection);
 	DL_SYM(l, t, MHD_resume_connection, resume_connection);
 	DL_SYM(l, t, MHD_lookup_connection_value, lookup_connection_value);
+	DL_SYM(l, t, MHD_get_connection_info, get_connection_info);
 	DL_SYM(l, t, MHD_create_response_from_buffer, create_response_from_buffer);
 	DL_SYM(l, t, MHD_create_response_from_callback, create_response_from_callback);
 	DL_SYM(l, t, MHD_add_response_header, add_response_header);

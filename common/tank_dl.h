@@ -84,6 +84,7 @@ typedef struct tank_mhd {
 	TANK_DL_FN(MHD_suspend_connection, suspend_connection);
 	TANK_DL_FN(MHD_resume_connection, resume_connection);
 	TANK_DL_FN(MHD_lookup_connection_value, lookup_connection_value);
+	TANK_DL_FN(MHD_get_connection_info, get_connection_info);
 	TANK_DL_FN(MHD_create_response_from_buffer, create_response_from_buffer);
 	TANK_DL_FN(MHD_create_response_from_callback, create_response_from_callback);
 	TANK_DL_FN(MHD_add_response_header, add_response_header);

@@ -135,20 +135,25 @@ long obs_post(const char *url)
 
 /* ---- /events --------------------------------------------------------------------- */
 
-int obs_sse_open(int port, const char *path)
+int obs_http_ask(int port, const char *path, const char *headers)
 {
 	struct sockaddr_in a = { .sin_family = AF_INET, .sin_port = htons((uint16_t)port) };
-	char req[256];
+	char req[512];
 	int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
 
 	cr_assert_geq(fd, 0);
 	a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
 	cr_assert_eq(connect(fd, (struct sockaddr *)&a, sizeof a), 0, "connect: %s",
 		     strerror(errno));
-	int n = snprintf(req, sizeof req, "GET %s HTTP/1.1\r\nHost: 127.0.0.1\r\n"
-			 "Accept: text/event-stream\r\n\r\n", path);
+	int n = snprintf(req, sizeof req, "GET %s HTTP/1.1\r\nHost: 127.0.0.1\r\n%s\r\n",
+			 path, headers);
 	cr_assert_eq(write(fd, req, (size_t)n), n);
 	return fd;
+}
+
+int obs_sse_open(int port, const char *path)
+{
+	return obs_http_ask(port, path, "Accept: text/event-stream\r\n");
 }
 
 bool obs_sse_wait(int fd, char *buf, size_t cap, const char *needle, int secs)

@@ -29,8 +29,12 @@ long obs_get(const char *url, char *body, size_t cap);
 /* POST url (empty body): the status code. */
 long obs_post(const char *url);
 
+/* Connects to 127.0.0.1:port and sends GET path with headers ("" or
+ * lines each ending in CRLF); returns the fd.  Asserts. */
+int obs_http_ask(int port, const char *path, const char *headers);
+
 /* ---- /events ---------------------------------------------------------- */
-/* Connects to 127.0.0.1:port and asks for path; returns the fd. */
+/* obs_http_ask for path as an event stream; returns the fd. */
 int obs_sse_open(int port, const char *path);
 /* Reads until needle appears in what was read (kept in buf) or secs
  * pass. */
