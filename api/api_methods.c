@@ -1789,6 +1789,17 @@ static const kind_verb_t *verb_named(const kind_t *const *kinds, const char *nam
 	return NULL;
 }
 
+/* kind_reply_t's: the api's, on the call's token. */
+static int later_answer(rt_t *rt, const kind_reply_t *r, kind_pack_fn pack, void *arg)
+{
+	return api_reply(rt, (api_token_t){ r->conn, r->msgid }, pack, arg);
+}
+
+static int later_fail(rt_t *rt, const kind_reply_t *r, int err, const char *message)
+{
+	return api_reply_err(rt, (api_token_t){ r->conn, r->msgid }, err, message);
+}
+
 static void m_verb(const api_call_t *call, const msgpack_object *params, void *ctx)
 {
 	api_daemon_t *d = ctx;
@@ -1831,6 +1842,15 @@ static void m_verb(const api_call_t *call, const msgpack_object *params, void *c
 			api_reply_error(call->rt, call->token, API_BAD_REQUEST, msg, NULL, NULL);
 			return;
 		}
+	}
+	if (v->later) {
+		kind_reply_t r = { call->token.conn, call->token.msgid, later_answer, later_fail };
+		tank_error_clear(&e);
+		int rc = v->later(d->kinds, params, &r, &e);
+		if (rc < 0)
+			api_reply_err(call->rt, call->token, rc, e.msg[0] ? e.msg : NULL);
+		if (rc <= 0)
+			return;
 	}
 	verb_req_t q = { d->kinds, v, params };
 	/* A verb may send the loop a request (Stack's up lifts an abort):

@@ -164,6 +164,23 @@ typedef struct kind_col {
  * name must have this flag.  tankctl also takes `<words> [KIND] -l
  * SELECTOR`: the verb once for each object of KIND whose labels match. */
 #define KIND_VERB_KINDED 8u
+
+/* Packs a result (one msgpack object) into pk; 0 or a negative errno. */
+typedef int (*kind_pack_fn)(msgpack_packer *pk, void *arg);
+
+/* How a verb that answers later (kind_verb_t.later) answers: the call's
+ * connection and request, copied by value into whatever actor answers.
+ * answer packs the result with pack(pk, arg); fail answers with the error
+ * of err (a TANK_E* or negative errno) and message (NULL: the error's
+ * text).  One of them, once, from any actor; -ESRCH when the client is
+ * gone (nothing to do then). */
+typedef struct kind_reply {
+	rt_pid_t conn;
+	uint32_t msgid;
+	int (*answer)(rt_t *rt, const struct kind_reply *r, kind_pack_fn pack, void *arg);
+	int (*fail)(rt_t *rt, const struct kind_reply *r, int err, const char *message);
+} kind_reply_t;
+
 typedef struct kind_verb {
 	const char *name;
 	const char *types;
@@ -174,6 +191,13 @@ typedef struct kind_verb {
 	unsigned flags;
 	const kind_col_t *cols;      /* KIND_VERB_DOC: an array result's table */
 	size_t ncols;
+	/* A verb whose answer takes many turns of the loop (`top` of every
+	 * pod: a read of two files a container): when set, the api calls it
+	 * instead of fn.  It returns 1 to have fn answer now after all (`top
+	 * POD`), 0 when it took the request (answered through r, copied,
+	 * exactly once), or an error, answered now.  NULL: fn answers. */
+	int (*later)(const kind_env_t *env, const msgpack_object *params, const kind_reply_t *r,
+		     tank_error_t *e);
 } kind_verb_t;
 
 /* Who called a kind's method: the socket peer's credentials (SO_PEERCRED,
@@ -191,8 +215,6 @@ typedef struct kind_caller {
  * (api_params_check's letters), fn told who calls.  after_loop: the
  * answer waits until the loop has handled every message fn sent it
  * (RC_TAG_ECHO), so what the client is told was taken is stored. */
-typedef int (*kind_pack_fn)(msgpack_packer *pk, void *arg);
-
 /* Where a method's answer may be followed by notifications
  * ([2, event, params]; `logs` with follow): the call's connection, copied
  * by value into the actor that sends them.  conn is the connection's

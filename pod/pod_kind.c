@@ -700,6 +700,20 @@ static int pod__v_top(const kind_env_t *env, const msgpack_object *params, msgpa
 			    (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000, pk, e);
 }
 
+/* `top` of every pod: read over many turns (pod_top_later); of one pod
+ * (a few files) now, by pod__v_top. */
+static int pod__v_top_later(const kind_env_t *env, const msgpack_object *params,
+			    const kind_reply_t *r, tank_error_t *e)
+{
+	int rc;
+
+	if (!env->pods || params->via.array.size)
+		return 1;
+	if ((rc = pod_top_later(env->pods, env->rt, r)) < 0)
+		return tank_error_set(e, rc, "top: %s", strerror(-rc));
+	return 0;
+}
+
 static void c_cpu(const msgpack_object *s, uint64_t now_ms, char *out, size_t cap)
 {
 	const msgpack_object *v = kind_map_get(s, "cpu_percent");
@@ -792,7 +806,7 @@ static const kind_verb_t pod__verbs[] = {
 	  "busy since it started, as ps's %CPU), MEMORY what its cgroup is charged\n"
 	  "(or its processes' resident memory without one), from cgroups v2 or v1.",
 	  .words = "top", .flags = KIND_VERB_DOC | KIND_VERB_ANY, .cols = top_cols,
-	  .ncols = sizeof top_cols / sizeof top_cols[0] },
+	  .ncols = sizeof top_cols / sizeof top_cols[0], .later = pod__v_top_later },
 };
 
 /* The probes' results and durations by probe kind (pod_probe_stats):

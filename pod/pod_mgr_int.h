@@ -239,6 +239,7 @@ struct pod_mgr {
 	 * eventfd is watched by the loop actor while launcher_watched. */
 	pod_launcher_t *launcher;
 	bool launcher_watched;
+	rt_pid_t top_walker;          /* pod_top_later's actor, RT_NOPID before */
 };
 
 /* The launcher's eventfd is readable (RT_MSG_FD to the loop actor). */

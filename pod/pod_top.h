@@ -20,7 +20,9 @@
 #include <msgpack.h>
 
 #include "common/tank_err.h"
+#include "kinds/kind.h"
 #include "pod/pod_cgroup.h"
+#include "runtime/rt.h"
 
 struct pod_mgr;
 
@@ -45,5 +47,19 @@ int pod_usage_read(const pod_cgroup_t *cg, pid_t pid, pod_usage_t *u);
  */
 int pod_top_pack(struct pod_mgr *m, const char *only, uint64_t now_ms, msgpack_packer *pk,
 		 tank_error_t *e);
+
+/*
+ * The same for every pod, answered later through r (kinds/kind.h): an
+ * actor of m's ("pod-top", spawned at the first call, living with the
+ * runtime) reads the containers TOP_SLICE_MS (5 ms) a turn, so a `top`
+ * of 9,700 containers no longer holds the loop for half a second.  The
+ * pods are those of the moment the walk begins (one deleted since is
+ * left out); a question asked during a walk is answered by the next one,
+ * which every question waiting then shares.  Call on the runtime's
+ * thread.  0 (taken), or a negative errno (-ENOMEM: not taken, answer
+ * it).  The actor reads m's map in its turns: m must outlive the
+ * runtime's actors (dmn_close frees the runtime first).
+ */
+int pod_top_later(struct pod_mgr *m, rt_t *rt, const kind_reply_t *r);
 
 #endif

@@ -4,9 +4,15 @@
  * quoted key=value, for one object, and replaying the recent past.
  */
 #include <criterion/criterion.h>
+#include <errno.h>
+#include <msgpack.h>
+#include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <unistd.h>
 
 #include "tests/e2e/e2e.h"
 
@@ -284,6 +290,56 @@ Test(e2e, ps_names_quiet_output_and_watch)
 	teardown(d);
 }
 
+/* Sends raw (pipelined requests) on a new connection to d's socket and
+ * reads n answers: their msgids in order in ids, and whether each
+ * answer's result (an array) names pod `want`. */
+static void pipelined(d_t *d, const char *raw, size_t len, int n, uint32_t *ids, bool *named,
+		      const char *want)
+{
+	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	msgpack_unpacker u;
+	msgpack_unpacked r;
+	int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0), got = 0;
+
+	snprintf(sa.sun_path, sizeof sa.sun_path, "%s", d->sock);
+	cr_assert_eq(connect(fd, (struct sockaddr *)&sa, sizeof sa), 0, "%s", strerror(errno));
+	cr_assert_eq(write(fd, raw, len), (ssize_t)len);
+	cr_assert(msgpack_unpacker_init(&u, 1 << 16));
+	msgpack_unpacked_init(&r);
+	for (int t = 0; got < n && t < 600; t++) {
+		struct pollfd p = { .fd = fd, .events = POLLIN };
+		if (poll(&p, 1, 100) <= 0)
+			continue;
+		msgpack_unpacker_reserve_buffer(&u, 1 << 16);
+		ssize_t k = read(fd, msgpack_unpacker_buffer(&u), 1 << 16);
+		cr_assert_gt(k, 0, "tankd closed the connection");
+		msgpack_unpacker_buffer_consumed(&u, (size_t)k);
+		while (got < n && msgpack_unpacker_next(&u, &r) == MSGPACK_UNPACK_SUCCESS) {
+			const msgpack_object *a = r.data.via.array.ptr;
+			cr_assert(r.data.type == MSGPACK_OBJECT_ARRAY && r.data.via.array.size == 4);
+			cr_assert_eq(a[2].type, MSGPACK_OBJECT_NIL, "answer %d is an error", got);
+			ids[got] = (uint32_t)a[1].via.u64;
+			named[got] = false;
+			for (uint32_t i = 0; a[3].type == MSGPACK_OBJECT_ARRAY && i < a[3].via.array.size; i++) {
+				const msgpack_object *m = &a[3].via.array.ptr[i];
+				for (uint32_t j = 0; m->type == MSGPACK_OBJECT_MAP && j < m->via.map.size; j++) {
+					const msgpack_object_kv *kv = &m->via.map.ptr[j];
+					if (kv->key.via.str.size == 3 && !memcmp(kv->key.via.str.ptr, "pod", 3) &&
+					    kv->val.type == MSGPACK_OBJECT_STR &&
+					    kv->val.via.str.size == strlen(want) &&
+					    !memcmp(kv->val.via.str.ptr, want, strlen(want)))
+						named[got] = true;
+				}
+			}
+			got++;
+		}
+	}
+	cr_assert_eq(got, n, "%d answers of %d in 60 s", got, n);
+	msgpack_unpacked_destroy(&r);
+	msgpack_unpacker_destroy(&u);
+	close(fd);
+}
+
 /* top: CPU and memory of the running containers, from their cgroups or
  * /proc: a busy loop shows a high CPU share, a sleeper almost none. */
 Test(e2e, top_shows_cpu_and_memory_of_running_containers)
@@ -300,6 +356,31 @@ Test(e2e, top_shows_cpu_and_memory_of_running_containers)
 	cr_assert_eq(ctl(d, out, sizeof out, "top"), 0, "%s", out);
 	cr_assert(!strncmp(out, "POD", 3) && strstr(out, "top-burn") && strstr(out, "top-idle"),
 		  "%s", out);
+	/* A `top` of every pod is read by an actor of its own over turns of
+	 * the loop and answered from there (pod_top_later): tops asked at
+	 * once, during a walk, all get a whole answer, and a ping between
+	 * them its own; a client gone before its answer costs nothing. */
+	static const char req[] = "\x94\x00\x01\xa3top\x90" "\x94\x00\x03\xa3top\x90"
+				  "\x94\x00\x02\xa4ping\x90" "\x94\x00\x04\xa3top\x90"
+				  "\x94\x00\x05\xa3top\x90";
+	uint32_t ids[5], seen = 0;
+	bool named[5];
+	pipelined(d, req, sizeof req - 1, 5, ids, named, "top-burn");
+	for (int i = 0; i < 5; i++) {
+		cr_assert(ids[i] >= 1 && ids[i] <= 5 && !(seen & (1u << ids[i])), "msgid %u", ids[i]);
+		seen |= 1u << ids[i];
+		cr_assert(ids[i] == 2 || named[i], "top %u's answer has the pods", ids[i]);
+	}
+	for (int i = 0; i < 20; i++) {
+		struct sockaddr_un sa = { .sun_family = AF_UNIX };
+		int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+		snprintf(sa.sun_path, sizeof sa.sun_path, "%s", d->sock);
+		cr_assert_eq(connect(fd, (struct sockaddr *)&sa, sizeof sa), 0, "%s", strerror(errno));
+		cr_assert_eq(write(fd, req, 9), 9);
+		close(fd);
+	}
+	cr_assert_eq(ctl(d, out, sizeof out, "top"), 0, "%s", out);
+	cr_assert(strstr(out, "top-burn") && strstr(out, "top-idle"), "%s", out);
 	cr_assert_eq(ctl(d, out, sizeof out, "top top-burn -o json"), 0, "%s", out);
 	char *p = strstr(out, "\"cpu_percent\": ");
 	cr_assert(p, "%s", out);
