@@ -64,7 +64,9 @@ struct sse {
 	obs_buf_t q;
 	/* Bytes of q already sent: MHD takes 16 KiB a call, and dropping
 	 * them at each call moved the rest of a 5.7 MB snapshot 350 times
-	 * (a gigabyte of memmove a page and a snapshot at 10,000 pods). */
+	 * (a gigabyte of memmove a page and a snapshot at 10,000 pods).
+	 * They go once they are half of q, so q holds up to twice what is
+	 * unread (the bound below is on the unread bytes). */
 	size_t sent;
 	/* Bytes of q that are snapshot (counted as consumed first): the
 	 * bound is for what is behind it. */
@@ -98,7 +100,8 @@ static void share_drop(obs_http_t *h)
 }
 
 /* One MHD_run: every ready connection is served, the answers that cost a
- * walk of every object built once for all of them. */
+ * walk of every object built once for all of them.  (Connections it
+ * accepts are served in the next run.) */
 static void run_once(obs_http_t *h)
 {
 	h->in_run = true;

@@ -126,13 +126,13 @@ int pod_cgroup_attach(const pod_cgroup_t *cg, pid_t pid);
  * most, NUL-terminated): the small files of cgroupfs and procfs, which
  * the kernel hands over whole.  Its length, or a negative errno (-ENOENT:
  * no such file).  No stdio: the loop reads one at each exit, and `top`
- * two a container. */
+ * one or two a container and one a process. */
 int pod_cgroup_read(const char *dir, const char *name, char *buf, size_t size);
 
 /* The number after `key ` on a line of dir/name (key NULL: the file's
  * first number), read with pod_cgroup_read (4 KiB at most).  0, or
- * -ENODATA when no line has the key, -EINVAL when no number follows it,
- * a negative errno from the read. */
+ * -ENODATA when no line has the key (a whole word), -EINVAL when no
+ * number follows it or it overflows, a negative errno from the read. */
 int pod_cgroup_read_num(const char *dir, const char *name, const char *key, uint64_t *out);
 
 /* Calls fn(pid, arg) for each pid listed in dir/cgroup.procs, in the

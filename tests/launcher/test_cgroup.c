@@ -409,3 +409,69 @@ Test(launcher, a_v2_container_is_created_in_its_group_and_the_fallback_joins_it)
 	}
 	cr_expect_eq(rmdir(top), 0, "%s: %s", top, strerror(errno));
 }
+
+static void put_file(const char *dir, const char *name, const char *text)
+{
+	char path[512];
+	snprintf(path, sizeof path, "%s/%s", dir, name);
+	FILE *f = fopen(path, "w");
+	cr_assert_not_null(f, "%s", path);
+	cr_assert_eq(fputs(text, f) >= 0, true);
+	cr_assert_eq(fclose(f), 0);
+}
+
+typedef struct pid_sum { long long sum; int n; } pid_sum_t;
+
+static int add_pid(pid_t pid, void *arg)
+{
+	pid_sum_t *s = arg;
+	s->sum += pid;
+	return ++s->n == 5000 ? -ECANCELED : 0;
+}
+
+/* The readers pod_top and the exits share (pod_cgroup_read_num,
+ * pod_cgroup_each_pid), on plain files laid out as cgroupfs's: a key is
+ * a whole word (oom_kill is not oom_kill_disable), a missing key or
+ * number says so, and a pid list longer than a read is parsed whole,
+ * numbers cut at a 4 KiB edge included; fn's error stops the walk. */
+Test(launcher, cgroup_readers_take_keys_whole_and_pids_across_reads)
+{
+	char dir[] = "/tmp/tank-cgread-XXXXXX", buf[64];
+	uint64_t v = 7;
+	cr_assert(ts_mkdtemp_at(dir));
+
+	put_file(dir, "memory.events", "low 0\noom_kill_disable 1\noom_kill 5\n");
+	cr_assert_eq(pod_cgroup_read_num(dir, "memory.events", "oom_kill", &v), 0);
+	cr_assert_eq(v, 5);
+	cr_assert_eq(pod_cgroup_read_num(dir, "memory.events", "oom", &v), -ENODATA);
+	put_file(dir, "cpu.stat", "usage_usec x\n");
+	cr_assert_eq(pod_cgroup_read_num(dir, "cpu.stat", "usage_usec", &v), -EINVAL);
+	put_file(dir, "memory.current", "123456789\n");
+	cr_assert_eq(pod_cgroup_read_num(dir, "memory.current", NULL, &v), 0);
+	cr_assert_eq(v, 123456789);
+	cr_assert_eq(pod_cgroup_read_num(dir, "nope", NULL, &v), -ENOENT);
+	cr_assert_eq(pod_cgroup_read(dir, "memory.current", buf, 5), 4);
+	cr_assert_str_eq(buf, "1234");
+
+	/* 3,000 pids of 1 to 7 digits: ~15 KiB, four reads. */
+	static char list[3000 * 9];
+	size_t off = 0;
+	long long want = 0;
+	for (int i = 0; i < 3000; i++) {
+		long pid = 1 + (i * 7919L) % 4194303;
+		want += pid;
+		off += (size_t)snprintf(list + off, sizeof list - off, "%ld\n", pid);
+	}
+	put_file(dir, "cgroup.procs", list);
+	pid_sum_t s = { 0, 0 };
+	cr_assert_eq(pod_cgroup_each_pid(dir, add_pid, &s), 3000);
+	cr_assert_eq(s.n, 3000);
+	cr_assert_eq(s.sum, want, "every pid whole: %lld, want %lld", s.sum, want);
+	put_file(dir, "cgroup.procs", "1\n2\n3");   /* no last newline */
+	s = (pid_sum_t){ 0, 0 };
+	cr_assert_eq(pod_cgroup_each_pid(dir, add_pid, &s), 3);
+	cr_assert_eq(s.sum, 6);
+	s = (pid_sum_t){ 0, 4999 };
+	cr_assert_eq(pod_cgroup_each_pid(dir, add_pid, &s), -ECANCELED, "fn's error stops it");
+	cr_assert_eq(pod_cgroup_each_pid("/nonexistent-tank", add_pid, &s), -ENOENT);
+}

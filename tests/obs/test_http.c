@@ -578,6 +578,22 @@ static char *read_body(int fd)
 	return copy;
 }
 
+/* True once process pid is stopped (state T in /proc/PID/stat): kill
+ * returns before the signal has taken it. */
+static bool stopped(pid_t pid)
+{
+	char path[64], st[512];
+	snprintf(path, sizeof path, "/proc/%d/stat", (int)pid);
+	for (int i = 0; i < 1000; i++) {
+		read_text(path, st, sizeof st);
+		char *p = strrchr(st, ')');
+		if (p && p[1] == ' ' && (p[2] == 'T' || p[2] == 't'))
+			return true;
+		sleep_ms(10);
+	}
+	return false;
+}
+
 /* Requests that MHD serves in one run share one build of /state and one
  * of /metrics (nothing can change between them: they are served on the
  * loop's thread): eight clients that asked while tankd was stopped get the
@@ -595,6 +611,10 @@ Test(obs_http, requests_served_in_one_run_share_one_build)
 	int fds[8];
 	char *body[8];
 	cr_assert_eq(kill(d->pid, SIGSTOP), 0);
+	cr_assert(stopped(d->pid), "tankd did not stop");
+	/* Eight: libmicrohttpd (0.9.75, epoll) accepts at most 11 connections
+	 * after one epoll_wait and serves them in the next run; more would
+	 * take two runs, and two builds. */
 	for (int i = 0; i < 8; i++)
 		fds[i] = obs_http_ask(port_of(base), i % 2 ? "/metrics" : "/state",
 				      "Connection: close\r\n");
