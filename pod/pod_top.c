@@ -224,7 +224,14 @@ int pod_top_pack(struct pod_mgr *m, const char *only, uint64_t now_ms, msgpack_p
 /* One turn of a walk reads containers for this long at most: a `top` of
  * 9,700 containers is 0.4-0.6 s of reads, which held the loop whole. */
 #define TOP_SLICE_MS 5
+/* Questions a walk answers at most: each answer is the whole table (0.9
+ * MB at 9,700 pods), copied into its connection's output at once, and a
+ * taken question is not held back by the api's bound on what a client
+ * leaves unread.  The next ones are refused until the walk ends. */
+#define TOP_MAX_WAITING 64
 enum { TOP_TAG_ASK = 1, TOP_TAG_STEP };
+#define TOP__STR2(x) #x
+#define TOP__STR(x) TOP__STR2(x)
 
 typedef struct top_walker {
 	struct pod_mgr *m;
@@ -258,21 +265,31 @@ static void top__walk_free(top_walker_t *w)
 	w->walking = false;
 }
 
-static int top__pack_walk(msgpack_packer *pk, void *arg)
+static int top__pack_raw(msgpack_packer *pk, void *arg)
 {
-	return top__pack_rows(arg, pk);
+	const msgpack_sbuffer *sb = arg;
+	return pk->callback(pk->data, sb->data, sb->size) ? -ENOMEM : 0;
 }
 
-/* Answers every request of the walk (its rows, or err) and ends it. */
+/* Answers every request of the walk (its rows, packed once, or err) and
+ * ends it. */
 static void top__walk_end(rt_t *rt, top_walker_t *w, int err)
 {
+	msgpack_sbuffer sb;
+	msgpack_packer pk;
+
+	msgpack_sbuffer_init(&sb);
+	msgpack_packer_init(&pk, &sb, msgpack_sbuffer_write);
+	if (err >= 0 && w->nasked)
+		err = top__pack_rows(&w->rows, &pk);
 	for (size_t i = 0; i < w->nasked; i++) {
 		const kind_reply_t *r = &w->asked[i];
 		if (err < 0)
 			(void)r->fail(rt, r, err, NULL);
 		else
-			(void)r->answer(rt, r, top__pack_walk, &w->rows);
+			(void)r->answer(rt, r, top__pack_raw, &sb);
 	}
+	msgpack_sbuffer_destroy(&sb);
 	free(w->asked);
 	w->asked = NULL;
 	w->nasked = 0;
@@ -355,6 +372,13 @@ static void top__handle(rt_t *rt, void *state, rt_msg_t *msg)
 		return;
 	/* Asked during a walk: the next one answers it, with what is read
 	 * after the question (every question waiting then shares it). */
+	if (w->nnext >= TOP_MAX_WAITING) {
+		const kind_reply_t *r = msg->data;
+		(void)r->fail(rt, r, TANK_ELIMIT, "top: " TOP__STR(TOP_MAX_WAITING) " requests "
+			      "for the top of every pod wait already; ask again once one is "
+			      "answered");
+		return;
+	}
 	if (w->nnext == w->capnext) {
 		size_t cap = w->capnext ? w->capnext * 2 : 4;
 		kind_reply_t *nr = realloc(w->next, cap * sizeof *nr);

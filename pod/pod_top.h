@@ -55,7 +55,9 @@ int pod_top_pack(struct pod_mgr *m, const char *only, uint64_t now_ms, msgpack_p
  * of 9,700 containers no longer holds the loop for half a second.  The
  * pods are those of the moment the walk begins (one deleted since is
  * left out); a question asked during a walk is answered by the next one,
- * which every question waiting then shares.  Call on the runtime's
+ * which every question waiting then shares, 64 at most: the 65th is
+ * answered TANK_ELIMIT at once (each answer is the whole table, copied
+ * into its connection's output whether the client reads or not).  Call on the runtime's
  * thread.  0 (taken), or a negative errno (-ENOMEM: not taken, answer
  * it).  The actor reads m's map in its turns: m must outlive the
  * runtime's actors (dmn_close frees the runtime first).

@@ -1,6 +1,7 @@
 #!/bin/bash
 # s15_pipeline.sh [N K]: round 13 (issue 38): N pods, then one client
-# writes K `status` requests in one send and never reads, while another
+# writes K `status` requests (METHOD=top: `top`s) in one send and never
+# reads, while another
 # connects and pings 20 times, 250 ms apart.  Prints each ping's time and
 # tankd's RSS, then the worst ping.  Under flock /work/bench.lock when
 # N > 2000.  B: the build/bin whose tankd to run (default: this tree's).
@@ -12,16 +13,16 @@ export SCALE_DIR=${SCALE_DIR:-/tmp/scale-pipe} SCALE_HTTP=${SCALE_HTTP:-127.0.0.
 rm -rf "$SCALE_DIR"; scale_start
 scale_apply_running "$N" >/dev/null || exit 1
 sleep 2
-python3 - "$TANK_SOCKET" "$K" "$SCALE_PID" <<'PY'
+python3 - "$TANK_SOCKET" "$K" "$SCALE_PID" "${METHOD:-status}" <<'PY'
 import socket, struct, sys, time
-sock, k, pid = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
+sock, k, pid, method = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), sys.argv[4].encode()
 def req(i, m, params=b'\x90'):
     return bytes([0x94, 0x00, 0xce]) + struct.pack('>I', i) + bytes([0xa0 | len(m)]) + m + params
 def rss():
     for l in open(f'/proc/{pid}/status'):
         if l.startswith('VmRSS'):
             return l.split()[1]
-payload = b''.join(req(i, b'status') for i in range(k))
+payload = b''.join(req(i, method) for i in range(k))
 h = socket.socket(socket.AF_UNIX)
 h.connect(sock)
 h.setblocking(False)
@@ -29,7 +30,7 @@ try:
     sent = h.send(payload)
 except BlockingIOError:
     sent = 0
-print(f'sent {sent} bytes of {len(payload)} ({k} status requests, never read)', flush=True)
+print(f'sent {sent} bytes of {len(payload)} ({k} {method.decode()} requests, never read)', flush=True)
 worst = 0
 for j in range(20):
     p = socket.socket(socket.AF_UNIX)
