@@ -9,7 +9,8 @@
  *              events stream (`tankctl events`), as a JSON object;
  *              `/events?snapshot=1` adds `event: snapshot` messages
  *              (every kind's objects, see /state) at connect and at
- *              most every second after a change, and replays the last
+ *              most every second after a change (ten times the last
+ *              build when that is longer), and replays the last
  *              32 events first: what the page uses
  *   /state     the snapshot as one JSON document: {at, kinds: [{name,
  *              plural, kind, cols, items: [{cells, status}]}]} — the
