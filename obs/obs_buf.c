@@ -25,13 +25,32 @@ static bool reserve(obs_buf_t *b, size_t n)
 	return true;
 }
 
-void obs_buf_put(obs_buf_t *b, const void *s, size_t n)
+void obs_buf_put_grow(obs_buf_t *b, const void *s, size_t n)
 {
 	if (!reserve(b, n))
 		return;
 	memcpy(b->p + b->len, s, n);
 	b->len += n;
 	b->p[b->len] = '\0';
+}
+
+void obs_buf_u64(obs_buf_t *b, uint64_t v)
+{
+	char d[20], *p = d + sizeof d;
+
+	do
+		*--p = (char)('0' + v % 10);
+	while ((v /= 10));
+	obs_buf_put(b, p, (size_t)(d + sizeof d - p));
+}
+
+void obs_buf_i64(obs_buf_t *b, int64_t v)
+{
+	if (v < 0) {
+		obs_buf_put(b, "-", 1);
+		obs_buf_u64(b, (uint64_t)0 - (uint64_t)v);
+	} else
+		obs_buf_u64(b, (uint64_t)v);
 }
 
 void obs_buf_puts(obs_buf_t *b, const char *s)

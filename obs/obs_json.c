@@ -5,6 +5,15 @@
 
 #include "obs/obs_json.h"
 
+/* What a JSON string must escape: the quote, the backslash and the
+ * control characters (1); the rest is copied in runs. */
+static const unsigned char json_esc[256] = {
+	1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1,
+	1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1,
+	0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
+	['\\'] = 1,
+};
+
 void obs_json_str(obs_buf_t *b, const char *s, size_t n)
 {
 	size_t run = 0;
@@ -12,8 +21,10 @@ void obs_json_str(obs_buf_t *b, const char *s, size_t n)
 	obs_buf_put(b, "\"", 1);
 	for (size_t i = 0; i < n; i++) {
 		unsigned char c = (unsigned char)s[i];
-		const char *esc = NULL;
+		const char *esc;
 		char u[8];
+		if (!json_esc[c])
+			continue;
 		switch (c) {
 		case '"': esc = "\\\""; break;
 		case '\\': esc = "\\\\"; break;
@@ -21,13 +32,9 @@ void obs_json_str(obs_buf_t *b, const char *s, size_t n)
 		case '\r': esc = "\\r"; break;
 		case '\t': esc = "\\t"; break;
 		default:
-			if (c < 0x20) {
-				snprintf(u, sizeof u, "\\u%04x", c);
-				esc = u;
-			}
+			snprintf(u, sizeof u, "\\u%04x", c);
+			esc = u;
 		}
-		if (!esc)
-			continue;
 		obs_buf_put(b, s + run, i - run);
 		obs_buf_puts(b, esc);
 		run = i + 1;
@@ -46,10 +53,10 @@ void obs_json_write(obs_buf_t *b, const msgpack_object *o)
 		obs_buf_puts(b, o->via.boolean ? "true" : "false");
 		break;
 	case MSGPACK_OBJECT_POSITIVE_INTEGER:
-		obs_buf_printf(b, "%" PRIu64, o->via.u64);
+		obs_buf_u64(b, o->via.u64);
 		break;
 	case MSGPACK_OBJECT_NEGATIVE_INTEGER:
-		obs_buf_printf(b, "%" PRId64, o->via.i64);
+		obs_buf_i64(b, o->via.i64);
 		break;
 	case MSGPACK_OBJECT_FLOAT32:
 	case MSGPACK_OBJECT_FLOAT64:

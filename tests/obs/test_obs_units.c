@@ -127,3 +127,38 @@ Test(obs_units, an_emptied_buffer_gives_a_bursts_memory_back)
 	cr_assert_eq(b.p[0], '\0');
 	obs_buf_free(&b);
 }
+
+/* The JSON writer's own number and string paths (no printf, a table of
+ * what to escape): zero, the extremes, every control character, a quote
+ * at either end, bytes above 0x7e copied as they are. */
+Test(obs_units, json_numbers_and_escapes_at_the_edges)
+{
+	msgpack_sbuffer sb;
+	msgpack_packer pk;
+	obs_buf_t b = { 0 };
+	char ctl[32], want[32 * 6 + 64];
+	size_t w = 0;
+
+	for (int i = 0; i < 32; i++)
+		ctl[i] = (char)i;
+	msgpack_sbuffer_init(&sb);
+	msgpack_packer_init(&pk, &sb, msgpack_sbuffer_write);
+	msgpack_pack_array(&pk, 6);
+	msgpack_pack_uint64(&pk, 0);
+	msgpack_pack_int64(&pk, INT64_MIN);
+	msgpack_pack_int64(&pk, -1);
+	msgpack_pack_str_with_body(&pk, ctl, sizeof ctl);
+	msgpack_pack_str_with_body(&pk, "\"x\x7f\xc3\xa9\"", 6);
+	msgpack_pack_str_with_body(&pk, "", 0);
+	cr_assert_eq(obs_json_from_msgpack(&b, sb.data, sb.size), 0);
+	w += (size_t)snprintf(want + w, sizeof want - w, "[0,-9223372036854775808,-1,\"");
+	for (int i = 0; i < 32; i++) {
+		const char *e = i == '\n' ? "\\n" : i == '\r' ? "\\r" : i == '\t' ? "\\t" : NULL;
+		w += e ? (size_t)snprintf(want + w, sizeof want - w, "%s", e)
+		       : (size_t)snprintf(want + w, sizeof want - w, "\\u%04x", i);
+	}
+	snprintf(want + w, sizeof want - w, "\",\"\\\"x\x7f\xc3\xa9\\\"\",\"\"]");
+	cr_assert_str_eq(b.p, want);
+	obs_buf_free(&b);
+	msgpack_sbuffer_destroy(&sb);
+}
