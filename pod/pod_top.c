@@ -314,11 +314,15 @@ static void top__walk_begin(rt_t *rt, top_walker_t *w)
 	w->now_ms = (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
 	while (tank_map_next(&w->m->pods, &it, &name, &v))
 		n++;
-	if (!(w->names = calloc(n + 1, sizeof *w->names)))
-		return top__walk_end(rt, w, -ENOMEM);
+	if (!(w->names = calloc(n + 1, sizeof *w->names))) {
+		top__walk_end(rt, w, -ENOMEM);
+		return;
+	}
 	for (it = 0; tank_map_next(&w->m->pods, &it, &name, &v);)
-		if (!(w->names[w->nnames++] = strdup(name)))
-			return top__walk_end(rt, w, -ENOMEM);
+		if (!(w->names[w->nnames++] = strdup(name))) {
+			top__walk_end(rt, w, -ENOMEM);
+			return;
+		}
 	qsort(w->names, w->nnames, sizeof *w->names, top__cmp);
 	if (rt_send(rt, rt_self(rt), TOP_TAG_STEP, NULL, 0) < 0)
 		top__walk_end(rt, w, -ENOMEM);
@@ -331,6 +335,8 @@ static void top__walk_step(rt_t *rt, top_walker_t *w)
 	uint64_t until = top__mono_ms() + TOP_SLICE_MS;
 	int rc = 0;
 
+	if (!w->walking)
+		return;
 	while (w->pos < w->nnames && !rc) {
 		const char *name = w->names[w->pos++];
 		const pod_trk_t *p = tank_map_get(&w->m->pods, name);
