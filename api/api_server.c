@@ -1481,6 +1481,19 @@ size_t api_server_unsent(rt_t *rt, rt_pid_t server, uint64_t *shed)
 	return s ? s->unsent : 0;
 }
 
+size_t api_server_pending(rt_t *rt, rt_pid_t server)
+{
+	api_server_t *s = rt_state_of(rt, server, &api__server_b);
+	size_t n = 0;
+
+	for (size_t i = 0; s && i < s->nconns; i++) {
+		api_conn_t *c = api__conn_get(rt, s->conns[i]);
+		if (c && !c->dead)
+			n += c->pending;
+	}
+	return n;
+}
+
 int api_server_publish(rt_t *rt, rt_pid_t server, const void *event, size_t len)
 {
 	api_server_t *s = rt_state_of(rt, server, &api__server_b);

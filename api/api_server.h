@@ -159,6 +159,10 @@ size_t api_server_subscribers(rt_t *rt, rt_pid_t server);
 /* Bytes of output queued unsent across its connections, and (*shed, when
  * not NULL) how many connections were closed for passing max_unsent. */
 size_t api_server_unsent(rt_t *rt, rt_pid_t server, uint64_t *shed);
+/* Requests taken and not answered yet across its connections (a verb
+ * answered later, one waiting for the loop's echo): what a reexec waits
+ * for, since they go with their connections at the exec. */
+size_t api_server_pending(rt_t *rt, rt_pid_t server);
 
 /*
  * Answers a request: [1, msgid, nil, result] with result packed by fn

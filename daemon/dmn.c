@@ -114,6 +114,7 @@ struct dmn {
 	kp_client_t kp;
 	ev_io kp_io;
 	ev_timer reexec_timer;
+	unsigned reexec_waited_ms;    /* for answers owed, DMN_REEXEC_WAIT_MS at most */
 	char *const *argv;
 	dmn_handover_t hv;            /* listen_fd: the inherited socket, until served */
 	ev_timer deadline;
@@ -679,6 +680,9 @@ static void keeper_open(dmn_t *d, bool handed_over)
 		    "tankd: adopting them", (int)d->kp.pid, pod_adopt_offers(d->adopt));
 }
 
+#define DMN_REEXEC_POLL_MS 20u
+#define DMN_REEXEC_WAIT_MS 2000u
+
 static void reexec_cb(struct ev_loop *loop, ev_timer *w, int revents)
 {
 	dmn_t *d = w->data;
@@ -691,10 +695,21 @@ static void reexec_cb(struct ev_loop *loop, ev_timer *w, int revents)
 	(void)loop; (void)revents;
 	if (d->stopping)
 		return;
+	api = rt_whereis(d->rt, "api");
+	/* Requests taken and not answered yet (a `top` of every pod being
+	 * read, a verb waiting for the loop's echo) and answers not sent
+	 * yet go with their connections at the exec: the clients would hear
+	 * "tankd closed the connection".  Wait for them, a little. */
+	if (api && d->reexec_waited_ms < DMN_REEXEC_WAIT_MS &&
+	    (api_server_pending(d->rt, api) || api_server_unsent(d->rt, api, NULL))) {
+		d->reexec_waited_ms += DMN_REEXEC_POLL_MS;
+		ev_timer_set(&d->reexec_timer, DMN_REEXEC_POLL_MS / 1000., 0.);
+		ev_timer_start(rt_loop(d->rt), &d->reexec_timer);
+		return;
+	}
 	tank_error_clear(&e);
 	if (st_flush(d->store, &e) < 0)
 		say(d, DMN_LOG_WARNING, "reexec: unable to commit status: %s", e.msg);
-	api = rt_whereis(d->rt, "api");
 	h.listen_fd = api ? api_server_listen_fd(d->rt, api) : -1;
 	h.adopted = d->hv.adopted + pod_adopt_adopted(d->adopt);
 	/* The path it was started from: an upgraded binary there is the one
@@ -721,8 +736,10 @@ int dmn_reexec(dmn_t *d)
 		return -EBUSY;
 	if (ev_is_active(&d->reexec_timer))
 		return 0;
-	/* A moment for the reply of `daemon reexec` to go out. */
-	ev_timer_init(&d->reexec_timer, reexec_cb, 0.02, 0.);
+	/* A moment for the reply of `daemon reexec` to go out (and for the
+	 * answers owed, reexec_cb). */
+	d->reexec_waited_ms = 0;
+	ev_timer_init(&d->reexec_timer, reexec_cb, DMN_REEXEC_POLL_MS / 1000., 0.);
 	d->reexec_timer.data = d;
 	ev_timer_start(rt_loop(d->rt), &d->reexec_timer);
 	return 0;
