@@ -264,12 +264,6 @@ static bool kind_param(const api_call_t *call, api_daemon_t *d, const msgpack_ob
  * found while packing is answered as an error, not as half a result. */
 typedef int (*pack_into_fn)(void *arg, msgpack_packer *pk, tank_error_t *e);
 
-static int pack_buffer(msgpack_packer *pk, void *arg)
-{
-	const msgpack_sbuffer *sb = arg;
-	return api_pack_raw(pk, sb->data, sb->size);
-}
-
 /* Answers a request that sent the loop a message (a verb's, a restart):
  * once the loop has handled it, so that what the client was told was
  * taken is stored (rc_loop.h, RC_TAG_ECHO).  result: packed, len 0 nil. */
@@ -304,7 +298,7 @@ static int reply_packed_to(const api_call_t *call, const kind_t *k, const char *
 	else if (after_loop)
 		reply_after_loop(call, after_loop, sb.data, sb.size);
 	else
-		api_reply(call->rt, call->token, pack_buffer, &sb);
+		api_reply(call->rt, call->token, kind_pack_sbuffer, &sb);
 	msgpack_sbuffer_destroy(&sb);
 	return err < 0 ? -1 : 0;
 }

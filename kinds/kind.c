@@ -287,6 +287,15 @@ int kind_pack_str(msgpack_packer *pk, const char *s)
 	return rc ? rc : msgpack_pack_str_body(pk, s, n);
 }
 
+int kind_pack_sbuffer(msgpack_packer *pk, void *sbuffer)
+{
+	const msgpack_sbuffer *sb = sbuffer;
+	/* An empty sbuffer's data is NULL: nothing to write. */
+	if (!sb->size)
+		return 0;
+	return pk->callback(pk->data, sb->data, sb->size) ? -ENOMEM : 0;
+}
+
 void kind_cell(const msgpack_object *s, const char *key, char *out, size_t cap,
 	       const char *dflt)
 {

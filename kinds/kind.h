@@ -515,6 +515,9 @@ const msgpack_object *kind_map_get(const msgpack_object *map, const char *key);
 bool kind_str(const msgpack_object *o, char *buf, size_t cap);
 bool kind_int(const msgpack_object *o, int64_t *v);
 int kind_pack_str(msgpack_packer *pk, const char *s);
+/* A kind_pack_fn writing what an msgpack_sbuffer (arg) holds as it is:
+ * an object packed once, then answered many times or later. */
+int kind_pack_sbuffer(msgpack_packer *pk, void *sbuffer);
 /* A table cell: the value under key in status map s — a string as is
  * (when not empty), an integer in decimal, else dflt — into out. */
 void kind_cell(const msgpack_object *s, const char *key, char *out, size_t cap,

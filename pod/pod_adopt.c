@@ -291,6 +291,19 @@ size_t pod_adopt_offers(const pod_adopt_t *a)
 	return a ? a->offers.len : 0;
 }
 
+size_t pod_adopt_proc_offers(const pod_adopt_t *a)
+{
+	size_t n = 0, it = 0;
+	const char *k;
+	void *v;
+
+	if (!a)
+		return 0;
+	while (tank_map_next(&a->offers, &it, &k, &v))
+		n += ((const pod_offer_t *)v)->kind != 'x';
+	return n;
+}
+
 void pod_adopt_prune(pod_adopt_t *a,
 		     bool (*wanted)(void *ctx, bool sandbox, const char *name), void *ctx)
 {

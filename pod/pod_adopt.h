@@ -132,6 +132,10 @@ bool pod_adopt_claim_sandbox(pod_adopt_t *a, const char *pod, pid_t *pid,
 			     uint64_t *start);
 /* Offers left. */
 size_t pod_adopt_offers(const pod_adopt_t *a);
+/* Offers of containers and sandboxes left (not execs: those are their
+ * requesters' to claim): while there are some, processes handed over are
+ * still to be adopted.  Walks the offers. */
+size_t pod_adopt_proc_offers(const pod_adopt_t *a);
 /* Drops every offer wanted(ctx, sandbox, name) says no to: its fds
  * closed, the keeper told to forget it. */
 void pod_adopt_prune(pod_adopt_t *a,

@@ -683,33 +683,37 @@ static void pod__record(void *inst, const rc_transition_t *t)
 	pod_mgr_record(inst, t);
 }
 
-/* `top`: CPU and memory of the running containers (pod/pod_top.h). */
+/* `top [POD]`: CPU and memory of the running containers (pod/pod_top.h).
+ * A pod's is answered now (fn), every pod's, and a pod's while tankd
+ * settles after a reexec, later (pod_top_later). */
+static bool pod__top_name(const msgpack_object *params, char *name, size_t cap)
+{
+	name[0] = '\0';
+	return !params->via.array.size || kind_str(&params->via.array.ptr[0], name, cap);
+}
+
 static int pod__v_top(const kind_env_t *env, const msgpack_object *params, msgpack_packer *pk,
 		      tank_error_t *e)
 {
-	char name[POD_NAME_MAX + 1] = "";
-	struct timespec ts;
+	char name[POD_NAME_MAX + 1];
 
 	if (!env->pods)
 		return tank_error_set(e, TANK_ENOTFOUND, "no pods here");
-	if (params->via.array.size &&
-	    !kind_str(&params->via.array.ptr[0], name, sizeof name))
+	if (!pod__top_name(params, name, sizeof name) || !name[0])
 		return tank_error_set(e, TANK_EINVALID, "params[0]: expected a pod's name");
-	clock_gettime(CLOCK_REALTIME, &ts);
-	return pod_top_pack(env->pods, name[0] ? name : NULL,
-			    (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000, pk, e);
+	return pod_top_pack(env->pods, name, pk, e);
 }
 
-/* `top` of every pod: read over many turns (pod_top_later); of one pod
- * (a few files) now, by pod__v_top. */
 static int pod__v_top_later(const kind_env_t *env, const msgpack_object *params,
 			    const kind_reply_t *r, tank_error_t *e)
 {
+	char name[POD_NAME_MAX + 1];
 	int rc;
 
-	if (!env->pods || params->via.array.size)
+	if (!env->pods || !pod__top_name(params, name, sizeof name) ||
+	    pod_top_now(env->pods, name))
 		return 1;
-	if ((rc = pod_top_later(env->pods, env->rt, r)) < 0)
+	if ((rc = pod_top_later(env->pods, env->rt, name, r)) < 0)
 		return tank_error_set(e, rc, "top: %s", strerror(-rc));
 	return 0;
 }

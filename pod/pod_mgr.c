@@ -1324,6 +1324,12 @@ bool pod_mgr_draining(const pod_mgr_t *m)
 	return m->shutting_down;
 }
 
+bool pod_mgr_settling(const pod_mgr_t *m)
+{
+	return m->pass == 0 || (m->pass == 1 && (m->walking || m->marking)) ||
+	       pod_adopt_proc_offers(m->o.adopt) > 0;
+}
+
 bool pod_mgr_info(const pod_mgr_t *m, const char *name, pod_info_t *out)
 {
 	const pod_trk_t *p = tank_map_get(&m->pods, name);

@@ -191,6 +191,12 @@ typedef struct pod_info {
 /* True once the drain (POD_MGR_SHUTDOWN) began: pods stop because tankd
  * does, which changes nothing a parent wants. */
 bool pod_mgr_draining(const pod_mgr_t *m);
+/* True while what runs is not all known yet: the first pass over the
+ * stored pods has not ended (a pod not tracked yet may be stored), or
+ * processes a previous tankd handed over (a reexec, the keeper) are still
+ * to be adopted (their offers are claimed or, at the end of the second
+ * pass, dropped).  A reader of what runs (`top`) waits for it to end. */
+bool pod_mgr_settling(const pod_mgr_t *m);
 /* Fills *out for pod name: false when it is not tracked at all. */
 bool pod_mgr_info(const pod_mgr_t *m, const char *name, pod_info_t *out);
 /* From inside the loop: a terminal pod starts again (retries and

@@ -174,44 +174,32 @@ static int top__pack_rows(const top_rows_t *rows, msgpack_packer *pk)
 	return rc ? -ENOMEM : 0;
 }
 
-int pod_top_pack(struct pod_mgr *m, const char *only, uint64_t now_ms, msgpack_packer *pk,
-		 tank_error_t *e)
+/* The wall clock in ms: a container's time running is measured to it. */
+static uint64_t top__wall_ms(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+}
+
+int pod_top_pack(struct pod_mgr *m, const char *pod, msgpack_packer *pk, tank_error_t *e)
 {
 	top_rows_t rows = { NULL, 0, 0 };
-	size_t np = 0, it = 0;
-	const char *name;
-	void *v;
-	int rc = 0;
+	const pod_trk_t *one = tank_map_get(&m->pods, pod);
+	int rc;
 
-	if (only) {
-		const pod_trk_t *one = tank_map_get(&m->pods, only);
-		if (!one || !one->desired)
-			return tank_error_set(e, TANK_ENOTFOUND, "no pod \"%s\"", only);
-		rc = top__collect(one, NULL, now_ms, &rows);
-		/* Nothing of it runs: say why, as kubectl top does for a pod
-		 * without metrics (a bare header, exit 0, told nothing). */
-		if (!rc && !rows.n) {
-			free(rows.r);
-			const char *why = rc_fsm_reason(&one->st);
-			return tank_error_set(e, TANK_ECONFLICT, "pod \"%s\" has no running container "
-					      "(it is %s%s%s)", only,
-					      rc_fsm_phase_name(&pod_fsm, one->st.phase),
-					      why && why[0] ? ": " : "", why ? why : "");
-		}
-	} else {
-		/* Every pod, by name. */
-		while (tank_map_next(&m->pods, &it, &name, &v))
-			np++;
-		const char **names = calloc(np + 1, sizeof *names);
-		if (!names)
-			return -ENOMEM;
-		np = 0;
-		for (it = 0; tank_map_next(&m->pods, &it, &name, &v);)
-			names[np++] = name;
-		qsort(names, np, sizeof *names, top__cmp);
-		for (size_t i = 0; i < np && !rc; i++)
-			rc = top__collect(tank_map_get(&m->pods, names[i]), NULL, now_ms, &rows);
-		free(names);
+	if (!one || !one->desired)
+		return tank_error_set(e, TANK_ENOTFOUND, "no pod \"%s\"", pod);
+	rc = top__collect(one, NULL, top__wall_ms(), &rows);
+	/* Nothing of it runs: say why, as kubectl top does for a pod without
+	 * metrics (a bare header, exit 0, told nothing). */
+	if (!rc && !rows.n) {
+		free(rows.r);
+		const char *why = rc_fsm_reason(&one->st);
+		return tank_error_set(e, TANK_ECONFLICT, "pod \"%s\" has no running container "
+				      "(it is %s%s%s)", pod,
+				      rc_fsm_phase_name(&pod_fsm, one->st.phase),
+				      why && why[0] ? ": " : "", why ? why : "");
 	}
 	if (!rc)
 		rc = top__pack_rows(&rows, pk);
@@ -219,29 +207,45 @@ int pod_top_pack(struct pod_mgr *m, const char *only, uint64_t now_ms, msgpack_p
 	return rc;
 }
 
-/* ---- every pod, over many turns ---------------------------------------------- */
+/* ---- answered later: every pod over many turns, any once settled -------------- */
 
 /* One turn of a walk reads containers for this long at most: a `top` of
  * 9,700 containers is 0.4-0.6 s of reads, which held the loop whole. */
 #define TOP_SLICE_MS 5
-/* Questions a walk answers at most: each answer is the whole table (0.9
- * MB at 9,700 pods), copied into its connection's output at once, and a
- * taken question is not held back by the api's bound on what a client
- * leaves unread.  The next ones are refused until the walk ends. */
+/* Questions waiting at most: each answer of a walk is the whole table
+ * (0.9 MB at 9,700 pods), copied into its connection's output at once,
+ * and a taken question is not held back by the api's bound on what a
+ * client leaves unread.  The next ones are refused until some are
+ * answered. */
 #define TOP_MAX_WAITING 64
-enum { TOP_TAG_ASK = 1, TOP_TAG_STEP };
+/* While the pod manager settles (pod_mgr_settling: a reexec's containers
+ * being adopted), questions wait; it is looked at this often, and a
+ * question waits this long at most (then what runs is read as it is). */
+#define TOP_SETTLE_POLL_MS 20
+#define TOP_SETTLE_WAIT_MS 10000
+enum { TOP_TAG_ASK = 1, TOP_TAG_STEP, TOP_TAG_TICK };
 #define TOP__STR2(x) #x
 #define TOP__STR(x) TOP__STR2(x)
 
+/* A question, as the walker keeps it: a pod's name ("" every pod). */
+typedef struct top_ask {
+	kind_reply_t r;
+	char pod[POD_NAME_MAX + 1];
+	uint64_t at_ms;               /* monotonic, when it came */
+} top_ask_t;
+
 typedef struct top_walker {
 	struct pod_mgr *m;
-	kind_reply_t *asked, *next;   /* answered by this walk; by the next */
-	size_t nasked, nnext, capnext;
+	kind_reply_t *asked;          /* answered by this walk */
+	size_t nasked;
+	top_ask_t *next;              /* not taken by a walk yet */
+	size_t nnext, capnext;
 	char **names;                 /* the walk's pods, sorted, owned */
 	size_t nnames, pos;
 	top_rows_t rows;              /* containers' names owned */
 	uint64_t now_ms;              /* wall clock when the walk began */
 	bool walking;
+	bool ticking;                 /* a TOP_TAG_TICK is on its way */
 } top_walker_t;
 
 static uint64_t top__mono_ms(void)
@@ -265,12 +269,6 @@ static void top__walk_free(top_walker_t *w)
 	w->walking = false;
 }
 
-static int top__pack_raw(msgpack_packer *pk, void *arg)
-{
-	const msgpack_sbuffer *sb = arg;
-	return pk->callback(pk->data, sb->data, sb->size) ? -ENOMEM : 0;
-}
-
 /* Answers every request of the walk (its rows, packed once, or err) and
  * ends it. */
 static void top__walk_end(rt_t *rt, top_walker_t *w, int err)
@@ -287,7 +285,7 @@ static void top__walk_end(rt_t *rt, top_walker_t *w, int err)
 		if (err < 0)
 			(void)r->fail(rt, r, err, NULL);
 		else
-			(void)r->answer(rt, r, top__pack_raw, &sb);
+			(void)r->answer(rt, r, kind_pack_sbuffer, &sb);
 	}
 	msgpack_sbuffer_destroy(&sb);
 	free(w->asked);
@@ -296,22 +294,16 @@ static void top__walk_end(rt_t *rt, top_walker_t *w, int err)
 	top__walk_free(w);
 }
 
-/* Begins a walk for the requests that waited for one: the names of
- * every pod now (the rest is read a slice a turn). */
+/* Begins a walk for w->asked: the names of every pod now (the rest is
+ * read a slice a turn). */
 static void top__walk_begin(rt_t *rt, top_walker_t *w)
 {
-	struct timespec ts;
 	size_t it = 0, n = 0;
 	const char *name;
 	void *v;
 
-	w->asked = w->next;
-	w->nasked = w->nnext;
-	w->next = NULL;
-	w->nnext = w->capnext = 0;
 	w->walking = true;
-	clock_gettime(CLOCK_REALTIME, &ts);
-	w->now_ms = (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+	w->now_ms = top__wall_ms();
 	while (tank_map_next(&w->m->pods, &it, &name, &v))
 		n++;
 	if (!(w->names = calloc(n + 1, sizeof *w->names))) {
@@ -326,6 +318,73 @@ static void top__walk_begin(rt_t *rt, top_walker_t *w)
 	qsort(w->names, w->nnames, sizeof *w->names, top__cmp);
 	if (rt_send(rt, rt_self(rt), TOP_TAG_STEP, NULL, 0) < 0)
 		top__walk_end(rt, w, -ENOMEM);
+}
+
+/* One pod's question, answered now (a few files: no walk). */
+static void top__answer_pod(rt_t *rt, top_walker_t *w, const top_ask_t *a)
+{
+	msgpack_sbuffer sb;
+	msgpack_packer pk;
+	tank_error_t e;
+	int rc;
+
+	msgpack_sbuffer_init(&sb);
+	msgpack_packer_init(&pk, &sb, msgpack_sbuffer_write);
+	tank_error_clear(&e);
+	if ((rc = pod_top_pack(w->m, a->pod, &pk, &e)) < 0)
+		(void)a->r.fail(rt, &a->r, rc, e.msg[0] ? e.msg : NULL);
+	else
+		(void)a->r.answer(rt, &a->r, kind_pack_sbuffer, &sb);
+	msgpack_sbuffer_destroy(&sb);
+}
+
+/* Whether a question must wait: what runs is not all known yet (a pod
+ * being adopted, or not tracked yet: pod_mgr_settling), and it has not
+ * waited TOP_SETTLE_WAIT_MS. */
+static bool top__held(const top_walker_t *w, const top_ask_t *a, bool settling, uint64_t now)
+{
+	pod_info_t info;
+
+	if (!settling || now - a->at_ms >= TOP_SETTLE_WAIT_MS)
+		return false;
+	if (!a->pod[0])
+		return true;
+	return !pod_mgr_info(w->m, a->pod, &info) || info.adopting;
+}
+
+/* Takes what waits and can be answered: a pod's question now, those of
+ * every pod into a walk (when none is under way).  Held ones stay, and
+ * a tick looks again. */
+static void top__take(rt_t *rt, top_walker_t *w)
+{
+	bool settling = pod_mgr_settling(w->m);
+	uint64_t now = top__mono_ms();
+	size_t keep = 0;
+
+	for (size_t i = 0; i < w->nnext; i++) {
+		top_ask_t *a = &w->next[i];
+		if (top__held(w, a, settling, now) || (!a->pod[0] && w->walking)) {
+			w->next[keep++] = *a;
+			continue;
+		}
+		if (a->pod[0]) {
+			top__answer_pod(rt, w, a);
+			continue;
+		}
+		if (!w->asked && !(w->asked = calloc(w->nnext, sizeof *w->asked))) {
+			(void)a->r.fail(rt, &a->r, -ENOMEM, NULL);
+			continue;
+		}
+		w->asked[w->nasked++] = a->r;
+	}
+	w->nnext = keep;
+	if (w->nasked && !w->walking)
+		top__walk_begin(rt, w);
+	/* Held ones: look again soon (a walk under way takes the rest at its
+	 * end). */
+	if (settling && w->nnext && !w->ticking &&
+	    rt_send_after(rt, rt_self(rt), TOP_SETTLE_POLL_MS, TOP_TAG_TICK, NULL, 0, NULL) == 0)
+		w->ticking = true;
 }
 
 /* One slice: pods read until TOP_SLICE_MS passed.  A pod deleted since
@@ -350,7 +409,7 @@ static void top__walk_step(rt_t *rt, top_walker_t *w)
 	else if (rt_send(rt, rt_self(rt), TOP_TAG_STEP, NULL, 0) < 0)
 		top__walk_end(rt, w, -ENOMEM);
 	if (!w->walking && w->nnext)
-		top__walk_begin(rt, w);
+		top__take(rt, w);
 }
 
 static int top__init(rt_t *rt, void **state, void *arg)
@@ -364,41 +423,45 @@ static int top__init(rt_t *rt, void **state, void *arg)
 	return 0;
 }
 
+/* A question: kept until a walk or the end of the settling takes it.
+ * One asked during a walk is answered by the next walk, with what is read
+ * after the question (every question waiting then shares it). */
+static void top__ask(rt_t *rt, top_walker_t *w, const top_ask_t *a)
+{
+	if (w->nnext >= TOP_MAX_WAITING) {
+		(void)a->r.fail(rt, &a->r, TANK_ELIMIT, "top: " TOP__STR(TOP_MAX_WAITING)
+				" requests for a top wait already; ask again once one is "
+				"answered");
+		return;
+	}
+	if (w->nnext == w->capnext) {
+		size_t cap = w->capnext ? w->capnext * 2 : 4;
+		top_ask_t *nr = realloc(w->next, cap * sizeof *nr);
+		if (!nr) {
+			(void)a->r.fail(rt, &a->r, -ENOMEM, NULL);
+			return;
+		}
+		w->next = nr;
+		w->capnext = cap;
+	}
+	w->next[w->nnext] = *a;
+	w->next[w->nnext++].at_ms = top__mono_ms();
+	top__take(rt, w);
+}
+
 static void top__handle(rt_t *rt, void *state, rt_msg_t *msg)
 {
 	top_walker_t *w = state;
 
 	if (msg->type != RT_MSG_USER)
 		return;
-	if (msg->tag == TOP_TAG_STEP) {
+	if (msg->tag == TOP_TAG_STEP)
 		top__walk_step(rt, w);
-		return;
-	}
-	if (msg->tag != TOP_TAG_ASK || msg->len != sizeof(kind_reply_t))
-		return;
-	/* Asked during a walk: the next one answers it, with what is read
-	 * after the question (every question waiting then shares it). */
-	if (w->nnext >= TOP_MAX_WAITING) {
-		const kind_reply_t *r = msg->data;
-		(void)r->fail(rt, r, TANK_ELIMIT, "top: " TOP__STR(TOP_MAX_WAITING) " requests "
-			      "for the top of every pod wait already; ask again once one is "
-			      "answered");
-		return;
-	}
-	if (w->nnext == w->capnext) {
-		size_t cap = w->capnext ? w->capnext * 2 : 4;
-		kind_reply_t *nr = realloc(w->next, cap * sizeof *nr);
-		if (!nr) {
-			const kind_reply_t *r = msg->data;
-			(void)r->fail(rt, r, -ENOMEM, NULL);
-			return;
-		}
-		w->next = nr;
-		w->capnext = cap;
-	}
-	memcpy(&w->next[w->nnext++], msg->data, sizeof(kind_reply_t));
-	if (!w->walking)
-		top__walk_begin(rt, w);
+	else if (msg->tag == TOP_TAG_TICK) {
+		w->ticking = false;
+		top__take(rt, w);
+	} else if (msg->tag == TOP_TAG_ASK && msg->len == sizeof(top_ask_t))
+		top__ask(rt, w, msg->data);
 }
 
 /* At the runtime's end (the daemon stops): questions still waiting go
@@ -417,15 +480,30 @@ static const rt_behaviour_t top_walker_behaviour = {
 	"pod-top", top__init, top__handle, top__terminate
 };
 
-int pod_top_later(struct pod_mgr *m, rt_t *rt, const kind_reply_t *r)
+bool pod_top_now(struct pod_mgr *m, const char *pod)
 {
-	int rc = rt_send(rt, m->top_walker, TOP_TAG_ASK, r, sizeof *r);
+	pod_info_t info;
 
+	if (!pod || !pod[0] || !pod_mgr_settling(m))
+		return pod && pod[0];
+	return pod_mgr_info(m, pod, &info) && !info.adopting;
+}
+
+int pod_top_later(struct pod_mgr *m, rt_t *rt, const char *pod, const kind_reply_t *r)
+{
+	top_ask_t a = { .r = *r };
+	int rc;
+
+	if (pod && strlen(pod) >= sizeof a.pod)
+		return -ENAMETOOLONG;
+	if (pod)
+		strcpy(a.pod, pod);
+	rc = rt_send(rt, m->top_walker, TOP_TAG_ASK, &a, sizeof a);
 	if (rc == -ESRCH) {
 		/* The first `top` (RT_NOPID is never alive). */
 		if ((rc = rt_spawn(rt, &top_walker_behaviour, m, &m->top_walker)) < 0)
 			return rc;
-		rc = rt_send(rt, m->top_walker, TOP_TAG_ASK, r, sizeof *r);
+		rc = rt_send(rt, m->top_walker, TOP_TAG_ASK, &a, sizeof a);
 	}
 	return rc;
 }

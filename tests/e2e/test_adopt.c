@@ -424,6 +424,50 @@ Test(adopt, reexec_twenty_times_keeps_pods_pids_output_and_no_leak)
 	teardown(d);
 }
 
+/* Right after a reexec, and after a kill -9 under the keeper, `top`
+ * tells of every container, not of those adopted so far: it listed 0-75
+ * of 500 running ones, and `top POD` of one still being adopted said it
+ * had no running container.  A top now waits until what runs is known
+ * (pod_mgr_settling). */
+Test(adopt, top_right_after_a_reexec_or_a_kill9_lists_every_container, .timeout = 120)
+{
+	enum { N = 300 };
+	d_t *d = setup_keeper();
+	static char manifest[N * 80];
+	char out[8192], last[16];
+	size_t at = 0;
+	pid_t keeper = 0, old = serving(d, &keeper);
+
+	for (int i = 0; i < N; i++)
+		at += (size_t)snprintf(manifest + at, sizeof manifest - at,
+				       "name: t%03d\ncontainers:\n  - name: c\n"
+				       "    command: [/bin/sleep, \"1000\"]\n---\n", i);
+	write_file(d, "pods.yaml", manifest);
+	cr_assert_eq(ctl(d, out, sizeof out, "apply -f %s/pods.yaml", d->dir), 0, "%s", out);
+	snprintf(last, sizeof last, "t%03d", N - 1);
+	for (int i = 0; i < 300 && count_in(d, "\"container\"", "top -o json") < N; i++)
+		sleep_ms(100);
+	cr_assert_eq(count_in(d, "\"container\"", "top -o json"), N, "not all running");
+	for (int round = 0; round < 3; round++) {
+		cr_assert_eq(ctl(d, out, sizeof out, "daemon reexec"), 0, "%s", out);
+		int n = count_in(d, "\"container\"", "top -o json");
+		cr_assert_eq(n, N, "reexec %d: top lists %d of %d containers", round, n, N);
+		cr_assert_eq(ctl(d, out, sizeof out, "top %s", last), 0, "reexec %d: %s", round,
+			     out);
+		cr_assert(strstr(out, last), "reexec %d: top %s: %s", round, last, out);
+	}
+	/* Killed: the keeper starts another tankd, which adopts them. */
+	cr_assert_eq(kill(old, SIGKILL), 0);
+	cr_assert_gt(wait_new_tankd(d, old, 20), 0, "no tankd after the kill");
+	cr_assert_eq(ctl(d, out, sizeof out, "top %s", last), 0, "kill -9: %s", out);
+	cr_assert(strstr(out, last), "kill -9: top %s: %s", last, out);
+	int n = count_in(d, "\"container\"", "top -o json");
+	cr_assert_eq(n, N, "kill -9: top lists %d of %d containers", n, N);
+	int st = stop(d, SIGTERM);
+	cr_assert(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+	teardown(d);
+}
+
 /* A reexec while the launcher threads are starting containers (an apply
  * of 40 pods, the reexec right behind it): a child cloned then is in no
  * list the reexec hands over, so it is killed (pod_launcher_settle), not
