@@ -30,6 +30,18 @@
  * would have kept the loop building snapshots. */
 #define OBS_SNAPSHOT_SHARE 10
 #define OBS_HEARTBEAT_S 15.
+/* A connection gets this long to send a whole request, from its accept or
+ * from the end of its last answer (an idle keep-alive): 64 connections
+ * that sent half a request, or a byte every few seconds, held every slot
+ * of the web side (OBS_HTTP_MAX_CONNS) for MHD's inactivity timeout, and
+ * one byte reset it.  Apache's KeepAliveTimeout is 5 s. */
+#define OBS_HTTP_ASK_S 10.
+/* ... and an answer must move at least once in this long (MHD's
+ * inactivity timeout): a client that asked for /state and reads nothing
+ * held its slot for 60 s.  A page's stream is suspended while it has
+ * nothing to send, which MHD does not time out, and its heartbeat every
+ * 15 s is read by a live page. */
+#define OBS_HTTP_IDLE_S 10u
 #define OBS_HTTP_SNDBUF (128 << 10) /* the kernel doubles it */
 
 /* libmicrohttpd's functions (common/tank_dl.h): loaded by the first
@@ -37,6 +49,14 @@
 static const tank_mhd_t *mhd_fn;
 
 typedef struct sse sse_t;
+typedef struct obs_conn obs_conn_t;
+
+/* A connection, from its accept to its close (MHD's socket context). */
+struct obs_conn {
+	struct MHD_Connection *c;
+	ev_tstamp since;               /* waiting for a request since; 0: in one */
+	obs_conn_t *next, **pprev;
+};
 
 struct obs_http {
 	obs_http_opts_t o;
@@ -48,6 +68,7 @@ struct obs_http {
 	ev_timer snap;                 /* the next snapshot (armed when dirty) */
 	ev_timer beat;                 /* heartbeat comments */
 	sse_t *clients;
+	obs_conn_t *conns;             /* every open connection */
 	size_t nsnap;                  /* clients that want snapshots */
 	bool closing;
 	obs_counts_t counts;
@@ -85,13 +106,43 @@ struct sse {
 
 /* ---- running MHD on the loop ------------------------------------------------ */
 
+/* Connections that took OBS_HTTP_ASK_S without sending a whole request
+ * are shut down (MHD reads their end and closes them in its next run);
+ * returns the seconds until the next one is due, or -1 with none. */
+static double ask_check(obs_http_t *h)
+{
+	ev_tstamp now = ev_now(h->loop);
+	double next = -1;
+
+	for (obs_conn_t *k = h->conns; k; k = k->next) {
+		if (k->since <= 0)
+			continue;
+		if (now - k->since >= OBS_HTTP_ASK_S) {
+			const union MHD_ConnectionInfo *ci =
+				mhd_fn->get_connection_info(k->c, MHD_CONNECTION_INFO_CONNECTION_FD);
+			if (ci)
+				(void)shutdown(ci->connect_fd, SHUT_RDWR);
+			k->since = 0;
+			h->counts.slow_closed++;
+			continue;
+		}
+		double left = k->since + OBS_HTTP_ASK_S - now;
+		if (next < 0 || left < next)
+			next = left;
+	}
+	return next;
+}
+
 static void rearm(obs_http_t *h)
 {
 	MHD_UNSIGNED_LONG_LONG ms;
+	double at = ask_check(h);
 
 	ev_timer_stop(h->loop, &h->timer);
-	if (mhd_fn->get_timeout(h->mhd, &ms) == MHD_YES) {
-		ev_timer_set(&h->timer, (double)ms / 1000., 0.);
+	if (mhd_fn->get_timeout(h->mhd, &ms) == MHD_YES && (at < 0 || (double)ms / 1000. < at))
+		at = (double)ms / 1000.;
+	if (at >= 0) {
+		ev_timer_set(&h->timer, at, 0.);
 		ev_timer_start(h->loop, &h->timer);
 	}
 }
@@ -478,8 +529,47 @@ static enum MHD_Result events(obs_http_t *h, struct MHD_Connection *c)
 static void on_completed(void *cls, struct MHD_Connection *c, void **con_cls,
 			 enum MHD_RequestTerminationCode toe)
 {
-	(void)cls; (void)c; (void)con_cls; (void)toe;
+	obs_http_t *h = cls;
+	const union MHD_ConnectionInfo *ci =
+		mhd_fn->get_connection_info(c, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
+	obs_conn_t *k = ci ? ci->socket_context : NULL;
+
+	(void)con_cls; (void)toe;
+	/* Kept alive: the next request is due within OBS_HTTP_ASK_S. */
+	if (k)
+		k->since = ev_now(h->loop);
 	malloc_trim(0);
+}
+
+/* Every connection is followed from its accept (the time it has to ask)
+ * to its close. */
+static void on_connection(void *cls, struct MHD_Connection *c, void **socket_context,
+			  enum MHD_ConnectionNotificationCode toe)
+{
+	obs_http_t *h = cls;
+	obs_conn_t *k = *socket_context;
+
+	if (toe == MHD_CONNECTION_NOTIFY_STARTED) {
+		/* Not followed when out of memory: MHD's inactivity timeout
+		 * still ends it. */
+		if (!(k = calloc(1, sizeof *k)))
+			return;
+		k->c = c;
+		k->since = ev_now(h->loop);
+		if ((k->next = h->conns))
+			h->conns->pprev = &k->next;
+		k->pprev = &h->conns;
+		h->conns = k;
+		*socket_context = k;
+		return;
+	}
+	if (toe == MHD_CONNECTION_NOTIFY_CLOSED && k) {
+		if (k->next)
+			k->next->pprev = k->pprev;
+		*k->pprev = k->next;
+		free(k);
+		*socket_context = NULL;
+	}
 }
 
 static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const char *url,
@@ -489,6 +579,12 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
 	obs_http_t *h = cls;
 
 	(void)version; (void)upload; (void)con_cls;
+	/* A whole request came: its answer is under MHD's inactivity timeout
+	 * now (a page's stream for as long as it reads). */
+	const union MHD_ConnectionInfo *ci =
+		mhd_fn->get_connection_info(c, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
+	if (ci && ci->socket_context)
+		((obs_conn_t *)ci->socket_context)->since = 0;
 	if (strcmp(method, "GET") && strcmp(method, "HEAD"))
 		return text(c, MHD_HTTP_METHOD_NOT_ALLOWED, "read-only: GET and HEAD only\n");
 	if (*upload_size)
@@ -691,8 +787,9 @@ int obs_http_open(const obs_http_opts_t *o, obs_http_t **out, tank_error_t *err)
 				  on_request, h,
 				  MHD_OPTION_LISTEN_SOCKET, fd,
 				  MHD_OPTION_CONNECTION_LIMIT, (unsigned)OBS_HTTP_MAX_CONNS,
-				  MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)60,
-				  MHD_OPTION_NOTIFY_COMPLETED, on_completed, (void *)NULL,
+				  MHD_OPTION_CONNECTION_TIMEOUT, OBS_HTTP_IDLE_S,
+				  MHD_OPTION_NOTIFY_COMPLETED, on_completed, h,
+				  MHD_OPTION_NOTIFY_CONNECTION, on_connection, h,
 				  MHD_OPTION_END);
 	if (!h->mhd || !(info = mhd_fn->get_daemon_info(h->mhd, MHD_DAEMON_INFO_EPOLL_FD))) {
 		if (h->mhd)

@@ -351,6 +351,9 @@ int obs_metrics_write(const obs_src_t *s, const obs_counts_t *c, obs_buf_t *b)
 	one(b, "tank_http_sse_clients", "gauge", "Clients on /events.", (double)c->sse_clients);
 	one(b, "tank_http_sse_dropped_total", "counter",
 	    "/events clients cut for falling behind.", (double)c->sse_dropped);
+	one(b, "tank_http_slow_closed_total", "counter",
+	    "HTTP connections closed for not sending a whole request in time.",
+	    (double)c->slow_closed);
 
 	one(b, "process_resident_memory_bytes", "gauge", "Resident memory size in bytes.",
 	    rss_bytes());

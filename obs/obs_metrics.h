@@ -54,6 +54,7 @@ typedef struct obs_counts {
 	uint64_t requests;           /* HTTP requests answered */
 	size_t sse_clients;
 	uint64_t sse_dropped;        /* clients cut for falling behind */
+	uint64_t slow_closed;        /* connections closed: no whole request in time */
 } obs_counts_t;
 
 /* The whole exposition into b.  0, or -ENOMEM (b->oom). */

@@ -630,3 +630,85 @@ Test(obs_http, requests_served_in_one_run_share_one_build)
 		free(body[i]);
 	teardown(d);
 }
+
+/* Raw: connects to 127.0.0.1:port and sends text as it is. */
+static int raw_conn(int port, const char *text)
+{
+	struct sockaddr_in a = { .sin_family = AF_INET, .sin_port = htons((uint16_t)port) };
+	int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+
+	cr_assert_geq(fd, 0);
+	a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	cr_assert_eq(connect(fd, (struct sockaddr *)&a, sizeof a), 0, "connect: %s",
+		     strerror(errno));
+	cr_assert_eq(write(fd, text, strlen(text)), (ssize_t)strlen(text));
+	return fd;
+}
+
+/* Reads what fd has now without waiting: true when its end was read (the
+ * server closed it). */
+static bool closed_by_server(int fd)
+{
+	char buf[4096];
+	ssize_t n;
+
+	while ((n = recv(fd, buf, sizeof buf, MSG_DONTWAIT)) > 0)
+		;
+	return n == 0 || (n < 0 && errno == ECONNRESET);
+}
+
+/* Slowloris: 60 connections each sending half a request and then a byte
+ * a second (each byte reset libmicrohttpd's inactivity timeout), beside
+ * an idle keep-alive and a page's stream.  Every slot of the web side (64)
+ * was held for as long as they dripped, and /healthz went unanswered.
+ * Now a connection has OBS_HTTP_ASK_S (10 s) to send a whole request,
+ * counted from its accept or from its last answer; a page's stream stays. */
+Test(obs_http, connections_that_never_finish_a_request_are_closed, .timeout = 120)
+{
+	enum { N = 60 };
+	char base[96], url[128], buf[8192] = "";
+	d_t *d = http_daemon(base, sizeof base);
+	int port = port_of(base), fds[N], page, idle;
+	bool shut[N] = { false };
+	int nshut = 0;
+	prom_t p;
+
+	page = obs_sse_open(port, "/events");
+	cr_assert(obs_sse_wait(page, buf, sizeof buf, "\r\n\r\n", 10), "no stream: %s", buf);
+	idle = raw_conn(port, "GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n");
+	for (int i = 0; i < N; i++)
+		fds[i] = raw_conn(port, "GET /state HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Slow: ");
+	/* Dripping until every one is closed: 60 s at most, where before
+	 * none ever was. */
+	for (int t = 0; t < 60 && nshut < N; t++) {
+		for (int i = 0; i < N; i++) {
+			if (shut[i])
+				continue;
+			if (closed_by_server(fds[i])) {
+				shut[i] = true;
+				nshut++;
+			} else
+				(void)send(fds[i], "a", 1, MSG_NOSIGNAL);
+		}
+		sleep_ms(1000);
+	}
+	cr_assert_eq(nshut, N, "%d of %d connections dripping half a request still open "
+		     "after 60 s", N - nshut, N);
+	for (int i = 0; i < 50 && !closed_by_server(idle); i++)
+		sleep_ms(100);
+	cr_assert(closed_by_server(idle), "an idle keep-alive is still open");
+	/* The page's stream was not closed: it is in a request. */
+	cr_assert_not(closed_by_server(page), "the page's stream was closed");
+	scrape(base, &p);
+	/* The idle one may have met MHD's inactivity timeout first. */
+	double closed = prom_get(&p, "tank_http_slow_closed_total", NULL);
+	cr_assert(closed >= N && closed <= N + 1, "tank_http_slow_closed_total %g", closed);
+	prom_free(&p);
+	snprintf(url, sizeof url, "%s/healthz", base);
+	cr_assert_eq(obs_get(url, buf, sizeof buf), 200);
+	for (int i = 0; i < N; i++)
+		close(fds[i]);
+	close(idle);
+	close(page);
+	teardown(d);
+}
