@@ -1254,6 +1254,7 @@ static int ctl_verb_doc(ctl_t *x, const kind_verb_t *kv, const msgpack_object *r
 		for (size_t c = 0; c < nc; c++)
 			heads[c] = kv->cols[c].header;
 		bad = cli_table_init(&t, nc, heads) < 0;
+		t.headless = ctl_no_headers;
 		for (uint32_t i = 0; !bad && i < res->via.array.size; i++) {
 			for (size_t c = 0; c < nc; c++) {
 				kind_col_cell(&kv->cols[c], &res->via.array.ptr[i], now, cells[c],
@@ -1409,6 +1410,7 @@ static int v_kind_verb(ctl_t *x, int argc, char **argv)
 		{ "timeout", required_argument, NULL, OPT_TIMEOUT },
 		{ "output", required_argument, NULL, 'o' },
 		{ "follow", no_argument, NULL, 'f' },
+		{ "no-headers", no_argument, NULL, OPT_NO_HEADERS },
 		{ "selector", required_argument, NULL, 'l' }, { 0 } };
 	const kind_t *k = NULL;
 	const kind_verb_t *kv = NULL;
@@ -1472,6 +1474,8 @@ static int v_kind_verb(ctl_t *x, int argc, char **argv)
 			structured = true;
 		} else if (o == 'f' && (kv->flags & KIND_VERB_FOLLOW)) {
 			follow = true;
+		} else if (o == OPT_NO_HEADERS && (kv->flags & KIND_VERB_DOC) && kv->ncols) {
+			ctl_no_headers = true;     /* a table's rows only, as ps */
 		} else if (o == 'l' && (kv->flags & KIND_VERB_KINDED) &&
 			   !(kv->flags & (KIND_VERB_DOC | KIND_VERB_FOLLOW))) {
 			selector = optarg;

@@ -804,7 +804,7 @@ static const kind_verb_t pod__verbs[] = {
 	  "Starts a pod stopped by `stop` (its containers run again, with their\n"
 	  "restart counts kept).  --wait: as apply --wait.  -l SELECTOR: every pod\n"
 	  "whose labels match, one start each (not with --wait).", .flags = KIND_VERB_KINDED },
-	{ "top", "?s", pod__v_top, "[POD] [-o yaml|json]",
+	{ "top", "?s", pod__v_top, "[POD] [--no-headers] [-o yaml|json]",
 	  "CPU and memory of the running containers (of POD, or of every pod):\n"
 	  "CPU is the container's CPU time over its time running (100% = one CPU\n"
 	  "busy since it started, as ps's %CPU), MEMORY what its cgroup is charged\n"

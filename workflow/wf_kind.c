@@ -361,7 +361,7 @@ static int v_log(const kind_env_t *env, const msgpack_object *params, msgpack_pa
 }
 
 static const kind_verb_t job__verbs[] = {
-	{ "job_list", "s", v_jobs, "POD [-o yaml|json]",
+	{ "job_list", "s", v_jobs, "POD [--no-headers] [-o yaml|json]",
 	  "Lists a pod's jobs, oldest first: ID TASK STAGE STATE EXIT STARTED TOOK\n"
 	  "(a table; -o: every field).",
 	  .words = "jobs", .flags = KIND_VERB_DOC, .cols = job_cols,

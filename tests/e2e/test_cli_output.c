@@ -366,6 +366,12 @@ Test(e2e, top_shows_cpu_and_memory_of_running_containers)
 	cr_assert_eq(ctl(d, out, sizeof out, "top"), 0, "%s", out);
 	cr_assert(!strncmp(out, "POD", 3) && strstr(out, "top-burn") && strstr(out, "top-idle"),
 		  "%s", out);
+	/* --no-headers: the rows only, as ps (kubectl top's). */
+	cr_assert_eq(ctl(d, out, sizeof out, "top --no-headers"), 0, "%s", out);
+	cr_assert(!strncmp(out, "top-burn ", 9) && strstr(out, "\ntop-idle ") && !strstr(out, "POD"),
+		  "top --no-headers: %s", out);
+	cr_assert_eq(ctl(d, out, sizeof out, "top top-idle --no-headers"), 0, "%s", out);
+	cr_assert(!strncmp(out, "top-idle ", 9) && !strchr(out, '\n')[1], "%s", out);
 	/* A `top` of every pod is read by an actor of its own over turns of
 	 * the loop and answered from there (pod_top_later): tops asked at
 	 * once, during a walk, all get a whole answer, and a ping between
