@@ -8,6 +8,7 @@
 # (default: this one), to compare two builds.
 set -u
 N=${1:-9700}; HOGS=${2:-400}
+here=$(cd "$(dirname "$0")" && pwd)   # rpc.py: this script's, whichever SRC
 cd "${SRC:-$(dirname "$0")/../..}"
 export SCALE_DIR=${SCALE_DIR:-/tmp/scale-hogs} SCALE_HTTP=${SCALE_HTTP:-127.0.0.1:19611}
 export SCALE_BACKOFF="base: 100ms"
@@ -17,14 +18,14 @@ scale_apply_running "$N" || exit 1
 "$B/tankctl" --socket "$TANK_SOCKET" events pod/p00000 -o json >"$SCALE_DIR/events" 2>&1 &
 ev=$!
 sleep 1
-python3 - "$TANK_SOCKET" "$HOGS" <<'PY'
-import os, socket, sys, time
+PYTHONPATH="$here" python3 - "$TANK_SOCKET" "$HOGS" <<'PY'
+import os, sys, time
+import rpc
 sock, hogs = sys.argv[1], int(sys.argv[2])
-STATUS = bytes([0x94, 0x00, 0x01, 0xa6]) + b'status' + bytes([0x90])
+STATUS = rpc.request(1, 'status')
 cs = []
 for _ in range(hogs):
-    s = socket.socket(socket.AF_UNIX)
-    s.connect(sock)
+    s = rpc.connect(sock)
     s.sendall(STATUS)
     cs.append(s)
 time.sleep(2)

@@ -14,35 +14,26 @@ rm -rf "$SCALE_DIR"; scale_start
 scale_apply_running "$N" >/dev/null || exit 1
 sleep 2
 python3 - "$TANK_SOCKET" "$K" "$SCALE_PID" "${METHOD:-status}" <<'PY'
-import socket, struct, sys, time
-sock, k, pid, method = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), sys.argv[4].encode()
-def req(i, m, params=b'\x90'):
-    return bytes([0x94, 0x00, 0xce]) + struct.pack('>I', i) + bytes([0xa0 | len(m)]) + m + params
+import sys, time
+sys.path.insert(0, 'bench/scale'); import rpc
+sock, k, pid, method = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), sys.argv[4]
 def rss():
     for l in open(f'/proc/{pid}/status'):
         if l.startswith('VmRSS'):
             return l.split()[1]
-payload = b''.join(req(i, method) for i in range(k))
-h = socket.socket(socket.AF_UNIX)
-h.connect(sock)
+payload = b''.join(rpc.request(i, method, id32=True) for i in range(k))
+h = rpc.connect(sock)
 h.setblocking(False)
 try:
     sent = h.send(payload)
 except BlockingIOError:
     sent = 0
-print(f'sent {sent} bytes of {len(payload)} ({k} {method.decode()} requests, never read)', flush=True)
+print(f'sent {sent} bytes of {len(payload)} ({k} {method} requests, never read)', flush=True)
 worst = 0
 for j in range(20):
-    p = socket.socket(socket.AF_UNIX)
-    p.connect(sock)
-    p.settimeout(900)
-    a = time.time()
-    p.sendall(req(1, b'ping'))
-    p.recv(100)
-    b = time.time()
-    p.close()
-    worst = max(worst, b - a)
-    print(f'ping {j}: {1000 * (b - a):.1f} ms, tankd RSS {rss()} kB', flush=True)
+    d = rpc.ping(sock, 900, id32=True)
+    worst = max(worst, d)
+    print(f'ping {j}: {1000 * d:.1f} ms, tankd RSS {rss()} kB', flush=True)
     time.sleep(0.25)
 print(f'worst ping {1000 * worst:.0f} ms')
 h.close()

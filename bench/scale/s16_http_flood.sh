@@ -16,25 +16,17 @@ rm -rf "$SCALE_DIR"; scale_start
 scale_apply_running "$N" >/dev/null || exit 1
 sleep 2
 python3 - "$TANK_SOCKET" "$K" "$SCALE_HTTP" "$P" "$SCALE_PID" <<'PY'
-import hashlib, os, socket, struct, sys, threading, time
+import hashlib, os, socket, sys, threading, time
+sys.path.insert(0, 'bench/scale'); import rpc
 sock, k, addr, path, pid = sys.argv[1], int(sys.argv[2]), sys.argv[3], sys.argv[4], sys.argv[5]
 def cpu():
     f = open(f'/proc/{pid}/stat').read().rsplit(')', 1)[1].split()
     return (int(f[11]) + int(f[12])) / os.sysconf('SC_CLK_TCK')
 host, port = addr.rsplit(':', 1)
-def req(i, m, params=b'\x90'):
-    return bytes([0x94, 0x00, 0xce]) + struct.pack('>I', i) + bytes([0xa0 | len(m)]) + m + params
 pings = []
 def pinger():
     for j in range(20):
-        p = socket.socket(socket.AF_UNIX)
-        p.connect(sock)
-        p.settimeout(900)
-        a = time.time()
-        p.sendall(req(1, b'ping'))
-        p.recv(100)
-        pings.append(time.time() - a)
-        p.close()
+        pings.append(rpc.ping(sock, 900, id32=True))
         time.sleep(0.25)
 conns = []
 for i in range(k):

@@ -22,21 +22,16 @@ awk 'BEGIN { for (i = 0; i < 10; i++)
 	T apply -f - >/dev/null
 sleep 3
 python3 - "$TANK_SOCKET" "$SCALE_HTTP" "$SCALE_PID" "$SECS" <<'PY'
-import os, socket, struct, sys, threading, time
+import os, socket, sys, time
+sys.path.insert(0, 'bench/scale'); import rpc
 sock, addr, pid, secs = sys.argv[1], sys.argv[2], sys.argv[3], float(sys.argv[4])
 host, port = addr.rsplit(':', 1)
 def cpu():
     f = open(f'/proc/{pid}/stat').read().rsplit(')', 1)[1].split()
     return (int(f[11]) + int(f[12])) / os.sysconf('SC_CLK_TCK')
-pings, stop = [], False
-def pinger():
-    p = socket.socket(socket.AF_UNIX); p.connect(sock)
-    while not stop:
-        a = time.time(); p.sendall(b'\x94\x00\x01\xa4ping\x90'); p.recv(100)
-        pings.append(time.time() - a); time.sleep(0.1)
 c = socket.create_connection((host, int(port)))
 c.sendall(b'GET /events?snapshot=1 HTTP/1.1\r\nHost: x\r\nAccept: text/event-stream\r\n\r\n')
-t = threading.Thread(target=pinger); t.start()
+pinger = rpc.Pinger(sock, 0.1)
 c0, a, snaps, got = cpu(), time.time(), 0, b''
 c.settimeout(1)
 while time.time() - a < secs:
@@ -47,10 +42,9 @@ while time.time() - a < secs:
     if not d: print('page cut'); break
     got = got[-14:] + d     # the marker is 15 bytes: none lies in 14
     snaps += got.count(b'event: snapshot')
-c1 = cpu(); stop = True; t.join(); c.close()
-pings.sort()
+c1 = cpu(); pings = pinger.stop(); c.close()
 print(f'{secs:.0f} s: the page got {snaps} snapshots; tankd CPU {c1 - c0:.2f} s')
-print(f'pings: {len(pings)}, p50 {1000 * pings[len(pings) // 2]:.1f} ms, p99 {1000 * pings[int(len(pings) * 0.99)]:.1f} ms, worst {1000 * pings[-1]:.1f} ms')
+print(rpc.pings_line(pings))
 PY
 scale_stop
 rm -rf "$SCALE_DIR"

@@ -8,14 +8,14 @@ descriptors, its CPU (from /proc/PID/stat), `tankctl get pods` (time, rc,
 lines); KILLS container processes killed -9 after 4 s, and whether their
 pods got a new process.  Then the clients go, and the same once more.
 TANKCTL names the binary (default build/bin/tankctl)."""
-import os, socket, subprocess, sys, threading, time
+import os, subprocess, sys, threading, time
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import procs
+import procs, rpc
 
 sock, tpid, h = sys.argv[1], int(sys.argv[2]), sys.argv[3]
 idle, half, noread, hold, kills = (int(x) for x in (sys.argv[4:9] + ['300', '300', '300', '30', '5'][len(sys.argv[4:9]):]))
 tankctl = os.environ.get('TANKCTL', 'build/bin/tankctl')
-STATUS = bytes([0x94, 0x00, 0x01, 0xa6]) + b'status' + bytes([0x90])
+STATUS = rpc.request(1, 'status')
 
 
 def load():
@@ -50,15 +50,15 @@ refused = 0
 
 def connect(payload):
     global refused
-    s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-    s.settimeout(3)
+    s = None
     try:
-        s.connect(sock)
+        s = rpc.connect(sock, timeout=3)
         if payload:
             s.sendall(payload)
-    except OSError as e:
+    except OSError:
         refused += 1
-        s.close()
+        if s:
+            s.close()
         return
     conns.append(s)
 
