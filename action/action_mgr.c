@@ -25,9 +25,9 @@
 #define ACT_TAG_REPLY     RC_TAG_KIND(TANK_KIND_ACTION, 5)
 #define ACT_TAG_READOPT   RC_TAG_KIND(TANK_KIND_ACTION, 6)
 #define PROXY_TAG_SEND    1
-/* An adoption the pods' manager cannot answer yet (its first pass after
- * a start has not reached the pod) is asked again, this often, for at
- * most this long. */
+/* A request the pods' manager cannot answer yet (-EAGAIN: its first pass
+ * after a start has not reached the pod, or the container is still being
+ * adopted) is asked again, this often, at most this many times. */
 #define ACT_READOPT_MS    100
 #define ACT_READOPT_TRIES 100
 
@@ -52,7 +52,7 @@ typedef struct act {
 	bool lost_pending;          /* found RUNNING at start: LOST or adopted */
 	bool adopting;              /* its adoption asked, not started yet */
 	bool adopted;               /* its process taken over from a previous tankd */
-	uint32_t adopt_tries;
+	uint32_t asked_again;       /* its request answered -EAGAIN and sent again */
 	bool cancel_pending;        /* cancel asked while RUNNING */
 	bool sent;                  /* its request went out */
 	podq_t *q;
@@ -616,11 +616,26 @@ static void on_reply(action_mgr_t *m, rc_loop_t *loop, const pod_req_reply_t *r)
 	act_t *a = tank_map_get(&m->reqs, k);
 	if (!a || a->st.phase != ACT_RUNNING)
 		return;
+	if (!r->started && r->err == -EAGAIN && a->asked_again + 1 < ACT_READOPT_TRIES) {
+		act_msg_t x;
+		tank_map_del(&m->reqs, k);
+		a->req = 0;
+		a->sent = false;
+		a->asked_again++;
+		memset(&x, 0, sizeof x);
+		snprintf(x.id, sizeof x.id, "%s", a->spec->id);
+		if (rt_send_after(rc_rt(loop), rc_pid(loop), ACT_READOPT_MS, ACT_TAG_READOPT,
+				  &x, sizeof x, NULL) == 0)
+			return;
+		if (a->adopting)
+			return lose(m, loop, a, r->msg);
+		return fail_now(m, loop, a, r->err, r->msg);
+	}
 	if (a->adopting && !r->started) {
 		tank_map_del(&m->reqs, k);
 		a->req = 0;
 		a->sent = false;
-		if (r->err == -EAGAIN && ++a->adopt_tries < ACT_READOPT_TRIES) {
+		if (r->err == -EAGAIN && ++a->asked_again < ACT_READOPT_TRIES) {
 			act_msg_t x;
 			memset(&x, 0, sizeof x);
 			snprintf(x.id, sizeof x.id, "%s", a->spec->id);
@@ -887,7 +902,7 @@ static void handle(void *ctx, rc_loop_t *loop, rt_msg_t *msg)
 		break;
 	case ACT_TAG_READOPT: {
 		act_t *a = by_msg(m, msg);
-		if (a && a->adopting && a->st.phase == ACT_RUNNING && !a->sent)
+		if (a && a->st.phase == ACT_RUNNING && !a->sent && !a->req)
 			launch(m, loop, a);
 		break;
 	}
@@ -989,7 +1004,7 @@ static rc_result_t reconcile(void *ctx, rc_loop_t *loop, const rc_view_t *view)
 		bool exec = a->spec->op == ACT_OP_EXEC || a->spec->op == ACT_OP_CUSTOM;
 		if (exec && a->pid > 0 && a->pid_start) {
 			a->adopting = true;
-			a->adopt_tries = 0;
+			a->asked_again = 0;
 			launch(m, loop, a);     /* LOST there if it cannot be sent */
 			return rc_converged();
 		}

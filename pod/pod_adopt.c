@@ -291,6 +291,27 @@ size_t pod_adopt_offers(const pod_adopt_t *a)
 	return a ? a->offers.len : 0;
 }
 
+void pod_adopt_each_offer(const pod_adopt_t *a,
+			  void (*fn)(void *ctx, bool sandbox, const char *name,
+				     const pod_proc_t *p),
+			  void *ctx)
+{
+	size_t it = 0;
+	const char *k;
+	void *v;
+
+	if (!a)
+		return;
+	while (tank_map_next(&a->offers, &it, &k, &v)) {
+		const pod_offer_t *o = v;
+		if (o->kind == 'x')
+			continue;
+		pod_proc_t p = { .pid = o->pid, .start_time = o->start,
+				 .stdout_fd = o->out_fd, .stderr_fd = o->err_fd };
+		fn(ctx, o->sandbox, k + 2, &p);
+	}
+}
+
 size_t pod_adopt_proc_offers(const pod_adopt_t *a)
 {
 	size_t n = 0, it = 0;
@@ -718,6 +739,12 @@ void pod_adopt_execs(const pod_adopt_t *a,
 	while (tank_map_next(&a->execs, &it, NULL, &v)) {
 		const pod_exec_reg_t *r = v;
 		fn(ctx, r->key, r->pid, r->start, r->rd);
+	}
+	/* Claimed ones left the offers for the registry above. */
+	for (it = 0; tank_map_next(&a->offers, &it, NULL, &v);) {
+		const pod_offer_t *o = v;
+		if (o->kind == 'x')
+			fn(ctx, o->key, o->pid, o->start, o->out_fd);
 	}
 }
 

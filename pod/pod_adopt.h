@@ -132,6 +132,16 @@ bool pod_adopt_claim_sandbox(pod_adopt_t *a, const char *pod, pid_t *pid,
 			     uint64_t *start);
 /* Offers left. */
 size_t pod_adopt_offers(const pod_adopt_t *a);
+/* fn for each container's and sandbox's offer not claimed yet: its name
+ * (a container's key, a sandbox's pod) and process, the pipes' read ends
+ * still the offer's (-1 for none).  For a reexec's handover: a second
+ * reexec before the first one's adoption ended handed over only what was
+ * adopted, and the new image stopped the rest as strangers and started
+ * them again (1,941 of 2,000 pods). */
+void pod_adopt_each_offer(const pod_adopt_t *a,
+			  void (*fn)(void *ctx, bool sandbox, const char *name,
+				     const pod_proc_t *p),
+			  void *ctx);
 /* Offers of containers and sandboxes left (not execs: those are their
  * requesters' to claim): while there are some, processes handed over are
  * still to be adopted.  Walks the offers. */
@@ -196,7 +206,9 @@ void pod_adopt_forget_sandbox(pod_adopt_t *a, const char *pod, pid_t pid, uint64
 int pod_adopt_exec_keep(pod_adopt_t *a, const char *key, pid_t pid, uint64_t start, int rd);
 /* It ended: unregistered, the keeper forgets its pipe. */
 void pod_adopt_exec_forget(pod_adopt_t *a, pid_t pid, uint64_t start);
-/* fn for each registered exec (a reexec's handover). */
+/* fn for each registered exec and each exec offer not claimed yet, rd
+ * the offer's pipe (a reexec's handover: an exec a previous life handed
+ * over is handed on by a reexec before its requester claimed it). */
 void pod_adopt_execs(const pod_adopt_t *a,
 		     void (*fn)(void *ctx, const char *key, pid_t pid, uint64_t start, int rd),
 		     void *ctx);

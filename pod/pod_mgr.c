@@ -1500,10 +1500,37 @@ void pod_mgr_running(pod_mgr_t *m,
 	}
 }
 
+typedef struct pod_procs_walk {
+	pod_mgr_t *m;
+	void (*fn)(void *ctx, bool sandbox, const char *name, const pod_proc_t *p);
+	void *ctx;
+} pod_procs_walk_t;
+
+/* An offer not claimed yet, handed on unless this life's own process of
+ * the same name was handed over already (a container started again in
+ * place of one that could not be adopted: its offer waits for the prune). */
+static void pod__offer_on(void *ctx, bool sandbox, const char *name, const pod_proc_t *p)
+{
+	pod_procs_walk_t *w = ctx;
+
+	if (sandbox) {
+		const pod_trk_t *t = tank_map_get(&w->m->pods, name);
+		if (t && t->sb && t->sb->pid > 0)
+			return;
+	} else {
+		const pod_ctr_t *c = pod__ctr_find(w->m, name);
+		if (c && c->runner && c->proc.pid > 0)
+			return;
+	}
+	w->fn(w->ctx, sandbox, name, p);
+}
+
 void pod_mgr_procs(pod_mgr_t *m,
 		   void (*fn)(void *ctx, bool sandbox, const char *name, const pod_proc_t *p),
 		   void *ctx)
 {
+	pod_procs_walk_t w = { m, fn, ctx };
+
 	size_t it = 0;
 	const char *name;
 	void *v;
@@ -1524,6 +1551,7 @@ void pod_mgr_procs(pod_mgr_t *m,
 			if (p->ctrs[i].runner && p->ctrs[i].proc.pid > 0)
 				fn(ctx, false, p->ctrs[i].key, &p->ctrs[i].proc);
 	}
+	pod_adopt_each_offer(m->o.adopt, pod__offer_on, &w);
 }
 
 size_t pod_mgr_nrunning(const pod_mgr_t *m)

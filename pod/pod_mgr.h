@@ -163,7 +163,9 @@ void pod_mgr_running(pod_mgr_t *m,
 /* For a reexec's handover (the daemon's): fn for each container process
  * a runner watches now (its key, its process with the pipe fds it still
  * has open, -1 for a closed one) and for each pod's sandbox (sandbox
- * true, name the pod, fds -1). */
+ * true, name the pod, fds -1); then for each process a previous life
+ * handed over that is not adopted yet (pod_adopt_each_offer), unless a
+ * process of this life stands for it already.  Each name once. */
 void pod_mgr_procs(pod_mgr_t *m,
 		   void (*fn)(void *ctx, bool sandbox, const char *name, const pod_proc_t *p),
 		   void *ctx);

@@ -621,14 +621,15 @@ void pod__req_handle(pod_mgr_t *m, rc_loop_t *loop, const rt_msg_t *msg)
 			   err ? "not changed" : stop ? "stopping" : "may run");
 		return;
 	}
+	bool settling = pod_mgr_settling(m);
 	if (!(p = tank_map_get(&m->pods, q.pod)) || !p->desired) {
 		/* Right after a start the first pass may not have reached
-		 * the pod yet: an adoption of a process handed over asks
-		 * again. */
-		bool early = q.op == POD_REQ_EXEC_ADOPT && m->pass < 2 &&
-			     pod_adopt_exec_offered(m->o.adopt, q.pid, q.pid_start);
+		 * the pod yet: its requester asks again; so does an adoption
+		 * of a process handed over, until the second pass. */
+		bool early = settling || (q.op == POD_REQ_EXEC_ADOPT && m->pass < 2 &&
+					  pod_adopt_exec_offered(m->o.adopt, q.pid, q.pid_start));
 		req__reply(loop, msg->from, q.id, early ? -EAGAIN : TANK_ENOTFOUND,
-			   "no pod \"%s\"", q.pod);
+			   early ? "pod \"%s\" not settled yet" : "no pod \"%s\"", q.pod);
 		return;
 	}
 	/* Nothing of that process was handed over: no use waiting. */
@@ -638,13 +639,21 @@ void pod__req_handle(pod_mgr_t *m, rc_loop_t *loop, const rt_msg_t *msg)
 			   (int)q.pid, (unsigned long long)q.pid_start);
 		return;
 	}
-	if (q.op == POD_REQ_EXEC_ADOPT && !p->nctrs) {
+	if ((q.op == POD_REQ_EXEC_ADOPT || settling) && !p->nctrs) {
 		req__reply(loop, msg->from, q.id, -EAGAIN, "pod %s not settled yet", q.pod);
 		return;
 	}
 	for (size_t i = 0; i < p->nctrs && !c; i++)
 		if (!q.container[0] || strcmp(p->ctrs[i].name, q.container) == 0)
 			c = &p->ctrs[i];
+	/* A process a previous life left, not taken over yet: what the
+	 * request would act on is not known (the adoption's own request
+	 * looks further, req__exec_adopt). */
+	if (c && c->adopting && q.op != POD_REQ_EXEC_ADOPT) {
+		req__reply(loop, msg->from, q.id, -EAGAIN, "container %s not settled yet",
+			   c->key);
+		return;
+	}
 	if (!c) {
 		req__reply(loop, msg->from, q.id, TANK_ENOTFOUND, "no container \"%s\" in pod %s",
 			   q.container, q.pod);

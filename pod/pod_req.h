@@ -60,6 +60,11 @@
  *                    need not be running.
  *   POD_REQ_SIGNAL   sends `signal` to the container (its whole cgroup when
  *                    it has one); replied at once.
+ *   Every op but the two pod-wide ones: while the manager settles after a
+ *   reexec or a restart under the keeper (pod_mgr_settling), a pod not
+ *   known yet, or a container being adopted, is -EAGAIN ("not settled
+ *   yet"): ask again shortly.  It was "no pod" (an exec right after a
+ *   reexec failed so), or a container not running that runs.
  *   POD_REQ_STOP     the container is stopped (stop signal, grace) and held
  *                    stopped in the requester's name (`user`);
  *   POD_REQ_START    ends that user's hold: the container runs again when

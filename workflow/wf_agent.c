@@ -598,13 +598,15 @@ static void worker__handle(rt_t *rt, void *state, rt_msg_t *msg)
 		return;
 	r.msg[sizeof r.msg - 1] = '\0';
 	const pod_req_t *q = &w->reqs[w->at];
+	/* The pods' manager has not seen the pod yet, or still adopts its
+	 * container (right after a start): asked again. */
+	if (!r.started && r.err == -EAGAIN && w->tries + 1 < WORKER_RETRY_TRIES &&
+	    rt_send_after(rt, rt_self(rt), WORKER_RETRY_MS, WORKER_RETRY, NULL, 0, NULL) == 0) {
+		w->tries++;
+		return;
+	}
 	if (q->op == POD_REQ_EXEC_ADOPT && !r.started && r.err) {
-		/* The pods' manager has not seen the pod yet (right after a
-		 * start): asked again; else its process cannot be followed. */
-		if (r.err == -EAGAIN && ++w->tries < WORKER_RETRY_TRIES &&
-		    rt_send_after(rt, rt_self(rt), WORKER_RETRY_MS, WORKER_RETRY, NULL, 0,
-				  NULL) == 0)
-			return;
+		/* Else its process cannot be followed. */
 		w->d.steps = w->at + 1;
 		w->d.err = r.err;
 		w->d.adopt_failed = true;
