@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "common/tank_dl.h"
@@ -54,7 +55,7 @@ typedef struct obs_conn obs_conn_t;
 /* A connection, from its accept to its close (MHD's socket context). */
 struct obs_conn {
 	struct MHD_Connection *c;
-	ev_tstamp since;               /* waiting for a request since; 0: in one */
+	double since;                  /* waiting for a request since (conn_now); 0: in one */
 	obs_conn_t *next, **pprev;
 };
 
@@ -106,12 +107,23 @@ struct sse {
 
 /* ---- running MHD on the loop ------------------------------------------------ */
 
+/* The clock of the request deadlines: monotonic.  ev_now is the wall
+ * clock (libev's timers alone are monotonic): stepped back an hour, a
+ * dripping connection was not closed for that hour; stepped forward, a
+ * connection a second old was cut in the middle of its request. */
+static double conn_now(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9 + 1.;   /* > 0: 0 is "in one" */
+}
+
 /* Connections that took OBS_HTTP_ASK_S without sending a whole request
  * are shut down (MHD reads their end and closes them in its next run);
  * returns the seconds until the next one is due, or -1 with none. */
 static double ask_check(obs_http_t *h)
 {
-	ev_tstamp now = ev_now(h->loop);
+	double now = conn_now();
 	double next = -1;
 
 	for (obs_conn_t *k = h->conns; k; k = k->next) {
@@ -529,15 +541,17 @@ static enum MHD_Result events(obs_http_t *h, struct MHD_Connection *c)
 static void on_completed(void *cls, struct MHD_Connection *c, void **con_cls,
 			 enum MHD_RequestTerminationCode toe)
 {
-	obs_http_t *h = cls;
 	const union MHD_ConnectionInfo *ci =
 		mhd_fn->get_connection_info(c, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
 	obs_conn_t *k = ci ? ci->socket_context : NULL;
 
-	(void)con_cls; (void)toe;
-	/* Kept alive: the next request is due within OBS_HTTP_ASK_S. */
+	(void)cls; (void)con_cls; (void)toe;
+	/* Kept alive: the next request is due within OBS_HTTP_ASK_S.  (None
+	 * is today: on_request queues every answer in the handler's first
+	 * call, and libmicrohttpd, 0.9.75 to 1.0.1, then closes the
+	 * connection after it — "Connection: close".) */
 	if (k)
-		k->since = ev_now(h->loop);
+		k->since = conn_now();
 	malloc_trim(0);
 }
 
@@ -555,7 +569,7 @@ static void on_connection(void *cls, struct MHD_Connection *c, void **socket_con
 		if (!(k = calloc(1, sizeof *k)))
 			return;
 		k->c = c;
-		k->since = ev_now(h->loop);
+		k->since = conn_now();
 		if ((k->next = h->conns))
 			h->conns->pprev = &k->next;
 		k->pprev = &h->conns;
@@ -788,7 +802,7 @@ int obs_http_open(const obs_http_opts_t *o, obs_http_t **out, tank_error_t *err)
 				  MHD_OPTION_LISTEN_SOCKET, fd,
 				  MHD_OPTION_CONNECTION_LIMIT, (unsigned)OBS_HTTP_MAX_CONNS,
 				  MHD_OPTION_CONNECTION_TIMEOUT, OBS_HTTP_IDLE_S,
-				  MHD_OPTION_NOTIFY_COMPLETED, on_completed, h,
+				  MHD_OPTION_NOTIFY_COMPLETED, on_completed, (void *)NULL,
 				  MHD_OPTION_NOTIFY_CONNECTION, on_connection, h,
 				  MHD_OPTION_END);
 	if (!h->mhd || !(info = mhd_fn->get_daemon_info(h->mhd, MHD_DAEMON_INFO_EPOLL_FD))) {

@@ -694,6 +694,10 @@ Test(obs_http, connections_that_never_finish_a_request_are_closed, .timeout = 12
 	}
 	cr_assert_eq(nshut, N, "%d of %d connections dripping half a request still open "
 		     "after 60 s", N - nshut, N);
+	/* Closed right after its answer, not by the deadline: every answer
+	 * is queued in the handler's first call, after which libmicrohttpd
+	 * (0.9.75 to 1.0.1) says "Connection: close".  No keep-alive is
+	 * tested here. */
 	for (int i = 0; i < 50 && !closed_by_server(idle); i++)
 		sleep_ms(100);
 	cr_assert(closed_by_server(idle), "an idle keep-alive is still open");
