@@ -31,11 +31,11 @@
  * would have kept the loop building snapshots. */
 #define OBS_SNAPSHOT_SHARE 10
 #define OBS_HEARTBEAT_S 15.
-/* A connection gets this long to send a whole request, from its accept or
- * from the end of its last answer (an idle keep-alive): 64 connections
- * that sent half a request, or a byte every few seconds, held every slot
- * of the web side (OBS_HTTP_MAX_CONNS) for MHD's inactivity timeout, and
- * one byte reset it.  Apache's KeepAliveTimeout is 5 s. */
+/* A connection gets this long to send a whole request, from its accept
+ * (or from the end of its last answer, were it kept alive: none is,
+ * on_completed): 64 connections that sent half a request, or a byte every
+ * few seconds, held every slot of the web side (OBS_HTTP_MAX_CONNS) for
+ * MHD's inactivity timeout, and one byte reset it. */
 #define OBS_HTTP_ASK_S 10.
 /* ... and an answer must move at least once in this long (MHD's
  * inactivity timeout): a client that asked for /state and reads nothing

@@ -1,11 +1,11 @@
 #!/bin/sh
-# Not part of `make test`: the web side's request deadline (obs_http.c,
+# s24_http_clock_step.sh: issue 38 round 15 (an attack, not part of `make test`): the web side's request deadline (obs_http.c,
 # OBS_HTTP_ASK_S) under a step of the wall clock.  tankd runs with an
 # LD_PRELOAD shim that adds an offset, read from a file, to
 # CLOCK_REALTIME; a connection drips half a request a byte every 0.5 s and
 # the clock is stepped back an hour, then forward a minute.  Each must be
 # closed at 10 s, not after the hour, not at once.
-#   sh tests/obs/clock_step.sh [BUILD_DIR]    (default build)
+#   sh bench/scale/s24_http_clock_step.sh [BUILD_DIR]    (default build)
 set -eu
 B=${1:-build}
 T=$(mktemp -d)
