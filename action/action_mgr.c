@@ -515,6 +515,18 @@ static void fail_now(action_mgr_t *m, rc_loop_t *loop, act_t *a, int err, const 
 	finished(m, loop, a);
 }
 
+/* A cancel asked while a's request is not out (answered "not settled
+ * yet", to be asked again): nothing ran, so it is CANCELLED now, as one
+ * cancelled before its request first went out (launch_all).  Sent again,
+ * a restart or a stop would run after all, and read CANCELLED. */
+static void cancel_unsent(action_mgr_t *m, rc_loop_t *loop, act_t *a)
+{
+	snprintf(a->error, sizeof a->error, "cancelled");
+	move(m, loop, a, ACT_EV_CANCEL, a->cancelled_by[0] ? a->cancelled_by : "cancelled");
+	finished(m, loop, a);       /* may free a */
+	(void)st_flush(m->env->store, NULL);
+}
+
 /* Sends a's request (RUNNING is committed already); an adopting one's
  * asks the pods' manager to take its process over (POD_REQ_EXEC_ADOPT). */
 static void launch(action_mgr_t *m, rc_loop_t *loop, act_t *a)
@@ -622,6 +634,8 @@ static void on_reply(action_mgr_t *m, rc_loop_t *loop, const pod_req_reply_t *r)
 		a->req = 0;
 		a->sent = false;
 		a->asked_again++;
+		if (a->cancel_pending && !a->adopting)
+			return cancel_unsent(m, loop, a);
 		memset(&x, 0, sizeof x);
 		snprintf(x.id, sizeof x.id, "%s", a->spec->id);
 		if (rt_send_after(rc_rt(loop), rc_pid(loop), ACT_READOPT_MS, ACT_TAG_READOPT,
@@ -902,7 +916,13 @@ static void handle(void *ctx, rc_loop_t *loop, rt_msg_t *msg)
 		break;
 	case ACT_TAG_READOPT: {
 		act_t *a = by_msg(m, msg);
-		if (a && a->st.phase == ACT_RUNNING && !a->sent && !a->req)
+		if (!a || a->st.phase != ACT_RUNNING || a->sent || a->req)
+			break;
+		/* An adoption goes on: its process runs, and is cancelled
+		 * once taken over (on_reply). */
+		if (a->cancel_pending && !a->adopting)
+			cancel_unsent(m, loop, a);
+		else
 			launch(m, loop, a);
 		break;
 	}
