@@ -291,6 +291,15 @@ size_t pod_adopt_offers(const pod_adopt_t *a)
 	return a ? a->offers.len : 0;
 }
 
+/* The offer's process still runs (pid and start time): one gone is not
+ * handed on, as its pid may be another process's by the next image (a
+ * child of ours then, which it would wait for). */
+static bool pod__offer_alive(const pod_offer_t *o)
+{
+	uint64_t st;
+	return pod_proc_start_time(o->pid, &st) == 0 && st == o->start;
+}
+
 void pod_adopt_each_offer(const pod_adopt_t *a,
 			  void (*fn)(void *ctx, bool sandbox, const char *name,
 				     const pod_proc_t *p),
@@ -304,7 +313,7 @@ void pod_adopt_each_offer(const pod_adopt_t *a,
 		return;
 	while (tank_map_next(&a->offers, &it, &k, &v)) {
 		const pod_offer_t *o = v;
-		if (o->kind == 'x')
+		if (o->kind == 'x' || !pod__offer_alive(o))
 			continue;
 		pod_proc_t p = { .pid = o->pid, .start_time = o->start,
 				 .stdout_fd = o->out_fd, .stderr_fd = o->err_fd };
@@ -743,7 +752,7 @@ void pod_adopt_execs(const pod_adopt_t *a,
 	/* Claimed ones left the offers for the registry above. */
 	for (it = 0; tank_map_next(&a->offers, &it, NULL, &v);) {
 		const pod_offer_t *o = v;
-		if (o->kind == 'x')
+		if (o->kind == 'x' && pod__offer_alive(o))
 			fn(ctx, o->key, o->pid, o->start, o->out_fd);
 	}
 }

@@ -132,9 +132,10 @@ bool pod_adopt_claim_sandbox(pod_adopt_t *a, const char *pod, pid_t *pid,
 			     uint64_t *start);
 /* Offers left. */
 size_t pod_adopt_offers(const pod_adopt_t *a);
-/* fn for each container's and sandbox's offer not claimed yet: its name
- * (a container's key, a sandbox's pod) and process, the pipes' read ends
- * still the offer's (-1 for none).  For a reexec's handover: a second
+/* fn for each container's and sandbox's offer not claimed yet whose
+ * process still runs (pid and start time; one gone is left out: its pid
+ * may be another's by then): its name (a container's key, a sandbox's
+ * pod) and process, the pipes' read ends still the offer's (-1 for none).  For a reexec's handover: a second
  * reexec before the first one's adoption ended handed over only what was
  * adopted, and the new image stopped the rest as strangers and started
  * them again (1,941 of 2,000 pods). */
@@ -206,8 +207,8 @@ void pod_adopt_forget_sandbox(pod_adopt_t *a, const char *pod, pid_t pid, uint64
 int pod_adopt_exec_keep(pod_adopt_t *a, const char *key, pid_t pid, uint64_t start, int rd);
 /* It ended: unregistered, the keeper forgets its pipe. */
 void pod_adopt_exec_forget(pod_adopt_t *a, pid_t pid, uint64_t start);
-/* fn for each registered exec and each exec offer not claimed yet, rd
- * the offer's pipe (a reexec's handover: an exec a previous life handed
+/* fn for each registered exec and each exec offer not claimed yet whose
+ * process still runs, rd the offer's pipe (a reexec's handover: an exec a previous life handed
  * over is handed on by a reexec before its requester claimed it). */
 void pod_adopt_execs(const pod_adopt_t *a,
 		     void (*fn)(void *ctx, const char *key, pid_t pid, uint64_t start, int rd),
