@@ -519,7 +519,7 @@ typedef struct worker {
 	wf_done_t d;
 	pod_req_t *reqs;
 	uint32_t n, at;
-	uint32_t tries;                /* an adoption asked again (-EAGAIN) */
+	uint32_t tries;                /* this step asked again (-EAGAIN) */
 	bool sent_done;
 	int32_t adopted_pid;           /* the adopted part's process, once started */
 	uint64_t adopted_start;
@@ -658,6 +658,7 @@ static void worker__handle(rt_t *rt, void *state, rt_msg_t *msg)
 		}
 	}
 	w->at++;
+	w->tries = 0;                  /* each step its own tries */
 	worker__next(rt, w);
 }
 
