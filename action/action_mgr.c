@@ -646,17 +646,11 @@ static void on_reply(action_mgr_t *m, rc_loop_t *loop, const pod_req_reply_t *r)
 		return fail_now(m, loop, a, r->err, r->msg);
 	}
 	if (a->adopting && !r->started) {
+		/* Not taken over (asked again above while it could be): its
+		 * process cannot be followed. */
 		tank_map_del(&m->reqs, k);
 		a->req = 0;
 		a->sent = false;
-		if (r->err == -EAGAIN && ++a->asked_again < ACT_READOPT_TRIES) {
-			act_msg_t x;
-			memset(&x, 0, sizeof x);
-			snprintf(x.id, sizeof x.id, "%s", a->spec->id);
-			if (rt_send_after(rc_rt(loop), rc_pid(loop), ACT_READOPT_MS, ACT_TAG_READOPT,
-					  &x, sizeof x, NULL) == 0)
-				return;
-		}
 		lose(m, loop, a, r->msg);
 		return;
 	}
