@@ -338,18 +338,22 @@ static void top__answer_pod(rt_t *rt, top_walker_t *w, const top_ask_t *a)
 	msgpack_sbuffer_destroy(&sb);
 }
 
+/* pod is tracked and none of its containers is being adopted: what a top
+ * of it reads is what runs. */
+static bool top__pod_settled(struct pod_mgr *m, const char *pod)
+{
+	pod_info_t info;
+	return pod_mgr_info(m, pod, &info) && !info.adopting;
+}
+
 /* Whether a question must wait: what runs is not all known yet (a pod
  * being adopted, or not tracked yet: pod_mgr_settling), and it has not
  * waited TOP_SETTLE_WAIT_MS. */
 static bool top__held(const top_walker_t *w, const top_ask_t *a, bool settling, uint64_t now)
 {
-	pod_info_t info;
-
 	if (!settling || now - a->at_ms >= TOP_SETTLE_WAIT_MS)
 		return false;
-	if (!a->pod[0])
-		return true;
-	return !pod_mgr_info(w->m, a->pod, &info) || info.adopting;
+	return !a->pod[0] || !top__pod_settled(w->m, a->pod);
 }
 
 /* Takes what waits and can be answered: a pod's question now, those of
@@ -482,11 +486,9 @@ static const rt_behaviour_t top_walker_behaviour = {
 
 bool pod_top_now(struct pod_mgr *m, const char *pod)
 {
-	pod_info_t info;
-
-	if (!pod || !pod[0] || !pod_mgr_settling(m))
-		return pod && pod[0];
-	return pod_mgr_info(m, pod, &info) && !info.adopting;
+	if (!pod || !pod[0])
+		return false;
+	return !pod_mgr_settling(m) || top__pod_settled(m, pod);
 }
 
 int pod_top_later(struct pod_mgr *m, rt_t *rt, const char *pod, const kind_reply_t *r)
