@@ -455,6 +455,17 @@ static int ps_pids(d_t *d, long *pids, int cap)
 	return n;
 }
 
+/* ps_pids now gives the same n pids as before, in the same order. */
+static void same_ps_pids(d_t *d, const long *before, int n, const char *when)
+{
+	static long now[1000 + 8];
+
+	cr_assert_eq(ps_pids(d, now, n + 8), n, "%s: another number of pids", when);
+	for (int i = 0; i < n; i++)
+		cr_assert_eq(now[i], before[i], "pid %d of %d: %ld, then %ld %s", i, n, before[i],
+			     now[i], when);
+}
+
 /* Right after a reexec, and after a kill -9 under the keeper, `top`
  * tells of every container, not of those adopted so far: it listed 0-75
  * of 500 running ones, and `top POD` of one still being adopted said it
@@ -501,7 +512,7 @@ Test(adopt, reexecs_and_a_kill9_in_a_row_keep_every_pod_and_an_exec_right_after_
 	enum { N = 1000 };
 	d_t *d = setup_keeper();
 	char out[8192];
-	static long before[N + 8], after[N + 8];
+	static long before[N + 8];
 	pid_t pid = serving(d, NULL);
 
 	apply_running(d, N);
@@ -519,10 +530,7 @@ Test(adopt, reexecs_and_a_kill9_in_a_row_keep_every_pod_and_an_exec_right_after_
 	for (int i = 0; i < 100 && !says(d, "reexecs    4", "daemon status"); i++)
 		sleep_ms(50);
 	sleep_ms(500);
-	cr_assert_eq(ps_pids(d, after, N + 8), nb);
-	for (int i = 0; i < nb; i++)
-		cr_assert_eq(after[i], before[i], "pid %d of %d: %ld, then %ld after two reexecs "
-			     "in a row", i, nb, before[i], after[i]);
+	same_ps_pids(d, before, nb, "after two reexecs in a row");
 	cr_assert_eq(count_in(d, "\"restarts\": 0", "ps -o json"),
 		     count_in(d, "\"restarts\": ", "ps -o json"), "a pod restarted");
 	/* The same after a kill -9 under the keeper: the reexec hands on
@@ -535,10 +543,7 @@ Test(adopt, reexecs_and_a_kill9_in_a_row_keep_every_pod_and_an_exec_right_after_
 	for (int i = 0; i < 100 && !says(d, "reexecs    1", "daemon status"); i++)
 		sleep_ms(50);
 	sleep_ms(500);
-	cr_assert_eq(ps_pids(d, after, N + 8), nb);
-	for (int i = 0; i < nb; i++)
-		cr_assert_eq(after[i], before[i], "pid %d of %d: %ld, then %ld after a kill -9 "
-			     "and a reexec", i, nb, before[i], after[i]);
+	same_ps_pids(d, before, nb, "after a kill -9 and a reexec");
 	int st = stop(d, SIGTERM);
 	cr_assert(WIFEXITED(st) && WEXITSTATUS(st) == 0);
 	teardown(d);
