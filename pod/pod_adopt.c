@@ -53,7 +53,10 @@ typedef struct pod_exec_reg {
 } pod_exec_reg_t;
 
 struct pod_adopt {
-	tank_map_t offers;            /* "c <key>" / "s <pod>" -> pod_offer_t */
+	tank_map_t offers;            /* "c <key>" / "s <pod>" -> pod_offer_t,
+				       * "x <pid>.<start>" -> an exec's */
+	size_t nexec;                 /* offers of execs ("x "): the rest are
+				       * containers' and sandboxes' */
 	tank_map_t exits;             /* "<pid>.<start>" -> pod_adopt_exit_t */
 	tank_map_t watches;           /* "<pid>.<start>" -> pod_watch_t */
 	tank_map_t execs;             /* "<pid>.<start>" -> pod_exec_reg_t: running now */
@@ -323,15 +326,7 @@ void pod_adopt_each_offer(const pod_adopt_t *a,
 
 size_t pod_adopt_proc_offers(const pod_adopt_t *a)
 {
-	size_t n = 0, it = 0;
-	const char *k;
-	void *v;
-
-	if (!a)
-		return 0;
-	while (tank_map_next(&a->offers, &it, &k, &v))
-		n += ((const pod_offer_t *)v)->kind != 'x';
-	return n;
+	return a ? a->offers.len - a->nexec : 0;
 }
 
 void pod_adopt_prune(pod_adopt_t *a,
@@ -609,6 +604,7 @@ static void pod__drop_execs(pod_adopt_t *a)
 		pod_offer_t *o = drop[i] ? tank_map_del(&a->offers, drop[i]) : NULL;
 		char tag[300];
 		if (o) {
+			a->nexec--;
 			pod__tag(tag, sizeof tag, 'x', o->key, o->pid, o->start);
 			if (a->sink.forget)
 				a->sink.forget(a->sink.ctx, tag);
@@ -783,6 +779,7 @@ int pod_adopt_offer_exec(pod_adopt_t *a, const char *key, pid_t pid, uint64_t st
 		pod__offer_free(o);
 		return -ENOMEM;
 	}
+	a->nexec += !old;
 	pod__offer_free(old);
 	return 0;
 }
@@ -809,6 +806,7 @@ bool pod_adopt_claim_exec(pod_adopt_t *a, const char *key, pid_t pid, uint64_t s
 	if (!(o = tank_map_get(&a->offers, k)) || strcmp(o->key, key) != 0)
 		return false;
 	tank_map_del(&a->offers, k);
+	a->nexec--;
 	*rd = o->out_fd;
 	*child = o->child;
 	o->out_fd = -1;

@@ -145,7 +145,8 @@ void pod_adopt_each_offer(const pod_adopt_t *a,
 			  void *ctx);
 /* Offers of containers and sandboxes left (not execs: those are their
  * requesters' to claim): while there are some, processes handed over are
- * still to be adopted.  Walks the offers. */
+ * still to be adopted.  O(1): asked by every pod request while the
+ * manager settles (pod_mgr_settling). */
 size_t pod_adopt_proc_offers(const pod_adopt_t *a);
 /* Drops every offer wanted(ctx, sandbox, name) says no to: its fds
  * closed, the keeper told to forget it. */

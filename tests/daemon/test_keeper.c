@@ -148,3 +148,39 @@ Test(keeper, what_nobody_wants_is_pruned_and_its_fds_closed)
 	close(p1[1]);
 	close(p2[1]);
 }
+
+/* pod_adopt_proc_offers counts the containers' and sandboxes' offers
+ * only (a counter of the execs' kept beside the map: every pod request
+ * asks it while the manager settles), through replacing, claiming and
+ * dropping an exec's offer. */
+Test(keeper, offers_left_to_adopt_do_not_count_execs)
+{
+	pod_adopt_t *a;
+	pod_proc_t p;
+	bool child;
+	int rd;
+
+	cr_assert_eq(pod_adopt_new(&a), 0);
+	cr_assert_eq(pod_adopt_proc_offers(a), 0);
+	cr_assert_eq(pod_adopt_offer(a, false, "web/c", 20, 5, -1, -1, false), 0);
+	cr_assert_eq(pod_adopt_offer(a, true, "web", 21, 5, -1, -1, false), 0);
+	cr_assert_eq(pod_adopt_offer_exec(a, "web/c", 30, 5, -1, false), 0);
+	cr_assert_eq(pod_adopt_offer_exec(a, "web/c", 30, 5, -1, false), 0);  /* replaces */
+	cr_assert_eq(pod_adopt_offer_tag(a, "x web/c 31 5", NULL, 0), 0);
+	cr_assert_eq(pod_adopt_offers(a), 4);
+	cr_assert_eq(pod_adopt_proc_offers(a), 2);
+	cr_assert(pod_adopt_claim_exec(a, "web/c", 30, 5, &rd, &child));
+	cr_assert_not(pod_adopt_claim_exec(a, "web/c", 30, 5, &rd, &child));
+	cr_assert_eq(pod_adopt_proc_offers(a), 2);
+	cr_assert(pod_adopt_claim(a, "web/c", 20, 5, &p, &child));
+	cr_assert_eq(pod_adopt_proc_offers(a), 1);
+	pod_adopt_forget_exits(a);          /* drops the exec offer left */
+	cr_assert_eq(pod_adopt_offers(a), 1);
+	cr_assert_eq(pod_adopt_proc_offers(a), 1);
+	pid_t pid;
+	uint64_t start;
+	cr_assert(pod_adopt_claim_sandbox(a, "web", &pid, &start));
+	cr_assert_eq(pod_adopt_proc_offers(a), 0);
+	cr_assert_eq(pod_adopt_offers(a), 0);
+	pod_adopt_free(a);
+}
