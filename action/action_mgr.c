@@ -676,7 +676,11 @@ static void on_reply(action_mgr_t *m, rc_loop_t *loop, const pod_req_reply_t *r)
 		a->out_bytes = r->out_bytes;
 		a->out_cut = r->out_cut != 0;
 	}
-	if (a->cancel_pending && (r->err == -ECANCELED || !exec)) {
+	/* A cancel reaches only an exec's process (POD_EXEC_CANCEL): a
+	 * restart, signal, stop or start whose reply comes after a cancel
+	 * ran all the same, and is written as it ended (docs/actions.md:
+	 * "cancelling one changes nothing"). */
+	if (a->cancel_pending && exec && r->err == -ECANCELED) {
 		snprintf(a->error, sizeof a->error, "cancelled");
 		move(m, loop, a, ACT_EV_CANCEL, a->cancelled_by[0] ? a->cancelled_by : "cancelled");
 	} else if (r->lost) {
