@@ -621,6 +621,14 @@ static void kp_exit(void *ctx, pid_t pid, uint64_t start, int status, int64_t at
 	pod_adopt_exited(d->adopt, d->rt, pid, start, status, at_ms);
 }
 
+/* A child reaped while nobody watched it: one a previous image handed
+ * over is recorded with its real status for its adoption. */
+static bool unwatched_exit(void *ctx, pid_t pid, int status)
+{
+	dmn_t *d = ctx;
+	return pod_adopt_reaped(d->adopt, pid, status, (int64_t)rc_wall_ms());
+}
+
 static void kp_gone(dmn_t *d, pid_t pid)
 {
 	if (ev_is_active(&d->kp_io))
@@ -1052,6 +1060,7 @@ int dmn_open(const dmn_opts_t *opts, dmn_t **out, tank_error_t *err)
 		release(d);
 		return rc;
 	}
+	rt_on_unwatched_exit(d->rt, unwatched_exit, d);
 	keeper_open(d, d->hv.started_at && d->hv.reexecs > 0);
 	pod_mgr_opts_t po = {
 		.store = d->store, .log_dir = d->log_dir, .cgroups = &d->cg,

@@ -81,6 +81,16 @@ static void hv_exec(void *ctx, const char *key, pid_t pid, uint64_t start, int r
 		pod_adopt_is_child(pid) ? 1 : 0);
 }
 
+/* An exit recorded and not claimed yet: its container's offer goes
+ * along (pod_adopt_each_offer), so the next image judges its real end. */
+static void hv_exit(void *ctx, const pod_adopt_exit_t *x)
+{
+	hv_walk_t *w = ctx;
+
+	fprintf(w->fp, "e %d %" PRIu64 " %d %" PRId64 "\n", (int)x->pid, x->start, x->status,
+		x->at_ms);
+}
+
 int dmn_handover_exec(const dmn_handover_t *h, pod_mgr_t *pods, pod_adopt_t *adopt, int keep_fd,
 		      const char *exe, char *const *argv, tank_error_t *err)
 {
@@ -104,6 +114,7 @@ int dmn_handover_exec(const dmn_handover_t *h, pod_mgr_t *pods, pod_adopt_t *ado
 		w.err = r;
 	pod_mgr_procs(pods, hv_proc, &w);
 	pod_adopt_execs(adopt, hv_exec, &w);
+	pod_adopt_each_exit(adopt, hv_exit, &w);
 	if (fclose(w.fp) != 0 && !w.err)
 		w.err = -errno;
 	if (w.err) {
@@ -154,8 +165,9 @@ int dmn_handover_read(dmn_handover_t *h, pod_adopt_t *a, tank_error_t *err)
 		return tank_error_set(err, TANK_EINVALID, "handover: not one of ours");
 	}
 	while (fgets(line, sizeof line, fp)) {
-		int pid, out, errfd, child;
+		int pid, out, errfd, child, status;
 		uint64_t start;
+		int64_t at_ms;
 		if (sscanf(line, "c %255s %d %" SCNu64 " %d %d %d", name, &pid, &start, &out,
 			   &errfd, &child) == 6) {
 			if (pod_adopt_offer(a, false, name, pid, start, out, errfd, child != 0) < 0)
@@ -164,6 +176,9 @@ int dmn_handover_read(dmn_handover_t *h, pod_adopt_t *a, tank_error_t *err)
 				  &child) == 5) {
 			if (pod_adopt_offer_exec(a, name, pid, start, out, child != 0) < 0)
 				r = tank_error_set(err, -ENOMEM, "handover: out of memory");
+		} else if (sscanf(line, "e %d %" SCNu64 " %d %" SCNd64, &pid, &start, &status,
+				  &at_ms) == 4) {
+			pod_adopt_exited(a, NULL, pid, start, status, at_ms);
 		} else if (sscanf(line, "s %255s %d %" SCNu64, name, &pid, &start) == 3) {
 			(void)pod_adopt_offer(a, true, name, pid, start, -1, -1, true);
 		} else if (sscanf(line, "listen %d", &h->listen_fd) == 1 ||

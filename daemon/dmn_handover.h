@@ -7,7 +7,9 @@
  * run (pod_mgr_procs): a container's key, pid, start time and the read
  * ends of its stdout/stderr pipes, or a sandbox's pod, pid and start
  * time, or a running exec's container, pid, start time and the read end
- * of its output pipe (pod_adopt_execs).  It clears close-on-exec on those fds, the listening socket and
+ * of its output pipe (pod_adopt_execs), and the exits of those that ended
+ * before their adoption (a process killed between two reexecs keeps its
+ * real status).  It clears close-on-exec on those fds, the listening socket and
  * the keeper's socket, unblocks every signal and execs the binary it was
  * started from (its path again: an upgraded binary there is the one that
  * runs).  Nothing is torn down: the containers stay its children, their
@@ -24,6 +26,9 @@
  *   c KEY PID START OUTFD ERRFD CHILD
  *   s POD PID START
  *   x KEY PID START RDFD CHILD   (a running exec of container KEY, pod_req.h)
+ *   e PID START STATUS AT_MS      (an exit recorded, not claimed yet:
+ *                                  pod_adopt_each_exit; its process's
+ *                                  offer, above, names it by PID START)
  * Not thread-safe; blocks on nothing but the memfd's writes.
  */
 #ifndef TANK_DMN_HANDOVER_H

@@ -57,6 +57,9 @@ struct pod_adopt {
 				       * "x <pid>.<start>" -> an exec's */
 	size_t nexec;                 /* offers of execs ("x "): the rest are
 				       * containers' and sandboxes' */
+	tank_map_t children;          /* "<pid>" -> uint64_t start: offers of our
+				       * own children, whose exits the runtime
+				       * reaps (pod_adopt_reaped) */
 	tank_map_t exits;             /* "<pid>.<start>" -> pod_adopt_exit_t */
 	tank_map_t watches;           /* "<pid>.<start>" -> pod_watch_t */
 	tank_map_t execs;             /* "<pid>.<start>" -> pod_exec_reg_t: running now */
@@ -80,6 +83,7 @@ int pod_adopt_new(pod_adopt_t **out)
 	tank_map_init(&a->exits);
 	tank_map_init(&a->watches);
 	tank_map_init(&a->execs);
+	tank_map_init(&a->children);
 	/* The fallback of kernels without pidfds, on this one (tests). */
 	const char *np = getenv("TANK_NO_PIDFD");
 	a->no_pidfd = np && !strcmp(np, "1");
@@ -121,6 +125,7 @@ void pod_adopt_free(pod_adopt_t *a)
 		return;
 	pod__map_free(&a->offers, true);
 	pod__map_free(&a->exits, false);
+	pod__map_free(&a->children, false);
 	/* The loop is gone (pod_adopt.h): its watchers are not stopped,
 	 * their pidfds only closed. */
 	{
@@ -190,6 +195,39 @@ static void pod__tag(char *buf, size_t cap, char kind, const char *name, pid_t p
 	snprintf(buf, cap, "%c %s %d %" PRIu64, kind, name, (int)pid, start);
 }
 
+/* A child's offer: its exit, reaped by the runtime while nobody watched
+ * it, is recorded with its start time (pod_adopt_reaped).  Under ENOMEM
+ * it is not: its exit is then found unknown, as before. */
+static void pod__note_child(pod_adopt_t *a, pid_t pid, uint64_t start)
+{
+	uint64_t *v = malloc(sizeof *v);
+	char k[16];
+	void *old = NULL;
+
+	if (!v)
+		return;
+	*v = start;
+	snprintf(k, sizeof k, "%d", (int)pid);
+	if (tank_map_put(&a->children, k, v, &old) < 0)
+		free(v);
+	free(old);
+}
+
+bool pod_adopt_reaped(pod_adopt_t *a, pid_t pid, int status, int64_t at_ms)
+{
+	uint64_t *start;
+	char k[16];
+
+	if (!a || !a->children.len)
+		return false;
+	snprintf(k, sizeof k, "%d", (int)pid);
+	if (!(start = tank_map_del(&a->children, k)))
+		return false;
+	pod_adopt_exited(a, a->rt, pid, *start, status, at_ms);
+	free(start);
+	return true;
+}
+
 int pod_adopt_offer(pod_adopt_t *a, bool sandbox, const char *name, pid_t pid,
 		    uint64_t start, int out_fd, int err_fd, bool child)
 {
@@ -217,6 +255,8 @@ int pod_adopt_offer(pod_adopt_t *a, bool sandbox, const char *name, pid_t pid,
 		return -ENOMEM;
 	}
 	pod__offer_free(old);
+	if (child)
+		pod__note_child(a, pid, start);
 	return 0;
 }
 
@@ -303,6 +343,14 @@ static bool pod__offer_alive(const pod_offer_t *o)
 	return pod_proc_start_time(o->pid, &st) == 0 && st == o->start;
 }
 
+/* An offer worth handing on: its process runs, or its end is known
+ * (pod_adopt_ended; the exits go along, pod_adopt_each_exit).  One gone
+ * with its end unknown is not: its pid may be another's by then. */
+static bool pod__offer_known(const pod_adopt_t *a, const pod_offer_t *o)
+{
+	return pod__offer_alive(o) || pod_adopt_ended(a, o->pid, o->start, NULL);
+}
+
 void pod_adopt_each_offer(const pod_adopt_t *a,
 			  void (*fn)(void *ctx, bool sandbox, const char *name,
 				     const pod_proc_t *p),
@@ -316,7 +364,7 @@ void pod_adopt_each_offer(const pod_adopt_t *a,
 		return;
 	while (tank_map_next(&a->offers, &it, &k, &v)) {
 		const pod_offer_t *o = v;
-		if (o->kind == 'x' || !pod__offer_alive(o))
+		if (o->kind == 'x' || !pod__offer_known(a, o))
 			continue;
 		pod_proc_t p = { .pid = o->pid, .start_time = o->start,
 				 .stdout_fd = o->out_fd, .stderr_fd = o->err_fd };
@@ -514,7 +562,7 @@ void pod_adopt_exited(pod_adopt_t *a, rt_t *rt, pid_t pid, uint64_t start, int s
 	char k[48];
 
 	pod__pkey(k, sizeof k, pid, start);
-	if ((w = tank_map_del(&a->watches, k))) {
+	if (rt && (w = tank_map_del(&a->watches, k))) {
 		(void)rt_send(rt, w->owner, w->tag, &x, sizeof x);
 		pod__watch_free(a, w);
 	} else if ((kept = malloc(sizeof *kept))) {
@@ -615,6 +663,18 @@ static void pod__drop_execs(pod_adopt_t *a)
 	free(drop);
 }
 
+void pod_adopt_each_exit(const pod_adopt_t *a, void (*fn)(void *ctx, const pod_adopt_exit_t *x),
+			 void *ctx)
+{
+	size_t it = 0;
+	void *v;
+
+	if (!a)
+		return;
+	while (tank_map_next(&a->exits, &it, NULL, &v))
+		fn(ctx, v);
+}
+
 void pod_adopt_forget_exits(pod_adopt_t *a)
 {
 	size_t it = 0;
@@ -623,6 +683,12 @@ void pod_adopt_forget_exits(pod_adopt_t *a)
 	if (!a)
 		return;
 	pod__drop_execs(a);
+	/* Nothing is adopted any more: a child's exit from now on is the
+	 * runtime's to keep, as any unwatched one. */
+	while (tank_map_next(&a->children, &it, NULL, &v))
+		free(v);
+	tank_map_clear(&a->children);
+	it = 0;
 	if (!a->exits.len)
 		return;
 	while (tank_map_next(&a->exits, &it, NULL, &v)) {
@@ -748,7 +814,7 @@ void pod_adopt_execs(const pod_adopt_t *a,
 	/* Claimed ones left the offers for the registry above. */
 	for (it = 0; tank_map_next(&a->offers, &it, NULL, &v);) {
 		const pod_offer_t *o = v;
-		if (o->kind == 'x' && pod__offer_alive(o))
+		if (o->kind == 'x' && pod__offer_known(a, o))
 			fn(ctx, o->key, o->pid, o->start, o->out_fd);
 	}
 }
@@ -781,6 +847,8 @@ int pod_adopt_offer_exec(pod_adopt_t *a, const char *key, pid_t pid, uint64_t st
 	}
 	a->nexec += !old;
 	pod__offer_free(old);
+	if (child)
+		pod__note_child(a, pid, start);
 	return 0;
 }
 

@@ -133,8 +133,9 @@ bool pod_adopt_claim_sandbox(pod_adopt_t *a, const char *pod, pid_t *pid,
 /* Offers left. */
 size_t pod_adopt_offers(const pod_adopt_t *a);
 /* fn for each container's and sandbox's offer not claimed yet whose
- * process still runs (pid and start time; one gone is left out: its pid
- * may be another's by then): its name (a container's key, a sandbox's
+ * process still runs (pid and start time), or whose end is known
+ * (pod_adopt_ended: handed on with pod_adopt_each_exit's; one gone with
+ * its end unknown is left out, its pid may be another's by then): its name (a container's key, a sandbox's
  * pod) and process, the pipes' read ends still the offer's (-1 for none).  For a reexec's handover: a second
  * reexec before the first one's adoption ended handed over only what was
  * adopted, and the new image stopped the rest as strangers and started
@@ -184,6 +185,17 @@ bool pod_adopt_ended(const pod_adopt_t *a, pid_t pid, uint64_t start,
 int pod_adopt_watch(pod_adopt_t *a, rt_t *rt, pid_t pid, uint64_t start, rt_pid_t owner,
 		    uint32_t tag);
 void pod_adopt_unwatch(pod_adopt_t *a, pid_t pid, uint64_t start);
+/* Our own child pid, offered (a reexec's handover, child true), was
+ * reaped by the runtime while nobody watched it (rt_on_unwatched_exit):
+ * its exit is recorded as a keeper's would be (pod_adopt_exited, with
+ * the offer's start time), so its adoption judges the real status; a
+ * container killed during a reexec's adoption read "exit status
+ * unknown".  false: not a child offered (the runtime keeps it). */
+bool pod_adopt_reaped(pod_adopt_t *a, pid_t pid, int status, int64_t at_ms);
+/* fn for each exit recorded and not claimed yet (a reexec's handover:
+ * the next image records them again, pod_adopt_exited). */
+void pod_adopt_each_exit(const pod_adopt_t *a, void (*fn)(void *ctx, const pod_adopt_exit_t *x),
+			 void *ctx);
 /* Forgets exits nobody claimed (after the first passes), acking them
  * (nothing will ever record them), and drops the exec offers nobody
  * claimed (their pipes closed, the keeper told). */
@@ -209,7 +221,8 @@ int pod_adopt_exec_keep(pod_adopt_t *a, const char *key, pid_t pid, uint64_t sta
 /* It ended: unregistered, the keeper forgets its pipe. */
 void pod_adopt_exec_forget(pod_adopt_t *a, pid_t pid, uint64_t start);
 /* fn for each registered exec and each exec offer not claimed yet whose
- * process still runs, rd the offer's pipe (a reexec's handover: an exec a previous life handed
+ * process still runs or whose end is known (pod_adopt_ended), rd the
+ * offer's pipe (a reexec's handover: an exec a previous life handed
  * over is handed on by a reexec before its requester claimed it). */
 void pod_adopt_execs(const pod_adopt_t *a,
 		     void (*fn)(void *ctx, const char *key, pid_t pid, uint64_t start, int rd),

@@ -315,6 +315,13 @@ int rt_fd_ends_with_child(rt_t *rt, rt_ref_t ref, pid_t pid);
 int rt_watch_child(rt_t *rt, rt_pid_t owner, pid_t pid, uint32_t tag,
 		   rt_ref_t *ref);
 int rt_unwatch_child(rt_t *rt, rt_ref_t ref);
+/* fn(ctx, pid, status) for each child reaped while nobody watched it (a
+ * process a previous image of this one started, say): true takes it,
+ * false (or no fn) keeps it for an rt_watch_child to come, as before
+ * (the 1,024 newest are kept).  Called in the reap, on the loop's
+ * thread; fn must not call back into the runtime's reaping.  One hook;
+ * NULL removes it. */
+void rt_on_unwatched_exit(rt_t *rt, bool (*fn)(void *ctx, pid_t pid, int status), void *ctx);
 
 /* Reaping is spaced by its own cost (each reap walks every child of the
  * process in the kernel): a SIGCHLD that comes less than 32 times the last

@@ -117,6 +117,8 @@ struct rt {
 	/* exits reaped before anyone watched them: FIFO, bounded */
 	struct { pid_t pid; int status; } *orphans;
 	uint32_t norphans;
+	bool (*unwatched_fn)(void *ctx, pid_t pid, int status);   /* rt_on_unwatched_exit */
+	void *unwatched_ctx;
 	uint32_t nchildwatch;
 };
 

@@ -352,8 +352,16 @@ static void rt__child_fire(rt_t *rt, rt_childw_t *c, int status)
 		rt__deliver(rt, owner, m);
 }
 
+void rt_on_unwatched_exit(rt_t *rt, bool (*fn)(void *ctx, pid_t pid, int status), void *ctx)
+{
+	rt->unwatched_fn = fn;
+	rt->unwatched_ctx = ctx;
+}
+
 static void rt__orphan_add(rt_t *rt, pid_t pid, int status)
 {
+	if (rt->unwatched_fn && rt->unwatched_fn(rt->unwatched_ctx, pid, status))
+		return;
 	if (!rt->orphans && !(rt->orphans = calloc(RT__ORPHANS_MAX, sizeof *rt->orphans)))
 		return;   /* nobody asked for it; losing it under ENOMEM is fine */
 	if (rt->norphans == RT__ORPHANS_MAX) {

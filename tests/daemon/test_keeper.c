@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "keeper/kp_proto.h"
@@ -182,5 +183,52 @@ Test(keeper, offers_left_to_adopt_do_not_count_execs)
 	cr_assert(pod_adopt_claim_sandbox(a, "web", &pid, &start));
 	cr_assert_eq(pod_adopt_proc_offers(a), 0);
 	cr_assert_eq(pod_adopt_offers(a), 0);
+	pod_adopt_free(a);
+}
+
+static int offers_seen;
+
+static void count_offer(void *ctx, bool sandbox, const char *name, const pod_proc_t *p)
+{
+	(void)ctx; (void)sandbox; (void)p;
+	cr_assert_str_eq(name, "web/c");
+	offers_seen++;
+}
+
+/* A child offered by a reexec's handover, reaped by the runtime before
+ * its container claimed it: its exit is recorded with its real status
+ * (it read "exit status unknown"), and its offer is handed on to a next
+ * reexec with that exit, where one gone with its end unknown is not. */
+Test(keeper, a_child_reaped_before_its_claim_keeps_its_status)
+{
+	pod_adopt_t *a;
+	pod_adopt_exit_t x;
+	pid_t pid = fork();
+
+	cr_assert_geq(pid, 0);
+	if (pid == 0)
+		_exit(7);
+	uint64_t start = 0;
+	for (int i = 0; i < 500 && pod_proc_start_time(pid, &start) < 0; i++)
+		usleep(1000);
+	cr_assert_gt(start, 0);
+	int status;
+	cr_assert_eq(waitpid(pid, &status, 0), pid);
+	cr_assert_eq(pod_adopt_new(&a), 0);
+	cr_assert_eq(pod_adopt_offer(a, false, "web/c", pid, start, -1, -1, true), 0);
+	cr_assert_eq(pod_adopt_offer(a, false, "web/d", pid + 1000000, 5, -1, -1, false), 0);
+	offers_seen = 0;
+	pod_adopt_each_offer(a, count_offer, NULL);
+	cr_assert_eq(offers_seen, 0, "a dead offer with no known end is handed on");
+	cr_assert_not(pod_adopt_reaped(a, pid + 1000000, 0, 1));   /* not a child's */
+	cr_assert(pod_adopt_reaped(a, pid, status, 1234));
+	cr_assert_not(pod_adopt_reaped(a, pid, status, 1234));     /* once */
+	cr_assert(pod_adopt_ended(a, pid, start, &x));
+	cr_assert_eq(x.status, status);
+	cr_assert_eq(x.at_ms, 1234);
+	pod_adopt_each_offer(a, count_offer, NULL);
+	cr_assert_eq(offers_seen, 1);
+	pod_adopt_forget_exits(a);
+	cr_assert_not(pod_adopt_ended(a, pid, start, NULL));
 	pod_adopt_free(a);
 }
