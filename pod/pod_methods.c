@@ -17,6 +17,7 @@
 
 #include "pod/pod_log.h"
 #include "pod/pod_mgr.h"
+#include "pod/pod_spec.h"
 #include "store/st.h"
 
 /* --- running, restart ------------------------------------------------------------ */
@@ -208,9 +209,16 @@ static int follow_ticks(rt_t *rt, follow_t *fl)
 		return 0;
 	memset(&s, 0, sizeof s);
 	int rc = st_status_get(fl->store, fl->pod, &s, NULL);
-	bool ended = rc == TANK_ENOTFOUND || (rc == 0 && s.outcome != 0);
+	bool ended = rc == 0 && s.outcome != 0;
 	if (rc == 0)
 		st_status_clear(&s);
+	if (rc == TANK_ENOTFOUND) {
+		/* No status: not reconciled yet, or deleted (its spec gone too). */
+		st_pod_t sp;
+		memset(&sp, 0, sizeof sp);
+		ended = st_pod_get(fl->store, fl->pod, &sp, NULL) == TANK_ENOTFOUND;
+		st_pod_clear(&sp);
+	}
 	return ended ? 1 : 0;
 }
 
@@ -371,6 +379,38 @@ static int pack_clines(msgpack_packer *pk, const clines_t *o)
 
 /* The containers whose logs are asked for: the one named, or every one
  * of the pod, into *files (malloc'd, the caller's). */
+/* The container names of pod `name`'s stored spec, into a fresh
+ * follow_file_t array: a pod applied a moment ago has a spec but no
+ * status yet (the loop has not reconciled it), and its logs are there to
+ * be read (empty) or followed from their start, not "not found". */
+static int spec_files(const kind_env_t *env, const char *name, follow_file_t **files,
+		      size_t *nc, tank_error_t *e)
+{
+	pod_spec_t *spec = NULL;
+	st_pod_t sp;
+	int err;
+
+	memset(&sp, 0, sizeof sp);
+	if ((err = st_pod_get(env->store, name, &sp, e)) < 0)
+		return err == TANK_ENOTFOUND ? tank_error_set(e, err, "pod \"%s\" not found", name)
+					     : err;
+	err = pod_spec_decode(sp.spec, sp.spec_len, &spec, e);
+	st_pod_clear(&sp);
+	if (err < 0)
+		return err;
+	follow_file_t *f = calloc(spec->container_count ? spec->container_count : 1, sizeof *f);
+	if (!f) {
+		pod_spec_free(spec);
+		return tank_error_set(e, -ENOMEM, "out of memory");
+	}
+	for (size_t i = 0; i < spec->container_count; i++)
+		snprintf(f[i].container, sizeof f[i].container, "%s", spec->containers[i].name);
+	*nc = spec->container_count;
+	*files = f;
+	pod_spec_free(spec);
+	return 0;
+}
+
 static int log_files(const kind_env_t *env, const char *name, const char *ctr,
 		     follow_file_t **files, size_t *nc, tank_error_t *e)
 {
@@ -380,9 +420,33 @@ static int log_files(const kind_env_t *env, const char *name, const char *ctr,
 	*files = NULL;
 	*nc = 0;
 	memset(&s, 0, sizeof s);
-	if ((err = st_status_get(env->store, name, &s, e)) < 0)
-		return err == TANK_ENOTFOUND ? tank_error_set(e, err, "pod \"%s\" not found", name)
-					     : err;
+	if ((err = st_status_get(env->store, name, &s, e)) < 0 && err != TANK_ENOTFOUND)
+		return err;
+	if (err == TANK_ENOTFOUND || !s.n_containers) {
+		/* Not reconciled yet: its spec names its containers. */
+		if (err == 0)
+			st_status_clear(&s);
+		tank_error_clear(e);
+		follow_file_t *sf = NULL;
+		size_t sn = 0;
+		if ((err = spec_files(env, name, &sf, &sn, e)) < 0)
+			return err;
+		bool has = !ctr[0] && sn;
+		for (size_t i = 0; i < sn && ctr[0]; i++)
+			has |= strcmp(sf[i].container, ctr) == 0;
+		if (!has) {
+			free(sf);
+			return tank_error_set(e, TANK_ENOTFOUND, "pod \"%s\" has no container \"%s\"",
+					      name, ctr);
+		}
+		if (ctr[0]) {
+			snprintf(sf[0].container, sizeof sf[0].container, "%s", ctr);
+			sn = 1;
+		}
+		*files = sf;
+		*nc = sn;
+		return 0;
+	}
 	bool found = !ctr[0] && s.n_containers;
 	for (size_t i = 0; i < s.n_containers && ctr[0]; i++)
 		found |= strcmp(s.containers[i].name, ctr) == 0;
