@@ -411,14 +411,19 @@ static int spec_files(const kind_env_t *env, const char *name, follow_file_t **f
 	return 0;
 }
 
+/* The containers whose logs `logs` reads: the status's, or the spec's
+ * while there is no status yet (*fresh: nothing of this object ran, so
+ * a file there is a deleted namesake's, which the loop removes when it
+ * takes the new object up: not to be shown). */
 static int log_files(const kind_env_t *env, const char *name, const char *ctr,
-		     follow_file_t **files, size_t *nc, tank_error_t *e)
+		     follow_file_t **files, size_t *nc, bool *fresh, tank_error_t *e)
 {
 	st_status_t s;
 	int err;
 
 	*files = NULL;
 	*nc = 0;
+	*fresh = false;
 	memset(&s, 0, sizeof s);
 	if ((err = st_status_get(env->store, name, &s, e)) < 0 && err != TANK_ENOTFOUND)
 		return err;
@@ -443,6 +448,7 @@ static int log_files(const kind_env_t *env, const char *name, const char *ctr,
 			snprintf(sf[0].container, sizeof sf[0].container, "%s", ctr);
 			sn = 1;
 		}
+		*fresh = true;
 		*files = sf;
 		*nc = sn;
 		return 0;
@@ -529,13 +535,16 @@ static int m_logs(const kind_env_t *env, const kind_caller_t *who,
 	logs_opt_t lo = { .tail = POD_LOG_TAIL_DEFAULT, .since = -1, .until = -1 };
 	follow_file_t *files;
 	size_t nc;
+	bool fresh;
 	int err;
 
 	(void)who;
 	kind_str(&params->via.array.ptr[0], name, sizeof name);
 	if ((err = logs_opts(params, ctr, sizeof ctr, &lo, e)) < 0 ||
-	    (err = log_files(env, name, ctr, &files, &nc, e)) < 0)
+	    (err = log_files(env, name, ctr, &files, &nc, &fresh, e)) < 0)
 		return err;
+	if (fresh)
+		lo.tail = 0;
 	if (nc == 1) {
 		lines_t o = { NULL, 0 };
 		if ((err = log_lines_read(env->log_dir, name, files[0].container, &lo, &o.l, &o.n,
@@ -558,10 +567,11 @@ static void logs_follow(const kind_env_t *env, const kind_stream_t *s,
 	logs_opt_t lo = { .tail = 0, .since = -1, .until = -1 };
 	follow_t f = { .stream = *s, .store = env->store };
 	tank_error_t e;
+	bool fresh;
 
 	kind_str(&params->via.array.ptr[0], f.pod, sizeof f.pod);
 	if (logs_opts(params, ctr, sizeof ctr, &lo, &e) < 0 || !lo.follow ||
-	    log_files(env, f.pod, ctr, &f.files, &f.n, &e) < 0)
+	    log_files(env, f.pod, ctr, &f.files, &f.n, &fresh, &e) < 0)
 		return;
 	for (size_t i = 0; i < f.n; i++)
 		snprintf(f.files[i].path, sizeof f.files[i].path, "%s/%s/%s.log", env->log_dir,
