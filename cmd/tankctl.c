@@ -1026,7 +1026,14 @@ static int v_ps(ctl_t *x, int argc, char **argv)
 		grouped = true;
 		bad |= ctl_kind_table(ctl_kinds[0], &pods, NULL, (const char *)-1, now, true) < 0;
 	}
-	for (size_t i = 0; ctl_kinds[i] && !bad && nnames <= 0 && !selector; i++) {
+	/* --no-headers is for scripts: one row a pod, as -q lists them (the
+	 * owners' table and the group titles are headers too). */
+	if (ctl_no_headers && nnames <= 0 && !selector) {
+		grouped = true;
+		bad |= ctl_kind_table(ctl_kinds[0], &pods, NULL, (const char *)-1, now, true) < 0;
+	}
+	for (size_t i = 0; ctl_kinds[i] && !bad && nnames <= 0 && !selector && !ctl_no_headers;
+	     i++) {
 
 		const kind_t *p = ctl_kinds[i];
 		if (!p->children || p->children != ctl_kinds[0])
@@ -2972,10 +2979,11 @@ static const verb_t ctl_verbs[] = {
 	  "pods of each and the pods in none: NAME PHASE READY RESTARTS AGE PID\n"
 	  "REASON, from one status snapshot.  NAME...: those pods only (exit 1\n"
 	  "naming any that does not exist); -q: their names only; -o name:\n"
-	  "pod/NAME; -o yaml|json: their status maps; --no-headers: rows only;\n"
-	  "-w: then one row for each pod as its news comes (events, no polling),\n"
-	  "until interrupted.  -l SELECTOR: the pods whose labels match, in one\n"
-	  "table (k=v, k==v, k!=v, k, !k; a comma is AND)." },
+	  "pod/NAME; -o yaml|json: their status maps; --no-headers: one row a\n"
+	  "pod, ungrouped, no header or title; -w: then one row for each pod\n"
+	  "as its news comes (events, no polling), until interrupted.\n"
+	  "-l SELECTOR: the pods whose labels match, in one table (k=v, k==v,\n"
+	  "k!=v, k, !k; a comma is AND)." },
 	{ "status", v_status, "[KIND] [NAME] [-o yaml|json]",
 	  "Prints the status of one pod or of all pods (with KIND: of that kind)." },
 	{ "events", v_events, "[KIND/NAME|NAME] [-l SELECTOR] [--since DURATION] [-o yaml|json]",

@@ -17,6 +17,7 @@
 
 #include "pod/pod_log.h"
 #include "pod/pod_mgr.h"
+#include "pod/pod_spec.h"
 #include "store/st.h"
 
 /* --- running, restart ------------------------------------------------------------ */
@@ -208,9 +209,16 @@ static int follow_ticks(rt_t *rt, follow_t *fl)
 		return 0;
 	memset(&s, 0, sizeof s);
 	int rc = st_status_get(fl->store, fl->pod, &s, NULL);
-	bool ended = rc == TANK_ENOTFOUND || (rc == 0 && s.outcome != 0);
+	bool ended = rc == 0 && s.outcome != 0;
 	if (rc == 0)
 		st_status_clear(&s);
+	if (rc == TANK_ENOTFOUND) {
+		/* No status: not reconciled yet, or deleted (its spec gone too). */
+		st_pod_t sp;
+		memset(&sp, 0, sizeof sp);
+		ended = st_pod_get(fl->store, fl->pod, &sp, NULL) == TANK_ENOTFOUND;
+		st_pod_clear(&sp);
+	}
 	return ended ? 1 : 0;
 }
 
@@ -371,18 +379,80 @@ static int pack_clines(msgpack_packer *pk, const clines_t *o)
 
 /* The containers whose logs are asked for: the one named, or every one
  * of the pod, into *files (malloc'd, the caller's). */
+/* The container names of pod `name`'s stored spec, into a fresh
+ * follow_file_t array: a pod applied a moment ago has a spec but no
+ * status yet (the loop has not reconciled it), and its logs are there to
+ * be read (empty) or followed from their start, not "not found". */
+static int spec_files(const kind_env_t *env, const char *name, follow_file_t **files,
+		      size_t *nc, tank_error_t *e)
+{
+	pod_spec_t *spec = NULL;
+	st_pod_t sp;
+	int err;
+
+	memset(&sp, 0, sizeof sp);
+	if ((err = st_pod_get(env->store, name, &sp, e)) < 0)
+		return err == TANK_ENOTFOUND ? tank_error_set(e, err, "pod \"%s\" not found", name)
+					     : err;
+	err = pod_spec_decode(sp.spec, sp.spec_len, &spec, e);
+	st_pod_clear(&sp);
+	if (err < 0)
+		return err;
+	follow_file_t *f = calloc(spec->container_count ? spec->container_count : 1, sizeof *f);
+	if (!f) {
+		pod_spec_free(spec);
+		return tank_error_set(e, -ENOMEM, "out of memory");
+	}
+	for (size_t i = 0; i < spec->container_count; i++)
+		snprintf(f[i].container, sizeof f[i].container, "%s", spec->containers[i].name);
+	*nc = spec->container_count;
+	*files = f;
+	pod_spec_free(spec);
+	return 0;
+}
+
+/* The containers whose logs `logs` reads: the status's, or the spec's
+ * while there is no status yet (*fresh: nothing of this object ran, so
+ * a file there is a deleted namesake's, which the loop removes when it
+ * takes the new object up: not to be shown). */
 static int log_files(const kind_env_t *env, const char *name, const char *ctr,
-		     follow_file_t **files, size_t *nc, tank_error_t *e)
+		     follow_file_t **files, size_t *nc, bool *fresh, tank_error_t *e)
 {
 	st_status_t s;
 	int err;
 
 	*files = NULL;
 	*nc = 0;
+	*fresh = false;
 	memset(&s, 0, sizeof s);
-	if ((err = st_status_get(env->store, name, &s, e)) < 0)
-		return err == TANK_ENOTFOUND ? tank_error_set(e, err, "pod \"%s\" not found", name)
-					     : err;
+	if ((err = st_status_get(env->store, name, &s, e)) < 0 && err != TANK_ENOTFOUND)
+		return err;
+	if (err == TANK_ENOTFOUND || !s.n_containers) {
+		/* Not reconciled yet: its spec names its containers. */
+		if (err == 0)
+			st_status_clear(&s);
+		tank_error_clear(e);
+		follow_file_t *sf = NULL;
+		size_t sn = 0;
+		if ((err = spec_files(env, name, &sf, &sn, e)) < 0)
+			return err;
+		bool has = !ctr[0] && sn;
+		for (size_t i = 0; i < sn && ctr[0]; i++)
+			has |= strcmp(sf[i].container, ctr) == 0;
+		if (!has) {
+			free(sf);
+			return tank_error_set(e, TANK_ENOTFOUND, "pod \"%s\" has no container \"%s\"",
+					      name, ctr);
+		}
+		if (ctr[0]) {
+			snprintf(sf[0].container, sizeof sf[0].container, "%s", ctr);
+			sn = 1;
+		}
+		*fresh = true;
+		*files = sf;
+		*nc = sn;
+		return 0;
+	}
 	bool found = !ctr[0] && s.n_containers;
 	for (size_t i = 0; i < s.n_containers && ctr[0]; i++)
 		found |= strcmp(s.containers[i].name, ctr) == 0;
@@ -465,13 +535,16 @@ static int m_logs(const kind_env_t *env, const kind_caller_t *who,
 	logs_opt_t lo = { .tail = POD_LOG_TAIL_DEFAULT, .since = -1, .until = -1 };
 	follow_file_t *files;
 	size_t nc;
+	bool fresh;
 	int err;
 
 	(void)who;
 	kind_str(&params->via.array.ptr[0], name, sizeof name);
 	if ((err = logs_opts(params, ctr, sizeof ctr, &lo, e)) < 0 ||
-	    (err = log_files(env, name, ctr, &files, &nc, e)) < 0)
+	    (err = log_files(env, name, ctr, &files, &nc, &fresh, e)) < 0)
 		return err;
+	if (fresh)
+		lo.tail = 0;
 	if (nc == 1) {
 		lines_t o = { NULL, 0 };
 		if ((err = log_lines_read(env->log_dir, name, files[0].container, &lo, &o.l, &o.n,
@@ -494,10 +567,11 @@ static void logs_follow(const kind_env_t *env, const kind_stream_t *s,
 	logs_opt_t lo = { .tail = 0, .since = -1, .until = -1 };
 	follow_t f = { .stream = *s, .store = env->store };
 	tank_error_t e;
+	bool fresh;
 
 	kind_str(&params->via.array.ptr[0], f.pod, sizeof f.pod);
 	if (logs_opts(params, ctr, sizeof ctr, &lo, &e) < 0 || !lo.follow ||
-	    log_files(env, f.pod, ctr, &f.files, &f.n, &e) < 0)
+	    log_files(env, f.pod, ctr, &f.files, &f.n, &fresh, &e) < 0)
 		return;
 	for (size_t i = 0; i < f.n; i++)
 		snprintf(f.files[i].path, sizeof f.files[i].path, "%s/%s/%s.log", env->log_dir,

@@ -290,6 +290,35 @@ Test(e2e, ps_names_quiet_output_and_watch)
 	teardown(d);
 }
 
+/* `ps --no-headers` with a stack printed the stacks' table, a blank line
+ * and a `stack NAME:` / `no stack:` title before each group: a script's
+ * `ps --no-headers | awk '{print $1}'` read "shop", "", "stack", "no" as
+ * pods.  Rows only is one row a pod, as -q lists them. */
+Test(e2e, ps_no_headers_prints_one_row_a_pod_with_stacks)
+{
+	d_t *d = setup();
+	char out[16384];
+
+	write_file(d, "s.yaml",
+		   "kind: Stack\nname: nh-shop\npods:\n"
+		   "  - {name: nh-db, containers: [{name: c, command: [/bin/sleep, '1068']}]}\n"
+		   "---\nname: nh-solo\ncontainers: [{name: c, command: [/bin/sleep, '1069']}]\n");
+	cr_assert_eq(ctl(d, out, sizeof out, "apply -f %s/s.yaml --wait --timeout 30s", d->dir), 0,
+		     "%s", out);
+	cr_assert_eq(ctl(d, out, sizeof out, "ps"), 0, "%s", out);
+	cr_assert(strstr(out, "STACK") && strstr(out, "stack nh-shop:") && strstr(out, "no stack:"),
+		  "the grouped table still: %s", out);
+	cr_assert_eq(ctl(d, out, sizeof out, "ps --no-headers"), 0, "%s", out);
+	cr_assert(!strncmp(out, "nh-db ", 6), "the first row is a pod's: %s", out);
+	char *solo = strstr(out, "\nnh-solo ");
+	cr_assert(solo, "%s", out);
+	cr_assert(!strchr(solo + 1, '\n')[1], "two rows, nothing after: %s", out);
+	cr_assert(!strstr(out, "\n\n") && !strstr(out, "stack") && !strstr(out, "NAME"),
+		  "no title, blank line or header: %s", out);
+	cr_assert(strstr(out, "running"), "%s", out);
+	teardown(d);
+}
+
 /* Sends raw (pipelined requests) on a new connection to d's socket and
  * reads n answers: their msgids in order in ids, and whether each
  * answer's result (an array) names pod `want`; errors are counted in

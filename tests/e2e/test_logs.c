@@ -61,6 +61,45 @@ Test(e2e, logs_follow_returns_once_the_pod_ended)
 	teardown(d);
 }
 
+/* `apply && logs -f`, as `kubectl apply && kubectl logs -f` is typed: the
+ * logs were looked up in the pod's status, which the loop writes a moment
+ * after the apply, so a pod applied a moment ago was `pod "x" not found`
+ * (exit 1) to `logs` and to `logs -f`, which get, describe and ps showed.
+ * Its spec names its containers: `logs` is empty, `logs -f` follows from
+ * the first line until the pod ended. */
+Test(e2e, logs_of_a_pod_applied_a_moment_ago)
+{
+	d_t *d = setup();
+	char out[8192];
+
+	write_file(d, "job.yaml",
+		   "name: fresh\nrestart: never\ncontainers:\n"
+		   "  - {name: c, command: [/bin/sh, -c, 'echo one; sleep 1; echo two']}\n");
+	cr_assert_eq(ctl(d, out, sizeof out, "apply -f %s/job.yaml", d->dir), 0, "%s", out);
+	cr_assert_eq(ctl(d, out, sizeof out, "logs fresh -f"), 0, "%s", out);
+	cr_assert(!strcmp(out, "one\ntwo\n"), "%s", out);
+	cr_assert(phase_is(d, "fresh", "terminal"));
+
+	/* Deleted and applied again at once: a new object, whose log does not
+	 * begin with its namesake's lines (still on disk until the loop takes
+	 * the new one up). */
+	cr_assert_eq(ctl(d, out, sizeof out, "delete fresh"), 0, "%s", out);
+	write_file(d, "job2.yaml",
+		   "name: fresh\nrestart: never\ncontainers:\n"
+		   "  - {name: c, command: [/bin/sh, -c, 'echo three']}\n");
+	cr_assert_eq(ctl(d, out, sizeof out, "apply -f %s/job2.yaml", d->dir), 0, "%s", out);
+	cr_assert_eq(ctl(d, out, sizeof out, "logs fresh"), 0, "%s", out);
+	cr_assert(!strstr(out, "one") && !strstr(out, "two"), "the old object's lines: %s", out);
+	cr_assert_eq(ctl(d, out, sizeof out, "logs fresh -c nope"), 1, "%s", out);
+	cr_assert(strstr(out, "pod \"fresh\" has no container \"nope\""), "%s", out);
+	cr_assert_eq(ctl(d, out, sizeof out, "logs fresh -f"), 0, "%s", out);
+	cr_assert(!strcmp(out, "three\n"), "%s", out);
+	/* A name that is no pod is still not found. */
+	cr_assert_eq(ctl(d, out, sizeof out, "logs nosuch -f"), 1, "%s", out);
+	cr_assert(strstr(out, "pod \"nosuch\" not found"), "%s", out);
+	teardown(d);
+}
+
 /* tankd's refusal named `pods[2]` and printed its first line twice;
  * local errors name the file and the document. */
 Test(e2e, errors_from_tankd_name_the_file_and_document_once)
