@@ -1022,7 +1022,12 @@ static rc_result_t reconcile(void *ctx, rc_loop_t *loop, const rc_view_t *view)
 			launch(m, loop, a);     /* LOST there if it cannot be sent */
 			return rc_converged();
 		}
-		lose(m, loop, a, exec ? "its process was never started" : NULL);
+		/* No pid stored: tankd died before it started the command,
+		 * or between its start and the commit of its pid.  A process
+		 * of it handed over is nobody's: the pods' layer stops it
+		 * (pod_adopt_forget_exits). */
+		lose(m, loop, a, exec ? "its pid was not stored yet: a process of it is "
+				 "stopped" : NULL);
 		return rc_converged();
 	}
 	switch (a->st.phase) {

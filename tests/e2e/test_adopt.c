@@ -1087,6 +1087,50 @@ Test(adopt, an_adopted_action_can_be_cancelled)
 	teardown(d);
 }
 
+/* An exec whose process started but whose pid was not committed yet
+ * when tankd was killed -9 under its keeper: the next tankd cannot know
+ * the process is its (the action is LOST, never run again), so nobody
+ * may keep it running either.  The group commit is stretched to 30 s
+ * (TANK_GROUP_COMMIT_MS) to put the kill -9 in that window every time;
+ * a reexec first commits the pod's own pid, so that the pod is adopted
+ * (not restarted, which would end the command with its cgroup).  Before,
+ * the action said "its process was never started" while its command
+ * went on running unwatched, for ever: no timeout, no cancel (LOST is
+ * final), its output pipe closed. */
+Test(adopt, an_exec_whose_pid_was_not_stored_is_lost_and_its_process_stopped)
+{
+	setenv("TANK_GROUP_COMMIT_MS", "30000", 1);
+	d_t *d = setup_keeper();
+	unsetenv("TANK_GROUP_COMMIT_MS");
+	char id[64], pid[32], out[8192];
+
+	exec_pod(d);
+	cr_assert_eq(ctl(d, out, sizeof out, "daemon reexec"), 0, "%s", out);
+	cr_assert(wait_says(d, 20, "reexecs    1", "daemon status"), "no reexec");
+	pid_t old = serving(d, NULL);
+	exec_run(d, id, "echo started; exec /bin/sleep 300");
+	act_assert_state(d, id, "RUNNING", 10);
+	cr_assert(act_output_has(d, id, "started", 10));
+	cr_assert(act_field(d, id, "pid", pid, sizeof pid));
+	pid_t cmd = (pid_t)atol(pid);
+	cr_assert_gt(cmd, 0);
+	cr_assert_eq(kill(old, SIGKILL), 0);
+	cr_assert_gt(wait_new_tankd(d, old, 20), 0, "no new tankd");
+	act_assert_state(d, id, "LOST", 20);
+	cr_assert_not(says(d, "never started", "action get %s", id),
+		      "its process did start");
+	cr_assert(wait_says(d, 20, "adopted    ", "daemon status"), "the pod was not adopted");
+	/* The pods' layer gives up on what nobody claimed at its third
+	 * pass (a resync; nudged here, as --resync is 300 s). */
+	for (int i = 0; i < 100 && !dead(cmd); i++) {
+		ctl(d, out, sizeof out, "nudge");
+		sleep_ms(200);
+	}
+	cr_assert(dead(cmd), "the LOST action's command %d still runs, unwatched", (int)cmd);
+	cr_assert(says(d, "pid was not stored yet", "action get %s", id));
+	teardown(d);
+}
+
 /* A workflow job running at a kill -9 under the keeper (or a reexec):
  * its process goes on, the job ends finished, the workflow goes on to the
  * next task, and no new job is made for the task that ran. */
