@@ -18,6 +18,7 @@
 #include <unistd.h>
 #include <grp.h>
 
+#include "api/api_client.h"
 #include "tests/e2e/e2e.h"
 
 /* A pod that sleeps, with a custom action `backup` needing another
@@ -168,6 +169,45 @@ Test(actions, same_id_same_content_is_one_record_other_content_conflicts)
 	teardown(d);
 }
 
+/* action_submit [{id: toolong, pod: web, kind: KIND, args: {KEY: WORDS}}]
+ * over the socket as it is: a word may hold a NUL, the words be longer
+ * than a tankctl line of the tests. */
+typedef struct {
+	const char *kind, *key;
+	const char *w[2];
+	size_t len[2];
+	uint32_t n;
+} submit_t;
+
+static int pack_submit(msgpack_packer *pk, void *arg)
+{
+	const submit_t *x = arg;
+	int rc = msgpack_pack_array(pk, 1) | msgpack_pack_map(pk, 4);
+	rc |= api_pack_cstr(pk, "id") | api_pack_cstr(pk, "toolong");
+	rc |= api_pack_cstr(pk, "pod") | api_pack_cstr(pk, "web");
+	rc |= api_pack_cstr(pk, "kind") | api_pack_cstr(pk, x->kind);
+	rc |= api_pack_cstr(pk, "args") | msgpack_pack_map(pk, 1);
+	rc |= api_pack_cstr(pk, x->key) | msgpack_pack_array(pk, x->n);
+	for (uint32_t i = 0; i < x->n; i++)
+		rc |= msgpack_pack_str(pk, x->len[i]) | msgpack_pack_str_body(pk, x->w[i], x->len[i]);
+	return rc ? -ENOMEM : 0;
+}
+
+/* Submits x; the error's message into msg ("" when accepted). */
+static void submit_raw(d_t *d, const submit_t *x, char *msg, size_t cap)
+{
+	api_client_t *cl;
+	api_incoming_t in;
+	tank_error_t e;
+
+	cr_assert_eq(api_client_connect(d->sock, &cl, &e), 0, "%s", e.msg);
+	cr_assert_eq(api_client_call(cl, "action_submit", pack_submit, (void *)x, 10000, &in, &e),
+		     0, "%s", e.msg);
+	snprintf(msg, cap, "%s", in.code ? in.message : "");
+	api_incoming_free(&in);
+	api_client_close(cl);
+}
+
 Test(actions, bad_input_is_named)
 {
 	d_t *d = setup();
@@ -204,6 +244,39 @@ Test(actions, bad_input_is_named)
 	cr_assert_neq(ctl(d, out, sizeof out, "apply -f %s/badact.yaml", d->dir), 0);
 	cr_assert(strstr(out, "built-in action kind"), "%s", out);
 	cr_assert(strstr(out, "must be one of none, required, other"), "%s", out);
+	/* What an exec or a custom action would run is checked at submit:
+	 * before, an empty program or a command past the pods' request
+	 * bound (1,024 bytes) was accepted and FAILED at its turn, "the
+	 * command does not fit a request", and a word with a NUL inside
+	 * ran only what came before the NUL. */
+	char big[1200], args[1400], msg[512];
+	memset(big, 'x', sizeof big - 1);
+	big[sizeof big - 1] = '\0';
+	submit_t x[] = {
+		{ "exec", "command", { "/bin/echo", big }, { 9, sizeof big - 1 }, 2 },
+		{ "backup", "args", { big }, { sizeof big - 1 }, 1 },
+		{ "exec", "command", { "" }, { 0 }, 1 },
+		{ "exec", "command", { "/bin/echo", "a\0b" }, { 9, 3 }, 2 },
+	};
+	const char *want[] = {
+		"args.command: the command is 1210 bytes, at most 1024",
+		"args.args: the declared command with these args is 1232 bytes, at most 1024",
+		"args.command[0]: must not be empty",
+		"args.command[1]: contains a NUL byte",
+	};
+	for (size_t i = 0; i < sizeof x / sizeof x[0]; i++) {
+		submit_raw(d, &x[i], msg, sizeof msg);
+		cr_assert(strstr(msg, want[i]), "case %zu: %s", i, msg[0] ? msg : "accepted");
+	}
+	cr_assert_neq(ctl(d, out, sizeof out, "action get toolong"), 0, "a refused one was kept");
+	cr_assert(strstr(out, "no action \"toolong\""), "%s", out);
+	/* A declaration that could never run is refused at apply. */
+	snprintf(args, sizeof args, "name: longdecl\ncontainers:\n  - name: m\n"
+		 "    command: [/bin/sleep, \"3600\"]\nactions:\n  x: {command: [/bin/echo, %s]}\n",
+		 big);
+	write_file(d, "longdecl.yaml", args);
+	cr_assert_neq(ctl(d, out, sizeof out, "apply -f %s/longdecl.yaml", d->dir), 0);
+	cr_assert(strstr(out, "actions.x.command: 1210 bytes, at most 1024"), "%s", out);
 	/* Actions are submitted, not applied. */
 	write_file(d, "act.yaml", "kind: Action\nname: x\n");
 	cr_assert_neq(ctl(d, out, sizeof out, "apply -f %s/act.yaml", d->dir), 0);
