@@ -676,6 +676,14 @@ static void on_reply(action_mgr_t *m, rc_loop_t *loop, const pod_req_reply_t *r)
 		a->out_bytes = r->out_bytes;
 		a->out_cut = r->out_cut != 0;
 	}
+	/* A cut output says so in the reason: at the bound the file says
+	 * it too, on a full disk nothing else can (`tankctl exec` prints
+	 * this reason when the output was cut). */
+	char cut[80] = "";
+	if (exec && r->out_cut && r->out_err)
+		snprintf(cut, sizeof cut, "; output cut (%s)", strerror(r->out_err));
+	else if (exec && r->out_cut)
+		snprintf(cut, sizeof cut, "; output cut at %u bytes", (unsigned)ACT_OUT_MAX);
 	if (a->cancel_pending && (r->err == -ECANCELED || !exec)) {
 		snprintf(a->error, sizeof a->error, "cancelled");
 		move(m, loop, a, ACT_EV_CANCEL, a->cancelled_by[0] ? a->cancelled_by : "cancelled");
@@ -687,7 +695,9 @@ static void on_reply(action_mgr_t *m, rc_loop_t *loop, const pod_req_reply_t *r)
 		snprintf(a->error, sizeof a->error, "%s", r->msg);
 		move(m, loop, a, ACT_EV_LOSE, a->error);
 	} else if (r->err == 0 && (!exec || (r->exit_code == 0 && r->exit_signal == 0))) {
-		move(m, loop, a, ACT_EV_SUCCEED, exec ? "exited 0" : r->msg[0] ? r->msg : "done");
+		char why[RC_REASON_MAX];
+		snprintf(why, sizeof why, "exited 0%s", cut);
+		move(m, loop, a, ACT_EV_SUCCEED, exec ? why : r->msg[0] ? r->msg : "done");
 	} else {
 		char why[RC_REASON_MAX];
 		if (r->err == -ETIMEDOUT)
@@ -698,6 +708,8 @@ static void on_reply(action_mgr_t *m, rc_loop_t *loop, const pod_req_reply_t *r)
 			snprintf(why, sizeof why, "killed by signal %d", r->exit_signal);
 		else
 			snprintf(why, sizeof why, "exited %d", r->exit_code);
+		size_t l = strlen(why);
+		snprintf(why + l, sizeof why - l, "%s", cut);
 		snprintf(a->error, sizeof a->error, "%s", why);
 		move(m, loop, a, ACT_EV_FAIL, why);
 	}

@@ -118,6 +118,46 @@ Test(actions, every_state_path_with_history)
 	teardown(d);
 }
 
+/* An exec's output on a full disk (a 64 KiB tmpfs as <data dir>/logs/
+ * actions): the output is cut where the disk filled, and that is said —
+ * `output.cut` in the record, the reason naming why, and `tankctl exec`
+ * on stderr.  Before, the bytes were dropped without a word: `cut: false`,
+ * reason "exited 0", and `tankctl exec web -- echo hello` printed nothing
+ * and exited 0.  The command itself is not disturbed. */
+Test(actions, output_cut_by_a_full_disk_is_said)
+{
+	d_t *d = d_new();
+	char dir[128], cmd[256], out[8192], id[64];
+
+	snprintf(dir, sizeof dir, "%s/logs", d->dir);
+	mkdir(dir, 0750);
+	snprintf(dir, sizeof dir, "%s/logs/actions", d->dir);
+	mkdir(dir, 0750);
+	snprintf(cmd, sizeof cmd, "mount -t tmpfs -o size=64k tmpfs %s 2>/dev/null", dir);
+	if (system(cmd) != 0) {
+		teardown(d);
+		cr_skip_test("cannot mount a tmpfs here (needs root): a full disk is not tested");
+	}
+	start(d);
+	pod(d, "web");
+	run(d, id, "web exec -- /bin/sh -c 'head -c 200000 /dev/zero | tr \"\\0\" a; echo end'");
+	assert_state(d, id, "DONE", 30);
+	cr_assert_eq(ctl(d, out, sizeof out, "action get %s", id), 0, "%s", out);
+	cr_assert(strstr(out, "cut: true"), "the record says the output was cut:\n%s", out);
+	cr_assert(strstr(out, "reason: exited 0; output cut (No space left on device)"),
+		  "the reason says why:\n%s", out);
+	/* The disk is full now: nothing of this one's output is kept. */
+	int rc = ctl(d, out, sizeof out, "exec web -- /bin/echo hello");
+	cr_assert_eq(rc, 0, "the command's own status: %s", out);
+	cr_assert(strstr(out, "tankctl: exec: action ") &&
+		  strstr(out, "output cut (No space left on device)"),
+		  "tankctl exec says its output was lost:\n%s", out);
+	stop(d, SIGTERM);
+	snprintf(cmd, sizeof cmd, "umount -l %s", dir);
+	cr_assert_eq(system(cmd), 0);
+	teardown(d);
+}
+
 Test(actions, cancel_stops_a_running_exec)
 {
 	d_t *d = setup();
