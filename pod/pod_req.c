@@ -561,7 +561,14 @@ static void req__exec_adopt(pod_mgr_t *m, rc_loop_t *loop, rt_pid_t from, const 
 			   c->key);
 		return;
 	}
-	bool alive = pod_proc_start_time(pid, &now_start) == 0 && now_start == start;
+	/* A zombie is ended too, not reaped yet: it has left its group
+	 * (cgroup.procs lists no zombie) but not its pid and start time,
+	 * which the claim below matches; its exit comes as any other's.
+	 * Before, a command that ended around a reexec (the new image had
+	 * not reaped it yet) was LOST "not in container's group", its real
+	 * exit status known and dropped. */
+	bool alive = pod_proc_start_time(pid, &now_start) == 0 && now_start == start &&
+		     !pod_proc_dead(pid);
 	bool ended = pod_adopt_ended(m->o.adopt, pid, start, NULL);
 	if (alive && !ended && c->has_cg && !pod_cgroup_has_pid(&c->cg, pid)) {
 		req__reply(loop, from, q->id, TANK_ENOTFOUND, "adopt: pid %d is not in container "
