@@ -359,6 +359,9 @@ static int put_status(action_mgr_t *m, const act_t *a)
 	msgpack_packer_init(&pk, &sb, msgpack_sbuffer_write);
 	rc = pack_act(m, a, &pk);
 	rc |= msgpack_pack_uint64(&pk, a->pid_start);   /* a trailing value: see restore */
+	/* And who cancelled it while it ran (nil: nobody): a restart of
+	 * tankd before its process ended still cancels what it adopts. */
+	rc |= a->cancel_pending ? kind_pack_str(&pk, a->cancelled_by) : msgpack_pack_nil(&pk);
 	if (!rc)
 		rc = st_coll_status_put(m->coll, a->spec->id, sb.data, sb.size);
 	msgpack_sbuffer_destroy(&sb);
@@ -422,6 +425,12 @@ static void restore(act_t *a, const void *buf, size_t len)
 	if (msgpack_unpack_next(&next, buf, len, &off) == MSGPACK_UNPACK_SUCCESS &&
 	    kind_int(&next.data, &v))
 		a->pid_start = (uint64_t)v;
+	if (a->st.phase == ACT_RUNNING &&
+	    msgpack_unpack_next(&next, buf, len, &off) == MSGPACK_UNPACK_SUCCESS &&
+	    next.data.type == MSGPACK_OBJECT_STR) {
+		a->cancel_pending = true;
+		kind_str(&next.data, a->cancelled_by, sizeof a->cancelled_by);
+	}
 	msgpack_unpacked_destroy(&next);
 	msgpack_unpacked_destroy(&u);
 }
@@ -909,6 +918,12 @@ static void handle(void *ctx, rc_loop_t *loop, rt_msg_t *msg)
 			a->cancel_pending = true;
 			if (a->exec)
 				(void)rt_send(rc_rt(loop), a->exec, POD_EXEC_CANCEL, NULL, 0);
+			/* Stored before the answer: a tankd killed -9 (or
+			 * re-executed) before the process ended cancels it
+			 * again once adopted.  Before, the adopted command ran
+			 * on and the action ended DONE after "cancelling". */
+			(void)put_status(m, a);
+			(void)st_flush(m->env->store, &e);
 			break;
 		}
 		snprintf(a->error, sizeof a->error, "cancelled");

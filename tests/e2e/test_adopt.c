@@ -1191,6 +1191,51 @@ Test(adopt, an_exec_that_ended_unreaped_at_a_reexec_keeps_its_real_exit)
 	teardown(d);
 }
 
+/* A cancel answered "cancelling" (the command ignores SIGTERM: its
+ * SIGKILL is 2 s away) and then a kill -9 of tankd under its keeper, or
+ * a reexec, before the command ended: the next tankd adopts the command
+ * and cancels it again; the action ends CANCELLED, the command stopped.
+ * Before, the pending cancel lived in the dead tankd's memory only: the
+ * adopted command ran to its end and the action was DONE. */
+static void cancel_across(bool reexec)
+{
+	d_t *d = reexec ? setup() : setup_keeper();
+	char id[64], pid[32], out[4096], text[8192];
+	pid_t old = serving(d, NULL);
+
+	exec_pod(d);
+	exec_run(d, id, "trap \"\" TERM; echo started; /bin/sleep 30; echo finished");
+	act_assert_state(d, id, "RUNNING", 10);
+	cr_assert(act_output_has(d, id, "started", 10));
+	cr_assert(act_field(d, id, "pid", pid, sizeof pid));
+	sleep_ms(200);                  /* its pid is committed */
+	cr_assert_eq(ctl(d, out, sizeof out, "action cancel %s", id), 0, "%s", out);
+	cr_assert(strstr(out, "cancelling"), "%s", out);
+	if (reexec) {
+		cr_assert_eq(ctl(d, out, sizeof out, "daemon reexec"), 0, "%s", out);
+	} else {
+		cr_assert_eq(kill(old, SIGKILL), 0);
+		cr_assert_gt(wait_new_tankd(d, old, 20), 0, "no new tankd");
+	}
+	act_assert_state(d, id, "CANCELLED", 20);
+	for (int i = 0; i < 250 && !dead((pid_t)atol(pid)); i++)
+		sleep_ms(20);
+	cr_assert(dead((pid_t)atol(pid)), "the cancelled command still runs");
+	act_output(d, id, text, sizeof text);
+	cr_assert_null(strstr(text, "finished"), "it ran to its end:\n%s", text);
+	teardown(d);
+}
+
+Test(adopt, a_pending_cancel_survives_a_kill9_under_the_keeper)
+{
+	cancel_across(false);
+}
+
+Test(adopt, a_pending_cancel_survives_a_reexec)
+{
+	cancel_across(true);
+}
+
 /* A workflow job running at a kill -9 under the keeper (or a reexec):
  * its process goes on, the job ends finished, the workflow goes on to the
  * next task, and no new job is made for the task that ran. */
