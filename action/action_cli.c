@@ -401,7 +401,7 @@ static int pack_out(msgpack_packer *pk, void *arg)
 
 typedef struct out_got {
 	uint64_t next;
-	bool eof;
+	bool eof, cut;
 	size_t n;
 } out_got_t;
 
@@ -425,6 +425,8 @@ static int got_out(void *arg, const msgpack_object *o)
 		g->next = (uint64_t)next;
 	e = kind_map_get(o, "eof");
 	g->eof = e && e->type == MSGPACK_OBJECT_BOOLEAN && e->via.boolean;
+	e = kind_map_get(o, "cut");
+	g->cut = e && e->type == MSGPACK_OBJECT_BOOLEAN && e->via.boolean;
 	return 0;
 }
 
@@ -462,8 +464,9 @@ static void say_queued(const kind_cli_t *cli, const char *id, const char *pod)
 }
 
 /* Follows an action's output to its end: what tankctl exec streams.
- * pod: the exec's pod, told about if the action waits in its queue. */
-static int follow(const kind_cli_t *cli, const char *id, const char *pod)
+ * pod: the exec's pod, told about if the action waits in its queue;
+ * *cut: whether its output was cut (at its bound, or by a full disk). */
+static int follow(const kind_cli_t *cli, const char *id, const char *pod, bool *cut)
 {
 	out_req_t q = { id, 0 };
 	out_got_t g = { 0 };
@@ -474,6 +477,7 @@ static int follow(const kind_cli_t *cli, const char *id, const char *pod)
 		if ((rc = cli->call(cli, "action_output", pack_out, &q, 0, got_out, &g)) != 0)
 			return rc;
 		q.offset = g.next;
+		*cut = g.cut;
 		if (g.eof)
 			return 0;
 		if (g.n || q.offset)
@@ -526,10 +530,15 @@ static int c_exec(const kind_cli_t *cli, int argc, char **argv)
 	rec_t rec = { .cli = cli };
 	if ((rc = cli->call(cli, "action_submit", pack_run, &r, 0, got_rec, &rec)) != 0)
 		return rc;
-	if ((rc = follow(cli, rec.id, r.pod)) != 0)
+	bool cut = false;
+	if ((rc = follow(cli, rec.id, r.pod, &cut)) != 0)
 		return rc;
 	if ((rc = cli->call(cli, "action_get", pack_id, rec.id, 0, got_rec, &rec)) != 0)
 		return rc;
+	/* What was printed is not all it wrote: said, with why (a full
+	 * disk leaves no note in the output itself). */
+	if (cut)
+		fprintf(stderr, "tankctl: %s: action %s: %s\n", cli->verb, rec.id, rec.reason);
 	if (!strcmp(rec.state, "DONE"))
 		return 0;
 	if (rec.has_exit && rec.exit_code > 0 && rec.exit_code < 256)

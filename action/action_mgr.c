@@ -359,6 +359,9 @@ static int put_status(action_mgr_t *m, const act_t *a)
 	msgpack_packer_init(&pk, &sb, msgpack_sbuffer_write);
 	rc = pack_act(m, a, &pk);
 	rc |= msgpack_pack_uint64(&pk, a->pid_start);   /* a trailing value: see restore */
+	/* And who cancelled it while it ran (nil: nobody): a restart of
+	 * tankd before its process ended still cancels what it adopts. */
+	rc |= a->cancel_pending ? kind_pack_str(&pk, a->cancelled_by) : msgpack_pack_nil(&pk);
 	if (!rc)
 		rc = st_coll_status_put(m->coll, a->spec->id, sb.data, sb.size);
 	msgpack_sbuffer_destroy(&sb);
@@ -422,6 +425,12 @@ static void restore(act_t *a, const void *buf, size_t len)
 	if (msgpack_unpack_next(&next, buf, len, &off) == MSGPACK_UNPACK_SUCCESS &&
 	    kind_int(&next.data, &v))
 		a->pid_start = (uint64_t)v;
+	if (a->st.phase == ACT_RUNNING &&
+	    msgpack_unpack_next(&next, buf, len, &off) == MSGPACK_UNPACK_SUCCESS &&
+	    next.data.type == MSGPACK_OBJECT_STR) {
+		a->cancel_pending = true;
+		kind_str(&next.data, a->cancelled_by, sizeof a->cancelled_by);
+	}
 	msgpack_unpacked_destroy(&next);
 	msgpack_unpacked_destroy(&u);
 }
@@ -676,6 +685,14 @@ static void on_reply(action_mgr_t *m, rc_loop_t *loop, const pod_req_reply_t *r)
 		a->out_bytes = r->out_bytes;
 		a->out_cut = r->out_cut != 0;
 	}
+	/* A cut output says so in the reason: at the bound the file says
+	 * it too, on a full disk nothing else can (`tankctl exec` prints
+	 * this reason when the output was cut). */
+	char cut[80] = "";
+	if (exec && r->out_cut && r->out_err)
+		snprintf(cut, sizeof cut, "; output cut (%s)", strerror(r->out_err));
+	else if (exec && r->out_cut)
+		snprintf(cut, sizeof cut, "; output cut at %u bytes", (unsigned)ACT_OUT_MAX);
 	/* A cancel reaches only an exec's process (POD_EXEC_CANCEL): a
 	 * restart, signal, stop or start whose reply comes after a cancel
 	 * ran all the same, and is written as it ended (docs/actions.md:
@@ -691,7 +708,9 @@ static void on_reply(action_mgr_t *m, rc_loop_t *loop, const pod_req_reply_t *r)
 		snprintf(a->error, sizeof a->error, "%s", r->msg);
 		move(m, loop, a, ACT_EV_LOSE, a->error);
 	} else if (r->err == 0 && (!exec || (r->exit_code == 0 && r->exit_signal == 0))) {
-		move(m, loop, a, ACT_EV_SUCCEED, exec ? "exited 0" : r->msg[0] ? r->msg : "done");
+		char why[RC_REASON_MAX];
+		snprintf(why, sizeof why, "exited 0%s", cut);
+		move(m, loop, a, ACT_EV_SUCCEED, exec ? why : r->msg[0] ? r->msg : "done");
 	} else {
 		char why[RC_REASON_MAX];
 		if (r->err == -ETIMEDOUT)
@@ -702,6 +721,8 @@ static void on_reply(action_mgr_t *m, rc_loop_t *loop, const pod_req_reply_t *r)
 			snprintf(why, sizeof why, "killed by signal %d", r->exit_signal);
 		else
 			snprintf(why, sizeof why, "exited %d", r->exit_code);
+		size_t l = strlen(why);
+		snprintf(why + l, sizeof why - l, "%s", cut);
 		snprintf(a->error, sizeof a->error, "%s", why);
 		move(m, loop, a, ACT_EV_FAIL, why);
 	}
@@ -901,6 +922,12 @@ static void handle(void *ctx, rc_loop_t *loop, rt_msg_t *msg)
 			a->cancel_pending = true;
 			if (a->exec)
 				(void)rt_send(rc_rt(loop), a->exec, POD_EXEC_CANCEL, NULL, 0);
+			/* Stored before the answer: a tankd killed -9 (or
+			 * re-executed) before the process ended cancels it
+			 * again once adopted.  Before, the adopted command ran
+			 * on and the action ended DONE after "cancelling". */
+			(void)put_status(m, a);
+			(void)st_flush(m->env->store, &e);
 			break;
 		}
 		snprintf(a->error, sizeof a->error, "cancelled");
@@ -1026,7 +1053,12 @@ static rc_result_t reconcile(void *ctx, rc_loop_t *loop, const rc_view_t *view)
 			launch(m, loop, a);     /* LOST there if it cannot be sent */
 			return rc_converged();
 		}
-		lose(m, loop, a, exec ? "its process was never started" : NULL);
+		/* No pid stored: tankd died before it started the command,
+		 * or between its start and the commit of its pid.  A process
+		 * of it handed over is nobody's: the pods' layer stops it
+		 * (pod_adopt_forget_exits). */
+		lose(m, loop, a, exec ? "its pid was not stored yet: a process of it is "
+				 "stopped" : NULL);
 		return rc_converged();
 	}
 	switch (a->st.phase) {

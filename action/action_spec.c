@@ -13,6 +13,7 @@
 
 #include "common/kit_units.h"
 #include "kinds/kind.h"
+#include "pod/pod_req.h"
 
 static const char *const op_names[] = { "restart", "signal", "exec", "stop", "start", "custom" };
 
@@ -153,6 +154,41 @@ static int get_argv(const msgpack_object *o, const char *where, bool nonempty, c
 	return 0;
 }
 
+/* Words a client submits (an exec's command, a custom action's args):
+ * each is handed to execve as a C string, so a NUL inside one would run
+ * another word than the one stored and shown (an array get_argv took). */
+static int check_words(const msgpack_object *o, const char *where, tank_error_t *e)
+{
+	for (uint32_t i = 0; i < o->via.array.size; i++)
+		if (memchr(o->via.array.ptr[i].via.str.ptr, '\0', o->via.array.ptr[i].via.str.size))
+			return tank_error_set(e, TANK_EINVALID, "%s[%u]: contains a NUL byte",
+					      where, i);
+	return 0;
+}
+
+/* What a submitted exec or custom action will run fits its request to
+ * the pods' layer (pod_req.h: POD_REQ_ARGV_MAX bytes, each word with its
+ * NUL) and names a program: refused at submit, naming it, instead of
+ * accepted and then FAILED when its turn came ("the command does not
+ * fit a request"). */
+static int check_run(const act_spec_t *s, tank_error_t *e)
+{
+	const char *where = s->op == ACT_OP_CUSTOM ? "args.args" : "args.command";
+	size_t n = 0;
+
+	if (!s->argv[0][0])
+		return tank_error_set(e, TANK_EINVALID, "%s[0]: must not be empty (the "
+				      "program to run)", where);
+	for (size_t i = 0; i < s->argc; i++)
+		n += strlen(s->argv[i]) + 1;
+	if (n > POD_REQ_ARGV_MAX)
+		return tank_error_set(e, TANK_EINVALID, "%s: %s is %zu bytes, at most %u (each "
+				      "word and a byte more)", where, s->op == ACT_OP_CUSTOM ?
+				      "the declared command with these args" : "the command", n,
+				      (unsigned)POD_REQ_ARGV_MAX);
+	return 0;
+}
+
 static int get_duration(const msgpack_object *o, const char *where, uint64_t *ms,
 			tank_error_t *e)
 {
@@ -233,7 +269,8 @@ static int parse_args(act_spec_t *s, const msgpack_object *a, const pod_spec_t *
 		if (!cmd)
 			return tank_error_set(e, TANK_EINVALID, "args.command: required (a list of "
 					      "strings)");
-		if ((err = get_argv(cmd, "args.command", true, &s->argv, &s->argc, e)) < 0)
+		if ((err = get_argv(cmd, "args.command", true, &s->argv, &s->argc, e)) < 0 ||
+		    (pod && (err = check_words(cmd, "args.command", e)) < 0))
 			return err;
 		if (t && (err = get_duration(t, "args.timeout", &s->timeout_ms, e)) < 0)
 			return err;
@@ -241,7 +278,8 @@ static int parse_args(act_spec_t *s, const msgpack_object *a, const pod_spec_t *
 	}
 	case ACT_OP_CUSTOM: {
 		const msgpack_object *g = kind_map_get(a, "args");
-		if (g && (err = get_argv(g, "args.args", false, &s->argv, &s->argc, e)) < 0)
+		if (g && ((err = get_argv(g, "args.args", false, &s->argv, &s->argc, e)) < 0 ||
+			  (pod && (err = check_words(g, "args.args", e)) < 0)))
 			return err;
 		break;
 	}
@@ -369,6 +407,8 @@ static int from_map(const msgpack_object *m, const pod_spec_t *pod, bool stored,
 				 decl->container ? decl->container : "");
 			s->timeout_ms = decl->timeout_ms;
 		}
+		if ((s->op == ACT_OP_EXEC || s->op == ACT_OP_CUSTOM) && (err = check_run(s, e)) < 0)
+			goto fail;
 		*out = s;
 		return 0;
 	}

@@ -10,6 +10,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -653,6 +654,15 @@ static void pod__drop_execs(pod_adopt_t *a)
 		char tag[300];
 		if (o) {
 			a->nexec--;
+			/* Nobody claimed it: its requester lost it (an action
+			 * LOST, a job failed: never run again), mostly because
+			 * its pid was not committed yet when tankd died.  Left
+			 * running it would run unwatched for ever (no timeout,
+			 * no cancel, its output pipe closed): its process
+			 * group (its own, setsid) is killed, while the process
+			 * is still the one handed over. */
+			if (pod__offer_alive(o))
+				(void)kill(-o->pid, SIGKILL);
 			pod__tag(tag, sizeof tag, 'x', o->key, o->pid, o->start);
 			if (a->sink.forget)
 				a->sink.forget(a->sink.ctx, tag);

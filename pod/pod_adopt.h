@@ -52,7 +52,9 @@
  * handover list it (pod_adopt_execs).  The next life finds them as exec
  * offers, keyed by pid and start time, which a POD_REQ_EXEC_ADOPT claims
  * (pod_adopt_claim_exec); those nobody claims by the third pass are
- * dropped with the unclaimed exits (pod_adopt_forget_exits).
+ * dropped with the unclaimed exits (pod_adopt_forget_exits), their process
+ * group killed (SIGKILL) while the process is still the one handed over:
+ * its requester gave it up (LOST, failed), and nothing would watch it.
  *
  * Everything runs on the loop's thread; nothing blocks but the keeper's
  * sends.  Owned by the daemon; outlives the loop: the watches' owners

@@ -78,6 +78,7 @@ typedef struct pod_exec {
 	uint64_t out_bytes;
 	uint32_t out_max;
 	bool out_cut;
+	int out_err;                  /* the failed write's errno, which cut it */
 	int32_t code, signal;         /* once exited */
 	int64_t ended_at;             /* when it exited (ms since the epoch) */
 	/* Kept for a next life (pod_adopt.h) while it runs. */
@@ -243,6 +244,22 @@ static void exec__keep(pod_exec_t *x, const char *buf, size_t n)
 		ssize_t w = write(x->out, buf, take);
 		if (w > 0)
 			x->out_bytes += (uint64_t)w;
+		if (w < 0 || (size_t)w < take) {
+			/* A full disk (or an I/O error): the output is cut
+			 * here, not written on later with a hole in it.  The
+			 * file can hardly say so: the reply does (out_err),
+			 * and its requester's record.  Before, the bytes were
+			 * dropped without a word: `tankctl exec` printed
+			 * nothing and exited 0. */
+			x->out_err = w < 0 && errno ? errno : ENOSPC;
+			x->out_cut = true;
+			char line[128];
+			int l = snprintf(line, sizeof line, "\n[tank: output cut at %llu bytes: %s]\n",
+					 (unsigned long long)x->out_bytes, strerror(x->out_err));
+			if (write(x->out, line, (size_t)l) == l)
+				x->out_bytes += (uint64_t)l;
+			return;
+		}
 	}
 	if (take < n) {
 		char line[64];
@@ -281,6 +298,7 @@ static void exec__finish(rt_t *rt, pod_exec_t *x)
 		(void)exec__read(x);    /* what is left, once more */
 	r.out_bytes = x->out_bytes;
 	r.out_cut = x->out_cut;
+	r.out_err = x->out_err;
 	exec__close(rt, x);
 	pod_adopt_exec_forget(x->adopt, x->reg_pid, x->pid_start);
 	/* Cancelled or timed out: we killed it, whatever else is known. */
@@ -543,7 +561,14 @@ static void req__exec_adopt(pod_mgr_t *m, rc_loop_t *loop, rt_pid_t from, const 
 			   c->key);
 		return;
 	}
-	bool alive = pod_proc_start_time(pid, &now_start) == 0 && now_start == start;
+	/* A zombie is ended too, not reaped yet: it has left its group
+	 * (cgroup.procs lists no zombie) but not its pid and start time,
+	 * which the claim below matches; its exit comes as any other's.
+	 * Before, a command that ended around a reexec (the new image had
+	 * not reaped it yet) was LOST "not in container's group", its real
+	 * exit status known and dropped. */
+	bool alive = pod_proc_start_time(pid, &now_start) == 0 && now_start == start &&
+		     !pod_proc_dead(pid);
 	bool ended = pod_adopt_ended(m->o.adopt, pid, start, NULL);
 	if (alive && !ended && c->has_cg && !pod_cgroup_has_pid(&c->cg, pid)) {
 		req__reply(loop, from, q->id, TANK_ENOTFOUND, "adopt: pid %d is not in container "

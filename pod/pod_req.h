@@ -173,7 +173,10 @@ typedef struct pod_req_reply {
 	int32_t pid;                        /* the command's host pid */
 	uint64_t pid_start;                 /* its start time (/proc stat 22) */
 	uint64_t out_bytes;                 /* bytes written to out_path */
-	uint32_t out_cut;                   /* 1: out_max cut it */
+	uint32_t out_cut;                   /* 1: out_max or out_err cut it */
+	int32_t out_err;                    /* the errno of the write to out_path
+					     * that failed (ENOSPC: a full disk),
+					     * which cut it there; 0: none */
 	int64_t ended_at;                   /* when it ended, ms since the epoch */
 	/* 1: an adopted command that ended while no keeper held its status
 	 * (the keeper was killed; pod_adopt.h "Orphans"): its exit is

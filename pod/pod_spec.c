@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "common/tank_err.h"
+#include "pod/pod_req.h"
 #include "common/kit.h"
 #include "common/kit_frame.h"
 #include "common/kit_units.h"
@@ -1232,6 +1233,17 @@ static void v_actions(kit_t *v, const msgpack_object *m, pod_spec_t *s)
 				kit_pop(v, sv2);
 			}
 			FIELD(v, d, "command", v_command(v, o, &a->argv, &a->argc));
+			size_t n = 0;
+			for (size_t w = 0; a->argv && w < a->argc; w++)
+				n += a->argv[w] ? strlen(a->argv[w]) + 1 : 0;
+			if (n > POD_REQ_ARGV_MAX) {
+				/* An exec request's bound (pod_req.h): it would
+				 * never run, each submit refused. */
+				size_t sv2 = kit_push_key(v, "command");
+				kit_err(v, "%zu bytes, at most %u (each word and a byte more)", n,
+					(unsigned)POD_REQ_ARGV_MAX);
+				kit_pop(v, sv2);
+			}
 			FIELD(v, d, "approval", v_approval(v, o, &a->approval));
 			FIELD(v, d, "timeout", kit_get_duration(v, o, &a->timeout_ms));
 			FIELD(v, d, "container", kit_get_str(v, o, &a->container, true));

@@ -18,6 +18,7 @@
 #include <unistd.h>
 #include <grp.h>
 
+#include "api/api_client.h"
 #include "tests/e2e/e2e.h"
 
 /* A pod that sleeps, with a custom action `backup` needing another
@@ -117,6 +118,46 @@ Test(actions, every_state_path_with_history)
 	teardown(d);
 }
 
+/* An exec's output on a full disk (a 64 KiB tmpfs as <data dir>/logs/
+ * actions): the output is cut where the disk filled, and that is said —
+ * `output.cut` in the record, the reason naming why, and `tankctl exec`
+ * on stderr.  Before, the bytes were dropped without a word: `cut: false`,
+ * reason "exited 0", and `tankctl exec web -- echo hello` printed nothing
+ * and exited 0.  The command itself is not disturbed. */
+Test(actions, output_cut_by_a_full_disk_is_said)
+{
+	d_t *d = d_new();
+	char dir[128], cmd[256], out[8192], id[64];
+
+	snprintf(dir, sizeof dir, "%s/logs", d->dir);
+	mkdir(dir, 0750);
+	snprintf(dir, sizeof dir, "%s/logs/actions", d->dir);
+	mkdir(dir, 0750);
+	snprintf(cmd, sizeof cmd, "mount -t tmpfs -o size=64k tmpfs %s 2>/dev/null", dir);
+	if (system(cmd) != 0) {
+		teardown(d);
+		cr_skip_test("cannot mount a tmpfs here (needs root): a full disk is not tested");
+	}
+	start(d);
+	pod(d, "web");
+	run(d, id, "web exec -- /bin/sh -c 'head -c 200000 /dev/zero | tr \"\\0\" a; echo end'");
+	assert_state(d, id, "DONE", 30);
+	cr_assert_eq(ctl(d, out, sizeof out, "action get %s", id), 0, "%s", out);
+	cr_assert(strstr(out, "cut: true"), "the record says the output was cut:\n%s", out);
+	cr_assert(strstr(out, "reason: exited 0; output cut (No space left on device)"),
+		  "the reason says why:\n%s", out);
+	/* The disk is full now: nothing of this one's output is kept. */
+	int rc = ctl(d, out, sizeof out, "exec web -- /bin/echo hello");
+	cr_assert_eq(rc, 0, "the command's own status: %s", out);
+	cr_assert(strstr(out, "tankctl: exec: action ") &&
+		  strstr(out, "output cut (No space left on device)"),
+		  "tankctl exec says its output was lost:\n%s", out);
+	stop(d, SIGTERM);
+	snprintf(cmd, sizeof cmd, "umount -l %s", dir);
+	cr_assert_eq(system(cmd), 0);
+	teardown(d);
+}
+
 Test(actions, cancel_stops_a_running_exec)
 {
 	d_t *d = setup();
@@ -168,6 +209,45 @@ Test(actions, same_id_same_content_is_one_record_other_content_conflicts)
 	teardown(d);
 }
 
+/* action_submit [{id: toolong, pod: web, kind: KIND, args: {KEY: WORDS}}]
+ * over the socket as it is: a word may hold a NUL, the words be longer
+ * than a tankctl line of the tests. */
+typedef struct {
+	const char *kind, *key;
+	const char *w[2];
+	size_t len[2];
+	uint32_t n;
+} submit_t;
+
+static int pack_submit(msgpack_packer *pk, void *arg)
+{
+	const submit_t *x = arg;
+	int rc = msgpack_pack_array(pk, 1) | msgpack_pack_map(pk, 4);
+	rc |= api_pack_cstr(pk, "id") | api_pack_cstr(pk, "toolong");
+	rc |= api_pack_cstr(pk, "pod") | api_pack_cstr(pk, "web");
+	rc |= api_pack_cstr(pk, "kind") | api_pack_cstr(pk, x->kind);
+	rc |= api_pack_cstr(pk, "args") | msgpack_pack_map(pk, 1);
+	rc |= api_pack_cstr(pk, x->key) | msgpack_pack_array(pk, x->n);
+	for (uint32_t i = 0; i < x->n; i++)
+		rc |= msgpack_pack_str(pk, x->len[i]) | msgpack_pack_str_body(pk, x->w[i], x->len[i]);
+	return rc ? -ENOMEM : 0;
+}
+
+/* Submits x; the error's message into msg ("" when accepted). */
+static void submit_raw(d_t *d, const submit_t *x, char *msg, size_t cap)
+{
+	api_client_t *cl;
+	api_incoming_t in;
+	tank_error_t e;
+
+	cr_assert_eq(api_client_connect(d->sock, &cl, &e), 0, "%s", e.msg);
+	cr_assert_eq(api_client_call(cl, "action_submit", pack_submit, (void *)x, 10000, &in, &e),
+		     0, "%s", e.msg);
+	snprintf(msg, cap, "%s", in.code ? in.message : "");
+	api_incoming_free(&in);
+	api_client_close(cl);
+}
+
 Test(actions, bad_input_is_named)
 {
 	d_t *d = setup();
@@ -204,6 +284,39 @@ Test(actions, bad_input_is_named)
 	cr_assert_neq(ctl(d, out, sizeof out, "apply -f %s/badact.yaml", d->dir), 0);
 	cr_assert(strstr(out, "built-in action kind"), "%s", out);
 	cr_assert(strstr(out, "must be one of none, required, other"), "%s", out);
+	/* What an exec or a custom action would run is checked at submit:
+	 * before, an empty program or a command past the pods' request
+	 * bound (1,024 bytes) was accepted and FAILED at its turn, "the
+	 * command does not fit a request", and a word with a NUL inside
+	 * ran only what came before the NUL. */
+	char big[1200], args[1400], msg[512];
+	memset(big, 'x', sizeof big - 1);
+	big[sizeof big - 1] = '\0';
+	submit_t x[] = {
+		{ "exec", "command", { "/bin/echo", big }, { 9, sizeof big - 1 }, 2 },
+		{ "backup", "args", { big }, { sizeof big - 1 }, 1 },
+		{ "exec", "command", { "" }, { 0 }, 1 },
+		{ "exec", "command", { "/bin/echo", "a\0b" }, { 9, 3 }, 2 },
+	};
+	const char *want[] = {
+		"args.command: the command is 1210 bytes, at most 1024",
+		"args.args: the declared command with these args is 1232 bytes, at most 1024",
+		"args.command[0]: must not be empty",
+		"args.command[1]: contains a NUL byte",
+	};
+	for (size_t i = 0; i < sizeof x / sizeof x[0]; i++) {
+		submit_raw(d, &x[i], msg, sizeof msg);
+		cr_assert(strstr(msg, want[i]), "case %zu: %s", i, msg[0] ? msg : "accepted");
+	}
+	cr_assert_neq(ctl(d, out, sizeof out, "action get toolong"), 0, "a refused one was kept");
+	cr_assert(strstr(out, "no action \"toolong\""), "%s", out);
+	/* A declaration that could never run is refused at apply. */
+	snprintf(args, sizeof args, "name: longdecl\ncontainers:\n  - name: m\n"
+		 "    command: [/bin/sleep, \"3600\"]\nactions:\n  x: {command: [/bin/echo, %s]}\n",
+		 big);
+	write_file(d, "longdecl.yaml", args);
+	cr_assert_neq(ctl(d, out, sizeof out, "apply -f %s/longdecl.yaml", d->dir), 0);
+	cr_assert(strstr(out, "actions.x.command: 1210 bytes, at most 1024"), "%s", out);
 	/* Actions are submitted, not applied. */
 	write_file(d, "act.yaml", "kind: Action\nname: x\n");
 	cr_assert_neq(ctl(d, out, sizeof out, "apply -f %s/act.yaml", d->dir), 0);
