@@ -648,12 +648,20 @@ static bool pod__ctr_adopt(pod_mgr_t *m, rc_loop_t *loop, pod_ctr_t *c)
 	char why[RC_REASON_MAX] = "";
 	bool ended = pod_adopt_ended(m->o.adopt, c->orphan, c->orphan_start, NULL);
 	bool child = false;
+	uint64_t st;
+	/* Ended, not reaped yet: a zombie has left its group (cgroup.procs
+	 * lists none) but keeps its pid and start time; its exit comes to
+	 * the watch (pod__ctr_start) as any other's.  Taken for a stranger,
+	 * it was stopped as a leftover and its container started afresh: a
+	 * `restart: never` pod killed during a reexec ran twice. */
+	bool zombie = !ended && pod_proc_start_time(c->orphan, &st) == 0 &&
+		      st == c->orphan_start && pod_proc_dead(c->orphan);
 
 	c->adopting = false;
 	if (!p->spec || !pod__ctr_spec(c))
 		return false;
 	if (pod__ctr_cgroup(m, c, why, sizeof why) < 0 ||
-	    (!ended && c->has_cg && !pod_cgroup_has_pid(&c->cg, c->orphan)))
+	    (!ended && !zombie && c->has_cg && !pod_cgroup_has_pid(&c->cg, c->orphan)))
 		return false;
 	if (!pod_adopt_claim(m->o.adopt, c->key, c->orphan, c->orphan_start, &proc, &child))
 		return false;
