@@ -1191,6 +1191,46 @@ Test(adopt, an_exec_that_ended_unreaped_at_a_reexec_keeps_its_real_exit)
 	teardown(d);
 }
 
+/* A `restart: never` container that ended just before a reexec and is
+ * not reaped yet (held by a tracer here, as a zombie is in the moments
+ * before its parent's reap): the new image adopts it and records its
+ * real exit.  Before, a zombie is in no cgroup, so its adoption took it
+ * for a stranger, stopped it as a leftover and started the container
+ * afresh: a run-once pod ran twice (bench/scale/s25_kill_during_reexec.sh:
+ * 1 to 157 of 300 a run). */
+Test(adopt, a_container_ended_unreaped_at_a_reexec_is_not_started_again)
+{
+	d_t *d = setup();
+	char out[4096];
+
+	write_file(d, "z.yaml", "name: z\nrestart: never\ncontainers:\n  - name: c\n"
+		   "    command: [/bin/sleep, \"3\"]\n");
+	cr_assert_eq(ctl(d, out, sizeof out, "apply -f %s/z.yaml", d->dir), 0, "%s", out);
+	cr_assert(wait_phase(d, "z", "running", 20));
+	pid_t pid = (pid_t)status_num(d, "z", "pid");
+	cr_assert_gt(pid, 0);
+	cr_assert_eq(ptrace(PTRACE_SEIZE, pid, NULL, NULL), 0, "seize %d: %s", (int)pid,
+		     strerror(errno));
+	for (int i = 0; i < 1000 && !zombie(pid); i++)
+		sleep_ms(20);
+	cr_assert(zombie(pid), "the container did not end");
+	cr_assert_eq(ctl(d, out, sizeof out, "daemon reexec"), 0, "%s", out);
+	cr_assert(wait_says(d, 20, "reexecs    1", "daemon status"), "no reexec");
+	sleep_ms(1000);                 /* the new image has looked at it */
+	int st;
+	cr_assert_eq(waitpid(pid, &st, __WALL), pid);   /* the tracer first; then tankd */
+	cr_assert(wait_phase(d, "z", "terminal", 20));
+	cr_assert(says(d, "\"code\": 0", "status z -o json"));
+	cr_assert_eq(ctl(d, out, sizeof out, "history z"), 0, "%s", out);
+	cr_assert_null(strstr(out, "unknown"), "its exit is known:\n%s", out);
+	/* started once: by the first image, adopted by the second */
+	int starts = 0;
+	for (const char *at = out; (at = strstr(at, " started\n")); at++)
+		starts++;
+	cr_assert_eq(starts, 1, "started again:\n%s", out);
+	teardown(d);
+}
+
 /* A cancel answered "cancelling" (the command ignores SIGTERM: its
  * SIGKILL is 2 s away) and then a kill -9 of tankd under its keeper, or
  * a reexec, before the command ended: the next tankd adopts the command
