@@ -377,8 +377,6 @@ static int pack_clines(msgpack_packer *pk, const clines_t *o)
 	return rc ? -ENOMEM : 0;
 }
 
-/* The containers whose logs are asked for: the one named, or every one
- * of the pod, into *files (malloc'd, the caller's). */
 /* The container names of pod `name`'s stored spec, into a fresh
  * follow_file_t array: a pod applied a moment ago has a spec but no
  * status yet (the loop has not reconciled it), and its logs are there to
@@ -411,10 +409,11 @@ static int spec_files(const kind_env_t *env, const char *name, follow_file_t **f
 	return 0;
 }
 
-/* The containers whose logs `logs` reads: the status's, or the spec's
- * while there is no status yet (*fresh: nothing of this object ran, so
- * a file there is a deleted namesake's, which the loop removes when it
- * takes the new object up: not to be shown). */
+/* The containers whose logs are asked for: the one named, or every one
+ * of the pod, into *files (malloc'd, the caller's): the status's, or the
+ * spec's while there is no status yet (*fresh: nothing of this object
+ * ran, so a file there is a deleted namesake's, which the loop removes
+ * when it takes the new object up: not to be shown). */
 static int log_files(const kind_env_t *env, const char *name, const char *ctr,
 		     follow_file_t **files, size_t *nc, bool *fresh, tank_error_t *e)
 {

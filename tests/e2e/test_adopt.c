@@ -1148,14 +1148,39 @@ static bool zombie(pid_t pid)
 	return (p = strrchr(buf, ')')) && p[1] == ' ' && p[2] == 'Z';
 }
 
+/* Holds pid a zombie across a `daemon reexec`: traces it (PTRACE_SEIZE),
+ * so tankd, its parent, cannot reap it until the test, its tracer, has;
+ * waits until it has ended, re-executes tankd and gives the new image a
+ * second to look at it.  The caller checks what it made of it, then
+ * reap_traced lets tankd hear of the exit. */
+static void reexec_holding_zombie(d_t *d, pid_t pid)
+{
+	char out[4096];
+
+	cr_assert_eq(ptrace(PTRACE_SEIZE, pid, NULL, NULL), 0, "seize %d: %s", (int)pid,
+		     strerror(errno));
+	for (int i = 0; i < 1000 && !zombie(pid); i++)
+		sleep_ms(20);
+	cr_assert(zombie(pid), "pid %d did not end", (int)pid);
+	cr_assert_eq(ctl(d, out, sizeof out, "daemon reexec"), 0, "%s", out);
+	cr_assert(wait_says(d, 20, "reexecs    1", "daemon status"), "no reexec");
+	sleep_ms(1000);
+}
+
+/* The tracer reaps it first; then tankd, its parent, hears its exit. */
+static void reap_traced(pid_t pid)
+{
+	int st;
+	cr_assert_eq(waitpid(pid, &st, __WALL), pid);
+}
+
 /* A command that ended just before a reexec's new image looked at it,
  * not reaped yet (a zombie: out of its container's cgroup.procs, its pid
  * and start time still its own), is taken over and ends by its real
- * exit.  The test holds it a zombie for as long as it likes: it traces
- * the command (PTRACE_SEIZE), so tankd, its parent, cannot reap it until
- * the test, its tracer, has.  Before, the new image found it "not in
- * container web/main's group" and made the action LOST, its exit known
- * and dropped (1 in about 150 execs ending around a reexec at 150 pods). */
+ * exit (held a zombie by reexec_holding_zombie).  Before, the new image
+ * found it "not in container web/main's group" and made the action LOST,
+ * its exit known and dropped (1 in about 150 execs ending around a
+ * reexec at 150 pods). */
 Test(adopt, an_exec_that_ended_unreaped_at_a_reexec_keeps_its_real_exit)
 {
 	d_t *d = setup();
@@ -1170,20 +1195,11 @@ Test(adopt, an_exec_that_ended_unreaped_at_a_reexec_keeps_its_real_exit)
 	cr_assert(act_field(d, id, "pid", pid, sizeof pid));
 	pid_t cmd = (pid_t)atol(pid);
 	sleep_ms(200);                  /* its pid is committed */
-	cr_assert_eq(ptrace(PTRACE_SEIZE, cmd, NULL, NULL), 0, "seize %d: %s", (int)cmd,
-		     strerror(errno));
-	for (int i = 0; i < 1000 && !zombie(cmd); i++)
-		sleep_ms(20);
-	cr_assert(zombie(cmd), "the command did not end");
-	cr_assert_eq(ctl(d, out, sizeof out, "daemon reexec"), 0, "%s", out);
-	cr_assert(wait_says(d, 20, "reexecs    1", "daemon status"), "no reexec");
+	reexec_holding_zombie(d, cmd);
 	/* The new image has looked at it (its adoption is asked at its
 	 * start): still RUNNING, never LOST. */
-	sleep_ms(1000);
 	act_assert_state(d, id, "RUNNING", 1);
-	/* The tracer reaps it first; then tankd, its parent, hears its exit. */
-	int st;
-	cr_assert_eq(waitpid(cmd, &st, __WALL), cmd);
+	reap_traced(cmd);
 	act_assert_state(d, id, "DONE", 20);
 	cr_assert(says(d, "exit: 0", "action get %s", id));
 	cr_assert_eq(ctl(d, out, sizeof out, "history action %s", id), 0, "%s", out);
@@ -1209,16 +1225,8 @@ Test(adopt, a_container_ended_unreaped_at_a_reexec_is_not_started_again)
 	cr_assert(wait_phase(d, "z", "running", 20));
 	pid_t pid = (pid_t)status_num(d, "z", "pid");
 	cr_assert_gt(pid, 0);
-	cr_assert_eq(ptrace(PTRACE_SEIZE, pid, NULL, NULL), 0, "seize %d: %s", (int)pid,
-		     strerror(errno));
-	for (int i = 0; i < 1000 && !zombie(pid); i++)
-		sleep_ms(20);
-	cr_assert(zombie(pid), "the container did not end");
-	cr_assert_eq(ctl(d, out, sizeof out, "daemon reexec"), 0, "%s", out);
-	cr_assert(wait_says(d, 20, "reexecs    1", "daemon status"), "no reexec");
-	sleep_ms(1000);                 /* the new image has looked at it */
-	int st;
-	cr_assert_eq(waitpid(pid, &st, __WALL), pid);   /* the tracer first; then tankd */
+	reexec_holding_zombie(d, pid);
+	reap_traced(pid);
 	cr_assert(wait_phase(d, "z", "terminal", 20));
 	cr_assert(says(d, "\"code\": 0", "status z -o json"));
 	cr_assert_eq(ctl(d, out, sizeof out, "history z"), 0, "%s", out);
