@@ -54,11 +54,10 @@ void pod__drained_check(pod_mgr_t *m, rc_loop_t *loop)
  * period.  Returns the requeue delay while some remain, 0 when none. */
 static uint64_t pod__orphan_step(rc_loop_t *loop, pod_ctr_t *c)
 {
-	uint64_t st;
 	int64_t now = (int64_t)rc_wall_ms();
 	const pod_spec_t *s = c->pod->spec;
-	bool pid_alive = c->orphan && pod_proc_start_time(c->orphan, &st) == 0 &&
-			 st == c->orphan_start && !pod_proc_dead(c->orphan);
+	bool pid_alive = c->orphan &&
+			 pod_proc_state(c->orphan, c->orphan_start) == POD_PROC_RUNS;
 	bool cg_alive = c->cg_orphans && c->has_cg && pod_cgroup_count(&c->cg) > 0;
 
 	if (!pid_alive && !cg_alive) {
@@ -648,14 +647,13 @@ static bool pod__ctr_adopt(pod_mgr_t *m, rc_loop_t *loop, pod_ctr_t *c)
 	char why[RC_REASON_MAX] = "";
 	bool ended = pod_adopt_ended(m->o.adopt, c->orphan, c->orphan_start, NULL);
 	bool child = false;
-	uint64_t st;
 	/* Ended, not reaped yet: a zombie has left its group (cgroup.procs
 	 * lists none) but keeps its pid and start time; its exit comes to
 	 * the watch (pod__ctr_start) as any other's.  Taken for a stranger,
 	 * it was stopped as a leftover and its container started afresh: a
 	 * `restart: never` pod killed during a reexec ran twice. */
-	bool zombie = !ended && pod_proc_start_time(c->orphan, &st) == 0 &&
-		      st == c->orphan_start && pod_proc_dead(c->orphan);
+	bool zombie = !ended &&
+		      pod_proc_state(c->orphan, c->orphan_start) == POD_PROC_ZOMBIE;
 
 	c->adopting = false;
 	if (!p->spec || !pod__ctr_spec(c))

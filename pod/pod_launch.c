@@ -995,7 +995,10 @@ fail:
 	return r;
 }
 
-int pod_proc_start_time(pid_t pid, uint64_t *out)
+/* Reads /proc/PID/stat once: the state letter (field 3) and the start
+ * time (field 22).  Returns 0, -ESRCH once the pid names no process, -EIO
+ * for a stat it cannot parse, or another negative errno. */
+static int proc_stat_read(pid_t pid, char *state, uint64_t *start)
 {
 	char path[64], buf[1024];
 	snprintf(path, sizeof path, "/proc/%d/stat", (int)pid);
@@ -1010,8 +1013,9 @@ int pod_proc_start_time(pid_t pid, uint64_t *out)
 	buf[n] = '\0';
 	/* comm (field 2) may hold spaces and parens: count from the last ')'. */
 	char *p = strrchr(buf, ')');
-	if (!p)
+	if (!p || p[1] != ' ' || !p[2])
 		return -EIO;
+	*state = p[2];
 	p++;
 	for (int field = 3; field < 22; field++) {
 		p = strchr(p + 1, ' ');
@@ -1023,8 +1027,23 @@ int pod_proc_start_time(pid_t pid, uint64_t *out)
 	unsigned long long v = strtoull(p + 1, &end, 10);
 	if (errno || end == p + 1)
 		return -EIO;
-	*out = v;
+	*start = v;
 	return 0;
+}
+
+int pod_proc_start_time(pid_t pid, uint64_t *out)
+{
+	char state;
+	return proc_stat_read(pid, &state, out);
+}
+
+pod_proc_state_t pod_proc_state(pid_t pid, uint64_t start)
+{
+	char state;
+	uint64_t now;
+	if (pid <= 0 || proc_stat_read(pid, &state, &now) < 0 || now != start)
+		return POD_PROC_GONE;
+	return state == 'Z' || state == 'X' ? POD_PROC_ZOMBIE : POD_PROC_RUNS;
 }
 
 int pod_proc_signal(const pod_proc_t *p, int sig)
@@ -1075,16 +1094,7 @@ const char *pod_exit_reason(const pod_exit_t *e)
 
 bool pod_proc_dead(pid_t pid)
 {
-	char path[64], buf[512], *p;
-	FILE *f;
-	size_t n;
-
-	snprintf(path, sizeof path, "/proc/%d/stat", (int)pid);
-	if (!(f = fopen(path, "re")))
-		return true;
-	n = fread(buf, 1, sizeof buf - 1, f);
-	fclose(f);
-	buf[n] = '\0';
-	p = strrchr(buf, ')');
-	return !p || p[1] != ' ' || p[2] == 'Z' || p[2] == 'X';
+	char state;
+	uint64_t start;
+	return proc_stat_read(pid, &state, &start) < 0 || state == 'Z' || state == 'X';
 }

@@ -174,6 +174,15 @@ int pod_proc_start_time(pid_t pid, uint64_t *out);
  * Reads /proc/PID/stat; does not block beyond that. */
 bool pod_proc_dead(pid_t pid);
 
+/* What is of the process (pid, start): GONE when no process has that pid
+ * and start time (it was reaped, or the pid now names another), ZOMBIE
+ * when it has ended and nobody reaped it yet (it has left its cgroup:
+ * cgroup.procs lists no zombie), RUNS otherwise.  One read of
+ * /proc/PID/stat, so the start time and the state are of the same
+ * process; an unreadable or unparsable stat counts as GONE. */
+typedef enum { POD_PROC_GONE, POD_PROC_RUNS, POD_PROC_ZOMBIE } pod_proc_state_t;
+pod_proc_state_t pod_proc_state(pid_t pid, uint64_t start);
+
 /* Sends sig to the container's main process (the stop signal).  Returns 0
  * or -errno (-ESRCH once it is gone). */
 int pod_proc_signal(const pod_proc_t *p, int sig);

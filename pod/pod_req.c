@@ -544,7 +544,7 @@ static void req__exec_adopt(pod_mgr_t *m, rc_loop_t *loop, rt_pid_t from, const 
 			    pod_ctr_t *c)
 {
 	pid_t pid = q->pid;
-	uint64_t start = q->pid_start, now_start;
+	uint64_t start = q->pid_start;
 	bool child = false;
 	int rd = -1, out = -1;
 	tank_error_t err;
@@ -567,8 +567,7 @@ static void req__exec_adopt(pod_mgr_t *m, rc_loop_t *loop, rt_pid_t from, const 
 	 * Before, a command that ended around a reexec (the new image had
 	 * not reaped it yet) was LOST "not in container's group", its real
 	 * exit status known and dropped. */
-	bool alive = pod_proc_start_time(pid, &now_start) == 0 && now_start == start &&
-		     !pod_proc_dead(pid);
+	bool alive = pod_proc_state(pid, start) == POD_PROC_RUNS;
 	bool ended = pod_adopt_ended(m->o.adopt, pid, start, NULL);
 	if (alive && !ended && c->has_cg && !pod_cgroup_has_pid(&c->cg, pid)) {
 		req__reply(loop, from, q->id, TANK_ENOTFOUND, "adopt: pid %d is not in container "

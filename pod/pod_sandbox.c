@@ -469,7 +469,6 @@ static const unsigned ns_bits[POD_SBX_NFD] = {
 int pod_sandbox_adopt(pid_t pid, uint64_t start, unsigned ns,
 		      const pod_sandbox_opts_t *o, pod_sandbox_t *sb, tank_error_t *err)
 {
-	uint64_t st;
 	int r;
 
 	tank_error_clear(err);
@@ -478,7 +477,7 @@ int pod_sandbox_adopt(pid_t pid, uint64_t start, unsigned ns,
 	sb->root_fd = -1;
 	for (int i = 0; i < POD_SBX_NFD; i++)
 		sb->ns_fd[i] = -1;
-	if (pod_proc_start_time(pid, &st) < 0 || st != start || pod_proc_dead(pid))
+	if (pod_proc_state(pid, start) != POD_PROC_RUNS)
 		return tank_error_set(err, -ESRCH, "sandbox: pid %d is gone", (int)pid);
 	if (o && o->cgroups && o->cgroups->mode != POD_CGROUP_NONE) {
 		snprintf(sb->group, sizeof sb->group, POD_SANDBOX_GROUP_PREFIX "%d", (int)pid);

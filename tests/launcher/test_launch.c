@@ -192,6 +192,36 @@ Test(launcher, start_time_is_the_kernels_for_every_launch)
 	}
 }
 
+/* pod_proc_state tells the three ends of (pid, start) apart from one
+ * read: running, ended and not reaped (what adoption claims as a zombie),
+ * and gone, also when the pid is right and the start time is not (the
+ * pid now names another process). */
+Test(launcher, proc_state_tells_runs_zombie_and_gone)
+{
+	char *argv[] = { "sleep", "30", NULL };
+	pod_launch_opts_t o = { .file = "/bin/sleep", .argv = argv,
+	                        .stdout_mode = POD_STDIO_NULL,
+	                        .stderr_mode = POD_STDIO_NULL };
+	pod_proc_t p;
+	tank_error_t err;
+	cr_assert_eq(pod_launch(&o, &p, &err), 0, "%s", err.msg);
+	cr_expect_eq(pod_proc_state(p.pid, p.start_time), POD_PROC_RUNS);
+	cr_expect_eq(pod_proc_state(p.pid, p.start_time + 1), POD_PROC_GONE);
+	cr_expect_eq(pod_proc_state(0, p.start_time), POD_PROC_GONE);
+	cr_assert_eq(kill(p.pid, SIGKILL), 0);
+	pod_proc_state_t s = POD_PROC_RUNS;
+	for (int i = 0; i < 10000 && (s = pod_proc_state(p.pid, p.start_time)) == POD_PROC_RUNS; i++)
+		usleep(1000);
+	cr_expect_eq(s, POD_PROC_ZOMBIE, "killed and not reaped: state %d", (int)s);
+	cr_expect(pod_proc_dead(p.pid));
+	/* Not a zombie when the start time is another process's. */
+	cr_expect_eq(pod_proc_state(p.pid, p.start_time + 1), POD_PROC_GONE);
+	lt_wait(p.pid, 10);
+	cr_expect_eq(pod_proc_state(p.pid, p.start_time), POD_PROC_GONE);
+	cr_expect(pod_proc_dead(p.pid));
+	pod_proc_close_fds(&p);
+}
+
 Test(launcher, stdout_into_given_fd_and_exit_decoding)
 {
 	char path[] = "/tmp/tank-launch-out-XXXXXX";
