@@ -409,6 +409,35 @@ static int spec_files(const kind_env_t *env, const char *name, follow_file_t **f
 	return 0;
 }
 
+/* The container names of pod `name`'s stored status, into a fresh
+ * follow_file_t array; *nc 0 (and *files NULL) while it has no status or
+ * none of its containers yet. */
+static int status_files(const kind_env_t *env, const char *name, follow_file_t **files,
+			size_t *nc, tank_error_t *e)
+{
+	st_status_t s;
+	int err;
+
+	memset(&s, 0, sizeof s);
+	if ((err = st_status_get(env->store, name, &s, e)) < 0) {
+		if (err != TANK_ENOTFOUND)
+			return err;
+		tank_error_clear(e);
+		return 0;
+	}
+	follow_file_t *f = s.n_containers ? calloc(s.n_containers, sizeof *f) : NULL;
+	if (s.n_containers && !f) {
+		st_status_clear(&s);
+		return tank_error_set(e, -ENOMEM, "out of memory");
+	}
+	for (size_t i = 0; i < s.n_containers; i++)
+		snprintf(f[i].container, sizeof f[i].container, "%s", s.containers[i].name);
+	*nc = s.n_containers;
+	*files = f;
+	st_status_clear(&s);
+	return 0;
+}
+
 /* The containers whose logs are asked for: the one named, or every one
  * of the pod, into *files (malloc'd, the caller's): the status's, or the
  * spec's while there is no status yet (*fresh: nothing of this object
@@ -417,59 +446,35 @@ static int spec_files(const kind_env_t *env, const char *name, follow_file_t **f
 static int log_files(const kind_env_t *env, const char *name, const char *ctr,
 		     follow_file_t **files, size_t *nc, bool *fresh, tank_error_t *e)
 {
-	st_status_t s;
+	follow_file_t *f = NULL;
+	size_t n = 0, i = 0;
 	int err;
 
 	*files = NULL;
 	*nc = 0;
 	*fresh = false;
-	memset(&s, 0, sizeof s);
-	if ((err = st_status_get(env->store, name, &s, e)) < 0 && err != TANK_ENOTFOUND)
+	if ((err = status_files(env, name, &f, &n, e)) < 0)
 		return err;
-	if (err == TANK_ENOTFOUND || !s.n_containers) {
+	if (!n) {
 		/* Not reconciled yet: its spec names its containers. */
-		if (err == 0)
-			st_status_clear(&s);
-		tank_error_clear(e);
-		follow_file_t *sf = NULL;
-		size_t sn = 0;
-		if ((err = spec_files(env, name, &sf, &sn, e)) < 0)
+		free(f);
+		if ((err = spec_files(env, name, &f, &n, e)) < 0)
 			return err;
-		bool has = !ctr[0] && sn;
-		for (size_t i = 0; i < sn && ctr[0]; i++)
-			has |= strcmp(sf[i].container, ctr) == 0;
-		if (!has) {
-			free(sf);
-			return tank_error_set(e, TANK_ENOTFOUND, "pod \"%s\" has no container \"%s\"",
-					      name, ctr);
-		}
-		if (ctr[0]) {
-			snprintf(sf[0].container, sizeof sf[0].container, "%s", ctr);
-			sn = 1;
-		}
 		*fresh = true;
-		*files = sf;
-		*nc = sn;
-		return 0;
 	}
-	bool found = !ctr[0] && s.n_containers;
-	for (size_t i = 0; i < s.n_containers && ctr[0]; i++)
-		found |= strcmp(s.containers[i].name, ctr) == 0;
-	if (!found) {
-		st_status_clear(&s);
+	while (ctr[0] && i < n && strcmp(f[i].container, ctr) != 0)
+		i++;
+	if (i == n) {
+		free(f);
+		*fresh = false;
 		return tank_error_set(e, TANK_ENOTFOUND, "pod \"%s\" has no container \"%s\"",
 				      name, ctr);
 	}
-	size_t n = ctr[0] ? 1 : s.n_containers;
-	follow_file_t *f = calloc(n, sizeof *f);
-	if (!f) {
-		st_status_clear(&s);
-		return tank_error_set(e, -ENOMEM, "out of memory");
+	if (ctr[0]) {
+		if (i)
+			f[0] = f[i];
+		n = 1;
 	}
-	for (size_t i = 0; i < n; i++)
-		snprintf(f[i].container, sizeof f[i].container, "%s",
-			 ctr[0] ? ctr : s.containers[i].name);
-	st_status_clear(&s);
 	*files = f;
 	*nc = n;
 	return 0;

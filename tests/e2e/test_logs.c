@@ -35,6 +35,10 @@ Test(e2e, logs_of_a_pod_shows_every_container_prefixed)
 	cr_assert_eq(ctl(d, out, sizeof out, "logs two -c b"), 0, "%s", out);
 	cr_assert(!strncmp(out, "from-b\n", 7) && !strstr(out, "from-a") && !strstr(out, "[b]"),
 		  "%s", out);
+	/* A name the running pod has not: said, as for a pod not reconciled
+	 * yet (logs_of_a_pod_applied_a_moment_ago). */
+	cr_assert_eq(ctl(d, out, sizeof out, "logs two -c nope"), 1, "%s", out);
+	cr_assert(strstr(out, "pod \"two\" has no container \"nope\""), "%s", out);
 	teardown(d);
 }
 
