@@ -147,6 +147,18 @@ int kind_scan(const kind_env_t *env, const kind_t *k, st_pod_fn fn, void *ctx,
 	return c ? st_coll_scan(c, fn, ctx, e) : st_pod_foreach(env->store, fn, ctx, e);
 }
 
+int kind_scan_from(const kind_env_t *env, const kind_t *k, const char *after, st_pod_fn fn,
+		   void *ctx, tank_error_t *e)
+{
+	st_coll_t *c;
+	int err;
+
+	if ((err = kind_coll(env, k, &c, e)) < 0)
+		return err;
+	return c ? st_coll_scan_from(c, after, fn, ctx, e)
+		 : st_pod_foreach_from(env->store, after, fn, ctx, e);
+}
+
 int kind_history(const kind_env_t *env, const kind_t *k, const char *name, size_t limit,
 		 st_transition_t **out, size_t *n, tank_error_t *e)
 {

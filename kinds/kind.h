@@ -501,6 +501,10 @@ int kind_get(const kind_env_t *env, const kind_t *k, const char *name, st_pod_t 
 	     tank_error_t *e);
 int kind_scan(const kind_env_t *env, const kind_t *k, st_pod_fn fn, void *ctx,
 	      tank_error_t *e);
+/* The same from the first name after `after` (NULL or "": from the
+ * start), for walks in slices (st_pod_foreach_from). */
+int kind_scan_from(const kind_env_t *env, const kind_t *k, const char *after, st_pod_fn fn,
+		   void *ctx, tank_error_t *e);
 int kind_history(const kind_env_t *env, const kind_t *k, const char *name, size_t limit,
 		 st_transition_t **out, size_t *n, tank_error_t *e);
 

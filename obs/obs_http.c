@@ -51,6 +51,54 @@ static const tank_mhd_t *mhd_fn;
 
 typedef struct sse sse_t;
 typedef struct obs_conn obs_conn_t;
+typedef struct obs_wait obs_wait_t;
+
+/* ---- answers built over several turns -------------------------------------------
+ *
+ * /metrics and /state read every object of every kind.  Built in one
+ * turn, that was most of a second at 100,000 stored pods, and every RPC
+ * and reconcile waited behind it.  A job builds one of them in slices of
+ * OBS_SLICE_NS (obs_walk_t, obs/obs_metrics.h), and the requests that
+ * ask while it runs are suspended until it ends, then all answered with
+ * the same bytes.  The snapshots of the live page are /state's build too. */
+#define OBS_SLICE_NS (5u * 1000u * 1000u)
+
+enum { JOB_STATE, JOB_METRICS, JOB_N };
+
+/* A job's answer, shared by the requests it ends: each queues r in its
+ * handler's next call (after its resume); the last reference dropped
+ * (done_unref) drops r. */
+typedef struct obs_done {
+	struct MHD_Response *r;        /* NULL: the build ran out of memory */
+	size_t refs;
+} obs_done_t;
+
+/* A request waiting for a job (its con_cls), from its suspension to the
+ * end of the request (on_completed frees it). */
+struct obs_wait {
+	obs_done_t *done;              /* its answer, once the job ended */
+	bool cut;                      /* no answer: out of memory, or closing */
+	obs_wait_t *next, **pprev;     /* in its job's list while it waits */
+	struct MHD_Connection *c;
+};
+
+typedef struct snap_kind {
+	const kind_t *k;
+	obs_buf_t *b;
+	uint64_t now;
+	size_t n, nkinds;
+} snap_kind_t;
+
+typedef struct obs_job {
+	bool running;
+	bool again;                    /* pages asked for a newer snapshot meanwhile */
+	obs_wait_t *waiters;
+	double cost;                   /* seconds its slices took */
+	obs_buf_t b;                   /* JOB_STATE: the document so far */
+	snap_kind_t sk;
+	obs_walk_t w;
+	obs_metrics_build_t *mb;       /* JOB_METRICS */
+} obs_job_t;
 
 /* A connection, from its accept to its close (MHD's socket context). */
 struct obs_conn {
@@ -75,7 +123,7 @@ struct obs_http {
 	obs_counts_t counts;
 	obs_buf_t recent[OBS_RECENT];  /* `data: …\n\n` of the last events */
 	size_t recent_next;
-	double snap_cost;              /* seconds the last snapshot took */
+	double snap_cost;              /* seconds the last snapshot's slices took */
 	/* What the requests of one MHD_run share.  Every handler runs on the
 	 * loop's thread, so nothing changes between two requests of one run:
 	 * 64 pages opened at once at 9,700 pods built /state 64 times in one
@@ -83,8 +131,10 @@ struct obs_http {
 	 * Dropped when the run ends (share_drop); MHD keeps a response it
 	 * still sends (its own reference). */
 	bool in_run;
-	struct MHD_Response *state_r, *metrics_r;
+	obs_done_t *ran[JOB_N];        /* an answer built in this run */
 	obs_buf_t snap_msg;            /* the snapshot message of this run */
+	obs_job_t job[JOB_N];
+	ev_timer slice;                /* the next slice of the jobs running */
 };
 
 struct sse {
@@ -102,6 +152,7 @@ struct sse {
 	size_t snap_left;
 	bool suspended, snapshot, cut;
 	bool snap_owed;                /* a snapshot skipped while it read one */
+	bool snap_wait;                /* waits for the state job's snapshot */
 	sse_t *next, **pprev;
 };
 
@@ -159,13 +210,21 @@ static void rearm(obs_http_t *h)
 	}
 }
 
+static void done_unref(obs_done_t *d)
+{
+	if (d && --d->refs == 0) {
+		if (d->r)
+			mhd_fn->destroy_response(d->r);
+		free(d);
+	}
+}
+
 static void share_drop(obs_http_t *h)
 {
-	if (h->state_r)
-		mhd_fn->destroy_response(h->state_r);
-	if (h->metrics_r)
-		mhd_fn->destroy_response(h->metrics_r);
-	h->state_r = h->metrics_r = NULL;
+	for (int j = 0; j < JOB_N; j++) {
+		done_unref(h->ran[j]);
+		h->ran[j] = NULL;
+	}
 	obs_buf_free(&h->snap_msg);
 }
 
@@ -289,115 +348,6 @@ static void sse_free(void *cls)
 	free(s);
 }
 
-/* ---- the snapshot ---------------------------------------------------------------- */
-
-typedef struct snap_kind {
-	const kind_t *k;
-	obs_buf_t *b;
-	uint64_t now;
-	size_t n;
-} snap_kind_t;
-
-static int snapshot_one(void *ctx, const msgpack_object *st)
-{
-	snap_kind_t *sk = ctx;
-	obs_buf_t *b = sk->b;
-
-	obs_buf_puts(b, sk->n++ ? ",{\"cells\":[" : "{\"cells\":[");
-	for (size_t c = 0; c < sk->k->ncols; c++) {
-		char cell[256];
-		cell[0] = '\0';
-		sk->k->cols[c].cell(st, sk->now, cell, sizeof cell);
-		if (c)
-			obs_buf_puts(b, ",");
-		obs_json_str(b, cell, strlen(cell));
-	}
-	obs_buf_puts(b, "],\"status\":");
-	obs_json_write(b, st);
-	obs_buf_puts(b, "}");
-	return 0;
-}
-
-static void snapshot_json(obs_http_t *h, obs_buf_t *b)
-{
-	const kind_env_t *env = h->o.src.kinds;
-	uint64_t now = rc_wall_ms();
-
-	obs_buf_printf(b, "{\"at\":%llu,\"kinds\":[", (unsigned long long)now);
-	for (size_t i = 0; env->kinds[i]; i++) {
-		const kind_t *k = env->kinds[i];
-		snap_kind_t sk = { .k = k, .b = b, .now = now };
-
-		obs_buf_puts(b, i ? ",{\"name\":" : "{\"name\":");
-		obs_json_str(b, k->name, strlen(k->name));
-		obs_buf_puts(b, ",\"plural\":");
-		obs_json_str(b, k->plural, strlen(k->plural));
-		obs_buf_puts(b, ",\"kind\":");
-		obs_json_str(b, k->mf->name, strlen(k->mf->name));
-		obs_buf_puts(b, ",\"cols\":[");
-		for (size_t c = 0; c < k->ncols; c++) {
-			if (c)
-				obs_buf_puts(b, ",");
-			obs_json_str(b, k->cols[c].header, strlen(k->cols[c].header));
-		}
-		obs_buf_puts(b, "],\"items\":[");
-		(void)obs_each_status(env, k, snapshot_one, &sk);
-		obs_buf_puts(b, "]}");
-	}
-	obs_buf_puts(b, "]}");
-}
-
-static void send_snapshot(obs_http_t *h, sse_t *only)
-{
-	obs_buf_t b = { 0 };
-	obs_buf_t *m = &b;
-
-	/* Pages connecting in one run are sent the same bytes. */
-	if (h->in_run && h->snap_msg.len)
-		m = &h->snap_msg;
-	else {
-		ev_tstamp t0 = ev_time();
-		obs_buf_puts(&b, "event: snapshot\ndata: ");
-		snapshot_json(h, &b);
-		obs_buf_puts(&b, "\n\n");
-		h->snap_cost = ev_time() - t0;
-		if (b.oom) {
-			obs_buf_free(&b);
-			return;
-		}
-	}
-	for (sse_t *s = h->clients; s; s = s->next) {
-		if (!s->snapshot || (only && s != only))
-			continue;
-		if (!only && s->snap_left) {
-			/* Still reading the last one: this one would only
-			 * queue behind it; it gets the state when done. */
-			s->snap_owed = true;
-			continue;
-		}
-		sse_push_as(s, m->p, m->len, true);
-	}
-	if (m == &b && h->in_run)
-		h->snap_msg = b;       /* kept for the run's other pages */
-	else if (m == &b)
-		obs_buf_free(&b);
-}
-
-static void snap_cb(struct ev_loop *loop, ev_timer *w, int revents)
-{
-	(void)loop; (void)revents;
-	send_snapshot(w->data, NULL);
-}
-
-static void beat_cb(struct ev_loop *loop, ev_timer *w, int revents)
-{
-	obs_http_t *h = w->data;
-
-	(void)loop; (void)revents;
-	for (sse_t *s = h->clients; s; s = s->next)
-		sse_push(s, ": ping\n\n", 8);
-}
-
 /* ---- requests ------------------------------------------------------------------ */
 
 static enum MHD_Result answer(struct MHD_Connection *c, unsigned code, const char *type,
@@ -436,6 +386,67 @@ static struct MHD_Response *owned_response(const char *type, obs_buf_t *b)
 	return r;
 }
 
+/* /metrics sent from its parts as they are (obs_metrics_finish_parts):
+ * MHD asks by offset, so one response serves every request of a job. */
+typedef struct parts_body {
+	obs_buf_t p[OBS_METRICS_PARTS];
+	uint64_t at[OBS_METRICS_PARTS + 1];   /* where each part begins; the total last */
+} parts_body_t;
+
+static ssize_t parts_read(void *cls, uint64_t pos, char *buf, size_t max)
+{
+	parts_body_t *pb = cls;
+	size_t n = 0;
+
+	if (pos >= pb->at[OBS_METRICS_PARTS])
+		return MHD_CONTENT_READER_END_OF_STREAM;
+	for (size_t i = 0; i < OBS_METRICS_PARTS && n < max; i++) {
+		if (pos + n >= pb->at[i + 1])
+			continue;
+		size_t off = (size_t)(pos + n - pb->at[i]);
+		size_t k = pb->p[i].len - off < max - n ? pb->p[i].len - off : max - n;
+		memcpy(buf + n, pb->p[i].p + off, k);
+		n += k;
+	}
+	return (ssize_t)n;
+}
+
+static void parts_free(void *cls)
+{
+	parts_body_t *pb = cls;
+
+	for (size_t i = 0; i < OBS_METRICS_PARTS; i++)
+		obs_buf_free(&pb->p[i]);
+	free(pb);
+}
+
+/* The response of a finished metrics build (mb freed), NULL when out of
+ * memory. */
+static struct MHD_Response *metrics_response(obs_http_t *h, obs_metrics_build_t *mb)
+{
+	parts_body_t *pb = calloc(1, sizeof *pb);
+	struct MHD_Response *r = NULL;
+	obs_buf_t tmp[OBS_METRICS_PARTS];
+	obs_buf_t *p = pb ? pb->p : tmp;
+
+	if (obs_metrics_finish_parts(mb, &h->counts, p) == 0 && pb) {
+		for (size_t i = 0; i < OBS_METRICS_PARTS; i++)
+			pb->at[i + 1] = pb->at[i] + pb->p[i].len;
+		r = mhd_fn->create_response_from_callback(pb->at[OBS_METRICS_PARTS], 64 << 10,
+							  parts_read, pb, parts_free);
+	}
+	if (!r) {
+		for (size_t i = 0; i < OBS_METRICS_PARTS; i++)
+			obs_buf_free(&p[i]);
+		free(pb);
+		return NULL;
+	}
+	mhd_fn->add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE,
+				    "text/plain; version=0.0.4; charset=utf-8");
+	mhd_fn->add_response_header(r, MHD_HTTP_HEADER_CACHE_CONTROL, "no-store");
+	return r;
+}
+
 /* A big answer's socket gets a fixed send buffer: what one run of MHD
  * copies into it is bounded by that, not by the kernel's autotuning
  * (megabytes on loopback).  64 clients reading /state of 9,700 pods had
@@ -454,41 +465,319 @@ static void narrow_sndbuf(struct MHD_Connection *c)
 				 &(int){ OBS_HTTP_SNDBUF }, sizeof(int));
 }
 
-/* Queues *shared, built by build the first time in this run (or, out of
- * a run, for this request alone). */
-static enum MHD_Result answer_shared(obs_http_t *h, struct MHD_Connection *c,
-				     struct MHD_Response **shared, const char *type,
-				     int (*build)(obs_http_t *h, obs_buf_t *b))
+/* ---- the snapshot, and the jobs ------------------------------------------------- */
+
+static void snap_kind_begin(void *ctx, const kind_t *k)
 {
-	struct MHD_Response *r = *shared;
+	snap_kind_t *sk = ctx;
+	obs_buf_t *b = sk->b;
+
+	sk->k = k;
+	sk->n = 0;
+	obs_buf_puts(b, sk->nkinds++ ? ",{\"name\":" : "{\"name\":");
+	obs_json_str(b, k->name, strlen(k->name));
+	obs_buf_puts(b, ",\"plural\":");
+	obs_json_str(b, k->plural, strlen(k->plural));
+	obs_buf_puts(b, ",\"kind\":");
+	obs_json_str(b, k->mf->name, strlen(k->mf->name));
+	obs_buf_puts(b, ",\"cols\":[");
+	for (size_t c = 0; c < k->ncols; c++) {
+		if (c)
+			obs_buf_puts(b, ",");
+		obs_json_str(b, k->cols[c].header, strlen(k->cols[c].header));
+	}
+	obs_buf_puts(b, "],\"items\":[");
+}
+
+static int snapshot_one(void *ctx, const msgpack_object *st)
+{
+	snap_kind_t *sk = ctx;
+	obs_buf_t *b = sk->b;
+
+	obs_buf_puts(b, sk->n++ ? ",{\"cells\":[" : "{\"cells\":[");
+	for (size_t c = 0; c < sk->k->ncols; c++) {
+		char cell[256];
+		cell[0] = '\0';
+		sk->k->cols[c].cell(st, sk->now, cell, sizeof cell);
+		if (c)
+			obs_buf_puts(b, ",");
+		obs_json_str(b, cell, strlen(cell));
+	}
+	obs_buf_puts(b, "],\"status\":");
+	obs_json_write(b, st);
+	obs_buf_puts(b, "}");
+	return 0;
+}
+
+static void snap_kind_end(void *ctx, const kind_t *k)
+{
+	(void)k;
+	obs_buf_puts(((snap_kind_t *)ctx)->b, "]}");
+}
+
+static void slice_arm(obs_http_t *h)
+{
+	if (!ev_is_active(&h->slice)) {
+		ev_timer_set(&h->slice, 0., 0.);
+		ev_timer_start(h->loop, &h->slice);
+	}
+}
+
+static void job_start(obs_http_t *h, int j)
+{
+	static const obs_walk_fns_t fns = { snap_kind_begin, snapshot_one, snap_kind_end };
+	obs_job_t *job = &h->job[j];
+
+	job->running = true;
+	job->again = false;
+	job->cost = 0;
+	if (j == JOB_METRICS) {
+		job->mb = obs_metrics_start(&h->o.src);
+		return;
+	}
+	job->b = (obs_buf_t){ 0 };
+	job->sk = (snap_kind_t){ .b = &job->b, .now = rc_wall_ms() };
+	obs_buf_printf(&job->b, "{\"at\":%llu,\"kinds\":[", (unsigned long long)job->sk.now);
+	obs_walk_init(&job->w, h->o.src.kinds, &fns, &job->sk);
+}
+
+/* One slice of job j: true once it has walked every object. */
+static bool job_slice(obs_http_t *h, int j)
+{
+	obs_job_t *job = &h->job[j];
+	double t0 = ev_time();
+	bool done;
+
+	if (j == JOB_METRICS)
+		done = !job->mb || obs_metrics_step(job->mb, h->o.slice_objects, OBS_SLICE_NS);
+	else
+		done = obs_walk_step(&job->w, h->o.slice_objects, OBS_SLICE_NS);
+	job->cost += ev_time() - t0;
+	h->counts.build_slices++;
+	return done;
+}
+
+/* The next periodic snapshot, paced by what the last one cost. */
+static void snap_arm(obs_http_t *h)
+{
+	if (h->nsnap && !ev_is_active(&h->snap)) {
+		double pace = OBS_SNAPSHOT_SHARE * h->snap_cost;
+		ev_timer_set(&h->snap, pace > OBS_SNAPSHOT_MS / 1000. ? pace : OBS_SNAPSHOT_MS / 1000.,
+			     0.);
+		ev_timer_start(h->loop, &h->snap);
+	}
+}
+
+/* The pages that wait for a snapshot get doc's (the state document). */
+static void pages_snapshot(obs_http_t *h, const obs_buf_t *doc)
+{
+	obs_buf_t m = { 0 };
+	bool any = false;
+
+	for (sse_t *s = h->clients; s && !any; s = s->next)
+		any = s->snap_wait;
+	if (!any)
+		return;
+	obs_buf_puts(&m, "event: snapshot\ndata: ");
+	obs_buf_put(&m, doc->p, doc->len);
+	obs_buf_puts(&m, "\n\n");
+	for (sse_t *s = h->clients; s; s = s->next) {
+		if (!s->snap_wait)
+			continue;
+		s->snap_wait = false;
+		if (!m.oom && !doc->oom)
+			sse_push_as(s, m.p, m.len, true);
+	}
+	if (h->in_run && !m.oom && !doc->oom && !h->snap_msg.len)
+		h->snap_msg = m;       /* for the pages that connect in this run */
+	else
+		obs_buf_free(&m);
+}
+
+/* Ends job j.  Its answer goes to every request that waited (each is
+ * resumed and queues it in its handler's next call) and, for the state,
+ * the snapshot to every page that waits.  Returns the answer with one
+ * reference for the caller (done_unref), NULL when out of memory. */
+static obs_done_t *job_end(obs_http_t *h, int j)
+{
+	obs_job_t *job = &h->job[j];
+	struct MHD_Response *r = NULL;
+	obs_done_t *d = calloc(1, sizeof *d);
+
+	job->running = false;
+	if (j == JOB_METRICS) {
+		if (job->mb)
+			r = metrics_response(h, job->mb);
+		job->mb = NULL;
+	} else {
+		obs_buf_puts(&job->b, "]}");
+		h->snap_cost = job->cost;
+		pages_snapshot(h, &job->b);
+		obs_buf_puts(&job->b, "\n");
+		if (!job->b.oom)
+			r = owned_response("application/json", &job->b);
+		obs_buf_free(&job->b);
+		if (job->again)
+			snap_arm(h);
+		job->again = false;
+	}
+	if (d) {
+		d->r = r;
+		d->refs = 1;
+	} else if (r) {
+		mhd_fn->destroy_response(r);
+	}
+	for (obs_wait_t *w; (w = job->waiters); ) {
+		if ((*w->pprev = w->next))
+			w->next->pprev = w->pprev;
+		w->pprev = NULL;
+		if (d) {
+			w->done = d;
+			d->refs++;
+		} else {
+			w->cut = true;
+		}
+		mhd_fn->resume_connection(w->c);
+		kick(h);
+	}
+	return d;
+}
+
+static void slice_cb(struct ev_loop *loop, ev_timer *t, int revents)
+{
+	obs_http_t *h = t->data;
+	bool more = false;
+
+	(void)loop; (void)revents;
+	for (int j = 0; j < JOB_N; j++) {
+		if (!h->job[j].running)
+			continue;
+		if (job_slice(h, j))
+			done_unref(job_end(h, j));
+		else
+			more = true;
+	}
+	if (more)
+		slice_arm(h);
+}
+
+/* Pages want the state: the state job's next end brings it.  One
+ * running already began before this ask: a periodic snapshot (only NULL)
+ * is built again after it, a new page takes its bytes. */
+static void state_want(obs_http_t *h, bool periodic)
+{
+	obs_job_t *job = &h->job[JOB_STATE];
+
+	if (job->running) {
+		job->again |= periodic;
+		return;
+	}
+	job_start(h, JOB_STATE);
+	if (job_slice(h, JOB_STATE)) {
+		obs_done_t *d = job_end(h, JOB_STATE);
+		if (h->in_run && !h->ran[JOB_STATE])
+			h->ran[JOB_STATE] = d;
+		else
+			done_unref(d);
+		return;
+	}
+	slice_arm(h);
+}
+
+static void send_snapshot(obs_http_t *h, sse_t *only)
+{
+	for (sse_t *s = h->clients; s; s = s->next) {
+		if (!s->snapshot || (only && s != only))
+			continue;
+		if (!only && s->snap_left) {
+			/* Still reading the last one: this one would only
+			 * queue behind it; it gets the state when done. */
+			s->snap_owed = true;
+			continue;
+		}
+		/* Pages connecting in one run are sent the same bytes. */
+		if (h->in_run && h->snap_msg.len)
+			sse_push_as(s, h->snap_msg.p, h->snap_msg.len, true);
+		else
+			s->snap_wait = true;
+	}
+	for (sse_t *s = h->clients; s; s = s->next)
+		if (s->snap_wait) {
+			state_want(h, !only);
+			return;
+		}
+}
+
+static void snap_cb(struct ev_loop *loop, ev_timer *w, int revents)
+{
+	(void)loop; (void)revents;
+	send_snapshot(w->data, NULL);
+}
+
+static void beat_cb(struct ev_loop *loop, ev_timer *w, int revents)
+{
+	obs_http_t *h = w->data;
+
+	(void)loop; (void)revents;
+	for (sse_t *s = h->clients; s; s = s->next)
+		sse_push(s, ": ping\n\n", 8);
+}
+
+static enum MHD_Result queue_done(struct MHD_Connection *c, obs_done_t *d)
+{
+	if (!d || !d->r)
+		return text(c, MHD_HTTP_SERVICE_UNAVAILABLE, "out of memory\n");
+	narrow_sndbuf(c);
+	return mhd_fn->queue_response(c, MHD_HTTP_OK, d->r);
+}
+
+/* /metrics or /state (job j): answered now when its build takes one
+ * slice, or by the build that runs (one starts): the request is
+ * suspended until it ends, and every request of a build gets the same
+ * bytes.  Called again after the resume, with *con_cls its obs_wait_t. */
+static enum MHD_Result answer_job(obs_http_t *h, struct MHD_Connection *c, int j,
+				  void **con_cls)
+{
+	obs_job_t *job = &h->job[j];
+	obs_wait_t *w = *con_cls;
 	enum MHD_Result ret;
 
-	if (!r) {
-		obs_buf_t b = { 0 };
-		if (build(h, &b) < 0 || b.oom || !(r = owned_response(type, &b))) {
-			obs_buf_free(&b);
-			return text(c, MHD_HTTP_SERVICE_UNAVAILABLE, "out of memory\n");
+	if (w) {
+		if (w->cut)
+			return text(c, MHD_HTTP_SERVICE_UNAVAILABLE,
+				    h->closing ? "tankd is stopping\n" : "out of memory\n");
+		if (!w->done)
+			return MHD_YES;        /* still waiting */
+		ret = queue_done(c, w->done);
+		done_unref(w->done);
+		w->done = NULL;
+		return ret;
+	}
+	if (h->in_run && h->ran[j])
+		return queue_done(c, h->ran[j]);
+	if (!job->running) {
+		job_start(h, j);
+		if (job_slice(h, j)) {
+			obs_done_t *d = job_end(h, j);
+			ret = queue_done(c, d);
+			if (h->in_run && !h->ran[j])
+				h->ran[j] = d;
+			else
+				done_unref(d);
+			return ret;
 		}
 	}
-	narrow_sndbuf(c);
-	ret = mhd_fn->queue_response(c, MHD_HTTP_OK, r);
-	if (h->in_run)
-		*shared = r;
-	else
-		mhd_fn->destroy_response(r);
-	return ret;
-}
-
-static int build_metrics(obs_http_t *h, obs_buf_t *b)
-{
-	return obs_metrics_write(&h->o.src, &h->counts, b);
-}
-
-static int build_state(obs_http_t *h, obs_buf_t *b)
-{
-	snapshot_json(h, b);
-	obs_buf_puts(b, "\n");
-	return 0;
+	if (!(w = calloc(1, sizeof *w)))
+		return text(c, MHD_HTTP_SERVICE_UNAVAILABLE, "out of memory\n");
+	w->c = c;
+	if ((w->next = job->waiters))
+		w->next->pprev = &w->next;
+	w->pprev = &job->waiters;
+	job->waiters = w;
+	*con_cls = w;
+	mhd_fn->suspend_connection(c);
+	slice_arm(h);
+	return MHD_YES;
 }
 
 static enum MHD_Result events(obs_http_t *h, struct MHD_Connection *c)
@@ -544,8 +833,17 @@ static void on_completed(void *cls, struct MHD_Connection *c, void **con_cls,
 	const union MHD_ConnectionInfo *ci =
 		mhd_fn->get_connection_info(c, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
 	obs_conn_t *k = ci ? ci->socket_context : NULL;
+	obs_wait_t *w = *con_cls;
 
-	(void)cls; (void)con_cls; (void)toe;
+	(void)cls; (void)toe;
+	if (w) {
+		/* Closed while it waited (the web side closing): out of its job. */
+		if (w->pprev && (*w->pprev = w->next))
+			w->next->pprev = w->pprev;
+		done_unref(w->done);
+		free(w);
+		*con_cls = NULL;
+	}
 	/* Kept alive: the next request is due within OBS_HTTP_ASK_S.  (None
 	 * is today: on_request queues every answer in the handler's first
 	 * call, and libmicrohttpd, 0.9.75 to 1.0.1, then closes the
@@ -592,7 +890,11 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
 {
 	obs_http_t *h = cls;
 
-	(void)version; (void)upload; (void)con_cls;
+	(void)version; (void)upload;
+	/* Called again after a resume: the answer it waited for. */
+	if (*con_cls)
+		return answer_job(h, c, !strcmp(url, "/metrics") ? JOB_METRICS : JOB_STATE,
+				  con_cls);
 	/* A whole request came: its answer is under MHD's inactivity timeout
 	 * now (a page's stream for as long as it reads). */
 	const union MHD_ConnectionInfo *ci =
@@ -605,8 +907,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
 		return text(c, MHD_HTTP_BAD_REQUEST, "no body expected\n");
 	h->counts.requests++;
 	if (!strcmp(url, "/metrics"))
-		return answer_shared(h, c, &h->metrics_r, "text/plain; version=0.0.4; charset=utf-8",
-				     build_metrics);
+		return answer_job(h, c, JOB_METRICS, con_cls);
 	if (!strcmp(url, "/healthz")) {
 		bool ok = rt_whereis(h->o.src.rt, h->o.src.loop_name) != RT_NOPID &&
 			  (!h->o.healthy || h->o.healthy(h->o.healthy_ctx));
@@ -616,7 +917,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
 	if (!strcmp(url, "/events"))
 		return events(h, c);
 	if (!strcmp(url, "/state"))
-		return answer_shared(h, c, &h->state_r, "application/json", build_state);
+		return answer_job(h, c, JOB_STATE, con_cls);
 	if (!strcmp(url, "/"))
 		return answer(c, MHD_HTTP_OK, "text/html; charset=utf-8", obs_page_html,
 			      obs_page_html_len);
@@ -678,12 +979,7 @@ void obs_http_publish(obs_http_t *h, const char *event, size_t len)
 	}
 	for (sse_t *s = h->clients; s; s = s->next)
 		sse_push(s, line->p, line->len);
-	if (h->nsnap && !ev_is_active(&h->snap)) {
-		double pace = OBS_SNAPSHOT_SHARE * h->snap_cost;
-		ev_timer_set(&h->snap, pace > OBS_SNAPSHOT_MS / 1000. ? pace : OBS_SNAPSHOT_MS / 1000.,
-			     0.);
-		ev_timer_start(h->loop, &h->snap);
-	}
+	snap_arm(h);
 }
 
 /* ---- open, close ------------------------------------------------------------------- */
@@ -820,6 +1116,8 @@ int obs_http_open(const obs_http_opts_t *o, obs_http_t **out, tank_error_t *err)
 	h->timer.data = h;
 	ev_init(&h->snap, snap_cb);
 	h->snap.data = h;
+	ev_init(&h->slice, slice_cb);
+	h->slice.data = h;
 	ev_timer_init(&h->beat, beat_cb, OBS_HEARTBEAT_S, OBS_HEARTBEAT_S);
 	h->beat.data = h;
 	ev_timer_start(h->loop, &h->beat);
@@ -849,6 +1147,15 @@ void obs_http_close(obs_http_t *h)
 			s->suspended = false;
 			mhd_fn->resume_connection(s->c);
 		}
+	/* The requests that wait for a build are told tankd stops. */
+	for (int j = 0; j < JOB_N; j++)
+		for (obs_wait_t *w; (w = h->job[j].waiters); ) {
+			if ((h->job[j].waiters = w->next))
+				w->next->pprev = &h->job[j].waiters;
+			w->pprev = NULL;
+			w->cut = true;
+			mhd_fn->resume_connection(w->c);
+		}
 	for (int i = 0; i < 3; i++)
 		run_once(h);
 	ev_ref(h->loop);
@@ -857,7 +1164,10 @@ void obs_http_close(obs_http_t *h)
 	ev_timer_stop(h->loop, &h->timer);
 	ev_timer_stop(h->loop, &h->snap);
 	ev_timer_stop(h->loop, &h->beat);
+	ev_timer_stop(h->loop, &h->slice);
 	mhd_fn->stop_daemon(h->mhd);
+	obs_metrics_free(h->job[JOB_METRICS].mb);
+	obs_buf_free(&h->job[JOB_STATE].b);
 	for (size_t i = 0; i < OBS_RECENT; i++)
 		obs_buf_free(&h->recent[i]);
 	free(h);

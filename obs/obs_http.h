@@ -29,10 +29,11 @@
  * state (the store's mapped pages, the kinds' instances, the loop's
  * counters) directly, as any actor does.  No snapshot, no lock, no copy
  * when nobody asks, and nothing at all when --http is off (the daemon
- * then never calls obs_http_open).  The cost: a request is served
- * between two turns of the loop, so a scrape of 10,000 pods delays the
- * loop by the time it takes to write them (milliseconds), as an RPC
- * `status` does.
+ * then never calls obs_http_open).  What walks every object (/metrics,
+ * /state, the snapshots) is built in slices of 5 ms, the loop's other
+ * work between them (obs_walk_t); a request that asks meanwhile is
+ * suspended until the build ends, and all of one build's requests get
+ * the same bytes.
  *
  * SSE clients are suspended connections (MHD_suspend_connection) while
  * they have nothing to send and are resumed by obs_http_publish; one
@@ -71,6 +72,10 @@ typedef struct obs_http_opts {
 	/* False while the daemon should answer /healthz with 503 (stopping). */
 	bool (*healthy)(void *ctx);
 	void *healthy_ctx;
+	/* At most this many objects a slice of a /metrics or /state build
+	 * (0: as many as 5 ms allow); the tests set 1 to have every build
+	 * run over many turns. */
+	size_t slice_objects;
 } obs_http_opts_t;
 
 /*

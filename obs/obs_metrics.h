@@ -55,9 +55,10 @@ typedef struct obs_counts {
 	size_t sse_clients;
 	uint64_t sse_dropped;        /* clients cut for falling behind */
 	uint64_t slow_closed;        /* connections closed: no whole request in time */
+	uint64_t build_slices;       /* slices of /metrics and /state builds (obs_http.c) */
 } obs_counts_t;
 
-/* The whole exposition into b.  0, or -ENOMEM (b->oom). */
+/* The whole exposition into b, in one go.  0, or -ENOMEM (b->oom). */
 int obs_metrics_write(const obs_src_t *s, const obs_counts_t *c, obs_buf_t *b);
 
 /* Calls fn with each status map of kind k, one at a time (status borrowed
@@ -70,8 +71,68 @@ int obs_metrics_write(const obs_src_t *s, const obs_counts_t *c, obs_buf_t *b);
 typedef int (*obs_status_fn)(void *ctx, const msgpack_object *status);
 int obs_each_status(const kind_env_t *env, const kind_t *k, obs_status_fn fn, void *ctx);
 
+/* ---- walks in slices ------------------------------------------------------
+ *
+ * Every object of every kind is too many for one turn of the loop at
+ * 100,000 stored pods (a scrape or a /state took most of a second, and
+ * every RPC waited behind it).  A walk goes over them in slices, each in
+ * its own read of the store, from the name after the last it saw
+ * (kind_scan_from): between two slices the loop serves everything else.
+ * An object applied or deleted between slices is seen or not by its
+ * place in the name order; each object is seen at most once.
+ */
+typedef struct obs_walk_fns {
+	void (*kind_begin)(void *ctx, const kind_t *k);   /* may be NULL */
+	obs_status_fn status;                             /* each status map, borrowed */
+	void (*kind_end)(void *ctx, const kind_t *k);     /* may be NULL */
+} obs_walk_fns_t;
+
+typedef struct obs_walk {
+	const kind_env_t *env;       /* borrowed */
+	obs_walk_fns_t fns;
+	void *ctx;
+	size_t kind;                 /* index in env->kinds of the kind walked */
+	bool in_kind;                /* its kind_begin was called */
+	char after[ST_NAME_MAX + 1]; /* the last object of it seen ("": none) */
+	uint64_t slice_end_ns;       /* this slice's deadline (CLOCK_MONOTONIC) */
+	size_t slice_left;           /* objects this slice may still take */
+} obs_walk_t;
+
+void obs_walk_init(obs_walk_t *w, const kind_env_t *env, const obs_walk_fns_t *fns, void *ctx);
+/* One slice: objects until max_objects of them (0: no count) or budget_ns
+ * of the clock went by, whichever comes first (one object at least).
+ * True once every kind is walked.  A kind with status_all and no
+ * pack_status is read whole in one slice. */
+bool obs_walk_step(obs_walk_t *w, size_t max_objects, uint64_t budget_ns);
+
+/* The exposition built over several turns: obs_metrics_start, then
+ * obs_metrics_step until it says true, then obs_metrics_finish (the
+ * objects' families from the walk, the rest as it is at that moment).
+ * obs_metrics_free drops one unfinished.  start returns NULL when out of
+ * memory. */
+typedef struct obs_metrics_build obs_metrics_build_t;
+obs_metrics_build_t *obs_metrics_start(const obs_src_t *s);
+bool obs_metrics_step(obs_metrics_build_t *mb, size_t max_objects, uint64_t budget_ns);
+/* Writes the whole exposition into b and frees mb.  0, or -ENOMEM. */
+int obs_metrics_finish(obs_metrics_build_t *mb, const obs_counts_t *c, obs_buf_t *b);
+/* The same as OBS_METRICS_PARTS buffers to be sent one after the other
+ * (the caller's to free, also on -ENOMEM): the objects' samples are
+ * moved out of the build, not copied. */
+#define OBS_METRICS_PARTS 7
+int obs_metrics_finish_parts(obs_metrics_build_t *mb, const obs_counts_t *c,
+			     obs_buf_t parts[OBS_METRICS_PARTS]);
+void obs_metrics_free(obs_metrics_build_t *mb);
+
 /* A one-line summary for systemd's STATUS=: "3 pods (2 running, 1
  * failed), 1 stack (1 up)", every kind of the list. */
 void obs_summary(const obs_src_t *s, char *out, size_t cap);
+/* The same over several turns (as obs_metrics_start …): start (NULL when
+ * out of memory), step until true, then finish writes out and frees;
+ * obs_summary_free drops one unfinished. */
+typedef struct obs_summary_build obs_summary_build_t;
+obs_summary_build_t *obs_summary_start(const obs_src_t *s);
+bool obs_summary_step(obs_summary_build_t *sb, uint64_t budget_ns);
+void obs_summary_finish(obs_summary_build_t *sb, char *out, size_t cap);
+void obs_summary_free(obs_summary_build_t *sb);
 
 #endif

@@ -631,6 +631,67 @@ Test(obs_http, requests_served_in_one_run_share_one_build)
 	teardown(d);
 }
 
+/* /metrics and /state of many objects are built over many turns of the
+ * loop (a slice each; TANK_HTTP_SLICE_OBJECTS=1 makes each slice one
+ * object), and what is asked while one is built waits for it: at 100,000
+ * stored pods each was one turn of most of a second, every RPC behind
+ * it: bench/scale/s26_scrape_stored.sh measures that.  Here: requests that
+ * ask during one build get the same whole bytes, a page that connects
+ * then gets the snapshot, and the slices are counted. */
+Test(obs_http, big_answers_are_built_over_many_turns)
+{
+	static char addr[64], url[128], got[8 << 20];
+	char base[96];
+	d_t *d = d_new();
+	int port = obs_free_port();
+	prom_t p;
+
+	snprintf(addr, sizeof addr, "127.0.0.1:%d", port);
+	snprintf(base, sizeof base, "http://%s", addr);
+	obs_tankd(d, (const char *const[]){ "--http", addr, NULL },
+		  (const char *const[]){ "TANK_HTTP_SLICE_OBJECTS=1", NULL });
+	for (int i = 0; i < 200 && !up(d); i++)
+		sleep_ms(25);
+	cr_assert(up(d), "tankd did not come up");
+	apply_waiting(d, 2000);
+
+	cr_assert_eq(kill(d->pid, SIGSTOP), 0);
+	cr_assert(stopped(d->pid), "tankd did not stop");
+	int fds[4];
+	for (int i = 0; i < 4; i++)
+		fds[i] = obs_http_ask(port, i % 2 ? "/metrics" : "/state", "Connection: close\r\n");
+	int page = obs_sse_open(port, "/events?snapshot=1");
+	cr_assert_eq(kill(d->pid, SIGCONT), 0);
+	char *body[4];
+	for (int i = 0; i < 4; i++)
+		body[i] = read_body(fds[i]);
+	cr_assert(strstr(body[0], "\"w1999\"") && strstr(body[0], "\"w0000\""),
+		  "/state has every pod");
+	cr_assert_str_eq(body[2], body[0], "two /state asked during one build differ");
+	cr_assert_str_eq(body[3], body[1], "two /metrics asked during one build differ");
+	cr_assert(prom_parse(body[1], &p), "%s", p.err);
+	cr_assert_eq(prom_get(&p, "tank_kind_objects", (const char *const[]){ "kind", "pod", NULL }),
+		     2001.);
+	cr_assert(strstr(body[1], "name=\"w1999\""), "/metrics has the last pod's series");
+	cr_assert(strstr(body[1], "name=\"w0000\""), "/metrics has the first pod's series");
+	prom_free(&p);
+	got[0] = '\0';
+	cr_assert(obs_sse_wait(page, got, sizeof got, "\"w1999\"", 60), "the page's snapshot");
+	close(page);
+
+	/* Each of those took a slice a pod: counted. */
+	snprintf(url, sizeof url, "%s/metrics", base);
+	static char m[4 << 20];
+	cr_assert_eq(obs_get(url, m, sizeof m), 200);
+	cr_assert(prom_parse(m, &p), "%s", p.err);
+	double slices = prom_get(&p, "tank_http_build_slices_total", NULL);
+	cr_assert_geq(slices, 2 * 2001., "%g slices", slices);
+	prom_free(&p);
+	for (int i = 0; i < 4; i++)
+		free(body[i]);
+	teardown(d);
+}
+
 /* Raw: connects to 127.0.0.1:port and sends text as it is. */
 static int raw_conn(int port, const char *text)
 {
