@@ -855,25 +855,37 @@ static act_t *load(action_mgr_t *m, const st_pod_t *p)
 	return a;
 }
 
+/* A submitted action into memory: its record stored, its creation
+ * recorded, its first pass queued.  NULL when it is not stored. */
+static act_t *take_submitted(action_mgr_t *m, rc_loop_t *loop, const char *id)
+{
+	act_t *a = tank_map_get(&m->acts, id);
+	st_pod_t p;
+
+	if (a)
+		return a;
+	if (st_coll_get(m->coll, id, &p, NULL) < 0)
+		return NULL;
+	a = load(m, &p);
+	st_pod_clear(&p);
+	if (!a)
+		return NULL;
+	rc_record(loop, TANK_KIND_ACTION, id, "", rc_fsm_phase_name(&action_fsm, a->st.phase),
+		  a->st.phase, rc_fsm_reason(&a->st));
+	(void)put_status(m, a);
+	rc_enqueue(loop, TANK_KIND_ACTION, id);
+	return a;
+}
+
 static void on_submitted(action_mgr_t *m, rc_loop_t *loop, const rt_msg_t *msg)
 {
 	if (msg->len != sizeof(act_msg_t))
 		return;
 	const act_msg_t *x = msg->data;
 	char id[ACT_ID_MAX + 1];
-	st_pod_t p;
 
 	snprintf(id, sizeof id, "%s", x->id);
-	if (tank_map_get(&m->acts, id) || st_coll_get(m->coll, id, &p, NULL) < 0)
-		return;
-	act_t *a = load(m, &p);
-	st_pod_clear(&p);
-	if (!a)
-		return;
-	rc_record(loop, TANK_KIND_ACTION, id, "", rc_fsm_phase_name(&action_fsm, a->st.phase),
-		  a->st.phase, rc_fsm_reason(&a->st));
-	(void)put_status(m, a);
-	rc_enqueue(loop, TANK_KIND_ACTION, id);
+	(void)take_submitted(m, loop, id);
 }
 
 static void handle(void *ctx, rc_loop_t *loop, rt_msg_t *msg)
@@ -911,8 +923,16 @@ static void handle(void *ctx, rc_loop_t *loop, rt_msg_t *msg)
 		break;
 	}
 	case ACT_TAG_CANCEL: {
-		act_t *a = by_msg(m, msg);
+		if (msg->len != sizeof(act_msg_t))
+			break;
 		const act_msg_t *x = msg->data;
+		char cid[ACT_ID_MAX + 1];
+		snprintf(cid, sizeof cid, "%s", x->id);
+		/* An action submitted is taken by its ACT_TAG_SUBMITTED,
+		 * which the same caller sent before this; were that lost,
+		 * the action is taken here rather than left to run after a
+		 * cancel answered CANCELLED (action_mgr_cancel). */
+		act_t *a = take_submitted(m, loop, cid);
 		if (!a || act_phase_finished(a->st.phase))
 			break;
 		snprintf(a->cancelled_by, sizeof a->cancelled_by, "cancelled by %s", x->user);
@@ -1368,16 +1388,28 @@ int action_mgr_cancel(action_mgr_t *m, const char *id, const char *by, msgpack_p
 		      tank_error_t *e)
 {
 	act_t *a = tank_map_get(&m->acts, id);
+	st_pod_t p;
 	int err;
 
-	if (!a)
-		return tank_error_set(e, TANK_ENOTFOUND, "no action \"%s\"", id);
-	if (act_phase_finished(a->st.phase))
+	/* Not in memory, yet stored: submitted, its answer waiting for the
+	 * loop to take it (ACT_TAG_SUBMITTED, after_loop) — a client that
+	 * pipelined this cancel behind its submit on one connection.  The
+	 * cancel goes to the loop behind the submit, which takes the action
+	 * first, so nothing of it runs: CANCELLED.  Rejected: answering
+	 * not_found (the client asked in order and is owed the order), and
+	 * waiting for the loop here (the connection's actor would block
+	 * the loop it waits for). */
+	if (!a) {
+		if (st_coll_get(m->coll, id, &p, NULL) < 0)
+			return tank_error_set(e, TANK_ENOTFOUND, "no action \"%s\"", id);
+		st_pod_clear(&p);
+	} else if (act_phase_finished(a->st.phase)) {
 		return tank_error_set(e, TANK_ECONFLICT, "action \"%s\" is %s already", id,
 				      rc_fsm_phase_name(&action_fsm, a->st.phase));
+	}
 	if ((err = send_msg(m, ACT_TAG_CANCEL, id, 0, by, e)) < 0)
 		return err;
-	bool running = a->st.phase == ACT_RUNNING;
+	bool running = a && a->st.phase == ACT_RUNNING;
 	int rc = msgpack_pack_map(pk, 2);
 	rc |= pk_key(pk, "id");    rc |= kind_pack_str(pk, id);
 	/* A RUNNING one is CANCELLED once its process has stopped. */

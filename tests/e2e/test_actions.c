@@ -734,3 +734,83 @@ Test(actions, an_exec_queued_on_a_pod_that_does_not_run_says_why_it_waits)
 	cr_assert_str_eq(out, "slow\n");
 	teardown(d);
 }
+
+/* [{id, pod: web, kind: exec, args: {command: [/bin/sh, -c, SCRIPT]}}] */
+typedef struct {
+	const char *id, *script;
+} pipe_submit_t;
+
+static int pack_pipe_submit(msgpack_packer *pk, void *arg)
+{
+	const pipe_submit_t *x = arg;
+	int rc = msgpack_pack_array(pk, 1) | msgpack_pack_map(pk, 4);
+	rc |= api_pack_cstr(pk, "id") | api_pack_cstr(pk, x->id);
+	rc |= api_pack_cstr(pk, "pod") | api_pack_cstr(pk, "web");
+	rc |= api_pack_cstr(pk, "kind") | api_pack_cstr(pk, "exec");
+	rc |= api_pack_cstr(pk, "args") | msgpack_pack_map(pk, 1);
+	rc |= api_pack_cstr(pk, "command") | msgpack_pack_array(pk, 3);
+	rc |= api_pack_cstr(pk, "/bin/sh") | api_pack_cstr(pk, "-c");
+	rc |= api_pack_cstr(pk, x->script);
+	return rc ? -ENOMEM : 0;
+}
+
+static int pack_id(msgpack_packer *pk, void *arg)
+{
+	int rc = msgpack_pack_array(pk, 1) | api_pack_cstr(pk, arg);
+	return rc ? -ENOMEM : 0;
+}
+
+/* A client that sends action_submit and action_cancel of the same id in
+ * one write, before it heard anything back, asked for the cancel after
+ * the submit: the cancel finds the action.  Before, the cancel was read
+ * while the loop had not taken the submit yet (its answer waits for the
+ * loop), and it answered not_found while the command ran on to DONE. */
+Test(actions, a_cancel_pipelined_after_its_submit_finds_it)
+{
+	d_t *d = setup();
+	char out[8192], marker[128], script[256];
+	api_client_t *cl;
+	api_incoming_t in;
+	tank_error_t e;
+
+	pod(d, "web");
+	snprintf(marker, sizeof marker, "%s/ran", d->dir);
+	snprintf(script, sizeof script, "touch %s; exec sleep 424242", marker);
+	pipe_submit_t x = { "piped-1", script };
+	msgpack_sbuffer sb;
+	msgpack_packer pk;
+	msgpack_sbuffer_init(&sb);
+	msgpack_packer_init(&pk, &sb, msgpack_sbuffer_write);
+	cr_assert_eq(api_pack_request(&pk, 101, "action_submit", pack_pipe_submit, &x), 0);
+	cr_assert_eq(api_pack_request(&pk, 102, "action_cancel", pack_id, (void *)"piped-1"), 0);
+	cr_assert_eq(api_client_connect(d->sock, &cl, &e), 0, "%s", e.msg);
+	cr_assert_eq(api_client_send_raw(cl, sb.data, sb.size, 10000, &e), 0, "%s", e.msg);
+	msgpack_sbuffer_destroy(&sb);
+	cr_assert_eq(api_client_wait(cl, 101, 20000, &in, &e), 0, "%s", e.msg);
+	cr_assert_eq(in.code, 0, "submit: %s", in.message);
+	api_incoming_free(&in);
+	cr_assert_eq(api_client_wait(cl, 102, 20000, &in, &e), 0, "%s", e.msg);
+	cr_assert_eq(in.code, 0, "the cancel found the action: %s", in.message);
+	char state[32] = "";
+	const msgpack_object *s = NULL;
+	for (uint32_t i = 0; in.result->type == MSGPACK_OBJECT_MAP && i < in.result->via.map.size;
+	     i++) {
+		const msgpack_object_kv *kv = &in.result->via.map.ptr[i];
+		if (kv->key.type == MSGPACK_OBJECT_STR && kv->key.via.str.size == 5 &&
+		    !memcmp(kv->key.via.str.ptr, "state", 5))
+			s = &kv->val;
+	}
+	cr_assert(s && s->type == MSGPACK_OBJECT_STR && s->via.str.size < sizeof state);
+	memcpy(state, s->via.str.ptr, s->via.str.size);
+	cr_assert(!strcmp(state, "CANCELLED") || !strcmp(state, "cancelling"), "%s", state);
+	api_incoming_free(&in);
+	api_client_close(cl);
+	assert_state(d, "piped-1", "CANCELLED", 20);
+	cr_assert(says(d, "cancelled by", "history action piped-1"));
+	/* Its command never ran: the cancel was taken before its turn. */
+	cr_assert_neq(access(marker, F_OK), 0, "the command ran");
+	const char *argv[] = { "sleep", "424242", NULL };
+	cr_assert_eq(wait_procs(argv, 0, 10), 0, "its command lives on");
+	(void)out;
+	teardown(d);
+}
