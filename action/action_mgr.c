@@ -44,7 +44,7 @@ typedef struct act {
 	int64_t started_at, ended_at;
 	uint32_t approver_uid;
 	char approver[ACT_USER_MAX + 1];
-	char cancelled_by[ACT_USER_MAX + 32];
+	char cancelled_by[RC_REASON_MAX];   /* "cancelled by " and act_msg_t's by */
 	rt_pid_t exec;
 	int32_t pid;
 	uint64_t pid_start;
@@ -71,6 +71,9 @@ typedef struct act_msg {
 	char id[ACT_ID_MAX + 1];
 	uint32_t uid;
 	char user[ACT_USER_MAX + 1];
+	/* A cancel's: who or what ("root (uid 0)", "the deletion of playbook
+	 * NAME"), longer than a user's name. */
+	char by[RC_REASON_MAX - 16];
 } act_msg_t;
 
 struct action_mgr {
@@ -935,7 +938,7 @@ static void handle(void *ctx, rc_loop_t *loop, rt_msg_t *msg)
 		act_t *a = take_submitted(m, loop, cid);
 		if (!a || act_phase_finished(a->st.phase))
 			break;
-		snprintf(a->cancelled_by, sizeof a->cancelled_by, "cancelled by %s", x->user);
+		snprintf(a->cancelled_by, sizeof a->cancelled_by, "cancelled by %s", x->by);
 		if (a->st.phase == ACT_RUNNING) {
 			/* Its process is stopped first; CANCELLED is written
 			 * when the exec has ended (on_reply). */
@@ -1270,7 +1273,8 @@ static int send_msg(action_mgr_t *m, uint32_t tag, const char *id, uint32_t uid,
 	memset(&x, 0, sizeof x);
 	snprintf(x.id, sizeof x.id, "%s", id);
 	x.uid = uid;
-	snprintf(x.user, sizeof x.user, "%s", user ? user : "");
+	snprintf(x.user, sizeof x.user, "%.*s", ACT_USER_MAX, user ? user : "");
+	snprintf(x.by, sizeof x.by, "%s", user ? user : "");
 	if (!loop || rt_send(m->env->rt, loop, tag, &x, sizeof x) < 0)
 		return tank_error_set(e, -ESRCH, "the reconciler is not running");
 	return 0;
@@ -1415,6 +1419,30 @@ int action_mgr_cancel(action_mgr_t *m, const char *id, const char *by, msgpack_p
 	/* A RUNNING one is CANCELLED once its process has stopped. */
 	rc |= pk_key(pk, "state"); rc |= kind_pack_str(pk, running ? "cancelling" : "CANCELLED");
 	return rc ? -ENOMEM : 0;
+}
+
+int action_mgr_cancel_playbook(action_mgr_t *m, const char *playbook, const char *by,
+			       tank_error_t *e)
+{
+	const char *pod;
+	void *v;
+	size_t it = 0;
+	int n = 0, err;
+
+	/* Every unfinished action is in its pod's queue: no finished one is
+	 * looked at.  The cancels go to the loop as a client's would. */
+	while (tank_map_next(&m->pods, &it, &pod, &v)) {
+		podq_t *q = v;
+		for (size_t i = 0; i < q->n; i++) {
+			const act_spec_t *s = q->v[i]->spec;
+			if (strcmp(s->playbook, playbook))
+				continue;
+			if ((err = send_msg(m, ACT_TAG_CANCEL, s->id, 0, by, e)) < 0)
+				return err;
+			n++;
+		}
+	}
+	return n;
 }
 
 static int cmp_seq(const void *x, const void *y)

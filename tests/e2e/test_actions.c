@@ -814,3 +814,42 @@ Test(actions, a_cancel_pipelined_after_its_submit_finds_it)
 	(void)out;
 	teardown(d);
 }
+
+/* Deleting a playbook stops what it started, as deleting a Job deletes
+ * its pods or `systemctl stop` stops a unit's processes: its running
+ * action is stopped and its queued one never runs; both end CANCELLED,
+ * the reason naming the playbook's deletion.  Before, they ran on, owned
+ * by nothing. */
+Test(actions, deleting_a_playbook_cancels_its_unfinished_actions)
+{
+	d_t *d = setup();
+	char out[8192], yaml[1024], id[2][64] = { "", "" };
+
+	pod(d, "web");
+	snprintf(yaml, sizeof yaml,
+		 "kind: Playbook\nname: long\nstages:\n"
+		 "  - actions:\n"
+		 "      - pods: [web]\n        kind: exec\n"
+		 "        args: {command: [/bin/sleep, \"434343\"]}\n"
+		 "      - pods: [web]\n        kind: signal\n        args: {signal: USR1}\n");
+	write_file(d, "long.yaml", yaml);
+	cr_assert_eq(ctl(d, out, sizeof out, "apply -f %s/long.yaml", d->dir), 0, "%s", out);
+	const char *argv[] = { "/bin/sleep", "434343", NULL };
+	cr_assert_eq(wait_procs(argv, 1, 20), 1, "the playbook's exec does not run");
+	/* Its two actions: the exec RUNNING, the signal NEW behind it. */
+	cr_assert(wait_says(d, 20, "NEW", "action ls --pod web"), "no queued action");
+	cr_assert_eq(ctl(d, out, sizeof out, "action ls --pod web"), 0, "%s", out);
+	int n = 0;
+	for (const char *p = strstr(out, "pb-"); p && n < 2; p = strstr(p + 1, "pb-"))
+		cr_assert_eq(sscanf(p, "%48s", id[n++]), 1);
+	cr_assert_eq(n, 2, "two actions of the playbook:\n%s", out);
+	cr_assert_eq(ctl(d, out, sizeof out, "delete playbook long"), 0, "%s", out);
+	for (int i = 0; i < 2; i++) {
+		assert_state(d, id[i], "CANCELLED", 20);
+		cr_assert(says(d, "deletion of playbook long", "action get %s", id[i]),
+			  "the reason names the deletion");
+	}
+	cr_assert_eq(wait_procs(argv, 0, 20), 0, "the exec lives on");
+	cr_assert(!says(d, "DONE", "action ls --pod web"), "something ran to its end");
+	teardown(d);
+}
