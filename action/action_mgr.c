@@ -1458,6 +1458,20 @@ int action_mgr_cancel_playbook(action_mgr_t *m, const char *playbook, const char
 	return n;
 }
 
+void action_mgr_playbooks(action_mgr_t *m, void (*fn)(void *ctx, const char *name), void *ctx)
+{
+	const char *pod;
+	void *v;
+	size_t it = 0;
+
+	while (tank_map_next(&m->pods, &it, &pod, &v)) {
+		podq_t *q = v;
+		for (size_t i = 0; i < q->n; i++)
+			if (q->v[i]->spec->playbook[0])
+				fn(ctx, q->v[i]->spec->playbook);
+	}
+}
+
 static int cmp_seq(const void *x, const void *y)
 {
 	const act_t *a = *(act_t *const *)x, *b = *(act_t *const *)y;

@@ -315,9 +315,21 @@ static int enqueue_one(void *ctx, const st_pod_t *p)
 	return rc_enqueue(ctx, TANK_KIND_PLAYBOOK, p->name) < 0 ? -ENOMEM : 0;
 }
 
+static void enqueue_owner(void *ctx, const char *name)
+{
+	(void)rc_enqueue(ctx, TANK_KIND_PLAYBOOK, name);
+}
+
+/* The stored playbooks, and the playbooks of unfinished actions: one of
+ * those deleted while tankd did not run is seen by no watch, and its
+ * pass (pb_observe: not stored) cancels what it started. */
 static int pb_list(void *ctx, rc_loop_t *loop)
 {
 	playbook_mgr_t *m = ctx;
+	action_mgr_t *am = kind_inst(m->env, &action_kind);
+
+	if (am)
+		action_mgr_playbooks(am, enqueue_owner, loop);
 	return st_coll_scan(m->coll, enqueue_one, loop, NULL);
 }
 
