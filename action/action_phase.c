@@ -68,5 +68,10 @@ bool act_ended_by_cancel(int exit_code, int exit_signal)
 {
 	if (exit_signal)
 		return exit_signal == SIGTERM || exit_signal == SIGKILL;
+	/* No status at all (an adopted command whose keeper was killed:
+	 * nobody could wait for it): nothing says it ended by itself, and
+	 * the cancel's signal went. */
+	if (exit_code < 0)
+		return true;
 	return exit_code == 128 + SIGTERM || exit_code == 128 + SIGKILL;
 }

@@ -897,6 +897,7 @@ Test(actions, the_cancel_outcome_rule)
 		{ -1, SIGTERM, true },  { -1, SIGKILL, true }, { 143, 0, true }, { 137, 0, true },
 		{ 0, 0, false },        { 1, 0, false },       { 2, 0, false },  { -1, SIGSEGV, false },
 		{ -1, SIGHUP, false },  { 130, 0, false },
+		{ -1, 0, true },       /* no status known: the cancel's signal went */
 	};
 	for (size_t i = 0; i < sizeof t / sizeof t[0]; i++)
 		cr_assert_eq(act_ended_by_cancel(t[i].code, t[i].sig), t[i].cancelled,
