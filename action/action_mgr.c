@@ -44,7 +44,7 @@ typedef struct act {
 	int64_t started_at, ended_at;
 	uint32_t approver_uid;
 	char approver[ACT_USER_MAX + 1];
-	char cancelled_by[ACT_USER_MAX + 32];
+	char cancelled_by[RC_REASON_MAX];   /* "cancelled by " and act_msg_t's by */
 	rt_pid_t exec;
 	int32_t pid;
 	uint64_t pid_start;
@@ -71,6 +71,9 @@ typedef struct act_msg {
 	char id[ACT_ID_MAX + 1];
 	uint32_t uid;
 	char user[ACT_USER_MAX + 1];
+	/* A cancel's: who or what ("root (uid 0)", "the deletion of playbook
+	 * NAME"), longer than a user's name. */
+	char by[RC_REASON_MAX - 16];
 } act_msg_t;
 
 struct action_mgr {
@@ -678,6 +681,19 @@ static void on_reply(action_mgr_t *m, rc_loop_t *loop, const pod_req_reply_t *r)
 	a->req = 0;
 	a->ended_at = r->ended_at ? r->ended_at : (int64_t)rc_wall_ms();
 	bool exec = a->spec->op == ACT_OP_EXEC || a->spec->op == ACT_OP_CUSTOM;
+	/* The pods' layer says -ECANCELED once it sent the cancel's signal,
+	 * whatever ended the process: one that had exited already (its exit
+	 * not handled yet when the cancel came) or that caught SIGTERM and
+	 * exited ends as it ended, by its real status (act_ended_by_cancel);
+	 * only a death by the cancel's signal is CANCELLED. */
+	pod_req_reply_t own;
+	if (exec && r->err == -ECANCELED && !r->lost &&
+	    !act_ended_by_cancel(r->exit_code, r->exit_signal)) {
+		own = *r;
+		own.err = 0;
+		own.msg[0] = '\0';
+		r = &own;
+	}
 	if (exec && r->err != TANK_ENOTFOUND && r->err != TANK_ECONFLICT && r->err != TANK_EINVALID) {
 		a->has_exit = r->err == 0 || r->err == -ETIMEDOUT || r->err == -ECANCELED;
 		a->exit_code = r->exit_code;
@@ -855,25 +871,37 @@ static act_t *load(action_mgr_t *m, const st_pod_t *p)
 	return a;
 }
 
+/* A submitted action into memory: its record stored, its creation
+ * recorded, its first pass queued.  NULL when it is not stored. */
+static act_t *take_submitted(action_mgr_t *m, rc_loop_t *loop, const char *id)
+{
+	act_t *a = tank_map_get(&m->acts, id);
+	st_pod_t p;
+
+	if (a)
+		return a;
+	if (st_coll_get(m->coll, id, &p, NULL) < 0)
+		return NULL;
+	a = load(m, &p);
+	st_pod_clear(&p);
+	if (!a)
+		return NULL;
+	rc_record(loop, TANK_KIND_ACTION, id, "", rc_fsm_phase_name(&action_fsm, a->st.phase),
+		  a->st.phase, rc_fsm_reason(&a->st));
+	(void)put_status(m, a);
+	rc_enqueue(loop, TANK_KIND_ACTION, id);
+	return a;
+}
+
 static void on_submitted(action_mgr_t *m, rc_loop_t *loop, const rt_msg_t *msg)
 {
 	if (msg->len != sizeof(act_msg_t))
 		return;
 	const act_msg_t *x = msg->data;
 	char id[ACT_ID_MAX + 1];
-	st_pod_t p;
 
 	snprintf(id, sizeof id, "%s", x->id);
-	if (tank_map_get(&m->acts, id) || st_coll_get(m->coll, id, &p, NULL) < 0)
-		return;
-	act_t *a = load(m, &p);
-	st_pod_clear(&p);
-	if (!a)
-		return;
-	rc_record(loop, TANK_KIND_ACTION, id, "", rc_fsm_phase_name(&action_fsm, a->st.phase),
-		  a->st.phase, rc_fsm_reason(&a->st));
-	(void)put_status(m, a);
-	rc_enqueue(loop, TANK_KIND_ACTION, id);
+	(void)take_submitted(m, loop, id);
 }
 
 static void handle(void *ctx, rc_loop_t *loop, rt_msg_t *msg)
@@ -911,11 +939,19 @@ static void handle(void *ctx, rc_loop_t *loop, rt_msg_t *msg)
 		break;
 	}
 	case ACT_TAG_CANCEL: {
-		act_t *a = by_msg(m, msg);
+		if (msg->len != sizeof(act_msg_t))
+			break;
 		const act_msg_t *x = msg->data;
+		char cid[ACT_ID_MAX + 1];
+		snprintf(cid, sizeof cid, "%s", x->id);
+		/* An action submitted is taken by its ACT_TAG_SUBMITTED,
+		 * which the same caller sent before this; were that lost,
+		 * the action is taken here rather than left to run after a
+		 * cancel answered CANCELLED (action_mgr_cancel). */
+		act_t *a = take_submitted(m, loop, cid);
 		if (!a || act_phase_finished(a->st.phase))
 			break;
-		snprintf(a->cancelled_by, sizeof a->cancelled_by, "cancelled by %s", x->user);
+		snprintf(a->cancelled_by, sizeof a->cancelled_by, "cancelled by %s", x->by);
 		if (a->st.phase == ACT_RUNNING) {
 			/* Its process is stopped first; CANCELLED is written
 			 * when the exec has ended (on_reply). */
@@ -1250,7 +1286,8 @@ static int send_msg(action_mgr_t *m, uint32_t tag, const char *id, uint32_t uid,
 	memset(&x, 0, sizeof x);
 	snprintf(x.id, sizeof x.id, "%s", id);
 	x.uid = uid;
-	snprintf(x.user, sizeof x.user, "%s", user ? user : "");
+	snprintf(x.user, sizeof x.user, "%.*s", ACT_USER_MAX, user ? user : "");
+	snprintf(x.by, sizeof x.by, "%s", user ? user : "");
 	if (!loop || rt_send(m->env->rt, loop, tag, &x, sizeof x) < 0)
 		return tank_error_set(e, -ESRCH, "the reconciler is not running");
 	return 0;
@@ -1368,21 +1405,71 @@ int action_mgr_cancel(action_mgr_t *m, const char *id, const char *by, msgpack_p
 		      tank_error_t *e)
 {
 	act_t *a = tank_map_get(&m->acts, id);
+	st_pod_t p;
 	int err;
 
-	if (!a)
-		return tank_error_set(e, TANK_ENOTFOUND, "no action \"%s\"", id);
-	if (act_phase_finished(a->st.phase))
+	/* Not in memory, yet stored: submitted, its answer waiting for the
+	 * loop to take it (ACT_TAG_SUBMITTED, after_loop) — a client that
+	 * pipelined this cancel behind its submit on one connection.  The
+	 * cancel goes to the loop behind the submit, which takes the action
+	 * first, so nothing of it runs: CANCELLED.  Rejected: answering
+	 * not_found (the client asked in order and is owed the order), and
+	 * waiting for the loop here (the connection's actor would block
+	 * the loop it waits for). */
+	if (!a) {
+		if (st_coll_get(m->coll, id, &p, NULL) < 0)
+			return tank_error_set(e, TANK_ENOTFOUND, "no action \"%s\"", id);
+		st_pod_clear(&p);
+	} else if (act_phase_finished(a->st.phase)) {
 		return tank_error_set(e, TANK_ECONFLICT, "action \"%s\" is %s already", id,
 				      rc_fsm_phase_name(&action_fsm, a->st.phase));
+	}
 	if ((err = send_msg(m, ACT_TAG_CANCEL, id, 0, by, e)) < 0)
 		return err;
-	bool running = a->st.phase == ACT_RUNNING;
+	bool running = a && a->st.phase == ACT_RUNNING;
 	int rc = msgpack_pack_map(pk, 2);
 	rc |= pk_key(pk, "id");    rc |= kind_pack_str(pk, id);
 	/* A RUNNING one is CANCELLED once its process has stopped. */
 	rc |= pk_key(pk, "state"); rc |= kind_pack_str(pk, running ? "cancelling" : "CANCELLED");
 	return rc ? -ENOMEM : 0;
+}
+
+int action_mgr_cancel_playbook(action_mgr_t *m, const char *playbook, const char *by,
+			       tank_error_t *e)
+{
+	const char *pod;
+	void *v;
+	size_t it = 0;
+	int n = 0, err;
+
+	/* Every unfinished action is in its pod's queue: no finished one is
+	 * looked at.  The cancels go to the loop as a client's would. */
+	while (tank_map_next(&m->pods, &it, &pod, &v)) {
+		podq_t *q = v;
+		for (size_t i = 0; i < q->n; i++) {
+			const act_spec_t *s = q->v[i]->spec;
+			if (strcmp(s->playbook, playbook))
+				continue;
+			if ((err = send_msg(m, ACT_TAG_CANCEL, s->id, 0, by, e)) < 0)
+				return err;
+			n++;
+		}
+	}
+	return n;
+}
+
+void action_mgr_playbooks(action_mgr_t *m, void (*fn)(void *ctx, const char *name), void *ctx)
+{
+	const char *pod;
+	void *v;
+	size_t it = 0;
+
+	while (tank_map_next(&m->pods, &it, &pod, &v)) {
+		podq_t *q = v;
+		for (size_t i = 0; i < q->n; i++)
+			if (q->v[i]->spec->playbook[0])
+				fn(ctx, q->v[i]->spec->playbook);
+	}
 }
 
 static int cmp_seq(const void *x, const void *y)

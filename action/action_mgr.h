@@ -75,6 +75,16 @@ int action_mgr_approve(action_mgr_t *m, const char *id, const kind_caller_t *who
 		       msgpack_packer *pk, tank_error_t *e);
 int action_mgr_cancel(action_mgr_t *m, const char *id, const char *by, msgpack_packer *pk,
 		      tank_error_t *e);
+/* Cancels every unfinished action of playbook (its spec's `playbook`),
+ * each as action_mgr_cancel would, `by` in their reason ("cancelled by
+ * BY"): what a deleted playbook started stops with it.  Sends the loop
+ * messages, never blocks; how many were asked, or -ESRCH (the loop is
+ * not running: nothing more is sent). */
+int action_mgr_cancel_playbook(action_mgr_t *m, const char *playbook, const char *by,
+			       tank_error_t *e);
+/* fn(ctx, name) for the playbook of every unfinished action that has one
+ * (a name may come more than once).  Reads memory only. */
+void action_mgr_playbooks(action_mgr_t *m, void (*fn)(void *ctx, const char *name), void *ctx);
 int action_mgr_get(action_mgr_t *m, const char *id, msgpack_packer *pk, tank_error_t *e);
 /* pod, state: "" for any. */
 int action_mgr_list(action_mgr_t *m, const char *pod, const char *state, msgpack_packer *pk,

@@ -305,6 +305,7 @@ struct playbook_mgr {
 	kind_env_t *env;
 	st_coll_t *coll;
 	tank_map_t pbs;
+	int watch;                     /* st_coll_watch's id, 0 none */
 };
 
 static int put_status(playbook_mgr_t *m, const pb_trk_t *t);
@@ -314,9 +315,21 @@ static int enqueue_one(void *ctx, const st_pod_t *p)
 	return rc_enqueue(ctx, TANK_KIND_PLAYBOOK, p->name) < 0 ? -ENOMEM : 0;
 }
 
+static void enqueue_owner(void *ctx, const char *name)
+{
+	(void)rc_enqueue(ctx, TANK_KIND_PLAYBOOK, name);
+}
+
+/* The stored playbooks, and the playbooks of unfinished actions: one of
+ * those deleted while tankd did not run is seen by no watch, and its
+ * pass (pb_observe: not stored) cancels what it started. */
 static int pb_list(void *ctx, rc_loop_t *loop)
 {
 	playbook_mgr_t *m = ctx;
+	action_mgr_t *am = kind_inst(m->env, &action_kind);
+
+	if (am)
+		action_mgr_playbooks(am, enqueue_owner, loop);
 	return st_coll_scan(m->coll, enqueue_one, loop, NULL);
 }
 
@@ -358,6 +371,24 @@ static void trk_restore(playbook_mgr_t *m, pb_trk_t *t)
 	free(buf);
 }
 
+/* A playbook deleted (or deleted and applied again: another uid) stops
+ * what it started, as a deleted Job's pods go and `systemctl stop` stops
+ * a unit's processes: its unfinished actions are cancelled (a running
+ * exec stopped), the reason naming the deletion.  By the actions' own
+ * record of their playbook, not by the tracker's items, which hold the
+ * current stage only and are empty before a pass after a restart.
+ * Rejected: letting them run on, owned by nothing — the one way to stop
+ * a roll gone wrong would be to cancel each action by hand. */
+static void pb_deleted(playbook_mgr_t *m, const char *name)
+{
+	action_mgr_t *am = kind_inst(m->env, &action_kind);
+	char by[ST_NAME_MAX + 32];
+
+	snprintf(by, sizeof by, "the deletion of playbook %s", name);
+	if (am)
+		(void)action_mgr_cancel_playbook(am, name, by, NULL);
+}
+
 static int pb_observe(void *ctx, rc_loop_t *loop, const char *key, rc_view_t *view)
 {
 	playbook_mgr_t *m = ctx;
@@ -370,12 +401,14 @@ static int pb_observe(void *ctx, rc_loop_t *loop, const char *key, rc_view_t *vi
 			tank_map_del(&m->pbs, key);
 			trk_free(t);
 		}
+		pb_deleted(m, key);
 		return TANK_ENOTFOUND;
 	}
 	if (t && strcmp(t->uid, p.uid)) {
 		tank_map_del(&m->pbs, key);
 		trk_free(t);
 		t = NULL;
+		pb_deleted(m, key);     /* the old one's: the new run's ids differ */
 	}
 	if (!t) {
 		if (!(t = calloc(1, sizeof *t)) || tank_map_put(&m->pbs, key, t, NULL) < 0) {
@@ -764,6 +797,23 @@ int playbook_mgr_status(playbook_mgr_t *m, const char *name, const kind_meta_t *
 	return rc ? -ENOMEM : kind_meta_pack(pk, meta);
 }
 
+/* Told the keys of the playbooks' collection that changed, right after
+ * their commit (the api's delete): a deleted playbook is never listed
+ * again, so its deletion is seen here, not by the loop's resync. */
+static void pb_watch(void *ctx, const char *const *keys, size_t n)
+{
+	playbook_mgr_t *m = ctx;
+	st_pod_t p;
+
+	for (size_t i = 0; i < n; i++) {
+		if (st_coll_get(m->coll, keys[i], &p, NULL) == 0) {
+			st_pod_clear(&p);
+			continue;
+		}
+		pb_deleted(m, keys[i]);
+	}
+}
+
 int playbook_mgr_open(kind_env_t *env, playbook_mgr_t **out, tank_error_t *e)
 {
 	playbook_mgr_t *m = calloc(1, sizeof *m);
@@ -777,6 +827,10 @@ int playbook_mgr_open(kind_env_t *env, playbook_mgr_t **out, tank_error_t *e)
 		free(m);
 		return err;
 	}
+	if ((m->watch = st_coll_watch(m->coll, pb_watch, m)) < 0) {
+		free(m);
+		return tank_error_set(e, -ENOMEM, "out of memory");
+	}
 	*out = m;
 	return 0;
 }
@@ -789,6 +843,8 @@ void playbook_mgr_close(playbook_mgr_t *m)
 
 	if (!m)
 		return;
+	if (m->watch > 0)
+		(void)st_coll_unwatch(m->coll, m->watch);
 	while (tank_map_next(&m->pbs, &it, &k, &v))
 		trk_free(v);
 	tank_map_destroy(&m->pbs);

@@ -18,6 +18,7 @@
 #include <unistd.h>
 #include <grp.h>
 
+#include "action/action_phase.h"
 #include "api/api_client.h"
 #include "tests/e2e/e2e.h"
 
@@ -733,4 +734,172 @@ Test(actions, an_exec_queued_on_a_pod_that_does_not_run_says_why_it_waits)
 		     "%s", out);
 	cr_assert_str_eq(out, "slow\n");
 	teardown(d);
+}
+
+/* [{id, pod: web, kind: exec, args: {command: [/bin/sh, -c, SCRIPT]}}] */
+typedef struct {
+	const char *id, *script;
+} pipe_submit_t;
+
+static int pack_pipe_submit(msgpack_packer *pk, void *arg)
+{
+	const pipe_submit_t *x = arg;
+	int rc = msgpack_pack_array(pk, 1) | msgpack_pack_map(pk, 4);
+	rc |= api_pack_cstr(pk, "id") | api_pack_cstr(pk, x->id);
+	rc |= api_pack_cstr(pk, "pod") | api_pack_cstr(pk, "web");
+	rc |= api_pack_cstr(pk, "kind") | api_pack_cstr(pk, "exec");
+	rc |= api_pack_cstr(pk, "args") | msgpack_pack_map(pk, 1);
+	rc |= api_pack_cstr(pk, "command") | msgpack_pack_array(pk, 3);
+	rc |= api_pack_cstr(pk, "/bin/sh") | api_pack_cstr(pk, "-c");
+	rc |= api_pack_cstr(pk, x->script);
+	return rc ? -ENOMEM : 0;
+}
+
+static int pack_id(msgpack_packer *pk, void *arg)
+{
+	int rc = msgpack_pack_array(pk, 1) | api_pack_cstr(pk, arg);
+	return rc ? -ENOMEM : 0;
+}
+
+/* A client that sends action_submit and action_cancel of the same id in
+ * one write, before it heard anything back, asked for the cancel after
+ * the submit: the cancel finds the action.  Before, the cancel was read
+ * while the loop had not taken the submit yet (its answer waits for the
+ * loop), and it answered not_found while the command ran on to DONE. */
+Test(actions, a_cancel_pipelined_after_its_submit_finds_it)
+{
+	d_t *d = setup();
+	char out[8192], marker[128], script[256];
+	api_client_t *cl;
+	api_incoming_t in;
+	tank_error_t e;
+
+	pod(d, "web");
+	snprintf(marker, sizeof marker, "%s/ran", d->dir);
+	snprintf(script, sizeof script, "touch %s; exec sleep 424242", marker);
+	pipe_submit_t x = { "piped-1", script };
+	msgpack_sbuffer sb;
+	msgpack_packer pk;
+	msgpack_sbuffer_init(&sb);
+	msgpack_packer_init(&pk, &sb, msgpack_sbuffer_write);
+	cr_assert_eq(api_pack_request(&pk, 101, "action_submit", pack_pipe_submit, &x), 0);
+	cr_assert_eq(api_pack_request(&pk, 102, "action_cancel", pack_id, (void *)"piped-1"), 0);
+	cr_assert_eq(api_client_connect(d->sock, &cl, &e), 0, "%s", e.msg);
+	cr_assert_eq(api_client_send_raw(cl, sb.data, sb.size, 10000, &e), 0, "%s", e.msg);
+	msgpack_sbuffer_destroy(&sb);
+	cr_assert_eq(api_client_wait(cl, 101, 20000, &in, &e), 0, "%s", e.msg);
+	cr_assert_eq(in.code, 0, "submit: %s", in.message);
+	api_incoming_free(&in);
+	cr_assert_eq(api_client_wait(cl, 102, 20000, &in, &e), 0, "%s", e.msg);
+	cr_assert_eq(in.code, 0, "the cancel found the action: %s", in.message);
+	char state[32] = "";
+	const msgpack_object *s = NULL;
+	for (uint32_t i = 0; in.result->type == MSGPACK_OBJECT_MAP && i < in.result->via.map.size;
+	     i++) {
+		const msgpack_object_kv *kv = &in.result->via.map.ptr[i];
+		if (kv->key.type == MSGPACK_OBJECT_STR && kv->key.via.str.size == 5 &&
+		    !memcmp(kv->key.via.str.ptr, "state", 5))
+			s = &kv->val;
+	}
+	cr_assert(s && s->type == MSGPACK_OBJECT_STR && s->via.str.size < sizeof state);
+	memcpy(state, s->via.str.ptr, s->via.str.size);
+	cr_assert(!strcmp(state, "CANCELLED") || !strcmp(state, "cancelling"), "%s", state);
+	api_incoming_free(&in);
+	api_client_close(cl);
+	assert_state(d, "piped-1", "CANCELLED", 20);
+	cr_assert(says(d, "cancelled by", "history action piped-1"));
+	/* Its command never ran: the cancel was taken before its turn. */
+	cr_assert_neq(access(marker, F_OK), 0, "the command ran");
+	const char *argv[] = { "sleep", "424242", NULL };
+	cr_assert_eq(wait_procs(argv, 0, 10), 0, "its command lives on");
+	(void)out;
+	teardown(d);
+}
+
+/* Deleting a playbook stops what it started, as deleting a Job deletes
+ * its pods or `systemctl stop` stops a unit's processes: its running
+ * action is stopped and its queued one never runs; both end CANCELLED,
+ * the reason naming the playbook's deletion.  Before, they ran on, owned
+ * by nothing. */
+Test(actions, deleting_a_playbook_cancels_its_unfinished_actions)
+{
+	d_t *d = setup();
+	char out[8192], yaml[1024], id[2][64] = { "", "" };
+
+	pod(d, "web");
+	snprintf(yaml, sizeof yaml,
+		 "kind: Playbook\nname: long\nstages:\n"
+		 "  - actions:\n"
+		 "      - pods: [web]\n        kind: exec\n"
+		 "        args: {command: [/bin/sleep, \"434343\"]}\n"
+		 "      - pods: [web]\n        kind: signal\n        args: {signal: USR1}\n");
+	write_file(d, "long.yaml", yaml);
+	cr_assert_eq(ctl(d, out, sizeof out, "apply -f %s/long.yaml", d->dir), 0, "%s", out);
+	const char *argv[] = { "/bin/sleep", "434343", NULL };
+	cr_assert_eq(wait_procs(argv, 1, 20), 1, "the playbook's exec does not run");
+	/* Its two actions: the exec RUNNING, the signal NEW behind it. */
+	cr_assert(wait_says(d, 20, "NEW", "action ls --pod web"), "no queued action");
+	cr_assert_eq(ctl(d, out, sizeof out, "action ls --pod web"), 0, "%s", out);
+	int n = 0;
+	for (const char *p = strstr(out, "pb-"); p && n < 2; p = strstr(p + 1, "pb-"))
+		cr_assert_eq(sscanf(p, "%48s", id[n++]), 1);
+	cr_assert_eq(n, 2, "two actions of the playbook:\n%s", out);
+	cr_assert_eq(ctl(d, out, sizeof out, "delete playbook long"), 0, "%s", out);
+	for (int i = 0; i < 2; i++) {
+		assert_state(d, id[i], "CANCELLED", 20);
+		cr_assert(says(d, "deletion of playbook long", "action get %s", id[i]),
+			  "the reason names the deletion");
+	}
+	cr_assert_eq(wait_procs(argv, 0, 20), 0, "the exec lives on");
+	cr_assert(!says(d, "DONE", "action ls --pod web"), "something ran to its end");
+	teardown(d);
+}
+
+/* A command that ends on its own — here it catches the cancel's SIGTERM
+ * and exits 0 — ends as it ended: DONE, exit 0, not CANCELLED with
+ * exit 0.  The same rule decides the race of a cancel with a command that
+ * has just exited (its exit not handled yet when the cancel's signal
+ * goes): before, 9 of 300 such races read CANCELLED with `exit: 0`. */
+Test(actions, a_command_that_ends_by_itself_after_a_cancel_ends_as_it_ended)
+{
+	d_t *d = setup();
+	char id[64], out[8192], flag[128], cmd[512];
+
+	pod(d, "web");
+	snprintf(flag, sizeof flag, "%s/trapped", d->dir);
+	snprintf(cmd, sizeof cmd, "web exec -- /bin/sh -c 'trap \"exit 0\" TERM; touch %s; "
+		 "while :; do sleep 0.05; done'", flag);
+	run(d, id, cmd);
+	assert_state(d, id, "RUNNING", 10);
+	for (int i = 0; i < 400 && access(flag, F_OK) != 0; i++)
+		sleep_ms(50);
+	cr_assert_eq(access(flag, F_OK), 0, "the trap is not set");
+	cr_assert_eq(ctl(d, out, sizeof out, "action cancel %s", id), 0, "%s", out);
+	assert_state(d, id, "DONE", 20);
+	cr_assert(says(d, "exit: 0", "action get %s", id));
+	/* And one the cancel's signal ends is CANCELLED (its status). */
+	run(d, id, "web exec -- /bin/sleep 444444");
+	assert_state(d, id, "RUNNING", 10);
+	const char *argv[] = { "/bin/sleep", "444444", NULL };
+	cr_assert_eq(wait_procs(argv, 1, 20), 1);
+	cr_assert_eq(ctl(d, out, sizeof out, "action cancel %s", id), 0, "%s", out);
+	assert_state(d, id, "CANCELLED", 20);
+	cr_assert(says(d, "signal: 15", "action get %s", id));
+	teardown(d);
+}
+
+/* The rule itself, as a table: CANCELLED only when the status says the
+ * cancel's signals ended it (SIGTERM, SIGKILL after the grace, or the
+ * shells' 128+N for them); anything else ends as it ended. */
+Test(actions, the_cancel_outcome_rule)
+{
+	static const struct { int code, sig; bool cancelled; } t[] = {
+		{ -1, SIGTERM, true },  { -1, SIGKILL, true }, { 143, 0, true }, { 137, 0, true },
+		{ 0, 0, false },        { 1, 0, false },       { 2, 0, false },  { -1, SIGSEGV, false },
+		{ -1, SIGHUP, false },  { 130, 0, false },
+		{ -1, 0, true },       /* no status known: the cancel's signal went */
+	};
+	for (size_t i = 0; i < sizeof t / sizeof t[0]; i++)
+		cr_assert_eq(act_ended_by_cancel(t[i].code, t[i].sig), t[i].cancelled,
+			     "exit %d signal %d", t[i].code, t[i].sig);
 }
