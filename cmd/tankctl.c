@@ -1544,8 +1544,10 @@ static int v_kind_verb(ctl_t *x, int argc, char **argv)
 	else
 		r = ctl_call(x, kv->name, name ? pack_name : pack_nothing, (void *)name,
 			     CTL_TIMEOUT_MS, &in);
-	if (r == EXIT_ERR && !nk.name && x->c)
-		ctl_hint_other_kind(x, k, name);
+	if (r == EXIT_ERR && !nk.name && x->c) {
+		const kind_t *of = kv->of ? kind_find(ctl_kinds, kv->of, strlen(kv->of)) : k;
+		ctl_hint_other_kind(x, of ? of : k, name);
+	}
 	if (r != 0)
 		return r;
 	if (kv->flags & KIND_VERB_DOC) {

@@ -191,6 +191,10 @@ typedef struct kind_verb {
 	unsigned flags;
 	const kind_col_t *cols;      /* KIND_VERB_DOC: an array result's table */
 	size_t ncols;
+	/* The kind whose object NAME names, when it is not the verb's own
+	 * (`jobs POD`: "pod"); NULL: the verb's kind.  tankctl's hint after
+	 * a failed verb ("x is a stack; … acts on pods") asks of this kind. */
+	const char *of;
 	/* A verb whose answer takes many turns of the loop (`top` of every
 	 * pod: a read of two files a container): when set, the api calls it
 	 * instead of fn.  It returns 1 to have fn answer now after all (`top

@@ -181,12 +181,12 @@ static const kind_verb_t workflow__verbs[] = {
 	  "Prints a pod's workflow: its task list, the current index and stage,\n"
 	  "the environment, whether it is runnable, the agent's state and the\n"
 	  "current job (YAML by default).",
-	  .words = "workflow status", .flags = KIND_VERB_DOC },
+	  .words = "workflow status", .flags = KIND_VERB_DOC, .of = "pod" },
 	{ "workflow_retry", "s", v_retry, "POD [-o yaml|json]",
 	  "Makes a pod whose job failed runnable again: a new job runs for the\n"
 	  "same task.  An agent that stopped (exit 16) or powered the pod off\n"
 	  "(exit 32) starts again.",
-	  .words = "workflow retry", .flags = KIND_VERB_DOC },
+	  .words = "workflow retry", .flags = KIND_VERB_DOC, .of = "pod" },
 };
 
 static bool workflow__adds(const kind_env_t *env, const char *pod, char *out, size_t cap)
@@ -365,7 +365,7 @@ static const kind_verb_t job__verbs[] = {
 	  "Lists a pod's jobs, oldest first: ID TASK STAGE STATE EXIT STARTED TOOK\n"
 	  "(a table; -o: every field).",
 	  .words = "jobs", .flags = KIND_VERB_DOC, .cols = job_cols,
-	  .ncols = sizeof job_cols / sizeof job_cols[0] },
+	  .ncols = sizeof job_cols / sizeof job_cols[0], .of = "pod" },
 	{ "job_log", "s?m", v_log, "ID [-f]",
 	  "Prints a job's log (its templates' output, in order; ID is POD/N as\n"
 	  "`tankctl jobs` shows it).  -f keeps printing until the job ended.",
