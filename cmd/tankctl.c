@@ -132,16 +132,16 @@ static int ctl_connect(ctl_t *x)
 	return 0;
 }
 
-/* A detail of tankd's as local errors read: `pods[N]: rest` becomes
- * `FILE: document D: rest` when the request says where object N came
- * from. */
+/* A detail of tankd's as local errors read: `KINDS[N]: rest` (`pods[2]:
+ * `, `stacks[0]: `, any kind's plural: docs/rpc.md) becomes `FILE:
+ * document D: rest` when the request says where object N came from. */
 static void ctl_print_detail(ctl_t *x, const char *d, size_t len)
 {
-	char where[512];
+	char where[512], plural[32];
 	unsigned long at;
 	int used = 0;
 
-	if (x->where && sscanf(d, "pods[%lu]: %n", &at, &used) == 1 && used > 0 &&
+	if (x->where && sscanf(d, "%31[a-z][%lu]: %n", plural, &at, &used) == 2 && used > 0 &&
 	    (size_t)used <= len && x->where(x->where_arg, at, where, sizeof where)) {
 		fprintf(stderr, "  %s: %.*s\n", where, (int)(len - (size_t)used), d + used);
 		return;

@@ -396,3 +396,22 @@ const char *kind_verb_subword(const kind_verb_t *v)
 	const char *sp = v->words ? strchr(v->words, ' ') : NULL;
 	return sp ? sp + 1 : "";
 }
+
+void kind_item_where(const kind_item_t *it, char *buf, size_t cap)
+{
+	const kind_t *k = it->by ? it->by : it->kind;
+	char field[64];
+
+	if (!cap)
+		return;
+	if (!it->by) {
+		snprintf(buf, cap, "%s[%zu]: ", k ? k->plural : "objects", it->at);
+		return;
+	}
+	if (k->inline_where)
+		k->inline_where(it->by_obj, it->by_i, field, sizeof field);
+	else
+		snprintf(field, sizeof field, "%s[%zu]", it->kind->plural, it->by_i);
+	const char *owner = k->name_of ? k->name_of(it->by_obj) : NULL;
+	snprintf(buf, cap, "%s[%zu]: %s: %s: ", k->plural, it->at, owner ? owner : "?", field);
+}

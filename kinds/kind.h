@@ -94,6 +94,12 @@ typedef struct kind_item {
 	const char *name;            /* borrowed from obj */
 	size_t at;
 	bool is_inline;
+	/* Inline: the object that brought it (its kind, borrowed object)
+	 * and its index among that object's inline ones (kind_t.inline_at);
+	 * by NULL for an object given.  kind_item_where names it with them. */
+	const kind_t *by;
+	const void *by_obj;
+	size_t by_i;
 	char *buf;                   /* canonical encoding (owned), its labels
 				      * included (kind_encode) */
 	size_t len;
@@ -336,8 +342,13 @@ struct kind {
 	 * NULL: none. */
 	size_t (*ninline)(const void *obj);
 	void *(*inline_at)(const void *obj, size_t i, const kind_t **k);
+	/* Where the i-th inline object sits in obj, as a field path
+	 * ("pods[2]": its index in the list it came in, which counts the
+	 * named entries too), for messages (kind_item_where).  NULL: the
+	 * inline kind's plural and i. */
+	void (*inline_where)(const void *obj, size_t i, char *buf, size_t cap);
 	/* The whole batch against itself and the store: problems appended to
-	 * errs (as `pods[<at>]: …`).  A failure that is not the input's:
+	 * errs, each after its item's kind_item_where (`stacks[<at>]: …`).  A failure that is not the input's:
 	 * negative, in e.  May be NULL.  Runs in the commit's turn (no other
 	 * apply comes between): keep per-object work out of it. */
 	int (*check)(const kind_env_t *env, const kind_batch_t *b, kit_errors_t *errs,
@@ -480,6 +491,15 @@ extern const kind_t *const tank_kinds[];
 /* The kind called `word` (name, plural, short name or manifest kind, any
  * case; len bytes), or NULL. */
 const kind_t *kind_find(const kind_t *const *kinds, const char *word, size_t len);
+
+/* Where an apply's messages about item it point, in the user's terms
+ * (the apply RPC's error paths, docs/rpc.md): an object given is
+ * "<plural>[<at>]: " ("stacks[1]: "; its kind's messages go on with its
+ * name), one brought inline is its bringer's place, name and field
+ * ("stacks[1]: shop: pods[2]: ").  Truncated to cap (KIND_WHERE_MAX
+ * holds any); never fails. */
+#define KIND_WHERE_MAX 192
+void kind_item_where(const kind_item_t *it, char *buf, size_t cap);
 /* The kind with id, or NULL. */
 const kind_t *kind_by_id(const kind_t *const *kinds, uint32_t id);
 /* The kind whose manager is called `manager` (a transition's kind). */

@@ -60,20 +60,22 @@ static int wf__check(const kind_env_t *env, const kind_batch_t *b, kit_errors_t 
 	(void)e;
 	for (size_t i = 0; i < b->n; i++) {
 		const kind_item_t *it = &b->items[i];
+		char at[KIND_WHERE_MAX];
+		kind_item_where(it, at, sizeof at);
 		if (it->kind == &stage_kind || it->kind == &workflow_kind) {
 			const wf_spec_t *s = it->obj;
 			const kind_t *want = it->kind == &stage_kind ? &task_kind : &stage_kind;
 			for (size_t r = 0; r < s->nrefs; r++)
 				if (!wf__exists(env, b, want, s->refs[r]))
-					kit_errors_add(errs, "pods[%zu]: %s: %s[%zu]: no %s named %s in "
-						       "this apply or stored", it->at, s->name,
+					kit_errors_add(errs, "%s%s: %s[%zu]: no %s named %s in "
+						       "this apply or stored", at, s->name,
 						       want->plural, r, want->name,
 						       kit_quote(s->refs[r], strlen(s->refs[r]), q));
 		} else if (it->kind == &pod_kind) {
 			const pod_spec_t *p = it->obj;
 			if (p->workflow && !wf__exists(env, b, &workflow_kind, p->workflow))
-				kit_errors_add(errs, "pods[%zu]: %s: workflow: no workflow named %s in "
-					       "this apply or stored", it->at, p->name,
+				kit_errors_add(errs, "%s%s: workflow: no workflow named %s in "
+					       "this apply or stored", at, p->name,
 					       kit_quote(p->workflow, strlen(p->workflow), q));
 		}
 	}
