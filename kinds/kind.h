@@ -534,6 +534,14 @@ void kind_names_free(kind_names_t *l);
 /* ---- msgpack helpers the kinds' callbacks share -------------------------- */
 
 const msgpack_object *kind_map_get(const msgpack_object *map, const char *key);
+/* An options map params[at] has only the keys of known (NULL-ended):
+ * 0, or -EPROTO (bad_request) naming the first other key and the
+ * options, `params[1]: unknown option "folow" (the options are
+ * container, tail, since, until, follow)`.  A typo is refused, not ignored: a
+ * `folow: true` would answer at once as if nothing was asked.  opts
+ * not a map: 0 (the method's own check says). */
+int kind_opts_check(const msgpack_object *opts, size_t at, const char *const *known,
+		    tank_error_t *e);
 /* Copies a string value into buf (cap bytes, NUL-terminated): true, or
  * false (buf "") when o is not a string. */
 bool kind_str(const msgpack_object *o, char *buf, size_t cap);
