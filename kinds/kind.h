@@ -348,9 +348,10 @@ struct kind {
 	 * inline kind's plural and i. */
 	void (*inline_where)(const void *obj, size_t i, char *buf, size_t cap);
 	/* The whole batch against itself and the store: problems appended to
-	 * errs, each after its item's kind_item_where (`stacks[<at>]: …`).  A failure that is not the input's:
-	 * negative, in e.  May be NULL.  Runs in the commit's turn (no other
-	 * apply comes between): keep per-object work out of it. */
+	 * errs, each after its item's kind_item_where (`stacks[<at>]: …`).
+	 * A failure that is not the input's: negative, in e.  May be NULL.
+	 * Runs in the commit's turn (no other apply comes between): keep
+	 * per-object work out of it. */
 	int (*check)(const kind_env_t *env, const kind_batch_t *b, kit_errors_t *errs,
 		     tank_error_t *e);
 	/* One object against the host (a command that must exist, a user),
