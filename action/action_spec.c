@@ -344,7 +344,7 @@ static int from_map(const msgpack_object *m, const pod_spec_t *pod, bool stored,
 	if ((err = get_str(o, "pod", s->pod, sizeof s->pod, e)) < 0)
 		goto fail;
 	if (!stored && !pod) {
-		err = tank_error_set(e, TANK_ENOTFOUND, "no pod \"%s\"", s->pod);
+		err = tank_error_set(e, TANK_ENOTFOUND, "pod \"%s\" not found", s->pod);
 		goto fail;
 	}
 	if (!(o = kind_map_get(m, "kind"))) {

@@ -72,7 +72,7 @@ void act_uuid(char *id);
 /*
  * Builds a spec from a request's map {id?, pod, kind, args?,
  * approve_first?} and checks it against the pod's stored spec (pod: NULL
- * when the pod does not exist: TANK_ENOTFOUND "no pod \"X\"").  Errors
+ * when the pod does not exist: TANK_ENOTFOUND "pod \"X\" not found").  Errors
  * name what is wrong ("args.signal: unknown signal \"banana\"",
  * "kind \"backup\": pod web declares no such action (it declares: …)").
  * The caller fills requester, created_at, seq and playbook.  *out owned

@@ -511,7 +511,8 @@ static void apply_item_host(apply_job_t *j, const kind_item_t *it)
 		if (!obj || !ck || !ck->check_item)
 			continue;
 		kind_item_t in = { .kind = ck, .obj = obj, .at = it->at, .is_inline = true,
-				   .name = ck->name_of(obj) };
+				   .name = ck->name_of(obj), .by = it->kind, .by_obj = it->obj,
+				   .by_i = c };
 		ck->check_item(env, &in, &j->host);
 	}
 }
@@ -526,13 +527,19 @@ static void apply_job_validate(apply_job_t *j, size_t max)
 		kit_errors_t one;
 		msgpack_object rest;
 		const mf_kind_t *mk;
-		char prefix[32];
+		char prefix[KIND_WHERE_MAX];
 		void *obj = NULL;
 		const char *name = NULL;
-		snprintf(prefix, sizeof prefix, "pods[%zu]: ", i);
+		/* Named in the user's terms: its kind's plural and its index
+		 * in the request (`stacks[1]: `), as kind_item_where names it
+		 * later; `objects[N]` while its kind is not known. */
+		snprintf(prefix, sizeof prefix, "objects[%zu]: ", i);
 		if (!(mk = mf_kind_of(&j->reg, &j->arr->via.array.ptr[i], j->zone, &rest, prefix,
 				      &j->errs)))
 			continue;
+		const kind_t *kind = kind_of_mf(j->kinds, mk);
+		kind_item_t where = { .kind = kind, .at = i };
+		kind_item_where(&where, prefix, sizeof prefix);
 		/* Every kind's labels, taken out and checked once here
 		 * (manifest/mf_labels.h); the kind validates the rest. */
 		msgpack_object labels;
@@ -547,7 +554,7 @@ static void apply_job_validate(apply_job_t *j, size_t max)
 		if (err < 0 || !obj)
 			continue;
 		kind_item_t *it = &j->items[i];
-		*it = (kind_item_t){ .kind = kind_of_mf(j->kinds, mk), .obj = obj, .name = name,
+		*it = (kind_item_t){ .kind = kind, .obj = obj, .name = name,
 				     .at = i, .labels = labels };
 		if (!j->errs.count)     /* else never said: skip the syscalls */
 			apply_item_host(j, it);
@@ -604,7 +611,8 @@ static int apply_all_build(apply_job_t *j, apply_all_t *a)
 					continue;
 				kind_item_t *it = &a->b.items[a->b.n++];
 				*it = (kind_item_t){ .kind = ck, .obj = obj, .at = p->at,
-						     .is_inline = true };
+						     .is_inline = true, .by = p->kind,
+						     .by_obj = p->obj, .by_i = c };
 				if ((err = ck->encode(obj, &it->buf, &it->len)) < 0)
 					return err;
 				it->name = ck->name_of(obj);

@@ -132,16 +132,16 @@ static int ctl_connect(ctl_t *x)
 	return 0;
 }
 
-/* A detail of tankd's as local errors read: `pods[N]: rest` becomes
- * `FILE: document D: rest` when the request says where object N came
- * from. */
+/* A detail of tankd's as local errors read: `KINDS[N]: rest` (`pods[2]:
+ * `, `stacks[0]: `, any kind's plural: docs/rpc.md) becomes `FILE:
+ * document D: rest` when the request says where object N came from. */
 static void ctl_print_detail(ctl_t *x, const char *d, size_t len)
 {
-	char where[512];
+	char where[512], plural[32];
 	unsigned long at;
 	int used = 0;
 
-	if (x->where && sscanf(d, "pods[%lu]: %n", &at, &used) == 1 && used > 0 &&
+	if (x->where && sscanf(d, "%31[a-z][%lu]: %n", plural, &at, &used) == 2 && used > 0 &&
 	    (size_t)used <= len && x->where(x->where_arg, at, where, sizeof where)) {
 		fprintf(stderr, "  %s: %.*s\n", where, (int)(len - (size_t)used), d + used);
 		return;
@@ -1544,8 +1544,10 @@ static int v_kind_verb(ctl_t *x, int argc, char **argv)
 	else
 		r = ctl_call(x, kv->name, name ? pack_name : pack_nothing, (void *)name,
 			     CTL_TIMEOUT_MS, &in);
-	if (r == EXIT_ERR && !nk.name && x->c)
-		ctl_hint_other_kind(x, k, name);
+	if (r == EXIT_ERR && !nk.name && x->c) {
+		const kind_t *of = kv->of ? kind_find(ctl_kinds, kv->of, strlen(kv->of)) : k;
+		ctl_hint_other_kind(x, of ? of : k, name);
+	}
 	if (r != 0)
 		return r;
 	if (kv->flags & KIND_VERB_DOC) {

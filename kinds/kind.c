@@ -408,3 +408,50 @@ const char *kind_verb_subword(const kind_verb_t *v)
 	const char *sp = v->words ? strchr(v->words, ' ') : NULL;
 	return sp ? sp + 1 : "";
 }
+
+void kind_item_where(const kind_item_t *it, char *buf, size_t cap)
+{
+	const kind_t *k = it->by ? it->by : it->kind;
+	char field[64];
+
+	if (!cap)
+		return;
+	if (!it->by) {
+		snprintf(buf, cap, "%s[%zu]: ", k ? k->plural : "objects", it->at);
+		return;
+	}
+	if (k->inline_where)
+		k->inline_where(it->by_obj, it->by_i, field, sizeof field);
+	else
+		snprintf(field, sizeof field, "%s[%zu]", it->kind->plural, it->by_i);
+	const char *owner = k->name_of ? k->name_of(it->by_obj) : NULL;
+	snprintf(buf, cap, "%s[%zu]: %s: %s: ", k->plural, it->at, owner ? owner : "?", field);
+}
+
+int kind_opts_check(const msgpack_object *opts, size_t at, const char *const *known,
+		    tank_error_t *e)
+{
+	if (!opts || opts->type != MSGPACK_OBJECT_MAP)
+		return 0;
+	for (uint32_t i = 0; i < opts->via.map.size; i++) {
+		const msgpack_object *k = &opts->via.map.ptr[i].key;
+		bool ok = false;
+		for (size_t j = 0; known[j] && !ok; j++)
+			ok = k->type == MSGPACK_OBJECT_STR && k->via.str.size == strlen(known[j]) &&
+			     !memcmp(k->via.str.ptr, known[j], k->via.str.size);
+		if (ok)
+			continue;
+		char names[256] = "", key[96];
+		size_t n = 0;
+		for (size_t j = 0; known[j] && n < sizeof names; j++)
+			n += (size_t)snprintf(names + n, sizeof names - n, "%s%s", j ? ", " : "",
+					      known[j]);
+		if (k->type == MSGPACK_OBJECT_STR)
+			kit_quote(k->via.str.ptr, k->via.str.size, key);
+		else
+			snprintf(key, sizeof key, "(a key that is not a string)");
+		return tank_error_set(e, -EPROTO, "params[%zu]: unknown option %s (the options "
+				      "are %s)", at, key, names);
+	}
+	return 0;
+}

@@ -94,6 +94,12 @@ typedef struct kind_item {
 	const char *name;            /* borrowed from obj */
 	size_t at;
 	bool is_inline;
+	/* Inline: the object that brought it (its kind, borrowed object)
+	 * and its index among that object's inline ones (kind_t.inline_at);
+	 * by NULL for an object given.  kind_item_where names it with them. */
+	const kind_t *by;
+	const void *by_obj;
+	size_t by_i;
 	char *buf;                   /* canonical encoding (owned), its labels
 				      * included (kind_encode) */
 	size_t len;
@@ -191,6 +197,10 @@ typedef struct kind_verb {
 	unsigned flags;
 	const kind_col_t *cols;      /* KIND_VERB_DOC: an array result's table */
 	size_t ncols;
+	/* The kind whose object NAME names, when it is not the verb's own
+	 * (`jobs POD`: "pod"); NULL: the verb's kind.  tankctl's hint after
+	 * a failed verb ("x is a stack; … acts on pods") asks of this kind. */
+	const char *of;
 	/* A verb whose answer takes many turns of the loop (`top` of every
 	 * pod: a read of two files a container): when set, the api calls it
 	 * instead of fn.  It returns 1 to have fn answer now after all (`top
@@ -332,10 +342,16 @@ struct kind {
 	 * NULL: none. */
 	size_t (*ninline)(const void *obj);
 	void *(*inline_at)(const void *obj, size_t i, const kind_t **k);
+	/* Where the i-th inline object sits in obj, as a field path
+	 * ("pods[2]": its index in the list it came in, which counts the
+	 * named entries too), for messages (kind_item_where).  NULL: the
+	 * inline kind's plural and i. */
+	void (*inline_where)(const void *obj, size_t i, char *buf, size_t cap);
 	/* The whole batch against itself and the store: problems appended to
-	 * errs (as `pods[<at>]: …`).  A failure that is not the input's:
-	 * negative, in e.  May be NULL.  Runs in the commit's turn (no other
-	 * apply comes between): keep per-object work out of it. */
+	 * errs, each after its item's kind_item_where (`stacks[<at>]: …`).
+	 * A failure that is not the input's: negative, in e.  May be NULL.
+	 * Runs in the commit's turn (no other apply comes between): keep
+	 * per-object work out of it. */
 	int (*check)(const kind_env_t *env, const kind_batch_t *b, kit_errors_t *errs,
 		     tank_error_t *e);
 	/* One object against the host (a command that must exist, a user),
@@ -476,6 +492,15 @@ extern const kind_t *const tank_kinds[];
 /* The kind called `word` (name, plural, short name or manifest kind, any
  * case; len bytes), or NULL. */
 const kind_t *kind_find(const kind_t *const *kinds, const char *word, size_t len);
+
+/* Where an apply's messages about item it point, in the user's terms
+ * (the apply RPC's error paths, docs/rpc.md): an object given is
+ * "<plural>[<at>]: " ("stacks[1]: "; its kind's messages go on with its
+ * name), one brought inline is its bringer's place, name and field
+ * ("stacks[1]: shop: pods[2]: ").  Truncated to cap (KIND_WHERE_MAX
+ * holds any); never fails. */
+#define KIND_WHERE_MAX 192
+void kind_item_where(const kind_item_t *it, char *buf, size_t cap);
 /* The kind with id, or NULL. */
 const kind_t *kind_by_id(const kind_t *const *kinds, uint32_t id);
 /* The kind whose manager is called `manager` (a transition's kind). */
@@ -514,6 +539,14 @@ void kind_names_free(kind_names_t *l);
 /* ---- msgpack helpers the kinds' callbacks share -------------------------- */
 
 const msgpack_object *kind_map_get(const msgpack_object *map, const char *key);
+/* An options map params[at] has only the keys of known (NULL-ended):
+ * 0, or -EPROTO (bad_request) naming the first other key and the
+ * options, `params[1]: unknown option "folow" (the options are
+ * container, tail, since, until, follow)`.  A typo is refused, not ignored: a
+ * `folow: true` would answer at once as if nothing was asked.  opts
+ * not a map: 0 (the method's own check says). */
+int kind_opts_check(const msgpack_object *opts, size_t at, const char *const *known,
+		    tank_error_t *e);
 /* Copies a string value into buf (cap bytes, NUL-terminated): true, or
  * false (buf "") when o is not a string. */
 bool kind_str(const msgpack_object *o, char *buf, size_t cap);

@@ -28,9 +28,19 @@ typedef struct dep_walk {
 	st_t *st;
 	kit_errors_t *errs;
 	tank_error_t *err;
+	const char *const *where;    /* the batch's places, or NULL */
 	dep_node_t **stack;
 	size_t depth, cap;
 } dep_walk_t;
+
+/* Where batch pod i is named in the request (pod_deps.h). */
+static const char *deps__where(const dep_walk_t *w, long i, char *buf, size_t cap)
+{
+	if (w->where && w->where[i])
+		return w->where[i];
+	snprintf(buf, cap, "pods[%ld]: ", i);
+	return buf;
+}
 
 /* The node of `name`: the batch's pods are put in first; any other is
  * read from the store once (absent: a node without a spec). */
@@ -120,8 +130,9 @@ static void deps__cycle(dep_walk_t *w, dep_node_t *to)
 	snprintf(path + len, sizeof path - len, "%s", to->name);
 	if (!at)
 		at = w->stack[0];
-	kit_errors_add(w->errs, "pods[%ld]: %s: depends_on: cycle: %s", at->batch,
-		       at->name, path);
+	char where[32];
+	kit_errors_add(w->errs, "%s%s: depends_on: cycle: %s",
+		       deps__where(w, at->batch, where, sizeof where), at->name, path);
 }
 
 /* Depth first from root, with an explicit stack (a chain of 100,000 pods
@@ -147,10 +158,12 @@ static int deps__walk(dep_walk_t *w, dep_node_t *root)
 		if (!d->spec && d->batch < 0 && !d->owned && d->color != BLACK) {
 			/* Unknown.  A stored pod's dependency that was deleted
 			 * since is not this apply's doing. */
+			char where[32];
 			if (top->batch >= 0)
-				kit_errors_add(w->errs, "pods[%ld]: %s: depends_on[%zu].pod: no pod "
+				kit_errors_add(w->errs, "%s%s: depends_on[%zu].pod: no pod "
 					       "named \"%s\" in this apply or stored",
-					       top->batch, top->name, k, name);
+					       deps__where(w, top->batch, where, sizeof where),
+					       top->name, k, name);
 			continue;
 		}
 		if (d->color == GRAY) {
@@ -163,10 +176,10 @@ static int deps__walk(dep_walk_t *w, dep_node_t *root)
 	return 0;
 }
 
-int pod_deps_check(pod_spec_t *const *specs, size_t n, st_t *st, kit_errors_t *errs,
-		   tank_error_t *err)
+int pod_deps_check(pod_spec_t *const *specs, const char *const *where, size_t n, st_t *st,
+		   kit_errors_t *errs, tank_error_t *err)
 {
-	dep_walk_t w = { .st = st, .errs = errs, .err = err };
+	dep_walk_t w = { .st = st, .errs = errs, .err = err, .where = where };
 	size_t it = 0;
 	void *v;
 	bool any = false;

@@ -31,13 +31,15 @@
 
 /*
  * Checks the batch specs[0..n) (borrowed) against itself and the store.
- * Each problem is appended to errs as "pods[i]: <pod>: depends_on…":
+ * Each problem is appended to errs as "<where[i]><pod>: depends_on…",
+ * where[i] naming spec i in the request (kinds/kind.h kind_item_where:
+ * "pods[3]: ", "stacks[0]: shop: pods[1]: "; where NULL: "pods[i]: "):
  *   depends_on[k].pod: no pod named "x" in this apply or stored
  *   depends_on: cycle: web -> api -> web
  * Returns 0 (errs may have gained entries: the batch is invalid then),
  * or -ENOMEM, or a store error (its message in err).
  */
-int pod_deps_check(pod_spec_t *const *specs, size_t n, st_t *st, kit_errors_t *errs,
-		   tank_error_t *err);
+int pod_deps_check(pod_spec_t *const *specs, const char *const *where, size_t n, st_t *st,
+		   kit_errors_t *errs, tank_error_t *err);
 
 #endif

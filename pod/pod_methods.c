@@ -280,11 +280,19 @@ static int logs_opts(const msgpack_object *params, char *ctr, size_t cap, logs_o
 	if (params->via.array.size < 2 || params->via.array.ptr[1].type != MSGPACK_OBJECT_MAP)
 		return 0;
 	const msgpack_object *opts = &params->via.array.ptr[1], *o;
+	static const char *const known[] = { "container", "tail", "since", "until", "follow",
+					     NULL };
+	int err;
+	if ((err = kind_opts_check(opts, 1, known, e)) < 0)
+		return err;
 	if ((o = kind_map_get(opts, "container")) && o->type != MSGPACK_OBJECT_NIL &&
 	    !kind_str(o, ctr, cap))
 		return tank_error_set(e, -EPROTO, "params[1].container: expected string");
-	if ((o = kind_map_get(opts, "follow")) && o->type == MSGPACK_OBJECT_BOOLEAN)
+	if ((o = kind_map_get(opts, "follow")) && o->type != MSGPACK_OBJECT_NIL) {
+		if (o->type != MSGPACK_OBJECT_BOOLEAN)
+			return tank_error_set(e, -EPROTO, "params[1].follow: expected a boolean");
 		lo->follow = o->via.boolean;
+	}
 	if ((o = kind_map_get(opts, "tail")) && o->type != MSGPACK_OBJECT_NIL &&
 	    (!kind_int(o, &lo->tail) || lo->tail < -1 || lo->tail > POD_LOG_TAIL_MAX))
 		return tank_error_set(e, -EPROTO,

@@ -653,7 +653,7 @@ void pod__req_handle(pod_mgr_t *m, rc_loop_t *loop, const rt_msg_t *msg)
 		bool early = settling || (q.op == POD_REQ_EXEC_ADOPT && m->pass < 2 &&
 					  pod_adopt_exec_offered(m->o.adopt, q.pid, q.pid_start));
 		req__reply(loop, msg->from, q.id, early ? -EAGAIN : TANK_ENOTFOUND,
-			   early ? "pod \"%s\" not settled yet" : "no pod \"%s\"", q.pod);
+			   early ? "pod \"%s\" not settled yet" : "pod \"%s\" not found", q.pod);
 		return;
 	}
 	/* Nothing of that process was handed over: no use waiting. */

@@ -189,7 +189,7 @@ int pod_top_pack(struct pod_mgr *m, const char *pod, msgpack_packer *pk, tank_er
 	int rc;
 
 	if (!one || !one->desired)
-		return tank_error_set(e, TANK_ENOTFOUND, "no pod \"%s\"", pod);
+		return tank_error_set(e, TANK_ENOTFOUND, "pod \"%s\" not found", pod);
 	rc = top__collect(one, NULL, top__wall_ms(), &rows);
 	/* Nothing of it runs: say why, as kubectl top does for a pod without
 	 * metrics (a bare header, exit 0, told nothing). */

@@ -53,6 +53,18 @@ static void *stack__inline_at(const void *obj, size_t i, const kind_t **k)
 	return NULL;
 }
 
+/* Where the i-th inline pod is: its index in `pods`, which counts the
+ * pods named there too. */
+static void stack__inline_where(const void *obj, size_t i, char *buf, size_t cap)
+{
+	const stack_spec_t *s = obj;
+	size_t m = 0;
+	for (; m < s->npods; m++)
+		if (s->pods[m].inline_spec && i-- == 0)
+			break;
+	snprintf(buf, cap, "pods[%zu]", m);
+}
+
 /* Stacks against the batch and the store: a pod given twice (once
  * inline), a stack given twice, a named member that exists nowhere, a pod
  * in two stacks.  Problems go to errs. */
@@ -87,11 +99,12 @@ static int stack__check(const kind_env_t *env, const kind_batch_t *b, kit_errors
 	for (size_t j = 0; j < b->n && !rc; j++) {
 		const kind_item_t *it = &b->items[j];
 		const stack_spec_t *s = it->obj;
-		size_t i = it->at;
+		char at[KIND_WHERE_MAX];
 		if (it->kind != &stack_kind)
 			continue;
+		kind_item_where(it, at, sizeof at);
 		if (tank_map_get(&stacks, s->name)) {
-			kit_errors_add(errs, "pods[%zu]: stack %s is given twice", i,
+			kit_errors_add(errs, "%sstack %s is given twice", at,
 				       kit_quote(s->name, strlen(s->name), q));
 			continue;
 		}
@@ -101,8 +114,8 @@ static int stack__check(const kind_env_t *env, const kind_batch_t *b, kit_errors
 			const char *pod = s->pods[k].name;
 			const stack_spec_t *other = tank_map_get(&owner, pod);
 			if (other) {
-				kit_errors_add(errs, "pods[%zu]: %s: pods[%zu]: pod %s is also "
-					       "in stack %s of this apply", i, s->name, k,
+				kit_errors_add(errs, "%s%s: pods[%zu]: pod %s is also "
+					       "in stack %s of this apply", at, s->name, k,
 					       kit_quote(pod, strlen(pod), q), other->name);
 				continue;
 			}
@@ -113,8 +126,8 @@ static int stack__check(const kind_env_t *env, const kind_batch_t *b, kit_errors
 				if (kind_get(env, &pod_kind, pod, &sp, NULL) == 0)
 					st_pod_clear(&sp);
 				else
-					kit_errors_add(errs, "pods[%zu]: %s: pods[%zu]: no pod "
-						       "named %s in this apply or stored", i,
+					kit_errors_add(errs, "%s%s: pods[%zu]: no pod "
+						       "named %s in this apply or stored", at,
 						       s->name, k, kit_quote(pod, strlen(pod), q));
 			}
 		}
@@ -123,13 +136,15 @@ static int stack__check(const kind_env_t *env, const kind_batch_t *b, kit_errors
 	for (size_t j = 0; j < b->n && !rc && mgr; j++) {
 		const kind_item_t *it = &b->items[j];
 		const stack_spec_t *s = it->obj;
+		char at[KIND_WHERE_MAX];
 		if (it->kind != &stack_kind)
 			continue;
+		kind_item_where(it, at, sizeof at);
 		for (size_t k = 0; k < s->npods; k++) {
 			const char *held = stack_mgr_stack_of(mgr, s->pods[k].name);
 			if (held && strcmp(held, s->name) != 0 && !tank_map_get(&stacks, held))
-				kit_errors_add(errs, "pods[%zu]: %s: pods[%zu]: pod %s is "
-					       "already in stack %s", it->at, s->name, k,
+				kit_errors_add(errs, "%s%s: pods[%zu]: pod %s is "
+					       "already in stack %s", at, s->name, k,
 					       kit_quote(s->pods[k].name, strlen(s->pods[k].name), q),
 					       held);
 		}
@@ -423,6 +438,7 @@ const kind_t stack_kind = {
 	.name_of = stack__name_of,
 	.ninline = stack__ninline,
 	.inline_at = stack__inline_at,
+	.inline_where = stack__inline_where,
 	.check = stack__check,
 	.get_with_status = true,
 	.pack_status = stack__pack_status,

@@ -450,14 +450,14 @@ int st_coll_get(st_coll_t *c, const char *key, st_pod_t *out, tank_error_t *err)
 
 	memset(out, 0, sizeof *out);
 	if (!coll__key_ok(key))
-		return tank_error_set(err, TANK_ENOTFOUND, "no %s \"%s\"", coll__noun(c),
+		return tank_error_set(err, TANK_ENOTFOUND, "%s \"%s\" not found", coll__noun(c),
 				      key ? key : "");
 	if ((rc = st__read_begin(c->st, &txn, err)))
 		return rc;
 	MDB_val k = { strlen(key), (void *)key }, v;
 	rc = mdb_get(txn, c->db_obj, &k, &v);
 	if (rc == MDB_NOTFOUND)
-		rc = tank_error_set(err, TANK_ENOTFOUND, "no %s \"%s\"", coll__noun(c), key);
+		rc = tank_error_set(err, TANK_ENOTFOUND, "%s \"%s\" not found", coll__noun(c), key);
 	else if (rc)
 		rc = st__mdb_fail(err, rc, "store: get");
 	else

@@ -1742,6 +1742,25 @@ void wf_agent_free(wf_agent_t *m)
 
 /* ---- readers ------------------------------------------------------------------------------------ */
 
+/* A pod without a workflow record: "not found" when there is no such
+ * pod at all, as every other verb of a pod says it; "has no workflow"
+ * only of a pod that exists (it was told `jobs nosuch` had no workflow,
+ * a name that named nothing). */
+static int read__missing(st_t *st, const char *pod, tank_error_t *e)
+{
+	st_pod_t p;
+	int rc;
+
+	/* No message wanted (ps asks of every pod): no read to make one. */
+	if (!e)
+		return TANK_ENOTFOUND;
+	if ((rc = st_pod_get(st, pod, &p, NULL)) == 0)
+		st_pod_clear(&p);
+	if (rc == TANK_ENOTFOUND)
+		return tank_error_set(e, TANK_ENOTFOUND, "pod \"%s\" not found", pod);
+	return tank_error_set(e, TANK_ENOTFOUND, "pod \"%s\" has no workflow", pod);
+}
+
 static int read_state(st_t *st, const char *pod, rec_t *u, tank_error_t *e)
 {
 	st_coll_t *c;
@@ -1751,7 +1770,7 @@ static int read_state(st_t *st, const char *pod, rec_t *u, tank_error_t *e)
 	if ((rc = st_coll_open(st, &wf_jobs_coll, &c, e)) < 0)
 		return rc;
 	if ((rc = agent__read(c, pod, u, NULL)) < 0)
-		return tank_error_set(e, TANK_ENOTFOUND, "pod \"%s\" has no workflow", pod);
+		return read__missing(st, pod, e);
 	return 0;
 }
 

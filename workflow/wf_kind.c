@@ -60,20 +60,22 @@ static int wf__check(const kind_env_t *env, const kind_batch_t *b, kit_errors_t 
 	(void)e;
 	for (size_t i = 0; i < b->n; i++) {
 		const kind_item_t *it = &b->items[i];
+		char at[KIND_WHERE_MAX];
+		kind_item_where(it, at, sizeof at);
 		if (it->kind == &stage_kind || it->kind == &workflow_kind) {
 			const wf_spec_t *s = it->obj;
 			const kind_t *want = it->kind == &stage_kind ? &task_kind : &stage_kind;
 			for (size_t r = 0; r < s->nrefs; r++)
 				if (!wf__exists(env, b, want, s->refs[r]))
-					kit_errors_add(errs, "pods[%zu]: %s: %s[%zu]: no %s named %s in "
-						       "this apply or stored", it->at, s->name,
+					kit_errors_add(errs, "%s%s: %s[%zu]: no %s named %s in "
+						       "this apply or stored", at, s->name,
 						       want->plural, r, want->name,
 						       kit_quote(s->refs[r], strlen(s->refs[r]), q));
 		} else if (it->kind == &pod_kind) {
 			const pod_spec_t *p = it->obj;
 			if (p->workflow && !wf__exists(env, b, &workflow_kind, p->workflow))
-				kit_errors_add(errs, "pods[%zu]: %s: workflow: no workflow named %s in "
-					       "this apply or stored", it->at, p->name,
+				kit_errors_add(errs, "%s%s: workflow: no workflow named %s in "
+					       "this apply or stored", at, p->name,
 					       kit_quote(p->workflow, strlen(p->workflow), q));
 		}
 	}
@@ -181,12 +183,12 @@ static const kind_verb_t workflow__verbs[] = {
 	  "Prints a pod's workflow: its task list, the current index and stage,\n"
 	  "the environment, whether it is runnable, the agent's state and the\n"
 	  "current job (YAML by default).",
-	  .words = "workflow status", .flags = KIND_VERB_DOC },
+	  .words = "workflow status", .flags = KIND_VERB_DOC, .of = "pod" },
 	{ "workflow_retry", "s", v_retry, "POD [-o yaml|json]",
 	  "Makes a pod whose job failed runnable again: a new job runs for the\n"
 	  "same task.  An agent that stopped (exit 16) or powered the pod off\n"
 	  "(exit 32) starts again.",
-	  .words = "workflow retry", .flags = KIND_VERB_DOC },
+	  .words = "workflow retry", .flags = KIND_VERB_DOC, .of = "pod" },
 };
 
 static bool workflow__adds(const kind_env_t *env, const char *pod, char *out, size_t cap)
@@ -365,7 +367,7 @@ static const kind_verb_t job__verbs[] = {
 	  "Lists a pod's jobs, oldest first: ID TASK STAGE STATE EXIT STARTED TOOK\n"
 	  "(a table; -o: every field).",
 	  .words = "jobs", .flags = KIND_VERB_DOC, .cols = job_cols,
-	  .ncols = sizeof job_cols / sizeof job_cols[0] },
+	  .ncols = sizeof job_cols / sizeof job_cols[0], .of = "pod" },
 	{ "job_log", "s?m", v_log, "ID [-f]",
 	  "Prints a job's log (its templates' output, in order; ID is POD/N as\n"
 	  "`tankctl jobs` shows it).  -f keeps printing until the job ended.",

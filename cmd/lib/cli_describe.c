@@ -27,20 +27,51 @@ void cli_describe_title(const char *key, size_t len, char *out, size_t cap)
 	out[o] = '\0';
 }
 
-/* A list of scalars, space-separated (a command line), into out. */
+/* Appends s[0..len) to out (at *o, cap bytes, kept NUL-terminated) on
+ * one line: a newline as the two characters `\n`, a tab `\t`, a carriage
+ * return `\r`, any other control character `\xHH` — a command written
+ * as a YAML block scalar (`- |` then lines) otherwise broke its table row
+ * over several lines, and a `\r` could overwrite the row.  As C and
+ * `docker inspect` write them; a backslash of the text itself is left
+ * as it is (doubling it would misquote every sed and regex argument), so
+ * the cell is for reading, not for pasting back: `get -o yaml` gives the
+ * exact text.  Rejected: `⏎` (not ASCII, and a tab or `\r` would still
+ * need a notation) and cutting at the first newline (hides the rest). */
+static void desc__put(char *out, size_t cap, size_t *o, const char *s, size_t len)
+{
+	for (size_t i = 0; i < len && *o + 1 < cap; i++) {
+		unsigned char c = (unsigned char)s[i];
+		char esc[8];
+		size_t n = 1;
+		if (c == '\n' || c == '\t' || c == '\r')
+			n = (size_t)snprintf(esc, sizeof esc, "\\%c",
+					     c == '\n' ? 'n' : c == '\t' ? 't' : 'r');
+		else if (c < 0x20 || c == 0x7f)
+			n = (size_t)snprintf(esc, sizeof esc, "\\x%02x", c);
+		else
+			esc[0] = (char)c;
+		if (*o + n >= cap)
+			break;          /* an escape is not cut in half */
+		memcpy(out + *o, esc, n);
+		*o += n;
+	}
+	out[*o] = '\0';
+}
+
+/* A list of scalars, space-separated (a command line), into out, on one
+ * line (desc__put). */
 static void desc__list_text(const msgpack_object *v, char *out, size_t cap)
 {
 	size_t o = 0;
 	out[0] = '\0';
 	for (uint32_t j = 0; j < v->via.array.size && o + 1 < cap; j++) {
 		const msgpack_object *e = &v->via.array.ptr[j];
-		int n = e->type == MSGPACK_OBJECT_STR
-			? snprintf(out + o, cap - o, "%s%.*s", j ? " " : "", (int)e->via.str.size,
-				   e->via.str.ptr)
-			: snprintf(out + o, cap - o, "%s…", j ? " " : "");
-		if (n < 0)
-			break;
-		o += (size_t)n < cap - o ? (size_t)n : cap - o - 1;
+		if (j)
+			desc__put(out, cap, &o, " ", 1);
+		if (e->type == MSGPACK_OBJECT_STR)
+			desc__put(out, cap, &o, e->via.str.ptr, e->via.str.size);
+		else
+			desc__put(out, cap, &o, "…", strlen("…"));
 	}
 	if (!v->via.array.size)
 		snprintf(out, cap, "-");
@@ -84,11 +115,15 @@ static void desc__scalar_text(const msgpack_object *v, bool is_time, uint64_t no
 	case MSGPACK_OBJECT_FLOAT64:
 		snprintf(out, cap, "%g", v->via.f64);
 		break;
-	case MSGPACK_OBJECT_STR:
-		snprintf(out, cap, "%.*s", (int)v->via.str.size, v->via.str.ptr);
+	case MSGPACK_OBJECT_STR: {
+		/* One line, as a table's cell or a `Key: value` line must be. */
+		size_t o = 0;
+		out[0] = '\0';
+		desc__put(out, cap, &o, v->via.str.ptr, v->via.str.size);
 		if (!v->via.str.size)
 			snprintf(out, cap, "-");
 		break;
+	}
 	default:
 		snprintf(out, cap, "?");
 		break;

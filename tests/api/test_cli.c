@@ -15,6 +15,7 @@
 #include <string.h>
 
 #include "cmd/lib/cli_fmt.c"
+#include "cmd/lib/cli_describe.c"
 #include "cmd/lib/cli_paths.c"
 #include "cmd/lib/cli_wait.c"
 #include "pod/pod_spec.h"
@@ -435,4 +436,52 @@ Test(api, cli_table_colours_the_phase_only_on_a_terminal)
 	cr_assert(!cli_colour_ok(tf));
 	fclose(tf);
 	close(m);
+}
+
+/* A command written as a YAML block scalar (`- |` then lines) broke
+ * describe's containers table: each row stays one line, its newlines
+ * and tabs shown as `\n` and `\t` (docs/cli.md "describe"), and so does
+ * a `Key: value` line. */
+Test(api, cli_describe_keeps_a_multi_line_command_on_one_row)
+{
+	msgpack_sbuffer sb;
+	msgpack_packer pk;
+	msgpack_sbuffer_init(&sb);
+	msgpack_packer_init(&pk, &sb, msgpack_sbuffer_write);
+	msgpack_pack_map(&pk, 2);
+	msgpack_pack_str_with_body(&pk, "reason", 6);
+	msgpack_pack_str_with_body(&pk, "two\nlines\r", 10);
+	msgpack_pack_str_with_body(&pk, "containers", 10);
+	msgpack_pack_array(&pk, 2);
+	static const char *const cmd[][3] = {
+		{ "/bin/sh", "-c", "echo hi\n\tsleep 1000\n" },
+		{ "/bin/sleep", "5", "\x01" },
+	};
+	for (int i = 0; i < 2; i++) {
+		msgpack_pack_map(&pk, 2);
+		msgpack_pack_str_with_body(&pk, "name", 4);
+		msgpack_pack_str_with_body(&pk, i ? "b" : "a", 1);
+		msgpack_pack_str_with_body(&pk, "command", 7);
+		msgpack_pack_array(&pk, 3);
+		for (int j = 0; j < 3; j++)
+			msgpack_pack_str_with_body(&pk, cmd[i][j], strlen(cmd[i][j]));
+	}
+	msgpack_unpacked u;
+	msgpack_unpacked_init(&u);
+	cr_assert_eq(msgpack_unpack_next(&u, sb.data, sb.size, NULL), MSGPACK_UNPACK_SUCCESS);
+
+	char *out = NULL;
+	size_t len = 0;
+	FILE *fp = open_memstream(&out, &len);
+	cr_assert_eq(cli_describe_map(fp, &u.data, 0, 0, NULL), 0);
+	fclose(fp);
+	cr_assert_str_eq(out,
+			 "Reason:      two\\nlines\\r\n"
+			 "Containers:\n"
+			 "  NAME   COMMAND\n"
+			 "  a      /bin/sh -c echo hi\\n\\tsleep 1000\\n\n"
+			 "  b      /bin/sleep 5 \\x01\n");
+	free(out);
+	msgpack_unpacked_destroy(&u);
+	msgpack_sbuffer_destroy(&sb);
 }

@@ -203,7 +203,7 @@ Test(api, tankctl_verbs_against_fake_daemon)
 	FREE();
 	/* A daemon-reported error: exit 1, its message on stderr. */
 	cr_assert_eq(CTL(&e, NULL, "get", "web"), 1);
-	cr_assert_str_eq(err, "tankctl: get: no pod \"web\"\n");
+	cr_assert_str_eq(err, "tankctl: get: pod \"web\" not found\n");
 	FREE();
 	env_down(&e);
 }

@@ -257,7 +257,7 @@ Test(actions, bad_input_is_named)
 	pod(d, "web");
 	struct { const char *args, *says; } c[] = {
 		{ "web frobnicate", "kind \"frobnicate\": not an action kind of pod web" },
-		{ "nopod restart", "no pod \"nopod\"" },
+		{ "nopod restart", "pod \"nopod\" not found" },
 		{ "web signal banana", "args.signal: unknown signal \"banana\"" },
 		{ "web signal", "args.signal: required" },
 		{ "web restart count=3", "unknown field \"count\" for restart" },

@@ -456,7 +456,7 @@ Test(e2e, top_shows_cpu_and_memory_of_running_containers)
 	p = strstr(out, "\"cpu_percent\": ");
 	cr_assert(p && strtod(p + 15, NULL) < 5.0, "a sleeper uses almost nothing: %s", out);
 	cr_assert_eq(ctl(d, out, sizeof out, "top nope"), 1, "%s", out);
-	cr_assert(strstr(out, "no pod \"nope\""), "%s", out);
+	cr_assert(strstr(out, "pod \"nope\" not found"), "%s", out);
 	/* A pod with nothing running says why (it printed a bare header). */
 	cr_assert_eq(ctl(d, out, sizeof out, "stop top-idle --wait --timeout 20s"), 0, "%s", out);
 	cr_assert_eq(ctl(d, out, sizeof out, "top top-idle"), 1, "%s", out);
@@ -481,5 +481,36 @@ Test(e2e, daemon_status_uptime_reads_as_an_age_and_a_time)
 		     "uptime is not 'AGE (since TIME)':\n%s", out);
 	cr_assert(unit == 's' && n < 60 && !strncmp(y, "20", 2), "%s", out);
 	cr_assert_null(strstr(u, "ms"), "%s", out);
+	teardown(d);
+}
+
+/* A name that names no pod is `pod "x" not found` by every verb of a
+ * pod, whichever kind serves the verb (top and exec said `no pod "x"`,
+ * jobs and workflow status "has no workflow"); "has no workflow" is said
+ * only of a pod that exists, and without the hint that the pod is of
+ * another kind than the verb's (jobs takes a pod). */
+Test(e2e, a_missing_pod_is_not_found_by_every_verb)
+{
+	d_t *d = setup();
+	char out[4096];
+
+	write_file(d, "mp.yaml", "name: mp-web\ncontainers: [{name: c, command: [/bin/sleep, '1077']}]\n");
+	cr_assert_eq(ctl(d, out, sizeof out, "apply -f %s/mp.yaml", d->dir), 0, "%s", out);
+	static const char *const verbs[] = {
+		"top", "exec nosuch -- /bin/true", "jobs", "workflow status", "workflow retry",
+		"restart", "get", "status", "logs", "describe", "history", "stop",
+	};
+	for (size_t i = 0; i < sizeof verbs / sizeof verbs[0]; i++) {
+		const char *v = verbs[i];
+		if (strchr(v, ' ') && strstr(v, "nosuch"))
+			cr_assert_eq(ctl(d, out, sizeof out, "%s", v), 1, "%s: %s", v, out);
+		else
+			cr_assert_eq(ctl(d, out, sizeof out, "%s nosuch", v), 1, "%s: %s", v, out);
+		cr_assert(strstr(out, "pod \"nosuch\" not found"), "%s: %s", v, out);
+		cr_assert(!strstr(out, "no pod") && !strstr(out, "has no workflow"), "%s: %s", v, out);
+	}
+	cr_assert_eq(ctl(d, out, sizeof out, "jobs mp-web"), 1, "%s", out);
+	cr_assert(strstr(out, "pod \"mp-web\" has no workflow"), "%s", out);
+	cr_assert(!strstr(out, "acts on"), "a pod is what jobs takes: %s", out);
 	teardown(d);
 }

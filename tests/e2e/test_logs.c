@@ -8,6 +8,10 @@
 #include <stdio.h>
 #include <string.h>
 
+#include <msgpack.h>
+
+#include "api/api_client.h"
+#include "api/api_rpc.h"
 #include "tests/e2e/e2e.h"
 
 /* `logs POD` of a two-container pod showed the first container only. */
@@ -178,5 +182,58 @@ Test(e2e, logs_tail_since_and_previous)
 	cr_assert_str_eq(out, "");
 	cr_assert_eq(ctl(d, out, sizeof out, "logs lg --since 1m --tail -1"), 0, "%s", out);
 	cr_assert(strstr(out, "run1-0\n") && strstr(out, "run2-149\n"), "%.200s", out);
+	teardown(d);
+}
+
+typedef struct logs_call {
+	const char *pod, *key;
+	bool str;                 /* the value a string "x", else true */
+} logs_call_t;
+
+/* ["POD", {KEY: true|"x"}] */
+static int pack_logs_opt(msgpack_packer *pk, void *arg)
+{
+	const logs_call_t *l = arg;
+	int rc = msgpack_pack_array(pk, 2);
+	rc |= api_pack_cstr(pk, l->pod);
+	rc |= msgpack_pack_map(pk, 1);
+	rc |= api_pack_cstr(pk, l->key);
+	rc |= l->str ? api_pack_cstr(pk, "x") : msgpack_pack_true(pk);
+	return rc ? -ENOMEM : 0;
+}
+
+/* The logs RPC refuses an option it does not know, naming it (it was
+ * ignored: `folow: true` answered at once as if nothing was asked), and
+ * a follow that is not a boolean, as other options' bad values. */
+Test(e2e, logs_rpc_refuses_an_unknown_option_naming_it)
+{
+	d_t *d = setup();
+	char out[4096];
+	api_client_t *c = NULL;
+	api_incoming_t in;
+	tank_error_t e;
+
+	write_file(d, "lo.yaml", "name: lo\ncontainers: [{name: c, command: [/bin/sh, -c, "
+		   "'echo hi; exec sleep 1079']}]\n");
+	cr_assert_eq(ctl(d, out, sizeof out, "apply -f %s/lo.yaml", d->dir), 0, "%s", out);
+	cr_assert_eq(api_client_connect(d->sock, &c, &e), 0, "%s", e.msg);
+	static const struct { logs_call_t call; int code; const char *says; } c_[] = {
+		{ { "lo", "folow", false }, API_BAD_REQUEST,
+		  "params[1]: unknown option \"folow\" (the options are container, tail, since, "
+		  "until, follow)" },
+		{ { "lo", "follow", true }, API_BAD_REQUEST, "params[1].follow: expected a boolean" },
+		{ { "lo", "tail", true }, API_BAD_REQUEST, "params[1].tail: expected an integer" },
+		{ { "lo", "container", true }, API_NOT_FOUND, "has no container \"x\"" },
+	};
+	for (size_t i = 0; i < sizeof c_ / sizeof c_[0]; i++) {
+		memset(&in, 0, sizeof in);
+		cr_assert_eq(api_client_call(c, "logs", pack_logs_opt, (void *)&c_[i].call, 30000,
+					     &in, &e), 0, "%s", e.msg);
+		cr_assert_eq(in.code, c_[i].code, "%s: %d %s", c_[i].call.key, in.code, in.message);
+		if (c_[i].says)
+			cr_assert(strstr(in.message, c_[i].says), "%s", in.message);
+		api_incoming_free(&in);
+	}
+	api_client_close(c);
 	teardown(d);
 }

@@ -12,6 +12,11 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <msgpack.h>
+
+#include "api/api_client.h"
+#include "api/api_rpc.h"
+#include "manifest/mf_doc.h"
 #include "tests/e2e/e2e.h"
 
 /* The file reads `want`, within secs: a pod is running from its exec on,
@@ -306,5 +311,86 @@ Test(stacks, stop_at_and_deadline_stop_the_pods)
 	cr_assert_eq(count_procs(bound_argv), 0, "nothing of it outlives the deadline");
 	cr_assert_eq(ctl(d, out, sizeof out, "status bound-p -o json"), 0, "%s", out);
 	cr_assert(strstr(out, "stack bound: deadline"), "%s", out);
+	teardown(d);
+}
+
+/* [[doc, …]]: the documents of a YAML text, as the apply RPC takes them. */
+static int pack_docs(msgpack_packer *pk, void *arg)
+{
+	const mf_docs_t *docs = arg;
+	int rc = msgpack_pack_array(pk, 1);
+	rc |= msgpack_pack_array(pk, docs->count);
+	for (size_t i = 0; i < docs->count; i++)
+		rc |= msgpack_pack_object(pk, docs->docs[i]);
+	return rc ? -ENOMEM : 0;
+}
+
+/* The apply RPC of the documents of y, refused: its details, one a line. */
+static void apply_refused(d_t *d, const char *y, char *all, size_t cap)
+{
+	mf_docs_t *docs = NULL;
+	kit_errors_t errs;
+	api_client_t *c = NULL;
+	api_incoming_t in;
+	tank_error_t e;
+
+	kit_errors_init(&errs);
+	cr_assert_eq(mf_docs_load(y, strlen(y), "t.yaml", &docs, &errs), 0);
+	kit_errors_free(&errs);
+	cr_assert_eq(api_client_connect(d->sock, &c, &e), 0, "%s", e.msg);
+	memset(&in, 0, sizeof in);
+	cr_assert_eq(api_client_call(c, "apply", pack_docs, docs, 30000, &in, &e), 0, "%s", e.msg);
+	cr_assert_eq(in.code, API_INVALID, "%d %s", in.code, in.message);
+	cr_assert(in.details && in.details->type == MSGPACK_OBJECT_ARRAY);
+	all[0] = '\0';
+	for (uint32_t i = 0; i < in.details->via.array.size; i++) {
+		const msgpack_object *o = &in.details->via.array.ptr[i];
+		size_t n = strlen(all);
+		if (o->type == MSGPACK_OBJECT_STR)
+			snprintf(all + n, cap - n, "%.*s\n", (int)o->via.str.size, o->via.str.ptr);
+	}
+	api_incoming_free(&in);
+	api_client_close(c);
+	mf_docs_free(docs);
+}
+
+/* The apply RPC names a problem where it is in the user's terms: a
+ * Stack's as `stacks[N]: NAME: …` (it said `pods[N]`, N its index in
+ * the request), a pod inline in it as the stack's field, and a pod after
+ * a stack by its own index in the request (depends_on's check counted
+ * the pods only); tankctl turns each into its file and document. */
+Test(stacks, the_apply_rpc_names_a_stack_s_problems_by_its_kind_and_place)
+{
+	d_t *d = setup();
+	char all[4096], out[4096];
+	const char *refs =
+		"name: rp-p0\ncontainers: [{name: c, command: [/bin/sleep, '1078']}]\n"
+		"---\nkind: Stack\nname: rp-two\npods: [rp-p0, rp-nosuch]\n";
+	const char *deps =
+		"name: rp-p0\ncontainers: [{name: c, command: [/bin/sleep, '1078']}]\n"
+		"---\nkind: Stack\nname: rp-two\npods:\n  - rp-p0\n"
+		"  - name: rp-inl\n    depends_on: [{pod: rp-ghost}]\n"
+		"    containers: [{name: c, command: [/bin/sleep, '1078']}]\n"
+		"---\nname: rp-p2\ndepends_on: [{pod: rp-ghost2}]\n"
+		"containers: [{name: c, command: [/bin/sleep, '1078']}]\n";
+
+	apply_refused(d, refs, all, sizeof all);
+	cr_assert(strstr(all, "stacks[1]: rp-two: pods[1]: no pod named \"rp-nosuch\" in this "
+			 "apply or stored\n"), "%s", all);
+	cr_assert(!strstr(all, "pods[1]: rp-two"), "%s", all);
+	apply_refused(d, deps, all, sizeof all);
+	cr_assert(strstr(all, "stacks[1]: rp-two: pods[1]: rp-inl: depends_on[0].pod: no pod "
+			 "named \"rp-ghost\""), "%s", all);
+	cr_assert(strstr(all, "pods[2]: rp-p2: depends_on[0].pod: no pod named \"rp-ghost2\""),
+		  "%s", all);
+
+	write_file(d, "refs.yaml", refs);
+	cr_assert_eq(ctl(d, out, sizeof out, "apply -f %s/refs.yaml", d->dir), 1, "%s", out);
+	cr_assert(strstr(out, "refs.yaml: document 2: rp-two: pods[1]: no pod named"), "%s", out);
+	write_file(d, "deps.yaml", deps);
+	cr_assert_eq(ctl(d, out, sizeof out, "apply -f %s/deps.yaml", d->dir), 1, "%s", out);
+	cr_assert(strstr(out, "deps.yaml: document 2: rp-two: pods[1]: rp-inl: depends_on[0]"),
+		  "%s", out);
+	cr_assert(strstr(out, "deps.yaml: document 3: rp-p2: depends_on[0]"), "%s", out);
 	teardown(d);
 }

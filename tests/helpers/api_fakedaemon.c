@@ -173,7 +173,7 @@ static pod_t *named(fake_t *f, const api_call_t *c, const msgpack_object *p, con
 	pod_t *pod = find(f, n->via.str.ptr, n->via.str.size);
 	if (!pod) {
 		char msg[128];
-		snprintf(msg, sizeof msg, "no pod \"%.*s\"", (int)n->via.str.size, n->via.str.ptr);
+		snprintf(msg, sizeof msg, "pod \"%.*s\" not found", (int)n->via.str.size, n->via.str.ptr);
 		api_reply_error(c->rt, c->token, API_NOT_FOUND, msg, NULL, NULL);
 	}
 	return pod;

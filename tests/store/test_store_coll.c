@@ -193,13 +193,13 @@ Test(store, a_delete_wins_over_writes_queued_before_it)
 	cr_assert_eq(st_delete(st, del, 1, NULL, &e), 0, "%s", e.msg);
 	st_pod_t p;
 	cr_assert_eq(st_pod_get(st, "w", &p, &e), TANK_ENOTFOUND);
-	cr_assert_str_eq(e.msg, "no pod \"w\"");
+	cr_assert_str_eq(e.msg, "pod \"w\" not found");
 	cr_assert_eq(st_close(st, &e), 0);
 
 	cr_assert_eq(st_open(dir, NULL, &st, &e), 0, "%s", e.msg);
 	cr_assert_eq(st_coll_open(st, &widgets, &c, &e), 0);
 	cr_assert_eq(st_coll_get(c, "w", &p, &e), TANK_ENOTFOUND);
-	cr_assert_str_eq(e.msg, "no widget \"w\"");
+	cr_assert_str_eq(e.msg, "widget \"w\" not found");
 	cr_assert_eq(st_coll_status_get(c, "w", &b, &bl, &e), TANK_ENOTFOUND);
 	cr_assert_eq(st_coll_history(c, "w", 0, &h, &hn, &e), 0);
 	cr_assert_eq(hn, 0);

@@ -382,7 +382,7 @@ Test(workflow, bad_input_is_refused_naming_what_is_wrong)
 	cr_assert(strstr(out, "param \"db\" is not set"), "%s", out);
 	cr_assert_eq(ctl(d, out, sizeof out, "job log nosuch/1"), 1, "%s", out);
 	cr_assert_eq(ctl(d, out, sizeof out, "workflow status nosuch"), 1, "%s", out);
-	cr_assert(strstr(out, "has no workflow"), "%s", out);
+	cr_assert(strstr(out, "pod \"nosuch\" not found"), "%s", out);
 	cr_assert_eq(ctl(d, out, sizeof out, "workflow bogus web"), 2, "%s", out);
 	(void)p;
 	teardown(d);
@@ -413,7 +413,7 @@ Test(workflow, removing_the_workflow_empties_the_list_and_a_deleted_pod_forgets_
 	for (int i = 0; i < 200 && (rc = ctl(d, out, sizeof out, "workflow status web")) == 0; i++)
 		sleep_ms(50);
 	cr_assert_eq(rc, 1, "%s", out);
-	cr_assert(strstr(out, "has no workflow"), "%s", out);
+	cr_assert(strstr(out, "pod \"web\" not found"), "%s", out);
 	cr_assert_eq(ctl(d, out, sizeof out, "job log web/2"), 1, "%s", out);
 	teardown(d);
 }
