@@ -923,8 +923,14 @@ static void handle(void *ctx, rc_loop_t *loop, rt_msg_t *msg)
 		on_submitted(m, loop, msg);
 		break;
 	case ACT_TAG_APPROVE: {
-		act_t *a = by_msg(m, msg);
+		if (msg->len != sizeof(act_msg_t))
+			break;
 		const act_msg_t *x = msg->data;
+		char aid[ACT_ID_MAX + 1];
+		snprintf(aid, sizeof aid, "%s", x->id);
+		/* Taken first when its submit's message has not been: an
+		 * approve pipelined behind it (action_mgr_approve). */
+		act_t *a = take_submitted(m, loop, aid);
 		if (!a || a->st.phase != ACT_PENDING_APPROVE)
 			break;
 		if (a->spec->approval == POD_APPROVAL_OTHER && x->uid == a->spec->req_uid)
@@ -1301,7 +1307,7 @@ static int pack_stored(action_mgr_t *m, const char *id, msgpack_packer *pk, tank
 	int err;
 
 	if ((err = st_coll_get(m->coll, id, &p, NULL)) < 0)
-		return tank_error_set(e, TANK_ENOTFOUND, "no action \"%s\"", id);
+		return tank_error_set(e, TANK_ENOTFOUND, "action \"%s\" not found", id);
 	err = action_spec_decode(p.spec, p.spec_len, &s, e);
 	st_pod_clear(&p);
 	if (err < 0)
@@ -1381,18 +1387,40 @@ int action_mgr_approve(action_mgr_t *m, const char *id, const kind_caller_t *who
 		       msgpack_packer *pk, tank_error_t *e)
 {
 	act_t *a = tank_map_get(&m->acts, id);
-	int err;
+	act_spec_t *stored = NULL;
+	const act_spec_t *s;
+	int err, phase;
 
-	if (!a)
-		return tank_error_set(e, TANK_ENOTFOUND, "no action \"%s\"", id);
-	if (a->st.phase != ACT_PENDING_APPROVE)
-		return tank_error_set(e, TANK_ECONFLICT, "action \"%s\" is %s: nothing to approve",
-				      id, rc_fsm_phase_name(&action_fsm, a->st.phase));
-	if (a->spec->approval == POD_APPROVAL_OTHER && who->uid == a->spec->req_uid)
-		return tank_error_set(e, TANK_ECONFLICT, "action \"%s\" needs another user's "
-				      "approval (four-eyes): %s (uid %u) submitted it", id,
-				      a->spec->req_user, (unsigned)a->spec->req_uid);
-	if ((err = send_msg(m, ACT_TAG_APPROVE, id, who->uid, who->user, e)) < 0)
+	/* Not in memory, yet stored: submitted, not taken by the loop yet
+	 * (an approve pipelined behind its submit, as action_mgr_cancel
+	 * says); its stored spec says what it needs, and it is waiting for
+	 * approval if it needs one (load() starts it there).  The approve
+	 * goes to the loop behind the submit. */
+	if (!a) {
+		st_pod_t p;
+		if (st_coll_get(m->coll, id, &p, NULL) < 0)
+			return tank_error_set(e, TANK_ENOTFOUND, "action \"%s\" not found", id);
+		err = action_spec_decode(p.spec, p.spec_len, &stored, e);
+		st_pod_clear(&p);
+		if (err < 0)
+			return err;
+		s = stored;
+		phase = s->approval != POD_APPROVAL_NONE ? ACT_PENDING_APPROVE : ACT_PENDING_SCHEDULE;
+	} else {
+		s = a->spec;
+		phase = a->st.phase;
+	}
+	if (phase != ACT_PENDING_APPROVE)
+		err = tank_error_set(e, TANK_ECONFLICT, "action \"%s\" is %s: nothing to approve",
+				     id, rc_fsm_phase_name(&action_fsm, phase));
+	else if (s->approval == POD_APPROVAL_OTHER && who->uid == s->req_uid)
+		err = tank_error_set(e, TANK_ECONFLICT, "action \"%s\" needs another user's "
+				     "approval (four-eyes): %s (uid %u) submitted it", id,
+				     s->req_user, (unsigned)s->req_uid);
+	else
+		err = send_msg(m, ACT_TAG_APPROVE, id, who->uid, who->user, e);
+	action_spec_free(stored);
+	if (err < 0)
 		return err;
 	int rc = msgpack_pack_map(pk, 3);
 	rc |= pk_key(pk, "id");          rc |= kind_pack_str(pk, id);
@@ -1418,7 +1446,7 @@ int action_mgr_cancel(action_mgr_t *m, const char *id, const char *by, msgpack_p
 	 * the loop it waits for). */
 	if (!a) {
 		if (st_coll_get(m->coll, id, &p, NULL) < 0)
-			return tank_error_set(e, TANK_ENOTFOUND, "no action \"%s\"", id);
+			return tank_error_set(e, TANK_ENOTFOUND, "action \"%s\" not found", id);
 		st_pod_clear(&p);
 	} else if (act_phase_finished(a->st.phase)) {
 		return tank_error_set(e, TANK_ECONFLICT, "action \"%s\" is %s already", id,
@@ -1525,7 +1553,7 @@ int action_mgr_output(action_mgr_t *m, const char *id, uint64_t offset, uint32_t
 	struct stat sb;
 
 	if (!a)
-		return tank_error_set(e, TANK_ENOTFOUND, "no action \"%s\"", id);
+		return tank_error_set(e, TANK_ENOTFOUND, "action \"%s\" not found", id);
 	if (!max || max > ACT_OUTPUT_CHUNK)
 		max = ACT_OUTPUT_CHUNK;
 	out_path(m, id, path, sizeof path);

@@ -786,7 +786,7 @@ int playbook_mgr_status(playbook_mgr_t *m, const char *name, const kind_meta_t *
 	}
 	st_pod_t p;
 	if (st_coll_get(m->coll, name, &p, NULL) < 0)
-		return tank_error_set(e, TANK_ENOTFOUND, "no playbook \"%s\"", name);
+		return tank_error_set(e, TANK_ENOTFOUND, "playbook \"%s\" not found", name);
 	int rc = msgpack_pack_map(pk, 5 + kind_meta_n(meta));
 	rc |= kind_pack_str(pk, "name");       rc |= kind_pack_str(pk, name);
 	rc |= kind_pack_str(pk, "kind");       rc |= kind_pack_str(pk, "playbook");

@@ -1895,7 +1895,7 @@ int wf_agent_pack_log(st_t *st, const char *log_dir, const char *id, uint64_t of
 		return rc;
 	if (agent__read(c, id, &u, NULL) < 0) {
 		rec_free(&u);
-		return tank_error_set(e, TANK_ENOTFOUND, "no job \"%s\"", id);
+		return tank_error_set(e, TANK_ENOTFOUND, "job \"%s\" not found", id);
 	}
 	uint32_t parts = (uint32_t)mint(&u.data, "parts", 0);
 	mstr(&u.data, "state", state, sizeof state);

@@ -226,7 +226,7 @@ static int job__status_one(const kind_env_t *env, const char *name, msgpack_pack
 	if ((rc = kind_coll(env, &job_kind, &c, e)) < 0)
 		return rc;
 	if ((rc = st_coll_status_get(c, name, &buf, &len, NULL)) < 0)
-		return tank_error_set(e, TANK_ENOTFOUND, strchr(name, '/') ? "no job \"%s\""
+		return tank_error_set(e, TANK_ENOTFOUND, strchr(name, '/') ? "job \"%s\" not found"
 				      : "pod \"%s\" has no workflow", name);
 	rc = pk->callback(pk->data, buf, len);
 	free(buf);

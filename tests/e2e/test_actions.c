@@ -310,7 +310,7 @@ Test(actions, bad_input_is_named)
 		cr_assert(strstr(msg, want[i]), "case %zu: %s", i, msg[0] ? msg : "accepted");
 	}
 	cr_assert_neq(ctl(d, out, sizeof out, "action get toolong"), 0, "a refused one was kept");
-	cr_assert(strstr(out, "no action \"toolong\""), "%s", out);
+	cr_assert(strstr(out, "action \"toolong\" not found"), "%s", out);
 	/* A declaration that could never run is refused at apply. */
 	snprintf(args, sizeof args, "name: longdecl\ncontainers:\n  - name: m\n"
 		 "    command: [/bin/sleep, \"3600\"]\nactions:\n  x: {command: [/bin/echo, %s]}\n",
@@ -612,7 +612,7 @@ Test(actions, finished_actions_are_kept_per_pod_up_to_the_bound)
 	}
 	/* The oldest two are purged, record and history. */
 	cr_assert_neq(ctl(d, out, sizeof out, "action get k0"), 0);
-	cr_assert(strstr(out, "no action \"k0\""), "%s", out);
+	cr_assert(strstr(out, "action \"k0\" not found"), "%s", out);
 	cr_assert_neq(ctl(d, out, sizeof out, "action get k1"), 0);
 	for (int i = 2; i < 5; i++)
 		assert_state(d, ids[i], "DONE", 1);
@@ -813,6 +813,59 @@ Test(actions, a_cancel_pipelined_after_its_submit_finds_it)
 	const char *argv[] = { "sleep", "424242", NULL };
 	cr_assert_eq(wait_procs(argv, 0, 10), 0, "its command lives on");
 	(void)out;
+	teardown(d);
+}
+
+/* The same for action_approve: an action submitted with approve_first
+ * and approved in the same write is approved and runs.  Before, the
+ * approve was read before the loop took the submit and said no action,
+ * and the action waited for an approval the client had sent. */
+static int pack_pipe_submit_approve(msgpack_packer *pk, void *arg)
+{
+	const pipe_submit_t *x = arg;
+	int rc = msgpack_pack_array(pk, 1) | msgpack_pack_map(pk, 5);
+	rc |= api_pack_cstr(pk, "id") | api_pack_cstr(pk, x->id);
+	rc |= api_pack_cstr(pk, "pod") | api_pack_cstr(pk, "web");
+	rc |= api_pack_cstr(pk, "kind") | api_pack_cstr(pk, "exec");
+	rc |= api_pack_cstr(pk, "approve_first") | msgpack_pack_true(pk);
+	rc |= api_pack_cstr(pk, "args") | msgpack_pack_map(pk, 1);
+	rc |= api_pack_cstr(pk, "command") | msgpack_pack_array(pk, 3);
+	rc |= api_pack_cstr(pk, "/bin/sh") | api_pack_cstr(pk, "-c");
+	rc |= api_pack_cstr(pk, x->script);
+	return rc ? -ENOMEM : 0;
+}
+
+Test(actions, an_approve_pipelined_after_its_submit_finds_it)
+{
+	d_t *d = setup();
+	char marker[128], script[256];
+	api_client_t *cl;
+	api_incoming_t in;
+	tank_error_t e;
+
+	pod(d, "web");
+	snprintf(marker, sizeof marker, "%s/ran", d->dir);
+	snprintf(script, sizeof script, "touch %s", marker);
+	pipe_submit_t x = { "piped-2", script };
+	msgpack_sbuffer sb;
+	msgpack_packer pk;
+	msgpack_sbuffer_init(&sb);
+	msgpack_packer_init(&pk, &sb, msgpack_sbuffer_write);
+	cr_assert_eq(api_pack_request(&pk, 201, "action_submit", pack_pipe_submit_approve, &x), 0);
+	cr_assert_eq(api_pack_request(&pk, 202, "action_approve", pack_id, (void *)"piped-2"), 0);
+	cr_assert_eq(api_client_connect(d->sock, &cl, &e), 0, "%s", e.msg);
+	cr_assert_eq(api_client_send_raw(cl, sb.data, sb.size, 10000, &e), 0, "%s", e.msg);
+	msgpack_sbuffer_destroy(&sb);
+	cr_assert_eq(api_client_wait(cl, 201, 20000, &in, &e), 0, "%s", e.msg);
+	cr_assert_eq(in.code, 0, "submit: %s", in.message);
+	api_incoming_free(&in);
+	cr_assert_eq(api_client_wait(cl, 202, 20000, &in, &e), 0, "%s", e.msg);
+	cr_assert_eq(in.code, 0, "the approve found the action: %s", in.message);
+	api_incoming_free(&in);
+	api_client_close(cl);
+	assert_state(d, "piped-2", "DONE", 20);
+	cr_assert(says(d, "approved by", "history action piped-2"));
+	cr_assert_eq(access(marker, F_OK), 0, "the command did not run");
 	teardown(d);
 }
 
