@@ -1581,6 +1581,14 @@ static void m_status(const api_call_t *call, const msgpack_object *params, void 
 
 	if (api_params_check(params, "?sm", &e) < 0)
 		return reply_check_error(call, &e);
+	/* An option it does not know is refused, naming it (as logs and
+	 * history do): a misspelt `kind` read the pods. */
+	if (params->via.array.size > 1 &&
+	    kind_opts_check(&params->via.array.ptr[1], 1, (const char *const[]){ "kind", NULL },
+			    &e) < 0) {
+		api_reply_error(call->rt, call->token, API_BAD_REQUEST, e.msg, NULL, NULL);
+		return;
+	}
 	if (!kind_param(call, d, params, 1, &kind))
 		return;
 	if (!kind->pack_status) {
@@ -1704,8 +1712,13 @@ static int pack_history(msgpack_packer *pk, void *arg)
 /* The options of history [name, {limit?}], checked. */
 static int history_opts(const msgpack_object *params, int64_t *limit, tank_error_t *e)
 {
+	static const char *const known[] = { "kind", "limit", NULL };
+	int err;
+
 	if (params->via.array.size < 2 || params->via.array.ptr[1].type != MSGPACK_OBJECT_MAP)
 		return 0;
+	if ((err = kind_opts_check(&params->via.array.ptr[1], 1, known, e)) < 0)
+		return err;
 	const msgpack_object *o = api_map_get(&params->via.array.ptr[1], "limit");
 	if (o && o->type != MSGPACK_OBJECT_NIL && (!api_obj_int(o, limit) || *limit < 0))
 		return tank_error_set(e, -EPROTO, "params[1].limit: expected a non-negative integer");

@@ -202,7 +202,7 @@ static int pack_logs_opt(msgpack_packer *pk, void *arg)
 	return rc ? -ENOMEM : 0;
 }
 
-/* The logs RPC refuses an option it does not know, naming it (it was
+/* The logs RPC (and status, history) refuses an option it does not know, naming it (it was
  * ignored: `folow: true` answered at once as if nothing was asked), and
  * a follow that is not a boolean, as other options' bad values. */
 Test(e2e, logs_rpc_refuses_an_unknown_option_naming_it)
@@ -232,6 +232,22 @@ Test(e2e, logs_rpc_refuses_an_unknown_option_naming_it)
 		cr_assert_eq(in.code, c_[i].code, "%s: %d %s", c_[i].call.key, in.code, in.message);
 		if (c_[i].says)
 			cr_assert(strstr(in.message, c_[i].says), "%s", in.message);
+		api_incoming_free(&in);
+	}
+	/* status and history the same: a misspelt `kind` read the pods. */
+	static const struct { const char *method; logs_call_t call; const char *says; } o_[] = {
+		{ "status", { "lo", "knid", true }, "params[1]: unknown option \"knid\" (the options "
+		  "are kind)" },
+		{ "history", { "lo", "limt", true }, "params[1]: unknown option \"limt\" (the options "
+		  "are kind, limit)" },
+	};
+	for (size_t i = 0; i < sizeof o_ / sizeof o_[0]; i++) {
+		memset(&in, 0, sizeof in);
+		cr_assert_eq(api_client_call(c, o_[i].method, pack_logs_opt, (void *)&o_[i].call,
+					     30000, &in, &e), 0, "%s", e.msg);
+		cr_assert_eq(in.code, API_BAD_REQUEST, "%s: %d %s", o_[i].method, in.code,
+			     in.message);
+		cr_assert(strstr(in.message, o_[i].says), "%s", in.message);
 		api_incoming_free(&in);
 	}
 	api_client_close(c);
