@@ -37,9 +37,11 @@ void cli_describe_title(const char *key, size_t len, char *out, size_t cap)
  * the cell is for reading, not for pasting back: `get -o yaml` gives the
  * exact text.  Rejected: `⏎` (not ASCII, and a tab or `\r` would still
  * need a notation) and cutting at the first newline (hides the rest). */
-static void desc__put(char *out, size_t cap, size_t *o, const char *s, size_t len)
+static bool desc__put(char *out, size_t cap, size_t *o, const char *s, size_t len)
 {
-	for (size_t i = 0; i < len && *o + 1 < cap; i++) {
+	size_t i = 0;
+
+	for (; i < len && *o + 1 < cap; i++) {
 		unsigned char c = (unsigned char)s[i];
 		char esc[8];
 		size_t n = 1;
@@ -56,6 +58,23 @@ static void desc__put(char *out, size_t cap, size_t *o, const char *s, size_t le
 		*o += n;
 	}
 	out[*o] = '\0';
+	return i == len;
+}
+
+/* A text cut at cap ends with "…" (the table's cells are 127 bytes): it
+ * looked whole.  Backs over a UTF-8 sequence so no character is cut in
+ * half. */
+static void desc__cut_mark(char *out, size_t cap, size_t o)
+{
+	static const char ell[] = "…";
+
+	if (cap < sizeof ell)
+		return;
+	while (o + sizeof ell > cap)
+		o--;
+	while (o > 0 && ((unsigned char)out[o] & 0xc0) == 0x80)
+		o--;
+	memcpy(out + o, ell, sizeof ell);
 }
 
 /* A list of scalars, space-separated (a command line), into out, on one
@@ -63,16 +82,20 @@ static void desc__put(char *out, size_t cap, size_t *o, const char *s, size_t le
 static void desc__list_text(const msgpack_object *v, char *out, size_t cap)
 {
 	size_t o = 0;
+	bool whole = true;
+	uint32_t j = 0;
 	out[0] = '\0';
-	for (uint32_t j = 0; j < v->via.array.size && o + 1 < cap; j++) {
+	for (; j < v->via.array.size && whole; j++) {
 		const msgpack_object *e = &v->via.array.ptr[j];
 		if (j)
-			desc__put(out, cap, &o, " ", 1);
-		if (e->type == MSGPACK_OBJECT_STR)
-			desc__put(out, cap, &o, e->via.str.ptr, e->via.str.size);
-		else
-			desc__put(out, cap, &o, "…", strlen("…"));
+			whole = desc__put(out, cap, &o, " ", 1);
+		if (whole && e->type == MSGPACK_OBJECT_STR)
+			whole = desc__put(out, cap, &o, e->via.str.ptr, e->via.str.size);
+		else if (whole)
+			whole = desc__put(out, cap, &o, "…", strlen("…"));
 	}
+	if (!whole)
+		desc__cut_mark(out, cap, o);
 	if (!v->via.array.size)
 		snprintf(out, cap, "-");
 }
@@ -119,7 +142,8 @@ static void desc__scalar_text(const msgpack_object *v, bool is_time, uint64_t no
 		/* One line, as a table's cell or a `Key: value` line must be. */
 		size_t o = 0;
 		out[0] = '\0';
-		desc__put(out, cap, &o, v->via.str.ptr, v->via.str.size);
+		if (!desc__put(out, cap, &o, v->via.str.ptr, v->via.str.size))
+			desc__cut_mark(out, cap, o);
 		if (!v->via.str.size)
 			snprintf(out, cap, "-");
 		break;

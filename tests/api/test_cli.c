@@ -452,15 +452,21 @@ Test(api, cli_describe_keeps_a_multi_line_command_on_one_row)
 	msgpack_pack_str_with_body(&pk, "reason", 6);
 	msgpack_pack_str_with_body(&pk, "two\nlines\r", 10);
 	msgpack_pack_str_with_body(&pk, "containers", 10);
-	msgpack_pack_array(&pk, 2);
+	msgpack_pack_array(&pk, 3);
+	/* The third: 150 bytes, cut at the cell's 127 with "…" (it looked
+	 * whole), not in the middle of the é at the cut. */
+	static char longer[160];
+	memset(longer, 'x', 150);
+	memcpy(longer + 110, "\xc3\xa9", 2);
 	static const char *const cmd[][3] = {
 		{ "/bin/sh", "-c", "echo hi\n\tsleep 1000\n" },
 		{ "/bin/sleep", "5", "\x01" },
+		{ "/bin/echo", "-n", longer },
 	};
-	for (int i = 0; i < 2; i++) {
+	for (int i = 0; i < 3; i++) {
 		msgpack_pack_map(&pk, 2);
 		msgpack_pack_str_with_body(&pk, "name", 4);
-		msgpack_pack_str_with_body(&pk, i ? "b" : "a", 1);
+		msgpack_pack_str_with_body(&pk, i == 2 ? "c" : i ? "b" : "a", 1);
 		msgpack_pack_str_with_body(&pk, "command", 7);
 		msgpack_pack_array(&pk, 3);
 		for (int j = 0; j < 3; j++)
@@ -475,12 +481,19 @@ Test(api, cli_describe_keeps_a_multi_line_command_on_one_row)
 	FILE *fp = open_memstream(&out, &len);
 	cr_assert_eq(cli_describe_map(fp, &u.data, 0, 0, NULL), 0);
 	fclose(fp);
-	cr_assert_str_eq(out,
-			 "Reason:      two\\nlines\\r\n"
-			 "Containers:\n"
-			 "  NAME   COMMAND\n"
-			 "  a      /bin/sh -c echo hi\\n\\tsleep 1000\\n\n"
-			 "  b      /bin/sleep 5 \\x01\n");
+	/* c's cell: "/bin/echo -n " (13 bytes) and 110 x; the é's two bytes
+	 * would be bytes 124 and 125 of 127, the last that "…" (3) and the
+	 * NUL leave is 124: the é goes whole, not its first byte. */
+	char c_row[200];
+	snprintf(c_row, sizeof c_row, "  c      /bin/echo -n %.110s…\n", longer);
+	char want[1024];
+	snprintf(want, sizeof want, "%s%s",
+		 "Reason:      two\\nlines\\r\n"
+		 "Containers:\n"
+		 "  NAME   COMMAND\n"
+		 "  a      /bin/sh -c echo hi\\n\\tsleep 1000\\n\n"
+		 "  b      /bin/sleep 5 \\x01\n", c_row);
+	cr_assert_str_eq(out, want);
 	free(out);
 	msgpack_unpacked_destroy(&u);
 	msgpack_sbuffer_destroy(&sb);
