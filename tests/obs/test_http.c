@@ -692,6 +692,53 @@ Test(obs_http, big_answers_are_built_over_many_turns)
 	teardown(d);
 }
 
+/* Requests that come while tankd stops its web side (obs_http_close's
+ * last runs of MHD, after the waiters were told it stops) are answered,
+ * not suspended for a build: MHD_stop_daemon with a suspended connection
+ * aborts the process ("MHD_stop_daemon() called while we have suspended
+ * connections"), and tankd died of SIGABRT at a SIGTERM that met a
+ * backlog of /state requests. */
+Test(obs_http, requests_while_stopping_do_not_abort_tankd, .timeout = 120)
+{
+	static char addr[64];
+	d_t *d = d_new();
+	int port = obs_free_port();
+	enum { N = 60 };
+	int fds[N], st = 0;
+
+	snprintf(addr, sizeof addr, "127.0.0.1:%d", port);
+	obs_tankd(d, (const char *const[]){ "--http", addr, NULL },
+		  (const char *const[]){ "TANK_HTTP_SLICE_OBJECTS=1", NULL });
+	for (int i = 0; i < 200 && !up(d); i++)
+		sleep_ms(25);
+	cr_assert(up(d), "tankd did not come up");
+	apply_waiting(d, 300);
+
+	cr_assert_eq(kill(d->pid, SIGSTOP), 0);
+	cr_assert(stopped(d->pid), "tankd did not stop");
+	/* More than one run of MHD accepts (11 a run): some are accepted and
+	 * served in obs_http_close's runs, while a build runs. */
+	for (int i = 0; i < N; i++)
+		fds[i] = obs_http_ask(port, i % 2 ? "/metrics" : "/state", "Connection: close\r\n");
+	cr_assert_eq(kill(d->pid, SIGTERM), 0);
+	cr_assert_eq(kill(d->pid, SIGCONT), 0);
+	pid_t r = 0;
+	for (int i = 0; i < 600 && (r = waitpid(d->pid, &st, WNOHANG)) == 0; i++)
+		sleep_ms(50);
+	if (r == 0) {
+		kill(d->pid, SIGKILL);
+		waitpid(d->pid, &st, 0);
+	}
+	d->pid = 0;
+	cr_assert_neq(r, 0, "tankd did not exit within 30 s of SIGTERM");
+	cr_assert(WIFEXITED(st) && WEXITSTATUS(st) == 0, "tankd ended badly: %s %d",
+		  WIFSIGNALED(st) ? "signal" : "status",
+		  WIFSIGNALED(st) ? WTERMSIG(st) : WEXITSTATUS(st));
+	for (int i = 0; i < N; i++)
+		close(fds[i]);
+	teardown(d);
+}
+
 /* Raw: connects to 127.0.0.1:port and sends text as it is. */
 static int raw_conn(int port, const char *text)
 {
