@@ -824,3 +824,41 @@ Test(obs_http, connections_that_never_finish_a_request_are_closed, .timeout = 12
 	close(page);
 	teardown(d);
 }
+
+/* An answer built over many slices is queued at a later call of the
+ * handler than its first (after its resume): libmicrohttpd could keep
+ * such a connection alive.  Kept or not, it is not held: closed with its
+ * answer (0.9.75 does) or OBS_HTTP_ASK_S after it, when no next request
+ * comes (the deadline on_completed sets). */
+Test(obs_http, a_sliced_answer_does_not_hold_its_connection, .timeout = 120)
+{
+	static char addr[64];
+	char buf[1 << 16];
+	d_t *d = d_new();
+	int port = obs_free_port();
+	bool shut = false;
+
+	snprintf(addr, sizeof addr, "127.0.0.1:%d", port);
+	obs_tankd(d, (const char *const[]){ "--http", addr, NULL },
+		  (const char *const[]){ "TANK_HTTP_SLICE_OBJECTS=1", NULL });
+	for (int i = 0; i < 200 && !up(d); i++)
+		sleep_ms(25);
+	cr_assert(up(d), "tankd did not come up");
+	apply_waiting(d, 300);
+	int fd = raw_conn(port, "GET /state HTTP/1.1\r\nHost: 127.0.0.1\r\n"
+			  "Connection: keep-alive\r\n\r\n");
+	size_t got = 0;
+	for (int t = 0; t < 300 && !shut; t++) {
+		ssize_t n;
+		while ((n = recv(fd, buf, sizeof buf, MSG_DONTWAIT)) > 0)
+			got += (size_t)n;
+		shut = n == 0 || (n < 0 && errno == ECONNRESET);
+		if (!shut)
+			sleep_ms(50);
+	}
+	cr_assert(shut, "a keep-alive connection answered over slices is still open 15 s "
+		  "after its request (%zu bytes read)", got);
+	cr_assert_gt(got, 300 * 100, "the answer (%zu bytes) is not /state of 300 pods", got);
+	close(fd);
+	teardown(d);
+}
