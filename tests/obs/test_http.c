@@ -698,7 +698,7 @@ Test(obs_http, big_answers_are_built_over_many_turns)
  * aborts the process ("MHD_stop_daemon() called while we have suspended
  * connections"), and tankd died of SIGABRT at a SIGTERM that met a
  * backlog of /state requests. */
-Test(obs_http, requests_while_stopping_do_not_abort_tankd, .timeout = 120)
+Test(obs_http, requests_while_stopping_do_not_abort_tankd)
 {
 	static char addr[64];
 	d_t *d = d_new();
@@ -830,7 +830,7 @@ Test(obs_http, connections_that_never_finish_a_request_are_closed, .timeout = 12
  * such a connection alive.  Kept or not, it is not held: closed with its
  * answer (0.9.75 does) or OBS_HTTP_ASK_S after it, when no next request
  * comes (the deadline on_completed sets). */
-Test(obs_http, a_sliced_answer_does_not_hold_its_connection, .timeout = 120)
+Test(obs_http, a_sliced_answer_does_not_hold_its_connection)
 {
 	static char addr[64];
 	char buf[1 << 16];

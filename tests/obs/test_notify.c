@@ -79,7 +79,7 @@ Test(obs_notify, ready_status_watchdog_and_stopping_reach_notify_socket)
 /* From STOPPING=1 on, STATUS= says "stopping" until tankd exits: the
  * summary every 5 s (or one whose walk was in its slices) went on during
  * a drain and replaced it with the pods' counts. */
-Test(obs_notify, no_summary_replaces_stopping_during_a_drain, .timeout = 60)
+Test(obs_notify, no_summary_replaces_stopping_during_a_drain)
 {
 	d_t *d = d_new();
 	struct sockaddr_un a = { .sun_family = AF_UNIX };
