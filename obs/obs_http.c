@@ -668,6 +668,8 @@ static void state_want(obs_http_t *h, bool periodic)
 {
 	obs_job_t *job = &h->job[JOB_STATE];
 
+	if (h->closing)
+		return;                /* every stream ends (obs_http_close) */
 	if (job->running) {
 		job->again |= periodic;
 		return;
@@ -755,6 +757,10 @@ static enum MHD_Result answer_job(obs_http_t *h, struct MHD_Connection *c, int j
 	}
 	if (h->in_run && h->ran[j])
 		return queue_done(c, h->ran[j]);
+	/* Closing (obs_http_close's last runs): none waits, as MHD must not
+	 * be stopped with a suspended connection (it aborts the process). */
+	if (h->closing)
+		return text(c, MHD_HTTP_SERVICE_UNAVAILABLE, "tankd is stopping\n");
 	if (!job->running) {
 		job_start(h, j);
 		if (job_slice(h, j)) {

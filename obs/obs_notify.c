@@ -274,6 +274,16 @@ void obs_notify_stopping(obs_notify_t *n)
 {
 	if (!n || !obs_notify_wanted())
 		return;
+	/* The summary stops here: one sent during the drain (every 5 s, or
+	 * a walk that was in its slices) replaced "stopping" in `systemctl
+	 * status` with the pods as if all were well. */
+	if (ev_is_active(&n->status)) {
+		ev_ref(n->loop);
+		ev_timer_stop(n->loop, &n->status);
+	}
+	ev_timer_stop(n->loop, &n->slice);
+	obs_summary_free(n->sum);
+	n->sum = NULL;
 	(void)notify_send("STOPPING=1\nSTATUS=stopping: draining containers");
 }
 

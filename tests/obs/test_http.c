@@ -692,6 +692,53 @@ Test(obs_http, big_answers_are_built_over_many_turns)
 	teardown(d);
 }
 
+/* Requests that come while tankd stops its web side (obs_http_close's
+ * last runs of MHD, after the waiters were told it stops) are answered,
+ * not suspended for a build: MHD_stop_daemon with a suspended connection
+ * aborts the process ("MHD_stop_daemon() called while we have suspended
+ * connections"), and tankd died of SIGABRT at a SIGTERM that met a
+ * backlog of /state requests. */
+Test(obs_http, requests_while_stopping_do_not_abort_tankd)
+{
+	static char addr[64];
+	d_t *d = d_new();
+	int port = obs_free_port();
+	enum { N = 60 };
+	int fds[N], st = 0;
+
+	snprintf(addr, sizeof addr, "127.0.0.1:%d", port);
+	obs_tankd(d, (const char *const[]){ "--http", addr, NULL },
+		  (const char *const[]){ "TANK_HTTP_SLICE_OBJECTS=1", NULL });
+	for (int i = 0; i < 200 && !up(d); i++)
+		sleep_ms(25);
+	cr_assert(up(d), "tankd did not come up");
+	apply_waiting(d, 300);
+
+	cr_assert_eq(kill(d->pid, SIGSTOP), 0);
+	cr_assert(stopped(d->pid), "tankd did not stop");
+	/* More than one run of MHD accepts (11 a run): some are accepted and
+	 * served in obs_http_close's runs, while a build runs. */
+	for (int i = 0; i < N; i++)
+		fds[i] = obs_http_ask(port, i % 2 ? "/metrics" : "/state", "Connection: close\r\n");
+	cr_assert_eq(kill(d->pid, SIGTERM), 0);
+	cr_assert_eq(kill(d->pid, SIGCONT), 0);
+	pid_t r = 0;
+	for (int i = 0; i < 600 && (r = waitpid(d->pid, &st, WNOHANG)) == 0; i++)
+		sleep_ms(50);
+	if (r == 0) {
+		kill(d->pid, SIGKILL);
+		waitpid(d->pid, &st, 0);
+	}
+	d->pid = 0;
+	cr_assert_neq(r, 0, "tankd did not exit within 30 s of SIGTERM");
+	cr_assert(WIFEXITED(st) && WEXITSTATUS(st) == 0, "tankd ended badly: %s %d",
+		  WIFSIGNALED(st) ? "signal" : "status",
+		  WIFSIGNALED(st) ? WTERMSIG(st) : WEXITSTATUS(st));
+	for (int i = 0; i < N; i++)
+		close(fds[i]);
+	teardown(d);
+}
+
 /* Raw: connects to 127.0.0.1:port and sends text as it is. */
 static int raw_conn(int port, const char *text)
 {
@@ -775,5 +822,43 @@ Test(obs_http, connections_that_never_finish_a_request_are_closed, .timeout = 12
 		close(fds[i]);
 	close(idle);
 	close(page);
+	teardown(d);
+}
+
+/* An answer built over many slices is queued at a later call of the
+ * handler than its first (after its resume): libmicrohttpd could keep
+ * such a connection alive.  Kept or not, it is not held: closed with its
+ * answer (0.9.75 does) or OBS_HTTP_ASK_S after it, when no next request
+ * comes (the deadline on_completed sets). */
+Test(obs_http, a_sliced_answer_does_not_hold_its_connection)
+{
+	static char addr[64];
+	char buf[1 << 16];
+	d_t *d = d_new();
+	int port = obs_free_port();
+	bool shut = false;
+
+	snprintf(addr, sizeof addr, "127.0.0.1:%d", port);
+	obs_tankd(d, (const char *const[]){ "--http", addr, NULL },
+		  (const char *const[]){ "TANK_HTTP_SLICE_OBJECTS=1", NULL });
+	for (int i = 0; i < 200 && !up(d); i++)
+		sleep_ms(25);
+	cr_assert(up(d), "tankd did not come up");
+	apply_waiting(d, 300);
+	int fd = raw_conn(port, "GET /state HTTP/1.1\r\nHost: 127.0.0.1\r\n"
+			  "Connection: keep-alive\r\n\r\n");
+	size_t got = 0;
+	for (int t = 0; t < 300 && !shut; t++) {
+		ssize_t n;
+		while ((n = recv(fd, buf, sizeof buf, MSG_DONTWAIT)) > 0)
+			got += (size_t)n;
+		shut = n == 0 || (n < 0 && errno == ECONNRESET);
+		if (!shut)
+			sleep_ms(50);
+	}
+	cr_assert(shut, "a keep-alive connection answered over slices is still open 15 s "
+		  "after its request (%zu bytes read)", got);
+	cr_assert_gt(got, 300 * 100, "the answer (%zu bytes) is not /state of 300 pods", got);
+	close(fd);
 	teardown(d);
 }

@@ -76,6 +76,44 @@ Test(obs_notify, ready_status_watchdog_and_stopping_reach_notify_socket)
 	teardown(d);
 }
 
+/* From STOPPING=1 on, STATUS= says "stopping" until tankd exits: the
+ * summary every 5 s (or one whose walk was in its slices) went on during
+ * a drain and replaced it with the pods' counts. */
+Test(obs_notify, no_summary_replaces_stopping_during_a_drain)
+{
+	d_t *d = d_new();
+	struct sockaddr_un a = { .sun_family = AF_UNIX };
+	static char env_sock[200], all[16384];
+	char out[4096];
+	int fd, st;
+
+	snprintf(a.sun_path, sizeof a.sun_path, "%s/notify", d->dir);
+	fd = socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+	cr_assert_geq(fd, 0);
+	cr_assert_eq(bind(fd, (struct sockaddr *)&a, sizeof a), 0);
+	snprintf(env_sock, sizeof env_sock, "NOTIFY_SOCKET=%s", a.sun_path);
+	obs_tankd(d, NULL, (const char *const[]){ env_sock, NULL });
+	all[0] = '\0';
+	cr_assert(wait_dgram(fd, all, sizeof all, "READY=1", 20), "no READY=1: %s", all);
+	/* A pod that ignores SIGTERM: the drain lasts its grace, 8 s. */
+	write_file(d, "p.yaml", "name: p\nstop: {signal: TERM, grace: 8s}\ncontainers:\n"
+		   "  - name: s\n    command: [/bin/sh, -c, \"trap '' TERM; sleep 1000\"]\n");
+	cr_assert_eq(ctl(d, out, sizeof out, "apply -f %s/p.yaml", d->dir), 0, "%s", out);
+	cr_assert(wait_dgram(fd, all, sizeof all, "STATUS=1 pod (1 running)", 15),
+		  "no summary of the running pod: %s", all);
+	kill(d->pid, SIGTERM);
+	all[0] = '\0';
+	cr_assert(wait_dgram(fd, all, sizeof all, "STOPPING=1", 10), "no STOPPING=1: %s", all);
+	/* 6 s of the drain: more than one period of the summary. */
+	(void)wait_dgram(fd, all, sizeof all, "STATUS=1 pod", 6);
+	cr_assert_not(strstr(all, "STATUS=1 pod"), "a summary after STOPPING=1: %s", all);
+	waitpid(d->pid, &st, 0);
+	d->pid = 0;
+	cr_assert(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+	close(fd);
+	teardown(d);
+}
+
 /* NOTIFY_SOCKET "@name": the abstract socket "\0name" (sd_notify(3)),
  * written by tank itself since libsystemd is not linked. */
 Test(obs_notify, an_abstract_notify_socket_gets_ready_and_stopping)
