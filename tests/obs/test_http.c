@@ -21,7 +21,9 @@
 
 #include "tests/obs/obs_t.h"
 
-static d_t *http_daemon(char *base, size_t cap)
+/* tankd --http on a free loopback port, env ("K=V", NULL-terminated, or
+ * NULL) in its environment; base gets "http://ADDR". */
+static d_t *http_daemon_env(char *base, size_t cap, const char *const *env)
 {
 	static char addr[64];
 	d_t *d = d_new();
@@ -29,12 +31,20 @@ static d_t *http_daemon(char *base, size_t cap)
 
 	snprintf(addr, sizeof addr, "127.0.0.1:%d", port);
 	snprintf(base, cap, "http://%s", addr);
-	obs_tankd(d, (const char *const[]){ "--http", addr, NULL }, NULL);
+	obs_tankd(d, (const char *const[]){ "--http", addr, NULL }, env);
 	for (int i = 0; i < 200 && !up(d); i++)
 		sleep_ms(25);
 	cr_assert(up(d), "tankd did not come up");
 	return d;
 }
+
+static d_t *http_daemon(char *base, size_t cap)
+{
+	return http_daemon_env(base, cap, NULL);
+}
+
+/* Every build over many turns: one object a slice. */
+static const char *const slice_one[] = { "TANK_HTTP_SLICE_OBJECTS=1", NULL };
 
 static int port_of(const char *base)
 {
@@ -640,19 +650,12 @@ Test(obs_http, requests_served_in_one_run_share_one_build)
  * then gets the snapshot, and the slices are counted. */
 Test(obs_http, big_answers_are_built_over_many_turns)
 {
-	static char addr[64], url[128], got[8 << 20];
+	static char url[128], got[8 << 20];
 	char base[96];
-	d_t *d = d_new();
-	int port = obs_free_port();
+	d_t *d = http_daemon_env(base, sizeof base, slice_one);
+	int port = port_of(base);
 	prom_t p;
 
-	snprintf(addr, sizeof addr, "127.0.0.1:%d", port);
-	snprintf(base, sizeof base, "http://%s", addr);
-	obs_tankd(d, (const char *const[]){ "--http", addr, NULL },
-		  (const char *const[]){ "TANK_HTTP_SLICE_OBJECTS=1", NULL });
-	for (int i = 0; i < 200 && !up(d); i++)
-		sleep_ms(25);
-	cr_assert(up(d), "tankd did not come up");
 	apply_waiting(d, 2000);
 
 	cr_assert_eq(kill(d->pid, SIGSTOP), 0);
@@ -700,18 +703,12 @@ Test(obs_http, big_answers_are_built_over_many_turns)
  * backlog of /state requests. */
 Test(obs_http, requests_while_stopping_do_not_abort_tankd)
 {
-	static char addr[64];
-	d_t *d = d_new();
-	int port = obs_free_port();
+	char base[96];
+	d_t *d = http_daemon_env(base, sizeof base, slice_one);
+	int port = port_of(base);
 	enum { N = 60 };
 	int fds[N], st = 0;
 
-	snprintf(addr, sizeof addr, "127.0.0.1:%d", port);
-	obs_tankd(d, (const char *const[]){ "--http", addr, NULL },
-		  (const char *const[]){ "TANK_HTTP_SLICE_OBJECTS=1", NULL });
-	for (int i = 0; i < 200 && !up(d); i++)
-		sleep_ms(25);
-	cr_assert(up(d), "tankd did not come up");
 	apply_waiting(d, 300);
 
 	cr_assert_eq(kill(d->pid, SIGSTOP), 0);
@@ -832,18 +829,11 @@ Test(obs_http, connections_that_never_finish_a_request_are_closed, .timeout = 12
  * comes (the deadline on_completed sets). */
 Test(obs_http, a_sliced_answer_does_not_hold_its_connection)
 {
-	static char addr[64];
-	char buf[1 << 16];
-	d_t *d = d_new();
-	int port = obs_free_port();
+	char base[96], buf[1 << 16];
+	d_t *d = http_daemon_env(base, sizeof base, slice_one);
+	int port = port_of(base);
 	bool shut = false;
 
-	snprintf(addr, sizeof addr, "127.0.0.1:%d", port);
-	obs_tankd(d, (const char *const[]){ "--http", addr, NULL },
-		  (const char *const[]){ "TANK_HTTP_SLICE_OBJECTS=1", NULL });
-	for (int i = 0; i < 200 && !up(d); i++)
-		sleep_ms(25);
-	cr_assert(up(d), "tankd did not come up");
 	apply_waiting(d, 300);
 	int fd = raw_conn(port, "GET /state HTTP/1.1\r\nHost: 127.0.0.1\r\n"
 			  "Connection: keep-alive\r\n\r\n");
