@@ -402,30 +402,6 @@ static void one(obs_buf_t *b, const char *name, const char *type, const char *he
 	obs_prom_sample(b, name, NULL, v);
 }
 
-int obs_metrics_write(const obs_src_t *s, const obs_counts_t *c, obs_buf_t *b)
-{
-	obs_metrics_build_t *mb = obs_metrics_start(s);
-
-	if (!mb)
-		return -ENOMEM;
-	while (!obs_metrics_step(mb, 0, UINT64_MAX))
-		;
-	return obs_metrics_finish(mb, c, b);
-}
-
-int obs_metrics_finish(obs_metrics_build_t *mb, const obs_counts_t *c, obs_buf_t *b)
-{
-	obs_buf_t parts[OBS_METRICS_PARTS];
-	int rc = obs_metrics_finish_parts(mb, c, parts);
-
-	for (size_t i = 0; i < OBS_METRICS_PARTS; i++) {
-		if (parts[i].len)
-			obs_buf_put(b, parts[i].p, parts[i].len);
-		obs_buf_free(&parts[i]);
-	}
-	return rc < 0 || b->oom ? -ENOMEM : 0;
-}
-
 int obs_metrics_finish_parts(obs_metrics_build_t *mb, const obs_counts_t *c,
 			     obs_buf_t parts[OBS_METRICS_PARTS])
 {
@@ -633,16 +609,4 @@ void obs_summary_finish(obs_summary_build_t *sb, char *out, size_t cap)
 	}
 out:
 	obs_summary_free(sb);
-}
-
-void obs_summary(const obs_src_t *s, char *out, size_t cap)
-{
-	obs_summary_build_t *sb = obs_summary_start(s);
-
-	out[0] = '\0';
-	if (!sb)
-		return;
-	while (!obs_summary_step(sb, UINT64_MAX))
-		;
-	obs_summary_finish(sb, out, cap);
 }

@@ -58,9 +58,6 @@ typedef struct obs_counts {
 	uint64_t build_slices;       /* slices of /metrics and /state builds (obs_http.c) */
 } obs_counts_t;
 
-/* The whole exposition into b, in one go.  0, or -ENOMEM (b->oom). */
-int obs_metrics_write(const obs_src_t *s, const obs_counts_t *c, obs_buf_t *b);
-
 /* Calls fn with each status map of kind k, one at a time (status borrowed
  * for the call), until fn returns nonzero (returned).  A kind with
  * pack_status is walked object by object through one small buffer
@@ -106,29 +103,27 @@ void obs_walk_init(obs_walk_t *w, const kind_env_t *env, const obs_walk_fns_t *f
 bool obs_walk_step(obs_walk_t *w, size_t max_objects, uint64_t budget_ns);
 
 /* The exposition built over several turns: obs_metrics_start, then
- * obs_metrics_step until it says true, then obs_metrics_finish (the
+ * obs_metrics_step until it says true, then obs_metrics_finish_parts (the
  * objects' families from the walk, the rest as it is at that moment).
  * obs_metrics_free drops one unfinished.  start returns NULL when out of
  * memory. */
 typedef struct obs_metrics_build obs_metrics_build_t;
 obs_metrics_build_t *obs_metrics_start(const obs_src_t *s);
 bool obs_metrics_step(obs_metrics_build_t *mb, size_t max_objects, uint64_t budget_ns);
-/* Writes the whole exposition into b and frees mb.  0, or -ENOMEM. */
-int obs_metrics_finish(obs_metrics_build_t *mb, const obs_counts_t *c, obs_buf_t *b);
-/* The same as OBS_METRICS_PARTS buffers to be sent one after the other
- * (the caller's to free, also on -ENOMEM): the objects' samples are
- * moved out of the build, not copied. */
+/* The whole exposition as OBS_METRICS_PARTS buffers to be sent one after
+ * the other (the caller's to free, also on -ENOMEM), and mb freed: the
+ * objects' samples are moved out of the build, not copied.  0, or
+ * -ENOMEM. */
 #define OBS_METRICS_PARTS 7
 int obs_metrics_finish_parts(obs_metrics_build_t *mb, const obs_counts_t *c,
 			     obs_buf_t parts[OBS_METRICS_PARTS]);
 void obs_metrics_free(obs_metrics_build_t *mb);
 
 /* A one-line summary for systemd's STATUS=: "3 pods (2 running, 1
- * failed), 1 stack (1 up)", every kind of the list. */
-void obs_summary(const obs_src_t *s, char *out, size_t cap);
-/* The same over several turns (as obs_metrics_start …): start (NULL when
- * out of memory), step until true, then finish writes out and frees;
- * obs_summary_free drops one unfinished. */
+ * failed), 1 stack (1 up)", every kind of the list, built over several
+ * turns (as obs_metrics_start …): start (NULL when out of memory), step
+ * until true, then finish writes out and frees; obs_summary_free drops
+ * one unfinished. */
 typedef struct obs_summary_build obs_summary_build_t;
 obs_summary_build_t *obs_summary_start(const obs_src_t *s);
 bool obs_summary_step(obs_summary_build_t *sb, uint64_t budget_ns);
