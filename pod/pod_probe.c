@@ -23,9 +23,12 @@
 #define TAG_TCP(r)      (POD_PROBE_TAG_MIN + 30 + (r))  /* fd: a tcp connect is done */
 #define TAG_CURL_FD     (POD_PROBE_TAG_MIN + 40)        /* fd: a libcurl socket */
 #define TAG_CURL_TIMER  (POD_PROBE_TAG_MIN + 41)        /* user: libcurl's timer */
+#define TAG_GRANT(r)    (POD_PROBE_TAG_MIN + 45 + (r))  /* user: descriptors kept for a waiting run */
 
-typedef struct probe_run {
+typedef struct probe_run probe_run_t;
+struct probe_run {
 	pod_probe_t spec;             /* copy; argv, host and path owned */
+	struct pod_prober *owner;
 	enum pod_probe_role role;
 	bool active;                  /* scheduled (readiness, liveness: after startup) */
 	bool phased;                  /* its runs are on their own phase (probe__phase_ms) */
@@ -42,10 +45,17 @@ typedef struct probe_run {
 	uint64_t started_ns;          /* this run's start (kit_mono_ns) */
 	uint32_t succ, fail;          /* in a row */
 	int last;                     /* -1 none yet, 0 failed, 1 passed */
-} probe_run_t;
+	/* The queue of runs waiting for descriptors (probe__wait_head). */
+	bool waiting;
+	probe_run_t *wait_prev, *wait_next;
+	unsigned granted;             /* descriptors counted in probe__fds for
+				       * it while its TAG_GRANT is on its way */
+	uint32_t grant_seq;           /* the TAG_GRANT that counts */
+};
 
 struct pod_prober {
 	rt_t *rt;
+	rt_pid_t self;                /* the runner: where TAG_GRANT goes */
 	probe_run_t run[POD_PROBE_ROLES];
 	char **envp;
 	char *cwd, *user;
@@ -70,6 +80,20 @@ static pod_probe_stats_t probe__stats;
  * POD_PROBE_FDS_MAX (pod_probe.h says why).  Process-wide for the same
  * reason as the counters; one thread. */
 static size_t probe__fds;
+
+/* The runs that were due while the descriptors were all taken, oldest
+ * first.  Without it a freed descriptor went to whichever run came due
+ * next, and a run whose timeout is a whole number of its periods came due
+ * at the very moment its own run freed one: with timeout ≥ period and
+ * more such probes than descriptors, the same 48 runs kept them and the
+ * others never ran (125 pods with tcp probes at a target that never
+ * answers, period 200 ms, timeout 1 s: a pod's probe never ran in 30 s).
+ * Now a run due while others wait joins the queue's end, and each freed
+ * descriptor is kept for the queue's head and sent to its runner
+ * (TAG_GRANT): every waiting run starts within about (queue length ×
+ * timeout / POD_PROBE_FDS_MAX).  One thread, like the counters. */
+static probe_run_t *probe__wait_head, *probe__wait_tail;
+static uint32_t probe__grant_seq;
 
 void pod_probe_stats(pod_probe_stats_t *out)
 {
@@ -140,6 +164,75 @@ static void probe__schedule(pod_prober_t *p, probe_run_t *r, uint64_t ms)
 	uint32_t seq = ++r->tick_seq;
 	(void)rt_send_after(p->rt, rt_self(p->rt), ms, TAG_TICK(r->role), &seq, sizeof seq,
 			    &r->tick_timer);
+}
+
+static void probe__wait_leave(probe_run_t *r)
+{
+	if (!r->waiting)
+		return;
+	if (r->wait_prev)
+		r->wait_prev->wait_next = r->wait_next;
+	else
+		probe__wait_head = r->wait_next;
+	if (r->wait_next)
+		r->wait_next->wait_prev = r->wait_prev;
+	else
+		probe__wait_tail = r->wait_prev;
+	r->wait_prev = r->wait_next = NULL;
+	r->waiting = false;
+}
+
+static void probe__wait_join(probe_run_t *r)
+{
+	if (r->waiting)
+		return;
+	r->waiting = true;
+	r->wait_next = NULL;
+	r->wait_prev = probe__wait_tail;
+	if (probe__wait_tail)
+		probe__wait_tail->wait_next = r;
+	else
+		probe__wait_head = r;
+	probe__wait_tail = r;
+}
+
+static unsigned probe__fds_of(const probe_run_t *r)
+{
+	return r->spec.kind == POD_PROBE_TCP ? POD_PROBE_FDS_TCP
+	       : r->spec.kind == POD_PROBE_HTTP ? POD_PROBE_FDS_HTTP : 0;
+}
+
+/* Gives back n descriptors, and keeps what is free for the waiting runs,
+ * oldest first, each told by a TAG_GRANT to its runner. */
+static void probe__fds_put(size_t n)
+{
+	probe__fds -= n;
+	while (probe__wait_head &&
+	       probe__fds + probe__fds_of(probe__wait_head) <= POD_PROBE_FDS_MAX) {
+		probe_run_t *w = probe__wait_head;
+		pod_prober_t *o = w->owner;
+		uint32_t seq = ++probe__grant_seq;
+
+		probe__wait_leave(w);
+		if (rt_send(o->rt, o->self, TAG_GRANT(w->role), &seq, sizeof seq) < 0)
+			continue;       /* its runner is gone: the next one */
+		w->granted = probe__fds_of(w);
+		w->grant_seq = seq;
+		probe__fds += w->granted;
+	}
+}
+
+/* A run no longer waits: out of the queue, and what was kept for it goes
+ * to the next. */
+static void probe__wait_drop(probe_run_t *r)
+{
+	unsigned g = r->granted;
+
+	probe__wait_leave(r);
+	r->granted = 0;
+	r->grant_seq = 0;
+	if (g)
+		probe__fds_put(g);
 }
 
 /* A probe's socket closes with a reset (SO_LINGER 0), not the orderly
@@ -227,7 +320,8 @@ static void probe__abandon(pod_prober_t *p, probe_run_t *r)
 	if (r->inflight)
 		(void)rt_cancel_timer(p->rt, r->timeout_timer);
 	r->inflight = false;
-	probe__fds -= r->holds_fds;
+	if (r->holds_fds)
+		probe__fds_put(r->holds_fds);
 	r->holds_fds = 0;
 }
 
@@ -573,17 +667,25 @@ static void probe__start(pod_prober_t *p, probe_run_t *r, pod_probe_report_t *re
 	char why[96] = "";
 	int rc;
 
-	/* A run that would hold more descriptors than tankd keeps for probes
-	 * is skipped, as one still in flight at its next period is: no
-	 * result, the next period tries again (targets that do not answer
-	 * hold a socket each for their whole timeout). */
-	unsigned fds = r->spec.kind == POD_PROBE_TCP ? POD_PROBE_FDS_TCP
-		       : r->spec.kind == POD_PROBE_HTTP ? POD_PROBE_FDS_HTTP : 0;
-	if (fds && probe__fds + fds > POD_PROBE_FDS_MAX) {
-		probe__stats.skipped[r->spec.kind]++;
-		return;
+	/* A run that would hold more descriptors than tankd keeps for probes,
+	 * or that others wait for before it, is skipped, as one still in
+	 * flight at its next period is: no result.  It waits in the queue
+	 * (probe__wait_head) and starts when its turn comes (TAG_GRANT) or
+	 * at a period of its own that finds the descriptors kept for it
+	 * (targets that do not answer hold a socket each for their whole
+	 * timeout). */
+	unsigned fds = probe__fds_of(r);
+	if (fds && r->granted) {
+		r->granted = 0;         /* kept for it, counted already */
+		r->grant_seq = 0;
+	} else if (fds) {
+		if (probe__wait_head || probe__fds + fds > POD_PROBE_FDS_MAX) {
+			probe__stats.skipped[r->spec.kind]++;
+			probe__wait_join(r);
+			return;
+		}
+		probe__fds += fds;
 	}
-	probe__fds += fds;
 	r->holds_fds = fds;
 	r->inflight = true;
 	r->run_seq++;
@@ -626,12 +728,14 @@ int pod_prober_new(rt_t *rt, const pod_prober_opts_t *o, pod_prober_t **out)
 	if (!(p = calloc(1, sizeof *p)))
 		return -ENOMEM;
 	p->rt = rt;
+	p->self = rt_self(rt);
 	p->netns_fd = -1;
 	p->cgroup = o->cgroup;
 	p->sandbox = o->sandbox;
 	p->key = o->key;
 	for (unsigned i = 0; i < POD_PROBE_ROLES; i++) {
 		p->run[i].role = (enum pod_probe_role)i;
+		p->run[i].owner = p;
 		p->run[i].fd = -1;
 		p->run[i].last = -1;
 		if (pod_probe_copy(&p->run[i].spec, &o->probes[i]) < 0)
@@ -699,6 +803,16 @@ bool pod_prober_handle(rt_t *rt, pod_prober_t *p, const rt_msg_t *m,
 		}
 		return true;
 	}
+	if (tag >= TAG_GRANT(0) && tag < TAG_GRANT(POD_PROBE_ROLES)) {
+		probe_run_t *r = &p->run[tag - TAG_GRANT(0)];
+		if (m->type != RT_MSG_USER || !r->granted || seq != r->grant_seq)
+			return true;    /* started at its own period meanwhile */
+		if (r->active && !r->inflight)
+			probe__start(p, r, rep, has);
+		else
+			probe__wait_drop(r);
+		return true;
+	}
 	unsigned role = (tag - POD_PROBE_TAG_MIN) % 10;
 	if (role >= POD_PROBE_ROLES)
 		return true;
@@ -759,6 +873,7 @@ void pod_prober_free(rt_t *rt, pod_prober_t *p)
 		return;
 	for (unsigned i = 0; i < POD_PROBE_ROLES; i++) {
 		probe__abandon(p, &p->run[i]);
+		probe__wait_drop(&p->run[i]);
 		(void)rt_cancel_timer(p->rt, p->run[i].tick_timer);
 		pod_probe_clear(&p->run[i].spec);
 	}

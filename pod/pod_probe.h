@@ -98,8 +98,11 @@ bool pod_prober_handle(rt_t *rt, pod_prober_t *p, const rt_msg_t *m,
  * sockets were in flight, tankd sat at its limit of 20,000, 1,050
  * containers could not start and a killed one never came back
  * (docs/bench.md, issue 38 round 11).  A run due while it would pass
- * the bound is skipped (no result; the next period tries again), and
- * counted (pod_probe_stats_t.skipped, tank_probe_skipped_total).
+ * the bound, or while other runs wait, is skipped (no result) and
+ * counted (pod_probe_stats_t.skipped, tank_probe_skipped_total), and
+ * waits its turn: the runs that wait get the freed descriptors oldest
+ * first (a message to their runner), so none waits forever however the
+ * periods and timeouts fall.
  * Against targets that answer, a run holds them for well under a
  * millisecond: 48 is tens of thousands of runs a second. */
 #define POD_PROBE_FDS_MAX 48
