@@ -489,7 +489,7 @@ static void snap_kind_begin(void *ctx, const kind_t *k)
 	obs_buf_puts(b, "],\"items\":[");
 }
 
-static int snapshot_one(void *ctx, const msgpack_object *st)
+static void snapshot_one(void *ctx, const msgpack_object *st)
 {
 	snap_kind_t *sk = ctx;
 	obs_buf_t *b = sk->b;
@@ -506,7 +506,6 @@ static int snapshot_one(void *ctx, const msgpack_object *st)
 	obs_buf_puts(b, "],\"status\":");
 	obs_json_write(b, st);
 	obs_buf_puts(b, "}");
-	return 0;
 }
 
 static void snap_kind_end(void *ctx, const kind_t *k)

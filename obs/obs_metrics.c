@@ -12,80 +12,49 @@
 #include "obs/obs_prom.h"
 #include "api/api_server.h"
 
-/* ---- every status map of a kind ------------------------------------------- */
+/* ---- a kind with status_all only ------------------------------------------ */
 
-typedef struct each {
-	const kind_env_t *env;
-	const kind_t *k;
+/* Calls fn with each element of kind k's status_all array, one at a time
+ * (borrowed for the call).  Such a
+ * kind (no pack_status) is read whole in one slice. */
+static int status_all_each(const kind_env_t *env, const kind_t *k, obs_status_fn fn, void *ctx)
+{
 	msgpack_sbuffer sb;
 	msgpack_packer pk;
 	msgpack_unpacked u;
-	obs_status_fn fn;
-	void *ctx;
-} each_t;
+	tank_error_t te;
+	const unsigned char *d;
+	size_t off = 0, n = 0;
+	int err;
 
-static int each_one(void *arg, const st_pod_t *rec)
-{
-	each_t *e = arg;
-	size_t off = 0;
-
-	e->sb.size = 0;                 /* one buffer, reused */
-	if (e->k->pack_status(e->env, rec, &e->pk, 0) < 0 ||
-	    msgpack_unpack_next(&e->u, e->sb.data, e->sb.size, &off) != MSGPACK_UNPACK_SUCCESS)
-		return 0;               /* one that cannot be read is skipped */
-	return e->fn(e->ctx, &e->u.data);
-}
-
-/* The elements of a packed array, one at a time (the array's header read
- * by hand: msgpack-c unpacks whole objects only). */
-static int each_element(each_t *e)
-{
-	const unsigned char *d = (const unsigned char *)e->sb.data;
-	size_t off, n;
-	int rc;
-
-	if (e->sb.size < 1)
-		return -EINVAL;
-	if ((d[0] & 0xf0) == 0x90) {
+	msgpack_sbuffer_init(&sb);
+	msgpack_packer_init(&pk, &sb, msgpack_sbuffer_write);
+	msgpack_unpacked_init(&u);
+	tank_error_clear(&te);
+	err = k->status_all(env, &pk, 0, &te);
+	/* The array's header read by hand: msgpack-c unpacks whole objects
+	 * only. */
+	d = (const unsigned char *)sb.data;
+	if (err == 0 && sb.size >= 1 && (d[0] & 0xf0) == 0x90) {
 		n = d[0] & 0x0f;
 		off = 1;
-	} else if (d[0] == 0xdc && e->sb.size >= 3) {
+	} else if (err == 0 && sb.size >= 3 && d[0] == 0xdc) {
 		n = (size_t)d[1] << 8 | d[2];
 		off = 3;
-	} else if (d[0] == 0xdd && e->sb.size >= 5) {
+	} else if (err == 0 && sb.size >= 5 && d[0] == 0xdd) {
 		n = (size_t)d[1] << 24 | (size_t)d[2] << 16 | (size_t)d[3] << 8 | d[4];
 		off = 5;
-	} else {
-		return -EINVAL;
+	} else if (err == 0) {
+		err = -EINVAL;
 	}
-	for (size_t i = 0; i < n; i++) {
-		if (msgpack_unpack_next(&e->u, e->sb.data, e->sb.size, &off) != MSGPACK_UNPACK_SUCCESS)
-			return -EINVAL;
-		if ((rc = e->fn(e->ctx, &e->u.data)) != 0)
-			return rc;
+	for (size_t i = 0; err == 0 && i < n; i++) {
+		if (msgpack_unpack_next(&u, sb.data, sb.size, &off) != MSGPACK_UNPACK_SUCCESS)
+			err = -EINVAL;
+		else
+			fn(ctx, &u.data);
 	}
-	return 0;
-}
-
-int obs_each_status(const kind_env_t *env, const kind_t *k, obs_status_fn fn, void *ctx)
-{
-	each_t e = { .env = env, .k = k, .fn = fn, .ctx = ctx };
-	tank_error_t te;
-	int err = 0;
-
-	msgpack_sbuffer_init(&e.sb);
-	msgpack_packer_init(&e.pk, &e.sb, msgpack_sbuffer_write);
-	msgpack_unpacked_init(&e.u);
-	tank_error_clear(&te);
-	if (k->pack_status) {
-		err = kind_scan(env, k, each_one, &e, &te);
-	} else if (k->status_all) {
-		err = k->status_all(env, &e.pk, 0, &te);
-		if (err == 0)
-			err = each_element(&e);
-	}
-	msgpack_unpacked_destroy(&e.u);
-	msgpack_sbuffer_destroy(&e.sb);
+	msgpack_unpacked_destroy(&u);
+	msgpack_sbuffer_destroy(&sb);
 	return err;
 }
 
@@ -118,7 +87,7 @@ static int walk_one(void *arg, const st_pod_t *rec)
 	s->sb.size = 0;
 	if (s->k->pack_status(w->env, rec, &s->pk, 0) == 0 &&
 	    msgpack_unpack_next(&s->u, s->sb.data, s->sb.size, &off) == MSGPACK_UNPACK_SUCCESS)
-		(void)w->fns.status(w->ctx, &s->u.data);   /* one that cannot be read is skipped */
+		w->fns.status(w->ctx, &s->u.data);   /* one that cannot be read is skipped */
 	snprintf(w->after, sizeof w->after, "%s", rec->name);
 	/* The clock every 16: a status map costs microseconds, a read of
 	 * the clock tens of nanoseconds, and the slice may run over by 16. */
@@ -169,7 +138,7 @@ bool obs_walk_step(obs_walk_t *w, size_t max_objects, uint64_t budget_ns)
 			msgpack_sbuffer_destroy(&s.sb);
 			done = !s.stopped;
 		} else if (k->status_all) {
-			(void)obs_each_status(w->env, k, w->fns.status, w->ctx);
+			(void)status_all_each(w->env, k, w->fns.status, w->ctx);
 		}
 		if (!done)
 			return false;
@@ -257,7 +226,7 @@ typedef struct objs {
 	obs_buf_t ready, restarts, cready;
 } objs_t;
 
-static int object_one(void *ctx, const msgpack_object *st)
+static void object_one(void *ctx, const msgpack_object *st)
 {
 	objs_t *o = ctx;
 	const msgpack_object *v, *cs;
@@ -265,13 +234,13 @@ static int object_one(void *ctx, const msgpack_object *st)
 
 	phases_add(&o->ph, st);
 	if (!kind_str(kind_map_get(st, "name"), name, sizeof name))
-		return 0;
+		return;
 	if ((v = kind_map_get(st, "ready")) && v->type == MSGPACK_OBJECT_BOOLEAN)
 		obs_prom_sample(&o->ready, "tank_object_ready",
 				(const char *[]){ "kind", o->k->name, "name", name, NULL },
 				v->via.boolean);
 	if (!(cs = kind_map_get(st, "containers")) || cs->type != MSGPACK_OBJECT_ARRAY)
-		return 0;
+		return;
 	for (uint32_t c = 0; c < cs->via.array.size; c++) {
 		const msgpack_object *cm = &cs->via.array.ptr[c];
 		int64_t n;
@@ -283,7 +252,6 @@ static int object_one(void *ctx, const msgpack_object *st)
 		if ((v = kind_map_get(cm, "ready")) && v->type == MSGPACK_OBJECT_BOOLEAN)
 			obs_prom_sample(&o->cready, "tank_container_ready", l, v->via.boolean);
 	}
-	return 0;
 }
 
 /* The objects' families over a walk (obs_walk_t): counted by kind and
@@ -303,9 +271,9 @@ static void objects_begin(void *ctx, const kind_t *k)
 	memset(&mb->o.ph, 0, sizeof mb->o.ph);
 }
 
-static int objects_one(void *ctx, const msgpack_object *st)
+static void objects_one(void *ctx, const msgpack_object *st)
 {
-	return object_one(&((obs_metrics_build_t *)ctx)->o, st);
+	object_one(&((obs_metrics_build_t *)ctx)->o, st);
 }
 
 static void objects_end(void *ctx, const kind_t *k)
@@ -540,12 +508,11 @@ static void summary_begin(void *ctx, const kind_t *k)
 	sb->cur = sb->w.kind;
 }
 
-static int summary_one(void *ctx, const msgpack_object *status)
+static void summary_one(void *ctx, const msgpack_object *status)
 {
 	obs_summary_build_t *sb = ctx;
 
 	phases_add(&sb->ph[sb->cur], status);
-	return 0;
 }
 
 obs_summary_build_t *obs_summary_start(const obs_src_t *s)

@@ -6,7 +6,7 @@
  *
  * Nothing here names a kind.  Objects by kind and phase come from walking
  * the list of kinds (kinds/kind.h) and each kind's status maps, one at a
- * time (obs_each_status: pack_status of each stored object, else the
+ * time (obs_walk_t below: pack_status of each stored object, else the
  * elements of its status_all): a kind added to
  * TANK_KIND_LIST is counted without a change here.  Per-object and
  * per-container series come from the status map's conventional keys, so
@@ -58,15 +58,8 @@ typedef struct obs_counts {
 	uint64_t build_slices;       /* slices of /metrics and /state builds (obs_http.c) */
 } obs_counts_t;
 
-/* Calls fn with each status map of kind k, one at a time (status borrowed
- * for the call), until fn returns nonzero (returned).  A kind with
- * pack_status is walked object by object through one small buffer
- * (kind_scan): a scrape of 10,000 pods never holds all their statuses at
- * once, which the heap would keep afterwards.  The objects are the stored
- * ones (a pod being deleted is gone from them at once); a kind with only
- * status_all is read from its array, element by element. */
-typedef int (*obs_status_fn)(void *ctx, const msgpack_object *status);
-int obs_each_status(const kind_env_t *env, const kind_t *k, obs_status_fn fn, void *ctx);
+/* A status map, borrowed for the call. */
+typedef void (*obs_status_fn)(void *ctx, const msgpack_object *status);
 
 /* ---- walks in slices ------------------------------------------------------
  *
