@@ -1462,8 +1462,8 @@ int action_mgr_cancel(action_mgr_t *m, const char *id, const char *by, msgpack_p
 	return rc ? -ENOMEM : 0;
 }
 
-int action_mgr_cancel_playbook(action_mgr_t *m, const char *playbook, const char *by,
-			       tank_error_t *e)
+int action_mgr_cancel_playbook(action_mgr_t *m, const char *playbook, const char *keep_uid,
+			       const char *by, tank_error_t *e)
 {
 	const char *pod;
 	void *v;
@@ -1476,7 +1476,8 @@ int action_mgr_cancel_playbook(action_mgr_t *m, const char *playbook, const char
 		podq_t *q = v;
 		for (size_t i = 0; i < q->n; i++) {
 			const act_spec_t *s = q->v[i]->spec;
-			if (strcmp(s->playbook, playbook))
+			if (strcmp(s->playbook, playbook) ||
+			    (keep_uid && (!s->playbook_uid[0] || !strcmp(s->playbook_uid, keep_uid))))
 				continue;
 			if ((err = send_msg(m, ACT_TAG_CANCEL, s->id, 0, by, e)) < 0)
 				return err;

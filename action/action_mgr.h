@@ -77,11 +77,13 @@ int action_mgr_cancel(action_mgr_t *m, const char *id, const char *by, msgpack_p
 		      tank_error_t *e);
 /* Cancels every unfinished action of playbook (its spec's `playbook`),
  * each as action_mgr_cancel would, `by` in their reason ("cancelled by
- * BY"): what a deleted playbook started stops with it.  Sends the loop
- * messages, never blocks; how many were asked, or -ESRCH (the loop is
- * not running: nothing more is sent). */
-int action_mgr_cancel_playbook(action_mgr_t *m, const char *playbook, const char *by,
-			       tank_error_t *e);
+ * BY"): what a deleted playbook started stops with it.  keep_uid
+ * non-NULL: only those a playbook of that name with another uid started
+ * (deleted and applied again; an action stored without the uid is
+ * kept).  Sends the loop messages, never blocks; how many were asked,
+ * or -ESRCH (the loop is not running: nothing more is sent). */
+int action_mgr_cancel_playbook(action_mgr_t *m, const char *playbook, const char *keep_uid,
+			       const char *by, tank_error_t *e);
 /* fn(ctx, name) for the playbook of every unfinished action that has one
  * (a name may come more than once).  Reads memory only. */
 void action_mgr_playbooks(action_mgr_t *m, void (*fn)(void *ctx, const char *name), void *ctx);

@@ -316,7 +316,7 @@ static int from_map(const msgpack_object *m, const pod_spec_t *pod, bool stored,
 	static const char *const k_req[] = { "id", "pod", "kind", "args", "approve_first", NULL };
 	static const char *const k_st[] = { "id", "pod", "kind", "args", "approve_first",
 					    "approval", "requester", "created_at", "seq",
-					    "playbook", "run", NULL };
+					    "playbook", "playbook_uid", "run", NULL };
 	act_spec_t *s;
 	int err;
 
@@ -431,6 +431,7 @@ static int from_map(const msgpack_object *m, const pod_spec_t *pod, bool stored,
 	if (kind_int(kind_map_get(m, "seq"), &n))
 		s->seq = (uint64_t)n;
 	kind_str(kind_map_get(m, "playbook"), s->playbook, sizeof s->playbook);
+	kind_str(kind_map_get(m, "playbook_uid"), s->playbook_uid, sizeof s->playbook_uid);
 	if (s->op == ACT_OP_CUSTOM && (o = kind_map_get(m, "run")) && o->type == MSGPACK_OBJECT_MAP) {
 		const msgpack_object *c = kind_map_get(o, "command");
 		for (size_t i = 0; i < s->argc; i++)
@@ -519,7 +520,7 @@ int action_spec_encode(const act_spec_t *s, char **buf, size_t *len)
 
 	msgpack_sbuffer_init(&sb);
 	msgpack_packer_init(&pk, &sb, msgpack_sbuffer_write);
-	int rc = msgpack_pack_map(&pk, 10 + run);
+	int rc = msgpack_pack_map(&pk, 11 + run);
 	rc |= pk_str(&pk, "id");            rc |= pk_str(&pk, s->id);
 	rc |= pk_str(&pk, "pod");           rc |= pk_str(&pk, s->pod);
 	rc |= pk_str(&pk, "kind");          rc |= pk_str(&pk, s->kind);
@@ -534,6 +535,7 @@ int action_spec_encode(const act_spec_t *s, char **buf, size_t *len)
 	rc |= pk_str(&pk, "created_at");    rc |= msgpack_pack_int64(&pk, s->created_at);
 	rc |= pk_str(&pk, "seq");           rc |= msgpack_pack_uint64(&pk, s->seq);
 	rc |= pk_str(&pk, "playbook");      rc |= pk_str(&pk, s->playbook);
+	rc |= pk_str(&pk, "playbook_uid");  rc |= pk_str(&pk, s->playbook_uid);
 	if (run) {
 		rc |= pk_str(&pk, "run");
 		rc |= msgpack_pack_map(&pk, 3);

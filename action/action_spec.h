@@ -6,7 +6,7 @@
  * (action_mgr.c), never here.
  *
  *   {id, pod, kind, args, approval, requester: {uid, name}, created_at,
- *    seq, playbook}
+ *    seq, playbook, playbook_uid}
  *
  * Kinds and their args (a map; what is not listed is an error naming it):
  *   restart  {container?}           the pod (all containers) or one
@@ -61,6 +61,8 @@ typedef struct act_spec {
 	int64_t created_at;
 	uint64_t seq;
 	char playbook[ST_NAME_MAX + 1];      /* "" none */
+	char playbook_uid[ST_UID_LEN + 1];   /* that playbook's uid ("" none, or
+					      * stored before tank kept it) */
 } act_spec_t;
 
 /* "restart", … for op (custom: "custom"). */
@@ -75,7 +77,7 @@ void act_uuid(char *id);
  * when the pod does not exist: TANK_ENOTFOUND "pod \"X\" not found").  Errors
  * name what is wrong ("args.signal: unknown signal \"banana\"",
  * "kind \"backup\": pod web declares no such action (it declares: …)").
- * The caller fills requester, created_at, seq and playbook.  *out owned
+ * The caller fills requester, created_at, seq and playbook (with its uid).  *out owned
  * by the caller (action_spec_free).
  */
 int action_spec_from_request(const msgpack_object *req, const pod_spec_t *pod,

@@ -379,14 +379,14 @@ static void trk_restore(playbook_mgr_t *m, pb_trk_t *t)
  * current stage only and are empty before a pass after a restart.
  * Rejected: letting them run on, owned by nothing — the one way to stop
  * a roll gone wrong would be to cancel each action by hand. */
-static void pb_deleted(playbook_mgr_t *m, const char *name)
+static void pb_deleted(playbook_mgr_t *m, const char *name, const char *keep_uid)
 {
 	action_mgr_t *am = kind_inst(m->env, &action_kind);
 	char by[ST_NAME_MAX + 32];
 
 	snprintf(by, sizeof by, "the deletion of playbook %s", name);
 	if (am)
-		(void)action_mgr_cancel_playbook(am, name, by, NULL);
+		(void)action_mgr_cancel_playbook(am, name, keep_uid, by, NULL);
 }
 
 static int pb_observe(void *ctx, rc_loop_t *loop, const char *key, rc_view_t *view)
@@ -401,16 +401,19 @@ static int pb_observe(void *ctx, rc_loop_t *loop, const char *key, rc_view_t *vi
 			tank_map_del(&m->pbs, key);
 			trk_free(t);
 		}
-		pb_deleted(m, key);
+		pb_deleted(m, key, NULL);
 		return TANK_ENOTFOUND;
 	}
 	if (t && strcmp(t->uid, p.uid)) {
 		tank_map_del(&m->pbs, key);
 		trk_free(t);
 		t = NULL;
-		pb_deleted(m, key);     /* the old one's: the new run's ids differ */
 	}
 	if (!t) {
+		/* What a namesake with another uid started (deleted and
+		 * applied again, also while tankd did not run, when no watch
+		 * saw it) is cancelled: the new run's ids differ. */
+		pb_deleted(m, key, p.uid);
 		if (!(t = calloc(1, sizeof *t)) || tank_map_put(&m->pbs, key, t, NULL) < 0) {
 			free(t);
 			st_pod_clear(&p);
@@ -565,6 +568,7 @@ static int submit(playbook_mgr_t *m, pb_trk_t *t, pb_item_t *it, char *why, size
 		s->req_uid = (uint32_t)geteuid();
 		snprintf(s->req_user, sizeof s->req_user, "playbook/%.50s", t->name);
 		snprintf(s->playbook, sizeof s->playbook, "%s", t->name);
+		snprintf(s->playbook_uid, sizeof s->playbook_uid, "%s", t->uid);
 		msgpack_sbuffer_init(&sb);
 		msgpack_packer_init(&pk, &sb, msgpack_sbuffer_write);
 		bool created;
@@ -810,7 +814,7 @@ static void pb_watch(void *ctx, const char *const *keys, size_t n)
 			st_pod_clear(&p);
 			continue;
 		}
-		pb_deleted(m, keys[i]);
+		pb_deleted(m, keys[i], NULL);
 	}
 }
 

@@ -19,7 +19,9 @@
 #include <grp.h>
 
 #include "action/action_phase.h"
+#include "action/playbook_mgr.h"
 #include "api/api_client.h"
+#include "store/st_coll.h"
 #include "tests/e2e/e2e.h"
 
 /* A pod that sleeps, with a custom action `backup` needing another
@@ -905,6 +907,69 @@ Test(actions, deleting_a_playbook_cancels_its_unfinished_actions)
 	}
 	cr_assert_eq(wait_procs(argv, 0, 20), 0, "the exec lives on");
 	cr_assert(!says(d, "DONE", "action ls --pod web"), "something ran to its end");
+	teardown(d);
+}
+
+/* The same when the playbook was deleted and applied again while tankd
+ * was down (here: replaced in its store while tankd is dead, by kill -9,
+ * as a delete and an apply would leave it): what the old one started is
+ * cancelled, the reason naming the deletion, and the new one runs its
+ * own.  Before, the new one's first pass took the name as its own and
+ * the old action waited on, owned by nothing.  The action waits for an
+ * approval (backup: approval other), so it outlives a tankd without a
+ * keeper. */
+Test(actions, a_playbook_applied_again_while_tankd_was_down_cancels_the_old_ones)
+{
+	d_t *d = setup();
+	char out[8192], yaml[512], id[64] = "", id2[64] = "";
+
+	pod(d, "web");
+	snprintf(yaml, sizeof yaml,
+		 "kind: Playbook\nname: long\nstages:\n"
+		 "  - actions:\n"
+		 "      - pods: [web]\n        kind: backup\n");
+	write_file(d, "long.yaml", yaml);
+	cr_assert_eq(ctl(d, out, sizeof out, "apply -f %s/long.yaml", d->dir), 0, "%s", out);
+	cr_assert(wait_says(d, 20, "pb-", "action ls --pod web"), "no action of the playbook");
+	cr_assert_eq(ctl(d, out, sizeof out, "action ls --pod web"), 0, "%s", out);
+	cr_assert_eq(sscanf(strstr(out, "pb-"), "%48s", id), 1);
+	assert_state(d, id, "PENDING_APPROVE", 20);
+	sleep_ms(300);   /* the group commit reaches the disk */
+	stop(d, SIGKILL);
+
+	/* Deleted and stored again under the same name: another uid. */
+	st_t *st;
+	st_coll_t *c;
+	st_pod_t p;
+	tank_error_t e;
+	st_options_t o = { .history_limit = 50 };
+	cr_assert_eq(st_open(d->dir, &o, &st, &e), 0, "%s", e.msg);
+	cr_assert_eq(st_coll_open(st, &playbook_coll_decl, &c, &e), 0, "%s", e.msg);
+	cr_assert_eq(st_coll_get(c, "long", &p, &e), 0, "%s", e.msg);
+	const char *keys[] = { "long" };
+	cr_assert_eq(st_coll_delete(c, keys, 1, NULL, &e), 0, "%s", e.msg);
+	st_pod_in_t in = { .name = "long", .spec = p.spec, .spec_len = p.spec_len };
+	st_apply_result_t r;
+	cr_assert_eq(st_coll_put(c, &in, 1, &r, &e), 0, "%s", e.msg);
+	cr_assert_str_neq(r.uid, p.uid);
+	st_pod_clear(&p);
+	cr_assert_eq(st_close(st, &e), 0, "%s", e.msg);
+
+	start(d);
+	assert_state(d, id, "CANCELLED", 20);
+	cr_assert(says(d, "deletion of playbook long", "action get %s", id),
+		  "the reason names the deletion");
+	/* The new run's own action, waiting as the first did. */
+	bool found = false;
+	for (int t = 0; t < 200 && !found; t++) {
+		cr_assert_eq(ctl(d, out, sizeof out, "action ls --pod web"), 0, "%s", out);
+		for (const char *q = strstr(out, "pb-"); q && !found; q = strstr(q + 1, "pb-"))
+			found = sscanf(q, "%48s", id2) == 1 && strcmp(id2, id);
+		if (!found)
+			sleep_ms(100);
+	}
+	cr_assert(found, "the new run made no action:\n%s", out);
+	assert_state(d, id2, "PENDING_APPROVE", 20);
 	teardown(d);
 }
 
