@@ -681,19 +681,9 @@ static void on_reply(action_mgr_t *m, rc_loop_t *loop, const pod_req_reply_t *r)
 	a->req = 0;
 	a->ended_at = r->ended_at ? r->ended_at : (int64_t)rc_wall_ms();
 	bool exec = a->spec->op == ACT_OP_EXEC || a->spec->op == ACT_OP_CUSTOM;
-	/* The pods' layer says -ECANCELED once it sent the cancel's signal,
-	 * whatever ended the process: one that had exited already (its exit
-	 * not handled yet when the cancel came) or that caught SIGTERM and
-	 * exited ends as it ended, by its real status (act_ended_by_cancel);
-	 * only a death by the cancel's signal is CANCELLED. */
-	pod_req_reply_t own;
-	if (exec && r->err == -ECANCELED && !r->lost &&
-	    !act_ended_by_cancel(r->exit_code, r->exit_signal)) {
-		own = *r;
-		own.err = 0;
-		own.msg[0] = '\0';
-		r = &own;
-	}
+	/* -ECANCELED only when the cancel's signals ended it: a command that
+	 * had exited already, or caught SIGTERM and exited, ends as it ended
+	 * (pod_exec_ended_by_cancel). */
 	if (exec && r->err != TANK_ENOTFOUND && r->err != TANK_ECONFLICT && r->err != TANK_EINVALID) {
 		a->has_exit = r->err == 0 || r->err == -ETIMEDOUT || r->err == -ECANCELED;
 		a->exit_code = r->exit_code;

@@ -3,7 +3,6 @@
  */
 #include "action/action_phase.h"
 
-#include <signal.h>
 
 static const char *const act_phases[ACT_PHASES] = {
 	"PENDING_APPROVE", "PENDING_SCHEDULE", "NEW", "RUNNING",
@@ -54,24 +53,4 @@ bool act_phase_finished(int phase)
 {
 	return phase == ACT_DONE || phase == ACT_FAILED || phase == ACT_CANCELLED ||
 	       phase == ACT_LOST;
-}
-
-/* The cancel's signals are the pods' layer's (pod_req.h, POD_EXEC_CANCEL:
- * SIGTERM, SIGKILL after a grace); a shell that runs the command reports
- * such a death as 128+N.  A status that names neither is the command's
- * own end: an exit it made before the signal could reach it (the race of
- * a cancel with an exit not handled yet), or one it chose on SIGTERM.
- * Rejected: trusting the pods' layer's "cancelled" alone, which says a
- * signal was sent, not that it ended anything (9 of 300 races read
- * CANCELLED with exit 0). */
-bool act_ended_by_cancel(int exit_code, int exit_signal)
-{
-	if (exit_signal)
-		return exit_signal == SIGTERM || exit_signal == SIGKILL;
-	/* No status at all (an adopted command whose keeper was killed:
-	 * nobody could wait for it): nothing says it ended by itself, and
-	 * the cancel's signal went. */
-	if (exit_code < 0)
-		return true;
-	return exit_code == 128 + SIGTERM || exit_code == 128 + SIGKILL;
 }

@@ -55,11 +55,5 @@ extern const rc_fsm_t playbook_fsm;
 
 /* DONE, FAILED, CANCELLED, LOST. */
 bool act_phase_finished(int phase);
-/* Whether a cancelled command's status says the cancel ended it (killed
- * by SIGTERM or SIGKILL, or a shell's exit 128+N for them; or no status
- * known, exit_code < 0 without a signal): then it is CANCELLED; any
- * other status is the command's own end, and the action ends as that
- * did (DONE or FAILED).  Pure. */
-bool act_ended_by_cancel(int exit_code, int exit_signal);
 
 #endif

@@ -289,6 +289,15 @@ static bool exec__read(pod_exec_t *x)
 	return false;
 }
 
+bool pod_exec_ended_by_cancel(int exit_code, int exit_signal)
+{
+	if (exit_signal)
+		return exit_signal == SIGTERM || exit_signal == SIGKILL;
+	if (exit_code < 0)
+		return true;
+	return exit_code == 128 + SIGTERM || exit_code == 128 + SIGKILL;
+}
+
 static void exec__finish(rt_t *rt, pod_exec_t *x)
 {
 	pod_req_reply_t r = { .id = x->id, .exit_code = x->code, .exit_signal = x->signal,
@@ -301,8 +310,8 @@ static void exec__finish(rt_t *rt, pod_exec_t *x)
 	r.out_err = x->out_err;
 	exec__close(rt, x);
 	pod_adopt_exec_forget(x->adopt, x->reg_pid, x->pid_start);
-	/* Cancelled or timed out: we killed it, whatever else is known. */
-	if (x->cancelled) {
+	/* Timed out, or cancelled and ended by the cancel: we killed it. */
+	if (x->cancelled && (x->lost || pod_exec_ended_by_cancel(x->code, x->signal))) {
 		r.err = -ECANCELED;
 		snprintf(r.msg, sizeof r.msg, "cancelled");
 	} else if (x->timed_out) {

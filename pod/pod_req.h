@@ -25,7 +25,10 @@
  *                    exec actor's rt pid in `exec`, the host pid and its
  *                    start time), once ended (exit code or signal,
  *                    -ETIMEDOUT when killed at timeout_ms, -ECANCELED when
- *                    cancelled, the bytes written).  A launch failure is
+ *                    the cancel's signals ended it (pod_exec_ended_by_cancel:
+ *                    one that had exited already, or caught SIGTERM and
+ *                    exited, is replied as it ended), the bytes written).
+ *                    A launch failure is
  *                    replied once, ended, with err set.
  *                    Cancel: POD_EXEC_CANCEL (no payload) sent to `exec`:
  *                    SIGTERM to the command's process group, SIGKILL after
@@ -138,6 +141,17 @@ enum pod_req_op {
 #define POD_REQ_PATH_MAX 255
 #define POD_REQ_OUT_MAX (1u << 20)      /* out_max's default: 1 MiB */
 #define POD_REQ_CANCEL_GRACE_MS 2000
+
+/* Whether a cancelled command's status says the cancel ended it: killed
+ * by SIGTERM or SIGKILL (POD_EXEC_CANCEL's signals), or a shell's exit
+ * 128+N for them, or no status known (exit_code < 0 without a signal:
+ * nothing says it ended by itself, and the signal went).  Any other status
+ * is the command's own end: an exit it made before the signal reached it
+ * (a cancel racing an exit not handled yet), or one it chose on SIGTERM.
+ * Rejected: "cancelled" whenever the signal was sent, which says a signal
+ * went, not that it ended anything (9 of 300 races read cancelled with
+ * exit 0).  Pure. */
+bool pod_exec_ended_by_cancel(int exit_code, int exit_signal);
 
 typedef struct pod_req {
 	uint64_t id;                        /* the requester's; echoed in the reply */

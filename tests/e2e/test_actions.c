@@ -20,6 +20,7 @@
 
 #include "action/action_phase.h"
 #include "action/playbook_mgr.h"
+#include "pod/pod_req.h"
 #include "api/api_client.h"
 #include "store/st_coll.h"
 #include "tests/e2e/e2e.h"
@@ -1018,6 +1019,6 @@ Test(actions, the_cancel_outcome_rule)
 		{ -1, 0, true },       /* no status known: the cancel's signal went */
 	};
 	for (size_t i = 0; i < sizeof t / sizeof t[0]; i++)
-		cr_assert_eq(act_ended_by_cancel(t[i].code, t[i].sig), t[i].cancelled,
+		cr_assert_eq(pod_exec_ended_by_cancel(t[i].code, t[i].sig), t[i].cancelled,
 			     "exit %d signal %d", t[i].code, t[i].sig);
 }
