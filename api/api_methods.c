@@ -943,14 +943,17 @@ static void m_apply(const api_call_t *call, const msgpack_object *params, void *
 	 * each object's stored and proposed spec. */
 	bool dry_run = false, diff = false;
 	if (params->via.array.size > 1) {
+		static const char *const known[] = { "dry_run", "diff", NULL };
 		const msgpack_object *o = &params->via.array.ptr[1];
+		if (kind_opts_check(o, 1, known, &e) < 0)
+			return reply_check_error(call, &e);
 		for (uint32_t i = 0; i < o->via.map.size; i++) {
 			const msgpack_object_kv *kv = &o->via.map.ptr[i];
-			bool dr = api_obj_streq(&kv->key, "dry_run"), df = api_obj_streq(&kv->key, "diff");
-			if ((!dr && !df) || kv->val.type != MSGPACK_OBJECT_BOOLEAN) {
+			bool dr = api_obj_streq(&kv->key, "dry_run");
+			if (kv->val.type != MSGPACK_OBJECT_BOOLEAN) {
 				api_reply_error(call->rt, call->token, API_BAD_REQUEST,
-						"params[1]: the options are {dry_run: bool, diff: bool}",
-						NULL, NULL);
+						dr ? "params[1].dry_run: expected a boolean"
+						   : "params[1].diff: expected a boolean", NULL, NULL);
 				return;
 			}
 			*(dr ? &dry_run : &diff) = kv->val.via.boolean;

@@ -14,6 +14,7 @@
  */
 #include "api/api_server.h"
 
+#include "common/kit.h"
 #include "common/kit_frame.h"
 
 #include <errno.h>
@@ -576,16 +577,26 @@ static void api__subscribe(const api_call_t *call, const msgpack_object *params,
 		const msgpack_object *m = &params->via.array.ptr[0];
 		for (uint32_t i = 0; i < m->via.map.size; i++) {
 			const msgpack_object *k = &m->via.map.ptr[i].key, *v = &m->via.map.ptr[i].val;
-			if (k->type == MSGPACK_OBJECT_STR && k->via.str.size == 5 &&
-			    !memcmp(k->via.str.ptr, "since", 5) &&
-			    v->type == MSGPACK_OBJECT_POSITIVE_INTEGER && v->via.u64 < (1ull << 53)) {
-				since = (int64_t)v->via.u64;
-			} else {
-				api_reply_error(call->rt, call->token, API_BAD_REQUEST,
-						"subscribe: the option is {since: milliseconds}", NULL,
+			char msg[160], key[96];
+			if (!(k->type == MSGPACK_OBJECT_STR && k->via.str.size == 5 &&
+			      !memcmp(k->via.str.ptr, "since", 5))) {
+				if (k->type == MSGPACK_OBJECT_STR)
+					kit_quote(k->via.str.ptr, k->via.str.size, key);
+				else
+					snprintf(key, sizeof key, "(a key that is not a string)");
+				snprintf(msg, sizeof msg, "params[0]: unknown option %s (the option "
+					 "is since)", key);
+				api_reply_error(call->rt, call->token, API_BAD_REQUEST, msg, NULL,
 						NULL);
 				return;
 			}
+			if (v->type != MSGPACK_OBJECT_POSITIVE_INTEGER || v->via.u64 >= (1ull << 53)) {
+				api_reply_error(call->rt, call->token, API_BAD_REQUEST,
+						"params[0].since: expected milliseconds (a non-negative "
+						"integer)", NULL, NULL);
+				return;
+			}
+			since = (int64_t)v->via.u64;
 		}
 	}
 	if (c)

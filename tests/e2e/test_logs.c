@@ -202,6 +202,22 @@ static int pack_logs_opt(msgpack_packer *pk, void *arg)
 	return rc ? -ENOMEM : 0;
 }
 
+/* apply's [[], {key: …}] or subscribe's [{key: …}]: the value a
+ * string "x" when str, else true. */
+typedef struct api_opt_call { bool apply; const char *key; bool str; } api_opt_call_t;
+
+static int pack_opt_call(msgpack_packer *pk, void *arg)
+{
+	const api_opt_call_t *x = arg;
+	int rc = msgpack_pack_array(pk, x->apply ? 2 : 1);
+	if (x->apply)
+		rc |= msgpack_pack_array(pk, 0);
+	rc |= msgpack_pack_map(pk, 1);
+	rc |= api_pack_cstr(pk, x->key);
+	rc |= x->str ? api_pack_cstr(pk, "x") : msgpack_pack_true(pk);
+	return rc ? -ENOMEM : 0;
+}
+
 /* The logs RPC (and status, history) refuses an option it does not know, naming it (it was
  * ignored: `folow: true` answered at once as if nothing was asked), and
  * a follow that is not a boolean, as other options' bad values. */
@@ -248,6 +264,26 @@ Test(e2e, logs_rpc_refuses_an_unknown_option_naming_it)
 		cr_assert_eq(in.code, API_BAD_REQUEST, "%s: %d %s", o_[i].method, in.code,
 			     in.message);
 		cr_assert(strstr(in.message, o_[i].says), "%s", in.message);
+		api_incoming_free(&in);
+	}
+	/* apply and subscribe name the option too (they said "the options
+	 * are …" whatever was wrong). */
+	static const struct { const char *method; const char *key; bool str; const char *says; } a_[] = {
+		{ "apply", "dryrun", false, "params[1]: unknown option \"dryrun\" (the options are "
+		  "dry_run, diff)" },
+		{ "apply", "diff", true, "params[1].diff: expected a boolean" },
+		{ "subscribe", "sinse", false, "params[0]: unknown option \"sinse\" (the option is "
+		  "since)" },
+		{ "subscribe", "since", true, "params[0].since: expected milliseconds" },
+	};
+	for (size_t i = 0; i < sizeof a_ / sizeof a_[0]; i++) {
+		api_opt_call_t x = { a_[i].method[0] == 'a', a_[i].key, a_[i].str };
+		memset(&in, 0, sizeof in);
+		cr_assert_eq(api_client_call(c, a_[i].method, pack_opt_call, &x, 30000, &in, &e), 0,
+			     "%s", e.msg);
+		cr_assert_eq(in.code, API_BAD_REQUEST, "%s %s: %d %s", a_[i].method, a_[i].key,
+			     in.code, in.message);
+		cr_assert(strstr(in.message, a_[i].says), "%s", in.message);
 		api_incoming_free(&in);
 	}
 	api_client_close(c);
