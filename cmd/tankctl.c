@@ -1345,15 +1345,17 @@ static bool ctl_exists_quietly(ctl_t *x, const kind_t *k, const char *name)
 /* After a kind's verb failed on `name`: when no object of that kind has
  * the name but one of another kind has, says so (the verb said only that
  * its kind had no such object). */
-static void ctl_hint_other_kind(ctl_t *x, const kind_t *k, const char *name)
+static void ctl_hint_other_kind(ctl_t *x, const kind_verb_t *kv, const kind_t *k,
+				const char *name)
 {
 	if (!name || ctl_exists_quietly(x, k, name))
 		return;
 	for (size_t i = 0; ctl_kinds[i]; i++)
 		if (ctl_kinds[i] != k && ctl_exists_quietly(x, ctl_kinds[i], name)) {
+			/* The verb's words whole: "workflow status acts on pods". */
 			fprintf(stderr, "tankctl: %s: %s is %s %s; %s acts on %ss\n", x->verb, name,
 				strchr("aeiou", ctl_kinds[i]->name[0]) ? "an" : "a",
-				ctl_kinds[i]->name, x->verb, k->name);
+				ctl_kinds[i]->name, kv->words ? kv->words : x->verb, k->name);
 			return;
 		}
 }
@@ -1546,7 +1548,7 @@ static int v_kind_verb(ctl_t *x, int argc, char **argv)
 			     CTL_TIMEOUT_MS, &in);
 	if (r == EXIT_ERR && !nk.name && x->c) {
 		const kind_t *of = kv->of ? kind_find(ctl_kinds, kv->of, strlen(kv->of)) : k;
-		ctl_hint_other_kind(x, of ? of : k, name);
+		ctl_hint_other_kind(x, kv, of ? of : k, name);
 	}
 	if (r != 0)
 		return r;

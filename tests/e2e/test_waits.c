@@ -108,6 +108,9 @@ Test(waits, up_and_down_wait_follow_the_events)
 	cr_assert_eq(ctl(d, out, sizeof out, "down svc"), 1, "%s", out);
 	cr_assert(strstr(out, "stack \"svc\" not found\ntankctl: down: svc is a pod; "
 			 "down acts on stacks\n"), "%s", out);
+	/* A verb of two words is named whole (it said "workflow acts on"). */
+	cr_assert_eq(ctl(d, out, sizeof out, "workflow status ok"), 1, "%s", out);
+	cr_assert(strstr(out, "ok is a stack; workflow status acts on pods\n"), "%s", out);
 	teardown(d);
 }
 
