@@ -114,9 +114,10 @@ struct rt {
 	uint32_t nnames, capnames;
 	/* child watches: pid -> res ref, open addressing */
 	tank_set_t cmap;           /* child watches by OS pid (rt_io.c) */
-	/* exits reaped before anyone watched them: FIFO, bounded */
-	struct { pid_t pid; int status; } *orphans;
-	uint32_t norphans;
+	/* exits reaped before anyone watched them, by OS pid (rt_io.c's
+	 * rt_orphan_t: kept RT__ORPHAN_KEEP_NS, swept as the set doubles) */
+	tank_set_t orphans;
+	uint32_t orphans_sweep_at; /* a sweep when the set holds this many */
 	bool (*unwatched_fn)(void *ctx, pid_t pid, int status);   /* rt_on_unwatched_exit */
 	void *unwatched_ctx;
 	uint32_t nchildwatch;

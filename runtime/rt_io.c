@@ -9,7 +9,7 @@
  * waitpid(-1) on SIGCHLD, rather than using libev's ev_child.  ev_child
  * discards the status of a pid nobody watches yet, which loses the exit of
  * a child that dies before its owner gets to watch it; here such exits are
- * kept in a bounded list and handed over by rt_watch_child.
+ * kept (rt__orphan_add) and handed over by rt_watch_child.
  */
 #include "runtime/rt_int.h"
 
@@ -21,7 +21,25 @@
 #include <sys/wait.h>
 #include <time.h>
 
-#define RT__ORPHANS_MAX 1024   /* unclaimed exits kept; oldest dropped */
+/* Exits reaped before anyone watched them are kept for a watch to come,
+ * RT__ORPHAN_KEEP_NS each, in a set by pid.  A mass launch whose commands
+ * fail at once brings thousands together: the reap that their SIGCHLDs
+ * bring takes them all before their runners' turns, and a table of 1,024
+ * that dropped the oldest lost the rest (their watches never fired: 1,024
+ * of 3,000 delivered).  Exits nobody will ever claim (a probe's process
+ * abandoned with its container) go when a sweep finds them older than
+ * that; a sweep runs when the set has doubled since the last, so it costs
+ * O(1) an exit.  RT__ORPHANS_MAX bounds the memory (24 bytes each, twice
+ * that in the table) against a flood faster than the keep. */
+#define RT__ORPHAN_KEEP_NS (60ull * 1000000000u)
+#define RT__ORPHANS_SWEEP_MIN 1024u
+#define RT__ORPHANS_MAX (1u << 18)
+
+typedef struct rt_orphan {
+	uint64_t pid;              /* the key (tank_set): an OS pid */
+	int status;
+	uint64_t at_ns;            /* when it was reaped (CLOCK_MONOTONIC) */
+} rt_orphan_t;
 
 typedef struct rt_timer {
 	rt_res_t res;
@@ -358,27 +376,48 @@ void rt_on_unwatched_exit(rt_t *rt, bool (*fn)(void *ctx, pid_t pid, int status)
 	rt->unwatched_ctx = ctx;
 }
 
-static void rt__orphan_add(rt_t *rt, pid_t pid, int status)
-{
-	if (rt->unwatched_fn && rt->unwatched_fn(rt->unwatched_ctx, pid, status))
-		return;
-	if (!rt->orphans && !(rt->orphans = calloc(RT__ORPHANS_MAX, sizeof *rt->orphans)))
-		return;   /* nobody asked for it; losing it under ENOMEM is fine */
-	if (rt->norphans == RT__ORPHANS_MAX) {
-		memmove(rt->orphans, rt->orphans + 1,
-			(RT__ORPHANS_MAX - 1) * sizeof *rt->orphans);
-		rt->norphans--;
-	}
-	rt->orphans[rt->norphans].pid = pid;
-	rt->orphans[rt->norphans].status = status;
-	rt->norphans++;
-}
-
 static uint64_t rt__clock_ns(clockid_t id)
 {
 	struct timespec ts;
 	clock_gettime(id, &ts);
 	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+/* Drops the kept exits older than RT__ORPHAN_KEEP_NS.  The keys first:
+ * a delete may shrink the table under an iteration. */
+static void rt__orphans_sweep(rt_t *rt, uint64_t now)
+{
+	uint32_t slots = tank_set_slots(&rt->orphans), n = 0;
+	uint64_t *old = malloc((size_t)rt->orphans.n * sizeof *old);
+
+	if (old) {
+		for (uint32_t i = 0; i < slots; i++) {
+			const rt_orphan_t *o = tank_set_at(&rt->orphans, sizeof *o, i);
+			if (o && now - o->at_ns >= RT__ORPHAN_KEEP_NS)
+				old[n++] = o->pid;
+		}
+		for (uint32_t i = 0; i < n; i++)
+			tank_set_del(&rt->orphans, sizeof(rt_orphan_t), old[i], NULL);
+		free(old);
+	}
+	rt->orphans_sweep_at = rt->orphans.n * 2 > RT__ORPHANS_SWEEP_MIN
+			       ? rt->orphans.n * 2 : RT__ORPHANS_SWEEP_MIN;
+}
+
+static void rt__orphan_add(rt_t *rt, pid_t pid, int status)
+{
+	rt_orphan_t o = { (uint64_t)pid, status, 0 };
+
+	if (rt->unwatched_fn && rt->unwatched_fn(rt->unwatched_ctx, pid, status))
+		return;
+	o.at_ns = rt__clock_ns(CLOCK_MONOTONIC);
+	if (rt->orphans.n >= rt->orphans_sweep_at)
+		rt__orphans_sweep(rt, o.at_ns);
+	/* One kept for the same pid is an earlier process's: this one was
+	 * started (and reaped) after it. */
+	tank_set_del(&rt->orphans, sizeof o, o.pid, NULL);
+	if (rt->orphans.n < RT__ORPHANS_MAX)
+		(void)tank_set_add(&rt->orphans, sizeof o, &o);  /* -ENOMEM: nobody asked yet */
 }
 
 /* Collects every exited child before any owner runs (libuv does the same):
@@ -622,22 +661,28 @@ int rt_watch_child(rt_t *rt, rt_pid_t owner, pid_t pid, uint32_t tag,
 		ev_ref(rt->loop);
 	if (ref)
 		*ref = c->res.ref;
-	/* The child may already be gone: reaped earlier (an orphan), or
-	 * exited with its SIGCHLD not yet served. */
-	for (uint32_t i = 0; i < rt->norphans; i++)
-		if (rt->orphans[i].pid == pid) {
-			int status = rt->orphans[i].status;
-			memmove(rt->orphans + i, rt->orphans + i + 1,
-				(rt->norphans - i - 1) * sizeof *rt->orphans);
-			rt->norphans--;
-			rt__child_fire(rt, c, status);
-			return 0;
-		}
-	/* Only this child: waitpid(-1) walks every child of the process
-	 * (the kernel's wait_consider_task), which made N watches cost N²
-	 * — 36% of a reexec adopting 3,000 containers.  Others that exited
-	 * meanwhile are the SIGCHLD handler's, which is pending for them. */
-	(void)rt__reap_pid(rt, pid);
+	/* The child may already be gone: exited with its SIGCHLD not yet
+	 * served (reaped here), or reaped earlier (its exit kept).  Only this
+	 * child: waitpid(-1) walks every child of the process (the kernel's
+	 * wait_consider_task), which made N watches cost N² — 36% of a
+	 * reexec adopting 3,000 containers.  Others that exited meanwhile
+	 * are the SIGCHLD handler's, which is pending for them.  A kept exit
+	 * of this pid while a child of it lives or has just been reaped here
+	 * is an earlier process's (the pid was used again): dropped. */
+	rt_orphan_t o;
+	int status;
+	pid_t r;
+	while ((r = waitpid(pid, &status, WNOHANG)) < 0 && errno == EINTR)
+		;
+	if (r == pid) {
+		tank_set_del(&rt->orphans, sizeof o, (uint64_t)pid, NULL);
+		rt->nreaped_by_pid++;
+		rt__child_fire(rt, c, status);
+	} else if (r == 0) {
+		tank_set_del(&rt->orphans, sizeof o, (uint64_t)pid, NULL);
+	} else if (tank_set_del(&rt->orphans, sizeof o, (uint64_t)pid, &o)) {
+		rt__child_fire(rt, c, o.status);
+	}
 	return 0;
 }
 
@@ -670,13 +715,12 @@ void rt__io_destroy(rt_t *rt)
 	ev_signal_stop(rt->loop, &rt->sigchld);
 	ev_timer_stop(rt->loop, &rt->reap_timer);
 	tank_set_free(&rt->cmap);
-	free(rt->orphans);
+	tank_set_free(&rt->orphans);
 	free(rt->suspects);
 	free(rt->linked);
 	free(rt->linked_pfd);
 	rt->linked = NULL;
 	rt->linked_pfd = NULL;
 	rt->nlinked = rt->cap_linked = 0;
-	rt->orphans = NULL;
-	rt->norphans = 0;
+	rt->orphans_sweep_at = 0;
 }

@@ -657,6 +657,69 @@ static rt_msg_t *find_child(childst_t *s, pid_t pid)
 	return NULL;
 }
 
+/* Many exits reaped before anyone watches them (a mass launch whose
+ * commands fail at once: the reap that a SIGCHLD brings takes them all
+ * before their runners' turns): every one is handed to its watch, none
+ * dropped.  The table of unclaimed exits kept 1,024, and a watch of an
+ * older one never fired. */
+typedef struct manyst { pid_t *pids; int n, ngot, bad; } manyst_t;
+
+static int many_init(rt_t *rt, void **state, void *arg)
+{
+	manyst_t *s = arg;
+	*state = s;
+	for (int i = 0; i < s->n; i++) {
+		int err = rt_watch_child(rt, rt_self(rt), s->pids[i], 100, NULL);
+		if (err)
+			return err;
+	}
+	return 0;
+}
+
+static void many_handle(rt_t *rt, void *state, rt_msg_t *m)
+{
+	manyst_t *s = state;
+	if (m->type != RT_MSG_CHILD || m->u.child.code != 3)
+		s->bad++;
+	if (++s->ngot == s->n)
+		rt_stop(rt);
+}
+
+static const rt_behaviour_t many_b = { "many", many_init, many_handle, NULL };
+
+static void idle_handle(rt_t *rt, void *state, rt_msg_t *m)
+{
+	(void)rt; (void)state; (void)m;
+}
+
+static const rt_behaviour_t idle_b = { "idle", NULL, idle_handle, NULL };
+
+Test(runtime, many_exits_reaped_before_their_watch_are_all_delivered)
+{
+	rt_t *rt = new_rt();
+	manyst_t s = { .n = 3000 };
+	rt_pid_t idle;
+	/* An actor, so that the loop runs (tankd always has some). */
+	cr_assert_eq(rt_spawn(rt, &idle_b, NULL, &idle), 0);
+	cr_assert_not_null(s.pids = calloc((size_t)s.n, sizeof *s.pids));
+	for (int i = 0; i < s.n; i++)
+		s.pids[i] = fork_exit(3);
+	/* Their SIGCHLDs come and a reap takes them all: nobody watches. */
+	ts_run_for(rt, 0.5);
+	uint64_t reaps, put_off;
+	rt_reap_stats(rt, &reaps, &put_off);
+	cr_assert_gt(reaps, 0, "no reap before the watches");
+	cr_assert_eq(waitpid(-1, NULL, WNOHANG), -1, "the reap left zombies");
+	rt_pid_t a;
+	cr_assert_eq(rt_spawn(rt, &many_b, &s, &a), 0);
+	ts_run_for(rt, 10);
+	cr_assert_eq(s.ngot, s.n, "%d of %d exits delivered", s.ngot, s.n);
+	cr_assert_eq(s.bad, 0);
+	cr_assert_eq(waitpid(-1, NULL, WNOHANG), -1);
+	free(s.pids);
+	rt_free(rt);
+}
+
 Test(runtime, child_exit_code_signal_and_early_exit)
 {
 	rt_t *rt = new_rt();
