@@ -209,6 +209,16 @@ static bool status_says(const char *pod, const char *needle)
 
 /* Whether pods p0..p(n-1) all have a status "running" written by the
  * node they are assigned to, within secs. */
+/* Assigned, and running on the node it is assigned to. */
+static bool running_assigned(const char *pod)
+{
+	char node[64], want[128];
+
+	assigned_to(pod, node, sizeof node);
+	snprintf(want, sizeof want, "\"node\":\"%s\",\"phase\":\"running\"", node);
+	return node[0] && status_says(pod, want);
+}
+
 static bool wait_all_running(const char *prefix, int n, int secs)
 {
 	/* At least one look, even with secs 0. */
@@ -217,13 +227,10 @@ static bool wait_all_running(const char *prefix, int n, int secs)
 		int ok = 0;
 
 		for (int i = 0; i < n; i++) {
-			char pod[64], node[64], want[128];
+			char pod[64];
 
 			snprintf(pod, sizeof pod, "%s%d", prefix, i);
-			assigned_to(pod, node, sizeof node);
-			snprintf(want, sizeof want, "\"node\":\"%s\",\"phase\":\"running\"", node);
-			if (node[0] && status_says(pod, want))
-				ok++;
+			ok += running_assigned(pod);
 		}
 		if (ok == n)
 			return true;
@@ -484,23 +491,41 @@ Test(cluster, pods_spread_by_load_and_by_selector)
 	/* Pinned pods go where their selector says, least loaded first, put
 	 * in one burst: the scheduler's passes over the burst count the
 	 * assignments it won before its watch brings them back (before that
-	 * count, a burst under SAN all landed on one node: n2 3+6, n3 5+0). */
-	for (int i = 0; i < 6; i++) {
-		char name[16];
-
-		snprintf(name, sizeof name, "z%d", i);
-		put_pod(name, "{\"zone\":\"b\"}");
+	 * count, a burst under SAN all landed on one node).  All six are one
+	 * scheduler's share (n2's: cl_sched_mine), so that one scheduler
+	 * decides them: three that each decide their own share at once may
+	 * each put theirs on the node that was least loaded when they looked
+	 * (n2 3+6, n3 5+0 happened so under SAN with z0..z5), which no count
+	 * of a scheduler's own can prevent. */
+	static const char *const all[] = { "n1", "n2", "n3" };
+	char z[6][16];
+	for (int i = 0, k = 0; k < 6; i++) {
+		snprintf(z[k], sizeof z[k], "z%d", i);
+		if (cl_sched_mine(z[k], "n2", all, 3))
+			k++;
 	}
-	cr_assert(wait_all_running("z", 6, 30), "the 6 pinned pods never all ran");
-	cr_assert_eq(count_on("z", 6, "n1"), 0, "n1 is zone=a");
-	/* Least loaded first: they even out n2's and n3's loads (the 12
-	 * before may have left them apart: "2 on each" failed for a 2/7/3
-	 * spread, where 1 and 5 is the right answer).  Schedulers that
-	 * decide at once may both pick one node: a little slack. */
-	int z2 = count_on("z", 6, "n2"), z3 = count_on("z", 6, "n3");
+	for (int i = 0; i < 6; i++)
+		put_pod(z[i], "{\"zone\":\"b\"}");
+	int z2 = 0, z3 = 0;
+	for (int i = 0; i < 6; i++) {
+		char who[64];
+		bool ok = false;
+		for (double end = now_s() + 30; !(ok = running_assigned(z[i])) && now_s() < end;)
+			sleep_ms(200);
+		cr_assert(ok, "%s never ran", z[i]);
+		assigned_to(z[i], who, sizeof who);
+		cr_assert_neq(strcmp(who, "n1"), 0, "%s on n1, which is zone=a", z[i]);
+		z2 += strcmp(who, "n2") == 0;
+		z3 += strcmp(who, "n3") == 0;
+	}
 	cr_assert_eq(z2 + z3, 6);
-	cr_assert(abs((b + z2) - (d + z3)) <= 3, "not the least loaded first: n2 %d+%d, n3 %d+%d",
-		  b, z2, d, z3);
+	/* Least loaded first: they even out n2's and n3's loads as far as six
+	 * can (the 12 before may have left them apart: 1 and 5 is the answer
+	 * to 2/7/3); one more of slack for a scheduler that joins after its
+	 * share wait when n2's is slow. */
+	int apart = abs(b - d), best = apart >= 6 ? apart - 6 : apart % 2;
+	cr_assert(abs((b + z2) - (d + z3)) <= best + 1, "not the least loaded first: n2 %d+%d, "
+		  "n3 %d+%d", b, z2, d, z3);
 	/* Each runs on one node only. */
 	int total = 0;
 	for (int i = 0; i < 3; i++)
