@@ -739,18 +739,22 @@ Test(actions, an_exec_queued_on_a_pod_that_does_not_run_says_why_it_waits)
 	teardown(d);
 }
 
-/* [{id, pod: web, kind: exec, args: {command: [/bin/sh, -c, SCRIPT]}}] */
+/* [{id, pod: web, kind: exec, approve_first?, args: {command: [/bin/sh,
+ * -c, SCRIPT]}}] */
 typedef struct {
 	const char *id, *script;
+	bool approve_first;
 } pipe_submit_t;
 
 static int pack_pipe_submit(msgpack_packer *pk, void *arg)
 {
 	const pipe_submit_t *x = arg;
-	int rc = msgpack_pack_array(pk, 1) | msgpack_pack_map(pk, 4);
+	int rc = msgpack_pack_array(pk, 1) | msgpack_pack_map(pk, x->approve_first ? 5 : 4);
 	rc |= api_pack_cstr(pk, "id") | api_pack_cstr(pk, x->id);
 	rc |= api_pack_cstr(pk, "pod") | api_pack_cstr(pk, "web");
 	rc |= api_pack_cstr(pk, "kind") | api_pack_cstr(pk, "exec");
+	if (x->approve_first)
+		rc |= api_pack_cstr(pk, "approve_first") | msgpack_pack_true(pk);
 	rc |= api_pack_cstr(pk, "args") | msgpack_pack_map(pk, 1);
 	rc |= api_pack_cstr(pk, "command") | msgpack_pack_array(pk, 3);
 	rc |= api_pack_cstr(pk, "/bin/sh") | api_pack_cstr(pk, "-c");
@@ -764,6 +768,31 @@ static int pack_id(msgpack_packer *pk, void *arg)
 	return rc ? -ENOMEM : 0;
 }
 
+/* action_submit of x and `method` [x->id] in one write, before anything
+ * came back; the submit must succeed.  *second: the second's answer
+ * (api_incoming_free). */
+static void pipe_two(d_t *d, const pipe_submit_t *x, const char *method, api_incoming_t *second)
+{
+	api_client_t *cl;
+	api_incoming_t in;
+	tank_error_t e;
+	msgpack_sbuffer sb;
+	msgpack_packer pk;
+
+	msgpack_sbuffer_init(&sb);
+	msgpack_packer_init(&pk, &sb, msgpack_sbuffer_write);
+	cr_assert_eq(api_pack_request(&pk, 1, "action_submit", pack_pipe_submit, (void *)x), 0);
+	cr_assert_eq(api_pack_request(&pk, 2, method, pack_id, (void *)x->id), 0);
+	cr_assert_eq(api_client_connect(d->sock, &cl, &e), 0, "%s", e.msg);
+	cr_assert_eq(api_client_send_raw(cl, sb.data, sb.size, 10000, &e), 0, "%s", e.msg);
+	msgpack_sbuffer_destroy(&sb);
+	cr_assert_eq(api_client_wait(cl, 1, 20000, &in, &e), 0, "%s", e.msg);
+	cr_assert_eq(in.code, 0, "submit: %s", in.message);
+	api_incoming_free(&in);
+	cr_assert_eq(api_client_wait(cl, 2, 20000, second, &e), 0, "%s", e.msg);
+	api_client_close(cl);
+}
+
 /* A client that sends action_submit and action_cancel of the same id in
  * one write, before it heard anything back, asked for the cancel after
  * the submit: the cancel finds the action.  Before, the cancel was read
@@ -772,28 +801,14 @@ static int pack_id(msgpack_packer *pk, void *arg)
 Test(actions, a_cancel_pipelined_after_its_submit_finds_it)
 {
 	d_t *d = setup();
-	char out[8192], marker[128], script[256];
-	api_client_t *cl;
+	char marker[128], script[256];
 	api_incoming_t in;
-	tank_error_t e;
 
 	pod(d, "web");
 	snprintf(marker, sizeof marker, "%s/ran", d->dir);
 	snprintf(script, sizeof script, "touch %s; exec sleep 424242", marker);
-	pipe_submit_t x = { "piped-1", script };
-	msgpack_sbuffer sb;
-	msgpack_packer pk;
-	msgpack_sbuffer_init(&sb);
-	msgpack_packer_init(&pk, &sb, msgpack_sbuffer_write);
-	cr_assert_eq(api_pack_request(&pk, 101, "action_submit", pack_pipe_submit, &x), 0);
-	cr_assert_eq(api_pack_request(&pk, 102, "action_cancel", pack_id, (void *)"piped-1"), 0);
-	cr_assert_eq(api_client_connect(d->sock, &cl, &e), 0, "%s", e.msg);
-	cr_assert_eq(api_client_send_raw(cl, sb.data, sb.size, 10000, &e), 0, "%s", e.msg);
-	msgpack_sbuffer_destroy(&sb);
-	cr_assert_eq(api_client_wait(cl, 101, 20000, &in, &e), 0, "%s", e.msg);
-	cr_assert_eq(in.code, 0, "submit: %s", in.message);
-	api_incoming_free(&in);
-	cr_assert_eq(api_client_wait(cl, 102, 20000, &in, &e), 0, "%s", e.msg);
+	pipe_submit_t x = { "piped-1", script, false };
+	pipe_two(d, &x, "action_cancel", &in);
 	cr_assert_eq(in.code, 0, "the cancel found the action: %s", in.message);
 	char state[32] = "";
 	const msgpack_object *s = NULL;
@@ -808,14 +823,12 @@ Test(actions, a_cancel_pipelined_after_its_submit_finds_it)
 	memcpy(state, s->via.str.ptr, s->via.str.size);
 	cr_assert(!strcmp(state, "CANCELLED") || !strcmp(state, "cancelling"), "%s", state);
 	api_incoming_free(&in);
-	api_client_close(cl);
 	assert_state(d, "piped-1", "CANCELLED", 20);
 	cr_assert(says(d, "cancelled by", "history action piped-1"));
 	/* Its command never ran: the cancel was taken before its turn. */
 	cr_assert_neq(access(marker, F_OK), 0, "the command ran");
 	const char *argv[] = { "sleep", "424242", NULL };
 	cr_assert_eq(wait_procs(argv, 0, 10), 0, "its command lives on");
-	(void)out;
 	teardown(d);
 }
 
@@ -823,49 +836,19 @@ Test(actions, a_cancel_pipelined_after_its_submit_finds_it)
  * and approved in the same write is approved and runs.  Before, the
  * approve was read before the loop took the submit and said no action,
  * and the action waited for an approval the client had sent. */
-static int pack_pipe_submit_approve(msgpack_packer *pk, void *arg)
-{
-	const pipe_submit_t *x = arg;
-	int rc = msgpack_pack_array(pk, 1) | msgpack_pack_map(pk, 5);
-	rc |= api_pack_cstr(pk, "id") | api_pack_cstr(pk, x->id);
-	rc |= api_pack_cstr(pk, "pod") | api_pack_cstr(pk, "web");
-	rc |= api_pack_cstr(pk, "kind") | api_pack_cstr(pk, "exec");
-	rc |= api_pack_cstr(pk, "approve_first") | msgpack_pack_true(pk);
-	rc |= api_pack_cstr(pk, "args") | msgpack_pack_map(pk, 1);
-	rc |= api_pack_cstr(pk, "command") | msgpack_pack_array(pk, 3);
-	rc |= api_pack_cstr(pk, "/bin/sh") | api_pack_cstr(pk, "-c");
-	rc |= api_pack_cstr(pk, x->script);
-	return rc ? -ENOMEM : 0;
-}
-
 Test(actions, an_approve_pipelined_after_its_submit_finds_it)
 {
 	d_t *d = setup();
 	char marker[128], script[256];
-	api_client_t *cl;
 	api_incoming_t in;
-	tank_error_t e;
 
 	pod(d, "web");
 	snprintf(marker, sizeof marker, "%s/ran", d->dir);
 	snprintf(script, sizeof script, "touch %s", marker);
-	pipe_submit_t x = { "piped-2", script };
-	msgpack_sbuffer sb;
-	msgpack_packer pk;
-	msgpack_sbuffer_init(&sb);
-	msgpack_packer_init(&pk, &sb, msgpack_sbuffer_write);
-	cr_assert_eq(api_pack_request(&pk, 201, "action_submit", pack_pipe_submit_approve, &x), 0);
-	cr_assert_eq(api_pack_request(&pk, 202, "action_approve", pack_id, (void *)"piped-2"), 0);
-	cr_assert_eq(api_client_connect(d->sock, &cl, &e), 0, "%s", e.msg);
-	cr_assert_eq(api_client_send_raw(cl, sb.data, sb.size, 10000, &e), 0, "%s", e.msg);
-	msgpack_sbuffer_destroy(&sb);
-	cr_assert_eq(api_client_wait(cl, 201, 20000, &in, &e), 0, "%s", e.msg);
-	cr_assert_eq(in.code, 0, "submit: %s", in.message);
-	api_incoming_free(&in);
-	cr_assert_eq(api_client_wait(cl, 202, 20000, &in, &e), 0, "%s", e.msg);
+	pipe_submit_t x = { "piped-2", script, true };
+	pipe_two(d, &x, "action_approve", &in);
 	cr_assert_eq(in.code, 0, "the approve found the action: %s", in.message);
 	api_incoming_free(&in);
-	api_client_close(cl);
 	assert_state(d, "piped-2", "DONE", 20);
 	cr_assert(says(d, "approved by", "history action piped-2"));
 	cr_assert_eq(access(marker, F_OK), 0, "the command did not run");

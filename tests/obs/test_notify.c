@@ -42,19 +42,38 @@ static bool wait_dgram(int fd, char *all, size_t cap, const char *needle, int se
 	return strstr(all, needle) != NULL;
 }
 
-Test(obs_notify, ready_status_watchdog_and_stopping_reach_notify_socket)
+/* A datagram socket at DIR/notify for tankd's NOTIFY_SOCKET; env gets
+ * "NOTIFY_SOCKET=<path>".  The socket, owned by the caller. */
+static int notify_listen(const d_t *d, char *env, size_t cap)
 {
-	d_t *d = d_new();
 	struct sockaddr_un a = { .sun_family = AF_UNIX };
-	static char env_sock[200], all[16384];
-	char out[4096];
-	int fd, st;
+	int fd;
 
 	snprintf(a.sun_path, sizeof a.sun_path, "%s/notify", d->dir);
 	fd = socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0);
 	cr_assert_geq(fd, 0);
 	cr_assert_eq(bind(fd, (struct sockaddr *)&a, sizeof a), 0);
-	snprintf(env_sock, sizeof env_sock, "NOTIFY_SOCKET=%s", a.sun_path);
+	snprintf(env, cap, "NOTIFY_SOCKET=%s", a.sun_path);
+	return fd;
+}
+
+/* tankd, told SIGTERM already, exits 0. */
+static void exits_clean(d_t *d)
+{
+	int st;
+
+	waitpid(d->pid, &st, 0);
+	d->pid = 0;
+	cr_assert(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+}
+
+Test(obs_notify, ready_status_watchdog_and_stopping_reach_notify_socket)
+{
+	d_t *d = d_new();
+	static char env_sock[200], all[16384];
+	char out[4096];
+	int fd = notify_listen(d, env_sock, sizeof env_sock);
+
 	/* A stored pod first: READY=1 comes once the first pass saw it. */
 	obs_tankd(d, NULL, (const char *const[]){ env_sock, "WATCHDOG_USEC=400000", NULL });
 	all[0] = '\0';
@@ -69,9 +88,7 @@ Test(obs_notify, ready_status_watchdog_and_stopping_reach_notify_socket)
 		  "the summary did not follow: %s", all);
 	kill(d->pid, SIGTERM);
 	cr_assert(wait_dgram(fd, all, sizeof all, "STOPPING=1", 10), "no STOPPING=1: %s", all);
-	waitpid(d->pid, &st, 0);
-	d->pid = 0;
-	cr_assert(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+	exits_clean(d);
 	close(fd);
 	teardown(d);
 }
@@ -82,16 +99,10 @@ Test(obs_notify, ready_status_watchdog_and_stopping_reach_notify_socket)
 Test(obs_notify, no_summary_replaces_stopping_during_a_drain)
 {
 	d_t *d = d_new();
-	struct sockaddr_un a = { .sun_family = AF_UNIX };
 	static char env_sock[200], all[16384];
 	char out[4096];
-	int fd, st;
+	int fd = notify_listen(d, env_sock, sizeof env_sock);
 
-	snprintf(a.sun_path, sizeof a.sun_path, "%s/notify", d->dir);
-	fd = socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0);
-	cr_assert_geq(fd, 0);
-	cr_assert_eq(bind(fd, (struct sockaddr *)&a, sizeof a), 0);
-	snprintf(env_sock, sizeof env_sock, "NOTIFY_SOCKET=%s", a.sun_path);
 	obs_tankd(d, NULL, (const char *const[]){ env_sock, NULL });
 	all[0] = '\0';
 	cr_assert(wait_dgram(fd, all, sizeof all, "READY=1", 20), "no READY=1: %s", all);
@@ -107,9 +118,7 @@ Test(obs_notify, no_summary_replaces_stopping_during_a_drain)
 	/* 6 s of the drain: more than one period of the summary. */
 	(void)wait_dgram(fd, all, sizeof all, "STATUS=1 pod", 6);
 	cr_assert_not(strstr(all, "STATUS=1 pod"), "a summary after STOPPING=1: %s", all);
-	waitpid(d->pid, &st, 0);
-	d->pid = 0;
-	cr_assert(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+	exits_clean(d);
 	close(fd);
 	teardown(d);
 }
@@ -122,7 +131,7 @@ Test(obs_notify, an_abstract_notify_socket_gets_ready_and_stopping)
 	struct sockaddr_un a = { .sun_family = AF_UNIX };
 	static char env_sock[200], all[16384];
 	char name[64];
-	int fd, st, n;
+	int fd, n;
 
 	n = snprintf(name, sizeof name, "tank-test-notify-%d", (int)getpid());
 	memcpy(a.sun_path + 1, name, (size_t)n);        /* sun_path[0] = '\0' */
@@ -137,9 +146,7 @@ Test(obs_notify, an_abstract_notify_socket_gets_ready_and_stopping)
 	cr_assert(strstr(all, "STATUS=0 pods"), "%s", all);
 	kill(d->pid, SIGTERM);
 	cr_assert(wait_dgram(fd, all, sizeof all, "STOPPING=1", 10), "no STOPPING=1: %s", all);
-	waitpid(d->pid, &st, 0);
-	d->pid = 0;
-	cr_assert(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+	exits_clean(d);
 	close(fd);
 	teardown(d);
 }
@@ -150,17 +157,12 @@ Test(obs_notify, an_abstract_notify_socket_gets_ready_and_stopping)
 Test(obs_notify, the_watchdog_is_petted_only_for_tankd_or_its_parent)
 {
 	static char env_sock[200], env_pid[64], all[16384];
-	struct sockaddr_un a = { .sun_family = AF_UNIX };
 	const long pids[2] = { 1, (long)getpid() };
-	int fd, st;
+	int fd;
 
 	for (int i = 0; i < 2; i++) {
 		d_t *d = d_new();
-		snprintf(a.sun_path, sizeof a.sun_path, "%s/notify", d->dir);
-		fd = socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0);
-		cr_assert_geq(fd, 0);
-		cr_assert_eq(bind(fd, (struct sockaddr *)&a, sizeof a), 0);
-		snprintf(env_sock, sizeof env_sock, "NOTIFY_SOCKET=%s", a.sun_path);
+		fd = notify_listen(d, env_sock, sizeof env_sock);
 		snprintf(env_pid, sizeof env_pid, "WATCHDOG_PID=%ld", pids[i]);
 		obs_tankd(d, NULL, (const char *const[]){ env_sock, env_pid,
 							  "WATCHDOG_USEC=200000", NULL });
@@ -173,8 +175,7 @@ Test(obs_notify, the_watchdog_is_petted_only_for_tankd_or_its_parent)
 		else
 			cr_assert(petted, "not petted for its parent: %s", all);
 		kill(d->pid, SIGTERM);
-		waitpid(d->pid, &st, 0);
-		d->pid = 0;
+		exits_clean(d);
 		close(fd);
 		teardown(d);
 	}
