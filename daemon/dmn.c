@@ -885,6 +885,11 @@ static int open_obs(dmn_t *d, const dmn_opts_t *o, tank_error_t *err)
 		.loop_name = API_RECONCILER_NAME, .api_name = "api",
 		.version = d->api.version,
 	};
+	/* The objects a slice of a sliced walk takes at most (obs_metrics.h):
+	 * the tests make every walk run over many turns. */
+	const char *so = getenv("TANK_HTTP_SLICE_OBJECTS");
+	if (so && *so)
+		d->obs.slice_objects = (size_t)strtoul(so, NULL, 10);
 	d->want_notify = o->notify;
 	d->ready_fd = o->ready_fd;
 	if (!o->http_addr || !o->http_addr[0])
@@ -893,11 +898,6 @@ static int open_obs(dmn_t *d, const dmn_opts_t *o, tank_error_t *err)
 		.addr = o->http_addr, .allow_remote = o->http_allow_remote, .src = d->obs,
 		.healthy = http_healthy, .healthy_ctx = d,
 	};
-	/* The objects a slice of a /metrics or /state build takes at most
-	 * (obs_http.h): the tests make every build run over many turns. */
-	const char *so = getenv("TANK_HTTP_SLICE_OBJECTS");
-	if (so && *so)
-		ho.slice_objects = (size_t)strtoul(so, NULL, 10);
 	if ((rc = obs_http_open(&ho, &d->http, err)) < 0)
 		d->http = NULL;
 	return rc;

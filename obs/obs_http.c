@@ -548,9 +548,9 @@ static bool job_slice(obs_http_t *h, int j)
 	bool done;
 
 	if (j == JOB_METRICS)
-		done = !job->mb || obs_metrics_step(job->mb, h->o.slice_objects, OBS_SLICE_NS);
+		done = !job->mb || obs_metrics_step(job->mb, h->o.src.slice_objects, OBS_SLICE_NS);
 	else
-		done = obs_walk_step(&job->w, h->o.slice_objects, OBS_SLICE_NS);
+		done = obs_walk_step(&job->w, h->o.src.slice_objects, OBS_SLICE_NS);
 	job->cost += ev_time() - t0;
 	h->counts.build_slices++;
 	return done;

@@ -72,10 +72,6 @@ typedef struct obs_http_opts {
 	/* False while the daemon should answer /healthz with 503 (stopping). */
 	bool (*healthy)(void *ctx);
 	void *healthy_ctx;
-	/* At most this many objects a slice of a /metrics or /state build
-	 * (0: as many as 5 ms allow); the tests set 1 to have every build
-	 * run over many turns. */
-	size_t slice_objects;
 } obs_http_opts_t;
 
 /*

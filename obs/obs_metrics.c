@@ -537,7 +537,7 @@ obs_summary_build_t *obs_summary_start(const obs_src_t *s)
 
 bool obs_summary_step(obs_summary_build_t *sb, uint64_t budget_ns)
 {
-	return obs_walk_step(&sb->w, 0, budget_ns);
+	return obs_walk_step(&sb->w, sb->src.slice_objects, budget_ns);
 }
 
 void obs_summary_free(obs_summary_build_t *sb)

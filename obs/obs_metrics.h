@@ -42,6 +42,11 @@ typedef struct obs_src {
 	const char *loop_name;       /* the reconciler's registered name */
 	const char *api_name;        /* the api server's registered name */
 	const char *version;
+	/* At most this many objects a slice of a sliced walk (a /metrics or
+	 * /state build, the STATUS= summary) takes (0: as many as its time
+	 * allows); the tests set 1 (TANK_HTTP_SLICE_OBJECTS) to have every
+	 * walk run over many turns. */
+	size_t slice_objects;
 } obs_src_t;
 
 /* Counts the web side keeps itself (events seen by type, clients). */

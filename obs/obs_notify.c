@@ -206,7 +206,10 @@ static void waiter_handle(rt_t *rt, void *state, rt_msg_t *m)
 	if (!obs_notify_wanted())
 		return (void)rt_exit_self(rt, RT_R_NORMAL);
 	send_status(n);
-	(void)notify_send("READY=1");
+	/* A summary walked in slices (many objects) comes after READY=1:
+	 * `systemctl status` says what tankd does meanwhile, not nothing. */
+	(void)notify_send(n->sum ? "READY=1\nSTATUS=serving; counting the objects"
+				 : "READY=1");
 	(void)rt_exit_self(rt, RT_R_NORMAL);
 }
 

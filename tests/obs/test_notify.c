@@ -123,6 +123,47 @@ Test(obs_notify, no_summary_replaces_stopping_during_a_drain)
 	teardown(d);
 }
 
+/* A first summary that takes several slices (many stored objects; here
+ * one object a slice) comes after READY=1: READY=1 carries a STATUS= of
+ * its own, so `systemctl status` does not show nothing meanwhile.  Before,
+ * READY=1 came alone and the counts some turns later. */
+Test(obs_notify, ready_says_a_status_when_the_first_summary_takes_slices)
+{
+	d_t *d = d_new();
+	static char env_sock[200], all[16384];
+	char out[4096];
+	int fd = notify_listen(d, env_sock, sizeof env_sock);
+	const char *const env[] = { env_sock, "TANK_HTTP_SLICE_OBJECTS=1", NULL };
+
+	obs_tankd(d, NULL, env);
+	all[0] = '\0';
+	cr_assert(wait_dgram(fd, all, sizeof all, "READY=1", 20), "no READY=1: %s", all);
+	for (int i = 0; i < 3; i++) {
+		char y[128], f[16];
+		snprintf(f, sizeof f, "p%d.yaml", i);
+		snprintf(y, sizeof y, "name: p%d\ncontainers: [{name: s, command: [/bin/sleep, "
+			 "\"1000\"]}]\n", i);
+		write_file(d, f, y);
+		cr_assert_eq(ctl(d, out, sizeof out, "apply -f %s/%s", d->dir, f), 0, "%s", out);
+	}
+	cr_assert(wait_dgram(fd, all, sizeof all, "STATUS=3 pods", 15), "no summary: %s", all);
+	kill(d->pid, SIGTERM);
+	exits_clean(d);
+	/* Again, with the three stored. */
+	obs_tankd(d, NULL, env);
+	all[0] = '\0';
+	cr_assert(wait_dgram(fd, all, sizeof all, "READY=1", 20), "no READY=1: %s", all);
+	const char *ready = strstr(all, "READY=1");
+	cr_assert(strstr(all, "STATUS=3 pods") ? strstr(all, "STATUS=3 pods") < ready
+		  : strstr(ready, "READY=1\nSTATUS=serving; counting the objects") != NULL,
+		  "READY=1 without a status: %s", all);
+	cr_assert(wait_dgram(fd, all, sizeof all, "STATUS=3 pods", 15), "no summary: %s", all);
+	kill(d->pid, SIGTERM);
+	exits_clean(d);
+	close(fd);
+	teardown(d);
+}
+
 /* NOTIFY_SOCKET "@name": the abstract socket "\0name" (sd_notify(3)),
  * written by tank itself since libsystemd is not linked. */
 Test(obs_notify, an_abstract_notify_socket_gets_ready_and_stopping)
