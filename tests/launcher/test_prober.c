@@ -373,6 +373,58 @@ Test(probes, probers_freed_while_their_runs_wait_leave_every_descriptor_to_the_n
 	g_ok_fd = -1;
 }
 
+/* A queued run that goes lets the one behind it start now.  46 runs in
+ * flight at the black hole (30 s timeouts) leave 2 descriptors: an http
+ * run (3) waits, a tcp run (1) at a target that answers waits behind
+ * it.  The http probe's container goes: the tcp run fits and starts at
+ * once — not when one of the 46 ends, 30 s later (nothing else gives a
+ * descriptor back meanwhile). */
+Test(probes, a_queued_run_that_goes_lets_the_one_behind_it_start, .timeout = 120)
+{
+	unsigned bh, okp;
+	int filler, bh_fd = blackhole(&bh, &filler);
+	int ok_fd = ts_listen_loopback(SOCK_NONBLOCK, 512, &okp);
+	int nbh = POD_PROBE_FDS_MAX - 2;
+	rt_t *rt = rt_new();
+
+	cr_assert_geq(ok_fd, 0);
+	cr_assert_not_null(rt);
+	g_ok_fd = ok_fd;
+	g_bh_port = bh;
+	host_t *hold = hosts_new(nbh), *http = hosts_new(1), *tcp = hosts_new(1);
+	for (int i = 0; i < nbh; i++) {
+		hold[i].probes[POD_PROBE_READINESS] = tcp_probe(bh, 50, 30000);
+		host_spawn(rt, &hold[i]);
+	}
+	cr_assert(run_until(rt, 20, inflight_is, &(want_n_t){ bh, nbh }), "%d in flight",
+		  syn_sent(bh));
+	http->probes[POD_PROBE_READINESS] = (pod_probe_t){
+		.kind = POD_PROBE_HTTP, .port = (uint16_t)bh, .period_ms = 50,
+		.timeout_ms = 30000, .success_threshold = 1, .failure_threshold = 3 };
+	host_spawn(rt, http);
+	cr_assert(run_until(rt, 20, skipped_reaches, &(want_skip_t){ POD_PROBE_HTTP, 1 }),
+		  "the http run waits");
+	tcp->probes[POD_PROBE_READINESS] = tcp_probe(okp, 50, 1000);
+	host_spawn(rt, tcp);
+	cr_assert(run_until(rt, 20, skipped_reaches, &(want_skip_t){ POD_PROBE_TCP, 1 }),
+		  "the tcp run waits behind it");
+	cr_assert_eq(tcp->oks + tcp->fails, 0);
+
+	cr_assert_eq(rt_exit(rt, http->pid, RT_R_KILL), 0);
+	hosts_t t = { tcp, 1 };
+	cr_assert(run_until(rt, 5, all_ok, &t), "the tcp run started when the http run "
+		  "before it went (%d in flight)", syn_sent(bh));
+	cr_assert_eq(syn_sent(bh), nbh);
+	rt_free(rt);
+	free(hold);
+	free(http);
+	free(tcp);
+	close(filler);
+	close(bh_fd);
+	close(ok_fd);
+	g_ok_fd = -1;
+}
+
 /* An http run (3 descriptors) behind a stream of tcp runs (1 each) at
  * a target that never answers: its turn comes (the tcp runs due after
  * it queue behind it, they do not take each descriptor it waits for as
