@@ -477,8 +477,7 @@ static void *acceptor_main(void *arg)
  * deleted.  New pods whose probes target a listener that answers all
  * get their result: nothing the old ones held or were granted stayed
  * counted (had all 48 been left to nobody, no new probe would run). */
-Test(probes, pods_gone_while_their_probes_wait_leave_the_descriptors_to_new_pods,
-     .timeout = 300)
+Test(probes, pods_gone_while_their_probes_wait_leave_the_descriptors_to_new_pods)
 {
 	d_t *d = setup();
 	static char yaml[80 * 400], out[1 << 16];

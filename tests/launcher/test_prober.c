@@ -281,8 +281,7 @@ static int blackhole(unsigned *port, int *filler)
  * grant sent to a runner that died before its turn, a run freed while
  * queued) shows as fewer; a queued run left in the queue after its
  * prober is freed as a use after free (SAN). */
-Test(probes, probers_freed_while_their_runs_wait_leave_every_descriptor_to_the_next,
-     .timeout = 180)
+Test(probes, probers_freed_while_their_runs_wait_leave_every_descriptor_to_the_next)
 {
 	unsigned bh, okp;
 	int filler, bh_fd = blackhole(&bh, &filler);
@@ -389,7 +388,7 @@ Test(probes, probers_freed_while_their_runs_wait_leave_every_descriptor_to_the_n
  * it.  The http probe's container goes: the tcp run fits and starts at
  * once — not when one of the 46 ends, 30 s later (nothing else gives a
  * descriptor back meanwhile). */
-Test(probes, a_queued_run_that_goes_lets_the_one_behind_it_start, .timeout = 120)
+Test(probes, a_queued_run_that_goes_lets_the_one_behind_it_start)
 {
 	unsigned bh, okp;
 	int filler, bh_fd = blackhole(&bh, &filler);
@@ -439,7 +438,7 @@ Test(probes, a_queued_run_that_goes_lets_the_one_behind_it_start, .timeout = 120
  * a target that never answers: its turn comes (the tcp runs due after
  * it queue behind it, they do not take each descriptor it waits for as
  * it is freed).  Its result is its timeout. */
-Test(probes, an_http_run_behind_tcp_runs_gets_its_turn, .timeout = 120)
+Test(probes, an_http_run_behind_tcp_runs_gets_its_turn)
 {
 	unsigned bh;
 	int filler, bh_fd = blackhole(&bh, &filler);
@@ -481,7 +480,7 @@ Test(probes, an_http_run_behind_tcp_runs_gets_its_turn, .timeout = 120)
  *    container is unhealthy at once: the readiness run is stopped before
  *    the grant comes.
  * After each, a run at the black hole still gets the 48th. */
-Test(probes, descriptors_kept_for_a_run_no_longer_due_are_given_back, .timeout = 120)
+Test(probes, descriptors_kept_for_a_run_no_longer_due_are_given_back)
 {
 	unsigned bh;
 	int filler, bh_fd = blackhole(&bh, &filler);
