@@ -223,15 +223,20 @@ static void probe__fds_put(size_t n)
 }
 
 /* A run no longer waits: out of the queue, and what was kept for it goes
- * to the next. */
+ * to the next.  When it was the queue's head, the runs behind it are
+ * looked at too, with nothing given back: the head may have waited for
+ * more than is free (an http run for 3 where a tcp run needs 1), and
+ * otherwise nobody looks before a run in flight ends — at a target that
+ * never answers, its whole timeout later, while descriptors lie free. */
 static void probe__wait_drop(probe_run_t *r)
 {
 	unsigned g = r->granted;
+	bool head = r->waiting && r == probe__wait_head;
 
 	probe__wait_leave(r);
 	r->granted = 0;
 	r->grant_seq = 0;
-	if (g)
+	if (g || head)
 		probe__fds_put(g);
 }
 

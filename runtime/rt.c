@@ -85,7 +85,13 @@ rt_actor_t *rt__actor(rt_t *rt, rt_pid_t pid)
 
 static void rt__schedule(rt_t *rt, rt_actor_t *a)
 {
-	if (a->flags & (RT__A_INRQ | RT__A_DEAD))
+	/* In rt_free nothing runs again, and the run queues were emptied
+	 * while actors are freed one by one: a terminate that sends to an
+	 * actor not torn down yet (pod_prober_free gives its descriptors to
+	 * another runner's waiting probe) queued it there, the next such
+	 * send wrote into it once it was freed.  Its mail waits in its
+	 * mailbox and goes with it. */
+	if (a->flags & (RT__A_INRQ | RT__A_DEAD) || rt->tearing_down)
 		return;
 	a->flags |= RT__A_INRQ;
 	a->rq_next = NULL;

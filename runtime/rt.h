@@ -318,7 +318,7 @@ int rt_unwatch_child(rt_t *rt, rt_ref_t ref);
 /* fn(ctx, pid, status) for each child reaped while nobody watched it (a
  * process a previous image of this one started, say): true takes it,
  * false (or no fn) keeps it for an rt_watch_child to come, as before
- * (the 1,024 newest are kept).  Called in the reap, on the loop's
+ * (each for 60 s, at most 2^18 of them; rt_io.c).  Called in the reap, on the loop's
  * thread; fn must not call back into the runtime's reaping.  One hook;
  * NULL removes it. */
 void rt_on_unwatched_exit(rt_t *rt, bool (*fn)(void *ctx, pid_t pid, int status), void *ctx);

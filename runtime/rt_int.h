@@ -118,6 +118,7 @@ struct rt {
 	 * rt_orphan_t: kept RT__ORPHAN_KEEP_NS, swept as the set doubles) */
 	tank_set_t orphans;
 	uint32_t orphans_sweep_at; /* a sweep when the set holds this many */
+	uint64_t orphans_swept_ns; /* the last sweep (CLOCK_MONOTONIC) */
 	bool (*unwatched_fn)(void *ctx, pid_t pid, int status);   /* rt_on_unwatched_exit */
 	void *unwatched_ctx;
 	uint32_t nchildwatch;

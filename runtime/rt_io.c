@@ -34,6 +34,7 @@
 #define RT__ORPHAN_KEEP_NS (60ull * 1000000000u)
 #define RT__ORPHANS_SWEEP_MIN 1024u
 #define RT__ORPHANS_MAX (1u << 18)
+#define RT__ORPHANS_FULL_SWEEP_NS 1000000000ull
 
 typedef struct rt_orphan {
 	uint64_t pid;              /* the key (tank_set): an OS pid */
@@ -400,8 +401,15 @@ static void rt__orphans_sweep(rt_t *rt, uint64_t now)
 			tank_set_del(&rt->orphans, sizeof(rt_orphan_t), old[i], NULL);
 		free(old);
 	}
-	rt->orphans_sweep_at = rt->orphans.n * 2 > RT__ORPHANS_SWEEP_MIN
-			       ? rt->orphans.n * 2 : RT__ORPHANS_SWEEP_MIN;
+	rt->orphans_swept_ns = now;
+	/* Never above the bound: a set that reached it with every exit
+	 * younger than the keep would otherwise have set the next sweep at
+	 * twice the bound, a size it cannot reach, and kept those exits for
+	 * ever, dropping every later one — the next burst of exits before
+	 * their watches lost for good. */
+	uint32_t at = rt->orphans.n * 2 > RT__ORPHANS_SWEEP_MIN
+		      ? rt->orphans.n * 2 : RT__ORPHANS_SWEEP_MIN;
+	rt->orphans_sweep_at = at < RT__ORPHANS_MAX ? at : RT__ORPHANS_MAX;
 }
 
 static void rt__orphan_add(rt_t *rt, pid_t pid, int status)
@@ -411,7 +419,11 @@ static void rt__orphan_add(rt_t *rt, pid_t pid, int status)
 	if (rt->unwatched_fn && rt->unwatched_fn(rt->unwatched_ctx, pid, status))
 		return;
 	o.at_ns = rt__clock_ns(CLOCK_MONOTONIC);
-	if (rt->orphans.n >= rt->orphans_sweep_at)
+	/* Full, a sweep may free nothing: at most one a second then (a
+	 * walk of the whole table at each exit would cost O(bound) each). */
+	if (rt->orphans.n >= rt->orphans_sweep_at &&
+	    (rt->orphans.n < RT__ORPHANS_MAX ||
+	     o.at_ns - rt->orphans_swept_ns >= RT__ORPHANS_FULL_SWEEP_NS))
 		rt__orphans_sweep(rt, o.at_ns);
 	/* One kept for the same pid is an earlier process's: this one was
 	 * started (and reaped) after it. */
@@ -723,4 +735,5 @@ void rt__io_destroy(rt_t *rt)
 	rt->linked_pfd = NULL;
 	rt->nlinked = rt->cap_linked = 0;
 	rt->orphans_sweep_at = 0;
+	rt->orphans_swept_ns = 0;
 }

@@ -9,6 +9,7 @@
 #include <errno.h>
 #include <signal.h>
 #include <poll.h>
+#include <pthread.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -451,4 +452,101 @@ Test(probes, http_probes_hold_no_socket_between_runs)
 		sleep_ms(100);
 	}
 	teardown(d);
+}
+
+/* Accepts and closes what comes to fd until *stop (a target that
+ * answers: the probes' connects complete, and its queue never fills). */
+typedef struct acceptor { int fd; volatile int stop; } acceptor_t;
+
+static void *acceptor_main(void *arg)
+{
+	acceptor_t *a = arg;
+	while (!a->stop) {
+		struct pollfd p = { .fd = a->fd, .events = POLLIN };
+		int c;
+		if (poll(&p, 1, 50) > 0 && (c = accept4(a->fd, NULL, NULL, SOCK_CLOEXEC)) >= 0)
+			close(c);
+	}
+	return NULL;
+}
+
+/* Pods whose probes wait for descriptors (80 pods, 160 tcp runs at a
+ * listener that never answers, 48 in flight, the rest queued) go while
+ * they wait: half their containers killed -9 (the runner frees its
+ * prober at the exit, with grants on their way to others), then all
+ * deleted.  New pods whose probes target a listener that answers all
+ * get their result: nothing the old ones held or were granted stayed
+ * counted (had all 48 been left to nobody, no new probe would run). */
+Test(probes, pods_gone_while_their_probes_wait_leave_the_descriptors_to_new_pods)
+{
+	d_t *d = setup();
+	static char yaml[80 * 400], out[1 << 16];
+	size_t off = 0;
+	unsigned bh, okp;
+	int bh_fd = ts_listen_loopback(0, 0, &bh);
+	int ok_fd = ts_listen_loopback(0, 1024, &okp);
+	acceptor_t acc = { .fd = ok_fd };
+	pthread_t th;
+
+	cr_assert_geq(bh_fd, 0);
+	cr_assert_geq(ok_fd, 0);
+	/* The one connection a backlog of 0 takes: every probe's connect
+	 * waits out its timeout. */
+	struct sockaddr_in sa = { .sin_family = AF_INET, .sin_port = htons((uint16_t)bh),
+				  .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+	int filler = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	cr_assert_eq(connect(filler, (struct sockaddr *)&sa, sizeof sa), 0);
+	cr_assert_eq(pthread_create(&th, NULL, acceptor_main, &acc), 0);
+
+	for (int i = 0; i < 80; i++)
+		off += (size_t)snprintf(yaml + off, sizeof yaml - off,
+			"---\nname: old-%02d\ncontainers:\n"
+			"  - name: c\n    command: [/bin/sleep, \"1000\"]\n"
+			"    readiness: {tcp: {port: %u}, period: 200ms, timeout: 1s}\n"
+			"    liveness: {tcp: {port: %u}, period: 200ms, timeout: 1s, failure_threshold: 1000}\n",
+			i, bh, bh);
+	write_file(d, "old.yaml", yaml);
+	cr_assert_eq(ctl(d, out, sizeof out, "apply -f %s/old.yaml", d->dir), 0, "%.2000s", out);
+	/* The queue has turned: every pod's probes ran once. */
+	for (int i = 0; i < 80; i++) {
+		char name[16];
+		snprintf(name, sizeof name, "old-%02d", i);
+		cr_assert(wait_status(d, name, "timeout after 1000ms", 90), "the probes of %s run",
+			  name);
+	}
+	for (int i = 0; i < 80; i += 2) {
+		char name[16];
+		snprintf(name, sizeof name, "old-%02d", i);
+		long pid = status_num(d, name, "pid");
+		cr_assert_gt(pid, 0, "%s", name);
+		cr_assert_eq(kill((pid_t)pid, SIGKILL), 0);
+	}
+	cr_assert_eq(ctl(d, out, sizeof out, "delete -f %s/old.yaml", d->dir), 0, "%.2000s", out);
+	bool gone = false;
+	for (int t = 0; t < 600 && !gone; t++) {
+		gone = ctl(d, out, sizeof out, "ps") == 0 && !strstr(out, "old-");
+		if (!gone)
+			sleep_ms(100);
+	}
+	cr_assert(gone, "the old pods went: %.2000s", out);
+
+	off = 0;
+	for (int i = 0; i < 40; i++)
+		off += (size_t)snprintf(yaml + off, sizeof yaml - off,
+			"---\nname: new-%02d\ncontainers:\n"
+			"  - name: c\n    command: [/bin/sleep, \"1000\"]\n"
+			"    readiness: {tcp: {port: %u}, period: 200ms, timeout: 1s}\n", i, okp);
+	write_file(d, "new.yaml", yaml);
+	cr_assert_eq(ctl(d, out, sizeof out, "apply -f %s/new.yaml", d->dir), 0, "%.2000s", out);
+	for (int i = 0; i < 40; i++) {
+		char name[16];
+		snprintf(name, sizeof name, "new-%02d", i);
+		cr_assert(wait_status(d, name, "readiness: ok", 60), "the probe of %s runs", name);
+	}
+	teardown(d);
+	acc.stop = 1;
+	pthread_join(th, NULL);
+	close(filler);
+	close(bh_fd);
+	close(ok_fd);
 }

@@ -720,6 +720,43 @@ Test(runtime, many_exits_reaped_before_their_watch_are_all_delivered)
 	rt_free(rt);
 }
 
+/* Terminates that send to actors not torn down yet, in rt_free (tankd
+ * stopping: a runner's prober gives its descriptors to another runner's
+ * waiting probe).  Torn down newest first: s1 sends to p, p goes, s2
+ * sends to q.  The send to p queued p on the run queue that rt_free had
+ * emptied, and the send to q wrote into p, freed by then (SAN:
+ * heap-use-after-free in rt__schedule). */
+static void send_on_terminate(rt_t *rt, void *state, rt_reason_t reason)
+{
+	rt_pid_t *to = state;
+	(void)reason;
+	cr_assert_eq(rt_send(rt, *to, 7, "x", 1), 0);
+}
+
+static const rt_behaviour_t sender_b = { "sender", NULL, idle_handle, send_on_terminate };
+
+static int sender_init(rt_t *rt, void **state, void *arg)
+{
+	(void)rt;
+	*state = arg;
+	return 0;
+}
+
+Test(runtime, terminates_that_send_during_rt_free_touch_no_freed_actor)
+{
+	rt_t *rt = new_rt();
+	rt_behaviour_t sb = sender_b;
+	rt_pid_t q, s2, p, s1;
+
+	sb.init = sender_init;
+	cr_assert_eq(rt_spawn(rt, &idle_b, NULL, &q), 0);
+	cr_assert_eq(rt_spawn(rt, &sb, &q, &s2), 0);
+	cr_assert_eq(rt_spawn(rt, &idle_b, NULL, &p), 0);
+	cr_assert_eq(rt_spawn(rt, &sb, &p, &s1), 0);
+	ts_run_for(rt, 0.05);
+	rt_free(rt);
+}
+
 Test(runtime, child_exit_code_signal_and_early_exit)
 {
 	rt_t *rt = new_rt();
