@@ -1352,7 +1352,7 @@ static void ctl_hint_other_kind(ctl_t *x, const kind_verb_t *kv, const kind_t *k
 		return;
 	for (size_t i = 0; ctl_kinds[i]; i++)
 		if (ctl_kinds[i] != k && ctl_exists_quietly(x, ctl_kinds[i], name)) {
-			/* The verb's words whole: "workflow status acts on pods". */
+			/* A verb of two words is named whole, not by its first. */
 			fprintf(stderr, "tankctl: %s: %s is %s %s; %s acts on %ss\n", x->verb, name,
 				strchr("aeiou", ctl_kinds[i]->name[0]) ? "an" : "a",
 				ctl_kinds[i]->name, kv->words ? kv->words : x->verb, k->name);
