@@ -50,6 +50,7 @@
 static const tank_mhd_t *mhd_fn;
 
 typedef struct sse sse_t;
+typedef struct sse_snap sse_snap_t;
 typedef struct obs_conn obs_conn_t;
 typedef struct obs_wait obs_wait_t;
 
@@ -132,24 +133,37 @@ struct obs_http {
 	 * still sends (its own reference). */
 	bool in_run;
 	obs_done_t *ran[JOB_N];        /* an answer built in this run */
-	obs_buf_t snap_msg;            /* the snapshot message of this run */
+	sse_snap_t *snap_run;          /* the snapshot message of this run */
 	obs_job_t job[JOB_N];
 	ev_timer slice;                /* the next slice of the jobs running */
 };
 
+/* One snapshot message (`event: snapshot`, the state document), shared
+ * by the pages it is sent to, freed with its last reference: each page
+ * held a copy of its own, 64 pages at 100,000 stored pods 64 copies of
+ * 63 MB (4 GB in tankd). */
+struct sse_snap {
+	size_t refs;
+	size_t len;
+	char p[];
+};
+
+/* A page's stream: q, then the snapshot it reads (if any), then after.
+ * At most one snapshot at a time: one due while it reads one is owed
+ * (snap_owed) and sent, as the state of that moment, once it is read. */
 struct sse {
 	obs_http_t *h;
 	struct MHD_Connection *c;
-	obs_buf_t q;
+	obs_buf_t q;                   /* events before snap (all, without one) */
 	/* Bytes of q already sent: MHD takes 16 KiB a call, and dropping
-	 * them at each call moved the rest of a 5.7 MB snapshot 350 times
-	 * (a gigabyte of memmove a page and a snapshot at 10,000 pods).
-	 * They go once they are half of q, so q holds up to twice what is
+	 * them at each call moved the rest of q every call (a gigabyte of
+	 * memmove a page at 10,000 pods when the snapshot was in q).  They
+	 * go once they are half of q, so q holds up to twice what is
 	 * unread (the bound below is on the unread bytes). */
 	size_t sent;
-	/* Bytes of q that are snapshot (counted as consumed first): the
-	 * bound is for what is behind it. */
-	size_t snap_left;
+	sse_snap_t *snap;              /* a reference; NULL: none to send */
+	size_t snap_sent;              /* its bytes sent */
+	obs_buf_t after;               /* events that came while it reads snap */
 	bool suspended, snapshot, cut;
 	bool snap_owed;                /* a snapshot skipped while it read one */
 	bool snap_wait;                /* waits for the state job's snapshot */
@@ -210,6 +224,14 @@ static void rearm(obs_http_t *h)
 	}
 }
 
+static void snap_unref(obs_http_t *h, sse_snap_t *m)
+{
+	if (m && --m->refs == 0) {
+		h->counts.snap_bytes -= m->len;
+		free(m);
+	}
+}
+
 static void done_unref(obs_done_t *d)
 {
 	if (d && --d->refs == 0) {
@@ -225,7 +247,8 @@ static void share_drop(obs_http_t *h)
 		done_unref(h->ran[j]);
 		h->ran[j] = NULL;
 	}
-	obs_buf_free(&h->snap_msg);
+	snap_unref(h, h->snap_run);
+	h->snap_run = NULL;
 }
 
 /* One MHD_run: every ready connection is served, the answers that cost a
@@ -267,27 +290,30 @@ static void kick(obs_http_t *h)
 
 /* ---- server-sent events ------------------------------------------------------ */
 
-static void sse_push_as(sse_t *s, const char *data, size_t n, bool snap)
+/* The events it has not read; the snapshot is not counted: one of
+ * 10,000 pods (5.7 MB) is bigger than the bound, a client that reads gets
+ * it whole, and the events behind it are bounded.  (Counting the
+ * snapshot cut every page of thousands of pods at the first event while
+ * it read.) */
+static bool sse_over(const sse_t *s)
 {
-	if (s->cut)
-		return;
-	/* The backlog before this message counts, not the message, and not
-	 * the snapshot in it: a snapshot of 10,000 pods (5.7 MB) is bigger
-	 * than the bound, a client that reads gets it whole, and the events
-	 * behind it are bounded.  (Counting the snapshot cut every page of
-	 * thousands of pods at the first event while it read.) */
-	size_t unread = s->q.len - s->sent;
-	if ((unread > s->snap_left && unread - s->snap_left > OBS_SSE_MAX_QUEUE) || s->q.oom) {
-		/* It does not read: cut rather than hold the daemon's memory. */
-		s->cut = true;
-		s->h->counts.sse_dropped++;
-		obs_buf_free(&s->q);
-		s->sent = s->snap_left = 0;
-	} else {
-		obs_buf_put(&s->q, data, n);
-		if (snap)
-			s->snap_left += n;
-	}
+	return s->q.len - s->sent + s->after.len > OBS_SSE_MAX_QUEUE || s->q.oom || s->after.oom;
+}
+
+/* It does not read: cut rather than hold the daemon's memory. */
+static void sse_cut(sse_t *s)
+{
+	s->cut = true;
+	s->h->counts.sse_dropped++;
+	obs_buf_free(&s->q);
+	obs_buf_free(&s->after);
+	snap_unref(s->h, s->snap);
+	s->snap = NULL;
+	s->sent = s->snap_sent = 0;
+}
+
+static void sse_wake(sse_t *s)
+{
 	if (s->suspended) {
 		s->suspended = false;
 		mhd_fn->resume_connection(s->c);
@@ -295,9 +321,36 @@ static void sse_push_as(sse_t *s, const char *data, size_t n, bool snap)
 	}
 }
 
+/* Queues an event (the backlog before it counts, not the event). */
 static void sse_push(sse_t *s, const char *data, size_t n)
 {
-	sse_push_as(s, data, n, false);
+	if (s->cut)
+		return;
+	if (sse_over(s))
+		sse_cut(s);
+	else
+		obs_buf_put(s->snap ? &s->after : &s->q, data, n);
+	sse_wake(s);
+}
+
+/* Sends it m (a reference of its own); one already being read makes
+ * this one owed instead (send_snapshot sends none then: defensive). */
+static void sse_push_snap(sse_t *s, sse_snap_t *m)
+{
+	if (s->cut)
+		return;
+	if (s->snap) {
+		s->snap_owed = true;
+		return;
+	}
+	if (sse_over(s)) {
+		sse_cut(s);
+	} else {
+		s->snap = m;
+		s->snap_sent = 0;
+		m->refs++;
+	}
+	sse_wake(s);
 }
 
 static void send_snapshot(obs_http_t *h, sse_t *only);
@@ -310,7 +363,7 @@ static ssize_t sse_read(void *cls, uint64_t pos, char *buf, size_t max)
 	(void)pos;
 	if (s->cut)
 		return MHD_CONTENT_READER_END_WITH_ERROR;
-	if (s->sent == s->q.len && s->snap_owed) {
+	if (s->sent == s->q.len && !s->snap && s->snap_owed) {
 		/* It has read what it had: the state now, once. */
 		s->snap_owed = false;
 		send_snapshot(s->h, s);
@@ -324,7 +377,21 @@ static ssize_t sse_read(void *cls, uint64_t pos, char *buf, size_t max)
 			obs_buf_consume(&s->q, s->sent);
 			s->sent = 0;
 		}
-		s->snap_left -= n < s->snap_left ? n : s->snap_left;
+		return (ssize_t)n;
+	}
+	if (s->snap) {
+		n = s->snap->len - s->snap_sent < max ? s->snap->len - s->snap_sent : max;
+		memcpy(buf, s->snap->p + s->snap_sent, n);
+		s->snap_sent += n;
+		if (s->snap_sent == s->snap->len) {
+			/* Read: what came meanwhile is next. */
+			snap_unref(s->h, s->snap);
+			s->snap = NULL;
+			obs_buf_free(&s->q);
+			s->q = s->after;
+			s->after = (obs_buf_t){ 0 };
+			s->sent = 0;
+		}
 		return (ssize_t)n;
 	}
 	if (s->h->closing)
@@ -345,6 +412,8 @@ static void sse_free(void *cls)
 	s->h->counts.sse_clients--;
 	s->h->nsnap -= s->snapshot;
 	obs_buf_free(&s->q);
+	obs_buf_free(&s->after);
+	snap_unref(s->h, s->snap);
 	free(s);
 }
 
@@ -567,30 +636,41 @@ static void snap_arm(obs_http_t *h)
 	}
 }
 
-/* The pages that wait for a snapshot get doc's (the state document). */
+/* The pages that wait for a snapshot get doc's (the state document),
+ * one message they share. */
 static void pages_snapshot(obs_http_t *h, const obs_buf_t *doc)
 {
-	obs_buf_t m = { 0 };
+	static const char head[] = "event: snapshot\ndata: ";
+	sse_snap_t *m;
 	bool any = false;
 
 	for (sse_t *s = h->clients; s && !any; s = s->next)
 		any = s->snap_wait;
 	if (!any)
 		return;
-	obs_buf_puts(&m, "event: snapshot\ndata: ");
-	obs_buf_put(&m, doc->p, doc->len);
-	obs_buf_puts(&m, "\n\n");
+	m = doc->oom ? NULL : malloc(sizeof *m + sizeof head - 1 + doc->len + 2);
+	if (m) {
+		m->refs = 1;           /* this function's */
+		m->len = 0;
+		memcpy(m->p, head, sizeof head - 1);
+		m->len += sizeof head - 1;
+		memcpy(m->p + m->len, doc->p, doc->len);
+		m->len += doc->len;
+		memcpy(m->p + m->len, "\n\n", 2);
+		m->len += 2;
+		h->counts.snap_bytes += m->len;
+	}
 	for (sse_t *s = h->clients; s; s = s->next) {
 		if (!s->snap_wait)
 			continue;
 		s->snap_wait = false;
-		if (!m.oom && !doc->oom)
-			sse_push_as(s, m.p, m.len, true);
+		if (m)
+			sse_push_snap(s, m);
 	}
-	if (h->in_run && !m.oom && !doc->oom && !h->snap_msg.len)
-		h->snap_msg = m;       /* for the pages that connect in this run */
+	if (m && h->in_run && !h->snap_run)
+		h->snap_run = m;       /* for the pages that connect in this run */
 	else
-		obs_buf_free(&m);
+		snap_unref(h, m);
 }
 
 /* Ends job j.  Its answer goes to every request that waited (each is
@@ -690,15 +770,15 @@ static void send_snapshot(obs_http_t *h, sse_t *only)
 	for (sse_t *s = h->clients; s; s = s->next) {
 		if (!s->snapshot || (only && s != only))
 			continue;
-		if (!only && s->snap_left) {
+		if (!only && s->snap) {
 			/* Still reading the last one: this one would only
 			 * queue behind it; it gets the state when done. */
 			s->snap_owed = true;
 			continue;
 		}
 		/* Pages connecting in one run are sent the same bytes. */
-		if (h->in_run && h->snap_msg.len)
-			sse_push_as(s, h->snap_msg.p, h->snap_msg.len, true);
+		if (h->in_run && h->snap_run)
+			sse_push_snap(s, h->snap_run);
 		else
 			s->snap_wait = true;
 	}

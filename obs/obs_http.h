@@ -39,10 +39,11 @@
  * they have nothing to send and are resumed by obs_http_publish; one
  * whose unread backlog of events passes OBS_SSE_MAX_QUEUE bytes when a
  * message comes (a client that does not read) is cut; a snapshot is not
- * counted in it (one of 10,000 pods is 5.7 MB: queued whole for a client
+ * counted in it (one of 10,000 pods is 5.7 MB: sent whole to a client
  * that reads), and a client still reading one is sent no other until it
  * has read it, then the state of that moment: its memory is bounded by
- * one snapshot and the bound.  A comment line
+ * the bound, and the pages reading one build's snapshot share one copy
+ * of its bytes (a reference each).  A comment line
  * every 15 s keeps proxies from closing an idle stream and lets a gone
  * client be noticed.
  */

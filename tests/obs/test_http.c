@@ -557,6 +557,71 @@ Test(obs_http, a_page_reading_a_big_snapshot_is_not_cut_by_the_changes_behind_it
 	teardown(d);
 }
 
+/* tankd's resident memory, KiB (VmRSS). */
+static long rss_kib(pid_t pid)
+{
+	char path[64], st[4096];
+	snprintf(path, sizeof path, "/proc/%d/status", (int)pid);
+	read_text(path, st, sizeof st);
+	const char *v = strstr(st, "VmRSS:");
+	cr_assert(v, "no VmRSS in %s", path);
+	return atol(v + 6);
+}
+
+/* Pages that read their snapshot slowly share its bytes: each held a
+ * copy of its own (63 MB at 100,000 stored pods, 64 pages 4 GB in
+ * tankd).  40 pages that read nothing past the snapshot's first bytes,
+ * 3,000 waiting pods (a snapshot of about 1.5 MB): tankd holds the
+ * messages of the few builds they were sent (a build serves every page
+ * of its run), counted once each by tank_http_snapshot_bytes, and its
+ * memory grows by a few snapshots, not by 40.  (A page that reads gets
+ * the shared bytes whole, events after them: the test above.) */
+Test(obs_http, pages_reading_a_snapshot_share_its_bytes)
+{
+	enum { PAGES = 40 };
+	static char url[128], got[PAGES][1 << 18];
+	char base[96];
+	static char state[8 << 20];
+	d_t *d = http_daemon(base, sizeof base);
+	int fds[PAGES];
+	prom_t p;
+
+	apply_waiting(d, 3000);
+	/* The apply's events over (a page gets them before its snapshot). */
+	cr_assert_eq(ctl(d, state, sizeof state, "sync"), 0, "%s", state);
+	sleep_ms(1000);
+	snprintf(url, sizeof url, "%s/state", base);
+	cr_assert_eq(obs_get(url, state, sizeof state), 200);
+	size_t one = strlen(state);
+	cr_assert_gt(one, 1000000, "a snapshot of 3,000 pods is %zu bytes", one);
+	long rss0 = rss_kib(d->pid);
+
+	for (int i = 0; i < PAGES; i++) {
+		fds[i] = obs_sse_open(port_of(base), "/events?snapshot=1");
+		int small = 4096;
+		(void)setsockopt(fds[i], SOL_SOCKET, SO_RCVBUF, &small, sizeof small);
+		got[i][0] = '\0';
+	}
+	for (int i = 0; i < PAGES; i++)
+		cr_assert(obs_sse_wait(fds[i], got[i], sizeof got[i], "event: snapshot", 30),
+			  "page %d got no snapshot: %.200s", i, got[i]);
+	/* Each page has read at most 256 KiB: the rest is tankd's. */
+	scrape(base, &p);
+	double held = prom_get(&p, "tank_http_snapshot_bytes", NULL);
+	prom_free(&p);
+	long grew = rss_kib(d->pid) - rss0;
+	cr_assert_gt(held, (double)one, "no snapshot held (%.0f bytes) while %d pages read one",
+		     held, PAGES);
+	cr_assert_lt(held, 8. * (double)one,
+		     "%.0f bytes of snapshots held for %d pages: %.1f copies of %zu", held, PAGES,
+		     held / (double)one, one);
+	cr_assert_lt((double)grew * 1024., 16. * (double)one,
+		     "tankd grew %ld KiB while %d pages read a %zu-byte snapshot", grew, PAGES, one);
+	for (int i = 0; i < PAGES; i++)
+		close(fds[i]);
+	teardown(d);
+}
+
 /* Reads fd to EOF (60 s at most); the body, malloc'ed. */
 static char *read_body(int fd)
 {
