@@ -95,7 +95,7 @@ typedef struct obs_job {
 	bool again;                    /* pages asked for a newer snapshot meanwhile */
 	obs_wait_t *waiters;
 	double cost;                   /* seconds its slices took */
-	obs_buf_t b;                   /* JOB_STATE: the document so far */
+	obs_buf_t b;                   /* JOB_STATE: SNAP_HEAD, the document so far */
 	snap_kind_t sk;
 	obs_walk_t w;
 	obs_metrics_build_t *mb;       /* JOB_METRICS */
@@ -138,14 +138,18 @@ struct obs_http {
 	ev_timer slice;                /* the next slice of the jobs running */
 };
 
-/* One snapshot message (`event: snapshot`, the state document), shared
- * by the pages it is sent to, freed with its last reference: each page
+/* One build of the state document, as the snapshot message the pages
+ * are sent (SNAP_HEAD, the document, a blank line); the /state answer of
+ * that build is the document and a newline in the same bytes.  Shared
+ * by the pages and the answers, freed with its last reference: each page
  * held a copy of its own, 64 pages at 100,000 stored pods 64 copies of
- * 63 MB (4 GB in tankd). */
+ * 63 MB (4 GB in tankd), and each build copied the document once more. */
+#define SNAP_HEAD "event: snapshot\ndata: "
 struct sse_snap {
+	obs_http_t *h;                 /* its counts (tank_http_snapshot_bytes) */
 	size_t refs;
 	size_t len;
-	char p[];
+	char *p;                       /* malloc'ed, owned */
 };
 
 /* A page's stream: q, then the snapshot it reads (if any), then after.
@@ -224,10 +228,11 @@ static void rearm(obs_http_t *h)
 	}
 }
 
-static void snap_unref(obs_http_t *h, sse_snap_t *m)
+static void snap_unref(sse_snap_t *m)
 {
 	if (m && --m->refs == 0) {
-		h->counts.snap_bytes -= m->len;
+		m->h->counts.snap_bytes -= m->len;
+		free(m->p);
 		free(m);
 	}
 }
@@ -247,7 +252,7 @@ static void share_drop(obs_http_t *h)
 		done_unref(h->ran[j]);
 		h->ran[j] = NULL;
 	}
-	snap_unref(h, h->snap_run);
+	snap_unref(h->snap_run);
 	h->snap_run = NULL;
 }
 
@@ -307,7 +312,7 @@ static void sse_cut(sse_t *s)
 	s->h->counts.sse_dropped++;
 	obs_buf_free(&s->q);
 	obs_buf_free(&s->after);
-	snap_unref(s->h, s->snap);
+	snap_unref(s->snap);
 	s->snap = NULL;
 	s->sent = s->snap_sent = 0;
 }
@@ -385,7 +390,7 @@ static ssize_t sse_read(void *cls, uint64_t pos, char *buf, size_t max)
 		s->snap_sent += n;
 		if (s->snap_sent == s->snap->len) {
 			/* Read: what came meanwhile is next. */
-			snap_unref(s->h, s->snap);
+			snap_unref(s->snap);
 			s->snap = NULL;
 			obs_buf_free(&s->q);
 			s->q = s->after;
@@ -413,7 +418,7 @@ static void sse_free(void *cls)
 	s->h->nsnap -= s->snapshot;
 	obs_buf_free(&s->q);
 	obs_buf_free(&s->after);
-	snap_unref(s->h, s->snap);
+	snap_unref(s->snap);
 	free(s);
 }
 
@@ -438,21 +443,6 @@ static enum MHD_Result answer(struct MHD_Connection *c, unsigned code, const cha
 static enum MHD_Result text(struct MHD_Connection *c, unsigned code, const char *s)
 {
 	return answer(c, code, "text/plain; charset=utf-8", s, strlen(s));
-}
-
-/* A response of b's bytes, not copied: MHD frees them (b is left empty),
- * or NULL (b kept).  The caller queues it and drops its reference. */
-static struct MHD_Response *owned_response(const char *type, obs_buf_t *b)
-{
-	struct MHD_Response *r =
-		mhd_fn->create_response_from_buffer(b->len, b->p, MHD_RESPMEM_MUST_FREE);
-
-	if (!r)
-		return NULL;
-	*b = (obs_buf_t){ 0 };
-	mhd_fn->add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE, type);
-	mhd_fn->add_response_header(r, MHD_HTTP_HEADER_CACHE_CONTROL, "no-store");
-	return r;
 }
 
 /* /metrics sent from its parts as they are (obs_metrics_finish_parts):
@@ -605,7 +595,8 @@ static void job_start(obs_http_t *h, int j)
 	}
 	job->b = (obs_buf_t){ 0 };
 	job->sk = (snap_kind_t){ .b = &job->b, .now = rc_wall_ms() };
-	obs_buf_printf(&job->b, "{\"at\":%llu,\"kinds\":[", (unsigned long long)job->sk.now);
+	obs_buf_printf(&job->b, SNAP_HEAD "{\"at\":%llu,\"kinds\":[",
+		       (unsigned long long)job->sk.now);
 	obs_walk_init(&job->w, h->o.src.kinds, &fns, &job->sk);
 }
 
@@ -636,30 +627,9 @@ static void snap_arm(obs_http_t *h)
 	}
 }
 
-/* The pages that wait for a snapshot get doc's (the state document),
- * one message they share. */
-static void pages_snapshot(obs_http_t *h, const obs_buf_t *doc)
+/* The pages that wait for a snapshot get m (they share it). */
+static void pages_snapshot(obs_http_t *h, sse_snap_t *m)
 {
-	static const char head[] = "event: snapshot\ndata: ";
-	sse_snap_t *m;
-	bool any = false;
-
-	for (sse_t *s = h->clients; s && !any; s = s->next)
-		any = s->snap_wait;
-	if (!any)
-		return;
-	m = doc->oom ? NULL : malloc(sizeof *m + sizeof head - 1 + doc->len + 2);
-	if (m) {
-		m->refs = 1;           /* this function's */
-		m->len = 0;
-		memcpy(m->p, head, sizeof head - 1);
-		m->len += sizeof head - 1;
-		memcpy(m->p + m->len, doc->p, doc->len);
-		m->len += doc->len;
-		memcpy(m->p + m->len, "\n\n", 2);
-		m->len += 2;
-		h->counts.snap_bytes += m->len;
-	}
 	for (sse_t *s = h->clients; s; s = s->next) {
 		if (!s->snap_wait)
 			continue;
@@ -667,10 +637,59 @@ static void pages_snapshot(obs_http_t *h, const obs_buf_t *doc)
 		if (m)
 			sse_push_snap(s, m);
 	}
-	if (m && h->in_run && !h->snap_run)
+	if (m && h->in_run && !h->snap_run) {
 		h->snap_run = m;       /* for the pages that connect in this run */
-	else
-		snap_unref(h, m);
+		m->refs++;
+	}
+}
+
+/* /state's body, read from the build's bytes (a reference of its own). */
+static ssize_t state_read(void *cls, uint64_t pos, char *buf, size_t max)
+{
+	sse_snap_t *m = cls;
+	size_t body = m->len - (sizeof SNAP_HEAD - 1) - 1, n;
+
+	if (pos >= body)
+		return MHD_CONTENT_READER_END_OF_STREAM;
+	n = body - (size_t)pos < max ? body - (size_t)pos : max;
+	memcpy(buf, m->p + (sizeof SNAP_HEAD - 1) + pos, n);
+	return (ssize_t)n;
+}
+
+static void state_free(void *cls)
+{
+	snap_unref(cls);
+}
+
+/* The state job's end: its buffer (SNAP_HEAD and the document) becomes
+ * one sse_snap_t for the pages and the /state answer; returns that
+ * answer, NULL when out of memory (the pages that wait then wait for
+ * the next build's). */
+static struct MHD_Response *state_end(obs_http_t *h, obs_buf_t *b)
+{
+	sse_snap_t *m = NULL;
+	struct MHD_Response *r = NULL;
+
+	obs_buf_puts(b, "]}\n\n");
+	if (!b->oom && (m = malloc(sizeof *m))) {
+		*m = (sse_snap_t){ .h = h, .refs = 1, .len = b->len, .p = b->p };
+		*b = (obs_buf_t){ 0 };
+		h->counts.snap_bytes += m->len;
+	}
+	obs_buf_free(b);
+	pages_snapshot(h, m);
+	if (m) {
+		r = mhd_fn->create_response_from_callback(m->len - (sizeof SNAP_HEAD - 1) - 1,
+							  64 << 10, state_read, m, state_free);
+		if (r) {
+			m->refs++;
+			mhd_fn->add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE,
+						    "application/json");
+			mhd_fn->add_response_header(r, MHD_HTTP_HEADER_CACHE_CONTROL, "no-store");
+		}
+	}
+	snap_unref(m);
+	return r;
 }
 
 /* Ends job j.  Its answer goes to every request that waited (each is
@@ -689,13 +708,8 @@ static obs_done_t *job_end(obs_http_t *h, int j)
 			r = metrics_response(h, job->mb);
 		job->mb = NULL;
 	} else {
-		obs_buf_puts(&job->b, "]}");
 		h->snap_cost = job->cost;
-		pages_snapshot(h, &job->b);
-		obs_buf_puts(&job->b, "\n");
-		if (!job->b.oom)
-			r = owned_response("application/json", &job->b);
-		obs_buf_free(&job->b);
+		r = state_end(h, &job->b);
 		if (job->again)
 			snap_arm(h);
 		job->again = false;

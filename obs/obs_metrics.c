@@ -471,7 +471,7 @@ int obs_metrics_finish_parts(obs_metrics_build_t *mb, const obs_counts_t *c,
 	one(b, "tank_http_sse_dropped_total", "counter",
 	    "/events clients cut for falling behind.", (double)c->sse_dropped);
 	one(b, "tank_http_snapshot_bytes", "gauge",
-	    "Bytes of the snapshot messages pages are reading, each counted once.",
+	    "Bytes of the state documents that pages read or /state answers send, each build counted once.",
 	    (double)c->snap_bytes);
 	one(b, "tank_http_slow_closed_total", "counter",
 	    "HTTP connections closed for not sending a whole request in time.",

@@ -59,7 +59,7 @@ typedef struct obs_counts {
 	uint64_t requests;           /* HTTP requests answered */
 	size_t sse_clients;
 	uint64_t sse_dropped;        /* clients cut for falling behind */
-	size_t snap_bytes;           /* snapshot messages held for pages, each once */
+	size_t snap_bytes;           /* state builds held for pages and /state answers */
 	uint64_t slow_closed;        /* connections closed: no whole request in time */
 	uint64_t build_slices;       /* slices of /metrics and /state builds (obs_http.c) */
 } obs_counts_t;

@@ -17,7 +17,7 @@ cp -a "$KEPT/data/." "$SCALE_DIR/"
 scale_start
 T sync >/dev/null 2>&1; sleep 5
 python3 - "$TANK_SOCKET" "$P" "$SCALE_HTTP" "$SCALE_PID" <<'PY'
-import os, re, socket, sys, time, urllib.request
+import os, re, signal, socket, subprocess, sys, time, urllib.request
 sys.path.insert(0, 'bench/scale'); import rpc
 sock, pages, addr, pid = sys.argv[1], int(sys.argv[2]), sys.argv[3], sys.argv[4]
 host, port = addr.rsplit(':', 1)
@@ -29,7 +29,15 @@ def gauge():
     return float(g.group(1)) if g else float('nan')    # not before round 19
 size = len(urllib.request.urlopen(f'http://{addr}/state', timeout=600).read())
 r0 = rss()
-p = rpc.Pinger(sock, 0.01, id32=True)
+# The pinger in a process of its own: this one's recv loops would hold
+# the GIL and make the pings look slow.
+pinger = subprocess.Popen([sys.executable, '-c', '''
+import signal, sys; sys.path.insert(0, "bench/scale"); import rpc
+signal.pthread_sigmask(signal.SIG_BLOCK, [signal.SIGTERM])
+p = rpc.Pinger(sys.argv[1], 0.01, id32=True)
+signal.sigwait([signal.SIGTERM]); print(rpc.pings_line(p.stop()))
+''', sock], stdout=subprocess.PIPE, text=True)
+time.sleep(0.5)
 a = time.time()
 cs = []
 for i in range(pages):
@@ -47,10 +55,11 @@ for c in cs:
 t = time.time() - a
 r1, peak = rss(), int(re.search(r'VmHWM:\s+(\d+)', open(f'/proc/{pid}/status').read()).group(1))
 g = gauge()
-pings = p.stop()
+pinger.send_signal(signal.SIGTERM)
+pings = pinger.communicate()[0].strip()
 print(f'{pages} pages, snapshot {size / 1e6:.1f} MB: all began in {t:.1f} s; tankd RSS '
       f'{r0 / 1024:.0f} -> {r1 / 1024:.0f} MiB (peak {peak / 1024:.0f}); '
-      f'snapshot bytes held {g / 1e6:.1f} MB ({g / size:.1f} snapshots); ' + rpc.pings_line(pings))
+      f'snapshot bytes held {g / 1e6:.1f} MB ({g / size:.1f} snapshots); ' + pings)
 for c in cs: c.close()
 PY
 scale_stop
