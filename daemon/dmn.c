@@ -953,9 +953,14 @@ static void release(dmn_t *d)
 		ev_timer_stop(rt_loop(d->rt), &d->reexec_timer);
 	if (d->rt && ev_is_active(&d->deadline))
 		ev_timer_stop(rt_loop(d->rt), &d->deadline);
-	/* The web side's streams end and its watchers leave the loop. */
+	/* The web side's streams end and its watchers leave the loop.  Gone
+	 * before rt_free: an actor's terminate there may still record an
+	 * event (the reconciler's containers lost at a stop now), which
+	 * publish then gives to nobody. */
 	obs_http_close(d->http);
+	d->http = NULL;
 	obs_notify_close(d->notify);
+	d->notify = NULL;
 	/* The actors first (runners kill their containers), then the
 	 * tracking they borrowed. */
 	rt_free(d->rt);
