@@ -619,13 +619,30 @@ static void timer_cb(struct ev_loop *loop, ev_timer *w, int revents);
 static void flush_failed(st_t *st, const tank_error_t *e);
 static bool env_reopen(st_t *st);
 
-/* The trim timer never keeps the loop alive (ev_unref after each start,
- * ev_ref before each stop and when it has fired: libev stopped it). */
+/* The trim timer never keeps the loop alive: it holds no reference of
+ * the loop exactly while it is active (ev_unref after its start, ev_ref
+ * before its stop).  It repeats, so libev never stops it by itself: as a
+ * one-shot timer it was stopped by libev at its expiry, a transaction in
+ * a callback run before its own in that turn of the loop armed it again
+ * (and unref'd), and its callback, finding the store touched, unref'd
+ * once more for a start that did nothing.  Each such turn took a
+ * reference from the loop for good, until tankd's loop had none left
+ * and ended by itself (found by a churn of web clients, SAN build). */
 static void trim_arm(st_t *st)
 {
-	ev_timer_set(&st->trim, ST_TRIM_QUIET_MS / 1000.0, 0.);
+	if (ev_is_active(&st->trim))
+		return;
+	ev_timer_set(&st->trim, ST_TRIM_QUIET_MS / 1000.0, ST_TRIM_QUIET_MS / 1000.0);
 	ev_timer_start(st->loop, &st->trim);
 	ev_unref(st->loop);
+}
+
+static void trim_disarm(st_t *st)
+{
+	if (!ev_is_active(&st->trim))
+		return;
+	ev_ref(st->loop);
+	ev_timer_stop(st->loop, &st->trim);
 }
 
 /* Every transaction says so: the trim timer runs only while there is
@@ -677,14 +694,13 @@ static int map_give_back(st_t *st)
 static void trim_cb(struct ev_loop *loop, ev_timer *w, int revents)
 {
 	st_t *st = w->data;
-	(void)revents;
+	(void)loop; (void)revents;
 
-	ev_ref(loop);
 	if (st->touched || st->ac) {
 		st->touched = false;
-		trim_arm(st);
-		return;
+		return;                /* another period: it repeats */
 	}
+	trim_disarm(st);
 	/* A reopen gives the map back too: it goes with the environment. */
 	if (st->max_txn_writes >= ST_REOPEN_WRITES && env_reopen(st))
 		return;
@@ -1827,10 +1843,7 @@ void st_detach_loop(st_t *st)
 	 * how it went (nothing torn, nothing left to the thread). */
 	st_settle(st);
 	ev_timer_stop(st->loop, &st->timer);
-	if (ev_is_active(&st->trim)) {
-		ev_ref(st->loop);
-		ev_timer_stop(st->loop, &st->trim);
-	}
+	trim_disarm(st);
 	ev_timer_stop(st->loop, &st->load_timer);
 	pthread_mutex_lock(&st->q_mu);
 	st->dur_on = false;

@@ -1237,6 +1237,57 @@ Test(store, a_quiet_store_gives_its_map_pages_back, .init = setup, .fini = teard
 	ev_loop_destroy(loop);
 }
 
+/* A read, in a callback that runs before the trim timer's own. */
+static void touch_cb(struct ev_loop *loop, ev_timer *w, int revents)
+{
+	st_pod_t p;
+
+	(void)loop; (void)revents;
+	if (st_pod_get(w->data, "p0", &p, NULL) == 0)
+		st_pod_clear(&p);
+}
+
+/* The store takes from its loop no reference it does not give back.  Its
+ * trim timer holds none while active; as a one-shot timer, a transaction
+ * in a callback run in the turn of its expiry, before its own, armed it
+ * again (libev had stopped it), and its callback then took one reference
+ * more for good: tankd's loop ended by itself once none was left ("info:
+ * stopped", no stop asked: a churn of web clients, SAN build).  Here the
+ * loop sleeps past the trim's expiry twice, and a timer of the highest
+ * priority reads from the store in that very turn. */
+Test(store, a_store_touched_as_its_trim_timer_expires_keeps_the_loops_references,
+     .init = setup, .fini = teardown)
+{
+	struct ev_loop *loop = ev_loop_new(EVFLAG_AUTO);
+	ev_timer keep, touch;
+
+	cr_assert_not_null(loop);
+	ev_timer_init(&keep, tick_cb, 3600., 0.);
+	ev_timer_start(loop, &keep);
+	int base = ev_run(loop, EVRUN_NOWAIT);       /* the loop's references: keep's */
+	st_t *st = stu_open(g_dir, NULL);
+	cr_assert_eq(st_attach_loop(st, loop), 0);
+	apply1(st, "p0", "spec");                    /* touched: the trim timer runs */
+	for (int round = 0; round < 2; round++) {
+		/* Past the quiet period (2 s, ST_TRIM_QUIET_MS) without a turn. */
+		usleep(2300 * 1000);
+		ev_now_update(loop);
+		ev_timer_init(&touch, touch_cb, 0., 0.);
+		touch.data = st;
+		ev_set_priority(&touch, EV_MAXPRI);
+		ev_timer_start(loop, &touch);
+		ev_run(loop, EVRUN_NOWAIT);
+		cr_assert_not(ev_is_active(&touch), "round %d: the touch did not run", round);
+	}
+	st_detach_loop(st);
+	int after = ev_run(loop, EVRUN_NOWAIT);
+	cr_assert_eq(after, base, "the loop has %d reference(s) left of %d: the store took %d",
+		     after, base, base - after);
+	ev_timer_stop(loop, &keep);
+	st_close(st, NULL);
+	ev_loop_destroy(loop);
+}
+
 /* st_loop_holds says what of the store keeps its loop alive: a status
  * queued holds it until the flush timer has committed it, and nothing
  * once it has. */
