@@ -13,6 +13,7 @@
 #include <sys/prctl.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "runtime/rt.h"
@@ -1018,6 +1019,115 @@ Test(runtime, a_kept_exit_is_not_handed_to_a_new_process_with_its_pid, .timeout 
 	if (!strncmp(buf, "skip: ", 6))
 		cr_skip_test("pids cannot be reused here: %s", buf + 6);
 	cr_assert_str_eq(buf, "ok", "%s", buf);
+}
+
+/* The bounds of the kept exits (rt_set_orphan_limits), at 4 exits
+ * instead of 2^18.  A fifth exit finds the set full and is not kept.
+ * Once the four are older than the keep, an exit is still not kept while
+ * the last sweep is more recent than full_sweep_ms: a full set is not
+ * walked at each exit.  After that, the next exit's sweep drops the four
+ * and the exit is kept. */
+#define FULL_MAX 4
+#define FULL_KEEP_MS 100
+#define FULL_SWEEP_MS 1500
+
+static double mono_s(void)
+{
+	struct timespec t;
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return (double)t.tv_sec + (double)t.tv_nsec / 1e9;
+}
+
+/* A child that exits with code, reaped by the runtime with nobody
+ * watching it. */
+static pid_t exit_unwatched(rt_t *rt, int code)
+{
+	pid_t pid = fork_exit(code);
+	cr_assert(run_until_reaped(rt, pid), "pid %d was not reaped", (int)pid);
+	return pid;
+}
+
+/* Watches pid from a new actor (state *s, which outlives it) for up to
+ * secs: true when an exit came (a kept one comes at once); else the
+ * watch is removed. */
+static bool claimed(rt_t *rt, claimst_t *s, pid_t pid, double secs)
+{
+	rt_pid_t a;
+
+	*s = (claimst_t){ .pid = pid };
+	cr_assert_eq(rt_spawn(rt, &claim_b, s, &a), 0);
+	ts_run_for(rt, secs);
+	if (!s->ngot)
+		cr_assert_eq(rt_unwatch_child(rt, s->ref), 0);
+	return s->ngot > 0;
+}
+
+Test(runtime, a_full_set_of_kept_exits_keeps_no_more_until_a_sweep_frees_room)
+{
+	rt_t *rt = new_rt();
+	rt_orphan_limits_t lim = { FULL_MAX, FULL_KEEP_MS, FULL_SWEEP_MS };
+	claimst_t cs[16];
+	pid_t kept[FULL_MAX];
+	rt_pid_t idle;
+	int nc = 0;
+
+	cr_assert_eq(rt_spawn(rt, &idle_b, NULL, &idle), 0);
+	/* The first exit is kept under the defaults: its add swept the
+	 * empty set (the last sweep from here on) and put the next one at
+	 * 1,024 exits, which the bound lowered after it must bring down. */
+	double t0 = mono_s();
+	kept[0] = exit_unwatched(rt, 3);
+	double swept_by = mono_s();
+	cr_assert_eq(rt_set_orphan_limits(rt, &lim), 0);
+	for (int i = 1; i < FULL_MAX; i++)
+		kept[i] = exit_unwatched(rt, 3);
+	pid_t over = exit_unwatched(rt, 4);
+	cr_assert_not(claimed(rt, &cs[nc++], over, 0.05),
+		      "an exit beyond the bound of %d was kept", FULL_MAX);
+	/* The last of the four was kept: the set was full.  Claimed, it
+	 * leaves room for one more, taken at once. */
+	cr_assert(claimed(rt, &cs[nc++], kept[FULL_MAX - 1], 5));
+	cr_assert_eq(cs[nc - 1].code, 3);
+	kept[FULL_MAX - 1] = exit_unwatched(rt, 3);
+
+	usleep(2 * FULL_KEEP_MS * 1000);
+	pid_t soon = exit_unwatched(rt, 5);
+	cr_assert_lt(mono_s() - t0, FULL_SWEEP_MS / 1e3,
+		     "too slow to see the sweeps' spacing (%.2f s)", mono_s() - t0);
+	cr_assert_not(claimed(rt, &cs[nc++], soon, 0.05),
+		      "a full set was swept sooner than %d ms after the last sweep",
+		      FULL_SWEEP_MS);
+
+	double left = swept_by + FULL_SWEEP_MS / 1e3 + 0.05 - mono_s();
+	if (left > 0)
+		usleep((useconds_t)(left * 1e6));
+	pid_t late = exit_unwatched(rt, 6);
+	cr_assert(claimed(rt, &cs[nc++], late, 5),
+		  "the sweep of a full set of old exits left no room for a new one");
+	cr_assert_eq(cs[nc - 1].code, 6);
+	for (int i = 0; i < FULL_MAX; i++)
+		cr_assert_not(claimed(rt, &cs[nc++], kept[i], 0.05),
+			      "the exit of pid %d, older than the keep, was not swept",
+			      (int)kept[i]);
+	cr_assert_eq(waitpid(-1, NULL, WNOHANG), -1);
+	rt_free(rt);
+}
+
+Test(runtime, orphan_limits_are_checked)
+{
+	rt_t *rt = new_rt();
+	rt_orphan_limits_t bad[] = {
+		{ 0, 1, 1 }, { (1u << 30) + 1, 1, 1 }, { 1, 0, 1 },
+		{ 1, UINT64_MAX, 1 }, { 1, 1, UINT64_MAX },
+	};
+	rt_orphan_limits_t dflt = {
+		RT_ORPHANS_MAX, RT_ORPHAN_KEEP_MS, RT_ORPHANS_FULL_SWEEP_MS
+	};
+
+	for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++)
+		cr_assert_eq(rt_set_orphan_limits(rt, &bad[i]), -EINVAL, "case %zu", i);
+	cr_assert_eq(rt_set_orphan_limits(rt, &dflt), 0);
+	rt_free(rt);
 }
 
 /* A child said to be ending (rt_child_exiting: its pipes reached EOF) is
