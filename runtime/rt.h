@@ -318,10 +318,36 @@ int rt_unwatch_child(rt_t *rt, rt_ref_t ref);
 /* fn(ctx, pid, status) for each child reaped while nobody watched it (a
  * process a previous image of this one started, say): true takes it,
  * false (or no fn) keeps it for an rt_watch_child to come, as before
- * (each for 60 s, at most 2^18 of them; rt_io.c).  Called in the reap, on the loop's
- * thread; fn must not call back into the runtime's reaping.  One hook;
- * NULL removes it. */
+ * (within rt_set_orphan_limits' bounds).  Called in the reap, on the
+ * loop's thread; fn must not call back into the runtime's reaping.  One
+ * hook; NULL removes it. */
 void rt_on_unwatched_exit(rt_t *rt, bool (*fn)(void *ctx, pid_t pid, int status), void *ctx);
+
+/* The bounds of the exits kept for a watch to come (reaped while nobody
+ * watched them, see rt_watch_child).  At most `max` are kept, each for
+ * `keep_ms`.  The set is swept of the exits older than keep_ms when it has
+ * doubled since the last sweep; once it is full, at most once every
+ * `full_sweep_ms` (a sweep that frees nothing, at each exit, would walk
+ * the whole set each time).  An exit reaped while the set is full and no
+ * sweep is allowed is not kept: a watch of it never fires.  The defaults
+ * (RT_ORPHANS_MAX, RT_ORPHAN_KEEP_MS, RT_ORPHANS_FULL_SWEEP_MS) are what
+ * every runtime starts with; tankd keeps them.  Tests lower them, to
+ * reach a full set with a few exits instead of 2^18. */
+#define RT_ORPHANS_MAX (1u << 18)       /* 24 bytes each, twice in the table */
+#define RT_ORPHAN_KEEP_MS 60000u
+#define RT_ORPHANS_FULL_SWEEP_MS 1000u
+typedef struct rt_orphan_limits {
+	uint32_t max;              /* exits kept at most: 1 .. 2^30 */
+	uint64_t keep_ms;          /* how long each is kept: > 0 */
+	uint64_t full_sweep_ms;    /* a full set is swept at most this often */
+} rt_orphan_limits_t;
+/* Sets the bounds (copied from *lim), for the exits reaped from now on:
+ * those kept already stay until a sweep finds them old, and a set
+ * holding more than the new max keeps none more until then.  -EINVAL,
+ * the bounds unchanged, when max is 0 or above 2^30 (the sweep doubles
+ * it), keep_ms is 0, or a time does not fit in nanoseconds.  Never
+ * blocks. */
+int rt_set_orphan_limits(rt_t *rt, const rt_orphan_limits_t *lim);
 
 /* Reaping is spaced by its own cost (each reap walks every child of the
  * process in the kernel): a SIGCHLD that comes less than 32 times the last

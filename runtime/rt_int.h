@@ -115,10 +115,14 @@ struct rt {
 	/* child watches: pid -> res ref, open addressing */
 	tank_set_t cmap;           /* child watches by OS pid (rt_io.c) */
 	/* exits reaped before anyone watched them, by OS pid (rt_io.c's
-	 * rt_orphan_t: kept RT__ORPHAN_KEEP_NS, swept as the set doubles) */
+	 * rt_orphan_t: kept orphan_keep_ns, swept as the set doubles) */
 	tank_set_t orphans;
 	uint32_t orphans_sweep_at; /* a sweep when the set holds this many */
 	uint64_t orphans_swept_ns; /* the last sweep (CLOCK_MONOTONIC) */
+	/* rt_set_orphan_limits: RT_ORPHANS_MAX, RT_ORPHAN_KEEP_MS and
+	 * RT_ORPHANS_FULL_SWEEP_MS (in ns) unless a test lowered them */
+	uint32_t orphans_max;
+	uint64_t orphan_keep_ns, orphans_full_sweep_ns;
 	bool (*unwatched_fn)(void *ctx, pid_t pid, int status);   /* rt_on_unwatched_exit */
 	void *unwatched_ctx;
 	uint32_t nchildwatch;

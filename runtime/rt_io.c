@@ -22,19 +22,20 @@
 #include <time.h>
 
 /* Exits reaped before anyone watched them are kept for a watch to come,
- * RT__ORPHAN_KEEP_NS each, in a set by pid.  A mass launch whose commands
+ * rt->orphan_keep_ns each (RT_ORPHAN_KEEP_MS), in a set by pid.  A mass launch whose commands
  * fail at once brings thousands together: the reap that their SIGCHLDs
  * bring takes them all before their runners' turns, and a table of 1,024
  * that dropped the oldest lost the rest (their watches never fired: 1,024
  * of 3,000 delivered).  Exits nobody will ever claim (a probe's process
  * abandoned with its container) go when a sweep finds them older than
  * that; a sweep runs when the set has doubled since the last, so it costs
- * O(1) an exit.  RT__ORPHANS_MAX bounds the memory (24 bytes each, twice
- * that in the table) against a flood faster than the keep. */
-#define RT__ORPHAN_KEEP_NS (60ull * 1000000000u)
+ * O(1) an exit.  rt->orphans_max (RT_ORPHANS_MAX) bounds the memory (24
+ * bytes each, twice that in the table) against a flood faster than the
+ * keep.  The three bounds are the runtime's, not constants of this file,
+ * so that a test reaches a full set with a few exits
+ * (rt_set_orphan_limits); no global: one runtime's bounds are its own. */
 #define RT__ORPHANS_SWEEP_MIN 1024u
-#define RT__ORPHANS_MAX (1u << 18)
-#define RT__ORPHANS_FULL_SWEEP_NS 1000000000ull
+#define RT__NS_PER_MS 1000000ull
 
 typedef struct rt_orphan {
 	uint64_t pid;              /* the key (tank_set): an OS pid */
@@ -384,7 +385,7 @@ static uint64_t rt__clock_ns(clockid_t id)
 	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
 
-/* Drops the kept exits older than RT__ORPHAN_KEEP_NS.  The keys first:
+/* Drops the kept exits older than rt->orphan_keep_ns.  The keys first:
  * a delete may shrink the table under an iteration. */
 static void rt__orphans_sweep(rt_t *rt, uint64_t now)
 {
@@ -394,7 +395,7 @@ static void rt__orphans_sweep(rt_t *rt, uint64_t now)
 	if (old) {
 		for (uint32_t i = 0; i < slots; i++) {
 			const rt_orphan_t *o = tank_set_at(&rt->orphans, sizeof *o, i);
-			if (o && now - o->at_ns >= RT__ORPHAN_KEEP_NS)
+			if (o && now - o->at_ns >= rt->orphan_keep_ns)
 				old[n++] = o->pid;
 		}
 		for (uint32_t i = 0; i < n; i++)
@@ -409,7 +410,23 @@ static void rt__orphans_sweep(rt_t *rt, uint64_t now)
 	 * their watches lost for good. */
 	uint32_t at = rt->orphans.n * 2 > RT__ORPHANS_SWEEP_MIN
 		      ? rt->orphans.n * 2 : RT__ORPHANS_SWEEP_MIN;
-	rt->orphans_sweep_at = at < RT__ORPHANS_MAX ? at : RT__ORPHANS_MAX;
+	rt->orphans_sweep_at = at < rt->orphans_max ? at : rt->orphans_max;
+}
+
+int rt_set_orphan_limits(rt_t *rt, const rt_orphan_limits_t *lim)
+{
+	if (lim->max == 0 || lim->max > (1u << 30) || lim->keep_ms == 0 ||
+	    lim->keep_ms > UINT64_MAX / RT__NS_PER_MS ||
+	    lim->full_sweep_ms > UINT64_MAX / RT__NS_PER_MS)
+		return -EINVAL;
+	rt->orphans_max = lim->max;
+	rt->orphan_keep_ns = lim->keep_ms * RT__NS_PER_MS;
+	rt->orphans_full_sweep_ns = lim->full_sweep_ms * RT__NS_PER_MS;
+	/* Never above the bound (see rt__orphans_sweep): a lowered bound
+	 * under the next sweep's size would never be swept. */
+	if (rt->orphans_sweep_at > lim->max)
+		rt->orphans_sweep_at = lim->max;
+	return 0;
 }
 
 static void rt__orphan_add(rt_t *rt, pid_t pid, int status)
@@ -419,16 +436,17 @@ static void rt__orphan_add(rt_t *rt, pid_t pid, int status)
 	if (rt->unwatched_fn && rt->unwatched_fn(rt->unwatched_ctx, pid, status))
 		return;
 	o.at_ns = rt__clock_ns(CLOCK_MONOTONIC);
-	/* Full, a sweep may free nothing: at most one a second then (a
-	 * walk of the whole table at each exit would cost O(bound) each). */
+	/* Full, a sweep may free nothing: at most one every
+	 * orphans_full_sweep_ns then (a second unless lowered; a walk of the
+	 * whole table at each exit would cost O(bound) each). */
 	if (rt->orphans.n >= rt->orphans_sweep_at &&
-	    (rt->orphans.n < RT__ORPHANS_MAX ||
-	     o.at_ns - rt->orphans_swept_ns >= RT__ORPHANS_FULL_SWEEP_NS))
+	    (rt->orphans.n < rt->orphans_max ||
+	     o.at_ns - rt->orphans_swept_ns >= rt->orphans_full_sweep_ns))
 		rt__orphans_sweep(rt, o.at_ns);
 	/* One kept for the same pid is an earlier process's: this one was
 	 * started (and reaped) after it. */
 	tank_set_del(&rt->orphans, sizeof o, o.pid, NULL);
-	if (rt->orphans.n < RT__ORPHANS_MAX)
+	if (rt->orphans.n < rt->orphans_max)
 		(void)tank_set_add(&rt->orphans, sizeof o, &o);  /* -ENOMEM: nobody asked yet */
 }
 
@@ -712,6 +730,11 @@ int rt_unwatch_child(rt_t *rt, rt_ref_t ref)
 
 int rt__io_init(rt_t *rt)
 {
+	rt_orphan_limits_t lim = {
+		RT_ORPHANS_MAX, RT_ORPHAN_KEEP_MS, RT_ORPHANS_FULL_SWEEP_MS
+	};
+
+	(void)rt_set_orphan_limits(rt, &lim);
 	ev_signal_init(&rt->sigchld, rt__sigchld_cb, SIGCHLD);
 	rt->sigchld.data = rt;
 	ev_timer_init(&rt->reap_timer, rt__reap_cb, 0., 0.);

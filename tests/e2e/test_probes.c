@@ -40,6 +40,34 @@ static bool history_has(d_t *d, const char *name, const char *needle, int secs)
 	return wait_says(d, secs, needle, "history %s", name);
 }
 
+/* Writes `file` into d's dir: n pods named prefix + their index in
+ * `width` digits, each one container that sleeps, probed over tcp at
+ * port every 200 ms with a 1 s timeout: readiness, and with `live` a
+ * liveness probe too that never restarts it (failure_threshold 1000).
+ * pod_extra ("" or whole lines) goes after each pod's name. */
+static void write_tcp_probed_pods(d_t *d, const char *file, const char *prefix, int width,
+				  int n, const char *pod_extra, unsigned port, bool live)
+{
+	size_t cap = (size_t)n * 400, off = 0;
+	char *y = malloc(cap);
+
+	cr_assert_not_null(y);
+	for (int i = 0; i < n && off < cap; i++) {
+		off += (size_t)snprintf(y + off, cap - off,
+			"---\nname: %s%0*d\n%scontainers:\n"
+			"  - name: c\n    command: [/bin/sleep, \"1000\"]\n"
+			"    readiness: {tcp: {port: %u}, period: 200ms, timeout: 1s}\n",
+			prefix, width, i, pod_extra, port);
+		if (live && off < cap)
+			off += (size_t)snprintf(y + off, cap - off,
+				"    liveness: {tcp: {port: %u}, period: 200ms, timeout: 1s, "
+				"failure_threshold: 1000}\n", port);
+	}
+	cr_assert_lt(off, cap, "%d pods' manifest outgrew its buffer", n);
+	write_file(d, file, y);
+	free(y);
+}
+
 /* An exec readiness probe: not ready until the file exists; ps shows it. */
 Test(probes, readiness_exec_sets_ready_and_ps_shows_it)
 {
@@ -345,8 +373,7 @@ Test(probes, at_a_target_that_never_answers_they_leave_the_containers_their_desc
      .timeout = 240)
 {
 	d_t *d = d_new();
-	static char yaml[125 * 400], out[1 << 16];
-	size_t off = 0;
+	static char out[1 << 16];
 	unsigned port;
 	int lfd = ts_listen_loopback(0, 0, &port);
 
@@ -354,14 +381,7 @@ Test(probes, at_a_target_that_never_answers_they_leave_the_containers_their_desc
 	d->nofile = 512;
 	d->no_raise = true;
 	start(d);
-	for (int i = 0; i < 125; i++)
-		off += (size_t)snprintf(yaml + off, sizeof yaml - off,
-			"---\nname: t%03d\nbackoff: {base: 100ms}\ncontainers:\n"
-			"  - name: c\n    command: [/bin/sleep, \"1000\"]\n"
-			"    readiness: {tcp: {port: %u}, period: 200ms, timeout: 1s}\n"
-			"    liveness: {tcp: {port: %u}, period: 200ms, timeout: 1s, failure_threshold: 1000}\n",
-			i, port, port);
-	write_file(d, "pods.yaml", yaml);
+	write_tcp_probed_pods(d, "pods.yaml", "t", 3, 125, "backoff: {base: 100ms}\n", port, true);
 	cr_assert_eq(ctl(d, out, sizeof out, "apply -f %s/pods.yaml", d->dir), 0, "%.2000s", out);
 	for (int i = 0; i < 125; i++) {
 		char name[16];
@@ -487,8 +507,7 @@ static void *acceptor_main(void *arg)
 Test(probes, pods_gone_while_their_probes_wait_leave_the_descriptors_to_new_pods)
 {
 	d_t *d = setup();
-	static char yaml[80 * 400], out[1 << 16];
-	size_t off = 0;
+	static char out[1 << 16];
 	unsigned bh, okp;
 	int bh_fd = ts_listen_loopback(0, 0, &bh);
 	int ok_fd = ts_listen_loopback(0, 1024, &okp);
@@ -505,14 +524,7 @@ Test(probes, pods_gone_while_their_probes_wait_leave_the_descriptors_to_new_pods
 	cr_assert_eq(connect(filler, (struct sockaddr *)&sa, sizeof sa), 0);
 	cr_assert_eq(pthread_create(&th, NULL, acceptor_main, &acc), 0);
 
-	for (int i = 0; i < 80; i++)
-		off += (size_t)snprintf(yaml + off, sizeof yaml - off,
-			"---\nname: old-%02d\ncontainers:\n"
-			"  - name: c\n    command: [/bin/sleep, \"1000\"]\n"
-			"    readiness: {tcp: {port: %u}, period: 200ms, timeout: 1s}\n"
-			"    liveness: {tcp: {port: %u}, period: 200ms, timeout: 1s, failure_threshold: 1000}\n",
-			i, bh, bh);
-	write_file(d, "old.yaml", yaml);
+	write_tcp_probed_pods(d, "old.yaml", "old-", 2, 80, "", bh, true);
 	cr_assert_eq(ctl(d, out, sizeof out, "apply -f %s/old.yaml", d->dir), 0, "%.2000s", out);
 	/* The queue has turned: every pod's probes ran once. */
 	for (int i = 0; i < 80; i++) {
@@ -537,13 +549,7 @@ Test(probes, pods_gone_while_their_probes_wait_leave_the_descriptors_to_new_pods
 	}
 	cr_assert(gone, "the old pods went: %.2000s", out);
 
-	off = 0;
-	for (int i = 0; i < 40; i++)
-		off += (size_t)snprintf(yaml + off, sizeof yaml - off,
-			"---\nname: new-%02d\ncontainers:\n"
-			"  - name: c\n    command: [/bin/sleep, \"1000\"]\n"
-			"    readiness: {tcp: {port: %u}, period: 200ms, timeout: 1s}\n", i, okp);
-	write_file(d, "new.yaml", yaml);
+	write_tcp_probed_pods(d, "new.yaml", "new-", 2, 40, "", okp, false);
 	cr_assert_eq(ctl(d, out, sizeof out, "apply -f %s/new.yaml", d->dir), 0, "%.2000s", out);
 	for (int i = 0; i < 40; i++) {
 		char name[16];

@@ -110,6 +110,20 @@ static void host_spawn(rt_t *rt, host_t *h)
 	cr_assert_eq(rt_spawn(rt, &host_b, h, &h->pid), 0);
 }
 
+/* Spawns h[0..n), each reset, with a tcp readiness probe at port (and,
+ * with live, a liveness probe alike) every period_ms, timeout_ms. */
+static void hosts_spawn_tcp(rt_t *rt, host_t *h, int n, unsigned port, uint64_t period_ms,
+			    uint64_t timeout_ms, bool live)
+{
+	for (int i = 0; i < n; i++) {
+		h[i] = (host_t){ 0 };
+		h[i].probes[POD_PROBE_READINESS] = tcp_probe(port, period_ms, timeout_ms);
+		if (live)
+			h[i].probes[POD_PROBE_LIVENESS] = tcp_probe(port, period_ms, timeout_ms);
+		host_spawn(rt, &h[i]);
+	}
+}
+
 /* --- observing ----------------------------------------------------------- */
 
 /* This process's sockets in SYN_SENT: the probe runs in flight at the
@@ -300,11 +314,7 @@ Test(probes, probers_freed_while_their_runs_wait_leave_every_descriptor_to_the_n
 	 * on a grant, at their runner's turn or at their own tick). */
 	int n1 = 120;
 	host_t *old = hosts_new(n1);
-	for (int i = 0; i < n1; i++) {
-		old[i].probes[POD_PROBE_READINESS] = tcp_probe(bh, 20, 300);
-		old[i].probes[POD_PROBE_LIVENESS] = tcp_probe(bh, 20, 300);
-		host_spawn(rt, &old[i]);
-	}
+	hosts_spawn_tcp(rt, old, n1, bh, 20, 300, true);
 	hosts_t olds = { old, n1 };
 	cr_assert(run_until(rt, 30, inflight_is, &full), "%d of %d runs in flight",
 		  syn_sent(bh), POD_PROBE_FDS_MAX);
@@ -329,10 +339,7 @@ Test(probes, probers_freed_while_their_runs_wait_leave_every_descriptor_to_the_n
 	/* 3. New probes at a target that answers: each runs. */
 	int n2 = 30;
 	host_t *fresh = hosts_new(n2);
-	for (int i = 0; i < n2; i++) {
-		fresh[i].probes[POD_PROBE_READINESS] = tcp_probe(okp, 50, 1000);
-		host_spawn(rt, &fresh[i]);
-	}
+	hosts_spawn_tcp(rt, fresh, n2, okp, 50, 1000, false);
 	hosts_t freshs = { fresh, n2 };
 	cr_assert(run_until(rt, 30, all_ok, &freshs), "every new probe ran");
 	for (int i = 0; i < n2; i++)
@@ -342,11 +349,7 @@ Test(probes, probers_freed_while_their_runs_wait_leave_every_descriptor_to_the_n
 	/* 4. And the whole share is there again. */
 	int n3 = 100;
 	host_t *again = hosts_new(n3);
-	for (int i = 0; i < n3; i++) {
-		again[i].probes[POD_PROBE_READINESS] = tcp_probe(bh, 20, 3000);
-		again[i].probes[POD_PROBE_LIVENESS] = tcp_probe(bh, 20, 3000);
-		host_spawn(rt, &again[i]);
-	}
+	hosts_spawn_tcp(rt, again, n3, bh, 20, 3000, true);
 	g_max_inflight = 0;
 	cr_assert(run_until(rt, 30, inflight_is, &full), "after the frees %d of %d runs in "
 		  "flight at most", g_max_inflight, POD_PROBE_FDS_MAX);
@@ -362,12 +365,7 @@ Test(probes, probers_freed_while_their_runs_wait_leave_every_descriptor_to_the_n
 	cr_assert_not_null(rt);
 	cr_assert(run_until(rt, 10, inflight_is, &(want_n_t){ bh, 0 }), "%d runs left in flight",
 		  syn_sent(bh));
-	for (int i = 0; i < n3; i++) {
-		again[i] = (host_t){ 0 };
-		again[i].probes[POD_PROBE_READINESS] = tcp_probe(bh, 20, 3000);
-		again[i].probes[POD_PROBE_LIVENESS] = tcp_probe(bh, 20, 3000);
-		host_spawn(rt, &again[i]);
-	}
+	hosts_spawn_tcp(rt, again, n3, bh, 20, 3000, true);
 	g_max_inflight = 0;
 	cr_assert(run_until(rt, 30, inflight_is, &full), "after a teardown %d of %d runs in "
 		  "flight at most", g_max_inflight, POD_PROBE_FDS_MAX);
@@ -401,10 +399,7 @@ Test(probes, a_queued_run_that_goes_lets_the_one_behind_it_start)
 	g_ok_fd = ok_fd;
 	g_bh_port = bh;
 	host_t *hold = hosts_new(nbh), *http = hosts_new(1), *tcp = hosts_new(1);
-	for (int i = 0; i < nbh; i++) {
-		hold[i].probes[POD_PROBE_READINESS] = tcp_probe(bh, 50, 30000);
-		host_spawn(rt, &hold[i]);
-	}
+	hosts_spawn_tcp(rt, hold, nbh, bh, 50, 30000, false);
 	cr_assert(run_until(rt, 20, inflight_is, &(want_n_t){ bh, nbh }), "%d in flight",
 		  syn_sent(bh));
 	http->probes[POD_PROBE_READINESS] = (pod_probe_t){
@@ -448,11 +443,7 @@ Test(probes, an_http_run_behind_tcp_runs_gets_its_turn)
 	cr_assert_not_null(rt);
 	g_bh_port = bh;
 	host_t *tcp = hosts_new(n), *http = hosts_new(1);
-	for (int i = 0; i < n; i++) {
-		tcp[i].probes[POD_PROBE_READINESS] = tcp_probe(bh, 10, 500);
-		tcp[i].probes[POD_PROBE_LIVENESS] = tcp_probe(bh, 10, 500);
-		host_spawn(rt, &tcp[i]);
-	}
+	hosts_spawn_tcp(rt, tcp, n, bh, 10, 500, true);
 	cr_assert(run_until(rt, 20, inflight_is, &(want_n_t){ bh, POD_PROBE_FDS_MAX }));
 	http->probes[POD_PROBE_READINESS] = (pod_probe_t){
 		.kind = POD_PROBE_HTTP, .port = (uint16_t)bh, .period_ms = 10,
@@ -491,10 +482,7 @@ Test(probes, descriptors_kept_for_a_run_no_longer_due_are_given_back)
 	cr_assert_not_null(rt);
 	g_bh_port = bh;
 	host_t *hold = hosts_new(nh), *x = hosts_new(2), *y = hosts_new(2);
-	for (int i = 0; i < nh; i++) {
-		hold[i].probes[POD_PROBE_READINESS] = tcp_probe(bh, 50, 60000);
-		host_spawn(rt, &hold[i]);
-	}
+	hosts_spawn_tcp(rt, hold, nh, bh, 50, 60000, false);
 	cr_assert(run_until(rt, 20, inflight_is, &held), "%d in flight", syn_sent(bh));
 
 	x[0].probes[POD_PROBE_READINESS] = tcp_probe(bh, 50, 60000);

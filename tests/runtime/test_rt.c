@@ -3,11 +3,17 @@
 #include <ev.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <linux/sched.h>
+#include <sched.h>
 #include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/prctl.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "runtime/rt.h"
@@ -819,6 +825,308 @@ Test(runtime, child_reaped_before_watch_is_kept)
 	ts_run_for(rt, 5);
 	cr_assert_eq(s.ngot, 1);
 	cr_assert_eq(s.got[0].u.child.code, 3);
+	rt_free(rt);
+}
+
+/* An actor that watches one child and records what its watch got. */
+typedef struct claimst { pid_t pid; rt_ref_t ref; int ngot, code; } claimst_t;
+
+static int claim_init(rt_t *rt, void **state, void *arg)
+{
+	claimst_t *s = arg;
+	*state = s;
+	return rt_watch_child(rt, rt_self(rt), s->pid, 1, &s->ref);
+}
+
+static void claim_handle(rt_t *rt, void *state, rt_msg_t *m)
+{
+	claimst_t *s = state;
+	if (m->type != RT_MSG_CHILD)
+		return;
+	s->ngot++;
+	s->code = m->u.child.code;
+	rt_stop(rt);
+}
+
+static const rt_behaviour_t claim_b = { "claim", claim_init, claim_handle, NULL };
+
+/* Runs the loop until the runtime has reaped pid (ECHILD for a peek
+ * that does not reap: a plain waitpid here would take the exit). */
+static bool run_until_reaped(rt_t *rt, pid_t pid)
+{
+	siginfo_t si;
+	for (int i = 0; i < 500; i++) {
+		if (waitid(P_PID, (id_t)pid, &si, WEXITED | WNOHANG | WNOWAIT) < 0)
+			return errno == ECHILD;
+		ts_run_for(rt, 0.01);
+	}
+	return false;
+}
+
+/* A pid used again.  An exit kept for a watch to come (reaped before
+ * anyone watched it) belongs to an earlier process once a new child has
+ * the same pid: rt_watch_child asks the kernel first (waitpid(pid)),
+ * finds the new one running and drops the kept exit, so that the watch
+ * gets the new process's exit when it ends, never the old one at once.
+ *
+ * The reuse happens in a pid namespace of the test's own: writing the
+ * machine's ns_last_pid would move every other process's pids too.  The
+ * namespace's first process (its pid 1) runs the whole scenario, and
+ * clone3's set_tid (Linux 5.5, CAP_SYS_ADMIN) gives a new child the pid
+ * of one reaped before: simpler than a proc of the namespace mounted to
+ * write its ns_last_pid.  It reports one line on a pipe: "ok", "skip:
+ * why" or "fail: why". */
+#define REUSED_PID 100
+#define REUSE_OLD_CODE 3
+#define REUSE_NEW_CODE 5
+
+/* A child with pid `want` in the caller's innermost pid namespace (0 in
+ * the child, as fork); -1 with errno. */
+static pid_t clone_with_pid(pid_t want)
+{
+	pid_t tid = want;
+	struct clone_args ca = {
+		.exit_signal = SIGCHLD,
+		.set_tid = (uint64_t)(uintptr_t)&tid,
+		.set_tid_size = 1,
+	};
+	return (pid_t)syscall(SYS_clone3, &ca, sizeof ca);
+}
+
+static void reuse_report(int fd, const char *fmt, ...)
+{
+	char buf[256];
+	va_list ap;
+	va_start(ap, fmt);
+	int n = vsnprintf(buf, sizeof buf, fmt, ap);
+	va_end(ap);
+	if (n > 0)
+		(void)!write(fd, buf, (size_t)n < sizeof buf ? (size_t)n : sizeof buf - 1);
+}
+
+/* The scenario, as pid 1 of the new namespace; reports on fd.  Its
+ * children run raw clone3 copies of this image, so they only make
+ * system calls (no malloc, no stdio) before _exit. */
+static void reuse_scenario(int fd)
+{
+	rt_t *rt = rt_new();
+	rt_pid_t idle, a;
+	int go[2];
+
+	/* An actor, so that the loop runs (tankd always has some). */
+	if (!rt || rt_spawn(rt, &idle_b, NULL, &idle) < 0) {
+		reuse_report(fd, "fail: no runtime");
+		return;
+	}
+	pid_t old = clone_with_pid(REUSED_PID);
+	if (old == 0)
+		_exit(REUSE_OLD_CODE);
+	if (old < 0) {
+		reuse_report(fd, "skip: clone3 with set_tid: %s", strerror(errno));
+		rt_free(rt);
+		return;
+	}
+	if (!run_until_reaped(rt, old)) {
+		reuse_report(fd, "fail: the runtime did not reap pid %d", (int)old);
+		rt_free(rt);
+		return;
+	}
+	/* Its exit is kept; now a new process with its pid, which runs
+	 * until go's write end closes. */
+	if (pipe2(go, O_CLOEXEC) < 0) {
+		reuse_report(fd, "fail: pipe: %s", strerror(errno));
+		rt_free(rt);
+		return;
+	}
+	pid_t again = clone_with_pid(REUSED_PID);
+	if (again == 0) {
+		char c;
+		close(go[1]);
+		while (read(go[0], &c, 1) > 0)
+			;
+		_exit(REUSE_NEW_CODE);
+	}
+	close(go[0]);
+	if (again != REUSED_PID) {
+		reuse_report(fd, "fail: clone3 gave pid %d again: %s", (int)again,
+			     again < 0 ? strerror(errno) : "another pid");
+		close(go[1]);
+		rt_free(rt);
+		return;
+	}
+	claimst_t s = { .pid = REUSED_PID };
+	if (rt_spawn(rt, &claim_b, &s, &a) < 0) {
+		reuse_report(fd, "fail: the watch failed");
+		close(go[1]);
+		rt_free(rt);
+		return;
+	}
+	ts_run_for(rt, 0.2);
+	int early = s.ngot, early_code = s.code;
+	close(go[1]);
+	if (!early)
+		ts_run_for(rt, 5);
+	if (early)
+		reuse_report(fd, "fail: the watch of the running pid %d got exit %d "
+			     "at once (the earlier process's)", REUSED_PID, early_code);
+	else if (s.ngot != 1 || s.code != REUSE_NEW_CODE)
+		reuse_report(fd, "fail: %d exits (code %d) delivered after the new "
+			     "process ended, not one of code %d", s.ngot, s.code,
+			     REUSE_NEW_CODE);
+	else
+		reuse_report(fd, "ok");
+	rt_free(rt);
+}
+
+Test(runtime, a_kept_exit_is_not_handed_to_a_new_process_with_its_pid, .timeout = 30)
+{
+	int rep[2];
+	char buf[256] = "";
+
+	cr_assert_eq(pipe2(rep, O_CLOEXEC), 0);
+	pid_t outer = fork();
+	cr_assert_geq(outer, 0);
+	if (outer == 0) {
+		/* The next child of this one is pid 1 of a new namespace. */
+		close(rep[0]);
+		if (unshare(CLONE_NEWPID) < 0) {
+			reuse_report(rep[1], "skip: unshare(CLONE_NEWPID): %s", strerror(errno));
+			_exit(0);
+		}
+		pid_t init = fork();
+		if (init == 0) {
+			reuse_scenario(rep[1]);
+			_exit(0);
+		}
+		int st = 0;
+		if (init < 0)
+			reuse_report(rep[1], "fail: fork into the namespace: %s", strerror(errno));
+		else
+			while (waitpid(init, &st, 0) < 0 && errno == EINTR)
+				;
+		_exit(init > 0 && WIFEXITED(st) ? WEXITSTATUS(st) : 1);
+	}
+	close(rep[1]);
+	/* Every process of the namespace is gone once its pid 1 is: the
+	 * report is complete when outer ends. */
+	int st;
+	cr_assert_eq(waitpid(outer, &st, 0), outer);
+	ssize_t n = read(rep[0], buf, sizeof buf - 1);
+	close(rep[0]);
+	buf[n > 0 ? n : 0] = '\0';
+	cr_assert(WIFEXITED(st) && WEXITSTATUS(st) == 0,
+		  "the namespace's processes ended with status %#x (%s)", st, buf);
+	if (!strncmp(buf, "skip: ", 6))
+		cr_skip_test("pids cannot be reused here: %s", buf + 6);
+	cr_assert_str_eq(buf, "ok", "%s", buf);
+}
+
+/* The bounds of the kept exits (rt_set_orphan_limits), at 4 exits
+ * instead of 2^18.  A fifth exit finds the set full and is not kept.
+ * Once the four are older than the keep, an exit is still not kept while
+ * the last sweep is more recent than full_sweep_ms: a full set is not
+ * walked at each exit.  After that, the next exit's sweep drops the four
+ * and the exit is kept. */
+#define FULL_MAX 4
+#define FULL_KEEP_MS 100
+#define FULL_SWEEP_MS 1500
+
+static double mono_s(void)
+{
+	struct timespec t;
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return (double)t.tv_sec + (double)t.tv_nsec / 1e9;
+}
+
+/* A child that exits with code, reaped by the runtime with nobody
+ * watching it. */
+static pid_t exit_unwatched(rt_t *rt, int code)
+{
+	pid_t pid = fork_exit(code);
+	cr_assert(run_until_reaped(rt, pid), "pid %d was not reaped", (int)pid);
+	return pid;
+}
+
+/* Watches pid from a new actor (state *s, which outlives it) for up to
+ * secs: true when an exit came (a kept one comes at once); else the
+ * watch is removed. */
+static bool claimed(rt_t *rt, claimst_t *s, pid_t pid, double secs)
+{
+	rt_pid_t a;
+
+	*s = (claimst_t){ .pid = pid };
+	cr_assert_eq(rt_spawn(rt, &claim_b, s, &a), 0);
+	ts_run_for(rt, secs);
+	if (!s->ngot)
+		cr_assert_eq(rt_unwatch_child(rt, s->ref), 0);
+	return s->ngot > 0;
+}
+
+Test(runtime, a_full_set_of_kept_exits_keeps_no_more_until_a_sweep_frees_room)
+{
+	rt_t *rt = new_rt();
+	rt_orphan_limits_t lim = { FULL_MAX, FULL_KEEP_MS, FULL_SWEEP_MS };
+	claimst_t cs[16];
+	pid_t kept[FULL_MAX];
+	rt_pid_t idle;
+	int nc = 0;
+
+	cr_assert_eq(rt_spawn(rt, &idle_b, NULL, &idle), 0);
+	/* The first exit is kept under the defaults: its add swept the
+	 * empty set (the last sweep from here on) and put the next one at
+	 * 1,024 exits, which the bound lowered after it must bring down. */
+	double t0 = mono_s();
+	kept[0] = exit_unwatched(rt, 3);
+	double swept_by = mono_s();
+	cr_assert_eq(rt_set_orphan_limits(rt, &lim), 0);
+	for (int i = 1; i < FULL_MAX; i++)
+		kept[i] = exit_unwatched(rt, 3);
+	pid_t over = exit_unwatched(rt, 4);
+	cr_assert_not(claimed(rt, &cs[nc++], over, 0.05),
+		      "an exit beyond the bound of %d was kept", FULL_MAX);
+	/* The last of the four was kept: the set was full.  Claimed, it
+	 * leaves room for one more, taken at once. */
+	cr_assert(claimed(rt, &cs[nc++], kept[FULL_MAX - 1], 5));
+	cr_assert_eq(cs[nc - 1].code, 3);
+	kept[FULL_MAX - 1] = exit_unwatched(rt, 3);
+
+	usleep(2 * FULL_KEEP_MS * 1000);
+	pid_t soon = exit_unwatched(rt, 5);
+	cr_assert_lt(mono_s() - t0, FULL_SWEEP_MS / 1e3,
+		     "too slow to see the sweeps' spacing (%.2f s)", mono_s() - t0);
+	cr_assert_not(claimed(rt, &cs[nc++], soon, 0.05),
+		      "a full set was swept sooner than %d ms after the last sweep",
+		      FULL_SWEEP_MS);
+
+	double left = swept_by + FULL_SWEEP_MS / 1e3 + 0.05 - mono_s();
+	if (left > 0)
+		usleep((useconds_t)(left * 1e6));
+	pid_t late = exit_unwatched(rt, 6);
+	cr_assert(claimed(rt, &cs[nc++], late, 5),
+		  "the sweep of a full set of old exits left no room for a new one");
+	cr_assert_eq(cs[nc - 1].code, 6);
+	for (int i = 0; i < FULL_MAX; i++)
+		cr_assert_not(claimed(rt, &cs[nc++], kept[i], 0.05),
+			      "the exit of pid %d, older than the keep, was not swept",
+			      (int)kept[i]);
+	cr_assert_eq(waitpid(-1, NULL, WNOHANG), -1);
+	rt_free(rt);
+}
+
+Test(runtime, orphan_limits_are_checked)
+{
+	rt_t *rt = new_rt();
+	rt_orphan_limits_t bad[] = {
+		{ 0, 1, 1 }, { (1u << 30) + 1, 1, 1 }, { 1, 0, 1 },
+		{ 1, UINT64_MAX, 1 }, { 1, 1, UINT64_MAX },
+	};
+	rt_orphan_limits_t dflt = {
+		RT_ORPHANS_MAX, RT_ORPHAN_KEEP_MS, RT_ORPHANS_FULL_SWEEP_MS
+	};
+
+	for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++)
+		cr_assert_eq(rt_set_orphan_limits(rt, &bad[i]), -EINVAL, "case %zu", i);
+	cr_assert_eq(rt_set_orphan_limits(rt, &dflt), 0);
 	rt_free(rt);
 }
 
