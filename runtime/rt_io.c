@@ -625,9 +625,14 @@ void rt__io_after_drain(rt_t *rt)
 		rt__reap(rt);
 		return;
 	}
-	ev_timer_set(&rt->reap_timer,
-		     (double)(rt->reap_gap - (now - rt->reaped_at)) / 1e9, 0.);
-	ev_timer_start(rt->loop, &rt->reap_timer);
+	/* Set only while stopped: libev's timer heap keeps an active timer's
+	 * time, and one set under it is out of place in the heap.  Armed
+	 * already (a reap cut short), that reap takes these exits. */
+	if (!ev_is_active(&rt->reap_timer)) {
+		ev_timer_set(&rt->reap_timer,
+			     (double)(rt->reap_gap - (now - rt->reaped_at)) / 1e9, 0.);
+		ev_timer_start(rt->loop, &rt->reap_timer);
+	}
 	rt->nreaps_put_off++;
 }
 

@@ -1547,7 +1547,9 @@ static void timer_cb(struct ev_loop *loop, ev_timer *w, int revents)
 			st__arm_timer(st);
 	} else if (st->n_pend || st->n_trs) {
 		/* More than a slice was queued: the rest at once, after the
-		 * loop has polled. */
+		 * loop has polled.  (Stopped first: the flush may have armed it
+		 * again, and libev's heap keeps an active timer's time.) */
+		ev_timer_stop(st->loop, &st->timer);
 		ev_timer_set(&st->timer, 0.001, 0.);
 		ev_timer_start(st->loop, &st->timer);
 	}
