@@ -1706,9 +1706,12 @@ static int ctl_batch_path(ctl_t *x, ctl_batch_t *bt, const char *path)
 	if (!r && !n)
 		r = ctl_fail(x, "%s: no *.yaml, *.yml or *.json files in the directory", path);
 	qsort(names, n, sizeof *names, ctl_cmp_str);
+	/* Every file is read, a bad one's problems do not hide the next's
+	 * (each is printed as it is read); the first failure is the result. */
 	for (size_t i = 0; i < n; i++) {
+		int fr = ctl_batch_add(x, bt, names[i]);
 		if (!r)
-			r = ctl_batch_add(x, bt, names[i]);
+			r = fr;
 		free(names[i]);
 	}
 	free(names);
@@ -1804,8 +1807,13 @@ static int ctl_apply_files(ctl_t *x, ctl_batch_t *bt, const char **files, size_t
 {
 	int r = 0;
 
-	for (size_t i = 0; i < nfiles && !r; i++)
-		r = ctl_batch_path(x, bt, files[i]);
+	/* Every -f is read and checked, each one's problems printed, before
+	 * the first failure ends the verb: one run names them all. */
+	for (size_t i = 0; i < nfiles; i++) {
+		int fr = ctl_batch_path(x, bt, files[i]);
+		if (!r)
+			r = fr;
+	}
 	free(files);
 	if (!r)
 		r = ctl_batch_unique(x, bt);
@@ -2321,8 +2329,11 @@ static int v_delete(ctl_t *x, int argc, char **argv)
 	}
 	/* Every -f (files, directories, as apply reads them) is read before
 	 * anything is deleted. */
-	for (size_t i = 0; i < nfiles && !r; i++)
-		r = ctl_batch_path(x, &bt, files[i]);
+	for (size_t i = 0; i < nfiles; i++) {
+		int fr = ctl_batch_path(x, &bt, files[i]);
+		if (!r)
+			r = fr;
+	}
 	free(files);
 	if (r) {
 		ctl_batch_free(&bt);
