@@ -332,6 +332,28 @@ static const kind_t *ctl_kind_word(int argc, char **argv, int min)
 	return ctl_kinds[0];
 }
 
+/* `[KIND] NAME` or kubectl's `KIND/NAME` at argv[optind]: *k the kind
+ * (ctl_kind_word's rule for the first form, the default kind without
+ * one); for the second, argv[optind] becomes the name (a name has no
+ * '/').  -1 to go on, or a usage error's exit code (an unknown KIND, no
+ * name after the '/'). */
+static int ctl_kind_ref(ctl_t *x, int argc, char **argv, int min, const kind_t **k)
+{
+	const char *slash = optind < argc ? strchr(argv[optind], '/') : NULL;
+
+	if (!slash) {
+		*k = ctl_kind_word(argc, argv, min);
+		return -1;
+	}
+	if (!(*k = kind_find(ctl_kinds, argv[optind], (size_t)(slash - argv[optind]))))
+		return ctl_usage_error(x, "unknown kind '%.*s'", (int)(slash - argv[optind]),
+				       argv[optind]);
+	if (!slash[1])
+		return ctl_usage_error(x, "'%s' names no object: KIND/NAME", argv[optind]);
+	argv[optind] += slash + 1 - argv[optind];
+	return -1;
+}
+
 /* The kind of a manifest object. */
 static const kind_t *ctl_kind_of(const mf_object_t *o)
 {
@@ -757,9 +779,11 @@ static int v_get(ctl_t *x, int argc, char **argv)
 	if (argc - optind == 1 && (k = kind_find(ctl_kinds, argv[optind], strlen(argv[optind]))))
 		return ctl_usage_error(x, "needs a %s name (an object named %s: get %s %s)",
 				       k->name, k->name, ctl_kinds[0]->name, k->name);
-	k = ctl_kind_word(argc, argv, 1);
+	if ((r = ctl_kind_ref(x, argc, argv, 1, &k)) >= 0)
+		return r;
 	if (argc - optind != 1)
-		return ctl_usage_error(x, "needs one name (a pod's, or: KIND NAME; or: KIND's plural)");
+		return ctl_usage_error(x, "needs one name (a pod's, or: KIND NAME, KIND/NAME; or: "
+				       "KIND's plural)");
 	name_kind_t nk = { argv[optind], k };
 	if ((r = ctl_call(x, "get", pack_name_kind, &nk, CTL_TIMEOUT_MS, &in)) != 0)
 		return r;
@@ -779,7 +803,9 @@ static int v_status(ctl_t *x, int argc, char **argv)
 
 	if ((r = ctl_output_opts(x, argc, argv, &fmt, NULL, NULL)) >= 0)
 		return r;
-	const kind_t *k = ctl_kind_word(argc, argv, 0);
+	const kind_t *k;
+	if ((r = ctl_kind_ref(x, argc, argv, 0, &k)) >= 0)
+		return r;
 	if (argc - optind > 1)
 		return ctl_usage_error(x, "takes at most one name");
 	name_kind_t nk = { argc > optind ? argv[optind] : NULL, k };
@@ -1533,8 +1559,18 @@ static int v_kind_verb(ctl_t *x, int argc, char **argv)
 			return ctl_fail(x, "the %s kind has no %s (it is for: %s)", want->name,
 					x->verb, have);
 		nk = (name_kind_t){ slash ? slash + 1 : argv[optind], k };
-	} else if (argc - optind != 1 && !((kv->flags & KIND_VERB_ANY) && argc == optind))
+	} else if (argc - optind != 1 && !((kv->flags & KIND_VERB_ANY) && argc == optind)) {
 		return ctl_usage_error(x, "needs one %s name", k->name);
+	} else if (optind < argc) {
+		/* NAME, or KIND/NAME of the kind the verb acts on (`up
+		 * stack/shop`, `jobs pod/db`: its `of`). */
+		const kind_t *of = kv->of ? kind_find(ctl_kinds, kv->of, strlen(kv->of)) : k;
+		const char *n = kind_ref_name(of ? of : k, argv[optind]);
+		if (!n)
+			return ctl_usage_error(x, "'%s' is not a %s: %s acts on %s", argv[optind],
+					       (of ? of : k)->name, x->verb, (of ? of : k)->plural);
+		argv[optind] += n - argv[optind];
+	}
 	if (timeout_ms && !wait)
 		return ctl_usage_error(x, "--timeout bounds --wait: use both");
 	const char *name = nk.name ? nk.name : optind < argc ? argv[optind] : NULL;
@@ -2324,7 +2360,17 @@ static int v_delete(ctl_t *x, int argc, char **argv)
 	}
 	if (!nfiles) {
 		free(files);
-		const kind_t *k = ctl_kind_word(argc, argv, 1);
+		const kind_t *k;
+		if ((r = ctl_kind_ref(x, argc, argv, 1, &k)) >= 0)
+			return r;
+		/* KIND/NAME… (kubectl's): of one kind, each name stripped. */
+		for (int i = optind + 1; i < argc; i++) {
+			const char *n = kind_ref_name(k, argv[i]);
+			if (!n)
+				return ctl_usage_error(x, "'%s' is not a %s: names of one kind at a time "
+						       "(KIND NAME… or KIND/NAME…)", argv[i], k->name);
+			argv[i] += n - argv[i];
+		}
 		return ctl_delete(x, argv + optind, k, ignore_nf, NULL);   /* argv is NULL-terminated */
 	}
 	/* Every -f (files, directories, as apply reads them) is read before
@@ -2686,9 +2732,10 @@ static int v_history(ctl_t *x, int argc, char **argv)
 			return o == 'o' ? ctl_usage_error(x, "-o takes yaml or json") : ctl_bad_option(x, o, argv);
 		}
 	}
-	p.kind = ctl_kind_word(argc, argv, 1);
+	if ((r = ctl_kind_ref(x, argc, argv, 1, &p.kind)) >= 0)
+		return r;
 	if (argc - optind != 1)
-		return ctl_usage_error(x, "needs one name (a pod's, or: KIND NAME)");
+		return ctl_usage_error(x, "needs one name (a pod's, or: KIND NAME, KIND/NAME)");
 	p.name = argv[optind];
 	if ((r = ctl_call(x, "history", pack_history, &p, CTL_TIMEOUT_MS, &in)) != 0)
 		return r;
@@ -2976,7 +3023,7 @@ static const verb_t ctl_verbs[] = {
 	  "the files give it, both in tank's canonical YAML.  Exit 0: no\n"
 	  "difference; 1: differences (or an error, on stderr)." },
 	{ "delete", v_delete,
-	  "[KIND] NAME... | -f FILE|DIR|- [-f …] | [KIND] -l SELECTOR [--ignore-not-found]",
+	  "[KIND] NAME... | KIND/NAME... | -f FILE|DIR|- [-f …] | [KIND] -l SELECTOR [--ignore-not-found]",
 	  "Deletes the named pods, or the named objects of KIND (a kind's name,\n"
 	  "plural or short name) with what they own (or what the manifests of\n"
 	  "every -f hold, read as apply reads them); their containers are\n"
@@ -2984,7 +3031,7 @@ static const verb_t ctl_verbs[] = {
 	  "--ignore-not-found; what went with its owner is not looked for again.\n"
 	  "-l SELECTOR: every object of KIND (pods by default) whose labels match\n"
 	  "(none: \"No resources found\", exit 0)." },
-	{ "get", v_get, "[KIND] NAME | KINDS [-l SELECTOR] [-o yaml|json|name]",
+	{ "get", v_get, "[KIND] NAME | KIND/NAME | KINDS [-l SELECTOR] [-o yaml|json|name]",
 	  "Prints a pod's (or an object of KIND's) desired spec with its\n"
 	  "generation (YAML by default), and its status for kinds above pods.\n"
 	  "`get KINDS` (a kind's plural or short name, pods too): the kind's\n"
@@ -2999,7 +3046,7 @@ static const verb_t ctl_verbs[] = {
 	  "as its news comes (events, no polling), until interrupted.\n"
 	  "-l SELECTOR: the pods whose labels match, in one table (k=v, k==v,\n"
 	  "k!=v, k, !k; a comma is AND)." },
-	{ "status", v_status, "[KIND] [NAME] [-o yaml|json]",
+	{ "status", v_status, "[KIND] [NAME] | KIND/NAME [-o yaml|json]",
 	  "Prints the status of one pod or of all pods (with KIND: of that kind)." },
 	{ "events", v_events, "[KIND/NAME|NAME] [-l SELECTOR] [--since DURATION] [-o yaml|json]",
 	  "Prints the daemon's events as they happen (until interrupted): one per\n"
@@ -3012,7 +3059,7 @@ static const verb_t ctl_verbs[] = {
 	  "Describes one object for a person: its status (times as RFC 3339 with\n"
 	  "their age; a pod's containers as a table with pid, restarts, last exit,\n"
 	  "readiness and probe), its spec, and its last 10 history entries." },
-	{ "history", v_history, "[KIND] NAME [--limit N] [-o yaml|json]",
+	{ "history", v_history, "[KIND] NAME | KIND/NAME [--limit N] [-o yaml|json]",
 	  "Prints a pod's (or an object of KIND's) recorded state transitions." },
 	{ "sync", v_sync, "", "Runs a full reconciliation pass and returns when it is done." },
 	{ "nudge", v_nudge, "", "Asks for a reconciliation pass soon, without waiting." },
@@ -3052,7 +3099,17 @@ static const char *ctl_usage_kinds(const char *u, char *buf, size_t cap)
 	}
 	buf[0] = '\0';
 	while (*u && at + 1 < cap) {
-		const char *w = !strncmp(u, "KINDS", 5) ? plurals : !strncmp(u, "KIND", 4) ? names : NULL;
+		/* KIND/NAME stays a form ("stack|…|job/NAME" would read as
+		 * a job's only). */
+		const char *w = !strncmp(u, "KIND/", 5) ? NULL : !strncmp(u, "KINDS", 5) ? plurals
+				: !strncmp(u, "KIND", 4) ? names : NULL;
+		if (!w && !strncmp(u, "KIND/", 5)) {
+			at += (size_t)snprintf(buf + at, cap - at, "KIND/");
+			u += 5;
+			if (at >= cap)
+				at = cap - 1;
+			continue;
+		}
 		if (w) {
 			at += (size_t)snprintf(buf + at, cap - at, "%s", w);
 			u += strncmp(u, "KINDS", 5) ? 4 : 5;

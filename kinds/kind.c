@@ -31,6 +31,18 @@ const kind_t *kind_find(const kind_t *const *kinds, const char *word, size_t len
 	return NULL;
 }
 
+const char *kind_ref_name(const kind_t *k, const char *word)
+{
+	const char *slash = strchr(word, '/');
+	const kind_t *one[] = { k, NULL };
+
+	if (!slash)
+		return word;
+	if (!slash[1] || kind_find(one, word, (size_t)(slash - word)) != k)
+		return NULL;
+	return slash + 1;
+}
+
 const kind_t *kind_by_id(const kind_t *const *kinds, uint32_t id)
 {
 	for (size_t i = 0; kinds && kinds[i]; i++)

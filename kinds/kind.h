@@ -493,6 +493,13 @@ extern const kind_t *const tank_kinds[];
  * case; len bytes), or NULL. */
 const kind_t *kind_find(const kind_t *const *kinds, const char *word, size_t len);
 
+/* The object name in `word` for a verb of kind k: word itself when it
+ * has no '/' (a name never has one), the part after the '/' of kubectl's
+ * KIND/NAME when KIND is one of k's words (kind_find's), else NULL (it
+ * names another kind, or nothing after the '/').  Borrowed: points into
+ * word. */
+const char *kind_ref_name(const kind_t *k, const char *word);
+
 /* Where an apply's messages about item it point, in the user's terms
  * (the apply RPC's error paths, docs/rpc.md): an object given is
  * "<plural>[<at>]: " ("stacks[1]: "; its kind's messages go on with its

@@ -72,7 +72,10 @@ static int cmd_restart(const kind_cli_t *cli, int argc, char **argv)
 	if (!selector) {
 		if (argc - optind != 1)
 			return cli->usage(cli, "needs one pod name");
-		return restart_one(cli, argv[optind]);
+		const char *n = kind_ref_name(&pod_kind, argv[optind]);
+		if (!n)
+			return cli->usage(cli, "'%s' is not a pod: restart acts on pods", argv[optind]);
+		return restart_one(cli, n);
 	}
 	/* Every pod whose labels match, one restart each. */
 	if (argc != optind)
@@ -354,7 +357,8 @@ static int cmd_logs(const kind_cli_t *cli, int argc, char **argv)
 	}
 	if (argc - optind != 1)
 		return cli->usage(cli, "needs one pod name");
-	p.name = argv[optind];
+	if (!(p.name = kind_ref_name(&pod_kind, argv[optind])))
+		return cli->usage(cli, "'%s' is not a pod: logs acts on pods", argv[optind]);
 	if (previous && p.follow)
 		return cli->usage(cli, "--previous and -f: a previous run does not grow");
 	if (previous) {

@@ -514,3 +514,69 @@ Test(e2e, a_missing_pod_is_not_found_by_every_verb)
 	cr_assert(!strstr(out, "acts on"), "a pod is what jobs takes: %s", out);
 	teardown(d);
 }
+
+/* kubectl's KIND/NAME names an object on every verb that takes a name,
+ * not only on describe, stop, start and events: get, status, history,
+ * delete, logs, restart, top, up, down, jobs.  A KIND the verb does not
+ * act on is bad usage naming it; the help keeps KIND/NAME a form. */
+Test(e2e, kind_slash_name_names_an_object_on_every_verb)
+{
+	d_t *d = setup();
+	char out[16384];
+
+	write_file(d, "k.yaml",
+		   "name: ks-web\ncontainers: [{name: c, command: [/bin/sh, -c, 'echo hi; exec sleep 1071']}]\n"
+		   "---\nkind: Stack\nname: ks-st\n"
+		   "pods: [{name: ks-in, containers: [{name: c, command: [/bin/sleep, '1072']}]}]\n");
+	cr_assert_eq(ctl(d, out, sizeof out, "apply -f %s/k.yaml", d->dir), 0, "%s", out);
+	cr_assert(wait_phase(d, "ks-web", "running", 20));
+	cr_assert(wait_says(d, 20, "hi", "logs ks-web"));
+
+	cr_assert_eq(ctl(d, out, sizeof out, "get pod/ks-web -o name"), 0, "%s", out);
+	cr_assert_str_eq(out, "pod/ks-web\n");
+	cr_assert_eq(ctl(d, out, sizeof out, "get po/ks-web"), 0, "%s", out);
+	cr_assert(strstr(out, "name: ks-web"), "%s", out);
+	cr_assert_eq(ctl(d, out, sizeof out, "get st/ks-st -o name"), 0, "%s", out);
+	cr_assert_str_eq(out, "stack/ks-st\n");
+	cr_assert_eq(ctl(d, out, sizeof out, "status pod/ks-web"), 0, "%s", out);
+	cr_assert(strstr(out, "name: ks-web"), "%s", out);
+	cr_assert_eq(ctl(d, out, sizeof out, "status stack/ks-st"), 0, "%s", out);
+	cr_assert(strstr(out, "kind: stack"), "%s", out);
+	cr_assert_eq(ctl(d, out, sizeof out, "history stack/ks-st"), 0, "%s", out);
+	cr_assert(strstr(out, "stack/ks-st"), "%s", out);
+	cr_assert_eq(ctl(d, out, sizeof out, "logs pod/ks-web"), 0, "%s", out);
+	cr_assert_str_eq(out, "hi\n");
+	cr_assert_eq(ctl(d, out, sizeof out, "top pod/ks-web --no-headers"), 0, "%s", out);
+	cr_assert(strstr(out, "ks-web"), "%s", out);
+	cr_assert_eq(ctl(d, out, sizeof out, "down stack/ks-st"), 0, "%s", out);
+	cr_assert(strstr(out, "stack/ks-st configured"), "%s", out);
+	cr_assert_eq(ctl(d, out, sizeof out, "up st/ks-st"), 0, "%s", out);
+	cr_assert(strstr(out, "stack/ks-st configured"), "%s", out);
+	cr_assert_eq(ctl(d, out, sizeof out, "restart pod/ks-web"), 0, "%s", out);
+	cr_assert(strstr(out, "ks-web restarted"), "%s", out);
+
+	/* Another kind, an unknown one, or no name: bad usage, named. */
+	cr_assert_eq(ctl(d, out, sizeof out, "up pod/ks-web"), 2, "%s", out);
+	cr_assert(strstr(out, "tankctl: up: 'pod/ks-web' is not a stack: up acts on stacks"), "%s", out);
+	cr_assert_eq(ctl(d, out, sizeof out, "logs stack/ks-st"), 2, "%s", out);
+	cr_assert(strstr(out, "'stack/ks-st' is not a pod"), "%s", out);
+	cr_assert_eq(ctl(d, out, sizeof out, "get nokind/x"), 2, "%s", out);
+	cr_assert(strstr(out, "unknown kind 'nokind'"), "%s", out);
+	cr_assert_eq(ctl(d, out, sizeof out, "status pod/"), 2, "%s", out);
+	cr_assert_eq(ctl(d, out, sizeof out, "delete pod/ks-web stack/ks-st"), 2, "%s", out);
+	cr_assert(strstr(out, "names of one kind at a time"), "%s", out);
+	cr_assert_eq(ctl(d, out, sizeof out, "get ks-web"), 0, "nothing deleted: %s", out);
+	cr_assert_eq(ctl(d, out, sizeof out, "delete pod/nosuch"), 1, "%s", out);
+	cr_assert(strstr(out, "pod \"nosuch\" not found"), "%s", out);
+
+	/* The help keeps KIND/NAME a form, not the last kind's name. */
+	cr_assert_eq(ctl(d, out, sizeof out, "describe --help"), 0, "%s", out);
+	cr_assert(strstr(out, "| KIND/NAME") && !strstr(out, "job/NAME"), "%s", out);
+
+	cr_assert_eq(ctl(d, out, sizeof out, "delete stack/ks-st"), 0, "%s", out);
+	cr_assert(strstr(out, "stack/ks-st deleted"), "%s", out);
+	cr_assert_eq(ctl(d, out, sizeof out, "get ks-in"), 1, "it went with its stack: %s", out);
+	cr_assert_eq(ctl(d, out, sizeof out, "delete po/ks-web"), 0, "%s", out);
+	cr_assert(strstr(out, "ks-web deleted"), "%s", out);
+	teardown(d);
+}
