@@ -1392,6 +1392,31 @@ static void ctl_hint_other_kind(ctl_t *x, const kind_verb_t *kv, const kind_t *k
  * 9,000 pods a user otherwise ran 9,000 tankctl processes (docs/bench.md,
  * issue 38 round 8).  Not with --wait: a wait watches one object.  The
  * first error is the exit status; the others are still acted on. */
+/* Verb v of kind k on each of the NULL-terminated names, one call each
+ * in their order, each printed as it is answered (`NAME stopped`); a
+ * failure is printed and the others still go.  0, or the first
+ * failure's exit code. */
+static int ctl_verb_each(ctl_t *x, const kind_t *k, const kind_verb_t *v, char *const *names)
+{
+	char action[64];
+	int r = 0;
+
+	for (size_t i = 0; names[i]; i++) {
+		name_kind_t nk = { names[i], k };
+		api_incoming_t in;
+		int r2 = ctl_call(x, v->name, pack_name_kind, &nk, CTL_TIMEOUT_MS, &in);
+		if (r2 == 0) {
+			action[0] = '\0';
+			api_obj_strcpy(api_map_get(in.result, "action"), action, sizeof action);
+			ctl_print_ref(k->name, names[i], action[0] ? action : "done");
+			api_incoming_free(&in);
+		}
+		r = r ? r : r2;
+	}
+	fflush(stdout);
+	return r;
+}
+
 static int ctl_verb_selected(ctl_t *x, const kind_verb_t *kv, const char *selector, bool wait,
 			     int nargs, char **args)
 {
@@ -1417,19 +1442,7 @@ static int ctl_verb_selected(ctl_t *x, const kind_verb_t *kv, const char *select
 		return r;
 	if (!names[0])
 		fprintf(stderr, "No resources found\n");
-	for (size_t i = 0; names[i]; i++) {
-		name_kind_t nk = { names[i], k };
-		api_incoming_t in;
-		int r2 = ctl_call(x, v->name, pack_name_kind, &nk, CTL_TIMEOUT_MS, &in);
-		if (r2 == 0) {
-			action[0] = '\0';
-			api_obj_strcpy(api_map_get(in.result, "action"), action, sizeof action);
-			ctl_print_ref(k->name, names[i], action[0] ? action : "done");
-			api_incoming_free(&in);
-		}
-		r = r ? r : r2;
-	}
-	fflush(stdout);
+	r = ctl_verb_each(x, k, v, names);
 	ctl_names_free(names);
 	return r;
 }
@@ -1530,15 +1543,16 @@ static int v_kind_verb(ctl_t *x, int argc, char **argv)
 			if (!want)
 				return ctl_usage_error(x, "unknown kind '%.*s'",
 						       (int)(slash - argv[optind]), argv[optind]);
-		} else if (argc - optind >= 2) {
-			want = kind_find(ctl_kinds, argv[optind], strlen(argv[optind]));
-			if (!want)
-				return ctl_usage_error(x, "unknown kind '%s'", argv[optind]);
+		} else if (argc - optind >= 2 &&
+			   (want = kind_find(ctl_kinds, argv[optind], strlen(argv[optind])))) {
 			optind++;
 		}
-		if (argc - optind != 1 || (slash && !slash[1]))
-			return ctl_usage_error(x, "needs one object: NAME (a %s), KIND NAME or "
+		if (argc - optind < 1 || (slash && !slash[1]))
+			return ctl_usage_error(x, "needs an object: NAME (a %s), KIND NAME or "
 					       "KIND/NAME", ctl_kinds[0]->name);
+		if (argc - optind > 1 && wait)
+			return ctl_usage_error(x, "--wait watches one object (several names: "
+					       "without --wait, one %s after another)", x->verb);
 		char have[128] = "";
 		k = NULL;
 		kv = NULL;
@@ -1558,7 +1572,18 @@ static int v_kind_verb(ctl_t *x, int argc, char **argv)
 		if (!kv)
 			return ctl_fail(x, "the %s kind has no %s (it is for: %s)", want->name,
 					x->verb, have);
-		nk = (name_kind_t){ slash ? slash + 1 : argv[optind], k };
+		/* Several names (`stop web worker`, as systemctl and docker
+		 * take them): each KIND/NAME of the same kind, one call each. */
+		for (int i = optind; i < argc; i++) {
+			const char *n = kind_ref_name(k, argv[i]);
+			if (!n)
+				return ctl_usage_error(x, "'%s' is not a %s: names of one kind at a "
+						       "time (KIND NAME… or KIND/NAME…)", argv[i], k->name);
+			argv[i] += n - argv[i];
+		}
+		if (argc - optind > 1)
+			return ctl_verb_each(x, k, kv, argv + optind);  /* argv is NULL-terminated */
+		nk = (name_kind_t){ argv[optind], k };
 	} else if (argc - optind != 1 && !((kv->flags & KIND_VERB_ANY) && argc == optind)) {
 		return ctl_usage_error(x, "needs one %s name", k->name);
 	} else if (optind < argc) {

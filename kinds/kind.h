@@ -168,7 +168,8 @@ typedef struct kind_col {
  * verb) and answers a kind without it with an error naming the kind and
  * those that have it.  Otherwise as flags 0.  Each kind's verb of that
  * name must have this flag.  tankctl also takes `<words> [KIND] -l
- * SELECTOR`: the verb once for each object of KIND whose labels match. */
+ * SELECTOR` and several names (`[KIND] NAME…`, `KIND/NAME…`): the verb
+ * once for each object of KIND whose labels match, or each named. */
 #define KIND_VERB_KINDED 8u
 
 /* Packs a result (one msgpack object) into pk; 0 or a negative errno. */
