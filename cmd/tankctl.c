@@ -2751,8 +2751,11 @@ static int v_history(ctl_t *x, int argc, char **argv)
 		} else if (o == OPT_LIMIT) {
 			errno = 0;
 			p.limit = strtol(optarg, &end, 10);
-			if (errno || *end || p.limit < 0)
-				return ctl_usage_error(x, "--limit takes a number");
+			/* 0 would be tankd's "no limit": every entry for a
+			 * request of none (leave --limit out for them all). */
+			if (errno || *end || end == optarg || p.limit < 1)
+				return ctl_usage_error(x, "--limit takes a number from 1 (the last N "
+						       "entries; without it, every one)");
 		} else {
 			return o == 'o' ? ctl_usage_error(x, "-o takes yaml or json") : ctl_bad_option(x, o, argv);
 		}
