@@ -936,7 +936,38 @@ static int ctl_ps_watch(ctl_t *x, char **names, int n)
 			 * connection: this one carries the stream. */
 			api_client_t *stream = x->c;
 			x->c = NULL;
-			if (ctl_call(x, "status", pack_name, name, CTL_TIMEOUT_MS, &st) == 0) {
+			memset(&st, 0, sizeof st);
+			if (ctl_connect(x) != 0) {
+				;                       /* said */
+			} else if (api_client_call(x->c, "status", pack_name, name, CTL_TIMEOUT_MS,
+						   &st, &e) < 0) {
+				ctl_fail(x, "%s", e.msg);
+				api_incoming_free(&st);
+			} else if (st.code == API_NOT_FOUND) {
+				/* Its news was its delete: a row saying so (once),
+				 * not an error (kubectl's -w shows the pod go). */
+				char phase[] = "deleted";
+				msgpack_object_kv kv[2] = {
+					{ .key = { .type = MSGPACK_OBJECT_STR,
+						   .via.str = { 4, "name" } },
+					  .val = { .type = MSGPACK_OBJECT_STR,
+						   .via.str = { (uint32_t)strlen(name), name } } },
+					{ .key = { .type = MSGPACK_OBJECT_STR,
+						   .via.str = { 5, "phase" } },
+					  .val = { .type = MSGPACK_OBJECT_STR,
+						   .via.str = { (uint32_t)strlen(phase), phase } } } };
+				msgpack_object map = { .type = MSGPACK_OBJECT_MAP };
+				map.via.map.size = 2;
+				map.via.map.ptr = kv;
+				msgpack_object one = { .type = MSGPACK_OBJECT_ARRAY };
+				one.via.array.size = 1;
+				one.via.array.ptr = &map;
+				ctl_ps_row(&seen, name, &one);
+				api_incoming_free(&st);
+			} else if (st.code != API_OK) {
+				ctl_print_remote_error(x, &st);
+				api_incoming_free(&st);
+			} else {
 				msgpack_object one = { .type = MSGPACK_OBJECT_ARRAY };
 				one.via.array.size = 1;
 				one.via.array.ptr = (msgpack_object *)st.result;

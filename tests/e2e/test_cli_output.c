@@ -287,6 +287,23 @@ Test(e2e, ps_names_quiet_output_and_watch)
 	cr_assert(seen, "a row with the new pid %s: %s", spid, out);
 	cr_assert(!strncmp(out, "NAME", 4), "the table first: %s", out);
 	sleep_ms(3500);   /* the watcher's timeout ends it */
+
+	/* A watched pod deleted: a `deleted` row, once, not an error
+	 * ("tankctl: ps: pod \"ps-b\" not found" at each of its last events). */
+	snprintf(cmd, sizeof cmd, "timeout 4 %s/tankctl --socket %s ps -w > %s/watch2 2>&1 &",
+		 bindir(), d->sock, d->dir);
+	cr_assert_eq(system(cmd), 0);
+	sleep_ms(800);
+	cr_assert_eq(ctl(d, out, sizeof out, "delete ps-b"), 0, "%s", out);
+	snprintf(path, sizeof path, "%s/watch2", d->dir);
+	sleep_ms(3500);   /* the watcher's timeout ends it */
+	read_text(path, out, sizeof out);
+	cr_assert(!strstr(out, "not found"), "no error for a deleted pod: %s", out);
+	int deleted = 0;
+	for (const char *l = out; (l = strstr(l, "ps-b ")); l++)
+		if (!strncmp(l + strspn(l + 4, " ") + 4, "deleted ", 8))
+			deleted++;
+	cr_assert_eq(deleted, 1, "one deleted row: %s", out);
 	teardown(d);
 }
 
