@@ -2192,7 +2192,23 @@ static int ctl_yaml_tmp(ctl_t *x, const msgpack_object *o, char *path, size_t ca
  * unified diff of the canonical YAML (the stored spec against the one the
  * files would give it), through diff(1) as kubectl does.  Exit 0: no
  * difference, 1: differences, 2 and more: trouble. */
+/* diff's own outcome beside 0 and the exit codes: something would change. */
+#define CTL_DIFFERS 100
+
+static int ctl_diff(ctl_t *x, int argc, char **argv);
+
+/* `diff`: 0 no difference, 1 differences, 2 trouble (bad usage, a
+ * manifest refused, tankd unreachable or refusing, diff(1) failing) —
+ * diff(1)'s and kubectl diff's rule, so a script's `diff || apply` does
+ * not read a typo in a manifest as a change to apply. */
 static int v_diff(ctl_t *x, int argc, char **argv)
+{
+	int r = ctl_diff(x, argc, argv);
+
+	return r == CTL_DIFFERS ? EXIT_ERR : r == EXIT_OK ? EXIT_OK : EXIT_USAGE;
+}
+
+static int ctl_diff(ctl_t *x, int argc, char **argv)
 {
 	static const struct option opts[] = {
 		{ "help", no_argument, NULL, OPT_HELP },
@@ -2260,7 +2276,7 @@ static int v_diff(ctl_t *x, int argc, char **argv)
 	}
 	api_incoming_free(&in);
 	fflush(stdout);
-	return r ? r : differ ? EXIT_ERR : EXIT_OK;
+	return r ? r : differ ? CTL_DIFFERS : EXIT_OK;
 }
 
 typedef struct names_kind { char **names; const kind_t *kind; } names_kind_t;
@@ -3080,7 +3096,8 @@ static const verb_t ctl_verbs[] = {
 	  "Shows what apply -f would change: for each object it would create or\n"
 	  "configure, a unified diff (diff -u) of its stored spec against the one\n"
 	  "the files give it, both in tank's canonical YAML.  Exit 0: no\n"
-	  "difference; 1: differences (or an error, on stderr)." },
+	  "difference; 1: differences; 2: trouble (bad usage, a manifest refused,\n"
+	  "tankd unreachable; said on stderr), as diff(1) and kubectl diff." },
 	{ "delete", v_delete,
 	  "[KIND] NAME... | KIND/NAME... | -f FILE|DIR|- [-f …] | [KIND] -l SELECTOR [--ignore-not-found]",
 	  "Deletes the named pods, or the named objects of KIND (a kind's name,\n"

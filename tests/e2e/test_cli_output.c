@@ -107,7 +107,7 @@ Test(e2e, events_replay_filter_json_lines_and_rfc3339_times)
 
 /* apply --dry-run says what each object would be and writes nothing;
  * diff shows what apply would change as a unified diff and exits 1 when
- * there is a difference, 0 when none (kubectl diff's rule). */
+ * there is a difference, 0 when none, 2 on trouble (kubectl diff's rule). */
 Test(e2e, apply_dry_run_and_diff_write_nothing)
 {
 	d_t *d = setup();
@@ -147,6 +147,15 @@ Test(e2e, apply_dry_run_and_diff_write_nothing)
 	sleep_ms(500);
 	cr_assert_eq(status_num(d, "dr-a", "pid"), pid, "the pod was not touched");
 	cr_assert_neq(ctl(d, out, sizeof out, "apply -f %s/a.yaml --dry-run --wait", d->dir), 0);
+	/* Trouble is 2, not 1 (1 says "something would change"): a refused
+	 * manifest, a missing file, bad usage, no tankd. */
+	cr_assert_eq(ctl(d, out, sizeof out, "diff -f %s/bad.yaml", d->dir), 2, "%s", out);
+	cr_assert(strstr(out, "containers[0].command: required"), "%s", out);
+	cr_assert_eq(ctl(d, out, sizeof out, "diff -f %s/nosuch.yaml", d->dir), 2, "%s", out);
+	cr_assert_eq(ctl(d, out, sizeof out, "diff"), 2, "%s", out);
+	cr_assert_eq(ctl(d, out, sizeof out, "--socket %s/nosock diff -f %s/a.yaml", d->dir, d->dir),
+		     2, "%s", out);
+	cr_assert(strstr(out, "cannot connect"), "%s", out);
 	teardown(d);
 }
 
