@@ -38,7 +38,13 @@ const char *kind_ref_name(const kind_t *k, const char *word)
 
 	if (!slash)
 		return word;
-	if (!slash[1] || kind_find(one, word, (size_t)(slash - word)) != k)
+	bool mine = kind_find(one, word, (size_t)(slash - word)) == k;
+	/* Records named by their manager with a path (a job is POD/N): the
+	 * '/' is the name's own unless a KIND/ of k comes before a path
+	 * (`job/web/2`); `web/2`, and `jb/2` of a pod named jb, are ids. */
+	if (k->status_is_object)
+		return mine && strchr(slash + 1, '/') ? slash + 1 : word;
+	if (!slash[1] || !mine)
 		return NULL;
 	return slash + 1;
 }

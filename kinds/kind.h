@@ -495,10 +495,13 @@ extern const kind_t *const tank_kinds[];
 const kind_t *kind_find(const kind_t *const *kinds, const char *word, size_t len);
 
 /* The object name in `word` for a verb of kind k: word itself when it
- * has no '/' (a name never has one), the part after the '/' of kubectl's
- * KIND/NAME when KIND is one of k's words (kind_find's), else NULL (it
- * names another kind, or nothing after the '/').  Borrowed: points into
- * word. */
+ * has no '/' (an applied object's name never has one), the part after
+ * the '/' of kubectl's KIND/NAME when KIND is one of k's words
+ * (kind_find's), else NULL (it names another kind, or nothing after the
+ * '/').  A kind whose objects are records named with a path
+ * (status_is_object: a job is POD/N) takes word as its id unless a KIND/
+ * of its own comes before such a path (`job/web/2`).  Borrowed: points
+ * into word. */
 const char *kind_ref_name(const kind_t *k, const char *word);
 
 /* Where an apply's messages about item it point, in the user's terms
