@@ -334,9 +334,10 @@ static const kind_t *ctl_kind_word(int argc, char **argv, int min)
 
 /* `[KIND] NAME` or kubectl's `KIND/NAME` at argv[optind]: *k the kind
  * (ctl_kind_word's rule for the first form, the default kind without
- * one); for the second, argv[optind] becomes the name (a name has no
- * '/').  -1 to go on, or a usage error's exit code (an unknown KIND, no
- * name after the '/'). */
+ * one); for the second, KIND is what comes before the first '/' (an
+ * applied object's name has none; a job's id keeps its own: job/web/2)
+ * and argv[optind] becomes the rest.  -1 to go on, or a usage error's
+ * exit code (an unknown KIND, no name after the '/'). */
 static int ctl_kind_ref(ctl_t *x, int argc, char **argv, int min, const kind_t **k)
 {
 	const char *slash = optind < argc ? strchr(argv[optind], '/') : NULL;
@@ -1417,12 +1418,6 @@ static void ctl_hint_other_kind(ctl_t *x, const kind_verb_t *kv, const kind_t *k
 		}
 }
 
-/* `stop -l SELECTOR`, `start [KIND] -l SELECTOR`: a kinded verb of every
- * object of KIND (pods by default) whose labels match, one call each in
- * name order, as `restart -l`; each printed as the verb prints one.  At
- * 9,000 pods a user otherwise ran 9,000 tankctl processes (docs/bench.md,
- * issue 38 round 8).  Not with --wait: a wait watches one object.  The
- * first error is the exit status; the others are still acted on. */
 /* Verb v of kind k on each of the NULL-terminated names, one call each
  * in their order, each printed as it is answered (`NAME stopped`); a
  * failure is printed and the others still go.  0, or the first
@@ -1448,6 +1443,12 @@ static int ctl_verb_each(ctl_t *x, const kind_t *k, const kind_verb_t *v, char *
 	return r;
 }
 
+/* `stop -l SELECTOR`, `start [KIND] -l SELECTOR`: a kinded verb of every
+ * object of KIND (pods by default) whose labels match, one call each in
+ * name order, as `restart -l`; each printed as the verb prints one.  At
+ * 9,000 pods a user otherwise ran 9,000 tankctl processes (docs/bench.md,
+ * issue 38 round 8).  Not with --wait: a wait watches one object.  The
+ * first error is the exit status; the others are still acted on. */
 static int ctl_verb_selected(ctl_t *x, const kind_verb_t *kv, const char *selector, bool wait,
 			     int nargs, char **args)
 {
