@@ -332,6 +332,29 @@ static const kind_t *ctl_kind_word(int argc, char **argv, int min)
 	return ctl_kinds[0];
 }
 
+/* `[KIND] NAME` or kubectl's `KIND/NAME` at argv[optind]: *k the kind
+ * (ctl_kind_word's rule for the first form, the default kind without
+ * one); for the second, KIND is what comes before the first '/' (an
+ * applied object's name has none; a job's id keeps its own: job/web/2)
+ * and argv[optind] becomes the rest.  -1 to go on, or a usage error's
+ * exit code (an unknown KIND, no name after the '/'). */
+static int ctl_kind_ref(ctl_t *x, int argc, char **argv, int min, const kind_t **k)
+{
+	const char *slash = optind < argc ? strchr(argv[optind], '/') : NULL;
+
+	if (!slash) {
+		*k = ctl_kind_word(argc, argv, min);
+		return -1;
+	}
+	if (!(*k = kind_find(ctl_kinds, argv[optind], (size_t)(slash - argv[optind]))))
+		return ctl_usage_error(x, "unknown kind '%.*s'", (int)(slash - argv[optind]),
+				       argv[optind]);
+	if (!slash[1])
+		return ctl_usage_error(x, "'%s' names no object: KIND/NAME", argv[optind]);
+	argv[optind] += slash + 1 - argv[optind];
+	return -1;
+}
+
 /* The kind of a manifest object. */
 static const kind_t *ctl_kind_of(const mf_object_t *o)
 {
@@ -757,9 +780,11 @@ static int v_get(ctl_t *x, int argc, char **argv)
 	if (argc - optind == 1 && (k = kind_find(ctl_kinds, argv[optind], strlen(argv[optind]))))
 		return ctl_usage_error(x, "needs a %s name (an object named %s: get %s %s)",
 				       k->name, k->name, ctl_kinds[0]->name, k->name);
-	k = ctl_kind_word(argc, argv, 1);
+	if ((r = ctl_kind_ref(x, argc, argv, 1, &k)) >= 0)
+		return r;
 	if (argc - optind != 1)
-		return ctl_usage_error(x, "needs one name (a pod's, or: KIND NAME; or: KIND's plural)");
+		return ctl_usage_error(x, "needs one name (a pod's, or: KIND NAME, KIND/NAME; or: "
+				       "KIND's plural)");
 	name_kind_t nk = { argv[optind], k };
 	if ((r = ctl_call(x, "get", pack_name_kind, &nk, CTL_TIMEOUT_MS, &in)) != 0)
 		return r;
@@ -779,7 +804,9 @@ static int v_status(ctl_t *x, int argc, char **argv)
 
 	if ((r = ctl_output_opts(x, argc, argv, &fmt, NULL, NULL)) >= 0)
 		return r;
-	const kind_t *k = ctl_kind_word(argc, argv, 0);
+	const kind_t *k;
+	if ((r = ctl_kind_ref(x, argc, argv, 0, &k)) >= 0)
+		return r;
 	if (argc - optind > 1)
 		return ctl_usage_error(x, "takes at most one name");
 	name_kind_t nk = { argc > optind ? argv[optind] : NULL, k };
@@ -910,7 +937,38 @@ static int ctl_ps_watch(ctl_t *x, char **names, int n)
 			 * connection: this one carries the stream. */
 			api_client_t *stream = x->c;
 			x->c = NULL;
-			if (ctl_call(x, "status", pack_name, name, CTL_TIMEOUT_MS, &st) == 0) {
+			memset(&st, 0, sizeof st);
+			if (ctl_connect(x) != 0) {
+				;                       /* said */
+			} else if (api_client_call(x->c, "status", pack_name, name, CTL_TIMEOUT_MS,
+						   &st, &e) < 0) {
+				ctl_fail(x, "%s", e.msg);
+				api_incoming_free(&st);
+			} else if (st.code == API_NOT_FOUND) {
+				/* Its news was its delete: a row saying so (once),
+				 * not an error (kubectl's -w shows the pod go). */
+				char phase[] = "deleted";
+				msgpack_object_kv kv[2] = {
+					{ .key = { .type = MSGPACK_OBJECT_STR,
+						   .via.str = { 4, "name" } },
+					  .val = { .type = MSGPACK_OBJECT_STR,
+						   .via.str = { (uint32_t)strlen(name), name } } },
+					{ .key = { .type = MSGPACK_OBJECT_STR,
+						   .via.str = { 5, "phase" } },
+					  .val = { .type = MSGPACK_OBJECT_STR,
+						   .via.str = { (uint32_t)strlen(phase), phase } } } };
+				msgpack_object map = { .type = MSGPACK_OBJECT_MAP };
+				map.via.map.size = 2;
+				map.via.map.ptr = kv;
+				msgpack_object one = { .type = MSGPACK_OBJECT_ARRAY };
+				one.via.array.size = 1;
+				one.via.array.ptr = &map;
+				ctl_ps_row(&seen, name, &one);
+				api_incoming_free(&st);
+			} else if (st.code != API_OK) {
+				ctl_print_remote_error(x, &st);
+				api_incoming_free(&st);
+			} else {
 				msgpack_object one = { .type = MSGPACK_OBJECT_ARRAY };
 				one.via.array.size = 1;
 				one.via.array.ptr = (msgpack_object *)st.result;
@@ -1360,6 +1418,31 @@ static void ctl_hint_other_kind(ctl_t *x, const kind_verb_t *kv, const kind_t *k
 		}
 }
 
+/* Verb v of kind k on each of the NULL-terminated names, one call each
+ * in their order, each printed as it is answered (`NAME stopped`); a
+ * failure is printed and the others still go.  0, or the first
+ * failure's exit code. */
+static int ctl_verb_each(ctl_t *x, const kind_t *k, const kind_verb_t *v, char *const *names)
+{
+	char action[64];
+	int r = 0;
+
+	for (size_t i = 0; names[i]; i++) {
+		name_kind_t nk = { names[i], k };
+		api_incoming_t in;
+		int r2 = ctl_call(x, v->name, pack_name_kind, &nk, CTL_TIMEOUT_MS, &in);
+		if (r2 == 0) {
+			action[0] = '\0';
+			api_obj_strcpy(api_map_get(in.result, "action"), action, sizeof action);
+			ctl_print_ref(k->name, names[i], action[0] ? action : "done");
+			api_incoming_free(&in);
+		}
+		r = r ? r : r2;
+	}
+	fflush(stdout);
+	return r;
+}
+
 /* `stop -l SELECTOR`, `start [KIND] -l SELECTOR`: a kinded verb of every
  * object of KIND (pods by default) whose labels match, one call each in
  * name order, as `restart -l`; each printed as the verb prints one.  At
@@ -1391,19 +1474,7 @@ static int ctl_verb_selected(ctl_t *x, const kind_verb_t *kv, const char *select
 		return r;
 	if (!names[0])
 		fprintf(stderr, "No resources found\n");
-	for (size_t i = 0; names[i]; i++) {
-		name_kind_t nk = { names[i], k };
-		api_incoming_t in;
-		int r2 = ctl_call(x, v->name, pack_name_kind, &nk, CTL_TIMEOUT_MS, &in);
-		if (r2 == 0) {
-			action[0] = '\0';
-			api_obj_strcpy(api_map_get(in.result, "action"), action, sizeof action);
-			ctl_print_ref(k->name, names[i], action[0] ? action : "done");
-			api_incoming_free(&in);
-		}
-		r = r ? r : r2;
-	}
-	fflush(stdout);
+	r = ctl_verb_each(x, k, v, names);
 	ctl_names_free(names);
 	return r;
 }
@@ -1504,15 +1575,16 @@ static int v_kind_verb(ctl_t *x, int argc, char **argv)
 			if (!want)
 				return ctl_usage_error(x, "unknown kind '%.*s'",
 						       (int)(slash - argv[optind]), argv[optind]);
-		} else if (argc - optind >= 2) {
-			want = kind_find(ctl_kinds, argv[optind], strlen(argv[optind]));
-			if (!want)
-				return ctl_usage_error(x, "unknown kind '%s'", argv[optind]);
+		} else if (argc - optind >= 2 &&
+			   (want = kind_find(ctl_kinds, argv[optind], strlen(argv[optind])))) {
 			optind++;
 		}
-		if (argc - optind != 1 || (slash && !slash[1]))
-			return ctl_usage_error(x, "needs one object: NAME (a %s), KIND NAME or "
+		if (argc - optind < 1 || (slash && !slash[1]))
+			return ctl_usage_error(x, "needs an object: NAME (a %s), KIND NAME or "
 					       "KIND/NAME", ctl_kinds[0]->name);
+		if (argc - optind > 1 && wait)
+			return ctl_usage_error(x, "--wait watches one object (several names: "
+					       "without --wait, one %s after another)", x->verb);
 		char have[128] = "";
 		k = NULL;
 		kv = NULL;
@@ -1532,9 +1604,30 @@ static int v_kind_verb(ctl_t *x, int argc, char **argv)
 		if (!kv)
 			return ctl_fail(x, "the %s kind has no %s (it is for: %s)", want->name,
 					x->verb, have);
-		nk = (name_kind_t){ slash ? slash + 1 : argv[optind], k };
-	} else if (argc - optind != 1 && !((kv->flags & KIND_VERB_ANY) && argc == optind))
+		/* Several names (`stop web worker`, as systemctl and docker
+		 * take them): each KIND/NAME of the same kind, one call each. */
+		for (int i = optind; i < argc; i++) {
+			const char *n = kind_ref_name(k, argv[i]);
+			if (!n)
+				return ctl_usage_error(x, "'%s' is not a %s: names of one kind at a "
+						       "time (KIND NAME… or KIND/NAME…)", argv[i], k->name);
+			argv[i] += n - argv[i];
+		}
+		if (argc - optind > 1)
+			return ctl_verb_each(x, k, kv, argv + optind);  /* argv is NULL-terminated */
+		nk = (name_kind_t){ argv[optind], k };
+	} else if (argc - optind != 1 && !((kv->flags & KIND_VERB_ANY) && argc == optind)) {
 		return ctl_usage_error(x, "needs one %s name", k->name);
+	} else if (optind < argc) {
+		/* NAME, or KIND/NAME of the kind the verb acts on (`up
+		 * stack/shop`, `jobs pod/db`: its `of`). */
+		const kind_t *of = kv->of ? kind_find(ctl_kinds, kv->of, strlen(kv->of)) : k;
+		const char *n = kind_ref_name(of ? of : k, argv[optind]);
+		if (!n)
+			return ctl_usage_error(x, "'%s' is not a %s: %s acts on %s", argv[optind],
+					       (of ? of : k)->name, x->verb, (of ? of : k)->plural);
+		argv[optind] += n - argv[optind];
+	}
 	if (timeout_ms && !wait)
 		return ctl_usage_error(x, "--timeout bounds --wait: use both");
 	const char *name = nk.name ? nk.name : optind < argc ? argv[optind] : NULL;
@@ -1706,9 +1799,12 @@ static int ctl_batch_path(ctl_t *x, ctl_batch_t *bt, const char *path)
 	if (!r && !n)
 		r = ctl_fail(x, "%s: no *.yaml, *.yml or *.json files in the directory", path);
 	qsort(names, n, sizeof *names, ctl_cmp_str);
+	/* Every file is read, a bad one's problems do not hide the next's
+	 * (each is printed as it is read); the first failure is the result. */
 	for (size_t i = 0; i < n; i++) {
+		int fr = ctl_batch_add(x, bt, names[i]);
 		if (!r)
-			r = ctl_batch_add(x, bt, names[i]);
+			r = fr;
 		free(names[i]);
 	}
 	free(names);
@@ -1804,8 +1900,13 @@ static int ctl_apply_files(ctl_t *x, ctl_batch_t *bt, const char **files, size_t
 {
 	int r = 0;
 
-	for (size_t i = 0; i < nfiles && !r; i++)
-		r = ctl_batch_path(x, bt, files[i]);
+	/* Every -f is read and checked, each one's problems printed, before
+	 * the first failure ends the verb: one run names them all. */
+	for (size_t i = 0; i < nfiles; i++) {
+		int fr = ctl_batch_path(x, bt, files[i]);
+		if (!r)
+			r = fr;
+	}
 	free(files);
 	if (!r)
 		r = ctl_batch_unique(x, bt);
@@ -2092,7 +2193,23 @@ static int ctl_yaml_tmp(ctl_t *x, const msgpack_object *o, char *path, size_t ca
  * unified diff of the canonical YAML (the stored spec against the one the
  * files would give it), through diff(1) as kubectl does.  Exit 0: no
  * difference, 1: differences, 2 and more: trouble. */
+/* diff's own outcome beside 0 and the exit codes: something would change. */
+#define CTL_DIFFERS 100
+
+static int ctl_diff(ctl_t *x, int argc, char **argv);
+
+/* `diff`: 0 no difference, 1 differences, 2 trouble (bad usage, a
+ * manifest refused, tankd unreachable or refusing, diff(1) failing) —
+ * diff(1)'s and kubectl diff's rule, so a script's `diff || apply` does
+ * not read a typo in a manifest as a change to apply. */
 static int v_diff(ctl_t *x, int argc, char **argv)
+{
+	int r = ctl_diff(x, argc, argv);
+
+	return r == CTL_DIFFERS ? EXIT_ERR : r == EXIT_OK ? EXIT_OK : EXIT_USAGE;
+}
+
+static int ctl_diff(ctl_t *x, int argc, char **argv)
 {
 	static const struct option opts[] = {
 		{ "help", no_argument, NULL, OPT_HELP },
@@ -2160,7 +2277,7 @@ static int v_diff(ctl_t *x, int argc, char **argv)
 	}
 	api_incoming_free(&in);
 	fflush(stdout);
-	return r ? r : differ ? EXIT_ERR : EXIT_OK;
+	return r ? r : differ ? CTL_DIFFERS : EXIT_OK;
 }
 
 typedef struct names_kind { char **names; const kind_t *kind; } names_kind_t;
@@ -2316,13 +2433,26 @@ static int v_delete(ctl_t *x, int argc, char **argv)
 	}
 	if (!nfiles) {
 		free(files);
-		const kind_t *k = ctl_kind_word(argc, argv, 1);
+		const kind_t *k;
+		if ((r = ctl_kind_ref(x, argc, argv, 1, &k)) >= 0)
+			return r;
+		/* KIND/NAME… (kubectl's): of one kind, each name stripped. */
+		for (int i = optind + 1; i < argc; i++) {
+			const char *n = kind_ref_name(k, argv[i]);
+			if (!n)
+				return ctl_usage_error(x, "'%s' is not a %s: names of one kind at a time "
+						       "(KIND NAME… or KIND/NAME…)", argv[i], k->name);
+			argv[i] += n - argv[i];
+		}
 		return ctl_delete(x, argv + optind, k, ignore_nf, NULL);   /* argv is NULL-terminated */
 	}
 	/* Every -f (files, directories, as apply reads them) is read before
 	 * anything is deleted. */
-	for (size_t i = 0; i < nfiles && !r; i++)
-		r = ctl_batch_path(x, &bt, files[i]);
+	for (size_t i = 0; i < nfiles; i++) {
+		int fr = ctl_batch_path(x, &bt, files[i]);
+		if (!r)
+			r = fr;
+	}
 	free(files);
 	if (r) {
 		ctl_batch_free(&bt);
@@ -2669,15 +2799,19 @@ static int v_history(ctl_t *x, int argc, char **argv)
 		} else if (o == OPT_LIMIT) {
 			errno = 0;
 			p.limit = strtol(optarg, &end, 10);
-			if (errno || *end || p.limit < 0)
-				return ctl_usage_error(x, "--limit takes a number");
+			/* 0 would be tankd's "no limit": every entry for a
+			 * request of none (leave --limit out for them all). */
+			if (errno || *end || end == optarg || p.limit < 1)
+				return ctl_usage_error(x, "--limit takes a number from 1 (the last N "
+						       "entries; without it, every one)");
 		} else {
 			return o == 'o' ? ctl_usage_error(x, "-o takes yaml or json") : ctl_bad_option(x, o, argv);
 		}
 	}
-	p.kind = ctl_kind_word(argc, argv, 1);
+	if ((r = ctl_kind_ref(x, argc, argv, 1, &p.kind)) >= 0)
+		return r;
 	if (argc - optind != 1)
-		return ctl_usage_error(x, "needs one name (a pod's, or: KIND NAME)");
+		return ctl_usage_error(x, "needs one name (a pod's, or: KIND NAME, KIND/NAME)");
 	p.name = argv[optind];
 	if ((r = ctl_call(x, "history", pack_history, &p, CTL_TIMEOUT_MS, &in)) != 0)
 		return r;
@@ -2963,9 +3097,10 @@ static const verb_t ctl_verbs[] = {
 	  "Shows what apply -f would change: for each object it would create or\n"
 	  "configure, a unified diff (diff -u) of its stored spec against the one\n"
 	  "the files give it, both in tank's canonical YAML.  Exit 0: no\n"
-	  "difference; 1: differences (or an error, on stderr)." },
+	  "difference; 1: differences; 2: trouble (bad usage, a manifest refused,\n"
+	  "tankd unreachable; said on stderr), as diff(1) and kubectl diff." },
 	{ "delete", v_delete,
-	  "[KIND] NAME... | -f FILE|DIR|- [-f …] | [KIND] -l SELECTOR [--ignore-not-found]",
+	  "[KIND] NAME... | KIND/NAME... | -f FILE|DIR|- [-f …] | [KIND] -l SELECTOR [--ignore-not-found]",
 	  "Deletes the named pods, or the named objects of KIND (a kind's name,\n"
 	  "plural or short name) with what they own (or what the manifests of\n"
 	  "every -f hold, read as apply reads them); their containers are\n"
@@ -2973,7 +3108,7 @@ static const verb_t ctl_verbs[] = {
 	  "--ignore-not-found; what went with its owner is not looked for again.\n"
 	  "-l SELECTOR: every object of KIND (pods by default) whose labels match\n"
 	  "(none: \"No resources found\", exit 0)." },
-	{ "get", v_get, "[KIND] NAME | KINDS [-l SELECTOR] [-o yaml|json|name]",
+	{ "get", v_get, "[KIND] NAME | KIND/NAME | KINDS [-l SELECTOR] [-o yaml|json|name]",
 	  "Prints a pod's (or an object of KIND's) desired spec with its\n"
 	  "generation (YAML by default), and its status for kinds above pods.\n"
 	  "`get KINDS` (a kind's plural or short name, pods too): the kind's\n"
@@ -2988,7 +3123,7 @@ static const verb_t ctl_verbs[] = {
 	  "as its news comes (events, no polling), until interrupted.\n"
 	  "-l SELECTOR: the pods whose labels match, in one table (k=v, k==v,\n"
 	  "k!=v, k, !k; a comma is AND)." },
-	{ "status", v_status, "[KIND] [NAME] [-o yaml|json]",
+	{ "status", v_status, "[KIND] [NAME] | KIND/NAME [-o yaml|json]",
 	  "Prints the status of one pod or of all pods (with KIND: of that kind)." },
 	{ "events", v_events, "[KIND/NAME|NAME] [-l SELECTOR] [--since DURATION] [-o yaml|json]",
 	  "Prints the daemon's events as they happen (until interrupted): one per\n"
@@ -3001,7 +3136,7 @@ static const verb_t ctl_verbs[] = {
 	  "Describes one object for a person: its status (times as RFC 3339 with\n"
 	  "their age; a pod's containers as a table with pid, restarts, last exit,\n"
 	  "readiness and probe), its spec, and its last 10 history entries." },
-	{ "history", v_history, "[KIND] NAME [--limit N] [-o yaml|json]",
+	{ "history", v_history, "[KIND] NAME | KIND/NAME [--limit N] [-o yaml|json]",
 	  "Prints a pod's (or an object of KIND's) recorded state transitions." },
 	{ "sync", v_sync, "", "Runs a full reconciliation pass and returns when it is done." },
 	{ "nudge", v_nudge, "", "Asks for a reconciliation pass soon, without waiting." },
@@ -3041,7 +3176,17 @@ static const char *ctl_usage_kinds(const char *u, char *buf, size_t cap)
 	}
 	buf[0] = '\0';
 	while (*u && at + 1 < cap) {
-		const char *w = !strncmp(u, "KINDS", 5) ? plurals : !strncmp(u, "KIND", 4) ? names : NULL;
+		/* KIND/NAME stays a form ("stack|…|job/NAME" would read as
+		 * a job's only). */
+		const char *w = !strncmp(u, "KIND/", 5) ? NULL : !strncmp(u, "KINDS", 5) ? plurals
+				: !strncmp(u, "KIND", 4) ? names : NULL;
+		if (!w && !strncmp(u, "KIND/", 5)) {
+			at += (size_t)snprintf(buf + at, cap - at, "KIND/");
+			u += 5;
+			if (at >= cap)
+				at = cap - 1;
+			continue;
+		}
 		if (w) {
 			at += (size_t)snprintf(buf + at, cap - at, "%s", w);
 			u += strncmp(u, "KINDS", 5) ? 4 : 5;

@@ -31,6 +31,24 @@ const kind_t *kind_find(const kind_t *const *kinds, const char *word, size_t len
 	return NULL;
 }
 
+const char *kind_ref_name(const kind_t *k, const char *word)
+{
+	const char *slash = strchr(word, '/');
+	const kind_t *one[] = { k, NULL };
+
+	if (!slash)
+		return word;
+	bool mine = kind_find(one, word, (size_t)(slash - word)) == k;
+	/* Records named by their manager with a path (a job is POD/N): the
+	 * '/' is the name's own unless a KIND/ of k comes before a path
+	 * (`job/web/2`); `web/2`, and `jb/2` of a pod named jb, are ids. */
+	if (k->status_is_object)
+		return mine && strchr(slash + 1, '/') ? slash + 1 : word;
+	if (!slash[1] || !mine)
+		return NULL;
+	return slash + 1;
+}
+
 const kind_t *kind_by_id(const kind_t *const *kinds, uint32_t id)
 {
 	for (size_t i = 0; kinds && kinds[i]; i++)

@@ -168,7 +168,8 @@ typedef struct kind_col {
  * verb) and answers a kind without it with an error naming the kind and
  * those that have it.  Otherwise as flags 0.  Each kind's verb of that
  * name must have this flag.  tankctl also takes `<words> [KIND] -l
- * SELECTOR`: the verb once for each object of KIND whose labels match. */
+ * SELECTOR` and several names (`[KIND] NAME…`, `KIND/NAME…`): the verb
+ * once for each object of KIND whose labels match, or each named. */
 #define KIND_VERB_KINDED 8u
 
 /* Packs a result (one msgpack object) into pk; 0 or a negative errno. */
@@ -492,6 +493,16 @@ extern const kind_t *const tank_kinds[];
 /* The kind called `word` (name, plural, short name or manifest kind, any
  * case; len bytes), or NULL. */
 const kind_t *kind_find(const kind_t *const *kinds, const char *word, size_t len);
+
+/* The object name in `word` for a verb of kind k: word itself when it
+ * has no '/' (an applied object's name never has one), the part after
+ * the '/' of kubectl's KIND/NAME when KIND is one of k's words
+ * (kind_find's), else NULL (it names another kind, or nothing after the
+ * '/').  A kind whose objects are records named with a path
+ * (status_is_object: a job is POD/N) takes word as its id unless a KIND/
+ * of its own comes before such a path (`job/web/2`).  Borrowed: points
+ * into word. */
+const char *kind_ref_name(const kind_t *k, const char *word);
 
 /* Where an apply's messages about item it point, in the user's terms
  * (the apply RPC's error paths, docs/rpc.md): an object given is

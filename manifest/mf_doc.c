@@ -502,6 +502,59 @@ static size_t utf8_bad_at(const char *text, size_t len)
 	return len;
 }
 
+/* The map key written at 1-based line:col of text (libfyaml's place of a
+ * "duplicate key": the key's first character, inside its quotes for a
+ * quoted one), unquoted, into buf (cut with "…" past cap); false when
+ * the place is not in the text. */
+static bool key_at(const char *text, size_t len, int line, int col, char *buf, size_t cap)
+{
+	size_t i = 0, end;
+
+	if (line < 1 || col < 1 || cap < 8)
+		return false;
+	for (int l = 1; l < line; l++) {
+		const char *nl = memchr(text + i, '\n', len - i);
+		if (!nl)
+			return false;
+		i = (size_t)(nl - text) + 1;
+	}
+	size_t ls = i;
+	for (int k = 1; k < col; k++, i++)
+		if (i >= len || text[i] == '\n')
+			return false;
+	if (i >= len || text[i] == '\n')
+		return false;
+	char q = 0;
+	if (text[i] == '"' || text[i] == '\'') {
+		q = text[i++];
+	} else if (i > ls && (text[i - 1] == '"' || text[i - 1] == '\'')) {
+		q = text[i - 1];
+	}
+	for (end = i; end < len && text[end] != '\n'; end++) {
+		if (q ? text[end] == q
+		      : text[end] == ':' && (end + 1 == len || text[end + 1] == ' ' ||
+					     text[end + 1] == '\t' || text[end + 1] == '\n' ||
+					     text[end + 1] == '\r'))
+			break;
+	}
+	while (!q && end > i && (text[end - 1] == ' ' || text[end - 1] == '\t'))
+		end--;
+	if (end == i)
+		return false;
+	if (end - i < cap) {
+		memcpy(buf, text + i, end - i);
+		buf[end - i] = '\0';
+	} else {
+		/* Cut before a UTF-8 continuation byte, never inside a character. */
+		size_t n = cap - sizeof "…";
+		while (n && ((unsigned char)text[i + n] & 0xC0) == 0x80)
+			n--;
+		memcpy(buf, text + i, n);
+		memcpy(buf + n, "…", sizeof "…");
+	}
+	return true;
+}
+
 int mf_docs_load(const char *text, size_t len, const char *source,
 		  mf_docs_t **out, kit_errors_t *errs)
 {
@@ -585,8 +638,16 @@ int mf_docs_load(const char *text, size_t len, const char *source,
 		bool any = false;
 
 		while ((e = fy_diag_errors_iterate(diag, &it)) != NULL) {
-			kit_errors_add(errs, "%s:%d:%d: %s", c.src, e->line,
-				       e->column, e->msg);
+			char key[80];
+			/* libfyaml says "duplicate key" and where: the key's
+			 * text is what the user looks for, so it is named. */
+			if (e->msg && !strcmp(e->msg, "duplicate key") &&
+			    key_at(text, len, e->line, e->column, key, sizeof key))
+				kit_errors_add(errs, "%s:%d:%d: duplicate key \"%s\"", c.src,
+					       e->line, e->column, key);
+			else
+				kit_errors_add(errs, "%s:%d:%d: %s", c.src, e->line,
+					       e->column, e->msg);
 			any = true;
 		}
 		if (!any)

@@ -70,9 +70,18 @@ static int cmd_restart(const kind_cli_t *cli, int argc, char **argv)
 		return cli->bad_option(cli, o, argv);
 	}
 	if (!selector) {
-		if (argc - optind != 1)
-			return cli->usage(cli, "needs one pod name");
-		return restart_one(cli, argv[optind]);
+		/* NAME… (as `docker restart a b`), one restart each in their
+		 * order; a failure is printed and the others still go. */
+		if (argc == optind)
+			return cli->usage(cli, "needs a pod name");
+		for (int i = optind; i < argc; i++)
+			if (!kind_ref_name(&pod_kind, argv[i]))
+				return cli->usage(cli, "'%s' is not a pod: restart acts on pods", argv[i]);
+		for (int i = optind; i < argc; i++) {
+			int r2 = restart_one(cli, kind_ref_name(&pod_kind, argv[i]));
+			r = r ? r : r2;
+		}
+		return r;
 	}
 	/* Every pod whose labels match, one restart each. */
 	if (argc != optind)
@@ -354,7 +363,8 @@ static int cmd_logs(const kind_cli_t *cli, int argc, char **argv)
 	}
 	if (argc - optind != 1)
 		return cli->usage(cli, "needs one pod name");
-	p.name = argv[optind];
+	if (!(p.name = kind_ref_name(&pod_kind, argv[optind])))
+		return cli->usage(cli, "'%s' is not a pod: logs acts on pods", argv[optind]);
 	if (previous && p.follow)
 		return cli->usage(cli, "--previous and -f: a previous run does not grow");
 	if (previous) {
@@ -380,9 +390,10 @@ static int cmd_logs(const kind_cli_t *cli, int argc, char **argv)
 }
 
 const kind_cmd_t pod_cmds[POD_NCMDS] = {
-	{ "restart", cmd_restart, "NAME | -l SELECTOR",
+	{ "restart", cmd_restart, "NAME... | -l SELECTOR",
 	  "Restarts a pod and resets its retries, also when it is terminal.\n"
-	  "-l SELECTOR: every pod whose labels match." },
+	  "NAME...: each, one after another.  -l SELECTOR: every pod whose\n"
+	  "labels match." },
 	{ "logs", cmd_logs,
 	  "NAME|-l SELECTOR [-c CONTAINER] [-n|--tail N] [--since DURATION] [-t] [-p|--previous] [-f]",
 	  "Prints a pod's captured output, the lines as the container wrote them:\n"

@@ -821,17 +821,19 @@ static int pod__v_start(const kind_env_t *env, const msgpack_object *params, msg
 }
 
 static const kind_verb_t pod__verbs[] = {
-	{ "stop", "s?m", pod__v_stop, "[KIND] NAME | KIND/NAME [--wait [--timeout DURATION]] | [KIND] -l SELECTOR",
+	{ "stop", "s?m", pod__v_stop, "[KIND] NAME... | KIND/NAME... [--wait [--timeout DURATION]] | [KIND] -l SELECTOR",
 	  "Stops a pod without deleting it: its containers stop (stop signal, then\n"
 	  "SIGKILL after their grace) and stay stopped, its phase is `stopped`.  It\n"
 	  "is kept in the store: a restart of tankd and a re-apply of its manifest\n"
 	  "leave it stopped (systemctl's stopped unit) until `start` (or `restart`).\n"
-	  "--wait: until nothing of it runs.  -l SELECTOR: every pod whose labels\n"
-	  "match, one stop each (not with --wait).", .flags = KIND_VERB_KINDED },
-	{ "start", "s?m", pod__v_start, "[KIND] NAME | KIND/NAME [--wait [--timeout DURATION]] | [KIND] -l SELECTOR",
+	  "--wait: until nothing of it runs.  NAME...: each, one stop after\n"
+	  "another; -l SELECTOR: every pod whose labels match (neither with --wait).",
+	  .flags = KIND_VERB_KINDED },
+	{ "start", "s?m", pod__v_start, "[KIND] NAME... | KIND/NAME... [--wait [--timeout DURATION]] | [KIND] -l SELECTOR",
 	  "Starts a pod stopped by `stop` (its containers run again, with their\n"
-	  "restart counts kept).  --wait: as apply --wait.  -l SELECTOR: every pod\n"
-	  "whose labels match, one start each (not with --wait).", .flags = KIND_VERB_KINDED },
+	  "restart counts kept).  --wait: as apply --wait.  NAME...: each, one\n"
+	  "start after another; -l SELECTOR: every pod whose labels match\n"
+	  "(neither with --wait).", .flags = KIND_VERB_KINDED },
 	{ "top", "?s", pod__v_top, "[POD] [--no-headers] [-o yaml|json]",
 	  "CPU and memory of the running containers (of POD, or of every pod):\n"
 	  "CPU is the container's CPU time over its time running (100% = one CPU\n"

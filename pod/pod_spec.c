@@ -661,7 +661,9 @@ static void v_limits(kit_t *v, const msgpack_object *m, pod_container_t *c)
 		}
 	});
 	FIELD(v, m, "pids", {
-		if (o->type == MSGPACK_OBJECT_POSITIVE_INTEGER && o->via.u64 > 0)
+		if (o->type == MSGPACK_OBJECT_POSITIVE_INTEGER && o->via.u64 > POD_PIDS_MAX)
+			kit_err(v, "must be at most %u (the kernel's pids.max)", POD_PIDS_MAX);
+		else if (o->type == MSGPACK_OBJECT_POSITIVE_INTEGER && o->via.u64 > 0)
 			c->limits.pids = o->via.u64;
 		else if (o->type == MSGPACK_OBJECT_POSITIVE_INTEGER ||
 			 o->type == MSGPACK_OBJECT_NEGATIVE_INTEGER)

@@ -48,6 +48,10 @@
 #define POD_STRING_MAX KIT_STRING_MAX /* bytes of any string value (the kit's) */
 #define POD_DEPS_MAX 64             /* depends_on entries per pod */
 #define POD_PARAMS_MAX 256          /* params entries per pod */
+/* limits.pids at most: the kernel's PID_MAX_LIMIT (64-bit), the most a
+ * cgroup's pids.max takes (it refuses more with EINVAL, so a larger limit
+ * would pass apply and crash-loop the container at every launch). */
+#define POD_PIDS_MAX 4194304u
 
 enum pod_restart {
 	POD_RESTART_ALWAYS = 0,

@@ -359,9 +359,9 @@ static const kind_verb_t stack__verbs[] = {
 	  "Brings a stack down (desired: down): its pods stop, dependents first.\n"
 	  "--wait: until it is down.", .flags = 0 },
 	/* tankctl stop/start of a stack: its down/up (Pod's are its own). */
-	{ "stop", "s?m", v_down, "[KIND] NAME | KIND/NAME [--wait [--timeout DURATION]] | [KIND] -l SELECTOR",
+	{ "stop", "s?m", v_down, "[KIND] NAME... | KIND/NAME... [--wait [--timeout DURATION]] | [KIND] -l SELECTOR",
 	  "stack: the same as `down`.", .flags = KIND_VERB_KINDED },
-	{ "start", "s?m", v_up, "[KIND] NAME | KIND/NAME [--wait [--timeout DURATION]] | [KIND] -l SELECTOR",
+	{ "start", "s?m", v_up, "[KIND] NAME... | KIND/NAME... [--wait [--timeout DURATION]] | [KIND] -l SELECTOR",
 	  "stack: the same as `up`.", .flags = KIND_VERB_KINDED },
 };
 

@@ -498,3 +498,29 @@ Test(api, cli_describe_keeps_a_multi_line_command_on_one_row)
 	msgpack_unpacked_destroy(&u);
 	msgpack_sbuffer_destroy(&sb);
 }
+
+/* kubectl's KIND/NAME for a verb of kind k (kind_ref_name): a name
+ * alone, the kind's own words before the '/', another kind or nothing
+ * after it refused; a job's id (POD/N) is its own path unless job/ comes
+ * before it. */
+Test(api, kind_ref_name_takes_kind_slash_name_and_keeps_a_jobs_path)
+{
+	const kind_t *pod = kind_find(tank_kinds, "pod", 3);
+	const kind_t *stack = kind_find(tank_kinds, "stack", 5);
+	const kind_t *job = kind_find(tank_kinds, "job", 3);
+	cr_assert(pod && stack && job);
+
+	cr_assert_str_eq(kind_ref_name(pod, "web"), "web");
+	cr_assert_str_eq(kind_ref_name(pod, "pod/web"), "web");
+	cr_assert_str_eq(kind_ref_name(pod, "po/web"), "web");
+	cr_assert_str_eq(kind_ref_name(pod, "Pod/web"), "web", "the manifest kind, any case");
+	cr_assert_str_eq(kind_ref_name(stack, "st/shop"), "shop");
+	cr_assert_null(kind_ref_name(stack, "pod/web"), "another kind's");
+	cr_assert_null(kind_ref_name(pod, "nokind/web"));
+	cr_assert_null(kind_ref_name(pod, "pod/"), "no name");
+
+	cr_assert_str_eq(kind_ref_name(job, "web/2"), "web/2");
+	cr_assert_str_eq(kind_ref_name(job, "jb/2"), "jb/2", "a pod named jb, its job 2");
+	cr_assert_str_eq(kind_ref_name(job, "job/web/2"), "web/2");
+	cr_assert_str_eq(kind_ref_name(job, "stack/3"), "stack/3", "a pod named stack");
+}

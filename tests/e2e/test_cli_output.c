@@ -107,7 +107,7 @@ Test(e2e, events_replay_filter_json_lines_and_rfc3339_times)
 
 /* apply --dry-run says what each object would be and writes nothing;
  * diff shows what apply would change as a unified diff and exits 1 when
- * there is a difference, 0 when none (kubectl diff's rule). */
+ * there is a difference, 0 when none, 2 on trouble (kubectl diff's rule). */
 Test(e2e, apply_dry_run_and_diff_write_nothing)
 {
 	d_t *d = setup();
@@ -147,6 +147,15 @@ Test(e2e, apply_dry_run_and_diff_write_nothing)
 	sleep_ms(500);
 	cr_assert_eq(status_num(d, "dr-a", "pid"), pid, "the pod was not touched");
 	cr_assert_neq(ctl(d, out, sizeof out, "apply -f %s/a.yaml --dry-run --wait", d->dir), 0);
+	/* Trouble is 2, not 1 (1 says "something would change"): a refused
+	 * manifest, a missing file, bad usage, no tankd. */
+	cr_assert_eq(ctl(d, out, sizeof out, "diff -f %s/bad.yaml", d->dir), 2, "%s", out);
+	cr_assert(strstr(out, "containers[0].command: required"), "%s", out);
+	cr_assert_eq(ctl(d, out, sizeof out, "diff -f %s/nosuch.yaml", d->dir), 2, "%s", out);
+	cr_assert_eq(ctl(d, out, sizeof out, "diff"), 2, "%s", out);
+	cr_assert_eq(ctl(d, out, sizeof out, "--socket %s/nosock diff -f %s/a.yaml", d->dir, d->dir),
+		     2, "%s", out);
+	cr_assert(strstr(out, "cannot connect"), "%s", out);
 	teardown(d);
 }
 
@@ -287,6 +296,23 @@ Test(e2e, ps_names_quiet_output_and_watch)
 	cr_assert(seen, "a row with the new pid %s: %s", spid, out);
 	cr_assert(!strncmp(out, "NAME", 4), "the table first: %s", out);
 	sleep_ms(3500);   /* the watcher's timeout ends it */
+
+	/* A watched pod deleted: a `deleted` row, once, not an error
+	 * ("tankctl: ps: pod \"ps-b\" not found" at each of its last events). */
+	snprintf(cmd, sizeof cmd, "timeout 4 %s/tankctl --socket %s ps -w > %s/watch2 2>&1 &",
+		 bindir(), d->sock, d->dir);
+	cr_assert_eq(system(cmd), 0);
+	sleep_ms(800);
+	cr_assert_eq(ctl(d, out, sizeof out, "delete ps-b"), 0, "%s", out);
+	snprintf(path, sizeof path, "%s/watch2", d->dir);
+	sleep_ms(3500);   /* the watcher's timeout ends it */
+	read_text(path, out, sizeof out);
+	cr_assert(!strstr(out, "not found"), "no error for a deleted pod: %s", out);
+	int deleted = 0;
+	for (const char *l = out; (l = strstr(l, "ps-b ")); l++)
+		if (!strncmp(l + strspn(l + 4, " ") + 4, "deleted ", 8))
+			deleted++;
+	cr_assert_eq(deleted, 1, "one deleted row: %s", out);
 	teardown(d);
 }
 
@@ -512,5 +538,71 @@ Test(e2e, a_missing_pod_is_not_found_by_every_verb)
 	cr_assert_eq(ctl(d, out, sizeof out, "jobs mp-web"), 1, "%s", out);
 	cr_assert(strstr(out, "pod \"mp-web\" has no workflow"), "%s", out);
 	cr_assert(!strstr(out, "acts on"), "a pod is what jobs takes: %s", out);
+	teardown(d);
+}
+
+/* kubectl's KIND/NAME names an object on every verb that takes a name,
+ * not only on describe, stop, start and events: get, status, history,
+ * delete, logs, restart, top, up, down, jobs.  A KIND the verb does not
+ * act on is bad usage naming it; the help keeps KIND/NAME a form. */
+Test(e2e, kind_slash_name_names_an_object_on_every_verb)
+{
+	d_t *d = setup();
+	char out[16384];
+
+	write_file(d, "k.yaml",
+		   "name: ks-web\ncontainers: [{name: c, command: [/bin/sh, -c, 'echo hi; exec sleep 1071']}]\n"
+		   "---\nkind: Stack\nname: ks-st\n"
+		   "pods: [{name: ks-in, containers: [{name: c, command: [/bin/sleep, '1072']}]}]\n");
+	cr_assert_eq(ctl(d, out, sizeof out, "apply -f %s/k.yaml", d->dir), 0, "%s", out);
+	cr_assert(wait_phase(d, "ks-web", "running", 20));
+	cr_assert(wait_says(d, 20, "hi", "logs ks-web"));
+
+	cr_assert_eq(ctl(d, out, sizeof out, "get pod/ks-web -o name"), 0, "%s", out);
+	cr_assert_str_eq(out, "pod/ks-web\n");
+	cr_assert_eq(ctl(d, out, sizeof out, "get po/ks-web"), 0, "%s", out);
+	cr_assert(strstr(out, "name: ks-web"), "%s", out);
+	cr_assert_eq(ctl(d, out, sizeof out, "get st/ks-st -o name"), 0, "%s", out);
+	cr_assert_str_eq(out, "stack/ks-st\n");
+	cr_assert_eq(ctl(d, out, sizeof out, "status pod/ks-web"), 0, "%s", out);
+	cr_assert(strstr(out, "name: ks-web"), "%s", out);
+	cr_assert_eq(ctl(d, out, sizeof out, "status stack/ks-st"), 0, "%s", out);
+	cr_assert(strstr(out, "kind: stack"), "%s", out);
+	cr_assert_eq(ctl(d, out, sizeof out, "history stack/ks-st"), 0, "%s", out);
+	cr_assert(strstr(out, "stack/ks-st"), "%s", out);
+	cr_assert_eq(ctl(d, out, sizeof out, "logs pod/ks-web"), 0, "%s", out);
+	cr_assert_str_eq(out, "hi\n");
+	cr_assert_eq(ctl(d, out, sizeof out, "top pod/ks-web --no-headers"), 0, "%s", out);
+	cr_assert(strstr(out, "ks-web"), "%s", out);
+	cr_assert_eq(ctl(d, out, sizeof out, "down stack/ks-st"), 0, "%s", out);
+	cr_assert(strstr(out, "stack/ks-st configured"), "%s", out);
+	cr_assert_eq(ctl(d, out, sizeof out, "up st/ks-st"), 0, "%s", out);
+	cr_assert(strstr(out, "stack/ks-st configured"), "%s", out);
+	cr_assert_eq(ctl(d, out, sizeof out, "restart pod/ks-web"), 0, "%s", out);
+	cr_assert(strstr(out, "ks-web restarted"), "%s", out);
+
+	/* Another kind, an unknown one, or no name: bad usage, named. */
+	cr_assert_eq(ctl(d, out, sizeof out, "up pod/ks-web"), 2, "%s", out);
+	cr_assert(strstr(out, "tankctl: up: 'pod/ks-web' is not a stack: up acts on stacks"), "%s", out);
+	cr_assert_eq(ctl(d, out, sizeof out, "logs stack/ks-st"), 2, "%s", out);
+	cr_assert(strstr(out, "'stack/ks-st' is not a pod"), "%s", out);
+	cr_assert_eq(ctl(d, out, sizeof out, "get nokind/x"), 2, "%s", out);
+	cr_assert(strstr(out, "unknown kind 'nokind'"), "%s", out);
+	cr_assert_eq(ctl(d, out, sizeof out, "status pod/"), 2, "%s", out);
+	cr_assert_eq(ctl(d, out, sizeof out, "delete pod/ks-web stack/ks-st"), 2, "%s", out);
+	cr_assert(strstr(out, "names of one kind at a time"), "%s", out);
+	cr_assert_eq(ctl(d, out, sizeof out, "get ks-web"), 0, "nothing deleted: %s", out);
+	cr_assert_eq(ctl(d, out, sizeof out, "delete pod/nosuch"), 1, "%s", out);
+	cr_assert(strstr(out, "pod \"nosuch\" not found"), "%s", out);
+
+	/* The help keeps KIND/NAME a form, not the last kind's name. */
+	cr_assert_eq(ctl(d, out, sizeof out, "describe --help"), 0, "%s", out);
+	cr_assert(strstr(out, "| KIND/NAME") && !strstr(out, "job/NAME"), "%s", out);
+
+	cr_assert_eq(ctl(d, out, sizeof out, "delete stack/ks-st"), 0, "%s", out);
+	cr_assert(strstr(out, "stack/ks-st deleted"), "%s", out);
+	cr_assert_eq(ctl(d, out, sizeof out, "get ks-in"), 1, "it went with its stack: %s", out);
+	cr_assert_eq(ctl(d, out, sizeof out, "delete po/ks-web"), 0, "%s", out);
+	cr_assert(strstr(out, "ks-web deleted"), "%s", out);
 	teardown(d);
 }

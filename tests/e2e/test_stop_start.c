@@ -218,3 +218,53 @@ Test(e2e, stop_and_start_by_selector_act_on_the_matching_pods_only)
 	cr_assert(phase_is(d, "sa", "running"), "a refused stop stops nothing");
 	teardown(d);
 }
+
+/* Several names, as `systemctl stop a b` and `docker stop a b` take them:
+ * one call each in their order, a missing one named while the others
+ * still go (exit 1); restart alike.  `stop web worker` said "unknown
+ * kind 'web'" before.  --wait watches one object: not with several. */
+Test(e2e, stop_start_and_restart_take_several_names)
+{
+	d_t *d = setup();
+	char y[1024], out[16384];
+
+	snprintf(y, sizeof y,
+		 "name: na\ncontainers: [{name: c, command: [/bin/sleep, '1004']}]\n"
+		 "---\nname: nb\ncontainers: [{name: c, command: [/bin/sleep, '1004']}]\n"
+		 "---\nname: nc\ncontainers: [{name: c, command: [/bin/sleep, '1004']}]\n");
+	write_file(d, "three.yaml", y);
+	cr_assert_eq(ctl(d, out, sizeof out, "apply -f %s/three.yaml --wait --timeout 20s", d->dir),
+		     0, "%s", out);
+	cr_assert_eq(ctl(d, out, sizeof out, "stop nb na"), 0, "%s", out);
+	cr_assert_str_eq(out, "nb stopped\nna stopped\n");
+	cr_assert(wait_phase(d, "na", "stopped", 20));
+	cr_assert(wait_phase(d, "nb", "stopped", 20));
+	cr_assert(phase_is(d, "nc", "running"), "nc was not named");
+	cr_assert_eq(ctl(d, out, sizeof out, "start pod na pod/nb"), 0, "%s", out);
+	cr_assert_str_eq(out, "na started\nnb started\n");
+	cr_assert(wait_phase(d, "na", "running", 20));
+	cr_assert(wait_phase(d, "nb", "running", 20));
+
+	/* A name that is no pod: named, exit 1, the others still stopped. */
+	cr_assert_eq(ctl(d, out, sizeof out, "stop nosuch nc"), 1, "%s", out);
+	cr_assert(strstr(out, "pod \"nosuch\" not found") && strstr(out, "nc stopped"), "%s", out);
+	cr_assert(wait_phase(d, "nc", "stopped", 20));
+
+	/* restart NAME…: each, a stopped one started. */
+	long before = status_num(d, "na", "restarts");
+	cr_assert_eq(ctl(d, out, sizeof out, "restart na nc"), 0, "%s", out);
+	cr_assert_str_eq(out, "na restarted\nnc restarted\n");
+	cr_assert(wait_phase(d, "nc", "running", 20));
+	cr_assert_eq(ctl(d, out, sizeof out, "restart na nosuch"), 1, "%s", out);
+	cr_assert(strstr(out, "na restarted") && strstr(out, "pod \"nosuch\" not found"), "%s", out);
+	cr_assert_geq(status_num(d, "na", "restarts"), before);
+
+	/* One wait watches one object; names of one kind at a time. */
+	cr_assert_eq(ctl(d, out, sizeof out, "stop na nb --wait"), 2, "%s", out);
+	cr_assert(strstr(out, "--wait watches one object"), "%s", out);
+	cr_assert_eq(ctl(d, out, sizeof out, "stop pod/na stack/x"), 2, "%s", out);
+	cr_assert(strstr(out, "names of one kind at a time"), "%s", out);
+	cr_assert(wait_phase(d, "na", "running", 20), "a refused stop stops nothing");
+	cr_assert(!says(d, "stopped: true", "status na"), "a refused stop stops nothing");
+	teardown(d);
+}

@@ -190,7 +190,20 @@ Test(podspec, yaml_syntax_error_position)
 
 	m = parse("a: 1\na: 2\n", "dup.yaml", &why);
 	cr_assert_null(m);
-	cr_assert(strstr(why, "dup.yaml:2:1: ") && strstr(why, "duplicate key"), "got: %s", why);
+	cr_assert(strstr(why, "dup.yaml:2:1: duplicate key \"a\""), "the key named: %s", why);
+	free(why);
+	m = parse("name: a\ncontainers:\n  - name: c\n    command: [/bin/true]\n"
+		  "    command: [/bin/false]\n", "dup2.yaml", &why);
+	cr_assert_null(m);
+	cr_assert(strstr(why, "dup2.yaml:5:5: duplicate key \"command\""), "got: %s", why);
+	free(why);
+	m = parse("{\"name\": \"a\", \"name\": \"b\"}", "dup.json", &why);
+	cr_assert_null(m);
+	cr_assert(strstr(why, "duplicate key \"name\""), "got: %s", why);
+	free(why);
+	m = parse("'a b': 1\n'a b': 2\n", "dup3.yaml", &why);
+	cr_assert_null(m);
+	cr_assert(strstr(why, "duplicate key \"a b\""), "got: %s", why);
 	free(why);
 }
 

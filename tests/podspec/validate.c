@@ -372,6 +372,9 @@ Test(podspec, limits)
 	       "web: containers[0].limits.memory: must be > 0 (omit it for no limit)");
 	reject("name: web\ncontainers: [{name: a, command: [x], limits: {pids: 0}}]\n",
 	       "web: containers[0].limits.pids: must be > 0 (omit it for no limit)");
+	reject("name: web\ncontainers: [{name: a, command: [x], limits: {pids: 4194305}}]\n",
+	       "web: containers[0].limits.pids: must be at most 4194304 (the kernel's pids.max)");
+	valid("name: web\ncontainers: [{name: a, command: [x], limits: {pids: 4194304}}]\n");
 	reject("name: web\ncontainers: [{name: a, command: [x], limits: {pids: \"64\"}}]\n",
 	       "web: containers[0].limits.pids: must be an integer, not a string");
 	reject("name: web\ncontainers: [{name: a, command: [x], limits: {cpu: 0.0001}}]\n",
