@@ -335,7 +335,8 @@ static const kind_t *ctl_kind_word(int argc, char **argv, int min)
 /* `[KIND] NAME` or kubectl's `KIND/NAME` at argv[optind]: *k the kind
  * (ctl_kind_word's rule for the first form, the default kind without
  * one); for the second, KIND is what comes before the first '/' (an
- * applied object's name has none; a job's id keeps its own: job/web/2)
+ * applied object's name has none; an id with a '/' of its own keeps it:
+ * KIND/OWNER/N)
  * and argv[optind] becomes the rest.  -1 to go on, or a usage error's
  * exit code (an unknown KIND, no name after the '/'). */
 static int ctl_kind_ref(ctl_t *x, int argc, char **argv, int min, const kind_t **k)
@@ -783,8 +784,8 @@ static int v_get(ctl_t *x, int argc, char **argv)
 	if ((r = ctl_kind_ref(x, argc, argv, 1, &k)) >= 0)
 		return r;
 	if (argc - optind != 1)
-		return ctl_usage_error(x, "needs one name (a pod's, or: KIND NAME, KIND/NAME; or: "
-				       "KIND's plural)");
+		return ctl_usage_error(x, "needs one name (a %s's, or: KIND NAME, KIND/NAME; or: "
+				       "KIND's plural)", ctl_kinds[0]->name);
 	name_kind_t nk = { argv[optind], k };
 	if ((r = ctl_call(x, "get", pack_name_kind, &nk, CTL_TIMEOUT_MS, &in)) != 0)
 		return r;
@@ -1619,8 +1620,8 @@ static int v_kind_verb(ctl_t *x, int argc, char **argv)
 	} else if (argc - optind != 1 && !((kv->flags & KIND_VERB_ANY) && argc == optind)) {
 		return ctl_usage_error(x, "needs one %s name", k->name);
 	} else if (optind < argc) {
-		/* NAME, or KIND/NAME of the kind the verb acts on (`up
-		 * stack/shop`, `jobs pod/db`: its `of`). */
+		/* NAME, or KIND/NAME of the kind the verb acts on (the
+		 * verb's `of` when it has one, else its own kind). */
 		const kind_t *of = kv->of ? kind_find(ctl_kinds, kv->of, strlen(kv->of)) : k;
 		const char *n = kind_ref_name(of ? of : k, argv[optind]);
 		if (!n)
@@ -2811,7 +2812,8 @@ static int v_history(ctl_t *x, int argc, char **argv)
 	if ((r = ctl_kind_ref(x, argc, argv, 1, &p.kind)) >= 0)
 		return r;
 	if (argc - optind != 1)
-		return ctl_usage_error(x, "needs one name (a pod's, or: KIND NAME, KIND/NAME)");
+		return ctl_usage_error(x, "needs one name (a %s's, or: KIND NAME, KIND/NAME)",
+				       ctl_kinds[0]->name);
 	p.name = argv[optind];
 	if ((r = ctl_call(x, "history", pack_history, &p, CTL_TIMEOUT_MS, &in)) != 0)
 		return r;
@@ -3176,8 +3178,8 @@ static const char *ctl_usage_kinds(const char *u, char *buf, size_t cap)
 	}
 	buf[0] = '\0';
 	while (*u && at + 1 < cap) {
-		/* KIND/NAME stays a form ("stack|…|job/NAME" would read as
-		 * a job's only). */
+		/* KIND/NAME stays a form (the kinds' names joined before
+		 * "/NAME" would read as the last kind's only). */
 		const char *w = !strncmp(u, "KIND/", 5) ? NULL : !strncmp(u, "KINDS", 5) ? plurals
 				: !strncmp(u, "KIND", 4) ? names : NULL;
 		if (!w && !strncmp(u, "KIND/", 5)) {
