@@ -2713,6 +2713,21 @@ static int v_events(ctl_t *x, int argc, char **argv)
 		if (!*name)
 			return ctl_usage_error(x, "'%s' names no object", w);
 	}
+	/* An object not applied (yet): its events come once it is, and a
+	 * stream that waits in silence reads as a hang (a typo'd name).
+	 * Said, as journalctl says "-- No entries --", and the stream goes
+	 * on. */
+	if (name) {
+		name_kind_t nk = { name, k };
+		if ((r = ctl_connect(x)) != 0)
+			return r;
+		if (api_client_call(x->c, "status", pack_name_kind, &nk, CTL_TIMEOUT_MS, &in, &e) < 0)
+			return ctl_fail(x, "%s", e.msg);
+		if (in.code == API_NOT_FOUND)
+			fprintf(stderr, "tankctl: events: no %s named %s (yet): waiting for its "
+				"events\n", k->name, name);
+		api_incoming_free(&in);
+	}
 	/* JSON is JSON Lines here: one event a line, a stream a program can
 	 * read line by line. */
 	if (structured && fmt == MF_DOC_JSON)

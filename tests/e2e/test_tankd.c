@@ -329,6 +329,18 @@ Test(e2e, events_stream_and_bad_frames_do_not_hurt)
 	pclose(p);
 	cr_assert(strstr(out, "pod=ev") && strstr(out, "to=running"), "events:\n%s", out);
 
+	/* The events of a name nothing has: said on stderr, not a silent
+	 * wait (it reads as a hang); the stream still waits for them. */
+	snprintf(cmd, sizeof cmd, "timeout 1 %s/tankctl --socket %s events nosuch 2>&1; echo rc=$?",
+		 bindir(), d->sock);
+	p = popen(cmd, "r");
+	cr_assert_not_null(p);
+	n = fread(out, 1, sizeof out - 1, p);
+	out[n] = '\0';
+	pclose(p);
+	cr_assert(strstr(out, "no pod named nosuch (yet): waiting for its events"), "%s", out);
+	cr_assert(strstr(out, "rc=124"), "the stream did not wait: %s", out);
+
 	/* Garbage closes that connection only. */
 	cr_assert_eq(api_client_connect(d->sock, &c, &e), 0, "%s", e.msg);
 	const unsigned char junk[] = { 0xc1, 0xc1, 0xc1, 0xc1 };
