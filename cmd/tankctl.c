@@ -44,6 +44,10 @@ enum { EXIT_OK = 0, EXIT_ERR = 1, EXIT_USAGE = 2 };
 
 typedef struct ctl {
 	const char *verb;
+	/* The first word of a two-word verb while its second runs as a verb
+	 * of its own (`playbook get`: kc_verb_run), else NULL: messages name
+	 * both words, as the user typed them. */
+	const char *group;
 	const char *socket_flag;
 	char socket[4096];
 	api_client_t *c;
@@ -52,6 +56,14 @@ typedef struct ctl {
 	bool (*where)(const void *arg, size_t at, char *buf, size_t cap);
 	const void *where_arg;
 } ctl_t;
+
+/* "tankctl: VERB:" and then `after` on stderr ("tankctl: " and `after`
+ * with no verb yet). */
+static void ctl_who(const ctl_t *x, const char *after)
+{
+	fprintf(stderr, "tankctl: %s%s%s%s%s", x->group ? x->group : "", x->group ? " " : "",
+		x->verb ? x->verb : "", x->verb ? ":" : "", x->verb ? after : "");
+}
 
 typedef struct verb {
 	const char *name;
@@ -88,7 +100,7 @@ static int ctl_usage_error(ctl_t *x, const char *fmt, ...)
 	const verb_t *v = x->verb ? ctl_find(x->verb) : NULL;
 	va_list ap;
 
-	fprintf(stderr, "tankctl: %s%s", x->verb ? x->verb : "", x->verb ? ": " : "");
+	ctl_who(x, " ");
 	va_start(ap, fmt);
 	vfprintf(stderr, fmt, ap);
 	va_end(ap);
@@ -107,7 +119,7 @@ static int ctl_fail(ctl_t *x, const char *fmt, ...)
 {
 	va_list ap;
 
-	fprintf(stderr, "tankctl: %s: ", x->verb);
+	ctl_who(x, " ");
 	va_start(ap, fmt);
 	vfprintf(stderr, fmt, ap);
 	va_end(ap);
@@ -169,16 +181,16 @@ static void ctl_print_remote_error(ctl_t *x, const api_incoming_t *in)
 			while (lead && (in->message[lead - 1] == ' ' || in->message[lead - 1] == ':'))
 				lead--;
 		}
+		ctl_who(x, lead ? " " : "\n");
 		if (lead)
-			fprintf(stderr, "tankctl: %s: %.*s:\n", x->verb, (int)lead, in->message);
-		else
-			fprintf(stderr, "tankctl: %s:\n", x->verb);
+			fprintf(stderr, "%.*s:\n", (int)lead, in->message);
 		for (uint32_t i = 0; i < d->via.array.size; i++)
 			ctl_print_detail(x, d->via.array.ptr[i].via.str.ptr,
 					 d->via.array.ptr[i].via.str.size);
 		return;
 	}
-	fprintf(stderr, "tankctl: %s: %s\n", x->verb, in->message);
+	ctl_who(x, " ");
+	fprintf(stderr, "%s\n", in->message);
 	if (!d || d->type == MSGPACK_OBJECT_NIL)
 		return;
 	mf_doc_emit(d, MF_DOC_YAML, stderr);
@@ -2931,10 +2943,12 @@ static int kc_verb_run(const kind_cli_t *cli, int argc, char **argv)
 
 	if (!v)
 		return ctl_usage_error(x, "unknown verb '%s'", argc > 0 ? argv[0] : "");
+	x->group = was;
 	x->verb = v->name;
 	optind = 0;
 	int r = v->run(x, argc, argv);
 	x->verb = was;
+	x->group = NULL;
 	return r;
 }
 

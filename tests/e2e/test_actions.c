@@ -586,6 +586,9 @@ Test(actions, a_rolling_playbook_runs_at_most_max_parallel)
 	cr_assert(strstr(text, "second\n") && strstr(text, "second\n")[7] == '\0',
 		  "stage 2 after all of stage 1:\n%s", text);
 	cr_assert(says(d, "roll", "playbook ls"));
+	/* A two-word verb's errors name both words. */
+	cr_assert_neq(ctl(d, out, sizeof out, "playbook get nosuch"), 0);
+	cr_assert(strstr(out, "tankctl: playbook get: "), "%s", out);
 
 	/* A failure fails the playbook; the later stage never starts. */
 	write_file(d, "bad.yaml",
