@@ -126,7 +126,8 @@ static int parse_flags(flags_t *f, int argc, char **argv)
 	f->o.socket_path = getenv("TANK_SOCKET");
 	/* Under a service manager that listens (systemd's Type=notify). */
 	f->o.notify = obs_notify_wanted();
-	while ((c = getopt_long(argc, argv, "", opts, NULL)) != -1) {
+	opterr = 0;                /* said below, once, naming the option */
+	while ((c = getopt_long(argc, argv, ":", opts, NULL)) != -1) {
 		switch (c) {
 		case 'd':
 			f->o.data_dir = optarg;
@@ -210,13 +211,19 @@ static int parse_flags(flags_t *f, int argc, char **argv)
 		case 'V':
 			printf("tankd %s\n", DMN_VERSION);
 			return 1;
+		case ':':
+			fprintf(stderr, "tankd: option '%s' needs a value\n"
+				"run 'tankd --help' for the options\n", argv[optind - 1]);
+			return -1;
 		default:
-			usage(stderr);
+			fprintf(stderr, "tankd: unknown option '%s'\nrun 'tankd --help' for the options\n",
+				argv[optind - 1]);
 			return -1;
 		}
 	}
 	if (optind != argc) {
-		usage(stderr);
+		fprintf(stderr, "tankd: unexpected argument '%s' (tankd takes options only)\n"
+			"run 'tankd --help' for the options\n", argv[optind]);
 		return -1;
 	}
 	if (!f->o.data_dir[0]) {

@@ -232,6 +232,25 @@ Test(e2e, tankd_flags_take_durations_and_name_a_bad_one)
 	pclose(p);
 	cr_assert(strstr(out, "--resync DURATION") && strstr(out, "--resync D "), "%s", out);
 	cr_assert(!strstr(out, " MS"), "no flag in raw milliseconds: %s", out);
+	/* A bad flag is named, once, with where the flags are said (the
+	 * whole usage and getopt's own message were printed). */
+	const char *const wrong[][2] = {
+		{ "--bogus", "tankd: unknown option '--bogus'\nrun 'tankd --help' for the options\n" },
+		{ "--data-dir", "tankd: option '--data-dir' needs a value\n" },
+		{ "foo", "tankd: unexpected argument 'foo'" },
+	};
+	for (size_t i = 0; i < sizeof wrong / sizeof wrong[0]; i++) {
+		snprintf(cmd, sizeof cmd, "%s/tankd %s 2>&1", bindir(), wrong[i][0]);
+		p = popen(cmd, "r");
+		cr_assert(p);
+		n = fread(out, 1, sizeof out - 1, p);
+		out[n] = '\0';
+		int st = pclose(p);
+		cr_assert(WIFEXITED(st) && WEXITSTATUS(st) == 100, "%s: exit %d", wrong[i][0],
+			  WEXITSTATUS(st));
+		cr_assert(strstr(out, wrong[i][1]) == out, "%s: %s", wrong[i][0], out);
+		cr_assert(!strstr(out, "usage:"), "%s: the whole usage again: %s", wrong[i][0], out);
+	}
 	/* The daemon the other tests start takes --resync 300ms (e2e.c). */
 	d_t *d = setup();
 	cr_assert(up(d));
