@@ -719,6 +719,7 @@ static void reexec_cb(struct ev_loop *loop, ev_timer *w, int revents)
 	if (st_flush(d->store, &e) < 0)
 		say(d, DMN_LOG_WARNING, "reexec: unable to commit status: %s", e.msg);
 	h.listen_fd = api ? api_server_listen_fd(d->rt, api) : -1;
+	h.http_fd = d->http ? obs_http_listen_fd(d->http) : -1;
 	h.adopted = d->hv.adopted + pod_adopt_adopted(d->adopt);
 	/* The path it was started from: an upgraded binary there is the one
 	 * that runs next ("… (deleted)" once it was replaced). */
@@ -892,12 +893,18 @@ static int open_obs(dmn_t *d, const dmn_opts_t *o, tank_error_t *err)
 		d->obs.slice_objects = (size_t)strtoul(so, NULL, 10);
 	d->want_notify = o->notify;
 	d->ready_fd = o->ready_fd;
-	if (!o->http_addr || !o->http_addr[0])
+	if (!o->http_addr || !o->http_addr[0]) {
+		if (d->hv.http_fd >= 0)
+			close(d->hv.http_fd);   /* the last image served one; not this */
+		d->hv.http_fd = -1;
 		return 0;
+	}
 	obs_http_opts_t ho = {
 		.addr = o->http_addr, .allow_remote = o->http_allow_remote, .src = d->obs,
 		.healthy = http_healthy, .healthy_ctx = d,
+		.inherit = d->hv.http_fd >= 0, .listen_fd = d->hv.http_fd,
 	};
+	d->hv.http_fd = -1;                     /* taken by the call */
 	if ((rc = obs_http_open(&ho, &d->http, err)) < 0)
 		d->http = NULL;
 	return rc;
@@ -979,6 +986,8 @@ static void release(dmn_t *d)
 	kp_client_close(&d->kp);
 	if (d->hv.listen_fd >= 0)
 		close(d->hv.listen_fd);
+	if (d->hv.http_fd >= 0)
+		close(d->hv.http_fd);
 	if (d->cg.mode != POD_CGROUP_NONE)
 		(void)pod_cgroup_env_cleanup(&d->cg);
 	if (d->store) {
@@ -1002,6 +1011,7 @@ int dmn_open(const dmn_opts_t *opts, dmn_t **out, tank_error_t *err)
 	d->cg.mode = POD_CGROUP_NONE;
 	d->kp.fd = -1;
 	d->hv.listen_fd = -1;
+	d->hv.http_fd = -1;
 	if ((rc = configure(d, opts, err)) < 0) {
 		free(d);
 		return rc;
@@ -1023,7 +1033,7 @@ int dmn_open(const dmn_opts_t *opts, dmn_t **out, tank_error_t *err)
 		if (rc <= 0) {
 			const char *lives = getenv(KP_ENV_STARTS);
 			clock_gettime(CLOCK_REALTIME, &now);
-			d->hv = (dmn_handover_t){ .listen_fd = -1,
+			d->hv = (dmn_handover_t){ .listen_fd = -1, .http_fd = -1,
 				.started_at = (int64_t)now.tv_sec * 1000 + now.tv_nsec / 1000000 };
 			if (lives && atoi(lives) > 1)
 				d->hv.lives = (uint32_t)atoi(lives) - 1;

@@ -107,10 +107,11 @@ int dmn_handover_exec(const dmn_handover_t *h, pod_mgr_t *pods, pod_adopt_t *ado
 		close(mfd);
 		return tank_error_set(err, r, "memfd: %s", tank_strerror(r));
 	}
-	fprintf(w.fp, "tank-handover 1\nlisten %d\nstarted_at %" PRId64 "\nreexecs %" PRIu32
-		"\nlives %" PRIu32 "\nadopted %" PRIu64 "\n", h->listen_fd, h->started_at,
+	fprintf(w.fp, "tank-handover 1\nlisten %d\nhttp %d\nstarted_at %" PRId64 "\nreexecs %" PRIu32
+		"\nlives %" PRIu32 "\nadopted %" PRIu64 "\n", h->listen_fd, h->http_fd, h->started_at,
 		h->reexecs, h->lives, h->adopted);
-	if ((r = hv_keep(&fds, h->listen_fd)) < 0 || (r = hv_keep(&fds, keep_fd)) < 0)
+	if ((r = hv_keep(&fds, h->listen_fd)) < 0 || (r = hv_keep(&fds, h->http_fd)) < 0 ||
+	    (r = hv_keep(&fds, keep_fd)) < 0)
 		w.err = r;
 	pod_mgr_procs(pods, hv_proc, &w);
 	pod_adopt_execs(adopt, hv_exec, &w);
@@ -159,7 +160,7 @@ int dmn_handover_read(dmn_handover_t *h, pod_adopt_t *a, tank_error_t *err)
 		return tank_error_set(err, TANK_EINVALID, "%s: not an fd", DMN_HANDOVER_ENV);
 	if (lseek((int)mfd, 0, SEEK_SET) < 0 || !(fp = fdopen((int)mfd, "r")))
 		return tank_error_set(err, -errno, "handover: %s", strerror(errno));
-	*h = (dmn_handover_t){ .listen_fd = -1 };
+	*h = (dmn_handover_t){ .listen_fd = -1, .http_fd = -1 };
 	if (!fgets(line, sizeof line, fp) || strcmp(line, "tank-handover 1\n") != 0) {
 		fclose(fp);
 		return tank_error_set(err, TANK_EINVALID, "handover: not one of ours");
@@ -182,6 +183,7 @@ int dmn_handover_read(dmn_handover_t *h, pod_adopt_t *a, tank_error_t *err)
 		} else if (sscanf(line, "s %255s %d %" SCNu64, name, &pid, &start) == 3) {
 			(void)pod_adopt_offer(a, true, name, pid, start, -1, -1, true);
 		} else if (sscanf(line, "listen %d", &h->listen_fd) == 1 ||
+			   sscanf(line, "http %d", &h->http_fd) == 1 ||
 			   sscanf(line, "started_at %" SCNd64, &h->started_at) == 1 ||
 			   sscanf(line, "reexecs %" SCNu32, &h->reexecs) == 1 ||
 			   sscanf(line, "lives %" SCNu32, &h->lives) == 1 ||

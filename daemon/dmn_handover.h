@@ -44,6 +44,10 @@
 
 typedef struct dmn_handover {
 	int listen_fd;           /* -1: none */
+	/* The web side's listening socket (obs_http_listen_fd), -1: none:
+	 * kept open across the exec so that clients connecting meanwhile
+	 * wait in its backlog instead of being refused. */
+	int http_fd;
 	int64_t started_at;      /* ms since the epoch, the pid's first start */
 	uint32_t reexecs;        /* reexecs so far (the new image adds one) */
 	uint32_t lives;          /* restarts by the keeper before this pid */

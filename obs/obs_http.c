@@ -2,6 +2,7 @@
 #include <arpa/inet.h>
 #include <errno.h>
 #include <ev.h>
+#include <fcntl.h>
 #include <malloc.h>
 #include <microhttpd.h>
 #include <netdb.h>
@@ -111,6 +112,7 @@ struct obs_conn {
 struct obs_http {
 	obs_http_opts_t o;
 	char addr[80];
+	int listen_fd;                 /* MHD's (MHD_OPTION_LISTEN_SOCKET) */
 	struct MHD_Daemon *mhd;
 	struct ev_loop *loop;
 	ev_io io;
@@ -1100,8 +1102,50 @@ static bool is_loopback(const struct sockaddr *sa)
 }
 
 /* Splits "HOST:PORT" / "[V6]:PORT" and binds a listening socket. */
-static int listen_on(const char *addr, bool allow_remote, char *bound, size_t cap,
+/* True when fd is a listening stream socket bound to ai's address (its
+ * port any when ai's is 0). */
+static bool listen_same(int fd, const struct addrinfo *ai)
+{
+	struct sockaddr_storage ss;
+	socklen_t sl = sizeof ss, al;
+	int acc = 0;
+
+	al = sizeof acc;
+	if (getsockopt(fd, SOL_SOCKET, SO_ACCEPTCONN, &acc, &al) < 0 || !acc ||
+	    getsockname(fd, (struct sockaddr *)&ss, &sl) < 0 || ss.ss_family != ai->ai_family)
+		return false;
+	if (ss.ss_family == AF_INET) {
+		const struct sockaddr_in *a = (const void *)&ss, *b = (const void *)ai->ai_addr;
+		return a->sin_addr.s_addr == b->sin_addr.s_addr &&
+		       (!b->sin_port || a->sin_port == b->sin_port);
+	}
+	if (ss.ss_family == AF_INET6) {
+		const struct sockaddr_in6 *a = (const void *)&ss, *b = (const void *)ai->ai_addr;
+		return !memcmp(&a->sin6_addr, &b->sin6_addr, sizeof a->sin6_addr) &&
+		       (!b->sin6_port || a->sin6_port == b->sin6_port);
+	}
+	return false;
+}
+
+static int listen_bind(const char *addr, bool allow_remote, int *inherit, char *bound, size_t cap,
+		       tank_error_t *err);
+
+/* Binds addr, or takes inherit (>= 0: a previous image's socket, see
+ * obs_http_opts_t) when it is bound there; inherit is closed otherwise,
+ * on every path. */
+static int listen_on(const char *addr, bool allow_remote, int inherit, char *bound, size_t cap,
 		     tank_error_t *err)
+{
+	int r = listen_bind(addr, allow_remote, &inherit, bound, cap, err);
+
+	if (inherit >= 0)
+		close(inherit);
+	return r;
+}
+
+/* listen_on's work: *inherit set to -1 once taken. */
+static int listen_bind(const char *addr, bool allow_remote, int *inherit, char *bound, size_t cap,
+		       tank_error_t *err)
 {
 	char host[256];
 	const char *port, *colon = strrchr(addr, ':');
@@ -1133,6 +1177,21 @@ static int listen_on(const char *addr, bool allow_remote, char *bound, size_t ca
 				      "metrics name every object; add --http-allow-remote to "
 				      "serve them beyond this machine)", host, port);
 	}
+	if (*inherit >= 0 && listen_same(*inherit, ai)) {
+		/* The handover cleared close-on-exec for the exec. */
+		fd = *inherit;
+		*inherit = -1;
+		if (fcntl(fd, F_SETFD, FD_CLOEXEC) < 0 ||
+		    fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK) < 0) {
+			rc = -errno;
+			close(fd);
+			freeaddrinfo(ai);
+			return tank_error_set(err, rc, "--http: the inherited socket: %s",
+					      strerror(-rc));
+		}
+		freeaddrinfo(ai);
+		goto bound;
+	}
 	fd = socket(ai->ai_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
 	if (fd < 0) {
 		rc = -errno;
@@ -1148,6 +1207,7 @@ static int listen_on(const char *addr, bool allow_remote, char *bound, size_t ca
 				      strerror(-rc));
 	}
 	freeaddrinfo(ai);
+bound:;
 	struct sockaddr_storage ss;
 	socklen_t sl = sizeof ss;
 	char h[INET6_ADDRSTRLEN] = "?";
@@ -1168,30 +1228,43 @@ static int listen_on(const char *addr, bool allow_remote, char *bound, size_t ca
 	return fd;
 }
 
+int obs_http_listen_fd(const obs_http_t *h)
+{
+	return h->listen_fd;
+}
+
 int obs_http_open(const obs_http_opts_t *o, obs_http_t **out, tank_error_t *err)
 {
 	obs_http_t *h;
 	const union MHD_DaemonInfo *info;
 	int fd;
 
+	const char *why;
+	int rc;
+
 	*out = NULL;
 	if (!o->addr || !o->addr[0])
-		return tank_error_set(err, TANK_EINVALID, "--http: an address is required");
-	if (!mhd_fn) {
-		const char *why;
-		int rc = tank_mhd_load(&mhd_fn, &why);
-		if (rc < 0)
-			return tank_error_set(err, rc, "--http: %s", why);
+		rc = tank_error_set(err, TANK_EINVALID, "--http: an address is required");
+	else if (!mhd_fn && (rc = tank_mhd_load(&mhd_fn, &why)) < 0)
+		rc = tank_error_set(err, rc, "--http: %s", why);
+	else if (!(h = calloc(1, sizeof *h)))
+		rc = tank_error_set(err, -ENOMEM, "out of memory");
+	else
+		rc = 0;
+	if (rc < 0) {
+		if (o->inherit && o->listen_fd >= 0)
+			close(o->listen_fd);      /* taken, whatever the call returns */
+		return rc;
 	}
-	if (!(h = calloc(1, sizeof *h)))
-		return tank_error_set(err, -ENOMEM, "out of memory");
 	h->o = *o;
 	h->o.addr = NULL;
 	h->loop = rt_loop(o->src.rt);
-	if ((fd = listen_on(o->addr, o->allow_remote, h->addr, sizeof h->addr, err)) < 0) {
+	if ((fd = listen_on(o->addr, o->allow_remote, o->inherit ? o->listen_fd : -1, h->addr,
+			    sizeof h->addr, err)) < 0) {
 		free(h);
 		return fd;
 	}
+	h->listen_fd = fd;
 	h->mhd = mhd_fn->start_daemon(MHD_USE_EPOLL | MHD_ALLOW_SUSPEND_RESUME, 0, NULL, NULL,
 				  on_request, h,
 				  MHD_OPTION_LISTEN_SOCKET, fd,

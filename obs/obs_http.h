@@ -73,6 +73,14 @@ typedef struct obs_http_opts {
 	/* False while the daemon should answer /healthz with 503 (stopping). */
 	bool (*healthy)(void *ctx);
 	void *healthy_ctx;
+	/* inherit: listen_fd is a listening socket a previous image of the
+	 * daemon served (a reexec's handover, obs_http_listen_fd): served as
+	 * it is when it is bound where addr says (any port when addr's is 0),
+	 * so that clients connecting during the exec wait in its backlog
+	 * instead of being refused; else closed and addr bound anew.  Taken
+	 * by the call, whatever it returns. */
+	bool inherit;
+	int listen_fd;
 } obs_http_opts_t;
 
 /*
@@ -88,6 +96,11 @@ int obs_http_open(const obs_http_opts_t *o, obs_http_t **out, tank_error_t *err)
 
 /* The address actually bound ("127.0.0.1:40211"); borrowed. */
 const char *obs_http_addr(const obs_http_t *h);
+
+/* The listening socket (close-on-exec, as every fd of the daemon): a
+ * reexec hands it over (opts.inherit) so that the new image serves the
+ * connections queued meanwhile.  Still h's. */
+int obs_http_listen_fd(const obs_http_t *h);
 
 /* An event of the events stream (one packed msgpack map, borrowed for
  * the call): counted by type, and sent to every /events client. */
