@@ -45,7 +45,7 @@ enum { EXIT_OK = 0, EXIT_ERR = 1, EXIT_USAGE = 2 };
 typedef struct ctl {
 	const char *verb;
 	/* The first word of a two-word verb while its second runs as a verb
-	 * of its own (`playbook get`: kc_verb_run), else NULL: messages name
+	 * of its own (`GROUP get`: kc_verb_run), else NULL: messages name
 	 * both words, as the user typed them. */
 	const char *group;
 	const char *socket_flag;
@@ -959,7 +959,7 @@ static int ctl_ps_watch(ctl_t *x, char **names, int n)
 				api_incoming_free(&st);
 			} else if (st.code == API_NOT_FOUND) {
 				/* Its news was its delete: a row saying so (once),
-				 * not an error (kubectl's -w shows the pod go). */
+				 * not an error (kubectl's -w shows the object go). */
 				char phase[] = "deleted";
 				msgpack_object_kv kv[2] = {
 					{ .key = { .type = MSGPACK_OBJECT_STR,

@@ -962,7 +962,7 @@ static void release(dmn_t *d)
 		ev_timer_stop(rt_loop(d->rt), &d->deadline);
 	/* The web side's streams end and its watchers leave the loop.  Gone
 	 * before rt_free: an actor's terminate there may still record an
-	 * event (the reconciler's containers lost at a stop now), which
+	 * event (what the reconciler ran, lost at a stop now), which
 	 * publish then gives to nobody. */
 	obs_http_close(d->http);
 	d->http = NULL;
