@@ -558,42 +558,37 @@ Test(e2e, kind_slash_name_names_an_object_on_every_verb)
 	cr_assert(wait_phase(d, "ks-web", "running", 20));
 	cr_assert(wait_says(d, 20, "hi", "logs ks-web"));
 
-	cr_assert_eq(ctl(d, out, sizeof out, "get pod/ks-web -o name"), 0, "%s", out);
-	cr_assert_str_eq(out, "pod/ks-web\n");
-	cr_assert_eq(ctl(d, out, sizeof out, "get po/ks-web"), 0, "%s", out);
-	cr_assert(strstr(out, "name: ks-web"), "%s", out);
-	cr_assert_eq(ctl(d, out, sizeof out, "get st/ks-st -o name"), 0, "%s", out);
-	cr_assert_str_eq(out, "stack/ks-st\n");
-	cr_assert_eq(ctl(d, out, sizeof out, "status pod/ks-web"), 0, "%s", out);
-	cr_assert(strstr(out, "name: ks-web"), "%s", out);
-	cr_assert_eq(ctl(d, out, sizeof out, "status stack/ks-st"), 0, "%s", out);
-	cr_assert(strstr(out, "kind: stack"), "%s", out);
-	cr_assert_eq(ctl(d, out, sizeof out, "history stack/ks-st"), 0, "%s", out);
-	cr_assert(strstr(out, "stack/ks-st"), "%s", out);
-	cr_assert_eq(ctl(d, out, sizeof out, "logs pod/ks-web"), 0, "%s", out);
-	cr_assert_str_eq(out, "hi\n");
-	cr_assert_eq(ctl(d, out, sizeof out, "top pod/ks-web --no-headers"), 0, "%s", out);
-	cr_assert(strstr(out, "ks-web"), "%s", out);
-	cr_assert_eq(ctl(d, out, sizeof out, "down stack/ks-st"), 0, "%s", out);
-	cr_assert(strstr(out, "stack/ks-st configured"), "%s", out);
-	cr_assert_eq(ctl(d, out, sizeof out, "up st/ks-st"), 0, "%s", out);
-	cr_assert(strstr(out, "stack/ks-st configured"), "%s", out);
-	cr_assert_eq(ctl(d, out, sizeof out, "restart pod/ks-web"), 0, "%s", out);
-	cr_assert(strstr(out, "ks-web restarted"), "%s", out);
-
-	/* Another kind, an unknown one, or no name: bad usage, named. */
-	cr_assert_eq(ctl(d, out, sizeof out, "up pod/ks-web"), 2, "%s", out);
-	cr_assert(strstr(out, "tankctl: up: 'pod/ks-web' is not a stack: up acts on stacks"), "%s", out);
-	cr_assert_eq(ctl(d, out, sizeof out, "logs stack/ks-st"), 2, "%s", out);
-	cr_assert(strstr(out, "'stack/ks-st' is not a pod"), "%s", out);
-	cr_assert_eq(ctl(d, out, sizeof out, "get nokind/x"), 2, "%s", out);
-	cr_assert(strstr(out, "unknown kind 'nokind'"), "%s", out);
-	cr_assert_eq(ctl(d, out, sizeof out, "status pod/"), 2, "%s", out);
-	cr_assert_eq(ctl(d, out, sizeof out, "delete pod/ks-web stack/ks-st"), 2, "%s", out);
-	cr_assert(strstr(out, "names of one kind at a time"), "%s", out);
-	cr_assert_eq(ctl(d, out, sizeof out, "get ks-web"), 0, "nothing deleted: %s", out);
-	cr_assert_eq(ctl(d, out, sizeof out, "delete pod/nosuch"), 1, "%s", out);
-	cr_assert(strstr(out, "pod \"nosuch\" not found"), "%s", out);
+	/* Each verb, its exit status, and what it prints: all of it
+	 * (whole) or a part of it (in). */
+	static const struct { const char *args; int rc; const char *whole, *in; } c_[] = {
+		{ "get pod/ks-web -o name", 0, "pod/ks-web\n", NULL },
+		{ "get po/ks-web", 0, NULL, "name: ks-web" },
+		{ "get st/ks-st -o name", 0, "stack/ks-st\n", NULL },
+		{ "status pod/ks-web", 0, NULL, "name: ks-web" },
+		{ "status stack/ks-st", 0, NULL, "kind: stack" },
+		{ "history stack/ks-st", 0, NULL, "stack/ks-st" },
+		{ "logs pod/ks-web", 0, "hi\n", NULL },
+		{ "top pod/ks-web --no-headers", 0, NULL, "ks-web" },
+		{ "down stack/ks-st", 0, NULL, "stack/ks-st configured" },
+		{ "up st/ks-st", 0, NULL, "stack/ks-st configured" },
+		{ "restart pod/ks-web", 0, NULL, "ks-web restarted" },
+		/* Another kind, an unknown one, or no name: bad usage, named. */
+		{ "up pod/ks-web", 2, NULL, "tankctl: up: 'pod/ks-web' is not a stack: up acts on stacks" },
+		{ "logs stack/ks-st", 2, NULL, "'stack/ks-st' is not a pod" },
+		{ "get nokind/x", 2, NULL, "unknown kind 'nokind'" },
+		{ "status pod/", 2, NULL, NULL },
+		{ "delete pod/ks-web stack/ks-st", 2, NULL, "names of one kind at a time" },
+		{ "get ks-web", 0, NULL, NULL },        /* nothing deleted */
+		{ "delete pod/nosuch", 1, NULL, "pod \"nosuch\" not found" },
+	};
+	for (size_t i = 0; i < sizeof c_ / sizeof c_[0]; i++) {
+		cr_assert_eq(ctl(d, out, sizeof out, "%s", c_[i].args), c_[i].rc, "%s: %s",
+			     c_[i].args, out);
+		if (c_[i].whole)
+			cr_assert_str_eq(out, c_[i].whole, "%s", c_[i].args);
+		if (c_[i].in)
+			cr_assert(strstr(out, c_[i].in), "%s: %s", c_[i].args, out);
+	}
 
 	/* The help keeps KIND/NAME a form, not the last kind's name. */
 	cr_assert_eq(ctl(d, out, sizeof out, "describe --help"), 0, "%s", out);
