@@ -183,6 +183,42 @@ Test(e2e, a_stop_right_after_the_apply_holds)
 	teardown(d);
 }
 
+/* Pods a, b (labels ab, "" for none) and c (labels c_labels), each a
+ * sleep of `secs`, applied and running. */
+static void apply_three(d_t *d, const char *a, const char *b, const char *c, const char *ab,
+			const char *c_labels, const char *secs)
+{
+	char y[1024], out[16384];
+
+	snprintf(y, sizeof y,
+		 "name: %s\n%scontainers: [{name: c, command: [/bin/sleep, '%s']}]\n"
+		 "---\nname: %s\n%scontainers: [{name: c, command: [/bin/sleep, '%s']}]\n"
+		 "---\nname: %s\n%scontainers: [{name: c, command: [/bin/sleep, '%s']}]\n",
+		 a, ab, secs, b, ab, secs, c, c_labels, secs);
+	write_file(d, "three.yaml", y);
+	cr_assert_eq(ctl(d, out, sizeof out, "apply -f %s/three.yaml --wait --timeout 20s", d->dir),
+		     0, "%s", out);
+}
+
+/* stop_args, printing exactly `stopped`: a and b stop, other runs on;
+ * then start_args, printing exactly `started`: a and b run again. */
+static void stop_then_start(d_t *d, const char *stop_args, const char *stopped,
+			    const char *start_args, const char *started, const char *a,
+			    const char *b, const char *other)
+{
+	char out[16384];
+
+	cr_assert_eq(ctl(d, out, sizeof out, "%s", stop_args), 0, "%s", out);
+	cr_assert_str_eq(out, stopped);
+	cr_assert(wait_phase(d, a, "stopped", 20));
+	cr_assert(wait_phase(d, b, "stopped", 20));
+	cr_assert(phase_is(d, other, "running"), "%s was not asked for", other);
+	cr_assert_eq(ctl(d, out, sizeof out, "%s", start_args), 0, "%s", out);
+	cr_assert_str_eq(out, started);
+	cr_assert(wait_phase(d, a, "running", 20));
+	cr_assert(wait_phase(d, b, "running", 20));
+}
+
 /* stop and start take -l SELECTOR as restart does: every pod whose labels
  * match, one call each, in name order; the others are left alone.  At
  * 9,000 pods there was no way but 9,000 tankctl processes (docs/bench.md,
@@ -190,24 +226,11 @@ Test(e2e, a_stop_right_after_the_apply_holds)
 Test(e2e, stop_and_start_by_selector_act_on_the_matching_pods_only)
 {
 	d_t *d = setup();
-	char y[1024], out[16384];
+	char out[16384];
 
-	snprintf(y, sizeof y,
-		 "name: sa\nlabels: {tier: x}\ncontainers: [{name: c, command: [/bin/sleep, '1003']}]\n"
-		 "---\nname: sb\nlabels: {tier: x}\ncontainers: [{name: c, command: [/bin/sleep, '1003']}]\n"
-		 "---\nname: sc\nlabels: {tier: y}\ncontainers: [{name: c, command: [/bin/sleep, '1003']}]\n");
-	write_file(d, "three.yaml", y);
-	cr_assert_eq(ctl(d, out, sizeof out, "apply -f %s/three.yaml --wait --timeout 20s", d->dir),
-		     0, "%s", out);
-	cr_assert_eq(ctl(d, out, sizeof out, "stop -l tier=x"), 0, "%s", out);
-	cr_assert_str_eq(out, "sa stopped\nsb stopped\n");
-	cr_assert(wait_phase(d, "sa", "stopped", 20));
-	cr_assert(wait_phase(d, "sb", "stopped", 20));
-	cr_assert(phase_is(d, "sc", "running"), "sc does not match");
-	cr_assert_eq(ctl(d, out, sizeof out, "start pod -l tier=x"), 0, "%s", out);
-	cr_assert_str_eq(out, "sa started\nsb started\n");
-	cr_assert(wait_phase(d, "sa", "running", 20));
-	cr_assert(wait_phase(d, "sb", "running", 20));
+	apply_three(d, "sa", "sb", "sc", "labels: {tier: x}\n", "labels: {tier: y}\n", "1003");
+	stop_then_start(d, "stop -l tier=x", "sa stopped\nsb stopped\n", "start pod -l tier=x",
+			"sa started\nsb started\n", "sa", "sb", "sc");
 	/* None: kubectl's words, exit 0. */
 	cr_assert_eq(ctl(d, out, sizeof out, "stop -l tier=z"), 0, "%s", out);
 	cr_assert(strstr(out, "No resources found"), "%s", out);
@@ -226,24 +249,11 @@ Test(e2e, stop_and_start_by_selector_act_on_the_matching_pods_only)
 Test(e2e, stop_start_and_restart_take_several_names)
 {
 	d_t *d = setup();
-	char y[1024], out[16384];
+	char out[16384];
 
-	snprintf(y, sizeof y,
-		 "name: na\ncontainers: [{name: c, command: [/bin/sleep, '1004']}]\n"
-		 "---\nname: nb\ncontainers: [{name: c, command: [/bin/sleep, '1004']}]\n"
-		 "---\nname: nc\ncontainers: [{name: c, command: [/bin/sleep, '1004']}]\n");
-	write_file(d, "three.yaml", y);
-	cr_assert_eq(ctl(d, out, sizeof out, "apply -f %s/three.yaml --wait --timeout 20s", d->dir),
-		     0, "%s", out);
-	cr_assert_eq(ctl(d, out, sizeof out, "stop nb na"), 0, "%s", out);
-	cr_assert_str_eq(out, "nb stopped\nna stopped\n");
-	cr_assert(wait_phase(d, "na", "stopped", 20));
-	cr_assert(wait_phase(d, "nb", "stopped", 20));
-	cr_assert(phase_is(d, "nc", "running"), "nc was not named");
-	cr_assert_eq(ctl(d, out, sizeof out, "start pod na pod/nb"), 0, "%s", out);
-	cr_assert_str_eq(out, "na started\nnb started\n");
-	cr_assert(wait_phase(d, "na", "running", 20));
-	cr_assert(wait_phase(d, "nb", "running", 20));
+	apply_three(d, "na", "nb", "nc", "", "", "1004");
+	stop_then_start(d, "stop nb na", "nb stopped\nna stopped\n", "start pod na pod/nb",
+			"na started\nnb started\n", "na", "nb", "nc");
 
 	/* A name that is no pod: named, exit 1, the others still stopped. */
 	cr_assert_eq(ctl(d, out, sizeof out, "stop nosuch nc"), 1, "%s", out);
