@@ -15,6 +15,14 @@ scale_start() {
 	echo "$SCALE_PID" >"$SCALE_DIR/tankd.pid"
 	i=0; while ! T ping >/dev/null 2>&1 && [ $i -lt 300 ]; do sleep 0.1; i=$((i+1)); done
 }
+# scale_start on a copy of a store kept by `BULK_TOP=KEPT BULK_KEEP=1
+# build/bench/bench_bulk` (KEPT/data), then a sync and 5 s to settle.
+scale_start_kept() {
+	rm -rf "$SCALE_DIR"; mkdir -p "$SCALE_DIR"
+	cp -a "$1/data/." "$SCALE_DIR/"
+	scale_start
+	T sync >/dev/null 2>&1; sleep 5
+}
 scale_stop() {
 	[ -f "$SCALE_DIR/tankd.pid" ] && kill "$(cat "$SCALE_DIR/tankd.pid")" 2>/dev/null
 	while [ -f "$SCALE_DIR/tankd.pid" ] && kill -0 "$(cat "$SCALE_DIR/tankd.pid")" 2>/dev/null; do sleep 0.2; done

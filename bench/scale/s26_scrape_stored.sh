@@ -11,10 +11,7 @@ KEPT=${1:?usage: s26_scrape_stored.sh KEPT_DIR [R]}; R=${2:-5}
 cd "$(dirname "$0")/../.."
 export SCALE_DIR=${SCALE_DIR:-/tmp/scale-scrape} SCALE_HTTP=${SCALE_HTTP:-127.0.0.1:19626}
 . bench/scale/env.sh
-rm -rf "$SCALE_DIR"; mkdir -p "$SCALE_DIR"
-cp -a "$KEPT/data/." "$SCALE_DIR/"
-scale_start
-T sync >/dev/null 2>&1; sleep 5
+scale_start_kept "$KEPT"
 python3 - "$TANK_SOCKET" "$R" "$SCALE_HTTP" "$SCALE_PID" <<'PY'
 import os, sys, time, urllib.request
 sys.path.insert(0, 'bench/scale'); import rpc

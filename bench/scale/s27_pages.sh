@@ -12,10 +12,7 @@ KEPT=${1:?usage: s27_pages.sh KEPT_DIR [P]}; P=${2:-60}
 cd "$(dirname "$0")/../.."
 export SCALE_DIR=${SCALE_DIR:-/tmp/scale-pages} SCALE_HTTP=${SCALE_HTTP:-127.0.0.1:19627}
 . bench/scale/env.sh
-rm -rf "$SCALE_DIR"; mkdir -p "$SCALE_DIR"
-cp -a "$KEPT/data/." "$SCALE_DIR/"
-scale_start
-T sync >/dev/null 2>&1; sleep 5
+scale_start_kept "$KEPT"
 python3 - "$TANK_SOCKET" "$P" "$SCALE_HTTP" "$SCALE_PID" <<'PY'
 import os, re, signal, socket, subprocess, sys, time, urllib.request
 sys.path.insert(0, 'bench/scale'); import rpc
