@@ -135,6 +135,24 @@ long obs_post(const char *url)
 
 /* ---- /events --------------------------------------------------------------------- */
 
+void obs_exits_clean(d_t *d)
+{
+	int st = 0;
+	pid_t r = 0;
+
+	for (int i = 0; i < 600 && (r = waitpid(d->pid, &st, WNOHANG)) == 0; i++)
+		sleep_ms(50);
+	if (r == 0) {
+		kill(d->pid, SIGKILL);
+		waitpid(d->pid, &st, 0);
+	}
+	d->pid = 0;
+	cr_assert_neq(r, 0, "tankd did not exit within 30 s of SIGTERM");
+	cr_assert(WIFEXITED(st) && WEXITSTATUS(st) == 0, "tankd ended badly: %s %d",
+		  WIFSIGNALED(st) ? "signal" : "status",
+		  WIFSIGNALED(st) ? WTERMSIG(st) : WEXITSTATUS(st));
+}
+
 int obs_http_ask(int port, const char *path, const char *headers)
 {
 	struct sockaddr_in a = { .sin_family = AF_INET, .sin_port = htons((uint16_t)port) };

@@ -22,6 +22,10 @@ int obs_free_port(void);
  * until it answers on its socket unless no_wait.  Returns its pid. */
 pid_t obs_tankd(d_t *d, const char *const *extra, const char *const *env);
 
+/* tankd, told to stop (a SIGTERM sent), exits with 0 within 30 s; it is
+ * killed and the test fails otherwise.  d->pid is 0 after. */
+void obs_exits_clean(d_t *d);
+
 /* GET url: the status code (0 when it failed), the body in body (cap,
  * NUL-terminated, truncated) when body is not NULL. */
 long obs_get(const char *url, char *body, size_t cap);

@@ -622,25 +622,6 @@ Test(obs_http, pages_reading_a_snapshot_share_its_bytes)
 	teardown(d);
 }
 
-/* tankd, told to stop (SIGTERM sent), exits with 0 within 30 s. */
-static void exits_cleanly(d_t *d)
-{
-	int st = 0;
-	pid_t r = 0;
-
-	for (int i = 0; i < 600 && (r = waitpid(d->pid, &st, WNOHANG)) == 0; i++)
-		sleep_ms(50);
-	if (r == 0) {
-		kill(d->pid, SIGKILL);
-		waitpid(d->pid, &st, 0);
-	}
-	d->pid = 0;
-	cr_assert_neq(r, 0, "tankd did not exit within 30 s of SIGTERM");
-	cr_assert(WIFEXITED(st) && WEXITSTATUS(st) == 0, "tankd ended badly: %s %d",
-		  WIFSIGNALED(st) ? "signal" : "status",
-		  WIFSIGNALED(st) ? WTERMSIG(st) : WEXITSTATUS(st));
-}
-
 /* The web side is closed before the actors are freed, and an actor's
  * end may still record an event: told to stop twice ("stopping now"),
  * the loop ends with containers still running, and the reconciler's
@@ -659,7 +640,7 @@ Test(obs_http, events_of_the_actors_freed_last_find_no_freed_web_side)
 	cr_assert_eq(kill(d->pid, SIGTERM), 0);
 	sleep_ms(300);
 	cr_assert_eq(kill(d->pid, SIGTERM), 0);
-	exits_cleanly(d);
+	obs_exits_clean(d);
 	teardown(d);
 }
 
@@ -896,7 +877,7 @@ Test(obs_http, requests_while_stopping_do_not_abort_tankd)
 		fds[i] = obs_http_ask(port, i % 2 ? "/metrics" : "/state", "Connection: close\r\n");
 	cr_assert_eq(kill(d->pid, SIGTERM), 0);
 	cr_assert_eq(kill(d->pid, SIGCONT), 0);
-	exits_cleanly(d);
+	obs_exits_clean(d);
 	for (int i = 0; i < N; i++)
 		close(fds[i]);
 	teardown(d);

@@ -63,16 +63,6 @@ static int notify_listen(const d_t *d, char *env, size_t cap)
 	return fd;
 }
 
-/* tankd, told SIGTERM already, exits 0. */
-static void exits_clean(d_t *d)
-{
-	int st;
-
-	waitpid(d->pid, &st, 0);
-	d->pid = 0;
-	cr_assert(WIFEXITED(st) && WEXITSTATUS(st) == 0);
-}
-
 Test(obs_notify, ready_status_watchdog_and_stopping_reach_notify_socket)
 {
 	d_t *d = d_new();
@@ -96,7 +86,7 @@ Test(obs_notify, ready_status_watchdog_and_stopping_reach_notify_socket)
 		  "the summary did not follow: %s", all);
 	kill(d->pid, SIGTERM);
 	cr_assert(wait_dgram(fd, all, sizeof all, "STOPPING=1", 10), "no STOPPING=1: %s", all);
-	exits_clean(d);
+	obs_exits_clean(d);
 	close(fd);
 	teardown(d);
 }
@@ -126,7 +116,7 @@ Test(obs_notify, no_summary_replaces_stopping_during_a_drain)
 	/* 6 s of the drain: more than one period of the summary. */
 	(void)wait_dgram(fd, all, sizeof all, "STATUS=1 pod", 6);
 	cr_assert_not(strstr(all, "STATUS=1 pod"), "a summary after STOPPING=1: %s", all);
-	exits_clean(d);
+	obs_exits_clean(d);
 	close(fd);
 	teardown(d);
 }
@@ -156,7 +146,7 @@ Test(obs_notify, ready_says_a_status_when_the_first_summary_takes_slices)
 	}
 	cr_assert(wait_dgram(fd, all, sizeof all, "STATUS=3 pods", 15), "no summary: %s", all);
 	kill(d->pid, SIGTERM);
-	exits_clean(d);
+	obs_exits_clean(d);
 	/* Again, with the three stored. */
 	obs_tankd(d, NULL, env);
 	all[0] = '\0';
@@ -167,7 +157,7 @@ Test(obs_notify, ready_says_a_status_when_the_first_summary_takes_slices)
 		  "READY=1 without a status: %s", all);
 	cr_assert(wait_dgram(fd, all, sizeof all, "STATUS=3 pods", 15), "no summary: %s", all);
 	kill(d->pid, SIGTERM);
-	exits_clean(d);
+	obs_exits_clean(d);
 	close(fd);
 	teardown(d);
 }
@@ -198,7 +188,7 @@ Test(obs_notify, an_abstract_notify_socket_gets_ready_and_stopping)
 	cr_assert(saw_or_wait(fd, all, sizeof all, "STATUS=0 pods", 15), "no summary: %s", all);
 	kill(d->pid, SIGTERM);
 	cr_assert(wait_dgram(fd, all, sizeof all, "STOPPING=1", 10), "no STOPPING=1: %s", all);
-	exits_clean(d);
+	obs_exits_clean(d);
 	close(fd);
 	teardown(d);
 }
@@ -227,7 +217,7 @@ Test(obs_notify, the_watchdog_is_petted_only_for_tankd_or_its_parent)
 		else
 			cr_assert(petted, "not petted for its parent: %s", all);
 		kill(d->pid, SIGTERM);
-		exits_clean(d);
+		obs_exits_clean(d);
 		close(fd);
 		teardown(d);
 	}
